@@ -1,0 +1,88 @@
+/*
+ * junction/annotations.h — router annotations: the router's own keys in the
+ * message-annotations section (reference/mesh-protocol.md section 9), read
+ * on the way in and composed on the way out.
+ *
+ * Reading (jn_ra_parse) finds the router keys x-opt-qd.to, .phase, .ingress,
+ * .trace and .stream, checks their types, and records where the user's
+ * annotations are so they can be copied byte for byte. Router keys are
+ * symbols; a string key that looks like one is a user annotation, as in
+ * qdrouterd 1.19.
+ *
+ * Unlike 1.19, which drops every entry after the first router key, user
+ * annotations placed after a router key are kept (they are copied out in
+ * their original order, before the router keys). On the wire we still emit
+ * the router keys last, as 1.19 expects.
+ *
+ * Composing (jn_ra_compose) writes a whole message-annotations section: the
+ * user annotations, then, toward another router, x-opt-qd.phase (if not 0),
+ * x-opt-qd.stream (if set), x-opt-qd.to, x-opt-qd.ingress and x-opt-qd.trace
+ * with this router's node id appended — in that order (9.2).
+ *
+ * Threads: the thread that holds the message.
+ */
+#ifndef JUNCTION_ANNOTATIONS_H
+#define JUNCTION_ANNOTATIONS_H 1
+
+#include <junction/buffer.h>
+#include <junction/iterator.h>
+
+/* Most separate runs of user entries remembered; more runs are still
+ * handled, by walking the section again when composing. */
+#define JN_RA_MAX_USER_RUNS 4
+
+/* What was read from one message-annotations section. Views point into the
+ * message's buffers; valid while the message is referenced. */
+typedef struct jn_ra {
+    bool section_present;   /* the message has a message-annotations section */
+    bool has_to;
+    bool has_ingress;
+    bool has_trace;
+    bool stream;
+    int32_t phase;          /* x-opt-qd.phase, 0 when absent */
+    jn_iter_t to;           /* x-opt-qd.to (str octets, raw view) */
+    jn_iter_t ingress;      /* x-opt-qd.ingress (str octets) */
+    jn_iter_t trace;        /* x-opt-qd.trace: the encoded list elements */
+    uint32_t trace_count;   /* entries in the trace list */
+    uint32_t trace_size;    /* octets of the encoded trace elements */
+    /* user annotations */
+    uint32_t user_count;    /* user entries (a key with its value = 1) */
+    uint32_t user_size;     /* octets of their encodings */
+    uint32_t user_run_count; /* separate runs of user entries */
+    jn_iter_t user_runs[JN_RA_MAX_USER_RUNS]; /* raw views, in order */
+    jn_iter_t section_map;  /* the map's encoded entries (for > MAX runs) */
+} jn_ra_t;
+
+/* What this router adds on one outgoing hop. Borrowed strings. */
+typedef struct jn_ra_hop {
+    bool to_router;          /* false: toward an endpoint, user keys only */
+    const char *node_id;     /* this router's node id, "0/<id>" */
+    const jn_iter_t *to_override; /* set by this router (NULL: keep received) */
+    int32_t phase;           /* phase to send (0: none) */
+    bool stream;
+} jn_ra_hop_t;
+
+/* jn_ra_parse: read the message-annotations section whose whole encoding
+ * (descriptor included) is in section (a raw view; NULL or an empty view when
+ * the message has none) into *out. With honour_router_keys false, router
+ * keys are not read and are dropped (stripAnnotations in/both).
+ * Returns 0; JN_EPROTO for a malformed section (not a map, odd count, bad
+ * encoding, a key that is not a symbol, ulong or string) with *why set to a
+ * static description; or JN_EINVAL for a router key of the wrong type (to or
+ * ingress not str, trace not a list of str, phase not an integer), with *why
+ * set, which is rejected as amqp:invalid-field. */
+int jn_ra_parse(const jn_iter_t *section, bool honour_router_keys, jn_ra_t *out,
+                const char **why);
+
+/* jn_ra_trace_contains: true when the trace read by jn_ra_parse lists
+ * node_id (e.g. "0/A"). */
+bool jn_ra_trace_contains(const jn_ra_t *ra, const char *node_id);
+
+/* jn_ra_compose: append to out the message-annotations section for one hop:
+ * descriptor, map (smallest encoding), user entries byte for byte, then the
+ * router keys for the hop. Appends nothing when there is nothing to send
+ * (no user entries and !hop->to_router). Returns 0, or JN_ENOMEM. Hot path:
+ * no heap; sizes are computed first, then octets are written once. */
+int jn_ra_compose(const jn_ra_t *in, const jn_ra_hop_t *hop, jn_buffer_list_t *out);
+
+#endif /* JUNCTION_ANNOTATIONS_H */

@@ -1,0 +1,67 @@
+/*
+ * junction/common.h — definitions every Junction module shares: result codes,
+ * branch hints, and the invariant check that stays on in release builds.
+ *
+ * Result convention (as libuv and nginx): a function returns int, 0 for
+ * success, a negative JN_E* code for failure. Functions that produce a stream
+ * of items (the decoder, the outgoing-message cursor) return 1 when they
+ * produced an item, 0 at the end, and a negative code on failure.
+ */
+#ifndef JUNCTION_COMMON_H
+#define JUNCTION_COMMON_H 1
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Result codes. Values are negated errno numbers where one fits, so that they
+ * read naturally in a debugger; they are not meant to be mixed with errno. */
+enum {
+    JN_OK = 0,
+    JN_ENOENT = -2,    /* no such item (absent section, unknown key) */
+    JN_AGAIN = -11,    /* not enough octets yet: call again when more arrive */
+    JN_ENOMEM = -12,   /* a pool or the heap is exhausted */
+    JN_EEXIST = -17,   /* the item already exists */
+    JN_EINVAL = -22,   /* an argument is outside what the function accepts */
+    JN_ERANGE = -34,   /* a value does not fit the destination */
+    JN_EPROTO = -71,   /* the input violates the AMQP encoding or protocol */
+    JN_EOVERFLOW = -75 /* a size, count or nesting depth exceeds a limit */
+};
+
+/* jn_strerror: a short English description of a JN_* result code.
+ * Returns a static string (never NULL; "unknown error" for unknown codes).
+ * Any thread. */
+const char *jn_strerror(int code);
+
+#if defined(__GNUC__) || defined(__clang__)
+#define JN_LIKELY(x)   __builtin_expect(!!(x), 1)
+#define JN_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define JN_PRINTF(fmt_index, first_arg) __attribute__((format(printf, fmt_index, first_arg)))
+#define JN_NORETURN __attribute__((noreturn))
+#else
+#define JN_LIKELY(x)   (x)
+#define JN_UNLIKELY(x) (x)
+#define JN_PRINTF(fmt_index, first_arg)
+#define JN_NORETURN
+#endif
+
+/* jn_panic: print "junction: invariant failed: <what> at file:line" to stderr
+ * and abort. Used by JN_CHECK. Any thread. Never returns. */
+JN_NORETURN void jn_panic(const char *what, const char *file, int line);
+
+/* JN_CHECK: a cheap invariant that stays on in release builds. */
+#define JN_CHECK(cond)                                                         \
+    do {                                                                       \
+        if (JN_UNLIKELY(!(cond)))                                              \
+            jn_panic(#cond, __FILE__, __LINE__);                               \
+    } while (0)
+
+/* JN_DEBUG_CHECK: an invariant too costly for release builds (JN_DEBUG set
+ * by the Debug build type and the sanitizer builds). */
+#ifdef JN_DEBUG
+#define JN_DEBUG_CHECK(cond) JN_CHECK(cond)
+#else
+#define JN_DEBUG_CHECK(cond) ((void)0)
+#endif
+
+#endif /* JUNCTION_COMMON_H */

@@ -1,0 +1,144 @@
+/*
+ * junction/decoder.h — the AMQP 1.0 decoder (spec part 1, "Types").
+ *
+ * A decoder walks a sequence of encoded values and yields each as a typed
+ * jn_field_t. Nothing is copied: a variable-width or compound value is
+ * described by a raw iterator over its payload octets in the buffers.
+ * Fixed-width values are decoded into the field. Compound values (list, map,
+ * array) are entered with jn_decoder_enter(), which gives a child decoder
+ * over their elements; a caller that does not enter one skips it whole.
+ *
+ * Every entry point is bounds-checked: a value that claims more octets than
+ * its container (or the data) holds, an element count that cannot fit its
+ * size, an unknown format code, a map with an odd count, or described types
+ * nested deeper than JN_DECODE_MAX_DEPTH give JN_EPROTO (or JN_EOVERFLOW for
+ * depth), never a read past the data or an abort.
+ *
+ * Threads: a decoder belongs to the thread using it; the octets it reads must
+ * stay referenced and published while it is used.
+ */
+#ifndef JUNCTION_DECODER_H
+#define JUNCTION_DECODER_H 1
+
+#include <junction/amqp.h>
+#include <junction/iterator.h>
+
+/* Deepest nesting of described types and compounds the decoder accepts. */
+#define JN_DECODE_MAX_DEPTH 32
+
+/* The AMQP type of a decoded field (one per type, whatever its encoding). */
+typedef enum jn_amqp_type {
+    JN_TYPE_NULL = 0,
+    JN_TYPE_BOOLEAN,
+    JN_TYPE_UBYTE,
+    JN_TYPE_USHORT,
+    JN_TYPE_UINT,
+    JN_TYPE_ULONG,
+    JN_TYPE_BYTE,
+    JN_TYPE_SHORT,
+    JN_TYPE_INT,
+    JN_TYPE_LONG,
+    JN_TYPE_FLOAT,
+    JN_TYPE_DOUBLE,
+    JN_TYPE_DECIMAL32,
+    JN_TYPE_DECIMAL64,
+    JN_TYPE_DECIMAL128,
+    JN_TYPE_CHAR,
+    JN_TYPE_TIMESTAMP,
+    JN_TYPE_UUID,
+    JN_TYPE_BINARY,
+    JN_TYPE_STRING,
+    JN_TYPE_SYMBOL,
+    JN_TYPE_LIST,
+    JN_TYPE_MAP,
+    JN_TYPE_ARRAY
+} jn_amqp_type_t;
+
+/* One decoded value. Owned by the caller (usually on the stack). */
+typedef struct jn_field {
+    jn_amqp_type_t type;
+    uint8_t code;      /* format code as on the wire (after any descriptor) */
+    uint8_t elem_code; /* arrays: the elements' format code */
+    bool described;    /* a descriptor preceded the value */
+    bool elem_described; /* arrays: the element constructor is described */
+    /* descriptor, when described: a ulong code, or a symbol (raw view) */
+    bool descriptor_is_symbol;
+    uint64_t descriptor_code;
+    jn_iter_t descriptor_symbol;
+    /* scalar value, for fixed-width types: b for boolean; u for ubyte,
+     * ushort, uint, ulong, char (UTF-32 code point); i for byte, short, int,
+     * long, timestamp (ms since the epoch); f and d for float and double;
+     * bytes for decimal32/64/128 (network order) and uuid. */
+    union {
+        bool b;
+        uint64_t u;
+        int64_t i;
+        float f;
+        double d;
+        uint8_t bytes[16];
+    } value;
+    /* variable width: the data octets; compound: the encoded elements (for an
+     * array, after the element constructor). Raw view; size is its length. */
+    jn_iter_t payload;
+    uint32_t size;  /* octets in payload */
+    uint32_t count; /* list/array: elements; map: keys + values (even) */
+    /* the whole encoding of the value, descriptor included (raw view), for
+     * copying it byte for byte */
+    jn_iter_t encoded;
+} jn_field_t;
+
+/* A cursor over a sequence of encoded values. Owned by the caller. */
+typedef struct jn_decoder {
+    jn_iter_t it;              /* raw view over the octets left */
+    uint32_t items_left;       /* elements left in the container, or UINT32_MAX */
+    uint8_t depth;             /* nesting depth of this sequence */
+    bool complete;             /* false: data may still grow (gives JN_AGAIN) */
+    /* arrays: the shared element constructor */
+    bool in_array;
+    uint8_t elem_code;
+    bool elem_described;
+    bool elem_descriptor_is_symbol;
+    uint64_t elem_descriptor_code;
+    jn_iter_t elem_descriptor_symbol;
+} jn_decoder_t;
+
+/* jn_decoder_init: a decoder over the octets left in raw (a JN_VIEW_RAW
+ * iterator, copied). complete says whether those octets are all there will
+ * ever be: if false, a value cut short by the end of the data gives JN_AGAIN
+ * (more octets may arrive), if true it gives JN_EPROTO. */
+void jn_decoder_init(jn_decoder_t *d, const jn_iter_t *raw, bool complete);
+
+/* jn_decoder_next: decode the next value into *f, positioned after it.
+ * Returns 1 with a field, 0 at the end of the sequence (or container),
+ * JN_AGAIN (see init; the decoder is unchanged and may be called again
+ * after more octets are published through a fresh iterator), JN_EPROTO for
+ * malformed input, JN_EOVERFLOW for nesting deeper than JN_DECODE_MAX_DEPTH. */
+int jn_decoder_next(jn_decoder_t *d, jn_field_t *f);
+
+/* jn_decoder_enter: a child decoder over the elements of f, which must be a
+ * list, map or array field returned by d. Returns 0, JN_EINVAL if f is not
+ * compound, JN_EOVERFLOW past JN_DECODE_MAX_DEPTH, JN_EPROTO if the
+ * array's element constructor is malformed. */
+int jn_decoder_enter(const jn_decoder_t *d, const jn_field_t *f, jn_decoder_t *child);
+
+/* jn_decoder_mark: a raw view of the octets left in d (the position of the
+ * next value), e.g. to remember where an entry starts. */
+static inline void jn_decoder_mark(const jn_decoder_t *d, jn_iter_t *out)
+{
+    *out = d->it;
+}
+
+/* jn_field_equal_string: true when f is a string or symbol whose octets equal
+ * s. */
+bool jn_field_equal_string(const jn_field_t *f, const char *s);
+
+/* jn_field_is_integer / jn_field_to_int64 / jn_field_to_uint64: read any
+ * integer type. Return 0 or JN_ERANGE (value does not fit) or JN_EINVAL (not
+ * an integer). */
+int jn_field_to_int64(const jn_field_t *f, int64_t *out);
+int jn_field_to_uint64(const jn_field_t *f, uint64_t *out);
+
+/* jn_amqp_type_name: "ulong", "string", ... for messages. Static string. */
+const char *jn_amqp_type_name(jn_amqp_type_t type);
+
+#endif /* JUNCTION_DECODER_H */

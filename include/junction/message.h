@@ -1,0 +1,189 @@
+/*
+ * junction/message.h — message content: the octets of one AMQP message
+ * (spec part 3, section 3.2), received incrementally, parsed only as far as
+ * routing needs, and sent on, possibly to many links at once.
+ *
+ * A jn_message_t is refcounted content. One thread (the receiving I/O
+ * thread) appends octets and parses; any number of threads hold references
+ * and read the published octets to send copies (jn_message_out_t). The
+ * body is never decoded.
+ *
+ * Parsing locates sections in order as octets arrive: header,
+ * delivery-annotations, message-annotations, properties,
+ * application-properties, then the body sections (data, amqp-sequence or
+ * amqp-value, any number of them) and the footer. Of these only the header
+ * fields, the message annotations (see junction/annotations.h) and the
+ * properties `to` and `reply-to` are decoded; the others are skipped by their
+ * size. A section out of order, a section that is not a described list/map
+ * of the right descriptor, or a size that overruns the data makes the message
+ * malformed (JN_EPROTO), and jn_message_error() says why.
+ */
+#ifndef JUNCTION_MESSAGE_H
+#define JUNCTION_MESSAGE_H 1
+
+#include <junction/annotations.h>
+#include <junction/buffer.h>
+#include <junction/iterator.h>
+
+typedef struct jn_message jn_message_t;
+
+/* How far to parse: each depth includes the ones before it. */
+typedef enum jn_message_depth {
+    JN_DEPTH_NONE = 0,
+    JN_DEPTH_HEADER,
+    JN_DEPTH_DELIVERY_ANNOTATIONS,
+    JN_DEPTH_MESSAGE_ANNOTATIONS,
+    JN_DEPTH_PROPERTIES,
+    JN_DEPTH_APPLICATION_PROPERTIES,
+    JN_DEPTH_BODY, /* the first body section located */
+    JN_DEPTH_ALL   /* every section, up to the end of the complete message */
+} jn_message_depth_t;
+
+/* Sections, for jn_message_section(). */
+typedef enum jn_section {
+    JN_SEC_HEADER = 0,
+    JN_SEC_DELIVERY_ANNOTATIONS,
+    JN_SEC_MESSAGE_ANNOTATIONS,
+    JN_SEC_PROPERTIES,
+    JN_SEC_APPLICATION_PROPERTIES,
+    JN_SEC_BODY, /* from the first body section to the end of the last one */
+    JN_SEC_FOOTER,
+    JN_SEC_COUNT
+} jn_section_t;
+
+/* The header section's fields (defaults when absent, spec 3.2.1). */
+typedef struct jn_message_header {
+    bool durable;
+    uint8_t priority;       /* default 4 */
+    bool has_ttl;
+    uint32_t ttl;           /* milliseconds */
+    bool first_acquirer;
+    uint32_t delivery_count;
+} jn_message_header_t;
+
+/* jn_message_new: empty content, refcount 1. NULL on ENOMEM. Any thread. */
+jn_message_t *jn_message_new(void);
+
+/* jn_message_ref: add a reference; returns m. Any thread. */
+jn_message_t *jn_message_ref(jn_message_t *m);
+
+/* jn_message_unref: drop a reference; at zero the content and its buffers go
+ * back to their pools. NULL is ignored. Any thread. */
+void jn_message_unref(jn_message_t *m);
+
+/* --- receiving (the one writer thread) --------------------------------- */
+
+/* jn_message_write_space: where to write the next octets: *ptr and *len
+ * describe free space at the end of the tail buffer (a new buffer is added
+ * when the tail is full). Follow with jn_message_write_commit(). Returns 0
+ * or JN_ENOMEM. Hot path: pn_link_recv() writes straight into it. */
+int jn_message_write_space(jn_message_t *m, uint8_t **ptr, size_t *len);
+
+/* jn_message_write_commit: publish n octets written at the space returned by
+ * the last jn_message_write_space() (n <= its len). */
+void jn_message_write_commit(jn_message_t *m, size_t n);
+
+/* jn_message_append: copy len octets at data to the end of the content.
+ * Returns 0 or JN_ENOMEM. */
+int jn_message_append(jn_message_t *m, const void *data, size_t len);
+
+/* jn_message_set_complete / jn_message_set_aborted: the last octet has
+ * arrived / the sender aborted the delivery. Release order: a reader that
+ * sees the flag sees every octet. */
+void jn_message_set_complete(jn_message_t *m);
+void jn_message_set_aborted(jn_message_t *m);
+
+/* --- state, any thread holding a reference ----------------------------- */
+
+bool jn_message_is_complete(const jn_message_t *m);
+bool jn_message_is_aborted(const jn_message_t *m);
+/* octets published so far */
+size_t jn_message_length(const jn_message_t *m);
+/* the first buffer of the content (NULL while empty); borrowed */
+const jn_buffer_t *jn_message_buffers(const jn_message_t *m);
+
+/* --- parsing (the writer thread, or any thread once complete) ---------- */
+
+/* jn_message_parse: locate sections up to depth. Returns 0 when everything
+ * up to depth is located (or known absent), JN_AGAIN when more octets are
+ * needed (call again after more arrive), JN_EPROTO when the message is
+ * malformed (jn_message_error() tells why; the message stays malformed). A
+ * message parsed to JN_DEPTH_MESSAGE_ANNOTATIONS has its router annotations
+ * read too (jn_message_annotations()), with honour_router_keys as given to
+ * jn_message_set_annotation_policy(). */
+int jn_message_parse(jn_message_t *m, jn_message_depth_t depth);
+
+/* jn_message_set_annotation_policy: whether router keys in the message
+ * annotations are read (inter-router and edge connections, stripAnnotations
+ * out/no) or treated as absent and dropped (stripAnnotations in/both,
+ * the default for normal connections). Call before parsing. */
+void jn_message_set_annotation_policy(jn_message_t *m, bool honour_router_keys);
+
+/* jn_message_error: a description of why parsing failed, suitable for the
+ * description of an amqp:decode-error (or amqp:invalid-field) rejection; NULL
+ * while the message is not malformed. Static or content-owned string. */
+const char *jn_message_error(const jn_message_t *m);
+
+/* jn_message_error_condition: the AMQP error condition for the failure:
+ * "amqp:decode-error" for malformed encodings, "amqp:invalid-field" for
+ * router annotations of the wrong type (mesh-protocol.md 9.2); NULL while
+ * not malformed. Static string. */
+const char *jn_message_error_condition(const jn_message_t *m);
+
+/* jn_message_section: a raw view of the whole encoding of a located section
+ * (descriptor included). Returns 0, JN_ENOENT when the section is absent, or
+ * JN_AGAIN when parsing has not got that far. */
+int jn_message_section(const jn_message_t *m, jn_section_t section, jn_iter_t *out);
+
+/* jn_message_get_header: the header fields (defaults if absent). Returns 0 or
+ * JN_AGAIN when the header is not parsed yet. */
+int jn_message_get_header(const jn_message_t *m, jn_message_header_t *out);
+
+/* jn_message_to / jn_message_reply_to: a JN_VIEW_ADDRESS view of the
+ * properties `to` / `reply-to` string. Returns 0, JN_ENOENT if absent (no
+ * properties, or the field is null), JN_AGAIN if properties are not parsed
+ * yet. A non-string address is malformed (found by jn_message_parse). */
+int jn_message_to(const jn_message_t *m, jn_iter_t *out);
+int jn_message_reply_to(const jn_message_t *m, jn_iter_t *out);
+
+/* jn_message_annotations: the router annotations read from the message
+ * annotations (all absent when there is no such section); borrowed, valid
+ * while m is referenced. NULL if not parsed that far. */
+const jn_ra_t *jn_message_annotations(const jn_message_t *m);
+
+/* --- sending a copy (any thread holding a reference) ------------------- */
+
+/* The octets of one outgoing copy, produced as segments to hand to
+ * pn_link_send(): the original header, a new message-annotations section
+ * (or none), then the original octets from properties onward, shared with
+ * every other copy. Delivery annotations are hop-by-hop (spec 3.2.2) and are
+ * not forwarded. Owned by the sending thread; holds a reference on m and on
+ * the annotation buffers. */
+typedef struct jn_message_out {
+    jn_message_t *message;
+    jn_buffer_list_t annotations; /* the composed message-annotations section */
+    const jn_buffer_t *buffer;    /* where the next original octets are */
+    size_t buffer_offset;         /* octets of buffer already consumed */
+    size_t position;              /* offset in the original content */
+    size_t skip_from, skip_to;    /* original octets replaced by annotations */
+    const jn_buffer_t *ann_buffer; /* annotations: next buffer to send */
+    uint8_t stage;                /* private */
+} jn_message_out_t;
+
+/* jn_message_out_init: start a copy of m (parsed at least to
+ * JN_DEPTH_MESSAGE_ANNOTATIONS) that replaces its message-annotations section
+ * (if any) with the encoded section in *annotations (taken over: the list is
+ * left empty; pass an empty list for no section). Takes a reference on m.
+ * Returns 0 or JN_EINVAL (not parsed that far). */
+int jn_message_out_init(jn_message_out_t *o, jn_message_t *m, jn_buffer_list_t *annotations);
+
+/* jn_message_out_next: the next segment to send: *ptr/*len (borrowed, valid
+ * while o lives). Returns 1 with a segment, 0 when the whole copy has been
+ * produced (the message is complete and all octets were handed out),
+ * JN_AGAIN when the next octets have not arrived yet. */
+int jn_message_out_next(jn_message_out_t *o, const uint8_t **ptr, size_t *len);
+
+/* jn_message_out_fini: release what o holds. */
+void jn_message_out_fini(jn_message_out_t *o);
+
+#endif /* JUNCTION_MESSAGE_H */

@@ -1,0 +1,71 @@
+/*
+ * junction/pool.h — fixed-size object pools with per-thread caches.
+ *
+ * Every object type on the hot path (buffers, message content, deliveries,
+ * actions) comes from its own pool. A thread allocates from and frees to its
+ * own cache for that pool (no lock, no atomic); when the cache is empty or
+ * full, a batch moves to or from the pool's shared free list. Objects are
+ * never returned to the heap while the process runs; they are freed by
+ * jn_pool_shutdown(). Statistics are kept per pool for management, and
+ * jn_pool_leak_report() lists objects still in use at shutdown.
+ *
+ * Threads: any thread may allocate and free, and an object may be freed by a
+ * thread other than the one that allocated it.
+ */
+#ifndef JUNCTION_POOL_H
+#define JUNCTION_POOL_H 1
+
+#include <junction/common.h>
+#include <stdio.h>
+
+typedef struct jn_pool jn_pool_t;
+
+/* Statistics of one pool; a snapshot, counts are in objects. */
+typedef struct jn_pool_stats {
+    const char *type_name;   /* borrowed, static */
+    size_t object_size;      /* octets per object as requested */
+    uint64_t total_allocated; /* objects ever obtained from the heap */
+    uint64_t in_use;          /* objects handed out and not yet freed */
+    uint64_t in_free_lists;   /* objects held in the shared list and thread caches */
+    uint64_t batch_size;      /* objects moved per shared-list transfer */
+} jn_pool_stats_t;
+
+/* jn_pool_create: make a pool of objects of object_size octets.
+ * type_name is borrowed and must outlive the pool (use a string literal).
+ * batch is the number of objects moved between a thread cache and the shared
+ * list at a time (0 picks a default of 64). Returns NULL on ENOMEM.
+ * Any thread; usually called once per type through jn_pool_get_once(). */
+jn_pool_t *jn_pool_create(const char *type_name, size_t object_size, size_t batch);
+
+/* jn_pool_alloc: an object of the pool's size, 16-octet aligned, contents
+ * undefined. Returns NULL when the heap is exhausted. Any thread. Hot path:
+ * the common case pops the calling thread's cache (no lock, no atomic). */
+void *jn_pool_alloc(jn_pool_t *pool);
+
+/* jn_pool_free: give obj (from jn_pool_alloc of the same pool) back. NULL is
+ * ignored. Any thread. Hot path, as jn_pool_alloc. */
+void jn_pool_free(jn_pool_t *pool, void *obj);
+
+/* jn_pool_thread_exit: return the calling thread's cached objects of every
+ * pool to the shared lists. Call before a thread that used pools exits. */
+void jn_pool_thread_exit(void);
+
+/* jn_pool_get_stats: fill *out for pool. Any thread; counts are approximate
+ * while other threads allocate. */
+void jn_pool_get_stats(jn_pool_t *pool, jn_pool_stats_t *out);
+
+/* jn_pool_foreach: call fn(stats, ctx) for every pool created so far, in
+ * creation order. Any thread. */
+void jn_pool_foreach(void (*fn)(const jn_pool_stats_t *stats, void *ctx), void *ctx);
+
+/* jn_pool_leak_report: write one line per pool with objects still in use to
+ * out (if not NULL) and return the total number of such objects (0 = no
+ * leak). Call after every other thread has stopped and called
+ * jn_pool_thread_exit(). */
+uint64_t jn_pool_leak_report(FILE *out);
+
+/* jn_pool_shutdown: free every pool and all its objects to the heap. After
+ * this no pool may be used. Main thread, at exit, after jn_pool_leak_report. */
+void jn_pool_shutdown(void);
+
+#endif /* JUNCTION_POOL_H */

@@ -16,7 +16,12 @@
 #define JUNCTION_POOL_H 1
 
 #include <junction/common.h>
+#include <stdatomic.h>
 #include <stdio.h>
+
+/* JN_POOL_MAX: the most pools a process may create (one per object type;
+ * each thread keeps a cache slot per possible pool, 16 octets each). */
+#define JN_POOL_MAX 128
 
 typedef struct jn_pool jn_pool_t;
 
@@ -33,9 +38,20 @@ typedef struct jn_pool_stats {
 /* jn_pool_create: make a pool of objects of object_size octets.
  * type_name is borrowed and must outlive the pool (use a string literal).
  * batch is the number of objects moved between a thread cache and the shared
- * list at a time (0 picks a default of 64). Returns NULL on ENOMEM.
+ * list at a time (0 picks a default of 64); a thread cache holds at most
+ * 2 * batch objects. object_size 0 is treated as 1. Returns NULL on ENOMEM
+ * or when JN_POOL_MAX pools already exist.
  * Any thread; usually called once per type through jn_pool_get_once(). */
 jn_pool_t *jn_pool_create(const char *type_name, size_t object_size, size_t batch);
+
+/* jn_pool_get_once: the pool stored in *slot, creating it on the first call
+ * with jn_pool_create(type_name, object_size, batch). Threads racing on the
+ * first call all get the same pool; later calls cost one acquire load.
+ * *slot must start NULL (a static `_Atomic(jn_pool_t *)` is typical).
+ * Returns NULL on ENOMEM or when JN_POOL_MAX pools exist (a later call
+ * retries). Any thread. */
+jn_pool_t *jn_pool_get_once(_Atomic(jn_pool_t *) *slot, const char *type_name, size_t object_size,
+                            size_t batch);
 
 /* jn_pool_alloc: an object of the pool's size, 16-octet aligned, contents
  * undefined. Returns NULL when the heap is exhausted. Any thread. Hot path:
@@ -47,11 +63,17 @@ void *jn_pool_alloc(jn_pool_t *pool);
 void jn_pool_free(jn_pool_t *pool, void *obj);
 
 /* jn_pool_thread_exit: return the calling thread's cached objects of every
- * pool to the shared lists. Call before a thread that used pools exits. */
+ * pool to the shared lists. Call before a thread that used pools exits (a
+ * thread that forgets is flushed by a thread-exit destructor; calling it is
+ * still better, as the destructor does not run for the main thread). The
+ * thread may use pools again afterwards. Any thread, for itself. */
 void jn_pool_thread_exit(void);
 
-/* jn_pool_get_stats: fill *out for pool. Any thread; counts are approximate
- * while other threads allocate. */
+/* jn_pool_get_stats: fill *out for pool. Any thread. Counts are exact for
+ * the calling thread's own cache and for threads that have exited or called
+ * jn_pool_thread_exit; another live thread's cache is counted as of its
+ * last batch move, so in_use / in_free_lists may be off by up to 2 * batch
+ * per such thread while it runs. */
 void jn_pool_get_stats(jn_pool_t *pool, jn_pool_stats_t *out);
 
 /* jn_pool_foreach: call fn(stats, ctx) for every pool created so far, in
@@ -65,7 +87,10 @@ void jn_pool_foreach(void (*fn)(const jn_pool_stats_t *stats, void *ctx), void *
 uint64_t jn_pool_leak_report(FILE *out);
 
 /* jn_pool_shutdown: free every pool and all its objects to the heap. After
- * this no pool may be used. Main thread, at exit, after jn_pool_leak_report. */
+ * this no pool may be used (pointers from jn_pool_create and the slots of
+ * jn_pool_get_once are stale; reset such slots to NULL before creating pools
+ * again, which tests may do). Main thread, at exit, after
+ * jn_pool_leak_report, when every other thread that used pools has exited. */
 void jn_pool_shutdown(void);
 
 #endif /* JUNCTION_POOL_H */

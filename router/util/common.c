@@ -1,0 +1,43 @@
+/*
+ * common.c — the few definitions behind junction/common.h: the text of result
+ * codes and the release-build invariant failure.
+ */
+#include <junction/common.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+
+const char *jn_strerror(int code)
+{
+    switch (code) {
+    case JN_OK:
+        return "success";
+    case JN_ENOENT:
+        return "no such item";
+    case JN_AGAIN:
+        return "not enough octets yet";
+    case JN_ENOMEM:
+        return "out of memory";
+    case JN_EEXIST:
+        return "item already exists";
+    case JN_EINVAL:
+        return "invalid argument";
+    case JN_ERANGE:
+        return "value out of range";
+    case JN_EPROTO:
+        return "protocol or encoding violation";
+    case JN_EOVERFLOW:
+        return "size, count or depth exceeds a limit";
+    default:
+        return "unknown error";
+    }
+}
+
+void jn_panic(const char *what, const char *file, int line)
+{
+    /* One fprintf: stderr is unbuffered, so the line is one write as long as
+     * it fits glibc's stack buffer, and it does not interleave with others. */
+    fprintf(stderr, "junction: invariant failed: %s at %s:%d\n", what ? what : "?",
+            file ? file : "?", line);
+    abort();
+}

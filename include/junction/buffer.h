@@ -16,6 +16,10 @@
  * of `next`. A reader loads them with acquire order, so it never sees octets
  * that were not yet written. That lets one thread append to a message while
  * others already forward its beginning (streaming), without a lock.
+ * Only the tail buffer is ever topped up, so a buffer's size is final once
+ * its `next` is set: a reader walking a chain that may still grow loads
+ * `next` before `size`, and then sees the final size of every buffer that
+ * has a successor.
  */
 #ifndef JUNCTION_BUFFER_H
 #define JUNCTION_BUFFER_H 1
@@ -45,7 +49,8 @@ struct jn_buffer {
     _Atomic(jn_buffer_t *) next; /* next buffer of the chain, or NULL */
     atomic_uint size;            /* octets of data[] published so far */
     atomic_uint refcount;        /* references held; freed at zero */
-    uint32_t reserved;           /* keeps data[] 16-octet aligned */
+    /* data[] starts 16 octets in, so it is 16-octet aligned (pool objects
+     * are); buffer.c asserts this at compile time. */
     uint8_t data[JN_BUFFER_CAPACITY];
 };
 

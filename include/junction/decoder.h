@@ -57,9 +57,9 @@ typedef enum jn_amqp_type {
 /* One decoded value. Owned by the caller (usually on the stack). */
 typedef struct jn_field {
     jn_amqp_type_t type;
-    uint8_t code;      /* format code as on the wire (after any descriptor) */
-    uint8_t elem_code; /* arrays: the elements' format code */
-    bool described;    /* a descriptor preceded the value */
+    uint8_t code;        /* format code as on the wire (after any descriptor) */
+    uint8_t elem_code;   /* arrays: the elements' format code */
+    bool described;      /* a descriptor preceded the value */
     bool elem_described; /* arrays: the element constructor is described */
     /* descriptor, when described: a ulong code, or a symbol (raw view) */
     bool descriptor_is_symbol;
@@ -83,16 +83,17 @@ typedef struct jn_field {
     uint32_t size;  /* octets in payload */
     uint32_t count; /* list/array: elements; map: keys + values (even) */
     /* the whole encoding of the value, descriptor included (raw view), for
-     * copying it byte for byte */
+     * copying it byte for byte. An array element has no constructor of its
+     * own (the array's is shared), so its view holds only its data. */
     jn_iter_t encoded;
 } jn_field_t;
 
 /* A cursor over a sequence of encoded values. Owned by the caller. */
 typedef struct jn_decoder {
-    jn_iter_t it;              /* raw view over the octets left */
-    uint32_t items_left;       /* elements left in the container, or UINT32_MAX */
-    uint8_t depth;             /* nesting depth of this sequence */
-    bool complete;             /* false: data may still grow (gives JN_AGAIN) */
+    jn_iter_t it;        /* raw view over the octets left */
+    uint32_t items_left; /* elements left in the container, or UINT32_MAX */
+    uint8_t depth;       /* nesting depth of this sequence */
+    bool complete;       /* false: data may still grow (gives JN_AGAIN) */
     /* arrays: the shared element constructor */
     bool in_array;
     uint8_t elem_code;
@@ -100,25 +101,36 @@ typedef struct jn_decoder {
     bool elem_descriptor_is_symbol;
     uint64_t elem_descriptor_code;
     jn_iter_t elem_descriptor_symbol;
+    /* why the last call failed (static string), or NULL */
+    const char *reason;
 } jn_decoder_t;
 
 /* jn_decoder_init: a decoder over the octets left in raw (a JN_VIEW_RAW
  * iterator, copied). complete says whether those octets are all there will
  * ever be: if false, a value cut short by the end of the data gives JN_AGAIN
- * (more octets may arrive), if true it gives JN_EPROTO. */
+ * (more octets may arrive), if true it gives JN_EPROTO. Cannot fail. Thread
+ * of the octets' reader. */
 void jn_decoder_init(jn_decoder_t *d, const jn_iter_t *raw, bool complete);
 
-/* jn_decoder_next: decode the next value into *f, positioned after it.
- * Returns 1 with a field, 0 at the end of the sequence (or container),
- * JN_AGAIN (see init; the decoder is unchanged and may be called again
- * after more octets are published through a fresh iterator), JN_EPROTO for
- * malformed input, JN_EOVERFLOW for nesting deeper than JN_DECODE_MAX_DEPTH. */
+/* jn_decoder_next: decode the next value (part 1, 1.6; described values
+ * 1.5) into *f, positioned after it. Returns 1 with a field, 0 at the end of
+ * the sequence (or container), JN_AGAIN (see init; the decoder is unchanged
+ * and may be called again after more octets are published through a fresh
+ * iterator), JN_EPROTO for malformed input (unknown format code, size beyond
+ * the data or the container, count impossible in its size, odd map count,
+ * bad descriptor, boolean octet other than 0/1, bad array element
+ * constructor, octets left in a container after its last element),
+ * JN_EOVERFLOW for described values nested deeper than JN_DECODE_MAX_DEPTH.
+ * After an error, jn_decoder_reason(d) says which. *f is undefined unless 1
+ * is returned. Thread of d. */
 int jn_decoder_next(jn_decoder_t *d, jn_field_t *f);
 
 /* jn_decoder_enter: a child decoder over the elements of f, which must be a
- * list, map or array field returned by d. Returns 0, JN_EINVAL if f is not
- * compound, JN_EOVERFLOW past JN_DECODE_MAX_DEPTH, JN_EPROTO if the
- * array's element constructor is malformed. */
+ * list, map or array field returned by d (part 1, 1.6.24 - 1.6.26). The
+ * child is complete (its octets are all present), so a child never gives
+ * JN_AGAIN. Returns 0, JN_EINVAL if f is not compound, JN_EOVERFLOW past
+ * JN_DECODE_MAX_DEPTH, JN_EPROTO if the array's element constructor is
+ * malformed; on error jn_decoder_reason(child) says why. Thread of d. */
 int jn_decoder_enter(const jn_decoder_t *d, const jn_field_t *f, jn_decoder_t *child);
 
 /* jn_decoder_mark: a raw view of the octets left in d (the position of the
@@ -128,17 +140,28 @@ static inline void jn_decoder_mark(const jn_decoder_t *d, jn_iter_t *out)
     *out = d->it;
 }
 
-/* jn_field_equal_string: true when f is a string or symbol whose octets equal
- * s. */
+/* jn_decoder_reason: a static English sentence saying why the last
+ * jn_decoder_next() on d (or the jn_decoder_enter() that filled d as its
+ * child) failed with JN_EPROTO or JN_EOVERFLOW, e.g. "map has an odd number
+ * of keys and values"; "no error" when none did. Never NULL. Thread of d. */
+const char *jn_decoder_reason(const jn_decoder_t *d);
+
+/* jn_field_equal_string: true when f is a string or symbol whose octets
+ * (left in f->payload) equal the NUL-terminated s. Any thread reading f. */
 bool jn_field_equal_string(const jn_field_t *f, const char *s);
 
 /* jn_field_is_integer / jn_field_to_int64 / jn_field_to_uint64: read any
- * integer type. Return 0 or JN_ERANGE (value does not fit) or JN_EINVAL (not
- * an integer). */
+ * integer type (ubyte, ushort, uint, ulong, byte, short, int, long; not
+ * timestamp or char). is_integer says whether f is one; the others return 0
+ * or JN_ERANGE (value does not fit) or JN_EINVAL (not an integer). Any
+ * thread reading f. */
+bool jn_field_is_integer(const jn_field_t *f);
 int jn_field_to_int64(const jn_field_t *f, int64_t *out);
 int jn_field_to_uint64(const jn_field_t *f, uint64_t *out);
 
-/* jn_amqp_type_name: "ulong", "string", ... for messages. Static string. */
+/* jn_amqp_type_name: "ulong", "string", ... (the spec's type names) for
+ * messages; "unknown" for a value outside the enum. Static string. Any
+ * thread. */
 const char *jn_amqp_type_name(jn_amqp_type_t type);
 
 #endif /* JUNCTION_DECODER_H */

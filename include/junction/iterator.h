@@ -7,11 +7,19 @@
  *   JN_VIEW_ADDRESS      an address with its scheme and host removed
  *                        ("amqp://host:port/x", "amqp:/x", "/x", "//host/x"
  *                        all read as "x") and one trailing '.' or '/' dropped;
+ *                        a scheme is a letter, then letters, digits, '+',
+ *                        '-' or '.', then ":/"; nothing is removed when no
+ *                        octet follows it ("/", "amqp:/") or when a host has
+ *                        no '/' after it ("//host" reads as it is);
  *   JN_VIEW_ADDRESS_HASH the key under which the routing table stores the
  *                        address: a class letter, for mobile addresses a phase
  *                        character, then the address body, as in
  *                        reference/mesh-protocol.md section 6 (e.g. "q1" ->
  *                        "M0q1", "_local/x" -> "Lx", "_topo/0/B/y" -> "RB").
+ *                        Each leading segment must end with '/' to count
+ *                        ("_topo/0/B" is "RB" even on router B; "_local" is
+ *                        "M0_local"). Address views of a field of 4 GiB or
+ *                        more read it raw.
  *
  * Fast path: while the cursor is inside the current buffer and inside the
  * body of the view, jn_iter_octet() is an inline compare and increment
@@ -67,37 +75,52 @@ typedef struct jn_iter {
     uint8_t prefix_pos;
     uint8_t view;  /* jn_iter_view_t */
     uint8_t phase; /* phase character of a mobile hash key, '0' by default */
-    /* where the view's body starts, for jn_iter_reset() */
+    /* the field as given to init (or sub), for jn_iter_reset() and
+     * jn_iter_set_view() */
     const jn_buffer_t *start_buffer;
     const uint8_t *start_cursor;
     size_t start_length;
+    /* where the view's body lies inside the field: octets skipped at its
+     * start (scheme, host, class segments) and cut at its end */
+    uint32_t body_skip;
+    uint32_t body_cut;
 } jn_iter_t;
 
-/* jn_iter_configure: tell the hash view who this router is. area and
- * router_id are copied (router_id at most 127 octets); edge is true on an
- * edge router. Main thread at start-up, before any other thread runs.
- * Returns 0 or JN_EINVAL (too long). Until called, the id is empty. */
+/* jn_iter_configure: tell the hash view who this router is (mesh-protocol.md
+ * section 6). area and router_id are NUL-terminated and copied, each at most
+ * 127 octets; NULL means "0" and "" respectively. edge is true on an edge
+ * router. Main thread at start-up, before any other thread runs (tests may
+ * call it again between tests). Returns 0, or JN_EINVAL (too long; nothing is
+ * changed). Until called, the area is "0", the id empty, and edge false. */
 int jn_iter_configure(const char *area, const char *router_id, bool edge);
 
 /* jn_iter_init: a view of length octets that start offset octets into the
  * chain starting at buffer (offset may exceed the first buffer's size; the
- * chain is walked). The octets must already be published. Returns 0, or
- * JN_EINVAL when the chain holds fewer than offset + length octets. */
+ * chain is walked). The chain is borrowed: it must stay referenced while the
+ * iterator (or a copy or sub of it) is used. Only octets already published
+ * are counted, and the walk never reads past them. buffer NULL is an empty
+ * chain. The phase is '0'. Returns 0, or JN_EINVAL when the chain holds
+ * fewer than offset + length published octets (*it is then undefined).
+ * Cost: one pass over the headers of the buffers the view spans, and for the
+ * address views one pass over the address's leading octets and its last
+ * octet. Any thread. */
 int jn_iter_init(jn_iter_t *it, const jn_buffer_t *buffer, size_t offset, size_t length,
                  jn_iter_view_t view);
 
-/* jn_iter_init_bytes: a view over len plain octets at data (borrowed). */
+/* jn_iter_init_bytes: a view over len plain octets at data (borrowed; NULL
+ * only with len 0). The phase is '0'. Any thread. */
 void jn_iter_init_bytes(jn_iter_t *it, const void *data, size_t len, jn_iter_view_t view);
 
 /* jn_iter_init_string: jn_iter_init_bytes over a NUL-terminated string. */
 void jn_iter_init_string(jn_iter_t *it, const char *str, jn_iter_view_t view);
 
-/* jn_iter_set_view: re-read the same octets (from the view's original start)
- * through another view, and reset. */
+/* jn_iter_set_view: re-read the same field (from its start, as given to
+ * init or sub) through another view, and reset. The phase is kept. */
 void jn_iter_set_view(jn_iter_t *it, jn_iter_view_t view);
 
 /* jn_iter_set_phase: phase character ('0'..'9' or 'F') of a mobile address in
- * the hash view; resets the iterator. Ignored for other classes. */
+ * the hash view (mesh-protocol.md section 6); resets the iterator. Ignored
+ * for other classes and views, but kept for a later jn_iter_set_view. */
 void jn_iter_set_phase(jn_iter_t *it, char phase);
 
 /* jn_iter_reset: back to the first octet of the view. */

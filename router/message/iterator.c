@@ -1,0 +1,595 @@
+/*
+ * iterator.c — the field iterator (junction/iterator.h): a cursor over the
+ * octets of a field in a buffer chain, read through a view, never copied.
+ *
+ * State. A view is an optional prefix (the hash view's class letter and
+ * phase, in jn_iter_t.prefix) followed by a *body*: a contiguous range of the
+ * field's octets (or, for the edge router's "L_edge" key, the static string
+ * "_edge"). The body is described by the field (start_*) and two counts,
+ * body_skip and body_cut, worked out once by init/set_view; reset and the
+ * walk never classify again.
+ *
+ * Fast-path invariant: cursor < limit means *cursor is a body octet that is
+ * published and inside the current buffer; `remaining` counts the body
+ * octets after limit. While prefix octets are being produced, limit ==
+ * cursor (the body's start), so every octet goes through
+ * jn_iter_octet_slow(). So the view is at its end exactly when cursor ==
+ * limit, remaining == 0 and the prefix is used up (jn_iter_end, inline).
+ *
+ * Publication: when a walk reaches the end of a buffer it moves to `next`.
+ * init checked that the chain held the whole field, loading `next` before
+ * `size` (junction/buffer.h), so every buffer the walk leaves has a final size
+ * and a successor; the walk never reads past what init saw published.
+ *
+ * Views (reference/mesh-protocol.md section 6):
+ *   ADDRESS strips "scheme:/" (a scheme is a letter then letters, digits,
+ *   '+', '-', '.'), "scheme://host/", "/" or "//host/" from the start, when
+ *   at least one octet follows, then drops one trailing '.' or '/'. A host
+ *   with no '/' after it is not stripped (the address reads as it is).
+ *   ADDRESS_HASH classifies the address body by its leading segments (each
+ *   must end with '/': "_topo/0/B" does not name router B's local space, it
+ *   is the router address "RB"), see classify().
+ */
+#include <junction/hash.h>
+#include <junction/iterator.h>
+
+#include <string.h>
+
+#define ID_MAX 127 /* octets of a configured area or router id */
+
+/* The router's identity for the hash view. Written by jn_iter_configure at
+ * start-up before other threads run; read-only afterwards. */
+static char my_area[ID_MAX + 1] = "0";
+static char my_id[ID_MAX + 1];
+static bool my_edge;
+
+/* Body of the "L_edge" key; marked by body_skip == SKIP_EDGE_BODY. */
+static const uint8_t edge_body[] = "_edge";
+#define EDGE_BODY_LEN  5
+#define SKIP_EDGE_BODY UINT32_MAX
+
+/* Where a zero-length plain view points when given no data. */
+static const uint8_t no_octets[1];
+
+int jn_iter_configure(const char *area, const char *router_id, bool edge)
+{
+    if (area == NULL)
+        area = "0";
+    if (router_id == NULL)
+        router_id = "";
+    size_t area_len = strlen(area), id_len = strlen(router_id);
+    if (area_len > ID_MAX || id_len > ID_MAX)
+        return JN_EINVAL;
+    memcpy(my_area, area, area_len + 1);
+    memcpy(my_id, router_id, id_len + 1);
+    my_edge = edge;
+    return 0;
+}
+
+/* ---- walking ---------------------------------------------------------- */
+
+/* Make the next run of body octets readable by the fast path. Precondition:
+ * cursor == limit. Afterwards cursor < limit, or the body is used up
+ * (cursor == limit, remaining == 0). */
+static void refill(jn_iter_t *it)
+{
+    while (it->remaining > 0) {
+        if (it->buffer == NULL) {
+            it->limit = it->cursor + it->remaining;
+            it->remaining = 0;
+            return;
+        }
+        const jn_buffer_t *b = it->buffer;
+        const uint8_t *end = b->data + jn_buffer_size(b);
+        if (it->cursor < end) {
+            size_t n = (size_t)(end - it->cursor);
+            if (n > it->remaining)
+                n = it->remaining;
+            it->limit = it->cursor + n;
+            it->remaining -= n;
+            return;
+        }
+        const jn_buffer_t *next = jn_buffer_next(b);
+        JN_CHECK(next != NULL); /* init saw these octets published */
+        it->buffer = next;
+        it->cursor = it->limit = next->data;
+    }
+}
+
+int jn_iter_octet_slow(jn_iter_t *it)
+{
+    if (it->prefix_pos < it->prefix_len) {
+        int octet = it->prefix[it->prefix_pos++];
+        if (it->prefix_pos == it->prefix_len)
+            refill(it);
+        return octet;
+    }
+    if (it->cursor >= it->limit) {
+        refill(it);
+        if (it->cursor >= it->limit)
+            return JN_ITER_END;
+    }
+    return *it->cursor++;
+}
+
+/* The next contiguous run of view octets at the current position, not
+ * consumed: sets *p and returns its length (0 at the end of the view). */
+static size_t run_peek(jn_iter_t *it, const uint8_t **p)
+{
+    if (it->prefix_pos < it->prefix_len) {
+        *p = it->prefix + it->prefix_pos;
+        return (size_t)(it->prefix_len - it->prefix_pos);
+    }
+    if (it->cursor >= it->limit)
+        refill(it);
+    *p = it->cursor;
+    return (size_t)(it->limit - it->cursor);
+}
+
+/* Consume n octets of the run run_peek just returned (n <= its length). */
+static void run_consume(jn_iter_t *it, size_t n)
+{
+    if (it->prefix_pos < it->prefix_len) {
+        it->prefix_pos = (uint8_t)(it->prefix_pos + n);
+        if (it->prefix_pos == it->prefix_len)
+            refill(it);
+    } else {
+        it->cursor += n;
+    }
+}
+
+size_t jn_iter_length(const jn_iter_t *it)
+{
+    return (size_t)(it->prefix_len - it->prefix_pos) + (size_t)(it->limit - it->cursor) +
+           it->remaining;
+}
+
+size_t jn_iter_advance(jn_iter_t *it, size_t n)
+{
+    size_t done = 0;
+    while (done < n) {
+        const uint8_t *p;
+        size_t run = run_peek(it, &p);
+        if (run == 0)
+            break;
+        if (run > n - done)
+            run = n - done;
+        run_consume(it, run);
+        done += run;
+    }
+    return done;
+}
+
+/* Consume len octets of it that must equal s; false at the first mismatch
+ * or when fewer are left (it is then somewhere in between). */
+static bool match(jn_iter_t *it, const uint8_t *s, size_t len)
+{
+    while (len > 0) {
+        const uint8_t *p;
+        size_t run = run_peek(it, &p);
+        if (run == 0)
+            return false;
+        if (run > len)
+            run = len;
+        if (memcmp(p, s, run) != 0)
+            return false;
+        run_consume(it, run);
+        s += run;
+        len -= run;
+    }
+    return true;
+}
+
+bool jn_iter_equal(const jn_iter_t *it, const char *s)
+{
+    size_t len = strlen(s);
+    if (jn_iter_length(it) != len)
+        return false;
+    jn_iter_t t = *it;
+    return match(&t, (const uint8_t *)s, len);
+}
+
+bool jn_iter_equal_iter(const jn_iter_t *a, const jn_iter_t *b)
+{
+    if (jn_iter_length(a) != jn_iter_length(b))
+        return false;
+    jn_iter_t ta = *a, tb = *b;
+    for (;;) {
+        const uint8_t *pa, *pb;
+        size_t na = run_peek(&ta, &pa);
+        size_t nb = run_peek(&tb, &pb);
+        size_t n = na < nb ? na : nb;
+        if (n == 0)
+            return na == nb;
+        if (memcmp(pa, pb, n) != 0)
+            return false;
+        run_consume(&ta, n);
+        run_consume(&tb, n);
+    }
+}
+
+bool jn_iter_prefix(jn_iter_t *it, const char *s)
+{
+    size_t len = strlen(s);
+    if (jn_iter_length(it) < len)
+        return false;
+    jn_iter_t t = *it;
+    if (!match(&t, (const uint8_t *)s, len))
+        return false;
+    *it = t;
+    return true;
+}
+
+size_t jn_iter_copy(jn_iter_t *it, void *dst, size_t cap)
+{
+    uint8_t *out = dst;
+    size_t done = 0;
+    while (done < cap) {
+        const uint8_t *p;
+        size_t run = run_peek(it, &p);
+        if (run == 0)
+            break;
+        if (run > cap - done)
+            run = cap - done;
+        memcpy(out + done, p, run);
+        run_consume(it, run);
+        done += run;
+    }
+    return done;
+}
+
+size_t jn_iter_copy_string(const jn_iter_t *it, char *dst, size_t cap)
+{
+    size_t full = jn_iter_length(it);
+    if (cap == 0)
+        return full;
+    jn_iter_t t = *it;
+    size_t n = jn_iter_copy(&t, dst, cap - 1);
+    dst[n] = '\0';
+    return full;
+}
+
+uint32_t jn_iter_hash(const jn_iter_t *it)
+{
+    jn_iter_t t = *it;
+    uint32_t h = JN_HASH_SEED;
+    for (;;) {
+        const uint8_t *p;
+        size_t run = run_peek(&t, &p);
+        if (run == 0)
+            return h;
+        for (size_t i = 0; i < run; i++)
+            h = jn_hash_octet(h, p[i]);
+        run_consume(&t, run);
+    }
+}
+
+/* ---- positioning -------------------------------------------------------- */
+
+/* Put it at the start of its body: field start moved on by body_skip, with
+ * the prefix not yet read. */
+void jn_iter_reset(jn_iter_t *it)
+{
+    it->prefix_pos = 0;
+    if (it->body_skip == SKIP_EDGE_BODY) {
+        it->buffer = NULL;
+        it->cursor = it->limit = edge_body;
+        it->remaining = EDGE_BODY_LEN;
+    } else {
+        size_t skip = it->body_skip;
+        it->buffer = it->start_buffer;
+        it->cursor = it->limit = it->start_cursor;
+        it->remaining = it->start_length - it->body_cut; /* skip + body */
+        while (skip > 0) {
+            refill(it); /* skip <= remaining, so a run follows */
+            size_t n = (size_t)(it->limit - it->cursor);
+            if (n > skip)
+                n = skip;
+            it->cursor += n;
+            skip -= n;
+        }
+        /* fold the run's unread octets back: cursor == limit at the body */
+        it->remaining += (size_t)(it->limit - it->cursor);
+        it->limit = it->cursor;
+    }
+    if (it->prefix_len == 0)
+        refill(it);
+}
+
+/* A raw iterator over length octets from (buffer, cursor), already known to
+ * be published. */
+static void raw_at(jn_iter_t *it, const jn_buffer_t *buffer, const uint8_t *cursor, size_t length)
+{
+    it->buffer = it->start_buffer = buffer;
+    it->cursor = it->limit = it->start_cursor = cursor;
+    it->remaining = it->start_length = length;
+    it->prefix_len = it->prefix_pos = 0;
+    it->view = JN_VIEW_RAW;
+    it->phase = '0';
+    it->body_skip = it->body_cut = 0;
+    refill(it);
+}
+
+void jn_iter_sub(const jn_iter_t *it, size_t length, jn_iter_t *out)
+{
+    /* While the prefix is being read, cursor == limit at the body's start. */
+    size_t body_left = (size_t)(it->limit - it->cursor) + it->remaining;
+    if (length > body_left)
+        length = body_left;
+    raw_at(out, it->buffer, it->cursor, length);
+}
+
+/* ---- views -------------------------------------------------------------- */
+
+static bool is_alpha(int c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static bool is_scheme_char(int c)
+{
+    return is_alpha(c) || (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.';
+}
+
+/* s has consumed pos octets, the last of them the first '/' of "//".
+ * Returns the offset just past the '/' that ends the host, or 0 if none. */
+static size_t skip_host(jn_iter_t *s, size_t pos)
+{
+    int c;
+    while ((c = jn_iter_octet(s)) != JN_ITER_END) {
+        pos++;
+        if (c == '/')
+            return pos;
+    }
+    return 0;
+}
+
+/* Octets of scheme and host at the start of the raw iterator f (a copy is
+ * walked): 0 when there are none. */
+static size_t scheme_skip(const jn_iter_t *f)
+{
+    jn_iter_t s = *f;
+    size_t pos = 1;
+    int c = jn_iter_octet(&s);
+    if (c != '/') {
+        if (!is_alpha(c))
+            return 0;
+        do {
+            c = jn_iter_octet(&s);
+            pos++;
+        } while (is_scheme_char(c));
+        if (c != ':' || jn_iter_octet(&s) != '/')
+            return 0;
+        pos++; /* now just past ":/" */
+    }
+    c = jn_iter_octet(&s);
+    if (c == '/')
+        return skip_host(&s, pos + 1);
+    return c == JN_ITER_END ? 0 : pos;
+}
+
+/* If the raw iterator a starts with segment s followed by '/', move past
+ * both and return true; else leave a unchanged. */
+static bool take_segment(jn_iter_t *a, const char *s)
+{
+    jn_iter_t t = *a;
+    if (!jn_iter_prefix(&t, s) || jn_iter_octet(&t) != '/')
+        return false;
+    *a = t;
+    return true;
+}
+
+/* Octets of a before the next '/' (or its end). */
+static size_t segment_length(const jn_iter_t *a)
+{
+    jn_iter_t t = *a;
+    size_t n = 0;
+    int c;
+    while ((c = jn_iter_octet(&t)) != JN_ITER_END && c != '/')
+        n++;
+    return n;
+}
+
+/* The hash key's class and where its body lies in the address body. */
+typedef struct key_shape {
+    uint8_t cls;    /* class letter */
+    bool edge_body; /* the body is "_edge" (the edge's uplink address) */
+    size_t skip;    /* octets of the address body before the key body */
+    size_t length;  /* octets of the key body */
+} key_shape_t;
+
+static void shape(key_shape_t *k, uint8_t cls, const jn_iter_t *a, size_t total, size_t length)
+{
+    k->cls = cls;
+    k->edge_body = false;
+    k->skip = total - jn_iter_length(a);
+    k->length = length;
+}
+
+static void shape_edge(key_shape_t *k)
+{
+    k->cls = JN_ADDR_CLASS_LOCAL;
+    k->edge_body = true;
+    k->skip = k->length = 0;
+}
+
+/* "_topo/..." after the "_topo/" segment: see classify(). */
+static void classify_topo(key_shape_t *k, jn_iter_t *a, size_t total)
+{
+    jn_iter_t area = *a;
+    if (!take_segment(a, my_area) && !take_segment(a, "all")) {
+        if (my_edge)
+            shape_edge(k);
+        else
+            shape(k, JN_ADDR_CLASS_AREA, &area, total, segment_length(&area));
+        return;
+    }
+    if (take_segment(a, "all"))
+        shape(k, JN_ADDR_CLASS_TOPOLOGICAL, a, total, jn_iter_length(a));
+    else if (take_segment(a, my_id))
+        shape(k, JN_ADDR_CLASS_LOCAL, a, total, jn_iter_length(a));
+    else if (my_edge)
+        shape_edge(k);
+    else
+        shape(k, JN_ADDR_CLASS_ROUTER, a, total, segment_length(a));
+}
+
+/* Classify the address body addr (a raw iterator) per section 6:
+ *   _local/<n>                          L<n>
+ *   _topo/<area|all>/all/<n>            T<n>
+ *   _topo/<area|all>/<me>/<n>           L<n>
+ *   _topo/<area|all>/<other>/...        R<other>   (edge: L_edge)
+ *   _topo/<other-area>/...              A<other-area> (edge: L_edge)
+ *   _edge/<me>/<n>                      L<n>
+ *   _edge/<other>/...                   H<other>   (edge: L_edge)
+ *   anything else                       M<phase><address>
+ */
+static void classify(key_shape_t *k, const jn_iter_t *addr)
+{
+    jn_iter_t a = *addr;
+    size_t total = jn_iter_length(&a);
+    if (take_segment(&a, "_local")) {
+        shape(k, JN_ADDR_CLASS_LOCAL, &a, total, jn_iter_length(&a));
+    } else if (take_segment(&a, "_topo")) {
+        classify_topo(k, &a, total);
+    } else if (take_segment(&a, "_edge")) {
+        if (take_segment(&a, my_id))
+            shape(k, JN_ADDR_CLASS_LOCAL, &a, total, jn_iter_length(&a));
+        else if (my_edge)
+            shape_edge(k);
+        else
+            shape(k, JN_ADDR_CLASS_EDGE_SUMMARY, &a, total, segment_length(&a));
+    } else {
+        shape(k, JN_ADDR_CLASS_MOBILE, &a, total, total);
+    }
+}
+
+/* Work out prefix, body_skip and body_cut of it's view from its field. */
+static void apply_view(jn_iter_t *it)
+{
+    it->prefix_len = 0;
+    it->body_skip = it->body_cut = 0;
+    /* Address views of fields past 4 GiB are read raw: no address is that
+     * long, and the counts are 32 bits. */
+    if (it->view == JN_VIEW_RAW || it->start_length >= UINT32_MAX)
+        return;
+
+    size_t len = it->start_length;
+    jn_iter_t f;
+    raw_at(&f, it->start_buffer, it->start_cursor, len);
+    size_t skip = scheme_skip(&f);
+    size_t cut = 0;
+    if (len > skip) {
+        jn_iter_t last = f;
+        jn_iter_advance(&last, len - 1);
+        int c = jn_iter_octet(&last);
+        cut = (c == '.' || c == '/') ? 1 : 0;
+    }
+    if (it->view == JN_VIEW_ADDRESS) {
+        it->body_skip = (uint32_t)skip;
+        it->body_cut = (uint32_t)cut;
+        return;
+    }
+
+    jn_iter_t addr;
+    jn_iter_advance(&f, skip);
+    jn_iter_sub(&f, len - skip - cut, &addr);
+    key_shape_t k;
+    classify(&k, &addr);
+    it->prefix[0] = k.cls;
+    it->prefix_len = 1;
+    if (k.cls == JN_ADDR_CLASS_MOBILE) {
+        it->prefix[1] = it->phase;
+        it->prefix_len = 2;
+    }
+    if (k.edge_body) {
+        it->body_skip = SKIP_EDGE_BODY;
+    } else {
+        it->body_skip = (uint32_t)(skip + k.skip);
+        it->body_cut = (uint32_t)(len - skip - k.skip - k.length);
+    }
+}
+
+/* Common tail of the init functions: the field is set. */
+static void init_view(jn_iter_t *it, jn_iter_view_t view)
+{
+    it->view = (uint8_t)view;
+    it->phase = '0';
+    apply_view(it);
+    jn_iter_reset(it);
+}
+
+/* Find the octet offset octets into the chain at *bufp and check that length
+ * octets from there are published. Loads `next` before `size` (buffer.h). */
+static int locate(const jn_buffer_t **bufp, size_t offset, size_t length, const uint8_t **startp)
+{
+    const jn_buffer_t *b = *bufp;
+    const jn_buffer_t *next = jn_buffer_next(b);
+    size_t size = jn_buffer_size(b);
+    while (offset >= size && next != NULL) {
+        offset -= size;
+        b = next;
+        next = jn_buffer_next(b);
+        size = jn_buffer_size(b);
+    }
+    if (offset > size)
+        return JN_EINVAL;
+    *bufp = b;
+    *startp = b->data + offset;
+    size_t avail = size - offset;
+    while (avail < length && next != NULL) {
+        const jn_buffer_t *c = next;
+        next = jn_buffer_next(c);
+        avail += jn_buffer_size(c);
+    }
+    return avail >= length ? 0 : JN_EINVAL;
+}
+
+int jn_iter_init(jn_iter_t *it, const jn_buffer_t *buffer, size_t offset, size_t length,
+                 jn_iter_view_t view)
+{
+    if (buffer == NULL) {
+        if (offset != 0 || length != 0)
+            return JN_EINVAL;
+        jn_iter_init_bytes(it, NULL, 0, view);
+        return 0;
+    }
+    const uint8_t *start;
+    int rc = locate(&buffer, offset, length, &start);
+    if (rc != 0)
+        return rc;
+    it->start_buffer = buffer;
+    it->start_cursor = start;
+    it->start_length = length;
+    init_view(it, view);
+    return 0;
+}
+
+void jn_iter_init_bytes(jn_iter_t *it, const void *data, size_t len, jn_iter_view_t view)
+{
+    JN_CHECK(data != NULL || len == 0);
+    it->start_buffer = NULL;
+    it->start_cursor = data != NULL ? (const uint8_t *)data : no_octets;
+    it->start_length = len;
+    init_view(it, view);
+}
+
+void jn_iter_init_string(jn_iter_t *it, const char *str, jn_iter_view_t view)
+{
+    jn_iter_init_bytes(it, str, strlen(str), view);
+}
+
+void jn_iter_set_view(jn_iter_t *it, jn_iter_view_t view)
+{
+    it->view = (uint8_t)view;
+    apply_view(it);
+    jn_iter_reset(it);
+}
+
+void jn_iter_set_phase(jn_iter_t *it, char phase)
+{
+    it->phase = (uint8_t)phase;
+    if (it->prefix_len == 2 && it->prefix[0] == JN_ADDR_CLASS_MOBILE)
+        it->prefix[1] = (uint8_t)phase;
+    jn_iter_reset(it);
+}

@@ -1,0 +1,241 @@
+/*
+ * checks.c — what 1.19 checks across entities before it starts
+ * (config-file.md §4, §5), and the identities it gives them:
+ *
+ *   - identities ("listener/<host>:<port>[:<name>]", "log/<module>",
+ *     "router/<id>", "address/<n>", ...) and names (the configured name, else
+ *     the identity), both unique across all entities;
+ *   - router.id at most 127 characters, without whitespace or control
+ *     characters;
+ *   - listener/connector roles against the router mode;
+ *   - openProperties: not with the inter-router and edge roles, no reserved
+ *     keys;
+ *   - saslPlugin names an authServicePlugin.
+ *
+ * Problems 1.19 only logs while creating entities (an address with both
+ * prefix and pattern, a missing sslProfile, ...) are the runtime's to report.
+ */
+#include "config_private.h"
+
+#include <junction/hash.h>
+
+#include <string.h>
+
+#define ROUTER_ID_MAX 127
+
+static bool type_is(const jn_config_entity_t *e, const char *name)
+{
+    return strcmp(jn_schema_type_name(e->type), name) == 0;
+}
+
+static bool is_connection_config(const jn_config_entity_t *e)
+{
+    return type_is(e, "listener") || type_is(e, "connector");
+}
+
+static const char *text_or_none(const jn_config_entity_t *e, const char *attr)
+{
+    const char *s = jn_config_entity_string(e, attr);
+    return s ? s : "None";
+}
+
+static int line_of(const jn_config_entity_t *e, const char *attr)
+{
+    const jn_config_value_t *v = jn_config_entity_get(e, attr);
+    return v && v->line ? v->line : e->line;
+}
+
+/* 1.19's identity for e; counters[] holds the per-type counters. */
+static const char *identity_of(jn_config_ctx_t *ctx, const jn_config_entity_t *e,
+                               unsigned *counters)
+{
+    const char *t = jn_schema_type_short_name(e->type);
+    const char *configured = jn_config_entity_string(e, "name");
+    if (is_connection_config(e))
+        return jn_config_printf(ctx, "%s/%s:%s%s%s", t, text_or_none(e, "host"),
+                                text_or_none(e, "port"), configured ? ":" : "",
+                                configured ? configured : "");
+    if (type_is(e, "log"))
+        return jn_config_printf(ctx, "%s/%s", t, text_or_none(e, "module"));
+    if (type_is(e, "sslProfile") || type_is(e, "authServicePlugin"))
+        return jn_config_printf(ctx, "%s/%s", t, text_or_none(e, "name"));
+    if (type_is(e, "vhost"))
+        return jn_config_printf(ctx, "%s/%s", t, text_or_none(e, "hostname"));
+    if (type_is(e, "router"))
+        return jn_config_printf(ctx, "%s/%s", t, text_or_none(e, "id"));
+    if (type_is(e, "policy"))
+        return jn_config_printf(ctx, "%s/None", t);
+    return jn_config_printf(ctx, "%s/%u", t, counters[jn_schema_type_index(e->type)]++);
+}
+
+static int assign_identities(jn_config_ctx_t *ctx)
+{
+    jn_config_t *cfg = ctx->cfg;
+    unsigned *counters = jn_config_alloc(ctx, jn_schema_type_count() * sizeof(unsigned));
+    if (!counters)
+        return jn_config_nomem(ctx);
+    for (size_t i = 0; i < cfg->entity_count; i++) {
+        jn_config_entity_t *e = cfg->entities[i];
+        e->identity = identity_of(ctx, e, counters);
+        if (!e->identity)
+            return jn_config_nomem(ctx);
+        const char *configured = jn_config_entity_string(e, "name");
+        e->name = configured ? configured : e->identity;
+    }
+    return 0;
+}
+
+/* The error for e, whose name or identity is already taken by o. */
+static int duplicate(jn_config_ctx_t *ctx, const jn_config_entity_t *e, const jn_config_entity_t *o)
+{
+    const char *other = jn_schema_type_short_name(o->type);
+    if (jn_config_entity_string(e, "name") && strcmp(e->name, o->name) == 0)
+        return jn_config_fail(ctx, line_of(e, "name"),
+                              "name '%s' is already used by the %s section at line %d",
+                              jn_config_quote(ctx, e->name), other, o->line);
+    return jn_config_fail(
+        ctx, e->line, "%s has the same identity '%s' as the %s section at line %d%s",
+        jn_schema_type_short_name(e->type), jn_config_quote(ctx, e->identity), other, o->line,
+        type_is(e, "log") || type_is(e, "vhost") ? "" : "; give one of them a distinct name");
+}
+
+/* Names (configured or defaulted to the identity) and identities are unique
+ * across all entities of all types. Two hash tables keep this linear. */
+static int check_unique(jn_config_ctx_t *ctx)
+{
+    jn_config_t *cfg = ctx->cfg;
+    jn_hash_t *names = jn_hash_create(cfg->entity_count);
+    jn_hash_t *ids = jn_hash_create(cfg->entity_count);
+    int rc = names && ids ? 0 : jn_config_nomem(ctx);
+    for (size_t i = 0; i < cfg->entity_count && rc == 0; i++) {
+        jn_config_entity_t *e = cfg->entities[i];
+        const jn_config_entity_t *o = jn_hash_lookup(names, e->name, strlen(e->name));
+        if (!o)
+            o = jn_hash_lookup(ids, e->identity, strlen(e->identity));
+        if (!o)
+            o = jn_hash_lookup(names, e->identity, strlen(e->identity));
+        if (o) {
+            rc = duplicate(ctx, e, o);
+            break;
+        }
+        if (jn_hash_insert(names, e->name, strlen(e->name), e) != 0 ||
+            (strcmp(e->name, e->identity) != 0 &&
+             jn_hash_insert(ids, e->identity, strlen(e->identity), e) != 0))
+            rc = jn_config_nomem(ctx);
+    }
+    jn_hash_free(names);
+    jn_hash_free(ids);
+    return rc;
+}
+
+static int check_router_id(jn_config_ctx_t *ctx, const jn_config_entity_t *router)
+{
+    const char *id = jn_config_entity_string(router, "id");
+    if (!id)
+        return 0;
+    size_t chars = 0;
+    bool bad = false;
+    for (const unsigned char *p = (const unsigned char *)id; *p; p++) {
+        chars += (*p & 0xc0) != 0x80; /* count UTF-8 code points */
+        bad |= *p <= 0x20 || *p == 0x7f;
+    }
+    if (chars > ROUTER_ID_MAX)
+        return jn_config_fail(ctx, line_of(router, "id"),
+                              "router attribute 'id': longer than "
+                              "%d characters",
+                              ROUTER_ID_MAX);
+    if (bad)
+        return jn_config_fail(ctx, line_of(router, "id"),
+                              "router attribute 'id': '%s' contains "
+                              "whitespace or control characters",
+                              jn_config_quote(ctx, id));
+    return 0;
+}
+
+static bool reserved_open_property(const char *key)
+{
+    /* 1.19 also lists the run-together "schemehostname" (a missing comma in
+     * its source), so "scheme" and "hostname" are not reserved. */
+    static const char *const reserved[] = {"product",      "version", "failover-server-list",
+                                           "network-host", "port",    "schemehostname"};
+    for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
+        if (strcmp(key, reserved[i]) == 0)
+            return true;
+    return strncmp(key, "qd.", 3) == 0 || strncmp(key, "x-opt-qd.", 9) == 0;
+}
+
+static int check_role(jn_config_ctx_t *ctx, const jn_config_entity_t *e, const char *mode)
+{
+    const char *t = jn_schema_type_short_name(e->type);
+    const char *role = jn_config_entity_string(e, "role");
+    bool mesh_role = role && (strcmp(role, "inter-router") == 0 || strcmp(role, "edge") == 0);
+    int line = line_of(e, "role");
+    if (mesh_role && strcmp(mode, "standalone") == 0)
+        return jn_config_fail(ctx, line,
+                              "%s attribute 'role': '%s' is not allowed on a "
+                              "standalone router",
+                              t, role);
+    if (role && strcmp(role, "inter-router") == 0 && strcmp(mode, "interior") != 0)
+        return jn_config_fail(ctx, line,
+                              "%s attribute 'role': 'inter-router' needs an interior "
+                              "router (the router mode is '%s')",
+                              t, mode);
+    if (type_is(e, "listener") && role && strcmp(role, "edge") == 0 && strcmp(mode, "edge") == 0)
+        return jn_config_fail(ctx, line,
+                              "listener attribute 'role': 'edge' is not allowed on an "
+                              "edge router");
+    const jn_config_value_t *props = jn_config_entity_get(e, "openProperties");
+    if (!props)
+        return 0;
+    if (mesh_role)
+        return jn_config_fail(ctx, props->line,
+                              "%s attribute 'openProperties': not allowed "
+                              "with role '%s'",
+                              t, role);
+    for (size_t i = 0; i < props->count; i++)
+        if (reserved_open_property(props->items[i]->key))
+            return jn_config_fail(ctx, props->items[i]->line,
+                                  "%s attribute 'openProperties': "
+                                  "key '%s' is reserved",
+                                  t, props->items[i]->key);
+    return 0;
+}
+
+static int check_sasl_plugin(jn_config_ctx_t *ctx, const jn_config_entity_t *e)
+{
+    const char *plugin = jn_config_entity_string(e, "saslPlugin");
+    if (!plugin)
+        return 0;
+    jn_config_t *cfg = ctx->cfg;
+    for (size_t i = 0; i < cfg->entity_count; i++) {
+        const char *name = jn_config_entity_string(cfg->entities[i], "name");
+        if (type_is(cfg->entities[i], "authServicePlugin") && name && strcmp(name, plugin) == 0)
+            return 0;
+    }
+    return jn_config_fail(ctx, line_of(e, "saslPlugin"),
+                          "%s attribute 'saslPlugin': no "
+                          "authServicePlugin named '%s'",
+                          jn_schema_type_short_name(e->type), jn_config_quote(ctx, plugin));
+}
+
+int jn_config_check(jn_config_ctx_t *ctx)
+{
+    jn_config_t *cfg = ctx->cfg;
+    int rc = assign_identities(ctx);
+    if (rc == 0)
+        rc = check_unique(ctx);
+    const jn_config_entity_t *router = jn_config_find(cfg, jn_schema_type_find("router"));
+    if (rc == 0 && router)
+        rc = check_router_id(ctx, router);
+    const char *mode = router ? jn_config_entity_string(router, "mode") : NULL;
+    if (!mode)
+        mode = "standalone";
+    for (size_t i = 0; i < cfg->entity_count && rc == 0; i++) {
+        if (!is_connection_config(cfg->entities[i]))
+            continue;
+        rc = check_role(ctx, cfg->entities[i], mode);
+        if (rc == 0)
+            rc = check_sasl_plugin(ctx, cfg->entities[i]);
+    }
+    return rc;
+}

@@ -7,7 +7,8 @@
  * .trace and .stream, checks their types, and records where the user's
  * annotations are so they can be copied byte for byte. Router keys are
  * symbols; a string key that looks like one is a user annotation, as in
- * qdrouterd 1.19.
+ * qdrouterd 1.19. x-opt-qd.class, the bare prefix "x-opt-qd." and any other
+ * symbol key in the x-opt-qd. namespace are router-owned and dropped.
  *
  * Unlike 1.19, which drops every entry after the first router key, user
  * annotations placed after a router key are kept (they are copied out in
@@ -34,45 +35,50 @@
 /* What was read from one message-annotations section. Views point into the
  * message's buffers; valid while the message is referenced. */
 typedef struct jn_ra {
-    bool section_present;   /* the message has a message-annotations section */
+    bool section_present; /* the message has a message-annotations section */
     bool has_to;
     bool has_ingress;
     bool has_trace;
     bool stream;
-    int32_t phase;          /* x-opt-qd.phase, 0 when absent */
-    jn_iter_t to;           /* x-opt-qd.to (str octets, raw view) */
-    jn_iter_t ingress;      /* x-opt-qd.ingress (str octets) */
-    jn_iter_t trace;        /* x-opt-qd.trace: the encoded list elements */
-    uint32_t trace_count;   /* entries in the trace list */
-    uint32_t trace_size;    /* octets of the encoded trace elements */
+    int32_t phase;        /* x-opt-qd.phase, 0 when absent */
+    jn_iter_t to;         /* x-opt-qd.to (str octets, raw view) */
+    jn_iter_t ingress;    /* x-opt-qd.ingress (str octets) */
+    jn_iter_t trace;      /* x-opt-qd.trace: the encoded list elements */
+    uint32_t trace_count; /* entries in the trace list */
+    uint32_t trace_size;  /* octets of the encoded trace elements */
     /* user annotations */
-    uint32_t user_count;    /* user entries (a key with its value = 1) */
-    uint32_t user_size;     /* octets of their encodings */
-    uint32_t user_run_count; /* separate runs of user entries */
+    uint32_t user_count;                      /* user entries (a key with its value = 1) */
+    uint32_t user_size;                       /* octets of their encodings */
+    uint32_t user_run_count;                  /* separate runs of user entries */
     jn_iter_t user_runs[JN_RA_MAX_USER_RUNS]; /* raw views, in order */
-    jn_iter_t section_map;  /* the map's encoded entries (for > MAX runs) */
+    jn_iter_t section_map;                    /* the map's encoded entries (for > MAX runs) */
 } jn_ra_t;
 
 /* What this router adds on one outgoing hop. Borrowed strings. */
 typedef struct jn_ra_hop {
-    bool to_router;          /* false: toward an endpoint, user keys only */
-    const char *node_id;     /* this router's node id, "0/<id>" */
-    const jn_iter_t *to_override; /* set by this router (NULL: keep received) */
-    int32_t phase;           /* phase to send (0: none) */
-    bool stream;
+    bool to_router;               /* false: toward an endpoint, user keys only */
+    const char *node_id;          /* this router's node id, "0/<id>" */
+    const jn_iter_t *to_override; /* set by this router: the octets left in
+                                   * the view are sent (NULL: keep received) */
+    int32_t phase;                /* phase to send with to_override (0: none);
+                                   * without to_override, 0 keeps the received
+                                   * phase and non-zero replaces it */
+    bool stream;                  /* send x-opt-qd.stream (also sent when the
+                                   * received message had it) */
 } jn_ra_hop_t;
 
 /* jn_ra_parse: read the message-annotations section whose whole encoding
  * (descriptor included) is in section (a raw view; NULL or an empty view when
  * the message has none) into *out. With honour_router_keys false, router
- * keys are not read and are dropped (stripAnnotations in/both).
- * Returns 0; JN_EPROTO for a malformed section (not a map, odd count, bad
- * encoding, a key that is not a symbol, ulong or string) with *why set to a
- * static description; or JN_EINVAL for a router key of the wrong type (to or
- * ingress not str, trace not a list of str, phase not an integer), with *why
- * set, which is rejected as amqp:invalid-field. */
-int jn_ra_parse(const jn_iter_t *section, bool honour_router_keys, jn_ra_t *out,
-                const char **why);
+ * keys are not read (nor type-checked) and are dropped (stripAnnotations
+ * in/both). why may be NULL.
+ * Returns 0; JN_EPROTO for a malformed section (not a described map of the
+ * message-annotations descriptor, odd count, bad encoding, a key that is not
+ * a symbol, ulong or string) with *why set to a static description; or
+ * JN_EINVAL for a router key of the wrong type (to or ingress not str, trace
+ * not a list of str, phase or stream not an integer), with *why set, which
+ * is rejected as amqp:invalid-field (mesh-protocol.md 9.2). */
+int jn_ra_parse(const jn_iter_t *section, bool honour_router_keys, jn_ra_t *out, const char **why);
 
 /* jn_ra_trace_contains: true when the trace read by jn_ra_parse lists
  * node_id (e.g. "0/A"). */
@@ -80,9 +86,12 @@ bool jn_ra_trace_contains(const jn_ra_t *ra, const char *node_id);
 
 /* jn_ra_compose: append to out the message-annotations section for one hop:
  * descriptor, map (smallest encoding), user entries byte for byte, then the
- * router keys for the hop. Appends nothing when there is nothing to send
- * (no user entries and !hop->to_router). Returns 0, or JN_ENOMEM. Hot path:
- * no heap; sizes are computed first, then octets are written once. */
+ * router keys for the hop. in may be NULL (a message without annotations,
+ * e.g. one this router made). Appends nothing when there is nothing to send
+ * (no user entries and !hop->to_router). Returns 0; JN_ENOMEM (out is left
+ * as it was); JN_EINVAL when hop->to_router and hop->node_id is NULL;
+ * JN_EOVERFLOW when the section would exceed 4 GiB. Hot path: no heap;
+ * sizes are computed first, then octets are written once. */
 int jn_ra_compose(const jn_ra_t *in, const jn_ra_hop_t *hop, jn_buffer_list_t *out);
 
 #endif /* JUNCTION_ANNOTATIONS_H */

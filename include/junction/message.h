@@ -54,9 +54,9 @@ typedef enum jn_section {
 /* The header section's fields (defaults when absent, spec 3.2.1). */
 typedef struct jn_message_header {
     bool durable;
-    uint8_t priority;       /* default 4 */
+    uint8_t priority; /* default 4 */
     bool has_ttl;
-    uint32_t ttl;           /* milliseconds */
+    uint32_t ttl; /* milliseconds */
     bool first_acquirer;
     uint32_t delivery_count;
 } jn_message_header_t;
@@ -87,6 +87,12 @@ void jn_message_write_commit(jn_message_t *m, size_t n);
  * Returns 0 or JN_ENOMEM. */
 int jn_message_append(jn_message_t *m, const void *data, size_t len);
 
+/* jn_message_append_buffers: link the buffers of list (already filled, e.g.
+ * by jn_encoder_to_buffers() for a message this router composes) after the
+ * content's tail, taking over the list's references; the list is left
+ * empty. Later writes top up the last of them. Returns 0. */
+int jn_message_append_buffers(jn_message_t *m, jn_buffer_list_t *list);
+
 /* jn_message_set_complete / jn_message_set_aborted: the last octet has
  * arrived / the sender aborted the delivery. Release order: a reader that
  * sees the flag sees every octet. */
@@ -110,7 +116,18 @@ const jn_buffer_t *jn_message_buffers(const jn_message_t *m);
  * malformed (jn_message_error() tells why; the message stays malformed). A
  * message parsed to JN_DEPTH_MESSAGE_ANNOTATIONS has its router annotations
  * read too (jn_message_annotations()), with honour_router_keys as given to
- * jn_message_set_annotation_policy(). */
+ * jn_message_set_annotation_policy(). JN_DEPTH_ALL needs the complete
+ * message. A delivery aborted before the octets needed arrived also gives
+ * JN_EPROTO (an aborted delivery is dropped, not rejected: check
+ * jn_message_is_aborted() first).
+ * Resumable: the parser keeps the offset of the next section and re-reads
+ * only that section's head (descriptor, constructor, size) on the next
+ * call. Sections before the body are taken once all their octets are in;
+ * body sections and the footer are stepped over by their size.
+ * Threads: the writer thread, or one thread once the message is complete.
+ * What a call located is immutable afterwards: another thread that got the
+ * message through a queue after the call may read it with the accessors
+ * below. */
 int jn_message_parse(jn_message_t *m, jn_message_depth_t depth);
 
 /* jn_message_set_annotation_policy: whether router keys in the message
@@ -131,8 +148,10 @@ const char *jn_message_error(const jn_message_t *m);
 const char *jn_message_error_condition(const jn_message_t *m);
 
 /* jn_message_section: a raw view of the whole encoding of a located section
- * (descriptor included). Returns 0, JN_ENOENT when the section is absent, or
- * JN_AGAIN when parsing has not got that far. */
+ * (descriptor included). JN_SEC_BODY covers every body section. Returns 0,
+ * JN_ENOENT when the section is absent, JN_AGAIN when parsing has not got
+ * that far (JN_SEC_BODY and JN_SEC_FOOTER need JN_DEPTH_ALL, the others their
+ * own depth), JN_EINVAL for an unknown section. */
 int jn_message_section(const jn_message_t *m, jn_section_t section, jn_iter_t *out);
 
 /* jn_message_get_header: the header fields (defaults if absent). Returns 0 or
@@ -160,27 +179,30 @@ const jn_ra_t *jn_message_annotations(const jn_message_t *m);
  * not forwarded. Owned by the sending thread; holds a reference on m and on
  * the annotation buffers. */
 typedef struct jn_message_out {
-    jn_message_t *message;
-    jn_buffer_list_t annotations; /* the composed message-annotations section */
-    const jn_buffer_t *buffer;    /* where the next original octets are */
-    size_t buffer_offset;         /* octets of buffer already consumed */
-    size_t position;              /* offset in the original content */
-    size_t skip_from, skip_to;    /* original octets replaced by annotations */
+    jn_message_t *message;         /* referenced */
+    jn_buffer_list_t annotations;  /* the composed message-annotations section */
+    const jn_buffer_t *buffer;     /* original buffer at or before position */
+    size_t buffer_start;           /* content offset of buffer's first octet */
+    size_t position;               /* content offset of the next original octet */
+    size_t skip_from, skip_to;     /* original octets replaced by annotations */
     const jn_buffer_t *ann_buffer; /* annotations: next buffer to send */
-    uint8_t stage;                /* private */
+    uint8_t stage;                 /* private */
 } jn_message_out_t;
 
 /* jn_message_out_init: start a copy of m (parsed at least to
  * JN_DEPTH_MESSAGE_ANNOTATIONS) that replaces its message-annotations section
  * (if any) with the encoded section in *annotations (taken over: the list is
  * left empty; pass an empty list for no section). Takes a reference on m.
- * Returns 0 or JN_EINVAL (not parsed that far). */
+ * Returns 0 or JN_EINVAL (not parsed that far, or malformed; the list is
+ * then left with the caller). */
 int jn_message_out_init(jn_message_out_t *o, jn_message_t *m, jn_buffer_list_t *annotations);
 
-/* jn_message_out_next: the next segment to send: *ptr/*len (borrowed, valid
- * while o lives). Returns 1 with a segment, 0 when the whole copy has been
- * produced (the message is complete and all octets were handed out),
- * JN_AGAIN when the next octets have not arrived yet. */
+/* jn_message_out_next: the next segment to send: *ptr and *len (borrowed, valid
+ * while o lives; len > 0). Returns 1 with a segment, 0 when the whole copy
+ * has been produced (the message is complete and all octets were handed
+ * out), JN_AGAIN when the next octets have not arrived yet (call again after
+ * more are published), JN_EPROTO when the incoming delivery was aborted
+ * (abort the outgoing one). Hot path: a segment is a run of one buffer. */
 int jn_message_out_next(jn_message_out_t *o, const uint8_t **ptr, size_t *len);
 
 /* jn_message_out_fini: release what o holds. */

@@ -1,0 +1,557 @@
+/*
+ * annotations.c — router annotations (junction/annotations.h): the router's
+ * own keys in the message-annotations section, read on the way in
+ * (jn_ra_parse) and written on the way out (jn_ra_compose), as
+ * reference/mesh-protocol.md section 9 describes them.
+ *
+ * Reading walks the map once with the decoder. Each key is classified: a
+ * symbol that starts with "x-opt-qd." is the router's (to, phase, ingress,
+ * trace and stream are read; class, the bare prefix and any other key of
+ * that namespace are dropped); a ulong, a string (even one spelled like a
+ * router key) or any other symbol is a user annotation. User entries are not
+ * decoded further: the parser remembers the runs of consecutive user entries
+ * as raw views, so composing copies them byte for byte. qdrouterd 1.19 drops
+ * every entry after the first router key; we keep user entries wherever they
+ * are and emit them first, in their original order.
+ *
+ * Composing computes the size of the whole section first, picks map8 or
+ * map32, and then writes each octet once into pooled buffers: no heap, no
+ * encoder scratch area, no shrinking.
+ */
+#include <junction/annotations.h>
+
+#include <junction/amqp.h>
+#include <junction/decoder.h>
+#include <string.h>
+
+typedef enum key_kind {
+    KEY_USER = 0,
+    KEY_TO,
+    KEY_PHASE,
+    KEY_INGRESS,
+    KEY_TRACE,
+    KEY_STREAM,
+    KEY_DROP /* x-opt-qd.class, "x-opt-qd." and unknown router keys */
+} key_kind_t;
+
+#define MA_SYMBOL "amqp:message-annotations:map"
+
+/* --- reading ----------------------------------------------------------- */
+
+/* Classify a map key. Returns 0, or JN_EPROTO when it is not a symbol,
+ * ulong or string. Hot path: a key too short or too long to be a router key
+ * costs one compare; a candidate is copied once (at most KEY_MAX octets)
+ * and compared as plain memory. */
+#define KEY_MAX 24 /* longer than any router key */
+static int classify(const jn_field_t *key, key_kind_t *kind)
+{
+    static const struct {
+        const char *suffix;
+        key_kind_t kind;
+    } router_keys[] = {{"to", KEY_TO},
+                       {"phase", KEY_PHASE},
+                       {"ingress", KEY_INGRESS},
+                       {"trace", KEY_TRACE},
+                       {"stream", KEY_STREAM}};
+    const size_t prefix_len = sizeof JN_RA_PREFIX - 1;
+    char k[KEY_MAX];
+    if (key->described)
+        return JN_EPROTO;
+    *kind = KEY_USER;
+    if (key->type == JN_TYPE_ULONG || key->type == JN_TYPE_STRING)
+        return 0;
+    if (key->type != JN_TYPE_SYMBOL)
+        return JN_EPROTO;
+    if (key->size < prefix_len)
+        return 0;
+    jn_iter_t it = key->payload;
+    size_t n = jn_iter_copy(&it, k, key->size < KEY_MAX ? key->size : KEY_MAX);
+    if (n < prefix_len || memcmp(k, JN_RA_PREFIX, prefix_len) != 0)
+        return 0;
+    *kind = KEY_DROP; /* the router's namespace */
+    if (key->size >= KEY_MAX)
+        return 0;
+    for (size_t i = 0; i < sizeof router_keys / sizeof router_keys[0]; i++) {
+        size_t len = strlen(router_keys[i].suffix);
+        if (n == prefix_len + len && memcmp(k + prefix_len, router_keys[i].suffix, len) == 0)
+            *kind = router_keys[i].kind;
+    }
+    return 0;
+}
+
+static int invalid(const char **why, const char *text)
+{
+    *why = text;
+    return JN_EINVAL;
+}
+
+static int malformed(const char **why, const char *text)
+{
+    *why = text;
+    return JN_EPROTO;
+}
+
+static bool is_plain_string(const jn_field_t *f)
+{
+    return f->type == JN_TYPE_STRING && !f->described;
+}
+
+/* x-opt-qd.trace: a list whose entries are all strings. */
+static int read_trace(jn_ra_t *out, const jn_field_t *v, const jn_decoder_t *parent,
+                      const char **why)
+{
+    jn_decoder_t d;
+    jn_field_t e;
+    int rc;
+    if (v->type != JN_TYPE_LIST || v->described)
+        return invalid(why, "x-opt-qd.trace is not a list");
+    if (jn_decoder_enter(parent, v, &d) != 0)
+        return malformed(why, "x-opt-qd.trace is badly encoded");
+    while ((rc = jn_decoder_next(&d, &e)) == 1)
+        if (!is_plain_string(&e))
+            return invalid(why, "x-opt-qd.trace holds an entry that is not a string");
+    if (rc < 0)
+        return malformed(why, "x-opt-qd.trace is badly encoded");
+    out->has_trace = true;
+    out->trace = v->payload;
+    out->trace_count = v->count;
+    out->trace_size = v->size;
+    return 0;
+}
+
+/* Read the value of a router key into out. */
+static int read_router_key(jn_ra_t *out, key_kind_t kind, const jn_field_t *v,
+                           const jn_decoder_t *parent, const char **why)
+{
+    int64_t n;
+    switch (kind) {
+    case KEY_TO:
+        if (!is_plain_string(v))
+            return invalid(why, "x-opt-qd.to is not a string");
+        out->has_to = true;
+        out->to = v->payload;
+        return 0;
+    case KEY_INGRESS:
+        if (!is_plain_string(v))
+            return invalid(why, "x-opt-qd.ingress is not a string");
+        out->has_ingress = true;
+        out->ingress = v->payload;
+        return 0;
+    case KEY_PHASE:
+        if (v->described || jn_field_to_int64(v, &n) != 0 || n < INT32_MIN || n > INT32_MAX)
+            return invalid(why, "x-opt-qd.phase is not an integer");
+        out->phase = (int32_t)n;
+        return 0;
+    case KEY_STREAM:
+        if (v->described || jn_field_to_int64(v, &n) != 0)
+            return invalid(why, "x-opt-qd.stream is not an integer");
+        out->stream = n != 0;
+        return 0;
+    case KEY_TRACE:
+        return read_trace(out, v, parent, why);
+    default:
+        return 0;
+    }
+}
+
+/* Runs of consecutive user entries. */
+typedef struct run_state {
+    bool open;
+    jn_iter_t start;
+    size_t length;
+} run_state_t;
+
+static void run_close(jn_ra_t *out, run_state_t *run)
+{
+    if (!run->open)
+        return;
+    if (out->user_run_count < JN_RA_MAX_USER_RUNS)
+        jn_iter_sub(&run->start, run->length, &out->user_runs[out->user_run_count]);
+    out->user_run_count++;
+    run->open = false;
+}
+
+/* Enter the map of a message-annotations section. */
+static int open_section(const jn_iter_t *section, jn_decoder_t *top, jn_field_t *map,
+                        jn_decoder_t *entries, const char **why)
+{
+    jn_decoder_init(top, section, true);
+    int rc = jn_decoder_next(top, map);
+    if (rc != 1)
+        return malformed(why, rc == 0 ? "the section is empty" : "the section is badly encoded");
+    if (!map->described)
+        return malformed(why, "the section is not a described type");
+    if (map->descriptor_is_symbol ? !jn_iter_equal(&map->descriptor_symbol, MA_SYMBOL)
+                                  : map->descriptor_code != JN_SECTION_MESSAGE_ANNOTATIONS)
+        return malformed(why, "the section's descriptor is not message-annotations");
+    if (map->type != JN_TYPE_MAP)
+        return malformed(why, "message annotations are not a map");
+    if (map->count % 2 != 0)
+        return malformed(why, "the annotations map has an odd number of items");
+    if (jn_decoder_enter(top, map, entries) != 0)
+        return malformed(why, "the annotations map is badly encoded");
+    return 0;
+}
+
+int jn_ra_parse(const jn_iter_t *section, bool honour_router_keys, jn_ra_t *out, const char **why)
+{
+    const char *ignored;
+    jn_decoder_t top, d;
+    jn_field_t map, key, value;
+    run_state_t run = {.open = false};
+    if (!why)
+        why = &ignored;
+    *why = NULL;
+    memset(out, 0, sizeof *out);
+    if (!section || jn_iter_length(section) == 0)
+        return 0;
+    int rc = open_section(section, &top, &map, &d, why);
+    if (rc != 0)
+        return rc;
+    out->section_present = true;
+    out->section_map = map.payload;
+    for (;;) {
+        jn_iter_t entry;
+        jn_decoder_mark(&d, &entry);
+        size_t before = jn_iter_length(&entry);
+        rc = jn_decoder_next(&d, &key);
+        if (rc == 0)
+            break;
+        if (rc == 1)
+            rc = jn_decoder_next(&d, &value);
+        if (rc == 0)
+            return malformed(why, "the annotations map has an odd number of items");
+        if (rc < 0)
+            return malformed(why, "an annotation is badly encoded");
+        key_kind_t kind;
+        if (classify(&key, &kind) != 0)
+            return malformed(why, "an annotation key is not a symbol, ulong or string");
+        size_t length = before - jn_iter_length(&d.it);
+        if (kind == KEY_USER) {
+            if (!run.open) {
+                run.open = true;
+                run.start = entry;
+                run.length = 0;
+            }
+            run.length += length;
+            out->user_count++;
+            out->user_size += (uint32_t)length;
+            continue;
+        }
+        run_close(out, &run);
+        if (honour_router_keys) {
+            rc = read_router_key(out, kind, &value, &d, why);
+            if (rc != 0)
+                return rc;
+        }
+    }
+    run_close(out, &run);
+    return 0;
+}
+
+bool jn_ra_trace_contains(const jn_ra_t *ra, const char *node_id)
+{
+    if (!ra || !ra->has_trace)
+        return false;
+    jn_decoder_t d;
+    jn_field_t f;
+    jn_decoder_init(&d, &ra->trace, true);
+    while (jn_decoder_next(&d, &f) == 1)
+        if (jn_field_equal_string(&f, node_id))
+            return true;
+    return false;
+}
+
+/* --- composing --------------------------------------------------------- */
+
+/* Appends octets to a buffer list. The octets written into the tail buffer
+ * are published (one release store) when the writer moves to a new buffer
+ * and at the end, not per call. */
+typedef struct writer {
+    jn_buffer_list_t list;
+    uint8_t *ptr;   /* next free octet of the tail buffer */
+    size_t avail;   /* free octets after ptr */
+    size_t pending; /* octets written to the tail and not yet published */
+    size_t written;
+    int error;
+} writer_t;
+
+static void w_publish(writer_t *w)
+{
+    if (w->pending > 0)
+        jn_buffer_publish(w->list.tail, (uint32_t)w->pending);
+    w->written += w->pending;
+    w->pending = 0;
+}
+
+/* Make room: publish the tail and start a new buffer. False on ENOMEM. */
+static bool w_next_buffer(writer_t *w)
+{
+    w_publish(w);
+    jn_buffer_t *t = jn_buffer_new();
+    if (!t) {
+        w->error = JN_ENOMEM;
+        w->avail = 0;
+        return false;
+    }
+    jn_buffer_list_append(&w->list, t);
+    w->ptr = t->data;
+    w->avail = JN_BUFFER_CAPACITY;
+    return true;
+}
+
+/* Hot path: the common case is one memcpy into the current buffer. */
+static void w_bytes(writer_t *w, const void *data, size_t len)
+{
+    const uint8_t *p = data;
+    while (len > 0) {
+        if (w->avail == 0 && !w_next_buffer(w))
+            return;
+        size_t n = len < w->avail ? len : w->avail;
+        memcpy(w->ptr, p, n);
+        w->ptr += n;
+        w->avail -= n;
+        w->pending += n;
+        p += n;
+        len -= n;
+    }
+}
+
+static void w_iter(writer_t *w, const jn_iter_t *src)
+{
+    jn_iter_t it = *src;
+    while (!jn_iter_end(&it)) {
+        if (w->avail == 0 && !w_next_buffer(w))
+            return;
+        size_t n = jn_iter_copy(&it, w->ptr, w->avail);
+        if (n == 0)
+            return;
+        w->ptr += n;
+        w->avail -= n;
+        w->pending += n;
+    }
+}
+
+static void w_u8(writer_t *w, uint8_t v)
+{
+    w_bytes(w, &v, 1);
+}
+
+static void w_u32(writer_t *w, uint32_t v)
+{
+    uint8_t b[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
+    w_bytes(w, b, 4);
+}
+
+/* A compound's constructor, size and count: 8-bit form when small. */
+static void w_compound(writer_t *w, bool small, uint8_t code8, uint8_t code32, size_t content,
+                       size_t count)
+{
+    if (small) {
+        uint8_t b[3] = {code8, (uint8_t)(content + 1), (uint8_t)count};
+        w_bytes(w, b, 3);
+    } else {
+        w_u8(w, code32);
+        w_u32(w, (uint32_t)(content + 4));
+        w_u32(w, (uint32_t)count);
+    }
+}
+
+static size_t str_size(size_t len)
+{
+    return len <= UINT8_MAX ? 2 + len : 5 + len;
+}
+
+static void w_str_head(writer_t *w, size_t len)
+{
+    if (len <= UINT8_MAX) {
+        uint8_t b[2] = {JN_AMQP_STR8, (uint8_t)len};
+        w_bytes(w, b, 2);
+    } else {
+        w_u8(w, JN_AMQP_STR32);
+        w_u32(w, (uint32_t)len);
+    }
+}
+
+static void w_key(writer_t *w, const char *symbol)
+{
+    size_t len = strlen(symbol);
+    uint8_t b[2] = {JN_AMQP_SYM8, (uint8_t)len};
+    w_bytes(w, b, 2);
+    w_bytes(w, symbol, len);
+}
+
+static size_t key_size(const char *symbol)
+{
+    return 2 + strlen(symbol);
+}
+
+static bool small_compound(size_t content, size_t count)
+{
+    return count <= UINT8_MAX && content + 1 <= UINT8_MAX;
+}
+
+/* What one hop sends, with every size worked out before writing. */
+typedef struct plan {
+    const jn_ra_t *in;
+    const jn_ra_hop_t *hop;
+    int32_t phase;
+    bool stream;
+    const jn_iter_t *to; /* NULL: no x-opt-qd.to */
+    size_t to_len;
+    const jn_iter_t *ingress; /* NULL: our own node id */
+    size_t ingress_len, node_len;
+    size_t trace_content, trace_count;
+    size_t router_size, router_pairs;
+} plan_t;
+
+static void plan_router_keys(plan_t *p)
+{
+    const jn_ra_t *in = p->in;
+    const jn_ra_hop_t *hop = p->hop;
+    p->phase = hop->to_override || hop->phase ? hop->phase : in->phase;
+    p->stream = hop->stream || in->stream;
+    p->to = hop->to_override ? hop->to_override : in->has_to ? &in->to : NULL;
+    p->ingress = in->has_ingress ? &in->ingress : NULL;
+    p->node_len = strlen(hop->node_id);
+    p->ingress_len = p->ingress ? jn_iter_length(p->ingress) : p->node_len;
+    p->trace_content = (in->has_trace ? in->trace_size : 0) + str_size(p->node_len);
+    p->trace_count = (in->has_trace ? in->trace_count : 0) + 1;
+    size_t s = key_size(JN_RA_INGRESS) + str_size(p->ingress_len) + key_size(JN_RA_TRACE) +
+               (small_compound(p->trace_content, p->trace_count) ? 3 : 9) + p->trace_content;
+    size_t pairs = 2;
+    if (p->phase != 0) {
+        s += key_size(JN_RA_PHASE) + (p->phase >= INT8_MIN && p->phase <= INT8_MAX ? 2 : 5);
+        pairs++;
+    }
+    if (p->stream) {
+        s += key_size(JN_RA_STREAM) + 2;
+        pairs++;
+    }
+    if (p->to) {
+        p->to_len = jn_iter_length(p->to);
+        s += key_size(JN_RA_TO) + str_size(p->to_len);
+        pairs++;
+    }
+    p->router_size = s;
+    p->router_pairs = pairs;
+}
+
+/* The router keys, in the order of mesh-protocol.md 9.2. */
+static void write_router_keys(writer_t *w, const plan_t *p)
+{
+    if (p->phase != 0) {
+        w_key(w, JN_RA_PHASE);
+        if (p->phase >= INT8_MIN && p->phase <= INT8_MAX) {
+            w_u8(w, JN_AMQP_SMALLINT);
+            w_u8(w, (uint8_t)(int8_t)p->phase);
+        } else {
+            w_u8(w, JN_AMQP_INT);
+            w_u32(w, (uint32_t)p->phase);
+        }
+    }
+    if (p->stream) {
+        uint8_t one[2] = {JN_AMQP_SMALLINT, 1};
+        w_key(w, JN_RA_STREAM);
+        w_bytes(w, one, 2);
+    }
+    if (p->to) {
+        w_key(w, JN_RA_TO);
+        w_str_head(w, p->to_len);
+        w_iter(w, p->to);
+    }
+    w_key(w, JN_RA_INGRESS);
+    w_str_head(w, p->ingress_len);
+    if (p->ingress)
+        w_iter(w, p->ingress);
+    else
+        w_bytes(w, p->hop->node_id, p->node_len);
+    w_key(w, JN_RA_TRACE);
+    w_compound(w, small_compound(p->trace_content, p->trace_count), JN_AMQP_LIST8, JN_AMQP_LIST32,
+               p->trace_content, p->trace_count);
+    if (p->in->has_trace)
+        w_iter(w, &p->in->trace);
+    w_str_head(w, p->node_len);
+    w_bytes(w, p->hop->node_id, p->node_len);
+}
+
+/* The user entries, byte for byte: from the remembered runs, or by walking
+ * the map again when there were more runs than remembered. */
+static void write_user_entries(writer_t *w, const jn_ra_t *in)
+{
+    if (in->user_run_count <= JN_RA_MAX_USER_RUNS) {
+        for (uint32_t i = 0; i < in->user_run_count; i++)
+            w_iter(w, &in->user_runs[i]);
+        return;
+    }
+    jn_decoder_t d;
+    jn_field_t key, value;
+    jn_decoder_init(&d, &in->section_map, true);
+    for (;;) {
+        jn_iter_t entry, sub;
+        key_kind_t kind;
+        jn_decoder_mark(&d, &entry);
+        size_t before = jn_iter_length(&entry);
+        if (jn_decoder_next(&d, &key) != 1 || jn_decoder_next(&d, &value) != 1)
+            return;
+        if (classify(&key, &kind) != 0 || kind != KEY_USER)
+            continue;
+        jn_iter_sub(&entry, before - jn_iter_length(&d.it), &sub);
+        w_iter(w, &sub);
+    }
+}
+
+/* Move the buffers of src to the end of dst. */
+static void splice(jn_buffer_list_t *dst, jn_buffer_list_t *src)
+{
+    if (!dst->head) {
+        *dst = *src;
+    } else {
+        jn_buffer_t *b = src->head;
+        while (b) {
+            jn_buffer_t *next = jn_buffer_next(b);
+            atomic_store_explicit(&b->next, NULL, memory_order_relaxed);
+            jn_buffer_list_append(dst, b);
+            b = next;
+        }
+    }
+    jn_buffer_list_init(src);
+}
+
+int jn_ra_compose(const jn_ra_t *in, const jn_ra_hop_t *hop, jn_buffer_list_t *out)
+{
+    static const jn_ra_t none;
+    if (!in)
+        in = &none;
+    if (hop->to_router && !hop->node_id)
+        return JN_EINVAL;
+    if (in->user_count == 0 && !hop->to_router)
+        return 0;
+    plan_t p = {.in = in, .hop = hop};
+    if (hop->to_router)
+        plan_router_keys(&p);
+    size_t content = in->user_size + p.router_size;
+    size_t count = 2 * ((size_t)in->user_count + p.router_pairs);
+    bool small = small_compound(content, count);
+    if (count > UINT32_MAX || content + 4 > UINT32_MAX)
+        return JN_EOVERFLOW;
+    size_t total = 3 + (small ? 3 : 9) + content;
+
+    writer_t w = {.ptr = NULL, .avail = 0, .pending = 0, .written = 0, .error = 0};
+    jn_buffer_list_init(&w.list);
+    uint8_t descriptor[3] = {JN_AMQP_DESCRIBED, JN_AMQP_SMALLULONG, JN_SECTION_MESSAGE_ANNOTATIONS};
+    w_bytes(&w, descriptor, 3);
+    w_compound(&w, small, JN_AMQP_MAP8, JN_AMQP_MAP32, content, count);
+    write_user_entries(&w, in);
+    if (hop->to_router)
+        write_router_keys(&w, &p);
+    if (!w.error)
+        w_publish(&w);
+    if (w.error) {
+        jn_buffer_list_free(&w.list);
+        return w.error;
+    }
+    JN_CHECK(w.written == total);
+    splice(out, &w.list);
+    return 0;
+}

@@ -1,0 +1,114 @@
+/*
+ * message_out.c — outgoing copies of a message (jn_message_out_t in
+ * junction/message.h).
+ *
+ * A copy is the original octets with one range replaced: everything from
+ * the end of the header to the end of the message annotations (or of the
+ * delivery annotations, when there are no message annotations) gives way to
+ * the message-annotations section composed for this hop. Delivery
+ * annotations are hop-by-hop (spec 3.2.2) and so never forwarded. The cursor
+ * hands out segments that point into the shared buffers — nothing of the
+ * original is copied — in three stages: the original up to skip_from, the
+ * composed section, the original from skip_to to the end.
+ *
+ * The copy may start while the message is still arriving: the cursor reads
+ * the published sizes and links with acquire order and says JN_AGAIN when it
+ * has caught up with the writer. It reads the complete flag before the
+ * sizes, so "nothing more and complete" is never decided on a stale size.
+ */
+#include "message_private.h"
+
+enum { STAGE_HEAD = 0, STAGE_ANNOTATIONS, STAGE_REST, STAGE_DONE };
+
+int jn_message_out_init(jn_message_out_t *o, jn_message_t *m, jn_buffer_list_t *annotations)
+{
+    if (m->malformed || jn_msg_parsed(m) < JN_DEPTH_MESSAGE_ANNOTATIONS)
+        return JN_EINVAL;
+    o->message = jn_message_ref(m);
+    o->annotations = *annotations;
+    jn_buffer_list_init(annotations);
+    o->buffer = NULL;
+    o->buffer_start = 0;
+    o->position = 0;
+    o->skip_from = m->skip_from;
+    o->skip_to = m->skip_to;
+    o->ann_buffer = o->annotations.head;
+    o->stage = STAGE_HEAD;
+    return 0;
+}
+
+/* The next run of original octets from o->position, at most up to limit.
+ * Returns 1 with a segment, 0 at the end of the complete message, JN_AGAIN
+ * when the next octet is not published yet. */
+static int original(jn_message_out_t *o, size_t limit, const uint8_t **ptr, size_t *len)
+{
+    bool complete = jn_message_is_complete(o->message); /* before the sizes */
+    if (!o->buffer) {
+        o->buffer = jn_message_buffers(o->message);
+        o->buffer_start = 0;
+        if (!o->buffer)
+            return complete ? 0 : JN_AGAIN;
+    }
+    for (;;) {
+        const jn_buffer_t *next = jn_buffer_next(o->buffer); /* before size */
+        size_t size = jn_buffer_size(o->buffer);
+        size_t end = o->buffer_start + size;
+        if (o->position < end) {
+            size_t n = (limit < end ? limit : end) - o->position;
+            *ptr = o->buffer->data + (o->position - o->buffer_start);
+            *len = n;
+            o->position += n;
+            return 1;
+        }
+        if (!next)
+            return complete && o->position == end ? 0 : JN_AGAIN;
+        o->buffer_start = end;
+        o->buffer = next;
+    }
+}
+
+int jn_message_out_next(jn_message_out_t *o, const uint8_t **ptr, size_t *len)
+{
+    if (jn_message_is_aborted(o->message))
+        return JN_EPROTO;
+    switch (o->stage) {
+    case STAGE_HEAD:
+        if (o->position < o->skip_from) {
+            int rc = original(o, o->skip_from, ptr, len);
+            JN_CHECK(rc == 1); /* the parser has seen these octets */
+            return 1;
+        }
+        o->stage = STAGE_ANNOTATIONS;
+        /* fall through */
+    case STAGE_ANNOTATIONS:
+        while (o->ann_buffer) {
+            const jn_buffer_t *b = o->ann_buffer;
+            o->ann_buffer = jn_buffer_next(b);
+            if (jn_buffer_size(b) > 0) {
+                *ptr = b->data;
+                *len = jn_buffer_size(b);
+                return 1;
+            }
+        }
+        o->stage = STAGE_REST;
+        o->position = o->skip_to;
+        /* fall through */
+    case STAGE_REST: {
+        int rc = original(o, SIZE_MAX, ptr, len);
+        if (rc == 0)
+            o->stage = STAGE_DONE;
+        return rc;
+    }
+    default:
+        return 0;
+    }
+}
+
+void jn_message_out_fini(jn_message_out_t *o)
+{
+    jn_buffer_list_free(&o->annotations);
+    jn_message_unref(o->message);
+    o->message = NULL;
+    o->ann_buffer = NULL;
+    o->buffer = NULL;
+}

@@ -1,0 +1,78 @@
+/*
+ * message_private.h — the body of jn_message_t, shared by the files of the
+ * message content module: message.c (lifetime, writing, accessors),
+ * message_parse.c (locating sections) and message_out.c (outgoing copies).
+ * Nothing outside router/message includes it.
+ *
+ * Who owns what (field groups below say it again):
+ *   - refcount, flags, head, length: atomics, any thread;
+ *   - tail: the one writer thread;
+ *   - parse state: the parsing thread (the writer, or any one thread once
+ *     the message is complete). Everything a parse step records (section
+ *     locations, header fields, `to`, router annotations, skip range) is
+ *     written before `parsed` is raised with a release store and never
+ *     changes afterwards, so another thread that reads `parsed` with acquire
+ *     order may read what it covers.
+ */
+#ifndef JN_MESSAGE_PRIVATE_H
+#define JN_MESSAGE_PRIVATE_H 1
+
+#include <junction/message.h>
+#include <stdatomic.h>
+
+/* flags */
+#define JN_MSG_COMPLETE 1u
+#define JN_MSG_ABORTED  2u
+
+/* Where a located item starts and how long it is. buffer holds the first
+ * octet, offset is the octet's index in buffer->data, start its offset in
+ * the whole content. */
+typedef struct jn_msg_loc {
+    const jn_buffer_t *buffer;
+    size_t offset;
+    size_t start;
+    size_t length;
+} jn_msg_loc_t;
+
+struct jn_message {
+    /* atomics, any thread */
+    atomic_uint refcount;
+    atomic_uint flags;           /* JN_MSG_COMPLETE, JN_MSG_ABORTED */
+    _Atomic(jn_buffer_t *) head; /* first buffer; set once, release */
+    atomic_size_t length;        /* octets published; writer stores, release */
+    atomic_int parsed;           /* jn_message_depth_t reached; release */
+
+    /* the writer thread */
+    jn_buffer_t *tail;
+
+    /* parse state: the parsing thread */
+    bool honour_router_keys;
+    bool malformed;
+    int8_t last_kind;              /* section kind last located, -1: none */
+    size_t pos;                    /* content offset of the next section */
+    const jn_buffer_t *pos_buffer; /* a buffer at or before the one holding pos */
+    size_t pos_buffer_start;       /* content offset of pos_buffer's first octet */
+    const char *error;             /* why malformed, or NULL */
+    const char *condition;         /* AMQP error condition, or NULL */
+    char error_text[128];
+
+    /* results (immutable once `parsed` covers them) */
+    uint8_t present; /* bit per jn_section_t located */
+    jn_msg_loc_t sections[JN_SEC_COUNT];
+    jn_message_header_t header;
+    bool has_to, has_reply_to;
+    jn_iter_t to, reply_to;    /* the string octets (raw views) */
+    size_t skip_from, skip_to; /* octets an outgoing copy replaces */
+    jn_ra_t ra;
+};
+
+/* jn_message_parse_init: set the parse state of a new message. */
+void jn_message_parse_init(jn_message_t *m);
+
+/* jn_msg_parsed: the depth reached, acquire (see the top comment). */
+static inline int jn_msg_parsed(const jn_message_t *m)
+{
+    return atomic_load_explicit(&((jn_message_t *)m)->parsed, memory_order_acquire);
+}
+
+#endif /* JN_MESSAGE_PRIVATE_H */

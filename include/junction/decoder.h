@@ -26,6 +26,12 @@
 /* Deepest nesting of described types and compounds the decoder accepts. */
 #define JN_DECODE_MAX_DEPTH 32
 
+/* Most elements an array of zero-width elements (null, true, false, uint0,
+ * ulong0, list0) may claim: such an array carries nothing but its count, so
+ * a larger one is refused (JN_EPROTO) instead of costing a decode step per
+ * claimed element. */
+#define JN_DECODE_MAX_EMPTY_ELEMENTS 65536
+
 /* The AMQP type of a decoded field (one per type, whatever its encoding). */
 typedef enum jn_amqp_type {
     JN_TYPE_NULL = 0,

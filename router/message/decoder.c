@@ -320,6 +320,11 @@ static int read_element_ctor(jn_decoder_t *d, jn_iter_t *body, unsigned depth, u
     if (ci->category == CAT_INVALID)
         return fail(d, JN_EPROTO, "array element format code is unknown");
     uint64_t data = jn_iter_length(body);
+    /* Elements that take no octets (null, true, false, uint0, ulong0,
+     * list0) would let a few octets claim billions of elements, each costing
+     * a decode step: bound their count (found by fuzzing). */
+    if (element_min_octets(ci) == 0 && count > JN_DECODE_MAX_EMPTY_ELEMENTS)
+        return fail(d, JN_EPROTO, "array has too many elements that take no octets");
     if (ci->category == CAT_FIXED) {
         if (count * ci->width != data)
             return fail(d, JN_EPROTO,

@@ -807,7 +807,19 @@ static void test_count_larger_than_size_allows(void **state)
     expect_both(BYTES(0xe0, 0x03, 0x03, 0xa1, 0x00),
                 "!EPROTO(element count is larger than the array's size allows)");
     expect_both(BYTES(0xf0, 0, 0, 0, 5, 0xff, 0xff, 0xff, 0xff, 0x40),
-                "!EPROTO(array count is too large)");
+                "!EPROTO(array has too many elements that take no octets)");
+}
+
+/* Found by fuzzing: an array of zero-width elements can claim billions of
+ * them in a few octets; such counts are refused, small ones still decode. */
+static void test_zero_width_array_count_is_bounded(void **state)
+{
+    (void)state;
+    expect_both(BYTES(0xe0, 0x02, 0x03, 0x40), "e0:array<40>[40:null 40:null 40:null]");
+    expect_both(BYTES(0xf0, 0, 0, 0, 5, 0xa1, 0x99, 0x99, 0x87, 0x45),
+                "!EPROTO(array has too many elements that take no octets)");
+    expect_both(BYTES(0xf0, 0, 0, 0, 5, 0, 1, 0, 1, 0x43),
+                "!EPROTO(array has too many elements that take no octets)");
 }
 
 static void test_size_too_small_for_count(void **state)
@@ -1014,6 +1026,7 @@ int main(void)
         cmocka_unit_test(test_resume_after_again_as_octets_arrive),
         cmocka_unit_test(test_value_larger_than_data_or_container),
         cmocka_unit_test(test_count_larger_than_size_allows),
+        cmocka_unit_test(test_zero_width_array_count_is_bounded),
         cmocka_unit_test(test_size_too_small_for_count),
         cmocka_unit_test(test_octets_after_last_element_of_container),
         cmocka_unit_test(test_odd_map_count),

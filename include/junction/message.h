@@ -208,4 +208,51 @@ int jn_message_out_next(jn_message_out_t *o, const uint8_t **ptr, size_t *len);
 /* jn_message_out_fini: release what o holds. */
 void jn_message_out_fini(jn_message_out_t *o);
 
+/* --- streaming: how far the copies got (message_stream.c) ------------- */
+
+/* A message being received can be released from behind while its copies
+ * are still sent: buffers every copy has passed go back to the pool before
+ * the last octet arrives, so a message larger than memory passes with a
+ * bounded footprint. This needs the set of copies to be final and each
+ * copy to report its progress:
+ *   - the core calls jn_message_stream_set_copies() once no new copy of the
+ *     message can start (all handed out, or none);
+ *   - each sending thread calls jn_message_stream_copy_begin() after
+ *     jn_message_out_init(), jn_message_stream_copy_progress() after it
+ *     handed segments on, and jn_message_stream_copy_end() before
+ *     jn_message_out_fini() (or begin+end at once for a copy it drops);
+ *   - the writer calls jn_message_stream_trim() as it reads.
+ * Until the set is final, or when there are more copies than
+ * JN_MESSAGE_STREAM_SLOTS, nothing is released and trim returns 0. After
+ * buffers were released, jn_message_buffers() walks a chain with a gap:
+ * only the copies registered here may read past the pinned prefix (header,
+ * annotations, properties), and no new copy may be started. */
+#define JN_MESSAGE_STREAM_SLOTS 4
+
+/* jn_message_stream_set_copies: the message has exactly `copies` copies
+ * and no other will start. Any thread (the core's, after it handed out the
+ * last copy). */
+void jn_message_stream_set_copies(jn_message_t *m, unsigned copies);
+
+/* jn_message_stream_copy_begin: register a copy; returns its slot, or -1
+ * when the message has more copies than slots (pass -1 on: the calls below
+ * then do nothing). The sending thread. */
+int jn_message_stream_copy_begin(jn_message_t *m);
+
+/* jn_message_stream_copy_progress: the copy with cursor o (of m) has handed
+ * on everything before its cursor's buffer. The sending thread; hot path:
+ * one release store. */
+void jn_message_stream_copy_progress(jn_message_t *m, int slot, const jn_message_out_t *o);
+
+/* jn_message_stream_copy_end: the copy needs no more octets (sent, aborted
+ * or dropped). The sending thread. */
+void jn_message_stream_copy_end(jn_message_t *m, int slot);
+
+/* jn_message_stream_trim: release the buffers every copy has passed (once
+ * the set of copies is final and all of them registered) and return the
+ * backlog: octets published that the slowest registered copy has not
+ * passed yet (0 while the set is not final or the message is untracked).
+ * The writer thread only. */
+size_t jn_message_stream_trim(jn_message_t *m);
+
 #endif /* JUNCTION_MESSAGE_H */

@@ -34,6 +34,7 @@ jn_message_t *jn_message_new(void)
     atomic_init(&m->length, 0);
     m->tail = NULL;
     jn_message_parse_init(m);
+    jn_message_stream_init(m);
     return m;
 }
 

@@ -64,10 +64,23 @@ struct jn_message {
     jn_iter_t to, reply_to;    /* the string octets (raw views) */
     size_t skip_from, skip_to; /* octets an outgoing copy replaces */
     jn_ra_t ra;
+
+    /* streaming (message_stream.c). stream_copies, stream_registered,
+     * stream_pos: atomics, any thread. stream_keep, stream_keep_end: the
+     * writer thread. */
+    atomic_int stream_copies;      /* -1 until the set of copies is final */
+    atomic_uint stream_registered; /* copies registered (may exceed slots) */
+    atomic_size_t stream_pos[JN_MESSAGE_STREAM_SLOTS]; /* per copy: passed up to */
+    jn_buffer_t *stream_keep;      /* last buffer of the pinned prefix */
+    size_t stream_keep_end;        /* content offset just after stream_keep */
 };
 
 /* jn_message_parse_init: set the parse state of a new message. */
 void jn_message_parse_init(jn_message_t *m);
+
+/* jn_message_stream_init: set the streaming state of a new message
+ * (message_stream.c). */
+void jn_message_stream_init(jn_message_t *m);
 
 /* jn_msg_parsed: the depth reached, acquire (see the top comment). */
 static inline int jn_msg_parsed(const jn_message_t *m)

@@ -1,0 +1,348 @@
+/*
+ * junction/core.h — the router core and the two queues that connect it to the
+ * I/O layer (DESIGN.md, "Threads").
+ *
+ * The core thread owns every routing structure: addresses, links' routing
+ * state, deliveries' routing state. The I/O layer never touches them; it
+ * talks to the core only through this API:
+ *
+ *   worker -> core: the *_IO functions below. Each one posts an action on the
+ *     core's multi-producer/single-consumer queue and returns at once. The
+ *     core thread drains the queue in batches and sleeps only when it is
+ *     empty (one wakeup per empty->non-empty transition).
+ *
+ *   core -> worker: work items (jn_work_t) on a per-connection queue. When a
+ *     connection's queue goes from empty to non-empty the core calls
+ *     ops->wake(io_conn) once (e.g. pn_connection_wake); the connection's I/O
+ *     thread then takes all the work with jn_core_conn_take_work_IO and
+ *     carries it out before writing, so many deliveries leave in one write.
+ *
+ * Shared objects and their lifetimes:
+ *   jn_core_conn_t, jn_core_link_t: allocated by the I/O thread when the
+ *     connection opens / the link attaches (so it can use the pointer at once:
+ *     the queue keeps actions in order), initialised by the core thread when
+ *     it takes the action. Their io context pointer (the I/O layer's own
+ *     object) is immutable after the allocating call. Everything else in them
+ *     is the core's. The core keeps them until it has processed the
+ *     closed/detached action, then tells the I/O layer it no longer refers to
+ *     the io context (ops->conn_released, JN_WORK_LINK_RELEASED); the I/O layer
+ *     must keep its own object alive until then.
+ *   jn_delivery_t: one transfer on one link, refcounted (atomic). An incoming
+ *     delivery is created by the I/O thread that receives it; outgoing copies
+ *     are created by the core. Its fields are grouped by owner in
+ *     router/core/delivery.h; outside router/core only the accessors below are
+ *     used.
+ *
+ * Naming: functions ending in _IO run on the I/O thread that currently owns
+ * the connection concerned; _CT on the core thread only; the rest anywhere
+ * (said in each comment).
+ */
+#ifndef JUNCTION_CORE_H
+#define JUNCTION_CORE_H 1
+
+#include <junction/message.h>
+#include <junction/queue.h>
+
+typedef struct jn_core jn_core_t;
+typedef struct jn_core_conn jn_core_conn_t;
+typedef struct jn_core_link jn_core_link_t;
+typedef struct jn_delivery jn_delivery_t;
+
+/* ---- configuration ------------------------------------------------------ */
+
+/* Distribution of an address (qdrouterd's names). */
+typedef enum jn_distribution {
+    JN_DIST_MULTICAST = 0,
+    JN_DIST_CLOSEST,
+    JN_DIST_BALANCED,
+    JN_DIST_UNAVAILABLE /* no traffic: senders get no credit, attaches fail */
+} jn_distribution_t;
+
+/* What the I/O layer provides to the core. Both callbacks run on the core
+ * thread and must not block. */
+typedef struct jn_core_io_ops {
+    /* wake: io_conn's work queue went from empty to non-empty; make its I/O
+     * thread call jn_core_conn_take_work_IO soon (pn_connection_wake). */
+    void (*wake)(void *io_conn);
+    /* conn_released: the core will never refer to io_conn again (no more
+     * wake, no more work); the I/O layer may free it. */
+    void (*conn_released)(void *io_conn);
+} jn_core_io_ops_t;
+
+typedef struct jn_core_config {
+    const char *router_id;           /* copied; e.g. "Junction" (NULL: "Junction") */
+    jn_distribution_t default_distribution; /* router.defaultDistribution */
+} jn_core_config_t;
+
+/* jn_core_create: a core that is not running yet. cfg and ops are copied.
+ * Also calls jn_iter_configure("0", router_id, false), so that the address
+ * hash view knows this router (an edge router's main must call
+ * jn_iter_configure again after this). Returns NULL on ENOMEM, or when ops
+ * lacks a callback or the default distribution is out of range. Main
+ * thread, before other threads use iterators. */
+jn_core_t *jn_core_create(const jn_core_config_t *cfg, const jn_core_io_ops_t *ops);
+
+/* jn_core_add_address_config: an `address` entity: prefix (when pattern is
+ * false: matches the address itself and anything starting with prefix
+ * followed by '.' or '/', longest prefix wins) or pattern (tokens separated
+ * by '.' or '/', '*' = one token, '#' = zero or more; a prefix beats a
+ * pattern of the same length as qdrouterd) with its distribution.
+ * Ties between equally specific matches, and the exact rule, are in
+ * router/core/address_config.h. Mobile addresses only; the distribution is
+ * decided when an address is first attached to.
+ * Returns 0, JN_EEXIST (same prefix/pattern twice), JN_EINVAL (NULL or
+ * empty text, bad distribution, or the core already started), JN_ENOMEM.
+ * Main thread before jn_core_start. */
+int jn_core_add_address_config(jn_core_t *core, const char *prefix_or_pattern, bool pattern,
+                               jn_distribution_t distribution);
+
+/* jn_core_start: start the core thread. Returns 0 or JN_ENOMEM. Main thread. */
+int jn_core_start(jn_core_t *core);
+
+/* jn_core_stop: stop and join the core thread. Every connection must have
+ * been reported closed first (the I/O layer is stopped): the core processes
+ * those closes (calling ops->conn_released) before it stops. A no-op when
+ * not started or already stopped. Main thread. */
+void jn_core_stop(jn_core_t *core);
+
+/* jn_core_free: free a stopped (or never started) core; stops it first if
+ * needed. Actions still queued are carried out on the calling thread, and a
+ * connection never reported closed is closed (ops->conn_released is called
+ * for it, with a warning), so nothing leaks. NULL is ignored. Main thread. */
+void jn_core_free(jn_core_t *core);
+
+/* ---- connections -------------------------------------------------------- */
+
+typedef struct jn_conn_info {
+    uint64_t conn_id;          /* the router's connection number (logs: [C12]) */
+    const char *container_id;  /* the peer's container id (copied) */
+    const char *host;          /* "127.0.0.1:40312" (copied) */
+    bool incoming;             /* accepted by a listener (vs. a connector) */
+    bool strip_inbound;        /* ignore router annotations from this peer */
+    bool strip_outbound;       /* send only user annotations to this peer */
+    uint32_t link_capacity;    /* the listener/connector's linkCapacity */
+} jn_conn_info_t;
+
+/* jn_core_conn_opened_IO: an AMQP connection is open. Allocates the core's
+ * connection object (io_conn is the I/O layer's object, immutable) and posts
+ * the action. Returns NULL on ENOMEM (the caller closes the connection with
+ * amqp:resource-limit-exceeded). */
+jn_core_conn_t *jn_core_conn_opened_IO(jn_core_t *core, void *io_conn, const jn_conn_info_t *info);
+
+/* jn_core_conn_closed_IO: the connection is gone (closed or failed). Every
+ * link on it counts as detached; unsettled deliveries it was sending to are
+ * released to their senders. The core later calls ops->conn_released. After
+ * this call the I/O layer must not use conn again, nor its links (no
+ * jn_core_link_detached_IO for them: they need none). A second call is
+ * ignored. Deliveries the I/O layer still holds references to may still be
+ * passed to jn_core_delivery_continued_IO / _update_IO (to abort or settle
+ * them): the core ignores what no longer applies. */
+void jn_core_conn_closed_IO(jn_core_conn_t *conn);
+
+/* ---- links -------------------------------------------------------------- */
+
+/* Direction, from the router's point of view. */
+typedef enum jn_link_dir {
+    JN_LINK_INCOMING = 0, /* the peer sends messages to the router (its sender) */
+    JN_LINK_OUTGOING      /* the router sends messages to the peer (its receiver) */
+} jn_link_dir_t;
+
+typedef struct jn_link_info {
+    jn_link_dir_t dir;
+    const char *name;     /* link name (copied) */
+    /* incoming: the target address; outgoing: the source address. NULL or ""
+     * on an incoming link = anonymous relay (route by each message's `to`).
+     * Copied. */
+    const char *address;
+    bool dynamic;          /* outgoing: the source asks for a dynamic address */
+    bool presettled;       /* the sender's snd-settle-mode is settled */
+    uint32_t capacity;     /* incoming: the most credit to keep outstanding */
+} jn_link_info_t;
+
+/* jn_core_link_attached_IO: the peer attached a link on conn. Allocates the
+ * core's link object (io_link immutable) and posts the action. The core
+ * answers with JN_WORK_LINK_OPEN (attach our end; for a dynamic source, with
+ * the address it made) or JN_WORK_LINK_CLOSE (refuse, with an error). Returns
+ * NULL on ENOMEM. */
+jn_core_link_t *jn_core_link_attached_IO(jn_core_conn_t *conn, void *io_link,
+                                         const jn_link_info_t *info);
+
+/* jn_core_link_detached_IO: the peer detached (or closed) the link, or it
+ * went with its session. Unsettled deliveries sent on an outgoing link are
+ * released to their senders; deliveries still waiting for its credit are
+ * re-routed to another consumer of the address, or released. The core
+ * answers with JN_WORK_LINK_RELEASED (the last work item about the link);
+ * the I/O layer must keep io_link alive until then and must not use link
+ * after this call (work items taken later still name it: that is fine). A
+ * second call is ignored. Deliveries on it may still be updated, as after
+ * jn_core_conn_closed_IO. */
+void jn_core_link_detached_IO(jn_core_link_t *link);
+
+/* jn_core_link_flow_IO: on an outgoing link, the peer's flow changed.
+ * credit_limit is the total number of deliveries the peer allows the router
+ * to have sent on this link since it attached: the deliveries the I/O layer
+ * has sent on it so far (including credit consumed by pn_link_drained) plus
+ * pn_link_credit() (below 2^63). The core, which counts the deliveries it
+ * has handed to the link, may hand over (credit_limit - handed) more;
+ * stating the limit rather than the credit keeps the count right while
+ * sends are in flight. drain is the peer's drain flag. Posts the action; calls made while one
+ * is queued only update it (the core reads the latest). Incoming links
+ * ignore it. */
+void jn_core_link_flow_IO(jn_core_link_t *link, uint64_t credit_limit, bool drain);
+
+/* jn_core_link_io: the io_link given at attach (immutable). Any thread. */
+void *jn_core_link_io(const jn_core_link_t *link);
+
+/* ---- deliveries --------------------------------------------------------- */
+
+/* Delivery states (AMQP 1.0 part 3, 3.4) by descriptor code. */
+enum {
+    JN_DISP_NONE = 0,
+    JN_DISP_RECEIVED = 0x23,
+    JN_DISP_ACCEPTED = 0x24,
+    JN_DISP_REJECTED = 0x25,
+    JN_DISP_RELEASED = 0x26,
+    JN_DISP_MODIFIED = 0x27
+};
+
+/* A disposition as it travels between links. Strings are owned by the
+ * struct (freed with jn_disposition_clear). */
+typedef struct jn_disposition {
+    uint64_t type;             /* JN_DISP_* */
+    char *condition;           /* rejected: error condition, or NULL */
+    char *description;         /* rejected: error description, or NULL */
+    bool delivery_failed;      /* modified */
+    bool undeliverable_here;   /* modified */
+} jn_disposition_t;
+
+/* jn_disposition_clear: free the strings and set type to JN_DISP_NONE. */
+void jn_disposition_clear(jn_disposition_t *d);
+
+/* jn_disposition_copy: deep copy. Returns 0 or JN_ENOMEM. */
+int jn_disposition_copy(jn_disposition_t *dst, const jn_disposition_t *src);
+
+/* jn_delivery_new_IO: a delivery arriving on incoming link, carrying
+ * message (the reference passes to the delivery), settled as the sender
+ * sent it, with its delivery tag (tag_len <= 32 octets, copied; a longer
+ * tag is cut to 32). Refcount 1, held by the caller. Returns NULL on ENOMEM
+ * (the message reference then stays with the caller). */
+jn_delivery_t *jn_delivery_new_IO(jn_core_link_t *link, jn_message_t *message, bool settled,
+                                  const void *tag, size_t tag_len);
+
+/* jn_core_delivery_arrived_IO: the delivery's message is parsed as far as
+ * routing needs (JN_DEPTH_PROPERTIES, see jn_message_parse); route it. The
+ * core takes its own reference. A message that failed to parse is not
+ * passed here: the I/O layer rejects it on its own delivery. Call once per
+ * delivery, before any continued/update call for it. */
+void jn_core_delivery_arrived_IO(jn_delivery_t *dlv);
+
+/* jn_core_delivery_continued_IO: more octets of the (streaming) incoming
+ * delivery's message were published, or it became complete or aborted. The
+ * core tells every connection sending a copy (JN_WORK_DELIVERY_CONTINUE),
+ * at most once per copy per core batch. Call at most once per received
+ * batch, not per frame (a call while one is queued costs one atomic
+ * exchange and posts nothing). */
+void jn_core_delivery_continued_IO(jn_delivery_t *dlv);
+
+/* jn_core_delivery_update_IO: the peer changed the delivery's state: its
+ * outcome (disp, copied; may be JN_DISP_NONE, or disp NULL, when only
+ * settled changed) and/or settled. On an outgoing copy (a consumer's
+ * disposition) the core passes the outcome and settlement back to the
+ * incoming delivery; on an incoming delivery (the sender settled) it
+ * settles the copies. Takes a
+ * pooled action; aborts the process when memory is exhausted (a lost
+ * settlement would leak deliveries at both ends). */
+void jn_core_delivery_update_IO(jn_delivery_t *dlv, const jn_disposition_t *disp, bool settled);
+
+/* Accessors, any thread holding a reference: */
+jn_message_t *jn_delivery_message(const jn_delivery_t *dlv);      /* borrowed */
+jn_core_link_t *jn_delivery_link(const jn_delivery_t *dlv);       /* immutable */
+bool jn_delivery_presettled(const jn_delivery_t *dlv); /* sent settled (immutable) */
+/* tag of an incoming delivery; outgoing copies get a fresh 8-octet tag */
+const uint8_t *jn_delivery_tag(const jn_delivery_t *dlv, size_t *len);
+jn_delivery_t *jn_delivery_ref(jn_delivery_t *dlv);
+void jn_delivery_unref(jn_delivery_t *dlv);
+
+/* jn_delivery_io / jn_delivery_set_io: the I/O layer's per-delivery context
+ * (e.g. its pn_delivery_t). Owned by the I/O thread of the delivery's link's
+ * connection; the core never reads it. */
+void *jn_delivery_io(const jn_delivery_t *dlv);
+void jn_delivery_set_io(jn_delivery_t *dlv, void *io);
+
+/* ---- work (core -> connection) ------------------------------------------ */
+
+typedef enum jn_work_type {
+    /* open our end of a link the peer attached: address is the terminus
+     * address to set (for a dynamic source: the address made for it). */
+    JN_WORK_LINK_OPEN,
+    /* close the link with error condition/description (may be NULL). */
+    JN_WORK_LINK_CLOSE,
+    /* the core no longer refers to the link's io_link: free it. */
+    JN_WORK_LINK_RELEASED,
+    /* incoming link: grant `credit` more credit (pn_link_flow); with drain
+     * set, the available credit is to be drained instead. */
+    JN_WORK_LINK_CREDIT,
+    /* outgoing link: the link's drain request has been satisfied: advance
+     * the delivery count and send the flow (pn_link_drained). */
+    JN_WORK_LINK_DRAINED,
+    /* outgoing link: start sending dlv (an outgoing copy; its message may
+     * still be arriving: send what is there, more comes with CONTINUE). */
+    JN_WORK_DELIVERY_SEND,
+    /* outgoing copy: more of its message arrived, or it completed/aborted. */
+    JN_WORK_DELIVERY_CONTINUE,
+    /* apply disp and/or settled to dlv (an incoming delivery: the outcome
+     * from the consumer; an outgoing copy: the sender settled). */
+    JN_WORK_DELIVERY_UPDATE,
+    /* close the connection with error condition/description (may be NULL). */
+    JN_WORK_CONN_CLOSE
+} jn_work_type_t;
+
+/* One work item. Owned by the queue until taken, then by the taker, who
+ * frees it with jn_work_free. */
+typedef struct jn_work {
+    jn_mpsc_node_t node;      /* queue link (private) */
+    jn_work_type_t type;
+    jn_core_link_t *link;     /* link work: a reference owned by the item;
+                               * delivery work: the delivery's link (kept
+                               * alive by dlv); jn_core_link_io(link) = io_link */
+    jn_delivery_t *dlv;       /* delivery work: a reference owned by the item */
+    uint32_t credit;          /* LINK_CREDIT */
+    bool drain;               /* LINK_CREDIT */
+    bool settled;             /* DELIVERY_UPDATE */
+    jn_disposition_t disp;    /* DELIVERY_UPDATE */
+    char *address;            /* LINK_OPEN (owned) */
+    char *condition;          /* LINK_CLOSE, CONN_CLOSE (owned, may be NULL) */
+    char *description;        /* LINK_CLOSE, CONN_CLOSE (owned, may be NULL) */
+} jn_work_t;
+
+/* jn_core_conn_take_work_IO: move up to max pending work items of conn to
+ * out[], in the order the core queued them. Returns the number taken (0 when
+ * none). Call until it returns fewer than max. */
+size_t jn_core_conn_take_work_IO(jn_core_conn_t *conn, jn_work_t **out, size_t max);
+
+/* jn_work_free: free an item and what it owns (drops its delivery
+ * reference). Any thread. */
+void jn_work_free(jn_work_t *work);
+
+/* ---- statistics (management, later) ------------------------------------- */
+
+typedef struct jn_core_stats {
+    uint64_t deliveries_ingress;   /* deliveries received from endpoints */
+    uint64_t deliveries_egress;    /* copies sent to endpoints */
+    uint64_t deliveries_released;  /* released: for lack of a consumer (or a
+                                    * pre-settled one dropped), because the
+                                    * consumer went, or by the consumer */
+    uint64_t addresses;            /* addresses in the table */
+    uint64_t links;                /* links known */
+    uint64_t connections;          /* connections known */
+    /* added by router/core: outcomes given by consumers (once per copy) */
+    uint64_t deliveries_accepted;
+    uint64_t deliveries_rejected;
+    uint64_t deliveries_modified;
+    uint64_t deliveries_presettled; /* of ingress: sent pre-settled */
+} jn_core_stats_t;
+
+/* jn_core_get_stats: a snapshot (relaxed atomics). Any thread. */
+void jn_core_get_stats(jn_core_t *core, jn_core_stats_t *out);
+
+#endif /* JUNCTION_CORE_H */

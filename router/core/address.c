@@ -1,0 +1,231 @@
+/*
+ * address.c — the address table: one entry per address some link refers to,
+ * keyed by the address-hash view of junction/iterator.h ("M0q1" for the
+ * mobile address q1, "Lx" for _local/x and for _topo/0/<this router>/x).
+ *
+ * An entry is created when the first link attaches to its address (the
+ * `address` configuration decides its distribution then, once) and freed
+ * when the last link referring to it detaches. Deliveries never create
+ * entries: an anonymous delivery to an address nobody consumes finds none.
+ *
+ * Consumers (outgoing links) and producers (incoming links with that
+ * target) are kept in arrays; a link knows its index, so removal is O(1)
+ * (the last entry moves into the gap).
+ */
+#include "delivery.h"
+
+#include <junction/iterator.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The hash-view key of a C-string address (heap copy). */
+static uint8_t *key_of(const char *address, size_t *len)
+{
+    jn_iter_t it;
+    jn_iter_init_string(&it, address, JN_VIEW_ADDRESS_HASH);
+    size_t n = jn_iter_length(&it);
+    uint8_t *key = malloc(n ? n : 1);
+    if (key)
+        *len = jn_iter_copy(&it, key, n);
+    return key;
+}
+
+static const char *dist_name(jn_distribution_t d)
+{
+    static const char *const names[] = {"multicast", "closest", "balanced", "unavailable"};
+    return (unsigned)d <= JN_DIST_UNAVAILABLE ? names[d] : "?";
+}
+
+/* The distribution of a new address: the address configuration for mobile
+ * addresses (matched on the address without class and phase), closest for
+ * local and topological ones (dynamic addresses among them). */
+static jn_distribution_t distribution_for_CT(jn_core_t *core, const uint8_t *key, size_t len)
+{
+    JN_ASSERT_CT(core);
+    if (len < 2 || key[0] != JN_ADDR_CLASS_MOBILE)
+        return JN_DIST_CLOSEST;
+    int i = jn_addr_config_match(&core->config, (const char *)key + 2, len - 2);
+    return i >= 0 ? core->config.entries[i].distribution : core->default_distribution;
+}
+
+int jn_addr_get_CT(jn_core_t *core, const char *address, jn_addr_t **out)
+{
+    JN_ASSERT_CT(core);
+    size_t len = 0;
+    uint8_t *key = key_of(address, &len);
+    if (!key)
+        return JN_ENOMEM;
+    jn_addr_t *addr = jn_hash_lookup(core->ct.addrs, key, len);
+    if (addr) {
+        free(key);
+        *out = addr;
+        return 0;
+    }
+    jn_distribution_t dist = distribution_for_CT(core, key, len);
+    if (dist == JN_DIST_UNAVAILABLE) {
+        free(key);
+        *out = NULL;
+        return 0;
+    }
+    addr = calloc(1, sizeof *addr);
+    if (!addr || jn_hash_insert(core->ct.addrs, key, len, addr) != 0) {
+        free(addr);
+        free(key);
+        return JN_ENOMEM;
+    }
+    addr->key = key;
+    addr->key_len = len;
+    addr->distribution = dist;
+    jn_stat_add(&core->stats.addresses, 1);
+    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_DEBUG, "Address added: %.*s (%s)", (int)len,
+           (const char *)key, dist_name(dist));
+    *out = addr;
+    return 0;
+}
+
+static void addr_free(jn_addr_t *addr)
+{
+    free(addr->consumers);
+    free(addr->producers);
+    free(addr->key);
+    free(addr);
+}
+
+void jn_addr_release_if_unused_CT(jn_core_t *core, jn_addr_t *addr)
+{
+    JN_ASSERT_CT(core);
+    if (addr->n_consumers > 0 || addr->n_producers > 0)
+        return;
+    JN_CHECK(jn_hash_remove(core->ct.addrs, addr->key, addr->key_len, NULL) == 0);
+    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_DEBUG, "Address removed: %.*s", (int)addr->key_len,
+           (const char *)addr->key);
+    jn_stat_add(&core->stats.addresses, -1);
+    addr_free(addr);
+}
+
+void jn_addr_free_all_CT(jn_core_t *core)
+{
+    JN_ASSERT_CT(core);
+    jn_hash_iter_t it;
+    void *value;
+    jn_hash_iter_init(core->ct.addrs, &it);
+    while (jn_hash_iter_next(&it, NULL, NULL, &value)) {
+        jn_addr_t *addr = value;
+        jn_hash_remove(core->ct.addrs, addr->key, addr->key_len, NULL);
+        addr_free(addr);
+    }
+    atomic_store_explicit(&core->stats.addresses, 0, memory_order_relaxed);
+}
+
+static int add_link(jn_core_link_t ***arr, uint32_t *n, uint32_t *cap, jn_core_link_t *link)
+{
+    if (*n == *cap) {
+        uint32_t grown = *cap ? *cap * 2 : 4;
+        jn_core_link_t **a = realloc(*arr, grown * sizeof *a);
+        if (!a)
+            return JN_ENOMEM;
+        *arr = a;
+        *cap = grown;
+    }
+    link->ct.addr_index = *n;
+    (*arr)[(*n)++] = link;
+    return 0;
+}
+
+int jn_addr_add_consumer_CT(jn_addr_t *addr, jn_core_link_t *link)
+{
+    JN_ASSERT_CT(link->conn->core);
+    int rc = add_link(&addr->consumers, &addr->n_consumers, &addr->cap_consumers, link);
+    if (rc == 0)
+        link->ct.addr = addr;
+    return rc;
+}
+
+int jn_addr_add_producer_CT(jn_addr_t *addr, jn_core_link_t *link)
+{
+    JN_ASSERT_CT(link->conn->core);
+    int rc = add_link(&addr->producers, &addr->n_producers, &addr->cap_producers, link);
+    if (rc == 0)
+        link->ct.addr = addr;
+    return rc;
+}
+
+jn_addr_t *jn_addr_remove_link_CT(jn_core_t *core, jn_core_link_t *link)
+{
+    JN_ASSERT_CT(core);
+    jn_addr_t *addr = link->ct.addr;
+    if (!addr)
+        return NULL;
+    bool consumer = link->dir == JN_LINK_OUTGOING;
+    jn_core_link_t **arr = consumer ? addr->consumers : addr->producers;
+    uint32_t *n = consumer ? &addr->n_consumers : &addr->n_producers;
+    uint32_t i = link->ct.addr_index;
+    JN_CHECK(i < *n && arr[i] == link);
+    arr[i] = arr[--*n];
+    arr[i]->ct.addr_index = i;
+    link->ct.addr = NULL;
+    if (consumer && addr->next >= addr->n_consumers)
+        addr->next = 0;
+    return addr;
+}
+
+jn_core_link_t *jn_addr_pick_consumer_CT(jn_addr_t *addr)
+{
+    JN_ASSERT_SOME_CT();
+    uint32_t n = addr->n_consumers;
+    if (n == 0)
+        return NULL;
+    uint32_t start = addr->next < n ? addr->next : 0;
+    uint32_t best = start;
+    if (addr->distribution == JN_DIST_BALANCED) {
+        /* fewest undelivered + unsettled; ties go round from `next` */
+        uint64_t best_load = UINT64_MAX;
+        for (uint32_t k = 0; k < n; k++) {
+            uint32_t i = (start + k) % n;
+            const jn_core_link_t *l = addr->consumers[i];
+            uint64_t load = (uint64_t)l->ct.undelivered.count + l->ct.unsettled;
+            if (load < best_load) {
+                best_load = load;
+                best = i;
+            }
+        }
+    }
+    addr->next = (best + 1) % n;
+    return addr->consumers[best];
+}
+
+char *jn_addr_make_dynamic_CT(jn_core_t *core)
+{
+    JN_ASSERT_CT(core);
+    uint64_t serial = ++core->ct.next_temp;
+    int n = snprintf(NULL, 0, "_topo/0/%s/temp.%08x%" PRIx64, core->router_id, core->ct.temp_nonce,
+                     serial);
+    char *s = n > 0 ? malloc((size_t)n + 1) : NULL;
+    if (s)
+        snprintf(s, (size_t)n + 1, "_topo/0/%s/temp.%08x%" PRIx64, core->router_id,
+                 core->ct.temp_nonce, serial);
+    return s;
+}
+
+/* jn_hash_key_equal_fn over an iterator (ctx). */
+static bool key_equals_iter(const uint8_t *key, size_t len, void *ctx)
+{
+    jn_iter_t k;
+    jn_iter_init_bytes(&k, key, len, JN_VIEW_RAW);
+    return jn_iter_equal_iter(&k, (const jn_iter_t *)ctx);
+}
+
+jn_addr_t *jn_addr_for_message_CT(jn_core_t *core, const jn_message_t *msg, bool honour_to_override)
+{
+    JN_ASSERT_CT(core);
+    jn_iter_t it;
+    const jn_ra_t *ra = honour_to_override ? jn_message_annotations(msg) : NULL;
+    if (ra && ra->has_to)
+        it = ra->to;
+    else if (jn_message_to(msg, &it) != 0)
+        return NULL;
+    jn_iter_set_view(&it, JN_VIEW_ADDRESS_HASH);
+    return jn_hash_lookup_with(core->ct.addrs, jn_iter_hash(&it), key_equals_iter, &it);
+}

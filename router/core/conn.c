@@ -1,0 +1,243 @@
+/*
+ * conn.c — connections as the core sees them, and their work queues
+ * (junction/core.h, "connections" and "work").
+ *
+ * Each connection has one MPSC queue of work items. The core thread is its
+ * only producer; the connection's I/O thread is its consumer (whichever
+ * worker proton runs the connection on: proton serialises them, which
+ * orders their accesses). The core calls ops->wake only when a push found
+ * the queue empty (jn_mpsc_push returned true); jn_core_conn_take_work_IO
+ * drains until the queue is empty or the caller's array is full, so every
+ * item pushed before the next wake is taken, and none is missed: if the
+ * queue is left non-empty the caller was told to call again (it got max).
+ *
+ * Once the core has processed the close, it becomes the consumer: it frees
+ * what the I/O thread did not take, then calls ops->conn_released.
+ */
+#include "delivery.h"
+
+#include <junction/pool.h>
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+static _Atomic(jn_pool_t *) conn_pool;
+static _Atomic(jn_pool_t *) work_pool;
+
+static char *dup_or_empty(const char *s)
+{
+    return strdup(s ? s : "");
+}
+
+jn_core_conn_t *jn_core_conn_opened_IO(jn_core_t *core, void *io_conn, const jn_conn_info_t *info)
+{
+    jn_pool_t *pool = jn_pool_get_once(&conn_pool, "jn_core_conn", sizeof(jn_core_conn_t), 16);
+    jn_core_conn_t *c = pool ? jn_pool_alloc(pool) : NULL;
+    if (!c)
+        return NULL;
+    memset(c, 0, sizeof *c);
+    c->container_id = dup_or_empty(info->container_id);
+    c->host = dup_or_empty(info->host);
+    if (!c->container_id || !c->host) {
+        free(c->container_id);
+        free(c->host);
+        jn_pool_free(pool, c);
+        return NULL;
+    }
+    c->core = core;
+    c->io_conn = io_conn;
+    c->conn_id = info->conn_id;
+    c->incoming = info->incoming;
+    c->strip_inbound = info->strip_inbound;
+    c->strip_outbound = info->strip_outbound;
+    c->link_capacity = info->link_capacity;
+    atomic_init(&c->refcount, 1);
+    atomic_init(&c->close_posted, false);
+    jn_mpsc_init(&c->work);
+    c->open_action.type = JN_ACT_CONN_OPENED;
+    c->close_action.type = JN_ACT_CONN_CLOSED;
+    jn_core_post(core, &c->open_action);
+    return c;
+}
+
+void jn_core_conn_closed_IO(jn_core_conn_t *conn)
+{
+    if (atomic_exchange_explicit(&conn->close_posted, true, memory_order_acq_rel))
+        return;
+    jn_core_post(conn->core, &conn->close_action);
+}
+
+void jn_conn_unref(jn_core_conn_t *conn)
+{
+    unsigned before = atomic_fetch_sub_explicit(&conn->refcount, 1, memory_order_acq_rel);
+    JN_CHECK(before > 0);
+    if (before != 1)
+        return;
+    free(conn->container_id);
+    free(conn->host);
+    jn_pool_free(atomic_load_explicit(&conn_pool, memory_order_acquire), conn);
+}
+
+void jn_conn_opened_CT(jn_core_conn_t *conn)
+{
+    jn_core_t *core = conn->core;
+    JN_ASSERT_CT(core);
+    conn->ct.next = core->ct.conns;
+    if (core->ct.conns)
+        core->ct.conns->ct.prev = conn;
+    core->ct.conns = conn;
+    jn_stat_add(&core->stats.connections, 1);
+    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_DEBUG,
+           "[C%" PRIu64 "] Connection opened: container=%s host=%s %s", conn->conn_id,
+           conn->container_id, conn->host, conn->incoming ? "incoming" : "outgoing");
+}
+
+void jn_conn_closed_CT(jn_core_conn_t *conn)
+{
+    jn_core_t *core = conn->core;
+    JN_ASSERT_CT(core);
+    conn->ct.closed = true; /* from here on, work for it is dropped */
+    while (conn->ct.links)
+        jn_link_detached_CT(conn->ct.links, true);
+    /* The I/O thread takes no more work: the core is the consumer now. */
+    jn_mpsc_node_t *nodes[64];
+    for (;;) {
+        size_t n = jn_mpsc_drain(&conn->work, nodes, 64);
+        for (size_t i = 0; i < n; i++)
+            jn_work_free(JN_CONTAINER_OF(nodes[i], jn_work_t, node));
+        if (n == 0 && jn_mpsc_empty(&conn->work))
+            break;
+    }
+    if (conn->ct.prev)
+        conn->ct.prev->ct.next = conn->ct.next;
+    else
+        core->ct.conns = conn->ct.next;
+    if (conn->ct.next)
+        conn->ct.next->ct.prev = conn->ct.prev;
+    jn_stat_add(&core->stats.connections, -1);
+    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_DEBUG, "[C%" PRIu64 "] Connection closed", conn->conn_id);
+    core->ops.conn_released(conn->io_conn);
+    jn_conn_unref(conn); /* the life reference */
+}
+
+/* ---- work ------------------------------------------------------------------ */
+
+jn_work_t *jn_work_new_CT(jn_core_t *core, jn_work_type_t type)
+{
+    JN_ASSERT_CT(core);
+    jn_pool_t *pool = jn_pool_get_once(&work_pool, "jn_work", sizeof(jn_work_t), 0);
+    jn_work_t *w = pool ? jn_pool_alloc(pool) : NULL;
+    if (!w)
+        return NULL;
+    memset(w, 0, sizeof *w);
+    w->type = type;
+    return w;
+}
+
+void jn_work_push_CT(jn_core_conn_t *conn, jn_work_t *work)
+{
+    JN_ASSERT_CT(conn->core);
+    if (conn->ct.closed) {
+        jn_work_free(work);
+        return;
+    }
+    if (jn_mpsc_push(&conn->work, &work->node))
+        conn->core->ops.wake(conn->io_conn);
+}
+
+static char *dup_opt(const char *s, bool *failed)
+{
+    if (!s)
+        return NULL;
+    char *d = strdup(s);
+    if (!d)
+        *failed = true;
+    return d;
+}
+
+int jn_work_link_CT(jn_core_link_t *link, jn_work_type_t type, const char *address,
+                    const char *condition, const char *description, uint32_t credit)
+{
+    JN_ASSERT_CT(link->conn->core);
+    jn_core_conn_t *conn = link->conn;
+    jn_work_t *w = jn_work_new_CT(conn->core, type);
+    bool failed = w == NULL;
+    if (w) {
+        w->link = jn_link_ref(link);
+        w->credit = credit;
+        w->address = dup_opt(address, &failed);
+        w->condition = dup_opt(condition, &failed);
+        w->description = dup_opt(description, &failed);
+    }
+    if (failed) {
+        if (w)
+            jn_work_free(w);
+        JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_ERROR,
+               "[C%" PRIu64 "][L%" PRIu64 "] Out of memory for link work", conn->conn_id,
+               link->ct.id);
+        return JN_ENOMEM;
+    }
+    jn_work_push_CT(conn, w);
+    return 0;
+}
+
+int jn_work_dlv_CT(jn_delivery_t *dlv, jn_work_type_t type, uint64_t disp_type,
+                   const jn_disposition_t *disp, bool settled)
+{
+    JN_ASSERT_CT(jn_delivery_core(dlv));
+    jn_core_conn_t *conn = dlv->link->conn;
+    jn_work_t *w = jn_work_new_CT(conn->core, type);
+    if (w && disp && jn_disposition_copy(&w->disp, disp) != 0) {
+        jn_work_free(w);
+        w = NULL;
+    }
+    if (!w) {
+        JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_ERROR,
+               "[C%" PRIu64 "][L%" PRIu64 "] Out of memory for delivery work", conn->conn_id,
+               dlv->link->ct.id);
+        return JN_ENOMEM;
+    }
+    if (!disp)
+        w->disp.type = disp_type;
+    w->dlv = jn_delivery_ref(dlv);
+    w->link = dlv->link; /* kept alive by the delivery reference */
+    w->settled = settled;
+    jn_work_push_CT(conn, w);
+    return 0;
+}
+
+size_t jn_core_conn_take_work_IO(jn_core_conn_t *conn, jn_work_t **out, size_t max)
+{
+    jn_mpsc_node_t *nodes[64];
+    size_t taken = 0;
+    while (taken < max) {
+        size_t want = max - taken < 64 ? max - taken : 64;
+        size_t n = jn_mpsc_drain(&conn->work, nodes, want);
+        for (size_t i = 0; i < n; i++)
+            out[taken++] = JN_CONTAINER_OF(nodes[i], jn_work_t, node);
+        if (n == want)
+            continue;
+        if (jn_mpsc_empty(&conn->work))
+            break;
+        /* The core is between the two steps of a push: its wake went to
+         * an earlier transition, so this item must be taken now. */
+        sched_yield();
+    }
+    return taken;
+}
+
+void jn_work_free(jn_work_t *work)
+{
+    if (!work)
+        return;
+    if (work->dlv)
+        jn_delivery_unref(work->dlv); /* work->link was borrowed from it */
+    else if (work->link)
+        jn_link_unref(work->link);
+    jn_disposition_clear(&work->disp);
+    free(work->address);
+    free(work->condition);
+    free(work->description);
+    jn_pool_free(atomic_load_explicit(&work_pool, memory_order_acquire), work);
+}

@@ -1,0 +1,256 @@
+/*
+ * core.c — the core thread (junction/core.h): its life cycle, the action
+ * queue and the loop that drains it.
+ *
+ * The loop. The core thread drains up to JN_CORE_BATCH actions at a time
+ * from its MPSC queue, carries each out, then ends the batch: every incoming
+ * link whose credit changed during the batch gets at most one LINK_CREDIT
+ * (link.c). When the queue is empty it sleeps in read() on an eventfd. A
+ * producer whose push finds the queue empty (jn_mpsc_push returns true, see
+ * junction/queue.h) writes 1 to the eventfd; the eventfd latches, so a write
+ * that lands between the core's last empty check and its read() is not lost,
+ * and there is one write per empty->non-empty transition, not one per
+ * action. When the queue is not empty but nothing is visible (a producer is
+ * between the two steps of its push), the core yields and retries instead
+ * of sleeping.
+ *
+ * Stop. jn_core_stop posts a stop action behind everything posted before it
+ * (the I/O layer has stopped and reported every connection closed), so the
+ * core processes those closes, then leaves its loop. jn_core_free drains
+ * whatever is left on the main thread in the core thread's role.
+ */
+#include "delivery.h"
+
+#include <junction/iterator.h>
+#include <junction/pool.h>
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+_Thread_local jn_core_t *jn_core_ct_self_;
+
+jn_core_t *jn_core_create(const jn_core_config_t *cfg, const jn_core_io_ops_t *ops)
+{
+    if (!cfg || !ops || !ops->wake || !ops->conn_released ||
+        (unsigned)cfg->default_distribution > JN_DIST_UNAVAILABLE)
+        return NULL;
+    jn_core_t *core = calloc(1, sizeof *core);
+    if (!core)
+        return NULL;
+    core->wake_fd = -1;
+    jn_addr_config_init(&core->config);
+    jn_mpsc_init(&core->actions);
+    core->stop_action.type = JN_ACT_STOP;
+    core->router_id = strdup(cfg->router_id ? cfg->router_id : "Junction");
+    core->ct.addrs = jn_hash_create(64);
+    core->wake_fd = eventfd(0, EFD_CLOEXEC);
+    if (!core->router_id || !core->ct.addrs || core->wake_fd < 0 ||
+        jn_iter_configure("0", core->router_id, false) != 0) {
+        jn_core_free(core);
+        return NULL;
+    }
+    core->default_distribution = cfg->default_distribution;
+    core->ops = *ops;
+    if (getrandom(&core->ct.temp_nonce, sizeof core->ct.temp_nonce, GRND_NONBLOCK) !=
+        (ssize_t)sizeof core->ct.temp_nonce)
+        core->ct.temp_nonce = (uint32_t)time(NULL) ^ ((uint32_t)getpid() << 16);
+    return core;
+}
+
+int jn_core_add_address_config(jn_core_t *core, const char *prefix_or_pattern, bool pattern,
+                               jn_distribution_t distribution)
+{
+    if (core->started)
+        return JN_EINVAL;
+    return jn_addr_config_add(&core->config, prefix_or_pattern, pattern, distribution);
+}
+
+void jn_core_post(jn_core_t *core, jn_action_t *action)
+{
+    if (!jn_mpsc_push(&core->actions, &action->node))
+        return;
+    uint64_t one = 1;
+    /* The only failure modes are a counter overflow (2^64 - 1 wakes) and a
+     * closed descriptor (a post after jn_core_free, a caller bug). */
+    ssize_t n;
+    do {
+        n = write(core->wake_fd, &one, sizeof one);
+    } while (n < 0 && errno == EINTR);
+    JN_CHECK(n == (ssize_t)sizeof one);
+}
+
+/* Carry out one action. Core thread. */
+static void dispatch_CT(jn_core_t *core, jn_mpsc_node_t *node)
+{
+    JN_ASSERT_CT(core);
+    jn_action_t *a = JN_CONTAINER_OF(node, jn_action_t, node);
+    switch ((jn_action_type_t)a->type) {
+    case JN_ACT_CONN_OPENED:
+        jn_conn_opened_CT(JN_CONTAINER_OF(a, jn_core_conn_t, open_action));
+        break;
+    case JN_ACT_CONN_CLOSED:
+        jn_conn_closed_CT(JN_CONTAINER_OF(a, jn_core_conn_t, close_action));
+        break;
+    case JN_ACT_LINK_ATTACHED:
+        jn_link_attached_CT(JN_CONTAINER_OF(a, jn_core_link_t, attach_action));
+        break;
+    case JN_ACT_LINK_DETACHED:
+        jn_link_detached_CT(JN_CONTAINER_OF(a, jn_core_link_t, detach_action), false);
+        break;
+    case JN_ACT_LINK_FLOW: {
+        jn_core_link_t *link = JN_CONTAINER_OF(a, jn_core_link_t, flow_action);
+        jn_link_flow_CT(link);
+        jn_link_unref(link); /* the posted action's reference */
+        break;
+    }
+    case JN_ACT_DLV_ARRIVED:
+        /* the action's reference becomes the core's (delivery.h) */
+        jn_forward_arrived_CT(JN_CONTAINER_OF(a, jn_delivery_t, arrive_action));
+        break;
+    case JN_ACT_DLV_CONTINUED: {
+        jn_delivery_t *dlv = JN_CONTAINER_OF(a, jn_delivery_t, continue_action);
+        jn_forward_continued_CT(dlv);
+        jn_delivery_unref(dlv);
+        break;
+    }
+    case JN_ACT_DLV_UPDATE: {
+        jn_update_action_t *u = JN_CONTAINER_OF(a, jn_update_action_t, base);
+        jn_forward_update_CT(u->dlv, &u->disp, u->settled);
+        jn_update_action_free(u);
+        break;
+    }
+    case JN_ACT_STOP:
+        core->ct.stop = true;
+        break;
+    default:
+        JN_CHECK(!"unknown core action");
+    }
+}
+
+/* Drain and carry out one batch; returns the number of actions taken. */
+static size_t run_batch_CT(jn_core_t *core)
+{
+    JN_ASSERT_CT(core);
+    jn_mpsc_node_t *batch[JN_CORE_BATCH];
+    size_t n = jn_mpsc_drain(&core->actions, batch, JN_CORE_BATCH);
+    if (n == 0)
+        return 0;
+    core->ct.batch++;
+    for (size_t i = 0; i < n; i++)
+        dispatch_CT(core, batch[i]);
+    jn_link_flush_credit_CT(core);
+    return n;
+}
+
+/* Sleep until a producer writes the eventfd. */
+static void sleep_CT(jn_core_t *core)
+{
+    JN_ASSERT_CT(core);
+    uint64_t count;
+    ssize_t n;
+    do {
+        n = read(core->wake_fd, &count, sizeof count);
+    } while (n < 0 && errno == EINTR);
+    JN_CHECK(n == (ssize_t)sizeof count);
+}
+
+static void *core_main(void *arg)
+{
+    jn_core_t *core = arg;
+    jn_core_ct_self_ = core;
+    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO, "Router core thread running, id=%s",
+           core->router_id);
+    while (!core->ct.stop) {
+        if (run_batch_CT(core) > 0)
+            continue;
+        if (!jn_mpsc_empty(&core->actions))
+            sched_yield(); /* a producer is mid-push: its node comes soon */
+        else
+            sleep_CT(core);
+    }
+    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO, "Router core thread stopped");
+    jn_core_ct_self_ = NULL;
+    jn_pool_thread_exit();
+    return NULL;
+}
+
+int jn_core_start(jn_core_t *core)
+{
+    if (core->started)
+        return JN_EINVAL;
+    if (pthread_create(&core->thread, NULL, core_main, core) != 0)
+        return JN_ENOMEM;
+    core->started = true;
+    return 0;
+}
+
+void jn_core_stop(jn_core_t *core)
+{
+    if (!core->started || core->joined)
+        return;
+    jn_core_post(core, &core->stop_action);
+    pthread_join(core->thread, NULL);
+    core->joined = true;
+}
+
+/* Carry out what is left after the core thread ended (or never ran), on the
+ * calling (main) thread in the core thread's role: actions posted late, and
+ * connections whose close was never reported (an I/O layer bug; they are
+ * closed here so that nothing leaks). */
+static void teardown(jn_core_t *core)
+{
+    jn_core_ct_self_ = core;
+    for (;;) {
+        if (run_batch_CT(core) > 0)
+            continue;
+        if (jn_mpsc_empty(&core->actions))
+            break;
+        sched_yield();
+    }
+    while (core->ct.conns) {
+        JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_WARNING,
+               "[C%" PRIu64 "] Connection still open at shutdown", core->ct.conns->conn_id);
+        jn_conn_closed_CT(core->ct.conns);
+    }
+    jn_link_flush_credit_CT(core);
+    jn_addr_free_all_CT(core);
+    jn_core_ct_self_ = NULL;
+}
+
+void jn_core_free(jn_core_t *core)
+{
+    if (!core)
+        return;
+    jn_core_stop(core);
+    if (core->ct.addrs && core->wake_fd >= 0)
+        teardown(core);
+    jn_hash_free(core->ct.addrs);
+    jn_addr_config_fini(&core->config);
+    if (core->wake_fd >= 0)
+        close(core->wake_fd);
+    free(core->router_id);
+    free(core);
+}
+
+void jn_core_get_stats(jn_core_t *core, jn_core_stats_t *out)
+{
+#define LOAD(f) atomic_load_explicit(&core->stats.f, memory_order_relaxed)
+    memset(out, 0, sizeof *out);
+    out->deliveries_ingress = LOAD(ingress);
+    out->deliveries_egress = LOAD(egress);
+    out->deliveries_released = LOAD(released);
+    out->deliveries_accepted = LOAD(accepted);
+    out->deliveries_rejected = LOAD(rejected);
+    out->deliveries_modified = LOAD(modified);
+    out->deliveries_presettled = LOAD(presettled);
+    out->addresses = LOAD(addresses);
+    out->links = LOAD(links);
+    out->connections = LOAD(connections);
+#undef LOAD
+}

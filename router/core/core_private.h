@@ -1,0 +1,351 @@
+/*
+ * core_private.h — the router core's structures and its internal functions
+ * (router/core only). The delivery struct is in delivery.h.
+ *
+ * Who owns what, in one picture (DESIGN.md, "Threads"):
+ *
+ *   I/O threads --actions (jn_mpsc, core->actions)--> core thread
+ *   core thread --work (jn_mpsc, conn->work)--------> the connection's I/O thread
+ *
+ * Actions are nodes embedded in the objects they are about (a connection's
+ * open/close, a link's attach/detach/flow, a delivery's arrival/continue),
+ * so posting them cannot fail; only a disposition update is a separate
+ * pooled object (it carries a copy of the disposition).
+ *
+ * Reference counts (atomic) keep shared objects alive across threads:
+ *   jn_core_conn_t: 1 "life" reference from jn_core_conn_opened_IO until the
+ *     core has processed the close, plus 1 per link.
+ *   jn_core_link_t: 1 "life" reference from jn_core_link_attached_IO until
+ *     the core has processed the detach (or the connection's close), plus 1
+ *     per delivery on the link, per link work item, per posted flow action,
+ *     and while the link waits on the core's credit (dirty) list.
+ *   jn_delivery_t: see delivery.h.
+ *
+ * Functions ending in _CT run on the core thread only; in debug builds they
+ * check it at the top with JN_ASSERT_CT. After the core thread has been
+ * joined, jn_core_free takes the core thread's role on the main thread to
+ * tear down what is left (the check follows it there).
+ */
+#ifndef JN_CORE_PRIVATE_H
+#define JN_CORE_PRIVATE_H 1
+
+#include <junction/core.h>
+#include <junction/hash.h>
+#include <junction/log.h>
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "address_config.h"
+
+/* Actions drained per batch. Credit and continue notices are coalesced per
+ * batch, so a larger batch means fewer flow frames under load; it is bounded
+ * so that the work of one batch reaches the connections soon. */
+#define JN_CORE_BATCH 256
+
+/* Default incoming-link capacity when neither the link nor its connection
+ * says (the schema's linkCapacity default). */
+#define JN_CORE_DEFAULT_CAPACITY 250
+
+/* The core whose thread this is (NULL on other threads). */
+extern _Thread_local jn_core_t *jn_core_ct_self_;
+#define JN_ASSERT_CT(core) JN_DEBUG_CHECK(jn_core_ct_self_ == (core))
+/* For _CT functions that are given no way to reach their core. */
+#define JN_ASSERT_SOME_CT() JN_DEBUG_CHECK(jn_core_ct_self_ != NULL)
+
+/* ---- actions ------------------------------------------------------------ */
+
+typedef enum jn_action_type {
+    JN_ACT_CONN_OPENED = 1,
+    JN_ACT_CONN_CLOSED,
+    JN_ACT_LINK_ATTACHED,
+    JN_ACT_LINK_DETACHED,
+    JN_ACT_LINK_FLOW,
+    JN_ACT_DLV_ARRIVED,
+    JN_ACT_DLV_CONTINUED,
+    JN_ACT_DLV_UPDATE,
+    JN_ACT_STOP
+} jn_action_type_t;
+
+/* An action node, embedded in the object it is about. Owned by the core's
+ * queue from the post until the core thread pops it; type is immutable. */
+typedef struct jn_action {
+    jn_mpsc_node_t node;
+    uint8_t type; /* jn_action_type_t */
+} jn_action_t;
+
+#define JN_CONTAINER_OF(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+
+/* A disposition update (jn_core_delivery_update_IO), from the action pool.
+ * Written by the posting I/O thread, then owned by the core thread. */
+typedef struct jn_update_action {
+    jn_action_t base;
+    jn_delivery_t *dlv;    /* reference owned by the action */
+    jn_disposition_t disp; /* owned copy */
+    bool settled;
+} jn_update_action_t;
+
+/* ---- addresses ---------------------------------------------------------- */
+
+/* A doubly linked list of deliveries through their ct.prev/ct.next (core
+ * thread only). */
+typedef struct jn_dlv_list {
+    jn_delivery_t *head;
+    jn_delivery_t *tail;
+    uint32_t count;
+} jn_dlv_list_t;
+
+/* An entry of the address table. Core thread only. Lives while some link
+ * refers to it (as consumer or producer); freed with the last. */
+typedef struct jn_addr {
+    uint8_t *key; /* the JN_VIEW_ADDRESS_HASH key (heap), e.g. "M0q1" */
+    size_t key_len;
+    jn_distribution_t distribution;
+    jn_core_link_t **consumers; /* outgoing links (heap array) */
+    uint32_t n_consumers, cap_consumers;
+    jn_core_link_t **producers; /* incoming links with this target */
+    uint32_t n_producers, cap_producers;
+    uint32_t next; /* closest: next consumer; balanced: where ties start */
+} jn_addr_t;
+
+/* ---- connections -------------------------------------------------------- */
+
+struct jn_core_conn {
+    /* Immutable after jn_core_conn_opened_IO. */
+    jn_core_t *core;
+    void *io_conn;
+    uint64_t conn_id;
+    char *container_id; /* heap */
+    char *host;         /* heap */
+    bool incoming;
+    bool strip_inbound;
+    bool strip_outbound;
+    uint32_t link_capacity;
+
+    /* Atomic. */
+    atomic_uint refcount;
+    atomic_bool close_posted;
+
+    /* Work queue. Producer: the core thread. Consumer: the connection's I/O
+     * thread (jn_core_conn_take_work_IO) until the core has processed the
+     * close action, then the core thread (it frees what is left). */
+    jn_mpsc_t work;
+
+    /* Owned by the action queue while posted. */
+    jn_action_t open_action;
+    jn_action_t close_action;
+
+    /* Core thread only. */
+    struct {
+        bool closed;                 /* close processed: work is dropped */
+        jn_core_link_t *links;       /* attached links (through link ct.conn_next) */
+        jn_core_conn_t *prev, *next; /* the core's connection list */
+    } ct;
+};
+
+/* ---- links -------------------------------------------------------------- */
+
+typedef enum jn_link_state {
+    JN_LINK_ST_NEW = 0,  /* attach not processed yet */
+    JN_LINK_ST_ATTACHED, /* routing */
+    JN_LINK_ST_REFUSED,  /* LINK_CLOSE sent; waiting for the detach */
+    JN_LINK_ST_DETACHED  /* detach processed; no more work for it */
+} jn_link_state_t;
+
+struct jn_core_link {
+    /* Immutable after jn_core_link_attached_IO. */
+    jn_core_conn_t *conn; /* reference held */
+    void *io_link;
+    jn_link_dir_t dir;
+    bool dynamic;
+    bool presettled;
+    uint32_t capacity; /* incoming: the most credit outstanding (never 0) */
+    char *name;        /* heap */
+    char *address;     /* heap, NULL for none */
+
+    /* Atomic. flow: the I/O thread's latest (credit_limit << 1 | drain). */
+    atomic_uint refcount;
+    atomic_uint_least64_t flow;
+    atomic_bool flow_posted;   /* flow_action is on the core's queue */
+    atomic_bool detach_posted; /* jn_core_link_detached_IO was called */
+
+    /* Owned by the action queue while posted. */
+    jn_action_t attach_action;
+    jn_action_t detach_action;
+    jn_action_t flow_action;
+
+    /* Core thread only. */
+    struct {
+        uint64_t id;                           /* [L<id>] in logs */
+        uint8_t state;                         /* jn_link_state_t */
+        bool anonymous;                        /* incoming, no target: route by each message */
+        jn_addr_t *addr;                       /* target/source address (when attached) */
+        uint32_t addr_index;                   /* index in addr->consumers or ->producers */
+        char *dyn_address;                     /* dynamic source address made (heap) */
+        jn_core_link_t *conn_prev, *conn_next; /* conn->ct.links */
+        uint64_t deliveries;                   /* deliveries received / handed out */
+        /* outgoing (the router sends) */
+        uint64_t credit_limit; /* from the last flow (core.h semantics) */
+        uint64_t handed;       /* deliveries handed to the I/O (+ drained) */
+        bool drain;
+        jn_dlv_list_t undelivered; /* copies waiting for credit, FIFO */
+        jn_dlv_list_t inflight;    /* copies handed out, still tracked */
+        uint32_t unsettled;        /* of inflight: not settled */
+        uint64_t next_tag;
+        /* incoming (the router receives) */
+        uint32_t outstanding; /* credit granted and not yet used */
+        uint32_t held;        /* arrived, not yet handed to every consumer */
+        bool dirty;           /* on core->ct.dirty (credit to recompute) */
+        jn_core_link_t *dirty_next;
+    } ct;
+};
+
+/* ---- the core ----------------------------------------------------------- */
+
+struct jn_core {
+    /* Immutable after jn_core_create. */
+    char *router_id; /* heap */
+    jn_distribution_t default_distribution;
+    jn_core_io_ops_t ops;
+
+    /* Written by the main thread before jn_core_start, then read by the
+     * core thread only. */
+    jn_addr_config_t config;
+
+    /* Action queue: producers any thread, consumer the core thread. wake_fd
+     * is an eventfd written by the producer whose push found the queue
+     * empty, read (blocking) by the core thread when it has seen it empty. */
+    jn_mpsc_t actions;
+    int wake_fd;
+    jn_action_t stop_action;
+
+    /* Main thread only. */
+    pthread_t thread;
+    bool started;
+    bool joined;
+
+    /* Core thread only. */
+    struct {
+        jn_hash_t *addrs;      /* hash key -> jn_addr_t */
+        jn_core_conn_t *conns; /* open connections */
+        jn_core_link_t *dirty; /* incoming links whose credit to recompute */
+        uint64_t batch;        /* number of the batch being processed */
+        uint64_t next_link_id;
+        uint64_t next_temp;  /* dynamic address counter */
+        uint32_t temp_nonce; /* random part of dynamic addresses */
+        bool stop;
+    } ct;
+
+    /* Statistics: written by the core thread (relaxed), read anywhere. */
+    struct {
+        atomic_uint_least64_t ingress, egress, released, accepted, rejected, modified, presettled,
+            addresses, links, connections;
+    } stats;
+};
+
+/* Add n to a statistic. Core thread only (single writer: a relaxed load and
+ * store, no read-modify-write). */
+static inline void jn_stat_add(atomic_uint_least64_t *s, int64_t n)
+{
+    uint64_t v = atomic_load_explicit(s, memory_order_relaxed);
+    atomic_store_explicit(s, v + (uint64_t)n, memory_order_relaxed);
+}
+
+/* ---- core.c ------------------------------------------------------------- */
+
+/* Post an action on the core's queue and wake the core thread when the
+ * queue was empty. Any thread. */
+void jn_core_post(jn_core_t *core, jn_action_t *action);
+
+/* ---- conn.c ------------------------------------------------------------- */
+
+void jn_conn_unref(jn_core_conn_t *conn);
+void jn_conn_opened_CT(jn_core_conn_t *conn);
+/* Process a close: detach every link, drop queued work, release io_conn. */
+void jn_conn_closed_CT(jn_core_conn_t *conn);
+
+/* Work items: allocate (zeroed) on the core thread; push to the link's or
+ * delivery's connection (dropped when it is closed; wakes it on empty ->
+ * non-empty). */
+jn_work_t *jn_work_new_CT(jn_core_t *core, jn_work_type_t type);
+void jn_work_push_CT(jn_core_conn_t *conn, jn_work_t *work);
+/* Link work: takes a link reference. Returns 0 or JN_ENOMEM (logged). */
+int jn_work_link_CT(jn_core_link_t *link, jn_work_type_t type, const char *address,
+                    const char *condition, const char *description, uint32_t credit);
+/* Delivery work on dlv's link's connection: takes a delivery reference.
+ * disp may be NULL. Returns 0 or JN_ENOMEM (logged). */
+int jn_work_dlv_CT(jn_delivery_t *dlv, jn_work_type_t type, uint64_t disp_type,
+                   const jn_disposition_t *disp, bool settled);
+
+/* ---- link.c ------------------------------------------------------------- */
+
+jn_core_link_t *jn_link_ref(jn_core_link_t *link);
+void jn_link_unref(jn_core_link_t *link);
+void jn_link_attached_CT(jn_core_link_t *link);
+/* Process a detach; from_conn_close: the connection is closing (no
+ * LINK_RELEASED work: ops->conn_released covers it). */
+void jn_link_detached_CT(jn_core_link_t *link, bool from_conn_close);
+void jn_link_flow_CT(jn_core_link_t *link);
+/* Outgoing: hand waiting copies out within the credit; answer a drain. */
+void jn_link_pump_CT(jn_core_link_t *link);
+/* Incoming: recompute the link's credit at the end of the batch. */
+void jn_link_mark_dirty_CT(jn_core_link_t *link);
+/* End of a batch: grant the credit of every dirty link (one LINK_CREDIT
+ * per link at most). */
+void jn_link_flush_credit_CT(jn_core_t *core);
+/* Mark every producer of addr dirty (its consumers changed). */
+void jn_link_producers_dirty_CT(jn_addr_t *addr);
+
+/* ---- address.c ---------------------------------------------------------- */
+
+/* Find or create the address for a link's terminus address (a C string,
+ * read through the hash view). *out is NULL when the address's
+ * distribution is unavailable (nothing is created). Returns 0 or JN_ENOMEM. */
+int jn_addr_get_CT(jn_core_t *core, const char *address, jn_addr_t **out);
+/* Look up the address a message is sent to (to-override when honoured, else
+ * properties.to); NULL when none exists. */
+jn_addr_t *jn_addr_for_message_CT(jn_core_t *core, const jn_message_t *msg,
+                                  bool honour_to_override);
+/* Add link as a consumer / producer of addr and set link->ct.addr.
+ * Returns 0 or JN_ENOMEM (nothing changed). */
+int jn_addr_add_consumer_CT(jn_addr_t *addr, jn_core_link_t *link);
+int jn_addr_add_producer_CT(jn_addr_t *addr, jn_core_link_t *link);
+/* Remove link from its address (link->ct.addr, cleared) and return that
+ * address (NULL if none); the caller frees it with
+ * jn_addr_release_if_unused_CT once done with it. */
+jn_addr_t *jn_addr_remove_link_CT(jn_core_t *core, jn_core_link_t *link);
+/* Free addr if no link refers to it. */
+void jn_addr_release_if_unused_CT(jn_core_t *core, jn_addr_t *addr);
+/* Make a dynamic address "_topo/0/<id>/temp.<unique>" (heap) or NULL. */
+char *jn_addr_make_dynamic_CT(jn_core_t *core);
+/* Pick the consumer for an anycast delivery (closest or balanced). */
+jn_core_link_t *jn_addr_pick_consumer_CT(jn_addr_t *addr);
+/* Free every address left (teardown). */
+void jn_addr_free_all_CT(jn_core_t *core);
+
+/* ---- forward.c ---------------------------------------------------------- */
+
+void jn_forward_arrived_CT(jn_delivery_t *dlv);
+void jn_forward_continued_CT(jn_delivery_t *dlv);
+void jn_forward_update_CT(jn_delivery_t *dlv, const jn_disposition_t *disp, bool settled);
+/* Hand a copy waiting at the head of its link's undelivered list to the
+ * I/O layer (the caller checked the credit). */
+void jn_forward_hand_out_CT(jn_delivery_t *copy);
+/* An outgoing link is going: re-route its undelivered anycast copies to
+ * another consumer of addr (its former address, NULL if none; the link is
+ * already removed from its consumers), release the others to their
+ * senders. */
+void jn_forward_consumer_gone_CT(jn_core_link_t *link, jn_addr_t *addr);
+
+/* ---- delivery.c ---------------------------------------------------------- */
+
+/* Free an update action the core has taken from its queue. */
+void jn_update_action_free(jn_update_action_t *a);
+
+/* ---- lists -------------------------------------------------------------- */
+
+void jn_dlv_list_append(jn_dlv_list_t *list, jn_delivery_t *dlv);
+void jn_dlv_list_remove(jn_dlv_list_t *list, jn_delivery_t *dlv);
+
+#endif /* JN_CORE_PRIVATE_H */

@@ -1,0 +1,233 @@
+/*
+ * delivery.c — delivery objects (delivery.h): creation by the receiving I/O
+ * thread and by the core (copies), references, accessors, the delivery
+ * actions the I/O layer posts, dispositions, and the intrusive lists the
+ * core keeps them on.
+ *
+ * Posting without allocating: a delivery carries its own arrival and
+ * continue action nodes. Arrival happens once. A continue is posted only
+ * when none is queued (continue_posted), so a burst of frames of one
+ * streaming message costs one action; the core clears the flag (an atomic
+ * exchange) before it reads the message's progress, so octets published
+ * after that always lead to another continue. Only a disposition update
+ * takes an action object from a pool.
+ */
+#include "delivery.h"
+
+#include <junction/pool.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+static _Atomic(jn_pool_t *) delivery_pool;
+static _Atomic(jn_pool_t *) update_pool;
+
+static jn_delivery_t *delivery_alloc(jn_core_link_t *link, jn_message_t *message)
+{
+    jn_pool_t *pool = jn_pool_get_once(&delivery_pool, "jn_delivery", sizeof(jn_delivery_t), 0);
+    jn_delivery_t *d = pool ? jn_pool_alloc(pool) : NULL;
+    if (!d)
+        return NULL;
+    memset(d, 0, sizeof *d);
+    atomic_init(&d->refcount, 1);
+    atomic_init(&d->continue_posted, false);
+    d->link = jn_link_ref(link);
+    d->message = message;
+    d->arrive_action.type = JN_ACT_DLV_ARRIVED;
+    d->continue_action.type = JN_ACT_DLV_CONTINUED;
+    return d;
+}
+
+jn_delivery_t *jn_delivery_new_IO(jn_core_link_t *link, jn_message_t *message, bool settled,
+                                  const void *tag, size_t tag_len)
+{
+    jn_delivery_t *d = delivery_alloc(link, message);
+    if (!d)
+        return NULL;
+    d->presettled = settled;
+    /* AMQP limits tags to 32 octets (part 2, 2.8.7); proton does not check
+     * what a peer sends, so a longer one is cut rather than trusted. */
+    if (tag_len > JN_DELIVERY_TAG_MAX)
+        tag_len = JN_DELIVERY_TAG_MAX;
+    if (tag_len)
+        memcpy(d->tag, tag, tag_len);
+    d->tag_len = (uint8_t)tag_len;
+    return d;
+}
+
+jn_delivery_t *jn_delivery_copy_CT(jn_delivery_t *peer, jn_core_link_t *link, bool presettled)
+{
+    JN_ASSERT_CT(jn_delivery_core(peer));
+    jn_delivery_t *c = delivery_alloc(link, jn_message_ref(peer->message));
+    if (!c) {
+        jn_message_unref(peer->message);
+        return NULL;
+    }
+    c->outgoing = true;
+    c->presettled = presettled;
+    uint64_t t = link->ct.next_tag++;
+    for (int i = 0; i < 8; i++)
+        c->tag[i] = (uint8_t)(t >> (8 * (7 - i)));
+    c->tag_len = 8;
+    c->ct.peer = jn_delivery_ref(peer);
+    c->ct.copy_next = peer->ct.copies;
+    if (peer->ct.copies)
+        peer->ct.copies->ct.copy_prev = c;
+    peer->ct.copies = c;
+    return c;
+}
+
+jn_delivery_t *jn_delivery_ref(jn_delivery_t *dlv)
+{
+    atomic_fetch_add_explicit(&dlv->refcount, 1, memory_order_relaxed);
+    return dlv;
+}
+
+void jn_delivery_unref(jn_delivery_t *dlv)
+{
+    if (!dlv)
+        return;
+    unsigned before = atomic_fetch_sub_explicit(&dlv->refcount, 1, memory_order_acq_rel);
+    JN_CHECK(before > 0);
+    if (before != 1)
+        return;
+    jn_message_unref(dlv->message);
+    jn_link_unref(dlv->link);
+    jn_pool_free(atomic_load_explicit(&delivery_pool, memory_order_acquire), dlv);
+}
+
+jn_message_t *jn_delivery_message(const jn_delivery_t *dlv)
+{
+    return dlv->message;
+}
+
+jn_core_link_t *jn_delivery_link(const jn_delivery_t *dlv)
+{
+    return dlv->link;
+}
+
+bool jn_delivery_presettled(const jn_delivery_t *dlv)
+{
+    return dlv->presettled;
+}
+
+const uint8_t *jn_delivery_tag(const jn_delivery_t *dlv, size_t *len)
+{
+    *len = dlv->tag_len;
+    return dlv->tag;
+}
+
+void *jn_delivery_io(const jn_delivery_t *dlv)
+{
+    return dlv->io;
+}
+
+void jn_delivery_set_io(jn_delivery_t *dlv, void *io)
+{
+    dlv->io = io;
+}
+
+/* ---- actions ------------------------------------------------------------- */
+
+void jn_core_delivery_arrived_IO(jn_delivery_t *dlv)
+{
+    jn_delivery_ref(dlv); /* the core's reference, dropped when it is done */
+    jn_core_post(jn_delivery_core(dlv), &dlv->arrive_action);
+}
+
+void jn_core_delivery_continued_IO(jn_delivery_t *dlv)
+{
+    if (atomic_exchange_explicit(&dlv->continue_posted, true, memory_order_acq_rel))
+        return; /* one is queued: the core reads the progress after this */
+    jn_delivery_ref(dlv);
+    jn_core_post(jn_delivery_core(dlv), &dlv->continue_action);
+}
+
+void jn_core_delivery_update_IO(jn_delivery_t *dlv, const jn_disposition_t *disp, bool settled)
+{
+    jn_pool_t *pool =
+        jn_pool_get_once(&update_pool, "jn_core_update", sizeof(jn_update_action_t), 0);
+    jn_update_action_t *a = pool ? jn_pool_alloc(pool) : NULL;
+    /* No return value to report through, and losing a settlement would
+     * leak the delivery at both ends: out of memory here is fatal. */
+    JN_CHECK(a != NULL);
+    memset(a, 0, sizeof *a);
+    a->base.type = JN_ACT_DLV_UPDATE;
+    a->dlv = jn_delivery_ref(dlv);
+    a->settled = settled;
+    if (disp && jn_disposition_copy(&a->disp, disp) != 0) {
+        /* ENOMEM: keep the outcome, lose the text */
+        a->disp.type = disp->type;
+        a->disp.delivery_failed = disp->delivery_failed;
+        a->disp.undeliverable_here = disp->undeliverable_here;
+    }
+    jn_core_post(jn_delivery_core(dlv), &a->base);
+}
+
+void jn_update_action_free(jn_update_action_t *a)
+{
+    jn_delivery_unref(a->dlv);
+    jn_disposition_clear(&a->disp);
+    jn_pool_free(atomic_load_explicit(&update_pool, memory_order_acquire), a);
+}
+
+/* ---- dispositions --------------------------------------------------------- */
+
+void jn_disposition_clear(jn_disposition_t *d)
+{
+    free(d->condition);
+    free(d->description);
+    memset(d, 0, sizeof *d);
+    d->type = JN_DISP_NONE;
+}
+
+static int dup_string(char **dst, const char *src)
+{
+    *dst = NULL;
+    if (!src)
+        return 0;
+    *dst = strdup(src);
+    return *dst ? 0 : JN_ENOMEM;
+}
+
+int jn_disposition_copy(jn_disposition_t *dst, const jn_disposition_t *src)
+{
+    memset(dst, 0, sizeof *dst);
+    dst->type = src->type;
+    dst->delivery_failed = src->delivery_failed;
+    dst->undeliverable_here = src->undeliverable_here;
+    if (dup_string(&dst->condition, src->condition) != 0 ||
+        dup_string(&dst->description, src->description) != 0) {
+        jn_disposition_clear(dst);
+        return JN_ENOMEM;
+    }
+    return 0;
+}
+
+/* ---- lists ---------------------------------------------------------------- */
+
+void jn_dlv_list_append(jn_dlv_list_t *list, jn_delivery_t *dlv)
+{
+    dlv->ct.next = NULL;
+    dlv->ct.prev = list->tail;
+    if (list->tail)
+        list->tail->ct.next = dlv;
+    else
+        list->head = dlv;
+    list->tail = dlv;
+    list->count++;
+}
+
+void jn_dlv_list_remove(jn_dlv_list_t *list, jn_delivery_t *dlv)
+{
+    if (dlv->ct.prev)
+        dlv->ct.prev->ct.next = dlv->ct.next;
+    else
+        list->head = dlv->ct.next;
+    if (dlv->ct.next)
+        dlv->ct.next->ct.prev = dlv->ct.prev;
+    else
+        list->tail = dlv->ct.prev;
+    dlv->ct.prev = dlv->ct.next = NULL;
+    list->count--;
+}

@@ -1,0 +1,89 @@
+/*
+ * delivery.h — the delivery object shared by the I/O layer and the core
+ * (router/core only; others use the accessors of junction/core.h).
+ *
+ * An incoming delivery is made by the I/O thread that receives it; the core
+ * makes one outgoing copy per consumer it forwards it to. A copy shares the
+ * incoming delivery's message (refcounted content, no octet copied).
+ *
+ * References (atomic refcount):
+ *   incoming: the I/O layer's (from jn_delivery_new_IO); the core's, taken
+ *     by jn_core_delivery_arrived_IO and dropped when the core is done with
+ *     it (routed, every copy finished: ct.done); one per copy (ct.peer); one
+ *     per posted action and per work item.
+ *   copy: the core's, from creation until the copy is finished (settled,
+ *     and no more CONTINUE needed, or its link gone); one per work item; the
+ *     I/O layer takes its own from the SEND work item if it keeps the copy.
+ * The last unref frees it (any thread): it drops the message and the link.
+ */
+#ifndef JN_CORE_DELIVERY_H
+#define JN_CORE_DELIVERY_H 1
+
+#include "core_private.h"
+
+#define JN_DELIVERY_TAG_MAX 32
+
+/* Which list of its link an outgoing copy is on (ct.list). */
+enum { JN_DLV_ON_NONE = 0, JN_DLV_ON_UNDELIVERED, JN_DLV_ON_INFLIGHT };
+
+struct jn_delivery {
+    /* Immutable after creation (jn_delivery_new_IO, or the core's copy). */
+    jn_core_link_t *link;  /* reference held */
+    jn_message_t *message; /* reference held */
+    bool outgoing;         /* a copy made by the core */
+    bool presettled;       /* sent settled (copies: pre-settled forwarding) */
+    uint8_t tag_len;
+    uint8_t tag[JN_DELIVERY_TAG_MAX];
+
+    /* Atomic. continue_posted: continue_action is on the core's queue (set
+     * by the receiving I/O thread, cleared by the core when it takes it). */
+    atomic_uint refcount;
+    atomic_bool continue_posted;
+
+    /* Owned by the action queue while posted. */
+    jn_action_t arrive_action;
+    jn_action_t continue_action;
+
+    /* The I/O thread of the link's connection only. */
+    void *io;
+
+    /* Core thread only. */
+    struct {
+        /* incoming deliveries */
+        jn_delivery_t *copies;   /* copies not finished (through copy_next) */
+        uint32_t pending;        /* copies not yet handed out (or dropped) */
+        uint32_t handed;         /* copies handed out */
+        uint64_t continue_batch; /* batch of the last CONTINUE round */
+        bool routed;             /* forwarding decided */
+        bool multicast;
+        bool sender_settled;  /* the sender settled (or sent it settled) */
+        bool router_settled;  /* the router settled it toward the sender */
+        bool credit_returned; /* counted back into its link's credit */
+        bool done;            /* the core dropped its reference */
+        /* outgoing copies */
+        jn_delivery_t *peer;                  /* the incoming delivery (reference held) */
+        jn_delivery_t *copy_prev, *copy_next; /* peer->ct.copies */
+        jn_delivery_t *prev, *next;           /* the link list ct.list says */
+        uint8_t list;                         /* JN_DLV_ON_* */
+        bool handed_out;                      /* JN_WORK_DELIVERY_SEND queued */
+        bool settled;                         /* settled on the consumer's side */
+        bool outcome_counted;                 /* its outcome is in the statistics */
+        bool final;                           /* its last SEND/CONTINUE was queued after
+                                               * the core saw the message complete or
+                                               * aborted: it needs no more CONTINUE */
+    } ct;
+};
+
+/* jn_delivery_copy_CT: a new outgoing copy of incoming delivery peer for
+ * outgoing link, pre-settled when presettled; refcount 1 (the core's). It
+ * holds references on peer, peer's message and link, and is put on peer's
+ * copy list (not on a link list). Returns NULL on ENOMEM. */
+jn_delivery_t *jn_delivery_copy_CT(jn_delivery_t *peer, jn_core_link_t *link, bool presettled);
+
+/* The core a delivery belongs to. Any thread. */
+static inline jn_core_t *jn_delivery_core(const jn_delivery_t *dlv)
+{
+    return dlv->link->conn->core;
+}
+
+#endif /* JN_CORE_DELIVERY_H */

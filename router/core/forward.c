@@ -1,0 +1,333 @@
+/*
+ * forward.c — forwarding and settlement: what happens to a delivery from its
+ * arrival to the moment the core is done with it (core thread only).
+ *
+ * Routing. An incoming delivery goes to its link's target address, or, on an
+ * anonymous link, to the address its message names (to-override when the
+ * connection honours router annotations, else properties.to). Anycast
+ * (closest, balanced) makes one copy for one consumer; multicast one
+ * pre-settled copy per consumer. No address or no consumer: the delivery is
+ * released (and settled) at once; a pre-settled one is dropped.
+ *
+ * Handing out. A copy is queued on its link's undelivered FIFO and handed
+ * to the I/O layer (JN_WORK_DELIVERY_SEND) while the link has credit. Once
+ * every copy of a delivery is handed out (or dropped), its credit goes back
+ * to its incoming link (link.c), and a multicast one is settled toward its
+ * sender: accepted if any copy went out, released if none did.
+ *
+ * Settlement (unsettled anycast). The consumer's outcome and settlement go
+ * back to the incoming delivery as they come (JN_WORK_DELIVERY_UPDATE). If
+ * the sender settles first, the copies handed out are settled toward their
+ * consumers. A consumer that goes away: its undelivered copies are re-routed
+ * to another consumer of the address (anycast) or released to their
+ * senders; its unsettled copies are released to their senders.
+ *
+ * Lifetimes. A copy is finished — removed from its link and its incoming
+ * delivery, and its core reference dropped — when it is settled and needs no
+ * more CONTINUE, or when its link goes. A copy needs no more CONTINUE once
+ * its SEND or a CONTINUE was queued after the core had seen the message
+ * complete or aborted (ct.final): the core reads that state before it
+ * queues the work, never after, because the I/O layer may carry the work
+ * out before a later change of the message becomes visible to it. The core
+ * is done with an incoming delivery when it has been routed, every copy is
+ * handed out and every copy is finished.
+ */
+#include "delivery.h"
+
+static bool message_finished(const jn_message_t *m)
+{
+    return jn_message_is_complete(m) || jn_message_is_aborted(m);
+}
+
+/* Drop the core's reference on an incoming delivery it has no more use for. */
+static void check_done_CT(jn_delivery_t *dlv)
+{
+    JN_ASSERT_CT(jn_delivery_core(dlv));
+    if (dlv->ct.done || !dlv->ct.routed || dlv->ct.pending > 0 || dlv->ct.copies)
+        return;
+    dlv->ct.done = true;
+    jn_delivery_unref(dlv);
+}
+
+/* Settle an incoming delivery toward its sender with outcome type (unless it
+ * is settled already, or its link is gone). */
+static void settle_incoming_CT(jn_delivery_t *dlv, uint64_t type)
+{
+    JN_ASSERT_CT(jn_delivery_core(dlv));
+    if (dlv->presettled || dlv->ct.sender_settled || dlv->ct.router_settled)
+        return;
+    dlv->ct.router_settled = true;
+    if (dlv->link->ct.state != JN_LINK_ST_DETACHED)
+        jn_work_dlv_CT(dlv, JN_WORK_DELIVERY_UPDATE, type, NULL, true);
+}
+
+/* Every copy of dlv is handed out or dropped: return its credit, tell the
+ * message how many copies it has, settle it if the router decides. */
+static void all_handed_CT(jn_core_t *core, jn_delivery_t *dlv)
+{
+    JN_ASSERT_CT(core);
+    if (dlv->ct.credit_returned)
+        return;
+    dlv->ct.credit_returned = true;
+    /* no copy of it will start any more: a streaming message can be
+     * released from behind as its copies progress (junction/message.h) */
+    jn_message_stream_set_copies(dlv->message, dlv->ct.handed);
+    jn_core_link_t *in = dlv->link;
+    if (in->ct.held > 0)
+        in->ct.held--;
+    jn_link_mark_dirty_CT(in);
+    if (dlv->ct.handed == 0) {
+        jn_stat_add(&core->stats.released, 1);
+        settle_incoming_CT(dlv, JN_DISP_RELEASED);
+    } else if (dlv->ct.multicast) {
+        settle_incoming_CT(dlv, JN_DISP_ACCEPTED);
+    }
+}
+
+/* Mark a copy settled on the consumer's side (keeps the link's count). */
+static void copy_settle(jn_delivery_t *copy)
+{
+    if (copy->ct.settled)
+        return;
+    copy->ct.settled = true;
+    if (copy->ct.handed_out && !copy->presettled)
+        copy->link->ct.unsettled--;
+}
+
+/* Finish a copy: off its link and its incoming delivery, core reference
+ * dropped. The incoming delivery may be done afterwards. */
+static void finish_copy_CT(jn_delivery_t *copy)
+{
+    JN_ASSERT_CT(jn_delivery_core(copy));
+    jn_core_link_t *link = copy->link;
+    copy_settle(copy);
+    if (copy->ct.list == JN_DLV_ON_UNDELIVERED)
+        jn_dlv_list_remove(&link->ct.undelivered, copy);
+    else if (copy->ct.list == JN_DLV_ON_INFLIGHT)
+        jn_dlv_list_remove(&link->ct.inflight, copy);
+    copy->ct.list = JN_DLV_ON_NONE;
+    jn_delivery_t *peer = copy->ct.peer;
+    if (copy->ct.copy_prev)
+        copy->ct.copy_prev->ct.copy_next = copy->ct.copy_next;
+    else
+        peer->ct.copies = copy->ct.copy_next;
+    if (copy->ct.copy_next)
+        copy->ct.copy_next->ct.copy_prev = copy->ct.copy_prev;
+    copy->ct.peer = copy->ct.copy_prev = copy->ct.copy_next = NULL;
+    jn_delivery_unref(copy);
+    check_done_CT(peer);
+    jn_delivery_unref(peer); /* the copy's reference */
+}
+
+/* Queue a copy on its link and hand out what the credit allows. */
+static void enqueue_CT(jn_delivery_t *copy)
+{
+    JN_ASSERT_CT(jn_delivery_core(copy));
+    jn_dlv_list_append(&copy->link->ct.undelivered, copy);
+    copy->ct.list = JN_DLV_ON_UNDELIVERED;
+    jn_link_pump_CT(copy->link);
+}
+
+void jn_forward_hand_out_CT(jn_delivery_t *copy)
+{
+    jn_core_link_t *link = copy->link;
+    jn_core_t *core = link->conn->core;
+    JN_ASSERT_CT(core);
+    jn_delivery_t *peer = copy->ct.peer;
+    bool final = message_finished(copy->message); /* before the SEND: see top */
+    jn_dlv_list_remove(&link->ct.undelivered, copy);
+    jn_dlv_list_append(&link->ct.inflight, copy);
+    copy->ct.list = JN_DLV_ON_INFLIGHT;
+    copy->ct.handed_out = true;
+    link->ct.handed++;
+    link->ct.deliveries++;
+    jn_stat_add(&core->stats.egress, 1);
+    jn_work_dlv_CT(copy, JN_WORK_DELIVERY_SEND, JN_DISP_NONE, NULL, false);
+    copy->ct.final = final;
+    if (copy->presettled)
+        copy->ct.settled = true;
+    else
+        link->ct.unsettled++;
+    if (peer->ct.sender_settled && !copy->ct.settled) {
+        /* the sender settled while this copy waited for credit */
+        jn_work_dlv_CT(copy, JN_WORK_DELIVERY_UPDATE, JN_DISP_NONE, NULL, true);
+        copy_settle(copy);
+    }
+    peer->ct.handed++;
+    if (--peer->ct.pending == 0)
+        all_handed_CT(core, peer);
+    if (copy->ct.settled && copy->ct.final)
+        finish_copy_CT(copy);
+}
+
+static void forward_anycast_CT(jn_delivery_t *dlv, jn_addr_t *addr)
+{
+    JN_ASSERT_CT(jn_delivery_core(dlv));
+    jn_delivery_t *copy = jn_delivery_copy_CT(dlv, jn_addr_pick_consumer_CT(addr), dlv->presettled);
+    if (!copy)
+        return; /* pending stays 0: released */
+    dlv->ct.pending = 1;
+    enqueue_CT(copy);
+}
+
+static void forward_multicast_CT(jn_delivery_t *dlv, jn_addr_t *addr)
+{
+    JN_ASSERT_CT(jn_delivery_core(dlv));
+    dlv->ct.multicast = true;
+    dlv->ct.pending = addr->n_consumers;
+    for (uint32_t i = 0; i < addr->n_consumers; i++) {
+        jn_delivery_t *copy = jn_delivery_copy_CT(dlv, addr->consumers[i], true);
+        if (copy)
+            enqueue_CT(copy);
+        else
+            dlv->ct.pending--;
+    }
+}
+
+void jn_forward_arrived_CT(jn_delivery_t *dlv)
+{
+    jn_core_link_t *in = dlv->link;
+    jn_core_t *core = in->conn->core;
+    JN_ASSERT_CT(core);
+    jn_stat_add(&core->stats.ingress, 1);
+    if (dlv->presettled)
+        jn_stat_add(&core->stats.presettled, 1);
+    in->ct.deliveries++;
+    if (in->ct.outstanding > 0)
+        in->ct.outstanding--;
+    in->ct.held++;
+    jn_addr_t *addr = NULL;
+    if (in->ct.state == JN_LINK_ST_ATTACHED)
+        addr = in->ct.anonymous
+                   ? jn_addr_for_message_CT(core, dlv->message, !in->conn->strip_inbound)
+                   : in->ct.addr;
+    if (addr && addr->n_consumers > 0) {
+        if (addr->distribution == JN_DIST_MULTICAST)
+            forward_multicast_CT(dlv, addr);
+        else
+            forward_anycast_CT(dlv, addr);
+    }
+    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_TRACE,
+           "[C%" PRIu64 "][L%" PRIu64 "] Delivery routed: fanout=%" PRIu32 "%s", in->conn->conn_id,
+           in->ct.id, addr ? addr->n_consumers : 0, dlv->presettled ? " (pre-settled)" : "");
+    dlv->ct.routed = true;
+    if (dlv->ct.pending == 0)
+        all_handed_CT(core, dlv); /* no consumer (or no memory): released */
+    check_done_CT(dlv);
+}
+
+void jn_forward_continued_CT(jn_delivery_t *dlv)
+{
+    jn_core_t *core = jn_delivery_core(dlv);
+    JN_ASSERT_CT(core);
+    /* Clear the flag, then read the progress: octets published or a
+     * completion after this post a new continue. */
+    atomic_exchange_explicit(&dlv->continue_posted, false, memory_order_acq_rel);
+    bool final = message_finished(dlv->message);
+    if (dlv->ct.continue_batch == core->ct.batch)
+        return; /* this batch's CONTINUE round is done (see delivery.c) */
+    dlv->ct.continue_batch = core->ct.batch;
+    jn_delivery_t *next;
+    for (jn_delivery_t *c = dlv->ct.copies; c; c = next) {
+        next = c->ct.copy_next;
+        if (!c->ct.handed_out || c->ct.final)
+            continue;
+        jn_work_dlv_CT(c, JN_WORK_DELIVERY_CONTINUE, JN_DISP_NONE, NULL, false);
+        c->ct.final = final;
+        if (c->ct.settled && c->ct.final)
+            finish_copy_CT(c);
+    }
+}
+
+static void count_outcome_CT(jn_core_t *core, jn_delivery_t *copy, uint64_t type)
+{
+    JN_ASSERT_CT(core);
+    if (copy->ct.outcome_counted)
+        return;
+    atomic_uint_least64_t *s = type == JN_DISP_ACCEPTED   ? &core->stats.accepted
+                               : type == JN_DISP_REJECTED ? &core->stats.rejected
+                               : type == JN_DISP_MODIFIED ? &core->stats.modified
+                               : type == JN_DISP_RELEASED ? &core->stats.released
+                                                          : NULL;
+    if (!s)
+        return;
+    copy->ct.outcome_counted = true;
+    jn_stat_add(s, 1);
+}
+
+/* The sender changed its delivery: only its settlement matters. */
+static void sender_update_CT(jn_delivery_t *dlv, bool settled)
+{
+    JN_ASSERT_CT(jn_delivery_core(dlv));
+    if (!settled || dlv->ct.sender_settled)
+        return;
+    dlv->ct.sender_settled = true;
+    jn_delivery_t *next;
+    for (jn_delivery_t *c = dlv->ct.copies; c; c = next) {
+        next = c->ct.copy_next;
+        if (!c->ct.handed_out || c->ct.settled)
+            continue; /* undelivered ones are settled when handed out */
+        jn_work_dlv_CT(c, JN_WORK_DELIVERY_UPDATE, JN_DISP_NONE, NULL, true);
+        copy_settle(c);
+        if (c->ct.final)
+            finish_copy_CT(c);
+    }
+}
+
+void jn_forward_update_CT(jn_delivery_t *dlv, const jn_disposition_t *disp, bool settled)
+{
+    jn_core_t *core = jn_delivery_core(dlv);
+    JN_ASSERT_CT(core);
+    if (!dlv->outgoing) {
+        sender_update_CT(dlv, settled);
+        return;
+    }
+    jn_delivery_t *peer = dlv->ct.peer;
+    if (!peer || dlv->presettled || dlv->ct.settled)
+        return; /* finished, pre-settled, or settled by the sender already */
+    if (disp->type != JN_DISP_NONE || settled) {
+        if (disp->type != JN_DISP_NONE)
+            count_outcome_CT(core, dlv, disp->type);
+        if (!peer->presettled && !peer->ct.sender_settled && !peer->ct.router_settled &&
+            peer->link->ct.state != JN_LINK_ST_DETACHED)
+            jn_work_dlv_CT(peer, JN_WORK_DELIVERY_UPDATE, JN_DISP_NONE, disp, settled);
+        if (settled)
+            peer->ct.router_settled = true;
+    }
+    if (!settled)
+        return;
+    copy_settle(dlv);
+    if (!dlv->ct.handed_out || dlv->ct.final)
+        finish_copy_CT(dlv);
+}
+
+void jn_forward_consumer_gone_CT(jn_core_link_t *link, jn_addr_t *addr)
+{
+    jn_core_t *core = link->conn->core;
+    JN_ASSERT_CT(core);
+    jn_delivery_t *copy;
+    while ((copy = link->ct.undelivered.head) != NULL) {
+        jn_delivery_t *peer = copy->ct.peer;
+        if (!peer->ct.multicast && addr && addr->n_consumers > 0) {
+            jn_delivery_t *again =
+                jn_delivery_copy_CT(peer, jn_addr_pick_consumer_CT(addr), copy->presettled);
+            if (again) {
+                finish_copy_CT(copy); /* peer keeps the new copy: not done */
+                enqueue_CT(again);
+                continue;
+            }
+        }
+        if (--peer->ct.pending == 0)
+            all_handed_CT(core, peer); /* released, or accepted (multicast) */
+        finish_copy_CT(copy);
+    }
+    while ((copy = link->ct.inflight.head) != NULL) {
+        jn_delivery_t *peer = copy->ct.peer;
+        if (!copy->ct.settled && !peer->ct.multicast) {
+            if (!peer->presettled && !peer->ct.sender_settled && !peer->ct.router_settled)
+                jn_stat_add(&core->stats.released, 1);
+            settle_incoming_CT(peer, JN_DISP_RELEASED);
+        }
+        finish_copy_CT(copy);
+    }
+}

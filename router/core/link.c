@@ -1,0 +1,314 @@
+/*
+ * link.c — links as the core sees them: attach and detach, the outgoing
+ * side's credit (the peer's flow) and the incoming side's credit (what the
+ * router grants).
+ *
+ * Incoming credit. An incoming link is "active" while it is anonymous, or
+ * its target address has at least one consumer. The router keeps
+ *   outstanding + held <= capacity
+ * where outstanding is the credit granted and not yet used by the sender,
+ * and held the deliveries that arrived on the link and are not yet handed to
+ * every consumer they were routed to (waiting for a consumer's credit).
+ * So credit comes back as deliveries are handed out (or released), and a
+ * consumer without credit pushes back on the sender. Whenever one of those
+ * changes, the link is marked dirty; at the end of the action batch each
+ * dirty, active link gets one LINK_CREDIT for (capacity - outstanding -
+ * held), if that is positive. An inactive link gets nothing: credit it
+ * already has is left with the sender (deliveries sent with it and finding
+ * no consumer are released).
+ *
+ * Outgoing credit. The I/O layer reports the peer's credit as a limit on
+ * the number of deliveries handed to the link since it attached (core.h).
+ * The flow mailbox holds the latest (limit, drain) in one atomic word, and
+ * one flow action at most is queued per link (flow_posted), so a storm of
+ * flow frames costs one action per batch.
+ */
+#include "delivery.h"
+
+#include <junction/pool.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+static _Atomic(jn_pool_t *) link_pool;
+
+jn_core_link_t *jn_core_link_attached_IO(jn_core_conn_t *conn, void *io_link,
+                                         const jn_link_info_t *info)
+{
+    jn_pool_t *pool = jn_pool_get_once(&link_pool, "jn_core_link", sizeof(jn_core_link_t), 0);
+    jn_core_link_t *l = pool ? jn_pool_alloc(pool) : NULL;
+    if (!l)
+        return NULL;
+    memset(l, 0, sizeof *l);
+    l->name = strdup(info->name ? info->name : "");
+    bool has_address = info->address && *info->address;
+    l->address = has_address ? strdup(info->address) : NULL;
+    if (!l->name || (has_address && !l->address)) {
+        free(l->name);
+        free(l->address);
+        jn_pool_free(pool, l);
+        return NULL;
+    }
+    l->io_link = io_link;
+    l->dir = info->dir;
+    l->dynamic = info->dynamic;
+    l->presettled = info->presettled;
+    l->capacity = info->capacity        ? info->capacity
+                  : conn->link_capacity ? conn->link_capacity
+                                        : JN_CORE_DEFAULT_CAPACITY;
+    atomic_init(&l->refcount, 1); /* the life reference */
+    atomic_init(&l->flow, 0);
+    atomic_init(&l->flow_posted, false);
+    atomic_init(&l->detach_posted, false);
+    l->attach_action.type = JN_ACT_LINK_ATTACHED;
+    l->detach_action.type = JN_ACT_LINK_DETACHED;
+    l->flow_action.type = JN_ACT_LINK_FLOW;
+    atomic_fetch_add_explicit(&conn->refcount, 1, memory_order_relaxed);
+    l->conn = conn;
+    jn_core_post(conn->core, &l->attach_action);
+    return l;
+}
+
+void jn_core_link_detached_IO(jn_core_link_t *link)
+{
+    if (atomic_exchange_explicit(&link->detach_posted, true, memory_order_acq_rel))
+        return;
+    jn_core_post(link->conn->core, &link->detach_action);
+}
+
+void jn_core_link_flow_IO(jn_core_link_t *link, uint64_t credit_limit, bool drain)
+{
+    /* the limit keeps 63 bits: 2^63 deliveries are never sent on one link */
+    uint64_t word = (credit_limit << 1) | (drain ? 1u : 0u);
+    atomic_store_explicit(&link->flow, word, memory_order_release);
+    if (atomic_exchange_explicit(&link->flow_posted, true, memory_order_acq_rel))
+        return; /* queued already: the core reads the word after this store */
+    jn_link_ref(link);
+    jn_core_post(link->conn->core, &link->flow_action);
+}
+
+void *jn_core_link_io(const jn_core_link_t *link)
+{
+    return link->io_link;
+}
+
+jn_core_link_t *jn_link_ref(jn_core_link_t *link)
+{
+    atomic_fetch_add_explicit(&link->refcount, 1, memory_order_relaxed);
+    return link;
+}
+
+void jn_link_unref(jn_core_link_t *link)
+{
+    unsigned before = atomic_fetch_sub_explicit(&link->refcount, 1, memory_order_acq_rel);
+    JN_CHECK(before > 0);
+    if (before != 1)
+        return;
+    jn_core_conn_t *conn = link->conn;
+    free(link->name);
+    free(link->address);
+    free(link->ct.dyn_address);
+    jn_pool_free(atomic_load_explicit(&link_pool, memory_order_acquire), link);
+    jn_conn_unref(conn);
+}
+
+static const char *terminus(const char *s)
+{
+    return s ? s : "<none>";
+}
+
+/* Refuse the link: LINK_CLOSE with an error; it waits for its detach. */
+static void refuse_CT(jn_core_link_t *link, const char *condition, const char *description)
+{
+    JN_ASSERT_CT(link->conn->core);
+    link->ct.state = JN_LINK_ST_REFUSED;
+    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO,
+           "[C%" PRIu64 "][L%" PRIu64 "] Link refused: %s (%s)", link->conn->conn_id, link->ct.id,
+           description, condition);
+    jn_work_link_CT(link, JN_WORK_LINK_CLOSE, NULL, condition, description, 0);
+}
+
+/* Find the link's address (or make its dynamic one); NULL after refusing. */
+static jn_addr_t *attach_address_CT(jn_core_t *core, jn_core_link_t *link, const char **open_as)
+{
+    JN_ASSERT_CT(core);
+    const char *address = link->address;
+    if (link->dir == JN_LINK_OUTGOING && link->dynamic) {
+        link->ct.dyn_address = jn_addr_make_dynamic_CT(core);
+        address = link->ct.dyn_address;
+        if (!address) {
+            refuse_CT(link, "amqp:resource-limit-exceeded", "out of memory");
+            return NULL;
+        }
+    } else if (!address) {
+        refuse_CT(link, "amqp:invalid-field", "receiver link has no source address");
+        return NULL;
+    }
+    jn_addr_t *addr = NULL;
+    if (jn_addr_get_CT(core, address, &addr) != 0) {
+        refuse_CT(link, "amqp:resource-limit-exceeded", "out of memory");
+        return NULL;
+    }
+    if (!addr) {
+        refuse_CT(link, "amqp:not-found", "the address is configured unavailable");
+        return NULL;
+    }
+    *open_as = address;
+    return addr;
+}
+
+void jn_link_attached_CT(jn_core_link_t *link)
+{
+    jn_core_conn_t *conn = link->conn;
+    jn_core_t *core = conn->core;
+    JN_ASSERT_CT(core);
+    link->ct.id = ++core->ct.next_link_id;
+    link->ct.conn_next = conn->ct.links;
+    if (conn->ct.links)
+        conn->ct.links->ct.conn_prev = link;
+    conn->ct.links = link;
+    jn_stat_add(&core->stats.links, 1);
+    bool in = link->dir == JN_LINK_INCOMING;
+    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO,
+           "[C%" PRIu64 "][L%" PRIu64 "] Link attached: dir=%s name=%s source=%s target=%s%s",
+           conn->conn_id, link->ct.id, in ? "in" : "out", link->name,
+           in ? "<any>" : terminus(link->address), in ? terminus(link->address) : "<any>",
+           link->dynamic ? " (dynamic)" : "");
+
+    if (in && !link->address) {
+        link->ct.anonymous = true;
+        link->ct.state = JN_LINK_ST_ATTACHED;
+        jn_work_link_CT(link, JN_WORK_LINK_OPEN, NULL, NULL, NULL, 0);
+        jn_link_mark_dirty_CT(link);
+        return;
+    }
+    const char *open_as = NULL;
+    jn_addr_t *addr = attach_address_CT(core, link, &open_as);
+    if (!addr)
+        return;
+    int rc = in ? jn_addr_add_producer_CT(addr, link) : jn_addr_add_consumer_CT(addr, link);
+    if (rc != 0) {
+        jn_addr_release_if_unused_CT(core, addr);
+        refuse_CT(link, "amqp:resource-limit-exceeded", "out of memory");
+        return;
+    }
+    link->ct.state = JN_LINK_ST_ATTACHED;
+    jn_work_link_CT(link, JN_WORK_LINK_OPEN, open_as, NULL, NULL, 0);
+    if (in)
+        jn_link_mark_dirty_CT(link);
+    else if (addr->n_consumers == 1)
+        jn_link_producers_dirty_CT(addr); /* first consumer: senders get credit */
+}
+
+void jn_link_detached_CT(jn_core_link_t *link, bool from_conn_close)
+{
+    jn_core_conn_t *conn = link->conn;
+    jn_core_t *core = conn->core;
+    JN_ASSERT_CT(core);
+    JN_CHECK(link->ct.state != JN_LINK_ST_DETACHED);
+    bool was_attached = link->ct.state == JN_LINK_ST_ATTACHED;
+    link->ct.state = JN_LINK_ST_DETACHED; /* no more work for it from here */
+    jn_addr_t *addr = NULL;
+    if (was_attached && !link->ct.anonymous)
+        addr = jn_addr_remove_link_CT(core, link);
+    if (link->dir == JN_LINK_OUTGOING)
+        jn_forward_consumer_gone_CT(link, addr);
+    if (addr)
+        jn_addr_release_if_unused_CT(core, addr);
+    if (link->ct.conn_prev)
+        link->ct.conn_prev->ct.conn_next = link->ct.conn_next;
+    else
+        conn->ct.links = link->ct.conn_next;
+    if (link->ct.conn_next)
+        link->ct.conn_next->ct.conn_prev = link->ct.conn_prev;
+    link->ct.conn_prev = link->ct.conn_next = NULL;
+    jn_stat_add(&core->stats.links, -1);
+    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO,
+           "[C%" PRIu64 "][L%" PRIu64 "] Link detached: dir=%s deliveries=%" PRIu64 "%s",
+           conn->conn_id, link->ct.id, link->dir == JN_LINK_INCOMING ? "in" : "out",
+           link->ct.deliveries, from_conn_close ? " (connection closed)" : "");
+    if (!from_conn_close) {
+        /* the last work item about the link; it cannot be dropped (the I/O
+         * layer frees its link on it), so out of memory here is fatal */
+        jn_work_t *w = jn_work_new_CT(core, JN_WORK_LINK_RELEASED);
+        JN_CHECK(w != NULL);
+        w->link = jn_link_ref(link);
+        jn_work_push_CT(conn, w);
+    }
+    jn_link_unref(link); /* the life reference */
+}
+
+void jn_link_flow_CT(jn_core_link_t *link)
+{
+    JN_ASSERT_CT(link->conn->core);
+    /* Clear the flag first: a flow stored after this posts a new action. */
+    atomic_exchange_explicit(&link->flow_posted, false, memory_order_acq_rel);
+    uint64_t word = atomic_load_explicit(&link->flow, memory_order_acquire);
+    if (link->dir != JN_LINK_OUTGOING || link->ct.state != JN_LINK_ST_ATTACHED)
+        return;
+    link->ct.credit_limit = word >> 1;
+    link->ct.drain = (word & 1u) != 0;
+    jn_link_pump_CT(link);
+}
+
+void jn_link_pump_CT(jn_core_link_t *link)
+{
+    JN_ASSERT_CT(link->conn->core);
+    if (link->ct.state != JN_LINK_ST_ATTACHED || link->conn->ct.closed)
+        return; /* a closing connection's links are about to go: hold */
+    while (link->ct.handed < link->ct.credit_limit && link->ct.undelivered.head)
+        jn_forward_hand_out_CT(link->ct.undelivered.head);
+    if (link->ct.drain && !link->ct.undelivered.head && link->ct.handed < link->ct.credit_limit) {
+        /* the I/O layer uses the rest of the credit up (pn_link_drained) */
+        link->ct.handed = link->ct.credit_limit;
+        jn_work_link_CT(link, JN_WORK_LINK_DRAINED, NULL, NULL, NULL, 0);
+    }
+}
+
+void jn_link_mark_dirty_CT(jn_core_link_t *link)
+{
+    jn_core_t *core = link->conn->core;
+    JN_ASSERT_CT(core);
+    if (link->ct.dirty || link->dir != JN_LINK_INCOMING || link->ct.state != JN_LINK_ST_ATTACHED)
+        return;
+    link->ct.dirty = true;
+    link->ct.dirty_next = core->ct.dirty;
+    core->ct.dirty = jn_link_ref(link);
+}
+
+void jn_link_producers_dirty_CT(jn_addr_t *addr)
+{
+    JN_ASSERT_SOME_CT();
+    for (uint32_t i = 0; i < addr->n_producers; i++)
+        jn_link_mark_dirty_CT(addr->producers[i]);
+}
+
+/* The credit to grant link now (0: none). */
+static uint32_t credit_due_CT(const jn_core_link_t *link)
+{
+    JN_ASSERT_CT(link->conn->core);
+    if (link->ct.state != JN_LINK_ST_ATTACHED)
+        return 0;
+    if (!link->ct.anonymous) {
+        const jn_addr_t *addr = link->ct.addr;
+        if (!addr || addr->n_consumers == 0)
+            return 0;
+    }
+    uint64_t used = (uint64_t)link->ct.outstanding + link->ct.held;
+    return used < link->capacity ? (uint32_t)(link->capacity - used) : 0;
+}
+
+void jn_link_flush_credit_CT(jn_core_t *core)
+{
+    JN_ASSERT_CT(core);
+    while (core->ct.dirty) {
+        jn_core_link_t *link = core->ct.dirty;
+        core->ct.dirty = link->ct.dirty_next;
+        link->ct.dirty_next = NULL;
+        link->ct.dirty = false;
+        uint32_t credit = credit_due_CT(link);
+        if (credit > 0 && jn_work_link_CT(link, JN_WORK_LINK_CREDIT, NULL, NULL, NULL, credit) == 0)
+            link->ct.outstanding += credit;
+        jn_link_unref(link); /* the dirty list's reference */
+    }
+}

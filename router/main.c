@@ -1,14 +1,559 @@
 /*
- * junctiond — the Junction router daemon: arguments, signals, start and
- * orderly stop. (Start-up skeleton: routing arrives with the router issue.)
+ * junctiond — the Junction router daemon: arguments, configuration, logging,
+ * signals, start and orderly stop.
+ *
+ * Start-up: read the configuration (the file given with -c, or the built-in
+ * default: a standalone router listening on 127.0.0.1:5672 with SASL
+ * ANONYMOUS), refuse by name — "FILE:LINE: ..." and exit status 1 — any
+ * section, mode or role this version does not implement, apply the `log`
+ * sections, build the core (router id, default distribution, `address`
+ * entities) and the I/O layer (worker threads, listeners, connectors),
+ * optionally daemonize and write a pid file, then start: a listener that
+ * cannot be opened fails the start (exit status 1), as a required listener
+ * does in qdrouterd.
+ *
+ * Stop: on SIGTERM or SIGINT, close every connection with a close frame
+ * (bounded: 3 s, then the rest are cut), stop the core, free everything and
+ * report pool objects still in use; a leak makes the exit status 3.
+ *
+ * Defaults chosen here:
+ *   - router id: a file without `router.id` gets "<Mode>_" followed by 15
+ *     random letters and digits, as qdrouterd 1.19 generates
+ *     ("Standalone_eBeZr2Ce2HFQvyQ"); the built-in default config says
+ *     "Junction".
+ *   - workerThreads: the file's value; when the file does not set it, the
+ *     number of online cores (DESIGN.md), not the schema's 4.
  */
-#include <junction/common.h>
+#include <junction/config.h>
+#include <junction/core.h>
+#include <junction/io.h>
+#include <junction/log.h>
+#include <junction/pool.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef JN_VERSION
+#define JN_VERSION "unknown"
+#endif
+
+/* How long connections get to close on SIGTERM before they are cut; the
+ * rest of the 5 s budget is for cutting them and stopping the core. */
+#define STOP_CLOSE_MS 3000
+
+/* The configuration used when no -c is given (qdrouterd.conf syntax). */
+static const char default_config[] = "router {\n"
+                                     "    mode: standalone\n"
+                                     "    id: Junction\n"
+                                     "}\n"
+                                     "listener {\n"
+                                     "    host: 127.0.0.1\n"
+                                     "    port: 5672\n"
+                                     "    role: normal\n"
+                                     "    saslMechanisms: ANONYMOUS\n"
+                                     "    authenticatePeer: no\n"
+                                     "}\n";
+
+/* Section types this version implements (short schema names). */
+static const char *const implemented[] = {"router", "listener", "connector", "address", "log",
+                                          "policy"};
+
+typedef struct options {
+    const char *config_path; /* NULL: built-in default */
+    const char *pid_file;    /* NULL: none */
+    bool daemonize;
+} options_t;
+
+/* What main builds from the configuration (main thread only). */
+typedef struct daemon_state {
+    const jn_config_t *cfg;
+    char router_id[128];
+    const char *mode;
+    unsigned workers;
+    jn_distribution_t default_distribution;
+    uint64_t max_message_size; /* policy.maxMessageSize, 0 = none */
+    jn_core_t *core;
+    jn_io_t *io;
+} daemon_state_t;
+
+static void usage(FILE *out)
+{
+    fprintf(out, "Usage: junctiond [OPTIONS]\n"
+                 "Junction AMQP 1.0 message router.\n\n"
+                 "  -c, --config FILE    read the configuration from FILE (qdrouterd.conf\n"
+                 "                       syntax, or JSON when FILE ends in .json); without\n"
+                 "                       it: a standalone router on 127.0.0.1:5672, SASL\n"
+                 "                       ANONYMOUS\n"
+                 "  -d, --daemon         run in the background\n"
+                 "  -P, --pidfile FILE   write the process id to FILE\n"
+                 "  -v, --version        print the version and exit\n"
+                 "  -h, --help           print this help and exit\n");
+}
+
+/* parse_args: fill *opts from argv. Returns -1 to continue, or an exit
+ * status (0 after --help/--version, 2 for a usage error). */
+static int parse_args(int argc, char **argv, options_t *opts)
+{
+    static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
+                                              {"daemon", no_argument, NULL, 'd'},
+                                              {"pidfile", required_argument, NULL, 'P'},
+                                              {"version", no_argument, NULL, 'v'},
+                                              {"help", no_argument, NULL, 'h'},
+                                              {NULL, 0, NULL, 0}};
+    int c;
+    memset(opts, 0, sizeof *opts);
+    while ((c = getopt_long(argc, argv, "c:dP:vh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            opts->config_path = optarg;
+            break;
+        case 'd':
+            opts->daemonize = true;
+            break;
+        case 'P':
+            opts->pid_file = optarg;
+            break;
+        case 'v':
+            printf("junctiond %s\n", JN_VERSION);
+            return 0;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "junctiond: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+    return -1;
+}
+
+/* ---- checks: what this version refuses -------------------------------- */
+
+static const char *entity_type(const jn_config_entity_t *e)
+{
+    return jn_schema_type_short_name(jn_config_entity_type(e));
+}
+
+/* refuse: print "FILE:LINE: ..." for entity e (line of attr when given and
+ * known) to stderr. Returns -1. */
+static int refuse(const jn_config_t *cfg, const jn_config_entity_t *e, const char *attr,
+                  const char *what)
+{
+    const jn_config_value_t *v = attr ? jn_config_entity_get(e, attr) : NULL;
+    int line = v && jn_config_value_line(v) ? jn_config_value_line(v) : jn_config_entity_line(e);
+    fprintf(stderr, "%s:%d: %s is not supported by this version of junctiond\n",
+            jn_config_name(cfg), line, what);
+    return -1;
+}
+
+/* An endpoint (listener/connector) attribute this version refuses. */
+static int check_endpoint(const jn_config_t *cfg, const jn_config_entity_t *e)
+{
+    char what[160];
+    const char *type = entity_type(e);
+    const char *role = jn_config_entity_string(e, "role");
+    if (role && strcmp(role, "normal") != 0) {
+        snprintf(what, sizeof what, "%s role '%s'", type, role);
+        return refuse(cfg, e, "role", what);
+    }
+    if (jn_config_entity_string(e, "sslProfile")) {
+        snprintf(what, sizeof what, "%s sslProfile (TLS)", type);
+        return refuse(cfg, e, "sslProfile", what);
+    }
+    bool http = false;
+    if (jn_config_entity_bool(e, "http", &http) == 0 && http) {
+        snprintf(what, sizeof what, "%s http", type);
+        return refuse(cfg, e, "http", what);
+    }
+    return 0;
+}
+
+/* check_implemented: refuse, by name, a section, router mode or role this
+ * version does not implement. Returns 0, or -1 after printing
+ * "FILE:LINE: ..." to stderr. */
+static int check_implemented(const jn_config_t *cfg)
+{
+    for (size_t i = 0; i < jn_config_entity_count(cfg); i++) {
+        const jn_config_entity_t *e = jn_config_entity_at(cfg, i);
+        const char *type = entity_type(e);
+        bool ok = false;
+        for (size_t k = 0; k < sizeof implemented / sizeof implemented[0]; k++)
+            ok = ok || strcmp(type, implemented[k]) == 0;
+        if (!ok) {
+            char what[160];
+            snprintf(what, sizeof what, "section '%s'", jn_config_entity_section(e));
+            return refuse(cfg, e, NULL, what);
+        }
+        const char *mode = strcmp(type, "router") == 0 ? jn_config_entity_string(e, "mode") : NULL;
+        if (mode && strcmp(mode, "standalone") != 0) {
+            char what[160];
+            snprintf(what, sizeof what, "router mode '%s'", mode);
+            return refuse(cfg, e, "mode", what);
+        }
+        if ((strcmp(type, "listener") == 0 || strcmp(type, "connector") == 0) &&
+            check_endpoint(cfg, e) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* apply_log_entity: configure one module from a `log` section. Returns 0, or
+ * -1 after printing "FILE:LINE: ..." to stderr. */
+static int apply_log_entity(const jn_config_t *cfg, const jn_config_entity_t *e)
+{
+    char err[256] = "";
+    const char *module_name = jn_config_entity_string(e, "module");
+    int module = module_name ? jn_log_module_from_name(module_name) : -1;
+    int rc = module < 0 ? JN_EINVAL : 0;
+    if (rc != 0)
+        snprintf(err, sizeof err, "unknown log module '%s'", module_name ? module_name : "");
+    const char *enable = jn_config_entity_string(e, "enable");
+    if (rc == 0 && enable)
+        rc = jn_log_set_enable((jn_log_module_t)module, enable, err, sizeof err);
+    const char *output = jn_config_entity_string(e, "outputFile");
+    if (rc == 0 && output)
+        rc = jn_log_set_output((jn_log_module_t)module, output, err, sizeof err);
+    bool flag;
+    if (rc == 0 && jn_config_entity_bool(e, "includeTimestamp", &flag) == 0)
+        rc = jn_log_set_include_timestamp((jn_log_module_t)module, flag);
+    if (rc == 0 && jn_config_entity_bool(e, "includeSource", &flag) == 0)
+        rc = jn_log_set_include_source((jn_log_module_t)module, flag);
+    if (rc != 0) {
+        fprintf(stderr, "%s:%d: log: %s\n", jn_config_name(cfg), jn_config_entity_line(e),
+                err[0] ? err : jn_strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the router entity ---------------------------------------------------- */
+
+static int64_t entity_int(const jn_config_entity_t *e, const char *name, int64_t dflt)
+{
+    int64_t v;
+    return jn_config_entity_int(e, name, &v) == 0 ? v : dflt;
+}
+
+static int distribution_from_name(const char *name)
+{
+    static const char *const names[] = {"multicast", "closest", "balanced", "unavailable"};
+    for (int i = 0; name && i < 4; i++)
+        if (strcmp(name, names[i]) == 0)
+            return i; /* the order of jn_distribution_t */
+    return JN_EINVAL;
+}
+
+/* A generated router id: "<Mode>_" and 15 random letters and digits. */
+static void generate_router_id(char *out, size_t size, const char *mode)
+{
+    static const char alphabet[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    unsigned char rnd[15];
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
+        unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
+        for (size_t i = 0; i < sizeof rnd; i++)
+            rnd[i] = (unsigned char)rand_r(&seed);
+    }
+    char suffix[sizeof rnd + 1];
+    for (size_t i = 0; i < sizeof rnd; i++)
+        suffix[i] = alphabet[rnd[i] % (sizeof alphabet - 1)];
+    suffix[sizeof rnd] = '\0';
+    char m[32];
+    snprintf(m, sizeof m, "%s", mode);
+    m[0] = (char)(m[0] >= 'a' && m[0] <= 'z' ? m[0] - 'a' + 'A' : m[0]);
+    snprintf(out, size, "%s_%s", m, suffix);
+}
+
+/* read_router: router id, mode, workers, default distribution, and the
+ * policy's maxMessageSize. */
+static void read_router(daemon_state_t *st)
+{
+    const jn_config_t *cfg = st->cfg;
+    const jn_config_entity_t *r = jn_config_find(cfg, jn_schema_type_find("router"));
+    const char *mode = r ? jn_config_entity_string(r, "mode") : NULL;
+    st->mode = mode ? mode : "standalone";
+    const char *id = r ? jn_config_entity_string(r, "id") : NULL;
+    if (id && id[0])
+        snprintf(st->router_id, sizeof st->router_id, "%s", id);
+    else
+        generate_router_id(st->router_id, sizeof st->router_id, st->mode);
+    const jn_config_value_t *w = r ? jn_config_entity_get(r, "workerThreads") : NULL;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    st->workers = w && !jn_config_value_is_default(w) ? (unsigned)jn_config_value_int(w)
+                                                      : (unsigned)(cores > 0 ? cores : 1);
+    if (st->workers < 1)
+        st->workers = 1;
+    int d = distribution_from_name(r ? jn_config_entity_string(r, "defaultDistribution") : NULL);
+    st->default_distribution = d >= 0 ? (jn_distribution_t)d : JN_DIST_BALANCED;
+    const jn_config_entity_t *p = jn_config_find(cfg, jn_schema_type_find("policy"));
+    int64_t max = p ? entity_int(p, "maxMessageSize", 0) : 0;
+    st->max_message_size = max > 0 ? (uint64_t)max : 0;
+}
+
+/* ---- addresses, listeners, connectors ------------------------------------ */
+
+/* add_address: one `address` entity. Problems are logged and the entity is
+ * ignored, as qdrouterd 1.19 does. */
+static void add_address(daemon_state_t *st, const jn_config_entity_t *e)
+{
+    const char *prefix = jn_config_entity_string(e, "prefix");
+    const char *pattern = jn_config_entity_string(e, "pattern");
+    const char *where = jn_config_name(st->cfg);
+    int line = jn_config_entity_line(e);
+    if ((prefix != NULL) == (pattern != NULL)) {
+        JN_LOG(JN_LOG_MOD_CONN_MGR, JN_LOG_WARNING,
+               "%s:%d: address needs exactly one of prefix and pattern; ignored", where, line);
+        return;
+    }
+    int d = distribution_from_name(jn_config_entity_string(e, "distribution"));
+    int rc = jn_core_add_address_config(st->core, prefix ? prefix : pattern, pattern != NULL,
+                                        d >= 0 ? (jn_distribution_t)d : JN_DIST_BALANCED);
+    if (rc != 0)
+        JN_LOG(JN_LOG_MOD_CONN_MGR, JN_LOG_WARNING, "%s:%d: address %s '%s' ignored: %s", where,
+               line, prefix ? "prefix" : "pattern", prefix ? prefix : pattern, jn_strerror(rc));
+}
+
+static jn_strip_t strip_from_name(const char *name)
+{
+    if (name && strcmp(name, "in") == 0)
+        return JN_STRIP_IN;
+    if (name && strcmp(name, "out") == 0)
+        return JN_STRIP_OUT;
+    if (name && strcmp(name, "no") == 0)
+        return JN_STRIP_NO;
+    return JN_STRIP_BOTH;
+}
+
+static uint32_t u32_attr(const jn_config_entity_t *e, const char *name)
+{
+    int64_t v = entity_int(e, name, 0);
+    return v < 0 ? 0 : v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+/* add_endpoint: one listener or connector. Returns 0 or -1 (logged). */
+static int add_endpoint(daemon_state_t *st, const jn_config_entity_t *e, bool listener)
+{
+    bool auth = false;
+    jn_config_entity_bool(e, "authenticatePeer", &auth);
+    jn_endpoint_config_t ec = {
+        .name = jn_config_entity_name(e),
+        .host = jn_config_entity_string(e, "host"),
+        .port = jn_config_entity_string(e, "port"),
+        .role = JN_ROLE_NORMAL,
+        .sasl_mechanisms = jn_config_entity_string(e, "saslMechanisms"),
+        .authenticate_peer = listener && auth,
+        .max_frame_size = u32_attr(e, "maxFrameSize"),
+        .max_sessions = u32_attr(e, "maxSessions"),
+        .max_session_frames = u32_attr(e, "maxSessionFrames"),
+        .idle_timeout_seconds = u32_attr(e, "idleTimeoutSeconds"),
+        .max_message_size = st->max_message_size,
+        .link_capacity = u32_attr(e, "linkCapacity"),
+        .strip_annotations = strip_from_name(jn_config_entity_string(e, "stripAnnotations")),
+    };
+    int rc = listener ? jn_io_add_listener(st->io, &ec) : jn_io_add_connector(st->io, &ec);
+    if (rc != 0) {
+        fprintf(stderr, "%s:%d: %s: %s\n", jn_config_name(st->cfg), jn_config_entity_line(e),
+                entity_type(e), jn_strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+/* build: the core and the I/O layer with every address, listener and
+ * connector of the configuration (not started). Returns 0 or -1. */
+static int build(daemon_state_t *st)
+{
+    jn_core_config_t cc = {.router_id = st->router_id,
+                           .default_distribution = st->default_distribution};
+    st->core = jn_core_create(&cc, jn_io_core_ops());
+    jn_io_config_t ic = {.container_id = st->router_id, .worker_threads = st->workers};
+    st->io = st->core ? jn_io_create(st->core, &ic) : NULL;
+    if (!st->io) {
+        fprintf(stderr, "junctiond: out of memory\n");
+        return -1;
+    }
+    for (size_t i = 0; i < jn_config_entity_count(st->cfg); i++) {
+        const jn_config_entity_t *e = jn_config_entity_at(st->cfg, i);
+        if (strcmp(entity_type(e), "address") == 0)
+            add_address(st, e);
+    }
+    /* connectors first, then listeners: qdrouterd's order */
+    for (int pass = 0; pass < 2; pass++) {
+        const char *want = pass == 0 ? "connector" : "listener";
+        for (size_t i = 0; i < jn_config_entity_count(st->cfg); i++) {
+            const jn_config_entity_t *e = jn_config_entity_at(st->cfg, i);
+            if (strcmp(entity_type(e), want) == 0 && add_endpoint(st, e, pass == 1) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* apply_config: check the configuration and apply its `log` sections. */
+static int apply_config(const jn_config_t *cfg)
+{
+    if (check_implemented(cfg) != 0)
+        return -1;
+    const jn_schema_type_t *log_type = jn_schema_type_find("log");
+    for (size_t i = 0; i < jn_config_entity_count(cfg); i++) {
+        const jn_config_entity_t *e = jn_config_entity_at(cfg, i);
+        if (jn_config_entity_type(e) == log_type && apply_log_entity(cfg, e) != 0)
+            return -1;
+    }
+    for (size_t i = 0; i < jn_config_warning_count(cfg); i++)
+        JN_LOG(JN_LOG_MOD_CONN_MGR, JN_LOG_WARNING, "%s", jn_config_warning_at(cfg, i));
+    return 0;
+}
+
+/* ---- process ----------------------------------------------------------------- */
+
+static int write_pid_file(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f || fprintf(f, "%ld\n", (long)getpid()) < 0 || fclose(f) != 0) {
+        fprintf(stderr, "junctiond: cannot write pid file %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* daemonize: fork into the background, detach from the terminal, and
+ * redirect standard streams to /dev/null (logging to stderr is then lost;
+ * configure a log outputFile). Returns 0 in the child; the parent exits. */
+static int daemonize(void)
+{
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("junctiond: fork");
+        return -1;
+    }
+    if (pid > 0)
+        _exit(0);
+    if (setsid() < 0) {
+        perror("junctiond: setsid");
+        return -1;
+    }
+    pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid > 0)
+        _exit(0);
+    int fd = open("/dev/null", O_RDWR);
+    if (fd >= 0) {
+        dup2(fd, STDIN_FILENO);
+        dup2(fd, STDOUT_FILENO);
+        dup2(fd, STDERR_FILENO);
+        if (fd > STDERR_FILENO)
+            close(fd);
+    }
+    return chdir("/") == 0 ? 0 : -1;
+}
+
+/* teardown: stop and free what build made (either may be NULL). */
+static void teardown(daemon_state_t *st)
+{
+    if (st->io)
+        jn_io_stop(st->io, STOP_CLOSE_MS);
+    if (st->core) {
+        jn_core_stop(st->core);
+        jn_core_free(st->core); /* releases any io connection still held */
+    }
+    jn_io_free(st->io);
+    st->core = NULL;
+    st->io = NULL;
+}
+
+/* finish: free the configuration and the pools; the exit status (3 when
+ * pool objects leaked). */
+static int finish(jn_config_t *cfg, int status)
+{
+    jn_config_free(cfg);
+    jn_log_shutdown();
+    jn_pool_thread_exit();
+    uint64_t leaked = jn_pool_leak_report(stderr);
+    jn_pool_shutdown();
+    return leaked && status == 0 ? 3 : status;
+}
+
+/* run: start, wait for SIGTERM/SIGINT (blocked in stop), stop. */
+static int run(daemon_state_t *st, const sigset_t *stop)
+{
+    if (jn_core_start(st->core) != 0) {
+        fprintf(stderr, "junctiond: cannot start the core\n");
+        return 1;
+    }
+    JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_INFO, "Router started in %s mode, id=%s, version %s",
+           st->mode, st->router_id, JN_VERSION);
+    if (jn_io_start(st->io) != 0) {
+        JN_LOG(JN_LOG_MOD_MAIN, JN_LOG_CRITICAL,
+               "Router start-up failed: a listener could not be opened");
+        return 1;
+    }
+    int sig = 0;
+    sigwait(stop, &sig);
+    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_NOTICE, "Shutting down on %s",
+           sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    return 0;
+}
 
 int main(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "junctiond: ready\n");
-    return 0;
+    options_t opts;
+    int status = parse_args(argc, argv, &opts);
+    if (status >= 0)
+        return status;
+
+    char err[JN_CONFIG_ERROR_MAX];
+    jn_config_t *cfg = NULL;
+    int rc = opts.config_path
+                 ? jn_config_load_file(opts.config_path, &cfg, err, sizeof err)
+                 : jn_config_load_string("<built-in default>", default_config,
+                                         sizeof default_config - 1, &cfg, err, sizeof err);
+    if (rc != 0) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    daemon_state_t st = {.cfg = cfg};
+    if (apply_config(cfg) != 0)
+        return finish(cfg, 1);
+    read_router(&st);
+
+    /* Every thread started from here on inherits the blocked signals; only
+     * sigwait below takes them. */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    if ((opts.daemonize && daemonize() != 0) ||
+        (opts.pid_file && write_pid_file(opts.pid_file) != 0))
+        return finish(cfg, 1);
+    if (build(&st) != 0) {
+        teardown(&st);
+        return finish(cfg, 1);
+    }
+    status = run(&st, &stop);
+    teardown(&st);
+    if (status == 0)
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_NOTICE, "Shut Down");
+    if (opts.pid_file)
+        unlink(opts.pid_file);
+    return finish(cfg, status);
 }

@@ -1,0 +1,107 @@
+/*
+ * junction/io.h — the I/O layer: the proton proactor, its worker threads,
+ * listeners, connectors and AMQP connections (DESIGN.md, router/io).
+ *
+ * Each worker thread runs pn_proactor_wait in a loop. Proton hands one
+ * connection's events to one thread at a time, so everything reachable from
+ * a connection (its proton objects, its receive buffers, its half of the
+ * link and delivery objects) is owned by that thread while it handles the
+ * batch, without locks. The I/O layer turns proton events into core actions
+ * (junction/core.h) and carries out the core's work items when the core
+ * wakes the connection, writing everything pending in one go.
+ *
+ * Threads: jn_io_create/add/start/stop/free on the main thread.
+ */
+#ifndef JUNCTION_IO_H
+#define JUNCTION_IO_H 1
+
+#include <junction/core.h>
+
+typedef struct jn_io jn_io_t;
+
+/* Role of a listener's or connector's connections (schema enum). */
+typedef enum jn_conn_role {
+    JN_ROLE_NORMAL = 0,
+    JN_ROLE_INTER_ROUTER,
+    JN_ROLE_ROUTE_CONTAINER,
+    JN_ROLE_EDGE
+} jn_conn_role_t;
+
+/* stripAnnotations (mesh-protocol.md 9.4). */
+typedef enum jn_strip {
+    JN_STRIP_BOTH = 0,
+    JN_STRIP_IN,
+    JN_STRIP_OUT,
+    JN_STRIP_NO
+} jn_strip_t;
+
+/* The attributes of a `listener` or `connector` entity that the I/O layer
+ * uses. Strings are copied. Sizes in octets, times in seconds. Values as
+ * configured (main passes the schema defaults the config parser filled in);
+ * 0 means the default where said. Only JN_ROLE_NORMAL is accepted for now
+ * (the mesh brings the others): another role is JN_EINVAL. */
+typedef struct jn_endpoint_config {
+    const char *name;            /* entity name, for logs */
+    const char *host;            /* listener: "" or NULL = all interfaces */
+    const char *port;            /* number or service name ("amqp"); NULL = "amqp" */
+    jn_conn_role_t role;
+    const char *sasl_mechanisms; /* space-separated, NULL = all available */
+    bool authenticate_peer;      /* listener: SASL required */
+    uint32_t max_frame_size;     /* 0 = 16384; below 512 raised to 512 */
+    uint32_t max_sessions;       /* 0 or > 32768 = 32768; channel-max = this - 1 */
+    uint32_t max_session_frames; /* incoming session window in frames; 0 = the
+                                  * I/O layer's bound (io_private.h) */
+    uint32_t idle_timeout_seconds; /* 0 = none; half is advertised, in ms */
+    uint64_t max_message_size;   /* 0 = unlimited; larger: the link is detached
+                                  * with amqp:link:message-size-exceeded */
+    uint32_t link_capacity;      /* 0 = 250 */
+    jn_strip_t strip_annotations;
+} jn_endpoint_config_t;
+
+typedef struct jn_io_config {
+    const char *container_id;  /* our AMQP container id (the router id) */
+    unsigned worker_threads;   /* >= 1 */
+} jn_io_config_t;
+
+/* jn_io_core_ops: the callbacks the core must be created with. Static.
+ * wake takes a small per-connection lock (once per wake, never per
+ * message) so that a wake after the connection's transport closed is a
+ * no-op; conn_released frees the connection's object. */
+const jn_core_io_ops_t *jn_io_core_ops(void);
+
+/* jn_io_create: the I/O layer over core (not started); cfg is copied.
+ * Returns NULL on ENOMEM. */
+jn_io_t *jn_io_create(jn_core_t *core, const jn_io_config_t *cfg);
+
+/* jn_io_add_listener: listen as cfg says once started (or at once, if
+ * already started). Returns 0, JN_EINVAL (bad attribute, with a log line),
+ * JN_ENOMEM. A port that cannot be bound is logged (SERVER, error) and
+ * reported by jn_io_start. */
+int jn_io_add_listener(jn_io_t *io, const jn_endpoint_config_t *cfg);
+
+/* jn_io_add_connector: connect as cfg says, retrying after a failure or a
+ * lost connection (qdrouterd's retry timing). Returns 0, JN_EINVAL,
+ * JN_ENOMEM. */
+int jn_io_add_connector(jn_io_t *io, const jn_endpoint_config_t *cfg);
+
+/* jn_io_start: start the worker threads, listen, connect. Waits (up to
+ * 10 s) until every listener is open or has failed. Returns 0; JN_EINVAL
+ * when a listener could not be opened (logged: SERVER error "Listener
+ * error on HOST:PORT"); JN_ENOMEM when a thread could not start. Call
+ * jn_io_stop afterwards in every case. Main thread. */
+int jn_io_start(jn_io_t *io);
+
+/* jn_io_stop: orderly stop: stop listening and retrying, close every
+ * connection with a close frame (no error condition), wait up to
+ * timeout_ms for them to finish, cut the rest (amqp:connection:forced, up to
+ * 1 s more), then stop the threads. Returns when all worker threads have
+ * exited and every connection has been reported closed to the core. A
+ * no-op when not started. Main thread. */
+void jn_io_stop(jn_io_t *io, unsigned timeout_ms);
+
+/* jn_io_free: free a stopped I/O layer. Call after jn_core_free (which
+ * releases the connections the core still held). NULL is ignored. Main
+ * thread. */
+void jn_io_free(jn_io_t *io);
+
+#endif /* JUNCTION_IO_H */

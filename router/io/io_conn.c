@@ -1,0 +1,724 @@
+/*
+ * io_conn.c — one AMQP connection from accept/connect to release: the open
+ * frame's decoration, sessions, link attach and detach, the core's work
+ * items, the wake guard, and the hand-over of closure to the core.
+ *
+ * Lifetime. An io_conn is refcounted: the I/O side's reference lasts until
+ * the end of the batch that saw PN_TRANSPORT_CLOSED (after which proton
+ * frees the pn_connection), the core's from a successful
+ * jn_core_conn_opened_IO until ops->conn_released, and an armed poll timer
+ * holds one. Links live in conn->links until JN_WORK_LINK_RELEASED, or until
+ * the connection is freed. Everything that refers to proton objects (the
+ * delivery references in pn_delivery contexts, partly received or sent
+ * messages) is released on the I/O thread when the link detaches or the
+ * transport closes, while the proton objects still exist.
+ *
+ * Work. The core wakes the connection (pn_connection_wake) when its work
+ * queue goes from empty to non-empty; every batch of the connection —
+ * wake or not — ends by taking all the work there is (cheap when there is
+ * none) and carrying it out, then finishing what links left pending (the
+ * core is told of new octets once per batch; paused receives and stalled
+ * sends are retried). Proton writes what all of that produced after the
+ * batch, in one go.
+ */
+#include "io_private.h"
+
+#include <junction/pool.h>
+
+#include <proton/codec.h>
+#include <proton/netaddr.h>
+#include <proton/sasl.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static _Atomic(jn_pool_t *) conn_pool;
+static _Atomic(jn_pool_t *) link_pool;
+
+/* ---- creation and release ---------------------------------------------- */
+
+static void poll_fire(jn_io_timer_t *timer)
+{
+    jn_io_conn_t *conn = (jn_io_conn_t *)((char *)timer - offsetof(jn_io_conn_t, poll));
+    jn_io_conn_wake(conn);
+    jn_io_conn_unref(conn); /* the timer's reference */
+}
+
+/* The open frame qdrouterd 1.19 sends (mesh-protocol.md 2.2): container id,
+ * the ANONYMOUS-RELAY capability and the product properties. Clients and
+ * tools written for qdrouterd look at these. */
+static void conn_decorate(jn_io_conn_t *conn)
+{
+    pn_connection_t *pc = conn->pn;
+    pn_connection_set_container(pc, conn->io->container_id);
+    pn_data_t *caps = pn_connection_offered_capabilities(pc);
+    pn_data_put_array(caps, false, PN_SYMBOL);
+    pn_data_enter(caps);
+    pn_data_put_symbol(caps, pn_bytes(strlen("ANONYMOUS-RELAY"), "ANONYMOUS-RELAY"));
+    pn_data_exit(caps);
+    pn_data_t *props = pn_connection_properties(pc);
+    pn_data_put_map(props);
+    pn_data_enter(props);
+    pn_data_put_symbol(props, pn_bytes(7, "product"));
+    pn_data_put_string(props, pn_bytes(20, "qpid-dispatch-router"));
+    pn_data_put_symbol(props, pn_bytes(7, "version"));
+    pn_data_put_string(props, pn_bytes(6, "1.19.0"));
+    pn_data_put_symbol(props, pn_bytes(10, "qd.conn-id"));
+    pn_data_put_int(props, (int32_t)conn->id);
+    pn_data_exit(props);
+}
+
+/* jn_io_conn_new: a connection object with its pn_connection (not yet
+ * handed to the proactor), registered and counted live. Reference 1 (the
+ * I/O side's). NULL on ENOMEM. Any thread. */
+jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming)
+{
+    jn_pool_t *pool = jn_pool_get_once(&conn_pool, "jn_io_conn", sizeof(jn_io_conn_t), 16);
+    jn_io_conn_t *conn = pool ? jn_pool_alloc(pool) : NULL;
+    if (!conn)
+        return NULL;
+    memset(conn, 0, sizeof *conn);
+    conn->pn = pn_connection();
+    if (!conn->pn || pthread_mutex_init(&conn->wake_lock, NULL) != 0) {
+        if (conn->pn)
+            pn_connection_free(conn->pn);
+        jn_pool_free(pool, conn);
+        return NULL;
+    }
+    conn->pn_io = conn->pn;
+    conn->io = io;
+    conn->id = atomic_fetch_add(&io->next_conn_id, 1);
+    conn->endpoint = ep;
+    conn->incoming = incoming;
+    conn->strip_inbound = ep->cfg.strip_annotations == JN_STRIP_BOTH ||
+                          ep->cfg.strip_annotations == JN_STRIP_IN;
+    conn->strip_outbound = ep->cfg.strip_annotations == JN_STRIP_BOTH ||
+                           ep->cfg.strip_annotations == JN_STRIP_OUT;
+    atomic_init(&conn->refs, 1);
+    conn->poll.fire = poll_fire;
+    conn->next_link_id = 1;
+    if (!incoming)
+        snprintf(conn->host, sizeof conn->host, "%s", ep->shown);
+    pn_connection_set_context(conn->pn, conn);
+    conn_decorate(conn);
+    atomic_fetch_add(&io->pending_frees, 1);
+    pthread_mutex_lock(&io->lock);
+    conn->reg_next = io->conns;
+    if (io->conns)
+        io->conns->reg_prev = conn;
+    io->conns = conn;
+    io->live_conns++;
+    pthread_mutex_unlock(&io->lock);
+    return conn;
+}
+
+static void link_unlink(jn_io_link_t *link)
+{
+    jn_io_conn_t *conn = link->conn;
+    if (link->prev)
+        link->prev->next = link->next;
+    else
+        conn->links = link->next;
+    if (link->next)
+        link->next->prev = link->prev;
+    if (link->busy) {
+        for (jn_io_link_t **p = &conn->busy; *p; p = &(*p)->busy_next) {
+            if (*p == link) {
+                *p = link->busy_next;
+                break;
+            }
+        }
+        link->busy = false;
+    }
+}
+
+static void link_free(jn_io_link_t *link)
+{
+    jn_io_rx_link_gone_IO(link);
+    jn_io_tx_link_gone_IO(link);
+    link_unlink(link);
+    jn_pool_free(atomic_load_explicit(&link_pool, memory_order_acquire), link);
+}
+
+static void conn_free(jn_io_conn_t *conn)
+{
+    jn_io_t *io = conn->io;
+    pthread_mutex_lock(&io->lock);
+    if (conn->reg_prev)
+        conn->reg_prev->reg_next = conn->reg_next;
+    else
+        io->conns = conn->reg_next;
+    if (conn->reg_next)
+        conn->reg_next->reg_prev = conn->reg_prev;
+    if (!conn->transport_closed) {
+        io->live_conns--;
+        pthread_cond_broadcast(&io->cond);
+    }
+    pthread_mutex_unlock(&io->lock);
+    while (conn->links) {
+        conn->links->pn = NULL; /* proton's objects are gone or not ours */
+        link_free(conn->links);
+    }
+    pthread_mutex_destroy(&conn->wake_lock);
+    atomic_fetch_sub(&io->pending_frees, 1);
+    jn_pool_free(atomic_load_explicit(&conn_pool, memory_order_acquire), conn);
+}
+
+/* jn_io_conn_unref: drop a reference; the last one frees. Any thread. */
+void jn_io_conn_unref(jn_io_conn_t *conn)
+{
+    if (atomic_fetch_sub_explicit(&conn->refs, 1, memory_order_acq_rel) == 1)
+        conn_free(conn);
+}
+
+/* jn_io_conn_wake: make the connection's thread run a batch soon. Safe
+ * until the connection is freed, whether or not its transport is still
+ * there. Any thread (the core's wake, timers, stop). */
+void jn_io_conn_wake(jn_io_conn_t *conn)
+{
+    pthread_mutex_lock(&conn->wake_lock);
+    if (conn->pn)
+        pn_connection_wake(conn->pn);
+    pthread_mutex_unlock(&conn->wake_lock);
+}
+
+/* jn_io_conn_poll_later_IO: run a batch in JN_IO_POLL_MS (a paused receive
+ * or stalled send looks again). */
+void jn_io_conn_poll_later_IO(jn_io_conn_t *conn)
+{
+    if (conn->transport_closed)
+        return;
+    pthread_mutex_lock(&conn->io->lock);
+    bool armed = conn->poll.armed;
+    pthread_mutex_unlock(&conn->io->lock);
+    if (armed)
+        return;
+    atomic_fetch_add(&conn->refs, 1);
+    if (jn_io_timer_cancel(conn->io, &conn->poll))
+        jn_io_conn_unref(conn); /* armed meanwhile: keep one reference */
+    jn_io_timer_arm(conn->io, &conn->poll, JN_IO_POLL_MS);
+}
+
+/* jn_io_link_set_busy_IO: finish something for link at the end of the
+ * batch (tell the core of new octets, retry a paused or stalled link). */
+void jn_io_link_set_busy_IO(jn_io_link_t *link)
+{
+    if (link->busy)
+        return;
+    link->busy = true;
+    link->busy_next = link->conn->busy;
+    link->conn->busy = link;
+}
+
+/* ---- connection events --------------------------------------------------- */
+
+static void conn_close_IO(jn_io_conn_t *conn, const char *condition, const char *description)
+{
+    if (conn->closing || !conn->pn_io)
+        return;
+    conn->closing = true;
+    if (condition) {
+        pn_condition_t *c = pn_connection_condition(conn->pn_io);
+        pn_condition_set_name(c, condition);
+        if (description)
+            pn_condition_set_description(c, description);
+    }
+    if (pn_connection_state(conn->pn_io) & PN_LOCAL_UNINIT)
+        pn_connection_open(conn->pn_io);
+    pn_connection_close(conn->pn_io);
+}
+
+static void on_bound(jn_io_conn_t *conn, pn_transport_t *t)
+{
+    if (!conn->incoming)
+        return;
+    const pn_netaddr_t *ra = pn_transport_remote_addr(t);
+    if (!ra || pn_netaddr_str(ra, conn->host, sizeof conn->host) < 0)
+        snprintf(conn->host, sizeof conn->host, "?");
+    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Accepted connection to %s from %s",
+           conn->id, conn->endpoint->shown, conn->host);
+}
+
+static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
+{
+    pn_connection_t *pc = conn->pn_io;
+    if (pn_connection_state(pc) & PN_LOCAL_UNINIT)
+        pn_connection_open(pc);
+    if (atomic_load_explicit(&conn->io->stopping, memory_order_relaxed)) {
+        conn_close_IO(conn, NULL, NULL);
+        return;
+    }
+    const char *container = pn_connection_remote_container(pc);
+    jn_conn_info_t info = {
+        .conn_id = conn->id,
+        .container_id = container ? container : "",
+        .host = conn->host,
+        .incoming = conn->incoming,
+        .strip_inbound = conn->strip_inbound,
+        .strip_outbound = conn->strip_outbound,
+        .link_capacity = conn->endpoint->cfg.link_capacity,
+    };
+    atomic_fetch_add(&conn->refs, 1); /* the core's, if it takes the connection */
+    conn->core = jn_core_conn_opened_IO(conn->io->core, conn, &info);
+    if (!conn->core) {
+        atomic_fetch_sub(&conn->refs, 1);
+        conn_close_IO(conn, "amqp:resource-limit-exceeded", "router out of memory");
+        return;
+    }
+    conn->opened = true;
+    pn_sasl_t *sasl = pn_sasl(t);
+    const char *mech = sasl ? pn_sasl_get_mech(sasl) : NULL;
+    const char *user = pn_transport_get_user(t);
+    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
+           JN_IO_CONN_FMT " Connection Opened: dir=%s host=%s encrypted=no auth=%s user=%s "
+                          "container_id=%s",
+           conn->id, conn->incoming ? "in" : "out", conn->host, mech ? mech : "none",
+           user ? user : "anonymous", info.container_id);
+}
+
+static void on_remote_close(jn_io_conn_t *conn)
+{
+    pn_condition_t *c = pn_connection_remote_condition(conn->pn_io);
+    if (pn_condition_is_set(c))
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Connection closed by peer: %s %s",
+               conn->id, pn_condition_get_name(c),
+               pn_condition_get_description(c) ? pn_condition_get_description(c) : "");
+    conn_close_IO(conn, NULL, NULL);
+}
+
+static void on_transport_error(jn_io_conn_t *conn, pn_transport_t *t)
+{
+    pn_condition_t *c = pn_transport_condition(t);
+    if (!pn_condition_is_set(c))
+        return;
+    const char *desc = pn_condition_get_description(c);
+    if (conn->incoming)
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Connection from %s (to %s) failed: %s %s",
+               conn->id, conn->host, conn->endpoint->shown, pn_condition_get_name(c),
+               desc ? desc : "");
+    else
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Connection to %s failed: %s %s",
+               conn->id, conn->host, pn_condition_get_name(c), desc ? desc : "");
+}
+
+/* The peer's input ended. When the peer neither closed the connection nor
+ * was cut off (proton then sets the transport's condition and sends the
+ * close itself), proton stopped reading because a frame made no sense (an
+ * unknown performative, an undecodable body): it does not close the
+ * connection for that, so close it here, with the error. */
+static void on_tail_closed(jn_io_conn_t *conn, pn_transport_t *t)
+{
+    if (pn_condition_is_set(pn_transport_condition(t)) ||
+        (pn_connection_state(conn->pn_io) & PN_REMOTE_CLOSED))
+        return;
+    const char *cond = "amqp:connection:framing-error";
+    const char *desc = "invalid frame (unknown performative or undecodable body)";
+    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Connection from %s (to %s) failed: %s %s",
+           conn->id, conn->host, conn->endpoint->shown, cond, desc);
+    conn->closing = false; /* closing again, now with the error */
+    pn_condition_t *c = pn_connection_condition(conn->pn_io);
+    pn_condition_set_name(c, cond);
+    pn_condition_set_description(c, desc);
+    if (pn_connection_state(conn->pn_io) & PN_LOCAL_UNINIT)
+        pn_connection_open(conn->pn_io);
+    if (!(pn_connection_state(conn->pn_io) & PN_LOCAL_CLOSED))
+        pn_connection_close(conn->pn_io);
+    conn->closing = true;
+}
+
+/* The transport is gone: release everything that refers to proton objects,
+ * stop the core's wakes reaching proton, and report the closure. */
+static void on_transport_closed(jn_io_conn_t *conn)
+{
+    for (jn_io_link_t *l = conn->links; l; l = l->next) {
+        jn_io_rx_link_gone_IO(l);
+        jn_io_tx_link_gone_IO(l);
+        if (l->pn) {
+            pn_link_set_context(l->pn, NULL);
+            l->pn = NULL;
+        }
+    }
+    conn->busy = NULL;
+    for (jn_io_link_t *l = conn->links; l; l = l->next)
+        l->busy = false;
+    conn->transport_closed = true;
+    pthread_mutex_lock(&conn->wake_lock);
+    conn->pn = NULL;
+    pthread_mutex_unlock(&conn->wake_lock);
+    pn_connection_set_context(conn->pn_io, NULL);
+    conn->pn_io = NULL;
+    if (jn_io_timer_cancel(conn->io, &conn->poll))
+        jn_io_conn_unref(conn); /* the timer's; the I/O reference remains */
+    if (conn->core) {
+        jn_core_conn_closed_IO(conn->core);
+        conn->core = NULL;
+    }
+    if (conn->opened)
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Connection Closed", conn->id);
+    jn_io_t *io = conn->io;
+    pthread_mutex_lock(&io->lock);
+    io->live_conns--;
+    pthread_cond_broadcast(&io->cond);
+    pthread_mutex_unlock(&io->lock);
+    if (!conn->incoming)
+        jn_io_connector_closed_IO(conn->endpoint, conn, conn->opened);
+}
+
+/* ---- sessions and links ---------------------------------------------------- */
+
+static void on_session_open(jn_io_conn_t *conn, pn_session_t *ssn)
+{
+    if (!(pn_session_state(ssn) & PN_LOCAL_UNINIT))
+        return;
+    const jn_endpoint_config_t *cfg = &conn->endpoint->cfg;
+    size_t frame = cfg->max_frame_size;
+    size_t cap;
+    if (cfg->max_session_frames) {
+        /* as configured; the AMQP window is a 31-bit frame count */
+        size_t frames = cfg->max_session_frames < 0x7fffffffu ? cfg->max_session_frames
+                                                               : 0x7fffffffu;
+        cap = frame * frames;
+    } else {
+        cap = frame * JN_IO_SESSION_FRAMES;
+        if (cap > JN_IO_SESSION_CAPACITY_MAX)
+            cap = JN_IO_SESSION_CAPACITY_MAX > 2 * frame ? JN_IO_SESSION_CAPACITY_MAX : 2 * frame;
+    }
+    pn_session_set_incoming_capacity(ssn, cap);
+    pn_session_open(ssn);
+}
+
+/* The link is gone on the peer's side (detach, or its session ended):
+ * release what it holds and tell the core once. */
+static void link_detached_IO(jn_io_link_t *link)
+{
+    jn_io_rx_link_gone_IO(link);
+    jn_io_tx_link_gone_IO(link);
+    if (link->detached)
+        return;
+    link->detached = true;
+    if (link->core) {
+        jn_core_link_detached_IO(link->core); /* JN_WORK_LINK_RELEASED follows */
+    } else {
+        if (link->pn)
+            pn_link_set_context(link->pn, NULL);
+        link_free(link);
+    }
+}
+
+/* The peer ended a session: its links are gone with it. Our link objects
+ * let go of their proton links (work items about them are then no-ops) so
+ * that the session and its links can be freed now rather than with the
+ * connection: a client that opens a session per request does not grow the
+ * connection. */
+static void on_session_close(jn_io_conn_t *conn, pn_session_t *ssn)
+{
+    jn_io_link_t *next;
+    for (jn_io_link_t *l = conn->links; l; l = next) {
+        next = l->next;
+        if (!l->pn || pn_link_session(l->pn) != ssn)
+            continue;
+        if (!l->local_closed) {
+            pn_link_close(l->pn);
+            l->local_closed = true;
+        }
+        if (l->detached && !l->core) { /* refused before the core knew it */
+            pn_link_set_context(l->pn, NULL);
+            link_free(l);
+            continue;
+        }
+        link_detached_IO(l); /* may free l */
+    }
+    for (jn_io_link_t *l = conn->links; l; l = l->next) {
+        if (l->pn && pn_link_session(l->pn) == ssn) {
+            pn_link_set_context(l->pn, NULL);
+            l->pn = NULL;
+        }
+    }
+    if (!(pn_session_state(ssn) & PN_LOCAL_CLOSED))
+        pn_session_close(ssn);
+    pn_session_free(ssn);
+}
+
+static void on_link_open(jn_io_conn_t *conn, pn_link_t *pl)
+{
+    if (!(pn_link_state(pl) & PN_LOCAL_UNINIT))
+        return;
+    jn_pool_t *pool = jn_pool_get_once(&link_pool, "jn_io_link", sizeof(jn_io_link_t), 0);
+    jn_io_link_t *link = pool ? jn_pool_alloc(pool) : NULL;
+    if (!link) {
+        pn_condition_set_name(pn_link_condition(pl), "amqp:resource-limit-exceeded");
+        pn_link_close(pl);
+        return;
+    }
+    memset(link, 0, sizeof *link);
+    link->conn = conn;
+    link->id = conn->next_link_id++;
+    link->pn = pl;
+    link->dir = pn_link_is_sender(pl) ? JN_LINK_OUTGOING : JN_LINK_INCOMING;
+    link->next = conn->links;
+    if (conn->links)
+        conn->links->prev = link;
+    conn->links = link;
+    pn_link_set_context(pl, link);
+    pn_terminus_t *term = link->dir == JN_LINK_OUTGOING ? pn_link_remote_source(pl)
+                                                        : pn_link_remote_target(pl);
+    jn_link_info_t info = {
+        .dir = link->dir,
+        .name = pn_link_name(pl),
+        .address = pn_terminus_get_address(term),
+        .dynamic = link->dir == JN_LINK_OUTGOING && pn_terminus_is_dynamic(term),
+        .presettled = pn_link_remote_snd_settle_mode(pl) == PN_SND_SETTLED,
+        .capacity = conn->endpoint->cfg.link_capacity,
+    };
+    if (conn->core && !conn->closing)
+        link->core = jn_core_link_attached_IO(conn->core, link, &info);
+    if (!link->core) {
+        link->detached = true; /* the core never knew it */
+        jn_io_link_close_IO(link, "amqp:resource-limit-exceeded", "link refused");
+    }
+}
+
+static void on_link_close(pn_link_t *pl, bool closed)
+{
+    jn_io_link_t *link = pn_link_get_context(pl);
+    if (!link)
+        return;
+    pn_condition_t *c = pn_link_remote_condition(pl);
+    if (pn_condition_is_set(c))
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_DEBUG, JN_IO_LINK_FMT " Link detached by peer: %s %s",
+               link->conn->id, link->id, pn_condition_get_name(c),
+               pn_condition_get_description(c) ? pn_condition_get_description(c) : "");
+    if (!link->local_closed) {
+        if (closed)
+            pn_link_close(pl);
+        else
+            pn_link_detach(pl);
+        link->local_closed = true;
+    }
+    if (link->detached && !link->core) {
+        pn_link_set_context(pl, NULL);
+        link_free(link);
+        return;
+    }
+    link_detached_IO(link);
+}
+
+/* jn_io_link_close_IO: close our end of the link, with an error condition
+ * when condition is not NULL. The peer's detach follows. */
+void jn_io_link_close_IO(jn_io_link_t *link, const char *condition, const char *description)
+{
+    if (!link->pn || link->local_closed)
+        return;
+    if (condition) {
+        pn_condition_t *c = pn_link_condition(link->pn);
+        pn_condition_set_name(c, condition);
+        if (description)
+            pn_condition_set_description(c, description);
+    }
+    pn_link_close(link->pn);
+    link->local_closed = true;
+}
+
+/* JN_WORK_LINK_OPEN: attach our end with the termini the peer asked for,
+ * address set as the core says. */
+static void link_open_IO(jn_io_link_t *link, const char *address)
+{
+    pn_link_t *pl = link->pn;
+    if (!pl || link->detached || link->local_closed)
+        return;
+    pn_terminus_copy(pn_link_source(pl), pn_link_remote_source(pl));
+    pn_terminus_copy(pn_link_target(pl), pn_link_remote_target(pl));
+    /* proton 0.37 leaves a received source without an address unspecified;
+     * answer with a source and a target as qdrouterd does */
+    if (pn_terminus_get_type(pn_link_source(pl)) == PN_UNSPECIFIED)
+        pn_terminus_set_type(pn_link_source(pl), PN_SOURCE);
+    if (pn_terminus_get_type(pn_link_target(pl)) == PN_UNSPECIFIED)
+        pn_terminus_set_type(pn_link_target(pl), PN_TARGET);
+    if (address) {
+        pn_terminus_t *t = link->dir == JN_LINK_OUTGOING ? pn_link_source(pl) : pn_link_target(pl);
+        pn_terminus_set_address(t, address);
+    }
+    pn_link_set_snd_settle_mode(pl, pn_link_remote_snd_settle_mode(pl));
+    pn_link_set_rcv_settle_mode(pl, PN_RCV_FIRST);
+    uint64_t max = link->conn->endpoint->cfg.max_message_size;
+    if (link->dir == JN_LINK_INCOMING && max)
+        pn_link_set_max_message_size(pl, max);
+    pn_link_open(pl);
+}
+
+/* JN_WORK_LINK_RELEASED: the core is done with the link. */
+static void link_release_IO(jn_io_link_t *link)
+{
+    pn_link_t *pl = link->pn;
+    if (pl) {
+        pn_link_set_context(pl, NULL);
+        pn_state_t st = pn_link_state(pl);
+        if ((st & PN_LOCAL_CLOSED) && (st & PN_REMOTE_CLOSED))
+            pn_link_free(pl);
+        link->pn = NULL;
+    }
+    link_free(link);
+}
+
+/* ---- events ------------------------------------------------------------------ */
+
+/* jn_io_conn_event_IO: one event of conn's batch. */
+void jn_io_conn_event_IO(jn_io_conn_t *conn, pn_event_t *event)
+{
+    if (conn->transport_closed)
+        return;
+    switch (pn_event_type(event)) {
+    case PN_CONNECTION_BOUND:
+        on_bound(conn, pn_event_transport(event));
+        break;
+    case PN_CONNECTION_REMOTE_OPEN:
+        on_remote_open(conn, pn_event_transport(event));
+        break;
+    case PN_CONNECTION_REMOTE_CLOSE:
+        on_remote_close(conn);
+        break;
+    case PN_SESSION_REMOTE_OPEN:
+        on_session_open(conn, pn_event_session(event));
+        break;
+    case PN_SESSION_REMOTE_CLOSE:
+        on_session_close(conn, pn_event_session(event));
+        break;
+    case PN_LINK_REMOTE_OPEN:
+        on_link_open(conn, pn_event_link(event));
+        break;
+    case PN_LINK_REMOTE_CLOSE:
+    case PN_LINK_REMOTE_DETACH:
+        on_link_close(pn_event_link(event), pn_event_type(event) == PN_LINK_REMOTE_CLOSE);
+        break;
+    case PN_LINK_FLOW: {
+        jn_io_link_t *link = pn_link_get_context(pn_event_link(event));
+        if (link && link->dir == JN_LINK_OUTGOING)
+            jn_io_tx_flow_IO(link);
+        break;
+    }
+    case PN_DELIVERY: {
+        pn_delivery_t *pd = pn_event_delivery(event);
+        jn_io_link_t *link = pn_link_get_context(pn_delivery_link(pd));
+        if (!link)
+            break;
+        if (link->dir == JN_LINK_INCOMING)
+            jn_io_rx_delivery_IO(link, pd);
+        else
+            jn_io_tx_delivery_IO(link, pd);
+        break;
+    }
+    case PN_TRANSPORT_ERROR:
+        on_transport_error(conn, pn_event_transport(event));
+        break;
+    case PN_TRANSPORT_TAIL_CLOSED:
+        on_tail_closed(conn, pn_event_transport(event));
+        break;
+    case PN_TRANSPORT_CLOSED:
+        on_transport_closed(conn);
+        break;
+    default:
+        break;
+    }
+}
+
+/* The link a work item is about (its io_link), or NULL. */
+static jn_io_link_t *work_link(const jn_work_t *w)
+{
+    jn_core_link_t *cl = w->link ? w->link : (w->dlv ? jn_delivery_link(w->dlv) : NULL);
+    return cl ? jn_core_link_io(cl) : NULL;
+}
+
+/* Carry out one work item; frees it (or keeps it: DELIVERY_SEND). */
+static void work_do_IO(jn_io_conn_t *conn, jn_work_t *w)
+{
+    jn_io_link_t *link = work_link(w);
+    if (!link && w->type != JN_WORK_CONN_CLOSE) {
+        jn_work_free(w); /* cannot happen: the core names a live link */
+        return;
+    }
+    switch (w->type) {
+    case JN_WORK_LINK_OPEN:
+        link_open_IO(link, w->address);
+        break;
+    case JN_WORK_LINK_CLOSE:
+        jn_io_link_close_IO(link, w->condition, w->description);
+        break;
+    case JN_WORK_LINK_RELEASED:
+        link_release_IO(link);
+        break;
+    case JN_WORK_LINK_CREDIT:
+        if (link->pn && !link->detached && !link->local_closed) {
+            if (w->drain)
+                pn_link_drain(link->pn, (int)w->credit);
+            else
+                pn_link_flow(link->pn, (int)w->credit);
+        }
+        break;
+    case JN_WORK_LINK_DRAINED:
+        jn_io_tx_drained_IO(link);
+        break;
+    case JN_WORK_DELIVERY_SEND:
+        jn_io_tx_send_IO(link, w); /* takes w */
+        return;
+    case JN_WORK_DELIVERY_CONTINUE:
+        jn_io_tx_continue_IO(link, w->dlv);
+        break;
+    case JN_WORK_DELIVERY_UPDATE:
+        if (link->dir == JN_LINK_INCOMING)
+            jn_io_rx_update_IO(link, w);
+        else
+            jn_io_tx_update_IO(link, w);
+        break;
+    case JN_WORK_CONN_CLOSE:
+        conn_close_IO(conn, w->condition, w->description);
+        break;
+    }
+    jn_work_free(w);
+}
+
+/* jn_io_conn_batch_end_IO: after the last event of a batch of conn. */
+void jn_io_conn_batch_end_IO(jn_io_conn_t *conn)
+{
+    if (conn->transport_closed) {
+        jn_io_conn_unref(conn); /* the I/O side's reference */
+        return;
+    }
+    if (atomic_load_explicit(&conn->io->stopping, memory_order_relaxed) && !conn->closing)
+        conn_close_IO(conn, NULL, NULL);
+    jn_work_t *items[JN_IO_WORK_BATCH];
+    size_t n;
+    do {
+        n = conn->core ? jn_core_conn_take_work_IO(conn->core, items, JN_IO_WORK_BATCH) : 0;
+        for (size_t i = 0; i < n; i++)
+            work_do_IO(conn, items[i]);
+    } while (n == JN_IO_WORK_BATCH);
+    jn_io_link_t *busy = conn->busy;
+    conn->busy = NULL;
+    bool again = false;
+    while (busy) {
+        jn_io_link_t *l = busy;
+        busy = l->busy_next;
+        l->busy = false;
+        if (l->dir == JN_LINK_INCOMING)
+            jn_io_rx_resume_IO(l);
+        else
+            jn_io_tx_resume_IO(l);
+        again = again || (l->dir == JN_LINK_INCOMING ? l->rx.paused : l->tx.stalled);
+    }
+    if (again)
+        jn_io_conn_poll_later_IO(conn);
+}
+
+/* jn_io_release_unsettled_IO: drop the delivery references held in the
+ * contexts of pl's unsettled deliveries (the link or connection is going). */
+void jn_io_release_unsettled_IO(pn_link_t *pl)
+{
+    for (pn_delivery_t *pd = pn_unsettled_head(pl); pd; pd = pn_unsettled_next(pd)) {
+        jn_delivery_t *dlv = pn_delivery_get_context(pd);
+        if (dlv) {
+            pn_delivery_set_context(pd, NULL);
+            jn_delivery_set_io(dlv, NULL);
+            jn_delivery_unref(dlv);
+        }
+    }
+}

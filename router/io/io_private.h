@@ -1,0 +1,294 @@
+/*
+ * io_private.h — the I/O layer's own structures, shared by the files of
+ * router/io and by nothing else:
+ *
+ *   io.c          the proactor, its worker threads, event dispatch, timers,
+ *                 start and orderly stop;
+ *   io_endpoint.c listeners and connectors (addresses, transports, SASL,
+ *                 the connector's retry timing);
+ *   io_conn.c     a connection's life: open, sessions, link attach/detach,
+ *                 the core's work, the wake guard, release;
+ *   io_recv.c     the receive path (incoming links, hot);
+ *   io_send.c     the send path (outgoing links, hot).
+ *
+ * Ownership in one paragraph: proton hands one connection's events to one
+ * worker thread at a time, so a jn_io_conn_t and its links are owned by
+ * whichever worker is handling that connection's batch — no lock. The only
+ * fields touched from other threads are the refcount (atomic), the pn
+ * pointer under wake_lock (the core's wake), and the registry/timer links
+ * under jn_io_t.lock (connection open/close, timers, stop — never per
+ * message).
+ */
+#ifndef JN_IO_PRIVATE_H
+#define JN_IO_PRIVATE_H 1
+
+#include <junction/io.h>
+#include <junction/log.h>
+
+#include <proton/connection.h>
+#include <proton/delivery.h>
+#include <proton/link.h>
+#include <proton/listener.h>
+#include <proton/proactor.h>
+#include <proton/session.h>
+#include <proton/transport.h>
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+typedef struct jn_io_conn jn_io_conn_t;
+typedef struct jn_io_link jn_io_link_t;
+typedef struct jn_io_endpoint jn_io_endpoint_t;
+typedef struct jn_io_timer jn_io_timer_t;
+
+/* ---- tuning (each value says why) ------------------------------------- */
+
+/* Receive side: stop reading an incoming delivery when more than this many
+ * octets have been received but not yet handed to proton by every copy;
+ * resume below JN_IO_RX_LOW_WATER. Bounds what one streaming message holds
+ * in our buffers. The gap between the two keeps a paused link from
+ * flapping. */
+#define JN_IO_RX_HIGH_WATER (2u * 1024 * 1024)
+#define JN_IO_RX_LOW_WATER  (1u * 1024 * 1024)
+
+/* Send side: stop handing a delivery's octets to proton while the session
+ * already buffers this many octets that are not yet framed (proton's
+ * pn_link_send buffer is unbounded). Proton posts PN_LINK_FLOW each time
+ * it frames buffered octets, which resumes the copy. Kept small because
+ * proton 0.37 straightens (rotates, octet by octet) a delivery's whole
+ * buffer every time it frames part of it: the cost of that grows with what
+ * is buffered. */
+#define JN_IO_TX_SESSION_LIMIT (256u * 1024)
+
+/* Session incoming capacity (pn_session_set_incoming_capacity, in octets:
+ * JN_IO_SESSION_FRAMES x max-frame-size, at most JN_IO_SESSION_CAPACITY_MAX
+ * unless maxSessionFrames says otherwise). It bounds what proton itself
+ * buffers for a session whose links we stopped reading, so a paused
+ * streaming message costs at most this plus JN_IO_RX_HIGH_WATER.
+ * The trade-off, measured: a proton 0.37 client that hands a whole large
+ * message to pn_link_send at once straightens (rotates octet by octet) its
+ * remaining buffer on every session-window round, so a smaller window costs
+ * such a client CPU in proportion to (message size / window) x message size
+ * (junction-bench -b 200000000: 0.6 s direct, ~11 s through a 64 MiB
+ * window). Clients that stream in chunks are unaffected. qdrouterd 1.19
+ * defaults to an effectively unbounded window (and unbounded memory). */
+#define JN_IO_SESSION_FRAMES       1024u
+#define JN_IO_SESSION_CAPACITY_MAX (16u * 1024 * 1024)
+
+/* How soon a paused receive or a stalled send looks again (there is no
+ * proton event when the other side catches up or proton's buffer drains). */
+#define JN_IO_POLL_MS 2
+
+/* Work items taken from the core per call. */
+#define JN_IO_WORK_BATCH 64
+
+/* ---- timers ------------------------------------------------------------ */
+
+/* A one-shot timer on the proactor's single timeout. Embedded in its owner.
+ * next, deadline, armed: jn_io_t.lock. fire runs on the worker that got
+ * PN_PROACTOR_TIMEOUT, without the lock held. */
+struct jn_io_timer {
+    jn_io_timer_t *next;
+    int64_t deadline; /* pn_proactor_now_64() milliseconds */
+    bool armed;
+    void (*fire)(jn_io_timer_t *timer);
+};
+
+/* ---- listeners and connectors ------------------------------------------ */
+
+typedef enum {
+    JN_EP_IDLE = 0,    /* not started */
+    JN_EP_PENDING,     /* listen/connect requested */
+    JN_EP_OPEN,        /* listening / connection up */
+    JN_EP_FAILED,      /* listen failed */
+    JN_EP_CLOSED       /* closed (stop) */
+} jn_ep_state_t;
+
+/* A listener or connector. cfg and its strings, addr: immutable after
+ * jn_io_add_*. The rest: jn_io_t.lock. */
+struct jn_io_endpoint {
+    jn_io_endpoint_t *next;
+    jn_io_t *io;
+    bool is_listener;
+    jn_endpoint_config_t cfg; /* strings owned (strdup) */
+    char addr[300];           /* "host:port" for pn_proactor_* */
+    char shown[300];          /* "host:port" for logs */
+    jn_ep_state_t state;
+    pn_listener_t *listener;  /* while state is PENDING or OPEN */
+    /* connector */
+    jn_io_timer_t retry;
+    unsigned failures;        /* consecutive attempts that never opened */
+    jn_io_conn_t *conn;       /* the current connection, or NULL */
+};
+
+/* ---- the I/O layer ----------------------------------------------------- */
+
+struct jn_io {
+    /* immutable after jn_io_create */
+    jn_core_t *core;
+    pn_proactor_t *proactor;
+    char *container_id;
+    char *node_id;            /* "0/<container id>" for router annotations */
+    unsigned worker_threads;
+
+    /* main thread */
+    pthread_t *threads;
+    unsigned threads_started;
+
+    /* lock: endpoints, the connection registry and counts, timers, the exit
+     * flag. Taken when a connection or listener opens or closes, when a
+     * timer is armed or fires, and during stop — never per message. */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;      /* signalled when a count below changes */
+    jn_io_endpoint_t *endpoints;
+    jn_io_conn_t *conns;      /* every live connection (registry) */
+    size_t live_conns;        /* connections whose transport is not closed */
+    size_t pending_listeners; /* listeners whose open is not decided yet */
+    jn_io_timer_t *timers;    /* armed timers, by deadline */
+    int64_t timeout_at;       /* deadline the proactor timeout is set for, or 0 */
+    bool started;
+    bool exiting;             /* workers leave on the next interrupt */
+
+    /* atomics */
+    atomic_bool stopping;     /* jn_io_stop began: close everything, no retry
+                               * (written under lock, read per batch without) */
+
+    atomic_uint_fast64_t next_conn_id;
+    atomic_uint pending_frees; /* io_conns allocated and not yet freed */
+};
+
+/* ---- connections ------------------------------------------------------- */
+
+/* One AMQP connection. */
+struct jn_io_conn {
+    /* immutable after creation */
+    jn_io_t *io;
+    uint64_t id;                 /* [C<id>] */
+    jn_io_endpoint_t *endpoint;  /* its listener or connector */
+    bool incoming;
+    bool strip_inbound, strip_outbound;
+
+    /* atomic: the I/O side holds one reference until the batch holding
+     * PN_TRANSPORT_CLOSED is done, the core one from conn_opened until
+     * ops->conn_released, an armed poll timer one. Freed at zero. */
+    atomic_uint refs;
+
+    /* wake_lock guards pn against the core's wake (core thread) racing the
+     * I/O thread clearing it when the transport closes (the proactor frees
+     * the connection after that batch). Taken once per wake — the core
+     * wakes only on an empty->non-empty transition of the work queue — and
+     * once at close; never per message. */
+    pthread_mutex_t wake_lock;
+    pn_connection_t *pn;
+
+    /* jn_io_t.lock: the registry and the poll timer */
+    jn_io_conn_t *reg_prev, *reg_next;
+    jn_io_timer_t poll;
+
+    /* the I/O thread handling this connection's batch */
+    pn_connection_t *pn_io;      /* == pn while the transport lives */
+    jn_core_conn_t *core;        /* NULL until opened, and after closed */
+    char host[300];              /* peer address, for logs and the core */
+    bool opened;                 /* reported to the core */
+    bool closing;                /* we closed our end */
+    bool transport_closed;
+    uint64_t next_link_id;
+    jn_io_link_t *links;         /* every io_link not yet released */
+    jn_io_link_t *busy;          /* links with something to finish at batch end */
+};
+
+/* ---- links -------------------------------------------------------------- */
+
+/* One link. Owned by the I/O thread of its connection; freed on
+ * JN_WORK_LINK_RELEASED (or with the connection). */
+struct jn_io_link {
+    jn_io_conn_t *conn;          /* immutable */
+    uint64_t id;                 /* [L<id>] */
+    jn_link_dir_t dir;           /* immutable */
+    pn_link_t *pn;               /* NULL once proton is done with it */
+    jn_core_link_t *core;        /* NULL when refused before the core */
+    bool detached;               /* reported detached (or never attached) */
+    bool local_closed;
+    jn_io_link_t *prev, *next;   /* conn->links */
+    jn_io_link_t *busy_next;     /* conn->busy */
+    bool busy;
+
+    /* incoming: the delivery being received (one at a time per link) */
+    struct {
+        pn_delivery_t *pd;
+        jn_message_t *msg;       /* our reference while receiving */
+        jn_delivery_t *dlv;      /* our reference once routed */
+        bool discard;            /* rejected/oversize: drop the octets */
+        bool settle_pending;     /* settle when the last octet is in */
+        bool notify;             /* tell the core at batch end */
+        bool paused;             /* stopped reading (high-water mark) */
+        size_t trimmed_at;       /* message length at the last trim */
+    } rx;
+
+    /* outgoing: the copy being sent, and copies waiting for it */
+    struct {
+        jn_message_out_t out;
+        jn_delivery_t *dlv;      /* our reference while sending */
+        pn_delivery_t *pd;
+        jn_work_t *wait_head, *wait_tail; /* DELIVERY_SEND items, in order */
+        uint64_t sent;           /* deliveries that consumed credit */
+        uint64_t flow_limit;     /* last credit limit told to the core */
+        bool flow_drain;
+        bool flow_told;
+        int slot;                /* jn_message_stream_copy_begin's */
+        bool stalled;            /* proton's buffer is full: poll */
+        bool settle_when_done;
+        bool drain_pending;      /* pn_link_drained once idle */
+    } tx;
+};
+
+/* ---- functions shared between the files -------------------------------- */
+
+/* io.c */
+void jn_io_timer_arm(jn_io_t *io, jn_io_timer_t *timer, unsigned delay_ms);
+bool jn_io_timer_cancel(jn_io_t *io, jn_io_timer_t *timer);
+
+/* io_endpoint.c */
+void jn_io_endpoint_free(jn_io_endpoint_t *ep);
+int jn_io_listen(jn_io_t *io, jn_io_endpoint_t *ep);
+void jn_io_connect(jn_io_endpoint_t *ep);
+void jn_io_listener_event(jn_io_t *io, pn_event_t *event);
+void jn_io_connector_closed_IO(jn_io_endpoint_t *ep, jn_io_conn_t *conn, bool was_open);
+pn_transport_t *jn_io_transport_new(const jn_endpoint_config_t *cfg, bool server);
+
+/* io_conn.c */
+jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming);
+void jn_io_conn_unref(jn_io_conn_t *conn);
+void jn_io_conn_event_IO(jn_io_conn_t *conn, pn_event_t *event);
+void jn_io_conn_batch_end_IO(jn_io_conn_t *conn);
+void jn_io_conn_wake(jn_io_conn_t *conn);
+void jn_io_conn_poll_later_IO(jn_io_conn_t *conn);
+void jn_io_link_set_busy_IO(jn_io_link_t *link);
+void jn_io_link_close_IO(jn_io_link_t *link, const char *condition, const char *description);
+
+/* io_recv.c */
+void jn_io_rx_delivery_IO(jn_io_link_t *link, pn_delivery_t *pd);
+void jn_io_rx_resume_IO(jn_io_link_t *link);
+void jn_io_rx_update_IO(jn_io_link_t *link, jn_work_t *work);
+void jn_io_rx_link_gone_IO(jn_io_link_t *link);
+
+/* io_send.c */
+void jn_io_tx_send_IO(jn_io_link_t *link, jn_work_t *work);
+void jn_io_tx_continue_IO(jn_io_link_t *link, jn_delivery_t *dlv);
+void jn_io_tx_resume_IO(jn_io_link_t *link);
+void jn_io_tx_update_IO(jn_io_link_t *link, jn_work_t *work);
+void jn_io_tx_delivery_IO(jn_io_link_t *link, pn_delivery_t *pd);
+void jn_io_tx_flow_IO(jn_io_link_t *link);
+void jn_io_tx_drained_IO(jn_io_link_t *link);
+void jn_io_tx_link_gone_IO(jn_io_link_t *link);
+
+/* Unsettled deliveries: the pn_delivery's context holds a reference on
+ * the jn_delivery_t; drop them all when the link or connection goes. */
+void jn_io_release_unsettled_IO(pn_link_t *pl);
+
+/* Log prefix helpers: "[C12]" and "[C12][L3]". */
+#define JN_IO_CONN_FMT "[C%" PRIu64 "]"
+#define JN_IO_LINK_FMT "[C%" PRIu64 "][L%" PRIu64 "]"
+
+#endif /* JN_IO_PRIVATE_H */

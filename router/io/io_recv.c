@@ -1,0 +1,376 @@
+/*
+ * io_recv.c — the receive path (hot): octets of incoming deliveries go from
+ * pn_link_recv straight into the message's pooled buffers, are parsed as far
+ * as routing needs, and are handed to the core; outcomes coming back from
+ * consumers are applied to the sender's delivery.
+ *
+ * One delivery per link is being received at a time (AMQP transfers of a
+ * link are sequential), so its state lives in the link (jn_io_link_t.rx),
+ * not in a per-delivery allocation. Once routed, the delivery's reference is
+ * kept in the pn_delivery's context (one reference shared with rx.dlv while
+ * receiving) until it is settled on our side, and jn_delivery_io() leads
+ * back to the pn_delivery for the core's updates.
+ *
+ * A delivery that is never given to the core (malformed, too large, aborted
+ * before it could be routed, out of memory) is settled here and its credit
+ * is given back to the sender at once, because the core, which manages the
+ * link's credit, never saw it.
+ *
+ * Streaming: a routed delivery whose message is still arriving is read only
+ * while the octets received but not yet handed on by every copy stay under
+ * JN_IO_RX_HIGH_WATER (message_stream.c keeps that count); above it the link
+ * pauses, proton's session window (incoming capacity) stops the sender, and
+ * a poll resumes reading once the copies are below JN_IO_RX_LOW_WATER.
+ */
+#include "io_private.h"
+
+#include <proton/disposition.h>
+
+#include <string.h>
+
+/* ---- helpers -------------------------------------------------------------- */
+
+/* Give credit for a delivery the core never saw. */
+static void credit_back_IO(jn_io_link_t *link)
+{
+    if (link->pn && !link->local_closed && !link->detached)
+        pn_link_flow(link->pn, 1);
+}
+
+/* Set our disposition of pd (not yet settled) as d says. */
+static void disposition_apply(pn_delivery_t *pd, const jn_disposition_t *d)
+{
+    pn_disposition_t *local = pn_delivery_local(pd);
+    if (d->type == JN_DISP_REJECTED && d->condition) {
+        pn_condition_t *c = pn_disposition_condition(local);
+        pn_condition_set_name(c, d->condition);
+        if (d->description)
+            pn_condition_set_description(c, d->description);
+    } else if (d->type == JN_DISP_MODIFIED) {
+        pn_disposition_set_failed(local, d->delivery_failed);
+        pn_disposition_set_undeliverable(local, d->undeliverable_here);
+    }
+    pn_delivery_update(pd, d->type);
+}
+
+/* Reject the delivery being received with condition/description; the rest
+ * of its octets are dropped and it is settled once they are in. */
+static void rx_reject_IO(jn_io_link_t *link, const char *condition, const char *description)
+{
+    jn_disposition_t d = {.type = JN_DISP_REJECTED,
+                          .condition = (char *)condition,
+                          .description = (char *)description};
+    if (!pn_delivery_settled(link->rx.pd))
+        disposition_apply(link->rx.pd, &d);
+    link->rx.discard = true;
+    link->rx.settle_pending = true;
+}
+
+/* Release what every copy has passed; return the octets received but not
+ * yet handed on by every copy (0 when the message does not track them). */
+static size_t rx_backlog(jn_io_link_t *link)
+{
+    if (!link->rx.dlv)
+        return 0;
+    link->rx.trimmed_at = jn_message_length(link->rx.msg);
+    return jn_message_stream_trim(link->rx.msg);
+}
+
+/* ---- one delivery ----------------------------------------------------------- */
+
+static void rx_begin_IO(jn_io_link_t *link, pn_delivery_t *pd)
+{
+    memset(&link->rx, 0, sizeof link->rx);
+    link->rx.pd = pd;
+    if (!link->core || link->detached || link->local_closed) {
+        link->rx.discard = true; /* the link is going: drop it */
+        link->rx.settle_pending = true;
+        return;
+    }
+    link->rx.msg = jn_message_new();
+    if (!link->rx.msg) {
+        rx_reject_IO(link, "amqp:resource-limit-exceeded", "router out of memory");
+        return;
+    }
+    jn_message_set_annotation_policy(link->rx.msg, !link->conn->strip_inbound);
+}
+
+/* The message is too large for the link: reject it (or abort its copies if
+ * it was routed already) and detach the link, as qdrouterd does. */
+static void rx_oversize_IO(jn_io_link_t *link)
+{
+    uint64_t max = link->conn->endpoint->cfg.max_message_size;
+    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
+           JN_IO_LINK_FMT " Message exceeds maxMessageSize %" PRIu64 ": link detached",
+           link->conn->id, link->id, max);
+    if (link->rx.dlv) {
+        jn_message_set_aborted(link->rx.msg);
+        link->rx.notify = true;
+    }
+    rx_reject_IO(link, "amqp:link:message-size-exceeded", "message exceeds maxMessageSize");
+    jn_io_link_close_IO(link, "amqp:link:message-size-exceeded",
+                        "message exceeds maxMessageSize");
+}
+
+/* Copy what proton holds for the delivery into the message, up to the
+ * high-water mark. Returns the number of octets read. */
+static size_t rx_copy_IO(jn_io_link_t *link)
+{
+    pn_delivery_t *pd = link->rx.pd;
+    jn_message_t *m = link->rx.msg;
+    uint64_t max = link->conn->endpoint->cfg.max_message_size;
+    size_t got = 0;
+    size_t pending;
+    while ((pending = pn_delivery_pending(pd)) > 0) {
+        /* every 64 KiB: release what the copies passed, pause if far ahead */
+        if (link->rx.dlv && jn_message_length(m) - link->rx.trimmed_at >= 65536 &&
+            rx_backlog(link) > JN_IO_RX_HIGH_WATER) {
+            link->rx.paused = true;
+            JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_TRACE, JN_IO_LINK_FMT " paused at %zu",
+                   link->conn->id, link->id, jn_message_length(m));
+            break;
+        }
+        uint8_t *space;
+        size_t len;
+        if (jn_message_write_space(m, &space, &len) != 0) {
+            if (link->rx.dlv) {
+                jn_message_set_aborted(m); /* its copies end */
+                link->rx.notify = true;
+            }
+            rx_reject_IO(link, "amqp:resource-limit-exceeded", "router out of memory");
+            break;
+        }
+        ssize_t n = pn_link_recv(link->pn, (char *)space, len < pending ? len : pending);
+        if (n <= 0)
+            break;
+        jn_message_write_commit(m, (size_t)n);
+        got += (size_t)n;
+        if (max && jn_message_length(m) > max) {
+            rx_oversize_IO(link);
+            break;
+        }
+    }
+    return got;
+}
+
+/* Drop what proton holds for a delivery we are not keeping. */
+static void rx_drain_IO(jn_io_link_t *link)
+{
+    char scratch[4096];
+    while (pn_link_recv(link->pn, scratch, sizeof scratch) > 0) {
+    }
+}
+
+/* Parse what arrived; hand the delivery to the core once it is routable. */
+static void rx_try_route_IO(jn_io_link_t *link, bool all_in)
+{
+    jn_message_t *m = link->rx.msg;
+    if (all_in)
+        jn_message_set_complete(m);
+    int rc = jn_message_parse(m, JN_DEPTH_PROPERTIES);
+    if (rc == JN_AGAIN && !all_in)
+        return;
+    if (rc != 0) {
+        const char *cond = jn_message_error_condition(m);
+        const char *why = jn_message_error(m);
+        if (!cond)
+            cond = "amqp:decode-error";
+        JN_LOG(JN_LOG_MOD_MESSAGE, JN_LOG_INFO, JN_IO_LINK_FMT " Rejected malformed message: %s %s",
+               link->conn->id, link->id, cond, why ? why : "");
+        rx_reject_IO(link, cond, why ? why : "malformed message");
+        return;
+    }
+    pn_delivery_t *pd = link->rx.pd;
+    pn_delivery_tag_t tag = pn_delivery_tag(pd);
+    /* The delivery takes a reference; keep ours while octets still come. */
+    jn_message_t *given = all_in ? m : jn_message_ref(m);
+    if (all_in)
+        link->rx.msg = NULL;
+    jn_delivery_t *dlv = jn_delivery_new_IO(link->core, given, pn_delivery_settled(pd),
+                                            tag.start, tag.size);
+    if (!dlv) {
+        jn_message_unref(given);
+        rx_reject_IO(link, "amqp:resource-limit-exceeded", "router out of memory");
+        return;
+    }
+    link->rx.dlv = dlv; /* also the pn_delivery context's reference */
+    pn_delivery_set_context(pd, dlv);
+    jn_delivery_set_io(dlv, pd);
+    jn_core_delivery_arrived_IO(dlv);
+}
+
+/* The delivery's last octet is in (or it was aborted): settle what is ours
+ * to settle, move proton to the next delivery, forget rx. */
+static void rx_finish_IO(jn_io_link_t *link, bool aborted)
+{
+    pn_delivery_t *pd = link->rx.pd;
+    jn_delivery_t *dlv = link->rx.dlv;
+    if (dlv && link->rx.notify)
+        jn_core_delivery_continued_IO(dlv);
+    jn_message_unref(link->rx.msg);
+    bool settle = link->rx.settle_pending || aborted || pn_delivery_settled(pd);
+    pn_link_advance(link->pn);
+    if (!dlv) {
+        pn_delivery_settle(pd);
+        credit_back_IO(link);
+    } else if (settle) {
+        if (aborted || link->rx.discard ||
+            (pn_delivery_settled(pd) && !jn_delivery_presettled(dlv))) {
+            jn_disposition_t none = {.type = JN_DISP_NONE};
+            jn_core_delivery_update_IO(dlv, &none, true);
+        }
+        pn_delivery_set_context(pd, NULL);
+        jn_delivery_set_io(dlv, NULL);
+        pn_delivery_settle(pd);
+        jn_delivery_unref(dlv);
+    }
+    memset(&link->rx, 0, sizeof link->rx);
+}
+
+/* Read as much of the current delivery as allowed. Returns true when it is
+ * finished (the link may start the next one). */
+static bool rx_read_IO(jn_io_link_t *link)
+{
+    pn_delivery_t *pd = link->rx.pd;
+    link->rx.paused = false;
+    size_t got = link->rx.discard ? 0 : rx_copy_IO(link);
+    if (link->rx.discard)
+        rx_drain_IO(link);
+    bool aborted = pn_delivery_aborted(pd);
+    bool all_in = aborted || (!pn_delivery_partial(pd) && pn_delivery_pending(pd) == 0);
+    if (!link->rx.discard) {
+        if (!link->rx.dlv) {
+            if (aborted) {
+                link->rx.discard = true; /* aborted before it could be routed */
+            } else {
+                rx_try_route_IO(link, all_in);
+            }
+        } else {
+            if (aborted)
+                jn_message_set_aborted(link->rx.msg);
+            else if (all_in)
+                jn_message_set_complete(link->rx.msg);
+            link->rx.notify = link->rx.notify || got > 0 || all_in;
+        }
+    }
+    if (all_in) {
+        rx_finish_IO(link, aborted);
+        return true;
+    }
+    if (link->rx.notify || link->rx.paused)
+        jn_io_link_set_busy_IO(link);
+    return false;
+}
+
+/* Start and read deliveries while proton has them and we are not paused. */
+static void rx_pump_IO(jn_io_link_t *link)
+{
+    while (link->pn) {
+        if (!link->rx.pd) {
+            pn_delivery_t *pd = pn_link_current(link->pn);
+            if (!pd || pn_delivery_get_context(pd) || !pn_delivery_readable(pd))
+                return;
+            rx_begin_IO(link, pd);
+        }
+        if (!rx_read_IO(link))
+            return;
+    }
+}
+
+/* ---- entry points ----------------------------------------------------------- */
+
+/* jn_io_rx_delivery_IO: PN_DELIVERY on incoming link: new octets, a new
+ * delivery, or the sender settled an earlier one. */
+void jn_io_rx_delivery_IO(jn_io_link_t *link, pn_delivery_t *pd)
+{
+    if (pd != link->rx.pd) {
+        jn_delivery_t *dlv = pn_delivery_get_context(pd);
+        if (dlv) {
+            if (pn_delivery_settled(pd)) {
+                jn_disposition_t none = {.type = JN_DISP_NONE};
+                jn_core_delivery_update_IO(dlv, &none, true);
+                pn_delivery_set_context(pd, NULL);
+                jn_delivery_set_io(dlv, NULL);
+                pn_delivery_settle(pd);
+                jn_delivery_unref(dlv);
+            }
+            return;
+        }
+    }
+    if (link->rx.paused)
+        return; /* the poll resumes it */
+    rx_pump_IO(link);
+}
+
+/* jn_io_rx_resume_IO: end of batch for a busy incoming link: tell the core
+ * of new octets (once per batch), and resume a paused link below the
+ * low-water mark. */
+void jn_io_rx_resume_IO(jn_io_link_t *link)
+{
+    if (link->rx.notify && link->rx.dlv) {
+        link->rx.notify = false;
+        jn_core_delivery_continued_IO(link->rx.dlv);
+    }
+    if (link->rx.paused) {
+        if (rx_backlog(link) >= JN_IO_RX_LOW_WATER) {
+            jn_io_link_set_busy_IO(link); /* still paused: poll again */
+            return;
+        }
+        link->rx.paused = false;
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_TRACE, JN_IO_LINK_FMT " resumed at %zu",
+               link->conn->id, link->id, jn_message_length(link->rx.msg));
+        rx_pump_IO(link);
+        if (link->rx.notify && link->rx.dlv) {
+            link->rx.notify = false;
+            jn_core_delivery_continued_IO(link->rx.dlv);
+        }
+    }
+}
+
+/* jn_io_rx_update_IO: JN_WORK_DELIVERY_UPDATE for an incoming delivery:
+ * the consumer's outcome and/or settlement, passed to the sender. */
+void jn_io_rx_update_IO(jn_io_link_t *link, jn_work_t *work)
+{
+    jn_delivery_t *dlv = work->dlv;
+    pn_delivery_t *pd = jn_delivery_io(dlv);
+    if (!pd || !link->pn)
+        return;
+    if (work->disp.type != JN_DISP_NONE && !pn_delivery_settled(pd))
+        disposition_apply(pd, &work->disp);
+    if (!work->settled)
+        return;
+    if (pd == link->rx.pd) {
+        link->rx.settle_pending = true; /* settled once its last octet is in */
+        return;
+    }
+    pn_delivery_set_context(pd, NULL);
+    jn_delivery_set_io(dlv, NULL);
+    pn_delivery_settle(pd);
+    jn_delivery_unref(dlv);
+}
+
+/* jn_io_rx_link_gone_IO: the link or its connection is going: end the
+ * delivery being received (its copies are aborted) and drop the references
+ * held for unsettled deliveries. Idempotent. */
+void jn_io_rx_link_gone_IO(jn_io_link_t *link)
+{
+    if (link->dir != JN_LINK_INCOMING)
+        return;
+    if (link->rx.pd) {
+        jn_delivery_t *dlv = link->rx.dlv;
+        if (dlv) {
+            if (link->rx.msg && !jn_message_is_complete(link->rx.msg)) {
+                jn_message_set_aborted(link->rx.msg);
+                jn_core_delivery_continued_IO(dlv);
+            }
+            if (link->pn)
+                pn_delivery_set_context(link->rx.pd, NULL);
+            jn_delivery_set_io(dlv, NULL);
+            jn_delivery_unref(dlv);
+        }
+        jn_message_unref(link->rx.msg);
+        memset(&link->rx, 0, sizeof link->rx);
+    }
+    if (link->pn)
+        jn_io_release_unsettled_IO(link->pn);
+}

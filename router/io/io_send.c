@@ -1,0 +1,321 @@
+/*
+ * io_send.c — the send path (hot): the core's outgoing copies become
+ * pn_deliveries on the link; each copy's octets are the original header, a
+ * message-annotations section composed for this hop, then the original
+ * octets shared with every other copy, handed to pn_link_send segment by
+ * segment without copying them first. The consumer's dispositions go back
+ * to the core, and the peer's credit is reported as a limit (core.h).
+ *
+ * A link sends one delivery at a time (transfers are sequential). A copy
+ * whose message is still arriving stays the link's delivery in progress
+ * (jn_io_link_t.tx) and continues on JN_WORK_DELIVERY_CONTINUE; copies
+ * handed over meanwhile wait, in order, in the link's queue of work items
+ * (the taken item's own queue node links them: no allocation).
+ *
+ * Nothing is written here: proton buffers what pn_link_send gets and the
+ * proactor writes all of it after the batch. Because that buffer has no
+ * limit of its own, a copy stops while the session holds more than
+ * JN_IO_TX_SESSION_LIMIT unframed octets, and goes on when proton reports
+ * that it framed some (PN_LINK_FLOW), or at the next poll.
+ */
+#include "io_private.h"
+
+#include <proton/disposition.h>
+
+/* ---- the queue of waiting copies --------------------------------------- */
+
+static void wait_push(jn_io_link_t *link, jn_work_t *w)
+{
+    atomic_store_explicit(&w->node.next, NULL, memory_order_relaxed);
+    if (link->tx.wait_tail)
+        atomic_store_explicit(&link->tx.wait_tail->node.next, &w->node, memory_order_relaxed);
+    else
+        link->tx.wait_head = w;
+    link->tx.wait_tail = w;
+}
+
+static jn_work_t *wait_pop(jn_io_link_t *link)
+{
+    jn_work_t *w = link->tx.wait_head;
+    if (!w)
+        return NULL;
+    jn_mpsc_node_t *next = atomic_load_explicit(&w->node.next, memory_order_relaxed);
+    link->tx.wait_head = next ? (jn_work_t *)((char *)next - offsetof(jn_work_t, node)) : NULL;
+    if (!link->tx.wait_head)
+        link->tx.wait_tail = NULL;
+    return w;
+}
+
+/* ---- one copy ----------------------------------------------------------- */
+
+/* A copy that will never be sent: it still counts as one of its message's
+ * copies, which must not wait for it (message_stream.c). Frees w. */
+static void tx_drop(jn_work_t *w)
+{
+    jn_message_t *m = jn_delivery_message(w->dlv);
+    jn_message_stream_copy_end(m, jn_message_stream_copy_begin(m));
+    jn_work_free(w);
+}
+
+static bool link_can_send(const jn_io_link_t *link)
+{
+    return link->pn && !link->detached && !link->local_closed;
+}
+
+/* The copy in progress is done (sent, aborted or failed): settle it if it
+ * is ours to settle, keep its reference in the pn_delivery's context if
+ * the consumer's outcome is still to come. */
+static void tx_done_IO(jn_io_link_t *link, bool settle)
+{
+    jn_delivery_t *dlv = link->tx.dlv;
+    pn_delivery_t *pd = link->tx.pd;
+    jn_message_stream_copy_end(link->tx.out.message, link->tx.slot);
+    jn_message_out_fini(&link->tx.out);
+    if (settle || link->tx.settle_when_done || jn_delivery_presettled(dlv)) {
+        pn_delivery_set_context(pd, NULL);
+        jn_delivery_set_io(dlv, NULL);
+        pn_delivery_settle(pd);
+        jn_delivery_unref(dlv);
+    }
+    link->tx.dlv = NULL;
+    link->tx.pd = NULL;
+    link->tx.settle_when_done = false;
+}
+
+/* Hand the copy's next octets to proton. Returns true when the copy is
+ * finished (the next may start). */
+static bool tx_write_IO(jn_io_link_t *link)
+{
+    pn_link_t *pl = link->pn;
+    pn_session_t *ssn = pn_link_session(pl);
+    const uint8_t *p;
+    size_t n;
+    int rc;
+    link->tx.stalled = false;
+    for (;;) {
+        if (pn_session_outgoing_bytes(ssn) > JN_IO_TX_SESSION_LIMIT) {
+            JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_TRACE, JN_IO_LINK_FMT " send stalled at %zu",
+                   link->conn->id, link->id, link->tx.out.position);
+            link->tx.stalled = true;
+            jn_io_link_set_busy_IO(link);
+            rc = JN_AGAIN;
+            break;
+        }
+        rc = jn_message_out_next(&link->tx.out, &p, &n);
+        if (rc != 1)
+            break;
+        pn_link_send(pl, (const char *)p, n);
+    }
+    jn_message_stream_copy_progress(link->tx.out.message, link->tx.slot, &link->tx.out);
+    if (rc == JN_AGAIN)
+        return false;
+    link->tx.sent++; /* advance and abort both consume the credit */
+    if (rc == 0) {
+        pn_link_advance(pl);
+        tx_done_IO(link, false);
+    } else {
+        pn_delivery_abort(link->tx.pd); /* the incoming delivery was aborted */
+        tx_done_IO(link, true);
+    }
+    return true;
+}
+
+/* Start sending the copy of work w (a DELIVERY_SEND item; freed here). */
+static void tx_start_IO(jn_io_link_t *link, jn_work_t *w)
+{
+    jn_delivery_t *dlv = jn_delivery_ref(w->dlv);
+    jn_work_free(w);
+    jn_message_t *m = jn_delivery_message(dlv);
+    size_t tag_len;
+    const uint8_t *tag = jn_delivery_tag(dlv, &tag_len);
+    pn_delivery_t *pd = pn_delivery(link->pn, pn_dtag((const char *)tag, tag_len));
+    jn_buffer_list_t ann;
+    jn_buffer_list_init(&ann);
+    jn_ra_hop_t hop = {.to_router = !link->conn->strip_outbound, .node_id = link->conn->io->node_id};
+    int rc = jn_ra_compose(jn_message_annotations(m), &hop, &ann);
+    if (rc == 0)
+        rc = jn_message_out_init(&link->tx.out, m, &ann);
+    if (rc != 0) {
+        jn_buffer_list_free(&ann);
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING, JN_IO_LINK_FMT " Cannot send a copy: %s",
+               link->conn->id, link->id, jn_strerror(rc));
+        link->tx.sent++;
+        jn_message_stream_copy_end(m, jn_message_stream_copy_begin(m));
+        pn_delivery_abort(pd);
+        jn_disposition_t rel = {.type = JN_DISP_RELEASED};
+        jn_core_delivery_update_IO(dlv, &rel, true);
+        jn_delivery_unref(dlv);
+        return;
+    }
+    link->tx.dlv = dlv; /* also the pn_delivery context's reference */
+    link->tx.pd = pd;
+    link->tx.slot = jn_message_stream_copy_begin(m);
+    pn_delivery_set_context(pd, dlv);
+    jn_delivery_set_io(dlv, pd);
+}
+
+/* Drained credit is taken once nothing handed over is left to send (the
+ * deliveries still in progress need their credit). */
+static void tx_maybe_drained_IO(jn_io_link_t *link)
+{
+    if (!link->tx.drain_pending || link->tx.dlv || link->tx.wait_head || !link->pn)
+        return;
+    link->tx.drain_pending = false;
+    link->tx.sent += (uint64_t)pn_link_drained(link->pn);
+}
+
+/* Send the copy in progress and then the waiting ones, as far as they go. */
+static void tx_pump_IO(jn_io_link_t *link)
+{
+    while (link_can_send(link)) {
+        if (!link->tx.dlv) {
+            jn_work_t *w = wait_pop(link);
+            if (!w)
+                break;
+            tx_start_IO(link, w);
+            if (!link->tx.dlv)
+                continue;
+        }
+        if (!tx_write_IO(link))
+            return;
+    }
+    tx_maybe_drained_IO(link);
+}
+
+/* ---- entry points ----------------------------------------------------------- */
+
+/* jn_io_tx_send_IO: JN_WORK_DELIVERY_SEND: send w's copy (now or after the
+ * ones before it). Takes w. */
+void jn_io_tx_send_IO(jn_io_link_t *link, jn_work_t *w)
+{
+    if (!link || !link_can_send(link)) {
+        tx_drop(w); /* the core released it when the link went */
+        return;
+    }
+    wait_push(link, w);
+    if (!link->tx.dlv && !link->tx.stalled)
+        tx_pump_IO(link);
+}
+
+/* jn_io_tx_continue_IO: more of dlv's message arrived (or it ended): if it
+ * is the copy in progress, go on at the end of the batch (once, however
+ * many continues came). */
+void jn_io_tx_continue_IO(jn_io_link_t *link, jn_delivery_t *dlv)
+{
+    if (link && link->tx.dlv == dlv)
+        jn_io_link_set_busy_IO(link);
+}
+
+/* jn_io_tx_resume_IO: end of batch for a busy outgoing link. */
+void jn_io_tx_resume_IO(jn_io_link_t *link)
+{
+    tx_pump_IO(link);
+}
+
+/* jn_io_tx_update_IO: JN_WORK_DELIVERY_UPDATE for an outgoing copy: the
+ * sender settled, so settle the copy (its outcome no longer matters). */
+void jn_io_tx_update_IO(jn_io_link_t *link, jn_work_t *work)
+{
+    jn_delivery_t *dlv = work->dlv;
+    pn_delivery_t *pd = jn_delivery_io(dlv);
+    if (!pd || !link->pn || !work->settled)
+        return;
+    if (pd == link->tx.pd) {
+        link->tx.settle_when_done = true;
+        return;
+    }
+    pn_delivery_set_context(pd, NULL);
+    jn_delivery_set_io(dlv, NULL);
+    pn_delivery_settle(pd);
+    jn_delivery_unref(dlv);
+}
+
+/* jn_io_tx_delivery_IO: PN_DELIVERY on an outgoing link: the consumer's
+ * disposition and/or settlement of a copy; passed to the core. */
+void jn_io_tx_delivery_IO(jn_io_link_t *link, pn_delivery_t *pd)
+{
+    jn_delivery_t *dlv = pn_delivery_get_context(pd);
+    if (!dlv || !pn_delivery_updated(pd))
+        return;
+    pn_disposition_t *remote = pn_delivery_remote(pd);
+    jn_disposition_t d = {.type = pn_delivery_remote_state(pd)};
+    if (d.type == JN_DISP_REJECTED) {
+        pn_condition_t *c = pn_disposition_condition(remote);
+        if (pn_condition_is_set(c)) {
+            d.condition = (char *)pn_condition_get_name(c);
+            d.description = (char *)pn_condition_get_description(c);
+        }
+    } else if (d.type == JN_DISP_MODIFIED) {
+        d.delivery_failed = pn_disposition_is_failed(remote);
+        d.undeliverable_here = pn_disposition_is_undeliverable(remote);
+    }
+    bool settled = pn_delivery_settled(pd);
+    pn_delivery_clear(pd);
+    jn_core_delivery_update_IO(dlv, &d, settled); /* the core copies d */
+    if (!settled)
+        return;
+    if (pd == link->tx.pd) {
+        link->tx.settle_when_done = true; /* still sending its octets */
+        return;
+    }
+    pn_delivery_set_context(pd, NULL);
+    jn_delivery_set_io(dlv, NULL);
+    pn_delivery_settle(pd);
+    jn_delivery_unref(dlv);
+}
+
+/* jn_io_tx_flow_IO: PN_LINK_FLOW on an outgoing link (the peer's flow, or
+ * proton framed buffered octets): resume a stalled copy; tell the core the
+ * credit limit (core.h: deliveries sent so far plus the credit left) when
+ * it or the drain flag changed. */
+void jn_io_tx_flow_IO(jn_io_link_t *link)
+{
+    if (!link->core || link->detached || !link->pn)
+        return;
+    if (link->tx.stalled)
+        jn_io_link_set_busy_IO(link); /* proton framed some: top it up */
+    int credit = pn_link_credit(link->pn);
+    uint64_t limit = link->tx.sent + (uint64_t)(credit > 0 ? credit : 0);
+    bool drain = pn_link_get_drain(link->pn);
+    if (link->tx.flow_told && limit == link->tx.flow_limit && drain == link->tx.flow_drain)
+        return;
+    link->tx.flow_told = true;
+    link->tx.flow_limit = limit;
+    link->tx.flow_drain = drain;
+    jn_core_link_flow_IO(link->core, limit, drain);
+}
+
+/* jn_io_tx_drained_IO: JN_WORK_LINK_DRAINED: the core has nothing more for
+ * a draining peer: give up the remaining credit (pn_link_drained). */
+void jn_io_tx_drained_IO(jn_io_link_t *link)
+{
+    if (!link || !link->pn)
+        return;
+    link->tx.drain_pending = true;
+    tx_maybe_drained_IO(link);
+}
+
+/* jn_io_tx_link_gone_IO: the link or its connection is going: drop the
+ * copy in progress, the waiting ones and the references held for
+ * unsettled copies (the core releases them to their senders). Idempotent. */
+void jn_io_tx_link_gone_IO(jn_io_link_t *link)
+{
+    if (link->dir != JN_LINK_OUTGOING)
+        return;
+    if (link->tx.dlv) {
+        jn_message_stream_copy_end(link->tx.out.message, link->tx.slot);
+        jn_message_out_fini(&link->tx.out);
+        if (link->pn)
+            pn_delivery_set_context(link->tx.pd, NULL);
+        jn_delivery_set_io(link->tx.dlv, NULL);
+        jn_delivery_unref(link->tx.dlv);
+        link->tx.dlv = NULL;
+        link->tx.pd = NULL;
+    }
+    jn_work_t *w;
+    while ((w = wait_pop(link)) != NULL)
+        tx_drop(w);
+    link->tx.stalled = false;
+    if (link->pn)
+        jn_io_release_unsettled_IO(link->pn);
+}

@@ -131,6 +131,41 @@ void jn_decoder_init(jn_decoder_t *d, const jn_iter_t *raw, bool complete);
  * is returned. Thread of d. */
 int jn_decoder_next(jn_decoder_t *d, jn_field_t *f);
 
+/* A value stepped over by jn_decoder_skip(): its head and where its data
+ * lie, without the views of a jn_field_t (see jn_value_payload). Owned by
+ * the caller; valid while the octets stay referenced. */
+typedef struct jn_value {
+    jn_amqp_type_t type;
+    uint8_t code;              /* format code as on the wire (after any descriptor) */
+    bool described;            /* a descriptor preceded the value */
+    bool contiguous;           /* all size octets lie at data, in one run */
+    uint32_t size;             /* as jn_field_t.size */
+    uint32_t count;            /* as jn_field_t.count */
+    const jn_buffer_t *buffer; /* buffer holding the data's first octet (NULL: plain memory) */
+    const uint8_t *data;       /* the data's first octet (as in jn_field_t.payload) */
+} jn_value_t;
+
+/* jn_decoder_skip: step over the next value exactly as jn_decoder_next()
+ * would — the same checks, return values, position and reason — but fill
+ * only the light *v (no views, no scalar value). For parsers that step over
+ * values they do not read, or need only their type, size and octets.
+ * Hot path: a value inside one buffer is read straight from memory. */
+int jn_decoder_skip(jn_decoder_t *d, jn_value_t *v);
+
+/* jn_decode_peek: the fast reader behind jn_decoder_skip(), for scanners of
+ * plain memory: read the value at p (avail readable, published octets) as a
+ * decoder at nesting level depth would step over it inside a container,
+ * fill *v (buffer NULL: the caller knows which buffer p is in) and return
+ * the octets it takes. Returns 0 when the fast reader leaves the value to
+ * a decoder: it is cut short or malformed (the decoder then says why), or
+ * it is an array, has nested descriptors or a 32-bit descriptor symbol.
+ * A value it takes is one jn_decoder_next() would take the same way. */
+size_t jn_decode_peek(const uint8_t *p, size_t avail, unsigned depth, jn_value_t *v);
+
+/* jn_value_payload: a raw view of v's data, the same octets as
+ * jn_field_t.payload of the same value. Cheap when v->contiguous. */
+void jn_value_payload(const jn_value_t *v, jn_iter_t *out);
+
 /* jn_decoder_enter: a child decoder over the elements of f, which must be a
  * list, map or array field returned by d (part 1, 1.6.24 - 1.6.26). The
  * child is complete (its octets are all present), so a child never gives
@@ -138,6 +173,13 @@ int jn_decoder_next(jn_decoder_t *d, jn_field_t *f);
  * JN_DECODE_MAX_DEPTH, JN_EPROTO if the array's element constructor is
  * malformed; on error jn_decoder_reason(child) says why. Thread of d. */
 int jn_decoder_enter(const jn_decoder_t *d, const jn_field_t *f, jn_decoder_t *child);
+
+/* jn_decoder_enter_value: jn_decoder_enter() for a list or map that d
+ * stepped over with jn_decoder_skip() (or jn_decode_peek, with v->buffer
+ * set to the buffer holding v->data). Returns 0, JN_EINVAL if v is not a
+ * list or map (an array is entered from its jn_field_t), JN_EOVERFLOW past
+ * JN_DECODE_MAX_DEPTH. Thread of d. */
+int jn_decoder_enter_value(const jn_decoder_t *d, const jn_value_t *v, jn_decoder_t *child);
 
 /* jn_decoder_mark: a raw view of the octets left in d (the position of the
  * next value), e.g. to remember where an entry starts. */

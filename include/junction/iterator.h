@@ -149,8 +149,24 @@ static inline bool jn_iter_end(const jn_iter_t *it)
 }
 
 /* jn_iter_length: octets left in the view from the current position
- * (including hash-view prefix octets not yet read). */
-size_t jn_iter_length(const jn_iter_t *it);
+ * (including hash-view prefix octets not yet read).
+ * Hot path (decoders ask it for every value): the count is kept in the
+ * iterator, so this is two subtractions and two additions, no walk. */
+static inline size_t jn_iter_length(const jn_iter_t *it)
+{
+    return (size_t)(it->prefix_len - it->prefix_pos) + (size_t)(it->limit - it->cursor) +
+           it->remaining;
+}
+
+/* jn_iter_contiguous: true when every octet left in the view lies in
+ * [cursor, limit), one run of one buffer (no prefix octets pending, nothing
+ * after limit): then those octets may be read as plain memory. Hot path:
+ * the common message sits in one buffer, and parsers take a pointer fast
+ * path when this holds. */
+static inline bool jn_iter_contiguous(const jn_iter_t *it)
+{
+    return it->remaining == 0 && it->prefix_pos >= it->prefix_len;
+}
 
 /* jn_iter_advance: skip n octets (or to the end, if fewer are left). Returns
  * the number skipped. Crosses buffers a whole run at a time. */
@@ -182,6 +198,29 @@ size_t jn_iter_copy_string(const jn_iter_t *it, char *dst, size_t cap);
  * the same octets, so a table keyed by byte strings can be searched with an
  * iterator. */
 uint32_t jn_iter_hash(const jn_iter_t *it);
+
+/* jn_iter_raw_run: *out becomes a raw view of the length octets at p, which
+ * must all be published and lie in one run: inside buffer's data (buffer
+ * non-NULL), or plain memory (buffer NULL). The result is the iterator
+ * jn_iter_sub() gives for the same octets. Hot path (the decoder builds two
+ * views per value): a few stores, no walk. */
+static inline void jn_iter_raw_run(jn_iter_t *out, const jn_buffer_t *buffer, const uint8_t *p,
+                                   size_t length)
+{
+    out->cursor = p;
+    out->limit = p + length;
+    out->buffer = buffer;
+    out->remaining = 0;
+    out->prefix_len = 0;
+    out->prefix_pos = 0;
+    out->view = JN_VIEW_RAW;
+    out->phase = '0';
+    out->start_buffer = buffer;
+    out->start_cursor = p;
+    out->start_length = length;
+    out->body_skip = 0;
+    out->body_cut = 0;
+}
 
 /* jn_iter_sub: *out becomes a raw view of the next length octets of it
  * (length is cut to what is left); it is not advanced. For views with a

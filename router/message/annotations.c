@@ -39,22 +39,16 @@ typedef enum key_kind {
 /* --- reading ----------------------------------------------------------- */
 
 /* Classify a map key. Returns 0, or JN_EPROTO when it is not a symbol,
- * ulong or string. Hot path: a key too short or too long to be a router key
- * costs one compare; a candidate is copied once (at most KEY_MAX octets)
- * and compared as plain memory. */
+ * ulong or string. Hot path: a key too short to be a router key costs one
+ * compare; a candidate inside one buffer is compared in place (else copied
+ * once, at most KEY_MAX octets), the prefix as one memcmp and the suffix
+ * by its length, so each key costs at most two compares. */
 #define KEY_MAX 24 /* longer than any router key */
-static int classify(const jn_field_t *key, key_kind_t *kind)
+__attribute__((always_inline)) static inline int classify(const jn_value_t *key, key_kind_t *kind)
 {
-    static const struct {
-        const char *suffix;
-        key_kind_t kind;
-    } router_keys[] = {{"to", KEY_TO},
-                       {"phase", KEY_PHASE},
-                       {"ingress", KEY_INGRESS},
-                       {"trace", KEY_TRACE},
-                       {"stream", KEY_STREAM}};
     const size_t prefix_len = sizeof JN_RA_PREFIX - 1;
-    char k[KEY_MAX];
+    uint8_t copy[KEY_MAX];
+    const uint8_t *k;
     if (key->described)
         return JN_EPROTO;
     *kind = KEY_USER;
@@ -64,18 +58,45 @@ static int classify(const jn_field_t *key, key_kind_t *kind)
         return JN_EPROTO;
     if (key->size < prefix_len)
         return 0;
-    jn_iter_t it = key->payload;
-    size_t n = jn_iter_copy(&it, k, key->size < KEY_MAX ? key->size : KEY_MAX);
-    if (n < prefix_len || memcmp(k, JN_RA_PREFIX, prefix_len) != 0)
+    if (key->contiguous) {
+        k = key->data;
+    } else {
+        jn_iter_t it;
+        jn_value_payload(key, &it);
+        if (jn_iter_copy(&it, copy, key->size < KEY_MAX ? key->size : KEY_MAX) < prefix_len)
+            return 0;
+        k = copy;
+    }
+    if (memcmp(k, JN_RA_PREFIX, prefix_len) != 0)
         return 0;
     *kind = KEY_DROP; /* the router's namespace */
     if (key->size >= KEY_MAX)
         return 0;
-    for (size_t i = 0; i < sizeof router_keys / sizeof router_keys[0]; i++) {
-        size_t len = strlen(router_keys[i].suffix);
-        if (n == prefix_len + len && memcmp(k + prefix_len, router_keys[i].suffix, len) == 0)
-            *kind = router_keys[i].kind;
+    const uint8_t *suffix = k + prefix_len;
+#define SUFFIX_IS(lit) (memcmp(suffix, lit, sizeof lit - 1) == 0)
+    switch (key->size - prefix_len) {
+    case 2:
+        if (SUFFIX_IS("to"))
+            *kind = KEY_TO;
+        break;
+    case 5:
+        if (SUFFIX_IS("phase"))
+            *kind = KEY_PHASE;
+        else if (SUFFIX_IS("trace"))
+            *kind = KEY_TRACE;
+        break;
+    case 6:
+        if (SUFFIX_IS("stream"))
+            *kind = KEY_STREAM;
+        break;
+    case 7:
+        if (SUFFIX_IS("ingress"))
+            *kind = KEY_INGRESS;
+        break;
+    default:
+        break;
     }
+#undef SUFFIX_IS
     return 0;
 }
 
@@ -101,14 +122,14 @@ static int read_trace(jn_ra_t *out, const jn_field_t *v, const jn_decoder_t *par
                       const char **why)
 {
     jn_decoder_t d;
-    jn_field_t e;
+    jn_value_t e;
     int rc;
     if (v->type != JN_TYPE_LIST || v->described)
         return invalid(why, "x-opt-qd.trace is not a list");
     if (jn_decoder_enter(parent, v, &d) != 0)
         return malformed(why, "x-opt-qd.trace is badly encoded");
-    while ((rc = jn_decoder_next(&d, &e)) == 1)
-        if (!is_plain_string(&e))
+    while ((rc = jn_decoder_skip(&d, &e)) == 1)
+        if (e.type != JN_TYPE_STRING || e.described)
             return invalid(why, "x-opt-qd.trace holds an entry that is not a string");
     if (rc < 0)
         return malformed(why, "x-opt-qd.trace is badly encoded");
@@ -193,44 +214,45 @@ static int open_section(const jn_iter_t *section, jn_decoder_t *top, jn_field_t 
     return 0;
 }
 
-int jn_ra_parse(const jn_iter_t *section, bool honour_router_keys, jn_ra_t *out, const char **why)
+/* The general path of jn_ra_parse(): any section (split over buffers, or of
+ * any shape), read with the decoder. *out is zeroed and section not empty. */
+static int parse_general(const jn_iter_t *section, bool honour_router_keys, jn_ra_t *out,
+                         const char **why)
 {
-    const char *ignored;
     jn_decoder_t top, d;
-    jn_field_t map, key, value;
+    jn_field_t map, value;
+    jn_value_t key, skipped;
     run_state_t run = {.open = false};
-    if (!why)
-        why = &ignored;
-    *why = NULL;
-    memset(out, 0, sizeof *out);
-    if (!section || jn_iter_length(section) == 0)
-        return 0;
     int rc = open_section(section, &top, &map, &d, why);
     if (rc != 0)
         return rc;
     out->section_present = true;
     out->section_map = map.payload;
     for (;;) {
-        jn_iter_t entry;
-        jn_decoder_mark(&d, &entry);
-        size_t before = jn_iter_length(&entry);
-        rc = jn_decoder_next(&d, &key);
+        /* Where this entry starts, kept only when it may open a run. */
+        if (!run.open)
+            jn_decoder_mark(&d, &run.start);
+        size_t before = jn_iter_length(&d.it);
+        rc = jn_decoder_skip(&d, &key);
         if (rc == 0)
             break;
+        /* The key's kind decides how its value is read; errors are still
+         * reported in the order: entry encoding, then key type. */
+        key_kind_t kind = KEY_USER;
+        int key_rc = rc == 1 ? classify(&key, &kind) : 0;
+        bool read_value = rc == 1 && key_rc == 0 && kind != KEY_USER && honour_router_keys;
         if (rc == 1)
-            rc = jn_decoder_next(&d, &value);
+            rc = read_value ? jn_decoder_next(&d, &value) : jn_decoder_skip(&d, &skipped);
         if (rc == 0)
             return malformed(why, "the annotations map has an odd number of items");
         if (rc < 0)
             return malformed(why, "an annotation is badly encoded");
-        key_kind_t kind;
-        if (classify(&key, &kind) != 0)
+        if (key_rc != 0)
             return malformed(why, "an annotation key is not a symbol, ulong or string");
         size_t length = before - jn_iter_length(&d.it);
         if (kind == KEY_USER) {
             if (!run.open) {
                 run.open = true;
-                run.start = entry;
                 run.length = 0;
             }
             run.length += length;
@@ -239,7 +261,7 @@ int jn_ra_parse(const jn_iter_t *section, bool honour_router_keys, jn_ra_t *out,
             continue;
         }
         run_close(out, &run);
-        if (honour_router_keys) {
+        if (read_value) {
             rc = read_router_key(out, kind, &value, &d, why);
             if (rc != 0)
                 return rc;
@@ -247,6 +269,234 @@ int jn_ra_parse(const jn_iter_t *section, bool honour_router_keys, jn_ra_t *out,
     }
     run_close(out, &run);
     return 0;
+}
+
+/* ---- the fast path: a section in one run of memory ----------------------
+ * The common section lies in one buffer and holds only common shapes: the
+ * descriptor as a smallulong, a map8 or map32, keys and values the decoder's
+ * fast reader takes (jn_decode_peek), router values as senders write them.
+ * parse_run() reads such a section in place, with no decoder and no views
+ * but the ones it records, and fills *out as parse_general() would. At the
+ * first thing it does not take (an error of any kind, a rare encoding) it
+ * returns SLOW, and the general path reads the section again from its
+ * start: so errors, and their descriptions, always come from the general
+ * path. Debug builds check that both agree on every section. */
+#define SLOW 1
+
+/* jn_decode_peek() with the shape most keys and values have — str8 or
+ * sym8 — read in place first. Hot path: inlined, a few compares. */
+static inline size_t peek_value(const uint8_t *p, const uint8_t *end, unsigned depth, jn_value_t *v)
+{
+    size_t left = (size_t)(end - p);
+    if (left >= 2 && (p[0] == JN_AMQP_STR8 || p[0] == JN_AMQP_SYM8) && left - 2 >= p[1]) {
+        v->type = p[0] == JN_AMQP_STR8 ? JN_TYPE_STRING : JN_TYPE_SYMBOL;
+        v->code = p[0];
+        v->described = false;
+        v->contiguous = true;
+        v->size = p[1];
+        v->count = 0;
+        v->buffer = NULL;
+        v->data = p + 2;
+        return 2u + p[1];
+    }
+    return jn_decode_peek(p, left, depth, v);
+}
+
+/* Close the run of user entries that started at *start (if any). */
+static void run_close_at(jn_ra_t *out, const jn_buffer_t *b, const uint8_t **start, size_t length)
+{
+    if (!*start)
+        return;
+    if (out->user_run_count < JN_RA_MAX_USER_RUNS)
+        jn_iter_raw_run(&out->user_runs[out->user_run_count], b, *start, length);
+    out->user_run_count++;
+    *start = NULL;
+}
+
+/* The integer value v (read by jn_decode_peek) in *n, for the encodings
+ * senders use for phase and stream; false for the others. */
+static bool peek_integer(const jn_value_t *v, int64_t *n)
+{
+    const uint8_t *p = v->data;
+    switch (v->code) {
+    case JN_AMQP_UINT0:
+    case JN_AMQP_ULONG0:
+        *n = 0;
+        return true;
+    case JN_AMQP_UBYTE:
+    case JN_AMQP_SMALLUINT:
+    case JN_AMQP_SMALLULONG:
+        *n = p[0];
+        return true;
+    case JN_AMQP_BYTE:
+    case JN_AMQP_SMALLINT:
+    case JN_AMQP_SMALLLONG:
+        *n = (int8_t)p[0];
+        return true;
+    case JN_AMQP_INT:
+        *n = (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]);
+        return true;
+    case JN_AMQP_UINT:
+        *n = (int64_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]);
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* read_router_key() for a value read by jn_decode_peek from buffer b. */
+static int read_router_value(jn_ra_t *out, key_kind_t kind, const jn_value_t *v,
+                             const jn_buffer_t *b)
+{
+    int64_t n;
+    switch (kind) {
+    case KEY_TO:
+    case KEY_INGRESS:
+        if (v->type != JN_TYPE_STRING || v->described)
+            return SLOW;
+        if (kind == KEY_TO) {
+            out->has_to = true;
+            jn_iter_raw_run(&out->to, b, v->data, v->size);
+        } else {
+            out->has_ingress = true;
+            jn_iter_raw_run(&out->ingress, b, v->data, v->size);
+        }
+        return 0;
+    case KEY_PHASE:
+        if (v->described || !peek_integer(v, &n) || n < INT32_MIN || n > INT32_MAX)
+            return SLOW;
+        out->phase = (int32_t)n;
+        return 0;
+    case KEY_STREAM:
+        if (v->described || !peek_integer(v, &n))
+            return SLOW;
+        out->stream = n != 0;
+        return 0;
+    case KEY_TRACE: {
+        if (v->type != JN_TYPE_LIST || v->described)
+            return SLOW;
+        const uint8_t *q = v->data, *end = v->data + v->size;
+        for (uint32_t i = 0; i < v->count; i++) {
+            jn_value_t e;
+            size_t len = peek_value(q, end, 2, &e);
+            if (len == 0 || e.type != JN_TYPE_STRING || e.described)
+                return SLOW;
+            q += len;
+        }
+        if (q != end) /* octets after the last entry */
+            return SLOW;
+        out->has_trace = true;
+        jn_iter_raw_run(&out->trace, b, v->data, v->size);
+        out->trace_count = v->count;
+        out->trace_size = v->size;
+        return 0;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* Read the contiguous section into *out (zeroed). 0 or SLOW. */
+static int parse_run(const jn_iter_t *section, bool honour_router_keys, jn_ra_t *out)
+{
+    const jn_buffer_t *b = section->buffer;
+    const uint8_t *p = section->cursor, *end = section->limit;
+    jn_value_t map, key, value;
+    size_t n;
+    if (end - p < 3 || p[0] != JN_AMQP_DESCRIBED || p[1] != JN_AMQP_SMALLULONG ||
+        p[2] != JN_SECTION_MESSAGE_ANNOTATIONS)
+        return SLOW;
+    p += 3;
+    n = jn_decode_peek(p, (size_t)(end - p), 0, &map);
+    if (n == 0 || map.type != JN_TYPE_MAP)
+        return SLOW;
+    out->section_present = true;
+    jn_iter_raw_run(&out->section_map, b, map.data, map.size);
+    const uint8_t *run_start = NULL, *elements_end = map.data + map.size;
+    size_t run_length = 0;
+    p = map.data;
+    for (uint32_t i = 0; i < map.count; i += 2) {
+        const uint8_t *entry = p;
+        if ((n = peek_value(p, elements_end, 1, &key)) == 0)
+            return SLOW;
+        p += n;
+        if ((n = peek_value(p, elements_end, 1, &value)) == 0)
+            return SLOW;
+        p += n;
+        key_kind_t kind;
+        if (classify(&key, &kind) != 0)
+            return SLOW;
+        size_t length = (size_t)(p - entry);
+        if (kind == KEY_USER) {
+            if (!run_start) {
+                run_start = entry;
+                run_length = 0;
+            }
+            run_length += length;
+            out->user_count++;
+            out->user_size += (uint32_t)length;
+            continue;
+        }
+        run_close_at(out, b, &run_start, run_length);
+        if (honour_router_keys && read_router_value(out, kind, &value, b) != 0)
+            return SLOW;
+    }
+    if (p != elements_end) /* octets after the last entry */
+        return SLOW;
+    run_close_at(out, b, &run_start, run_length);
+    return 0;
+}
+
+#ifdef JN_DEBUG
+static bool same_view(const jn_iter_t *a, const jn_iter_t *b)
+{
+    return jn_iter_length(a) == jn_iter_length(b) && jn_iter_equal_iter(a, b) &&
+           a->cursor == b->cursor;
+}
+
+/* Whether the fast and the general path read the same. */
+static bool same_ra(const jn_ra_t *a, const jn_ra_t *b)
+{
+    if (a->section_present != b->section_present || a->has_to != b->has_to ||
+        a->has_ingress != b->has_ingress || a->has_trace != b->has_trace ||
+        a->stream != b->stream || a->phase != b->phase || a->trace_count != b->trace_count ||
+        a->trace_size != b->trace_size || a->user_count != b->user_count ||
+        a->user_size != b->user_size || a->user_run_count != b->user_run_count)
+        return false;
+    if ((a->has_to && !same_view(&a->to, &b->to)) ||
+        (a->has_ingress && !same_view(&a->ingress, &b->ingress)) ||
+        (a->has_trace && !same_view(&a->trace, &b->trace)) ||
+        !same_view(&a->section_map, &b->section_map))
+        return false;
+    for (uint32_t i = 0; i < a->user_run_count && i < JN_RA_MAX_USER_RUNS; i++)
+        if (!same_view(&a->user_runs[i], &b->user_runs[i]))
+            return false;
+    return true;
+}
+#endif
+
+int jn_ra_parse(const jn_iter_t *section, bool honour_router_keys, jn_ra_t *out, const char **why)
+{
+    const char *ignored;
+    if (!why)
+        why = &ignored;
+    *why = NULL;
+    memset(out, 0, sizeof *out);
+    if (!section || jn_iter_length(section) == 0)
+        return 0;
+    if (jn_iter_contiguous(section)) {
+        if (parse_run(section, honour_router_keys, out) == 0) {
+#ifdef JN_DEBUG
+            jn_ra_t check;
+            memset(&check, 0, sizeof check);
+            JN_CHECK(parse_general(section, honour_router_keys, &check, why) == 0);
+            JN_CHECK(same_ra(out, &check));
+#endif
+            return 0;
+        }
+        memset(out, 0, sizeof *out);
+    }
+    return parse_general(section, honour_router_keys, out, why);
 }
 
 bool jn_ra_trace_contains(const jn_ra_t *ra, const char *node_id)
@@ -300,8 +550,8 @@ static bool w_next_buffer(writer_t *w)
     return true;
 }
 
-/* Hot path: the common case is one memcpy into the current buffer. */
-static void w_bytes(writer_t *w, const void *data, size_t len)
+/* Copy len octets across buffers (w_bytes' slow path). */
+static void w_bytes_slow(writer_t *w, const void *data, size_t len)
 {
     const uint8_t *p = data;
     while (len > 0) {
@@ -317,8 +567,27 @@ static void w_bytes(writer_t *w, const void *data, size_t len)
     }
 }
 
+/* Hot path: the common case is one memcpy into the current buffer, inlined
+ * so that the short constant-length writes (format codes, sizes, router
+ * keys) become a few moves. */
+static inline void w_bytes(writer_t *w, const void *data, size_t len)
+{
+    if (JN_LIKELY(len <= w->avail)) {
+        memcpy(w->ptr, data, len);
+        w->ptr += len;
+        w->avail -= len;
+        w->pending += len;
+        return;
+    }
+    w_bytes_slow(w, data, len);
+}
+
 static void w_iter(writer_t *w, const jn_iter_t *src)
 {
+    if (jn_iter_contiguous(src)) { /* one run of memory: one copy */
+        w_bytes(w, src->cursor, (size_t)(src->limit - src->cursor));
+        return;
+    }
     jn_iter_t it = *src;
     while (!jn_iter_end(&it)) {
         if (w->avail == 0 && !w_next_buffer(w))
@@ -332,7 +601,7 @@ static void w_iter(writer_t *w, const jn_iter_t *src)
     }
 }
 
-static void w_u8(writer_t *w, uint8_t v)
+static inline void w_u8(writer_t *w, uint8_t v)
 {
     w_bytes(w, &v, 1);
 }
@@ -373,7 +642,7 @@ static void w_str_head(writer_t *w, size_t len)
     }
 }
 
-static void w_key(writer_t *w, const char *symbol)
+static inline void w_key(writer_t *w, const char *symbol)
 {
     size_t len = strlen(symbol);
     uint8_t b[2] = {JN_AMQP_SYM8, (uint8_t)len};
@@ -381,7 +650,7 @@ static void w_key(writer_t *w, const char *symbol)
     w_bytes(w, symbol, len);
 }
 
-static size_t key_size(const char *symbol)
+static inline size_t key_size(const char *symbol)
 {
     return 2 + strlen(symbol);
 }
@@ -485,14 +754,14 @@ static void write_user_entries(writer_t *w, const jn_ra_t *in)
         return;
     }
     jn_decoder_t d;
-    jn_field_t key, value;
+    jn_value_t key, value;
     jn_decoder_init(&d, &in->section_map, true);
     for (;;) {
         jn_iter_t entry, sub;
         key_kind_t kind;
         jn_decoder_mark(&d, &entry);
         size_t before = jn_iter_length(&entry);
-        if (jn_decoder_next(&d, &key) != 1 || jn_decoder_next(&d, &value) != 1)
+        if (jn_decoder_skip(&d, &key) != 1 || jn_decoder_skip(&d, &value) != 1)
             return;
         if (classify(&key, &kind) != 0 || kind != KEY_USER)
             continue;

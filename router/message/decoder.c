@@ -189,24 +189,10 @@ static int read_constructor(jn_decoder_t *d, jn_iter_t *it, unsigned depth, ctor
     }
 }
 
-/* Fixed width: decode the value into f (part 1, 1.6.1 - 1.6.20). */
-static int decode_fixed(jn_decoder_t *d, jn_iter_t *it, const code_info_t *ci, jn_field_t *f)
+/* Store the fixed-width value v (w octets, w < 16, read big-endian) of
+ * format code f->code into f->value (zeroed by the caller). */
+static int set_fixed(jn_decoder_t *d, unsigned w, uint64_t v, jn_field_t *f)
 {
-    unsigned w = ci->width;
-    uint64_t v;
-    jn_iter_sub(it, w, &f->payload);
-    f->size = w;
-    if (w == 16) { /* decimal128, uuid: kept as octets */
-        for (unsigned i = 0; i < 16; i++) {
-            int o = jn_iter_octet(it);
-            if (o == JN_ITER_END)
-                return JN_AGAIN;
-            f->value.bytes[i] = (uint8_t)o;
-        }
-        return 0;
-    }
-    if (read_be(it, w, &v) != 0)
-        return JN_AGAIN;
     switch (f->code) {
     case JN_AMQP_TRUE:
         f->value.b = true;
@@ -252,6 +238,27 @@ static int decode_fixed(jn_decoder_t *d, jn_iter_t *it, const code_info_t *ci, j
         break;
     }
     return 0;
+}
+
+/* Fixed width: decode the value into f (part 1, 1.6.1 - 1.6.20). */
+static int decode_fixed(jn_decoder_t *d, jn_iter_t *it, const code_info_t *ci, jn_field_t *f)
+{
+    unsigned w = ci->width;
+    uint64_t v;
+    jn_iter_sub(it, w, &f->payload);
+    f->size = w;
+    if (w == 16) { /* decimal128, uuid: kept as octets */
+        for (unsigned i = 0; i < 16; i++) {
+            int o = jn_iter_octet(it);
+            if (o == JN_ITER_END)
+                return JN_AGAIN;
+            f->value.bytes[i] = (uint8_t)o;
+        }
+        return 0;
+    }
+    if (read_be(it, w, &v) != 0)
+        return JN_AGAIN;
+    return set_fixed(d, w, v, f);
 }
 
 /* Variable width: size, then the octets, viewed in place (1.6.21 - 1.6.23). */
@@ -409,15 +416,247 @@ static int decode_value(jn_decoder_t *d, jn_iter_t *it, jn_field_t *f)
     }
 }
 
-void jn_decoder_init(jn_decoder_t *d, const jn_iter_t *raw, bool complete)
+/* ---- the fast path: a value in one run of memory ----------------------
+ * Most values sit inside one buffer: the decoder's octets left are then one
+ * run [cursor, limit) (jn_iter_contiguous) and a value is decoded straight
+ * from memory, with its views built in place (jn_iter_raw_run) and no
+ * iterator copies, walks or length counts. The result is exactly what the
+ * general path gives. Anything this path does not handle by itself — a
+ * value cut short, a malformed one, nested descriptors, arrays, array
+ * elements, 32-bit descriptor symbols — returns SLOW before changing d, and
+ * the general path decodes it (and reports the error) as always. */
+#define SLOW 2
+
+/* A big-endian number of w octets (0, 1, 2, 4 or 8) at p. */
+static inline uint64_t be_at(const uint8_t *p, unsigned w)
 {
-    memset(d, 0, sizeof *d);
-    d->it = *raw;
-    d->items_left = UINT32_MAX;
-    d->complete = complete;
+    switch (w) {
+    case 0:
+        return 0;
+    case 1:
+        return p[0];
+    case 2:
+        return (uint64_t)p[0] << 8 | p[1];
+    case 4:
+        return (uint64_t)p[0] << 24 | (uint64_t)p[1] << 16 | (uint64_t)p[2] << 8 | p[3];
+    default: {
+        uint64_t v = 0;
+        for (unsigned i = 0; i < w; i++)
+            v = (v << 8) | p[i];
+        return v;
+    }
+    }
 }
 
-int jn_decoder_next(jn_decoder_t *d, jn_field_t *f)
+/* One value read from memory by scan_run(): where its parts are. */
+typedef struct run_value {
+    const uint8_t *start;    /* its first octet (descriptor included) */
+    const uint8_t *payload;  /* its data (compounds: the elements) */
+    const uint8_t *end;      /* just after it */
+    uint64_t desc_code;      /* ulong descriptor, or 0 */
+    const uint8_t *desc_sym; /* symbol descriptor's octets, or NULL */
+    uint32_t desc_sym_len;
+    uint32_t size;  /* octets at payload */
+    uint32_t count; /* compounds: elements */
+    uint8_t code;   /* format code after the descriptor */
+    bool described;
+} run_value_t;
+
+/* Whether d's next value may be read by scan_run(): octets left, all in
+ * one run, a container not yet done, and not the elements of an array
+ * (whose constructor is shared). */
+static inline bool run_ready(const jn_decoder_t *d)
+{
+    return d->it.cursor < d->it.limit && jn_iter_contiguous(&d->it) && d->items_left != 0 &&
+           !d->in_array;
+}
+
+/* Read the value at p (p < end; [p, end) readable memory) into *v; depth
+ * is the nesting level of the sequence it is in. Returns 0, or SLOW for
+ * anything the general path must decide. Checks what the general path
+ * checks, and bails out where it would fail. */
+__attribute__((always_inline)) static inline int scan_mem(const uint8_t *p, const uint8_t *end,
+                                                          unsigned depth, run_value_t *v)
+{
+    v->start = p;
+    v->described = false;
+    v->desc_code = 0;
+    v->desc_sym = NULL;
+    v->desc_sym_len = 0;
+    uint8_t code = *p++;
+    if (code == JN_AMQP_DESCRIBED) {
+        if (depth + 1u > JN_DECODE_MAX_DEPTH || p == end)
+            return SLOW;
+        uint8_t dc = *p++;
+        size_t left = (size_t)(end - p);
+        if (dc == JN_AMQP_SMALLULONG && left >= 1) {
+            v->desc_code = *p++;
+        } else if (dc == JN_AMQP_ULONG0) {
+            v->desc_code = 0;
+        } else if (dc == JN_AMQP_ULONG && left >= 8) {
+            v->desc_code = be_at(p, 8);
+            p += 8;
+        } else if (dc == JN_AMQP_SYM8 && left >= 1 && left - 1 >= p[0]) {
+            v->desc_sym_len = p[0];
+            v->desc_sym = p + 1;
+            p += 1 + p[0];
+        } else {
+            return SLOW;
+        }
+        v->described = true;
+        if (p == end || *p == JN_AMQP_DESCRIBED)
+            return SLOW;
+        code = *p++;
+    }
+    size_t left = (size_t)(end - p);
+    uint64_t n, count;
+    unsigned w;
+    v->code = code;
+    v->count = 0;
+    /* One case per format code (the same widths and shapes as code_table),
+     * so each value costs a jump and straight-line code. */
+    switch (code) {
+    case JN_AMQP_NULL:
+    case JN_AMQP_TRUE:
+    case JN_AMQP_FALSE:
+    case JN_AMQP_UINT0:
+    case JN_AMQP_ULONG0:
+    case JN_AMQP_LIST0:
+        v->payload = v->end = p;
+        v->size = 0;
+        return 0;
+    case JN_AMQP_BOOLEAN:
+        if (left < 1 || p[0] > 1)
+            return SLOW;
+        w = 1;
+        break;
+    case JN_AMQP_UBYTE:
+    case JN_AMQP_BYTE:
+    case JN_AMQP_SMALLUINT:
+    case JN_AMQP_SMALLULONG:
+    case JN_AMQP_SMALLINT:
+    case JN_AMQP_SMALLLONG:
+        w = 1;
+        break;
+    case JN_AMQP_USHORT:
+    case JN_AMQP_SHORT:
+        w = 2;
+        break;
+    case JN_AMQP_UINT:
+    case JN_AMQP_INT:
+    case JN_AMQP_FLOAT:
+    case JN_AMQP_CHAR:
+    case JN_AMQP_DECIMAL32:
+        w = 4;
+        break;
+    case JN_AMQP_ULONG:
+    case JN_AMQP_LONG:
+    case JN_AMQP_DOUBLE:
+    case JN_AMQP_TIMESTAMP:
+    case JN_AMQP_DECIMAL64:
+        w = 8;
+        break;
+    case JN_AMQP_DECIMAL128:
+    case JN_AMQP_UUID:
+        w = 16;
+        break;
+    case JN_AMQP_VBIN8:
+    case JN_AMQP_STR8:
+    case JN_AMQP_SYM8:
+        if (left < 1 || left - 1 < p[0])
+            return SLOW;
+        v->payload = p + 1;
+        v->size = p[0];
+        v->end = p + 1 + p[0];
+        return 0;
+    case JN_AMQP_VBIN32:
+    case JN_AMQP_STR32:
+    case JN_AMQP_SYM32:
+        if (left < 4 || left - 4 < (n = be_at(p, 4)))
+            return SLOW;
+        v->payload = p + 4;
+        v->size = (uint32_t)n;
+        v->end = p + 4 + n;
+        return 0;
+    case JN_AMQP_LIST8:
+    case JN_AMQP_MAP8:
+        /* size (count and elements), then count */
+        if (left < 2 || (n = p[0]) < 1 || left - 1 < n)
+            return SLOW;
+        count = p[1];
+        if ((code == JN_AMQP_MAP8 && (count & 1) != 0) || count > n - 1)
+            return SLOW;
+        v->payload = p + 2;
+        v->size = (uint32_t)(n - 1);
+        v->count = (uint32_t)count;
+        v->end = p + 1 + n;
+        return 0;
+    case JN_AMQP_LIST32:
+    case JN_AMQP_MAP32:
+        if (left < 8 || (n = be_at(p, 4)) < 4 || left - 4 < n)
+            return SLOW;
+        count = be_at(p + 4, 4);
+        if ((code == JN_AMQP_MAP32 && (count & 1) != 0) || count > n - 4)
+            return SLOW;
+        v->payload = p + 8;
+        v->size = (uint32_t)(n - 4);
+        v->count = (uint32_t)count;
+        v->end = p + 4 + n;
+        return 0;
+    default: /* arrays, unknown codes */
+        return SLOW;
+    }
+    /* fixed width 1 to 16 */
+    if (left < w)
+        return SLOW;
+    v->payload = p;
+    v->size = w;
+    v->end = p + w;
+    return 0;
+}
+
+/* Read the value at d->it.cursor (run_ready(d)) into *v: 0 or SLOW (d is
+ * never changed). */
+__attribute__((always_inline)) static inline int scan_run(const jn_decoder_t *d, run_value_t *v)
+{
+    return scan_mem(d->it.cursor, d->it.limit, d->depth, v);
+}
+
+/* Move d past the value v that scan_run() read. */
+static inline void run_commit(jn_decoder_t *d, const run_value_t *v)
+{
+    d->it.cursor = v->end;
+    if (d->items_left != UINT32_MAX)
+        d->items_left--;
+}
+
+/* A decoder at depth over the octets of it: everything else cleared.
+ * Field by field, not memset: the element descriptor symbol (72 octets) is
+ * read only when elem_descriptor_is_symbol says it was set. Hot path: one
+ * per section or compound entered. */
+static inline void decoder_at(jn_decoder_t *d, const jn_iter_t *it, uint32_t items_left,
+                              unsigned depth, bool complete)
+{
+    d->it = *it;
+    d->items_left = items_left;
+    d->depth = (uint8_t)depth;
+    d->complete = complete;
+    d->in_array = false;
+    d->elem_code = 0;
+    d->elem_described = false;
+    d->elem_descriptor_is_symbol = false;
+    d->elem_descriptor_code = 0;
+    d->reason = NULL;
+}
+
+void jn_decoder_init(jn_decoder_t *d, const jn_iter_t *raw, bool complete)
+{
+    decoder_at(d, raw, UINT32_MAX, 0, complete);
+}
+
+/* jn_decoder_next() for everything the fast path leaves: the general,
+ * iterator-based decode. */
+__attribute__((noinline)) static int next_general(jn_decoder_t *d, jn_field_t *f)
 {
     bool top = d->items_left == UINT32_MAX;
     if (d->items_left == 0) {
@@ -446,15 +685,172 @@ int jn_decoder_next(jn_decoder_t *d, jn_field_t *f)
     return 1;
 }
 
+#ifdef JN_DEBUG
+/* Debug builds check every value the fast path takes against the general
+ * path: same result, same field, same position. */
+static bool same_view(const jn_iter_t *a, const jn_iter_t *b)
+{
+    return a->cursor == b->cursor && jn_iter_length(a) == jn_iter_length(b) &&
+           jn_iter_equal_iter(a, b);
+}
+
+static void check_fast(const jn_decoder_t *before, const jn_decoder_t *after, const jn_field_t *f,
+                       const jn_value_t *v)
+{
+    jn_decoder_t g = *before;
+    jn_field_t e;
+    JN_CHECK(next_general(&g, &e) == 1);
+    JN_CHECK(g.it.cursor == after->it.cursor && g.items_left == after->items_left);
+    if (v) {
+        JN_CHECK(v->type == e.type && v->code == e.code && v->described == e.described &&
+                 v->size == e.size && v->count == e.count && v->contiguous &&
+                 v->data == e.payload.cursor);
+        return;
+    }
+    JN_CHECK(f->type == e.type && f->code == e.code && f->described == e.described &&
+             f->descriptor_is_symbol == e.descriptor_is_symbol &&
+             f->descriptor_code == e.descriptor_code && f->size == e.size && f->count == e.count &&
+             f->elem_code == e.elem_code && f->elem_described == e.elem_described &&
+             memcmp(&f->value, &e.value, sizeof e.value) == 0);
+    JN_CHECK(!f->descriptor_is_symbol || same_view(&f->descriptor_symbol, &e.descriptor_symbol));
+    JN_CHECK(same_view(&f->payload, &e.payload) && same_view(&f->encoded, &e.encoded));
+}
+#define CHECK_FAST(before, after, f, v) check_fast(before, after, f, v)
+#else
+#define CHECK_FAST(before, after, f, v) ((void)0)
+#endif
+
+int jn_decoder_next(jn_decoder_t *d, jn_field_t *f)
+{
+#ifdef JN_DEBUG
+    const jn_decoder_t before = *d;
+#endif
+    run_value_t v;
+    if (JN_UNLIKELY(!run_ready(d) || scan_run(d, &v) != 0)) {
+        /* the end of a sequence or of a container that is used up */
+        if (d->it.cursor == d->it.limit && jn_iter_contiguous(&d->it) &&
+            (d->items_left == 0 || d->items_left == UINT32_MAX))
+            return 0;
+        return next_general(d, f);
+    }
+    /* Fast path: fill f from memory; the same field the general path
+     * gives. */
+    const jn_buffer_t *b = d->it.buffer;
+    const code_info_t *ci = &code_table[v.code];
+    f->type = (jn_amqp_type_t)ci->type;
+    f->code = v.code;
+    f->elem_code = 0;
+    f->elem_described = false;
+    f->described = v.described;
+    f->descriptor_is_symbol = v.desc_sym != NULL;
+    f->descriptor_code = v.desc_code;
+    if (v.desc_sym)
+        jn_iter_raw_run(&f->descriptor_symbol, b, v.desc_sym, v.desc_sym_len);
+    memset(&f->value, 0, sizeof f->value);
+    if (ci->category == CAT_FIXED) {
+        if (v.size == 16)
+            memcpy(f->value.bytes, v.payload, 16);
+        else
+            (void)set_fixed(d, v.size, be_at(v.payload, v.size), f); /* checked by scan_run */
+    }
+    jn_iter_raw_run(&f->payload, b, v.payload, v.size);
+    f->size = v.size;
+    f->count = v.count;
+    jn_iter_raw_run(&f->encoded, b, v.start, (size_t)(v.end - v.start));
+    run_commit(d, &v);
+    CHECK_FAST(&before, d, f, NULL);
+    return 1;
+}
+
+/* jn_decoder_skip() for everything the fast path leaves. */
+__attribute__((noinline)) static int skip_general(jn_decoder_t *d, jn_value_t *out)
+{
+    jn_field_t f;
+    int rc = next_general(d, &f);
+    if (rc == 1) {
+        out->type = f.type;
+        out->code = f.code;
+        out->described = f.described;
+        out->size = f.size;
+        out->count = f.count;
+        /* a fresh view's cursor is at its first octet */
+        out->buffer = f.payload.buffer;
+        out->data = f.payload.cursor;
+        out->contiguous = jn_iter_contiguous(&f.payload);
+    }
+    return rc;
+}
+
+int jn_decoder_skip(jn_decoder_t *d, jn_value_t *out)
+{
+#ifdef JN_DEBUG
+    const jn_decoder_t before = *d;
+#endif
+    run_value_t v;
+    if (JN_UNLIKELY(!run_ready(d) || scan_run(d, &v) != 0)) {
+        /* the end of a sequence or of a container that is used up */
+        if (d->it.cursor == d->it.limit && jn_iter_contiguous(&d->it) &&
+            (d->items_left == 0 || d->items_left == UINT32_MAX))
+            return 0;
+        return skip_general(d, out);
+    }
+    out->type = (jn_amqp_type_t)code_table[v.code].type;
+    out->code = v.code;
+    out->described = v.described;
+    out->contiguous = true;
+    out->size = v.size;
+    out->count = v.count;
+    out->buffer = d->it.buffer;
+    out->data = v.payload;
+    run_commit(d, &v);
+    CHECK_FAST(&before, d, NULL, out);
+    return 1;
+}
+
+size_t jn_decode_peek(const uint8_t *p, size_t avail, unsigned depth, jn_value_t *out)
+{
+    run_value_t v;
+    if (avail == 0 || scan_mem(p, p + avail, depth, &v) != 0)
+        return 0;
+    out->type = (jn_amqp_type_t)code_table[v.code].type;
+    out->code = v.code;
+    out->described = v.described;
+    out->contiguous = true;
+    out->size = v.size;
+    out->count = v.count;
+    out->buffer = NULL;
+    out->data = v.payload;
+#ifdef JN_DEBUG
+    {
+        jn_iter_t it;
+        jn_decoder_t g, after;
+        jn_iter_init_bytes(&it, p, avail, JN_VIEW_RAW);
+        decoder_at(&g, &it, 1, depth, true);
+        after = g;
+        after.it.cursor = v.end;
+        after.items_left = 0;
+        CHECK_FAST(&g, &after, NULL, out);
+    }
+#endif
+    return (size_t)(v.end - p);
+}
+
+void jn_value_payload(const jn_value_t *v, jn_iter_t *out)
+{
+    if (v->contiguous || v->buffer == NULL) {
+        jn_iter_raw_run(out, v->buffer, v->data, v->size);
+        return;
+    }
+    int rc =
+        jn_iter_init(out, v->buffer, (size_t)(v->data - v->buffer->data), v->size, JN_VIEW_RAW);
+    JN_CHECK(rc == 0); /* the decoder saw these octets published */
+}
+
 int jn_decoder_enter(const jn_decoder_t *d, const jn_field_t *f, jn_decoder_t *child)
 {
     if (f->type != JN_TYPE_LIST && f->type != JN_TYPE_MAP && f->type != JN_TYPE_ARRAY)
         return JN_EINVAL;
-    memset(child, 0, sizeof *child);
-    child->it = f->payload;
-    child->items_left = f->count;
-    child->depth = (uint8_t)(d->depth + 1u);
-    child->complete = true;
+    decoder_at(child, &f->payload, f->count, d->depth + 1u, true);
     if (d->depth + 1u > JN_DECODE_MAX_DEPTH)
         return fail(child, JN_EOVERFLOW, "compounds are nested too deeply");
     if (f->type != JN_TYPE_ARRAY)
@@ -482,6 +878,18 @@ int jn_decoder_enter(const jn_decoder_t *d, const jn_field_t *f, jn_decoder_t *c
     child->elem_descriptor_code = c.desc_code;
     if (c.desc_is_symbol)
         child->elem_descriptor_symbol = c.desc_symbol;
+    return 0;
+}
+
+int jn_decoder_enter_value(const jn_decoder_t *d, const jn_value_t *v, jn_decoder_t *child)
+{
+    if (v->type != JN_TYPE_LIST && v->type != JN_TYPE_MAP)
+        return JN_EINVAL;
+    jn_iter_t payload;
+    jn_value_payload(v, &payload);
+    decoder_at(child, &payload, v->count, d->depth + 1u, true);
+    if (d->depth + 1u > JN_DECODE_MAX_DEPTH)
+        return fail(child, JN_EOVERFLOW, "compounds are nested too deeply");
     return 0;
 }
 

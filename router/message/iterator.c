@@ -41,6 +41,7 @@
  * start-up before other threads run; read-only afterwards. */
 static char my_area[ID_MAX + 1] = "0";
 static char my_id[ID_MAX + 1];
+static size_t my_area_len = 1, my_id_len; /* their lengths, kept with them */
 static bool my_edge;
 
 /* Body of the "L_edge" key; marked by body_skip == SKIP_EDGE_BODY. */
@@ -62,6 +63,8 @@ int jn_iter_configure(const char *area, const char *router_id, bool edge)
         return JN_EINVAL;
     memcpy(my_area, area, area_len + 1);
     memcpy(my_id, router_id, id_len + 1);
+    my_area_len = area_len;
+    my_id_len = id_len;
     my_edge = edge;
     return 0;
 }
@@ -98,6 +101,11 @@ static void refill(jn_iter_t *it)
 
 int jn_iter_octet_slow(jn_iter_t *it)
 {
+    /* The inline fast case first (JN_ITER_NO_INLINE sends every octet
+     * here): cursor < limit means the prefix is done (limit == cursor
+     * while it is read). */
+    if (JN_LIKELY(it->cursor < it->limit))
+        return *it->cursor++;
     if (it->prefix_pos < it->prefix_len) {
         int octet = it->prefix[it->prefix_pos++];
         if (it->prefix_pos == it->prefix_len)
@@ -138,14 +146,14 @@ static void run_consume(jn_iter_t *it, size_t n)
     }
 }
 
-size_t jn_iter_length(const jn_iter_t *it)
-{
-    return (size_t)(it->prefix_len - it->prefix_pos) + (size_t)(it->limit - it->cursor) +
-           it->remaining;
-}
-
 size_t jn_iter_advance(jn_iter_t *it, size_t n)
 {
+    /* Fast path: the octets skipped lie in the current run (what the loop
+     * below would do in its first round, without the calls). */
+    if (it->prefix_pos >= it->prefix_len && n <= (size_t)(it->limit - it->cursor)) {
+        it->cursor += n;
+        return n;
+    }
     size_t done = 0;
     while (done < n) {
         const uint8_t *p;
@@ -251,8 +259,28 @@ size_t jn_iter_copy_string(const jn_iter_t *it, char *dst, size_t cap)
 
 uint32_t jn_iter_hash(const jn_iter_t *it)
 {
-    jn_iter_t t = *it;
     uint32_t h = JN_HASH_SEED;
+    /* Fast path: the body left is one run — [cursor, limit) once the
+     * prefix is read, or, while prefix octets are pending (limit ==
+     * cursor), the next `remaining` octets of the current buffer. Then the
+     * prefix and the run are hashed straight from memory. */
+    const uint8_t *q = it->cursor, *end = it->limit;
+    bool one_run = it->remaining == 0;
+    if (!one_run && it->prefix_pos < it->prefix_len) {
+        const jn_buffer_t *b = it->buffer;
+        if (b == NULL || it->remaining <= (size_t)(b->data + jn_buffer_size(b) - q)) {
+            end = q + it->remaining;
+            one_run = true;
+        }
+    }
+    if (one_run) {
+        for (unsigned i = it->prefix_pos; i < it->prefix_len; i++)
+            h = jn_hash_octet(h, it->prefix[i]);
+        for (; q < end; q++)
+            h = jn_hash_octet(h, *q);
+        return h;
+    }
+    jn_iter_t t = *it;
     for (;;) {
         const uint8_t *p;
         size_t run = run_peek(&t, &p);
@@ -266,6 +294,15 @@ uint32_t jn_iter_hash(const jn_iter_t *it)
 
 /* ---- positioning -------------------------------------------------------- */
 
+/* Whether the field (as given to init or sub) lies in one run of memory:
+ * plain bytes, or inside its first buffer's published octets. */
+static inline bool field_contiguous(const jn_iter_t *it)
+{
+    const jn_buffer_t *b = it->start_buffer;
+    return b == NULL ||
+           it->start_length <= (size_t)(b->data + jn_buffer_size(b) - it->start_cursor);
+}
+
 /* Put it at the start of its body: field start moved on by body_skip, with
  * the prefix not yet read. */
 void jn_iter_reset(jn_iter_t *it)
@@ -275,6 +312,16 @@ void jn_iter_reset(jn_iter_t *it)
         it->buffer = NULL;
         it->cursor = it->limit = edge_body;
         it->remaining = EDGE_BODY_LEN;
+    } else if (field_contiguous(it)) {
+        /* Fast path: the field is one run, so the body is too. */
+        it->buffer = it->start_buffer;
+        it->cursor = it->limit = it->start_cursor + it->body_skip;
+        it->remaining = it->start_length - it->body_cut - it->body_skip;
+        if (it->prefix_len == 0) {
+            it->limit = it->cursor + it->remaining;
+            it->remaining = 0;
+        }
+        return;
     } else {
         size_t skip = it->body_skip;
         it->buffer = it->start_buffer;
@@ -312,6 +359,12 @@ static void raw_at(jn_iter_t *it, const jn_buffer_t *buffer, const uint8_t *curs
 
 void jn_iter_sub(const jn_iter_t *it, size_t length, jn_iter_t *out)
 {
+    /* Fast path: the sub view lies in the current run, so it is that run's
+     * first length octets (the state raw_at() and refill() would reach). */
+    if (length <= (size_t)(it->limit - it->cursor)) {
+        jn_iter_raw_run(out, it->buffer, it->cursor, length);
+        return;
+    }
     /* While the prefix is being read, cursor == limit at the body's start. */
     size_t body_left = (size_t)(it->limit - it->cursor) + it->remaining;
     if (length > body_left)
@@ -321,14 +374,17 @@ void jn_iter_sub(const jn_iter_t *it, size_t length, jn_iter_t *out)
 
 /* ---- views -------------------------------------------------------------- */
 
-static bool is_alpha(int c)
+/* ASCII letter (c may be JN_ITER_END). Branch-free: these run once per
+ * octet of an address's scheme, which for a mobile address without one is
+ * the whole address. */
+static inline bool is_alpha(int c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    return (unsigned)((c | 0x20) - 'a') < 26u;
 }
 
-static bool is_scheme_char(int c)
+static inline bool is_scheme_char(int c)
 {
-    return is_alpha(c) || (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.';
+    return is_alpha(c) | ((unsigned)(c - '0') < 10u) | (c == '+') | (c == '-') | (c == '.');
 }
 
 /* s has consumed pos octets, the last of them the first '/' of "//".
@@ -464,8 +520,138 @@ static void classify(key_shape_t *k, const jn_iter_t *addr)
     }
 }
 
-/* Work out prefix, body_skip and body_cut of it's view from its field. */
-static void apply_view(jn_iter_t *it)
+/* ---- views of a field in plain memory ---------------------------------
+ * The same rules as scheme_skip() and classify() above, for the common case
+ * of a field that lies in one buffer (or plain bytes): read as memory, with
+ * the known lengths of the configured area and id, instead of through
+ * iterator copies. Both must give the same answers; the unit tests read
+ * every view both ways (contiguous and split over buffers). */
+
+/* is_scheme_char() for an octet; letters, the common case, first. */
+static inline bool scheme_octet(uint8_t c)
+{
+    return (unsigned)((c | 0x20) - 'a') < 26u || (unsigned)(c - '0') < 10u || c == '+' ||
+           c == '-' || c == '.';
+}
+
+/* scheme_skip() over plain memory: "/" or "scheme:/", then "/host/" if a
+ * second '/' follows; 0 when nothing follows them or the host has no '/'
+ * after it. */
+static size_t scheme_skip_bytes(const uint8_t *s, size_t len)
+{
+    size_t i = 1;
+    if (len == 0)
+        return 0;
+    if (s[0] != '/') {
+        /* A scheme ends at the first ':' (which is not a scheme octet):
+         * find it first, so an address without one, the common mobile
+         * address, is not walked octet by octet. */
+        const uint8_t *colon = is_alpha(s[0]) ? memchr(s, ':', len) : NULL;
+        if (!colon)
+            return 0;
+        size_t c = (size_t)(colon - s);
+        while (i < c && scheme_octet(s[i]))
+            i++;
+        if (i < c || len - c < 2 || s[c + 1] != '/')
+            return 0;
+        i = c + 2;
+    }
+    if (i >= len)
+        return 0;
+    if (s[i] != '/')
+        return i;
+    const uint8_t *slash = memchr(s + i + 1, '/', len - i - 1); /* end of the host */
+    return slash ? (size_t)(slash - s) + 1 : 0;
+}
+
+/* take_segment() over the address a (n octets) at offset *o. */
+static inline bool take_segment_bytes(const uint8_t *a, size_t n, size_t *o, const char *seg,
+                                      size_t seg_len)
+{
+    if (n - *o < seg_len + 1 || memcmp(a + *o, seg, seg_len) != 0 || a[*o + seg_len] != '/')
+        return false;
+    *o += seg_len + 1;
+    return true;
+}
+
+/* segment_length() at offset o. */
+static size_t segment_length_bytes(const uint8_t *a, size_t n, size_t o)
+{
+    const uint8_t *slash = o < n ? memchr(a + o, '/', n - o) : NULL;
+    return slash ? (size_t)(slash - (a + o)) : n - o;
+}
+
+static void shape_bytes(key_shape_t *k, uint8_t cls, size_t skip, size_t length)
+{
+    k->cls = cls;
+    k->edge_body = false;
+    k->skip = skip;
+    k->length = length;
+}
+
+/* classify() (and classify_topo()) over the address body a, n octets. */
+static void classify_bytes(key_shape_t *k, const uint8_t *a, size_t n)
+{
+    size_t o = 0;
+    /* Every special address starts with '_': the mobile case costs one
+     * compare. */
+    if (n == 0 || a[0] != '_') {
+        shape_bytes(k, JN_ADDR_CLASS_MOBILE, 0, n);
+    } else if (take_segment_bytes(a, n, &o, "_local", 6)) {
+        shape_bytes(k, JN_ADDR_CLASS_LOCAL, o, n - o);
+    } else if (take_segment_bytes(a, n, &o, "_topo", 5)) {
+        size_t area = o;
+        if (!take_segment_bytes(a, n, &o, my_area, my_area_len) &&
+            !take_segment_bytes(a, n, &o, "all", 3)) {
+            if (my_edge)
+                shape_edge(k);
+            else
+                shape_bytes(k, JN_ADDR_CLASS_AREA, area, segment_length_bytes(a, n, area));
+        } else if (take_segment_bytes(a, n, &o, "all", 3)) {
+            shape_bytes(k, JN_ADDR_CLASS_TOPOLOGICAL, o, n - o);
+        } else if (take_segment_bytes(a, n, &o, my_id, my_id_len)) {
+            shape_bytes(k, JN_ADDR_CLASS_LOCAL, o, n - o);
+        } else if (my_edge) {
+            shape_edge(k);
+        } else {
+            shape_bytes(k, JN_ADDR_CLASS_ROUTER, o, segment_length_bytes(a, n, o));
+        }
+    } else if (take_segment_bytes(a, n, &o, "_edge", 5)) {
+        if (take_segment_bytes(a, n, &o, my_id, my_id_len))
+            shape_bytes(k, JN_ADDR_CLASS_LOCAL, o, n - o);
+        else if (my_edge)
+            shape_edge(k);
+        else
+            shape_bytes(k, JN_ADDR_CLASS_EDGE_SUMMARY, o, segment_length_bytes(a, n, o));
+    } else {
+        shape_bytes(k, JN_ADDR_CLASS_MOBILE, 0, n);
+    }
+}
+
+#ifdef JN_DEBUG
+/* Debug builds check the plain-memory readings of a field against the
+ * iterator ones. */
+static void check_bytes_view(const uint8_t *s, size_t len, size_t skip, size_t cut,
+                             const key_shape_t *k)
+{
+    jn_iter_t f, addr;
+    jn_iter_init_bytes(&f, s, len, JN_VIEW_RAW);
+    JN_CHECK(scheme_skip(&f) == skip);
+    if (!k)
+        return;
+    jn_iter_advance(&f, skip);
+    jn_iter_sub(&f, len - skip - cut, &addr);
+    key_shape_t k2;
+    classify(&k2, &addr);
+    JN_CHECK(k2.cls == k->cls && k2.edge_body == k->edge_body && k2.skip == k->skip &&
+             k2.length == k->length);
+}
+#endif
+
+/* Work out prefix, body_skip and body_cut of it's view from its field; when
+ * address_known, the address view's skip and cut are given. */
+static void apply_view_known(jn_iter_t *it, bool address_known, size_t address_skip,
+                             size_t address_cut)
 {
     it->prefix_len = 0;
     it->body_skip = it->body_cut = 0;
@@ -475,27 +661,68 @@ static void apply_view(jn_iter_t *it)
         return;
 
     size_t len = it->start_length;
-    jn_iter_t f;
-    raw_at(&f, it->start_buffer, it->start_cursor, len);
-    size_t skip = scheme_skip(&f);
-    size_t cut = 0;
-    if (len > skip) {
-        jn_iter_t last = f;
-        jn_iter_advance(&last, len - 1);
-        int c = jn_iter_octet(&last);
-        cut = (c == '.' || c == '/') ? 1 : 0;
-    }
-    if (it->view == JN_VIEW_ADDRESS) {
-        it->body_skip = (uint32_t)skip;
-        it->body_cut = (uint32_t)cut;
-        return;
-    }
-
-    jn_iter_t addr;
-    jn_iter_advance(&f, skip);
-    jn_iter_sub(&f, len - skip - cut, &addr);
+    size_t skip, cut = 0;
     key_shape_t k;
-    classify(&k, &addr);
+    if (address_known) {
+        /* The address view was worked out for this field before: its
+         * scheme and host skip and trailing cut are the same here. */
+        skip = address_skip;
+        cut = address_cut;
+        if (it->view == JN_VIEW_ADDRESS) {
+            it->body_skip = (uint32_t)skip;
+            it->body_cut = (uint32_t)cut;
+            return;
+        }
+        if (field_contiguous(it)) {
+            classify_bytes(&k, it->start_cursor + skip, len - skip - cut);
+#ifdef JN_DEBUG
+            check_bytes_view(it->start_cursor, len, skip, cut, &k);
+#endif
+        } else {
+            jn_iter_t f, addr;
+            raw_at(&f, it->start_buffer, it->start_cursor, len);
+            jn_iter_advance(&f, skip);
+            jn_iter_sub(&f, len - skip - cut, &addr);
+            classify(&k, &addr);
+        }
+    } else if (field_contiguous(it)) {
+        /* Fast path: the field is plain memory. */
+        const uint8_t *s = it->start_cursor;
+        skip = scheme_skip_bytes(s, len);
+        if (len > skip)
+            cut = (s[len - 1] == '.' || s[len - 1] == '/') ? 1 : 0;
+        if (it->view == JN_VIEW_ADDRESS) {
+#ifdef JN_DEBUG
+            check_bytes_view(s, len, skip, cut, NULL);
+#endif
+            it->body_skip = (uint32_t)skip;
+            it->body_cut = (uint32_t)cut;
+            return;
+        }
+        classify_bytes(&k, s + skip, len - skip - cut);
+#ifdef JN_DEBUG
+        check_bytes_view(s, len, skip, cut, &k);
+#endif
+    } else {
+        jn_iter_t f;
+        raw_at(&f, it->start_buffer, it->start_cursor, len);
+        skip = scheme_skip(&f);
+        if (len > skip) {
+            jn_iter_t last = f;
+            jn_iter_advance(&last, len - 1);
+            int c = jn_iter_octet(&last);
+            cut = (c == '.' || c == '/') ? 1 : 0;
+        }
+        if (it->view == JN_VIEW_ADDRESS) {
+            it->body_skip = (uint32_t)skip;
+            it->body_cut = (uint32_t)cut;
+            return;
+        }
+        jn_iter_t addr;
+        jn_iter_advance(&f, skip);
+        jn_iter_sub(&f, len - skip - cut, &addr);
+        classify(&k, &addr);
+    }
     it->prefix[0] = k.cls;
     it->prefix_len = 1;
     if (k.cls == JN_ADDR_CLASS_MOBILE) {
@@ -508,6 +735,12 @@ static void apply_view(jn_iter_t *it)
         it->body_skip = (uint32_t)(skip + k.skip);
         it->body_cut = (uint32_t)(len - skip - k.skip - k.length);
     }
+}
+
+/* Work out prefix, body_skip and body_cut of it's view from its field. */
+static void apply_view(jn_iter_t *it)
+{
+    apply_view_known(it, false, 0, 0);
 }
 
 /* Common tail of the init functions: the field is set. */
@@ -581,8 +814,13 @@ void jn_iter_init_string(jn_iter_t *it, const char *str, jn_iter_view_t view)
 
 void jn_iter_set_view(jn_iter_t *it, jn_iter_view_t view)
 {
+    /* From the address view (e.g. jn_message_to's) the scheme and host
+     * skip and the trailing cut are known: the address is not read again
+     * for them, only classified for the hash view. */
+    bool address_known = it->view == JN_VIEW_ADDRESS;
+    size_t skip = it->body_skip, cut = it->body_cut;
     it->view = (uint8_t)view;
-    apply_view(it);
+    apply_view_known(it, address_known, skip, cut);
     jn_iter_reset(it);
 }
 

@@ -104,7 +104,8 @@ void jn_message_parse_init(jn_message_t *m)
     m->header = (jn_message_header_t){.priority = 4};
     m->has_to = m->has_reply_to = false;
     m->skip_from = m->skip_to = 0;
-    memset(&m->ra, 0, sizeof m->ra);
+    /* m->ra is written when the parse passes the message annotations:
+     * by jn_ra_parse, or zeroed by raise_depth when there are none. */
     atomic_init(&m->parsed, JN_DEPTH_NONE);
 }
 
@@ -156,21 +157,21 @@ static bool peek_slow(jn_message_t *m, size_t at, void *dst, size_t n)
     return true;
 }
 
-/* Copy n octets at content offset at (>= pos) to dst. Returns false when
+/* The n octets at content offset at (>= pos): a pointer to them in place
+ * when they lie in pos_buffer, else a copy in scratch (n octets); NULL when
  * they are not all published yet. pos_buffer moves only up to pos, so that
  * the section starting at pos can still be located from it. Hot path: the
- * octets usually sit in pos_buffer (read_head seeks it to pos first). */
-static inline bool peek(jn_message_t *m, size_t at, void *dst, size_t n)
+ * octets usually sit in pos_buffer (read_head seeks it to pos first), and
+ * are then read where they are. */
+static inline const uint8_t *peek(jn_message_t *m, size_t at, void *scratch, size_t n)
 {
     const jn_buffer_t *b = m->pos_buffer;
     if (JN_LIKELY(b != NULL)) {
         size_t start = m->pos_buffer_start;
-        if (at + n <= start + jn_buffer_size(b)) {
-            memcpy(dst, b->data + (at - start), n);
-            return true;
-        }
+        if (at + n <= start + jn_buffer_size(b))
+            return b->data + (at - start);
     }
-    return peek_slow(m, at, dst, n);
+    return peek_slow(m, at, scratch, n) ? scratch : NULL;
 }
 
 static uint64_t be_read(const uint8_t *p, unsigned n)
@@ -211,9 +212,11 @@ static int fixed_width(uint8_t c)
 static int value_extent(jn_message_t *m, size_t at, int depth, size_t *total, uint8_t *code,
                         bool *described)
 {
-    uint8_t c;
-    if (!peek(m, at, &c, 1))
+    uint8_t scratch;
+    const uint8_t *q = peek(m, at, &scratch, 1);
+    if (!q)
         return JN_AGAIN;
+    uint8_t c = *q;
     if (c == JN_AMQP_DESCRIBED) {
         if (depth >= JN_DECODE_MAX_DEPTH)
             return fail(m, DECODE_ERROR, "described types nested too deep at octet %zu", at);
@@ -240,9 +243,9 @@ static int value_extent(jn_message_t *m, size_t at, int depth, size_t *total, ui
     }
     unsigned size_width = (c & 0x10) ? 4 : 1; /* 0xb_, 0xd_, 0xf_: 32-bit sizes */
     uint8_t raw[4];
-    if (!peek(m, at + 1, raw, size_width))
+    if (!(q = peek(m, at + 1, raw, size_width)))
         return JN_AGAIN;
-    size_t size = (size_t)be_read(raw, size_width);
+    size_t size = (size_t)be_read(q, size_width);
     size_t least = c >= 0xe0 ? size_width + 1 : c >= 0xc0 ? size_width : 0;
     if (size < least)
         return fail(m, DECODE_ERROR, "compound at octet %zu is too small for its count", at);
@@ -254,30 +257,32 @@ static int value_extent(jn_message_t *m, size_t at, int depth, size_t *total, ui
  * *type and the offset after the descriptor in *after. */
 static int read_descriptor(jn_message_t *m, size_t at, unsigned *type, size_t *after)
 {
-    uint8_t c, raw[8];
+    uint8_t raw[8];
     uint64_t code;
-    if (!peek(m, at, &c, 1))
+    const uint8_t *q = peek(m, at, raw, 1);
+    if (!q)
         return JN_AGAIN;
+    uint8_t c = *q;
     at++;
     if (c == JN_AMQP_SMALLULONG || c == JN_AMQP_ULONG) {
         unsigned n = c == JN_AMQP_SMALLULONG ? 1 : 8;
-        if (!peek(m, at, raw, n))
+        if (!(q = peek(m, at, raw, n)))
             return JN_AGAIN;
-        code = be_read(raw, n);
+        code = be_read(q, n);
         at += n;
     } else if (c == JN_AMQP_ULONG0) {
         code = 0;
     } else if (c == JN_AMQP_SYM8 || c == JN_AMQP_SYM32) {
         unsigned n = c == JN_AMQP_SYM8 ? 1 : 4;
-        char sym[SYMBOL_MAX + 1];
-        if (!peek(m, at, raw, n))
+        char sym_copy[SYMBOL_MAX];
+        if (!(q = peek(m, at, raw, n)))
             return JN_AGAIN;
-        uint64_t len = be_read(raw, n);
+        uint64_t len = be_read(q, n);
         if (len > SYMBOL_MAX)
             return fail(m, DECODE_ERROR, "unknown section descriptor at octet %zu", at - 1);
-        if (!peek(m, at + n, sym, (size_t)len))
+        const uint8_t *sym = peek(m, at + n, sym_copy, (size_t)len);
+        if (!sym)
             return JN_AGAIN;
-        sym[len] = '\0';
         at += n + (size_t)len;
         code = UINT64_MAX;
         for (unsigned i = 0; i < SECTION_TYPES; i++)
@@ -314,14 +319,73 @@ static bool value_allowed(unsigned type, uint8_t c, bool described)
     }
 }
 
+/* read_head()'s fast path: the common section head — 0x00, a smallulong
+ * descriptor, an undescribed list, map or binary with its size — lying in
+ * pos_buffer (seeked to pos), read in place. Returns 0, or 1 for anything
+ * else (read_head then reads it the general way, which also finds every
+ * error). */
+static int read_head_fast(jn_message_t *m, sec_head_t *h)
+{
+    const jn_buffer_t *b = m->pos_buffer;
+    if (!b)
+        return 1;
+    size_t off = m->pos - m->pos_buffer_start, size = jn_buffer_size(b);
+    if (off > size || size - off < 9) /* the longest head: 3 + 1 + 4 + 1 */
+        return 1;
+    const uint8_t *p = b->data + off;
+    if (p[0] != JN_AMQP_DESCRIBED || p[1] != JN_AMQP_SMALLULONG || p[2] < JN_SECTION_HEADER ||
+        p[2] > JN_SECTION_FOOTER)
+        return 1;
+    unsigned type = p[2] - JN_SECTION_HEADER;
+    uint8_t c = p[3];
+    size_t total; /* octets of the value */
+    switch (c) {
+    case JN_AMQP_LIST0:
+        total = 1;
+        break;
+    case JN_AMQP_LIST8:
+    case JN_AMQP_MAP8:
+        if (p[4] < 1) /* too small for its count */
+            return 1;
+        /* fall through */
+    case JN_AMQP_VBIN8:
+        total = 2 + (size_t)p[4];
+        break;
+    case JN_AMQP_LIST32:
+    case JN_AMQP_MAP32:
+    case JN_AMQP_VBIN32: {
+        size_t n = (size_t)be_read(p + 4, 4);
+        if (c != JN_AMQP_VBIN32 && n < 4)
+            return 1;
+        total = 5 + n;
+        break;
+    }
+    default:
+        return 1;
+    }
+    if (!value_allowed(type, c, false))
+        return 1;
+    h->type = type;
+    h->code = c;
+    h->described = false;
+    h->kind = sections[type].kind;
+    h->start = m->pos;
+    h->end = m->pos + 3 + total;
+    return 0;
+}
+
 /* Read the head of the section at m->pos into *h. Returns 0, JN_AGAIN or
  * JN_EPROTO (error set). */
 static int read_head(jn_message_t *m, sec_head_t *h)
 {
-    uint8_t c;
+    uint8_t scratch;
     seek(m, m->pos);
-    if (!peek(m, m->pos, &c, 1))
+    if (read_head_fast(m, h) == 0)
+        return 0;
+    const uint8_t *q = peek(m, m->pos, &scratch, 1);
+    if (!q)
         return JN_AGAIN;
+    uint8_t c = *q;
     if (c != JN_AMQP_DESCRIBED)
         return fail(m, DECODE_ERROR,
                     "octet %zu should start a section (a described type), found format code "
@@ -355,21 +419,32 @@ static void loc_at(jn_message_t *m, const sec_head_t *h, jn_msg_loc_t *loc)
     loc->length = h->end - h->start;
 }
 
+/* A raw view of the located octets. Hot path: a section inside one buffer
+ * (the common case) is viewed in place, without walking the chain. */
+static void loc_iter(const jn_msg_loc_t *loc, jn_iter_t *it)
+{
+    if (loc->offset + loc->length <= jn_buffer_size(loc->buffer)) {
+        jn_iter_raw_run(it, loc->buffer, loc->buffer->data + loc->offset, loc->length);
+        return;
+    }
+    int rc = jn_iter_init(it, loc->buffer, loc->offset, loc->length, JN_VIEW_RAW);
+    JN_CHECK(rc == 0); /* sections are taken once all their octets are in */
+}
+
 /* A decoder over the fields of the described list in loc. */
 static int enter_list(jn_message_t *m, const jn_msg_loc_t *loc, const char *what,
                       jn_decoder_t *fields)
 {
     jn_iter_t it;
     jn_decoder_t d;
-    jn_field_t f;
-    int rc = jn_iter_init(&it, loc->buffer, loc->offset, loc->length, JN_VIEW_RAW);
-    JN_CHECK(rc == 0);
+    jn_value_t list; /* read_head found a list: stepped over, then entered */
+    loc_iter(loc, &it);
     jn_decoder_init(&d, &it, true);
-    rc = jn_decoder_next(&d, &f);
+    int rc = jn_decoder_skip(&d, &list);
     if (rc == 0)
         rc = JN_EPROTO;
     if (rc == 1)
-        rc = jn_decoder_enter(&d, &f, fields);
+        rc = jn_decoder_enter_value(&d, &list, fields);
     if (rc < 0)
         return fail(m, DECODE_ERROR, "%s section: %s", what, jn_strerror(rc));
     return 0;
@@ -441,10 +516,10 @@ static int decode_header(jn_message_t *m, const jn_msg_loc_t *loc)
 static int decode_properties(jn_message_t *m, const jn_msg_loc_t *loc)
 {
     jn_decoder_t d;
-    jn_field_t f;
+    jn_value_t f; /* fields are stepped over; only to and reply-to get views */
     int rc = enter_list(m, loc, "properties", &d);
     for (int i = 0; rc == 0 && i <= 4; i++) {
-        rc = jn_decoder_next(&d, &f);
+        rc = jn_decoder_skip(&d, &f);
         if (rc <= 0)
             return rc < 0 ? fail(m, DECODE_ERROR, "properties section: %s", jn_strerror(rc)) : 0;
         rc = 0;
@@ -455,10 +530,10 @@ static int decode_properties(jn_message_t *m, const jn_msg_loc_t *loc)
                         i == 2 ? "to" : "reply-to", jn_amqp_type_name(f.type));
         if (i == 2) {
             m->has_to = true;
-            m->to = f.payload;
+            jn_value_payload(&f, &m->to);
         } else {
             m->has_reply_to = true;
-            m->reply_to = f.payload;
+            jn_value_payload(&f, &m->reply_to);
         }
     }
     return rc;
@@ -468,9 +543,8 @@ static int decode_annotations(jn_message_t *m, const jn_msg_loc_t *loc)
 {
     jn_iter_t it;
     const char *why = NULL;
-    int rc = jn_iter_init(&it, loc->buffer, loc->offset, loc->length, JN_VIEW_RAW);
-    JN_CHECK(rc == 0);
-    rc = jn_ra_parse(&it, m->honour_router_keys, &m->ra, &why);
+    loc_iter(loc, &it);
+    int rc = jn_ra_parse(&it, m->honour_router_keys, &m->ra, &why);
     if (rc == JN_EINVAL)
         return fail(m, INVALID_FIELD, "%s", why ? why : "router annotation of the wrong type");
     if (rc != 0)
@@ -499,6 +573,8 @@ static void raise_depth(jn_message_t *m, int depth)
         for (int k = JN_SEC_DELIVERY_ANNOTATIONS; k <= JN_SEC_MESSAGE_ANNOTATIONS; k++)
             if (m->present & (1u << k))
                 m->skip_to = s[k].start + s[k].length;
+        if (!(m->present & (1u << JN_SEC_MESSAGE_ANNOTATIONS)))
+            memset(&m->ra, 0, sizeof m->ra); /* none: all absent */
     }
     atomic_store_explicit(&m->parsed, depth, memory_order_release);
 }

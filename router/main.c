@@ -65,8 +65,8 @@ static const char default_config[] = "router {\n"
                                      "}\n";
 
 /* Section types this version implements (short schema names). */
-static const char *const implemented[] = {"router", "listener", "connector", "address", "log",
-                                          "policy"};
+static const char *const implemented[] = {"router",  "listener", "connector",
+                                          "address", "log",      "policy"};
 
 typedef struct options {
     const char *config_path; /* NULL: built-in default */
@@ -104,12 +104,10 @@ static void usage(FILE *out)
  * status (0 after --help/--version, 2 for a usage error). */
 static int parse_args(int argc, char **argv, options_t *opts)
 {
-    static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
-                                              {"daemon", no_argument, NULL, 'd'},
-                                              {"pidfile", required_argument, NULL, 'P'},
-                                              {"version", no_argument, NULL, 'v'},
-                                              {"help", no_argument, NULL, 'h'},
-                                              {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, 'c'},  {"daemon", no_argument, NULL, 'd'},
+        {"pidfile", required_argument, NULL, 'P'}, {"version", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
     int c;
     memset(opts, 0, sizeof *opts);
     while ((c = getopt_long(argc, argv, "c:dP:vh", longopts, NULL)) != -1) {
@@ -261,8 +259,7 @@ static int distribution_from_name(const char *name)
 /* A generated router id: "<Mode>_" and 15 random letters and digits. */
 static void generate_router_id(char *out, size_t size, const char *mode)
 {
-    static const char alphabet[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     unsigned char rnd[15];
     if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
         unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
@@ -497,8 +494,8 @@ static int run(daemon_state_t *st, const sigset_t *stop)
         fprintf(stderr, "junctiond: cannot start the core\n");
         return 1;
     }
-    JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_INFO, "Router started in %s mode, id=%s, version %s",
-           st->mode, st->router_id, JN_VERSION);
+    JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_INFO, "Router started in %s mode, id=%s, version %s", st->mode,
+           st->router_id, JN_VERSION);
     if (jn_io_start(st->io) != 0) {
         JN_LOG(JN_LOG_MOD_MAIN, JN_LOG_CRITICAL,
                "Router start-up failed: a listener could not be opened");

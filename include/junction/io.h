@@ -28,12 +28,7 @@ typedef enum jn_conn_role {
 } jn_conn_role_t;
 
 /* stripAnnotations (mesh-protocol.md 9.4). */
-typedef enum jn_strip {
-    JN_STRIP_BOTH = 0,
-    JN_STRIP_IN,
-    JN_STRIP_OUT,
-    JN_STRIP_NO
-} jn_strip_t;
+typedef enum jn_strip { JN_STRIP_BOTH = 0, JN_STRIP_IN, JN_STRIP_OUT, JN_STRIP_NO } jn_strip_t;
 
 /* The attributes of a `listener` or `connector` entity that the I/O layer
  * uses. Strings are copied. Sizes in octets, times in seconds. Values as
@@ -41,26 +36,26 @@ typedef enum jn_strip {
  * 0 means the default where said. Only JN_ROLE_NORMAL is accepted for now
  * (the mesh brings the others): another role is JN_EINVAL. */
 typedef struct jn_endpoint_config {
-    const char *name;            /* entity name, for logs */
-    const char *host;            /* listener: "" or NULL = all interfaces */
-    const char *port;            /* number or service name ("amqp"); NULL = "amqp" */
+    const char *name; /* entity name, for logs */
+    const char *host; /* listener: "" or NULL = all interfaces */
+    const char *port; /* number or service name ("amqp"); NULL = "amqp" */
     jn_conn_role_t role;
-    const char *sasl_mechanisms; /* space-separated, NULL = all available */
-    bool authenticate_peer;      /* listener: SASL required */
-    uint32_t max_frame_size;     /* 0 = 16384; below 512 raised to 512 */
-    uint32_t max_sessions;       /* 0 or > 32768 = 32768; channel-max = this - 1 */
-    uint32_t max_session_frames; /* incoming session window in frames; 0 = the
-                                  * I/O layer's bound (io_private.h) */
+    const char *sasl_mechanisms;   /* space-separated, NULL = all available */
+    bool authenticate_peer;        /* listener: SASL required */
+    uint32_t max_frame_size;       /* 0 = 16384; below 512 raised to 512 */
+    uint32_t max_sessions;         /* 0 or > 32768 = 32768; channel-max = this - 1 */
+    uint32_t max_session_frames;   /* incoming session window in frames; 0 = the
+                                    * I/O layer's bound (io_private.h) */
     uint32_t idle_timeout_seconds; /* 0 = none; half is advertised, in ms */
-    uint64_t max_message_size;   /* 0 = unlimited; larger: the link is detached
-                                  * with amqp:link:message-size-exceeded */
-    uint32_t link_capacity;      /* 0 = 250 */
+    uint64_t max_message_size;     /* 0 = unlimited; larger: the link is detached
+                                    * with amqp:link:message-size-exceeded */
+    uint32_t link_capacity;        /* 0 = 250 */
     jn_strip_t strip_annotations;
 } jn_endpoint_config_t;
 
 typedef struct jn_io_config {
-    const char *container_id;  /* our AMQP container id (the router id) */
-    unsigned worker_threads;   /* >= 1 */
+    const char *container_id; /* our AMQP container id (the router id) */
+    unsigned worker_threads;  /* >= 1 */
 } jn_io_config_t;
 
 /* jn_io_core_ops: the callbacks the core must be created with. Static.

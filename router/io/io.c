@@ -331,8 +331,8 @@ void jn_io_stop(jn_io_t *io, unsigned timeout_ms)
     struct timespec deadline = deadline_in(timeout_ms);
     if (!wait_until(io, all_closed, &deadline)) {
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
-               "%zu connection(s) did not close within %u ms; disconnecting them",
-               io->live_conns, timeout_ms);
+               "%zu connection(s) did not close within %u ms; disconnecting them", io->live_conns,
+               timeout_ms);
         pthread_mutex_unlock(&io->lock);
         pn_condition_t *cond = pn_condition();
         pn_condition_set_name(cond, "amqp:connection:forced");

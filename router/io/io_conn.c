@@ -90,10 +90,10 @@ jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming)
     conn->id = atomic_fetch_add(&io->next_conn_id, 1);
     conn->endpoint = ep;
     conn->incoming = incoming;
-    conn->strip_inbound = ep->cfg.strip_annotations == JN_STRIP_BOTH ||
-                          ep->cfg.strip_annotations == JN_STRIP_IN;
-    conn->strip_outbound = ep->cfg.strip_annotations == JN_STRIP_BOTH ||
-                           ep->cfg.strip_annotations == JN_STRIP_OUT;
+    conn->strip_inbound =
+        ep->cfg.strip_annotations == JN_STRIP_BOTH || ep->cfg.strip_annotations == JN_STRIP_IN;
+    conn->strip_outbound =
+        ep->cfg.strip_annotations == JN_STRIP_BOTH || ep->cfg.strip_annotations == JN_STRIP_OUT;
     atomic_init(&conn->refs, 1);
     conn->poll.fire = poll_fire;
     conn->next_link_id = 1;
@@ -182,12 +182,18 @@ void jn_io_conn_wake(jn_io_conn_t *conn)
     pthread_mutex_unlock(&conn->wake_lock);
 }
 
-/* jn_io_conn_poll_later_IO: run a batch in JN_IO_POLL_MS (a paused receive
- * or stalled send looks again). */
-void jn_io_conn_poll_later_IO(jn_io_conn_t *conn)
+/* jn_io_conn_poll_later_IO: run a batch soon, so that a paused receive or
+ * a stalled send looks again: after JN_IO_POLL_MS when something moved in
+ * this batch (progressed), else after twice the last delay (at most
+ * JN_IO_POLL_MAX_MS). */
+void jn_io_conn_poll_later_IO(jn_io_conn_t *conn, bool progressed)
 {
     if (conn->transport_closed)
         return;
+    if (progressed || conn->poll_ms < JN_IO_POLL_MS)
+        conn->poll_ms = JN_IO_POLL_MS;
+    else if (conn->poll_ms < JN_IO_POLL_MAX_MS)
+        conn->poll_ms *= 2;
     pthread_mutex_lock(&conn->io->lock);
     bool armed = conn->poll.armed;
     pthread_mutex_unlock(&conn->io->lock);
@@ -196,7 +202,7 @@ void jn_io_conn_poll_later_IO(jn_io_conn_t *conn)
     atomic_fetch_add(&conn->refs, 1);
     if (jn_io_timer_cancel(conn->io, &conn->poll))
         jn_io_conn_unref(conn); /* armed meanwhile: keep one reference */
-    jn_io_timer_arm(conn->io, &conn->poll, JN_IO_POLL_MS);
+    jn_io_timer_arm(conn->io, &conn->poll, conn->poll_ms);
 }
 
 /* jn_io_link_set_busy_IO: finish something for link at the end of the
@@ -293,9 +299,9 @@ static void on_transport_error(jn_io_conn_t *conn, pn_transport_t *t)
         return;
     const char *desc = pn_condition_get_description(c);
     if (conn->incoming)
-        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Connection from %s (to %s) failed: %s %s",
-               conn->id, conn->host, conn->endpoint->shown, pn_condition_get_name(c),
-               desc ? desc : "");
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
+               JN_IO_CONN_FMT " Connection from %s (to %s) failed: %s %s", conn->id, conn->host,
+               conn->endpoint->shown, pn_condition_get_name(c), desc ? desc : "");
     else
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Connection to %s failed: %s %s",
                conn->id, conn->host, pn_condition_get_name(c), desc ? desc : "");
@@ -313,8 +319,9 @@ static void on_tail_closed(jn_io_conn_t *conn, pn_transport_t *t)
         return;
     const char *cond = "amqp:connection:framing-error";
     const char *desc = "invalid frame (unknown performative or undecodable body)";
-    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Connection from %s (to %s) failed: %s %s",
-           conn->id, conn->host, conn->endpoint->shown, cond, desc);
+    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
+           JN_IO_CONN_FMT " Connection from %s (to %s) failed: %s %s", conn->id, conn->host,
+           conn->endpoint->shown, cond, desc);
     conn->closing = false; /* closing again, now with the error */
     pn_condition_t *c = pn_connection_condition(conn->pn_io);
     pn_condition_set_name(c, cond);
@@ -375,8 +382,8 @@ static void on_session_open(jn_io_conn_t *conn, pn_session_t *ssn)
     size_t cap;
     if (cfg->max_session_frames) {
         /* as configured; the AMQP window is a 31-bit frame count */
-        size_t frames = cfg->max_session_frames < 0x7fffffffu ? cfg->max_session_frames
-                                                               : 0x7fffffffu;
+        size_t frames =
+            cfg->max_session_frames < 0x7fffffffu ? cfg->max_session_frames : 0x7fffffffu;
         cap = frame * frames;
     } else {
         cap = frame * JN_IO_SESSION_FRAMES;
@@ -460,8 +467,8 @@ static void on_link_open(jn_io_conn_t *conn, pn_link_t *pl)
         conn->links->prev = link;
     conn->links = link;
     pn_link_set_context(pl, link);
-    pn_terminus_t *term = link->dir == JN_LINK_OUTGOING ? pn_link_remote_source(pl)
-                                                        : pn_link_remote_target(pl);
+    pn_terminus_t *term =
+        link->dir == JN_LINK_OUTGOING ? pn_link_remote_source(pl) : pn_link_remote_target(pl);
     jn_link_info_t info = {
         .dir = link->dir,
         .name = pn_link_name(pl),
@@ -694,19 +701,18 @@ void jn_io_conn_batch_end_IO(jn_io_conn_t *conn)
     } while (n == JN_IO_WORK_BATCH);
     jn_io_link_t *busy = conn->busy;
     conn->busy = NULL;
-    bool again = false;
+    bool again = false, progressed = false;
     while (busy) {
         jn_io_link_t *l = busy;
         busy = l->busy_next;
         l->busy = false;
-        if (l->dir == JN_LINK_INCOMING)
-            jn_io_rx_resume_IO(l);
-        else
-            jn_io_tx_resume_IO(l);
-        again = again || (l->dir == JN_LINK_INCOMING ? l->rx.paused : l->tx.stalled);
+        bool incoming = l->dir == JN_LINK_INCOMING;
+        bool moved = incoming ? jn_io_rx_resume_IO(l) : jn_io_tx_resume_IO(l);
+        again = again || (incoming ? l->rx.paused : l->tx.stalled);
+        progressed = progressed || moved;
     }
     if (again)
-        jn_io_conn_poll_later_IO(conn);
+        jn_io_conn_poll_later_IO(conn, progressed);
 }
 
 /* jn_io_release_unsettled_IO: drop the delivery references held in the

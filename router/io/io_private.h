@@ -76,9 +76,13 @@ typedef struct jn_io_timer jn_io_timer_t;
 #define JN_IO_SESSION_FRAMES       1024u
 #define JN_IO_SESSION_CAPACITY_MAX (16u * 1024 * 1024)
 
-/* How soon a paused receive or a stalled send looks again (there is no
- * proton event when the other side catches up or proton's buffer drains). */
-#define JN_IO_POLL_MS 2
+/* How soon a paused receive or a stalled send looks again (nothing tells
+ * a receiving connection that the copies caught up; a stalled send also
+ * resumes on PN_LINK_FLOW). The delay doubles, up to JN_IO_POLL_MAX_MS,
+ * while polls find nothing changed (a consumer that stopped reading), and
+ * drops back to JN_IO_POLL_MS once something moves. */
+#define JN_IO_POLL_MS     2u
+#define JN_IO_POLL_MAX_MS 64u
 
 /* Work items taken from the core per call. */
 #define JN_IO_WORK_BATCH 64
@@ -98,11 +102,11 @@ struct jn_io_timer {
 /* ---- listeners and connectors ------------------------------------------ */
 
 typedef enum {
-    JN_EP_IDLE = 0,    /* not started */
-    JN_EP_PENDING,     /* listen/connect requested */
-    JN_EP_OPEN,        /* listening / connection up */
-    JN_EP_FAILED,      /* listen failed */
-    JN_EP_CLOSED       /* closed (stop) */
+    JN_EP_IDLE = 0, /* not started */
+    JN_EP_PENDING,  /* listen/connect requested */
+    JN_EP_OPEN,     /* listening / connection up */
+    JN_EP_FAILED,   /* listen failed */
+    JN_EP_CLOSED    /* closed (stop) */
 } jn_ep_state_t;
 
 /* A listener or connector. cfg and its strings, addr: immutable after
@@ -115,11 +119,11 @@ struct jn_io_endpoint {
     char addr[300];           /* "host:port" for pn_proactor_* */
     char shown[300];          /* "host:port" for logs */
     jn_ep_state_t state;
-    pn_listener_t *listener;  /* while state is PENDING or OPEN */
+    pn_listener_t *listener; /* while state is PENDING or OPEN */
     /* connector */
     jn_io_timer_t retry;
-    unsigned failures;        /* consecutive attempts that never opened */
-    jn_io_conn_t *conn;       /* the current connection, or NULL */
+    unsigned failures;  /* consecutive attempts that never opened */
+    jn_io_conn_t *conn; /* the current connection, or NULL */
 };
 
 /* ---- the I/O layer ----------------------------------------------------- */
@@ -129,7 +133,7 @@ struct jn_io {
     jn_core_t *core;
     pn_proactor_t *proactor;
     char *container_id;
-    char *node_id;            /* "0/<container id>" for router annotations */
+    char *node_id; /* "0/<container id>" for router annotations */
     unsigned worker_threads;
 
     /* main thread */
@@ -140,7 +144,7 @@ struct jn_io {
      * flag. Taken when a connection or listener opens or closes, when a
      * timer is armed or fires, and during stop — never per message. */
     pthread_mutex_t lock;
-    pthread_cond_t cond;      /* signalled when a count below changes */
+    pthread_cond_t cond; /* signalled when a count below changes */
     jn_io_endpoint_t *endpoints;
     jn_io_conn_t *conns;      /* every live connection (registry) */
     size_t live_conns;        /* connections whose transport is not closed */
@@ -148,11 +152,11 @@ struct jn_io {
     jn_io_timer_t *timers;    /* armed timers, by deadline */
     int64_t timeout_at;       /* deadline the proactor timeout is set for, or 0 */
     bool started;
-    bool exiting;             /* workers leave on the next interrupt */
+    bool exiting; /* workers leave on the next interrupt */
 
     /* atomics */
-    atomic_bool stopping;     /* jn_io_stop began: close everything, no retry
-                               * (written under lock, read per batch without) */
+    atomic_bool stopping; /* jn_io_stop began: close everything, no retry
+                           * (written under lock, read per batch without) */
 
     atomic_uint_fast64_t next_conn_id;
     atomic_uint pending_frees; /* io_conns allocated and not yet freed */
@@ -164,8 +168,8 @@ struct jn_io {
 struct jn_io_conn {
     /* immutable after creation */
     jn_io_t *io;
-    uint64_t id;                 /* [C<id>] */
-    jn_io_endpoint_t *endpoint;  /* its listener or connector */
+    uint64_t id;                /* [C<id>] */
+    jn_io_endpoint_t *endpoint; /* its listener or connector */
     bool incoming;
     bool strip_inbound, strip_outbound;
 
@@ -187,15 +191,16 @@ struct jn_io_conn {
     jn_io_timer_t poll;
 
     /* the I/O thread handling this connection's batch */
-    pn_connection_t *pn_io;      /* == pn while the transport lives */
-    jn_core_conn_t *core;        /* NULL until opened, and after closed */
-    char host[300];              /* peer address, for logs and the core */
-    bool opened;                 /* reported to the core */
-    bool closing;                /* we closed our end */
+    pn_connection_t *pn_io; /* == pn while the transport lives */
+    jn_core_conn_t *core;   /* NULL until opened, and after closed */
+    char host[300];         /* peer address, for logs and the core */
+    bool opened;            /* reported to the core */
+    bool closing;           /* we closed our end */
     bool transport_closed;
     uint64_t next_link_id;
-    jn_io_link_t *links;         /* every io_link not yet released */
-    jn_io_link_t *busy;          /* links with something to finish at batch end */
+    jn_io_link_t *links; /* every io_link not yet released */
+    jn_io_link_t *busy;  /* links with something to finish at batch end */
+    unsigned poll_ms;    /* next poll delay (JN_IO_POLL_MS doubling) */
 };
 
 /* ---- links -------------------------------------------------------------- */
@@ -203,43 +208,43 @@ struct jn_io_conn {
 /* One link. Owned by the I/O thread of its connection; freed on
  * JN_WORK_LINK_RELEASED (or with the connection). */
 struct jn_io_link {
-    jn_io_conn_t *conn;          /* immutable */
-    uint64_t id;                 /* [L<id>] */
-    jn_link_dir_t dir;           /* immutable */
-    pn_link_t *pn;               /* NULL once proton is done with it */
-    jn_core_link_t *core;        /* NULL when refused before the core */
-    bool detached;               /* reported detached (or never attached) */
+    jn_io_conn_t *conn;   /* immutable */
+    uint64_t id;          /* [L<id>] */
+    jn_link_dir_t dir;    /* immutable */
+    pn_link_t *pn;        /* NULL once proton is done with it */
+    jn_core_link_t *core; /* NULL when refused before the core */
+    bool detached;        /* reported detached (or never attached) */
     bool local_closed;
-    jn_io_link_t *prev, *next;   /* conn->links */
-    jn_io_link_t *busy_next;     /* conn->busy */
+    jn_io_link_t *prev, *next; /* conn->links */
+    jn_io_link_t *busy_next;   /* conn->busy */
     bool busy;
 
     /* incoming: the delivery being received (one at a time per link) */
     struct {
         pn_delivery_t *pd;
-        jn_message_t *msg;       /* our reference while receiving */
-        jn_delivery_t *dlv;      /* our reference once routed */
-        bool discard;            /* rejected/oversize: drop the octets */
-        bool settle_pending;     /* settle when the last octet is in */
-        bool notify;             /* tell the core at batch end */
-        bool paused;             /* stopped reading (high-water mark) */
-        size_t trimmed_at;       /* message length at the last trim */
+        jn_message_t *msg;   /* our reference while receiving */
+        jn_delivery_t *dlv;  /* our reference once routed */
+        bool discard;        /* rejected/oversize: drop the octets */
+        bool settle_pending; /* settle when the last octet is in */
+        bool notify;         /* tell the core at batch end */
+        bool paused;         /* stopped reading (high-water mark) */
+        size_t trimmed_at;   /* message length at the last trim */
     } rx;
 
     /* outgoing: the copy being sent, and copies waiting for it */
     struct {
         jn_message_out_t out;
-        jn_delivery_t *dlv;      /* our reference while sending */
+        jn_delivery_t *dlv; /* our reference while sending */
         pn_delivery_t *pd;
         jn_work_t *wait_head, *wait_tail; /* DELIVERY_SEND items, in order */
-        uint64_t sent;           /* deliveries that consumed credit */
-        uint64_t flow_limit;     /* last credit limit told to the core */
+        uint64_t sent;                    /* deliveries that consumed credit */
+        uint64_t flow_limit;              /* last credit limit told to the core */
         bool flow_drain;
         bool flow_told;
-        int slot;                /* jn_message_stream_copy_begin's */
-        bool stalled;            /* proton's buffer is full: poll */
+        int slot;     /* jn_message_stream_copy_begin's */
+        bool stalled; /* proton's buffer is full: poll */
         bool settle_when_done;
-        bool drain_pending;      /* pn_link_drained once idle */
+        bool drain_pending; /* pn_link_drained once idle */
     } tx;
 };
 
@@ -263,20 +268,20 @@ void jn_io_conn_unref(jn_io_conn_t *conn);
 void jn_io_conn_event_IO(jn_io_conn_t *conn, pn_event_t *event);
 void jn_io_conn_batch_end_IO(jn_io_conn_t *conn);
 void jn_io_conn_wake(jn_io_conn_t *conn);
-void jn_io_conn_poll_later_IO(jn_io_conn_t *conn);
+void jn_io_conn_poll_later_IO(jn_io_conn_t *conn, bool progressed);
 void jn_io_link_set_busy_IO(jn_io_link_t *link);
 void jn_io_link_close_IO(jn_io_link_t *link, const char *condition, const char *description);
 
 /* io_recv.c */
 void jn_io_rx_delivery_IO(jn_io_link_t *link, pn_delivery_t *pd);
-void jn_io_rx_resume_IO(jn_io_link_t *link);
+bool jn_io_rx_resume_IO(jn_io_link_t *link);
 void jn_io_rx_update_IO(jn_io_link_t *link, jn_work_t *work);
 void jn_io_rx_link_gone_IO(jn_io_link_t *link);
 
 /* io_send.c */
 void jn_io_tx_send_IO(jn_io_link_t *link, jn_work_t *work);
 void jn_io_tx_continue_IO(jn_io_link_t *link, jn_delivery_t *dlv);
-void jn_io_tx_resume_IO(jn_io_link_t *link);
+bool jn_io_tx_resume_IO(jn_io_link_t *link);
 void jn_io_tx_update_IO(jn_io_link_t *link, jn_work_t *work);
 void jn_io_tx_delivery_IO(jn_io_link_t *link, pn_delivery_t *pd);
 void jn_io_tx_flow_IO(jn_io_link_t *link);

@@ -108,8 +108,7 @@ static void rx_oversize_IO(jn_io_link_t *link)
         link->rx.notify = true;
     }
     rx_reject_IO(link, "amqp:link:message-size-exceeded", "message exceeds maxMessageSize");
-    jn_io_link_close_IO(link, "amqp:link:message-size-exceeded",
-                        "message exceeds maxMessageSize");
+    jn_io_link_close_IO(link, "amqp:link:message-size-exceeded", "message exceeds maxMessageSize");
 }
 
 /* Copy what proton holds for the delivery into the message, up to the
@@ -126,8 +125,8 @@ static size_t rx_copy_IO(jn_io_link_t *link)
         if (link->rx.dlv && jn_message_length(m) - link->rx.trimmed_at >= 65536 &&
             rx_backlog(link) > JN_IO_RX_HIGH_WATER) {
             link->rx.paused = true;
-            JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_TRACE, JN_IO_LINK_FMT " paused at %zu",
-                   link->conn->id, link->id, jn_message_length(m));
+            JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_TRACE, JN_IO_LINK_FMT " paused at %zu", link->conn->id,
+                   link->id, jn_message_length(m));
             break;
         }
         uint8_t *space;
@@ -186,8 +185,8 @@ static void rx_try_route_IO(jn_io_link_t *link, bool all_in)
     jn_message_t *given = all_in ? m : jn_message_ref(m);
     if (all_in)
         link->rx.msg = NULL;
-    jn_delivery_t *dlv = jn_delivery_new_IO(link->core, given, pn_delivery_settled(pd),
-                                            tag.start, tag.size);
+    jn_delivery_t *dlv =
+        jn_delivery_new_IO(link->core, given, pn_delivery_settled(pd), tag.start, tag.size);
     if (!dlv) {
         jn_message_unref(given);
         rx_reject_IO(link, "amqp:resource-limit-exceeded", "router out of memory");
@@ -304,27 +303,28 @@ void jn_io_rx_delivery_IO(jn_io_link_t *link, pn_delivery_t *pd)
 
 /* jn_io_rx_resume_IO: end of batch for a busy incoming link: tell the core
  * of new octets (once per batch), and resume a paused link below the
- * low-water mark. */
-void jn_io_rx_resume_IO(jn_io_link_t *link)
+ * low-water mark. Returns true when a paused link resumed. */
+bool jn_io_rx_resume_IO(jn_io_link_t *link)
 {
     if (link->rx.notify && link->rx.dlv) {
         link->rx.notify = false;
         jn_core_delivery_continued_IO(link->rx.dlv);
     }
-    if (link->rx.paused) {
-        if (rx_backlog(link) >= JN_IO_RX_LOW_WATER) {
-            jn_io_link_set_busy_IO(link); /* still paused: poll again */
-            return;
-        }
-        link->rx.paused = false;
-        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_TRACE, JN_IO_LINK_FMT " resumed at %zu",
-               link->conn->id, link->id, jn_message_length(link->rx.msg));
-        rx_pump_IO(link);
-        if (link->rx.notify && link->rx.dlv) {
-            link->rx.notify = false;
-            jn_core_delivery_continued_IO(link->rx.dlv);
-        }
+    if (!link->rx.paused)
+        return false;
+    if (rx_backlog(link) >= JN_IO_RX_LOW_WATER) {
+        jn_io_link_set_busy_IO(link); /* still paused: poll again */
+        return false;
     }
+    link->rx.paused = false;
+    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_TRACE, JN_IO_LINK_FMT " resumed at %zu", link->conn->id,
+           link->id, jn_message_length(link->rx.msg));
+    rx_pump_IO(link);
+    if (link->rx.notify && link->rx.dlv) {
+        link->rx.notify = false;
+        jn_core_delivery_continued_IO(link->rx.dlv);
+    }
+    return true;
 }
 
 /* jn_io_rx_update_IO: JN_WORK_DELIVERY_UPDATE for an incoming delivery:

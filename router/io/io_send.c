@@ -131,7 +131,8 @@ static void tx_start_IO(jn_io_link_t *link, jn_work_t *w)
     pn_delivery_t *pd = pn_delivery(link->pn, pn_dtag((const char *)tag, tag_len));
     jn_buffer_list_t ann;
     jn_buffer_list_init(&ann);
-    jn_ra_hop_t hop = {.to_router = !link->conn->strip_outbound, .node_id = link->conn->io->node_id};
+    jn_ra_hop_t hop = {.to_router = !link->conn->strip_outbound,
+                       .node_id = link->conn->io->node_id};
     int rc = jn_ra_compose(jn_message_annotations(m), &hop, &ann);
     if (rc == 0)
         rc = jn_message_out_init(&link->tx.out, m, &ann);
@@ -206,10 +207,17 @@ void jn_io_tx_continue_IO(jn_io_link_t *link, jn_delivery_t *dlv)
         jn_io_link_set_busy_IO(link);
 }
 
-/* jn_io_tx_resume_IO: end of batch for a busy outgoing link. */
-void jn_io_tx_resume_IO(jn_io_link_t *link)
+/* jn_io_tx_resume_IO: end of batch for a busy outgoing link: go on with
+ * the copy in progress and the waiting ones. Returns true when any octet
+ * or delivery went out. */
+bool jn_io_tx_resume_IO(jn_io_link_t *link)
 {
+    const jn_delivery_t *dlv = link->tx.dlv;
+    size_t position = dlv ? link->tx.out.position : 0;
+    uint64_t sent = link->tx.sent;
     tx_pump_IO(link);
+    return link->tx.dlv != dlv || link->tx.sent != sent ||
+           (dlv && link->tx.out.position != position);
 }
 
 /* jn_io_tx_update_IO: JN_WORK_DELIVERY_UPDATE for an outgoing copy: the

@@ -33,6 +33,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <netdb.h>
+#include <sys/resource.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -402,10 +404,75 @@ static int build(daemon_state_t *st)
 }
 
 /* apply_config: check the configuration and apply its `log` sections. */
+/* Most worker threads a router may be configured with. */
+#define JN_MAX_WORKER_THREADS 128
+
+/* value_error: print "FILE:LINE: <type>: <text>" for an attribute's value
+ * (or the section's line when the value has none) and return -1. */
+static int value_error(const jn_config_t *cfg, const jn_config_entity_t *e,
+                       const jn_config_value_t *v, const char *text)
+{
+    int line = v && jn_config_value_line(v) > 0 ? jn_config_value_line(v) : jn_config_entity_line(e);
+    fprintf(stderr, "%s:%d: %s: %s\n", jn_config_name(cfg), line, jn_config_entity_section(e),
+            text);
+    return -1;
+}
+
+/* port_ok: a decimal port 0..65535, or a TCP service name ("amqp"). */
+static bool port_ok(const char *port)
+{
+    if (!port || !port[0])
+        return false;
+    if (strspn(port, "0123456789") == strlen(port))
+        return strlen(port) <= 5 && atol(port) <= 65535;
+    return getservbyname(port, "tcp") != NULL;
+}
+
+/* check_entity_values: the value checks the schema cannot express, so that a
+ * bad value stops start-up with FILE:LINE instead of failing later. (1.19
+ * only logs some of these and runs on without the entity; we refuse.) */
+static int check_entity_values(const jn_config_t *cfg, const jn_config_entity_t *e)
+{
+    const char *type = jn_schema_type_short_name(jn_config_entity_type(e));
+    const jn_config_value_t *v;
+    if (strcmp(type, "router") == 0) {
+        v = jn_config_entity_get(e, "workerThreads");
+        if (v && !jn_config_value_is_default(v) &&
+            (jn_config_value_int(v) < 1 || jn_config_value_int(v) > JN_MAX_WORKER_THREADS)) {
+            char text[96];
+            snprintf(text, sizeof text, "workerThreads must be from 1 to %d",
+                     JN_MAX_WORKER_THREADS);
+            return value_error(cfg, e, v, text);
+        }
+    } else if (strcmp(type, "policy") == 0) {
+        v = jn_config_entity_get(e, "maxMessageSize");
+        if (v && jn_config_value_int(v) < 0)
+            return value_error(cfg, e, v, "maxMessageSize must be 0 (no limit) or more octets");
+    } else if (strcmp(type, "address") == 0) {
+        bool prefix = jn_config_entity_string(e, "prefix") != NULL;
+        bool pattern = jn_config_entity_string(e, "pattern") != NULL;
+        if (prefix == pattern)
+            return value_error(cfg, e, NULL, "needs exactly one of prefix and pattern");
+    } else if (strcmp(type, "listener") == 0 || strcmp(type, "connector") == 0) {
+        v = jn_config_entity_get(e, "port");
+        if (!port_ok(jn_config_value_string(v))) {
+            char text[160];
+            snprintf(text, sizeof text,
+                     "port '%.80s' is neither a number from 0 to 65535 nor a TCP service name",
+                     jn_config_value_string(v) ? jn_config_value_string(v) : "");
+            return value_error(cfg, e, v, text);
+        }
+    }
+    return 0;
+}
+
 static int apply_config(const jn_config_t *cfg)
 {
     if (check_implemented(cfg) != 0)
         return -1;
+    for (size_t i = 0; i < jn_config_entity_count(cfg); i++)
+        if (check_entity_values(cfg, jn_config_entity_at(cfg, i)) != 0)
+            return -1;
     const jn_schema_type_t *log_type = jn_schema_type_find("log");
     for (size_t i = 0; i < jn_config_entity_count(cfg); i++) {
         const jn_config_entity_t *e = jn_config_entity_at(cfg, i);
@@ -418,6 +485,22 @@ static int apply_config(const jn_config_t *cfg)
 }
 
 /* ---- process ----------------------------------------------------------------- */
+
+/* raise_descriptor_limit: every connection takes a file descriptor, and the
+ * I/O layer refuses connections near the soft limit (router/io/io.c); raise
+ * the soft limit to the hard one so a router is not held to 1024 by a shell
+ * default. Logged; failure is not fatal. */
+static void raise_descriptor_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max)
+        return;
+    rlim_t was = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, "File-descriptor limit raised from %llu to %llu",
+               (unsigned long long)was, (unsigned long long)rl.rlim_cur);
+}
 
 static int write_pid_file(const char *path)
 {
@@ -525,6 +608,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         return 1;
     }
+    raise_descriptor_limit();
     daemon_state_t st = {.cfg = cfg};
     if (apply_config(cfg) != 0)
         return finish(cfg, 1);

@@ -200,11 +200,11 @@ char *jn_addr_make_dynamic_CT(jn_core_t *core)
 {
     JN_ASSERT_CT(core);
     uint64_t serial = ++core->ct.next_temp;
-    int n = snprintf(NULL, 0, "_topo/0/%s/temp.%08x%" PRIx64, core->router_id, core->ct.temp_nonce,
-                     serial);
+    int n = snprintf(NULL, 0, "amqp:/_topo/0/%s/temp.%08x%" PRIx64, core->router_id,
+                     core->ct.temp_nonce, serial);
     char *s = n > 0 ? malloc((size_t)n + 1) : NULL;
     if (s)
-        snprintf(s, (size_t)n + 1, "_topo/0/%s/temp.%08x%" PRIx64, core->router_id,
+        snprintf(s, (size_t)n + 1, "amqp:/_topo/0/%s/temp.%08x%" PRIx64, core->router_id,
                  core->ct.temp_nonce, serial);
     return s;
 }

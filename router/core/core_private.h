@@ -317,7 +317,8 @@ int jn_addr_add_producer_CT(jn_addr_t *addr, jn_core_link_t *link);
 jn_addr_t *jn_addr_remove_link_CT(jn_core_t *core, jn_core_link_t *link);
 /* Free addr if no link refers to it. */
 void jn_addr_release_if_unused_CT(jn_core_t *core, jn_addr_t *addr);
-/* Make a dynamic address "_topo/0/<id>/temp.<unique>" (heap) or NULL. */
+/* Make a dynamic address "amqp:/_topo/0/<id>/temp.<unique>" (the form
+ * qdrouterd 1.19 gives; heap) or NULL. */
 char *jn_addr_make_dynamic_CT(jn_core_t *core);
 /* Pick the consumer for an anycast delivery (closest or balanced). */
 jn_core_link_t *jn_addr_pick_consumer_CT(jn_addr_t *addr);

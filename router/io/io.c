@@ -28,6 +28,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -191,6 +192,25 @@ const jn_core_io_ops_t *jn_io_core_ops(void)
 
 /* ---- life cycle --------------------------------------------------------- */
 
+/* Descriptors kept back from connections: listeners, the core's eventfd, the
+ * proactor's own, log files, and room for a connector to reconnect. */
+#define JN_IO_FD_RESERVE 64
+
+/* jn_io_max_connections: how many connections may be open at once, from the
+ * process's file-descriptor limit (RLIMIT_NOFILE soft limit) less a reserve.
+ * Accepting past the limit would make accept() fail with EMFILE, which
+ * proton 0.37's epoll proactor handles by parking the listener in an
+ * "overflow" state that later trips an assertion when the listener closes;
+ * refusing connections ourselves below the limit keeps it from ever getting
+ * there. At least 16. */
+size_t jn_io_max_connections(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return SIZE_MAX;
+    return rl.rlim_cur > JN_IO_FD_RESERVE + 16 ? (size_t)rl.rlim_cur - JN_IO_FD_RESERVE : 16;
+}
+
 jn_io_t *jn_io_create(jn_core_t *core, const jn_io_config_t *cfg)
 {
     jn_io_t *io = calloc(1, sizeof *io);
@@ -198,6 +218,7 @@ jn_io_t *jn_io_create(jn_core_t *core, const jn_io_config_t *cfg)
         return NULL;
     io->core = core;
     io->worker_threads = cfg->worker_threads ? cfg->worker_threads : 1;
+    io->max_conns = jn_io_max_connections();
     const char *id = cfg->container_id ? cfg->container_id : "Junction";
     io->container_id = strdup(id);
     size_t n = strlen(id) + 3;

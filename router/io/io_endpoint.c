@@ -17,6 +17,8 @@
  */
 #include "io_private.h"
 
+#include <junction/time.h>
+
 #include <proton/sasl.h>
 
 #include <stdio.h>
@@ -179,8 +181,39 @@ int jn_io_listen(jn_io_t *io, jn_io_endpoint_t *ep)
     return 0;
 }
 
+/* refuse_accept: take a connection proton has for us and close it at once
+ * (no AMQP: the descriptor is what we are short of). Logged at most once a
+ * second. Listener's thread. */
+static void refuse_accept(jn_io_t *io, jn_io_endpoint_t *ep, pn_listener_t *l, size_t live)
+{
+    int64_t now = jn_time_mono_ms();
+    pthread_mutex_lock(&io->lock);
+    bool log = now - io->refused_logged_at >= 1000;
+    if (log)
+        io->refused_logged_at = now;
+    pthread_mutex_unlock(&io->lock);
+    if (log)
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
+               "Refusing connections on %s: %zu open, the limit from the file-descriptor limit "
+               "(ulimit -n) is %zu",
+               ep->shown, live, io->max_conns);
+    pn_transport_t *t = pn_transport();
+    if (t) {
+        pn_transport_close_tail(t);
+        pn_transport_close_head(t);
+    }
+    pn_listener_accept2(l, NULL, t);
+}
+
 static void listener_accept(jn_io_t *io, jn_io_endpoint_t *ep, pn_listener_t *l)
 {
+    pthread_mutex_lock(&io->lock);
+    size_t live = io->live_conns;
+    pthread_mutex_unlock(&io->lock);
+    if (live >= io->max_conns) {
+        refuse_accept(io, ep, l, live);
+        return;
+    }
     jn_io_conn_t *conn = jn_io_conn_new(io, ep, true);
     pn_transport_t *t = conn ? jn_io_transport_new(&ep->cfg, true) : NULL;
     if (!t) {

@@ -148,6 +148,8 @@ struct jn_io {
     jn_io_endpoint_t *endpoints;
     jn_io_conn_t *conns;      /* every live connection (registry) */
     size_t live_conns;        /* connections whose transport is not closed */
+    size_t max_conns;         /* accept no more than this many (file descriptors) */
+    int64_t refused_logged_at; /* ms of the last "too many connections" log line */
     size_t pending_listeners; /* listeners whose open is not decided yet */
     jn_io_timer_t *timers;    /* armed timers, by deadline */
     int64_t timeout_at;       /* deadline the proactor timeout is set for, or 0 */
@@ -161,6 +163,10 @@ struct jn_io {
     atomic_uint_fast64_t next_conn_id;
     atomic_uint pending_frees; /* io_conns allocated and not yet freed */
 };
+
+/* jn_io_max_connections: the connection limit derived from the
+ * file-descriptor limit (io.c). Any thread. */
+size_t jn_io_max_connections(void);
 
 /* ---- connections ------------------------------------------------------- */
 

@@ -29,6 +29,7 @@ Every client connects to 127.0.0.1 only. Every wait is bounded.
 """
 import hashlib
 import os
+import resource
 import random
 import re
 import select
@@ -122,6 +123,7 @@ class Router:
         self.proc = None
         self._log_file = None
         self.signalled = False
+        self.nofile = None  # RLIMIT_NOFILE (soft = hard) for the router, if set
 
     def make_config(self, router, listener, addresses, extra, worker_threads):
         r = {"mode": "standalone", "id": self.name, "workerThreads": worker_threads}
@@ -149,9 +151,15 @@ class Router:
             raise AssertionError("junctiond is not built at %s (JN_BUILD_DIR=%s)"
                                  % (JUNCTIOND, BUILD_DIR))
         self._log_file = open(self.log_path, "wb")
+        limit = self.nofile
+
+        def preexec():
+            if limit:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
         self.proc = subprocess.Popen([JUNCTIOND, "-c", self.conf_path], stdin=subprocess.DEVNULL,
                                      stdout=self._log_file, stderr=subprocess.STDOUT,
-                                     cwd=self.workdir)
+                                     cwd=self.workdir, preexec_fn=preexec)
         return self
 
     def log(self):
@@ -271,9 +279,10 @@ class RouterTestCase(unittest.TestCase):
         self.addCleanup(shutil.rmtree, self.workdir, True)
         self.routers = []
 
-    def start_router(self, **kw):
+    def start_router(self, nofile=None, **kw):
         for attempt in range(3):
             r = Router(self.workdir, name="R%d" % len(self.routers), **kw)
+            r.nofile = nofile
             r.start()
             try:
                 r.wait_ready()

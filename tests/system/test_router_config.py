@@ -70,6 +70,15 @@ BAD = {
                                 3),
     "unknown section": ("router {\n    mode: standalone\n}\n\nrouterx {\n    id: B\n}\n", 5),
     "quoted value": ("listener {\n    port: 5999\n    host: \"127.0.0.1\"\n}\n", 3),
+    # Values the schema allows but the router cannot use: refused at start-up
+    # (qdrouterd 1.19 logs some of these and runs on without the entity).
+    "too many worker threads": ("router {\n    mode: standalone\n    workerThreads: 100000\n}\n",
+                                3),
+    "negative worker threads": ("router {\n    workerThreads: -3\n}\n", 2),
+    "negative maxMessageSize": ("policy {\n    maxMessageSize: -5\n}\n", 2),
+    "address with prefix and pattern": ("address {\n    prefix: a\n    pattern: b.*\n}\n", 1),
+    "port that is not a port": ("listener {\n    host: 127.0.0.1\n    port: notaport\n}\n", 3),
+    "port out of range": ("listener {\n    host: 127.0.0.1\n    port: 99999\n}\n", 3),
 }
 
 

@@ -255,4 +255,63 @@ void jn_message_stream_copy_end(jn_message_t *m, int slot);
  * The writer thread only. */
 size_t jn_message_stream_trim(jn_message_t *m);
 
+/* --- holding: what one incoming link holds (message_stream.c) ---------- */
+
+/* A message's content is needed until every copy of it has been sent: its
+ * buffers are released then, even though its deliveries live on until they
+ * are settled (an outcome travels back without the content). Exactly then
+ * means: the writer is done with it (jn_message_stream_writer_done), the
+ * set of copies is final (jn_message_stream_set_copies) and every copy has
+ * ended (jn_message_stream_copy_end, registered or not). Whichever of
+ * those calls comes last releases the buffers; after that the message
+ * keeps only its length, flags and parse results that do not point into
+ * octets (no new copy may start, jn_message_buffers() is NULL). A message
+ * that misses one of the calls (one the router composed, a copy whose
+ * work was dropped with its connection) keeps its buffers until its last
+ * reference goes, as before.
+ *
+ * The octets a message still holds when its writer is done are charged to
+ * the budget of the link it arrived on (a jn_rx_budget_t), and given back
+ * when its buffers are released (or the message is freed). The receiving
+ * side stops taking new deliveries on the link while the budget is above
+ * its high-water mark and resumes once it is below its low-water mark: the
+ * budget calls its waker then, from the thread that released the octets.
+ * Hot path cost: two atomic additions and a budget reference per message. */
+typedef struct jn_rx_budget jn_rx_budget_t;
+
+/* jn_rx_budget_new: a budget with the given marks (low < high), refcount
+ * 1, no waker. NULL on ENOMEM. Any thread (at link attach, not per
+ * message). */
+jn_rx_budget_t *jn_rx_budget_new(size_t high, size_t low);
+
+/* jn_rx_budget_unref: drop a reference (each charged message holds one).
+ * NULL is ignored. Any thread. */
+void jn_rx_budget_unref(jn_rx_budget_t *b);
+
+/* jn_rx_budget_set_waker: wake(ctx) is called, from any thread and without
+ * blocking, when the budget falls below its low-water mark after
+ * jn_rx_budget_stop returned true. Pass NULL to clear it: after the call
+ * returns, wake is not running and will not be called again (ctx may then
+ * go). Takes the budget's lock (see message_stream.c); not per message. */
+void jn_rx_budget_set_waker(jn_rx_budget_t *b, void (*wake)(void *ctx), void *ctx);
+
+/* jn_rx_budget_stop: true when the link must stop taking deliveries (the
+ * budget is above its high-water mark); the waker is then called once it
+ * falls below the low-water mark (possibly at once). False (go on) for a
+ * NULL budget. The receiving thread. */
+bool jn_rx_budget_stop(jn_rx_budget_t *b);
+
+/* jn_rx_budget_waiting: after jn_rx_budget_stop returned true: still above
+ * the low-water mark (the wake has not been given). The receiving thread. */
+bool jn_rx_budget_waiting(jn_rx_budget_t *b);
+
+/* jn_rx_budget_held: octets charged and not given back. Any thread. */
+size_t jn_rx_budget_held(jn_rx_budget_t *b);
+
+/* jn_message_stream_writer_done: the writer will write, trim and parse the
+ * message no more (it is complete, aborted, or abandoned). Charges what
+ * the message still holds to b (NULL: charge nothing). Call once, only for
+ * a message given to the core. The writer thread. */
+void jn_message_stream_writer_done(jn_message_t *m, jn_rx_budget_t *b);
+
 #endif /* JUNCTION_MESSAGE_H */

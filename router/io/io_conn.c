@@ -136,6 +136,11 @@ static void link_free(jn_io_link_t *link)
 {
     jn_io_rx_link_gone_IO(link);
     jn_io_tx_link_gone_IO(link);
+    /* after this the budget's waker no longer names the connection
+     * (messages still charged to it may outlive both) */
+    jn_rx_budget_set_waker(link->budget, NULL, NULL);
+    jn_rx_budget_unref(link->budget);
+    link->budget = NULL;
     link_unlink(link);
     jn_pool_free(atomic_load_explicit(&link_pool, memory_order_acquire), link);
 }
@@ -467,6 +472,8 @@ static void on_link_open(jn_io_conn_t *conn, pn_link_t *pl)
         conn->links->prev = link;
     conn->links = link;
     pn_link_set_context(pl, link);
+    if (link->dir == JN_LINK_INCOMING)
+        jn_io_rx_init_IO(link);
     pn_terminus_t *term =
         link->dir == JN_LINK_OUTGOING ? pn_link_remote_source(pl) : pn_link_remote_target(pl);
     jn_link_info_t info = {
@@ -654,12 +661,7 @@ static void work_do_IO(jn_io_conn_t *conn, jn_work_t *w)
         link_release_IO(link);
         break;
     case JN_WORK_LINK_CREDIT:
-        if (link->pn && !link->detached && !link->local_closed) {
-            if (w->drain)
-                pn_link_drain(link->pn, (int)w->credit);
-            else
-                pn_link_flow(link->pn, (int)w->credit);
-        }
+        jn_io_rx_credit_IO(link, w->credit, w->drain);
         break;
     case JN_WORK_LINK_DRAINED:
         jn_io_tx_drained_IO(link);

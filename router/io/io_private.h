@@ -52,6 +52,30 @@ typedef struct jn_io_timer jn_io_timer_t;
 #define JN_IO_RX_HIGH_WATER (2u * 1024 * 1024)
 #define JN_IO_RX_LOW_WATER  (1u * 1024 * 1024)
 
+/* Receive side, per incoming link: stop taking new deliveries while the
+ * messages received on the link whose octets the router still holds (not
+ * yet sent by every copy: waiting for a consumer's credit, or being sent)
+ * add up to more than this; resume below JN_IO_LINK_LOW_WATER (the link's
+ * jn_rx_budget_t, junction/message.h "holding"). While stopped, the link's
+ * new credit is held back. Credit is also metered while going: the sender
+ * holds at most max(1, JN_IO_LINK_HIGH_WATER / recent message size)
+ * credits at a time (JN_IO_LINK_FIRST_CREDIT before the first message);
+ * the core's credit above that waits and is granted as deliveries arrive.
+ * So what proton buffers for the link (octets sent on credit that we have
+ * not read) stays near the mark too, instead of filling the session
+ * window. Small messages are not metered (linkCapacity x size is below the
+ * mark). One incoming link thus holds about twice the high-water mark plus
+ * the message being received (itself bounded by JN_IO_RX_HIGH_WATER once
+ * it streams). Same values as the per-message marks. */
+#define JN_IO_LINK_HIGH_WATER JN_IO_RX_HIGH_WATER
+#define JN_IO_LINK_LOW_WATER  JN_IO_RX_LOW_WATER
+
+/* Credits a sender holds at most before the link has seen a message (its
+ * size unknown): its first burst is at most this many messages, not
+ * linkCapacity of them. After the first delivery the meter above applies
+ * (for small messages: no limit), so it costs one round trip at most. */
+#define JN_IO_LINK_FIRST_CREDIT 4u
+
 /* Send side: stop handing a delivery's octets to proton while the session
  * already buffers this many octets that are not yet framed (proton's
  * pn_link_send buffer is unbounded). Proton posts PN_LINK_FLOW each time
@@ -225,6 +249,14 @@ struct jn_io_link {
     jn_io_link_t *busy_next;   /* conn->busy */
     bool busy;
 
+    /* incoming: what the link holds (JN_IO_LINK_HIGH_WATER). budget: a
+     * reference (NULL when out of memory: unbounded), shared with the
+     * messages charged to it; its waker wakes this connection. */
+    jn_rx_budget_t *budget;
+    bool rx_stopped;          /* not taking deliveries: waiting for the wake */
+    uint32_t credit_deferred; /* LINK_CREDIT from the core not granted yet */
+    size_t rx_avg_size;       /* recent message size (0: none yet) */
+
     /* incoming: the delivery being received (one at a time per link) */
     struct {
         pn_delivery_t *pd;
@@ -281,6 +313,8 @@ void jn_io_link_close_IO(jn_io_link_t *link, const char *condition, const char *
 /* io_recv.c */
 void jn_io_rx_delivery_IO(jn_io_link_t *link, pn_delivery_t *pd);
 bool jn_io_rx_resume_IO(jn_io_link_t *link);
+void jn_io_rx_init_IO(jn_io_link_t *link);
+void jn_io_rx_credit_IO(jn_io_link_t *link, uint32_t credit, bool drain);
 void jn_io_rx_update_IO(jn_io_link_t *link, jn_work_t *work);
 void jn_io_rx_link_gone_IO(jn_io_link_t *link);
 

@@ -21,6 +21,16 @@
  * JN_IO_RX_HIGH_WATER (message_stream.c keeps that count); above it the link
  * pauses, proton's session window (incoming capacity) stops the sender, and
  * a poll resumes reading once the copies are below JN_IO_RX_LOW_WATER.
+ *
+ * Holding: each incoming link has a budget (junction/message.h,
+ * "holding") to which every message it received is charged, when its last
+ * octet is in, with what it still holds; the octets are given back when
+ * every copy has been sent. Before starting a new delivery the link checks
+ * the budget: above JN_IO_LINK_HIGH_WATER it stops (no pn_link_recv, and
+ * new credit from the core is held back), and proton's session window
+ * stops the sender. The thread that brings the budget below
+ * JN_IO_LINK_LOW_WATER wakes the connection (no poll); the link resumes at
+ * the end of that batch and gives the held-back credit.
  */
 #include "io_private.h"
 
@@ -74,6 +84,27 @@ static size_t rx_backlog(jn_io_link_t *link)
         return 0;
     link->rx.trimmed_at = jn_message_length(link->rx.msg);
     return jn_message_stream_trim(link->rx.msg);
+}
+
+/* The budget's waker (any thread): the link may take deliveries again. */
+static void rx_wake(void *io_conn)
+{
+    jn_io_conn_wake(io_conn);
+}
+
+/* Stop taking deliveries while the link holds too much. Returns true when
+ * stopped (the connection is woken when it may go on). */
+static bool rx_stop_IO(jn_io_link_t *link)
+{
+    if (link->rx_stopped)
+        return true;
+    if (!jn_rx_budget_stop(link->budget))
+        return false;
+    link->rx_stopped = true;
+    jn_io_link_set_busy_IO(link); /* looked at again at each batch end */
+    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_TRACE, JN_IO_LINK_FMT " stopped: %zu octets held",
+           link->conn->id, link->id, jn_rx_budget_held(link->budget));
+    return true;
 }
 
 /* ---- one delivery ----------------------------------------------------------- */
@@ -206,6 +237,14 @@ static void rx_finish_IO(jn_io_link_t *link, bool aborted)
     jn_delivery_t *dlv = link->rx.dlv;
     if (dlv && link->rx.notify)
         jn_core_delivery_continued_IO(dlv);
+    if (dlv) { /* the last touch of its octets here */
+        jn_message_t *m = jn_delivery_message(dlv);
+        size_t size = jn_message_length(m);
+        link->rx_avg_size = link->rx_avg_size ? (link->rx_avg_size * 3 + size) / 4 : size;
+        if (!link->rx_avg_size)
+            link->rx_avg_size = 1;
+        jn_message_stream_writer_done(m, link->budget);
+    }
     jn_message_unref(link->rx.msg);
     bool settle = link->rx.settle_pending || aborted || pn_delivery_settled(pd);
     pn_link_advance(link->pn);
@@ -224,6 +263,8 @@ static void rx_finish_IO(jn_io_link_t *link, bool aborted)
         jn_delivery_unref(dlv);
     }
     memset(&link->rx, 0, sizeof link->rx);
+    if (link->credit_deferred)
+        jn_io_rx_credit_IO(link, 0, false); /* the sender used one */
 }
 
 /* Read as much of the current delivery as allowed. Returns true when it is
@@ -269,6 +310,8 @@ static void rx_pump_IO(jn_io_link_t *link)
             pn_delivery_t *pd = pn_link_current(link->pn);
             if (!pd || pn_delivery_get_context(pd) || !pn_delivery_readable(pd))
                 return;
+            if (rx_stop_IO(link))
+                return;
             rx_begin_IO(link, pd);
         }
         if (!rx_read_IO(link))
@@ -296,8 +339,8 @@ void jn_io_rx_delivery_IO(jn_io_link_t *link, pn_delivery_t *pd)
             return;
         }
     }
-    if (link->rx.paused)
-        return; /* the poll resumes it */
+    if (link->rx.paused || link->rx_stopped)
+        return; /* the poll / the budget's wake resumes it */
     rx_pump_IO(link);
 }
 
@@ -309,6 +352,19 @@ bool jn_io_rx_resume_IO(jn_io_link_t *link)
     if (link->rx.notify && link->rx.dlv) {
         link->rx.notify = false;
         jn_core_delivery_continued_IO(link->rx.dlv);
+    }
+    if (link->rx_stopped) {
+        if (jn_rx_budget_waiting(link->budget)) {
+            jn_io_link_set_busy_IO(link); /* still above the low mark */
+            return false;
+        }
+        link->rx_stopped = false;
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_TRACE, JN_IO_LINK_FMT " going on: %zu octets held",
+               link->conn->id, link->id, jn_rx_budget_held(link->budget));
+        if (link->credit_deferred)
+            jn_io_rx_credit_IO(link, 0, false);
+        rx_pump_IO(link);
+        return true;
     }
     if (!link->rx.paused)
         return false;
@@ -363,6 +419,7 @@ void jn_io_rx_link_gone_IO(jn_io_link_t *link)
                 jn_message_set_aborted(link->rx.msg);
                 jn_core_delivery_continued_IO(dlv);
             }
+            jn_message_stream_writer_done(jn_delivery_message(dlv), link->budget);
             if (link->pn)
                 pn_delivery_set_context(link->rx.pd, NULL);
             jn_delivery_set_io(dlv, NULL);
@@ -373,4 +430,45 @@ void jn_io_rx_link_gone_IO(jn_io_link_t *link)
     }
     if (link->pn)
         jn_io_release_unsettled_IO(link->pn);
+}
+
+/* jn_io_rx_init_IO: a new incoming link: its budget. Out of memory leaves
+ * it unbounded (as before budgets) rather than refusing the link. */
+void jn_io_rx_init_IO(jn_io_link_t *link)
+{
+    link->budget = jn_rx_budget_new(JN_IO_LINK_HIGH_WATER, JN_IO_LINK_LOW_WATER);
+    jn_rx_budget_set_waker(link->budget, rx_wake, link->conn);
+}
+
+/* jn_io_rx_credit_IO: JN_WORK_LINK_CREDIT: grant credit more credit (with
+ * drain: drain, all of it at once). Plain credit is metered (io_private.h,
+ * JN_IO_LINK_HIGH_WATER): what is not granted now is granted as deliveries
+ * arrive, or when a stopped link goes on (call with credit 0 then). */
+void jn_io_rx_credit_IO(jn_io_link_t *link, uint32_t credit, bool drain)
+{
+    if (!link->pn || link->detached || link->local_closed)
+        return;
+    link->credit_deferred += credit;
+    if (drain) {
+        uint32_t all = link->credit_deferred;
+        link->credit_deferred = 0;
+        pn_link_drain(link->pn, (int)all);
+        return;
+    }
+    if (link->rx_stopped || !link->credit_deferred)
+        return;
+    uint32_t give = link->credit_deferred;
+    size_t most =
+        link->rx_avg_size ? JN_IO_LINK_HIGH_WATER / link->rx_avg_size : JN_IO_LINK_FIRST_CREDIT;
+    if (most < 1)
+        most = 1;
+    int credit_now = pn_link_credit(link->pn);
+    size_t have = credit_now > 0 ? (size_t)credit_now : 0;
+    size_t room = have < most ? most - have : 0;
+    if (give > room)
+        give = (uint32_t)room;
+    if (give == 0)
+        return;
+    link->credit_deferred -= give;
+    pn_link_flow(link->pn, (int)give);
 }

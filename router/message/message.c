@@ -52,6 +52,7 @@ void jn_message_unref(jn_message_t *m)
     JN_CHECK(before > 0);
     if (before != 1)
         return;
+    jn_message_stream_fini(m);
     jn_buffer_t *b = atomic_load_explicit(&m->head, memory_order_acquire);
     while (b) {
         jn_buffer_t *next = jn_buffer_next(b);

@@ -73,6 +73,15 @@ struct jn_message {
     atomic_size_t stream_pos[JN_MESSAGE_STREAM_SLOTS]; /* per copy: passed up to */
     jn_buffer_t *stream_keep;      /* last buffer of the pinned prefix */
     size_t stream_keep_end;        /* content offset just after stream_keep */
+    size_t stream_released;        /* writer: octets released by trimming */
+
+    /* holding (message_stream.c). stream_gate: atomic, any thread; the
+     * call that brings it to 0 releases the content. budget, charged:
+     * written by the writer before its gate decrement, then read only by
+     * the thread that releases the content (or frees the message). */
+    atomic_llong stream_gate;
+    jn_rx_budget_t *budget; /* referenced while charged */
+    size_t charged;
 };
 
 /* jn_message_parse_init: set the parse state of a new message. */
@@ -81,6 +90,10 @@ void jn_message_parse_init(jn_message_t *m);
 /* jn_message_stream_init: set the streaming state of a new message
  * (message_stream.c). */
 void jn_message_stream_init(jn_message_t *m);
+
+/* jn_message_stream_fini: give back a charge not yet given back (the
+ * message is being freed). */
+void jn_message_stream_fini(jn_message_t *m);
 
 /* jn_msg_parsed: the depth reached, acquire (see the top comment). */
 static inline int jn_msg_parsed(const jn_message_t *m)

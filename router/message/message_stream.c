@@ -33,8 +33,43 @@
  * releases what it can and returns the backlog (octets received that the
  * slowest registered copy has not passed), which the I/O layer compares
  * with its high- and low-water marks to pause and resume reading.
+ *
+ * Holding (the second half of this file): once every copy has ended, the
+ * whole content goes, even though deliveries still reference the message
+ * until they are settled. One atomic counter, the gate, decides when:
+ *
+ *   gate = BIAS + 1                  at creation (1: the writer's token)
+ *   jn_message_stream_set_copies(n)  gate += n - BIAS
+ *   jn_message_stream_copy_end       gate -= 1
+ *   jn_message_stream_writer_done    gate -= 1
+ *
+ * Before the set of copies is final the gate stays near BIAS, however many
+ * copies ended early; after it, it reaches 0 exactly when the writer is
+ * done and all n copies ended, in whatever order those came. The call that
+ * makes it 0 (an acq_rel read-modify-write, so it sees every other party's
+ * last access to the octets) releases the buffers. Every party holds a
+ * reference on the message when it calls, so the release never races the
+ * free. A delivery waiting for credit, or being re-routed after its
+ * consumer went, keeps the set of copies open (the core calls
+ * set_copies only once every copy is handed out), so its content stays.
+ *
+ * The writer charges the octets the message still holds to its link's
+ * budget when it is done; the release (or the free, for a message that
+ * never got there) gives them back. The budget's waker is called when it
+ * falls below the low-water mark while the link waits: the lock it takes
+ * then only orders the call with jn_rx_budget_set_waker(NULL) at link
+ * teardown, and is taken once per stop, never per message.
  */
 #include "message_private.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+/* Keeps the gate far from 0 until the set of copies is final (more than
+ * any number of copies that can end before it). */
+#define JN_STREAM_GATE_BIAS (1ll << 40)
+
+static void gate_add(jn_message_t *m, long long delta);
 
 void jn_message_stream_init(jn_message_t *m)
 {
@@ -44,11 +79,16 @@ void jn_message_stream_init(jn_message_t *m)
         atomic_init(&m->stream_pos[i], 0);
     m->stream_keep = NULL;
     m->stream_keep_end = 0;
+    m->stream_released = 0;
+    atomic_init(&m->stream_gate, JN_STREAM_GATE_BIAS + 1);
+    m->budget = NULL;
+    m->charged = 0;
 }
 
 void jn_message_stream_set_copies(jn_message_t *m, unsigned copies)
 {
     atomic_store_explicit(&m->stream_copies, (int)copies, memory_order_release);
+    gate_add(m, (long long)copies - JN_STREAM_GATE_BIAS);
 }
 
 int jn_message_stream_copy_begin(jn_message_t *m)
@@ -68,6 +108,7 @@ void jn_message_stream_copy_end(jn_message_t *m, int slot)
 {
     if (slot >= 0)
         atomic_store_explicit(&m->stream_pos[slot], SIZE_MAX, memory_order_release);
+    gate_add(m, -1);
 }
 
 /* Find the last pinned buffer once it has a successor (its size is then
@@ -118,6 +159,7 @@ static void release_before(jn_message_t *m, size_t boundary)
     m->stream_keep_end = start;
     while (first != b) {
         jn_buffer_t *next = jn_buffer_next(first);
+        m->stream_released += jn_buffer_size(first);
         jn_buffer_unref(first);
         first = next;
     }
@@ -143,4 +185,151 @@ size_t jn_message_stream_trim(jn_message_t *m)
     if (registered == (unsigned)copies)
         release_before(m, slowest);
     return length - slowest;
+}
+
+/* ---- holding ------------------------------------------------------------ */
+
+struct jn_rx_budget {
+    /* immutable */
+    size_t high, low;
+    /* atomics, any thread */
+    atomic_size_t held;
+    atomic_uint refcount;
+    atomic_bool waiting; /* stopped: wake below low (exchanged by the waker) */
+    /* lock: wake, ctx (see the top comment: never per message) */
+    pthread_mutex_t lock;
+    void (*wake)(void *ctx);
+    void *ctx;
+};
+
+jn_rx_budget_t *jn_rx_budget_new(size_t high, size_t low)
+{
+    jn_rx_budget_t *b = calloc(1, sizeof *b); /* per link, not per message */
+    if (!b)
+        return NULL;
+    if (pthread_mutex_init(&b->lock, NULL) != 0) {
+        free(b);
+        return NULL;
+    }
+    b->high = high;
+    b->low = low < high ? low : high;
+    atomic_init(&b->held, 0);
+    atomic_init(&b->refcount, 1);
+    atomic_init(&b->waiting, false);
+    return b;
+}
+
+static jn_rx_budget_t *budget_ref(jn_rx_budget_t *b)
+{
+    atomic_fetch_add_explicit(&b->refcount, 1, memory_order_relaxed);
+    return b;
+}
+
+void jn_rx_budget_unref(jn_rx_budget_t *b)
+{
+    if (!b)
+        return;
+    unsigned before = atomic_fetch_sub_explicit(&b->refcount, 1, memory_order_acq_rel);
+    JN_CHECK(before > 0);
+    if (before != 1)
+        return;
+    pthread_mutex_destroy(&b->lock);
+    free(b);
+}
+
+void jn_rx_budget_set_waker(jn_rx_budget_t *b, void (*wake)(void *ctx), void *ctx)
+{
+    if (!b)
+        return;
+    pthread_mutex_lock(&b->lock);
+    b->wake = wake;
+    b->ctx = wake ? ctx : NULL;
+    pthread_mutex_unlock(&b->lock);
+}
+
+/* Sequentially consistent with the waker's side (give_back): either the
+ * stopping thread sees the held count below low, or the giver sees
+ * `waiting` set, so a stop is never left without its wake. */
+bool jn_rx_budget_stop(jn_rx_budget_t *b)
+{
+    if (!b || atomic_load_explicit(&b->held, memory_order_relaxed) <= b->high)
+        return false;
+    atomic_store(&b->waiting, true);
+    if (atomic_load(&b->held) < b->low && atomic_exchange(&b->waiting, false))
+        return false; /* fell meanwhile, and nobody took the wake: go on */
+    return true;
+}
+
+bool jn_rx_budget_waiting(jn_rx_budget_t *b)
+{
+    return b && atomic_load(&b->waiting);
+}
+
+size_t jn_rx_budget_held(jn_rx_budget_t *b)
+{
+    return b ? atomic_load_explicit(&b->held, memory_order_relaxed) : 0;
+}
+
+static void give_back(jn_rx_budget_t *b, size_t n)
+{
+    size_t before = atomic_fetch_sub(&b->held, n);
+    JN_CHECK(before >= n);
+    if (before - n < b->low && atomic_load(&b->waiting) && atomic_exchange(&b->waiting, false)) {
+        pthread_mutex_lock(&b->lock);
+        if (b->wake)
+            b->wake(b->ctx);
+        pthread_mutex_unlock(&b->lock);
+    }
+}
+
+/* Give the message's charge back and drop its budget reference. */
+static void uncharge(jn_message_t *m)
+{
+    jn_rx_budget_t *b = m->budget;
+    if (!b)
+        return;
+    m->budget = NULL;
+    give_back(b, m->charged);
+    m->charged = 0;
+    jn_rx_budget_unref(b);
+}
+
+/* Every party is done with the octets: release them all. The caller holds
+ * a reference on m; nobody reads the buffers any more (top comment). */
+static void release_content(jn_message_t *m)
+{
+    jn_buffer_t *b = atomic_exchange_explicit(&m->head, NULL, memory_order_acq_rel);
+    m->tail = NULL;
+    m->stream_keep = NULL;
+    while (b) {
+        jn_buffer_t *next = jn_buffer_next(b);
+        jn_buffer_unref(b);
+        b = next;
+    }
+    uncharge(m);
+}
+
+static void gate_add(jn_message_t *m, long long delta)
+{
+    long long before = atomic_fetch_add_explicit(&m->stream_gate, delta, memory_order_acq_rel);
+    JN_CHECK(before + delta >= 0);
+    if (before + delta == 0)
+        release_content(m);
+}
+
+void jn_message_stream_writer_done(jn_message_t *m, jn_rx_budget_t *b)
+{
+    size_t length = atomic_load_explicit(&m->length, memory_order_relaxed);
+    size_t held = length > m->stream_released ? length - m->stream_released : 0;
+    if (b && held > 0) {
+        m->budget = budget_ref(b);
+        m->charged = held;
+        atomic_fetch_add_explicit(&b->held, held, memory_order_relaxed);
+    }
+    gate_add(m, -1);
+}
+
+void jn_message_stream_fini(jn_message_t *m)
+{
+    uncharge(m);
 }

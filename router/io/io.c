@@ -192,17 +192,19 @@ const jn_core_io_ops_t *jn_io_core_ops(void)
 
 /* ---- life cycle --------------------------------------------------------- */
 
-/* Descriptors kept back from connections: listeners, the core's eventfd, the
- * proactor's own, log files, and room for a connector to reconnect. */
-#define JN_IO_FD_RESERVE 64
+/* Descriptors kept back from connections: room for two full listen
+ * backlogs accepted at once (a burst being refused: each refused connection
+ * holds its descriptor until proton has closed it), plus listeners, the
+ * core's eventfd, the proactor's own, log files and connector retries. */
+#define JN_IO_FD_RESERVE (2 * JN_IO_LISTEN_BACKLOG + 64)
 
 /* jn_io_max_connections: how many connections may be open at once, from the
- * process's file-descriptor limit (RLIMIT_NOFILE soft limit) less a reserve.
- * Accepting past the limit would make accept() fail with EMFILE, which
- * proton 0.37's epoll proactor handles by parking the listener in an
+ * process's file-descriptor limit (RLIMIT_NOFILE soft limit) less the
+ * reserve. Accepting past the limit would make accept() fail with EMFILE,
+ * which proton 0.37's epoll proactor handles by parking the listener in an
  * "overflow" state that later trips an assertion when the listener closes;
- * refusing connections ourselves below the limit keeps it from ever getting
- * there. At least 16. */
+ * refusing connections ourselves well below the limit keeps it from ever
+ * getting there. At least 16. */
 size_t jn_io_max_connections(void)
 {
     struct rlimit rl;

@@ -177,7 +177,7 @@ int jn_io_listen(jn_io_t *io, jn_io_endpoint_t *ep)
     ep->listener = l;
     ep->state = JN_EP_PENDING;
     io->pending_listeners++;
-    pn_proactor_listen(io->proactor, l, ep->addr, 128);
+    pn_proactor_listen(io->proactor, l, ep->addr, JN_IO_LISTEN_BACKLOG);
     return 0;
 }
 

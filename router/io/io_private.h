@@ -188,6 +188,11 @@ struct jn_io {
     atomic_uint pending_frees; /* io_conns allocated and not yet freed */
 };
 
+/* Listen backlog: how many connections the kernel queues for accept. Proton
+ * accepts what is queued in one go, so up to this many descriptors can be
+ * taken at once before the router sees the connections. */
+#define JN_IO_LISTEN_BACKLOG 128
+
 /* jn_io_max_connections: the connection limit derived from the
  * file-descriptor limit (io.c). Any thread. */
 size_t jn_io_max_connections(void);

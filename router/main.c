@@ -183,6 +183,97 @@ static int check_endpoint(const jn_config_t *cfg, const jn_config_entity_t *e)
     return 0;
 }
 
+/* Attributes of implemented sections whose behaviour this version does not
+ * have yet: set in a file to anything but their default, they are refused by
+ * name rather than silently ignored (a listener that asked for requireSsl
+ * must not run in clear). Attributes that change nothing here (names, mesh
+ * timers on a standalone router, metadata) are not listed. */
+static const struct {
+    const char *type;
+    const char *attr;
+} unimplemented_attrs[] = {
+    {"listener", "requireSsl"},
+    {"listener", "requireEncryption"},
+    {"listener", "saslPlugin"},
+    {"listener", "multiTenant"},
+    {"listener", "openProperties"},
+    {"listener", "policyVhost"},
+    {"listener", "failoverUrls"},
+    {"listener", "initialHandshakeTimeoutSeconds"},
+    {"listener", "messageLoggingComponents"},
+    {"listener", "trustedCertsFile"},
+    {"listener", "websockets"},
+    {"listener", "socketAddressFamily"},
+    {"connector", "saslUsername"},
+    {"connector", "saslPassword"},
+    {"connector", "openProperties"},
+    {"connector", "policyVhost"},
+    {"connector", "failoverUrls"},
+    {"connector", "protocolFamily"},
+    {"connector", "messageLoggingComponents"},
+    {"router", "saslConfigDir"},
+    {"router", "saslConfigName"},
+    {"address", "waypoint"},
+    {"address", "ingressPhase"},
+    {"address", "egressPhase"},
+    {"address", "enableFallback"},
+    {"address", "priority"},
+    {"policy", "maxConnections"},
+    {"policy", "enableVhostPolicy"},
+    {"policy", "enableVhostNamePatterns"},
+    {"policy", "policyDir"},
+    {"policy", "defaultVhost"},
+};
+
+/* value_is_default: true when v equals attr's schema default (or neither
+ * has one). */
+static bool value_is_default(const jn_schema_attr_t *attr, const jn_config_value_t *v)
+{
+    if (!v || jn_config_value_is_default(v))
+        return true;
+    const char *text = jn_config_value_string(v);
+    const char *dflt = jn_schema_attr_default(attr);
+    if (text)
+        return dflt && strcmp(text, dflt) == 0;
+    int64_t n;
+    if (jn_schema_attr_default_int(attr, &n) == 0)
+        return jn_config_value_int(v) == n;
+    return false;
+}
+
+/* Attributes that only change how logs look: set, they are reported with a
+ * warning (log lines carry the local time and its UTC offset) and start-up
+ * goes on. */
+static const char *const cosmetic_router_attrs[] = {"timestampsInUTC", "timestampFormat"};
+
+/* check_attributes: refuse an attribute of unimplemented_attrs set to other
+ * than its default; warn about a cosmetic one. */
+static int check_attributes(const jn_config_t *cfg, const jn_config_entity_t *e)
+{
+    const char *type = entity_type(e);
+    for (size_t k = 0; strcmp(type, "router") == 0 && k < 2; k++) {
+        const jn_schema_attr_t *attr =
+            jn_schema_attr_find(jn_config_entity_type(e), cosmetic_router_attrs[k]);
+        const jn_config_value_t *v = attr ? jn_config_entity_value(e, attr) : NULL;
+        if (attr && !value_is_default(attr, v))
+            JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_WARNING,
+                   "%s:%d: router attribute '%s' is ignored by this version of junctiond",
+                   jn_config_name(cfg), jn_config_value_line(v), cosmetic_router_attrs[k]);
+    }
+    for (size_t k = 0; k < sizeof unimplemented_attrs / sizeof unimplemented_attrs[0]; k++) {
+        if (strcmp(type, unimplemented_attrs[k].type) != 0)
+            continue;
+        const char *name = unimplemented_attrs[k].attr;
+        const jn_schema_attr_t *attr = jn_schema_attr_find(jn_config_entity_type(e), name);
+        if (!attr || value_is_default(attr, jn_config_entity_value(e, attr)))
+            continue;
+        char what[160];
+        snprintf(what, sizeof what, "%s attribute '%s'", type, name);
+        return refuse(cfg, e, name, what);
+    }
+    return 0;
+}
+
 /* check_implemented: refuse, by name, a section, router mode or role this
  * version does not implement. Returns 0, or -1 after printing
  * "FILE:LINE: ..." to stderr. */
@@ -207,6 +298,8 @@ static int check_implemented(const jn_config_t *cfg)
         }
         if ((strcmp(type, "listener") == 0 || strcmp(type, "connector") == 0) &&
             check_endpoint(cfg, e) != 0)
+            return -1;
+        if (check_attributes(cfg, e) != 0)
             return -1;
     }
     return 0;
@@ -412,7 +505,8 @@ static int build(daemon_state_t *st)
 static int value_error(const jn_config_t *cfg, const jn_config_entity_t *e,
                        const jn_config_value_t *v, const char *text)
 {
-    int line = v && jn_config_value_line(v) > 0 ? jn_config_value_line(v) : jn_config_entity_line(e);
+    int line =
+        v && jn_config_value_line(v) > 0 ? jn_config_value_line(v) : jn_config_entity_line(e);
     fprintf(stderr, "%s:%d: %s: %s\n", jn_config_name(cfg), line, jn_config_entity_section(e),
             text);
     return -1;

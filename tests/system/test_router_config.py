@@ -130,6 +130,25 @@ class ConfigFileTest(RouterTestCase):
                 self.assertNotEqual(p.returncode, 0, "%s accepted; stderr: %s" % (name, p.stderr))
                 self.assertRegex(p.stderr, re.escape("%s:4:" % path) + ".*" + re.escape(name))
 
+    def test_unimplemented_attribute_refused_by_name_not_ignored(self):
+        # A listener asking for TLS-only clients must not silently run in
+        # clear; an address with a waypoint must not silently route around it.
+        cases = {
+            "requireSsl": "listener {\n    host: 127.0.0.1\n    port: 5999\n"
+                          "    requireSsl: yes\n}\n",
+            "waypoint": "address {\n    prefix: q\n    waypoint: yes\n}\n",
+            "maxConnections": "policy {\n    maxConnections: 10\n}\n",
+        }
+        for name, section in cases.items():
+            with self.subTest(name):
+                path = self.write("unimplemented.conf", section)
+                p = run_junctiond(["-c", path])
+                self.assertNotEqual(p.returncode, 0, "%s accepted; stderr: %s" % (name, p.stderr))
+                self.assertRegex(p.stderr, re.escape(path) + r":\d+: .*'%s'" % name)
+
+    def test_attribute_set_to_its_default_is_accepted(self):
+        r = self.start_router(listener={"requireSsl": "no"})
+        self.assertNotIn("not supported", r.log())
 
 class StopTest(RouterTestCase):
 

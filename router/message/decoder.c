@@ -720,19 +720,23 @@ static void check_fast(const jn_decoder_t *before, const jn_decoder_t *after, co
 #define CHECK_FAST(before, after, f, v) ((void)0)
 #endif
 
+/* used_up_in_memory: the end of a sequence, or of a container whose
+ * elements are all read, with the position in memory: the fast paths answer
+ * 0 for it without the general path. */
+static inline bool used_up_in_memory(const jn_decoder_t *d)
+{
+    return d->it.cursor == d->it.limit && jn_iter_contiguous(&d->it) &&
+           (d->items_left == 0 || d->items_left == UINT32_MAX);
+}
+
 int jn_decoder_next(jn_decoder_t *d, jn_field_t *f)
 {
 #ifdef JN_DEBUG
     const jn_decoder_t before = *d;
 #endif
     run_value_t v;
-    if (JN_UNLIKELY(!run_ready(d) || scan_run(d, &v) != 0)) {
-        /* the end of a sequence or of a container that is used up */
-        if (d->it.cursor == d->it.limit && jn_iter_contiguous(&d->it) &&
-            (d->items_left == 0 || d->items_left == UINT32_MAX))
-            return 0;
-        return next_general(d, f);
-    }
+    if (JN_UNLIKELY(!run_ready(d) || scan_run(d, &v) != 0))
+        return used_up_in_memory(d) ? 0 : next_general(d, f);
     /* Fast path: fill f from memory; the same field the general path
      * gives. */
     const jn_buffer_t *b = d->it.buffer;
@@ -787,13 +791,8 @@ int jn_decoder_skip(jn_decoder_t *d, jn_value_t *out)
     const jn_decoder_t before = *d;
 #endif
     run_value_t v;
-    if (JN_UNLIKELY(!run_ready(d) || scan_run(d, &v) != 0)) {
-        /* the end of a sequence or of a container that is used up */
-        if (d->it.cursor == d->it.limit && jn_iter_contiguous(&d->it) &&
-            (d->items_left == 0 || d->items_left == UINT32_MAX))
-            return 0;
-        return skip_general(d, out);
-    }
+    if (JN_UNLIKELY(!run_ready(d) || scan_run(d, &v) != 0))
+        return used_up_in_memory(d) ? 0 : skip_general(d, out);
     out->type = (jn_amqp_type_t)code_table[v.code].type;
     out->code = v.code;
     out->described = v.described;

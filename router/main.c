@@ -251,7 +251,8 @@ static const char *const cosmetic_router_attrs[] = {"timestampsInUTC", "timestam
 static int check_attributes(const jn_config_t *cfg, const jn_config_entity_t *e)
 {
     const char *type = entity_type(e);
-    for (size_t k = 0; strcmp(type, "router") == 0 && k < 2; k++) {
+    size_t n_cosmetic = sizeof cosmetic_router_attrs / sizeof cosmetic_router_attrs[0];
+    for (size_t k = 0; strcmp(type, "router") == 0 && k < n_cosmetic; k++) {
         const jn_schema_attr_t *attr =
             jn_schema_attr_find(jn_config_entity_type(e), cosmetic_router_attrs[k]);
         const jn_config_value_t *v = attr ? jn_config_entity_value(e, attr) : NULL;

@@ -84,6 +84,9 @@ typedef struct daemon_state {
     unsigned workers;
     jn_distribution_t default_distribution;
     uint64_t max_message_size; /* policy.maxMessageSize, 0 = none */
+    bool interior;             /* router.mode interior: the mesh runs */
+    uint32_t hello_interval, hello_max_age, ra_interval, ra_interval_flux,
+        remote_ls_max_age; /* router timers, seconds (0 = default) */
     jn_core_t *core;
     jn_io_t *io;
 } daemon_state_t;
@@ -167,7 +170,19 @@ static int check_endpoint(const jn_config_t *cfg, const jn_config_entity_t *e)
     char what[160];
     const char *type = entity_type(e);
     const char *role = jn_config_entity_string(e, "role");
-    if (role && strcmp(role, "normal") != 0) {
+    if (role && strcmp(role, "inter-router") == 0) {
+        const jn_config_entity_t *r = jn_config_find(cfg, jn_schema_type_find("router"));
+        const char *mode = r ? jn_config_entity_string(r, "mode") : NULL;
+        if (!mode || strcmp(mode, "interior") != 0) {
+            const jn_config_value_t *v = jn_config_entity_get(e, "role");
+            fprintf(stderr, "%s:%d: %s role 'inter-router' needs router mode 'interior'\n",
+                    jn_config_name(cfg),
+                    v && jn_config_value_line(v) ? jn_config_value_line(v)
+                                                 : jn_config_entity_line(e),
+                    type);
+            return -1;
+        }
+    } else if (role && strcmp(role, "normal") != 0) {
         snprintf(what, sizeof what, "%s role '%s'", type, role);
         return refuse(cfg, e, "role", what);
     }
@@ -292,7 +307,7 @@ static int check_implemented(const jn_config_t *cfg)
             return refuse(cfg, e, NULL, what);
         }
         const char *mode = strcmp(type, "router") == 0 ? jn_config_entity_string(e, "mode") : NULL;
-        if (mode && strcmp(mode, "standalone") != 0) {
+        if (mode && strcmp(mode, "standalone") != 0 && strcmp(mode, "interior") != 0) {
             char what[160];
             snprintf(what, sizeof what, "router mode '%s'", mode);
             return refuse(cfg, e, "mode", what);
@@ -372,6 +387,12 @@ static void generate_router_id(char *out, size_t size, const char *mode)
     snprintf(out, size, "%s_%s", m, suffix);
 }
 
+static uint32_t u32_attr(const jn_config_entity_t *e, const char *name)
+{
+    int64_t v = entity_int(e, name, 0);
+    return v < 0 ? 0 : v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
 /* read_router: router id, mode, workers, default distribution, and the
  * policy's maxMessageSize. */
 static void read_router(daemon_state_t *st)
@@ -393,6 +414,12 @@ static void read_router(daemon_state_t *st)
         st->workers = 1;
     int d = distribution_from_name(r ? jn_config_entity_string(r, "defaultDistribution") : NULL);
     st->default_distribution = d >= 0 ? (jn_distribution_t)d : JN_DIST_BALANCED;
+    st->interior = strcmp(st->mode, "interior") == 0;
+    st->hello_interval = r ? u32_attr(r, "helloIntervalSeconds") : 0;
+    st->hello_max_age = r ? u32_attr(r, "helloMaxAgeSeconds") : 0;
+    st->ra_interval = r ? u32_attr(r, "raIntervalSeconds") : 0;
+    st->ra_interval_flux = r ? u32_attr(r, "raIntervalFluxSeconds") : 0;
+    st->remote_ls_max_age = r ? u32_attr(r, "remoteLsMaxAgeSeconds") : 0;
     const jn_config_entity_t *p = jn_config_find(cfg, jn_schema_type_find("policy"));
     int64_t max = p ? entity_int(p, "maxMessageSize", 0) : 0;
     st->max_message_size = max > 0 ? (uint64_t)max : 0;
@@ -432,10 +459,9 @@ static jn_strip_t strip_from_name(const char *name)
     return JN_STRIP_BOTH;
 }
 
-static uint32_t u32_attr(const jn_config_entity_t *e, const char *name)
+static jn_conn_role_t role_of(const char *name)
 {
-    int64_t v = entity_int(e, name, 0);
-    return v < 0 ? 0 : v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+    return name && strcmp(name, "inter-router") == 0 ? JN_ROLE_INTER_ROUTER : JN_ROLE_NORMAL;
 }
 
 /* add_endpoint: one listener or connector. Returns 0 or -1 (logged). */
@@ -447,7 +473,8 @@ static int add_endpoint(daemon_state_t *st, const jn_config_entity_t *e, bool li
         .name = jn_config_entity_name(e),
         .host = jn_config_entity_string(e, "host"),
         .port = jn_config_entity_string(e, "port"),
-        .role = JN_ROLE_NORMAL,
+        .role = role_of(jn_config_entity_string(e, "role")),
+        .cost = u32_attr(e, "cost"),
         .sasl_mechanisms = jn_config_entity_string(e, "saslMechanisms"),
         .authenticate_peer = listener && auth,
         .max_frame_size = u32_attr(e, "maxFrameSize"),
@@ -472,7 +499,13 @@ static int add_endpoint(daemon_state_t *st, const jn_config_entity_t *e, bool li
 static int build(daemon_state_t *st)
 {
     jn_core_config_t cc = {.router_id = st->router_id,
-                           .default_distribution = st->default_distribution};
+                           .default_distribution = st->default_distribution,
+                           .interior = st->interior,
+                           .hello_interval = st->hello_interval,
+                           .hello_max_age = st->hello_max_age,
+                           .ra_interval = st->ra_interval,
+                           .ra_interval_flux = st->ra_interval_flux,
+                           .remote_ls_max_age = st->remote_ls_max_age};
     st->core = jn_core_create(&cc, jn_io_core_ops());
     jn_io_config_t ic = {.container_id = st->router_id, .worker_threads = st->workers};
     st->io = st->core ? jn_io_create(st->core, &ic) : NULL;
@@ -531,6 +564,15 @@ static int check_entity_values(const jn_config_t *cfg, const jn_config_entity_t 
     const char *type = jn_schema_type_short_name(jn_config_entity_type(e));
     const jn_config_value_t *v;
     if (strcmp(type, "router") == 0) {
+        v = jn_config_entity_get(e, "id");
+        const char *id = jn_config_value_string(v);
+        if (id && strlen(id) > 127)
+            return value_error(cfg, e, v, "id is longer than 127 characters");
+        for (const char *c = id; c && *c; c++)
+            if ((unsigned char)*c <= ' ' || *c == 0x7f || *c == '/')
+                return value_error(cfg, e, v,
+                                   "id may not contain whitespace, control characters or '/' "
+                                   "(it is part of topological addresses)");
         v = jn_config_entity_get(e, "workerThreads");
         if (v && !jn_config_value_is_default(v) &&
             (jn_config_value_int(v) < 1 || jn_config_value_int(v) > JN_MAX_WORKER_THREADS)) {

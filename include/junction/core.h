@@ -72,6 +72,10 @@ typedef struct jn_core_io_ops {
 typedef struct jn_core_config {
     const char *router_id;           /* copied; e.g. "Junction" (NULL: "Junction") */
     jn_distribution_t default_distribution; /* router.defaultDistribution */
+    /* router.mode interior: run the mesh (junction/mesh.h) with these
+     * timers in seconds (0 = the 1.19 defaults, mesh-protocol.md 12). */
+    bool interior;
+    uint32_t hello_interval, hello_max_age, ra_interval, ra_interval_flux, remote_ls_max_age;
 } jn_core_config_t;
 
 /* jn_core_create: a core that is not running yet. cfg and ops are copied.
@@ -121,6 +125,11 @@ typedef struct jn_conn_info {
     bool strip_inbound;        /* ignore router annotations from this peer */
     bool strip_outbound;       /* send only user annotations to this peer */
     uint32_t link_capacity;    /* the listener/connector's linkCapacity */
+    /* role inter-router (mesh-protocol.md 2): router annotations honoured
+     * both ways whatever strip_* say; cost is the effective cost, max of
+     * ours and the peer's qd.inter-router-cost (2.2), >= 1. */
+    bool inter_router;
+    uint32_t cost;
 } jn_conn_info_t;
 
 /* jn_core_conn_opened_IO: an AMQP connection is open. Allocates the core's
@@ -147,6 +156,13 @@ typedef enum jn_link_dir {
     JN_LINK_OUTGOING      /* the router sends messages to the peer (its receiver) */
 } jn_link_dir_t;
 
+/* What a link carries (mesh-protocol.md 3.2). */
+typedef enum jn_link_type {
+    JN_LINK_ENDPOINT = 0, /* a client's link, routed by its terminus address */
+    JN_LINK_CONTROL,      /* inter-router control (qd.router) */
+    JN_LINK_DATA          /* inter-router data (qd.router-data) */
+} jn_link_type_t;
+
 typedef struct jn_link_info {
     jn_link_dir_t dir;
     const char *name;     /* link name (copied) */
@@ -157,6 +173,15 @@ typedef struct jn_link_info {
     bool dynamic;          /* outgoing: the source asks for a dynamic address */
     bool presettled;       /* the sender's snd-settle-mode is settled */
     uint32_t capacity;     /* incoming: the most credit to keep outstanding */
+    /* Inter-router links (mesh-protocol.md 3): the terminus capability
+     * qd.router (control) or qd.router-data (data). priority: a data link's
+     * priority 0..9 by attach order per direction (3.3), -1 beyond the
+     * first ten (extra/streaming data links). local: the router attached
+     * it itself (the connector side's 22 links): the core's LINK_OPEN for
+     * it is then a no-op for the I/O layer. */
+    jn_link_type_t type;
+    int priority;
+    bool local;
 } jn_link_info_t;
 
 /* jn_core_link_attached_IO: the peer attached a link on conn. Allocates the
@@ -263,6 +288,13 @@ const uint8_t *jn_delivery_tag(const jn_delivery_t *dlv, size_t *len);
 jn_delivery_t *jn_delivery_ref(jn_delivery_t *dlv);
 void jn_delivery_unref(jn_delivery_t *dlv);
 
+/* jn_delivery_to_override: for an outgoing copy toward another router,
+ * the address to send as x-opt-qd.to when this router set it (the copy's
+ * message came in on a link with a target address), else NULL (send the
+ * received one, if any). Borrowed, valid while dlv is referenced.
+ * Immutable; any thread holding a reference. */
+const char *jn_delivery_to_override(const jn_delivery_t *dlv);
+
 /* jn_delivery_io / jn_delivery_set_io: the I/O layer's per-delivery context
  * (e.g. its pn_delivery_t). Owned by the I/O thread of the delivery's link's
  * connection; the core never reads it. */
@@ -323,6 +355,35 @@ size_t jn_core_conn_take_work_IO(jn_core_conn_t *conn, jn_work_t **out, size_t m
 /* jn_work_free: free an item and what it owns (drops its delivery
  * reference). Any thread. */
 void jn_work_free(jn_work_t *work);
+
+/* ---- in-process services and messages the router composes -------------- */
+
+/* jn_core_request_fn: a request for the management agent arrived (a
+ * message to `$management`, `_local/$management` or
+ * `_topo/0/<this router>/$management`, from a normal connection or across
+ * the mesh). request is complete, parsed to JN_DEPTH_ALL, borrowed for the
+ * call. The agent answers, if at all, with jn_core_send_CT. The delivery
+ * that carried it has been accepted (or was pre-settled) by then. Core
+ * thread; must not block for long (page big answers). */
+typedef void (*jn_core_request_fn)(void *ctx, jn_core_t *core, jn_message_t *request);
+
+/* jn_core_set_management: register the management agent (fn NULL: none;
+ * requests are then released as to an address without consumers). Main
+ * thread, before jn_core_start. */
+void jn_core_set_management(jn_core_t *core, jn_core_request_fn fn, void *ctx);
+
+/* jn_core_send_CT: route a message this router composed (e.g. a management
+ * reply), pre-settled, by its properties.to, exactly as an anonymous
+ * delivery from a local producer: to local consumers or across the mesh.
+ * msg must be complete and parseable to JN_DEPTH_PROPERTIES; the reference
+ * is taken over in every case. Returns 0 (sent, or dropped because nothing
+ * consumes the address: a pre-settled message has no one to tell),
+ * JN_EINVAL (no `to`, or malformed), JN_ENOMEM. Core thread (typically from
+ * inside a jn_core_request_fn). */
+int jn_core_send_CT(jn_core_t *core, jn_message_t *msg);
+
+/* jn_core_router_id: this router's id (immutable, borrowed). Any thread. */
+const char *jn_core_router_id(const jn_core_t *core);
 
 /* ---- statistics (management, later) ------------------------------------- */
 

@@ -33,8 +33,9 @@ typedef enum jn_strip { JN_STRIP_BOTH = 0, JN_STRIP_IN, JN_STRIP_OUT, JN_STRIP_N
 /* The attributes of a `listener` or `connector` entity that the I/O layer
  * uses. Strings are copied. Sizes in octets, times in seconds. Values as
  * configured (main passes the schema defaults the config parser filled in);
- * 0 means the default where said. Only JN_ROLE_NORMAL is accepted for now
- * (the mesh brings the others): another role is JN_EINVAL. */
+ * 0 means the default where said. JN_ROLE_NORMAL and JN_ROLE_INTER_ROUTER
+ * are accepted (the latter only on an interior router's core: main checks);
+ * another role is JN_EINVAL. */
 typedef struct jn_endpoint_config {
     const char *name; /* entity name, for logs */
     const char *host; /* listener: "" or NULL = all interfaces */
@@ -51,6 +52,7 @@ typedef struct jn_endpoint_config {
                                     * with amqp:link:message-size-exceeded */
     uint32_t link_capacity;        /* 0 = 250 */
     jn_strip_t strip_annotations;
+    uint32_t cost;                 /* inter-router: link cost (0 = 1) */
 } jn_endpoint_config_t;
 
 typedef struct jn_io_config {

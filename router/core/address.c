@@ -41,29 +41,28 @@ static const char *dist_name(jn_distribution_t d)
 /* The distribution of a new address: the address configuration for mobile
  * addresses (matched on the address without class and phase), closest for
  * local and topological ones (dynamic addresses among them). */
-static jn_distribution_t distribution_for_CT(jn_core_t *core, const uint8_t *key, size_t len)
+static jn_distribution_t distribution_for_CT(jn_core_t *core, const uint8_t *key, size_t len,
+                                             jn_distribution_t other)
 {
     JN_ASSERT_CT(core);
     if (len < 2 || key[0] != JN_ADDR_CLASS_MOBILE)
         return JN_DIST_CLOSEST;
     int i = jn_addr_config_match(&core->config, (const char *)key + 2, len - 2);
-    return i >= 0 ? core->config.entries[i].distribution : core->default_distribution;
+    return i >= 0 ? core->config.entries[i].distribution : other;
 }
 
-int jn_addr_get_CT(jn_core_t *core, const char *address, jn_addr_t **out)
+/* Find or create the entry for key (heap, taken over). */
+static int addr_get_CT(jn_core_t *core, uint8_t *key, size_t len, jn_distribution_t other,
+                       jn_addr_t **out)
 {
     JN_ASSERT_CT(core);
-    size_t len = 0;
-    uint8_t *key = key_of(address, &len);
-    if (!key)
-        return JN_ENOMEM;
     jn_addr_t *addr = jn_hash_lookup(core->ct.addrs, key, len);
     if (addr) {
         free(key);
         *out = addr;
         return 0;
     }
-    jn_distribution_t dist = distribution_for_CT(core, key, len);
+    jn_distribution_t dist = distribution_for_CT(core, key, len, other);
     if (dist == JN_DIST_UNAVAILABLE) {
         free(key);
         *out = NULL;
@@ -85,6 +84,91 @@ int jn_addr_get_CT(jn_core_t *core, const char *address, jn_addr_t **out)
     return 0;
 }
 
+int jn_addr_get_CT(jn_core_t *core, const char *address, jn_addr_t **out)
+{
+    JN_ASSERT_CT(core);
+    size_t len = 0;
+    uint8_t *key = key_of(address, &len);
+    if (!key)
+        return JN_ENOMEM;
+    return addr_get_CT(core, key, len, core->default_distribution, out);
+}
+
+int jn_addr_get_key_CT(jn_core_t *core, const uint8_t *key, size_t len, jn_distribution_t dist,
+                       jn_addr_t **out)
+{
+    JN_ASSERT_CT(core);
+    uint8_t *copy = malloc(len ? len : 1);
+    if (!copy)
+        return JN_ENOMEM;
+    memcpy(copy, key, len);
+    return addr_get_CT(core, copy, len, dist, out);
+}
+
+void jn_addr_add_remote_CT(jn_core_t *core, jn_addr_t *addr, int router)
+{
+    JN_ASSERT_CT(core);
+    if (jn_mesh_bits_has(&addr->remote, (unsigned)router))
+        return;
+    bool had = jn_addr_has_destination(addr);
+    jn_mesh_bits_set(&addr->remote, (unsigned)router);
+    addr->n_remote++;
+    const jn_router_node_t *n = core->ct.routers[router];
+    JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_DEBUG, "Address %.*s: remote destination %s added",
+           (int)addr->key_len, (const char *)addr->key, n ? n->id : "?");
+    if (!had)
+        jn_link_producers_dirty_CT(addr); /* its first destination: senders get credit */
+}
+
+void jn_addr_remove_remote_CT(jn_core_t *core, jn_addr_t *addr, int router)
+{
+    JN_ASSERT_CT(core);
+    if (!jn_mesh_bits_has(&addr->remote, (unsigned)router))
+        return;
+    jn_mesh_bits_clear(&addr->remote, (unsigned)router);
+    addr->n_remote--;
+    const jn_router_node_t *n = core->ct.routers[router];
+    JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_DEBUG, "Address %.*s: remote destination %s removed",
+           (int)addr->key_len, (const char *)addr->key, n ? n->id : "?");
+    jn_addr_release_if_unused_CT(core, addr);
+}
+
+void jn_addr_remote_reachable_CT(jn_core_t *core, int router)
+{
+    JN_ASSERT_CT(core);
+    jn_hash_iter_t it;
+    void *value;
+    jn_hash_iter_init(core->ct.addrs, &it);
+    while (jn_hash_iter_next(&it, NULL, NULL, &value)) {
+        jn_addr_t *addr = value;
+        if (addr->n_producers && jn_mesh_bits_has(&addr->remote, (unsigned)router))
+            jn_link_producers_dirty_CT(addr);
+    }
+}
+
+/* The mesh's treatment hint for a distribution (mesh-protocol.md 5.6). */
+static int hint_of(jn_distribution_t d)
+{
+    return d == JN_DIST_MULTICAST ? JN_MESH_HINT_MULTICAST
+           : d == JN_DIST_CLOSEST ? JN_MESH_HINT_CLOSEST
+                                  : JN_MESH_HINT_BALANCED;
+}
+
+/* A mobile address gained its first / lost its last local consumer: the
+ * mesh advertises it (section 8.1). */
+static void advertise_CT(jn_core_t *core, jn_addr_t *addr)
+{
+    JN_ASSERT_CT(core);
+    if (!core->mesh || addr->key_len < 2 || addr->key[0] != JN_ADDR_CLASS_MOBILE)
+        return;
+    bool want = addr->n_consumers > 0;
+    if (want == addr->advertised)
+        return;
+    addr->advertised = want;
+    jn_mesh_local_mobile_CT(core->mesh, addr->key, addr->key_len, want,
+                            hint_of(addr->distribution));
+}
+
 static void addr_free(jn_addr_t *addr)
 {
     free(addr->consumers);
@@ -96,7 +180,7 @@ static void addr_free(jn_addr_t *addr)
 void jn_addr_release_if_unused_CT(jn_core_t *core, jn_addr_t *addr)
 {
     JN_ASSERT_CT(core);
-    if (addr->n_consumers > 0 || addr->n_producers > 0)
+    if (addr->n_consumers > 0 || addr->n_producers > 0 || addr->n_remote > 0 || addr->permanent)
         return;
     JN_CHECK(jn_hash_remove(core->ct.addrs, addr->key, addr->key_len, NULL) == 0);
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_DEBUG, "Address removed: %.*s", (int)addr->key_len,
@@ -114,6 +198,8 @@ void jn_addr_free_all_CT(jn_core_t *core)
     while (jn_hash_iter_next(&it, NULL, NULL, &value)) {
         jn_addr_t *addr = value;
         jn_hash_remove(core->ct.addrs, addr->key, addr->key_len, NULL);
+        if (addr->advertised && core->mesh)
+            addr->advertised = false; /* teardown: nobody to tell */
         addr_free(addr);
     }
     atomic_store_explicit(&core->stats.addresses, 0, memory_order_relaxed);
@@ -138,8 +224,10 @@ int jn_addr_add_consumer_CT(jn_addr_t *addr, jn_core_link_t *link)
 {
     JN_ASSERT_CT(link->conn->core);
     int rc = add_link(&addr->consumers, &addr->n_consumers, &addr->cap_consumers, link);
-    if (rc == 0)
+    if (rc == 0) {
         link->ct.addr = addr;
+        advertise_CT(link->conn->core, addr);
+    }
     return rc;
 }
 
@@ -168,6 +256,8 @@ jn_addr_t *jn_addr_remove_link_CT(jn_core_t *core, jn_core_link_t *link)
     link->ct.addr = NULL;
     if (consumer && addr->next >= addr->n_consumers)
         addr->next = 0;
+    if (consumer)
+        advertise_CT(core, addr);
     return addr;
 }
 

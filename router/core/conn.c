@@ -52,6 +52,10 @@ jn_core_conn_t *jn_core_conn_opened_IO(jn_core_t *core, void *io_conn, const jn_
     c->strip_inbound = info->strip_inbound;
     c->strip_outbound = info->strip_outbound;
     c->link_capacity = info->link_capacity;
+    c->inter_router = info->inter_router;
+    c->cost = info->cost ? info->cost : 1;
+    if (c->inter_router)
+        c->strip_inbound = c->strip_outbound = false; /* mesh-protocol.md 2.1 */
     atomic_init(&c->refcount, 1);
     atomic_init(&c->close_posted, false);
     jn_mpsc_init(&c->work);
@@ -88,6 +92,7 @@ void jn_conn_opened_CT(jn_core_conn_t *conn)
         core->ct.conns->ct.prev = conn;
     core->ct.conns = conn;
     jn_stat_add(&core->stats.connections, 1);
+    jn_router_conn_opened_CT(conn);
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_DEBUG,
            "[C%" PRIu64 "] Connection opened: container=%s host=%s %s", conn->conn_id,
            conn->container_id, conn->host, conn->incoming ? "incoming" : "outgoing");
@@ -98,6 +103,7 @@ void jn_conn_closed_CT(jn_core_conn_t *conn)
     jn_core_t *core = conn->core;
     JN_ASSERT_CT(core);
     conn->ct.closed = true; /* from here on, work for it is dropped */
+    jn_router_conn_closed_CT(conn); /* before its links: no route through it */
     while (conn->ct.links)
         jn_link_detached_CT(conn->ct.links, true);
     /* The I/O thread takes no more work: the core is the consumer now. */

@@ -28,6 +28,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <time.h>
@@ -51,7 +52,7 @@ jn_core_t *jn_core_create(const jn_core_config_t *cfg, const jn_core_io_ops_t *o
     core->ct.addrs = jn_hash_create(64);
     core->wake_fd = eventfd(0, EFD_CLOEXEC);
     if (!core->router_id || !core->ct.addrs || core->wake_fd < 0 ||
-        jn_iter_configure("0", core->router_id, false) != 0) {
+        jn_iter_configure("0", core->router_id, false) != 0 || jn_router_init(core, cfg) != 0) {
         jn_core_free(core);
         return NULL;
     }
@@ -144,14 +145,28 @@ static size_t run_batch_CT(jn_core_t *core)
     core->ct.batch++;
     for (size_t i = 0; i < n; i++)
         dispatch_CT(core, batch[i]);
+    if (core->mesh)
+        jn_router_tick_CT(core); /* one clock read per batch, interior only */
     jn_link_flush_credit_CT(core);
     return n;
 }
 
-/* Sleep until a producer writes the eventfd. */
+/* Sleep until a producer writes the eventfd (or, for an interior router,
+ * until the mesh's next tick: then poll() first, so a standalone router
+ * keeps one syscall per sleep). */
 static void sleep_CT(jn_core_t *core)
 {
     JN_ASSERT_CT(core);
+    int timeout = jn_router_sleep_ms_CT(core);
+    if (timeout >= 0) {
+        struct pollfd p = {.fd = core->wake_fd, .events = POLLIN};
+        int rc = timeout > 0 ? poll(&p, 1, timeout) : 0;
+        if (rc <= 0) {
+            jn_router_tick_CT(core);
+            jn_link_flush_credit_CT(core);
+            return;
+        }
+    }
     uint64_t count;
     ssize_t n;
     do {
@@ -164,8 +179,10 @@ static void *core_main(void *arg)
 {
     jn_core_t *core = arg;
     jn_core_ct_self_ = core;
-    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO, "Router core thread running, id=%s",
-           core->router_id);
+    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO, "Router core thread running, id=%s%s",
+           core->router_id, core->mesh ? " (interior)" : "");
+    if (jn_router_start_CT(core) != 0)
+        JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_ERROR, "Out of memory for the management address");
     while (!core->ct.stop) {
         if (run_batch_CT(core) > 0)
             continue;
@@ -219,6 +236,7 @@ static void teardown(jn_core_t *core)
         jn_conn_closed_CT(core->ct.conns);
     }
     jn_link_flush_credit_CT(core);
+    jn_router_fini_CT(core);
     jn_addr_free_all_CT(core);
     jn_core_ct_self_ = NULL;
 }
@@ -230,6 +248,7 @@ void jn_core_free(jn_core_t *core)
     jn_core_stop(core);
     if (core->ct.addrs && core->wake_fd >= 0)
         teardown(core);
+    jn_router_free(core);
     jn_hash_free(core->ct.addrs);
     jn_addr_config_fini(&core->config);
     if (core->wake_fd >= 0)

@@ -32,6 +32,7 @@
 #include <junction/core.h>
 #include <junction/hash.h>
 #include <junction/log.h>
+#include <junction/mesh.h>
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -107,7 +108,31 @@ typedef struct jn_addr {
     jn_core_link_t **producers; /* incoming links with this target */
     uint32_t n_producers, cap_producers;
     uint32_t next; /* closest: next consumer; balanced: where ties start */
+    /* The mesh (router.c): remote routers with a destination for it (from
+     * their MAUs, or the router itself for its R<id> address). */
+    jn_mesh_bits_t remote;
+    uint32_t n_remote;
+    uint32_t next_remote; /* closest: where the round robin over remotes starts */
+    bool advertised;      /* told the mesh this router has a local destination */
+    bool permanent;       /* never freed while the core runs (R<id>, $management) */
+    uint8_t inproc;       /* JN_INPROC_*: served inside the router */
 } jn_addr_t;
+
+/* In-process destinations (jn_addr_t.inproc). */
+enum { JN_INPROC_NONE = 0, JN_INPROC_MANAGEMENT };
+
+/* A remote router known to the mesh (router.c). Core thread only. */
+typedef struct jn_router_node {
+    int index;         /* the mesh's router index (1..127) */
+    char *id;          /* heap */
+    char *node_id;     /* "0/<id>" (heap), as in x-opt-qd.ingress/trace */
+    int link;          /* inter-router connection slot when a neighbour, else -1 */
+    int next_hop;      /* router index of the next hop, -1 for a neighbour */
+    bool reachable;
+    uint32_t cost;
+    jn_mesh_bits_t valid_origins;
+    jn_addr_t *addr;   /* its R<id> address (permanent while the node lives) */
+} jn_router_node_t;
 
 /* ---- connections -------------------------------------------------------- */
 
@@ -122,6 +147,9 @@ struct jn_core_conn {
     bool strip_inbound;
     bool strip_outbound;
     uint32_t link_capacity;
+    bool inter_router;
+    bool internal;  /* the core's own origin of the messages it composes */
+    uint32_t cost;  /* inter-router: effective cost */
 
     /* Atomic. */
     atomic_uint refcount;
@@ -141,6 +169,12 @@ struct jn_core_conn {
         bool closed;                 /* close processed: work is dropped */
         jn_core_link_t *links;       /* attached links (through link ct.conn_next) */
         jn_core_conn_t *prev, *next; /* the core's connection list */
+        /* inter-router (router.c) */
+        int slot;                        /* mesh link slot, -1 while none */
+        jn_core_link_t *control_out;     /* outgoing control link */
+        jn_core_link_t *data_out[10];    /* outgoing data links by priority */
+        bool control_in;                 /* an incoming control link attached */
+        uint32_t data_in_count, data_out_count; /* by arrival order (3.3) */
     } ct;
 };
 
@@ -163,6 +197,9 @@ struct jn_core_link {
     uint32_t capacity; /* incoming: the most credit outstanding (never 0) */
     char *name;        /* heap */
     char *address;     /* heap, NULL for none */
+    jn_link_type_t type;
+    int priority;      /* data links: 0..9, -1 for extra ones */
+    bool local;        /* attached by the router (connector side) */
 
     /* Atomic. flow: the I/O thread's latest (credit_limit << 1 | drain). */
     atomic_uint refcount;
@@ -225,9 +262,21 @@ struct jn_core {
     bool started;
     bool joined;
 
+    /* The mesh (interior mode; NULL otherwise). Created with the core,
+     * used by the core thread only. */
+    jn_mesh_t *mesh;
+    jn_core_request_fn mgmt_fn; /* set before start */
+    void *mgmt_ctx;
+    char *node_id;                 /* "0/<router id>" (router.c) */
+    jn_core_conn_t *internal_conn; /* origin of composed messages (router.c) */
+    jn_core_link_t *internal_link;
+
     /* Core thread only. */
     struct {
         jn_hash_t *addrs;      /* hash key -> jn_addr_t */
+        jn_router_node_t *routers[JN_MESH_MAX_ROUTERS]; /* by router index */
+        jn_core_conn_t *slots[JN_MESH_MAX_LINKS];       /* inter-router conns by slot */
+        int64_t next_tick_ms;  /* when the mesh ticks next */
         jn_core_conn_t *conns; /* open connections */
         jn_core_link_t *dirty; /* incoming links whose credit to recompute */
         uint64_t batch;        /* number of the batch being processed */
@@ -322,6 +371,22 @@ void jn_addr_release_if_unused_CT(jn_core_t *core, jn_addr_t *addr);
 char *jn_addr_make_dynamic_CT(jn_core_t *core);
 /* Pick the consumer for an anycast delivery (closest or balanced). */
 jn_core_link_t *jn_addr_pick_consumer_CT(jn_addr_t *addr);
+/* Find or create the address for a hash key (a new one gets the
+ * configured distribution for mobile keys, else dist). *out NULL when
+ * configured unavailable. Returns 0 or JN_ENOMEM. */
+int jn_addr_get_key_CT(jn_core_t *core, const uint8_t *key, size_t len, jn_distribution_t dist,
+                       jn_addr_t **out);
+/* Remote router `router` has / no longer has a destination for addr
+ * (remove may free addr). */
+void jn_addr_add_remote_CT(jn_core_t *core, jn_addr_t *addr, int router);
+void jn_addr_remove_remote_CT(jn_core_t *core, jn_addr_t *addr, int router);
+/* Router became reachable: senders to its addresses may get credit. */
+void jn_addr_remote_reachable_CT(jn_core_t *core, int router);
+/* addr has somewhere to send to (local consumer, remote, in-process). */
+static inline bool jn_addr_has_destination(const jn_addr_t *addr)
+{
+    return addr->n_consumers > 0 || addr->n_remote > 0 || addr->inproc;
+}
 /* Free every address left (teardown). */
 void jn_addr_free_all_CT(jn_core_t *core);
 
@@ -330,6 +395,13 @@ void jn_addr_free_all_CT(jn_core_t *core);
 void jn_forward_arrived_CT(jn_delivery_t *dlv);
 void jn_forward_continued_CT(jn_delivery_t *dlv);
 void jn_forward_update_CT(jn_delivery_t *dlv, const jn_disposition_t *disp, bool settled);
+/* Send dlv (an incoming delivery, or one made on the internal link) as a
+ * copy on each of links (n may be 0), multicast-style (one pre-settled copy
+ * each) or not; marks it routed and finishes it as forwarding does. */
+void jn_forward_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned n,
+                            bool multicast);
+/* Route a composed message's delivery (internal link) by its `to`. */
+void jn_forward_composed_CT(jn_delivery_t *dlv);
 /* Hand a copy waiting at the head of its link's undelivered list to the
  * I/O layer (the caller checked the credit). */
 void jn_forward_hand_out_CT(jn_delivery_t *copy);
@@ -338,6 +410,61 @@ void jn_forward_hand_out_CT(jn_delivery_t *copy);
  * already removed from its consumers), release the others to their
  * senders. */
 void jn_forward_consumer_gone_CT(jn_core_link_t *link, jn_addr_t *addr);
+
+/* ---- router.c (the mesh) ------------------------------------------------- */
+
+/* What routing needs to know of a delivery that came across the mesh:
+ * connections (by slot) not to send it back to (the one it came on and
+ * those to routers in its trace), its origin router (x-opt-qd.ingress; 0 =
+ * this router or unknown), the length of its trace, whether the trace
+ * already names this router (a loop), its priority. */
+typedef struct jn_route_ctx {
+    jn_mesh_bits_t excluded;
+    int origin;
+    uint32_t trace_count;
+    unsigned priority;
+    bool looped; /* this router's own id is in the trace: never forward it */
+} jn_route_ctx_t;
+
+/* Create the internal origin of composed messages and, for an interior
+ * router, the mesh engine. Returns 0 or JN_ENOMEM. jn_core_create. */
+int jn_router_init(jn_core_t *core, const jn_core_config_t *cfg);
+/* Core thread start: the in-process addresses. Returns 0 or JN_ENOMEM. */
+int jn_router_start_CT(jn_core_t *core);
+/* Teardown: free router nodes (core thread role), then the rest. */
+void jn_router_fini_CT(jn_core_t *core);
+void jn_router_free(jn_core_t *core);
+/* Tick the mesh when a second has passed; how long the core may sleep
+ * before the next tick (ms; -1: no mesh, sleep until woken). */
+void jn_router_tick_CT(jn_core_t *core);
+int jn_router_sleep_ms_CT(jn_core_t *core);
+/* Connections: take / give back an inter-router slot. */
+void jn_router_conn_opened_CT(jn_core_conn_t *conn);
+void jn_router_conn_closed_CT(jn_core_conn_t *conn);
+/* Links: check an attach against the connection's role and register
+ * inter-router links (NULL = fine, else the refusal's description with
+ * *condition set); after the attach is accepted; when it detaches. */
+const char *jn_router_link_attach_CT(jn_core_link_t *link, const char **condition);
+void jn_router_link_attached_CT(jn_core_link_t *link);
+void jn_router_link_detached_CT(jn_core_link_t *link);
+/* Deliveries served in-process (control messages, management requests),
+ * once complete; continued: a waiting one may be complete now. */
+void jn_router_control_arrived_CT(jn_delivery_t *dlv);
+void jn_router_management_arrived_CT(jn_delivery_t *dlv);
+void jn_router_continued_CT(jn_delivery_t *dlv);
+/* Routing across the mesh. */
+void jn_router_route_ctx_CT(jn_core_t *core, const jn_delivery_t *dlv, jn_route_ctx_t *rc);
+jn_core_conn_t *jn_router_conn_CT(jn_core_t *core, const jn_router_node_t *node);
+jn_core_link_t *jn_router_data_link_CT(jn_core_conn_t *conn, unsigned priority);
+/* The best remote destination's data link for an anycast delivery (NULL:
+ * none); *load (may be NULL) gets its balanced score. */
+jn_core_link_t *jn_router_pick_remote_CT(jn_core_t *core, jn_addr_t *addr,
+                                         const jn_route_ctx_t *rc, uint64_t *load);
+/* Data links toward the remote destinations of a multicast address, one
+ * per connection; returns how many were put in out (at most max). */
+unsigned jn_router_multicast_links_CT(jn_core_t *core, const jn_addr_t *addr,
+                                      const jn_route_ctx_t *rc, jn_core_link_t **out,
+                                      unsigned max);
 
 /* ---- delivery.c ---------------------------------------------------------- */
 

@@ -69,6 +69,10 @@ jn_delivery_t *jn_delivery_copy_CT(jn_delivery_t *peer, jn_core_link_t *link, bo
     for (int i = 0; i < 8; i++)
         c->tag[i] = (uint8_t)(t >> (8 * (7 - i)));
     c->tag_len = 8;
+    if (link->conn->inter_router && !peer->link->ct.anonymous && peer->link->address) {
+        c->origin_link = jn_link_ref(peer->link);
+        c->to_override = peer->link->address;
+    }
     c->ct.peer = jn_delivery_ref(peer);
     c->ct.copy_next = peer->ct.copies;
     if (peer->ct.copies)
@@ -92,8 +96,15 @@ void jn_delivery_unref(jn_delivery_t *dlv)
     if (before != 1)
         return;
     jn_message_unref(dlv->message);
+    if (dlv->origin_link)
+        jn_link_unref(dlv->origin_link);
     jn_link_unref(dlv->link);
     jn_pool_free(atomic_load_explicit(&delivery_pool, memory_order_acquire), dlv);
+}
+
+const char *jn_delivery_to_override(const jn_delivery_t *dlv)
+{
+    return dlv->to_override;
 }
 
 jn_message_t *jn_delivery_message(const jn_delivery_t *dlv)

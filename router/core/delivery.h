@@ -23,6 +23,9 @@
 
 #define JN_DELIVERY_TAG_MAX 32
 
+/* What an incoming delivery waits for its message to complete for. */
+enum { JN_DLV_WAIT_NONE = 0, JN_DLV_WAIT_CONTROL, JN_DLV_WAIT_MANAGEMENT };
+
 /* Which list of its link an outgoing copy is on (ct.list). */
 enum { JN_DLV_ON_NONE = 0, JN_DLV_ON_UNDELIVERED, JN_DLV_ON_INFLIGHT };
 
@@ -34,6 +37,10 @@ struct jn_delivery {
     bool presettled;       /* sent settled (copies: pre-settled forwarding) */
     uint8_t tag_len;
     uint8_t tag[JN_DELIVERY_TAG_MAX];
+    /* copies toward another router: the x-opt-qd.to this router sets (the
+     * address of origin_link, a reference held), or NULL */
+    const char *to_override;
+    jn_core_link_t *origin_link;
 
     /* Atomic. continue_posted: continue_action is on the core's queue (set
      * by the receiving I/O thread, cleared by the core when it takes it). */
@@ -60,6 +67,8 @@ struct jn_delivery {
         bool router_settled;  /* the router settled it toward the sender */
         bool credit_returned; /* counted back into its link's credit */
         bool done;            /* the core dropped its reference */
+        uint8_t wait;         /* JN_DLV_WAIT_*: served once the message is complete */
+        bool served;          /* consumed in-process (control, management) */
         /* outgoing copies */
         jn_delivery_t *peer;                  /* the incoming delivery (reference held) */
         jn_delivery_t *copy_prev, *copy_next; /* peer->ct.copies */

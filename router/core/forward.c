@@ -71,15 +71,19 @@ static void all_handed_CT(jn_core_t *core, jn_delivery_t *dlv)
     dlv->ct.credit_returned = true;
     /* no copy of it will start any more: a streaming message can be
      * released from behind as its copies progress (junction/message.h) */
-    jn_message_stream_set_copies(dlv->message, dlv->ct.handed);
     jn_core_link_t *in = dlv->link;
+    /* (a message the router composed may be sent in several deliveries,
+     * e.g. one HELLO to every neighbour: it keeps its buffers until freed) */
+    if (!in->conn->internal)
+        jn_message_stream_set_copies(dlv->message, dlv->ct.handed);
     if (in->ct.held > 0)
         in->ct.held--;
     jn_link_mark_dirty_CT(in);
-    if (dlv->ct.handed == 0) {
-        jn_stat_add(&core->stats.released, 1);
+    if (dlv->ct.handed == 0 && !dlv->ct.served) {
+        if (!in->conn->internal)
+            jn_stat_add(&core->stats.released, 1);
         settle_incoming_CT(dlv, JN_DISP_RELEASED);
-    } else if (dlv->ct.multicast) {
+    } else if (dlv->ct.multicast || dlv->ct.served) {
         settle_incoming_CT(dlv, JN_DISP_ACCEPTED);
     }
 }
@@ -160,28 +164,116 @@ void jn_forward_hand_out_CT(jn_delivery_t *copy)
         finish_copy_CT(copy);
 }
 
-static void forward_anycast_CT(jn_delivery_t *dlv, jn_addr_t *addr)
+/* The consumer for an anycast delivery: closest prefers a local consumer,
+ * then the cheapest remote router; balanced takes the least loaded of the
+ * best local consumer and the best remote one (load + cost). NULL: none. */
+static jn_core_link_t *pick_anycast_CT(jn_core_t *core, jn_addr_t *addr, const jn_route_ctx_t *rc)
 {
-    JN_ASSERT_CT(jn_delivery_core(dlv));
-    jn_delivery_t *copy = jn_delivery_copy_CT(dlv, jn_addr_pick_consumer_CT(addr), dlv->presettled);
+    JN_ASSERT_CT(core);
+    jn_core_link_t *local = addr->n_consumers ? jn_addr_pick_consumer_CT(addr) : NULL;
+    if (local && addr->distribution != JN_DIST_BALANCED)
+        return local;
+    uint64_t remote_load = UINT64_MAX;
+    jn_core_link_t *remote = jn_router_pick_remote_CT(core, addr, rc, &remote_load);
+    if (!local)
+        return remote;
+    uint64_t local_load = (uint64_t)local->ct.undelivered.count + local->ct.unsettled;
+    return remote && remote_load < local_load ? remote : local;
+}
+
+static void forward_anycast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *rc)
+{
+    jn_core_t *core = jn_delivery_core(dlv);
+    JN_ASSERT_CT(core);
+    jn_core_link_t *to = pick_anycast_CT(core, addr, rc);
+    jn_delivery_t *copy = to ? jn_delivery_copy_CT(dlv, to, dlv->presettled) : NULL;
     if (!copy)
         return; /* pending stays 0: released */
     dlv->ct.pending = 1;
     enqueue_CT(copy);
 }
 
-static void forward_multicast_CT(jn_delivery_t *dlv, jn_addr_t *addr)
+/* One pre-settled copy to each of links (n of them), and to each of more
+ * (n_more; may be NULL). The pending count covers all of them before the
+ * first is handed out: until every copy exists, the set of copies is not
+ * final (all_handed_CT). */
+static void copy_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned n,
+                             jn_core_link_t **more, unsigned n_more)
 {
     JN_ASSERT_CT(jn_delivery_core(dlv));
-    dlv->ct.multicast = true;
-    dlv->ct.pending = addr->n_consumers;
-    for (uint32_t i = 0; i < addr->n_consumers; i++) {
-        jn_delivery_t *copy = jn_delivery_copy_CT(dlv, addr->consumers[i], true);
+    dlv->ct.pending += n + n_more;
+    for (unsigned i = 0; i < n + n_more; i++) {
+        jn_core_link_t *to = i < n ? links[i] : more[i - n];
+        jn_delivery_t *copy = jn_delivery_copy_CT(dlv, to, true);
         if (copy)
             enqueue_CT(copy);
         else
             dlv->ct.pending--;
     }
+}
+
+static void forward_multicast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *rc)
+{
+    jn_core_t *core = jn_delivery_core(dlv);
+    JN_ASSERT_CT(core);
+    dlv->ct.multicast = true;
+    jn_core_link_t *remote[JN_MESH_MAX_LINKS];
+    unsigned n = addr->n_remote > 0 ? jn_router_multicast_links_CT(core, addr, rc, remote,
+                                                                   JN_MESH_MAX_LINKS)
+                                    : 0;
+    copy_to_links_CT(dlv, addr->consumers, addr->n_consumers, remote, n);
+}
+
+static void route_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *rc)
+{
+    JN_ASSERT_CT(jn_delivery_core(dlv));
+    if (!addr)
+        return;
+    if (addr->distribution == JN_DIST_MULTICAST)
+        forward_multicast_CT(dlv, addr, rc);
+    else
+        forward_anycast_CT(dlv, addr, rc);
+}
+
+/* The address an incoming delivery goes to (NULL: none). */
+static jn_addr_t *addr_of_CT(jn_core_t *core, const jn_delivery_t *dlv)
+{
+    JN_ASSERT_CT(core);
+    const jn_core_link_t *in = dlv->link;
+    if (in->ct.state != JN_LINK_ST_ATTACHED)
+        return NULL;
+    if (!in->ct.anonymous)
+        return in->ct.addr;
+    bool honour = in->conn->inter_router || (!in->conn->internal && !in->conn->strip_inbound);
+    return jn_addr_for_message_CT(core, dlv->message, honour);
+}
+
+void jn_forward_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned n,
+                            bool multicast)
+{
+    jn_core_t *core = jn_delivery_core(dlv);
+    JN_ASSERT_CT(core);
+    dlv->ct.multicast = multicast;
+    copy_to_links_CT(dlv, links, n, NULL, 0);
+    dlv->ct.routed = true;
+    if (dlv->ct.pending == 0)
+        all_handed_CT(core, dlv);
+    check_done_CT(dlv);
+}
+
+void jn_forward_composed_CT(jn_delivery_t *dlv)
+{
+    jn_core_t *core = jn_delivery_core(dlv);
+    JN_ASSERT_CT(core);
+    jn_route_ctx_t rc;
+    jn_router_route_ctx_CT(core, dlv, &rc);
+    jn_addr_t *addr = addr_of_CT(core, dlv);
+    if (addr && !addr->inproc)
+        route_CT(dlv, addr, &rc);
+    dlv->ct.routed = true;
+    if (dlv->ct.pending == 0)
+        all_handed_CT(core, dlv);
+    check_done_CT(dlv);
 }
 
 void jn_forward_arrived_CT(jn_delivery_t *dlv)
@@ -196,20 +288,24 @@ void jn_forward_arrived_CT(jn_delivery_t *dlv)
     if (in->ct.outstanding > 0)
         in->ct.outstanding--;
     in->ct.held++;
-    jn_addr_t *addr = NULL;
-    if (in->ct.state == JN_LINK_ST_ATTACHED)
-        addr = in->ct.anonymous
-                   ? jn_addr_for_message_CT(core, dlv->message, !in->conn->strip_inbound)
-                   : in->ct.addr;
-    if (addr && addr->n_consumers > 0) {
-        if (addr->distribution == JN_DIST_MULTICAST)
-            forward_multicast_CT(dlv, addr);
-        else
-            forward_anycast_CT(dlv, addr);
+    if (in->type == JN_LINK_CONTROL && in->ct.state == JN_LINK_ST_ATTACHED) {
+        jn_router_control_arrived_CT(dlv);
+        return;
     }
+    jn_addr_t *addr = addr_of_CT(core, dlv);
+    if (addr && addr->inproc) {
+        jn_router_management_arrived_CT(dlv);
+        return;
+    }
+    jn_route_ctx_t rc;
+    jn_router_route_ctx_CT(core, dlv, &rc);
+    /* a delivery that went round more routers than the mesh is wide is
+     * looping (mesh-protocol.md 9.3): released */
+    if (!rc.looped && !(core->mesh && rc.trace_count > jn_mesh_radius(core->mesh) + 1))
+        route_CT(dlv, addr, &rc);
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_TRACE,
            "[C%" PRIu64 "][L%" PRIu64 "] Delivery routed: fanout=%" PRIu32 "%s", in->conn->conn_id,
-           in->ct.id, addr ? addr->n_consumers : 0, dlv->presettled ? " (pre-settled)" : "");
+           in->ct.id, dlv->ct.pending, dlv->presettled ? " (pre-settled)" : "");
     dlv->ct.routed = true;
     if (dlv->ct.pending == 0)
         all_handed_CT(core, dlv); /* no consumer (or no memory): released */
@@ -223,6 +319,10 @@ void jn_forward_continued_CT(jn_delivery_t *dlv)
     /* Clear the flag, then read the progress: octets published or a
      * completion after this post a new continue. */
     atomic_exchange_explicit(&dlv->continue_posted, false, memory_order_acq_rel);
+    if (dlv->ct.wait != JN_DLV_WAIT_NONE) {
+        jn_router_continued_CT(dlv); /* served in-process once complete */
+        return;
+    }
     bool final = message_finished(dlv->message);
     if (dlv->ct.continue_batch == core->ct.batch)
         return; /* this batch's CONTINUE round is done (see delivery.c) */
@@ -308,9 +408,16 @@ void jn_forward_consumer_gone_CT(jn_core_link_t *link, jn_addr_t *addr)
     jn_delivery_t *copy;
     while ((copy = link->ct.undelivered.head) != NULL) {
         jn_delivery_t *peer = copy->ct.peer;
-        if (!peer->ct.multicast && addr && addr->n_consumers > 0) {
-            jn_delivery_t *again =
-                jn_delivery_copy_CT(peer, jn_addr_pick_consumer_CT(addr), copy->presettled);
+        (void)addr; /* the link is off its address already: route again */
+        jn_addr_t *to = peer->ct.multicast ? NULL : addr_of_CT(core, peer);
+        jn_core_link_t *next = NULL;
+        if (to) {
+            jn_route_ctx_t rc;
+            jn_router_route_ctx_CT(core, peer, &rc);
+            next = pick_anycast_CT(core, to, &rc);
+        }
+        if (next && next != link) {
+            jn_delivery_t *again = jn_delivery_copy_CT(peer, next, copy->presettled);
             if (again) {
                 finish_copy_CT(copy); /* peer keeps the new copy: not done */
                 enqueue_CT(again);
@@ -324,9 +431,22 @@ void jn_forward_consumer_gone_CT(jn_core_link_t *link, jn_addr_t *addr)
     while ((copy = link->ct.inflight.head) != NULL) {
         jn_delivery_t *peer = copy->ct.peer;
         if (!copy->ct.settled && !peer->ct.multicast) {
-            if (!peer->presettled && !peer->ct.sender_settled && !peer->ct.router_settled)
-                jn_stat_add(&core->stats.released, 1);
-            settle_incoming_CT(peer, JN_DISP_RELEASED);
+            bool open = !peer->presettled && !peer->ct.sender_settled && !peer->ct.router_settled;
+            if (link->conn->inter_router) {
+                /* it may have reached a consumer beyond the lost router:
+                 * modified, delivery-failed (mesh-protocol.md 10.5) */
+                if (open) {
+                    jn_stat_add(&core->stats.modified, 1);
+                    jn_disposition_t d = {.type = JN_DISP_MODIFIED, .delivery_failed = true};
+                    peer->ct.router_settled = true;
+                    if (peer->link->ct.state != JN_LINK_ST_DETACHED)
+                        jn_work_dlv_CT(peer, JN_WORK_DELIVERY_UPDATE, JN_DISP_NONE, &d, true);
+                }
+            } else {
+                if (open)
+                    jn_stat_add(&core->stats.released, 1);
+                settle_incoming_CT(peer, JN_DISP_RELEASED);
+            }
         }
         finish_copy_CT(copy);
     }

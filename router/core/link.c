@@ -50,6 +50,9 @@ jn_core_link_t *jn_core_link_attached_IO(jn_core_conn_t *conn, void *io_link,
         return NULL;
     }
     l->io_link = io_link;
+    l->type = info->type;
+    l->priority = info->priority;
+    l->local = info->local;
     l->dir = info->dir;
     l->dynamic = info->dynamic;
     l->presettled = info->presettled;
@@ -175,6 +178,23 @@ void jn_link_attached_CT(jn_core_link_t *link)
            in ? "<any>" : terminus(link->address), in ? terminus(link->address) : "<any>",
            link->dynamic ? " (dynamic)" : "");
 
+    const char *condition = NULL;
+    const char *refusal = jn_router_link_attach_CT(link, &condition);
+    if (refusal) {
+        refuse_CT(link, condition, refusal);
+        return;
+    }
+    if (link->type != JN_LINK_ENDPOINT) {
+        /* inter-router: incoming ones are routed by each message, outgoing
+         * ones are chosen by the mesh (router.c) */
+        link->ct.anonymous = in;
+        link->ct.state = JN_LINK_ST_ATTACHED;
+        jn_work_link_CT(link, JN_WORK_LINK_OPEN, NULL, NULL, NULL, 0);
+        if (in)
+            jn_link_mark_dirty_CT(link);
+        jn_router_link_attached_CT(link);
+        return;
+    }
     if (in && !link->address) {
         link->ct.anonymous = true;
         link->ct.state = JN_LINK_ST_ATTACHED;
@@ -209,6 +229,8 @@ void jn_link_detached_CT(jn_core_link_t *link, bool from_conn_close)
     bool was_attached = link->ct.state == JN_LINK_ST_ATTACHED;
     link->ct.state = JN_LINK_ST_DETACHED; /* no more work for it from here */
     jn_addr_t *addr = NULL;
+    if (was_attached && link->type != JN_LINK_ENDPOINT)
+        jn_router_link_detached_CT(link);
     if (was_attached && !link->ct.anonymous)
         addr = jn_addr_remove_link_CT(core, link);
     if (link->dir == JN_LINK_OUTGOING)
@@ -269,7 +291,8 @@ void jn_link_mark_dirty_CT(jn_core_link_t *link)
 {
     jn_core_t *core = link->conn->core;
     JN_ASSERT_CT(core);
-    if (link->ct.dirty || link->dir != JN_LINK_INCOMING || link->ct.state != JN_LINK_ST_ATTACHED)
+    if (link->ct.dirty || link->dir != JN_LINK_INCOMING || link->ct.state != JN_LINK_ST_ATTACHED ||
+        link->conn->internal)
         return;
     link->ct.dirty = true;
     link->ct.dirty_next = core->ct.dirty;
@@ -291,7 +314,7 @@ static uint32_t credit_due_CT(const jn_core_link_t *link)
         return 0;
     if (!link->ct.anonymous) {
         const jn_addr_t *addr = link->ct.addr;
-        if (!addr || addr->n_consumers == 0)
+        if (!addr || !jn_addr_has_destination(addr))
             return 0;
     }
     uint64_t used = (uint64_t)link->ct.outstanding + link->ct.held;

@@ -44,18 +44,29 @@ static void poll_fire(jn_io_timer_t *timer)
     jn_io_conn_unref(conn); /* the timer's reference */
 }
 
+static void put_symbol(pn_data_t *d, const char *s)
+{
+    pn_data_put_symbol(d, pn_bytes(strlen(s), s));
+}
+
 /* The open frame qdrouterd 1.19 sends (mesh-protocol.md 2.2): container id,
- * the ANONYMOUS-RELAY capability and the product properties. Clients and
- * tools written for qdrouterd look at these. */
+ * the ANONYMOUS-RELAY and qd.streaming-links capabilities (offered and
+ * desired) and the product properties; on inter-router connections also
+ * the annotations version and the cost when above 1. Clients, tools and
+ * 1.19 routers look at these. */
 static void conn_decorate(jn_io_conn_t *conn)
 {
     pn_connection_t *pc = conn->pn;
     pn_connection_set_container(pc, conn->io->container_id);
-    pn_data_t *caps = pn_connection_offered_capabilities(pc);
-    pn_data_put_array(caps, false, PN_SYMBOL);
-    pn_data_enter(caps);
-    pn_data_put_symbol(caps, pn_bytes(strlen("ANONYMOUS-RELAY"), "ANONYMOUS-RELAY"));
-    pn_data_exit(caps);
+    pn_data_t *caps[2] = {pn_connection_offered_capabilities(pc),
+                          pn_connection_desired_capabilities(pc)};
+    for (int i = 0; i < 2; i++) {
+        pn_data_put_array(caps[i], false, PN_SYMBOL);
+        pn_data_enter(caps[i]);
+        put_symbol(caps[i], "ANONYMOUS-RELAY");
+        put_symbol(caps[i], "qd.streaming-links");
+        pn_data_exit(caps[i]);
+    }
     pn_data_t *props = pn_connection_properties(pc);
     pn_data_put_map(props);
     pn_data_enter(props);
@@ -65,6 +76,15 @@ static void conn_decorate(jn_io_conn_t *conn)
     pn_data_put_string(props, pn_bytes(6, "1.19.0"));
     pn_data_put_symbol(props, pn_bytes(10, "qd.conn-id"));
     pn_data_put_int(props, (int32_t)conn->id);
+    const jn_endpoint_config_t *cfg = &conn->endpoint->cfg;
+    if (conn->inter_router && cfg->cost > 1) {
+        put_symbol(props, "qd.inter-router-cost");
+        pn_data_put_int(props, (int32_t)cfg->cost);
+    }
+    if (conn->inter_router) {
+        put_symbol(props, "qd.annotations-version");
+        pn_data_put_int(props, 1);
+    }
     pn_data_exit(props);
 }
 
@@ -94,6 +114,9 @@ jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming)
         ep->cfg.strip_annotations == JN_STRIP_BOTH || ep->cfg.strip_annotations == JN_STRIP_IN;
     conn->strip_outbound =
         ep->cfg.strip_annotations == JN_STRIP_BOTH || ep->cfg.strip_annotations == JN_STRIP_OUT;
+    conn->inter_router = ep->cfg.role == JN_ROLE_INTER_ROUTER;
+    if (conn->inter_router)
+        conn->strip_inbound = conn->strip_outbound = false; /* mesh-protocol.md 2.1 */
     atomic_init(&conn->refs, 1);
     conn->poll.fire = poll_fire;
     conn->next_link_id = 1;
@@ -260,6 +283,21 @@ static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
         return;
     }
     const char *container = pn_connection_remote_container(pc);
+    uint32_t cost = conn->endpoint->cfg.cost ? conn->endpoint->cfg.cost : 1;
+    if (conn->inter_router) {
+        if (container && strcmp(container, conn->io->container_id) == 0) {
+            JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_CRITICAL,
+                   JN_IO_CONN_FMT " Duplicate router id: the inter-router peer at %s has this "
+                                  "router's id '%s'; connection refused",
+                   conn->id, conn->host, container);
+            conn_close_IO(conn, "amqp:not-allowed",
+                          "duplicate router id: this router already has that id");
+            return;
+        }
+        uint32_t remote = jn_io_ir_remote_cost(pc);
+        if (remote > cost)
+            cost = remote; /* both ends agree on the larger (2.2) */
+    }
     jn_conn_info_t info = {
         .conn_id = conn->id,
         .container_id = container ? container : "",
@@ -268,6 +306,8 @@ static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
         .strip_inbound = conn->strip_inbound,
         .strip_outbound = conn->strip_outbound,
         .link_capacity = conn->endpoint->cfg.link_capacity,
+        .inter_router = conn->inter_router,
+        .cost = cost,
     };
     atomic_fetch_add(&conn->refs, 1); /* the core's, if it takes the connection */
     conn->core = jn_core_conn_opened_IO(conn->io->core, conn, &info);
@@ -277,6 +317,8 @@ static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
         return;
     }
     conn->opened = true;
+    if (conn->inter_router && !conn->incoming)
+        jn_io_ir_attach_links_IO(conn); /* the connector side attaches (3.1) */
     pn_sasl_t *sasl = pn_sasl(t);
     const char *mech = sasl ? pn_sasl_get_mech(sasl) : NULL;
     const char *user = pn_transport_get_user(t);
@@ -451,17 +493,14 @@ static void on_session_close(jn_io_conn_t *conn, pn_session_t *ssn)
     pn_session_free(ssn);
 }
 
-static void on_link_open(jn_io_conn_t *conn, pn_link_t *pl)
+/* jn_io_link_new_IO: our object for proton link pl on conn, registered on
+ * the connection; NULL on ENOMEM. The connection's I/O thread. */
+jn_io_link_t *jn_io_link_new_IO(jn_io_conn_t *conn, pn_link_t *pl)
 {
-    if (!(pn_link_state(pl) & PN_LOCAL_UNINIT))
-        return;
     jn_pool_t *pool = jn_pool_get_once(&link_pool, "jn_io_link", sizeof(jn_io_link_t), 0);
     jn_io_link_t *link = pool ? jn_pool_alloc(pool) : NULL;
-    if (!link) {
-        pn_condition_set_name(pn_link_condition(pl), "amqp:resource-limit-exceeded");
-        pn_link_close(pl);
-        return;
-    }
+    if (!link)
+        return NULL;
     memset(link, 0, sizeof *link);
     link->conn = conn;
     link->id = conn->next_link_id++;
@@ -474,6 +513,19 @@ static void on_link_open(jn_io_conn_t *conn, pn_link_t *pl)
     pn_link_set_context(pl, link);
     if (link->dir == JN_LINK_INCOMING)
         jn_io_rx_init_IO(link);
+    return link;
+}
+
+static void on_link_open(jn_io_conn_t *conn, pn_link_t *pl)
+{
+    if (!(pn_link_state(pl) & PN_LOCAL_UNINIT))
+        return;
+    jn_io_link_t *link = jn_io_link_new_IO(conn, pl);
+    if (!link) {
+        pn_condition_set_name(pn_link_condition(pl), "amqp:resource-limit-exceeded");
+        pn_link_close(pl);
+        return;
+    }
     pn_terminus_t *term =
         link->dir == JN_LINK_OUTGOING ? pn_link_remote_source(pl) : pn_link_remote_target(pl);
     jn_link_info_t info = {
@@ -483,7 +535,9 @@ static void on_link_open(jn_io_conn_t *conn, pn_link_t *pl)
         .dynamic = link->dir == JN_LINK_OUTGOING && pn_terminus_is_dynamic(term),
         .presettled = pn_link_remote_snd_settle_mode(pl) == PN_SND_SETTLED,
         .capacity = conn->endpoint->cfg.link_capacity,
+        .priority = -1,
     };
+    jn_io_ir_classify_IO(link, &info);
     if (conn->core && !conn->closing)
         link->core = jn_core_link_attached_IO(conn->core, link, &info);
     if (!link->core) {
@@ -538,8 +592,8 @@ void jn_io_link_close_IO(jn_io_link_t *link, const char *condition, const char *
 static void link_open_IO(jn_io_link_t *link, const char *address)
 {
     pn_link_t *pl = link->pn;
-    if (!pl || link->detached || link->local_closed)
-        return;
+    if (!pl || link->detached || link->local_closed || link->local)
+        return; /* a link we attached ourselves is open already */
     pn_terminus_copy(pn_link_source(pl), pn_link_remote_source(pl));
     pn_terminus_copy(pn_link_target(pl), pn_link_remote_target(pl));
     /* proton 0.37 leaves a received source without an address unspecified;

@@ -230,6 +230,9 @@ struct jn_io_conn {
     jn_core_conn_t *core;   /* NULL until opened, and after closed */
     char host[300];         /* peer address, for logs and the core */
     bool opened;            /* reported to the core */
+    bool inter_router;      /* role inter-router (immutable after creation) */
+    uint32_t data_in, data_out; /* inter-router data links attached, by our
+                                 * direction (priority = arrival order, 3.3) */
     bool closing;           /* we closed our end */
     bool transport_closed;
     uint64_t next_link_id;
@@ -249,6 +252,7 @@ struct jn_io_link {
     pn_link_t *pn;        /* NULL once proton is done with it */
     jn_core_link_t *core; /* NULL when refused before the core */
     bool detached;        /* reported detached (or never attached) */
+    bool local;           /* we attached it (inter-router, connector side) */
     bool local_closed;
     jn_io_link_t *prev, *next; /* conn->links */
     jn_io_link_t *busy_next;   /* conn->busy */
@@ -319,6 +323,21 @@ void jn_io_link_close_IO(jn_io_link_t *link, const char *condition, const char *
 void jn_io_rx_delivery_IO(jn_io_link_t *link, pn_delivery_t *pd);
 bool jn_io_rx_resume_IO(jn_io_link_t *link);
 void jn_io_rx_init_IO(jn_io_link_t *link);
+
+/* ---- inter-router connections (io_mesh.c) ------------------------------- */
+
+/* jn_io_link_new_IO: our object for proton link pl on conn (io_conn.c). */
+jn_io_link_t *jn_io_link_new_IO(jn_io_conn_t *conn, pn_link_t *pl);
+/* The peer's qd.inter-router-cost from its open's properties (an AMQP int
+ * only, mesh-protocol.md 2.2), or 0. */
+uint32_t jn_io_ir_remote_cost(pn_connection_t *pc);
+/* Connector side of an inter-router connection, once open: begin the 11
+ * sessions and attach the 2 control and 20 data links in 1.19's order
+ * (3.1), each reported to the core as a local link. */
+void jn_io_ir_attach_links_IO(jn_io_conn_t *conn);
+/* A link the peer attached: set info->type and info->priority from the
+ * terminus capability at our end (3.2, 3.3). */
+void jn_io_ir_classify_IO(jn_io_link_t *link, jn_link_info_t *info);
 void jn_io_rx_credit_IO(jn_io_link_t *link, uint32_t credit, bool drain);
 void jn_io_rx_update_IO(jn_io_link_t *link, jn_work_t *work);
 void jn_io_rx_link_gone_IO(jn_io_link_t *link);

@@ -133,6 +133,14 @@ static void tx_start_IO(jn_io_link_t *link, jn_work_t *w)
     jn_buffer_list_init(&ann);
     jn_ra_hop_t hop = {.to_router = !link->conn->strip_outbound,
                        .node_id = link->conn->io->node_id};
+    const char *to_override = jn_delivery_to_override(dlv);
+    jn_iter_t to_it;
+    if (to_override && hop.to_router) {
+        /* the router routed it by its link's target: tell the next router
+         * (mesh-protocol.md 9.3) */
+        jn_iter_init_string(&to_it, to_override, JN_VIEW_RAW);
+        hop.to_override = &to_it;
+    }
     int rc = jn_ra_compose(jn_message_annotations(m), &hop, &ann);
     if (rc == 0)
         rc = jn_message_out_init(&link->tx.out, m, &ann);

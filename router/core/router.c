@@ -1,0 +1,779 @@
+/*
+ * router.c — the core's side of the mesh (reference/mesh-protocol.md):
+ * inter-router connections and their links, the remote routers the mesh
+ * engine (junction/mesh.h) knows and how to reach each, remote
+ * destinations of addresses, the control messages that arrive and those the
+ * engine sends, and the messages the router composes itself (management
+ * replies). Core thread only.
+ *
+ * Reaching a router. The engine tells, for each reachable router, either the
+ * inter-router connection slot it is a neighbour on, or the neighbour that
+ * is its next hop. The connection is looked up from the slot each time it
+ * is needed (jn_router_conn_CT), so a connection that closes is never used
+ * again even before the engine has recomputed.
+ *
+ * Control messages (section 4) arrive on incoming control links and are
+ * dispatched by the hash key of their properties.to: Lqdhello, Lqdrouter
+ * and Lqdrouter.ma go to the engine; Tqdrouter (RA) and Tqdrouter.ma
+ * (differential MAU) go to the engine and are relayed to every other router,
+ * one copy per next-hop connection, skipping connections to routers already
+ * in the trace — and, for Tqdrouter.ma, routers for which the message's
+ * origin is not a valid origin (1.19 skips that check and so delivers
+ * duplicates in cyclic meshes, section 8.5); R<id> is relayed toward that
+ * router. A message waits until it is complete before it is served.
+ *
+ * Composed messages (control messages, management replies) come from an
+ * internal connection and link that no I/O layer knows: work for them is
+ * dropped (the connection is marked closed) and they are pre-settled.
+ */
+#include "delivery.h"
+
+#include <junction/decoder.h>
+#include <junction/iterator.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- remote routers ------------------------------------------------------ */
+
+static jn_router_node_t *node_at_CT(jn_core_t *core, int index)
+{
+    JN_ASSERT_CT(core);
+    return index > 0 && index < JN_MESH_MAX_ROUTERS ? core->ct.routers[index] : NULL;
+}
+
+jn_core_conn_t *jn_router_conn_CT(jn_core_t *core, const jn_router_node_t *node)
+{
+    JN_ASSERT_CT(core);
+    if (!node || !node->reachable)
+        return NULL;
+    int slot = node->link;
+    if (slot < 0) {
+        const jn_router_node_t *hop = node_at_CT(core, node->next_hop);
+        if (!hop)
+            return NULL;
+        slot = hop->link;
+    }
+    if (slot < 0 || slot >= JN_MESH_MAX_LINKS)
+        return NULL;
+    jn_core_conn_t *c = core->ct.slots[slot];
+    return c && !c->ct.closed ? c : NULL;
+}
+
+jn_core_link_t *jn_router_data_link_CT(jn_core_conn_t *conn, unsigned priority)
+{
+    JN_ASSERT_CT(conn->core);
+    if (priority > 9)
+        priority = 9;
+    /* the link of that priority, else the next lower one (3.3), else any */
+    for (int p = (int)priority; p >= 0; p--)
+        if (conn->ct.data_out[p])
+            return conn->ct.data_out[p];
+    for (unsigned p = priority + 1; p < 10; p++)
+        if (conn->ct.data_out[p])
+            return conn->ct.data_out[p];
+    return NULL;
+}
+
+/* The router whose node id ("0/<id>") is in it (a raw view of str octets). */
+static jn_router_node_t *node_by_node_id_CT(jn_core_t *core, const jn_iter_t *node_id)
+{
+    JN_ASSERT_CT(core);
+    if (!core->mesh)
+        return NULL;
+    jn_iter_t it = *node_id;
+    char buf[160];
+    size_t n = jn_iter_copy(&it, buf, sizeof buf - 1);
+    if (n < 3 || n >= sizeof buf - 1 || buf[0] != '0' || buf[1] != '/')
+        return NULL;
+    int index = jn_mesh_router_index(core->mesh, buf + 2, n - 2);
+    return node_at_CT(core, index);
+}
+
+void jn_router_route_ctx_CT(jn_core_t *core, const jn_delivery_t *dlv, jn_route_ctx_t *rc)
+{
+    JN_ASSERT_CT(core);
+    memset(rc, 0, sizeof *rc);
+    jn_message_header_t h;
+    rc->priority = jn_message_get_header(dlv->message, &h) == 0 ? h.priority : 4;
+    const jn_core_conn_t *in = dlv->link->conn;
+    if (!core->mesh || in->internal)
+        return; /* router keys are read only where honoured (jn_message_parse) */
+    if (in->ct.slot >= 0)
+        jn_mesh_bits_set(&rc->excluded, (unsigned)in->ct.slot);
+    const jn_ra_t *ra = jn_message_annotations(dlv->message);
+    if (!ra)
+        return;
+    rc->trace_count = ra->has_trace ? ra->trace_count : 0;
+    if (ra->has_ingress) {
+        jn_router_node_t *o = node_by_node_id_CT(core, &ra->ingress);
+        rc->origin = o ? o->index : 0;
+    }
+    if (!ra->has_trace)
+        return;
+    jn_decoder_t d;
+    jn_field_t f;
+    jn_decoder_init(&d, &ra->trace, true);
+    while (jn_decoder_next(&d, &f) == 1) {
+        if (f.type != JN_TYPE_STRING)
+            continue;
+        if (jn_iter_equal(&f.payload, core->node_id)) {
+            rc->looped = true; /* it has been here before */
+            continue;
+        }
+        jn_router_node_t *n = node_by_node_id_CT(core, &f.payload);
+        if (n && n->link >= 0)
+            jn_mesh_bits_set(&rc->excluded, (unsigned)n->link);
+    }
+}
+
+/* The connection to reach node through, unless excluded. */
+static jn_core_conn_t *usable_conn_CT(jn_core_t *core, const jn_router_node_t *node,
+                                      const jn_route_ctx_t *rc)
+{
+    jn_core_conn_t *c = jn_router_conn_CT(core, node);
+    if (!c || c->ct.slot < 0 || jn_mesh_bits_has(&rc->excluded, (unsigned)c->ct.slot))
+        return NULL;
+    return c;
+}
+
+/* Load of an outgoing link for balanced (copies waiting plus unsettled). */
+static uint64_t link_load(const jn_core_link_t *l)
+{
+    return (uint64_t)l->ct.undelivered.count + l->ct.unsettled;
+}
+
+jn_core_link_t *jn_router_pick_remote_CT(jn_core_t *core, jn_addr_t *addr,
+                                         const jn_route_ctx_t *rc, uint64_t *load)
+{
+    JN_ASSERT_CT(core);
+    if (addr->n_remote == 0)
+        return NULL;
+    bool balanced = addr->distribution == JN_DIST_BALANCED;
+    jn_core_link_t *best = NULL;
+    uint64_t best_score = UINT64_MAX;
+    unsigned start = addr->next_remote % JN_MESH_MAX_ROUTERS, chosen = start;
+    for (unsigned k = 0; k < JN_MESH_MAX_ROUTERS; k++) {
+        unsigned i = (start + k) % JN_MESH_MAX_ROUTERS;
+        if (!jn_mesh_bits_has(&addr->remote, i))
+            continue;
+        jn_router_node_t *n = node_at_CT(core, (int)i);
+        if (!n)
+            continue;
+        /* balanced: only where this router lies on the origin's path
+         * (10.2); closest goes by cost alone */
+        if (balanced && !jn_mesh_bits_has(&n->valid_origins, (unsigned)rc->origin))
+            continue;
+        jn_core_conn_t *c = usable_conn_CT(core, n, rc);
+        jn_core_link_t *l = c ? jn_router_data_link_CT(c, rc->priority) : NULL;
+        if (!l)
+            continue;
+        uint64_t score = balanced ? link_load(l) + n->cost : n->cost;
+        if (score < best_score) {
+            best_score = score;
+            best = l;
+            chosen = i;
+        }
+    }
+    if (best)
+        addr->next_remote = chosen + 1;
+    if (load)
+        *load = best_score;
+    return best;
+}
+
+unsigned jn_router_multicast_links_CT(jn_core_t *core, const jn_addr_t *addr,
+                                      const jn_route_ctx_t *rc, jn_core_link_t **out,
+                                      unsigned max)
+{
+    JN_ASSERT_CT(core);
+    unsigned n = 0;
+    jn_mesh_bits_t used = {{0, 0}};
+    for (unsigned i = 1; i < JN_MESH_MAX_ROUTERS && n < max; i++) {
+        if (!jn_mesh_bits_has(&addr->remote, i))
+            continue;
+        jn_router_node_t *node = node_at_CT(core, (int)i);
+        /* valid origins: a copy goes toward a router only from the routers
+         * whose shortest path to it passes here, so each router gets one
+         * copy even in a mesh with cycles (1.19 quirk, 10.3) */
+        if (!node || !jn_mesh_bits_has(&node->valid_origins, (unsigned)rc->origin))
+            continue;
+        jn_core_conn_t *c = usable_conn_CT(core, node, rc);
+        if (!c || jn_mesh_bits_has(&used, (unsigned)c->ct.slot))
+            continue;
+        jn_core_link_t *l = jn_router_data_link_CT(c, rc->priority);
+        if (!l)
+            continue;
+        jn_mesh_bits_set(&used, (unsigned)c->ct.slot);
+        out[n++] = l;
+    }
+    return n;
+}
+
+/* ---- the engine's callbacks ---------------------------------------------- */
+
+/* Send a composed message pre-settled on the given outgoing links. Takes
+ * the message reference. */
+static void send_on_links_CT(jn_core_t *core, jn_message_t *msg, jn_core_link_t **links,
+                             unsigned n)
+{
+    JN_ASSERT_CT(core);
+    jn_delivery_t *dlv = jn_delivery_new_IO(core->internal_link, msg, true, NULL, 0);
+    if (!dlv) {
+        jn_message_unref(msg);
+        return;
+    }
+    jn_forward_to_links_CT(dlv, links, n, true);
+}
+
+static void send_on_conn_CT(jn_core_t *core, jn_core_conn_t *conn, jn_message_t *msg)
+{
+    jn_core_link_t *l = conn && !conn->ct.closed ? conn->ct.control_out : NULL;
+    send_on_links_CT(core, msg, &l, l ? 1 : 0);
+}
+
+static void op_send_on_link(void *ctx, int link, jn_message_t *msg)
+{
+    jn_core_t *core = ctx;
+    send_on_conn_CT(core, link >= 0 && link < JN_MESH_MAX_LINKS ? core->ct.slots[link] : NULL,
+                    msg);
+}
+
+static void op_send_to_router(void *ctx, int router, jn_message_t *msg)
+{
+    jn_core_t *core = ctx;
+    send_on_conn_CT(core, jn_router_conn_CT(core, node_at_CT(core, router)), msg);
+}
+
+/* Control links toward every reachable router, one per connection, minus
+ * the excluded connections; origin filtering when origin >= 0. */
+static unsigned control_fanout_CT(jn_core_t *core, const jn_route_ctx_t *rc, int origin,
+                                  jn_core_link_t **out)
+{
+    unsigned n = 0;
+    jn_mesh_bits_t used = {{0, 0}};
+    for (unsigned i = 1; i < JN_MESH_MAX_ROUTERS; i++) {
+        jn_router_node_t *node = core->ct.routers[i];
+        if (!node || (origin >= 0 && !jn_mesh_bits_has(&node->valid_origins, (unsigned)origin)))
+            continue;
+        jn_core_conn_t *c = usable_conn_CT(core, node, rc);
+        if (!c || !c->ct.control_out || jn_mesh_bits_has(&used, (unsigned)c->ct.slot))
+            continue;
+        jn_mesh_bits_set(&used, (unsigned)c->ct.slot);
+        out[n++] = c->ct.control_out;
+    }
+    return n;
+}
+
+static void op_send_to_all(void *ctx, jn_message_t *msg)
+{
+    jn_core_t *core = ctx;
+    jn_route_ctx_t rc;
+    memset(&rc, 0, sizeof rc);
+    jn_core_link_t *links[JN_MESH_MAX_LINKS];
+    unsigned n = control_fanout_CT(core, &rc, -1, links);
+    send_on_links_CT(core, msg, links, n);
+}
+
+static void op_router_added(void *ctx, int router, const char *id)
+{
+    jn_core_t *core = ctx;
+    JN_ASSERT_CT(core);
+    if (router <= 0 || router >= JN_MESH_MAX_ROUTERS || core->ct.routers[router])
+        return;
+    jn_router_node_t *n = calloc(1, sizeof *n);
+    size_t len = strlen(id);
+    char *node_id = malloc(len + 3);
+    char *key = malloc(len + 2);
+    char *dup = strdup(id);
+    jn_addr_t *addr = NULL;
+    if (n && node_id && key && dup) {
+        snprintf(node_id, len + 3, "0/%s", id);
+        key[0] = JN_ADDR_CLASS_ROUTER;
+        memcpy(key + 1, id, len);
+        jn_addr_get_key_CT(core, (const uint8_t *)key, len + 1, JN_DIST_CLOSEST, &addr);
+    }
+    free(key);
+    if (!addr) {
+        free(n);
+        free(node_id);
+        free(dup);
+        JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_ERROR, "Out of memory adding router %s", id);
+        return;
+    }
+    n->index = router;
+    n->id = dup;
+    n->node_id = node_id;
+    n->link = n->next_hop = -1;
+    n->addr = addr;
+    addr->permanent = true;
+    core->ct.routers[router] = n;
+    jn_addr_add_remote_CT(core, addr, router);
+    JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_INFO, "Router added: %s (index %d)", id, router);
+}
+
+static void op_router_removed(void *ctx, int router)
+{
+    jn_core_t *core = ctx;
+    jn_router_node_t *n = node_at_CT(core, router);
+    if (!n)
+        return;
+    JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_INFO, "Router removed: %s", n->id);
+    core->ct.routers[router] = NULL;
+    n->addr->permanent = false;
+    jn_addr_remove_remote_CT(core, n->addr, router); /* may free it */
+    free(n->id);
+    free(n->node_id);
+    free(n);
+}
+
+static void op_router_route(void *ctx, int router, int link, int next_hop, uint32_t cost,
+                            const jn_mesh_bits_t *valid_origins)
+{
+    jn_core_t *core = ctx;
+    jn_router_node_t *n = node_at_CT(core, router);
+    if (!n)
+        return;
+    bool was = n->reachable;
+    n->link = link;
+    n->next_hop = next_hop;
+    n->cost = cost;
+    n->valid_origins = *valid_origins;
+    jn_mesh_bits_set(&n->valid_origins, 0);
+    n->reachable = true;
+    JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_DEBUG,
+           "Route to %s: %s %d, cost %" PRIu32 ", valid origins %016" PRIx64 "%016" PRIx64, n->id,
+           link >= 0 ? "link" : "next hop", link >= 0 ? link : next_hop, cost,
+           n->valid_origins.w[1], n->valid_origins.w[0]);
+    if (!was)
+        jn_addr_remote_reachable_CT(core, router); /* waiting senders get credit */
+}
+
+static void op_router_unreachable(void *ctx, int router)
+{
+    jn_core_t *core = ctx;
+    jn_router_node_t *n = node_at_CT(core, router);
+    if (n && n->reachable) {
+        n->reachable = false;
+        JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_INFO, "Router unreachable: %s", n->id);
+    }
+}
+
+static jn_distribution_t distribution_of_hint(int hint, jn_distribution_t dflt)
+{
+    switch (hint) {
+    case JN_MESH_HINT_FLOOD:
+    case JN_MESH_HINT_MULTICAST:
+        return JN_DIST_MULTICAST;
+    case JN_MESH_HINT_CLOSEST:
+        return JN_DIST_CLOSEST;
+    case JN_MESH_HINT_BALANCED:
+    case JN_MESH_HINT_LINK_BALANCED:
+        return JN_DIST_BALANCED;
+    default:
+        return dflt == JN_DIST_UNAVAILABLE ? JN_DIST_BALANCED : dflt;
+    }
+}
+
+static void op_mobile_added(void *ctx, int router, const uint8_t *key, size_t len, int hint)
+{
+    jn_core_t *core = ctx;
+    if (!node_at_CT(core, router))
+        return;
+    jn_addr_t *addr = NULL;
+    jn_distribution_t d = distribution_of_hint(hint, core->default_distribution);
+    if (jn_addr_get_key_CT(core, key, len, d, &addr) != 0 || !addr)
+        return; /* out of memory (logged), or configured unavailable */
+    jn_addr_add_remote_CT(core, addr, router);
+}
+
+static void op_mobile_removed(void *ctx, int router, const uint8_t *key, size_t len)
+{
+    jn_core_t *core = ctx;
+    jn_addr_t *addr = jn_hash_lookup(core->ct.addrs, key, len);
+    if (addr)
+        jn_addr_remove_remote_CT(core, addr, router);
+}
+
+/* ---- set-up and teardown ------------------------------------------------- */
+
+int jn_router_init(jn_core_t *core, const jn_core_config_t *cfg)
+{
+    jn_core_conn_t *c = calloc(1, sizeof *c);
+    jn_core_link_t *l = calloc(1, sizeof *l);
+    if (!c || !l) {
+        free(c);
+        free(l);
+        return JN_ENOMEM;
+    }
+    c->core = core;
+    c->internal = true;
+    c->ct.closed = true; /* work for it is dropped: nobody takes it */
+    c->ct.slot = -1;
+    c->container_id = strdup("");
+    c->host = strdup("");
+    atomic_init(&c->refcount, 2); /* the core's, and the link's */
+    jn_mpsc_init(&c->work);
+    l->conn = c;
+    l->dir = JN_LINK_INCOMING;
+    l->presettled = true;
+    l->capacity = 1;
+    l->name = strdup("internal");
+    atomic_init(&l->refcount, 1);
+    l->ct.state = JN_LINK_ST_ATTACHED;
+    l->ct.anonymous = true;
+    core->internal_conn = c;
+    core->internal_link = l;
+    size_t idlen = strlen(core->router_id);
+    core->node_id = malloc(idlen + 3);
+    if (!c->container_id || !c->host || !l->name || !core->node_id)
+        return JN_ENOMEM;
+    snprintf(core->node_id, idlen + 3, "0/%s", core->router_id);
+    for (int i = 0; i < JN_MESH_MAX_LINKS; i++)
+        core->ct.slots[i] = NULL;
+    if (!cfg->interior)
+        return 0;
+    jn_mesh_config_t mc = {
+        .router_id = core->router_id,
+        .hello_interval = cfg->hello_interval,
+        .hello_max_age = cfg->hello_max_age,
+        .ra_interval = cfg->ra_interval,
+        .ra_interval_flux = cfg->ra_interval_flux,
+        .remote_ls_max_age = cfg->remote_ls_max_age,
+    };
+    jn_mesh_ops_t ops = {
+        .ctx = core,
+        .send_on_link = op_send_on_link,
+        .send_to_router = op_send_to_router,
+        .send_to_all = op_send_to_all,
+        .router_added = op_router_added,
+        .router_removed = op_router_removed,
+        .router_route = op_router_route,
+        .router_unreachable = op_router_unreachable,
+        .mobile_added = op_mobile_added,
+        .mobile_removed = op_mobile_removed,
+    };
+    core->mesh = jn_mesh_create(&mc, &ops);
+    return core->mesh ? 0 : JN_ENOMEM;
+}
+
+int jn_router_start_CT(jn_core_t *core)
+{
+    JN_ASSERT_CT(core);
+    if (!core->mgmt_fn)
+        return 0;
+    /* $management (mobile class, never advertised) and _local/$management
+     * (also _topo/0/<this router>/$management) are served in-process */
+    static const char *const keys[] = {"M0$management", "L$management"};
+    for (size_t i = 0; i < 2; i++) {
+        jn_addr_t *addr = NULL;
+        int rc = jn_addr_get_key_CT(core, (const uint8_t *)keys[i], strlen(keys[i]),
+                                    JN_DIST_CLOSEST, &addr);
+        if (rc != 0 || !addr)
+            return JN_ENOMEM;
+        addr->permanent = true;
+        addr->inproc = JN_INPROC_MANAGEMENT;
+    }
+    return 0;
+}
+
+/* Free the router nodes (teardown, on the core thread's role). */
+void jn_router_fini_CT(jn_core_t *core)
+{
+    JN_ASSERT_CT(core);
+    for (int i = 1; i < JN_MESH_MAX_ROUTERS; i++) {
+        jn_router_node_t *n = core->ct.routers[i];
+        if (!n)
+            continue;
+        core->ct.routers[i] = NULL;
+        n->addr->permanent = false;
+        free(n->id);
+        free(n->node_id);
+        free(n);
+    }
+}
+
+void jn_router_free(jn_core_t *core)
+{
+    jn_mesh_free(core->mesh);
+    core->mesh = NULL;
+    free(core->node_id);
+    core->node_id = NULL;
+    if (core->internal_link) {
+        free(core->internal_link->name);
+        free(core->internal_link);
+    }
+    if (core->internal_conn) {
+        free(core->internal_conn->container_id);
+        free(core->internal_conn->host);
+        free(core->internal_conn);
+    }
+    core->internal_link = NULL;
+    core->internal_conn = NULL;
+}
+
+void jn_router_tick_CT(jn_core_t *core)
+{
+    JN_ASSERT_CT(core);
+    if (!core->mesh)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    if (now < core->ct.next_tick_ms)
+        return;
+    /* one tick a second, as 1.19's engine; a late tick is not repeated */
+    core->ct.next_tick_ms = now + 1000;
+    jn_mesh_tick_CT(core->mesh, now);
+}
+
+int jn_router_sleep_ms_CT(jn_core_t *core)
+{
+    JN_ASSERT_CT(core);
+    if (!core->mesh)
+        return -1;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    int64_t left = core->ct.next_tick_ms - now;
+    return left < 0 ? 0 : left > 1000 ? 1000 : (int)left;
+}
+
+/* ---- connections and links ----------------------------------------------- */
+
+void jn_router_conn_opened_CT(jn_core_conn_t *conn)
+{
+    jn_core_t *core = conn->core;
+    JN_ASSERT_CT(core);
+    conn->ct.slot = -1;
+    if (!conn->inter_router)
+        return;
+    if (!core->mesh) {
+        conn->inter_router = false; /* not interior: main refuses this config */
+        return;
+    }
+    for (int i = 0; i < JN_MESH_MAX_LINKS; i++) {
+        if (!core->ct.slots[i]) {
+            core->ct.slots[i] = conn;
+            conn->ct.slot = i;
+            return;
+        }
+    }
+    JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_ERROR,
+           "[C%" PRIu64 "] Exceeded maximum inter-router connection count (%d)", conn->conn_id,
+           JN_MESH_MAX_LINKS);
+}
+
+void jn_router_conn_closed_CT(jn_core_conn_t *conn)
+{
+    jn_core_t *core = conn->core;
+    JN_ASSERT_CT(core);
+    int slot = conn->ct.slot;
+    if (slot < 0)
+        return;
+    core->ct.slots[slot] = NULL;
+    conn->ct.slot = -1;
+    if (core->mesh) {
+        jn_mesh_link_lost_CT(core->mesh, slot);
+        jn_mesh_flush_CT(core->mesh);
+    }
+}
+
+const char *jn_router_link_attach_CT(jn_core_link_t *link, const char **condition)
+{
+    jn_core_conn_t *conn = link->conn;
+    JN_ASSERT_CT(conn->core);
+    if (link->type == JN_LINK_ENDPOINT) {
+        if (conn->ct.slot >= 0 && !conn->ct.control_in && !conn->ct.control_out) {
+            *condition = "qd:connection-role";
+            return "Link attach forbidden on inter-router connection";
+        }
+        return NULL;
+    }
+    if (conn->ct.slot < 0) {
+        *condition = "qd:forbidden";
+        return "Connectivity to the node is forbidden";
+    }
+    bool out = link->dir == JN_LINK_OUTGOING;
+    if (link->type == JN_LINK_CONTROL) {
+        if (out && !conn->ct.control_out)
+            conn->ct.control_out = link;
+        if (!out)
+            conn->ct.control_in = true;
+    } else if (out && link->priority >= 0 && link->priority < 10 &&
+               !conn->ct.data_out[link->priority]) {
+        conn->ct.data_out[link->priority] = link;
+    }
+    return NULL;
+}
+
+void jn_router_link_attached_CT(jn_core_link_t *link)
+{
+    jn_core_conn_t *conn = link->conn;
+    jn_core_t *core = conn->core;
+    JN_ASSERT_CT(core);
+    if (link->type == JN_LINK_CONTROL && conn->ct.control_out == link && core->mesh)
+        jn_mesh_link_added_CT(core->mesh, conn->ct.slot, conn->cost);
+}
+
+void jn_router_link_detached_CT(jn_core_link_t *link)
+{
+    jn_core_conn_t *conn = link->conn;
+    jn_core_t *core = conn->core;
+    JN_ASSERT_CT(core);
+    if (conn->ct.control_out == link) {
+        conn->ct.control_out = NULL;
+        if (core->mesh && conn->ct.slot >= 0 && !conn->ct.closed) {
+            jn_mesh_link_lost_CT(core->mesh, conn->ct.slot);
+            jn_mesh_flush_CT(core->mesh);
+        }
+    }
+    for (int p = 0; p < 10; p++)
+        if (conn->ct.data_out[p] == link)
+            conn->ct.data_out[p] = NULL;
+}
+
+/* ---- control messages that arrive ------------------------------------------ */
+
+/* The hash key of the message's properties.to into buf (NUL-terminated);
+ * its length, or 0 when absent or too long. */
+static size_t to_key(const jn_message_t *msg, char *buf, size_t cap)
+{
+    jn_iter_t it;
+    if (jn_message_to(msg, &it) != 0)
+        return 0;
+    jn_iter_set_view(&it, JN_VIEW_ADDRESS_HASH);
+    size_t n = jn_iter_length(&it);
+    if (n == 0 || n >= cap)
+        return 0;
+    n = jn_iter_copy(&it, buf, cap - 1);
+    buf[n] = '\0';
+    return n;
+}
+
+/* Serve a complete control message: to the engine and/or on toward other
+ * routers; the delivery is done afterwards. */
+static void control_serve_CT(jn_core_t *core, jn_delivery_t *dlv)
+{
+    JN_ASSERT_CT(core);
+    jn_core_link_t *links[JN_MESH_MAX_LINKS];
+    unsigned n = 0;
+    jn_message_t *msg = dlv->message;
+    jn_route_ctx_t rc;
+    char key[200];
+    size_t klen = 0;
+    if (!jn_message_is_aborted(msg) && jn_message_parse(msg, JN_DEPTH_ALL) == 0)
+        klen = to_key(msg, key, sizeof key);
+    jn_router_route_ctx_CT(core, dlv, &rc);
+    if (klen == 0 || !core->mesh || rc.looped ||
+        rc.trace_count > jn_mesh_radius(core->mesh) + 1) {
+        jn_forward_to_links_CT(dlv, NULL, 0, true); /* dropped */
+        return;
+    }
+    jn_core_conn_t *in = dlv->link->conn;
+    bool to_engine = false;
+    if (strcmp(key, "Lqdhello") == 0 || strcmp(key, "Lqdrouter") == 0 ||
+        strcmp(key, "Lqdrouter.ma") == 0) {
+        to_engine = true;
+    } else if (strcmp(key, "Tqdrouter") == 0) {
+        to_engine = true;
+        n = control_fanout_CT(core, &rc, -1, links); /* flood (RA) */
+    } else if (strcmp(key, "Tqdrouter.ma") == 0) {
+        to_engine = true;
+        n = control_fanout_CT(core, &rc, rc.origin, links); /* multicast-once */
+    } else if (key[0] == JN_ADDR_CLASS_ROUTER) {
+        int idx = jn_mesh_router_index(core->mesh, key + 1, klen - 1);
+        jn_core_conn_t *c = usable_conn_CT(core, node_at_CT(core, idx), &rc);
+        if (c && c->ct.control_out)
+            links[n++] = c->ct.control_out;
+    }
+    if (to_engine && in->ct.slot >= 0) {
+        jn_mesh_receive_CT(core->mesh, in->ct.slot, in->cost, msg);
+        jn_mesh_flush_CT(core->mesh);
+    }
+    dlv->ct.served = to_engine;
+    jn_forward_to_links_CT(dlv, links, n, true);
+}
+
+void jn_router_control_arrived_CT(jn_delivery_t *dlv)
+{
+    jn_core_t *core = jn_delivery_core(dlv);
+    JN_ASSERT_CT(core);
+    if (jn_message_is_complete(dlv->message) || jn_message_is_aborted(dlv->message)) {
+        control_serve_CT(core, dlv);
+        return;
+    }
+    dlv->ct.wait = JN_DLV_WAIT_CONTROL; /* served by jn_router_continued_CT */
+}
+
+/* ---- in-process management ------------------------------------------------ */
+
+static void management_serve_CT(jn_core_t *core, jn_delivery_t *dlv)
+{
+    JN_ASSERT_CT(core);
+    jn_message_t *msg = dlv->message;
+    bool ok = !jn_message_is_aborted(msg) && jn_message_parse(msg, JN_DEPTH_ALL) == 0;
+    dlv->ct.served = ok;
+    jn_forward_to_links_CT(dlv, NULL, 0, false); /* accepted (served) or released */
+    if (ok && core->mgmt_fn)
+        core->mgmt_fn(core->mgmt_ctx, core, msg);
+}
+
+void jn_router_management_arrived_CT(jn_delivery_t *dlv)
+{
+    jn_core_t *core = jn_delivery_core(dlv);
+    JN_ASSERT_CT(core);
+    if (jn_message_is_complete(dlv->message) || jn_message_is_aborted(dlv->message)) {
+        management_serve_CT(core, dlv);
+        return;
+    }
+    dlv->ct.wait = JN_DLV_WAIT_MANAGEMENT;
+}
+
+void jn_router_continued_CT(jn_delivery_t *dlv)
+{
+    jn_core_t *core = jn_delivery_core(dlv);
+    JN_ASSERT_CT(core);
+    if (!jn_message_is_complete(dlv->message) && !jn_message_is_aborted(dlv->message))
+        return;
+    uint8_t wait = dlv->ct.wait;
+    dlv->ct.wait = JN_DLV_WAIT_NONE;
+    if (wait == JN_DLV_WAIT_CONTROL)
+        control_serve_CT(core, dlv);
+    else if (wait == JN_DLV_WAIT_MANAGEMENT)
+        management_serve_CT(core, dlv);
+}
+
+/* ---- public ---------------------------------------------------------------- */
+
+void jn_core_set_management(jn_core_t *core, jn_core_request_fn fn, void *ctx)
+{
+    if (core->started)
+        return;
+    core->mgmt_fn = fn;
+    core->mgmt_ctx = ctx;
+}
+
+const char *jn_core_router_id(const jn_core_t *core)
+{
+    return core->router_id;
+}
+
+int jn_core_send_CT(jn_core_t *core, jn_message_t *msg)
+{
+    JN_ASSERT_CT(core);
+    jn_iter_t to;
+    if (jn_message_parse(msg, JN_DEPTH_PROPERTIES) != 0 || jn_message_to(msg, &to) != 0) {
+        jn_message_unref(msg);
+        return JN_EINVAL;
+    }
+    jn_delivery_t *dlv = jn_delivery_new_IO(core->internal_link, msg, true, NULL, 0);
+    if (!dlv) {
+        jn_message_unref(msg);
+        return JN_ENOMEM;
+    }
+    jn_forward_composed_CT(dlv);
+    return 0;
+}

@@ -1,0 +1,215 @@
+/*
+ * path.c — route computation (reference/mesh-protocol.md section 7.3).
+ *
+ * The graph has a vertex per router index (0 = this router) and a directed
+ * edge from X to each of X's peers, with the cost X gives it: this router's
+ * own peers, and every stored remote link state (a router whose LSU has not
+ * arrived has no outgoing edges). It is held as a 128 x 128 cost matrix,
+ * built once per computation.
+ *
+ * Dijkstra runs from this router for cost, first hop and hop count (radius
+ * is the largest hop count), and once more from every other router R for
+ * the valid origins: R is a valid origin of destination D when this router
+ * lies strictly inside R's shortest path to D. The queue takes the lowest
+ * cost first, ties by ascending router id (byte order, as 1.19's Python
+ * string compare), and a path replaces another only when strictly cheaper,
+ * so the results equal 1.19's. Cost: O(V^2) per run, O(V^3) in all, about
+ * two million steps for a full 128-router mesh, once per changed tick.
+ *
+ * Afterwards the core is told, for every router, what changed: a new or
+ * changed route (router_route), or the loss of any route
+ * (router_unreachable). Core thread only.
+ */
+#include "mesh_private.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define N         JN_MESH_MAX_ROUTERS
+#define NO_EDGE   UINT32_MAX
+#define UNREACHED UINT64_MAX
+
+typedef struct graph {
+    bool present[N];
+    const char *id[N];
+    uint32_t cost[N][N]; /* cost[from][to], NO_EDGE when none */
+} graph_t;
+
+/* One shortest-path tree. */
+typedef struct tree {
+    uint64_t dist[N];
+    int prev[N];
+    int order[N]; /* vertices in the order they were settled */
+    int settled;
+} tree_t;
+
+static int vertex_of(const jn_mesh_t *mesh, const char *id, size_t len)
+{
+    if (len == mesh->id_len && memcmp(id, mesh->id, len) == 0)
+        return 0;
+    const jn_mesh_node_t *node = jn_mesh_node_find(mesh, id, len);
+    return node ? node->index : -1;
+}
+
+static void add_edges(const jn_mesh_t *mesh, graph_t *g, int from, const jn_mesh_strs_t *peers)
+{
+    for (size_t i = 0; i < peers->n; i++) {
+        int to = vertex_of(mesh, peers->s[i], peers->len[i]);
+        if (to >= 0 && to != from)
+            g->cost[from][to] = (uint32_t)peers->val[i];
+    }
+}
+
+static void build_graph(const jn_mesh_t *mesh, graph_t *g)
+{
+    memset(g->present, 0, sizeof g->present);
+    memset(g->cost, 0xff, sizeof g->cost);
+    g->present[0] = true;
+    g->id[0] = mesh->id;
+    add_edges(mesh, g, 0, &mesh->peers);
+    for (int i = 1; i < N; i++) {
+        const jn_mesh_node_t *x = mesh->nodes[i];
+        if (!x)
+            continue;
+        g->present[i] = true;
+        g->id[i] = x->id;
+        add_edges(mesh, g, i, &x->peers);
+    }
+}
+
+/* Does (da, a) come before (db, b) in the queue? */
+static bool queue_before(const graph_t *g, uint64_t da, int a, uint64_t db, int b)
+{
+    if (da != db)
+        return da < db;
+    return strcmp(g->id[a], g->id[b]) < 0;
+}
+
+static void dijkstra(const graph_t *g, int root, tree_t *t)
+{
+    bool done[N] = {false};
+    for (int i = 0; i < N; i++) {
+        t->dist[i] = UNREACHED;
+        t->prev[i] = -1;
+    }
+    t->dist[root] = 0;
+    t->settled = 0;
+    for (;;) {
+        int u = -1;
+        for (int v = 0; v < N; v++)
+            if (g->present[v] && !done[v] && t->dist[v] != UNREACHED &&
+                (u < 0 || queue_before(g, t->dist[v], v, t->dist[u], u)))
+                u = v;
+        if (u < 0)
+            break;
+        done[u] = true;
+        t->order[t->settled++] = u;
+        for (int v = 0; v < N; v++) {
+            if (!g->present[v] || done[v] || g->cost[u][v] == NO_EDGE)
+                continue;
+            uint64_t alt = t->dist[u] + g->cost[u][v];
+            if (alt < t->dist[v]) {
+                t->dist[v] = alt;
+                t->prev[v] = u;
+            }
+        }
+    }
+}
+
+/* Add R (root of t) to the valid origins of every D whose path from R
+ * passes through this router (vertex 0). */
+static void add_valid_origins(const tree_t *t, int root, jn_mesh_bits_t *vo)
+{
+    bool through[N] = {false};
+    for (int k = 1; k < t->settled; k++) { /* order[0] is the root */
+        int v = t->order[k];
+        int p = t->prev[v];
+        through[v] = p == 0 || (p != root && through[p]);
+        if (v != 0 && through[v])
+            jn_mesh_bits_set(&vo[v], (unsigned)root);
+    }
+}
+
+static bool bits_equal(const jn_mesh_bits_t *a, const jn_mesh_bits_t *b)
+{
+    return a->w[0] == b->w[0] && a->w[1] == b->w[1];
+}
+
+/* Tell the core what changed for node since it was last told. */
+static void report_CT(jn_mesh_t *mesh, jn_mesh_node_t *x)
+{
+    if (!x->reachable) {
+        if (x->rep_reachable) {
+            x->rep_reachable = false;
+            JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_INFO, "Router %s is unreachable", x->id);
+            if (mesh->ops.router_unreachable)
+                mesh->ops.router_unreachable(mesh->ops.ctx, x->index);
+        }
+        return;
+    }
+    bool direct = x->first_hop == x->index;
+    int link = direct ? x->link : -1;
+    int next_hop = direct ? -1 : x->first_hop;
+    if (x->rep_reachable && x->rep_link == link && x->rep_next_hop == next_hop &&
+        x->rep_cost == x->cost && bits_equal(&x->rep_vo, &x->valid_origins))
+        return;
+    x->rep_reachable = true;
+    x->rep_link = link;
+    x->rep_next_hop = next_hop;
+    x->rep_cost = x->cost;
+    x->rep_vo = x->valid_origins;
+    JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_DEBUG, "Route to router %s: link %d, next hop %d, cost %u",
+           x->id, link, next_hop, x->cost);
+    if (mesh->ops.router_route)
+        mesh->ops.router_route(mesh->ops.ctx, x->index, link, next_hop, x->cost, &x->valid_origins);
+}
+
+void jn_mesh_compute_CT(jn_mesh_t *mesh)
+{
+    graph_t *g = malloc(sizeof *g);
+    tree_t *t = malloc(sizeof *t);
+    jn_mesh_bits_t *vo = calloc(N, sizeof *vo);
+    if (!g || !t || !vo) {
+        JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_ERROR, "Cannot compute routes: out of memory");
+        mesh->recompute = true; /* try again on the next tick */
+        goto out;
+    }
+    build_graph(mesh, g);
+    for (int r = 1; r < N; r++) {
+        if (!g->present[r])
+            continue;
+        dijkstra(g, r, t);
+        add_valid_origins(t, r, vo);
+    }
+    dijkstra(g, 0, t);
+    int first[N], hops[N];
+    uint32_t radius = 0;
+    first[0] = -1;
+    hops[0] = 0;
+    for (int k = 1; k < t->settled; k++) {
+        int v = t->order[k], p = t->prev[v];
+        first[v] = p == 0 ? v : first[p];
+        hops[v] = hops[p] + 1;
+        if ((uint32_t)hops[v] > radius)
+            radius = (uint32_t)hops[v];
+    }
+    mesh->radius = radius;
+    for (int i = 1; i < N; i++) {
+        jn_mesh_node_t *x = mesh->nodes[i];
+        if (!x)
+            continue;
+        x->reachable = t->dist[i] != UNREACHED;
+        if (x->reachable) {
+            x->first_hop = first[i];
+            x->hops = (uint32_t)hops[i];
+            x->cost = t->dist[i] > UINT32_MAX ? UINT32_MAX : (uint32_t)t->dist[i];
+            x->valid_origins = vo[i];
+            jn_mesh_bits_set(&x->valid_origins, 0);
+        }
+        report_CT(mesh, x);
+    }
+out:
+    free(g);
+    free(t);
+    free(vo);
+}

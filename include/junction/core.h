@@ -312,7 +312,9 @@ typedef enum jn_work_type {
     /* the core no longer refers to the link's io_link: free it. */
     JN_WORK_LINK_RELEASED,
     /* incoming link: grant `credit` more credit (pn_link_flow); with drain
-     * set, the available credit is to be drained instead. */
+     * set, withdraw the credit instead: the address has no destination any
+     * more, so the sender is drained (credit 0, drain flag) and gets new
+     * credit only with a later LINK_CREDIT. */
     JN_WORK_LINK_CREDIT,
     /* outgoing link: the link's drain request has been satisfied: advance
      * the delivery count and send the flow (pn_link_drained). */
@@ -363,7 +365,7 @@ void jn_work_free(jn_work_t *work);
  * `_topo/0/<this router>/$management`, from a normal connection or across
  * the mesh). request is complete, parsed to JN_DEPTH_ALL, borrowed for the
  * call. The agent answers, if at all, with jn_core_send_CT. The delivery
- * that carried it has been accepted (or was pre-settled) by then. Core
+ * that carried it is accepted (unless pre-settled) right after. Core
  * thread; must not block for long (page big answers). */
 typedef void (*jn_core_request_fn)(void *ctx, jn_core_t *core, jn_message_t *request);
 

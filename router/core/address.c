@@ -127,6 +127,8 @@ void jn_addr_remove_remote_CT(jn_core_t *core, jn_addr_t *addr, int router)
         return;
     jn_mesh_bits_clear(&addr->remote, (unsigned)router);
     addr->n_remote--;
+    if (!jn_addr_has_destination(addr))
+        jn_link_producers_dirty_CT(addr); /* senders lose their credit */
     const jn_router_node_t *n = core->ct.routers[router];
     JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_DEBUG, "Address %.*s: remote destination %s removed",
            (int)addr->key_len, (const char *)addr->key, n ? n->id : "?");
@@ -256,8 +258,11 @@ jn_addr_t *jn_addr_remove_link_CT(jn_core_t *core, jn_core_link_t *link)
     link->ct.addr = NULL;
     if (consumer && addr->next >= addr->n_consumers)
         addr->next = 0;
-    if (consumer)
+    if (consumer) {
         advertise_CT(core, addr);
+        if (!jn_addr_has_destination(addr))
+            jn_link_producers_dirty_CT(addr); /* senders lose their credit */
+    }
     return addr;
 }
 

@@ -306,6 +306,26 @@ void jn_link_producers_dirty_CT(jn_addr_t *addr)
         jn_link_mark_dirty_CT(addr->producers[i]);
 }
 
+/* A targeted sender whose address lost its last destination (here or
+ * anywhere in the mesh) keeps no credit: the router drains it (the sender
+ * uses it up or gives it back, AMQP 1.0 part 2, 2.6.7) and grants new
+ * credit only when a destination appears again. What the sender sends
+ * meanwhile is released. */
+static void withdraw_credit_CT(jn_core_link_t *link)
+{
+    JN_ASSERT_CT(link->conn->core);
+    if (link->ct.state != JN_LINK_ST_ATTACHED || link->ct.anonymous || !link->ct.addr ||
+        jn_addr_has_destination(link->ct.addr) || link->ct.outstanding == 0)
+        return;
+    jn_work_t *w = jn_work_new_CT(link->conn->core, JN_WORK_LINK_CREDIT);
+    if (!w)
+        return; /* out of memory: the credit stays with the sender */
+    w->link = jn_link_ref(link);
+    w->drain = true;
+    jn_work_push_CT(link->conn, w);
+    link->ct.outstanding = 0;
+}
+
 /* The credit to grant link now (0: none). */
 static uint32_t credit_due_CT(const jn_core_link_t *link)
 {
@@ -332,6 +352,8 @@ void jn_link_flush_credit_CT(jn_core_t *core)
         uint32_t credit = credit_due_CT(link);
         if (credit > 0 && jn_work_link_CT(link, JN_WORK_LINK_CREDIT, NULL, NULL, NULL, credit) == 0)
             link->ct.outstanding += credit;
+        else if (credit == 0)
+            withdraw_credit_CT(link);
         jn_link_unref(link); /* the dirty list's reference */
     }
 }

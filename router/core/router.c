@@ -716,9 +716,11 @@ static void management_serve_CT(jn_core_t *core, jn_delivery_t *dlv)
     jn_message_t *msg = dlv->message;
     bool ok = !jn_message_is_aborted(msg) && jn_message_parse(msg, JN_DEPTH_ALL) == 0;
     dlv->ct.served = ok;
-    jn_forward_to_links_CT(dlv, NULL, 0, false); /* accepted (served) or released */
+    /* the agent reads the request before the delivery is finished: that
+     * may drop the last reference and release the octets */
     if (ok && core->mgmt_fn)
         core->mgmt_fn(core->mgmt_ctx, core, msg);
+    jn_forward_to_links_CT(dlv, NULL, 0, false); /* accepted (served) or released */
 }
 
 void jn_router_management_arrived_CT(jn_delivery_t *dlv)

@@ -441,20 +441,23 @@ void jn_io_rx_init_IO(jn_io_link_t *link)
 }
 
 /* jn_io_rx_credit_IO: JN_WORK_LINK_CREDIT: grant credit more credit (with
- * drain: drain, all of it at once). Plain credit is metered (io_private.h,
+ * drain: withdraw the credit, by draining the sender). Plain credit is metered (io_private.h,
  * JN_IO_LINK_HIGH_WATER): what is not granted now is granted as deliveries
  * arrive, or when a stopped link goes on (call with credit 0 then). */
 void jn_io_rx_credit_IO(jn_io_link_t *link, uint32_t credit, bool drain)
 {
     if (!link->pn || link->detached || link->local_closed)
         return;
-    link->credit_deferred += credit;
     if (drain) {
-        uint32_t all = link->credit_deferred;
+        /* withdraw: what was not granted yet is dropped, and the sender is
+         * asked to use up or give back what it has */
         link->credit_deferred = 0;
-        pn_link_drain(link->pn, (int)all);
+        pn_link_drain(link->pn, 0);
         return;
     }
+    link->credit_deferred += credit;
+    if (pn_link_get_drain(link->pn))
+        pn_link_set_drain(link->pn, false); /* credit again after a withdrawal */
     if (link->rx_stopped || !link->credit_deferred)
         return;
     uint32_t give = link->credit_deferred;

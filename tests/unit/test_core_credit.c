@@ -1,9 +1,10 @@
 /*
  * test_core_credit.c — credit in both directions: the credit the router
- * grants senders (only while their address has a consumer, up to the link's
- * capacity, returned as deliveries are handed out, one LINK_CREDIT per link
- * per batch), and the credit consumers give the router (deliveries handed
- * out only within it, drain).
+ * grants senders (only while their address has a consumer, withdrawn by a
+ * drain when the last goes, up to the link's capacity, returned as
+ * deliveries are handed out, one LINK_CREDIT per link per batch), and the
+ * credit consumers give the router (deliveries handed out only within it,
+ * drain).
  */
 #include "test_core_util.h"
 
@@ -18,7 +19,7 @@ static void expect_credit_at(fake_conn_t *fc, jn_core_link_t *link, uint32_t cre
 }
 #define expect_credit(fc, link, credit) expect_credit_at((fc), (link), (credit), __FILE__, __LINE__)
 
-static void test_credit_appears_only_once_a_consumer_attaches_and_stops_with_the_last(void **state)
+static void test_credit_appears_only_once_a_consumer_attaches_and_goes_with_the_last(void **state)
 {
     (void)state;
     fake_conn_t *p = open_conn("producer");
@@ -33,16 +34,21 @@ static void test_credit_appears_only_once_a_consumer_attaches_and_stops_with_the
     detach(c, c1);
     expect_no_work(p);
     detach(c, c2);
-    expect_no_work(p); /* nothing is taken back, nothing more is given */
+    /* the last consumer went: the sender's credit is withdrawn (drained) */
+    jn_work_t *w = expect_work(p, JN_WORK_LINK_CREDIT);
+    assert_ptr_equal(w->link, in);
+    assert_true(w->drain);
+    jn_work_free(w);
+    expect_no_work(p);
 
-    /* credit the sender still has: what it sends is released, no top-up */
+    /* what a sender sends before the drain reaches it is released */
     jn_delivery_t *d = send_msg(p, in, false);
     expect_update(p, d, JN_DISP_RELEASED, true);
     expect_no_work(p);
 
-    /* a consumer again: topped up to the capacity (9 still outstanding) */
+    /* a consumer again: the whole capacity is granted afresh */
     attach_consumer(c, "q", 0);
-    expect_credit(p, in, 1);
+    expect_credit(p, in, 10);
     expect_no_work(p);
 }
 
@@ -230,7 +236,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(
-            test_credit_appears_only_once_a_consumer_attaches_and_stops_with_the_last,
+            test_credit_appears_only_once_a_consumer_attaches_and_goes_with_the_last,
             setup_balanced, teardown_core),
         cmocka_unit_test_setup_teardown(test_other_addresses_consumers_give_no_credit,
                                         setup_balanced, teardown_core),

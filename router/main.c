@@ -26,8 +26,10 @@
  */
 #include <junction/config.h>
 #include <junction/core.h>
+#include <junction/core_view.h>
 #include <junction/io.h>
 #include <junction/log.h>
+#include <junction/mgmt.h>
 #include <junction/pool.h>
 
 #include <errno.h>
@@ -494,6 +496,55 @@ static int add_endpoint(daemon_state_t *st, const jn_config_entity_t *e, bool li
     return 0;
 }
 
+/* ---- management (router/mgmt) ------------------------------------------- */
+
+/* The $management agent: it keeps the configured entities, reads the core,
+ * and reaches the I/O layer through these hooks (jn_mgmt does not link
+ * jn_io). Made by build, freed by teardown after the core. */
+static jn_mgmt_t *mgmt_agent;
+
+static int mgmt_add_listener(void *io, const jn_endpoint_config_t *cfg)
+{
+    return jn_io_add_listener(io, cfg);
+}
+
+static int mgmt_add_connector(void *io, const jn_endpoint_config_t *cfg)
+{
+    return jn_io_add_connector(io, cfg);
+}
+
+static int mgmt_remove_endpoint(void *io, const char *name)
+{
+    return jn_io_remove_endpoint(io, name);
+}
+
+/* start_management: the agent, loaded with the file's entities and
+ * registered with the core (before jn_core_start). Returns 0 or -1. */
+static int start_management(daemon_state_t *st)
+{
+    const jn_config_entity_t *r = jn_config_find(st->cfg, jn_schema_type_find("router"));
+    jn_mgmt_config_t mc = {.router_id = st->router_id,
+                           .mode = st->mode,
+                           .version = JN_VERSION,
+                           .metadata = r ? jn_config_entity_string(r, "metadata") : NULL,
+                           .worker_threads = st->workers,
+                           .max_message_size = st->max_message_size,
+                           .core = st->core,
+                           .io_ctx = st->io,
+                           .add_listener = mgmt_add_listener,
+                           .add_connector = mgmt_add_connector,
+                           .remove_endpoint = mgmt_remove_endpoint,
+                           .foreach_router = st->interior ? jn_core_view_routers_CT : NULL,
+                           .nodes_ctx = st->core};
+    mgmt_agent = jn_mgmt_create(&mc);
+    if (!mgmt_agent || jn_mgmt_load_config(mgmt_agent, st->cfg) != 0) {
+        fprintf(stderr, "junctiond: out of memory\n");
+        return -1;
+    }
+    jn_core_set_management(st->core, jn_mgmt_request_CT, mgmt_agent);
+    return 0;
+}
+
 /* build: the core and the I/O layer with every address, listener and
  * connector of the configuration (not started). Returns 0 or -1. */
 static int build(daemon_state_t *st)
@@ -527,7 +578,7 @@ static int build(daemon_state_t *st)
                 return -1;
         }
     }
-    return 0;
+    return start_management(st);
 }
 
 /* apply_config: check the configuration and apply its `log` sections. */
@@ -691,6 +742,8 @@ static void teardown(daemon_state_t *st)
         jn_core_free(st->core); /* releases any io connection still held */
     }
     jn_io_free(st->io);
+    jn_mgmt_free(mgmt_agent); /* after the core: it called the agent */
+    mgmt_agent = NULL;
     st->core = NULL;
     st->io = NULL;
 }

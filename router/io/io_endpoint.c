@@ -337,3 +337,38 @@ void jn_io_connector_closed_IO(jn_io_endpoint_t *ep, jn_io_conn_t *conn, bool wa
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, "Connector %s: retrying in %u ms", ep->shown, delay);
     jn_io_timer_arm(io, &ep->retry, delay);
 }
+
+/* ---- removal (management DELETE) ----------------------------------------- */
+
+/* The retry function of a removed endpoint: it does nothing, so a removed
+ * connector never connects again (its current connection, if any, is
+ * closed by the core at management's request). Also marks a removed
+ * listener, whose retry timer is never used. */
+static void endpoint_removed_fire(jn_io_timer_t *timer)
+{
+    (void)timer;
+}
+
+int jn_io_remove_endpoint(jn_io_t *io, const char *name)
+{
+    if (!io || !name)
+        return JN_ENOENT;
+    pthread_mutex_lock(&io->lock);
+    jn_io_endpoint_t *ep = io->endpoints;
+    while (ep && (ep->retry.fire == endpoint_removed_fire || !ep->cfg.name ||
+                  strcmp(ep->cfg.name, name) != 0))
+        ep = ep->next;
+    if (!ep) {
+        pthread_mutex_unlock(&io->lock);
+        return JN_ENOENT;
+    }
+    ep->retry.fire = endpoint_removed_fire;
+    if (ep->is_listener && ep->listener && (ep->state == JN_EP_PENDING || ep->state == JN_EP_OPEN))
+        pn_listener_close(ep->listener); /* thread-safe; the CLOSE event logs */
+    pthread_mutex_unlock(&io->lock);
+    if (!ep->is_listener)
+        jn_io_timer_cancel(io, &ep->retry);
+    JN_LOG(JN_LOG_MOD_CONN_MGR, JN_LOG_INFO, "Removed %s %s (%s)",
+           ep->is_listener ? "listener" : "connector", name, ep->shown);
+    return 0;
+}

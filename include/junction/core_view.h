@@ -1,0 +1,115 @@
+/*
+ * junction/core_view.h — a read-only view of the core's state for the
+ * management agent (router/mgmt), and the few run-time changes management
+ * makes to the core (address configuration, closing a connection).
+ *
+ * The view functions walk the core's own structures (connections, links,
+ * the address table) and fill plain structs, one per item, handing each to
+ * a callback. Strings in those structs are borrowed from the core and are
+ * valid only during the callback. Nothing is copied or locked: every
+ * function here runs on the core thread (hence _CT), typically inside the
+ * jn_core_request_fn the agent registered, where no other thread changes
+ * these structures.
+ *
+ * Paging: each walk takes an offset (items to skip) and a maximum (items
+ * to hand to the callback) and returns the total number of items, so the
+ * agent can answer a QUERY page by page (management-protocol.md 6.1). A
+ * walk costs one pointer step per item, whatever the page.
+ *
+ * Counters the core does not keep (per-link outcomes, per-address delivery
+ * counts) are not in these structs; management reports them as 0.
+ */
+#ifndef JUNCTION_CORE_VIEW_H
+#define JUNCTION_CORE_VIEW_H 1
+
+#include <junction/core.h>
+#include <junction/mesh.h>
+
+/* One connection (management `connection`). */
+typedef struct jn_view_conn {
+    uint64_t id;           /* connection id, as in logs [C<id>] */
+    const char *container; /* the peer's container id ("" if none) */
+    const char *host;      /* peer "host:port" (incoming) or connector "host:port" */
+    bool incoming;         /* accepted by a listener */
+    bool inter_router;     /* role inter-router */
+    uint32_t link_capacity;
+    uint32_t links; /* links attached on it */
+} jn_view_conn_t;
+
+/* One link (management `router.link`). */
+typedef struct jn_view_link {
+    uint64_t id;      /* link id, as in logs [L<id>] */
+    uint64_t conn_id; /* its connection */
+    const char *name; /* AMQP link name */
+    jn_link_dir_t dir;
+    jn_link_type_t type; /* endpoint, or inter-router control / data */
+    /* the address table key it is attached to (e.g. "M0q1"), key_len
+     * octets, not NUL-terminated; NULL for an anonymous sender or none */
+    const uint8_t *owning_addr;
+    size_t owning_addr_len;
+    uint32_t capacity;         /* incoming: the link's; outgoing: its connection's */
+    uint64_t deliveries;       /* received (incoming) / handed out (outgoing) */
+    uint64_t undelivered;      /* outgoing: copies waiting for credit; incoming: held */
+    uint64_t unsettled;        /* outgoing: handed out, not settled */
+    uint64_t credit_available; /* outgoing: credit left; incoming: credit outstanding */
+    bool presettled;           /* the sender's snd-settle-mode is settled */
+} jn_view_link_t;
+
+/* One entry of the address table (management `router.address`). */
+typedef struct jn_view_addr {
+    const uint8_t *key; /* hash key, e.g. "M0q1" (key_len octets, no NUL) */
+    size_t key_len;
+    jn_distribution_t distribution;
+    uint32_t consumers;  /* local outgoing links */
+    uint32_t producers;  /* local incoming links */
+    uint32_t in_process; /* in-process destinations (the management agent) */
+    uint32_t remote;     /* remote routers with a destination for it */
+} jn_view_addr_t;
+
+/* jn_core_view_conns_CT / _links_CT / _addrs_CT: call fn(ctx, item) for
+ * items [offset, offset + max) in the core's order (connections: newest
+ * first; links: by connection, then newest first; addresses: table order);
+ * fn returning false stops the calls (not the count). Return the total
+ * number of items. max 0 only counts. Core thread. */
+size_t jn_core_view_conns_CT(jn_core_t *core, size_t offset, size_t max,
+                             bool (*fn)(void *ctx, const jn_view_conn_t *conn), void *ctx);
+size_t jn_core_view_links_CT(jn_core_t *core, size_t offset, size_t max,
+                             bool (*fn)(void *ctx, const jn_view_link_t *link), void *ctx);
+size_t jn_core_view_addrs_CT(jn_core_t *core, size_t offset, size_t max,
+                             bool (*fn)(void *ctx, const jn_view_addr_t *addr), void *ctx);
+
+/* jn_core_view_conn_CT / _link_CT: the one connection / link with id, into
+ * *out (strings borrowed until the core thread goes back to its loop).
+ * Returns 0 or JN_ENOENT. Core thread. */
+int jn_core_view_conn_CT(jn_core_t *core, uint64_t id, jn_view_conn_t *out);
+int jn_core_view_link_CT(jn_core_t *core, uint64_t id, jn_view_link_t *out);
+
+/* jn_core_view_routers_CT: call fn(arg, info) for every remote router the
+ * mesh knows (jn_mesh_foreach_router; info borrowed for the call), until
+ * fn returns false. Nothing on a router without a mesh (not interior).
+ * The shape of jn_mgmt_config_t.foreach_router with ctx = the core. Core
+ * thread. */
+void jn_core_view_routers_CT(void *core, bool (*fn)(void *arg, const jn_mesh_router_info_t *info),
+                             void *arg);
+
+/* jn_core_conn_close_CT: close connection id with an optional error
+ * condition and description (copied; NULL for none), as a
+ * JN_WORK_CONN_CLOSE to its I/O thread. Returns 0, JN_ENOENT (no such open
+ * connection), JN_ENOMEM. Core thread. */
+int jn_core_conn_close_CT(jn_core_t *core, uint64_t id, const char *condition,
+                          const char *description);
+
+/* jn_core_address_config_add_CT: an `address` entity created at run time:
+ * as jn_core_add_address_config (same matching, same errors except that
+ * the core may be running), for addresses created from now on (an address
+ * already in the table keeps its distribution). Core thread. */
+int jn_core_address_config_add_CT(jn_core_t *core, const char *prefix_or_pattern, bool pattern,
+                                  jn_distribution_t distribution);
+
+/* jn_core_address_config_remove_CT: remove the entry added with the same
+ * text and kind (a pattern compared after collapsing '#' runs). Addresses
+ * already in the table keep their distribution. Returns 0 or JN_ENOENT.
+ * Core thread. */
+int jn_core_address_config_remove_CT(jn_core_t *core, const char *prefix_or_pattern, bool pattern);
+
+#endif /* JUNCTION_CORE_VIEW_H */

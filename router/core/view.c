@@ -1,0 +1,160 @@
+/*
+ * view.c — the management agent's read-only view of the core
+ * (junction/core_view.h): walks of the connection list, the links of each
+ * connection and the address table, filling plain structs.
+ *
+ * Core thread only. Every walk steps over the whole list to return the
+ * total (one pointer step per item) and fills a struct only for the items
+ * of the requested page, so a QUERY page over many connections costs
+ * little more than the rows it returns.
+ */
+#include <junction/core_view.h>
+
+#include "core_private.h"
+
+static void conn_fill(const jn_core_conn_t *c, jn_view_conn_t *out)
+{
+    out->id = c->conn_id;
+    out->container = c->container_id ? c->container_id : "";
+    out->host = c->host ? c->host : "";
+    out->incoming = c->incoming;
+    out->inter_router = c->inter_router;
+    out->link_capacity = c->link_capacity ? c->link_capacity : JN_CORE_DEFAULT_CAPACITY;
+    uint32_t n = 0;
+    for (const jn_core_link_t *l = c->ct.links; l; l = l->ct.conn_next)
+        n += l->ct.state == JN_LINK_ST_ATTACHED;
+    out->links = n;
+}
+
+static void link_fill(const jn_core_link_t *l, jn_view_link_t *out)
+{
+    const jn_core_conn_t *c = l->conn;
+    out->id = l->ct.id;
+    out->conn_id = c->conn_id;
+    out->name = l->name ? l->name : "";
+    out->dir = l->dir;
+    out->type = l->type;
+    out->owning_addr = l->ct.addr ? l->ct.addr->key : NULL;
+    out->owning_addr_len = l->ct.addr ? l->ct.addr->key_len : 0;
+    out->deliveries = l->ct.deliveries;
+    out->presettled = l->presettled;
+    if (l->dir == JN_LINK_INCOMING) {
+        out->capacity = l->capacity;
+        out->undelivered = l->ct.held;
+        out->unsettled = 0; /* not kept for incoming links */
+        out->credit_available = l->ct.outstanding;
+    } else {
+        out->capacity = c->link_capacity ? c->link_capacity : JN_CORE_DEFAULT_CAPACITY;
+        out->undelivered = l->ct.undelivered.count;
+        out->unsettled = l->ct.unsettled;
+        out->credit_available =
+            l->ct.credit_limit > l->ct.handed ? l->ct.credit_limit - l->ct.handed : 0;
+    }
+}
+
+size_t jn_core_view_conns_CT(jn_core_t *core, size_t offset, size_t max,
+                             bool (*fn)(void *ctx, const jn_view_conn_t *conn), void *ctx)
+{
+    JN_ASSERT_CT(core);
+    size_t total = 0;
+    bool more = true;
+    for (const jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next, total++) {
+        if (!more || total < offset || total - offset >= max)
+            continue;
+        jn_view_conn_t v;
+        conn_fill(c, &v);
+        more = fn(ctx, &v);
+    }
+    return total;
+}
+
+size_t jn_core_view_links_CT(jn_core_t *core, size_t offset, size_t max,
+                             bool (*fn)(void *ctx, const jn_view_link_t *link), void *ctx)
+{
+    JN_ASSERT_CT(core);
+    size_t total = 0;
+    bool more = true;
+    for (const jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next) {
+        for (const jn_core_link_t *l = c->ct.links; l; l = l->ct.conn_next) {
+            if (l->ct.state != JN_LINK_ST_ATTACHED)
+                continue;
+            if (more && total >= offset && total - offset < max) {
+                jn_view_link_t v;
+                link_fill(l, &v);
+                more = fn(ctx, &v);
+            }
+            total++;
+        }
+    }
+    return total;
+}
+
+size_t jn_core_view_addrs_CT(jn_core_t *core, size_t offset, size_t max,
+                             bool (*fn)(void *ctx, const jn_view_addr_t *addr), void *ctx)
+{
+    JN_ASSERT_CT(core);
+    size_t total = jn_hash_count(core->ct.addrs);
+    if (max == 0 || offset >= total)
+        return total;
+    jn_hash_iter_t it;
+    jn_hash_iter_init(core->ct.addrs, &it);
+    void *value;
+    for (size_t i = 0; jn_hash_iter_next(&it, NULL, NULL, &value); i++) {
+        if (i < offset)
+            continue;
+        if (i - offset >= max)
+            break;
+        const jn_addr_t *a = value;
+        jn_view_addr_t v = {.key = a->key,
+                            .key_len = a->key_len,
+                            .distribution = a->distribution,
+                            .consumers = a->n_consumers,
+                            .producers = a->n_producers,
+                            .in_process = a->inproc != JN_INPROC_NONE,
+                            .remote = a->n_remote};
+        if (!fn(ctx, &v))
+            break;
+    }
+    return total;
+}
+
+static jn_core_conn_t *conn_find(jn_core_t *core, uint64_t id)
+{
+    for (jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next)
+        if (c->conn_id == id)
+            return c;
+    return NULL;
+}
+
+int jn_core_view_conn_CT(jn_core_t *core, uint64_t id, jn_view_conn_t *out)
+{
+    JN_ASSERT_CT(core);
+    const jn_core_conn_t *c = conn_find(core, id);
+    if (!c)
+        return JN_ENOENT;
+    conn_fill(c, out);
+    return 0;
+}
+
+int jn_core_view_link_CT(jn_core_t *core, uint64_t id, jn_view_link_t *out)
+{
+    JN_ASSERT_CT(core);
+    for (const jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next) {
+        for (const jn_core_link_t *l = c->ct.links; l; l = l->ct.conn_next) {
+            if (l->ct.id == id && l->ct.state == JN_LINK_ST_ATTACHED) {
+                link_fill(l, out);
+                return 0;
+            }
+        }
+    }
+    return JN_ENOENT;
+}
+
+void jn_core_view_routers_CT(void *ctx, bool (*fn)(void *arg, const jn_mesh_router_info_t *info),
+                             void *arg)
+{
+    jn_core_t *core = ctx;
+    JN_ASSERT_CT(core);
+    if (core->mesh)
+        jn_mesh_foreach_router(core->mesh, fn, arg);
+}

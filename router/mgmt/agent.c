@@ -1,0 +1,242 @@
+/*
+ * agent.c — the management agent (junction/mgmt.h): its life, the request
+ * entry point the core calls, and dispatch by operation (reference
+ * sections 5 and 6).
+ *
+ * A request is decoded (request.c), answered into a jn_mgmt_reply_t
+ * (status, description, body), composed into a message (reply.c) and sent
+ * through the core. Every request that has a reply-to gets an answer:
+ * where 1.19 stays silent (section 5.1 "no reply") this agent answers 501.
+ */
+#include "mgmt_private.h"
+#include "store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define NODE_TYPE JN_SCHEMA_PREFIX ".management"
+
+static char *dup_or(const char *s, const char *dflt)
+{
+    return strdup(s ? s : dflt);
+}
+
+jn_mgmt_t *jn_mgmt_create(const jn_mgmt_config_t *cfg)
+{
+    if (!cfg || !cfg->router_id || !cfg->router_id[0])
+        return NULL;
+    jn_mgmt_t *agent = calloc(1, sizeof *agent);
+    if (!agent)
+        return NULL;
+    agent->cfg = *cfg;
+    agent->cfg.router_id = strdup(cfg->router_id);
+    agent->cfg.mode = dup_or(cfg->mode, "standalone");
+    agent->cfg.version = dup_or(cfg->version, "unknown");
+    agent->cfg.metadata = cfg->metadata ? strdup(cfg->metadata) : NULL;
+    agent->start_time = (int64_t)time(NULL);
+    agent->next_id = 1;
+    if (!agent->cfg.router_id || !agent->cfg.mode || !agent->cfg.version ||
+        (cfg->metadata && !agent->cfg.metadata)) {
+        jn_mgmt_free(agent);
+        return NULL;
+    }
+    return agent;
+}
+
+void jn_mgmt_free(jn_mgmt_t *agent)
+{
+    if (!agent)
+        return;
+    jn_mgmt_store_free(agent);
+    free((char *)agent->cfg.router_id);
+    free((char *)agent->cfg.mode);
+    free((char *)agent->cfg.version);
+    free((char *)agent->cfg.metadata);
+    free(agent);
+}
+
+int jn_mgmt_load_config(jn_mgmt_t *agent, const jn_config_t *cfg)
+{
+    for (size_t i = 0; i < jn_config_entity_count(cfg); i++) {
+        int rc = jn_mgmt_store_load(agent, jn_config_entity_at(cfg, i));
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+size_t jn_mgmt_entity_count(const jn_mgmt_t *agent)
+{
+    return jn_mgmt_store_count(agent, NULL);
+}
+
+/* ---- dispatch -------------------------------------------------------------- */
+
+static const char *const op_names[] = {"CREATE", "READ", "UPDATE", "DELETE"};
+
+static unsigned op_bit(const char *op)
+{
+    for (unsigned i = 0; i < 4; i++)
+        if (strcmp(op, op_names[i]) == 0)
+            return 1u << i;
+    return 0;
+}
+
+static int not_implemented(jn_mgmt_reply_t *reply, const char *op, const char *type, unsigned ops)
+{
+    char list[96] = "";
+    for (unsigned i = 0; i < 4; i++) {
+        size_t used = strlen(list);
+        if (ops & (1u << i))
+            snprintf(list + used, sizeof list - used, "%s'%s'", used ? ", " : "", op_names[i]);
+    }
+    return jn_mgmt_reply_set(reply, JN_MGMT_NOT_IMPLEMENTED,
+                             "Operation '%s' not implemented for '%s' [%s]", op, type, list);
+}
+
+/* Is this type name the management node (org.amqp.management or
+ * management, in any of their spellings)? */
+static bool is_node_type(const char *t)
+{
+    const jn_schema_type_t *st = t[0] ? jn_schema_type_find(t) : NULL;
+    return st && (strcmp(jn_schema_type_name(st), "org.amqp.management") == 0 ||
+                  strcmp(jn_schema_type_name(st), "management") == 0);
+}
+
+/* The `type` of a CREATE given only in the body (accepted, reference 2.1). */
+static bool body_type(const jn_mgmt_request_t *req, char *out, size_t cap)
+{
+    jn_decoder_t map;
+    jn_field_t k, v;
+    if (!req->has_body || req->body.type != JN_TYPE_MAP ||
+        jn_decoder_enter(&req->body_dec, &req->body, &map) != 0)
+        return false;
+    while (jn_decoder_next(&map, &k) == 1 && jn_decoder_next(&map, &v) == 1)
+        if (jn_field_equal_string(&k, "type"))
+            return jn_mgmt_field_string(&v, out, cap) == 0;
+    return false;
+}
+
+static int node_read(jn_mgmt_reply_t *reply)
+{
+    jn_encoder_t *e = &reply->body;
+    jn_enc_map_begin(e);
+    jn_enc_cstring(e, "identity");
+    jn_enc_cstring(e, "self");
+    jn_enc_cstring(e, "name");
+    jn_enc_cstring(e, "self");
+    jn_enc_cstring(e, "type");
+    jn_enc_cstring(e, NODE_TYPE);
+    jn_enc_map_end(e);
+    return jn_mgmt_reply_set(reply, JN_MGMT_OK, "OK");
+}
+
+/* CREATE, READ, UPDATE, DELETE. */
+static int entity_op(jn_mgmt_t *agent, const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply)
+{
+    const char *op = req->operation;
+    char type[JN_MGMT_STR_MAX];
+    snprintf(type, sizeof type, "%s", req->has_type ? req->type : "");
+    if (!type[0] && strcmp(op, "CREATE") == 0 && !body_type(req, type, sizeof type))
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "No 'type' attribute provided");
+    bool unnamed = !req->has_name && !req->has_identity;
+    if (is_node_type(type) || (!type[0] && (unnamed || strcmp(req->name, "self") == 0))) {
+        if (strcmp(op, "READ") == 0)
+            return node_read(reply);
+        return not_implemented(reply, op, type[0] ? type : NODE_TYPE, JN_OP_READ);
+    }
+    const jn_schema_type_t *st = NULL;
+    const jn_mgmt_class_t *cls = jn_mgmt_class_find(type, &st);
+    if (!st)
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "No such entity type '%s'", type);
+    if (!cls || !(cls->ops & op_bit(op)))
+        return not_implemented(reply, op, jn_schema_type_name(st), cls ? cls->ops : JN_OP_READ);
+    if (strcmp(op, "CREATE") == 0)
+        return jn_mgmt_store_create(agent, cls, req, reply);
+    bool singleton = jn_schema_type_flags(st) & JN_SCHEMA_TYPE_SINGLETON;
+    if (unnamed && !singleton)
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "No name or identity provided");
+    if (strcmp(op, "DELETE") == 0)
+        return jn_mgmt_store_delete(agent, cls, req, reply);
+    if (strcmp(op, "UPDATE") == 0)
+        return jn_mgmt_update(agent, cls, req, reply);
+    if (jn_mgmt_read_row(agent, cls, req, &reply->body) != 0)
+        return jn_mgmt_reply_set(reply, JN_MGMT_NOT_FOUND, "No entity with %s=%s",
+                                 req->has_identity ? "identity" : "name",
+                                 req->has_identity ? req->identity : req->name);
+    return jn_mgmt_reply_set(reply, JN_MGMT_OK, "OK");
+}
+
+static int dispatch(jn_mgmt_t *agent, const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply)
+{
+    const char *op = req->operation;
+    if (strcmp(op, "QUERY") == 0)
+        return jn_mgmt_query(agent, req, reply);
+    if (op_bit(op))
+        return entity_op(agent, req, reply);
+    if (strcmp(op, "GET-TYPES") == 0)
+        return jn_mgmt_get_types(req, reply);
+    if (strcmp(op, "GET-ATTRIBUTES") == 0)
+        return jn_mgmt_get_attributes(req, reply);
+    if (strcmp(op, "GET-OPERATIONS") == 0)
+        return jn_mgmt_get_operations(req, reply);
+    if (strcmp(op, "GET-MGMT-NODES") == 0)
+        return jn_mgmt_get_mgmt_nodes(agent, req, reply);
+    if (strcmp(op, "GET-SCHEMA") == 0)
+        return jn_mgmt_get_schema(req, reply);
+    if (strcmp(op, "GET-LOG") == 0)
+        return jn_mgmt_get_log(req, reply);
+    if (strcmp(op, "GET-ANNOTATIONS") == 0) {
+        jn_enc_map_begin(&reply->body);
+        jn_enc_map_end(&reply->body);
+        return jn_mgmt_reply_set(reply, JN_MGMT_OK, "OK");
+    }
+    const char *type = jn_mgmt_request_type(req, false);
+    return jn_mgmt_reply_set(reply, JN_MGMT_NOT_IMPLEMENTED,
+                             "Operation '%s' not implemented for '%s'", op,
+                             type[0] ? type : NODE_TYPE);
+}
+
+static int send_reply(jn_mgmt_t *agent, jn_core_t *core, jn_message_t *msg)
+{
+    if (agent->cfg.send)
+        return agent->cfg.send(agent->cfg.send_ctx, core, msg);
+    return jn_core_send_CT(core, msg);
+}
+
+void jn_mgmt_request_CT(void *ctx, jn_core_t *core, jn_message_t *request)
+{
+    jn_mgmt_t *agent = ctx;
+    jn_mgmt_request_t *req = malloc(sizeof *req);
+    jn_mgmt_reply_t *reply = malloc(sizeof *reply);
+    if (!req || !reply) {
+        JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_ERROR, "Out of memory answering a management request");
+        free(req);
+        free(reply);
+        return;
+    }
+    reply->status = 0;
+    reply->description[0] = '\0';
+    jn_encoder_init(&reply->body);
+    int rc = jn_mgmt_request_parse(request, req, reply);
+    if (!req->has_reply_to) {
+        JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_INFO, "Management request %s without reply-to dropped",
+               req->operation[0] ? req->operation : "(no operation)");
+    } else {
+        if (rc == 0)
+            dispatch(agent, req, reply);
+        JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_DEBUG, "%s type=%s name=%s: %d %s", req->operation,
+               jn_mgmt_request_type(req, true), req->has_identity ? req->identity : req->name,
+               reply->status, reply->description);
+        jn_message_t *msg = jn_mgmt_reply_compose(req, reply);
+        int sent = msg ? send_reply(agent, core, msg) : JN_ENOMEM;
+        if (sent != 0)
+            JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_WARNING, "Management reply to %s not sent: %s",
+                   req->reply_to, jn_strerror(sent));
+    }
+    jn_encoder_free(&reply->body);
+    free(req);
+    free(reply);
+}

@@ -1,0 +1,279 @@
+/*
+ * store.c — the configured entities the agent keeps: listener, connector,
+ * sslProfile, router.config.address, router.config.linkRoute and
+ * router.config.autoLink, from the config file (jn_mgmt_load_config) and
+ * from CREATE; forgotten by DELETE. Each keeps one owned value per schema
+ * attribute (defaults filled in), its identity and its name.
+ *
+ * Identities are those 1.19 gives: "listener/<host>:<port>[:<name>]",
+ * "sslProfile/<name>" (the Python agent's), and a decimal number for the
+ * router.config.* types (the C agent's). Rows show the column order of
+ * reference section 7.1, with its aliases (`dir`, `addr`, `externalAddr`,
+ * `fallback` for the schema's enableFallback) and its computed columns.
+ *
+ * What CREATE and DELETE do to the running router is in store_act.c.
+ */
+#include "mgmt_private.h"
+#include "store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FULL(t) JN_SCHEMA_PREFIX "." t
+
+jn_mgmt_entity_t *jn_mgmt_entity_new(const jn_mgmt_class_t *cls)
+{
+    const jn_schema_type_t *type = jn_mgmt_class_type(cls);
+    size_t n = jn_schema_type_attr_count(type);
+    jn_mgmt_entity_t *e = calloc(1, sizeof *e + n * sizeof(jn_mv_t));
+    if (!e)
+        return NULL;
+    e->cls = cls;
+    e->type = type;
+    e->n_values = n;
+    return e;
+}
+
+void jn_mgmt_entity_free(jn_mgmt_entity_t *e)
+{
+    if (!e)
+        return;
+    for (size_t i = 0; i < e->n_values; i++)
+        jn_mgmt_value_free(&e->values[i]);
+    free(e->identity);
+    free(e->name);
+    free(e);
+}
+
+jn_mv_t *jn_mgmt_entity_get(jn_mgmt_entity_t *e, const char *attr)
+{
+    const jn_schema_attr_t *a = jn_schema_attr_find(e->type, attr);
+    return a ? &e->values[jn_schema_attr_index(a)] : NULL;
+}
+
+const char *jn_mgmt_entity_str(jn_mgmt_entity_t *e, const char *attr)
+{
+    jn_mv_t *v = jn_mgmt_entity_get(e, attr);
+    return v ? jn_mgmt_value_cstr(v) : NULL;
+}
+
+int64_t jn_mgmt_entity_int(jn_mgmt_entity_t *e, const char *attr, int64_t dflt)
+{
+    jn_mv_t *v = jn_mgmt_entity_get(e, attr);
+    return v && v->kind == JN_MV_LONG ? v->v.i : dflt;
+}
+
+bool jn_mgmt_entity_bool(jn_mgmt_entity_t *e, const char *attr, bool dflt)
+{
+    jn_mv_t *v = jn_mgmt_entity_get(e, attr);
+    return v && v->kind == JN_MV_BOOL ? v->v.b : dflt;
+}
+
+/* ---- rows ----------------------------------------------------------------- */
+
+/* The C agent's column aliases (reference 7.1). */
+static const char *column_attr(const char *col)
+{
+    if (strcmp(col, "dir") == 0)
+        return "direction";
+    if (strcmp(col, "addr") == 0)
+        return "address";
+    if (strcmp(col, "externalAddr") == 0)
+        return "externalAddress";
+    return col;
+}
+
+/* Computed columns of router.config.*; false when col is a plain one. */
+static bool computed_column(jn_mgmt_entity_t *e, const char *col, jn_mv_t *out)
+{
+    const char *t = e->cls->name;
+    if (strncmp(t, "router.config.", 14) != 0)
+        return false;
+    if (strcmp(col, "operStatus") == 0) {
+        *out = jn_mv_str("inactive"); /* link routes and auto links are not implemented */
+        return true;
+    }
+    if (strcmp(col, "linkRef") == 0 || strcmp(col, "lastError") == 0) {
+        *out = jn_mv_null();
+        return true;
+    }
+    if (strcmp(t, "router.config.address") != 0)
+        return false;
+    bool waypoint = jn_mgmt_entity_bool(e, "waypoint", false);
+    if (strcmp(col, "fallback") == 0)
+        *out = jn_mv_bool(jn_mgmt_entity_bool(e, "enableFallback", false));
+    else if (strcmp(col, "priority") == 0)
+        *out = jn_mv_int(JN_MV_INT, jn_mgmt_entity_int(e, "priority", -1));
+    else if (strcmp(col, "ingressPhase") == 0)
+        *out = jn_mv_int(JN_MV_INT, jn_mgmt_entity_int(e, "ingressPhase", 0));
+    else if (strcmp(col, "egressPhase") == 0)
+        *out = jn_mv_int(JN_MV_INT, jn_mgmt_entity_int(e, "egressPhase", waypoint ? 1 : 0));
+    else
+        return false;
+    return true;
+}
+
+void jn_mgmt_entity_row(jn_mgmt_entity_t *e, jn_mv_t *row)
+{
+    size_t n = jn_mgmt_class_ncols(e->cls);
+    for (size_t c = 0; c < n; c++) {
+        const char *col = jn_mgmt_class_col(e->cls, c);
+        row[c] = jn_mv_null();
+        if (strcmp(col, "name") == 0) {
+            row[c] = jn_mv_str(e->name);
+        } else if (strcmp(col, "identity") == 0) {
+            row[c] = jn_mv_str(e->identity);
+        } else if (strcmp(col, "type") == 0) {
+            row[c] = jn_mv_str(jn_schema_type_full_name(e->type));
+        } else if (!computed_column(e, col, &row[c])) {
+            const jn_schema_attr_t *a = jn_schema_attr_find(e->type, column_attr(col));
+            if (a && !(jn_schema_attr_flags(a) & JN_SCHEMA_ATTR_HIDDEN))
+                row[c] = e->values[jn_schema_attr_index(a)];
+            if (row[c].kind == JN_MV_LONG && strncmp(e->cls->name, "router.config.", 14) == 0)
+                row[c].kind = JN_MV_INT; /* the C agent's int */
+        }
+    }
+}
+
+size_t jn_mgmt_store_rows(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t offset, size_t max,
+                          jn_mgmt_row_fn fn, void *ctx)
+{
+    size_t n = jn_mgmt_class_ncols(cls), total = 0;
+    jn_mv_t *row = calloc(n ? n : 1, sizeof *row);
+    bool go = row != NULL;
+    for (jn_mgmt_entity_t *e = agent->entities; e; e = e->next) {
+        if (e->cls != cls)
+            continue;
+        if (go && total >= offset && total - offset < max) {
+            jn_mgmt_entity_row(e, row);
+            go = fn(ctx, row);
+        }
+        total++;
+    }
+    free(row);
+    return total;
+}
+
+size_t jn_mgmt_store_count(const jn_mgmt_t *agent, const jn_mgmt_class_t *cls)
+{
+    size_t n = 0;
+    for (const jn_mgmt_entity_t *e = agent->entities; e; e = e->next)
+        n += !cls || e->cls == cls;
+    return n;
+}
+
+void jn_mgmt_store_free(jn_mgmt_t *agent)
+{
+    while (agent->entities) {
+        jn_mgmt_entity_t *e = agent->entities;
+        agent->entities = e->next;
+        jn_mgmt_entity_free(e);
+    }
+    agent->tail = NULL;
+}
+
+void jn_mgmt_store_append(jn_mgmt_t *agent, jn_mgmt_entity_t *e)
+{
+    e->next = NULL;
+    if (agent->tail)
+        agent->tail->next = e;
+    else
+        agent->entities = e;
+    agent->tail = e;
+}
+
+void jn_mgmt_store_unlink(jn_mgmt_t *agent, jn_mgmt_entity_t *e)
+{
+    jn_mgmt_entity_t **p = &agent->entities, *prev = NULL;
+    while (*p && *p != e) {
+        prev = *p;
+        p = &(*p)->next;
+    }
+    if (!*p)
+        return;
+    *p = e->next;
+    if (agent->tail == e)
+        agent->tail = prev;
+    e->next = NULL;
+}
+
+jn_mgmt_entity_t *jn_mgmt_store_find(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const char *name,
+                                     const char *identity)
+{
+    for (jn_mgmt_entity_t *e = agent->entities; e; e = e->next) {
+        if (cls && e->cls != cls)
+            continue;
+        if (identity && strcmp(e->identity, identity) == 0)
+            return e;
+        if (name && e->name && strcmp(e->name, name) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+/* ---- identities ------------------------------------------------------------ */
+
+int jn_mgmt_entity_set_identity(jn_mgmt_t *agent, jn_mgmt_entity_t *e, const char *given)
+{
+    char buf[2 * JN_MGMT_STR_MAX + 64];
+    const char *t = e->cls->name;
+    if (given) {
+        snprintf(buf, sizeof buf, "%s", given);
+    } else if (strncmp(t, "router.config.", 14) == 0) {
+        snprintf(buf, sizeof buf, "%" PRIu64, agent->next_id);
+    } else if (strcmp(t, "listener") == 0 || strcmp(t, "connector") == 0) {
+        const char *host = jn_mgmt_entity_str(e, "host"), *port = jn_mgmt_entity_str(e, "port");
+        int n = snprintf(buf, sizeof buf, "%s/%s:%s", t, host ? host : "", port ? port : "");
+        if (e->name && n > 0 && (size_t)n < sizeof buf)
+            snprintf(buf + n, sizeof buf - (size_t)n, ":%s", e->name);
+    } else {
+        snprintf(buf, sizeof buf, "%s/%s", jn_schema_type_short_name(e->type),
+                 e->name ? e->name : "");
+    }
+    if (strncmp(t, "router.config.", 14) == 0)
+        agent->next_id++;
+    e->identity = strdup(buf);
+    if (e->identity && !e->name && strncmp(t, "router.config.", 14) != 0)
+        e->name = strdup(e->identity); /* 1.19: name defaults to the identity */
+    return e->identity && (e->name || strncmp(t, "router.config.", 14) == 0) ? 0 : JN_ENOMEM;
+}
+
+/* ---- the config file ---------------------------------------------------------- */
+
+int jn_mgmt_store_load(jn_mgmt_t *agent, const jn_config_entity_t *ce)
+{
+    const jn_schema_type_t *type = jn_config_entity_type(ce);
+    const jn_mgmt_class_t *cls = jn_mgmt_class_find(jn_schema_type_name(type), NULL);
+    if (!cls || !cls->stored)
+        return 0; /* kept elsewhere (log, router) or not shown */
+    jn_mgmt_entity_t *e = jn_mgmt_entity_new(cls);
+    if (!e)
+        return JN_ENOMEM;
+    int rc = 0;
+    for (size_t i = 0; i < e->n_values && rc == 0; i++) {
+        const jn_schema_attr_t *a = jn_schema_type_attr_at(type, i);
+        const char *an = jn_schema_attr_name(a);
+        if (strcmp(an, "name") == 0 || strcmp(an, "identity") == 0 || strcmp(an, "type") == 0)
+            continue;
+        const jn_config_value_t *v = jn_config_entity_value(ce, a);
+        if (v)
+            rc = jn_mgmt_value_from_config(v, &e->values[i]);
+    }
+    const jn_config_value_t *given = jn_config_entity_get(ce, "name");
+    bool config_type = strncmp(cls->name, "router.config.", 14) == 0;
+    const char *name = given ? jn_config_value_string(given) : NULL;
+    if (!config_type)
+        name = jn_config_entity_name(ce); /* as junctiond names the endpoint */
+    if (rc == 0 && name && !(e->name = strdup(name)))
+        rc = JN_ENOMEM;
+    if (rc == 0)
+        rc = jn_mgmt_entity_set_identity(agent, e,
+                                         config_type ? NULL : jn_config_entity_identity(ce));
+    if (rc != 0) {
+        jn_mgmt_entity_free(e);
+        return rc;
+    }
+    jn_mgmt_store_append(agent, e);
+    return 0;
+}

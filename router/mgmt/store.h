@@ -1,0 +1,42 @@
+/*
+ * store.h — the agent's configured entities (store.c) and what creating or
+ * deleting one does (store_act.c). Private to router/mgmt.
+ */
+#ifndef JN_MGMT_STORE_H
+#define JN_MGMT_STORE_H 1
+
+#include "mgmt_private.h"
+
+/* One configured entity. Owned by the agent's list; core thread. */
+struct jn_mgmt_entity {
+    jn_mgmt_entity_t *next;
+    const jn_mgmt_class_t *cls;
+    const jn_schema_type_t *type;
+    char *identity; /* heap */
+    char *name;     /* heap; NULL for an unnamed router.config.* entity */
+    size_t n_values;
+    jn_mv_t values[]; /* owned, one per schema attribute (by index) */
+};
+
+jn_mgmt_entity_t *jn_mgmt_entity_new(const jn_mgmt_class_t *cls);
+void jn_mgmt_entity_free(jn_mgmt_entity_t *e);
+/* The value of attribute attr (or its deprecated name); NULL if the type
+ * has no such attribute. */
+jn_mv_t *jn_mgmt_entity_get(jn_mgmt_entity_t *e, const char *attr);
+const char *jn_mgmt_entity_str(jn_mgmt_entity_t *e, const char *attr);
+int64_t jn_mgmt_entity_int(jn_mgmt_entity_t *e, const char *attr, int64_t dflt);
+bool jn_mgmt_entity_bool(jn_mgmt_entity_t *e, const char *attr, bool dflt);
+/* Fill row (one value per class column; borrowed from e). */
+void jn_mgmt_entity_row(jn_mgmt_entity_t *e, jn_mv_t *row);
+/* Give e its identity (given, or the type's rule) and default name.
+ * 0 or JN_ENOMEM. */
+int jn_mgmt_entity_set_identity(jn_mgmt_t *agent, jn_mgmt_entity_t *e, const char *given);
+
+void jn_mgmt_store_append(jn_mgmt_t *agent, jn_mgmt_entity_t *e);
+void jn_mgmt_store_unlink(jn_mgmt_t *agent, jn_mgmt_entity_t *e);
+/* The entity of cls (NULL: any) with identity, else with name (either may
+ * be NULL). */
+jn_mgmt_entity_t *jn_mgmt_store_find(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const char *name,
+                                     const char *identity);
+
+#endif /* JN_MGMT_STORE_H */

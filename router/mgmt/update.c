@@ -1,0 +1,230 @@
+/*
+ * update.c — UPDATE of the entities that allow it:
+ *
+ *   log         enable, includeTimestamp, includeSource, outputFile; they
+ *               take effect at once (junction/log.h). The whole body is
+ *               checked before anything changes.
+ *   connection  adminStatus ("deleted" closes the connection through the
+ *               core; "enabled" changes nothing) and enableProtocolTrace
+ *               (accepted, no effect yet), as 1.19's C agent (reference
+ *               7.1); a body with neither is a bad request.
+ *
+ * The answer is the entity's full attribute map (200).
+ */
+#include "mgmt_private.h"
+
+#include <junction/core_view.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What a log UPDATE asks for, checked before it is applied. */
+typedef struct log_change {
+    char enable[256];
+    bool has_enable;
+    int timestamp, source; /* -2: unchanged, 0/1 */
+    char output[JN_MGMT_STR_MAX];
+    bool has_output;
+} log_change_t;
+
+static int field_bool(const jn_field_t *v, bool *out)
+{
+    char text[8];
+    if (v->type == JN_TYPE_BOOLEAN)
+        return *out = v->value.b, 0;
+    if (jn_mgmt_field_string(v, text, sizeof text) != 0)
+        return JN_EINVAL;
+    if (strcmp(text, "true") == 0 || strcmp(text, "yes") == 0 || strcmp(text, "on") == 0)
+        return *out = true, 0;
+    if (strcmp(text, "false") == 0 || strcmp(text, "no") == 0 || strcmp(text, "off") == 0)
+        return *out = false, 0;
+    return JN_EINVAL;
+}
+
+static int log_entry(const char *key, const jn_field_t *v, log_change_t *c, jn_mgmt_reply_t *reply)
+{
+    bool b;
+    if (strcmp(key, "enable") == 0) {
+        char err[160];
+        unsigned mask;
+        if (jn_mgmt_field_string(v, c->enable, sizeof c->enable) != 0)
+            return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                                     "Invalid value for attribute 'enable': expected string");
+        if (jn_log_parse_enable(c->enable, &mask, err, sizeof err) != 0)
+            return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                                     "Invalid value for attribute 'enable': %s", err);
+        c->has_enable = true;
+    } else if (strcmp(key, "includeTimestamp") == 0 || strcmp(key, "timestamp") == 0 ||
+               strcmp(key, "includeSource") == 0 || strcmp(key, "source") == 0) {
+        if (field_bool(v, &b) != 0)
+            return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                                     "Invalid value for attribute '%s': expected boolean", key);
+        bool source = strcmp(key, "includeSource") == 0 || strcmp(key, "source") == 0;
+        *(source ? &c->source : &c->timestamp) = b;
+    } else if (strcmp(key, "outputFile") == 0 || strcmp(key, "output") == 0) {
+        if (jn_mgmt_field_string(v, c->output, sizeof c->output) != 0 || !c->output[0])
+            return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                                     "Invalid value for attribute '%s': expected a file name", key);
+        c->has_output = true;
+    } else if (strcmp(key, "module") && strcmp(key, "name") && strcmp(key, "identity") &&
+               strcmp(key, "type")) {
+        const jn_schema_type_t *t = jn_schema_type_find("log");
+        if (jn_schema_attr_find(t, key))
+            return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                                     "Cannot update attribute '%s' in UPDATE", key);
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                                 "Unknown attributes ['%s'] for type log.", key);
+    }
+    return 0;
+}
+
+/* Iterate the body map: fn(key, value) for each entry. */
+static int each_entry(const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply,
+                      int (*fn)(const char *key, const jn_field_t *v, void *ctx,
+                                jn_mgmt_reply_t *reply),
+                      void *ctx)
+{
+    jn_decoder_t map;
+    jn_field_t k, v;
+    if (!req->has_body)
+        return 0;
+    if (req->body.type != JN_TYPE_MAP || jn_decoder_enter(&req->body_dec, &req->body, &map) != 0)
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "Body of request must be a map");
+    int rc;
+    while ((rc = jn_decoder_next(&map, &k)) == 1 && jn_decoder_next(&map, &v) == 1) {
+        char key[128];
+        if (jn_mgmt_field_string(&k, key, sizeof key) != 0)
+            return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "Attribute names must be strings");
+        int st = fn(key, &v, ctx, reply);
+        if (st)
+            return st;
+    }
+    if (rc < 0)
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "Malformed body: %s",
+                                 jn_decoder_reason(&map));
+    return 0;
+}
+
+static int log_entry_cb(const char *key, const jn_field_t *v, void *ctx, jn_mgmt_reply_t *reply)
+{
+    return log_entry(key, v, ctx, reply);
+}
+
+/* The module a log request names ("log/DEFAULT", "DEFAULT"), or -1. */
+static int log_module(const jn_mgmt_request_t *req)
+{
+    const char *key = req->has_identity ? req->identity : req->name;
+    if (strncmp(key, "log/", 4) == 0)
+        key += 4;
+    int m = jn_log_module_from_name(key);
+    return m >= 0 && m < JN_LOG_SCHEMA_MODULE_COUNT ? m : -1;
+}
+
+static int update_log(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mgmt_request_t *req,
+                      jn_mgmt_reply_t *reply)
+{
+    int m = log_module(req);
+    if (m < 0)
+        return jn_mgmt_reply_set(reply, JN_MGMT_NOT_FOUND, "No entity with %s=%s",
+                                 req->has_identity ? "identity" : "name",
+                                 req->has_identity ? req->identity : req->name);
+    log_change_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
+    c->timestamp = c->source = -2;
+    int st = each_entry(req, reply, log_entry_cb, c);
+    char err[256] = "";
+    if (!st && c->has_output && jn_log_set_output(m, c->output, err, sizeof err) != 0)
+        st = jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                               "Invalid value for attribute 'outputFile': %s", err);
+    if (!st && c->has_enable)
+        jn_log_set_enable(m, c->enable, NULL, 0);
+    if (!st && c->timestamp != -2)
+        jn_log_set_include_timestamp(m, c->timestamp);
+    if (!st && c->source != -2)
+        jn_log_set_include_source(m, c->source);
+    free(c);
+    if (st)
+        return st;
+    JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_INFO, "Updated log module %s",
+           jn_log_module_name((jn_log_module_t)m));
+    jn_mgmt_read_row(agent, cls, req, &reply->body);
+    return jn_mgmt_reply_set(reply, JN_MGMT_OK, "OK");
+}
+
+/* ---- connection ---------------------------------------------------------------- */
+
+typedef struct conn_change {
+    bool delete_it, any;
+} conn_change_t;
+
+static int conn_entry_cb(const char *key, const jn_field_t *v, void *ctx, jn_mgmt_reply_t *reply)
+{
+    conn_change_t *c = ctx;
+    char text[16];
+    bool b;
+    if (strcmp(key, "adminStatus") == 0) {
+        if (jn_mgmt_field_string(v, text, sizeof text) != 0 ||
+            (strcmp(text, "enabled") != 0 && strcmp(text, "deleted") != 0))
+            return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                                     "Invalid value for attribute 'adminStatus': expected "
+                                     "'enabled' or 'deleted'");
+        c->delete_it = strcmp(text, "deleted") == 0;
+        c->any = true;
+    } else if (strcmp(key, "enableProtocolTrace") == 0) {
+        if (field_bool(v, &b) != 0)
+            return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                                     "Invalid value for attribute 'enableProtocolTrace': expected "
+                                     "boolean");
+        c->any = true;
+    }
+    return 0;
+}
+
+static int update_conn(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mgmt_request_t *req,
+                       jn_mgmt_reply_t *reply)
+{
+    if (!req->has_identity) /* the name is not unique (1.19 refuses it too) */
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                                 "Name not supported. Identity required");
+    conn_change_t c = {false, false};
+    int st = each_entry(req, reply, conn_entry_cb, &c);
+    if (st)
+        return st;
+    if (!c.any)
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                                 "UPDATE of a connection needs 'adminStatus' or "
+                                 "'enableProtocolTrace'");
+    jn_encoder_t *row = malloc(sizeof *row);
+    if (!row)
+        return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
+    jn_encoder_init(row);
+    if (jn_mgmt_read_row(agent, cls, req, row) != 0) {
+        jn_encoder_free(row);
+        free(row);
+        return jn_mgmt_reply_set(reply, JN_MGMT_NOT_FOUND, "No entity with %s=%s",
+                                 req->has_identity ? "identity" : "name",
+                                 req->has_identity ? req->identity : req->name);
+    }
+    size_t len;
+    const uint8_t *data = jn_encoder_data(row, &len);
+    jn_enc_raw(&reply->body, data, len);
+    jn_encoder_free(row);
+    free(row);
+    if (c.delete_it && agent->cfg.core) /* the identity is the decimal connection id */
+        jn_core_conn_close_CT(agent->cfg.core, strtoull(req->identity, NULL, 10),
+                              "amqp:connection:forced", "Connection closed by management");
+    return jn_mgmt_reply_set(reply, JN_MGMT_OK, "OK");
+}
+
+int jn_mgmt_update(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mgmt_request_t *req,
+                   jn_mgmt_reply_t *reply)
+{
+    if (strcmp(cls->name, "log") == 0)
+        return update_log(agent, cls, req, reply);
+    if (strcmp(cls->name, "connection") == 0)
+        return update_conn(agent, cls, req, reply);
+    return jn_mgmt_reply_set(reply, JN_MGMT_NOT_IMPLEMENTED,
+                             "Operation 'UPDATE' not implemented for '%s'", cls->name);
+}

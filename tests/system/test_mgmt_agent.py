@@ -1,0 +1,251 @@
+#!/usr/bin/python3
+"""System tests of the $management agent (reference/management-protocol.md).
+
+Each test starts real junctiond processes on 127.0.0.1 (harness.py) and
+talks to them with python3-qpid-proton's BlockingConnection and
+SyncRequestResponse, as qdmanage does: a sender to `$management`, a
+dynamic receiver for the replies, string correlation-ids.
+
+What each test asserts is in its name and docstring. Every wait is bounded
+(the client's timeout, or a polling deadline); the routers are stopped by
+the harness, which also requires a clean exit (no pool leak).
+"""
+import time
+import unittest
+
+from proton import Message
+from proton.reactor import AtMostOnce
+from proton.utils import BlockingConnection, SyncRequestResponse
+
+from harness import SLOW, RouterTestCase, free_port
+
+PREFIX = "org.apache.qpid.dispatch."
+TIMEOUT = 10 * SLOW
+
+
+class Manager:
+    """A management client on its own connection."""
+
+    def __init__(self, router):
+        self.conn = BlockingConnection(router.url, timeout=TIMEOUT)
+        self.client = SyncRequestResponse(self.conn, "$management")
+
+    def call(self, props, body=None):
+        reply = self.client.call(Message(body={} if body is None else body,
+                                         properties=props))
+        return reply.properties["statusCode"], reply.properties["statusDescription"], reply.body
+
+    def query(self, entity_type, names=(), **paging):
+        props = {"operation": "QUERY", "type": "org.amqp.management", "name": "self",
+                 "entityType": entity_type}
+        props.update(paging)
+        code, desc, body = self.call(props, {"attributeNames": list(names)})
+        if code != 200:
+            raise AssertionError("QUERY %s: %s %s" % (entity_type, code, desc))
+        return [dict(zip(body["attributeNames"], row)) for row in body["results"]]
+
+    def close(self):
+        self.conn.close()
+
+
+class ManagementTest(RouterTestCase):
+
+    def manager(self, router):
+        m = Manager(router)
+        self.addCleanup(m.close)
+        return m
+
+    def wait_for(self, what, predicate, timeout=TIMEOUT):
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                self.fail("timed out waiting for %s\n%s" % (what, self.logs()))
+            time.sleep(0.05)
+
+    def test_link_counters_move_by_the_number_sent(self):
+        """QUERY router.link: the sender's and the receiver's deliveryCount
+        grow by exactly the messages sent; connections and addresses list
+        them."""
+        r = self.start_router()
+        mgr = self.manager(r)
+        rx_conn = BlockingConnection(r.url, timeout=TIMEOUT)
+        self.addCleanup(rx_conn.close)
+        receiver = rx_conn.create_receiver("mgmt.counters", credit=100)
+        tx_conn = BlockingConnection(r.url, timeout=TIMEOUT)
+        self.addCleanup(tx_conn.close)
+        # pre-settled: one blocking client cannot wait for a settlement that
+        # needs the other to run
+        sender = tx_conn.create_sender("mgmt.counters", options=AtMostOnce())
+
+        def links():
+            return [l for l in mgr.query("router.link", ["linkDir", "owningAddr",
+                                                         "deliveryCount", "connectionId"])
+                    if l["owningAddr"] == "M0mgmt.counters"]
+
+        before = {l["linkDir"]: l["deliveryCount"] for l in links()}
+        self.assertEqual(sorted(before), ["in", "out"])
+        for i in range(17):
+            sender.send(Message(body="m%d" % i))
+        # pre-settled sends return at once: run the sender's connection
+        # until proton has framed them all, then make a round trip (an
+        # attach) so that those frames have been written
+        tx_conn.wait(lambda: sender.link.queued == 0, timeout=TIMEOUT)
+        tx_conn.create_receiver("mgmt.sync")
+        for i in range(17):
+            self.assertEqual(receiver.receive(TIMEOUT).body, "m%d" % i)
+        after = {l["linkDir"]: l["deliveryCount"] for l in links()}
+        self.assertEqual(after["in"] - before["in"], 17)
+        self.assertEqual(after["out"] - before["out"], 17)
+
+        conns = mgr.query(PREFIX + "connection", ["identity", "dir", "role", "container"])
+        self.assertGreaterEqual(len(conns), 3)
+        self.assertTrue(all(c["dir"] == "in" and c["role"] == "normal" for c in conns))
+        addrs = {a["name"]: a for a in mgr.query(PREFIX + "router.address",
+                                                 ["name", "distribution", "subscriberCount"])}
+        self.assertEqual(addrs["M0mgmt.counters"]["subscriberCount"], 1)
+        self.assertEqual(addrs["M0mgmt.counters"]["distribution"], "balanced")
+        router = mgr.query("router")
+        self.assertEqual(len(router), 1)
+        self.assertEqual(router[0]["id"], r.name)
+        self.assertGreaterEqual(router[0]["deliveriesIngress"], 17)
+
+    def test_create_listener_then_connect_then_delete(self):
+        """CREATE listener listens at once; a client connects through it;
+        DELETE stops the listening."""
+        r = self.start_router()
+        mgr = self.manager(r)
+        port = free_port()
+        code, desc, body = mgr.call({"operation": "CREATE", "type": PREFIX + "listener",
+                                     "name": "extra"},
+                                    {"host": "127.0.0.1", "port": str(port),
+                                     "saslMechanisms": "ANONYMOUS"})
+        self.assertEqual(code, 201, desc)
+        self.assertEqual(body["port"], str(port))
+        c = BlockingConnection("amqp://127.0.0.1:%d" % port, timeout=TIMEOUT)
+        rcv = c.create_receiver("through.extra")
+        snd = c.create_sender("through.extra", options=AtMostOnce())
+        snd.send(Message(body="hello"))
+        self.assertEqual(rcv.receive(TIMEOUT).body, "hello")
+        c.close()
+        names = [l["name"] for l in mgr.query("listener", ["name"])]
+        self.assertIn("extra", names)
+        code, desc, _ = mgr.call({"operation": "DELETE", "type": "listener", "name": "extra"})
+        self.assertEqual(code, 204, desc)
+        self.assertNotIn("extra", [l["name"] for l in mgr.query("listener", ["name"])])
+        self.wait_for("the listener to close", lambda: not self._can_connect(port))
+
+    @staticmethod
+    def _can_connect(port):
+        import socket
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return True
+        except OSError:
+            return False
+
+    def test_create_address_multicast_applies(self):
+        """CREATE router.config.address multicast: an address created
+        afterwards under the prefix is multicast (both receivers get the
+        message)."""
+        r = self.start_router()
+        mgr = self.manager(r)
+        code, desc, body = mgr.call({"operation": "CREATE", "type": "router.config.address",
+                                     "name": "mc"},
+                                    {"prefix": "fanout", "distribution": "multicast"})
+        self.assertEqual(code, 201, desc)
+        self.assertEqual(body["distribution"], "multicast")
+        c = BlockingConnection(r.url, timeout=TIMEOUT)
+        self.addCleanup(c.close)
+        r1 = c.create_receiver("fanout.news", name="r1")
+        r2 = c.create_receiver("fanout.news", name="r2")
+        snd = c.create_sender("fanout.news", options=AtMostOnce())
+        snd.send(Message(body="both"))
+        self.assertEqual(r1.receive(TIMEOUT).body, "both")
+        self.assertEqual(r2.receive(TIMEOUT).body, "both")
+        addrs = {a["name"]: a for a in mgr.query("router.address", ["name", "distribution"])}
+        self.assertEqual(addrs["M0fanout.news"]["distribution"], "multicast")
+        listed = mgr.query(PREFIX + "router.config.address", ["name", "prefix", "distribution"])
+        self.assertEqual(listed, [{"name": "mc", "prefix": "fanout",
+                                   "distribution": "multicast"}])
+
+    def test_delete_connector_closes_its_connection(self):
+        """CREATE connector to another router: its connection appears (dir
+        out); DELETE connector: the connection goes and is not retried."""
+        a = self.start_router()
+        b = self.start_router()
+        mgr_a = self.manager(a)
+        mgr_b = self.manager(b)
+        code, desc, _ = mgr_a.call({"operation": "CREATE", "type": "connector", "name": "toB"},
+                                   {"host": "127.0.0.1", "port": str(b.port)})
+        self.assertEqual(code, 201, desc)
+
+        def outgoing():
+            return [c for c in mgr_a.query("connection", ["dir", "host"]) if c["dir"] == "out"]
+
+        self.wait_for("the connector's connection", lambda: len(outgoing()) == 1)
+        self.assertEqual(outgoing()[0]["host"], "127.0.0.1:%d" % b.port)
+        self.assertEqual(len(mgr_b.query("connection")), 2)  # a's connector + mgr_b
+        code, desc, _ = mgr_a.call({"operation": "DELETE", "type": "connector", "name": "toB"})
+        self.assertEqual(code, 204, desc)
+        self.wait_for("the connection to go", lambda: not outgoing())
+        self.wait_for("b to see it go", lambda: len(mgr_b.query("connection")) == 1)
+        time.sleep(0.5)  # past the first retry delay: no new connection
+        self.assertEqual(outgoing(), [])
+
+    def test_bad_requests_get_their_status(self):
+        """Every malformed or impossible request is answered with its
+        status (none is dropped)."""
+        r = self.start_router()
+        mgr = self.manager(r)
+        cases = [
+            ({"operation": "FROB", "type": "listener", "name": "x"}, None, 501),
+            ({"operation": "READ", "type": "nosuch", "name": "x"}, None, 400),
+            ({"operation": "READ", "type": "listener"}, None, 400),
+            ({"operation": "READ", "type": "listener", "name": "absent"}, None, 404),
+            ({"operation": "CREATE", "type": "listener", "name": "l"}, "not a map", 400),
+            ({"operation": "CREATE", "type": "listener", "name": "l"}, {"bogus": 1}, 400),
+            ({"operation": "CREATE", "type": "listener", "name": "l"},
+             {"port": "1", "maxFrameSize": "big"}, 400),
+            ({"operation": "CREATE", "type": "router.config.address"},
+             {"prefix": "a", "pattern": "b"}, 400),
+            ({"operation": "QUERY", "entityType": "listener"}, {"attributeNames": ["zz"]}, 404),
+            ({"operation": "QUERY", "entityType": "nosuch"}, None, 400),
+            ({"operation": "DELETE", "type": "router.link", "identity": "1"}, None, 501),
+            ({"operation": "UPDATE", "type": "log", "name": "log/DEFAULT"},
+             {"enable": "loud"}, 400),
+        ]
+        for props, body, status in cases:
+            code, desc, reply_body = mgr.call(props, body)
+            self.assertEqual(code, status, "%s %s: %s" % (props, body, desc))
+            self.assertEqual(reply_body, {})
+        code, _, nodes = mgr.call({"operation": "GET-MGMT-NODES"})
+        self.assertEqual((code, nodes), (200, []))
+        code, _, types = mgr.call({"operation": "GET-TYPES"})
+        self.assertIn(PREFIX + "listener", types)
+
+    def test_paging_connections(self):
+        """QUERY connection with offset/count pages: the pages add up to all
+        connections, none twice, and the last page is short."""
+        r = self.start_router()
+        mgr = self.manager(r)
+        conns = []
+        for _ in range(23):
+            conns.append(BlockingConnection(r.url, timeout=TIMEOUT))
+            self.addCleanup(conns[-1].close)
+        everything = mgr.query("connection", ["identity"])
+        self.assertEqual(len(everything), 24)
+        seen, sizes, offset = [], [], 0
+        while True:
+            page = mgr.query("connection", ["identity"], offset=offset, count=7)
+            if not page:
+                break
+            sizes.append(len(page))
+            seen += [c["identity"] for c in page]
+            offset += 7
+        self.assertEqual(sizes, [7, 7, 7, 3])
+        self.assertEqual(sorted(seen), sorted(c["identity"] for c in everything))
+        self.assertEqual(mgr.query("connection", ["identity"], count=0), [])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,470 @@
+/*
+ * test_mgmt_entities.c — the management agent's configured entities and
+ * paging: CREATE/READ/QUERY/DELETE of listener and connector through fake
+ * I/O hooks, address / linkRoute / autoLink / sslProfile validation and
+ * storage, entities loaded from a config file, log UPDATE acting at once,
+ * and QUERY paging (offset/count over many entities, the last page, count
+ * 0, one type and all types).
+ */
+#include "test_mgmt_util.h"
+
+#include <junction/config.h>
+
+static void body_listener(jn_encoder_t *e, void *arg)
+{
+    const char *port = arg;
+    jn_enc_map_begin(e);
+    jn_enc_cstring(e, "host");
+    jn_enc_cstring(e, "127.0.0.1");
+    jn_enc_cstring(e, "port");
+    jn_enc_cstring(e, port);
+    jn_enc_cstring(e, "maxFrameSize");
+    jn_enc_cstring(e, "4096"); /* qdmanage sends A=V as text */
+    jn_enc_map_end(e);
+}
+
+static void test_listener_create_read_delete(void **state)
+{
+    (void)state;
+    fake_io_t io = {0};
+    jn_mgmt_t *agent = new_agent(&io);
+    reply_t r;
+    expect(agent,
+           &REQ(.op = "CREATE", .type = JN_SCHEMA_PREFIX ".listener", .name = "l1",
+                .body = body_listener, .arg = "5999"),
+           201, &r);
+    assert_int_equal(io.listeners, 1);
+    assert_string_equal(io.last_name, "l1");
+    assert_string_equal(io.last_port, "5999");
+    assert_string_equal(io.last_host, "127.0.0.1");
+    assert_string_equal(tv_get(&r.body, "identity")->s, "listener/127.0.0.1:5999:l1");
+    assert_int_equal(tv_get(&r.body, "maxFrameSize")->i, 4096);
+    assert_string_equal(tv_get(&r.body, "role")->s, "normal"); /* default */
+    reply_clear(&r);
+
+    /* same name again: refused, nothing new listens */
+    expect(agent,
+           &REQ(.op = "CREATE", .type = "listener", .name = "l1", .body = body_listener,
+                .arg = "6000"),
+           400, &r);
+    assert_non_null(strstr(r.description, "Name conflicts"));
+    assert_int_equal(io.listeners, 1);
+    reply_clear(&r);
+
+    expect(agent, &REQ(.op = "READ", .type = "listener", .name = "l1"), 200, &r);
+    assert_string_equal(tv_get(&r.body, "port")->s, "5999");
+    reply_clear(&r);
+    expect(agent, &REQ(.op = "READ", .type = "listener", .identity = "listener/127.0.0.1:5999:l1"),
+           200, &r);
+    reply_clear(&r);
+
+    static const char *const cols[] = {"name", "port", NULL};
+    expect(agent,
+           &REQ(.op = "QUERY", .entity_type = "listener", .body = body_attribute_names,
+                .arg = (void *)cols),
+           200, &r);
+    tv_t *rows = tv_get(&r.body, "results");
+    assert_int_equal(rows->n, 1);
+    assert_string_equal(rows->items[0].items[1].s, "5999");
+    reply_clear(&r);
+
+    expect(agent, &REQ(.op = "DELETE", .type = "listener", .name = "l1"), 204, &r);
+    assert_int_equal(io.removed, 1);
+    assert_string_equal(io.removed_name, "l1");
+    reply_clear(&r);
+    expect(agent, &REQ(.op = "READ", .type = "listener", .name = "l1"), 404, &r);
+    reply_clear(&r);
+    assert_int_equal(jn_mgmt_entity_count(agent), 0);
+    jn_mgmt_free(agent);
+}
+
+static void body_port_list(jn_encoder_t *e, void *arg)
+{
+    (void)arg;
+    jn_enc_map_begin(e);
+    jn_enc_cstring(e, "port");
+    jn_enc_list_begin(e);
+    jn_enc_list_end(e);
+    jn_enc_map_end(e);
+}
+
+static void body_bool_frame(jn_encoder_t *e, void *arg)
+{
+    (void)arg;
+    jn_enc_map_begin(e);
+    jn_enc_cstring(e, "maxFrameSize");
+    jn_enc_cstring(e, "big");
+    jn_enc_map_end(e);
+}
+
+static void body_name_conflict(jn_encoder_t *e, void *arg)
+{
+    (void)arg;
+    jn_enc_map_begin(e);
+    jn_enc_cstring(e, "name");
+    jn_enc_cstring(e, "other");
+    jn_enc_map_end(e);
+}
+
+static void refused(jn_mgmt_t *agent, const req_t *rq, const char *word)
+{
+    reply_t r;
+    expect(agent, rq, 400, &r);
+    if (!strstr(r.description, word))
+        fail_msg("description '%s' does not mention '%s'", r.description, word);
+    reply_clear(&r);
+}
+
+static void test_create_validation(void **state)
+{
+    (void)state;
+    fake_io_t io = {0};
+    jn_mgmt_t *agent = new_agent(&io);
+    static const char *const unknown[] = {"port", "1", "bogusAttr", "x", NULL};
+    static const char *const identity[] = {"identity", "5", NULL};
+    static const char *const stat[] = {"connectionStatus", "x", NULL};
+    static const char *const role[] = {"role", "inter-router", NULL};
+    static const char *const bad_enum[] = {"stripAnnotations", "sideways", NULL};
+    refused(agent,
+            &REQ(.op = "CREATE", .type = "listener", .name = "a", .body = body_string_map,
+                 .arg = (void *)unknown),
+            "bogusAttr");
+    refused(agent, &REQ(.op = "CREATE", .type = "listener", .name = "a", .body = body_port_list),
+            "'port'");
+    refused(agent, &REQ(.op = "CREATE", .type = "listener", .name = "a", .body = body_bool_frame),
+            "maxFrameSize");
+    refused(agent,
+            &REQ(.op = "CREATE", .type = "listener", .name = "a", .body = body_string_map,
+                 .arg = (void *)identity),
+            "identity");
+    refused(agent,
+            &REQ(.op = "CREATE", .type = "connector", .name = "a", .body = body_string_map,
+                 .arg = (void *)stat),
+            "connectionStatus");
+    refused(agent,
+            &REQ(.op = "CREATE", .type = "connector", .name = "a", .body = body_string_map,
+                 .arg = (void *)role),
+            "role");
+    refused(agent,
+            &REQ(.op = "CREATE", .type = "connector", .name = "a", .body = body_string_map,
+                 .arg = (void *)bad_enum),
+            "stripAnnotations");
+    refused(agent,
+            &REQ(.op = "CREATE", .type = "connector", .name = "a", .body = body_name_conflict),
+            "Conflicting values for 'name'");
+    assert_int_equal(io.listeners + io.connectors, 0);
+    /* the I/O layer refusing is a 400 too, and nothing is kept */
+    io.fail_with = JN_EINVAL;
+    refused(
+        agent,
+        &REQ(.op = "CREATE", .type = "listener", .name = "a", .body = body_listener, .arg = "1"),
+        "refused");
+    assert_int_equal(jn_mgmt_entity_count(agent), 0);
+    jn_mgmt_free(agent);
+}
+
+static void body_typed_connector(jn_encoder_t *e, void *arg)
+{
+    (void)arg;
+    jn_enc_map_begin(e);
+    jn_enc_cstring(e, "type");
+    jn_enc_cstring(e, "connector");
+    jn_enc_cstring(e, "name");
+    jn_enc_cstring(e, "c1");
+    jn_enc_cstring(e, "port");
+    jn_enc_int(e, 5673); /* an integer for a string attribute: written in decimal */
+    jn_enc_map_end(e);
+}
+
+static void test_connector_type_and_name_in_body(void **state)
+{
+    (void)state;
+    fake_io_t io = {0};
+    jn_mgmt_t *agent = new_agent(&io);
+    reply_t r;
+    expect(agent, &REQ(.op = "CREATE", .body = body_typed_connector), 201, &r);
+    assert_string_equal(tv_get(&r.body, "name")->s, "c1");
+    assert_string_equal(tv_get(&r.body, "host")->s, "127.0.0.1"); /* connector default */
+    reply_clear(&r);
+    assert_int_equal(io.connectors, 1);
+    assert_string_equal(io.last_port, "5673");
+    /* a listener may not take a connector's name (the I/O layer's names) */
+    refused(
+        agent,
+        &REQ(.op = "CREATE", .type = "listener", .name = "c1", .body = body_listener, .arg = "1"),
+        "Name conflicts");
+    expect(agent,
+           &REQ(.op = "DELETE", .type = "connector", .identity = "connector/127.0.0.1:5673:c1"),
+           204, &r);
+    reply_clear(&r);
+    assert_string_equal(io.removed_name, "c1");
+    jn_mgmt_free(agent);
+}
+
+static void test_address_and_links(void **state)
+{
+    (void)state;
+    jn_mgmt_t *agent = new_agent(NULL);
+    static const char *const both[] = {"prefix", "a", "pattern", "b.*", NULL};
+    static const char *const neither[] = {"distribution", "closest", NULL};
+    static const char *const phase[] = {"prefix", "a", "ingressPhase", "12", NULL};
+    static const char *const ok[] = {"prefix", "mc", "distribution", "multicast", NULL};
+    static const char *const lr_nodir[] = {"prefix", "lr", NULL};
+    static const char *const lr_both[] = {"prefix", "lr",          "direction", "in", "connection",
+                                          "c",      "containerId", "x",         NULL};
+    static const char *const al_noaddr[] = {"direction", "in", NULL};
+    static const char *const al_phase[] = {"address", "q", "direction", "out", "phase", "10", NULL};
+    static const char *const al_ok[] = {"addr", "q", "dir", "out", "containerId", "broker", NULL};
+    refused(agent,
+            &REQ(.op = "CREATE", .type = "router.config.address", .body = body_string_map,
+                 .arg = (void *)both),
+            "both a 'prefix' and a 'pattern'");
+    refused(agent,
+            &REQ(.op = "CREATE", .type = "router.config.address", .body = body_string_map,
+                 .arg = (void *)neither),
+            "Either a 'prefix' or 'pattern'");
+    refused(agent,
+            &REQ(.op = "CREATE", .type = "router.config.address", .body = body_string_map,
+                 .arg = (void *)phase),
+            "between 0 and 9");
+    refused(agent,
+            &REQ(.op = "CREATE", .type = "router.config.linkRoute", .body = body_string_map,
+                 .arg = (void *)lr_nodir),
+            "direction");
+    refused(agent,
+            &REQ(.op = "CREATE", .type = "router.config.linkRoute", .body = body_string_map,
+                 .arg = (void *)lr_both),
+            "Specify only one");
+    refused(agent,
+            &REQ(.op = "CREATE", .type = "router.config.autoLink", .body = body_string_map,
+                 .arg = (void *)al_noaddr),
+            "address and direction");
+    refused(agent,
+            &REQ(.op = "CREATE", .type = "router.config.autoLink", .body = body_string_map,
+                 .arg = (void *)al_phase),
+            "autoLink phase");
+    reply_t r;
+    expect(agent,
+           &REQ(.op = "CREATE", .type = "router.config.address", .name = "mc",
+                .body = body_string_map, .arg = (void *)ok),
+           201, &r);
+    assert_string_equal(tv_get(&r.body, "distribution")->s, "multicast");
+    assert_string_equal(tv_get(&r.body, "identity")->s, "1");
+    assert_int_equal(tv_get(&r.body, "priority")->type, JN_TYPE_INT);
+    assert_int_equal(tv_get(&r.body, "priority")->i, -1);
+    assert_false(tv_get(&r.body, "fallback")->b);
+    reply_clear(&r);
+    expect(agent,
+           &REQ(.op = "CREATE", .type = "router.config.autoLink", .body = body_string_map,
+                .arg = (void *)al_ok),
+           201, &r);
+    assert_string_equal(tv_get(&r.body, "address")->s, "q");
+    assert_string_equal(tv_get(&r.body, "addr")->s, "q");
+    assert_string_equal(tv_get(&r.body, "dir")->s, "out");
+    assert_string_equal(tv_get(&r.body, "operStatus")->s, "inactive");
+    assert_int_equal(tv_get(&r.body, "name")->type, JN_TYPE_NULL);
+    reply_clear(&r);
+    expect(agent, &REQ(.op = "QUERY", .entity_type = "router"), 200, &r);
+    tv_t *names = tv_get(&r.body, "attributeNames");
+    for (size_t i = 0; i < names->n; i++)
+        if (strcmp(names->items[i].s, "autoLinkCount") == 0)
+            assert_int_equal(tv_get(&r.body, "results")->items[0].items[i].u, 1);
+    reply_clear(&r);
+    expect(agent, &REQ(.op = "DELETE", .type = "router.config.address", .identity = "1"), 204, &r);
+    reply_clear(&r);
+    expect(agent, &REQ(.op = "DELETE", .type = "router.config.autoLink", .identity = "2"), 204, &r);
+    reply_clear(&r);
+    assert_int_equal(jn_mgmt_entity_count(agent), 0);
+    jn_mgmt_free(agent);
+}
+
+static void create_profiles(jn_mgmt_t *agent, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "p%04d", i);
+        reply_t r;
+        expect(agent,
+               &REQ(.op = "CREATE", .type = "sslProfile", .name = name, .body = body_empty_map),
+               201, &r);
+        reply_clear(&r);
+    }
+}
+
+static size_t page(jn_mgmt_t *agent, const char *type, int64_t offset, int64_t count, char *first,
+                   size_t first_cap)
+{
+    reply_t r;
+    static const char *const cols[] = {"name", NULL};
+    expect(agent,
+           &REQ(.op = "QUERY", .entity_type = type, .offset = offset, .count = count,
+                .body = body_attribute_names, .arg = (void *)cols),
+           200, &r);
+    tv_t *rows = tv_get(&r.body, "results");
+    size_t n = rows->n;
+    if (first && n)
+        snprintf(first, first_cap, "%s", rows->items[0].items[0].s);
+    reply_clear(&r);
+    return n;
+}
+
+static void test_paging(void **state)
+{
+    (void)state;
+    jn_mgmt_t *agent = new_agent(NULL);
+    create_profiles(agent, 1203);
+    char first[32] = "";
+    assert_int_equal(page(agent, "sslProfile", 0, 500, first, sizeof first), 500);
+    assert_string_equal(first, "p0000");
+    assert_int_equal(page(agent, "sslProfile", 500, 500, first, sizeof first), 500);
+    assert_string_equal(first, "p0500");
+    assert_int_equal(page(agent, "sslProfile", 1000, 500, first, sizeof first), 203);
+    assert_string_equal(first, "p1000");
+    assert_int_equal(page(agent, "sslProfile", 1203, 500, NULL, 0), 0);
+    assert_int_equal(page(agent, "sslProfile", 5000, 500, NULL, 0), 0);
+    assert_int_equal(page(agent, "sslProfile", 0, 0, NULL, 0), 0);
+    assert_int_equal(page(agent, "sslProfile", -1, -1, NULL, 0), 1203); /* no count: all */
+    assert_int_equal(page(agent, "sslProfile", 1202, -1, first, sizeof first), 1);
+    assert_string_equal(first, "p1202");
+    /* all types: router, 1203 profiles, 17 log modules, allocators, self */
+    size_t all = page(agent, NULL, -1, -1, first, sizeof first);
+    assert_string_equal(first, "R1");
+    assert_true(all >= 1 + 1203 + 17 + 1);
+    size_t walked = 0, got;
+    for (int64_t off = 0; (got = page(agent, NULL, off, 500, NULL, 0)) > 0; off += 500)
+        walked += got;
+    assert_int_equal(walked, all);
+    /* across a type boundary: the last profile, then the first log module */
+    assert_int_equal(page(agent, NULL, 1203, 2, first, sizeof first), 2);
+    assert_string_equal(first, "p1202");
+    assert_int_equal(page(agent, NULL, 1204, 1, first, sizeof first), 1);
+    assert_string_equal(first, "log/ROUTER");
+    jn_mgmt_free(agent);
+}
+
+static void test_query_all_columns(void **state)
+{
+    (void)state;
+    jn_mgmt_t *agent = new_agent(NULL);
+    reply_t r;
+    expect(
+        agent,
+        &REQ(.op = "QUERY", .entity_type = "org.apache.qpid.dispatch.log", .body = body_empty_map),
+        200, &r);
+    tv_t *names = tv_get(&r.body, "attributeNames"), *rows = tv_get(&r.body, "results");
+    assert_string_equal(names->items[0].s, "name");
+    assert_int_equal(rows->n, JN_LOG_SCHEMA_MODULE_COUNT);
+    assert_int_equal(rows->items[0].n, names->n);
+    reply_clear(&r);
+    /* a type the agent does not serve: its columns, no rows */
+    expect(agent, &REQ(.op = "QUERY", .entity_type = "vhost"), 200, &r);
+    assert_int_equal(tv_get(&r.body, "results")->n, 0);
+    assert_true(tv_list_has(tv_get(&r.body, "attributeNames"), "hostname"));
+    reply_clear(&r);
+    /* no entityType, no names: the union of the columns */
+    expect(agent, &REQ(.op = "QUERY", .type = "org.amqp.management", .name = "self"), 200, &r);
+    names = tv_get(&r.body, "attributeNames");
+    assert_true(tv_list_has(names, "linkDir"));
+    assert_true(tv_list_has(names, "typeName"));
+    reply_clear(&r);
+    jn_mgmt_free(agent);
+}
+
+static void test_log_update(void **state)
+{
+    (void)state;
+    jn_mgmt_t *agent = new_agent(NULL);
+    static const char *const en[] = {"enable", "trace+", "includeSource", "yes", NULL};
+    static const char *const bad_en[] = {"enable", "loud+", NULL};
+    static const char *const bad_attr[] = {"module", "ROUTER", "colour", "red", NULL};
+    reply_t r;
+    expect(agent,
+           &REQ(.op = "UPDATE", .type = "log", .name = "log/AGENT", .body = body_string_map,
+                .arg = (void *)en),
+           200, &r);
+    assert_string_equal(tv_get(&r.body, "enable")->s, "trace+");
+    assert_true(tv_get(&r.body, "includeSource")->b);
+    reply_clear(&r);
+    jn_log_config_t lc;
+    jn_log_get_config(JN_LOG_MOD_AGENT, &lc);
+    assert_int_equal(lc.mask, JN_LOG_MASK_ALL);
+    assert_true(jn_log_enabled(JN_LOG_MOD_AGENT, JN_LOG_TRACE));
+    refused(agent,
+            &REQ(.op = "UPDATE", .type = "log", .identity = "log/AGENT", .body = body_string_map,
+                 .arg = (void *)bad_en),
+            "enable");
+    refused(agent,
+            &REQ(.op = "UPDATE", .type = "log", .name = "AGENT", .body = body_string_map,
+                 .arg = (void *)bad_attr),
+            "colour");
+    assert_true(jn_log_enabled(JN_LOG_MOD_AGENT, JN_LOG_TRACE)); /* unchanged */
+    expect(agent, &REQ(.op = "READ", .type = "log", .name = "AGENT"), 200, &r);
+    assert_string_equal(tv_get(&r.body, "identity")->s, "log/AGENT");
+    reply_clear(&r);
+    expect(agent, &REQ(.op = "UPDATE", .type = "log", .name = "log/NOPE", .body = body_empty_map),
+           404, &r);
+    reply_clear(&r);
+    jn_log_shutdown();
+    jn_mgmt_free(agent);
+}
+
+static const char config_text[] = "router {\n mode: standalone\n id: R1\n}\n"
+                                  "listener {\n host: 127.0.0.1\n port: 5672\n}\n"
+                                  "listener {\n name: second\n port: 5673\n}\n"
+                                  "connector {\n name: up\n host: 127.0.0.1\n port: 6000\n}\n"
+                                  "address {\n prefix: mc\n distribution: multicast\n}\n"
+                                  "log {\n module: DEFAULT\n enable: info+\n}\n";
+
+static void test_load_config(void **state)
+{
+    (void)state;
+    jn_config_t *cfg = NULL;
+    char err[JN_CONFIG_ERROR_MAX];
+    assert_int_equal(jn_config_load_string("test.conf", config_text, sizeof config_text - 1, &cfg,
+                                           err, sizeof err),
+                     0);
+    fake_io_t io = {0};
+    jn_mgmt_t *agent = new_agent(&io);
+    assert_int_equal(jn_mgmt_load_config(agent, cfg), 0);
+    jn_config_free(cfg);
+    assert_int_equal(jn_mgmt_entity_count(agent), 4);
+    assert_int_equal(io.listeners, 0); /* loading does not act */
+    reply_t r;
+    expect(agent, &REQ(.op = "QUERY", .entity_type = "listener"), 200, &r);
+    tv_t *names = tv_get(&r.body, "attributeNames"), *rows = tv_get(&r.body, "results");
+    assert_int_equal(rows->n, 2);
+    assert_string_equal(names->items[1].s, "identity");
+    assert_string_equal(rows->items[0].items[1].s, "listener/127.0.0.1:5672");
+    assert_string_equal(rows->items[0].items[0].s, "listener/127.0.0.1:5672");
+    assert_string_equal(rows->items[1].items[0].s, "second");
+    reply_clear(&r);
+    expect(agent, &REQ(.op = "READ", .type = "router.config.address", .identity = "1"), 200, &r);
+    assert_string_equal(tv_get(&r.body, "prefix")->s, "mc");
+    assert_string_equal(tv_get(&r.body, "distribution")->s, "multicast");
+    reply_clear(&r);
+    expect(agent, &REQ(.op = "DELETE", .type = "connector", .name = "up"), 204, &r);
+    reply_clear(&r);
+    assert_string_equal(io.removed_name, "up");
+    jn_mgmt_free(agent);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_listener_create_read_delete),
+        cmocka_unit_test(test_create_validation),
+        cmocka_unit_test(test_connector_type_and_name_in_body),
+        cmocka_unit_test(test_address_and_links),
+        cmocka_unit_test(test_paging),
+        cmocka_unit_test(test_query_all_columns),
+        cmocka_unit_test(test_log_update),
+        cmocka_unit_test(test_load_config),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    jn_log_shutdown();
+    jn_pool_thread_exit();
+    if (jn_pool_leak_report(stderr) != 0)
+        failed++;
+    jn_pool_shutdown();
+    return failed;
+}

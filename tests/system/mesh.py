@@ -135,11 +135,22 @@ class Mesh:
                 state[m.group(3) or m.group(4)] = False
         return {k for k, v in state.items() if v}
 
-    def wait_converged(self, timeout=30.0):
+    def route_changes(self):
+        """How many route changes each live router has logged."""
+        return {n: r.log().count("Route to ") for n, r in self.routers.items() if r.alive()}
+
+    def wait_converged(self, timeout=30.0, quiet=1.5):
         """Until every live router has a route to every router reachable
-        from it (by the edges)."""
+        from it (by the edges), and no router has changed a route (next hop,
+        cost or valid origins) for `quiet` seconds: link states still on
+        their way can change valid origins after the routes exist, and a
+        delivery whose origin is briefly not valid is released."""
         deadline = time.monotonic() + timeout * SLOW
+        last, since = None, time.monotonic()
         while True:
+            changes = self.route_changes()
+            if changes != last:
+                last, since = changes, time.monotonic()
             missing = {}
             for n, r in self.routers.items():
                 if not r.alive():
@@ -148,7 +159,7 @@ class Mesh:
                 have = self.routes(n)
                 if not want <= have:
                     missing[n] = sorted(want - have)
-            if not missing:
+            if not missing and time.monotonic() - since >= quiet * SLOW:
                 return
             if time.monotonic() > deadline:
                 self.case.fail("mesh did not converge within %.0f s: missing routes %s\n%s"

@@ -16,8 +16,9 @@
  * agent can answer a QUERY page by page (management-protocol.md 6.1). A
  * walk costs one pointer step per item, whatever the page.
  *
- * Counters the core does not keep (per-link outcomes, per-address delivery
- * counts) are not in these structs; management reports them as 0.
+ * Counters the core does not keep (delayed and stuck deliveries, settle
+ * rates, per-connection last delivery) are not in these structs;
+ * management reports them as 0 or null.
  */
 #ifndef JUNCTION_CORE_VIEW_H
 #define JUNCTION_CORE_VIEW_H 1
@@ -33,7 +34,8 @@ typedef struct jn_view_conn {
     bool incoming;         /* accepted by a listener */
     bool inter_router;     /* role inter-router */
     uint32_t link_capacity;
-    uint32_t links; /* links attached on it */
+    uint32_t links;    /* links attached on it */
+    int64_t opened_us; /* wall clock when it opened (microseconds since the epoch) */
 } jn_view_conn_t;
 
 /* One link (management `router.link`). */
@@ -47,10 +49,14 @@ typedef struct jn_view_link {
      * octets, not NUL-terminated; NULL for an anonymous sender or none */
     const uint8_t *owning_addr;
     size_t owning_addr_len;
-    uint32_t capacity;         /* incoming: the link's; outgoing: its connection's */
-    uint64_t deliveries;       /* received (incoming) / handed out (outgoing) */
-    uint64_t undelivered;      /* outgoing: copies waiting for credit; incoming: held */
-    uint64_t unsettled;        /* outgoing: handed out, not settled */
+    uint32_t capacity;    /* incoming: the link's; outgoing: its connection's */
+    uint64_t deliveries;  /* received (incoming) / handed out (outgoing) */
+    uint64_t undelivered; /* outgoing: copies waiting for credit; incoming: held */
+    uint64_t unsettled;   /* outgoing: handed out, not settled; incoming:
+                           * arrived unsettled, not settled yet */
+    /* settled deliveries by outcome: outgoing, the consumer's; incoming,
+     * the outcome the sender's deliveries were settled with */
+    uint64_t accepted, rejected, released, modified;
     uint64_t credit_available; /* outgoing: credit left; incoming: credit outstanding */
     bool presettled;           /* the sender's snd-settle-mode is settled */
 } jn_view_link_t;
@@ -64,6 +70,12 @@ typedef struct jn_view_addr {
     uint32_t producers;  /* local incoming links */
     uint32_t in_process; /* in-process destinations (the management agent) */
     uint32_t remote;     /* remote routers with a destination for it */
+    /* their router ids (n_remote_hosts of them; borrowed for the callback) */
+    const char *const *remote_hosts;
+    uint32_t n_remote_hosts;
+    /* deliveries: entered the mesh here, copies to local consumers, copies
+     * to other routers, served in-process, composed by the router */
+    uint64_t ingress, egress, transit, to_container, from_container;
 } jn_view_addr_t;
 
 /* jn_core_view_conns_CT / _links_CT / _addrs_CT: call fn(ctx, item) for

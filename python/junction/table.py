@@ -22,8 +22,14 @@ SPACING = 2
 
 
 def plain(value):
-    """A cell as text: None is empty, everything else str()."""
-    return "" if value is None else str(value)
+    """A cell as text: None is empty, an integer its digits (proton's typed
+    integers, e.g. ulong, would otherwise print as 'ulong(5)'), everything
+    else str()."""
+    if value is None:
+        return ""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return "%d" % value
+    return str(value)
 
 
 def time_long(seconds):

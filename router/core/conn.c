@@ -17,6 +17,7 @@
 #include "delivery.h"
 
 #include <junction/pool.h>
+#include <junction/time.h>
 
 #include <sched.h>
 #include <stdlib.h>
@@ -54,6 +55,7 @@ jn_core_conn_t *jn_core_conn_opened_IO(jn_core_t *core, void *io_conn, const jn_
     c->link_capacity = info->link_capacity;
     c->inter_router = info->inter_router;
     c->cost = info->cost ? info->cost : 1;
+    c->opened_us = jn_time_wall_us(); /* once per connection, for uptimeSeconds */
     if (c->inter_router)
         c->strip_inbound = c->strip_outbound = false; /* mesh-protocol.md 2.1 */
     atomic_init(&c->refcount, 1);

@@ -116,6 +116,12 @@ typedef struct jn_addr {
     bool advertised;      /* told the mesh this router has a local destination */
     bool permanent;       /* never freed while the core runs (R<id>, $management) */
     uint8_t inproc;       /* JN_INPROC_*: served inside the router */
+    /* management counters (router.address), forward.c: deliveries that
+     * entered the mesh here (from a client), copies to local consumers
+     * (egress) and to other routers (transit), deliveries served
+     * in-process (to container) and composed by the router (from
+     * container) */
+    uint64_t ingress, egress, transit, to_container, from_container;
 } jn_addr_t;
 
 /* In-process destinations (jn_addr_t.inproc). */
@@ -150,6 +156,7 @@ struct jn_core_conn {
     bool inter_router;
     bool internal;  /* the core's own origin of the messages it composes */
     uint32_t cost;  /* inter-router: effective cost */
+    int64_t opened_us; /* wall clock at jn_core_conn_opened_IO (uptimeSeconds) */
 
     /* Atomic. */
     atomic_uint refcount;
@@ -222,6 +229,9 @@ struct jn_core_link {
         char *dyn_address;                     /* dynamic source address made (heap) */
         jn_core_link_t *conn_prev, *conn_next; /* conn->ct.links */
         uint64_t deliveries;                   /* deliveries received / handed out */
+        /* settled deliveries by outcome (jn_outcome_index): outgoing, as the
+         * consumer settled them; incoming, as the sender's were settled */
+        uint64_t outcomes[4];
         /* outgoing (the router sends) */
         uint64_t credit_limit; /* from the last flow (core.h semantics) */
         uint64_t handed;       /* deliveries handed to the I/O (+ drained) */
@@ -233,6 +243,7 @@ struct jn_core_link {
         /* incoming (the router receives) */
         uint32_t outstanding; /* credit granted and not yet used */
         uint32_t held;        /* arrived, not yet handed to every consumer */
+        uint32_t unsettled_in; /* arrived unsettled, not settled yet (either side) */
         bool dirty;           /* on core->ct.dirty (credit to recompute) */
         jn_core_link_t *dirty_next;
     } ct;

@@ -49,6 +49,24 @@ static void check_done_CT(jn_delivery_t *dlv)
     jn_delivery_unref(dlv);
 }
 
+/* Management counters of a link (router.link acceptedCount...): one
+ * increment per settled delivery, core thread only. */
+static inline void count_link_outcome(jn_core_link_t *link, uint64_t type)
+{
+    if (type >= JN_DISP_ACCEPTED && type <= JN_DISP_MODIFIED)
+        link->ct.outcomes[type - JN_DISP_ACCEPTED]++;
+}
+
+/* An incoming delivery is about to be settled for the first time (by the
+ * router or its sender): one less unsettled on its link. */
+static inline void incoming_settling(jn_delivery_t *dlv)
+{
+    jn_core_link_t *in = dlv->link;
+    if (!dlv->presettled && !dlv->ct.sender_settled && !dlv->ct.router_settled &&
+        in->ct.unsettled_in > 0)
+        in->ct.unsettled_in--;
+}
+
 /* Settle an incoming delivery toward its sender with outcome type (unless it
  * is settled already, or its link is gone). */
 static void settle_incoming_CT(jn_delivery_t *dlv, uint64_t type)
@@ -56,6 +74,8 @@ static void settle_incoming_CT(jn_delivery_t *dlv, uint64_t type)
     JN_ASSERT_CT(jn_delivery_core(dlv));
     if (dlv->presettled || dlv->ct.sender_settled || dlv->ct.router_settled)
         return;
+    incoming_settling(dlv);
+    count_link_outcome(dlv->link, type);
     dlv->ct.router_settled = true;
     if (dlv->link->ct.state != JN_LINK_ST_DETACHED)
         jn_work_dlv_CT(dlv, JN_WORK_DELIVERY_UPDATE, type, NULL, true);
@@ -189,6 +209,10 @@ static void forward_anycast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_rou
     jn_delivery_t *copy = to ? jn_delivery_copy_CT(dlv, to, dlv->presettled) : NULL;
     if (!copy)
         return; /* pending stays 0: released */
+    if (to->conn->inter_router)
+        addr->transit++;
+    else
+        addr->egress++;
     dlv->ct.pending = 1;
     enqueue_CT(copy);
 }
@@ -221,6 +245,8 @@ static void forward_multicast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_r
     unsigned n = addr->n_remote > 0 ? jn_router_multicast_links_CT(core, addr, rc, remote,
                                                                    JN_MESH_MAX_LINKS)
                                     : 0;
+    addr->egress += addr->n_consumers;
+    addr->transit += n;
     copy_to_links_CT(dlv, addr->consumers, addr->n_consumers, remote, n);
 }
 
@@ -268,8 +294,10 @@ void jn_forward_composed_CT(jn_delivery_t *dlv)
     jn_route_ctx_t rc;
     jn_router_route_ctx_CT(core, dlv, &rc);
     jn_addr_t *addr = addr_of_CT(core, dlv);
-    if (addr && !addr->inproc)
+    if (addr && !addr->inproc) {
+        addr->from_container++;
         route_CT(dlv, addr, &rc);
+    }
     dlv->ct.routed = true;
     if (dlv->ct.pending == 0)
         all_handed_CT(core, dlv);
@@ -353,6 +381,9 @@ static void count_outcome_CT(jn_core_t *core, jn_delivery_t *copy, uint64_t type
         return;
     copy->ct.outcome_counted = true;
     jn_stat_add(s, 1);
+    count_link_outcome(copy->link, type);
+    if (copy->ct.peer && !copy->ct.peer->ct.multicast)
+        count_link_outcome(copy->ct.peer->link, type); /* the sender's outcome */
 }
 
 /* The sender changed its delivery: only its settlement matters. */
@@ -361,6 +392,7 @@ static void sender_update_CT(jn_delivery_t *dlv, bool settled)
     JN_ASSERT_CT(jn_delivery_core(dlv));
     if (!settled || dlv->ct.sender_settled)
         return;
+    incoming_settling(dlv);
     dlv->ct.sender_settled = true;
     jn_delivery_t *next;
     for (jn_delivery_t *c = dlv->ct.copies; c; c = next) {
@@ -391,8 +423,10 @@ void jn_forward_update_CT(jn_delivery_t *dlv, const jn_disposition_t *disp, bool
         if (!peer->presettled && !peer->ct.sender_settled && !peer->ct.router_settled &&
             peer->link->ct.state != JN_LINK_ST_DETACHED)
             jn_work_dlv_CT(peer, JN_WORK_DELIVERY_UPDATE, JN_DISP_NONE, disp, settled);
-        if (settled)
+        if (settled) {
+            incoming_settling(peer);
             peer->ct.router_settled = true;
+        }
     }
     if (!settled)
         return;
@@ -438,6 +472,8 @@ void jn_forward_consumer_gone_CT(jn_core_link_t *link, jn_addr_t *addr)
                 if (open) {
                     jn_stat_add(&core->stats.modified, 1);
                     jn_disposition_t d = {.type = JN_DISP_MODIFIED, .delivery_failed = true};
+                    incoming_settling(peer);
+                    count_link_outcome(peer->link, JN_DISP_MODIFIED);
                     peer->ct.router_settled = true;
                     if (peer->link->ct.state != JN_LINK_ST_DETACHED)
                         jn_work_dlv_CT(peer, JN_WORK_DELIVERY_UPDATE, JN_DISP_NONE, &d, true);

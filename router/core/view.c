@@ -24,6 +24,7 @@ static void conn_fill(const jn_core_conn_t *c, jn_view_conn_t *out)
     for (const jn_core_link_t *l = c->ct.links; l; l = l->ct.conn_next)
         n += l->ct.state == JN_LINK_ST_ATTACHED;
     out->links = n;
+    out->opened_us = c->opened_us;
 }
 
 static void link_fill(const jn_core_link_t *l, jn_view_link_t *out)
@@ -38,10 +39,14 @@ static void link_fill(const jn_core_link_t *l, jn_view_link_t *out)
     out->owning_addr_len = l->ct.addr ? l->ct.addr->key_len : 0;
     out->deliveries = l->ct.deliveries;
     out->presettled = l->presettled;
+    out->accepted = l->ct.outcomes[0];
+    out->rejected = l->ct.outcomes[1];
+    out->released = l->ct.outcomes[2];
+    out->modified = l->ct.outcomes[3];
     if (l->dir == JN_LINK_INCOMING) {
         out->capacity = l->capacity;
         out->undelivered = l->ct.held;
-        out->unsettled = 0; /* not kept for incoming links */
+        out->unsettled = l->ct.unsettled_in;
         out->credit_available = l->ct.outstanding;
     } else {
         out->capacity = c->link_capacity ? c->link_capacity : JN_CORE_DEFAULT_CAPACITY;
@@ -105,13 +110,25 @@ size_t jn_core_view_addrs_CT(jn_core_t *core, size_t offset, size_t max,
         if (i - offset >= max)
             break;
         const jn_addr_t *a = value;
+        const char *hosts[JN_MESH_MAX_ROUTERS];
+        uint32_t n_hosts = 0;
+        for (unsigned r = 1; a->n_remote > 0 && r < JN_MESH_MAX_ROUTERS; r++)
+            if (jn_mesh_bits_has(&a->remote, r) && core->ct.routers[r])
+                hosts[n_hosts++] = core->ct.routers[r]->id;
         jn_view_addr_t v = {.key = a->key,
                             .key_len = a->key_len,
                             .distribution = a->distribution,
                             .consumers = a->n_consumers,
                             .producers = a->n_producers,
                             .in_process = a->inproc != JN_INPROC_NONE,
-                            .remote = a->n_remote};
+                            .remote = a->n_remote,
+                            .remote_hosts = hosts,
+                            .n_remote_hosts = n_hosts,
+                            .ingress = a->ingress,
+                            .egress = a->egress,
+                            .transit = a->transit,
+                            .to_container = a->to_container,
+                            .from_container = a->from_container};
         if (!fn(ctx, &v))
             break;
     }

@@ -186,6 +186,8 @@ static int dispatch(jn_mgmt_t *agent, const jn_mgmt_request_t *req, jn_mgmt_repl
         return jn_mgmt_get_mgmt_nodes(agent, req, reply);
     if (strcmp(op, "GET-SCHEMA") == 0)
         return jn_mgmt_get_schema(req, reply);
+    if (strcmp(op, "GET-JSON-SCHEMA") == 0)
+        return jn_mgmt_get_json_schema(req, reply);
     if (strcmp(op, "GET-LOG") == 0)
         return jn_mgmt_get_log(req, reply);
     if (strcmp(op, "GET-ANNOTATIONS") == 0) {

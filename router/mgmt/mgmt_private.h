@@ -14,7 +14,8 @@
  *               CREATE), their validation and the actions they take;
  *   query.c     QUERY (one type or all, attribute selection, paging);
  *   node_ops.c  GET-TYPES, GET-ATTRIBUTES, GET-OPERATIONS, GET-SCHEMA,
- *               GET-MGMT-NODES, GET-LOG.
+ *               GET-MGMT-NODES, GET-LOG;
+ *   json.c      GET-JSON-SCHEMA.
  *
  * Rows. Every entity, stored or read from the core, is shown as a row: an
  * array of jn_mv_t, one per column of its class, in the class's
@@ -132,9 +133,10 @@ typedef struct jn_mgmt_request {
     char identity[JN_MGMT_STR_MAX];
     char entity_type[JN_MGMT_STR_MAX];
     bool has_type, has_name, has_identity, has_entity_type;
-    bool has_offset, has_count, has_limit;
+    bool has_offset, has_count, has_limit, has_indent;
     uint64_t offset, count;
     int64_t limit;
+    uint64_t indent; /* GET-JSON-SCHEMA (at most 16) */
     /* reply addressing */
     char reply_to[JN_MGMT_STR_MAX];
     bool has_reply_to;
@@ -284,6 +286,8 @@ int jn_mgmt_get_types(const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply);
 int jn_mgmt_get_attributes(const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply);
 int jn_mgmt_get_operations(const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply);
 int jn_mgmt_get_schema(const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply);
+/* json.c: GET-SCHEMA's answer as JSON text (indent from the request). */
+int jn_mgmt_get_json_schema(const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply);
 int jn_mgmt_get_mgmt_nodes(jn_mgmt_t *agent, const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply);
 int jn_mgmt_get_log(const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply);
 

@@ -138,6 +138,12 @@ static int parse_property(const jn_field_t *k, const jn_field_t *v, jn_mgmt_requ
         return prop_uint(v, "offset", &req->offset, &req->has_offset, reply);
     if (jn_field_equal_string(k, "count"))
         return prop_uint(v, "count", &req->count, &req->has_count, reply);
+    if (jn_field_equal_string(k, "indent")) {
+        int rc = prop_uint(v, "indent", &req->indent, &req->has_indent, reply);
+        if (req->indent > 16)
+            req->indent = 16;
+        return rc;
+    }
     if (jn_field_equal_string(k, "limit")) {
         uint64_t limit = 0;
         int rc = prop_uint(v, "limit", &limit, &req->has_limit, reply);

@@ -13,6 +13,7 @@
 
 #include <junction/core_view.h>
 #include <junction/pool.h>
+#include <junction/time.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,6 +128,7 @@ static bool conn_row(void *arg, const jn_view_conn_t *v)
 {
     sink_t *k = arg;
     char name[360], id[24];
+    int64_t up = v->opened_us > 0 ? (jn_time_wall_us() - v->opened_us) / 1000000 : 0;
     snprintf(name, sizeof name, "connection/%s", v->host);
     snprintf(id, sizeof id, "%" PRIu64, v->id);
     jn_mv_t r[] = {jn_mv_str(name),
@@ -151,8 +153,8 @@ static bool conn_row(void *arg, const jn_view_conn_t *v)
                    jn_mv_bool(true),
                    jn_mv_str("enabled"),
                    jn_mv_str("up"),
-                   jn_mv_uint(0), /* uptimeSeconds: not kept */
-                   jn_mv_null(),  /* lastDlvSeconds: not kept */
+                   jn_mv_uint((uint64_t)(up > 0 ? up : 0)),
+                   jn_mv_null(), /* lastDlvSeconds: not kept */
                    jn_mv_bool(false)};
     return k->fn(k->ctx, r);
 }
@@ -192,11 +194,11 @@ static bool link_row(void *arg, const jn_view_link_t *v)
                    jn_mv_str("up"),
                    jn_mv_ulong(v->presettled ? v->deliveries : 0),
                    zero, /* droppedPresettledCount */
-                   zero, /* accepted, rejected, released, modified: not kept per link */
-                   zero,
-                   zero,
-                   zero,
-                   zero, /* delayed 1 s, 10 s, stuck */
+                   jn_mv_ulong(v->accepted),
+                   jn_mv_ulong(v->rejected),
+                   jn_mv_ulong(v->released),
+                   jn_mv_ulong(v->modified),
+                   zero, /* delayed 1 s, 10 s, stuck: not kept */
                    zero,
                    zero,
                    jn_mv_null(), /* ingressHistogram */
@@ -220,27 +222,28 @@ static bool addr_row(void *arg, const jn_view_addr_t *v)
 {
     sink_t *k = arg;
     jn_mv_t key = jn_mv_strn(v->key, v->key_len), zero = jn_mv_ulong(0);
-    jn_mv_t r[] = {key,
-                   key,
-                   jn_mv_str(FULL("router.address")),
-                   key,
-                   jn_mv_str(dist_name(v->distribution)),
-                   jn_mv_uint(v->in_process),
-                   jn_mv_uint(v->consumers),
-                   jn_mv_uint(v->remote),
-                   jn_mv_uint(0),
-                   (jn_mv_t){.kind = JN_MV_EMPTY_LIST},
-                   zero, /* per-address delivery counters: not kept */
-                   zero,
-                   zero,
-                   zero,
-                   zero,
-                   zero,
-                   zero,
-                   jn_mv_null(),
-                   jn_mv_int(JN_MV_LONG, 0),
-                   jn_mv_int(JN_MV_INT, -1),
-                   zero};
+    jn_mv_t r[] = {
+        key,
+        key,
+        jn_mv_str(FULL("router.address")),
+        key,
+        jn_mv_str(dist_name(v->distribution)),
+        jn_mv_uint(v->in_process),
+        jn_mv_uint(v->consumers),
+        jn_mv_uint(v->remote),
+        jn_mv_uint(0),
+        (jn_mv_t){.kind = JN_MV_STRLIST, .len = v->n_remote_hosts, .v.list = v->remote_hosts},
+        jn_mv_ulong(v->ingress),
+        jn_mv_ulong(v->egress),
+        jn_mv_ulong(v->transit),
+        jn_mv_ulong(v->to_container),
+        jn_mv_ulong(v->from_container),
+        zero, /* route-container counters: no link routes */
+        zero,
+        jn_mv_null(),
+        jn_mv_int(JN_MV_LONG, 0),
+        jn_mv_int(JN_MV_INT, -1),
+        zero};
     return k->fn(k->ctx, r);
 }
 

@@ -21,6 +21,7 @@
 
 #include <junction/core_view.h>
 
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,6 +222,15 @@ static int check_endpoint(jn_mgmt_entity_t *e, jn_mgmt_reply_t *reply)
     const char *port = jn_mgmt_entity_str(e, "port");
     if (!port || !port[0])
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "Attribute 'port' must not be empty");
+    /* as the config file's check (router/main.c): a CREATE is refused
+     * where a config file would stop start-up */
+    bool digits = strspn(port, "0123456789") == strlen(port);
+    if (digits ? strlen(port) > 5 || atol(port) > 65535 : getservbyname(port, "tcp") == NULL)
+        return jn_mgmt_reply_set(
+            reply, JN_MGMT_BAD_REQUEST,
+            "Attribute 'port' value '%.80s' is neither a number from 0 to 65535 nor a TCP "
+            "service name",
+            port);
     return 0;
 }
 

@@ -43,7 +43,7 @@ import threading
 import time
 import unittest
 
-from proton import Message
+from proton import Message, int32, uint, ulong
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
@@ -88,8 +88,13 @@ def canned_entities(router_id, all_ids):
     for i, c in enumerate(ROUTER_COUNTERS):
         router[c] = {"addrCount": 6, "linkCount": LINK_COUNT, "nodeCount": len(all_ids) - 1,
                      "connectionCount": 3, "acceptedDeliveries": 1234567}.get(c, i)
-    router.update({"linksBlocked": 0, "uptimeSeconds": 93784, "memoryUsage": 449839104,
-                   "workerThreads": 4})
+    # the AMQP types 1.19 sends (§7.1): counters ulong, linksBlocked and
+    # uptime uint, workerThreads int (proton prints them as 'ulong(5)' if a
+    # tool forgets they are numbers)
+    for c in ROUTER_COUNTERS:
+        router[c] = ulong(router[c])
+    router.update({"linksBlocked": uint(0), "uptimeSeconds": uint(93784),
+                   "memoryUsage": ulong(449839104), "workerThreads": int32(4)})
     ents[PREFIX + "router"] = [router]
 
     def conn(ident, host, container, role, dir_, sasl, user, enc, last, tenant=None):
@@ -128,17 +133,27 @@ def canned_entities(router_id, all_ids):
             "deliveriesDelayed10Sec": 1, "deliveriesStuck": 0, "ingressHistogram": None,
             "priority": 4, "settleRate": 7, "creditAvailable": 250,
             "zeroCreditSeconds": 75 if i == 1 else 0})
+        l = links[-1]
+        for k in ("undeliveredCount", "unsettledCount", "deliveryCount", "presettledCount",
+                  "droppedPresettledCount", "acceptedCount", "rejectedCount", "releasedCount",
+                  "modifiedCount", "deliveriesDelayed1Sec", "deliveriesDelayed10Sec",
+                  "deliveriesStuck"):
+            l[k] = ulong(l[k])
+        for k in ("capacity", "priority", "settleRate", "creditAvailable", "zeroCreditSeconds"):
+            l[k] = uint(l[k])
     ents[PREFIX + "router.link"] = links
 
     def address(key, dist, local, remote, cont=0, pri=-1, ingress=0):
         return {"name": key, "identity": key, "type": PREFIX + "router.address", "key": key,
-                "distribution": dist, "inProcess": 0, "subscriberCount": local,
-                "remoteCount": remote, "containerCount": cont, "remoteHostRouters": [],
-                "deliveriesIngress": ingress, "deliveriesEgress": ingress,
+                "distribution": dist, "inProcess": uint(0), "subscriberCount": uint(local),
+                "remoteCount": uint(remote), "containerCount": uint(cont),
+                "remoteHostRouters": [],
+                "deliveriesIngress": ulong(ingress), "deliveriesEgress": ulong(ingress),
                 "deliveriesTransit": 0, "deliveriesToContainer": 0,
                 "deliveriesFromContainer": 0, "deliveriesEgressRouteContainer": 0,
                 "deliveriesIngressRouteContainer": 0, "transitOutstanding": None,
-                "trackedDeliveries": 0, "priority": pri, "deliveriesRedirectedToFallback": 0}
+                "trackedDeliveries": 0, "priority": int32(pri),
+                "deliveriesRedirectedToFallback": ulong(0)}
 
     ents[PREFIX + "router.address"] = [
         address("M0examples", "balanced", 1, 0, ingress=1500),

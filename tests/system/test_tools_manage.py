@@ -70,10 +70,18 @@ class ManagePagingTest(ToolsTestCase):
     """QUERY rows come page by page; the loop always ends."""
 
     def test_pages_of_five(self):
+        # A real router's links are the tool's own two (new ones each run):
+        # pages of one row make it walk them page by page all the same.
+        size = "5" if self.fake else "1"
         out5 = json.loads(self.ok("manage", "query", "--type", "router.link",
-                                  "--page-size", "5"))
+                                  "--page-size", size))
         out_all = json.loads(self.ok("manage", "query", "--type", "router.link"))
-        self.assertEqual([r["identity"] for r in out5], [r["identity"] for r in out_all])
+        if self.fake:
+            self.assertEqual([r["identity"] for r in out5], [r["identity"] for r in out_all])
+        else:
+            self.assertEqual([(r["linkType"], r["linkDir"]) for r in out5],
+                             [(r["linkType"], r["linkDir"]) for r in out_all])
+            self.assertEqual(len(set(r["identity"] for r in out5)), len(out5))
         if self.fake:
             self.assertEqual(len(out5), LINK_COUNT)
             pages = [(q["properties"]["offset"], q["properties"]["count"])

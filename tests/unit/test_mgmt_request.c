@@ -3,7 +3,7 @@
  * (split at every buffer boundary), the reply's addressing and status
  * properties, every kind of bad request and its status, and the node
  * operations (GET-TYPES, GET-ATTRIBUTES, GET-OPERATIONS, GET-SCHEMA,
- * GET-MGMT-NODES, GET-LOG, node READ). The agent runs without a core; a
+ * GET-JSON-SCHEMA, GET-MGMT-NODES, GET-LOG, node READ). The agent runs without a core; a
  * fake send function captures its replies.
  */
 #include "test_mgmt_util.h"
@@ -108,7 +108,6 @@ static void test_bad_requests(void **state)
     bad(agent, &REQ(.op = NULL), 400, "operation");
     bad(agent, &REQ(.op = NULL, .props = props_int_operation), 400, "operation");
     bad(agent, &REQ(.op = "FROBNICATE", .type = "listener", .name = "x"), 501, "FROBNICATE");
-    bad(agent, &REQ(.op = "GET-JSON-SCHEMA"), 501, "GET-JSON-SCHEMA");
     bad(agent, &REQ(.op = "READ", .type = "nosuchtype", .name = "x"), 400, "nosuchtype");
     bad(agent, &REQ(.op = "QUERY", .entity_type = "nosuchtype"), 400, "nosuchtype");
     bad(agent,
@@ -242,6 +241,37 @@ static void test_get_schema(void **state)
     jn_mgmt_free(agent);
 }
 
+static void props_indent(jn_encoder_t *e, void *arg)
+{
+    (void)arg;
+    jn_enc_cstring(e, "indent");
+    jn_enc_cstring(e, "2"); /* qdmanage sends NAME=VALUE properties as strings */
+}
+
+/* GET-JSON-SCHEMA: GET-SCHEMA's map as JSON text, one line without indent,
+ * one member per line with it. */
+static void test_get_json_schema(void **state)
+{
+    (void)state;
+    jn_mgmt_t *agent = new_agent(NULL);
+    reply_t r;
+    expect(agent, &REQ(.op = "GET-JSON-SCHEMA"), 200, &r);
+    assert_int_equal(r.body.type, JN_TYPE_STRING);
+    const char *start = "{\"prefix\": \"" JN_SCHEMA_PREFIX "\", \"entityTypes\": {";
+    assert_true(strncmp(r.body.s, start, strlen(start)) == 0);
+    assert_null(strchr(r.body.s, '\n'));
+    assert_non_null(strstr(r.body.s, "\"fullyQualifiedType\": \"" JN_SCHEMA_PREFIX ".listener\""));
+    assert_non_null(
+        strstr(r.body.s, "\"maxFrameSize\": {\"type\": \"integer\", \"default\": 16384}"));
+    reply_clear(&r);
+    expect(agent, &REQ(.op = "GET-JSON-SCHEMA", .props = props_indent), 200, &r);
+    start = "{\n  \"prefix\": ";
+    assert_true(strncmp(r.body.s, start, strlen(start)) == 0);
+    assert_non_null(strstr(r.body.s, "\n    \"listener\": {\n      \"attributes\": {\n"));
+    reply_clear(&r);
+    jn_mgmt_free(agent);
+}
+
 static void props_limit_string(jn_encoder_t *e, void *arg)
 {
     (void)arg;
@@ -367,6 +397,7 @@ int main(void)
         cmocka_unit_test(test_lower_case_operation),
         cmocka_unit_test(test_get_types_attributes_operations),
         cmocka_unit_test(test_get_schema),
+        cmocka_unit_test(test_get_json_schema),
         cmocka_unit_test(test_get_log),
         cmocka_unit_test(test_node_read_and_router),
         cmocka_unit_test(test_router_nodes_hook),

@@ -313,6 +313,8 @@ void jn_forward_arrived_CT(jn_delivery_t *dlv)
     if (dlv->presettled)
         jn_stat_add(&core->stats.presettled, 1);
     in->ct.deliveries++;
+    if (!dlv->presettled)
+        in->ct.unsettled_in++;
     if (in->ct.outstanding > 0)
         in->ct.outstanding--;
     in->ct.held++;
@@ -321,7 +323,10 @@ void jn_forward_arrived_CT(jn_delivery_t *dlv)
         return;
     }
     jn_addr_t *addr = addr_of_CT(core, dlv);
+    if (addr && !in->conn->inter_router)
+        addr->ingress++; /* it enters the mesh here */
     if (addr && addr->inproc) {
+        addr->to_container++;
         jn_router_management_arrived_CT(dlv);
         return;
     }

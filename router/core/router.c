@@ -543,6 +543,25 @@ int jn_router_sleep_ms_CT(jn_core_t *core)
 
 /* ---- connections and links ----------------------------------------------- */
 
+/* A second inter-router connection whose peer has the id of a router
+ * already connected: two routers with one id (or the same router twice).
+ * The newcomer's connection is closed with a log line; the mesh goes on
+ * with the first. */
+static void refuse_duplicate_CT(jn_core_conn_t *conn, const jn_core_conn_t *first)
+{
+    JN_ASSERT_CT(conn->core);
+    JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_CRITICAL,
+           "[C%" PRIu64 "] Duplicate router id: the inter-router peer at %s has id '%s', as the "
+           "router already connected on [C%" PRIu64 "]; connection refused",
+           conn->conn_id, conn->host, conn->container_id, first->conn_id);
+    jn_work_t *w = jn_work_new_CT(conn->core, JN_WORK_CONN_CLOSE);
+    if (!w)
+        return;
+    w->condition = strdup("amqp:not-allowed");
+    w->description = strdup("duplicate router id: a router with this id is already connected");
+    jn_work_push_CT(conn, w);
+}
+
 void jn_router_conn_opened_CT(jn_core_conn_t *conn)
 {
     jn_core_t *core = conn->core;
@@ -553,6 +572,13 @@ void jn_router_conn_opened_CT(jn_core_conn_t *conn)
     if (!core->mesh) {
         conn->inter_router = false; /* not interior: main refuses this config */
         return;
+    }
+    for (int i = 0; i < JN_MESH_MAX_LINKS; i++) {
+        jn_core_conn_t *other = core->ct.slots[i];
+        if (other && strcmp(other->container_id, conn->container_id) == 0) {
+            refuse_duplicate_CT(conn, other);
+            return;
+        }
     }
     for (int i = 0; i < JN_MESH_MAX_LINKS; i++) {
         if (!core->ct.slots[i]) {

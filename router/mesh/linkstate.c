@@ -41,17 +41,41 @@ static void own_remove_peer(jn_mesh_t *mesh, const jn_mesh_node_t *node)
 
 /* ---- restart detection (7.5) -------------------------------------------- */
 
-static void check_instance_CT(jn_mesh_t *mesh, jn_mesh_node_t *node, int64_t instance)
+/* Returns false when the message is from the newcomer of two live routers
+ * with one id (section 1: a mesh needs unique ids), which is ignored. A
+ * restart changes the instance once; if the instance from before it is
+ * heard again in a later tick (not a straggler still in flight: a restart
+ * takes far longer than a message's trip), two routers use this id: the one that started first (the smaller
+ * instance, seconds since the epoch) keeps it; the newcomer is logged and
+ * ignored from then on. */
+static bool check_instance_CT(jn_mesh_t *mesh, jn_mesh_node_t *node, int64_t instance)
 {
     if (instance == 0 || node->instance == instance)
-        return;
+        return true;
     if (node->instance == 0) {
         node->instance = instance;
-        return;
+        return true;
     }
-    JN_LOG(JN_LOG_MOD_ROUTER_LS, JN_LOG_INFO,
-           "Router %s restarted (instance %lld, was %lld): its state is reset", node->id,
-           (long long)instance, (long long)node->instance);
+    if (instance == node->banned_instance)
+        return false;
+    bool dup = instance == node->prev_instance && mesh->now_ms > node->restart_ms;
+    if (dup) {
+        int64_t newcomer = instance > node->instance ? instance : node->instance;
+        JN_LOG(JN_LOG_MOD_ROUTER_LS, JN_LOG_CRITICAL,
+               "Duplicate router id %s: two routers use it (instances %lld and %lld); the "
+               "newcomer (instance %lld) is ignored: give every router its own id",
+               node->id, (long long)instance, (long long)node->instance, (long long)newcomer);
+        node->banned_instance = newcomer;
+        node->prev_instance = 0;
+        if (newcomer == instance)
+            return false; /* the first one stays as it is */
+    } else {
+        JN_LOG(JN_LOG_MOD_ROUTER_LS, JN_LOG_INFO,
+               "Router %s restarted (instance %lld, was %lld): its state is reset", node->id,
+               (long long)instance, (long long)node->instance);
+        node->prev_instance = node->instance;
+    }
+    node->restart_ms = mesh->now_ms;
     node->instance = instance;
     jn_mesh_strs_clear(&node->peers);
     node->ls_seq = 0;
@@ -59,6 +83,7 @@ static void check_instance_CT(jn_mesh_t *mesh, jn_mesh_node_t *node, int64_t ins
     jn_mesh_mobile_forget_CT(mesh, node);
     node->lsr_pending = true;
     mesh->recompute = true;
+    return true;
 }
 
 /* ---- sending ------------------------------------------------------------ */
@@ -148,8 +173,9 @@ int jn_mesh_on_hello_CT(jn_mesh_t *mesh, int link, uint32_t cost, const jn_mesh_
         return 0;
     if (node->version == 0)
         node->version = m->pv;
+    if (!check_instance_CT(mesh, node, m->instance))
+        return 0;
     refresh_neighbour_CT(mesh, node, link, cost);
-    check_instance_CT(mesh, node, m->instance);
     return 0;
 }
 
@@ -160,7 +186,8 @@ int jn_mesh_on_ra_CT(jn_mesh_t *mesh, const jn_mesh_msg_t *m)
         return 0;
     if (node->version == 0)
         node->version = m->pv;
-    check_instance_CT(mesh, node, m->instance);
+    if (!check_instance_CT(mesh, node, m->instance))
+        return 0;
     node->ls_seen_ms = mesh->now_ms;
     if (node->ls_seq < m->ls_seq) {
         /* sent now when the core can route it, else on a later tick */

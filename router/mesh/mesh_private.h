@@ -145,6 +145,10 @@ typedef struct jn_mesh_node {
     int64_t last_topo_change_ms;
     int64_t instance; /* 0 = not known */
     int64_t version;  /* pv it was created with */
+    /* duplicate id detection (linkstate.c): the instance before the last
+     * restart, when that restart was seen, and an instance found to be a
+     * second live router with this id (its messages are ignored) */
+    int64_t prev_instance, restart_ms, banned_instance;
     bool lsr_pending;
     unsigned unref_ticks; /* ticks found unreferenced (never reset) */
     /* result of the last computation (path.c) */

@@ -73,11 +73,25 @@ class Mesh:
         self.router_attrs = router_attrs or {}
         self.client_listener = client_listener or {}
         self.routers = {}
+        self.ids = {}  # name -> router id, where they differ
 
     def config(self, name):
         conns = [(b, self.ir_ports[b], c) for a, b, c in self.edges if a == name]
-        return mesh_config(name, self.ir_ports[name], conns, self.router_attrs.get(name),
-                           self.client_listener.get(name))
+        return mesh_config(self.ids.get(name, name), self.ir_ports[name], conns,
+                           self.router_attrs.get(name), self.client_listener.get(name))
+
+    def add(self, name, router_id, connect_to):
+        """Start one more router `name` with id router_id (it may repeat
+        another's, for the duplicate-id tests), connecting to each (peer,
+        cost) of connect_to."""
+        taken = set(self.ir_ports.values()) | {r.port for r in self.routers.values()}
+        port = free_port()
+        while port in taken:
+            port = free_port()
+        self.ir_ports[name] = port
+        self.ids[name] = router_id
+        self.edges += [(name, peer, cost) for peer, cost in connect_to]
+        return self.start_one(name)
 
     def start(self, wait=True):
         for n in self.names:

@@ -259,6 +259,37 @@ class StreamAcross(Scenario):
                                                self.recv.octets, self.body.total)
 
 
+class DuplicateId(MeshCase):
+    def test_a_second_router_with_the_same_id_is_refused(self):
+        m = self.mesh(["A", "B"], [("A", "B", 1)])
+        # a newcomer that also calls itself A connects to B
+        newcomer = m.add("A2", "A", [("B", 1)])
+        deadline = time.monotonic() + 10
+        while "Duplicate router id" not in m["B"].log() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertIn("Duplicate router id: the inter-router peer", m["B"].log())
+        self.assertNotIn("Router A restarted", m["B"].log())
+        self.assertIn("duplicate router id", newcomer.log())
+        # the mesh goes on: A and B still route to each other
+        self.anycast(m["A"], m["B"], 20)
+        self.anycast(m["B"], m["A"], 20)
+
+
+    def test_a_duplicate_further_away_is_ignored_by_the_mesh(self):
+        # A-B-C; a second router calling itself A joins at C (no router sees
+        # the two As on its own connections): C hears both instances and
+        # keeps the first
+        m = self.mesh(["A", "B", "C"], [("A", "B", 1), ("B", "C", 1)])
+        m.add("A2", "A", [("C", 1)])
+        deadline = time.monotonic() + 40
+        while "Duplicate router id A: two routers use it" not in m["C"].log() and \
+                time.monotonic() < deadline:
+            time.sleep(0.2)
+        self.assertIn("Duplicate router id A: two routers use it", m["C"].log())
+        self.anycast(m["A"], m["C"], 20)
+        self.anycast(m["C"], m["A"], 20)
+
+
 class Restart(MeshCase):
     def test_a_restarted_router_is_learned_again(self):
         # the middle of a line dies and comes back with the same id (a new

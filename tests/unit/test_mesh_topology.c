@@ -229,6 +229,30 @@ static void test_neighbour_expires_without_hello(void **state)
     net_free(net);
 }
 
+/* Two live routers with one id, not neighbours of one router: the routers
+ * that hear both keep the one that started first (smaller instance) and
+ * ignore the newcomer, instead of resetting its state back and forth. */
+static void test_duplicate_id_keeps_the_first(void **state)
+{
+    (void)state;
+    net_t *net = net_new();
+    int a = net_add(net, "A"), b = net_add(net, "B"), c = net_add(net, "C");
+    net_connect(net, a, b, 1);
+    net_connect(net, b, c, 1);
+    net_run(net, 8);
+    int a2 = net_add(net, "A"); /* a later instance */
+    net_connect(net, a2, c, 1);
+    net_run(net, 12);
+    for (int at = b; at <= c; at++) {
+        jn_mesh_node_t *n = jn_mesh_node_find(net->r[at].mesh, "A", 1);
+        assert_non_null(n);
+        assert_int_equal(n->instance, net->r[a].instance);
+        assert_int_equal(n->banned_instance, net->r[a2].instance);
+    }
+    assert_route(net, "C", "A", "B", -1, 2);
+    net_free(net);
+}
+
 /* A restarted router (new instance) has its state reset and re-learned. */
 static void test_restart_resets_and_relearns(void **state)
 {
@@ -340,6 +364,7 @@ int main(void)
         cmocka_unit_test(test_parallel_links_rebind),
         cmocka_unit_test(test_neighbour_expires_without_hello),
         cmocka_unit_test(test_restart_resets_and_relearns),
+        cmocka_unit_test(test_duplicate_id_keeps_the_first),
         cmocka_unit_test(test_remote_link_state_ages_out),
         cmocka_unit_test(test_ra_intervals),
     };

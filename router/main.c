@@ -642,6 +642,11 @@ static int check_entity_values(const jn_config_t *cfg, const jn_config_entity_t 
         if (prefix == pattern)
             return value_error(cfg, e, NULL, "needs exactly one of prefix and pattern");
     } else if (strcmp(type, "listener") == 0 || strcmp(type, "connector") == 0) {
+        v = jn_config_entity_get(e, "cost");
+        /* sent as an AMQP int (mesh-protocol.md 2.2) and summed along paths */
+        if (v && !jn_config_value_is_default(v) &&
+            (jn_config_value_int(v) < 1 || jn_config_value_int(v) > INT32_MAX))
+            return value_error(cfg, e, v, "cost must be from 1 to 2147483647");
         v = jn_config_entity_get(e, "port");
         if (!port_ok(jn_config_value_string(v))) {
             char text[160];

@@ -63,6 +63,10 @@ struct jn_delivery {
         uint64_t continue_batch; /* batch of the last CONTINUE round */
         bool routed;             /* forwarding decided */
         bool multicast;
+        /* unsettled multicast: copies handed out and not settled yet, and
+         * the strongest outcome they gave (JN_MC_* rank, forward.c) */
+        uint32_t mc_unsettled;
+        uint8_t mc_outcome;
         bool sender_settled;  /* the sender settled (or sent it settled) */
         bool router_settled;  /* the router settled it toward the sender */
         bool credit_returned; /* counted back into its link's credit */

@@ -5,15 +5,21 @@
  * Routing. An incoming delivery goes to its link's target address, or, on an
  * anonymous link, to the address its message names (to-override when the
  * connection honours router annotations, else properties.to). Anycast
- * (closest, balanced) makes one copy for one consumer; multicast one
- * pre-settled copy per consumer. No address or no consumer: the delivery is
- * released (and settled) at once; a pre-settled one is dropped.
+ * (closest, balanced) makes one copy for one consumer; multicast one copy
+ * per consumer (and per next-hop router), settled as the incoming delivery
+ * was sent. No address or no consumer: the delivery is released (and
+ * settled) at once; a pre-settled one is dropped.
  *
  * Handing out. A copy is queued on its link's undelivered FIFO and handed
  * to the I/O layer (JN_WORK_DELIVERY_SEND) while the link has credit. Once
  * every copy of a delivery is handed out (or dropped), its credit goes back
- * to its incoming link (link.c), and a multicast one is settled toward its
- * sender: accepted if any copy went out, released if none did.
+ * to its incoming link (link.c). A multicast delivery none of whose copies
+ * went out is released. An unsettled multicast delivery is settled toward
+ * its sender once every copy handed out is settled, with the strongest of
+ * their outcomes (rejected > accepted > modified > released, as qdrouterd
+ * 1.19, mesh-protocol.md 10.3); a copy lost with its consumer's connection
+ * counts as modified. So a sender is never told accepted for a message no
+ * consumer took.
  *
  * Settlement (unsettled anycast). The consumer's outcome and settlement go
  * back to the incoming delivery as they come (JN_WORK_DELIVERY_UPDATE). If
@@ -68,7 +74,8 @@ static inline void incoming_settling(jn_delivery_t *dlv)
 }
 
 /* Settle an incoming delivery toward its sender with outcome type (unless it
- * is settled already, or its link is gone). */
+ * is settled already, or its link is gone); modified is sent with
+ * delivery-failed. */
 static void settle_incoming_CT(jn_delivery_t *dlv, uint64_t type)
 {
     JN_ASSERT_CT(jn_delivery_core(dlv));
@@ -77,8 +84,43 @@ static void settle_incoming_CT(jn_delivery_t *dlv, uint64_t type)
     incoming_settling(dlv);
     count_link_outcome(dlv->link, type);
     dlv->ct.router_settled = true;
-    if (dlv->link->ct.state != JN_LINK_ST_DETACHED)
-        jn_work_dlv_CT(dlv, JN_WORK_DELIVERY_UPDATE, type, NULL, true);
+    if (dlv->link->ct.state == JN_LINK_ST_DETACHED)
+        return;
+    jn_disposition_t failed = {.type = JN_DISP_MODIFIED, .delivery_failed = true};
+    jn_work_dlv_CT(dlv, JN_WORK_DELIVERY_UPDATE, type, type == JN_DISP_MODIFIED ? &failed : NULL,
+                   true);
+}
+
+/* Multicast outcome ranks: the strongest wins (10.3). */
+enum { JN_MC_NONE = 0, JN_MC_RELEASED, JN_MC_MODIFIED, JN_MC_ACCEPTED, JN_MC_REJECTED };
+
+static uint8_t mc_rank(uint64_t type)
+{
+    return type == JN_DISP_REJECTED   ? JN_MC_REJECTED
+           : type == JN_DISP_ACCEPTED ? JN_MC_ACCEPTED
+           : type == JN_DISP_MODIFIED ? JN_MC_MODIFIED
+           : type == JN_DISP_RELEASED ? JN_MC_RELEASED
+                                      : JN_MC_NONE;
+}
+
+static void mc_merge(jn_delivery_t *peer, uint64_t type)
+{
+    uint8_t r = mc_rank(type);
+    if (r > peer->ct.mc_outcome)
+        peer->ct.mc_outcome = r;
+}
+
+/* An unsettled multicast delivery whose copies are all handed out and all
+ * settled: settle it with their strongest outcome. */
+static void mc_check_CT(jn_delivery_t *dlv)
+{
+    JN_ASSERT_CT(jn_delivery_core(dlv));
+    if (!dlv->ct.multicast || !dlv->ct.credit_returned || dlv->ct.mc_unsettled > 0 ||
+        dlv->ct.handed == 0)
+        return;
+    static const uint64_t types[] = {JN_DISP_ACCEPTED, JN_DISP_RELEASED, JN_DISP_MODIFIED,
+                                     JN_DISP_ACCEPTED, JN_DISP_REJECTED};
+    settle_incoming_CT(dlv, types[dlv->ct.mc_outcome]);
 }
 
 /* Every copy of dlv is handed out or dropped: return its credit, tell the
@@ -103,8 +145,10 @@ static void all_handed_CT(jn_core_t *core, jn_delivery_t *dlv)
         if (!in->conn->internal)
             jn_stat_add(&core->stats.released, 1);
         settle_incoming_CT(dlv, JN_DISP_RELEASED);
-    } else if (dlv->ct.multicast || dlv->ct.served) {
+    } else if (dlv->ct.served) {
         settle_incoming_CT(dlv, JN_DISP_ACCEPTED);
+    } else if (dlv->ct.multicast) {
+        mc_check_CT(dlv); /* or when the last copy settles */
     }
 }
 
@@ -114,8 +158,14 @@ static void copy_settle(jn_delivery_t *copy)
     if (copy->ct.settled)
         return;
     copy->ct.settled = true;
-    if (copy->ct.handed_out && !copy->presettled)
-        copy->link->ct.unsettled--;
+    if (!copy->ct.handed_out || copy->presettled)
+        return;
+    copy->link->ct.unsettled--;
+    jn_delivery_t *peer = copy->ct.peer;
+    if (peer && peer->ct.multicast && peer->ct.mc_unsettled > 0) {
+        peer->ct.mc_unsettled--;
+        mc_check_CT(peer);
+    }
 }
 
 /* Finish a copy: off its link and its incoming delivery, core reference
@@ -168,10 +218,13 @@ void jn_forward_hand_out_CT(jn_delivery_t *copy)
     jn_stat_add(&core->stats.egress, 1);
     jn_work_dlv_CT(copy, JN_WORK_DELIVERY_SEND, JN_DISP_NONE, NULL, false);
     copy->ct.final = final;
-    if (copy->presettled)
+    if (copy->presettled) {
         copy->ct.settled = true;
-    else
+    } else {
         link->ct.unsettled++;
+        if (peer->ct.multicast)
+            peer->ct.mc_unsettled++;
+    }
     if (peer->ct.sender_settled && !copy->ct.settled) {
         /* the sender settled while this copy waited for credit */
         jn_work_dlv_CT(copy, JN_WORK_DELIVERY_UPDATE, JN_DISP_NONE, NULL, true);
@@ -217,7 +270,7 @@ static void forward_anycast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_rou
     enqueue_CT(copy);
 }
 
-/* One pre-settled copy to each of links (n of them), and to each of more
+/* One copy, settled as dlv was sent, to each of links (n of them), and to each of more
  * (n_more; may be NULL). The pending count covers all of them before the
  * first is handed out: until every copy exists, the set of copies is not
  * final (all_handed_CT). */
@@ -228,7 +281,7 @@ static void copy_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigne
     dlv->ct.pending += n + n_more;
     for (unsigned i = 0; i < n + n_more; i++) {
         jn_core_link_t *to = i < n ? links[i] : more[i - n];
-        jn_delivery_t *copy = jn_delivery_copy_CT(dlv, to, true);
+        jn_delivery_t *copy = jn_delivery_copy_CT(dlv, to, dlv->presettled);
         if (copy)
             enqueue_CT(copy);
         else
@@ -422,6 +475,18 @@ void jn_forward_update_CT(jn_delivery_t *dlv, const jn_disposition_t *disp, bool
     jn_delivery_t *peer = dlv->ct.peer;
     if (!peer || dlv->presettled || dlv->ct.settled)
         return; /* finished, pre-settled, or settled by the sender already */
+    if (peer->ct.multicast) {
+        /* merged into the sender's outcome once every copy settled */
+        if (disp->type != JN_DISP_NONE)
+            count_outcome_CT(core, dlv, disp->type);
+        if (!settled)
+            return;
+        mc_merge(peer, disp->type != JN_DISP_NONE ? disp->type : JN_DISP_ACCEPTED);
+        copy_settle(dlv);
+        if (!dlv->ct.handed_out || dlv->ct.final)
+            finish_copy_CT(dlv);
+        return;
+    }
     if (disp->type != JN_DISP_NONE || settled) {
         if (disp->type != JN_DISP_NONE)
             count_outcome_CT(core, dlv, disp->type);
@@ -469,6 +534,8 @@ void jn_forward_consumer_gone_CT(jn_core_link_t *link, jn_addr_t *addr)
     }
     while ((copy = link->ct.inflight.head) != NULL) {
         jn_delivery_t *peer = copy->ct.peer;
+        if (!copy->ct.settled && peer->ct.multicast)
+            mc_merge(peer, JN_DISP_MODIFIED); /* lost with its consumer */
         if (!copy->ct.settled && !peer->ct.multicast) {
             bool open = !peer->presettled && !peer->ct.sender_settled && !peer->ct.router_settled;
             if (link->conn->inter_router) {

@@ -511,6 +511,7 @@ jn_io_link_t *jn_io_link_new_IO(jn_io_conn_t *conn, pn_link_t *pl)
         conn->links->prev = link;
     conn->links = link;
     pn_link_set_context(pl, link);
+    link->max_message_size = conn->endpoint->cfg.max_message_size;
     if (link->dir == JN_LINK_INCOMING)
         jn_io_rx_init_IO(link);
     return link;
@@ -538,6 +539,8 @@ static void on_link_open(jn_io_conn_t *conn, pn_link_t *pl)
         .priority = -1,
     };
     jn_io_ir_classify_IO(link, &info);
+    if (info.type == JN_LINK_CONTROL)
+        jn_io_ir_cap_control_IO(link);
     if (conn->core && !conn->closing)
         link->core = jn_core_link_attached_IO(conn->core, link, &info);
     if (!link->core) {

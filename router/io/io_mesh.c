@@ -90,6 +90,8 @@ static void attach_one(jn_io_conn_t *conn, pn_session_t *ssn, bool sender, bool 
         return;
     }
     link->local = true;
+    if (control)
+        jn_io_ir_cap_control_IO(link);
     jn_link_info_t info = {
         .dir = link->dir,
         .name = name,
@@ -158,6 +160,12 @@ static bool has_capability(pn_terminus_t *t, const char *cap)
         pn_data_exit(d);
     pn_data_rewind(d);
     return match;
+}
+
+void jn_io_ir_cap_control_IO(jn_io_link_t *link)
+{
+    if (link->max_message_size == 0 || link->max_message_size > JN_IO_CONTROL_MAX_MESSAGE)
+        link->max_message_size = JN_IO_CONTROL_MAX_MESSAGE;
 }
 
 void jn_io_ir_classify_IO(jn_io_link_t *link, jn_link_info_t *info)

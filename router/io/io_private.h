@@ -108,6 +108,13 @@ typedef struct jn_io_timer jn_io_timer_t;
 #define JN_IO_POLL_MS     2u
 #define JN_IO_POLL_MAX_MS 64u
 
+/* The largest control message (HELLO, RA, LSU, MAU, ...) taken on an
+ * inter-router control link: the core holds a control message until it is
+ * complete, so an endless one would grow without bound. Real ones are a
+ * few KiB (an MAU of 10,000 addresses is about 200 KiB); a larger one
+ * detaches the link with amqp:link:message-size-exceeded. */
+#define JN_IO_CONTROL_MAX_MESSAGE (4u * 1024 * 1024)
+
 /* Work items taken from the core per call. */
 #define JN_IO_WORK_BATCH 64
 
@@ -253,6 +260,8 @@ struct jn_io_link {
     jn_core_link_t *core; /* NULL when refused before the core */
     bool detached;        /* reported detached (or never attached) */
     bool local;           /* we attached it (inter-router, connector side) */
+    uint64_t max_message_size; /* incoming: octets, 0 = unlimited (maxMessageSize;
+                                * JN_IO_CONTROL_MAX_MESSAGE on control links) */
     bool local_closed;
     jn_io_link_t *prev, *next; /* conn->links */
     jn_io_link_t *busy_next;   /* conn->busy */
@@ -338,6 +347,8 @@ void jn_io_ir_attach_links_IO(jn_io_conn_t *conn);
 /* A link the peer attached: set info->type and info->priority from the
  * terminus capability at our end (3.2, 3.3). */
 void jn_io_ir_classify_IO(jn_io_link_t *link, jn_link_info_t *info);
+/* A control link takes messages of at most JN_IO_CONTROL_MAX_MESSAGE. */
+void jn_io_ir_cap_control_IO(jn_io_link_t *link);
 void jn_io_rx_credit_IO(jn_io_link_t *link, uint32_t credit, bool drain);
 void jn_io_rx_update_IO(jn_io_link_t *link, jn_work_t *work);
 void jn_io_rx_link_gone_IO(jn_io_link_t *link);

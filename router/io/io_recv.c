@@ -130,7 +130,7 @@ static void rx_begin_IO(jn_io_link_t *link, pn_delivery_t *pd)
  * it was routed already) and detach the link, as qdrouterd does. */
 static void rx_oversize_IO(jn_io_link_t *link)
 {
-    uint64_t max = link->conn->endpoint->cfg.max_message_size;
+    uint64_t max = link->max_message_size;
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
            JN_IO_LINK_FMT " Message exceeds maxMessageSize %" PRIu64 ": link detached",
            link->conn->id, link->id, max);
@@ -148,7 +148,7 @@ static size_t rx_copy_IO(jn_io_link_t *link)
 {
     pn_delivery_t *pd = link->rx.pd;
     jn_message_t *m = link->rx.msg;
-    uint64_t max = link->conn->endpoint->cfg.max_message_size;
+    uint64_t max = link->max_message_size;
     size_t got = 0;
     size_t pending;
     while ((pending = pn_delivery_pending(pd)) > 0) {

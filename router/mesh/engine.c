@@ -93,9 +93,10 @@ jn_mesh_node_t *jn_mesh_node_get(jn_mesh_t *mesh, const char *id, size_t len)
     while (index < JN_MESH_MAX_ROUTERS && mesh->nodes[index])
         index++;
     if (index == JN_MESH_MAX_ROUTERS) {
-        JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_ERROR,
-               "Cannot add router %.*s: %d remote routers are known already", (int)len, id,
-               JN_MESH_MAX_ROUTERS - 1);
+        if (jn_mesh_complain(mesh))
+            JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_ERROR,
+                   "Cannot add router %.*s: %d remote routers are known already", (int)len, id,
+                   JN_MESH_MAX_ROUTERS - 1);
         return NULL;
     }
     node = calloc(1, sizeof *node);
@@ -338,14 +339,34 @@ static void own_id_seen(jn_mesh_t *mesh, const jn_mesh_msg_t *m)
            mesh->id, (long long)m->instance, (long long)mesh->instance);
 }
 
+bool jn_mesh_complain(jn_mesh_t *mesh)
+{
+    if (mesh->complain_ms != mesh->now_ms) {
+        if (mesh->suppressed > 0)
+            JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_ERROR,
+                   "%u more bad control messages or router records were ignored without a "
+                   "log line",
+                   mesh->suppressed);
+        mesh->complain_ms = mesh->now_ms;
+        mesh->complaints = mesh->suppressed = 0;
+    }
+    if (mesh->complaints < JN_MESH_COMPLAINTS) {
+        mesh->complaints++;
+        return true;
+    }
+    mesh->suppressed++;
+    return false;
+}
+
 int jn_mesh_receive_CT(jn_mesh_t *mesh, int link, uint32_t cost, jn_message_t *msg)
 {
     jn_mesh_msg_t m;
     const char *reason = NULL;
     int rc = jn_mesh_parse(msg, &m, &reason);
     if (rc != 0) {
-        JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_ERROR, "Malformed control message on link %d: %s", link,
-               reason ? reason : jn_strerror(rc));
+        if (jn_mesh_complain(mesh))
+            JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_ERROR, "Malformed control message on link %d: %s",
+                   link, reason ? reason : jn_strerror(rc));
         jn_mesh_msg_fini(&m);
         return rc == JN_ENOMEM ? rc : JN_EPROTO;
     }

@@ -177,6 +177,9 @@ typedef struct jn_mesh_link {
 } jn_mesh_link_t;
 
 struct jn_mesh {
+    /* error lines about peers' bad input, per tick (engine.c complain) */
+    int64_t complain_ms;
+    unsigned complaints, suppressed;
     /* identity and configuration (immutable after create; times in ms) */
     char *id;
     size_t id_len;
@@ -229,6 +232,12 @@ jn_mesh_node_t *jn_mesh_node_find(const jn_mesh_t *mesh, const char *id, size_t 
 jn_mesh_node_t *jn_mesh_node_get(jn_mesh_t *mesh, const char *id, size_t len);
 /* neighbour, or has a path in the last computation */
 bool jn_mesh_node_reachable(const jn_mesh_node_t *node);
+/* true when an error line about a peer's bad input may be written now: at
+ * most JN_MESH_COMPLAINTS per tick, the rest are counted and summed up in
+ * one line on the next tick, so a hostile or broken peer cannot flood the
+ * log */
+#define JN_MESH_COMPLAINTS 5
+bool jn_mesh_complain(jn_mesh_t *mesh);
 
 /* linkstate.c */
 /* expire the seen list; send HELLO when this tick is a hello tick */

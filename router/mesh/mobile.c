@@ -201,7 +201,9 @@ int jn_mesh_on_mau_CT(jn_mesh_t *mesh, jn_mesh_msg_t *m)
 {
     jn_mesh_node_t *node = jn_mesh_node_find(mesh, m->id, m->id_len);
     if (!node) {
-        JN_LOG(JN_LOG_MOD_ROUTER_MA, JN_LOG_ERROR, "Ignoring MAU from unknown router %s", m->id);
+        if (jn_mesh_complain(mesh))
+            JN_LOG(JN_LOG_MOD_ROUTER_MA, JN_LOG_ERROR, "Ignoring MAU from unknown router %s",
+                   m->id);
         return 0;
     }
     bool absolute = m->has_exist;
@@ -231,7 +233,9 @@ int jn_mesh_on_mar_CT(jn_mesh_t *mesh, jn_mesh_msg_t *m)
 {
     jn_mesh_node_t *node = jn_mesh_node_find(mesh, m->id, m->id_len);
     if (!node) {
-        JN_LOG(JN_LOG_MOD_ROUTER_MA, JN_LOG_ERROR, "Ignoring MAR from unknown router %s", m->id);
+        if (jn_mesh_complain(mesh))
+            JN_LOG(JN_LOG_MOD_ROUTER_MA, JN_LOG_ERROR, "Ignoring MAR from unknown router %s",
+                   m->id);
         return 0;
     }
     if (m->have_seq < mesh->mobile_seq)

@@ -178,7 +178,63 @@ class FakeRouter(Scenario):
         return "got %s, hellos sent %d" % (sorted(self.got), self.hello_sent)
 
 
+class EndlessControl(Scenario):
+    """A peer that streams one control message without end: the router
+    detaches the control link once it passes its control-message bound."""
+
+    def __init__(self, url):
+        super().__init__(timeout=60)
+        self.url = url
+        self.sent = 0
+        self.condition = None
+        self.dlv = None
+
+    def start(self):
+        conn = self.connect(self.url, container_id="F")
+        ssn = conn.session()
+        ssn.open()
+        self.snd = ssn.sender("qdlink.endlesscontrol01")
+        for t in (self.snd.source, self.snd.target):
+            t.capabilities.put_symbol("qd.router")
+        self.snd.open()
+
+    def tick(self):
+        if self.condition is None and self.snd.credit > 0 and \
+                self.snd.session.outgoing_bytes < (1 << 20):
+            if self.dlv is None:
+                self.dlv = self.snd.delivery("endless")
+                # a well-formed start: properties (to the HELLO address),
+                # then a data section claiming 2 GiB that never ends
+                head = Message(address="amqp:/_local/qdhello").encode()
+                self.snd.stream(head + b"\x00\x53\x75\xb0\x7f\xff\xff\xff")
+            self.snd.stream(b"\x00" * (256 * 1024))
+            self.sent += 256 * 1024
+
+    def on_link_remote_close(self, event):
+        self.condition = event.link.remote_condition
+        self.done()
+
+    def on_link_error(self, event):
+        self.condition = event.link.remote_condition
+        self.done()
+
+    def progress(self):
+        return "streamed %d octets" % self.sent
+
+
 class Wire(RouterTestCase):
+    def test_an_endless_control_message_is_cut_off(self):
+        ir = free_port()
+        r = Router(self.workdir, name="J", config=mesh_config("J", ir, [])).start()
+        self.routers.append(r)
+        self.addCleanup(self._stop_router, r)
+        r.wait_ready()
+        before = r.status_kb("VmRSS")
+        s = self.run_scenario(EndlessControl("amqp://127.0.0.1:%d" % ir))
+        self.assertEqual(str(s.condition.name), "amqp:link:message-size-exceeded")
+        self.assertLess(s.sent, 16 << 20)
+        self.assertLess(r.status_kb("VmRSS") - before, 32 * 1024)
+
     def test_first_control_messages_match_the_reference(self):
         ir = free_port()
         r = Router(self.workdir, name="J", config=mesh_config("J", ir, [])).start()

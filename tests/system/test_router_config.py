@@ -79,6 +79,15 @@ BAD = {
     "address with prefix and pattern": ("address {\n    prefix: a\n    pattern: b.*\n}\n", 1),
     "port that is not a port": ("listener {\n    host: 127.0.0.1\n    port: notaport\n}\n", 3),
     "port out of range": ("listener {\n    host: 127.0.0.1\n    port: 99999\n}\n", 3),
+    # the mesh: cost travels as an AMQP int and is summed along paths
+    "cost zero": ("router {\n    mode: interior\n    id: A\n}\nconnector {\n    host: 127.0.0.1\n"
+                  "    port: 5999\n    role: inter-router\n    cost: 0\n}\n", 9),
+    "cost beyond an int": ("router {\n    mode: interior\n    id: A\n}\nlistener {\n"
+                           "    host: 127.0.0.1\n    port: 5999\n    role: inter-router\n"
+                           "    cost: 2147483648\n}\n", 9),
+    "inter-router on a standalone router": ("router {\n    mode: standalone\n}\nlistener {\n"
+                                            "    port: 5999\n    role: inter-router\n}\n", 6),
+    "router id with a slash": ("router {\n    mode: interior\n    id: a/b\n}\n", 3),
 }
 
 

@@ -127,14 +127,33 @@ static void test_multicast_copies_to_every_consumer_and_settles_the_sender(void 
     jn_core_link_t *in = attach_producer(p, "topic", 10);
     expect_and_free(p, JN_WORK_LINK_CREDIT);
     jn_delivery_t *d = send_msg(p, in, false);
+    jn_delivery_t *copy[3];
     for (int i = 0; i < 3; i++) {
-        jn_delivery_t *copy = expect_send(c[i]);
-        assert_true(jn_delivery_presettled(copy));
-        assert_ptr_equal(jn_delivery_message(copy), jn_delivery_message(d));
+        copy[i] = expect_send(c[i]);
+        assert_false(jn_delivery_presettled(copy[i])); /* unsettled, as the sender's */
+        assert_ptr_equal(jn_delivery_message(copy[i]), jn_delivery_message(d));
     }
+    /* the sender is settled once every consumer settled, with the
+     * strongest outcome (rejected > accepted > modified > released) */
+    jn_disposition_t acc = {.type = JN_DISP_ACCEPTED}, rel = {.type = JN_DISP_RELEASED};
+    jn_core_delivery_update_IO(copy[0], &rel, true);
+    jn_core_delivery_update_IO(copy[1], &acc, true);
+    expect_no_work(p);
+    jn_core_delivery_update_IO(copy[2], &rel, true);
     expect_update(p, d, JN_DISP_ACCEPTED, true);
     for (int i = 0; i < 3; i++)
         expect_no_work(c[i]);
+
+    /* a rejection wins; all released gives released */
+    jn_delivery_t *d2 = send_msg(p, in, false);
+    jn_disposition_t rej = {.type = JN_DISP_REJECTED};
+    for (int i = 0; i < 3; i++)
+        jn_core_delivery_update_IO(expect_send(c[i]), i == 1 ? &rej : &acc, true);
+    expect_update(p, d2, JN_DISP_REJECTED, true);
+    jn_delivery_t *d3 = send_msg(p, in, false);
+    for (int i = 0; i < 3; i++)
+        jn_core_delivery_update_IO(expect_send(c[i]), &rel, true);
+    expect_update(p, d3, JN_DISP_RELEASED, true);
 }
 
 static void test_multicast_settles_the_sender_once_every_copy_is_handed_out(void **state)
@@ -147,10 +166,14 @@ static void test_multicast_settles_the_sender_once_every_copy_is_handed_out(void
     jn_core_link_t *in = attach_producer(p, "topic", 10);
     expect_and_free(p, JN_WORK_LINK_CREDIT);
     jn_delivery_t *d = send_msg(p, in, false);
-    expect_send(c[0]);
+    jn_delivery_t *c0 = expect_send(c[0]);
+    jn_disposition_t acc = {.type = JN_DISP_ACCEPTED};
+    jn_core_delivery_update_IO(c0, &acc, true);
     expect_no_work(p); /* one copy still waits for credit */
     jn_core_link_flow_IO(slow, 1, false);
-    expect_send(c[1]);
+    jn_delivery_t *c1 = expect_send(c[1]);
+    expect_no_work(p); /* handed out, not settled yet */
+    jn_core_delivery_update_IO(c1, &acc, true);
     expect_update(p, d, JN_DISP_ACCEPTED, true);
 }
 

@@ -285,11 +285,32 @@ static void test_multicast_copy_waiting_on_a_departing_consumer_is_dropped(void 
     jn_core_link_t *in = attach_producer(p, "topic", 10);
     expect_and_free(p, JN_WORK_LINK_CREDIT);
     jn_delivery_t *d = send_msg(p, in, false);
-    expect_send(c0);
+    jn_delivery_t *copy = expect_send(c0);
     core_sync();
     detach(c1, slow);
+    expect_no_work(p); /* c0 has not settled its copy yet */
+    jn_disposition_t acc = {.type = JN_DISP_ACCEPTED};
+    jn_core_delivery_update_IO(copy, &acc, true);
     jn_work_t *w = next_update_for(p, d);
-    assert_int_equal(w->disp.type, JN_DISP_ACCEPTED); /* c0 got its copy */
+    assert_int_equal(w->disp.type, JN_DISP_ACCEPTED); /* c0 took its copy */
+    jn_work_free(w);
+}
+
+static void test_multicast_copy_lost_with_its_consumer_counts_as_modified(void **state)
+{
+    (void)state;
+    fake_conn_t *p = open_conn("producer");
+    fake_conn_t *c0 = open_conn("c0");
+    jn_core_link_t *out = attach_consumer(c0, "topic", 10);
+    jn_core_link_t *in = attach_producer(p, "topic", 10);
+    expect_and_free(p, JN_WORK_LINK_CREDIT);
+    jn_delivery_t *d = send_msg(p, in, false);
+    expect_send(c0);
+    detach(c0, out); /* gone before settling: never told accepted */
+    jn_work_t *w = next_update_for(p, d);
+    assert_int_equal(w->disp.type, JN_DISP_MODIFIED);
+    assert_true(w->disp.delivery_failed);
+    assert_true(w->settled);
     jn_work_free(w);
 }
 
@@ -379,6 +400,7 @@ int main(void)
         T(test_consumer_connection_close_releases_unsettled, setup_balanced),
         T(test_sender_connection_close_leaves_copies_deliverable, setup_balanced),
         T(test_multicast_copy_waiting_on_a_departing_consumer_is_dropped, setup_multicast),
+        T(test_multicast_copy_lost_with_its_consumer_counts_as_modified, setup_multicast),
         T(test_streaming_continue_reaches_each_handed_copy_once_per_batch, setup_multicast),
         T(test_statistics_count_deliveries_and_outcomes, setup_balanced),
     };

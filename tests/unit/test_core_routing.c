@@ -138,7 +138,7 @@ static void test_multicast_copies_to_every_consumer_and_settles_the_sender(void 
     jn_disposition_t acc = {.type = JN_DISP_ACCEPTED}, rel = {.type = JN_DISP_RELEASED};
     jn_core_delivery_update_IO(copy[0], &rel, true);
     jn_core_delivery_update_IO(copy[1], &acc, true);
-    expect_no_work(p);
+    expect_no_update(p);
     jn_core_delivery_update_IO(copy[2], &rel, true);
     expect_update(p, d, JN_DISP_ACCEPTED, true);
     for (int i = 0; i < 3; i++)
@@ -169,10 +169,10 @@ static void test_multicast_settles_the_sender_once_every_copy_is_handed_out(void
     jn_delivery_t *c0 = expect_send(c[0]);
     jn_disposition_t acc = {.type = JN_DISP_ACCEPTED};
     jn_core_delivery_update_IO(c0, &acc, true);
-    expect_no_work(p); /* one copy still waits for credit */
+    expect_no_update(p); /* one copy still waits for credit */
     jn_core_link_flow_IO(slow, 1, false);
     jn_delivery_t *c1 = expect_send(c[1]);
-    expect_no_work(p); /* handed out, not settled yet */
+    expect_no_update(p); /* handed out, not settled yet */
     jn_core_delivery_update_IO(c1, &acc, true);
     expect_update(p, d, JN_DISP_ACCEPTED, true);
 }

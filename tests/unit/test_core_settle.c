@@ -288,7 +288,7 @@ static void test_multicast_copy_waiting_on_a_departing_consumer_is_dropped(void 
     jn_delivery_t *copy = expect_send(c0);
     core_sync();
     detach(c1, slow);
-    expect_no_work(p); /* c0 has not settled its copy yet */
+    expect_no_update(p); /* c0 has not settled its copy yet */
     jn_disposition_t acc = {.type = JN_DISP_ACCEPTED};
     jn_core_delivery_update_IO(copy, &acc, true);
     jn_work_t *w = next_update_for(p, d);

@@ -263,9 +263,13 @@ struct jn_core {
 
     /* Action queue: producers any thread, consumer the core thread. wake_fd
      * is an eventfd written by the producer whose push found the queue
-     * empty, read (blocking) by the core thread when it has seen it empty. */
+     * empty, read (blocking) by the core thread when it has seen it empty.
+     * awake (atomic; written by the core thread, read by producers) is
+     * false only while the core is about to sleep or asleep: a producer
+     * that finds it true skips the eventfd write (core.c). */
     jn_mpsc_t actions;
     int wake_fd;
+    atomic_bool awake;
     jn_action_t stop_action;
 
     /* Main thread only. */

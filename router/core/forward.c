@@ -371,6 +371,8 @@ void jn_forward_arrived_CT(jn_delivery_t *dlv)
     if (in->ct.outstanding > 0)
         in->ct.outstanding--;
     in->ct.held++;
+    if ((uint64_t)in->ct.outstanding * 2 <= in->capacity)
+        jn_link_mark_dirty_CT(in); /* credit is batched at half (link.c) */
     if (in->type == JN_LINK_CONTROL && in->ct.state == JN_LINK_ST_ATTACHED) {
         jn_router_control_arrived_CT(dlv);
         return;

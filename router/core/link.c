@@ -13,9 +13,10 @@
  * consumer without credit pushes back on the sender. Whenever one of those
  * changes, the link is marked dirty; at the end of the action batch each
  * dirty, active link gets one LINK_CREDIT for (capacity - outstanding -
- * held), if that is positive. An inactive link gets nothing: credit it
- * already has is left with the sender (deliveries sent with it and finding
- * no consumer are released).
+ * held), if that is positive and outstanding is at most half the capacity
+ * (credit goes back in batches, not a flow frame per delivery). An
+ * inactive link gets nothing: credit it already has is left with the
+ * sender (deliveries sent with it and finding no consumer are released).
  *
  * Outgoing credit. The I/O layer reports the peer's credit as a limit on
  * the number of deliveries handed to the link since it attached (core.h).
@@ -337,6 +338,12 @@ static uint32_t credit_due_CT(const jn_core_link_t *link)
         if (!addr || !jn_addr_has_destination(addr))
             return 0;
     }
+    /* Batched: nothing while the sender still holds more than half the
+     * capacity, so a stream or a ping-pong costs one flow frame per
+     * capacity/2 deliveries, not one per delivery (docs/performance.md). A
+     * sender with half or less always gets what is due, so none stalls. */
+    if ((uint64_t)link->ct.outstanding * 2 > link->capacity)
+        return 0;
     uint64_t used = (uint64_t)link->ct.outstanding + link->ct.held;
     return used < link->capacity ? (uint32_t)(link->capacity - used) : 0;
 }

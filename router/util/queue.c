@@ -43,7 +43,9 @@ static inline void link_back(jn_mpsc_t *q, jn_mpsc_node_t *node)
 
 bool jn_mpsc_push(jn_mpsc_t *q, jn_mpsc_node_t *node)
 {
-    size_t before = atomic_fetch_add_explicit(&q->pending, 1, memory_order_acq_rel);
+    /* seq_cst: the core's "awake" handshake (core.c) pairs this with a
+     * seq_cst load of another variable; on x86 it is the same lock xadd */
+    size_t before = atomic_fetch_add_explicit(&q->pending, 1, memory_order_seq_cst);
     link_back(q, node);
     return before == 0;
 }

@@ -2,7 +2,8 @@
  * test_core_credit.c — credit in both directions: the credit the router
  * grants senders (only while their address has a consumer, withdrawn by a
  * drain when the last goes, up to the link's capacity, returned as
- * deliveries are handed out, one LINK_CREDIT per link per batch), and the
+ * deliveries are handed out, one LINK_CREDIT per link per batch and only
+ * once the sender holds half its capacity or less), and the
  * credit consumers give the router (deliveries handed out only within it,
  * drain).
  */
@@ -82,22 +83,59 @@ static void test_credit_returns_as_deliveries_are_handed_to_consumers(void **sta
     (void)state;
     fake_conn_t *p = open_conn("producer");
     fake_conn_t *c = open_conn("consumer");
-    jn_core_link_t *in = attach_producer(p, "q", 3);
+    /* capacity 2: credit goes back once the sender holds half or less */
+    jn_core_link_t *in = attach_producer(p, "q", 2);
     jn_core_link_t *out = attach_consumer(c, "q", 1);
-    expect_credit(p, in, 3);
-    for (int i = 0; i < 3; i++)
+    expect_credit(p, in, 2);
+    for (int i = 0; i < 2; i++)
         send_msg(p, in, false);
     expect_send(c);
     uint64_t sum;
-    /* one handed out: one credit back; two wait for the consumer's credit */
+    /* one handed out: one credit back; one waits for the consumer's credit */
     assert_int_equal(count_work(p, JN_WORK_LINK_CREDIT, &sum), 1);
     assert_int_equal(sum, 1);
     expect_no_work(c);
-    jn_core_link_flow_IO(out, 3, false);
-    expect_send(c);
+    jn_core_link_flow_IO(out, 2, false);
     expect_send(c);
     assert_int_equal(count_work(p, JN_WORK_LINK_CREDIT, &sum), 1);
-    assert_int_equal(sum, 2);
+    assert_int_equal(sum, 1);
+}
+
+static void test_credit_returns_in_batches_of_half_the_capacity(void **state)
+{
+    (void)state;
+    fake_conn_t *p = open_conn("producer");
+    fake_conn_t *c = open_conn("consumer");
+    jn_core_link_t *in = attach_producer(p, "q", 10);
+    attach_consumer(c, "q", 100);
+    expect_credit(p, in, 10);
+    /* one at a time, as a ping-pong sends: no flow while the sender holds
+     * more than half its credit, then all that is due in one */
+    for (int i = 0; i < 4; i++) {
+        send_msg(p, in, true);
+        expect_send(c);
+        expect_no_work(p);
+    }
+    send_msg(p, in, true);
+    expect_send(c);
+    expect_credit(p, in, 5);
+    expect_no_work(p);
+    /* a sender whose deliveries wait (no consumer credit) still gets what
+     * is due once it holds half or less */
+    fake_conn_t *p2 = open_conn("producer2");
+    jn_core_link_t *in2 = attach_producer(p2, "q2", 4);
+    jn_core_link_t *out2 = attach_consumer(c, "q2", 1);
+    expect_credit(p2, in2, 4);
+    send_msg(p2, in2, false); /* handed out: 3 left, more than half */
+    expect_send(c);
+    expect_no_work(p2);
+    send_msg(p2, in2, false); /* waits; 2 left: half, so 1 is due */
+    expect_credit(p2, in2, 1);
+    expect_no_work(p2);
+    jn_core_link_flow_IO(out2, 2, false);
+    expect_send(c);
+    expect_no_work(p2); /* it holds 3 of 4 again */
+    expect_no_work(c);
 }
 
 static void test_credit_replenishment_is_batched(void **state)
@@ -129,7 +167,7 @@ static void test_credit_replenishment_is_batched(void **state)
     uint64_t sum;
     unsigned items = count_work(p, JN_WORK_LINK_CREDIT, &sum);
     assert_int_equal(sum, N);   /* every delivery's credit came back */
-    assert_int_equal(items, 2); /* in one item per batch, not one per delivery */
+    assert_int_equal(items, 1); /* in one item once half was used, not one per delivery */
 }
 
 static void test_deliveries_are_handed_out_only_within_the_consumers_credit(void **state)
@@ -243,6 +281,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_anonymous_sender_gets_capacity_credit_at_once,
                                         setup_balanced, teardown_core),
         cmocka_unit_test_setup_teardown(test_credit_returns_as_deliveries_are_handed_to_consumers,
+                                        setup_balanced, teardown_core),
+        cmocka_unit_test_setup_teardown(test_credit_returns_in_batches_of_half_the_capacity,
                                         setup_balanced, teardown_core),
         cmocka_unit_test_setup_teardown(test_credit_replenishment_is_batched, setup_balanced,
                                         teardown_core),

@@ -211,7 +211,8 @@ static void test_anonymous_relay_releases_when_nobody_consumes(void **state)
 {
     (void)state;
     fake_conn_t *p = open_conn("producer");
-    jn_core_link_t *in = attach_producer(p, NULL, 10);
+    /* capacity 6: the 3 deliveries use half, so their credit comes back */
+    jn_core_link_t *in = attach_producer(p, NULL, 6);
     expect_and_free(p, JN_WORK_LINK_CREDIT);
     jn_delivery_t *d1 = send_full(p, in, "nowhere", NULL, false, true);
     jn_delivery_t *d2 = send_full(p, in, NULL, NULL, false, true); /* no `to` at all */

@@ -292,6 +292,8 @@ struct jn_core {
         jn_router_node_t *routers[JN_MESH_MAX_ROUTERS]; /* by router index */
         jn_core_conn_t *slots[JN_MESH_MAX_LINKS];       /* inter-router conns by slot */
         int64_t next_tick_ms;  /* when the mesh ticks next */
+        int64_t last_flush_ms; /* when the mesh last acted on a change */
+        bool flush_pending;    /* a change waits for JN_MESH_FLUSH_MS to pass */
         jn_core_conn_t *conns; /* open connections */
         jn_core_link_t *dirty; /* incoming links whose credit to recompute */
         uint64_t batch;        /* number of the batch being processed */

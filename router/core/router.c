@@ -514,14 +514,41 @@ void jn_router_free(jn_core_t *core)
     core->internal_conn = NULL;
 }
 
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The mesh acts on a topology change at once (jn_mesh_flush_CT), but at
+ * most once per JN_MESH_FLUSH_MS: in a large mesh a change brings a burst
+ * of link-state updates, and each recomputation runs a shortest-path search
+ * per router (valid origins); the burst then costs one computation per
+ * interval instead of one per message. */
+#define JN_MESH_FLUSH_MS 20
+
+static void mesh_flush_CT(jn_core_t *core)
+{
+    JN_ASSERT_CT(core);
+    int64_t now = now_ms();
+    if (now - core->ct.last_flush_ms < JN_MESH_FLUSH_MS) {
+        core->ct.flush_pending = true; /* jn_router_tick_CT does it */
+        return;
+    }
+    core->ct.last_flush_ms = now;
+    core->ct.flush_pending = false;
+    jn_mesh_flush_CT(core->mesh);
+}
+
 void jn_router_tick_CT(jn_core_t *core)
 {
     JN_ASSERT_CT(core);
     if (!core->mesh)
         return;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    int64_t now = now_ms();
+    if (core->ct.flush_pending && now - core->ct.last_flush_ms >= JN_MESH_FLUSH_MS)
+        mesh_flush_CT(core);
     if (now < core->ct.next_tick_ms)
         return;
     /* one tick a second, as 1.19's engine; a late tick is not repeated */
@@ -534,10 +561,13 @@ int jn_router_sleep_ms_CT(jn_core_t *core)
     JN_ASSERT_CT(core);
     if (!core->mesh)
         return -1;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    int64_t now = now_ms();
     int64_t left = core->ct.next_tick_ms - now;
+    if (core->ct.flush_pending) {
+        int64_t flush = core->ct.last_flush_ms + JN_MESH_FLUSH_MS - now;
+        if (flush < left)
+            left = flush;
+    }
     return left < 0 ? 0 : left > 1000 ? 1000 : (int)left;
 }
 
@@ -603,7 +633,7 @@ void jn_router_conn_closed_CT(jn_core_conn_t *conn)
     conn->ct.slot = -1;
     if (core->mesh) {
         jn_mesh_link_lost_CT(core->mesh, slot);
-        jn_mesh_flush_CT(core->mesh);
+        mesh_flush_CT(core);
     }
 }
 
@@ -653,7 +683,7 @@ void jn_router_link_detached_CT(jn_core_link_t *link)
         conn->ct.control_out = NULL;
         if (core->mesh && conn->ct.slot >= 0 && !conn->ct.closed) {
             jn_mesh_link_lost_CT(core->mesh, conn->ct.slot);
-            jn_mesh_flush_CT(core->mesh);
+            mesh_flush_CT(core);
         }
     }
     for (int p = 0; p < 10; p++)
@@ -717,7 +747,7 @@ static void control_serve_CT(jn_core_t *core, jn_delivery_t *dlv)
     }
     if (to_engine && in->ct.slot >= 0) {
         jn_mesh_receive_CT(core->mesh, in->ct.slot, in->cost, msg);
-        jn_mesh_flush_CT(core->mesh);
+        mesh_flush_CT(core);
     }
     dlv->ct.served = to_engine;
     jn_forward_to_links_CT(dlv, links, n, true);

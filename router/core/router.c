@@ -96,10 +96,14 @@ void jn_router_route_ctx_CT(jn_core_t *core, const jn_delivery_t *dlv, jn_route_
 {
     JN_ASSERT_CT(core);
     memset(rc, 0, sizeof *rc);
+    rc->priority = 4;
+    if (!core->mesh)
+        return; /* a standalone router: nothing more to know (hot path) */
     jn_message_header_t h;
-    rc->priority = jn_message_get_header(dlv->message, &h) == 0 ? h.priority : 4;
+    if (jn_message_get_header(dlv->message, &h) == 0)
+        rc->priority = h.priority;
     const jn_core_conn_t *in = dlv->link->conn;
-    if (!core->mesh || in->internal)
+    if (in->internal)
         return; /* router keys are read only where honoured (jn_message_parse) */
     if (in->ct.slot >= 0)
         jn_mesh_bits_set(&rc->excluded, (unsigned)in->ct.slot);

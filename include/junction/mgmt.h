@@ -31,6 +31,13 @@
 #ifndef JUNCTION_MGMT_H
 #define JUNCTION_MGMT_H 1
 
+/* The largest management request answered, in octets (whole message).
+ * Real requests are a few KiB (a CREATE with every attribute, a QUERY
+ * naming 256 attributes); decoding one runs on the core thread, so a
+ * larger one is dropped with a log line instead (a 61 MB CREATE held all
+ * routing up for 1.5 s). */
+#define JN_MGMT_MAX_REQUEST (1024u * 1024)
+
 #include <junction/config.h>
 #include <junction/core.h>
 #include <junction/io.h>

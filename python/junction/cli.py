@@ -6,6 +6,7 @@ status), 2 usage error. Every error is one line on stderr.
 """
 
 import argparse
+import math
 import os
 import sys
 
@@ -31,8 +32,9 @@ def _positive_float(text):
         v = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError("not a number: %r" % text)
-    if v <= 0:
-        raise argparse.ArgumentTypeError("must be greater than 0: %r" % text)
+    if not math.isfinite(v) or v <= 0 or v > 1e6:
+        raise argparse.ArgumentTypeError("must be a number of seconds from 0 to 1000000, "
+                                         "not %r" % text)
     return v
 
 

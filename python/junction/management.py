@@ -133,13 +133,20 @@ class ConnectOptions:
         return bool(self.ssl_certificate or self.ssl_trustfile or self.ssl_key)
 
 
+# Values per QUERY page (see Client.query) and rows of a first page whose
+# columns are not known yet.
+MAX_PAGE_VALUES = 30000
+FIRST_PAGE_ROWS = 100
+
+
 def parse_url(text):
     """A proton Url with defaults filled in; a bare `host:port` or `host`
     means amqp://. Raises ConnectError for a URL proton cannot read."""
     try:
         url = Url(text)
         url.defaults()
-    except (ValueError, ProtonException) as e:
+        int(url.port)  # a port that is not a number or service fails here
+    except (ValueError, TypeError, ProtonException) as e:
         raise ConnectError("bad URL %r: %s" % (text, _one_line(e)))
     return url
 
@@ -345,14 +352,25 @@ class Client:
     def query(self, entity_type=None, attribute_names=None, limit=None):
         """All rows of a QUERY, paged. Returns (attributeNames, rows); rows
         are lists in attributeNames order. `limit` caps the rows returned."""
-        page = self.options.page_size
+        # python3-qpid-proton decodes at most about 65,535 values of one
+        # message and silently drops the rest, so a page is kept under
+        # MAX_PAGE_VALUES values: rows x columns, the columns known from the
+        # request or, when it names none (all), from the first page (asked
+        # for at most FIRST_PAGE_ROWS rows).
+        columns = len(attribute_names) if attribute_names else 0
         offset = 0
         names, rows, previous = [], [], None
         while True:
+            page = self.options.page_size
+            if columns:
+                page = max(1, min(page, MAX_PAGE_VALUES // columns))
+            else:
+                page = min(page, FIRST_PAGE_ROWS)
             count = page if not limit else min(page, limit - len(rows))
             names_p, got = self.query_page(entity_type, attribute_names, offset, count)
             if names_p:
                 names = names_p
+                columns = columns or len(names_p)
             if len(got) > count:
                 # The server ignored `count` and sent everything it has.
                 rows = got if offset == 0 else rows + got

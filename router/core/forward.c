@@ -254,11 +254,24 @@ static jn_core_link_t *pick_anycast_CT(jn_core_t *core, jn_addr_t *addr, const j
     return remote && remote_load < local_load ? remote : local;
 }
 
+/* A message the router composed (a management reply, a control message)
+ * has no sender to push back on: toward a link that already has
+ * JN_CORE_DEFAULT_CAPACITY copies waiting for credit (a reply-to nobody
+ * reads, a peer that grants no credit) it is dropped instead of queued, so
+ * a client flooding requests cannot make the router hold their replies
+ * without bound. Deliveries from senders are bounded by their credit. */
+static bool backlogged(const jn_delivery_t *dlv, const jn_core_link_t *to)
+{
+    return dlv->link->conn->internal && to->ct.undelivered.count >= JN_CORE_DEFAULT_CAPACITY;
+}
+
 static void forward_anycast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *rc)
 {
     jn_core_t *core = jn_delivery_core(dlv);
     JN_ASSERT_CT(core);
     jn_core_link_t *to = pick_anycast_CT(core, addr, rc);
+    if (to && backlogged(dlv, to))
+        to = NULL; /* dropped: see backlogged */
     jn_delivery_t *copy = to ? jn_delivery_copy_CT(dlv, to, dlv->presettled) : NULL;
     if (!copy)
         return; /* pending stays 0: released */
@@ -281,7 +294,8 @@ static void copy_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigne
     dlv->ct.pending += n + n_more;
     for (unsigned i = 0; i < n + n_more; i++) {
         jn_core_link_t *to = i < n ? links[i] : more[i - n];
-        jn_delivery_t *copy = jn_delivery_copy_CT(dlv, to, dlv->presettled);
+        jn_delivery_t *copy =
+            backlogged(dlv, to) ? NULL : jn_delivery_copy_CT(dlv, to, dlv->presettled);
         if (copy)
             enqueue_CT(copy);
         else
@@ -295,9 +309,9 @@ static void forward_multicast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_r
     JN_ASSERT_CT(core);
     dlv->ct.multicast = true;
     jn_core_link_t *remote[JN_MESH_MAX_LINKS];
-    unsigned n = addr->n_remote > 0 ? jn_router_multicast_links_CT(core, addr, rc, remote,
-                                                                   JN_MESH_MAX_LINKS)
-                                    : 0;
+    unsigned n = addr->n_remote > 0
+                     ? jn_router_multicast_links_CT(core, addr, rc, remote, JN_MESH_MAX_LINKS)
+                     : 0;
     addr->egress += addr->n_consumers;
     addr->transit += n;
     copy_to_links_CT(dlv, addr->consumers, addr->n_consumers, remote, n);
@@ -327,8 +341,7 @@ static jn_addr_t *addr_of_CT(jn_core_t *core, const jn_delivery_t *dlv)
     return jn_addr_for_message_CT(core, dlv->message, honour);
 }
 
-void jn_forward_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned n,
-                            bool multicast)
+void jn_forward_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned n, bool multicast)
 {
     jn_core_t *core = jn_delivery_core(dlv);
     JN_ASSERT_CT(core);

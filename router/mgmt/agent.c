@@ -211,6 +211,14 @@ static int send_reply(jn_mgmt_t *agent, jn_core_t *core, jn_message_t *msg)
 void jn_mgmt_request_CT(void *ctx, jn_core_t *core, jn_message_t *request)
 {
     jn_mgmt_t *agent = ctx;
+    size_t size = jn_message_length(request);
+    if (size > JN_MGMT_MAX_REQUEST) {
+        /* decoding it would hold up the core thread (all routing) */
+        JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_WARNING,
+               "Management request of %zu octets dropped: the limit is %u", size,
+               JN_MGMT_MAX_REQUEST);
+        return;
+    }
     jn_mgmt_request_t *req = malloc(sizeof *req);
     jn_mgmt_reply_t *reply = malloc(sizeof *reply);
     if (!req || !reply) {

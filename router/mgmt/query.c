@@ -53,6 +53,9 @@ static int requested_names(const jn_mgmt_request_t *req, names_t *ns, jn_mgmt_re
             jn_decoder_enter(&map, &v, &list) != 0)
             return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
                                      "attributeNames must be a list of strings");
+        if (ns->text) /* the key twice: a map key must be unique */
+            return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                                     "attributeNames is given more than once");
         ns->text = malloc(v.size + v.count + 1);
         if (!ns->text)
             return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");

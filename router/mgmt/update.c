@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* What a log UPDATE asks for, checked before it is applied. */
 typedef struct log_change {
@@ -27,6 +28,17 @@ typedef struct log_change {
     char output[JN_MGMT_STR_MAX];
     bool has_output;
 } log_change_t;
+
+/* An outputFile a running router may open on its core thread: stderr,
+ * stdout, syslog, or a path that is a regular file or does not exist yet.
+ * A FIFO or a device could block open() and with it all routing. */
+static bool output_ok(const char *path)
+{
+    if (strcmp(path, "stderr") == 0 || strcmp(path, "stdout") == 0 || strcmp(path, "syslog") == 0)
+        return true;
+    struct stat st;
+    return stat(path, &st) != 0 || S_ISREG(st.st_mode);
+}
 
 static int field_bool(const jn_field_t *v, bool *out)
 {
@@ -135,6 +147,11 @@ static int update_log(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mgm
     c->timestamp = c->source = -2;
     int st = each_entry(req, reply, log_entry_cb, c);
     char err[256] = "";
+    if (!st && c->has_output && !output_ok(c->output))
+        st = jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                               "Invalid value for attribute 'outputFile': '%s' exists and is not "
+                               "a regular file",
+                               c->output);
     if (!st && c->has_output && jn_log_set_output(m, c->output, err, sizeof err) != 0)
         st = jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
                                "Invalid value for attribute 'outputFile': %s", err);

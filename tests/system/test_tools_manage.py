@@ -87,7 +87,10 @@ class ManagePagingTest(ToolsTestCase):
             pages = [(q["properties"]["offset"], q["properties"]["count"])
                      for q in self.fake.operations("QUERY")[:-1]]
             self.assertEqual(pages, [(0, 5), (5, 5), (10, 5)])
-            self.assertEqual(self.fake.operations("QUERY")[-1]["properties"]["count"], 500)
+            # no attribute names: the first page asks for at most 100 rows
+            # until the columns are known (python3-qpid-proton decodes at
+            # most ~65,535 values of a message; pages stay under 30,000)
+            self.assertEqual(self.fake.operations("QUERY")[-1]["properties"]["count"], 100)
 
     def test_exact_multiple_of_page(self):
         self.require_fake()

@@ -88,6 +88,20 @@ static void body_bad_names(jn_encoder_t *e, void *arg)
     jn_enc_map_end(e);
 }
 
+/* attributeNames twice (a request built to leak a copy per key) */
+static void body_names_twice(jn_encoder_t *e, void *arg)
+{
+    (void)arg;
+    jn_enc_map_begin(e);
+    for (int k = 0; k < 2; k++) {
+        jn_enc_cstring(e, "attributeNames");
+        jn_enc_list_begin(e);
+        jn_enc_cstring(e, "name");
+        jn_enc_list_end(e);
+    }
+    jn_enc_map_end(e);
+}
+
 /* status and a word the description must contain */
 static void bad(jn_mgmt_t *agent, const req_t *r, int status, const char *word)
 {
@@ -117,6 +131,12 @@ static void test_bad_requests(void **state)
     bad(agent, &REQ(.op = "QUERY", .entity_type = "listener", .body = body_not_map), 400, "map");
     bad(agent, &REQ(.op = "QUERY", .entity_type = "listener", .body = body_bad_names), 400,
         "attributeNames");
+    bad(agent, &REQ(.op = "QUERY", .entity_type = "listener", .body = body_names_twice), 400,
+        "more than once");
+    static const char *const fifo[] = {"outputFile", "/dev/null", NULL};
+    bad(agent, &REQ(.op = "UPDATE", .type = "log", .name = "log/DEFAULT", .body = body_string_map,
+                    .arg = (void *)fifo),
+        400, "not a regular file");
     bad(agent, &REQ(.op = "QUERY", .props = props_bad_count), 400, "count");
     bad(agent, &REQ(.op = "READ", .type = "listener", .props = props_list_name), 400, "name");
     bad(agent, &REQ(.op = "READ", .type = "listener"), 400, "No name or identity");

@@ -22,6 +22,7 @@ class FlowAndKill(Scenario):
 
     def __init__(self, send_url, recv_url, total, kill_after, kill, window=500):
         super().__init__(timeout=120)
+        self.killed_sent = 0
         self.send_url, self.recv_url = send_url, recv_url
         self.total, self.kill_after, self.kill, self.window = total, kill_after, kill, window
         self.outcomes = {}
@@ -40,10 +41,24 @@ class FlowAndKill(Scenario):
             event.link.flow(self.window)
             self.snd = self.container.create_sender(self.connect(self.send_url), "fail.q")
 
+    # After the kill the sender is paced (AFTER_KILL_RATE messages/s), so the
+    # flow outlasts the slowest reconvergence seen (a link-state update that
+    # has to wait for the next periodic RA, 4 s in flux mode) and the test
+    # always sees traffic take the new path.
+    AFTER_KILL_RATE = 4000
+
+    def tick(self):
+        if self.snd is not None:
+            self.on_sendable(type("E", (), {"link": self.snd})())
+
     def on_sendable(self, event):
         if event.link != self.snd:
             return
-        while event.link.credit > 0 and self.sent < self.total and \
+        allowed = self.total
+        if self.killed_at is not None:
+            allowed = self.killed_sent + int((time.monotonic() - self.killed_at) *
+                                             self.AFTER_KILL_RATE)
+        while event.link.credit > 0 and self.sent < min(self.total, allowed) and \
                 self.sent - len(self.outcomes) < self.window:
             dlv = event.link.send(Message(body=self.sent, properties={"seq": self.sent}))
             dlv.seq = self.sent
@@ -67,6 +82,7 @@ class FlowAndKill(Scenario):
         accepted = dlv.remote_state == Delivery.ACCEPTED
         if self.killed_at is None and accepted and len(self.outcomes) >= self.kill_after:
             self.killed_at = time.monotonic()
+            self.killed_sent = self.sent
             self.kill()
         elif (self.killed_at is not None and self.first_after_kill is None and accepted and
               dlv.sent_at > self.killed_at):

@@ -184,8 +184,8 @@ void jn_mesh_local_mobile_CT(jn_mesh_t *mesh, const uint8_t *key, size_t len, bo
  * when nothing changed, or before the first tick. 1.19 waits for its next
  * 1-s tick for each of these steps; acting at once shortens
  * reconvergence by a tick or two per hop, and changes nothing on the wire
- * but the timing. */
-void jn_mesh_flush_CT(jn_mesh_t *mesh);
+ * but the timing. Returns true when it had something to do. */
+bool jn_mesh_flush_CT(jn_mesh_t *mesh);
 
 /* jn_mesh_radius: the largest hop count to any reachable router (section
  * 7.3), 0 with no neighbours. Core thread. */

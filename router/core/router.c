@@ -540,9 +540,11 @@ static void mesh_flush_CT(jn_core_t *core)
         core->ct.flush_pending = true; /* jn_router_tick_CT does it */
         return;
     }
-    core->ct.last_flush_ms = now;
     core->ct.flush_pending = false;
-    jn_mesh_flush_CT(core->mesh);
+    /* only a flush that computed starts the interval: the many that find
+     * nothing to do (one per HELLO) must not delay a real change */
+    if (jn_mesh_flush_CT(core->mesh))
+        core->ct.last_flush_ms = now;
 }
 
 void jn_router_tick_CT(jn_core_t *core)

@@ -252,10 +252,10 @@ void jn_mesh_tick_CT(jn_mesh_t *mesh, int64_t now_ms)
     do_tick_CT(mesh);
 }
 
-void jn_mesh_flush_CT(jn_mesh_t *mesh)
+bool jn_mesh_flush_CT(jn_mesh_t *mesh)
 {
     if (!mesh->started)
-        return;
+        return false;
     bool bumped = false;
     if (mesh->own_changed) {
         mesh->own_changed = false;
@@ -266,7 +266,7 @@ void jn_mesh_flush_CT(jn_mesh_t *mesh)
                (unsigned long long)mesh->ls_seq);
     }
     if (!mesh->recompute)
-        return;
+        return false;
     mesh->recompute = false;
     mesh->last_topo_change_ms = mesh->now_ms;
     jn_mesh_compute_CT(mesh);
@@ -277,6 +277,7 @@ void jn_mesh_flush_CT(jn_mesh_t *mesh)
     }
     if (bumped)
         send_ra_CT(mesh);
+    return true;
 }
 
 /* ---- links -------------------------------------------------------------- */

@@ -103,6 +103,23 @@ int jn_core_add_address_config(jn_core_t *core, const char *prefix_or_pattern, b
 /* jn_core_start: start the core thread. Returns 0 or JN_ENOMEM. Main thread. */
 int jn_core_start(jn_core_t *core);
 
+/* jn_core_inline_thread_begin: mark the calling thread as one that runs
+ * the core inline (an I/O loop thread): its jn_core_post calls never wake
+ * the core thread, so it must call jn_core_run_inline after posting and
+ * before it blocks. Call once, at the thread's start. */
+void jn_core_inline_thread_begin(void);
+
+/* jn_core_run_inline: carry out the core's pending actions on the calling
+ * thread (which becomes the core thread for the time: its structures,
+ * JN_ASSERT_CT), unless another thread is doing so already — that thread
+ * then also carries out what the caller posted. Runs at most a bounded
+ * number of batches (router/core/core.c). Returns true when actions are
+ * left for a further call (the caller should call again without
+ * sleeping), false when the queue is empty or another thread holds the
+ * core. Threads marked with jn_core_inline_thread_begin, after
+ * jn_core_start and before jn_core_stop. */
+bool jn_core_run_inline(jn_core_t *core);
+
 /* jn_core_stop: stop and join the core thread. Every connection must have
  * been reported closed first (the I/O layer is stopped): the core processes
  * those closes (calling ops->conn_released) before it stops. A no-op when

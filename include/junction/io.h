@@ -1,14 +1,15 @@
 /*
- * junction/io.h — the I/O layer: the proton proactor, its worker threads,
+ * junction/io.h — the I/O layer: the event loops (one per worker thread),
  * listeners, connectors and AMQP connections (DESIGN.md, router/io).
  *
- * Each worker thread runs pn_proactor_wait in a loop. Proton hands one
- * connection's events to one thread at a time, so everything reachable from
- * a connection (its proton objects, its receive buffers, its half of the
- * link and delivery objects) is owned by that thread while it handles the
- * batch, without locks. The I/O layer turns proton events into core actions
- * (junction/core.h) and carries out the core's work items when the core
- * wakes the connection, writing everything pending in one go.
+ * Each worker thread runs an epoll loop of its own (router/io/io_loop.c).
+ * A connection belongs to one loop for its whole life, so everything
+ * reachable from it (its proton objects — a pn_connection_driver — its
+ * receive buffers, its half of the link and delivery objects) is owned by
+ * that thread, without locks. The I/O layer turns proton events into core
+ * actions (junction/core.h), runs the core inline after each pass over its
+ * connections (jn_core_run_inline), and carries out the core's work items
+ * when the core wakes a connection, writing everything pending in one go.
  *
  * Threads: jn_io_create/add/start/stop/free on the main thread.
  */
@@ -71,9 +72,11 @@ const jn_core_io_ops_t *jn_io_core_ops(void);
 jn_io_t *jn_io_create(jn_core_t *core, const jn_io_config_t *cfg);
 
 /* jn_io_add_listener: listen as cfg says once started (or at once, if
- * already started). Returns 0, JN_EINVAL (bad attribute, with a log line),
- * JN_ENOMEM. A port that cannot be bound is logged (SERVER, error) and
- * reported by jn_io_start. */
+ * already started). Returns 0, JN_EINVAL (bad attribute, or — when already
+ * started — an address that cannot be bound; with a log line), JN_ENOMEM.
+ * Before the start, a port that cannot be bound is logged (SERVER, error)
+ * and reported by jn_io_start. Any thread (management's CREATE runs on the
+ * core). */
 int jn_io_add_listener(jn_io_t *io, const jn_endpoint_config_t *cfg);
 
 /* jn_io_add_connector: connect as cfg says, retrying after a failure or a

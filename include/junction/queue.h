@@ -22,7 +22,7 @@
  * So no wakeup is lost, and there is exactly one per empty→non-empty
  * transition (never more wakeups than pushes). The wakeup itself must be
  * latching — an eventfd, a semaphore, a flag under a mutex with a condition
- * variable, pn_connection_wake / pn_proactor_interrupt — so that a wake sent
+ * variable, an I/O loop's eventfd (router/io/io_loop.c) — so that a wake sent
  * between the consumer's check and its sleep is not dropped.
  *
  * A producer mid-push (counted, not yet linked) makes jn_mpsc_pop return

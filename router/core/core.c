@@ -27,6 +27,23 @@
  * stores awake = false then loads the count; so either the core sees the
  * action and does not sleep, or the producer sees false and writes.
  *
+ * Inline. I/O loop threads (jn_core_inline_thread_begin) run the core
+ * themselves instead of waking the core thread: their posts skip the
+ * eventfd, and after each pass over their connections they call
+ * jn_core_run_inline, which takes the core's token (core->running) and
+ * drains the queue on the calling thread, so a delivery read on a loop is
+ * routed and queued for its outgoing connection without a thread hand-off
+ * (with one worker thread the whole single-hop path runs on one thread).
+ * Whoever holds the token is "the core thread" for JN_ASSERT_CT and for
+ * every structure the core owns; the token's exchange and store order the
+ * holders one after another. A thread that finds the token taken leaves
+ * its actions to the holder: the holder, after it gives the token back,
+ * loads the queue's count (seq_cst, the store-buffering pattern again) and
+ * takes the token again when something is there. The core thread itself
+ * takes the token for its own batches and ticks and runs only what
+ * foreign threads (the main thread, at start and stop) post, the mesh's
+ * timers, and what no loop happens to run.
+ *
  * Stop. jn_core_stop posts a stop action behind everything posted before it
  * (the I/O layer has stopped and reported every connection closed), so the
  * core processes those closes, then leaves its loop. jn_core_free drains
@@ -54,7 +71,26 @@
 #define JN_CORE_SPIN_NS 10000
 #endif
 
+/* Batches a loop thread runs inline at most per call before it goes back
+ * to its own connections (it is called again at once: the rest waits a
+ * pass, not a sleep). Each batch is up to JN_CORE_BATCH actions. */
+#define JN_CORE_INLINE_BATCHES 16
+
 _Thread_local jn_core_t *jn_core_ct_self_;
+
+/* True on I/O loop threads: they run the core inline (see the top). */
+static _Thread_local bool inline_poster;
+
+/* Take the core's token: true when this thread now holds it. */
+static inline bool token_take(jn_core_t *core)
+{
+    return !atomic_exchange_explicit(&core->running, true, memory_order_seq_cst);
+}
+
+static inline void token_give(jn_core_t *core)
+{
+    atomic_store_explicit(&core->running, false, memory_order_seq_cst);
+}
 
 jn_core_t *jn_core_create(const jn_core_config_t *cfg, const jn_core_io_ops_t *ops)
 {
@@ -66,6 +102,8 @@ jn_core_t *jn_core_create(const jn_core_config_t *cfg, const jn_core_io_ops_t *o
         return NULL;
     core->wake_fd = -1;
     atomic_init(&core->awake, true);
+    atomic_init(&core->running, false);
+    atomic_init(&core->stop, false);
     jn_addr_config_init(&core->config);
     jn_mpsc_init(&core->actions);
     core->stop_action.type = JN_ACT_STOP;
@@ -97,6 +135,8 @@ void jn_core_post(jn_core_t *core, jn_action_t *action)
 {
     if (!jn_mpsc_push(&core->actions, &action->node))
         return;
+    if (inline_poster)
+        return; /* this loop runs the core itself before it sleeps */
     if (atomic_load_explicit(&core->awake, memory_order_seq_cst))
         return; /* running or spinning: it sees the action (see the top) */
     uint64_t one = 1;
@@ -150,7 +190,11 @@ static void dispatch_CT(jn_core_t *core, jn_mpsc_node_t *node)
         break;
     }
     case JN_ACT_STOP:
-        core->ct.stop = true;
+        atomic_store(&core->stop, true);
+        if (jn_core_ct_self_ != NULL && inline_poster) {
+            uint64_t one = 1; /* carried out on a loop: tell the core thread */
+            JN_CHECK(write(core->wake_fd, &one, sizeof one) == (ssize_t)sizeof one);
+        }
         break;
     default:
         JN_CHECK(!"unknown core action");
@@ -211,8 +255,11 @@ static void sleep_CT(jn_core_t *core)
         struct pollfd p = {.fd = core->wake_fd, .events = POLLIN};
         int rc = timeout > 0 ? poll(&p, 1, timeout) : 0;
         if (rc <= 0) {
-            jn_router_tick_CT(core);
-            jn_link_flush_credit_CT(core);
+            if (token_take(core)) { /* else the holder ticks, per batch */
+                jn_router_tick_CT(core);
+                jn_link_flush_credit_CT(core);
+                token_give(core);
+            }
             return;
         }
     }
@@ -230,24 +277,34 @@ static void *core_main(void *arg)
     jn_core_ct_self_ = core;
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO, "Router core thread running, id=%s%s",
            core->router_id, core->mesh ? " (interior)" : "");
-    if (jn_router_start_CT(core) != 0)
+    while (!token_take(core))
+        sched_yield();
+    int started = jn_router_start_CT(core);
+    token_give(core);
+    if (started != 0)
         JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_ERROR, "Out of memory for the management address");
     bool worked = false; /* a batch since the last sleep or spin */
-    while (!core->ct.stop) {
-        if (run_batch_CT(core) > 0) {
+    while (!atomic_load(&core->stop)) {
+        bool held = token_take(core);
+        size_t n = held ? run_batch_CT(core) : 0;
+        if (held)
+            token_give(core);
+        if (n > 0) {
             worked = true;
             continue;
         }
-        if (!jn_mpsc_empty(&core->actions)) {
+        if (held && !jn_mpsc_empty(&core->actions)) {
             sched_yield(); /* a producer is mid-push: its node comes soon */
             continue;
         }
+        /* Not held: a loop is running the core and will look at the queue
+         * again when it lets go; sleep until a foreign post or a tick. */
         bool spin = worked;
         worked = false;
         if (spin && spin_CT(core))
             continue;
         atomic_store_explicit(&core->awake, false, memory_order_seq_cst);
-        if (atomic_load_explicit(&core->actions.pending, memory_order_seq_cst) == 0)
+        if (!held || atomic_load_explicit(&core->actions.pending, memory_order_seq_cst) == 0)
             sleep_CT(core);
         atomic_store_explicit(&core->awake, true, memory_order_relaxed);
     }
@@ -255,6 +312,32 @@ static void *core_main(void *arg)
     jn_core_ct_self_ = NULL;
     jn_pool_thread_exit();
     return NULL;
+}
+
+void jn_core_inline_thread_begin(void)
+{
+    inline_poster = true;
+}
+
+bool jn_core_run_inline(jn_core_t *core)
+{
+    jn_core_t *prev = jn_core_ct_self_;
+    int batches = 0;
+    while (atomic_load_explicit(&core->actions.pending, memory_order_seq_cst) != 0) {
+        if (!token_take(core))
+            return false; /* the holder looks again after it lets go */
+        jn_core_ct_self_ = core;
+        size_t n;
+        while ((n = run_batch_CT(core)) > 0 && ++batches < JN_CORE_INLINE_BATCHES) {
+        }
+        jn_core_ct_self_ = prev;
+        token_give(core);
+        if (batches >= JN_CORE_INLINE_BATCHES)
+            return atomic_load_explicit(&core->actions.pending, memory_order_relaxed) != 0;
+        if (n == 0 && atomic_load_explicit(&core->actions.pending, memory_order_seq_cst) != 0)
+            sched_yield(); /* a producer is mid-push: its node comes soon */
+    }
+    return false;
 }
 
 int jn_core_start(jn_core_t *core)

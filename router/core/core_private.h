@@ -271,6 +271,14 @@ struct jn_core {
     int wake_fd;
     atomic_bool awake;
     jn_action_t stop_action;
+    /* The core's token: true while some thread runs the core's actions
+     * (the core thread, or an I/O loop thread running it inline,
+     * jn_core_run_inline). Taken with an atomic exchange, given back with a
+     * store, both seq_cst: a thread that finds it taken leaves its actions
+     * to the holder, which looks at the queue again after it lets go
+     * (core.c). */
+    atomic_bool running;
+    atomic_bool stop; /* the stop action was carried out */
 
     /* Main thread only. */
     pthread_t thread;

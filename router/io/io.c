@@ -1,30 +1,27 @@
 /*
- * io.c — the I/O layer's frame (junction/io.h): the proton proactor, the
- * worker threads that loop on it, the dispatch of each event batch, the
- * one-shot timers built on the proactor's single timeout, and start and
- * orderly stop.
+ * io.c — the I/O layer's frame (junction/io.h): the one-shot timers, the
+ * core's callbacks, and start and orderly stop of the event loops
+ * (io_loop.c: one per worker thread).
  *
- * A batch belongs to one connection, one listener, or the proactor itself.
- * A connection's batch goes to io_conn.c event by event and ends with
- * jn_io_conn_batch_end_IO, which takes the core's work and finishes what the
- * batch started, so everything the batch produced leaves in the one write
- * proton does after pn_proactor_done. Listener events go to io_endpoint.c.
+ * Timers: armed timers (a connector's retry, a connection's poll of a
+ * paused or stalled link, proton's idle-timeout tick, a listener's pause
+ * after EMFILE) sit in a list sorted by deadline under io->lock; the
+ * earliest deadline is published in io->timer_next, which bounds the sleep
+ * of loop 0, and loop 0 fires what is due. Arming an earlier timer than the
+ * one loop 0 sleeps for notifies it. Arming happens on connection open and
+ * loss, every few seconds per connection for the idle timeout, and for
+ * large messages; the lock is never taken per message.
  *
- * Timers: proton 0.37 has one timeout per proactor. Armed timers (a
- * connector's retry, a connection's poll of a paused or stalled link) sit in
- * a list sorted by deadline under io->lock, and the proactor timeout is set
- * for the earliest. Arming happens on connection loss and for large
- * messages only, so the lock is never taken per message.
- *
- * Stop: close the listeners, wake every connection so its own thread closes
- * it with a close frame, wait for the transports to close (bounded), force
- * what is left with pn_proactor_disconnect, then interrupt the workers:
- * each worker that sees the exit flag passes the interrupt on (proton may
- * coalesce interrupts) and leaves.
+ * Stop: ask loop 0 to close the listeners, wake every connection so its
+ * own loop closes it with a close frame, wait for the transports to close
+ * (bounded), then cut what is left (io->forcing: each connection's next
+ * pass closes it with amqp:connection:forced), then set io->exiting and
+ * notify every loop.
  */
 #include "io_private.h"
 
 #include <junction/pool.h>
+#include <junction/time.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -36,22 +33,14 @@
 
 /* ---- timers ------------------------------------------------------------ */
 
-/* Point the proactor timeout at the earliest armed timer. io->lock held. */
-static void timeout_update_locked(jn_io_t *io)
+/* Publish the earliest deadline for loop 0; notify it when it moved
+ * earlier. io->lock held. */
+static void timer_next_update_locked(jn_io_t *io)
 {
-    if (!io->timers) {
-        if (io->timeout_at) {
-            pn_proactor_cancel_timeout(io->proactor);
-            io->timeout_at = 0;
-        }
-        return;
-    }
-    int64_t deadline = io->timers->deadline;
-    if (io->timeout_at && io->timeout_at <= deadline)
-        return; /* a timeout at or before it is set; it re-evaluates */
-    int64_t now = pn_proactor_now_64();
-    pn_proactor_set_timeout(io->proactor, deadline > now ? (pn_millis_t)(deadline - now) : 0);
-    io->timeout_at = deadline;
+    int64_t next = io->timers ? io->timers->deadline : INT64_MAX;
+    int64_t was = atomic_exchange_explicit(&io->timer_next, next, memory_order_acq_rel);
+    if (next < was && io->loops)
+        jn_io_loop_notify(&io->loops[0]);
 }
 
 static void timer_unlink_locked(jn_io_t *io, jn_io_timer_t *timer)
@@ -66,22 +55,28 @@ static void timer_unlink_locked(jn_io_t *io, jn_io_timer_t *timer)
     timer->armed = false;
 }
 
-/* jn_io_timer_arm: fire timer->fire once, delay_ms from now (re-arming an
- * armed timer moves it). Any thread. */
-void jn_io_timer_arm(jn_io_t *io, jn_io_timer_t *timer, unsigned delay_ms)
+/* jn_io_timer_arm_at: fire timer->fire once at deadline_ms (jn_time_mono_ms
+ * clock); re-arming an armed timer moves it. Any thread. */
+void jn_io_timer_arm_at(jn_io_t *io, jn_io_timer_t *timer, int64_t deadline_ms)
 {
     pthread_mutex_lock(&io->lock);
     if (timer->armed)
         timer_unlink_locked(io, timer);
-    timer->deadline = pn_proactor_now_64() + delay_ms;
+    timer->deadline = deadline_ms;
     jn_io_timer_t **p = &io->timers;
     while (*p && (*p)->deadline <= timer->deadline)
         p = &(*p)->next;
     timer->next = *p;
     *p = timer;
     timer->armed = true;
-    timeout_update_locked(io);
+    timer_next_update_locked(io);
     pthread_mutex_unlock(&io->lock);
+}
+
+/* jn_io_timer_arm: fire timer->fire once, delay_ms from now. Any thread. */
+void jn_io_timer_arm(jn_io_t *io, jn_io_timer_t *timer, unsigned delay_ms)
+{
+    jn_io_timer_arm_at(io, timer, (int64_t)jn_time_mono_ms() + delay_ms);
 }
 
 /* jn_io_timer_cancel: disarm. Returns true when it was armed (its fire will
@@ -90,22 +85,22 @@ bool jn_io_timer_cancel(jn_io_t *io, jn_io_timer_t *timer)
 {
     pthread_mutex_lock(&io->lock);
     bool was = timer->armed;
-    if (was)
+    if (was) {
         timer_unlink_locked(io, timer);
-    timeout_update_locked(io);
+        timer_next_update_locked(io);
+    }
     pthread_mutex_unlock(&io->lock);
     return was;
 }
 
-/* PN_PROACTOR_TIMEOUT: fire every due timer, one at a time, without the
- * lock (a fire may re-arm its own timer). */
-static void timers_run(jn_io_t *io)
+/* jn_io_timers_run: fire every due timer, one at a time, without the lock
+ * (a fire may re-arm its own timer). Loop 0's thread. */
+void jn_io_timers_run(jn_io_t *io)
 {
     pthread_mutex_lock(&io->lock);
-    io->timeout_at = 0;
     for (;;) {
         jn_io_timer_t *t = io->timers;
-        if (!t || t->deadline > pn_proactor_now_64())
+        if (!t || t->deadline > (int64_t)jn_time_mono_ms())
             break;
         io->timers = t->next;
         t->next = NULL;
@@ -114,62 +109,8 @@ static void timers_run(jn_io_t *io)
         t->fire(t);
         pthread_mutex_lock(&io->lock);
     }
-    timeout_update_locked(io);
+    timer_next_update_locked(io);
     pthread_mutex_unlock(&io->lock);
-}
-
-/* ---- workers ------------------------------------------------------------ */
-
-/* Handle one batch. Returns true when this worker is to exit. */
-static bool batch_handle(jn_io_t *io, pn_event_batch_t *batch)
-{
-    jn_io_conn_t *conn = NULL;
-    bool exit_now = false;
-    pn_event_t *e;
-    while ((e = pn_event_batch_next(batch)) != NULL) {
-        pn_connection_t *pc = pn_event_connection(e);
-        if (pc) {
-            conn = pn_connection_get_context(pc);
-            if (conn)
-                jn_io_conn_event_IO(conn, e);
-            continue;
-        }
-        switch (pn_event_type(e)) {
-        case PN_LISTENER_OPEN:
-        case PN_LISTENER_ACCEPT:
-        case PN_LISTENER_CLOSE:
-            jn_io_listener_event(io, e);
-            break;
-        case PN_PROACTOR_TIMEOUT:
-            timers_run(io);
-            break;
-        case PN_PROACTOR_INTERRUPT:
-            pthread_mutex_lock(&io->lock);
-            exit_now = io->exiting;
-            pthread_mutex_unlock(&io->lock);
-            if (exit_now)
-                pn_proactor_interrupt(io->proactor); /* for the next worker */
-            break;
-        default:
-            break;
-        }
-    }
-    if (conn)
-        jn_io_conn_batch_end_IO(conn);
-    return exit_now;
-}
-
-static void *worker_main(void *arg)
-{
-    jn_io_t *io = arg;
-    bool done = false;
-    while (!done) {
-        pn_event_batch_t *batch = pn_proactor_wait(io->proactor);
-        done = batch_handle(io, batch);
-        pn_proactor_done(io->proactor, batch);
-    }
-    jn_pool_thread_exit();
-    return NULL;
 }
 
 /* ---- the core's callbacks ----------------------------------------------- */
@@ -192,25 +133,36 @@ const jn_core_io_ops_t *jn_io_core_ops(void)
 
 /* ---- life cycle --------------------------------------------------------- */
 
-/* Descriptors kept back from connections: room for two full listen
- * backlogs accepted at once (a burst being refused: each refused connection
- * holds its descriptor until proton has closed it), plus listeners, the
- * core's eventfd, the proactor's own, log files and connector retries. */
+/* Descriptors kept back from connections: room for a full listen backlog
+ * accepted at once, plus listeners, each loop's epoll and eventfd, the
+ * core's eventfd, log files and connector attempts. */
 #define JN_IO_FD_RESERVE (2 * JN_IO_LISTEN_BACKLOG + 64)
 
 /* jn_io_max_connections: how many connections may be open at once, from the
  * process's file-descriptor limit (RLIMIT_NOFILE soft limit) less the
- * reserve. Accepting past the limit would make accept() fail with EMFILE,
- * which proton 0.37's epoll proactor handles by parking the listener in an
- * "overflow" state that later trips an assertion when the listener closes;
- * refusing connections ourselves well below the limit keeps it from ever
- * getting there. At least 16. */
+ * reserve. Connections accepted past it are closed at once (io_endpoint.c),
+ * so accept() itself does not run out of descriptors (EMFILE) while the
+ * router has live connections to serve. At least 16. */
 size_t jn_io_max_connections(void)
 {
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
         return SIZE_MAX;
     return rl.rlim_cur > JN_IO_FD_RESERVE + 16 ? (size_t)rl.rlim_cur - JN_IO_FD_RESERVE : 16;
+}
+
+static void io_destroy(jn_io_t *io)
+{
+    if (io->loops) {
+        for (unsigned i = 0; i < io->worker_threads; i++)
+            jn_io_loop_fini(&io->loops[i]);
+    }
+    pthread_cond_destroy(&io->cond);
+    pthread_mutex_destroy(&io->lock);
+    free(io->loops);
+    free(io->node_id);
+    free(io->container_id);
+    free(io);
 }
 
 jn_io_t *jn_io_create(jn_core_t *core, const jn_io_config_t *cfg)
@@ -225,28 +177,31 @@ jn_io_t *jn_io_create(jn_core_t *core, const jn_io_config_t *cfg)
     io->container_id = strdup(id);
     size_t n = strlen(id) + 3;
     io->node_id = malloc(n);
-    io->threads = calloc(io->worker_threads, sizeof *io->threads);
-    io->proactor = pn_proactor();
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    if (!io->container_id || !io->node_id || !io->threads || !io->proactor ||
-        pthread_mutex_init(&io->lock, NULL) != 0) {
-        pthread_condattr_destroy(&ca);
-        if (io->proactor)
-            pn_proactor_free(io->proactor);
-        free(io->threads);
-        free(io->node_id);
-        free(io->container_id);
-        free(io);
-        return NULL;
-    }
+    pthread_mutex_init(&io->lock, NULL);
     pthread_cond_init(&io->cond, &ca);
     pthread_condattr_destroy(&ca);
-    snprintf(io->node_id, n, "0/%s", id);
     atomic_init(&io->next_conn_id, 1);
     atomic_init(&io->pending_frees, 0);
     atomic_init(&io->stopping, false);
+    atomic_init(&io->forcing, false);
+    atomic_init(&io->exiting, false);
+    atomic_init(&io->listener_ops, false);
+    atomic_init(&io->timer_next, INT64_MAX);
+    atomic_init(&io->next_loop, 0);
+    io->loops = calloc(io->worker_threads, sizeof *io->loops);
+    bool ok = io->container_id && io->node_id && io->loops;
+    for (unsigned i = 0; ok && i < io->worker_threads; i++)
+        io->loops[i].epfd = io->loops[i].evfd = -1;
+    for (unsigned i = 0; ok && i < io->worker_threads; i++)
+        ok = jn_io_loop_init(&io->loops[i], io, i) == 0;
+    if (!ok) {
+        io_destroy(io);
+        return NULL;
+    }
+    snprintf(io->node_id, n, "0/%s", id);
     return io;
 }
 
@@ -274,43 +229,29 @@ static struct timespec deadline_in(unsigned ms)
     return ts;
 }
 
-static bool listeners_decided(jn_io_t *io)
-{
-    return io->pending_listeners == 0;
-}
-
 int jn_io_start(jn_io_t *io)
 {
+    /* Listening sockets are bound here, before any loop runs, so a port that
+     * cannot be bound fails the start. */
+    int rc = 0;
     pthread_mutex_lock(&io->lock);
     io->started = true;
     for (jn_io_endpoint_t *ep = io->endpoints; ep; ep = ep->next) {
-        if (ep->is_listener)
-            jn_io_listen(io, ep);
+        if (ep->is_listener && jn_io_listen(io, ep) != 0)
+            rc = JN_EINVAL;
     }
     pthread_mutex_unlock(&io->lock);
-    for (jn_io_endpoint_t *ep = io->endpoints; ep; ep = ep->next) {
-        if (!ep->is_listener)
-            jn_io_connect(ep);
-    }
     for (unsigned i = 0; i < io->worker_threads; i++) {
-        if (pthread_create(&io->threads[i], NULL, worker_main, io) != 0) {
+        if (pthread_create(&io->loops[i].thread, NULL, jn_io_loop_main, &io->loops[i]) != 0) {
             JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_ERROR, "Cannot start worker thread %u", i);
             return JN_ENOMEM;
         }
         io->threads_started++;
     }
-    /* Listen results come back as events; wait for them so a port that
-     * cannot be bound fails the start. */
-    struct timespec deadline = deadline_in(10000);
-    int rc = 0;
-    pthread_mutex_lock(&io->lock);
-    if (!wait_until(io, listeners_decided, &deadline))
-        rc = JN_EINVAL;
     for (jn_io_endpoint_t *ep = io->endpoints; ep; ep = ep->next) {
-        if (ep->is_listener && ep->state == JN_EP_FAILED)
-            rc = JN_EINVAL;
+        if (!ep->is_listener)
+            jn_io_connect(ep);
     }
-    pthread_mutex_unlock(&io->lock);
     if (rc == 0)
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_NOTICE, "Operational, %u Threads Running (process ID %ld)",
                io->worker_threads, (long)getpid());
@@ -322,7 +263,7 @@ static bool all_closed(jn_io_t *io)
     if (io->live_conns)
         return false;
     for (jn_io_endpoint_t *ep = io->endpoints; ep; ep = ep->next) {
-        if (ep->is_listener && (ep->state == JN_EP_PENDING || ep->state == JN_EP_OPEN))
+        if (ep->is_listener && ep->state == JN_EP_OPEN)
             return false;
     }
     return true;
@@ -333,14 +274,20 @@ static bool all_closed(jn_io_t *io)
 static void close_everything_locked(jn_io_t *io)
 {
     atomic_store(&io->stopping, true);
+    bool listeners = false;
     for (jn_io_endpoint_t *ep = io->endpoints; ep; ep = ep->next) {
-        if (ep->is_listener && ep->listener &&
-            (ep->state == JN_EP_PENDING || ep->state == JN_EP_OPEN))
-            pn_listener_close(ep->listener);
+        if (ep->is_listener && ep->state == JN_EP_OPEN) {
+            ep->close_requested = true;
+            listeners = true;
+        }
         if (!ep->is_listener && ep->retry.armed)
             timer_unlink_locked(io, &ep->retry);
     }
-    timeout_update_locked(io);
+    timer_next_update_locked(io);
+    if (listeners) {
+        atomic_store(&io->listener_ops, true);
+        jn_io_loop_notify(&io->loops[0]);
+    }
     for (jn_io_conn_t *c = io->conns; c; c = c->reg_next)
         jn_io_conn_wake(c);
 }
@@ -350,33 +297,36 @@ void jn_io_stop(jn_io_t *io, unsigned timeout_ms)
     if (!io->started)
         return;
     pthread_mutex_lock(&io->lock);
+    if (io->threads_started < io->worker_threads) {
+        /* start failed part way: nothing to close politely */
+        atomic_store(&io->forcing, true);
+    }
     close_everything_locked(io);
     struct timespec deadline = deadline_in(timeout_ms);
     if (!wait_until(io, all_closed, &deadline)) {
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
                "%zu connection(s) did not close within %u ms; disconnecting them", io->live_conns,
                timeout_ms);
-        pthread_mutex_unlock(&io->lock);
-        pn_condition_t *cond = pn_condition();
-        pn_condition_set_name(cond, "amqp:connection:forced");
-        pn_condition_set_description(cond, "router shutting down");
-        pn_proactor_disconnect(io->proactor, cond);
-        pn_condition_free(cond);
-        pthread_mutex_lock(&io->lock);
+        atomic_store(&io->forcing, true);
+        for (jn_io_conn_t *c = io->conns; c; c = c->reg_next)
+            jn_io_conn_wake(c);
         deadline = deadline_in(1000);
         wait_until(io, all_closed, &deadline);
     }
-    io->exiting = true;
     /* Timers left (polls of connections that are gone) must not fire. */
     while (io->timers)
         timer_unlink_locked(io, io->timers);
-    timeout_update_locked(io);
+    timer_next_update_locked(io);
     pthread_mutex_unlock(&io->lock);
-    pn_proactor_interrupt(io->proactor);
+    atomic_store_explicit(&io->exiting, true, memory_order_release);
     for (unsigned i = 0; i < io->threads_started; i++)
-        pthread_join(io->threads[i], NULL);
+        jn_io_loop_notify(&io->loops[i]);
+    for (unsigned i = 0; i < io->threads_started; i++)
+        pthread_join(io->loops[i].thread, NULL);
     io->threads_started = 0;
     io->started = false;
+    /* Listening sockets no loop closed (a loop that never ran) */
+    jn_io_listeners_close_requested(io);
 }
 
 void jn_io_free(jn_io_t *io)
@@ -393,20 +343,15 @@ void jn_io_free(jn_io_t *io)
                "Connections not released by the core at exit; freeing them");
     while (left) {
         jn_io_conn_t *next = left->reg_next;
+        jn_io_conn_destroy_IO(left);
         atomic_store(&left->refs, 1);
         jn_io_conn_unref(left);
         left = next;
     }
-    pn_proactor_free(io->proactor);
     while (io->endpoints) {
         jn_io_endpoint_t *ep = io->endpoints;
         io->endpoints = ep->next;
         jn_io_endpoint_free(ep);
     }
-    pthread_cond_destroy(&io->cond);
-    pthread_mutex_destroy(&io->lock);
-    free(io->threads);
-    free(io->node_id);
-    free(io->container_id);
-    free(io);
+    io_destroy(io);
 }

@@ -4,29 +4,28 @@
  * items, the wake guard, and the hand-over of closure to the core.
  *
  * Lifetime. An io_conn is refcounted: the I/O side's reference lasts until
- * the end of the batch that saw PN_TRANSPORT_CLOSED (after which proton
- * frees the pn_connection), the core's from a successful
- * jn_core_conn_opened_IO until ops->conn_released, and an armed poll timer
- * holds one. Links live in conn->links until JN_WORK_LINK_RELEASED, or until
+ * the end of the pass that saw PN_TRANSPORT_CLOSED (which then frees the
+ * proton objects, io_loop.c), the core's from a successful
+ * jn_core_conn_opened_IO until ops->conn_released, and an armed timer, a
+ * queued wake and a running pass hold one each. Links live in conn->links until JN_WORK_LINK_RELEASED, or until
  * the connection is freed. Everything that refers to proton objects (the
  * delivery references in pn_delivery contexts, partly received or sent
  * messages) is released on the I/O thread when the link detaches or the
  * transport closes, while the proton objects still exist.
  *
- * Work. The core wakes the connection (pn_connection_wake) when its work
- * queue goes from empty to non-empty; every batch of the connection —
- * wake or not — ends by taking all the work there is (cheap when there is
- * none) and carrying it out, then finishing what links left pending (the
- * core is told of new octets once per batch; paused receives and stalled
- * sends are retried). Proton writes what all of that produced after the
- * batch, in one go.
+ * Work. The core wakes the connection (jn_io_conn_wake, io_loop.c) when
+ * its work queue goes from empty to non-empty; every pass of the
+ * connection — wake or not — ends its events by taking all the work there
+ * is (cheap when there is none) and carrying it out, then finishing what
+ * links left pending (the core is told of new octets once per pass; paused
+ * receives and stalled sends are retried). The loop writes what all of
+ * that produced after it, in one go.
  */
 #include "io_private.h"
 
 #include <junction/pool.h>
 
 #include <proton/codec.h>
-#include <proton/netaddr.h>
 #include <proton/sasl.h>
 
 #include <stdio.h>
@@ -41,6 +40,13 @@ static void poll_fire(jn_io_timer_t *timer)
 {
     jn_io_conn_t *conn = (jn_io_conn_t *)((char *)timer - offsetof(jn_io_conn_t, poll));
     jn_io_conn_wake(conn);
+    jn_io_conn_unref(conn); /* the timer's reference */
+}
+
+static void tick_fire(jn_io_timer_t *timer)
+{
+    jn_io_conn_t *conn = (jn_io_conn_t *)((char *)timer - offsetof(jn_io_conn_t, tick));
+    jn_io_conn_wake(conn); /* the pass calls pn_transport_tick */
     jn_io_conn_unref(conn); /* the timer's reference */
 }
 
@@ -89,7 +95,7 @@ static void conn_decorate(jn_io_conn_t *conn)
 }
 
 /* jn_io_conn_new: a connection object with its pn_connection (not yet
- * handed to the proactor), registered and counted live. Reference 1 (the
+ * handed to a loop), registered and counted live. Reference 1 (the
  * I/O side's). NULL on ENOMEM. Any thread. */
 jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming)
 {
@@ -98,14 +104,15 @@ jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming)
     if (!conn)
         return NULL;
     memset(conn, 0, sizeof *conn);
+    conn->handle.kind = JN_POLL_CONN;
+    conn->fd = -1;
     conn->pn = pn_connection();
-    if (!conn->pn || pthread_mutex_init(&conn->wake_lock, NULL) != 0) {
-        if (conn->pn)
-            pn_connection_free(conn->pn);
+    if (!conn->pn) {
         jn_pool_free(pool, conn);
         return NULL;
     }
     conn->pn_io = conn->pn;
+    atomic_init(&conn->wake_queued, false);
     conn->io = io;
     conn->id = atomic_fetch_add(&io->next_conn_id, 1);
     conn->endpoint = ep;
@@ -119,6 +126,7 @@ jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming)
         conn->strip_inbound = conn->strip_outbound = false; /* mesh-protocol.md 2.1 */
     atomic_init(&conn->refs, 1);
     conn->poll.fire = poll_fire;
+    conn->tick.fire = tick_fire;
     conn->next_link_id = 1;
     if (!incoming)
         snprintf(conn->host, sizeof conn->host, "%s", ep->shown);
@@ -187,7 +195,12 @@ static void conn_free(jn_io_conn_t *conn)
         conn->links->pn = NULL; /* proton's objects are gone or not ours */
         link_free(conn->links);
     }
-    pthread_mutex_destroy(&conn->wake_lock);
+    if (!conn->destroyed) {
+        if (conn->driver.transport)
+            jn_io_conn_destroy_IO(conn); /* never reached its loop's close */
+        else if (conn->pn)
+            pn_connection_free(conn->pn); /* never started */
+    }
     atomic_fetch_sub(&io->pending_frees, 1);
     jn_pool_free(atomic_load_explicit(&conn_pool, memory_order_acquire), conn);
 }
@@ -197,17 +210,6 @@ void jn_io_conn_unref(jn_io_conn_t *conn)
 {
     if (atomic_fetch_sub_explicit(&conn->refs, 1, memory_order_acq_rel) == 1)
         conn_free(conn);
-}
-
-/* jn_io_conn_wake: make the connection's thread run a batch soon. Safe
- * until the connection is freed, whether or not its transport is still
- * there. Any thread (the core's wake, timers, stop). */
-void jn_io_conn_wake(jn_io_conn_t *conn)
-{
-    pthread_mutex_lock(&conn->wake_lock);
-    if (conn->pn)
-        pn_connection_wake(conn->pn);
-    pthread_mutex_unlock(&conn->wake_lock);
 }
 
 /* jn_io_conn_poll_later_IO: run a batch soon, so that a paused receive or
@@ -262,13 +264,11 @@ static void conn_close_IO(jn_io_conn_t *conn, const char *condition, const char 
     pn_connection_close(conn->pn_io);
 }
 
-static void on_bound(jn_io_conn_t *conn, pn_transport_t *t)
+static void on_bound(jn_io_conn_t *conn)
 {
     if (!conn->incoming)
         return;
-    const pn_netaddr_t *ra = pn_transport_remote_addr(t);
-    if (!ra || pn_netaddr_str(ra, conn->host, sizeof conn->host) < 0)
-        snprintf(conn->host, sizeof conn->host, "?");
+    /* conn->host: the peer's address, filled in at accept (io_endpoint.c) */
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Accepted connection to %s from %s",
            conn->id, conn->endpoint->shown, conn->host);
 }
@@ -276,6 +276,7 @@ static void on_bound(jn_io_conn_t *conn, pn_transport_t *t)
 static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
 {
     pn_connection_t *pc = conn->pn_io;
+    conn->tick_at = 0; /* the peer's idle timeout is known now: tick again */
     if (pn_connection_state(pc) & PN_LOCAL_UNINIT)
         pn_connection_open(pc);
     if (atomic_load_explicit(&conn->io->stopping, memory_order_relaxed)) {
@@ -396,13 +397,12 @@ static void on_transport_closed(jn_io_conn_t *conn)
     for (jn_io_link_t *l = conn->links; l; l = l->next)
         l->busy = false;
     conn->transport_closed = true;
-    pthread_mutex_lock(&conn->wake_lock);
-    conn->pn = NULL;
-    pthread_mutex_unlock(&conn->wake_lock);
     pn_connection_set_context(conn->pn_io, NULL);
-    conn->pn_io = NULL;
+    conn->pn = conn->pn_io = NULL; /* the loop frees them after this pass */
     if (jn_io_timer_cancel(conn->io, &conn->poll))
         jn_io_conn_unref(conn); /* the timer's; the I/O reference remains */
+    if (jn_io_timer_cancel(conn->io, &conn->tick))
+        jn_io_conn_unref(conn);
     if (conn->core) {
         jn_core_conn_closed_IO(conn->core);
         conn->core = NULL;
@@ -640,7 +640,7 @@ void jn_io_conn_event_IO(jn_io_conn_t *conn, pn_event_t *event)
         return;
     switch (pn_event_type(event)) {
     case PN_CONNECTION_BOUND:
-        on_bound(conn, pn_event_transport(event));
+        on_bound(conn);
         break;
     case PN_CONNECTION_REMOTE_OPEN:
         on_remote_open(conn, pn_event_transport(event));
@@ -742,13 +742,12 @@ static void work_do_IO(jn_io_conn_t *conn, jn_work_t *w)
     jn_work_free(w);
 }
 
-/* jn_io_conn_batch_end_IO: after the last event of a batch of conn. */
+/* jn_io_conn_batch_end_IO: after the events of a pass of conn (io_loop.c),
+ * while the transport lives: the core's work, then the busy links. */
 void jn_io_conn_batch_end_IO(jn_io_conn_t *conn)
 {
-    if (conn->transport_closed) {
-        jn_io_conn_unref(conn); /* the I/O side's reference */
+    if (conn->transport_closed)
         return;
-    }
     if (atomic_load_explicit(&conn->io->stopping, memory_order_relaxed) && !conn->closing)
         conn_close_IO(conn, NULL, NULL);
     jn_work_t *items[JN_IO_WORK_BATCH];
@@ -774,16 +773,17 @@ void jn_io_conn_batch_end_IO(jn_io_conn_t *conn)
         jn_io_conn_poll_later_IO(conn, progressed);
 }
 
-/* jn_io_release_unsettled_IO: drop the delivery references held in the
- * contexts of pl's unsettled deliveries (the link or connection is going). */
+/* jn_io_release_unsettled_IO: drop the references held for pl's unsettled
+ * deliveries (their contexts and the proton references taken with them,
+ * jn_io_pd_keep), leaving them unsettled: the link or its connection is
+ * going. The connection's loop thread. */
 void jn_io_release_unsettled_IO(pn_link_t *pl)
 {
-    for (pn_delivery_t *pd = pn_unsettled_head(pl); pd; pd = pn_unsettled_next(pd)) {
+    pn_delivery_t *next;
+    for (pn_delivery_t *pd = pn_unsettled_head(pl); pd; pd = next) {
+        next = pn_unsettled_next(pd);
         jn_delivery_t *dlv = pn_delivery_get_context(pd);
-        if (dlv) {
-            pn_delivery_set_context(pd, NULL);
-            jn_delivery_set_io(dlv, NULL);
-            jn_delivery_unref(dlv);
-        }
+        if (dlv)
+            jn_io_pd_release(pd, dlv, false);
     }
 }

@@ -12,8 +12,14 @@
  * brings a restarted peer back sooner, and the 5 s ceiling keeps an absent
  * peer at qdrouterd's rate.
  *
- * Threads: jn_io_add_* on the main thread before start; listener events and
- * retries on workers; endpoint state under io->lock.
+ * Listening: the sockets are bound when the listener is added (or at start),
+ * so a port that cannot be bound is known at once; loop 0 accepts on them
+ * (level-triggered: what it leaves in the backlog it sees again) and alone
+ * closes them. Each accepted connection goes to a loop, round robin.
+ *
+ * Threads: jn_io_add_* on the main thread before start, or any thread
+ * (management) after; accepting and listener closing on loop 0; retries on
+ * loop 0 (the timers); endpoint state under io->lock.
  */
 #include "io_private.h"
 
@@ -21,14 +27,25 @@
 
 #include <proton/sasl.h>
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* How long a listener stops accepting after the process ran out of
+ * descriptors (EMFILE/ENFILE): level-triggered, it would otherwise spin. */
+#define ACCEPT_PAUSE_MS 100u
 
 #define RETRY_FIRST_MS 100u
 #define RETRY_MAX_MS   5000u
 
 static void connector_retry_fire(jn_io_timer_t *timer);
+static void accept_pause_fire(jn_io_timer_t *timer);
+static void endpoint_removed_fire(jn_io_timer_t *timer);
 
 static const char *role_name(jn_conn_role_t role)
 {
@@ -102,13 +119,13 @@ static int endpoint_add(jn_io_t *io, const jn_endpoint_config_t *cfg, bool liste
     ep->io = io;
     ep->is_listener = listener;
     ep->retry.fire = connector_retry_fire;
+    ep->accept_pause.fire = accept_pause_fire;
     if (endpoint_copy(ep, cfg) != 0) {
         jn_io_endpoint_free(ep);
         return JN_ENOMEM;
     }
-    int n = pn_proactor_addr(ep->addr, sizeof ep->addr, ep->cfg.host, ep->cfg.port);
-    snprintf(ep->shown, sizeof ep->shown, "%s:%s", ep->cfg.host, ep->cfg.port);
-    if (n < 0 || (size_t)n >= sizeof ep->addr) {
+    int n = snprintf(ep->shown, sizeof ep->shown, "%s:%s", ep->cfg.host, ep->cfg.port);
+    if (n < 0 || (size_t)n >= sizeof ep->shown) {
         JN_LOG(JN_LOG_MOD_CONN_MGR, JN_LOG_ERROR, "%s %s: address too long", kind, ep->shown);
         jn_io_endpoint_free(ep);
         return JN_EINVAL;
@@ -125,8 +142,12 @@ static int endpoint_add(jn_io_t *io, const jn_endpoint_config_t *cfg, bool liste
     if (started) {
         if (listener) {
             pthread_mutex_lock(&io->lock);
-            jn_io_listen(io, ep);
+            int rc = jn_io_listen(io, ep);
+            if (rc != 0)
+                ep->retry.fire = endpoint_removed_fire; /* dead: lookups skip it */
             pthread_mutex_unlock(&io->lock);
+            if (rc != 0)
+                return rc; /* cannot listen (logged): management answers 400 */
         } else {
             jn_io_connect(ep);
         }
@@ -167,25 +188,152 @@ pn_transport_t *jn_io_transport_new(const jn_endpoint_config_t *cfg, bool server
     return t;
 }
 
-/* jn_io_listen: start listening on ep. io->lock held. */
+/* Resolve host:port for ep (passive for a listener); NULL with the error
+ * logged. */
+static struct addrinfo *resolve(jn_io_endpoint_t *ep, bool passive, char *err, size_t errlen)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_protocol = IPPROTO_TCP};
+    if (passive)
+        hints.ai_flags = AI_PASSIVE;
+    const char *host = ep->cfg.host && ep->cfg.host[0] ? ep->cfg.host : NULL;
+    struct addrinfo *res = NULL;
+    int rc = getaddrinfo(host, ep->cfg.port, &hints, &res);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s", rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
+        return NULL;
+    }
+    return res;
+}
+
+/* jn_io_listen: bind and listen on every address ep's host resolves to and
+ * register the sockets with loop 0. state becomes OPEN, or FAILED with the
+ * error logged (JN_EINVAL). io->lock held. */
 int jn_io_listen(jn_io_t *io, jn_io_endpoint_t *ep)
 {
-    pn_listener_t *l = pn_listener();
-    if (!l)
-        return JN_ENOMEM;
-    pn_listener_set_context(l, ep);
-    ep->listener = l;
-    ep->state = JN_EP_PENDING;
-    io->pending_listeners++;
-    pn_proactor_listen(io->proactor, l, ep->addr, JN_IO_LISTEN_BACKLOG);
+    char err[256] = "";
+    struct addrinfo *res = resolve(ep, true, err, sizeof err);
+    ep->nsocks = 0;
+    for (struct addrinfo *ai = res; ai && ep->nsocks < JN_IO_MAX_LISTEN_SOCKETS;
+         ai = ai->ai_next) {
+        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                        ai->ai_protocol);
+        if (fd < 0) {
+            snprintf(err, sizeof err, "%s", strerror(errno));
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (ai->ai_family == AF_INET6)
+            setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 ||
+            listen(fd, JN_IO_LISTEN_BACKLOG) != 0) {
+            snprintf(err, sizeof err, "%s", strerror(errno));
+            close(fd);
+            continue;
+        }
+        jn_io_lsock_t *ls = &ep->socks[ep->nsocks];
+        ls->handle.kind = JN_POLL_LISTENER;
+        ls->fd = fd;
+        ls->ep = ep;
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &ls->handle};
+        if (epoll_ctl(io->loops[0].epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+            snprintf(err, sizeof err, "%s", strerror(errno));
+            close(fd);
+            continue;
+        }
+        ep->nsocks++;
+    }
+    if (res)
+        freeaddrinfo(res);
+    if (ep->nsocks == 0) {
+        ep->state = JN_EP_FAILED;
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_ERROR, "Listener error on %s: %s (proton:io)", ep->shown,
+               err[0] ? err : "no address");
+        return JN_EINVAL;
+    }
+    ep->state = JN_EP_OPEN;
+    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_NOTICE, "Listening on %s", ep->shown);
     return 0;
 }
 
-/* refuse_accept: take a connection proton has for us and close it at once
- * (no AMQP: the descriptor is what we are short of). Logged at most once a
- * second. Listener's thread. */
-static void refuse_accept(jn_io_t *io, jn_io_endpoint_t *ep, pn_listener_t *l, size_t live)
+/* Close ep's listening sockets. io->lock held; loop 0's thread, or the
+ * main thread once the loops have ended. */
+static void listener_close_locked(jn_io_t *io, jn_io_endpoint_t *ep)
 {
+    for (unsigned i = 0; i < ep->nsocks; i++) {
+        epoll_ctl(io->loops[0].epfd, EPOLL_CTL_DEL, ep->socks[i].fd, NULL);
+        close(ep->socks[i].fd);
+        ep->socks[i].fd = -1;
+    }
+    ep->nsocks = 0;
+    ep->state = JN_EP_CLOSED;
+    ep->close_requested = false;
+    pthread_cond_broadcast(&io->cond);
+    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, "Stopped listening on %s", ep->shown);
+}
+
+/* jn_io_listeners_close_requested: close the listeners asked to close
+ * (stop, management DELETE). Loop 0's thread, or the main thread once the
+ * loops have ended. */
+void jn_io_listeners_close_requested(jn_io_t *io)
+{
+    pthread_mutex_lock(&io->lock);
+    atomic_store(&io->listener_ops, false);
+    for (jn_io_endpoint_t *ep = io->endpoints; ep; ep = ep->next) {
+        if (ep->is_listener && ep->close_requested && ep->state == JN_EP_OPEN)
+            listener_close_locked(io, ep);
+    }
+    pthread_mutex_unlock(&io->lock);
+}
+
+/* Ask loop 0 to close ep's sockets. io->lock held. */
+static void listener_request_close_locked(jn_io_t *io, jn_io_endpoint_t *ep)
+{
+    if (ep->state != JN_EP_OPEN)
+        return;
+    ep->close_requested = true;
+    atomic_store(&io->listener_ops, true);
+    jn_io_loop_notify(&io->loops[0]);
+}
+
+static void accept_pause_fire(jn_io_timer_t *timer)
+{
+    jn_io_endpoint_t *ep =
+        (jn_io_endpoint_t *)((char *)timer - offsetof(jn_io_endpoint_t, accept_pause));
+    jn_io_t *io = ep->io;
+    pthread_mutex_lock(&io->lock);
+    for (unsigned i = 0; ep->state == JN_EP_OPEN && i < ep->nsocks; i++) {
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &ep->socks[i].handle};
+        epoll_ctl(io->loops[0].epfd, EPOLL_CTL_MOD, ep->socks[i].fd, &ev);
+    }
+    pthread_mutex_unlock(&io->lock);
+}
+
+/* "host:port" of a peer address ("[v6]:port" for IPv6). */
+static void peer_name(const struct sockaddr_storage *sa, char *out, size_t len)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+    if (sa->ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+        port = ntohs(in->sin_port);
+        snprintf(out, len, "%s:%u", host, port);
+    } else if (sa->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+        port = ntohs(in6->sin6_port);
+        snprintf(out, len, "[%s]:%u", host, port);
+    } else {
+        snprintf(out, len, "?");
+    }
+}
+
+/* refuse: a connection over the limit is closed at once (no AMQP: the
+ * descriptor is what we are short of). Logged at most once a second. */
+static void refuse(jn_io_t *io, jn_io_endpoint_t *ep, int fd, size_t live)
+{
+    close(fd);
     int64_t now = jn_time_mono_ms();
     pthread_mutex_lock(&io->lock);
     bool log = now - io->refused_logged_at >= 1000;
@@ -197,82 +345,50 @@ static void refuse_accept(jn_io_t *io, jn_io_endpoint_t *ep, pn_listener_t *l, s
                "Refusing connections on %s: %zu open, the limit from the file-descriptor limit "
                "(ulimit -n) is %zu",
                ep->shown, live, io->max_conns);
-    pn_transport_t *t = pn_transport();
-    if (t) {
-        pn_transport_close_tail(t);
-        pn_transport_close_head(t);
-    }
-    pn_listener_accept2(l, NULL, t);
 }
 
-static void listener_accept(jn_io_t *io, jn_io_endpoint_t *ep, pn_listener_t *l)
+/* jn_io_accept: take every connection queued on ls (epoll said readable)
+ * and hand each to a loop. Loop 0's thread. */
+void jn_io_accept(jn_io_lsock_t *ls)
 {
-    pthread_mutex_lock(&io->lock);
-    size_t live = io->live_conns;
-    pthread_mutex_unlock(&io->lock);
-    if (live >= io->max_conns) {
-        refuse_accept(io, ep, l, live);
-        return;
-    }
-    jn_io_conn_t *conn = jn_io_conn_new(io, ep, true);
-    pn_transport_t *t = conn ? jn_io_transport_new(&ep->cfg, true) : NULL;
-    if (!t) {
-        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_ERROR, "Out of memory accepting a connection on %s",
-               ep->shown);
-        /* proton needs the accept: take it with its own objects and let
-         * the transport close at once */
-        pn_transport_t *t2 = pn_transport();
-        if (t2)
-            pn_transport_close_tail(t2);
-        if (conn)
-            pn_connection_set_context(conn->pn, NULL);
-        pn_listener_accept2(l, conn ? conn->pn : NULL, t2);
-        if (conn)
-            jn_io_conn_unref(conn);
-        return;
-    }
-    pn_listener_accept2(l, conn->pn, t);
-}
-
-/* Listener events (a listener's batch). */
-void jn_io_listener_event(jn_io_t *io, pn_event_t *event)
-{
-    pn_listener_t *l = pn_event_listener(event);
-    jn_io_endpoint_t *ep = pn_listener_get_context(l);
-    if (!ep)
-        return;
-    switch (pn_event_type(event)) {
-    case PN_LISTENER_OPEN:
+    jn_io_endpoint_t *ep = ls->ep;
+    jn_io_t *io = ep->io;
+    for (int i = 0; i < JN_IO_LISTEN_BACKLOG; i++) {
+        struct sockaddr_storage sa;
+        socklen_t salen = sizeof sa;
+        int fd = accept4(ls->fd, (struct sockaddr *)&sa, &salen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
+                       "Cannot accept on %s: %s; pausing for %u ms", ep->shown, strerror(errno),
+                       ACCEPT_PAUSE_MS);
+                struct epoll_event ev = {.events = 0, .data.ptr = &ls->handle};
+                epoll_ctl(io->loops[0].epfd, EPOLL_CTL_MOD, ls->fd, &ev);
+                jn_io_timer_arm(io, &ep->accept_pause, ACCEPT_PAUSE_MS);
+            }
+            return; /* EAGAIN: all taken */
+        }
         pthread_mutex_lock(&io->lock);
-        ep->state = JN_EP_OPEN;
-        io->pending_listeners--;
-        pthread_cond_broadcast(&io->cond);
+        size_t live = io->live_conns;
         pthread_mutex_unlock(&io->lock);
-        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_NOTICE, "Listening on %s", ep->shown);
-        break;
-    case PN_LISTENER_ACCEPT:
-        listener_accept(io, ep, l);
-        break;
-    case PN_LISTENER_CLOSE: {
-        pn_condition_t *cond = pn_listener_condition(l);
-        pthread_mutex_lock(&io->lock);
-        bool failed_open = ep->state == JN_EP_PENDING;
-        if (failed_open)
-            io->pending_listeners--;
-        ep->state = failed_open ? JN_EP_FAILED : JN_EP_CLOSED;
-        ep->listener = NULL;
-        pthread_cond_broadcast(&io->cond);
-        pthread_mutex_unlock(&io->lock);
-        pn_listener_set_context(l, NULL);
-        if (pn_condition_is_set(cond))
-            JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_ERROR, "Listener error on %s: %s (%s)", ep->shown,
-                   pn_condition_get_description(cond), pn_condition_get_name(cond));
-        else
-            JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, "Stopped listening on %s", ep->shown);
-        break;
-    }
-    default:
-        break;
+        if (live >= io->max_conns) {
+            refuse(io, ep, fd, live);
+            continue;
+        }
+        jn_io_conn_t *conn = jn_io_conn_new(io, ep, true);
+        pn_transport_t *t = conn ? jn_io_transport_new(&ep->cfg, true) : NULL;
+        if (conn)
+            peer_name(&sa, conn->host, sizeof conn->host);
+        if (!t || jn_io_conn_start(conn, t, fd, NULL) != 0) {
+            JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_ERROR, "Out of memory accepting a connection on %s",
+                   ep->shown);
+            if (!t)
+                close(fd);
+            if (conn)
+                jn_io_conn_unref(conn); /* never started: freed here */
+        }
     }
 }
 
@@ -284,7 +400,12 @@ static void connector_retry_fire(jn_io_timer_t *timer)
     jn_io_connect(ep);
 }
 
-/* jn_io_connect: one connection attempt for connector ep. Any thread. */
+/* jn_io_connect: one connection attempt for connector ep: resolve its host
+ * (getaddrinfo, on the calling thread), start a non-blocking connect to the
+ * first address and hand the connection to a loop, which tries the next
+ * address if that one fails. A failure to resolve closes the connection at
+ * its first pass with the error, and the retry timing goes on as for any
+ * failed attempt. Any thread. */
 void jn_io_connect(jn_io_endpoint_t *ep)
 {
     jn_io_t *io = ep->io;
@@ -293,11 +414,8 @@ void jn_io_connect(jn_io_endpoint_t *ep)
     jn_io_conn_t *conn = jn_io_conn_new(io, ep, false);
     pn_transport_t *t = conn ? jn_io_transport_new(&ep->cfg, false) : NULL;
     if (!t) {
-        if (conn) {
-            pn_connection_free(conn->pn); /* never handed to the proactor */
-            conn->pn = conn->pn_io = NULL;
-            jn_io_conn_unref(conn);
-        }
+        if (conn)
+            jn_io_conn_unref(conn); /* never started: freed here */
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_ERROR, "Out of memory connecting to %s", ep->shown);
         jn_io_timer_arm(io, &ep->retry, RETRY_MAX_MS);
         return;
@@ -309,7 +427,20 @@ void jn_io_connect(jn_io_endpoint_t *ep)
     pn_connection_set_hostname(conn->pn, ep->cfg.host);
     pn_connection_open(conn->pn);
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Connecting to %s", conn->id, ep->shown);
-    pn_proactor_connect2(io->proactor, conn->pn, t, ep->addr);
+    char err[256] = "";
+    conn->ai_list = resolve(ep, false, err, sizeof err);
+    if (jn_io_conn_start(conn, t, -1, err) != 0) {
+        pthread_mutex_lock(&io->lock);
+        if (ep->conn == conn)
+            ep->conn = NULL;
+        ep->state = JN_EP_IDLE;
+        pthread_mutex_unlock(&io->lock);
+        jn_io_conn_unref(conn);
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_ERROR, "Out of memory connecting to %s", ep->shown);
+        jn_io_timer_arm(io, &ep->retry, RETRY_MAX_MS);
+        return;
+    }
+    /* conn now belongs to its loop */
 }
 
 /* jn_io_connector_closed_IO: conn, made by connector ep, is gone; was_open
@@ -363,8 +494,8 @@ int jn_io_remove_endpoint(jn_io_t *io, const char *name)
         return JN_ENOENT;
     }
     ep->retry.fire = endpoint_removed_fire;
-    if (ep->is_listener && ep->listener && (ep->state == JN_EP_PENDING || ep->state == JN_EP_OPEN))
-        pn_listener_close(ep->listener); /* thread-safe; the CLOSE event logs */
+    if (ep->is_listener)
+        listener_request_close_locked(io, ep); /* loop 0 closes and logs */
     pthread_mutex_unlock(&io->lock);
     if (!ep->is_listener)
         jn_io_timer_cancel(io, &ep->retry);

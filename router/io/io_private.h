@@ -2,22 +2,24 @@
  * io_private.h — the I/O layer's own structures, shared by the files of
  * router/io and by nothing else:
  *
- *   io.c          the proactor, its worker threads, event dispatch, timers,
- *                 start and orderly stop;
- *   io_endpoint.c listeners and connectors (addresses, transports, SASL,
- *                 the connector's retry timing);
+ *   io.c          timers, start and orderly stop;
+ *   io_loop.c     the event loops (one per worker thread: epoll, sockets,
+ *                 the connection's pass: read, events, work, write);
+ *   io_endpoint.c listeners and connectors (addresses, sockets, transports,
+ *                 SASL, the connector's retry timing);
  *   io_conn.c     a connection's life: open, sessions, link attach/detach,
  *                 the core's work, the wake guard, release;
  *   io_recv.c     the receive path (incoming links, hot);
  *   io_send.c     the send path (outgoing links, hot).
  *
- * Ownership in one paragraph: proton hands one connection's events to one
- * worker thread at a time, so a jn_io_conn_t and its links are owned by
- * whichever worker is handling that connection's batch — no lock. The only
- * fields touched from other threads are the refcount (atomic), the pn
- * pointer under wake_lock (the core's wake), and the registry/timer links
- * under jn_io_t.lock (connection open/close, timers, stop — never per
- * message).
+ * Ownership in one paragraph: every connection belongs to one event loop
+ * (one worker thread) for its whole life, chosen when it is accepted or
+ * connected, so a jn_io_conn_t, its proton objects (a pn_connection_driver:
+ * connection, transport, collector) and its links are owned by that thread
+ * — no lock. The only fields touched from other threads are the refcount
+ * and the wake flag and node (atomics, the loop's ready queue), and the
+ * registry/timer links under jn_io_t.lock (connection open/close, timers,
+ * stop — never per message).
  */
 #ifndef JN_IO_PRIVATE_H
 #define JN_IO_PRIVATE_H 1
@@ -25,15 +27,18 @@
 #include <junction/io.h>
 #include <junction/log.h>
 
+#include <junction/queue.h>
+
 #include <proton/connection.h>
+#include <proton/connection_driver.h>
 #include <proton/delivery.h>
 #include <proton/link.h>
-#include <proton/listener.h>
-#include <proton/proactor.h>
+#include <proton/object.h>
 #include <proton/session.h>
 #include <proton/transport.h>
 
 #include <inttypes.h>
+#include <netdb.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -41,6 +46,7 @@ typedef struct jn_io_conn jn_io_conn_t;
 typedef struct jn_io_link jn_io_link_t;
 typedef struct jn_io_endpoint jn_io_endpoint_t;
 typedef struct jn_io_timer jn_io_timer_t;
+typedef struct jn_io_loop jn_io_loop_t;
 
 /* ---- tuning (each value says why) ------------------------------------- */
 
@@ -118,14 +124,26 @@ typedef struct jn_io_timer jn_io_timer_t;
 /* Work items taken from the core per call. */
 #define JN_IO_WORK_BATCH 64
 
+/* Socket reads per connection per pass of its loop: a connection whose
+ * peer keeps the socket full yields to the loop's other connections after
+ * this many reads and continues in the next pass (fairness). */
+#define JN_IO_READS_PER_PASS 4
+
+/* Octets asked of proton's input buffer for one read: one read takes
+ * about this much, so a busy sender's frames arrive in few syscalls. */
+#define JN_IO_READ_SIZE (64u * 1024)
+
+/* Events taken from epoll per wait. */
+#define JN_IO_EPOLL_EVENTS 64
+
 /* ---- timers ------------------------------------------------------------ */
 
-/* A one-shot timer on the proactor's single timeout. Embedded in its owner.
- * next, deadline, armed: jn_io_t.lock. fire runs on the worker that got
- * PN_PROACTOR_TIMEOUT, without the lock held. */
+/* A one-shot timer. Embedded in its owner. next, deadline, armed:
+ * jn_io_t.lock. fire runs on the first event loop's thread (the one that
+ * keeps the timers), without the lock held. */
 struct jn_io_timer {
     jn_io_timer_t *next;
-    int64_t deadline; /* pn_proactor_now_64() milliseconds */
+    int64_t deadline; /* jn_time_mono_ms() milliseconds */
     bool armed;
     void (*fire)(jn_io_timer_t *timer);
 };
@@ -140,17 +158,41 @@ typedef enum {
     JN_EP_CLOSED    /* closed (stop) */
 } jn_ep_state_t;
 
-/* A listener or connector. cfg and its strings, addr: immutable after
- * jn_io_add_*. The rest: jn_io_t.lock. */
+/* What an epoll registration points at (epoll_event.data.ptr): the first
+ * member of a connection, a listening socket or a loop. */
+typedef enum { JN_POLL_WAKE = 1, JN_POLL_LISTENER, JN_POLL_CONN } jn_poll_kind_t;
+typedef struct jn_io_poll {
+    uint8_t kind; /* jn_poll_kind_t */
+} jn_io_poll_t;
+
+/* Listening sockets per listener: one per address its host resolves to
+ * (0.0.0.0 and ::, or 127.0.0.1 and ::1). */
+#define JN_IO_MAX_LISTEN_SOCKETS 4
+
+/* One listening socket. Registered (level-triggered) with the first event
+ * loop, which alone accepts on it and closes it. */
+typedef struct jn_io_lsock {
+    jn_io_poll_t handle; /* JN_POLL_LISTENER */
+    int fd;
+    jn_io_endpoint_t *ep;
+} jn_io_lsock_t;
+
+/* A listener or connector. cfg and its strings: immutable after
+ * jn_io_add_*. socks: the first loop's thread once open. The rest:
+ * jn_io_t.lock. */
 struct jn_io_endpoint {
     jn_io_endpoint_t *next;
     jn_io_t *io;
     bool is_listener;
     jn_endpoint_config_t cfg; /* strings owned (strdup) */
-    char addr[300];           /* "host:port" for pn_proactor_* */
     char shown[300];          /* "host:port" for logs */
     jn_ep_state_t state;
-    pn_listener_t *listener; /* while state is PENDING or OPEN */
+    /* listener: its sockets while state is OPEN; close_requested asks the
+     * first loop to close them (stop, management DELETE) */
+    jn_io_lsock_t socks[JN_IO_MAX_LISTEN_SOCKETS];
+    unsigned nsocks;
+    bool close_requested;
+    jn_io_timer_t accept_pause; /* re-enables accepting after EMFILE */
     /* connector */
     jn_io_timer_t retry;
     unsigned failures;  /* consecutive attempts that never opened */
@@ -159,16 +201,34 @@ struct jn_io_endpoint {
 
 /* ---- the I/O layer ----------------------------------------------------- */
 
+/* One event loop: a worker thread, its epoll instance and its ready queue
+ * of woken connections. */
+struct jn_io_loop {
+    jn_io_poll_t handle; /* JN_POLL_WAKE: the eventfd's registration */
+    jn_io_t *io;
+    unsigned index; /* 0 keeps the timers and the listening sockets */
+    int epfd, evfd; /* immutable after jn_io_create */
+    pthread_t thread;
+    /* Connections woken by any thread (jn_io_conn_wake), consumed by this
+     * loop. The wake handshake is the core's (core.c): a waker pushes then
+     * loads awake; the loop stores awake = false then loads the queue's
+     * count before it blocks in epoll_wait; so either the loop sees the
+     * connection or the waker sees false and writes the eventfd. */
+    jn_mpsc_t ready;
+    atomic_bool awake;
+    /* this loop's thread only: connections to run in the current pass */
+    jn_io_conn_t *pass_head, *pass_tail;
+};
+
 struct jn_io {
     /* immutable after jn_io_create */
     jn_core_t *core;
-    pn_proactor_t *proactor;
+    jn_io_loop_t *loops; /* worker_threads of them */
     char *container_id;
     char *node_id; /* "0/<container id>" for router annotations */
     unsigned worker_threads;
 
     /* main thread */
-    pthread_t *threads;
     unsigned threads_started;
 
     /* lock: endpoints, the connection registry and counts, timers, the exit
@@ -181,23 +241,27 @@ struct jn_io {
     size_t live_conns;        /* connections whose transport is not closed */
     size_t max_conns;         /* accept no more than this many (file descriptors) */
     int64_t refused_logged_at; /* ms of the last "too many connections" log line */
-    size_t pending_listeners; /* listeners whose open is not decided yet */
     jn_io_timer_t *timers;    /* armed timers, by deadline */
-    int64_t timeout_at;       /* deadline the proactor timeout is set for, or 0 */
     bool started;
-    bool exiting; /* workers leave on the next interrupt */
 
     /* atomics */
     atomic_bool stopping; /* jn_io_stop began: close everything, no retry
-                           * (written under lock, read per batch without) */
+                           * (written under lock, read per pass without) */
+    atomic_bool forcing;  /* stop's deadline passed: cut every connection */
+    atomic_bool exiting;  /* the loops leave */
+    atomic_bool listener_ops; /* a listener asked to close (first loop) */
+    atomic_int_fast64_t timer_next; /* deadline of the earliest timer (ms),
+                                     * INT64_MAX when none: the first loop
+                                     * sleeps no longer than that */
+    atomic_uint next_loop;          /* round-robin placement of connections */
 
     atomic_uint_fast64_t next_conn_id;
     atomic_uint pending_frees; /* io_conns allocated and not yet freed */
 };
 
-/* Listen backlog: how many connections the kernel queues for accept. Proton
- * accepts what is queued in one go, so up to this many descriptors can be
- * taken at once before the router sees the connections. */
+/* Listen backlog: how many connections the kernel queues for accept. The
+ * first loop accepts what is queued in one go, so up to this many
+ * descriptors can be taken at once. */
 #define JN_IO_LISTEN_BACKLOG 128
 
 /* jn_io_max_connections: the connection limit derived from the
@@ -208,32 +272,44 @@ size_t jn_io_max_connections(void);
 
 /* One AMQP connection. */
 struct jn_io_conn {
+    jn_io_poll_t handle; /* JN_POLL_CONN (first member: epoll's data.ptr) */
     /* immutable after creation */
     jn_io_t *io;
+    jn_io_loop_t *loop; /* the loop (thread) that owns it, for life */
     uint64_t id;                /* [C<id>] */
     jn_io_endpoint_t *endpoint; /* its listener or connector */
     bool incoming;
     bool strip_inbound, strip_outbound;
 
-    /* atomic: the I/O side holds one reference until the batch holding
+    /* atomic: the I/O side holds one reference until the pass that saw
      * PN_TRANSPORT_CLOSED is done, the core one from conn_opened until
-     * ops->conn_released, an armed poll timer one. Freed at zero. */
+     * ops->conn_released, an armed poll or tick timer one, a queued wake
+     * one, a pass that runs it one. Freed at zero. */
     atomic_uint refs;
 
-    /* wake_lock guards pn against the core's wake (core thread) racing the
-     * I/O thread clearing it when the transport closes (the proactor frees
-     * the connection after that batch). Taken once per wake — the core
-     * wakes only on an empty->non-empty transition of the work queue — and
-     * once at close; never per message. */
-    pthread_mutex_t wake_lock;
-    pn_connection_t *pn;
+    /* the wake: set by the waker that queued wake_node on loop->ready,
+     * cleared by the loop when it takes the node (io_loop.c) */
+    atomic_bool wake_queued;
+    jn_mpsc_node_t wake_node;
 
-    /* jn_io_t.lock: the registry and the poll timer */
+    /* jn_io_t.lock: the registry and the timers */
     jn_io_conn_t *reg_prev, *reg_next;
     jn_io_timer_t poll;
+    jn_io_timer_t tick; /* proton's next idle-timeout deadline */
 
-    /* the I/O thread handling this connection's batch */
+    /* the owning loop's thread */
+    pn_connection_driver_t driver; /* connection, transport, collector */
+    pn_connection_t *pn;    /* driver.connection while the transport lives */
     pn_connection_t *pn_io; /* == pn while the transport lives */
+    int fd;                 /* the socket, or -1 */
+    bool readable, writable; /* edge-triggered readiness not yet used up */
+    bool connecting;         /* connect() in progress */
+    bool write_shut;         /* shutdown(SHUT_WR) done */
+    bool destroyed;          /* driver destroyed, socket closed */
+    bool in_pass;            /* on loop->pass list */
+    jn_io_conn_t *pass_next;
+    struct addrinfo *ai_list, *ai_next; /* connector: addresses to try */
+    int64_t tick_at;         /* when proton wants pn_transport_tick (ms), 0: now */
     jn_core_conn_t *core;   /* NULL until opened, and after closed */
     char host[300];         /* peer address, for logs and the core */
     bool opened;            /* reported to the core */
@@ -308,13 +384,26 @@ struct jn_io_link {
 
 /* io.c */
 void jn_io_timer_arm(jn_io_t *io, jn_io_timer_t *timer, unsigned delay_ms);
+void jn_io_timer_arm_at(jn_io_t *io, jn_io_timer_t *timer, int64_t deadline_ms);
 bool jn_io_timer_cancel(jn_io_t *io, jn_io_timer_t *timer);
+void jn_io_timers_run(jn_io_t *io);
+
+/* io_loop.c */
+int jn_io_loop_init(jn_io_loop_t *loop, jn_io_t *io, unsigned index);
+void jn_io_loop_fini(jn_io_loop_t *loop);
+void *jn_io_loop_main(void *arg);
+void jn_io_loop_notify(jn_io_loop_t *loop);
+jn_io_loop_t *jn_io_loop_pick(jn_io_t *io);
+int jn_io_conn_start(jn_io_conn_t *conn, pn_transport_t *t, int fd, const char *resolve_err);
+void jn_io_conn_destroy_IO(jn_io_conn_t *conn);
 
 /* io_endpoint.c */
 void jn_io_endpoint_free(jn_io_endpoint_t *ep);
 int jn_io_listen(jn_io_t *io, jn_io_endpoint_t *ep);
 void jn_io_connect(jn_io_endpoint_t *ep);
-void jn_io_listener_event(jn_io_t *io, pn_event_t *event);
+void jn_io_accept(jn_io_lsock_t *ls);
+void jn_io_listeners_close_requested(jn_io_t *io);
+void jn_io_connect_progress_IO(jn_io_conn_t *conn);
 void jn_io_connector_closed_IO(jn_io_endpoint_t *ep, jn_io_conn_t *conn, bool was_open);
 pn_transport_t *jn_io_transport_new(const jn_endpoint_config_t *cfg, bool server);
 
@@ -364,8 +453,40 @@ void jn_io_tx_drained_IO(jn_io_link_t *link);
 void jn_io_tx_link_gone_IO(jn_io_link_t *link);
 
 /* Unsettled deliveries: the pn_delivery's context holds a reference on
- * the jn_delivery_t; drop them all when the link or connection goes. */
+ * the jn_delivery_t, and we hold a proton reference on the pn_delivery
+ * (io_recv.c explains why); drop them all when the link or connection
+ * goes (io_conn.c). */
 void jn_io_release_unsettled_IO(pn_link_t *pl);
+
+/* jn_io_pd_keep: keep dlv (one reference, passed in) for pd: pd's context
+ * names it and a proton reference is held on pd. A pre-settled one is
+ * settled before any event could look for it in the context (in the same
+ * pass, or, while its octets stream, as the link's delivery in progress,
+ * found through the link): it gets neither. The connection's loop thread. */
+static inline void jn_io_pd_keep(pn_delivery_t *pd, jn_delivery_t *dlv)
+{
+    jn_delivery_set_io(dlv, pd);
+    if (jn_delivery_presettled(dlv))
+        return;
+    pn_delivery_set_context(pd, dlv);
+    pn_incref(pd);
+}
+
+/* jn_io_pd_release: undo jn_io_pd_keep: clear the context, settle pd when
+ * settle says so, drop the proton reference (pd must not be used after
+ * this) and dlv's. The connection's loop thread. */
+static inline void jn_io_pd_release(pn_delivery_t *pd, jn_delivery_t *dlv, bool settle)
+{
+    bool held = !jn_delivery_presettled(dlv);
+    jn_delivery_set_io(dlv, NULL);
+    if (held)
+        pn_delivery_set_context(pd, NULL);
+    if (settle)
+        pn_delivery_settle(pd);
+    if (held)
+        pn_decref(pd);
+    jn_delivery_unref(dlv);
+}
 
 /* Log prefix helpers: "[C12]" and "[C12][L3]". */
 #define JN_IO_CONN_FMT "[C%" PRIu64 "]"

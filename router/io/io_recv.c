@@ -8,13 +8,25 @@
  * link are sequential), so its state lives in the link (jn_io_link_t.rx),
  * not in a per-delivery allocation. Once routed, the delivery's reference is
  * kept in the pn_delivery's context (one reference shared with rx.dlv while
- * receiving) until it is settled on our side, and jn_delivery_io() leads
- * back to the pn_delivery for the core's updates.
+ * receiving; a pre-settled one is only rx.dlv's, see jn_io_pd_keep) until it is
+ * settled on our side, and jn_delivery_io() leads back to the pn_delivery
+ * for the core's updates.
  *
  * A delivery that is never given to the core (malformed, too large, aborted
  * before it could be routed, out of memory) is settled here and its credit
  * is given back to the sender at once, because the core, which manages the
  * link's credit, never saw it.
+ *
+ * Proton reference: while an unsettled routed delivery's context names its
+ * jn_delivery, we also hold a reference on its pn_delivery (jn_io_pd_keep,
+ * jn_io_pd_release). Without it the link's implicit reference is the only one,
+ * and every transient reference proton takes and drops (each PN_DELIVERY
+ * event, each pass over the transport's work list, the session's
+ * delivery map) parks the pn_delivery again in pn_delivery_finalize, with
+ * a link and session reference round trip: several hundred instructions
+ * each. Pre-settled deliveries are settled in the batch that routes them
+ * (or, while streaming, stay rx.pd): they get neither the reference, which
+ * would cost more than it saves, nor the context.
  *
  * Streaming: a routed delivery whose message is still arriving is read only
  * while the octets received but not yet handed on by every copy stay under
@@ -39,6 +51,7 @@
 #include <string.h>
 
 /* ---- helpers -------------------------------------------------------------- */
+
 
 /* Give credit for a delivery the core never saw. */
 static void credit_back_IO(jn_io_link_t *link)
@@ -106,6 +119,7 @@ static bool rx_stop_IO(jn_io_link_t *link)
            link->conn->id, link->id, jn_rx_budget_held(link->budget));
     return true;
 }
+
 
 /* ---- one delivery ----------------------------------------------------------- */
 
@@ -224,8 +238,7 @@ static void rx_try_route_IO(jn_io_link_t *link, bool all_in)
         return;
     }
     link->rx.dlv = dlv; /* also the pn_delivery context's reference */
-    pn_delivery_set_context(pd, dlv);
-    jn_delivery_set_io(dlv, pd);
+    jn_io_pd_keep(pd, dlv);
     jn_core_delivery_arrived_IO(dlv);
 }
 
@@ -257,10 +270,7 @@ static void rx_finish_IO(jn_io_link_t *link, bool aborted)
             jn_disposition_t none = {.type = JN_DISP_NONE};
             jn_core_delivery_update_IO(dlv, &none, true);
         }
-        pn_delivery_set_context(pd, NULL);
-        jn_delivery_set_io(dlv, NULL);
-        pn_delivery_settle(pd);
-        jn_delivery_unref(dlv);
+        jn_io_pd_release(pd, dlv, true);
     }
     memset(&link->rx, 0, sizeof link->rx);
     if (link->credit_deferred)
@@ -331,10 +341,7 @@ void jn_io_rx_delivery_IO(jn_io_link_t *link, pn_delivery_t *pd)
             if (pn_delivery_settled(pd)) {
                 jn_disposition_t none = {.type = JN_DISP_NONE};
                 jn_core_delivery_update_IO(dlv, &none, true);
-                pn_delivery_set_context(pd, NULL);
-                jn_delivery_set_io(dlv, NULL);
-                pn_delivery_settle(pd);
-                jn_delivery_unref(dlv);
+                jn_io_pd_release(pd, dlv, true);
             }
             return;
         }
@@ -399,10 +406,7 @@ void jn_io_rx_update_IO(jn_io_link_t *link, jn_work_t *work)
         link->rx.settle_pending = true; /* settled once its last octet is in */
         return;
     }
-    pn_delivery_set_context(pd, NULL);
-    jn_delivery_set_io(dlv, NULL);
-    pn_delivery_settle(pd);
-    jn_delivery_unref(dlv);
+    jn_io_pd_release(pd, dlv, true);
 }
 
 /* jn_io_rx_link_gone_IO: the link or its connection is going: end the
@@ -420,10 +424,12 @@ void jn_io_rx_link_gone_IO(jn_io_link_t *link)
                 jn_core_delivery_continued_IO(dlv);
             }
             jn_message_stream_writer_done(jn_delivery_message(dlv), link->budget);
-            if (link->pn)
-                pn_delivery_set_context(link->rx.pd, NULL);
-            jn_delivery_set_io(dlv, NULL);
-            jn_delivery_unref(dlv);
+            if (link->pn) {
+                jn_io_pd_release(link->rx.pd, dlv, false);
+            } else {
+                jn_delivery_set_io(dlv, NULL);
+                jn_delivery_unref(dlv);
+            }
         }
         jn_message_unref(link->rx.msg);
         memset(&link->rx, 0, sizeof link->rx);

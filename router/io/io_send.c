@@ -12,8 +12,15 @@
  * handed over meanwhile wait, in order, in the link's queue of work items
  * (the taken item's own queue node links them: no allocation).
  *
+ * Proton reference: an unsettled copy's pn_delivery is held (jn_io_pd_keep,
+ * jn_io_pd_release) while its context names the copy, as io_recv.c does for
+ * incoming deliveries and for the same reason: proton's transient
+ * references then cost a counter update, not a pn_delivery_finalize round
+ * trip. Pre-settled copies are settled as soon as they are sent (or, while
+ * streaming, stay tx.pd): they get neither the reference nor the context.
+ *
  * Nothing is written here: proton buffers what pn_link_send gets and the
- * proactor writes all of it after the batch. Because that buffer has no
+ * connection's loop writes all of it after the pass (io_loop.c). Because that buffer has no
  * limit of its own, a copy stops while the session holds more than
  * JN_IO_TX_SESSION_LIMIT unframed octets, and goes on when proton reports
  * that it framed some (PN_LINK_FLOW), or at the next poll.
@@ -71,12 +78,8 @@ static void tx_done_IO(jn_io_link_t *link, bool settle)
     pn_delivery_t *pd = link->tx.pd;
     jn_message_stream_copy_end(link->tx.out.message, link->tx.slot);
     jn_message_out_fini(&link->tx.out);
-    if (settle || link->tx.settle_when_done || jn_delivery_presettled(dlv)) {
-        pn_delivery_set_context(pd, NULL);
-        jn_delivery_set_io(dlv, NULL);
-        pn_delivery_settle(pd);
-        jn_delivery_unref(dlv);
-    }
+    if (settle || link->tx.settle_when_done || jn_delivery_presettled(dlv))
+        jn_io_pd_release(pd, dlv, true);
     link->tx.dlv = NULL;
     link->tx.pd = NULL;
     link->tx.settle_when_done = false;
@@ -159,8 +162,7 @@ static void tx_start_IO(jn_io_link_t *link, jn_work_t *w)
     link->tx.dlv = dlv; /* also the pn_delivery context's reference */
     link->tx.pd = pd;
     link->tx.slot = jn_message_stream_copy_begin(m);
-    pn_delivery_set_context(pd, dlv);
-    jn_delivery_set_io(dlv, pd);
+    jn_io_pd_keep(pd, dlv);
 }
 
 /* Drained credit is taken once nothing handed over is left to send (the
@@ -240,10 +242,7 @@ void jn_io_tx_update_IO(jn_io_link_t *link, jn_work_t *work)
         link->tx.settle_when_done = true;
         return;
     }
-    pn_delivery_set_context(pd, NULL);
-    jn_delivery_set_io(dlv, NULL);
-    pn_delivery_settle(pd);
-    jn_delivery_unref(dlv);
+    jn_io_pd_release(pd, dlv, true);
 }
 
 /* jn_io_tx_delivery_IO: PN_DELIVERY on an outgoing link: the consumer's
@@ -274,10 +273,7 @@ void jn_io_tx_delivery_IO(jn_io_link_t *link, pn_delivery_t *pd)
         link->tx.settle_when_done = true; /* still sending its octets */
         return;
     }
-    pn_delivery_set_context(pd, NULL);
-    jn_delivery_set_io(dlv, NULL);
-    pn_delivery_settle(pd);
-    jn_delivery_unref(dlv);
+    jn_io_pd_release(pd, dlv, true);
 }
 
 /* jn_io_tx_flow_IO: PN_LINK_FLOW on an outgoing link (the peer's flow, or
@@ -321,10 +317,12 @@ void jn_io_tx_link_gone_IO(jn_io_link_t *link)
     if (link->tx.dlv) {
         jn_message_stream_copy_end(link->tx.out.message, link->tx.slot);
         jn_message_out_fini(&link->tx.out);
-        if (link->pn)
-            pn_delivery_set_context(link->tx.pd, NULL);
-        jn_delivery_set_io(link->tx.dlv, NULL);
-        jn_delivery_unref(link->tx.dlv);
+        if (link->pn) {
+            jn_io_pd_release(link->tx.pd, link->tx.dlv, false);
+        } else {
+            jn_delivery_set_io(link->tx.dlv, NULL);
+            jn_delivery_unref(link->tx.dlv);
+        }
         link->tx.dlv = NULL;
         link->tx.pd = NULL;
     }

@@ -34,6 +34,13 @@ int jn_message_out_init(jn_message_out_t *o, jn_message_t *m, jn_buffer_list_t *
     o->skip_to = m->skip_to;
     o->ann_buffer = o->annotations.head;
     o->stage = STAGE_HEAD;
+    if (!o->ann_buffer && o->skip_from == o->skip_to) {
+        /* Nothing is replaced (no section composed, none skipped: a
+         * message without annotations toward a client): the copy is the
+         * original as it is, so the header is not cut off into a segment
+         * of its own. Hot path: one pn_link_send per copy, not two. */
+        o->skip_from = o->skip_to = 0;
+    }
     return 0;
 }
 

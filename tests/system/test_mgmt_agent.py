@@ -134,6 +134,34 @@ class ManagementTest(RouterTestCase):
         self.assertNotIn("extra", [l["name"] for l in mgr.query("listener", ["name"])])
         self.wait_for("the listener to close", lambda: not self._can_connect(port))
 
+    def test_create_listener_on_a_port_in_use_is_refused(self):
+        """CREATE listener on a port something else holds answers 400 (the
+        socket is bound at once, so the failure is known before the reply)
+        and leaves no listener entity behind; the same name can then be
+        created on a free port."""
+        import socket
+        r = self.start_router()
+        mgr = self.manager(r)
+        holder = socket.socket()
+        holder.bind(("127.0.0.1", 0))
+        holder.listen(1)
+        try:
+            busy = holder.getsockname()[1]
+            code, desc, _ = mgr.call({"operation": "CREATE", "type": "listener", "name": "dup"},
+                                     {"host": "127.0.0.1", "port": str(busy)})
+            self.assertEqual(code, 400, desc)
+            self.assertNotIn("dup", [l["name"] for l in mgr.query("listener", ["name"])])
+        finally:
+            holder.close()
+        port = free_port()
+        code, desc, _ = mgr.call({"operation": "CREATE", "type": "listener", "name": "dup"},
+                                 {"host": "127.0.0.1", "port": str(port)})
+        self.assertEqual(code, 201, desc)
+        self.assertTrue(self._can_connect(port))
+        code, desc, _ = mgr.call({"operation": "DELETE", "type": "listener", "name": "dup"})
+        self.assertEqual(code, 204, desc)
+        self.wait_for("the listener to close", lambda: not self._can_connect(port))
+
     @staticmethod
     def _can_connect(port):
         import socket

@@ -1,0 +1,583 @@
+/*
+ * io_loop.c — the event loops: one per worker thread, each with its own
+ * epoll instance, its own eventfd and its own ready queue of woken
+ * connections; and a connection's pass: read, proton's events, the core's
+ * work, write.
+ *
+ * Why our own loop (docs/performance.md, "Own event loop"): proton's epoll
+ * proactor hands every connection's work between its threads through a
+ * mutex and condition variable, re-arms each descriptor with epoll_ctl
+ * after every event (EPOLLONESHOT) and wakes a connection through a shared
+ * eventfd: about 24 futex calls and 6 epoll_waits per ping-pong round
+ * trip through the router. Here a connection belongs to one loop for its
+ * whole life, its socket is registered once, edge-triggered, and a wake
+ * from the loop's own thread (the common case) costs no syscall.
+ *
+ * A connection is a pn_connection_driver (proton's engine without I/O: the
+ * connection, its transport and event collector) over a non-blocking TCP
+ * socket that this file reads and writes itself.
+ *
+ * The pass (conn_pass), run when epoll reports the socket or a wake names
+ * the connection:
+ *   1. read: recv() straight into proton's input buffer until a short read,
+ *      EAGAIN, end of stream or JN_IO_READS_PER_PASS reads (then the
+ *      connection is run again in the next pass, after the loop's others);
+ *      the socket is never asked whether it is readable first (epoll said
+ *      so once, edge-triggered, and a short read means it is drained);
+ *   2. events: every proton event goes to io_conn.c (jn_io_conn_event_IO),
+ *      then jn_io_conn_batch_end_IO takes the core's work and finishes what
+ *      the events started;
+ *   3. write: everything proton has framed leaves in one send() (more only
+ *      when the socket takes part of it);
+ *   4. repeat 2-3 while writing or the work produced new events (bounded),
+ *      then proton's idle-timeout tick when due.
+ * So a pass that moved many deliveries writes them in one syscall.
+ *
+ * Wakes (jn_io_conn_wake, any thread): the waker sets the connection's
+ * wake_queued flag; the one that set it takes a reference and pushes the
+ * connection on its loop's ready queue, and writes the loop's eventfd only
+ * when the push found the queue empty and the loop is not awake (the
+ * handshake described at jn_io_loop.awake). The loop clears the flag when
+ * it takes the connection, before running it, so a wake that comes during
+ * the pass runs it again.
+ *
+ * Loop 0 also keeps the timers (io.c: their earliest deadline bounds its
+ * sleep) and the listening sockets (it alone accepts and closes them).
+ */
+#include "io_private.h"
+
+#include <junction/pool.h>
+#include <junction/time.h>
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Passes over one connection's events and writes per run (step 4 above):
+ * work that keeps producing events yields to the loop's other connections
+ * after this many rounds and continues in the next pass. */
+#define PASS_ROUNDS 8
+
+/* Rounds of passes and inline core runs per loop iteration (see
+ * jn_io_loop_main) before the loop polls its sockets again. */
+#define LOOP_ROUNDS 4
+
+/* ---- loops -------------------------------------------------------------- */
+
+/* jn_io_loop_init: epoll instance, eventfd (registered, level-triggered)
+ * and ready queue for loop index of io. 0 or JN_ENOMEM (descriptors).
+ * Main thread, before the loop's thread starts. */
+int jn_io_loop_init(jn_io_loop_t *loop, jn_io_t *io, unsigned index)
+{
+    memset(loop, 0, sizeof *loop);
+    loop->handle.kind = JN_POLL_WAKE;
+    loop->io = io;
+    loop->index = index;
+    jn_mpsc_init(&loop->ready);
+    atomic_init(&loop->awake, true);
+    loop->epfd = epoll_create1(EPOLL_CLOEXEC);
+    loop->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &loop->handle};
+    if (loop->epfd < 0 || loop->evfd < 0 ||
+        epoll_ctl(loop->epfd, EPOLL_CTL_ADD, loop->evfd, &ev) != 0) {
+        jn_io_loop_fini(loop);
+        return JN_ENOMEM;
+    }
+    return 0;
+}
+
+/* jn_io_loop_fini: close the loop's descriptors. Main thread, after its
+ * thread ended. */
+void jn_io_loop_fini(jn_io_loop_t *loop)
+{
+    if (loop->epfd >= 0)
+        close(loop->epfd);
+    if (loop->evfd >= 0)
+        close(loop->evfd);
+    loop->epfd = loop->evfd = -1;
+}
+
+/* jn_io_loop_notify: make the loop leave epoll_wait now (timers moved,
+ * listener requests, stop). Any thread. */
+void jn_io_loop_notify(jn_io_loop_t *loop)
+{
+    uint64_t one = 1;
+    ssize_t n;
+    do {
+        n = write(loop->evfd, &one, sizeof one);
+    } while (n < 0 && errno == EINTR);
+    /* EAGAIN: the counter is near overflow, the loop is woken anyway */
+}
+
+/* jn_io_loop_pick: the loop a new connection goes to (round robin). Any
+ * thread. */
+jn_io_loop_t *jn_io_loop_pick(jn_io_t *io)
+{
+    unsigned n = atomic_fetch_add_explicit(&io->next_loop, 1, memory_order_relaxed);
+    return &io->loops[n % io->worker_threads];
+}
+
+/* Put conn on this loop's pass list (once), with a reference for the pass.
+ * The loop's thread. */
+static void pass_add(jn_io_loop_t *loop, jn_io_conn_t *conn)
+{
+    if (conn->in_pass)
+        return;
+    atomic_fetch_add_explicit(&conn->refs, 1, memory_order_relaxed);
+    conn->in_pass = true;
+    conn->pass_next = NULL;
+    if (loop->pass_tail)
+        loop->pass_tail->pass_next = conn;
+    else
+        loop->pass_head = conn;
+    loop->pass_tail = conn;
+}
+
+/* jn_io_conn_wake: run a pass of the connection soon, on its loop. Safe
+ * until the connection is freed, whether or not its transport is still
+ * there (the pass then does nothing). Any thread (the core, timers, budget
+ * wakers, stop). No syscall when the loop is awake. */
+void jn_io_conn_wake(jn_io_conn_t *conn)
+{
+    if (atomic_exchange_explicit(&conn->wake_queued, true, memory_order_acq_rel))
+        return; /* queued already, not yet taken: that pass will see this */
+    atomic_fetch_add_explicit(&conn->refs, 1, memory_order_relaxed); /* the queue's */
+    jn_io_loop_t *loop = conn->loop;
+    if (!jn_mpsc_push(&loop->ready, &conn->wake_node))
+        return;
+    if (atomic_load_explicit(&loop->awake, memory_order_seq_cst))
+        return; /* running: it looks at the queue before it sleeps */
+    jn_io_loop_notify(loop);
+}
+
+/* ---- the connection's socket ---------------------------------------------- */
+
+/* The socket failed or ended badly: give proton the error (a
+ * PN_TRANSPORT_ERROR with name "proton:io", as proton's own I/O) and close
+ * both directions; PN_TRANSPORT_CLOSED follows. */
+static void conn_io_error(jn_io_conn_t *conn, int err, const char *what)
+{
+    if (pn_connection_driver_read_closed(&conn->driver) &&
+        pn_connection_driver_write_closed(&conn->driver))
+        return;
+    pn_connection_driver_errorf(&conn->driver, "proton:io", "%s - %s %s", strerror(err), what,
+                                conn->host);
+    pn_connection_driver_close(&conn->driver);
+}
+
+static void conn_unregister(jn_io_conn_t *conn)
+{
+    if (conn->fd < 0)
+        return;
+    epoll_ctl(conn->loop->epfd, EPOLL_CTL_DEL, conn->fd, NULL);
+    close(conn->fd);
+    conn->fd = -1;
+}
+
+/* Register conn->fd with the loop: edge-triggered, once for life. */
+static int conn_register(jn_io_conn_t *conn)
+{
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+                             .data.ptr = &conn->handle};
+    return epoll_ctl(conn->loop->epfd, EPOLL_CTL_ADD, conn->fd, &ev);
+}
+
+static void set_nodelay(int fd)
+{
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+/* Start a non-blocking connect to the next address in conn->ai_next;
+ * false when none is left (errno: the last failure). */
+static bool connect_next(jn_io_conn_t *conn)
+{
+    int err = ECONNREFUSED;
+    while (conn->ai_next) {
+        struct addrinfo *ai = conn->ai_next;
+        conn->ai_next = ai->ai_next;
+        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                        ai->ai_protocol);
+        if (fd < 0) {
+            err = errno;
+            continue;
+        }
+        set_nodelay(fd);
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0 && errno != EINPROGRESS) {
+            err = errno;
+            close(fd);
+            continue;
+        }
+        conn->fd = fd;
+        conn->connecting = true;
+        conn->readable = conn->writable = false;
+        if (conn_register(conn) != 0) {
+            err = errno;
+            close(fd);
+            conn->fd = -1;
+            conn->connecting = false;
+            continue;
+        }
+        return true;
+    }
+    errno = err;
+    return false;
+}
+
+/* jn_io_conn_start: hand conn (new, reference 1: the I/O side's) to a loop
+ * with transport t (taken in every case) and socket fd (accepted,
+ * non-blocking; taken), or fd -1 for a connector with conn->ai_list set
+ * (the addresses to try, taken) or, when resolving failed, NULL and
+ * resolve_err saying why (the connection then closes with that error at
+ * its first pass). Nothing may touch conn's proton objects from the
+ * caller's thread afterwards. Returns 0, or JN_ENOMEM after closing fd and
+ * freeing t and the addresses (conn is then still the caller's, never
+ * started). Any thread. */
+int jn_io_conn_start(jn_io_conn_t *conn, pn_transport_t *t, int fd, const char *resolve_err)
+{
+    conn->loop = jn_io_loop_pick(conn->io);
+    conn->fd = -1;
+    if (pn_connection_driver_init(&conn->driver, conn->pn, t) != 0) {
+        /* proton freed the connection and the transport */
+        conn->pn = conn->pn_io = NULL;
+        memset(&conn->driver, 0, sizeof conn->driver);
+        if (fd >= 0)
+            close(fd);
+        if (conn->ai_list)
+            freeaddrinfo(conn->ai_list);
+        conn->ai_list = NULL;
+        return JN_ENOMEM;
+    }
+    /* Bind now rather than after PN_CONNECTION_INIT: an error given to the
+     * driver before the bind would be lost with it (the settings that must
+     * precede the bind — server mode, SASL, hostname — are made). */
+    pn_connection_driver_bind(&conn->driver);
+    /* Once the socket is registered the loop may run the connection, close
+     * it and drop the I/O side's reference before this returns: hold one
+     * of our own until the wake below is queued. */
+    atomic_fetch_add_explicit(&conn->refs, 1, memory_order_relaxed);
+    if (fd >= 0) {
+        set_nodelay(fd);
+        conn->fd = fd;
+        if (conn_register(conn) != 0) {
+            int err = errno;
+            close(fd);
+            conn->fd = -1;
+            conn_io_error(conn, err, "registering");
+        }
+    } else if (conn->ai_list) {
+        conn->ai_next = conn->ai_list;
+        if (!connect_next(conn))
+            conn_io_error(conn, errno, "connecting to");
+    } else {
+        pn_connection_driver_errorf(&conn->driver, "proton:io", "%s - resolving %s",
+                                    resolve_err ? resolve_err : "unknown host", conn->host);
+        pn_connection_driver_close(&conn->driver);
+    }
+    jn_io_conn_wake(conn);
+    jn_io_conn_unref(conn); /* ours; the queued wake holds one */
+    return 0;
+}
+
+/* A connect in progress reported writable (or an error): see how it went;
+ * on failure try the next address, then give up with the error. */
+static void connect_done(jn_io_conn_t *conn)
+{
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (getsockopt(conn->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+        err = errno;
+    if (err == 0) {
+        conn->connecting = false;
+        freeaddrinfo(conn->ai_list);
+        conn->ai_list = conn->ai_next = NULL;
+        return;
+    }
+    conn_unregister(conn);
+    conn->connecting = false;
+    if (!connect_next(conn))
+        conn_io_error(conn, err, "connecting to");
+}
+
+/* ---- the pass ------------------------------------------------------------------ */
+
+/* Step 1: read. Returns true when the socket may hold more (the pass
+ * stopped at JN_IO_READS_PER_PASS). */
+static bool conn_read(jn_io_conn_t *conn)
+{
+    pn_connection_driver_t *d = &conn->driver;
+    for (int i = 0; i < JN_IO_READS_PER_PASS; i++) {
+        if (!conn->readable || pn_connection_driver_read_closed(d))
+            return false;
+        pn_rwbytes_t buf = pn_connection_driver_read_buffer_sized(d, JN_IO_READ_SIZE);
+        if (buf.size == 0)
+            return false; /* proton holds all it will take: it reads on after events */
+        ssize_t n = recv(conn->fd, buf.start, buf.size, 0);
+        if (n > 0) {
+            pn_connection_driver_read_done(d, (size_t)n);
+            if ((size_t)n < buf.size)
+                conn->readable = false; /* drained; the next arrival is a new edge */
+            continue;
+        }
+        if (n == 0) {
+            pn_connection_driver_read_close(d);
+            conn->readable = false;
+            return false;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            conn->readable = false;
+            return false;
+        }
+        conn->readable = false;
+        conn_io_error(conn, errno, "on read from");
+        return false;
+    }
+    return conn->readable;
+}
+
+/* Step 3: write what proton framed. */
+static void conn_write(jn_io_conn_t *conn)
+{
+    pn_connection_driver_t *d = &conn->driver;
+    while (conn->writable) {
+        pn_bytes_t buf = pn_connection_driver_write_buffer(d);
+        if (buf.size == 0)
+            break;
+        ssize_t n = send(conn->fd, buf.start, buf.size, MSG_NOSIGNAL);
+        if (n > 0) {
+            pn_connection_driver_write_done(d, (size_t)n);
+            if ((size_t)n < buf.size)
+                conn->writable = false; /* full; EPOLLOUT comes when it drains */
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            conn->writable = false;
+            break;
+        }
+        conn->writable = false;
+        conn_io_error(conn, n < 0 ? errno : EPIPE, "on write to");
+        break;
+    }
+    if (!conn->write_shut && conn->fd >= 0 && pn_connection_driver_write_closed(d)) {
+        shutdown(conn->fd, SHUT_WR); /* our close frame is out: end of stream */
+        conn->write_shut = true;
+    }
+}
+
+/* Proton's idle-timeout clock: call pn_transport_tick when due and keep a
+ * timer for the next deadline (the timer only wakes the connection). */
+static void conn_tick(jn_io_conn_t *conn, int64_t now)
+{
+    if (conn->tick_at && now < conn->tick_at)
+        return;
+    int64_t next = pn_transport_tick(conn->driver.transport, now);
+    if (next <= 0) {
+        conn->tick_at = INT64_MAX; /* no idle timeout either way */
+        return;
+    }
+    conn->tick_at = next;
+    atomic_fetch_add(&conn->refs, 1); /* the timer's */
+    if (jn_io_timer_cancel(conn->io, &conn->tick))
+        jn_io_conn_unref(conn); /* it was armed: one reference is enough */
+    jn_io_timer_arm_at(conn->io, &conn->tick, next);
+}
+
+/* jn_io_conn_destroy_IO: the transport is closed and reported: close the
+ * socket and free proton's objects. The owning loop's thread (or the main
+ * thread at exit, when no loop runs). */
+void jn_io_conn_destroy_IO(jn_io_conn_t *conn)
+{
+    if (conn->destroyed)
+        return;
+    conn->destroyed = true;
+    conn_unregister(conn);
+    if (conn->ai_list)
+        freeaddrinfo(conn->ai_list);
+    conn->ai_list = conn->ai_next = NULL;
+    if (conn->driver.connection)
+        pn_connection_set_context(conn->driver.connection, NULL);
+    pn_connection_driver_destroy(&conn->driver);
+    conn->pn = conn->pn_io = NULL;
+}
+
+/* One pass of conn (see the top). The loop's thread; the caller holds a
+ * reference. */
+static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
+{
+    if (conn->destroyed)
+        return;
+    pn_connection_driver_t *d = &conn->driver;
+    if (atomic_load_explicit(&conn->io->forcing, memory_order_relaxed) &&
+        !pn_connection_driver_finished(d)) {
+        pn_connection_driver_errorf(d, "amqp:connection:forced", "router shutting down");
+        pn_connection_driver_close(d);
+    }
+    if (conn->connecting && (conn->writable || conn->readable))
+        connect_done(conn);
+    bool more = false;
+    if (!conn->connecting && conn->fd >= 0)
+        more = conn_read(conn);
+    for (int round = 0;; round++) {
+        pn_event_t *e;
+        while ((e = pn_connection_driver_next_event(d)) != NULL)
+            jn_io_conn_event_IO(conn, e);
+        if (conn->transport_closed)
+            break;
+        jn_io_conn_batch_end_IO(conn);
+        if (!conn->connecting && conn->fd >= 0)
+            conn_write(conn);
+        else if (conn->fd < 0)
+            conn_io_error(conn, ECONNREFUSED, "connecting to"); /* no socket: no-op
+                                                                * once closed */
+        if (!pn_connection_driver_has_event(d))
+            break;
+        if (round + 1 == PASS_ROUNDS) {
+            more = true;
+            break;
+        }
+    }
+    if (conn->transport_closed) {
+        jn_io_conn_destroy_IO(conn);
+        jn_io_conn_unref(conn); /* the I/O side's reference */
+        return;
+    }
+    conn_tick(conn, (int64_t)jn_time_mono_ms());
+    if (more)
+        pass_add(loop, conn);
+}
+
+/* ---- the loop ----------------------------------------------------------------- */
+
+/* Take the woken connections into the pass list. */
+static void take_ready(jn_io_loop_t *loop)
+{
+    jn_mpsc_node_t *nodes[64];
+    size_t n;
+    do {
+        n = jn_mpsc_drain(&loop->ready, nodes, 64);
+        for (size_t i = 0; i < n; i++) {
+            jn_io_conn_t *c = (jn_io_conn_t *)((char *)nodes[i] - offsetof(jn_io_conn_t, wake_node));
+            atomic_store_explicit(&c->wake_queued, false, memory_order_release);
+            pass_add(loop, c);
+            jn_io_conn_unref(c); /* the queue's; the pass holds its own */
+        }
+    } while (n == 64);
+}
+
+/* Run the pass list; connections re-added meanwhile go to the next pass. */
+static void run_passes(jn_io_loop_t *loop)
+{
+    jn_io_conn_t *c = loop->pass_head;
+    loop->pass_head = loop->pass_tail = NULL;
+    while (c) {
+        jn_io_conn_t *next = c->pass_next;
+        c->in_pass = false;
+        conn_pass(loop, c);
+        jn_io_conn_unref(c); /* the pass's */
+        c = next;
+    }
+}
+
+/* How long loop 0 may sleep for its timers: ms, or -1. */
+static int timer_timeout(jn_io_t *io)
+{
+    int64_t next = atomic_load_explicit(&io->timer_next, memory_order_acquire);
+    if (next == INT64_MAX)
+        return -1;
+    int64_t now = (int64_t)jn_time_mono_ms();
+    if (next <= now)
+        return 0;
+    return next - now > 60000 ? 60000 : (int)(next - now);
+}
+
+/* jn_io_loop_main: the worker thread's body (pthread start routine; arg is
+ * the loop). Returns when io->exiting is set and the loop is notified. */
+void *jn_io_loop_main(void *arg)
+{
+    jn_io_loop_t *loop = arg;
+    jn_io_t *io = loop->io;
+    struct epoll_event evs[JN_IO_EPOLL_EVENTS];
+    bool core_more = false; /* the core has actions left for this thread */
+    jn_core_inline_thread_begin();
+    while (!atomic_load_explicit(&io->exiting, memory_order_acquire)) {
+        int timeout = loop->index == 0 ? timer_timeout(io) : -1;
+        if (loop->pass_head || core_more) {
+            timeout = 0;
+        } else if (timeout != 0) {
+            atomic_store_explicit(&loop->awake, false, memory_order_seq_cst);
+            if (atomic_load_explicit(&loop->ready.pending, memory_order_seq_cst) != 0)
+                timeout = 0;
+        }
+        int n = epoll_wait(loop->epfd, evs, JN_IO_EPOLL_EVENTS, timeout);
+        atomic_store_explicit(&loop->awake, true, memory_order_relaxed);
+        for (int i = 0; i < n; i++) {
+            jn_io_poll_t *p = evs[i].data.ptr;
+            switch ((jn_poll_kind_t)p->kind) {
+            case JN_POLL_WAKE: {
+                uint64_t count;
+                while (read(loop->evfd, &count, sizeof count) < 0 && errno == EINTR) {
+                }
+                break;
+            }
+            case JN_POLL_LISTENER:
+                jn_io_accept((jn_io_lsock_t *)p);
+                break;
+            case JN_POLL_CONN: {
+                jn_io_conn_t *c = (jn_io_conn_t *)p;
+                uint32_t ev = evs[i].events;
+                if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+                    c->readable = true;
+                if (ev & (EPOLLOUT | EPOLLHUP | EPOLLERR))
+                    c->writable = true;
+                pass_add(loop, c);
+                break;
+            }
+            }
+        }
+        if (loop->index == 0) {
+            if (atomic_load_explicit(&io->listener_ops, memory_order_acquire))
+                jn_io_listeners_close_requested(io);
+            if (timer_timeout(io) == 0)
+                jn_io_timers_run(io);
+        }
+        /* Passes, then the core inline (what they posted is routed here,
+         * on this thread), then the passes of the connections the core
+         * gave work to on this loop, so a delivery read in this iteration
+         * leaves in it; bounded, so epoll is not starved. */
+        for (int round = 0; round < LOOP_ROUNDS; round++) {
+            take_ready(loop);
+            run_passes(loop);
+            core_more = jn_core_run_inline(io->core);
+            if (!loop->pass_head &&
+                atomic_load_explicit(&loop->ready.pending, memory_order_relaxed) == 0)
+                break;
+        }
+        /* A waker mid-push (counted, not yet linked) leaves the queue's
+         * count above 0 with nothing to take: the next wait does not block
+         * (timeout 0) until its node appears, within instructions. */
+    }
+    /* Passes still listed hold references: drop them (stop is over, every
+     * connection is closed or forced). */
+    take_ready(loop);
+    jn_io_conn_t *c = loop->pass_head;
+    loop->pass_head = loop->pass_tail = NULL;
+    while (c) {
+        jn_io_conn_t *next = c->pass_next;
+        c->in_pass = false;
+        jn_io_conn_unref(c);
+        c = next;
+    }
+    jn_pool_thread_exit();
+    return NULL;
+}

@@ -57,6 +57,20 @@ static inline void jn_mesh_bits_clear(jn_mesh_bits_t *b, unsigned i)
     if (i < JN_MESH_MAX_ROUTERS)
         b->w[i >> 6] &= ~((uint64_t)1 << (i & 63));
 }
+/* jn_mesh_bits_next: the lowest index >= from whose bit is set, or -1.
+ * Two word scans, not a loop over 128 indices (the per-message route
+ * choice walks the routers that have a destination this way). */
+static inline int jn_mesh_bits_next(const jn_mesh_bits_t *b, unsigned from)
+{
+    for (unsigned w = from >> 6; w < 2; w++) {
+        uint64_t m = b->w[w];
+        if (w == from >> 6)
+            m &= ~(uint64_t)0 << (from & 63);
+        if (m)
+            return (int)(w * 64 + (unsigned)__builtin_ctzll(m));
+    }
+    return -1;
+}
 
 /* Timers, in seconds; 0 = the 1.19 default (section 12). */
 typedef struct jn_mesh_config {

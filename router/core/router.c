@@ -159,11 +159,19 @@ jn_core_link_t *jn_router_pick_remote_CT(jn_core_t *core, jn_addr_t *addr,
     jn_core_link_t *best = NULL;
     uint64_t best_score = UINT64_MAX;
     unsigned start = addr->next_remote % JN_MESH_MAX_ROUTERS, chosen = start;
-    for (unsigned k = 0; k < JN_MESH_MAX_ROUTERS; k++) {
-        unsigned i = (start + k) % JN_MESH_MAX_ROUTERS;
-        if (!jn_mesh_bits_has(&addr->remote, i))
-            continue;
-        jn_router_node_t *n = node_at_CT(core, (int)i);
+    /* the routers with a destination, from start round to start - 1 */
+    int i = jn_mesh_bits_next(&addr->remote, start);
+    bool wrapped = false;
+    for (;; i = jn_mesh_bits_next(&addr->remote, (unsigned)i + 1)) {
+        if (i < 0 || (wrapped && (unsigned)i >= start)) {
+            if (wrapped || start == 0)
+                break;
+            wrapped = true;
+            i = jn_mesh_bits_next(&addr->remote, 0);
+            if (i < 0 || (unsigned)i >= start)
+                break;
+        }
+        jn_router_node_t *n = node_at_CT(core, i);
         if (!n)
             continue;
         /* balanced: only where this router lies on the origin's path
@@ -178,7 +186,7 @@ jn_core_link_t *jn_router_pick_remote_CT(jn_core_t *core, jn_addr_t *addr,
         if (score < best_score) {
             best_score = score;
             best = l;
-            chosen = i;
+            chosen = (unsigned)i;
         }
     }
     if (best)
@@ -195,10 +203,9 @@ unsigned jn_router_multicast_links_CT(jn_core_t *core, const jn_addr_t *addr,
     JN_ASSERT_CT(core);
     unsigned n = 0;
     jn_mesh_bits_t used = {{0, 0}};
-    for (unsigned i = 1; i < JN_MESH_MAX_ROUTERS && n < max; i++) {
-        if (!jn_mesh_bits_has(&addr->remote, i))
-            continue;
-        jn_router_node_t *node = node_at_CT(core, (int)i);
+    for (int i = jn_mesh_bits_next(&addr->remote, 1); i > 0 && n < max;
+         i = jn_mesh_bits_next(&addr->remote, (unsigned)i + 1)) {
+        jn_router_node_t *node = node_at_CT(core, i);
         /* valid origins: a copy goes toward a router only from the routers
          * whose shortest path to it passes here, so each router gets one
          * copy even in a mesh with cycles (1.19 quirk, 10.3) */

@@ -12,7 +12,7 @@
  * loss, every few seconds per connection for the idle timeout, and for
  * large messages; the lock is never taken per message.
  *
- * Stop: ask loop 0 to close the listeners, wake every connection so its
+ * Stop: close the listeners, wake every connection so its
  * own loop closes it with a close frame, wait for the transports to close
  * (bounded), then cut what is left (io->forcing: each connection's next
  * pass closes it with amqp:connection:forced), then set io->exiting and
@@ -133,10 +133,11 @@ const jn_core_io_ops_t *jn_io_core_ops(void)
 
 /* ---- life cycle --------------------------------------------------------- */
 
-/* Descriptors kept back from connections: room for a full listen backlog
- * accepted at once, plus listeners, each loop's epoll and eventfd, the
- * core's eventfd, log files and connector attempts. */
-#define JN_IO_FD_RESERVE (2 * JN_IO_LISTEN_BACKLOG + 64)
+/* Descriptors kept back from connections: each loop's epoll and eventfd,
+ * the core's eventfd, listening sockets, log files, and the one descriptor
+ * an accept over the limit holds until it is closed (connections are
+ * accepted and refused one at a time). */
+#define JN_IO_FD_RESERVE 64
 
 /* jn_io_max_connections: how many connections may be open at once, from the
  * process's file-descriptor limit (RLIMIT_NOFILE soft limit) less the
@@ -158,6 +159,7 @@ static void io_destroy(jn_io_t *io)
             jn_io_loop_fini(&io->loops[i]);
     }
     pthread_cond_destroy(&io->cond);
+    pthread_cond_destroy(&io->connect_cond);
     pthread_mutex_destroy(&io->lock);
     free(io->loops);
     free(io->node_id);
@@ -182,13 +184,13 @@ jn_io_t *jn_io_create(jn_core_t *core, const jn_io_config_t *cfg)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_mutex_init(&io->lock, NULL);
     pthread_cond_init(&io->cond, &ca);
+    pthread_cond_init(&io->connect_cond, NULL);
     pthread_condattr_destroy(&ca);
     atomic_init(&io->next_conn_id, 1);
     atomic_init(&io->pending_frees, 0);
     atomic_init(&io->stopping, false);
     atomic_init(&io->forcing, false);
     atomic_init(&io->exiting, false);
-    atomic_init(&io->listener_ops, false);
     atomic_init(&io->timer_next, INT64_MAX);
     atomic_init(&io->next_loop, 0);
     io->loops = calloc(io->worker_threads, sizeof *io->loops);
@@ -248,6 +250,11 @@ int jn_io_start(jn_io_t *io)
         }
         io->threads_started++;
     }
+    if (pthread_create(&io->connector_thread, NULL, jn_io_connector_main, io) != 0) {
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_ERROR, "Cannot start the connector thread");
+        return JN_ENOMEM;
+    }
+    io->connector_started = true;
     for (jn_io_endpoint_t *ep = io->endpoints; ep; ep = ep->next) {
         if (!ep->is_listener)
             jn_io_connect(ep);
@@ -274,20 +281,13 @@ static bool all_closed(jn_io_t *io)
 static void close_everything_locked(jn_io_t *io)
 {
     atomic_store(&io->stopping, true);
-    bool listeners = false;
     for (jn_io_endpoint_t *ep = io->endpoints; ep; ep = ep->next) {
-        if (ep->is_listener && ep->state == JN_EP_OPEN) {
-            ep->close_requested = true;
-            listeners = true;
-        }
+        if (ep->is_listener)
+            jn_io_listener_close_locked(io, ep);
         if (!ep->is_listener && ep->retry.armed)
             timer_unlink_locked(io, &ep->retry);
     }
     timer_next_update_locked(io);
-    if (listeners) {
-        atomic_store(&io->listener_ops, true);
-        jn_io_loop_notify(&io->loops[0]);
-    }
     for (jn_io_conn_t *c = io->conns; c; c = c->reg_next)
         jn_io_conn_wake(c);
 }
@@ -302,6 +302,16 @@ void jn_io_stop(jn_io_t *io, unsigned timeout_ms)
         atomic_store(&io->forcing, true);
     }
     close_everything_locked(io);
+    /* no further attempts: the connector thread ends after the one it is
+     * making (a name resolution in progress is waited for) */
+    io->connect_queue = NULL;
+    io->connector_exit = true;
+    pthread_cond_broadcast(&io->connect_cond);
+    pthread_mutex_unlock(&io->lock);
+    if (io->connector_started)
+        pthread_join(io->connector_thread, NULL);
+    io->connector_started = false;
+    pthread_mutex_lock(&io->lock);
     struct timespec deadline = deadline_in(timeout_ms);
     if (!wait_until(io, all_closed, &deadline)) {
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
@@ -325,8 +335,6 @@ void jn_io_stop(jn_io_t *io, unsigned timeout_ms)
         pthread_join(io->loops[i].thread, NULL);
     io->threads_started = 0;
     io->started = false;
-    /* Listening sockets no loop closed (a loop that never ran) */
-    jn_io_listeners_close_requested(io);
 }
 
 void jn_io_free(jn_io_t *io)

@@ -18,8 +18,9 @@
  * closes them. Each accepted connection goes to a loop, round robin.
  *
  * Threads: jn_io_add_* on the main thread before start, or any thread
- * (management) after; accepting and listener closing on loop 0; retries on
- * loop 0 (the timers); endpoint state under io->lock.
+ * (management) after; accepting on loop 0; connection attempts (name
+ * resolution may block) on the connector thread, asked for by the retry
+ * timers (loop 0) and at start; endpoint state under io->lock.
  */
 #include "io_private.h"
 
@@ -143,8 +144,10 @@ static int endpoint_add(jn_io_t *io, const jn_endpoint_config_t *cfg, bool liste
         if (listener) {
             pthread_mutex_lock(&io->lock);
             int rc = jn_io_listen(io, ep);
-            if (rc != 0)
+            if (rc != 0) {
                 ep->retry.fire = endpoint_removed_fire; /* dead: lookups skip it */
+                atomic_store(&ep->removed, true);
+            }
             pthread_mutex_unlock(&io->lock);
             if (rc != 0)
                 return rc; /* cannot listen (logged): management answers 400 */
@@ -256,10 +259,15 @@ int jn_io_listen(jn_io_t *io, jn_io_endpoint_t *ep)
     return 0;
 }
 
-/* Close ep's listening sockets. io->lock held; loop 0's thread, or the
- * main thread once the loops have ended. */
-static void listener_close_locked(jn_io_t *io, jn_io_endpoint_t *ep)
+/* jn_io_listener_close_locked: close ep's listening sockets now (stop,
+ * management DELETE), so the port is free when this returns. Loop 0 may
+ * hold an epoll event for a socket closed here: jn_io_accept looks at the
+ * state under the lock before it uses the descriptor. io->lock held; any
+ * thread. */
+void jn_io_listener_close_locked(jn_io_t *io, jn_io_endpoint_t *ep)
 {
+    if (ep->state != JN_EP_OPEN)
+        return;
     for (unsigned i = 0; i < ep->nsocks; i++) {
         epoll_ctl(io->loops[0].epfd, EPOLL_CTL_DEL, ep->socks[i].fd, NULL);
         close(ep->socks[i].fd);
@@ -267,35 +275,9 @@ static void listener_close_locked(jn_io_t *io, jn_io_endpoint_t *ep)
     }
     ep->nsocks = 0;
     ep->state = JN_EP_CLOSED;
-    ep->close_requested = false;
     pthread_cond_broadcast(&io->cond);
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, "Stopped listening on %s", ep->shown);
 }
-
-/* jn_io_listeners_close_requested: close the listeners asked to close
- * (stop, management DELETE). Loop 0's thread, or the main thread once the
- * loops have ended. */
-void jn_io_listeners_close_requested(jn_io_t *io)
-{
-    pthread_mutex_lock(&io->lock);
-    atomic_store(&io->listener_ops, false);
-    for (jn_io_endpoint_t *ep = io->endpoints; ep; ep = ep->next) {
-        if (ep->is_listener && ep->close_requested && ep->state == JN_EP_OPEN)
-            listener_close_locked(io, ep);
-    }
-    pthread_mutex_unlock(&io->lock);
-}
-
-/* Ask loop 0 to close ep's sockets. io->lock held. */
-static void listener_request_close_locked(jn_io_t *io, jn_io_endpoint_t *ep)
-{
-    if (ep->state != JN_EP_OPEN)
-        return;
-    ep->close_requested = true;
-    atomic_store(&io->listener_ops, true);
-    jn_io_loop_notify(&io->loops[0]);
-}
-
 static void accept_pause_fire(jn_io_timer_t *timer)
 {
     jn_io_endpoint_t *ep =
@@ -356,7 +338,15 @@ void jn_io_accept(jn_io_lsock_t *ls)
     for (int i = 0; i < JN_IO_LISTEN_BACKLOG; i++) {
         struct sockaddr_storage sa;
         socklen_t salen = sizeof sa;
-        int fd = accept4(ls->fd, (struct sockaddr *)&sa, &salen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        /* under the lock: a DELETE or stop may close the socket meanwhile */
+        pthread_mutex_lock(&io->lock);
+        int fd = ep->state == JN_EP_OPEN && ls->fd >= 0
+                     ? accept4(ls->fd, (struct sockaddr *)&sa, &salen, SOCK_NONBLOCK | SOCK_CLOEXEC)
+                     : (errno = EBADF, -1);
+        int accept_errno = errno;
+        size_t live = io->live_conns;
+        pthread_mutex_unlock(&io->lock);
+        errno = accept_errno;
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
@@ -368,11 +358,8 @@ void jn_io_accept(jn_io_lsock_t *ls)
                 epoll_ctl(io->loops[0].epfd, EPOLL_CTL_MOD, ls->fd, &ev);
                 jn_io_timer_arm(io, &ep->accept_pause, ACCEPT_PAUSE_MS);
             }
-            return; /* EAGAIN: all taken */
+            return; /* EAGAIN: all taken (EBADF: closed meanwhile) */
         }
-        pthread_mutex_lock(&io->lock);
-        size_t live = io->live_conns;
-        pthread_mutex_unlock(&io->lock);
         if (live >= io->max_conns) {
             refuse(io, ep, fd, live);
             continue;
@@ -400,16 +387,35 @@ static void connector_retry_fire(jn_io_timer_t *timer)
     jn_io_connect(ep);
 }
 
-/* jn_io_connect: one connection attempt for connector ep: resolve its host
- * (getaddrinfo, on the calling thread), start a non-blocking connect to the
- * first address and hand the connection to a loop, which tries the next
- * address if that one fails. A failure to resolve closes the connection at
- * its first pass with the error, and the retry timing goes on as for any
- * failed attempt. Any thread. */
+/* jn_io_connect: ask for one connection attempt for connector ep. The
+ * attempt is made on the connector thread (jn_io_connector_main), because
+ * resolving a host name (getaddrinfo) may block for seconds and must not
+ * stop a loop. Any thread. */
 void jn_io_connect(jn_io_endpoint_t *ep)
 {
     jn_io_t *io = ep->io;
-    if (atomic_load(&io->stopping))
+    pthread_mutex_lock(&io->lock);
+    if (!ep->connect_queued) {
+        ep->connect_queued = true;
+        ep->connect_next = NULL;
+        jn_io_endpoint_t **p = &io->connect_queue;
+        while (*p)
+            p = &(*p)->connect_next;
+        *p = ep;
+        pthread_cond_broadcast(&io->connect_cond);
+    }
+    pthread_mutex_unlock(&io->lock);
+}
+
+/* One connection attempt for connector ep: resolve its host, start a
+ * non-blocking connect to the first address and hand the connection to a
+ * loop, which tries the next address if that one fails. A failure to
+ * resolve closes the connection at its first pass with the error, and the
+ * retry timing goes on as for any failed attempt. The connector thread. */
+static void connect_now(jn_io_endpoint_t *ep)
+{
+    jn_io_t *io = ep->io;
+    if (atomic_load(&io->stopping) || atomic_load(&ep->removed))
         return;
     jn_io_conn_t *conn = jn_io_conn_new(io, ep, false);
     pn_transport_t *t = conn ? jn_io_transport_new(&ep->cfg, false) : NULL;
@@ -443,6 +449,30 @@ void jn_io_connect(jn_io_endpoint_t *ep)
     /* conn now belongs to its loop */
 }
 
+/* jn_io_connector_main: the connector thread (pthread start routine, arg
+ * the jn_io_t): makes the attempts jn_io_connect queues, one at a time,
+ * until io->connector_exit. */
+void *jn_io_connector_main(void *arg)
+{
+    jn_io_t *io = arg;
+    pthread_mutex_lock(&io->lock);
+    while (!io->connector_exit) {
+        jn_io_endpoint_t *ep = io->connect_queue;
+        if (!ep) {
+            pthread_cond_wait(&io->connect_cond, &io->lock);
+            continue;
+        }
+        io->connect_queue = ep->connect_next;
+        ep->connect_next = NULL;
+        ep->connect_queued = false;
+        pthread_mutex_unlock(&io->lock);
+        connect_now(ep);
+        pthread_mutex_lock(&io->lock);
+    }
+    pthread_mutex_unlock(&io->lock);
+    return NULL;
+}
+
 /* jn_io_connector_closed_IO: conn, made by connector ep, is gone; was_open
  * when it had reached open. Schedules the next attempt. */
 void jn_io_connector_closed_IO(jn_io_endpoint_t *ep, jn_io_conn_t *conn, bool was_open)
@@ -463,7 +493,7 @@ void jn_io_connector_closed_IO(jn_io_endpoint_t *ep, jn_io_conn_t *conn, bool wa
         ep->failures++;
     bool stopping = atomic_load(&io->stopping);
     pthread_mutex_unlock(&io->lock);
-    if (stopping)
+    if (stopping || atomic_load(&ep->removed))
         return;
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, "Connector %s: retrying in %u ms", ep->shown, delay);
     jn_io_timer_arm(io, &ep->retry, delay);
@@ -494,9 +524,19 @@ int jn_io_remove_endpoint(jn_io_t *io, const char *name)
         return JN_ENOENT;
     }
     ep->retry.fire = endpoint_removed_fire;
-    if (ep->is_listener)
-        listener_request_close_locked(io, ep); /* loop 0 closes and logs */
+    atomic_store(&ep->removed, true);
+    jn_io_conn_t *attempt = NULL;
+    if (ep->is_listener) {
+        jn_io_listener_close_locked(io, ep);
+    } else if (ep->conn) {
+        attempt = ep->conn; /* an attempt not yet open ends at its next pass */
+        atomic_fetch_add(&attempt->refs, 1);
+    }
     pthread_mutex_unlock(&io->lock);
+    if (attempt) {
+        jn_io_conn_wake(attempt);
+        jn_io_conn_unref(attempt);
+    }
     if (!ep->is_listener)
         jn_io_timer_cancel(io, &ep->retry);
     JN_LOG(JN_LOG_MOD_CONN_MGR, JN_LOG_INFO, "Removed %s %s (%s)",

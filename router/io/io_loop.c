@@ -42,7 +42,7 @@
  * the pass runs it again.
  *
  * Loop 0 also keeps the timers (io.c: their earliest deadline bounds its
- * sleep) and the listening sockets (it alone accepts and closes them).
+ * sleep) and the listening sockets (it alone accepts on them).
  */
 #include "io_private.h"
 
@@ -296,6 +296,7 @@ static void connect_done(jn_io_conn_t *conn)
         err = errno;
     if (err == 0) {
         conn->connecting = false;
+        conn->tick_at = 0; /* the transport starts now: ask its idle clock */
         freeaddrinfo(conn->ai_list);
         conn->ai_list = conn->ai_next = NULL;
         return;
@@ -322,8 +323,14 @@ static bool conn_read(jn_io_conn_t *conn)
         ssize_t n = recv(conn->fd, buf.start, buf.size, 0);
         if (n > 0) {
             pn_connection_driver_read_done(d, (size_t)n);
-            if ((size_t)n < buf.size)
-                conn->readable = false; /* drained; the next arrival is a new edge */
+            if (conn->tick_at == INT64_MAX)
+                conn->tick_at = 0; /* input may start proton's idle clock */
+            /* A short read drained the socket and the next arrival is a new
+             * edge — unless the peer's end of stream came with this data
+             * (EPOLLRDHUP in the same event): no edge follows that, so read
+             * on until recv() says 0. */
+            if ((size_t)n < buf.size && !conn->read_end)
+                conn->readable = false;
             continue;
         }
         if (n == 0) {
@@ -379,12 +386,19 @@ static void conn_write(jn_io_conn_t *conn)
  * timer for the next deadline (the timer only wakes the connection). */
 static void conn_tick(jn_io_conn_t *conn, int64_t now)
 {
-    if (conn->tick_at && now < conn->tick_at)
+    if ((conn->tick_at && now < conn->tick_at) || conn->transport_closed)
         return;
     int64_t next = pn_transport_tick(conn->driver.transport, now);
     if (next <= 0) {
-        conn->tick_at = INT64_MAX; /* no idle timeout either way */
-        return;
+        pn_millis_t idle = pn_transport_get_idle_timeout(conn->driver.transport);
+        if (idle == 0) {
+            conn->tick_at = INT64_MAX; /* no idle timeout either way */
+            return;
+        }
+        /* proton's clock starts with its first output: ask again after
+         * this pass's write (conn_pass), and at the latest in idle ms */
+        conn->tick_restart = true;
+        next = now + idle;
     }
     conn->tick_at = next;
     atomic_fetch_add(&conn->refs, 1); /* the timer's */
@@ -423,11 +437,23 @@ static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
         pn_connection_driver_errorf(d, "amqp:connection:forced", "router shutting down");
         pn_connection_driver_close(d);
     }
+    if (!conn->incoming && !conn->opened &&
+        atomic_load_explicit(&conn->endpoint->removed, memory_order_relaxed) &&
+        !pn_connection_driver_finished(d)) {
+        /* its connector was deleted before this attempt opened: the core
+         * does not know it, so it ends here (an open one the core closes) */
+        pn_connection_driver_errorf(d, "amqp:connection:forced", "connector deleted");
+        pn_connection_driver_close(d);
+    }
     if (conn->connecting && (conn->writable || conn->readable))
         connect_done(conn);
     bool more = false;
     if (!conn->connecting && conn->fd >= 0)
         more = conn_read(conn);
+    /* Proton's idle clock before the events, so that an expiry it raises
+     * (an error and a close frame) is handled and written in this pass,
+     * not one idle period later. */
+    conn_tick(conn, (int64_t)jn_time_mono_ms());
     for (int round = 0;; round++) {
         pn_event_t *e;
         while ((e = pn_connection_driver_next_event(d)) != NULL)
@@ -452,7 +478,11 @@ static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
         jn_io_conn_unref(conn); /* the I/O side's reference */
         return;
     }
-    conn_tick(conn, (int64_t)jn_time_mono_ms());
+    if (conn->tick_restart) {
+        conn->tick_restart = false;
+        conn->tick_at = 0;
+        conn_tick(conn, (int64_t)jn_time_mono_ms());
+    }
     if (more)
         pass_add(loop, conn);
 }
@@ -538,6 +568,8 @@ void *jn_io_loop_main(void *arg)
                 uint32_t ev = evs[i].events;
                 if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
                     c->readable = true;
+                if (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+                    c->read_end = true; /* read on to the end of stream */
                 if (ev & (EPOLLOUT | EPOLLHUP | EPOLLERR))
                     c->writable = true;
                 pass_add(loop, c);
@@ -545,12 +577,8 @@ void *jn_io_loop_main(void *arg)
             }
             }
         }
-        if (loop->index == 0) {
-            if (atomic_load_explicit(&io->listener_ops, memory_order_acquire))
-                jn_io_listeners_close_requested(io);
-            if (timer_timeout(io) == 0)
-                jn_io_timers_run(io);
-        }
+        if (loop->index == 0 && timer_timeout(io) == 0)
+            jn_io_timers_run(io);
         /* Passes, then the core inline (what they posted is routed here,
          * on this thread), then the passes of the connections the core
          * gave work to on this loop, so a delivery read in this iteration

@@ -187,13 +187,15 @@ struct jn_io_endpoint {
     jn_endpoint_config_t cfg; /* strings owned (strdup) */
     char shown[300];          /* "host:port" for logs */
     jn_ep_state_t state;
-    /* listener: its sockets while state is OPEN; close_requested asks the
-     * first loop to close them (stop, management DELETE) */
+    /* listener: its sockets while state is OPEN (closed at once by stop
+     * and management DELETE, jn_io_listener_close_locked) */
     jn_io_lsock_t socks[JN_IO_MAX_LISTEN_SOCKETS];
     unsigned nsocks;
-    bool close_requested;
+    atomic_bool removed; /* management DELETE (any thread reads it) */
     jn_io_timer_t accept_pause; /* re-enables accepting after EMFILE */
     /* connector */
+    jn_io_endpoint_t *connect_next; /* jn_io_t.connect_queue (jn_io_t.lock) */
+    bool connect_queued;
     jn_io_timer_t retry;
     unsigned failures;  /* consecutive attempts that never opened */
     jn_io_conn_t *conn; /* the current connection, or NULL */
@@ -243,13 +245,18 @@ struct jn_io {
     int64_t refused_logged_at; /* ms of the last "too many connections" log line */
     jn_io_timer_t *timers;    /* armed timers, by deadline */
     bool started;
+    /* the connector thread's queue of attempts to make (io_endpoint.c) */
+    jn_io_endpoint_t *connect_queue;
+    pthread_cond_t connect_cond;
+    pthread_t connector_thread;
+    bool connector_started;
+    bool connector_exit;
 
     /* atomics */
     atomic_bool stopping; /* jn_io_stop began: close everything, no retry
                            * (written under lock, read per pass without) */
     atomic_bool forcing;  /* stop's deadline passed: cut every connection */
     atomic_bool exiting;  /* the loops leave */
-    atomic_bool listener_ops; /* a listener asked to close (first loop) */
     atomic_int_fast64_t timer_next; /* deadline of the earliest timer (ms),
                                      * INT64_MAX when none: the first loop
                                      * sleeps no longer than that */
@@ -303,6 +310,7 @@ struct jn_io_conn {
     pn_connection_t *pn_io; /* == pn while the transport lives */
     int fd;                 /* the socket, or -1 */
     bool readable, writable; /* edge-triggered readiness not yet used up */
+    bool read_end;           /* epoll saw the peer's end of stream (or an error) */
     bool connecting;         /* connect() in progress */
     bool write_shut;         /* shutdown(SHUT_WR) done */
     bool destroyed;          /* driver destroyed, socket closed */
@@ -310,6 +318,7 @@ struct jn_io_conn {
     jn_io_conn_t *pass_next;
     struct addrinfo *ai_list, *ai_next; /* connector: addresses to try */
     int64_t tick_at;         /* when proton wants pn_transport_tick (ms), 0: now */
+    bool tick_restart;       /* proton's clock had not started: tick after the write */
     jn_core_conn_t *core;   /* NULL until opened, and after closed */
     char host[300];         /* peer address, for logs and the core */
     bool opened;            /* reported to the core */
@@ -401,8 +410,9 @@ void jn_io_conn_destroy_IO(jn_io_conn_t *conn);
 void jn_io_endpoint_free(jn_io_endpoint_t *ep);
 int jn_io_listen(jn_io_t *io, jn_io_endpoint_t *ep);
 void jn_io_connect(jn_io_endpoint_t *ep);
+void *jn_io_connector_main(void *arg);
 void jn_io_accept(jn_io_lsock_t *ls);
-void jn_io_listeners_close_requested(jn_io_t *io);
+void jn_io_listener_close_locked(jn_io_t *io, jn_io_endpoint_t *ep);
 void jn_io_connect_progress_IO(jn_io_conn_t *conn);
 void jn_io_connector_closed_IO(jn_io_endpoint_t *ep, jn_io_conn_t *conn, bool was_open);
 pn_transport_t *jn_io_transport_new(const jn_endpoint_config_t *cfg, bool server);

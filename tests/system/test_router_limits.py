@@ -17,7 +17,7 @@ import unittest
 from harness import RouterTestCase, Recv, Send, Traffic, seq_message, seqs
 
 NOFILE = 512          # RLIMIT_NOFILE given to the router (soft = hard)
-RESERVE = 2 * 128 + 64  # descriptors junctiond keeps back (router/io/io.c)
+RESERVE = 64          # descriptors junctiond keeps back (router/io/io.c)
 IDLE = 700            # idle TCP connections opened at once: more than NOFILE
 
 

@@ -50,17 +50,17 @@ jn_pool_t *jn_pool_create(const char *type_name, size_t object_size, size_t batc
  * *slot must start NULL (a static `_Atomic(jn_pool_t *)` is typical).
  * Returns NULL on ENOMEM or when JN_POOL_MAX pools exist (a later call
  * retries). Any thread. */
-jn_pool_t *jn_pool_get_once(_Atomic(jn_pool_t *) *slot, const char *type_name, size_t object_size,
-                            size_t batch);
+static inline jn_pool_t *jn_pool_get_once(_Atomic(jn_pool_t *) *slot, const char *type_name,
+                                          size_t object_size, size_t batch);
 
 /* jn_pool_alloc: an object of the pool's size, 16-octet aligned, contents
  * undefined. Returns NULL when the heap is exhausted. Any thread. Hot path:
  * the common case pops the calling thread's cache (no lock, no atomic). */
-void *jn_pool_alloc(jn_pool_t *pool);
+static inline void *jn_pool_alloc(jn_pool_t *pool);
 
 /* jn_pool_free: give obj (from jn_pool_alloc of the same pool) back. NULL is
  * ignored. Any thread. Hot path, as jn_pool_alloc. */
-void jn_pool_free(jn_pool_t *pool, void *obj);
+static inline void jn_pool_free(jn_pool_t *pool, void *obj);
 
 /* jn_pool_thread_exit: return the calling thread's cached objects of every
  * pool to the shared lists. Call before a thread that used pools exits (a
@@ -92,5 +92,116 @@ uint64_t jn_pool_leak_report(FILE *out);
  * again, which tests may do). Main thread, at exit, after
  * jn_pool_leak_report, when every other thread that used pools has exited. */
 void jn_pool_shutdown(void);
+
+/* ---- inline fast paths ----------------------------------------------------
+ * What follows is pool.c's, shown here only so that the three calls made
+ * several times per message (jn_pool_get_once, jn_pool_alloc, jn_pool_free)
+ * run inline at the call site; nothing else may use these types. */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define JN_POOL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define JN_POOL_ASAN 1
+#endif
+#endif
+
+/* The head of every pool (the first member of struct jn_pool, so a
+ * jn_pool_t * points to it). Immutable after jn_pool_create. */
+typedef struct jn_pool_head {
+    unsigned id;      /* index into every thread's cache array */
+    size_t cache_max; /* 2 * batch: a cache that would grow past this
+                       * sends a batch to the shared list (pool.c) */
+} jn_pool_head_t;
+
+/* A free object, as seen while it sits in a list: its first word links the
+ * next free object of its list; in a pool's shared list, the first object
+ * of each full chain links the next chain with its second word. */
+typedef struct jn_pool_free_obj {
+    struct jn_pool_free_obj *next;
+    struct jn_pool_free_obj *next_chain;
+} jn_pool_free_obj_t;
+
+/* One thread's cache for one pool. head, count: owner thread only.
+ * published: written by the owner (relaxed) at batch moves, read by stats. */
+typedef struct jn_pool_cache {
+    jn_pool_free_obj_t *head;
+    size_t count; /* objects in the list at head */
+    atomic_size_t published;
+} jn_pool_cache_t;
+
+/* All caches of one thread (thread-local). cache[]: see jn_pool_cache_t.
+ * prev, next: pool.c's registry mutex. registered: written by the owner
+ * under that mutex; the owner reads it without it. */
+typedef struct jn_pool_thread_caches {
+    jn_pool_cache_t cache[JN_POOL_MAX];
+    struct jn_pool_thread_caches *prev;
+    struct jn_pool_thread_caches *next;
+    bool registered; /* in the registry: its caches are counted and flushed
+                      * at thread exit */
+} jn_pool_thread_caches_t;
+
+extern _Thread_local jn_pool_thread_caches_t jn_pool_tl_caches_;
+
+/* The out-of-line paths (pool.c): each does the whole call, fast case
+ * included, so the inline functions may hand over any case they do not
+ * take themselves (and every case under AddressSanitizer, which poisons
+ * free objects). */
+jn_pool_t *jn_pool_get_once_slow_(_Atomic(jn_pool_t *) *slot, const char *type_name,
+                                  size_t object_size, size_t batch);
+void *jn_pool_alloc_slow_(jn_pool_t *pool);
+void jn_pool_free_slow_(jn_pool_t *pool, void *obj);
+
+/* Hot path: after the first call, one acquire load (a plain load on x86). */
+static inline jn_pool_t *jn_pool_get_once(_Atomic(jn_pool_t *) *slot, const char *type_name,
+                                          size_t object_size, size_t batch)
+{
+    jn_pool_t *pool = atomic_load_explicit(slot, memory_order_acquire);
+    if (JN_LIKELY(pool != NULL))
+        return pool;
+    return jn_pool_get_once_slow_(slot, type_name, object_size, batch);
+}
+
+/* Hot path: pops the calling thread's cache, thread-local memory only; an
+ * empty cache (first use, or a batch used up) goes out of line to refill. */
+static inline void *jn_pool_alloc(jn_pool_t *pool)
+{
+#ifdef JN_POOL_ASAN
+    return jn_pool_alloc_slow_(pool);
+#else
+    const jn_pool_head_t *h = (const jn_pool_head_t *)(const void *)pool;
+    jn_pool_cache_t *c = &jn_pool_tl_caches_.cache[h->id];
+    jn_pool_free_obj_t *o = c->head;
+    if (JN_UNLIKELY(o == NULL))
+        return jn_pool_alloc_slow_(pool);
+    c->head = o->next;
+    c->count--;
+    return o;
+#endif
+}
+
+/* Hot path: pushes on the calling thread's cache, thread-local memory
+ * only; a thread not yet registered, or a full cache (which sends a batch
+ * to the shared list), goes out of line. */
+static inline void jn_pool_free(jn_pool_t *pool, void *obj)
+{
+#ifdef JN_POOL_ASAN
+    jn_pool_free_slow_(pool, obj);
+#else
+    if (JN_UNLIKELY(obj == NULL))
+        return;
+    const jn_pool_head_t *h = (const jn_pool_head_t *)(const void *)pool;
+    jn_pool_thread_caches_t *tc = &jn_pool_tl_caches_;
+    jn_pool_cache_t *c = &tc->cache[h->id];
+    if (JN_UNLIKELY(!tc->registered || c->count >= h->cache_max)) {
+        jn_pool_free_slow_(pool, obj);
+        return;
+    }
+    jn_pool_free_obj_t *o = obj;
+    o->next = c->head;
+    c->head = o;
+    c->count++;
+#endif
+}
 
 #endif /* JUNCTION_POOL_H */

@@ -105,7 +105,8 @@ void jn_message_parse_init(jn_message_t *m)
     m->has_to = m->has_reply_to = false;
     m->skip_from = m->skip_to = 0;
     /* m->ra is written when the parse passes the message annotations:
-     * by jn_ra_parse, or zeroed by raise_depth when there are none. */
+     * by jn_ra_parse, or by raise_depth (jn_ra_set_absent) when there are
+     * none. */
     atomic_init(&m->parsed, JN_DEPTH_NONE);
 }
 
@@ -574,7 +575,7 @@ static void raise_depth(jn_message_t *m, int depth)
             if (m->present & (1u << k))
                 m->skip_to = s[k].start + s[k].length;
         if (!(m->present & (1u << JN_SEC_MESSAGE_ANNOTATIONS)))
-            memset(&m->ra, 0, sizeof m->ra); /* none: all absent */
+            jn_ra_set_absent(&m->ra); /* none: all absent */
     }
     atomic_store_explicit(&m->parsed, depth, memory_order_release);
 }

@@ -6,7 +6,11 @@
  * objects and its length. jn_pool_alloc pops the calling thread's cache and
  * jn_pool_free pushes onto it; both touch only thread-local memory. Only when
  * the cache is empty (alloc) or holds more than 2 * batch objects (free) does
- * a whole batch move to or from the shared list.
+ * a whole batch move to or from the shared list. Those fast cases (and
+ * jn_pool_get_once's) are inline functions in junction/pool.h, which is why
+ * the per-thread cache types are declared there; this file has the rest,
+ * and the whole of each call in the *_slow_ functions the inline ones fall
+ * back to.
  *
  * Why a mutex on the shared list is acceptable: it is taken once per batch
  * (64 objects by default), never per object, so its cost is divided by the
@@ -46,14 +50,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define JN_POOL_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define JN_POOL_ASAN 1
-#endif
-#endif
-#ifdef JN_POOL_ASAN
+#ifdef JN_POOL_ASAN /* junction/pool.h */
 #include <sanitizer/asan_interface.h>
 #endif
 
@@ -61,11 +58,8 @@
 #define POOL_LINK_OCTETS   16 /* octets of a free object used for links */
 #define POOL_DEFAULT_BATCH 64
 
-/* A free object, as seen while it sits in a list. */
-typedef struct free_obj {
-    struct free_obj *next;       /* next object of this list or chain */
-    struct free_obj *next_chain; /* shared list only: next full chain */
-} free_obj_t;
+/* A free object, as seen while it sits in a list (junction/pool.h). */
+typedef jn_pool_free_obj_t free_obj_t;
 
 /* Slab header; the objects follow it, 16-octet aligned. */
 typedef struct slab {
@@ -74,12 +68,13 @@ typedef struct slab {
 } slab_t;
 
 struct jn_pool {
-    /* Immutable after jn_pool_create. */
+    /* Immutable after jn_pool_create. head first: the inline fast paths of
+     * junction/pool.h read it through the jn_pool_t pointer. */
+    jn_pool_head_t head; /* id, cache_max */
     const char *type_name;
     size_t object_size; /* as requested */
     size_t slot_size;   /* rounded up to POOL_ALIGN, at least POOL_LINK_OCTETS */
     size_t batch;
-    unsigned id; /* index into every thread's cache array */
 
     /* Guarded by lock (taken once per batch). */
     pthread_mutex_t lock;
@@ -91,24 +86,13 @@ struct jn_pool {
     uint64_t total_allocated;
 };
 
-/* One thread's cache for one pool. head, count: owner thread only.
- * published: written by the owner (relaxed) at batch moves, read by stats. */
-typedef struct pool_cache {
-    free_obj_t *head;
-    size_t count;
-    atomic_size_t published;
-} pool_cache_t;
+/* One thread's cache for one pool, and all caches of one thread (their
+ * fields and owners: junction/pool.h). */
+typedef jn_pool_cache_t pool_cache_t;
+typedef jn_pool_thread_caches_t thread_caches_t;
 
-/* All caches of one thread. cache[]: see pool_cache_t. prev/next/registered:
- * registry mutex. */
-typedef struct thread_caches {
-    pool_cache_t cache[JN_POOL_MAX];
-    struct thread_caches *prev;
-    struct thread_caches *next;
-    bool registered; /* written by the owner under the registry mutex */
-} thread_caches_t;
-
-static _Thread_local thread_caches_t tl_caches;
+/* The calling thread's caches; extern for the inline fast paths. */
+_Thread_local jn_pool_thread_caches_t jn_pool_tl_caches_;
 
 /* Registry: the pools and the threads with caches. Creation, stats and
  * thread registration only; never on the hot path. */
@@ -166,7 +150,7 @@ static inline void cache_publish(pool_cache_t *c)
 
 /* Destructor of reg_key: a thread that used pools is exiting; give its
  * cached objects back. glibc runs key destructors before it frees the
- * thread's static TLS, so tl_caches is still valid here. */
+ * thread's static TLS, so jn_pool_tl_caches_ is still valid here. */
 static void thread_exit_destructor(void *arg)
 {
     thread_flush_all((thread_caches_t *)arg);
@@ -182,7 +166,7 @@ static void reg_key_create(void)
  * the thread-exit destructor. Once per thread (again after thread_exit). */
 static void thread_register(void)
 {
-    thread_caches_t *tc = &tl_caches;
+    thread_caches_t *tc = &jn_pool_tl_caches_;
     pthread_once(&reg_key_once, reg_key_create);
     lock_or_die(&reg_lock);
     if (!tc->registered) {
@@ -233,6 +217,7 @@ jn_pool_t *jn_pool_create(const char *type_name, size_t object_size, size_t batc
     pool->object_size = object_size;
     pool->slot_size = slot;
     pool->batch = batch;
+    pool->head.cache_max = 2 * batch;
     if (pthread_mutex_init(&pool->lock, NULL) != 0) {
         free(pool);
         return NULL;
@@ -246,15 +231,15 @@ jn_pool_t *jn_pool_create(const char *type_name, size_t object_size, size_t batc
         free(pool);
         return NULL;
     }
-    pool->id = n;
+    pool->head.id = n;
     reg_pools[n] = pool;
     atomic_store_explicit(&reg_count, n + 1, memory_order_release);
     unlock_or_die(&reg_lock);
     return pool;
 }
 
-jn_pool_t *jn_pool_get_once(_Atomic(jn_pool_t *) *slot, const char *type_name, size_t object_size,
-                            size_t batch)
+jn_pool_t *jn_pool_get_once_slow_(_Atomic(jn_pool_t *) *slot, const char *type_name,
+                                  size_t object_size, size_t batch)
 {
     jn_pool_t *pool = atomic_load_explicit(slot, memory_order_acquire);
     if (JN_LIKELY(pool != NULL))
@@ -336,9 +321,9 @@ static size_t cache_refill(jn_pool_t *pool, pool_cache_t *c)
 }
 
 /* Slow path of jn_pool_alloc: the cache is empty. */
-static void *alloc_slow(jn_pool_t *pool, pool_cache_t *c)
+static void *alloc_refill(jn_pool_t *pool, pool_cache_t *c)
 {
-    if (JN_UNLIKELY(!tl_caches.registered))
+    if (JN_UNLIKELY(!jn_pool_tl_caches_.registered))
         thread_register();
     size_t n = cache_refill(pool, c);
     if (n == 0)
@@ -350,12 +335,13 @@ static void *alloc_slow(jn_pool_t *pool, pool_cache_t *c)
     return o;
 }
 
-void *jn_pool_alloc(jn_pool_t *pool)
+/* The whole of jn_pool_alloc, out of line (junction/pool.h). */
+void *jn_pool_alloc_slow_(jn_pool_t *pool)
 {
-    pool_cache_t *c = &tl_caches.cache[pool->id];
+    pool_cache_t *c = &jn_pool_tl_caches_.cache[pool->head.id];
     free_obj_t *o = c->head;
-    if (JN_UNLIKELY(o == NULL))
-        return alloc_slow(pool, c);
+    if (o == NULL)
+        return alloc_refill(pool, c);
     c->head = o->next;
     c->count--;
     obj_unpoison(pool, o);
@@ -383,19 +369,20 @@ static void cache_flush_batch(jn_pool_t *pool, pool_cache_t *c)
     unlock_or_die(&pool->lock);
 }
 
-void jn_pool_free(jn_pool_t *pool, void *obj)
+/* The whole of jn_pool_free, out of line (junction/pool.h). */
+void jn_pool_free_slow_(jn_pool_t *pool, void *obj)
 {
-    if (JN_UNLIKELY(obj == NULL))
+    if (obj == NULL)
         return;
-    thread_caches_t *tc = &tl_caches;
+    thread_caches_t *tc = &jn_pool_tl_caches_;
     if (JN_UNLIKELY(!tc->registered))
         thread_register();
-    pool_cache_t *c = &tc->cache[pool->id];
+    pool_cache_t *c = &tc->cache[pool->head.id];
     free_obj_t *o = obj;
     o->next = c->head;
     obj_poison(pool, o);
     c->head = o;
-    if (JN_UNLIKELY(++c->count > 2 * pool->batch))
+    if (++c->count > pool->head.cache_max)
         cache_flush_batch(pool, c);
 }
 
@@ -438,7 +425,7 @@ static void thread_flush_all(thread_caches_t *tc)
 
 void jn_pool_thread_exit(void)
 {
-    thread_flush_all(&tl_caches);
+    thread_flush_all(&jn_pool_tl_caches_);
     pthread_once(&reg_key_once, reg_key_create);
     pthread_setspecific(reg_key, NULL);
 }
@@ -448,10 +435,10 @@ static void stats_locked(jn_pool_t *pool, jn_pool_stats_t *out)
 {
     uint64_t cached = 0;
     for (thread_caches_t *tc = reg_threads; tc; tc = tc->next) {
-        if (tc == &tl_caches) /* our own: exact */
-            cached += tc->cache[pool->id].count;
+        if (tc == &jn_pool_tl_caches_) /* our own: exact */
+            cached += tc->cache[pool->head.id].count;
         else
-            cached += atomic_load_explicit(&tc->cache[pool->id].published, memory_order_relaxed);
+            cached += atomic_load_explicit(&tc->cache[pool->head.id].published, memory_order_relaxed);
     }
 
     lock_or_die(&pool->lock);
@@ -532,11 +519,11 @@ void jn_pool_shutdown(void)
     }
     atomic_store_explicit(&reg_count, 0, memory_order_release);
     for (unsigned id = 0; id < JN_POOL_MAX; id++) {
-        tl_caches.cache[id].head = NULL;
-        tl_caches.cache[id].count = 0;
-        cache_publish(&tl_caches.cache[id]);
+        jn_pool_tl_caches_.cache[id].head = NULL;
+        jn_pool_tl_caches_.cache[id].count = 0;
+        cache_publish(&jn_pool_tl_caches_.cache[id]);
     }
-    thread_unregister_locked(&tl_caches);
+    thread_unregister_locked(&jn_pool_tl_caches_);
     reg_threads = NULL; /* every other thread has exited (see pool.h) */
     unlock_or_die(&reg_lock);
     pthread_once(&reg_key_once, reg_key_create);

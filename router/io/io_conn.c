@@ -62,7 +62,7 @@ static void put_symbol(pn_data_t *d, const char *s)
  * 1.19 routers look at these. */
 static void conn_decorate(jn_io_conn_t *conn)
 {
-    pn_connection_t *pc = conn->pn;
+    pn_connection_t *pc = conn->pn_io;
     pn_connection_set_container(pc, conn->io->container_id);
     pn_data_t *caps[2] = {pn_connection_offered_capabilities(pc),
                           pn_connection_desired_capabilities(pc)};
@@ -106,12 +106,11 @@ jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming)
     memset(conn, 0, sizeof *conn);
     conn->handle.kind = JN_POLL_CONN;
     conn->fd = -1;
-    conn->pn = pn_connection();
-    if (!conn->pn) {
+    conn->pn_io = pn_connection();
+    if (!conn->pn_io) {
         jn_pool_free(pool, conn);
         return NULL;
     }
-    conn->pn_io = conn->pn;
     atomic_init(&conn->wake_queued, false);
     conn->io = io;
     conn->id = atomic_fetch_add(&io->next_conn_id, 1);
@@ -130,7 +129,7 @@ jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming)
     conn->next_link_id = 1;
     if (!incoming)
         snprintf(conn->host, sizeof conn->host, "%s", ep->shown);
-    pn_connection_set_context(conn->pn, conn);
+    pn_connection_set_context(conn->pn_io, conn);
     conn_decorate(conn);
     atomic_fetch_add(&io->pending_frees, 1);
     pthread_mutex_lock(&io->lock);
@@ -198,8 +197,8 @@ static void conn_free(jn_io_conn_t *conn)
     if (!conn->destroyed) {
         if (conn->driver.transport)
             jn_io_conn_destroy_IO(conn); /* never reached its loop's close */
-        else if (conn->pn)
-            pn_connection_free(conn->pn); /* never started */
+        else if (conn->pn_io)
+            pn_connection_free(conn->pn_io); /* never started */
     }
     atomic_fetch_sub(&io->pending_frees, 1);
     jn_pool_free(atomic_load_explicit(&conn_pool, memory_order_acquire), conn);
@@ -398,7 +397,7 @@ static void on_transport_closed(jn_io_conn_t *conn)
         l->busy = false;
     conn->transport_closed = true;
     pn_connection_set_context(conn->pn_io, NULL);
-    conn->pn = conn->pn_io = NULL; /* the loop frees them after this pass */
+    conn->pn_io = NULL; /* the loop frees them after this pass */
     if (jn_io_timer_cancel(conn->io, &conn->poll))
         jn_io_conn_unref(conn); /* the timer's; the I/O reference remains */
     if (jn_io_timer_cancel(conn->io, &conn->tick))

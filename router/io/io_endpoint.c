@@ -430,8 +430,8 @@ static void connect_now(jn_io_endpoint_t *ep)
     ep->conn = conn;
     ep->state = JN_EP_PENDING;
     pthread_mutex_unlock(&io->lock);
-    pn_connection_set_hostname(conn->pn, ep->cfg.host);
-    pn_connection_open(conn->pn);
+    pn_connection_set_hostname(conn->pn_io, ep->cfg.host);
+    pn_connection_open(conn->pn_io);
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Connecting to %s", conn->id, ep->shown);
     char err[256] = "";
     conn->ai_list = resolve(ep, false, err, sizeof err);

@@ -244,9 +244,9 @@ int jn_io_conn_start(jn_io_conn_t *conn, pn_transport_t *t, int fd, const char *
 {
     conn->loop = jn_io_loop_pick(conn->io);
     conn->fd = -1;
-    if (pn_connection_driver_init(&conn->driver, conn->pn, t) != 0) {
+    if (pn_connection_driver_init(&conn->driver, conn->pn_io, t) != 0) {
         /* proton freed the connection and the transport */
-        conn->pn = conn->pn_io = NULL;
+        conn->pn_io = NULL;
         memset(&conn->driver, 0, sizeof conn->driver);
         if (fd >= 0)
             close(fd);
@@ -422,7 +422,7 @@ void jn_io_conn_destroy_IO(jn_io_conn_t *conn)
     if (conn->driver.connection)
         pn_connection_set_context(conn->driver.connection, NULL);
     pn_connection_driver_destroy(&conn->driver);
-    conn->pn = conn->pn_io = NULL;
+    conn->pn_io = NULL;
 }
 
 /* One pass of conn (see the top). The loop's thread; the caller holds a

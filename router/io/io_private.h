@@ -306,8 +306,8 @@ struct jn_io_conn {
 
     /* the owning loop's thread */
     pn_connection_driver_t driver; /* connection, transport, collector */
-    pn_connection_t *pn;    /* driver.connection while the transport lives */
-    pn_connection_t *pn_io; /* == pn while the transport lives */
+    pn_connection_t *pn_io; /* the connection (driver.connection once started);
+                             * NULL from PN_TRANSPORT_CLOSED on */
     int fd;                 /* the socket, or -1 */
     bool readable, writable; /* edge-triggered readiness not yet used up */
     bool read_end;           /* epoll saw the peer's end of stream (or an error) */

@@ -279,6 +279,16 @@ class RouterTestCase(unittest.TestCase):
         self.addCleanup(shutil.rmtree, self.workdir, True)
         self.routers = []
 
+    def wait_for(self, what, predicate, timeout=None):
+        """Poll predicate every 50 ms until it is true; fail with the
+        routers' logs after timeout seconds (default 10 s, times SLOW)."""
+        timeout = 10 * SLOW if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                self.fail("timed out waiting for %s\n%s" % (what, self.logs()))
+            time.sleep(0.05)
+
     def start_router(self, nofile=None, **kw):
         for attempt in range(3):
             r = Router(self.workdir, name="R%d" % len(self.routers), **kw)

@@ -55,13 +55,6 @@ class ManagementTest(RouterTestCase):
         self.addCleanup(m.close)
         return m
 
-    def wait_for(self, what, predicate, timeout=TIMEOUT):
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                self.fail("timed out waiting for %s\n%s" % (what, self.logs()))
-            time.sleep(0.05)
-
     def test_link_counters_move_by_the_number_sent(self):
         """QUERY router.link: the sender's and the receiver's deliveryCount
         grow by exactly the messages sent; connections and addresses list

@@ -69,13 +69,6 @@ def open_fds(router):
 
 class IoEdgeTest(RouterTestCase):
 
-    def wait_for(self, what, predicate, timeout=TIMEOUT):
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                self.fail("timed out waiting for %s\n%s" % (what, self.logs()))
-            time.sleep(0.05)
-
     def test_end_of_stream_with_the_last_octets_closes_the_connection(self):
         """A peer that sends a few octets and closes at once: epoll reports
         the data and the end of stream in one edge; the router must still

@@ -124,20 +124,32 @@ jn_io_loop_t *jn_io_loop_pick(jn_io_t *io)
     return &io->loops[n % io->worker_threads];
 }
 
-/* Put conn on this loop's pass list (once), with a reference for the pass.
- * The loop's thread. */
-static void pass_add(jn_io_loop_t *loop, jn_io_conn_t *conn)
+/* Put conn on this loop's pass list (once), with a reference for the pass:
+ * at the tail, or at the head when first. The loop's thread. */
+static void pass_add_at(jn_io_loop_t *loop, jn_io_conn_t *conn, bool first)
 {
     if (conn->in_pass)
         return;
     atomic_fetch_add_explicit(&conn->refs, 1, memory_order_relaxed);
     conn->in_pass = true;
+    if (first) {
+        conn->pass_next = loop->pass_head;
+        loop->pass_head = conn;
+        if (!loop->pass_tail)
+            loop->pass_tail = conn;
+        return;
+    }
     conn->pass_next = NULL;
     if (loop->pass_tail)
         loop->pass_tail->pass_next = conn;
     else
         loop->pass_head = conn;
     loop->pass_tail = conn;
+}
+
+static void pass_add(jn_io_loop_t *loop, jn_io_conn_t *conn)
+{
+    pass_add_at(loop, conn, false);
 }
 
 /* jn_io_conn_wake: run a pass of the connection soon, on its loop. Safe
@@ -489,7 +501,18 @@ static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
 
 /* ---- the loop ----------------------------------------------------------------- */
 
-/* Take the woken connections into the pass list. */
+/* Take the woken connections into the pass list, the latest woken first.
+ *
+ * Why that order: the core wakes a consumer's connection when the first
+ * delivery of its batch is handed to it, and a producer's connection when
+ * the batch ends and the credit it earned (and the settlements) are
+ * flushed. Running the latest woken first puts that credit on the wire
+ * before the long pass that encodes and writes the batch's deliveries, so
+ * the producing client sends its next batch while the router writes this
+ * one, instead of waiting for it (docs/performance.md, "Credit before
+ * deliveries": with one worker thread, single hop pre-settled 278k ->
+ * 541k msgs/s). Every connection taken runs in this round whatever its
+ * place, so the order costs none of them a pass. */
 static void take_ready(jn_io_loop_t *loop)
 {
     jn_mpsc_node_t *nodes[64];
@@ -499,7 +522,7 @@ static void take_ready(jn_io_loop_t *loop)
         for (size_t i = 0; i < n; i++) {
             jn_io_conn_t *c = (jn_io_conn_t *)((char *)nodes[i] - offsetof(jn_io_conn_t, wake_node));
             atomic_store_explicit(&c->wake_queued, false, memory_order_release);
-            pass_add(loop, c);
+            pass_add_at(loop, c, true);
             jn_io_conn_unref(c); /* the queue's; the pass holds its own */
         }
     } while (n == 64);

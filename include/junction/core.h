@@ -67,7 +67,19 @@ typedef struct jn_core_io_ops {
     /* conn_released: the core will never refer to io_conn again (no more
      * wake, no more work); the I/O layer may free it. */
     void (*conn_released)(void *io_conn);
+    /* colocate (optional, NULL: never called): io_a and io_b, two open
+     * connections, exchange most of their deliveries with each other
+     * (each is the other's source or destination of at least 3 in 4 of
+     * its last JN_CORE_AFFINITY_WINDOW deliveries routed between two
+     * client or router connections); the I/O layer may move one to the
+     * other's thread. Called again each window while it stays so. Both
+     * are valid for the call (the core has not released them). */
+    void (*colocate)(void *io_a, void *io_b);
 } jn_core_io_ops_t;
+
+/* Deliveries per connection between two looks at its affinity (see
+ * jn_core_io_ops_t.colocate). */
+#define JN_CORE_AFFINITY_WINDOW 1024u
 
 typedef struct jn_core_config {
     const char *router_id;           /* copied; e.g. "Junction" (NULL: "Junction") */

@@ -3,10 +3,12 @@
  * listeners, connectors and AMQP connections (DESIGN.md, router/io).
  *
  * Each worker thread runs an epoll loop of its own (router/io/io_loop.c).
- * A connection belongs to one loop for its whole life, so everything
- * reachable from it (its proton objects — a pn_connection_driver — its
- * receive buffers, its half of the link and delivery objects) is owned by
- * that thread, without locks. The I/O layer turns proton events into core
+ * A connection belongs to one loop at a time, so everything reachable from
+ * it (its proton objects — a pn_connection_driver — its receive buffers,
+ * its half of the link and delivery objects) is owned by that thread,
+ * without locks; when the core sees two connections exchange most of
+ * their deliveries, one of them is handed to the other's loop between two
+ * passes, so a flow runs on one thread. The I/O layer turns proton events into core
  * actions (junction/core.h), runs the core inline after each pass over its
  * connections (jn_core_run_inline), and carries out the core's work items
  * when the core wakes a connection, writing everything pending in one go.

@@ -182,6 +182,16 @@ struct jn_core_conn {
         jn_core_link_t *data_out[10];    /* outgoing data links by priority */
         bool control_in;                 /* an incoming control link attached */
         uint32_t data_in_count, data_out_count; /* by arrival order (3.3) */
+        /* affinity (forward.c): the connection this one exchanges most
+         * deliveries with, by a majority vote over each window of
+         * JN_CORE_AFFINITY_WINDOW deliveries routed to or from it */
+        struct {
+            uint64_t cand;  /* conn_id of the vote's candidate, 0: none */
+            uint32_t votes; /* the candidate's surplus over the others */
+            uint32_t n;     /* votes cast in this window */
+            uint64_t peer;  /* the last window's result: conn_id of the
+                             * connection behind >= 3/4 of it, or 0 */
+        } aff;
     } ct;
 };
 

@@ -202,6 +202,45 @@ static void enqueue_CT(jn_delivery_t *copy)
     jn_link_pump_CT(copy->link);
 }
 
+/* One vote for peer in c's affinity window; true when the vote closed the
+ * window (c->ct.aff.peer then holds its result). Boyer-Moore majority: the
+ * surplus left at the end is at least (2f - 1) x window for a candidate
+ * behind a fraction f of the votes, so surplus >= window / 2 means f >= 3/4
+ * (and no other connection can have that). */
+static bool affinity_vote_CT(jn_core_conn_t *c, uint64_t peer)
+{
+    if (c->ct.aff.cand == peer) {
+        c->ct.aff.votes++;
+    } else if (c->ct.aff.votes == 0) {
+        c->ct.aff.cand = peer;
+        c->ct.aff.votes = 1;
+    } else {
+        c->ct.aff.votes--;
+    }
+    if (++c->ct.aff.n < JN_CORE_AFFINITY_WINDOW)
+        return false;
+    c->ct.aff.peer = c->ct.aff.votes * 2 >= c->ct.aff.n ? c->ct.aff.cand : 0;
+    c->ct.aff.n = 0;
+    c->ct.aff.votes = 0;
+    return true;
+}
+
+/* A copy from connection in to connection out is handed out: count it in
+ * both affinities, and when they name each other, tell the I/O layer
+ * (jn_core_io_ops_t.colocate): a single producer-consumer flow (or a
+ * request-reply pair) then runs on one thread instead of crossing between
+ * two for every delivery and outcome. Fan-in and fan-out split a hub's
+ * votes, so their hub names no one and nothing moves. */
+static inline void affinity_CT(jn_core_t *core, jn_core_conn_t *in, jn_core_conn_t *out)
+{
+    if (in == out || in->internal || out->internal || !core->ops.colocate)
+        return;
+    bool closed = affinity_vote_CT(in, out->conn_id);
+    closed |= affinity_vote_CT(out, in->conn_id);
+    if (closed && in->ct.aff.peer == out->conn_id && out->ct.aff.peer == in->conn_id)
+        core->ops.colocate(in->io_conn, out->io_conn);
+}
+
 void jn_forward_hand_out_CT(jn_delivery_t *copy)
 {
     jn_core_link_t *link = copy->link;
@@ -230,6 +269,7 @@ void jn_forward_hand_out_CT(jn_delivery_t *copy)
         jn_work_dlv_CT(copy, JN_WORK_DELIVERY_UPDATE, JN_DISP_NONE, NULL, true);
         copy_settle(copy);
     }
+    affinity_CT(core, peer->link->conn, link->conn);
     peer->ct.handed++;
     if (--peer->ct.pending == 0)
         all_handed_CT(core, peer);

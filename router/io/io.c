@@ -125,9 +125,15 @@ static void core_conn_released(void *io_conn)
     jn_io_conn_unref(io_conn);
 }
 
+static void core_colocate(void *io_a, void *io_b)
+{
+    jn_io_colocate(io_a, io_b);
+}
+
 const jn_core_io_ops_t *jn_io_core_ops(void)
 {
-    static const jn_core_io_ops_t ops = {.wake = core_wake, .conn_released = core_conn_released};
+    static const jn_core_io_ops_t ops = {
+        .wake = core_wake, .conn_released = core_conn_released, .colocate = core_colocate};
     return &ops;
 }
 

@@ -9,9 +9,11 @@
  * mutex and condition variable, re-arms each descriptor with epoll_ctl
  * after every event (EPOLLONESHOT) and wakes a connection through a shared
  * eventfd: about 24 futex calls and 6 epoll_waits per ping-pong round
- * trip through the router. Here a connection belongs to one loop for its
- * whole life, its socket is registered once, edge-triggered, and a wake
- * from the loop's own thread (the common case) costs no syscall.
+ * trip through the router. Here a connection belongs to one loop at a
+ * time (it moves only to join the connection it exchanges its deliveries
+ * with: "Moving a connection" below), its socket is registered once per
+ * loop, edge-triggered, and a wake from the loop's own thread (the common
+ * case) costs no syscall.
  *
  * A connection is a pn_connection_driver (proton's engine without I/O: the
  * connection, its transport and event collector) over a non-blocking TCP
@@ -161,7 +163,9 @@ void jn_io_conn_wake(jn_io_conn_t *conn)
     if (atomic_exchange_explicit(&conn->wake_queued, true, memory_order_acq_rel))
         return; /* queued already, not yet taken: that pass will see this */
     atomic_fetch_add_explicit(&conn->refs, 1, memory_order_relaxed); /* the queue's */
-    jn_io_loop_t *loop = conn->loop;
+    /* A loop that receives the node after the connection moved away hands
+     * it on (take_ready). */
+    jn_io_loop_t *loop = atomic_load_explicit(&conn->loop, memory_order_acquire);
     if (!jn_mpsc_push(&loop->ready, &conn->wake_node))
         return;
     if (atomic_load_explicit(&loop->awake, memory_order_seq_cst))
@@ -188,17 +192,19 @@ static void conn_unregister(jn_io_conn_t *conn)
 {
     if (conn->fd < 0)
         return;
-    epoll_ctl(conn->loop->epfd, EPOLL_CTL_DEL, conn->fd, NULL);
+    jn_io_loop_t *loop = atomic_load_explicit(&conn->loop, memory_order_relaxed);
+    epoll_ctl(loop->epfd, EPOLL_CTL_DEL, conn->fd, NULL);
     close(conn->fd);
     conn->fd = -1;
 }
 
-/* Register conn->fd with the loop: edge-triggered, once for life. */
+/* Register conn->fd with its loop: edge-triggered, once per loop. */
 static int conn_register(jn_io_conn_t *conn)
 {
     struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
                              .data.ptr = &conn->handle};
-    return epoll_ctl(conn->loop->epfd, EPOLL_CTL_ADD, conn->fd, &ev);
+    jn_io_loop_t *loop = atomic_load_explicit(&conn->loop, memory_order_relaxed);
+    return epoll_ctl(loop->epfd, EPOLL_CTL_ADD, conn->fd, &ev);
 }
 
 static void set_nodelay(int fd)
@@ -254,12 +260,15 @@ static bool connect_next(jn_io_conn_t *conn)
  * started). Any thread. */
 int jn_io_conn_start(jn_io_conn_t *conn, pn_transport_t *t, int fd, const char *resolve_err)
 {
-    conn->loop = jn_io_loop_pick(conn->io);
+    jn_io_loop_t *loop = jn_io_loop_pick(conn->io);
+    atomic_store_explicit(&conn->loop, loop, memory_order_relaxed); /* published by the wake */
+    atomic_fetch_add_explicit(&loop->conns, 1, memory_order_relaxed);
     conn->fd = -1;
     if (pn_connection_driver_init(&conn->driver, conn->pn_io, t) != 0) {
         /* proton freed the connection and the transport */
         conn->pn_io = NULL;
         memset(&conn->driver, 0, sizeof conn->driver);
+        atomic_fetch_sub_explicit(&loop->conns, 1, memory_order_relaxed);
         if (fd >= 0)
             close(fd);
         if (conn->ai_list)
@@ -317,6 +326,94 @@ static void connect_done(jn_io_conn_t *conn)
     conn->connecting = false;
     if (!connect_next(conn))
         conn_io_error(conn, err, "connecting to");
+}
+
+/* ---- moving a connection ----------------------------------------------------------
+
+ * The core asks for two connections that exchange most of their deliveries
+ * with each other to share a thread (jn_core_io_ops_t.colocate): a delivery
+ * and its outcome then go from one to the other inside one pass round and
+ * one inline core run, with no wake of another thread and no cache line
+ * crossing between cores (docs/performance.md, "Keeping a flow on one
+ * thread"). Placement stays round robin, so separate flows still spread.
+ *
+ * The owner hands a connection over at the end of one of its passes
+ * (conn_move): it takes the socket out of its epoll set, marks the socket
+ * readable and writable (an edge it may have taken with it is not lost:
+ * the next pass reads and writes until EAGAIN), counts the connection to
+ * the new loop, publishes the new loop in conn->loop (release) and wakes
+ * it there. From then on the new loop owns it: its first pass registers
+ * the socket with its own epoll set (conn_arrive; an edge-triggered
+ * registration reports the socket's current state, so nothing arriving
+ * meanwhile is missed). A wake that read the old loop before the store
+ * lands on the old loop's ready queue; that loop hands it on (take_ready),
+ * and until it does the wake flag keeps every other waker off. */
+
+/* jn_io_colocate: the core found a and b exchanging most of their
+ * deliveries (jn_core_io_ops_t.colocate). When they are on different
+ * loops, ask one of them to move to the other's: the one on the loop with
+ * more connections, or on a tie the newer one (higher id). Asking is an
+ * atomic store and a wake; the owner moves it after its next pass. Both
+ * connections must be valid (the core holds them). The core's thread. */
+void jn_io_colocate(jn_io_conn_t *a, jn_io_conn_t *b)
+{
+    jn_io_t *io = a->io;
+    if (io->worker_threads < 2 || atomic_load_explicit(&io->stopping, memory_order_relaxed))
+        return;
+    jn_io_loop_t *la = atomic_load_explicit(&a->loop, memory_order_acquire);
+    jn_io_loop_t *lb = atomic_load_explicit(&b->loop, memory_order_acquire);
+    if (la == lb || !la || !lb)
+        return;
+    unsigned ca = atomic_load_explicit(&la->conns, memory_order_relaxed);
+    unsigned cb = atomic_load_explicit(&lb->conns, memory_order_relaxed);
+    jn_io_conn_t *mover = b;
+    jn_io_loop_t *to = la;
+    if (cb < ca || (ca == cb && b->id < a->id)) {
+        mover = a;
+        to = lb;
+    }
+    if ((int64_t)jn_time_mono_ms() < atomic_load_explicit(&mover->move_after, memory_order_relaxed))
+        return; /* it moved lately: it stays a while (JN_IO_MOVE_HOLD_MS) */
+    atomic_store_explicit(&mover->move_to, to, memory_order_relaxed);
+    jn_io_conn_wake(mover);
+}
+
+/* Hand conn over from loop (its owner, the calling thread) to to, at the
+ * end of a pass; false when it stays (closing, connecting, stopping). */
+static bool conn_move(jn_io_loop_t *loop, jn_io_conn_t *conn, jn_io_loop_t *to)
+{
+    if (conn->fd < 0 || conn->connecting || conn->closing || conn->transport_closed ||
+        conn->destroyed || atomic_load_explicit(&conn->io->stopping, memory_order_relaxed))
+        return false;
+    epoll_ctl(loop->epfd, EPOLL_CTL_DEL, conn->fd, NULL);
+    conn->readable = conn->writable = true;
+    conn->moved = true;
+    unsigned shift = conn->moves < 16 ? conn->moves : 16;
+    int64_t hold = (int64_t)JN_IO_MOVE_HOLD_MS << shift;
+    if (hold > JN_IO_MOVE_HOLD_MAX_MS)
+        hold = JN_IO_MOVE_HOLD_MAX_MS;
+    conn->moves++;
+    atomic_store_explicit(&conn->move_after, (int64_t)jn_time_mono_ms() + hold,
+                          memory_order_relaxed);
+    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_DEBUG,
+           JN_IO_CONN_FMT " Moved from worker thread %u to %u (shares its deliveries' flow)",
+           conn->id, loop->index, to->index);
+    atomic_fetch_sub_explicit(&loop->conns, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&to->conns, 1, memory_order_relaxed);
+    atomic_store_explicit(&conn->loop, to, memory_order_release);
+    jn_io_conn_wake(conn);
+    return true;
+}
+
+/* conn's first pass on the loop it moved to: register its socket here. */
+static void conn_arrive(jn_io_conn_t *conn)
+{
+    conn->moved = false;
+    if (conn->fd >= 0 && conn_register(conn) != 0) {
+        int err = errno;
+        conn_unregister(conn);
+        conn_io_error(conn, err, "registering");
+    }
 }
 
 /* ---- the pass ------------------------------------------------------------------ */
@@ -428,6 +525,9 @@ void jn_io_conn_destroy_IO(jn_io_conn_t *conn)
         return;
     conn->destroyed = true;
     conn_unregister(conn);
+    jn_io_loop_t *loop = atomic_load_explicit(&conn->loop, memory_order_relaxed);
+    if (loop)
+        atomic_fetch_sub_explicit(&loop->conns, 1, memory_order_relaxed);
     if (conn->ai_list)
         freeaddrinfo(conn->ai_list);
     conn->ai_list = conn->ai_next = NULL;
@@ -443,6 +543,8 @@ static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
 {
     if (conn->destroyed)
         return;
+    if (conn->moved)
+        conn_arrive(conn);
     pn_connection_driver_t *d = &conn->driver;
     if (atomic_load_explicit(&conn->io->forcing, memory_order_relaxed) &&
         !pn_connection_driver_finished(d)) {
@@ -495,6 +597,12 @@ static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
         conn->tick_at = 0;
         conn_tick(conn, (int64_t)jn_time_mono_ms());
     }
+    jn_io_loop_t *to = atomic_load_explicit(&conn->move_to, memory_order_relaxed);
+    if (to) {
+        atomic_store_explicit(&conn->move_to, NULL, memory_order_relaxed);
+        if (to != loop && conn_move(loop, conn, to))
+            return; /* the new loop runs the rest (and what "more" meant) */
+    }
     if (more)
         pass_add(loop, conn);
 }
@@ -522,7 +630,10 @@ static void take_ready(jn_io_loop_t *loop)
         for (size_t i = 0; i < n; i++) {
             jn_io_conn_t *c = (jn_io_conn_t *)((char *)nodes[i] - offsetof(jn_io_conn_t, wake_node));
             atomic_store_explicit(&c->wake_queued, false, memory_order_release);
-            pass_add_at(loop, c, true);
+            if (atomic_load_explicit(&c->loop, memory_order_acquire) != loop)
+                jn_io_conn_wake(c); /* it moved away after the waker looked: hand it on */
+            else
+                pass_add_at(loop, c, true);
             jn_io_conn_unref(c); /* the queue's; the pass holds its own */
         }
     } while (n == 64);
@@ -618,9 +729,17 @@ void *jn_io_loop_main(void *arg)
          * count above 0 with nothing to take: the next wait does not block
          * (timeout 0) until its node appears, within instructions. */
     }
-    /* Passes still listed hold references: drop them (stop is over, every
-     * connection is closed or forced). */
-    take_ready(loop);
+    /* Wakes and passes still listed hold references: drop them (stop is
+     * over, every connection is closed or forced, none moves). */
+    jn_mpsc_node_t *nodes[64];
+    size_t n;
+    while ((n = jn_mpsc_drain(&loop->ready, nodes, 64)) > 0) {
+        for (size_t i = 0; i < n; i++) {
+            jn_io_conn_t *w = (jn_io_conn_t *)((char *)nodes[i] - offsetof(jn_io_conn_t, wake_node));
+            atomic_store_explicit(&w->wake_queued, false, memory_order_release);
+            jn_io_conn_unref(w);
+        }
+    }
     jn_io_conn_t *c = loop->pass_head;
     loop->pass_head = loop->pass_tail = NULL;
     while (c) {

@@ -13,13 +13,16 @@
  *   io_send.c     the send path (outgoing links, hot).
  *
  * Ownership in one paragraph: every connection belongs to one event loop
- * (one worker thread) for its whole life, chosen when it is accepted or
- * connected, so a jn_io_conn_t, its proton objects (a pn_connection_driver:
+ * (one worker thread) at a time, chosen when it is accepted or connected,
+ * so a jn_io_conn_t, its proton objects (a pn_connection_driver:
  * connection, transport, collector) and its links are owned by that thread
- * — no lock. The only fields touched from other threads are the refcount
- * and the wake flag and node (atomics, the loop's ready queue), and the
- * registry/timer links under jn_io_t.lock (connection open/close, timers,
- * stop — never per message).
+ * — no lock. The owner may hand it to another loop between two passes
+ * (io_loop.c, "Moving a connection"; conn->loop is published with release
+ * and every hand-over goes through the new loop's ready queue). The only
+ * fields touched from other threads are the refcount, the loop, the move
+ * request and the wake flag and node (atomics, the loop's ready queue),
+ * and the registry/timer links under jn_io_t.lock (connection open/close,
+ * timers, stop — never per message).
  */
 #ifndef JN_IO_PRIVATE_H
 #define JN_IO_PRIVATE_H 1
@@ -136,6 +139,15 @@ typedef struct jn_io_loop jn_io_loop_t;
 /* Events taken from epoll per wait. */
 #define JN_IO_EPOLL_EVENTS 64
 
+/* After a connection moved to another loop (io_loop.c, "Moving a
+ * connection"), it stays JN_IO_MOVE_HOLD_MS x 2^(moves - 1), at most
+ * JN_IO_MOVE_HOLD_MAX_MS: a pairing that keeps changing (balanced
+ * consumers whose share follows their speed, which follows where they
+ * run) settles instead of moving to and fro, and a stable pair moves
+ * once. */
+#define JN_IO_MOVE_HOLD_MS     1000
+#define JN_IO_MOVE_HOLD_MAX_MS 64000
+
 /* ---- timers ------------------------------------------------------------ */
 
 /* A one-shot timer. Embedded in its owner. next, deadline, armed:
@@ -218,6 +230,9 @@ struct jn_io_loop {
      * connection or the waker sees false and writes the eventfd. */
     jn_mpsc_t ready;
     atomic_bool awake;
+    /* connections that belong to this loop (started or moved here, not yet
+     * destroyed): where a colocated pair goes (jn_io_colocate) */
+    atomic_uint conns;
     /* this loop's thread only: connections to run in the current pass */
     jn_io_conn_t *pass_head, *pass_tail;
 };
@@ -282,7 +297,6 @@ struct jn_io_conn {
     jn_io_poll_t handle; /* JN_POLL_CONN (first member: epoll's data.ptr) */
     /* immutable after creation */
     jn_io_t *io;
-    jn_io_loop_t *loop; /* the loop (thread) that owns it, for life */
     uint64_t id;                /* [C<id>] */
     jn_io_endpoint_t *endpoint; /* its listener or connector */
     bool incoming;
@@ -293,6 +307,18 @@ struct jn_io_conn {
      * ops->conn_released, an armed poll or tick timer one, a queued wake
      * one, a pass that runs it one. Freed at zero. */
     atomic_uint refs;
+
+    /* The loop (thread) that owns it: written by the owner when it hands
+     * the connection to another loop (release; io_loop.c, "Moving a
+     * connection"), read by wakers (acquire). */
+    _Atomic(jn_io_loop_t *) loop;
+    /* A loop the core asked it to join (jn_io_colocate), or NULL: taken by
+     * the owner at the end of a pass. */
+    _Atomic(jn_io_loop_t *) move_to;
+    /* No move before this (jn_time_mono_ms() ms): written by the owner when
+     * it moves the connection, read by jn_io_colocate. */
+    atomic_int_fast64_t move_after;
+    unsigned moves; /* times moved (the owning loop's thread) */
 
     /* the wake: set by the waker that queued wake_node on loop->ready,
      * cleared by the loop when it takes the node (io_loop.c) */
@@ -309,6 +335,7 @@ struct jn_io_conn {
     pn_connection_t *pn_io; /* the connection (driver.connection once started);
                              * NULL from PN_TRANSPORT_CLOSED on */
     int fd;                 /* the socket, or -1 */
+    bool moved;             /* handed over by another loop: register fd here */
     bool readable, writable; /* edge-triggered readiness not yet used up */
     bool read_end;           /* epoll saw the peer's end of stream (or an error) */
     bool connecting;         /* connect() in progress */
@@ -403,6 +430,7 @@ void jn_io_loop_fini(jn_io_loop_t *loop);
 void *jn_io_loop_main(void *arg);
 void jn_io_loop_notify(jn_io_loop_t *loop);
 jn_io_loop_t *jn_io_loop_pick(jn_io_t *io);
+void jn_io_colocate(jn_io_conn_t *a, jn_io_conn_t *b);
 int jn_io_conn_start(jn_io_conn_t *conn, pn_transport_t *t, int fd, const char *resolve_err);
 void jn_io_conn_destroy_IO(jn_io_conn_t *conn);
 

@@ -2,16 +2,21 @@
 """The I/O layer's edges (router/io): end of stream that arrives with the
 last octets, proton's idle timeout on a connector whose peer never speaks
 (on time, and again on every retry), a connector deleted while its attempt
-is in progress, and a listener deleted and created again on its port.
+is in progress, a listener deleted and created again on its port, and a
+connection moved to the thread of the connection it exchanges its
+deliveries with (while it streams, and while its peer is killed).
 Everything on 127.0.0.1; each test bounded in time.
 """
+import json
 import os
+import signal
 import socket
+import subprocess
 import threading
 import time
 import unittest
 
-from harness import SLOW, RouterTestCase
+from harness import BENCH, SLOW, RouterTestCase
 from test_mgmt_agent import Manager
 
 TIMEOUT = 10 * SLOW
@@ -67,7 +72,71 @@ def open_fds(router):
     return len(os.listdir("/proc/%d/fd" % router.pid))
 
 
+DEBUG_LOG = "log {\n    module: SERVER\n    enable: debug+\n    includeTimestamp: yes\n}\n"
+MOVED = "Moved from worker thread"
+
+
 class IoEdgeTest(RouterTestCase):
+
+    def bench(self, router, *args):
+        """Start junction-bench against router (a Popen; --json output)."""
+        if not os.access(BENCH, os.X_OK):
+            self.fail("junction-bench not built at %s" % BENCH)
+        return subprocess.Popen([BENCH, "--json", "--send-url", "127.0.0.1:%d" % router.port,
+                                 "--recv-url", "127.0.0.1:%d" % router.port,
+                                 "--start-timeout", str(10 * SLOW),
+                                 "--idle-timeout", str(10 * SLOW), *args],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def bench_ok(self, p, count):
+        """p finished with every message delivered once and settled."""
+        try:
+            out, err = p.communicate(timeout=120 * SLOW)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            self.fail("junction-bench did not finish\n" + self.logs())
+        detail = "status %s: %s %s\n%s" % (p.returncode, out, err, self.logs())
+        try:
+            fig = json.loads(out)
+        except ValueError:
+            self.fail(detail)
+        self.assertEqual((fig["received"], fig["unique"], fig["lost"], fig["dup"]),
+                         (count, count, 0, 0), detail)
+        self.assertEqual(fig["unsettled"], 0, detail)
+        self.assertEqual(p.returncode, 0, detail)
+
+    def test_a_flow_moves_onto_one_thread_and_loses_nothing(self):
+        """With two worker threads, round-robin placement puts a sender's
+        and a receiver's connection on different threads; once the core
+        sees them exchange (nearly) all their deliveries, one moves to the
+        other's thread, in mid-stream. Every message still arrives once and
+        is settled: unsettled, pre-settled and one at a time."""
+        r = self.start_router(extra=DEBUG_LOG, worker_threads=2)
+        for args, count in ((["-c", "30000"], 30000),
+                            (["-c", "30000", "--presettled"], 30000),
+                            (["-c", "3000", "--ping-pong"], 3000)):
+            before = r.log().count(MOVED)
+            self.bench_ok(self.bench(r, "-a", "move.%d" % count, *args), count)
+            self.assertGreater(r.log().count(MOVED), before,
+                               "no connection moved for %s\n%s" % (args, self.logs()))
+
+    def test_moving_flows_with_peers_killed_mid_stream(self):
+        """Four flows at once (pairs on their own addresses, so each pair
+        moves together), two of whose clients are killed while their
+        connections move or have moved: the other two finish intact, and
+        the router serves a new flow afterwards."""
+        r = self.start_router(extra=DEBUG_LOG, worker_threads=2)
+        keep = [self.bench(r, "-a", "pair.%d" % i, "-c", "60000") for i in range(2)]
+        doomed = [self.bench(r, "-a", "doomed.%d" % i, "-c", "100000000") for i in range(2)]
+        self.wait_for("a connection to move", lambda: MOVED in r.log(), timeout=20 * SLOW)
+        for p in doomed:
+            p.send_signal(signal.SIGKILL)
+            p.communicate()
+        for p in keep:
+            self.bench_ok(p, 60000)
+        self.assertTrue(r.alive(), self.logs())
+        self.bench_ok(self.bench(r, "-a", "after", "-c", "5000"), 5000)
 
     def test_end_of_stream_with_the_last_octets_closes_the_connection(self):
         """A peer that sends a few octets and closes at once: epoll reports

@@ -298,6 +298,70 @@ static void test_dynamic_source_gets_a_router_unique_address_messages_reach(void
     free(a2);
 }
 
+/* Affinity (jn_core_io_ops_t.colocate): a producer and a consumer that
+ * exchange all their deliveries are named together once a window of
+ * JN_CORE_AFFINITY_WINDOW deliveries closes, not before, and again at each
+ * window while it stays so. */
+static void test_colocate_names_a_producer_consumer_pair_each_window(void **state)
+{
+    (void)state;
+    fake_conn_t *p = open_conn("producer");
+    fake_conn_t *c = open_conn("consumer");
+    attach_consumer(c, "q", 4 * JN_CORE_AFFINITY_WINDOW);
+    jn_core_link_t *in = attach_producer(p, "q", 4 * JN_CORE_AFFINITY_WINDOW);
+    for (unsigned i = 0; i + 1 < JN_CORE_AFFINITY_WINDOW; i++)
+        send_msg(p, in, true);
+    core_sync();
+    assert_int_equal(colocations(), 0);
+    send_msg(p, in, true);
+    core_sync();
+    assert_int_equal(colocations(), 1);
+    assert_ptr_equal(h.coloc[0][0], p);
+    assert_ptr_equal(h.coloc[0][1], c);
+    for (unsigned i = 0; i < JN_CORE_AFFINITY_WINDOW; i++)
+        send_msg(p, in, true);
+    core_sync();
+    assert_int_equal(colocations(), 2);
+    discard_work(c);
+    discard_work(p);
+}
+
+/* A hub names no one: a producer whose deliveries are spread over two
+ * consumers (balanced), or copied to both (multicast), has no connection
+ * behind 3 in 4 of them, so nothing is colocated though each consumer
+ * gets all its deliveries from the producer. */
+static void hub_names_no_one(void)
+{
+    fake_conn_t *p = open_conn("producer");
+    fake_conn_t *c[2] = {open_conn("c0"), open_conn("c1")};
+    for (int i = 0; i < 2; i++)
+        attach_consumer(c[i], "q", 4 * JN_CORE_AFFINITY_WINDOW);
+    jn_core_link_t *in = attach_producer(p, "q", 4 * JN_CORE_AFFINITY_WINDOW);
+    for (unsigned i = 0; i < 2 * JN_CORE_AFFINITY_WINDOW; i++) {
+        send_msg(p, in, true);
+        if (i % 256 == 0)
+            for (int k = 0; k < 2; k++)
+                discard_work(c[k]);
+    }
+    core_sync();
+    assert_int_equal(colocations(), 0);
+    for (int k = 0; k < 2; k++)
+        discard_work(c[k]);
+    discard_work(p);
+}
+
+static void test_colocate_not_for_a_balanced_fan_out(void **state)
+{
+    (void)state;
+    hub_names_no_one();
+}
+
+static void test_colocate_not_for_a_multicast_fan_out(void **state)
+{
+    (void)state;
+    hub_names_no_one();
+}
+
 static void test_receiver_without_source_is_refused(void **state)
 {
     (void)state;
@@ -416,6 +480,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_dynamic_source_gets_a_router_unique_address_messages_reach, setup_balanced,
             teardown_core),
+        cmocka_unit_test_setup_teardown(test_colocate_names_a_producer_consumer_pair_each_window,
+                                        setup_balanced, teardown_core),
+        cmocka_unit_test_setup_teardown(test_colocate_not_for_a_balanced_fan_out, setup_balanced,
+                                        teardown_core),
+        cmocka_unit_test_setup_teardown(test_colocate_not_for_a_multicast_fan_out, setup_multicast,
+                                        teardown_core),
         cmocka_unit_test_setup_teardown(test_receiver_without_source_is_refused, setup_balanced,
                                         teardown_core),
         cmocka_unit_test_setup_teardown(test_addresses_come_and_go_with_their_links, setup_balanced,

@@ -62,6 +62,9 @@ static struct harness {
     jn_delivery_t *held[MAX_ITEMS]; /* references the tests hold */
     size_t n_held;
     uint64_t leak_baseline; /* pooled objects in use before the test */
+    /* ops->colocate calls (core thread; under mu), in order */
+    fake_conn_t *coloc[64][2];
+    size_t n_coloc;
 } h = {.mu = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 static const char *work_name(jn_work_type_t t)
@@ -106,7 +109,29 @@ static inline void fake_released(void *io_conn)
     pthread_mutex_unlock(&h.mu);
 }
 
-static const jn_core_io_ops_t fake_ops = {.wake = fake_wake, .conn_released = fake_released};
+/* Core thread: ops->colocate. */
+static inline void fake_colocate(void *io_a, void *io_b)
+{
+    pthread_mutex_lock(&h.mu);
+    if (h.n_coloc < sizeof h.coloc / sizeof h.coloc[0]) {
+        h.coloc[h.n_coloc][0] = io_a;
+        h.coloc[h.n_coloc][1] = io_b;
+    }
+    h.n_coloc++;
+    pthread_mutex_unlock(&h.mu);
+}
+
+/* ops->colocate calls so far (after a barrier: core_sync). */
+static inline size_t colocations(void)
+{
+    pthread_mutex_lock(&h.mu);
+    size_t n = h.n_coloc;
+    pthread_mutex_unlock(&h.mu);
+    return n;
+}
+
+static const jn_core_io_ops_t fake_ops = {
+    .wake = fake_wake, .conn_released = fake_released, .colocate = fake_colocate};
 
 static inline void deadline_in(struct timespec *ts, long ms)
 {
@@ -472,6 +497,7 @@ static inline jn_core_t *core_up(jn_distribution_t dflt, void (*configure)(jn_co
     assert_non_null(h.core);
     h.n_conns = 0;
     h.sync_conn = NULL;
+    h.n_coloc = 0;
     if (configure)
         configure(h.core);
     assert_int_equal(jn_core_start(h.core), 0);

@@ -233,7 +233,10 @@ static bool affinity_vote_CT(jn_core_conn_t *c, uint64_t peer)
  * votes, so their hub names no one and nothing moves. */
 static inline void affinity_CT(jn_core_t *core, jn_core_conn_t *in, jn_core_conn_t *out)
 {
-    if (in == out || in->internal || out->internal || !core->ops.colocate)
+    /* a closed connection's io_conn is released (and may be freed): its
+     * copies still handed out later must not name it */
+    if (in == out || in->internal || out->internal || in->ct.closed || out->ct.closed ||
+        !core->ops.colocate)
         return;
     bool closed = affinity_vote_CT(in, out->conn_id);
     closed |= affinity_vote_CT(out, in->conn_id);

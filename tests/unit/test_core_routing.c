@@ -326,6 +326,28 @@ static void test_colocate_names_a_producer_consumer_pair_each_window(void **stat
     discard_work(p);
 }
 
+/* A window that closes with copies of a closed producer's deliveries
+ * (held for want of credit) names no one: the producer's I/O connection is
+ * released at its close and may be freed. */
+static void test_colocate_never_names_a_closed_connection(void **state)
+{
+    (void)state;
+    fake_conn_t *p = open_conn("producer");
+    fake_conn_t *c = open_conn("consumer");
+    jn_core_link_t *out = attach_consumer(c, "q", JN_CORE_AFFINITY_WINDOW - 10);
+    jn_core_link_t *in = attach_producer(p, "q", 4 * JN_CORE_AFFINITY_WINDOW);
+    for (unsigned i = 0; i < JN_CORE_AFFINITY_WINDOW; i++)
+        send_msg(p, in, true);
+    core_sync();
+    discard_work(p);
+    close_conn(p);
+    core_sync();
+    jn_core_link_flow_IO(out, 2 * JN_CORE_AFFINITY_WINDOW, false);
+    core_sync();
+    assert_int_equal(count_work(c, JN_WORK_DELIVERY_SEND, NULL), JN_CORE_AFFINITY_WINDOW);
+    assert_int_equal(colocations(), 0);
+}
+
 /* A hub names no one: a producer whose deliveries are spread over two
  * consumers (balanced), or copied to both (multicast), has no connection
  * behind 3 in 4 of them, so nothing is colocated though each consumer
@@ -481,6 +503,8 @@ int main(void)
             test_dynamic_source_gets_a_router_unique_address_messages_reach, setup_balanced,
             teardown_core),
         cmocka_unit_test_setup_teardown(test_colocate_names_a_producer_consumer_pair_each_window,
+                                        setup_balanced, teardown_core),
+        cmocka_unit_test_setup_teardown(test_colocate_never_names_a_closed_connection,
                                         setup_balanced, teardown_core),
         cmocka_unit_test_setup_teardown(test_colocate_not_for_a_balanced_fan_out, setup_balanced,
                                         teardown_core),

@@ -8,10 +8,11 @@
  * its half of the link and delivery objects) is owned by that thread,
  * without locks; when the core sees two connections exchange most of
  * their deliveries, one of them is handed to the other's loop between two
- * passes, so a flow runs on one thread. The I/O layer turns proton events into core
- * actions (junction/core.h), runs the core inline after each pass over its
- * connections (jn_core_run_inline), and carries out the core's work items
- * when the core wakes a connection, writing everything pending in one go.
+ * passes, so a flow runs on one thread. The I/O layer turns proton events
+ * into core actions (junction/core.h), runs the core inline after each
+ * pass over its connections (jn_core_run_inline), and carries out the
+ * core's work items when the core wakes a connection, writing everything
+ * pending in one go.
  *
  * Threads: jn_io_create/add/start/stop/free on the main thread.
  */

@@ -334,8 +334,9 @@ static void connect_done(jn_io_conn_t *conn)
  * with each other to share a thread (jn_core_io_ops_t.colocate): a delivery
  * and its outcome then go from one to the other inside one pass round and
  * one inline core run, with no wake of another thread and no cache line
- * crossing between cores (docs/performance.md, "Keeping a flow on one
- * thread"). Placement stays round robin, so separate flows still spread.
+ * crossing between cores (docs/performance.md, "Credit before
+ * deliveries, and a flow on one thread"). Placement stays round robin, so
+ * separate flows still spread.
  *
  * The owner hands a connection over at the end of one of its passes
  * (conn_move): it takes the socket out of its epoll set, marks the socket

@@ -477,6 +477,10 @@ void jn_forward_continued_CT(jn_delivery_t *dlv)
         if (!c->ct.handed_out || c->ct.final)
             continue;
         jn_work_dlv_CT(c, JN_WORK_DELIVERY_CONTINUE, JN_DISP_NONE, NULL, false);
+        /* each round of a large message's octets is handed over like a
+         * delivery: a flow of such messages (a few a window) is placed
+         * by them */
+        affinity_CT(core, dlv->link->conn, c->link->conn);
         c->ct.final = final;
         if (c->ct.settled && c->ct.final)
             finish_copy_CT(c);

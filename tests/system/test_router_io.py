@@ -111,11 +111,14 @@ class IoEdgeTest(RouterTestCase):
         and a receiver's connection on different threads; once the core
         sees them exchange (nearly) all their deliveries, one moves to the
         other's thread, in mid-stream. Every message still arrives once and
-        is settled: unsettled, pre-settled and one at a time."""
+        is settled: unsettled, pre-settled, one at a time, and 1 MiB
+        messages (a few hundred: each streams through in many rounds of
+        octets, and those rounds count)."""
         r = self.start_router(extra=DEBUG_LOG, worker_threads=2)
         for args, count in ((["-c", "30000"], 30000),
                             (["-c", "30000", "--presettled"], 30000),
-                            (["-c", "3000", "--ping-pong"], 3000)):
+                            (["-c", "3000", "--ping-pong"], 3000),
+                            (["-c", "400", "-b", "1048576", "-w", "10"], 400)):
             before = r.log().count(MOVED)
             self.bench_ok(self.bench(r, "-a", "move.%d" % count, *args), count)
             self.assertGreater(r.log().count(MOVED), before,

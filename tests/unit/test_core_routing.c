@@ -326,6 +326,39 @@ static void test_colocate_names_a_producer_consumer_pair_each_window(void **stat
     discard_work(p);
 }
 
+/* A flow of large messages, each streamed in many rounds of octets, is
+ * placed by those rounds: each CONTINUE handed to the consumer counts like a
+ * delivery, so the pair is named within one message here, not after a
+ * window of whole messages. */
+static void test_colocate_counts_the_rounds_of_a_streaming_message(void **state)
+{
+    (void)state;
+    fake_conn_t *p = open_conn("producer");
+    fake_conn_t *c = open_conn("consumer");
+    attach_consumer(c, "q", 10);
+    jn_core_link_t *in = attach_producer(p, "q", 10);
+    expect_and_free(p, JN_WORK_LINK_CREDIT);
+    jn_delivery_t *d = send_full(p, in, NULL, NULL, true, false); /* still arriving */
+    expect_send(c);
+    jn_message_t *m = jn_delivery_message(d);
+    /* the SEND was one vote: WINDOW - 2 more rounds leave it one short */
+    for (unsigned i = 0; i + 2 < JN_CORE_AFFINITY_WINDOW; i++) {
+        assert_int_equal(jn_message_append(m, "more", 4), 0);
+        jn_core_delivery_continued_IO(d);
+        core_sync(); /* one batch each: one CONTINUE each */
+    }
+    assert_int_equal(count_work(c, JN_WORK_DELIVERY_CONTINUE, NULL), JN_CORE_AFFINITY_WINDOW - 2);
+    assert_int_equal(colocations(), 0);
+    jn_message_set_complete(m);
+    jn_core_delivery_continued_IO(d);
+    core_sync();
+    assert_int_equal(colocations(), 1);
+    assert_ptr_equal(h.coloc[0][0], p);
+    assert_ptr_equal(h.coloc[0][1], c);
+    discard_work(c);
+    discard_work(p);
+}
+
 /* A window that closes with copies of a closed producer's deliveries
  * (held for want of credit) names no one: the producer's I/O connection is
  * released at its close and may be freed. */
@@ -503,6 +536,8 @@ int main(void)
             test_dynamic_source_gets_a_router_unique_address_messages_reach, setup_balanced,
             teardown_core),
         cmocka_unit_test_setup_teardown(test_colocate_names_a_producer_consumer_pair_each_window,
+                                        setup_balanced, teardown_core),
+        cmocka_unit_test_setup_teardown(test_colocate_counts_the_rounds_of_a_streaming_message,
                                         setup_balanced, teardown_core),
         cmocka_unit_test_setup_teardown(test_colocate_never_names_a_closed_connection,
                                         setup_balanced, teardown_core),

@@ -28,6 +28,7 @@
 #include "io_private.h"
 
 #include <proton/disposition.h>
+#include <string.h>
 
 /* ---- the queue of waiting copies --------------------------------------- */
 
@@ -85,18 +86,71 @@ static void tx_done_IO(jn_io_link_t *link, bool settle)
     link->tx.settle_when_done = false;
 }
 
+/* Short segments are gathered into one pn_link_send: a copy that gets
+ * annotations for its next hop is three segments (the original header, the
+ * message annotations composed for the hop, the rest), and a pn_link_send
+ * costs more than copying a few hundred octets. A copy of one segment (the
+ * usual single hop) is sent from where it lies, without the copy. */
+#define TX_GATHER 512
+
+/* A segment held back (ptr, borrowed from the message or its annotations,
+ * valid until the copy's out state moves on: flushed before that) or the
+ * octets gathered so far (ptr == data). */
+typedef struct tx_gather {
+    const uint8_t *ptr;
+    size_t n;
+    uint8_t data[TX_GATHER];
+} tx_gather_t;
+
+static void gather_flush(pn_link_t *pl, tx_gather_t *g)
+{
+    if (g->n)
+        pn_link_send(pl, (const char *)g->ptr, g->n);
+    g->ptr = g->data;
+    g->n = 0;
+}
+
+/* Add segment p[0..n) after what g holds, sending what must go first. */
+static void gather_add(pn_link_t *pl, tx_gather_t *g, const uint8_t *p, size_t n)
+{
+    if (g->n == 0 && n < TX_GATHER) {
+        g->ptr = p; /* held back, not copied: it may be the only one */
+        g->n = n;
+        return;
+    }
+    if (g->n + n <= TX_GATHER) {
+        if (g->ptr != g->data) {
+            memcpy(g->data, g->ptr, g->n);
+            g->ptr = g->data;
+        }
+        memcpy(g->data + g->n, p, n);
+        g->n += n;
+        return;
+    }
+    gather_flush(pl, g);
+    if (n < TX_GATHER) {
+        g->ptr = p;
+        g->n = n;
+    } else {
+        pn_link_send(pl, (const char *)p, n);
+    }
+}
+
 /* Hand the copy's next octets to proton. Returns true when the copy is
  * finished (the next may start). */
 static bool tx_write_IO(jn_io_link_t *link)
 {
     pn_link_t *pl = link->pn;
     pn_session_t *ssn = pn_link_session(pl);
+    tx_gather_t g;
     const uint8_t *p;
     size_t n;
     int rc;
+    g.ptr = g.data;
+    g.n = 0;
     link->tx.stalled = false;
     for (;;) {
-        if (pn_session_outgoing_bytes(ssn) > JN_IO_TX_SESSION_LIMIT) {
+        if (pn_session_outgoing_bytes(ssn) + g.n > JN_IO_TX_SESSION_LIMIT) {
             JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_TRACE, JN_IO_LINK_FMT " send stalled at %zu",
                    link->conn->id, link->id, link->tx.out.position);
             link->tx.stalled = true;
@@ -107,8 +161,9 @@ static bool tx_write_IO(jn_io_link_t *link)
         rc = jn_message_out_next(&link->tx.out, &p, &n);
         if (rc != 1)
             break;
-        pn_link_send(pl, (const char *)p, n);
+        gather_add(pl, &g, p, n);
     }
+    gather_flush(pl, &g);
     jn_message_stream_copy_progress(link->tx.out.message, link->tx.slot, &link->tx.out);
     if (rc == JN_AGAIN)
         return false;

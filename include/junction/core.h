@@ -387,6 +387,12 @@ size_t jn_core_conn_take_work_IO(jn_core_conn_t *conn, jn_work_t **out, size_t m
  * reference). Any thread. */
 void jn_work_free(jn_work_t *work);
 
+/* jn_work_take_dlv: free a delivery work item but keep its delivery
+ * reference: returns it (owned by the caller from now on; NULL when the
+ * item had none). Costs no reference count update, unlike
+ * jn_delivery_ref + jn_work_free. Any thread. */
+jn_delivery_t *jn_work_take_dlv(jn_work_t *work);
+
 /* ---- in-process services and messages the router composes -------------- */
 
 /* jn_core_request_fn: a request for the management agent arrived (a

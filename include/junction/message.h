@@ -99,6 +99,13 @@ int jn_message_append_buffers(jn_message_t *m, jn_buffer_list_t *list);
 void jn_message_set_complete(jn_message_t *m);
 void jn_message_set_aborted(jn_message_t *m);
 
+/* jn_message_set_complete_unshared: jn_message_set_complete for a message
+ * no other thread can reach yet (the receiving link's own, before any
+ * delivery holds it): a plain store instead of an atomic read-modify-write.
+ * The release that later publishes the message (the core's queue) carries
+ * it. The writer thread. */
+void jn_message_set_complete_unshared(jn_message_t *m);
+
 /* --- state, any thread holding a reference ----------------------------- */
 
 bool jn_message_is_complete(const jn_message_t *m);

@@ -235,6 +235,17 @@ size_t jn_core_conn_take_work_IO(jn_core_conn_t *conn, jn_work_t **out, size_t m
     return taken;
 }
 
+jn_delivery_t *jn_work_take_dlv(jn_work_t *work)
+{
+    jn_delivery_t *dlv = work->dlv;
+    if (dlv) {
+        work->dlv = NULL;
+        work->link = NULL; /* borrowed from dlv */
+    }
+    jn_work_free(work);
+    return dlv;
+}
+
 void jn_work_free(jn_work_t *work)
 {
     if (!work)

@@ -210,7 +210,7 @@ static void rx_try_route_IO(jn_io_link_t *link, bool all_in)
 {
     jn_message_t *m = link->rx.msg;
     if (all_in)
-        jn_message_set_complete(m);
+        jn_message_set_complete_unshared(m); /* no delivery holds it yet */
     int rc = jn_message_parse(m, JN_DEPTH_PROPERTIES);
     if (rc == JN_AGAIN && !all_in)
         return;

@@ -181,8 +181,7 @@ static bool tx_write_IO(jn_io_link_t *link)
 /* Start sending the copy of work w (a DELIVERY_SEND item; freed here). */
 static void tx_start_IO(jn_io_link_t *link, jn_work_t *w)
 {
-    jn_delivery_t *dlv = jn_delivery_ref(w->dlv);
-    jn_work_free(w);
+    jn_delivery_t *dlv = jn_work_take_dlv(w);
     jn_message_t *m = jn_delivery_message(dlv);
     size_t tag_len;
     const uint8_t *tag = jn_delivery_tag(dlv, &tag_len);

@@ -138,6 +138,12 @@ void jn_message_set_complete(jn_message_t *m)
     atomic_fetch_or_explicit(&m->flags, JN_MSG_COMPLETE, memory_order_release);
 }
 
+void jn_message_set_complete_unshared(jn_message_t *m)
+{
+    unsigned f = atomic_load_explicit(&m->flags, memory_order_relaxed);
+    atomic_store_explicit(&m->flags, f | JN_MSG_COMPLETE, memory_order_relaxed);
+}
+
 void jn_message_set_aborted(jn_message_t *m)
 {
     atomic_fetch_or_explicit(&m->flags, JN_MSG_ABORTED, memory_order_release);

@@ -132,6 +132,14 @@ jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming)
     conn->next_link_id = 1;
     if (!incoming)
         snprintf(conn->host, sizeof conn->host, "%s", ep->shown);
+    uint32_t channel_max = ep->cfg.max_sessions ? ep->cfg.max_sessions - 1 : 0;
+    conn->screen = jn_screen_new(ep->cfg.max_frame_size,
+                                 (uint16_t)(channel_max > 65535 ? 65535 : channel_max));
+    if (!conn->screen) {
+        pn_connection_free(conn->pn_io);
+        jn_pool_free(pool, conn);
+        return NULL;
+    }
     pn_connection_set_context(conn->pn_io, conn);
     conn_decorate(conn);
     atomic_fetch_add(&io->pending_frees, 1);
@@ -203,6 +211,8 @@ static void conn_free(jn_io_conn_t *conn)
         else if (conn->pn_io)
             pn_connection_free(conn->pn_io); /* never started */
     }
+    jn_screen_free(conn->screen);
+    conn->screen = NULL;
     atomic_fetch_sub(&io->pending_frees, 1);
     jn_pool_free(atomic_load_explicit(&conn_pool, memory_order_acquire), conn);
 }
@@ -266,6 +276,35 @@ static void conn_close_IO(jn_io_conn_t *conn, const char *condition, const char 
     pn_connection_close(conn->pn_io);
 }
 
+/* jn_io_conn_refuse_IO: the frame screen refused the peer's stream (the
+ * octets before the offending frame went to proton): log one line naming
+ * the peer and the rule, and close the connection with the screen's error
+ * (AMQP 1.0 2.4.3: a close frame carrying it). In the protocol header or
+ * the SASL layer no close frame can carry it: the transport is closed at
+ * once. No more input reaches proton (conn->screened_out; io_loop.c ends
+ * the input once our close is written). The owning loop's thread. */
+void jn_io_conn_refuse_IO(jn_io_conn_t *conn)
+{
+    const char *cond = jn_screen_condition(conn->screen);
+    const char *desc = jn_screen_description(conn->screen);
+    conn->screened_out = true;
+    if (conn->incoming)
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
+               JN_IO_CONN_FMT " Connection from %s (to %s) failed: %s %s (frame screen)", conn->id, conn->host,
+               conn->endpoint->shown, cond, desc);
+    else
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
+               JN_IO_CONN_FMT " Connection to %s failed: %s %s (frame screen)",
+               conn->id, conn->host, cond, desc);
+    if (jn_screen_in_sasl(conn->screen) || !conn->pn_io) {
+        pn_connection_driver_errorf(&conn->driver, cond, "%s", desc);
+        pn_connection_driver_close(&conn->driver);
+        return;
+    }
+    conn->closing = false; /* close again, now with the error */
+    conn_close_IO(conn, cond, desc);
+}
+
 static void on_bound(jn_io_conn_t *conn)
 {
     if (!conn->incoming)
@@ -281,6 +320,8 @@ static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
     conn->tick_at = 0; /* the peer's idle timeout is known now: tick again */
     if (pn_connection_state(pc) & PN_LOCAL_UNINIT)
         pn_connection_open(pc);
+    if (conn->screened_out)
+        return; /* closing with the screen's error; the core never hears of it */
     if (atomic_load_explicit(&conn->io->stopping, memory_order_relaxed)) {
         conn_close_IO(conn, NULL, NULL);
         return;
@@ -345,8 +386,8 @@ static void on_remote_close(jn_io_conn_t *conn)
 static void on_transport_error(jn_io_conn_t *conn, pn_transport_t *t)
 {
     pn_condition_t *c = pn_transport_condition(t);
-    if (!pn_condition_is_set(c))
-        return;
+    if (!pn_condition_is_set(c) || conn->screened_out)
+        return; /* refused by the screen: jn_io_conn_refuse_IO logged why */
     const char *desc = pn_condition_get_description(c);
     if (conn->incoming)
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
@@ -364,7 +405,8 @@ static void on_transport_error(jn_io_conn_t *conn, pn_transport_t *t)
  * connection for that, so close it here, with the error. */
 static void on_tail_closed(jn_io_conn_t *conn, pn_transport_t *t)
 {
-    if (pn_condition_is_set(pn_transport_condition(t)) ||
+    if (conn->screened_out ||
+        pn_condition_is_set(pn_transport_condition(t)) ||
         (pn_connection_state(conn->pn_io) & PN_REMOTE_CLOSED))
         return;
     const char *cond = "amqp:connection:framing-error";

@@ -425,14 +425,23 @@ static bool conn_read(jn_io_conn_t *conn)
 {
     pn_connection_driver_t *d = &conn->driver;
     for (int i = 0; i < JN_IO_READS_PER_PASS; i++) {
-        if (!conn->readable || pn_connection_driver_read_closed(d))
+        if (!conn->readable || pn_connection_driver_read_closed(d) || conn->screened_out)
             return false;
         pn_rwbytes_t buf = pn_connection_driver_read_buffer_sized(d, JN_IO_READ_SIZE);
         if (buf.size == 0)
             return false; /* proton holds all it will take: it reads on after events */
         ssize_t n = recv(conn->fd, buf.start, buf.size, 0);
         if (n > 0) {
-            pn_connection_driver_read_done(d, (size_t)n);
+            /* the frame screen: proton gets only what keeps to the rules */
+            size_t ok;
+            if (JN_UNLIKELY(jn_screen_feed(conn->screen, (const uint8_t *)buf.start, (size_t)n,
+                                           &ok) != 0)) {
+                pn_connection_driver_read_done(d, ok);
+                conn->readable = false;
+                jn_io_conn_refuse_IO(conn);
+                return false;
+            }
+            pn_connection_driver_read_done(d, ok);
             if (conn->tick_at == INT64_MAX)
                 conn->tick_at = 0; /* input may start proton's idle clock */
             /* A short read drained the socket and the next arrival is a new
@@ -490,6 +499,11 @@ static void conn_write(jn_io_conn_t *conn)
         shutdown(conn->fd, SHUT_WR); /* our close frame is out: end of stream */
         conn->write_shut = true;
     }
+    /* refused by the frame screen: once our close is out, the input ends
+     * here (proton gets no more of it), whatever the peer still sends */
+    if (conn->screened_out && pn_connection_driver_write_closed(d) &&
+        !pn_connection_driver_read_closed(d))
+        pn_connection_driver_read_close(d);
 }
 
 /* Proton's idle-timeout clock: call pn_transport_tick when due and keep a

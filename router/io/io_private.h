@@ -27,6 +27,7 @@
 #ifndef JN_IO_PRIVATE_H
 #define JN_IO_PRIVATE_H 1
 
+#include <junction/screen.h>
 #include <junction/io.h>
 #include <junction/log.h>
 
@@ -353,6 +354,10 @@ struct jn_io_conn {
     uint32_t data_in, data_out; /* inter-router data links attached, by our
                                  * direction (priority = arrival order, 3.3) */
     bool closing;           /* we closed our end */
+    jn_screen_t *screen;     /* the peer's octets, screened before proton
+                              * (junction/screen.h); owned */
+    bool screened_out;       /* the screen refused the stream: read no more
+                              * once our close is out */
     bool transport_closed;
     uint64_t next_link_id;
     jn_io_link_t *links; /* every io_link not yet released */
@@ -448,6 +453,8 @@ pn_transport_t *jn_io_transport_new(const jn_endpoint_config_t *cfg, bool server
 /* io_conn.c */
 jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming);
 void jn_io_conn_unref(jn_io_conn_t *conn);
+/* jn_io_conn_refuse_IO: close conn with its screen's error (io_conn.c). */
+void jn_io_conn_refuse_IO(jn_io_conn_t *conn);
 void jn_io_conn_event_IO(jn_io_conn_t *conn, pn_event_t *event);
 void jn_io_conn_batch_end_IO(jn_io_conn_t *conn);
 void jn_io_conn_wake(jn_io_conn_t *conn);

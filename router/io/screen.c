@@ -1,0 +1,794 @@
+/*
+ * screen.c — the frame screen (junction/screen.h): follows a peer's octet
+ * stream through protocol headers, the SASL layer and AMQP frames, and stops
+ * it at the first frame that breaks a rule proton would assert on (or that
+ * the spec forbids and proton lets through to do harm).
+ *
+ * The stream is a state machine fed in arbitrary pieces:
+ *
+ *   HEADER   8 octets "AMQP" id 1 0 0; id 3 starts the SASL layer, id 0 the
+ *            AMQP layer. Anything else goes to proton, which answers with
+ *            its own header and closes (2.2); the screen then passes nothing.
+ *   HEAD     the 8-octet frame header: size, doff, type, channel (2.3.1).
+ *            In the SASL layer an "AMQP" where a frame would start is the
+ *            next protocol header (its size would be over 1 GB).
+ *   EXT      the extended header: skipped.
+ *   PERF     the performative: read in place when it lies in this piece,
+ *            else gathered in the carry buffer (bounded by max_frame).
+ *   PAYLOAD  the rest of the frame (a transfer's message octets): skipped.
+ *
+ * Each performative is checked against the channel, link and delivery
+ * state the screen keeps: sessions by remote channel, links by (channel,
+ * handle) with the peer's role and the delivery in progress. Both live in
+ * one small open-addressing table; a one-entry cache serves a flow of
+ * transfers on one link.
+ *
+ * The checks (AMQP 1.0 part 2 sections; docs/protocol.md lists them):
+ *   framing-error   size < 8, doff < 2, doff*4 > size, size > max_frame,
+ *                   a frame type other than the layer's, channel > max
+ *   decode-error    a performative that is not a described list of the
+ *                   layer's codes, or whose fields cannot be decoded
+ *   illegal-state   a frame before open or after close, a second open, a
+ *                   begin on a channel that has a session, a frame on a
+ *                   channel that has none, a transfer on a link the peer
+ *                   attached as receiver, SASL frames out of order
+ *   handle-in-use   attach on a handle already attached (2.7.3)
+ *   unattached-handle  transfer, flow or detach on a handle not attached
+ *   invalid-field   a delivery's first transfer without a delivery-id or
+ *                   delivery-tag, a continuation with another delivery-id
+ *                   (2.7.5), a handle or delivery-id of the wrong type
+ */
+#include <junction/decoder.h>
+#include <junction/screen.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum stage { ST_HEADER, ST_HEAD, ST_EXT, ST_PERF, ST_PAYLOAD, ST_PASS_NONE, ST_FAILED };
+enum layer { LAYER_NONE, LAYER_SASL, LAYER_AMQP };
+
+/* SASL progress, from the peer's side (5.3.2): a client sends init then
+ * responses; a server sends mechanisms, challenges, then the outcome. */
+enum { SASL_START, SASL_INIT_SEEN, SASL_MECHS_SEEN, SASL_DONE };
+
+#define KEY_SESSION (1ull << 48)
+#define KEY_LINK (1ull << 49) /* so that no key is 0, the free mark */
+#define LINK_KEY(ch, h) (KEY_LINK | ((uint64_t)(ch) << 32) | (uint64_t)(h))
+
+typedef struct entry {
+    uint64_t key;         /* LINK_KEY or KEY_SESSION|channel; 0 when free */
+    uint32_t delivery_id; /* links: the delivery in progress */
+    bool receiver;        /* links: the peer attached as receiver */
+    bool in_delivery;     /* links: a delivery awaits more transfers */
+} entry_t;
+
+struct jn_screen {
+    uint32_t max_frame;
+    uint16_t channel_max;
+    uint8_t stage, layer, sasl;
+    bool open_seen, close_seen, failed_in_sasl;
+    uint8_t head[8]; /* header or frame header being gathered */
+    uint8_t head_len;
+    uint8_t type;     /* current frame */
+    uint16_t channel; /* current frame */
+    uint32_t left;    /* octets of the current frame's stage still to come */
+    uint32_t body;    /* body octets (after the extended header) not yet seen */
+    uint8_t *carry;   /* a split performative, gathered */
+    uint32_t carry_len, carry_cap;
+    entry_t *table; /* power of two slots, key 0 = free */
+    uint32_t cap, count;
+    entry_t *cached; /* last link looked up, or NULL */
+    const char *condition;
+    char description[200];
+};
+
+/* ---- the table ----------------------------------------------------------------- */
+
+static inline uint32_t slot_of(uint64_t key, uint32_t cap)
+{
+    uint64_t h = key * 0x9e3779b97f4a7c15ull;
+    return (uint32_t)(h >> 32) & (cap - 1);
+}
+
+static entry_t *lookup(jn_screen_t *s, uint64_t key)
+{
+    for (uint32_t i = slot_of(key, s->cap);; i = (i + 1) & (s->cap - 1)) {
+        if (s->table[i].key == key)
+            return &s->table[i];
+        if (s->table[i].key == 0)
+            return NULL;
+    }
+}
+
+static void put(entry_t *table, uint32_t cap, const entry_t *e)
+{
+    uint32_t i = slot_of(e->key, cap);
+    while (table[i].key != 0)
+        i = (i + 1) & (cap - 1);
+    table[i] = *e;
+}
+
+/* Rebuild the table with cap slots, leaving out the links of channel drop
+ * (or none: drop > 0xffff). Returns 0 or JN_ENOMEM. */
+static int rebuild(jn_screen_t *s, uint32_t cap, uint32_t drop)
+{
+    entry_t *t = calloc(cap, sizeof *t);
+    if (!t)
+        return JN_ENOMEM;
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < s->cap; i++) {
+        const entry_t *e = &s->table[i];
+        if (e->key == 0)
+            continue;
+        if ((e->key & KEY_LINK) && ((e->key >> 32) & 0xffff) == drop)
+            continue;
+        put(t, cap, e);
+        count++;
+    }
+    free(s->table);
+    s->table = t;
+    s->cap = cap;
+    s->count = count;
+    s->cached = NULL;
+    return 0;
+}
+
+static entry_t *insert(jn_screen_t *s, uint64_t key)
+{
+    if ((s->count + 1) * 4 > s->cap * 3 && rebuild(s, s->cap * 2, UINT32_MAX) != 0)
+        return NULL;
+    entry_t e = {.key = key};
+    put(s->table, s->cap, &e);
+    s->count++;
+    s->cached = NULL;
+    return lookup(s, key);
+}
+
+/* Remove key (present) by shifting its probe run back (no tombstones). */
+static void erase(jn_screen_t *s, entry_t *e)
+{
+    uint32_t mask = s->cap - 1, i = (uint32_t)(e - s->table), j = i;
+    s->table[i].key = 0;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (s->table[j].key == 0)
+            break;
+        uint32_t home = slot_of(s->table[j].key, s->cap);
+        /* move j back to the hole at i unless its home lies in (i, j] */
+        bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+        if (stays)
+            continue;
+        s->table[i] = s->table[j];
+        s->table[j].key = 0;
+        i = j;
+    }
+    s->count--;
+    s->cached = NULL;
+}
+
+/* ---- errors -------------------------------------------------------------------- */
+
+JN_PRINTF(3, 4) static int fail(jn_screen_t *s, const char *condition, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->description, sizeof s->description, fmt, ap);
+    va_end(ap);
+    s->condition = condition;
+    s->failed_in_sasl = s->layer != LAYER_AMQP;
+    s->stage = ST_FAILED;
+    return JN_EPROTO;
+}
+
+#define FRAMING "amqp:connection:framing-error"
+#define DECODE "amqp:decode-error"
+#define ILLEGAL "amqp:illegal-state"
+#define INVALID "amqp:invalid-field"
+
+/* ---- reading a performative ------------------------------------------------------ */
+
+/* A cursor over the fields of a performative's list. */
+typedef struct fields {
+    const uint8_t *p, *end;
+    uint32_t left; /* fields not yet read */
+} fields_t;
+
+/* The next field into *v; false at the end of the list (absent trailing
+ * fields read as null) — *v is then a null. Returns JN_EPROTO when the
+ * field cannot be decoded. */
+static int next_field(fields_t *f, jn_value_t *v)
+{
+    if (f->left == 0) {
+        memset(v, 0, sizeof *v);
+        v->code = 0x40;
+        v->type = JN_TYPE_NULL;
+        return 0;
+    }
+    size_t n = jn_decode_peek(f->p, (size_t)(f->end - f->p), 1, v);
+    if (n == 0) {
+        /* the fast reader leaves arrays, nested descriptors and long
+         * descriptor symbols to the decoder (and says nothing about
+         * malformed input: the decoder tells) */
+        jn_iter_t it;
+        jn_decoder_t d;
+        jn_iter_init_bytes(&it, f->p, (size_t)(f->end - f->p), JN_VIEW_RAW);
+        jn_decoder_init(&d, &it, true);
+        if (jn_decoder_skip(&d, v) != 1)
+            return JN_EPROTO;
+        n = (size_t)(f->end - f->p) - jn_iter_length(&d.it);
+    }
+    f->p += n;
+    f->left--;
+    return 0;
+}
+
+/* A uint field (handle, delivery-id): 0 with *out and *present, or
+ * JN_EPROTO when it is of another type. */
+static int field_uint(const jn_value_t *v, uint32_t *out, bool *present)
+{
+    *present = true;
+    switch (v->code) {
+    case 0x40: *present = false; *out = 0; return v->described ? JN_EPROTO : 0;
+    case 0x43: *out = 0; break;
+    case 0x52: *out = v->data[0]; break;
+    case 0x70:
+        *out = (uint32_t)v->data[0] << 24 | (uint32_t)v->data[1] << 16 |
+               (uint32_t)v->data[2] << 8 | v->data[3];
+        break;
+    default: return JN_EPROTO;
+    }
+    return v->described ? JN_EPROTO : 0;
+}
+
+/* A boolean field: null reads as false. */
+static int field_bool(const jn_value_t *v, bool *out)
+{
+    switch (v->code) {
+    case 0x40: case 0x42: *out = false; break;
+    case 0x41: *out = true; break;
+    case 0x56: *out = v->data[0] != 0; break;
+    default: return JN_EPROTO;
+    }
+    return 0;
+}
+
+/* The performative code of a descriptor given as a symbol (1.5), or 0. */
+static uint64_t symbol_code(const uint8_t *p, size_t n)
+{
+    static const char *const names[] = {
+        "amqp:open:list",     "amqp:begin:list",          "amqp:attach:list",
+        "amqp:flow:list",     "amqp:transfer:list",       "amqp:disposition:list",
+        "amqp:detach:list",   "amqp:end:list",            "amqp:close:list"};
+    static const char *const sasl[] = {"amqp:sasl-mechanisms:list", "amqp:sasl-init:list",
+                                       "amqp:sasl-challenge:list", "amqp:sasl-response:list",
+                                       "amqp:sasl-outcome:list"};
+    for (unsigned i = 0; i < 9; i++)
+        if (strlen(names[i]) == n && memcmp(names[i], p, n) == 0)
+            return 0x10 + i;
+    for (unsigned i = 0; i < 5; i++)
+        if (strlen(sasl[i]) == n && memcmp(sasl[i], p, n) == 0)
+            return 0x40 + i;
+    return 0;
+}
+
+/* The length of the performative at p (avail octets present, at most body
+ * in the frame): > 0 the octets it takes, 0 when more octets are needed to
+ * tell, JN_EPROTO (with s failed) when it is not a described list. Sets
+ * *code and *fields_at (offset of the list's first field) and *count. */
+static long perf_extent(jn_screen_t *s, const uint8_t *p, size_t avail, uint32_t body,
+                        uint64_t *code, uint32_t *fields_at, uint32_t *count)
+{
+    size_t i = 2;
+    if (avail < 2)
+        return 0;
+    if (p[0] != 0x00)
+        return fail(s, DECODE, "frame body on channel %u is not a described performative",
+                    s->channel);
+    switch (p[1]) {
+    case 0x53:
+        if (avail < 3)
+            return 0;
+        *code = p[2];
+        i = 3;
+        break;
+    case 0x80:
+        if (avail < 10)
+            return 0;
+        *code = 0;
+        for (int k = 0; k < 8; k++)
+            *code = *code << 8 | p[2 + k];
+        i = 10;
+        break;
+    case 0xa3: {
+        if (avail < 3)
+            return 0;
+        size_t n = p[2];
+        if (avail < 3 + n)
+            return 3 + n > body ? fail(s, DECODE, "performative descriptor overruns its frame") : 0;
+        *code = symbol_code(p + 3, n);
+        i = 3 + n;
+        break;
+    }
+    default:
+        return fail(s, DECODE, "performative descriptor on channel %u is not a ulong or symbol",
+                    s->channel);
+    }
+    if (avail < i + 1)
+        return i + 1 > body ? fail(s, DECODE, "performative overruns its frame") : 0;
+    uint64_t len;
+    switch (p[i]) {
+    case 0x45:
+        len = i + 1, *fields_at = (uint32_t)len, *count = 0;
+        break;
+    case 0xc0:
+        if (avail < i + 3)
+            return i + 3 > body ? fail(s, DECODE, "performative overruns its frame") : 0;
+        len = i + 2 + p[i + 1], *fields_at = (uint32_t)(i + 3), *count = p[i + 2];
+        if (p[i + 1] < 1)
+            return fail(s, DECODE, "performative list has no room for its count");
+        break;
+    case 0xd0:
+        if (avail < i + 9)
+            return i + 9 > body ? fail(s, DECODE, "performative overruns its frame") : 0;
+        len = i + 5 + ((uint64_t)p[i + 1] << 24 | (uint64_t)p[i + 2] << 16 |
+                       (uint64_t)p[i + 3] << 8 | p[i + 4]);
+        *fields_at = (uint32_t)(i + 9);
+        *count = (uint32_t)p[i + 5] << 24 | (uint32_t)p[i + 6] << 16 |
+                 (uint32_t)p[i + 7] << 8 | p[i + 8];
+        if (len < i + 9)
+            return fail(s, DECODE, "performative list has no room for its count");
+        break;
+    default:
+        return fail(s, DECODE, "performative on channel %u is not a list", s->channel);
+    }
+    if (len > body)
+        return fail(s, DECODE, "performative on channel %u overruns its frame", s->channel);
+    return (long)len;
+}
+
+/* ---- the rules, per performative --------------------------------------------------- */
+
+/* The session of the current frame's channel, or a failure. */
+static int need_session(jn_screen_t *s, const char *what)
+{
+    if (lookup(s, KEY_SESSION | s->channel))
+        return 0;
+    return fail(s, ILLEGAL, "%s on channel %u, which has no session", what, s->channel);
+}
+
+/* The attached link of (channel, handle), or NULL (with s failed). */
+static entry_t *need_link(jn_screen_t *s, uint32_t handle, const char *what)
+{
+    uint64_t key = LINK_KEY(s->channel, handle);
+    entry_t *e = s->cached;
+    if (!e || e->key != key) {
+        e = lookup(s, key);
+        s->cached = e;
+    }
+    if (!e)
+        fail(s, "amqp:session:unattached-handle", "%s on channel %u names handle %u, which is not attached",
+             what, s->channel, handle);
+    return e;
+}
+
+/* Read fields until index n (0-based) is in *v. */
+static int field_at(fields_t *f, uint32_t *at, uint32_t n, jn_value_t *v)
+{
+    while (*at <= n) {
+        if (next_field(f, v) != 0)
+            return JN_EPROTO;
+        (*at)++;
+    }
+    return 0;
+}
+
+static int check_transfer(jn_screen_t *s, fields_t *f)
+{
+    jn_value_t v;
+    uint32_t at = 0, handle, id;
+    bool has_handle, has_id, more = false, aborted = false;
+    if (field_at(f, &at, 0, &v) || field_uint(&v, &handle, &has_handle) || !has_handle)
+        return fail(s, INVALID, "transfer on channel %u has no valid handle", s->channel);
+    entry_t *link = need_link(s, handle, "transfer");
+    if (!link)
+        return JN_EPROTO;
+    if (link->receiver)
+        return fail(s, ILLEGAL, "transfer on channel %u handle %u, a link the peer attached as receiver",
+                    s->channel, handle);
+    if (field_at(f, &at, 1, &v) || field_uint(&v, &id, &has_id))
+        return fail(s, INVALID, "transfer on channel %u handle %u: delivery-id is not a uint",
+                    s->channel, handle);
+    if (field_at(f, &at, 2, &v))
+        return fail(s, DECODE, "transfer on channel %u: undecodable delivery-tag", s->channel);
+    bool has_tag = v.code != 0x40;
+    if (field_at(f, &at, 5, &v) || field_bool(&v, &more))
+        return fail(s, INVALID, "transfer on channel %u: undecodable fields", s->channel);
+    if (link->in_delivery || more) {
+        if (field_at(f, &at, 9, &v) || field_bool(&v, &aborted))
+            return fail(s, INVALID, "transfer on channel %u: undecodable aborted field", s->channel);
+    }
+    if (!link->in_delivery) {
+        if (!has_id)
+            return fail(s, INVALID,
+                        "transfer on channel %u handle %u starts a delivery without a delivery-id",
+                        s->channel, handle);
+        if (!has_tag)
+            return fail(s, INVALID,
+                        "transfer on channel %u handle %u starts a delivery without a delivery-tag",
+                        s->channel, handle);
+        if (more && !aborted) {
+            link->in_delivery = true;
+            link->delivery_id = id;
+        }
+        return 0;
+    }
+    if (has_id && id != link->delivery_id)
+        return fail(s, INVALID,
+                    "transfer on channel %u handle %u continues delivery %u with delivery-id %u",
+                    s->channel, handle, link->delivery_id, id);
+    if (!more || aborted)
+        link->in_delivery = false;
+    return 0;
+}
+
+static int check_attach(jn_screen_t *s, fields_t *f)
+{
+    jn_value_t v;
+    uint32_t at = 0, handle;
+    bool has_handle, receiver;
+    if (need_session(s, "attach"))
+        return JN_EPROTO;
+    if (field_at(f, &at, 1, &v) || field_uint(&v, &handle, &has_handle) || !has_handle)
+        return fail(s, INVALID, "attach on channel %u has no valid handle", s->channel);
+    if (field_at(f, &at, 2, &v) || field_bool(&v, &receiver))
+        return fail(s, INVALID, "attach on channel %u handle %u has no valid role", s->channel, handle);
+    if (lookup(s, LINK_KEY(s->channel, handle)))
+        return fail(s, "amqp:session:handle-in-use",
+                    "attach on channel %u uses handle %u, which is already attached", s->channel,
+                    handle);
+    entry_t *e = insert(s, LINK_KEY(s->channel, handle));
+    if (!e)
+        return fail(s, "amqp:resource-limit-exceeded", "out of memory for link state");
+    e->receiver = receiver;
+    return 0;
+}
+
+/* flow and detach: a handle, when given, must be attached. */
+static int check_handle(jn_screen_t *s, fields_t *f, uint32_t index, const char *what, bool erase_it)
+{
+    jn_value_t v;
+    uint32_t at = 0, handle;
+    bool has_handle;
+    if (need_session(s, what))
+        return JN_EPROTO;
+    if (field_at(f, &at, index, &v) || field_uint(&v, &handle, &has_handle))
+        return fail(s, INVALID, "%s on channel %u has an invalid handle", what, s->channel);
+    if (!has_handle) {
+        if (erase_it)
+            return fail(s, INVALID, "%s on channel %u has no handle", what, s->channel);
+        return 0;
+    }
+    entry_t *e = need_link(s, handle, what);
+    if (!e)
+        return JN_EPROTO;
+    if (erase_it)
+        erase(s, e);
+    return 0;
+}
+
+static int check_amqp(jn_screen_t *s, uint64_t code, fields_t *f)
+{
+    if (!s->open_seen && code != 0x10)
+        return fail(s, ILLEGAL, "the first frame is not an open");
+    switch (code) {
+    case 0x14: return check_transfer(s, f);
+    case 0x13: return check_handle(s, f, 4, "flow", false);
+    case 0x15: return need_session(s, "disposition");
+    case 0x10:
+        if (s->open_seen)
+            return fail(s, ILLEGAL, "a second open");
+        s->open_seen = true;
+        return 0;
+    case 0x11:
+        if (s->channel > s->channel_max)
+            return fail(s, FRAMING, "begin on channel %u, above channel-max %u", s->channel,
+                        s->channel_max);
+        if (lookup(s, KEY_SESSION | s->channel))
+            return fail(s, ILLEGAL, "begin on channel %u, which already has a session", s->channel);
+        if (!insert(s, KEY_SESSION | s->channel))
+            return fail(s, "amqp:resource-limit-exceeded", "out of memory for session state");
+        return 0;
+    case 0x12: return check_attach(s, f);
+    case 0x16: return check_handle(s, f, 0, "detach", true);
+    case 0x17: {
+        entry_t *e = lookup(s, KEY_SESSION | s->channel);
+        if (!e)
+            return need_session(s, "end");
+        erase(s, e);
+        if (rebuild(s, s->cap, s->channel) != 0)
+            return fail(s, "amqp:resource-limit-exceeded", "out of memory for session state");
+        return 0;
+    }
+    case 0x18:
+        s->close_seen = true;
+        return 0;
+    default:
+        return fail(s, DECODE, "unknown performative 0x%llx on channel %u",
+                    (unsigned long long)code, s->channel);
+    }
+}
+
+static int check_sasl(jn_screen_t *s, uint64_t code)
+{
+    switch (s->sasl) {
+    case SASL_START:
+        if (code == 0x40)
+            s->sasl = SASL_MECHS_SEEN; /* the peer is the server */
+        else if (code == 0x41)
+            s->sasl = SASL_INIT_SEEN; /* the peer is the client */
+        else
+            break;
+        return 0;
+    case SASL_INIT_SEEN:
+        if (code == 0x43)
+            return 0;
+        break;
+    case SASL_MECHS_SEEN:
+        if (code == 0x42)
+            return 0;
+        if (code == 0x44) {
+            s->sasl = SASL_DONE;
+            return 0;
+        }
+        break;
+    default:
+        break;
+    }
+    if (code < 0x40 || code > 0x44)
+        return fail(s, DECODE, "unknown SASL performative 0x%llx", (unsigned long long)code);
+    return fail(s, ILLEGAL, "SASL frame 0x%llx out of order", (unsigned long long)code);
+}
+
+/* Check the whole performative at p (len octets, fields from fields_at). */
+static int check_perf(jn_screen_t *s, const uint8_t *p, uint32_t len, uint64_t code,
+                      uint32_t fields_at, uint32_t count)
+{
+    if (s->layer == LAYER_SASL)
+        return check_sasl(s, code);
+    fields_t f = {.p = p + fields_at, .end = p + len, .left = count};
+    return check_amqp(s, code, &f);
+}
+
+/* ---- the stream ------------------------------------------------------------------ */
+
+/* A whole protocol header in s->head (2.2, 5.1). */
+static int on_header(jn_screen_t *s)
+{
+    const uint8_t *h = s->head;
+    s->head_len = 0;
+    if (memcmp(h, "AMQP", 4) != 0 || h[5] != 1 || h[6] != 0 || h[7] != 0 ||
+        (h[4] != 0 && h[4] != 3)) {
+        /* not a header we speak: proton answers with its own and closes */
+        s->stage = ST_PASS_NONE;
+        return 0;
+    }
+    if (h[4] == 3) {
+        if (s->layer != LAYER_NONE)
+            return fail(s, ILLEGAL, "a second SASL protocol header");
+        s->layer = LAYER_SASL;
+    } else {
+        if (s->layer == LAYER_SASL && s->sasl == SASL_START)
+            return fail(s, ILLEGAL, "AMQP protocol header before any SASL frame");
+        s->layer = LAYER_AMQP;
+    }
+    s->stage = ST_HEAD;
+    return 0;
+}
+
+/* A whole frame header in s->head (2.3.1): check it and set up the frame. */
+static int on_frame_head(jn_screen_t *s)
+{
+    const uint8_t *h = s->head;
+    s->head_len = 0;
+    if (s->layer == LAYER_SASL && memcmp(h, "AMQP", 4) == 0)
+        return on_header(s); /* the AMQP header after the SASL layer */
+    uint32_t size = (uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 | (uint32_t)h[2] << 8 | h[3];
+    uint32_t doff = h[4];
+    s->type = h[5];
+    s->channel = (uint16_t)(h[6] << 8 | h[7]);
+    if (size < 8)
+        return fail(s, FRAMING, "frame size %u is below the minimum of 8", size);
+    if (size > s->max_frame)
+        return fail(s, FRAMING, "frame size %u is above max-frame-size %u", size, s->max_frame);
+    if (doff < 2 || doff * 4 > size)
+        return fail(s, FRAMING, "frame data offset %u does not fit frame size %u", doff, size);
+    uint8_t want = s->layer == LAYER_SASL ? 1 : 0;
+    if (s->type != want)
+        return fail(s, FRAMING, "frame type %u in the %s layer", s->type,
+                    want ? "SASL" : "AMQP");
+    if (want == 0 && s->channel > s->channel_max)
+        return fail(s, FRAMING, "frame on channel %u, above channel-max %u", s->channel,
+                    s->channel_max);
+    s->left = doff * 4 - 8;
+    s->body = size - doff * 4;
+    s->carry_len = 0;
+    s->stage = s->left ? ST_EXT : s->body ? ST_PERF : ST_HEAD;
+    return 0;
+}
+
+/* Gather up to n octets of a performative split between reads. */
+static int carry_append(jn_screen_t *s, const uint8_t *p, uint32_t n)
+{
+    if (s->carry_len + n > s->carry_cap) {
+        uint32_t cap = s->carry_cap ? s->carry_cap : 256;
+        while (cap < s->carry_len + n)
+            cap *= 2;
+        uint8_t *c = realloc(s->carry, cap);
+        if (!c)
+            return fail(s, "amqp:resource-limit-exceeded", "out of memory for a performative");
+        s->carry = c;
+        s->carry_cap = cap;
+    }
+    memcpy(s->carry + s->carry_len, p, n);
+    s->carry_len += n;
+    return 0;
+}
+
+/* After a performative: on to the payload, the next frame, or the end. */
+static void perf_done(jn_screen_t *s)
+{
+    s->carry_len = 0;
+    if (s->body)
+        s->stage = ST_PAYLOAD;
+    else
+        s->stage = s->close_seen ? ST_PASS_NONE : ST_HEAD;
+}
+
+/* The performative stage over [*pp, end). Returns 0 or JN_EPROTO. */
+static int perf_stage(jn_screen_t *s, const uint8_t **pp, const uint8_t *end)
+{
+    const uint8_t *p = *pp;
+    uint32_t avail = (uint32_t)(end - p) < s->body ? (uint32_t)(end - p) : s->body;
+    uint64_t code = 0;
+    uint32_t fields_at = 0, count = 0;
+    if (s->carry_len == 0) {
+        long len = perf_extent(s, p, avail, s->body, &code, &fields_at, &count);
+        if (len < 0)
+            return JN_EPROTO;
+        if (len > 0 && (uint32_t)len <= avail) { /* in place: the common case */
+            if (check_perf(s, p, (uint32_t)len, code, fields_at, count) != 0)
+                return JN_EPROTO;
+            s->body -= (uint32_t)len;
+            *pp = p + len;
+            perf_done(s);
+            return 0;
+        }
+    }
+    /* split: gather what is known to belong to it (or its first octets) */
+    uint32_t total = s->carry_len + s->body;
+    long len = s->carry_len ? perf_extent(s, s->carry, s->carry_len, total, &code, &fields_at,
+                                          &count)
+                            : 0;
+    if (len < 0)
+        return JN_EPROTO;
+    uint32_t want = len > 0 ? (uint32_t)len - s->carry_len
+                            : (s->body < 16 ? s->body : 16);
+    uint32_t n = avail < want ? avail : want;
+    if (carry_append(s, p, n) != 0)
+        return JN_EPROTO;
+    s->body -= n;
+    *pp = p + n;
+    len = perf_extent(s, s->carry, s->carry_len, total, &code, &fields_at, &count);
+    if (len < 0)
+        return JN_EPROTO;
+    if (len > 0 && (uint32_t)len <= s->carry_len) {
+        if (check_perf(s, s->carry, (uint32_t)len, code, fields_at, count) != 0)
+            return JN_EPROTO;
+        perf_done(s);
+    } else if (s->body == 0) {
+        return fail(s, DECODE, "performative on channel %u overruns its frame", s->channel);
+    }
+    return 0;
+}
+
+/* Gather the 8 octets of a header into s->head; true when whole. */
+static bool gather_head(jn_screen_t *s, const uint8_t **pp, const uint8_t *end)
+{
+    uint32_t n = 8u - s->head_len;
+    if ((uint32_t)(end - *pp) < n)
+        n = (uint32_t)(end - *pp);
+    memcpy(s->head + s->head_len, *pp, n);
+    s->head_len = (uint8_t)(s->head_len + n);
+    *pp += n;
+    return s->head_len == 8;
+}
+
+int jn_screen_feed(jn_screen_t *s, const uint8_t *data, size_t len, size_t *passed)
+{
+    const uint8_t *p = data, *end = data + len;
+    const uint8_t *frame = data; /* where the current frame began in this piece */
+    int rc = 0;
+    while (p < end && rc == 0) {
+        switch (s->stage) {
+        case ST_HEAD:
+        case ST_HEADER:
+            if (s->head_len == 0)
+                frame = p; /* a frame (or header) starts in this piece */
+            if (gather_head(s, &p, end))
+                rc = s->stage == ST_HEAD ? on_frame_head(s) : on_header(s);
+            break;
+        case ST_EXT:
+        case ST_PAYLOAD: {
+            uint32_t *left = s->stage == ST_EXT ? &s->left : &s->body;
+            uint32_t n = (uint32_t)(end - p) < *left ? (uint32_t)(end - p) : *left;
+            p += n;
+            *left -= n;
+            if (*left == 0) {
+                if (s->stage == ST_EXT)
+                    s->stage = s->body ? ST_PERF : ST_HEAD;
+                else
+                    s->stage = s->close_seen ? ST_PASS_NONE : ST_HEAD;
+            }
+            break;
+        }
+        case ST_PERF:
+            rc = perf_stage(s, &p, end);
+            break;
+        case ST_PASS_NONE:
+            *passed = (size_t)(p - data);
+            return 0;
+        default: /* ST_FAILED */
+            *passed = 0;
+            return JN_EPROTO;
+        }
+    }
+    if (rc != 0) {
+        *passed = (size_t)(frame - data);
+        return rc;
+    }
+    *passed = len;
+    return 0;
+}
+
+jn_screen_t *jn_screen_new(uint32_t max_frame, uint16_t channel_max)
+{
+    jn_screen_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->cap = 16;
+    s->table = calloc(s->cap, sizeof *s->table);
+    if (!s->table) {
+        free(s);
+        return NULL;
+    }
+    s->max_frame = max_frame < 512 ? 512 : max_frame;
+    s->channel_max = channel_max;
+    s->stage = ST_HEADER;
+    return s;
+}
+
+void jn_screen_free(jn_screen_t *s)
+{
+    if (!s)
+        return;
+    free(s->table);
+    free(s->carry);
+    free(s);
+}
+
+const char *jn_screen_condition(const jn_screen_t *s)
+{
+    return s->condition;
+}
+
+const char *jn_screen_description(const jn_screen_t *s)
+{
+    return s->condition ? s->description : "";
+}
+
+bool jn_screen_in_sasl(const jn_screen_t *s)
+{
+    return s->failed_in_sasl;
+}

@@ -1,0 +1,168 @@
+#!/usr/bin/python3
+"""System tests: the frame screen (issue 20, items 1 and 4).
+
+Frame sequences that abort Debian's proton (its assertions are on) or that
+break the AMQP 1.0 rules in ways proton lets through, each sent by hand on
+one raw socket while a witness pair of ordinary proton connections keeps
+sending. Each must close only the offending connection, with the AMQP error
+the spec names in a close frame (or, in the SASL layer, by cutting it), and
+one log line naming the peer; the router stays up and the witness loses
+nothing.
+"""
+import re
+import time
+import unittest
+
+from proton import symbol, uint
+
+from harness import (ATTACH, BEGIN, CLOSE, FLOW, SASL_HEADER, SLOW, TRANSFER, Described,
+                     RawClient, RouterTestCase, frame, performative, ulong, ubyte)
+
+SCREEN_LINE = re.compile(r"\[C\d+\] Connection from 127\.0\.0\.1:\d+ \(to [^)]+\) failed: "
+                         r"(\S+) (.*) \(frame screen\)")
+
+
+def transfer(handle, delivery_id=None, tag=None, more=False, aborted=False, payload=b""):
+    fields = [uint(handle), None if delivery_id is None else uint(delivery_id), tag, uint(0),
+              False, more, None, None, False, aborted]
+    return frame(performative(TRANSFER, fields) + payload)
+
+
+class ScreenTest(RouterTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.router = self.start_router()
+        self.witness = self.start_witness(self.router)
+
+    def sender(self):
+        """A raw client with a sending link on handle 0 that holds credit."""
+        c = RawClient(self.router.port)
+        self.addCleanup(c.close)
+        c.open()
+        c.begin()
+        # the receiver that gives the address a consumer, so the router
+        # grants the raw sender credit
+        c.send(frame(performative(ATTACH, [
+            "screen-rx", uint(1), True, ubyte(0), ubyte(0),
+            Described(ulong(0x28), ["screen.q"]), Described(ulong(0x29), [None]),
+            None, None, None])))
+        c.expect(ATTACH)
+        c.send(frame(performative(FLOW, [uint(0), uint(1 << 20), uint(0), uint(1 << 20),
+                                         uint(1), uint(0), uint(100)])))
+        c.attach_sender("screen-tx", 0, "screen.q")
+        c.expect(FLOW)  # credit
+        return c
+
+    def screen_lines(self):
+        return SCREEN_LINE.findall(self.router.log())
+
+    def assert_refused(self, c, condition, words):
+        """c is closed with condition (a close frame carrying it), one
+        screen line is logged with the peer's address, the router is up."""
+        frames = c.read_until_closed()
+        closes = [f for f in frames if f.code == CLOSE]
+        self.assertEqual(len(closes), 1, "frames: %r\n%s" % (frames, self.logs()))
+        err = closes[0].error()
+        self.assertIsNotNone(err, "close without an error: %r" % closes)
+        self.assertEqual(err[0], condition, "close %r" % closes[0])
+        self.assertIn(words, err[1] or "")
+        deadline = time.monotonic() + 5 * SLOW
+        while not self.screen_lines() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        lines = self.screen_lines()
+        self.assertEqual(len(lines), 1, "screen log lines: %r\n%s" % (lines, self.logs()))
+        self.assertEqual(lines[0][0], condition)
+        self.assertTrue(self.router.alive(), self.logs())
+        self.finish_witness(self.witness)
+
+    def test_transfer_without_delivery_id_then_continuation(self):
+        """The two frames that abort proton (assertion 'id_present')."""
+        c = self.sender()
+        c.send(transfer(0, more=True, payload=b"abc") + transfer(0))
+        self.assert_refused(c, "amqp:invalid-field", "without a delivery-id")
+
+    def test_aborted_delivery_then_continuation_without_id(self):
+        c = self.sender()
+        c.send(transfer(0, 0, b"t0", more=True, payload=b"abc") +
+               transfer(0, 0, aborted=True, more=True) + transfer(0, more=True, payload=b"x") +
+               transfer(0))
+        self.assert_refused(c, "amqp:invalid-field", "without a delivery-id")
+
+    def test_same_frames_split_one_octet_per_send(self):
+        c = self.sender()
+        data = transfer(0, more=True, payload=b"abc") + transfer(0)
+        for i in range(len(data)):
+            try:
+                c.send(data[i:i + 1])
+            except OSError:
+                break
+        self.assert_refused(c, "amqp:invalid-field", "without a delivery-id")
+
+    def test_second_begin_on_a_channel(self):
+        c = RawClient(self.router.port)
+        self.addCleanup(c.close)
+        c.open()
+        c.begin()
+        c.send(frame(performative(BEGIN, [None, uint(0), uint(100), uint(100)])))
+        self.assert_refused(c, "amqp:illegal-state", "already has a session")
+
+    def test_transfer_on_a_receiving_link(self):
+        c = RawClient(self.router.port)
+        self.addCleanup(c.close)
+        c.open()
+        c.begin()
+        c.send(frame(performative(ATTACH, [
+            "rx", uint(0), True, ubyte(0), ubyte(0),
+            Described(ulong(0x28), ["screen.q"]), Described(ulong(0x29), [None]),
+            None, None, None])))
+        c.expect(ATTACH)
+        c.send(transfer(0, 0, b"t0", payload=b"\x00\x53\x77\xa1\x01x"))
+        self.assert_refused(c, "amqp:illegal-state", "attached as receiver")
+
+    def test_attach_on_a_handle_in_use(self):
+        c = self.sender()
+        c.send(frame(performative(ATTACH, [
+            "again", uint(0), False, ubyte(0), ubyte(0),
+            Described(ulong(0x28), [None]), Described(ulong(0x29), ["screen.q"]),
+            None, None, uint(0)])))
+        self.assert_refused(c, "amqp:session:handle-in-use", "already attached")
+
+    def test_sasl_frame_out_of_order_cuts_the_connection(self):
+        c = RawClient(self.router.port)
+        self.addCleanup(c.close)
+        c.send(SASL_HEADER)
+        self.assertEqual(c.read_header(), SASL_HEADER)
+        # a sasl-response before any sasl-init
+        c.send(frame(performative(0x43, [b"x"]), kind=1))
+        frames = c.read_until_closed()
+        self.assertFalse([f for f in frames if f.code == CLOSE], frames)
+        deadline = time.monotonic() + 5 * SLOW
+        while not self.screen_lines() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual([l[0] for l in self.screen_lines()], ["amqp:illegal-state"],
+                         self.logs())
+        self.assertTrue(self.router.alive())
+        self.finish_witness(self.witness)
+
+
+class InterRouterScreenTest(RouterTestCase):
+    """The same rules on an inter-router listener."""
+
+    def test_second_begin_on_an_inter_router_connection(self):
+        router = self.start_router(router={"mode": "interior"},
+                                   listener={"role": "inter-router"})
+        c = RawClient(router.port)
+        self.addCleanup(c.close)
+        c.open()
+        c.begin()
+        c.send(frame(performative(BEGIN, [None, uint(0), uint(100), uint(100)])))
+        frames = c.read_until_closed()
+        closes = [f for f in frames if f.code == CLOSE and f.error()]
+        self.assertTrue(closes, frames)
+        self.assertEqual(closes[-1].error()[0], "amqp:illegal-state", closes)
+        self.assertTrue(router.alive(), self.logs())
+
+
+if __name__ == "__main__":
+    unittest.main()

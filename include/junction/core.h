@@ -159,6 +159,11 @@ typedef struct jn_conn_info {
      * ours and the peer's qd.inter-router-cost (2.2), >= 1. */
     bool inter_router;
     uint32_t cost;
+    /* the peer's open properties as management shows them: an AMQP-encoded
+     * map with string keys (io renders other keys and values that JSON
+     * cannot carry as strings), or NULL/0 when it sent none (copied) */
+    const uint8_t *properties;
+    size_t properties_len;
 } jn_conn_info_t;
 
 /* jn_core_conn_opened_IO: an AMQP connection is open. Allocates the core's

@@ -35,6 +35,10 @@ typedef struct jn_view_conn {
     bool inter_router;     /* role inter-router */
     uint32_t link_capacity;
     uint32_t links;    /* links attached on it */
+    /* the peer's open properties, an encoded map with string keys
+     * (jn_conn_info_t), or NULL/0; valid during the callback */
+    const uint8_t *properties;
+    size_t properties_len;
     int64_t opened_us; /* wall clock when it opened (microseconds since the epoch) */
 } jn_view_conn_t;
 

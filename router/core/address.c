@@ -324,3 +324,21 @@ jn_addr_t *jn_addr_for_message_CT(jn_core_t *core, const jn_message_t *msg, bool
     jn_iter_set_view(&it, JN_VIEW_ADDRESS_HASH);
     return jn_hash_lookup_with(core->ct.addrs, jn_iter_hash(&it), key_equals_iter, &it);
 }
+
+bool jn_addr_unavailable_for_message_CT(jn_core_t *core, const jn_message_t *msg,
+                                        bool honour_to_override)
+{
+    JN_ASSERT_CT(core);
+    jn_iter_t it;
+    const jn_ra_t *ra = honour_to_override ? jn_message_annotations(msg) : NULL;
+    if (ra && ra->has_to)
+        it = ra->to;
+    else if (jn_message_to(msg, &it) != 0)
+        return false;
+    jn_iter_set_view(&it, JN_VIEW_ADDRESS_HASH);
+    uint8_t key[1024];
+    size_t len = jn_iter_copy(&it, key, sizeof key);
+    if (len == sizeof key)
+        return false; /* longer than any configured prefix could decide here */
+    return distribution_for_CT(core, key, len, core->default_distribution) == JN_DIST_UNAVAILABLE;
+}

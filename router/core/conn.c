@@ -40,7 +40,15 @@ jn_core_conn_t *jn_core_conn_opened_IO(jn_core_t *core, void *io_conn, const jn_
     memset(c, 0, sizeof *c);
     c->container_id = dup_or_empty(info->container_id);
     c->host = dup_or_empty(info->host);
-    if (!c->container_id || !c->host) {
+    if (info->properties && info->properties_len) {
+        c->properties = malloc(info->properties_len);
+        if (c->properties) {
+            memcpy(c->properties, info->properties, info->properties_len);
+            c->properties_len = info->properties_len;
+        }
+    }
+    if (!c->container_id || !c->host || (info->properties_len && !c->properties)) {
+        free(c->properties);
         free(c->container_id);
         free(c->host);
         jn_pool_free(pool, c);
@@ -82,6 +90,7 @@ void jn_conn_unref(jn_core_conn_t *conn)
         return;
     free(conn->container_id);
     free(conn->host);
+    free(conn->properties);
     jn_pool_free(atomic_load_explicit(&conn_pool, memory_order_acquire), conn);
 }
 

@@ -149,6 +149,8 @@ struct jn_core_conn {
     uint64_t conn_id;
     char *container_id; /* heap */
     char *host;         /* heap */
+    uint8_t *properties; /* heap: encoded map (jn_conn_info_t), or NULL */
+    size_t properties_len;
     bool incoming;
     bool strip_inbound;
     bool strip_outbound;
@@ -387,6 +389,15 @@ void jn_link_producers_dirty_CT(jn_addr_t *addr);
  * read through the hash view). *out is NULL when the address's
  * distribution is unavailable (nothing is created). Returns 0 or JN_ENOMEM. */
 int jn_addr_get_CT(jn_core_t *core, const char *address, jn_addr_t **out);
+/* jn_addr_unavailable_for_message_CT: true when the address msg is sent to
+ * (its to-override when honoured, else properties.to) is a mobile address
+ * whose distribution is configured `unavailable` (an address entity, or
+ * the router's defaultDistribution): the router refuses it rather than
+ * release it. Not on the hot path (only for messages with no address
+ * entry). Core thread. */
+bool jn_addr_unavailable_for_message_CT(jn_core_t *core, const jn_message_t *msg,
+                                        bool honour_to_override);
+
 /* Look up the address a message is sent to (to-override when honoured, else
  * properties.to); NULL when none exists. */
 jn_addr_t *jn_addr_for_message_CT(jn_core_t *core, const jn_message_t *msg,

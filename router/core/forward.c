@@ -91,6 +91,26 @@ static void settle_incoming_CT(jn_delivery_t *dlv, uint64_t type)
                    true);
 }
 
+/* Refuse an anonymous-relay delivery whose address is configured
+ * unavailable: rejected with amqp:not-found, as a link attach to that
+ * address is refused (link.c), and as qdrouterd 1.19 answers. */
+static void refuse_unavailable_CT(jn_core_t *core, jn_delivery_t *dlv)
+{
+    JN_ASSERT_CT(core);
+    if (dlv->presettled || dlv->ct.sender_settled || dlv->ct.router_settled)
+        return;
+    incoming_settling(dlv);
+    count_link_outcome(dlv->link, JN_DISP_REJECTED);
+    jn_stat_add(&core->stats.rejected, 1);
+    dlv->ct.router_settled = true;
+    if (dlv->link->ct.state == JN_LINK_ST_DETACHED)
+        return;
+    jn_disposition_t d = {.type = JN_DISP_REJECTED,
+                          .condition = (char *)"amqp:not-found",
+                          .description = (char *)"the address is configured unavailable"};
+    jn_work_dlv_CT(dlv, JN_WORK_DELIVERY_UPDATE, JN_DISP_REJECTED, &d, true);
+}
+
 /* Multicast outcome ranks: the strongest wins (10.3). */
 enum { JN_MC_NONE = 0, JN_MC_RELEASED, JN_MC_MODIFIED, JN_MC_ACCEPTED, JN_MC_REJECTED };
 
@@ -142,7 +162,7 @@ static void all_handed_CT(jn_core_t *core, jn_delivery_t *dlv)
         in->ct.held--;
     jn_link_mark_dirty_CT(in);
     if (dlv->ct.handed == 0 && !dlv->ct.served) {
-        if (!in->conn->internal)
+        if (!in->conn->internal && !dlv->ct.router_settled)
             jn_stat_add(&core->stats.released, 1);
         settle_incoming_CT(dlv, JN_DISP_RELEASED);
     } else if (dlv->ct.served) {
@@ -436,6 +456,11 @@ void jn_forward_arrived_CT(jn_delivery_t *dlv)
     jn_addr_t *addr = addr_of_CT(core, dlv);
     if (addr && !in->conn->inter_router)
         addr->ingress++; /* it enters the mesh here */
+    if (JN_UNLIKELY(!addr) && in->ct.anonymous && in->ct.state == JN_LINK_ST_ATTACHED &&
+        jn_addr_unavailable_for_message_CT(
+            core, dlv->message,
+            in->conn->inter_router || (!in->conn->internal && !in->conn->strip_inbound)))
+        refuse_unavailable_CT(core, dlv); /* then no route: its credit comes back below */
     if (addr && addr->inproc) {
         addr->to_container++;
         jn_router_management_arrived_CT(dlv);

@@ -17,6 +17,8 @@ static void conn_fill(const jn_core_conn_t *c, jn_view_conn_t *out)
     out->id = c->conn_id;
     out->container = c->container_id ? c->container_id : "";
     out->host = c->host ? c->host : "";
+    out->properties = c->properties;
+    out->properties_len = c->properties_len;
     out->incoming = c->incoming;
     out->inter_router = c->inter_router;
     out->link_capacity = c->link_capacity ? c->link_capacity : JN_CORE_DEFAULT_CAPACITY;

@@ -29,6 +29,7 @@
 #include <proton/sasl.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static _Atomic(jn_pool_t *) conn_pool;
@@ -353,8 +354,12 @@ static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
         .inter_router = conn->inter_router,
         .cost = cost,
     };
+    uint8_t *props = NULL;
+    jn_io_render_properties_IO(pn_connection_remote_properties(pc), &props, &info.properties_len);
+    info.properties = props;
     atomic_fetch_add(&conn->refs, 1); /* the core's, if it takes the connection */
     conn->core = jn_core_conn_opened_IO(conn->io->core, conn, &info);
+    free(props);
     if (!conn->core) {
         atomic_fetch_sub(&conn->refs, 1);
         conn_close_IO(conn, "amqp:resource-limit-exceeded", "router out of memory");

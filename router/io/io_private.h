@@ -455,6 +455,11 @@ jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming);
 void jn_io_conn_unref(jn_io_conn_t *conn);
 /* jn_io_conn_refuse_IO: close conn with its screen's error (io_conn.c). */
 void jn_io_conn_refuse_IO(jn_io_conn_t *conn);
+
+/* io_props.c */
+/* jn_io_render_properties_IO: a peer's open properties as management shows
+ * them (an encoded map with string keys; heap, the caller's), or NULL/0. */
+void jn_io_render_properties_IO(pn_data_t *props, uint8_t **out, size_t *len);
 void jn_io_conn_event_IO(jn_io_conn_t *conn, pn_event_t *event);
 void jn_io_conn_batch_end_IO(jn_io_conn_t *conn);
 void jn_io_conn_wake(jn_io_conn_t *conn);

@@ -209,6 +209,15 @@ static void rx_drain_IO(jn_io_link_t *link)
 static void rx_try_route_IO(jn_io_link_t *link, bool all_in)
 {
     jn_message_t *m = link->rx.msg;
+    if (all_in && jn_message_length(m) == 0) {
+        /* transfers with no octets at all: not a message (a bare message
+         * has at least one section, AMQP 1.0 part 3, 3.2) */
+        JN_LOG(JN_LOG_MOD_MESSAGE, JN_LOG_INFO,
+               JN_IO_LINK_FMT " Rejected empty delivery: amqp:decode-error no message sections",
+               link->conn->id, link->id);
+        rx_reject_IO(link, "amqp:decode-error", "empty delivery: a message needs at least one section");
+        return;
+    }
     if (all_in)
         jn_message_set_complete_unshared(m); /* no delivery holds it yet */
     int rc = jn_message_parse(m, JN_DEPTH_PROPERTIES);

@@ -144,7 +144,10 @@ static bool conn_row(void *arg, const jn_view_conn_t *v)
                    jn_mv_bool(false),
                    jn_mv_null(),
                    jn_mv_null(),
-                   (jn_mv_t){.kind = JN_MV_EMPTY_MAP}, /* properties: not kept */
+                   v->properties_len ? (jn_mv_t){.kind = JN_MV_RAW,
+                                                 .len = v->properties_len,
+                                                 .v.raw = v->properties}
+                                     : (jn_mv_t){.kind = JN_MV_EMPTY_MAP},
                    jn_mv_int(JN_MV_LONG, 0),
                    jn_mv_null(), /* tenant */
                    jn_mv_str(FULL("connection")),

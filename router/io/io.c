@@ -180,6 +180,10 @@ jn_io_t *jn_io_create(jn_core_t *core, const jn_io_config_t *cfg)
         return NULL;
     io->core = core;
     io->worker_threads = cfg->worker_threads ? cfg->worker_threads : 1;
+    io->min_peer_idle_timeout_ms = cfg->min_peer_idle_timeout_ms;
+    io->write_stall_ms = cfg->write_stall_timeout_s > UINT32_MAX / 1000u
+                             ? UINT32_MAX
+                             : cfg->write_stall_timeout_s * 1000u;
     io->max_conns = jn_io_max_connections();
     const char *id = cfg->container_id ? cfg->container_id : "Junction";
     io->container_id = strdup(id);

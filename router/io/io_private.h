@@ -325,8 +325,8 @@ struct jn_io_conn {
 
     /* atomic: the I/O side holds one reference until the pass that saw
      * PN_TRANSPORT_CLOSED is done, the core one from conn_opened until
-     * ops->conn_released, an armed poll or tick timer one, a queued wake
-     * one, a pass that runs it one. Freed at zero. */
+     * ops->conn_released, an armed poll, tick or stall timer one, a queued
+     * wake one, a pass that runs it one. Freed at zero. */
     atomic_uint refs;
 
     /* The loop (thread) that owns it: written by the owner when it hands

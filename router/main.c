@@ -89,7 +89,7 @@ typedef struct daemon_state {
     uint64_t max_message_size; /* policy.maxMessageSize, 0 = none */
     bool interior;             /* router.mode interior: the mesh runs */
     uint32_t hello_interval, hello_max_age, ra_interval, ra_interval_flux,
-        remote_ls_max_age; /* router timers, seconds (0 = default) */
+        remote_ls_max_age;             /* router timers, seconds (0 = default) */
     uint32_t min_peer_idle_timeout_ms; /* router.minPeerIdleTimeoutMs (0 = no floor) */
     uint32_t write_stall_timeout_s;    /* router.writeStallTimeoutSeconds (0 = never) */
     jn_core_t *core;
@@ -647,8 +647,8 @@ static int check_entity_values(const jn_config_t *cfg, const jn_config_entity_t 
             v = jn_config_entity_get(e, non_negative[i]);
             if (v && (jn_config_value_int(v) < 0 || jn_config_value_int(v) > UINT32_MAX)) {
                 char text[96];
-                snprintf(text, sizeof text, "%s must be from 0 (off) to %" PRIu32,
-                         non_negative[i], UINT32_MAX);
+                snprintf(text, sizeof text, "%s must be from 0 (off) to %" PRIu32, non_negative[i],
+                         UINT32_MAX);
                 return value_error(cfg, e, v, text);
             }
         }

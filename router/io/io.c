@@ -5,9 +5,10 @@
  *
  * Timers: armed timers (a connector's retry, a connection's poll of a
  * paused or stalled link, proton's idle-timeout tick, a connection's
- * write-stall check, a listener's pause after EMFILE) sit in a list sorted by deadline under io->lock; the
- * earliest deadline is published in io->timer_next, which bounds the sleep
- * of loop 0, and loop 0 fires what is due. Arming an earlier timer than the
+ * write-stall check, a listener's pause after EMFILE) sit in a list sorted
+ * by deadline under io->lock; the earliest deadline is published in
+ * io->timer_next, which bounds the sleep of loop 0, and loop 0 fires what
+ * is due. Arming an earlier timer than the
  * one loop 0 sleeps for notifies it. Arming happens on connection open and
  * loss, every few seconds per connection for the idle timeout, and for
  * large messages; the lock is never taken per message.

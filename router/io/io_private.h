@@ -349,7 +349,7 @@ struct jn_io_conn {
     /* jn_io_t.lock: the registry and the timers */
     jn_io_conn_t *reg_prev, *reg_next;
     jn_io_timer_t poll;
-    jn_io_timer_t tick; /* proton's next idle-timeout deadline */
+    jn_io_timer_t tick;  /* proton's next idle-timeout deadline */
     jn_io_timer_t stall; /* the write-stall check (io_loop.c, "Write stalls") */
 
     /* the owning loop's thread */

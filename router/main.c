@@ -35,6 +35,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <netdb.h>
 #include <sys/resource.h>
 #include <pthread.h>
@@ -88,7 +89,9 @@ typedef struct daemon_state {
     uint64_t max_message_size; /* policy.maxMessageSize, 0 = none */
     bool interior;             /* router.mode interior: the mesh runs */
     uint32_t hello_interval, hello_max_age, ra_interval, ra_interval_flux,
-        remote_ls_max_age; /* router timers, seconds (0 = default) */
+        remote_ls_max_age;             /* router timers, seconds (0 = default) */
+    uint32_t min_peer_idle_timeout_ms; /* router.minPeerIdleTimeoutMs (0 = no floor) */
+    uint32_t write_stall_timeout_s;    /* router.writeStallTimeoutSeconds (0 = never) */
     jn_core_t *core;
     jn_io_t *io;
 } daemon_state_t;
@@ -422,6 +425,9 @@ static void read_router(daemon_state_t *st)
     st->ra_interval = r ? u32_attr(r, "raIntervalSeconds") : 0;
     st->ra_interval_flux = r ? u32_attr(r, "raIntervalFluxSeconds") : 0;
     st->remote_ls_max_age = r ? u32_attr(r, "remoteLsMaxAgeSeconds") : 0;
+    /* Junction's own (not in 1.19); the schema's defaults when absent */
+    st->min_peer_idle_timeout_ms = r ? u32_attr(r, "minPeerIdleTimeoutMs") : 100;
+    st->write_stall_timeout_s = r ? u32_attr(r, "writeStallTimeoutSeconds") : 60;
     const jn_config_entity_t *p = jn_config_find(cfg, jn_schema_type_find("policy"));
     int64_t max = p ? entity_int(p, "maxMessageSize", 0) : 0;
     st->max_message_size = max > 0 ? (uint64_t)max : 0;
@@ -558,7 +564,10 @@ static int build(daemon_state_t *st)
                            .ra_interval_flux = st->ra_interval_flux,
                            .remote_ls_max_age = st->remote_ls_max_age};
     st->core = jn_core_create(&cc, jn_io_core_ops());
-    jn_io_config_t ic = {.container_id = st->router_id, .worker_threads = st->workers};
+    jn_io_config_t ic = {.container_id = st->router_id,
+                         .worker_threads = st->workers,
+                         .min_peer_idle_timeout_ms = st->min_peer_idle_timeout_ms,
+                         .write_stall_timeout_s = st->write_stall_timeout_s};
     st->io = st->core ? jn_io_create(st->core, &ic) : NULL;
     if (!st->io) {
         fprintf(stderr, "junctiond: out of memory\n");
@@ -631,6 +640,17 @@ static int check_entity_values(const jn_config_t *cfg, const jn_config_entity_t 
             snprintf(text, sizeof text, "workerThreads must be from 1 to %d",
                      JN_MAX_WORKER_THREADS);
             return value_error(cfg, e, v, text);
+        }
+        static const char *const non_negative[] = {"minPeerIdleTimeoutMs",
+                                                   "writeStallTimeoutSeconds"};
+        for (size_t i = 0; i < sizeof non_negative / sizeof non_negative[0]; i++) {
+            v = jn_config_entity_get(e, non_negative[i]);
+            if (v && (jn_config_value_int(v) < 0 || jn_config_value_int(v) > UINT32_MAX)) {
+                char text[96];
+                snprintf(text, sizeof text, "%s must be from 0 (off) to %" PRIu32, non_negative[i],
+                         UINT32_MAX);
+                return value_error(cfg, e, v, text);
+            }
         }
     } else if (strcmp(type, "policy") == 0) {
         v = jn_config_entity_get(e, "maxMessageSize");

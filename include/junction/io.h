@@ -62,6 +62,16 @@ typedef struct jn_endpoint_config {
 typedef struct jn_io_config {
     const char *container_id; /* our AMQP container id (the router id) */
     unsigned worker_threads;  /* >= 1 */
+    /* router.minPeerIdleTimeoutMs: a peer whose open asks for an
+     * idle-time-out below this many milliseconds (and not 0: none) is
+     * refused with amqp:resource-limit-exceeded (AMQP 1.0 2.4.5). 0: no
+     * floor. */
+    uint32_t min_peer_idle_timeout_ms;
+    /* router.writeStallTimeoutSeconds: a connection whose socket took
+     * fewer than 1,024 octets (JN_IO_WRITE_STALL_MIN_OCTETS) in this many
+     * seconds while our output waited for it is cut
+     * (amqp:resource-limit-exceeded). 0: never. */
+    uint32_t write_stall_timeout_s;
 } jn_io_config_t;
 
 /* jn_io_core_ops: the callbacks the core must be created with. Static.

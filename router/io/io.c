@@ -4,10 +4,11 @@
  * (io_loop.c: one per worker thread).
  *
  * Timers: armed timers (a connector's retry, a connection's poll of a
- * paused or stalled link, proton's idle-timeout tick, a listener's pause
- * after EMFILE) sit in a list sorted by deadline under io->lock; the
- * earliest deadline is published in io->timer_next, which bounds the sleep
- * of loop 0, and loop 0 fires what is due. Arming an earlier timer than the
+ * paused or stalled link, proton's idle-timeout tick, a connection's
+ * write-stall check, a listener's pause after EMFILE) sit in a list sorted
+ * by deadline under io->lock; the earliest deadline is published in
+ * io->timer_next, which bounds the sleep of loop 0, and loop 0 fires what
+ * is due. Arming an earlier timer than the
  * one loop 0 sleeps for notifies it. Arming happens on connection open and
  * loss, every few seconds per connection for the idle timeout, and for
  * large messages; the lock is never taken per message.
@@ -180,6 +181,10 @@ jn_io_t *jn_io_create(jn_core_t *core, const jn_io_config_t *cfg)
         return NULL;
     io->core = core;
     io->worker_threads = cfg->worker_threads ? cfg->worker_threads : 1;
+    io->min_peer_idle_timeout_ms = cfg->min_peer_idle_timeout_ms;
+    io->write_stall_ms = cfg->write_stall_timeout_s > UINT32_MAX / 1000u
+                             ? UINT32_MAX
+                             : cfg->write_stall_timeout_s * 1000u;
     io->max_conns = jn_io_max_connections();
     const char *id = cfg->container_id ? cfg->container_id : "Junction";
     io->container_id = strdup(id);

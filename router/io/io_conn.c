@@ -51,6 +51,13 @@ static void tick_fire(jn_io_timer_t *timer)
     jn_io_conn_unref(conn); /* the timer's reference */
 }
 
+static void stall_fire(jn_io_timer_t *timer)
+{
+    jn_io_conn_t *conn = (jn_io_conn_t *)((char *)timer - offsetof(jn_io_conn_t, stall));
+    jn_io_conn_wake(conn); /* the pass looks at the write stall */
+    jn_io_conn_unref(conn); /* the timer's reference */
+}
+
 static void put_symbol(pn_data_t *d, const char *s)
 {
     pn_data_put_symbol(d, pn_bytes(strlen(s), s));
@@ -130,6 +137,7 @@ jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming)
     atomic_init(&conn->refs, 1);
     conn->poll.fire = poll_fire;
     conn->tick.fire = tick_fire;
+    conn->stall.fire = stall_fire;
     conn->next_link_id = 1;
     if (!incoming)
         snprintf(conn->host, sizeof conn->host, "%s", ep->shown);
@@ -315,14 +323,46 @@ static void on_bound(jn_io_conn_t *conn)
            conn->id, conn->endpoint->shown, conn->host);
 }
 
+/* The peer's open asked for an idle-time-out (AMQP 1.0 2.4.5: we must send
+ * a frame at least that often) below router.minPeerIdleTimeoutMs: refuse
+ * it, as 2.4.5 allows, with our open and a close naming both values. Proton
+ * would otherwise send an empty frame every half of it (1 ms: tens of
+ * thousands a second). Returns true when refused (logged once). No empty
+ * frame precedes the close: proton's keep-alive clock is first armed by the
+ * tick of the pass that read the open (io_loop.c, conn_pass), and stops
+ * once the close is framed, in the same pass. */
+static bool refuse_idle_timeout_IO(jn_io_conn_t *conn, pn_transport_t *t)
+{
+    pn_millis_t remote = pn_transport_get_remote_idle_timeout(t);
+    uint32_t floor_ms = conn->io->min_peer_idle_timeout_ms;
+    if (remote == 0 || remote >= floor_ms)
+        return false;
+    char desc[160];
+    snprintf(desc, sizeof desc,
+             "idle-time-out of %" PRIu32 " ms is below this router's minimum of %" PRIu32 " ms",
+             (uint32_t)remote, floor_ms);
+    if (conn->incoming)
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
+               JN_IO_CONN_FMT " Connection from %s (to %s) refused: its %s (minPeerIdleTimeoutMs)",
+               conn->id, conn->host, conn->endpoint->shown, desc);
+    else
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
+               JN_IO_CONN_FMT " Connection to %s refused: its %s (minPeerIdleTimeoutMs)", conn->id,
+               conn->host, desc);
+    conn_close_IO(conn, "amqp:resource-limit-exceeded", desc);
+    return true;
+}
+
 static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
 {
     pn_connection_t *pc = conn->pn_io;
-    conn->tick_at = 0; /* the peer's idle timeout is known now: tick again */
     if (pn_connection_state(pc) & PN_LOCAL_UNINIT)
         pn_connection_open(pc);
     if (conn->screened_out)
         return; /* closing with the screen's error; the core never hears of it */
+    if (refuse_idle_timeout_IO(conn, t))
+        return;
+    conn->tick_at = 0; /* the peer's idle timeout is known now: tick again */
     if (atomic_load_explicit(&conn->io->stopping, memory_order_relaxed)) {
         conn_close_IO(conn, NULL, NULL);
         return;
@@ -451,6 +491,8 @@ static void on_transport_closed(jn_io_conn_t *conn)
     if (jn_io_timer_cancel(conn->io, &conn->poll))
         jn_io_conn_unref(conn); /* the timer's; the I/O reference remains */
     if (jn_io_timer_cancel(conn->io, &conn->tick))
+        jn_io_conn_unref(conn);
+    if (jn_io_timer_cancel(conn->io, &conn->stall))
         jn_io_conn_unref(conn);
     if (conn->core) {
         jn_core_conn_closed_IO(conn->core);

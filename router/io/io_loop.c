@@ -211,6 +211,8 @@ static void set_nodelay(int fd)
 {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    int lowat = JN_IO_NOTSENT_LOWAT;
+    setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof lowat);
 }
 
 /* Start a non-blocking connect to the next address in conn->ai_next;
@@ -470,6 +472,58 @@ static bool conn_read(jn_io_conn_t *conn)
     return conn->readable;
 }
 
+/* ---- write stalls ------------------------------------------------------------
+
+ * A peer that stops reading (or reads a few octets a second: "slowloris")
+ * holds its connection, the unsettled deliveries sent to it and what the
+ * router buffers for it, for as long as it likes: proton's idle timeout
+ * does not see it (the peer may keep sending), and a close frame cannot
+ * reach it. So, when router.writeStallTimeoutSeconds is not 0: the first
+ * time the socket refuses output (a short send or EAGAIN), a period of that
+ * many seconds starts with the count of octets the socket took so far
+ * (conn->octets_written, the one store per send on the hot path). At its
+ * end (the stall timer wakes the connection; the pass looks), if the
+ * socket has not become writable again (epoll's EPOLLOUT edge comes when
+ * the kernel's send buffer drained by a third) and took fewer than
+ * JN_IO_WRITE_STALL_MIN_OCTETS octets in the period, the connection is cut
+ * with amqp:resource-limit-exceeded (logged once by io_conn.c as the
+ * transport's error, with the peer's address); if it took more, another
+ * period starts; if it became writable, watching stops until the next
+ * refusal. Arming costs the timer lock once per period, and only while
+ * the socket refuses output. */
+
+/* The socket refused output: start a period, unless one is running. */
+static void stall_watch_IO(jn_io_conn_t *conn)
+{
+    if (conn->stall_watch || conn->io->write_stall_ms == 0)
+        return;
+    conn->stall_watch = true;
+    conn->stall_mark = conn->octets_written;
+    conn->stall_check_at = (int64_t)jn_time_mono_ms() + conn->io->write_stall_ms;
+    atomic_fetch_add(&conn->refs, 1); /* the timer's */
+    if (jn_io_timer_cancel(conn->io, &conn->stall))
+        jn_io_conn_unref(conn); /* it was armed: one reference is enough */
+    jn_io_timer_arm_at(conn->io, &conn->stall, conn->stall_check_at);
+}
+
+/* A period ended (conn->stall_check_at <= now): go on, stop, or cut. */
+static void stall_check_IO(jn_io_conn_t *conn)
+{
+    conn->stall_watch = false;
+    if (conn->writable || conn->fd < 0 || pn_connection_driver_write_closed(&conn->driver))
+        return; /* drained (or nothing left to write): watch the next refusal */
+    uint64_t taken = conn->octets_written - conn->stall_mark;
+    if (taken >= JN_IO_WRITE_STALL_MIN_OCTETS) {
+        stall_watch_IO(conn); /* slow but moving: another period */
+        return;
+    }
+    pn_connection_driver_errorf(&conn->driver, "amqp:resource-limit-exceeded",
+                                "write stalled: the peer took %" PRIu64 " octets in %" PRIu32
+                                " s with output waiting (router writeStallTimeoutSeconds)",
+                                taken, conn->io->write_stall_ms / 1000u);
+    pn_connection_driver_close(&conn->driver); /* PN_TRANSPORT_CLOSED follows */
+}
+
 /* Step 3: write what proton framed. */
 static void conn_write(jn_io_conn_t *conn)
 {
@@ -481,14 +535,18 @@ static void conn_write(jn_io_conn_t *conn)
         ssize_t n = send(conn->fd, buf.start, buf.size, MSG_NOSIGNAL);
         if (n > 0) {
             pn_connection_driver_write_done(d, (size_t)n);
-            if ((size_t)n < buf.size)
+            conn->octets_written += (size_t)n;
+            if ((size_t)n < buf.size) {
                 conn->writable = false; /* full; EPOLLOUT comes when it drains */
+                stall_watch_IO(conn);
+            }
             continue;
         }
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             conn->writable = false;
+            stall_watch_IO(conn);
             break;
         }
         conn->writable = false;
@@ -581,8 +639,11 @@ static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
         more = conn_read(conn);
     /* Proton's idle clock before the events, so that an expiry it raises
      * (an error and a close frame) is handled and written in this pass,
-     * not one idle period later. */
-    conn_tick(conn, (int64_t)jn_time_mono_ms());
+     * not one idle period later; likewise a write stall's cut. */
+    int64_t now = (int64_t)jn_time_mono_ms();
+    conn_tick(conn, now);
+    if (conn->stall_watch && now >= conn->stall_check_at)
+        stall_check_IO(conn);
     for (int round = 0;; round++) {
         pn_event_t *e;
         while ((e = pn_connection_driver_next_event(d)) != NULL)

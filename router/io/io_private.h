@@ -118,6 +118,25 @@ typedef struct jn_io_loop jn_io_loop_t;
 #define JN_IO_POLL_MS     2u
 #define JN_IO_POLL_MAX_MS 64u
 
+/* TCP_NOTSENT_LOWAT on every connection's socket: the kernel takes no more
+ * output while this many octets wait unsent in it (the peer's window is
+ * shut), so a peer that stops reading holds at most this much in the
+ * kernel, plus what proton holds (JN_IO_TX_SESSION_LIMIT unframed, and
+ * what it framed), instead of a send buffer the kernel may grow to
+ * tcp_wmem's maximum (4 MiB here) -- and with it that many octets' worth
+ * of messages and unsettled deliveries in the router. */
+#ifndef JN_IO_NOTSENT_LOWAT
+#define JN_IO_NOTSENT_LOWAT (256 * 1024)
+#endif
+
+/* Write stall (router.writeStallTimeoutSeconds, io_loop.c "Write
+ * stalls"): a connection whose socket refused our output and then took
+ * fewer than this many octets in a whole period is cut. Small enough that
+ * a peer reading a few octets a second to hold the connection (and what
+ * the router buffers for it) is caught; a live consumer moves far more
+ * in any period of seconds. */
+#define JN_IO_WRITE_STALL_MIN_OCTETS 1024u
+
 /* The largest control message (HELLO, RA, LSU, MAU, ...) taken on an
  * inter-router control link: the core holds a control message until it is
  * complete, so an endless one would grow without bound. Real ones are a
@@ -245,6 +264,8 @@ struct jn_io {
     char *container_id;
     char *node_id; /* "0/<container id>" for router annotations */
     unsigned worker_threads;
+    uint32_t min_peer_idle_timeout_ms; /* router.minPeerIdleTimeoutMs, 0 = none */
+    uint32_t write_stall_ms;           /* router.writeStallTimeoutSeconds x 1000, 0 = never */
 
     /* main thread */
     unsigned threads_started;
@@ -305,8 +326,8 @@ struct jn_io_conn {
 
     /* atomic: the I/O side holds one reference until the pass that saw
      * PN_TRANSPORT_CLOSED is done, the core one from conn_opened until
-     * ops->conn_released, an armed poll or tick timer one, a queued wake
-     * one, a pass that runs it one. Freed at zero. */
+     * ops->conn_released, an armed poll, tick or stall timer one, a queued
+     * wake one, a pass that runs it one. Freed at zero. */
     atomic_uint refs;
 
     /* The loop (thread) that owns it: written by the owner when it hands
@@ -329,7 +350,8 @@ struct jn_io_conn {
     /* jn_io_t.lock: the registry and the timers */
     jn_io_conn_t *reg_prev, *reg_next;
     jn_io_timer_t poll;
-    jn_io_timer_t tick; /* proton's next idle-timeout deadline */
+    jn_io_timer_t tick;  /* proton's next idle-timeout deadline */
+    jn_io_timer_t stall; /* the write-stall check (io_loop.c, "Write stalls") */
 
     /* the owning loop's thread */
     pn_connection_driver_t driver; /* connection, transport, collector */
@@ -363,6 +385,13 @@ struct jn_io_conn {
     jn_io_link_t *links; /* every io_link not yet released */
     jn_io_link_t *busy;  /* links with something to finish at batch end */
     unsigned poll_ms;    /* next poll delay (JN_IO_POLL_MS doubling) */
+    /* write stalls (io_loop.c): octets the socket took, in all; and while
+     * a refused write is being watched, the count at the period's start
+     * and when the period ends (jn_time_mono_ms() ms) */
+    uint64_t octets_written;
+    uint64_t stall_mark;
+    int64_t stall_check_at;
+    bool stall_watch;
 };
 
 /* ---- links -------------------------------------------------------------- */

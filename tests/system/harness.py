@@ -23,7 +23,8 @@ What is here, top to bottom:
 
 Run as a script, this file is a client that a test can kill with SIGKILL
 (see `main` at the bottom): `hold-receiver` takes messages and never settles
-them, `stream-sender` streams one large message.
+them, `stream-sender` streams one large message, `flood-sender` sends as
+fast as its credit allows.
 
 Every client connects to 127.0.0.1 only. Every wait is bounded.
 """
@@ -1064,15 +1065,18 @@ class RawClient:
         if int(outcome.fields[0]) != 0:
             raise AssertionError("SASL outcome %r" % outcome)
 
-    def open(self, max_frame_size=65536):
-        """SASL ANONYMOUS, AMQP header, open; returns the router's open."""
+    def open(self, max_frame_size=65536, idle_time_out=None):
+        """SASL ANONYMOUS, AMQP header, open (with idle-time-out in ms when
+        given); returns the router's open."""
         self.sasl_anonymous()
         self.send(AMQP_HEADER)
         got = self.read_header()
         if got != AMQP_HEADER:
             raise AssertionError("router answered the AMQP header with %r" % got)
-        self.send(frame(performative(OPEN, ["raw-client-%d" % os.getpid(), "127.0.0.1",
-                                            uint(max_frame_size), ushort(255)])))
+        fields = ["raw-client-%d" % os.getpid(), "127.0.0.1", uint(max_frame_size), ushort(255)]
+        if idle_time_out is not None:
+            fields.append(uint(idle_time_out))
+        self.send(frame(performative(OPEN, fields)))
         self.remote_open = self.expect(OPEN)
         return self.remote_open
 
@@ -1219,15 +1223,44 @@ class _StreamSender(Scenario):
         self.stream.pump(self.link)
 
 
+class _FloodSender(Scenario):
+    """Send unsettled messages of `size` body octets whenever there is credit;
+    print 'sent N settled M' every tick. The router may release or modify
+    them (a consumer that went away): they count as settled."""
+
+    def __init__(self, url, address, size):
+        super().__init__(timeout=3600)
+        self.url, self.address = url, address
+        self.body = b"f" * size
+        self.sent = self.settled = 0
+        self.link = None
+
+    def start(self):
+        self.link = self.container.create_sender(self.connect(self.url), self.address)
+
+    def on_sendable(self, event):
+        while event.sender.credit > 0:
+            event.sender.send(Message(body=self.body))
+            self.sent += 1
+
+    def on_settled(self, event):
+        self.settled += 1
+
+    def tick(self):
+        print("sent %d settled %d" % (self.sent, self.settled), flush=True)
+
+
 def main(argv):
     what = argv[1] if len(argv) > 1 else ""
     if what == "hold-receiver":
         s = _HoldReceiver(argv[2], argv[3]).run()
     elif what == "stream-sender":
         s = _StreamSender(argv[2], argv[3], int(argv[4])).run()
+    elif what == "flood-sender":
+        s = _FloodSender(argv[2], argv[3], int(argv[4])).run()
     else:
-        print("usage: harness.py hold-receiver URL ADDRESS | stream-sender URL ADDRESS OCTETS",
-              file=sys.stderr)
+        print("usage: harness.py hold-receiver URL ADDRESS | stream-sender URL ADDRESS OCTETS"
+              " | flood-sender URL ADDRESS BODY-OCTETS", file=sys.stderr)
         return 2
     if s.error:
         print(s.error, file=sys.stderr)

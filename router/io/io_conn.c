@@ -360,6 +360,8 @@ static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
         pn_connection_open(pc);
     if (conn->screened_out)
         return; /* closing with the screen's error; the core never hears of it */
+    if (conn->opened || conn->core)
+        return; /* a second open (the screen refuses it): the core knows it once */
     if (refuse_idle_timeout_IO(conn, t))
         return;
     conn->tick_at = 0; /* the peer's idle timeout is known now: tick again */

@@ -609,27 +609,57 @@ static int check_amqp(jn_screen_t *s, uint64_t code, fields_t *f)
     }
 }
 
-static int check_sasl(jn_screen_t *s, uint64_t code)
+/* The first field of a SASL performative, which each of them requires
+ * (5.3.3): its format code must be one of codes (0-terminated), and it
+ * must decode within the frame. An array must hold symbols. */
+static int sasl_first_field(jn_screen_t *s, fields_t *f, const uint8_t *codes, const char *what)
 {
+    jn_value_t v;
+    if (f->left == 0 || f->p >= f->end)
+        return fail(s, DECODE, "%s without its mandatory first field", what);
+    uint8_t code = f->p[0];
+    bool ok = false;
+    for (const uint8_t *c = codes; *c; c++)
+        ok = ok || code == *c;
+    if (!ok)
+        return fail(s, DECODE, "%s: first field has format code 0x%02x", what, code);
+    if ((code == 0xe0 || code == 0xf0)) { /* an array: of symbols */
+        size_t ctor = code == 0xe0 ? 3 : 9;
+        if ((size_t)(f->end - f->p) <= ctor || (f->p[ctor] != 0xa3 && f->p[ctor] != 0xb3))
+            return fail(s, DECODE, "%s: first field is not an array of symbols", what);
+    }
+    if (next_field(f, &v) != 0)
+        return fail(s, DECODE, "%s: first field cannot be decoded", what);
+    return 0;
+}
+
+static int check_sasl(jn_screen_t *s, uint64_t code, fields_t *f)
+{
+    static const uint8_t symbol[] = {0xa3, 0xb3, 0};
+    static const uint8_t symbols[] = {0xa3, 0xb3, 0xe0, 0xf0, 0};
+    static const uint8_t binary[] = {0xa0, 0xb0, 0};
+    static const uint8_t ubyte[] = {0x50, 0};
     switch (s->sasl) {
     case SASL_START:
-        if (code == 0x40)
+        if (code == 0x40) {
             s->sasl = SASL_MECHS_SEEN; /* the peer is the server */
-        else if (code == 0x41)
+            return sasl_first_field(s, f, symbols, "sasl-mechanisms");
+        }
+        if (code == 0x41) {
             s->sasl = SASL_INIT_SEEN; /* the peer is the client */
-        else
-            break;
-        return 0;
+            return sasl_first_field(s, f, symbol, "sasl-init");
+        }
+        break;
     case SASL_INIT_SEEN:
         if (code == 0x43)
-            return 0;
+            return sasl_first_field(s, f, binary, "sasl-response");
         break;
     case SASL_MECHS_SEEN:
         if (code == 0x42)
-            return 0;
+            return sasl_first_field(s, f, binary, "sasl-challenge");
         if (code == 0x44) {
             s->sasl = SASL_DONE;
-            return 0;
+            return sasl_first_field(s, f, ubyte, "sasl-outcome");
         }
         break;
     default:
@@ -644,9 +674,9 @@ static int check_sasl(jn_screen_t *s, uint64_t code)
 static int check_perf(jn_screen_t *s, const uint8_t *p, uint32_t len, uint64_t code,
                       uint32_t fields_at, uint32_t count)
 {
-    if (s->layer == LAYER_SASL)
-        return check_sasl(s, code);
     fields_t f = {.p = p + fields_at, .end = p + len, .left = count};
+    if (s->layer == LAYER_SASL)
+        return check_sasl(s, code, &f);
     if (code == 0x14 && s->open_seen && quick_transfer(s, &f) == 1)
         return 0;
     return check_amqp(s, code, &f);

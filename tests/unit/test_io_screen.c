@@ -191,8 +191,24 @@ static void close_(stream_t *st)
 static void sasl_frame(stream_t *st, uint8_t code)
 {
     perf_t f = {0};
-    f_bin(&f, 0xa3, "ANONYMOUS");
+    if (code == 0x40 || code == 0x41)
+        f_bin(&f, 0xa3, "ANONYMOUS"); /* mechanisms; init: its mechanism */
+    if (code == 0x41 || code == 0x42 || code == 0x43)
+        f_bin(&f, 0xa0, "anonymous"); /* initial response, challenge, response */
+    if (code == 0x44) {
+        uint8_t ok[2] = {0x50, 0}; /* outcome code ok */
+        f_raw(&f, ok, 2);
+    }
     frame(st, 1, 0, code, &f, NULL, 0);
+}
+
+/* A sasl-init whose first field (the mechanism) is raw octets. */
+static void sasl_init_raw(stream_t *st, const void *mech, size_t n)
+{
+    perf_t f = {0};
+    if (n)
+        f_raw(&f, mech, n);
+    frame(st, 1, 0, 0x41, &f, NULL, 0);
 }
 
 /* A client's start: header, open, begin on 0, a sending link on handle 0. */
@@ -488,6 +504,43 @@ static void test_sasl_layer(void **state)
     open_(&st); /* an AMQP frame in the SASL layer */
     expect_refused(&st, "amqp:connection:framing-error", "frame type 0");
 
+    /* sasl-init without a usable mechanism (proton 0.37 compares it with
+     * strcmp: a NULL pointer, the router dies) */
+    static const uint8_t null_mech[] = {0x40};
+    static const uint8_t uint_mech[] = {0x52, 0x07};
+    static const uint8_t str_mech[] = {0xa1, 0x01, 'X'};
+    static const uint8_t long_mech[] = {0xa3, 0x7f, 'X'};
+    const struct { const uint8_t *p; size_t n; const char *words; } bad[] = {
+        {null_mech, 1, "format code 0x40"}, {uint_mech, 2, "format code 0x52"},
+        {str_mech, 3, "format code 0xa1"}, {long_mech, 3, "cannot be decoded"},
+        {NULL, 0, "mandatory first field"}};
+    for (unsigned i = 0; i < 5; i++) {
+        memset(&st, 0, sizeof st);
+        hdr(&st, 3);
+        sasl_init_raw(&st, bad[i].p, bad[i].n);
+        expect_refused(&st, "amqp:decode-error", bad[i].words);
+    }
+
+    /* a second sasl-init, also after the pipelined AMQP header (proton
+     * leaks the first mechanism name) */
+    memset(&st, 0, sizeof st);
+    hdr(&st, 3);
+    sasl_frame(&st, 0x41);
+    sasl_frame(&st, 0x41);
+    expect_refused(&st, "amqp:illegal-state", "out of order");
+    memset(&st, 0, sizeof st);
+    hdr(&st, 3);
+    sasl_frame(&st, 0x41);
+    hdr(&st, 0);
+    sasl_frame(&st, 0x41);
+    expect_refused(&st, "amqp:connection:framing-error", "frame type 1");
+
+    /* a SASL frame with no SASL layer at all */
+    memset(&st, 0, sizeof st);
+    hdr(&st, 0);
+    sasl_frame(&st, 0x41);
+    expect_refused(&st, "amqp:connection:framing-error", "frame type 1");
+
     /* the server's side, as a connector sees it */
     memset(&st, 0, sizeof st);
     hdr(&st, 3);
@@ -496,6 +549,8 @@ static void test_sasl_layer(void **state)
     hdr(&st, 0);
     open_(&st);
     expect_pass(&st);
+    sasl_frame(&st, 0x40); /* a second sasl-mechanisms, after the layer */
+    expect_refused(&st, "amqp:connection:framing-error", "frame type 1");
 }
 
 static void test_stream_end_passes_nothing_more(void **state)

@@ -428,6 +428,10 @@ struct jn_io_link {
         jn_delivery_t *dlv;  /* our reference once routed */
         bool discard;        /* rejected/oversize: drop the octets */
         bool settle_pending; /* settle when the last octet is in */
+        /* the outcome to settle it with then (JN_DISP_NONE: none); owned.
+         * A terminal outcome is sent with the settlement, in one
+         * disposition, never once unsettled and again settled. */
+        jn_disposition_t final_disp;
         bool notify;         /* tell the core at batch end */
         bool paused;         /* stopped reading (high-water mark) */
         size_t trimmed_at;   /* message length at the last trim */

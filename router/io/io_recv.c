@@ -76,6 +76,22 @@ static void disposition_apply(pn_delivery_t *pd, const jn_disposition_t *d)
     pn_delivery_update(pd, d->type);
 }
 
+/* Settle the delivery being received with outcome d (JN_DISP_NONE: none)
+ * once its last octet is in, in one disposition. When d cannot be kept
+ * (out of memory) the delivery is still settled, with the outcome applied
+ * now. */
+static void rx_settle_later_IO(jn_io_link_t *link, const jn_disposition_t *d)
+{
+    link->rx.settle_pending = true;
+    if (d->type == JN_DISP_NONE || pn_delivery_settled(link->rx.pd))
+        return;
+    jn_disposition_clear(&link->rx.final_disp);
+    if (jn_disposition_copy(&link->rx.final_disp, d) != 0) {
+        jn_disposition_clear(&link->rx.final_disp);
+        disposition_apply(link->rx.pd, d);
+    }
+}
+
 /* Reject the delivery being received with condition/description; the rest
  * of its octets are dropped and it is settled once they are in. */
 static void rx_reject_IO(jn_io_link_t *link, const char *condition, const char *description)
@@ -83,10 +99,8 @@ static void rx_reject_IO(jn_io_link_t *link, const char *condition, const char *
     jn_disposition_t d = {.type = JN_DISP_REJECTED,
                           .condition = (char *)condition,
                           .description = (char *)description};
-    if (!pn_delivery_settled(link->rx.pd))
-        disposition_apply(link->rx.pd, &d);
+    rx_settle_later_IO(link, &d);
     link->rx.discard = true;
-    link->rx.settle_pending = true;
 }
 
 /* Release what every copy has passed; return the octets received but not
@@ -269,6 +283,9 @@ static void rx_finish_IO(jn_io_link_t *link, bool aborted)
     }
     jn_message_unref(link->rx.msg);
     bool settle = link->rx.settle_pending || aborted || pn_delivery_settled(pd);
+    if (link->rx.final_disp.type != JN_DISP_NONE && !aborted && !pn_delivery_settled(pd))
+        disposition_apply(pd, &link->rx.final_disp); /* with the settlement below */
+    jn_disposition_clear(&link->rx.final_disp);
     pn_link_advance(link->pn);
     if (!dlv) {
         pn_delivery_settle(pd);
@@ -407,14 +424,16 @@ void jn_io_rx_update_IO(jn_io_link_t *link, jn_work_t *work)
     pn_delivery_t *pd = jn_delivery_io(dlv);
     if (!pd || !link->pn)
         return;
+    if (work->settled && pd == link->rx.pd) {
+        /* still arriving: its outcome goes with its settlement, once the
+         * last octet is in (one terminal disposition, not two) */
+        rx_settle_later_IO(link, &work->disp);
+        return;
+    }
     if (work->disp.type != JN_DISP_NONE && !pn_delivery_settled(pd))
         disposition_apply(pd, &work->disp);
     if (!work->settled)
         return;
-    if (pd == link->rx.pd) {
-        link->rx.settle_pending = true; /* settled once its last octet is in */
-        return;
-    }
     jn_io_pd_release(pd, dlv, true);
 }
 
@@ -441,6 +460,7 @@ void jn_io_rx_link_gone_IO(jn_io_link_t *link)
             }
         }
         jn_message_unref(link->rx.msg);
+        jn_disposition_clear(&link->rx.final_disp);
         memset(&link->rx, 0, sizeof link->rx);
     }
     if (link->pn)

@@ -1223,6 +1223,40 @@ class _StreamSender(Scenario):
         self.stream.pump(self.link)
 
 
+class _AcceptSome(Scenario):
+    """Receive; accept the first `accept` messages, release the next
+    `release`, then hold every later one unsettled. Print 'accepted N' and
+    'released N' as it goes; with `detach`, close the link once done
+    instead of holding (and print 'detached')."""
+
+    def __init__(self, url, address, accept, release, detach):
+        super().__init__(timeout=3600)
+        self.url, self.address = url, address
+        self.accept_n, self.release_n, self.detach = accept, release, detach
+        self.accepted = self.released = 0
+
+    def start(self):
+        self.link = self.container.create_receiver(self.connect(self.url), self.address)
+
+    def on_link_opened(self, event):
+        event.link.flow(20)
+
+    def on_message(self, event):
+        if self.accepted < self.accept_n:
+            self.accept(event.delivery)
+            self.accepted += 1
+            print("accepted %d" % self.accepted, flush=True)
+        elif self.released < self.release_n:
+            self.release(event.delivery, delivered=False)
+            self.released += 1
+            print("released %d" % self.released, flush=True)
+        elif self.detach:
+            event.link.close()
+            print("detached", flush=True)
+            self.detach = False
+        event.link.flow(1)
+
+
 class _FloodSender(Scenario):
     """Send unsettled messages of `size` body octets whenever there is credit;
     print 'sent N settled M' every tick. The router may release or modify
@@ -1256,11 +1290,14 @@ def main(argv):
         s = _HoldReceiver(argv[2], argv[3]).run()
     elif what == "stream-sender":
         s = _StreamSender(argv[2], argv[3], int(argv[4])).run()
+    elif what == "accept-some":
+        s = _AcceptSome(argv[2], argv[3], int(argv[4]), int(argv[5]), argv[6] == "detach").run()
     elif what == "flood-sender":
         s = _FloodSender(argv[2], argv[3], int(argv[4])).run()
     else:
         print("usage: harness.py hold-receiver URL ADDRESS | stream-sender URL ADDRESS OCTETS"
-              " | flood-sender URL ADDRESS BODY-OCTETS", file=sys.stderr)
+              " | flood-sender URL ADDRESS BODY-OCTETS"
+              " | accept-some URL ADDRESS ACCEPT RELEASE detach|hold", file=sys.stderr)
         return 2
     if s.error:
         print(s.error, file=sys.stderr)

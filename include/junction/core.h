@@ -266,12 +266,33 @@ enum {
 
 /* A disposition as it travels between links. Strings are owned by the
  * struct (freed with jn_disposition_clear). */
+/* The rarer parts of a delivery state, kept apart so that the usual
+ * dispositions (accepted, released) stay small on the hot path. */
+typedef struct jn_disposition_extra {
+    /* received (AMQP 1.0 part 3, 3.4.1): where the receiver got to */
+    bool has_section;
+    uint32_t section_number;
+    uint64_t section_offset;
+    /* Each one AMQP-encoded value (heap, owned; NULL/0 when absent):
+     * rejected: the error's info map; modified: the message-annotations
+     * map; any other state type: its value (what follows the descriptor).
+     * Carried octet for octet, so a state crosses any number of hops
+     * unchanged. */
+    uint8_t *info;
+    size_t info_len;
+    uint8_t *annotations;
+    size_t annotations_len;
+    uint8_t *data;
+    size_t data_len;
+} jn_disposition_extra_t;
+
 typedef struct jn_disposition {
-    uint64_t type;             /* JN_DISP_* */
+    uint64_t type;             /* JN_DISP_*, or another state's descriptor code */
     char *condition;           /* rejected: error condition, or NULL */
     char *description;         /* rejected: error description, or NULL */
     bool delivery_failed;      /* modified */
     bool undeliverable_here;   /* modified */
+    jn_disposition_extra_t *extra; /* the other fields (heap, owned), or NULL */
 } jn_disposition_t;
 
 /* jn_disposition_clear: free the strings and set type to JN_DISP_NONE. */
@@ -321,6 +342,20 @@ bool jn_delivery_presettled(const jn_delivery_t *dlv); /* sent settled (immutabl
 const uint8_t *jn_delivery_tag(const jn_delivery_t *dlv, size_t *len);
 jn_delivery_t *jn_delivery_ref(jn_delivery_t *dlv);
 void jn_delivery_unref(jn_delivery_t *dlv);
+
+/* jn_delivery_set_state_IO: the state the sender put on the delivery's
+ * first transfer (AMQP 1.0 part 2, 2.7.5 `state`; any type, every field),
+ * copied into dlv, which owns it. Only before the delivery is posted
+ * (jn_core_delivery_arrived_IO); the core copies it into each outgoing
+ * copy, which carries it on its own first transfer, so every receiver
+ * sees it. Returns 0 or JN_ENOMEM (the delivery then goes without it).
+ * The receiving link's I/O thread. */
+int jn_delivery_set_state_IO(jn_delivery_t *dlv, const jn_disposition_t *state);
+
+/* jn_delivery_state: the state set above (incoming) or copied (outgoing),
+ * or NULL. Borrowed, valid while dlv is referenced. Immutable once the
+ * delivery is posted or the copy made; any thread holding a reference. */
+const jn_disposition_t *jn_delivery_state(const jn_delivery_t *dlv);
 
 /* jn_delivery_to_override: for an outgoing copy toward another router,
  * the address to send as x-opt-qd.to when this router set it (the copy's

@@ -73,6 +73,9 @@ jn_delivery_t *jn_delivery_copy_CT(jn_delivery_t *peer, jn_core_link_t *link, bo
         c->origin_link = jn_link_ref(peer->link);
         c->to_override = peer->link->address;
     }
+    if (JN_UNLIKELY(peer->state) && jn_delivery_set_state_IO(c, peer->state) != 0)
+        JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_ERROR,
+               "Out of memory for a delivery's state: the copy goes without it");
     c->ct.peer = jn_delivery_ref(peer);
     c->ct.copy_next = peer->ct.copies;
     if (peer->ct.copies)
@@ -96,10 +99,30 @@ void jn_delivery_unref(jn_delivery_t *dlv)
     if (before != 1)
         return;
     jn_message_unref(dlv->message);
+    if (JN_UNLIKELY(dlv->state)) {
+        jn_disposition_clear(dlv->state);
+        free(dlv->state);
+    }
     if (dlv->origin_link)
         jn_link_unref(dlv->origin_link);
     jn_link_unref(dlv->link);
     jn_pool_free(atomic_load_explicit(&delivery_pool, memory_order_acquire), dlv);
+}
+
+int jn_delivery_set_state_IO(jn_delivery_t *dlv, const jn_disposition_t *state)
+{
+    jn_disposition_t *s = malloc(sizeof *s);
+    if (!s || jn_disposition_copy(s, state) != 0) {
+        free(s);
+        return JN_ENOMEM;
+    }
+    dlv->state = s;
+    return 0;
+}
+
+const jn_disposition_t *jn_delivery_state(const jn_delivery_t *dlv)
+{
+    return dlv->state;
 }
 
 const char *jn_delivery_to_override(const jn_delivery_t *dlv)
@@ -186,10 +209,33 @@ void jn_update_action_free(jn_update_action_t *a)
 
 void jn_disposition_clear(jn_disposition_t *d)
 {
-    free(d->condition);
-    free(d->description);
+    /* most dispositions have none of these: skip the calls */
+    if (JN_UNLIKELY(d->condition || d->description || d->extra)) {
+        free(d->condition);
+        free(d->description);
+        if (d->extra) {
+            free(d->extra->info);
+            free(d->extra->annotations);
+            free(d->extra->data);
+            free(d->extra);
+        }
+    }
     memset(d, 0, sizeof *d);
     d->type = JN_DISP_NONE;
+}
+
+static int dup_octets(uint8_t **dst, size_t *dst_len, const uint8_t *src, size_t len)
+{
+    *dst = NULL;
+    *dst_len = 0;
+    if (!src || !len)
+        return 0;
+    *dst = malloc(len);
+    if (!*dst)
+        return JN_ENOMEM;
+    memcpy(*dst, src, len);
+    *dst_len = len;
+    return 0;
 }
 
 static int dup_string(char **dst, const char *src)
@@ -207,12 +253,30 @@ int jn_disposition_copy(jn_disposition_t *dst, const jn_disposition_t *src)
     dst->type = src->type;
     dst->delivery_failed = src->delivery_failed;
     dst->undeliverable_here = src->undeliverable_here;
+    if (JN_LIKELY(!src->condition && !src->description && !src->extra))
+        return 0; /* the usual outcome: nothing to copy */
     if (dup_string(&dst->condition, src->condition) != 0 ||
-        dup_string(&dst->description, src->description) != 0) {
-        jn_disposition_clear(dst);
-        return JN_ENOMEM;
+        dup_string(&dst->description, src->description) != 0)
+        goto nomem;
+    if (src->extra) {
+        const jn_disposition_extra_t *x = src->extra;
+        jn_disposition_extra_t *y = calloc(1, sizeof *y);
+        if (!y)
+            goto nomem;
+        dst->extra = y;
+        y->has_section = x->has_section;
+        y->section_number = x->section_number;
+        y->section_offset = x->section_offset;
+        if (dup_octets(&y->info, &y->info_len, x->info, x->info_len) != 0 ||
+            dup_octets(&y->annotations, &y->annotations_len, x->annotations,
+                       x->annotations_len) != 0 ||
+            dup_octets(&y->data, &y->data_len, x->data, x->data_len) != 0)
+            goto nomem;
     }
     return 0;
+nomem:
+    jn_disposition_clear(dst);
+    return JN_ENOMEM;
 }
 
 /* ---- lists ---------------------------------------------------------------- */

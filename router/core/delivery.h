@@ -41,6 +41,9 @@ struct jn_delivery {
      * address of origin_link, a reference held), or NULL */
     const char *to_override;
     jn_core_link_t *origin_link;
+    /* the sender's transfer state (jn_delivery_set_state_IO), owned, or
+     * NULL (almost always) */
+    jn_disposition_t *state;
 
     /* Atomic. continue_posted: continue_action is on the core's queue (set
      * by the receiving I/O thread, cleared by the core when it takes it). */

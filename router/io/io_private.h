@@ -36,6 +36,7 @@
 #include <proton/connection.h>
 #include <proton/connection_driver.h>
 #include <proton/delivery.h>
+#include <proton/disposition.h>
 #include <proton/link.h>
 #include <proton/object.h>
 #include <proton/session.h>
@@ -488,6 +489,11 @@ jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming);
 void jn_io_conn_unref(jn_io_conn_t *conn);
 /* jn_io_conn_refuse_IO: close conn with its screen's error (io_conn.c). */
 void jn_io_conn_refuse_IO(jn_io_conn_t *conn);
+
+/* io_state.c: a delivery state, every field, between proton and the core */
+void jn_io_state_read_IO(pn_disposition_t *remote, jn_disposition_t *d);
+void jn_io_state_release_IO(jn_disposition_t *d);
+void jn_io_state_apply_IO(pn_disposition_t *local, const jn_disposition_t *d);
 
 /* io_props.c */
 /* jn_io_render_properties_IO: a peer's open properties as management shows

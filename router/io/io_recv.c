@@ -63,16 +63,8 @@ static void credit_back_IO(jn_io_link_t *link)
 /* Set our disposition of pd (not yet settled) as d says. */
 static void disposition_apply(pn_delivery_t *pd, const jn_disposition_t *d)
 {
-    pn_disposition_t *local = pn_delivery_local(pd);
-    if (d->type == JN_DISP_REJECTED && d->condition) {
-        pn_condition_t *c = pn_disposition_condition(local);
-        pn_condition_set_name(c, d->condition);
-        if (d->description)
-            pn_condition_set_description(c, d->description);
-    } else if (d->type == JN_DISP_MODIFIED) {
-        pn_disposition_set_failed(local, d->delivery_failed);
-        pn_disposition_set_undeliverable(local, d->undeliverable_here);
-    }
+    if (d->type != JN_DISP_ACCEPTED)
+        jn_io_state_apply_IO(pn_delivery_local(pd), d); /* every field */
     pn_delivery_update(pd, d->type);
 }
 
@@ -260,6 +252,16 @@ static void rx_try_route_IO(jn_io_link_t *link, bool all_in)
         rx_reject_IO(link, "amqp:resource-limit-exceeded", "router out of memory");
         return;
     }
+    uint64_t state = pn_delivery_remote_state(pd);
+    if (JN_UNLIKELY(state != 0)) { /* a state on the transfer: every copy carries it */
+        jn_disposition_t d = {.type = state};
+        jn_io_state_read_IO(pn_delivery_remote(pd), &d);
+        if (jn_delivery_set_state_IO(dlv, &d) != 0)
+            JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_ERROR,
+                   JN_IO_LINK_FMT " Out of memory for a delivery's state: forwarded without it",
+                   link->conn->id, link->id);
+        jn_io_state_release_IO(&d);
+    }
     link->rx.dlv = dlv; /* also the pn_delivery context's reference */
     jn_io_pd_keep(pd, dlv);
     jn_core_delivery_arrived_IO(dlv);
@@ -283,9 +285,11 @@ static void rx_finish_IO(jn_io_link_t *link, bool aborted)
     }
     jn_message_unref(link->rx.msg);
     bool settle = link->rx.settle_pending || aborted || pn_delivery_settled(pd);
-    if (link->rx.final_disp.type != JN_DISP_NONE && !aborted && !pn_delivery_settled(pd))
-        disposition_apply(pd, &link->rx.final_disp); /* with the settlement below */
-    jn_disposition_clear(&link->rx.final_disp);
+    if (JN_UNLIKELY(link->rx.final_disp.type != JN_DISP_NONE)) {
+        if (!aborted && !pn_delivery_settled(pd))
+            disposition_apply(pd, &link->rx.final_disp); /* with the settlement below */
+        jn_disposition_clear(&link->rx.final_disp);
+    }
     pn_link_advance(link->pn);
     if (!dlv) {
         pn_delivery_settle(pd);

@@ -186,6 +186,11 @@ static void tx_start_IO(jn_io_link_t *link, jn_work_t *w)
     size_t tag_len;
     const uint8_t *tag = jn_delivery_tag(dlv, &tag_len);
     pn_delivery_t *pd = pn_delivery(link->pn, pn_dtag((const char *)tag, tag_len));
+    const jn_disposition_t *state = jn_delivery_state(dlv);
+    if (JN_UNLIKELY(state != NULL)) { /* the sender's: on our first transfer too */
+        jn_io_state_apply_IO(pn_delivery_local(pd), state);
+        pn_delivery_update(pd, state->type);
+    }
     jn_buffer_list_t ann;
     jn_buffer_list_init(&ann);
     jn_ra_hop_t hop = {.to_router = !link->conn->strip_outbound,
@@ -306,21 +311,14 @@ void jn_io_tx_delivery_IO(jn_io_link_t *link, pn_delivery_t *pd)
     jn_delivery_t *dlv = pn_delivery_get_context(pd);
     if (!dlv || !pn_delivery_updated(pd))
         return;
-    pn_disposition_t *remote = pn_delivery_remote(pd);
     jn_disposition_t d = {.type = pn_delivery_remote_state(pd)};
-    if (d.type == JN_DISP_REJECTED) {
-        pn_condition_t *c = pn_disposition_condition(remote);
-        if (pn_condition_is_set(c)) {
-            d.condition = (char *)pn_condition_get_name(c);
-            d.description = (char *)pn_condition_get_description(c);
-        }
-    } else if (d.type == JN_DISP_MODIFIED) {
-        d.delivery_failed = pn_disposition_is_failed(remote);
-        d.undeliverable_here = pn_disposition_is_undeliverable(remote);
-    }
+    if (d.type != JN_DISP_ACCEPTED)
+        jn_io_state_read_IO(pn_delivery_remote(pd), &d); /* every field */
     bool settled = pn_delivery_settled(pd);
     pn_delivery_clear(pd);
     jn_core_delivery_update_IO(dlv, &d, settled); /* the core copies d */
+    if (d.type != JN_DISP_ACCEPTED)
+        jn_io_state_release_IO(&d);
     if (!settled)
         return;
     if (pd == link->tx.pd) {

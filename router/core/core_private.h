@@ -456,6 +456,10 @@ void jn_forward_hand_out_CT(jn_delivery_t *copy);
  * already removed from its consumers), release the others to their
  * senders. */
 void jn_forward_consumer_gone_CT(jn_core_link_t *link, jn_addr_t *addr);
+/* jn_forward_producer_gone_CT: an incoming link is gone: the copies of its
+ * deliveries whose consumers gave an outcome without settling are settled
+ * by the router (no sender is left to settle first); forward.c. */
+void jn_forward_producer_gone_CT(jn_core_link_t *link);
 
 /* ---- router.c (the mesh) ------------------------------------------------- */
 

@@ -531,6 +531,25 @@ static void count_outcome_CT(jn_core_t *core, jn_delivery_t *copy, uint64_t type
         count_link_outcome(copy->ct.peer->link, type); /* the sender's outcome */
 }
 
+static inline bool is_terminal(uint64_t type)
+{
+    return type == JN_DISP_ACCEPTED || type == JN_DISP_REJECTED || type == JN_DISP_RELEASED ||
+           type == JN_DISP_MODIFIED;
+}
+
+/* Settle a copy toward its consumer on the router's own account (its
+ * sender is gone), and finish it when nothing more will be sent. */
+static void settle_orphan_CT(jn_delivery_t *copy)
+{
+    JN_ASSERT_CT(jn_delivery_core(copy));
+    if (copy->ct.settled)
+        return;
+    jn_work_dlv_CT(copy, JN_WORK_DELIVERY_UPDATE, JN_DISP_NONE, NULL, true);
+    copy_settle(copy);
+    if (copy->ct.final)
+        finish_copy_CT(copy);
+}
+
 /* The sender changed its delivery: only its settlement matters. */
 static void sender_update_CT(jn_delivery_t *dlv, bool settled)
 {
@@ -585,11 +604,46 @@ void jn_forward_update_CT(jn_delivery_t *dlv, const jn_disposition_t *disp, bool
             peer->ct.router_settled = true;
         }
     }
+    if (!settled && is_terminal(disp->type) && peer->link->ct.state == JN_LINK_ST_DETACHED) {
+        settle_orphan_CT(dlv); /* no sender left to settle it: we do */
+        return;
+    }
     if (!settled)
         return;
     copy_settle(dlv);
     if (!dlv->ct.handed_out || dlv->ct.final)
         finish_copy_CT(dlv);
+}
+
+/* The sender's link is gone: every copy of its deliveries that its consumer
+ * gave a terminal outcome without settling (waiting for the sender to
+ * settle first, as receivers in rcv-settle-mode second do, or clients that
+ * settle only when the sender has) is settled by the router now; copies
+ * still without an outcome are settled as soon as they get one
+ * (jn_forward_update_CT). Otherwise such deliveries stayed unsettled on
+ * the consumer's link for good — after a transit router died, at the
+ * egress router. Walks the outgoing links' in-flight lists: only when the
+ * link had unsettled deliveries, and a link detach is rare. */
+void jn_forward_producer_gone_CT(jn_core_link_t *link)
+{
+    jn_core_t *core = link->conn->core;
+    JN_ASSERT_CT(core);
+    if (link->dir != JN_LINK_INCOMING || link->ct.unsettled_in == 0)
+        return;
+    for (jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next) {
+        for (jn_core_link_t *out = c->ct.links; out; out = out->ct.conn_next) {
+            if (out->dir != JN_LINK_OUTGOING)
+                continue;
+            jn_delivery_t *next;
+            for (jn_delivery_t *copy = out->ct.inflight.head; copy; copy = next) {
+                next = copy->ct.next;
+                jn_delivery_t *peer = copy->ct.peer;
+                if (peer && peer->link == link && !copy->ct.settled &&
+                    copy->ct.outcome_counted && !peer->ct.multicast)
+                    settle_orphan_CT(copy);
+            }
+        }
+    }
 }
 
 void jn_forward_consumer_gone_CT(jn_core_link_t *link, jn_addr_t *addr)
@@ -625,7 +679,17 @@ void jn_forward_consumer_gone_CT(jn_core_link_t *link, jn_addr_t *addr)
             mc_merge(peer, JN_DISP_MODIFIED); /* lost with its consumer */
         if (!copy->ct.settled && !peer->ct.multicast) {
             bool open = !peer->presettled && !peer->ct.sender_settled && !peer->ct.router_settled;
-            if (link->conn->inter_router) {
+            if (copy->ct.outcome_counted) {
+                /* its consumer's outcome reached the sender already (not
+                 * settled, waiting for the sender to settle first): settle
+                 * with that outcome, never a second, different one */
+                if (open) {
+                    incoming_settling(peer);
+                    peer->ct.router_settled = true;
+                    if (peer->link->ct.state != JN_LINK_ST_DETACHED)
+                        jn_work_dlv_CT(peer, JN_WORK_DELIVERY_UPDATE, JN_DISP_NONE, NULL, true);
+                }
+            } else if (link->conn->inter_router) {
                 /* it may have reached a consumer beyond the lost router:
                  * modified, delivery-failed (mesh-protocol.md 10.5) */
                 if (open) {

@@ -236,6 +236,8 @@ void jn_link_detached_CT(jn_core_link_t *link, bool from_conn_close)
         addr = jn_addr_remove_link_CT(core, link);
     if (link->dir == JN_LINK_OUTGOING)
         jn_forward_consumer_gone_CT(link, addr);
+    else
+        jn_forward_producer_gone_CT(link);
     if (addr)
         jn_addr_release_if_unused_CT(core, addr);
     if (link->ct.conn_prev)

@@ -227,10 +227,25 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* Poll the queue for up to JN_CORE_SPIN_NS; true when an action came. */
-static bool spin_CT(jn_core_t *core)
+/* The core thread takes and gives the token around each stretch of core
+ * work, and is "the core thread" (JN_ASSERT_CT) only while it holds it. */
+static bool ct_enter(jn_core_t *core)
 {
-    JN_ASSERT_CT(core);
+    if (!token_take(core))
+        return false;
+    jn_core_ct_self_ = core;
+    return true;
+}
+
+static void ct_leave(jn_core_t *core)
+{
+    jn_core_ct_self_ = NULL;
+    token_give(core);
+}
+
+/* Poll the queue for up to JN_CORE_SPIN_NS; true when an action came. */
+static bool spin_queue(jn_core_t *core)
+{
     if (JN_CORE_SPIN_NS == 0)
         return false;
     uint64_t deadline = jn_time_mono_ns() + JN_CORE_SPIN_NS;
@@ -247,18 +262,28 @@ static bool spin_CT(jn_core_t *core)
 /* Sleep until a producer writes the eventfd (or, for an interior router,
  * until the mesh's next tick: then poll() first, so a standalone router
  * keeps one syscall per sleep). */
-static void sleep_CT(jn_core_t *core)
+static void core_sleep(jn_core_t *core)
 {
-    JN_ASSERT_CT(core);
-    int timeout = jn_router_sleep_ms_CT(core);
+    /* the mesh's timers are the core's: read them holding the token (a
+     * loop that holds it ticks them after each batch of its own, so
+     * without it a short wait is enough) */
+    int timeout = -1;
+    if (core->mesh) {
+        if (ct_enter(core)) {
+            timeout = jn_router_sleep_ms_CT(core);
+            ct_leave(core);
+        } else {
+            timeout = 20; /* the mesh's flush interval (router.c) */
+        }
+    }
     if (timeout >= 0) {
         struct pollfd p = {.fd = core->wake_fd, .events = POLLIN};
         int rc = timeout > 0 ? poll(&p, 1, timeout) : 0;
         if (rc <= 0) {
-            if (token_take(core)) { /* else the holder ticks, per batch */
+            if (ct_enter(core)) { /* else the holder ticks, per batch */
                 jn_router_tick_CT(core);
                 jn_link_flush_credit_CT(core);
-                token_give(core);
+                ct_leave(core);
             }
             return;
         }
@@ -274,21 +299,20 @@ static void sleep_CT(jn_core_t *core)
 static void *core_main(void *arg)
 {
     jn_core_t *core = arg;
-    jn_core_ct_self_ = core;
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO, "Router core thread running, id=%s%s",
            core->router_id, core->mesh ? " (interior)" : "");
-    while (!token_take(core))
+    while (!ct_enter(core))
         sched_yield();
     int started = jn_router_start_CT(core);
-    token_give(core);
+    ct_leave(core);
     if (started != 0)
         JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_ERROR, "Out of memory for the management address");
     bool worked = false; /* a batch since the last sleep or spin */
     while (!atomic_load(&core->stop)) {
-        bool held = token_take(core);
+        bool held = ct_enter(core);
         size_t n = held ? run_batch_CT(core) : 0;
         if (held)
-            token_give(core);
+            ct_leave(core);
         if (n > 0) {
             worked = true;
             continue;
@@ -301,15 +325,14 @@ static void *core_main(void *arg)
          * again when it lets go; sleep until a foreign post or a tick. */
         bool spin = worked;
         worked = false;
-        if (spin && spin_CT(core))
+        if (spin && spin_queue(core))
             continue;
         atomic_store_explicit(&core->awake, false, memory_order_seq_cst);
         if (!held || atomic_load_explicit(&core->actions.pending, memory_order_seq_cst) == 0)
-            sleep_CT(core);
+            core_sleep(core);
         atomic_store_explicit(&core->awake, true, memory_order_relaxed);
     }
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO, "Router core thread stopped");
-    jn_core_ct_self_ = NULL;
     jn_pool_thread_exit();
     return NULL;
 }
@@ -365,7 +388,8 @@ void jn_core_stop(jn_core_t *core)
  * closed here so that nothing leaks). */
 static void teardown(jn_core_t *core)
 {
-    jn_core_ct_self_ = core;
+    while (!ct_enter(core))
+        sched_yield(); /* nobody else runs the core any more: at once */
     for (;;) {
         if (run_batch_CT(core) > 0)
             continue;
@@ -381,7 +405,7 @@ static void teardown(jn_core_t *core)
     jn_link_flush_credit_CT(core);
     jn_router_fini_CT(core);
     jn_addr_free_all_CT(core);
-    jn_core_ct_self_ = NULL;
+    ct_leave(core);
 }
 
 void jn_core_free(jn_core_t *core)

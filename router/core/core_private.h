@@ -51,7 +51,12 @@
 
 /* The core whose thread this is (NULL on other threads). */
 extern _Thread_local jn_core_t *jn_core_ct_self_;
-#define JN_ASSERT_CT(core) JN_DEBUG_CHECK(jn_core_ct_self_ == (core))
+/* JN_ASSERT_CT: the calling thread holds core's token (core.c: set on
+ * taking it, cleared on giving it back; the teardown runs in the role on
+ * the main thread after the core thread ended). Debug builds. */
+#define JN_ASSERT_CT(core)                                                     \
+    JN_DEBUG_CHECK(jn_core_ct_self_ == (core) &&                               \
+                   atomic_load_explicit(&(core)->running, memory_order_relaxed))
 /* For _CT functions that are given no way to reach their core. */
 #define JN_ASSERT_SOME_CT() JN_DEBUG_CHECK(jn_core_ct_self_ != NULL)
 

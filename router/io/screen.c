@@ -269,9 +269,15 @@ static inline int field_uint(const jn_value_t *v, uint32_t *out, bool *present)
     return v->described ? JN_EPROTO : 0;
 }
 
-/* A boolean field: null reads as false. */
+/* A boolean field: null reads as false. A described value is refused:
+ * proton's scanner reads it as false whatever it holds, so a described
+ * true would make the screen and proton disagree on `more` (the screen
+ * would let a continuation without a delivery-id through to a link that
+ * proton sees starting a new delivery: assertion `id_present'). */
 static inline int field_bool(const jn_value_t *v, bool *out)
 {
+    if (v->described)
+        return JN_EPROTO;
     switch (v->code) {
     case 0x40: case 0x42: *out = false; break;
     case 0x41: *out = true; break;

@@ -89,6 +89,18 @@ class ScreenTest(RouterTestCase):
                transfer(0))
         self.assert_refused(c, "amqp:invalid-field", "without a delivery-id")
 
+    def test_described_more_then_continuation_without_id(self):
+        """A `more` of described true: proton's scanner reads a described
+        value as false (a whole delivery), the screen read it as true (a
+        delivery in progress) and let the continuation without a
+        delivery-id through: proton aborted on 'id_present'."""
+        c = self.sender()
+        first = frame(performative(TRANSFER, [uint(0), uint(0), b"t0", uint(0), False,
+                                              Described(ulong(0), True)])
+                      + b"\x00\x53\x77\xa1\x01x")
+        c.send(first + transfer(0, more=True, payload=b"x") + transfer(0))
+        self.assert_refused(c, "amqp:invalid-field", "undecodable fields")
+
     def test_same_frames_split_one_octet_per_send(self):
         c = self.sender()
         data = transfer(0, more=True, payload=b"abc") + transfer(0)

@@ -10,13 +10,17 @@ one log line naming the peer; the router stays up and the witness loses
 nothing.
 """
 import re
+import socket
+import struct
+import threading
 import time
 import unittest
 
-from proton import symbol, uint
+from proton import Data, symbol, uint, ushort
 
-from harness import (ATTACH, BEGIN, CLOSE, FLOW, SASL_HEADER, SLOW, TRANSFER, Described,
-                     RawClient, RouterTestCase, frame, performative, ulong, ubyte)
+from harness import (AMQP_HEADER, ATTACH, BEGIN, CLOSE, END, FLOW, OPEN, SASL_HEADER,
+                     SASL_INIT, SASL_MECHANISMS, SASL_OUTCOME, SLOW, TRANSFER, Described,
+                     RawClient, RouterTestCase, conf_section, frame, performative, ulong, ubyte)
 
 SCREEN_LINE = re.compile(r"\[C\d+\] Connection from 127\.0\.0\.1:\d+ \(to [^)]+\) failed: "
                          r"(\S+) (.*) \(frame screen\)")
@@ -175,6 +179,116 @@ class InterRouterScreenTest(RouterTestCase):
         self.assertEqual(closes[-1].error()[0], "amqp:illegal-state", closes)
         self.assertTrue(router.alive(), self.logs())
 
+
+
+class FakeServer:
+    """A listening socket on 127.0.0.1 that plays the server for one of the
+    router's connectors: SASL ANONYMOUS, the AMQP header and an open, then
+    whatever the test sends. Every wait is bounded."""
+
+    def __init__(self):
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(1)
+        self.listener.settimeout(20 * SLOW)
+        self.port = self.listener.getsockname()[1]
+        self.sock = None
+        self.buf = b""
+
+    def close(self):
+        for s in (self.sock, self.listener):
+            if s:
+                s.close()
+
+    def _read(self, n):
+        while len(self.buf) < n:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise EOFError("closed by the router")
+            self.buf += chunk
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def read(self):
+        """The next protocol header (bytes) or frame (code, fields)."""
+        head = self._read(8)
+        if head[:4] == b"AMQP":
+            return head
+        size, doff, _, _ = struct.unpack(">IBBH", head)
+        body = self._read(size - 8)[doff * 4 - 8:]
+        if not body:
+            return (None, [])
+        d = Data()
+        d.decode(body)
+        d.rewind()
+        d.next()
+        v = d.get_object()
+        return (int(v.descriptor), list(v.value or []))
+
+    def until(self, code):
+        while True:
+            item = self.read()
+            if isinstance(item, tuple) and item[0] == code:
+                return item
+
+    def accept_and_open(self):
+        self.sock, _ = self.listener.accept()
+        self.sock.settimeout(10 * SLOW)
+        if self._read(8) != SASL_HEADER:
+            raise AssertionError("the connector did not start with SASL")
+        self.sock.sendall(SASL_HEADER + frame(performative(SASL_MECHANISMS,
+                                                           [symbol("ANONYMOUS")]), kind=1))
+        self.until(SASL_INIT)
+        self.sock.sendall(frame(performative(SASL_OUTCOME, [ubyte(0)]), kind=1))
+        while self.read() != AMQP_HEADER:
+            pass
+        self.sock.sendall(AMQP_HEADER + frame(performative(
+            OPEN, ["fake-peer", None, uint(65536), ushort(1000)])))
+        self.until(OPEN)
+
+
+class ConnectorScreenTest(RouterTestCase):
+    """The screen on a connection the router made (a connector)."""
+
+    def test_second_answer_to_one_of_our_begins(self):
+        """The connector side of an inter-router connection begins eleven
+        sessions. A peer that answered one of them on two channels made
+        proton map both to the one session; its end on the second and the
+        router's free of the session left the first pointing at freed
+        memory, and an attach there crashed the router (SIGSEGV)."""
+        fake = FakeServer()
+        self.addCleanup(fake.close)
+        router = self.start_router(router={"mode": "interior"}, extra=conf_section(
+            "connector", {"host": "127.0.0.1", "port": fake.port, "role": "inter-router"}))
+        fake.accept_and_open()
+        for _ in range(11):
+            fake.until(BEGIN)
+
+        def answer(channel):
+            return frame(performative(BEGIN, [ushort(0), uint(0), uint(1000), uint(1000)]),
+                         channel)
+        fake.sock.sendall(answer(0) + answer(1) + frame(performative(END, []), 1))
+        # only if the second answer got through: the attach that crashed
+        time.sleep(0.5)
+        try:
+            fake.sock.sendall(frame(performative(ATTACH, [
+                "x", uint(7), False, ubyte(0), ubyte(0), Described(ulong(0x28), [None]),
+                Described(ulong(0x29), ["q"]), None, None, uint(0)]), 0))
+        except OSError:
+            pass
+        close = None
+        try:
+            close = fake.until(CLOSE)
+        except (EOFError, OSError) as e:
+            self.fail("no close frame (%r)\n%s" % (e, self.logs()))
+        err = close[1][0].value if close[1] and close[1][0] is not None else None
+        self.assertIsNotNone(err, "close without an error: %r" % (close,))
+        self.assertEqual(str(err[0]), "amqp:illegal-state", close)
+        self.assertIn("answers our channel 0", err[1])
+        line = re.compile(r"\[C\d+\] Connection to 127\.0\.0\.1:%d failed: amqp:illegal-state "
+                          r"begin on channel 1 answers our channel 0.*\(frame screen\)" % fake.port)
+        self.wait_for("the screen's log line", lambda: line.search(router.log()))
+        self.assertTrue(router.alive(), self.logs())
 
 if __name__ == "__main__":
     unittest.main()

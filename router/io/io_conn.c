@@ -364,7 +364,13 @@ static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
         return; /* a second open (the screen refuses it): the core knows it once */
     if (refuse_idle_timeout_IO(conn, t))
         return;
-    conn->tick_at = 0; /* the peer's idle timeout is known now: tick again */
+    /* the peer's idle timeout is known now: tick again once this pass has
+     * written (our open starts proton's keep-alive clock). Not just
+     * tick_at = 0: the pass ticked before its events, so nothing would
+     * look again until the next input or the old deadline, and a peer
+     * that opens and then waits heard nothing within its idle-time-out. */
+    conn->tick_at = 0;
+    conn->tick_restart = true;
     if (atomic_load_explicit(&conn->io->stopping, memory_order_relaxed)) {
         conn_close_IO(conn, NULL, NULL);
         return;

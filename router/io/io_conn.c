@@ -310,6 +310,17 @@ void jn_io_conn_refuse_IO(jn_io_conn_t *conn)
         pn_connection_driver_close(&conn->driver);
         return;
     }
+    if (pn_connection_state(conn->pn_io) & PN_REMOTE_UNINIT) {
+        /* refused before the peer's open (its first frame is not one):
+         * proton holds a close until it has the peer's open, which will
+         * not come now, so the connection would sit with its error unsaid
+         * until the idle timeout. End the input with the error instead,
+         * once what proton framed so far (the SASL outcome, our header)
+         * is written: ending it earlier drops that output. Proton then
+         * answers with its open and a close carrying the error. */
+        conn->screen_eos = true;
+        return;
+    }
     conn->closing = false; /* close again, now with the error */
     conn_close_IO(conn, cond, desc);
 }

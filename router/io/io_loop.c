@@ -557,6 +557,15 @@ static void conn_write(jn_io_conn_t *conn)
         shutdown(conn->fd, SHUT_WR); /* our close frame is out: end of stream */
         conn->write_shut = true;
     }
+    /* refused by the frame screen before the peer's open (io_conn.c,
+     * jn_io_conn_refuse_IO): once what was framed is out, end the input
+     * with the screen's error (proton then frames its open and a close) */
+    if (conn->screen_eos && conn->writable && pn_connection_driver_write_buffer(d).size == 0) {
+        conn->screen_eos = false;
+        pn_connection_driver_errorf(d, jn_screen_condition(conn->screen), "%s",
+                                    jn_screen_description(conn->screen));
+        pn_connection_driver_read_close(d);
+    }
     /* refused by the frame screen: once our close is out, the input ends
      * here (proton gets no more of it), whatever the peer still sends */
     if (conn->screened_out && pn_connection_driver_write_closed(d) &&

@@ -115,6 +115,37 @@ class ScreenTest(RouterTestCase):
                 break
         self.assert_refused(c, "amqp:invalid-field", "without a delivery-id")
 
+    def test_frame_before_open(self):
+        """A begin where the open should be: proton holds a close until it
+        has the peer's open, which the screen now keeps from it, so the
+        connection sat, its error unsaid, until the idle timeout (16 s),
+        whatever the peer did. Once sequentially, once all in one write."""
+        c = RawClient(self.router.port)
+        self.addCleanup(c.close)
+        c.sasl_anonymous()
+        c.send(AMQP_HEADER + frame(performative(BEGIN, [None, uint(0), uint(100), uint(100)])))
+        self.assertEqual(c.read_header(), AMQP_HEADER)
+        frames = c.read_until_closed()
+        closes = [f for f in frames if f.code == CLOSE]
+        self.assertEqual(len(closes), 1, frames)
+        self.assertEqual(closes[0].error()[0], "amqp:illegal-state", closes)
+        self.assertIn("the first frame is not an open", closes[0].error()[1])
+
+        p = RawClient(self.router.port)
+        self.addCleanup(p.close)
+        p.send(SASL_HEADER + frame(performative(SASL_INIT, [symbol("ANONYMOUS"), b"x"]), kind=1)
+               + AMQP_HEADER + frame(performative(BEGIN, [None, uint(0), uint(100), uint(100)])))
+        self.assertEqual(p.read_header(), SASL_HEADER)
+        self.assertEqual(int(p.expect(SASL_OUTCOME).fields[0]), 0)  # the outcome is not lost
+        self.assertEqual(p.read_header(), AMQP_HEADER)
+        frames = p.read_until_closed()
+        closes = [f for f in frames if f.code == CLOSE]
+        self.assertEqual(len(closes), 1, frames)
+        self.assertEqual(closes[0].error()[0], "amqp:illegal-state", closes)
+        self.wait_for("two screen lines", lambda: len(self.screen_lines()) == 2)
+        self.assertTrue(self.router.alive(), self.logs())
+        self.finish_witness(self.witness)
+
     def test_second_begin_on_a_channel(self):
         c = RawClient(self.router.port)
         self.addCleanup(c.close)

@@ -430,6 +430,14 @@ static bool conn_read(jn_io_conn_t *conn)
         if (!conn->readable || pn_connection_driver_read_closed(d) || conn->screened_out)
             return false;
         pn_rwbytes_t buf = pn_connection_driver_read_buffer_sized(d, JN_IO_READ_SIZE);
+        if (buf.size == 0) {
+            /* The sized buffer does not grow past the read size: a frame
+             * larger than that (maxFrameSize above 64 KiB) would never
+             * complete, and the connection would stall for good. The
+             * plain buffer lets proton grow its input up to our
+             * max-frame-size when it is full. */
+            buf = pn_connection_driver_read_buffer(d);
+        }
         if (buf.size == 0)
             return false; /* proton holds all it will take: it reads on after events */
         ssize_t n = recv(conn->fd, buf.start, buf.size, 0);

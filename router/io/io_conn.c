@@ -310,6 +310,17 @@ void jn_io_conn_refuse_IO(jn_io_conn_t *conn)
         pn_connection_driver_close(&conn->driver);
         return;
     }
+    if (pn_connection_state(conn->pn_io) & PN_REMOTE_UNINIT) {
+        /* refused before the peer's open (its first frame is not one):
+         * proton holds a close until it has the peer's open, which will
+         * not come now, so the connection would sit with its error unsaid
+         * until the idle timeout. End the input with the error instead,
+         * once what proton framed so far (the SASL outcome, our header)
+         * is written: ending it earlier drops that output. Proton then
+         * answers with its open and a close carrying the error. */
+        conn->screen_eos = true;
+        return;
+    }
     conn->closing = false; /* close again, now with the error */
     conn_close_IO(conn, cond, desc);
 }
@@ -364,7 +375,13 @@ static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
         return; /* a second open (the screen refuses it): the core knows it once */
     if (refuse_idle_timeout_IO(conn, t))
         return;
-    conn->tick_at = 0; /* the peer's idle timeout is known now: tick again */
+    /* the peer's idle timeout is known now: tick again once this pass has
+     * written (our open starts proton's keep-alive clock). Not just
+     * tick_at = 0: the pass ticked before its events, so nothing would
+     * look again until the next input or the old deadline, and a peer
+     * that opens and then waits heard nothing within its idle-time-out. */
+    conn->tick_at = 0;
+    conn->tick_restart = true;
     if (atomic_load_explicit(&conn->io->stopping, memory_order_relaxed)) {
         conn_close_IO(conn, NULL, NULL);
         return;

@@ -430,6 +430,14 @@ static bool conn_read(jn_io_conn_t *conn)
         if (!conn->readable || pn_connection_driver_read_closed(d) || conn->screened_out)
             return false;
         pn_rwbytes_t buf = pn_connection_driver_read_buffer_sized(d, JN_IO_READ_SIZE);
+        if (buf.size == 0) {
+            /* The sized buffer does not grow past the read size: a frame
+             * larger than that (maxFrameSize above 64 KiB) would never
+             * complete, and the connection would stall for good. The
+             * plain buffer lets proton grow its input up to our
+             * max-frame-size when it is full. */
+            buf = pn_connection_driver_read_buffer(d);
+        }
         if (buf.size == 0)
             return false; /* proton holds all it will take: it reads on after events */
         ssize_t n = recv(conn->fd, buf.start, buf.size, 0);
@@ -556,6 +564,15 @@ static void conn_write(jn_io_conn_t *conn)
     if (!conn->write_shut && conn->fd >= 0 && pn_connection_driver_write_closed(d)) {
         shutdown(conn->fd, SHUT_WR); /* our close frame is out: end of stream */
         conn->write_shut = true;
+    }
+    /* refused by the frame screen before the peer's open (io_conn.c,
+     * jn_io_conn_refuse_IO): once what was framed is out, end the input
+     * with the screen's error (proton then frames its open and a close) */
+    if (conn->screen_eos && conn->writable && pn_connection_driver_write_buffer(d).size == 0) {
+        conn->screen_eos = false;
+        pn_connection_driver_errorf(d, jn_screen_condition(conn->screen), "%s",
+                                    jn_screen_description(conn->screen));
+        pn_connection_driver_read_close(d);
     }
     /* refused by the frame screen: once our close is out, the input ends
      * here (proton gets no more of it), whatever the peer still sends */

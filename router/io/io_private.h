@@ -381,6 +381,9 @@ struct jn_io_conn {
                               * (junction/screen.h); owned */
     bool screened_out;       /* the screen refused the stream: read no more
                               * once our close is out */
+    bool screen_eos;         /* refused before the peer's open: end the input with
+                              * the screen's error once what is framed is written
+                              * (io_loop.c, conn_write) */
     bool transport_closed;
     uint64_t next_link_id;
     jn_io_link_t *links; /* every io_link not yet released */

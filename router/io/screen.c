@@ -55,6 +55,7 @@ enum { SASL_START, SASL_INIT_SEEN, SASL_MECHS_SEEN, SASL_DONE };
 
 #define KEY_SESSION (1ull << 48)
 #define KEY_LINK (1ull << 49) /* so that no key is 0, the free mark */
+#define KEY_REPLY (1ull << 50) /* | our channel: a begin of the peer answered it */
 #define LINK_KEY(ch, h) (KEY_LINK | ((uint64_t)(ch) << 32) | (uint64_t)(h))
 
 typedef struct entry {
@@ -269,9 +270,15 @@ static inline int field_uint(const jn_value_t *v, uint32_t *out, bool *present)
     return v->described ? JN_EPROTO : 0;
 }
 
-/* A boolean field: null reads as false. */
+/* A boolean field: null reads as false. A described value is refused:
+ * proton's scanner reads it as false whatever it holds, so a described
+ * true would make the screen and proton disagree on `more` (the screen
+ * would let a continuation without a delivery-id through to a link that
+ * proton sees starting a new delivery: assertion `id_present'). */
 static inline int field_bool(const jn_value_t *v, bool *out)
 {
+    if (v->described)
+        return JN_EPROTO;
     switch (v->code) {
     case 0x40: case 0x42: *out = false; break;
     case 0x41: *out = true; break;
@@ -567,6 +574,39 @@ static int check_handle(jn_screen_t *s, fields_t *f, uint32_t index, const char 
     return 0;
 }
 
+/* A begin (channel checked): when it answers a session we began (its
+ * remote-channel field, 2.7.2), that channel of ours must not have been
+ * answered before on this connection. Proton maps every answer to the one
+ * session: two answers give it two remote channels, and the peer's end on
+ * one leaves the other pointing at a session the router then frees (the
+ * next frame there is a use after free). The router begins sessions only
+ * on the connector side of an inter-router connection, once each, when
+ * the connection opens (io_mesh.c), so a second answer is never legal
+ * here. An answer stays on record after the peer's end too: until the
+ * router has handled that end (after the read that brought it), proton
+ * still holds our channel and would map a new answer to the session the
+ * router is about to free. If the router ever begins sessions later in a
+ * connection's life, this rule must learn of them. */
+static int check_begin_reply(jn_screen_t *s, fields_t *f)
+{
+    jn_value_t v;
+    uint32_t at = 0;
+    if (field_at(f, &at, 0, &v) || v.described || (v.code != 0x40 && v.code != 0x60))
+        return fail(s, INVALID, "begin on channel %u: remote-channel is not a ushort", s->channel);
+    if (v.code == 0x60) {
+        uint16_t ours = (uint16_t)(v.data[0] << 8 | v.data[1]);
+        if (lookup(s, KEY_REPLY | ours))
+            return fail(s, ILLEGAL,
+                        "begin on channel %u answers our channel %u, which an earlier begin answered",
+                        s->channel, ours);
+        if (!insert(s, KEY_REPLY | ours))
+            return fail(s, "amqp:resource-limit-exceeded", "out of memory for session state");
+    }
+    if (!insert(s, KEY_SESSION | s->channel))
+        return fail(s, "amqp:resource-limit-exceeded", "out of memory for session state");
+    return 0;
+}
+
 static int check_amqp(jn_screen_t *s, uint64_t code, fields_t *f)
 {
     if (!s->open_seen && code != 0x10)
@@ -586,9 +626,7 @@ static int check_amqp(jn_screen_t *s, uint64_t code, fields_t *f)
                         s->channel_max);
         if (lookup(s, KEY_SESSION | s->channel))
             return fail(s, ILLEGAL, "begin on channel %u, which already has a session", s->channel);
-        if (!insert(s, KEY_SESSION | s->channel))
-            return fail(s, "amqp:resource-limit-exceeded", "out of memory for session state");
-        return 0;
+        return check_begin_reply(s, f);
     case 0x12: return check_attach(s, f);
     case 0x16: return check_handle(s, f, 0, "detach", true);
     case 0x17: {

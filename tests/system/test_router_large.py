@@ -183,6 +183,31 @@ class MaxSize(Scenario):
             self.sent, self.small_state, self.got, self.detach)
 
 
+class LargeFrameTest(RouterTestCase):
+    """Frames larger than the router's 64 KiB read size."""
+
+    def test_frames_above_64k_with_a_large_max_frame_size(self):
+        """A listener with maxFrameSize 1 MiB and a client that uses it:
+        the router asked proton for a read buffer of 64 KiB at most, which
+        proton does not grow past, so a 500 kB transfer frame (or a 200 kB
+        open) never completed and the connection stalled for good."""
+        from proton.reactor import AtMostOnce
+        from proton.utils import BlockingConnection
+        router = self.start_router(listener={"maxFrameSize": 1 << 20})
+        c = BlockingConnection(router.url, timeout=10, allowed_mechs="ANONYMOUS",
+                               max_frame_size=1 << 20)
+        try:
+            rcv = c.create_receiver("big-frames.q")
+            snd = c.create_sender("big-frames.q", options=AtMostOnce())
+            body = bytes(range(256)) * 2000  # 512000 octets: one frame
+            snd.send(Message(body=body))
+            got = rcv.receive(timeout=10)
+            self.assertEqual(got.body, body)
+        finally:
+            c.close()
+        self.assertTrue(router.alive())
+
+
 class MaxMessageSizeTest(RouterTestCase):
 
     def test_max_message_size_detaches_link_with_message_size_exceeded(self):

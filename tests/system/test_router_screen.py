@@ -10,13 +10,17 @@ one log line naming the peer; the router stays up and the witness loses
 nothing.
 """
 import re
+import socket
+import struct
+import threading
 import time
 import unittest
 
-from proton import symbol, uint
+from proton import Data, symbol, uint, ushort
 
-from harness import (ATTACH, BEGIN, CLOSE, FLOW, SASL_HEADER, SLOW, TRANSFER, Described,
-                     RawClient, RouterTestCase, frame, performative, ulong, ubyte)
+from harness import (AMQP_HEADER, ATTACH, BEGIN, CLOSE, END, FLOW, OPEN, SASL_HEADER,
+                     SASL_INIT, SASL_MECHANISMS, SASL_OUTCOME, SLOW, TRANSFER, Described,
+                     RawClient, RouterTestCase, conf_section, frame, performative, ulong, ubyte)
 
 SCREEN_LINE = re.compile(r"\[C\d+\] Connection from 127\.0\.0\.1:\d+ \(to [^)]+\) failed: "
                          r"(\S+) (.*) \(frame screen\)")
@@ -89,6 +93,18 @@ class ScreenTest(RouterTestCase):
                transfer(0))
         self.assert_refused(c, "amqp:invalid-field", "without a delivery-id")
 
+    def test_described_more_then_continuation_without_id(self):
+        """A `more` of described true: proton's scanner reads a described
+        value as false (a whole delivery), the screen read it as true (a
+        delivery in progress) and let the continuation without a
+        delivery-id through: proton aborted on 'id_present'."""
+        c = self.sender()
+        first = frame(performative(TRANSFER, [uint(0), uint(0), b"t0", uint(0), False,
+                                              Described(ulong(0), True)])
+                      + b"\x00\x53\x77\xa1\x01x")
+        c.send(first + transfer(0, more=True, payload=b"x") + transfer(0))
+        self.assert_refused(c, "amqp:invalid-field", "undecodable fields")
+
     def test_same_frames_split_one_octet_per_send(self):
         c = self.sender()
         data = transfer(0, more=True, payload=b"abc") + transfer(0)
@@ -98,6 +114,37 @@ class ScreenTest(RouterTestCase):
             except OSError:
                 break
         self.assert_refused(c, "amqp:invalid-field", "without a delivery-id")
+
+    def test_frame_before_open(self):
+        """A begin where the open should be: proton holds a close until it
+        has the peer's open, which the screen now keeps from it, so the
+        connection sat, its error unsaid, until the idle timeout (16 s),
+        whatever the peer did. Once sequentially, once all in one write."""
+        c = RawClient(self.router.port)
+        self.addCleanup(c.close)
+        c.sasl_anonymous()
+        c.send(AMQP_HEADER + frame(performative(BEGIN, [None, uint(0), uint(100), uint(100)])))
+        self.assertEqual(c.read_header(), AMQP_HEADER)
+        frames = c.read_until_closed()
+        closes = [f for f in frames if f.code == CLOSE]
+        self.assertEqual(len(closes), 1, frames)
+        self.assertEqual(closes[0].error()[0], "amqp:illegal-state", closes)
+        self.assertIn("the first frame is not an open", closes[0].error()[1])
+
+        p = RawClient(self.router.port)
+        self.addCleanup(p.close)
+        p.send(SASL_HEADER + frame(performative(SASL_INIT, [symbol("ANONYMOUS"), b"x"]), kind=1)
+               + AMQP_HEADER + frame(performative(BEGIN, [None, uint(0), uint(100), uint(100)])))
+        self.assertEqual(p.read_header(), SASL_HEADER)
+        self.assertEqual(int(p.expect(SASL_OUTCOME).fields[0]), 0)  # the outcome is not lost
+        self.assertEqual(p.read_header(), AMQP_HEADER)
+        frames = p.read_until_closed()
+        closes = [f for f in frames if f.code == CLOSE]
+        self.assertEqual(len(closes), 1, frames)
+        self.assertEqual(closes[0].error()[0], "amqp:illegal-state", closes)
+        self.wait_for("two screen lines", lambda: len(self.screen_lines()) == 2)
+        self.assertTrue(self.router.alive(), self.logs())
+        self.finish_witness(self.witness)
 
     def test_second_begin_on_a_channel(self):
         c = RawClient(self.router.port)
@@ -163,6 +210,116 @@ class InterRouterScreenTest(RouterTestCase):
         self.assertEqual(closes[-1].error()[0], "amqp:illegal-state", closes)
         self.assertTrue(router.alive(), self.logs())
 
+
+
+class FakeServer:
+    """A listening socket on 127.0.0.1 that plays the server for one of the
+    router's connectors: SASL ANONYMOUS, the AMQP header and an open, then
+    whatever the test sends. Every wait is bounded."""
+
+    def __init__(self):
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(1)
+        self.listener.settimeout(20 * SLOW)
+        self.port = self.listener.getsockname()[1]
+        self.sock = None
+        self.buf = b""
+
+    def close(self):
+        for s in (self.sock, self.listener):
+            if s:
+                s.close()
+
+    def _read(self, n):
+        while len(self.buf) < n:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise EOFError("closed by the router")
+            self.buf += chunk
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def read(self):
+        """The next protocol header (bytes) or frame (code, fields)."""
+        head = self._read(8)
+        if head[:4] == b"AMQP":
+            return head
+        size, doff, _, _ = struct.unpack(">IBBH", head)
+        body = self._read(size - 8)[doff * 4 - 8:]
+        if not body:
+            return (None, [])
+        d = Data()
+        d.decode(body)
+        d.rewind()
+        d.next()
+        v = d.get_object()
+        return (int(v.descriptor), list(v.value or []))
+
+    def until(self, code):
+        while True:
+            item = self.read()
+            if isinstance(item, tuple) and item[0] == code:
+                return item
+
+    def accept_and_open(self):
+        self.sock, _ = self.listener.accept()
+        self.sock.settimeout(10 * SLOW)
+        if self._read(8) != SASL_HEADER:
+            raise AssertionError("the connector did not start with SASL")
+        self.sock.sendall(SASL_HEADER + frame(performative(SASL_MECHANISMS,
+                                                           [symbol("ANONYMOUS")]), kind=1))
+        self.until(SASL_INIT)
+        self.sock.sendall(frame(performative(SASL_OUTCOME, [ubyte(0)]), kind=1))
+        while self.read() != AMQP_HEADER:
+            pass
+        self.sock.sendall(AMQP_HEADER + frame(performative(
+            OPEN, ["fake-peer", None, uint(65536), ushort(1000)])))
+        self.until(OPEN)
+
+
+class ConnectorScreenTest(RouterTestCase):
+    """The screen on a connection the router made (a connector)."""
+
+    def test_second_answer_to_one_of_our_begins(self):
+        """The connector side of an inter-router connection begins eleven
+        sessions. A peer that answered one of them on two channels made
+        proton map both to the one session; its end on the second and the
+        router's free of the session left the first pointing at freed
+        memory, and an attach there crashed the router (SIGSEGV)."""
+        fake = FakeServer()
+        self.addCleanup(fake.close)
+        router = self.start_router(router={"mode": "interior"}, extra=conf_section(
+            "connector", {"host": "127.0.0.1", "port": fake.port, "role": "inter-router"}))
+        fake.accept_and_open()
+        for _ in range(11):
+            fake.until(BEGIN)
+
+        def answer(channel):
+            return frame(performative(BEGIN, [ushort(0), uint(0), uint(1000), uint(1000)]),
+                         channel)
+        fake.sock.sendall(answer(0) + answer(1) + frame(performative(END, []), 1))
+        # only if the second answer got through: the attach that crashed
+        time.sleep(0.5)
+        try:
+            fake.sock.sendall(frame(performative(ATTACH, [
+                "x", uint(7), False, ubyte(0), ubyte(0), Described(ulong(0x28), [None]),
+                Described(ulong(0x29), ["q"]), None, None, uint(0)]), 0))
+        except OSError:
+            pass
+        close = None
+        try:
+            close = fake.until(CLOSE)
+        except (EOFError, OSError) as e:
+            self.fail("no close frame (%r)\n%s" % (e, self.logs()))
+        err = close[1][0].value if close[1] and close[1][0] is not None else None
+        self.assertIsNotNone(err, "close without an error: %r" % (close,))
+        self.assertEqual(str(err[0]), "amqp:illegal-state", close)
+        self.assertIn("answers our channel 0", err[1])
+        line = re.compile(r"\[C\d+\] Connection to 127\.0\.0\.1:%d failed: amqp:illegal-state "
+                          r"begin on channel 1 answers our channel 0.*\(frame screen\)" % fake.port)
+        self.wait_for("the screen's log line", lambda: line.search(router.log()))
+        self.assertTrue(router.alive(), self.logs())
 
 if __name__ == "__main__":
     unittest.main()

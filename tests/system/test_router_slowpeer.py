@@ -129,6 +129,20 @@ class IdleTimeoutFloorTest(RouterTestCase):
         self.assertLessEqual(n, 12, "too many heartbeats in 3 s: %d" % n)
         self.assert_still_open(c)
 
+    def test_silent_peer_after_open_gets_heartbeats(self):
+        """A peer that opens and then sends nothing (no begin yet, no
+        heartbeats of its own) must still hear a frame within its
+        idle-time-out. The router ticked proton's clock before handling the
+        open, and not again until the peer's next frame: it sent nothing
+        for as long as the peer stayed silent."""
+        router = self.start_router()
+        c = self.raw(router)
+        c.open(idle_time_out=1000)
+        frames, closed = collect(c, 2.5)  # no keep-alive of ours
+        self.assertFalse(closed, "router closed the connection: %r" % frames)
+        self.assertGreaterEqual(empties(frames), 3, "heartbeats in 2.5 s: %r" % frames)
+        self.assert_still_open(c)
+
     def test_no_idle_timeout_gets_no_heartbeats(self):
         router = self.start_router()
         c = self.raw(router)

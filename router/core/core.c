@@ -131,6 +131,14 @@ int jn_core_add_address_config(jn_core_t *core, const char *prefix_or_pattern, b
     return jn_addr_config_add(&core->config, prefix_or_pattern, pattern, distribution);
 }
 
+int jn_core_set_address_backpressure(jn_core_t *core, bool on)
+{
+    if (core->started || core->config.count == 0)
+        return JN_EINVAL;
+    core->config.entries[core->config.count - 1].mc_backpressure = on;
+    return 0;
+}
+
 void jn_core_post(jn_core_t *core, jn_action_t *action)
 {
     if (!jn_mpsc_push(&core->actions, &action->node))
@@ -411,6 +419,7 @@ void jn_core_get_stats(jn_core_t *core, jn_core_stats_t *out)
     out->deliveries_rejected = LOAD(rejected);
     out->deliveries_modified = LOAD(modified);
     out->deliveries_presettled = LOAD(presettled);
+    out->deliveries_dropped = LOAD(dropped);
     out->addresses = LOAD(addresses);
     out->links = LOAD(links);
     out->connections = LOAD(connections);

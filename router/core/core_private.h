@@ -115,6 +115,8 @@ typedef struct jn_addr {
     uint32_t next_remote; /* closest: where the round robin over remotes starts */
     bool advertised;      /* told the mesh this router has a local destination */
     bool permanent;       /* never freed while the core runs (R<id>, $management) */
+    bool mc_backpressure; /* multicast: a full consumer backlog holds the
+                           * senders back instead of dropping (forward.c) */
     uint8_t inproc;       /* JN_INPROC_*: served inside the router */
     /* management counters (router.address), forward.c: deliveries that
      * entered the mesh here (from a client), copies to local consumers
@@ -248,6 +250,12 @@ struct jn_core_link {
         bool drain;
         jn_dlv_list_t undelivered; /* copies waiting for credit, FIFO */
         jn_dlv_list_t inflight;    /* copies handed out, still tracked */
+        /* multicast copies not queued because the undelivered backlog was
+         * full (capacity copies): in all, and in the current episode
+         * (mc_dropping: from the first drop until the backlog is down to
+         * half; one log line at each end, forward.c) */
+        uint64_t mc_dropped, mc_episode_dropped;
+        bool mc_dropping;
         uint32_t unsettled;        /* of inflight: not settled */
         uint64_t next_tag;
         /* incoming (the router receives) */
@@ -324,7 +332,7 @@ struct jn_core {
     /* Statistics: written by the core thread (relaxed), read anywhere. */
     struct {
         atomic_uint_least64_t ingress, egress, released, accepted, rejected, modified, presettled,
-            addresses, links, connections;
+            dropped, addresses, links, connections;
     } stats;
 };
 
@@ -435,6 +443,11 @@ void jn_forward_update_CT(jn_delivery_t *dlv, const jn_disposition_t *disp, bool
  * each) or not; marks it routed and finishes it as forwarding does. */
 void jn_forward_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned n,
                             bool multicast);
+/* An outgoing link that has been dropping multicast copies (ct.mc_dropping)
+ * handed some out, or is going: when its backlog is down to half its
+ * capacity (or it is detached), log the end of the episode with the number
+ * dropped and clear it. */
+void jn_forward_backlog_check_CT(jn_core_link_t *link);
 /* Route a composed message's delivery (internal link) by its `to`. */
 void jn_forward_composed_CT(jn_delivery_t *dlv);
 /* Hand a copy waiting at the head of its link's undelivered list to the

@@ -21,6 +21,21 @@
  * counts as modified. So a sender is never told accepted for a message no
  * consumer took.
  *
+ * A slow multicast consumer (docs/multicast.md). Each consumer of a
+ * multicast address (a local outgoing link, or the data link toward a
+ * next-hop router) has a backlog of at most its link's capacity copies
+ * waiting for credit. A copy that has to wait is "parked": it no longer
+ * holds its incoming delivery back, so the sender's credit depends only on
+ * the consumers that keep up. A copy that would overfill the backlog is not
+ * made at all: it is dropped and counted (the link's droppedPresettledCount,
+ * the router's droppedPresettledDeliveries), with one log line when the
+ * link starts dropping and one when its backlog is down to half again. A
+ * dropped copy, and a parked one whose link goes before it is sent, count
+ * as released (never sent) in the merged outcome of an unsettled delivery;
+ * when no copy went out at all the sender sees released. An address with
+ * multicastBackpressure keeps the old rule: every copy holds its delivery
+ * until handed out, so the slowest consumer paces the senders.
+ *
  * Settlement (unsettled anycast). The consumer's outcome and settlement go
  * back to the incoming delivery as they come (JN_WORK_DELIVERY_UPDATE). If
  * the sender settles first, the copies handed out are settled toward their
@@ -264,7 +279,7 @@ void jn_forward_hand_out_CT(jn_delivery_t *copy)
         copy->ct.settled = true;
     } else {
         link->ct.unsettled++;
-        if (peer->ct.multicast)
+        if (peer->ct.multicast && !copy->ct.parked)
             peer->ct.mc_unsettled++;
     }
     if (peer->ct.sender_settled && !copy->ct.settled) {
@@ -273,9 +288,13 @@ void jn_forward_hand_out_CT(jn_delivery_t *copy)
         copy_settle(copy);
     }
     affinity_CT(core, peer->link->conn, link->conn);
-    peer->ct.handed++;
-    if (--peer->ct.pending == 0)
-        all_handed_CT(core, peer);
+    if (copy->ct.parked) {
+        copy->ct.parked = false; /* counted out of peer when it was parked */
+    } else {
+        peer->ct.handed++;
+        if (--peer->ct.pending == 0)
+            all_handed_CT(core, peer);
+    }
     if (copy->ct.settled && copy->ct.final)
         finish_copy_CT(copy);
 }
@@ -326,23 +345,87 @@ static void forward_anycast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_rou
     enqueue_CT(copy);
 }
 
+/* Multicast toward a consumer whose backlog is full: the copy is not made.
+ * Counted on the link and the router; logged when the link starts dropping
+ * (the episode ends in jn_forward_backlog_check_CT). addr names the
+ * address in the log (NULL: none known). */
+static void mc_drop_CT(jn_core_t *core, jn_core_link_t *to, const jn_addr_t *addr)
+{
+    JN_ASSERT_CT(core);
+    to->ct.mc_dropped++;
+    to->ct.mc_episode_dropped++;
+    jn_stat_add(&core->stats.dropped, 1);
+    if (to->ct.mc_dropping)
+        return;
+    to->ct.mc_dropping = true;
+    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_WARNING,
+           "[C%" PRIu64 "][L%" PRIu64 "] Multicast consumer too slow: backlog of %" PRIu32
+           " copies full, dropping its copies of %.*s until it catches up",
+           to->conn->conn_id, to->ct.id, to->ct.undelivered.count, addr ? (int)addr->key_len : 1,
+           addr ? (const char *)addr->key : "?");
+}
+
+/* A multicast copy that must wait for its link's credit stops holding its
+ * incoming delivery back: it counts as handed (so the delivery's credit
+ * can go back to its sender once the other copies are out) and, unsettled,
+ * as one of the copies whose outcome the sender waits for. */
+static void mc_park_CT(jn_core_t *core, jn_delivery_t *copy)
+{
+    JN_ASSERT_CT(core);
+    jn_delivery_t *peer = copy->ct.peer;
+    copy->ct.parked = true;
+    peer->ct.handed++;
+    if (!copy->presettled)
+        peer->ct.mc_unsettled++;
+    if (--peer->ct.pending == 0)
+        all_handed_CT(core, peer);
+}
+
+void jn_forward_backlog_check_CT(jn_core_link_t *link)
+{
+    JN_ASSERT_CT(link->conn->core);
+    if ((uint64_t)link->ct.undelivered.count * 2 > link->capacity &&
+        link->ct.state == JN_LINK_ST_ATTACHED)
+        return;
+    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO,
+           "[C%" PRIu64 "][L%" PRIu64 "] Multicast consumer %s: %" PRIu64
+           " copies dropped while it was too slow",
+           link->conn->conn_id, link->ct.id,
+           link->ct.state == JN_LINK_ST_ATTACHED ? "caught up" : "gone",
+           link->ct.mc_episode_dropped);
+    link->ct.mc_dropping = false;
+    link->ct.mc_episode_dropped = 0;
+}
+
 /* One copy, settled as dlv was sent, to each of links (n of them), and to each of more
  * (n_more; may be NULL). The pending count covers all of them before the
  * first is handed out: until every copy exists, the set of copies is not
- * final (all_handed_CT). */
+ * final (all_handed_CT). may_drop (multicast without backpressure): a
+ * consumer's backlog is bounded, its copies parked (see the top); addr
+ * names the address in logs. */
 static void copy_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned n,
-                             jn_core_link_t **more, unsigned n_more)
+                             jn_core_link_t **more, unsigned n_more, bool may_drop,
+                             const jn_addr_t *addr)
 {
-    JN_ASSERT_CT(jn_delivery_core(dlv));
+    jn_core_t *core = jn_delivery_core(dlv);
+    JN_ASSERT_CT(core);
     dlv->ct.pending += n + n_more;
     for (unsigned i = 0; i < n + n_more; i++) {
         jn_core_link_t *to = i < n ? links[i] : more[i - n];
+        if (may_drop && to->ct.undelivered.count >= to->capacity) {
+            mc_drop_CT(core, to, addr);
+            dlv->ct.pending--;
+            continue;
+        }
         jn_delivery_t *copy =
             backlogged(dlv, to) ? NULL : jn_delivery_copy_CT(dlv, to, dlv->presettled);
-        if (copy)
-            enqueue_CT(copy);
-        else
+        if (!copy) {
             dlv->ct.pending--;
+            continue;
+        }
+        enqueue_CT(copy);
+        if (may_drop && copy->ct.list == JN_DLV_ON_UNDELIVERED)
+            mc_park_CT(core, copy); /* no credit now: it waits without holding dlv */
     }
 }
 
@@ -357,7 +440,8 @@ static void forward_multicast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_r
                      : 0;
     addr->egress += addr->n_consumers;
     addr->transit += n;
-    copy_to_links_CT(dlv, addr->consumers, addr->n_consumers, remote, n);
+    copy_to_links_CT(dlv, addr->consumers, addr->n_consumers, remote, n, !addr->mc_backpressure,
+                     addr);
 }
 
 static void route_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *rc)
@@ -389,7 +473,7 @@ void jn_forward_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned
     jn_core_t *core = jn_delivery_core(dlv);
     JN_ASSERT_CT(core);
     dlv->ct.multicast = multicast;
-    copy_to_links_CT(dlv, links, n, NULL, 0);
+    copy_to_links_CT(dlv, links, n, NULL, 0, false, NULL);
     dlv->ct.routed = true;
     if (dlv->ct.pending == 0)
         all_handed_CT(core, dlv);
@@ -572,8 +656,21 @@ void jn_forward_consumer_gone_CT(jn_core_link_t *link, jn_addr_t *addr)
     jn_core_t *core = link->conn->core;
     JN_ASSERT_CT(core);
     jn_delivery_t *copy;
+    if (link->ct.mc_dropping)
+        jn_forward_backlog_check_CT(link); /* the episode ends with the link */
     while ((copy = link->ct.undelivered.head) != NULL) {
         jn_delivery_t *peer = copy->ct.peer;
+        if (copy->ct.parked) {
+            /* never sent: released in the merged outcome (see the top) */
+            copy->ct.parked = false;
+            if (!copy->presettled && peer->ct.mc_unsettled > 0) {
+                peer->ct.mc_unsettled--;
+                mc_merge(peer, JN_DISP_RELEASED);
+                mc_check_CT(peer);
+            }
+            finish_copy_CT(copy);
+            continue;
+        }
         (void)addr; /* the link is off its address already: route again */
         jn_addr_t *to = peer->ct.multicast ? NULL : addr_of_CT(core, peer);
         jn_core_link_t *next = NULL;

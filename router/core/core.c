@@ -157,6 +157,26 @@ void jn_core_post(jn_core_t *core, jn_action_t *action)
     JN_CHECK(n == (ssize_t)sizeof one);
 }
 
+void jn_core_watch_mc_CT(jn_core_t *core)
+{
+    JN_ASSERT_CT(core);
+    if (core->ct.mc_waiting)
+        return;
+    core->ct.mc_waiting = true;
+    if (core->ct.mc_next_check_ms == 0 ||
+        core->ct.mc_next_check_ms < (int64_t)jn_time_mono_ms())
+        core->ct.mc_next_check_ms = (int64_t)jn_time_mono_ms() + JN_CORE_MC_CHECK_MS;
+    /* The core thread may be asleep with no timeout while an I/O loop runs
+     * the core inline: wake it so that it sleeps with the watch's. At most
+     * once per check interval (the watch clears the flag when nothing
+     * waits). */
+    uint64_t one = 1;
+    ssize_t n;
+    do {
+        n = write(core->wake_fd, &one, sizeof one);
+    } while (n < 0 && errno == EINTR);
+}
+
 /* Carry out one action. Core thread. */
 static void dispatch_CT(jn_core_t *core, jn_mpsc_node_t *node)
 {
@@ -222,6 +242,8 @@ static size_t run_batch_CT(jn_core_t *core)
         dispatch_CT(core, batch[i]);
     if (core->mesh)
         jn_router_tick_CT(core); /* one clock read per batch, interior only */
+    if (core->ct.mc_waiting)
+        jn_forward_mc_tick_CT(core); /* a clock read per batch while copies wait */
     jn_link_flush_credit_CT(core);
     return n;
 }
@@ -258,13 +280,15 @@ static bool spin_CT(jn_core_t *core)
 static void sleep_CT(jn_core_t *core)
 {
     JN_ASSERT_CT(core);
-    int timeout = jn_router_sleep_ms_CT(core);
+    int timeout = jn_forward_mc_sleep_ms_CT(core, jn_router_sleep_ms_CT(core));
     if (timeout >= 0) {
         struct pollfd p = {.fd = core->wake_fd, .events = POLLIN};
         int rc = timeout > 0 ? poll(&p, 1, timeout) : 0;
         if (rc <= 0) {
             if (token_take(core)) { /* else the holder ticks, per batch */
                 jn_router_tick_CT(core);
+                if (core->ct.mc_waiting)
+                    jn_forward_mc_tick_CT(core);
                 jn_link_flush_credit_CT(core);
                 token_give(core);
             }

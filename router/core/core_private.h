@@ -49,6 +49,12 @@
  * says (the schema's linkCapacity default). */
 #define JN_CORE_DEFAULT_CAPACITY 250
 
+/* A multicast consumer is stuck when it takes no copy for JN_CORE_MC_STUCK_MS
+ * while copies wait for it (checked every JN_CORE_MC_CHECK_MS while some
+ * wait; forward.c, docs/multicast.md). */
+#define JN_CORE_MC_CHECK_MS 250
+#define JN_CORE_MC_STUCK_MS 1000
+
 /* The core whose thread this is (NULL on other threads). */
 extern _Thread_local jn_core_t *jn_core_ct_self_;
 #define JN_ASSERT_CT(core) JN_DEBUG_CHECK(jn_core_ct_self_ == (core))
@@ -250,11 +256,15 @@ struct jn_core_link {
         bool drain;
         jn_dlv_list_t undelivered; /* copies waiting for credit, FIFO */
         jn_dlv_list_t inflight;    /* copies handed out, still tracked */
-        /* multicast copies not queued because the undelivered backlog was
-         * full (capacity copies): in all, and in the current episode
-         * (mc_dropping: from the first drop until the backlog is down to
-         * half; one log line at each end, forward.c) */
+        /* a stuck multicast consumer (forward.c): drop mode (mc_dropping)
+         * from when it took no copy for JN_CORE_MC_STUCK_MS while copies
+         * waited (mc_check_handed, mc_idle_checks: the watch) until it
+         * took some (handed moved past mc_drop_handed) and its backlog is
+         * down to half; copies not made because its backlog was full, in
+         * all and in this episode */
         uint64_t mc_dropped, mc_episode_dropped;
+        uint64_t mc_check_handed, mc_drop_handed;
+        uint32_t mc_idle_checks;
         bool mc_dropping;
         uint32_t unsettled;        /* of inflight: not settled */
         uint64_t next_tag;
@@ -324,6 +334,10 @@ struct jn_core {
         jn_core_link_t *dirty; /* incoming links whose credit to recompute */
         uint64_t batch;        /* number of the batch being processed */
         uint64_t next_link_id;
+        /* some multicast copy may wait on a stuck consumer: watched every
+         * JN_CORE_MC_CHECK_MS from mc_next_check_ms (forward.c) */
+        bool mc_waiting;
+        int64_t mc_next_check_ms;
         uint64_t next_temp;  /* dynamic address counter */
         uint32_t temp_nonce; /* random part of dynamic addresses */
         bool stop;
@@ -349,6 +363,11 @@ static inline void jn_stat_add(atomic_uint_least64_t *s, int64_t n)
 /* Post an action on the core's queue and wake the core thread when the
  * queue was empty. Any thread. */
 void jn_core_post(jn_core_t *core, jn_action_t *action);
+
+/* A multicast copy waits for credit: start watching for stuck consumers
+ * (core->ct.mc_waiting) if not yet, waking the core thread so that it sleeps
+ * with the watch's timeout. Core thread. */
+void jn_core_watch_mc_CT(jn_core_t *core);
 
 /* ---- conn.c ------------------------------------------------------------- */
 
@@ -443,11 +462,18 @@ void jn_forward_update_CT(jn_delivery_t *dlv, const jn_disposition_t *disp, bool
  * each) or not; marks it routed and finishes it as forwarding does. */
 void jn_forward_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned n,
                             bool multicast);
-/* An outgoing link that has been dropping multicast copies (ct.mc_dropping)
- * handed some out, or is going: when its backlog is down to half its
- * capacity (or it is detached), log the end of the episode with the number
- * dropped and clear it. */
+/* An outgoing link in drop mode (ct.mc_dropping) handed some out, or is
+ * going: once it took a copy and its backlog is down to half its capacity
+ * (or it is detached), log the end of the episode with the number dropped
+ * and leave drop mode. */
 void jn_forward_backlog_check_CT(jn_core_link_t *link);
+/* While ct.mc_waiting, every JN_CORE_MC_CHECK_MS (one clock read per call):
+ * put the outgoing links that took no copy for JN_CORE_MC_STUCK_MS while
+ * multicast copies waited in drop mode. */
+void jn_forward_mc_tick_CT(jn_core_t *core);
+/* How long the core may sleep (ms, -1: until woken) given the caller's
+ * timeout, so that the watch above runs while ct.mc_waiting. */
+int jn_forward_mc_sleep_ms_CT(jn_core_t *core, int timeout);
 /* Route a composed message's delivery (internal link) by its `to`. */
 void jn_forward_composed_CT(jn_delivery_t *dlv);
 /* Hand a copy waiting at the head of its link's undelivered list to the

@@ -63,6 +63,10 @@ struct jn_delivery {
         uint64_t continue_batch; /* batch of the last CONTINUE round */
         bool routed;             /* forwarding decided */
         bool multicast;
+        /* multicast without backpressure: its address (for logs; valid
+         * while the delivery is routed, an address outlives the links
+         * that refer to it), else NULL */
+        const struct jn_addr *mc_addr;
         /* unsettled multicast: copies handed out and not settled yet, and
          * the strongest outcome they gave (JN_MC_* rank, forward.c) */
         uint32_t mc_unsettled;
@@ -79,6 +83,8 @@ struct jn_delivery {
         jn_delivery_t *prev, *next;           /* the link list ct.list says */
         uint8_t list;                         /* JN_DLV_ON_* */
         bool handed_out;                      /* JN_WORK_DELIVERY_SEND queued */
+        bool mc_droppable;                    /* a multicast copy that waited for
+                                               * credit: may be parked (forward.c) */
         bool parked;                          /* multicast copy waiting for credit
                                                * that no longer holds its incoming
                                                * delivery back: counted in its

@@ -55,6 +55,8 @@
  */
 #include "delivery.h"
 
+#include <junction/time.h>
+
 static bool message_finished(const jn_message_t *m)
 {
     return jn_message_is_complete(m) || jn_message_is_aborted(m);
@@ -345,27 +347,17 @@ static void forward_anycast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_rou
     enqueue_CT(copy);
 }
 
-/* Multicast toward a consumer whose backlog is full: the copy is not made.
- * Counted on the link and the router; logged when the link starts dropping
- * (the episode ends in jn_forward_backlog_check_CT). addr names the
- * address in the log (NULL: none known). */
-static void mc_drop_CT(jn_core_t *core, jn_core_link_t *to, const jn_addr_t *addr)
+/* Multicast toward a consumer in drop mode whose backlog is full: the copy
+ * is not made, only counted (on the link and the router). */
+static void mc_drop_CT(jn_core_t *core, jn_core_link_t *to)
 {
     JN_ASSERT_CT(core);
     to->ct.mc_dropped++;
     to->ct.mc_episode_dropped++;
     jn_stat_add(&core->stats.dropped, 1);
-    if (to->ct.mc_dropping)
-        return;
-    to->ct.mc_dropping = true;
-    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_WARNING,
-           "[C%" PRIu64 "][L%" PRIu64 "] Multicast consumer too slow: backlog of %" PRIu32
-           " copies full, dropping its copies of %.*s until it catches up",
-           to->conn->conn_id, to->ct.id, to->ct.undelivered.count, addr ? (int)addr->key_len : 1,
-           addr ? (const char *)addr->key : "?");
 }
 
-/* A multicast copy that must wait for its link's credit stops holding its
+/* A multicast copy that waits for its link's credit stops holding its
  * incoming delivery back: it counts as handed (so the delivery's credit
  * can go back to its sender once the other copies are out) and, unsettled,
  * as one of the copies whose outcome the sender waits for. */
@@ -381,39 +373,108 @@ static void mc_park_CT(jn_core_t *core, jn_delivery_t *copy)
         all_handed_CT(core, peer);
 }
 
+/* The link took no copy for JN_CORE_MC_STUCK_MS while droppable multicast
+ * copies waited for it: drop mode. Its waiting droppable copies are parked
+ * (their senders get their credit back) and, until it catches up, copies
+ * past a full backlog are dropped. False when it had no droppable copy. */
+static bool mc_stuck_CT(jn_core_t *core, jn_core_link_t *link)
+{
+    JN_ASSERT_CT(core);
+    uint32_t waiting = link->ct.undelivered.count;
+    const jn_addr_t *addr = NULL;
+    jn_delivery_t *next;
+    for (jn_delivery_t *c = link->ct.undelivered.head; c; c = next) {
+        next = c->ct.next;
+        if (!c->ct.mc_droppable || c->ct.parked)
+            continue;
+        if (!addr)
+            addr = c->ct.peer->ct.mc_addr;
+        mc_park_CT(core, c);
+    }
+    if (!addr)
+        return false;
+    link->ct.mc_dropping = true;
+    link->ct.mc_drop_handed = link->ct.handed;
+    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_WARNING,
+           "[C%" PRIu64 "][L%" PRIu64 "] Multicast consumer stuck: no copy taken for %d ms with %"
+           PRIu32 " waiting; copies of %.*s past a backlog of %" PRIu32
+           " are dropped until it catches up",
+           link->conn->conn_id, link->ct.id, JN_CORE_MC_STUCK_MS, waiting, (int)addr->key_len,
+           (const char *)addr->key, link->capacity);
+    return true;
+}
+
+void jn_forward_mc_tick_CT(jn_core_t *core)
+{
+    JN_ASSERT_CT(core);
+    int64_t now = (int64_t)jn_time_mono_ms();
+    if (now < core->ct.mc_next_check_ms)
+        return;
+    core->ct.mc_next_check_ms = now + JN_CORE_MC_CHECK_MS;
+    bool waiting = false;
+    for (jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next) {
+        for (jn_core_link_t *l = c->ct.links; l; l = l->ct.conn_next) {
+            if (l->dir != JN_LINK_OUTGOING || l->ct.mc_dropping || !l->ct.undelivered.head) {
+                l->ct.mc_idle_checks = 0;
+                continue;
+            }
+            waiting = true;
+            if (l->ct.handed != l->ct.mc_check_handed) {
+                l->ct.mc_check_handed = l->ct.handed; /* it moves: not stuck */
+                l->ct.mc_idle_checks = 0;
+                continue;
+            }
+            if (++l->ct.mc_idle_checks * JN_CORE_MC_CHECK_MS >= JN_CORE_MC_STUCK_MS)
+                mc_stuck_CT(core, l);
+        }
+    }
+    core->ct.mc_waiting = waiting;
+}
+
+int jn_forward_mc_sleep_ms_CT(jn_core_t *core, int timeout)
+{
+    JN_ASSERT_CT(core);
+    if (!core->ct.mc_waiting)
+        return timeout;
+    int64_t left = core->ct.mc_next_check_ms - (int64_t)jn_time_mono_ms();
+    int mc = left < 0 ? 0 : left > JN_CORE_MC_CHECK_MS ? JN_CORE_MC_CHECK_MS : (int)left;
+    return timeout < 0 || mc < timeout ? mc : timeout;
+}
+
 void jn_forward_backlog_check_CT(jn_core_link_t *link)
 {
     JN_ASSERT_CT(link->conn->core);
-    if ((uint64_t)link->ct.undelivered.count * 2 > link->capacity &&
-        link->ct.state == JN_LINK_ST_ATTACHED)
-        return;
+    bool attached = link->ct.state == JN_LINK_ST_ATTACHED;
+    if (attached && ((uint64_t)link->ct.undelivered.count * 2 > link->capacity ||
+                     link->ct.handed == link->ct.mc_drop_handed))
+        return; /* still behind, or no copy taken since it was found stuck */
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO,
            "[C%" PRIu64 "][L%" PRIu64 "] Multicast consumer %s: %" PRIu64
-           " copies dropped while it was too slow",
-           link->conn->conn_id, link->ct.id,
-           link->ct.state == JN_LINK_ST_ATTACHED ? "caught up" : "gone",
+           " copies dropped while it was stuck",
+           link->conn->conn_id, link->ct.id, attached ? "caught up" : "gone",
            link->ct.mc_episode_dropped);
     link->ct.mc_dropping = false;
     link->ct.mc_episode_dropped = 0;
+    link->ct.mc_idle_checks = 0;
 }
 
 /* One copy, settled as dlv was sent, to each of links (n of them), and to each of more
  * (n_more; may be NULL). The pending count covers all of them before the
  * first is handed out: until every copy exists, the set of copies is not
- * final (all_handed_CT). may_drop (multicast without backpressure): a
- * consumer's backlog is bounded, its copies parked (see the top); addr
- * names the address in logs. */
+ * final (all_handed_CT). addr: a multicast address without backpressure
+ * (its consumers' copies may be parked and dropped, see the top), else
+ * NULL. */
 static void copy_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned n,
-                             jn_core_link_t **more, unsigned n_more, bool may_drop,
-                             const jn_addr_t *addr)
+                             jn_core_link_t **more, unsigned n_more, const jn_addr_t *addr)
 {
     jn_core_t *core = jn_delivery_core(dlv);
     JN_ASSERT_CT(core);
     dlv->ct.pending += n + n_more;
+    dlv->ct.mc_addr = addr;
     for (unsigned i = 0; i < n + n_more; i++) {
         jn_core_link_t *to = i < n ? links[i] : more[i - n];
-        if (may_drop && to->ct.undelivered.count >= to->capacity) {
-            mc_drop_CT(core, to, addr);
+        if (addr && to->ct.mc_dropping && to->ct.undelivered.count >= to->capacity) {
+            mc_drop_CT(core, to);
             dlv->ct.pending--;
             continue;
         }
@@ -424,8 +485,14 @@ static void copy_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigne
             continue;
         }
         enqueue_CT(copy);
-        if (may_drop && copy->ct.list == JN_DLV_ON_UNDELIVERED)
-            mc_park_CT(core, copy); /* no credit now: it waits without holding dlv */
+        if (addr && copy->ct.list == JN_DLV_ON_UNDELIVERED) {
+            /* no credit for it now (the uncommon case) */
+            copy->ct.mc_droppable = true;
+            if (to->ct.mc_dropping)
+                mc_park_CT(core, copy);
+            else if (!core->ct.mc_waiting)
+                jn_core_watch_mc_CT(core); /* jn_forward_mc_tick_CT watches it */
+        }
     }
 }
 
@@ -440,8 +507,8 @@ static void forward_multicast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_r
                      : 0;
     addr->egress += addr->n_consumers;
     addr->transit += n;
-    copy_to_links_CT(dlv, addr->consumers, addr->n_consumers, remote, n, !addr->mc_backpressure,
-                     addr);
+    copy_to_links_CT(dlv, addr->consumers, addr->n_consumers, remote, n,
+                     addr->mc_backpressure ? NULL : addr);
 }
 
 static void route_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *rc)
@@ -473,7 +540,7 @@ void jn_forward_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned
     jn_core_t *core = jn_delivery_core(dlv);
     JN_ASSERT_CT(core);
     dlv->ct.multicast = multicast;
-    copy_to_links_CT(dlv, links, n, NULL, 0, false, NULL);
+    copy_to_links_CT(dlv, links, n, NULL, 0, NULL);
     dlv->ct.routed = true;
     if (dlv->ct.pending == 0)
         all_handed_CT(core, dlv);

@@ -407,6 +407,12 @@ struct jn_io_link {
         jn_work_t *wait_head, *wait_tail; /* DELIVERY_SEND items, in order */
         uint64_t sent;                    /* deliveries that consumed credit */
         uint64_t flow_limit;              /* last credit limit told to the core */
+        /* the limit told is at most linkCapacity past sent (io_send.c);
+         * when that cut the peer's credit (flow_capped) it is told again
+         * after each half capacity sent (sent at the last telling:
+         * flow_sent) */
+        uint64_t flow_sent;
+        bool flow_capped;
         bool flow_drain;
         bool flow_told;
         int slot;     /* jn_message_stream_copy_begin's */

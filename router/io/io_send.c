@@ -19,6 +19,16 @@
  * trip. Pre-settled copies are settled as soon as they are sent (or, while
  * streaming, stay tx.pd): they get neither the reference nor the context.
  *
+ * The core hands out copies within the credit limit this file tells it
+ * (jn_io_tx_flow_IO). That limit is the peer's credit, but at most the
+ * link's capacity (linkCapacity) past the copies already sent: copies
+ * handed over and not yet sent keep their messages' octets, so a consumer
+ * that grants a large credit and stops reading its socket would otherwise
+ * make the router keep up to that credit's worth of copies here, outside
+ * the core's bounded backlog for a stuck multicast consumer
+ * (docs/multicast.md). When the cap cut the credit, the limit is told again
+ * each time half a capacity more was sent.
+ *
  * Nothing is written here: proton buffers what pn_link_send gets and the
  * connection's loop writes all of it after the pass (io_loop.c). Because that buffer has no
  * limit of its own, a copy stops while the session holds more than
@@ -229,6 +239,16 @@ static void tx_maybe_drained_IO(jn_io_link_t *link)
     link->tx.sent += (uint64_t)pn_link_drained(link->pn);
 }
 
+/* The credit limit the core may hand out to (see the top); *capped: the
+ * capacity cut the peer's credit. */
+static uint64_t tx_limit(const jn_io_link_t *link, int credit, bool *capped)
+{
+    uint64_t c = credit > 0 ? (uint64_t)credit : 0;
+    uint64_t cap = link->conn->endpoint->cfg.link_capacity;
+    *capped = cap > 0 && c > cap;
+    return link->tx.sent + (*capped ? cap : c);
+}
+
 /* Send the copy in progress and then the waiting ones, as far as they go. */
 static void tx_pump_IO(jn_io_link_t *link)
 {
@@ -244,6 +264,11 @@ static void tx_pump_IO(jn_io_link_t *link)
         if (!tx_write_IO(link))
             return;
     }
+    /* a capped limit moves on with what was sent (see the top); the
+     * uncapped case costs this one test */
+    if (link->tx.flow_capped &&
+        (link->tx.sent - link->tx.flow_sent) * 2 >= link->conn->endpoint->cfg.link_capacity)
+        jn_io_tx_flow_IO(link);
     tx_maybe_drained_IO(link);
 }
 
@@ -331,8 +356,9 @@ void jn_io_tx_delivery_IO(jn_io_link_t *link, pn_delivery_t *pd)
 }
 
 /* jn_io_tx_flow_IO: PN_LINK_FLOW on an outgoing link (the peer's flow, or
- * proton framed buffered octets): resume a stalled copy; tell the core the
- * credit limit (core.h: deliveries sent so far plus the credit left) when
+ * proton framed buffered octets), or a capped limit to move on: resume a
+ * stalled copy; tell the core the credit limit (core.h: deliveries sent so
+ * far plus the credit left, at most linkCapacity of it: see the top) when
  * it or the drain flag changed. */
 void jn_io_tx_flow_IO(jn_io_link_t *link)
 {
@@ -340,9 +366,11 @@ void jn_io_tx_flow_IO(jn_io_link_t *link)
         return;
     if (link->tx.stalled)
         jn_io_link_set_busy_IO(link); /* proton framed some: top it up */
-    int credit = pn_link_credit(link->pn);
-    uint64_t limit = link->tx.sent + (uint64_t)(credit > 0 ? credit : 0);
+    bool capped;
+    uint64_t limit = tx_limit(link, pn_link_credit(link->pn), &capped);
     bool drain = pn_link_get_drain(link->pn);
+    link->tx.flow_capped = capped;
+    link->tx.flow_sent = link->tx.sent;
     if (link->tx.flow_told && limit == link->tx.flow_limit && drain == link->tx.flow_drain)
         return;
     link->tx.flow_told = true;

@@ -149,13 +149,15 @@ class SlowConsumerTest(SlowConsumerBase):
 
     def test_receiver_that_stops_reading_does_not_stall_two_fast_ones(self):
         r = self.start_router(addresses=MC, listener=QUIET_OK)
-        credit = 500
-        raw = self.attach_stuck(r, credit=credit)
+        # a generous credit: what stops it is the full socket
+        raw = self.attach_stuck(r, credit=100000)
         # 1 KiB bodies: 20 MB in all, far more than the socket buffers hold
         self.fast_pass(r, [Recv("mc.x", credit=1000), Recv("mc.x", credit=1000)],
                        body_size=1024)
         link = self.stuck_link(r)
-        self.assertEqual(link["deliveryCount"], credit)
+        # what went to its connection: sent (into the socket buffers) or
+        # waiting to be, within linkCapacity of what was sent
+        self.assertLess(link["deliveryCount"], N // 4)
         self.assertEqual(link["deliveryCount"] + link["undeliveredCount"] +
                          link["droppedPresettledCount"], N)
         self.assertGreater(link["droppedPresettledCount"], N // 2)

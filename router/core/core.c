@@ -104,6 +104,7 @@ jn_core_t *jn_core_create(const jn_core_config_t *cfg, const jn_core_io_ops_t *o
     atomic_init(&core->awake, true);
     atomic_init(&core->running, false);
     atomic_init(&core->stop, false);
+    atomic_init(&core->mc_waiting, false);
     jn_addr_config_init(&core->config);
     jn_mpsc_init(&core->actions);
     core->stop_action.type = JN_ACT_STOP;
@@ -160,9 +161,9 @@ void jn_core_post(jn_core_t *core, jn_action_t *action)
 void jn_core_watch_mc_CT(jn_core_t *core)
 {
     JN_ASSERT_CT(core);
-    if (core->ct.mc_waiting)
+    if (atomic_load_explicit(&core->mc_waiting, memory_order_relaxed))
         return;
-    core->ct.mc_waiting = true;
+    atomic_store_explicit(&core->mc_waiting, true, memory_order_relaxed);
     if (core->ct.mc_next_check_ms == 0 ||
         core->ct.mc_next_check_ms < (int64_t)jn_time_mono_ms())
         core->ct.mc_next_check_ms = (int64_t)jn_time_mono_ms() + JN_CORE_MC_CHECK_MS;
@@ -242,7 +243,7 @@ static size_t run_batch_CT(jn_core_t *core)
         dispatch_CT(core, batch[i]);
     if (core->mesh)
         jn_router_tick_CT(core); /* one clock read per batch, interior only */
-    if (core->ct.mc_waiting)
+    if (atomic_load_explicit(&core->mc_waiting, memory_order_relaxed))
         jn_forward_mc_tick_CT(core); /* a clock read per batch while copies wait */
     jn_link_flush_credit_CT(core);
     return n;
@@ -287,7 +288,7 @@ static void sleep_CT(jn_core_t *core)
         if (rc <= 0) {
             if (token_take(core)) { /* else the holder ticks, per batch */
                 jn_router_tick_CT(core);
-                if (core->ct.mc_waiting)
+                if (atomic_load_explicit(&core->mc_waiting, memory_order_relaxed))
                     jn_forward_mc_tick_CT(core);
                 jn_link_flush_credit_CT(core);
                 token_give(core);

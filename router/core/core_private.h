@@ -307,6 +307,11 @@ struct jn_core {
      * (core.c). */
     atomic_bool running;
     atomic_bool stop; /* the stop action was carried out */
+    /* Some multicast copy may wait on a stuck consumer: watched every
+     * JN_CORE_MC_CHECK_MS (forward.c). Written by the holder of the core
+     * role, read also by the core thread deciding how long to sleep
+     * (relaxed: a stale value costs one wake or one check late). */
+    atomic_bool mc_waiting;
 
     /* Main thread only. */
     pthread_t thread;
@@ -334,10 +339,7 @@ struct jn_core {
         jn_core_link_t *dirty; /* incoming links whose credit to recompute */
         uint64_t batch;        /* number of the batch being processed */
         uint64_t next_link_id;
-        /* some multicast copy may wait on a stuck consumer: watched every
-         * JN_CORE_MC_CHECK_MS from mc_next_check_ms (forward.c) */
-        bool mc_waiting;
-        int64_t mc_next_check_ms;
+        int64_t mc_next_check_ms; /* the stuck-consumer watch's next check */
         uint64_t next_temp;  /* dynamic address counter */
         uint32_t temp_nonce; /* random part of dynamic addresses */
         bool stop;
@@ -365,7 +367,7 @@ static inline void jn_stat_add(atomic_uint_least64_t *s, int64_t n)
 void jn_core_post(jn_core_t *core, jn_action_t *action);
 
 /* A multicast copy waits for credit: start watching for stuck consumers
- * (core->ct.mc_waiting) if not yet, waking the core thread so that it sleeps
+ * (core->mc_waiting) if not yet, waking the core thread so that it sleeps
  * with the watch's timeout. Core thread. */
 void jn_core_watch_mc_CT(jn_core_t *core);
 
@@ -467,12 +469,13 @@ void jn_forward_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned
  * (or it is detached), log the end of the episode with the number dropped
  * and leave drop mode. */
 void jn_forward_backlog_check_CT(jn_core_link_t *link);
-/* While ct.mc_waiting, every JN_CORE_MC_CHECK_MS (one clock read per call):
+/* While core->mc_waiting, every JN_CORE_MC_CHECK_MS (one clock read per call):
  * put the outgoing links that took no copy for JN_CORE_MC_STUCK_MS while
  * multicast copies waited in drop mode. */
 void jn_forward_mc_tick_CT(jn_core_t *core);
 /* How long the core may sleep (ms, -1: until woken) given the caller's
- * timeout, so that the watch above runs while ct.mc_waiting. */
+ * timeout, so that the watch above runs while core->mc_waiting. Core
+ * thread, with or without the core role. */
 int jn_forward_mc_sleep_ms_CT(jn_core_t *core, int timeout);
 /* Route a composed message's delivery (internal link) by its `to`. */
 void jn_forward_composed_CT(jn_delivery_t *dlv);

@@ -63,10 +63,6 @@ struct jn_delivery {
         uint64_t continue_batch; /* batch of the last CONTINUE round */
         bool routed;             /* forwarding decided */
         bool multicast;
-        /* multicast without backpressure: its address (for logs; valid
-         * while the delivery is routed, an address outlives the links
-         * that refer to it), else NULL */
-        const struct jn_addr *mc_addr;
         /* unsettled multicast: copies handed out and not settled yet, and
          * the strongest outcome they gave (JN_MC_* rank, forward.c) */
         uint32_t mc_unsettled;

@@ -57,6 +57,8 @@
 
 #include <junction/time.h>
 
+#include <string.h>
+
 static bool message_finished(const jn_message_t *m)
 {
     return jn_message_is_complete(m) || jn_message_is_aborted(m);
@@ -381,26 +383,29 @@ static bool mc_stuck_CT(jn_core_t *core, jn_core_link_t *link)
 {
     JN_ASSERT_CT(core);
     uint32_t waiting = link->ct.undelivered.count;
-    const jn_addr_t *addr = NULL;
+    bool any = false;
     jn_delivery_t *next;
     for (jn_delivery_t *c = link->ct.undelivered.head; c; c = next) {
         next = c->ct.next;
         if (!c->ct.mc_droppable || c->ct.parked)
             continue;
-        if (!addr)
-            addr = c->ct.peer->ct.mc_addr;
+        any = true;
         mc_park_CT(core, c);
     }
-    if (!addr)
+    if (!any)
         return false;
     link->ct.mc_dropping = true;
     link->ct.mc_drop_handed = link->ct.handed;
+    /* a receiver's link names its address; an inter-router link carries
+     * many: named by its link name */
+    const jn_addr_t *addr = link->ct.addr;
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_WARNING,
            "[C%" PRIu64 "][L%" PRIu64 "] Multicast consumer stuck: no copy taken for %d ms with %"
-           PRIu32 " waiting; copies of %.*s past a backlog of %" PRIu32
+           PRIu32 " waiting; copies %s %.*s past a backlog of %" PRIu32
            " are dropped until it catches up",
-           link->conn->conn_id, link->ct.id, JN_CORE_MC_STUCK_MS, waiting, (int)addr->key_len,
-           (const char *)addr->key, link->capacity);
+           link->conn->conn_id, link->ct.id, JN_CORE_MC_STUCK_MS, waiting,
+           addr ? "of" : "on link", addr ? (int)addr->key_len : (int)strlen(link->name),
+           addr ? (const char *)addr->key : link->name, link->capacity);
     return true;
 }
 
@@ -428,17 +433,16 @@ void jn_forward_mc_tick_CT(jn_core_t *core)
                 mc_stuck_CT(core, l);
         }
     }
-    core->ct.mc_waiting = waiting;
+    atomic_store_explicit(&core->mc_waiting, waiting, memory_order_relaxed);
 }
 
 int jn_forward_mc_sleep_ms_CT(jn_core_t *core, int timeout)
 {
     JN_ASSERT_CT(core);
-    if (!core->ct.mc_waiting)
+    /* may run while an I/O loop holds the core (core.c): only the flag */
+    if (!atomic_load_explicit(&core->mc_waiting, memory_order_relaxed))
         return timeout;
-    int64_t left = core->ct.mc_next_check_ms - (int64_t)jn_time_mono_ms();
-    int mc = left < 0 ? 0 : left > JN_CORE_MC_CHECK_MS ? JN_CORE_MC_CHECK_MS : (int)left;
-    return timeout < 0 || mc < timeout ? mc : timeout;
+    return timeout < 0 || JN_CORE_MC_CHECK_MS < timeout ? JN_CORE_MC_CHECK_MS : timeout;
 }
 
 void jn_forward_backlog_check_CT(jn_core_link_t *link)
@@ -470,7 +474,6 @@ static void copy_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigne
     jn_core_t *core = jn_delivery_core(dlv);
     JN_ASSERT_CT(core);
     dlv->ct.pending += n + n_more;
-    dlv->ct.mc_addr = addr;
     for (unsigned i = 0; i < n + n_more; i++) {
         jn_core_link_t *to = i < n ? links[i] : more[i - n];
         if (addr && to->ct.mc_dropping && to->ct.undelivered.count >= to->capacity) {
@@ -490,7 +493,7 @@ static void copy_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigne
             copy->ct.mc_droppable = true;
             if (to->ct.mc_dropping)
                 mc_park_CT(core, copy);
-            else if (!core->ct.mc_waiting)
+            else if (!atomic_load_explicit(&core->mc_waiting, memory_order_relaxed))
                 jn_core_watch_mc_CT(core); /* jn_forward_mc_tick_CT watches it */
         }
     }

@@ -488,7 +488,9 @@ static void copy_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigne
             continue;
         }
         enqueue_CT(copy);
-        if (addr && copy->ct.list == JN_DLV_ON_UNDELIVERED) {
+        /* a copy handed out may be finished (freed) already: only its
+         * address is compared; one not handed out is the backlog's tail */
+        if (addr && to->ct.undelivered.tail == copy) {
             /* no credit for it now (the uncommon case) */
             copy->ct.mc_droppable = true;
             if (to->ct.mc_dropping)

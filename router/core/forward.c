@@ -21,20 +21,23 @@
  * counts as modified. So a sender is never told accepted for a message no
  * consumer took.
  *
- * A slow multicast consumer (docs/multicast.md). Each consumer of a
- * multicast address (a local outgoing link, or the data link toward a
- * next-hop router) has a backlog of at most its link's capacity copies
- * waiting for credit. A copy that has to wait is "parked": it no longer
- * holds its incoming delivery back, so the sender's credit depends only on
- * the consumers that keep up. A copy that would overfill the backlog is not
- * made at all: it is dropped and counted (the link's droppedPresettledCount,
- * the router's droppedPresettledDeliveries), with one log line when the
- * link starts dropping and one when its backlog is down to half again. A
- * dropped copy, and a parked one whose link goes before it is sent, count
- * as released (never sent) in the merged outcome of an unsettled delivery;
- * when no copy went out at all the sender sees released. An address with
- * multicastBackpressure keeps the old rule: every copy holds its delivery
- * until handed out, so the slowest consumer paces the senders.
+ * A stuck multicast consumer (docs/multicast.md). A consumer of a multicast
+ * address (a local outgoing link, or the data link toward a next-hop
+ * router) that keeps taking copies paces the senders as above: a copy
+ * waiting for its credit holds its incoming delivery. One that takes no
+ * copy for JN_CORE_MC_STUCK_MS while copies wait for it is stuck (the watch,
+ * jn_forward_mc_tick_CT, runs only while some multicast copy waits): its
+ * waiting copies are "parked" (counted as handed, so they no longer hold
+ * their senders' credit), and until it catches up (takes a copy and has at
+ * most half its capacity waiting) its new copies are parked too, or, past
+ * a backlog of its link's capacity, not made at all: dropped and counted
+ * (the link's droppedPresettledCount, the router's
+ * droppedPresettledDeliveries), with one log line when it is found stuck
+ * and one when it catches up or goes. A dropped copy, and a parked one
+ * whose link goes before it is sent, count as released in the merged
+ * outcome of an unsettled delivery; a delivery no copy of which went out is
+ * released. An address with multicastBackpressure is never watched: the
+ * slowest consumer, stuck or not, paces the senders (qdrouterd 1.19).
  *
  * Settlement (unsettled anycast). The consumer's outcome and settlement go
  * back to the incoming delivery as they come (JN_WORK_DELIVERY_UPDATE). If

@@ -164,8 +164,7 @@ void jn_core_watch_mc_CT(jn_core_t *core)
     if (atomic_load_explicit(&core->mc_waiting, memory_order_relaxed))
         return;
     atomic_store_explicit(&core->mc_waiting, true, memory_order_relaxed);
-    if (core->ct.mc_next_check_ms == 0 ||
-        core->ct.mc_next_check_ms < (int64_t)jn_time_mono_ms())
+    if (core->ct.mc_next_check_ms == 0 || core->ct.mc_next_check_ms < (int64_t)jn_time_mono_ms())
         core->ct.mc_next_check_ms = (int64_t)jn_time_mono_ms() + JN_CORE_MC_CHECK_MS;
     /* The core thread may be asleep with no timeout while an I/O loop runs
      * the core inline: wake it so that it sleeps with the watch's. At most

@@ -403,11 +403,11 @@ static bool mc_stuck_CT(jn_core_t *core, jn_core_link_t *link)
      * many: named by its link name */
     const jn_addr_t *addr = link->ct.addr;
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_WARNING,
-           "[C%" PRIu64 "][L%" PRIu64 "] Multicast consumer stuck: no copy taken for %d ms with %"
-           PRIu32 " waiting; copies %s %.*s past a backlog of %" PRIu32
-           " are dropped until it catches up",
-           link->conn->conn_id, link->ct.id, JN_CORE_MC_STUCK_MS, waiting,
-           addr ? "of" : "on link", addr ? (int)addr->key_len : (int)strlen(link->name),
+           "[C%" PRIu64 "][L%" PRIu64
+           "] Multicast consumer stuck: no copy taken for %d ms with %" PRIu32
+           " waiting; copies %s %.*s past a backlog of %" PRIu32 " are dropped until it catches up",
+           link->conn->conn_id, link->ct.id, JN_CORE_MC_STUCK_MS, waiting, addr ? "of" : "on link",
+           addr ? (int)addr->key_len : (int)strlen(link->name),
            addr ? (const char *)addr->key : link->name, link->capacity);
     return true;
 }

@@ -17,7 +17,7 @@
 
 #include <unistd.h>
 
-#define BACKLOG 4
+#define BACKLOG       4
 #define STUCK_WAIT_US 1400000 /* JN_CORE_MC_STUCK_MS (1 s) plus a check interval and more */
 
 static int setup_multicast(void **state)

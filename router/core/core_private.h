@@ -54,6 +54,12 @@
  * wait; forward.c, docs/multicast.md). */
 #define JN_CORE_MC_CHECK_MS 250
 #define JN_CORE_MC_STUCK_MS 1000
+/* A stuck multicast consumer's parked backlog keeps at most this many
+ * message octets (besides at most its link capacity copies): parked copies
+ * keep their messages' buffers, which count toward the sending link's
+ * octet budget (2 MiB high-water mark, router/io), so a backlog of larger
+ * messages must not fill it and pause the sender. A quarter of it. */
+#define JN_CORE_MC_BACKLOG_OCTETS (512u * 1024)
 
 /* The core whose thread this is (NULL on other threads). */
 extern _Thread_local jn_core_t *jn_core_ct_self_;
@@ -264,6 +270,7 @@ struct jn_core_link {
          * all and in this episode */
         uint64_t mc_dropped, mc_episode_dropped;
         uint64_t mc_check_handed, mc_drop_handed;
+        uint64_t mc_parked_octets; /* message octets of its parked copies */
         uint32_t mc_idle_checks;
         bool mc_dropping;
         uint32_t unsettled;        /* of inflight: not settled */

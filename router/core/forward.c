@@ -266,6 +266,17 @@ static inline void affinity_CT(jn_core_t *core, jn_core_conn_t *in, jn_core_conn
         core->ops.colocate(in->io_conn, out->io_conn);
 }
 
+/* A parked copy leaves its link's parked backlog (handed out, or about to
+ * be dropped). A message that grew since it was parked (streaming) counts
+ * its length now: the total only errs low. */
+static void mc_unpark(jn_delivery_t *copy)
+{
+    jn_core_link_t *link = copy->link;
+    uint64_t n = jn_message_length(copy->message);
+    copy->ct.parked = false;
+    link->ct.mc_parked_octets = link->ct.mc_parked_octets > n ? link->ct.mc_parked_octets - n : 0;
+}
+
 void jn_forward_hand_out_CT(jn_delivery_t *copy)
 {
     jn_core_link_t *link = copy->link;
@@ -296,7 +307,7 @@ void jn_forward_hand_out_CT(jn_delivery_t *copy)
     }
     affinity_CT(core, peer->link->conn, link->conn);
     if (copy->ct.parked) {
-        copy->ct.parked = false; /* counted out of peer when it was parked */
+        mc_unpark(copy); /* counted out of peer when it was parked */
     } else {
         peer->ct.handed++;
         if (--peer->ct.pending == 0)
@@ -371,11 +382,58 @@ static void mc_park_CT(jn_core_t *core, jn_delivery_t *copy)
     JN_ASSERT_CT(core);
     jn_delivery_t *peer = copy->ct.peer;
     copy->ct.parked = true;
+    copy->link->ct.mc_parked_octets += jn_message_length(copy->message);
     peer->ct.handed++;
     if (!copy->presettled)
         peer->ct.mc_unsettled++;
     if (--peer->ct.pending == 0)
         all_handed_CT(core, peer);
+}
+
+/* A parked copy is never sent (its link is going, or its backlog is over
+ * JN_CORE_MC_BACKLOG_OCTETS): released in its delivery's merged outcome
+ * (see the top), and finished. */
+static void mc_discard_parked_CT(jn_delivery_t *copy)
+{
+    JN_ASSERT_CT(jn_delivery_core(copy));
+    jn_delivery_t *peer = copy->ct.peer;
+    mc_unpark(copy);
+    if (!copy->presettled && peer->ct.mc_unsettled > 0) {
+        peer->ct.mc_unsettled--;
+        mc_merge(peer, JN_DISP_RELEASED);
+        mc_check_CT(peer);
+    }
+    finish_copy_CT(copy);
+}
+
+/* Keep a stuck link's parked backlog within JN_CORE_MC_BACKLOG_OCTETS:
+ * drop its newest parked copies (the oldest go out first when it comes
+ * back), counted as dropped. */
+static void mc_trim_CT(jn_core_t *core, jn_core_link_t *link)
+{
+    JN_ASSERT_CT(core);
+    jn_delivery_t *prev;
+    for (jn_delivery_t *c = link->ct.undelivered.tail;
+         c && link->ct.mc_parked_octets > JN_CORE_MC_BACKLOG_OCTETS; c = prev) {
+        prev = c->ct.prev;
+        if (!c->ct.parked)
+            continue;
+        mc_drop_CT(core, link);
+        mc_discard_parked_CT(c);
+    }
+}
+
+/* A stuck link's parked copies may be of messages still arriving (counted
+ * at their length when parked): count them again, and trim. */
+static void mc_recount_CT(jn_core_t *core, jn_core_link_t *link)
+{
+    JN_ASSERT_CT(core);
+    uint64_t octets = 0;
+    for (jn_delivery_t *c = link->ct.undelivered.head; c; c = c->ct.next)
+        if (c->ct.parked)
+            octets += jn_message_length(c->message);
+    link->ct.mc_parked_octets = octets;
+    mc_trim_CT(core, link);
 }
 
 /* The link took no copy for JN_CORE_MC_STUCK_MS while droppable multicast
@@ -397,6 +455,7 @@ static bool mc_stuck_CT(jn_core_t *core, jn_core_link_t *link)
     }
     if (!any)
         return false;
+    mc_trim_CT(core, link);
     link->ct.mc_dropping = true;
     link->ct.mc_drop_handed = link->ct.handed;
     /* a receiver's link names its address; an inter-router link carries
@@ -422,8 +481,13 @@ void jn_forward_mc_tick_CT(jn_core_t *core)
     bool waiting = false;
     for (jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next) {
         for (jn_core_link_t *l = c->ct.links; l; l = l->ct.conn_next) {
-            if (l->dir != JN_LINK_OUTGOING || l->ct.mc_dropping || !l->ct.undelivered.head) {
+            if (l->dir != JN_LINK_OUTGOING || !l->ct.undelivered.head) {
                 l->ct.mc_idle_checks = 0;
+                continue;
+            }
+            if (l->ct.mc_dropping) {
+                waiting = true;
+                mc_recount_CT(core, l);
                 continue;
             }
             waiting = true;
@@ -479,7 +543,9 @@ static void copy_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigne
     dlv->ct.pending += n + n_more;
     for (unsigned i = 0; i < n + n_more; i++) {
         jn_core_link_t *to = i < n ? links[i] : more[i - n];
-        if (addr && to->ct.mc_dropping && to->ct.undelivered.count >= to->capacity) {
+        if (addr && to->ct.mc_dropping &&
+            (to->ct.undelivered.count >= to->capacity ||
+             to->ct.mc_parked_octets >= JN_CORE_MC_BACKLOG_OCTETS)) {
             mc_drop_CT(core, to);
             dlv->ct.pending--;
             continue;
@@ -736,14 +802,7 @@ void jn_forward_consumer_gone_CT(jn_core_link_t *link, jn_addr_t *addr)
     while ((copy = link->ct.undelivered.head) != NULL) {
         jn_delivery_t *peer = copy->ct.peer;
         if (copy->ct.parked) {
-            /* never sent: released in the merged outcome (see the top) */
-            copy->ct.parked = false;
-            if (!copy->presettled && peer->ct.mc_unsettled > 0) {
-                peer->ct.mc_unsettled--;
-                mc_merge(peer, JN_DISP_RELEASED);
-                mc_check_CT(peer);
-            }
-            finish_copy_CT(copy);
+            mc_discard_parked_CT(copy); /* never sent */
             continue;
         }
         (void)addr; /* the link is off its address already: route again */

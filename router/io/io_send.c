@@ -183,6 +183,7 @@ static bool tx_write_IO(jn_io_link_t *link)
         return false;
     link->tx.sent++; /* advance and abort both consume the credit */
     if (rc == 0) {
+        link->tx.msg_size = link->tx.out.position; /* the octets of this copy (tx_limit) */
         pn_link_advance(pl);
         tx_done_IO(link, false);
     } else {
@@ -249,8 +250,6 @@ static uint64_t tx_limit(jn_io_link_t *link, int credit)
 {
     uint64_t c = credit > 0 ? (uint64_t)credit : 0;
     uint64_t cap = link->conn->endpoint->cfg.link_capacity;
-    if (link->tx.dlv) /* a copy in progress: its size, known at no cost here */
-        link->tx.msg_size = jn_message_length(link->tx.out.message);
     /* before the first copy, its size is not known: a few ahead, and told
      * again (with its size) once half of them are sent */
     uint64_t by_octets =

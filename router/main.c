@@ -451,6 +451,10 @@ static void add_address(daemon_state_t *st, const jn_config_entity_t *e)
     int d = distribution_from_name(jn_config_entity_string(e, "distribution"));
     int rc = jn_core_add_address_config(st->core, prefix ? prefix : pattern, pattern != NULL,
                                         d >= 0 ? (jn_distribution_t)d : JN_DIST_BALANCED);
+    bool backpressure = false;
+    if (rc == 0 && jn_config_entity_bool(e, "multicastBackpressure", &backpressure) == 0 &&
+        backpressure)
+        rc = jn_core_set_address_backpressure(st->core, true);
     if (rc != 0)
         JN_LOG(JN_LOG_MOD_CONN_MGR, JN_LOG_WARNING, "%s:%d: address %s '%s' ignored: %s", where,
                line, prefix ? "prefix" : "pattern", prefix ? prefix : pattern, jn_strerror(rc));

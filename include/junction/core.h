@@ -112,6 +112,15 @@ jn_core_t *jn_core_create(const jn_core_config_t *cfg, const jn_core_io_ops_t *o
 int jn_core_add_address_config(jn_core_t *core, const char *prefix_or_pattern, bool pattern,
                                jn_distribution_t distribution);
 
+/* jn_core_set_address_backpressure: the `address` entity added last (by
+ * jn_core_add_address_config, which must have returned 0 just before) has
+ * multicastBackpressure set to on: when its distribution is multicast, a
+ * consumer whose backlog is full holds the senders back (each copy waits
+ * for credit, as in qdrouterd 1.19) instead of missing copies
+ * (docs/multicast.md). Returns 0, or JN_EINVAL when no entry was added or
+ * the core already started. Main thread before jn_core_start. */
+int jn_core_set_address_backpressure(jn_core_t *core, bool on);
+
 /* jn_core_start: start the core thread. Returns 0 or JN_ENOMEM. Main thread. */
 int jn_core_start(jn_core_t *core);
 
@@ -478,6 +487,9 @@ typedef struct jn_core_stats {
     uint64_t deliveries_rejected;
     uint64_t deliveries_modified;
     uint64_t deliveries_presettled; /* of ingress: sent pre-settled */
+    /* multicast copies not sent because their consumer's backlog was full
+     * (router droppedPresettledDeliveries, docs/multicast.md) */
+    uint64_t deliveries_dropped;
 } jn_core_stats_t;
 
 /* jn_core_get_stats: a snapshot (relaxed atomics). Any thread. */

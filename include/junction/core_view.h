@@ -63,6 +63,9 @@ typedef struct jn_view_link {
     uint64_t accepted, rejected, released, modified;
     uint64_t credit_available; /* outgoing: credit left; incoming: credit outstanding */
     bool presettled;           /* the sender's snd-settle-mode is settled */
+    /* outgoing: multicast copies dropped because its backlog was full
+     * (droppedPresettledCount, docs/multicast.md) */
+    uint64_t dropped;
 } jn_view_link_t;
 
 /* One entry of the address table (management `router.address`). */
@@ -118,9 +121,10 @@ int jn_core_conn_close_CT(jn_core_t *core, uint64_t id, const char *condition,
 /* jn_core_address_config_add_CT: an `address` entity created at run time:
  * as jn_core_add_address_config (same matching, same errors except that
  * the core may be running), for addresses created from now on (an address
- * already in the table keeps its distribution). Core thread. */
+ * already in the table keeps its distribution); mc_backpressure as
+ * jn_core_set_address_backpressure. Core thread. */
 int jn_core_address_config_add_CT(jn_core_t *core, const char *prefix_or_pattern, bool pattern,
-                                  jn_distribution_t distribution);
+                                  jn_distribution_t distribution, bool mc_backpressure);
 
 /* jn_core_address_config_remove_CT: remove the entry added with the same
  * text and kind (a pattern compared after collapsing '#' runs). Addresses

@@ -42,13 +42,17 @@ static const char *dist_name(jn_distribution_t d)
  * addresses (matched on the address without class and phase), closest for
  * local and topological ones (dynamic addresses among them). */
 static jn_distribution_t distribution_for_CT(jn_core_t *core, const uint8_t *key, size_t len,
-                                             jn_distribution_t other)
+                                             jn_distribution_t other, bool *backpressure)
 {
     JN_ASSERT_CT(core);
+    *backpressure = false;
     if (len < 2 || key[0] != JN_ADDR_CLASS_MOBILE)
         return JN_DIST_CLOSEST;
     int i = jn_addr_config_match(&core->config, (const char *)key + 2, len - 2);
-    return i >= 0 ? core->config.entries[i].distribution : other;
+    if (i < 0)
+        return other;
+    *backpressure = core->config.entries[i].mc_backpressure;
+    return core->config.entries[i].distribution;
 }
 
 /* Find or create the entry for key (heap, taken over). */
@@ -62,7 +66,8 @@ static int addr_get_CT(jn_core_t *core, uint8_t *key, size_t len, jn_distributio
         *out = addr;
         return 0;
     }
-    jn_distribution_t dist = distribution_for_CT(core, key, len, other);
+    bool backpressure = false;
+    jn_distribution_t dist = distribution_for_CT(core, key, len, other, &backpressure);
     if (dist == JN_DIST_UNAVAILABLE) {
         free(key);
         *out = NULL;
@@ -77,6 +82,7 @@ static int addr_get_CT(jn_core_t *core, uint8_t *key, size_t len, jn_distributio
     addr->key = key;
     addr->key_len = len;
     addr->distribution = dist;
+    addr->mc_backpressure = backpressure;
     jn_stat_add(&core->stats.addresses, 1);
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_DEBUG, "Address added: %.*s (%s)", (int)len,
            (const char *)key, dist_name(dist));
@@ -340,5 +346,7 @@ bool jn_addr_unavailable_for_message_CT(jn_core_t *core, const jn_message_t *msg
     size_t len = jn_iter_copy(&it, key, sizeof key);
     if (len == sizeof key)
         return false; /* longer than any configured prefix could decide here */
-    return distribution_for_CT(core, key, len, core->default_distribution) == JN_DIST_UNAVAILABLE;
+    bool backpressure;
+    return distribution_for_CT(core, key, len, core->default_distribution, &backpressure) ==
+           JN_DIST_UNAVAILABLE;
 }

@@ -40,6 +40,11 @@ typedef struct jn_addr_config_entry {
     size_t len;   /* octets of text */
     bool pattern; /* false: a prefix */
     jn_distribution_t distribution;
+    /* multicastBackpressure (Junction): a multicast address's senders wait
+     * for its slowest consumer instead of that consumer's copies being
+     * dropped past its backlog (forward.c). Set by the caller after
+     * jn_addr_config_add (the new entry is the last one); false there. */
+    bool mc_backpressure;
 } jn_addr_config_entry_t;
 
 /* The table. Owned by its jn_core_t (see the threads note above). */

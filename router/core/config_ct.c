@@ -18,10 +18,13 @@
 #include <string.h>
 
 int jn_core_address_config_add_CT(jn_core_t *core, const char *prefix_or_pattern, bool pattern,
-                                  jn_distribution_t distribution)
+                                  jn_distribution_t distribution, bool mc_backpressure)
 {
     JN_ASSERT_CT(core);
-    return jn_addr_config_add(&core->config, prefix_or_pattern, pattern, distribution);
+    int rc = jn_addr_config_add(&core->config, prefix_or_pattern, pattern, distribution);
+    if (rc == 0) /* the new entry is the last one (address_config.h) */
+        core->config.entries[core->config.count - 1].mc_backpressure = mc_backpressure;
+    return rc;
 }
 
 /* Collapse runs of '#' tokens as jn_addr_config_add stores patterns, by

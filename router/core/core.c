@@ -104,6 +104,7 @@ jn_core_t *jn_core_create(const jn_core_config_t *cfg, const jn_core_io_ops_t *o
     atomic_init(&core->awake, true);
     atomic_init(&core->running, false);
     atomic_init(&core->stop, false);
+    atomic_init(&core->mc_waiting, false);
     jn_addr_config_init(&core->config);
     jn_mpsc_init(&core->actions);
     core->stop_action.type = JN_ACT_STOP;
@@ -131,6 +132,14 @@ int jn_core_add_address_config(jn_core_t *core, const char *prefix_or_pattern, b
     return jn_addr_config_add(&core->config, prefix_or_pattern, pattern, distribution);
 }
 
+int jn_core_set_address_backpressure(jn_core_t *core, bool on)
+{
+    if (core->started || core->config.count == 0)
+        return JN_EINVAL;
+    core->config.entries[core->config.count - 1].mc_backpressure = on;
+    return 0;
+}
+
 void jn_core_post(jn_core_t *core, jn_action_t *action)
 {
     if (!jn_mpsc_push(&core->actions, &action->node))
@@ -147,6 +156,25 @@ void jn_core_post(jn_core_t *core, jn_action_t *action)
         n = write(core->wake_fd, &one, sizeof one);
     } while (n < 0 && errno == EINTR);
     JN_CHECK(n == (ssize_t)sizeof one);
+}
+
+void jn_core_watch_mc_CT(jn_core_t *core)
+{
+    JN_ASSERT_CT(core);
+    if (atomic_load_explicit(&core->mc_waiting, memory_order_relaxed))
+        return;
+    atomic_store_explicit(&core->mc_waiting, true, memory_order_relaxed);
+    if (core->ct.mc_next_check_ms == 0 || core->ct.mc_next_check_ms < (int64_t)jn_time_mono_ms())
+        core->ct.mc_next_check_ms = (int64_t)jn_time_mono_ms() + JN_CORE_MC_CHECK_MS;
+    /* The core thread may be asleep with no timeout while an I/O loop runs
+     * the core inline: wake it so that it sleeps with the watch's. At most
+     * once per check interval (the watch clears the flag when nothing
+     * waits). */
+    uint64_t one = 1;
+    ssize_t n;
+    do {
+        n = write(core->wake_fd, &one, sizeof one);
+    } while (n < 0 && errno == EINTR);
 }
 
 /* Carry out one action. Core thread. */
@@ -214,6 +242,8 @@ static size_t run_batch_CT(jn_core_t *core)
         dispatch_CT(core, batch[i]);
     if (core->mesh)
         jn_router_tick_CT(core); /* one clock read per batch, interior only */
+    if (atomic_load_explicit(&core->mc_waiting, memory_order_relaxed))
+        jn_forward_mc_tick_CT(core); /* a clock read per batch while copies wait */
     jn_link_flush_credit_CT(core);
     return n;
 }
@@ -276,12 +306,15 @@ static void core_sleep(jn_core_t *core)
             timeout = 20; /* the mesh's flush interval (router.c) */
         }
     }
+    timeout = jn_forward_mc_sleep_ms(core, timeout);
     if (timeout >= 0) {
         struct pollfd p = {.fd = core->wake_fd, .events = POLLIN};
         int rc = timeout > 0 ? poll(&p, 1, timeout) : 0;
         if (rc <= 0) {
             if (ct_enter(core)) { /* else the holder ticks, per batch */
                 jn_router_tick_CT(core);
+                if (atomic_load_explicit(&core->mc_waiting, memory_order_relaxed))
+                    jn_forward_mc_tick_CT(core);
                 jn_link_flush_credit_CT(core);
                 ct_leave(core);
             }
@@ -435,6 +468,7 @@ void jn_core_get_stats(jn_core_t *core, jn_core_stats_t *out)
     out->deliveries_rejected = LOAD(rejected);
     out->deliveries_modified = LOAD(modified);
     out->deliveries_presettled = LOAD(presettled);
+    out->deliveries_dropped = LOAD(dropped);
     out->addresses = LOAD(addresses);
     out->links = LOAD(links);
     out->connections = LOAD(connections);

@@ -49,6 +49,18 @@
  * says (the schema's linkCapacity default). */
 #define JN_CORE_DEFAULT_CAPACITY 250
 
+/* A multicast consumer is stuck when it takes no copy for JN_CORE_MC_STUCK_MS
+ * while copies wait for it (checked every JN_CORE_MC_CHECK_MS while some
+ * wait; forward.c, docs/multicast.md). */
+#define JN_CORE_MC_CHECK_MS 250
+#define JN_CORE_MC_STUCK_MS 1000
+/* A stuck multicast consumer's parked backlog keeps at most this many
+ * message octets (besides at most its link capacity copies): parked copies
+ * keep their messages' buffers, which count toward the sending link's
+ * octet budget (2 MiB high-water mark, router/io), so a backlog of larger
+ * messages must not fill it and pause the sender. A quarter of it. */
+#define JN_CORE_MC_BACKLOG_OCTETS (512u * 1024)
+
 /* The core whose thread this is (NULL on other threads). */
 extern _Thread_local jn_core_t *jn_core_ct_self_;
 /* JN_ASSERT_CT: the calling thread holds core's token (core.c: set on
@@ -120,6 +132,8 @@ typedef struct jn_addr {
     uint32_t next_remote; /* closest: where the round robin over remotes starts */
     bool advertised;      /* told the mesh this router has a local destination */
     bool permanent;       /* never freed while the core runs (R<id>, $management) */
+    bool mc_backpressure; /* multicast: a full consumer backlog holds the
+                           * senders back instead of dropping (forward.c) */
     uint8_t inproc;       /* JN_INPROC_*: served inside the router */
     /* management counters (router.address), forward.c: deliveries that
      * entered the mesh here (from a client), copies to local consumers
@@ -255,6 +269,17 @@ struct jn_core_link {
         bool drain;
         jn_dlv_list_t undelivered; /* copies waiting for credit, FIFO */
         jn_dlv_list_t inflight;    /* copies handed out, still tracked */
+        /* a stuck multicast consumer (forward.c): drop mode (mc_dropping)
+         * from when it took no copy for JN_CORE_MC_STUCK_MS while copies
+         * waited (mc_check_handed, mc_idle_checks: the watch) until it
+         * took some (handed moved past mc_drop_handed) and its backlog is
+         * down to half; copies not made because its backlog was full, in
+         * all and in this episode */
+        uint64_t mc_dropped, mc_episode_dropped;
+        uint64_t mc_check_handed, mc_drop_handed;
+        uint64_t mc_parked_octets; /* message octets of its parked copies */
+        uint32_t mc_idle_checks;
+        bool mc_dropping;
         uint32_t unsettled;        /* of inflight: not settled */
         uint64_t next_tag;
         /* incoming (the router receives) */
@@ -296,6 +321,11 @@ struct jn_core {
      * (core.c). */
     atomic_bool running;
     atomic_bool stop; /* the stop action was carried out */
+    /* Some multicast copy may wait on a stuck consumer: watched every
+     * JN_CORE_MC_CHECK_MS (forward.c). Written by the holder of the core
+     * role, read also by the core thread deciding how long to sleep
+     * (relaxed: a stale value costs one wake or one check late). */
+    atomic_bool mc_waiting;
 
     /* Main thread only. */
     pthread_t thread;
@@ -323,6 +353,7 @@ struct jn_core {
         jn_core_link_t *dirty; /* incoming links whose credit to recompute */
         uint64_t batch;        /* number of the batch being processed */
         uint64_t next_link_id;
+        int64_t mc_next_check_ms; /* the stuck-consumer watch's next check */
         uint64_t next_temp;  /* dynamic address counter */
         uint32_t temp_nonce; /* random part of dynamic addresses */
         bool stop;
@@ -331,7 +362,7 @@ struct jn_core {
     /* Statistics: written by the core thread (relaxed), read anywhere. */
     struct {
         atomic_uint_least64_t ingress, egress, released, accepted, rejected, modified, presettled,
-            addresses, links, connections;
+            dropped, addresses, links, connections;
     } stats;
 };
 
@@ -348,6 +379,11 @@ static inline void jn_stat_add(atomic_uint_least64_t *s, int64_t n)
 /* Post an action on the core's queue and wake the core thread when the
  * queue was empty. Any thread. */
 void jn_core_post(jn_core_t *core, jn_action_t *action);
+
+/* A multicast copy waits for credit: start watching for stuck consumers
+ * (core->mc_waiting) if not yet, waking the core thread so that it sleeps
+ * with the watch's timeout. Core thread. */
+void jn_core_watch_mc_CT(jn_core_t *core);
 
 /* ---- conn.c ------------------------------------------------------------- */
 
@@ -451,6 +487,19 @@ void jn_forward_update_CT(jn_delivery_t *dlv, const jn_disposition_t *disp, bool
  * each) or not; marks it routed and finishes it as forwarding does. */
 void jn_forward_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned n,
                             bool multicast);
+/* An outgoing link in drop mode (ct.mc_dropping) handed some out, or is
+ * going: once it took a copy and its backlog is down to half its capacity
+ * (or it is detached), log the end of the episode with the number dropped
+ * and leave drop mode. */
+void jn_forward_backlog_check_CT(jn_core_link_t *link);
+/* While core->mc_waiting, every JN_CORE_MC_CHECK_MS (one clock read per call):
+ * put the outgoing links that took no copy for JN_CORE_MC_STUCK_MS while
+ * multicast copies waited in drop mode. */
+void jn_forward_mc_tick_CT(jn_core_t *core);
+/* How long the core may sleep (ms, -1: until woken) given the caller's
+ * timeout, so that the watch above runs while core->mc_waiting. The core
+ * thread, without the core's token (it reads only an atomic flag). */
+int jn_forward_mc_sleep_ms(jn_core_t *core, int timeout);
 /* Route a composed message's delivery (internal link) by its `to`. */
 void jn_forward_composed_CT(jn_delivery_t *dlv);
 /* Hand a copy waiting at the head of its link's undelivered list to the

@@ -61,8 +61,8 @@ struct jn_delivery {
     struct {
         /* incoming deliveries */
         jn_delivery_t *copies;   /* copies not finished (through copy_next) */
-        uint32_t pending;        /* copies not yet handed out (or dropped) */
-        uint32_t handed;         /* copies handed out */
+        uint32_t pending;        /* copies not yet handed out (or dropped, or parked) */
+        uint32_t handed;         /* copies handed out or parked */
         uint64_t continue_batch; /* batch of the last CONTINUE round */
         bool routed;             /* forwarding decided */
         bool multicast;
@@ -82,6 +82,13 @@ struct jn_delivery {
         jn_delivery_t *prev, *next;           /* the link list ct.list says */
         uint8_t list;                         /* JN_DLV_ON_* */
         bool handed_out;                      /* JN_WORK_DELIVERY_SEND queued */
+        bool mc_droppable;                    /* a multicast copy that waited for
+                                               * credit: may be parked (forward.c) */
+        bool parked;                          /* multicast copy waiting for credit
+                                               * that no longer holds its incoming
+                                               * delivery back: counted in its
+                                               * peer's handed (and mc_unsettled)
+                                               * already (forward.c) */
         bool settled;                         /* settled on the consumer's side */
         bool outcome_counted;                 /* its outcome is in the statistics */
         bool final;                           /* its last SEND/CONTINUE was queued after

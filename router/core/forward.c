@@ -21,6 +21,24 @@
  * counts as modified. So a sender is never told accepted for a message no
  * consumer took.
  *
+ * A stuck multicast consumer (docs/multicast.md). A consumer of a multicast
+ * address (a local outgoing link, or the data link toward a next-hop
+ * router) that keeps taking copies paces the senders as above: a copy
+ * waiting for its credit holds its incoming delivery. One that takes no
+ * copy for JN_CORE_MC_STUCK_MS while copies wait for it is stuck (the watch,
+ * jn_forward_mc_tick_CT, runs only while some multicast copy waits): its
+ * waiting copies are "parked" (counted as handed, so they no longer hold
+ * their senders' credit), and until it catches up (takes a copy and has at
+ * most half its capacity waiting) its new copies are parked too, or, past
+ * a backlog of its link's capacity, not made at all: dropped and counted
+ * (the link's droppedPresettledCount, the router's
+ * droppedPresettledDeliveries), with one log line when it is found stuck
+ * and one when it catches up or goes. A dropped copy, and a parked one
+ * whose link goes before it is sent, count as released in the merged
+ * outcome of an unsettled delivery; a delivery no copy of which went out is
+ * released. An address with multicastBackpressure is never watched: the
+ * slowest consumer, stuck or not, paces the senders (qdrouterd 1.19).
+ *
  * Settlement (unsettled anycast). The consumer's outcome and settlement go
  * back to the incoming delivery as they come (JN_WORK_DELIVERY_UPDATE). If
  * the sender settles first, the copies handed out are settled toward their
@@ -39,6 +57,10 @@
  * handed out and every copy is finished.
  */
 #include "delivery.h"
+
+#include <junction/time.h>
+
+#include <string.h>
 
 static bool message_finished(const jn_message_t *m)
 {
@@ -264,6 +286,17 @@ static inline void affinity_CT(jn_core_t *core, jn_core_conn_t *in, jn_core_conn
         core->ops.colocate(in->io_conn, out->io_conn);
 }
 
+/* A parked copy leaves its link's parked backlog (handed out, or about to
+ * be dropped). A message that grew since it was parked (streaming) counts
+ * its length now: the total only errs low. */
+static void mc_unpark(jn_delivery_t *copy)
+{
+    jn_core_link_t *link = copy->link;
+    uint64_t n = jn_message_length(copy->message);
+    copy->ct.parked = false;
+    link->ct.mc_parked_octets = link->ct.mc_parked_octets > n ? link->ct.mc_parked_octets - n : 0;
+}
+
 void jn_forward_hand_out_CT(jn_delivery_t *copy)
 {
     jn_core_link_t *link = copy->link;
@@ -284,7 +317,7 @@ void jn_forward_hand_out_CT(jn_delivery_t *copy)
         copy->ct.settled = true;
     } else {
         link->ct.unsettled++;
-        if (peer->ct.multicast)
+        if (peer->ct.multicast && !copy->ct.parked)
             peer->ct.mc_unsettled++;
     }
     if (peer->ct.sender_settled && !copy->ct.settled) {
@@ -293,9 +326,13 @@ void jn_forward_hand_out_CT(jn_delivery_t *copy)
         copy_settle(copy);
     }
     affinity_CT(core, peer->link->conn, link->conn);
-    peer->ct.handed++;
-    if (--peer->ct.pending == 0)
-        all_handed_CT(core, peer);
+    if (copy->ct.parked) {
+        mc_unpark(copy); /* counted out of peer when it was parked */
+    } else {
+        peer->ct.handed++;
+        if (--peer->ct.pending == 0)
+            all_handed_CT(core, peer);
+    }
     if (copy->ct.settled && copy->ct.final)
         finish_copy_CT(copy);
 }
@@ -346,23 +383,209 @@ static void forward_anycast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_rou
     enqueue_CT(copy);
 }
 
+/* Multicast toward a consumer in drop mode whose backlog is full: the copy
+ * is not made, only counted (on the link and the router). */
+static void mc_drop_CT(jn_core_t *core, jn_core_link_t *to)
+{
+    JN_ASSERT_CT(core);
+    to->ct.mc_dropped++;
+    to->ct.mc_episode_dropped++;
+    jn_stat_add(&core->stats.dropped, 1);
+}
+
+/* A multicast copy that waits for its link's credit stops holding its
+ * incoming delivery back: it counts as handed (so the delivery's credit
+ * can go back to its sender once the other copies are out) and, unsettled,
+ * as one of the copies whose outcome the sender waits for. */
+static void mc_park_CT(jn_core_t *core, jn_delivery_t *copy)
+{
+    JN_ASSERT_CT(core);
+    jn_delivery_t *peer = copy->ct.peer;
+    copy->ct.parked = true;
+    copy->link->ct.mc_parked_octets += jn_message_length(copy->message);
+    peer->ct.handed++;
+    if (!copy->presettled)
+        peer->ct.mc_unsettled++;
+    if (--peer->ct.pending == 0)
+        all_handed_CT(core, peer);
+}
+
+/* A parked copy is never sent (its link is going, or its backlog is over
+ * JN_CORE_MC_BACKLOG_OCTETS): released in its delivery's merged outcome
+ * (see the top), and finished. */
+static void mc_discard_parked_CT(jn_delivery_t *copy)
+{
+    JN_ASSERT_CT(jn_delivery_core(copy));
+    jn_delivery_t *peer = copy->ct.peer;
+    mc_unpark(copy);
+    if (!copy->presettled && peer->ct.mc_unsettled > 0) {
+        peer->ct.mc_unsettled--;
+        mc_merge(peer, JN_DISP_RELEASED);
+        mc_check_CT(peer);
+    }
+    finish_copy_CT(copy);
+}
+
+/* Keep a stuck link's parked backlog within JN_CORE_MC_BACKLOG_OCTETS:
+ * drop its newest parked copies (the oldest go out first when it comes
+ * back), counted as dropped. */
+static void mc_trim_CT(jn_core_t *core, jn_core_link_t *link)
+{
+    JN_ASSERT_CT(core);
+    jn_delivery_t *prev;
+    for (jn_delivery_t *c = link->ct.undelivered.tail;
+         c && link->ct.mc_parked_octets > JN_CORE_MC_BACKLOG_OCTETS; c = prev) {
+        prev = c->ct.prev;
+        if (!c->ct.parked)
+            continue;
+        mc_drop_CT(core, link);
+        mc_discard_parked_CT(c);
+    }
+}
+
+/* A stuck link's parked copies may be of messages still arriving (counted
+ * at their length when parked): count them again, and trim. */
+static void mc_recount_CT(jn_core_t *core, jn_core_link_t *link)
+{
+    JN_ASSERT_CT(core);
+    uint64_t octets = 0;
+    for (jn_delivery_t *c = link->ct.undelivered.head; c; c = c->ct.next)
+        if (c->ct.parked)
+            octets += jn_message_length(c->message);
+    link->ct.mc_parked_octets = octets;
+    mc_trim_CT(core, link);
+}
+
+/* The link took no copy for JN_CORE_MC_STUCK_MS while droppable multicast
+ * copies waited for it: drop mode. Its waiting droppable copies are parked
+ * (their senders get their credit back) and, until it catches up, copies
+ * past a full backlog are dropped. False when it had no droppable copy. */
+static bool mc_stuck_CT(jn_core_t *core, jn_core_link_t *link)
+{
+    JN_ASSERT_CT(core);
+    uint32_t waiting = link->ct.undelivered.count;
+    bool any = false;
+    jn_delivery_t *next;
+    for (jn_delivery_t *c = link->ct.undelivered.head; c; c = next) {
+        next = c->ct.next;
+        if (!c->ct.mc_droppable || c->ct.parked)
+            continue;
+        any = true;
+        mc_park_CT(core, c);
+    }
+    if (!any)
+        return false;
+    mc_trim_CT(core, link);
+    link->ct.mc_dropping = true;
+    link->ct.mc_drop_handed = link->ct.handed;
+    /* a receiver's link names its address; an inter-router link carries
+     * many: named by its link name */
+    const jn_addr_t *addr = link->ct.addr;
+    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_WARNING,
+           "[C%" PRIu64 "][L%" PRIu64
+           "] Multicast consumer stuck: no copy taken for %d ms with %" PRIu32
+           " waiting; copies %s %.*s past a backlog of %" PRIu32 " are dropped until it catches up",
+           link->conn->conn_id, link->ct.id, JN_CORE_MC_STUCK_MS, waiting, addr ? "of" : "on link",
+           addr ? (int)addr->key_len : (int)strlen(link->name),
+           addr ? (const char *)addr->key : link->name, link->capacity);
+    return true;
+}
+
+void jn_forward_mc_tick_CT(jn_core_t *core)
+{
+    JN_ASSERT_CT(core);
+    int64_t now = (int64_t)jn_time_mono_ms();
+    if (now < core->ct.mc_next_check_ms)
+        return;
+    core->ct.mc_next_check_ms = now + JN_CORE_MC_CHECK_MS;
+    bool waiting = false;
+    for (jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next) {
+        for (jn_core_link_t *l = c->ct.links; l; l = l->ct.conn_next) {
+            if (l->dir != JN_LINK_OUTGOING || !l->ct.undelivered.head) {
+                l->ct.mc_idle_checks = 0;
+                continue;
+            }
+            if (l->ct.mc_dropping) {
+                waiting = true;
+                mc_recount_CT(core, l);
+                continue;
+            }
+            waiting = true;
+            if (l->ct.handed != l->ct.mc_check_handed) {
+                l->ct.mc_check_handed = l->ct.handed; /* it moves: not stuck */
+                l->ct.mc_idle_checks = 0;
+                continue;
+            }
+            if (++l->ct.mc_idle_checks * JN_CORE_MC_CHECK_MS >= JN_CORE_MC_STUCK_MS)
+                mc_stuck_CT(core, l);
+        }
+    }
+    atomic_store_explicit(&core->mc_waiting, waiting, memory_order_relaxed);
+}
+
+int jn_forward_mc_sleep_ms(jn_core_t *core, int timeout)
+{
+    /* runs without the core's token (core.c, core_sleep): only the flag */
+    if (!atomic_load_explicit(&core->mc_waiting, memory_order_relaxed))
+        return timeout;
+    return timeout < 0 || JN_CORE_MC_CHECK_MS < timeout ? JN_CORE_MC_CHECK_MS : timeout;
+}
+
+void jn_forward_backlog_check_CT(jn_core_link_t *link)
+{
+    JN_ASSERT_CT(link->conn->core);
+    bool attached = link->ct.state == JN_LINK_ST_ATTACHED;
+    if (attached && ((uint64_t)link->ct.undelivered.count * 2 > link->capacity ||
+                     link->ct.handed == link->ct.mc_drop_handed))
+        return; /* still behind, or no copy taken since it was found stuck */
+    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO,
+           "[C%" PRIu64 "][L%" PRIu64 "] Multicast consumer %s: %" PRIu64
+           " copies dropped while it was stuck",
+           link->conn->conn_id, link->ct.id, attached ? "caught up" : "gone",
+           link->ct.mc_episode_dropped);
+    link->ct.mc_dropping = false;
+    link->ct.mc_episode_dropped = 0;
+    link->ct.mc_idle_checks = 0;
+}
+
 /* One copy, settled as dlv was sent, to each of links (n of them), and to each of more
  * (n_more; may be NULL). The pending count covers all of them before the
  * first is handed out: until every copy exists, the set of copies is not
- * final (all_handed_CT). */
+ * final (all_handed_CT). addr: a multicast address without backpressure
+ * (its consumers' copies may be parked and dropped, see the top), else
+ * NULL. */
 static void copy_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned n,
-                             jn_core_link_t **more, unsigned n_more)
+                             jn_core_link_t **more, unsigned n_more, const jn_addr_t *addr)
 {
-    JN_ASSERT_CT(jn_delivery_core(dlv));
+    jn_core_t *core = jn_delivery_core(dlv);
+    JN_ASSERT_CT(core);
     dlv->ct.pending += n + n_more;
     for (unsigned i = 0; i < n + n_more; i++) {
         jn_core_link_t *to = i < n ? links[i] : more[i - n];
+        if (addr && to->ct.mc_dropping &&
+            (to->ct.undelivered.count >= to->capacity ||
+             to->ct.mc_parked_octets >= JN_CORE_MC_BACKLOG_OCTETS)) {
+            mc_drop_CT(core, to);
+            dlv->ct.pending--;
+            continue;
+        }
         jn_delivery_t *copy =
             backlogged(dlv, to) ? NULL : jn_delivery_copy_CT(dlv, to, dlv->presettled);
-        if (copy)
-            enqueue_CT(copy);
-        else
+        if (!copy) {
             dlv->ct.pending--;
+            continue;
+        }
+        enqueue_CT(copy);
+        /* a copy handed out may be finished (freed) already: only its
+         * address is compared; one not handed out is the backlog's tail */
+        if (addr && to->ct.undelivered.tail == copy) {
+            /* no credit for it now (the uncommon case) */
+            copy->ct.mc_droppable = true;
+            if (to->ct.mc_dropping)
+                mc_park_CT(core, copy);
+            else if (!atomic_load_explicit(&core->mc_waiting, memory_order_relaxed))
+                jn_core_watch_mc_CT(core); /* jn_forward_mc_tick_CT watches it */
+        }
     }
 }
 
@@ -377,7 +600,8 @@ static void forward_multicast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_r
                      : 0;
     addr->egress += addr->n_consumers;
     addr->transit += n;
-    copy_to_links_CT(dlv, addr->consumers, addr->n_consumers, remote, n);
+    copy_to_links_CT(dlv, addr->consumers, addr->n_consumers, remote, n,
+                     addr->mc_backpressure ? NULL : addr);
 }
 
 static void route_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *rc)
@@ -409,7 +633,7 @@ void jn_forward_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned
     jn_core_t *core = jn_delivery_core(dlv);
     JN_ASSERT_CT(core);
     dlv->ct.multicast = multicast;
-    copy_to_links_CT(dlv, links, n, NULL, 0);
+    copy_to_links_CT(dlv, links, n, NULL, 0, NULL);
     dlv->ct.routed = true;
     if (dlv->ct.pending == 0)
         all_handed_CT(core, dlv);
@@ -651,8 +875,14 @@ void jn_forward_consumer_gone_CT(jn_core_link_t *link, jn_addr_t *addr)
     jn_core_t *core = link->conn->core;
     JN_ASSERT_CT(core);
     jn_delivery_t *copy;
+    if (link->ct.mc_dropping)
+        jn_forward_backlog_check_CT(link); /* the episode ends with the link */
     while ((copy = link->ct.undelivered.head) != NULL) {
         jn_delivery_t *peer = copy->ct.peer;
+        if (copy->ct.parked) {
+            mc_discard_parked_CT(copy); /* never sent */
+            continue;
+        }
         (void)addr; /* the link is off its address already: route again */
         jn_addr_t *to = peer->ct.multicast ? NULL : addr_of_CT(core, peer);
         jn_core_link_t *next = NULL;

@@ -283,6 +283,8 @@ void jn_link_pump_CT(jn_core_link_t *link)
         return; /* a closing connection's links are about to go: hold */
     while (link->ct.handed < link->ct.credit_limit && link->ct.undelivered.head)
         jn_forward_hand_out_CT(link->ct.undelivered.head);
+    if (link->ct.mc_dropping)
+        jn_forward_backlog_check_CT(link);
     if (link->ct.drain && !link->ct.undelivered.head && link->ct.handed < link->ct.credit_limit) {
         /* the I/O layer uses the rest of the credit up (pn_link_drained) */
         link->ct.handed = link->ct.credit_limit;

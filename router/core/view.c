@@ -45,6 +45,7 @@ static void link_fill(const jn_core_link_t *l, jn_view_link_t *out)
     out->rejected = l->ct.outcomes[1];
     out->released = l->ct.outcomes[2];
     out->modified = l->ct.outcomes[3];
+    out->dropped = 0;
     if (l->dir == JN_LINK_INCOMING) {
         out->capacity = l->capacity;
         out->undelivered = l->ct.held;
@@ -54,6 +55,7 @@ static void link_fill(const jn_core_link_t *l, jn_view_link_t *out)
         out->capacity = c->link_capacity ? c->link_capacity : JN_CORE_DEFAULT_CAPACITY;
         out->undelivered = l->ct.undelivered.count;
         out->unsettled = l->ct.unsettled;
+        out->dropped = l->ct.mc_dropped;
         out->credit_available =
             l->ct.credit_limit > l->ct.handed ? l->ct.credit_limit - l->ct.handed : 0;
     }

@@ -81,6 +81,14 @@ typedef struct jn_io_loop jn_io_loop_t;
 #define JN_IO_LINK_HIGH_WATER JN_IO_RX_HIGH_WATER
 #define JN_IO_LINK_LOW_WATER  JN_IO_RX_LOW_WATER
 
+/* Send side, per outgoing link: the octets of the copies handed over by
+ * the core and not yet sent are kept at about this (io_send.c), so that a
+ * consumer that stops reading holds its senders' budgets well below their
+ * high-water mark (with the core's JN_CORE_MC_BACKLOG_OCTETS for a stuck
+ * multicast consumer, at most the low-water mark together). */
+#define JN_IO_TX_AHEAD_OCTETS (JN_IO_LINK_LOW_WATER / 2)
+#define JN_IO_TX_FIRST_AHEAD  2
+
 /* Credits a sender holds at most before the link has seen a message (its
  * size unknown): its first burst is at most this many messages, not
  * linkCapacity of them. After the first delivery the meter above applies
@@ -449,6 +457,14 @@ struct jn_io_link {
         jn_work_t *wait_head, *wait_tail; /* DELIVERY_SEND items, in order */
         uint64_t sent;                    /* deliveries that consumed credit */
         uint64_t flow_limit;              /* last credit limit told to the core */
+        /* the limit told is at most flow_cap past sent: linkCapacity, or
+         * fewer for large messages (io_send.c); when that cut the peer's
+         * credit (flow_capped) it is told again after each half cap sent
+         * (sent at the last telling: flow_sent) */
+        uint64_t flow_sent;
+        uint64_t flow_cap;  /* the cap at the last telling */
+        size_t msg_size;    /* a recent copy's message length (0: none seen) */
+        bool flow_capped;
         bool flow_drain;
         bool flow_told;
         int slot;     /* jn_message_stream_copy_begin's */

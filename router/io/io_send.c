@@ -19,6 +19,20 @@
  * trip. Pre-settled copies are settled as soon as they are sent (or, while
  * streaming, stay tx.pd): they get neither the reference nor the context.
  *
+ * The core hands out copies within the credit limit this file tells it
+ * (jn_io_tx_flow_IO). That limit is the peer's credit, but at most a cap
+ * past the copies already sent: the link's capacity (linkCapacity), or
+ * fewer when that many copies of the messages seen lately would hold more
+ * than JN_IO_TX_AHEAD_OCTETS (at least 2; JN_IO_TX_FIRST_AHEAD before a
+ * size is known). Copies handed over and not yet
+ * sent keep their messages' octets, which count toward their sending
+ * link's budget (JN_IO_LINK_HIGH_WATER), so a consumer that grants a large
+ * credit and stops reading its socket would otherwise make the router keep
+ * up to that credit's worth of copies here, pausing their senders, outside
+ * the core's bounded backlog for a stuck multicast consumer
+ * (docs/multicast.md). When the cap cut the credit, the limit is told again
+ * each time half a cap more was sent.
+ *
  * Nothing is written here: proton buffers what pn_link_send gets and the
  * connection's loop writes all of it after the pass (io_loop.c). Because that buffer has no
  * limit of its own, a copy stops while the session holds more than
@@ -169,6 +183,7 @@ static bool tx_write_IO(jn_io_link_t *link)
         return false;
     link->tx.sent++; /* advance and abort both consume the credit */
     if (rc == 0) {
+        link->tx.msg_size = link->tx.out.position; /* the octets of this copy (tx_limit) */
         pn_link_advance(pl);
         tx_done_IO(link, false);
     } else {
@@ -234,6 +249,25 @@ static void tx_maybe_drained_IO(jn_io_link_t *link)
     link->tx.sent += (uint64_t)pn_link_drained(link->pn);
 }
 
+/* The credit limit the core may hand out to (see the top); sets
+ * tx.flow_cap and tx.flow_capped (the cap cut the peer's credit). */
+static uint64_t tx_limit(jn_io_link_t *link, int credit)
+{
+    uint64_t c = credit > 0 ? (uint64_t)credit : 0;
+    uint64_t cap = link->conn->endpoint->cfg.link_capacity;
+    /* before the first copy, its size is not known: a few ahead, and told
+     * again (with its size) once half of them are sent */
+    uint64_t by_octets =
+        link->tx.msg_size > 0 ? JN_IO_TX_AHEAD_OCTETS / link->tx.msg_size : JN_IO_TX_FIRST_AHEAD;
+    if (by_octets < 2)
+        by_octets = 2; /* one in progress and the next ready */
+    if (cap == 0 || by_octets < cap)
+        cap = by_octets;
+    link->tx.flow_cap = cap;
+    link->tx.flow_capped = cap > 0 && c > cap;
+    return link->tx.sent + (link->tx.flow_capped ? cap : c);
+}
+
 /* Send the copy in progress and then the waiting ones, as far as they go. */
 static void tx_pump_IO(jn_io_link_t *link)
 {
@@ -249,6 +283,10 @@ static void tx_pump_IO(jn_io_link_t *link)
         if (!tx_write_IO(link))
             return;
     }
+    /* a capped limit moves on with what was sent (see the top); the
+     * uncapped case costs this one test */
+    if (link->tx.flow_capped && (link->tx.sent - link->tx.flow_sent) * 2 >= link->tx.flow_cap)
+        jn_io_tx_flow_IO(link);
     tx_maybe_drained_IO(link);
 }
 
@@ -329,8 +367,9 @@ void jn_io_tx_delivery_IO(jn_io_link_t *link, pn_delivery_t *pd)
 }
 
 /* jn_io_tx_flow_IO: PN_LINK_FLOW on an outgoing link (the peer's flow, or
- * proton framed buffered octets): resume a stalled copy; tell the core the
- * credit limit (core.h: deliveries sent so far plus the credit left) when
+ * proton framed buffered octets), or a capped limit to move on: resume a
+ * stalled copy; tell the core the credit limit (core.h: deliveries sent so
+ * far plus the credit left, at most linkCapacity of it: see the top) when
  * it or the drain flag changed. */
 void jn_io_tx_flow_IO(jn_io_link_t *link)
 {
@@ -338,9 +377,9 @@ void jn_io_tx_flow_IO(jn_io_link_t *link)
         return;
     if (link->tx.stalled)
         jn_io_link_set_busy_IO(link); /* proton framed some: top it up */
-    int credit = pn_link_credit(link->pn);
-    uint64_t limit = link->tx.sent + (uint64_t)(credit > 0 ? credit : 0);
+    uint64_t limit = tx_limit(link, pn_link_credit(link->pn));
     bool drain = pn_link_get_drain(link->pn);
+    link->tx.flow_sent = link->tx.sent;
     if (link->tx.flow_told && limit == link->tx.flow_limit && drain == link->tx.flow_drain)
         return;
     link->tx.flow_told = true;

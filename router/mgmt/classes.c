@@ -145,7 +145,8 @@ static const char *const addr_cols[] = {"name",
 
 static const char *const cfg_addr_cols[] = {
     "name",         "identity",    "type",    "prefix",   "distribution", "waypoint",
-    "ingressPhase", "egressPhase", "pattern", "priority", "fallback"};
+    "ingressPhase", "egressPhase", "pattern", "priority", "fallback",
+    "multicastBackpressure" /* Junction's own (docs/multicast.md) */};
 
 static const char *const link_route_cols[] = {"name",
                                               "identity",

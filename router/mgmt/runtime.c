@@ -98,7 +98,7 @@ size_t jn_mgmt_rows_router(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t 
                    jn_mv_ulong(jn_mgmt_store_count(agent, al)),
                    jn_mv_ulong(s.connections),
                    jn_mv_ulong(s.deliveries_presettled),
-                   jn_mv_ulong(0) /* droppedPresettledDeliveries: not kept */,
+                   jn_mv_ulong(s.deliveries_dropped), /* droppedPresettledDeliveries */
                    jn_mv_ulong(s.deliveries_accepted),
                    jn_mv_ulong(s.deliveries_rejected),
                    jn_mv_ulong(s.deliveries_released),
@@ -196,7 +196,7 @@ static bool link_row(void *arg, const jn_view_link_t *v)
                    jn_mv_str("enabled"),
                    jn_mv_str("up"),
                    jn_mv_ulong(v->presettled ? v->deliveries : 0),
-                   zero, /* droppedPresettledCount */
+                   jn_mv_ulong(v->dropped), /* droppedPresettledCount */
                    jn_mv_ulong(v->accepted),
                    jn_mv_ulong(v->rejected),
                    jn_mv_ulong(v->released),

@@ -309,7 +309,8 @@ static int act_address(jn_mgmt_t *agent, jn_mgmt_entity_t *e, bool add, jn_mgmt_
     int dist = jn_schema_attr_enum_index(jn_schema_attr_find(e->type, "distribution"),
                                          d ? jn_mgmt_value_cstr(d) : "balanced");
     int rc = jn_core_address_config_add_CT(agent->cfg.core, text, prefix == NULL,
-                                           dist >= 0 ? (jn_distribution_t)dist : JN_DIST_BALANCED);
+                                           dist >= 0 ? (jn_distribution_t)dist : JN_DIST_BALANCED,
+                                           jn_mgmt_entity_bool(e, "multicastBackpressure", false));
     if (rc == JN_EEXIST)
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
                                  "An address with %s '%s' already exists",

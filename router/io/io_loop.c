@@ -565,6 +565,8 @@ static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
     bool more = false;
     if (!conn->connecting && conn->fd >= 0)
         more = conn_read(conn);
+    else if (conn->test_io)
+        jn_io_test_read_IO(conn); /* tests and fuzzing: no socket */
     /* Proton's idle clock before the events, so that an expiry it raises
      * (an error and a close frame) is handled and written in this pass,
      * not one idle period later. */
@@ -578,6 +580,8 @@ static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
         jn_io_conn_batch_end_IO(conn);
         if (!conn->connecting && conn->fd >= 0)
             conn_write(conn);
+        else if (conn->test_io)
+            jn_io_test_write_IO(conn);
         else if (conn->fd < 0)
             conn_io_error(conn, ECONNREFUSED, "connecting to"); /* no socket: no-op
                                                                 * once closed */
@@ -654,6 +658,27 @@ static void run_passes(jn_io_loop_t *loop)
     }
 }
 
+/* jn_io_loop_work: one iteration's work after epoll: passes, then the
+ * core inline (what they posted is routed here, on this thread), then the
+ * passes of the connections the core gave work to on this loop, so a
+ * delivery read in this iteration leaves in it; bounded, so epoll is not
+ * starved. Returns true when the core has actions left for this thread.
+ * The loop's thread (or a test's thread driving a loop that has none,
+ * io_test.c). */
+bool jn_io_loop_work(jn_io_loop_t *loop)
+{
+    bool core_more = false;
+    for (int round = 0; round < LOOP_ROUNDS; round++) {
+        take_ready(loop);
+        run_passes(loop);
+        core_more = jn_core_run_inline(loop->io->core);
+        if (!loop->pass_head &&
+            atomic_load_explicit(&loop->ready.pending, memory_order_relaxed) == 0)
+            break;
+    }
+    return core_more;
+}
+
 /* How long loop 0 may sleep for its timers: ms, or -1. */
 static int timer_timeout(jn_io_t *io)
 {
@@ -714,18 +739,7 @@ void *jn_io_loop_main(void *arg)
         }
         if (loop->index == 0 && timer_timeout(io) == 0)
             jn_io_timers_run(io);
-        /* Passes, then the core inline (what they posted is routed here,
-         * on this thread), then the passes of the connections the core
-         * gave work to on this loop, so a delivery read in this iteration
-         * leaves in it; bounded, so epoll is not starved. */
-        for (int round = 0; round < LOOP_ROUNDS; round++) {
-            take_ready(loop);
-            run_passes(loop);
-            core_more = jn_core_run_inline(io->core);
-            if (!loop->pass_head &&
-                atomic_load_explicit(&loop->ready.pending, memory_order_relaxed) == 0)
-                break;
-        }
+        core_more = jn_io_loop_work(loop);
         /* A waker mid-push (counted, not yet linked) leaves the queue's
          * count above 0 with nothing to take: the next wait does not block
          * (timeout 0) until its node appears, within instructions. */

@@ -14,9 +14,20 @@
  *     delivery-id: proton 0.37 asserts 'id_present' in pn_do_transfer.
  *   JN_KNOWN_SASL_MECH_NOT_SYMBOL: on an incoming connection whose
  *     listener does not restrict the mechanisms (control bit 5 clear), a
- *     sasl-init whose mechanism is not a symbol (absent, null, another
- *     type): proton 0.37's SASL server compares a NULL mechanism name
- *     (strcmp, SEGV).
+ *     sasl-init in a SASL frame (also after a plain AMQP header) whose
+ *     mechanism is not a symbol that fits in the frame (absent, null,
+ *     another type, cut short): proton 0.37's SASL server compares a NULL
+ *     mechanism name (strcmp, SEGV).
+ *   JN_KNOWN_OPEN_TWICE: a second open frame (in a later read than the
+ *     first): proton raises PN_CONNECTION_REMOTE_OPEN again, and
+ *     io_conn.c's on_remote_open reports the connection to the core a
+ *     second time; the first core connection is never closed, so the
+ *     io_conn (and its links) are never freed — the harness's "not freed
+ *     after it closed" check.
+ *   JN_KNOWN_SASL_INIT_TWICE: on an incoming connection, a second
+ *     sasl-init in a SASL frame (seen: after the peer's AMQP header):
+ *     proton 0.37 leaks the first mechanism name (10 octets for
+ *     "ANONYMOUS"), which the leak check reports.
  *
  * Single-threaded, no allocation: state lives in a jn_known_t on the
  * caller's stack.
@@ -32,7 +43,9 @@
 typedef enum {
     JN_KNOWN_NONE = 0,
     JN_KNOWN_TRANSFER_NO_ID,
-    JN_KNOWN_SASL_MECH_NOT_SYMBOL
+    JN_KNOWN_SASL_MECH_NOT_SYMBOL,
+    JN_KNOWN_SASL_INIT_TWICE,
+    JN_KNOWN_OPEN_TWICE
 } jn_known_class_t;
 
 /* Links (channel, handle) whose multi-frame delivery is in progress. */
@@ -44,6 +57,7 @@ typedef struct {
         uint32_t handle;
         bool used, more_pending;
     } links[JN_KNOWN_LINKS];
+    unsigned opens;
 } jn_known_t;
 
 /* A cursor over one frame body. */
@@ -153,6 +167,8 @@ static inline jn_known_class_t jn_known_frame(jn_known_t *k, uint16_t channel,
         code = b[0];
     else if (b[1] == 0x80 && jn_known_take(&c, 8, &b))
         code = ((uint64_t)jn_known_be(b, 4) << 32) | jn_known_be(b + 4, 4);
+    if (code == 0x10 && ++k->opens == 2)
+        return JN_KNOWN_OPEN_TWICE;
     if (code != 0x14)
         return JN_KNOWN_NONE;
     uint8_t list;
@@ -181,11 +197,16 @@ static inline jn_known_class_t jn_known_frame(jn_known_t *k, uint16_t channel,
 
 /* One SASL frame body: a sasl-init (0x41) whose mechanism is not a
  * symbol? */
+static inline bool jn_known_is_sasl_init(const uint8_t *body, size_t len)
+{
+    return len >= 3 && body[0] == 0x00 && body[1] == 0x53 && body[2] == 0x41;
+}
+
 static inline bool jn_known_sasl_init_bad(const uint8_t *body, size_t len)
 {
     jn_known_cur_t c = {body, body + len, false};
     const uint8_t *b;
-    if (!jn_known_take(&c, 3, &b) || b[0] != 0x00 || b[1] != 0x53 || b[2] != 0x41)
+    if (!jn_known_is_sasl_init(body, len) || !jn_known_take(&c, 3, &b))
         return false;
     if (!jn_known_take(&c, 1, &b))
         return false;
@@ -193,17 +214,22 @@ static inline bool jn_known_sasl_init_bad(const uint8_t *body, size_t len)
         return true; /* an empty list: no mechanism */
     size_t head = b[0] == 0xc0 ? 2 : b[0] == 0xd0 ? 8 : 0;
     if (head == 0 || !jn_known_take(&c, head, &b))
-        return false;
+        return true; /* not a list proton can read: no mechanism */
     if (jn_known_be(b + head / 2, head / 2) == 0)
         return true; /* no fields */
-    return !jn_known_take(&c, 1, &b) || (b[0] != 0xa3 && b[0] != 0xb3);
+    /* a symbol, whole inside the frame */
+    uint8_t code;
+    jn_known_skip(&c, &code, 0);
+    return c.bad || (code != 0xa3 && code != 0xb3);
 }
 
 /* The known class the peer's octets fall in, or JN_KNOWN_NONE; control is
  * the input's control octet (fuzz_input_path.c). */
 static inline jn_known_class_t jn_known_input(uint8_t control, const uint8_t *data, size_t len)
 {
-    bool unrestricted_listener = !(control & 0x08) && !(control & 0x20);
+    bool incoming = !(control & 0x08);
+    bool unrestricted_listener = incoming && !(control & 0x20);
+    unsigned sasl_inits = 0;
     jn_known_t k;
     memset(&k, 0, sizeof k);
     size_t at = 0;
@@ -218,10 +244,13 @@ static inline jn_known_class_t jn_known_input(uint8_t control, const uint8_t *da
         size_t doff = (size_t)data[at + 4] * 4;
         if (size < 8 || size > len - at || doff < 8 || doff > size)
             break;
-        if (data[at + 5] == 1 && unrestricted_listener &&
+        if (unrestricted_listener && data[at + 5] == 1 &&
             jn_known_sasl_init_bad(data + at + doff, size - doff))
             return JN_KNOWN_SASL_MECH_NOT_SYMBOL;
-        if (data[at + 5] == 0 && size > doff) {
+        if (incoming && data[at + 5] == 1 && jn_known_is_sasl_init(data + at + doff, size - doff) &&
+            ++sasl_inits == 2)
+            return JN_KNOWN_SASL_INIT_TWICE;
+        if (data[at + 5] == 0 && size > doff) { /* an AMQP frame (not a heartbeat) */
             jn_known_class_t kc = jn_known_frame(&k, (uint16_t)jn_known_be(data + at + 6, 2),
                                                  data + at + doff, size - doff);
             if (kc != JN_KNOWN_NONE)

@@ -154,8 +154,8 @@ static inline bool *jn_known_link(jn_known_t *k, uint16_t channel, uint32_t hand
 }
 
 /* One AMQP frame body on channel: the class it falls in, if any. */
-static inline jn_known_class_t jn_known_frame(jn_known_t *k, uint16_t channel,
-                                              const uint8_t *body, size_t len)
+static inline jn_known_class_t jn_known_frame(jn_known_t *k, uint16_t channel, const uint8_t *body,
+                                              size_t len)
 {
     jn_known_cur_t c = {body, body + len, false};
     const uint8_t *b;
@@ -216,7 +216,11 @@ static inline bool jn_known_sasl_init_bad(const uint8_t *body, size_t len)
     if (head == 0 || !jn_known_take(&c, head, &b))
         return true; /* not a list proton can read: no mechanism */
     if (jn_known_be(b + head / 2, head / 2) == 0)
-        return true; /* no fields */
+        return true;                          /* no fields */
+    size_t inside = jn_known_be(b, head / 2); /* the count and the fields */
+    if (inside < head / 2 || inside - head / 2 > (size_t)(c.end - c.p))
+        return true;                   /* a list longer than its frame */
+    c.end = c.p + (inside - head / 2); /* the mechanism must fit in the list */
     /* a symbol, whole inside the frame */
     uint8_t code;
     jn_known_skip(&c, &code, 0);

@@ -125,4 +125,55 @@ void jn_io_stop(jn_io_t *io, unsigned timeout_ms);
  * thread. */
 void jn_io_free(jn_io_t *io);
 
+/* ---- tests and fuzzing only (router/io/io_test.c) ----------------------
+ *
+ * A connection without a socket, driven by the caller's thread through the
+ * router's own pass (the loop's conn_pass: proton's events, the core's
+ * work, the core run inline), so that a test or a fuzzer can hand a router
+ * the octets a peer would send. The I/O layer must have been created with
+ * one worker thread and never started (jn_io_start): the test's thread
+ * plays loop 0. The core is started (jn_core_start) as usual. Nothing
+ * here is used by junctiond. */
+
+typedef struct jn_io_conn jn_io_conn_t;
+
+/* jn_io_test_conn_new: a socketless connection of the listener (incoming:
+ * a server transport, as accepted) or the connector (outgoing: a client
+ * transport, opened, as connected) named `endpoint`, added before with
+ * jn_io_add_listener/jn_io_add_connector. The caller holds a reference
+ * until jn_io_test_conn_release. NULL when no such endpoint, or ENOMEM. */
+jn_io_conn_t *jn_io_test_conn_new(jn_io_t *io, const char *endpoint);
+
+/* jn_io_test_conn_input: the next octets the peer sends (borrowed until
+ * jn_io_test_conn_pending says they are all taken, or the connection
+ * closed; octets of an earlier call not yet taken are dropped); data
+ * NULL: no new octets, those not yet taken stay. end: the peer's input
+ * ends after them. Wakes the connection. */
+void jn_io_test_conn_input(jn_io_conn_t *conn, const uint8_t *data, size_t len, bool end);
+
+/* jn_io_test_conn_pending: octets of the last input not yet taken by
+ * proton. */
+size_t jn_io_test_conn_pending(const jn_io_conn_t *conn);
+
+/* jn_io_test_conn_closed: the transport closed (the router is done with
+ * the connection's proton objects). */
+bool jn_io_test_conn_closed(const jn_io_conn_t *conn);
+
+/* jn_io_test_conn_abort: close the transport now, both ways (as a socket
+ * error would); the next run reports it closed. */
+void jn_io_test_conn_abort(jn_io_conn_t *conn);
+
+/* jn_io_test_conn_release: drop the caller's reference (the connection is
+ * freed once the core has released it too). */
+void jn_io_test_conn_release(jn_io_conn_t *conn);
+
+/* jn_io_test_run: run loop 0's woken connections' passes and the core
+ * inline on the calling thread, without waiting (no epoll, no timers).
+ * Returns true while work remains (call again). Always the same thread. */
+bool jn_io_test_run(jn_io_t *io);
+
+/* jn_io_test_conns: connection objects not yet freed (0 once every test
+ * connection was closed, released by the core and by its caller). */
+size_t jn_io_test_conns(jn_io_t *io);
+
 #endif /* JUNCTION_IO_H */

@@ -421,6 +421,49 @@ static void conn_arrive(jn_io_conn_t *conn)
 
 /* ---- the pass ------------------------------------------------------------------ */
 
+/* jn_io_conn_input_IO: n octets of the peer's stream were just written at
+ * start, the tail of proton's input buffer: screen them and hand what may
+ * go on to proton. Returns false when the screen refused the stream (the
+ * connection is closing with its error and reads no more). The owning
+ * loop's thread (or a test's, io_test.c). */
+bool jn_io_conn_input_IO(jn_io_conn_t *conn, char *start, size_t n)
+{
+    pn_connection_driver_t *d = &conn->driver;
+    size_t ok;
+    /* the frame screen: proton gets only what keeps to the rules */
+    if (JN_UNLIKELY(jn_screen_feed(conn->screen, (const uint8_t *)start, n, &ok) != 0)) {
+        pn_connection_driver_read_done(d, ok);
+        jn_io_conn_refuse_IO(conn);
+        return false;
+    }
+    pn_connection_driver_read_done(d, ok);
+    if (conn->tick_at == INT64_MAX)
+        conn->tick_at = 0; /* input may start proton's idle clock */
+    return true;
+}
+
+/* jn_io_conn_written_IO: after a write step: end the input of a stream the
+ * screen refused once our answer is out (writable: the socket took all it
+ * was given). The owning loop's thread (or a test's). */
+void jn_io_conn_written_IO(jn_io_conn_t *conn, bool writable)
+{
+    pn_connection_driver_t *d = &conn->driver;
+    /* refused by the frame screen before the peer's open (io_conn.c,
+     * jn_io_conn_refuse_IO): once what was framed is out, end the input
+     * with the screen's error (proton then frames its open and a close) */
+    if (conn->screen_eos && writable && pn_connection_driver_write_buffer(d).size == 0) {
+        conn->screen_eos = false;
+        pn_connection_driver_errorf(d, jn_screen_condition(conn->screen), "%s",
+                                    jn_screen_description(conn->screen));
+        pn_connection_driver_read_close(d);
+    }
+    /* refused by the frame screen: once our close is out, the input ends
+     * here (proton gets no more of it), whatever the peer still sends */
+    if (conn->screened_out && pn_connection_driver_write_closed(d) &&
+        !pn_connection_driver_read_closed(d))
+        pn_connection_driver_read_close(d);
+}
+
 /* Step 1: read. Returns true when the socket may hold more (the pass
  * stopped at JN_IO_READS_PER_PASS). */
 static bool conn_read(jn_io_conn_t *conn)
@@ -442,18 +485,10 @@ static bool conn_read(jn_io_conn_t *conn)
             return false; /* proton holds all it will take: it reads on after events */
         ssize_t n = recv(conn->fd, buf.start, buf.size, 0);
         if (n > 0) {
-            /* the frame screen: proton gets only what keeps to the rules */
-            size_t ok;
-            if (JN_UNLIKELY(jn_screen_feed(conn->screen, (const uint8_t *)buf.start, (size_t)n,
-                                           &ok) != 0)) {
-                pn_connection_driver_read_done(d, ok);
+            if (JN_UNLIKELY(!jn_io_conn_input_IO(conn, buf.start, (size_t)n))) {
                 conn->readable = false;
-                jn_io_conn_refuse_IO(conn);
                 return false;
             }
-            pn_connection_driver_read_done(d, ok);
-            if (conn->tick_at == INT64_MAX)
-                conn->tick_at = 0; /* input may start proton's idle clock */
             /* A short read drained the socket and the next arrival is a new
              * edge — unless the peer's end of stream came with this data
              * (EPOLLRDHUP in the same event): no edge follows that, so read
@@ -565,20 +600,7 @@ static void conn_write(jn_io_conn_t *conn)
         shutdown(conn->fd, SHUT_WR); /* our close frame is out: end of stream */
         conn->write_shut = true;
     }
-    /* refused by the frame screen before the peer's open (io_conn.c,
-     * jn_io_conn_refuse_IO): once what was framed is out, end the input
-     * with the screen's error (proton then frames its open and a close) */
-    if (conn->screen_eos && conn->writable && pn_connection_driver_write_buffer(d).size == 0) {
-        conn->screen_eos = false;
-        pn_connection_driver_errorf(d, jn_screen_condition(conn->screen), "%s",
-                                    jn_screen_description(conn->screen));
-        pn_connection_driver_read_close(d);
-    }
-    /* refused by the frame screen: once our close is out, the input ends
-     * here (proton gets no more of it), whatever the peer still sends */
-    if (conn->screened_out && pn_connection_driver_write_closed(d) &&
-        !pn_connection_driver_read_closed(d))
-        pn_connection_driver_read_close(d);
+    jn_io_conn_written_IO(conn, conn->writable);
 }
 
 /* Proton's idle-timeout clock: call pn_transport_tick when due and keep a
@@ -654,6 +676,8 @@ static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
     bool more = false;
     if (!conn->connecting && conn->fd >= 0)
         more = conn_read(conn);
+    else if (conn->test_io)
+        jn_io_test_read_IO(conn); /* tests and fuzzing: no socket */
     /* Proton's idle clock before the events, so that an expiry it raises
      * (an error and a close frame) is handled and written in this pass,
      * not one idle period later; likewise a write stall's cut. */
@@ -670,6 +694,8 @@ static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
         jn_io_conn_batch_end_IO(conn);
         if (!conn->connecting && conn->fd >= 0)
             conn_write(conn);
+        else if (conn->test_io)
+            jn_io_test_write_IO(conn);
         else if (conn->fd < 0)
             conn_io_error(conn, ECONNREFUSED, "connecting to"); /* no socket: no-op
                                                                 * once closed */
@@ -746,6 +772,27 @@ static void run_passes(jn_io_loop_t *loop)
     }
 }
 
+/* jn_io_loop_work: one iteration's work after epoll: passes, then the
+ * core inline (what they posted is routed here, on this thread), then the
+ * passes of the connections the core gave work to on this loop, so a
+ * delivery read in this iteration leaves in it; bounded, so epoll is not
+ * starved. Returns true when the core has actions left for this thread.
+ * The loop's thread (or a test's thread driving a loop that has none,
+ * io_test.c). */
+bool jn_io_loop_work(jn_io_loop_t *loop)
+{
+    bool core_more = false;
+    for (int round = 0; round < LOOP_ROUNDS; round++) {
+        take_ready(loop);
+        run_passes(loop);
+        core_more = jn_core_run_inline(loop->io->core);
+        if (!loop->pass_head &&
+            atomic_load_explicit(&loop->ready.pending, memory_order_relaxed) == 0)
+            break;
+    }
+    return core_more;
+}
+
 /* How long loop 0 may sleep for its timers: ms, or -1. */
 static int timer_timeout(jn_io_t *io)
 {
@@ -806,18 +853,7 @@ void *jn_io_loop_main(void *arg)
         }
         if (loop->index == 0 && timer_timeout(io) == 0)
             jn_io_timers_run(io);
-        /* Passes, then the core inline (what they posted is routed here,
-         * on this thread), then the passes of the connections the core
-         * gave work to on this loop, so a delivery read in this iteration
-         * leaves in it; bounded, so epoll is not starved. */
-        for (int round = 0; round < LOOP_ROUNDS; round++) {
-            take_ready(loop);
-            run_passes(loop);
-            core_more = jn_core_run_inline(io->core);
-            if (!loop->pass_head &&
-                atomic_load_explicit(&loop->ready.pending, memory_order_relaxed) == 0)
-                break;
-        }
+        core_more = jn_io_loop_work(loop);
         /* A waker mid-push (counted, not yet linked) leaves the queue's
          * count above 0 with nothing to take: the next wait does not block
          * (timeout 0) until its node appears, within instructions. */

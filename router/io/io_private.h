@@ -10,7 +10,9 @@
  *   io_conn.c     a connection's life: open, sessions, link attach/detach,
  *                 the core's work, the wake guard, release;
  *   io_recv.c     the receive path (incoming links, hot);
- *   io_send.c     the send path (outgoing links, hot).
+ *   io_send.c     the send path (outgoing links, hot);
+ *   io_test.c     test hooks: socketless connections driven by the
+ *                 caller's thread (tests and fuzzing only).
  *
  * Ownership in one paragraph: every connection belongs to one event loop
  * (one worker thread) at a time, chosen when it is accepted or connected,
@@ -404,6 +406,16 @@ struct jn_io_conn {
     uint64_t stall_mark;
     int64_t stall_check_at;
     bool stall_watch;
+
+    /* Tests and fuzzing only (io_test.c): a connection without a socket.
+     * Its pass reads from test_in (borrowed from the caller of
+     * jn_io_test_conn_input until taken) and discards what proton writes;
+     * test_end: after test_in, the input ends (read_close). The owning
+     * loop's thread (the test's thread). */
+    bool test_io;
+    bool test_end;
+    const uint8_t *test_in;
+    size_t test_in_len;
 };
 
 /* ---- links -------------------------------------------------------------- */
@@ -491,6 +503,12 @@ jn_io_loop_t *jn_io_loop_pick(jn_io_t *io);
 void jn_io_colocate(jn_io_conn_t *a, jn_io_conn_t *b);
 int jn_io_conn_start(jn_io_conn_t *conn, pn_transport_t *t, int fd, const char *resolve_err);
 void jn_io_conn_destroy_IO(jn_io_conn_t *conn);
+bool jn_io_loop_work(jn_io_loop_t *loop);
+
+/* io_test.c (tests and fuzzing only): a socketless connection's read and
+ * write steps of conn_pass. */
+void jn_io_test_read_IO(jn_io_conn_t *conn);
+void jn_io_test_write_IO(jn_io_conn_t *conn);
 
 /* io_endpoint.c */
 void jn_io_endpoint_free(jn_io_endpoint_t *ep);
@@ -508,6 +526,10 @@ jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming);
 void jn_io_conn_unref(jn_io_conn_t *conn);
 /* jn_io_conn_refuse_IO: close conn with its screen's error (io_conn.c). */
 void jn_io_conn_refuse_IO(jn_io_conn_t *conn);
+/* io_loop.c: the peer's octets through the screen into proton, and the
+ * end of a refused stream's input once our answer is written */
+bool jn_io_conn_input_IO(jn_io_conn_t *conn, char *start, size_t n);
+void jn_io_conn_written_IO(jn_io_conn_t *conn, bool writable);
 
 /* io_state.c: a delivery state, every field, between proton and the core */
 void jn_io_state_read_IO(pn_disposition_t *remote, jn_disposition_t *d);

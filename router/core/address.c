@@ -318,16 +318,25 @@ static bool key_equals_iter(const uint8_t *key, size_t len, void *ctx)
     return jn_iter_equal_iter(&k, (const jn_iter_t *)ctx);
 }
 
+/* The address msg is sent to (its to-override when honoured, else
+ * properties.to), through the address-hash view: false when it has none. */
+static bool message_address(const jn_message_t *msg, bool honour_to_override, jn_iter_t *it)
+{
+    const jn_ra_t *ra = honour_to_override ? jn_message_annotations(msg) : NULL;
+    if (ra && ra->has_to)
+        *it = ra->to;
+    else if (jn_message_to(msg, it) != 0)
+        return false;
+    jn_iter_set_view(it, JN_VIEW_ADDRESS_HASH);
+    return true;
+}
+
 jn_addr_t *jn_addr_for_message_CT(jn_core_t *core, const jn_message_t *msg, bool honour_to_override)
 {
     JN_ASSERT_CT(core);
     jn_iter_t it;
-    const jn_ra_t *ra = honour_to_override ? jn_message_annotations(msg) : NULL;
-    if (ra && ra->has_to)
-        it = ra->to;
-    else if (jn_message_to(msg, &it) != 0)
+    if (!message_address(msg, honour_to_override, &it))
         return NULL;
-    jn_iter_set_view(&it, JN_VIEW_ADDRESS_HASH);
     return jn_hash_lookup_with(core->ct.addrs, jn_iter_hash(&it), key_equals_iter, &it);
 }
 
@@ -336,12 +345,8 @@ bool jn_addr_unavailable_for_message_CT(jn_core_t *core, const jn_message_t *msg
 {
     JN_ASSERT_CT(core);
     jn_iter_t it;
-    const jn_ra_t *ra = honour_to_override ? jn_message_annotations(msg) : NULL;
-    if (ra && ra->has_to)
-        it = ra->to;
-    else if (jn_message_to(msg, &it) != 0)
+    if (!message_address(msg, honour_to_override, &it))
         return false;
-    jn_iter_set_view(&it, JN_VIEW_ADDRESS_HASH);
     uint8_t key[1024];
     size_t len = jn_iter_copy(&it, key, sizeof key);
     if (len == sizeof key)

@@ -532,6 +532,7 @@ bool jn_io_conn_input_IO(jn_io_conn_t *conn, char *start, size_t n);
 void jn_io_conn_written_IO(jn_io_conn_t *conn, bool writable);
 
 /* io_state.c: a delivery state, every field, between proton and the core */
+void jn_io_data_encode(pn_data_t *data, uint8_t **out, size_t *len);
 void jn_io_state_read_IO(pn_disposition_t *remote, jn_disposition_t *d);
 void jn_io_state_release_IO(jn_disposition_t *d);
 void jn_io_state_apply_IO(pn_disposition_t *local, const jn_disposition_t *d);

@@ -234,13 +234,6 @@ void jn_io_render_properties_IO(pn_data_t *props, uint8_t **out, size_t *len)
     pn_data_exit(props);
     pn_data_exit(dst);
     pn_data_rewind(props);
-    ssize_t size = pn_data_encoded_size(dst);
-    uint8_t *buf = size > 0 ? malloc((size_t)size) : NULL;
-    if (buf && pn_data_encode(dst, (char *)buf, (size_t)size) == size) {
-        *out = buf;
-        *len = (size_t)size;
-    } else {
-        free(buf);
-    }
+    jn_io_data_encode(dst, out, len);
     pn_data_free(dst);
 }

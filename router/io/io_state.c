@@ -18,8 +18,10 @@
 
 #include <stdlib.h>
 
-/* The encoding of data's content (NULL/0 when empty or unencodable). */
-static void encode_data(pn_data_t *data, uint8_t **out, size_t *len)
+/* jn_io_data_encode: the encoding of data's content into *out (heap, the
+ * caller's) and *len; NULL/0 when empty or unencodable. Any thread using
+ * data. */
+void jn_io_data_encode(pn_data_t *data, uint8_t **out, size_t *len)
 {
     *out = NULL;
     *len = 0;
@@ -97,7 +99,7 @@ void jn_io_state_read_IO(pn_disposition_t *remote, jn_disposition_t *d)
             d->description = (char *)pn_condition_get_description(c);
             pn_data_t *info = pn_condition_info(c);
             if (info && pn_data_size(info) && (x = extra_of(d)))
-                encode_data(info, &x->info, &x->info_len);
+                jn_io_data_encode(info, &x->info, &x->info_len);
         }
         return;
     }
@@ -106,7 +108,7 @@ void jn_io_state_read_IO(pn_disposition_t *remote, jn_disposition_t *d)
         d->undeliverable_here = pn_disposition_is_undeliverable(remote);
         pn_data_t *ann = pn_disposition_annotations(remote);
         if (ann && pn_data_size(ann) && (x = extra_of(d)))
-            encode_data(ann, &x->annotations, &x->annotations_len);
+            jn_io_data_encode(ann, &x->annotations, &x->annotations_len);
         return;
     }
     case JN_DISP_RECEIVED:
@@ -120,7 +122,7 @@ void jn_io_state_read_IO(pn_disposition_t *remote, jn_disposition_t *d)
     default: {
         pn_data_t *data = pn_disposition_data(remote);
         if (data && pn_data_size(data) && (x = extra_of(d)))
-            encode_data(data, &x->data, &x->data_len);
+            jn_io_data_encode(data, &x->data, &x->data_len);
         return;
     }
     }

@@ -29,14 +29,19 @@
  *   decode-error    a performative that is not a described list of the
  *                   layer's codes, or whose fields cannot be decoded
  *   illegal-state   a frame before open or after close, a second open, a
- *                   begin on a channel that has a session, a frame on a
- *                   channel that has none, a transfer on a link the peer
+ *                   begin on a channel that has a session, a begin that
+ *                   answers one of our sessions a second time, a frame on
+ *                   a channel that has none, a transfer on a link the peer
  *                   attached as receiver, SASL frames out of order
  *   handle-in-use   attach on a handle already attached (2.7.3)
  *   unattached-handle  transfer, flow or detach on a handle not attached
  *   invalid-field   a delivery's first transfer without a delivery-id or
  *                   delivery-tag, a continuation with another delivery-id
- *                   (2.7.5), a handle or delivery-id of the wrong type
+ *                   (2.7.5), a handle, delivery-id or remote-channel of the
+ *                   wrong type, a boolean (more, aborted, role) that is
+ *                   described (proton's scanner reads it as false)
+ *   decode-error    (SASL) a performative without its mandatory first
+ *                   field of its type (5.3.3)
  */
 #include <junction/decoder.h>
 #include <junction/screen.h>

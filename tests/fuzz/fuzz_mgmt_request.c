@@ -192,8 +192,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     jn_message_t *m = jn_message_new();
     jn_buffer_list_t list;
     jn_buffer_list_init(&list);
-    if (!m || (size > 1 && jn_buffer_list_append_split(&list, data + 1, size - 1,
-                                                       jn_fuzz_chunk(data[0])) != 0))
+    if (!m || (size > 1 &&
+               jn_buffer_list_append_split(&list, data + 1, size - 1, jn_fuzz_chunk(data[0])) != 0))
         abort();
     jn_message_append_buffers(m, &list);
     jn_message_set_complete(m);

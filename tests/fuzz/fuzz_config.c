@@ -9,8 +9,9 @@
  * form into raw sections, turn them into entities against the schema, run
  * the cross-entity checks. The properties checked: the load ends with 0,
  * JN_EINVAL or JN_ENOMEM (never anything else, never a crash); a failure
- * always leaves a message that starts with the display name and ":"; a
- * success yields entities whose every attribute value can be read back.
+ * always leaves a message that starts with the display name and ":", and
+ * an error in the text (JN_EINVAL) always names its line ("FILE:LINE: ");
+ * a success yields entities whose every attribute value can be read back.
  */
 #include <junction/config.h>
 #include <stdlib.h>
@@ -78,5 +79,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t nl = strlen(name);
     if (strncmp(err, name, nl) != 0 || err[nl] != ':')
         abort(); /* every message is "FILE:..." */
+    if (rc == JN_EINVAL) { /* and every error in the text names a line: "FILE:LINE: ..." */
+        const char *p = err + nl + 1;
+        if (*p < '1' || *p > '9')
+            abort();
+        while (*p >= '0' && *p <= '9')
+            p++;
+        if (p[0] != ':' || p[1] != ' ')
+            abort();
+    }
     return 0;
 }

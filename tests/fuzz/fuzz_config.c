@@ -78,7 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort(); /* an undocumented result is a bug */
     size_t nl = strlen(name);
     if (strncmp(err, name, nl) != 0 || err[nl] != ':')
-        abort(); /* every message is "FILE:..." */
+        abort();           /* every message is "FILE:..." */
     if (rc == JN_EINVAL) { /* and every error in the text names a line: "FILE:LINE: ..." */
         const char *p = err + nl + 1;
         if (*p < '1' || *p > '9')

@@ -13,11 +13,12 @@
  *     with one link, 0, that has just had a HELLO from its neighbour B
  *     (which sees A); the message arrives on link 0, then the engine acts
  *     on what changed (jn_mesh_flush_CT) and runs one tick;
- *   all set (the deep case, sixteen times slower): a fresh mesh of three engines in a line,
- *     A -(0)- B -(1)- C, joined by a fake core (as tests/unit/test_mesh_util.h
- *     builds one) and run until it has converged (C has a mobile address);
- *     the message goes to A from B over link 0, or with bit 7 to B from C
- *     over link 1, and the mesh runs three more ticks.
+ *   all set (the deep case, about ten times slower): a fresh mesh of three
+ *     engines in a line, A -(0)- B -(1)- C, joined by a fake core (as
+ *     tests/unit/test_mesh_util.h builds one) and run until it has
+ *     converged (C has a mobile address); the message goes to A from B over
+ *     link 0, or with bit 7 to B from C over link 1, and the mesh runs three
+ *     more ticks.
  *
  * The properties checked, on every callback: a router is added only once
  * and removed only when known and without mobile addresses; a route names

@@ -407,6 +407,7 @@ static void quick_up(void)
     deliver(0, 0, hello);
     jn_message_unref(hello);
     pump(); /* A's answers go to B, which has no engine: dropped */
+    check(find_known(&net.r[0], "B") > 0); /* B is A's neighbour */
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

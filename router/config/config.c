@@ -217,6 +217,54 @@ jn_config_section_t *jn_config_section_add(jn_config_ctx_t *ctx, const char *nam
 
 /* ---- loading ---- */
 
+/* Length of the well-formed UTF-8 sequence at s (n octets left): 1 to 4, or
+ * 0 when it is not one (a stray continuation octet, a truncated sequence,
+ * an overlong form, a surrogate or a code point past U+10FFFF — what
+ * Python's strict UTF-8 decoder, which 1.19 reads the file with, refuses). */
+static size_t utf8_length(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    if (c < 0x80)
+        return 1;
+    size_t len = c >= 0xc2 && c <= 0xdf   ? 2
+                 : c >= 0xe0 && c <= 0xef ? 3
+                 : c >= 0xf0 && c <= 0xf4 ? 4
+                                          : 0;
+    if (len == 0 || len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f) || (c == 0xf0 && s[1] < 0x90) ||
+        (c == 0xf4 && s[1] > 0x8f))
+        return 0; /* overlong, surrogate, or past U+10FFFF */
+    return len;
+}
+
+/* Refuse a NUL octet or text that is not UTF-8, naming the line (lines end
+ * at "\n", "\r\n" or "\r", as both readers count them) and the column. */
+static int check_text(jn_config_ctx_t *ctx, const char *text, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)text, *end = p + len, *bol = p;
+    int line = 1;
+    while (p < end) {
+        if (*p == '\n' || *p == '\r') {
+            p += (*p == '\r' && p + 1 < end && p[1] == '\n') ? 2 : 1;
+            line++;
+            bol = p;
+            continue;
+        }
+        if (*p == '\0')
+            return jn_config_fail(ctx, line, "NUL byte in the file");
+        size_t n = utf8_length(p, (size_t)(end - p));
+        if (n == 0)
+            return jn_config_fail(ctx, line, "invalid UTF-8 (octet 0x%02x at column %zu)", *p,
+                                  (size_t)(p - bol) + 1);
+        p += n;
+    }
+    return 0;
+}
+
 static bool is_json_name(const char *name)
 {
     size_t n = strlen(name);
@@ -244,6 +292,8 @@ int jn_config_load_string(const char *display_name, const char *text, size_t len
     cfg->name = jn_config_strndup(&ctx, display_name, strlen(display_name));
     if (!cfg->name)
         rc = jn_config_nomem(&ctx);
+    if (rc == 0)
+        rc = check_text(&ctx, text, len);
     if (rc == 0)
         rc = is_json_name(display_name) ? jn_config_read_json(&ctx, text, len)
                                         : jn_config_read_conf(&ctx, text, len);

@@ -110,8 +110,10 @@ int jn_config_value_append(jn_config_ctx_t *ctx, jn_config_value_t *container,
                            jn_config_value_t *item);
 
 /* Put item into a MAP under item->key: replace an entry with an equal key in
- * place (as a JSON object read by Python keeps the last value at the first
- * position), else append. Returns 0 or JN_ENOMEM. */
+ * place, else append. For the conf form's attribute maps, which 1.19 turns
+ * into a JSON object that Python reads keeping the last value at the first
+ * position (the JSON reader itself refuses a repeated key). Returns 0 or
+ * JN_ENOMEM. */
 int jn_config_map_put(jn_config_ctx_t *ctx, jn_config_value_t *map, jn_config_value_t *item);
 
 /* Add a raw section; returns it or NULL when out of memory. */
@@ -121,10 +123,12 @@ jn_config_section_t *jn_config_section_add(jn_config_ctx_t *ctx, const char *nam
 
 /* json.c: parse the JSON text (len bytes, whose first byte is on line
  * first_line) into *out. what names the text in messages ("JSON" or
- * "'openProperties'"). Returns 0, JN_EINVAL (message written) or
- * JN_ENOMEM. */
+ * "'openProperties'"). whole_file: the text is the whole file, so a list or
+ * object still open at its end is reported at the line that opened it
+ * (else at the text's last line). A key repeated in one object is refused.
+ * Returns 0, JN_EINVAL (message written) or JN_ENOMEM. */
 int jn_config_json_parse(jn_config_ctx_t *ctx, const char *text, size_t len, int first_line,
-                         const char *what, jn_config_value_t **out);
+                         const char *what, bool whole_file, jn_config_value_t **out);
 
 /* json.c: decode the body of a JSON string literal (len bytes at s, on file
  * line line; an unescaped '"' is refused) into *out (arena). what prefixes

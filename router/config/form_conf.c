@@ -215,7 +215,7 @@ static int raw_line(conf_t *st, const char *s, size_t n)
     if (!what)
         return jn_config_nomem(ctx);
     jn_config_value_t *v = NULL;
-    rc = jn_config_json_parse(ctx, st->raw_buf, st->raw_len, st->raw_line, what, &v);
+    rc = jn_config_json_parse(ctx, st->raw_buf, st->raw_len, st->raw_line, what, false, &v);
     if (rc != 0)
         return rc;
     v->line = st->raw_line;

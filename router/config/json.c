@@ -5,11 +5,14 @@
  * string literal.
  *
  * It follows what Python's json module (which 1.19 uses) accepts: strict
- * strings (no raw control characters), objects whose repeated keys keep the
- * last value, and NaN / Infinity / -Infinity. Two things Python accepts are
- * refused because they cannot be represented here: the escape \u0000 and
- * unpaired surrogates, and integers outside int64_t. Every value records the
- * line it starts on so that later checks can point at it.
+ * strings (no raw control characters) and NaN / Infinity / -Infinity. Some
+ * things Python accepts are refused because they cannot be represented here
+ * — the escape \u0000 and unpaired surrogates, integers outside int64_t,
+ * numbers too large for a double — or because they hide a mistake: a key
+ * repeated in one object (Python silently keeps the last value). Every value
+ * records the line it starts on so that later checks can point at it, and
+ * every error names a line: where the problem is seen, or for a list, object
+ * or string the text ends inside, the line where it was opened.
  */
 #include "config_private.h"
 
@@ -25,13 +28,26 @@ typedef struct {
     int line;
     const char *what; /* prefix of messages, e.g. "invalid JSON" */
     int depth;
+    bool whole_file; /* the text is the whole file (the JSON form) */
+    /* the line and opening character of each open list or object, by depth */
+    int open_line[JSON_MAX_DEPTH + 2];
+    char open_char[JSON_MAX_DEPTH + 2];
 } jp_t;
 
 static int fail(jp_t *jp, const char *problem)
 {
     if (jp->p < jp->end)
         return jn_config_fail(jp->ctx, jp->line, "%s: %s", jp->what, problem);
-    /* At the end: point at the last line that has text. */
+    /* At the end of a file inside a list or object: point at where it was
+     * opened (a raw map of the conf form ends where its braces balanced by
+     * line: the last line is the one to look at). */
+    if (jp->whole_file && jp->depth > 0 && jp->depth <= JSON_MAX_DEPTH)
+        return jn_config_fail(jp->ctx, jp->open_line[jp->depth],
+                              "%s: the %s opened by '%c' on this line is not closed "
+                              "(the text ends first)",
+                              jp->what, jp->open_char[jp->depth] == '[' ? "list" : "object",
+                              jp->open_char[jp->depth]);
+    /* At the end of a lone value: point at the last line that has text. */
     int line = jp->line;
     for (const char *q = jp->end; q > jp->start && q[-1] && strchr(" \t\r\n", q[-1]); q--)
         line -= q[-1] == '\n';
@@ -178,8 +194,9 @@ static int parse_string(jp_t *jp, char **out)
             jp->p++;
         jp->p++;
     }
-    if (jp->p >= jp->end)
-        return fail(jp, "unterminated string");
+    if (jp->p >= jp->end) /* a string never spans lines: jp->line is where it opened */
+        return jn_config_fail(jp->ctx, jp->line, "%s: unterminated string (the text ends first)",
+                              jp->what);
     size_t len = (size_t)(jp->p - start);
     jp->p++;
     return jn_config_unescape(jp->ctx, start, len, jp->line, jp->what, out);
@@ -229,6 +246,10 @@ static int parse_number(jp_t *jp, jn_config_value_t *v)
     }
     v->kind = JN_CONFIG_DOUBLE;
     v->d = strtod(tmp, NULL);
+    if (isinf(v->d)) { /* Python reads it as inf; no attribute wants that */
+        jp->p = s;
+        return fail(jp, "number out of range");
+    }
     return 0;
 }
 
@@ -247,6 +268,8 @@ static int parse_container(jp_t *jp, jn_config_value_t *v, bool is_map)
     v->kind = is_map ? JN_CONFIG_MAP : JN_CONFIG_LIST;
     if (++jp->depth > JSON_MAX_DEPTH)
         return fail(jp, "nested too deeply");
+    jp->open_line[jp->depth] = jp->line;
+    jp->open_char[jp->depth] = *jp->p;
     jp->p++;
     skip_blanks(jp);
     if (jp->p < jp->end && *jp->p == close) {
@@ -276,7 +299,12 @@ static int parse_container(jp_t *jp, jn_config_value_t *v, bool is_map)
         if (is_map) {
             item->key = key;
             item->line = key_line;
-            rc = jn_config_map_put(jp->ctx, v, item);
+            for (size_t i = 0; i < v->count; i++)
+                if (strcmp(v->items[i]->key, key) == 0)
+                    return jn_config_fail(jp->ctx, key_line,
+                                          "%s: duplicate key '%s' (first on line %d)", jp->what,
+                                          jn_config_quote(jp->ctx, key), v->items[i]->line);
+            rc = jn_config_value_append(jp->ctx, v, item);
         } else {
             rc = jn_config_value_append(jp->ctx, v, item);
         }
@@ -284,7 +312,12 @@ static int parse_container(jp_t *jp, jn_config_value_t *v, bool is_map)
             return rc;
         skip_blanks(jp);
         if (jp->p < jp->end && *jp->p == ',') {
+            int comma_line = jp->line;
             jp->p++;
+            skip_blanks(jp);
+            if (jp->p < jp->end && *jp->p == close)
+                return jn_config_fail(jp->ctx, comma_line, "%s: trailing ',' before '%c'", jp->what,
+                                      close);
             continue;
         }
         if (jp->p < jp->end && *jp->p == close) {
@@ -335,10 +368,15 @@ static int parse_value(jp_t *jp, jn_config_value_t **out)
 }
 
 int jn_config_json_parse(jn_config_ctx_t *ctx, const char *text, size_t len, int first_line,
-                         const char *what, jn_config_value_t **out)
+                         const char *what, bool whole_file, jn_config_value_t **out)
 {
-    jp_t jp = {
-        .ctx = ctx, .start = text, .p = text, .end = text + len, .line = first_line, .what = what};
+    jp_t jp = {.ctx = ctx,
+               .start = text,
+               .p = text,
+               .end = text + len,
+               .line = first_line,
+               .what = what,
+               .whole_file = whole_file};
     int rc = parse_value(&jp, out);
     if (rc != 0)
         return rc;

@@ -230,9 +230,18 @@ const char *jn_mgmt_class_col(const jn_mgmt_class_t *cls, size_t i)
 
 int jn_mgmt_class_col_index(const jn_mgmt_class_t *cls, const char *name)
 {
-    size_t n = jn_mgmt_class_ncols(cls);
+    if (cls->columns) {
+        for (size_t i = 0; i < cls->n_columns; i++)
+            if (strcmp(cls->columns[i], name) == 0)
+                return (int)i;
+        return -1;
+    }
+    /* The type is looked up once, not once per column: a QUERY maps every
+     * requested name through here. */
+    const jn_schema_type_t *t = jn_mgmt_class_type(cls);
+    size_t n = jn_schema_type_attr_count(t);
     for (size_t i = 0; i < n; i++)
-        if (strcmp(jn_mgmt_class_col(cls, i), name) == 0)
+        if (strcmp(jn_schema_attr_name(jn_schema_type_attr_at(t, i)), name) == 0)
             return (int)i;
     return -1;
 }

@@ -49,6 +49,25 @@ static int field_uint(const jn_field_t *f, uint64_t *out)
     return 0;
 }
 
+/* Does f (a value d returned) decode to its end, every list, map and array
+ * inside it included? The message parser reads the properties' fields one
+ * level deep only; an id is copied octet for octet into the reply, so one
+ * that is malformed inside would make the reply unreadable. */
+static bool well_formed(const jn_decoder_t *d, const jn_field_t *f, int depth)
+{
+    if (f->type != JN_TYPE_LIST && f->type != JN_TYPE_MAP && f->type != JN_TYPE_ARRAY)
+        return true;
+    jn_decoder_t child;
+    jn_field_t item;
+    if (depth >= 16 || jn_decoder_enter(d, f, &child) != 0)
+        return false;
+    int rc;
+    while ((rc = jn_decoder_next(&child, &item)) == 1)
+        if (!well_formed(&child, &item, depth + 1))
+            return false;
+    return rc == 0;
+}
+
 /* The properties section: reply-to and the id to correlate with. */
 static int parse_properties(jn_message_t *msg, jn_mgmt_request_t *req, jn_mgmt_reply_t *reply)
 {
@@ -62,9 +81,14 @@ static int parse_properties(jn_message_t *msg, jn_mgmt_request_t *req, jn_mgmt_r
         return 0; /* the message parser already checked it */
     jn_iter_t message_id;
     bool has_message_id = false;
+    const char *malformed = NULL;
     for (unsigned i = 0; i < 6 && jn_decoder_next(&items, &f) == 1; i++) {
         if (f.type == JN_TYPE_NULL)
             continue;
+        if ((i == 0 || i == 5) && !well_formed(&items, &f, 0)) {
+            malformed = malformed ? malformed : i == 0 ? "message-id" : "correlation-id";
+            continue; /* not copied: the reply's correlation-id stays null */
+        }
         if (i == 0) {
             message_id = f.encoded;
             has_message_id = true;
@@ -83,6 +107,10 @@ static int parse_properties(jn_message_t *msg, jn_mgmt_request_t *req, jn_mgmt_r
     if (!req->has_correlation && has_message_id) {
         req->correlation = message_id;
         req->has_correlation = true;
+    }
+    if (malformed) {
+        jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "%s is malformed", malformed);
+        return JN_EPROTO;
     }
     return 0;
 }

@@ -134,8 +134,9 @@ static void test_bad_requests(void **state)
     bad(agent, &REQ(.op = "QUERY", .entity_type = "listener", .body = body_names_twice), 400,
         "more than once");
     static const char *const fifo[] = {"outputFile", "/dev/null", NULL};
-    bad(agent, &REQ(.op = "UPDATE", .type = "log", .name = "log/DEFAULT", .body = body_string_map,
-                    .arg = (void *)fifo),
+    bad(agent,
+        &REQ(.op = "UPDATE", .type = "log", .name = "log/DEFAULT", .body = body_string_map,
+             .arg = (void *)fifo),
         400, "not a regular file");
     bad(agent, &REQ(.op = "QUERY", .props = props_bad_count), 400, "count");
     bad(agent, &REQ(.op = "READ", .type = "listener", .props = props_list_name), 400, "name");
@@ -187,6 +188,62 @@ static void test_no_application_properties(void **state)
     reply_clear(&r);
     jn_message_unref(last_reply);
     last_reply = NULL;
+    jn_mgmt_free(agent);
+}
+
+/* Answer the request octets of raw (len) and decode the one reply. */
+static void ask_raw(jn_mgmt_t *agent, const uint8_t *raw, size_t len, reply_t *r)
+{
+    jn_message_t *m = jn_message_new();
+    assert_int_equal(jn_message_append(m, raw, len), 0);
+    jn_message_set_complete(m);
+    assert_int_equal(jn_message_parse(m, JN_DEPTH_ALL), 0);
+    unsigned before = replies_sent;
+    jn_mgmt_request_CT(agent, NULL, m);
+    jn_message_unref(m);
+    assert_int_equal(replies_sent, before + 1);
+    decode_reply(last_reply, r); /* asserts that every section decodes */
+    jn_message_unref(last_reply);
+    last_reply = NULL;
+}
+
+/* Found by the mgmt_request fuzz target: an id that is a list whose size
+ * counts octets its elements do not use passed the message parser (which
+ * reads properties one level deep), was copied octet for octet into the
+ * reply, and made the reply unreadable. Now a malformed id is not copied
+ * and the request is answered 400. */
+static void test_malformed_ids(void **state)
+{
+    (void)state;
+    jn_mgmt_t *agent = new_agent(NULL);
+    static const uint8_t bad_correlation[] = {
+        0x00, 0x53, 0x73, 0xc0, 0x0d, 0x06, /* properties: list8, 6 fields */
+        0x40, 0x40, 0x40, 0x40,             /* message-id .. subject: null */
+        0xa1, 0x01, 'r',                    /* reply-to "r" */
+        0xc0, 0x03, 0x00, 0x25, 0xa9,       /* correlation-id: list8, size 3, count 0 */
+        0x00, 0x53, 0x74, 0xc1, 0x13, 0x02, /* application-properties: map8 */
+        0xa1, 0x09, 'o',  'p',  'e',  'r',  'a', 't', 'i',
+        'o',  'n',  0xa1, 0x05, 'Q',  'U',  'E', 'R', 'Y'};
+    reply_t r;
+    ask_raw(agent, bad_correlation, sizeof bad_correlation, &r);
+    assert_int_equal(r.status, 400);
+    assert_string_equal(r.description, "correlation-id is malformed");
+    assert_string_equal(r.to, "r");
+    assert_int_equal(r.correlation.type, JN_TYPE_NULL);
+    reply_clear(&r);
+
+    static const uint8_t bad_message_id[] = {
+        0x00, 0x53, 0x73, 0xc0, 0x0f, 0x05,             /* properties: list8, 5 fields */
+        0xc1, 0x06, 0x02, 0xa1, 0x01, 'k',  0x40, 0x25, /* message-id: map8, one octet unused */
+        0x40, 0x40, 0x40, 0xa1, 0x01, 'r',              /* ..., reply-to "r" */
+        0x00, 0x53, 0x74, 0xc1, 0x13, 0x02,             /* application-properties: map8 */
+        0xa1, 0x09, 'o',  'p',  'e',  'r',  'a',  't',  'i',
+        'o',  'n',  0xa1, 0x05, 'Q',  'U',  'E',  'R',  'Y'};
+    ask_raw(agent, bad_message_id, sizeof bad_message_id, &r);
+    assert_int_equal(r.status, 400);
+    assert_string_equal(r.description, "message-id is malformed");
+    assert_int_equal(r.correlation.type, JN_TYPE_NULL);
+    reply_clear(&r);
     jn_mgmt_free(agent);
 }
 
@@ -414,6 +471,7 @@ int main(void)
         cmocka_unit_test(test_no_reply_to_is_dropped),
         cmocka_unit_test(test_bad_requests),
         cmocka_unit_test(test_no_application_properties),
+        cmocka_unit_test(test_malformed_ids),
         cmocka_unit_test(test_lower_case_operation),
         cmocka_unit_test(test_get_types_attributes_operations),
         cmocka_unit_test(test_get_schema),

@@ -300,7 +300,8 @@ static void close_everything_locked(jn_io_t *io)
     }
     timer_next_update_locked(io);
     for (jn_io_conn_t *c = io->conns; c; c = c->reg_next)
-        jn_io_conn_wake(c);
+        if (atomic_load_explicit(&c->started, memory_order_acquire))
+            jn_io_conn_wake(c); /* one still starting is woken by its start */
 }
 
 void jn_io_stop(jn_io_t *io, unsigned timeout_ms)

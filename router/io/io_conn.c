@@ -120,6 +120,7 @@ jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming)
         return NULL;
     }
     atomic_init(&conn->wake_queued, false);
+    atomic_init(&conn->started, false);
     atomic_init(&conn->loop, NULL);
     atomic_init(&conn->move_to, NULL);
     atomic_init(&conn->move_after, 0);

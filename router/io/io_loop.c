@@ -166,6 +166,15 @@ void jn_io_conn_wake(jn_io_conn_t *conn)
     /* A loop that receives the node after the connection moved away hands
      * it on (take_ready). */
     jn_io_loop_t *loop = atomic_load_explicit(&conn->loop, memory_order_acquire);
+    if (JN_UNLIKELY(!loop)) {
+        /* registered, not yet handed to a loop (an accept in progress when
+         * the router stops): its first pass comes anyway and sees what the
+         * wake was for. The I/O side's reference is held, so this is not
+         * the last one. */
+        atomic_fetch_sub_explicit(&conn->refs, 1, memory_order_relaxed);
+        atomic_store_explicit(&conn->wake_queued, false, memory_order_release);
+        return;
+    }
     if (!jn_mpsc_push(&loop->ready, &conn->wake_node))
         return;
     if (atomic_load_explicit(&loop->awake, memory_order_seq_cst))
@@ -304,6 +313,7 @@ int jn_io_conn_start(jn_io_conn_t *conn, pn_transport_t *t, int fd, const char *
                                     resolve_err ? resolve_err : "unknown host", conn->host);
         pn_connection_driver_close(&conn->driver);
     }
+    atomic_store_explicit(&conn->started, true, memory_order_release);
     jn_io_conn_wake(conn);
     jn_io_conn_unref(conn); /* ours; the queued wake holds one */
     return 0;

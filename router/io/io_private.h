@@ -357,6 +357,9 @@ struct jn_io_conn {
      * cleared by the loop when it takes the node (io_loop.c) */
     atomic_bool wake_queued;
     jn_mpsc_node_t wake_node;
+    /* set once jn_io_conn_start has handed it to its loop (release), read
+     * by the stop's wakes (acquire): before that a wake must not queue it */
+    atomic_bool started;
 
     /* jn_io_t.lock: the registry and the timers */
     jn_io_conn_t *reg_prev, *reg_next;

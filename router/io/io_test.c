@@ -54,6 +54,7 @@ jn_io_conn_t *jn_io_test_conn_new(jn_io_t *io, const char *endpoint)
     }
     jn_io_loop_t *loop = &io->loops[0];
     atomic_store_explicit(&conn->loop, loop, memory_order_relaxed);
+    atomic_store_explicit(&conn->started, true, memory_order_release);
     atomic_fetch_add_explicit(&loop->conns, 1, memory_order_relaxed);
     if (pn_connection_driver_init(&conn->driver, conn->pn_io, t) != 0) {
         conn->pn_io = NULL; /* proton freed the connection and the transport */

@@ -130,8 +130,19 @@ class IoEdgeTest(RouterTestCase):
         connections move or have moved: the other two finish intact, and
         the router serves a new flow afterwards."""
         r = self.start_router(extra=DEBUG_LOG, worker_threads=2)
-        keep = [self.bench(r, "-a", "pair.%d" % i, "-c", "60000") for i in range(2)]
-        doomed = [self.bench(r, "-a", "doomed.%d" % i, "-c", "100000000") for i in range(2)]
+
+        def started(*args):
+            # one client at a time: its receiver's and sender's connections
+            # arrive one after the other, so round-robin placement puts
+            # them on different threads and the pair must move (clients
+            # started together could interleave so that every pair happens
+            # to share a thread already, and nothing would move)
+            p = self.bench(r, *args)
+            self.wait_for("client %d's connections" % p.pid,
+                          lambda: "jn-bench-%d-s0" % p.pid in r.log(), timeout=10 * SLOW)
+            return p
+        keep = [started("-a", "pair.%d" % i, "-c", "60000") for i in range(2)]
+        doomed = [started("-a", "doomed.%d" % i, "-c", "100000000") for i in range(2)]
         self.wait_for("a connection to move", lambda: MOVED in r.log(), timeout=20 * SLOW)
         for p in doomed:
             p.send_signal(signal.SIGKILL)

@@ -95,22 +95,31 @@ static inline void incoming_settling(jn_delivery_t *dlv)
         in->ct.unsettled_in--;
 }
 
-/* Settle an incoming delivery toward its sender with outcome type (unless it
- * is settled already, or its link is gone); modified is sent with
- * delivery-failed. */
-static void settle_incoming_CT(jn_delivery_t *dlv, uint64_t type)
+/* Settle an incoming delivery toward its sender with outcome type, sent as
+ * d when given (else as the bare type; modified with delivery-failed;
+ * JN_DISP_NONE: the outcome it already has, settled), unless it is settled
+ * already; its link gone, only the bookkeeping. Returns true when this
+ * settled it. */
+static bool settle_incoming_with_CT(jn_delivery_t *dlv, uint64_t type, const jn_disposition_t *d)
 {
     JN_ASSERT_CT(jn_delivery_core(dlv));
     if (dlv->presettled || dlv->ct.sender_settled || dlv->ct.router_settled)
-        return;
+        return false;
     incoming_settling(dlv);
     count_link_outcome(dlv->link, type);
     dlv->ct.router_settled = true;
     if (dlv->link->ct.state == JN_LINK_ST_DETACHED)
-        return;
+        return true;
     jn_disposition_t failed = {.type = JN_DISP_MODIFIED, .delivery_failed = true};
-    jn_work_dlv_CT(dlv, JN_WORK_DELIVERY_UPDATE, type, type == JN_DISP_MODIFIED ? &failed : NULL,
-                   true);
+    if (!d && type == JN_DISP_MODIFIED)
+        d = &failed;
+    jn_work_dlv_CT(dlv, JN_WORK_DELIVERY_UPDATE, type, d, true);
+    return true;
+}
+
+static bool settle_incoming_CT(jn_delivery_t *dlv, uint64_t type)
+{
+    return settle_incoming_with_CT(dlv, type, NULL);
 }
 
 /* Refuse an anonymous-relay delivery whose address is configured
@@ -118,19 +127,11 @@ static void settle_incoming_CT(jn_delivery_t *dlv, uint64_t type)
  * address is refused (link.c), and as qdrouterd 1.19 answers. */
 static void refuse_unavailable_CT(jn_core_t *core, jn_delivery_t *dlv)
 {
-    JN_ASSERT_CT(core);
-    if (dlv->presettled || dlv->ct.sender_settled || dlv->ct.router_settled)
-        return;
-    incoming_settling(dlv);
-    count_link_outcome(dlv->link, JN_DISP_REJECTED);
-    jn_stat_add(&core->stats.rejected, 1);
-    dlv->ct.router_settled = true;
-    if (dlv->link->ct.state == JN_LINK_ST_DETACHED)
-        return;
     jn_disposition_t d = {.type = JN_DISP_REJECTED,
                           .condition = (char *)"amqp:not-found",
                           .description = (char *)"the address is configured unavailable"};
-    jn_work_dlv_CT(dlv, JN_WORK_DELIVERY_UPDATE, JN_DISP_REJECTED, &d, true);
+    if (settle_incoming_with_CT(dlv, JN_DISP_REJECTED, &d))
+        jn_stat_add(&core->stats.rejected, 1);
 }
 
 /* Multicast outcome ranks: the strongest wins (10.3). */
@@ -761,9 +762,9 @@ static inline bool is_terminal(uint64_t type)
            type == JN_DISP_MODIFIED;
 }
 
-/* Settle a copy toward its consumer on the router's own account (its
- * sender is gone), and finish it when nothing more will be sent. */
-static void settle_orphan_CT(jn_delivery_t *copy)
+/* Settle a copy toward its consumer (its sender settled, or is gone), and
+ * finish it when nothing more will be sent. */
+static void settle_copy_CT(jn_delivery_t *copy)
 {
     JN_ASSERT_CT(jn_delivery_core(copy));
     if (copy->ct.settled)
@@ -785,12 +786,8 @@ static void sender_update_CT(jn_delivery_t *dlv, bool settled)
     jn_delivery_t *next;
     for (jn_delivery_t *c = dlv->ct.copies; c; c = next) {
         next = c->ct.copy_next;
-        if (!c->ct.handed_out || c->ct.settled)
-            continue; /* undelivered ones are settled when handed out */
-        jn_work_dlv_CT(c, JN_WORK_DELIVERY_UPDATE, JN_DISP_NONE, NULL, true);
-        copy_settle(c);
-        if (c->ct.final)
-            finish_copy_CT(c);
+        if (c->ct.handed_out)
+            settle_copy_CT(c); /* undelivered ones are settled when handed out */
     }
 }
 
@@ -829,7 +826,7 @@ void jn_forward_update_CT(jn_delivery_t *dlv, const jn_disposition_t *disp, bool
         }
     }
     if (!settled && is_terminal(disp->type) && peer->link->ct.state == JN_LINK_ST_DETACHED) {
-        settle_orphan_CT(dlv); /* no sender left to settle it: we do */
+        settle_copy_CT(dlv); /* no sender left to settle it: we do */
         return;
     }
     if (!settled)
@@ -864,7 +861,7 @@ void jn_forward_producer_gone_CT(jn_core_link_t *link)
                 jn_delivery_t *peer = copy->ct.peer;
                 if (peer && peer->link == link && !copy->ct.settled &&
                     copy->ct.outcome_counted && !peer->ct.multicast)
-                    settle_orphan_CT(copy);
+                    settle_copy_CT(copy);
             }
         }
     }
@@ -908,33 +905,18 @@ void jn_forward_consumer_gone_CT(jn_core_link_t *link, jn_addr_t *addr)
         if (!copy->ct.settled && peer->ct.multicast)
             mc_merge(peer, JN_DISP_MODIFIED); /* lost with its consumer */
         if (!copy->ct.settled && !peer->ct.multicast) {
-            bool open = !peer->presettled && !peer->ct.sender_settled && !peer->ct.router_settled;
             if (copy->ct.outcome_counted) {
                 /* its consumer's outcome reached the sender already (not
                  * settled, waiting for the sender to settle first): settle
                  * with that outcome, never a second, different one */
-                if (open) {
-                    incoming_settling(peer);
-                    peer->ct.router_settled = true;
-                    if (peer->link->ct.state != JN_LINK_ST_DETACHED)
-                        jn_work_dlv_CT(peer, JN_WORK_DELIVERY_UPDATE, JN_DISP_NONE, NULL, true);
-                }
+                settle_incoming_CT(peer, JN_DISP_NONE);
             } else if (link->conn->inter_router) {
                 /* it may have reached a consumer beyond the lost router:
                  * modified, delivery-failed (mesh-protocol.md 10.5) */
-                if (open) {
+                if (settle_incoming_CT(peer, JN_DISP_MODIFIED))
                     jn_stat_add(&core->stats.modified, 1);
-                    jn_disposition_t d = {.type = JN_DISP_MODIFIED, .delivery_failed = true};
-                    incoming_settling(peer);
-                    count_link_outcome(peer->link, JN_DISP_MODIFIED);
-                    peer->ct.router_settled = true;
-                    if (peer->link->ct.state != JN_LINK_ST_DETACHED)
-                        jn_work_dlv_CT(peer, JN_WORK_DELIVERY_UPDATE, JN_DISP_NONE, &d, true);
-                }
-            } else {
-                if (open)
-                    jn_stat_add(&core->stats.released, 1);
-                settle_incoming_CT(peer, JN_DISP_RELEASED);
+            } else if (settle_incoming_CT(peer, JN_DISP_RELEASED)) {
+                jn_stat_add(&core->stats.released, 1);
             }
         }
         finish_copy_CT(copy);

@@ -166,7 +166,11 @@ void jn_io_conn_wake(jn_io_conn_t *conn)
     /* A loop that receives the node after the connection moved away hands
      * it on (take_ready). */
     jn_io_loop_t *loop = atomic_load_explicit(&conn->loop, memory_order_acquire);
-    if (JN_UNLIKELY(!loop)) {
+    /* The loops are leaving (or gone) when io->exiting is set: a node queued
+     * then would outlive their last drain (the core thread's timers may
+     * still give connections work during stop). Nothing runs passes any
+     * more, so the wake is dropped. */
+    if (JN_UNLIKELY(!loop || atomic_load_explicit(&conn->io->exiting, memory_order_acquire))) {
         /* registered, not yet handed to a loop (an accept in progress when
          * the router stops): its first pass comes anyway and sees what the
          * wake was for. The I/O side's reference is held, so this is not

@@ -468,6 +468,21 @@ void jn_core_set_management(jn_core_t *core, jn_core_request_fn fn, void *ctx);
  * inside a jn_core_request_fn). */
 int jn_core_send_CT(jn_core_t *core, jn_message_t *msg);
 
+/* jn_core_call_fn: a function run in the core role (jn_core_call): core
+ * is the router's core, arg the caller's. Runs on the core thread (or an
+ * I/O loop holding the core token); may call any _CT function; must not
+ * block for long (all routing waits for it). */
+typedef void (*jn_core_call_fn)(void *arg, jn_core_t *core);
+
+/* jn_core_call: run fn(arg, core) in the core role, after the actions
+ * already queued: how a thread without the token (the main thread: start-up
+ * configuration, SIGHUP reload) changes core state. Asynchronous: the
+ * caller learns of completion through arg if it needs to. Runs once the
+ * core is started; calls still queued at jn_core_free are run there (on
+ * the main thread, in the core role). Returns 0, or JN_ENOMEM (nothing
+ * queued). Any thread. */
+int jn_core_call(jn_core_t *core, jn_core_call_fn fn, void *arg);
+
 /* jn_core_router_id: this router's id (immutable, borrowed). Any thread. */
 const char *jn_core_router_id(const jn_core_t *core);
 

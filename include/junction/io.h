@@ -105,6 +105,14 @@ int jn_io_add_connector(jn_io_t *io, const jn_endpoint_config_t *cfg);
  * thread (management: the core thread); takes the I/O layer's lock. */
 int jn_io_remove_endpoint(jn_io_t *io, const char *name);
 
+/* jn_io_listener_port: the port the listener added with cfg->name ==
+ * name listens on, as decimal text in buf (cap octets, NUL-terminated): the
+ * configured one, or for port 0 the one the system gave (every address of
+ * the listener's host gets the same). Returns 0, or JN_ENOENT when no such
+ * listener listens (not started, failed, removed). Any thread; takes the
+ * I/O layer's lock. */
+int jn_io_listener_port(jn_io_t *io, const char *name, char *buf, size_t cap);
+
 /* jn_io_start: start the worker threads, listen, connect. Waits (up to
  * 10 s) until every listener is open or has failed. Returns 0; JN_EINVAL
  * when a listener could not be opened (logged: SERVER error "Listener

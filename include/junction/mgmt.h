@@ -12,10 +12,11 @@
  *
  * What it serves:
  *   - configured entities it keeps itself (from the config file at start,
- *     then CREATE/DELETE): listener, connector (both acting on the I/O layer
- *     through the hooks below), router.config.address (acting on the core's
- *     address configuration), sslProfile, router.config.linkRoute and
- *     router.config.autoLink (stored and listed only);
+ *     then CREATE/DELETE and reload, all through one entity path):
+ *     listener, connector (acting on the I/O layer through the hooks
+ *     below), router.config.address (acting on the core's address
+ *     configuration); a type the router does not implement yet
+ *     (sslProfile, linkRoute, autoLink...) is refused by name;
  *   - run-time entities read from the core (junction/core_view.h):
  *     connection, router.link, router.address, router, and router.node
  *     (through the foreach_router hook; none without it);
@@ -24,9 +25,10 @@
  *   - the node operations GET-TYPES, GET-ATTRIBUTES, GET-OPERATIONS,
  *     GET-ANNOTATIONS, GET-MGMT-NODES, GET-SCHEMA, GET-LOG.
  *
- * Threads: jn_mgmt_create, jn_mgmt_load_config and jn_mgmt_free on the main
- * thread (before the core starts / after it stopped); everything else on
- * the core thread. The agent has no lock and no thread of its own.
+ * Threads: jn_mgmt_create and jn_mgmt_free on the main thread (before the
+ * core starts / after it stopped), jn_mgmt_plan_config anywhere,
+ * jn_mgmt_apply_logs on the main thread; everything else on the core
+ * thread. The agent has no lock and no thread of its own.
  */
 #ifndef JUNCTION_MGMT_H
 #define JUNCTION_MGMT_H 1
@@ -75,6 +77,15 @@ typedef struct jn_mgmt_config {
     int (*add_listener)(void *io_ctx, const jn_endpoint_config_t *cfg);
     int (*add_connector)(void *io_ctx, const jn_endpoint_config_t *cfg);
     int (*remove_endpoint)(void *io_ctx, const char *name);
+    /* listener_port: the port the listener called name listens on (a
+     * listener configured with port 0 gets one from the system), as
+     * decimal text in buf (cap octets). Returns 0, or JN_ENOENT when no
+     * such listener listens. May be NULL. */
+    int (*listener_port)(void *io_ctx, const char *name, char *buf, size_t cap);
+
+    /* The config file junctiond was started with (copied; NULL: the
+     * built-in configuration, which cannot be reloaded). */
+    const char *config_path;
 
     /* Router nodes (router.node, GET-MGMT-NODES): call fn(arg, info) for
      * every known remote router, stopping when fn returns false — the
@@ -96,13 +107,75 @@ jn_mgmt_t *jn_mgmt_create(const jn_mgmt_config_t *cfg);
  * nothing). NULL is ignored. Main thread, after the core stopped. */
 void jn_mgmt_free(jn_mgmt_t *agent);
 
-/* jn_mgmt_load_config: keep the configured entities of cfg (listener,
- * connector, address, sslProfile, linkRoute, autoLink) so that QUERY and
- * READ list them, in file order, with the identities 1.19 gives. It does
- * not act on them (junctiond's main has already applied the file). cfg is
- * only read during the call. Returns 0 or JN_ENOMEM. Main thread, before
- * jn_core_start. */
-int jn_mgmt_load_config(jn_mgmt_t *agent, const jn_config_t *cfg);
+/* ---- the entity path: config file, reload (router/mgmt/entity*.c) ---- */
+
+/* The router-wide settings a config file gives (its router and policy
+ * sections, with 1.19's defaults and Junction's: see jn_mgmt_plan_config),
+ * that the core and the I/O layer are built with. */
+typedef struct jn_router_settings {
+    char id[128];     /* router.id, or generated: "<Mode>_" + 15 letters/digits */
+    char mode[16];    /* "standalone" or "interior" */
+    const char *metadata; /* router.metadata (borrowed from the config; may be NULL) */
+    unsigned workers; /* router.workerThreads; not set: the number of online cores */
+    jn_distribution_t default_distribution;
+    bool interior;             /* mode interior: the mesh runs */
+    uint64_t max_message_size; /* policy.maxMessageSize, octets (0: no limit) */
+    uint32_t hello_interval, hello_max_age, ra_interval, ra_interval_flux,
+        remote_ls_max_age;             /* mesh timers, seconds (0: the defaults) */
+    uint32_t min_peer_idle_timeout_ms; /* router.minPeerIdleTimeoutMs (0: no floor) */
+    uint32_t write_stall_timeout_s;    /* router.writeStallTimeoutSeconds (0: never) */
+} jn_router_settings_t;
+
+/* jn_mgmt_plan_config: check every section of cfg as a CREATE would (what
+ * the router implements, the value rules of each type) and, when out is
+ * not NULL, read the router-wide settings into *out (warning, in the log,
+ * about router attributes that only change how logs look). Nothing is
+ * changed. errors (cap octets, may be NULL) receives one line per
+ * refusal, "FILE:LINE: what is wrong", separated by newlines and cut to
+ * fit. Returns the number of refusals (0: the file can be loaded). Any
+ * thread. */
+int jn_mgmt_plan_config(const jn_config_t *cfg, jn_router_settings_t *out, char *errors,
+                        size_t cap);
+
+/* jn_mgmt_apply_logs: apply cfg's `log` sections to their modules (an
+ * attribute a section does not set follows DEFAULT). errors as
+ * jn_mgmt_plan_config (an outputFile that cannot be opened). Returns the
+ * number of errors. Main thread, before other threads log. */
+int jn_mgmt_apply_logs(const jn_config_t *cfg, char *errors, size_t cap);
+
+/* jn_mgmt_load_config_CT: create cfg's listeners, connectors and
+ * addresses through the path of a management CREATE (the same checks, the
+ * same actions: addresses first, then connectors, then listeners, each in
+ * file order), and keep cfg as the file a reload compares with. cfg must
+ * have passed jn_mgmt_plan_config; it is taken over (freed by the agent)
+ * in every case. Before jn_io_start the I/O layer only records the
+ * endpoints; it listens and connects when started. errors as
+ * jn_mgmt_plan_config. Returns the number of refusals (an entity refused
+ * is not created; the others are). Core thread (jn_core_call), or any
+ * thread when the agent has no core (tests). */
+int jn_mgmt_load_config_CT(jn_mgmt_t *agent, jn_config_t *cfg, char *errors, size_t cap);
+
+/* jn_mgmt_refresh_ports_CT: a listener configured with port 0 shows the
+ * port the system gave it in its `port` attribute. Call once the I/O
+ * layer is started (a listener created later records it at once). Core
+ * thread. */
+void jn_mgmt_refresh_ports_CT(jn_mgmt_t *agent);
+
+/* jn_mgmt_reload_CT: read the config file again (cfg.config_path), check
+ * all of it, and apply the difference with the entities running from the
+ * previous file (docs/design.md, "Config reload"): new listeners listen,
+ * removed connectors close, new addresses apply to new addresses, log
+ * sections apply; entities created through management stay. A file that
+ * does not parse or pass the checks, or that changes a router-wide
+ * setting, changes nothing. result (cap octets) receives a one-line
+ * summary or the errors. Returns 200 (applied), 400 (refused, nothing
+ * changed; or some creations failed, the rest applied, as result says).
+ * Core thread (the RELOAD operation, or jn_core_call on SIGHUP). */
+int jn_mgmt_reload_CT(jn_mgmt_t *agent, char *result, size_t cap);
+
+/* jn_mgmt_reload_call: a jn_core_call_fn for SIGHUP: jn_mgmt_reload_CT
+ * with agent as arg, the result logged (AGENT). */
+void jn_mgmt_reload_call(void *agent, jn_core_t *core);
 
 /* jn_mgmt_request_CT: answer one request (a jn_core_request_fn: pass it
  * with the agent as ctx to jn_core_set_management). request is complete,

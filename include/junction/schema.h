@@ -180,4 +180,9 @@ int jn_schema_attr_default_int(const jn_schema_attr_t *attr, int64_t *out);
  * not a boolean. */
 int jn_schema_attr_default_bool(const jn_schema_attr_t *attr, bool *out);
 
+/* TEMPORARY declarations (until the h-tables merge). */
+bool jn_schema_type_implemented(const jn_schema_type_t *type);
+bool jn_schema_attr_implemented(const jn_schema_attr_t *attr);
+bool jn_schema_attr_value_implemented(const jn_schema_attr_t *attr, const char *value);
+
 #endif /* JUNCTION_SCHEMA_H */

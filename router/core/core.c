@@ -177,6 +177,25 @@ void jn_core_watch_mc_CT(jn_core_t *core)
     } while (n < 0 && errno == EINTR);
 }
 
+/* A jn_core_call request (heap, freed once run). */
+typedef struct call_action {
+    jn_action_t base;
+    jn_core_call_fn fn;
+    void *arg;
+} call_action_t;
+
+int jn_core_call(jn_core_t *core, jn_core_call_fn fn, void *arg)
+{
+    call_action_t *c = malloc(sizeof *c);
+    if (!c)
+        return JN_ENOMEM;
+    c->base.type = JN_ACT_CALL;
+    c->fn = fn;
+    c->arg = arg;
+    jn_core_post(core, &c->base);
+    return 0;
+}
+
 /* Carry out one action. Core thread. */
 static void dispatch_CT(jn_core_t *core, jn_mpsc_node_t *node)
 {
@@ -215,6 +234,12 @@ static void dispatch_CT(jn_core_t *core, jn_mpsc_node_t *node)
         jn_update_action_t *u = JN_CONTAINER_OF(a, jn_update_action_t, base);
         jn_forward_update_CT(u->dlv, &u->disp, u->settled);
         jn_update_action_free(u);
+        break;
+    }
+    case JN_ACT_CALL: {
+        call_action_t *c = JN_CONTAINER_OF(a, call_action_t, base);
+        c->fn(c->arg, core);
+        free(c);
         break;
     }
     case JN_ACT_STOP:

@@ -83,6 +83,7 @@ typedef enum jn_action_type {
     JN_ACT_DLV_ARRIVED,
     JN_ACT_DLV_CONTINUED,
     JN_ACT_DLV_UPDATE,
+    JN_ACT_CALL, /* jn_core_call: run a function in the core role */
     JN_ACT_STOP
 } jn_action_type_t;
 

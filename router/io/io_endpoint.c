@@ -191,6 +191,28 @@ pn_transport_t *jn_io_transport_new(const jn_endpoint_config_t *cfg, bool server
     return t;
 }
 
+/* The port a bound socket got (host order; 0 when unknown). */
+static uint16_t bound_port(int fd)
+{
+    struct sockaddr_storage sa;
+    socklen_t len = sizeof sa;
+    if (getsockname(fd, (struct sockaddr *)&sa, &len) != 0)
+        return 0;
+    if (sa.ss_family == AF_INET)
+        return ntohs(((struct sockaddr_in *)&sa)->sin_port);
+    if (sa.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&sa)->sin6_port);
+    return 0;
+}
+
+static void set_port(struct sockaddr *sa, uint16_t port)
+{
+    if (sa->sa_family == AF_INET)
+        ((struct sockaddr_in *)sa)->sin_port = htons(port);
+    else if (sa->sa_family == AF_INET6)
+        ((struct sockaddr_in6 *)sa)->sin6_port = htons(port);
+}
+
 /* Resolve host:port for ep (passive for a listener); NULL with the error
  * logged. */
 static struct addrinfo *resolve(jn_io_endpoint_t *ep, bool passive, char *err, size_t errlen)
@@ -216,6 +238,7 @@ int jn_io_listen(jn_io_t *io, jn_io_endpoint_t *ep)
     char err[256] = "";
     struct addrinfo *res = resolve(ep, true, err, sizeof err);
     ep->nsocks = 0;
+    ep->bound_port = 0;
     for (struct addrinfo *ai = res; ai && ep->nsocks < JN_IO_MAX_LISTEN_SOCKETS;
          ai = ai->ai_next) {
         int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
@@ -228,6 +251,8 @@ int jn_io_listen(jn_io_t *io, jn_io_endpoint_t *ep)
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
         if (ai->ai_family == AF_INET6)
             setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+        if (ep->bound_port) /* port 0: every address gets the port the first got */
+            set_port(ai->ai_addr, ep->bound_port);
         if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 ||
             listen(fd, JN_IO_LISTEN_BACKLOG) != 0) {
             snprintf(err, sizeof err, "%s", strerror(errno));
@@ -244,6 +269,8 @@ int jn_io_listen(jn_io_t *io, jn_io_endpoint_t *ep)
             close(fd);
             continue;
         }
+        if (ep->nsocks == 0)
+            ep->bound_port = bound_port(fd);
         ep->nsocks++;
     }
     if (res)
@@ -255,8 +282,22 @@ int jn_io_listen(jn_io_t *io, jn_io_endpoint_t *ep)
         return JN_EINVAL;
     }
     ep->state = JN_EP_OPEN;
-    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_NOTICE, "Listening on %s", ep->shown);
+    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_NOTICE, "Listening on %s:%u", ep->cfg.host, ep->bound_port);
     return 0;
+}
+
+int jn_io_listener_port(jn_io_t *io, const char *name, char *buf, size_t cap)
+{
+    int rc = JN_ENOENT;
+    pthread_mutex_lock(&io->lock);
+    for (jn_io_endpoint_t *ep = io->endpoints; ep && rc != 0; ep = ep->next)
+        if (ep->is_listener && !atomic_load(&ep->removed) && ep->state == JN_EP_OPEN &&
+            ep->cfg.name && name && strcmp(ep->cfg.name, name) == 0) {
+            snprintf(buf, cap, "%u", ep->bound_port);
+            rc = 0;
+        }
+    pthread_mutex_unlock(&io->lock);
+    return rc;
 }
 
 /* jn_io_listener_close_locked: close ep's listening sockets now (stop,

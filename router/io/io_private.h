@@ -234,6 +234,7 @@ struct jn_io_endpoint {
      * and management DELETE, jn_io_listener_close_locked) */
     jn_io_lsock_t socks[JN_IO_MAX_LISTEN_SOCKETS];
     unsigned nsocks;
+    uint16_t bound_port; /* the port the listening sockets got (under io->lock) */
     atomic_bool removed; /* management DELETE (any thread reads it) */
     jn_io_timer_t accept_pause; /* re-enables accepting after EMFILE */
     /* connector */

@@ -35,10 +35,12 @@ jn_mgmt_t *jn_mgmt_create(const jn_mgmt_config_t *cfg)
     agent->cfg.mode = dup_or(cfg->mode, "standalone");
     agent->cfg.version = dup_or(cfg->version, "unknown");
     agent->cfg.metadata = cfg->metadata ? strdup(cfg->metadata) : NULL;
+    agent->cfg.config_path = cfg->config_path ? strdup(cfg->config_path) : NULL;
     agent->start_time = (int64_t)time(NULL);
     agent->next_id = 1;
     if (!agent->cfg.router_id || !agent->cfg.mode || !agent->cfg.version ||
-        (cfg->metadata && !agent->cfg.metadata)) {
+        (cfg->metadata && !agent->cfg.metadata) ||
+        (cfg->config_path && !agent->cfg.config_path)) {
         jn_mgmt_free(agent);
         return NULL;
     }
@@ -54,17 +56,9 @@ void jn_mgmt_free(jn_mgmt_t *agent)
     free((char *)agent->cfg.mode);
     free((char *)agent->cfg.version);
     free((char *)agent->cfg.metadata);
+    free((char *)agent->cfg.config_path);
+    jn_config_free(agent->file);
     free(agent);
-}
-
-int jn_mgmt_load_config(jn_mgmt_t *agent, const jn_config_t *cfg)
-{
-    for (size_t i = 0; i < jn_config_entity_count(cfg); i++) {
-        int rc = jn_mgmt_store_load(agent, jn_config_entity_at(cfg, i));
-        if (rc != 0)
-            return rc;
-    }
-    return 0;
 }
 
 size_t jn_mgmt_entity_count(const jn_mgmt_t *agent)
@@ -169,9 +163,41 @@ static int entity_op(jn_mgmt_t *agent, const jn_mgmt_request_t *req, jn_mgmt_rep
     return jn_mgmt_reply_set(reply, JN_MGMT_OK, "OK");
 }
 
+/* RELOAD on the router entity: Junction's own operation (1.19 has no
+ * reload); the body of the answer is empty, the description says what
+ * changed or why nothing did. */
+static int reload(jn_mgmt_t *agent, const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply)
+{
+    const jn_schema_type_t *st = jn_schema_type_find(jn_mgmt_request_type(req, false));
+    if (!st || strcmp(jn_schema_type_name(st), "router") != 0)
+        return not_implemented(reply, "RELOAD", st ? jn_schema_type_name(st) : NODE_TYPE,
+                               JN_OP_READ);
+    char *text = malloc(sizeof reply->description);
+    if (!text)
+        return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
+    int status = jn_mgmt_reload_CT(agent, text, sizeof reply->description);
+    jn_enc_map_begin(&reply->body);
+    jn_enc_map_end(&reply->body);
+    jn_mgmt_reply_set(reply, status, "%s", text);
+    free(text);
+    return status;
+}
+
+void jn_mgmt_reload_call(void *arg, jn_core_t *core)
+{
+    (void)core;
+    char text[2048];
+    jn_mgmt_t *agent = arg;
+    int status = jn_mgmt_reload_CT(agent, text, sizeof text);
+    if (status != JN_MGMT_OK)
+        JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_ERROR, "Reload on SIGHUP: %s", text);
+}
+
 static int dispatch(jn_mgmt_t *agent, const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply)
 {
     const char *op = req->operation;
+    if (strcmp(op, "RELOAD") == 0)
+        return reload(agent, req, reply);
     if (strcmp(op, "QUERY") == 0)
         return jn_mgmt_query(agent, req, reply);
     if (op_bit(op))

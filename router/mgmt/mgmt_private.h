@@ -229,6 +229,7 @@ struct jn_mgmt {
     jn_mgmt_entity_t *entities; /* stored entities, in creation order */
     jn_mgmt_entity_t *tail;
     uint64_t next_id; /* decimal identities of router.config.* */
+    jn_config_t *file; /* the config file last loaded or reloaded (owned; NULL: none) */
 };
 
 /* ---- values.c: owned values of stored entities ----------------------------- */
@@ -243,6 +244,8 @@ int jn_mgmt_value_from_field(const jn_schema_attr_t *attr, const jn_field_t *f, 
 int jn_mgmt_value_from_config(const jn_config_value_t *v, jn_mv_t *out);
 /* attr's schema default (owned; null when none). 0 or JN_ENOMEM. */
 int jn_mgmt_value_default(const jn_schema_attr_t *attr, jn_mv_t *out);
+/* Two values are the same (kind and content). */
+bool jn_mgmt_value_equal(const jn_mv_t *a, const jn_mv_t *b);
 /* The text of a stored string value, or NULL. */
 const char *jn_mgmt_value_cstr(const jn_mv_t *v);
 
@@ -262,8 +265,6 @@ int jn_mgmt_store_delete(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_
 void jn_mgmt_store_free(jn_mgmt_t *agent);
 /* Count stored entities of one class (NULL: all). */
 size_t jn_mgmt_store_count(const jn_mgmt_t *agent, const jn_mgmt_class_t *cls);
-/* Keep an entity of the config file (not acted on). */
-int jn_mgmt_store_load(jn_mgmt_t *agent, const jn_config_entity_t *e);
 
 /* ---- classes.c: run-time rows and updates -------------------------------- */
 

@@ -35,6 +35,37 @@ jn_mgmt_entity_t *jn_mgmt_entity_new(const jn_mgmt_class_t *cls)
     return e;
 }
 
+jn_mgmt_entity_t *jn_mgmt_entity_new_type(const jn_schema_type_t *type)
+{
+    size_t n = jn_schema_type_attr_count(type);
+    jn_mgmt_entity_t *e = calloc(1, sizeof *e + n * sizeof(jn_mv_t));
+    if (!e)
+        return NULL;
+    e->cls = jn_mgmt_class_find(jn_schema_type_name(type), NULL);
+    e->type = type;
+    e->n_values = n;
+    return e;
+}
+
+int jn_mgmt_entity_defaults(const jn_schema_type_t *type, jn_mgmt_entity_t **out)
+{
+    jn_mgmt_entity_t *e = jn_mgmt_entity_new_type(type);
+    *out = NULL;
+    if (!e)
+        return JN_ENOMEM;
+    for (size_t i = 0; i < e->n_values; i++) {
+        const char *an = jn_schema_attr_name(jn_schema_type_attr_at(type, i));
+        if (strcmp(an, "name") == 0 || strcmp(an, "identity") == 0 || strcmp(an, "type") == 0)
+            continue;
+        if (jn_mgmt_value_default(jn_schema_type_attr_at(type, i), &e->values[i]) != 0) {
+            jn_mgmt_entity_free(e);
+            return JN_ENOMEM;
+        }
+    }
+    *out = e;
+    return 0;
+}
+
 void jn_mgmt_entity_free(jn_mgmt_entity_t *e)
 {
     if (!e)
@@ -237,43 +268,4 @@ int jn_mgmt_entity_set_identity(jn_mgmt_t *agent, jn_mgmt_entity_t *e, const cha
     if (e->identity && !e->name && strncmp(t, "router.config.", 14) != 0)
         e->name = strdup(e->identity); /* 1.19: name defaults to the identity */
     return e->identity && (e->name || strncmp(t, "router.config.", 14) == 0) ? 0 : JN_ENOMEM;
-}
-
-/* ---- the config file ---------------------------------------------------------- */
-
-int jn_mgmt_store_load(jn_mgmt_t *agent, const jn_config_entity_t *ce)
-{
-    const jn_schema_type_t *type = jn_config_entity_type(ce);
-    const jn_mgmt_class_t *cls = jn_mgmt_class_find(jn_schema_type_name(type), NULL);
-    if (!cls || !cls->stored)
-        return 0; /* kept elsewhere (log, router) or not shown */
-    jn_mgmt_entity_t *e = jn_mgmt_entity_new(cls);
-    if (!e)
-        return JN_ENOMEM;
-    int rc = 0;
-    for (size_t i = 0; i < e->n_values && rc == 0; i++) {
-        const jn_schema_attr_t *a = jn_schema_type_attr_at(type, i);
-        const char *an = jn_schema_attr_name(a);
-        if (strcmp(an, "name") == 0 || strcmp(an, "identity") == 0 || strcmp(an, "type") == 0)
-            continue;
-        const jn_config_value_t *v = jn_config_entity_value(ce, a);
-        if (v)
-            rc = jn_mgmt_value_from_config(v, &e->values[i]);
-    }
-    const jn_config_value_t *given = jn_config_entity_get(ce, "name");
-    bool config_type = strncmp(cls->name, "router.config.", 14) == 0;
-    const char *name = given ? jn_config_value_string(given) : NULL;
-    if (!config_type)
-        name = jn_config_entity_name(ce); /* as junctiond names the endpoint */
-    if (rc == 0 && name && !(e->name = strdup(name)))
-        rc = JN_ENOMEM;
-    if (rc == 0)
-        rc = jn_mgmt_entity_set_identity(agent, e,
-                                         config_type ? NULL : jn_config_entity_identity(ce));
-    if (rc != 0) {
-        jn_mgmt_entity_free(e);
-        return rc;
-    }
-    jn_mgmt_store_append(agent, e);
-    return 0;
 }

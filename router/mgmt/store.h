@@ -14,11 +14,19 @@ struct jn_mgmt_entity {
     const jn_schema_type_t *type;
     char *identity; /* heap */
     char *name;     /* heap; NULL for an unnamed router.config.* entity */
+    uint8_t origin; /* jn_entity_origin_t (entity.h): file or management */
+    bool matched;   /* scratch of a reload (entity_reload.c) */
     size_t n_values;
     jn_mv_t values[]; /* owned, one per schema attribute (by index) */
 };
 
 jn_mgmt_entity_t *jn_mgmt_entity_new(const jn_mgmt_class_t *cls);
+/* An entity of schema type (its class, when the agent serves one, else
+ * cls NULL: router-wide types such as policy). NULL on ENOMEM. */
+jn_mgmt_entity_t *jn_mgmt_entity_new_type(const jn_schema_type_t *type);
+/* An entity of type with every attribute at its schema default (owned by
+ * the caller). 0 or JN_ENOMEM. */
+int jn_mgmt_entity_defaults(const jn_schema_type_t *type, jn_mgmt_entity_t **out);
 void jn_mgmt_entity_free(jn_mgmt_entity_t *e);
 /* The value of attribute attr (or its deprecated name); NULL if the type
  * has no such attribute. */

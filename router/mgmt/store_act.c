@@ -1,27 +1,18 @@
 /*
- * store_act.c — CREATE and DELETE of configured entities: reading and
- * checking the CREATE body against the schema (reference sections 2.1,
- * 5.2 and 7.1: type and name from the application properties or the body,
- * CREATE-able attributes only, typed values, defaults, the per-type rules
- * of the C agent), and acting on the running router:
+ * store_act.c — management's side of the entity path (entity.h): CREATE
+ * reads the request body into an entity (type and name from the
+ * application properties or the body, CREATE-able attributes only, typed
+ * values, schema defaults; docs/protocol.md, "Management"), then the
+ * entity goes through the checks and the actions every configured entity
+ * goes through (entity_check.c, entity_act.c), exactly as a config file's
+ * section does; DELETE undoes the action and forgets it.
  *
- *   listener, connector  the agent's I/O hooks (listen / connect at once;
- *                        DELETE stops listening / retrying, and the
- *                        connector's open connection is closed through
- *                        the core);
- *   router.config.address the core's address configuration (applies to
- *                        addresses created afterwards);
- *   sslProfile, router.config.linkRoute, router.config.autoLink
- *                        kept and listed only.
- *
- * Every refusal is a 400 whose description names the attribute.
+ * Every refusal is a 400 whose description names the attribute; the text
+ * is the one the config file prints after FILE:LINE.
  */
 #include "mgmt_private.h"
-#include "store.h"
+#include "entity.h"
 
-#include <junction/core_view.h>
-
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,232 +124,28 @@ static int fill_defaults(jn_mgmt_entity_t *e, jn_mgmt_reply_t *reply)
     return 0;
 }
 
-static bool given(jn_mgmt_entity_t *e, const char *attr)
-{
-    jn_mv_t *v = jn_mgmt_entity_get(e, attr);
-    return v && v->kind != JN_MV_NULL;
-}
-
-static int check_prefix_pattern(jn_mgmt_entity_t *e, jn_mgmt_reply_t *reply)
-{
-    bool prefix = given(e, "prefix"), pattern = given(e, "pattern");
-    if (prefix && pattern)
-        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
-                                 "Cannot specify both a 'prefix' and a 'pattern' attribute");
-    if (!prefix && !pattern)
-        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
-                                 "Either a 'prefix' or 'pattern' attribute must be provided");
-    return 0;
-}
-
-static bool phase_bad(jn_mgmt_entity_t *e, const char *attr)
-{
-    int64_t p = jn_mgmt_entity_int(e, attr, 0);
-    return p < 0 || p > 9;
-}
-
-static int check_address(jn_mgmt_entity_t *e, jn_mgmt_reply_t *reply)
-{
-    int st = check_prefix_pattern(e, reply);
-    if (st)
-        return st;
-    if (phase_bad(e, "ingressPhase") || phase_bad(e, "egressPhase"))
-        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
-                                 "Phase values must be between 0 and 9");
-    if (given(e, "priority") && phase_bad(e, "priority"))
-        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
-                                 "Priority values must be between 0 and 9");
-    static const char *const unsupported[] = {"ingressPhase", "egressPhase", "priority"};
-    for (size_t i = 0; i < 3; i++)
-        if (given(e, unsupported[i]))
-            return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
-                                     "Attribute '%s' is not supported by this version",
-                                     unsupported[i]);
-    if (jn_mgmt_entity_bool(e, "waypoint", false) ||
-        jn_mgmt_entity_bool(e, "enableFallback", false))
-        return jn_mgmt_reply_set(
-            reply, JN_MGMT_BAD_REQUEST, "Attribute '%s' is not supported by this version",
-            jn_mgmt_entity_bool(e, "waypoint", false) ? "waypoint" : "enableFallback");
-    return 0;
-}
-
-static int check_link_config(jn_mgmt_entity_t *e, jn_mgmt_reply_t *reply)
-{
-    bool auto_link = is(e->cls, "router.config.autoLink");
-    if (auto_link && (!given(e, "address") || !given(e, "direction")))
-        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
-                                 "address and direction fields are mandatory");
-    if (!auto_link && !given(e, "direction"))
-        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
-                                 "No 'direction' attribute provided - it is mandatory");
-    if (!auto_link) {
-        int st = check_prefix_pattern(e, reply);
-        if (st)
-            return st;
-    }
-    if (auto_link && phase_bad(e, "phase"))
-        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
-                                 "autoLink phase must be between 0 and 9");
-    if (given(e, "connection") && given(e, "containerId"))
-        return jn_mgmt_reply_set(
-            reply, JN_MGMT_BAD_REQUEST,
-            "Both connection and containerId cannot be specified. Specify only one");
-    return 0;
-}
-
-static int check_endpoint(jn_mgmt_entity_t *e, jn_mgmt_reply_t *reply)
-{
-    const char *role = jn_mgmt_entity_str(e, "role");
-    if (role && strcmp(role, "normal") != 0)
-        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
-                                 "Attribute 'role' value '%s' is not supported by this version",
-                                 role);
-    if (given(e, "sslProfile"))
-        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
-                                 "Attribute 'sslProfile' (TLS) is not supported by this version");
-    if (jn_mgmt_entity_bool(e, "http", false))
-        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
-                                 "Attribute 'http' is not supported by this version");
-    const char *port = jn_mgmt_entity_str(e, "port");
-    if (!port || !port[0])
-        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "Attribute 'port' must not be empty");
-    /* as the config file's check (router/main.c): a CREATE is refused
-     * where a config file would stop start-up */
-    bool digits = strspn(port, "0123456789") == strlen(port);
-    if (digits ? strlen(port) > 5 || atol(port) > 65535 : getservbyname(port, "tcp") == NULL)
-        return jn_mgmt_reply_set(
-            reply, JN_MGMT_BAD_REQUEST,
-            "Attribute 'port' value '%.80s' is neither a number from 0 to 65535 nor a TCP "
-            "service name",
-            port);
-    return 0;
-}
-
-static int check_entity(jn_mgmt_entity_t *e, jn_mgmt_reply_t *reply)
-{
-    if (is(e->cls, "router.config.address"))
-        return check_address(e, reply);
-    if (is(e->cls, "router.config.linkRoute") || is(e->cls, "router.config.autoLink"))
-        return check_link_config(e, reply);
-    if (is(e->cls, "listener") || is(e->cls, "connector"))
-        return check_endpoint(e, reply);
-    return 0;
-}
-
-/* ---- acting ---------------------------------------------------------------- */
-
-static uint32_t u32(jn_mgmt_entity_t *e, const char *attr)
-{
-    int64_t v = jn_mgmt_entity_int(e, attr, 0);
-    return v < 0 ? 0 : v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
-}
-
-static jn_strip_t strip_of(const char *s)
-{
-    if (s && strcmp(s, "in") == 0)
-        return JN_STRIP_IN;
-    if (s && strcmp(s, "out") == 0)
-        return JN_STRIP_OUT;
-    return s && strcmp(s, "no") == 0 ? JN_STRIP_NO : JN_STRIP_BOTH;
-}
-
-static int act_endpoint(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_mgmt_reply_t *reply)
-{
-    bool listener = is(e->cls, "listener");
-    int (*add)(void *, const jn_endpoint_config_t *) =
-        listener ? agent->cfg.add_listener : agent->cfg.add_connector;
-    if (!add)
-        return 0;
-    jn_endpoint_config_t ec = {
-        .name = e->name,
-        .host = jn_mgmt_entity_str(e, "host"),
-        .port = jn_mgmt_entity_str(e, "port"),
-        .role = JN_ROLE_NORMAL,
-        .sasl_mechanisms = jn_mgmt_entity_str(e, "saslMechanisms"),
-        .authenticate_peer = listener && jn_mgmt_entity_bool(e, "authenticatePeer", false),
-        .max_frame_size = u32(e, "maxFrameSize"),
-        .max_sessions = u32(e, "maxSessions"),
-        .max_session_frames = u32(e, "maxSessionFrames"),
-        .idle_timeout_seconds = u32(e, "idleTimeoutSeconds"),
-        .max_message_size = agent->cfg.max_message_size,
-        .link_capacity = u32(e, "linkCapacity"),
-        .strip_annotations = strip_of(jn_mgmt_entity_str(e, "stripAnnotations")),
-    };
-    int rc = add(agent->cfg.io_ctx, &ec);
-    if (rc == JN_EINVAL)
-        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
-                                 "The %s was refused by the I/O layer (host '%s', port '%s')",
-                                 e->cls->name, ec.host ? ec.host : "", ec.port ? ec.port : "");
-    if (rc != 0)
-        return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Cannot create the %s: %s", e->cls->name,
-                                 jn_strerror(rc));
-    return 0;
-}
-
-static int act_address(jn_mgmt_t *agent, jn_mgmt_entity_t *e, bool add, jn_mgmt_reply_t *reply)
-{
-    if (!agent->cfg.core)
-        return 0;
-    const char *prefix = jn_mgmt_entity_str(e, "prefix");
-    const char *text = prefix ? prefix : jn_mgmt_entity_str(e, "pattern");
-    if (!add) {
-        jn_core_address_config_remove_CT(agent->cfg.core, text, prefix == NULL);
-        return 0;
-    }
-    jn_mv_t *d = jn_mgmt_entity_get(e, "distribution");
-    int dist = jn_schema_attr_enum_index(jn_schema_attr_find(e->type, "distribution"),
-                                         d ? jn_mgmt_value_cstr(d) : "balanced");
-    int rc = jn_core_address_config_add_CT(agent->cfg.core, text, prefix == NULL,
-                                           dist >= 0 ? (jn_distribution_t)dist : JN_DIST_BALANCED,
-                                           jn_mgmt_entity_bool(e, "multicastBackpressure", false));
-    if (rc == JN_EEXIST)
-        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
-                                 "An address with %s '%s' already exists",
-                                 prefix ? "prefix" : "pattern", text);
-    if (rc != 0)
-        return jn_mgmt_reply_set(reply, rc == JN_ENOMEM ? JN_MGMT_INTERNAL : JN_MGMT_BAD_REQUEST,
-                                 "Cannot add the address: %s", jn_strerror(rc));
-    return 0;
-}
-
-typedef struct close_ctx {
-    jn_core_t *core;
-    const char *host;
-} close_ctx_t;
-
-static bool close_if_connector(void *arg, const jn_view_conn_t *c)
-{
-    close_ctx_t *cc = arg;
-    if (!c->incoming && strcmp(c->host, cc->host) == 0)
-        jn_core_conn_close_CT(cc->core, c->id, NULL, NULL);
-    return true;
-}
-
-static void act_remove_endpoint(jn_mgmt_t *agent, jn_mgmt_entity_t *e)
-{
-    if (agent->cfg.remove_endpoint && agent->cfg.remove_endpoint(agent->cfg.io_ctx, e->name) != 0)
-        JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_WARNING, "DELETE %s %s: the I/O layer did not know it",
-               e->cls->name, e->name);
-    if (is(e->cls, "connector") && agent->cfg.core) {
-        char host[600];
-        const char *h = jn_mgmt_entity_str(e, "host"), *p = jn_mgmt_entity_str(e, "port");
-        snprintf(host, sizeof host, "%s:%s", h ? h : "", p ? p : "amqp");
-        close_ctx_t cc = {agent->cfg.core, host};
-        jn_core_view_conns_CT(agent->cfg.core, 0, SIZE_MAX, close_if_connector, &cc);
-    }
-}
-
 /* ---- CREATE / DELETE ---------------------------------------------------------- */
 
-static bool name_taken(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const char *name)
+bool jn_entity_same_names(const jn_mgmt_class_t *a, const jn_mgmt_class_t *b)
 {
-    if (jn_mgmt_store_find(agent, cls, name, NULL))
-        return true;
     /* listeners and connectors share the I/O layer's names */
-    const char *other = is(cls, "listener")    ? "connector"
-                        : is(cls, "connector") ? "listener"
-                                               : NULL;
-    return other && jn_mgmt_store_find(agent, jn_mgmt_class_find(other, NULL), name, NULL);
+    bool a_ep = is(a, "listener") || is(a, "connector");
+    bool b_ep = is(b, "listener") || is(b, "connector");
+    return a == b || (a_ep && b_ep);
+}
+
+bool jn_entity_name_taken(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const char *name)
+{
+    for (jn_mgmt_entity_t *e = agent->entities; e; e = e->next)
+        if (e->name && strcmp(e->name, name) == 0 && jn_entity_same_names(e->cls, cls))
+            return true;
+    return false;
+}
+
+/* A refusal of the entity path as the answer's status. */
+static int refused(jn_mgmt_reply_t *reply, const jn_entity_err_t *err)
+{
+    return jn_mgmt_reply_set(reply, err->status, "%s", err->text);
 }
 
 static int create_checked(jn_mgmt_t *agent, jn_mgmt_entity_t *e, const jn_mgmt_request_t *req,
@@ -372,9 +159,11 @@ static int create_checked(jn_mgmt_t *agent, jn_mgmt_entity_t *e, const jn_mgmt_r
     int st = read_body(e, req, name, &has_name, reply);
     if (!st)
         st = fill_defaults(e, reply);
-    if (!st)
-        st = check_entity(e, reply);
-    if (!st && has_name && name_taken(agent, e->cls, name))
+    jn_entity_ctx_t ctx = {.mode = agent->cfg.mode};
+    jn_entity_err_t err;
+    if (!st && jn_entity_check(&ctx, e, &err) != 0)
+        st = refused(reply, &err);
+    if (!st && has_name && jn_entity_name_taken(agent, e->cls, name))
         st =
             jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "Name conflicts with an existing entity");
     if (!st && has_name && !(e->name = strdup(name)))
@@ -382,13 +171,11 @@ static int create_checked(jn_mgmt_t *agent, jn_mgmt_entity_t *e, const jn_mgmt_r
     free(name);
     if (!st && jn_mgmt_entity_set_identity(agent, e, NULL) != 0)
         st = jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
-    if (!st && !has_name && name_taken(agent, e->cls, e->name ? e->name : ""))
+    if (!st && !has_name && jn_entity_name_taken(agent, e->cls, e->name ? e->name : ""))
         st =
             jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "Name conflicts with an existing entity");
-    if (!st && (is(e->cls, "listener") || is(e->cls, "connector")))
-        st = act_endpoint(agent, e, reply);
-    if (!st && is(e->cls, "router.config.address"))
-        st = act_address(agent, e, true, reply);
+    if (!st && jn_entity_create_CT(agent, e, &err) != 0)
+        st = refused(reply, &err);
     return st;
 }
 
@@ -425,10 +212,7 @@ int jn_mgmt_store_delete(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_
         return jn_mgmt_reply_set(reply, JN_MGMT_NOT_FOUND, "No entity with %s=%s",
                                  req->has_identity ? "identity" : "name",
                                  req->has_identity ? req->identity : req->name);
-    if (is(cls, "listener") || is(cls, "connector"))
-        act_remove_endpoint(agent, e);
-    if (is(cls, "router.config.address"))
-        act_address(agent, e, false, reply);
+    jn_entity_delete_CT(agent, e);
     JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_INFO, "Deleted %s %s (identity %s)", cls->name,
            e->name ? e->name : "(unnamed)", e->identity);
     jn_mgmt_store_unlink(agent, e);

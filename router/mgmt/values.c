@@ -233,6 +233,35 @@ int jn_mgmt_value_default(const jn_schema_attr_t *attr, jn_mv_t *out)
 
 /* A C string of a stored string value (NULL when not a string). Stored
  * strings are NUL-terminated (jn_mgmt_value_str). */
+bool jn_mgmt_value_equal(const jn_mv_t *a, const jn_mv_t *b)
+{
+    if (a->kind != b->kind)
+        return false;
+    switch (a->kind) {
+    case JN_MV_BOOL:
+        return a->v.b == b->v.b;
+    case JN_MV_INT:
+    case JN_MV_LONG:
+        return a->v.i == b->v.i;
+    case JN_MV_UINT:
+    case JN_MV_ULONG:
+        return a->v.u == b->v.u;
+    case JN_MV_STR:
+        return a->len == b->len && memcmp(a->v.s, b->v.s, a->len) == 0;
+    case JN_MV_RAW:
+        return a->len == b->len && memcmp(a->v.raw, b->v.raw, a->len) == 0;
+    case JN_MV_STRLIST:
+        if (a->len != b->len)
+            return false;
+        for (size_t i = 0; i < a->len; i++)
+            if (strcmp(a->v.list[i], b->v.list[i]) != 0)
+                return false;
+        return true;
+    default: /* null, empty map, empty list */
+        return true;
+    }
+}
+
 const char *jn_mgmt_value_cstr(const jn_mv_t *v)
 {
     return v->kind == JN_MV_STR ? v->v.s : NULL;

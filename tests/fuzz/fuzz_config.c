@@ -12,8 +12,13 @@
  * always leaves a message that starts with the display name and ":", and
  * an error in the text (JN_EINVAL) always names its line ("FILE:LINE: ");
  * a success yields entities whose every attribute value can be read back.
+ * A file that loads then goes through the entity path's checks
+ * (jn_mgmt_plan_config, what `junctiond -c FILE` runs next): each refusal
+ * it reports is a line "FILE:LINE: ...", and the count matches the lines.
  */
 #include <junction/config.h>
+#include <junction/log.h>
+#include <junction/mgmt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +62,46 @@ static void touch_config(const jn_config_t *cfg)
     }
 }
 
+/* "FILE:LINE: " at line. */
+static bool names_line(const char *line, const char *name)
+{
+    size_t nl = strlen(name);
+    if (strncmp(line, name, nl) != 0 || line[nl] != ':')
+        return false;
+    const char *p = line + nl + 1;
+    if (*p < '1' || *p > '9')
+        return false;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    return p[0] == ':' && p[1] == ' ';
+}
+
+/* The entity checks of a loaded file. */
+static void check_entities(const jn_config_t *cfg, const char *name)
+{
+    static char errors[1 << 16];
+    jn_router_settings_t settings;
+    static bool quiet;
+    if (!quiet) { /* the cosmetic-attribute warnings */
+        jn_log_set_enable(JN_LOG_MOD_DEFAULT, "none", NULL, 0);
+        quiet = true;
+    }
+    int n = jn_mgmt_plan_config(cfg, &settings, errors, sizeof errors);
+    if (n < 0 || (n == 0) != (errors[0] == '\0'))
+        abort();
+    if (settings.workers < 1 || !settings.id[0] || !settings.mode[0])
+        abort();
+    int lines = 0;
+    for (char *line = errors; n > 0 && line && *line; lines++) {
+        if (!names_line(line, name))
+            abort(); /* every refusal names FILE:LINE */
+        line = strchr(line, '\n');
+        line = line ? line + 1 : NULL;
+    }
+    if (strlen(errors) + 1 < sizeof errors && lines != n)
+        abort(); /* one line per refusal (when nothing was cut) */
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
@@ -69,6 +114,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!cfg)
             abort();
         touch_config(cfg);
+        check_entities(cfg, name);
         jn_config_free(cfg);
         return 0;
     }

@@ -8,7 +8,7 @@
  * body). When the message parses to the end — the router hands the agent
  * nothing else — it goes to jn_mgmt_request_CT of a fresh agent that holds
  * the entities of a small configuration (listener, connector, address,
- * sslProfile, log), with fake I/O hooks and no core, as the unit tests run
+ * log), with fake I/O hooks and no core, as the unit tests run
  * it. The properties checked: a request whose reply-to is usable gets
  * exactly one reply and any other gets none; the reply's octets, read back
  * by a new message, parse to the end, go to the request's reply-to, carry
@@ -38,7 +38,6 @@ static const char CONFIG[] = "router {\n mode: standalone\n id: Fuzz\n}\n"
                              "listener {\n name: l1\n host: 127.0.0.1\n port: 5672\n}\n"
                              "connector {\n name: c1\n host: 127.0.0.1\n port: 5673\n}\n"
                              "address {\n prefix: queue\n distribution: balanced\n}\n"
-                             "sslProfile {\n name: tls\n}\n"
                              "log {\n module: DEFAULT\n enable: info+\n}\n";
 
 int __real_jn_log_set_output(jn_log_module_t module, const char *output, char *err, size_t errlen);
@@ -182,15 +181,18 @@ static void reset_logs(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static jn_config_t *cfg;
-    if (!cfg) {
-        char err[JN_CONFIG_ERROR_MAX];
-        if (jn_config_load_string("fuzz.conf", CONFIG, sizeof CONFIG - 1, &cfg, err, sizeof err))
-            abort();
+    static bool once;
+    if (!once) {
         reset_logs();
+        once = true;
     }
     if (size < 1)
         return 0;
+    /* the agent takes the file over: a fresh one per input */
+    jn_config_t *cfg = NULL;
+    char err[JN_CONFIG_ERROR_MAX];
+    if (jn_config_load_string("fuzz.conf", CONFIG, sizeof CONFIG - 1, &cfg, err, sizeof err))
+        abort();
     jn_message_t *m = jn_message_new();
     jn_buffer_list_t list;
     jn_buffer_list_init(&list);
@@ -220,7 +222,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                              .add_connector = fake_add,
                              .remove_endpoint = fake_remove};
     jn_mgmt_t *agent = jn_mgmt_create(&acfg);
-    if (!agent || jn_mgmt_load_config(agent, cfg) != 0)
+    if (!agent || jn_mgmt_load_config_CT(agent, cfg, NULL, 0) != 0)
         abort();
     unsigned before = sent_count;
     jn_mgmt_request_CT(agent, NULL, m);

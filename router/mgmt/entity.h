@@ -1,0 +1,125 @@
+/*
+ * entity.h — the one path from a configured entity to the running router
+ * (docs/design.md, "The entity path"). Private to router/mgmt.
+ *
+ * Every configured entity, whether it comes from the config file at start,
+ * from a management CREATE/UPDATE/DELETE, or from a reload, is a
+ * jn_mgmt_entity_t (store.h: one value per schema attribute) and goes
+ * through the same two steps:
+ *
+ *   check  (entity_check.c) what the router implements (the schema's
+ *          implemented flags) and the value rules the schema cannot
+ *          express. Pure: no side effect, so a reload can check a whole
+ *          file before it changes anything.
+ *   act    (entity_act.c) the change of the running router: listen,
+ *          connect, add an address rule, set a log module; and its undo
+ *          for DELETE and reload.
+ *
+ * The config file's side (entity_file.c) turns the file into entities,
+ * reads the router-wide settings, loads the file as a sequence of CREATEs
+ * and computes a reload's difference. store_act.c is management's side:
+ * it reads a CREATE body into an entity and answers.
+ *
+ * A refusal is a jn_entity_err_t: the attribute it is about (or NULL) and
+ * one text, the same whichever way the entity came. The file prints it as
+ * "FILE:LINE: text" (the line of that attribute), management answers 400
+ * with the text as the status description.
+ *
+ * Threads: checks on any thread (they read only the entity and the
+ * schema); acting on the core thread (management requests, core calls).
+ */
+#ifndef JN_MGMT_ENTITY_H
+#define JN_MGMT_ENTITY_H 1
+
+#include "store.h"
+
+#include <junction/config.h>
+
+/* Where an entity came from. Reload replaces only JN_ORIGIN_FILE ones. */
+typedef enum jn_entity_origin { JN_ORIGIN_MGMT = 0, JN_ORIGIN_FILE = 1 } jn_entity_origin_t;
+
+#define JN_ENTITY_ERR_MAX 512
+
+/* A refusal: attr is a schema attribute name (static) or NULL for the
+ * entity as a whole; status the management status (400 for a bad value,
+ * 500 when memory ran out). */
+typedef struct jn_entity_err {
+    const char *attr;
+    int status;
+    char text[JN_ENTITY_ERR_MAX];
+} jn_entity_err_t;
+
+/* jn_entity_fail: fill err (printf-style text) and return its status. */
+int jn_entity_fail(jn_entity_err_t *err, int status, const char *attr, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* What the checks need to know of the router the entity is for. */
+typedef struct jn_entity_ctx {
+    const char *mode; /* router mode: "standalone", "interior" */
+} jn_entity_ctx_t;
+
+/* jn_entity_check: refuse e when its type is not implemented, when an
+ * attribute the router does not act on is set to other than its default,
+ * when an enum attribute has a value the router does not implement, or
+ * when a value breaks a rule of its type (router id characters, ports,
+ * costs, prefix/pattern, phases, log modules...). e is only read.
+ * Returns 0, or the status with err filled. Any thread. */
+int jn_entity_check(const jn_entity_ctx_t *ctx, jn_mgmt_entity_t *e, jn_entity_err_t *err);
+
+/* jn_entity_create_CT: act on a checked entity of a stored type (listener,
+ * connector, router.config.address): listen (binding at once on a running
+ * I/O layer; a listener on port 0 records the port it got in e's `port`),
+ * connect, add the address rule. Returns 0, or the status with err filled
+ * (nothing changed). Core thread. */
+int jn_entity_create_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_err_t *err);
+
+/* jn_entity_delete_CT: undo jn_entity_create_CT: stop listening (open
+ * connections stay), stop connecting and close the connector's connection,
+ * remove the address rule (addresses already in the table keep their
+ * distribution). Core thread. */
+void jn_entity_delete_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e);
+
+/* jn_entity_apply_log: make a `log` entity's values the settings of its
+ * module; an attribute left null follows DEFAULT again. e must have passed
+ * jn_entity_check. Returns 0 or the status with err filled (an outputFile
+ * that cannot be opened; the module is then unchanged). Main thread
+ * before start, then the core thread. */
+int jn_entity_apply_log(jn_mgmt_entity_t *e, jn_entity_err_t *err);
+
+/* jn_entity_reset_log: the module named by a `log` entity back to its
+ * built-in settings (follow DEFAULT; DEFAULT: info+ to stderr). */
+void jn_entity_reset_log(jn_mgmt_entity_t *e);
+
+/* jn_entity_from_config: a new entity (owned by the caller, free with
+ * jn_mgmt_entity_free) holding the values of file section ce: every
+ * attribute as the file gives it, schema defaults included unless
+ * skip_defaults; the name as junctiond names it (for endpoints: the
+ * configured name, else the identity). Not yet given an identity. Returns
+ * 0 or JN_ENOMEM. Any thread. */
+int jn_entity_from_config(const jn_config_entity_t *ce, bool skip_defaults, jn_mgmt_entity_t **out);
+
+/* jn_entity_equal: a and b are of the same type, have the same name and
+ * the same value for every attribute (a reload keeps such an entity
+ * running untouched). */
+bool jn_entity_equal(jn_mgmt_entity_t *a, jn_mgmt_entity_t *b);
+
+/* jn_entity_same_names: entities of classes a and b share one name space
+ * (the same class; listeners and connectors share the I/O layer's). */
+bool jn_entity_same_names(const jn_mgmt_class_t *a, const jn_mgmt_class_t *b);
+
+/* jn_entity_record_port_CT: a listener entity configured with port 0
+ * takes the port the I/O layer got for it as its `port` value (unchanged
+ * when it does not listen yet). Core thread. */
+void jn_entity_record_port_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e);
+
+/* jn_entity_name_taken: an entity of cls's name space (listeners and
+ * connectors share one) is called name. Core thread. */
+bool jn_entity_name_taken(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const char *name);
+
+/* jn_entity_file_error: format err for file section ce of cfg as
+ * "FILE:LINE: text" into out (the line of err->attr when the file gives
+ * it, else the section's). */
+void jn_entity_file_error(const jn_config_t *cfg, const jn_config_entity_t *ce,
+                          const jn_entity_err_t *err, char *out, size_t cap);
+
+#endif /* JN_MGMT_ENTITY_H */

@@ -1,0 +1,240 @@
+/*
+ * entity_check.c — the checks every configured entity passes, once,
+ * whichever way it came (config file, CREATE, reload): see entity.h.
+ *
+ * First what the router implements, read from the schema's flags
+ * (router/config/schema.json: a type's and an attribute's `implemented`,
+ * an enum's `implementedValues`), so that a section or attribute Junction
+ * does not act on is refused by name instead of stored and ignored; then
+ * the value rules of each type that the schema's types cannot express.
+ * 1.19 logs some of these and runs on without the entity; we refuse.
+ */
+#include "entity.h"
+
+#include <junction/log.h>
+
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Most worker threads a router may be configured with. */
+#define JN_MAX_WORKER_THREADS 128
+
+int jn_entity_fail(jn_entity_err_t *err, int status, const char *attr, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->text, sizeof err->text, fmt, ap);
+    va_end(ap);
+    err->attr = attr;
+    err->status = status;
+    return status;
+}
+
+static const char *type_of(jn_mgmt_entity_t *e)
+{
+    return jn_schema_type_short_name(e->type);
+}
+
+static bool is(jn_mgmt_entity_t *e, const char *short_name)
+{
+    return strcmp(type_of(e), short_name) == 0;
+}
+
+static bool given(jn_mgmt_entity_t *e, const char *attr)
+{
+    jn_mv_t *v = jn_mgmt_entity_get(e, attr);
+    return v && v->kind != JN_MV_NULL;
+}
+
+/* value_is_default: v equals attr's schema default (or neither has one). */
+static bool value_is_default(const jn_schema_attr_t *attr, const jn_mv_t *v)
+{
+    if (v->kind == JN_MV_NULL)
+        return true;
+    jn_mv_t d;
+    if (jn_mgmt_value_default(attr, &d) != 0)
+        return false;
+    bool same = jn_mgmt_value_equal(v, &d);
+    jn_mgmt_value_free(&d);
+    return same;
+}
+
+/* ---- what is implemented ---------------------------------------------------- */
+
+static int check_implemented(jn_mgmt_entity_t *e, jn_entity_err_t *err)
+{
+    const char *type = type_of(e);
+    if (!jn_schema_type_implemented(e->type))
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, NULL,
+                              "section '%s' is not supported by this version of junctiond", type);
+    for (size_t i = 0; i < e->n_values; i++) {
+        const jn_schema_attr_t *a = jn_schema_type_attr_at(e->type, i);
+        const jn_mv_t *v = &e->values[i];
+        const char *name = jn_schema_attr_name(a);
+        if (!jn_schema_attr_implemented(a) && !value_is_default(a, v))
+            return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, name,
+                                  "%s attribute '%s' is not supported by this version of junctiond",
+                                  type, name);
+        const char *text = v->kind == JN_MV_STR ? v->v.s : NULL;
+        if (text && jn_schema_attr_kind(a) == JN_SCHEMA_ENUM &&
+            !jn_schema_attr_value_implemented(a, text))
+            return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, name,
+                                  "%s %s '%s' is not supported by this version of junctiond", type,
+                                  name, text);
+    }
+    return 0;
+}
+
+/* ---- value rules, per type -------------------------------------------------- */
+
+static int check_router(jn_mgmt_entity_t *e, jn_entity_err_t *err)
+{
+    const char *id = jn_mgmt_entity_str(e, "id");
+    if (id && strlen(id) > 127)
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "id",
+                              "router id is longer than 127 characters");
+    for (const char *c = id; c && *c; c++)
+        if ((unsigned char)*c <= ' ' || *c == 0x7f || *c == '/')
+            return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "id",
+                                  "router id may not contain whitespace, control characters or "
+                                  "'/' (it is part of topological addresses)");
+    int64_t w = jn_mgmt_entity_int(e, "workerThreads", 1);
+    if (w < 1 || w > JN_MAX_WORKER_THREADS)
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "workerThreads",
+                              "router workerThreads must be from 1 to %d", JN_MAX_WORKER_THREADS);
+    static const char *const non_negative[] = {"minPeerIdleTimeoutMs", "writeStallTimeoutSeconds"};
+    for (size_t i = 0; i < sizeof non_negative / sizeof non_negative[0]; i++) {
+        int64_t v = jn_mgmt_entity_int(e, non_negative[i], 0);
+        if (v < 0 || v > UINT32_MAX)
+            return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, non_negative[i],
+                                  "router %s must be from 0 (off) to %" PRIu32, non_negative[i],
+                                  UINT32_MAX);
+    }
+    return 0;
+}
+
+static int check_policy(jn_mgmt_entity_t *e, jn_entity_err_t *err)
+{
+    if (jn_mgmt_entity_int(e, "maxMessageSize", 0) < 0)
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "maxMessageSize",
+                              "policy maxMessageSize must be 0 (no limit) or more octets");
+    return 0;
+}
+
+static bool phase_bad(jn_mgmt_entity_t *e, const char *attr)
+{
+    int64_t p = jn_mgmt_entity_int(e, attr, 0);
+    return p < 0 || p > 9;
+}
+
+static int check_address(jn_mgmt_entity_t *e, jn_entity_err_t *err)
+{
+    bool prefix = given(e, "prefix"), pattern = given(e, "pattern");
+    if (prefix && pattern)
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, NULL,
+                              "address: cannot specify both a 'prefix' and a 'pattern' attribute");
+    if (!prefix && !pattern)
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, NULL,
+                              "address: either a 'prefix' or 'pattern' attribute must be provided");
+    const char *text = jn_mgmt_entity_str(e, prefix ? "prefix" : "pattern");
+    if (!text || !text[0])
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, prefix ? "prefix" : "pattern",
+                              "address: attribute '%s' must not be empty",
+                              prefix ? "prefix" : "pattern");
+    static const char *const phases[] = {"ingressPhase", "egressPhase"};
+    for (size_t i = 0; i < 2; i++)
+        if (phase_bad(e, phases[i]))
+            return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, phases[i],
+                                  "address: %s must be between 0 and 9", phases[i]);
+    if (given(e, "priority") && jn_mgmt_entity_int(e, "priority", -1) != -1 &&
+        phase_bad(e, "priority"))
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "priority",
+                              "address: priority must be between 0 and 9");
+    return 0;
+}
+
+/* port_ok: a decimal port 0..65535, or a TCP service name ("amqp"). */
+static bool port_ok(const char *port)
+{
+    if (!port || !port[0])
+        return false;
+    if (strspn(port, "0123456789") == strlen(port))
+        return strlen(port) <= 5 && atol(port) <= 65535;
+    return getservbyname(port, "tcp") != NULL;
+}
+
+static int check_endpoint(const jn_entity_ctx_t *ctx, jn_mgmt_entity_t *e, jn_entity_err_t *err)
+{
+    const char *type = type_of(e);
+    const char *role = jn_mgmt_entity_str(e, "role");
+    if (role && strcmp(role, "inter-router") == 0 &&
+        (!ctx->mode || strcmp(ctx->mode, "interior") != 0))
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "role",
+                              "%s role 'inter-router' needs router mode 'interior'", type);
+    int64_t cost = jn_mgmt_entity_int(e, "cost", 1);
+    /* sent as an AMQP int in the open (docs/protocol.md) and summed along paths */
+    if (cost < 1 || cost > INT32_MAX)
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "cost",
+                              "%s cost must be from 1 to 2147483647", type);
+    const char *port = jn_mgmt_entity_str(e, "port");
+    if (!port_ok(port))
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "port",
+                              "%s port '%.80s' is neither a number from 0 to 65535 nor a TCP "
+                              "service name",
+                              type, port ? port : "");
+    return 0;
+}
+
+/* An outputFile a running router may open on its core thread: stderr,
+ * stdout, syslog, or a path that is a regular file or does not exist yet.
+ * A FIFO or a device could block open() and with it all routing. */
+static bool output_ok(const char *path)
+{
+    if (strcmp(path, "stderr") == 0 || strcmp(path, "stdout") == 0 || strcmp(path, "syslog") == 0)
+        return true;
+    struct stat st;
+    return stat(path, &st) != 0 || S_ISREG(st.st_mode);
+}
+
+static int check_log(jn_mgmt_entity_t *e, jn_entity_err_t *err)
+{
+    const char *module = jn_mgmt_entity_str(e, "module");
+    int m = module ? jn_log_module_from_name(module) : -1;
+    if (m < 0 || m >= JN_LOG_SCHEMA_MODULE_COUNT)
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "module", "log: unknown module '%s'",
+                              module ? module : "");
+    const char *enable = jn_mgmt_entity_str(e, "enable");
+    unsigned mask;
+    char why[160];
+    if (enable && jn_log_parse_enable(enable, &mask, why, sizeof why) != 0)
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "enable", "log %s: enable: %s", module,
+                              why);
+    const char *output = jn_mgmt_entity_str(e, "outputFile");
+    if (output && (!output[0] || !output_ok(output)))
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "outputFile",
+                              "log %s: outputFile '%s' exists and is not a regular file", module,
+                              output);
+    return 0;
+}
+
+int jn_entity_check(const jn_entity_ctx_t *ctx, jn_mgmt_entity_t *e, jn_entity_err_t *err)
+{
+    int st = check_implemented(e, err);
+    if (st)
+        return st;
+    if (is(e, "router"))
+        return check_router(e, err);
+    if (is(e, "policy"))
+        return check_policy(e, err);
+    if (is(e, "address"))
+        return check_address(e, err);
+    if (is(e, "listener") || is(e, "connector"))
+        return check_endpoint(ctx, e, err);
+    if (is(e, "log"))
+        return check_log(e, err);
+    return 0;
+}

@@ -1,0 +1,319 @@
+/*
+ * entity_reload.c — config reload without restart (SIGHUP, or the RELOAD
+ * operation on the router entity): read the file again, check all of it,
+ * and apply the difference between the entities it declares and those
+ * running from the previous file, through the entity path (entity.h).
+ *
+ * What is compared: a stored entity (listener, connector, address) from
+ * the old file that has an equal one in the new file (same type, name and
+ * every value) keeps running untouched; the others are deleted; the new
+ * file's entities without an equal one are created. A `log` section that
+ * changed is applied to its module; a module whose section went away goes
+ * back to following DEFAULT. The router and policy sections cannot change
+ * on a running router: a difference refuses the whole reload, naming the
+ * attribute. Entities created through management are never touched.
+ *
+ * Order: every check first (the file parses, each entity passes the
+ * checks, no new name conflicts with one that stays) — any error and
+ * nothing changes; then the deletions (so that a listener moved to another
+ * entity can take its port), the log changes, the creations. A creation
+ * the system refuses at that point (a port another process holds) is
+ * reported and the rest is still applied: the old entity is gone by then,
+ * as the new file asked.
+ */
+#include "entity.h"
+
+#include <junction/log.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The result text, cut to fit. */
+typedef struct out {
+    char *buf;
+    size_t cap, used;
+} out_t;
+
+static void say(out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(out_t *o, const char *fmt, ...)
+{
+    if (!o->buf || o->used + 1 >= o->cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(o->buf + o->used, o->cap - o->used, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        o->used = o->used + (size_t)n < o->cap ? o->used + (size_t)n : o->cap - 1;
+}
+
+static bool type_is(const jn_config_entity_t *ce, const char *short_name)
+{
+    return strcmp(jn_schema_type_short_name(jn_config_entity_type(ce)), short_name) == 0;
+}
+
+/* One section of the new file that is a stored type, converted. */
+typedef struct planned {
+    const jn_config_entity_t *ce;
+    jn_mgmt_entity_t *e; /* owned until created */
+    bool keep;           /* an equal one runs: nothing to do */
+} planned_t;
+
+/* A router-wide section (router, policy) of cfg, converted; NULL when the
+ * file has none or memory ran out (*oom then set). */
+static jn_mgmt_entity_t *singleton(const jn_config_t *cfg, const char *type, bool *oom)
+{
+    const jn_config_entity_t *ce = cfg ? jn_config_find(cfg, jn_schema_type_find(type)) : NULL;
+    jn_mgmt_entity_t *e = NULL;
+    if (ce && jn_entity_from_config(ce, false, &e) != 0)
+        *oom = true;
+    return e;
+}
+
+/* Router-wide settings must stay as they are. Returns 0, or -1 with the
+ * refusal said. */
+static int compare_fixed(jn_mgmt_t *agent, const jn_config_t *next, out_t *o)
+{
+    static const char *const types[] = {"router", "policy"};
+    int rc = 0;
+    for (size_t t = 0; t < 2 && rc == 0; t++) {
+        bool oom = false;
+        jn_mgmt_entity_t *a = singleton(agent->file, types[t], &oom);
+        jn_mgmt_entity_t *b = singleton(next, types[t], &oom);
+        jn_mgmt_entity_t *fresh = NULL;
+        if (!oom && (!a || !b)) /* a section added or removed: compare with defaults */
+            oom = jn_mgmt_entity_defaults(jn_schema_type_find(types[t]), &fresh) != 0;
+        jn_mgmt_entity_t *x = a ? a : fresh, *y = b ? b : fresh;
+        if (oom) {
+            say(o, "out of memory");
+            rc = -1;
+        }
+        for (size_t i = 0; rc == 0 && x && y && i < x->n_values; i++) {
+            if (jn_mgmt_value_equal(&x->values[i], &y->values[i]))
+                continue;
+            const char *attr = jn_schema_attr_name(jn_schema_type_attr_at(x->type, i));
+            const jn_config_entity_t *ce = jn_config_find(next, jn_schema_type_find(types[t]));
+            const jn_config_value_t *v = ce ? jn_config_entity_get(ce, attr) : NULL;
+            int line = v && jn_config_value_line(v) ? jn_config_value_line(v)
+                       : ce                         ? jn_config_entity_line(ce)
+                                                    : 0;
+            say(o,
+                "%s:%d: %s attribute '%s' cannot change on a running router (restart junctiond "
+                "to change it)",
+                jn_config_name(next), line, types[t], attr);
+            rc = -1;
+        }
+        jn_mgmt_entity_free(a);
+        jn_mgmt_entity_free(b);
+        jn_mgmt_entity_free(fresh);
+    }
+    return rc;
+}
+
+/* Convert the new file's stored sections; mark those that run already.
+ * Returns the array (n in *count) or NULL on ENOMEM. */
+static planned_t *plan_stored(jn_mgmt_t *agent, const jn_config_t *next, size_t *count)
+{
+    size_t n = jn_config_entity_count(next), k = 0;
+    planned_t *p = calloc(n ? n : 1, sizeof *p);
+    if (!p)
+        return NULL;
+    for (jn_mgmt_entity_t *e = agent->entities; e; e = e->next)
+        e->matched = false;
+    for (size_t i = 0; i < n; i++) {
+        const jn_config_entity_t *ce = jn_config_entity_at(next, i);
+        const jn_mgmt_class_t *cls =
+            jn_mgmt_class_find(jn_schema_type_name(jn_config_entity_type(ce)), NULL);
+        if (!cls || !cls->stored)
+            continue;
+        p[k].ce = ce;
+        if (jn_entity_from_config(ce, false, &p[k].e) != 0)
+            goto oom;
+        for (jn_mgmt_entity_t *e = agent->entities; e && !p[k].keep; e = e->next)
+            if (e->origin == JN_ORIGIN_FILE && !e->matched && jn_entity_equal(e, p[k].e))
+                e->matched = p[k].keep = true;
+        k++;
+    }
+    *count = k;
+    return p;
+oom:
+    for (size_t i = 0; i <= k && i < n; i++)
+        jn_mgmt_entity_free(p[i].e);
+    free(p);
+    return NULL;
+}
+
+static void free_plan(planned_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        jn_mgmt_entity_free(p[i].e);
+    free(p);
+}
+
+/* Names the creations would take: taken by an entity that stays, or twice. */
+static int check_names(jn_mgmt_t *agent, const jn_config_t *next, planned_t *p, size_t n, out_t *o)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (p[i].keep || !p[i].e->name)
+            continue;
+        const char *name = p[i].e->name;
+        bool clash = false;
+        for (jn_mgmt_entity_t *e = agent->entities; e && !clash; e = e->next)
+            clash = (e->origin != JN_ORIGIN_FILE || e->matched) && e->name &&
+                    strcmp(e->name, name) == 0 && jn_entity_same_names(e->cls, p[i].e->cls);
+        for (size_t j = 0; j < i && !clash; j++)
+            clash = !p[j].keep && p[j].e->name && strcmp(p[j].e->name, name) == 0 &&
+                    jn_entity_same_names(p[j].e->cls, p[i].e->cls);
+        if (clash) {
+            say(o, "%s:%d: %s name '%s' conflicts with an existing entity", jn_config_name(next),
+                jn_config_entity_line(p[i].ce), jn_schema_type_short_name(p[i].e->type), name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- applying ---------------------------------------------------------------- */
+
+static unsigned delete_unmatched(jn_mgmt_t *agent, out_t *o)
+{
+    unsigned n = 0;
+    jn_mgmt_entity_t *e = agent->entities;
+    while (e) {
+        jn_mgmt_entity_t *next = e->next;
+        if (e->origin == JN_ORIGIN_FILE && !e->matched) {
+            jn_entity_delete_CT(agent, e);
+            say(o, "%sdeleted %s %s", n ? "; " : "", e->cls->name, e->identity);
+            JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_INFO, "Reload: deleted %s %s", e->cls->name,
+                   e->identity);
+            jn_mgmt_store_unlink(agent, e);
+            jn_mgmt_entity_free(e);
+            n++;
+        }
+        e = next;
+    }
+    return n;
+}
+
+/* The `log` section for module m in cfg (converted, skip defaults), or
+ * NULL. */
+static jn_mgmt_entity_t *log_section(const jn_config_t *cfg, const char *module)
+{
+    for (size_t i = 0; cfg && i < jn_config_entity_count(cfg); i++) {
+        const jn_config_entity_t *ce = jn_config_entity_at(cfg, i);
+        const char *m = type_is(ce, "log") ? jn_config_entity_string(ce, "module") : NULL;
+        jn_mgmt_entity_t *e = NULL;
+        if (m && strcmp(m, module) == 0 && jn_entity_from_config(ce, true, &e) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+static unsigned apply_logs(jn_mgmt_t *agent, const jn_config_t *next, unsigned done, out_t *o)
+{
+    unsigned n = 0;
+    for (int m = 0; m < JN_LOG_SCHEMA_MODULE_COUNT; m++) {
+        const char *module = jn_log_module_name((jn_log_module_t)m);
+        jn_mgmt_entity_t *was = log_section(agent->file, module);
+        jn_mgmt_entity_t *now = log_section(next, module);
+        jn_entity_err_t err;
+        if (now && (!was || !jn_entity_equal(was, now))) {
+            if (jn_entity_apply_log(now, &err) != 0)
+                say(o, "%slog %s not changed: %s", done + n ? "; " : "", module, err.text);
+            else
+                say(o, "%slog %s changed", done + n ? "; " : "", module);
+            n++;
+        } else if (was && !now) {
+            jn_entity_reset_log(was);
+            say(o, "%slog %s back to default", done + n ? "; " : "", module);
+            n++;
+        }
+        jn_mgmt_entity_free(was);
+        jn_mgmt_entity_free(now);
+    }
+    return n;
+}
+
+static unsigned create_new(jn_mgmt_t *agent, const jn_config_t *next, planned_t *p, size_t n,
+                           unsigned done, unsigned *failed, out_t *o)
+{
+    unsigned made = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i].keep)
+            continue;
+        jn_mgmt_entity_t *e = p[i].e;
+        bool config_type = strncmp(e->cls->name, "router.config.", 14) == 0;
+        jn_entity_err_t err;
+        int st = jn_mgmt_entity_set_identity(agent, e,
+                                             config_type ? NULL
+                                                         : jn_config_entity_identity(p[i].ce))
+                     ? jn_entity_fail(&err, JN_MGMT_INTERNAL, NULL, "out of memory")
+                     : jn_entity_create_CT(agent, e, &err);
+        if (st) {
+            char line[JN_ENTITY_ERR_MAX + 256];
+            jn_entity_file_error(next, p[i].ce, &err, line, sizeof line);
+            say(o, "%s%s", done + made + *failed ? "; " : "", line);
+            JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_ERROR, "Reload: %s", line);
+            (*failed)++;
+            continue;
+        }
+        e->origin = JN_ORIGIN_FILE;
+        jn_mgmt_store_append(agent, e);
+        p[i].e = NULL; /* the store's now */
+        say(o, "%screated %s %s", done + made + *failed ? "; " : "", e->cls->name, e->identity);
+        JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_INFO, "Reload: created %s %s", e->cls->name, e->identity);
+        made++;
+    }
+    return made;
+}
+
+int jn_mgmt_reload_CT(jn_mgmt_t *agent, char *result, size_t cap)
+{
+    out_t o = {result, cap, 0};
+    if (result && cap)
+        result[0] = '\0';
+    if (!agent->cfg.config_path) {
+        say(&o, "junctiond runs on its built-in configuration (no -c FILE): nothing to reload");
+        return JN_MGMT_BAD_REQUEST;
+    }
+    jn_config_t *next = NULL;
+    char err[JN_CONFIG_ERROR_MAX];
+    if (jn_config_load_file(agent->cfg.config_path, &next, err, sizeof err) != 0) {
+        say(&o, "%s", err);
+        return JN_MGMT_BAD_REQUEST;
+    }
+    char *errors = malloc(4096);
+    int n_err = errors ? jn_mgmt_plan_config(next, NULL, errors, 4096) : 1;
+    if (n_err) {
+        say(&o, "%s", errors ? errors : "out of memory");
+        free(errors);
+        jn_config_free(next);
+        return JN_MGMT_BAD_REQUEST;
+    }
+    free(errors);
+    size_t n = 0;
+    planned_t *p = NULL;
+    if (compare_fixed(agent, next, &o) != 0 || !(p = plan_stored(agent, next, &n)) ||
+        check_names(agent, next, p, n, &o) != 0) {
+        if (!p && o.used == 0)
+            say(&o, "out of memory");
+        free_plan(p, n);
+        jn_config_free(next);
+        return JN_MGMT_BAD_REQUEST;
+    }
+    unsigned failed = 0;
+    unsigned done = delete_unmatched(agent, &o);
+    done += apply_logs(agent, next, done, &o);
+    done += create_new(agent, next, p, n, done, &failed, &o);
+    free_plan(p, n);
+    jn_config_free(agent->file);
+    agent->file = next;
+    if (done + failed == 0)
+        say(&o, "no change");
+    JN_LOG(JN_LOG_MOD_AGENT, failed ? JN_LOG_ERROR : JN_LOG_NOTICE,
+           "Reloaded %s: %u change%s applied, %u failed", agent->cfg.config_path, done,
+           done == 1 ? "" : "s", failed);
+    return failed ? JN_MGMT_BAD_REQUEST : JN_MGMT_OK;
+}

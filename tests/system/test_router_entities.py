@@ -1,0 +1,309 @@
+#!/usr/bin/python3
+"""System tests of the entity path (docs/design.md, "The entity path"):
+one way from a configured entity to the running router, whether it comes
+from the config file, a management CREATE/DELETE, or a reload.
+
+- An inter-router connector created through management behaves as one
+  from the file: a two-router mesh forms through it, with its cost.
+- A listener on port 0 reports the port it got; a CREATE of a listener
+  whose port cannot be bound is an error status, not 201.
+- The same entities from a file and from a script of CREATEs give the
+  same QUERY output, type by type.
+- Reload (SIGHUP and the RELOAD operation): under 50,000 unsettled
+  messages the file gains a listener and an address, loses a connector and
+  changes a log level; every message is accepted, the new listener accepts
+  a client, the connector's connection is gone, entities created through
+  management stay; then a broken file is reloaded and nothing changes.
+
+Every router is a real junctiond on 127.0.0.1 (harness.py); every wait is
+bounded.
+"""
+import os
+import re
+import signal
+import socket
+import time
+import unittest
+
+from proton import Delivery, Message
+from proton.utils import BlockingConnection, SyncRequestResponse
+
+from harness import (SLOW, Recv, RouterTestCase, Send, Traffic, conf_section, free_port,
+                     run_junctiond)
+from mesh import distinct_ports
+
+TIMEOUT = 10 * SLOW
+
+
+class Manager:
+    """A management client on its own connection."""
+
+    def __init__(self, url):
+        self.conn = BlockingConnection(url, timeout=TIMEOUT)
+        self.client = SyncRequestResponse(self.conn, "$management")
+
+    def call(self, props, body=None):
+        reply = self.client.call(Message(body={} if body is None else body, properties=props))
+        return (reply.properties["statusCode"], reply.properties["statusDescription"],
+                reply.body)
+
+    def create(self, entity_type, name, attrs):
+        props = {"operation": "CREATE", "type": entity_type}
+        if name:
+            props["name"] = name
+        return self.call(props, attrs)
+
+    def query(self, entity_type, names=()):
+        props = {"operation": "QUERY", "type": "org.amqp.management", "name": "self",
+                 "entityType": entity_type}
+        code, desc, body = self.call(props, {"attributeNames": list(names)})
+        if code != 200:
+            raise AssertionError("QUERY %s: %s %s" % (entity_type, code, desc))
+        return [dict(zip(body["attributeNames"], row)) for row in body["results"]]
+
+    def reload(self):
+        code, desc, _ = self.call({"operation": "RELOAD", "type": "router"})
+        return code, desc
+
+    def close(self):
+        self.conn.close()
+
+
+def router_section(name, mode="standalone"):
+    return conf_section("router", {"mode": mode, "id": name, "workerThreads": 2})
+
+
+def client_listener(extra=None):
+    attrs = {"host": "127.0.0.1", "port": "{port}", "role": "normal",
+             "saslMechanisms": "ANONYMOUS", "authenticatePeer": "no"}
+    attrs.update(extra or {})
+    return conf_section("listener", attrs)
+
+
+LOGS = conf_section("log", {"module": "DEFAULT", "enable": "info+", "includeTimestamp": "yes"})
+
+
+class EntityPathTest(RouterTestCase):
+
+    def manager(self, router):
+        m = Manager(router.url)
+        self.addCleanup(m.close)
+        return m
+
+    def test_inter_router_connector_created_by_management_forms_a_mesh(self):
+        """CREATE connector {role: inter-router, cost: 7} on B toward A's
+        inter-router listener: the two routers see each other (router.node)
+        with that cost, and a message crosses from B's client to A's."""
+        ir = free_port()
+        a = self.start_router(config=router_section("A", "interior") + client_listener() +
+                              conf_section("listener", {"name": "ir", "host": "127.0.0.1",
+                                                        "port": ir, "role": "inter-router",
+                                                        "saslMechanisms": "ANONYMOUS"}) + LOGS)
+        b = self.start_router(config=router_section("B", "interior") + client_listener() + LOGS)
+        mb = self.manager(b)
+        code, desc, body = mb.create("connector", "to-A",
+                                     {"host": "127.0.0.1", "port": str(ir),
+                                      "role": "inter-router", "cost": 7,
+                                      "saslMechanisms": "ANONYMOUS"})
+        self.assertEqual(code, 201, desc)
+        self.assertEqual(body["role"], "inter-router")
+        self.assertEqual(body["cost"], 7)
+
+        def b_knows_a():
+            nodes = mb.query("router.node", ["id", "cost"])
+            return any(n["id"] == "A" and n["cost"] == 7 for n in nodes)
+        self.wait_for("B to reach A through the created connector with cost 7", b_knows_a,
+                      timeout=30 * SLOW)
+        rx = Recv("mesh.q", url=a.url)
+        tx = Send("mesh.q", [Message(body=i) for i in range(20)], url=b.url)
+        self.run_scenario(Traffic(a, [rx], [tx], expect=20, timeout=30 * SLOW))
+        self.assertEqual(len(rx.messages), 20)
+
+    def test_port_zero_listener_reports_the_port_it_got(self):
+        """A listener on port 0 (from the file, and from a CREATE) shows a
+        real port in its `port` attribute, and a client connects there."""
+        r = self.start_router(extra=conf_section("listener", {"name": "zero",
+                                                              "host": "127.0.0.1",
+                                                              "port": 0}))
+        m = self.manager(r)
+        code, desc, body = m.create("listener", "zero2", {"host": "127.0.0.1", "port": "0"})
+        self.assertEqual(code, 201, desc)
+        self.assertNotEqual(body["port"], "0")
+        rows = {x["name"]: x["port"] for x in m.query("listener", ["name", "port"])}
+        for name in ("zero", "zero2"):
+            port = int(rows[name])
+            self.assertNotEqual(port, 0)
+            c = BlockingConnection("amqp://127.0.0.1:%d" % port, timeout=TIMEOUT)
+            c.close()
+        self.assertRegex(r.log(), r"Listening on 127\.0\.0\.1:%s\b" % rows["zero"])
+
+    def test_create_listener_on_a_held_port_is_an_error(self):
+        """CREATE of a listener whose port another socket holds answers 400
+        naming the port; the listener is not kept."""
+        r = self.start_router()
+        m = self.manager(r)
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            s.listen(1)
+            port = s.getsockname()[1]
+            code, desc, _ = m.create("listener", "busy", {"host": "127.0.0.1", "port": str(port)})
+        self.assertEqual(code, 400, desc)
+        self.assertIn(str(port), desc)
+        self.assertNotIn("busy", [x["name"] for x in m.query("listener", ["name"])])
+
+    def test_refusal_text_is_the_same_from_file_and_management(self):
+        """A bad value is refused once, with one text: after FILE:LINE at
+        start-up, as the 400's description from management."""
+        r = self.start_router()
+        m = self.manager(r)
+        code, desc, _ = m.create("listener", "bad", {"host": "127.0.0.1", "port": "99999"})
+        self.assertEqual(code, 400)
+        path = os.path.join(self.workdir, "bad.conf")
+        with open(path, "w") as f:
+            f.write(router_section("X") + "listener {\n    name: bad\n    host: 127.0.0.1\n"
+                    "    port: 99999\n}\n")
+        p = run_junctiond(["-c", path])
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("%s:9: %s" % (path, desc), p.stderr)  # the port's line
+
+    def test_file_and_creates_give_the_same_query(self):
+        """The same connectors, addresses and a port-0 listener, from a file
+        on one router and from CREATEs on another: QUERY of each type is the
+        same (the listener's bound port aside)."""
+        ports = distinct_ports(["c1", "c2"])
+        entities = [
+            ("address", "router.config.address", None,
+             {"prefix": "closest.q", "distribution": "closest"}),
+            ("address", "router.config.address", None,
+             {"pattern": "mc.*.x", "distribution": "multicast"}),
+            ("connector", "connector", "c1",
+             {"host": "127.0.0.1", "port": str(ports["c1"]), "saslMechanisms": "ANONYMOUS",
+              "idleTimeoutSeconds": 33, "linkCapacity": 17}),
+            ("connector", "connector", "c2",
+             {"host": "127.0.0.1", "port": str(ports["c2"]), "stripAnnotations": "no"}),
+            ("listener", "listener", "l0",
+             {"host": "127.0.0.1", "port": "0", "maxFrameSize": 4096, "maxSessions": 10}),
+        ]
+        text = router_section("Same") + client_listener()
+        for section, _, name, attrs in entities:
+            a = dict(attrs)
+            if name:
+                a["name"] = name
+            text += conf_section(section, a)
+        by_file = self.start_router(config=text)
+        by_mgmt = self.start_router(config=router_section("Same") + client_listener())
+        mm = self.manager(by_mgmt)
+        for _, etype, name, attrs in entities:
+            code, desc, _ = mm.create(etype, name, attrs)
+            self.assertEqual(code, 201, desc)
+        mf = self.manager(by_file)
+        for etype in ("router.config.address", "connector", "listener"):
+            rows_f = mf.query(etype)
+            rows_m = mm.query(etype)
+            if etype == "listener":  # the client listeners differ by port: compare l0
+                rows_f = [x for x in rows_f if x["name"] == "l0"]
+                rows_m = [x for x in rows_m if x["name"] == "l0"]
+                for x in rows_f + rows_m:
+                    self.assertNotEqual(x.pop("port"), "0")
+            self.assertEqual(rows_f, rows_m, etype)
+
+
+class ReloadTest(RouterTestCase):
+
+    def manager(self, router):
+        m = Manager(router.url)
+        self.addCleanup(m.close)
+        return m
+
+    def write_conf(self, router, text):
+        tmp = router.conf_path + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(text.replace("{port}", str(router.port)))
+        os.replace(tmp, router.conf_path)
+
+    def wait_log(self, router, pattern, count=1):
+        self.wait_for("%r in %s's log" % (pattern, router.name),
+                      lambda: len(re.findall(pattern, router.log())) >= count)
+
+    def test_reload_under_load(self):
+        """50,000 unsettled messages flow while a SIGHUP reload adds a
+        listener and an address, removes a connector and changes a log
+        level: all are accepted; the new listener accepts a client; the
+        connector's connection is gone; a management-created address stays;
+        a broken file then changes nothing (RELOAD answers 400 with
+        FILE:LINE)."""
+        peer = self.start_router()
+        new_port = free_port()
+        base = (router_section("A") + client_listener() + LOGS +
+                conf_section("log", {"module": "AGENT", "enable": "info+"}) +
+                conf_section("connector", {"name": "up", "host": "127.0.0.1",
+                                           "port": peer.port, "saslMechanisms": "ANONYMOUS"}))
+        a = self.start_router(config=base)
+        m = self.manager(a)
+        mp = self.manager(peer)
+
+        def peer_sees_a():
+            return any(c["container"] == "A" for c in mp.query("connection", ["container"]))
+        self.wait_for("A's connector to reach the peer", peer_sees_a)
+        code, desc, _ = m.create("router.config.address", "kept",
+                                 {"prefix": "kept", "distribution": "multicast"})
+        self.assertEqual(code, 201, desc)
+
+        changed = (router_section("A") + client_listener() + LOGS +
+                   conf_section("log", {"module": "AGENT", "enable": "debug+"}) +
+                   conf_section("listener", {"name": "new", "host": "127.0.0.1",
+                                             "port": new_port, "saslMechanisms": "ANONYMOUS"}) +
+                   conf_section("address", {"prefix": "added", "distribution": "multicast"}))
+        count = 50000
+        rx = Recv("load.q", credit=500)
+        tx = Send("load.q", [Message(body=i) for i in range(count)])
+        reloaded = []
+        test = self
+
+        class ReloadMidway(Traffic):
+            def received_message(self, r, message, dlv):
+                super().received_message(r, message, dlv)
+                if not reloaded and self.received >= count // 5:
+                    test.write_conf(a, changed)
+                    a.proc.send_signal(signal.SIGHUP)
+                    reloaded.append(True)
+        self.run_scenario(ReloadMidway(a, [rx], [tx], expect=count, timeout=240 * SLOW))
+        self.assertTrue(reloaded, "the reload never ran")
+        accepted = sum(1 for state, _ in tx.outcomes.values() if state == Delivery.ACCEPTED)
+        self.assertEqual(accepted, count)
+        self.assertEqual(len(rx.messages), count)
+
+        self.wait_log(a, r"Reloaded .*%s: 4 changes applied, 0 failed" % re.escape(a.conf_path))
+        c = BlockingConnection("amqp://127.0.0.1:%d" % new_port, timeout=TIMEOUT)
+        c.close()
+        self.wait_for("the removed connector's connection to close",
+                      lambda: not peer_sees_a())
+        rows = m.query("router.config.address", ["prefix", "distribution"])
+        self.assertIn({"prefix": "kept", "distribution": "multicast"}, rows)
+        self.assertIn({"prefix": "added", "distribution": "multicast"}, rows)
+        self.assertNotIn("up", [x["name"] for x in m.query("connector", ["name"])])
+        agent_log = [x for x in m.query("log", ["module", "enable"]) if x["module"] == "AGENT"]
+        self.assertEqual(agent_log[0]["enable"], "debug+")
+
+        # a broken file: nothing changes, RELOAD says where
+        before = {t: m.query(t) for t in ("listener", "connector", "router.config.address")}
+        self.write_conf(a, changed + "address {\n    prefix: x\n    pattern: y\n}\n")
+        code, desc = m.reload()
+        self.assertEqual(code, 400)
+        self.assertRegex(desc, re.escape(a.conf_path) + r":\d+: address: cannot specify both")
+        # and a router-wide attribute may not change
+        self.write_conf(a, changed.replace("id: A", "id: B"))
+        code, desc = m.reload()
+        self.assertEqual(code, 400)
+        self.assertIn("router attribute 'id' cannot change on a running router", desc)
+        after = {t: m.query(t) for t in ("listener", "connector", "router.config.address")}
+        self.assertEqual(before, after)
+
+        # the same file again: no change
+        self.write_conf(a, changed)
+        code, desc = m.reload()
+        self.assertEqual((code, desc), (200, "no change"))
+
+
+if __name__ == "__main__":
+    unittest.main()

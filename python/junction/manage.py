@@ -4,7 +4,7 @@
 
 Built-in operations (case-insensitive): query, create, read, update, delete,
 get-types, get-annotations, get-attributes, get-operations, get-mgmt-nodes,
-get-schema, get-json-schema, get-log. Any other word is sent as an operation
+get-schema, get-json-schema, get-log, and Junction's reload. Any other word is sent as an operation
 of its own with NAME=VALUE arguments as request properties (qdmanage's
 "custom operation"), e.g. `junction-manage CALLME --type dummy --name d1`.
 
@@ -26,7 +26,7 @@ PROG = "junction-manage"
 
 BUILTIN = ("QUERY", "CREATE", "READ", "UPDATE", "DELETE", "GET-TYPES", "GET-ANNOTATIONS",
            "GET-ATTRIBUTES", "GET-OPERATIONS", "GET-MGMT-NODES", "GET-SCHEMA",
-           "GET-JSON-SCHEMA", "GET-LOG")
+           "GET-JSON-SCHEMA", "GET-LOG", "RELOAD")
 
 DESCRIPTION = """\
 Query and change the configuration and state of a Junction router (or a
@@ -48,6 +48,9 @@ operations:
   get-schema               the management schema
   get-json-schema          the management schema as JSON text
   get-log [limit=N]        the router's most recent log entries
+  reload                   re-read the router's config file and apply what changed
+                           (Junction's own; as SIGHUP): prints what changed, or
+                           fails naming FILE:LINE and changes nothing
   OTHER [NAME=VALUE...]    send operation OTHER with NAME=VALUE as request
                            properties (see --body, --properties)
 
@@ -258,6 +261,13 @@ class Manage:
 
     def op_get_log(self, client):
         self.op_custom(client, "GET-LOG")
+
+    def op_reload(self, client):
+        self.no_args()
+        _, description, _ = client.call({"operation": "RELOAD",
+                                         "type": "org.apache.qpid.dispatch.router"}, {},
+                                        expect=200)
+        print(description)
 
     def op_custom(self, client, operation):
         """An operation sent as typed, with NAME=VALUE request properties."""

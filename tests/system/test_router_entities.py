@@ -22,14 +22,14 @@ import os
 import re
 import signal
 import socket
-import time
+import subprocess
 import unittest
 
 from proton import Delivery, Message
 from proton.utils import BlockingConnection, SyncRequestResponse
 
-from harness import (SLOW, Recv, RouterTestCase, Send, Traffic, conf_section, free_port,
-                     run_junctiond)
+from harness import (PYTHON, SLOW, SOURCE_DIR, Recv, RouterTestCase, Send, Traffic, conf_section,
+                     free_port, run_junctiond)
 from mesh import distinct_ports
 
 TIMEOUT = 10 * SLOW
@@ -299,10 +299,19 @@ class ReloadTest(RouterTestCase):
         after = {t: m.query(t) for t in ("listener", "connector", "router.config.address")}
         self.assertEqual(before, after)
 
+        # junction-manage reload says the same, and fails with it
+        manage = [PYTHON, os.path.join(SOURCE_DIR, "tools", "junction-manage"), "-b", a.url,
+                  "reload"]
+        run = subprocess.run(manage, capture_output=True, text=True, timeout=TIMEOUT)
+        self.assertNotEqual(run.returncode, 0, run)
+        self.assertIn("router attribute 'id' cannot change", run.stderr)
+
         # the same file again: no change
         self.write_conf(a, changed)
         code, desc = m.reload()
         self.assertEqual((code, desc), (200, "no change"))
+        run = subprocess.run(manage, capture_output=True, text=True, timeout=TIMEOUT)
+        self.assertEqual((run.returncode, run.stdout.strip()), (0, "no change"), run)
 
 
 if __name__ == "__main__":

@@ -380,6 +380,53 @@ static void test_log_update(void **state)
     jn_mgmt_free(agent);
 }
 
+/* One bad value, as a config-file section and as a CREATE. */
+typedef struct same_text_case {
+    const char *section;       /* the file's text after a router section */
+    const char *type;          /* the CREATE's type */
+    const char *const *attrs;  /* the CREATE's body (string pairs) */
+} same_text_case_t;
+
+static void test_refusal_same_text_from_file_and_management(void **state)
+{
+    (void)state;
+    static const char *const port[] = {"host", "127.0.0.1", "port", "99999", NULL};
+    static const char *const role[] = {"port", "5672", "role", "route-container", NULL};
+    static const char *const ssl[] = {"port", "5672", "requireSsl", "true", NULL};
+    static const char *const both[] = {"prefix", "a", "pattern", "b", NULL};
+    static const char *const cost[] = {"port", "5672", "cost", "0", NULL};
+    static const char *const lr[] = {"prefix", "b", "direction", "in", NULL};
+    static const same_text_case_t cases[] = {
+        {"listener {\n host: 127.0.0.1\n port: 99999\n}\n", "listener", port},
+        {"listener {\n port: 5672\n role: route-container\n}\n", "listener", role},
+        {"listener {\n port: 5672\n requireSsl: yes\n}\n", "listener", ssl},
+        {"address {\n prefix: a\n pattern: b\n}\n", "router.config.address", both},
+        {"connector {\n port: 5672\n cost: 0\n}\n", "connector", cost},
+        {"linkRoute {\n prefix: b\n direction: in\n}\n", "router.config.linkRoute", lr},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[512], err[JN_CONFIG_ERROR_MAX], errors[1024];
+        snprintf(text, sizeof text, "router {\n mode: standalone\n}\n%s", cases[i].section);
+        jn_config_t *cfg = NULL;
+        assert_int_equal(jn_config_load_string("t.conf", text, strlen(text), &cfg, err, sizeof err),
+                         0);
+        assert_int_equal(jn_mgmt_plan_config(cfg, NULL, errors, sizeof errors), 1);
+        jn_config_free(cfg);
+        jn_mgmt_t *agent = new_agent(NULL);
+        reply_t r;
+        expect(agent,
+               &REQ(.op = "CREATE", .type = cases[i].type, .name = "x", .body = body_string_map,
+                    .arg = (void *)cases[i].attrs),
+               400, &r);
+        /* "t.conf:LINE: " then exactly the management description */
+        const char *after = strchr(strchr(errors, ':') + 1, ':');
+        assert_non_null(after);
+        assert_string_equal(after + 2, r.description);
+        reply_clear(&r);
+        jn_mgmt_free(agent);
+    }
+}
+
 static const char config_text[] = "router {\n mode: standalone\n id: R1\n}\n"
                                   "listener {\n host: 127.0.0.1\n port: 5672\n}\n"
                                   "listener {\n name: second\n port: 5673\n}\n"
@@ -434,6 +481,7 @@ int main(void)
         cmocka_unit_test(test_query_all_columns),
         cmocka_unit_test(test_log_update),
         cmocka_unit_test(test_load_config),
+        cmocka_unit_test(test_refusal_same_text_from_file_and_management),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     jn_log_shutdown();

@@ -24,6 +24,7 @@
 #include <junction/config.h>
 #include <junction/core.h>
 #include <junction/core_view.h>
+#include <junction/http.h>
 #include <junction/io.h>
 #include <junction/log.h>
 #include <junction/mgmt.h>
@@ -75,6 +76,7 @@ typedef struct daemon_state {
     const char *config_path; /* NULL: built-in default */
     jn_core_t *core;
     jn_io_t *io;
+    jn_http_t *http;  /* listeners with http: yes */
     jn_mgmt_t *agent; /* the $management agent: made by build, freed after the core */
 } daemon_state_t;
 
@@ -206,6 +208,39 @@ static int mgmt_listener_port(void *io, const char *name, char *buf, size_t cap)
     return jn_io_listener_port(io, name, buf, cap);
 }
 
+static int mgmt_add_http_listener(void *http, const char *name, const char *host, int port,
+                                  const char *root_dir, bool metrics, bool healthz, char *err,
+                                  size_t errlen)
+{
+    jn_http_listener_config_t lc = {.name = name,
+                                    .host = host,
+                                    .port = port,
+                                    .root_dir = root_dir,
+                                    .metrics = metrics,
+                                    .healthz = healthz};
+    return jn_http_add_listener(http, &lc, err, errlen);
+}
+
+static int mgmt_remove_http_listener(void *http, const char *name)
+{
+    return jn_http_remove_listener(http, name);
+}
+
+static int mgmt_http_listener_port(void *http, const char *name, char *buf, size_t cap)
+{
+    return jn_http_listener_port(http, name, buf, cap);
+}
+
+/* The pages the HTTP layer asks for, from the agent's figures. Core
+ * thread. */
+static int render_page(void *agent, jn_http_page_t page, const char *query, char **body,
+                       size_t *len)
+{
+    if (page == JN_HTTP_PAGE_METRICS)
+        return jn_mgmt_metrics_CT(agent, query, body, len);
+    return jn_mgmt_mesh_health_CT(agent, query, body, len);
+}
+
 /* build: the core, the I/O layer and the agent from the settings (nothing
  * started). Returns 0 or -1. */
 static int build(daemon_state_t *st)
@@ -225,6 +260,8 @@ static int build(daemon_state_t *st)
                          .min_peer_idle_timeout_ms = rs->min_peer_idle_timeout_ms,
                          .write_stall_timeout_s = rs->write_stall_timeout_s};
     st->io = st->core ? jn_io_create(st->core, &ic) : NULL;
+    jn_http_config_t hc = {.core = st->core, .render = render_page};
+    st->http = st->io ? jn_http_create(&hc) : NULL;
     jn_mgmt_config_t mc = {.router_id = rs->id,
                            .mode = rs->mode,
                            .version = JN_VERSION,
@@ -237,14 +274,21 @@ static int build(daemon_state_t *st)
                            .add_connector = mgmt_add_connector,
                            .remove_endpoint = mgmt_remove_endpoint,
                            .listener_port = mgmt_listener_port,
+                           .http_ctx = st->http,
+                           .add_http_listener = mgmt_add_http_listener,
+                           .remove_http_listener = mgmt_remove_http_listener,
+                           .http_listener_port = mgmt_http_listener_port,
                            .config_path = st->config_path,
                            .foreach_router = rs->interior ? jn_core_view_routers_CT : NULL,
                            .nodes_ctx = st->core};
-    st->agent = st->io ? jn_mgmt_create(&mc) : NULL;
+    st->agent = st->http ? jn_mgmt_create(&mc) : NULL;
     if (!st->agent) {
         fprintf(stderr, "junctiond: out of memory\n");
         return -1;
     }
+    /* the HTTP layer's pages are rendered by the agent (set once it exists;
+     * no request can arrive before a listener is added) */
+    jn_http_set_render_ctx(st->http, st->agent);
     jn_core_set_management(st->core, jn_mgmt_request_CT, st->agent);
     return 0;
 }
@@ -312,14 +356,18 @@ static int daemonize(void)
 /* teardown: stop and free what build made (any may be NULL). */
 static void teardown(daemon_state_t *st)
 {
-    if (st->io)
+    jn_http_set_state(st->http, JN_HTTP_STOPPING);
+    if (st->io) /* /healthz answers 503 while connections close */
         jn_io_stop(st->io, STOP_CLOSE_MS);
+    jn_http_stop(st->http); /* before the core: its pages are rendered there */
     if (st->core) {
         jn_core_stop(st->core);
         jn_core_free(st->core); /* releases any io connection still held */
     }
     jn_io_free(st->io);
+    jn_http_free(st->http); /* after the core ran the render calls still queued */
     jn_mgmt_free(st->agent); /* after the core: it called the agent */
+    st->http = NULL;
     st->agent = NULL;
     st->core = NULL;
     st->io = NULL;
@@ -372,6 +420,7 @@ static int start(daemon_state_t *st, jn_config_t *cfg)
     call->fn = ports_on_core; /* before the first request can read them */
     call_on_core(st->core, call);
     free(call);
+    jn_http_set_state(st->http, JN_HTTP_OPERATIONAL);
     return 0;
 }
 
@@ -383,6 +432,7 @@ static void run(daemon_state_t *st, const sigset_t *sigs)
         int sig = 0;
         sigwait(sigs, &sig);
         if (sig != SIGHUP) {
+            jn_http_set_state(st->http, JN_HTTP_STOPPING);
             JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_NOTICE, "Shutting down on %s",
                    sig == SIGTERM ? "SIGTERM" : "SIGINT");
             return;

@@ -83,6 +83,18 @@ typedef struct jn_mgmt_config {
      * such listener listens. May be NULL. */
     int (*listener_port)(void *io_ctx, const char *name, char *buf, size_t cap);
 
+    /* HTTP hooks for listeners with `http: yes` (typically the HTTP layer's
+     * jn_http_add_listener, jn_http_remove_listener, jn_http_listener_port
+     * with http_ctx the jn_http_t). port is decimal (service names are
+     * resolved before). add returns 0, JN_EINVAL (err says why: 400),
+     * JN_EEXIST, JN_ENOMEM. NULL: http listeners are refused by name. */
+    void *http_ctx;
+    int (*add_http_listener)(void *http_ctx, const char *name, const char *host, int port,
+                             const char *root_dir, bool metrics, bool healthz, char *err,
+                             size_t errlen);
+    int (*remove_http_listener)(void *http_ctx, const char *name);
+    int (*http_listener_port)(void *http_ctx, const char *name, char *buf, size_t cap);
+
     /* The config file junctiond was started with (copied; NULL: the
      * built-in configuration, which cannot be reloaded). */
     const char *config_path;
@@ -176,6 +188,22 @@ int jn_mgmt_reload_CT(jn_mgmt_t *agent, char *result, size_t cap);
 /* jn_mgmt_reload_call: a jn_core_call_fn for SIGHUP: jn_mgmt_reload_CT
  * with agent as arg, the result logged (AGENT). */
 void jn_mgmt_reload_call(void *agent, jn_core_t *core);
+
+/* jn_mgmt_metrics_CT: the /metrics page (Prometheus text format 0.0.4)
+ * from the figures the `router` and `allocator` entities show: 1.19's
+ * qdr_* figures with their types, then Junction's own
+ * (router/mgmt/metrics.c). 1.19 names seven gauges `..._total`, which
+ * Prometheus keeps for counters: they are named without the suffix unless
+ * query (the request's query string, may be NULL) holds
+ * "compat=qdrouterd". *body (heap, *len octets) is the caller's. Returns
+ * 200, or 500 with nothing written when memory ran out. Core thread. */
+int jn_mgmt_metrics_CT(jn_mgmt_t *agent, const char *query, char **body, size_t *len);
+
+/* jn_mgmt_mesh_health_CT: the /healthz/mesh page: 200 when this interior
+ * router reaches at least N other routers (query "routers=N", default 1),
+ * else 503; a router without a mesh answers 200. *body as
+ * jn_mgmt_metrics_CT. Core thread. */
+int jn_mgmt_mesh_health_CT(jn_mgmt_t *agent, const char *query, char **body, size_t *len);
 
 /* jn_mgmt_request_CT: answer one request (a jn_core_request_fn: pass it
  * with the agent as ctx to jn_core_set_management). request is complete,

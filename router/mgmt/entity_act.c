@@ -10,6 +10,8 @@
 #include <junction/core_view.h>
 #include <junction/log.h>
 
+#include <arpa/inet.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,8 +47,11 @@ void jn_entity_record_port_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e)
 {
     const char *port = jn_mgmt_entity_str(e, "port");
     char bound[16];
-    if (!port || strcmp(port, "0") != 0 || !agent->cfg.listener_port ||
-        agent->cfg.listener_port(agent->cfg.io_ctx, e->name, bound, sizeof bound) != 0)
+    bool http = jn_mgmt_entity_bool(e, "http", false);
+    int (*lookup)(void *, const char *, char *, size_t) =
+        http ? agent->cfg.http_listener_port : agent->cfg.listener_port;
+    if (!port || strcmp(port, "0") != 0 || !lookup ||
+        lookup(http ? agent->cfg.http_ctx : agent->cfg.io_ctx, e->name, bound, sizeof bound) != 0)
         return;
     jn_mv_t *v = jn_mgmt_entity_get(e, "port");
     jn_mv_t fresh;
@@ -56,8 +61,44 @@ void jn_entity_record_port_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e)
     *v = fresh;
 }
 
+/* A port as a number: decimal, or a TCP service name. -1 if neither. */
+static int port_number(const char *port)
+{
+    if (!port)
+        return -1;
+    if (port[0] && strspn(port, "0123456789") == strlen(port))
+        return atoi(port);
+    struct servent *s = getservbyname(port, "tcp");
+    return s ? ntohs((uint16_t)s->s_port) : -1;
+}
+
+/* A listener with http: yes: served by the HTTP layer. */
+static int create_http_listener(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_err_t *err)
+{
+    if (!agent->cfg.add_http_listener)
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "http",
+                              "listener attribute 'http' is not supported by this router");
+    char why[256] = "";
+    const char *host = jn_mgmt_entity_str(e, "host");
+    int rc = agent->cfg.add_http_listener(
+        agent->cfg.http_ctx, e->name, host, port_number(jn_mgmt_entity_str(e, "port")),
+        jn_mgmt_entity_str(e, "httpRootDir"), jn_mgmt_entity_bool(e, "metrics", true),
+        jn_mgmt_entity_bool(e, "healthz", true), why, sizeof why);
+    if (rc == JN_EINVAL || rc == JN_EEXIST)
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST,
+                              strstr(why, "httpRootDir") ? "httpRootDir" : "port",
+                              "listener %s: %s", e->name ? e->name : "", why);
+    if (rc != 0)
+        return jn_entity_fail(err, JN_MGMT_INTERNAL, NULL, "cannot create the listener: %s",
+                              jn_strerror(rc));
+    jn_entity_record_port_CT(agent, e);
+    return 0;
+}
+
 static int create_endpoint(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_err_t *err)
 {
+    if (is(e, "listener") && jn_mgmt_entity_bool(e, "http", false))
+        return create_http_listener(agent, e, err);
     bool listener = is(e, "listener");
     int (*add)(void *, const jn_endpoint_config_t *) =
         listener ? agent->cfg.add_listener : agent->cfg.add_connector;
@@ -157,6 +198,11 @@ void jn_entity_delete_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e)
     }
     if (!is(e, "listener") && !is(e, "connector"))
         return;
+    if (is(e, "listener") && jn_mgmt_entity_bool(e, "http", false)) {
+        if (agent->cfg.remove_http_listener)
+            agent->cfg.remove_http_listener(agent->cfg.http_ctx, e->name);
+        return;
+    }
     if (agent->cfg.remove_endpoint && agent->cfg.remove_endpoint(agent->cfg.io_ctx, e->name) != 0)
         JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_WARNING, "Removing %s %s: the I/O layer did not know it",
                jn_schema_type_short_name(e->type), e->name);

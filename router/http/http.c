@@ -1,0 +1,501 @@
+/*
+ * http.c — the HTTP layer (junction/http.h) on libwebsockets.
+ *
+ * Each http listener is a libwebsockets context of its own, run by a
+ * service thread of its own. (libwebsockets 4.1 cannot reliably close the
+ * listening socket of one vhost of a running context: a listener deleted
+ * by management or a reload would keep its port. A context is created
+ * before its thread starts and destroyed after it has been joined, so the
+ * port is free when jn_http_remove_listener returns.) libwebsockets is not
+ * thread-safe: only a server's own thread touches its context while it
+ * runs.
+ *
+ * A page the core renders (/metrics, /healthz/mesh) is a request object
+ * shared by the connection and a jn_core_call, with a reference count. The
+ * core thread puts the rendered request on its server's `ready` list and
+ * wakes that server's thread (lws_cancel_service → the
+ * LWS_CALLBACK_EVENT_WAIT_CANCELLED callback), which asks for a writable
+ * callback and writes it. A connection that closes first unhooks its
+ * request under `lock`, so a late render is freed without touching it; a
+ * server is marked dying under the lock before it is stopped, so no wake
+ * reaches a context being destroyed.
+ *
+ * Nothing here is on the message path: the lock is taken per HTTP request
+ * and per listener change.
+ */
+#include <junction/http.h>
+#include <junction/log.h>
+
+#include <libwebsockets.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define REQ_QUERY_MAX 256
+#define WRITE_CHUNK 8192
+
+typedef struct server server_t;
+
+/* One HTTP request's answer. Refcounted: the connection's reference
+ * (dropped when it closes), the render call's while the core renders it,
+ * the ready list's while it waits there. Fields under http->lock once a
+ * render was posted. */
+typedef struct http_req {
+    atomic_int refs;
+    jn_http_t *http;
+    server_t *srv;   /* valid while wsi is set (under http->lock) */
+    struct lws *wsi; /* NULL once the connection closed */
+    jn_http_page_t page;
+    char query[REQ_QUERY_MAX];
+    int status;
+    const char *content_type;
+    char *body; /* heap */
+    size_t len, sent;
+    bool ready, headers_sent, queued;
+    struct http_req *next_ready;
+} http_req_t;
+
+/* Per-connection data libwebsockets allocates (per_session_data_size). */
+typedef struct pss {
+    http_req_t *req;
+} pss_t;
+
+/* One http listener: its own context and service thread. */
+struct server {
+    server_t *next; /* http->servers, under lock */
+    jn_http_t *http;
+    char *name, *host, *root_dir;
+    bool metrics, healthz;
+    int port; /* bound */
+    struct lws_context *ctx;
+    pthread_t thread;
+    atomic_bool stopping;  /* the service loop ends */
+    bool dying;            /* under lock: no more wakes */
+    http_req_t *ready;     /* under lock */
+    struct lws_http_mount mounts[3]; /* /metrics, /healthz, / (root_dir) */
+};
+
+struct jn_http {
+    jn_http_config_t cfg;
+    atomic_int state; /* jn_http_state_t */
+    bool stopped;
+    pthread_mutex_t lock;
+    server_t *servers; /* under lock */
+};
+
+/* ---- requests ------------------------------------------------------------ */
+
+static void req_unref(http_req_t *req)
+{
+    if (atomic_fetch_sub(&req->refs, 1) == 1) {
+        free(req->body);
+        free(req);
+    }
+}
+
+static void set_text(http_req_t *req, int status, const char *text)
+{
+    req->status = status;
+    req->content_type = "text/plain; charset=utf-8";
+    req->body = strdup(text);
+    req->len = req->body ? strlen(text) : 0;
+    req->ready = true;
+}
+
+/* The core rendered req's page: hand it to its server's thread. Core
+ * thread. */
+static void render_call(void *arg, jn_core_t *core)
+{
+    (void)core;
+    http_req_t *req = arg;
+    jn_http_t *http = req->http; /* freed only after the core (jn_http_free) */
+    char *body = NULL;
+    size_t len = 0;
+    int status = http->cfg.render(http->cfg.render_ctx, req->page, req->query, &body, &len);
+    pthread_mutex_lock(&http->lock);
+    req->status = body ? status : 500;
+    req->content_type = req->page == JN_HTTP_PAGE_METRICS
+                            ? "text/plain; version=0.0.4; charset=utf-8"
+                            : "text/plain; charset=utf-8";
+    req->body = body;
+    req->len = body ? len : 0;
+    req->ready = true;
+    server_t *srv = req->srv;
+    if (req->wsi && !srv->dying) { /* wsi set: its server is alive */
+        req->next_ready = srv->ready;
+        srv->ready = req;
+        req->queued = true;
+        atomic_fetch_add(&req->refs, 1); /* the ready list's */
+        lws_cancel_service(srv->ctx);    /* under the lock: see `dying` */
+    }
+    pthread_mutex_unlock(&http->lock);
+    req_unref(req); /* the render call's */
+}
+
+/* Start answering a request for path. Service thread. */
+static int begin_request(server_t *srv, struct lws *wsi, pss_t *pss, const char *path)
+{
+    jn_http_t *http = srv->http;
+    http_req_t *req = calloc(1, sizeof *req);
+    if (!req)
+        return -1;
+    atomic_init(&req->refs, 1);
+    req->http = http;
+    req->srv = srv;
+    req->wsi = wsi;
+    pss->req = req;
+    lws_hdr_copy(wsi, req->query, sizeof req->query, WSI_TOKEN_HTTP_URI_ARGS);
+    bool metrics = srv->metrics && strcmp(path, "/metrics") == 0;
+    bool mesh = srv->healthz && strcmp(path, "/healthz/mesh") == 0;
+    if (srv->healthz && strcmp(path, "/healthz") == 0) {
+        bool up = atomic_load(&http->state) == JN_HTTP_OPERATIONAL;
+        set_text(req, up ? 200 : 503, up ? "OK\n" : "Service Unavailable\n");
+    } else if ((metrics || mesh) && http->cfg.render) {
+        req->page = metrics ? JN_HTTP_PAGE_METRICS : JN_HTTP_PAGE_MESH_HEALTH;
+        atomic_fetch_add(&req->refs, 1); /* the render call's */
+        if (jn_core_call(http->cfg.core, render_call, req) == 0)
+            return 0; /* written once rendered */
+        atomic_fetch_sub(&req->refs, 1);
+        set_text(req, 500, "Out of memory\n");
+    } else {
+        set_text(req, 404, "Not Found\n");
+    }
+    lws_callback_on_writable(wsi);
+    return 0;
+}
+
+/* Write what req has; -1 closes the connection. Service thread. */
+static int write_answer(struct lws *wsi, http_req_t *req)
+{
+    unsigned char buf[LWS_PRE + WRITE_CHUNK];
+    unsigned char *start = buf + LWS_PRE, *p = start, *end = buf + sizeof buf - 1;
+    if (!req->headers_sent) {
+        req->headers_sent = true;
+        if (lws_add_http_common_headers(wsi, (unsigned)req->status, req->content_type,
+                                        (lws_filepos_t)req->len, &p, end) ||
+            lws_finalize_write_http_header(wsi, start, &p, end))
+            return -1;
+        if (req->len == 0)
+            return lws_http_transaction_completed(wsi) ? -1 : 0;
+        lws_callback_on_writable(wsi);
+        return 0;
+    }
+    size_t n = req->len - req->sent < WRITE_CHUNK ? req->len - req->sent : WRITE_CHUNK;
+    bool last = req->sent + n == req->len;
+    memcpy(start, req->body + req->sent, n);
+    if (lws_write(wsi, start, n, last ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP) != (int)n)
+        return -1;
+    req->sent += n;
+    if (last)
+        return lws_http_transaction_completed(wsi) ? -1 : 0;
+    lws_callback_on_writable(wsi);
+    return 0;
+}
+
+/* The connection of pss closed, or is on to its next request: unhook its
+ * request. Its server's thread, or the thread destroying the server's
+ * context. */
+static void end_request(server_t *srv, pss_t *pss)
+{
+    http_req_t *req = pss->req;
+    if (!req)
+        return;
+    pss->req = NULL;
+    pthread_mutex_lock(&srv->http->lock);
+    req->wsi = NULL;
+    bool queued = req->queued;
+    if (queued) { /* rendered but not picked up yet */
+        for (http_req_t **p = &srv->ready; *p; p = &(*p)->next_ready)
+            if (*p == req) {
+                *p = req->next_ready;
+                break;
+            }
+        req->queued = false;
+    }
+    pthread_mutex_unlock(&srv->http->lock);
+    if (queued)
+        req_unref(req);
+    req_unref(req);
+}
+
+/* Ask for writes of the pages rendered since the last wake. Service
+ * thread. */
+static void service_wake(server_t *srv)
+{
+    pthread_mutex_lock(&srv->http->lock);
+    http_req_t *ready = srv->ready;
+    srv->ready = NULL;
+    for (http_req_t *r = ready; r; r = r->next_ready) {
+        r->queued = false;
+        if (r->wsi)
+            lws_callback_on_writable(r->wsi);
+    }
+    pthread_mutex_unlock(&srv->http->lock);
+    while (ready) {
+        http_req_t *r = ready;
+        ready = r->next_ready;
+        req_unref(r); /* the ready list's */
+    }
+}
+
+static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                    size_t len)
+{
+    server_t *srv = lws_context_user(lws_get_context(wsi));
+    pss_t *pss = user;
+    switch (reason) {
+    case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+        service_wake(srv);
+        return 0;
+    case LWS_CALLBACK_HTTP: {
+        /* behind a mount `in` is the path below it: use the whole one */
+        char path[256];
+        if (lws_hdr_copy(wsi, path, sizeof path, WSI_TOKEN_GET_URI) <= 0)
+            snprintf(path, sizeof path, "%.*s", (int)(len < 255 ? len : 255),
+                     in ? (char *)in : "");
+        end_request(srv, pss); /* the previous request of a kept-alive connection */
+        return begin_request(srv, wsi, pss, path) ? -1 : 0;
+    }
+    case LWS_CALLBACK_HTTP_WRITEABLE: {
+        if (!pss || !pss->req || !pss->req->ready)
+            return 0;
+        http_req_t *req = pss->req;
+        int rc = write_answer(wsi, req);
+        if (rc != 0 || req->sent == req->len) /* answered (or failed): done with it */
+            end_request(srv, pss);
+        return rc;
+    }
+    case LWS_CALLBACK_CLOSED_HTTP:
+    case LWS_CALLBACK_WSI_DESTROY:
+        if (pss)
+            end_request(srv, pss);
+        return 0;
+    default:
+        return lws_callback_http_dummy(wsi, reason, user, in, len);
+    }
+}
+
+static const struct lws_protocols protocols[] = {
+    {"junction-http", callback, sizeof(pss_t), 0, 0, NULL, 0},
+    {NULL, NULL, 0, 0, 0, NULL, 0},
+};
+
+/* ---- servers -------------------------------------------------------------- */
+
+static void lws_log(int level, const char *line)
+{
+    char text[512];
+    snprintf(text, sizeof text, "%s", line);
+    size_t n = strlen(text);
+    while (n && (text[n - 1] == '\n' || text[n - 1] == '\r'))
+        text[--n] = '\0';
+    JN_LOG(JN_LOG_MOD_HTTP, level == LLL_ERR ? JN_LOG_ERROR : JN_LOG_WARNING, "%s", text);
+}
+
+static void *service_main(void *arg)
+{
+    server_t *srv = arg;
+    while (!atomic_load(&srv->stopping))
+        if (lws_service(srv->ctx, 0) < 0)
+            break;
+    return NULL;
+}
+
+static void server_free(server_t *srv)
+{
+    if (!srv)
+        return;
+    free(srv->name);
+    free(srv->host);
+    free(srv->root_dir);
+    free(srv);
+}
+
+static void set_mount(struct lws_http_mount *m, const char *mountpoint, const char *origin,
+                      unsigned char protocol, const char *def)
+{
+    memset(m, 0, sizeof *m);
+    m->mountpoint = mountpoint;
+    m->mountpoint_len = (unsigned char)strlen(mountpoint);
+    m->origin = origin;
+    m->origin_protocol = protocol;
+    m->def = def;
+}
+
+/* Stop srv's thread and destroy its context (its connections close, their
+ * requests unhook). srv is no longer on http->servers. */
+static void server_stop(server_t *srv)
+{
+    pthread_mutex_lock(&srv->http->lock);
+    srv->dying = true;
+    pthread_mutex_unlock(&srv->http->lock);
+    atomic_store(&srv->stopping, true);
+    lws_cancel_service(srv->ctx);
+    pthread_join(srv->thread, NULL);
+    lws_context_destroy(srv->ctx);
+    JN_LOG(JN_LOG_MOD_HTTP, JN_LOG_INFO, "Stopped listening for HTTP on %s:%d",
+           srv->host ? srv->host : "", srv->port);
+    server_free(srv);
+}
+
+jn_http_t *jn_http_create(const jn_http_config_t *cfg)
+{
+    jn_http_t *http = calloc(1, sizeof *http);
+    if (!http)
+        return NULL;
+    http->cfg = *cfg;
+    atomic_init(&http->state, JN_HTTP_STARTING);
+    pthread_mutex_init(&http->lock, NULL);
+    lws_set_log_level(LLL_ERR | LLL_WARN, lws_log);
+    return http;
+}
+
+int jn_http_add_listener(jn_http_t *http, const jn_http_listener_config_t *cfg, char *err,
+                         size_t errlen)
+{
+    char why[256] = "";
+    int rc = 0;
+    pthread_mutex_lock(&http->lock);
+    for (server_t *x = http->servers; x && rc == 0; x = x->next)
+        if (strcmp(x->name, cfg->name) == 0)
+            rc = JN_EEXIST;
+    pthread_mutex_unlock(&http->lock);
+    struct stat st;
+    if (rc == 0 && cfg->root_dir && cfg->root_dir[0] &&
+        (stat(cfg->root_dir, &st) != 0 || !S_ISDIR(st.st_mode) ||
+         access(cfg->root_dir, R_OK | X_OK) != 0)) {
+        snprintf(why, sizeof why, "httpRootDir '%s' is not a readable directory", cfg->root_dir);
+        rc = JN_EINVAL;
+    }
+    server_t *srv = rc == 0 && !http->stopped ? calloc(1, sizeof *srv) : NULL;
+    if (rc == 0 && (!srv || !(srv->name = strdup(cfg->name)) ||
+                    (cfg->host && cfg->host[0] && !(srv->host = strdup(cfg->host))) ||
+                    (cfg->root_dir && cfg->root_dir[0] && !(srv->root_dir = strdup(cfg->root_dir)))))
+        rc = http->stopped ? JN_EINVAL : JN_ENOMEM;
+    if (rc == 0) {
+        srv->http = http;
+        srv->metrics = cfg->metrics;
+        srv->healthz = cfg->healthz;
+        atomic_init(&srv->stopping, false);
+        if (srv->root_dir) { /* our paths stay ours; the rest are files */
+            set_mount(&srv->mounts[0], "/metrics", "junction-http", LWSMPRO_CALLBACK, NULL);
+            set_mount(&srv->mounts[1], "/healthz", "junction-http", LWSMPRO_CALLBACK, NULL);
+            set_mount(&srv->mounts[2], "/", srv->root_dir, LWSMPRO_FILE, "index.html");
+            srv->mounts[0].mount_next = &srv->mounts[1];
+            srv->mounts[1].mount_next = &srv->mounts[2];
+        }
+        struct lws_context_creation_info info;
+        memset(&info, 0, sizeof info);
+        info.port = cfg->port;
+        info.iface = srv->host;
+        info.protocols = protocols;
+        info.mounts = srv->root_dir ? &srv->mounts[0] : NULL;
+        info.vhost_name = srv->name;
+        info.options = LWS_SERVER_OPTION_VALIDATE_UTF8 | LWS_SERVER_OPTION_DISABLE_IPV6;
+        info.gid = -1;
+        info.uid = -1;
+        info.user = srv;
+        errno = 0;
+        srv->ctx = lws_create_context(&info);
+        if (!srv->ctx) {
+            snprintf(why, sizeof why, "cannot listen on %s:%d%s%s", srv->host ? srv->host : "",
+                     cfg->port, errno ? ": " : "", errno ? strerror(errno) : "");
+            rc = JN_EINVAL;
+        }
+    }
+    if (rc == 0) {
+        srv->port = lws_get_vhost_listen_port(lws_get_vhost_by_name(srv->ctx, srv->name));
+        if (pthread_create(&srv->thread, NULL, service_main, srv) != 0) {
+            lws_context_destroy(srv->ctx);
+            rc = JN_ENOMEM;
+        }
+    }
+    if (rc != 0) {
+        server_free(srv);
+        if (err && errlen)
+            snprintf(err, errlen, "%s", why[0] ? why : rc == JN_EEXIST ? "an http listener has that name" : jn_strerror(rc));
+        return rc;
+    }
+    pthread_mutex_lock(&http->lock);
+    srv->next = http->servers;
+    http->servers = srv;
+    pthread_mutex_unlock(&http->lock);
+    JN_LOG(JN_LOG_MOD_HTTP, JN_LOG_NOTICE, "Listening for HTTP on %s:%d%s%s%s",
+           srv->host ? srv->host : "", srv->port, srv->metrics ? " (/metrics)" : "",
+           srv->healthz ? " (/healthz)" : "", srv->root_dir ? " (files)" : "");
+    return 0;
+}
+
+int jn_http_remove_listener(jn_http_t *http, const char *name)
+{
+    server_t *srv = NULL;
+    pthread_mutex_lock(&http->lock);
+    for (server_t **p = &http->servers; *p; p = &(*p)->next)
+        if (strcmp((*p)->name, name) == 0) {
+            srv = *p;
+            *p = srv->next;
+            break;
+        }
+    pthread_mutex_unlock(&http->lock);
+    if (!srv)
+        return JN_ENOENT;
+    server_stop(srv);
+    return 0;
+}
+
+int jn_http_listener_port(jn_http_t *http, const char *name, char *buf, size_t cap)
+{
+    int rc = JN_ENOENT;
+    pthread_mutex_lock(&http->lock);
+    for (server_t *l = http->servers; l; l = l->next)
+        if (name && strcmp(l->name, name) == 0) {
+            snprintf(buf, cap, "%d", l->port);
+            rc = 0;
+            break;
+        }
+    pthread_mutex_unlock(&http->lock);
+    return rc;
+}
+
+void jn_http_set_render_ctx(jn_http_t *http, void *ctx)
+{
+    http->cfg.render_ctx = ctx;
+}
+
+void jn_http_set_state(jn_http_t *http, jn_http_state_t state)
+{
+    if (http)
+        atomic_store(&http->state, state);
+}
+
+void jn_http_stop(jn_http_t *http)
+{
+    if (!http)
+        return;
+    atomic_store(&http->state, JN_HTTP_STOPPING);
+    pthread_mutex_lock(&http->lock);
+    http->stopped = true;
+    server_t *all = http->servers;
+    http->servers = NULL;
+    pthread_mutex_unlock(&http->lock);
+    while (all) {
+        server_t *srv = all;
+        all = srv->next;
+        server_stop(srv);
+    }
+}
+
+void jn_http_free(jn_http_t *http)
+{
+    if (!http)
+        return;
+    jn_http_stop(http);
+    pthread_mutex_destroy(&http->lock);
+    free(http);
+}

@@ -192,7 +192,7 @@ void jn_mgmt_reload_call(void *agent, jn_core_t *core);
 /* jn_mgmt_metrics_CT: the /metrics page (Prometheus text format 0.0.4)
  * from the figures the `router` and `allocator` entities show: 1.19's
  * qdr_* figures with their types, then Junction's own
- * (router/mgmt/metrics.c). 1.19 names seven gauges `..._total`, which
+ * (router/mgmt/metrics.c). 1.19 names eight gauges `..._total`, which
  * Prometheus keeps for counters: they are named without the suffix unless
  * query (the request's query string, may be NULL) holds
  * "compat=qdrouterd". *body (heap, *len octets) is the caller's. Returns

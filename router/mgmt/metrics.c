@@ -6,7 +6,7 @@
  *
  * /metrics is the Prometheus text format 0.0.4 (docs/protocol.md, "HTTP"):
  * first the 22 router figures qdrouterd 1.19 exports, with its types and
- * names (seven of its gauges lose their `_total` suffix unless the scrape
+ * names (eight of its gauges lose their `_total` suffix unless the scrape
  * asks for `compat=qdrouterd`: see figure()); then Junction's own: uptime,
  * worker threads, and per allocation pool the objects in use, held in free
  * lists and allocated in all, labelled by pool. Every figure has a HELP
@@ -77,7 +77,7 @@ static bool count_reachable(void *arg, const jn_mesh_router_info_t *info)
     return true;
 }
 
-/* One of 1.19's figures. 1.19 names seven gauges with a `_total` suffix,
+/* One of 1.19's figures. 1.19 names eight gauges with a `_total` suffix,
  * which the Prometheus conventions (and `promtool check metrics`) keep for
  * counters: by default they are exported without it; with compat, under
  * 1.19's exact names. Each gets a `# HELP` line (1.19 has none). */

@@ -180,4 +180,55 @@ int jn_schema_attr_default_int(const jn_schema_attr_t *attr, int64_t *out);
  * not a boolean. */
 int jn_schema_attr_default_bool(const jn_schema_attr_t *attr, bool *out);
 
+/* ---- what Junction implements ----
+ *
+ * The schema says, beside 1.19's facts, which of them Junction acts on
+ * (schema.json's "implemented" and "implementedValues"): a type it does
+ * not implement (sslProfile, router.config.linkRoute, vhost, ...), an
+ * attribute of an implemented type it does not act on (listener
+ * requireSsl, router.config.address waypoint, ...), and the values of an
+ * enum attribute it implements when not all are (router mode: standalone
+ * and interior, not edge). They are what refusals by name go by (the
+ * config file's checks, management CREATE and UPDATE), and GET-SCHEMA
+ * reports them (docs/design.md, "Management"). Each answer is about its
+ * own level only: an attribute of an unimplemented type still answers
+ * true, so callers ask the type first, then the attribute, then the value.
+ */
+
+/* jn_schema_type_implemented: whether Junction acts on entities of type.
+ * Arguments: type, a type from this header (not NULL).
+ * Result: true for the types Junction implements (router, listener,
+ * connector, router.config.address, log, policy) and for the run-time and
+ * base types its agent serves (connection, router.link, router.address,
+ * router.node, allocator, management, entity, ...); false for the rest
+ * (sslProfile, authServicePlugin, router.config.linkRoute, autoLink,
+ * exchange, binding, vhost, console, ...).
+ * Thread: any (constant data). */
+bool jn_schema_type_implemented(const jn_schema_type_t *type);
+
+/* jn_schema_attr_implemented: whether Junction acts on attribute attr of
+ * its type, e.g. false for listener requireSsl and sslProfile, connector
+ * saslUsername, router.config.address waypoint and priority, policy
+ * maxConnections. Attributes that change nothing by nature (names,
+ * metadata, mesh timers on a standalone router) count as implemented.
+ * Arguments: attr, an attribute from this header (not NULL).
+ * Result: false only where the schema marks the attribute unimplemented;
+ * it does not look at the type (see jn_schema_type_implemented).
+ * Thread: any (constant data). */
+bool jn_schema_attr_implemented(const jn_schema_attr_t *attr);
+
+/* jn_schema_attr_value_implemented: whether Junction implements value of
+ * enum attribute attr, e.g. false for router mode "edge" and for listener
+ * and connector role "route-container" and "edge".
+ * Arguments: attr, an attribute from this header (not NULL); value, the
+ * value as spelled in the schema (case-sensitive; may be NULL).
+ * Result: false only when attr is an enum whose schema entry lists its
+ * implementedValues and value is one of its enum values not listed there;
+ * true for every other attribute and value, including NULL and a value the
+ * enum does not have (checking that a value is valid is
+ * jn_schema_attr_enum_index's job), and whether or not attr itself is
+ * implemented (see jn_schema_attr_implemented).
+ * Thread: any (constant data). */
+bool jn_schema_attr_value_implemented(const jn_schema_attr_t *attr, const char *value);
+
 #endif /* JUNCTION_SCHEMA_H */

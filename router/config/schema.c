@@ -225,3 +225,21 @@ int jn_schema_attr_default_bool(const jn_schema_attr_t *attr, bool *out)
     *out = attr->default_int != 0;
     return 0;
 }
+
+/* ---- what Junction implements ---- */
+
+bool jn_schema_type_implemented(const jn_schema_type_t *type)
+{
+    return type->implemented;
+}
+
+bool jn_schema_attr_implemented(const jn_schema_attr_t *attr)
+{
+    return attr->implemented;
+}
+
+bool jn_schema_attr_value_implemented(const jn_schema_attr_t *attr, const char *value)
+{
+    int i = attr->unimplemented_values ? jn_schema_attr_enum_index(attr, value) : JN_ENOENT;
+    return i < 0 || !(attr->unimplemented_values & (UINT32_C(1) << i));
+}

@@ -19,10 +19,12 @@ struct jn_schema_attr {
     const char *const *enum_values; /* enum kind only, else NULL */
     const char *default_text;       /* NULL when no default */
     int64_t default_int;            /* integer value, enum index, bool 0/1 */
+    uint32_t unimplemented_values;  /* bit i: enum_values[i] is not implemented */
     uint16_t enum_count;
-    uint16_t index; /* position in its type */
-    uint16_t flags; /* JN_SCHEMA_ATTR_* */
-    uint8_t kind;   /* jn_schema_kind_t */
+    uint16_t index;   /* position in its type */
+    uint16_t flags;   /* JN_SCHEMA_ATTR_* */
+    uint8_t kind;     /* jn_schema_kind_t */
+    bool implemented; /* false: "implemented": false in the schema */
 };
 
 struct jn_schema_type {
@@ -34,8 +36,9 @@ struct jn_schema_type {
     const char *const *ops;
     uint16_t attr_count;
     uint16_t op_count;
-    uint16_t flags; /* JN_SCHEMA_TYPE_* */
-    uint16_t index; /* position in jn_schema_gen_types */
+    uint16_t flags;   /* JN_SCHEMA_TYPE_* */
+    uint16_t index;   /* position in jn_schema_gen_types */
+    bool implemented; /* the schema's "implemented" */
 };
 
 /* Defined by the generated schema_tables.c. */

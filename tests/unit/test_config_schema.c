@@ -272,6 +272,130 @@ static void kinds_of_attributes(void **state)
     assert_int_equal(jn_schema_attr_enum_count(attr_of("listener", "port")), 0);
 }
 
+/* The types Junction acts on, and those it only knows by name. */
+static void implemented_types(void **state)
+{
+    (void)state;
+    static const char *const yes[] = {"router",
+                                      "listener",
+                                      "connector",
+                                      "address",
+                                      "log",
+                                      "policy",
+                                      "connection",
+                                      "router.link",
+                                      "router.address",
+                                      "router.node",
+                                      "allocator",
+                                      "management",
+                                      "org.amqp.management",
+                                      "entity",
+                                      "configurationEntity",
+                                      "operationalEntity"};
+    static const char *const no[] = {"sslProfile",
+                                     "authServicePlugin",
+                                     "linkRoute",
+                                     "autoLink",
+                                     "exchange",
+                                     "binding",
+                                     "vhost",
+                                     "vhostUserGroupSettings",
+                                     "vhostStats",
+                                     "logStats",
+                                     "console",
+                                     "dummy",
+                                     "router.connection.linkRoute"};
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
+        if (!jn_schema_type_implemented(type_of(yes[i])))
+            fail_msg("type '%s' should be implemented", yes[i]);
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        if (jn_schema_type_implemented(type_of(no[i])))
+            fail_msg("type '%s' should not be implemented", no[i]);
+    /* every type is one or the other, and the two lists name them all */
+    assert_int_equal(jn_schema_type_count(), sizeof yes / sizeof yes[0] + sizeof no / sizeof no[0]);
+}
+
+/* Attributes of implemented types that Junction does not act on; the
+ * others (names, metadata, mesh timers) are implemented. */
+static void implemented_attributes(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *type, *attr;
+    } no[] = {{"listener", "sslProfile"},    {"listener", "http"},
+              {"listener", "requireSsl"},    {"listener", "saslPlugin"},
+              {"listener", "websockets"},    {"listener", "protocolFamily"},
+              {"connector", "sslProfile"},   {"connector", "saslUsername"},
+              {"connector", "saslPassword"}, {"connector", "failoverUrls"},
+              {"router", "saslConfigDir"},   {"router", "saslConfigName"},
+              {"address", "waypoint"},       {"address", "ingressPhase"},
+              {"address", "egressPhase"},    {"address", "priority"},
+              {"address", "enableFallback"}, {"policy", "maxConnections"},
+              {"policy", "defaultVhost"}};
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        if (jn_schema_attr_implemented(attr_of(no[i].type, no[i].attr)))
+            fail_msg("%s.%s should not be implemented", no[i].type, no[i].attr);
+    static const struct {
+        const char *type, *attr;
+    } yes[] = {{"listener", "name"},
+               {"listener", "host"},
+               {"listener", "port"},
+               {"listener", "role"},
+               {"listener", "saslMechanisms"},
+               {"listener", "authenticatePeer"},
+               {"connector", "host"},
+               {"connector", "cost"},
+               {"router", "id"},
+               {"router", "mode"},
+               {"router", "metadata"},
+               {"router", "helloIntervalSeconds"},
+               {"address", "prefix"},
+               {"address", "distribution"},
+               {"address", "multicastBackpressure"},
+               {"policy", "maxMessageSize"},
+               {"log", "enable"},
+               {"connection", "adminStatus"}};
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
+        if (!jn_schema_attr_implemented(attr_of(yes[i].type, yes[i].attr)))
+            fail_msg("%s.%s should be implemented", yes[i].type, yes[i].attr);
+    /* the answer is the attribute's own: a type that is not implemented
+     * does not mark its attributes */
+    assert_true(jn_schema_attr_implemented(attr_of("sslProfile", "certFile")));
+}
+
+/* Enum values: router mode and endpoint roles list what is implemented;
+ * other attributes and enums implement every value. */
+static void implemented_enum_values(void **state)
+{
+    (void)state;
+    const jn_schema_attr_t *mode = attr_of("router", "mode");
+    assert_true(jn_schema_attr_value_implemented(mode, "standalone"));
+    assert_true(jn_schema_attr_value_implemented(mode, "interior"));
+    assert_false(jn_schema_attr_value_implemented(mode, "edge"));
+    static const char *const endpoints[] = {"listener", "connector"};
+    for (size_t i = 0; i < 2; i++) {
+        const jn_schema_attr_t *role = attr_of(endpoints[i], "role");
+        assert_true(jn_schema_attr_value_implemented(role, "normal"));
+        assert_true(jn_schema_attr_value_implemented(role, "inter-router"));
+        assert_false(jn_schema_attr_value_implemented(role, "route-container"));
+        assert_false(jn_schema_attr_value_implemented(role, "edge"));
+    }
+    /* not a value of the enum, or none: not this function's to refuse */
+    assert_true(jn_schema_attr_value_implemented(mode, "Edge"));
+    assert_true(jn_schema_attr_value_implemented(mode, "bogus"));
+    assert_true(jn_schema_attr_value_implemented(mode, NULL));
+    /* an enum without implementedValues, a string, an unimplemented attribute */
+    const jn_schema_attr_t *dist = attr_of("address", "distribution");
+    for (size_t k = 0; k < jn_schema_attr_enum_count(dist); k++)
+        assert_true(jn_schema_attr_value_implemented(dist, jn_schema_attr_enum_value(dist, k)));
+    assert_true(jn_schema_attr_value_implemented(attr_of("listener", "port"), "5672"));
+    assert_true(jn_schema_attr_value_implemented(attr_of("listener", "sslProfile"), "tls"));
+    /* the log module enum has 17 values, the widest that could be marked */
+    const jn_schema_attr_t *module = attr_of("log", "module");
+    assert_int_equal(jn_schema_attr_enum_count(module), 17);
+    assert_true(jn_schema_attr_value_implemented(module, "DEFAULT"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -289,6 +413,9 @@ int main(void)
         cmocka_unit_test(typed_defaults_of_integer_and_boolean),
         cmocka_unit_test(required_create_update_and_other_flags),
         cmocka_unit_test(kinds_of_attributes),
+        cmocka_unit_test(implemented_types),
+        cmocka_unit_test(implemented_attributes),
+        cmocka_unit_test(implemented_enum_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

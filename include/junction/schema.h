@@ -180,6 +180,41 @@ int jn_schema_attr_default_int(const jn_schema_attr_t *attr, int64_t *out);
  * not a boolean. */
 int jn_schema_attr_default_bool(const jn_schema_attr_t *attr, bool *out);
 
+/* ---- management columns ----
+ *
+ * The columns of a type's management rows, in the order QUERY lists them
+ * when no attribute names are asked for (1.19's order: reference section
+ * 7, e.g. router's addrCount before linkCount, connection's host second
+ * after identity). A type whose rows follow its attribute order has its
+ * attributes as columns; the others list them in schema.json ("columns"),
+ * where a column may show an attribute under another name (`dir` for
+ * router.config.linkRoute's `direction`, `fallback` for
+ * router.config.address's `enableFallback`) or be computed by whoever
+ * builds the row (router's `linksBlocked`, connection's `active`, the
+ * router.config.address phases). Every type's columns start with `name`
+ * and `identity`. The build also writes schema_ids.h, which names each
+ * position (JN_COL_ROUTER_ADDR_COUNT, JN_COLS_ROUTER: the count), so rows
+ * are filled by name. */
+
+/* jn_schema_type_column_count: the number of columns of type's rows
+ * (at least 2). Thread: any. */
+size_t jn_schema_type_column_count(const jn_schema_type_t *type);
+
+/* jn_schema_type_column_name: the name of column index of type ("name",
+ * "dir", "linksBlocked"), or NULL when index is out of range. Thread: any. */
+const char *jn_schema_type_column_name(const jn_schema_type_t *type, size_t index);
+
+/* jn_schema_type_column_attr: the attribute column index of type shows
+ * (for an alias the attribute it stands for: `direction` for `dir`), or
+ * NULL when the column is computed or index is out of range. Thread: any. */
+const jn_schema_attr_t *jn_schema_type_column_attr(const jn_schema_type_t *type, size_t index);
+
+/* jn_schema_type_column_find: the index of the column of type called name
+ * (exact spelling; an attribute's old name is no column unless listed).
+ * Returns the index, or JN_ENOENT when there is none (or name is NULL).
+ * Thread: any. */
+int jn_schema_type_column_find(const jn_schema_type_t *type, const char *name);
+
 /* ---- what Junction implements ----
  *
  * The schema says, beside 1.19's facts, which of them Junction acts on

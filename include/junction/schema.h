@@ -183,10 +183,9 @@ int jn_schema_attr_default_bool(const jn_schema_attr_t *attr, bool *out);
 /* ---- management columns ----
  *
  * The columns of a type's management rows, in the order QUERY lists them
- * when no attribute names are asked for (1.19's order: reference section
- * 7, e.g. router's addrCount before linkCount, connection's host second
- * after identity). A type whose rows follow its attribute order has its
- * attributes as columns; the others list them in schema.json ("columns"),
+ * when no attribute names are asked for (1.19's order, e.g. router's
+ * addrCount before linkCount, connection's host right after identity). A type whose rows follow its
+ * attribute order has its attributes as columns; the others list them in schema.json ("columns"),
  * where a column may show an attribute under another name (`dir` for
  * router.config.linkRoute's `direction`, `fallback` for
  * router.config.address's `enableFallback`) or be computed by whoever

@@ -4,8 +4,8 @@
  * section 4 asks a new implementation to accept all three), its
  * operations, and where its rows come from (the agent's store, or the
  * run-time rows of runtime.c). Each type's column order for "all
- * attributes" (reference section 7; the attribute order where section 7
- * gives none) is the schema's: router/config/schema.json, read through
+ * attributes" (1.19's order; the attribute order where 1.19 has none of
+ * its own) is the schema's: router/config/schema.json, read through
  * junction/schema.h.
  */
 #include "mgmt_private.h"

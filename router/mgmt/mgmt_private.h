@@ -20,7 +20,7 @@
  *
  * Rows. Every entity, stored or read from the core, is shown as a row: an
  * array of jn_mv_t, one per column of its class, in the class's
- * all-attribute order (reference section 7). The columns are the schema's
+ * all-attribute order (1.19's). The columns are the schema's
  * (router/config/schema.json "columns", or the type's attributes), and
  * code fills a row by the names the build generates for their positions
  * (schema_ids.h: row[JN_COL_ROUTER_ADDR_COUNT], JN_COLS_ROUTER columns).

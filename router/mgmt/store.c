@@ -8,8 +8,8 @@
  * Identities are those 1.19 gives: "listener/<host>:<port>[:<name>]",
  * "sslProfile/<name>" (the Python agent's), and a decimal number for the
  * router.config.* types (the C agent's). Rows show the schema's columns
- * (router/config/schema.json): for router.config.* the order of reference
- * section 7.1, with its aliases (`dir`, `addr`, `externalAddr`, `fallback`
+ * (router/config/schema.json): for router.config.* the order of 1.19's C
+ * agent, with its aliases (`dir`, `addr`, `externalAddr`, `fallback`
  * for the schema's enableFallback) and its computed columns.
  *
  * What CREATE and DELETE do to the running router is in store_act.c.
@@ -121,7 +121,7 @@ static jn_mv_t attribute_column(jn_mgmt_entity_t *e, const jn_schema_attr_t *a)
     return v;
 }
 
-/* The columns are the schema's (reference 7.1's order for router.config.*,
+/* The columns are the schema's (the C agent's order for router.config.*,
  * with its aliases `dir`, `addr`, `externalAddr` and `fallback` for
  * enableFallback, and its computed columns). */
 void jn_mgmt_entity_row(jn_mgmt_entity_t *e, jn_mv_t *row)

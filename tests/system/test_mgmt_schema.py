@@ -1,9 +1,8 @@
 #!/usr/bin/python3
 """System tests of GET-SCHEMA and GET-JSON-SCHEMA against a running junctiond.
 
-The answer is 1.19's schema map (reference section 6.3: keyed by short
-names, types, non-false defaults, flags, operations, fullyQualifiedType)
-plus Junction's own keys for what it does not implement, read from
+The answer is 1.19's schema map (keyed by short names: types, non-false
+defaults, flags, operations, fullyQualifiedType) plus Junction's own keys for what it does not implement, read from
 router/config/schema.json: `"implemented": false` on a type or attribute
 that is not implemented, `implementedValues` on an enum whose values are
 not all implemented. Each test rebuilds the expected map from schema.json

@@ -184,9 +184,10 @@ int jn_schema_attr_default_bool(const jn_schema_attr_t *attr, bool *out);
  *
  * The columns of a type's management rows, in the order QUERY lists them
  * when no attribute names are asked for (1.19's order, e.g. router's
- * addrCount before linkCount, connection's host right after identity). A type whose rows follow its
- * attribute order has its attributes as columns; the others list them in schema.json ("columns"),
- * where a column may show an attribute under another name (`dir` for
+ * addrCount before linkCount, connection's host right after identity). A
+ * type whose rows follow its attribute order has its attributes as
+ * columns; the others list them in schema.json ("columns"), where a
+ * column may show an attribute under another name (`dir` for
  * router.config.linkRoute's `direction`, `fallback` for
  * router.config.address's `enableFallback`) or be computed by whoever
  * builds the row (router's `linksBlocked`, connection's `active`, the

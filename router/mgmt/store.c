@@ -116,7 +116,7 @@ static jn_mv_t attribute_column(jn_mgmt_entity_t *e, const jn_schema_attr_t *a)
     if (jn_schema_attr_flags(a) & JN_SCHEMA_ATTR_HIDDEN)
         return jn_mv_null();
     jn_mv_t v = e->values[jn_schema_attr_index(a)];
-    if (v.kind == JN_MV_LONG && strncmp(e->cls->name, "router.config.", 14) == 0)
+    if (v.kind == JN_MV_LONG && strncmp(jn_schema_type_name(e->type), "router.config.", 14) == 0)
         v.kind = JN_MV_INT; /* the C agent's int */
     return v;
 }

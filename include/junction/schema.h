@@ -180,9 +180,90 @@ int jn_schema_attr_default_int(const jn_schema_attr_t *attr, int64_t *out);
  * not a boolean. */
 int jn_schema_attr_default_bool(const jn_schema_attr_t *attr, bool *out);
 
-/* TEMPORARY declarations (until the h-tables merge). */
+/* ---- management columns ----
+ *
+ * The columns of a type's management rows, in the order QUERY lists them
+ * when no attribute names are asked for (1.19's order, e.g. router's
+ * addrCount before linkCount, connection's host right after identity). A
+ * type whose rows follow its attribute order has its attributes as
+ * columns; the others list them in schema.json ("columns"), where a
+ * column may show an attribute under another name (`dir` for
+ * router.config.linkRoute's `direction`, `fallback` for
+ * router.config.address's `enableFallback`) or be computed by whoever
+ * builds the row (router's `linksBlocked`, connection's `active`, the
+ * router.config.address phases). Every type's columns start with `name`
+ * and `identity`. The build also writes schema_ids.h, which names each
+ * position (JN_COL_ROUTER_ADDR_COUNT, JN_COLS_ROUTER: the count), so rows
+ * are filled by name. */
+
+/* jn_schema_type_column_count: the number of columns of type's rows
+ * (at least 2). Thread: any. */
+size_t jn_schema_type_column_count(const jn_schema_type_t *type);
+
+/* jn_schema_type_column_name: the name of column index of type ("name",
+ * "dir", "linksBlocked"), or NULL when index is out of range. Thread: any. */
+const char *jn_schema_type_column_name(const jn_schema_type_t *type, size_t index);
+
+/* jn_schema_type_column_attr: the attribute column index of type shows
+ * (for an alias the attribute it stands for: `direction` for `dir`), or
+ * NULL when the column is computed or index is out of range. Thread: any. */
+const jn_schema_attr_t *jn_schema_type_column_attr(const jn_schema_type_t *type, size_t index);
+
+/* jn_schema_type_column_find: the index of the column of type called name
+ * (exact spelling; an attribute's old name is no column unless listed).
+ * Returns the index, or JN_ENOENT when there is none (or name is NULL).
+ * Thread: any. */
+int jn_schema_type_column_find(const jn_schema_type_t *type, const char *name);
+
+/* ---- what Junction implements ----
+ *
+ * The schema says, beside 1.19's facts, which of them Junction acts on
+ * (schema.json's "implemented" and "implementedValues"): a type it does
+ * not implement (sslProfile, router.config.linkRoute, vhost, ...), an
+ * attribute of an implemented type it does not act on (listener
+ * requireSsl, router.config.address waypoint, ...), and the values of an
+ * enum attribute it implements when not all are (router mode: standalone
+ * and interior, not edge). They are what refusals by name go by (the
+ * config file's checks, management CREATE and UPDATE), and GET-SCHEMA
+ * reports them (docs/design.md, "Management"). Each answer is about its
+ * own level only: an attribute of an unimplemented type still answers
+ * true, so callers ask the type first, then the attribute, then the value.
+ */
+
+/* jn_schema_type_implemented: whether Junction acts on entities of type.
+ * Arguments: type, a type from this header (not NULL).
+ * Result: true for the types Junction implements (router, listener,
+ * connector, router.config.address, log, policy) and for the run-time and
+ * base types its agent serves (connection, router.link, router.address,
+ * router.node, allocator, management, entity, ...); false for the rest
+ * (sslProfile, authServicePlugin, router.config.linkRoute, autoLink,
+ * exchange, binding, vhost, console, ...).
+ * Thread: any (constant data). */
 bool jn_schema_type_implemented(const jn_schema_type_t *type);
+
+/* jn_schema_attr_implemented: whether Junction acts on attribute attr of
+ * its type, e.g. false for listener requireSsl and sslProfile, connector
+ * saslUsername, router.config.address waypoint and priority, policy
+ * maxConnections. Attributes that change nothing by nature (names,
+ * metadata, mesh timers on a standalone router) count as implemented.
+ * Arguments: attr, an attribute from this header (not NULL).
+ * Result: false only where the schema marks the attribute unimplemented;
+ * it does not look at the type (see jn_schema_type_implemented).
+ * Thread: any (constant data). */
 bool jn_schema_attr_implemented(const jn_schema_attr_t *attr);
+
+/* jn_schema_attr_value_implemented: whether Junction implements value of
+ * enum attribute attr, e.g. false for router mode "edge" and for listener
+ * and connector role "route-container" and "edge".
+ * Arguments: attr, an attribute from this header (not NULL); value, the
+ * value as spelled in the schema (case-sensitive; may be NULL).
+ * Result: false only when attr is an enum whose schema entry lists its
+ * implementedValues and value is one of its enum values not listed there;
+ * true for every other attribute and value, including NULL and a value the
+ * enum does not have (checking that a value is valid is
+ * jn_schema_attr_enum_index's job), and whether or not attr itself is
+ * implemented (see jn_schema_attr_implemented).
+ * Thread: any (constant data). */
 bool jn_schema_attr_value_implemented(const jn_schema_attr_t *attr, const char *value);
 
 #endif /* JUNCTION_SCHEMA_H */

@@ -225,3 +225,48 @@ int jn_schema_attr_default_bool(const jn_schema_attr_t *attr, bool *out)
     *out = attr->default_int != 0;
     return 0;
 }
+
+/* ---- management columns ---- */
+
+size_t jn_schema_type_column_count(const jn_schema_type_t *type)
+{
+    return type->col_count;
+}
+
+const char *jn_schema_type_column_name(const jn_schema_type_t *type, size_t index)
+{
+    return index < type->col_count ? type->cols[index].name : NULL;
+}
+
+const jn_schema_attr_t *jn_schema_type_column_attr(const jn_schema_type_t *type, size_t index)
+{
+    return index < type->col_count ? type->cols[index].attr : NULL;
+}
+
+int jn_schema_type_column_find(const jn_schema_type_t *type, const char *name)
+{
+    if (!name)
+        return JN_ENOENT;
+    for (size_t i = 0; i < type->col_count; i++)
+        if (strcmp(type->cols[i].name, name) == 0)
+            return (int)i;
+    return JN_ENOENT;
+}
+
+/* ---- what Junction implements ---- */
+
+bool jn_schema_type_implemented(const jn_schema_type_t *type)
+{
+    return type->implemented;
+}
+
+bool jn_schema_attr_implemented(const jn_schema_attr_t *attr)
+{
+    return attr->implemented;
+}
+
+bool jn_schema_attr_value_implemented(const jn_schema_attr_t *attr, const char *value)
+{
+    int i = attr->unimplemented_values ? jn_schema_attr_enum_index(attr, value) : JN_ENOENT;
+    return i < 0 || !(attr->unimplemented_values & (UINT32_C(1) << i));
+}

@@ -8,8 +8,9 @@
  *               body) into a jn_mgmt_request_t;
  *   reply.c     composing the reply message (header, properties,
  *               application properties, amqp-value body) and values;
- *   classes.c   the entity classes: type-name resolution, column lists,
- *               the run-time rows (router, connection, link, address, ...);
+ *   classes.c   the entity classes: type-name resolution, column lists
+ *               (from the schema), where each class's rows come from;
+ *   runtime.c   the run-time rows (router, connection, link, address, ...);
  *   store.c     configured entities kept by the agent (from the file and
  *               CREATE), their validation and the actions they take;
  *   query.c     QUERY (one type or all, attribute selection, paging);
@@ -19,8 +20,12 @@
  *
  * Rows. Every entity, stored or read from the core, is shown as a row: an
  * array of jn_mv_t, one per column of its class, in the class's
- * all-attribute order (reference section 7). A class produces rows through
- * a callback; strings in a row are borrowed for the callback only.
+ * all-attribute order (1.19's). The columns are the schema's
+ * (router/config/schema.json "columns", or the type's attributes), and
+ * code fills a row by the names the build generates for their positions
+ * (schema_ids.h: row[JN_COL_ROUTER_ADDR_COUNT], JN_COLS_ROUTER columns).
+ * A class produces rows through a callback; strings in a row are borrowed
+ * for the callback only.
  *
  * Threads: everything here runs on the core thread (or the main thread
  * before the core starts).
@@ -35,6 +40,8 @@
 #include <junction/schema.h>
 
 #include <inttypes.h>
+
+#include "schema_ids.h" /* generated from router/config/schema.json */
 
 /* ---- values ------------------------------------------------------------- */
 
@@ -191,18 +198,16 @@ typedef bool (*jn_mgmt_row_fn)(void *ctx, const jn_mv_t *row);
 
 typedef struct jn_mgmt_class jn_mgmt_class_t;
 struct jn_mgmt_class {
-    const char *name;           /* prefix-less type name, e.g. "connection" */
-    const char *const *columns; /* all-attribute order; NULL: the schema's */
-    size_t n_columns;           /* when columns is set */
-    unsigned ops;               /* JN_OP_* besides QUERY */
-    bool stored;                /* entities kept by the agent (store.c) */
+    const char *name; /* prefix-less type name, e.g. "connection" */
+    unsigned ops;     /* JN_OP_* besides QUERY */
+    bool stored;      /* entities kept by the agent (store.c) */
     /* rows [offset, offset + max) to fn; returns the total number of rows */
     size_t (*rows)(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t offset, size_t max,
                    jn_mgmt_row_fn fn, void *ctx);
 };
 
-/* Column list of a class (the schema's attribute order when it has none of
- * its own). */
+/* Column list of a class: its schema type's management columns
+ * (jn_schema_type_column_*; schema_ids.h names their positions). */
 size_t jn_mgmt_class_ncols(const jn_mgmt_class_t *cls);
 const char *jn_mgmt_class_col(const jn_mgmt_class_t *cls, size_t i);
 /* index of column name, or -1 */

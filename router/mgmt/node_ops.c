@@ -3,7 +3,9 @@
  * section 6.3), answered from the schema (junction/schema.h) and the log
  * ring (junction/log.h): GET-TYPES, GET-ATTRIBUTES, GET-OPERATIONS (keyed
  * by full type names), GET-SCHEMA (keyed by short names, with types,
- * defaults and flags but no description texts), GET-LOG.
+ * defaults and flags but no description texts, and Junction's own
+ * "implemented" and "implementedValues" where not all is implemented),
+ * GET-LOG.
  * GET-MGMT-NODES is in nodes.c, with router.node.
  */
 #include "mgmt_private.h"
@@ -115,6 +117,33 @@ static void schema_flag(jn_encoder_t *e, const char *key, bool on)
     }
 }
 
+/* Junction's own keys (not 1.19's, which its tools ignore): what is not
+ * implemented says "implemented": false; nothing is said of the rest. */
+static void schema_unimplemented(jn_encoder_t *e, bool implemented)
+{
+    if (!implemented) {
+        jn_enc_cstring(e, "implemented");
+        jn_enc_bool(e, false);
+    }
+}
+
+/* An enum whose values are not all implemented lists those that are, in
+ * the schema's order ("implementedValues"). */
+static void schema_implemented_values(jn_encoder_t *e, const jn_schema_attr_t *a)
+{
+    size_t n = jn_schema_attr_enum_count(a), k;
+    for (k = 0; k < n && jn_schema_attr_value_implemented(a, jn_schema_attr_enum_value(a, k)); k++)
+        ;
+    if (k == n)
+        return;
+    jn_enc_cstring(e, "implementedValues");
+    jn_enc_list_begin(e);
+    for (k = 0; k < n; k++)
+        if (jn_schema_attr_value_implemented(a, jn_schema_attr_enum_value(a, k)))
+            jn_enc_cstring(e, jn_schema_attr_enum_value(a, k));
+    jn_enc_list_end(e);
+}
+
 static void schema_attr(jn_encoder_t *e, const jn_schema_attr_t *a)
 {
     unsigned flags = jn_schema_attr_flags(a);
@@ -133,6 +162,8 @@ static void schema_attr(jn_encoder_t *e, const jn_schema_attr_t *a)
     schema_flag(e, "required", flags & JN_SCHEMA_ATTR_REQUIRED);
     schema_flag(e, "unique", flags & JN_SCHEMA_ATTR_UNIQUE);
     schema_flag(e, "deprecated", flags & JN_SCHEMA_ATTR_DEPRECATED);
+    schema_implemented_values(e, a);
+    schema_unimplemented(e, jn_schema_attr_implemented(a));
     jn_enc_map_end(e);
 }
 
@@ -158,6 +189,7 @@ static void schema_type(jn_encoder_t *e, const jn_schema_type_t *t)
     jn_enc_cstring(e, jn_schema_type_full_name(t));
     schema_flag(e, "deprecated", flags & JN_SCHEMA_TYPE_DEPRECATED);
     schema_flag(e, "singleton", flags & JN_SCHEMA_TYPE_SINGLETON);
+    schema_unimplemented(e, jn_schema_type_implemented(t));
     jn_enc_map_end(e);
 }
 

@@ -8,6 +8,10 @@
  * Values follow reference section 7: the AMQP type of each column is the
  * one 1.19 sends (ulong counters, uint capacities, str ids). What the core
  * does not keep is shown as 0 (counters) or null (text), never invented.
+ *
+ * The columns and their order are the schema's (router/config/schema.json);
+ * each row is filled by column name, row[JN_COL_<TYPE>_<COLUMN>], from the
+ * generated schema_ids.h, and a column no code fills here is null.
  */
 #include "mgmt_private.h"
 
@@ -26,16 +30,7 @@
 typedef struct sink {
     jn_mgmt_row_fn fn;
     void *ctx;
-    const jn_mgmt_class_t *cls;
 } sink_t;
-
-/* Set column col of a row (schema-ordered classes). */
-static void put(const jn_mgmt_class_t *cls, jn_mv_t *row, const char *col, jn_mv_t v)
-{
-    int i = jn_mgmt_class_col_index(cls, col);
-    if (i >= 0)
-        row[i] = v;
-}
 
 static const char *const dist_names[] = {"multicast", "closest", "balanced", "unavailable"};
 
@@ -83,41 +78,44 @@ size_t jn_mgmt_rows_router(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t 
     const jn_mgmt_class_t *al = jn_mgmt_class_find("router.config.autoLink", NULL);
     int64_t up = (int64_t)time(NULL) - agent->start_time;
     uint64_t mem = memory_usage();
-    jn_mv_t r[] = {jn_mv_str(agent->cfg.router_id),
-                   jn_mv_str("1"),
-                   jn_mv_str(agent->cfg.router_id),
-                   jn_mv_str(FULL("router")),
-                   jn_mv_str(agent->cfg.mode),
-                   jn_mv_str("0"),
-                   jn_mv_str(agent->cfg.version),
-                   jn_mv_str(agent->cfg.metadata),
-                   jn_mv_ulong(s.addresses),
-                   jn_mv_ulong(s.links),
-                   jn_mv_ulong(nodes),
-                   jn_mv_ulong(jn_mgmt_store_count(agent, lr)),
-                   jn_mv_ulong(jn_mgmt_store_count(agent, al)),
-                   jn_mv_ulong(s.connections),
-                   jn_mv_ulong(s.deliveries_presettled),
-                   jn_mv_ulong(s.deliveries_dropped), /* droppedPresettledDeliveries */
-                   jn_mv_ulong(s.deliveries_accepted),
-                   jn_mv_ulong(s.deliveries_rejected),
-                   jn_mv_ulong(s.deliveries_released),
-                   jn_mv_ulong(s.deliveries_modified),
-                   jn_mv_ulong(0),
-                   jn_mv_ulong(0),
-                   jn_mv_ulong(0), /* delayed 1 s, 10 s, stuck */
-                   jn_mv_ulong(s.deliveries_ingress),
-                   jn_mv_ulong(s.deliveries_egress),
-                   jn_mv_ulong(0),
-                   jn_mv_ulong(0),
-                   jn_mv_ulong(0),
-                   jn_mv_ulong(0), /* transit, route
-                                     containers, fallback */
-                   jn_mv_uint(0),
-                   jn_mv_uint((uint64_t)(up > 0 ? up : 0)),
-                   mem ? jn_mv_ulong(mem) : jn_mv_null(),
-                   jn_mv_int(JN_MV_INT, agent->cfg.worker_threads)};
-    JN_CHECK(sizeof r / sizeof r[0] == jn_mgmt_class_ncols(cls));
+    jn_mv_t zero = jn_mv_ulong(0);
+    jn_mv_t r[JN_COLS_ROUTER] = {
+        [JN_COL_ROUTER_NAME] = jn_mv_str(agent->cfg.router_id),
+        [JN_COL_ROUTER_IDENTITY] = jn_mv_str("1"),
+        [JN_COL_ROUTER_ID] = jn_mv_str(agent->cfg.router_id),
+        [JN_COL_ROUTER_TYPE] = jn_mv_str(FULL("router")),
+        [JN_COL_ROUTER_MODE] = jn_mv_str(agent->cfg.mode),
+        [JN_COL_ROUTER_AREA] = jn_mv_str("0"),
+        [JN_COL_ROUTER_VERSION] = jn_mv_str(agent->cfg.version),
+        [JN_COL_ROUTER_METADATA] = jn_mv_str(agent->cfg.metadata),
+        [JN_COL_ROUTER_ADDR_COUNT] = jn_mv_ulong(s.addresses),
+        [JN_COL_ROUTER_LINK_COUNT] = jn_mv_ulong(s.links),
+        [JN_COL_ROUTER_NODE_COUNT] = jn_mv_ulong(nodes),
+        [JN_COL_ROUTER_LINK_ROUTE_COUNT] = jn_mv_ulong(jn_mgmt_store_count(agent, lr)),
+        [JN_COL_ROUTER_AUTO_LINK_COUNT] = jn_mv_ulong(jn_mgmt_store_count(agent, al)),
+        [JN_COL_ROUTER_CONNECTION_COUNT] = jn_mv_ulong(s.connections),
+        [JN_COL_ROUTER_PRESETTLED_DELIVERIES] = jn_mv_ulong(s.deliveries_presettled),
+        [JN_COL_ROUTER_DROPPED_PRESETTLED_DELIVERIES] = jn_mv_ulong(s.deliveries_dropped),
+        [JN_COL_ROUTER_ACCEPTED_DELIVERIES] = jn_mv_ulong(s.deliveries_accepted),
+        [JN_COL_ROUTER_REJECTED_DELIVERIES] = jn_mv_ulong(s.deliveries_rejected),
+        [JN_COL_ROUTER_RELEASED_DELIVERIES] = jn_mv_ulong(s.deliveries_released),
+        [JN_COL_ROUTER_MODIFIED_DELIVERIES] = jn_mv_ulong(s.deliveries_modified),
+        /* not kept: delayed 1 s, 10 s, stuck */
+        [JN_COL_ROUTER_DELIVERIES_DELAYED1_SEC] = zero,
+        [JN_COL_ROUTER_DELIVERIES_DELAYED10_SEC] = zero,
+        [JN_COL_ROUTER_DELIVERIES_STUCK] = zero,
+        [JN_COL_ROUTER_DELIVERIES_INGRESS] = jn_mv_ulong(s.deliveries_ingress),
+        [JN_COL_ROUTER_DELIVERIES_EGRESS] = jn_mv_ulong(s.deliveries_egress),
+        /* not kept: transit, route containers, fallback */
+        [JN_COL_ROUTER_DELIVERIES_TRANSIT] = zero,
+        [JN_COL_ROUTER_DELIVERIES_INGRESS_ROUTE_CONTAINER] = zero,
+        [JN_COL_ROUTER_DELIVERIES_EGRESS_ROUTE_CONTAINER] = zero,
+        [JN_COL_ROUTER_DELIVERIES_REDIRECTED_TO_FALLBACK] = zero,
+        [JN_COL_ROUTER_LINKS_BLOCKED] = jn_mv_uint(0),
+        [JN_COL_ROUTER_UPTIME_SECONDS] = jn_mv_uint((uint64_t)(up > 0 ? up : 0)),
+        [JN_COL_ROUTER_MEMORY_USAGE] = mem ? jn_mv_ulong(mem) : jn_mv_null(),
+        [JN_COL_ROUTER_WORKER_THREADS] = jn_mv_int(JN_MV_INT, agent->cfg.worker_threads)};
+    JN_CHECK(jn_mgmt_class_ncols(cls) == JN_COLS_ROUTER);
     fn(ctx, r);
     return 1;
 }
@@ -131,41 +129,43 @@ static bool conn_row(void *arg, const jn_view_conn_t *v)
     int64_t up = v->opened_us > 0 ? (jn_time_wall_us() - v->opened_us) / 1000000 : 0;
     snprintf(name, sizeof name, "connection/%s", v->host);
     snprintf(id, sizeof id, "%" PRIu64, v->id);
-    jn_mv_t r[] = {jn_mv_str(name),
-                   jn_mv_str(id),
-                   jn_mv_str(v->host),
-                   jn_mv_str(v->inter_router ? "inter-router" : "normal"),
-                   jn_mv_str("amqp"),
-                   jn_mv_str(v->incoming ? "in" : "out"),
-                   v->container[0] ? jn_mv_str(v->container) : jn_mv_null(),
-                   jn_mv_null(), /* sasl: not known to the core */
-                   jn_mv_bool(false),
-                   jn_mv_null(), /* user */
-                   jn_mv_bool(false),
-                   jn_mv_null(),
-                   jn_mv_null(),
-                   v->properties_len ? (jn_mv_t){.kind = JN_MV_RAW,
-                                                 .len = v->properties_len,
-                                                 .v.raw = v->properties}
-                                     : (jn_mv_t){.kind = JN_MV_EMPTY_MAP},
-                   jn_mv_int(JN_MV_LONG, 0),
-                   jn_mv_null(), /* tenant */
-                   jn_mv_str(FULL("connection")),
-                   jn_mv_bool(false),
-                   jn_mv_bool(true),
-                   jn_mv_bool(true),
-                   jn_mv_str("enabled"),
-                   jn_mv_str("up"),
-                   jn_mv_uint((uint64_t)(up > 0 ? up : 0)),
-                   jn_mv_null(), /* lastDlvSeconds: not kept */
-                   jn_mv_bool(false)};
+    jn_mv_t r[JN_COLS_CONNECTION] = {
+        [JN_COL_CONNECTION_NAME] = jn_mv_str(name),
+        [JN_COL_CONNECTION_IDENTITY] = jn_mv_str(id),
+        [JN_COL_CONNECTION_HOST] = jn_mv_str(v->host),
+        [JN_COL_CONNECTION_ROLE] = jn_mv_str(v->inter_router ? "inter-router" : "normal"),
+        [JN_COL_CONNECTION_PROTOCOL] = jn_mv_str("amqp"),
+        [JN_COL_CONNECTION_DIR] = jn_mv_str(v->incoming ? "in" : "out"),
+        [JN_COL_CONNECTION_CONTAINER] = v->container[0] ? jn_mv_str(v->container) : jn_mv_null(),
+        [JN_COL_CONNECTION_SASL] = jn_mv_null(), /* not known to the core */
+        [JN_COL_CONNECTION_IS_AUTHENTICATED] = jn_mv_bool(false),
+        [JN_COL_CONNECTION_USER] = jn_mv_null(),
+        [JN_COL_CONNECTION_IS_ENCRYPTED] = jn_mv_bool(false),
+        [JN_COL_CONNECTION_SSL_PROTO] = jn_mv_null(),
+        [JN_COL_CONNECTION_SSL_CIPHER] = jn_mv_null(),
+        [JN_COL_CONNECTION_PROPERTIES] =
+            v->properties_len
+                ? (jn_mv_t){.kind = JN_MV_RAW, .len = v->properties_len, .v.raw = v->properties}
+                : (jn_mv_t){.kind = JN_MV_EMPTY_MAP},
+        [JN_COL_CONNECTION_SSL_SSF] = jn_mv_int(JN_MV_LONG, 0),
+        [JN_COL_CONNECTION_TENANT] = jn_mv_null(),
+        [JN_COL_CONNECTION_TYPE] = jn_mv_str(FULL("connection")),
+        [JN_COL_CONNECTION_SSL] = jn_mv_bool(false),
+        [JN_COL_CONNECTION_OPENED] = jn_mv_bool(true),
+        [JN_COL_CONNECTION_ACTIVE] = jn_mv_bool(true),
+        [JN_COL_CONNECTION_ADMIN_STATUS] = jn_mv_str("enabled"),
+        [JN_COL_CONNECTION_OPER_STATUS] = jn_mv_str("up"),
+        [JN_COL_CONNECTION_UPTIME_SECONDS] = jn_mv_uint((uint64_t)(up > 0 ? up : 0)),
+        [JN_COL_CONNECTION_LAST_DLV_SECONDS] = jn_mv_null(), /* not kept */
+        [JN_COL_CONNECTION_ENABLE_PROTOCOL_TRACE] = jn_mv_bool(false)};
     return k->fn(k->ctx, r);
 }
 
 size_t jn_mgmt_rows_conn(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t offset, size_t max,
                          jn_mgmt_row_fn fn, void *ctx)
 {
-    sink_t k = {fn, ctx, cls};
+    sink_t k = {fn, ctx};
+    JN_CHECK(jn_mgmt_class_ncols(cls) == JN_COLS_CONNECTION);
     return agent->cfg.core ? jn_core_view_conns_CT(agent->cfg.core, offset, max, conn_row, &k) : 0;
 }
 
@@ -178,44 +178,48 @@ static bool link_row(void *arg, const jn_view_link_t *v)
     snprintf(id, sizeof id, "%" PRIu64, v->id);
     snprintf(conn, sizeof conn, "%" PRIu64, v->conn_id);
     jn_mv_t zero = jn_mv_ulong(0);
-    jn_mv_t r[] = {jn_mv_str(v->name),
-                   jn_mv_str(id),
-                   jn_mv_str(FULL("router.link")),
-                   jn_mv_str(v->name),
-                   jn_mv_str(v->type == JN_LINK_CONTROL ? "router-control"
-                             : v->type == JN_LINK_DATA  ? "inter-router"
-                                                        : "endpoint"),
-                   jn_mv_str(v->dir == JN_LINK_INCOMING ? "in" : "out"),
-                   v->owning_addr ? jn_mv_strn(v->owning_addr, v->owning_addr_len) : jn_mv_null(),
-                   jn_mv_uint(v->capacity),
-                   jn_mv_null(), /* peer */
-                   jn_mv_ulong(v->undelivered),
-                   jn_mv_ulong(v->unsettled),
-                   jn_mv_ulong(v->deliveries),
-                   jn_mv_str(conn),
-                   jn_mv_str("enabled"),
-                   jn_mv_str("up"),
-                   jn_mv_ulong(v->presettled ? v->deliveries : 0),
-                   jn_mv_ulong(v->dropped), /* droppedPresettledCount */
-                   jn_mv_ulong(v->accepted),
-                   jn_mv_ulong(v->rejected),
-                   jn_mv_ulong(v->released),
-                   jn_mv_ulong(v->modified),
-                   zero, /* delayed 1 s, 10 s, stuck: not kept */
-                   zero,
-                   zero,
-                   jn_mv_null(), /* ingressHistogram */
-                   jn_mv_uint(4),
-                   jn_mv_uint(0), /* settleRate */
-                   jn_mv_uint(v->credit_available),
-                   jn_mv_uint(0)};
+    jn_mv_t r[JN_COLS_ROUTER_LINK] = {
+        [JN_COL_ROUTER_LINK_NAME] = jn_mv_str(v->name),
+        [JN_COL_ROUTER_LINK_IDENTITY] = jn_mv_str(id),
+        [JN_COL_ROUTER_LINK_TYPE] = jn_mv_str(FULL("router.link")),
+        [JN_COL_ROUTER_LINK_LINK_NAME] = jn_mv_str(v->name),
+        [JN_COL_ROUTER_LINK_LINK_TYPE] = jn_mv_str(v->type == JN_LINK_CONTROL ? "router-control"
+                                                   : v->type == JN_LINK_DATA  ? "inter-router"
+                                                                              : "endpoint"),
+        [JN_COL_ROUTER_LINK_LINK_DIR] = jn_mv_str(v->dir == JN_LINK_INCOMING ? "in" : "out"),
+        [JN_COL_ROUTER_LINK_OWNING_ADDR] =
+            v->owning_addr ? jn_mv_strn(v->owning_addr, v->owning_addr_len) : jn_mv_null(),
+        [JN_COL_ROUTER_LINK_CAPACITY] = jn_mv_uint(v->capacity),
+        [JN_COL_ROUTER_LINK_PEER] = jn_mv_null(),
+        [JN_COL_ROUTER_LINK_UNDELIVERED_COUNT] = jn_mv_ulong(v->undelivered),
+        [JN_COL_ROUTER_LINK_UNSETTLED_COUNT] = jn_mv_ulong(v->unsettled),
+        [JN_COL_ROUTER_LINK_DELIVERY_COUNT] = jn_mv_ulong(v->deliveries),
+        [JN_COL_ROUTER_LINK_CONNECTION_ID] = jn_mv_str(conn),
+        [JN_COL_ROUTER_LINK_ADMIN_STATUS] = jn_mv_str("enabled"),
+        [JN_COL_ROUTER_LINK_OPER_STATUS] = jn_mv_str("up"),
+        [JN_COL_ROUTER_LINK_PRESETTLED_COUNT] = jn_mv_ulong(v->presettled ? v->deliveries : 0),
+        [JN_COL_ROUTER_LINK_DROPPED_PRESETTLED_COUNT] = jn_mv_ulong(v->dropped),
+        [JN_COL_ROUTER_LINK_ACCEPTED_COUNT] = jn_mv_ulong(v->accepted),
+        [JN_COL_ROUTER_LINK_REJECTED_COUNT] = jn_mv_ulong(v->rejected),
+        [JN_COL_ROUTER_LINK_RELEASED_COUNT] = jn_mv_ulong(v->released),
+        [JN_COL_ROUTER_LINK_MODIFIED_COUNT] = jn_mv_ulong(v->modified),
+        /* not kept: delayed 1 s, 10 s, stuck */
+        [JN_COL_ROUTER_LINK_DELIVERIES_DELAYED1_SEC] = zero,
+        [JN_COL_ROUTER_LINK_DELIVERIES_DELAYED10_SEC] = zero,
+        [JN_COL_ROUTER_LINK_DELIVERIES_STUCK] = zero,
+        [JN_COL_ROUTER_LINK_INGRESS_HISTOGRAM] = jn_mv_null(),
+        [JN_COL_ROUTER_LINK_PRIORITY] = jn_mv_uint(4),
+        [JN_COL_ROUTER_LINK_SETTLE_RATE] = jn_mv_uint(0),
+        [JN_COL_ROUTER_LINK_CREDIT_AVAILABLE] = jn_mv_uint(v->credit_available),
+        [JN_COL_ROUTER_LINK_ZERO_CREDIT_SECONDS] = jn_mv_uint(0)};
     return k->fn(k->ctx, r);
 }
 
 size_t jn_mgmt_rows_link(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t offset, size_t max,
                          jn_mgmt_row_fn fn, void *ctx)
 {
-    sink_t k = {fn, ctx, cls};
+    sink_t k = {fn, ctx};
+    JN_CHECK(jn_mgmt_class_ncols(cls) == JN_COLS_ROUTER_LINK);
     return agent->cfg.core ? jn_core_view_links_CT(agent->cfg.core, offset, max, link_row, &k) : 0;
 }
 
@@ -225,35 +229,38 @@ static bool addr_row(void *arg, const jn_view_addr_t *v)
 {
     sink_t *k = arg;
     jn_mv_t key = jn_mv_strn(v->key, v->key_len), zero = jn_mv_ulong(0);
-    jn_mv_t r[] = {
-        key,
-        key,
-        jn_mv_str(FULL("router.address")),
-        key,
-        jn_mv_str(dist_name(v->distribution)),
-        jn_mv_uint(v->in_process),
-        jn_mv_uint(v->consumers),
-        jn_mv_uint(v->remote),
-        jn_mv_uint(0),
-        (jn_mv_t){.kind = JN_MV_STRLIST, .len = v->n_remote_hosts, .v.list = v->remote_hosts},
-        jn_mv_ulong(v->ingress),
-        jn_mv_ulong(v->egress),
-        jn_mv_ulong(v->transit),
-        jn_mv_ulong(v->to_container),
-        jn_mv_ulong(v->from_container),
-        zero, /* route-container counters: no link routes */
-        zero,
-        jn_mv_null(),
-        jn_mv_int(JN_MV_LONG, 0),
-        jn_mv_int(JN_MV_INT, -1),
-        zero};
+    jn_mv_t r[JN_COLS_ROUTER_ADDRESS] = {
+        [JN_COL_ROUTER_ADDRESS_NAME] = key,
+        [JN_COL_ROUTER_ADDRESS_IDENTITY] = key,
+        [JN_COL_ROUTER_ADDRESS_TYPE] = jn_mv_str(FULL("router.address")),
+        [JN_COL_ROUTER_ADDRESS_KEY] = key,
+        [JN_COL_ROUTER_ADDRESS_DISTRIBUTION] = jn_mv_str(dist_name(v->distribution)),
+        [JN_COL_ROUTER_ADDRESS_IN_PROCESS] = jn_mv_uint(v->in_process),
+        [JN_COL_ROUTER_ADDRESS_SUBSCRIBER_COUNT] = jn_mv_uint(v->consumers),
+        [JN_COL_ROUTER_ADDRESS_REMOTE_COUNT] = jn_mv_uint(v->remote),
+        [JN_COL_ROUTER_ADDRESS_CONTAINER_COUNT] = jn_mv_uint(0),
+        [JN_COL_ROUTER_ADDRESS_REMOTE_HOST_ROUTERS] =
+            (jn_mv_t){.kind = JN_MV_STRLIST, .len = v->n_remote_hosts, .v.list = v->remote_hosts},
+        [JN_COL_ROUTER_ADDRESS_DELIVERIES_INGRESS] = jn_mv_ulong(v->ingress),
+        [JN_COL_ROUTER_ADDRESS_DELIVERIES_EGRESS] = jn_mv_ulong(v->egress),
+        [JN_COL_ROUTER_ADDRESS_DELIVERIES_TRANSIT] = jn_mv_ulong(v->transit),
+        [JN_COL_ROUTER_ADDRESS_DELIVERIES_TO_CONTAINER] = jn_mv_ulong(v->to_container),
+        [JN_COL_ROUTER_ADDRESS_DELIVERIES_FROM_CONTAINER] = jn_mv_ulong(v->from_container),
+        /* route-container counters: no link routes */
+        [JN_COL_ROUTER_ADDRESS_DELIVERIES_EGRESS_ROUTE_CONTAINER] = zero,
+        [JN_COL_ROUTER_ADDRESS_DELIVERIES_INGRESS_ROUTE_CONTAINER] = zero,
+        [JN_COL_ROUTER_ADDRESS_TRANSIT_OUTSTANDING] = jn_mv_null(),
+        [JN_COL_ROUTER_ADDRESS_TRACKED_DELIVERIES] = jn_mv_int(JN_MV_LONG, 0),
+        [JN_COL_ROUTER_ADDRESS_PRIORITY] = jn_mv_int(JN_MV_INT, -1),
+        [JN_COL_ROUTER_ADDRESS_DELIVERIES_REDIRECTED_TO_FALLBACK] = zero};
     return k->fn(k->ctx, r);
 }
 
 size_t jn_mgmt_rows_addr(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t offset, size_t max,
                          jn_mgmt_row_fn fn, void *ctx)
 {
-    sink_t k = {fn, ctx, cls};
+    sink_t k = {fn, ctx};
+    JN_CHECK(jn_mgmt_class_ncols(cls) == JN_COLS_ROUTER_ADDRESS);
     return agent->cfg.core ? jn_core_view_addrs_CT(agent->cfg.core, offset, max, addr_row, &k) : 0;
 }
 
@@ -279,28 +286,27 @@ size_t jn_mgmt_rows_alloc(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t o
     if (!p)
         return 0;
     jn_pool_foreach(pool_collect, p);
-    size_t n = jn_mgmt_class_ncols(cls);
-    jn_mv_t row[32];
-    JN_CHECK(n <= 32);
+    JN_CHECK(jn_mgmt_class_ncols(cls) == JN_COLS_ALLOCATOR);
     for (size_t i = offset; i < p->n && i - offset < max; i++) {
         const jn_pool_stats_t *s = &p->s[i];
         char ident[160];
         snprintf(ident, sizeof ident, "allocator/%s", s->type_name);
-        for (size_t c = 0; c < n; c++)
-            row[c] = jn_mv_null();
-        put(cls, row, "name", jn_mv_str(ident));
-        put(cls, row, "identity", jn_mv_str(ident));
-        put(cls, row, "type", jn_mv_str(FULL("allocator")));
-        put(cls, row, "typeName", jn_mv_str(s->type_name));
-        put(cls, row, "typeSize", jn_mv_int(JN_MV_LONG, (int64_t)s->object_size));
-        put(cls, row, "transferBatchSize", jn_mv_int(JN_MV_LONG, (int64_t)s->batch_size));
-        put(cls, row, "localFreeListMax", jn_mv_int(JN_MV_LONG, 2 * (int64_t)s->batch_size));
-        put(cls, row, "globalFreeListMax", jn_mv_int(JN_MV_LONG, 0));
-        put(cls, row, "totalAllocFromHeap", jn_mv_int(JN_MV_LONG, (int64_t)s->total_allocated));
-        put(cls, row, "totalFreeToHeap", jn_mv_int(JN_MV_LONG, 0));
-        put(cls, row, "heldByThreads", jn_mv_int(JN_MV_LONG, (int64_t)s->in_free_lists));
-        put(cls, row, "batchesRebalancedToThreads", jn_mv_int(JN_MV_LONG, 0));
-        put(cls, row, "batchesRebalancedToGlobal", jn_mv_int(JN_MV_LONG, 0));
+        jn_mv_t row[JN_COLS_ALLOCATOR] = {
+            [JN_COL_ALLOCATOR_NAME] = jn_mv_str(ident),
+            [JN_COL_ALLOCATOR_IDENTITY] = jn_mv_str(ident),
+            [JN_COL_ALLOCATOR_TYPE] = jn_mv_str(FULL("allocator")),
+            [JN_COL_ALLOCATOR_TYPE_NAME] = jn_mv_str(s->type_name),
+            [JN_COL_ALLOCATOR_TYPE_SIZE] = jn_mv_int(JN_MV_LONG, (int64_t)s->object_size),
+            [JN_COL_ALLOCATOR_TRANSFER_BATCH_SIZE] = jn_mv_int(JN_MV_LONG, (int64_t)s->batch_size),
+            [JN_COL_ALLOCATOR_LOCAL_FREE_LIST_MAX] =
+                jn_mv_int(JN_MV_LONG, 2 * (int64_t)s->batch_size),
+            [JN_COL_ALLOCATOR_GLOBAL_FREE_LIST_MAX] = jn_mv_int(JN_MV_LONG, 0),
+            [JN_COL_ALLOCATOR_TOTAL_ALLOC_FROM_HEAP] =
+                jn_mv_int(JN_MV_LONG, (int64_t)s->total_allocated),
+            [JN_COL_ALLOCATOR_TOTAL_FREE_TO_HEAP] = jn_mv_int(JN_MV_LONG, 0),
+            [JN_COL_ALLOCATOR_HELD_BY_THREADS] = jn_mv_int(JN_MV_LONG, (int64_t)s->in_free_lists),
+            [JN_COL_ALLOCATOR_BATCHES_REBALANCED_TO_THREADS] = jn_mv_int(JN_MV_LONG, 0),
+            [JN_COL_ALLOCATOR_BATCHES_REBALANCED_TO_GLOBAL] = jn_mv_int(JN_MV_LONG, 0)};
         if (!fn(ctx, row))
             break;
     }
@@ -315,9 +321,7 @@ size_t jn_mgmt_rows_log(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t off
                         jn_mgmt_row_fn fn, void *ctx)
 {
     (void)agent;
-    size_t n = jn_mgmt_class_ncols(cls);
-    jn_mv_t row[16];
-    JN_CHECK(n <= 16);
+    JN_CHECK(jn_mgmt_class_ncols(cls) == JN_COLS_LOG);
     for (size_t m = offset; m < JN_LOG_SCHEMA_MODULE_COUNT && m - offset < max; m++) {
         jn_log_config_t lc;
         if (jn_log_get_config((jn_log_module_t)m, &lc) != 0)
@@ -327,16 +331,15 @@ size_t jn_mgmt_rows_log(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t off
         snprintf(ident, sizeof ident, "log/%s", module);
         if (!lc.enable_set || jn_log_mask_format(lc.mask, enable, sizeof enable) < 0)
             snprintf(enable, sizeof enable, "default");
-        for (size_t c = 0; c < n; c++)
-            row[c] = jn_mv_null();
-        put(cls, row, "name", jn_mv_str(ident));
-        put(cls, row, "identity", jn_mv_str(ident));
-        put(cls, row, "type", jn_mv_str(FULL("log")));
-        put(cls, row, "module", jn_mv_str(module));
-        put(cls, row, "enable", jn_mv_str(enable));
-        put(cls, row, "includeTimestamp", jn_mv_bool(lc.include_timestamp));
-        put(cls, row, "includeSource", jn_mv_bool(lc.include_source));
-        put(cls, row, "outputFile", lc.output_set ? jn_mv_str(lc.output) : jn_mv_null());
+        jn_mv_t row[JN_COLS_LOG] = {
+            [JN_COL_LOG_NAME] = jn_mv_str(ident),
+            [JN_COL_LOG_IDENTITY] = jn_mv_str(ident),
+            [JN_COL_LOG_TYPE] = jn_mv_str(FULL("log")),
+            [JN_COL_LOG_MODULE] = jn_mv_str(module),
+            [JN_COL_LOG_ENABLE] = jn_mv_str(enable),
+            [JN_COL_LOG_INCLUDE_TIMESTAMP] = jn_mv_bool(lc.include_timestamp),
+            [JN_COL_LOG_INCLUDE_SOURCE] = jn_mv_bool(lc.include_source),
+            [JN_COL_LOG_OUTPUT_FILE] = lc.output_set ? jn_mv_str(lc.output) : jn_mv_null()};
         if (!fn(ctx, row))
             break;
     }
@@ -349,15 +352,12 @@ size_t jn_mgmt_rows_self(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t of
                          jn_mgmt_row_fn fn, void *ctx)
 {
     (void)agent;
-    jn_mv_t row[8];
-    size_t n = jn_mgmt_class_ncols(cls);
-    JN_CHECK(n <= 8);
+    JN_CHECK(jn_mgmt_class_ncols(cls) == JN_COLS_MANAGEMENT);
     if (offset == 0 && max > 0) {
-        for (size_t c = 0; c < n; c++)
-            row[c] = jn_mv_null();
-        put(cls, row, "name", jn_mv_str("self"));
-        put(cls, row, "identity", jn_mv_str("self"));
-        put(cls, row, "type", jn_mv_str(FULL("management")));
+        jn_mv_t row[JN_COLS_MANAGEMENT] = {[JN_COL_MANAGEMENT_NAME] = jn_mv_str("self"),
+                                           [JN_COL_MANAGEMENT_IDENTITY] = jn_mv_str("self"),
+                                           [JN_COL_MANAGEMENT_TYPE] =
+                                               jn_mv_str(FULL("management"))};
         fn(ctx, row);
     }
     return 1;

@@ -7,9 +7,10 @@
  *
  * Identities are those 1.19 gives: "listener/<host>:<port>[:<name>]",
  * "sslProfile/<name>" (the Python agent's), and a decimal number for the
- * router.config.* types (the C agent's). Rows show the column order of
- * reference section 7.1, with its aliases (`dir`, `addr`, `externalAddr`,
- * `fallback` for the schema's enableFallback) and its computed columns.
+ * router.config.* types (the C agent's). Rows show the schema's columns
+ * (router/config/schema.json): for router.config.* the order of 1.19's C
+ * agent, with its aliases (`dir`, `addr`, `externalAddr`, `fallback`
+ * for the schema's enableFallback) and its computed columns.
  *
  * What CREATE and DELETE do to the running router is in store_act.c.
  */
@@ -103,67 +104,63 @@ bool jn_mgmt_entity_bool(jn_mgmt_entity_t *e, const char *attr, bool dflt)
 
 /* ---- rows ----------------------------------------------------------------- */
 
-/* The C agent's column aliases (reference 7.1). */
-static const char *column_attr(const char *col)
+/* The value of a computed column (the schema's "computed": true) of a
+ * router.config.* entity, as 1.19's C agent shows it; null for any other. */
+static jn_mv_t computed_column(jn_mgmt_entity_t *e, size_t col)
 {
-    if (strcmp(col, "dir") == 0)
-        return "direction";
-    if (strcmp(col, "addr") == 0)
-        return "address";
-    if (strcmp(col, "externalAddr") == 0)
-        return "externalAddress";
-    return col;
+    switch (jn_schema_type_index(e->type)) {
+    case JN_ENTITY_ROUTER_CONFIG_ADDRESS:
+        switch (col) {
+        case JN_COL_ROUTER_CONFIG_ADDRESS_PRIORITY:
+            return jn_mv_int(JN_MV_INT, jn_mgmt_entity_int(e, "priority", -1));
+        case JN_COL_ROUTER_CONFIG_ADDRESS_INGRESS_PHASE:
+            return jn_mv_int(JN_MV_INT, jn_mgmt_entity_int(e, "ingressPhase", 0));
+        case JN_COL_ROUTER_CONFIG_ADDRESS_EGRESS_PHASE: {
+            bool waypoint = jn_mgmt_entity_bool(e, "waypoint", false);
+            return jn_mv_int(JN_MV_INT, jn_mgmt_entity_int(e, "egressPhase", waypoint ? 1 : 0));
+        }
+        }
+        break;
+    case JN_ENTITY_ROUTER_CONFIG_LINK_ROUTE:
+        if (col == JN_COL_ROUTER_CONFIG_LINK_ROUTE_OPER_STATUS)
+            return jn_mv_str("inactive"); /* link routes are not implemented */
+        break;
+    case JN_ENTITY_ROUTER_CONFIG_AUTO_LINK: /* linkRef and lastError stay null */
+        if (col == JN_COL_ROUTER_CONFIG_AUTO_LINK_OPER_STATUS)
+            return jn_mv_str("inactive"); /* auto links are not implemented */
+        break;
+    }
+    return jn_mv_null();
 }
 
-/* Computed columns of router.config.*; false when col is a plain one. */
-static bool computed_column(jn_mgmt_entity_t *e, const char *col, jn_mv_t *out)
+/* The value a column shows of attribute a: name, identity and type are
+ * the entity's own; a hidden attribute (a password) is null. */
+static jn_mv_t attribute_column(jn_mgmt_entity_t *e, const jn_schema_attr_t *a)
 {
-    const char *t = e->cls->name;
-    if (strncmp(t, "router.config.", 14) != 0)
-        return false;
-    if (strcmp(col, "operStatus") == 0) {
-        *out = jn_mv_str("inactive"); /* link routes and auto links are not implemented */
-        return true;
-    }
-    if (strcmp(col, "linkRef") == 0 || strcmp(col, "lastError") == 0) {
-        *out = jn_mv_null();
-        return true;
-    }
-    if (strcmp(t, "router.config.address") != 0)
-        return false;
-    bool waypoint = jn_mgmt_entity_bool(e, "waypoint", false);
-    if (strcmp(col, "fallback") == 0)
-        *out = jn_mv_bool(jn_mgmt_entity_bool(e, "enableFallback", false));
-    else if (strcmp(col, "priority") == 0)
-        *out = jn_mv_int(JN_MV_INT, jn_mgmt_entity_int(e, "priority", -1));
-    else if (strcmp(col, "ingressPhase") == 0)
-        *out = jn_mv_int(JN_MV_INT, jn_mgmt_entity_int(e, "ingressPhase", 0));
-    else if (strcmp(col, "egressPhase") == 0)
-        *out = jn_mv_int(JN_MV_INT, jn_mgmt_entity_int(e, "egressPhase", waypoint ? 1 : 0));
-    else
-        return false;
-    return true;
+    const char *an = jn_schema_attr_name(a);
+    if (strcmp(an, "name") == 0)
+        return jn_mv_str(e->name);
+    if (strcmp(an, "identity") == 0)
+        return jn_mv_str(e->identity);
+    if (strcmp(an, "type") == 0)
+        return jn_mv_str(jn_schema_type_full_name(e->type));
+    if (jn_schema_attr_flags(a) & JN_SCHEMA_ATTR_HIDDEN)
+        return jn_mv_null();
+    jn_mv_t v = e->values[jn_schema_attr_index(a)];
+    if (v.kind == JN_MV_LONG && strncmp(jn_schema_type_name(e->type), "router.config.", 14) == 0)
+        v.kind = JN_MV_INT; /* the C agent's int */
+    return v;
 }
 
+/* The columns are the schema's (the C agent's order for router.config.*,
+ * with its aliases `dir`, `addr`, `externalAddr` and `fallback` for
+ * enableFallback, and its computed columns). */
 void jn_mgmt_entity_row(jn_mgmt_entity_t *e, jn_mv_t *row)
 {
-    size_t n = jn_mgmt_class_ncols(e->cls);
+    size_t n = jn_schema_type_column_count(e->type);
     for (size_t c = 0; c < n; c++) {
-        const char *col = jn_mgmt_class_col(e->cls, c);
-        row[c] = jn_mv_null();
-        if (strcmp(col, "name") == 0) {
-            row[c] = jn_mv_str(e->name);
-        } else if (strcmp(col, "identity") == 0) {
-            row[c] = jn_mv_str(e->identity);
-        } else if (strcmp(col, "type") == 0) {
-            row[c] = jn_mv_str(jn_schema_type_full_name(e->type));
-        } else if (!computed_column(e, col, &row[c])) {
-            const jn_schema_attr_t *a = jn_schema_attr_find(e->type, column_attr(col));
-            if (a && !(jn_schema_attr_flags(a) & JN_SCHEMA_ATTR_HIDDEN))
-                row[c] = e->values[jn_schema_attr_index(a)];
-            if (row[c].kind == JN_MV_LONG && strncmp(e->cls->name, "router.config.", 14) == 0)
-                row[c].kind = JN_MV_INT; /* the C agent's int */
-        }
+        const jn_schema_attr_t *a = jn_schema_type_column_attr(e->type, c);
+        row[c] = a ? attribute_column(e, a) : computed_column(e, c);
     }
 }
 

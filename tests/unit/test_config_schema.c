@@ -4,6 +4,8 @@
  */
 #include <junction/schema.h>
 
+#include "schema_ids.h" /* generated with the tables */
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -272,6 +274,212 @@ static void kinds_of_attributes(void **state)
     assert_int_equal(jn_schema_attr_enum_count(attr_of("listener", "port")), 0);
 }
 
+/* Management columns: 1.19's order where the schema lists "columns" (with
+ * aliases and computed columns), else the attributes; named positions in
+ * the generated schema_ids.h agree with the lookups. */
+static void columns_of_router_in_1_19_order(void **state)
+{
+    (void)state;
+    const jn_schema_type_t *t = type_of("router");
+    assert_int_equal(jn_schema_type_column_count(t), JN_COLS_ROUTER);
+    assert_int_equal(JN_COLS_ROUTER, 33);
+    assert_string_equal(jn_schema_type_column_name(t, 0), "name");
+    assert_string_equal(jn_schema_type_column_name(t, 1), "identity");
+    assert_string_equal(jn_schema_type_column_name(t, 2), "id");
+    assert_string_equal(jn_schema_type_column_name(t, 3), "type");
+    assert_int_equal(jn_schema_type_column_find(t, "addrCount"), JN_COL_ROUTER_ADDR_COUNT);
+    assert_int_equal(JN_COL_ROUTER_ADDR_COUNT, 8);
+    assert_ptr_equal(jn_schema_type_column_attr(t, JN_COL_ROUTER_ADDR_COUNT),
+                     attr_of("router", "addrCount"));
+    /* computed: no attribute behind it */
+    assert_int_equal(jn_schema_type_column_find(t, "linksBlocked"), JN_COL_ROUTER_LINKS_BLOCKED);
+    assert_null(jn_schema_type_column_attr(t, JN_COL_ROUTER_LINKS_BLOCKED));
+    assert_string_equal(jn_schema_type_column_name(t, JN_COLS_ROUTER - 1), "workerThreads");
+    /* an attribute that is not a column, an old name, out of range */
+    assert_int_equal(jn_schema_type_column_find(t, "blockedLinkCount"), JN_ENOENT);
+    assert_int_equal(jn_schema_type_column_find(t, "helloInterval"), JN_ENOENT);
+    assert_int_equal(jn_schema_type_column_find(t, NULL), JN_ENOENT);
+    assert_null(jn_schema_type_column_name(t, JN_COLS_ROUTER));
+    assert_null(jn_schema_type_column_attr(t, JN_COLS_ROUTER));
+    assert_int_equal(jn_schema_type_index(t), JN_ENTITY_ROUTER);
+}
+
+static void column_aliases_show_their_attribute(void **state)
+{
+    (void)state;
+    const jn_schema_type_t *lr = type_of("linkRoute");
+    assert_ptr_equal(jn_schema_type_column_attr(lr, JN_COL_ROUTER_CONFIG_LINK_ROUTE_DIR),
+                     attr_of("linkRoute", "direction"));
+    assert_ptr_equal(jn_schema_type_column_attr(lr, JN_COL_ROUTER_CONFIG_LINK_ROUTE_DIRECTION),
+                     attr_of("linkRoute", "direction"));
+    assert_null(jn_schema_type_column_attr(lr, JN_COL_ROUTER_CONFIG_LINK_ROUTE_OPER_STATUS));
+    const jn_schema_type_t *addr = type_of("address");
+    assert_int_equal(jn_schema_type_column_find(addr, "fallback"),
+                     JN_COL_ROUTER_CONFIG_ADDRESS_FALLBACK);
+    assert_ptr_equal(jn_schema_type_column_attr(addr, JN_COL_ROUTER_CONFIG_ADDRESS_FALLBACK),
+                     attr_of("address", "enableFallback"));
+    assert_int_equal(jn_schema_type_column_find(addr, "enableFallback"), JN_ENOENT);
+    /* computed under an attribute's name */
+    assert_null(jn_schema_type_column_attr(addr, JN_COL_ROUTER_CONFIG_ADDRESS_PRIORITY));
+    const jn_schema_type_t *al = type_of("autoLink");
+    assert_ptr_equal(jn_schema_type_column_attr(al, JN_COL_ROUTER_CONFIG_AUTO_LINK_EXTERNAL_ADDR),
+                     attr_of("autoLink", "externalAddress"));
+    assert_ptr_equal(jn_schema_type_column_attr(al, JN_COL_ROUTER_CONFIG_AUTO_LINK_ADDR),
+                     attr_of("autoLink", "address"));
+    const jn_schema_type_t *conn = type_of("connection");
+    assert_int_equal(jn_schema_type_column_find(conn, "host"), 2);
+    assert_null(jn_schema_type_column_attr(conn, JN_COL_CONNECTION_ACTIVE));
+}
+
+static void columns_default_to_the_attributes(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < jn_schema_type_count(); i++) {
+        const jn_schema_type_t *t = jn_schema_type_at(i);
+        assert_string_equal(jn_schema_type_column_name(t, 0), "name");
+        assert_string_equal(jn_schema_type_column_name(t, 1), "identity");
+    }
+    static const char *const plain[] = {"listener",  "connector",   "sslProfile", "log",
+                                        "allocator", "router.node", "management", "vhost"};
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
+        const jn_schema_type_t *t = type_of(plain[i]);
+        size_t n = jn_schema_type_attr_count(t);
+        assert_int_equal(jn_schema_type_column_count(t), n);
+        for (size_t k = 0; k < n; k++) {
+            assert_ptr_equal(jn_schema_type_column_attr(t, k), jn_schema_type_attr_at(t, k));
+            assert_string_equal(jn_schema_type_column_name(t, k),
+                                jn_schema_attr_name(jn_schema_type_attr_at(t, k)));
+        }
+    }
+    assert_int_equal(JN_COLS_LISTENER, 32);
+    assert_int_equal(JN_COL_ALLOCATOR_TYPE_NAME, 3);
+}
+
+/* The types Junction acts on, and those it only knows by name. */
+static void implemented_types(void **state)
+{
+    (void)state;
+    static const char *const yes[] = {"router",
+                                      "listener",
+                                      "connector",
+                                      "address",
+                                      "log",
+                                      "policy",
+                                      "connection",
+                                      "router.link",
+                                      "router.address",
+                                      "router.node",
+                                      "allocator",
+                                      "management",
+                                      "org.amqp.management",
+                                      "entity",
+                                      "configurationEntity",
+                                      "operationalEntity"};
+    static const char *const no[] = {"sslProfile",
+                                     "authServicePlugin",
+                                     "linkRoute",
+                                     "autoLink",
+                                     "exchange",
+                                     "binding",
+                                     "vhost",
+                                     "vhostUserGroupSettings",
+                                     "vhostStats",
+                                     "logStats",
+                                     "console",
+                                     "dummy",
+                                     "router.connection.linkRoute"};
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
+        if (!jn_schema_type_implemented(type_of(yes[i])))
+            fail_msg("type '%s' should be implemented", yes[i]);
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        if (jn_schema_type_implemented(type_of(no[i])))
+            fail_msg("type '%s' should not be implemented", no[i]);
+    /* every type is one or the other, and the two lists name them all */
+    assert_int_equal(jn_schema_type_count(), sizeof yes / sizeof yes[0] + sizeof no / sizeof no[0]);
+}
+
+/* Attributes of implemented types that Junction does not act on; the
+ * others (names, metadata, mesh timers) are implemented. */
+static void implemented_attributes(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *type, *attr;
+    } no[] = {{"listener", "sslProfile"},    {"listener", "requireSsl"},
+              {"listener", "saslPlugin"},    {"listener", "protocolFamily"},
+              {"connector", "sslProfile"},   {"connector", "saslUsername"},
+              {"connector", "saslPassword"}, {"connector", "failoverUrls"},
+              {"router", "saslConfigDir"},   {"router", "saslConfigName"},
+              {"address", "waypoint"},       {"address", "ingressPhase"},
+              {"address", "egressPhase"},    {"address", "priority"},
+              {"address", "enableFallback"}, {"policy", "maxConnections"},
+              {"policy", "defaultVhost"}};
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        if (jn_schema_attr_implemented(attr_of(no[i].type, no[i].attr)))
+            fail_msg("%s.%s should not be implemented", no[i].type, no[i].attr);
+    static const struct {
+        const char *type, *attr;
+    } yes[] = {{"listener", "http"}, /* websockets: a value rule refuses yes on http */
+               {"listener", "websockets"},
+               {"listener", "name"},
+               {"listener", "host"},
+               {"listener", "port"},
+               {"listener", "role"},
+               {"listener", "saslMechanisms"},
+               {"listener", "authenticatePeer"},
+               {"connector", "host"},
+               {"connector", "cost"},
+               {"router", "id"},
+               {"router", "mode"},
+               {"router", "metadata"},
+               {"router", "helloIntervalSeconds"},
+               {"address", "prefix"},
+               {"address", "distribution"},
+               {"address", "multicastBackpressure"},
+               {"policy", "maxMessageSize"},
+               {"log", "enable"},
+               {"connection", "adminStatus"}};
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
+        if (!jn_schema_attr_implemented(attr_of(yes[i].type, yes[i].attr)))
+            fail_msg("%s.%s should be implemented", yes[i].type, yes[i].attr);
+    /* the answer is the attribute's own: a type that is not implemented
+     * does not mark its attributes */
+    assert_true(jn_schema_attr_implemented(attr_of("sslProfile", "certFile")));
+}
+
+/* Enum values: router mode and endpoint roles list what is implemented;
+ * other attributes and enums implement every value. */
+static void implemented_enum_values(void **state)
+{
+    (void)state;
+    const jn_schema_attr_t *mode = attr_of("router", "mode");
+    assert_true(jn_schema_attr_value_implemented(mode, "standalone"));
+    assert_true(jn_schema_attr_value_implemented(mode, "interior"));
+    assert_false(jn_schema_attr_value_implemented(mode, "edge"));
+    static const char *const endpoints[] = {"listener", "connector"};
+    for (size_t i = 0; i < 2; i++) {
+        const jn_schema_attr_t *role = attr_of(endpoints[i], "role");
+        assert_true(jn_schema_attr_value_implemented(role, "normal"));
+        assert_true(jn_schema_attr_value_implemented(role, "inter-router"));
+        assert_false(jn_schema_attr_value_implemented(role, "route-container"));
+        assert_false(jn_schema_attr_value_implemented(role, "edge"));
+    }
+    /* not a value of the enum, or none: not this function's to refuse */
+    assert_true(jn_schema_attr_value_implemented(mode, "Edge"));
+    assert_true(jn_schema_attr_value_implemented(mode, "bogus"));
+    assert_true(jn_schema_attr_value_implemented(mode, NULL));
+    /* an enum without implementedValues, a string, an unimplemented attribute */
+    const jn_schema_attr_t *dist = attr_of("address", "distribution");
+    for (size_t k = 0; k < jn_schema_attr_enum_count(dist); k++)
+        assert_true(jn_schema_attr_value_implemented(dist, jn_schema_attr_enum_value(dist, k)));
+    assert_true(jn_schema_attr_value_implemented(attr_of("listener", "port"), "5672"));
+    assert_true(jn_schema_attr_value_implemented(attr_of("listener", "sslProfile"), "tls"));
+    /* the log module enum has 17 values, the widest that could be marked */
+    const jn_schema_attr_t *module = attr_of("log", "module");
+    assert_int_equal(jn_schema_attr_enum_count(module), 17);
+    assert_true(jn_schema_attr_value_implemented(module, "DEFAULT"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -289,6 +497,12 @@ int main(void)
         cmocka_unit_test(typed_defaults_of_integer_and_boolean),
         cmocka_unit_test(required_create_update_and_other_flags),
         cmocka_unit_test(kinds_of_attributes),
+        cmocka_unit_test(columns_of_router_in_1_19_order),
+        cmocka_unit_test(column_aliases_show_their_attribute),
+        cmocka_unit_test(columns_default_to_the_attributes),
+        cmocka_unit_test(implemented_types),
+        cmocka_unit_test(implemented_attributes),
+        cmocka_unit_test(implemented_enum_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

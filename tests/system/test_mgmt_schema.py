@@ -1,0 +1,129 @@
+#!/usr/bin/python3
+"""System tests of GET-SCHEMA and GET-JSON-SCHEMA against a running junctiond.
+
+The answer is 1.19's schema map (keyed by short names: types, non-false
+defaults, flags, operations, fullyQualifiedType) plus Junction's own keys for what it does not implement, read from
+router/config/schema.json: `"implemented": false` on a type or attribute
+that is not implemented, `implementedValues` on an enum whose values are
+not all implemented. Each test rebuilds the expected map from schema.json
+by those rules and compares it with the router's answer, key order
+included, so nothing else in the answer may change.
+"""
+import json
+import os
+import unittest
+
+from proton import Message
+from proton.utils import BlockingConnection, SyncRequestResponse
+
+from harness import SLOW, RouterTestCase
+
+SOURCE_DIR = os.environ.get(
+    "JN_SOURCE_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+SCHEMA_PATH = os.path.join(SOURCE_DIR, "router", "config", "schema.json")
+PREFIX = "org.apache.qpid.dispatch"
+TIMEOUT = 10 * SLOW
+
+
+def load_schema():
+    with open(SCHEMA_PATH) as f:
+        return json.load(f)
+
+
+def expected_attr(a):
+    """An attribute's GET-SCHEMA map: keys whose value is false, 0 or
+    empty are left out (1.19), then Junction's keys."""
+    m = {"type": a["values"] if a["type"] == "enum" else a["type"]}
+    d = a.get("default")
+    if d not in (None, False, 0, ""):
+        m["default"] = d
+    for key in ("required", "unique", "deprecated"):
+        if a.get(key):
+            m[key] = True
+    if "implementedValues" in a:
+        m["implementedValues"] = a["implementedValues"]
+    if a.get("implemented", True) is False:
+        m["implemented"] = False
+    return m
+
+
+def expected_schema(schema):
+    types = {}
+    for t in schema["entityTypes"]:
+        m = {"attributes": {a["name"]: expected_attr(a) for a in t["attributes"]
+                            if a["name"] != "type"},
+             "operations": t["operations"],
+             "fullyQualifiedType": t["fullName"]}
+        for key in ("deprecated", "singleton"):
+            if t.get(key):
+                m[key] = True
+        if not t["implemented"]:
+            m["implemented"] = False
+        types[t["shortName"]] = m
+    return {"prefix": PREFIX, "entityTypes": types}
+
+
+def ordered(v):
+    """v with every map turned into a list of pairs, so that == compares
+    key order too."""
+    if isinstance(v, dict):
+        return [(k, ordered(x)) for k, x in v.items()]
+    if isinstance(v, list):
+        return [ordered(x) for x in v]
+    return v
+
+
+class SchemaTest(RouterTestCase):
+
+    def node_call(self, router, operation, **props):
+        conn = BlockingConnection(router.url, timeout=TIMEOUT)
+        self.addCleanup(conn.close)
+        client = SyncRequestResponse(conn, "$management")
+        props.update({"operation": operation, "type": "org.amqp.management", "name": "self"})
+        reply = client.call(Message(body={}, properties=props))
+        self.assertEqual(reply.properties["statusCode"], 200,
+                         reply.properties["statusDescription"])
+        return reply.body
+
+    def test_get_schema_marks_what_is_not_implemented(self):
+        """GET-SCHEMA: unimplemented types and attributes carry
+        "implemented": false, router mode and endpoint roles their
+        implementedValues; implemented ones carry neither."""
+        r = self.start_router()
+        types = self.node_call(r, "GET-SCHEMA")["entityTypes"]
+        for name in ("sslProfile", "authServicePlugin", "linkRoute", "autoLink", "exchange",
+                     "binding", "vhost", "console", "logStats"):
+            self.assertIs(types[name].get("implemented"), False, name)
+        for name in ("router", "listener", "connector", "address", "log", "policy",
+                     "connection", "router.link", "router.address", "router.node",
+                     "allocator", "management"):
+            self.assertNotIn("implemented", types[name], name)
+        listener = types["listener"]["attributes"]
+        for attr in ("sslProfile", "requireSsl", "socketAddressFamily"):
+            self.assertIs(listener[attr].get("implemented"), False, attr)
+        for attr in ("host", "port", "saslMechanisms", "authenticatePeer"):
+            self.assertNotIn("implemented", listener[attr], attr)
+        for attr in ("waypoint", "ingressPhase", "egressPhase", "priority", "enableFallback"):
+            self.assertIs(types["address"]["attributes"][attr].get("implemented"), False, attr)
+        mode = types["router"]["attributes"]["mode"]
+        self.assertEqual(mode["type"], ["standalone", "interior", "edge"])
+        self.assertEqual(mode["implementedValues"], ["standalone", "interior"])
+        for endpoint in ("listener", "connector"):
+            role = types[endpoint]["attributes"]["role"]
+            self.assertEqual(role["type"], ["normal", "inter-router", "route-container", "edge"])
+            self.assertEqual(role["implementedValues"], ["normal", "inter-router"])
+        self.assertNotIn("implementedValues", types["address"]["attributes"]["distribution"])
+
+    def test_get_schema_is_the_schema_file_with_junction_keys(self):
+        """GET-SCHEMA and GET-JSON-SCHEMA: exactly the map schema.json gives
+        by 1.19's rules plus Junction's keys, in the same key order."""
+        r = self.start_router()
+        want = expected_schema(load_schema())
+        got = self.node_call(r, "GET-SCHEMA")
+        self.assertEqual(ordered(got), ordered(want))
+        text = self.node_call(r, "GET-JSON-SCHEMA")
+        self.assertEqual(ordered(json.loads(text)), ordered(want))
+
+
+if __name__ == "__main__":
+    unittest.main()

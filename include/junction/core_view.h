@@ -13,7 +13,7 @@
  *
  * Paging: each walk takes an offset (items to skip) and a maximum (items
  * to hand to the callback) and returns the total number of items, so the
- * agent can answer a QUERY page by page (management-protocol.md 6.1). A
+ * agent can answer a QUERY page by page (docs/protocol.md, "Management requests"). A
  * walk costs one pointer step per item, whatever the page.
  *
  * Counters the core does not keep (delayed and stuck deliveries, settle

@@ -2,7 +2,7 @@
  * junction/mesh.h — the inter-router routing protocol engine: neighbour
  * discovery (HELLO), link state (RA, LSR, LSU), path computation, and
  * mobile-address synchronisation (MAU, MAR), wire-compatible with qdrouterd
- * 1.19 (reference/mesh-protocol.md sections 5, 7, 8 and 12).
+ * 1.19 (docs/protocol.md, "The mesh").
  *
  * The engine is a pure state machine. It owns no connection and no link: the
  * core gives it the control messages that arrive, the ticks of its clock and
@@ -14,7 +14,7 @@
  * Identifiers used in this interface:
  *   router index: 1..JN_MESH_MAX_ROUTERS-1, the mask bit of a remote router
  *     (index 0 is this router); the lowest free index is given to a new
- *     router, and is freed when the router is deleted (section 7.2 ageing).
+ *     router, and is freed when the router is deleted ("Link state and routes": ageing).
  *   link: 0..JN_MESH_MAX_LINKS-1, the slot of an inter-router connection,
  *     chosen by the core (the "link id" of 1.19's neighbour refresh).
  *
@@ -72,7 +72,7 @@ static inline int jn_mesh_bits_next(const jn_mesh_bits_t *b, unsigned from)
     return -1;
 }
 
-/* Timers, in seconds; 0 = the 1.19 default (section 12). */
+/* Timers, in seconds; 0 = the 1.19 default ("Timers"). */
 typedef struct jn_mesh_config {
     const char *router_id;      /* copied; required */
     uint32_t hello_interval;    /* router.helloIntervalSeconds, 1 */
@@ -83,7 +83,7 @@ typedef struct jn_mesh_config {
     int64_t instance;           /* HELLO/RA instance; 0 = time(NULL) */
 } jn_mesh_config_t;
 
-/* Treatment hints carried in MAU (section 5.6). */
+/* Treatment hints carried in MAU ("Control messages"). */
 enum {
     JN_MESH_HINT_FLOOD = 0,
     JN_MESH_HINT_MULTICAST = 1,
@@ -122,14 +122,14 @@ typedef struct jn_mesh_ops {
      * reachable over `link` directly (a neighbour: next_hop = -1), or
      * through neighbour router `next_hop` (link = -1); total cost; the
      * routers whose traffic to it legitimately passes through this router
-     * (section 7.3; bit 0, this router, is always set). */
+     * ("Link state and routes"; bit 0, this router, is always set). */
     void (*router_route)(void *ctx, int router, int link, int next_hop, uint32_t cost,
                          const jn_mesh_bits_t *valid_origins);
     /* The router is no longer reachable (no path in the last computation). */
     void (*router_unreachable)(void *ctx, int router);
 
     /* Remote router `router` has / no longer has a destination for mobile
-     * key (hash key as in section 6, e.g. "M0q1"; borrowed for the call).
+     * key (hash key as in "Address keys", e.g. "M0q1"; borrowed for the call).
      * hint: the treatment from the MAU (JN_MESH_HINT_*), or -1 when the MAU
      * gave none. */
     void (*mobile_added)(void *ctx, int router, const uint8_t *key, size_t len, int hint);
@@ -148,14 +148,14 @@ void jn_mesh_free(jn_mesh_t *mesh);
 /* jn_mesh_tick_CT: advance the engine's clock to now_ms (monotonic
  * milliseconds). The core calls it about every second (more often is
  * harmless: the engine acts when a whole tick has passed). Does the engine
- * tick of section 7.3: HELLO, RA timer, neighbour and link-state expiry,
+ * tick of "Link state and routes": HELLO, RA timer, neighbour and link-state expiry,
  * ls_seq bump, path computation, LSR/MAR requests, and the mobile-sync
- * timer of section 8.2 (differential MAU then RA). */
+ * timer of "Mobile addresses" (differential MAU then RA). */
 void jn_mesh_tick_CT(jn_mesh_t *mesh, int64_t now_ms);
 
 /* jn_mesh_receive_CT: a control message arrived on the incoming control
  * link of inter-router connection `link`, whose effective cost (section
- * 2.2) is `cost`. msg is complete and borrowed for the call; the engine
+ * "Inter-router connections") is `cost`. msg is complete and borrowed for the call; the engine
  * parses what it needs (application-properties opcode, amqp-value body).
  * Handles HELLO, RA, LSR, LSU, MAU and MAR; ignores unknown opcodes,
  * messages from this router's own id, and pv > 1 (logged once per id).
@@ -164,14 +164,14 @@ void jn_mesh_tick_CT(jn_mesh_t *mesh, int64_t now_ms);
 int jn_mesh_receive_CT(jn_mesh_t *mesh, int link, uint32_t cost, jn_message_t *msg);
 
 /* jn_mesh_link_added_CT: inter-router connection `link` has its outgoing
- * control link, with effective cost `cost` (section 2.2): HELLOs go out on
+ * control link, with effective cost `cost` ("Inter-router connections"): HELLOs go out on
  * it from the next tick. */
 void jn_mesh_link_added_CT(jn_mesh_t *mesh, int link, uint32_t cost);
 
 /* jn_mesh_link_added_CT: the control links of inter-router connection
  * `link` (0..JN_MESH_MAX_LINKS-1; others are ignored) are attached, so
  * HELLOs may be sent on it: the engine sends them there from its next tick
- * on (section 5.2). cost: the connection's effective cost (section 2.2;
+ * on ("Control messages", HELLO). cost: the connection's effective cost ("Inter-router connections";
  * 0 is taken as 1), used for the own link state when the neighbour is
  * confirmed. Calling it again for a present link updates the cost only.
  * A jn_mesh_receive_CT on an unknown link makes it known as well. */
@@ -179,12 +179,12 @@ void jn_mesh_link_added_CT(jn_mesh_t *mesh, int link, uint32_t cost);
 
 /* jn_mesh_link_lost_CT: inter-router connection `link` is gone: the
  * neighbour reached over it is removed from the own link state at once
- * (section 3.6), without waiting for HELLO expiry; recomputation follows on
+ * ("Inter-router connections"), without waiting for HELLO expiry; recomputation follows on
  * the next tick (or at once: the engine may compute immediately). */
 void jn_mesh_link_lost_CT(jn_mesh_t *mesh, int link);
 
 /* jn_mesh_local_mobile_CT: this router gained its first (added) or lost
- * its last local destination for mobile key (section 8.1; in-process
+ * its last local destination for mobile key ("Mobile addresses"; in-process
  * subscribers do not count). hint: JN_MESH_HINT_* of the address's
  * distribution. Collected and sent in the next differential MAU (section
  * 8.2: an add then a delete before the timer fires cancel out). */
@@ -202,7 +202,7 @@ void jn_mesh_local_mobile_CT(jn_mesh_t *mesh, const uint8_t *key, size_t len, bo
 bool jn_mesh_flush_CT(jn_mesh_t *mesh);
 
 /* jn_mesh_radius: the largest hop count to any reachable router (section
- * 7.3), 0 with no neighbours. Core thread. */
+ * "Link state and routes"), 0 with no neighbours. Core thread. */
 uint32_t jn_mesh_radius(const jn_mesh_t *mesh);
 
 /* jn_mesh_router_index: the index of the router with id (length len), or

@@ -1,7 +1,7 @@
 /*
  * junction/mgmt.h — the `$management` agent: answers AMQP management
- * requests as qdrouterd 1.19 does (reference/management-protocol.md
- * sections 1-7 and 10), so that qdmanage, qdstat and junction-manage work.
+ * requests as qdrouterd 1.19 does (docs/protocol.md,
+ * "Management requests"), so that qdmanage, qdstat and junction-manage work.
  *
  * The core hands each request message to the agent on the core thread
  * (jn_core_set_management with jn_mgmt_request_CT); the agent decodes its

@@ -154,7 +154,7 @@ void jn_addr_remote_reachable_CT(jn_core_t *core, int router)
     }
 }
 
-/* The mesh's treatment hint for a distribution (mesh-protocol.md 5.6). */
+/* The mesh's treatment hint for a distribution (docs/protocol.md, "Control messages"). */
 static int hint_of(jn_distribution_t d)
 {
     return d == JN_DIST_MULTICAST ? JN_MESH_HINT_MULTICAST

@@ -2,7 +2,7 @@
  * core_private.h — the router core's structures and its internal functions
  * (router/core only). The delivery struct is in delivery.h.
  *
- * Who owns what, in one picture (DESIGN.md, "Threads"):
+ * Who owns what, in one picture (docs/design.md, "Layers" and "Threads"):
  *
  *   I/O threads --actions (jn_mpsc, core->actions)--> core thread
  *   core thread --work (jn_mpsc, conn->work)--------> the connection's I/O thread

@@ -17,7 +17,7 @@
  * went out is released. An unsettled multicast delivery is settled toward
  * its sender once every copy handed out is settled, with the strongest of
  * their outcomes (rejected > accepted > modified > released, as qdrouterd
- * 1.19, mesh-protocol.md 10.3); a copy lost with its consumer's connection
+ * 1.19, docs/protocol.md "Forwarding across routers"); a copy lost with its consumer's connection
  * counts as modified. So a sender is never told accepted for a message no
  * consumer took.
  *
@@ -694,7 +694,7 @@ void jn_forward_arrived_CT(jn_delivery_t *dlv)
     jn_route_ctx_t rc;
     jn_router_route_ctx_CT(core, dlv, &rc);
     /* a delivery that went round more routers than the mesh is wide is
-     * looping (mesh-protocol.md 9.3): released */
+     * looping (docs/protocol.md, "Link state and routes": radius): released */
     if (!rc.looped && !(core->mesh && rc.trace_count > jn_mesh_radius(core->mesh) + 1))
         route_CT(dlv, addr, &rc);
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_TRACE,
@@ -912,7 +912,7 @@ void jn_forward_consumer_gone_CT(jn_core_link_t *link, jn_addr_t *addr)
                 settle_incoming_CT(peer, JN_DISP_NONE);
             } else if (link->conn->inter_router) {
                 /* it may have reached a consumer beyond the lost router:
-                 * modified, delivery-failed (mesh-protocol.md 10.5) */
+                 * modified, delivery-failed (docs/protocol.md, "Forwarding across routers") */
                 if (settle_incoming_CT(peer, JN_DISP_MODIFIED))
                     jn_stat_add(&core->stats.modified, 1);
             } else if (settle_incoming_CT(peer, JN_DISP_RELEASED)) {

@@ -1,5 +1,5 @@
 /*
- * router.c — the core's side of the mesh (reference/mesh-protocol.md):
+ * router.c — the core's side of the mesh (docs/protocol.md, "The mesh"):
  * inter-router connections and their links, the remote routers the mesh
  * engine (junction/mesh.h) knows and how to reach each, remote
  * destinations of addresses, the control messages that arrive and those the
@@ -12,14 +12,14 @@
  * is needed (jn_router_conn_CT), so a connection that closes is never used
  * again even before the engine has recomputed.
  *
- * Control messages (section 4) arrive on incoming control links and are
+ * Control messages ("Control messages") arrive on incoming control links and are
  * dispatched by the hash key of their properties.to: Lqdhello, Lqdrouter
  * and Lqdrouter.ma go to the engine; Tqdrouter (RA) and Tqdrouter.ma
  * (differential MAU) go to the engine and are relayed to every other router,
  * one copy per next-hop connection, skipping connections to routers already
  * in the trace — and, for Tqdrouter.ma, routers for which the message's
  * origin is not a valid origin (1.19 skips that check and so delivers
- * duplicates in cyclic meshes, section 8.5); R<id> is relayed toward that
+ * duplicates in cyclic meshes, "Mobile addresses"); R<id> is relayed toward that
  * router. A message waits until it is complete before it is served.
  *
  * Composed messages (control messages, management replies) come from an
@@ -67,7 +67,7 @@ jn_core_link_t *jn_router_data_link_CT(jn_core_conn_t *conn, unsigned priority)
     JN_ASSERT_CT(conn->core);
     if (priority > 9)
         priority = 9;
-    /* the link of that priority, else the next lower one (3.3), else any */
+    /* the link of that priority, else the next lower one (as 1.19), else any */
     for (int p = (int)priority; p >= 0; p--)
         if (conn->ct.data_out[p])
             return conn->ct.data_out[p];
@@ -175,7 +175,7 @@ jn_core_link_t *jn_router_pick_remote_CT(jn_core_t *core, jn_addr_t *addr,
         if (!n)
             continue;
         /* balanced: only where this router lies on the origin's path
-         * (10.2); closest goes by cost alone */
+         * (as 1.19); closest goes by cost alone */
         if (balanced && !jn_mesh_bits_has(&n->valid_origins, (unsigned)rc->origin))
             continue;
         jn_core_conn_t *c = usable_conn_CT(core, n, rc);
@@ -208,7 +208,7 @@ unsigned jn_router_multicast_links_CT(jn_core_t *core, const jn_addr_t *addr,
         jn_router_node_t *node = node_at_CT(core, i);
         /* valid origins: a copy goes toward a router only from the routers
          * whose shortest path to it passes here, so each router gets one
-         * copy even in a mesh with cycles (1.19 quirk, 10.3) */
+         * copy even in a mesh with cycles (a 1.19 quirk) */
         if (!node || !jn_mesh_bits_has(&node->valid_origins, (unsigned)rc->origin))
             continue;
         jn_core_conn_t *c = usable_conn_CT(core, node, rc);

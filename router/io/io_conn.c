@@ -63,7 +63,7 @@ static void put_symbol(pn_data_t *d, const char *s)
     pn_data_put_symbol(d, pn_bytes(strlen(s), s));
 }
 
-/* The open frame qdrouterd 1.19 sends (mesh-protocol.md 2.2): container id,
+/* The open frame qdrouterd 1.19 sends (docs/protocol.md, "Inter-router connections"): container id,
  * the ANONYMOUS-RELAY and qd.streaming-links capabilities (offered and
  * desired) and the product properties; on inter-router connections also
  * the annotations version and the cost when above 1. Clients, tools and
@@ -134,7 +134,7 @@ jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming)
         ep->cfg.strip_annotations == JN_STRIP_BOTH || ep->cfg.strip_annotations == JN_STRIP_OUT;
     conn->inter_router = ep->cfg.role == JN_ROLE_INTER_ROUTER;
     if (conn->inter_router)
-        conn->strip_inbound = conn->strip_outbound = false; /* mesh-protocol.md 2.1 */
+        conn->strip_inbound = conn->strip_outbound = false; /* docs/protocol.md */
     atomic_init(&conn->refs, 1);
     conn->poll.fire = poll_fire;
     conn->tick.fire = tick_fire;

@@ -1,6 +1,6 @@
 /*
  * io_mesh.c — what the I/O layer does differently on an inter-router
- * connection (reference/mesh-protocol.md sections 2 and 3): read the peer's
+ * connection (docs/protocol.md, "The mesh": "Inter-router connections"): read the peer's
  * cost, attach the standard links on the connector side, and classify the
  * links the peer attaches. Everything else (HELLO, routing) is the core's.
  *
@@ -64,7 +64,7 @@ static void link_name(char out[23])
 }
 
 /* Set a terminus's capability to the single symbol cap (not an array: 1.19
- * recognises only a plain symbol, 3.1). */
+ * recognises only a plain symbol). */
 static void set_capability(pn_terminus_t *t, const char *cap)
 {
     pn_data_t *d = pn_terminus_capabilities(t);

@@ -561,7 +561,7 @@ void jn_io_rx_init_IO(jn_io_link_t *link);
 /* jn_io_link_new_IO: our object for proton link pl on conn (io_conn.c). */
 jn_io_link_t *jn_io_link_new_IO(jn_io_conn_t *conn, pn_link_t *pl);
 /* The peer's qd.inter-router-cost from its open's properties (an AMQP int
- * only, mesh-protocol.md 2.2), or 0. */
+ * only, docs/protocol.md, "Inter-router connections"), or 0. */
 uint32_t jn_io_ir_remote_cost(pn_connection_t *pc);
 /* Connector side of an inter-router connection, once open: begin the 11
  * sessions and attach the 2 control and 20 data links in 1.19's order

@@ -214,7 +214,7 @@ static void tx_start_IO(jn_io_link_t *link, jn_work_t *w)
     jn_iter_t to_it;
     if (to_override && hop.to_router) {
         /* the router routed it by its link's target: tell the next router
-         * (mesh-protocol.md 9.3) */
+         * (docs/protocol.md, "Router annotations") */
         jn_iter_init_string(&to_it, to_override, JN_VIEW_RAW);
         hop.to_override = &to_it;
     }

@@ -1,6 +1,7 @@
 /*
  * compose.c — composing the six control messages of the routing protocol
- * exactly as qdrouterd 1.19 does (reference/mesh-protocol.md section 5.1).
+ * exactly as qdrouterd 1.19 does (docs/protocol.md,
+ * "The mesh": "Control messages").
  *
  * Two envelopes exist, because 1.19 composes the messages in two places:
  *   - HELLO, RA, LSR, LSU come from its Python engine: properties is a list

@@ -1,7 +1,7 @@
 /*
  * engine.c — the routing protocol engine's life, its node table, its tick
- * and the entry points of junction/mesh.h (reference/mesh-protocol.md
- * sections 7.2 and 7.3, timers of section 12).
+ * and the entry points of junction/mesh.h (docs/protocol.md, "The mesh":
+ * "Link state and routes", "Timers").
  *
  * The engine keeps one record per known remote router (jn_mesh_node_t),
  * indexed by router index (the lowest free of 1..127 when created) and by
@@ -145,7 +145,7 @@ static void node_delete_CT(jn_mesh_t *mesh, jn_mesh_node_t *node)
 }
 
 /* A node with an empty link state, not a neighbour and in nobody's peers
- * is deleted on the third tick it is found so (section 7.2). */
+ * is deleted on the third tick it is found so ("Link state and routes"). */
 static void sweep_unreferenced_CT(jn_mesh_t *mesh)
 {
     jn_mesh_bits_t referenced = {{0, 0}};
@@ -311,7 +311,7 @@ void jn_mesh_link_lost_CT(jn_mesh_t *mesh, int link)
 
 /* ---- receiving ---------------------------------------------------------- */
 
-/* pv > 1 is ignored, logged once per sender id (section 1). */
+/* pv > 1 is ignored, logged once per sender id (1.19 does the same). */
 static bool version_ok(jn_mesh_t *mesh, const jn_mesh_msg_t *m)
 {
     if (m->pv <= 1)

@@ -1,8 +1,8 @@
 /*
  * linkstate.c — neighbours and link state: HELLO, RA, LSR and LSU
- * (reference/mesh-protocol.md sections 5.2 - 5.5), the own link state
- * (7.1), ageing of neighbours and stored link states (7.2) and restart
- * detection (7.5).
+ * (docs/protocol.md, "The mesh": "Control messages"), the own link state,
+ * ageing of neighbours and stored link states and restart detection
+ * ("Link state and routes").
  *
  * A router becomes a neighbour when its HELLO lists this router's id in
  * `seen`: it is bound to the link the HELLO came over and added to the own
@@ -23,7 +23,7 @@
 
 static void own_add_peer(jn_mesh_t *mesh, const jn_mesh_node_t *node, uint32_t cost)
 {
-    /* an existing peer's cost is not updated (section 7.5) */
+    /* an existing peer's cost is not updated ("Link state and routes") */
     if (jn_mesh_strs_find(&mesh->peers, node->id, node->id_len) >= 0)
         return;
     if (jn_mesh_strs_add(&mesh->peers, node->id, node->id_len, cost) == 0)
@@ -39,10 +39,10 @@ static void own_remove_peer(jn_mesh_t *mesh, const jn_mesh_node_t *node)
     }
 }
 
-/* ---- restart detection (7.5) -------------------------------------------- */
+/* ---- restart detection -------------------------------------------------- */
 
 /* Returns false when the message is from the newcomer of two live routers
- * with one id (section 1: a mesh needs unique ids), which is ignored. A
+ * with one id (a mesh needs unique ids), which is ignored. A
  * restart changes the instance once; if the instance from before it is
  * heard again in a later tick (not a straggler still in flight: a restart
  * takes far longer than a message's trip), two routers use this id: the one that started first (the smaller
@@ -97,7 +97,7 @@ void jn_mesh_send_lsr_CT(jn_mesh_t *mesh, jn_mesh_node_t *node)
 }
 
 /* Expire the seen list and send HELLO on every link, every hello_interval
- * ticks (section 5.2). */
+ * ticks ("Control messages", HELLO). */
 void jn_mesh_hello_tick_CT(jn_mesh_t *mesh)
 {
     for (size_t i = mesh->seen.n; i-- > 0;)
@@ -116,7 +116,8 @@ void jn_mesh_hello_tick_CT(jn_mesh_t *mesh)
     jn_message_unref(m);
 }
 
-/* Neighbour expiry by HELLO age, stored link-state expiry (section 7.2). */
+/* Neighbour expiry by HELLO age, stored link-state expiry ("Link state
+ * and routes"). */
 void jn_mesh_expire_CT(jn_mesh_t *mesh)
 {
     for (int i = 1; i < JN_MESH_MAX_ROUTERS; i++) {

@@ -1,6 +1,6 @@
 /*
- * mobile.c — mobile-address synchronisation (reference/mesh-protocol.md
- * section 8, messages 5.6 and 5.7).
+ * mobile.c — mobile-address synchronisation (docs/protocol.md, "The mesh":
+ * "Mobile addresses", and the MAU and MAR of "Control messages").
  *
  * Sender side: the core reports each mobile-class key that gains its first
  * or loses its last local destination (jn_mesh_local_mobile_CT). Changes are

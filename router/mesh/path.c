@@ -1,5 +1,6 @@
 /*
- * path.c — route computation (reference/mesh-protocol.md section 7.3).
+ * path.c — route computation (docs/protocol.md, "The mesh": "Link state and
+ * routes").
  *
  * The graph has a vertex per router index (0 = this router) and a directed
  * edge from X to each of X's peers, with the cost X gives it: this router's

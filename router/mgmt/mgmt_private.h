@@ -19,7 +19,7 @@
  *
  * Rows. Every entity, stored or read from the core, is shown as a row: an
  * array of jn_mv_t, one per column of its class, in the class's
- * all-attribute order (reference section 7). A class produces rows through
+ * all-attribute order (1.19's columns). A class produces rows through
  * a callback; strings in a row are borrowed for the callback only.
  *
  * Threads: everything here runs on the core thread (or the main thread
@@ -109,7 +109,7 @@ bool jn_mv_equal_str(const jn_mv_t *v, const char *s);
 
 /* ---- requests and replies ------------------------------------------------ */
 
-/* Status codes (reference section 3). */
+/* Status codes (docs/protocol.md, "Management requests"). */
 enum {
     JN_MGMT_OK = 200,
     JN_MGMT_CREATED = 201,

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""The mesh's wire format, checked against reference/mesh-protocol.md: a
-fake interior router (python3-qpid-proton, written from the reference
+"""The mesh's wire format, checked against docs/protocol.md ("The mesh"):
+a fake interior router (python3-qpid-proton, written from the protocol
 alone) joins a junctiond's inter-router listener, records the first
 control messages junctiond sends it — HELLO, LSR, RA and MAU — as raw
 octets, and checks their addresses, application-properties and body keys

@@ -1,6 +1,6 @@
 /*
  * test_mesh_mobile.c — mobile-address synchronisation of the routing
- * protocol engine (reference/mesh-protocol.md section 8): differential
+ * protocol engine (docs/protocol.md, "The mesh": "Mobile addresses"): differential
  * MAU, cancel-out, out-of-sequence MAU -> MAR -> absolute MAU, RA
  * catch-up, and removal of a deleted router's addresses.
  */

@@ -1,7 +1,7 @@
 /*
  * test_mesh_topology.c — neighbour discovery, link state and route
- * computation of the routing protocol engine (reference/mesh-protocol.md
- * sections 5.2 - 5.5, 7), with several engines joined by the fake network
+ * computation of the routing protocol engine (docs/protocol.md,
+ * "The mesh": "Control messages", "Link state and routes"), with several engines joined by the fake network
  * of test_mesh_util.h.
  */
 #include "test_mesh_util.h"

@@ -303,7 +303,7 @@ static void core_sleep(jn_core_t *core)
             timeout = jn_router_sleep_ms_CT(core);
             ct_leave(core);
         } else {
-            timeout = 20; /* the mesh's flush interval (router.c) */
+            timeout = 20; /* the mesh's flush interval (mesh_side.c) */
         }
     }
     timeout = jn_forward_mc_sleep_ms(core, timeout);

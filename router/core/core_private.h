@@ -125,7 +125,7 @@ typedef struct jn_addr {
     jn_core_link_t **producers; /* incoming links with this target */
     uint32_t n_producers, cap_producers;
     uint32_t next; /* closest: next consumer; balanced: where ties start */
-    /* The mesh (router.c): remote routers with a destination for it (from
+    /* The mesh (mesh_side.c): remote routers with a destination for it (from
      * their MAUs, or the router itself for its R<id> address). */
     jn_mesh_bits_t remote;
     uint32_t n_remote;
@@ -146,7 +146,7 @@ typedef struct jn_addr {
 /* In-process destinations (jn_addr_t.inproc). */
 enum { JN_INPROC_NONE = 0, JN_INPROC_MANAGEMENT };
 
-/* A remote router known to the mesh (router.c). Core thread only. */
+/* A remote router known to the mesh (mesh_side.c). Core thread only. */
 typedef struct jn_router_node {
     int index;         /* the mesh's router index (1..127) */
     char *id;          /* heap */
@@ -197,7 +197,7 @@ struct jn_core_conn {
         bool closed;                 /* close processed: work is dropped */
         jn_core_link_t *links;       /* attached links (through link ct.conn_next) */
         jn_core_conn_t *prev, *next; /* the core's connection list */
-        /* inter-router (router.c) */
+        /* inter-router (mesh_side.c) */
         int slot;                        /* mesh link slot, -1 while none */
         jn_core_link_t *control_out;     /* outgoing control link */
         jn_core_link_t *data_out[10];    /* outgoing data links by priority */
@@ -337,8 +337,8 @@ struct jn_core {
     jn_mesh_t *mesh;
     jn_core_request_fn mgmt_fn; /* set before start */
     void *mgmt_ctx;
-    char *node_id;                 /* "0/<router id>" (router.c) */
-    jn_core_conn_t *internal_conn; /* origin of composed messages (router.c) */
+    char *node_id;                 /* "0/<router id>" (mesh_side.c) */
+    jn_core_conn_t *internal_conn; /* origin of composed messages (mesh_side.c) */
     jn_core_link_t *internal_link;
 
     /* Core thread only. */
@@ -514,7 +514,7 @@ void jn_forward_consumer_gone_CT(jn_core_link_t *link, jn_addr_t *addr);
  * deliveries whose consumers gave an outcome without settling are settled
  * by the router (no sender is left to settle first); forward.c. */
 void jn_forward_producer_gone_CT(jn_core_link_t *link);
-
+/* ---- mesh_side.c (the core's side of the mesh) -------------------------- */
 /* ---- router.c (the mesh) ------------------------------------------------- */
 
 /* What routing needs to know of a delivery that came across the mesh:

@@ -1,5 +1,5 @@
 /*
- * router.c — the core's side of the mesh (docs/protocol.md, "The mesh"):
+ * mesh_side.c — the core's side of the mesh (docs/protocol.md, "The mesh"):
  * inter-router connections and their links, the remote routers the mesh
  * engine (junction/mesh.h) knows and how to reach each, remote
  * destinations of addresses, the control messages that arrive and those the

@@ -104,7 +104,7 @@ int jn_core_view_conn_CT(jn_core_t *core, uint64_t id, jn_view_conn_t *out);
 int jn_core_view_link_CT(jn_core_t *core, uint64_t id, jn_view_link_t *out);
 
 /* jn_core_view_routers_CT: call fn(arg, info) for every remote router the
- * mesh knows (jn_mesh_foreach_router; info borrowed for the call), until
+ * mesh knows (jn_mesh_foreach_router_CT; info borrowed for the call), until
  * fn returns false. Nothing on a router without a mesh (not interior).
  * The shape of jn_mgmt_config_t.foreach_router with ctx = the core. Core
  * thread. */

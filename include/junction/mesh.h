@@ -18,8 +18,10 @@
  *   link: 0..JN_MESH_MAX_LINKS-1, the slot of an inter-router connection,
  *     chosen by the core (the "link id" of 1.19's neighbour refresh).
  *
- * Threads: every function runs on the core thread (hence _CT), and every
- * callback is called on it, from inside the jn_mesh_* call that caused it.
+ * Threads: every function runs on the core thread (hence _CT; debug and
+ * sanitizer builds assert it at the top of each, against the role given in
+ * jn_mesh_config_t.ct_role), and every callback is called on it, from
+ * inside the jn_mesh_* call that caused it.
  * Callbacks must not call back into the engine.
  */
 #ifndef JUNCTION_MESH_H
@@ -81,6 +83,11 @@ typedef struct jn_mesh_config {
     uint32_t ra_interval_flux;  /* router.raIntervalFluxSeconds, 4 */
     uint32_t remote_ls_max_age; /* router.remoteLsMaxAgeSeconds, 60 */
     int64_t instance;           /* HELLO/RA instance; 0 = time(NULL) */
+    /* The role the engine runs in: its calls must come from the thread
+     * whose jn_ct_role_ (junction/common.h) is this (the core; checked by
+     * JN_ASSERT_CT in debug builds). NULL: a thread in no core role (a unit
+     * test driving the engine itself). */
+    const void *ct_role;
 } jn_mesh_config_t;
 
 /* Treatment hints carried in MAU ("Control messages"). */
@@ -201,13 +208,13 @@ void jn_mesh_local_mobile_CT(jn_mesh_t *mesh, const uint8_t *key, size_t len, bo
  * but the timing. Returns true when it had something to do. */
 bool jn_mesh_flush_CT(jn_mesh_t *mesh);
 
-/* jn_mesh_radius: the largest hop count to any reachable router (section
+/* jn_mesh_radius_CT: the largest hop count to any reachable router (section
  * "Link state and routes"), 0 with no neighbours. Core thread. */
-uint32_t jn_mesh_radius(const jn_mesh_t *mesh);
+uint32_t jn_mesh_radius_CT(const jn_mesh_t *mesh);
 
-/* jn_mesh_router_index: the index of the router with id (length len), or
+/* jn_mesh_router_index_CT: the index of the router with id (length len), or
  * -1 when unknown. Core thread. */
-int jn_mesh_router_index(const jn_mesh_t *mesh, const char *id, size_t len);
+int jn_mesh_router_index_CT(const jn_mesh_t *mesh, const char *id, size_t len);
 
 /* What management shows of one known router (router.node). Strings
  * borrowed from the engine; valid until the next engine call. */
@@ -229,13 +236,13 @@ typedef struct jn_mesh_router_info {
     size_t peer_count;
 } jn_mesh_router_info_t;
 
-/* jn_mesh_foreach_router: call fn for every known remote router, in index
+/* jn_mesh_foreach_router_CT: call fn for every known remote router, in index
  * order; stop early when fn returns false. Core thread. */
-void jn_mesh_foreach_router(const jn_mesh_t *mesh,
+void jn_mesh_foreach_router_CT(const jn_mesh_t *mesh,
                             bool (*fn)(void *arg, const jn_mesh_router_info_t *info), void *arg);
 
-/* jn_mesh_own_state: this router's own link-state sequence and mobile
+/* jn_mesh_own_state_CT: this router's own link-state sequence and mobile
  * sequence (management: router entity). Core thread. */
-void jn_mesh_own_state(const jn_mesh_t *mesh, uint64_t *ls_seq, uint64_t *mobile_seq);
+void jn_mesh_own_state_CT(const jn_mesh_t *mesh, uint64_t *ls_seq, uint64_t *mobile_seq);
 
 #endif /* JUNCTION_MESH_H */

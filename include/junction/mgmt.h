@@ -78,7 +78,7 @@ typedef struct jn_mgmt_config {
 
     /* Router nodes (router.node, GET-MGMT-NODES): call fn(arg, info) for
      * every known remote router, stopping when fn returns false — the
-     * shape of jn_mesh_foreach_router. NULL (standalone): router.node and
+     * shape of jn_mesh_foreach_router_CT. NULL (standalone): router.node and
      * GET-MGMT-NODES answer empty lists, as 1.19 does on a standalone
      * router. When set, the local router is listed first (index
      * 0, nextHop "(self)"). */

@@ -61,16 +61,15 @@
  * messages must not fill it and pause the sender. A quarter of it. */
 #define JN_CORE_MC_BACKLOG_OCTETS (512u * 1024)
 
-/* The core whose thread this is (NULL on other threads). */
-extern _Thread_local jn_core_t *jn_core_ct_self_;
-/* JN_ASSERT_CT: the calling thread holds core's token (core.c: set on
- * taking it, cleared on giving it back; the teardown runs in the role on
- * the main thread after the core thread ended). Debug builds. */
+/* JN_ASSERT_CT: the calling thread holds core's token: jn_ct_role_
+ * (junction/common.h) is core (core.c: set on taking it, cleared on giving
+ * it back; the teardown runs in the role on the main thread after the core
+ * thread ended). Debug and sanitizer builds. */
 #define JN_ASSERT_CT(core)                                                     \
-    JN_DEBUG_CHECK(jn_core_ct_self_ == (core) &&                               \
+    JN_DEBUG_CHECK(jn_ct_role_ == (const void *)(core) &&                      \
                    atomic_load_explicit(&(core)->running, memory_order_relaxed))
 /* For _CT functions that are given no way to reach their core. */
-#define JN_ASSERT_SOME_CT() JN_DEBUG_CHECK(jn_core_ct_self_ != NULL)
+#define JN_ASSERT_SOME_CT() JN_DEBUG_CHECK(jn_ct_role_ != NULL)
 
 /* ---- actions ------------------------------------------------------------ */
 
@@ -514,8 +513,8 @@ void jn_forward_consumer_gone_CT(jn_core_link_t *link, jn_addr_t *addr);
  * deliveries whose consumers gave an outcome without settling are settled
  * by the router (no sender is left to settle first); forward.c. */
 void jn_forward_producer_gone_CT(jn_core_link_t *link);
+
 /* ---- mesh_side.c (the core's side of the mesh) -------------------------- */
-/* ---- router.c (the mesh) ------------------------------------------------- */
 
 /* What routing needs to know of a delivery that came across the mesh:
  * connections (by slot) not to send it back to (the one it came on and

@@ -29,6 +29,11 @@
 #include <junction/log.h>
 #include <junction/mesh.h>
 
+/* JN_ASSERT_CT: the calling thread runs in the role the engine was made
+ * for (jn_mesh_config_t.ct_role: the core's token, held). At the top of
+ * every _CT function here; debug and sanitizer builds. */
+#define JN_ASSERT_CT(mesh) JN_DEBUG_CHECK(jn_ct_role_ == (mesh)->ct_role)
+
 /* Longest router id ("Timers"). */
 #define JN_MESH_ID_MAX 127
 
@@ -142,7 +147,7 @@ typedef struct jn_mesh_node {
     /* its link state as last received (peers: val = cost) */
     uint64_t ls_seq;
     jn_mesh_strs_t peers;
-    uint32_t *peer_costs; /* peers' costs as uint32, for jn_mesh_foreach_router */
+    uint32_t *peer_costs; /* peers' costs as uint32, for jn_mesh_foreach_router_CT */
     size_t peer_costs_cap;
     int64_t ls_seen_ms;
     int64_t last_topo_change_ms;
@@ -192,6 +197,7 @@ struct jn_mesh {
     int64_t ra_ms, ra_flux_ms;
     int64_t ls_max_age_ms;
     jn_mesh_ops_t ops;
+    const void *ct_role; /* JN_ASSERT_CT */
 
     /* clock */
     bool started;
@@ -229,10 +235,10 @@ struct jn_mesh {
 };
 
 /* engine.c */
-jn_mesh_node_t *jn_mesh_node_find(const jn_mesh_t *mesh, const char *id, size_t len);
+jn_mesh_node_t *jn_mesh_node_find_CT(const jn_mesh_t *mesh, const char *id, size_t len);
 /* find or create (router_added is called for a new one); NULL on ENOMEM or
  * when all 127 indices are taken (logged) */
-jn_mesh_node_t *jn_mesh_node_get(jn_mesh_t *mesh, const char *id, size_t len);
+jn_mesh_node_t *jn_mesh_node_get_CT(jn_mesh_t *mesh, const char *id, size_t len);
 /* neighbour, or has a path in the last computation */
 bool jn_mesh_node_reachable(const jn_mesh_node_t *node);
 /* true when an error line about a peer's bad input may be written now: at
@@ -240,7 +246,7 @@ bool jn_mesh_node_reachable(const jn_mesh_node_t *node);
  * one line on the next tick, so a hostile or broken peer cannot flood the
  * log */
 #define JN_MESH_COMPLAINTS 5
-bool jn_mesh_complain(jn_mesh_t *mesh);
+bool jn_mesh_complain_CT(jn_mesh_t *mesh);
 
 /* linkstate.c */
 /* expire the seen list; send HELLO when this tick is a hello tick */

@@ -442,7 +442,7 @@ static void test_wide_forms_of_1_19_are_accepted(void **state)
     /* list32 seen naming A: B becomes a neighbour */
     assert_int_equal(feed(net, wide_hello("B", "A")), 0);
     assert_int_equal(a->added, 1);
-    jn_mesh_node_t *nb = jn_mesh_node_find(a->mesh, "B", 1);
+    jn_mesh_node_t *nb = jn_mesh_node_find_CT(a->mesh, "B", 1);
     assert_non_null(nb);
     assert_int_equal(nb->link, 0);
     assert_int_equal(nb->instance, 1796037900);
@@ -754,7 +754,7 @@ static void test_malformed_messages_change_nothing(void **state)
     /* a well-formed HELLO with symbol keys and other integer types works */
     assert_int_equal(feed(net, build("HELLO", hello_ok_sym_keys_and_odd_ints)), 0);
     assert_int_equal(a->added, 1);
-    assert_int_equal(jn_mesh_node_find(a->mesh, "B", 1)->instance, 77);
+    assert_int_equal(jn_mesh_node_find_CT(a->mesh, "B", 1)->instance, 77);
     net_free(net);
 }
 

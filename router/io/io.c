@@ -267,7 +267,9 @@ void jn_io_free(jn_io_t *io)
                "Connections not released by the core at exit; freeing them");
     while (left) {
         jn_io_conn_t *next = left->reg_next;
+        jn_io_loop_t *was = jn_io_adopt(left); /* the loops have ended */
         jn_io_conn_destroy_IO(left);
+        jn_io_adopt_end(was);
         atomic_store(&left->refs, 1);
         jn_io_conn_unref(left);
         left = next;

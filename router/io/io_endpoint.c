@@ -477,6 +477,7 @@ void *jn_io_connector_main(void *arg)
  * when it had reached open. Schedules the next attempt. */
 void jn_io_connector_closed_IO(jn_io_endpoint_t *ep, jn_io_conn_t *conn, bool was_open)
 {
+    JN_ASSERT_IO(conn);
     jn_io_t *io = ep->io;
     pthread_mutex_lock(&io->lock);
     if (ep->conn == conn)

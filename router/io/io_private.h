@@ -273,6 +273,21 @@ struct jn_io_loop {
     jn_io_conn_t *pass_head, *pass_tail;
 };
 
+/* The event loop whose thread this is (io_loop.c: set by jn_io_loop_main,
+ * and by jn_io_loop_work for a test that drives loop 0 on its own thread);
+ * NULL on other threads. After the loops have ended, jn_io_adopt lets the
+ * thread that frees what is left act as a connection's loop. */
+extern _Thread_local jn_io_loop_t *jn_io_loop_self_;
+/* JN_ASSERT_IO(conn): the calling thread is the loop that owns conn. At the
+ * top of every _IO function; debug and sanitizer builds (JN_DEBUG_CHECK:
+ * nothing at all in release builds). */
+#define JN_ASSERT_IO(conn)                                                     \
+    JN_DEBUG_CHECK(jn_io_loop_self_ != NULL &&                                 \
+                   atomic_load_explicit(&(conn)->loop, memory_order_relaxed) == \
+                       jn_io_loop_self_)
+/* For _IO functions given no way to reach their connection. */
+#define JN_ASSERT_SOME_IO() JN_DEBUG_CHECK(jn_io_loop_self_ != NULL)
+
 struct jn_io {
     /* immutable after jn_io_create */
     jn_core_t *core;
@@ -516,6 +531,11 @@ int jn_io_conn_start(jn_io_conn_t *conn, pn_transport_t *t, int fd, const char *
 void jn_io_conn_destroy_IO(jn_io_conn_t *conn);
 bool jn_io_loop_work(jn_io_loop_t *loop);
 void jn_io_conn_wake(jn_io_conn_t *conn);
+/* no loop can reach conn any more (its last reference is gone, or the
+ * loops have ended): the calling thread acts as conn's loop (JN_ASSERT_IO)
+ * until jn_io_adopt_end; returns what to give jn_io_adopt_end */
+jn_io_loop_t *jn_io_adopt(jn_io_conn_t *conn);
+void jn_io_adopt_end(jn_io_loop_t *was);
 /* the peer's octets through the screen into proton, and the end of a
  * refused stream's input once our answer is written */
 bool jn_io_conn_input_IO(jn_io_conn_t *conn, char *start, size_t n);

@@ -576,7 +576,7 @@ void jn_update_action_free(jn_update_action_t *a);
 
 /* ---- lists -------------------------------------------------------------- */
 
-void jn_dlv_list_append(jn_dlv_list_t *list, jn_delivery_t *dlv);
-void jn_dlv_list_remove(jn_dlv_list_t *list, jn_delivery_t *dlv);
+void jn_dlv_list_append_CT(jn_dlv_list_t *list, jn_delivery_t *dlv);
+void jn_dlv_list_remove_CT(jn_dlv_list_t *list, jn_delivery_t *dlv);
 
 #endif /* JN_CORE_PRIVATE_H */

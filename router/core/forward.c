@@ -225,9 +225,9 @@ static void finish_copy_CT(jn_delivery_t *copy)
     jn_core_link_t *link = copy->link;
     copy_settle_CT(copy);
     if (copy->ct.list == JN_DLV_ON_UNDELIVERED)
-        jn_dlv_list_remove(&link->ct.undelivered, copy);
+        jn_dlv_list_remove_CT(&link->ct.undelivered, copy);
     else if (copy->ct.list == JN_DLV_ON_INFLIGHT)
-        jn_dlv_list_remove(&link->ct.inflight, copy);
+        jn_dlv_list_remove_CT(&link->ct.inflight, copy);
     copy->ct.list = JN_DLV_ON_NONE;
     jn_delivery_t *peer = copy->ct.peer;
     if (copy->ct.copy_prev)
@@ -246,7 +246,7 @@ static void finish_copy_CT(jn_delivery_t *copy)
 static void enqueue_CT(jn_delivery_t *copy)
 {
     JN_ASSERT_CT(jn_delivery_core(copy));
-    jn_dlv_list_append(&copy->link->ct.undelivered, copy);
+    jn_dlv_list_append_CT(&copy->link->ct.undelivered, copy);
     copy->ct.list = JN_DLV_ON_UNDELIVERED;
     jn_link_pump_CT(copy->link);
 }
@@ -314,8 +314,8 @@ void jn_forward_hand_out_CT(jn_delivery_t *copy)
     JN_ASSERT_CT(core);
     jn_delivery_t *peer = copy->ct.peer;
     bool final = message_finished(copy->message); /* before the SEND: see top */
-    jn_dlv_list_remove(&link->ct.undelivered, copy);
-    jn_dlv_list_append(&link->ct.inflight, copy);
+    jn_dlv_list_remove_CT(&link->ct.undelivered, copy);
+    jn_dlv_list_append_CT(&link->ct.inflight, copy);
     copy->ct.list = JN_DLV_ON_INFLIGHT;
     copy->ct.handed_out = true;
     link->ct.handed++;

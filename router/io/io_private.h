@@ -281,10 +281,9 @@ extern _Thread_local jn_io_loop_t *jn_io_loop_self_;
 /* JN_ASSERT_IO(conn): the calling thread is the loop that owns conn. At the
  * top of every _IO function; debug and sanitizer builds (JN_DEBUG_CHECK:
  * nothing at all in release builds). */
-#define JN_ASSERT_IO(conn)                                                     \
-    JN_DEBUG_CHECK(jn_io_loop_self_ != NULL &&                                 \
-                   atomic_load_explicit(&(conn)->loop, memory_order_relaxed) == \
-                       jn_io_loop_self_)
+#define JN_ASSERT_IO(conn)                                                                         \
+    JN_DEBUG_CHECK(jn_io_loop_self_ != NULL &&                                                     \
+                   atomic_load_explicit(&(conn)->loop, memory_order_relaxed) == jn_io_loop_self_)
 /* For _IO functions given no way to reach their connection. */
 #define JN_ASSERT_SOME_IO() JN_DEBUG_CHECK(jn_io_loop_self_ != NULL)
 

@@ -2,7 +2,7 @@
  * junction/amqp.h — AMQP 1.0 constants: format codes of the type system
  * (spec part 1, section 1.6), section descriptors of the message format
  * (part 3, section 3.2) and the router's own annotation keys
- * (reference/mesh-protocol.md section 9.1). Data only.
+ * (docs/protocol.md, "The mesh": "Router annotations"). Data only.
  */
 #ifndef JUNCTION_AMQP_H
 #define JUNCTION_AMQP_H 1
@@ -64,7 +64,7 @@ enum {
     JN_SECTION_FOOTER = 0x78
 };
 
-/* Router message-annotation keys (symbols; mesh-protocol.md 9.1). */
+/* Router message-annotation keys (symbols; docs/protocol.md, "Router annotations"). */
 #define JN_RA_PREFIX "x-opt-qd."
 #define JN_RA_TO "x-opt-qd.to"
 #define JN_RA_PHASE "x-opt-qd.phase"

@@ -1,6 +1,6 @@
 /*
  * junction/annotations.h — router annotations: the router's own keys in the
- * message-annotations section (reference/mesh-protocol.md section 9), read
+ * message-annotations section (docs/protocol.md, "The mesh": "Router annotations"), read
  * on the way in and composed on the way out.
  *
  * Reading (jn_ra_parse) finds the router keys x-opt-qd.to, .phase, .ingress,
@@ -18,7 +18,7 @@
  * Composing (jn_ra_compose) writes a whole message-annotations section: the
  * user annotations, then, toward another router, x-opt-qd.phase (if not 0),
  * x-opt-qd.stream (if set), x-opt-qd.to, x-opt-qd.ingress and x-opt-qd.trace
- * with this router's node id appended — in that order (9.2).
+ * with this router's node id appended — in that order.
  *
  * Threads: the thread that holds the message.
  */
@@ -100,7 +100,7 @@ typedef struct jn_ra_hop {
  * a symbol, ulong or string) with *why set to a static description; or
  * JN_EINVAL for a router key of the wrong type (to or ingress not str, trace
  * not a list of str, phase or stream not an integer), with *why set, which
- * is rejected as amqp:invalid-field (mesh-protocol.md 9.2). */
+ * is rejected as amqp:invalid-field (docs/protocol.md, "Router annotations"). */
 int jn_ra_parse(const jn_iter_t *section, bool honour_router_keys, jn_ra_t *out, const char **why);
 
 /* jn_ra_trace_contains: true when the trace read by jn_ra_parse lists

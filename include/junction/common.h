@@ -56,6 +56,13 @@ JN_NORETURN void jn_panic(const char *what, const char *file, int line);
             jn_panic(#cond, __FILE__, __LINE__);                               \
     } while (0)
 
+/* jn_ct_role_: the core role the calling thread holds — the core it runs
+ * as "the core thread" while it holds that core's token (router/core sets
+ * it on taking the token and clears it on giving it back) — or NULL. The
+ * layers the core calls into that run only in its role (router/mesh) check
+ * their calls against it (JN_ASSERT_CT); read through those macros only. */
+extern _Thread_local const void *jn_ct_role_;
+
 /* JN_DEBUG_CHECK: an invariant too costly for release builds (JN_DEBUG set
  * by the Debug build type and the sanitizer builds). */
 #ifdef JN_DEBUG

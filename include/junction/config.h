@@ -5,7 +5,7 @@
  * A file in the conf form (sections `name { attr: value }`) or, when its name
  * ends in ".json", in the JSON form (`[["name", {...}], ...]`) is read and
  * checked against the management schema (junction/schema.h) exactly as
- * reference/config-file.md describes: names normalised to camelCase, old
+ * docs/protocol.md ("The configuration file") describes: names normalised to camelCase, old
  * attribute names mapped to the new ones, values converted to their types,
  * defaults filled in, required attributes and the start-up cross checks
  * (router id, roles against the router mode, openProperties, names unique)

@@ -1,6 +1,6 @@
 /*
  * junction/core.h — the router core and the two queues that connect it to the
- * I/O layer (DESIGN.md, "Threads").
+ * I/O layer (docs/design.md, "Layers" and "Threads").
  *
  * The core thread owns every routing structure: addresses, links' routing
  * state, deliveries' routing state. The I/O layer never touches them; it
@@ -85,7 +85,7 @@ typedef struct jn_core_config {
     const char *router_id;           /* copied; e.g. "Junction" (NULL: "Junction") */
     jn_distribution_t default_distribution; /* router.defaultDistribution */
     /* router.mode interior: run the mesh (junction/mesh.h) with these
-     * timers in seconds (0 = the 1.19 defaults, mesh-protocol.md 12). */
+     * timers in seconds (0 = the 1.19 defaults, docs/protocol.md "Timers"). */
     bool interior;
     uint32_t hello_interval, hello_max_age, ra_interval, ra_interval_flux, remote_ls_max_age;
 } jn_core_config_t;
@@ -163,7 +163,7 @@ typedef struct jn_conn_info {
     bool strip_inbound;        /* ignore router annotations from this peer */
     bool strip_outbound;       /* send only user annotations to this peer */
     uint32_t link_capacity;    /* the listener/connector's linkCapacity */
-    /* role inter-router (mesh-protocol.md 2): router annotations honoured
+    /* role inter-router (docs/protocol.md, "The mesh"): router annotations honoured
      * both ways whatever strip_* say; cost is the effective cost, max of
      * ours and the peer's qd.inter-router-cost (2.2), >= 1. */
     bool inter_router;
@@ -199,7 +199,7 @@ typedef enum jn_link_dir {
     JN_LINK_OUTGOING      /* the router sends messages to the peer (its receiver) */
 } jn_link_dir_t;
 
-/* What a link carries (mesh-protocol.md 3.2). */
+/* What a link carries (docs/protocol.md, "Inter-router connections"). */
 typedef enum jn_link_type {
     JN_LINK_ENDPOINT = 0, /* a client's link, routed by its terminus address */
     JN_LINK_CONTROL,      /* inter-router control (qd.router) */
@@ -216,7 +216,7 @@ typedef struct jn_link_info {
     bool dynamic;          /* outgoing: the source asks for a dynamic address */
     bool presettled;       /* the sender's snd-settle-mode is settled */
     uint32_t capacity;     /* incoming: the most credit to keep outstanding */
-    /* Inter-router links (mesh-protocol.md 3): the terminus capability
+    /* Inter-router links (docs/protocol.md, "Inter-router connections"): the terminus capability
      * qd.router (control) or qd.router-data (data). priority: a data link's
      * priority 0..9 by attach order per direction (3.3), -1 beyond the
      * first ten (extra/streaming data links). local: the router attached

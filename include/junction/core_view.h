@@ -13,7 +13,7 @@
  *
  * Paging: each walk takes an offset (items to skip) and a maximum (items
  * to hand to the callback) and returns the total number of items, so the
- * agent can answer a QUERY page by page (management-protocol.md 6.1). A
+ * agent can answer a QUERY page by page (docs/protocol.md, "Management requests"). A
  * walk costs one pointer step per item, whatever the page.
  *
  * Counters the core does not keep (delayed and stuck deliveries, settle
@@ -104,7 +104,7 @@ int jn_core_view_conn_CT(jn_core_t *core, uint64_t id, jn_view_conn_t *out);
 int jn_core_view_link_CT(jn_core_t *core, uint64_t id, jn_view_link_t *out);
 
 /* jn_core_view_routers_CT: call fn(arg, info) for every remote router the
- * mesh knows (jn_mesh_foreach_router; info borrowed for the call), until
+ * mesh knows (jn_mesh_foreach_router_CT; info borrowed for the call), until
  * fn returns false. Nothing on a router without a mesh (not interior).
  * The shape of jn_mgmt_config_t.foreach_router with ctx = the core. Core
  * thread. */

@@ -1,6 +1,6 @@
 /*
  * junction/io.h — the I/O layer: the event loops (one per worker thread),
- * listeners, connectors and AMQP connections (DESIGN.md, router/io).
+ * listeners, connectors and AMQP connections (docs/design.md, "Layers", "Threads").
  *
  * Each worker thread runs an epoll loop of its own (router/io/io_loop.c).
  * A connection belongs to one loop at a time, so everything reachable from
@@ -31,7 +31,7 @@ typedef enum jn_conn_role {
     JN_ROLE_EDGE
 } jn_conn_role_t;
 
-/* stripAnnotations (mesh-protocol.md 9.4). */
+/* stripAnnotations (docs/protocol.md, "Router annotations"). */
 typedef enum jn_strip { JN_STRIP_BOTH = 0, JN_STRIP_IN, JN_STRIP_OUT, JN_STRIP_NO } jn_strip_t;
 
 /* The attributes of a `listener` or `connector` entity that the I/O layer

@@ -14,7 +14,7 @@
  *   JN_VIEW_ADDRESS_HASH the key under which the routing table stores the
  *                        address: a class letter, for mobile addresses a phase
  *                        character, then the address body, as in
- *                        reference/mesh-protocol.md section 6 (e.g. "q1" ->
+ *                        docs/protocol.md, "Address keys" (e.g. "q1" ->
  *                        "M0q1", "_local/x" -> "Lx", "_topo/0/B/y" -> "RB").
  *                        Each leading segment must end with '/' to count
  *                        ("_topo/0/B" is "RB" even on router B; "_local" is
@@ -42,7 +42,7 @@ typedef enum jn_iter_view {
     JN_VIEW_ADDRESS_HASH
 } jn_iter_view_t;
 
-/* Address-hash class letters (reference/mesh-protocol.md section 6). */
+/* Address-hash class letters (docs/protocol.md, "Address keys"). */
 enum {
     JN_ADDR_CLASS_LOCAL = 'L',
     JN_ADDR_CLASS_TOPOLOGICAL = 'T',
@@ -86,8 +86,8 @@ typedef struct jn_iter {
     uint32_t body_cut;
 } jn_iter_t;
 
-/* jn_iter_configure: tell the hash view who this router is (mesh-protocol.md
- * section 6). area and router_id are NUL-terminated and copied, each at most
+/* jn_iter_configure: tell the hash view who this router is (docs/protocol.md,
+ * "Address keys"). area and router_id are NUL-terminated and copied, each at most
  * 127 octets; NULL means "0" and "" respectively. edge is true on an edge
  * router. Main thread at start-up, before any other thread runs (tests may
  * call it again between tests). Returns 0, or JN_EINVAL (too long; nothing is
@@ -119,7 +119,7 @@ void jn_iter_init_string(jn_iter_t *it, const char *str, jn_iter_view_t view);
 void jn_iter_set_view(jn_iter_t *it, jn_iter_view_t view);
 
 /* jn_iter_set_phase: phase character ('0'..'9' or 'F') of a mobile address in
- * the hash view (mesh-protocol.md section 6); resets the iterator. Ignored
+ * the hash view (docs/protocol.md, "Address keys"); resets the iterator. Ignored
  * for other classes and views, but kept for a later jn_iter_set_view. */
 void jn_iter_set_phase(jn_iter_t *it, char phase);
 

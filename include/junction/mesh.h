@@ -2,7 +2,7 @@
  * junction/mesh.h — the inter-router routing protocol engine: neighbour
  * discovery (HELLO), link state (RA, LSR, LSU), path computation, and
  * mobile-address synchronisation (MAU, MAR), wire-compatible with qdrouterd
- * 1.19 (reference/mesh-protocol.md sections 5, 7, 8 and 12).
+ * 1.19 (docs/protocol.md, "The mesh").
  *
  * The engine is a pure state machine. It owns no connection and no link: the
  * core gives it the control messages that arrive, the ticks of its clock and
@@ -14,12 +14,14 @@
  * Identifiers used in this interface:
  *   router index: 1..JN_MESH_MAX_ROUTERS-1, the mask bit of a remote router
  *     (index 0 is this router); the lowest free index is given to a new
- *     router, and is freed when the router is deleted (section 7.2 ageing).
+ *     router, and is freed when the router is deleted ("Link state and routes": ageing).
  *   link: 0..JN_MESH_MAX_LINKS-1, the slot of an inter-router connection,
  *     chosen by the core (the "link id" of 1.19's neighbour refresh).
  *
- * Threads: every function runs on the core thread (hence _CT), and every
- * callback is called on it, from inside the jn_mesh_* call that caused it.
+ * Threads: every function runs on the core thread (hence _CT; debug and
+ * sanitizer builds assert it at the top of each, against the role given in
+ * jn_mesh_config_t.ct_role), and every callback is called on it, from
+ * inside the jn_mesh_* call that caused it.
  * Callbacks must not call back into the engine.
  */
 #ifndef JUNCTION_MESH_H
@@ -72,7 +74,7 @@ static inline int jn_mesh_bits_next(const jn_mesh_bits_t *b, unsigned from)
     return -1;
 }
 
-/* Timers, in seconds; 0 = the 1.19 default (section 12). */
+/* Timers, in seconds; 0 = the 1.19 default ("Timers"). */
 typedef struct jn_mesh_config {
     const char *router_id;      /* copied; required */
     uint32_t hello_interval;    /* router.helloIntervalSeconds, 1 */
@@ -81,9 +83,14 @@ typedef struct jn_mesh_config {
     uint32_t ra_interval_flux;  /* router.raIntervalFluxSeconds, 4 */
     uint32_t remote_ls_max_age; /* router.remoteLsMaxAgeSeconds, 60 */
     int64_t instance;           /* HELLO/RA instance; 0 = time(NULL) */
+    /* The role the engine runs in: its calls must come from the thread
+     * whose jn_ct_role_ (junction/common.h) is this (the core; checked by
+     * JN_ASSERT_CT in debug builds). NULL: a thread in no core role (a unit
+     * test driving the engine itself). */
+    const void *ct_role;
 } jn_mesh_config_t;
 
-/* Treatment hints carried in MAU (section 5.6). */
+/* Treatment hints carried in MAU ("Control messages"). */
 enum {
     JN_MESH_HINT_FLOOD = 0,
     JN_MESH_HINT_MULTICAST = 1,
@@ -122,14 +129,14 @@ typedef struct jn_mesh_ops {
      * reachable over `link` directly (a neighbour: next_hop = -1), or
      * through neighbour router `next_hop` (link = -1); total cost; the
      * routers whose traffic to it legitimately passes through this router
-     * (section 7.3; bit 0, this router, is always set). */
+     * ("Link state and routes"; bit 0, this router, is always set). */
     void (*router_route)(void *ctx, int router, int link, int next_hop, uint32_t cost,
                          const jn_mesh_bits_t *valid_origins);
     /* The router is no longer reachable (no path in the last computation). */
     void (*router_unreachable)(void *ctx, int router);
 
     /* Remote router `router` has / no longer has a destination for mobile
-     * key (hash key as in section 6, e.g. "M0q1"; borrowed for the call).
+     * key (hash key as in "Address keys", e.g. "M0q1"; borrowed for the call).
      * hint: the treatment from the MAU (JN_MESH_HINT_*), or -1 when the MAU
      * gave none. */
     void (*mobile_added)(void *ctx, int router, const uint8_t *key, size_t len, int hint);
@@ -148,14 +155,14 @@ void jn_mesh_free(jn_mesh_t *mesh);
 /* jn_mesh_tick_CT: advance the engine's clock to now_ms (monotonic
  * milliseconds). The core calls it about every second (more often is
  * harmless: the engine acts when a whole tick has passed). Does the engine
- * tick of section 7.3: HELLO, RA timer, neighbour and link-state expiry,
+ * tick of "Link state and routes": HELLO, RA timer, neighbour and link-state expiry,
  * ls_seq bump, path computation, LSR/MAR requests, and the mobile-sync
- * timer of section 8.2 (differential MAU then RA). */
+ * timer of "Mobile addresses" (differential MAU then RA). */
 void jn_mesh_tick_CT(jn_mesh_t *mesh, int64_t now_ms);
 
 /* jn_mesh_receive_CT: a control message arrived on the incoming control
  * link of inter-router connection `link`, whose effective cost (section
- * 2.2) is `cost`. msg is complete and borrowed for the call; the engine
+ * "Inter-router connections") is `cost`. msg is complete and borrowed for the call; the engine
  * parses what it needs (application-properties opcode, amqp-value body).
  * Handles HELLO, RA, LSR, LSU, MAU and MAR; ignores unknown opcodes,
  * messages from this router's own id, and pv > 1 (logged once per id).
@@ -164,14 +171,14 @@ void jn_mesh_tick_CT(jn_mesh_t *mesh, int64_t now_ms);
 int jn_mesh_receive_CT(jn_mesh_t *mesh, int link, uint32_t cost, jn_message_t *msg);
 
 /* jn_mesh_link_added_CT: inter-router connection `link` has its outgoing
- * control link, with effective cost `cost` (section 2.2): HELLOs go out on
+ * control link, with effective cost `cost` ("Inter-router connections"): HELLOs go out on
  * it from the next tick. */
 void jn_mesh_link_added_CT(jn_mesh_t *mesh, int link, uint32_t cost);
 
 /* jn_mesh_link_added_CT: the control links of inter-router connection
  * `link` (0..JN_MESH_MAX_LINKS-1; others are ignored) are attached, so
  * HELLOs may be sent on it: the engine sends them there from its next tick
- * on (section 5.2). cost: the connection's effective cost (section 2.2;
+ * on ("Control messages", HELLO). cost: the connection's effective cost ("Inter-router connections";
  * 0 is taken as 1), used for the own link state when the neighbour is
  * confirmed. Calling it again for a present link updates the cost only.
  * A jn_mesh_receive_CT on an unknown link makes it known as well. */
@@ -179,12 +186,12 @@ void jn_mesh_link_added_CT(jn_mesh_t *mesh, int link, uint32_t cost);
 
 /* jn_mesh_link_lost_CT: inter-router connection `link` is gone: the
  * neighbour reached over it is removed from the own link state at once
- * (section 3.6), without waiting for HELLO expiry; recomputation follows on
+ * ("Inter-router connections"), without waiting for HELLO expiry; recomputation follows on
  * the next tick (or at once: the engine may compute immediately). */
 void jn_mesh_link_lost_CT(jn_mesh_t *mesh, int link);
 
 /* jn_mesh_local_mobile_CT: this router gained its first (added) or lost
- * its last local destination for mobile key (section 8.1; in-process
+ * its last local destination for mobile key ("Mobile addresses"; in-process
  * subscribers do not count). hint: JN_MESH_HINT_* of the address's
  * distribution. Collected and sent in the next differential MAU (section
  * 8.2: an add then a delete before the timer fires cancel out). */
@@ -201,13 +208,13 @@ void jn_mesh_local_mobile_CT(jn_mesh_t *mesh, const uint8_t *key, size_t len, bo
  * but the timing. Returns true when it had something to do. */
 bool jn_mesh_flush_CT(jn_mesh_t *mesh);
 
-/* jn_mesh_radius: the largest hop count to any reachable router (section
- * 7.3), 0 with no neighbours. Core thread. */
-uint32_t jn_mesh_radius(const jn_mesh_t *mesh);
+/* jn_mesh_radius_CT: the largest hop count to any reachable router (section
+ * "Link state and routes"), 0 with no neighbours. Core thread. */
+uint32_t jn_mesh_radius_CT(const jn_mesh_t *mesh);
 
-/* jn_mesh_router_index: the index of the router with id (length len), or
+/* jn_mesh_router_index_CT: the index of the router with id (length len), or
  * -1 when unknown. Core thread. */
-int jn_mesh_router_index(const jn_mesh_t *mesh, const char *id, size_t len);
+int jn_mesh_router_index_CT(const jn_mesh_t *mesh, const char *id, size_t len);
 
 /* What management shows of one known router (router.node). Strings
  * borrowed from the engine; valid until the next engine call. */
@@ -229,13 +236,13 @@ typedef struct jn_mesh_router_info {
     size_t peer_count;
 } jn_mesh_router_info_t;
 
-/* jn_mesh_foreach_router: call fn for every known remote router, in index
+/* jn_mesh_foreach_router_CT: call fn for every known remote router, in index
  * order; stop early when fn returns false. Core thread. */
-void jn_mesh_foreach_router(const jn_mesh_t *mesh,
+void jn_mesh_foreach_router_CT(const jn_mesh_t *mesh,
                             bool (*fn)(void *arg, const jn_mesh_router_info_t *info), void *arg);
 
-/* jn_mesh_own_state: this router's own link-state sequence and mobile
+/* jn_mesh_own_state_CT: this router's own link-state sequence and mobile
  * sequence (management: router entity). Core thread. */
-void jn_mesh_own_state(const jn_mesh_t *mesh, uint64_t *ls_seq, uint64_t *mobile_seq);
+void jn_mesh_own_state_CT(const jn_mesh_t *mesh, uint64_t *ls_seq, uint64_t *mobile_seq);
 
 #endif /* JUNCTION_MESH_H */

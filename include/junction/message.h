@@ -150,7 +150,7 @@ const char *jn_message_error(const jn_message_t *m);
 
 /* jn_message_error_condition: the AMQP error condition for the failure:
  * "amqp:decode-error" for malformed encodings, "amqp:invalid-field" for
- * router annotations of the wrong type (mesh-protocol.md 9.2); NULL while
+ * router annotations of the wrong type (docs/protocol.md, "Router annotations"); NULL while
  * not malformed. Static string. */
 const char *jn_message_error_condition(const jn_message_t *m);
 

@@ -1,7 +1,7 @@
 /*
  * junction/mgmt.h — the `$management` agent: answers AMQP management
- * requests as qdrouterd 1.19 does (reference/management-protocol.md
- * sections 1-7 and 10), so that qdmanage, qdstat and junction-manage work.
+ * requests as qdrouterd 1.19 does (docs/protocol.md,
+ * "Management requests"), so that qdmanage, qdstat and junction-manage work.
  *
  * The core hands each request message to the agent on the core thread
  * (jn_core_set_management with jn_mgmt_request_CT); the agent decodes its
@@ -101,7 +101,7 @@ typedef struct jn_mgmt_config {
 
     /* Router nodes (router.node, GET-MGMT-NODES): call fn(arg, info) for
      * every known remote router, stopping when fn returns false — the
-     * shape of jn_mesh_foreach_router. NULL (standalone): router.node and
+     * shape of jn_mesh_foreach_router_CT. NULL (standalone): router.node and
      * GET-MGMT-NODES answer empty lists, as 1.19 does on a standalone
      * router. When set, the local router is listed first (index
      * 0, nextHop "(self)"). */

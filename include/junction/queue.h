@@ -3,7 +3,7 @@
  * queue, with an empty→non-empty signal for waking a sleeping consumer.
  *
  * It carries the workers' actions to the core thread and the core's work to
- * each connection (DESIGN.md, "Threads"). The caller embeds a jn_mpsc_node_t
+ * each connection (docs/design.md, "Layers"). The caller embeds a jn_mpsc_node_t
  * in its own struct and recovers the struct from the node (offsetof); the
  * queue never allocates.
  *

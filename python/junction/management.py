@@ -2,13 +2,13 @@
 `$management` node (or another router's, through the mesh), replies matched
 by correlation-id.
 
-How a request travels (management-protocol.md §1.2): a sender whose target is
-the management address, a receiver with a dynamic source whose address the
-router assigns and that every request names as its reply-to, and a string
+How a request travels (docs/protocol.md, "Management requests"): a sender
+whose target is the management address, a receiver with a dynamic source
+whose address the router assigns and that every request names as its reply-to, and a string
 correlation-id ("1", "2", ...) that the reply carries back. The request
 delivery is sent unsettled and must be accepted before the reply is awaited.
 
-QUERY paging (§6.1): rows are asked for `page_size` at a time with an
+QUERY paging: rows are asked for `page_size` at a time with an
 increasing `offset`, and the next page is asked for only while a page comes
 back exactly full. qdrouterd 1.19's tools asked again whenever a page was
 full, so a server that ignored `offset` made them loop for ever; here a page
@@ -35,7 +35,7 @@ DEFAULT_TIMEOUT = 5.0
 DEFAULT_PAGE_SIZE = 500
 
 # Exception class names as 1.19's tools print them before the description
-# (management-protocol.md §3), so scripts grepping for them keep working.
+# (docs/protocol.md, "Management requests"), so scripts grepping for them keep working.
 STATUS_NAMES = {
     400: "BadRequestStatus",
     401: "UnauthorizedStatus",

@@ -46,7 +46,7 @@ def entity_types():
 
 
 def long_type(name):
-    """qdmanage's --type expansion (management-protocol.md §4): a name with a
+    """qdmanage's --type expansion: a name with a
     dot is sent as given; `link`/`node` are router.*; `linkRoute`, `address`,
     `autoLink` are router.config.*; anything else gets the prefix."""
     if not name or "." in name:

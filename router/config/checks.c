@@ -1,6 +1,6 @@
 /*
  * checks.c — what 1.19 checks across entities before it starts
- * (config-file.md §4, §5), and the identities it gives them:
+ * (docs/protocol.md, "The configuration file"), and the identities it gives them:
  *
  *   - identities ("listener/<host>:<port>[:<name>]", "log/<module>",
  *     "router/<id>", "address/<n>", ...) and names (the configured name, else

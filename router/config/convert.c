@@ -1,6 +1,6 @@
 /*
  * convert.c — converting a value read from the file to its attribute's type,
- * as 1.19's schema validation does (config-file.md §5):
+ * as 1.19's schema validation does (docs/protocol.md, "The configuration file"):
  *
  *   integer  Python int() of the text: optional sign, decimal digits with
  *            single '_' between them (so "+3", "1_0"); no hex. JSON numbers

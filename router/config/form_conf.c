@@ -1,6 +1,6 @@
 /*
  * form_conf.c — the conf form of the configuration file, read line by line
- * into raw sections (config-file.md §2).
+ * into raw sections (docs/protocol.md, "The configuration file").
  *
  * 1.19 rewrites each line into JSON and parses the result; we recognise the
  * same line shapes directly and refuse everything else with a message that

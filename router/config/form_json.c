@@ -1,5 +1,5 @@
 /*
- * form_json.c — the JSON form of the configuration file (config-file.md §3):
+ * form_json.c — the JSON form of the configuration file (docs/protocol.md, "The configuration file"):
  * a JSON list of [section-name, {attribute: value, ...}] pairs. Lines whose
  * first non-blank character is '#' are dropped first (kept as empty lines so
  * that line numbers stay right); no other comments exist. Values keep their

@@ -1,6 +1,5 @@
 /*
- * validate.c — from raw sections to entities (config-file.md §2.5, §2.6, §4,
- * §5): section and attribute names normalised to camelCase, the section
+ * validate.c — from raw sections to entities (docs/protocol.md, "The configuration file"): section and attribute names normalised to camelCase, the section
  * mapped to its entity type, each attribute found by name or by its old
  * (deprecated) name and converted to its type, required attributes checked,
  * defaults filled in, at most one section per singleton type, and the router

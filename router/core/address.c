@@ -154,7 +154,7 @@ void jn_addr_remote_reachable_CT(jn_core_t *core, int router)
     }
 }
 
-/* The mesh's treatment hint for a distribution (mesh-protocol.md 5.6). */
+/* The mesh's treatment hint for a distribution (docs/protocol.md, "Control messages"). */
 static int hint_of(jn_distribution_t d)
 {
     return d == JN_DIST_MULTICAST ? JN_MESH_HINT_MULTICAST
@@ -213,8 +213,9 @@ void jn_addr_free_all_CT(jn_core_t *core)
     atomic_store_explicit(&core->stats.addresses, 0, memory_order_relaxed);
 }
 
-static int add_link(jn_core_link_t ***arr, uint32_t *n, uint32_t *cap, jn_core_link_t *link)
+static int add_link_CT(jn_core_link_t ***arr, uint32_t *n, uint32_t *cap, jn_core_link_t *link)
 {
+    JN_ASSERT_CT(link->conn->core);
     if (*n == *cap) {
         uint32_t grown = *cap ? *cap * 2 : 4;
         jn_core_link_t **a = realloc(*arr, grown * sizeof *a);
@@ -231,7 +232,7 @@ static int add_link(jn_core_link_t ***arr, uint32_t *n, uint32_t *cap, jn_core_l
 int jn_addr_add_consumer_CT(jn_addr_t *addr, jn_core_link_t *link)
 {
     JN_ASSERT_CT(link->conn->core);
-    int rc = add_link(&addr->consumers, &addr->n_consumers, &addr->cap_consumers, link);
+    int rc = add_link_CT(&addr->consumers, &addr->n_consumers, &addr->cap_consumers, link);
     if (rc == 0) {
         link->ct.addr = addr;
         advertise_CT(link->conn->core, addr);
@@ -242,7 +243,7 @@ int jn_addr_add_consumer_CT(jn_addr_t *addr, jn_core_link_t *link)
 int jn_addr_add_producer_CT(jn_addr_t *addr, jn_core_link_t *link)
 {
     JN_ASSERT_CT(link->conn->core);
-    int rc = add_link(&addr->producers, &addr->n_producers, &addr->cap_producers, link);
+    int rc = add_link_CT(&addr->producers, &addr->n_producers, &addr->cap_producers, link);
     if (rc == 0)
         link->ct.addr = addr;
     return rc;

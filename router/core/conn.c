@@ -65,7 +65,7 @@ jn_core_conn_t *jn_core_conn_opened_IO(jn_core_t *core, void *io_conn, const jn_
     c->cost = info->cost ? info->cost : 1;
     c->opened_us = jn_time_wall_us(); /* once per connection, for uptimeSeconds */
     if (c->inter_router)
-        c->strip_inbound = c->strip_outbound = false; /* mesh-protocol.md 2.1 */
+        c->strip_inbound = c->strip_outbound = false; /* docs/protocol.md */
     atomic_init(&c->refcount, 1);
     atomic_init(&c->close_posted, false);
     jn_mpsc_init(&c->work);

@@ -76,7 +76,6 @@
  * pass, not a sleep). Each batch is up to JN_CORE_BATCH actions. */
 #define JN_CORE_INLINE_BATCHES 16
 
-_Thread_local jn_core_t *jn_core_ct_self_;
 
 /* True on I/O loop threads: they run the core inline (see the top). */
 static _Thread_local bool inline_poster;
@@ -244,7 +243,7 @@ static void dispatch_CT(jn_core_t *core, jn_mpsc_node_t *node)
     }
     case JN_ACT_STOP:
         atomic_store(&core->stop, true);
-        if (jn_core_ct_self_ != NULL && inline_poster) {
+        if (jn_ct_role_ != NULL && inline_poster) {
             uint64_t one = 1; /* carried out on a loop: tell the core thread */
             JN_CHECK(write(core->wake_fd, &one, sizeof one) == (ssize_t)sizeof one);
         }
@@ -288,13 +287,13 @@ static bool ct_enter(jn_core_t *core)
 {
     if (!token_take(core))
         return false;
-    jn_core_ct_self_ = core;
+    jn_ct_role_ = core;
     return true;
 }
 
 static void ct_leave(jn_core_t *core)
 {
-    jn_core_ct_self_ = NULL;
+    jn_ct_role_ = NULL;
     token_give(core);
 }
 
@@ -328,7 +327,7 @@ static void core_sleep(jn_core_t *core)
             timeout = jn_router_sleep_ms_CT(core);
             ct_leave(core);
         } else {
-            timeout = 20; /* the mesh's flush interval (router.c) */
+            timeout = 20; /* the mesh's flush interval (mesh_side.c) */
         }
     }
     timeout = jn_forward_mc_sleep_ms(core, timeout);
@@ -402,16 +401,16 @@ void jn_core_inline_thread_begin(void)
 
 bool jn_core_run_inline(jn_core_t *core)
 {
-    jn_core_t *prev = jn_core_ct_self_;
+    const void *prev = jn_ct_role_;
     int batches = 0;
     while (atomic_load_explicit(&core->actions.pending, memory_order_seq_cst) != 0) {
         if (!token_take(core))
             return false; /* the holder looks again after it lets go */
-        jn_core_ct_self_ = core;
+        jn_ct_role_ = core;
         size_t n;
         while ((n = run_batch_CT(core)) > 0 && ++batches < JN_CORE_INLINE_BATCHES) {
         }
-        jn_core_ct_self_ = prev;
+        jn_ct_role_ = prev;
         token_give(core);
         if (batches >= JN_CORE_INLINE_BATCHES)
             return atomic_load_explicit(&core->actions.pending, memory_order_relaxed) != 0;

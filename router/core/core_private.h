@@ -2,7 +2,7 @@
  * core_private.h — the router core's structures and its internal functions
  * (router/core only). The delivery struct is in delivery.h.
  *
- * Who owns what, in one picture (DESIGN.md, "Threads"):
+ * Who owns what, in one picture (docs/design.md, "Layers" and "Threads"):
  *
  *   I/O threads --actions (jn_mpsc, core->actions)--> core thread
  *   core thread --work (jn_mpsc, conn->work)--------> the connection's I/O thread
@@ -61,16 +61,15 @@
  * messages must not fill it and pause the sender. A quarter of it. */
 #define JN_CORE_MC_BACKLOG_OCTETS (512u * 1024)
 
-/* The core whose thread this is (NULL on other threads). */
-extern _Thread_local jn_core_t *jn_core_ct_self_;
-/* JN_ASSERT_CT: the calling thread holds core's token (core.c: set on
- * taking it, cleared on giving it back; the teardown runs in the role on
- * the main thread after the core thread ended). Debug builds. */
+/* JN_ASSERT_CT: the calling thread holds core's token: jn_ct_role_
+ * (junction/common.h) is core (core.c: set on taking it, cleared on giving
+ * it back; the teardown runs in the role on the main thread after the core
+ * thread ended). Debug and sanitizer builds. */
 #define JN_ASSERT_CT(core)                                                     \
-    JN_DEBUG_CHECK(jn_core_ct_self_ == (core) &&                               \
+    JN_DEBUG_CHECK(jn_ct_role_ == (const void *)(core) &&                      \
                    atomic_load_explicit(&(core)->running, memory_order_relaxed))
 /* For _CT functions that are given no way to reach their core. */
-#define JN_ASSERT_SOME_CT() JN_DEBUG_CHECK(jn_core_ct_self_ != NULL)
+#define JN_ASSERT_SOME_CT() JN_DEBUG_CHECK(jn_ct_role_ != NULL)
 
 /* ---- actions ------------------------------------------------------------ */
 
@@ -126,7 +125,7 @@ typedef struct jn_addr {
     jn_core_link_t **producers; /* incoming links with this target */
     uint32_t n_producers, cap_producers;
     uint32_t next; /* closest: next consumer; balanced: where ties start */
-    /* The mesh (router.c): remote routers with a destination for it (from
+    /* The mesh (mesh_side.c): remote routers with a destination for it (from
      * their MAUs, or the router itself for its R<id> address). */
     jn_mesh_bits_t remote;
     uint32_t n_remote;
@@ -147,7 +146,7 @@ typedef struct jn_addr {
 /* In-process destinations (jn_addr_t.inproc). */
 enum { JN_INPROC_NONE = 0, JN_INPROC_MANAGEMENT };
 
-/* A remote router known to the mesh (router.c). Core thread only. */
+/* A remote router known to the mesh (mesh_side.c). Core thread only. */
 typedef struct jn_router_node {
     int index;         /* the mesh's router index (1..127) */
     char *id;          /* heap */
@@ -198,7 +197,7 @@ struct jn_core_conn {
         bool closed;                 /* close processed: work is dropped */
         jn_core_link_t *links;       /* attached links (through link ct.conn_next) */
         jn_core_conn_t *prev, *next; /* the core's connection list */
-        /* inter-router (router.c) */
+        /* inter-router (mesh_side.c) */
         int slot;                        /* mesh link slot, -1 while none */
         jn_core_link_t *control_out;     /* outgoing control link */
         jn_core_link_t *data_out[10];    /* outgoing data links by priority */
@@ -338,8 +337,8 @@ struct jn_core {
     jn_mesh_t *mesh;
     jn_core_request_fn mgmt_fn; /* set before start */
     void *mgmt_ctx;
-    char *node_id;                 /* "0/<router id>" (router.c) */
-    jn_core_conn_t *internal_conn; /* origin of composed messages (router.c) */
+    char *node_id;                 /* "0/<router id>" (mesh_side.c) */
+    jn_core_conn_t *internal_conn; /* origin of composed messages (mesh_side.c) */
     jn_core_link_t *internal_link;
 
     /* Core thread only. */
@@ -516,7 +515,7 @@ void jn_forward_consumer_gone_CT(jn_core_link_t *link, jn_addr_t *addr);
  * by the router (no sender is left to settle first); forward.c. */
 void jn_forward_producer_gone_CT(jn_core_link_t *link);
 
-/* ---- router.c (the mesh) ------------------------------------------------- */
+/* ---- mesh_side.c (the core's side of the mesh) -------------------------- */
 
 /* What routing needs to know of a delivery that came across the mesh:
  * connections (by slot) not to send it back to (the one it came on and
@@ -578,7 +577,7 @@ void jn_update_action_free(jn_update_action_t *a);
 
 /* ---- lists -------------------------------------------------------------- */
 
-void jn_dlv_list_append(jn_dlv_list_t *list, jn_delivery_t *dlv);
-void jn_dlv_list_remove(jn_dlv_list_t *list, jn_delivery_t *dlv);
+void jn_dlv_list_append_CT(jn_dlv_list_t *list, jn_delivery_t *dlv);
+void jn_dlv_list_remove_CT(jn_dlv_list_t *list, jn_delivery_t *dlv);
 
 #endif /* JN_CORE_PRIVATE_H */

@@ -281,8 +281,9 @@ nomem:
 
 /* ---- lists ---------------------------------------------------------------- */
 
-void jn_dlv_list_append(jn_dlv_list_t *list, jn_delivery_t *dlv)
+void jn_dlv_list_append_CT(jn_dlv_list_t *list, jn_delivery_t *dlv)
 {
+    JN_ASSERT_SOME_CT();
     dlv->ct.next = NULL;
     dlv->ct.prev = list->tail;
     if (list->tail)
@@ -293,8 +294,9 @@ void jn_dlv_list_append(jn_dlv_list_t *list, jn_delivery_t *dlv)
     list->count++;
 }
 
-void jn_dlv_list_remove(jn_dlv_list_t *list, jn_delivery_t *dlv)
+void jn_dlv_list_remove_CT(jn_dlv_list_t *list, jn_delivery_t *dlv)
 {
+    JN_ASSERT_SOME_CT();
     if (dlv->ct.prev)
         dlv->ct.prev->ct.next = dlv->ct.next;
     else

@@ -17,7 +17,7 @@
  * went out is released. An unsettled multicast delivery is settled toward
  * its sender once every copy handed out is settled, with the strongest of
  * their outcomes (rejected > accepted > modified > released, as qdrouterd
- * 1.19, mesh-protocol.md 10.3); a copy lost with its consumer's connection
+ * 1.19, docs/protocol.md "Forwarding across routers"); a copy lost with its consumer's connection
  * counts as modified. So a sender is never told accepted for a message no
  * consumer took.
  *
@@ -79,16 +79,18 @@ static void check_done_CT(jn_delivery_t *dlv)
 
 /* Management counters of a link (router.link acceptedCount...): one
  * increment per settled delivery, core thread only. */
-static inline void count_link_outcome(jn_core_link_t *link, uint64_t type)
+static inline void count_link_outcome_CT(jn_core_link_t *link, uint64_t type)
 {
+    JN_ASSERT_CT(link->conn->core);
     if (type >= JN_DISP_ACCEPTED && type <= JN_DISP_MODIFIED)
         link->ct.outcomes[type - JN_DISP_ACCEPTED]++;
 }
 
 /* An incoming delivery is about to be settled for the first time (by the
  * router or its sender): one less unsettled on its link. */
-static inline void incoming_settling(jn_delivery_t *dlv)
+static inline void incoming_settling_CT(jn_delivery_t *dlv)
 {
+    JN_ASSERT_CT(jn_delivery_core(dlv));
     jn_core_link_t *in = dlv->link;
     if (!dlv->presettled && !dlv->ct.sender_settled && !dlv->ct.router_settled &&
         in->ct.unsettled_in > 0)
@@ -105,8 +107,8 @@ static bool settle_incoming_with_CT(jn_delivery_t *dlv, uint64_t type, const jn_
     JN_ASSERT_CT(jn_delivery_core(dlv));
     if (dlv->presettled || dlv->ct.sender_settled || dlv->ct.router_settled)
         return false;
-    incoming_settling(dlv);
-    count_link_outcome(dlv->link, type);
+    incoming_settling_CT(dlv);
+    count_link_outcome_CT(dlv->link, type);
     dlv->ct.router_settled = true;
     if (dlv->link->ct.state == JN_LINK_ST_DETACHED)
         return true;
@@ -119,6 +121,7 @@ static bool settle_incoming_with_CT(jn_delivery_t *dlv, uint64_t type, const jn_
 
 static bool settle_incoming_CT(jn_delivery_t *dlv, uint64_t type)
 {
+    JN_ASSERT_CT(jn_delivery_core(dlv));
     return settle_incoming_with_CT(dlv, type, NULL);
 }
 
@@ -127,6 +130,7 @@ static bool settle_incoming_CT(jn_delivery_t *dlv, uint64_t type)
  * address is refused (link.c), and as qdrouterd 1.19 answers. */
 static void refuse_unavailable_CT(jn_core_t *core, jn_delivery_t *dlv)
 {
+    JN_ASSERT_CT(core);
     jn_disposition_t d = {.type = JN_DISP_REJECTED,
                           .condition = (char *)"amqp:not-found",
                           .description = (char *)"the address is configured unavailable"};
@@ -146,8 +150,9 @@ static uint8_t mc_rank(uint64_t type)
                                       : JN_MC_NONE;
 }
 
-static void mc_merge(jn_delivery_t *peer, uint64_t type)
+static void mc_merge_CT(jn_delivery_t *peer, uint64_t type)
 {
+    JN_ASSERT_CT(jn_delivery_core(peer));
     uint8_t r = mc_rank(type);
     if (r > peer->ct.mc_outcome)
         peer->ct.mc_outcome = r;
@@ -196,8 +201,9 @@ static void all_handed_CT(jn_core_t *core, jn_delivery_t *dlv)
 }
 
 /* Mark a copy settled on the consumer's side (keeps the link's count). */
-static void copy_settle(jn_delivery_t *copy)
+static void copy_settle_CT(jn_delivery_t *copy)
 {
+    JN_ASSERT_CT(jn_delivery_core(copy));
     if (copy->ct.settled)
         return;
     copy->ct.settled = true;
@@ -217,11 +223,11 @@ static void finish_copy_CT(jn_delivery_t *copy)
 {
     JN_ASSERT_CT(jn_delivery_core(copy));
     jn_core_link_t *link = copy->link;
-    copy_settle(copy);
+    copy_settle_CT(copy);
     if (copy->ct.list == JN_DLV_ON_UNDELIVERED)
-        jn_dlv_list_remove(&link->ct.undelivered, copy);
+        jn_dlv_list_remove_CT(&link->ct.undelivered, copy);
     else if (copy->ct.list == JN_DLV_ON_INFLIGHT)
-        jn_dlv_list_remove(&link->ct.inflight, copy);
+        jn_dlv_list_remove_CT(&link->ct.inflight, copy);
     copy->ct.list = JN_DLV_ON_NONE;
     jn_delivery_t *peer = copy->ct.peer;
     if (copy->ct.copy_prev)
@@ -240,7 +246,7 @@ static void finish_copy_CT(jn_delivery_t *copy)
 static void enqueue_CT(jn_delivery_t *copy)
 {
     JN_ASSERT_CT(jn_delivery_core(copy));
-    jn_dlv_list_append(&copy->link->ct.undelivered, copy);
+    jn_dlv_list_append_CT(&copy->link->ct.undelivered, copy);
     copy->ct.list = JN_DLV_ON_UNDELIVERED;
     jn_link_pump_CT(copy->link);
 }
@@ -252,6 +258,7 @@ static void enqueue_CT(jn_delivery_t *copy)
  * (and no other connection can have that). */
 static bool affinity_vote_CT(jn_core_conn_t *c, uint64_t peer)
 {
+    JN_ASSERT_CT(c->core);
     if (c->ct.aff.cand == peer) {
         c->ct.aff.votes++;
     } else if (c->ct.aff.votes == 0) {
@@ -276,6 +283,7 @@ static bool affinity_vote_CT(jn_core_conn_t *c, uint64_t peer)
  * votes, so their hub names no one and nothing moves. */
 static inline void affinity_CT(jn_core_t *core, jn_core_conn_t *in, jn_core_conn_t *out)
 {
+    JN_ASSERT_CT(core);
     /* a closed connection's io_conn is released (and may be freed): its
      * copies still handed out later must not name it */
     if (in == out || in->internal || out->internal || in->ct.closed || out->ct.closed ||
@@ -290,8 +298,9 @@ static inline void affinity_CT(jn_core_t *core, jn_core_conn_t *in, jn_core_conn
 /* A parked copy leaves its link's parked backlog (handed out, or about to
  * be dropped). A message that grew since it was parked (streaming) counts
  * its length now: the total only errs low. */
-static void mc_unpark(jn_delivery_t *copy)
+static void mc_unpark_CT(jn_delivery_t *copy)
 {
+    JN_ASSERT_CT(jn_delivery_core(copy));
     jn_core_link_t *link = copy->link;
     uint64_t n = jn_message_length(copy->message);
     copy->ct.parked = false;
@@ -305,8 +314,8 @@ void jn_forward_hand_out_CT(jn_delivery_t *copy)
     JN_ASSERT_CT(core);
     jn_delivery_t *peer = copy->ct.peer;
     bool final = message_finished(copy->message); /* before the SEND: see top */
-    jn_dlv_list_remove(&link->ct.undelivered, copy);
-    jn_dlv_list_append(&link->ct.inflight, copy);
+    jn_dlv_list_remove_CT(&link->ct.undelivered, copy);
+    jn_dlv_list_append_CT(&link->ct.inflight, copy);
     copy->ct.list = JN_DLV_ON_INFLIGHT;
     copy->ct.handed_out = true;
     link->ct.handed++;
@@ -324,11 +333,11 @@ void jn_forward_hand_out_CT(jn_delivery_t *copy)
     if (peer->ct.sender_settled && !copy->ct.settled) {
         /* the sender settled while this copy waited for credit */
         jn_work_dlv_CT(copy, JN_WORK_DELIVERY_UPDATE, JN_DISP_NONE, NULL, true);
-        copy_settle(copy);
+        copy_settle_CT(copy);
     }
     affinity_CT(core, peer->link->conn, link->conn);
     if (copy->ct.parked) {
-        mc_unpark(copy); /* counted out of peer when it was parked */
+        mc_unpark_CT(copy); /* counted out of peer when it was parked */
     } else {
         peer->ct.handed++;
         if (--peer->ct.pending == 0)
@@ -361,8 +370,9 @@ static jn_core_link_t *pick_anycast_CT(jn_core_t *core, jn_addr_t *addr, const j
  * reads, a peer that grants no credit) it is dropped instead of queued, so
  * a client flooding requests cannot make the router hold their replies
  * without bound. Deliveries from senders are bounded by their credit. */
-static bool backlogged(const jn_delivery_t *dlv, const jn_core_link_t *to)
+static bool backlogged_CT(const jn_delivery_t *dlv, const jn_core_link_t *to)
 {
+    JN_ASSERT_CT(jn_delivery_core(dlv));
     return dlv->link->conn->internal && to->ct.undelivered.count >= JN_CORE_DEFAULT_CAPACITY;
 }
 
@@ -371,7 +381,7 @@ static void forward_anycast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_rou
     jn_core_t *core = jn_delivery_core(dlv);
     JN_ASSERT_CT(core);
     jn_core_link_t *to = pick_anycast_CT(core, addr, rc);
-    if (to && backlogged(dlv, to))
+    if (to && backlogged_CT(dlv, to))
         to = NULL; /* dropped: see backlogged */
     jn_delivery_t *copy = to ? jn_delivery_copy_CT(dlv, to, dlv->presettled) : NULL;
     if (!copy)
@@ -418,10 +428,10 @@ static void mc_discard_parked_CT(jn_delivery_t *copy)
 {
     JN_ASSERT_CT(jn_delivery_core(copy));
     jn_delivery_t *peer = copy->ct.peer;
-    mc_unpark(copy);
+    mc_unpark_CT(copy);
     if (!copy->presettled && peer->ct.mc_unsettled > 0) {
         peer->ct.mc_unsettled--;
-        mc_merge(peer, JN_DISP_RELEASED);
+        mc_merge_CT(peer, JN_DISP_RELEASED);
         mc_check_CT(peer);
     }
     finish_copy_CT(copy);
@@ -571,7 +581,7 @@ static void copy_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigne
             continue;
         }
         jn_delivery_t *copy =
-            backlogged(dlv, to) ? NULL : jn_delivery_copy_CT(dlv, to, dlv->presettled);
+            backlogged_CT(dlv, to) ? NULL : jn_delivery_copy_CT(dlv, to, dlv->presettled);
         if (!copy) {
             dlv->ct.pending--;
             continue;
@@ -694,8 +704,8 @@ void jn_forward_arrived_CT(jn_delivery_t *dlv)
     jn_route_ctx_t rc;
     jn_router_route_ctx_CT(core, dlv, &rc);
     /* a delivery that went round more routers than the mesh is wide is
-     * looping (mesh-protocol.md 9.3): released */
-    if (!rc.looped && !(core->mesh && rc.trace_count > jn_mesh_radius(core->mesh) + 1))
+     * looping (docs/protocol.md, "Link state and routes": radius): released */
+    if (!rc.looped && !(core->mesh && rc.trace_count > jn_mesh_radius_CT(core->mesh) + 1))
         route_CT(dlv, addr, &rc);
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_TRACE,
            "[C%" PRIu64 "][L%" PRIu64 "] Delivery routed: fanout=%" PRIu32 "%s", in->conn->conn_id,
@@ -751,9 +761,9 @@ static void count_outcome_CT(jn_core_t *core, jn_delivery_t *copy, uint64_t type
         return;
     copy->ct.outcome_counted = true;
     jn_stat_add(s, 1);
-    count_link_outcome(copy->link, type);
+    count_link_outcome_CT(copy->link, type);
     if (copy->ct.peer && !copy->ct.peer->ct.multicast)
-        count_link_outcome(copy->ct.peer->link, type); /* the sender's outcome */
+        count_link_outcome_CT(copy->ct.peer->link, type); /* the sender's outcome */
 }
 
 static inline bool is_terminal(uint64_t type)
@@ -770,7 +780,7 @@ static void settle_copy_CT(jn_delivery_t *copy)
     if (copy->ct.settled)
         return;
     jn_work_dlv_CT(copy, JN_WORK_DELIVERY_UPDATE, JN_DISP_NONE, NULL, true);
-    copy_settle(copy);
+    copy_settle_CT(copy);
     if (copy->ct.final)
         finish_copy_CT(copy);
 }
@@ -781,7 +791,7 @@ static void sender_update_CT(jn_delivery_t *dlv, bool settled)
     JN_ASSERT_CT(jn_delivery_core(dlv));
     if (!settled || dlv->ct.sender_settled)
         return;
-    incoming_settling(dlv);
+    incoming_settling_CT(dlv);
     dlv->ct.sender_settled = true;
     jn_delivery_t *next;
     for (jn_delivery_t *c = dlv->ct.copies; c; c = next) {
@@ -808,8 +818,8 @@ void jn_forward_update_CT(jn_delivery_t *dlv, const jn_disposition_t *disp, bool
             count_outcome_CT(core, dlv, disp->type);
         if (!settled)
             return;
-        mc_merge(peer, disp->type != JN_DISP_NONE ? disp->type : JN_DISP_ACCEPTED);
-        copy_settle(dlv);
+        mc_merge_CT(peer, disp->type != JN_DISP_NONE ? disp->type : JN_DISP_ACCEPTED);
+        copy_settle_CT(dlv);
         if (!dlv->ct.handed_out || dlv->ct.final)
             finish_copy_CT(dlv);
         return;
@@ -821,7 +831,7 @@ void jn_forward_update_CT(jn_delivery_t *dlv, const jn_disposition_t *disp, bool
             peer->link->ct.state != JN_LINK_ST_DETACHED)
             jn_work_dlv_CT(peer, JN_WORK_DELIVERY_UPDATE, JN_DISP_NONE, disp, settled);
         if (settled) {
-            incoming_settling(peer);
+            incoming_settling_CT(peer);
             peer->ct.router_settled = true;
         }
     }
@@ -831,7 +841,7 @@ void jn_forward_update_CT(jn_delivery_t *dlv, const jn_disposition_t *disp, bool
     }
     if (!settled)
         return;
-    copy_settle(dlv);
+    copy_settle_CT(dlv);
     if (!dlv->ct.handed_out || dlv->ct.final)
         finish_copy_CT(dlv);
 }
@@ -903,7 +913,7 @@ void jn_forward_consumer_gone_CT(jn_core_link_t *link, jn_addr_t *addr)
     while ((copy = link->ct.inflight.head) != NULL) {
         jn_delivery_t *peer = copy->ct.peer;
         if (!copy->ct.settled && peer->ct.multicast)
-            mc_merge(peer, JN_DISP_MODIFIED); /* lost with its consumer */
+            mc_merge_CT(peer, JN_DISP_MODIFIED); /* lost with its consumer */
         if (!copy->ct.settled && !peer->ct.multicast) {
             if (copy->ct.outcome_counted) {
                 /* its consumer's outcome reached the sender already (not
@@ -912,7 +922,7 @@ void jn_forward_consumer_gone_CT(jn_core_link_t *link, jn_addr_t *addr)
                 settle_incoming_CT(peer, JN_DISP_NONE);
             } else if (link->conn->inter_router) {
                 /* it may have reached a consumer beyond the lost router:
-                 * modified, delivery-failed (mesh-protocol.md 10.5) */
+                 * modified, delivery-failed (docs/protocol.md, "Forwarding across routers") */
                 if (settle_incoming_CT(peer, JN_DISP_MODIFIED))
                     jn_stat_add(&core->stats.modified, 1);
             } else if (settle_incoming_CT(peer, JN_DISP_RELEASED)) {

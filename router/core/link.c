@@ -187,7 +187,7 @@ void jn_link_attached_CT(jn_core_link_t *link)
     }
     if (link->type != JN_LINK_ENDPOINT) {
         /* inter-router: incoming ones are routed by each message, outgoing
-         * ones are chosen by the mesh (router.c) */
+         * ones are chosen by the mesh (mesh_side.c) */
         link->ct.anonymous = in;
         link->ct.state = JN_LINK_ST_ATTACHED;
         jn_work_link_CT(link, JN_WORK_LINK_OPEN, NULL, NULL, NULL, 0);

@@ -12,8 +12,9 @@
 
 #include "core_private.h"
 
-static void conn_fill(const jn_core_conn_t *c, jn_view_conn_t *out)
+static void conn_fill_CT(const jn_core_conn_t *c, jn_view_conn_t *out)
 {
+    JN_ASSERT_CT(c->core);
     out->id = c->conn_id;
     out->container = c->container_id ? c->container_id : "";
     out->host = c->host ? c->host : "";
@@ -29,8 +30,9 @@ static void conn_fill(const jn_core_conn_t *c, jn_view_conn_t *out)
     out->opened_us = c->opened_us;
 }
 
-static void link_fill(const jn_core_link_t *l, jn_view_link_t *out)
+static void link_fill_CT(const jn_core_link_t *l, jn_view_link_t *out)
 {
+    JN_ASSERT_CT(l->conn->core);
     const jn_core_conn_t *c = l->conn;
     out->id = l->ct.id;
     out->conn_id = c->conn_id;
@@ -71,7 +73,7 @@ size_t jn_core_view_conns_CT(jn_core_t *core, size_t offset, size_t max,
         if (!more || total < offset || total - offset >= max)
             continue;
         jn_view_conn_t v;
-        conn_fill(c, &v);
+        conn_fill_CT(c, &v);
         more = fn(ctx, &v);
     }
     return total;
@@ -89,7 +91,7 @@ size_t jn_core_view_links_CT(jn_core_t *core, size_t offset, size_t max,
                 continue;
             if (more && total >= offset && total - offset < max) {
                 jn_view_link_t v;
-                link_fill(l, &v);
+                link_fill_CT(l, &v);
                 more = fn(ctx, &v);
             }
             total++;
@@ -139,8 +141,9 @@ size_t jn_core_view_addrs_CT(jn_core_t *core, size_t offset, size_t max,
     return total;
 }
 
-static jn_core_conn_t *conn_find(jn_core_t *core, uint64_t id)
+static jn_core_conn_t *conn_find_CT(jn_core_t *core, uint64_t id)
 {
+    JN_ASSERT_CT(core);
     for (jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next)
         if (c->conn_id == id)
             return c;
@@ -150,10 +153,10 @@ static jn_core_conn_t *conn_find(jn_core_t *core, uint64_t id)
 int jn_core_view_conn_CT(jn_core_t *core, uint64_t id, jn_view_conn_t *out)
 {
     JN_ASSERT_CT(core);
-    const jn_core_conn_t *c = conn_find(core, id);
+    const jn_core_conn_t *c = conn_find_CT(core, id);
     if (!c)
         return JN_ENOENT;
-    conn_fill(c, out);
+    conn_fill_CT(c, out);
     return 0;
 }
 
@@ -163,7 +166,7 @@ int jn_core_view_link_CT(jn_core_t *core, uint64_t id, jn_view_link_t *out)
     for (const jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next) {
         for (const jn_core_link_t *l = c->ct.links; l; l = l->ct.conn_next) {
             if (l->ct.id == id && l->ct.state == JN_LINK_ST_ATTACHED) {
-                link_fill(l, out);
+                link_fill_CT(l, out);
                 return 0;
             }
         }
@@ -177,5 +180,5 @@ void jn_core_view_routers_CT(void *ctx, bool (*fn)(void *arg, const jn_mesh_rout
     jn_core_t *core = ctx;
     JN_ASSERT_CT(core);
     if (core->mesh)
-        jn_mesh_foreach_router(core->mesh, fn, arg);
+        jn_mesh_foreach_router_CT(core->mesh, fn, arg);
 }

@@ -1,17 +1,7 @@
 /*
- * io.c — the I/O layer's frame (junction/io.h): the one-shot timers, the
- * core's callbacks, and start and orderly stop of the event loops
- * (io_loop.c: one per worker thread).
- *
- * Timers: armed timers (a connector's retry, a connection's poll of a
- * paused or stalled link, proton's idle-timeout tick, a connection's
- * write-stall check, a listener's pause after EMFILE) sit in a list sorted
- * by deadline under io->lock; the earliest deadline is published in
- * io->timer_next, which bounds the sleep of loop 0, and loop 0 fires what
- * is due. Arming an earlier timer than the
- * one loop 0 sleeps for notifies it. Arming happens on connection open and
- * loss, every few seconds per connection for the idle timeout, and for
- * large messages; the lock is never taken per message.
+ * io.c — the I/O layer's frame (junction/io.h): the core's callbacks, and
+ * start and orderly stop of the event loops (io_loop.c: one per worker
+ * thread). The timers are in io_timer.c.
  *
  * Stop: close the listeners, wake every connection so its
  * own loop closes it with a close frame, wait for the transports to close
@@ -22,7 +12,6 @@
 #include "io_private.h"
 
 #include <junction/pool.h>
-#include <junction/time.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -31,88 +20,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-/* ---- timers ------------------------------------------------------------ */
-
-/* Publish the earliest deadline for loop 0; notify it when it moved
- * earlier. io->lock held. */
-static void timer_next_update_locked(jn_io_t *io)
-{
-    int64_t next = io->timers ? io->timers->deadline : INT64_MAX;
-    int64_t was = atomic_exchange_explicit(&io->timer_next, next, memory_order_acq_rel);
-    if (next < was && io->loops)
-        jn_io_loop_notify(&io->loops[0]);
-}
-
-static void timer_unlink_locked(jn_io_t *io, jn_io_timer_t *timer)
-{
-    for (jn_io_timer_t **p = &io->timers; *p; p = &(*p)->next) {
-        if (*p == timer) {
-            *p = timer->next;
-            break;
-        }
-    }
-    timer->next = NULL;
-    timer->armed = false;
-}
-
-/* jn_io_timer_arm_at: fire timer->fire once at deadline_ms (jn_time_mono_ms
- * clock); re-arming an armed timer moves it. Any thread. */
-void jn_io_timer_arm_at(jn_io_t *io, jn_io_timer_t *timer, int64_t deadline_ms)
-{
-    pthread_mutex_lock(&io->lock);
-    if (timer->armed)
-        timer_unlink_locked(io, timer);
-    timer->deadline = deadline_ms;
-    jn_io_timer_t **p = &io->timers;
-    while (*p && (*p)->deadline <= timer->deadline)
-        p = &(*p)->next;
-    timer->next = *p;
-    *p = timer;
-    timer->armed = true;
-    timer_next_update_locked(io);
-    pthread_mutex_unlock(&io->lock);
-}
-
-/* jn_io_timer_arm: fire timer->fire once, delay_ms from now. Any thread. */
-void jn_io_timer_arm(jn_io_t *io, jn_io_timer_t *timer, unsigned delay_ms)
-{
-    jn_io_timer_arm_at(io, timer, (int64_t)jn_time_mono_ms() + delay_ms);
-}
-
-/* jn_io_timer_cancel: disarm. Returns true when it was armed (its fire will
- * not run). Any thread. */
-bool jn_io_timer_cancel(jn_io_t *io, jn_io_timer_t *timer)
-{
-    pthread_mutex_lock(&io->lock);
-    bool was = timer->armed;
-    if (was) {
-        timer_unlink_locked(io, timer);
-        timer_next_update_locked(io);
-    }
-    pthread_mutex_unlock(&io->lock);
-    return was;
-}
-
-/* jn_io_timers_run: fire every due timer, one at a time, without the lock
- * (a fire may re-arm its own timer). Loop 0's thread. */
-void jn_io_timers_run(jn_io_t *io)
-{
-    pthread_mutex_lock(&io->lock);
-    for (;;) {
-        jn_io_timer_t *t = io->timers;
-        if (!t || t->deadline > (int64_t)jn_time_mono_ms())
-            break;
-        io->timers = t->next;
-        t->next = NULL;
-        t->armed = false;
-        pthread_mutex_unlock(&io->lock);
-        t->fire(t);
-        pthread_mutex_lock(&io->lock);
-    }
-    timer_next_update_locked(io);
-    pthread_mutex_unlock(&io->lock);
-}
 
 /* ---- the core's callbacks ----------------------------------------------- */
 
@@ -296,9 +203,8 @@ static void close_everything_locked(jn_io_t *io)
         if (ep->is_listener)
             jn_io_listener_close_locked(io, ep);
         if (!ep->is_listener && ep->retry.armed)
-            timer_unlink_locked(io, &ep->retry);
+            jn_io_timer_cancel_locked(io, &ep->retry);
     }
-    timer_next_update_locked(io);
     for (jn_io_conn_t *c = io->conns; c; c = c->reg_next)
         if (atomic_load_explicit(&c->started, memory_order_acquire))
             jn_io_conn_wake(c); /* one still starting is woken by its start */
@@ -336,9 +242,7 @@ void jn_io_stop(jn_io_t *io, unsigned timeout_ms)
         wait_until(io, all_closed, &deadline);
     }
     /* Timers left (polls of connections that are gone) must not fire. */
-    while (io->timers)
-        timer_unlink_locked(io, io->timers);
-    timer_next_update_locked(io);
+    jn_io_timers_cancel_all_locked(io);
     pthread_mutex_unlock(&io->lock);
     atomic_store_explicit(&io->exiting, true, memory_order_release);
     for (unsigned i = 0; i < io->threads_started; i++)
@@ -363,7 +267,9 @@ void jn_io_free(jn_io_t *io)
                "Connections not released by the core at exit; freeing them");
     while (left) {
         jn_io_conn_t *next = left->reg_next;
+        jn_io_loop_t *was = jn_io_adopt(left); /* the loops have ended */
         jn_io_conn_destroy_IO(left);
+        jn_io_adopt_end(was);
         atomic_store(&left->refs, 1);
         jn_io_conn_unref(left);
         left = next;

@@ -63,7 +63,7 @@ static void put_symbol(pn_data_t *d, const char *s)
     pn_data_put_symbol(d, pn_bytes(strlen(s), s));
 }
 
-/* The open frame qdrouterd 1.19 sends (mesh-protocol.md 2.2): container id,
+/* The open frame qdrouterd 1.19 sends (docs/protocol.md, "Inter-router connections"): container id,
  * the ANONYMOUS-RELAY and qd.streaming-links capabilities (offered and
  * desired) and the product properties; on inter-router connections also
  * the annotations version and the cost when above 1. Clients, tools and
@@ -134,7 +134,7 @@ jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming)
         ep->cfg.strip_annotations == JN_STRIP_BOTH || ep->cfg.strip_annotations == JN_STRIP_OUT;
     conn->inter_router = ep->cfg.role == JN_ROLE_INTER_ROUTER;
     if (conn->inter_router)
-        conn->strip_inbound = conn->strip_outbound = false; /* mesh-protocol.md 2.1 */
+        conn->strip_inbound = conn->strip_outbound = false; /* docs/protocol.md */
     atomic_init(&conn->refs, 1);
     conn->poll.fire = poll_fire;
     conn->tick.fire = tick_fire;
@@ -211,6 +211,11 @@ static void conn_free(jn_io_conn_t *conn)
         pthread_cond_broadcast(&io->cond);
     }
     pthread_mutex_unlock(&io->lock);
+    /* The last reference is gone, so no loop can reach conn any more: the
+     * thread that dropped it (any thread; the reference count's acq_rel
+     * orders it after the owner's last touch) acts as conn's loop for the
+     * _IO calls below (JN_ASSERT_IO). */
+    jn_io_loop_t *was = jn_io_adopt(conn);
     while (conn->links) {
         conn->links->pn = NULL; /* proton's objects are gone or not ours */
         link_free(conn->links);
@@ -221,6 +226,7 @@ static void conn_free(jn_io_conn_t *conn)
         else if (conn->pn_io)
             pn_connection_free(conn->pn_io); /* never started */
     }
+    jn_io_adopt_end(was);
     jn_screen_free(conn->screen);
     conn->screen = NULL;
     atomic_fetch_sub(&io->pending_frees, 1);
@@ -240,6 +246,7 @@ void jn_io_conn_unref(jn_io_conn_t *conn)
  * JN_IO_POLL_MAX_MS). */
 void jn_io_conn_poll_later_IO(jn_io_conn_t *conn, bool progressed)
 {
+    JN_ASSERT_IO(conn);
     if (conn->transport_closed)
         return;
     if (progressed || conn->poll_ms < JN_IO_POLL_MS)
@@ -261,6 +268,7 @@ void jn_io_conn_poll_later_IO(jn_io_conn_t *conn, bool progressed)
  * batch (tell the core of new octets, retry a paused or stalled link). */
 void jn_io_link_set_busy_IO(jn_io_link_t *link)
 {
+    JN_ASSERT_IO(link->conn);
     if (link->busy)
         return;
     link->busy = true;
@@ -272,6 +280,7 @@ void jn_io_link_set_busy_IO(jn_io_link_t *link)
 
 static void conn_close_IO(jn_io_conn_t *conn, const char *condition, const char *description)
 {
+    JN_ASSERT_IO(conn);
     if (conn->closing || !conn->pn_io)
         return;
     conn->closing = true;
@@ -295,6 +304,7 @@ static void conn_close_IO(jn_io_conn_t *conn, const char *condition, const char 
  * the input once our close is written). The owning loop's thread. */
 void jn_io_conn_refuse_IO(jn_io_conn_t *conn)
 {
+    JN_ASSERT_IO(conn);
     const char *cond = jn_screen_condition(conn->screen);
     const char *desc = jn_screen_description(conn->screen);
     conn->screened_out = true;
@@ -345,6 +355,7 @@ static void on_bound(jn_io_conn_t *conn)
  * once the close is framed, in the same pass. */
 static bool refuse_idle_timeout_IO(jn_io_conn_t *conn, pn_transport_t *t)
 {
+    JN_ASSERT_IO(conn);
     pn_millis_t remote = pn_transport_get_remote_idle_timeout(t);
     uint32_t floor_ms = conn->io->min_peer_idle_timeout_ms;
     if (remote == 0 || remote >= floor_ms)
@@ -556,6 +567,7 @@ static void on_session_open(jn_io_conn_t *conn, pn_session_t *ssn)
  * release what it holds and tell the core once. */
 static void link_detached_IO(jn_io_link_t *link)
 {
+    JN_ASSERT_IO(link->conn);
     jn_io_rx_link_gone_IO(link);
     jn_io_tx_link_gone_IO(link);
     if (link->detached)
@@ -608,6 +620,7 @@ static void on_session_close(jn_io_conn_t *conn, pn_session_t *ssn)
  * the connection; NULL on ENOMEM. The connection's I/O thread. */
 jn_io_link_t *jn_io_link_new_IO(jn_io_conn_t *conn, pn_link_t *pl)
 {
+    JN_ASSERT_IO(conn);
     jn_pool_t *pool = jn_pool_get_once(&link_pool, "jn_io_link", sizeof(jn_io_link_t), 0);
     jn_io_link_t *link = pool ? jn_pool_alloc(pool) : NULL;
     if (!link)
@@ -689,6 +702,7 @@ static void on_link_close(pn_link_t *pl, bool closed)
  * when condition is not NULL. The peer's detach follows. */
 void jn_io_link_close_IO(jn_io_link_t *link, const char *condition, const char *description)
 {
+    JN_ASSERT_IO(link->conn);
     if (!link->pn || link->local_closed)
         return;
     if (condition) {
@@ -705,6 +719,7 @@ void jn_io_link_close_IO(jn_io_link_t *link, const char *condition, const char *
  * address set as the core says. */
 static void link_open_IO(jn_io_link_t *link, const char *address)
 {
+    JN_ASSERT_IO(link->conn);
     pn_link_t *pl = link->pn;
     if (!pl || link->detached || link->local_closed || link->local)
         return; /* a link we attached ourselves is open already */
@@ -731,6 +746,7 @@ static void link_open_IO(jn_io_link_t *link, const char *address)
 /* JN_WORK_LINK_RELEASED: the core is done with the link. */
 static void link_release_IO(jn_io_link_t *link)
 {
+    JN_ASSERT_IO(link->conn);
     pn_link_t *pl = link->pn;
     if (pl) {
         pn_link_set_context(pl, NULL);
@@ -747,6 +763,7 @@ static void link_release_IO(jn_io_link_t *link)
 /* jn_io_conn_event_IO: one event of conn's batch. */
 void jn_io_conn_event_IO(jn_io_conn_t *conn, pn_event_t *event)
 {
+    JN_ASSERT_IO(conn);
     if (conn->transport_closed)
         return;
     switch (pn_event_type(event)) {
@@ -813,6 +830,7 @@ static jn_io_link_t *work_link(const jn_work_t *w)
 /* Carry out one work item; frees it (or keeps it: DELIVERY_SEND). */
 static void work_do_IO(jn_io_conn_t *conn, jn_work_t *w)
 {
+    JN_ASSERT_IO(conn);
     jn_io_link_t *link = work_link(w);
     if (!link && w->type != JN_WORK_CONN_CLOSE) {
         jn_work_free(w); /* cannot happen: the core names a live link */
@@ -857,6 +875,7 @@ static void work_do_IO(jn_io_conn_t *conn, jn_work_t *w)
  * while the transport lives: the core's work, then the busy links. */
 void jn_io_conn_batch_end_IO(jn_io_conn_t *conn)
 {
+    JN_ASSERT_IO(conn);
     if (conn->transport_closed)
         return;
     if (atomic_load_explicit(&conn->io->stopping, memory_order_relaxed) && !conn->closing)
@@ -890,6 +909,7 @@ void jn_io_conn_batch_end_IO(jn_io_conn_t *conn)
  * going. The connection's loop thread. */
 void jn_io_release_unsettled_IO(pn_link_t *pl)
 {
+    JN_ASSERT_SOME_IO();
     pn_delivery_t *next;
     for (pn_delivery_t *pd = pn_unsettled_head(pl); pd; pd = next) {
         next = pn_unsettled_next(pd);

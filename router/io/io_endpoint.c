@@ -180,7 +180,7 @@ pn_transport_t *jn_io_transport_new(const jn_endpoint_config_t *cfg, bool server
     pn_transport_set_max_frame(t, cfg->max_frame_size);
     /* channel-max is the highest channel number: maxSessions - 1 */
     pn_transport_set_channel_max(t, (uint16_t)(cfg->max_sessions - 1));
-    /* proton advertises half of it, as qdrouterd (mesh-protocol.md 2.2) */
+    /* proton advertises half of it, as qdrouterd (docs/protocol.md) */
     pn_transport_set_idle_timeout(t, cfg->idle_timeout_seconds * 1000u);
     pn_sasl_t *sasl = pn_sasl(t);
     if (cfg->sasl_mechanisms && cfg->sasl_mechanisms[0])
@@ -518,6 +518,7 @@ void *jn_io_connector_main(void *arg)
  * when it had reached open. Schedules the next attempt. */
 void jn_io_connector_closed_IO(jn_io_endpoint_t *ep, jn_io_conn_t *conn, bool was_open)
 {
+    JN_ASSERT_IO(conn);
     jn_io_t *io = ep->io;
     pthread_mutex_lock(&io->lock);
     if (ep->conn == conn)

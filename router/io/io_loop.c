@@ -73,6 +73,20 @@
 
 /* ---- loops -------------------------------------------------------------- */
 
+_Thread_local jn_io_loop_t *jn_io_loop_self_;
+
+jn_io_loop_t *jn_io_adopt(jn_io_conn_t *conn)
+{
+    jn_io_loop_t *was = jn_io_loop_self_;
+    jn_io_loop_self_ = atomic_load_explicit(&conn->loop, memory_order_acquire);
+    return was;
+}
+
+void jn_io_adopt_end(jn_io_loop_t *was)
+{
+    jn_io_loop_self_ = was;
+}
+
 /* jn_io_loop_init: epoll instance, eventfd (registered, level-triggered)
  * and ready queue for loop index of io. 0 or JN_ENOMEM (descriptors).
  * Main thread, before the loop's thread starts. */
@@ -442,6 +456,7 @@ static void conn_arrive(jn_io_conn_t *conn)
  * loop's thread (or a test's, io_test.c). */
 bool jn_io_conn_input_IO(jn_io_conn_t *conn, char *start, size_t n)
 {
+    JN_ASSERT_IO(conn);
     pn_connection_driver_t *d = &conn->driver;
     size_t ok;
     /* the frame screen: proton gets only what keeps to the rules */
@@ -461,6 +476,7 @@ bool jn_io_conn_input_IO(jn_io_conn_t *conn, char *start, size_t n)
  * was given). The owning loop's thread (or a test's). */
 void jn_io_conn_written_IO(jn_io_conn_t *conn, bool writable)
 {
+    JN_ASSERT_IO(conn);
     pn_connection_driver_t *d = &conn->driver;
     /* refused by the frame screen before the peer's open (io_conn.c,
      * jn_io_conn_refuse_IO): once what was framed is out, end the input
@@ -552,6 +568,7 @@ static bool conn_read(jn_io_conn_t *conn)
 /* The socket refused output: start a period, unless one is running. */
 static void stall_watch_IO(jn_io_conn_t *conn)
 {
+    JN_ASSERT_IO(conn);
     if (conn->stall_watch || conn->io->write_stall_ms == 0)
         return;
     conn->stall_watch = true;
@@ -566,6 +583,7 @@ static void stall_watch_IO(jn_io_conn_t *conn)
 /* A period ended (conn->stall_check_at <= now): go on, stop, or cut. */
 static void stall_check_IO(jn_io_conn_t *conn)
 {
+    JN_ASSERT_IO(conn);
     conn->stall_watch = false;
     if (conn->writable || conn->fd < 0 || pn_connection_driver_write_closed(&conn->driver))
         return; /* drained (or nothing left to write): watch the next refusal */
@@ -647,6 +665,7 @@ static void conn_tick(jn_io_conn_t *conn, int64_t now)
  * thread at exit, when no loop runs). */
 void jn_io_conn_destroy_IO(jn_io_conn_t *conn)
 {
+    JN_ASSERT_IO(conn);
     if (conn->destroyed)
         return;
     conn->destroyed = true;
@@ -795,6 +814,7 @@ static void run_passes(jn_io_loop_t *loop)
  * io_test.c). */
 bool jn_io_loop_work(jn_io_loop_t *loop)
 {
+    jn_io_loop_self_ = loop; /* jn_io_loop_main's already, or a test's */
     bool core_more = false;
     for (int round = 0; round < LOOP_ROUNDS; round++) {
         take_ready(loop);
@@ -827,6 +847,7 @@ void *jn_io_loop_main(void *arg)
     jn_io_t *io = loop->io;
     struct epoll_event evs[JN_IO_EPOLL_EVENTS];
     bool core_more = false; /* the core has actions left for this thread */
+    jn_io_loop_self_ = loop;
     jn_core_inline_thread_begin();
     while (!atomic_load_explicit(&io->exiting, memory_order_acquire)) {
         int timeout = loop->index == 0 ? timer_timeout(io) : -1;

@@ -1,6 +1,6 @@
 /*
  * io_mesh.c — what the I/O layer does differently on an inter-router
- * connection (reference/mesh-protocol.md sections 2 and 3): read the peer's
+ * connection (docs/protocol.md, "The mesh": "Inter-router connections"): read the peer's
  * cost, attach the standard links on the connector side, and classify the
  * links the peer attaches. Everything else (HELLO, routing) is the core's.
  *
@@ -64,7 +64,7 @@ static void link_name(char out[23])
 }
 
 /* Set a terminus's capability to the single symbol cap (not an array: 1.19
- * recognises only a plain symbol, 3.1). */
+ * recognises only a plain symbol). */
 static void set_capability(pn_terminus_t *t, const char *cap)
 {
     pn_data_t *d = pn_terminus_capabilities(t);
@@ -108,6 +108,7 @@ static void attach_one(jn_io_conn_t *conn, pn_session_t *ssn, bool sender, bool 
 
 void jn_io_ir_attach_links_IO(jn_io_conn_t *conn)
 {
+    JN_ASSERT_IO(conn);
     pn_connection_t *pc = conn->pn_io;
     if (!pc || !conn->core)
         return;
@@ -164,12 +165,14 @@ static bool has_capability(pn_terminus_t *t, const char *cap)
 
 void jn_io_ir_cap_control_IO(jn_io_link_t *link)
 {
+    JN_ASSERT_IO(link->conn);
     if (link->max_message_size == 0 || link->max_message_size > JN_IO_CONTROL_MAX_MESSAGE)
         link->max_message_size = JN_IO_CONTROL_MAX_MESSAGE;
 }
 
 void jn_io_ir_classify_IO(jn_io_link_t *link, jn_link_info_t *info)
 {
+    JN_ASSERT_IO(link->conn);
     pn_link_t *pl = link->pn;
     /* the terminus at our end: the peer's target when it sends to us */
     pn_terminus_t *t =

@@ -2,7 +2,8 @@
  * io_private.h — the I/O layer's own structures, shared by the files of
  * router/io and by nothing else:
  *
- *   io.c          timers, start and orderly stop;
+ *   io.c          the core's callbacks, start and orderly stop;
+ *   io_timer.c    the one-shot timers;
  *   io_loop.c     the event loops (one per worker thread: epoll, sockets,
  *                 the connection's pass: read, events, work, write);
  *   io_endpoint.c listeners and connectors (addresses, sockets, transports,
@@ -11,6 +12,10 @@
  *                 the core's work, the wake guard, release;
  *   io_recv.c     the receive path (incoming links, hot);
  *   io_send.c     the send path (outgoing links, hot);
+ *   io_state.c    delivery states between proton and the core;
+ *   io_props.c    a peer's open properties, for management;
+ *   io_mesh.c     inter-router connections: cost, standard links;
+ *   screen.c      the frame screen (junction/screen.h);
  *   io_test.c     test hooks: socketless connections driven by the
  *                 caller's thread (tests and fuzzing only).
  *
@@ -269,6 +274,20 @@ struct jn_io_loop {
     jn_io_conn_t *pass_head, *pass_tail;
 };
 
+/* The event loop whose thread this is (io_loop.c: set by jn_io_loop_main,
+ * and by jn_io_loop_work for a test that drives loop 0 on its own thread);
+ * NULL on other threads. After the loops have ended, jn_io_adopt lets the
+ * thread that frees what is left act as a connection's loop. */
+extern _Thread_local jn_io_loop_t *jn_io_loop_self_;
+/* JN_ASSERT_IO(conn): the calling thread is the loop that owns conn. At the
+ * top of every _IO function; debug and sanitizer builds (JN_DEBUG_CHECK:
+ * nothing at all in release builds). */
+#define JN_ASSERT_IO(conn)                                                                         \
+    JN_DEBUG_CHECK(jn_io_loop_self_ != NULL &&                                                     \
+                   atomic_load_explicit(&(conn)->loop, memory_order_relaxed) == jn_io_loop_self_)
+/* For _IO functions given no way to reach their connection. */
+#define JN_ASSERT_SOME_IO() JN_DEBUG_CHECK(jn_io_loop_self_ != NULL)
+
 struct jn_io {
     /* immutable after jn_io_create */
     jn_core_t *core;
@@ -319,10 +338,6 @@ struct jn_io {
  * first loop accepts what is queued in one go, so up to this many
  * descriptors can be taken at once. */
 #define JN_IO_LISTEN_BACKLOG 128
-
-/* jn_io_max_connections: the connection limit derived from the
- * file-descriptor limit (io.c). Any thread. */
-size_t jn_io_max_connections(void);
 
 /* ---- connections ------------------------------------------------------- */
 
@@ -490,15 +505,22 @@ struct jn_io_link {
     } tx;
 };
 
-/* ---- functions shared between the files -------------------------------- */
+/* ---- functions shared between the files, by the file that defines them - */
 
-/* io.c */
+/* io.c: the layer's frame */
+/* jn_io_max_connections: the connection limit derived from the
+ * file-descriptor limit. Any thread. */
+size_t jn_io_max_connections(void);
+
+/* io_timer.c: the one-shot timers (any thread arms; loop 0 fires) */
 void jn_io_timer_arm(jn_io_t *io, jn_io_timer_t *timer, unsigned delay_ms);
 void jn_io_timer_arm_at(jn_io_t *io, jn_io_timer_t *timer, int64_t deadline_ms);
 bool jn_io_timer_cancel(jn_io_t *io, jn_io_timer_t *timer);
+void jn_io_timer_cancel_locked(jn_io_t *io, jn_io_timer_t *timer);
+void jn_io_timers_cancel_all_locked(jn_io_t *io);
 void jn_io_timers_run(jn_io_t *io);
 
-/* io_loop.c */
+/* io_loop.c: the loops, a connection's start, wake, move and pass */
 int jn_io_loop_init(jn_io_loop_t *loop, jn_io_t *io, unsigned index);
 void jn_io_loop_fini(jn_io_loop_t *loop);
 void *jn_io_loop_main(void *arg);
@@ -508,32 +530,49 @@ void jn_io_colocate(jn_io_conn_t *a, jn_io_conn_t *b);
 int jn_io_conn_start(jn_io_conn_t *conn, pn_transport_t *t, int fd, const char *resolve_err);
 void jn_io_conn_destroy_IO(jn_io_conn_t *conn);
 bool jn_io_loop_work(jn_io_loop_t *loop);
+void jn_io_conn_wake(jn_io_conn_t *conn);
+/* no loop can reach conn any more (its last reference is gone, or the
+ * loops have ended): the calling thread acts as conn's loop (JN_ASSERT_IO)
+ * until jn_io_adopt_end; returns what to give jn_io_adopt_end */
+jn_io_loop_t *jn_io_adopt(jn_io_conn_t *conn);
+void jn_io_adopt_end(jn_io_loop_t *was);
+/* the peer's octets through the screen into proton, and the end of a
+ * refused stream's input once our answer is written */
+bool jn_io_conn_input_IO(jn_io_conn_t *conn, char *start, size_t n);
+void jn_io_conn_written_IO(jn_io_conn_t *conn, bool writable);
 
 /* io_test.c (tests and fuzzing only): a socketless connection's read and
  * write steps of conn_pass. */
 void jn_io_test_read_IO(jn_io_conn_t *conn);
 void jn_io_test_write_IO(jn_io_conn_t *conn);
 
-/* io_endpoint.c */
+/* io_endpoint.c: listeners, connectors, accepting and connecting */
 void jn_io_endpoint_free(jn_io_endpoint_t *ep);
 int jn_io_listen(jn_io_t *io, jn_io_endpoint_t *ep);
 void jn_io_connect(jn_io_endpoint_t *ep);
 void *jn_io_connector_main(void *arg);
 void jn_io_accept(jn_io_lsock_t *ls);
 void jn_io_listener_close_locked(jn_io_t *io, jn_io_endpoint_t *ep);
-void jn_io_connect_progress_IO(jn_io_conn_t *conn);
 void jn_io_connector_closed_IO(jn_io_endpoint_t *ep, jn_io_conn_t *conn, bool was_open);
 pn_transport_t *jn_io_transport_new(const jn_endpoint_config_t *cfg, bool server);
 
-/* io_conn.c */
+/* io_conn.c: a connection's life, proton's events, the core's work */
 jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming);
 void jn_io_conn_unref(jn_io_conn_t *conn);
-/* jn_io_conn_refuse_IO: close conn with its screen's error (io_conn.c). */
+/* jn_io_conn_refuse_IO: close conn with its screen's error. */
 void jn_io_conn_refuse_IO(jn_io_conn_t *conn);
-/* io_loop.c: the peer's octets through the screen into proton, and the
- * end of a refused stream's input once our answer is written */
-bool jn_io_conn_input_IO(jn_io_conn_t *conn, char *start, size_t n);
-void jn_io_conn_written_IO(jn_io_conn_t *conn, bool writable);
+void jn_io_conn_event_IO(jn_io_conn_t *conn, pn_event_t *event);
+void jn_io_conn_batch_end_IO(jn_io_conn_t *conn);
+void jn_io_conn_poll_later_IO(jn_io_conn_t *conn, bool progressed);
+/* jn_io_link_new_IO: our object for proton link pl on conn. */
+jn_io_link_t *jn_io_link_new_IO(jn_io_conn_t *conn, pn_link_t *pl);
+void jn_io_link_set_busy_IO(jn_io_link_t *link);
+void jn_io_link_close_IO(jn_io_link_t *link, const char *condition, const char *description);
+/* Unsettled deliveries: the pn_delivery's context holds a reference on
+ * the jn_delivery_t, and we hold a proton reference on the pn_delivery
+ * (io_recv.c explains why); drop them all when the link or connection
+ * goes. */
+void jn_io_release_unsettled_IO(pn_link_t *pl);
 
 /* io_state.c: a delivery state, every field, between proton and the core */
 void jn_io_data_encode(pn_data_t *data, uint8_t **out, size_t *len);
@@ -541,43 +580,20 @@ void jn_io_state_read_IO(pn_disposition_t *remote, jn_disposition_t *d);
 void jn_io_state_release_IO(jn_disposition_t *d);
 void jn_io_state_apply_IO(pn_disposition_t *local, const jn_disposition_t *d);
 
-/* io_props.c */
+/* io_props.c: a peer's open properties, rendered for management */
 /* jn_io_render_properties_IO: a peer's open properties as management shows
  * them (an encoded map with string keys; heap, the caller's), or NULL/0. */
 void jn_io_render_properties_IO(pn_data_t *props, uint8_t **out, size_t *len);
-void jn_io_conn_event_IO(jn_io_conn_t *conn, pn_event_t *event);
-void jn_io_conn_batch_end_IO(jn_io_conn_t *conn);
-void jn_io_conn_wake(jn_io_conn_t *conn);
-void jn_io_conn_poll_later_IO(jn_io_conn_t *conn, bool progressed);
-void jn_io_link_set_busy_IO(jn_io_link_t *link);
-void jn_io_link_close_IO(jn_io_link_t *link, const char *condition, const char *description);
 
-/* io_recv.c */
+/* io_recv.c: the receive path (incoming links) */
 void jn_io_rx_delivery_IO(jn_io_link_t *link, pn_delivery_t *pd);
 bool jn_io_rx_resume_IO(jn_io_link_t *link);
 void jn_io_rx_init_IO(jn_io_link_t *link);
-
-/* ---- inter-router connections (io_mesh.c) ------------------------------- */
-
-/* jn_io_link_new_IO: our object for proton link pl on conn (io_conn.c). */
-jn_io_link_t *jn_io_link_new_IO(jn_io_conn_t *conn, pn_link_t *pl);
-/* The peer's qd.inter-router-cost from its open's properties (an AMQP int
- * only, mesh-protocol.md 2.2), or 0. */
-uint32_t jn_io_ir_remote_cost(pn_connection_t *pc);
-/* Connector side of an inter-router connection, once open: begin the 11
- * sessions and attach the 2 control and 20 data links in 1.19's order
- * (3.1), each reported to the core as a local link. */
-void jn_io_ir_attach_links_IO(jn_io_conn_t *conn);
-/* A link the peer attached: set info->type and info->priority from the
- * terminus capability at our end (3.2, 3.3). */
-void jn_io_ir_classify_IO(jn_io_link_t *link, jn_link_info_t *info);
-/* A control link takes messages of at most JN_IO_CONTROL_MAX_MESSAGE. */
-void jn_io_ir_cap_control_IO(jn_io_link_t *link);
 void jn_io_rx_credit_IO(jn_io_link_t *link, uint32_t credit, bool drain);
 void jn_io_rx_update_IO(jn_io_link_t *link, jn_work_t *work);
 void jn_io_rx_link_gone_IO(jn_io_link_t *link);
 
-/* io_send.c */
+/* io_send.c: the send path (outgoing links) */
 void jn_io_tx_send_IO(jn_io_link_t *link, jn_work_t *work);
 void jn_io_tx_continue_IO(jn_io_link_t *link, jn_delivery_t *dlv);
 bool jn_io_tx_resume_IO(jn_io_link_t *link);
@@ -587,11 +603,21 @@ void jn_io_tx_flow_IO(jn_io_link_t *link);
 void jn_io_tx_drained_IO(jn_io_link_t *link);
 void jn_io_tx_link_gone_IO(jn_io_link_t *link);
 
-/* Unsettled deliveries: the pn_delivery's context holds a reference on
- * the jn_delivery_t, and we hold a proton reference on the pn_delivery
- * (io_recv.c explains why); drop them all when the link or connection
- * goes (io_conn.c). */
-void jn_io_release_unsettled_IO(pn_link_t *pl);
+/* io_mesh.c: inter-router connections (docs/protocol.md, "The mesh") */
+/* The peer's qd.inter-router-cost from its open's properties (an AMQP int
+ * only, docs/protocol.md, "Inter-router connections"), or 0. */
+uint32_t jn_io_ir_remote_cost(pn_connection_t *pc);
+/* Connector side of an inter-router connection, once open: begin the 11
+ * sessions and attach the 2 control and 20 data links in 1.19's order,
+ * each reported to the core as a local link. */
+void jn_io_ir_attach_links_IO(jn_io_conn_t *conn);
+/* A link the peer attached: set info->type and info->priority from the
+ * terminus capability at our end and the attach order. */
+void jn_io_ir_classify_IO(jn_io_link_t *link, jn_link_info_t *info);
+/* A control link takes messages of at most JN_IO_CONTROL_MAX_MESSAGE. */
+void jn_io_ir_cap_control_IO(jn_io_link_t *link);
+
+/* Inline helpers of io_recv.c and io_send.c: */
 
 /* jn_io_pd_keep: keep dlv (one reference, passed in) for pd: pd's context
  * names it and a proton reference is held on pd. A pre-settled one is

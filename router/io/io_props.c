@@ -217,6 +217,7 @@ static void render_value(pn_data_t *dst, pn_data_t *src, int depth)
  * connection's loop thread. */
 void jn_io_render_properties_IO(pn_data_t *props, uint8_t **out, size_t *len)
 {
+    JN_ASSERT_SOME_IO();
     *out = NULL;
     *len = 0;
     if (!props || pn_data_size(props) == 0)

@@ -56,6 +56,7 @@
 /* Give credit for a delivery the core never saw. */
 static void credit_back_IO(jn_io_link_t *link)
 {
+    JN_ASSERT_IO(link->conn);
     if (link->pn && !link->local_closed && !link->detached)
         pn_link_flow(link->pn, 1);
 }
@@ -74,6 +75,7 @@ static void disposition_apply(pn_delivery_t *pd, const jn_disposition_t *d)
  * now. */
 static void rx_settle_later_IO(jn_io_link_t *link, const jn_disposition_t *d)
 {
+    JN_ASSERT_IO(link->conn);
     link->rx.settle_pending = true;
     if (d->type == JN_DISP_NONE || pn_delivery_settled(link->rx.pd))
         return;
@@ -88,6 +90,7 @@ static void rx_settle_later_IO(jn_io_link_t *link, const jn_disposition_t *d)
  * of its octets are dropped and it is settled once they are in. */
 static void rx_reject_IO(jn_io_link_t *link, const char *condition, const char *description)
 {
+    JN_ASSERT_IO(link->conn);
     jn_disposition_t d = {.type = JN_DISP_REJECTED,
                           .condition = (char *)condition,
                           .description = (char *)description};
@@ -115,6 +118,7 @@ static void rx_wake(void *io_conn)
  * stopped (the connection is woken when it may go on). */
 static bool rx_stop_IO(jn_io_link_t *link)
 {
+    JN_ASSERT_IO(link->conn);
     if (link->rx_stopped)
         return true;
     if (!jn_rx_budget_stop(link->budget))
@@ -131,6 +135,7 @@ static bool rx_stop_IO(jn_io_link_t *link)
 
 static void rx_begin_IO(jn_io_link_t *link, pn_delivery_t *pd)
 {
+    JN_ASSERT_IO(link->conn);
     memset(&link->rx, 0, sizeof link->rx);
     link->rx.pd = pd;
     if (!link->core || link->detached || link->local_closed) {
@@ -150,6 +155,7 @@ static void rx_begin_IO(jn_io_link_t *link, pn_delivery_t *pd)
  * it was routed already) and detach the link, as qdrouterd does. */
 static void rx_oversize_IO(jn_io_link_t *link)
 {
+    JN_ASSERT_IO(link->conn);
     uint64_t max = link->max_message_size;
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
            JN_IO_LINK_FMT " Message exceeds maxMessageSize %" PRIu64 ": link detached",
@@ -166,6 +172,7 @@ static void rx_oversize_IO(jn_io_link_t *link)
  * high-water mark. Returns the number of octets read. */
 static size_t rx_copy_IO(jn_io_link_t *link)
 {
+    JN_ASSERT_IO(link->conn);
     pn_delivery_t *pd = link->rx.pd;
     jn_message_t *m = link->rx.msg;
     uint64_t max = link->max_message_size;
@@ -206,6 +213,7 @@ static size_t rx_copy_IO(jn_io_link_t *link)
 /* Drop what proton holds for a delivery we are not keeping. */
 static void rx_drain_IO(jn_io_link_t *link)
 {
+    JN_ASSERT_IO(link->conn);
     char scratch[4096];
     while (pn_link_recv(link->pn, scratch, sizeof scratch) > 0) {
     }
@@ -214,6 +222,7 @@ static void rx_drain_IO(jn_io_link_t *link)
 /* Parse what arrived; hand the delivery to the core once it is routable. */
 static void rx_try_route_IO(jn_io_link_t *link, bool all_in)
 {
+    JN_ASSERT_IO(link->conn);
     jn_message_t *m = link->rx.msg;
     if (all_in && jn_message_length(m) == 0) {
         /* transfers with no octets at all: not a message (a bare message
@@ -271,6 +280,7 @@ static void rx_try_route_IO(jn_io_link_t *link, bool all_in)
  * to settle, move proton to the next delivery, forget rx. */
 static void rx_finish_IO(jn_io_link_t *link, bool aborted)
 {
+    JN_ASSERT_IO(link->conn);
     pn_delivery_t *pd = link->rx.pd;
     jn_delivery_t *dlv = link->rx.dlv;
     if (dlv && link->rx.notify)
@@ -311,6 +321,7 @@ static void rx_finish_IO(jn_io_link_t *link, bool aborted)
  * finished (the link may start the next one). */
 static bool rx_read_IO(jn_io_link_t *link)
 {
+    JN_ASSERT_IO(link->conn);
     pn_delivery_t *pd = link->rx.pd;
     link->rx.paused = false;
     size_t got = link->rx.discard ? 0 : rx_copy_IO(link);
@@ -345,6 +356,7 @@ static bool rx_read_IO(jn_io_link_t *link)
 /* Start and read deliveries while proton has them and we are not paused. */
 static void rx_pump_IO(jn_io_link_t *link)
 {
+    JN_ASSERT_IO(link->conn);
     while (link->pn) {
         if (!link->rx.pd) {
             pn_delivery_t *pd = pn_link_current(link->pn);
@@ -365,6 +377,7 @@ static void rx_pump_IO(jn_io_link_t *link)
  * delivery, or the sender settled an earlier one. */
 void jn_io_rx_delivery_IO(jn_io_link_t *link, pn_delivery_t *pd)
 {
+    JN_ASSERT_IO(link->conn);
     if (pd != link->rx.pd) {
         jn_delivery_t *dlv = pn_delivery_get_context(pd);
         if (dlv) {
@@ -386,6 +399,7 @@ void jn_io_rx_delivery_IO(jn_io_link_t *link, pn_delivery_t *pd)
  * low-water mark. Returns true when a paused link resumed. */
 bool jn_io_rx_resume_IO(jn_io_link_t *link)
 {
+    JN_ASSERT_IO(link->conn);
     if (link->rx.notify && link->rx.dlv) {
         link->rx.notify = false;
         jn_core_delivery_continued_IO(link->rx.dlv);
@@ -424,6 +438,7 @@ bool jn_io_rx_resume_IO(jn_io_link_t *link)
  * the consumer's outcome and/or settlement, passed to the sender. */
 void jn_io_rx_update_IO(jn_io_link_t *link, jn_work_t *work)
 {
+    JN_ASSERT_IO(link->conn);
     jn_delivery_t *dlv = work->dlv;
     pn_delivery_t *pd = jn_delivery_io(dlv);
     if (!pd || !link->pn)
@@ -446,6 +461,7 @@ void jn_io_rx_update_IO(jn_io_link_t *link, jn_work_t *work)
  * held for unsettled deliveries. Idempotent. */
 void jn_io_rx_link_gone_IO(jn_io_link_t *link)
 {
+    JN_ASSERT_IO(link->conn);
     if (link->dir != JN_LINK_INCOMING)
         return;
     if (link->rx.pd) {
@@ -475,6 +491,7 @@ void jn_io_rx_link_gone_IO(jn_io_link_t *link)
  * it unbounded (as before budgets) rather than refusing the link. */
 void jn_io_rx_init_IO(jn_io_link_t *link)
 {
+    JN_ASSERT_IO(link->conn);
     link->budget = jn_rx_budget_new(JN_IO_LINK_HIGH_WATER, JN_IO_LINK_LOW_WATER);
     jn_rx_budget_set_waker(link->budget, rx_wake, link->conn);
 }
@@ -485,6 +502,7 @@ void jn_io_rx_init_IO(jn_io_link_t *link)
  * arrive, or when a stopped link goes on (call with credit 0 then). */
 void jn_io_rx_credit_IO(jn_io_link_t *link, uint32_t credit, bool drain)
 {
+    JN_ASSERT_IO(link->conn);
     if (!link->pn || link->detached || link->local_closed)
         return;
     if (drain) {

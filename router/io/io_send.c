@@ -89,6 +89,7 @@ static bool link_can_send(const jn_io_link_t *link)
  * the consumer's outcome is still to come. */
 static void tx_done_IO(jn_io_link_t *link, bool settle)
 {
+    JN_ASSERT_IO(link->conn);
     jn_delivery_t *dlv = link->tx.dlv;
     pn_delivery_t *pd = link->tx.pd;
     jn_message_stream_copy_end(link->tx.out.message, link->tx.slot);
@@ -154,6 +155,7 @@ static void gather_add(pn_link_t *pl, tx_gather_t *g, const uint8_t *p, size_t n
  * finished (the next may start). */
 static bool tx_write_IO(jn_io_link_t *link)
 {
+    JN_ASSERT_IO(link->conn);
     pn_link_t *pl = link->pn;
     pn_session_t *ssn = pn_link_session(pl);
     tx_gather_t g;
@@ -196,6 +198,7 @@ static bool tx_write_IO(jn_io_link_t *link)
 /* Start sending the copy of work w (a DELIVERY_SEND item; freed here). */
 static void tx_start_IO(jn_io_link_t *link, jn_work_t *w)
 {
+    JN_ASSERT_IO(link->conn);
     jn_delivery_t *dlv = jn_work_take_dlv(w);
     jn_message_t *m = jn_delivery_message(dlv);
     size_t tag_len;
@@ -214,7 +217,7 @@ static void tx_start_IO(jn_io_link_t *link, jn_work_t *w)
     jn_iter_t to_it;
     if (to_override && hop.to_router) {
         /* the router routed it by its link's target: tell the next router
-         * (mesh-protocol.md 9.3) */
+         * (docs/protocol.md, "Router annotations") */
         jn_iter_init_string(&to_it, to_override, JN_VIEW_RAW);
         hop.to_override = &to_it;
     }
@@ -243,6 +246,7 @@ static void tx_start_IO(jn_io_link_t *link, jn_work_t *w)
  * deliveries still in progress need their credit). */
 static void tx_maybe_drained_IO(jn_io_link_t *link)
 {
+    JN_ASSERT_IO(link->conn);
     if (!link->tx.drain_pending || link->tx.dlv || link->tx.wait_head || !link->pn)
         return;
     link->tx.drain_pending = false;
@@ -271,6 +275,7 @@ static uint64_t tx_limit(jn_io_link_t *link, int credit)
 /* Send the copy in progress and then the waiting ones, as far as they go. */
 static void tx_pump_IO(jn_io_link_t *link)
 {
+    JN_ASSERT_IO(link->conn);
     while (link_can_send(link)) {
         if (!link->tx.dlv) {
             jn_work_t *w = wait_pop(link);
@@ -296,6 +301,7 @@ static void tx_pump_IO(jn_io_link_t *link)
  * ones before it). Takes w. */
 void jn_io_tx_send_IO(jn_io_link_t *link, jn_work_t *w)
 {
+    JN_ASSERT_IO(link->conn);
     if (!link || !link_can_send(link)) {
         tx_drop(w); /* the core released it when the link went */
         return;
@@ -310,6 +316,7 @@ void jn_io_tx_send_IO(jn_io_link_t *link, jn_work_t *w)
  * many continues came). */
 void jn_io_tx_continue_IO(jn_io_link_t *link, jn_delivery_t *dlv)
 {
+    JN_ASSERT_IO(link->conn);
     if (link && link->tx.dlv == dlv)
         jn_io_link_set_busy_IO(link);
 }
@@ -319,6 +326,7 @@ void jn_io_tx_continue_IO(jn_io_link_t *link, jn_delivery_t *dlv)
  * or delivery went out. */
 bool jn_io_tx_resume_IO(jn_io_link_t *link)
 {
+    JN_ASSERT_IO(link->conn);
     const jn_delivery_t *dlv = link->tx.dlv;
     size_t position = dlv ? link->tx.out.position : 0;
     uint64_t sent = link->tx.sent;
@@ -331,6 +339,7 @@ bool jn_io_tx_resume_IO(jn_io_link_t *link)
  * sender settled, so settle the copy (its outcome no longer matters). */
 void jn_io_tx_update_IO(jn_io_link_t *link, jn_work_t *work)
 {
+    JN_ASSERT_IO(link->conn);
     jn_delivery_t *dlv = work->dlv;
     pn_delivery_t *pd = jn_delivery_io(dlv);
     if (!pd || !link->pn || !work->settled)
@@ -346,6 +355,7 @@ void jn_io_tx_update_IO(jn_io_link_t *link, jn_work_t *work)
  * disposition and/or settlement of a copy; passed to the core. */
 void jn_io_tx_delivery_IO(jn_io_link_t *link, pn_delivery_t *pd)
 {
+    JN_ASSERT_IO(link->conn);
     jn_delivery_t *dlv = pn_delivery_get_context(pd);
     if (!dlv || !pn_delivery_updated(pd))
         return;
@@ -373,6 +383,7 @@ void jn_io_tx_delivery_IO(jn_io_link_t *link, pn_delivery_t *pd)
  * it or the drain flag changed. */
 void jn_io_tx_flow_IO(jn_io_link_t *link)
 {
+    JN_ASSERT_IO(link->conn);
     if (!link->core || link->detached || !link->pn)
         return;
     if (link->tx.stalled)
@@ -392,6 +403,7 @@ void jn_io_tx_flow_IO(jn_io_link_t *link)
  * a draining peer: give up the remaining credit (pn_link_drained). */
 void jn_io_tx_drained_IO(jn_io_link_t *link)
 {
+    JN_ASSERT_IO(link->conn);
     if (!link || !link->pn)
         return;
     link->tx.drain_pending = true;
@@ -403,6 +415,7 @@ void jn_io_tx_drained_IO(jn_io_link_t *link)
  * unsettled copies (the core releases them to their senders). Idempotent. */
 void jn_io_tx_link_gone_IO(jn_io_link_t *link)
 {
+    JN_ASSERT_IO(link->conn);
     if (link->dir != JN_LINK_OUTGOING)
         return;
     if (link->tx.dlv) {

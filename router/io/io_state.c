@@ -86,6 +86,7 @@ static void received_from_data(pn_data_t *data, jn_disposition_extra_t *x)
  * out. The connection's loop thread. */
 void jn_io_state_read_IO(pn_disposition_t *remote, jn_disposition_t *d)
 {
+    JN_ASSERT_SOME_IO();
     jn_disposition_extra_t *x;
     switch (d->type) {
     case JN_DISP_ACCEPTED:
@@ -131,6 +132,7 @@ void jn_io_state_read_IO(pn_disposition_t *remote, jn_disposition_t *d)
 /* jn_io_state_release_IO: free what jn_io_state_read_IO allocated. */
 void jn_io_state_release_IO(jn_disposition_t *d)
 {
+    JN_ASSERT_SOME_IO();
     if (!d->extra)
         return;
     free(d->extra->info);
@@ -145,6 +147,7 @@ void jn_io_state_release_IO(jn_disposition_t *d)
  * d->type. The connection's loop thread. */
 void jn_io_state_apply_IO(pn_disposition_t *local, const jn_disposition_t *d)
 {
+    JN_ASSERT_SOME_IO();
     const jn_disposition_extra_t *x = d->extra;
     switch (d->type) {
     case JN_DISP_ACCEPTED:

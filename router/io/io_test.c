@@ -126,6 +126,7 @@ size_t jn_io_test_conns(jn_io_t *io)
  * taken. */
 void jn_io_test_read_IO(jn_io_conn_t *conn)
 {
+    JN_ASSERT_IO(conn);
     pn_connection_driver_t *d = &conn->driver;
     while (conn->test_in_len > 0 && !pn_connection_driver_read_closed(d) && !conn->screened_out) {
         pn_rwbytes_t buf = pn_connection_driver_read_buffer_sized(d, JN_IO_READ_SIZE);
@@ -150,6 +151,7 @@ void jn_io_test_read_IO(jn_io_conn_t *conn)
  * octet proton framed (and ignores it). */
 void jn_io_test_write_IO(jn_io_conn_t *conn)
 {
+    JN_ASSERT_IO(conn);
     pn_connection_driver_t *d = &conn->driver;
     for (;;) {
         pn_bytes_t buf = pn_connection_driver_write_buffer(d);

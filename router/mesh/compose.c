@@ -1,6 +1,7 @@
 /*
  * compose.c — composing the six control messages of the routing protocol
- * exactly as qdrouterd 1.19 does (reference/mesh-protocol.md section 5.1).
+ * exactly as qdrouterd 1.19 does (docs/protocol.md,
+ * "The mesh": "Control messages").
  *
  * Two envelopes exist, because 1.19 composes the messages in two places:
  *   - HELLO, RA, LSR, LSU come from its Python engine: properties is a list
@@ -10,8 +11,8 @@
  *   - MAU, MAR come from its C core: properties is a list of three
  *     (message-id, user-id null, `to`), the opcode key and the body keys are
  *     sym, and pv/mobile_seq/have_seq are long.
- * Both have a header with durable = false and an amqp-value body holding a
- * map. The encoder writes the smallest compound forms (list8/map8, list0
+ * Both have a header with durable = false (junction/compose.h writes it
+ * and the properties) and an amqp-value body holding a map. The encoder writes the smallest compound forms (list8/map8, list0
  * when empty) where 1.19 writes list32/map32: every AMQP decoder, 1.19's
  * included, takes both.
  *
@@ -20,6 +21,7 @@
  */
 #include "mesh_private.h"
 
+#include <junction/compose.h>
 #include <junction/encoder.h>
 
 #include <stdio.h>
@@ -72,22 +74,8 @@ static void enc_seq_long(jn_encoder_t *e, uint64_t v)
 static void begin_message(jn_encoder_t *e, flavour_t fl, const char *to, const char *opcode,
                           const char *id)
 {
-    jn_enc_descriptor_ulong(e, JN_SECTION_HEADER);
-    jn_enc_list_begin(e);
-    jn_enc_bool(e, false); /* durable */
-    jn_enc_list_end(e);
-
-    jn_enc_descriptor_ulong(e, JN_SECTION_PROPERTIES);
-    jn_enc_list_begin(e);
-    jn_enc_null(e); /* message-id */
-    jn_enc_null(e); /* user-id */
-    jn_enc_cstring(e, to);
-    if (fl == FLAVOUR_PYTHON) {
-        jn_enc_null(e); /* subject */
-        jn_enc_null(e); /* reply-to */
-        jn_enc_null(e); /* correlation-id */
-    }
-    jn_enc_list_end(e);
+    jn_compose_props_t props = {.to = to, .fields = fl == FLAVOUR_PYTHON ? 6 : 3};
+    jn_compose_head(e, &props);
 
     jn_enc_descriptor_ulong(e, JN_SECTION_APPLICATION_PROPERTIES);
     jn_enc_map_begin(e);
@@ -112,26 +100,8 @@ static void begin_message(jn_encoder_t *e, flavour_t fl, const char *to, const c
 static jn_message_t *finish_message(jn_encoder_t *e, const char *what)
 {
     jn_enc_map_end(e);
-    jn_buffer_list_t list;
-    jn_buffer_list_init(&list);
-    jn_message_t *m = NULL;
-    int rc = jn_encoder_to_buffers(e, &list);
-    if (rc == 0) {
-        m = jn_message_new();
-        if (m) {
-            jn_message_append_buffers(m, &list);
-            jn_message_set_complete(m);
-            rc = jn_message_parse(m, JN_DEPTH_PROPERTIES);
-            if (rc != 0) {
-                jn_message_unref(m);
-                m = NULL;
-            }
-        } else {
-            rc = JN_ENOMEM;
-        }
-    }
-    jn_buffer_list_free(&list);
-    jn_encoder_free(e);
+    int rc;
+    jn_message_t *m = jn_compose_message(e, JN_DEPTH_PROPERTIES, &rc);
     if (!m)
         JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_ERROR, "Cannot compose %s: %s", what, jn_strerror(rc));
     return m;

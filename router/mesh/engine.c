@@ -1,7 +1,7 @@
 /*
  * engine.c — the routing protocol engine's life, its node table, its tick
- * and the entry points of junction/mesh.h (reference/mesh-protocol.md
- * sections 7.2 and 7.3, timers of section 12).
+ * and the entry points of junction/mesh.h (docs/protocol.md, "The mesh":
+ * "Link state and routes", "Timers").
  *
  * The engine keeps one record per known remote router (jn_mesh_node_t),
  * indexed by router index (the lowest free of 1..127 when created) and by
@@ -43,6 +43,7 @@ jn_mesh_t *jn_mesh_create(const jn_mesh_config_t *cfg, const jn_mesh_ops_t *ops)
     mesh->ra_flux_ms = SECS_MS(cfg->ra_interval_flux, 4);
     mesh->ls_max_age_ms = SECS_MS(cfg->remote_ls_max_age, 60);
     mesh->ops = *ops;
+    mesh->ct_role = cfg->ct_role;
     mesh->by_id = jn_hash_create(0);
     mesh->pv_logged = jn_hash_create(0);
     if (!mesh->id || !mesh->by_id || !mesh->pv_logged || jn_mesh_mobile_init(mesh) != 0) {
@@ -79,21 +80,23 @@ void jn_mesh_free(jn_mesh_t *mesh)
 
 /* ---- node table --------------------------------------------------------- */
 
-jn_mesh_node_t *jn_mesh_node_find(const jn_mesh_t *mesh, const char *id, size_t len)
+jn_mesh_node_t *jn_mesh_node_find_CT(const jn_mesh_t *mesh, const char *id, size_t len)
 {
+    JN_ASSERT_CT(mesh);
     return jn_hash_lookup(mesh->by_id, id, len);
 }
 
-jn_mesh_node_t *jn_mesh_node_get(jn_mesh_t *mesh, const char *id, size_t len)
+jn_mesh_node_t *jn_mesh_node_get_CT(jn_mesh_t *mesh, const char *id, size_t len)
 {
-    jn_mesh_node_t *node = jn_mesh_node_find(mesh, id, len);
+    JN_ASSERT_CT(mesh);
+    jn_mesh_node_t *node = jn_mesh_node_find_CT(mesh, id, len);
     if (node)
         return node;
     int index = 1;
     while (index < JN_MESH_MAX_ROUTERS && mesh->nodes[index])
         index++;
     if (index == JN_MESH_MAX_ROUTERS) {
-        if (jn_mesh_complain(mesh))
+        if (jn_mesh_complain_CT(mesh))
             JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_ERROR,
                    "Cannot add router %.*s: %d remote routers are known already", (int)len, id,
                    JN_MESH_MAX_ROUTERS - 1);
@@ -134,6 +137,7 @@ bool jn_mesh_node_reachable(const jn_mesh_node_t *node)
 
 static void node_delete_CT(jn_mesh_t *mesh, jn_mesh_node_t *node)
 {
+    JN_ASSERT_CT(mesh);
     JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_INFO, "Router %s removed (index %d)", node->id, node->index);
     jn_mesh_mobile_forget_CT(mesh, node);
     jn_hash_remove(mesh->by_id, node->id, node->id_len, NULL);
@@ -145,19 +149,20 @@ static void node_delete_CT(jn_mesh_t *mesh, jn_mesh_node_t *node)
 }
 
 /* A node with an empty link state, not a neighbour and in nobody's peers
- * is deleted on the third tick it is found so (section 7.2). */
+ * is deleted on the third tick it is found so ("Link state and routes"). */
 static void sweep_unreferenced_CT(jn_mesh_t *mesh)
 {
+    JN_ASSERT_CT(mesh);
     jn_mesh_bits_t referenced = {{0, 0}};
     for (size_t i = 0; i < mesh->peers.n; i++) {
-        jn_mesh_node_t *p = jn_mesh_node_find(mesh, mesh->peers.s[i], mesh->peers.len[i]);
+        jn_mesh_node_t *p = jn_mesh_node_find_CT(mesh, mesh->peers.s[i], mesh->peers.len[i]);
         if (p)
             jn_mesh_bits_set(&referenced, (unsigned)p->index);
     }
     for (int i = 1; i < JN_MESH_MAX_ROUTERS; i++) {
         jn_mesh_node_t *x = mesh->nodes[i];
         for (size_t j = 0; x && j < x->peers.n; j++) {
-            jn_mesh_node_t *p = jn_mesh_node_find(mesh, x->peers.s[j], x->peers.len[j]);
+            jn_mesh_node_t *p = jn_mesh_node_find_CT(mesh, x->peers.s[j], x->peers.len[j]);
             if (p && p != x)
                 jn_mesh_bits_set(&referenced, (unsigned)p->index);
         }
@@ -175,6 +180,7 @@ static void sweep_unreferenced_CT(jn_mesh_t *mesh)
 
 static void send_ra_CT(jn_mesh_t *mesh)
 {
+    JN_ASSERT_CT(mesh);
     jn_message_t *m = jn_mesh_compose_ra(mesh->id, mesh->instance, mesh->ls_seq, mesh->mobile_seq);
     if (m)
         mesh->ops.send_to_all(mesh->ops.ctx, m);
@@ -186,6 +192,7 @@ static void send_ra_CT(jn_mesh_t *mesh)
 /* Section 7.3, tick order; see the file comment. */
 static void do_tick_CT(jn_mesh_t *mesh)
 {
+    JN_ASSERT_CT(mesh);
     jn_mesh_mobile_flush_CT(mesh);
     jn_mesh_hello_tick_CT(mesh);
     jn_mesh_expire_CT(mesh);
@@ -222,6 +229,7 @@ static void do_tick_CT(jn_mesh_t *mesh)
  * with time 0; move those stamps to now so they do not look ancient. */
 static void first_tick_CT(jn_mesh_t *mesh, int64_t now_ms)
 {
+    JN_ASSERT_CT(mesh);
     mesh->started = true;
     mesh->next_tick_ms = now_ms;
     mesh->last_topo_change_ms = now_ms;
@@ -239,6 +247,7 @@ static void first_tick_CT(jn_mesh_t *mesh, int64_t now_ms)
 
 void jn_mesh_tick_CT(jn_mesh_t *mesh, int64_t now_ms)
 {
+    JN_ASSERT_CT(mesh);
     if (mesh->started && now_ms < mesh->now_ms)
         now_ms = mesh->now_ms; /* never backwards */
     mesh->now_ms = now_ms;
@@ -254,6 +263,7 @@ void jn_mesh_tick_CT(jn_mesh_t *mesh, int64_t now_ms)
 
 bool jn_mesh_flush_CT(jn_mesh_t *mesh)
 {
+    JN_ASSERT_CT(mesh);
     if (!mesh->started)
         return false;
     bool bumped = false;
@@ -284,6 +294,7 @@ bool jn_mesh_flush_CT(jn_mesh_t *mesh)
 
 void jn_mesh_link_added_CT(jn_mesh_t *mesh, int link, uint32_t cost)
 {
+    JN_ASSERT_CT(mesh);
     if (link < 0 || link >= JN_MESH_MAX_LINKS)
         return;
     mesh->links[link].present = true;
@@ -292,6 +303,7 @@ void jn_mesh_link_added_CT(jn_mesh_t *mesh, int link, uint32_t cost)
 
 void jn_mesh_link_lost_CT(jn_mesh_t *mesh, int link)
 {
+    JN_ASSERT_CT(mesh);
     if (link < 0 || link >= JN_MESH_MAX_LINKS)
         return;
     mesh->links[link].present = false;
@@ -311,9 +323,10 @@ void jn_mesh_link_lost_CT(jn_mesh_t *mesh, int link)
 
 /* ---- receiving ---------------------------------------------------------- */
 
-/* pv > 1 is ignored, logged once per sender id (section 1). */
-static bool version_ok(jn_mesh_t *mesh, const jn_mesh_msg_t *m)
+/* pv > 1 is ignored, logged once per sender id (1.19 does the same). */
+static bool version_ok_CT(jn_mesh_t *mesh, const jn_mesh_msg_t *m)
 {
+    JN_ASSERT_CT(mesh);
     if (m->pv <= 1)
         return true;
     if (!jn_hash_lookup(mesh->pv_logged, m->id, m->id_len)) {
@@ -328,8 +341,9 @@ static bool version_ok(jn_mesh_t *mesh, const jn_mesh_msg_t *m)
 
 /* A HELLO or RA carrying this router's id: another router with the same
  * id (a different instance) is logged once; our own echo is ignored. */
-static void own_id_seen(jn_mesh_t *mesh, const jn_mesh_msg_t *m)
+static void own_id_seen_CT(jn_mesh_t *mesh, const jn_mesh_msg_t *m)
 {
+    JN_ASSERT_CT(mesh);
     if ((m->op != JN_MESH_OP_HELLO && m->op != JN_MESH_OP_RA) || m->instance == mesh->instance ||
         mesh->dup_logged)
         return;
@@ -340,8 +354,9 @@ static void own_id_seen(jn_mesh_t *mesh, const jn_mesh_msg_t *m)
            mesh->id, (long long)m->instance, (long long)mesh->instance);
 }
 
-bool jn_mesh_complain(jn_mesh_t *mesh)
+bool jn_mesh_complain_CT(jn_mesh_t *mesh)
 {
+    JN_ASSERT_CT(mesh);
     if (mesh->complain_ms != mesh->now_ms) {
         if (mesh->suppressed > 0)
             JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_ERROR,
@@ -361,11 +376,12 @@ bool jn_mesh_complain(jn_mesh_t *mesh)
 
 int jn_mesh_receive_CT(jn_mesh_t *mesh, int link, uint32_t cost, jn_message_t *msg)
 {
+    JN_ASSERT_CT(mesh);
     jn_mesh_msg_t m;
     const char *reason = NULL;
     int rc = jn_mesh_parse(msg, &m, &reason);
     if (rc != 0) {
-        if (jn_mesh_complain(mesh))
+        if (jn_mesh_complain_CT(mesh))
             JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_ERROR, "Malformed control message on link %d: %s",
                    link, reason ? reason : jn_strerror(rc));
         jn_mesh_msg_fini(&m);
@@ -375,12 +391,12 @@ int jn_mesh_receive_CT(jn_mesh_t *mesh, int link, uint32_t cost, jn_message_t *m
         mesh->links[link].present = true;
         mesh->links[link].cost = cost ? cost : 1;
     }
-    if (m.op == JN_MESH_OP_UNKNOWN || !version_ok(mesh, &m)) {
+    if (m.op == JN_MESH_OP_UNKNOWN || !version_ok_CT(mesh, &m)) {
         jn_mesh_msg_fini(&m);
         return 0;
     }
     if (m.id_len == mesh->id_len && memcmp(m.id, mesh->id, m.id_len) == 0) {
-        own_id_seen(mesh, &m);
+        own_id_seen_CT(mesh, &m);
         jn_mesh_msg_fini(&m);
         return 0;
     }
@@ -412,14 +428,16 @@ int jn_mesh_receive_CT(jn_mesh_t *mesh, int link, uint32_t cost, jn_message_t *m
 
 /* ---- queries ------------------------------------------------------------ */
 
-uint32_t jn_mesh_radius(const jn_mesh_t *mesh)
+uint32_t jn_mesh_radius_CT(const jn_mesh_t *mesh)
 {
+    JN_ASSERT_CT(mesh);
     return mesh->radius;
 }
 
-int jn_mesh_router_index(const jn_mesh_t *mesh, const char *id, size_t len)
+int jn_mesh_router_index_CT(const jn_mesh_t *mesh, const char *id, size_t len)
 {
-    const jn_mesh_node_t *node = jn_mesh_node_find(mesh, id, len);
+    JN_ASSERT_CT(mesh);
+    const jn_mesh_node_t *node = jn_mesh_node_find_CT(mesh, id, len);
     return node ? node->index : -1;
 }
 
@@ -440,9 +458,10 @@ static const uint32_t *peer_costs(jn_mesh_node_t *x)
     return x->peer_costs;
 }
 
-void jn_mesh_foreach_router(const jn_mesh_t *mesh,
+void jn_mesh_foreach_router_CT(const jn_mesh_t *mesh,
                             bool (*fn)(void *arg, const jn_mesh_router_info_t *info), void *arg)
 {
+    JN_ASSERT_CT(mesh);
     for (int i = 1; i < JN_MESH_MAX_ROUTERS; i++) {
         jn_mesh_node_t *x = mesh->nodes[i];
         if (!x)
@@ -470,8 +489,9 @@ void jn_mesh_foreach_router(const jn_mesh_t *mesh,
     }
 }
 
-void jn_mesh_own_state(const jn_mesh_t *mesh, uint64_t *ls_seq, uint64_t *mobile_seq)
+void jn_mesh_own_state_CT(const jn_mesh_t *mesh, uint64_t *ls_seq, uint64_t *mobile_seq)
 {
+    JN_ASSERT_CT(mesh);
     if (ls_seq)
         *ls_seq = mesh->ls_seq;
     if (mobile_seq)

@@ -1,8 +1,8 @@
 /*
  * linkstate.c — neighbours and link state: HELLO, RA, LSR and LSU
- * (reference/mesh-protocol.md sections 5.2 - 5.5), the own link state
- * (7.1), ageing of neighbours and stored link states (7.2) and restart
- * detection (7.5).
+ * (docs/protocol.md, "The mesh": "Control messages"), the own link state,
+ * ageing of neighbours and stored link states and restart detection
+ * ("Link state and routes").
  *
  * A router becomes a neighbour when its HELLO lists this router's id in
  * `seen`: it is bound to the link the HELLO came over and added to the own
@@ -21,17 +21,19 @@
 
 /* ---- own link state ----------------------------------------------------- */
 
-static void own_add_peer(jn_mesh_t *mesh, const jn_mesh_node_t *node, uint32_t cost)
+static void own_add_peer_CT(jn_mesh_t *mesh, const jn_mesh_node_t *node, uint32_t cost)
 {
-    /* an existing peer's cost is not updated (section 7.5) */
+    JN_ASSERT_CT(mesh);
+    /* an existing peer's cost is not updated ("Link state and routes") */
     if (jn_mesh_strs_find(&mesh->peers, node->id, node->id_len) >= 0)
         return;
     if (jn_mesh_strs_add(&mesh->peers, node->id, node->id_len, cost) == 0)
         mesh->own_changed = true;
 }
 
-static void own_remove_peer(jn_mesh_t *mesh, const jn_mesh_node_t *node)
+static void own_remove_peer_CT(jn_mesh_t *mesh, const jn_mesh_node_t *node)
 {
+    JN_ASSERT_CT(mesh);
     long p = jn_mesh_strs_find(&mesh->peers, node->id, node->id_len);
     if (p >= 0) {
         jn_mesh_strs_remove(&mesh->peers, (size_t)p);
@@ -39,10 +41,10 @@ static void own_remove_peer(jn_mesh_t *mesh, const jn_mesh_node_t *node)
     }
 }
 
-/* ---- restart detection (7.5) -------------------------------------------- */
+/* ---- restart detection -------------------------------------------------- */
 
 /* Returns false when the message is from the newcomer of two live routers
- * with one id (section 1: a mesh needs unique ids), which is ignored. A
+ * with one id (a mesh needs unique ids), which is ignored. A
  * restart changes the instance once; if the instance from before it is
  * heard again in a later tick (not a straggler still in flight: a restart
  * takes far longer than a message's trip), two routers use this id: the one that started first (the smaller
@@ -50,6 +52,7 @@ static void own_remove_peer(jn_mesh_t *mesh, const jn_mesh_node_t *node)
  * ignored from then on. */
 static bool check_instance_CT(jn_mesh_t *mesh, jn_mesh_node_t *node, int64_t instance)
 {
+    JN_ASSERT_CT(mesh);
     if (instance == 0 || node->instance == instance)
         return true;
     if (node->instance == 0) {
@@ -90,6 +93,7 @@ static bool check_instance_CT(jn_mesh_t *mesh, jn_mesh_node_t *node, int64_t ins
 
 void jn_mesh_send_lsr_CT(jn_mesh_t *mesh, jn_mesh_node_t *node)
 {
+    JN_ASSERT_CT(mesh);
     node->lsr_pending = false;
     jn_message_t *m = jn_mesh_compose_lsr(mesh->id, node->id);
     if (m)
@@ -97,9 +101,10 @@ void jn_mesh_send_lsr_CT(jn_mesh_t *mesh, jn_mesh_node_t *node)
 }
 
 /* Expire the seen list and send HELLO on every link, every hello_interval
- * ticks (section 5.2). */
+ * ticks ("Control messages", HELLO). */
 void jn_mesh_hello_tick_CT(jn_mesh_t *mesh)
 {
+    JN_ASSERT_CT(mesh);
     for (size_t i = mesh->seen.n; i-- > 0;)
         if (mesh->now_ms - mesh->seen.val[i] > mesh->hello_max_age_ms)
             jn_mesh_strs_remove(&mesh->seen, i);
@@ -116,9 +121,11 @@ void jn_mesh_hello_tick_CT(jn_mesh_t *mesh)
     jn_message_unref(m);
 }
 
-/* Neighbour expiry by HELLO age, stored link-state expiry (section 7.2). */
+/* Neighbour expiry by HELLO age, stored link-state expiry ("Link state
+ * and routes"). */
 void jn_mesh_expire_CT(jn_mesh_t *mesh)
 {
+    JN_ASSERT_CT(mesh);
     for (int i = 1; i < JN_MESH_MAX_ROUTERS; i++) {
         jn_mesh_node_t *x = mesh->nodes[i];
         if (!x)
@@ -126,7 +133,7 @@ void jn_mesh_expire_CT(jn_mesh_t *mesh)
         if (x->link >= 0 && mesh->now_ms - x->neighbour_ms > mesh->hello_max_age_ms) {
             JN_LOG(JN_LOG_MOD_ROUTER_HELLO, JN_LOG_INFO, "Neighbour %s expired (no HELLO)", x->id);
             x->link = -1;
-            own_remove_peer(mesh, x);
+            own_remove_peer_CT(mesh, x);
         }
         if ((x->peers.n || x->ls_seq) && mesh->now_ms - x->ls_seen_ms > mesh->ls_max_age_ms) {
             JN_LOG(JN_LOG_MOD_ROUTER_LS, JN_LOG_INFO, "Link state of router %s expired", x->id);
@@ -142,6 +149,7 @@ void jn_mesh_expire_CT(jn_mesh_t *mesh)
 
 static void refresh_neighbour_CT(jn_mesh_t *mesh, jn_mesh_node_t *node, int link, uint32_t cost)
 {
+    JN_ASSERT_CT(mesh);
     if (node->link != link) {
         bool bound = node->link >= 0 && mesh->links[node->link].present &&
                      mesh->now_ms - node->neighbour_ms <= mesh->hello_max_age_ms;
@@ -151,7 +159,7 @@ static void refresh_neighbour_CT(jn_mesh_t *mesh, jn_mesh_node_t *node, int link
                node->id, link);
         node->link = link;
         node->lsr_pending = true;
-        own_add_peer(mesh, node, cost);
+        own_add_peer_CT(mesh, node, cost);
         mesh->recompute = true; /* the route to it now uses this link */
     }
     node->neighbour_ms = mesh->now_ms;
@@ -159,6 +167,7 @@ static void refresh_neighbour_CT(jn_mesh_t *mesh, jn_mesh_node_t *node, int link
 
 int jn_mesh_on_hello_CT(jn_mesh_t *mesh, int link, uint32_t cost, const jn_mesh_msg_t *m)
 {
+    JN_ASSERT_CT(mesh);
     long i = jn_mesh_strs_find(&mesh->seen, m->id, m->id_len);
     if (i >= 0)
         mesh->seen.val[i] = mesh->now_ms;
@@ -168,7 +177,7 @@ int jn_mesh_on_hello_CT(jn_mesh_t *mesh, int link, uint32_t cost, const jn_mesh_
         return 0;
     if (link < 0 || link >= JN_MESH_MAX_LINKS)
         return 0;
-    jn_mesh_node_t *node = jn_mesh_node_get(mesh, m->id, m->id_len);
+    jn_mesh_node_t *node = jn_mesh_node_get_CT(mesh, m->id, m->id_len);
     if (!node)
         return 0;
     if (node->version == 0)
@@ -181,7 +190,8 @@ int jn_mesh_on_hello_CT(jn_mesh_t *mesh, int link, uint32_t cost, const jn_mesh_
 
 int jn_mesh_on_ra_CT(jn_mesh_t *mesh, const jn_mesh_msg_t *m)
 {
-    jn_mesh_node_t *node = jn_mesh_node_get(mesh, m->id, m->id_len);
+    JN_ASSERT_CT(mesh);
+    jn_mesh_node_t *node = jn_mesh_node_get_CT(mesh, m->id, m->id_len);
     if (!node)
         return 0;
     if (node->version == 0)
@@ -206,7 +216,8 @@ int jn_mesh_on_ra_CT(jn_mesh_t *mesh, const jn_mesh_msg_t *m)
 
 int jn_mesh_on_lsr_CT(jn_mesh_t *mesh, const jn_mesh_msg_t *m)
 {
-    jn_mesh_node_t *node = jn_mesh_node_get(mesh, m->id, m->id_len);
+    JN_ASSERT_CT(mesh);
+    jn_mesh_node_t *node = jn_mesh_node_get_CT(mesh, m->id, m->id_len);
     if (!node)
         return 0;
     if (node->version == 0)
@@ -220,8 +231,9 @@ int jn_mesh_on_lsr_CT(jn_mesh_t *mesh, const jn_mesh_msg_t *m)
 
 int jn_mesh_on_lsu_CT(jn_mesh_t *mesh, const jn_mesh_msg_t *m)
 {
-    bool known = jn_mesh_node_find(mesh, m->id, m->id_len) != NULL;
-    jn_mesh_node_t *node = jn_mesh_node_get(mesh, m->id, m->id_len);
+    JN_ASSERT_CT(mesh);
+    bool known = jn_mesh_node_find_CT(mesh, m->id, m->id_len) != NULL;
+    jn_mesh_node_t *node = jn_mesh_node_get_CT(mesh, m->id, m->id_len);
     if (!node)
         return 0;
     if (!known) {
@@ -244,7 +256,7 @@ int jn_mesh_on_lsu_CT(jn_mesh_t *mesh, const jn_mesh_msg_t *m)
         const char *p = m->peers.s[i];
         size_t len = m->peers.len[i];
         if (len != mesh->id_len || memcmp(p, mesh->id, len) != 0)
-            jn_mesh_node_get(mesh, p, len);
+            jn_mesh_node_get_CT(mesh, p, len);
     }
     return 0;
 }

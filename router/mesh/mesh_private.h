@@ -4,16 +4,19 @@
  * functions each file offers the others.
  *
  *   engine.c     the engine's life, the node table, the tick, receive
- *                dispatch and the queries (sections 7.2, 7.3, 12);
+ *                dispatch and the queries;
  *   linkstate.c  HELLO, RA, LSR and LSU handling, the own link state,
- *                ageing and restart detection (5.2 - 5.5, 7.1, 7.2, 7.5);
+ *                ageing and restart detection;
  *   path.c       the route computation: Dijkstra, next hops, radius, valid
- *                origins, and the route callbacks (7.3);
+ *                origins, and the route callbacks;
  *   mobile.c     mobile-address synchronisation: local changes, MAU and
- *                MAR (section 8);
- *   compose.c    composing the six control messages (5.1 - 5.7);
- *   parse.c      parsing them (5.1 - 5.7);
+ *                MAR;
+ *   compose.c    composing the six control messages;
+ *   parse.c      parsing them;
  *   strs.c       small owned string lists used by all of the above.
+ *
+ * The protocol itself: docs/protocol.md, "The mesh" (its subsections are named
+ * below by title).
  *
  * Threads: everything here belongs to the core thread (the engine is only
  * ever called there), so nothing is locked.
@@ -26,15 +29,20 @@
 #include <junction/log.h>
 #include <junction/mesh.h>
 
-/* Longest router id (reference section 1). */
+/* JN_ASSERT_CT: the calling thread runs in the role the engine was made
+ * for (jn_mesh_config_t.ct_role: the core's token, held). At the top of
+ * every _CT function here; debug and sanitizer builds. */
+#define JN_ASSERT_CT(mesh) JN_DEBUG_CHECK(jn_ct_role_ == (mesh)->ct_role)
+
+/* Longest router id ("Timers"). */
 #define JN_MESH_ID_MAX 127
 
-/* The engine's tick (section 12) and the slack allowed to a core timer that
+/* The engine's tick ("Timers") and the slack allowed to a core timer that
  * fires a little early. */
 #define JN_MESH_TICK_MS  1000
 #define JN_MESH_SLACK_MS 10
 
-/* Ticks an unreferenced node survives (section 7.2). */
+/* Ticks an unreferenced node survives ("Link state and routes", ageing). */
 #define JN_MESH_UNREF_TICKS 3
 
 /* ---- strs.c: a list of owned strings, each with an integer ------------- */
@@ -81,7 +89,7 @@ typedef enum jn_mesh_op {
     JN_MESH_OP_MAR
 } jn_mesh_op_t;
 
-/* A parsed control message (section 5). Fields not carried by the opcode
+/* A parsed control message ("Control messages"). Fields not carried by the opcode
  * stay zero/empty. Owned by the caller; free with jn_mesh_msg_fini. */
 typedef struct jn_mesh_msg {
     jn_mesh_op_t op;
@@ -110,7 +118,7 @@ typedef struct jn_mesh_msg {
 int jn_mesh_parse(jn_message_t *msg, jn_mesh_msg_t *out, const char **reason);
 void jn_mesh_msg_fini(jn_mesh_msg_t *m);
 
-/* Composers (section 5.1 envelope): a complete message parsed to
+/* Composers ("Control messages", the envelopes): a complete message parsed to
  * JN_DEPTH_PROPERTIES, or NULL on ENOMEM. id/target are NUL-terminated. */
 jn_message_t *jn_mesh_compose_hello(const char *id, int64_t instance, const jn_mesh_strs_t *seen);
 jn_message_t *jn_mesh_compose_ra(const char *id, int64_t instance, uint64_t ls_seq,
@@ -128,7 +136,7 @@ jn_message_t *jn_mesh_compose_mar(const char *id, const char *target, uint64_t h
 
 /* ---- the engine --------------------------------------------------------- */
 
-/* One known remote router (section 7.2). Core thread only. */
+/* One known remote router ("Link state and routes"). Core thread only. */
 typedef struct jn_mesh_node {
     int index; /* router index 1..127 */
     char *id;
@@ -139,7 +147,7 @@ typedef struct jn_mesh_node {
     /* its link state as last received (peers: val = cost) */
     uint64_t ls_seq;
     jn_mesh_strs_t peers;
-    uint32_t *peer_costs; /* peers' costs as uint32, for jn_mesh_foreach_router */
+    uint32_t *peer_costs; /* peers' costs as uint32, for jn_mesh_foreach_router_CT */
     size_t peer_costs_cap;
     int64_t ls_seen_ms;
     int64_t last_topo_change_ms;
@@ -164,7 +172,7 @@ typedef struct jn_mesh_node {
     jn_mesh_bits_t rep_vo;
     /* mobile addresses it advertised: key -> hint (jn_mesh_hint_value) */
     jn_hash_t *mobile;
-    uint64_t mobile_seq;    /* S(X), section 8.3 */
+    uint64_t mobile_seq;    /* S, "Mobile addresses" */
     uint64_t ra_mobile_seq; /* highest mobile_seq seen in its RAs */
     bool mar_pending;
     bool mar_outstanding;
@@ -189,6 +197,7 @@ struct jn_mesh {
     int64_t ra_ms, ra_flux_ms;
     int64_t ls_max_age_ms;
     jn_mesh_ops_t ops;
+    const void *ct_role; /* JN_ASSERT_CT */
 
     /* clock */
     bool started;
@@ -226,10 +235,10 @@ struct jn_mesh {
 };
 
 /* engine.c */
-jn_mesh_node_t *jn_mesh_node_find(const jn_mesh_t *mesh, const char *id, size_t len);
+jn_mesh_node_t *jn_mesh_node_find_CT(const jn_mesh_t *mesh, const char *id, size_t len);
 /* find or create (router_added is called for a new one); NULL on ENOMEM or
  * when all 127 indices are taken (logged) */
-jn_mesh_node_t *jn_mesh_node_get(jn_mesh_t *mesh, const char *id, size_t len);
+jn_mesh_node_t *jn_mesh_node_get_CT(jn_mesh_t *mesh, const char *id, size_t len);
 /* neighbour, or has a path in the last computation */
 bool jn_mesh_node_reachable(const jn_mesh_node_t *node);
 /* true when an error line about a peer's bad input may be written now: at
@@ -237,7 +246,7 @@ bool jn_mesh_node_reachable(const jn_mesh_node_t *node);
  * one line on the next tick, so a hostile or broken peer cannot flood the
  * log */
 #define JN_MESH_COMPLAINTS 5
-bool jn_mesh_complain(jn_mesh_t *mesh);
+bool jn_mesh_complain_CT(jn_mesh_t *mesh);
 
 /* linkstate.c */
 /* expire the seen list; send HELLO when this tick is a hello tick */
@@ -263,7 +272,7 @@ void jn_mesh_mobile_fini(jn_mesh_t *mesh);
 void jn_mesh_mobile_flush_CT(jn_mesh_t *mesh);
 /* unmap every key learned from node (mobile_removed each) and reset S(X) */
 void jn_mesh_mobile_forget_CT(jn_mesh_t *mesh, jn_mesh_node_t *node);
-/* the tick's MAR requests (section 8.4) */
+/* the tick's MAR requests ("Mobile addresses") */
 void jn_mesh_mobile_requests_CT(jn_mesh_t *mesh);
 int jn_mesh_on_mau_CT(jn_mesh_t *mesh, jn_mesh_msg_t *m);
 int jn_mesh_on_mar_CT(jn_mesh_t *mesh, jn_mesh_msg_t *m);

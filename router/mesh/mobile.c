@@ -1,6 +1,6 @@
 /*
- * mobile.c — mobile-address synchronisation (reference/mesh-protocol.md
- * section 8, messages 5.6 and 5.7).
+ * mobile.c — mobile-address synchronisation (docs/protocol.md, "The mesh":
+ * "Mobile addresses", and the MAU and MAR of "Control messages").
  *
  * Sender side: the core reports each mobile-class key that gains its first
  * or loses its last local destination (jn_mesh_local_mobile_CT). Changes are
@@ -41,6 +41,7 @@ void jn_mesh_mobile_fini(jn_mesh_t *mesh)
 
 void jn_mesh_local_mobile_CT(jn_mesh_t *mesh, const uint8_t *key, size_t len, bool added, int hint)
 {
+    JN_ASSERT_CT(mesh);
     void *had = jn_hash_lookup(mesh->local, key, len);
     if (added) {
         if (had)
@@ -87,6 +88,7 @@ static void clear_set(jn_hash_t *set)
 
 void jn_mesh_mobile_flush_CT(jn_mesh_t *mesh)
 {
+    JN_ASSERT_CT(mesh);
     if (jn_hash_count(mesh->pending_add) == 0 && jn_hash_count(mesh->pending_del) == 0)
         return;
     jn_mesh_strs_t add = {0}, del = {0};
@@ -110,6 +112,7 @@ void jn_mesh_mobile_flush_CT(jn_mesh_t *mesh)
 
 static void send_absolute_CT(jn_mesh_t *mesh, jn_mesh_node_t *to)
 {
+    JN_ASSERT_CT(mesh);
     jn_mesh_strs_t exist = {0};
     if (collect(mesh->local, mesh->pending_add, &exist) == 0 &&
         collect(mesh->pending_del, NULL, &exist) == 0) {
@@ -124,6 +127,7 @@ static void send_absolute_CT(jn_mesh_t *mesh, jn_mesh_node_t *to)
 
 static void send_mar_CT(jn_mesh_t *mesh, jn_mesh_node_t *node)
 {
+    JN_ASSERT_CT(mesh);
     node->mar_pending = false;
     node->mar_outstanding = true;
     jn_message_t *m = jn_mesh_compose_mar(mesh->id, node->id, node->mobile_seq);
@@ -133,6 +137,7 @@ static void send_mar_CT(jn_mesh_t *mesh, jn_mesh_node_t *node)
 
 void jn_mesh_mobile_forget_CT(jn_mesh_t *mesh, jn_mesh_node_t *node)
 {
+    JN_ASSERT_CT(mesh);
     jn_hash_iter_t it;
     const uint8_t *key;
     size_t len;
@@ -150,6 +155,7 @@ void jn_mesh_mobile_forget_CT(jn_mesh_t *mesh, jn_mesh_node_t *node)
 
 void jn_mesh_mobile_requests_CT(jn_mesh_t *mesh)
 {
+    JN_ASSERT_CT(mesh);
     for (int i = 1; i < JN_MESH_MAX_ROUTERS; i++) {
         jn_mesh_node_t *x = mesh->nodes[i];
         if (!x || !x->mar_pending || !jn_mesh_node_reachable(x))
@@ -163,6 +169,7 @@ void jn_mesh_mobile_requests_CT(jn_mesh_t *mesh)
 
 static void add_key_CT(jn_mesh_t *mesh, jn_mesh_node_t *node, const char *key, size_t len, int hint)
 {
+    JN_ASSERT_CT(mesh);
     if (jn_hash_lookup(node->mobile, key, len))
         return;
     if (jn_hash_insert(node->mobile, key, len, jn_mesh_hint_value(hint)) != 0)
@@ -173,6 +180,7 @@ static void add_key_CT(jn_mesh_t *mesh, jn_mesh_node_t *node, const char *key, s
 
 static void remove_key_CT(jn_mesh_t *mesh, jn_mesh_node_t *node, const uint8_t *key, size_t len)
 {
+    JN_ASSERT_CT(mesh);
     if (mesh->ops.mobile_removed)
         mesh->ops.mobile_removed(mesh->ops.ctx, node->index, key, len);
     jn_hash_remove(node->mobile, key, len, NULL);
@@ -181,6 +189,7 @@ static void remove_key_CT(jn_mesh_t *mesh, jn_mesh_node_t *node, const uint8_t *
 /* Absolute MAU: after adding `exist`, drop every other key of node. */
 static int drop_missing_CT(jn_mesh_t *mesh, jn_mesh_node_t *node, const jn_mesh_strs_t *exist)
 {
+    JN_ASSERT_CT(mesh);
     jn_hash_t *keep = jn_hash_create(exist->n);
     if (!keep)
         return JN_ENOMEM;
@@ -199,9 +208,10 @@ static int drop_missing_CT(jn_mesh_t *mesh, jn_mesh_node_t *node, const jn_mesh_
 
 int jn_mesh_on_mau_CT(jn_mesh_t *mesh, jn_mesh_msg_t *m)
 {
-    jn_mesh_node_t *node = jn_mesh_node_find(mesh, m->id, m->id_len);
+    JN_ASSERT_CT(mesh);
+    jn_mesh_node_t *node = jn_mesh_node_find_CT(mesh, m->id, m->id_len);
     if (!node) {
-        if (jn_mesh_complain(mesh))
+        if (jn_mesh_complain_CT(mesh))
             JN_LOG(JN_LOG_MOD_ROUTER_MA, JN_LOG_ERROR, "Ignoring MAU from unknown router %s",
                    m->id);
         return 0;
@@ -231,9 +241,10 @@ int jn_mesh_on_mau_CT(jn_mesh_t *mesh, jn_mesh_msg_t *m)
 
 int jn_mesh_on_mar_CT(jn_mesh_t *mesh, jn_mesh_msg_t *m)
 {
-    jn_mesh_node_t *node = jn_mesh_node_find(mesh, m->id, m->id_len);
+    JN_ASSERT_CT(mesh);
+    jn_mesh_node_t *node = jn_mesh_node_find_CT(mesh, m->id, m->id_len);
     if (!node) {
-        if (jn_mesh_complain(mesh))
+        if (jn_mesh_complain_CT(mesh))
             JN_LOG(JN_LOG_MOD_ROUTER_MA, JN_LOG_ERROR, "Ignoring MAR from unknown router %s",
                    m->id);
         return 0;

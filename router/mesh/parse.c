@@ -1,6 +1,6 @@
 /*
  * parse.c — reading the six control messages of the routing protocol
- * (reference/mesh-protocol.md sections 5.1 - 5.7) into a jn_mesh_msg_t.
+ * (docs/protocol.md, "The mesh": "Control messages") into a jn_mesh_msg_t.
  *
  * Tolerant where 1.19 is: map keys may be str or sym, integers may come in
  * any AMQP integer type and width, lists and maps in any of their forms
@@ -326,7 +326,7 @@ static int read_opcode(parse_t *p, jn_message_t *msg)
     return fail(p, rc < 0 ? "application-properties is malformed" : "no opcode");
 }
 
-/* Required fields per opcode, and the MAU shape (section 5.6). */
+/* Required fields per opcode, and the MAU shape ("Control messages"). */
 static int check_complete(parse_t *p)
 {
     static const unsigned need[] = {

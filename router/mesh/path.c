@@ -1,5 +1,6 @@
 /*
- * path.c — route computation (reference/mesh-protocol.md section 7.3).
+ * path.c — route computation (docs/protocol.md, "The mesh": "Link state and
+ * routes").
  *
  * The graph has a vertex per router index (0 = this router) and a directed
  * edge from X to each of X's peers, with the cost X gives it: this router's
@@ -43,37 +44,40 @@ typedef struct tree {
     int settled;
 } tree_t;
 
-static int vertex_of(const jn_mesh_t *mesh, const char *id, size_t len)
+static int vertex_of_CT(const jn_mesh_t *mesh, const char *id, size_t len)
 {
+    JN_ASSERT_CT(mesh);
     if (len == mesh->id_len && memcmp(id, mesh->id, len) == 0)
         return 0;
-    const jn_mesh_node_t *node = jn_mesh_node_find(mesh, id, len);
+    const jn_mesh_node_t *node = jn_mesh_node_find_CT(mesh, id, len);
     return node ? node->index : -1;
 }
 
-static void add_edges(const jn_mesh_t *mesh, graph_t *g, int from, const jn_mesh_strs_t *peers)
+static void add_edges_CT(const jn_mesh_t *mesh, graph_t *g, int from, const jn_mesh_strs_t *peers)
 {
+    JN_ASSERT_CT(mesh);
     for (size_t i = 0; i < peers->n; i++) {
-        int to = vertex_of(mesh, peers->s[i], peers->len[i]);
+        int to = vertex_of_CT(mesh, peers->s[i], peers->len[i]);
         if (to >= 0 && to != from)
             g->cost[from][to] = (uint32_t)peers->val[i];
     }
 }
 
-static void build_graph(const jn_mesh_t *mesh, graph_t *g)
+static void build_graph_CT(const jn_mesh_t *mesh, graph_t *g)
 {
+    JN_ASSERT_CT(mesh);
     memset(g->present, 0, sizeof g->present);
     memset(g->cost, 0xff, sizeof g->cost);
     g->present[0] = true;
     g->id[0] = mesh->id;
-    add_edges(mesh, g, 0, &mesh->peers);
+    add_edges_CT(mesh, g, 0, &mesh->peers);
     for (int i = 1; i < N; i++) {
         const jn_mesh_node_t *x = mesh->nodes[i];
         if (!x)
             continue;
         g->present[i] = true;
         g->id[i] = x->id;
-        add_edges(mesh, g, i, &x->peers);
+        add_edges_CT(mesh, g, i, &x->peers);
     }
 }
 
@@ -138,6 +142,7 @@ static bool bits_equal(const jn_mesh_bits_t *a, const jn_mesh_bits_t *b)
 /* Tell the core what changed for node since it was last told. */
 static void report_CT(jn_mesh_t *mesh, jn_mesh_node_t *x)
 {
+    JN_ASSERT_CT(mesh);
     if (!x->reachable) {
         if (x->rep_reachable) {
             x->rep_reachable = false;
@@ -166,6 +171,7 @@ static void report_CT(jn_mesh_t *mesh, jn_mesh_node_t *x)
 
 void jn_mesh_compute_CT(jn_mesh_t *mesh)
 {
+    JN_ASSERT_CT(mesh);
     graph_t *g = malloc(sizeof *g);
     tree_t *t = malloc(sizeof *t);
     jn_mesh_bits_t *vo = calloc(N, sizeof *vo);
@@ -174,7 +180,7 @@ void jn_mesh_compute_CT(jn_mesh_t *mesh)
         mesh->recompute = true; /* try again on the next tick */
         goto out;
     }
-    build_graph(mesh, g);
+    build_graph_CT(mesh, g);
     for (int r = 1; r < N; r++) {
         if (!g->present[r])
             continue;

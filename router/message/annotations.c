@@ -2,7 +2,7 @@
  * annotations.c — router annotations (junction/annotations.h): the router's
  * own keys in the message-annotations section, read on the way in
  * (jn_ra_parse) and written on the way out (jn_ra_compose), as
- * reference/mesh-protocol.md section 9 describes them.
+ * docs/protocol.md ("The mesh": "Router annotations") describes them.
  *
  * Reading walks the map once with the decoder. Each key is classified: a
  * symbol that starts with "x-opt-qd." is the router's (to, phase, ingress,
@@ -706,7 +706,7 @@ static void plan_router_keys(plan_t *p)
     p->router_pairs = pairs;
 }
 
-/* The router keys, in the order of mesh-protocol.md 9.2. */
+/* The router keys, in the order of docs/protocol.md, "Router annotations". */
 static void write_router_keys(writer_t *w, const plan_t *p)
 {
     if (p->phase != 0) {

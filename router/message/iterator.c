@@ -21,7 +21,7 @@
  * `size` (junction/buffer.h), so every buffer the walk leaves has a final size
  * and a successor; the walk never reads past what init saw published.
  *
- * Views (reference/mesh-protocol.md section 6):
+ * Views (docs/protocol.md, "The mesh": "Address keys"):
  *   ADDRESS strips "scheme:/" (a scheme is a letter then letters, digits,
  *   '+', '-', '.'), "scheme://host/", "/" or "//host/" from the start, when
  *   at least one octet follows, then drops one trailing '.' or '/'. A host
@@ -490,7 +490,7 @@ static void classify_topo(key_shape_t *k, jn_iter_t *a, size_t total)
         shape(k, JN_ADDR_CLASS_ROUTER, a, total, segment_length(a));
 }
 
-/* Classify the address body addr (a raw iterator) per section 6:
+/* Classify the address body addr (a raw iterator) per docs/protocol.md ("Address keys"):
  *   _local/<n>                          L<n>
  *   _topo/<area|all>/all/<n>            T<n>
  *   _topo/<area|all>/<me>/<n>           L<n>

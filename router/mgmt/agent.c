@@ -1,7 +1,7 @@
 /*
  * agent.c — the management agent (junction/mgmt.h): its life, the request
- * entry point the core calls, and dispatch by operation (reference
- * sections 5 and 6).
+ * entry point the core calls, and dispatch by operation (docs/protocol.md,
+ * "Management requests").
  *
  * A request is decoded (request.c), answered into a jn_mgmt_reply_t
  * (status, description, body), composed into a message (reply.c) and sent
@@ -99,7 +99,7 @@ static bool is_node_type(const char *t)
                   strcmp(jn_schema_type_name(st), "management") == 0);
 }
 
-/* The `type` of a CREATE given only in the body (accepted, reference 2.1). */
+/* The `type` of a CREATE given only in the body (accepted, docs/protocol.md "Management requests"). */
 static bool body_type(const jn_mgmt_request_t *req, char *out, size_t cap)
 {
     jn_decoder_t map;

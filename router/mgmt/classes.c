@@ -1,7 +1,7 @@
 /*
  * classes.c — the entity types the agent serves: how a type name in a
- * request is resolved (full, prefix-less or schema short name: reference
- * section 4 asks a new implementation to accept all three), its
+ * request is resolved (full, prefix-less or schema short name: docs/protocol.md
+ * "Management requests" accepts all three), its
  * operations, and where its rows come from (the agent's store, or the
  * run-time rows of runtime.c). Each type's column order for "all
  * attributes" (1.19's order; the attribute order where 1.19 has none of

@@ -1,5 +1,6 @@
 /*
- * json.c — GET-JSON-SCHEMA (reference section 6.3): the GET-SCHEMA answer
+ * json.c — GET-JSON-SCHEMA (docs/protocol.md, "Management
+ * requests"): the GET-SCHEMA answer
  * as JSON text, indented by the request's `indent` property.
  *
  * The schema map is encoded once as for GET-SCHEMA, then walked with the

@@ -116,7 +116,7 @@ bool jn_mv_equal_str(const jn_mv_t *v, const char *s);
 
 /* ---- requests and replies ------------------------------------------------ */
 
-/* Status codes (reference section 3). */
+/* Status codes (docs/protocol.md, "Management requests"). */
 enum {
     JN_MGMT_OK = 200,
     JN_MGMT_CREATED = 201,

@@ -1,6 +1,6 @@
 /*
- * node_ops.c — the operations of the management node itself (reference
- * section 6.3), answered from the schema (junction/schema.h) and the log
+ * node_ops.c — the operations of the management node itself (docs/protocol.md,
+ * "Management requests"), answered from the schema (junction/schema.h) and the log
  * ring (junction/log.h): GET-TYPES, GET-ATTRIBUTES, GET-OPERATIONS (keyed
  * by full type names), GET-SCHEMA (keyed by short names, with types,
  * defaults and flags but no description texts, and Junction's own

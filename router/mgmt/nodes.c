@@ -1,7 +1,7 @@
 /*
  * nodes.c — the routers of the mesh as management shows them: router.node
- * rows (reference section 7.2) and GET-MGMT-NODES (section 6.3), both from
- * the agent's foreach_router hook (the shape of jn_mesh_foreach_router).
+ * rows (1.19's columns) and GET-MGMT-NODES (docs/protocol.md, "Management requests"), both from
+ * the agent's foreach_router hook (the shape of jn_mesh_foreach_router_CT).
  * Without the hook — a standalone router — both are empty, as in 1.19.
  *
  * The hook's strings are valid only until the next engine call, so the ids

@@ -1,9 +1,9 @@
 /*
- * query.c — QUERY (reference section 6.1) and READ of one row.
+ * query.c — QUERY (docs/protocol.md, "Management requests") and READ of one row.
  *
  * QUERY answers {"attributeNames": [...], "results": [[...], ...]}: the
  * requested attribute names in order (all of the type's columns, in the
- * order of section 7, when the list is empty or absent), one inner list per
+ * order of 1.19's columns, when the list is empty or absent), one inner list per
  * entity. `offset` skips rows, `count` bounds them (absent: all, as 1.19's
  * C agent; the tools page with count 500), so a client can walk any number
  * of connections page by page while each request costs the core thread

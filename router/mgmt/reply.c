@@ -1,6 +1,7 @@
 /*
- * reply.c — composing the reply to a management request (reference
- * sections 1.3 and 2.2) and encoding the values of rows.
+ * reply.c — composing the reply to a management request (docs/protocol.md,
+ * "Management requests"; the header and properties by junction/compose.h)
+ * and encoding the values of rows.
  *
  * The reply: header (durable false), properties [null, null, to = the
  * request's reply-to, null, null, correlation-id copied octet for octet
@@ -10,6 +11,8 @@
  * error). The core sends it pre-settled.
  */
 #include "mgmt_private.h"
+
+#include <junction/compose.h>
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -131,22 +134,10 @@ jn_message_t *jn_mgmt_reply_compose(const jn_mgmt_request_t *req, jn_mgmt_reply_
     if (!e)
         return NULL;
     jn_encoder_init(e);
-    jn_enc_descriptor_ulong(e, JN_SECTION_HEADER);
-    jn_enc_list_begin(e);
-    jn_enc_bool(e, false); /* durable */
-    jn_enc_list_end(e);
-    jn_enc_descriptor_ulong(e, JN_SECTION_PROPERTIES);
-    jn_enc_list_begin(e);
-    jn_enc_null(e); /* message-id */
-    jn_enc_null(e); /* user-id */
-    jn_enc_cstring(e, req->reply_to);
-    jn_enc_null(e); /* subject */
-    jn_enc_null(e); /* reply-to */
-    if (req->has_correlation)
-        jn_enc_raw_iter(e, &req->correlation);
-    else
-        jn_enc_null(e);
-    jn_enc_list_end(e);
+    jn_compose_props_t props = {.to = req->reply_to,
+                                .correlation = req->has_correlation ? &req->correlation : NULL,
+                                .fields = 6};
+    jn_compose_head(e, &props);
     jn_enc_descriptor_ulong(e, JN_SECTION_APPLICATION_PROPERTIES);
     jn_enc_map_begin(e);
     jn_enc_cstring(e, "statusDescription");
@@ -155,20 +146,7 @@ jn_message_t *jn_mgmt_reply_compose(const jn_mgmt_request_t *req, jn_mgmt_reply_
     jn_enc_int(e, reply->status);
     jn_enc_map_end(e);
     encode_body(e, reply);
-
-    jn_buffer_list_t list;
-    jn_buffer_list_init(&list);
-    jn_message_t *msg = NULL;
-    if (jn_encoder_to_buffers(e, &list) == 0 && (msg = jn_message_new()) != NULL) {
-        jn_message_append_buffers(msg, &list);
-        jn_message_set_complete(msg);
-        if (jn_message_parse(msg, JN_DEPTH_ALL) != 0) {
-            jn_message_unref(msg);
-            msg = NULL;
-        }
-    }
-    jn_buffer_list_free(&list);
-    jn_encoder_free(e);
+    jn_message_t *msg = jn_compose_message(e, JN_DEPTH_ALL, NULL);
     free(e);
     return msg;
 }

@@ -1,5 +1,6 @@
 /*
- * request.c — decoding a management request (reference section 2.1): the
+ * request.c — decoding a management request (docs/protocol.md, "Management
+ * requests"): the
  * properties section (reply-to, correlation-id / message-id), the
  * application properties (operation, type, name, identity, entityType,
  * offset, count, limit) and the amqp-value body, which is located here and

@@ -5,7 +5,7 @@
  * hook), allocator pools (junction/pool.h), log modules (junction/log.h)
  * and the management node.
  *
- * Values follow reference section 7: the AMQP type of each column is the
+ * Values follow 1.19 (docs/protocol.md, "Management requests"): the AMQP type of each column is the
  * one 1.19 sends (ulong counters, uint capacities, str ids). What the core
  * does not keep is shown as 0 (counters) or null (text), never invented.
  *

@@ -6,8 +6,8 @@
  *               checked before anything changes.
  *   connection  adminStatus ("deleted" closes the connection through the
  *               core; "enabled" changes nothing) and enableProtocolTrace
- *               (accepted, no effect yet), as 1.19's C agent (reference
- *               7.1); a body with neither is a bad request.
+ *               (accepted, no effect yet), as 1.19's C agent (1.19's
+ *               columns); a body with neither is a bad request.
  *
  * The answer is the entity's full attribute map (200).
  */

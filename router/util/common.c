@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+_Thread_local const void *jn_ct_role_;
+
 const char *jn_strerror(int code)
 {
     switch (code) {

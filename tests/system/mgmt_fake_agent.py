@@ -2,7 +2,7 @@
 """A fake management agent for testing junction-manage and junction-stat
 without a router: a proton Container listening on 127.0.0.1 that answers
 AMQP management requests the way qdrouterd 1.19's agent does
-(management-protocol.md §1-§7), from canned entities.
+(docs/protocol.md, "Management requests"), from canned entities.
 
 What it does, as a router would:
 
@@ -67,7 +67,7 @@ def load_schema():
 
 
 # --------------------------------------------------------------------------
-# Canned entities, in 1.19's column order (management-protocol.md §7)
+# Canned entities, in 1.19's column order
 
 ROUTER_COUNTERS = (
     "addrCount", "linkCount", "nodeCount", "linkRouteCount", "autoLinkCount",
@@ -88,7 +88,7 @@ def canned_entities(router_id, all_ids):
     for i, c in enumerate(ROUTER_COUNTERS):
         router[c] = {"addrCount": 6, "linkCount": LINK_COUNT, "nodeCount": len(all_ids) - 1,
                      "connectionCount": 3, "acceptedDeliveries": 1234567}.get(c, i)
-    # the AMQP types 1.19 sends (§7.1): counters ulong, linksBlocked and
+    # the AMQP types 1.19 sends: counters ulong, linksBlocked and
     # uptime uint, workerThreads int (proton prints them as 'ulong(5)' if a
     # tool forgets they are numbers)
     for c in ROUTER_COUNTERS:

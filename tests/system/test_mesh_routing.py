@@ -327,7 +327,7 @@ class Triangle(MeshCase):
 
     def test_multicast_in_a_cycle_is_delivered_once(self):
         # 1.19 can deliver duplicates here (no valid-origin check for
-        # multicast, mesh-protocol.md 10.3); Junction must not.
+        # multicast, docs/protocol.md "Forwarding across routers"); Junction must not.
         self.multicast(self.m["B"], [self.m["A"], self.m["B"], self.m["C"]], 200)
 
     def test_request_reply_in_a_triangle(self):

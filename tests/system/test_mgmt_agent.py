@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""System tests of the $management agent (reference/management-protocol.md).
+"""System tests of the $management agent (docs/protocol.md, "Management
+requests").
 
 Each test starts real junctiond processes on 127.0.0.1 (harness.py) and
 talks to them with python3-qpid-proton's BlockingConnection and

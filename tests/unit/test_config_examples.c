@@ -1,7 +1,8 @@
 /*
- * test_config_examples.c — the example configurations of config-file.md §7
- * (and the JSON example of §3), loaded from tests/unit/data/config/, give the
- * expected entities and values.
+ * test_config_examples.c — example configurations as written for 1.19
+ * (a standalone router, an interior pair, an edge router, a JSON file),
+ * loaded from tests/unit/data/config/, give the expected entities and
+ * values.
  */
 #include <junction/config.h>
 

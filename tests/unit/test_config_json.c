@@ -1,6 +1,6 @@
 /*
  * test_config_json.c — the JSON form of the configuration file
- * (config-file.md §3): chosen by the ".json" name, '#' lines dropped, names
+ * (docs/protocol.md, "The configuration file"): chosen by the ".json" name, '#' lines dropped, names
  * normalised, JSON values converted as 1.19 converts them.
  */
 #include <junction/config.h>

@@ -1,6 +1,6 @@
 /*
  * test_config_parse.c — the corner cases of the conf form that
- * reference/config-file.md lists (§2, §4, §5), each checked on a small
+ * docs/protocol.md describes ("The configuration file"), each checked on a small
  * configuration held in memory.
  */
 #include <junction/config.h>
@@ -60,7 +60,7 @@ static bool flag(const jn_config_t *cfg, const char *type, const char *attr)
     return v;
 }
 
-/* ---- §2.1 lines and comments ---- */
+/* ---- lines and comments ---- */
 
 static void blank_and_comment_lines_ignored(void **state)
 {
@@ -121,7 +121,7 @@ static void crlf_and_cr_line_ends_accepted(void **state)
     jn_config_free(cfg);
 }
 
-/* ---- §2.2 sections ---- */
+/* ---- sections ---- */
 
 static void section_brace_without_blank_and_commented_close(void **state)
 {
@@ -144,7 +144,7 @@ static void sections_in_any_order_and_repeated(void **state)
     jn_config_free(cfg);
 }
 
-/* ---- §2.3 attributes and values ---- */
+/* ---- attributes and values ---- */
 
 static void separator_blanks_optional(void **state)
 {
@@ -174,7 +174,7 @@ static void values_taken_literally_no_substitution(void **state)
     jn_config_free(cfg);
 }
 
-/* ---- §2.4 attribute maps ---- */
+/* ---- attribute maps ---- */
 
 static void open_properties_read_as_raw_json(void **state)
 {
@@ -237,7 +237,7 @@ static void map_named_otherwise_follows_normal_rules(void **state)
     jn_config_free(cfg);
 }
 
-/* ---- §2.5 camelCase ---- */
+/* ---- camelCase ---- */
 
 static void names_normalised_to_camel_case(void **state)
 {
@@ -281,7 +281,7 @@ static void section_names_map_to_entity_types(void **state)
     jn_config_free(cfg);
 }
 
-/* ---- §2.6 deprecated names ---- */
+/* ---- deprecated names ---- */
 
 static void deprecated_names_accepted_with_warning(void **state)
 {
@@ -370,7 +370,7 @@ static void deprecated_console_section_warned(void **state)
     jn_config_free(cfg);
 }
 
-/* ---- §4 entities, singletons, names ---- */
+/* ---- entities, singletons, names ---- */
 
 static void missing_router_and_policy_added_with_defaults(void **state)
 {
@@ -444,7 +444,7 @@ static void name_defaults_to_identity(void **state)
     jn_config_free(cfg);
 }
 
-/* ---- §5 conversions ---- */
+/* ---- conversions ---- */
 
 static void integer_text_as_python_int(void **state)
 {
@@ -495,7 +495,7 @@ static void create_flag_not_checked_for_files(void **state)
     jn_config_free(cfg);
 }
 
-/* ---- §5 cross-entity checks that pass ---- */
+/* ---- cross-entity checks that pass ---- */
 
 static void mesh_roles_allowed_by_router_mode(void **state)
 {

@@ -1,6 +1,6 @@
 /*
  * test_mesh_codec.c — the wire form of the six control messages
- * (reference/mesh-protocol.md section 5): exact octets of what this engine
+ * (docs/protocol.md, "The mesh": "Control messages"): exact octets of what this engine
  * composes, the key and value types of every message (str vs sym keys, int
  * vs long, list not array, `to` addresses), 1.19's own list32/map32
  * encodings accepted, and malformed messages refused with JN_EPROTO
@@ -86,7 +86,7 @@ static void envelope(obuf_t *b, bool wide, bool python, const char *to, const ch
     compound(b, map, 2, &in);
 }
 
-/* The HELLO body entries of the reference's capture (section 5.1), with
+/* The HELLO body entries of a capture of 1.19's HELLO ("Control messages"), with
  * `seen` as given (octets of one list value). */
 static void hello_entries(obuf_t *e, const char *id, const obuf_t *seen)
 {
@@ -146,7 +146,7 @@ static unsigned callbacks(const frouter_t *r)
 
 /* ---- exact octets --------------------------------------------------------- */
 
-/* Our HELLO is the reference's captured HELLO in 8-bit compound forms. */
+/* Our HELLO is 1.19's captured HELLO in 8-bit compound forms. */
 static void test_hello_octets_match_the_capture(void **state)
 {
     jn_mesh_strs_t seen = {0};
@@ -164,7 +164,7 @@ static void test_hello_octets_match_the_capture(void **state)
     jn_message_unref(m);
 }
 
-/* Our differential MAU is the reference's captured one (8-bit forms). */
+/* Our differential MAU is 1.19's captured one (8-bit forms). */
 static void test_mau_octets_match_the_capture(void **state)
 {
     jn_mesh_strs_t add = {0}, del = {0};
@@ -398,7 +398,7 @@ static void test_core_composed_messages(void **state)
     jn_mesh_strs_free(&keys);
 }
 
-/* What the engine sends goes where section 4 says. */
+/* What the engine sends goes where "Control messages" says. */
 static void test_engine_sends_to_the_right_places(void **state)
 {
     net_t *net = one_router();
@@ -442,7 +442,7 @@ static void test_wide_forms_of_1_19_are_accepted(void **state)
     /* list32 seen naming A: B becomes a neighbour */
     assert_int_equal(feed(net, wide_hello("B", "A")), 0);
     assert_int_equal(a->added, 1);
-    jn_mesh_node_t *nb = jn_mesh_node_find(a->mesh, "B", 1);
+    jn_mesh_node_t *nb = jn_mesh_node_find_CT(a->mesh, "B", 1);
     assert_non_null(nb);
     assert_int_equal(nb->link, 0);
     assert_int_equal(nb->instance, 1796037900);
@@ -754,7 +754,7 @@ static void test_malformed_messages_change_nothing(void **state)
     /* a well-formed HELLO with symbol keys and other integer types works */
     assert_int_equal(feed(net, build("HELLO", hello_ok_sym_keys_and_odd_ints)), 0);
     assert_int_equal(a->added, 1);
-    assert_int_equal(jn_mesh_node_find(a->mesh, "B", 1)->instance, 77);
+    assert_int_equal(jn_mesh_node_find_CT(a->mesh, "B", 1)->instance, 77);
     net_free(net);
 }
 

@@ -1,7 +1,7 @@
 /*
  * test_mesh_topology.c — neighbour discovery, link state and route
- * computation of the routing protocol engine (reference/mesh-protocol.md
- * sections 5.2 - 5.5, 7), with several engines joined by the fake network
+ * computation of the routing protocol engine (docs/protocol.md,
+ * "The mesh": "Control messages", "Link state and routes"), with several engines joined by the fake network
  * of test_mesh_util.h.
  */
 #include "test_mesh_util.h"
@@ -15,9 +15,9 @@ static void test_two_routers_discover_each_other(void **state)
     net_run(net, 4);
     assert_route(net, "A", "B", NULL, 0, 1);
     assert_route(net, "B", "A", NULL, 0, 1);
-    assert_int_equal(jn_mesh_radius(net->r[a].mesh), 1);
-    assert_int_equal(jn_mesh_router_index(net->r[a].mesh, "B", 1), 1);
-    assert_int_equal(jn_mesh_router_index(net->r[a].mesh, "Z", 1), -1);
+    assert_int_equal(jn_mesh_radius_CT(net->r[a].mesh), 1);
+    assert_int_equal(jn_mesh_router_index_CT(net->r[a].mesh, "B", 1), 1);
+    assert_int_equal(jn_mesh_router_index_CT(net->r[a].mesh, "Z", 1), -1);
     /* only self is a valid origin with two routers */
     assert_int_equal(bits_count(&route(net, "A", "B")->vo), 1);
     /* one route callback: nothing changed after the first */
@@ -27,9 +27,9 @@ static void test_two_routers_discover_each_other(void **state)
     assert_int_equal(net->r[a].route_calls, calls);
     /* each holds the other's current link state */
     uint64_t ls_b;
-    jn_mesh_own_state(net->r[b].mesh, &ls_b, NULL);
+    jn_mesh_own_state_CT(net->r[b].mesh, &ls_b, NULL);
     assert_int_equal(ls_b, 1);
-    jn_mesh_node_t *nb = jn_mesh_node_find(net->r[a].mesh, "B", 1);
+    jn_mesh_node_t *nb = jn_mesh_node_find_CT(net->r[a].mesh, "B", 1);
     assert_non_null(nb);
     assert_int_equal(nb->ls_seq, ls_b);
     assert_int_equal(nb->peers.n, 1);
@@ -57,8 +57,8 @@ static void test_linear_three(void **state)
     assert_route(net, "A", "C", "B", -1, 4);
     assert_route(net, "C", "A", "B", -1, 4);
     assert_route(net, "B", "C", NULL, 1, 3);
-    assert_int_equal(jn_mesh_radius(net->r[a].mesh), 2);
-    assert_int_equal(jn_mesh_radius(net->r[b].mesh), 1);
+    assert_int_equal(jn_mesh_radius_CT(net->r[a].mesh), 2);
+    assert_int_equal(jn_mesh_radius_CT(net->r[b].mesh), 1);
     /* B lies between A and C: each is a valid origin for the other at B */
     assert_true(valid_origin(net, "B", "C", "A"));
     assert_true(valid_origin(net, "B", "A", "C"));
@@ -68,7 +68,7 @@ static void test_linear_three(void **state)
     assert_int_equal(bits_count(&route(net, "A", "B")->vo), 1);
     /* management view */
     jn_mesh_router_info_t info;
-    jn_mesh_foreach_router(net->r[a].mesh, info_fn, &info);
+    jn_mesh_foreach_router_CT(net->r[a].mesh, info_fn, &info);
     assert_string_equal(info.id, "B");
     assert_int_equal(info.link, 0);
     assert_int_equal(info.next_hop, -1);
@@ -127,7 +127,7 @@ static void test_ring_of_six_converges(void **state)
         net_connect(net, i, (i + 1) % 6, 1);
     net_run(net, 15);
     for (int i = 0; i < 6; i++) {
-        assert_int_equal(jn_mesh_radius(net->r[i].mesh), 3);
+        assert_int_equal(jn_mesh_radius_CT(net->r[i].mesh), 3);
         for (int j = 0; j < 6; j++) {
             if (i == j)
                 continue;
@@ -206,11 +206,11 @@ static void test_neighbour_expires_without_hello(void **state)
     /* B's stored link state keeps its record until it ages out (5 s
      * here); then, unreferenced, it is deleted on the third tick */
     assert_int_not_equal(find_known(&net->r[a], "B"), -1);
-    unsigned last_count = jn_mesh_node_find(net->r[a].mesh, "B", 1)->unref_ticks;
+    unsigned last_count = jn_mesh_node_find_CT(net->r[a].mesh, "B", 1)->unref_ticks;
     bool gone = false;
     for (int t = 0; t < 20 && !gone; t++) {
         net_tick(net);
-        jn_mesh_node_t *nb = jn_mesh_node_find(net->r[a].mesh, "B", 1);
+        jn_mesh_node_t *nb = jn_mesh_node_find_CT(net->r[a].mesh, "B", 1);
         gone = nb == NULL;
         if (nb && nb->unref_ticks > 0) {
             assert_int_equal(nb->peers.n, 0);
@@ -244,7 +244,7 @@ static void test_duplicate_id_keeps_the_first(void **state)
     net_connect(net, a2, c, 1);
     net_run(net, 12);
     for (int at = b; at <= c; at++) {
-        jn_mesh_node_t *n = jn_mesh_node_find(net->r[at].mesh, "A", 1);
+        jn_mesh_node_t *n = jn_mesh_node_find_CT(net->r[at].mesh, "A", 1);
         assert_non_null(n);
         assert_int_equal(n->instance, net->r[a].instance);
         assert_int_equal(n->banned_instance, net->r[a2].instance);
@@ -264,7 +264,7 @@ static void test_restart_resets_and_relearns(void **state)
     local_mobile(net, "C", "M0q1", true, JN_MESH_HINT_BALANCED);
     net_run(net, 2);
     assert_true(has_mobile(net, "A", "C", "M0q1"));
-    jn_mesh_node_t *nc = jn_mesh_node_find(net->r[a].mesh, "C", 1);
+    jn_mesh_node_t *nc = jn_mesh_node_find_CT(net->r[a].mesh, "C", 1);
     uint64_t old_seq = nc->ls_seq;
     int index = nc->index;
     assert_true(old_seq >= 1);
@@ -275,13 +275,13 @@ static void test_restart_resets_and_relearns(void **state)
         net_tick(net);
     /* C's mobile keys are gone, C keeps its index */
     assert_false(has_mobile(net, "A", "C", "M0q1"));
-    nc = jn_mesh_node_find(net->r[a].mesh, "C", 1);
+    nc = jn_mesh_node_find_CT(net->r[a].mesh, "C", 1);
     assert_non_null(nc);
     assert_int_equal(nc->index, index);
     assert_int_equal(nc->instance, net->r[c].instance);
     net_run(net, 6);
     uint64_t ls_c;
-    jn_mesh_own_state(net->r[c].mesh, &ls_c, NULL);
+    jn_mesh_own_state_CT(net->r[c].mesh, &ls_c, NULL);
     assert_int_equal(nc->ls_seq, ls_c);
     assert_route(net, "A", "C", "B", -1, 2);
     /* its new sequence numbers, starting again from 1, are accepted */
@@ -302,7 +302,7 @@ static void test_remote_link_state_ages_out(void **state)
     net_connect(net, a, b, 1);
     net_connect(net, b, c, 1);
     net_run(net, 8);
-    jn_mesh_node_t *nc = jn_mesh_node_find(net->r[a].mesh, "C", 1);
+    jn_mesh_node_t *nc = jn_mesh_node_find_CT(net->r[a].mesh, "C", 1);
     assert_true(nc->ls_seq >= 1);
     bool aged = false;
     for (int i = 0; i < 40 && !aged; i++) {

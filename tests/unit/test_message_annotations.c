@@ -1,6 +1,6 @@
 /*
  * test_message_annotations.c — router annotations (junction/annotations.h;
- * reference/mesh-protocol.md section 9): reading the router keys and their
+ * docs/protocol.md, "The mesh": "Router annotations"): reading the router keys and their
  * types, user annotations kept byte for byte (also after a router key, the
  * 1.19 quirk we fix), the strip policy, malformed sections, composing the
  * section for a router hop and for an endpoint (exact bytes, built with the

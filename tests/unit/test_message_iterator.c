@@ -4,7 +4,7 @@
  * Every input is tried in a chain split into buffers of 1, 2, 3, 7 and full
  * capacity octets, at offset 0 and at an offset past the first buffer(s), and
  * as plain bytes; every operation must give the same result in each layout.
- * Covers the three views, every row of mesh-protocol.md section 6 (router
+ * Covers the three views, every row of docs/protocol.md "Address keys" (router
  * "B", area "0"; interior and edge), phases, sub-iterators, bounds checks,
  * buffer return to the pool, and a writer thread publishing octets while a
  * reader walks them (run under ThreadSanitizer too).

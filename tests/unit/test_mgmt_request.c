@@ -392,7 +392,7 @@ static void test_node_read_and_router(void **state)
     expect(agent, &REQ(.op = "QUERY", .entity_type = "router"), 200, &r);
     tv_t *names = tv_get(&r.body, "attributeNames"), *rows = tv_get(&r.body, "results");
     assert_int_equal(rows->n, 1);
-    assert_string_equal(names->items[2].s, "id"); /* reference 7.1 column order */
+    assert_string_equal(names->items[2].s, "id"); /* 1.19's column order */
     assert_string_equal(rows->items[0].items[2].s, "R1");
     reply_clear(&r);
     jn_mgmt_free(agent);

@@ -1,5 +1,5 @@
 /*
- * router.c — the core's side of the mesh (reference/mesh-protocol.md):
+ * mesh_side.c — the core's side of the mesh (docs/protocol.md, "The mesh"):
  * inter-router connections and their links, the remote routers the mesh
  * engine (junction/mesh.h) knows and how to reach each, remote
  * destinations of addresses, the control messages that arrive and those the
@@ -12,14 +12,14 @@
  * is needed (jn_router_conn_CT), so a connection that closes is never used
  * again even before the engine has recomputed.
  *
- * Control messages (section 4) arrive on incoming control links and are
+ * Control messages ("Control messages") arrive on incoming control links and are
  * dispatched by the hash key of their properties.to: Lqdhello, Lqdrouter
  * and Lqdrouter.ma go to the engine; Tqdrouter (RA) and Tqdrouter.ma
  * (differential MAU) go to the engine and are relayed to every other router,
  * one copy per next-hop connection, skipping connections to routers already
  * in the trace — and, for Tqdrouter.ma, routers for which the message's
  * origin is not a valid origin (1.19 skips that check and so delivers
- * duplicates in cyclic meshes, section 8.5); R<id> is relayed toward that
+ * duplicates in cyclic meshes, "Mobile addresses"); R<id> is relayed toward that
  * router. A message waits until it is complete before it is served.
  *
  * Composed messages (control messages, management replies) come from an
@@ -67,7 +67,7 @@ jn_core_link_t *jn_router_data_link_CT(jn_core_conn_t *conn, unsigned priority)
     JN_ASSERT_CT(conn->core);
     if (priority > 9)
         priority = 9;
-    /* the link of that priority, else the next lower one (3.3), else any */
+    /* the link of that priority, else the next lower one (as 1.19), else any */
     for (int p = (int)priority; p >= 0; p--)
         if (conn->ct.data_out[p])
             return conn->ct.data_out[p];
@@ -88,7 +88,7 @@ static jn_router_node_t *node_by_node_id_CT(jn_core_t *core, const jn_iter_t *no
     size_t n = jn_iter_copy(&it, buf, sizeof buf - 1);
     if (n < 3 || n >= sizeof buf - 1 || buf[0] != '0' || buf[1] != '/')
         return NULL;
-    int index = jn_mesh_router_index(core->mesh, buf + 2, n - 2);
+    int index = jn_mesh_router_index_CT(core->mesh, buf + 2, n - 2);
     return node_at_CT(core, index);
 }
 
@@ -137,6 +137,7 @@ void jn_router_route_ctx_CT(jn_core_t *core, const jn_delivery_t *dlv, jn_route_
 static jn_core_conn_t *usable_conn_CT(jn_core_t *core, const jn_router_node_t *node,
                                       const jn_route_ctx_t *rc)
 {
+    JN_ASSERT_CT(core);
     jn_core_conn_t *c = jn_router_conn_CT(core, node);
     if (!c || c->ct.slot < 0 || jn_mesh_bits_has(&rc->excluded, (unsigned)c->ct.slot))
         return NULL;
@@ -144,8 +145,9 @@ static jn_core_conn_t *usable_conn_CT(jn_core_t *core, const jn_router_node_t *n
 }
 
 /* Load of an outgoing link for balanced (copies waiting plus unsettled). */
-static uint64_t link_load(const jn_core_link_t *l)
+static uint64_t link_load_CT(const jn_core_link_t *l)
 {
+    JN_ASSERT_CT(l->conn->core);
     return (uint64_t)l->ct.undelivered.count + l->ct.unsettled;
 }
 
@@ -175,14 +177,14 @@ jn_core_link_t *jn_router_pick_remote_CT(jn_core_t *core, jn_addr_t *addr,
         if (!n)
             continue;
         /* balanced: only where this router lies on the origin's path
-         * (10.2); closest goes by cost alone */
+         * (as 1.19); closest goes by cost alone */
         if (balanced && !jn_mesh_bits_has(&n->valid_origins, (unsigned)rc->origin))
             continue;
         jn_core_conn_t *c = usable_conn_CT(core, n, rc);
         jn_core_link_t *l = c ? jn_router_data_link_CT(c, rc->priority) : NULL;
         if (!l)
             continue;
-        uint64_t score = balanced ? link_load(l) + n->cost : n->cost;
+        uint64_t score = balanced ? link_load_CT(l) + n->cost : n->cost;
         if (score < best_score) {
             best_score = score;
             best = l;
@@ -208,7 +210,7 @@ unsigned jn_router_multicast_links_CT(jn_core_t *core, const jn_addr_t *addr,
         jn_router_node_t *node = node_at_CT(core, i);
         /* valid origins: a copy goes toward a router only from the routers
          * whose shortest path to it passes here, so each router gets one
-         * copy even in a mesh with cycles (1.19 quirk, 10.3) */
+         * copy even in a mesh with cycles (a 1.19 quirk) */
         if (!node || !jn_mesh_bits_has(&node->valid_origins, (unsigned)rc->origin))
             continue;
         jn_core_conn_t *c = usable_conn_CT(core, node, rc);
@@ -241,20 +243,23 @@ static void send_on_links_CT(jn_core_t *core, jn_message_t *msg, jn_core_link_t 
 
 static void send_on_conn_CT(jn_core_t *core, jn_core_conn_t *conn, jn_message_t *msg)
 {
+    JN_ASSERT_CT(core);
     jn_core_link_t *l = conn && !conn->ct.closed ? conn->ct.control_out : NULL;
     send_on_links_CT(core, msg, &l, l ? 1 : 0);
 }
 
-static void op_send_on_link(void *ctx, int link, jn_message_t *msg)
+static void op_send_on_link_CT(void *ctx, int link, jn_message_t *msg)
 {
     jn_core_t *core = ctx;
+    JN_ASSERT_CT(core);
     send_on_conn_CT(core, link >= 0 && link < JN_MESH_MAX_LINKS ? core->ct.slots[link] : NULL,
                     msg);
 }
 
-static void op_send_to_router(void *ctx, int router, jn_message_t *msg)
+static void op_send_to_router_CT(void *ctx, int router, jn_message_t *msg)
 {
     jn_core_t *core = ctx;
+    JN_ASSERT_CT(core);
     send_on_conn_CT(core, jn_router_conn_CT(core, node_at_CT(core, router)), msg);
 }
 
@@ -263,6 +268,7 @@ static void op_send_to_router(void *ctx, int router, jn_message_t *msg)
 static unsigned control_fanout_CT(jn_core_t *core, const jn_route_ctx_t *rc, int origin,
                                   jn_core_link_t **out)
 {
+    JN_ASSERT_CT(core);
     unsigned n = 0;
     jn_mesh_bits_t used = {{0, 0}};
     for (unsigned i = 1; i < JN_MESH_MAX_ROUTERS; i++) {
@@ -278,9 +284,10 @@ static unsigned control_fanout_CT(jn_core_t *core, const jn_route_ctx_t *rc, int
     return n;
 }
 
-static void op_send_to_all(void *ctx, jn_message_t *msg)
+static void op_send_to_all_CT(void *ctx, jn_message_t *msg)
 {
     jn_core_t *core = ctx;
+    JN_ASSERT_CT(core);
     jn_route_ctx_t rc;
     memset(&rc, 0, sizeof rc);
     jn_core_link_t *links[JN_MESH_MAX_LINKS];
@@ -288,7 +295,7 @@ static void op_send_to_all(void *ctx, jn_message_t *msg)
     send_on_links_CT(core, msg, links, n);
 }
 
-static void op_router_added(void *ctx, int router, const char *id)
+static void op_router_added_CT(void *ctx, int router, const char *id)
 {
     jn_core_t *core = ctx;
     JN_ASSERT_CT(core);
@@ -325,9 +332,10 @@ static void op_router_added(void *ctx, int router, const char *id)
     JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_INFO, "Router added: %s (index %d)", id, router);
 }
 
-static void op_router_removed(void *ctx, int router)
+static void op_router_removed_CT(void *ctx, int router)
 {
     jn_core_t *core = ctx;
+    JN_ASSERT_CT(core);
     jn_router_node_t *n = node_at_CT(core, router);
     if (!n)
         return;
@@ -340,10 +348,11 @@ static void op_router_removed(void *ctx, int router)
     free(n);
 }
 
-static void op_router_route(void *ctx, int router, int link, int next_hop, uint32_t cost,
+static void op_router_route_CT(void *ctx, int router, int link, int next_hop, uint32_t cost,
                             const jn_mesh_bits_t *valid_origins)
 {
     jn_core_t *core = ctx;
+    JN_ASSERT_CT(core);
     jn_router_node_t *n = node_at_CT(core, router);
     if (!n)
         return;
@@ -362,9 +371,10 @@ static void op_router_route(void *ctx, int router, int link, int next_hop, uint3
         jn_addr_remote_reachable_CT(core, router); /* waiting senders get credit */
 }
 
-static void op_router_unreachable(void *ctx, int router)
+static void op_router_unreachable_CT(void *ctx, int router)
 {
     jn_core_t *core = ctx;
+    JN_ASSERT_CT(core);
     jn_router_node_t *n = node_at_CT(core, router);
     if (n && n->reachable) {
         n->reachable = false;
@@ -388,9 +398,10 @@ static jn_distribution_t distribution_of_hint(int hint, jn_distribution_t dflt)
     }
 }
 
-static void op_mobile_added(void *ctx, int router, const uint8_t *key, size_t len, int hint)
+static void op_mobile_added_CT(void *ctx, int router, const uint8_t *key, size_t len, int hint)
 {
     jn_core_t *core = ctx;
+    JN_ASSERT_CT(core);
     if (!node_at_CT(core, router))
         return;
     jn_addr_t *addr = NULL;
@@ -400,9 +411,10 @@ static void op_mobile_added(void *ctx, int router, const uint8_t *key, size_t le
     jn_addr_add_remote_CT(core, addr, router);
 }
 
-static void op_mobile_removed(void *ctx, int router, const uint8_t *key, size_t len)
+static void op_mobile_removed_CT(void *ctx, int router, const uint8_t *key, size_t len)
 {
     jn_core_t *core = ctx;
+    JN_ASSERT_CT(core);
     jn_addr_t *addr = jn_hash_lookup(core->ct.addrs, key, len);
     if (addr)
         jn_addr_remove_remote_CT(core, addr, router);
@@ -453,18 +465,19 @@ int jn_router_init(jn_core_t *core, const jn_core_config_t *cfg)
         .ra_interval = cfg->ra_interval,
         .ra_interval_flux = cfg->ra_interval_flux,
         .remote_ls_max_age = cfg->remote_ls_max_age,
+        .ct_role = core,
     };
     jn_mesh_ops_t ops = {
         .ctx = core,
-        .send_on_link = op_send_on_link,
-        .send_to_router = op_send_to_router,
-        .send_to_all = op_send_to_all,
-        .router_added = op_router_added,
-        .router_removed = op_router_removed,
-        .router_route = op_router_route,
-        .router_unreachable = op_router_unreachable,
-        .mobile_added = op_mobile_added,
-        .mobile_removed = op_mobile_removed,
+        .send_on_link = op_send_on_link_CT,
+        .send_to_router = op_send_to_router_CT,
+        .send_to_all = op_send_to_all_CT,
+        .router_added = op_router_added_CT,
+        .router_removed = op_router_removed_CT,
+        .router_route = op_router_route_CT,
+        .router_unreachable = op_router_unreachable_CT,
+        .mobile_added = op_mobile_added_CT,
+        .mobile_removed = op_mobile_removed_CT,
     };
     core->mesh = jn_mesh_create(&mc, &ops);
     return core->mesh ? 0 : JN_ENOMEM;
@@ -737,7 +750,7 @@ static void control_serve_CT(jn_core_t *core, jn_delivery_t *dlv)
         klen = to_key(msg, key, sizeof key);
     jn_router_route_ctx_CT(core, dlv, &rc);
     if (klen == 0 || !core->mesh || rc.looped ||
-        rc.trace_count > jn_mesh_radius(core->mesh) + 1) {
+        rc.trace_count > jn_mesh_radius_CT(core->mesh) + 1) {
         jn_forward_to_links_CT(dlv, NULL, 0, true); /* dropped */
         return;
     }
@@ -753,7 +766,7 @@ static void control_serve_CT(jn_core_t *core, jn_delivery_t *dlv)
         to_engine = true;
         n = control_fanout_CT(core, &rc, rc.origin, links); /* multicast-once */
     } else if (key[0] == JN_ADDR_CLASS_ROUTER) {
-        int idx = jn_mesh_router_index(core->mesh, key + 1, klen - 1);
+        int idx = jn_mesh_router_index_CT(core->mesh, key + 1, klen - 1);
         jn_core_conn_t *c = usable_conn_CT(core, node_at_CT(core, idx), &rc);
         if (c && c->ct.control_out)
             links[n++] = c->ct.control_out;

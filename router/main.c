@@ -424,6 +424,20 @@ static int start(daemon_state_t *st, jn_config_t *cfg)
     return 0;
 }
 
+/* absolute_path: path made absolute against the current directory, not
+ * resolved (heap; NULL on ENOMEM or when the directory is unknown). */
+static char *absolute_path(const char *path)
+{
+    if (path[0] == '/')
+        return strdup(path);
+    char *cwd = getcwd(NULL, 0);
+    char *out = NULL;
+    if (cwd && asprintf(&out, "%s/%s", cwd, path) < 0)
+        out = NULL;
+    free(cwd);
+    return out;
+}
+
 /* run: wait for signals (blocked in sigs): SIGHUP reloads, SIGTERM/SIGINT
  * return. */
 static void run(daemon_state_t *st, const sigset_t *sigs)
@@ -450,6 +464,18 @@ static void run(daemon_state_t *st, const sigset_t *sigs)
 
 int main(int argc, char **argv)
 {
+    /* Blocked before anything else, so a SIGHUP (a `systemctl reload`, a
+     * logrotate hook) that lands during start-up waits for the router
+     * instead of killing it; every thread started later inherits the mask,
+     * only sigwait in run() takes them. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
     options_t opts;
     int status = parse_args(argc, argv, &opts);
     if (status >= 0)
@@ -466,8 +492,10 @@ int main(int argc, char **argv)
         return 1;
     }
     raise_descriptor_limit();
-    /* absolute: a reload after --daemon (which changes to /) reads it again */
-    char *config_path = opts.config_path ? realpath(opts.config_path, NULL) : NULL;
+    /* absolute, symlinks kept: a reload after --daemon (which changes to
+     * /) reads the same path again, and follows a symlink moved since (a
+     * Kubernetes ConfigMap update swaps one) */
+    char *config_path = opts.config_path ? absolute_path(opts.config_path) : NULL;
     daemon_state_t st = {.config_path = config_path};
     char *errors = malloc(8192);
     if (!errors || jn_mgmt_plan_config(cfg, &st.settings, errors, 8192) != 0 ||
@@ -480,16 +508,6 @@ int main(int argc, char **argv)
     free(errors);
     for (size_t i = 0; i < jn_config_warning_count(cfg); i++)
         JN_LOG(JN_LOG_MOD_CONN_MGR, JN_LOG_WARNING, "%s", jn_config_warning_at(cfg, i));
-
-    /* Every thread started from here on inherits the blocked signals; only
-     * sigwait below takes them. */
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
 
     if ((opts.daemonize && daemonize() != 0) ||
         (opts.pid_file && write_pid_file(opts.pid_file) != 0)) {

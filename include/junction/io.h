@@ -100,7 +100,8 @@ int jn_io_add_connector(jn_io_t *io, const jn_endpoint_config_t *cfg);
 /* jn_io_remove_endpoint: management DELETE of the listener or connector
  * added with cfg->name == name (the first one not removed yet): a listener
  * stops listening (its open connections stay); a connector stops retrying
- * (the caller closes its current connection through the core). The
+ * and its current connection, opened or not, is closed (amqp:connection:
+ * forced, "connector deleted"); no other connection is touched. The
  * endpoint's memory stays until jn_io_free. Returns 0 or JN_ENOENT. Any
  * thread (management: the core thread); takes the I/O layer's lock. */
 int jn_io_remove_endpoint(jn_io_t *io, const char *name);

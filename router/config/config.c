@@ -10,6 +10,9 @@
 #include "config_private.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -312,8 +315,25 @@ int jn_config_load_string(const char *display_name, const char *text, size_t len
 /* Read the whole file into a malloc'd buffer. */
 static int read_file(jn_config_ctx_t *ctx, const char *path, char **text, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
+    /* Only a regular file: a FIFO or a device could block the reader (a
+     * reload runs on the core thread) or never end. O_NONBLOCK so that
+     * opening a FIFO does not wait for a writer. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        jn_config_fail(ctx, 0, "configuration file could not be opened: %s", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return JN_ENOENT;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        jn_config_fail(ctx, 0, "configuration file is not a regular file");
+        return JN_ENOENT;
+    }
+    FILE *f = fdopen(fd, "rb");
     if (!f) {
+        close(fd);
         jn_config_fail(ctx, 0, "configuration file could not be opened: %s", strerror(errno));
         return JN_ENOENT;
     }

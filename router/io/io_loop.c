@@ -696,11 +696,13 @@ static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
         pn_connection_driver_errorf(d, "amqp:connection:forced", "router shutting down");
         pn_connection_driver_close(d);
     }
-    if (!conn->incoming && !conn->opened &&
+    if (!conn->incoming && !conn->closing_removed &&
         atomic_load_explicit(&conn->endpoint->removed, memory_order_relaxed) &&
         !pn_connection_driver_finished(d)) {
-        /* its connector was deleted before this attempt opened: the core
-         * does not know it, so it ends here (an open one the core closes) */
+        /* its connector was deleted (management or a reload): this
+         * connection, and no other to the same host, ends here; an open
+         * one's close reaches the core as any close does */
+        conn->closing_removed = true;
         pn_connection_driver_errorf(d, "amqp:connection:forced", "connector deleted");
         pn_connection_driver_close(d);
     }

@@ -399,6 +399,7 @@ struct jn_io_conn {
     struct addrinfo *ai_list, *ai_next; /* connector: addresses to try */
     int64_t tick_at;         /* when proton wants pn_transport_tick (ms), 0: now */
     bool tick_restart;       /* proton's clock had not started: tick after the write */
+    bool closing_removed;   /* closed because its connector was deleted (loop) */
     jn_core_conn_t *core;   /* NULL until opened, and after closed */
     char host[300];         /* peer address, for logs and the core */
     bool opened;            /* reported to the core */

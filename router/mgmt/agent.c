@@ -176,6 +176,8 @@ static int reload(jn_mgmt_t *agent, const jn_mgmt_request_t *req, jn_mgmt_reply_
     if (!text)
         return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
     int status = jn_mgmt_reload_CT(agent, text, sizeof reply->description);
+    if (status != JN_MGMT_OK) /* as a reload on SIGHUP is */
+        JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_ERROR, "Reload by management: %s", text);
     jn_enc_map_begin(&reply->body);
     jn_enc_map_end(&reply->body);
     jn_mgmt_reply_set(reply, status, "%s", text);

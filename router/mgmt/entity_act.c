@@ -50,7 +50,8 @@ void jn_entity_record_port_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e)
     bool http = jn_mgmt_entity_bool(e, "http", false);
     int (*lookup)(void *, const char *, char *, size_t) =
         http ? agent->cfg.http_listener_port : agent->cfg.listener_port;
-    if (!port || strcmp(port, "0") != 0 || !lookup ||
+    bool zero = port && port[0] && strspn(port, "0") == strlen(port); /* "0", "00"... */
+    if (!zero || !lookup ||
         lookup(http ? agent->cfg.http_ctx : agent->cfg.io_ctx, e->name, bound, sizeof bound) != 0)
         return;
     jn_mv_t *v = jn_mgmt_entity_get(e, "port");
@@ -59,6 +60,7 @@ void jn_entity_record_port_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e)
         return; /* out of memory: it keeps showing 0 */
     jn_mgmt_value_free(v);
     *v = fresh;
+    e->port_any = true;
 }
 
 /* A port as a number: decimal, or a TCP service name. -1 if neither. */
@@ -173,19 +175,6 @@ int jn_entity_create_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_err_t *
 
 /* ---- undo ------------------------------------------------------------------ */
 
-typedef struct close_ctx {
-    jn_core_t *core;
-    const char *host;
-} close_ctx_t;
-
-static bool close_if_connector(void *arg, const jn_view_conn_t *c)
-{
-    close_ctx_t *cc = arg;
-    if (!c->incoming && strcmp(c->host, cc->host) == 0)
-        jn_core_conn_close_CT(cc->core, c->id, NULL, NULL);
-    return true;
-}
-
 void jn_entity_delete_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e)
 {
     if (is(e, "address")) {
@@ -203,16 +192,11 @@ void jn_entity_delete_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e)
             agent->cfg.remove_http_listener(agent->cfg.http_ctx, e->name);
         return;
     }
+    /* a connector's own connection (and only it) is closed by the I/O
+     * layer */
     if (agent->cfg.remove_endpoint && agent->cfg.remove_endpoint(agent->cfg.io_ctx, e->name) != 0)
         JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_WARNING, "Removing %s %s: the I/O layer did not know it",
                jn_schema_type_short_name(e->type), e->name);
-    if (is(e, "connector") && agent->cfg.core) {
-        char host[600];
-        const char *h = jn_mgmt_entity_str(e, "host"), *p = jn_mgmt_entity_str(e, "port");
-        snprintf(host, sizeof host, "%s:%s", h ? h : "", p ? p : "amqp");
-        close_ctx_t cc = {agent->cfg.core, host};
-        jn_core_view_conns_CT(agent->cfg.core, 0, SIZE_MAX, close_if_connector, &cc);
-    }
 }
 
 /* ---- log --------------------------------------------------------------------- */

@@ -226,8 +226,23 @@ static int check_log(jn_mgmt_entity_t *e, jn_entity_err_t *err)
     return 0;
 }
 
+/* Longest name and host an entity may have: management must be able to
+ * address it (names up to JN_MGMT_STR_MAX - 1 octets in a request) by its
+ * name and by its identity ("listener/<host>:<port>:<name>"). */
+#define JN_ENTITY_NAME_MAX 500
+#define JN_ENTITY_HOST_MAX 255
+
 int jn_entity_check(const jn_entity_ctx_t *ctx, jn_mgmt_entity_t *e, jn_entity_err_t *err)
 {
+    if (e->name && strlen(e->name) > JN_ENTITY_NAME_MAX)
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "name",
+                              "%s name is longer than %d characters", type_of(e),
+                              JN_ENTITY_NAME_MAX);
+    const char *host = jn_mgmt_entity_str(e, "host");
+    if (host && strlen(host) > JN_ENTITY_HOST_MAX)
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "host",
+                              "%s host is longer than %d characters", type_of(e),
+                              JN_ENTITY_HOST_MAX);
     int st = check_implemented(e, err);
     if (st)
         return st;

@@ -67,9 +67,22 @@ bool jn_entity_equal(jn_mgmt_entity_t *a, jn_mgmt_entity_t *b)
     if (a->type != b->type || (a->name == NULL) != (b->name == NULL) ||
         (a->name && strcmp(a->name, b->name) != 0))
         return false;
-    for (size_t i = 0; i < a->n_values; i++)
+    const jn_schema_attr_t *port = a->port_any || b->port_any
+                                       ? jn_schema_attr_find(a->type, "port")
+                                       : NULL;
+    for (size_t i = 0; i < a->n_values; i++) {
+        if (port && i == jn_schema_attr_index(port)) {
+            /* a listener on port 0 shows the port it got: it still is the
+             * file's "port: 0" */
+            jn_mgmt_entity_t *other = a->port_any ? b : a;
+            const char *p = jn_mgmt_entity_str(other, "port");
+            if (other->port_any || (p && p[0] && strspn(p, "0") == strlen(p)))
+                continue;
+            return false;
+        }
         if (!jn_mgmt_value_equal(&a->values[i], &b->values[i]))
             return false;
+    }
     return true;
 }
 

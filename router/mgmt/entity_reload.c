@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The result text, cut to fit. */
 typedef struct out {
@@ -72,6 +73,18 @@ static jn_mgmt_entity_t *singleton(const jn_config_t *cfg, const char *type, boo
     return e;
 }
 
+/* The worker threads a file gives: its router.workerThreads when set,
+ * else one per online core (what junctiond runs with). */
+static long effective_workers(const jn_config_t *cfg)
+{
+    const jn_config_entity_t *r = cfg ? jn_config_find(cfg, jn_schema_type_find("router")) : NULL;
+    const jn_config_value_t *w = r ? jn_config_entity_get(r, "workerThreads") : NULL;
+    if (w && !jn_config_value_is_default(w))
+        return (long)jn_config_value_int(w);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return cores > 0 ? cores : 1;
+}
+
 /* Router-wide settings must stay as they are. Returns 0, or -1 with the
  * refusal said. */
 static int compare_fixed(jn_mgmt_t *agent, const jn_config_t *next, out_t *o)
@@ -91,18 +104,27 @@ static int compare_fixed(jn_mgmt_t *agent, const jn_config_t *next, out_t *o)
             rc = -1;
         }
         for (size_t i = 0; rc == 0 && x && y && i < x->n_values; i++) {
-            if (jn_mgmt_value_equal(&x->values[i], &y->values[i]))
-                continue;
             const char *attr = jn_schema_attr_name(jn_schema_type_attr_at(x->type, i));
+            bool same = strcmp(attr, "workerThreads") == 0
+                            ? effective_workers(agent->file) == effective_workers(next)
+                            : jn_mgmt_value_equal(&x->values[i], &y->values[i]);
+            if (same)
+                continue;
             const jn_config_entity_t *ce = jn_config_find(next, jn_schema_type_find(types[t]));
             const jn_config_value_t *v = ce ? jn_config_entity_get(ce, attr) : NULL;
             int line = v && jn_config_value_line(v) ? jn_config_value_line(v)
                        : ce                         ? jn_config_entity_line(ce)
                                                     : 0;
-            say(o,
-                "%s:%d: %s attribute '%s' cannot change on a running router (restart junctiond "
-                "to change it)",
-                jn_config_name(next), line, types[t], attr);
+            if (line)
+                say(o,
+                    "%s:%d: %s attribute '%s' cannot change on a running router (restart "
+                    "junctiond to change it)",
+                    jn_config_name(next), line, types[t], attr);
+            else
+                say(o,
+                    "%s: the %s section was removed: %s attribute '%s' cannot change on a "
+                    "running router (restart junctiond to change it)",
+                    jn_config_name(next), types[t], types[t], attr);
             rc = -1;
         }
         jn_mgmt_entity_free(a);
@@ -112,16 +134,66 @@ static int compare_fixed(jn_mgmt_t *agent, const jn_config_t *next, out_t *o)
     return rc;
 }
 
-/* Convert the new file's stored sections; mark those that run already.
- * Returns the array (n in *count) or NULL on ENOMEM. */
+/* A hash of what jn_entity_equal compares (a listener's port left out: a
+ * port-0 listener shows the port it got). */
+static uint64_t entity_hash(jn_mgmt_entity_t *e)
+{
+    uint64_t h = 1469598103934665603ull;
+#define MIX(p, n)                                                                                  \
+    for (size_t k_ = 0; k_ < (n); k_++)                                                           \
+    h = (h ^ ((const uint8_t *)(p))[k_]) * 1099511628211ull
+    const char *type = jn_schema_type_name(e->type);
+    MIX(type, strlen(type));
+    if (e->name)
+        MIX(e->name, strlen(e->name));
+    const jn_schema_attr_t *port = jn_schema_attr_find(e->type, "port");
+    for (size_t i = 0; i < e->n_values; i++) {
+        const jn_mv_t *v = &e->values[i];
+        if (port && i == jn_schema_attr_index(port))
+            continue;
+        MIX(&v->kind, 1);
+        if (v->kind == JN_MV_STR)
+            MIX(v->v.s, v->len);
+        else if (v->kind == JN_MV_RAW)
+            MIX(v->v.raw, v->len);
+        else if (v->kind != JN_MV_STRLIST)
+            MIX(&v->v, sizeof v->v.u);
+    }
+#undef MIX
+    return h;
+}
+
+typedef struct hashed {
+    uint64_t hash;
+    jn_mgmt_entity_t *e;
+} hashed_t;
+
+static int by_hash(const void *x, const void *y)
+{
+    uint64_t a = ((const hashed_t *)x)->hash, b = ((const hashed_t *)y)->hash;
+    return a < b ? -1 : a > b;
+}
+
+/* Convert the new file's stored sections; mark those that run already
+ * (matched through a sorted hash index: a file of thousands of sections
+ * must not hold the core thread for seconds). Returns the array (n in
+ * *count) or NULL on ENOMEM. */
 static planned_t *plan_stored(jn_mgmt_t *agent, const jn_config_t *next, size_t *count)
 {
-    size_t n = jn_config_entity_count(next), k = 0;
-    planned_t *p = calloc(n ? n : 1, sizeof *p);
-    if (!p)
-        return NULL;
-    for (jn_mgmt_entity_t *e = agent->entities; e; e = e->next)
+    size_t n = jn_config_entity_count(next), k = 0, m = 0;
+    for (jn_mgmt_entity_t *e = agent->entities; e; e = e->next) {
         e->matched = false;
+        m += e->origin == JN_ORIGIN_FILE;
+    }
+    planned_t *p = calloc(n ? n : 1, sizeof *p);
+    hashed_t *index = calloc(m ? m : 1, sizeof *index);
+    if (!p || !index)
+        goto oom;
+    m = 0;
+    for (jn_mgmt_entity_t *e = agent->entities; e; e = e->next)
+        if (e->origin == JN_ORIGIN_FILE)
+            index[m++] = (hashed_t){entity_hash(e), e};
+    qsort(index, m, sizeof *index, by_hash);
     for (size_t i = 0; i < n; i++) {
         const jn_config_entity_t *ce = jn_config_entity_at(next, i);
         const jn_mgmt_class_t *cls =
@@ -131,17 +203,23 @@ static planned_t *plan_stored(jn_mgmt_t *agent, const jn_config_t *next, size_t 
         p[k].ce = ce;
         if (jn_entity_from_config(ce, false, &p[k].e) != 0)
             goto oom;
-        for (jn_mgmt_entity_t *e = agent->entities; e && !p[k].keep; e = e->next)
-            if (e->origin == JN_ORIGIN_FILE && !e->matched && jn_entity_equal(e, p[k].e))
-                e->matched = p[k].keep = true;
+        hashed_t key = {entity_hash(p[k].e), NULL};
+        hashed_t *hit = m ? bsearch(&key, index, m, sizeof *index, by_hash) : NULL;
+        while (hit && hit > index && hit[-1].hash == key.hash)
+            hit--; /* the first of its run */
+        for (; hit && hit < index + m && hit->hash == key.hash && !p[k].keep; hit++)
+            if (!hit->e->matched && jn_entity_equal(hit->e, p[k].e))
+                hit->e->matched = p[k].keep = true;
         k++;
     }
+    free(index);
     *count = k;
     return p;
 oom:
-    for (size_t i = 0; i <= k && i < n; i++)
+    for (size_t i = 0; p && i <= k && i < n; i++)
         jn_mgmt_entity_free(p[i].e);
     free(p);
+    free(index);
     return NULL;
 }
 
@@ -152,23 +230,74 @@ static void free_plan(planned_t *p, size_t n)
     free(p);
 }
 
-/* Names the creations would take: taken by an entity that stays, or twice. */
-static int check_names(jn_mgmt_t *agent, const jn_config_t *next, planned_t *p, size_t n, out_t *o)
+/* What two entities may not share besides a name: an address's prefix
+ * or pattern, a listener's host and port (port 0 aside). The key is
+ * written to key (cap octets); false when e has none. */
+static bool clash_key(jn_mgmt_entity_t *e, char *key, size_t cap)
 {
+    const char *type = jn_schema_type_short_name(e->type);
+    if (strcmp(type, "address") == 0) {
+        const char *prefix = jn_mgmt_entity_str(e, "prefix");
+        const char *pattern = jn_mgmt_entity_str(e, "pattern");
+        snprintf(key, cap, "%s '%s'", prefix ? "prefix" : "pattern", prefix ? prefix : pattern);
+        return prefix || pattern;
+    }
+    if (strcmp(type, "listener") == 0 && !e->port_any) {
+        const char *host = jn_mgmt_entity_str(e, "host"), *port = jn_mgmt_entity_str(e, "port");
+        if (!port || strspn(port, "0") == strlen(port))
+            return false;
+        snprintf(key, cap, "address %s:%s", host ? host : "", port);
+        return true;
+    }
+    return false;
+}
+
+static bool clashes(jn_mgmt_entity_t *a, jn_mgmt_entity_t *b, const char *key_a, char *key_b,
+                    size_t cap)
+{
+    return a->type == b->type && clash_key(b, key_b, cap) && strcmp(key_a, key_b) == 0;
+}
+
+/* Every check a creation of the new file could still fail, done before
+ * anything changes: a name, an address prefix/pattern or a listener
+ * address taken by an entity that stays or twice in the file. */
+static int check_clashes(jn_mgmt_t *agent, const jn_config_t *next, planned_t *p, size_t n,
+                         out_t *o)
+{
+    char key[600], other[600];
     for (size_t i = 0; i < n; i++) {
-        if (p[i].keep || !p[i].e->name)
+        if (p[i].keep)
             continue;
-        const char *name = p[i].e->name;
-        bool clash = false;
-        for (jn_mgmt_entity_t *e = agent->entities; e && !clash; e = e->next)
-            clash = (e->origin != JN_ORIGIN_FILE || e->matched) && e->name &&
-                    strcmp(e->name, name) == 0 && jn_entity_same_names(e->cls, p[i].e->cls);
-        for (size_t j = 0; j < i && !clash; j++)
-            clash = !p[j].keep && p[j].e->name && strcmp(p[j].e->name, name) == 0 &&
-                    jn_entity_same_names(p[j].e->cls, p[i].e->cls);
-        if (clash) {
-            say(o, "%s:%d: %s name '%s' conflicts with an existing entity", jn_config_name(next),
-                jn_config_entity_line(p[i].ce), jn_schema_type_short_name(p[i].e->type), name);
+        jn_mgmt_entity_t *e = p[i].e;
+        const char *what = NULL;
+        if (e->name) {
+            for (jn_mgmt_entity_t *x = agent->entities; x && !what; x = x->next)
+                if ((x->origin != JN_ORIGIN_FILE || x->matched) && x->name &&
+                    strcmp(x->name, e->name) == 0 && jn_entity_same_names(x->cls, e->cls))
+                    what = "name";
+            for (size_t j = 0; j < i && !what; j++)
+                if (!p[j].keep && p[j].e->name && strcmp(p[j].e->name, e->name) == 0 &&
+                    jn_entity_same_names(p[j].e->cls, e->cls))
+                    what = "name";
+        }
+        if (what) {
+            say(o, "%s:%d: %s name '%s' conflicts with an existing entity",
+                jn_config_name(next), jn_config_entity_line(p[i].ce),
+                jn_schema_type_short_name(e->type), e->name);
+            return -1;
+        }
+        if (!clash_key(e, key, sizeof key))
+            continue;
+        bool taken = false;
+        for (jn_mgmt_entity_t *x = agent->entities; x && !taken; x = x->next)
+            taken = (x->origin != JN_ORIGIN_FILE || x->matched) &&
+                    clashes(e, x, key, other, sizeof other);
+        for (size_t j = 0; j < i && !taken; j++)
+            taken = !p[j].keep && clashes(e, p[j].e, key, other, sizeof other);
+        if (taken) {
+            say(o, "%s:%d: %s: %s is already used by another %s", jn_config_name(next),
+                jn_config_entity_line(p[i].ce), jn_schema_type_short_name(e->type), key,
+                jn_schema_type_short_name(e->type));
             return -1;
         }
     }
@@ -211,7 +340,26 @@ static jn_mgmt_entity_t *log_section(const jn_config_t *cfg, const char *module)
     return NULL;
 }
 
-static unsigned apply_logs(jn_mgmt_t *agent, const jn_config_t *next, unsigned done, out_t *o)
+/* The `log` section for module in cfg (for its line). */
+static const jn_config_entity_t *log_section_ce(const jn_config_t *cfg, const char *module)
+{
+    for (size_t i = 0; i < jn_config_entity_count(cfg); i++) {
+        const jn_config_entity_t *ce = jn_config_entity_at(cfg, i);
+        const char *m = type_is(ce, "log") ? jn_config_entity_string(ce, "module") : NULL;
+        if (m && strcmp(m, module) == 0)
+            return ce;
+    }
+    return jn_config_entity_at(cfg, 0);
+}
+
+static void continue_free(jn_mgmt_entity_t *a, jn_mgmt_entity_t *b)
+{
+    jn_mgmt_entity_free(a);
+    jn_mgmt_entity_free(b);
+}
+
+static unsigned apply_logs(jn_mgmt_t *agent, const jn_config_t *next, unsigned done,
+                           unsigned *failed, out_t *o)
 {
     unsigned n = 0;
     for (int m = 0; m < JN_LOG_SCHEMA_MODULE_COUNT; m++) {
@@ -219,11 +367,22 @@ static unsigned apply_logs(jn_mgmt_t *agent, const jn_config_t *next, unsigned d
         jn_mgmt_entity_t *was = log_section(agent->file, module);
         jn_mgmt_entity_t *now = log_section(next, module);
         jn_entity_err_t err;
-        if (now && (!was || !jn_entity_equal(was, now))) {
-            if (jn_entity_apply_log(now, &err) != 0)
-                say(o, "%slog %s not changed: %s", done + n ? "; " : "", module, err.text);
-            else
-                say(o, "%slog %s changed", done + n ? "; " : "", module);
+        bool retry = agent->log_failed & (1u << m);
+        if (now && (!was || retry || !jn_entity_equal(was, now))) {
+            if (jn_entity_apply_log(now, &err) != 0) {
+                /* reported as failed, and tried again by the next reload */
+                char line[JN_ENTITY_ERR_MAX + 256];
+                jn_entity_file_error(next, log_section_ce(next, module), &err, line,
+                                     sizeof line);
+                say(o, "%s%s", done + n + *failed ? "; " : "", line);
+                JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_ERROR, "Reload: %s", line);
+                agent->log_failed |= 1u << m;
+                (*failed)++;
+                continue_free(was, now);
+                continue;
+            }
+            agent->log_failed &= ~(1u << m);
+            say(o, "%slog %s changed", done + n + *failed ? "; " : "", module);
             n++;
         } else if (was && !now) {
             jn_entity_reset_log(was);
@@ -296,7 +455,7 @@ int jn_mgmt_reload_CT(jn_mgmt_t *agent, char *result, size_t cap)
     size_t n = 0;
     planned_t *p = NULL;
     if (compare_fixed(agent, next, &o) != 0 || !(p = plan_stored(agent, next, &n)) ||
-        check_names(agent, next, p, n, &o) != 0) {
+        check_clashes(agent, next, p, n, &o) != 0) {
         if (!p && o.used == 0)
             say(&o, "out of memory");
         free_plan(p, n);
@@ -305,7 +464,7 @@ int jn_mgmt_reload_CT(jn_mgmt_t *agent, char *result, size_t cap)
     }
     unsigned failed = 0;
     unsigned done = delete_unmatched(agent, &o);
-    done += apply_logs(agent, next, done, &o);
+    done += apply_logs(agent, next, done, &failed, &o);
     done += create_new(agent, next, p, n, done, &failed, &o);
     free_plan(p, n);
     jn_config_free(agent->file);

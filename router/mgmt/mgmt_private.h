@@ -235,6 +235,7 @@ struct jn_mgmt {
     jn_mgmt_entity_t *tail;
     uint64_t next_id; /* decimal identities of router.config.* */
     jn_config_t *file; /* the config file last loaded or reloaded (owned; NULL: none) */
+    uint32_t log_failed; /* log modules whose section a reload could not apply (bits) */
 };
 
 /* ---- values.c: owned values of stored entities ----------------------------- */

@@ -16,6 +16,7 @@ struct jn_mgmt_entity {
     char *name;     /* heap; NULL for an unnamed router.config.* entity */
     uint8_t origin; /* jn_entity_origin_t (entity.h): file or management */
     bool matched;   /* scratch of a reload (entity_reload.c) */
+    bool port_any;  /* a listener configured with port 0: `port` shows the one it got */
     size_t n_values;
     jn_mv_t values[]; /* owned, one per schema attribute (by index) */
 };

@@ -188,11 +188,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (size < 1)
         return 0;
-    /* the agent takes the file over: a fresh one per input */
-    jn_config_t *cfg = NULL;
-    char err[JN_CONFIG_ERROR_MAX];
-    if (jn_config_load_string("fuzz.conf", CONFIG, sizeof CONFIG - 1, &cfg, err, sizeof err))
-        abort();
     jn_message_t *m = jn_message_new();
     jn_buffer_list_t list;
     jn_buffer_list_init(&list);
@@ -214,6 +209,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     (void)jn_mgmt_request_parse(m, req, scratch);
     jn_encoder_free(&scratch->body);
 
+    /* the agent takes the file over: a fresh one per input */
+    jn_config_t *cfg = NULL;
+    char err[JN_CONFIG_ERROR_MAX];
+    if (jn_config_load_string("fuzz.conf", CONFIG, sizeof CONFIG - 1, &cfg, err, sizeof err))
+        abort();
     jn_mgmt_config_t acfg = {.router_id = "Fuzz",
                              .version = "0.1.0",
                              .worker_threads = 2,

@@ -319,5 +319,89 @@ class ReloadTest(RouterTestCase):
         self.assertEqual((run.returncode, run.stdout.strip()), (0, "no change"), run)
 
 
+    def test_reload_edges(self):
+        """What a break-it pass found, each now held: a port-0 listener is
+        left alone by a reload of the same file; the path is re-read as
+        given (a symlink moved to another file is followed); a FIFO is
+        refused at once; a file whose addresses clash changes nothing; a
+        removed connector closes only its own connection; workerThreads set
+        to what runs is no change."""
+        peer = self.start_router()
+        base = (router_section("E") + client_listener() + LOGS +
+                conf_section("listener", {"name": "zero", "host": "127.0.0.1", "port": 0}) +
+                conf_section("connector", {"name": "a", "host": "127.0.0.1", "port": peer.port,
+                                           "saslMechanisms": "ANONYMOUS"}))
+        e = self.start_router(config=base)
+        m = self.manager(e)
+        mp = self.manager(peer)
+        port0 = [x["port"] for x in m.query("listener", ["name", "port"]) if x["name"] == "zero"]
+        self.assertEqual(m.reload(), (200, "no change"))
+        self.assertEqual(port0, [x["port"] for x in m.query("listener", ["name", "port"])
+                                 if x["name"] == "zero"])
+
+        # a second connector to the same peer, from management
+        code, desc, _ = m.create("connector", "b", {"host": "127.0.0.1", "port": str(peer.port),
+                                                    "saslMechanisms": "ANONYMOUS"})
+        self.assertEqual(code, 201, desc)
+
+        def peer_conns():
+            return [c["identity"] for c in mp.query("connection", ["identity", "container"])
+                    if c["container"] == "E"]
+        self.wait_for("two connections from E", lambda: len(peer_conns()) == 2)
+        before = peer_conns()
+        self.write_conf(e, base.replace("connector {", "# gone\nconnector_gone {", 1)
+                        .split("# gone")[0])
+        code, desc = m.reload()
+        self.assertEqual(code, 200, desc)
+        self.wait_for("one connection from E", lambda: len(peer_conns()) == 1)
+        self.assertIn(peer_conns()[0], before)  # b's, untouched
+
+        # addresses that clash: nothing changes
+        now = {t: m.query(t) for t in ("listener", "connector", "router.config.address")}
+        self.write_conf(e, base + "address {\n    prefix: x\n}\naddress {\n    prefix: x\n}\n")
+        code, desc = m.reload()
+        self.assertEqual(code, 400, desc)
+        self.assertIn("prefix 'x' is already used", desc)
+        self.assertEqual(now, {t: m.query(t) for t in now})
+
+        # workerThreads as it runs (one per core here): no change
+        cores = os.cpu_count()
+        self.write_conf(e, base.replace("workerThreads: 2", "workerThreads: %d" % cores))
+        if cores == 2:
+            code, desc = m.reload()
+            self.assertNotIn("workerThreads", desc)
+
+        # the path as given: the file started from is a symlink; moved to
+        # another file, a reload follows it (as a ConfigMap update does)
+        from harness import Router
+        s = Router(self.workdir, name="S", config=router_section("S") + client_listener())
+        real_a, real_b = s.conf_path + ".a", s.conf_path + ".b"
+        os.rename(s.conf_path, real_a)
+        with open(real_b, "w") as f:
+            f.write(router_section("S") + client_listener().replace("{port}", str(s.port)) +
+                    "address {\n    prefix: via.link\n}\n")
+        os.symlink(real_a, s.conf_path)
+        s.start()
+        self.routers.append(s)
+        self.addCleanup(self._stop_router, s)
+        s.wait_ready()
+        ms = self.manager(s)
+        os.unlink(s.conf_path)
+        os.symlink(real_b, s.conf_path)
+        code, desc = ms.reload()
+        self.assertEqual(code, 200, desc)
+        self.assertIn("via.link", [x["prefix"] for x in
+                                   ms.query("router.config.address", ["prefix"])])
+
+        # a FIFO in place of the file: refused at once, the router goes on
+        os.replace(e.conf_path, e.conf_path + ".saved")
+        os.mkfifo(e.conf_path)
+        code, desc = m.reload()
+        self.assertEqual(code, 400)
+        self.assertIn("not a regular file", desc)
+        os.unlink(e.conf_path)
+        os.replace(e.conf_path + ".saved", e.conf_path)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -20,6 +20,7 @@
 #define JUNCTION_IO_H 1
 
 #include <junction/core.h>
+#include <junction/tls.h>
 
 typedef struct jn_io jn_io_t;
 
@@ -57,7 +58,39 @@ typedef struct jn_endpoint_config {
     uint32_t link_capacity;        /* 0 = 250 */
     jn_strip_t strip_annotations;
     uint32_t cost;                 /* inter-router: link cost (0 = 1) */
+
+    /* TLS (docs/design.md "TLS"). ssl_profile: the name of an sslProfile
+     * registered with jn_io_set_tls_profile; NULL or "" = plain AMQP. The
+     * name is looked up for each new connection (so a replaced profile
+     * serves the connections made after the replacement); a connection
+     * whose profile is not registered is refused with a log line. */
+    const char *ssl_profile;
+    /* listener requireSsl (1.19, default no): yes = every connection must
+     * speak TLS (a plain AMQP client is refused with a log line); no with
+     * ssl_profile = TLS or plain AMQP, told by the client's first octet. */
+    bool require_ssl;
+    /* listener requireEncryption: a plain (not TLS) connection is refused;
+     * with ssl_profile it acts as require_ssl. */
+    bool require_encryption;
+    /* connector verifyHostname (1.19, default yes: main passes it): the
+     * server's certificate must name cfg->host (DNS name or IP address).
+     * A connector always verifies the server's certificate chain, against
+     * the profile's caCertFile (or the system's CAs when it has none). */
+    bool verify_hostname;
+    /* listener initialHandshakeTimeoutSeconds: a peer that has not sent
+     * its AMQP open this many seconds after it connected (stuck in the TLS
+     * or SASL handshake, or silent) is closed with a log line. 0 = none. */
+    uint32_t handshake_timeout_seconds;
 } jn_endpoint_config_t;
+
+/* jn_endpoint_wants_client_cert: a listener with TLS asks its clients for a
+ * certificate, and refuses one without a certificate its profile's
+ * caCertFile trusts, when saslMechanisms names EXTERNAL (as 1.19), or when
+ * authenticatePeer is yes and saslMechanisms is not set (TLS is then the
+ * only way a peer can be authenticated). A trusted certificate that a
+ * client offers unasked is also verified when the profile has a
+ * caCertFile. Any thread. */
+bool jn_endpoint_wants_client_cert(const jn_endpoint_config_t *cfg);
 
 typedef struct jn_io_config {
     const char *container_id; /* our AMQP container id (the router id) */
@@ -104,6 +137,17 @@ int jn_io_add_connector(jn_io_t *io, const jn_endpoint_config_t *cfg);
  * endpoint's memory stays until jn_io_free. Returns 0 or JN_ENOENT. Any
  * thread (management: the core thread); takes the I/O layer's lock. */
 int jn_io_remove_endpoint(jn_io_t *io, const char *name);
+
+/* jn_io_set_tls_profile: register profile p under name (an sslProfile
+ * entity), replacing the profile registered under that name before; p
+ * NULL removes the name. The registry takes its own reference to p (the
+ * caller keeps its own) and drops the replaced one's. Connections take the
+ * profile registered when they are accepted or connected and keep it for
+ * their life, so a replacement (certificate rotation) changes only the
+ * connections made afterwards. Returns 0 or JN_ENOMEM. Any thread (the
+ * main thread at start-up, the core thread for management's CREATE and
+ * UPDATE); takes the I/O layer's lock. */
+int jn_io_set_tls_profile(jn_io_t *io, const char *name, jn_tls_profile_t *p);
 
 /* jn_io_start: start the worker threads, listen, connect. Waits (up to
  * 10 s) until every listener is open or has failed. Returns 0; JN_EINVAL

@@ -138,20 +138,20 @@ static bool conn_row(void *arg, const jn_view_conn_t *v)
                    jn_mv_str("amqp"),
                    jn_mv_str(v->incoming ? "in" : "out"),
                    v->container[0] ? jn_mv_str(v->container) : jn_mv_null(),
-                   jn_mv_null(), /* sasl: not known to the core */
-                   jn_mv_bool(false),
-                   jn_mv_null(), /* user */
-                   jn_mv_bool(false),
-                   jn_mv_null(),
-                   jn_mv_null(),
+                   v->sasl_mechanism ? jn_mv_str(v->sasl_mechanism) : jn_mv_null(),
+                   jn_mv_bool(v->authenticated),
+                   v->user ? jn_mv_str(v->user) : jn_mv_null(),
+                   jn_mv_bool(v->encrypted),
+                   v->ssl_proto ? jn_mv_str(v->ssl_proto) : jn_mv_null(),
+                   v->ssl_cipher ? jn_mv_str(v->ssl_cipher) : jn_mv_null(),
                    v->properties_len ? (jn_mv_t){.kind = JN_MV_RAW,
                                                  .len = v->properties_len,
                                                  .v.raw = v->properties}
                                      : (jn_mv_t){.kind = JN_MV_EMPTY_MAP},
-                   jn_mv_int(JN_MV_LONG, 0),
+                   jn_mv_int(JN_MV_LONG, v->ssl_ssf),
                    jn_mv_null(), /* tenant */
                    jn_mv_str(FULL("connection")),
-                   jn_mv_bool(false),
+                   jn_mv_bool(v->encrypted), /* ssl */
                    jn_mv_bool(true),
                    jn_mv_bool(true),
                    jn_mv_str("enabled"),

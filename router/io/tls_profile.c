@@ -21,6 +21,7 @@
 
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
@@ -369,13 +370,12 @@ static int load_identity(jn_tls_profile_t *prof, const jn_tls_profile_config_t *
         *bad_attr = set(cfg->password) ? "password" : "passwordFile";
         return JN_EINVAL;
     }
-    SSL_CTX_set_default_passwd_cb(prof->ctx, password_cb);
-    SSL_CTX_set_default_passwd_cb_userdata(prof->ctx, pw);
-    int ok = SSL_CTX_use_PrivateKey_file(prof->ctx, key, SSL_FILETYPE_PEM);
-    SSL_CTX_set_default_passwd_cb(prof->ctx, NULL);
-    SSL_CTX_set_default_passwd_cb_userdata(prof->ctx, NULL);
+    FILE *kf = fopen(key, "r");
+    EVP_PKEY *pkey = kf ? PEM_read_PrivateKey(kf, NULL, password_cb, pw) : NULL;
+    if (kf)
+        fclose(kf);
     OPENSSL_cleanse(pw, sizeof pw);
-    if (ok != 1) {
+    if (!pkey) {
         ssl_reason(why, sizeof why, "unreadable");
         if (spec) {
             set_err(err, errlen, "cannot unlock the private key in '%s' (wrong password?): %s",
@@ -389,7 +389,9 @@ static int load_identity(jn_tls_profile_t *prof, const jn_tls_profile_config_t *
         }
         return JN_EINVAL;
     }
-    if (SSL_CTX_check_private_key(prof->ctx) != 1) {
+    int ok = SSL_CTX_use_PrivateKey(prof->ctx, pkey);
+    EVP_PKEY_free(pkey);
+    if (ok != 1 || SSL_CTX_check_private_key(prof->ctx) != 1) {
         ERR_clear_error();
         set_err(err, errlen, "the private key in '%s' does not match the certificate in '%s'", key,
                 cfg->cert_file);

@@ -261,6 +261,104 @@ static int add_tls_profiles(const jn_config_t *cfg, jn_io_t *io)
     return 0;
 }
 
+/* ---- SASL (Cyrus) ------------------------------------------------------------
+ *
+ * start_sasl (router saslConfigDir/saslConfigName into jn_sasl_init) and
+ * check_endpoint_sasl (a listener's saslMechanisms and authenticatePeer
+ * against what can work), for the entity module to take over as well. */
+
+/* start_sasl: Cyrus SASL as the router section says. Returns 0 or -1
+ * after "FILE:LINE: router: ..." on stderr. */
+static int start_sasl(const jn_config_t *cfg)
+{
+    const jn_config_entity_t *r = jn_config_find(cfg, jn_schema_type_find("router"));
+    const char *dir = r ? jn_config_entity_string(r, "saslConfigDir") : NULL;
+    const char *name = r ? jn_config_entity_string(r, "saslConfigName") : NULL;
+    char err[512];
+    if (jn_sasl_init(dir, name, err, sizeof err) == 0)
+        return 0;
+    const jn_config_value_t *v = r ? jn_config_entity_get(r, "saslConfigDir") : NULL;
+    fprintf(stderr, "%s:%d: router: %s\n", jn_config_name(cfg),
+            v && jn_config_value_line(v) ? jn_config_value_line(v)
+                                         : (r ? jn_config_entity_line(r) : 0),
+            err);
+    return -1;
+}
+
+/* check_endpoint_sasl: a listener whose saslMechanisms names a mechanism
+ * that cannot work (not offered by Cyrus as configured; EXTERNAL without an
+ * sslProfile with a caCertFile), or whose authenticatePeer has no mechanism
+ * that authenticates, would start and then refuse every client: stop with
+ * FILE:LINE instead. After start_sasl. */
+static int check_endpoint_sasl(const jn_config_t *cfg, const jn_config_entity_t *e,
+                               const jn_endpoint_config_t *ec)
+{
+    const jn_config_value_t *v = jn_config_entity_get(e, "saslMechanisms");
+    int line = v && jn_config_value_line(v) ? jn_config_value_line(v) : jn_config_entity_line(e);
+    const jn_config_entity_t *prof = ec->ssl_profile ? find_ssl_profile(cfg, ec->ssl_profile) : NULL;
+    const char *ca = prof ? jn_config_entity_string(prof, "caCertFile") : NULL;
+    bool can_external = ca && ca[0];
+    bool cyrus = jn_endpoint_uses_sasl_plugin(ec, true);
+    char offered[512];
+    jn_sasl_server_mechanisms(offered, sizeof offered);
+    bool authenticates = false;
+    const char *m = ec->sasl_mechanisms;
+    if (m && m[0]) {
+        for (const char *p = m; *p;) {
+            while (*p == ' ' || *p == ',')
+                p++;
+            size_t n = strcspn(p, " ,");
+            if (n == 0)
+                break;
+            char mech[64];
+            snprintf(mech, sizeof mech, "%.*s", (int)n, p);
+            p += n;
+            if (strcmp(mech, "EXTERNAL") == 0) {
+                if (!can_external) {
+                    fprintf(stderr,
+                            "%s:%d: listener: saslMechanisms 'EXTERNAL' needs an sslProfile "
+                            "with a caCertFile (the client certificate is the identity)\n",
+                            jn_config_name(cfg), line);
+                    return -1;
+                }
+                authenticates = true;
+                continue;
+            }
+            if (strcmp(mech, "ANONYMOUS") == 0 && !cyrus)
+                continue; /* proton's own */
+            if (!jn_sasl_server_offers(mech)) {
+                fprintf(stderr,
+                        "%s:%d: listener: SASL mechanism '%s' is not available (Cyrus SASL "
+                        "offers: %s; see router saslConfigDir/saslConfigName and mech_list)\n",
+                        jn_config_name(cfg), line, mech, offered[0] ? offered : "none");
+                return -1;
+            }
+            authenticates = authenticates || strcmp(mech, "ANONYMOUS") != 0;
+        }
+    } else {
+        authenticates = can_external;
+        for (const char *p = offered; *p && !authenticates;) {
+            size_t n = strcspn(p, " ");
+            authenticates = !(n == 9 && strncmp(p, "ANONYMOUS", 9) == 0) &&
+                            !(n == 8 && strncmp(p, "EXTERNAL", 8) == 0);
+            p += n;
+            while (*p == ' ')
+                p++;
+        }
+    }
+    if (ec->authenticate_peer && !authenticates) {
+        const jn_config_value_t *a = jn_config_entity_get(e, "authenticatePeer");
+        fprintf(stderr,
+                "%s:%d: listener: authenticatePeer needs a SASL mechanism that authenticates "
+                "(saslMechanisms %s; Cyrus SASL offers: %s)\n",
+                jn_config_name(cfg),
+                a && jn_config_value_line(a) ? jn_config_value_line(a) : line,
+                m && m[0] ? m : "not set", offered[0] ? offered : "none");
+        return -1;
+    }
+    return 0;
+}
+
 /* An endpoint (listener/connector) attribute this version refuses. */
 static int check_endpoint(const jn_config_t *cfg, const jn_config_entity_t *e)
 {
@@ -311,15 +409,11 @@ static const struct {
     {"listener", "trustedCertsFile"},
     {"listener", "websockets"},
     {"listener", "socketAddressFamily"},
-    {"connector", "saslUsername"},
-    {"connector", "saslPassword"},
     {"connector", "openProperties"},
     {"connector", "policyVhost"},
     {"connector", "failoverUrls"},
     {"connector", "protocolFamily"},
     {"connector", "messageLoggingComponents"},
-    {"router", "saslConfigDir"},
-    {"router", "saslConfigName"},
     {"address", "waypoint"},
     {"address", "ingressPhase"},
     {"address", "egressPhase"},
@@ -588,13 +682,32 @@ static int add_endpoint(daemon_state_t *st, const jn_config_entity_t *e, bool li
         .handshake_timeout_seconds =
             listener ? u32_attr(e, "initialHandshakeTimeoutSeconds") : 0,
     };
+    char password[JN_TLS_PASSWORD_MAX + 1];
     if (listener) {
         jn_config_entity_bool(e, "requireSsl", &ec.require_ssl);
         jn_config_entity_bool(e, "requireEncryption", &ec.require_encryption);
+        if (check_endpoint_sasl(st->cfg, e, &ec) != 0)
+            return -1;
     } else {
         jn_config_entity_bool(e, "verifyHostname", &ec.verify_hostname);
+        ec.sasl_username = jn_config_entity_string(e, "saslUsername");
+        const char *spec = jn_config_entity_string(e, "saslPassword");
+        char err[256];
+        if (spec && jn_tls_password_resolve(spec, password, sizeof password, err, sizeof err)) {
+            /* 1.19 logged this and used the unresolved text; a connector that
+             * cannot authenticate is refused here instead */
+            const jn_config_value_t *v = jn_config_entity_get(e, "saslPassword");
+            fprintf(stderr, "%s:%d: connector: attribute 'saslPassword': %s\n",
+                    jn_config_name(st->cfg),
+                    v && jn_config_value_line(v) ? jn_config_value_line(v)
+                                                 : jn_config_entity_line(e),
+                    err);
+            return -1;
+        }
+        ec.sasl_password = spec ? password : NULL;
     }
     int rc = listener ? jn_io_add_listener(st->io, &ec) : jn_io_add_connector(st->io, &ec);
+    memset(password, 0, sizeof password);
     if (rc != 0) {
         fprintf(stderr, "%s:%d: %s: %s\n", jn_config_name(st->cfg), jn_config_entity_line(e),
                 entity_type(e), jn_strerror(rc));
@@ -674,7 +787,7 @@ static int build(daemon_state_t *st)
         fprintf(stderr, "junctiond: out of memory\n");
         return -1;
     }
-    if (add_tls_profiles(st->cfg, st->io) != 0)
+    if (add_tls_profiles(st->cfg, st->io) != 0 || start_sasl(st->cfg) != 0)
         return -1;
     for (size_t i = 0; i < jn_config_entity_count(st->cfg); i++) {
         const jn_config_entity_t *e = jn_config_entity_at(st->cfg, i);
@@ -870,6 +983,7 @@ static void teardown(daemon_state_t *st)
         jn_core_free(st->core); /* releases any io connection still held */
     }
     jn_io_free(st->io);
+    jn_sasl_shutdown(); /* after the transports that used it */
     jn_mgmt_free(mgmt_agent); /* after the core: it called the agent */
     mgmt_agent = NULL;
     st->core = NULL;

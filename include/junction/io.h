@@ -81,6 +81,14 @@ typedef struct jn_endpoint_config {
      * its AMQP open this many seconds after it connected (stuck in the TLS
      * or SASL handshake, or silent) is closed with a log line. 0 = none. */
     uint32_t handshake_timeout_seconds;
+
+    /* SASL (router/io/sasl_cyrus.c). Connector saslUsername and
+     * saslPassword (the password already resolved from 1.19's env:/file:/
+     * pass: forms: jn_tls_password_resolve): the connector authenticates
+     * with them, by the best mechanism both ends allow (SCRAM before PLAIN,
+     * as Cyrus ranks them), within sasl_mechanisms when set. NULL = none. */
+    const char *sasl_username;
+    const char *sasl_password;
 } jn_endpoint_config_t;
 
 /* jn_endpoint_wants_client_cert: a listener with TLS asks its clients for a
@@ -106,6 +114,41 @@ typedef struct jn_io_config {
      * (amqp:resource-limit-exceeded). 0: never. */
     uint32_t write_stall_timeout_s;
 } jn_io_config_t;
+
+/* ---- SASL (Cyrus SASL behind proton's SASL layer) ----------------------
+ *
+ * A listener or connector that authenticates (listener: authenticatePeer,
+ * an sslProfile, or a saslMechanisms naming more than ANONYMOUS;
+ * connector: saslUsername, an sslProfile, or such a saslMechanisms) runs
+ * its SASL exchange through Cyrus SASL; the others keep proton's built-in
+ * ANONYMOUS. */
+
+/* jn_sasl_init: start Cyrus SASL as 1.19's router saslConfigDir (the
+ * folder of Cyrus's config file; NULL = Cyrus's default, /etc/sasl2) and
+ * saslConfigName (the file is NAME.conf; NULL = "qdrouterd") say. Once per
+ * process (later calls do nothing and return 0), before jn_io_start.
+ * Returns 0, JN_EINVAL (err, errlen octets, says why) or JN_ENOMEM. Main
+ * thread. */
+int jn_sasl_init(const char *config_dir, const char *config_name, char *err, size_t errlen);
+
+/* jn_endpoint_uses_sasl_plugin: cfg's connections (server: a listener's)
+ * run SASL through Cyrus (see above) once jn_sasl_init has run. Any
+ * thread. */
+bool jn_endpoint_uses_sasl_plugin(const jn_endpoint_config_t *cfg, bool server);
+
+/* jn_sasl_shutdown: release Cyrus SASL (after jn_io_free). Main thread. */
+void jn_sasl_shutdown(void);
+
+/* jn_sasl_server_offers: Cyrus (as configured: its config file's
+ * mech_list) has a server mechanism of that name. EXTERNAL is offered to a
+ * client only with a verified TLS client certificate. False before
+ * jn_sasl_init. Any thread after it. */
+bool jn_sasl_server_offers(const char *mech);
+
+/* jn_sasl_server_mechanisms: the server mechanisms Cyrus has, space
+ * separated, into out (outlen octets, NUL-terminated, cut to fit);
+ * returns the length. For error messages. */
+size_t jn_sasl_server_mechanisms(char *out, size_t outlen);
 
 /* jn_io_core_ops: the callbacks the core must be created with. Static.
  * wake takes a small per-connection lock (once per wake, never per

@@ -467,7 +467,7 @@ static void on_remote_close(jn_io_conn_t *conn)
 static void on_transport_error(jn_io_conn_t *conn, pn_transport_t *t)
 {
     pn_condition_t *c = pn_transport_condition(t);
-    if (!pn_condition_is_set(c) || conn->screened_out || conn->tls_refused ||
+    if (!pn_condition_is_set(c) || conn->screened_out || conn->refused_logged ||
         conn->handshake_expired)
         return; /* refused by the screen, by TLS, or timed out: logged already */
     const char *desc = pn_condition_get_description(c);

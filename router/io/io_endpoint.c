@@ -72,6 +72,12 @@ void jn_io_endpoint_free(jn_io_endpoint_t *ep)
     free((char *)ep->cfg.port);
     free((char *)ep->cfg.sasl_mechanisms);
     free((char *)ep->cfg.ssl_profile);
+    free((char *)ep->cfg.sasl_username);
+    if (ep->cfg.sasl_password) {
+        char *pw = (char *)ep->cfg.sasl_password;
+        memset(pw, 0, strlen(pw));
+        free(pw);
+    }
     free(ep);
 }
 
@@ -94,6 +100,8 @@ static int endpoint_copy(jn_io_endpoint_t *ep, const jn_endpoint_config_t *cfg)
     ep->cfg.host = dup_opt(cfg->host ? cfg->host : "", &failed);
     ep->cfg.port = dup_opt(cfg->port && cfg->port[0] ? cfg->port : "amqp", &failed);
     ep->cfg.sasl_mechanisms = dup_opt(cfg->sasl_mechanisms, &failed);
+    ep->cfg.sasl_username = dup_opt(cfg->sasl_username, &failed);
+    ep->cfg.sasl_password = dup_opt(cfg->sasl_password, &failed);
     ep->cfg.ssl_profile =
         cfg->ssl_profile && cfg->ssl_profile[0] ? dup_opt(cfg->ssl_profile, &failed) : NULL;
     if (failed)
@@ -417,6 +425,10 @@ void jn_io_accept(jn_io_lsock_t *ls)
             continue;
         }
         pn_transport_t *t = conn && tls_rc == 0 ? jn_io_transport_new(&ep->cfg, true) : NULL;
+        if (t && jn_endpoint_uses_sasl_plugin(&ep->cfg, true) && jn_io_sasl_attach(conn, t) != 0) {
+            pn_transport_free(t);
+            t = NULL;
+        }
         if (!t || jn_io_conn_start(conn, t, fd, NULL) != 0) {
             JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_ERROR, "Out of memory accepting a connection on %s",
                    ep->shown);
@@ -474,6 +486,10 @@ static void connect_now(jn_io_endpoint_t *ep)
         return;
     }
     pn_transport_t *t = conn && tls_rc == 0 ? jn_io_transport_new(&ep->cfg, false) : NULL;
+    if (t && jn_endpoint_uses_sasl_plugin(&ep->cfg, false) && jn_io_sasl_attach(conn, t) != 0) {
+        pn_transport_free(t);
+        t = NULL;
+    }
     if (!t) {
         if (conn)
             jn_io_conn_unref(conn); /* never started: freed here */
@@ -486,6 +502,10 @@ static void connect_now(jn_io_endpoint_t *ep)
     ep->state = JN_EP_PENDING;
     pthread_mutex_unlock(&io->lock);
     pn_connection_set_hostname(conn->pn_io, ep->cfg.host);
+    if (ep->cfg.sasl_username)
+        pn_connection_set_user(conn->pn_io, ep->cfg.sasl_username);
+    if (ep->cfg.sasl_password)
+        pn_connection_set_password(conn->pn_io, ep->cfg.sasl_password);
     pn_connection_open(conn->pn_io);
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Connecting to %s", conn->id, ep->shown);
     char err[256] = "";

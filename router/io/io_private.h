@@ -409,13 +409,14 @@ struct jn_io_conn {
                               * the screen's error once what is framed is written
                               * (io_loop.c, conn_write) */
     bool transport_closed;
-    /* TLS (io_tls.c): NULL for plain AMQP; owned. tls_refused: TLS failed
-     * and was logged (io_conn.c logs no more of it); tls_peeked: the first
+    /* TLS (io_tls.c): NULL for plain AMQP; owned. refused_logged: TLS or
+     * SASL (sasl_cyrus.c) refused it and logged why (io_conn.c logs no
+     * more of it); tls_peeked: the first
      * octet was looked at. handshake_at: when the peer must have opened
      * (initialHandshakeTimeoutSeconds, jn_time_mono_ms() ms), 0 = never;
      * handshake_expired: closed for it (logged). */
     jn_io_tls_t *tls;
-    bool tls_refused;
+    bool refused_logged;
     bool tls_peeked;
     bool handshake_expired;
     int64_t handshake_at;
@@ -544,6 +545,10 @@ void jn_io_tls_abandon_IO(jn_io_conn_t *conn);
 bool jn_io_tls_pending_out(const jn_io_conn_t *conn);
 bool jn_io_tls_info(const jn_io_conn_t *conn, const char **proto, const char **cipher, int *ssf);
 const char *jn_io_tls_peer_uid(const jn_io_conn_t *conn);
+/* sasl_cyrus.c: does an endpoint's transport run Cyrus (server: accepted
+ * connections)? jn_io_sasl_attach: plug Cyrus into t (conn's transport,
+ * not yet started): 0 or JN_ENOMEM. */
+int jn_io_sasl_attach(jn_io_conn_t *conn, pn_transport_t *t);
 /* io.c: the profile registered under name, with a reference for the
  * caller, or NULL. Any thread (takes io->lock). */
 jn_tls_profile_t *jn_io_tls_profile_get(jn_io_t *io, const char *name);

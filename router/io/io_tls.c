@@ -172,7 +172,7 @@ static void tls_fail_IO(jn_io_conn_t *conn, const char *what, const char *reason
     if (tls->failed)
         return;
     tls->failed = true;
-    conn->tls_refused = true; /* io_conn.c logs nothing more of it */
+    conn->refused_logged = true; /* io_conn.c logs nothing more of it */
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING, JN_IO_CONN_FMT " %s %s %s (%s) failed: %s", conn->id,
            what, conn->incoming ? "from" : "to", conn->host, conn->endpoint->cfg.name
                                                                  ? conn->endpoint->cfg.name

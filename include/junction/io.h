@@ -95,9 +95,8 @@ typedef struct jn_endpoint_config {
  * certificate, and refuses one without a certificate its profile's
  * caCertFile trusts, when saslMechanisms names EXTERNAL (as 1.19), or when
  * authenticatePeer is yes and saslMechanisms is not set (TLS is then the
- * only way a peer can be authenticated). A trusted certificate that a
- * client offers unasked is also verified when the profile has a
- * caCertFile. Any thread. */
+ * only way a peer can be authenticated). Otherwise no certificate is asked
+ * for (1.19's anonymous peer). Any thread. */
 bool jn_endpoint_wants_client_cert(const jn_endpoint_config_t *cfg);
 
 typedef struct jn_io_config {

@@ -101,10 +101,9 @@ int jn_io_tls_attach(jn_io_conn_t *conn, jn_tls_profile_t *p, bool server, bool 
     tls->detect = detect;
     if (server) {
         SSL_set_accept_state(tls->ssl);
+        /* otherwise no certificate is asked for (1.19's anonymous peer) */
         if (jn_endpoint_wants_client_cert(cfg))
             SSL_set_verify(tls->ssl, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
-        else if (jn_tls_profile_has_ca(p))
-            SSL_set_verify(tls->ssl, SSL_VERIFY_PEER, NULL); /* checked when offered */
     } else {
         SSL_set_connect_state(tls->ssl);
         /* a connector always verifies the server (1.19): against caCertFile,

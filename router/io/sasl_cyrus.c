@@ -55,6 +55,11 @@ typedef struct cyrus {
     bool server;
     sasl_callback_t cb[4];
     sasl_secret_t *secret; /* client password for Cyrus (heap) */
+    /* our copy of the octets proton is to send next (pnx_sasl_set_bytes_out
+     * keeps the pointer until it writes the frame; Cyrus may free its own
+     * buffer meanwhile, e.g. when the next step fails) */
+    char *out;
+    size_t out_len;
     char mech[64];         /* the mechanism in use, for logs */
 } cyrus_t;
 
@@ -198,6 +203,22 @@ static cyrus_t *ctx_of(pn_transport_t *t)
     return pnx_sasl_get_context(t);
 }
 
+/* Hand proton octets to send (a copy of ours). out NULL: the field is
+ * absent; out not NULL and len 0: present and empty (an EXTERNAL client's
+ * empty initial response must be sent as such, or the server asks for it). */
+static void set_out(cyrus_t *c, const char *out, unsigned len)
+{
+    static const char empty[1];
+    free(c->out);
+    c->out = NULL;
+    c->out_len = 0;
+    if (out && len && (c->out = malloc(len)) != NULL) {
+        memcpy(c->out, out, len);
+        c->out_len = len;
+    }
+    pnx_sasl_set_bytes_out(c->t, pn_bytes(c->out_len, c->out ? c->out : out ? empty : NULL));
+}
+
 static void cyrus_free(pn_transport_t *t)
 {
     cyrus_t *c = ctx_of(t);
@@ -209,6 +230,7 @@ static void cyrus_free(pn_transport_t *t)
         memset(c->secret->data, 0, c->secret->len);
         free(c->secret);
     }
+    free(c->out);
     free(c);
     pnx_sasl_set_context(t, NULL);
 }
@@ -285,14 +307,13 @@ static void server_result(cyrus_t *c, int r, const char *out, unsigned outlen)
     if (r == SASL_OK) {
         const void *user = NULL;
         sasl_getprop(c->sc, SASL_USERNAME, &user);
-        if (out && outlen)
-            pnx_sasl_set_bytes_out(t, pn_bytes(outlen, out)); /* SCRAM's server-final */
+        set_out(c, out, outlen); /* SCRAM's server-final, or nothing */
         pnx_sasl_set_succeeded(t, user ? (const char *)user : "", NULL);
         pnx_sasl_set_desired_state(t, SASL_POSTED_OUTCOME);
         return;
     }
     if (r == SASL_CONTINUE) {
-        pnx_sasl_set_bytes_out(t, pn_bytes(outlen, out));
+        set_out(c, out, outlen);
         pnx_sasl_set_desired_state(t, SASL_POSTED_CHALLENGE);
         return;
     }
@@ -302,6 +323,7 @@ static void server_result(cyrus_t *c, int r, const char *out, unsigned outlen)
            JN_IO_CONN_FMT " SASL %s authentication from %s (to %s) failed: %s", c->conn->id,
            c->mech[0] ? c->mech : "?", c->conn->host, c->conn->endpoint->shown,
            detail ? detail : sasl_errstring(r, NULL, NULL));
+    set_out(c, NULL, 0);
     pnx_sasl_set_failed(t);
     pnx_sasl_set_desired_state(t, SASL_POSTED_OUTCOME);
 }
@@ -430,7 +452,7 @@ static bool cyrus_process_mechanisms(pn_transport_t *t, const char *mechs)
     }
     snprintf(c->mech, sizeof c->mech, "%s", chosen ? chosen : "");
     pnx_sasl_set_selected_mechanism(t, chosen);
-    pnx_sasl_set_bytes_out(t, pn_bytes(outlen, out));
+    set_out(c, out, outlen);
     pnx_sasl_set_desired_state(t, SASL_POSTED_INIT);
     return true;
 }
@@ -449,7 +471,7 @@ static void cyrus_process_challenge(pn_transport_t *t, const pn_bytes_t *recv)
         pnx_sasl_error(t, "SASL client step failed", "amqp:unauthorized-access");
         return;
     }
-    pnx_sasl_set_bytes_out(t, pn_bytes(outlen, out));
+    set_out(c, out, outlen);
     pnx_sasl_set_desired_state(t, SASL_POSTED_RESPONSE);
 }
 

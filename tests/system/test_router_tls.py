@@ -18,7 +18,10 @@ from proton import ConnectionException, Message, SSLDomain, Timeout
 from proton.reactor import AtMostOnce
 from proton.utils import BlockingConnection
 
-from harness import SLOW, RouterTestCase, conf_section, free_port, run_junctiond
+import json
+import subprocess
+
+from harness import BENCH, SLOW, RouterTestCase, conf_section, free_port, run_junctiond
 from tls_certs import PASSWORD, shared_certs
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
@@ -138,6 +141,18 @@ class TlsListenerTest(TlsTestCase):
             with self.subTest(form):
                 r = self.tls_router(profile=self.profile(key="server_key_enc", password=form))
                 exchange(r.tls_url, client_domain(self.certs), count=1)
+
+    def test_junction_bench_over_tls(self):
+        # the benchmark's own TLS (tests/bench/tls-single-hop) against a TLS listener
+        r = self.tls_router()
+        url = "amqps://127.0.0.1:%d" % r.port
+        p = subprocess.run([BENCH, "--send-url", url, "--recv-url", url, "--tls-ca",
+                            self.certs["ca"], "-c", "5000", "-b", "4096", "--json"],
+                           capture_output=True, text=True, timeout=60 * SLOW)
+        self.assertEqual(p.returncode, 0, p.stderr + self.logs())
+        fig = json.loads(p.stdout)
+        self.assertEqual(fig["received"], 5000, fig)
+        self.assertEqual(fig["lost"], 0, fig)
 
     def test_plain_client_refused_by_require_ssl_others_unaffected(self):
         r = self.tls_router()

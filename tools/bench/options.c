@@ -389,6 +389,10 @@ static int check_combination(jn_bench_opts_t *o)
         jn_bench_url_parse(DEFAULT_URL, &o->recv_urls[0], err, sizeof(err));
         o->n_recv_urls = 1;
     }
+    for (size_t i = 0; o->direct && i < o->n_recv_urls; i++)
+        if (o->recv_urls[i].tls)
+            return usage_error("%s: %s", "--recv-url",
+                               "amqps:// is not used with --direct (its listener has no TLS)");
     if (o->start_timeout <= 0)
         return usage_error("%s: %s", "--start-timeout", "must be more than 0");
     if (o->idle_timeout <= 0)

@@ -59,7 +59,7 @@ typedef struct jn_endpoint_config {
     jn_strip_t strip_annotations;
     uint32_t cost;                 /* inter-router: link cost (0 = 1) */
 
-    /* TLS (docs/design.md "TLS"). ssl_profile: the name of an sslProfile
+    /* TLS (docs/design.md, "TLS and SASL"). ssl_profile: the name of an sslProfile
      * registered with jn_io_set_tls_profile; NULL or "" = plain AMQP. The
      * name is looked up for each new connection (so a replaced profile
      * serves the connections made after the replacement); a connection

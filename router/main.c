@@ -70,8 +70,8 @@ static const char default_config[] = "router {\n"
                                      "}\n";
 
 /* Section types this version implements (short schema names). */
-static const char *const implemented[] = {"router",  "listener", "connector", "address",
-                                          "log",     "policy",   "sslProfile"};
+static const char *const implemented[] = {"router", "listener", "connector", "address",
+                                          "log",    "policy",   "sslProfile"};
 
 typedef struct options {
     const char *config_path; /* NULL: built-in default */
@@ -249,7 +249,8 @@ static int add_tls_profiles(const jn_config_t *cfg, jn_io_t *io)
             snprintf(err, sizeof err, "%s", jn_strerror(rc));
         }
         const jn_config_value_t *v = bad ? jn_config_entity_get(e, bad) : NULL;
-        int line = v && jn_config_value_line(v) ? jn_config_value_line(v) : jn_config_entity_line(e);
+        int line =
+            v && jn_config_value_line(v) ? jn_config_value_line(v) : jn_config_entity_line(e);
         if (bad)
             fprintf(stderr, "%s:%d: sslProfile '%s': attribute '%s': %s\n", jn_config_name(cfg),
                     line, name ? name : "", bad, err);
@@ -295,7 +296,8 @@ static int check_endpoint_sasl(const jn_config_t *cfg, const jn_config_entity_t 
 {
     const jn_config_value_t *v = jn_config_entity_get(e, "saslMechanisms");
     int line = v && jn_config_value_line(v) ? jn_config_value_line(v) : jn_config_entity_line(e);
-    const jn_config_entity_t *prof = ec->ssl_profile ? find_ssl_profile(cfg, ec->ssl_profile) : NULL;
+    const jn_config_entity_t *prof =
+        ec->ssl_profile ? find_ssl_profile(cfg, ec->ssl_profile) : NULL;
     const char *ca = prof ? jn_config_entity_string(prof, "caCertFile") : NULL;
     bool can_external = ca && ca[0];
     bool cyrus = jn_endpoint_uses_sasl_plugin(ec, true);
@@ -351,8 +353,7 @@ static int check_endpoint_sasl(const jn_config_t *cfg, const jn_config_entity_t 
         fprintf(stderr,
                 "%s:%d: listener: authenticatePeer needs a SASL mechanism that authenticates "
                 "(saslMechanisms %s; Cyrus SASL offers: %s)\n",
-                jn_config_name(cfg),
-                a && jn_config_value_line(a) ? jn_config_value_line(a) : line,
+                jn_config_name(cfg), a && jn_config_value_line(a) ? jn_config_value_line(a) : line,
                 m && m[0] ? m : "not set", offered[0] ? offered : "none");
         return -1;
     }
@@ -679,8 +680,7 @@ static int add_endpoint(daemon_state_t *st, const jn_config_entity_t *e, bool li
         .strip_annotations = strip_from_name(jn_config_entity_string(e, "stripAnnotations")),
         .ssl_profile = jn_config_entity_string(e, "sslProfile"),
         .verify_hostname = !listener,
-        .handshake_timeout_seconds =
-            listener ? u32_attr(e, "initialHandshakeTimeoutSeconds") : 0,
+        .handshake_timeout_seconds = listener ? u32_attr(e, "initialHandshakeTimeoutSeconds") : 0,
     };
     char password[JN_TLS_PASSWORD_MAX + 1];
     if (listener) {
@@ -697,11 +697,10 @@ static int add_endpoint(daemon_state_t *st, const jn_config_entity_t *e, bool li
             /* 1.19 logged this and used the unresolved text; a connector that
              * cannot authenticate is refused here instead */
             const jn_config_value_t *v = jn_config_entity_get(e, "saslPassword");
-            fprintf(stderr, "%s:%d: connector: attribute 'saslPassword': %s\n",
-                    jn_config_name(st->cfg),
-                    v && jn_config_value_line(v) ? jn_config_value_line(v)
-                                                 : jn_config_entity_line(e),
-                    err);
+            fprintf(
+                stderr, "%s:%d: connector: attribute 'saslPassword': %s\n", jn_config_name(st->cfg),
+                v && jn_config_value_line(v) ? jn_config_value_line(v) : jn_config_entity_line(e),
+                err);
             return -1;
         }
         ec.sasl_password = spec ? password : NULL;
@@ -983,7 +982,7 @@ static void teardown(daemon_state_t *st)
         jn_core_free(st->core); /* releases any io connection still held */
     }
     jn_io_free(st->io);
-    jn_sasl_shutdown(); /* after the transports that used it */
+    jn_sasl_shutdown();       /* after the transports that used it */
     jn_mgmt_free(mgmt_agent); /* after the core: it called the agent */
     mgmt_agent = NULL;
     st->core = NULL;

@@ -32,16 +32,16 @@ typedef struct jn_tls_profile jn_tls_profile_t;
  * file names (1.19 says absolute; relative ones are taken as given, from
  * the router's working directory). */
 typedef struct jn_tls_profile_config {
-    const char *name;             /* entity name, for logs and errors */
-    const char *cert_file;        /* certFile: PEM certificate (chain) */
-    const char *private_key_file; /* privateKeyFile: PEM key, maybe encrypted */
-    const char *ca_cert_file;     /* caCertFile: PEM CAs trusted for peers */
-    const char *password;         /* password, 1.19's forms (jn_tls_password_resolve) */
-    const char *password_file;    /* passwordFile (deprecated): used when password is
-                                   * not set */
-    const char *ciphers;          /* OpenSSL cipher list (TLS 1.2 and below) */
-    const char *protocols;        /* e.g. "TLSv1.2 TLSv1.3"; NULL = OpenSSL's defaults */
-    const char *uid_format;       /* uidFormat: certificate fields for the peer's id */
+    const char *name;                  /* entity name, for logs and errors */
+    const char *cert_file;             /* certFile: PEM certificate (chain) */
+    const char *private_key_file;      /* privateKeyFile: PEM key, maybe encrypted */
+    const char *ca_cert_file;          /* caCertFile: PEM CAs trusted for peers */
+    const char *password;              /* password, 1.19's forms (jn_tls_password_resolve) */
+    const char *password_file;         /* passwordFile (deprecated): used when password is
+                                        * not set */
+    const char *ciphers;               /* OpenSSL cipher list (TLS 1.2 and below) */
+    const char *protocols;             /* e.g. "TLSv1.2 TLSv1.3"; NULL = OpenSSL's defaults */
+    const char *uid_format;            /* uidFormat: certificate fields for the peer's id */
     const char *uid_name_mapping_file; /* uidNameMappingFile: JSON {"uid": "name"} */
 } jn_tls_profile_config_t;
 

@@ -61,7 +61,7 @@ static void stall_fire(jn_io_timer_t *timer)
 static void handshake_fire(jn_io_timer_t *timer)
 {
     jn_io_conn_t *conn = (jn_io_conn_t *)((char *)timer - offsetof(jn_io_conn_t, handshake));
-    jn_io_conn_wake(conn); /* the pass looks at the handshake deadline */
+    jn_io_conn_wake(conn);  /* the pass looks at the handshake deadline */
     jn_io_conn_unref(conn); /* the timer's reference */
 }
 
@@ -450,8 +450,8 @@ static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
            JN_IO_CONN_FMT " Connection Opened: dir=%s host=%s encrypted=%s auth=%s user=%s "
                           "container_id=%s",
            conn->id, conn->incoming ? "in" : "out", conn->host,
-           info.encrypted ? info.ssl_proto : "no", mech ? mech : "none",
-           user ? user : "anonymous", info.container_id);
+           info.encrypted ? info.ssl_proto : "no", mech ? mech : "none", user ? user : "anonymous",
+           info.container_id);
 }
 
 static void on_remote_close(jn_io_conn_t *conn)

@@ -760,7 +760,7 @@ static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
             jn_io_test_write_IO(conn);
         else if (conn->fd < 0)
             jn_io_conn_io_error_IO(conn, ECONNREFUSED, "connecting to"); /* no socket: no-op
-                                                                * once closed */
+                                                                          * once closed */
         if (!pn_connection_driver_has_event(d))
             break;
         if (round + 1 == PASS_ROUNDS) {

@@ -56,12 +56,12 @@
 
 struct jn_io_tls {
     SSL *ssl;
-    BIO *net;                 /* our side of the pair (the SSL owns the other) */
+    BIO *net;                  /* our side of the pair (the SSL owns the other) */
     jn_tls_profile_t *profile; /* a reference, for the connection's life */
-    bool detect;              /* listener requireSsl no: TLS or plain, by the first octet */
+    bool detect;               /* listener requireSsl no: TLS or plain, by the first octet */
     bool handshake_done;
-    bool failed;              /* TLS is over: drop proton's output, send what SSL framed */
-    bool shutdown_sent;       /* close_notify framed */
+    bool failed;        /* TLS is over: drop proton's output, send what SSL framed */
+    bool shutdown_sent; /* close_notify framed */
     char proto[24];
     char cipher[64];
     int ssf;
@@ -173,10 +173,8 @@ static void tls_fail_IO(jn_io_conn_t *conn, const char *what, const char *reason
     tls->failed = true;
     conn->refused_logged = true; /* io_conn.c logs nothing more of it */
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING, JN_IO_CONN_FMT " %s %s %s (%s) failed: %s", conn->id,
-           what, conn->incoming ? "from" : "to", conn->host, conn->endpoint->cfg.name
-                                                                 ? conn->endpoint->cfg.name
-                                                                 : conn->endpoint->shown,
-           reason);
+           what, conn->incoming ? "from" : "to", conn->host,
+           conn->endpoint->cfg.name ? conn->endpoint->cfg.name : conn->endpoint->shown, reason);
     pn_connection_driver_errorf(&conn->driver, "amqp:connection:framing-error", "%s failed: %s",
                                 what, reason);
     pn_connection_driver_close(&conn->driver);
@@ -307,8 +305,7 @@ bool jn_io_tls_read_IO(jn_io_conn_t *conn, bool *plain)
         }
         if (!decided)
             return false;
-    } else if (conn->incoming && !tls->handshake_done && conn->readable &&
-               !conn->tls_peeked) {
+    } else if (conn->incoming && !tls->handshake_done && conn->readable && !conn->tls_peeked) {
         /* requireSsl: a plain AMQP client gets a line that says so rather
          * than OpenSSL's "wrong version number" */
         unsigned char first;

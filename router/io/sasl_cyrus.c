@@ -60,7 +60,7 @@ typedef struct cyrus {
      * buffer meanwhile, e.g. when the next step fails) */
     char *out;
     size_t out_len;
-    char mech[64];         /* the mechanism in use, for logs */
+    char mech[64]; /* the mechanism in use, for logs */
 } cyrus_t;
 
 static bool cyrus_ready;
@@ -97,8 +97,7 @@ int jn_sasl_init(const char *config_dir, const char *config_name, char *err, siz
         conf_dir = strdup(config_dir);
         if (!conf_dir)
             return JN_ENOMEM;
-        global_cb[n++] =
-            (sasl_callback_t){SASL_CB_GETCONFPATH, SASL_CB_FN(getconfpath_cb), NULL};
+        global_cb[n++] = (sasl_callback_t){SASL_CB_GETCONFPATH, SASL_CB_FN(getconfpath_cb), NULL};
     }
     global_cb[n] = (sasl_callback_t){SASL_CB_LIST_END, NULL, NULL};
     const char *name = config_name && config_name[0] ? config_name : "qdrouterd";
@@ -423,8 +422,7 @@ static bool cyrus_process_mechanisms(pn_transport_t *t, const char *mechs)
         while (*p == ' ')
             p++;
         size_t n = strcspn(p, " ");
-        if (n && pnx_sasl_is_mechanism_included(t, pn_bytes(n, p)) &&
-            len + n + 2 < sizeof list) {
+        if (n && pnx_sasl_is_mechanism_included(t, pn_bytes(n, p)) && len + n + 2 < sizeof list) {
             if (len)
                 list[len++] = ' ';
             memcpy(list + len, p, n);
@@ -445,8 +443,7 @@ static bool cyrus_process_mechanisms(pn_transport_t *t, const char *mechs)
                JN_IO_CONN_FMT " SASL to %s: no mechanism works (the server offers '%s'%s%s): %s",
                c->conn->id, c->conn->host, mechs ? mechs : "",
                c->conn->endpoint->cfg.sasl_mechanisms ? ", saslMechanisms " : "",
-               c->conn->endpoint->cfg.sasl_mechanisms ? c->conn->endpoint->cfg.sasl_mechanisms
-                                                      : "",
+               c->conn->endpoint->cfg.sasl_mechanisms ? c->conn->endpoint->cfg.sasl_mechanisms : "",
                sasl_errdetail(c->sc));
         return false;
     }
@@ -465,9 +462,8 @@ static void cyrus_process_challenge(pn_transport_t *t, const pn_bytes_t *recv)
     int r = sasl_client_step(c->sc, recv->start, (unsigned)recv->size, NULL, &out, &outlen);
     if (r != SASL_OK && r != SASL_CONTINUE) {
         c->conn->refused_logged = true;
-        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
-               JN_IO_CONN_FMT " SASL %s to %s failed: %s", c->conn->id, c->mech, c->conn->host,
-               sasl_errdetail(c->sc));
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING, JN_IO_CONN_FMT " SASL %s to %s failed: %s",
+               c->conn->id, c->mech, c->conn->host, sasl_errdetail(c->sc));
         pnx_sasl_error(t, "SASL client step failed", "amqp:unauthorized-access");
         return;
     }

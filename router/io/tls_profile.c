@@ -40,8 +40,8 @@ struct jn_tls_profile {
     char *name;
     SSL_CTX *ctx;
     bool has_cert, has_ca;
-    char *uid_format;   /* NULL: the subject */
-    size_t n_map;       /* uidNameMappingFile entries */
+    char *uid_format; /* NULL: the subject */
+    size_t n_map;     /* uidNameMappingFile entries */
     char **map_uid, **map_name;
 };
 
@@ -378,8 +378,8 @@ static int load_identity(jn_tls_profile_t *prof, const jn_tls_profile_config_t *
     if (!pkey) {
         ssl_reason(why, sizeof why, "unreadable");
         if (spec) {
-            set_err(err, errlen, "cannot unlock the private key in '%s' (wrong password?): %s",
-                    key, why);
+            set_err(err, errlen, "cannot unlock the private key in '%s' (wrong password?): %s", key,
+                    why);
             *bad_attr = set(cfg->password) ? "password" : "passwordFile";
         } else {
             set_err(err, errlen,
@@ -452,8 +452,8 @@ int jn_tls_profile_create(const jn_tls_profile_config_t *cfg, jn_tls_profile_t *
         profile_free(prof);
         return JN_ENOMEM;
     }
-    SSL_CTX_set_mode(prof->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
-                                    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    SSL_CTX_set_mode(prof->ctx,
+                     SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     /* peers are verified per connection (io_tls.c): none by default */
     SSL_CTX_set_verify(prof->ctx, SSL_VERIFY_NONE, NULL);
     int rc = 0;
@@ -475,8 +475,7 @@ int jn_tls_profile_create(const jn_tls_profile_config_t *cfg, jn_tls_profile_t *
         *bad_attr = "protocols";
     if (rc == 0 && set(cfg->uid_format)) {
         if (strspn(cfg->uid_format, "csloun125") != strlen(cfg->uid_format)) {
-            set_err(err, errlen, "'%s': uidFormat letters are c s l o u n 1 2 5",
-                    cfg->uid_format);
+            set_err(err, errlen, "'%s': uidFormat letters are c s l o u n 1 2 5", cfg->uid_format);
             *bad_attr = "uidFormat";
             rc = JN_EINVAL;
         } else if (!(prof->uid_format = strdup(cfg->uid_format))) {
@@ -565,6 +564,25 @@ static bool uid_fingerprint(X509 *cert, const EVP_MD *md, char *out, size_t outl
     return uid_append(out, outlen, len, hex);
 }
 
+/* uidFormat's letters (1.19): a subject field, or a fingerprint. */
+typedef struct uid_field {
+    char letter;
+    int nid;                   /* subject field, when md is NULL */
+    const EVP_MD *(*md)(void); /* fingerprint digest */
+} uid_field_t;
+
+static const uid_field_t uid_fields[] = {
+    {'c', NID_countryName, NULL},
+    {'s', NID_stateOrProvinceName, NULL},
+    {'l', NID_localityName, NULL},
+    {'o', NID_organizationName, NULL},
+    {'u', NID_organizationalUnitName, NULL},
+    {'n', NID_commonName, NULL},
+    {'1', NID_undef, EVP_sha1},
+    {'2', NID_undef, EVP_sha256},
+    {'5', NID_undef, EVP_sha512},
+};
+
 int jn_tls_profile_peer_uid(const jn_tls_profile_t *p, void *cert_v, char *out, size_t outlen)
 {
     X509 *cert = cert_v;
@@ -590,28 +608,19 @@ int jn_tls_profile_peer_uid(const jn_tls_profile_t *p, void *cert_v, char *out, 
         len = (size_t)n;
     } else {
         for (const char *f = p->uid_format; *f; f++) {
-            int nid = NID_undef;
-            const EVP_MD *md = NULL;
-            switch (*f) {
-            case 'c': nid = NID_countryName; break;
-            case 's': nid = NID_stateOrProvinceName; break;
-            case 'l': nid = NID_localityName; break;
-            case 'o': nid = NID_organizationName; break;
-            case 'u': nid = NID_organizationalUnitName; break;
-            case 'n': nid = NID_commonName; break;
-            case '1': md = EVP_sha1(); break;
-            case '2': md = EVP_sha256(); break;
-            case '5': md = EVP_sha512(); break;
-            default: break;
-            }
-            if (md) {
-                if (!uid_fingerprint(cert, md, out, outlen, &len))
+            const uid_field_t *u = NULL;
+            for (size_t k = 0; k < sizeof uid_fields / sizeof uid_fields[0]; k++)
+                if (uid_fields[k].letter == *f)
+                    u = &uid_fields[k];
+            if (!u)
+                continue; /* checked at create: not reached */
+            if (u->md) {
+                if (!uid_fingerprint(cert, u->md(), out, outlen, &len))
                     return JN_EINVAL;
                 continue;
             }
             char value[256];
-            if (nid != NID_undef &&
-                X509_NAME_get_text_by_NID(subject, nid, value, sizeof value) > 0 &&
+            if (X509_NAME_get_text_by_NID(subject, u->nid, value, sizeof value) > 0 &&
                 !uid_append(out, outlen, &len, value))
                 return JN_EINVAL;
         }

@@ -48,8 +48,7 @@ static int make_files(void **state)
     const char *q = ">/dev/null 2>&1";
     sh("openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out %s %s", key, q);
     sh("openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out %s %s", other_key, q);
-    sh("openssl req -x509 -new -key %s -out %s -days 2 -subj /O=Junction/CN=unit %s", key, cert,
-       q);
+    sh("openssl req -x509 -new -key %s -out %s -days 2 -subj /O=Junction/CN=unit %s", key, cert, q);
     sh("openssl pkey -in %s -out %s -aes256 -passout pass:open-sesame %s", key, enc_key, q);
     FILE *f = fopen(pwfile, "w");
     if (!f)
@@ -81,8 +80,7 @@ static void test_password_forms(void **state)
     assert_string_equal(out, "from-env");
     assert_int_equal(jn_tls_password_resolve("pass:p:w", out, sizeof out, err, sizeof err), 0);
     assert_string_equal(out, "p:w");
-    assert_int_equal(jn_tls_password_resolve("literal:env:x", out, sizeof out, err, sizeof err),
-                     0);
+    assert_int_equal(jn_tls_password_resolve("literal:env:x", out, sizeof out, err, sizeof err), 0);
     assert_string_equal(out, "env:x");
     char spec[160];
     snprintf(spec, sizeof spec, "file:%s", pwfile);
@@ -121,8 +119,7 @@ static void test_password_errors(void **state)
 /* ---- profiles ------------------------------------------------------------------ */
 
 /* Create with cfg; expect rc, the attribute named and a phrase in the error. */
-static void expect(const jn_tls_profile_config_t *cfg, int rc, const char *attr,
-                   const char *phrase)
+static void expect(const jn_tls_profile_config_t *cfg, int rc, const char *attr, const char *phrase)
 {
     jn_tls_profile_t *p = (jn_tls_profile_t *)1;
     char err[512] = "";
@@ -143,9 +140,13 @@ static void expect(const jn_tls_profile_config_t *cfg, int rc, const char *attr,
 static void test_profile_good(void **state)
 {
     (void)state;
-    jn_tls_profile_config_t cfg = {.name = "ok", .cert_file = cert, .private_key_file = key,
-                                   .ca_cert_file = cert, .protocols = "TLSv1.2 TLSv1.3",
-                                   .ciphers = "HIGH", .uid_format = "on"};
+    jn_tls_profile_config_t cfg = {.name = "ok",
+                                   .cert_file = cert,
+                                   .private_key_file = key,
+                                   .ca_cert_file = cert,
+                                   .protocols = "TLSv1.2 TLSv1.3",
+                                   .ciphers = "HIGH",
+                                   .uid_format = "on"};
     jn_tls_profile_t *p = NULL;
     char err[256];
     assert_int_equal(jn_tls_profile_create(&cfg, &p, err, sizeof err, NULL), 0);
@@ -160,7 +161,9 @@ static void test_profile_good(void **state)
     jn_tls_profile_unref(conn_ref);
     jn_tls_profile_unref(NULL);
 
-    jn_tls_profile_config_t enc = {.name = "enc", .cert_file = cert, .private_key_file = enc_key,
+    jn_tls_profile_config_t enc = {.name = "enc",
+                                   .cert_file = cert,
+                                   .private_key_file = enc_key,
                                    .password = "pass:open-sesame"};
     expect(&enc, 0, NULL, NULL);
     char spec[160];
@@ -178,8 +181,8 @@ static void test_profile_good(void **state)
 static void test_profile_errors(void **state)
 {
     (void)state;
-    jn_tls_profile_config_t c = {.name = "bad", .cert_file = "/nonexistent/c.pem",
-                                 .private_key_file = key};
+    jn_tls_profile_config_t c = {
+        .name = "bad", .cert_file = "/nonexistent/c.pem", .private_key_file = key};
     expect(&c, JN_EINVAL, "certFile", "cannot read '/nonexistent/c.pem'");
     c.cert_file = pwfile; /* not a certificate */
     expect(&c, JN_EINVAL, "certFile", "is not a PEM certificate");
@@ -224,9 +227,9 @@ static void test_profile_errors(void **state)
 }
 
 static const char *const fill_attrs[][2] = {
-    {"certFile", "/c"},   {"privateKeyFile", "/k"}, {"caCertFile", "/a"},
-    {"password", "pass:x"}, {"passwordFile", "/p"}, {"ciphers", "HIGH"},
-    {"protocols", "TLSv1.3"}, {"uidFormat", "n"},   {"uidNameMappingFile", "/m"}};
+    {"certFile", "/c"},       {"privateKeyFile", "/k"}, {"caCertFile", "/a"},
+    {"password", "pass:x"},   {"passwordFile", "/p"},   {"ciphers", "HIGH"},
+    {"protocols", "TLSv1.3"}, {"uidFormat", "n"},       {"uidNameMappingFile", "/m"}};
 
 static const char *fill_get(void *ctx, const char *attr)
 {
@@ -257,10 +260,8 @@ static void test_config_fill(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_password_forms),
-        cmocka_unit_test(test_password_errors),
-        cmocka_unit_test(test_profile_good),
-        cmocka_unit_test(test_profile_errors),
+        cmocka_unit_test(test_password_forms), cmocka_unit_test(test_password_errors),
+        cmocka_unit_test(test_profile_good),   cmocka_unit_test(test_profile_errors),
         cmocka_unit_test(test_config_fill),
     };
     return cmocka_run_group_tests(tests, make_files, remove_files);

@@ -26,6 +26,7 @@
 #include <junction/core_view.h>
 #include <junction/http.h>
 #include <junction/io.h>
+#include <junction/tls.h>
 #include <junction/log.h>
 #include <junction/mgmt.h>
 #include <junction/pool.h>
@@ -208,6 +209,39 @@ static int mgmt_listener_port(void *io, const char *name, char *buf, size_t cap)
     return jn_io_listener_port(io, name, buf, cap);
 }
 
+static int mgmt_add_tls_profile(void *io, const char *name,
+                                const char *(*get)(void *ctx, const char *attr), void *get_ctx,
+                                bool register_it, char *err, size_t errlen, const char **bad_attr)
+{
+    jn_tls_profile_config_t pc;
+    jn_tls_profile_config_fill(&pc, name, get, get_ctx);
+    jn_tls_profile_t *p = NULL;
+    *bad_attr = NULL;
+    int rc = jn_tls_profile_create(&pc, &p, err, errlen, bad_attr);
+    if (rc == 0 && register_it)
+        rc = jn_io_set_tls_profile(io, name, p);
+    jn_tls_profile_unref(p);
+    return rc;
+}
+
+static int mgmt_remove_tls_profile(void *io, const char *name)
+{
+    return jn_io_set_tls_profile(io, name, NULL);
+}
+
+static int mgmt_resolve_password(const char *spec, char *out, size_t outlen, char *err,
+                                 size_t errlen)
+{
+    return jn_tls_password_resolve(spec, out, outlen, err, errlen);
+}
+
+static int mgmt_check_sasl(void *io, const jn_endpoint_config_t *ec, bool can_external,
+                           char *err, size_t errlen)
+{
+    (void)io;
+    return jn_sasl_check_listener(ec, can_external, err, errlen);
+}
+
 static int mgmt_add_http_listener(void *http, const char *name, const char *host, int port,
                                   const char *root_dir, bool metrics, bool healthz, char *err,
                                   size_t errlen)
@@ -274,6 +308,10 @@ static int build(daemon_state_t *st)
                            .add_connector = mgmt_add_connector,
                            .remove_endpoint = mgmt_remove_endpoint,
                            .listener_port = mgmt_listener_port,
+                           .add_tls_profile = mgmt_add_tls_profile,
+                           .remove_tls_profile = mgmt_remove_tls_profile,
+                           .resolve_password = mgmt_resolve_password,
+                           .check_sasl = mgmt_check_sasl,
                            .http_ctx = st->http,
                            .add_http_listener = mgmt_add_http_listener,
                            .remove_http_listener = mgmt_remove_http_listener,
@@ -365,6 +403,7 @@ static void teardown(daemon_state_t *st)
         jn_core_free(st->core); /* releases any io connection still held */
     }
     jn_io_free(st->io);
+    jn_sasl_shutdown(); /* after the transports that used it */
     jn_http_free(st->http); /* after the core ran the render calls still queued */
     jn_mgmt_free(st->agent); /* after the core: it called the agent */
     st->http = NULL;
@@ -506,6 +545,20 @@ int main(int argc, char **argv)
         return finish(cfg, 1);
     }
     free(errors);
+    /* Cyrus SASL as the router section says, before any listener is
+     * checked against what it offers */
+    char sasl_err[512];
+    if (jn_sasl_init(st.settings.sasl_config_dir, st.settings.sasl_config_name, sasl_err,
+                     sizeof sasl_err) != 0) {
+        const jn_config_entity_t *r = jn_config_find(cfg, jn_schema_type_find("router"));
+        const jn_config_value_t *v = r ? jn_config_entity_get(r, "saslConfigDir") : NULL;
+        fprintf(stderr, "%s:%d: router: %s\n", jn_config_name(cfg),
+                v && jn_config_value_line(v) ? jn_config_value_line(v)
+                                             : (r ? jn_config_entity_line(r) : 0),
+                sasl_err);
+        free(config_path);
+        return finish(cfg, 1);
+    }
     for (size_t i = 0; i < jn_config_warning_count(cfg); i++)
         JN_LOG(JN_LOG_MOD_CONN_MGR, JN_LOG_WARNING, "%s", jn_config_warning_at(cfg, i));
 

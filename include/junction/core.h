@@ -173,6 +173,16 @@ typedef struct jn_conn_info {
      * cannot carry as strings), or NULL/0 when it sent none (copied) */
     const uint8_t *properties;
     size_t properties_len;
+    /* security, as the connection entity shows it (isEncrypted, sslProto,
+     * sslCipher, sslSsf, isAuthenticated, user, sasl): strings copied, NULL
+     * when none (not TLS; no SASL mechanism; no authenticated user) */
+    bool encrypted;
+    const char *ssl_proto;  /* "TLSv1.3" */
+    const char *ssl_cipher; /* OpenSSL's name: "TLS_AES_256_GCM_SHA384" */
+    uint32_t ssl_ssf;       /* the cipher's strength in bits */
+    bool authenticated;     /* a SASL mechanism other than ANONYMOUS succeeded */
+    const char *user;
+    const char *sasl_mechanism;
 } jn_conn_info_t;
 
 /* jn_core_conn_opened_IO: an AMQP connection is open. Allocates the core's

@@ -40,6 +40,12 @@ typedef struct jn_view_conn {
     const uint8_t *properties;
     size_t properties_len;
     int64_t opened_us; /* wall clock when it opened (microseconds since the epoch) */
+    /* security (jn_conn_info_t): strings NULL when none */
+    bool encrypted;
+    const char *ssl_proto, *ssl_cipher;
+    uint32_t ssl_ssf;
+    bool authenticated;
+    const char *user, *sasl_mechanism;
 } jn_view_conn_t;
 
 /* One link (management `router.link`). */

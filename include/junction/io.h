@@ -20,6 +20,7 @@
 #define JUNCTION_IO_H 1
 
 #include <junction/core.h>
+#include <junction/tls.h>
 
 typedef struct jn_io jn_io_t;
 
@@ -57,7 +58,46 @@ typedef struct jn_endpoint_config {
     uint32_t link_capacity;        /* 0 = 250 */
     jn_strip_t strip_annotations;
     uint32_t cost;                 /* inter-router: link cost (0 = 1) */
+
+    /* TLS (docs/design.md, "TLS and SASL"). ssl_profile: the name of an sslProfile
+     * registered with jn_io_set_tls_profile; NULL or "" = plain AMQP. The
+     * name is looked up for each new connection (so a replaced profile
+     * serves the connections made after the replacement); a connection
+     * whose profile is not registered is refused with a log line. */
+    const char *ssl_profile;
+    /* listener requireSsl (1.19, default no): yes = every connection must
+     * speak TLS (a plain AMQP client is refused with a log line); no with
+     * ssl_profile = TLS or plain AMQP, told by the client's first octet. */
+    bool require_ssl;
+    /* listener requireEncryption: a plain (not TLS) connection is refused;
+     * with ssl_profile it acts as require_ssl. */
+    bool require_encryption;
+    /* connector verifyHostname (1.19, default yes: main passes it): the
+     * server's certificate must name cfg->host (DNS name or IP address).
+     * A connector always verifies the server's certificate chain, against
+     * the profile's caCertFile (or the system's CAs when it has none). */
+    bool verify_hostname;
+    /* listener initialHandshakeTimeoutSeconds: a peer that has not sent
+     * its AMQP open this many seconds after it connected (stuck in the TLS
+     * or SASL handshake, or silent) is closed with a log line. 0 = none. */
+    uint32_t handshake_timeout_seconds;
+
+    /* SASL (router/io/sasl_cyrus.c). Connector saslUsername and
+     * saslPassword (the password already resolved from 1.19's env:/file:/
+     * pass: forms: jn_tls_password_resolve): the connector authenticates
+     * with them, by the best mechanism both ends allow (SCRAM before PLAIN,
+     * as Cyrus ranks them), within sasl_mechanisms when set. NULL = none. */
+    const char *sasl_username;
+    const char *sasl_password;
 } jn_endpoint_config_t;
+
+/* jn_endpoint_wants_client_cert: a listener with TLS asks its clients for a
+ * certificate, and refuses one without a certificate its profile's
+ * caCertFile trusts, when saslMechanisms names EXTERNAL (as 1.19), or when
+ * authenticatePeer is yes and saslMechanisms is not set (TLS is then the
+ * only way a peer can be authenticated). Otherwise no certificate is asked
+ * for (1.19's anonymous peer). Any thread. */
+bool jn_endpoint_wants_client_cert(const jn_endpoint_config_t *cfg);
 
 typedef struct jn_io_config {
     const char *container_id; /* our AMQP container id (the router id) */
@@ -73,6 +113,52 @@ typedef struct jn_io_config {
      * (amqp:resource-limit-exceeded). 0: never. */
     uint32_t write_stall_timeout_s;
 } jn_io_config_t;
+
+/* ---- SASL (Cyrus SASL behind proton's SASL layer) ----------------------
+ *
+ * A listener or connector that authenticates (listener: authenticatePeer,
+ * an sslProfile, or a saslMechanisms naming more than ANONYMOUS;
+ * connector: saslUsername, an sslProfile, or such a saslMechanisms) runs
+ * its SASL exchange through Cyrus SASL; the others keep proton's built-in
+ * ANONYMOUS. */
+
+/* jn_sasl_init: start Cyrus SASL as 1.19's router saslConfigDir (the
+ * folder of Cyrus's config file; NULL = Cyrus's default, /etc/sasl2) and
+ * saslConfigName (the file is NAME.conf; NULL = "qdrouterd") say. Once per
+ * process (later calls do nothing and return 0), before jn_io_start.
+ * Returns 0, JN_EINVAL (err, errlen octets, says why) or JN_ENOMEM. Main
+ * thread. */
+int jn_sasl_init(const char *config_dir, const char *config_name, char *err, size_t errlen);
+
+/* jn_endpoint_uses_sasl_plugin: cfg's connections (server: a listener's)
+ * run SASL through Cyrus (see above) once jn_sasl_init has run. Any
+ * thread. */
+bool jn_endpoint_uses_sasl_plugin(const jn_endpoint_config_t *cfg, bool server);
+
+/* jn_sasl_check_listener: whether a listener's SASL settings can work, so
+ * that a router never starts and then refuses every client: each
+ * mechanism of ec->sasl_mechanisms must be offered by Cyrus as configured
+ * (ANONYMOUS is proton's own when Cyrus is not used), EXTERNAL needs
+ * can_external (an sslProfile with a caCertFile: the client certificate is
+ * the identity), and authenticate_peer needs a mechanism that
+ * authenticates. Returns 0, or JN_EINVAL with a reason in err (errlen
+ * octets). After jn_sasl_init. Any thread. */
+int jn_sasl_check_listener(const jn_endpoint_config_t *ec, bool can_external, char *err,
+                           size_t errlen);
+
+/* jn_sasl_shutdown: release Cyrus SASL (after jn_io_free). Main thread. */
+void jn_sasl_shutdown(void);
+
+/* jn_sasl_server_offers: Cyrus (as configured: its config file's
+ * mech_list) has a server mechanism of that name. EXTERNAL is offered to a
+ * client only with a verified TLS client certificate. False before
+ * jn_sasl_init. Any thread after it. */
+bool jn_sasl_server_offers(const char *mech);
+
+/* jn_sasl_server_mechanisms: the server mechanisms Cyrus has, space
+ * separated, into out (outlen octets, NUL-terminated, cut to fit);
+ * returns the length. For error messages. */
+size_t jn_sasl_server_mechanisms(char *out, size_t outlen);
 
 /* jn_io_core_ops: the callbacks the core must be created with. Static.
  * wake takes a small per-connection lock (once per wake, never per
@@ -113,6 +199,17 @@ int jn_io_remove_endpoint(jn_io_t *io, const char *name);
  * listener listens (not started, failed, removed). Any thread; takes the
  * I/O layer's lock. */
 int jn_io_listener_port(jn_io_t *io, const char *name, char *buf, size_t cap);
+
+/* jn_io_set_tls_profile: register profile p under name (an sslProfile
+ * entity), replacing the profile registered under that name before; p
+ * NULL removes the name. The registry takes its own reference to p (the
+ * caller keeps its own) and drops the replaced one's. Connections take the
+ * profile registered when they are accepted or connected and keep it for
+ * their life, so a replacement (certificate rotation) changes only the
+ * connections made afterwards. Returns 0 or JN_ENOMEM. Any thread (the
+ * main thread at start-up, the core thread for management's CREATE and
+ * UPDATE); takes the I/O layer's lock. */
+int jn_io_set_tls_profile(jn_io_t *io, const char *name, jn_tls_profile_t *p);
 
 /* jn_io_start: start the worker threads, listen, connect. Waits (up to
  * 10 s) until every listener is open or has failed. Returns 0; JN_EINVAL

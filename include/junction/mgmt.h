@@ -83,6 +83,31 @@ typedef struct jn_mgmt_config {
      * such listener listens. May be NULL. */
     int (*listener_port)(void *io_ctx, const char *name, char *buf, size_t cap);
 
+    /* TLS and SASL hooks (typically over junction/tls.h and the I/O
+     * layer's profile registry and Cyrus checks). Each may be NULL: the
+     * feature is then refused by name.
+     *   add_tls_profile: build an sslProfile from attribute values (get(
+     *     get_ctx, "certFile")...) and, when register_it, register it with
+     *     the I/O layer under name (replacing one of that name: new
+     *     connections use it, open ones keep theirs). Returns 0, or an
+     *     error with err (errlen octets) and *bad_attr (the attribute at
+     *     fault, or NULL) set.
+     *   remove_tls_profile: unregister name.
+     *   resolve_password: 1.19's password forms (pass:, env:, file:,
+     *     literal) of spec into out (outlen octets). 0, or an error with err.
+     *   check_sasl: whether a listener's SASL settings can work (its
+     *     mechanisms offered by Cyrus as configured, EXTERNAL only with a
+     *     profile that has CAs, authenticatePeer with a mechanism that
+     *     authenticates). 0, or JN_EINVAL with err. */
+    int (*add_tls_profile)(void *io_ctx, const char *name,
+                           const char *(*get)(void *get_ctx, const char *attr), void *get_ctx,
+                           bool register_it, char *err, size_t errlen, const char **bad_attr);
+    int (*remove_tls_profile)(void *io_ctx, const char *name);
+    int (*resolve_password)(const char *spec, char *out, size_t outlen, char *err,
+                            size_t errlen);
+    int (*check_sasl)(void *io_ctx, const jn_endpoint_config_t *ec, bool can_external,
+                      char *err, size_t errlen);
+
     /* HTTP hooks for listeners with `http: yes` (typically the HTTP layer's
      * jn_http_add_listener, jn_http_remove_listener, jn_http_listener_port
      * with http_ctx the jn_http_t). port is decimal (service names are
@@ -126,6 +151,8 @@ void jn_mgmt_free(jn_mgmt_t *agent);
  * that the core and the I/O layer are built with. */
 typedef struct jn_router_settings {
     char id[128];     /* router.id, or generated: "<Mode>_" + 15 letters/digits */
+    const char *sasl_config_dir;  /* router.saslConfigDir (borrowed; NULL: Cyrus's) */
+    const char *sasl_config_name; /* router.saslConfigName (borrowed; NULL: "qdrouterd") */
     char mode[16];    /* "standalone" or "interior" */
     const char *metadata; /* router.metadata (borrowed from the config; may be NULL) */
     unsigned workers; /* router.workerThreads; not set: the number of online cores */

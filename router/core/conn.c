@@ -47,7 +47,15 @@ jn_core_conn_t *jn_core_conn_opened_IO(jn_core_t *core, void *io_conn, const jn_
             c->properties_len = info->properties_len;
         }
     }
-    if (!c->container_id || !c->host || (info->properties_len && !c->properties)) {
+    bool sec_failed = false;
+    char **sec[] = {&c->ssl_proto, &c->ssl_cipher, &c->user, &c->sasl_mechanism};
+    const char *sec_in[] = {info->ssl_proto, info->ssl_cipher, info->user, info->sasl_mechanism};
+    for (int i = 0; i < 4; i++)
+        if (sec_in[i] && !(*sec[i] = strdup(sec_in[i])))
+            sec_failed = true;
+    if (!c->container_id || !c->host || (info->properties_len && !c->properties) || sec_failed) {
+        for (int i = 0; i < 4; i++)
+            free(*sec[i]);
         free(c->properties);
         free(c->container_id);
         free(c->host);
@@ -63,6 +71,9 @@ jn_core_conn_t *jn_core_conn_opened_IO(jn_core_t *core, void *io_conn, const jn_
     c->link_capacity = info->link_capacity;
     c->inter_router = info->inter_router;
     c->cost = info->cost ? info->cost : 1;
+    c->encrypted = info->encrypted;
+    c->ssl_ssf = info->ssl_ssf;
+    c->authenticated = info->authenticated;
     c->opened_us = jn_time_wall_us(); /* once per connection, for uptimeSeconds */
     if (c->inter_router)
         c->strip_inbound = c->strip_outbound = false; /* docs/protocol.md */
@@ -91,6 +102,10 @@ void jn_conn_unref(jn_core_conn_t *conn)
     free(conn->container_id);
     free(conn->host);
     free(conn->properties);
+    free(conn->ssl_proto);
+    free(conn->ssl_cipher);
+    free(conn->user);
+    free(conn->sasl_mechanism);
     jn_pool_free(atomic_load_explicit(&conn_pool, memory_order_acquire), conn);
 }
 

@@ -170,6 +170,10 @@ struct jn_core_conn {
     char *host;         /* heap */
     uint8_t *properties; /* heap: encoded map (jn_conn_info_t), or NULL */
     size_t properties_len;
+    /* security (jn_conn_info_t): heap strings or NULL */
+    char *ssl_proto, *ssl_cipher, *user, *sasl_mechanism;
+    uint32_t ssl_ssf;
+    bool encrypted, authenticated;
     bool incoming;
     bool strip_inbound;
     bool strip_outbound;

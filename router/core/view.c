@@ -28,6 +28,13 @@ static void conn_fill_CT(const jn_core_conn_t *c, jn_view_conn_t *out)
         n += l->ct.state == JN_LINK_ST_ATTACHED;
     out->links = n;
     out->opened_us = c->opened_us;
+    out->encrypted = c->encrypted;
+    out->ssl_proto = c->ssl_proto;
+    out->ssl_cipher = c->ssl_cipher;
+    out->ssl_ssf = c->ssl_ssf;
+    out->authenticated = c->authenticated;
+    out->user = c->user;
+    out->sasl_mechanism = c->sasl_mechanism;
 }
 
 static void link_fill_CT(const jn_core_link_t *l, jn_view_link_t *out)

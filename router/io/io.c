@@ -253,6 +253,59 @@ void jn_io_stop(jn_io_t *io, unsigned timeout_ms)
     io->started = false;
 }
 
+int jn_io_set_tls_profile(jn_io_t *io, const char *name, jn_tls_profile_t *p)
+{
+    jn_io_tls_entry_t *fresh = NULL;
+    if (p) {
+        fresh = calloc(1, sizeof *fresh);
+        if (!fresh || !(fresh->name = strdup(name))) {
+            free(fresh);
+            return JN_ENOMEM;
+        }
+        fresh->profile = jn_tls_profile_ref(p);
+    }
+    jn_tls_profile_t *old = NULL;
+    pthread_mutex_lock(&io->lock);
+    jn_io_tls_entry_t **e = &io->tls_profiles;
+    while (*e && strcmp((*e)->name, name) != 0)
+        e = &(*e)->next;
+    jn_io_tls_entry_t *gone = NULL;
+    if (*e && fresh) {
+        old = (*e)->profile;
+        (*e)->profile = fresh->profile;
+        gone = fresh;
+        gone->profile = NULL;
+    } else if (*e) {
+        gone = *e;
+        *e = gone->next;
+        old = gone->profile;
+    } else if (fresh) {
+        fresh->next = io->tls_profiles;
+        io->tls_profiles = fresh;
+    }
+    pthread_mutex_unlock(&io->lock);
+    jn_tls_profile_unref(old); /* live connections keep their own references */
+    if (gone) {
+        free(gone->name);
+        free(gone);
+    }
+    return 0;
+}
+
+jn_tls_profile_t *jn_io_tls_profile_get(jn_io_t *io, const char *name)
+{
+    jn_tls_profile_t *p = NULL;
+    pthread_mutex_lock(&io->lock);
+    for (jn_io_tls_entry_t *e = io->tls_profiles; e; e = e->next) {
+        if (strcmp(e->name, name) == 0) {
+            p = jn_tls_profile_ref(e->profile);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&io->lock);
+    return p;
+}
+
 void jn_io_free(jn_io_t *io)
 {
     if (!io)
@@ -278,6 +331,13 @@ void jn_io_free(jn_io_t *io)
         jn_io_endpoint_t *ep = io->endpoints;
         io->endpoints = ep->next;
         jn_io_endpoint_free(ep);
+    }
+    while (io->tls_profiles) {
+        jn_io_tls_entry_t *e = io->tls_profiles;
+        io->tls_profiles = e->next;
+        jn_tls_profile_unref(e->profile);
+        free(e->name);
+        free(e);
     }
     io_destroy(io);
 }

@@ -58,6 +58,13 @@ static void stall_fire(jn_io_timer_t *timer)
     jn_io_conn_unref(conn); /* the timer's reference */
 }
 
+static void handshake_fire(jn_io_timer_t *timer)
+{
+    jn_io_conn_t *conn = (jn_io_conn_t *)((char *)timer - offsetof(jn_io_conn_t, handshake));
+    jn_io_conn_wake(conn);  /* the pass looks at the handshake deadline */
+    jn_io_conn_unref(conn); /* the timer's reference */
+}
+
 static void put_symbol(pn_data_t *d, const char *s)
 {
     pn_data_put_symbol(d, pn_bytes(strlen(s), s));
@@ -139,6 +146,7 @@ jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming)
     conn->poll.fire = poll_fire;
     conn->tick.fire = tick_fire;
     conn->stall.fire = stall_fire;
+    conn->handshake.fire = handshake_fire;
     conn->next_link_id = 1;
     if (!incoming)
         snprintf(conn->host, sizeof conn->host, "%s", ep->shown);
@@ -226,6 +234,7 @@ static void conn_free(jn_io_conn_t *conn)
         else if (conn->pn_io)
             pn_connection_free(conn->pn_io); /* never started */
     }
+    jn_io_tls_free(conn); /* never started */
     jn_io_adopt_end(was);
     jn_screen_free(conn->screen);
     conn->screen = NULL;
@@ -425,6 +434,15 @@ static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
         .inter_router = conn->inter_router,
         .cost = cost,
     };
+    pn_sasl_t *sasl = pn_sasl(t);
+    const char *mech = sasl ? pn_sasl_get_mech(sasl) : NULL;
+    const char *user = pn_transport_get_user(t);
+    int ssf = 0;
+    info.encrypted = jn_io_tls_info(conn, &info.ssl_proto, &info.ssl_cipher, &ssf);
+    info.ssl_ssf = ssf > 0 ? (uint32_t)ssf : 0;
+    info.sasl_mechanism = mech;
+    info.authenticated = mech && strcmp(mech, "ANONYMOUS") != 0 && pn_transport_is_authenticated(t);
+    info.user = user && strcmp(user, "anonymous") != 0 ? user : NULL;
     uint8_t *props = NULL;
     jn_io_render_properties_IO(pn_connection_remote_properties(pc), &props, &info.properties_len);
     info.properties = props;
@@ -439,14 +457,12 @@ static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
     conn->opened = true;
     if (conn->inter_router && !conn->incoming)
         jn_io_ir_attach_links_IO(conn); /* the connector side attaches (3.1) */
-    pn_sasl_t *sasl = pn_sasl(t);
-    const char *mech = sasl ? pn_sasl_get_mech(sasl) : NULL;
-    const char *user = pn_transport_get_user(t);
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
-           JN_IO_CONN_FMT " Connection Opened: dir=%s host=%s encrypted=no auth=%s user=%s "
+           JN_IO_CONN_FMT " Connection Opened: dir=%s host=%s encrypted=%s auth=%s user=%s "
                           "container_id=%s",
-           conn->id, conn->incoming ? "in" : "out", conn->host, mech ? mech : "none",
-           user ? user : "anonymous", info.container_id);
+           conn->id, conn->incoming ? "in" : "out", conn->host,
+           info.encrypted ? info.ssl_proto : "no", mech ? mech : "none", user ? user : "anonymous",
+           info.container_id);
 }
 
 static void on_remote_close(jn_io_conn_t *conn)
@@ -462,8 +478,9 @@ static void on_remote_close(jn_io_conn_t *conn)
 static void on_transport_error(jn_io_conn_t *conn, pn_transport_t *t)
 {
     pn_condition_t *c = pn_transport_condition(t);
-    if (!pn_condition_is_set(c) || conn->screened_out)
-        return; /* refused by the screen: jn_io_conn_refuse_IO logged why */
+    if (!pn_condition_is_set(c) || conn->screened_out || conn->refused_logged ||
+        conn->handshake_expired)
+        return; /* refused by the screen, by TLS, or timed out: logged already */
     const char *desc = pn_condition_get_description(c);
     if (conn->incoming)
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
@@ -524,6 +541,8 @@ static void on_transport_closed(jn_io_conn_t *conn)
     if (jn_io_timer_cancel(conn->io, &conn->tick))
         jn_io_conn_unref(conn);
     if (jn_io_timer_cancel(conn->io, &conn->stall))
+        jn_io_conn_unref(conn);
+    if (jn_io_timer_cancel(conn->io, &conn->handshake))
         jn_io_conn_unref(conn);
     if (conn->core) {
         jn_core_conn_closed_IO(conn->core);

@@ -71,6 +71,13 @@ void jn_io_endpoint_free(jn_io_endpoint_t *ep)
     free((char *)ep->cfg.host);
     free((char *)ep->cfg.port);
     free((char *)ep->cfg.sasl_mechanisms);
+    free((char *)ep->cfg.ssl_profile);
+    free((char *)ep->cfg.sasl_username);
+    if (ep->cfg.sasl_password) {
+        char *pw = (char *)ep->cfg.sasl_password;
+        memset(pw, 0, strlen(pw));
+        free(pw);
+    }
     free(ep);
 }
 
@@ -93,6 +100,10 @@ static int endpoint_copy(jn_io_endpoint_t *ep, const jn_endpoint_config_t *cfg)
     ep->cfg.host = dup_opt(cfg->host ? cfg->host : "", &failed);
     ep->cfg.port = dup_opt(cfg->port && cfg->port[0] ? cfg->port : "amqp", &failed);
     ep->cfg.sasl_mechanisms = dup_opt(cfg->sasl_mechanisms, &failed);
+    ep->cfg.sasl_username = dup_opt(cfg->sasl_username, &failed);
+    ep->cfg.sasl_password = dup_opt(cfg->sasl_password, &failed);
+    ep->cfg.ssl_profile =
+        cfg->ssl_profile && cfg->ssl_profile[0] ? dup_opt(cfg->ssl_profile, &failed) : NULL;
     if (failed)
         return JN_ENOMEM;
     if (ep->cfg.max_frame_size == 0)
@@ -138,8 +149,9 @@ static int endpoint_add(jn_io_t *io, const jn_endpoint_config_t *cfg, bool liste
     *p = ep;
     bool started = io->started;
     pthread_mutex_unlock(&io->lock);
-    JN_LOG(JN_LOG_MOD_CONN_MGR, JN_LOG_INFO, "Configured %s: %s proto=any, role=%s", kind,
-           ep->shown, role_name(ep->cfg.role));
+    JN_LOG(JN_LOG_MOD_CONN_MGR, JN_LOG_INFO, "Configured %s: %s proto=any, role=%s%s%s", kind,
+           ep->shown, role_name(ep->cfg.role), ep->cfg.ssl_profile ? ", sslProfile=" : "",
+           ep->cfg.ssl_profile ? ep->cfg.ssl_profile : "");
     if (started) {
         if (listener) {
             pthread_mutex_lock(&io->lock);
@@ -166,6 +178,45 @@ int jn_io_add_listener(jn_io_t *io, const jn_endpoint_config_t *cfg)
 int jn_io_add_connector(jn_io_t *io, const jn_endpoint_config_t *cfg)
 {
     return endpoint_add(io, cfg, false);
+}
+
+bool jn_endpoint_wants_client_cert(const jn_endpoint_config_t *cfg)
+{
+    if (!cfg->ssl_profile || !cfg->ssl_profile[0])
+        return false;
+    const char *m = cfg->sasl_mechanisms;
+    if (m && m[0]) {
+        /* EXTERNAL as a whole word of the list */
+        for (const char *p = m; (p = strstr(p, "EXTERNAL")) != NULL; p += 8) {
+            bool start = p == m || p[-1] == ' ' || p[-1] == ',';
+            bool end = p[8] == '\0' || p[8] == ' ' || p[8] == ',';
+            if (start && end)
+                return true;
+        }
+        return false;
+    }
+    return cfg->authenticate_peer;
+}
+
+/* Give conn (not started) TLS when its endpoint has an sslProfile: the
+ * profile registered under that name now. Returns 0 (TLS set up, or none
+ * wanted), JN_ENOENT (no such profile: logged) or JN_ENOMEM. */
+static int endpoint_tls(jn_io_endpoint_t *ep, jn_io_conn_t *conn, bool server)
+{
+    const jn_endpoint_config_t *cfg = &ep->cfg;
+    if (!cfg->ssl_profile)
+        return 0;
+    jn_tls_profile_t *p = jn_io_tls_profile_get(ep->io, cfg->ssl_profile);
+    if (!p) {
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
+               JN_IO_CONN_FMT " Connection %s %s refused: sslProfile '%s' is not configured",
+               conn->id, server ? "from" : "to", conn->host, cfg->ssl_profile);
+        return JN_ENOENT;
+    }
+    bool detect = server && !cfg->require_ssl && !cfg->require_encryption;
+    int rc = jn_io_tls_attach(conn, p, server, detect);
+    jn_tls_profile_unref(p);
+    return rc;
 }
 
 /* jn_io_transport_new: a transport set up as cfg says (AMQP open limits
@@ -406,9 +457,19 @@ void jn_io_accept(jn_io_lsock_t *ls)
             continue;
         }
         jn_io_conn_t *conn = jn_io_conn_new(io, ep, true);
-        pn_transport_t *t = conn ? jn_io_transport_new(&ep->cfg, true) : NULL;
         if (conn)
             peer_name(&sa, conn->host, sizeof conn->host);
+        int tls_rc = conn ? endpoint_tls(ep, conn, true) : 0;
+        if (tls_rc == JN_ENOENT) {
+            close(fd);
+            jn_io_conn_unref(conn); /* never started: freed here */
+            continue;
+        }
+        pn_transport_t *t = conn && tls_rc == 0 ? jn_io_transport_new(&ep->cfg, true) : NULL;
+        if (t && jn_endpoint_uses_sasl_plugin(&ep->cfg, true) && jn_io_sasl_attach(conn, t) != 0) {
+            pn_transport_free(t);
+            t = NULL;
+        }
         if (!t || jn_io_conn_start(conn, t, fd, NULL) != 0) {
             JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_ERROR, "Out of memory accepting a connection on %s",
                    ep->shown);
@@ -459,7 +520,17 @@ static void connect_now(jn_io_endpoint_t *ep)
     if (atomic_load(&io->stopping) || atomic_load(&ep->removed))
         return;
     jn_io_conn_t *conn = jn_io_conn_new(io, ep, false);
-    pn_transport_t *t = conn ? jn_io_transport_new(&ep->cfg, false) : NULL;
+    int tls_rc = conn ? endpoint_tls(ep, conn, false) : 0;
+    if (tls_rc == JN_ENOENT) {
+        jn_io_conn_unref(conn); /* never started: freed here */
+        jn_io_timer_arm(io, &ep->retry, RETRY_MAX_MS);
+        return;
+    }
+    pn_transport_t *t = conn && tls_rc == 0 ? jn_io_transport_new(&ep->cfg, false) : NULL;
+    if (t && jn_endpoint_uses_sasl_plugin(&ep->cfg, false) && jn_io_sasl_attach(conn, t) != 0) {
+        pn_transport_free(t);
+        t = NULL;
+    }
     if (!t) {
         if (conn)
             jn_io_conn_unref(conn); /* never started: freed here */
@@ -472,6 +543,10 @@ static void connect_now(jn_io_endpoint_t *ep)
     ep->state = JN_EP_PENDING;
     pthread_mutex_unlock(&io->lock);
     pn_connection_set_hostname(conn->pn_io, ep->cfg.host);
+    if (ep->cfg.sasl_username)
+        pn_connection_set_user(conn->pn_io, ep->cfg.sasl_username);
+    if (ep->cfg.sasl_password)
+        pn_connection_set_password(conn->pn_io, ep->cfg.sasl_password);
     pn_connection_open(conn->pn_io);
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Connecting to %s", conn->id, ep->shown);
     char err[256] = "";

@@ -205,7 +205,7 @@ void jn_io_conn_wake(jn_io_conn_t *conn)
 /* The socket failed or ended badly: give proton the error (a
  * PN_TRANSPORT_ERROR with name "proton:io", as proton's own I/O) and close
  * both directions; PN_TRANSPORT_CLOSED follows. */
-static void conn_io_error(jn_io_conn_t *conn, int err, const char *what)
+void jn_io_conn_io_error_IO(jn_io_conn_t *conn, int err, const char *what)
 {
     if (pn_connection_driver_read_closed(&conn->driver) &&
         pn_connection_driver_write_closed(&conn->driver))
@@ -320,16 +320,22 @@ int jn_io_conn_start(jn_io_conn_t *conn, pn_transport_t *t, int fd, const char *
             int err = errno;
             close(fd);
             conn->fd = -1;
-            conn_io_error(conn, err, "registering");
+            jn_io_conn_io_error_IO(conn, err, "registering");
         }
     } else if (conn->ai_list) {
         conn->ai_next = conn->ai_list;
         if (!connect_next(conn))
-            conn_io_error(conn, errno, "connecting to");
+            jn_io_conn_io_error_IO(conn, errno, "connecting to");
     } else {
         pn_connection_driver_errorf(&conn->driver, "proton:io", "%s - resolving %s",
                                     resolve_err ? resolve_err : "unknown host", conn->host);
         pn_connection_driver_close(&conn->driver);
+    }
+    uint32_t hs = conn->endpoint->cfg.handshake_timeout_seconds;
+    if (conn->incoming && hs > 0) {
+        conn->handshake_at = (int64_t)jn_time_mono_ms() + (int64_t)hs * 1000;
+        atomic_fetch_add(&conn->refs, 1); /* the timer's */
+        jn_io_timer_arm_at(conn->io, &conn->handshake, conn->handshake_at);
     }
     atomic_store_explicit(&conn->started, true, memory_order_release);
     jn_io_conn_wake(conn);
@@ -355,7 +361,7 @@ static void connect_done(jn_io_conn_t *conn)
     conn_unregister(conn);
     conn->connecting = false;
     if (!connect_next(conn))
-        conn_io_error(conn, err, "connecting to");
+        jn_io_conn_io_error_IO(conn, err, "connecting to");
 }
 
 /* ---- moving a connection ----------------------------------------------------------
@@ -443,7 +449,7 @@ static void conn_arrive(jn_io_conn_t *conn)
     if (conn->fd >= 0 && conn_register(conn) != 0) {
         int err = errno;
         conn_unregister(conn);
-        conn_io_error(conn, err, "registering");
+        jn_io_conn_io_error_IO(conn, err, "registering");
     }
 }
 
@@ -499,6 +505,14 @@ void jn_io_conn_written_IO(jn_io_conn_t *conn, bool writable)
 static bool conn_read(jn_io_conn_t *conn)
 {
     pn_connection_driver_t *d = &conn->driver;
+    if (conn->tls) {
+        bool plain = false;
+        bool more = jn_io_tls_read_IO(conn, &plain);
+        if (!plain)
+            return more;
+        /* a listener with requireSsl no met a plain AMQP client: read it
+         * the plain way from now on */
+    }
     for (int i = 0; i < JN_IO_READS_PER_PASS; i++) {
         if (!conn->readable || pn_connection_driver_read_closed(d) || conn->screened_out)
             return false;
@@ -539,7 +553,7 @@ static bool conn_read(jn_io_conn_t *conn)
             return false;
         }
         conn->readable = false;
-        conn_io_error(conn, errno, "on read from");
+        jn_io_conn_io_error_IO(conn, errno, "on read from");
         return false;
     }
     return conn->readable;
@@ -566,7 +580,7 @@ static bool conn_read(jn_io_conn_t *conn)
  * the socket refuses output. */
 
 /* The socket refused output: start a period, unless one is running. */
-static void stall_watch_IO(jn_io_conn_t *conn)
+void jn_io_stall_watch_IO(jn_io_conn_t *conn)
 {
     JN_ASSERT_IO(conn);
     if (conn->stall_watch || conn->io->write_stall_ms == 0)
@@ -589,7 +603,7 @@ static void stall_check_IO(jn_io_conn_t *conn)
         return; /* drained (or nothing left to write): watch the next refusal */
     uint64_t taken = conn->octets_written - conn->stall_mark;
     if (taken >= JN_IO_WRITE_STALL_MIN_OCTETS) {
-        stall_watch_IO(conn); /* slow but moving: another period */
+        jn_io_stall_watch_IO(conn); /* slow but moving: another period */
         return;
     }
     pn_connection_driver_errorf(&conn->driver, "amqp:resource-limit-exceeded",
@@ -599,11 +613,39 @@ static void stall_check_IO(jn_io_conn_t *conn)
     pn_connection_driver_close(&conn->driver); /* PN_TRANSPORT_CLOSED follows */
 }
 
+/* ---- the initial handshake's timeout -------------------------------------
+
+ * A listener's initialHandshakeTimeoutSeconds: the handshake timer (armed
+ * by jn_io_conn_start, one reference) wakes the connection at the
+ * deadline; if the peer's open has not arrived by then (it stopped in the
+ * TLS handshake, in SASL, or never sent anything), the connection is
+ * closed with one log line. Cost: one timer per accepted connection, none
+ * per message. */
+static void handshake_check_IO(jn_io_conn_t *conn)
+{
+    conn->handshake_at = 0;
+    if (conn->opened || conn->closing || conn->transport_closed ||
+        pn_connection_driver_finished(&conn->driver))
+        return;
+    conn->handshake_expired = true;
+    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
+           JN_IO_CONN_FMT " Connection from %s (to %s) closed: no AMQP open within %" PRIu32
+                          " s (initialHandshakeTimeoutSeconds)",
+           conn->id, conn->host, conn->endpoint->shown,
+           conn->endpoint->cfg.handshake_timeout_seconds);
+    jn_io_tls_abandon_IO(conn); /* a TLS handshake not finished can carry nothing */
+    pn_connection_driver_errorf(&conn->driver, "amqp:resource-limit-exceeded",
+                                "no AMQP open within %" PRIu32
+                                " s (initialHandshakeTimeoutSeconds)",
+                                conn->endpoint->cfg.handshake_timeout_seconds);
+    pn_connection_driver_close(&conn->driver);
+}
+
 /* Step 3: write what proton framed. */
 static void conn_write(jn_io_conn_t *conn)
 {
     pn_connection_driver_t *d = &conn->driver;
-    while (conn->writable) {
+    while (conn->writable && !conn->tls) {
         pn_bytes_t buf = pn_connection_driver_write_buffer(d);
         if (buf.size == 0)
             break;
@@ -613,7 +655,7 @@ static void conn_write(jn_io_conn_t *conn)
             conn->octets_written += (size_t)n;
             if ((size_t)n < buf.size) {
                 conn->writable = false; /* full; EPOLLOUT comes when it drains */
-                stall_watch_IO(conn);
+                jn_io_stall_watch_IO(conn);
             }
             continue;
         }
@@ -621,14 +663,17 @@ static void conn_write(jn_io_conn_t *conn)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             conn->writable = false;
-            stall_watch_IO(conn);
+            jn_io_stall_watch_IO(conn);
             break;
         }
         conn->writable = false;
-        conn_io_error(conn, n < 0 ? errno : EPIPE, "on write to");
+        jn_io_conn_io_error_IO(conn, n < 0 ? errno : EPIPE, "on write to");
         break;
     }
-    if (!conn->write_shut && conn->fd >= 0 && pn_connection_driver_write_closed(d)) {
+    if (conn->tls)
+        jn_io_tls_write_IO(conn); /* encrypt, then one send (io_tls.c) */
+    if (!conn->write_shut && conn->fd >= 0 && pn_connection_driver_write_closed(d) &&
+        !jn_io_tls_pending_out(conn)) {
         shutdown(conn->fd, SHUT_WR); /* our close frame is out: end of stream */
         conn->write_shut = true;
     }
@@ -673,6 +718,7 @@ void jn_io_conn_destroy_IO(jn_io_conn_t *conn)
     jn_io_loop_t *loop = atomic_load_explicit(&conn->loop, memory_order_relaxed);
     if (loop)
         atomic_fetch_sub_explicit(&loop->conns, 1, memory_order_relaxed);
+    jn_io_tls_free(conn);
     if (conn->ai_list)
         freeaddrinfo(conn->ai_list);
     conn->ai_list = conn->ai_next = NULL;
@@ -720,6 +766,8 @@ static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
     conn_tick(conn, now);
     if (conn->stall_watch && now >= conn->stall_check_at)
         stall_check_IO(conn);
+    if (conn->handshake_at && now >= conn->handshake_at)
+        handshake_check_IO(conn);
     for (int round = 0;; round++) {
         pn_event_t *e;
         while ((e = pn_connection_driver_next_event(d)) != NULL)
@@ -732,8 +780,8 @@ static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
         else if (conn->test_io)
             jn_io_test_write_IO(conn);
         else if (conn->fd < 0)
-            conn_io_error(conn, ECONNREFUSED, "connecting to"); /* no socket: no-op
-                                                                * once closed */
+            jn_io_conn_io_error_IO(conn, ECONNREFUSED, "connecting to"); /* no socket: no-op
+                                                                          * once closed */
         if (!pn_connection_driver_has_event(d))
             break;
         if (round + 1 == PASS_ROUNDS) {

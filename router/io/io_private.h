@@ -59,6 +59,15 @@ typedef struct jn_io_link jn_io_link_t;
 typedef struct jn_io_endpoint jn_io_endpoint_t;
 typedef struct jn_io_timer jn_io_timer_t;
 typedef struct jn_io_loop jn_io_loop_t;
+typedef struct jn_io_tls jn_io_tls_t;
+typedef struct jn_io_tls_entry jn_io_tls_entry_t;
+
+/* One registered TLS profile (jn_io_set_tls_profile): jn_io_t.lock. */
+struct jn_io_tls_entry {
+    jn_io_tls_entry_t *next;
+    char *name;
+    jn_tls_profile_t *profile; /* the registry's reference */
+};
 
 /* ---- tuning (each value says why) ------------------------------------- */
 
@@ -312,6 +321,7 @@ struct jn_io {
     size_t max_conns;         /* accept no more than this many (file descriptors) */
     int64_t refused_logged_at; /* ms of the last "too many connections" log line */
     jn_io_timer_t *timers;    /* armed timers, by deadline */
+    jn_io_tls_entry_t *tls_profiles; /* sslProfile registry (jn_io_set_tls_profile) */
     bool started;
     /* the connector thread's queue of attempts to make (io_endpoint.c) */
     jn_io_endpoint_t *connect_queue;
@@ -382,6 +392,7 @@ struct jn_io_conn {
     jn_io_timer_t poll;
     jn_io_timer_t tick;  /* proton's next idle-timeout deadline */
     jn_io_timer_t stall; /* the write-stall check (io_loop.c, "Write stalls") */
+    jn_io_timer_t handshake; /* initialHandshakeTimeoutSeconds (io_loop.c) */
 
     /* the owning loop's thread */
     pn_connection_driver_t driver; /* connection, transport, collector */
@@ -415,6 +426,17 @@ struct jn_io_conn {
                               * the screen's error once what is framed is written
                               * (io_loop.c, conn_write) */
     bool transport_closed;
+    /* TLS (io_tls.c): NULL for plain AMQP; owned. refused_logged: TLS or
+     * SASL (sasl_cyrus.c) refused it and logged why (io_conn.c logs no
+     * more of it); tls_peeked: the first
+     * octet was looked at. handshake_at: when the peer must have opened
+     * (initialHandshakeTimeoutSeconds, jn_time_mono_ms() ms), 0 = never;
+     * handshake_expired: closed for it (logged). */
+    jn_io_tls_t *tls;
+    bool refused_logged;
+    bool tls_peeked;
+    bool handshake_expired;
+    int64_t handshake_at;
     uint64_t next_link_id;
     jn_io_link_t *links; /* every io_link not yet released */
     jn_io_link_t *busy;  /* links with something to finish at batch end */
@@ -541,6 +563,29 @@ void jn_io_adopt_end(jn_io_loop_t *was);
  * refused stream's input once our answer is written */
 bool jn_io_conn_input_IO(jn_io_conn_t *conn, char *start, size_t n);
 void jn_io_conn_written_IO(jn_io_conn_t *conn, bool writable);
+
+/* io_loop.c, for io_tls.c: the socket failed (a transport error named
+ * proton:io, both directions closed); the socket refused output (start a
+ * write-stall period) */
+void jn_io_conn_io_error_IO(jn_io_conn_t *conn, int err, const char *what);
+void jn_io_stall_watch_IO(jn_io_conn_t *conn);
+
+/* io_tls.c (TLS on a connection; comments there) */
+int jn_io_tls_attach(jn_io_conn_t *conn, jn_tls_profile_t *p, bool server, bool detect);
+void jn_io_tls_free(jn_io_conn_t *conn);
+bool jn_io_tls_read_IO(jn_io_conn_t *conn, bool *plain);
+bool jn_io_tls_write_IO(jn_io_conn_t *conn);
+void jn_io_tls_abandon_IO(jn_io_conn_t *conn);
+bool jn_io_tls_pending_out(const jn_io_conn_t *conn);
+bool jn_io_tls_info(const jn_io_conn_t *conn, const char **proto, const char **cipher, int *ssf);
+const char *jn_io_tls_peer_uid(const jn_io_conn_t *conn);
+/* sasl_cyrus.c: does an endpoint's transport run Cyrus (server: accepted
+ * connections)? jn_io_sasl_attach: plug Cyrus into t (conn's transport,
+ * not yet started): 0 or JN_ENOMEM. */
+int jn_io_sasl_attach(jn_io_conn_t *conn, pn_transport_t *t);
+/* io.c: the profile registered under name, with a reference for the
+ * caller, or NULL. Any thread (takes io->lock). */
+jn_tls_profile_t *jn_io_tls_profile_get(jn_io_t *io, const char *name);
 
 /* io_test.c (tests and fuzzing only): a socketless connection's read and
  * write steps of conn_pass. */

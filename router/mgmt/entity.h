@@ -56,7 +56,28 @@ int jn_entity_fail(jn_entity_err_t *err, int status, const char *attr, const cha
 /* What the checks need to know of the router the entity is for. */
 typedef struct jn_entity_ctx {
     const char *mode; /* router mode: "standalone", "interior" */
+    /* profile: whether an sslProfile called name is there for the entity
+     * (0 no, 1 yes, 2 yes and it has a caCertFile): in the same file, or
+     * among the running entities. NULL: every name is. */
+    int (*profile)(void *arg, const char *name);
+    void *profile_arg;
 } jn_entity_ctx_t;
+
+/* jn_entity_profile_in_store: a jn_entity_ctx_t.profile over the agent's
+ * entities (arg: the jn_mgmt_t). */
+int jn_entity_profile_in_store(void *agent, const char *name);
+
+/* jn_entity_profile_in_file: the same over a config file's sslProfile
+ * sections (arg: the jn_config_t). */
+int jn_entity_profile_in_file(void *cfg, const char *name);
+
+/* jn_entity_validate_CT: the checks of jn_entity_create_CT that ask the
+ * system (an sslProfile's files and password, a listener's SASL
+ * mechanisms against Cyrus) without changing anything, so that a reload
+ * can refuse a file before it applies any of it. ctx as for
+ * jn_entity_check. Returns 0 or the status with err filled. Core thread. */
+int jn_entity_validate_CT(jn_mgmt_t *agent, const jn_entity_ctx_t *ctx, jn_mgmt_entity_t *e,
+                          jn_entity_err_t *err);
 
 /* jn_entity_check: refuse e when its type is not implemented, when an
  * attribute the router does not act on is set to other than its default,

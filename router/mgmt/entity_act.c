@@ -97,16 +97,55 @@ static int create_http_listener(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity
     return 0;
 }
 
-static int create_endpoint(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_err_t *err)
+/* ---- sslProfile ---------------------------------------------------------------- */
+
+static const char *entity_attr(void *e, const char *attr)
 {
-    if (is(e, "listener") && jn_mgmt_entity_bool(e, "http", false))
-        return create_http_listener(agent, e, err);
+    return jn_mgmt_entity_str(e, attr);
+}
+
+/* Build (and when register_it, register) e's TLS profile. */
+static int tls_profile(jn_mgmt_t *agent, jn_mgmt_entity_t *e, bool register_it,
+                       jn_entity_err_t *err)
+{
+    if (!agent->cfg.add_tls_profile)
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, NULL,
+                              "section 'sslProfile' is not supported by this router");
+    char why[400] = "";
+    const char *bad = NULL;
+    int rc = agent->cfg.add_tls_profile(agent->cfg.io_ctx, e->name ? e->name : "", entity_attr,
+                                        e, register_it, why, sizeof why, &bad);
+    if (rc == 0)
+        return 0;
+    if (bad)
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, bad,
+                              "sslProfile '%s': attribute '%s': %s", e->name ? e->name : "", bad,
+                              why);
+    return jn_entity_fail(err, rc == JN_ENOMEM ? JN_MGMT_INTERNAL : JN_MGMT_BAD_REQUEST, NULL,
+                          "sslProfile '%s': %s", e->name ? e->name : "",
+                          why[0] ? why : jn_strerror(rc));
+}
+
+int jn_entity_profile_in_store(void *arg, const char *name)
+{
+    jn_mgmt_t *agent = arg;
+    jn_mgmt_entity_t *p =
+        jn_mgmt_store_find(agent, jn_mgmt_class_find("sslProfile", NULL), name, NULL);
+    if (!p)
+        return 0;
+    const char *ca = jn_mgmt_entity_str(p, "caCertFile");
+    return ca && ca[0] ? 2 : 1;
+}
+
+/* ---- listeners and connectors ------------------------------------------------------ */
+
+/* Fill ec from e; a connector's saslPassword is resolved into password
+ * (cap octets). Returns 0 or the status with err filled. */
+static int endpoint_config(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_endpoint_config_t *ec,
+                           char *password, size_t cap, jn_entity_err_t *err)
+{
     bool listener = is(e, "listener");
-    int (*add)(void *, const jn_endpoint_config_t *) =
-        listener ? agent->cfg.add_listener : agent->cfg.add_connector;
-    if (!add)
-        return 0; /* unit tests: stored only */
-    jn_endpoint_config_t ec = {
+    *ec = (jn_endpoint_config_t){
         .name = e->name,
         .host = jn_mgmt_entity_str(e, "host"),
         .port = jn_mgmt_entity_str(e, "port"),
@@ -121,8 +160,83 @@ static int create_endpoint(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_err_
         .max_message_size = agent->cfg.max_message_size,
         .link_capacity = u32(e, "linkCapacity"),
         .strip_annotations = strip_of(jn_mgmt_entity_str(e, "stripAnnotations")),
+        .ssl_profile = jn_mgmt_entity_str(e, "sslProfile"),
+        .require_ssl = listener && jn_mgmt_entity_bool(e, "requireSsl", false),
+        .require_encryption = listener && jn_mgmt_entity_bool(e, "requireEncryption", false),
+        /* a connector verifies the server's name unless told not to (1.19) */
+        .verify_hostname = !listener && jn_mgmt_entity_bool(e, "verifyHostname", true),
+        .handshake_timeout_seconds = listener ? u32(e, "initialHandshakeTimeoutSeconds") : 0,
+        .sasl_username = listener ? NULL : jn_mgmt_entity_str(e, "saslUsername"),
     };
-    int rc = add(agent->cfg.io_ctx, &ec);
+    const char *spec = listener ? NULL : jn_mgmt_entity_str(e, "saslPassword");
+    if (!spec)
+        return 0;
+    char why[256] = "";
+    if (!agent->cfg.resolve_password ||
+        agent->cfg.resolve_password(spec, password, cap, why, sizeof why) != 0)
+        /* 1.19 logged this and sent the unresolved text; refused here */
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "saslPassword",
+                              "connector attribute 'saslPassword': %s",
+                              why[0] ? why : "cannot be resolved");
+    ec->sasl_password = password;
+    return 0;
+}
+
+/* A listener's SASL settings against what Cyrus offers. */
+static int check_sasl(jn_mgmt_t *agent, const jn_entity_ctx_t *ctx, jn_mgmt_entity_t *e,
+                      const jn_endpoint_config_t *ec, jn_entity_err_t *err)
+{
+    if (!is(e, "listener") || !agent->cfg.check_sasl)
+        return 0;
+    bool can_external = ec->ssl_profile && ec->ssl_profile[0] && ctx->profile &&
+                        ctx->profile(ctx->profile_arg, ec->ssl_profile) == 2;
+    char why[400] = "";
+    if (agent->cfg.check_sasl(agent->cfg.io_ctx, ec, can_external, why, sizeof why) == 0)
+        return 0;
+    return jn_entity_fail(err, JN_MGMT_BAD_REQUEST,
+                          strstr(why, "authenticatePeer") ? "authenticatePeer" : "saslMechanisms",
+                          "listener: %s", why);
+}
+
+int jn_entity_validate_CT(jn_mgmt_t *agent, const jn_entity_ctx_t *ctx, jn_mgmt_entity_t *e,
+                          jn_entity_err_t *err)
+{
+    if (is(e, "sslProfile"))
+        return tls_profile(agent, e, false, err);
+    if ((!is(e, "listener") && !is(e, "connector")) || jn_mgmt_entity_bool(e, "http", false))
+        return 0;
+    char password[256];
+    jn_endpoint_config_t ec;
+    int st = endpoint_config(agent, e, &ec, password, sizeof password, err);
+    if (st == 0)
+        st = check_sasl(agent, ctx, e, &ec, err);
+    memset(password, 0, sizeof password);
+    return st;
+}
+
+static int create_endpoint(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_err_t *err)
+{
+    if (is(e, "listener") && jn_mgmt_entity_bool(e, "http", false))
+        return create_http_listener(agent, e, err);
+    bool listener = is(e, "listener");
+    int (*add)(void *, const jn_endpoint_config_t *) =
+        listener ? agent->cfg.add_listener : agent->cfg.add_connector;
+    if (!add)
+        return 0; /* unit tests: stored only */
+    char password[256];
+    jn_endpoint_config_t ec;
+    jn_entity_ctx_t ctx = {.mode = agent->cfg.mode,
+                           .profile = jn_entity_profile_in_store,
+                           .profile_arg = agent};
+    int st = endpoint_config(agent, e, &ec, password, sizeof password, err);
+    if (st == 0)
+        st = check_sasl(agent, &ctx, e, &ec, err);
+    if (st) {
+        memset(password, 0, sizeof password);
+        return st;
+    }
+    int rc = add(agent->cfg.io_ctx, &ec); /* copies what it keeps */
+    memset(password, 0, sizeof password);
     if (rc == JN_EINVAL)
         return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "port",
                               "%s %s: cannot %s %s:%s (the router's log says why)",
@@ -166,6 +280,8 @@ static int create_address(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_err_t
 
 int jn_entity_create_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_err_t *err)
 {
+    if (is(e, "sslProfile"))
+        return tls_profile(agent, e, true, err);
     if (is(e, "listener") || is(e, "connector"))
         return create_endpoint(agent, e, err);
     if (is(e, "address"))
@@ -177,6 +293,11 @@ int jn_entity_create_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_err_t *
 
 void jn_entity_delete_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e)
 {
+    if (is(e, "sslProfile")) { /* connections made with it keep it */
+        if (agent->cfg.remove_tls_profile)
+            agent->cfg.remove_tls_profile(agent->cfg.io_ctx, e->name ? e->name : "");
+        return;
+    }
     if (is(e, "address")) {
         const char *prefix = jn_mgmt_entity_str(e, "prefix");
         if (agent->cfg.core)

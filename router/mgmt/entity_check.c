@@ -180,6 +180,17 @@ static int check_endpoint(const jn_entity_ctx_t *ctx, jn_mgmt_entity_t *e, jn_en
         (!ctx->mode || strcmp(ctx->mode, "interior") != 0))
         return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "role",
                               "%s role 'inter-router' needs router mode 'interior'", type);
+    const char *profile = jn_mgmt_entity_str(e, "sslProfile");
+    if (profile && profile[0] && ctx->profile && ctx->profile(ctx->profile_arg, profile) == 0)
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "sslProfile",
+                              "%s: sslProfile '%s' is not defined", type, profile);
+    static const char *const need_tls[] = {"requireSsl", "requireEncryption"};
+    for (size_t k = 0; k < 2 && strcmp(type, "listener") == 0; k++)
+        if (jn_mgmt_entity_bool(e, need_tls[k], false) && !(profile && profile[0]))
+            /* without TLS only a SASL security layer could meet it, and
+             * this version offers none */
+            return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, need_tls[k],
+                                  "listener attribute '%s' needs an sslProfile", need_tls[k]);
     int64_t cost = jn_mgmt_entity_int(e, "cost", 1);
     /* sent as an AMQP int in the open (docs/protocol.md) and summed along paths */
     if (cost < 1 || cost > INT32_MAX)

@@ -130,6 +130,21 @@ static void errors_init(errors_t *errs, char *buf, size_t cap)
         buf[0] = '\0';
 }
 
+int jn_entity_profile_in_file(void *arg, const char *name)
+{
+    const jn_config_t *cfg = arg;
+    const jn_schema_type_t *t = jn_schema_type_find("sslProfile");
+    for (size_t i = 0; cfg && i < jn_config_entity_count(cfg); i++) {
+        const jn_config_entity_t *ce = jn_config_entity_at(cfg, i);
+        const char *n = jn_config_entity_type(ce) == t ? jn_config_entity_name(ce) : NULL;
+        if (n && strcmp(n, name) == 0) {
+            const char *ca = jn_config_entity_string(ce, "caCertFile");
+            return ca && ca[0] ? 2 : 1;
+        }
+    }
+    return 0;
+}
+
 /* ---- router-wide settings ---------------------------------------------------- */
 
 /* A generated router id: "<Mode>_" and 15 random letters and digits, as
@@ -169,6 +184,9 @@ static void read_settings(const jn_config_t *cfg, jn_mgmt_entity_t *r, jn_mgmt_e
     memset(out, 0, sizeof *out);
     const char *mode = r ? jn_mgmt_entity_str(r, "mode") : NULL;
     snprintf(out->mode, sizeof out->mode, "%s", mode ? mode : "standalone");
+    const jn_config_entity_t *rce = jn_config_find(cfg, jn_schema_type_find("router"));
+    out->sasl_config_dir = rce ? jn_config_entity_string(rce, "saslConfigDir") : NULL;
+    out->sasl_config_name = rce ? jn_config_entity_string(rce, "saslConfigName") : NULL;
     const char *id = r ? jn_mgmt_entity_str(r, "id") : NULL;
     if (id && id[0])
         snprintf(out->id, sizeof out->id, "%s", id);
@@ -227,7 +245,9 @@ static unsigned check_file(const jn_config_t *cfg, errors_t *errs, jn_mgmt_entit
 {
     const jn_config_entity_t *rce = jn_config_find(cfg, jn_schema_type_find("router"));
     const char *mode = rce ? jn_config_entity_string(rce, "mode") : NULL;
-    jn_entity_ctx_t ctx = {.mode = mode ? mode : "standalone"};
+    jn_entity_ctx_t ctx = {.mode = mode ? mode : "standalone",
+                           .profile = jn_entity_profile_in_file,
+                           .profile_arg = (void *)cfg};
     for (size_t i = 0; i < jn_config_entity_count(cfg); i++) {
         const jn_config_entity_t *ce = jn_config_entity_at(cfg, i);
         jn_mgmt_entity_t *e = NULL;
@@ -304,7 +324,9 @@ static bool stored_type(const jn_config_entity_t *ce)
 static int create_from_file(jn_mgmt_t *agent, const jn_config_entity_t *ce, jn_mgmt_entity_t *e,
                             jn_entity_err_t *err)
 {
-    jn_entity_ctx_t ctx = {.mode = agent->cfg.mode};
+    jn_entity_ctx_t ctx = {.mode = agent->cfg.mode,
+                           .profile = jn_entity_profile_in_store,
+                           .profile_arg = agent};
     int st = jn_entity_check(&ctx, e, err);
     if (st)
         return st;
@@ -323,9 +345,10 @@ static int create_from_file(jn_mgmt_t *agent, const jn_config_entity_t *ce, jn_m
     return 0;
 }
 
-/* Order of creation: addresses, then connectors, then listeners (1.19's
- * order: a router connects before it accepts), each in file order. */
-static const char *const load_order[] = {"address", "connector", "listener"};
+/* Order of creation: TLS profiles (endpoints name them), addresses, then
+ * connectors, then listeners (1.19's order: a router connects before it
+ * accepts), each in file order. */
+static const char *const load_order[] = {"sslProfile", "address", "connector", "listener"};
 
 static int load_stored(jn_mgmt_t *agent, const jn_config_t *cfg, errors_t *errs)
 {

@@ -304,16 +304,59 @@ static int check_clashes(jn_mgmt_t *agent, const jn_config_t *next, planned_t *p
     return 0;
 }
 
+/* A profile for the new file's entities: in the new file, else running. */
+static int profile_for_reload(void *arg, const char *name)
+{
+    void **two = arg;
+    int found = jn_entity_profile_in_file(two[0], name);
+    return found ? found : jn_entity_profile_in_store(two[1], name);
+}
+
+/* The system's checks of every creation (TLS files and passwords, SASL
+ * mechanisms), before anything changes. */
+static int validate_new(jn_mgmt_t *agent, const jn_config_t *next, planned_t *p, size_t n,
+                        out_t *o)
+{
+    void *two[2] = {(void *)next, agent};
+    jn_entity_ctx_t ctx = {.mode = agent->cfg.mode, .profile = profile_for_reload,
+                           .profile_arg = two};
+    for (size_t i = 0; i < n; i++) {
+        jn_entity_err_t err;
+        if (p[i].keep || (jn_entity_check(&ctx, p[i].e, &err) == 0 &&
+                          jn_entity_validate_CT(agent, &ctx, p[i].e, &err) == 0))
+            continue;
+        char line[JN_ENTITY_ERR_MAX + 256];
+        jn_entity_file_error(next, p[i].ce, &err, line, sizeof line);
+        say(o, "%s", line);
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- applying ---------------------------------------------------------------- */
 
-static unsigned delete_unmatched(jn_mgmt_t *agent, out_t *o)
+static bool replaced_profile(jn_mgmt_entity_t *e, planned_t *p, size_t n)
+{
+    if (strcmp(jn_schema_type_short_name(e->type), "sslProfile") != 0 || !e->name)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!p[i].keep && p[i].e->type == e->type && p[i].e->name &&
+            strcmp(p[i].e->name, e->name) == 0)
+            return true;
+    return false;
+}
+
+static unsigned delete_unmatched(jn_mgmt_t *agent, planned_t *p, size_t np, out_t *o)
 {
     unsigned n = 0;
     jn_mgmt_entity_t *e = agent->entities;
     while (e) {
         jn_mgmt_entity_t *next = e->next;
         if (e->origin == JN_ORIGIN_FILE && !e->matched) {
-            jn_entity_delete_CT(agent, e);
+            /* an sslProfile the new file redefines is replaced in one step
+             * by its creation: no connection in between finds none */
+            if (!replaced_profile(e, p, np))
+                jn_entity_delete_CT(agent, e);
             say(o, "%sdeleted %s %s", n ? "; " : "", e->cls->name, e->identity);
             JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_INFO, "Reload: deleted %s %s", e->cls->name,
                    e->identity);
@@ -398,9 +441,14 @@ static unsigned apply_logs(jn_mgmt_t *agent, const jn_config_t *next, unsigned d
 static unsigned create_new(jn_mgmt_t *agent, const jn_config_t *next, planned_t *p, size_t n,
                            unsigned done, unsigned *failed, out_t *o)
 {
+    /* as at start-up: profiles, addresses, connectors, listeners */
+    static const char *const order[] = {"sslProfile", "address", "connector", "listener"};
     unsigned made = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (p[i].keep)
+    for (size_t pass = 0, i = 0; pass < 4; i = i + 1 < n ? i + 1 : (pass++, 0)) {
+        if (n == 0)
+            break;
+        if (p[i].keep || !p[i].e ||
+            strcmp(jn_schema_type_short_name(p[i].e->type), order[pass]) != 0)
             continue;
         jn_mgmt_entity_t *e = p[i].e;
         bool config_type = strncmp(e->cls->name, "router.config.", 14) == 0;
@@ -455,7 +503,7 @@ int jn_mgmt_reload_CT(jn_mgmt_t *agent, char *result, size_t cap)
     size_t n = 0;
     planned_t *p = NULL;
     if (compare_fixed(agent, next, &o) != 0 || !(p = plan_stored(agent, next, &n)) ||
-        check_clashes(agent, next, p, n, &o) != 0) {
+        check_clashes(agent, next, p, n, &o) != 0 || validate_new(agent, next, p, n, &o) != 0) {
         if (!p && o.used == 0)
             say(&o, "out of memory");
         free_plan(p, n);
@@ -463,7 +511,7 @@ int jn_mgmt_reload_CT(jn_mgmt_t *agent, char *result, size_t cap)
         return JN_MGMT_BAD_REQUEST;
     }
     unsigned failed = 0;
-    unsigned done = delete_unmatched(agent, &o);
+    unsigned done = delete_unmatched(agent, p, n, &o);
     done += apply_logs(agent, next, done, &failed, &o);
     done += create_new(agent, next, p, n, done, &failed, &o);
     free_plan(p, n);

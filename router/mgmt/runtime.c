@@ -137,20 +137,21 @@ static bool conn_row(void *arg, const jn_view_conn_t *v)
         [JN_COL_CONNECTION_PROTOCOL] = jn_mv_str("amqp"),
         [JN_COL_CONNECTION_DIR] = jn_mv_str(v->incoming ? "in" : "out"),
         [JN_COL_CONNECTION_CONTAINER] = v->container[0] ? jn_mv_str(v->container) : jn_mv_null(),
-        [JN_COL_CONNECTION_SASL] = jn_mv_null(), /* not known to the core */
-        [JN_COL_CONNECTION_IS_AUTHENTICATED] = jn_mv_bool(false),
-        [JN_COL_CONNECTION_USER] = jn_mv_null(),
-        [JN_COL_CONNECTION_IS_ENCRYPTED] = jn_mv_bool(false),
-        [JN_COL_CONNECTION_SSL_PROTO] = jn_mv_null(),
-        [JN_COL_CONNECTION_SSL_CIPHER] = jn_mv_null(),
+        [JN_COL_CONNECTION_SASL] =
+            v->sasl_mechanism ? jn_mv_str(v->sasl_mechanism) : jn_mv_null(),
+        [JN_COL_CONNECTION_IS_AUTHENTICATED] = jn_mv_bool(v->authenticated),
+        [JN_COL_CONNECTION_USER] = v->user ? jn_mv_str(v->user) : jn_mv_null(),
+        [JN_COL_CONNECTION_IS_ENCRYPTED] = jn_mv_bool(v->encrypted),
+        [JN_COL_CONNECTION_SSL_PROTO] = v->ssl_proto ? jn_mv_str(v->ssl_proto) : jn_mv_null(),
+        [JN_COL_CONNECTION_SSL_CIPHER] = v->ssl_cipher ? jn_mv_str(v->ssl_cipher) : jn_mv_null(),
         [JN_COL_CONNECTION_PROPERTIES] =
             v->properties_len
                 ? (jn_mv_t){.kind = JN_MV_RAW, .len = v->properties_len, .v.raw = v->properties}
                 : (jn_mv_t){.kind = JN_MV_EMPTY_MAP},
-        [JN_COL_CONNECTION_SSL_SSF] = jn_mv_int(JN_MV_LONG, 0),
+        [JN_COL_CONNECTION_SSL_SSF] = jn_mv_int(JN_MV_LONG, v->ssl_ssf),
         [JN_COL_CONNECTION_TENANT] = jn_mv_null(),
         [JN_COL_CONNECTION_TYPE] = jn_mv_str(FULL("connection")),
-        [JN_COL_CONNECTION_SSL] = jn_mv_bool(false),
+        [JN_COL_CONNECTION_SSL] = jn_mv_bool(v->encrypted),
         [JN_COL_CONNECTION_OPENED] = jn_mv_bool(true),
         [JN_COL_CONNECTION_ACTIVE] = jn_mv_bool(true),
         [JN_COL_CONNECTION_ADMIN_STATUS] = jn_mv_str("enabled"),

@@ -48,6 +48,40 @@ jn_mgmt_entity_t *jn_mgmt_entity_new_type(const jn_schema_type_t *type)
     return e;
 }
 
+jn_mgmt_entity_t *jn_mgmt_entity_clone(const jn_mgmt_entity_t *e)
+{
+    jn_mgmt_entity_t *c = jn_mgmt_entity_new_type(e->type);
+    if (!c)
+        return NULL;
+    c->cls = e->cls;
+    c->origin = e->origin;
+    c->port_any = e->port_any;
+    bool ok = (!e->name || (c->name = strdup(e->name))) &&
+              (!e->identity || (c->identity = strdup(e->identity)));
+    for (size_t i = 0; ok && i < e->n_values; i++) {
+        const jn_mv_t *v = &e->values[i];
+        if (v->kind == JN_MV_STR) {
+            ok = jn_mgmt_value_str(&c->values[i], v->v.s, v->len) == 0;
+        } else if (v->kind == JN_MV_RAW) {
+            uint8_t *copy = malloc(v->len ? v->len : 1);
+            ok = copy != NULL;
+            if (ok) {
+                memcpy(copy, v->v.raw, v->len);
+                c->values[i] = (jn_mv_t){.kind = JN_MV_RAW, .len = v->len, .v.raw = copy};
+            }
+        } else if (v->kind == JN_MV_STRLIST) {
+            ok = false; /* stored entities hold none (values.c) */
+        } else {
+            c->values[i] = *v;
+        }
+    }
+    if (!ok) {
+        jn_mgmt_entity_free(c);
+        return NULL;
+    }
+    return c;
+}
+
 int jn_mgmt_entity_defaults(const jn_schema_type_t *type, jn_mgmt_entity_t **out)
 {
     jn_mgmt_entity_t *e = jn_mgmt_entity_new_type(type);

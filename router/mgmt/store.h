@@ -25,6 +25,9 @@ jn_mgmt_entity_t *jn_mgmt_entity_new(const jn_mgmt_class_t *cls);
 /* An entity of schema type (its class, when the agent serves one, else
  * cls NULL: router-wide types such as policy). NULL on ENOMEM. */
 jn_mgmt_entity_t *jn_mgmt_entity_new_type(const jn_schema_type_t *type);
+/* A copy of e (values, name, identity; not its place in the store),
+ * owned by the caller; NULL on ENOMEM. */
+jn_mgmt_entity_t *jn_mgmt_entity_clone(const jn_mgmt_entity_t *e);
 /* An entity of type with every attribute at its schema default (owned by
  * the caller). 0 or JN_ENOMEM. */
 int jn_mgmt_entity_defaults(const jn_schema_type_t *type, jn_mgmt_entity_t **out);

@@ -159,7 +159,9 @@ static int create_checked(jn_mgmt_t *agent, jn_mgmt_entity_t *e, const jn_mgmt_r
     int st = read_body(e, req, name, &has_name, reply);
     if (!st)
         st = fill_defaults(e, reply);
-    jn_entity_ctx_t ctx = {.mode = agent->cfg.mode};
+    jn_entity_ctx_t ctx = {.mode = agent->cfg.mode,
+                           .profile = jn_entity_profile_in_store,
+                           .profile_arg = agent};
     jn_entity_err_t err;
     if (!st && jn_entity_check(&ctx, e, &err) != 0)
         st = refused(reply, &err);

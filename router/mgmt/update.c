@@ -12,6 +12,7 @@
  * The answer is the entity's full attribute map (200).
  */
 #include "mgmt_private.h"
+#include "entity.h"
 
 #include <junction/core_view.h>
 
@@ -235,9 +236,82 @@ static int update_conn(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mg
     return jn_mgmt_reply_set(reply, JN_MGMT_OK, "OK");
 }
 
+/* ---- sslProfile: certificate rotation ------------------------------------------ */
+
+typedef struct profile_change {
+    jn_mgmt_entity_t *copy;
+} profile_change_t;
+
+static int profile_entry_cb(const char *key, const jn_field_t *v, void *ctx,
+                            jn_mgmt_reply_t *reply)
+{
+    profile_change_t *c = ctx;
+    if (strcmp(key, "name") == 0 || strcmp(key, "identity") == 0 || strcmp(key, "type") == 0)
+        return 0; /* who it is, not a change */
+    const jn_schema_attr_t *a = jn_schema_attr_find(c->copy->type, key);
+    if (!a)
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                                 "Unknown attributes ['%s'] for type sslProfile.", key);
+    if (!(jn_schema_attr_flags(a) & JN_SCHEMA_ATTR_UPDATE))
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                                 "Cannot update attribute '%s' in UPDATE", key);
+    jn_mv_t *slot = &c->copy->values[jn_schema_attr_index(a)];
+    jn_mgmt_value_free(slot);
+    int rc = jn_mgmt_value_from_field(a, v, slot);
+    if (rc == JN_ENOMEM)
+        return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
+    if (rc != 0)
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                                 "Invalid value for attribute '%s' of sslProfile: expected %s", key,
+                                 jn_schema_kind_name(jn_schema_attr_kind(a)));
+    return 0;
+}
+
+/* UPDATE of an sslProfile (Junction's own; 1.19 cannot): the changed
+ * attributes are checked and the new profile built from the files as they
+ * are now; it replaces the old one for the connections made from now on,
+ * while the open ones keep theirs. On any error the old profile stays. */
+static int update_profile(jn_mgmt_t *agent, const jn_mgmt_class_t *cls,
+                          const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply)
+{
+    jn_mgmt_entity_t *e = jn_mgmt_store_find(agent, cls, req->has_identity ? NULL : req->name,
+                                             req->has_identity ? req->identity : NULL);
+    if (!e)
+        return jn_mgmt_reply_set(reply, JN_MGMT_NOT_FOUND, "No entity with %s=%s",
+                                 req->has_identity ? "identity" : "name",
+                                 req->has_identity ? req->identity : req->name);
+    profile_change_t c = {jn_mgmt_entity_clone(e)};
+    if (!c.copy)
+        return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
+    int st = each_entry(req, reply, profile_entry_cb, &c);
+    jn_entity_ctx_t ctx = {.mode = agent->cfg.mode,
+                           .profile = jn_entity_profile_in_store,
+                           .profile_arg = agent};
+    jn_entity_err_t err;
+    if (!st && (jn_entity_check(&ctx, c.copy, &err) != 0 ||
+                jn_entity_create_CT(agent, c.copy, &err) != 0))
+        st = jn_mgmt_reply_set(reply, err.status, "%s", err.text);
+    if (!st) { /* the running profile is the copy's now: keep its values */
+        for (size_t i = 0; i < e->n_values; i++) {
+            jn_mv_t tmp = e->values[i];
+            e->values[i] = c.copy->values[i];
+            c.copy->values[i] = tmp;
+        }
+        JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_INFO, "Updated sslProfile %s: new connections use it",
+               e->name ? e->name : "");
+    }
+    jn_mgmt_entity_free(c.copy);
+    if (st)
+        return st;
+    jn_mgmt_read_row(agent, cls, req, &reply->body);
+    return jn_mgmt_reply_set(reply, JN_MGMT_OK, "OK");
+}
+
 int jn_mgmt_update(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mgmt_request_t *req,
                    jn_mgmt_reply_t *reply)
 {
+    if (strcmp(cls->name, "sslProfile") == 0)
+        return update_profile(agent, cls, req, reply);
     if (strcmp(cls->name, "log") == 0)
         return update_log(agent, cls, req, reply);
     if (strcmp(cls->name, "connection") == 0)

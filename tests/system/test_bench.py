@@ -201,8 +201,9 @@ class UsageTest(BenchTestCase):
     def test_usage_errors_exit_2(self):
         for args in (["--bogus"], ["-c", "0"], ["-c", "ten"], ["--mode", "sideways"],
                      ["--delivery", "maybe"], ["-s", "0"], ["--window", "0"],
-                     ["--recv-url", "amqps://127.0.0.1"], ["--recv-url", "host:99999"],
+                     ["--recv-url", "ws://127.0.0.1"], ["--recv-url", "host:99999"],
                      ["--direct", "--send-url", "127.0.0.1:5672"], ["--time-limit", "-1"],
+                     ["--direct", "--recv-url", "amqps://127.0.0.1:5672"],
                      ["--threads", "1000"], ["stray-argument"]):
             p = run_bench(*args)
             self.assertEqual(p.returncode, 2, "%s: %s" % (args, p.stderr))

@@ -27,6 +27,7 @@
 #include <proton/link.h>
 #include <proton/listener.h>
 #include <proton/proactor.h>
+#include <proton/ssl.h>
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -111,6 +112,7 @@ struct jn_bench_run {
     /* Immutable after setup. */
     const jn_bench_opts_t *opts;
     pn_proactor_t *proactor;
+    pn_ssl_domain_t *tls; /* client TLS for amqps:// URLs, or NULL */
     jn_bench_template_t tmpl;
     uint32_t copies;                /* times each message is expected */
     uint32_t links_per_msg;         /* transfers (and settlements) per message */

@@ -28,6 +28,7 @@ enum {
     OPT_IDLE_TIMEOUT,
     OPT_THREADS,
     OPT_JSON,
+    OPT_TLS_CA,
 };
 
 static const struct option long_options[] = {
@@ -50,6 +51,7 @@ static const struct option long_options[] = {
     {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
     {"threads", required_argument, NULL, OPT_THREADS},
     {"json", no_argument, NULL, OPT_JSON},
+    {"tls-ca", required_argument, NULL, OPT_TLS_CA},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -105,7 +107,12 @@ static const char *const usage_text[] = {
     "                           (sender mod M); with --multicast each sender opens\n"
     "                           one link per receiver and sends every message on\n"
     "                           each of them\n"
-    "  URLs have the form [amqp://]HOST[:PORT]; IPv6 hosts go in brackets.\n"
+    "  URLs have the form [amqp://]HOST[:PORT]; IPv6 hosts go in brackets;\n"
+    "  amqps://HOST[:PORT] connects with TLS (proton's client-side TLS; not\n"
+    "  with --direct)\n"
+    "      --tls-ca FILE        PEM CAs that must have signed an amqps:// server's\n"
+    "                           certificate (its name is not checked); without\n"
+    "                           it the server is not verified\n"
     "\n",
     "Limits and output:\n"
     "      --start-timeout SECS receivers must attach, then senders must attach\n"
@@ -195,10 +202,13 @@ static int parse_seconds(const char *name, const char *text, double *out)
 int jn_bench_url_parse(const char *text, jn_bench_url_t *url, char *err, size_t errlen)
 {
     const char *p = text;
+    url->tls = false;
     const char *scheme_end = strstr(p, "://");
     if (scheme_end) {
-        if ((size_t)(scheme_end - p) != 4 || strncmp(p, "amqp", 4) != 0) {
-            snprintf(err, errlen, "only the amqp:// scheme is supported (no TLS)");
+        size_t n = (size_t)(scheme_end - p);
+        url->tls = n == 5 && strncmp(p, "amqps", 5) == 0;
+        if (!url->tls && (n != 4 || strncmp(p, "amqp", 4) != 0)) {
+            snprintf(err, errlen, "only the amqp:// and amqps:// schemes are supported");
             return -1;
         }
         p = scheme_end + 3;
@@ -348,6 +358,9 @@ static int apply_option(jn_bench_opts_t *o, int c, const char *arg)
     case OPT_JSON:
         o->json = true;
         return 0;
+    case OPT_TLS_CA:
+        o->tls_ca = arg;
+        return 0;
     case 'v':
         o->verbose = true;
         return 0;
@@ -376,6 +389,10 @@ static int check_combination(jn_bench_opts_t *o)
         jn_bench_url_parse(DEFAULT_URL, &o->recv_urls[0], err, sizeof(err));
         o->n_recv_urls = 1;
     }
+    for (size_t i = 0; o->direct && i < o->n_recv_urls; i++)
+        if (o->recv_urls[i].tls)
+            return usage_error("%s: %s", "--recv-url",
+                               "amqps:// is not used with --direct (its listener has no TLS)");
     if (o->start_timeout <= 0)
         return usage_error("%s: %s", "--start-timeout", "must be more than 0");
     if (o->idle_timeout <= 0)

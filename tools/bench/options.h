@@ -35,6 +35,7 @@ typedef enum {
 typedef struct {
     char host[256];
     char port[32];
+    bool tls; /* amqps://: TLS (proton's client-side pn_ssl) */
 } jn_bench_url_t;
 
 /* A parsed command line. Immutable after jn_bench_opts_parse returns. */
@@ -55,6 +56,7 @@ typedef struct {
     uint32_t threads;
     bool json;
     bool verbose;
+    const char *tls_ca; /* --tls-ca: CAs that verify amqps:// servers; NULL: none checked */
     jn_bench_url_t send_urls[JN_BENCH_MAX_URLS];
     size_t n_send_urls;
     jn_bench_url_t recv_urls[JN_BENCH_MAX_URLS];

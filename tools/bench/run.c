@@ -219,8 +219,15 @@ static int connect_conn(jn_bench_run_t *run, jn_bench_conn_t *conn)
     pn_proactor_addr(addr, sizeof(addr), conn->url->host, conn->url->port);
     atomic_fetch_add(&run->conns_live, 1);
     /* Held across connect2 so a waker never sees a half-made connection. */
+    pn_transport_t *t = NULL;
+    if (conn->url->tls) {
+        t = pn_transport();
+        if (!t || !run->tls || pn_ssl_init(pn_ssl(t), run->tls, NULL) != 0)
+            return -1;
+        pn_ssl_set_peer_hostname(pn_ssl(t), conn->url->host);
+    }
     pthread_mutex_lock(&run->lock);
-    pn_proactor_connect2(run->proactor, c, NULL, addr);
+    pn_proactor_connect2(run->proactor, c, t, addr);
     conn->pn = c;
     if (atomic_load(&run->phase) == JN_BENCH_PHASE_CLOSING)
         pn_connection_wake(c);
@@ -642,6 +649,34 @@ static int serve(jn_bench_run_t *run)
     return 0;
 }
 
+/* The client TLS domain when a URL is amqps://. 0, or -1 (reported). */
+static int tls_setup(jn_bench_run_t *run)
+{
+    const jn_bench_opts_t *o = run->opts;
+    bool any = false;
+    for (size_t i = 0; i < o->n_send_urls; i++)
+        any = any || o->send_urls[i].tls;
+    for (size_t i = 0; i < o->n_recv_urls; i++)
+        any = any || o->recv_urls[i].tls;
+    if (!any)
+        return 0;
+    run->tls = pn_ssl_domain(PN_SSL_MODE_CLIENT);
+    if (!run->tls) {
+        fprintf(stderr, "junction-bench: proton has no TLS support\n");
+        return -1;
+    }
+    if (o->tls_ca) {
+        if (pn_ssl_domain_set_trusted_ca_db(run->tls, o->tls_ca) != 0 ||
+            pn_ssl_domain_set_peer_authentication(run->tls, PN_SSL_VERIFY_PEER, o->tls_ca) != 0) {
+            fprintf(stderr, "junction-bench: --tls-ca %s: cannot load it\n", o->tls_ca);
+            return -1;
+        }
+    } else {
+        pn_ssl_domain_set_peer_authentication(run->tls, PN_SSL_ANONYMOUS_PEER, NULL);
+    }
+    return 0;
+}
+
 int jn_bench_run(jn_bench_run_t *run, const jn_bench_opts_t *opts)
 {
     memset(run, 0, sizeof(*run));
@@ -655,6 +690,8 @@ int jn_bench_run(jn_bench_run_t *run, const jn_bench_opts_t *opts)
     }
     run->proactor = pn_proactor();
     if (!run->proactor)
+        return -1;
+    if (tls_setup(run) != 0)
         return -1;
     struct sigaction sa, old_int;
     memset(&sa, 0, sizeof(sa));
@@ -677,6 +714,8 @@ void jn_bench_run_fini(jn_bench_run_t *run)
     const jn_bench_opts_t *o = run->opts;
     if (run->proactor)
         pn_proactor_free(run->proactor);
+    if (run->tls)
+        pn_ssl_domain_free(run->tls);
     for (size_t i = 0; i < run->nconns; i++)
         free(run->conns[i]);
     free(run->conns);

@@ -91,17 +91,18 @@ class SchemaTest(RouterTestCase):
         implementedValues; implemented ones carry neither."""
         r = self.start_router()
         types = self.node_call(r, "GET-SCHEMA")["entityTypes"]
-        for name in ("sslProfile", "authServicePlugin", "linkRoute", "autoLink", "exchange",
+        for name in ("authServicePlugin", "linkRoute", "autoLink", "exchange",
                      "binding", "vhost", "console", "logStats"):
             self.assertIs(types[name].get("implemented"), False, name)
-        for name in ("router", "listener", "connector", "address", "log", "policy",
+        for name in ("router", "listener", "connector", "address", "log", "policy", "sslProfile",
                      "connection", "router.link", "router.address", "router.node",
                      "allocator", "management"):
             self.assertNotIn("implemented", types[name], name)
         listener = types["listener"]["attributes"]
-        for attr in ("sslProfile", "requireSsl", "socketAddressFamily"):
+        for attr in ("saslPlugin", "multiTenant", "socketAddressFamily"):
             self.assertIs(listener[attr].get("implemented"), False, attr)
-        for attr in ("host", "port", "saslMechanisms", "authenticatePeer"):
+        for attr in ("host", "port", "saslMechanisms", "authenticatePeer", "sslProfile",
+                     "requireSsl"):
             self.assertNotIn("implemented", listener[attr], attr)
         for attr in ("waypoint", "ingressPhase", "egressPhase", "priority", "enableFallback"):
             self.assertIs(types["address"]["attributes"][attr].get("implemented"), False, attr)

@@ -293,7 +293,7 @@ class SaslConfigTest(SaslTestCase):
             f.write(text)
         p = run_junctiond(["-c", path])
         self.assertEqual(p.returncode, 1, p.stderr)
-        self.assertRegex(p.stderr, re.escape(path) + r":\d+: connector: attribute "
+        self.assertRegex(p.stderr, re.escape(path) + r":\d+: connector attribute "
                                    r"'saslPassword': environment variable 'JN_TEST_NOPE'")
 
 

@@ -360,6 +360,7 @@ static void implemented_types(void **state)
 {
     (void)state;
     static const char *const yes[] = {"router",
+                                      "sslProfile",
                                       "listener",
                                       "connector",
                                       "address",
@@ -375,8 +376,7 @@ static void implemented_types(void **state)
                                       "entity",
                                       "configurationEntity",
                                       "operationalEntity"};
-    static const char *const no[] = {"sslProfile",
-                                     "authServicePlugin",
+    static const char *const no[] = {"authServicePlugin",
                                      "linkRoute",
                                      "autoLink",
                                      "exchange",
@@ -405,11 +405,8 @@ static void implemented_attributes(void **state)
     (void)state;
     static const struct {
         const char *type, *attr;
-    } no[] = {{"listener", "sslProfile"},    {"listener", "requireSsl"},
-              {"listener", "saslPlugin"},    {"listener", "protocolFamily"},
-              {"connector", "sslProfile"},   {"connector", "saslUsername"},
-              {"connector", "saslPassword"}, {"connector", "failoverUrls"},
-              {"router", "saslConfigDir"},   {"router", "saslConfigName"},
+    } no[] = {{"listener", "saslPlugin"},    {"listener", "protocolFamily"},
+              {"listener", "multiTenant"},   {"connector", "failoverUrls"},
               {"address", "waypoint"},       {"address", "ingressPhase"},
               {"address", "egressPhase"},    {"address", "priority"},
               {"address", "enableFallback"}, {"policy", "maxConnections"},

@@ -266,6 +266,12 @@ static int mgmt_listener_port(void *io, const char *name, char *buf, size_t cap)
     return jn_io_listener_port(io, name, buf, cap);
 }
 
+static const char *mgmt_listen_error(void *io)
+{
+    (void)io;
+    return jn_io_last_listen_error();
+}
+
 /* build: the core, the I/O layer and the agent from the settings (nothing
  * started). Returns 0 or -1. */
 static int build(daemon_state_t *st)
@@ -297,6 +303,7 @@ static int build(daemon_state_t *st)
                            .add_connector = mgmt_add_connector,
                            .remove_endpoint = mgmt_remove_endpoint,
                            .listener_port = mgmt_listener_port,
+                           .listen_error = mgmt_listen_error,
                            .config_path = st->config_path,
                            .foreach_router = rs->interior ? jn_core_view_routers_CT : NULL,
                            .nodes_ctx = st->core};

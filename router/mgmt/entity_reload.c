@@ -57,8 +57,9 @@ static bool type_is(const jn_config_entity_t *ce, const char *short_name)
 /* One section of the new file that is a stored type, converted. */
 typedef struct planned {
     const jn_config_entity_t *ce;
-    jn_mgmt_entity_t *e; /* owned until created */
-    bool keep;           /* an equal one runs: nothing to do */
+    jn_mgmt_entity_t *e;       /* owned until created */
+    bool keep;                 /* an equal one runs: nothing to do */
+    jn_mgmt_entity_t *running; /* keep: that one (in the store) */
 } planned_t;
 
 /* A router-wide section (router, policy) of cfg, converted; NULL when the
@@ -132,8 +133,10 @@ static planned_t *plan_stored(jn_mgmt_t *agent, const jn_config_t *next, size_t 
         if (jn_entity_from_config(ce, false, &p[k].e) != 0)
             goto oom;
         for (jn_mgmt_entity_t *e = agent->entities; e && !p[k].keep; e = e->next)
-            if (e->origin == JN_ORIGIN_FILE && !e->matched && jn_entity_equal(e, p[k].e))
+            if (e->origin == JN_ORIGIN_FILE && !e->matched && jn_entity_equal(e, p[k].e)) {
                 e->matched = p[k].keep = true;
+                p[k].running = e;
+            }
         k++;
     }
     *count = k;
@@ -160,9 +163,12 @@ static int check_names(jn_mgmt_t *agent, const jn_config_t *next, planned_t *p, 
             continue;
         const char *name = p[i].e->name;
         bool clash = false;
+        /* a kept entity named by its place is renamed by its new place
+         * (rename_kept), and the file's own names are unique */
         for (jn_mgmt_entity_t *e = agent->entities; e && !clash; e = e->next)
-            clash = (e->origin != JN_ORIGIN_FILE || e->matched) && e->name &&
-                    strcmp(e->name, name) == 0 && jn_entity_same_names(e->cls, p[i].e->cls);
+            clash = (e->origin != JN_ORIGIN_FILE || (e->matched && !e->name_by_place)) &&
+                    e->name && strcmp(e->name, name) == 0 &&
+                    jn_entity_same_names(e->cls, p[i].e->cls);
         for (size_t j = 0; j < i && !clash; j++)
             clash = !p[j].keep && p[j].e->name && strcmp(p[j].e->name, name) == 0 &&
                     jn_entity_same_names(p[j].e->cls, p[i].e->cls);
@@ -176,6 +182,28 @@ static int check_names(jn_mgmt_t *agent, const jn_config_t *next, planned_t *p, 
 }
 
 /* ---- applying ---------------------------------------------------------------- */
+
+/* rename_kept: a kept section named by its place in the file ("address/2")
+ * takes the name of its place in the new file. Returns 0 or JN_ENOMEM
+ * (the old name stays). */
+static int rename_kept(planned_t *p, size_t n)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        jn_mgmt_entity_t *e = p[i].running;
+        if (!p[i].keep || !e || !e->name_by_place || !p[i].e->name ||
+            (e->name && strcmp(e->name, p[i].e->name) == 0))
+            continue;
+        char *name = strdup(p[i].e->name);
+        if (!name) {
+            rc = JN_ENOMEM;
+            continue;
+        }
+        free(e->name);
+        e->name = name;
+    }
+    return rc;
+}
 
 static unsigned delete_unmatched(jn_mgmt_t *agent, out_t *o)
 {
@@ -305,6 +333,8 @@ int jn_mgmt_reload_CT(jn_mgmt_t *agent, char *result, size_t cap)
     }
     unsigned failed = 0;
     unsigned done = delete_unmatched(agent, &o);
+    if (rename_kept(p, n) != 0)
+        JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_ERROR, "Reload: out of memory renaming kept entities");
     done += apply_logs(agent, next, done, &o);
     done += create_new(agent, next, p, n, done, &failed, &o);
     free_plan(p, n);

@@ -13,13 +13,23 @@
  * addresses on it through the path a management CREATE takes; optionally
  * daemonize and write a pid file; then start the I/O layer: a listener
  * that cannot be opened fails the start (exit status 1), as a required
- * listener does in qdrouterd.
+ * listener does in qdrouterd. Once every listener listens: -U's user
+ * (privileges dropped after binding), then READY=1 to systemd.
+ *
+ * The command line is qdrouterd 1.19's (-c -I -d -P -U -T -v -h; -I and
+ * -T are taken and ignored with a notice) plus --check, which checks the
+ * file as start-up would (every refusal, FILE:LINE) and exits.
  *
  * Signals: SIGHUP reloads the config file (jn_mgmt_reload_CT, run on the
- * core); SIGTERM or SIGINT stop: every connection is closed with a close
+ * core); SIGUSR1 reopens the log files (logrotate); SIGTERM or SIGINT
+ * stop: STOPPING=1 to systemd, every connection is closed with a close
  * frame (bounded: 3 s, then the rest are cut), the core stops, everything
  * is freed and pool objects still in use are reported; a leak makes the
  * exit status 3.
+ *
+ * systemd (Type=notify, etc/junctiond.service): READY=1, STOPPING=1, and
+ * with WatchdogSec WATCHDOG=1 every half period as long as the core still
+ * runs the calls it is given. Built without libsystemd, none is sent.
  */
 #include <junction/config.h>
 #include <junction/core.h>
@@ -34,15 +44,23 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <sys/resource.h>
+#include <grp.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifdef JN_HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
 
 #ifndef JN_VERSION
 #define JN_VERSION "unknown"
@@ -68,7 +86,11 @@ static const char default_config[] = "router {\n"
 typedef struct options {
     const char *config_path; /* NULL: built-in default */
     const char *pid_file;    /* NULL: none */
+    const char *user;        /* -U: run as this user once listening (NULL: stay) */
     bool daemonize;
+    bool check;         /* --check: validate the configuration and exit */
+    bool include_given; /* -I: accepted for 1.19's unit files, ignored */
+    bool test_hooks;    /* -T: accepted, nothing to enable */
 } options_t;
 
 /* What main builds (main thread only). */
@@ -77,38 +99,69 @@ typedef struct daemon_state {
     const char *config_path; /* NULL: built-in default */
     jn_core_t *core;
     jn_io_t *io;
-    jn_http_t *http;  /* listeners with http: yes */
-    jn_mgmt_t *agent; /* the $management agent: made by build, freed after the core */
+    jn_http_t *http;        /* listeners with http: yes */
+    jn_mgmt_t *agent;       /* the $management agent: made by build, freed after the core */
+    uint64_t watchdog_usec; /* systemd's WatchdogSec (0: no watchdog) */
+    /* watchdog pings answered by the core: written in the core role,
+     * read by the main thread */
+    atomic_uint_fast64_t core_pongs;
 } daemon_state_t;
 
 static void usage(FILE *out)
 {
     fprintf(out, "Usage: junctiond [OPTIONS]\n"
-                 "Junction AMQP 1.0 message router.\n\n"
+                 "Junction AMQP 1.0 message router (qdrouterd 1.19's options).\n\n"
                  "  -c, --config FILE    read the configuration from FILE (qdrouterd.conf\n"
                  "                       syntax, or JSON when FILE ends in .json); without\n"
                  "                       it: a standalone router on 127.0.0.1:5672, SASL\n"
                  "                       ANONYMOUS\n"
+                 "      --check          check the configuration (every error, each as\n"
+                 "                       FILE:LINE: ...) and exit: 0 valid, 1 not\n"
                  "  -d, --daemon         run in the background\n"
                  "  -P, --pidfile FILE   write the process id to FILE\n"
+                 "  -U, --user USER      run as USER (and its groups) once every listener\n"
+                 "                       listens (start as root to bind ports below 1024)\n"
+                 "  -I, --include PATH   accepted for qdrouterd's command lines and ignored:\n"
+                 "                       Junction embeds no Python\n"
+                 "  -T, --test-hooks     accepted for qdrouterd's command lines and ignored\n"
                  "  -v, --version        print the version and exit\n"
-                 "  -h, --help           print this help and exit\n");
+                 "  -h, --help           print this help and exit\n\n"
+                 "Signals: SIGHUP reloads the configuration file, SIGUSR1 reopens log\n"
+                 "files, SIGTERM or SIGINT stop the router.\n");
+}
+
+/* usage_error: one line saying what is wrong, then where the help is
+ * (exit status 2), as GNU tools do. */
+static int usage_error(const char *fmt, const char *what)
+{
+    fputs("junctiond: ", stderr);
+    fprintf(stderr, fmt, what);
+    fputs("\nTry 'junctiond --help' for more information.\n", stderr);
+    return 2;
 }
 
 /* parse_args: fill *opts from argv. Returns -1 to continue, or an exit
  * status (0 after --help/--version, 2 for a usage error). */
 static int parse_args(int argc, char **argv, options_t *opts)
 {
+    enum { OPT_CHECK = 256 };
     static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'},  {"daemon", no_argument, NULL, 'd'},
-        {"pidfile", required_argument, NULL, 'P'}, {"version", no_argument, NULL, 'v'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+        {"config", required_argument, NULL, 'c'}, {"include", required_argument, NULL, 'I'},
+        {"daemon", no_argument, NULL, 'd'},       {"pidfile", required_argument, NULL, 'P'},
+        {"user", required_argument, NULL, 'U'},   {"test-hooks", no_argument, NULL, 'T'},
+        {"check", no_argument, NULL, OPT_CHECK},  {"version", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     int c;
     memset(opts, 0, sizeof *opts);
-    while ((c = getopt_long(argc, argv, "c:dP:vh", longopts, NULL)) != -1) {
+    opterr = 0; /* our own one-line messages */
+    while ((c = getopt_long(argc, argv, ":c:I:dP:U:Tvh", longopts, NULL)) != -1) {
+        char shortopt[3] = {'-', (char)optopt, 0};
         switch (c) {
         case 'c':
             opts->config_path = optarg;
+            break;
+        case 'I':
+            opts->include_given = true;
             break;
         case 'd':
             opts->daemonize = true;
@@ -116,22 +169,30 @@ static int parse_args(int argc, char **argv, options_t *opts)
         case 'P':
             opts->pid_file = optarg;
             break;
+        case 'U':
+            opts->user = optarg;
+            break;
+        case 'T':
+            opts->test_hooks = true;
+            break;
+        case OPT_CHECK:
+            opts->check = true;
+            break;
         case 'v':
             printf("junctiond %s\n", JN_VERSION);
             return 0;
         case 'h':
             usage(stdout);
             return 0;
+        case ':':
+            return usage_error("option '%s' needs an argument",
+                               optopt ? shortopt : argv[optind - 1]);
         default:
-            usage(stderr);
-            return 2;
+            return usage_error("unknown option '%s'", optopt ? shortopt : argv[optind - 1]);
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "junctiond: unexpected argument '%s'\n", argv[optind]);
-        usage(stderr);
-        return 2;
-    }
+    if (optind < argc)
+        return usage_error("unexpected argument '%s'", argv[optind]);
     return -1;
 }
 
@@ -178,8 +239,8 @@ static int call_on_core(jn_core_t *core, sync_call_t *call)
 static void load_on_core(sync_call_t *call, jn_core_t *core)
 {
     (void)core;
-    call->refusals = jn_mgmt_load_config_CT(call->st->agent, call->cfg, call->errors,
-                                            sizeof call->errors);
+    call->refusals =
+        jn_mgmt_load_config_CT(call->st->agent, call->cfg, call->errors, sizeof call->errors);
     call->cfg = NULL; /* the agent's now */
 }
 
@@ -275,6 +336,12 @@ static int render_page(void *agent, jn_http_page_t page, const char *query, char
     return jn_mgmt_mesh_health_CT(agent, query, body, len);
 }
 
+static const char *mgmt_listen_error(void *io)
+{
+    (void)io;
+    return jn_io_last_listen_error();
+}
+
 /* build: the core, the I/O layer and the agent from the settings (nothing
  * started). Returns 0 or -1. */
 static int build(daemon_state_t *st)
@@ -316,6 +383,7 @@ static int build(daemon_state_t *st)
                            .add_http_listener = mgmt_add_http_listener,
                            .remove_http_listener = mgmt_remove_http_listener,
                            .http_listener_port = mgmt_http_listener_port,
+                           .listen_error = mgmt_listen_error,
                            .config_path = st->config_path,
                            .foreach_router = rs->interior ? jn_core_view_routers_CT : NULL,
                            .nodes_ctx = st->core};
@@ -347,6 +415,21 @@ static void raise_descriptor_limit(void)
     if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, "File-descriptor limit raised from %llu to %llu",
                (unsigned long long)was, (unsigned long long)rl.rlim_cur);
+}
+
+/* absolute_path: path made absolute against the working directory (the
+ * pid file is written after --daemon changed to /). Returns a malloc'd
+ * string, or NULL on ENOMEM. */
+static char *absolute_path(const char *path)
+{
+    char cwd[4096];
+    if (path[0] == '/' || !getcwd(cwd, sizeof cwd))
+        return strdup(path);
+    size_t n = strlen(cwd) + strlen(path) + 2;
+    char *out = malloc(n);
+    if (out)
+        snprintf(out, n, "%s/%s", cwd, path);
+    return out;
 }
 
 static int write_pid_file(const char *path)
@@ -389,6 +472,115 @@ static int daemonize(void)
             close(fd);
     }
     return chdir("/") == 0 ? 0 : -1;
+}
+
+/* ---- the service manager (systemd) ---------------------------------------- */
+
+/* notify: tell the service manager (systemd's NOTIFY_SOCKET, when set)
+ * about the router's state: READY=1, STOPPING=1, WATCHDOG=1. A no-op when
+ * junctiond runs without a service manager or was built without
+ * libsystemd. */
+static void notify(const char *state)
+{
+#ifdef JN_HAVE_SYSTEMD
+    /* pid 0: from this process; a daemonized child names itself (MAINPID),
+     * which needs NotifyAccess=all in the unit */
+    sd_pid_notifyf(0, 0, "%s\nMAINPID=%ld", state, (long)getpid());
+#else
+    (void)state;
+#endif
+}
+
+/* watchdog_interval: systemd's WatchdogSec for this process in
+ * microseconds (WATCHDOG_USEC, WATCHDOG_PID), 0 when there is none. */
+static uint64_t watchdog_interval(void)
+{
+#ifdef JN_HAVE_SYSTEMD
+    uint64_t usec = 0;
+    return sd_watchdog_enabled(0, &usec) > 0 ? usec : 0;
+#else
+    return 0;
+#endif
+}
+
+/* watchdog_pong: a jn_core_call run in the core role: the core is not
+ * stuck, so the next WATCHDOG=1 may go. */
+static void watchdog_pong(void *arg, jn_core_t *core)
+{
+    (void)core;
+    daemon_state_t *st = arg;
+    atomic_fetch_add_explicit(&st->core_pongs, 1, memory_order_release);
+}
+
+/* watchdog_tick: every half WatchdogSec. WATCHDOG=1 only when the core
+ * ran the previous tick's call, so a router whose core is stuck (the core
+ * role held for ever, a deadlock) is restarted by systemd rather than
+ * kept alive by a main thread that merely waits for signals. */
+static void watchdog_tick(daemon_state_t *st, uint64_t *pings)
+{
+    uint64_t pongs = atomic_load_explicit(&st->core_pongs, memory_order_acquire);
+    if (pongs < *pings) {
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
+               "Watchdog: the core has not run for %llu ms; not telling systemd it is alive",
+               (unsigned long long)(st->watchdog_usec / 2000));
+        return;
+    }
+    notify("WATCHDOG=1");
+    if (jn_core_call(st->core, watchdog_pong, st) == 0)
+        (*pings)++;
+}
+
+/* ---- privileges ------------------------------------------------------------ */
+
+typedef struct run_as {
+    uid_t uid;
+    gid_t gid;
+    char name[64];
+} run_as_t;
+
+/* lookup_user: the user -U names (a name or a numeric id), looked up
+ * before anything starts so a typo fails at once. 0 or -1 (printed). */
+static int lookup_user(const char *user, run_as_t *out)
+{
+    errno = 0;
+    struct passwd *pw = getpwnam(user);
+    char *end;
+    unsigned long id = strtoul(user, &end, 10);
+    if (!pw && *user && !*end)
+        pw = getpwuid((uid_t)id);
+    if (!pw) {
+        fprintf(stderr, "junctiond: -U %s: no such user%s%s\n", user, errno ? ": " : "",
+                errno ? strerror(errno) : "");
+        return -1;
+    }
+    out->uid = pw->pw_uid;
+    out->gid = pw->pw_gid;
+    snprintf(out->name, sizeof out->name, "%s", pw->pw_name);
+    return 0;
+}
+
+/* drop_privileges: become the -U user once the listeners are bound: its
+ * groups, then its group, then its user id (glibc applies set*id to every
+ * thread). Returns 0, or -1 (logged) — the router then stops rather than
+ * run with more privileges than asked. */
+static int drop_privileges(const run_as_t *as)
+{
+    if (getuid() == as->uid && geteuid() == as->uid)
+        return 0;
+    if (initgroups(as->name, as->gid) != 0 || setgid(as->gid) != 0 || setuid(as->uid) != 0) {
+        JN_LOG(JN_LOG_MOD_MAIN, JN_LOG_CRITICAL, "Cannot run as user %s (uid %ld): %s", as->name,
+               (long)as->uid, strerror(errno));
+        return -1;
+    }
+    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_NOTICE, "Running as user %s (uid %ld, gid %ld)", as->name,
+           (long)as->uid, (long)as->gid);
+#ifdef JN_POOL_ASAN
+    /* set*id made the process non-dumpable, and LeakSanitizer's exit-time
+     * check must attach to it: in sanitizer builds only, the leak report
+     * matters more than hiding the router's memory from its own user */
+    prctl(PR_SET_DUMPABLE, 1);
+#endif
+    return 0;
 }
 
 /* teardown: stop and free what build made (any may be NULL). */
@@ -463,31 +655,46 @@ static int start(daemon_state_t *st, jn_config_t *cfg)
     return 0;
 }
 
-/* absolute_path: path made absolute against the current directory, not
- * resolved (heap; NULL on ENOMEM or when the directory is unknown). */
-static char *absolute_path(const char *path)
+/* reopen_logs: SIGUSR1 (logrotate's postrotate): every log outputFile is
+ * reopened by its path. */
+static void reopen_logs(void)
 {
-    if (path[0] == '/')
-        return strdup(path);
-    char *cwd = getcwd(NULL, 0);
-    char *out = NULL;
-    if (cwd && asprintf(&out, "%s/%s", cwd, path) < 0)
-        out = NULL;
-    free(cwd);
-    return out;
+    char err[256] = "";
+    if (jn_log_reopen(err, sizeof err) != 0)
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_ERROR, "Reopening log files on SIGUSR1: %s", err);
+    else
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_NOTICE, "Log files reopened on SIGUSR1");
 }
 
-/* run: wait for signals (blocked in sigs): SIGHUP reloads, SIGTERM/SIGINT
- * return. */
+/* run: wait for signals (blocked in sigs): SIGHUP reloads, SIGUSR1 reopens
+ * the log files, SIGTERM/SIGINT return. With a systemd watchdog, wakes
+ * every half WatchdogSec to ping it. */
 static void run(daemon_state_t *st, const sigset_t *sigs)
 {
+    uint64_t pings = 0;
+    uint64_t half = st->watchdog_usec / 2;
+    struct timespec tick = {.tv_sec = (time_t)(half / 1000000),
+                            .tv_nsec = (long)(half % 1000000) * 1000};
+    if (half)
+        watchdog_tick(st, &pings);
     for (;;) {
-        int sig = 0;
-        sigwait(sigs, &sig);
+        int sig = half ? sigtimedwait(sigs, NULL, &tick) : 0;
+        if (!half && sigwait(sigs, &sig) != 0)
+            continue;
+        if (sig < 0) {
+            if (errno == EAGAIN)
+                watchdog_tick(st, &pings);
+            continue;
+        }
+        if (sig == SIGUSR1) {
+            reopen_logs();
+            continue;
+        }
         if (sig != SIGHUP) {
             jn_http_set_state(st->http, JN_HTTP_STOPPING);
             JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_NOTICE, "Shutting down on %s",
                    sig == SIGTERM ? "SIGTERM" : "SIGINT");
+            notify("STOPPING=1");
             return;
         }
         if (!st->config_path) {
@@ -501,6 +708,38 @@ static void run(daemon_state_t *st, const sigset_t *sigs)
     }
 }
 
+/* check_config: --check. Every refusal is printed (FILE:LINE: ...); 0
+ * when the file can be loaded, else 1. Nothing is opened or started. */
+static int check_config(const options_t *opts, jn_config_t *cfg)
+{
+    enum { CAP = 64 * 1024 };
+    char *errors = malloc(CAP);
+    if (!errors) {
+        fprintf(stderr, "junctiond: out of memory\n");
+        return finish(cfg, 1);
+    }
+    jn_router_settings_t settings;
+    int refusals = jn_mgmt_plan_config(cfg, &settings, errors, CAP);
+    if (refusals)
+        fprintf(stderr, "%s\n", errors);
+    else
+        printf("%s: configuration OK\n",
+               opts->config_path ? opts->config_path : "<built-in default>");
+    free(errors);
+    return finish(cfg, refusals ? 1 : 0);
+}
+
+/* log_ignored_options: the qdrouterd options Junction takes and ignores. */
+static void log_ignored_options(const options_t *opts)
+{
+    if (opts->include_given)
+        JN_LOG(JN_LOG_MOD_MAIN, JN_LOG_NOTICE,
+               "-I/--include ignored: Junction embeds no Python, so it has no include path");
+    if (opts->test_hooks)
+        JN_LOG(JN_LOG_MOD_MAIN, JN_LOG_NOTICE,
+               "-T/--test-hooks ignored: Junction has no test hooks to enable");
+}
+
 int main(int argc, char **argv)
 {
     /* Blocked before anything else, so a SIGHUP (a `systemctl reload`, a
@@ -512,6 +751,7 @@ int main(int argc, char **argv)
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGHUP);
+    sigaddset(&sigs, SIGUSR1);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -519,8 +759,11 @@ int main(int argc, char **argv)
     int status = parse_args(argc, argv, &opts);
     if (status >= 0)
         return status;
+    run_as_t run_as;
+    if (opts.user && lookup_user(opts.user, &run_as) != 0)
+        return 1;
 
-    char err[JN_CONFIG_ERROR_MAX];
+    static char err[16 * JN_CONFIG_ERROR_MAX]; /* every section's error, one a line */
     jn_config_t *cfg = NULL;
     int rc = opts.config_path
                  ? jn_config_load_file(opts.config_path, &cfg, err, sizeof err)
@@ -530,18 +773,22 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         return 1;
     }
+    if (opts.check)
+        return check_config(&opts, cfg);
     raise_descriptor_limit();
     /* absolute, symlinks kept: a reload after --daemon (which changes to
      * /) reads the same path again, and follows a symlink moved since (a
      * Kubernetes ConfigMap update swaps one) */
     char *config_path = opts.config_path ? absolute_path(opts.config_path) : NULL;
-    daemon_state_t st = {.config_path = config_path};
+    char *pid_file = opts.pid_file ? absolute_path(opts.pid_file) : NULL;
+    daemon_state_t st = {.config_path = config_path, .watchdog_usec = watchdog_interval()};
     char *errors = malloc(8192);
     if (!errors || jn_mgmt_plan_config(cfg, &st.settings, errors, 8192) != 0 ||
         jn_mgmt_apply_logs(cfg, errors, 8192) != 0) {
         fprintf(stderr, "%s\n", errors ? errors : "junctiond: out of memory");
         free(errors);
         free(config_path);
+        free(pid_file);
         return finish(cfg, 1);
     }
     free(errors);
@@ -557,29 +804,38 @@ int main(int argc, char **argv)
                                              : (r ? jn_config_entity_line(r) : 0),
                 sasl_err);
         free(config_path);
+        free(pid_file);
         return finish(cfg, 1);
     }
+    log_ignored_options(&opts);
     for (size_t i = 0; i < jn_config_warning_count(cfg); i++)
         JN_LOG(JN_LOG_MOD_CONN_MGR, JN_LOG_WARNING, "%s", jn_config_warning_at(cfg, i));
 
-    if ((opts.daemonize && daemonize() != 0) ||
-        (opts.pid_file && write_pid_file(opts.pid_file) != 0)) {
+    if ((opts.daemonize && daemonize() != 0) || (pid_file && write_pid_file(pid_file) != 0)) {
         free(config_path);
+        free(pid_file);
         return finish(cfg, 1);
     }
     if (build(&st) != 0) {
         teardown(&st);
         free(config_path);
+        free(pid_file);
         return finish(cfg, 1);
     }
     status = start(&st, cfg); /* cfg is the agent's from here on */
-    if (status == 0)
+    if (status == 0 && opts.user && drop_privileges(&run_as) != 0)
+        status = 1;
+    if (status == 0) {
+        notify("READY=1"); /* every listener listens (start waited for them) */
         run(&st, &sigs);
+    }
     teardown(&st);
     if (status == 0)
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_NOTICE, "Shut Down");
-    if (opts.pid_file)
-        unlink(opts.pid_file);
+    if (pid_file && unlink(pid_file) != 0 && errno != ENOENT)
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING, "Cannot remove pid file %s: %s", pid_file,
+               strerror(errno));
     free(config_path);
+    free(pid_file);
     return finish(NULL, status);
 }

@@ -211,6 +211,12 @@ int jn_io_listener_port(jn_io_t *io, const char *name, char *buf, size_t cap);
  * UPDATE); takes the I/O layer's lock. */
 int jn_io_set_tls_profile(jn_io_t *io, const char *name, jn_tls_profile_t *p);
 
+/* jn_io_last_listen_error: why the last listener that could not be opened
+ * on the calling thread failed (the system's words, e.g. "Address already
+ * in use"; what the "Listener error" log line says), "" if none did. For
+ * management's answer to a CREATE. Any thread; the text is the thread's. */
+const char *jn_io_last_listen_error(void);
+
 /* jn_io_start: start the worker threads, listen, connect. Waits (up to
  * 10 s) until every listener is open or has failed. Returns 0; JN_EINVAL
  * when a listener could not be opened (logged: SERVER error "Listener

@@ -82,6 +82,10 @@ typedef struct jn_mgmt_config {
      * decimal text in buf (cap octets). Returns 0, or JN_ENOENT when no
      * such listener listens. May be NULL. */
     int (*listener_port)(void *io_ctx, const char *name, char *buf, size_t cap);
+    /* listen_error: why the last add_listener that failed on this thread
+     * could not listen (the system's words: "Address already in use"),
+     * for the 400's description; "" when unknown. May be NULL. */
+    const char *(*listen_error)(void *io_ctx);
 
     /* TLS and SASL hooks (typically over junction/tls.h and the I/O
      * layer's profile registry and Cyrus checks). Each may be NULL: the

@@ -2,7 +2,8 @@
 parser whose usage errors are one line, and the exit-code contract.
 
 Exit codes: 0 done, 1 the request failed (connection, timeout, an error
-status), 2 usage error. Every error is one line on stderr.
+status), 2 usage error. Every error is one line on stderr, starting with
+the program's name (usage errors and run-time errors alike).
 """
 
 import argparse
@@ -122,7 +123,7 @@ def run(prog, body):
         sys.stderr.write("%s: %s (try --help)\n" % (prog, e))
         return EXIT_USAGE
     except ManagementError as e:
-        sys.stderr.write("%s\n" % e)
+        sys.stderr.write("%s: %s\n" % (prog, e))
         return EXIT_FAILED
     except KeyboardInterrupt:
         return 130

@@ -167,6 +167,9 @@ class Client:
             self.url.scheme = "amqps"
         self.where = display_url(self.url)
         self.address = management_address(self.url.path, options.router, options.edge_router)
+        # -r ROUTER: ask the attached router's agent first whether ROUTER is
+        # in its mesh, so a typo fails at once instead of after the timeout
+        self._check_router = options.router if options.router and not self.url.path else None
         self._next_id = 1
         self.connection = None
         self.sender = None
@@ -235,6 +238,11 @@ class Client:
             if not self.reply_to:
                 raise ConnectError("cannot use %s: the router gave no dynamic reply address"
                                    % self.where)
+            if self._check_router:
+                self.address = management_address()
+                self._open_sender()
+                self._router_known(self._check_router)
+                self.address = management_address(None, self._check_router)
             self._open_sender()
         except ManagementError:
             self.close()
@@ -242,6 +250,25 @@ class Client:
         except Exception as e:
             self.close()
             raise self._translate(e, "setting up the management links")
+
+    def _router_known(self, router):
+        """Raise ManagementError unless `router` is the attached router or
+        one of the routers its agent's GET-MGMT-NODES names."""
+        nodes = [str(n) for n in self.get_mgmt_nodes()]
+        ids = [n.split("/")[3] for n in nodes if n.startswith("amqp:/_topo/") and
+               len(n.split("/")) > 4]
+        if router in ids:
+            return
+        rows = self.query("org.apache.qpid.dispatch.router", ["id"])[1]
+        own = rows[0][0] if rows and rows[0] else None
+        if router == own:
+            return
+        if ids:
+            known = ", ".join(sorted(set(ids) | ({own} if own else set())))
+            raise ManagementError("router %s is not in the mesh of the router at %s "
+                                  "(routers: %s)" % (router, self.where, known))
+        raise ManagementError("router %s is not in the mesh: the router at %s (%s) has no "
+                              "other routers" % (router, self.where, own or "no id"))
 
     def _open_sender(self):
         if self.sender is not None:

@@ -21,7 +21,7 @@ from . import VERSION
 from . import table as tbl
 from .cli import EXIT_OK, Parser, add_connection_options, connect_options, positive_int, run
 from .management import Client, ManagementError
-from .table import Column, Table
+from .table import Column, Shown, Table, number_id
 
 PROG = "junction-stat"
 T = "org.apache.qpid.dispatch."
@@ -133,10 +133,10 @@ class Views:
         if "workerThreads" in r:
             out.append(("Worker Threads", r.get("workerThreads")))
         if r.get("uptimeSeconds") is not None:
-            out.append(("Uptime", tbl.time_long(r["uptimeSeconds"])))
+            out.append(("Uptime", Shown(r["uptimeSeconds"], tbl.time_long(r["uptimeSeconds"]))))
         mem = r.get("memoryUsage")
         if isinstance(mem, int) and mem > 0:
-            out.append(("VmSize", tbl.num_kmg(mem, 1024)))
+            out.append(("VmSize", Shown(mem, tbl.num_kmg(mem, 1024))))
         out.append(("Area", r.get("area")))
         for label, attr in (
                 ("Link Routes", "linkRouteCount"), ("Auto Links", "autoLinkCount"),
@@ -170,43 +170,43 @@ class Views:
         has_last = "lastDlvSeconds" in first
         has_up = "uptimeSeconds" in first
         if has_last:
-            cols.append(Column("last dlv", lambda v: v if isinstance(v, str) else tbl.time_long(v)))
+            cols.append(Column("last dlv", tbl.time_long))
         if has_up:
             cols.append(Column("uptime", tbl.time_long))
         rows = []
         for c in conns:
-            row = [c.get("identity"), c.get("host"), c.get("container"), c.get("role"),
+            row = [number_id(c.get("identity")), c.get("host"), c.get("container"), c.get("role"),
                    c.get("protocol"), c.get("dir"), conn_security(c), conn_auth(c),
                    no_trailing_slash(c.get("tenant"))]
             if has_last:
-                row.append("-" if c.get("lastDlvSeconds") is None else c["lastDlvSeconds"])
+                last = c.get("lastDlvSeconds")
+                row.append(Shown(None, "-") if last is None else last)
             if has_up:
                 row.append(c.get("uptimeSeconds"))
             rows.append(row)
         return [Table("Connections", cols, rows)]
 
     def edges(self):
-        conns = self.q("connection", limit=self.args.limit)
-        if not conns:
-            self.messages.append("No Edge Router Connections")
-            return []
+        # every connection is read and the edge ones kept: --limit counts
+        # edge connections, not connections
+        conns = [c for c in self.q("connection") if c.get("role") == "edge"]
+        if self.args.limit:
+            conns = conns[:self.args.limit]
         cols = ["id", "host", "container", "role", "dir", "security", "authentication",
                 "tenant"]
-        has_active = "active" in conns[0]
+        has_active = bool(conns) and "active" in conns[0]
         if has_active:
             cols.append("active")
         rows = []
         for c in conns:
-            if c.get("role") != "edge":
-                continue
-            row = [c.get("identity"), c.get("host"), c.get("container"), c.get("role"),
-                   c.get("dir"), conn_security(c), conn_auth(c),
+            row = [number_id(c.get("identity")), c.get("host"), c.get("container"),
+                   c.get("role"), c.get("dir"), conn_security(c), conn_auth(c),
                    no_trailing_slash(c.get("tenant"))]
             if has_active:
                 row.append("yes" if c.get("active") else "no")
             rows.append(row)
         if not rows:
-            return []
+            self.messages.append("No Edge Router Connections")
         return [Table("Connections", cols, rows)]
 
     LINK_ATTRS = ("linkType", "linkDir", "connectionId", "identity", "peer", "owningAddr",
@@ -252,8 +252,10 @@ class Views:
         if has("creditAvailable"):
             cols += [Column("cred", num), "blkd"]
             extra.append(lambda l: l.get("creditAvailable"))
-            extra.append(lambda l: tbl.time_short(l["zeroCreditSeconds"])
-                         if (l.get("zeroCreditSeconds") or 0) > 0 else "-")
+            extra.append(lambda l: Shown(l["zeroCreditSeconds"],
+                                         tbl.time_short(l["zeroCreditSeconds"]))
+                         if (l.get("zeroCreditSeconds") or 0) > 0
+                         else Shown(l.get("zeroCreditSeconds"), "-"))
         if self.args.verbose:
             cols += ["admin", "oper", "name"]
             extra += [lambda l: l.get("adminStatus"), lambda l: l.get("operStatus"),
@@ -261,8 +263,8 @@ class Views:
         rows = []
         for l in links:
             key = l.get("owningAddr")
-            row = [l.get("linkType"), l.get("linkDir"), l.get("connectionId"),
-                   l.get("identity"), l.get("peer"), addr_class(key), addr_text(key),
+            row = [l.get("linkType"), l.get("linkDir"), number_id(l.get("connectionId")),
+                   number_id(l.get("identity")), l.get("peer"), addr_class(key), addr_text(key),
                    addr_phase(key), l.get("capacity")]
             row += [f(l) for f in extra]
             rows.append(row)
@@ -278,9 +280,9 @@ class Views:
             if n.get("lastTopoChange"):
                 last_change = max(last_change, float(n["lastTopoChange"]))
             if n.get("nextHop") is not None:
-                row = [n.get("id"), n.get("nextHop"), "-"]
+                row = [n.get("id"), n.get("nextHop"), Shown(None, "-")]
             else:
-                row = [n.get("id"), "-", n.get("routerLink")]
+                row = [n.get("id"), Shown(None, "-"), number_id(n.get("routerLink"))]
             if self.args.verbose:
                 row += [n.get("protocolVersion"), n.get("cost"),
                         repr([str(x) for x in n.get("linkState") or []]),
@@ -288,7 +290,6 @@ class Views:
             rows.append(row)
         if not rows:
             self.messages.append("Router is Standalone - No Router List")
-            return []
         title = "Routers in the Network"
         if last_change > 1.0:
             title += "\nLast Topology Change: " + time.strftime(
@@ -318,7 +319,7 @@ class Views:
             row = [addr_class(key), addr_text(key), addr_phase(key), a.get("distribution")]
             if has_pri:
                 pri = a.get("priority")
-                row.append(pri if isinstance(pri, int) and pri >= 0 else "-")
+                row.append(pri if isinstance(pri, int) and pri >= 0 else Shown(pri, "-"))
             if self.args.verbose:
                 row.append(a.get("inProcess"))
             local = a.get("containerCount") if key[:1] in ("C", "D", "E", "F") \
@@ -326,7 +327,7 @@ class Views:
             fallback = a.get("deliveriesRedirectedToFallback")
             row += [local, a.get("remoteCount"), a.get("deliveriesIngress"),
                     a.get("deliveriesEgress"), a.get("deliveriesTransit"),
-                    "-" if fallback is None else fallback]
+                    Shown(None, "-") if fallback is None else fallback]
             if self.args.verbose:
                 row += [a.get("deliveriesToContainer"), a.get("deliveriesFromContainer")]
             rows.append(row)
@@ -359,7 +360,8 @@ class Views:
         except (ManagementError, IndexError):
             mem = None
         summary = Table("\nSummary", [Column("VmSize", tbl.kib), Column("Pooled", tbl.kib)],
-                        [["-" if mem is None else mem, pooled]], json_title="Summary")
+                        [[Shown(None, "-") if mem is None else mem, pooled]],
+                        json_title="Summary")
         return [types, summary]
 
     def policy(self):
@@ -391,7 +393,6 @@ class Views:
         als = self.q("router.config.autoLink", attrs, limit=self.args.limit)
         if not als:
             self.messages += ["AutoLinks", "No AutoLinks found"]
-            return []
         rows = [[a.get(x) for x in attrs] for a in als]
         t = Table("AutoLinks", ["addr", "dir", "phs", "extAddr", "link", "status", "lastErr"],
                   rows)
@@ -404,7 +405,6 @@ class Views:
         lrs = self.q("router.config.linkRoute", attrs, limit=self.args.limit)
         if not lrs:
             self.messages += ["Link Routes", "No Link Routes found"]
-            return []
         ext = any(l.get("addExternalPrefix") or l.get("delExternalPrefix") for l in lrs)
         cols = ["address", "dir", "distrib", "status"]
         if ext:
@@ -445,26 +445,40 @@ class Printer:
     def write(self, line=""):
         self.out.write(line + "\n")
 
-    def view_text(self, client, args, with_header):
-        """Print one view of the router `client` is addressing."""
+    def view_text(self, client, args, with_header, router_label=None):
+        """Print one view of the router `client` is addressing: the classic
+        tables, or CSV (titles, the time and the router id only with
+        --title; router_label: a leading "router" column, for
+        --all-routers)."""
         views = Views(client, args)
         tables = getattr(views, args.view)()
-        if with_header and args.view != "log":
+        titles = not args.csv or args.title
+        if with_header and args.view != "log" and titles:
             self.write(utc_now_text())
             rid = views.router_id()
             if rid:
                 self.write(str(rid))
             self.write()
-        for line in views.messages:
-            self.write(line)
+        if titles:
+            for line in views.messages:
+                self.write(line)
         if args.view == "log" and not args.csv:
             for row in tables[0].rows:
                 self.write("%s %s (%s) %s" % (time.ctime(row[0]) if row[0] is not None else "",
                                               row[1], row[2], row[3]))
             return
-        render = tbl.render_csv if args.csv else tbl.render_classic
+        if args.csv:
+            lead = (("router", router_label),) if router_label else ()
+            for i, t in enumerate(tables):
+                if i:
+                    self.write()
+                for line in tbl.render_csv(t, title=args.title, lead=lead):
+                    self.write(line)
+            return
         for t in tables:
-            for line in render(t):
+            if views.messages and not t.rows:
+                continue  # the message says why there is no table
+            for line in tbl.render_classic(t):
                 self.write(line)
 
     def view_json(self, client, args, router_label=None):
@@ -499,6 +513,14 @@ def show_once(client, args, printer):
                 docs.append(printer.view_json(client, args, rid))
             printer.write(tbl.dumps(docs))
             return
+        if args.csv and not args.title:
+            # one CSV table per view, the router in the first column
+            for i, (rid, addr) in enumerate(targets):
+                client.retarget(addr)
+                if i:
+                    printer.write()
+                printer.view_text(client, args, with_header=False, router_label=rid)
+            return
         printer.write(utc_now_text())
         for rid, addr in targets:
             client.retarget(addr)
@@ -532,9 +554,14 @@ def make_parser():
     o = p.add_argument_group("output")
     fmt = o.add_mutually_exclusive_group()
     fmt.add_argument("--csv", action="store_true",
-                     help="print tables as comma-separated values (quoted fields)")
+                     help="print tables as comma-separated values: a heading row, then the "
+                          "rows (quoted fields); no title lines unless --title")
     fmt.add_argument("--json", action="store_true",
-                     help="print a JSON document (per router) holding the raw values")
+                     help="print a JSON document (per router) holding the raw values: "
+                          "seconds, octets, counts and ids as numbers")
+    o.add_argument("--title", action="store_true",
+                   help="with --csv: print the time, the router id and each table's title "
+                        "before it, as the tables have them")
     o.add_argument("-v", "--verbose", action="store_true",
                    help="more columns (-l: admin, oper, name; -a: in-proc, to-proc, from-proc; "
                         "-n: ver, cost, neighbors, valid-origins)")
@@ -561,6 +588,8 @@ def main(argv=None):
         args.view = "general"
     if args.count is not None and args.watch is None:
         parser.error("--count needs --watch")
+    if args.title and not args.csv:
+        parser.error("--title needs --csv")
     if args.watch is not None and args.watch <= 0:
         parser.error("--watch needs a number of seconds greater than 0")
     if args.all_routers and (args.router or args.edge_router):

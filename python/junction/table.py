@@ -7,18 +7,42 @@ cell or heading plus two spaces, text is left-aligned, and the last column is
 not padded (so no line ends in blanks). A table without rows prints only its
 title.
 
-CSV: the title line, then headings and rows as comma-separated fields, each
-non-empty field in double quotes (quotes doubled), an empty field empty.
+CSV (the standard csv module): the heading row first, then one row per
+entry, every field quoted; the title line only when asked for (--title),
+so the output is CSV a program can read.
 
 A view builds Table objects holding raw cells (numbers stay numbers, None
 where there is nothing); each column may carry a formatter applied for the
-classic and CSV forms. JSON keeps the raw cells.
+classic and CSV forms, and a cell whose text is not a plain rendering of its
+value (an uptime as DDD:HH:MM:SS, a size in KiB) is a Shown(raw, text). JSON
+keeps the raw values: seconds, octets, counts and ids as numbers.
 """
 
+import csv
+import io
 import json
 
 PREFIX = "  "
 SPACING = 2
+
+
+class Shown:
+    """A cell shown as `text` in tables and CSV, kept as `raw` in JSON."""
+
+    def __init__(self, raw, text):
+        self.raw = raw
+        self.text = text
+
+    def __str__(self):
+        return self.text
+
+
+def number_id(value):
+    """An id that is a decimal number (a connection's or link's identity):
+    the number in JSON, the text in tables."""
+    if isinstance(value, str) and value.isdigit():
+        return Shown(int(value), value)
+    return value
 
 
 def plain(value):
@@ -27,6 +51,8 @@ def plain(value):
     else str()."""
     if value is None:
         return ""
+    if isinstance(value, Shown):
+        return value.text
     if isinstance(value, int) and not isinstance(value, bool):
         return "%d" % value
     return str(value)
@@ -102,7 +128,8 @@ class Table:
         out = []
         for row in self.rows:
             row = list(row) + [None] * (len(self.columns) - len(row))
-            out.append([c.fmt(v) if v is not None else "" for c, v in zip(self.columns, row)])
+            out.append([("" if v is None else v.text if isinstance(v, Shown) else c.fmt(v))
+                        for c, v in zip(self.columns, row)])
         return out
 
     def sort_by(self, heading):
@@ -133,23 +160,24 @@ def render_classic(table):
     return lines
 
 
-def _csv_field(text):
-    if text == "":
-        return ""
-    return '"' + text.replace('"', '""') + '"'
-
-
-def render_csv(table):
-    lines = [table.title]
-    rows = table.text_rows()
-    if not rows:
-        return lines
-    lines.append(",".join(_csv_field(h) for h in table.headings))
-    lines.extend(",".join(_csv_field(c) for c in r) for r in rows)
-    return lines
+def render_csv(table, title=False, lead=()):
+    """The table as CSV lines (csv module, every field quoted): the heading
+    row, then the rows (the heading row also when there are none, so a
+    reader still learns the columns). title: the title line(s) first.
+    lead: (heading, value) pairs put before every row, e.g. ("router", "A")
+    for --all-routers."""
+    out = io.StringIO()
+    writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    writer.writerow([h for h, _ in lead] + table.headings)
+    for r in table.text_rows():
+        writer.writerow([v for _, v in lead] + r)
+    lines = table.title.strip("\n").splitlines() if title else []
+    return lines + out.getvalue().rstrip("\n").split("\n")
 
 
 def _jsonable(value):
+    if isinstance(value, Shown):
+        return _jsonable(value.raw)
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, dict):

@@ -98,9 +98,19 @@ static void format_located(char *buf, size_t size, const char *file, int line, c
 
 int jn_config_fail(jn_config_ctx_t *ctx, int line, const char *fmt, ...)
 {
+    /* a second error goes on a line of its own after the first */
+    char *buf = ctx->err;
+    size_t size = ctx->err_size;
+    size_t used = buf && size ? strnlen(buf, size) : 0;
+    if (used && used + 2 < size) {
+        buf[used++] = '\n';
+        buf[used] = '\0';
+    } else if (used) {
+        return JN_EINVAL; /* full: the first errors are kept */
+    }
     va_list ap;
     va_start(ap, fmt);
-    format_located(ctx->err, ctx->err_size, ctx->file, line, fmt, ap);
+    format_located(buf ? buf + used : NULL, size - used, ctx->file, line, fmt, ap);
     va_end(ap);
     return JN_EINVAL;
 }

@@ -185,17 +185,21 @@ static int take_attrs(jn_config_ctx_t *ctx, jn_config_entity_t *e, const jn_conf
         if (rc != 0)
             return rc;
     }
+    /* every value that cannot be converted is reported, not only the first */
     const char *tname = jn_schema_type_short_name(e->type);
+    int failed = 0;
     for (size_t i = 0; i < n; i++) {
         const jn_config_value_t *item = sec->attrs->items[i];
         size_t idx = attrs[i] ? jn_schema_attr_index(attrs[i]) : 0;
         if (!attrs[i] || given[idx].item != item)
             continue;
         int rc = jn_config_convert(ctx, tname, attrs[i], item, &e->values[idx]);
-        if (rc != 0)
+        if (rc == JN_EINVAL)
+            failed = rc;
+        else if (rc != 0)
             return rc;
     }
-    return 0;
+    return failed;
 }
 
 /* A default value for attr from text (schema or special defaults). */
@@ -296,11 +300,19 @@ static int build_entity(jn_config_ctx_t *ctx, const jn_config_section_t *sec)
 
 int jn_config_validate(jn_config_ctx_t *ctx)
 {
+    /* A section that is wrong is reported and the next one checked, so one
+     * load names every such error (jn_config_fail appends); the first
+     * other failure (out of memory) stops. */
+    int failed = 0;
     for (size_t i = 0; i < ctx->section_count; i++) {
         int rc = build_entity(ctx, &ctx->sections[i]);
-        if (rc != 0)
+        if (rc == JN_EINVAL)
+            failed = rc;
+        else if (rc != 0)
             return rc;
     }
+    if (failed)
+        return failed;
     for (size_t i = 0; i < sizeof(implied_singletons) / sizeof(implied_singletons[0]); i++) {
         const jn_schema_type_t *type = jn_schema_type_find(implied_singletons[i]);
         if (!type || jn_config_find(ctx->cfg, type))

@@ -281,6 +281,14 @@ static struct addrinfo *resolve(jn_io_endpoint_t *ep, bool passive, char *err, s
     return res;
 }
 
+/* Why the last listener opened on this thread failed (jn_io_last_listen_error). */
+static _Thread_local char last_listen_error[256];
+
+const char *jn_io_last_listen_error(void)
+{
+    return last_listen_error;
+}
+
 /* jn_io_listen: bind and listen on every address ep's host resolves to and
  * register the sockets with loop 0. state becomes OPEN, or FAILED with the
  * error logged (JN_EINVAL). io->lock held. */
@@ -328,8 +336,9 @@ int jn_io_listen(jn_io_t *io, jn_io_endpoint_t *ep)
         freeaddrinfo(res);
     if (ep->nsocks == 0) {
         ep->state = JN_EP_FAILED;
+        snprintf(last_listen_error, sizeof last_listen_error, "%s", err[0] ? err : "no address");
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_ERROR, "Listener error on %s: %s (proton:io)", ep->shown,
-               err[0] ? err : "no address");
+               last_listen_error);
         return JN_EINVAL;
     }
     ep->state = JN_EP_OPEN;

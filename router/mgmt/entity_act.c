@@ -237,6 +237,13 @@ static int create_endpoint(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_err_
     }
     int rc = add(agent->cfg.io_ctx, &ec); /* copies what it keeps */
     memset(password, 0, sizeof password);
+    const char *why = listener && rc == JN_EINVAL && agent->cfg.listen_error
+                          ? agent->cfg.listen_error(agent->cfg.io_ctx)
+                          : NULL;
+    if (why && why[0]) /* the system's reason, as the log line gives it */
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "port",
+                              "listener %s: cannot listen on %s:%s: %s", e->name ? e->name : "",
+                              ec.host ? ec.host : "", ec.port ? ec.port : "", why);
     if (rc == JN_EINVAL)
         return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "port",
                               "%s %s: cannot %s %s:%s (the router's log says why)",

@@ -48,10 +48,12 @@ int jn_entity_from_config(const jn_config_entity_t *ce, bool skip_defaults, jn_m
         if (v && !(skip_defaults && jn_config_value_is_default(v)))
             rc = jn_mgmt_value_from_config(v, &e->values[i]);
     }
+    /* as 1.19 names a section: the name given, else its identity (for the
+     * router.config.* types "address/0", by the section's place in the
+     * file, although management shows a decimal identity for it) */
     const jn_config_value_t *given = jn_config_entity_get(ce, "name");
-    const char *name = given ? jn_config_value_string(given) : NULL;
-    if (strncmp(jn_schema_type_name(type), "router.config.", 14) != 0)
-        name = jn_config_entity_name(ce); /* as 1.19 names it: else the identity */
+    const char *name = jn_config_entity_name(ce);
+    e->name_by_place = !given && strncmp(jn_schema_type_name(type), "router.config.", 14) == 0;
     if (rc == 0 && name && !(e->name = strdup(name)))
         rc = JN_ENOMEM;
     if (rc != 0) {
@@ -64,8 +66,11 @@ int jn_entity_from_config(const jn_config_entity_t *ce, bool skip_defaults, jn_m
 
 bool jn_entity_equal(jn_mgmt_entity_t *a, jn_mgmt_entity_t *b)
 {
-    if (a->type != b->type || (a->name == NULL) != (b->name == NULL) ||
-        (a->name && strcmp(a->name, b->name) != 0))
+    if (a->type != b->type)
+        return false;
+    bool by_place = a->name_by_place && b->name_by_place; /* names follow the file's order */
+    if (!by_place && ((a->name == NULL) != (b->name == NULL) ||
+                      (a->name && strcmp(a->name, b->name) != 0)))
         return false;
     const jn_schema_attr_t *port = a->port_any || b->port_any
                                        ? jn_schema_attr_find(a->type, "port")

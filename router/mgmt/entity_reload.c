@@ -58,8 +58,9 @@ static bool type_is(const jn_config_entity_t *ce, const char *short_name)
 /* One section of the new file that is a stored type, converted. */
 typedef struct planned {
     const jn_config_entity_t *ce;
-    jn_mgmt_entity_t *e; /* owned until created */
-    bool keep;           /* an equal one runs: nothing to do */
+    jn_mgmt_entity_t *e;       /* owned until created */
+    bool keep;                 /* an equal one runs: nothing to do */
+    jn_mgmt_entity_t *running; /* keep: that one (in the store) */
 } planned_t;
 
 /* A router-wide section (router, policy) of cfg, converted; NULL when the
@@ -144,7 +145,7 @@ static uint64_t entity_hash(jn_mgmt_entity_t *e)
     h = (h ^ ((const uint8_t *)(p))[k_]) * 1099511628211ull
     const char *type = jn_schema_type_name(e->type);
     MIX(type, strlen(type));
-    if (e->name)
+    if (e->name && !e->name_by_place) /* compared without it (jn_entity_equal) */
         MIX(e->name, strlen(e->name));
     const jn_schema_attr_t *port = jn_schema_attr_find(e->type, "port");
     for (size_t i = 0; i < e->n_values; i++) {
@@ -209,7 +210,7 @@ static planned_t *plan_stored(jn_mgmt_t *agent, const jn_config_t *next, size_t 
             hit--; /* the first of its run */
         for (; hit && hit < index + m && hit->hash == key.hash && !p[k].keep; hit++)
             if (!hit->e->matched && jn_entity_equal(hit->e, p[k].e))
-                hit->e->matched = p[k].keep = true;
+                hit->e->matched = p[k].keep = true, p[k].running = hit->e;
         k++;
     }
     free(index);
@@ -272,7 +273,10 @@ static int check_clashes(jn_mgmt_t *agent, const jn_config_t *next, planned_t *p
         const char *what = NULL;
         if (e->name) {
             for (jn_mgmt_entity_t *x = agent->entities; x && !what; x = x->next)
-                if ((x->origin != JN_ORIGIN_FILE || x->matched) && x->name &&
+                /* a kept entity named by its place is renamed by its new
+                 * place (rename_kept), and the file's own names are unique */
+                if ((x->origin != JN_ORIGIN_FILE || (x->matched && !x->name_by_place)) &&
+                    x->name &&
                     strcmp(x->name, e->name) == 0 && jn_entity_same_names(x->cls, e->cls))
                     what = "name";
             for (size_t j = 0; j < i && !what; j++)
@@ -344,6 +348,28 @@ static bool replaced_profile(jn_mgmt_entity_t *e, planned_t *p, size_t n)
             strcmp(p[i].e->name, e->name) == 0)
             return true;
     return false;
+}
+
+/* rename_kept: a kept section named by its place in the file ("address/2")
+ * takes the name of its place in the new file. Returns 0 or JN_ENOMEM
+ * (the old name stays). */
+static int rename_kept(planned_t *p, size_t n)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        jn_mgmt_entity_t *e = p[i].running;
+        if (!p[i].keep || !e || !e->name_by_place || !p[i].e->name ||
+            (e->name && strcmp(e->name, p[i].e->name) == 0))
+            continue;
+        char *name = strdup(p[i].e->name);
+        if (!name) {
+            rc = JN_ENOMEM;
+            continue;
+        }
+        free(e->name);
+        e->name = name;
+    }
+    return rc;
 }
 
 static unsigned delete_unmatched(jn_mgmt_t *agent, planned_t *p, size_t np, out_t *o)
@@ -512,6 +538,8 @@ int jn_mgmt_reload_CT(jn_mgmt_t *agent, char *result, size_t cap)
     }
     unsigned failed = 0;
     unsigned done = delete_unmatched(agent, p, n, &o);
+    if (rename_kept(p, n) != 0)
+        JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_ERROR, "Reload: out of memory renaming kept entities");
     done += apply_logs(agent, next, done, &failed, &o);
     done += create_new(agent, next, p, n, done, &failed, &o);
     free_plan(p, n);

@@ -17,6 +17,10 @@ struct jn_mgmt_entity {
     uint8_t origin; /* jn_entity_origin_t (entity.h): file or management */
     bool matched;   /* scratch of a reload (entity_reload.c) */
     bool port_any;  /* a listener configured with port 0: `port` shows the one it got */
+    /* name is 1.19's default for an unnamed router.config.* section of the
+     * file ("address/0": its place among the file's sections of its type),
+     * so a reload compares such entities without it */
+    bool name_by_place;
     size_t n_values;
     jn_mv_t values[]; /* owned, one per schema attribute (by index) */
 };

@@ -29,6 +29,29 @@ static const jn_schema_attr_t *find_attr(const jn_mgmt_entity_t *e, const char *
     return jn_schema_attr_find(e->type, key);
 }
 
+/* invalid_value: the 400 for a value of the wrong kind; for an enum, the
+ * value given and the values allowed, as the config file says them. */
+static int invalid_value(const jn_mgmt_entity_t *e, const jn_schema_attr_t *a, const char *key,
+                         const jn_field_t *v, jn_mgmt_reply_t *reply)
+{
+    size_t n = jn_schema_attr_enum_count(a);
+    char given[128];
+    if (jn_schema_attr_kind(a) != JN_SCHEMA_ENUM || n == 0 ||
+        jn_mgmt_field_string(v, given, sizeof given) != 0)
+        return jn_mgmt_reply_set(
+            reply, JN_MGMT_BAD_REQUEST, "Invalid value for attribute '%s' of %s: expected %s", key,
+            jn_schema_type_name(e->type), jn_schema_kind_name(jn_schema_attr_kind(a)));
+    char list[512];
+    size_t len = 0;
+    list[0] = '\0';
+    for (size_t i = 0; i < n && len < sizeof list; i++)
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "",
+                                jn_schema_attr_enum_value(a, i));
+    return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                             "Invalid value for attribute '%s' of %s: '%s' is not one of %s", key,
+                             jn_schema_type_name(e->type), given, list);
+}
+
 /* One body entry: key k (a string, copied to key), value v. */
 static int body_entry(jn_mgmt_entity_t *e, const char *key, const jn_field_t *v, char *name,
                       bool *has_name, char *unknown, size_t unknown_cap, jn_mgmt_reply_t *reply)
@@ -66,9 +89,7 @@ static int body_entry(jn_mgmt_entity_t *e, const char *key, const jn_field_t *v,
     if (rc == JN_ENOMEM)
         return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
     if (rc != 0)
-        return jn_mgmt_reply_set(
-            reply, JN_MGMT_BAD_REQUEST, "Invalid value for attribute '%s' of %s: expected %s", key,
-            jn_schema_type_name(e->type), jn_schema_kind_name(jn_schema_attr_kind(a)));
+        return invalid_value(e, a, key, v, reply);
     return 0;
 }
 

@@ -125,6 +125,8 @@ class Router:
         self._log_file = None
         self.signalled = False
         self.nofile = None  # RLIMIT_NOFILE (soft = hard) for the router, if set
+        self.extra_args = []  # more junctiond options after -c FILE
+        self.env = None  # the router's environment (None: the test's)
 
     def make_config(self, router, listener, addresses, extra, worker_threads):
         r = {"mode": "standalone", "id": self.name, "workerThreads": worker_threads}
@@ -158,9 +160,10 @@ class Router:
             if limit:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
 
-        self.proc = subprocess.Popen([JUNCTIOND, "-c", self.conf_path], stdin=subprocess.DEVNULL,
-                                     stdout=self._log_file, stderr=subprocess.STDOUT,
-                                     cwd=self.workdir, preexec_fn=preexec)
+        self.proc = subprocess.Popen([JUNCTIOND, "-c", self.conf_path] + self.extra_args,
+                                     stdin=subprocess.DEVNULL, stdout=self._log_file,
+                                     stderr=subprocess.STDOUT, cwd=self.workdir,
+                                     preexec_fn=preexec, env=self.env)
         return self
 
     def log(self):

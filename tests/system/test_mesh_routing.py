@@ -15,8 +15,8 @@ import unittest
 from proton import Condition, Delivery, Message, symbol
 from proton.reactor import AtMostOnce
 
-from harness import (HashRecv, LargeBody, RouterTestCase, Recv, Scenario, Send, StreamSend,
-                     Traffic, seq_message)
+from harness import (SLOW, HashRecv, LargeBody, RouterTestCase, Recv, Scenario, Send,
+                     StreamSend, Traffic, seq_message)
 from mesh import Mesh
 
 def seqs(messages):
@@ -264,8 +264,11 @@ class DuplicateId(MeshCase):
         m = self.mesh(["A", "B"], [("A", "B", 1)])
         # a newcomer that also calls itself A connects to B
         newcomer = m.add("A2", "A", [("B", 1)])
-        deadline = time.monotonic() + 10
-        while "Duplicate router id" not in m["B"].log() and time.monotonic() < deadline:
+        # B logs the refusal, then the newcomer logs the close it gets: wait
+        # for both (the second came too late under ASan on a loaded machine)
+        deadline = time.monotonic() + 10 * SLOW
+        while ("Duplicate router id" not in m["B"].log() or
+               "duplicate router id" not in newcomer.log()) and time.monotonic() < deadline:
             time.sleep(0.1)
         self.assertIn("Duplicate router id: the inter-router peer", m["B"].log())
         self.assertNotIn("Router A restarted", m["B"].log())

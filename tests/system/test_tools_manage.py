@@ -146,7 +146,7 @@ class ManageEntityTest(ToolsTestCase):
         proc = self.tool("manage", "delete", "--type", "address", "--name", "tools-a1")
         self.assertEqual((proc.returncode, proc.stdout, proc.stderr), (0, "", ""))
         proc = self.tool("manage", "read", "--type", "address", "--name", "tools-a1")
-        self.assertOneLineError(proc, 1, r"^NotFoundStatus: ")
+        self.assertOneLineError(proc, 1, r"^junction-\w+: NotFoundStatus: ")
 
     def test_update_round_trip(self):
         self.require_fake()
@@ -193,7 +193,7 @@ class ManageEntityTest(ToolsTestCase):
     def test_create_error_status(self):
         proc = self.tool("manage", "create", "--type", "address", "--name", "bad",
                          "bogusAttr=1")
-        self.assertOneLineError(proc, 1, r"^BadRequestStatus: ")
+        self.assertOneLineError(proc, 1, r"^junction-\w+: BadRequestStatus: ")
 
 
 class ManageNodeOpsTest(ToolsTestCase):
@@ -241,7 +241,7 @@ class ManageNodeOpsTest(ToolsTestCase):
         self.require_fake()
         proc = self.tool("manage", "NOSUCH-OP", "--type", "listener", "--name", "x", "a=1",
                          "--properties", '{"extra": true}')
-        self.assertOneLineError(proc, 1, r"^NotImplementedStatus: ")
+        self.assertOneLineError(proc, 1, r"^junction-\w+: NotImplementedStatus: ")
         req = self.fake.operations("NOSUCH-OP")[-1]["properties"]
         self.assertEqual(req, {"operation": "NOSUCH-OP", "type": P + "listener", "name": "x",
                                "a": "1", "extra": True})
@@ -253,7 +253,11 @@ class ManageRoutingTest(ToolsTestCase):
         self.require_fake()
         rows = json.loads(self.ok("manage", "query", "--type", "router", "id", "-r", "B"))
         self.assertEqual(rows, [{"id": "B"}])
-        self.assertEqual(set(r["address"] for r in self.fake.requests),
+        # first the attached router's agent is asked whether B is in its mesh
+        self.assertEqual([(r["address"], r["properties"].get("operation"))
+                          for r in self.fake.requests][:1],
+                         [("$management", "GET-MGMT-NODES")])
+        self.assertEqual(set(r["address"] for r in self.fake.requests[1:]),
                          {"_topo/0/B/$management"})
 
     def test_url_path_is_the_address(self):
@@ -296,13 +300,13 @@ class ManageErrorTest(ToolsTestCase):
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
             proc = self.tool("manage", "query", url="127.0.0.1:%d" % port)
-        self.assertOneLineError(proc, 1, r"^cannot connect to amqp://127\.0\.0\.1:%d: "
+        self.assertOneLineError(proc, 1, r"^junction-\w+: cannot connect to amqp://127\.0\.0\.1:%d: "
                                          r"connection refused$" % port)
 
     def test_reply_timeout(self):
         agent = self.start_fake(silent=True)
         proc = self.tool("manage", "get-types", "-t", "1", url=agent.url)
-        self.assertOneLineError(proc, 1, r"^no reply from \$management at "
+        self.assertOneLineError(proc, 1, r"^junction-\w+: no reply from \$management at "
                                          r"amqp://127\.0\.0\.1:\d+ within 1 s")
         self.assertLess(proc.elapsed, 10)
 

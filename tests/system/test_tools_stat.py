@@ -219,19 +219,25 @@ class StatFormatTest(ToolsTestCase):
     """--csv, --json, --watch."""
 
     def test_csv(self):
+        # pure CSV: the heading row first, no title lines
         out = self.ok("stat", "-c", "--csv")
         lines = out.splitlines()
-        at = lines.index("Connections")
-        self.assertEqual(lines[at + 1], '"id","host","container","role","proto","dir",'
-                                        '"security","authentication","tenant","last dlv",'
-                                        '"uptime"')
+        self.assertEqual(lines[0], '"id","host","container","role","proto","dir",'
+                                   '"security","authentication","tenant","last dlv",'
+                                   '"uptime"')
         if self.fake:
-            self.assertEqual(lines[at + 2], '"1","127.0.0.1:40001","client-one","normal",'
-                                            '"amqp","in","no-security","anonymous-user",,'
-                                            '"000:00:00:05","000:01:02:06"')
+            self.assertEqual(lines[1], '"1","127.0.0.1:40001","client-one","normal",'
+                                       '"amqp","in","no-security","anonymous-user","",'
+                                       '"000:00:00:05","000:01:02:06"')
         out = self.ok("stat", "-g", "--csv")
-        self.assertIn('"attr","value"', out)
+        self.assertEqual(out.splitlines()[0], '"attr","value"')
         self.assertRegex(out, r'"Router Id","[^"]+"')
+        # the titles only with --title
+        out = self.ok("stat", "-c", "--csv", "--title")
+        lines = out.splitlines()
+        self.assertRegex(lines[0], r" UTC$")
+        at = lines.index("Connections")
+        self.assertTrue(lines[at + 1].startswith('"id","host"'), out)
 
     def test_json(self):
         doc = json.loads(self.ok("stat", "-a", "--json"))
@@ -267,7 +273,11 @@ class StatRoutingTest(ToolsTestCase):
         self.require_fake()
         rows = dict(parse_table(self.ok("stat", "-g", "-r", "B"), "Router Statistics")[1])
         self.assertEqual(rows["Router Id"], "B")
-        addresses = set(r["address"] for r in self.fake.requests)
+        # first the attached router's agent is asked whether B is in its mesh
+        self.assertEqual([(r["address"], r["properties"].get("operation"))
+                          for r in self.fake.requests][:1],
+                         [("$management", "GET-MGMT-NODES")])
+        addresses = set(r["address"] for r in self.fake.requests[1:])
         self.assertEqual(addresses, {"_topo/0/B/$management"})
 
     def test_all_routers(self):
@@ -306,7 +316,7 @@ class StatErrorTest(ToolsTestCase):
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]  # bound, not listening: refused
             proc = self.tool("stat", "-g", url="amqp://127.0.0.1:%d" % port)
-        self.assertOneLineError(proc, 1, r"^cannot connect to amqp://127\.0\.0\.1:%d: "
+        self.assertOneLineError(proc, 1, r"^junction-\w+: cannot connect to amqp://127\.0\.0\.1:%d: "
                                          r"connection refused$" % port)
 
     def test_silent_peer_times_out(self):
@@ -326,14 +336,14 @@ class StatErrorTest(ToolsTestCase):
         threading.Thread(target=accept, daemon=True).start()
         self.addCleanup(lambda: [c.close() for c in held])
         proc = self.tool("stat", "-g", "-t", "1", url="127.0.0.1:%d" % srv.getsockname()[1])
-        self.assertOneLineError(proc, 1, r"^cannot connect to amqp://127\.0\.0\.1:\d+: "
+        self.assertOneLineError(proc, 1, r"^junction-\w+: cannot connect to amqp://127\.0\.0\.1:\d+: "
                                          r"no answer within 1 s$")
         self.assertLess(proc.elapsed, 10)
 
     def test_agent_that_never_replies(self):
         agent = self.start_fake(silent=True)
         proc = self.tool("stat", "-g", "-t", "1", url=agent.url)
-        self.assertOneLineError(proc, 1, r"^no reply from \$management at "
+        self.assertOneLineError(proc, 1, r"^junction-\w+: no reply from \$management at "
                                          r"amqp://127\.0\.0\.1:\d+ within 1 s")
         self.assertLess(proc.elapsed, 10)
 

@@ -11,11 +11,16 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define DEFAULT_URL "amqp://127.0.0.1:5672"
+
+#ifndef JN_VERSION
+#define JN_VERSION "unknown"
+#endif
 
 enum {
     OPT_PING_PONG = 256,
@@ -29,6 +34,9 @@ enum {
     OPT_THREADS,
     OPT_JSON,
     OPT_TLS_CA,
+    OPT_BUS,
+    OPT_TIMEOUT,
+    OPT_VERSION,
 };
 
 static const struct option long_options[] = {
@@ -54,6 +62,11 @@ static const struct option long_options[] = {
     {"tls-ca", required_argument, NULL, OPT_TLS_CA},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
+    /* the same long names as junction-stat and junction-manage where they
+     * mean the same thing */
+    {"bus", required_argument, NULL, OPT_BUS},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
 };
 
@@ -95,11 +108,13 @@ static const char *const usage_text[] = {
     "                           address); without it each message is expected once\n"
     "\n",
     "Where to connect:\n"
-    "      --send-url URL       where senders connect (default " DEFAULT_URL ");\n"
+    "      --bus URL            where senders and receivers connect, as\n"
+    "                           junction-stat --bus (default " DEFAULT_URL ")\n"
+    "      --send-url URL       where senders connect (default: --bus);\n"
     "                           repeat it or separate URLs with commas to spread\n"
     "                           the senders round-robin\n"
-    "      --recv-url URL       where receivers connect (default " DEFAULT_URL "),\n"
-    "                           same rules; so senders and receivers may use two\n"
+    "      --recv-url URL       where receivers connect (default: --bus), same\n"
+    "                           rules; so senders and receivers may use two\n"
     "                           different routers\n"
     "      --direct             no router: listen on the --recv-url host:port and\n"
     "                           let the senders connect there directly, for a\n"
@@ -107,15 +122,16 @@ static const char *const usage_text[] = {
     "                           (sender mod M); with --multicast each sender opens\n"
     "                           one link per receiver and sends every message on\n"
     "                           each of them\n"
-    "  URLs have the form [amqp://]HOST[:PORT]; IPv6 hosts go in brackets;\n"
-    "  amqps://HOST[:PORT] connects with TLS (proton's client-side TLS; not\n"
-    "  with --direct)\n"
+    "  URLs have the form [amqp://]HOST[:PORT]; PORT is a number or a service\n"
+    "  name (amqp); IPv6 hosts go in brackets; amqps://HOST[:PORT] connects with\n"
+    "  TLS (proton's client-side TLS; not with --direct)\n"
     "      --tls-ca FILE        PEM CAs that must have signed an amqps:// server's\n"
     "                           certificate (its name is not checked); without\n"
     "                           it the server is not verified\n"
     "\n",
     "Limits and output:\n"
-    "      --start-timeout SECS receivers must attach, then senders must attach\n"
+    "      --timeout SECS, --start-timeout SECS\n"
+    "                           receivers must attach, then senders must attach\n"
     "                           and get credit, within SECS each (default 10)\n"
     "      --idle-timeout SECS  give up when no message was sent, received or\n"
     "                           settled for SECS, for instance while waiting for\n"
@@ -124,6 +140,7 @@ static const char *const usage_text[] = {
     "      --json               print the figures as one JSON object on stdout\n"
     "                           (the human line then goes to stderr)\n"
     "  -v, --verbose            report connection and link events on stderr\n"
+    "      --version            print the version and exit\n"
     "  -h, --help               print this help and exit\n"
     "\n",
     "Every message carries its sender, a sequence number and its send time, so\n"
@@ -252,8 +269,16 @@ int jn_bench_url_parse(const char *text, jn_bench_url_t *url, char *err, size_t 
     if (!port)
         port = "5672";
     size_t plen = strlen(port);
-    if (plen == 0 || plen >= sizeof(url->port) || strspn(port, "0123456789") != plen ||
-        atol(port) < 1 || atol(port) > 65535) {
+    if (plen == 0 || plen >= sizeof(url->port)) {
+        snprintf(err, errlen, "missing or too long port");
+        return -1;
+    }
+    /* a service name ("amqp") as the router's listener port takes one */
+    if (strspn(port, "0123456789") != plen && !getservbyname(port, "tcp")) {
+        snprintf(err, errlen, "'%s' is neither a port number nor a TCP service name", port);
+        return -1;
+    }
+    if (strspn(port, "0123456789") == plen && (atol(port) < 1 || atol(port) > 65535)) {
         snprintf(err, errlen, "the port must be a number from 1 to 65535");
         return -1;
     }
@@ -350,7 +375,16 @@ static int apply_option(jn_bench_opts_t *o, int c, const char *arg)
         o->direct = true;
         return 0;
     case OPT_START_TIMEOUT:
-        return parse_seconds("--start-timeout", arg, &o->start_timeout);
+    case OPT_TIMEOUT:
+        return parse_seconds(c == OPT_TIMEOUT ? "--timeout" : "--start-timeout", arg,
+                             &o->start_timeout);
+    case OPT_BUS:
+        if (o->n_bus_urls)
+            return usage_error("%s: %s", "--bus", "given twice");
+        return add_urls("--bus", arg, o->bus_urls, &o->n_bus_urls);
+    case OPT_VERSION:
+        printf("junction-bench %s\n", JN_VERSION);
+        return 1;
     case OPT_IDLE_TIMEOUT:
         return parse_seconds("--idle-timeout", arg, &o->idle_timeout);
     case OPT_THREADS:
@@ -381,13 +415,17 @@ static int check_combination(jn_bench_opts_t *o)
     if (o->direct && o->n_send_urls > 0)
         return usage_error("%s: %s", "--send-url",
                            "not used with --direct (senders connect to --recv-url)");
-    if (o->n_send_urls == 0) {
-        jn_bench_url_parse(DEFAULT_URL, &o->send_urls[0], err, sizeof(err));
-        o->n_send_urls = 1;
+    if (o->n_bus_urls == 0) {
+        jn_bench_url_parse(DEFAULT_URL, &o->bus_urls[0], err, sizeof(err));
+        o->n_bus_urls = 1;
+    }
+    if (o->n_send_urls == 0 && !o->direct) {
+        memcpy(o->send_urls, o->bus_urls, sizeof o->bus_urls);
+        o->n_send_urls = o->n_bus_urls;
     }
     if (o->n_recv_urls == 0) {
-        jn_bench_url_parse(DEFAULT_URL, &o->recv_urls[0], err, sizeof(err));
-        o->n_recv_urls = 1;
+        memcpy(o->recv_urls, o->bus_urls, sizeof o->bus_urls);
+        o->n_recv_urls = o->n_bus_urls;
     }
     for (size_t i = 0; o->direct && i < o->n_recv_urls; i++)
         if (o->recv_urls[i].tls)

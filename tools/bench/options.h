@@ -61,11 +61,13 @@ typedef struct {
     size_t n_send_urls;
     jn_bench_url_t recv_urls[JN_BENCH_MAX_URLS];
     size_t n_recv_urls;
+    jn_bench_url_t bus_urls[JN_BENCH_MAX_URLS]; /* --bus: both, unless given apart */
+    size_t n_bus_urls;
 } jn_bench_opts_t;
 
 /*
  * Parse argv into *opts. Returns 0 when the run should go ahead, 1 when
- * --help was printed (exit 0), and -1 on a usage error, already reported on
+ * --help or --version was printed (exit 0), and -1 on a usage error, already reported on
  * stderr (exit JN_BENCH_EXIT_USAGE).
  */
 int jn_bench_opts_parse(jn_bench_opts_t *opts, int argc, char **argv);
@@ -74,8 +76,9 @@ int jn_bench_opts_parse(jn_bench_opts_t *opts, int argc, char **argv);
 const char *jn_bench_mode_name(jn_bench_mode_t mode);
 
 /*
- * Parse one URL ("amqp://host:port", "host:port", "host", "[::1]:5672")
- * into *url. Returns 0, or -1 with a reason in err (errlen octets).
+ * Parse one URL ("amqp://host:port", "host:port", "host", "[::1]:5672",
+ * "host:amqp": a port number or a TCP service name) into *url. Returns 0, or -1 with a reason in
+ * err (errlen octets).
  */
 int jn_bench_url_parse(const char *text, jn_bench_url_t *url, char *err, size_t errlen);
 

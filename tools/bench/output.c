@@ -25,6 +25,7 @@ typedef struct {
     jn_bench_hist_t *hist;
     uint64_t *per_receiver; /* messages received per receiver slot */
     bool ok;
+    bool not_multicast; /* --multicast, but each message reached one receiver */
 } totals_t;
 
 static void add_receiver(totals_t *t, const jn_bench_receiver_t *r)
@@ -76,6 +77,11 @@ static void derive(jn_bench_run_t *run, totals_t *t)
     t->unsent = stopped || t->sent >= o->count ? 0 : o->count - t->sent;
     t->ok = !atomic_load(&run->failed) && t->lost == 0 && t->dup == 0 && t->unsettled == 0 &&
             t->invalid == 0 && t->unsent == 0 && t->released + t->rejected + t->modified == 0;
+    /* --multicast toward an address the router does not multicast: every
+     * message arrived, but at one receiver each, so the copies the others
+     * never got count as lost */
+    t->not_multicast = o->multicast && !o->direct && o->receivers > 1 && t->lost > 0 &&
+                       t->dup == 0 && t->sent > 0 && t->received == t->sent;
 }
 
 static int collect(jn_bench_run_t *run, totals_t *t)
@@ -246,6 +252,7 @@ static void print_json(jn_bench_run_t *run, const totals_t *t, int status, FILE 
     json_bool(out, "time_limit_hit", atomic_load(&run->time_limit_hit));
     json_bool(out, "idle_timeout_hit", atomic_load(&run->idle_timed_out));
     json_bool(out, "interrupted", atomic_load(&run->interrupted));
+    json_bool(out, "not_multicast", t->not_multicast);
     fprintf(out, ", \"failure\": ");
     json_string(out, run->failure);
     fprintf(out, ", \"ok\": %s, \"exit_status\": %d}\n", t->ok ? "true" : "false", status);
@@ -263,6 +270,14 @@ int jn_bench_report(jn_bench_run_t *run)
     int status = t.ok ? JN_BENCH_EXIT_OK : JN_BENCH_EXIT_FAIL;
     if (run->failure[0])
         fprintf(stderr, "junction-bench: run failed: %s\n", run->failure);
+    if (t.not_multicast)
+        fprintf(stderr,
+                "junction-bench: each message reached exactly one of the %u receivers: the "
+                "router does not multicast address '%s' (its distribution is balanced or "
+                "closest), so the copies counted as lost went to no one. Configure it as "
+                "multicast (address { prefix: %s distribution: multicast }) or run without "
+                "--multicast.\n",
+                run->opts->receivers, run->opts->address, run->opts->address);
     print_human(run, &t, run->opts->json ? stderr : stdout);
     if (run->opts->json)
         print_json(run, &t, status, stdout);

@@ -31,6 +31,7 @@ from proton.utils import BlockingConnection, SyncRequestResponse
 from harness import (PYTHON, SLOW, SOURCE_DIR, Recv, RouterTestCase, Send, Traffic, conf_section,
                      free_port, run_junctiond)
 from mesh import distinct_ports
+from tls_certs import shared_certs
 
 TIMEOUT = 10 * SLOW
 
@@ -170,10 +171,11 @@ class EntityPathTest(RouterTestCase):
         self.assertIn("%s:9: %s" % (path, desc), p.stderr)  # the port's line
 
     def test_file_and_creates_give_the_same_query(self):
-        """The same connectors, addresses and a port-0 listener, from a file
-        on one router and from CREATEs on another: QUERY of each type is the
-        same (the listener's bound port aside)."""
+        """The same addresses, connectors, TLS profile and a port-0 TLS
+        listener, from a file on one router and from CREATEs on another:
+        QUERY of each type is the same (the listener's bound port aside)."""
         ports = distinct_ports(["c1", "c2"])
+        certs = shared_certs()
         # 1.19 names an unnamed address section by its place in the file
         # ("address/0"): the CREATEs give those names
         entities = [
@@ -186,12 +188,16 @@ class EntityPathTest(RouterTestCase):
               "idleTimeoutSeconds": 33, "linkCapacity": 17}),
             ("connector", "connector", "c2",
              {"host": "127.0.0.1", "port": str(ports["c2"]), "stripAnnotations": "no"}),
+            ("sslProfile", "sslProfile", "tls",
+             {"certFile": certs["server"], "privateKeyFile": certs["server_key"],
+              "caCertFile": certs["ca"], "protocols": "TLSv1.2 TLSv1.3"}),
             ("listener", "listener", "l0",
-             {"host": "127.0.0.1", "port": "0", "maxFrameSize": 4096, "maxSessions": 10}),
+             {"host": "127.0.0.1", "port": "0", "maxFrameSize": 4096, "maxSessions": 10,
+              "sslProfile": "tls", "requireSsl": True}),
         ]
         text = router_section("Same") + client_listener()
         for section, _, name, attrs in entities:
-            a = dict(attrs)
+            a = {k: ("yes" if v is True else "no" if v is False else v) for k, v in attrs.items()}
             if name and section != "address":
                 a["name"] = name
             text += conf_section(section, a)
@@ -202,7 +208,7 @@ class EntityPathTest(RouterTestCase):
             code, desc, _ = mm.create(etype, name, attrs)
             self.assertEqual(code, 201, desc)
         mf = self.manager(by_file)
-        for etype in ("router.config.address", "connector", "listener"):
+        for etype in ("router.config.address", "connector", "listener", "sslProfile"):
             rows_f = mf.query(etype)
             rows_m = mm.query(etype)
             if etype == "listener":  # the client listeners differ by port: compare l0

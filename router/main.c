@@ -666,26 +666,40 @@ static void reopen_logs(void)
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_NOTICE, "Log files reopened on SIGUSR1");
 }
 
+/* now_ns: CLOCK_MONOTONIC in nanoseconds. */
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* run: wait for signals (blocked in sigs): SIGHUP reloads, SIGUSR1 reopens
- * the log files, SIGTERM/SIGINT return. With a systemd watchdog, wakes
- * every half WatchdogSec to ping it. */
+ * the log files, SIGTERM/SIGINT return. With a systemd watchdog, pings it
+ * every half WatchdogSec, by the clock, so that a stream of signals cannot
+ * hold the pings back. */
 static void run(daemon_state_t *st, const sigset_t *sigs)
 {
     uint64_t pings = 0;
-    uint64_t half = st->watchdog_usec / 2;
-    struct timespec tick = {.tv_sec = (time_t)(half / 1000000),
-                            .tv_nsec = (long)(half % 1000000) * 1000};
-    if (half)
-        watchdog_tick(st, &pings);
+    uint64_t half_ns = st->watchdog_usec * 500u; /* half the period */
+    uint64_t next = half_ns ? now_ns() : 0;
     for (;;) {
-        int sig = half ? sigtimedwait(sigs, NULL, &tick) : 0;
-        if (!half && sigwait(sigs, &sig) != 0)
-            continue;
-        if (sig < 0) {
-            if (errno == EAGAIN)
+        int sig = 0;
+        if (half_ns) {
+            uint64_t now = now_ns();
+            if (now >= next) {
                 watchdog_tick(st, &pings);
+                next = now + half_ns;
+            }
+            uint64_t wait = next - now; /* > 0 and at most half_ns */
+            struct timespec tick = {.tv_sec = (time_t)(wait / 1000000000u),
+                                    .tv_nsec = (long)(wait % 1000000000u)};
+            sig = sigtimedwait(sigs, NULL, &tick);
+        } else if (sigwait(sigs, &sig) != 0) {
             continue;
         }
+        if (sig < 0)
+            continue; /* the tick's time (EAGAIN), or EINTR */
         if (sig == SIGUSR1) {
             reopen_logs();
             continue;

@@ -104,6 +104,28 @@ class NotifyTest(RouterTestCase):
         self.assertGreater(fifth - first, 4 * period / 2 * 0.8)
         self.assertLess(fifth - first, 4 * period * SLOW)
 
+    def test_watchdog_goes_on_under_a_stream_of_signals(self):
+        """Signals more often than half the period (SIGUSR1 every 50 ms)
+        do not hold the pings back."""
+        period = 0.4
+        r, sock = self.start_notified(watchdog_usec=int(period * 1e6))
+        sock.wait("READY=1", 10 * SLOW)
+        first = sock.wait("WATCHDOG=1", 5 * SLOW)
+        end = time.monotonic() + 6 * period
+        while time.monotonic() < end:
+            r.proc.send_signal(signal.SIGUSR1)
+            time.sleep(0.05)
+        # what was sent while the signals came (2.4 s: 12 half periods), read now
+        sock.sock.setblocking(False)
+        sent = 0
+        while True:
+            try:
+                sent += "WATCHDOG=1" in sock.sock.recv(4096).decode().split("\n")
+            except BlockingIOError:
+                break
+        self.assertGreaterEqual(sent, 4, "%d pings in %.1f s of signals" % (sent, 6 * period))
+        self.assertGreater(first, 0)
+
     def test_no_notify_socket_no_harm(self):
         """Started by hand (no NOTIFY_SOCKET), junctiond runs as before."""
         r = Router(self.workdir, name="plain")

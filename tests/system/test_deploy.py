@@ -27,7 +27,8 @@ import unittest
 
 import yaml
 
-from harness import SLOW, SOURCE_DIR, Router, RouterTestCase, free_port, run_junctiond
+from harness import SLOW, SOURCE_DIR, Router, RouterTestCase, run_junctiond
+from mesh import distinct_ports
 
 K8S = os.path.join(SOURCE_DIR, "deploy", "kubernetes")
 try:
@@ -186,8 +187,11 @@ class MeshFromConfigMapTest(RouterTestCase):
         return conf.replace("host: 0.0.0.0", "host: 127.0.0.1")
 
     def test_three_pods_form_a_mesh(self):
-        amqp = [free_port() for _ in range(3)]
-        mesh = [free_port() for _ in range(3)]
+        # six distinct ports, all bound at once while chosen (one at a time,
+        # two could be the same port: seen in CI as "Address already in use")
+        ports = distinct_ports(["a0", "a1", "a2", "m0", "m1", "m2"])
+        amqp = [ports["a%d" % i] for i in range(3)]
+        mesh = [ports["m%d" % i] for i in range(3)]
         routers = []
         for i in range(3):
             r = Router(self.workdir, name="pod%d" % i, config=self.generate(i, amqp, mesh))

@@ -63,13 +63,6 @@ static void put(text_t *t, const char *fmt, ...)
     t->buf = NULL;
 }
 
-static bool count_node(void *arg, const jn_mesh_router_info_t *info)
-{
-    (void)info;
-    ++*(size_t *)arg;
-    return true;
-}
-
 static bool count_reachable(void *arg, const jn_mesh_router_info_t *info)
 {
     if (info->reachable)
@@ -85,8 +78,8 @@ static void figure(text_t *t, bool compat, const char *name, const char *type, c
                    uint64_t value)
 {
     size_t n = strlen(name);
-    bool strip = !compat && strcmp(type, "gauge") == 0 && n > 6 &&
-                 strcmp(name + n - 6, "_total") == 0;
+    bool strip =
+        !compat && strcmp(type, "gauge") == 0 && n > 6 && strcmp(name + n - 6, "_total") == 0;
     int len = (int)(strip ? n - 6 : n);
     put(t, "# HELP %.*s %s\n# TYPE %.*s %s\n%.*s %" PRIu64 "\n", len, name, help, len, name, type,
         len, name, value);
@@ -100,9 +93,7 @@ typedef struct pool_text {
 static void pool_line(const jn_pool_stats_t *s, void *arg)
 {
     pool_text_t *p = arg;
-    uint64_t v = p->pass == 0   ? s->in_use
-                 : p->pass == 1 ? s->in_free_lists
-                                : s->total_allocated;
+    uint64_t v = p->pass == 0 ? s->in_use : p->pass == 1 ? s->in_free_lists : s->total_allocated;
     static const char *const names[] = {"junction_pool_objects_in_use",
                                         "junction_pool_objects_free",
                                         "junction_pool_objects_allocated_total"};
@@ -111,38 +102,31 @@ static void pool_line(const jn_pool_stats_t *s, void *arg)
 
 int jn_mgmt_metrics_CT(jn_mgmt_t *agent, const char *query, char **body, size_t *len)
 {
-    jn_core_stats_t s;
-    memset(&s, 0, sizeof s);
-    if (agent->cfg.core)
-        jn_core_get_stats(agent->cfg.core, &s);
-    size_t nodes = 0;
-    if (agent->cfg.foreach_router)
-        agent->cfg.foreach_router(agent->cfg.nodes_ctx, count_node, &nodes);
+    jn_mgmt_figures_t f; /* as the router entity reads them */
+    jn_mgmt_router_figures(agent, &f);
+    const jn_core_stats_t s = f.core;
     bool c = query && strstr(query, "compat=qdrouterd") != NULL;
     text_t t = {0};
     figure(&t, c, "qdr_connections_total", "gauge", "Open connections.", s.connections);
     figure(&t, c, "qdr_links_total", "gauge", "Attached links.", s.links);
-    figure(&t, c, "qdr_addresses_total", "gauge", "Addresses in the address table.",
-           s.addresses);
-    figure(&t, c, "qdr_routers_total", "gauge", "Other routers known in the mesh.", nodes);
-    figure(&t, c, "qdr_link_routes_total", "gauge", "Configured link routes.",
-           jn_mgmt_store_count(agent, jn_mgmt_class_find("router.config.linkRoute", NULL)));
-    figure(&t, c, "qdr_auto_links_total", "gauge", "Configured auto-links.",
-           jn_mgmt_store_count(agent, jn_mgmt_class_find("router.config.autoLink", NULL)));
+    figure(&t, c, "qdr_addresses_total", "gauge", "Addresses in the address table.", s.addresses);
+    figure(&t, c, "qdr_routers_total", "gauge", "Other routers known in the mesh.", f.nodes);
+    figure(&t, c, "qdr_link_routes_total", "gauge", "Configured link routes.", f.link_routes);
+    figure(&t, c, "qdr_auto_links_total", "gauge", "Configured auto-links.", f.auto_links);
     figure(&t, c, "qdr_presettled_deliveries_total", "counter",
            "Deliveries that arrived pre-settled.", s.deliveries_presettled);
     figure(&t, c, "qdr_dropped_presettled_deliveries_total", "counter",
            "Pre-settled deliveries dropped.", s.deliveries_dropped);
-    figure(&t, c, "qdr_accepted_deliveries_total", "counter",
-           "Deliveries a consumer accepted.", s.deliveries_accepted);
+    figure(&t, c, "qdr_accepted_deliveries_total", "counter", "Deliveries a consumer accepted.",
+           s.deliveries_accepted);
     figure(&t, c, "qdr_released_deliveries_total", "counter", "Deliveries released.",
            s.deliveries_released);
-    figure(&t, c, "qdr_rejected_deliveries_total", "counter",
-           "Deliveries a consumer rejected.", s.deliveries_rejected);
-    figure(&t, c, "qdr_modified_deliveries_total", "counter",
-           "Deliveries a consumer modified.", s.deliveries_modified);
-    figure(&t, c, "qdr_deliveries_ingress_total", "counter",
-           "Deliveries received from clients.", s.deliveries_ingress);
+    figure(&t, c, "qdr_rejected_deliveries_total", "counter", "Deliveries a consumer rejected.",
+           s.deliveries_rejected);
+    figure(&t, c, "qdr_modified_deliveries_total", "counter", "Deliveries a consumer modified.",
+           s.deliveries_modified);
+    figure(&t, c, "qdr_deliveries_ingress_total", "counter", "Deliveries received from clients.",
+           s.deliveries_ingress);
     figure(&t, c, "qdr_deliveries_egress_total", "counter", "Deliveries sent to clients.",
            s.deliveries_egress);
     /* the router entity shows these as 0 too: not counted yet */

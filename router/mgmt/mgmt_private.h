@@ -233,8 +233,8 @@ struct jn_mgmt {
     int64_t start_time;         /* seconds since the epoch */
     jn_mgmt_entity_t *entities; /* stored entities, in creation order */
     jn_mgmt_entity_t *tail;
-    uint64_t next_id; /* decimal identities of router.config.* */
-    jn_config_t *file; /* the config file last loaded or reloaded (owned; NULL: none) */
+    uint64_t next_id;    /* decimal identities of router.config.* */
+    jn_config_t *file;   /* the config file last loaded or reloaded (owned; NULL: none) */
     uint32_t log_failed; /* log modules whose section a reload could not apply (bits) */
 };
 
@@ -254,6 +254,20 @@ int jn_mgmt_value_default(const jn_schema_attr_t *attr, jn_mv_t *out);
 bool jn_mgmt_value_equal(const jn_mv_t *a, const jn_mv_t *b);
 /* The text of a stored string value, or NULL. */
 const char *jn_mgmt_value_cstr(const jn_mv_t *v);
+
+/* ---- runtime.c: the router's figures ------------------------------------- */
+
+/* What the `router` entity and /metrics both show, read once: the core's
+ * counters, the routers known in the mesh, the configured link routes and
+ * auto-links. */
+typedef struct jn_mgmt_figures {
+    jn_core_stats_t core;
+    size_t nodes;
+    size_t link_routes, auto_links;
+} jn_mgmt_figures_t;
+
+/* jn_mgmt_router_figures: fill *out. Core thread. */
+void jn_mgmt_router_figures(jn_mgmt_t *agent, jn_mgmt_figures_t *out);
 
 /* ---- store.c ---------------------------------------------------------------- */
 

@@ -62,20 +62,27 @@ static bool count_node(void *arg, const jn_mesh_router_info_t *info)
     return true;
 }
 
+void jn_mgmt_router_figures(jn_mgmt_t *agent, jn_mgmt_figures_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (agent->cfg.core)
+        jn_core_get_stats(agent->cfg.core, &out->core);
+    if (agent->cfg.foreach_router)
+        agent->cfg.foreach_router(agent->cfg.nodes_ctx, count_node, &out->nodes);
+    out->link_routes =
+        jn_mgmt_store_count(agent, jn_mgmt_class_find("router.config.linkRoute", NULL));
+    out->auto_links =
+        jn_mgmt_store_count(agent, jn_mgmt_class_find("router.config.autoLink", NULL));
+}
+
 size_t jn_mgmt_rows_router(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t offset, size_t max,
                            jn_mgmt_row_fn fn, void *ctx)
 {
     if (offset > 0 || max == 0)
         return 1;
-    jn_core_stats_t s;
-    memset(&s, 0, sizeof s);
-    if (agent->cfg.core)
-        jn_core_get_stats(agent->cfg.core, &s);
-    size_t nodes = 0;
-    if (agent->cfg.foreach_router)
-        agent->cfg.foreach_router(agent->cfg.nodes_ctx, count_node, &nodes);
-    const jn_mgmt_class_t *lr = jn_mgmt_class_find("router.config.linkRoute", NULL);
-    const jn_mgmt_class_t *al = jn_mgmt_class_find("router.config.autoLink", NULL);
+    jn_mgmt_figures_t f;
+    jn_mgmt_router_figures(agent, &f);
+    const jn_core_stats_t s = f.core;
     int64_t up = (int64_t)time(NULL) - agent->start_time;
     uint64_t mem = memory_usage();
     jn_mv_t zero = jn_mv_ulong(0);
@@ -90,9 +97,9 @@ size_t jn_mgmt_rows_router(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t 
         [JN_COL_ROUTER_METADATA] = jn_mv_str(agent->cfg.metadata),
         [JN_COL_ROUTER_ADDR_COUNT] = jn_mv_ulong(s.addresses),
         [JN_COL_ROUTER_LINK_COUNT] = jn_mv_ulong(s.links),
-        [JN_COL_ROUTER_NODE_COUNT] = jn_mv_ulong(nodes),
-        [JN_COL_ROUTER_LINK_ROUTE_COUNT] = jn_mv_ulong(jn_mgmt_store_count(agent, lr)),
-        [JN_COL_ROUTER_AUTO_LINK_COUNT] = jn_mv_ulong(jn_mgmt_store_count(agent, al)),
+        [JN_COL_ROUTER_NODE_COUNT] = jn_mv_ulong(f.nodes),
+        [JN_COL_ROUTER_LINK_ROUTE_COUNT] = jn_mv_ulong(f.link_routes),
+        [JN_COL_ROUTER_AUTO_LINK_COUNT] = jn_mv_ulong(f.auto_links),
         [JN_COL_ROUTER_CONNECTION_COUNT] = jn_mv_ulong(s.connections),
         [JN_COL_ROUTER_PRESETTLED_DELIVERIES] = jn_mv_ulong(s.deliveries_presettled),
         [JN_COL_ROUTER_DROPPED_PRESETTLED_DELIVERIES] = jn_mv_ulong(s.deliveries_dropped),
@@ -137,8 +144,7 @@ static bool conn_row(void *arg, const jn_view_conn_t *v)
         [JN_COL_CONNECTION_PROTOCOL] = jn_mv_str("amqp"),
         [JN_COL_CONNECTION_DIR] = jn_mv_str(v->incoming ? "in" : "out"),
         [JN_COL_CONNECTION_CONTAINER] = v->container[0] ? jn_mv_str(v->container) : jn_mv_null(),
-        [JN_COL_CONNECTION_SASL] =
-            v->sasl_mechanism ? jn_mv_str(v->sasl_mechanism) : jn_mv_null(),
+        [JN_COL_CONNECTION_SASL] = v->sasl_mechanism ? jn_mv_str(v->sasl_mechanism) : jn_mv_null(),
         [JN_COL_CONNECTION_IS_AUTHENTICATED] = jn_mv_bool(v->authenticated),
         [JN_COL_CONNECTION_USER] = v->user ? jn_mv_str(v->user) : jn_mv_null(),
         [JN_COL_CONNECTION_IS_ENCRYPTED] = jn_mv_bool(v->encrypted),

@@ -132,4 +132,69 @@ int jn_core_address_config_add_CT(jn_core_t *core, const char *prefix_or_pattern
  * Core thread. */
 int jn_core_address_config_remove_CT(jn_core_t *core, const char *prefix_or_pattern, bool pattern);
 
+/* ---- link routes and auto-links (router/core/linkroute.c) -------------- */
+
+/* A `linkRoute` entity (docs/design.md, "Link routes and auto-links").
+ * Strings are copied; NULL for an attribute not given. */
+typedef struct jn_link_route_config {
+    const char *name;    /* the entity's name (the key for removal) */
+    const char *prefix;  /* exactly one of prefix and pattern */
+    const char *pattern;
+    /* JN_LINK_INCOMING for direction `in` (the client sends: the router
+     * receives on the link), JN_LINK_OUTGOING for `out` */
+    jn_link_dir_t dir;
+    const char *container_id; /* the container's connection: its container id, */
+    const char *connection;   /* or its listener's/connector's name */
+    const char *add_external_prefix; /* put before the address toward the container */
+    const char *del_external_prefix; /* taken off its start first, when there */
+} jn_link_route_config_t;
+
+/* jn_core_link_route_add_CT: route attaches whose address matches (prefix
+ * or pattern, address_config.h's matching; the most specific wins) and
+ * whose direction is dir to the container, from now on. Returns 0;
+ * JN_EEXIST when a link route with the same prefix or pattern and
+ * direction exists (or the same name); JN_EINVAL for a missing
+ * prefix/pattern, name or container; JN_ENOMEM. Core thread. */
+int jn_core_link_route_add_CT(jn_core_t *core, const jn_link_route_config_t *cfg);
+
+/* jn_core_link_route_remove_CT: remove the link route named name; links
+ * routed already stay routed. Returns 0 or JN_ENOENT. Core thread. */
+int jn_core_link_route_remove_CT(jn_core_t *core, const char *name);
+
+/* jn_core_link_route_status_CT: "active" while a connection to the link
+ * route's container is open, else "inactive"; NULL when no such link
+ * route. Static string. Core thread. */
+const char *jn_core_link_route_status_CT(jn_core_t *core, const char *name);
+
+/* An `autoLink` entity. Strings copied; NULL when not given. */
+typedef struct jn_autolink_config {
+    const char *name;
+    const char *address;          /* the router's address */
+    /* JN_LINK_INCOMING for direction `in` (from the container into the
+     * router), JN_LINK_OUTGOING for `out` */
+    jn_link_dir_t dir;
+    int phase;                    /* -1: the default (in 1, out 0) */
+    const char *container_id;
+    const char *connection;
+    const char *external_address; /* the container's address (NULL: address) */
+    bool fallback;
+} jn_autolink_config_t;
+
+/* jn_core_autolink_add_CT: attach a link to the container whenever a
+ * connection to it is open (now, if one is). Returns 0; JN_EEXIST (same
+ * name); JN_EINVAL (no address, container or name); JN_ENOMEM. Core
+ * thread. */
+int jn_core_autolink_add_CT(jn_core_t *core, const jn_autolink_config_t *cfg);
+
+/* jn_core_autolink_remove_CT: detach its link and forget it. 0 or
+ * JN_ENOENT. Core thread. */
+int jn_core_autolink_remove_CT(jn_core_t *core, const char *name);
+
+/* jn_core_autolink_status_CT: the auto-link's operStatus ("inactive": no
+ * connection to its container, "attaching", "failed", "active"; static)
+ * and its lastError (borrowed until the next core change, NULL: none) and
+ * the id of its link (0: none). Returns 0 or JN_ENOENT. Core thread. */
+int jn_core_autolink_status_CT(jn_core_t *core, const char *name, const char **oper_status,
+                               const char **last_error, uint64_t *link_id);
+
 #endif /* JUNCTION_CORE_VIEW_H */

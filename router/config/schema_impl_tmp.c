@@ -13,7 +13,7 @@ static bool in(const char *s, const char *const *list)
 
 bool jn_schema_type_implemented(const jn_schema_type_t *t)
 {
-    static const char *const no[] = {"sslProfile", "authServicePlugin", "linkRoute", "autoLink",
+    static const char *const no[] = {"sslProfile", "authServicePlugin",
                                      "exchange", "binding", "vhost", "vhostUserGroupSettings",
                                      "console", "dummy", "router.connection.linkRoute", NULL};
     return !in(jn_schema_type_short_name(t), no);
@@ -48,7 +48,8 @@ bool jn_schema_attr_value_implemented(const jn_schema_attr_t *a, const char *val
     const char *name;
     const char *type = type_of_attr(a, &name);
     if (strcmp(name, "role") == 0 && (!strcmp(type, "listener") || !strcmp(type, "connector")))
-        return strcmp(value, "normal") == 0 || strcmp(value, "inter-router") == 0;
+        return strcmp(value, "normal") == 0 || strcmp(value, "inter-router") == 0 ||
+               strcmp(value, "route-container") == 0;
     if (strcmp(name, "mode") == 0 && strcmp(type, "router") == 0)
         return strcmp(value, "standalone") == 0 || strcmp(value, "interior") == 0;
     return true;

@@ -47,7 +47,11 @@ jn_core_conn_t *jn_core_conn_opened_IO(jn_core_t *core, void *io_conn, const jn_
             c->properties_len = info->properties_len;
         }
     }
-    if (!c->container_id || !c->host || (info->properties_len && !c->properties)) {
+    if (info->endpoint_name)
+        c->endpoint_name = strdup(info->endpoint_name);
+    if (!c->container_id || !c->host || (info->properties_len && !c->properties) ||
+        (info->endpoint_name && !c->endpoint_name)) {
+        free(c->endpoint_name);
         free(c->properties);
         free(c->container_id);
         free(c->host);
@@ -62,6 +66,7 @@ jn_core_conn_t *jn_core_conn_opened_IO(jn_core_t *core, void *io_conn, const jn_
     c->strip_outbound = info->strip_outbound;
     c->link_capacity = info->link_capacity;
     c->inter_router = info->inter_router;
+    c->route_container = info->route_container;
     c->cost = info->cost ? info->cost : 1;
     c->opened_us = jn_time_wall_us(); /* once per connection, for uptimeSeconds */
     if (c->inter_router)
@@ -91,6 +96,7 @@ void jn_conn_unref(jn_core_conn_t *conn)
     free(conn->container_id);
     free(conn->host);
     free(conn->properties);
+    free(conn->endpoint_name);
     jn_pool_free(atomic_load_explicit(&conn_pool, memory_order_acquire), conn);
 }
 
@@ -104,6 +110,7 @@ void jn_conn_opened_CT(jn_core_conn_t *conn)
     core->ct.conns = conn;
     jn_stat_add(&core->stats.connections, 1);
     jn_router_conn_opened_CT(conn);
+    jn_lr_conn_opened_CT(conn);
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_DEBUG,
            "[C%" PRIu64 "] Connection opened: container=%s host=%s %s", conn->conn_id,
            conn->container_id, conn->host, conn->incoming ? "incoming" : "outgoing");
@@ -117,6 +124,7 @@ void jn_conn_closed_CT(jn_core_conn_t *conn)
     jn_router_conn_closed_CT(conn); /* before its links: no route through it */
     while (conn->ct.links)
         jn_link_detached_CT(conn->ct.links, true);
+    jn_lr_conn_closed_CT(conn);
     /* The I/O thread takes no more work: the core is the consumer now. */
     jn_mpsc_node_t *nodes[64];
     for (;;) {
@@ -267,5 +275,6 @@ void jn_work_free(jn_work_t *work)
     free(work->address);
     free(work->condition);
     free(work->description);
+    free(work->name);
     jn_pool_free(atomic_load_explicit(&work_pool, memory_order_acquire), work);
 }

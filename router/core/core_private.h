@@ -84,6 +84,7 @@ typedef enum jn_action_type {
     JN_ACT_DLV_CONTINUED,
     JN_ACT_DLV_UPDATE,
     JN_ACT_CALL, /* jn_core_call: run a function in the core role */
+    JN_ACT_LINK_ANSWERED, /* jn_core_link_answered_IO */
     JN_ACT_STOP
 } jn_action_type_t;
 
@@ -176,6 +177,8 @@ struct jn_core_conn {
     bool strip_outbound;
     uint32_t link_capacity;
     bool inter_router;
+    bool route_container; /* role route-container */
+    char *endpoint_name;  /* its listener's or connector's name (heap), or NULL */
     bool internal;  /* the core's own origin of the messages it composes */
     uint32_t cost;  /* inter-router: effective cost */
     int64_t opened_us; /* wall clock at jn_core_conn_opened_IO (uptimeSeconds) */
@@ -223,6 +226,8 @@ typedef enum jn_link_state {
     JN_LINK_ST_NEW = 0,  /* attach not processed yet */
     JN_LINK_ST_ATTACHED, /* routing */
     JN_LINK_ST_REFUSED,  /* LINK_CLOSE sent; waiting for the detach */
+    JN_LINK_ST_ROUTING,  /* link-routed: waiting for the far end's attach
+                          * (linkroute.c); no credit, no deliveries */
     JN_LINK_ST_DETACHED  /* detach processed; no more work for it */
 } jn_link_state_t;
 
@@ -239,6 +244,13 @@ struct jn_core_link {
     jn_link_type_t type;
     int priority;      /* data links: 0..9, -1 for extra ones */
     bool local;        /* attached by the router (connector side) */
+    uint8_t *termini;  /* the peer's termini as io encodes them (heap), or NULL */
+    size_t termini_len;
+    void *attach_ref;  /* jn_link_info_t.attach_ref (linkroute.c: a request id) */
+
+    /* Written by the I/O thread before it posts the detach (the post
+     * orders it), then read by the core: the peer's detach error. */
+    char *detach_condition, *detach_description; /* heap, or NULL */
 
     /* Atomic. flow: the I/O thread's latest (credit_limit << 1 | drain). */
     atomic_uint refcount;
@@ -250,10 +262,17 @@ struct jn_core_link {
     jn_action_t attach_action;
     jn_action_t detach_action;
     jn_action_t flow_action;
+    jn_action_t answer_action; /* JN_ACT_LINK_ANSWERED (holds a reference) */
+    atomic_bool answer_posted;
 
     /* Core thread only. */
     struct {
         uint64_t id;                           /* [L<id>] in logs */
+        /* link routes (linkroute.c): the link at the other end of the
+         * route (each end names the other until either detaches), and
+         * the auto-link this link serves, or NULL */
+        jn_core_link_t *routed;
+        struct jn_autolink *autolink;
         uint8_t state;                         /* jn_link_state_t */
         bool anonymous;                        /* incoming, no target: route by each message */
         jn_addr_t *addr;                       /* target/source address (when attached) */
@@ -341,6 +360,10 @@ struct jn_core {
     char *node_id;                 /* "0/<router id>" (router.c) */
     jn_core_conn_t *internal_conn; /* origin of composed messages (router.c) */
     jn_core_link_t *internal_link;
+
+    /* Link routes and auto-links (linkroute.c): core thread only, except
+     * the count, which the I/O layer may read (relaxed). */
+    struct jn_lr_table *lr;
 
     /* Core thread only. */
     struct {
@@ -570,6 +593,34 @@ jn_core_link_t *jn_router_pick_remote_CT(jn_core_t *core, jn_addr_t *addr,
 unsigned jn_router_multicast_links_CT(jn_core_t *core, const jn_addr_t *addr,
                                       const jn_route_ctx_t *rc, jn_core_link_t **out,
                                       unsigned max);
+
+/* ---- linkroute.c (link routes and auto-links) ---------------------------- */
+
+/* Allocate / free the tables (jn_core_create / jn_core_free). */
+int jn_lr_init(jn_core_t *core);
+void jn_lr_fini(jn_core_t *core);
+/* An endpoint link's attach: when a link route matches its address, route
+ * it (or refuse it: no container) and return true; false: route it by its
+ * address as usual. */
+bool jn_lr_attach_CT(jn_core_link_t *link);
+/* A link the router attached for a JN_WORK_LINK_ATTACH was reported
+ * (link->attach_ref names the request): pair it with what asked for it. */
+void jn_lr_local_attached_CT(jn_core_link_t *link);
+/* Its peer answered (JN_ACT_LINK_ANSWERED). */
+void jn_lr_answered_CT(jn_core_link_t *link);
+/* A link that is routed or serves an auto-link (or waits to) is detaching:
+ * undo the pairing, detach the other end with the error. */
+void jn_lr_link_detached_CT(jn_core_link_t *link, bool from_conn_close);
+/* Connections opening and closing: auto-links attach and go; requests
+ * waiting on a closed connection are answered. */
+void jn_lr_conn_opened_CT(jn_core_conn_t *conn);
+void jn_lr_conn_closed_CT(jn_core_conn_t *conn);
+/* The credit a routed incoming link may be granted now (link.c). */
+uint32_t jn_lr_credit_due_CT(const jn_core_link_t *link);
+
+/* link.c: refuse an attach with an error (LINK_CLOSE; waits for the
+ * detach). */
+void jn_link_refuse_CT(jn_core_link_t *link, const char *condition, const char *description);
 
 /* ---- delivery.c ---------------------------------------------------------- */
 

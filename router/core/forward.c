@@ -678,6 +678,11 @@ void jn_forward_arrived_CT(jn_delivery_t *dlv)
         jn_router_control_arrived_CT(dlv);
         return;
     }
+    if (JN_UNLIKELY(in->ct.routed != NULL) && in->ct.state == JN_LINK_ST_ATTACHED) {
+        /* link-routed: to the link at the other end of the route, as is */
+        jn_forward_to_links_CT(dlv, &in->ct.routed, 1, false);
+        return;
+    }
     jn_addr_t *addr = addr_of_CT(core, dlv);
     if (addr && !in->conn->inter_router)
         addr->ingress++; /* it enters the mesh here */

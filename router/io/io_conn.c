@@ -413,6 +413,8 @@ static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
         .link_capacity = conn->endpoint->cfg.link_capacity,
         .inter_router = conn->inter_router,
         .cost = cost,
+        .endpoint_name = conn->endpoint->cfg.name,
+        .route_container = conn->endpoint->cfg.role == JN_ROLE_ROUTE_CONTAINER,
     };
     uint8_t *props = NULL;
     jn_io_render_properties_IO(pn_connection_remote_properties(pc), &props, &info.properties_len);
@@ -599,6 +601,8 @@ static void on_session_close(jn_io_conn_t *conn, pn_session_t *ssn)
             l->pn = NULL;
         }
     }
+    if (ssn == conn->route_ssn)
+        conn->route_ssn = NULL; /* the next routed link begins a new one */
     if (!(pn_session_state(ssn) & PN_LOCAL_CLOSED))
         pn_session_close(ssn);
     pn_session_free(ssn);
@@ -630,8 +634,12 @@ jn_io_link_t *jn_io_link_new_IO(jn_io_conn_t *conn, pn_link_t *pl)
 
 static void on_link_open(jn_io_conn_t *conn, pn_link_t *pl)
 {
-    if (!(pn_link_state(pl) & PN_LOCAL_UNINIT))
+    if (!(pn_link_state(pl) & PN_LOCAL_UNINIT)) {
+        jn_io_link_t *ours = pn_link_get_context(pl);
+        if (ours && ours->routed && ours->core && !ours->detached)
+            jn_core_link_answered_IO(ours->core); /* the container answered */
         return;
+    }
     jn_io_link_t *link = jn_io_link_new_IO(conn, pl);
     if (!link) {
         pn_condition_set_name(pn_link_condition(pl), "amqp:resource-limit-exceeded");
@@ -652,8 +660,13 @@ static void on_link_open(jn_io_conn_t *conn, pn_link_t *pl)
     jn_io_ir_classify_IO(link, &info);
     if (info.type == JN_LINK_CONTROL)
         jn_io_ir_cap_control_IO(link);
+    uint8_t *termini = NULL;
+    if (info.type == JN_LINK_ENDPOINT && info.address) /* a link route may copy them */
+        jn_io_termini_encode_IO(pl, &termini, &info.termini_len);
+    info.termini = termini;
     if (conn->core && !conn->closing)
         link->core = jn_core_link_attached_IO(conn->core, link, &info);
+    free(termini);
     if (!link->core) {
         link->detached = true; /* the core never knew it */
         jn_io_link_close_IO(link, "amqp:resource-limit-exceeded", "link refused");
@@ -666,10 +679,14 @@ static void on_link_close(pn_link_t *pl, bool closed)
     if (!link)
         return;
     pn_condition_t *c = pn_link_remote_condition(pl);
-    if (pn_condition_is_set(c))
+    if (pn_condition_is_set(c)) {
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_DEBUG, JN_IO_LINK_FMT " Link detached by peer: %s %s",
                link->conn->id, link->id, pn_condition_get_name(c),
                pn_condition_get_description(c) ? pn_condition_get_description(c) : "");
+        if (link->core && !link->detached) /* a routed link passes it on */
+            jn_core_link_set_error_IO(link->core, pn_condition_get_name(c),
+                                      pn_condition_get_description(c));
+    }
     if (!link->local_closed) {
         if (closed)
             pn_link_close(pl);
@@ -813,6 +830,11 @@ static jn_io_link_t *work_link(const jn_work_t *w)
 /* Carry out one work item; frees it (or keeps it: DELIVERY_SEND). */
 static void work_do_IO(jn_io_conn_t *conn, jn_work_t *w)
 {
+    if (w->type == JN_WORK_LINK_ATTACH) { /* w->link is another connection's */
+        jn_io_route_attach_IO(conn, w);
+        jn_work_free(w);
+        return;
+    }
     jn_io_link_t *link = work_link(w);
     if (!link && w->type != JN_WORK_CONN_CLOSE) {
         jn_work_free(w); /* cannot happen: the core names a live link */
@@ -849,6 +871,8 @@ static void work_do_IO(jn_io_conn_t *conn, jn_work_t *w)
     case JN_WORK_CONN_CLOSE:
         conn_close_IO(conn, w->condition, w->description);
         break;
+    case JN_WORK_LINK_ATTACH:
+        break; /* above */
     }
     jn_work_free(w);
 }

@@ -399,6 +399,7 @@ struct jn_io_conn {
                               * the screen's error once what is framed is written
                               * (io_loop.c, conn_write) */
     bool transport_closed;
+    pn_session_t *route_ssn; /* the session of links the core asked for (io_route.c) */
     uint64_t next_link_id;
     jn_io_link_t *links; /* every io_link not yet released */
     jn_io_link_t *busy;  /* links with something to finish at batch end */
@@ -434,6 +435,7 @@ struct jn_io_link {
     jn_core_link_t *core; /* NULL when refused before the core */
     bool detached;        /* reported detached (or never attached) */
     bool local;           /* we attached it (inter-router, connector side) */
+    bool routed;          /* attached for the core (io_route.c): report the answer */
     uint64_t max_message_size; /* incoming: octets, 0 = unlimited (maxMessageSize;
                                 * JN_IO_CONTROL_MAX_MESSAGE on control links) */
     bool local_closed;
@@ -576,6 +578,12 @@ void jn_io_ir_cap_control_IO(jn_io_link_t *link);
 void jn_io_rx_credit_IO(jn_io_link_t *link, uint32_t credit, bool drain);
 void jn_io_rx_update_IO(jn_io_link_t *link, jn_work_t *work);
 void jn_io_rx_link_gone_IO(jn_io_link_t *link);
+
+/* io_route.c: links attached for the core (link routes, auto-links) */
+void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w);
+/* The peer's source and target of pl, encoded for the core (heap, the
+ * caller's; NULL/0 when out of memory). */
+void jn_io_termini_encode_IO(pn_link_t *pl, uint8_t **out, size_t *len);
 
 /* io_send.c */
 void jn_io_tx_send_IO(jn_io_link_t *link, jn_work_t *work);

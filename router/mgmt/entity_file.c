@@ -310,9 +310,11 @@ static int create_from_file(jn_mgmt_t *agent, const jn_config_entity_t *ce, jn_m
     return 0;
 }
 
-/* Order of creation: addresses, then connectors, then listeners (1.19's
- * order: a router connects before it accepts), each in file order. */
-static const char *const load_order[] = {"address", "connector", "listener"};
+/* Order of creation: addresses, link routes, auto-links, then connectors,
+ * then listeners (1.19's order: a router connects before it accepts),
+ * each in file order. */
+static const char *const load_order[] = {"address", "linkRoute", "autoLink", "connector",
+                                          "listener"};
 
 static int load_stored(jn_mgmt_t *agent, const jn_config_t *cfg, errors_t *errs)
 {

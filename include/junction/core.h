@@ -425,7 +425,8 @@ typedef enum jn_work_type {
     /* incoming link: grant `credit` more credit (pn_link_flow); with drain
      * set, withdraw the credit instead: the address has no destination any
      * more, so the sender is drained (credit 0, drain flag) and gets new
-     * credit only with a later LINK_CREDIT. */
+     * credit only with a later LINK_CREDIT; drain with credit 1: credit 0
+     * without the drain flag (an auto-link's broker, linkroute.c). */
     JN_WORK_LINK_CREDIT,
     /* outgoing link: the link's drain request has been satisfied: advance
      * the delivery count and send the flow (pn_link_drained). */

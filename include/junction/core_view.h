@@ -126,6 +126,15 @@ int jn_core_conn_close_CT(jn_core_t *core, uint64_t id, const char *condition,
 int jn_core_address_config_add_CT(jn_core_t *core, const char *prefix_or_pattern, bool pattern,
                                   jn_distribution_t distribution, bool mc_backpressure);
 
+/* jn_core_address_config_set_phases_CT: the entry added last (by
+ * jn_core_address_config_add_CT, which must have returned 0 just before)
+ * has these phases (0..9; `waypoint: yes` is egress 1): links attached
+ * from now on to a matching address use the ingress phase when they send
+ * to the router, the egress phase when they receive (the address-hash key
+ * M<phase><address>, mesh-protocol.md 6). Returns 0, or JN_EINVAL for a
+ * phase out of range or no entry. Core thread. */
+int jn_core_address_config_set_phases_CT(jn_core_t *core, int ingress, int egress);
+
 /* jn_core_address_config_remove_CT: remove the entry added with the same
  * text and kind (a pattern compared after collapsing '#' runs). Addresses
  * already in the table keep their distribution. Returns 0 or JN_ENOENT.

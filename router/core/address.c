@@ -90,13 +90,23 @@ static int addr_get_CT(jn_core_t *core, uint8_t *key, size_t len, jn_distributio
     return 0;
 }
 
-int jn_addr_get_CT(jn_core_t *core, const char *address, jn_addr_t **out)
+int jn_addr_get_CT(jn_core_t *core, const char *address, jn_link_dir_t dir, jn_addr_t **out)
 {
     JN_ASSERT_CT(core);
     size_t len = 0;
     uint8_t *key = key_of(address, &len);
     if (!key)
         return JN_ENOMEM;
+    if (len >= 2 && key[0] == JN_ADDR_CLASS_MOBILE && core->config.count) {
+        /* a configured phase (waypoint): senders use the ingress phase,
+         * receivers the egress phase */
+        int i = jn_addr_config_match(&core->config, (const char *)key + 2, len - 2);
+        if (i >= 0) {
+            const jn_addr_config_entry_t *e = &core->config.entries[i];
+            key[1] = (uint8_t)('0' + (dir == JN_LINK_INCOMING ? e->ingress_phase
+                                                                : e->egress_phase));
+        }
+    }
     return addr_get_CT(core, key, len, core->default_distribution, out);
 }
 

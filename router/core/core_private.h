@@ -451,9 +451,12 @@ void jn_link_producers_dirty_CT(jn_addr_t *addr);
 /* ---- address.c ---------------------------------------------------------- */
 
 /* Find or create the address for a link's terminus address (a C string,
- * read through the hash view). *out is NULL when the address's
- * distribution is unavailable (nothing is created). Returns 0 or JN_ENOMEM. */
-int jn_addr_get_CT(jn_core_t *core, const char *address, jn_addr_t **out);
+ * read through the hash view) for a link of direction dir: a mobile
+ * address configured with phases gets the ingress phase for an incoming
+ * link, the egress phase for an outgoing one (else phase 0). *out is NULL
+ * when the address's distribution is unavailable (nothing is created).
+ * Returns 0 or JN_ENOMEM. */
+int jn_addr_get_CT(jn_core_t *core, const char *address, jn_link_dir_t dir, jn_addr_t **out);
 /* jn_addr_unavailable_for_message_CT: true when the address msg is sent to
  * (its to-override when honoured, else properties.to) is a mobile address
  * whose distribution is configured `unavailable` (an address entity, or

@@ -194,7 +194,7 @@ static jn_addr_t *attach_address_CT(jn_core_t *core, jn_core_link_t *link, const
         return NULL;
     }
     jn_addr_t *addr = NULL;
-    if (jn_addr_get_CT(core, address, &addr) != 0) {
+    if (jn_addr_get_CT(core, address, link->dir, &addr) != 0) {
         jn_link_refuse_CT(link, "amqp:resource-limit-exceeded", "out of memory");
         return NULL;
     }
@@ -389,6 +389,11 @@ static void withdraw_credit_CT(jn_core_link_t *link)
         return; /* out of memory: the credit stays with the sender */
     w->link = jn_link_ref(link);
     w->drain = true;
+    /* a broker (auto-link, link route) gets credit 0 without the drain
+     * flag: RabbitMQ 3.10's AMQP 1.0 plugin ends the whole session, every
+     * routed link on it, when a drain completes; a link-routed client's
+     * drain was answered by the router already (jn_link_pump_CT) */
+    w->credit = link->ct.autolink || link->ct.routed ? 1 : 0;
     jn_work_push_CT(link->conn, w);
     link->ct.outstanding = 0;
 }

@@ -206,6 +206,7 @@ void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w)
     if (!pc || conn->closing || !conn->core || !w->name)
         return; /* the connection is going: the core learns it from the close */
     if (!conn->route_ssn) {
+        jn_screen_sessions_begun(conn->screen); /* proton may reuse a channel */
         conn->route_ssn = pn_session(pc);
         if (!conn->route_ssn)
             return;

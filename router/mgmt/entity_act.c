@@ -120,6 +120,11 @@ static int create_address(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_err_t
     if (rc != 0)
         return jn_entity_fail(err, rc == JN_ENOMEM ? JN_MGMT_INTERNAL : JN_MGMT_BAD_REQUEST, NULL,
                               "address: cannot add it: %s", jn_strerror(rc));
+    bool waypoint = jn_mgmt_entity_bool(e, "waypoint", false);
+    int ingress = (int)jn_mgmt_entity_int(e, "ingressPhase", 0);
+    int egress = (int)jn_mgmt_entity_int(e, "egressPhase", waypoint ? 1 : 0);
+    if (ingress || egress)
+        jn_core_address_config_set_phases_CT(agent->cfg.core, ingress, egress);
     return 0;
 }
 

@@ -163,7 +163,10 @@ typedef struct jn_link_route_config {
  * whose direction is dir to the container, from now on. Returns 0;
  * JN_EEXIST when a link route with the same prefix or pattern and
  * direction exists (or the same name); JN_EINVAL for a missing
- * prefix/pattern, name or container; JN_ENOMEM. Core thread. */
+ * prefix/pattern or name; JN_ENOMEM. A link route naming no container
+ * (neither containerId nor connection) only relays: its attaches go to
+ * the router that advertises the container, or are refused. Core
+ * thread. */
 int jn_core_link_route_add_CT(jn_core_t *core, const jn_link_route_config_t *cfg);
 
 /* jn_core_link_route_remove_CT: remove the link route named name; links
@@ -191,8 +194,8 @@ typedef struct jn_autolink_config {
 
 /* jn_core_autolink_add_CT: attach a link to the container whenever a
  * connection to it is open (now, if one is). Returns 0; JN_EEXIST (same
- * name); JN_EINVAL (no address, container or name); JN_ENOMEM. Core
- * thread. */
+ * name); JN_EINVAL (no address or name); JN_ENOMEM. One naming no
+ * container never attaches. Core thread. */
 int jn_core_autolink_add_CT(jn_core_t *core, const jn_autolink_config_t *cfg);
 
 /* jn_core_autolink_remove_CT: detach its link and forget it. 0 or

@@ -46,6 +46,8 @@
 
 typedef struct jn_link_route {
     char *name;
+    char *key;        /* its mesh key (C/D/E/F + text, route_key) */
+    bool advertised;  /* the mesh was told this router has its container */
     jn_link_dir_t dir;
     char *container_id, *connection;
     char *add_prefix, *del_prefix;
@@ -84,6 +86,10 @@ typedef struct jn_lr_table {
     uint64_t next_id;
 } jn_lr_table_t;
 
+static void advertise_CT(jn_core_t *core);
+static jn_core_conn_t *remote_conn_CT(jn_core_t *core, const char *address, jn_link_dir_t dir,
+                                      const jn_core_conn_t *not);
+
 /* ---- set-up ------------------------------------------------------------------ */
 
 int jn_lr_init(jn_core_t *core)
@@ -101,6 +107,7 @@ static void route_free(jn_link_route_t *r)
     if (!r)
         return;
     free(r->name);
+    free(r->key);
     free(r->container_id);
     free(r->connection);
     free(r->add_prefix);
@@ -254,33 +261,54 @@ bool jn_lr_attach_CT(jn_core_link_t *link)
     JN_ASSERT_CT(core);
     jn_lr_table_t *t = core->lr;
     int d = link->dir == JN_LINK_INCOMING ? 0 : 1;
-    if (t->match[d].count == 0 || !link->address || link->dynamic || conn->internal)
+    if (!link->address || link->dynamic || conn->internal ||
+        (t->match[d].count == 0 && !core->mesh))
         return false;
-    int i = jn_addr_config_match(&t->match[d], link->address, strlen(link->address));
-    if (i < 0)
-        return false;
-    const jn_link_route_t *r = t->routes[d][i];
-    jn_core_conn_t *to = find_conn_CT(core, r->container_id, r->connection, conn);
-    if (!to) {
-        jn_link_refuse_CT(link, "amqp:not-found", "No route to the destination node");
-        return true;
+    const jn_link_route_t *r = NULL;
+    int i = t->match[d].count
+                ? jn_addr_config_match(&t->match[d], link->address, strlen(link->address))
+                : -1;
+    if (i >= 0)
+        r = t->routes[d][i];
+    jn_core_conn_t *to = r ? find_conn_CT(core, r->container_id, r->connection, conn) : NULL;
+    char *ext = NULL, *name = NULL;
+    if (to) {
+        ext = external_address(r, link->address);
+    } else {
+        /* the container is behind another router (10.6): the same address
+         * to the next hop, the name made unique unless it came from one */
+        to = remote_conn_CT(core, link->address, link->dir, conn);
+        if (!to && !r)
+            return false; /* not link-routed: an address like any other */
+        if (!to) {
+            jn_link_refuse_CT(link, "amqp:not-found", "No route to the destination node");
+            return true;
+        }
+        ext = strdup(link->address);
+        if (!conn->inter_router) {
+            size_t n = strlen(link->name) + strlen(conn->container_id) + 2;
+            name = malloc(n);
+            if (name)
+                snprintf(name, n, "%s@%s", link->name, conn->container_id);
+        }
     }
-    char *ext = external_address(r, link->address);
     lr_request_t *rq = ext ? request_new_CT(core, to) : NULL;
-    if (!rq || push_attach_CT(to, d == 0 ? JN_LINK_OUTGOING : JN_LINK_INCOMING, link->name, ext,
-                              link->presettled, link, rq->id) != 0) {
+    if (!rq || push_attach_CT(to, d == 0 ? JN_LINK_OUTGOING : JN_LINK_INCOMING,
+                              name ? name : link->name, ext, link->presettled, link, rq->id) != 0) {
         if (rq)
             free(request_take_CT(core, rq->id));
         free(ext);
+        free(name);
         jn_link_refuse_CT(link, "amqp:resource-limit-exceeded", "out of memory");
         return true;
     }
     rq->client = jn_link_ref(link);
     link->ct.state = JN_LINK_ST_ROUTING;
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO,
-           "[C%" PRIu64 "][L%" PRIu64 "] Link routed by %s to connection [C%" PRIu64 "] as %s",
-           conn->conn_id, link->ct.id, r->name, to->conn_id, ext);
+           "[C%" PRIu64 "][L%" PRIu64 "] Link routed%s%s to connection [C%" PRIu64 "] as %s",
+           conn->conn_id, link->ct.id, r ? " by " : "", r ? r->name : "", to->conn_id, ext);
     free(ext);
+    free(name);
     return true;
 }
 
@@ -404,6 +432,7 @@ void jn_lr_conn_opened_CT(jn_core_conn_t *conn)
     for (jn_autolink_t *al = core->lr->autolinks; al; al = al->next)
         if (!al->link && !al->pending && conn_serves(conn, al->container_id, al->connection))
             autolink_try_CT(core, al, conn);
+    advertise_CT(core);
 }
 
 void jn_lr_conn_closed_CT(jn_core_conn_t *conn)
@@ -437,6 +466,96 @@ void jn_lr_conn_closed_CT(jn_core_conn_t *conn)
         if (other)
             autolink_try_CT(core, al, other);
     }
+    advertise_CT(core);
+}
+
+/* ---- across the mesh -------------------------------------------------------------- */
+
+/* The link route's mesh key (mesh-protocol.md 6, docs/protocol.md): a
+ * prefix P is the pattern "P.#", and a pattern with no '*' whose only '#'
+ * is its last token is prefix-style: 'C' (in) or 'D' (out) and the text
+ * without the trailing "#" and separator; any other pattern keeps its
+ * wildcards after 'E' (in) or 'F' (out). Heap, or NULL. */
+static char *route_key(const char *text, bool pattern, jn_link_dir_t dir)
+{
+    bool in = dir == JN_LINK_INCOMING;
+    size_t n = strlen(text);
+    bool prefix_style = !pattern;
+    if (pattern && !strchr(text, '*')) {
+        const char *hash = strchr(text, '#');
+        prefix_style = hash && hash == text + n - 1 &&
+                       (n == 1 || text[n - 2] == '.' || text[n - 2] == '/');
+        if (prefix_style)
+            n = n >= 2 ? n - 2 : 0;
+    }
+    char *key = malloc(n + 2);
+    if (!key)
+        return NULL;
+    key[0] = prefix_style ? (in ? JN_ADDR_CLASS_LINK_IN : JN_ADDR_CLASS_LINK_OUT)
+                          : (in ? JN_ADDR_CLASS_LINK_IN_PATTERN : JN_ADDR_CLASS_LINK_OUT_PATTERN);
+    memcpy(key + 1, text, n);
+    key[n + 1] = '\0';
+    return key;
+}
+
+/* Tell the mesh which link routes have their container here: a key is
+ * advertised (hint link-balanced) while a connection to it is open. */
+static void advertise_CT(jn_core_t *core)
+{
+    JN_ASSERT_CT(core);
+    if (!core->mesh)
+        return;
+    jn_lr_table_t *t = core->lr;
+    for (int d = 0; d < 2; d++) {
+        for (size_t i = 0; i < t->match[d].count; i++) {
+            jn_link_route_t *r = t->routes[d][i];
+            bool want = r->key && find_conn_CT(core, r->container_id, r->connection, NULL);
+            if (want == r->advertised)
+                continue;
+            r->advertised = want;
+            jn_mesh_local_mobile_CT(core->mesh, (const uint8_t *)r->key, strlen(r->key), want,
+                                    JN_MESH_HINT_LINK_BALANCED);
+        }
+    }
+}
+
+/* The connection toward the nearest router that advertised a link-route
+ * key matching address for links of direction dir (prefix-style keys: the
+ * address itself, then each shorter prefix ending before a '.' or '/'),
+ * not `not`; NULL: none. */
+static jn_core_conn_t *remote_conn_CT(jn_core_t *core, const char *address, jn_link_dir_t dir,
+                                      const jn_core_conn_t *not)
+{
+    JN_ASSERT_CT(core);
+    if (!core->mesh)
+        return NULL;
+    size_t n = strlen(address);
+    uint8_t *key = malloc(n + 1);
+    if (!key)
+        return NULL;
+    key[0] = dir == JN_LINK_INCOMING ? JN_ADDR_CLASS_LINK_IN : JN_ADDR_CLASS_LINK_OUT;
+    memcpy(key + 1, address, n);
+    jn_core_conn_t *best = NULL;
+    for (size_t len = n; len > 0 && !best; len--) {
+        if (len < n && address[len] != '.' && address[len] != '/')
+            continue;
+        const jn_addr_t *addr = jn_hash_lookup(core->ct.addrs, key, len + 1);
+        if (!addr || addr->n_remote == 0)
+            continue;
+        uint32_t best_cost = UINT32_MAX;
+        for (int i = 1; i < JN_MESH_MAX_ROUTERS; i++) {
+            const jn_router_node_t *node = core->ct.routers[i];
+            if (!node || !jn_mesh_bits_has(&addr->remote, (unsigned)i) || node->cost >= best_cost)
+                continue;
+            jn_core_conn_t *c = jn_router_conn_CT(core, node);
+            if (c && c != not) {
+                best = c;
+                best_cost = node->cost;
+            }
+        }
+    }
+    free(key);
+    return best;
 }
 
 /* ---- management: link routes ------------------------------------------------- */
@@ -458,7 +577,7 @@ int jn_core_link_route_add_CT(jn_core_t *core, const jn_link_route_config_t *cfg
     JN_ASSERT_CT(core);
     jn_lr_table_t *t = core->lr;
     const char *text = cfg->prefix ? cfg->prefix : cfg->pattern;
-    if (!cfg->name || !text || !*text || (!cfg->container_id && !cfg->connection))
+    if (!cfg->name || !text || !*text)
         return JN_EINVAL;
     int d = cfg->dir == JN_LINK_INCOMING ? 0 : 1;
     size_t i;
@@ -483,7 +602,8 @@ int jn_core_link_route_add_CT(jn_core_t *core, const jn_link_route_config_t *cfg
     r->connection = dup_opt(cfg->connection, &failed);
     r->add_prefix = dup_opt(cfg->add_external_prefix, &failed);
     r->del_prefix = dup_opt(cfg->del_external_prefix, &failed);
-    if (failed) {
+    r->key = route_key(text, cfg->pattern != NULL, cfg->dir);
+    if (failed || !r->key) {
         route_free(r);
         return JN_ENOMEM;
     }
@@ -496,6 +616,7 @@ int jn_core_link_route_add_CT(jn_core_t *core, const jn_link_route_config_t *cfg
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO, "Link route %s: %s %s '%s' to %s %s", r->name,
            d == 0 ? "in" : "out", cfg->prefix ? "prefix" : "pattern", text,
            r->connection ? "connection" : "container", r->connection ? r->connection : r->container_id);
+    advertise_CT(core);
     return 0;
 }
 
@@ -507,7 +628,11 @@ int jn_core_link_route_remove_CT(jn_core_t *core, const char *name)
     size_t i;
     if (!name || !route_find(t, name, &d, &i))
         return JN_ENOENT;
-    route_free(t->routes[d][i]);
+    jn_link_route_t *r = t->routes[d][i];
+    if (r->advertised && core->mesh)
+        jn_mesh_local_mobile_CT(core->mesh, (const uint8_t *)r->key, strlen(r->key), false,
+                                JN_MESH_HINT_LINK_BALANCED);
+    route_free(r);
     jn_addr_config_t *m = &t->match[d];
     free(m->entries[i].text);
     memmove(&m->entries[i], &m->entries[i + 1], (m->count - i - 1) * sizeof m->entries[0]);
@@ -644,7 +769,7 @@ static jn_autolink_t *autolink_find(jn_lr_table_t *t, const char *name)
 int jn_core_autolink_add_CT(jn_core_t *core, const jn_autolink_config_t *cfg)
 {
     JN_ASSERT_CT(core);
-    if (!cfg->name || !cfg->address || !*cfg->address || (!cfg->container_id && !cfg->connection))
+    if (!cfg->name || !cfg->address || !*cfg->address)
         return JN_EINVAL;
     if (autolink_find(core->lr, cfg->name))
         return JN_EEXIST;

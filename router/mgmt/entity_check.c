@@ -193,11 +193,6 @@ static int check_link_config(jn_mgmt_entity_t *e, jn_entity_err_t *err)
         return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "connection",
                               "Both connection and containerId cannot be specified. Specify only "
                               "one");
-    if (!given(e, "connection") && !given(e, "containerId"))
-        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, NULL,
-                              "%s: either a 'connection' or a 'containerId' attribute must be "
-                              "provided",
-                              auto_link ? "autoLink" : "linkRoute");
     return 0;
 }
 

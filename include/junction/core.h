@@ -406,6 +406,12 @@ const jn_disposition_t *jn_delivery_state(const jn_delivery_t *dlv);
  * Immutable; any thread holding a reference. */
 const char *jn_delivery_to_override(const jn_delivery_t *dlv);
 
+/* jn_delivery_phase: for a copy with a to-override, the address phase to
+ * send with it (x-opt-qd.phase, mesh-protocol.md 9; 0: none): the phase
+ * its incoming link's address has (a waypoint's, an auto-link's).
+ * Immutable; any thread holding a reference. */
+int jn_delivery_phase(const jn_delivery_t *dlv);
+
 /* jn_delivery_io / jn_delivery_set_io: the I/O layer's per-delivery context
  * (e.g. its pn_delivery_t). Owned by the I/O thread of the delivery's link's
  * connection; the core never reads it. */

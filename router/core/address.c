@@ -338,6 +338,8 @@ static bool message_address(const jn_message_t *msg, bool honour_to_override, jn
     else if (jn_message_to(msg, it) != 0)
         return false;
     jn_iter_set_view(it, JN_VIEW_ADDRESS_HASH);
+    if (ra && JN_UNLIKELY(ra->phase > 0 && ra->phase <= 9))
+        jn_iter_set_phase(it, (char)('0' + ra->phase)); /* a waypoint's phase */
     return true;
 }
 

@@ -240,10 +240,15 @@ struct jn_core_link {
     bool presettled;
     uint32_t capacity; /* incoming: the most credit outstanding (never 0) */
     char *name;        /* heap */
-    char *address;     /* heap, NULL for none */
+    char *address;     /* heap, NULL for none; an auto-link's is replaced by
+                        * its router address when paired (linkroute.c) */
     jn_link_type_t type;
     int priority;      /* data links: 0..9, -1 for extra ones */
     bool local;        /* attached by the router (connector side) */
+    /* the phase of its address when not 0 (waypoints, auto-links): sent
+     * as x-opt-qd.phase with its deliveries' to-override. Set by the core
+     * when it binds the link to its address, before any copy is made. */
+    uint8_t phase;
     uint8_t *termini;  /* the peer's termini as io encodes them (heap), or NULL */
     size_t termini_len;
     void *attach_ref;  /* jn_link_info_t.attach_ref (linkroute.c: a request id) */

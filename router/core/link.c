@@ -264,6 +264,8 @@ void jn_link_attached_CT(jn_core_link_t *link)
         jn_link_refuse_CT(link, "amqp:resource-limit-exceeded", "out of memory");
         return;
     }
+    if (addr->key_len >= 2 && addr->key[0] == 'M' && addr->key[1] > '0' && addr->key[1] <= '9')
+        link->phase = (uint8_t)(addr->key[1] - '0'); /* a waypoint phase */
     link->ct.state = JN_LINK_ST_ATTACHED;
     jn_work_link_CT(link, JN_WORK_LINK_OPEN, open_as, NULL, NULL, 0);
     if (in)

@@ -342,6 +342,15 @@ void jn_lr_local_attached_CT(jn_core_link_t *link)
         al->link = link;
         link->ct.autolink = al;
         link->ct.state = JN_LINK_ST_ROUTING;
+        /* the link is the router's address (the I/O layer gave the
+         * container's): its deliveries cross the mesh to that address, with
+         * the auto-link's phase; no copy exists yet */
+        char *address = strdup(al->address);
+        if (address) {
+            free(link->address);
+            link->address = address;
+        }
+        link->phase = al->phase >= '1' && al->phase <= '9' ? (uint8_t)(al->phase - '0') : 0;
         return;
     }
     /* nothing wants it any more: close it (its detach follows) */

@@ -65,6 +65,7 @@ typedef struct jn_autolink {
     al_state_t state;
     char *last_error;          /* heap, or NULL */
     jn_core_link_t *link;      /* its link while attached or answering */
+    uint64_t conn_id;          /* the connection it last attached on */
     uint64_t pending;          /* the request id while one is out, else 0 */
 } jn_autolink_t;
 
@@ -467,11 +468,13 @@ void jn_lr_conn_closed_CT(jn_core_conn_t *conn)
         }
         free(rq);
     }
-    /* an auto-link with another connection to its container moves there */
+    /* an auto-link that was on it moves to another connection to its
+     * container, else it is inactive (its lastError kept) */
     for (jn_autolink_t *al = core->lr->autolinks; al; al = al->next) {
-        if (al->link || al->pending)
+        if (al->link || al->pending || al->conn_id != conn->conn_id)
             continue;
         jn_core_conn_t *other = find_conn_CT(core, al->container_id, al->connection, conn);
+        al->state = AL_INACTIVE;
         if (other)
             autolink_try_CT(core, al, other);
     }
@@ -691,6 +694,7 @@ static void autolink_try_CT(jn_core_t *core, jn_autolink_t *al, jn_core_conn_t *
         return;
     }
     al->pending = rq->id;
+    al->conn_id = conn->conn_id;
     al->state = AL_ATTACHING;
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO,
            "[C%" PRIu64 "] Auto-link %s: attaching %s %s", conn->conn_id, al->name,

@@ -448,13 +448,14 @@ typedef enum jn_work_type {
     /* close the connection with error condition/description (may be NULL). */
     JN_WORK_CONN_CLOSE,
     /* attach a new link on this connection (link routes, auto-links;
-     * router/core/linkroute.c): `dir` from the router's view, `name`,
-     * `address` for the terminus at the far end (the target of an
-     * outgoing link, the source of an incoming one), `presettled` for the
-     * sender's settle mode; `link`, when set, is the link whose termini
-     * (jn_core_link_termini) to copy, address replaced. Report it with
-     * jn_core_link_attached_IO (info.local, info.attach_ref = `ref`), and
-     * its peer's answer with jn_core_link_answered_IO. */
+     * router/core/linkroute.c): attach.dir from the router's view,
+     * attach.name, `address` for the terminus at the far end (the target
+     * of an outgoing link, the source of an incoming one),
+     * attach.presettled for the sender's settle mode; `link`, when set, is
+     * the link whose termini (jn_core_link_termini) to copy, address
+     * replaced. Report it with jn_core_link_attached_IO (info.local,
+     * info.attach_ref = attach.ref), and its peer's answer with
+     * jn_core_link_answered_IO. */
     JN_WORK_LINK_ATTACH
 } jn_work_type_t;
 
@@ -470,15 +471,18 @@ typedef struct jn_work {
     uint32_t credit;          /* LINK_CREDIT */
     bool drain;               /* LINK_CREDIT */
     bool settled;             /* DELIVERY_UPDATE */
-    jn_disposition_t disp;    /* DELIVERY_UPDATE */
+    union {
+        jn_disposition_t disp; /* DELIVERY_UPDATE */
+        struct {               /* LINK_ATTACH (shares the space: no item grows) */
+            jn_link_dir_t dir;
+            bool presettled;
+            char *name;        /* owned */
+            void *ref;         /* the core's, for jn_link_info_t.attach_ref */
+        } attach;
+    };
     char *address;            /* LINK_OPEN (owned) */
     char *condition;          /* LINK_CLOSE, CONN_CLOSE (owned, may be NULL) */
     char *description;        /* LINK_CLOSE, CONN_CLOSE (owned, may be NULL) */
-    /* LINK_ATTACH */
-    jn_link_dir_t dir;
-    char *name;               /* owned */
-    void *ref;                /* the core's, for jn_link_info_t.attach_ref */
-    bool presettled;
 } jn_work_t;
 
 /* jn_core_conn_take_work_IO: move up to max pending work items of conn to

@@ -271,10 +271,12 @@ void jn_work_free(jn_work_t *work)
         jn_delivery_unref(work->dlv); /* work->link was borrowed from it */
     else if (work->link)
         jn_link_unref(work->link);
-    jn_disposition_clear(&work->disp);
+    if (work->type == JN_WORK_LINK_ATTACH)
+        free(work->attach.name);
+    else
+        jn_disposition_clear(&work->disp);
     free(work->address);
     free(work->condition);
     free(work->description);
-    free(work->name);
     jn_pool_free(atomic_load_explicit(&work_pool, memory_order_acquire), work);
 }

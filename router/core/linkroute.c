@@ -223,12 +223,12 @@ static int push_attach_CT(jn_core_conn_t *conn, jn_link_dir_t dir, const char *n
     jn_work_t *w = jn_work_new_CT(conn->core, JN_WORK_LINK_ATTACH);
     if (!w)
         return JN_ENOMEM;
-    w->dir = dir;
-    w->name = strdup(name);
+    w->attach.dir = dir;
+    w->attach.name = strdup(name);
     w->address = address ? strdup(address) : NULL;
-    w->presettled = presettled;
-    w->ref = (void *)(uintptr_t)id;
-    if (!w->name || (address && !w->address)) {
+    w->attach.presettled = presettled;
+    w->attach.ref = (void *)(uintptr_t)id;
+    if (!w->attach.name || (address && !w->address)) {
         jn_work_free(w);
         return JN_ENOMEM;
     }

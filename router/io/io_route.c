@@ -196,14 +196,14 @@ static void set_termini(pn_link_t *pl, jn_work_t *w)
         pn_terminus_set_type(pn_link_target(pl), PN_TARGET);
     }
     /* the container's end: the target when the router sends */
-    pn_terminus_t *far = w->dir == JN_LINK_OUTGOING ? pn_link_target(pl) : pn_link_source(pl);
+    pn_terminus_t *far = w->attach.dir == JN_LINK_OUTGOING ? pn_link_target(pl) : pn_link_source(pl);
     pn_terminus_set_address(far, w->address);
 }
 
 void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w)
 {
     pn_connection_t *pc = conn->pn_io;
-    if (!pc || conn->closing || !conn->core || !w->name)
+    if (!pc || conn->closing || !conn->core || !w->attach.name)
         return; /* the connection is going: the core learns it from the close */
     if (!conn->route_ssn) {
         jn_screen_sessions_begun(conn->screen); /* proton may reuse a channel */
@@ -215,12 +215,12 @@ void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w)
             conn->route_ssn, cap > JN_IO_SESSION_CAPACITY_MAX ? JN_IO_SESSION_CAPACITY_MAX : cap);
         pn_session_open(conn->route_ssn);
     }
-    bool send = w->dir == JN_LINK_OUTGOING;
-    pn_link_t *pl = send ? pn_sender(conn->route_ssn, w->name) : pn_receiver(conn->route_ssn, w->name);
+    bool send = w->attach.dir == JN_LINK_OUTGOING;
+    pn_link_t *pl = send ? pn_sender(conn->route_ssn, w->attach.name) : pn_receiver(conn->route_ssn, w->attach.name);
     if (!pl)
         return;
     set_termini(pl, w);
-    pn_link_set_snd_settle_mode(pl, w->presettled ? PN_SND_SETTLED : PN_SND_UNSETTLED);
+    pn_link_set_snd_settle_mode(pl, w->attach.presettled ? PN_SND_SETTLED : PN_SND_UNSETTLED);
     pn_link_set_rcv_settle_mode(pl, PN_RCV_FIRST);
     jn_io_link_t *link = jn_io_link_new_IO(conn, pl);
     if (!link) {
@@ -231,20 +231,20 @@ void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w)
     link->routed = true;
     jn_link_info_t info = {
         .dir = link->dir,
-        .name = w->name,
+        .name = w->attach.name,
         .address = w->address,
-        .presettled = w->presettled,
+        .presettled = w->attach.presettled,
         .capacity = conn->endpoint->cfg.link_capacity,
         .type = JN_LINK_ENDPOINT,
         .priority = -1,
         .local = true,
-        .attach_ref = w->ref,
+        .attach_ref = w->attach.ref,
     };
     link->core = jn_core_link_attached_IO(conn->core, link, &info);
     if (!link->core)
         link->detached = true;
     pn_link_open(pl);
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_DEBUG, JN_IO_LINK_FMT " Attaching %s link %s to %s",
-           conn->id, link->id, send ? "sending" : "receiving", w->name,
+           conn->id, link->id, send ? "sending" : "receiving", w->attach.name,
            w->address ? w->address : "");
 }

@@ -72,11 +72,11 @@ static void test_routed_attach_transfer_credit_and_detach(void **state)
     /* the container's connection is asked for a sending link, address
      * changed by the prefixes, same name; the client waits */
     jn_work_t *w = expect_work(broker, JN_WORK_LINK_ATTACH);
-    assert_int_equal(w->dir, JN_LINK_OUTGOING);
+    assert_int_equal(w->attach.dir, JN_LINK_OUTGOING);
     assert_string_equal(w->address, "/queue/a");
-    assert_string_equal(w->name, "sender-1");
+    assert_string_equal(w->attach.name, "sender-1");
     assert_ptr_equal(w->link, cl);
-    void *ref = w->ref;
+    void *ref = w->attach.ref;
     jn_work_free(w);
     expect_no_work(client);
     jn_core_link_t *bl = attach_raw(broker, JN_LINK_OUTGOING, "/queue/a", "sender-1", ref);
@@ -114,9 +114,9 @@ static void test_container_lost_detaches_with_routed_link_lost(void **state)
     fake_conn_t *client = open_conn("client");
     jn_core_link_t *cl = attach_raw(client, JN_LINK_OUTGOING, "q.b", "receiver-1", NULL);
     jn_work_t *w = expect_work(broker, JN_WORK_LINK_ATTACH);
-    assert_int_equal(w->dir, JN_LINK_INCOMING);
+    assert_int_equal(w->attach.dir, JN_LINK_INCOMING);
     assert_string_equal(w->address, "q.b"); /* the out route has no prefixes */
-    void *ref = w->ref;
+    void *ref = w->attach.ref;
     jn_work_free(w);
     jn_core_link_t *bl = attach_raw(broker, JN_LINK_INCOMING, "q.b", "receiver-1", ref);
     jn_core_link_answered_IO(bl);
@@ -140,7 +140,7 @@ static void test_client_gone_before_the_container_answered(void **state)
     fake_conn_t *client = open_conn("client");
     jn_core_link_t *cl = attach_raw(client, JN_LINK_INCOMING, "q.c", "s", NULL);
     jn_work_t *w = expect_work(broker, JN_WORK_LINK_ATTACH);
-    void *ref = w->ref;
+    void *ref = w->attach.ref;
     jn_work_free(w);
     detach(client, cl);
     /* the container's link, reported late, finds nobody: closed */
@@ -182,9 +182,9 @@ static void test_autolink_attaches_when_its_container_connects(void **state)
     assert_string_equal(autolink_status(), "inactive");
     fake_conn_t *broker = open_conn("broker");
     jn_work_t *w = expect_work(broker, JN_WORK_LINK_ATTACH);
-    assert_int_equal(w->dir, JN_LINK_INCOMING);
+    assert_int_equal(w->attach.dir, JN_LINK_INCOMING);
     assert_string_equal(w->address, "/queue/wq");
-    void *ref = w->ref;
+    void *ref = w->attach.ref;
     jn_work_free(w);
     assert_string_equal(autolink_status(), "attaching");
     jn_core_link_t *bl = attach_raw(broker, JN_LINK_INCOMING, "/queue/wq", "x", ref);

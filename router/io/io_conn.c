@@ -601,8 +601,6 @@ static void on_session_close(jn_io_conn_t *conn, pn_session_t *ssn)
             l->pn = NULL;
         }
     }
-    if (ssn == conn->route_ssn)
-        conn->route_ssn = NULL; /* the next routed link begins a new one */
     if (!(pn_session_state(ssn) & PN_LOCAL_CLOSED))
         pn_session_close(ssn);
     pn_session_free(ssn);
@@ -750,11 +748,16 @@ static void link_release_IO(jn_io_link_t *link)
 {
     pn_link_t *pl = link->pn;
     if (pl) {
+        pn_session_t *ssn = pn_link_session(pl);
         pn_link_set_context(pl, NULL);
         pn_state_t st = pn_link_state(pl);
         if ((st & PN_LOCAL_CLOSED) && (st & PN_REMOTE_CLOSED))
             pn_link_free(pl);
         link->pn = NULL;
+        /* a link the core asked for had its own session (io_route.c): end
+         * it; the peer's end frees it (on_session_close) */
+        if (link->routed && !(pn_session_state(ssn) & PN_LOCAL_CLOSED))
+            pn_session_close(ssn);
     }
     link_free(link);
 }

@@ -399,7 +399,6 @@ struct jn_io_conn {
                               * the screen's error once what is framed is written
                               * (io_loop.c, conn_write) */
     bool transport_closed;
-    pn_session_t *route_ssn; /* the session of links the core asked for (io_route.c) */
     uint64_t next_link_id;
     jn_io_link_t *links; /* every io_link not yet released */
     jn_io_link_t *busy;  /* links with something to finish at batch end */

@@ -13,9 +13,10 @@
  * 0xffffffff for none), four 32-bit fields, two octets, and the four
  * pn_data fields each as their AMQP encoding (length + octets).
  *
- * Session: every such link of a connection goes on one session that the
- * router begins for them (conn->route_ssn), as 1.19 keeps link-routed and
- * auto-links apart from the control and data sessions.
+ * Session: each such link goes on a session of its own that the router
+ * begins for it and ends when the link is released (io_conn.c): a broker
+ * that ends a session over one link's trouble (RabbitMQ 3.10 does) takes
+ * no other link with it.
  *
  * Thread: the connection's I/O thread.
  */
@@ -205,20 +206,21 @@ void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w)
     pn_connection_t *pc = conn->pn_io;
     if (!pc || conn->closing || !conn->core || !w->attach.name)
         return; /* the connection is going: the core learns it from the close */
-    if (!conn->route_ssn) {
-        jn_screen_sessions_begun(conn->screen); /* proton may reuse a channel */
-        conn->route_ssn = pn_session(pc);
-        if (!conn->route_ssn)
-            return;
-        size_t cap = (size_t)conn->endpoint->cfg.max_frame_size * JN_IO_SESSION_FRAMES;
-        pn_session_set_incoming_capacity(
-            conn->route_ssn, cap > JN_IO_SESSION_CAPACITY_MAX ? JN_IO_SESSION_CAPACITY_MAX : cap);
-        pn_session_open(conn->route_ssn);
-    }
-    bool send = w->attach.dir == JN_LINK_OUTGOING;
-    pn_link_t *pl = send ? pn_sender(conn->route_ssn, w->attach.name) : pn_receiver(conn->route_ssn, w->attach.name);
-    if (!pl)
+    jn_screen_sessions_begun(conn->screen); /* proton may reuse a channel */
+    pn_session_t *ssn = pn_session(pc);
+    if (!ssn)
         return;
+    size_t cap = (size_t)conn->endpoint->cfg.max_frame_size * JN_IO_SESSION_FRAMES;
+    pn_session_set_incoming_capacity(ssn, cap > JN_IO_SESSION_CAPACITY_MAX
+                                              ? JN_IO_SESSION_CAPACITY_MAX
+                                              : cap);
+    pn_session_open(ssn);
+    bool send = w->attach.dir == JN_LINK_OUTGOING;
+    pn_link_t *pl = send ? pn_sender(ssn, w->attach.name) : pn_receiver(ssn, w->attach.name);
+    if (!pl) {
+        pn_session_close(ssn);
+        return;
+    }
     set_termini(pl, w);
     pn_link_set_snd_settle_mode(pl, w->attach.presettled ? PN_SND_SETTLED : PN_SND_UNSETTLED);
     pn_link_set_rcv_settle_mode(pl, PN_RCV_FIRST);

@@ -236,8 +236,11 @@ typedef struct jn_link_info {
     const uint8_t *termini;
     size_t termini_len;
     /* A link the router attached for a JN_WORK_LINK_ATTACH: the item's
-     * `ref` (the core's; NULL otherwise). */
+     * attach.ref (the core's; NULL otherwise). */
     void *attach_ref;
+    /* outgoing: the source has the qd.fallback capability: the receiver
+     * is a fallback destination of the address (mesh-protocol.md 6) */
+    bool fallback;
 } jn_link_info_t;
 
 /* jn_core_link_attached_IO: the peer attached a link on conn. Allocates the

@@ -135,6 +135,14 @@ int jn_core_address_config_add_CT(jn_core_t *core, const char *prefix_or_pattern
  * phase out of range or no entry. Core thread. */
 int jn_core_address_config_set_phases_CT(jn_core_t *core, int ingress, int egress);
 
+/* jn_core_address_config_set_fallback_CT: the entry added last has
+ * enableFallback: a delivery to a matching address (created from now on)
+ * that finds no destination goes to the destinations of its fallback
+ * (key M F <address>: receivers with the qd.fallback capability, fallback
+ * auto-links), and its senders get credit while either has one. Returns
+ * 0, or JN_EINVAL when there is no entry. Core thread. */
+int jn_core_address_config_set_fallback_CT(jn_core_t *core, bool on);
+
 /* jn_core_address_config_remove_CT: remove the entry added with the same
  * text and kind (a pattern compared after collapsing '#' runs). Addresses
  * already in the table keep their distribution. Returns 0 or JN_ENOENT.

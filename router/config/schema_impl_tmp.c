@@ -32,7 +32,7 @@ bool jn_schema_attr_implemented(const jn_schema_attr_t *a)
         "connector.saslUsername", "connector.saslPassword", "connector.openProperties",
         "connector.policyVhost", "connector.failoverUrls", "connector.protocolFamily",
         "connector.messageLoggingComponents", "router.saslConfigDir", "router.saslConfigName",
-        "address.enableFallback", "address.priority", "policy.maxConnections",
+ "address.priority", "policy.maxConnections",
         "policy.enableVhostPolicy", "policy.enableVhostNamePatterns", "policy.policyDir",
         "policy.defaultVhost", NULL};
     const char *name;

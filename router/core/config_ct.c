@@ -38,6 +38,15 @@ int jn_core_address_config_set_phases_CT(jn_core_t *core, int ingress, int egres
     return 0;
 }
 
+int jn_core_address_config_set_fallback_CT(jn_core_t *core, bool on)
+{
+    JN_ASSERT_CT(core);
+    if (core->config.count == 0)
+        return JN_EINVAL;
+    core->config.entries[core->config.count - 1].fallback = on;
+    return 0;
+}
+
 /* Collapse runs of '#' tokens as jn_addr_config_add stores patterns, by
  * adding the text to a scratch table (which does exactly that). */
 static char *stored_form(const char *text, bool pattern)

@@ -136,6 +136,8 @@ typedef struct jn_addr {
     bool permanent;       /* never freed while the core runs (R<id>, $management) */
     bool mc_backpressure; /* multicast: a full consumer backlog holds the
                            * senders back instead of dropping (forward.c) */
+    bool fallback;        /* enableFallback: without a destination, its
+                           * deliveries go to the M F <address> one */
     uint8_t inproc;       /* JN_INPROC_*: served inside the router */
     /* management counters (router.address), forward.c: deliveries that
      * entered the mesh here (from a client), copies to local consumers
@@ -249,6 +251,7 @@ struct jn_core_link {
      * as x-opt-qd.phase with its deliveries' to-override. Set by the core
      * when it binds the link to its address, before any copy is made. */
     uint8_t phase;
+    bool fallback;     /* outgoing: a fallback destination (qd.fallback) */
     uint8_t *termini;  /* the peer's termini as io encodes them (heap), or NULL */
     size_t termini_len;
     void *attach_ref;  /* jn_link_info_t.attach_ref (linkroute.c: a request id) */
@@ -458,10 +461,12 @@ void jn_link_producers_dirty_CT(jn_addr_t *addr);
 /* Find or create the address for a link's terminus address (a C string,
  * read through the hash view) for a link of direction dir: a mobile
  * address configured with phases gets the ingress phase for an incoming
- * link, the egress phase for an outgoing one (else phase 0). *out is NULL
+ * link, the egress phase for an outgoing one (else phase 0); a fallback
+ * receiver binds to phase 'F'. *out is NULL
  * when the address's distribution is unavailable (nothing is created).
  * Returns 0 or JN_ENOMEM. */
-int jn_addr_get_CT(jn_core_t *core, const char *address, jn_link_dir_t dir, jn_addr_t **out);
+int jn_addr_get_CT(jn_core_t *core, const char *address, jn_link_dir_t dir, bool fallback,
+                   jn_addr_t **out);
 /* jn_addr_unavailable_for_message_CT: true when the address msg is sent to
  * (its to-override when honoured, else properties.to) is a mobile address
  * whose distribution is configured `unavailable` (an address entity, or
@@ -506,6 +511,15 @@ static inline bool jn_addr_has_destination(const jn_addr_t *addr)
 {
     return addr->n_consumers > 0 || addr->n_remote > 0 || addr->inproc;
 }
+/* The fallback address of addr (its key with phase 'F'), when addr has
+ * enableFallback and that address exists; NULL otherwise. Not on the hot
+ * path: only for an address without a destination. */
+jn_addr_t *jn_addr_fallback_CT(jn_core_t *core, const jn_addr_t *addr);
+/* For a fallback address (phase 'F'): the primary address it serves (phase
+ * '0'), if it exists; NULL otherwise. */
+jn_addr_t *jn_addr_primary_CT(jn_core_t *core, const jn_addr_t *fallback);
+/* addr, or its fallback, has somewhere to send to: senders get credit. */
+bool jn_addr_has_destination_or_fallback_CT(jn_core_t *core, const jn_addr_t *addr);
 /* Free every address left (teardown). */
 void jn_addr_free_all_CT(jn_core_t *core);
 

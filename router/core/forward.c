@@ -371,6 +371,14 @@ static void forward_anycast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_rou
     jn_core_t *core = jn_delivery_core(dlv);
     JN_ASSERT_CT(core);
     jn_core_link_t *to = pick_anycast_CT(core, addr, rc);
+    if (JN_UNLIKELY(!to && addr->fallback)) {
+        /* no destination: the fallback's (enableFallback) */
+        jn_addr_t *fb = jn_addr_fallback_CT(core, addr);
+        if (fb) {
+            addr = fb;
+            to = pick_anycast_CT(core, fb, rc);
+        }
+    }
     if (to && backlogged(dlv, to))
         to = NULL; /* dropped: see backlogged */
     jn_delivery_t *copy = to ? jn_delivery_copy_CT(dlv, to, dlv->presettled) : NULL;

@@ -62,6 +62,7 @@ jn_core_link_t *jn_core_link_attached_IO(jn_core_conn_t *conn, void *io_link,
         l->termini_len = info->termini_len;
     }
     l->attach_ref = info->attach_ref;
+    l->fallback = info->fallback && info->dir == JN_LINK_OUTGOING;
     l->io_link = io_link;
     l->type = info->type;
     l->priority = info->priority;
@@ -194,7 +195,7 @@ static jn_addr_t *attach_address_CT(jn_core_t *core, jn_core_link_t *link, const
         return NULL;
     }
     jn_addr_t *addr = NULL;
-    if (jn_addr_get_CT(core, address, link->dir, &addr) != 0) {
+    if (jn_addr_get_CT(core, address, link->dir, link->fallback, &addr) != 0) {
         jn_link_refuse_CT(link, "amqp:resource-limit-exceeded", "out of memory");
         return NULL;
     }
@@ -366,6 +367,14 @@ void jn_link_producers_dirty_CT(jn_addr_t *addr)
     JN_ASSERT_SOME_CT();
     for (uint32_t i = 0; i < addr->n_producers; i++)
         jn_link_mark_dirty_CT(addr->producers[i]);
+    if (JN_UNLIKELY(addr->key_len >= 2 && addr->key[1] == 'F' && addr->key[0] == 'M')) {
+        /* a fallback's destinations changed: the primary's senders too */
+        jn_core_t *core = jn_core_ct_self_;
+        jn_addr_t *primary = core ? jn_addr_primary_CT(core, addr) : NULL;
+        if (primary && primary->fallback)
+            for (uint32_t i = 0; i < primary->n_producers; i++)
+                jn_link_mark_dirty_CT(primary->producers[i]);
+    }
 }
 
 /* A targeted sender whose address lost its last destination (here or
@@ -383,7 +392,8 @@ static void withdraw_credit_CT(jn_core_link_t *link)
         const jn_core_link_t *out = link->ct.routed;
         if (!out->ct.drain || out->ct.handed < out->ct.credit_limit)
             return;
-    } else if (link->ct.anonymous || !link->ct.addr || jn_addr_has_destination(link->ct.addr)) {
+    } else if (link->ct.anonymous || !link->ct.addr ||
+               jn_addr_has_destination_or_fallback_CT(link->conn->core, link->ct.addr)) {
         return;
     }
     jn_work_t *w = jn_work_new_CT(link->conn->core, JN_WORK_LINK_CREDIT);
@@ -410,7 +420,7 @@ static uint32_t credit_due_CT(const jn_core_link_t *link)
         return jn_lr_credit_due_CT(link);
     if (!link->ct.anonymous) {
         const jn_addr_t *addr = link->ct.addr;
-        if (!addr || !jn_addr_has_destination(addr))
+        if (!addr || !jn_addr_has_destination_or_fallback_CT(link->conn->core, addr))
             return 0;
     }
     /* Batched: nothing while the sender still holds more than half the

@@ -801,7 +801,10 @@ int jn_core_autolink_add_CT(jn_core_t *core, const jn_autolink_config_t *cfg)
     }
     al->dir = cfg->dir;
     int phase = cfg->phase >= 0 ? cfg->phase : cfg->dir == JN_LINK_INCOMING ? 1 : 0;
-    al->phase = cfg->fallback ? 'F' : (char)('0' + (phase > 9 ? 9 : phase));
+    /* a fallback auto-link out is a fallback destination (phase F); one in
+     * brings the fallback queue back to the address (its own phase) */
+    al->phase = cfg->fallback && cfg->dir == JN_LINK_OUTGOING ? 'F'
+                                                              : (char)('0' + (phase > 9 ? 9 : phase));
     al->fallback = cfg->fallback;
     al->next = core->lr->autolinks;
     core->lr->autolinks = al;

@@ -656,6 +656,7 @@ static void on_link_open(jn_io_conn_t *conn, pn_link_t *pl)
         .priority = -1,
     };
     jn_io_ir_classify_IO(link, &info);
+    info.fallback = info.type == JN_LINK_ENDPOINT && jn_io_fallback_receiver_IO(pl);
     if (info.type == JN_LINK_CONTROL)
         jn_io_ir_cap_control_IO(link);
     uint8_t *termini = NULL;

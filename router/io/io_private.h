@@ -572,6 +572,9 @@ void jn_io_ir_attach_links_IO(jn_io_conn_t *conn);
 /* A link the peer attached: set info->type and info->priority from the
  * terminus capability at our end (3.2, 3.3). */
 void jn_io_ir_classify_IO(jn_io_link_t *link, jn_link_info_t *info);
+/* A receiver whose source has the qd.fallback capability (the first one,
+ * mesh-protocol.md 6): a fallback destination. */
+bool jn_io_fallback_receiver_IO(pn_link_t *pl);
 /* A control link takes messages of at most JN_IO_CONTROL_MAX_MESSAGE. */
 void jn_io_ir_cap_control_IO(jn_io_link_t *link);
 void jn_io_rx_credit_IO(jn_io_link_t *link, uint32_t credit, bool drain);

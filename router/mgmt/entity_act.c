@@ -125,6 +125,8 @@ static int create_address(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_err_t
     int egress = (int)jn_mgmt_entity_int(e, "egressPhase", waypoint ? 1 : 0);
     if (ingress || egress)
         jn_core_address_config_set_phases_CT(agent->cfg.core, ingress, egress);
+    if (jn_mgmt_entity_bool(e, "enableFallback", false))
+        jn_core_address_config_set_fallback_CT(agent->cfg.core, true);
     return 0;
 }
 

@@ -387,6 +387,29 @@ class AutoLinkTest(BrokerTestCase):
             self.assertIn("active", row, out)
 
 
+class FallbackTest(BrokerTestCase):
+
+    def test_fallback_auto_link_takes_what_finds_no_receiver(self):
+        # enableFallback: with no receiver for fb, deliveries go to the
+        # fallback auto-link, into the broker's queue; once a receiver is
+        # there, it gets them
+        conf = router_config("R", extra=broker_connector(BROKER) +
+                             conf_section("address", {"prefix": "fb", "enableFallback": "yes"}) +
+                             conf_section("autoLink", {"name": "fb-spill", "address": "fb",
+                                                       "direction": "out", "fallback": "yes",
+                                                       "connection": "broker",
+                                                       "externalAddress": "/queue/fb-spill"}))
+        r = self.start_config("R", conf)
+        self.wait_log(r, "Auto-link fb-spill active")
+        c = Clients(senders=[(r.url, "fb", 50)]).run()
+        self.assertEqual(c.senders[0]["outcomes"], {"accepted": 50}, self.logs())
+        self.broker_depth(BROKER, "fb-spill", 50)
+        c = Clients(senders=[(r.url, "fb", 50)], receivers=[(r.url, "fb", 50)]).run()
+        self.assertFalse(c.timed_out, self.logs())
+        self.assertEqual(len(c.receivers[0]["got"]), 50)
+        self.assertEqual(BROKER.queue_depth("fb-spill"), 50)
+
+
 class BrokerRestartTest(BrokerTestCase):
     """The broker dies mid-stream and comes back (its own broker)."""
 

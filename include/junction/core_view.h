@@ -66,6 +66,9 @@ typedef struct jn_view_link {
     /* outgoing: multicast copies dropped because its backlog was full
      * (droppedPresettledCount, docs/multicast.md) */
     uint64_t dropped;
+    /* link-routed: the id of the link at the other end of the route
+     * (management's `peer`), 0 otherwise */
+    uint64_t peer;
 } jn_view_link_t;
 
 /* One entry of the address table (management `router.address`). */

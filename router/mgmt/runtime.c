@@ -174,9 +174,10 @@ size_t jn_mgmt_rows_conn(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t of
 static bool link_row(void *arg, const jn_view_link_t *v)
 {
     sink_t *k = arg;
-    char id[24], conn[24];
+    char id[24], conn[24], peer[24];
     snprintf(id, sizeof id, "%" PRIu64, v->id);
     snprintf(conn, sizeof conn, "%" PRIu64, v->conn_id);
+    snprintf(peer, sizeof peer, "%" PRIu64, v->peer);
     jn_mv_t zero = jn_mv_ulong(0);
     jn_mv_t r[] = {jn_mv_str(v->name),
                    jn_mv_str(id),
@@ -188,7 +189,7 @@ static bool link_row(void *arg, const jn_view_link_t *v)
                    jn_mv_str(v->dir == JN_LINK_INCOMING ? "in" : "out"),
                    v->owning_addr ? jn_mv_strn(v->owning_addr, v->owning_addr_len) : jn_mv_null(),
                    jn_mv_uint(v->capacity),
-                   jn_mv_null(), /* peer */
+                   v->peer ? jn_mv_str(peer) : jn_mv_null(), /* link-routed: the other end */
                    jn_mv_ulong(v->undelivered),
                    jn_mv_ulong(v->unsettled),
                    jn_mv_ulong(v->deliveries),

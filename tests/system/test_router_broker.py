@@ -297,6 +297,20 @@ class LinkRouteTest(BrokerTestCase):
         self.assertEqual(c.senders[0]["outcomes"], {"accepted": n})
         # the broker's own count: they are in its queue, not in the router
         self.broker_depth(BROKER, "lr-one", n)
+        # router.link shows the two ends of a routed link as each other's peer
+        from proton.utils import BlockingConnection
+        held = BlockingConnection(r.url, timeout=10 * SLOW)
+        self.addCleanup(held.close)
+        held.create_receiver("/queue/lr-one", credit=0)
+        m = Manager(r.url)
+        self.addCleanup(m.close)
+
+        def peers():
+            rows = m.query("org.apache.qpid.dispatch.router.link", ["identity", "peer", "name"])
+            ends = {x["identity"]: x["peer"] for x in rows if "lr-one" in (x["name"] or "")}
+            return len(ends) == 2 and all(ends.get(p) == i for i, p in ends.items())
+        self.wait_for("router.link peers", peers, 30)
+        held.close()
         c = Clients(receivers=[(r.url, "/queue/lr-one", n)]).run()
         self.assertFalse(c.timed_out, self.logs())
         self.assertEqual(c.receivers[0]["got"], ["/queue/lr-one-%d" % i for i in range(n)])

@@ -158,10 +158,8 @@ jn_addr_t *jn_addr_primary_CT(jn_core_t *core, const jn_addr_t *fallback)
     return in_phase_CT(core, fallback, '0');
 }
 
-bool jn_addr_has_destination_or_fallback_CT(jn_core_t *core, const jn_addr_t *addr)
+bool jn_addr_fallback_has_destination_CT(jn_core_t *core, const jn_addr_t *addr)
 {
-    if (jn_addr_has_destination(addr))
-        return true;
     const jn_addr_t *fb = jn_addr_fallback_CT(core, addr);
     return fb && jn_addr_has_destination(fb);
 }

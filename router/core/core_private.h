@@ -247,19 +247,6 @@ struct jn_core_link {
     jn_link_type_t type;
     int priority;      /* data links: 0..9, -1 for extra ones */
     bool local;        /* attached by the router (connector side) */
-    /* the phase of its address when not 0 (waypoints, auto-links): sent
-     * as x-opt-qd.phase with its deliveries' to-override. Set by the core
-     * when it binds the link to its address, before any copy is made. */
-    uint8_t phase;
-    bool fallback;     /* outgoing: a fallback destination (qd.fallback) */
-    uint8_t *termini;  /* the peer's termini as io encodes them (heap), or NULL */
-    size_t termini_len;
-    void *attach_ref;  /* jn_link_info_t.attach_ref (linkroute.c: a request id) */
-
-    /* Written by the I/O thread before it posts the detach (the post
-     * orders it), then read by the core: the peer's detach error. */
-    char *detach_condition, *detach_description; /* heap, or NULL */
-
     /* Atomic. flow: the I/O thread's latest (credit_limit << 1 | drain). */
     atomic_uint refcount;
     atomic_uint_least64_t flow;
@@ -270,17 +257,10 @@ struct jn_core_link {
     jn_action_t attach_action;
     jn_action_t detach_action;
     jn_action_t flow_action;
-    jn_action_t answer_action; /* JN_ACT_LINK_ANSWERED (holds a reference) */
-    atomic_bool answer_posted;
 
     /* Core thread only. */
     struct {
         uint64_t id;                           /* [L<id>] in logs */
-        /* link routes (linkroute.c): the link at the other end of the
-         * route (each end names the other until either detaches), and
-         * the auto-link this link serves, or NULL */
-        jn_core_link_t *routed;
-        struct jn_autolink *autolink;
         uint8_t state;                         /* jn_link_state_t */
         bool anonymous;                        /* incoming, no target: route by each message */
         jn_addr_t *addr;                       /* target/source address (when attached) */
@@ -316,7 +296,29 @@ struct jn_core_link {
         uint32_t unsettled_in; /* arrived unsettled, not settled yet (either side) */
         bool dirty;           /* on core->ct.dirty (credit to recompute) */
         jn_core_link_t *dirty_next;
+        /* link routes (linkroute.c): the link at the other end of the
+         * route (each end names the other until either detaches), and
+         * the auto-link this link serves, or NULL */
+        jn_core_link_t *routed;
+        struct jn_autolink *autolink;
     } ct;
+
+    /* Link routes, auto-links, phases (linkroute.c), apart from the hot
+     * fields above. Immutable after jn_core_link_attached_IO: */
+    uint8_t *termini;  /* the peer's termini as io encodes them (heap), or NULL */
+    size_t termini_len;
+    void *attach_ref;  /* jn_link_info_t.attach_ref (linkroute.c: a request id) */
+    bool fallback;     /* outgoing: a fallback destination (qd.fallback) */
+    /* Set by the core when it binds the link to its address, before any
+     * copy is made: the phase of its address when not 0 (waypoints,
+     * auto-links), sent as x-opt-qd.phase with its deliveries'
+     * to-override. */
+    uint8_t phase;
+    /* Written by the I/O thread before it posts the detach (the post
+     * orders it), then read by the core: the peer's detach error. */
+    char *detach_condition, *detach_description; /* heap, or NULL */
+    jn_action_t answer_action; /* JN_ACT_LINK_ANSWERED (holds a reference) */
+    atomic_bool answer_posted;
 };
 
 /* ---- the core ----------------------------------------------------------- */
@@ -519,7 +521,12 @@ jn_addr_t *jn_addr_fallback_CT(jn_core_t *core, const jn_addr_t *addr);
  * '0'), if it exists; NULL otherwise. */
 jn_addr_t *jn_addr_primary_CT(jn_core_t *core, const jn_addr_t *fallback);
 /* addr, or its fallback, has somewhere to send to: senders get credit. */
-bool jn_addr_has_destination_or_fallback_CT(jn_core_t *core, const jn_addr_t *addr);
+bool jn_addr_fallback_has_destination_CT(jn_core_t *core, const jn_addr_t *addr);
+static inline bool jn_addr_has_destination_or_fallback_CT(jn_core_t *core, const jn_addr_t *addr)
+{
+    return jn_addr_has_destination(addr) ||
+           (JN_UNLIKELY(addr->fallback) && jn_addr_fallback_has_destination_CT(core, addr));
+}
 /* Free every address left (teardown). */
 void jn_addr_free_all_CT(jn_core_t *core);
 

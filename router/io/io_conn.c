@@ -834,13 +834,8 @@ static jn_io_link_t *work_link(const jn_work_t *w)
 /* Carry out one work item; frees it (or keeps it: DELIVERY_SEND). */
 static void work_do_IO(jn_io_conn_t *conn, jn_work_t *w)
 {
-    if (w->type == JN_WORK_LINK_ATTACH) { /* w->link is another connection's */
-        jn_io_route_attach_IO(conn, w);
-        jn_work_free(w);
-        return;
-    }
-    jn_io_link_t *link = work_link(w);
-    if (!link && w->type != JN_WORK_CONN_CLOSE) {
+    jn_io_link_t *link = work_link(w); /* LINK_ATTACH: another connection's, unused */
+    if (!link && w->type != JN_WORK_CONN_CLOSE && w->type != JN_WORK_LINK_ATTACH) {
         jn_work_free(w); /* cannot happen: the core names a live link */
         return;
     }
@@ -876,7 +871,8 @@ static void work_do_IO(jn_io_conn_t *conn, jn_work_t *w)
         conn_close_IO(conn, w->condition, w->description);
         break;
     case JN_WORK_LINK_ATTACH:
-        break; /* above */
+        jn_io_route_attach_IO(conn, w);
+        break;
     }
     jn_work_free(w);
 }

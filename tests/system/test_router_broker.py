@@ -195,6 +195,11 @@ class Manager:
         self.conn = BlockingConnection(url, timeout=10 * SLOW)
         self.client = SyncRequestResponse(self.conn, "$management")
 
+    def create(self, entity_type, name, attrs):
+        props = {"operation": "CREATE", "type": entity_type, "name": name}
+        reply = self.client.call(Message(body=attrs, properties=props))
+        return reply.properties["statusCode"], reply.properties["statusDescription"]
+
     def query(self, entity_type, names=()):
         props = {"operation": "QUERY", "type": "org.amqp.management", "name": "self",
                  "entityType": entity_type}
@@ -367,6 +372,64 @@ class LinkRouteTest(BrokerTestCase):
         status = {(x["prefix"], x["direction"]): x["operStatus"] for x in rows}
         self.assertEqual(status, {("/queue", "in"): "active", ("/queue", "out"): "active",
                                   ("idle", "in"): "inactive"})
+
+
+class MixedMeshWireTest(BrokerTestCase):
+    """What a qdrouterd 1.19 router sees of Junction's link routes: a fake
+    1.19 interior router (test_mesh_wire.FakeRouter, written from the
+    reference) joins, and the mobile-address update that follows a link
+    route's creation carries its keys as 1.19 writes them."""
+
+    def test_link_route_keys_in_mobile_address_updates(self):
+        from test_mesh_wire import FakeRouter, sections, typed_map
+
+        class MauWatcher(FakeRouter):
+            def __init__(self, *a):
+                super().__init__(*a)
+                self.known = False
+                self.maus = []
+
+            def on_delivery(self, event):
+                link, dlv = event.link, event.delivery
+                if link not in (self.ctl_in, self.data_in) or dlv.partial:
+                    return
+                data = link.recv(dlv.pending)
+                dlv.settle()
+                link.flow(1)
+                secs = sections(data)
+                op = typed_map(secs.get(0x74, ("map", []))[1]).get("opcode", (0, 0, None))[2]
+                if op == "RA":
+                    self.known = True
+                if op == "MAU" and 0x77 in secs:
+                    body = typed_map(secs[0x77][1])
+                    self.maus.append(body)
+                    adds = [v for _, v in body.get("add", (0, 0, []))[2]]
+                    if "C/queue" in adds and "D/queue" in adds:
+                        self.done()
+
+        ir = free_port()
+        j = self.start_config("J", router_config("J", "interior", broker_connector(BROKER),
+                                                  ir_listen=ir))
+        self.wait_log(j, "Connection Opened: dir=out")
+        f = MauWatcher("amqp://127.0.0.1:%d" % ir, "J", j.url)
+        import threading
+        t = threading.Thread(target=f.run)
+        t.start()
+        self.wait_for("J to know the fake router", lambda: f.known or not t.is_alive(), 30)
+        m = Manager(j.url)
+        self.addCleanup(m.close)
+        for d in ("in", "out"):
+            code, desc = m.create("router.config.linkRoute", "lr-" + d,
+                                  {"prefix": "/queue", "direction": d, "connection": "broker"})
+            self.assertEqual(code, 201, desc)
+        t.join(60)
+        self.assertFalse(t.is_alive())
+        mau = f.maus[-1]
+        adds = [v for _, v in mau["add"][2]]
+        hints = [v for _, v in mau["hints"][2]]
+        self.assertEqual(mau["add"][1], "list")
+        for key in ("C/queue", "D/queue"):
+            self.assertEqual(hints[adds.index(key)], 4, mau)  # link-balanced
 
 
 class AutoLinkTest(BrokerTestCase):

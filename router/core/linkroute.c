@@ -41,6 +41,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* An auto-link whose link the container detached without an error (it
+ * ended the session: RabbitMQ 3.10 does so on trouble of its own) attaches
+ * again at once, at most this many times per connection; a detach with an
+ * error is a refusal: it waits for the connection to come back. */
+#define AUTOLINK_RETRIES 3
+
 #define LR_LOST_CONDITION   "qd:routed-link-lost"
 #define LR_LOST_DESCRIPTION "Connectivity to the peer container was lost"
 
@@ -66,6 +72,7 @@ typedef struct jn_autolink {
     char *last_error;          /* heap, or NULL */
     jn_core_link_t *link;      /* its link while attached or answering */
     uint64_t conn_id;          /* the connection it last attached on */
+    unsigned retries;          /* re-attaches on that connection (AUTOLINK_RETRIES) */
     uint64_t pending;          /* the request id while one is out, else 0 */
 } jn_autolink_t;
 
@@ -440,8 +447,10 @@ void jn_lr_conn_opened_CT(jn_core_conn_t *conn)
     jn_core_t *core = conn->core;
     JN_ASSERT_CT(core);
     for (jn_autolink_t *al = core->lr->autolinks; al; al = al->next)
-        if (!al->link && !al->pending && conn_serves(conn, al->container_id, al->connection))
+        if (!al->link && !al->pending && conn_serves(conn, al->container_id, al->connection)) {
+            al->retries = 0;
             autolink_try_CT(core, al, conn);
+        }
     advertise_CT(core);
 }
 
@@ -769,6 +778,11 @@ static void autolink_detached_CT(jn_core_link_t *link, bool from_conn_close)
            al->state == AL_FAILED ? "failed: " : "detached",
            al->state == AL_FAILED && al->last_error ? al->last_error : "",
            from_conn_close ? " (connection closed)" : "");
+    if (!from_conn_close && !link->detach_condition && !link->conn->ct.closed &&
+        al->retries < AUTOLINK_RETRIES) {
+        al->retries++;
+        autolink_try_CT(link->conn->core, al, link->conn);
+    }
 }
 
 static jn_autolink_t *autolink_find(jn_lr_table_t *t, const char *name)

@@ -601,6 +601,7 @@ static void on_session_close(jn_io_conn_t *conn, pn_session_t *ssn)
             l->pn = NULL;
         }
     }
+    jn_io_route_session_gone_IO(conn, ssn);
     if (!(pn_session_state(ssn) & PN_LOCAL_CLOSED))
         pn_session_close(ssn);
     pn_session_free(ssn);
@@ -755,10 +756,10 @@ static void link_release_IO(jn_io_link_t *link)
         if ((st & PN_LOCAL_CLOSED) && (st & PN_REMOTE_CLOSED))
             pn_link_free(pl);
         link->pn = NULL;
-        /* a link the core asked for had its own session (io_route.c): end
-         * it; the peer's end frees it (on_session_close) */
-        if (link->routed && !(pn_session_state(ssn) & PN_LOCAL_CLOSED))
-            pn_session_close(ssn);
+        /* a link the core asked for had its own session (io_route.c):
+         * kept for the next one */
+        if (link->routed)
+            jn_io_route_session_idle_IO(link->conn, ssn);
     }
     link_free(link);
 }

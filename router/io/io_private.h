@@ -399,6 +399,11 @@ struct jn_io_conn {
                               * the screen's error once what is framed is written
                               * (io_loop.c, conn_write) */
     bool transport_closed;
+    /* sessions the router began for links the core asked for, whose link
+     * is gone, kept for the next one (io_route.c): never ended by us, so
+     * proton never reuses a channel the peer may still answer on */
+    pn_session_t *route_idle[8];
+    unsigned n_route_idle;
     uint64_t next_link_id;
     jn_io_link_t *links; /* every io_link not yet released */
     jn_io_link_t *busy;  /* links with something to finish at batch end */
@@ -583,6 +588,11 @@ void jn_io_rx_link_gone_IO(jn_io_link_t *link);
 
 /* io_route.c: links attached for the core (link routes, auto-links) */
 void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w);
+/* A routed link's session is free again (its link released): keep it for
+ * the next routed link, or end it when enough are kept. */
+void jn_io_route_session_idle_IO(jn_io_conn_t *conn, pn_session_t *ssn);
+/* The peer ended ssn: forget it if it was kept. */
+void jn_io_route_session_gone_IO(jn_io_conn_t *conn, pn_session_t *ssn);
 /* The peer's source and target of pl, encoded for the core (heap, the
  * caller's; NULL/0 when out of memory). */
 void jn_io_termini_encode_IO(pn_link_t *pl, uint8_t **out, size_t *len);

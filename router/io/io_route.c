@@ -13,10 +13,15 @@
  * 0xffffffff for none), four 32-bit fields, two octets, and the four
  * pn_data fields each as their AMQP encoding (length + octets).
  *
- * Session: each such link goes on a session of its own that the router
- * begins for it and ends when the link is released (io_conn.c): a broker
+ * Session: each such link goes on a session of its own, so that a broker
  * that ends a session over one link's trouble (RabbitMQ 3.10 does) takes
- * no other link with it.
+ * no other link with it. When the link is released its session is kept
+ * for the next such link (conn->route_idle) rather than ended: proton
+ * 0.37 reuses a channel as soon as the router ends its session, before
+ * the peer's end arrives, and the peer's answer to a new begin there
+ * would meet the frame screen's rule against two answers for one
+ * channel. A session the peer ends is freed (io_conn.c) and the next
+ * begin may then reuse its channel (jn_screen_sessions_begun).
  *
  * Thread: the connection's I/O thread.
  */
@@ -206,15 +211,18 @@ void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w)
     pn_connection_t *pc = conn->pn_io;
     if (!pc || conn->closing || !conn->core || !w->attach.name)
         return; /* the connection is going: the core learns it from the close */
-    jn_screen_sessions_begun(conn->screen); /* proton may reuse a channel */
-    pn_session_t *ssn = pn_session(pc);
-    if (!ssn)
-        return;
-    size_t cap = (size_t)conn->endpoint->cfg.max_frame_size * JN_IO_SESSION_FRAMES;
-    pn_session_set_incoming_capacity(ssn, cap > JN_IO_SESSION_CAPACITY_MAX
-                                              ? JN_IO_SESSION_CAPACITY_MAX
-                                              : cap);
-    pn_session_open(ssn);
+    pn_session_t *ssn = conn->n_route_idle ? conn->route_idle[--conn->n_route_idle] : NULL;
+    if (!ssn) {
+        jn_screen_sessions_begun(conn->screen); /* proton may reuse a channel */
+        ssn = pn_session(pc);
+        if (!ssn)
+            return;
+        size_t cap = (size_t)conn->endpoint->cfg.max_frame_size * JN_IO_SESSION_FRAMES;
+        pn_session_set_incoming_capacity(ssn, cap > JN_IO_SESSION_CAPACITY_MAX
+                                                  ? JN_IO_SESSION_CAPACITY_MAX
+                                                  : cap);
+        pn_session_open(ssn);
+    }
     bool send = w->attach.dir == JN_LINK_OUTGOING;
     pn_link_t *pl = send ? pn_sender(ssn, w->attach.name) : pn_receiver(ssn, w->attach.name);
     if (!pl) {
@@ -249,4 +257,29 @@ void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w)
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_DEBUG, JN_IO_LINK_FMT " Attaching %s link %s to %s",
            conn->id, link->id, send ? "sending" : "receiving", w->attach.name,
            w->address ? w->address : "");
+}
+
+void jn_io_route_session_idle_IO(jn_io_conn_t *conn, pn_session_t *ssn)
+{
+    pn_state_t st = pn_session_state(ssn);
+    if ((st & PN_LOCAL_CLOSED) || (st & PN_REMOTE_CLOSED))
+        return;
+    for (unsigned i = 0; i < conn->n_route_idle; i++)
+        if (conn->route_idle[i] == ssn)
+            return;
+    if (conn->n_route_idle < sizeof conn->route_idle / sizeof conn->route_idle[0]) {
+        conn->route_idle[conn->n_route_idle++] = ssn;
+        return;
+    }
+    pn_session_close(ssn); /* enough kept: the peer's end frees it */
+}
+
+void jn_io_route_session_gone_IO(jn_io_conn_t *conn, pn_session_t *ssn)
+{
+    for (unsigned i = 0; i < conn->n_route_idle; i++) {
+        if (conn->route_idle[i] == ssn) {
+            conn->route_idle[i] = conn->route_idle[--conn->n_route_idle];
+            return;
+        }
+    }
 }

@@ -349,6 +349,51 @@ class LinkRouteTest(BrokerTestCase):
         self.assertEqual(link_error_of(r.url, "/queue/nowhere", sender=False), "amqp:not-found")
         self.assertLess(time.monotonic() - t0, 5 * SLOW)
 
+    def test_container_refusal_reaches_the_client(self):
+        # RabbitMQ 3.10 does not refuse an attach cleanly (it leaves it
+        # unanswered or ends the session), so a small container stands in:
+        # it refuses every attach with an error, which the client must see
+        from proton import Condition, Handler
+        from proton.reactor import Container as Reactor
+        import threading
+        port = free_port()
+
+        class Refuser(Handler):
+            def on_reactor_init(self, event):
+                self.acceptor = event.reactor.listen("127.0.0.1:%d" % port)
+
+            def on_connection_remote_open(self, event):
+                event.connection.open()
+
+            def on_connection_remote_close(self, event):
+                event.connection.close()
+
+            def on_session_remote_open(self, event):
+                event.session.open()
+
+            def on_session_remote_close(self, event):
+                event.session.close()
+
+            def on_link_remote_open(self, event):
+                event.link.condition = Condition("amqp:unauthorized-access", "not this one")
+                event.link.close()
+
+        h = Refuser()
+        reactor = Reactor(h)
+        reactor.container_id = "refuser"
+        t = threading.Thread(target=reactor.run, daemon=True)
+        t.start()
+        self.addCleanup(lambda: (reactor.stop(), t.join(10)))
+        conf = router_config("R", extra=conf_section(
+            "connector", {"name": "refuser", "host": "127.0.0.1", "port": port,
+                          "role": "route-container", "saslMechanisms": "ANONYMOUS"})
+            + link_routes("/queue", connection="refuser"))
+        r = self.start_config("R", conf)
+        self.wait_log(r, "Connection Opened: dir=out")
+        self.assertEqual(link_error_of(r.url, "/queue/x", sender=True), "amqp:unauthorized-access")
+        self.assertEqual(link_error_of(r.url, "/queue/x", sender=False),
+                         "amqp:unauthorized-access")
+
     def test_overlapping_prefixes_refused(self):
         conf = router_config("R", extra=link_routes("/queue") + conf_section(
             "linkRoute", {"prefix": "/queue", "direction": "in", "connection": "other"}))

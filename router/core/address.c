@@ -108,8 +108,8 @@ int jn_addr_get_CT(jn_core_t *core, const char *address, jn_link_dir_t dir, bool
         int i = jn_addr_config_match(&core->config, (const char *)key + 2, len - 2);
         if (i >= 0) {
             const jn_addr_config_entry_t *e = &core->config.entries[i];
-            key[1] = (uint8_t)('0' + (dir == JN_LINK_INCOMING ? e->ingress_phase
-                                                                : e->egress_phase));
+            key[1] =
+                (uint8_t)('0' + (dir == JN_LINK_INCOMING ? e->ingress_phase : e->egress_phase));
         }
     }
     if (fallback && len >= 2 && key[0] == JN_ADDR_CLASS_MOBILE)

@@ -114,8 +114,7 @@ void jn_core_link_answered_IO(jn_core_link_t *link)
     jn_core_post(link->conn->core, &link->answer_action);
 }
 
-void jn_core_link_set_error_IO(jn_core_link_t *link, const char *condition,
-                               const char *description)
+void jn_core_link_set_error_IO(jn_core_link_t *link, const char *condition, const char *description)
 {
     if (link->detach_condition || atomic_load(&link->detach_posted))
         return;

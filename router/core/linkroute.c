@@ -52,8 +52,8 @@
 
 typedef struct jn_link_route {
     char *name;
-    char *key;        /* its mesh key (C/D/E/F + text, route_key) */
-    bool advertised;  /* the mesh was told this router has its container */
+    char *key;       /* its mesh key (C/D/E/F + text, route_key) */
+    bool advertised; /* the mesh was told this router has its container */
     jn_link_dir_t dir;
     char *container_id, *connection;
     char *add_prefix, *del_prefix;
@@ -69,24 +69,24 @@ typedef struct jn_autolink {
     char phase;
     bool fallback;
     al_state_t state;
-    char *last_error;          /* heap, or NULL */
-    jn_core_link_t *link;      /* its link while attached or answering */
-    uint64_t conn_id;          /* the connection it last attached on */
-    unsigned retries;          /* re-attaches on that connection (AUTOLINK_RETRIES) */
-    uint64_t pending;          /* the request id while one is out, else 0 */
+    char *last_error;     /* heap, or NULL */
+    jn_core_link_t *link; /* its link while attached or answering */
+    uint64_t conn_id;     /* the connection it last attached on */
+    unsigned retries;     /* re-attaches on that connection (AUTOLINK_RETRIES) */
+    uint64_t pending;     /* the request id while one is out, else 0 */
 } jn_autolink_t;
 
 /* A request for a link on a container's connection (see the top). */
 typedef struct lr_request {
     struct lr_request *next;
     uint64_t id;
-    jn_core_conn_t *conn;     /* compared only */
-    jn_core_link_t *client;   /* link route: the client's link (referenced) */
-    jn_autolink_t *autolink;  /* auto-link */
+    jn_core_conn_t *conn;    /* compared only */
+    jn_core_link_t *client;  /* link route: the client's link (referenced) */
+    jn_autolink_t *autolink; /* auto-link */
 } lr_request_t;
 
 typedef struct jn_lr_table {
-    jn_addr_config_t match[2];  /* by jn_link_dir_t of the client's link */
+    jn_addr_config_t match[2];   /* by jn_link_dir_t of the client's link */
     jn_link_route_t **routes[2]; /* parallel to match[d].entries */
     size_t cap[2];
     jn_autolink_t *autolinks;
@@ -96,7 +96,7 @@ typedef struct jn_lr_table {
 
 static void advertise_CT(jn_core_t *core);
 static jn_core_conn_t *remote_conn_CT(jn_core_t *core, const char *address, jn_link_dir_t dir,
-                                      const jn_core_conn_t *not);
+                                      const jn_core_conn_t * not );
 
 /* ---- set-up ------------------------------------------------------------------ */
 
@@ -183,11 +183,11 @@ static bool conn_serves(const jn_core_conn_t *c, const char *container_id, const
 }
 
 static jn_core_conn_t *find_conn_CT(jn_core_t *core, const char *container_id,
-                                    const char *connection, const jn_core_conn_t *not)
+                                    const char *connection, const jn_core_conn_t * not )
 {
     JN_ASSERT_CT(core);
     for (jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next)
-        if (c != not && conn_serves(c, container_id, connection))
+        if (c != not &&conn_serves(c, container_id, connection))
             return c;
     return NULL;
 }
@@ -504,8 +504,8 @@ static char *route_key(const char *text, bool pattern, jn_link_dir_t dir)
     bool prefix_style = !pattern;
     if (pattern && !strchr(text, '*')) {
         const char *hash = strchr(text, '#');
-        prefix_style = hash && hash == text + n - 1 &&
-                       (n == 1 || text[n - 2] == '.' || text[n - 2] == '/');
+        prefix_style =
+            hash && hash == text + n - 1 && (n == 1 || text[n - 2] == '.' || text[n - 2] == '/');
         if (prefix_style)
             n = n >= 2 ? n - 2 : 0;
     }
@@ -545,7 +545,7 @@ static void advertise_CT(jn_core_t *core)
  * address itself, then each shorter prefix ending before a '.' or '/'),
  * not `not`; NULL: none. */
 static jn_core_conn_t *remote_conn_CT(jn_core_t *core, const char *address, jn_link_dir_t dir,
-                                      const jn_core_conn_t *not)
+                                      const jn_core_conn_t * not )
 {
     JN_ASSERT_CT(core);
     if (!core->mesh)
@@ -569,7 +569,7 @@ static jn_core_conn_t *remote_conn_CT(jn_core_t *core, const char *address, jn_l
             if (!node || !jn_mesh_bits_has(&addr->remote, (unsigned)i) || node->cost >= best_cost)
                 continue;
             jn_core_conn_t *c = jn_router_conn_CT(core, node);
-            if (c && c != not) {
+            if (c && c != not ) {
                 best = c;
                 best_cost = node->cost;
             }
@@ -636,7 +636,8 @@ int jn_core_link_route_add_CT(jn_core_t *core, const jn_link_route_config_t *cfg
     t->routes[d][t->match[d].count - 1] = r; /* the new entry is the last */
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO, "Link route %s: %s %s '%s' to %s %s", r->name,
            d == 0 ? "in" : "out", cfg->prefix ? "prefix" : "pattern", text,
-           r->connection ? "connection" : "container", r->connection ? r->connection : r->container_id);
+           r->connection ? "connection" : "container",
+           r->connection ? r->connection : r->container_id);
     advertise_CT(core);
     return 0;
 }
@@ -697,17 +698,16 @@ static void autolink_try_CT(jn_core_t *core, jn_autolink_t *al, jn_core_conn_t *
     rq->autolink = al;
     char name[300];
     snprintf(name, sizeof name, "qdlink.autolink.%s", al->name);
-    if (push_attach_CT(conn, al->dir, name, al->external ? al->external : al->address, false,
-                       NULL, rq->id) != 0) {
+    if (push_attach_CT(conn, al->dir, name, al->external ? al->external : al->address, false, NULL,
+                       rq->id) != 0) {
         free(request_take_CT(core, rq->id));
         return;
     }
     al->pending = rq->id;
     al->conn_id = conn->conn_id;
     al->state = AL_ATTACHING;
-    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO,
-           "[C%" PRIu64 "] Auto-link %s: attaching %s %s", conn->conn_id, al->name,
-           al->dir == JN_LINK_INCOMING ? "from" : "to",
+    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO, "[C%" PRIu64 "] Auto-link %s: attaching %s %s",
+           conn->conn_id, al->name, al->dir == JN_LINK_INCOMING ? "from" : "to",
            al->external ? al->external : al->address);
 }
 
@@ -817,8 +817,8 @@ int jn_core_autolink_add_CT(jn_core_t *core, const jn_autolink_config_t *cfg)
     int phase = cfg->phase >= 0 ? cfg->phase : cfg->dir == JN_LINK_INCOMING ? 1 : 0;
     /* a fallback auto-link out is a fallback destination (phase F); one in
      * brings the fallback queue back to the address (its own phase) */
-    al->phase = cfg->fallback && cfg->dir == JN_LINK_OUTGOING ? 'F'
-                                                              : (char)('0' + (phase > 9 ? 9 : phase));
+    al->phase =
+        cfg->fallback && cfg->dir == JN_LINK_OUTGOING ? 'F' : (char)('0' + (phase > 9 ? 9 : phase));
     al->fallback = cfg->fallback;
     al->next = core->lr->autolinks;
     core->lr->autolinks = al;

@@ -202,7 +202,8 @@ static void set_termini(pn_link_t *pl, jn_work_t *w)
         pn_terminus_set_type(pn_link_target(pl), PN_TARGET);
     }
     /* the container's end: the target when the router sends */
-    pn_terminus_t *far = w->attach.dir == JN_LINK_OUTGOING ? pn_link_target(pl) : pn_link_source(pl);
+    pn_terminus_t *far =
+        w->attach.dir == JN_LINK_OUTGOING ? pn_link_target(pl) : pn_link_source(pl);
     pn_terminus_set_address(far, w->address);
 }
 
@@ -218,9 +219,8 @@ void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w)
         if (!ssn)
             return;
         size_t cap = (size_t)conn->endpoint->cfg.max_frame_size * JN_IO_SESSION_FRAMES;
-        pn_session_set_incoming_capacity(ssn, cap > JN_IO_SESSION_CAPACITY_MAX
-                                                  ? JN_IO_SESSION_CAPACITY_MAX
-                                                  : cap);
+        pn_session_set_incoming_capacity(
+            ssn, cap > JN_IO_SESSION_CAPACITY_MAX ? JN_IO_SESSION_CAPACITY_MAX : cap);
         pn_session_open(ssn);
     }
     bool send = w->attach.dir == JN_LINK_OUTGOING;
@@ -254,9 +254,8 @@ void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w)
     if (!link->core)
         link->detached = true;
     pn_link_open(pl);
-    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_DEBUG, JN_IO_LINK_FMT " Attaching %s link %s to %s",
-           conn->id, link->id, send ? "sending" : "receiving", w->attach.name,
-           w->address ? w->address : "");
+    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_DEBUG, JN_IO_LINK_FMT " Attaching %s link %s to %s", conn->id,
+           link->id, send ? "sending" : "receiving", w->attach.name, w->address ? w->address : "");
 }
 
 void jn_io_route_session_idle_IO(jn_io_conn_t *conn, pn_session_t *ssn)

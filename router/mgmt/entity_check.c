@@ -164,7 +164,8 @@ static int check_link_config(jn_mgmt_entity_t *e, jn_entity_err_t *err)
 {
     bool auto_link = is(e, "autoLink");
     if (auto_link && (!given(e, "address") || !given(e, "direction")))
-        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, given(e, "address") ? "direction" : "address",
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST,
+                              given(e, "address") ? "direction" : "address",
                               "address and direction fields are mandatory");
     if (!auto_link && !given(e, "direction"))
         return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "direction",

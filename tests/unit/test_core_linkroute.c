@@ -11,7 +11,6 @@
 
 #include <junction/core_view.h>
 
-
 static void call_route_add(void *arg, jn_core_t *core)
 {
     const jn_link_route_config_t *c = arg;
@@ -20,12 +19,14 @@ static void call_route_add(void *arg, jn_core_t *core)
 
 static void add_routes(void)
 {
-    static const jn_link_route_config_t in = {.name = "lr-in", .prefix = "q", .dir = JN_LINK_INCOMING,
+    static const jn_link_route_config_t in = {.name = "lr-in",
+                                              .prefix = "q",
+                                              .dir = JN_LINK_INCOMING,
                                               .container_id = "broker",
                                               .add_external_prefix = "/queue/",
                                               .del_external_prefix = "q."};
-    static const jn_link_route_config_t out = {.name = "lr-out", .prefix = "q",
-                                               .dir = JN_LINK_OUTGOING, .container_id = "broker"};
+    static const jn_link_route_config_t out = {
+        .name = "lr-out", .prefix = "q", .dir = JN_LINK_OUTGOING, .container_id = "broker"};
     assert_int_equal(jn_core_call(h.core, call_route_add, (void *)&in), 0);
     assert_int_equal(jn_core_call(h.core, call_route_add, (void *)&out), 0);
     core_sync();
@@ -44,8 +45,12 @@ static jn_core_link_t *attach_raw(fake_conn_t *fc, jn_link_dir_t dir, const char
                                   const char *name, void *ref)
 {
     static int io_links;
-    jn_link_info_t info = {.dir = dir, .name = name, .address = address, .local = ref != NULL,
-                           .attach_ref = ref, .priority = -1};
+    jn_link_info_t info = {.dir = dir,
+                           .name = name,
+                           .address = address,
+                           .local = ref != NULL,
+                           .attach_ref = ref,
+                           .priority = -1};
     jn_core_link_t *l = jn_core_link_attached_IO(fc->conn, &io_links, &info);
     assert_non_null(l);
     return l;
@@ -174,8 +179,11 @@ static const char *autolink_status(void)
 static void test_autolink_attaches_when_its_container_connects(void **state)
 {
     (void)state;
-    static const jn_autolink_config_t al = {.name = "al", .address = "wq", .dir = JN_LINK_INCOMING,
-                                            .phase = -1, .container_id = "broker",
+    static const jn_autolink_config_t al = {.name = "al",
+                                            .address = "wq",
+                                            .dir = JN_LINK_INCOMING,
+                                            .phase = -1,
+                                            .container_id = "broker",
                                             .external_address = "/queue/wq"};
     assert_int_equal(jn_core_call(h.core, call_autolink_add, (void *)&al), 0);
     core_sync();
@@ -213,8 +221,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_no_container_is_not_found, setup_routes,
                                         teardown_core),
-        cmocka_unit_test_setup_teardown(test_routed_attach_transfer_credit_and_detach,
-                                        setup_routes, teardown_core),
+        cmocka_unit_test_setup_teardown(test_routed_attach_transfer_credit_and_detach, setup_routes,
+                                        teardown_core),
         cmocka_unit_test_setup_teardown(test_container_lost_detaches_with_routed_link_lost,
                                         setup_routes, teardown_core),
         cmocka_unit_test_setup_teardown(test_client_gone_before_the_container_answered,

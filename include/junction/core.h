@@ -183,6 +183,10 @@ typedef struct jn_conn_info {
     bool authenticated;     /* a SASL mechanism other than ANONYMOUS succeeded */
     const char *user;
     const char *sasl_mechanism;
+    /* the listener's or connector's entity name (copied; NULL: none): a
+     * link route's or auto-link's `connection` names it */
+    const char *endpoint_name;
+    bool route_container; /* role route-container */
 } jn_conn_info_t;
 
 /* jn_core_conn_opened_IO: an AMQP connection is open. Allocates the core's
@@ -235,6 +239,19 @@ typedef struct jn_link_info {
     jn_link_type_t type;
     int priority;
     bool local;
+    /* Endpoint links the peer attached: its source and target as the I/O
+     * layer encodes them (opaque to the core; copied), so that a link
+     * route can attach the same termini to the container
+     * (router/io/io_route.c); NULL/0: none. */
+    const uint8_t *termini;
+    size_t termini_len;
+    /* A link the router attached for a JN_WORK_LINK_ATTACH: the item's
+     * attach.ref (the core's; NULL otherwise). */
+    void *attach_ref;
+    /* outgoing: the source has the qd.fallback capability: the receiver
+     * is a fallback destination of the address (docs/protocol.md, "Link routes,
+     * auto-links and phases on the wire") */
+    bool fallback;
 } jn_link_info_t;
 
 /* jn_core_link_attached_IO: the peer attached a link on conn. Allocates the
@@ -267,6 +284,26 @@ void jn_core_link_detached_IO(jn_core_link_t *link);
  * is queued only update it (the core reads the latest). Incoming links
  * ignore it. */
 void jn_core_link_flow_IO(jn_core_link_t *link, uint64_t credit_limit, bool drain);
+
+/* jn_core_link_answered_IO: the peer answered an attach the router made
+ * for a JN_WORK_LINK_ATTACH (its attach arrived; a refusal's detach
+ * follows it). Posts the action once. */
+void jn_core_link_answered_IO(jn_core_link_t *link);
+
+/* jn_core_link_set_error_IO: the error condition and description
+ * (either may be NULL) the peer's detach carried; call before
+ * jn_core_link_detached_IO, which passes it on (a routed link's other end
+ * is detached with it). Copied; out of memory loses it. Once per link. */
+void jn_core_link_set_error_IO(jn_core_link_t *link, const char *condition,
+                               const char *description);
+
+/* jn_core_link_termini: the termini given at attach (jn_link_info_t),
+ * or NULL (*len 0). Immutable; any thread holding the link. */
+const uint8_t *jn_core_link_termini(const jn_core_link_t *link, size_t *len);
+
+/* jn_core_link_name: the link name given at attach. Immutable; any
+ * thread holding the link. */
+const char *jn_core_link_name(const jn_core_link_t *link);
 
 /* jn_core_link_io: the io_link given at attach (immutable). Any thread. */
 void *jn_core_link_io(const jn_core_link_t *link);
@@ -383,6 +420,12 @@ const jn_disposition_t *jn_delivery_state(const jn_delivery_t *dlv);
  * Immutable; any thread holding a reference. */
 const char *jn_delivery_to_override(const jn_delivery_t *dlv);
 
+/* jn_delivery_phase: for a copy with a to-override, the address phase to
+ * send with it (x-opt-qd.phase, docs/protocol.md, "Router annotations"; 0: none): the phase
+ * its incoming link's address has (a waypoint's, an auto-link's).
+ * Immutable; any thread holding a reference. */
+int jn_delivery_phase(const jn_delivery_t *dlv);
+
 /* jn_delivery_io / jn_delivery_set_io: the I/O layer's per-delivery context
  * (e.g. its pn_delivery_t). Owned by the I/O thread of the delivery's link's
  * connection; the core never reads it. */
@@ -402,7 +445,8 @@ typedef enum jn_work_type {
     /* incoming link: grant `credit` more credit (pn_link_flow); with drain
      * set, withdraw the credit instead: the address has no destination any
      * more, so the sender is drained (credit 0, drain flag) and gets new
-     * credit only with a later LINK_CREDIT. */
+     * credit only with a later LINK_CREDIT; drain with credit 1: credit 0
+     * without the drain flag (an auto-link's broker, linkroute.c). */
     JN_WORK_LINK_CREDIT,
     /* outgoing link: the link's drain request has been satisfied: advance
      * the delivery count and send the flow (pn_link_drained). */
@@ -416,7 +460,17 @@ typedef enum jn_work_type {
      * from the consumer; an outgoing copy: the sender settled). */
     JN_WORK_DELIVERY_UPDATE,
     /* close the connection with error condition/description (may be NULL). */
-    JN_WORK_CONN_CLOSE
+    JN_WORK_CONN_CLOSE,
+    /* attach a new link on this connection (link routes, auto-links;
+     * router/core/linkroute.c): attach.dir from the router's view,
+     * attach.name, `address` for the terminus at the far end (the target
+     * of an outgoing link, the source of an incoming one),
+     * attach.presettled for the sender's settle mode; `link`, when set, is
+     * the link whose termini (jn_core_link_termini) to copy, address
+     * replaced. Report it with jn_core_link_attached_IO (info.local,
+     * info.attach_ref = attach.ref), and its peer's answer with
+     * jn_core_link_answered_IO. */
+    JN_WORK_LINK_ATTACH
 } jn_work_type_t;
 
 /* One work item. Owned by the queue until taken, then by the taker, who
@@ -431,7 +485,15 @@ typedef struct jn_work {
     uint32_t credit;          /* LINK_CREDIT */
     bool drain;               /* LINK_CREDIT */
     bool settled;             /* DELIVERY_UPDATE */
-    jn_disposition_t disp;    /* DELIVERY_UPDATE */
+    union {
+        jn_disposition_t disp; /* DELIVERY_UPDATE */
+        struct {               /* LINK_ATTACH (shares the space: no item grows) */
+            jn_link_dir_t dir;
+            bool presettled;
+            char *name;        /* owned */
+            void *ref;         /* the core's, for jn_link_info_t.attach_ref */
+        } attach;
+    };
     char *address;            /* LINK_OPEN (owned) */
     char *condition;          /* LINK_CLOSE, CONN_CLOSE (owned, may be NULL) */
     char *description;        /* LINK_CLOSE, CONN_CLOSE (owned, may be NULL) */

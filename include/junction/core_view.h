@@ -72,6 +72,9 @@ typedef struct jn_view_link {
     /* outgoing: multicast copies dropped because its backlog was full
      * (droppedPresettledCount, docs/multicast.md) */
     uint64_t dropped;
+    /* link-routed: the id of the link at the other end of the route
+     * (management's `peer`), 0 otherwise */
+    uint64_t peer;
 } jn_view_link_t;
 
 /* One entry of the address table (management `router.address`). */
@@ -132,10 +135,95 @@ int jn_core_conn_close_CT(jn_core_t *core, uint64_t id, const char *condition,
 int jn_core_address_config_add_CT(jn_core_t *core, const char *prefix_or_pattern, bool pattern,
                                   jn_distribution_t distribution, bool mc_backpressure);
 
+/* jn_core_address_config_set_phases_CT: the entry added last (by
+ * jn_core_address_config_add_CT, which must have returned 0 just before)
+ * has these phases (0..9; `waypoint: yes` is egress 1): links attached
+ * from now on to a matching address use the ingress phase when they send
+ * to the router, the egress phase when they receive (the address-hash key
+ * M<phase><address>, docs/protocol.md, "Address keys"). Returns 0, or JN_EINVAL for a
+ * phase out of range or no entry. Core thread. */
+int jn_core_address_config_set_phases_CT(jn_core_t *core, int ingress, int egress);
+
+/* jn_core_address_config_set_fallback_CT: the entry added last has
+ * enableFallback: a delivery to a matching address (created from now on)
+ * that finds no destination goes to the destinations of its fallback
+ * (key M F <address>: receivers with the qd.fallback capability, fallback
+ * auto-links), and its senders get credit while either has one. Returns
+ * 0, or JN_EINVAL when there is no entry. Core thread. */
+int jn_core_address_config_set_fallback_CT(jn_core_t *core, bool on);
+
 /* jn_core_address_config_remove_CT: remove the entry added with the same
  * text and kind (a pattern compared after collapsing '#' runs). Addresses
  * already in the table keep their distribution. Returns 0 or JN_ENOENT.
  * Core thread. */
 int jn_core_address_config_remove_CT(jn_core_t *core, const char *prefix_or_pattern, bool pattern);
+
+/* ---- link routes and auto-links (router/core/linkroute.c) -------------- */
+
+/* A `linkRoute` entity (docs/design.md, "Link routes and auto-links").
+ * Strings are copied; NULL for an attribute not given. */
+typedef struct jn_link_route_config {
+    const char *name;    /* the entity's name (the key for removal) */
+    const char *prefix;  /* exactly one of prefix and pattern */
+    const char *pattern;
+    /* JN_LINK_INCOMING for direction `in` (the client sends: the router
+     * receives on the link), JN_LINK_OUTGOING for `out` */
+    jn_link_dir_t dir;
+    const char *container_id; /* the container's connection: its container id, */
+    const char *connection;   /* or its listener's/connector's name */
+    const char *add_external_prefix; /* put before the address toward the container */
+    const char *del_external_prefix; /* taken off its start first, when there */
+} jn_link_route_config_t;
+
+/* jn_core_link_route_add_CT: route attaches whose address matches (prefix
+ * or pattern, address_config.h's matching; the most specific wins) and
+ * whose direction is dir to the container, from now on. Returns 0;
+ * JN_EEXIST when a link route with the same prefix or pattern and
+ * direction exists (or the same name); JN_EINVAL for a missing
+ * prefix/pattern or name; JN_ENOMEM. A link route naming no container
+ * (neither containerId nor connection) only relays: its attaches go to
+ * the router that advertises the container, or are refused. Core
+ * thread. */
+int jn_core_link_route_add_CT(jn_core_t *core, const jn_link_route_config_t *cfg);
+
+/* jn_core_link_route_remove_CT: remove the link route named name; links
+ * routed already stay routed. Returns 0 or JN_ENOENT. Core thread. */
+int jn_core_link_route_remove_CT(jn_core_t *core, const char *name);
+
+/* jn_core_link_route_status_CT: "active" while a connection to the link
+ * route's container is open, else "inactive"; NULL when no such link
+ * route. Static string. Core thread. */
+const char *jn_core_link_route_status_CT(jn_core_t *core, const char *name);
+
+/* An `autoLink` entity. Strings copied; NULL when not given. */
+typedef struct jn_autolink_config {
+    const char *name;
+    const char *address;          /* the router's address */
+    /* JN_LINK_INCOMING for direction `in` (from the container into the
+     * router), JN_LINK_OUTGOING for `out` */
+    jn_link_dir_t dir;
+    int phase;                    /* -1: the default (in 1, out 0) */
+    const char *container_id;
+    const char *connection;
+    const char *external_address; /* the container's address (NULL: address) */
+    bool fallback;
+} jn_autolink_config_t;
+
+/* jn_core_autolink_add_CT: attach a link to the container whenever a
+ * connection to it is open (now, if one is). Returns 0; JN_EEXIST (same
+ * name); JN_EINVAL (no address or name); JN_ENOMEM. One naming no
+ * container never attaches. Core thread. */
+int jn_core_autolink_add_CT(jn_core_t *core, const jn_autolink_config_t *cfg);
+
+/* jn_core_autolink_remove_CT: detach its link and forget it. 0 or
+ * JN_ENOENT. Core thread. */
+int jn_core_autolink_remove_CT(jn_core_t *core, const char *name);
+
+/* jn_core_autolink_status_CT: the auto-link's operStatus ("inactive": no
+ * connection to its container, "attaching", "failed", "active"; static)
+ * and its lastError (borrowed until the next core change, NULL: none) and
+ * the id of its link (0: none). Returns 0 or JN_ENOENT. Core thread. */
+int jn_core_autolink_status_CT(jn_core_t *core, const char *name, const char **oper_status,
+                               const char **last_error, uint64_t *link_id);
 
 #endif /* JUNCTION_CORE_VIEW_H */

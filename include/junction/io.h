@@ -38,9 +38,10 @@ typedef enum jn_strip { JN_STRIP_BOTH = 0, JN_STRIP_IN, JN_STRIP_OUT, JN_STRIP_N
 /* The attributes of a `listener` or `connector` entity that the I/O layer
  * uses. Strings are copied. Sizes in octets, times in seconds. Values as
  * configured (main passes the schema defaults the config parser filled in);
- * 0 means the default where said. JN_ROLE_NORMAL and JN_ROLE_INTER_ROUTER
- * are accepted (the latter only on an interior router's core: main checks);
- * another role is JN_EINVAL. */
+ * 0 means the default where said. JN_ROLE_NORMAL, JN_ROLE_ROUTE_CONTAINER
+ * (a broker's connection: link routes and auto-links may name it) and
+ * JN_ROLE_INTER_ROUTER are accepted (the latter only on an interior
+ * router's core: main checks); JN_ROLE_EDGE is JN_EINVAL. */
 typedef struct jn_endpoint_config {
     const char *name; /* entity name, for logs */
     const char *host; /* listener: "" or NULL = all interfaces */

@@ -63,6 +63,13 @@ const char *jn_screen_condition(const jn_screen_t *s);
  * s, valid until it is freed. The owning thread. */
 const char *jn_screen_description(const jn_screen_t *s);
 
+/* jn_screen_sessions_begun: the router is about to begin a session of its
+ * own on this connection, after it has handled every frame the screen
+ * passed so far: a begin of the peer may answer one of our channels whose
+ * earlier session the peer has ended (proton reuses the channel), once
+ * more. The owning thread. */
+void jn_screen_sessions_begun(jn_screen_t *s);
+
 /* jn_screen_in_sasl: true when the rule was broken in the protocol header
  * or the SASL layer, where no AMQP close frame can carry the error (the
  * connection is then cut without one). The owning thread. */

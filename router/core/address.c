@@ -42,16 +42,19 @@ static const char *dist_name(jn_distribution_t d)
  * addresses (matched on the address without class and phase), closest for
  * local and topological ones (dynamic addresses among them). */
 static jn_distribution_t distribution_for_CT(jn_core_t *core, const uint8_t *key, size_t len,
-                                             jn_distribution_t other, bool *backpressure)
+                                             jn_distribution_t other, bool *backpressure,
+                                             bool *fallback)
 {
     JN_ASSERT_CT(core);
     *backpressure = false;
+    *fallback = false;
     if (len < 2 || key[0] != JN_ADDR_CLASS_MOBILE)
         return JN_DIST_CLOSEST;
     int i = jn_addr_config_match(&core->config, (const char *)key + 2, len - 2);
     if (i < 0)
         return other;
     *backpressure = core->config.entries[i].mc_backpressure;
+    *fallback = core->config.entries[i].fallback && key[1] != 'F';
     return core->config.entries[i].distribution;
 }
 
@@ -66,8 +69,8 @@ static int addr_get_CT(jn_core_t *core, uint8_t *key, size_t len, jn_distributio
         *out = addr;
         return 0;
     }
-    bool backpressure = false;
-    jn_distribution_t dist = distribution_for_CT(core, key, len, other, &backpressure);
+    bool backpressure = false, fallback = false;
+    jn_distribution_t dist = distribution_for_CT(core, key, len, other, &backpressure, &fallback);
     if (dist == JN_DIST_UNAVAILABLE) {
         free(key);
         *out = NULL;
@@ -83,6 +86,7 @@ static int addr_get_CT(jn_core_t *core, uint8_t *key, size_t len, jn_distributio
     addr->key_len = len;
     addr->distribution = dist;
     addr->mc_backpressure = backpressure;
+    addr->fallback = fallback;
     jn_stat_add(&core->stats.addresses, 1);
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_DEBUG, "Address added: %.*s (%s)", (int)len,
            (const char *)key, dist_name(dist));
@@ -90,13 +94,26 @@ static int addr_get_CT(jn_core_t *core, uint8_t *key, size_t len, jn_distributio
     return 0;
 }
 
-int jn_addr_get_CT(jn_core_t *core, const char *address, jn_addr_t **out)
+int jn_addr_get_CT(jn_core_t *core, const char *address, jn_link_dir_t dir, bool fallback,
+                   jn_addr_t **out)
 {
     JN_ASSERT_CT(core);
     size_t len = 0;
     uint8_t *key = key_of(address, &len);
     if (!key)
         return JN_ENOMEM;
+    if (len >= 2 && key[0] == JN_ADDR_CLASS_MOBILE && core->config.count) {
+        /* a configured phase (waypoint): senders use the ingress phase,
+         * receivers the egress phase */
+        int i = jn_addr_config_match(&core->config, (const char *)key + 2, len - 2);
+        if (i >= 0) {
+            const jn_addr_config_entry_t *e = &core->config.entries[i];
+            key[1] =
+                (uint8_t)('0' + (dir == JN_LINK_INCOMING ? e->ingress_phase : e->egress_phase));
+        }
+    }
+    if (fallback && len >= 2 && key[0] == JN_ADDR_CLASS_MOBILE)
+        key[1] = 'F';
     return addr_get_CT(core, key, len, core->default_distribution, out);
 }
 
@@ -109,6 +126,42 @@ int jn_addr_get_key_CT(jn_core_t *core, const uint8_t *key, size_t len, jn_distr
         return JN_ENOMEM;
     memcpy(copy, key, len);
     return addr_get_CT(core, copy, len, dist, out);
+}
+
+/* The address with addr's key in phase `phase`, if it exists. */
+static jn_addr_t *in_phase_CT(jn_core_t *core, const jn_addr_t *addr, char phase)
+{
+    JN_ASSERT_CT(core);
+    if (addr->key_len < 2 || addr->key[0] != JN_ADDR_CLASS_MOBILE)
+        return NULL;
+    uint8_t small[256];
+    uint8_t *key = addr->key_len <= sizeof small ? small : malloc(addr->key_len);
+    if (!key)
+        return NULL;
+    memcpy(key, addr->key, addr->key_len);
+    key[1] = (uint8_t)phase;
+    jn_addr_t *found = jn_hash_lookup(core->ct.addrs, key, addr->key_len);
+    if (key != small)
+        free(key);
+    return found;
+}
+
+jn_addr_t *jn_addr_fallback_CT(jn_core_t *core, const jn_addr_t *addr)
+{
+    return addr->fallback ? in_phase_CT(core, addr, 'F') : NULL;
+}
+
+jn_addr_t *jn_addr_primary_CT(jn_core_t *core, const jn_addr_t *fallback)
+{
+    if (fallback->key_len < 2 || fallback->key[1] != 'F')
+        return NULL;
+    return in_phase_CT(core, fallback, '0');
+}
+
+bool jn_addr_fallback_has_destination_CT(jn_core_t *core, const jn_addr_t *addr)
+{
+    const jn_addr_t *fb = jn_addr_fallback_CT(core, addr);
+    return fb && jn_addr_has_destination(fb);
 }
 
 void jn_addr_add_remote_CT(jn_core_t *core, jn_addr_t *addr, int router)
@@ -329,6 +382,8 @@ static bool message_address(const jn_message_t *msg, bool honour_to_override, jn
     else if (jn_message_to(msg, it) != 0)
         return false;
     jn_iter_set_view(it, JN_VIEW_ADDRESS_HASH);
+    if (ra && JN_UNLIKELY(ra->phase > 0 && ra->phase <= 9))
+        jn_iter_set_phase(it, (char)('0' + ra->phase)); /* a waypoint's phase */
     return true;
 }
 
@@ -352,7 +407,7 @@ bool jn_addr_unavailable_for_message_CT(jn_core_t *core, const jn_message_t *msg
     size_t len = jn_iter_copy(&it, key, sizeof key);
     if (len == sizeof key)
         return false; /* longer than any configured prefix could decide here */
-    bool backpressure;
-    return distribution_for_CT(core, key, len, core->default_distribution, &backpressure) ==
-           JN_DIST_UNAVAILABLE;
+    bool backpressure, fallback;
+    return distribution_for_CT(core, key, len, core->default_distribution, &backpressure,
+                               &fallback) == JN_DIST_UNAVAILABLE;
 }

@@ -45,6 +45,14 @@ typedef struct jn_addr_config_entry {
      * dropped past its backlog (forward.c). Set by the caller after
      * jn_addr_config_add (the new entry is the last one); false there. */
     bool mc_backpressure;
+    /* ingressPhase / egressPhase (waypoint: yes is egress 1): the phase of
+     * the address for a sending link (ingress) and for a receiving link
+     * (egress), 0..9. Set by the caller after jn_addr_config_add; 0 there. */
+    uint8_t ingress_phase, egress_phase;
+    /* enableFallback: a delivery that finds no destination for the address
+     * goes to its fallback destinations (key M F <address>). Set like the
+     * phases. */
+    bool fallback;
 } jn_addr_config_entry_t;
 
 /* The table. Owned by its jn_core_t (see the threads note above). */

@@ -27,6 +27,26 @@ int jn_core_address_config_add_CT(jn_core_t *core, const char *prefix_or_pattern
     return rc;
 }
 
+int jn_core_address_config_set_phases_CT(jn_core_t *core, int ingress, int egress)
+{
+    JN_ASSERT_CT(core);
+    if (core->config.count == 0 || ingress < 0 || ingress > 9 || egress < 0 || egress > 9)
+        return JN_EINVAL;
+    jn_addr_config_entry_t *e = &core->config.entries[core->config.count - 1];
+    e->ingress_phase = (uint8_t)ingress;
+    e->egress_phase = (uint8_t)egress;
+    return 0;
+}
+
+int jn_core_address_config_set_fallback_CT(jn_core_t *core, bool on)
+{
+    JN_ASSERT_CT(core);
+    if (core->config.count == 0)
+        return JN_EINVAL;
+    core->config.entries[core->config.count - 1].fallback = on;
+    return 0;
+}
+
 /* Collapse runs of '#' tokens as jn_addr_config_add stores patterns, by
  * adding the text to a scratch table (which does exactly that). */
 static char *stored_form(const char *text, bool pattern)

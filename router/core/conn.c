@@ -48,13 +48,15 @@ jn_core_conn_t *jn_core_conn_opened_IO(jn_core_t *core, void *io_conn, const jn_
         }
     }
     bool sec_failed = false;
-    char **sec[] = {&c->ssl_proto, &c->ssl_cipher, &c->user, &c->sasl_mechanism};
-    const char *sec_in[] = {info->ssl_proto, info->ssl_cipher, info->user, info->sasl_mechanism};
-    for (int i = 0; i < 4; i++)
+    char **sec[] = {&c->ssl_proto, &c->ssl_cipher, &c->user, &c->sasl_mechanism,
+                    &c->endpoint_name};
+    const char *sec_in[] = {info->ssl_proto, info->ssl_cipher, info->user, info->sasl_mechanism,
+                            info->endpoint_name};
+    for (int i = 0; i < 5; i++)
         if (sec_in[i] && !(*sec[i] = strdup(sec_in[i])))
             sec_failed = true;
     if (!c->container_id || !c->host || (info->properties_len && !c->properties) || sec_failed) {
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < 5; i++)
             free(*sec[i]);
         free(c->properties);
         free(c->container_id);
@@ -70,6 +72,7 @@ jn_core_conn_t *jn_core_conn_opened_IO(jn_core_t *core, void *io_conn, const jn_
     c->strip_outbound = info->strip_outbound;
     c->link_capacity = info->link_capacity;
     c->inter_router = info->inter_router;
+    c->route_container = info->route_container;
     c->cost = info->cost ? info->cost : 1;
     c->encrypted = info->encrypted;
     c->ssl_ssf = info->ssl_ssf;
@@ -106,6 +109,7 @@ void jn_conn_unref(jn_core_conn_t *conn)
     free(conn->ssl_cipher);
     free(conn->user);
     free(conn->sasl_mechanism);
+    free(conn->endpoint_name);
     jn_pool_free(atomic_load_explicit(&conn_pool, memory_order_acquire), conn);
 }
 
@@ -119,6 +123,7 @@ void jn_conn_opened_CT(jn_core_conn_t *conn)
     core->ct.conns = conn;
     jn_stat_add(&core->stats.connections, 1);
     jn_router_conn_opened_CT(conn);
+    jn_lr_conn_opened_CT(conn);
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_DEBUG,
            "[C%" PRIu64 "] Connection opened: container=%s host=%s %s", conn->conn_id,
            conn->container_id, conn->host, conn->incoming ? "incoming" : "outgoing");
@@ -132,6 +137,7 @@ void jn_conn_closed_CT(jn_core_conn_t *conn)
     jn_router_conn_closed_CT(conn); /* before its links: no route through it */
     while (conn->ct.links)
         jn_link_detached_CT(conn->ct.links, true);
+    jn_lr_conn_closed_CT(conn);
     /* The I/O thread takes no more work: the core is the consumer now. */
     jn_mpsc_node_t *nodes[64];
     for (;;) {
@@ -278,7 +284,10 @@ void jn_work_free(jn_work_t *work)
         jn_delivery_unref(work->dlv); /* work->link was borrowed from it */
     else if (work->link)
         jn_link_unref(work->link);
-    jn_disposition_clear(&work->disp);
+    if (work->type == JN_WORK_LINK_ATTACH)
+        free(work->attach.name);
+    else
+        jn_disposition_clear(&work->disp);
     free(work->address);
     free(work->condition);
     free(work->description);

@@ -111,7 +111,8 @@ jn_core_t *jn_core_create(const jn_core_config_t *cfg, const jn_core_io_ops_t *o
     core->ct.addrs = jn_hash_create(64);
     core->wake_fd = eventfd(0, EFD_CLOEXEC);
     if (!core->router_id || !core->ct.addrs || core->wake_fd < 0 ||
-        jn_iter_configure("0", core->router_id, false) != 0 || jn_router_init(core, cfg) != 0) {
+        jn_iter_configure("0", core->router_id, false) != 0 || jn_router_init(core, cfg) != 0 ||
+        jn_lr_init(core) != 0) {
         jn_core_free(core);
         return NULL;
     }
@@ -239,6 +240,12 @@ static void dispatch_CT(jn_core_t *core, jn_mpsc_node_t *node)
         call_action_t *c = JN_CONTAINER_OF(a, call_action_t, base);
         c->fn(c->arg, core);
         free(c);
+        break;
+    }
+    case JN_ACT_LINK_ANSWERED: {
+        jn_core_link_t *link = JN_CONTAINER_OF(a, jn_core_link_t, answer_action);
+        jn_lr_answered_CT(link);
+        jn_link_unref(link); /* the posted action's reference */
         break;
     }
     case JN_ACT_STOP:
@@ -462,6 +469,7 @@ static void teardown(jn_core_t *core)
     jn_link_flush_credit_CT(core);
     jn_router_fini_CT(core);
     jn_addr_free_all_CT(core);
+    jn_lr_fini(core);
     ct_leave(core);
 }
 
@@ -473,6 +481,7 @@ void jn_core_free(jn_core_t *core)
     if (core->ct.addrs && core->wake_fd >= 0)
         teardown(core);
     jn_router_free(core);
+    jn_lr_fini(core); /* a no-op after the teardown's */
     jn_hash_free(core->ct.addrs);
     jn_addr_config_fini(&core->config);
     if (core->wake_fd >= 0)

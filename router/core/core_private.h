@@ -71,6 +71,16 @@
 /* For _CT functions that are given no way to reach their core. */
 #define JN_ASSERT_SOME_CT() JN_DEBUG_CHECK(jn_ct_role_ != NULL)
 
+/* jn_core_self_CT: the core whose role the calling thread holds (borrowed),
+ * or NULL in no core role (a unit test driving one module alone). For the
+ * rare _CT function given no way to reach its core (a fallback address's
+ * primary, link.c); only core threads hold a core's role, so the pointer
+ * is a jn_core_t. */
+static inline jn_core_t *jn_core_self_CT(void)
+{
+    return (jn_core_t *)(uintptr_t)jn_ct_role_;
+}
+
 /* ---- actions ------------------------------------------------------------ */
 
 typedef enum jn_action_type {
@@ -83,6 +93,7 @@ typedef enum jn_action_type {
     JN_ACT_DLV_CONTINUED,
     JN_ACT_DLV_UPDATE,
     JN_ACT_CALL, /* jn_core_call: run a function in the core role */
+    JN_ACT_LINK_ANSWERED, /* jn_core_link_answered_IO */
     JN_ACT_STOP
 } jn_action_type_t;
 
@@ -134,6 +145,8 @@ typedef struct jn_addr {
     bool permanent;       /* never freed while the core runs (R<id>, $management) */
     bool mc_backpressure; /* multicast: a full consumer backlog holds the
                            * senders back instead of dropping (forward.c) */
+    bool fallback;        /* enableFallback: without a destination, its
+                           * deliveries go to the M F <address> one */
     uint8_t inproc;       /* JN_INPROC_*: served inside the router */
     /* management counters (router.address), forward.c: deliveries that
      * entered the mesh here (from a client), copies to local consumers
@@ -179,6 +192,8 @@ struct jn_core_conn {
     bool strip_outbound;
     uint32_t link_capacity;
     bool inter_router;
+    bool route_container; /* role route-container */
+    char *endpoint_name;  /* its listener's or connector's name (heap), or NULL */
     bool internal;  /* the core's own origin of the messages it composes */
     uint32_t cost;  /* inter-router: effective cost */
     int64_t opened_us; /* wall clock at jn_core_conn_opened_IO (uptimeSeconds) */
@@ -226,6 +241,8 @@ typedef enum jn_link_state {
     JN_LINK_ST_NEW = 0,  /* attach not processed yet */
     JN_LINK_ST_ATTACHED, /* routing */
     JN_LINK_ST_REFUSED,  /* LINK_CLOSE sent; waiting for the detach */
+    JN_LINK_ST_ROUTING,  /* link-routed: waiting for the far end's attach
+                          * (linkroute.c); no credit, no deliveries */
     JN_LINK_ST_DETACHED  /* detach processed; no more work for it */
 } jn_link_state_t;
 
@@ -238,11 +255,11 @@ struct jn_core_link {
     bool presettled;
     uint32_t capacity; /* incoming: the most credit outstanding (never 0) */
     char *name;        /* heap */
-    char *address;     /* heap, NULL for none */
+    char *address;     /* heap, NULL for none; an auto-link's is replaced by
+                        * its router address when paired (linkroute.c) */
     jn_link_type_t type;
     int priority;      /* data links: 0..9, -1 for extra ones */
     bool local;        /* attached by the router (connector side) */
-
     /* Atomic. flow: the I/O thread's latest (credit_limit << 1 | drain). */
     atomic_uint refcount;
     atomic_uint_least64_t flow;
@@ -292,7 +309,29 @@ struct jn_core_link {
         uint32_t unsettled_in; /* arrived unsettled, not settled yet (either side) */
         bool dirty;           /* on core->ct.dirty (credit to recompute) */
         jn_core_link_t *dirty_next;
+        /* link routes (linkroute.c): the link at the other end of the
+         * route (each end names the other until either detaches), and
+         * the auto-link this link serves, or NULL */
+        jn_core_link_t *routed;
+        struct jn_autolink *autolink;
     } ct;
+
+    /* Link routes, auto-links, phases (linkroute.c), apart from the hot
+     * fields above. Immutable after jn_core_link_attached_IO: */
+    uint8_t *termini;  /* the peer's termini as io encodes them (heap), or NULL */
+    size_t termini_len;
+    void *attach_ref;  /* jn_link_info_t.attach_ref (linkroute.c: a request id) */
+    bool fallback;     /* outgoing: a fallback destination (qd.fallback) */
+    /* Set by the core when it binds the link to its address, before any
+     * copy is made: the phase of its address when not 0 (waypoints,
+     * auto-links), sent as x-opt-qd.phase with its deliveries'
+     * to-override. */
+    uint8_t phase;
+    /* Written by the I/O thread before it posts the detach (the post
+     * orders it), then read by the core: the peer's detach error. */
+    char *detach_condition, *detach_description; /* heap, or NULL */
+    jn_action_t answer_action; /* JN_ACT_LINK_ANSWERED (holds a reference) */
+    atomic_bool answer_posted;
 };
 
 /* ---- the core ----------------------------------------------------------- */
@@ -344,6 +383,10 @@ struct jn_core {
     char *node_id;                 /* "0/<router id>" (mesh_side.c) */
     jn_core_conn_t *internal_conn; /* origin of composed messages (mesh_side.c) */
     jn_core_link_t *internal_link;
+
+    /* Link routes and auto-links (linkroute.c): core thread only, except
+     * the count, which the I/O layer may read (relaxed). */
+    struct jn_lr_table *lr;
 
     /* Core thread only. */
     struct {
@@ -431,9 +474,14 @@ void jn_link_producers_dirty_CT(jn_addr_t *addr);
 /* ---- address.c ---------------------------------------------------------- */
 
 /* Find or create the address for a link's terminus address (a C string,
- * read through the hash view). *out is NULL when the address's
- * distribution is unavailable (nothing is created). Returns 0 or JN_ENOMEM. */
-int jn_addr_get_CT(jn_core_t *core, const char *address, jn_addr_t **out);
+ * read through the hash view) for a link of direction dir: a mobile
+ * address configured with phases gets the ingress phase for an incoming
+ * link, the egress phase for an outgoing one (else phase 0); a fallback
+ * receiver binds to phase 'F'. *out is NULL
+ * when the address's distribution is unavailable (nothing is created).
+ * Returns 0 or JN_ENOMEM. */
+int jn_addr_get_CT(jn_core_t *core, const char *address, jn_link_dir_t dir, bool fallback,
+                   jn_addr_t **out);
 /* jn_addr_unavailable_for_message_CT: true when the address msg is sent to
  * (its to-override when honoured, else properties.to) is a mobile address
  * whose distribution is configured `unavailable` (an address entity, or
@@ -477,6 +525,20 @@ void jn_addr_remote_reachable_CT(jn_core_t *core, int router);
 static inline bool jn_addr_has_destination(const jn_addr_t *addr)
 {
     return addr->n_consumers > 0 || addr->n_remote > 0 || addr->inproc;
+}
+/* The fallback address of addr (its key with phase 'F'), when addr has
+ * enableFallback and that address exists; NULL otherwise. Not on the hot
+ * path: only for an address without a destination. */
+jn_addr_t *jn_addr_fallback_CT(jn_core_t *core, const jn_addr_t *addr);
+/* For a fallback address (phase 'F'): the primary address it serves (phase
+ * '0'), if it exists; NULL otherwise. */
+jn_addr_t *jn_addr_primary_CT(jn_core_t *core, const jn_addr_t *fallback);
+/* addr, or its fallback, has somewhere to send to: senders get credit. */
+bool jn_addr_fallback_has_destination_CT(jn_core_t *core, const jn_addr_t *addr);
+static inline bool jn_addr_has_destination_or_fallback_CT(jn_core_t *core, const jn_addr_t *addr)
+{
+    return jn_addr_has_destination(addr) ||
+           (JN_UNLIKELY(addr->fallback) && jn_addr_fallback_has_destination_CT(core, addr));
 }
 /* Free every address left (teardown). */
 void jn_addr_free_all_CT(jn_core_t *core);
@@ -573,6 +635,34 @@ jn_core_link_t *jn_router_pick_remote_CT(jn_core_t *core, jn_addr_t *addr,
 unsigned jn_router_multicast_links_CT(jn_core_t *core, const jn_addr_t *addr,
                                       const jn_route_ctx_t *rc, jn_core_link_t **out,
                                       unsigned max);
+
+/* ---- linkroute.c (link routes and auto-links) ---------------------------- */
+
+/* Allocate / free the tables (jn_core_create / jn_core_free). */
+int jn_lr_init(jn_core_t *core);
+void jn_lr_fini(jn_core_t *core);
+/* An endpoint link's attach: when a link route matches its address, route
+ * it (or refuse it: no container) and return true; false: route it by its
+ * address as usual. */
+bool jn_lr_attach_CT(jn_core_link_t *link);
+/* A link the router attached for a JN_WORK_LINK_ATTACH was reported
+ * (link->attach_ref names the request): pair it with what asked for it. */
+void jn_lr_local_attached_CT(jn_core_link_t *link);
+/* Its peer answered (JN_ACT_LINK_ANSWERED). */
+void jn_lr_answered_CT(jn_core_link_t *link);
+/* A link that is routed or serves an auto-link (or waits to) is detaching:
+ * undo the pairing, detach the other end with the error. */
+void jn_lr_link_detached_CT(jn_core_link_t *link, bool from_conn_close);
+/* Connections opening and closing: auto-links attach and go; requests
+ * waiting on a closed connection are answered. */
+void jn_lr_conn_opened_CT(jn_core_conn_t *conn);
+void jn_lr_conn_closed_CT(jn_core_conn_t *conn);
+/* The credit a routed incoming link may be granted now (link.c). */
+uint32_t jn_lr_credit_due_CT(const jn_core_link_t *link);
+
+/* link.c: refuse an attach with an error (LINK_CLOSE; waits for the
+ * detach). */
+void jn_link_refuse_CT(jn_core_link_t *link, const char *condition, const char *description);
 
 /* ---- delivery.c ---------------------------------------------------------- */
 

@@ -72,6 +72,7 @@ jn_delivery_t *jn_delivery_copy_CT(jn_delivery_t *peer, jn_core_link_t *link, bo
     if (link->conn->inter_router && !peer->link->ct.anonymous && peer->link->address) {
         c->origin_link = jn_link_ref(peer->link);
         c->to_override = peer->link->address;
+        c->phase = peer->link->phase;
     }
     if (JN_UNLIKELY(peer->state) && jn_delivery_set_state_IO(c, peer->state) != 0)
         JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_ERROR,
@@ -128,6 +129,11 @@ const jn_disposition_t *jn_delivery_state(const jn_delivery_t *dlv)
 const char *jn_delivery_to_override(const jn_delivery_t *dlv)
 {
     return dlv->to_override;
+}
+
+int jn_delivery_phase(const jn_delivery_t *dlv)
+{
+    return dlv->phase;
 }
 
 jn_message_t *jn_delivery_message(const jn_delivery_t *dlv)

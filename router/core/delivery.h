@@ -35,6 +35,8 @@ struct jn_delivery {
     jn_message_t *message; /* reference held */
     bool outgoing;         /* a copy made by the core */
     bool presettled;       /* sent settled (copies: pre-settled forwarding) */
+    uint8_t phase;         /* copies toward another router: x-opt-qd.phase
+                            * to send with to_override (0: none) */
     uint8_t tag_len;
     uint8_t tag[JN_DELIVERY_TAG_MAX];
     /* copies toward another router: the x-opt-qd.to this router sets (the

@@ -381,6 +381,14 @@ static void forward_anycast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_rou
     jn_core_t *core = jn_delivery_core(dlv);
     JN_ASSERT_CT(core);
     jn_core_link_t *to = pick_anycast_CT(core, addr, rc);
+    if (JN_UNLIKELY(!to && addr->fallback)) {
+        /* no destination: the fallback's (enableFallback) */
+        jn_addr_t *fb = jn_addr_fallback_CT(core, addr);
+        if (fb) {
+            addr = fb;
+            to = pick_anycast_CT(core, fb, rc);
+        }
+    }
     if (to && backlogged_CT(dlv, to))
         to = NULL; /* dropped: see backlogged */
     jn_delivery_t *copy = to ? jn_delivery_copy_CT(dlv, to, dlv->presettled) : NULL;
@@ -686,6 +694,11 @@ void jn_forward_arrived_CT(jn_delivery_t *dlv)
         jn_link_mark_dirty_CT(in); /* credit is batched at half (link.c) */
     if (in->type == JN_LINK_CONTROL && in->ct.state == JN_LINK_ST_ATTACHED) {
         jn_router_control_arrived_CT(dlv);
+        return;
+    }
+    if (JN_UNLIKELY(in->ct.routed != NULL) && in->ct.state == JN_LINK_ST_ATTACHED) {
+        /* link-routed: to the link at the other end of the route, as is */
+        jn_forward_to_links_CT(dlv, &in->ct.routed, 1, false);
         return;
     }
     jn_addr_t *addr = addr_of_CT(core, dlv);

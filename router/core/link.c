@@ -50,6 +50,19 @@ jn_core_link_t *jn_core_link_attached_IO(jn_core_conn_t *conn, void *io_link,
         jn_pool_free(pool, l);
         return NULL;
     }
+    if (info->termini && info->termini_len) {
+        l->termini = malloc(info->termini_len);
+        if (!l->termini) {
+            free(l->name);
+            free(l->address);
+            jn_pool_free(pool, l);
+            return NULL;
+        }
+        memcpy(l->termini, info->termini, info->termini_len);
+        l->termini_len = info->termini_len;
+    }
+    l->attach_ref = info->attach_ref;
+    l->fallback = info->fallback && info->dir == JN_LINK_OUTGOING;
     l->io_link = io_link;
     l->type = info->type;
     l->priority = info->priority;
@@ -67,6 +80,8 @@ jn_core_link_t *jn_core_link_attached_IO(jn_core_conn_t *conn, void *io_link,
     l->attach_action.type = JN_ACT_LINK_ATTACHED;
     l->detach_action.type = JN_ACT_LINK_DETACHED;
     l->flow_action.type = JN_ACT_LINK_FLOW;
+    l->answer_action.type = JN_ACT_LINK_ANSWERED;
+    atomic_init(&l->answer_posted, false);
     atomic_fetch_add_explicit(&conn->refcount, 1, memory_order_relaxed);
     l->conn = conn;
     jn_core_post(conn->core, &l->attach_action);
@@ -91,6 +106,33 @@ void jn_core_link_flow_IO(jn_core_link_t *link, uint64_t credit_limit, bool drai
     jn_core_post(link->conn->core, &link->flow_action);
 }
 
+void jn_core_link_answered_IO(jn_core_link_t *link)
+{
+    if (atomic_exchange_explicit(&link->answer_posted, true, memory_order_acq_rel))
+        return;
+    jn_link_ref(link);
+    jn_core_post(link->conn->core, &link->answer_action);
+}
+
+void jn_core_link_set_error_IO(jn_core_link_t *link, const char *condition, const char *description)
+{
+    if (link->detach_condition || atomic_load(&link->detach_posted))
+        return;
+    link->detach_condition = condition ? strdup(condition) : NULL;
+    link->detach_description = description ? strdup(description) : NULL;
+}
+
+const uint8_t *jn_core_link_termini(const jn_core_link_t *link, size_t *len)
+{
+    *len = link->termini_len;
+    return link->termini;
+}
+
+const char *jn_core_link_name(const jn_core_link_t *link)
+{
+    return link->name;
+}
+
 void *jn_core_link_io(const jn_core_link_t *link)
 {
     return link->io_link;
@@ -112,6 +154,9 @@ void jn_link_unref(jn_core_link_t *link)
     free(link->name);
     free(link->address);
     free(link->ct.dyn_address);
+    free(link->termini);
+    free(link->detach_condition);
+    free(link->detach_description);
     jn_pool_free(atomic_load_explicit(&link_pool, memory_order_acquire), link);
     jn_conn_unref(conn);
 }
@@ -122,7 +167,7 @@ static const char *terminus(const char *s)
 }
 
 /* Refuse the link: LINK_CLOSE with an error; it waits for its detach. */
-static void refuse_CT(jn_core_link_t *link, const char *condition, const char *description)
+void jn_link_refuse_CT(jn_core_link_t *link, const char *condition, const char *description)
 {
     JN_ASSERT_CT(link->conn->core);
     link->ct.state = JN_LINK_ST_REFUSED;
@@ -141,20 +186,20 @@ static jn_addr_t *attach_address_CT(jn_core_t *core, jn_core_link_t *link, const
         link->ct.dyn_address = jn_addr_make_dynamic_CT(core);
         address = link->ct.dyn_address;
         if (!address) {
-            refuse_CT(link, "amqp:resource-limit-exceeded", "out of memory");
+            jn_link_refuse_CT(link, "amqp:resource-limit-exceeded", "out of memory");
             return NULL;
         }
     } else if (!address) {
-        refuse_CT(link, "amqp:invalid-field", "receiver link has no source address");
+        jn_link_refuse_CT(link, "amqp:invalid-field", "receiver link has no source address");
         return NULL;
     }
     jn_addr_t *addr = NULL;
-    if (jn_addr_get_CT(core, address, &addr) != 0) {
-        refuse_CT(link, "amqp:resource-limit-exceeded", "out of memory");
+    if (jn_addr_get_CT(core, address, link->dir, link->fallback, &addr) != 0) {
+        jn_link_refuse_CT(link, "amqp:resource-limit-exceeded", "out of memory");
         return NULL;
     }
     if (!addr) {
-        refuse_CT(link, "amqp:not-found", "the address is configured unavailable");
+        jn_link_refuse_CT(link, "amqp:not-found", "the address is configured unavailable");
         return NULL;
     }
     *open_as = address;
@@ -179,10 +224,14 @@ void jn_link_attached_CT(jn_core_link_t *link)
            in ? "<any>" : terminus(link->address), in ? terminus(link->address) : "<any>",
            link->dynamic ? " (dynamic)" : "");
 
+    if (link->local && link->attach_ref) {
+        jn_lr_local_attached_CT(link); /* one the router asked for */
+        return;
+    }
     const char *condition = NULL;
     const char *refusal = jn_router_link_attach_CT(link, &condition);
     if (refusal) {
-        refuse_CT(link, condition, refusal);
+        jn_link_refuse_CT(link, condition, refusal);
         return;
     }
     if (link->type != JN_LINK_ENDPOINT) {
@@ -203,6 +252,8 @@ void jn_link_attached_CT(jn_core_link_t *link)
         jn_link_mark_dirty_CT(link);
         return;
     }
+    if (jn_lr_attach_CT(link))
+        return; /* link-routed (or refused for want of its container) */
     const char *open_as = NULL;
     jn_addr_t *addr = attach_address_CT(core, link, &open_as);
     if (!addr)
@@ -210,9 +261,11 @@ void jn_link_attached_CT(jn_core_link_t *link)
     int rc = in ? jn_addr_add_producer_CT(addr, link) : jn_addr_add_consumer_CT(addr, link);
     if (rc != 0) {
         jn_addr_release_if_unused_CT(core, addr);
-        refuse_CT(link, "amqp:resource-limit-exceeded", "out of memory");
+        jn_link_refuse_CT(link, "amqp:resource-limit-exceeded", "out of memory");
         return;
     }
+    if (addr->key_len >= 2 && addr->key[0] == 'M' && addr->key[1] > '0' && addr->key[1] <= '9')
+        link->phase = (uint8_t)(addr->key[1] - '0'); /* a waypoint phase */
     link->ct.state = JN_LINK_ST_ATTACHED;
     jn_work_link_CT(link, JN_WORK_LINK_OPEN, open_as, NULL, NULL, 0);
     if (in)
@@ -228,6 +281,8 @@ void jn_link_detached_CT(jn_core_link_t *link, bool from_conn_close)
     JN_ASSERT_CT(core);
     JN_CHECK(link->ct.state != JN_LINK_ST_DETACHED);
     bool was_attached = link->ct.state == JN_LINK_ST_ATTACHED;
+    if (link->ct.routed || link->ct.autolink || link->ct.state == JN_LINK_ST_ROUTING)
+        jn_lr_link_detached_CT(link, from_conn_close);
     link->ct.state = JN_LINK_ST_DETACHED; /* no more work for it from here */
     jn_addr_t *addr = NULL;
     if (was_attached && link->type != JN_LINK_ENDPOINT)
@@ -274,6 +329,8 @@ void jn_link_flow_CT(jn_core_link_t *link)
     link->ct.credit_limit = word >> 1;
     link->ct.drain = (word & 1u) != 0;
     jn_link_pump_CT(link);
+    if (link->ct.routed)
+        jn_link_mark_dirty_CT(link->ct.routed); /* its sender's credit follows */
 }
 
 void jn_link_pump_CT(jn_core_link_t *link)
@@ -309,6 +366,14 @@ void jn_link_producers_dirty_CT(jn_addr_t *addr)
     JN_ASSERT_SOME_CT();
     for (uint32_t i = 0; i < addr->n_producers; i++)
         jn_link_mark_dirty_CT(addr->producers[i]);
+    if (JN_UNLIKELY(addr->key_len >= 2 && addr->key[1] == 'F' && addr->key[0] == 'M')) {
+        /* a fallback's destinations changed: the primary's senders too */
+        jn_core_t *core = jn_core_self_CT();
+        jn_addr_t *primary = core ? jn_addr_primary_CT(core, addr) : NULL;
+        if (primary && primary->fallback)
+            for (uint32_t i = 0; i < primary->n_producers; i++)
+                jn_link_mark_dirty_CT(primary->producers[i]);
+    }
 }
 
 /* A targeted sender whose address lost its last destination (here or
@@ -319,14 +384,27 @@ void jn_link_producers_dirty_CT(jn_addr_t *addr)
 static void withdraw_credit_CT(jn_core_link_t *link)
 {
     JN_ASSERT_CT(link->conn->core);
-    if (link->ct.state != JN_LINK_ST_ATTACHED || link->ct.anonymous || !link->ct.addr ||
-        jn_addr_has_destination(link->ct.addr) || link->ct.outstanding == 0)
+    if (link->ct.state != JN_LINK_ST_ATTACHED || link->ct.outstanding == 0)
         return;
+    if (link->ct.routed) {
+        /* link-routed: the receiver at the far end drained its credit */
+        const jn_core_link_t *out = link->ct.routed;
+        if (!out->ct.drain || out->ct.handed < out->ct.credit_limit)
+            return;
+    } else if (link->ct.anonymous || !link->ct.addr ||
+               jn_addr_has_destination_or_fallback_CT(link->conn->core, link->ct.addr)) {
+        return;
+    }
     jn_work_t *w = jn_work_new_CT(link->conn->core, JN_WORK_LINK_CREDIT);
     if (!w)
         return; /* out of memory: the credit stays with the sender */
     w->link = jn_link_ref(link);
     w->drain = true;
+    /* a broker (auto-link, link route) gets credit 0 without the drain
+     * flag: RabbitMQ 3.10's AMQP 1.0 plugin ends the whole session, every
+     * routed link on it, when a drain completes; a link-routed client's
+     * drain was answered by the router already (jn_link_pump_CT) */
+    w->credit = link->ct.autolink || link->ct.routed ? 1 : 0;
     jn_work_push_CT(link->conn, w);
     link->ct.outstanding = 0;
 }
@@ -337,9 +415,11 @@ static uint32_t credit_due_CT(const jn_core_link_t *link)
     JN_ASSERT_CT(link->conn->core);
     if (link->ct.state != JN_LINK_ST_ATTACHED)
         return 0;
+    if (link->ct.routed)
+        return jn_lr_credit_due_CT(link);
     if (!link->ct.anonymous) {
         const jn_addr_t *addr = link->ct.addr;
-        if (!addr || !jn_addr_has_destination(addr))
+        if (!addr || !jn_addr_has_destination_or_fallback_CT(link->conn->core, addr))
             return 0;
     }
     /* Batched: nothing while the sender still holds more than half the

@@ -55,6 +55,7 @@ static void link_fill_CT(const jn_core_link_t *l, jn_view_link_t *out)
     out->released = l->ct.outcomes[2];
     out->modified = l->ct.outcomes[3];
     out->dropped = 0;
+    out->peer = l->ct.routed ? l->ct.routed->ct.id : 0;
     if (l->dir == JN_LINK_INCOMING) {
         out->capacity = l->capacity;
         out->undelivered = l->ct.held;

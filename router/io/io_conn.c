@@ -433,6 +433,8 @@ static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
         .link_capacity = conn->endpoint->cfg.link_capacity,
         .inter_router = conn->inter_router,
         .cost = cost,
+        .endpoint_name = conn->endpoint->cfg.name,
+        .route_container = conn->endpoint->cfg.role == JN_ROLE_ROUTE_CONTAINER,
     };
     pn_sasl_t *sasl = pn_sasl(t);
     const char *mech = sasl ? pn_sasl_get_mech(sasl) : NULL;
@@ -630,6 +632,7 @@ static void on_session_close(jn_io_conn_t *conn, pn_session_t *ssn)
             l->pn = NULL;
         }
     }
+    jn_io_route_session_gone_IO(conn, ssn);
     if (!(pn_session_state(ssn) & PN_LOCAL_CLOSED))
         pn_session_close(ssn);
     pn_session_free(ssn);
@@ -662,8 +665,12 @@ jn_io_link_t *jn_io_link_new_IO(jn_io_conn_t *conn, pn_link_t *pl)
 
 static void on_link_open(jn_io_conn_t *conn, pn_link_t *pl)
 {
-    if (!(pn_link_state(pl) & PN_LOCAL_UNINIT))
+    if (!(pn_link_state(pl) & PN_LOCAL_UNINIT)) {
+        jn_io_link_t *ours = pn_link_get_context(pl);
+        if (ours && ours->routed && ours->core && !ours->detached)
+            jn_core_link_answered_IO(ours->core); /* the container answered */
         return;
+    }
     jn_io_link_t *link = jn_io_link_new_IO(conn, pl);
     if (!link) {
         pn_condition_set_name(pn_link_condition(pl), "amqp:resource-limit-exceeded");
@@ -682,10 +689,16 @@ static void on_link_open(jn_io_conn_t *conn, pn_link_t *pl)
         .priority = -1,
     };
     jn_io_ir_classify_IO(link, &info);
+    info.fallback = info.type == JN_LINK_ENDPOINT && jn_io_fallback_receiver_IO(pl);
     if (info.type == JN_LINK_CONTROL)
         jn_io_ir_cap_control_IO(link);
+    uint8_t *termini = NULL;
+    if (info.type == JN_LINK_ENDPOINT && info.address) /* a link route may copy them */
+        jn_io_termini_encode_IO(pl, &termini, &info.termini_len);
+    info.termini = termini;
     if (conn->core && !conn->closing)
         link->core = jn_core_link_attached_IO(conn->core, link, &info);
+    free(termini);
     if (!link->core) {
         link->detached = true; /* the core never knew it */
         jn_io_link_close_IO(link, "amqp:resource-limit-exceeded", "link refused");
@@ -698,10 +711,14 @@ static void on_link_close(pn_link_t *pl, bool closed)
     if (!link)
         return;
     pn_condition_t *c = pn_link_remote_condition(pl);
-    if (pn_condition_is_set(c))
+    if (pn_condition_is_set(c)) {
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_DEBUG, JN_IO_LINK_FMT " Link detached by peer: %s %s",
                link->conn->id, link->id, pn_condition_get_name(c),
                pn_condition_get_description(c) ? pn_condition_get_description(c) : "");
+        if (link->core && !link->detached) /* a routed link passes it on */
+            jn_core_link_set_error_IO(link->core, pn_condition_get_name(c),
+                                      pn_condition_get_description(c));
+    }
     if (!link->local_closed) {
         if (closed)
             pn_link_close(pl);
@@ -768,11 +785,16 @@ static void link_release_IO(jn_io_link_t *link)
     JN_ASSERT_IO(link->conn);
     pn_link_t *pl = link->pn;
     if (pl) {
+        pn_session_t *ssn = pn_link_session(pl);
         pn_link_set_context(pl, NULL);
         pn_state_t st = pn_link_state(pl);
         if ((st & PN_LOCAL_CLOSED) && (st & PN_REMOTE_CLOSED))
             pn_link_free(pl);
         link->pn = NULL;
+        /* a link the core asked for had its own session (io_route.c):
+         * kept for the next one */
+        if (link->routed)
+            jn_io_route_session_idle_IO(link->conn, ssn);
     }
     link_free(link);
 }
@@ -850,8 +872,8 @@ static jn_io_link_t *work_link(const jn_work_t *w)
 static void work_do_IO(jn_io_conn_t *conn, jn_work_t *w)
 {
     JN_ASSERT_IO(conn);
-    jn_io_link_t *link = work_link(w);
-    if (!link && w->type != JN_WORK_CONN_CLOSE) {
+    jn_io_link_t *link = work_link(w); /* LINK_ATTACH: another connection's, unused */
+    if (!link && w->type != JN_WORK_CONN_CLOSE && w->type != JN_WORK_LINK_ATTACH) {
         jn_work_free(w); /* cannot happen: the core names a live link */
         return;
     }
@@ -885,6 +907,9 @@ static void work_do_IO(jn_io_conn_t *conn, jn_work_t *w)
         break;
     case JN_WORK_CONN_CLOSE:
         conn_close_IO(conn, w->condition, w->description);
+        break;
+    case JN_WORK_LINK_ATTACH:
+        jn_io_route_attach_IO(conn, w);
         break;
     }
     jn_work_free(w);

@@ -163,6 +163,11 @@ static bool has_capability(pn_terminus_t *t, const char *cap)
     return match;
 }
 
+bool jn_io_fallback_receiver_IO(pn_link_t *pl)
+{
+    return pn_link_is_sender(pl) && has_capability(pn_link_remote_source(pl), "qd.fallback");
+}
+
 void jn_io_ir_cap_control_IO(jn_io_link_t *link)
 {
     JN_ASSERT_IO(link->conn);

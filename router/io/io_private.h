@@ -437,6 +437,11 @@ struct jn_io_conn {
     bool tls_peeked;
     bool handshake_expired;
     int64_t handshake_at;
+    /* sessions the router began for links the core asked for, whose link
+     * is gone, kept for the next one (io_route.c): never ended by us, so
+     * proton never reuses a channel the peer may still answer on */
+    pn_session_t *route_idle[8];
+    unsigned n_route_idle;
     uint64_t next_link_id;
     jn_io_link_t *links; /* every io_link not yet released */
     jn_io_link_t *busy;  /* links with something to finish at batch end */
@@ -472,6 +477,7 @@ struct jn_io_link {
     jn_core_link_t *core; /* NULL when refused before the core */
     bool detached;        /* reported detached (or never attached) */
     bool local;           /* we attached it (inter-router, connector side) */
+    bool routed;          /* attached for the core (io_route.c): report the answer */
     uint64_t max_message_size; /* incoming: octets, 0 = unlimited (maxMessageSize;
                                 * JN_IO_CONTROL_MAX_MESSAGE on control links) */
     bool local_closed;
@@ -639,6 +645,17 @@ void jn_io_rx_credit_IO(jn_io_link_t *link, uint32_t credit, bool drain);
 void jn_io_rx_update_IO(jn_io_link_t *link, jn_work_t *work);
 void jn_io_rx_link_gone_IO(jn_io_link_t *link);
 
+/* io_route.c: links attached for the core (link routes, auto-links) */
+void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w);
+/* A routed link's session is free again (its link released): keep it for
+ * the next routed link, or end it when enough are kept. */
+void jn_io_route_session_idle_IO(jn_io_conn_t *conn, pn_session_t *ssn);
+/* The peer ended ssn: forget it if it was kept. */
+void jn_io_route_session_gone_IO(jn_io_conn_t *conn, pn_session_t *ssn);
+/* The peer's source and target of pl, encoded for the core (heap, the
+ * caller's; NULL/0 when out of memory). */
+void jn_io_termini_encode_IO(pn_link_t *pl, uint8_t **out, size_t *len);
+
 /* io_send.c: the send path (outgoing links) */
 void jn_io_tx_send_IO(jn_io_link_t *link, jn_work_t *work);
 void jn_io_tx_continue_IO(jn_io_link_t *link, jn_delivery_t *dlv);
@@ -660,6 +677,10 @@ void jn_io_ir_attach_links_IO(jn_io_conn_t *conn);
 /* A link the peer attached: set info->type and info->priority from the
  * terminus capability at our end and the attach order. */
 void jn_io_ir_classify_IO(jn_io_link_t *link, jn_link_info_t *info);
+/* A receiver whose source has the qd.fallback capability (the first one,
+ * docs/protocol.md, "Link routes, auto-links and phases on the wire"): a
+ * fallback destination. */
+bool jn_io_fallback_receiver_IO(pn_link_t *pl);
 /* A control link takes messages of at most JN_IO_CONTROL_MAX_MESSAGE. */
 void jn_io_ir_cap_control_IO(jn_io_link_t *link);
 

@@ -509,7 +509,10 @@ void jn_io_rx_credit_IO(jn_io_link_t *link, uint32_t credit, bool drain)
         /* withdraw: what was not granted yet is dropped, and the sender is
          * asked to use up or give back what it has */
         link->credit_deferred = 0;
-        pn_link_drain(link->pn, 0);
+        if (credit) /* no drain flag: the link's credit goes down to 0 (2.6.7) */
+            pn_link_flow(link->pn, -pn_link_credit(link->pn));
+        else
+            pn_link_drain(link->pn, 0);
         return;
     }
     link->credit_deferred += credit;

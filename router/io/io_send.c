@@ -220,6 +220,7 @@ static void tx_start_IO(jn_io_link_t *link, jn_work_t *w)
          * (docs/protocol.md, "Router annotations") */
         jn_iter_init_string(&to_it, to_override, JN_VIEW_RAW);
         hop.to_override = &to_it;
+        hop.phase = jn_delivery_phase(dlv);
     }
     int rc = jn_ra_compose(jn_message_annotations(m), &hop, &ann);
     if (rc == 0)

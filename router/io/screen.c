@@ -65,7 +65,9 @@ enum { SASL_START, SASL_INIT_SEEN, SASL_MECHS_SEEN, SASL_DONE };
 
 typedef struct entry {
     uint64_t key;         /* LINK_KEY or KEY_SESSION|channel; 0 when free */
-    uint32_t delivery_id; /* links: the delivery in progress */
+    uint32_t delivery_id; /* links: the delivery in progress; a session:
+                           * 1 + our channel its begin answered, 0: none;
+                           * KEY_REPLY: 1 once the answering session ended */
     bool receiver;        /* links: the peer attached as receiver */
     bool in_delivery;     /* links: a delivery awaits more transfers */
 } entry_t;
@@ -590,14 +592,17 @@ static int check_handle(jn_screen_t *s, fields_t *f, uint32_t index, const char 
  * here. An answer stays on record after the peer's end too: until the
  * router has handled that end (after the read that brought it), proton
  * still holds our channel and would map a new answer to the session the
- * router is about to free. If the router ever begins sessions later in a
- * connection's life, this rule must learn of them. */
+ * router is about to free. The router begins sessions later in a
+ * connection's life for link routes and auto-links (io_route.c): it calls
+ * jn_screen_sessions_begun first, which forgets the answers whose session
+ * the peer has ended, since the router has handled those ends by then. */
 static int check_begin_reply(jn_screen_t *s, fields_t *f)
 {
     jn_value_t v;
     uint32_t at = 0;
     if (field_at(f, &at, 0, &v) || v.described || (v.code != 0x40 && v.code != 0x60))
         return fail(s, INVALID, "begin on channel %u: remote-channel is not a ushort", s->channel);
+    uint32_t answered = 0;
     if (v.code == 0x60) {
         uint16_t ours = (uint16_t)(v.data[0] << 8 | v.data[1]);
         if (lookup(s, KEY_REPLY | ours))
@@ -606,10 +611,24 @@ static int check_begin_reply(jn_screen_t *s, fields_t *f)
                         s->channel, ours);
         if (!insert(s, KEY_REPLY | ours))
             return fail(s, "amqp:resource-limit-exceeded", "out of memory for session state");
+        answered = 1u + ours;
     }
-    if (!insert(s, KEY_SESSION | s->channel))
+    entry_t *e = insert(s, KEY_SESSION | s->channel);
+    if (!e)
         return fail(s, "amqp:resource-limit-exceeded", "out of memory for session state");
+    e->delivery_id = answered;
     return 0;
+}
+
+void jn_screen_sessions_begun(jn_screen_t *s)
+{
+    for (uint32_t i = 0; i < s->cap; i++) {
+        entry_t *e = &s->table[i];
+        if ((e->key & KEY_REPLY) && e->delivery_id == 1) {
+            erase(s, e);
+            i = (uint32_t)-1; /* the shift may move an entry before i: again */
+        }
+    }
 }
 
 static int check_amqp(jn_screen_t *s, uint64_t code, fields_t *f)
@@ -638,7 +657,11 @@ static int check_amqp(jn_screen_t *s, uint64_t code, fields_t *f)
         entry_t *e = lookup(s, KEY_SESSION | s->channel);
         if (!e)
             return need_session(s, "end");
+        uint32_t answered = e->delivery_id;
         erase(s, e);
+        entry_t *r = answered ? lookup(s, KEY_REPLY | (answered - 1u)) : NULL;
+        if (r)
+            r->delivery_id = 1; /* ended: jn_screen_sessions_begun may forget it */
         if (rebuild(s, s->cap, s->channel) != 0)
             return fail(s, "amqp:resource-limit-exceeded", "out of memory for session state");
         return 0;

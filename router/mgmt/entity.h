@@ -143,4 +143,10 @@ bool jn_entity_name_taken(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const ch
 void jn_entity_file_error(const jn_config_t *cfg, const jn_config_entity_t *ce,
                           const jn_entity_err_t *err, char *out, size_t cap);
 
+/* jn_entity_status_CT: the run-time columns of a linkRoute or autoLink
+ * row (operStatus; an auto-link's lastError) from the core, over what
+ * jn_mgmt_entity_row put in row (strings borrowed until the next core
+ * change). Other types: nothing. Core thread. */
+void jn_entity_status_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_mv_t *row);
+
 #endif /* JN_MGMT_ENTITY_H */

@@ -38,6 +38,8 @@ static jn_strip_t strip_of(const char *s)
 
 static jn_conn_role_t role_of(const char *s)
 {
+    if (s && strcmp(s, "route-container") == 0)
+        return JN_ROLE_ROUTE_CONTAINER;
     return s && strcmp(s, "inter-router") == 0 ? JN_ROLE_INTER_ROUTER : JN_ROLE_NORMAL;
 }
 
@@ -282,6 +284,75 @@ static int create_address(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_err_t
     if (rc != 0)
         return jn_entity_fail(err, rc == JN_ENOMEM ? JN_MGMT_INTERNAL : JN_MGMT_BAD_REQUEST, NULL,
                               "address: cannot add it: %s", jn_strerror(rc));
+    bool waypoint = jn_mgmt_entity_bool(e, "waypoint", false);
+    int ingress = (int)jn_mgmt_entity_int(e, "ingressPhase", 0);
+    int egress = (int)jn_mgmt_entity_int(e, "egressPhase", waypoint ? 1 : 0);
+    if (ingress || egress)
+        jn_core_address_config_set_phases_CT(agent->cfg.core, ingress, egress);
+    if (jn_mgmt_entity_bool(e, "enableFallback", false))
+        jn_core_address_config_set_fallback_CT(agent->cfg.core, true);
+    return 0;
+}
+
+/* The core's key for a link route or auto-link: its name, else its
+ * identity (a file section may have no name; both are unique). */
+static const char *key_of(jn_mgmt_entity_t *e)
+{
+    return e->name ? e->name : e->identity;
+}
+
+static jn_link_dir_t dir_of(jn_mgmt_entity_t *e)
+{
+    const char *d = jn_mgmt_entity_str(e, "direction");
+    return d && strcmp(d, "in") == 0 ? JN_LINK_INCOMING : JN_LINK_OUTGOING;
+}
+
+static int create_link_route(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_err_t *err)
+{
+    if (!agent->cfg.core)
+        return 0;
+    jn_link_route_config_t c = {
+        .name = key_of(e),
+        .prefix = jn_mgmt_entity_str(e, "prefix"),
+        .pattern = jn_mgmt_entity_str(e, "pattern"),
+        .dir = dir_of(e),
+        .container_id = jn_mgmt_entity_str(e, "containerId"),
+        .connection = jn_mgmt_entity_str(e, "connection"),
+        .add_external_prefix = jn_mgmt_entity_str(e, "addExternalPrefix"),
+        .del_external_prefix = jn_mgmt_entity_str(e, "delExternalPrefix"),
+    };
+    int rc = jn_core_link_route_add_CT(agent->cfg.core, &c);
+    if (rc == JN_EEXIST)
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, c.prefix ? "prefix" : "pattern",
+                              "linkRoute: a link route with %s '%s' and direction '%s' already "
+                              "exists",
+                              c.prefix ? "prefix" : "pattern", c.prefix ? c.prefix : c.pattern,
+                              c.dir == JN_LINK_INCOMING ? "in" : "out");
+    if (rc != 0)
+        return jn_entity_fail(err, rc == JN_ENOMEM ? JN_MGMT_INTERNAL : JN_MGMT_BAD_REQUEST, NULL,
+                              "linkRoute: cannot add it: %s", jn_strerror(rc));
+    return 0;
+}
+
+static int create_autolink(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_err_t *err)
+{
+    if (!agent->cfg.core)
+        return 0;
+    jn_mv_t *phase = jn_mgmt_entity_get(e, "phase");
+    jn_autolink_config_t c = {
+        .name = key_of(e),
+        .address = jn_mgmt_entity_str(e, "address"),
+        .dir = dir_of(e),
+        .phase = phase && phase->kind != JN_MV_NULL ? (int)jn_mgmt_entity_int(e, "phase", 0) : -1,
+        .container_id = jn_mgmt_entity_str(e, "containerId"),
+        .connection = jn_mgmt_entity_str(e, "connection"),
+        .external_address = jn_mgmt_entity_str(e, "externalAddress"),
+        .fallback = jn_mgmt_entity_bool(e, "fallback", false),
+    };
+    int rc = jn_core_autolink_add_CT(agent->cfg.core, &c);
+    if (rc != 0)
+        return jn_entity_fail(err, rc == JN_ENOMEM ? JN_MGMT_INTERNAL : JN_MGMT_BAD_REQUEST, NULL,
+                              "autoLink: cannot add it: %s", jn_strerror(rc));
     return 0;
 }
 
@@ -293,7 +364,33 @@ int jn_entity_create_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_err_t *
         return create_endpoint(agent, e, err);
     if (is(e, "address"))
         return create_address(agent, e, err);
+    if (is(e, "linkRoute"))
+        return create_link_route(agent, e, err);
+    if (is(e, "autoLink"))
+        return create_autolink(agent, e, err);
     return 0;
+}
+
+void jn_entity_status_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_mv_t *row)
+{
+    bool lr = is(e, "linkRoute");
+    if (!agent->cfg.core || (!lr && !is(e, "autoLink")) || !key_of(e))
+        return;
+    const char *status = NULL, *last_error = NULL;
+    uint64_t link_id = 0;
+    if (lr)
+        status = jn_core_link_route_status_CT(agent->cfg.core, key_of(e));
+    else if (jn_core_autolink_status_CT(agent->cfg.core, key_of(e), &status, &last_error,
+                                        &link_id) != 0)
+        status = NULL;
+    size_t n = jn_mgmt_class_ncols(e->cls);
+    for (size_t c = 0; c < n && status; c++) {
+        const char *col = jn_mgmt_class_col(e->cls, c);
+        if (strcmp(col, "operStatus") == 0)
+            row[c] = jn_mv_str(status);
+        else if (!lr && strcmp(col, "lastError") == 0)
+            row[c] = last_error ? jn_mv_str(last_error) : jn_mv_null();
+    }
 }
 
 /* ---- undo ------------------------------------------------------------------ */
@@ -303,6 +400,15 @@ void jn_entity_delete_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e)
     if (is(e, "sslProfile")) { /* connections made with it keep it */
         if (agent->cfg.remove_tls_profile)
             agent->cfg.remove_tls_profile(agent->cfg.io_ctx, e->name ? e->name : "");
+        return;
+    }
+    if (is(e, "linkRoute") || is(e, "autoLink")) {
+        if (agent->cfg.core && key_of(e)) {
+            if (is(e, "linkRoute"))
+                jn_core_link_route_remove_CT(agent->cfg.core, key_of(e));
+            else
+                jn_core_autolink_remove_CT(agent->cfg.core, key_of(e));
+        }
         return;
     }
     if (is(e, "address")) {

@@ -157,6 +157,46 @@ static int check_address(jn_mgmt_entity_t *e, jn_entity_err_t *err)
     return 0;
 }
 
+/* linkRoute and autoLink: 1.19's rules and messages. The schema marks
+ * address and direction required; the entity path leaves their absence to
+ * this check, which words it as 1.19 does. */
+static int check_link_config(jn_mgmt_entity_t *e, jn_entity_err_t *err)
+{
+    bool auto_link = is(e, "autoLink");
+    if (auto_link && (!given(e, "address") || !given(e, "direction")))
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST,
+                              given(e, "address") ? "direction" : "address",
+                              "address and direction fields are mandatory");
+    if (!auto_link && !given(e, "direction"))
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "direction",
+                              "No 'direction' attribute provided - it is mandatory");
+    if (!auto_link) {
+        bool prefix = given(e, "prefix"), pattern = given(e, "pattern");
+        if (prefix && pattern)
+            return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, NULL,
+                                  "Cannot specify both a 'prefix' and a 'pattern' attribute");
+        if (!prefix && !pattern)
+            return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, NULL,
+                                  "Either a 'prefix' or 'pattern' attribute must be provided");
+        const char *text = jn_mgmt_entity_str(e, prefix ? "prefix" : "pattern");
+        if (!text || !text[0])
+            return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, prefix ? "prefix" : "pattern",
+                                  "linkRoute: attribute '%s' must not be empty",
+                                  prefix ? "prefix" : "pattern");
+    } else if (!jn_mgmt_entity_str(e, "address")[0]) {
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "address",
+                              "autoLink: attribute 'address' must not be empty");
+    }
+    if (auto_link && given(e, "phase") && phase_bad(e, "phase"))
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "phase",
+                              "autoLink phase must be between 0 and 9");
+    if (given(e, "connection") && given(e, "containerId"))
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "connection",
+                              "Both connection and containerId cannot be specified. Specify only "
+                              "one");
+    return 0;
+}
+
 /* port_ok: a decimal port 0..65535, or a TCP service name ("amqp"). */
 static bool port_ok(const char *port)
 {
@@ -267,5 +307,7 @@ int jn_entity_check(const jn_entity_ctx_t *ctx, jn_mgmt_entity_t *e, jn_entity_e
         return check_endpoint(ctx, e, err);
     if (is(e, "log"))
         return check_log(e, err);
+    if (is(e, "linkRoute") || is(e, "autoLink"))
+        return check_link_config(e, err);
     return 0;
 }

@@ -181,9 +181,10 @@ size_t jn_mgmt_rows_conn(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t of
 static bool link_row(void *arg, const jn_view_link_t *v)
 {
     sink_t *k = arg;
-    char id[24], conn[24];
+    char id[24], conn[24], peer[24];
     snprintf(id, sizeof id, "%" PRIu64, v->id);
     snprintf(conn, sizeof conn, "%" PRIu64, v->conn_id);
+    snprintf(peer, sizeof peer, "%" PRIu64, v->peer);
     jn_mv_t zero = jn_mv_ulong(0);
     jn_mv_t r[JN_COLS_ROUTER_LINK] = {
         [JN_COL_ROUTER_LINK_NAME] = jn_mv_str(v->name),
@@ -197,7 +198,7 @@ static bool link_row(void *arg, const jn_view_link_t *v)
         [JN_COL_ROUTER_LINK_OWNING_ADDR] =
             v->owning_addr ? jn_mv_strn(v->owning_addr, v->owning_addr_len) : jn_mv_null(),
         [JN_COL_ROUTER_LINK_CAPACITY] = jn_mv_uint(v->capacity),
-        [JN_COL_ROUTER_LINK_PEER] = jn_mv_null(),
+        [JN_COL_ROUTER_LINK_PEER] = v->peer ? jn_mv_str(peer) : jn_mv_null(), /* link-routed: the other end */
         [JN_COL_ROUTER_LINK_UNDELIVERED_COUNT] = jn_mv_ulong(v->undelivered),
         [JN_COL_ROUTER_LINK_UNSETTLED_COUNT] = jn_mv_ulong(v->unsettled),
         [JN_COL_ROUTER_LINK_DELIVERY_COUNT] = jn_mv_ulong(v->deliveries),

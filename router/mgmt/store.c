@@ -15,6 +15,7 @@
  * What CREATE and DELETE do to the running router is in store_act.c.
  */
 #include "mgmt_private.h"
+#include "entity.h"
 #include "store.h"
 
 #include <stdio.h>
@@ -209,6 +210,7 @@ size_t jn_mgmt_store_rows(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t o
             continue;
         if (go && total >= offset && total - offset < max) {
             jn_mgmt_entity_row(e, row);
+            jn_entity_status_CT(agent, e, row);
             go = fn(ctx, row);
         }
         total++;

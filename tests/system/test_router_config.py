@@ -127,8 +127,7 @@ class ConfigFileTest(RouterTestCase):
 
     def test_unsupported_section_refused_by_name(self):
         sections = {
-            "linkRoute": "linkRoute {\n    prefix: broker.q\n    direction: in\n}\n",
-            "autoLink": "autoLink {\n    address: q1\n    direction: out\n}\n",
+            "exchange": "exchange {\n    name: ex\n    address: x\n}\n",
         }
         for name, section in sections.items():
             with self.subTest(name):
@@ -144,7 +143,7 @@ class ConfigFileTest(RouterTestCase):
         cases = {
             "requireSsl": "listener {\n    host: 127.0.0.1\n    port: 5999\n"
                           "    requireSsl: yes\n}\n",
-            "waypoint": "address {\n    prefix: q\n    waypoint: yes\n}\n",
+            "priority": "address {\n    prefix: q\n    priority: 3\n}\n",
             "maxConnections": "policy {\n    maxConnections: 10\n}\n",
         }
         for name, section in cases.items():

@@ -364,6 +364,8 @@ static void implemented_types(void **state)
                                       "listener",
                                       "connector",
                                       "address",
+                                      "linkRoute",
+                                      "autoLink",
                                       "log",
                                       "policy",
                                       "connection",
@@ -377,8 +379,6 @@ static void implemented_types(void **state)
                                       "configurationEntity",
                                       "operationalEntity"};
     static const char *const no[] = {"authServicePlugin",
-                                     "linkRoute",
-                                     "autoLink",
                                      "exchange",
                                      "binding",
                                      "vhost",
@@ -405,11 +405,9 @@ static void implemented_attributes(void **state)
     (void)state;
     static const struct {
         const char *type, *attr;
-    } no[] = {{"listener", "saslPlugin"},    {"listener", "protocolFamily"},
-              {"listener", "multiTenant"},   {"connector", "failoverUrls"},
-              {"address", "waypoint"},       {"address", "ingressPhase"},
-              {"address", "egressPhase"},    {"address", "priority"},
-              {"address", "enableFallback"}, {"policy", "maxConnections"},
+    } no[] = {{"listener", "saslPlugin"},  {"listener", "protocolFamily"},
+              {"listener", "multiTenant"}, {"connector", "failoverUrls"},
+              {"address", "priority"},     {"policy", "maxConnections"},
               {"policy", "defaultVhost"}};
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
         if (jn_schema_attr_implemented(attr_of(no[i].type, no[i].attr)))
@@ -433,6 +431,10 @@ static void implemented_attributes(void **state)
                {"address", "prefix"},
                {"address", "distribution"},
                {"address", "multicastBackpressure"},
+               {"address", "waypoint"},
+               {"address", "ingressPhase"},
+               {"address", "egressPhase"},
+               {"address", "enableFallback"},
                {"policy", "maxMessageSize"},
                {"log", "enable"},
                {"connection", "adminStatus"}};
@@ -458,7 +460,7 @@ static void implemented_enum_values(void **state)
         const jn_schema_attr_t *role = attr_of(endpoints[i], "role");
         assert_true(jn_schema_attr_value_implemented(role, "normal"));
         assert_true(jn_schema_attr_value_implemented(role, "inter-router"));
-        assert_false(jn_schema_attr_value_implemented(role, "route-container"));
+        assert_true(jn_schema_attr_value_implemented(role, "route-container"));
         assert_false(jn_schema_attr_value_implemented(role, "edge"));
     }
     /* not a value of the enum, or none: not this function's to refuse */

@@ -222,16 +222,32 @@ static void test_address_and_links(void **state)
     refused(agent,
             &REQ(.op = "CREATE", .type = "router.config.address", .body = body_string_map,
                  .arg = (void *)phase),
-            "'ingressPhase' is not supported"); /* refused by name, never stored */
-    /* types the router does not act on yet are refused by name */
-    refused(agent,
-            &REQ(.op = "CREATE", .type = "router.config.linkRoute", .body = body_string_map,
-                 .arg = (void *)lr),
-            "'linkRoute' is not supported");
-    refused(agent,
-            &REQ(.op = "CREATE", .type = "router.config.autoLink", .body = body_string_map,
-                 .arg = (void *)al),
-            "'autoLink' is not supported");
+            "ingressPhase must be between 0 and 9");
+    /* linkRoute and autoLink: 1.19's rules, in its words */
+    static const char *const lr_nodir[] = {"prefix", "lr", "connection", "c", NULL};
+    static const char *const lr_both[] = {"prefix", "lr", "direction", "in", "connection", "c",
+                                          "containerId", "d", NULL};
+    static const char *const lr_two[] = {"prefix", "lr", "pattern", "lr.*", "direction", "in",
+                                         NULL};
+    static const char *const al_nodir[] = {"address", "q", "containerId", "broker", NULL};
+    static const char *const al_phase[] = {"address", "q", "direction", "in", "phase", "12",
+                                           "containerId", "broker", NULL};
+    static const struct {
+        const char *type;
+        const char *const *attrs;
+        const char *word;
+    } bad[] = {
+        {"router.config.linkRoute", lr_nodir, "No 'direction' attribute provided - it is mandatory"},
+        {"router.config.linkRoute", lr_both,
+         "Both connection and containerId cannot be specified. Specify only one"},
+        {"router.config.linkRoute", lr_two, "Cannot specify both a 'prefix' and a 'pattern'"},
+        {"router.config.autoLink", al_nodir, "address and direction fields are mandatory"},
+        {"router.config.autoLink", al_phase, "autoLink phase must be between 0 and 9"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        refused(agent, &REQ(.op = "CREATE", .type = bad[i].type, .body = body_string_map,
+                            .arg = (void *)bad[i].attrs),
+                bad[i].word);
     reply_t r;
     expect(agent,
            &REQ(.op = "CREATE", .type = "router.config.address", .name = "mc",
@@ -246,6 +262,18 @@ static void test_address_and_links(void **state)
     expect(agent, &REQ(.op = "DELETE", .type = "router.config.address", .identity = "1"), 204, &r);
     reply_clear(&r);
     assert_int_equal(jn_mgmt_entity_count(agent), 0);
+    reply_t lr_r, al_r;
+    expect(agent,
+           &REQ(.op = "CREATE", .type = "router.config.linkRoute", .name = "lr",
+                .body = body_string_map, .arg = (void *)lr),
+           201, &lr_r);
+    reply_clear(&lr_r);
+    expect(agent,
+           &REQ(.op = "CREATE", .type = "router.config.autoLink", .name = "al",
+                .body = body_string_map, .arg = (void *)al),
+           201, &al_r);
+    reply_clear(&al_r);
+    assert_int_equal(jn_mgmt_entity_count(agent), 2);
     jn_mgmt_free(agent);
 }
 
@@ -391,18 +419,18 @@ static void test_refusal_same_text_from_file_and_management(void **state)
 {
     (void)state;
     static const char *const port[] = {"host", "127.0.0.1", "port", "99999", NULL};
-    static const char *const role[] = {"port", "5672", "role", "route-container", NULL};
     static const char *const ssl[] = {"port", "5672", "requireSsl", "true", NULL};
     static const char *const both[] = {"prefix", "a", "pattern", "b", NULL};
     static const char *const cost[] = {"port", "5672", "cost", "0", NULL};
-    static const char *const lr[] = {"prefix", "b", "direction", "in", NULL};
+    static const char *const lr[] = {"prefix", "b", "direction", "in", "connection", "c",
+                                     "containerId", "d", NULL};
     static const same_text_case_t cases[] = {
         {"listener {\n host: 127.0.0.1\n port: 99999\n}\n", "listener", port},
-        {"listener {\n port: 5672\n role: route-container\n}\n", "listener", role},
         {"listener {\n port: 5672\n requireSsl: yes\n}\n", "listener", ssl},
         {"address {\n prefix: a\n pattern: b\n}\n", "router.config.address", both},
         {"connector {\n port: 5672\n cost: 0\n}\n", "connector", cost},
-        {"linkRoute {\n prefix: b\n direction: in\n}\n", "router.config.linkRoute", lr},
+        {"linkRoute {\n prefix: b\n direction: in\n connection: c\n containerId: d\n}\n",
+         "router.config.linkRoute", lr},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char text[512], err[JN_CONFIG_ERROR_MAX], errors[1024];

@@ -1,0 +1,877 @@
+/*
+ * linkroute.c — link routes and auto-links: links the router attaches to a
+ * container (a broker) on a connection it picked by the container's id or
+ * its listener's/connector's name (docs/design.md, "Link routes and
+ * auto-links").
+ *
+ * Link routes. An endpoint attach whose address matches a link route of
+ * its direction (address_config.h's matching, one table per direction)
+ * is not bound to an address: the core asks the container's connection to
+ * attach a link of the opposite direction with the same name and termini
+ * (JN_WORK_LINK_ATTACH; the address changed by del/addExternalPrefix),
+ * and answers the client only when the container answered. From then on
+ * the two links are paired (link->ct.routed names the other end): each
+ * delivery on the incoming one is copied to the outgoing one (forward.c),
+ * dispositions and settlement come back as for any copy, the incoming
+ * end's credit follows the outgoing end's (jn_lr_credit_due_CT), and a
+ * detach at either end detaches the other with the same error. No
+ * container connection: the attach is refused with amqp:not-found.
+ *
+ * Auto-links. An autoLink entity names an address, a direction and a
+ * container; whenever a connection to that container is open the router
+ * attaches one link on it (source or target: the external address), and
+ * once the container answers the link is a consumer (out) or producer (in)
+ * of the address with the auto-link's phase, like a client's link.
+ *
+ * Requests. Between the JN_WORK_LINK_ATTACH and the link the I/O layer
+ * reports for it, the core keeps a request (id, what asked for it, the
+ * connection); the link carries the id back (attach_ref), so nothing in
+ * flight points at an object that may be gone: a request whose client
+ * detached meanwhile finds nothing and its link is closed; one whose
+ * connection closed first is answered not-found.
+ *
+ * Threads: everything here runs on the core thread.
+ */
+#include "delivery.h"
+
+#include <junction/core_view.h>
+#include <junction/iterator.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* An auto-link whose link the container detached without an error (it
+ * ended the session: RabbitMQ 3.10 does so on trouble of its own) attaches
+ * again at once, at most this many times per connection; a detach with an
+ * error is a refusal: it waits for the connection to come back. */
+#define AUTOLINK_RETRIES 3
+
+#define LR_LOST_CONDITION   "qd:routed-link-lost"
+#define LR_LOST_DESCRIPTION "Connectivity to the peer container was lost"
+
+typedef struct jn_link_route {
+    char *name;
+    char *key;       /* its mesh key (C/D/E/F + text, route_key) */
+    bool advertised; /* the mesh was told this router has its container */
+    jn_link_dir_t dir;
+    char *container_id, *connection;
+    char *add_prefix, *del_prefix;
+} jn_link_route_t;
+
+typedef enum { AL_INACTIVE = 0, AL_ATTACHING, AL_FAILED, AL_ACTIVE } al_state_t;
+
+typedef struct jn_autolink {
+    struct jn_autolink *next;
+    char *name, *address, *external;
+    char *container_id, *connection;
+    jn_link_dir_t dir;
+    char phase;
+    bool fallback;
+    al_state_t state;
+    char *last_error;     /* heap, or NULL */
+    jn_core_link_t *link; /* its link while attached or answering */
+    uint64_t conn_id;     /* the connection it last attached on */
+    unsigned retries;     /* re-attaches on that connection (AUTOLINK_RETRIES) */
+    uint64_t pending;     /* the request id while one is out, else 0 */
+} jn_autolink_t;
+
+/* A request for a link on a container's connection (see the top). */
+typedef struct lr_request {
+    struct lr_request *next;
+    uint64_t id;
+    jn_core_conn_t *conn;    /* compared only */
+    jn_core_link_t *client;  /* link route: the client's link (referenced) */
+    jn_autolink_t *autolink; /* auto-link */
+} lr_request_t;
+
+typedef struct jn_lr_table {
+    jn_addr_config_t match[2];   /* by jn_link_dir_t of the client's link */
+    jn_link_route_t **routes[2]; /* parallel to match[d].entries */
+    size_t cap[2];
+    jn_autolink_t *autolinks;
+    lr_request_t *requests;
+    uint64_t next_id;
+} jn_lr_table_t;
+
+static void advertise_CT(jn_core_t *core);
+static jn_core_conn_t *remote_conn_CT(jn_core_t *core, const char *address, jn_link_dir_t dir,
+                                      const jn_core_conn_t * not );
+
+/* ---- set-up ------------------------------------------------------------------ */
+
+int jn_lr_init(jn_core_t *core)
+{
+    core->lr = calloc(1, sizeof *core->lr);
+    if (!core->lr)
+        return JN_ENOMEM;
+    jn_addr_config_init(&core->lr->match[0]);
+    jn_addr_config_init(&core->lr->match[1]);
+    return 0;
+}
+
+static void route_free(jn_link_route_t *r)
+{
+    if (!r)
+        return;
+    free(r->name);
+    free(r->key);
+    free(r->container_id);
+    free(r->connection);
+    free(r->add_prefix);
+    free(r->del_prefix);
+    free(r);
+}
+
+static void autolink_free(jn_autolink_t *al)
+{
+    free(al->name);
+    free(al->address);
+    free(al->external);
+    free(al->container_id);
+    free(al->connection);
+    free(al->last_error);
+    free(al);
+}
+
+void jn_lr_fini(jn_core_t *core)
+{
+    jn_lr_table_t *t = core->lr;
+    if (!t)
+        return;
+    for (int d = 0; d < 2; d++) {
+        for (size_t i = 0; i < t->match[d].count; i++)
+            route_free(t->routes[d][i]);
+        free(t->routes[d]);
+        jn_addr_config_fini(&t->match[d]);
+    }
+    while (t->autolinks) {
+        jn_autolink_t *al = t->autolinks;
+        t->autolinks = al->next;
+        autolink_free(al);
+    }
+    while (t->requests) {
+        lr_request_t *rq = t->requests;
+        t->requests = rq->next;
+        if (rq->client)
+            jn_link_unref(rq->client);
+        free(rq);
+    }
+    free(t);
+    core->lr = NULL;
+}
+
+static char *dup_opt(const char *s, bool *failed)
+{
+    if (!s)
+        return NULL;
+    char *d = strdup(s);
+    if (!d)
+        *failed = true;
+    return d;
+}
+
+/* ---- matching a container's connection -------------------------------------- */
+
+static bool conn_serves(const jn_core_conn_t *c, const char *container_id, const char *connection)
+{
+    if (c->ct.closed || c->inter_router || c->internal)
+        return false;
+    if (connection)
+        return c->endpoint_name && strcmp(c->endpoint_name, connection) == 0;
+    return container_id && strcmp(c->container_id, container_id) == 0;
+}
+
+static jn_core_conn_t *find_conn_CT(jn_core_t *core, const char *container_id,
+                                    const char *connection, const jn_core_conn_t * not )
+{
+    JN_ASSERT_CT(core);
+    for (jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next)
+        if (c != not &&conn_serves(c, container_id, connection))
+            return c;
+    return NULL;
+}
+
+/* ---- requests ---------------------------------------------------------------- */
+
+static lr_request_t *request_new_CT(jn_core_t *core, jn_core_conn_t *conn)
+{
+    JN_ASSERT_CT(core);
+    lr_request_t *rq = calloc(1, sizeof *rq);
+    if (!rq)
+        return NULL;
+    rq->id = ++core->lr->next_id;
+    rq->conn = conn;
+    rq->next = core->lr->requests;
+    core->lr->requests = rq;
+    return rq;
+}
+
+/* Take the request out of the list (the caller frees it). */
+static lr_request_t *request_take_CT(jn_core_t *core, uint64_t id)
+{
+    JN_ASSERT_CT(core);
+    for (lr_request_t **p = &core->lr->requests; *p; p = &(*p)->next) {
+        if ((*p)->id == id) {
+            lr_request_t *rq = *p;
+            *p = rq->next;
+            return rq;
+        }
+    }
+    return NULL;
+}
+
+/* Ask conn's I/O thread to attach a link (JN_WORK_LINK_ATTACH). */
+static int push_attach_CT(jn_core_conn_t *conn, jn_link_dir_t dir, const char *name,
+                          const char *address, bool presettled, jn_core_link_t *copy_of,
+                          uint64_t id)
+{
+    JN_ASSERT_CT(conn->core);
+    jn_work_t *w = jn_work_new_CT(conn->core, JN_WORK_LINK_ATTACH);
+    if (!w)
+        return JN_ENOMEM;
+    w->attach.dir = dir;
+    w->attach.name = strdup(name);
+    w->address = address ? strdup(address) : NULL;
+    w->attach.presettled = presettled;
+    w->attach.ref = (void *)(uintptr_t)id;
+    if (!w->attach.name || (address && !w->address)) {
+        jn_work_free(w);
+        return JN_ENOMEM;
+    }
+    if (copy_of)
+        w->link = jn_link_ref(copy_of);
+    jn_work_push_CT(conn, w);
+    return 0;
+}
+
+/* ---- link routes --------------------------------------------------------------- */
+
+/* The address toward the container: del prefix off, add prefix on (heap). */
+static char *external_address(const jn_link_route_t *r, const char *address)
+{
+    const char *rest = address;
+    size_t dl = r->del_prefix ? strlen(r->del_prefix) : 0;
+    if (dl && strncmp(address, r->del_prefix, dl) == 0)
+        rest = address + dl;
+    const char *add = r->add_prefix ? r->add_prefix : "";
+    size_t n = strlen(add) + strlen(rest) + 1;
+    char *out = malloc(n);
+    if (out)
+        snprintf(out, n, "%s%s", add, rest);
+    return out;
+}
+
+bool jn_lr_attach_CT(jn_core_link_t *link)
+{
+    jn_core_conn_t *conn = link->conn;
+    jn_core_t *core = conn->core;
+    JN_ASSERT_CT(core);
+    jn_lr_table_t *t = core->lr;
+    int d = link->dir == JN_LINK_INCOMING ? 0 : 1;
+    if (!link->address || link->dynamic || conn->internal ||
+        (t->match[d].count == 0 && !core->mesh))
+        return false;
+    const jn_link_route_t *r = NULL;
+    int i = t->match[d].count
+                ? jn_addr_config_match(&t->match[d], link->address, strlen(link->address))
+                : -1;
+    if (i >= 0)
+        r = t->routes[d][i];
+    jn_core_conn_t *to = r ? find_conn_CT(core, r->container_id, r->connection, conn) : NULL;
+    char *ext = NULL, *name = NULL;
+    if (to) {
+        ext = external_address(r, link->address);
+    } else {
+        /* the container is behind another router (10.6): the same address
+         * to the next hop, the name made unique unless it came from one */
+        to = remote_conn_CT(core, link->address, link->dir, conn);
+        if (!to && !r)
+            return false; /* not link-routed: an address like any other */
+        if (!to) {
+            jn_link_refuse_CT(link, "amqp:not-found", "No route to the destination node");
+            return true;
+        }
+        ext = strdup(link->address);
+        if (!conn->inter_router) {
+            size_t n = strlen(link->name) + strlen(conn->container_id) + 2;
+            name = malloc(n);
+            if (name)
+                snprintf(name, n, "%s@%s", link->name, conn->container_id);
+        }
+    }
+    lr_request_t *rq = ext ? request_new_CT(core, to) : NULL;
+    if (!rq || push_attach_CT(to, d == 0 ? JN_LINK_OUTGOING : JN_LINK_INCOMING,
+                              name ? name : link->name, ext, link->presettled, link, rq->id) != 0) {
+        if (rq)
+            free(request_take_CT(core, rq->id));
+        free(ext);
+        free(name);
+        jn_link_refuse_CT(link, "amqp:resource-limit-exceeded", "out of memory");
+        return true;
+    }
+    rq->client = jn_link_ref(link);
+    link->ct.state = JN_LINK_ST_ROUTING;
+    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO,
+           "[C%" PRIu64 "][L%" PRIu64 "] Link routed%s%s to connection [C%" PRIu64 "] as %s",
+           conn->conn_id, link->ct.id, r ? " by " : "", r ? r->name : "", to->conn_id, ext);
+    free(ext);
+    free(name);
+    return true;
+}
+
+/* Pair the container's new link with the client's (both wait for the
+ * container's answer in ROUTING). */
+static void pair_CT(jn_core_link_t *client, jn_core_link_t *link)
+{
+    JN_ASSERT_CT(link->conn->core);
+    client->ct.routed = link;
+    link->ct.routed = client;
+    link->ct.state = JN_LINK_ST_ROUTING;
+}
+
+void jn_lr_local_attached_CT(jn_core_link_t *link)
+{
+    jn_core_t *core = link->conn->core;
+    JN_ASSERT_CT(core);
+    lr_request_t *rq = request_take_CT(core, (uint64_t)(uintptr_t)link->attach_ref);
+    jn_core_link_t *client = rq ? rq->client : NULL;
+    jn_autolink_t *al = rq ? rq->autolink : NULL;
+    free(rq);
+    if (client) {
+        bool waiting = client->ct.state == JN_LINK_ST_ROUTING && !client->ct.routed;
+        if (waiting)
+            pair_CT(client, link);
+        jn_link_unref(client); /* the request's reference */
+        if (waiting)
+            return;
+    } else if (al) {
+        al->pending = 0;
+        al->link = link;
+        link->ct.autolink = al;
+        link->ct.state = JN_LINK_ST_ROUTING;
+        /* the link is the router's address (the I/O layer gave the
+         * container's): its deliveries cross the mesh to that address, with
+         * the auto-link's phase; no copy exists yet */
+        char *address = strdup(al->address);
+        if (address) {
+            free(link->address);
+            link->address = address;
+        }
+        link->phase = al->phase >= '1' && al->phase <= '9' ? (uint8_t)(al->phase - '0') : 0;
+        return;
+    }
+    /* nothing wants it any more: close it (its detach follows) */
+    link->ct.state = JN_LINK_ST_REFUSED;
+    jn_work_link_CT(link, JN_WORK_LINK_CLOSE, NULL, NULL, NULL, 0);
+}
+
+static void autolink_answered_CT(jn_core_link_t *link);
+
+void jn_lr_answered_CT(jn_core_link_t *link)
+{
+    JN_ASSERT_CT(link->conn->core);
+    if (link->ct.state != JN_LINK_ST_ROUTING)
+        return;
+    if (link->ct.autolink) {
+        autolink_answered_CT(link);
+        return;
+    }
+    jn_core_link_t *client = link->ct.routed;
+    if (!client || client->ct.state != JN_LINK_ST_ROUTING)
+        return;
+    link->ct.state = JN_LINK_ST_ATTACHED;
+    client->ct.state = JN_LINK_ST_ATTACHED;
+    jn_work_link_CT(client, JN_WORK_LINK_OPEN, NULL, NULL, NULL, 0);
+    jn_core_link_t *in = link->dir == JN_LINK_INCOMING ? link : client;
+    jn_core_link_t *out = in == link ? client : link;
+    /* a flow that came while it waited was not applied (link.c): now */
+    uint64_t word = atomic_load_explicit(&out->flow, memory_order_acquire);
+    out->ct.credit_limit = word >> 1;
+    out->ct.drain = (word & 1u) != 0;
+    jn_link_mark_dirty_CT(in);
+    jn_link_pump_CT(out);
+}
+
+uint32_t jn_lr_credit_due_CT(const jn_core_link_t *link)
+{
+    JN_ASSERT_CT(link->conn->core);
+    const jn_core_link_t *out = link->ct.routed;
+    if (out->ct.state != JN_LINK_ST_ATTACHED || out->ct.credit_limit <= out->ct.handed)
+        return 0;
+    uint64_t avail = out->ct.credit_limit - out->ct.handed;
+    uint64_t used = (uint64_t)link->ct.outstanding + link->ct.held;
+    if (avail <= used)
+        return 0;
+    avail -= used;
+    return avail > UINT32_MAX ? UINT32_MAX : (uint32_t)avail;
+}
+
+static void autolink_detached_CT(jn_core_link_t *link, bool from_conn_close);
+
+void jn_lr_link_detached_CT(jn_core_link_t *link, bool from_conn_close)
+{
+    jn_core_t *core = link->conn->core;
+    JN_ASSERT_CT(core);
+    if (link->ct.autolink) {
+        autolink_detached_CT(link, from_conn_close);
+        return;
+    }
+    jn_core_link_t *peer = link->ct.routed;
+    if (!peer) {
+        /* a client still waiting for its request: forget the request */
+        for (lr_request_t *rq = core->lr->requests; rq; rq = rq->next)
+            if (rq->client == link) {
+                jn_link_unref(rq->client);
+                rq->client = NULL;
+            }
+        return;
+    }
+    link->ct.routed = NULL;
+    peer->ct.routed = NULL;
+    if (peer->ct.state != JN_LINK_ST_ATTACHED && peer->ct.state != JN_LINK_ST_ROUTING)
+        return;
+    const char *cond = link->detach_condition, *desc = link->detach_description;
+    if (!cond && from_conn_close) {
+        cond = LR_LOST_CONDITION;
+        desc = LR_LOST_DESCRIPTION;
+    }
+    peer->ct.state = JN_LINK_ST_REFUSED; /* waits for its detach */
+    jn_work_link_CT(peer, JN_WORK_LINK_CLOSE, NULL, cond, desc, 0);
+}
+
+static void autolink_try_CT(jn_core_t *core, jn_autolink_t *al, jn_core_conn_t *conn);
+
+void jn_lr_conn_opened_CT(jn_core_conn_t *conn)
+{
+    jn_core_t *core = conn->core;
+    JN_ASSERT_CT(core);
+    for (jn_autolink_t *al = core->lr->autolinks; al; al = al->next)
+        if (!al->link && !al->pending && conn_serves(conn, al->container_id, al->connection)) {
+            al->retries = 0;
+            autolink_try_CT(core, al, conn);
+        }
+    advertise_CT(core);
+}
+
+void jn_lr_conn_closed_CT(jn_core_conn_t *conn)
+{
+    jn_core_t *core = conn->core;
+    JN_ASSERT_CT(core);
+    lr_request_t **p = &core->lr->requests;
+    while (*p) {
+        lr_request_t *rq = *p;
+        if (rq->conn != conn) {
+            p = &rq->next;
+            continue;
+        }
+        *p = rq->next;
+        if (rq->client) {
+            if (rq->client->ct.state == JN_LINK_ST_ROUTING)
+                jn_link_refuse_CT(rq->client, LR_LOST_CONDITION, LR_LOST_DESCRIPTION);
+            jn_link_unref(rq->client);
+        }
+        if (rq->autolink) {
+            rq->autolink->pending = 0;
+            rq->autolink->state = AL_INACTIVE;
+        }
+        free(rq);
+    }
+    /* an auto-link that was on it moves to another connection to its
+     * container, else it is inactive (its lastError kept) */
+    for (jn_autolink_t *al = core->lr->autolinks; al; al = al->next) {
+        if (al->link || al->pending || al->conn_id != conn->conn_id)
+            continue;
+        jn_core_conn_t *other = find_conn_CT(core, al->container_id, al->connection, conn);
+        al->state = AL_INACTIVE;
+        if (other)
+            autolink_try_CT(core, al, other);
+    }
+    advertise_CT(core);
+}
+
+/* ---- across the mesh -------------------------------------------------------------- */
+
+/* The link route's mesh key (docs/protocol.md, "Link routes, auto-links and phases on the wire"): a
+ * prefix P is the pattern "P.#", and a pattern with no '*' whose only '#'
+ * is its last token is prefix-style: 'C' (in) or 'D' (out) and the text
+ * without the trailing "#" and separator; any other pattern keeps its
+ * wildcards after 'E' (in) or 'F' (out). Heap, or NULL. */
+static char *route_key(const char *text, bool pattern, jn_link_dir_t dir)
+{
+    bool in = dir == JN_LINK_INCOMING;
+    size_t n = strlen(text);
+    bool prefix_style = !pattern;
+    if (pattern && !strchr(text, '*')) {
+        const char *hash = strchr(text, '#');
+        prefix_style =
+            hash && hash == text + n - 1 && (n == 1 || text[n - 2] == '.' || text[n - 2] == '/');
+        if (prefix_style)
+            n = n >= 2 ? n - 2 : 0;
+    }
+    char *key = malloc(n + 2);
+    if (!key)
+        return NULL;
+    key[0] = prefix_style ? (in ? JN_ADDR_CLASS_LINK_IN : JN_ADDR_CLASS_LINK_OUT)
+                          : (in ? JN_ADDR_CLASS_LINK_IN_PATTERN : JN_ADDR_CLASS_LINK_OUT_PATTERN);
+    memcpy(key + 1, text, n);
+    key[n + 1] = '\0';
+    return key;
+}
+
+/* Tell the mesh which link routes have their container here: a key is
+ * advertised (hint link-balanced) while a connection to it is open. */
+static void advertise_CT(jn_core_t *core)
+{
+    JN_ASSERT_CT(core);
+    if (!core->mesh)
+        return;
+    jn_lr_table_t *t = core->lr;
+    for (int d = 0; d < 2; d++) {
+        for (size_t i = 0; i < t->match[d].count; i++) {
+            jn_link_route_t *r = t->routes[d][i];
+            bool want = r->key && find_conn_CT(core, r->container_id, r->connection, NULL);
+            if (want == r->advertised)
+                continue;
+            r->advertised = want;
+            jn_mesh_local_mobile_CT(core->mesh, (const uint8_t *)r->key, strlen(r->key), want,
+                                    JN_MESH_HINT_LINK_BALANCED);
+        }
+    }
+}
+
+/* The connection toward the nearest router that advertised a link-route
+ * key matching address for links of direction dir (prefix-style keys: the
+ * address itself, then each shorter prefix ending before a '.' or '/'),
+ * not `not`; NULL: none. */
+static jn_core_conn_t *remote_conn_CT(jn_core_t *core, const char *address, jn_link_dir_t dir,
+                                      const jn_core_conn_t * not )
+{
+    JN_ASSERT_CT(core);
+    if (!core->mesh)
+        return NULL;
+    size_t n = strlen(address);
+    uint8_t *key = malloc(n + 1);
+    if (!key)
+        return NULL;
+    key[0] = dir == JN_LINK_INCOMING ? JN_ADDR_CLASS_LINK_IN : JN_ADDR_CLASS_LINK_OUT;
+    memcpy(key + 1, address, n);
+    jn_core_conn_t *best = NULL;
+    for (size_t len = n; len > 0 && !best; len--) {
+        if (len < n && address[len] != '.' && address[len] != '/')
+            continue;
+        const jn_addr_t *addr = jn_hash_lookup(core->ct.addrs, key, len + 1);
+        if (!addr || addr->n_remote == 0)
+            continue;
+        uint32_t best_cost = UINT32_MAX;
+        for (int i = 1; i < JN_MESH_MAX_ROUTERS; i++) {
+            const jn_router_node_t *node = core->ct.routers[i];
+            if (!node || !jn_mesh_bits_has(&addr->remote, (unsigned)i) || node->cost >= best_cost)
+                continue;
+            jn_core_conn_t *c = jn_router_conn_CT(core, node);
+            if (c && c != not ) {
+                best = c;
+                best_cost = node->cost;
+            }
+        }
+    }
+    free(key);
+    return best;
+}
+
+/* ---- management: link routes ------------------------------------------------- */
+
+static const jn_link_route_t *route_find(jn_lr_table_t *t, const char *name, int *d, size_t *i)
+{
+    for (int k = 0; k < 2; k++)
+        for (size_t j = 0; j < t->match[k].count; j++)
+            if (strcmp(t->routes[k][j]->name, name) == 0) {
+                *d = k;
+                *i = j;
+                return t->routes[k][j];
+            }
+    return NULL;
+}
+
+int jn_core_link_route_add_CT(jn_core_t *core, const jn_link_route_config_t *cfg)
+{
+    JN_ASSERT_CT(core);
+    jn_lr_table_t *t = core->lr;
+    const char *text = cfg->prefix ? cfg->prefix : cfg->pattern;
+    if (!cfg->name || !text || !*text)
+        return JN_EINVAL;
+    int d = cfg->dir == JN_LINK_INCOMING ? 0 : 1;
+    size_t i;
+    int dd;
+    if (route_find(t, cfg->name, &dd, &i))
+        return JN_EEXIST;
+    if (t->match[d].count == t->cap[d]) {
+        size_t cap = t->cap[d] ? t->cap[d] * 2 : 8;
+        jn_link_route_t **r = realloc(t->routes[d], cap * sizeof *r);
+        if (!r)
+            return JN_ENOMEM;
+        t->routes[d] = r;
+        t->cap[d] = cap;
+    }
+    bool failed = false;
+    jn_link_route_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return JN_ENOMEM;
+    r->name = dup_opt(cfg->name, &failed);
+    r->dir = cfg->dir;
+    r->container_id = dup_opt(cfg->container_id, &failed);
+    r->connection = dup_opt(cfg->connection, &failed);
+    r->add_prefix = dup_opt(cfg->add_external_prefix, &failed);
+    r->del_prefix = dup_opt(cfg->del_external_prefix, &failed);
+    r->key = route_key(text, cfg->pattern != NULL, cfg->dir);
+    if (failed || !r->key) {
+        route_free(r);
+        return JN_ENOMEM;
+    }
+    int rc = jn_addr_config_add(&t->match[d], text, cfg->pattern != NULL, JN_DIST_BALANCED);
+    if (rc != 0) {
+        route_free(r);
+        return rc;
+    }
+    t->routes[d][t->match[d].count - 1] = r; /* the new entry is the last */
+    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO, "Link route %s: %s %s '%s' to %s %s", r->name,
+           d == 0 ? "in" : "out", cfg->prefix ? "prefix" : "pattern", text,
+           r->connection ? "connection" : "container",
+           r->connection ? r->connection : r->container_id);
+    advertise_CT(core);
+    return 0;
+}
+
+int jn_core_link_route_remove_CT(jn_core_t *core, const char *name)
+{
+    JN_ASSERT_CT(core);
+    jn_lr_table_t *t = core->lr;
+    int d;
+    size_t i;
+    if (!name || !route_find(t, name, &d, &i))
+        return JN_ENOENT;
+    jn_link_route_t *r = t->routes[d][i];
+    if (r->advertised && core->mesh)
+        jn_mesh_local_mobile_CT(core->mesh, (const uint8_t *)r->key, strlen(r->key), false,
+                                JN_MESH_HINT_LINK_BALANCED);
+    route_free(r);
+    jn_addr_config_t *m = &t->match[d];
+    free(m->entries[i].text);
+    memmove(&m->entries[i], &m->entries[i + 1], (m->count - i - 1) * sizeof m->entries[0]);
+    memmove(&t->routes[d][i], &t->routes[d][i + 1], (m->count - i - 1) * sizeof t->routes[d][0]);
+    m->count--;
+    return 0;
+}
+
+const char *jn_core_link_route_status_CT(jn_core_t *core, const char *name)
+{
+    JN_ASSERT_CT(core);
+    int d;
+    size_t i;
+    const jn_link_route_t *r = name ? route_find(core->lr, name, &d, &i) : NULL;
+    if (!r)
+        return NULL;
+    return find_conn_CT(core, r->container_id, r->connection, NULL) ? "active" : "inactive";
+}
+
+/* ---- auto-links ------------------------------------------------------------------ */
+
+static void set_error(jn_autolink_t *al, const char *cond, const char *desc)
+{
+    free(al->last_error);
+    al->last_error = NULL;
+    if (!cond && !desc)
+        return;
+    size_t n = (cond ? strlen(cond) : 0) + (desc ? strlen(desc) : 0) + 3;
+    al->last_error = malloc(n);
+    if (al->last_error)
+        snprintf(al->last_error, n, "%s%s%s", cond ? cond : "", cond && desc ? ": " : "",
+                 desc ? desc : "");
+}
+
+static void autolink_try_CT(jn_core_t *core, jn_autolink_t *al, jn_core_conn_t *conn)
+{
+    JN_ASSERT_CT(core);
+    lr_request_t *rq = request_new_CT(core, conn);
+    if (!rq)
+        return;
+    rq->autolink = al;
+    char name[300];
+    snprintf(name, sizeof name, "qdlink.autolink.%s", al->name);
+    if (push_attach_CT(conn, al->dir, name, al->external ? al->external : al->address, false, NULL,
+                       rq->id) != 0) {
+        free(request_take_CT(core, rq->id));
+        return;
+    }
+    al->pending = rq->id;
+    al->conn_id = conn->conn_id;
+    al->state = AL_ATTACHING;
+    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO, "[C%" PRIu64 "] Auto-link %s: attaching %s %s",
+           conn->conn_id, al->name, al->dir == JN_LINK_INCOMING ? "from" : "to",
+           al->external ? al->external : al->address);
+}
+
+/* The mobile address key of the auto-link's address with its phase. */
+static int autolink_addr_CT(jn_core_t *core, const jn_autolink_t *al, jn_addr_t **out)
+{
+    JN_ASSERT_CT(core);
+    jn_iter_t it;
+    jn_iter_init_string(&it, al->address, JN_VIEW_ADDRESS_HASH);
+    jn_iter_set_phase(&it, al->phase);
+    size_t n = jn_iter_length(&it);
+    uint8_t *key = malloc(n ? n : 1);
+    if (!key)
+        return JN_ENOMEM;
+    n = jn_iter_copy(&it, key, n);
+    int rc = jn_addr_get_key_CT(core, key, n, core->default_distribution, out);
+    free(key);
+    return rc;
+}
+
+static void autolink_answered_CT(jn_core_link_t *link)
+{
+    jn_core_t *core = link->conn->core;
+    JN_ASSERT_CT(core);
+    jn_autolink_t *al = link->ct.autolink;
+    jn_addr_t *addr = NULL;
+    int rc = autolink_addr_CT(core, al, &addr);
+    if (rc == 0 && addr)
+        rc = link->dir == JN_LINK_INCOMING ? jn_addr_add_producer_CT(addr, link)
+                                           : jn_addr_add_consumer_CT(addr, link);
+    if (rc != 0 || !addr) {
+        if (addr)
+            jn_addr_release_if_unused_CT(core, addr);
+        set_error(al, "amqp:not-found", rc ? "out of memory" : "the address is unavailable");
+        al->state = AL_FAILED;
+        link->ct.state = JN_LINK_ST_REFUSED;
+        jn_work_link_CT(link, JN_WORK_LINK_CLOSE, NULL, NULL, NULL, 0);
+        return;
+    }
+    link->ct.state = JN_LINK_ST_ATTACHED;
+    uint64_t word = atomic_load_explicit(&link->flow, memory_order_acquire);
+    link->ct.credit_limit = word >> 1; /* a flow that came while it waited */
+    link->ct.drain = (word & 1u) != 0;
+    al->state = AL_ACTIVE;
+    set_error(al, NULL, NULL);
+    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO, "[C%" PRIu64 "][L%" PRIu64 "] Auto-link %s active",
+           link->conn->conn_id, link->ct.id, al->name);
+    if (link->dir == JN_LINK_INCOMING)
+        jn_link_mark_dirty_CT(link);
+    else if (addr->n_consumers == 1)
+        jn_link_producers_dirty_CT(addr); /* first consumer: senders get credit */
+}
+
+static void autolink_detached_CT(jn_core_link_t *link, bool from_conn_close)
+{
+    JN_ASSERT_CT(link->conn->core);
+    jn_autolink_t *al = link->ct.autolink;
+    link->ct.autolink = NULL;
+    al->link = NULL;
+    if (link->detach_condition) {
+        set_error(al, link->detach_condition, link->detach_description);
+        al->state = AL_FAILED;
+    } else {
+        al->state = from_conn_close || al->state != AL_FAILED ? AL_INACTIVE : al->state;
+    }
+    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO, "[C%" PRIu64 "][L%" PRIu64 "] Auto-link %s %s%s%s",
+           link->conn->conn_id, link->ct.id, al->name,
+           al->state == AL_FAILED ? "failed: " : "detached",
+           al->state == AL_FAILED && al->last_error ? al->last_error : "",
+           from_conn_close ? " (connection closed)" : "");
+    if (!from_conn_close && !link->detach_condition && !link->conn->ct.closed &&
+        al->retries < AUTOLINK_RETRIES) {
+        al->retries++;
+        autolink_try_CT(link->conn->core, al, link->conn);
+    }
+}
+
+static jn_autolink_t *autolink_find(jn_lr_table_t *t, const char *name)
+{
+    for (jn_autolink_t *al = t->autolinks; al; al = al->next)
+        if (strcmp(al->name, name) == 0)
+            return al;
+    return NULL;
+}
+
+int jn_core_autolink_add_CT(jn_core_t *core, const jn_autolink_config_t *cfg)
+{
+    JN_ASSERT_CT(core);
+    if (!cfg->name || !cfg->address || !*cfg->address)
+        return JN_EINVAL;
+    if (autolink_find(core->lr, cfg->name))
+        return JN_EEXIST;
+    bool failed = false;
+    jn_autolink_t *al = calloc(1, sizeof *al);
+    if (!al)
+        return JN_ENOMEM;
+    al->name = dup_opt(cfg->name, &failed);
+    al->address = dup_opt(cfg->address, &failed);
+    al->external = dup_opt(cfg->external_address, &failed);
+    al->container_id = dup_opt(cfg->container_id, &failed);
+    al->connection = dup_opt(cfg->connection, &failed);
+    if (failed) {
+        autolink_free(al);
+        return JN_ENOMEM;
+    }
+    al->dir = cfg->dir;
+    int phase = cfg->phase >= 0 ? cfg->phase : cfg->dir == JN_LINK_INCOMING ? 1 : 0;
+    /* a fallback auto-link out is a fallback destination (phase F); one in
+     * brings the fallback queue back to the address (its own phase) */
+    al->phase =
+        cfg->fallback && cfg->dir == JN_LINK_OUTGOING ? 'F' : (char)('0' + (phase > 9 ? 9 : phase));
+    al->fallback = cfg->fallback;
+    al->next = core->lr->autolinks;
+    core->lr->autolinks = al;
+    jn_core_conn_t *conn = find_conn_CT(core, al->container_id, al->connection, NULL);
+    if (conn)
+        autolink_try_CT(core, al, conn);
+    return 0;
+}
+
+int jn_core_autolink_remove_CT(jn_core_t *core, const char *name)
+{
+    JN_ASSERT_CT(core);
+    jn_lr_table_t *t = core->lr;
+    jn_autolink_t **p = &t->autolinks;
+    while (*p && strcmp((*p)->name, name ? name : "") != 0)
+        p = &(*p)->next;
+    jn_autolink_t *al = *p;
+    if (!al)
+        return JN_ENOENT;
+    *p = al->next;
+    if (al->pending) {
+        lr_request_t *rq = request_take_CT(core, al->pending);
+        free(rq); /* its link, if it comes, finds no request and is closed */
+    }
+    if (al->link) {
+        jn_core_link_t *link = al->link;
+        link->ct.autolink = NULL;
+        if (link->ct.state == JN_LINK_ST_ATTACHED || link->ct.state == JN_LINK_ST_ROUTING) {
+            if (link->ct.state == JN_LINK_ST_ATTACHED) {
+                jn_addr_t *addr = jn_addr_remove_link_CT(core, link);
+                if (link->dir == JN_LINK_OUTGOING)
+                    jn_forward_consumer_gone_CT(link, addr);
+                if (addr)
+                    jn_addr_release_if_unused_CT(core, addr);
+            }
+            link->ct.state = JN_LINK_ST_REFUSED;
+            jn_work_link_CT(link, JN_WORK_LINK_CLOSE, NULL, NULL, NULL, 0);
+        }
+    }
+    autolink_free(al);
+    return 0;
+}
+
+int jn_core_autolink_status_CT(jn_core_t *core, const char *name, const char **oper_status,
+                               const char **last_error, uint64_t *link_id)
+{
+    JN_ASSERT_CT(core);
+    jn_autolink_t *al = name ? autolink_find(core->lr, name) : NULL;
+    if (!al)
+        return JN_ENOENT;
+    static const char *const names[] = {"inactive", "attaching", "failed", "active"};
+    *oper_status = names[al->state];
+    *last_error = al->last_error;
+    *link_id = al->link ? al->link->ct.id : 0;
+    return 0;
+}

@@ -1,0 +1,234 @@
+/*
+ * test_core_linkroute.c — link routes and auto-links in the core
+ * (router/core/linkroute.c) against the fake I/O layer: the attach goes to
+ * the container's connection as a JN_WORK_LINK_ATTACH, the client is
+ * answered only when the container answered, deliveries and credit pass
+ * between the paired links, a detach passes its error on, no container is
+ * amqp:not-found; an
+ * auto-link attaches when its container connects and binds to its phase.
+ */
+#include "test_core_util.h"
+
+#include <junction/core_view.h>
+
+static void call_route_add(void *arg, jn_core_t *core)
+{
+    const jn_link_route_config_t *c = arg;
+    assert_int_equal(jn_core_link_route_add_CT(core, c), 0);
+}
+
+static void add_routes(void)
+{
+    static const jn_link_route_config_t in = {.name = "lr-in",
+                                              .prefix = "q",
+                                              .dir = JN_LINK_INCOMING,
+                                              .container_id = "broker",
+                                              .add_external_prefix = "/queue/",
+                                              .del_external_prefix = "q."};
+    static const jn_link_route_config_t out = {
+        .name = "lr-out", .prefix = "q", .dir = JN_LINK_OUTGOING, .container_id = "broker"};
+    assert_int_equal(jn_core_call(h.core, call_route_add, (void *)&in), 0);
+    assert_int_equal(jn_core_call(h.core, call_route_add, (void *)&out), 0);
+    core_sync();
+}
+
+static int setup_routes(void **state)
+{
+    (void)state;
+    core_up(JN_DIST_BALANCED, NULL);
+    add_routes();
+    return 0;
+}
+
+/* Attach a link without expecting an answer. */
+static jn_core_link_t *attach_raw(fake_conn_t *fc, jn_link_dir_t dir, const char *address,
+                                  const char *name, void *ref)
+{
+    static int io_links;
+    jn_link_info_t info = {.dir = dir,
+                           .name = name,
+                           .address = address,
+                           .local = ref != NULL,
+                           .attach_ref = ref,
+                           .priority = -1};
+    jn_core_link_t *l = jn_core_link_attached_IO(fc->conn, &io_links, &info);
+    assert_non_null(l);
+    return l;
+}
+
+static void test_no_container_is_not_found(void **state)
+{
+    (void)state;
+    fake_conn_t *client = open_conn("client");
+    attach_raw(client, JN_LINK_INCOMING, "q.a", "s", NULL);
+    jn_work_t *w = expect_work(client, JN_WORK_LINK_CLOSE);
+    assert_string_equal(w->condition, "amqp:not-found");
+    jn_work_free(w);
+    /* an address no link route matches is an ordinary one */
+    attach_producer(client, "other", 10);
+}
+
+static void test_routed_attach_transfer_credit_and_detach(void **state)
+{
+    (void)state;
+    fake_conn_t *broker = open_conn("broker");
+    fake_conn_t *client = open_conn("client");
+    jn_core_link_t *cl = attach_raw(client, JN_LINK_INCOMING, "q.a", "sender-1", NULL);
+    /* the container's connection is asked for a sending link, address
+     * changed by the prefixes, same name; the client waits */
+    jn_work_t *w = expect_work(broker, JN_WORK_LINK_ATTACH);
+    assert_int_equal(w->attach.dir, JN_LINK_OUTGOING);
+    assert_string_equal(w->address, "/queue/a");
+    assert_string_equal(w->attach.name, "sender-1");
+    assert_ptr_equal(w->link, cl);
+    void *ref = w->attach.ref;
+    jn_work_free(w);
+    expect_no_work(client);
+    jn_core_link_t *bl = attach_raw(broker, JN_LINK_OUTGOING, "/queue/a", "sender-1", ref);
+    expect_no_work(client);
+    jn_core_link_answered_IO(bl);
+    expect_and_free(client, JN_WORK_LINK_OPEN);
+    /* credit follows the container's */
+    expect_no_update(client);
+    jn_core_link_flow_IO(bl, 3, false);
+    w = expect_work(client, JN_WORK_LINK_CREDIT);
+    assert_int_equal(w->credit, 3);
+    jn_work_free(w);
+    /* a delivery goes to the paired link */
+    send_msg(client, cl, false);
+    expect_and_free(broker, JN_WORK_DELIVERY_SEND);
+    /* the container detaches with an error: the client's link gets it */
+    jn_core_link_set_error_IO(bl, "amqp:unauthorized-access", "no");
+    jn_core_link_detached_IO(bl);
+    w = expect_work(client, JN_WORK_LINK_CLOSE);
+    assert_string_equal(w->condition, "amqp:unauthorized-access");
+    jn_work_free(w);
+    /* the delivery it had not settled goes back to the sender, settled */
+    w = expect_work(client, JN_WORK_DELIVERY_UPDATE);
+    assert_true(w->settled);
+    assert_true(w->disp.type == JN_DISP_RELEASED || w->disp.type == JN_DISP_MODIFIED);
+    jn_work_free(w);
+    expect_and_free(broker, JN_WORK_LINK_RELEASED);
+    detach(client, cl);
+}
+
+static void test_container_lost_detaches_with_routed_link_lost(void **state)
+{
+    (void)state;
+    fake_conn_t *broker = open_conn("broker");
+    fake_conn_t *client = open_conn("client");
+    jn_core_link_t *cl = attach_raw(client, JN_LINK_OUTGOING, "q.b", "receiver-1", NULL);
+    jn_work_t *w = expect_work(broker, JN_WORK_LINK_ATTACH);
+    assert_int_equal(w->attach.dir, JN_LINK_INCOMING);
+    assert_string_equal(w->address, "q.b"); /* the out route has no prefixes */
+    void *ref = w->attach.ref;
+    jn_work_free(w);
+    jn_core_link_t *bl = attach_raw(broker, JN_LINK_INCOMING, "q.b", "receiver-1", ref);
+    jn_core_link_answered_IO(bl);
+    expect_and_free(client, JN_WORK_LINK_OPEN);
+    /* the client's credit becomes the container link's */
+    jn_core_link_flow_IO(cl, 5, false);
+    w = expect_work(broker, JN_WORK_LINK_CREDIT);
+    assert_int_equal(w->credit, 5);
+    jn_work_free(w);
+    close_conn(broker);
+    w = expect_work(client, JN_WORK_LINK_CLOSE);
+    assert_string_equal(w->condition, "qd:routed-link-lost");
+    jn_work_free(w);
+    detach(client, cl);
+}
+
+static void test_client_gone_before_the_container_answered(void **state)
+{
+    (void)state;
+    fake_conn_t *broker = open_conn("broker");
+    fake_conn_t *client = open_conn("client");
+    jn_core_link_t *cl = attach_raw(client, JN_LINK_INCOMING, "q.c", "s", NULL);
+    jn_work_t *w = expect_work(broker, JN_WORK_LINK_ATTACH);
+    void *ref = w->attach.ref;
+    jn_work_free(w);
+    detach(client, cl);
+    /* the container's link, reported late, finds nobody: closed */
+    jn_core_link_t *bl = attach_raw(broker, JN_LINK_OUTGOING, "/queue/c", "s", ref);
+    expect_and_free(broker, JN_WORK_LINK_CLOSE);
+    jn_core_link_detached_IO(bl);
+    expect_and_free(broker, JN_WORK_LINK_RELEASED);
+}
+
+static void call_autolink_add(void *arg, jn_core_t *core)
+{
+    assert_int_equal(jn_core_autolink_add_CT(core, arg), 0);
+}
+
+static void call_autolink_status(void *arg, jn_core_t *core)
+{
+    const char **out = arg;
+    const char *err;
+    uint64_t id;
+    assert_int_equal(jn_core_autolink_status_CT(core, "al", &out[0], &err, &id), 0);
+}
+
+static const char *autolink_status(void)
+{
+    const char *out[1] = {NULL};
+    assert_int_equal(jn_core_call(h.core, call_autolink_status, out), 0);
+    core_sync();
+    return out[0];
+}
+
+static void test_autolink_attaches_when_its_container_connects(void **state)
+{
+    (void)state;
+    static const jn_autolink_config_t al = {.name = "al",
+                                            .address = "wq",
+                                            .dir = JN_LINK_INCOMING,
+                                            .phase = -1,
+                                            .container_id = "broker",
+                                            .external_address = "/queue/wq"};
+    assert_int_equal(jn_core_call(h.core, call_autolink_add, (void *)&al), 0);
+    core_sync();
+    assert_string_equal(autolink_status(), "inactive");
+    fake_conn_t *broker = open_conn("broker");
+    jn_work_t *w = expect_work(broker, JN_WORK_LINK_ATTACH);
+    assert_int_equal(w->attach.dir, JN_LINK_INCOMING);
+    assert_string_equal(w->address, "/queue/wq");
+    void *ref = w->attach.ref;
+    jn_work_free(w);
+    assert_string_equal(autolink_status(), "attaching");
+    jn_core_link_t *bl = attach_raw(broker, JN_LINK_INCOMING, "/queue/wq", "x", ref);
+    jn_core_link_answered_IO(bl);
+    core_sync();
+    assert_string_equal(autolink_status(), "active");
+    /* phase 1 by default for "in": a receiver of the phase-0 address is
+     * not its consumer, so it gets no credit... */
+    fake_conn_t *client = open_conn("client");
+    attach_consumer(client, "wq", 10);
+    expect_no_work(broker);
+    /* ...and the broker's refusal of it is kept as lastError */
+    jn_core_link_set_error_IO(bl, "amqp:not-found", "no queue");
+    jn_core_link_detached_IO(bl);
+    expect_and_free(broker, JN_WORK_LINK_RELEASED);
+    assert_string_equal(autolink_status(), "failed");
+    /* it attaches again when the container reconnects */
+    close_conn(broker);
+    assert_string_equal(autolink_status(), "inactive");
+    fake_conn_t *again = open_conn("broker");
+    expect_and_free(again, JN_WORK_LINK_ATTACH);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_no_container_is_not_found, setup_routes,
+                                        teardown_core),
+        cmocka_unit_test_setup_teardown(test_routed_attach_transfer_credit_and_detach, setup_routes,
+                                        teardown_core),
+        cmocka_unit_test_setup_teardown(test_container_lost_detaches_with_routed_link_lost,
+                                        setup_routes, teardown_core),
+        cmocka_unit_test_setup_teardown(test_client_gone_before_the_container_answered,
+                                        setup_routes, teardown_core),
+        cmocka_unit_test_setup_teardown(test_autolink_attaches_when_its_container_connects,
+                                        setup_balanced, teardown_core),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

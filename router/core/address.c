@@ -173,6 +173,8 @@ void jn_addr_add_remote_CT(jn_core_t *core, jn_addr_t *addr, int router)
     jn_mesh_bits_set(&addr->remote, (unsigned)router);
     addr->n_remote++;
     const jn_router_node_t *n = core->ct.routers[router];
+    if (n && n->reachable)
+        addr->n_reachable++;
     JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_DEBUG, "Address %.*s: remote destination %s added",
            (int)addr->key_len, (const char *)addr->key, n ? n->id : "?");
     if (!had)
@@ -186,15 +188,17 @@ void jn_addr_remove_remote_CT(jn_core_t *core, jn_addr_t *addr, int router)
         return;
     jn_mesh_bits_clear(&addr->remote, (unsigned)router);
     addr->n_remote--;
+    const jn_router_node_t *n = core->ct.routers[router];
+    if (n && n->reachable && addr->n_reachable > 0)
+        addr->n_reachable--;
     if (!jn_addr_has_destination(addr))
         jn_link_producers_dirty_CT(addr); /* senders lose their credit */
-    const jn_router_node_t *n = core->ct.routers[router];
     JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_DEBUG, "Address %.*s: remote destination %s removed",
            (int)addr->key_len, (const char *)addr->key, n ? n->id : "?");
     jn_addr_release_if_unused_CT(core, addr);
 }
 
-void jn_addr_remote_reachable_CT(jn_core_t *core, int router)
+void jn_addr_remote_reach_CT(jn_core_t *core, int router, bool reachable)
 {
     JN_ASSERT_CT(core);
     jn_hash_iter_t it;
@@ -202,8 +206,15 @@ void jn_addr_remote_reachable_CT(jn_core_t *core, int router)
     jn_hash_iter_init(core->ct.addrs, &it);
     while (jn_hash_iter_next(&it, NULL, NULL, &value)) {
         jn_addr_t *addr = value;
-        if (addr->n_producers && jn_mesh_bits_has(&addr->remote, (unsigned)router))
-            jn_link_producers_dirty_CT(addr);
+        if (!jn_mesh_bits_has(&addr->remote, (unsigned)router))
+            continue;
+        bool had = jn_addr_has_destination(addr);
+        if (reachable)
+            addr->n_reachable++;
+        else if (addr->n_reachable > 0)
+            addr->n_reachable--;
+        if (addr->n_producers && had != jn_addr_has_destination(addr))
+            jn_link_producers_dirty_CT(addr); /* credit granted, or withdrawn */
     }
 }
 

@@ -140,6 +140,9 @@ typedef struct jn_addr {
      * their MAUs, or the router itself for its R<id> address). */
     jn_mesh_bits_t remote;
     uint32_t n_remote;
+    /* of those, the routers with a route from here now (reachable): only
+     * they count as destinations for credit (jn_addr_has_destination) */
+    uint32_t n_reachable;
     uint32_t next_remote; /* closest: where the round robin over remotes starts */
     bool advertised;      /* told the mesh this router has a local destination */
     bool permanent;       /* never freed while the core runs (R<id>, $management) */
@@ -519,12 +522,22 @@ int jn_addr_get_key_CT(jn_core_t *core, const uint8_t *key, size_t len, jn_distr
  * (remove may free addr). */
 void jn_addr_add_remote_CT(jn_core_t *core, jn_addr_t *addr, int router);
 void jn_addr_remove_remote_CT(jn_core_t *core, jn_addr_t *addr, int router);
-/* Router became reachable: senders to its addresses may get credit. */
-void jn_addr_remote_reachable_CT(jn_core_t *core, int router);
-/* addr has somewhere to send to (local consumer, remote, in-process). */
+/* jn_addr_remote_reach_CT: router (an index with a node) gained its first
+ * route (reachable true) or lost it (false); called where the node's
+ * `reachable` flag changes, with nothing in between. Every address with a destination there counts
+ * it, or stops counting it, as reachable; senders to an address whose
+ * reachable destinations went from none to some, or from some to none, are
+ * marked for a credit update (they get credit, or lose it). Walks every
+ * address: topology changes only. Core thread. */
+void jn_addr_remote_reach_CT(jn_core_t *core, int router, bool reachable);
+/* addr has somewhere to send to now: a local consumer, a remote router
+ * with a destination that a route reaches (a router known from the link
+ * state but not yet or no longer reachable does not count: a sender given
+ * credit for it would only have its deliveries released), or an
+ * in-process node. */
 static inline bool jn_addr_has_destination(const jn_addr_t *addr)
 {
-    return addr->n_consumers > 0 || addr->n_remote > 0 || addr->inproc;
+    return addr->n_consumers > 0 || addr->n_reachable > 0 || addr->inproc;
 }
 /* The fallback address of addr (its key with phase 'F'), when addr has
  * enableFallback and that address exists; NULL otherwise. Not on the hot

@@ -340,6 +340,10 @@ static void op_router_removed_CT(void *ctx, int router)
     if (!n)
         return;
     JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_INFO, "Router removed: %s", n->id);
+    if (n->reachable) {
+        n->reachable = false;
+        jn_addr_remote_reach_CT(core, router, false);
+    }
     core->ct.routers[router] = NULL;
     n->addr->permanent = false;
     jn_addr_remove_remote_CT(core, n->addr, router); /* may free it */
@@ -368,7 +372,7 @@ static void op_router_route_CT(void *ctx, int router, int link, int next_hop, ui
            link >= 0 ? "link" : "next hop", link >= 0 ? link : next_hop, cost,
            n->valid_origins.w[1], n->valid_origins.w[0]);
     if (!was)
-        jn_addr_remote_reachable_CT(core, router); /* waiting senders get credit */
+        jn_addr_remote_reach_CT(core, router, true); /* waiting senders get credit */
 }
 
 static void op_router_unreachable_CT(void *ctx, int router)
@@ -378,6 +382,7 @@ static void op_router_unreachable_CT(void *ctx, int router)
     jn_router_node_t *n = node_at_CT(core, router);
     if (n && n->reachable) {
         n->reachable = false;
+        jn_addr_remote_reach_CT(core, router, false); /* its senders lose their credit */
         JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_INFO, "Router unreachable: %s", n->id);
     }
 }

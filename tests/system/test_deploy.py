@@ -12,7 +12,8 @@ configuration (deploy/container/), issue 19:
 * the ConfigMap's start.sh, run as pods 0, 1 and 2 would run it, writes
   configurations that junctiond accepts and that form a full mesh: three
   routers started from them here (hosts and ports moved to 127.0.0.1)
-  route a message from pod 2's clients to pod 0's;
+  answer the pods' HTTP probes (readiness: the mesh reached) and route a
+  message from pod 2's clients to pod 0's;
 * the image's configuration listens on 0.0.0.0 and is valid.
 
 The image build itself is test_package_container.py.
@@ -122,7 +123,9 @@ class ManifestTest(unittest.TestCase):
             self.assertEqual(labels.get(k), v)
         container = pod["containers"][0]
         for probe in ("readinessProbe", "livenessProbe"):
-            self.assertIn(probe, container)
+            # HTTP probes on a named port of the container (the ConfigMap's
+            # http listener; MeshFromConfigMapTest fetches their paths)
+            self.assertIn(container[probe]["httpGet"]["port"], ports)
         self.assertTrue(pod["securityContext"]["runAsNonRoot"])
         with open(os.path.join(K8S, "kustomization.yaml")) as f:
             kust = yaml.safe_load(f)
@@ -148,7 +151,7 @@ class ManifestTest(unittest.TestCase):
 class MeshFromConfigMapTest(RouterTestCase):
     """start.sh as three pods would run it, the mesh formed on 127.0.0.1."""
 
-    def generate(self, ordinal, amqp_ports, mesh_ports):
+    def generate(self, ordinal, amqp_ports, mesh_ports, http_ports):
         cm = by_kind("ConfigMap")[0]
         tdir = os.path.join(self.workdir, "template")
         rdir = os.path.join(self.workdir, "run-%d" % ordinal)
@@ -175,6 +178,7 @@ class MeshFromConfigMapTest(RouterTestCase):
                          ["junction-interior-%d" % i for i in range(ordinal)])
         # moved to this machine
         conf = conf.replace("port: 5672\n", "port: %d\n" % amqp_ports[ordinal])
+        conf = conf.replace("port: 8080\n", "port: %d\n" % http_ports[ordinal])
         conf = conf.replace("    port: 55672\n    role: inter-router\n    saslMechanisms: "
                             "ANONYMOUS\n    authenticatePeer: no",
                             "    port: %d\n    role: inter-router\n    saslMechanisms: "
@@ -189,12 +193,13 @@ class MeshFromConfigMapTest(RouterTestCase):
     def test_three_pods_form_a_mesh(self):
         # six distinct ports, all bound at once while chosen (one at a time,
         # two could be the same port: seen in CI as "Address already in use")
-        ports = distinct_ports(["a0", "a1", "a2", "m0", "m1", "m2"])
+        ports = distinct_ports(["a0", "a1", "a2", "m0", "m1", "m2", "h0", "h1", "h2"])
         amqp = [ports["a%d" % i] for i in range(3)]
         mesh = [ports["m%d" % i] for i in range(3)]
+        http = [ports["h%d" % i] for i in range(3)]
         routers = []
         for i in range(3):
-            r = Router(self.workdir, name="pod%d" % i, config=self.generate(i, amqp, mesh))
+            r = Router(self.workdir, name="pod%d" % i, config=self.generate(i, amqp, mesh, http))
             r.port = amqp[i]
             r.start()
             self.routers.append(r)
@@ -213,8 +218,34 @@ class MeshFromConfigMapTest(RouterTestCase):
         for r in routers:
             self.wait_for("%s to see all three routers" % r.name, lambda r=r: mesh_size(r) == 3,
                           timeout=30 * SLOW)
+        # the pods' probes, as the kubelet would fetch them: ready (the mesh
+        # reached) and alive
+        container = by_kind("StatefulSet")[0]["spec"]["template"]["spec"]["containers"][0]
+        for probe in ("readinessProbe", "livenessProbe"):
+            path = container[probe]["httpGet"]["path"]
+            for i in range(3):
+                url = "http://127.0.0.1:%d%s" % (http[i], path)
+                self.wait_for("%s to answer 200" % url, lambda url=url: http_status(url) == 200,
+                              timeout=30 * SLOW)
         # a receiver on pod 0, a sender on pod 2: the message crosses the mesh
-        self.assertEqual(route_across(routers[0].url, routers[2].url), "across", self.logs())
+        try:
+            got = route_across(routers[0].url, routers[2].url)
+        except Exception as e:  # the routers' logs say why
+            self.fail("%r\n%s" % (e, self.logs()))
+        self.assertEqual(got, "across", self.logs())
+
+
+def http_status(url):
+    """The status of a GET of url (0 when nothing answers)."""
+    import urllib.error
+    import urllib.request
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except OSError:
+        return 0
 
 
 def route_across(recv_url, send_url):
@@ -233,6 +264,10 @@ def route_across(recv_url, send_url):
             ready.set()
             got.append(receiver.receive(timeout=30 * SLOW).body)
             receiver.accept()
+        except Exception as e:  # reported by the caller, with the router's reason
+            got.append("receiver failed: %r (remote condition %s)"
+                       % (e, rc.conn.remote_condition))
+            ready.set()
         finally:
             rc.close()
     t = threading.Thread(target=receive)

@@ -31,6 +31,10 @@
 #define UNREACHED UINT64_MAX
 
 typedef struct graph {
+    /* vertices 0..n-1 may be present (n: the highest present index + 1):
+     * the searches scan those only, so a mesh of a few routers costs a few
+     * steps per search, not N */
+    int n;
     bool present[N];
     const char *id[N];
     uint32_t cost[N][N]; /* cost[from][to], NO_EDGE when none */
@@ -70,12 +74,14 @@ static void build_graph_CT(const jn_mesh_t *mesh, graph_t *g)
     memset(g->cost, 0xff, sizeof g->cost);
     g->present[0] = true;
     g->id[0] = mesh->id;
+    g->n = 1;
     add_edges_CT(mesh, g, 0, &mesh->peers);
     for (int i = 1; i < N; i++) {
         const jn_mesh_node_t *x = mesh->nodes[i];
         if (!x)
             continue;
         g->present[i] = true;
+        g->n = i + 1;
         g->id[i] = x->id;
         add_edges_CT(mesh, g, i, &x->peers);
     }
@@ -100,7 +106,7 @@ static void dijkstra(const graph_t *g, int root, tree_t *t)
     t->settled = 0;
     for (;;) {
         int u = -1;
-        for (int v = 0; v < N; v++)
+        for (int v = 0; v < g->n; v++)
             if (g->present[v] && !done[v] && t->dist[v] != UNREACHED &&
                 (u < 0 || queue_before(g, t->dist[v], v, t->dist[u], u)))
                 u = v;
@@ -108,7 +114,7 @@ static void dijkstra(const graph_t *g, int root, tree_t *t)
             break;
         done[u] = true;
         t->order[t->settled++] = u;
-        for (int v = 0; v < N; v++) {
+        for (int v = 0; v < g->n; v++) {
             if (!g->present[v] || done[v] || g->cost[u][v] == NO_EDGE)
                 continue;
             uint64_t alt = t->dist[u] + g->cost[u][v];
@@ -181,7 +187,7 @@ void jn_mesh_compute_CT(jn_mesh_t *mesh)
         goto out;
     }
     build_graph_CT(mesh, g);
-    for (int r = 1; r < N; r++) {
+    for (int r = 1; r < g->n; r++) {
         if (!g->present[r])
             continue;
         dijkstra(g, r, t);

@@ -420,6 +420,12 @@ const jn_disposition_t *jn_delivery_state(const jn_delivery_t *dlv);
  * Immutable; any thread holding a reference. */
 const char *jn_delivery_to_override(const jn_delivery_t *dlv);
 
+/* jn_delivery_rerouted: true for a copy an exchange made toward another
+ * router (docs/design.md, "Exchanges and bindings"): its to-override is
+ * the exchange's next hop and it starts a new trace (the copy may go back
+ * the way the message came). Immutable; any thread holding a reference. */
+bool jn_delivery_rerouted(const jn_delivery_t *dlv);
+
 /* jn_delivery_phase: for a copy with a to-override, the address phase to
  * send with it (x-opt-qd.phase, docs/protocol.md, "Router annotations"; 0: none): the phase
  * its incoming link's address has (a waypoint's, an auto-link's).

@@ -226,4 +226,68 @@ int jn_core_autolink_remove_CT(jn_core_t *core, const char *name);
 int jn_core_autolink_status_CT(jn_core_t *core, const char *name, const char **oper_status,
                                const char **last_error, uint64_t *link_id);
 
+/* ---- exchanges and bindings (router/core/exchange.c) -------------------- */
+
+/* A `router.config.exchange` entity (docs/design.md, "Exchanges and
+ * bindings"). Strings are copied; NULL for an attribute not given. */
+typedef struct jn_exchange_config {
+    const char *name;      /* the entity's name (the key for removal) */
+    const char *address;   /* the address senders send to */
+    int phase;             /* 0..9 */
+    const char *alternate; /* alternateAddress, or NULL */
+    int alternate_phase;   /* 0..9 */
+    bool mqtt;             /* matchMethod mqtt ('/', '+', '#'), else amqp */
+} jn_exchange_config_t;
+
+/* jn_core_exchange_add_CT: from now on, deliveries that reach this router
+ * for M<phase><address> go through the exchange: matched by their subject
+ * against its bindings' keys, a pre-settled copy to each distinct next hop
+ * that matches, else to the alternate address; the address is advertised
+ * to the mesh while the exchange lives. Returns 0, or a negative code
+ * with *why set to 1.19's description (static): JN_EEXIST ("duplicate
+ * exchange address" / "duplicate exchange name"), JN_EINVAL (a phase out
+ * of 0..9, no name or address), JN_ENOMEM. Core thread. */
+int jn_core_exchange_add_CT(jn_core_t *core, const jn_exchange_config_t *cfg, const char **why);
+
+/* jn_core_exchange_remove_CT: remove the exchange named name and all its
+ * bindings (their names are given to gone(ctx, name) first, may be NULL);
+ * the address goes back to an ordinary one. Returns 0 or JN_ENOENT. Core
+ * thread. */
+int jn_core_exchange_remove_CT(jn_core_t *core, const char *name,
+                               void (*gone)(void *ctx, const char *binding), void *ctx);
+
+/* A `router.config.binding` entity. Strings copied; NULL when not given. */
+typedef struct jn_binding_config {
+    const char *name;     /* the entity's name (or identity) */
+    const char *exchange; /* exchangeName */
+    const char *key;      /* bindingKey; NULL: "#" (every subject) */
+    const char *next_hop; /* nextHopAddress */
+    int next_hop_phase;   /* 0..9 */
+} jn_binding_config_t;
+
+/* jn_core_binding_add_CT: add a binding to its exchange. Returns 0, or a
+ * negative code with *why set to 1.19's description (static): JN_ENOENT
+ * ("Named exchange does not exist"), JN_EINVAL ("The binding key pattern
+ * is invalid", "phase must be in the range 0-9", "No next hop
+ * specified"), JN_EEXIST ("Duplicate next hop name", "Next hop for key
+ * already exists"), JN_ENOMEM. Core thread. */
+int jn_core_binding_add_CT(jn_core_t *core, const jn_binding_config_t *cfg, const char **why);
+
+/* jn_core_binding_remove_CT: remove the binding named name. 0 or
+ * JN_ENOENT. Core thread. */
+int jn_core_binding_remove_CT(jn_core_t *core, const char *name);
+
+/* An exchange's management figures (router.config.exchange). */
+typedef struct jn_exchange_stats {
+    int phase;
+    const char *alternate; /* borrowed until the next core change; NULL: none */
+    int alternate_phase;
+    uint64_t bindings, received, dropped, forwarded, diverted;
+} jn_exchange_stats_t;
+
+/* jn_core_exchange_stats_CT / jn_core_binding_matched_CT: an exchange's
+ * figures; a binding's matchedCount. 0 or JN_ENOENT. Core thread. */
+int jn_core_exchange_stats_CT(jn_core_t *core, const char *name, jn_exchange_stats_t *out);
+int jn_core_binding_matched_CT(jn_core_t *core, const char *name, uint64_t *out);
+
 #endif /* JUNCTION_CORE_VIEW_H */

@@ -36,6 +36,9 @@ static int invalid_value(const jn_mgmt_entity_t *e, const jn_schema_attr_t *a, c
 {
     size_t n = jn_schema_attr_enum_count(a);
     char given[128];
+    if (is(e->cls, "router.config.exchange") && strcmp(key, "matchMethod") == 0)
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                                 "Exchange matchMethod must be either 'amqp' or 'mqtt'");
     if (jn_schema_attr_kind(a) != JN_SCHEMA_ENUM || n == 0 ||
         jn_mgmt_field_string(v, given, sizeof given) != 0)
         return jn_mgmt_reply_set(
@@ -135,9 +138,11 @@ static int fill_defaults(jn_mgmt_entity_t *e, jn_mgmt_reply_t *reply)
             continue;
         if (jn_mgmt_value_default(a, &e->values[i]) != 0)
             return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
-        /* address, direction: the type checks below word these as 1.19 */
+        /* address, direction, exchangeName, nextHopAddress: the checks
+         * below and the core word these as 1.19 */
         if (e->values[i].kind == JN_MV_NULL && jn_schema_attr_required(a) &&
-            strcmp(an, "direction") != 0 && strcmp(an, "address") != 0)
+            strcmp(an, "direction") != 0 && strcmp(an, "address") != 0 &&
+            strcmp(an, "exchangeName") != 0 && strcmp(an, "nextHopAddress") != 0)
             return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
                                      "Missing required attribute '%s' for type %s", an,
                                      jn_schema_type_name(e->type));
@@ -186,7 +191,10 @@ static int create_checked(jn_mgmt_t *agent, jn_mgmt_entity_t *e, const jn_mgmt_r
     jn_entity_err_t err;
     if (!st && jn_entity_check(&ctx, e, &err) != 0)
         st = refused(reply, &err);
-    if (!st && has_name && jn_entity_name_taken(agent, e->cls, name))
+    /* an exchange's or binding's name is checked by the core, in 1.19's
+     * words ("duplicate exchange name", "Duplicate next hop name") */
+    bool own_names = is(e->cls, "router.config.exchange") || is(e->cls, "router.config.binding");
+    if (!st && has_name && !own_names && jn_entity_name_taken(agent, e->cls, name))
         st =
             jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "Name conflicts with an existing entity");
     if (!st && has_name && !(e->name = strdup(name)))
@@ -225,6 +233,24 @@ int jn_mgmt_store_create(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_
     return jn_mgmt_reply_set(reply, JN_MGMT_CREATED, "Created");
 }
 
+/* An exchange deleted took its bindings with it (the core's): forget
+ * their entities too, as 1.19 does. */
+static void forget_bindings(jn_mgmt_t *agent, const char *exchange)
+{
+    jn_mgmt_entity_t *e = agent->entities;
+    while (e) {
+        jn_mgmt_entity_t *next = e->next;
+        const char *x = is(e->cls, "router.config.binding")
+                            ? jn_mgmt_entity_str(e, "exchangeName")
+                            : NULL;
+        if (x && strcmp(x, exchange) == 0) {
+            jn_mgmt_store_unlink(agent, e);
+            jn_mgmt_entity_free(e);
+        }
+        e = next;
+    }
+}
+
 int jn_mgmt_store_delete(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mgmt_request_t *req,
                          jn_mgmt_reply_t *reply)
 {
@@ -238,6 +264,8 @@ int jn_mgmt_store_delete(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_
     jn_entity_delete_CT(agent, e);
     JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_INFO, "Deleted %s %s (identity %s)", cls->name,
            e->name ? e->name : "(unnamed)", e->identity);
+    if (is(cls, "router.config.exchange") && e->name)
+        forget_bindings(agent, e->name);
     jn_mgmt_store_unlink(agent, e);
     jn_mgmt_entity_free(e);
     jn_enc_map_begin(&reply->body);

@@ -366,6 +366,8 @@ static void implemented_types(void **state)
                                       "address",
                                       "linkRoute",
                                       "autoLink",
+                                      "exchange",
+                                      "binding",
                                       "log",
                                       "policy",
                                       "connection",
@@ -379,8 +381,6 @@ static void implemented_types(void **state)
                                       "configurationEntity",
                                       "operationalEntity"};
     static const char *const no[] = {"authServicePlugin",
-                                     "exchange",
-                                     "binding",
                                      "vhost",
                                      "vhostUserGroupSettings",
                                      "vhostStats",

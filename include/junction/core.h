@@ -531,6 +531,12 @@ jn_delivery_t *jn_work_take_dlv(jn_work_t *work);
  * thread; must not block for long (page big answers). */
 typedef void (*jn_core_request_fn)(void *ctx, jn_core_t *core, jn_message_t *request);
 
+/* jn_core_request_conn_CT: inside a jn_core_request_fn, the id of the
+ * normal connection the request arrived on (router.connection.linkRoute
+ * acts on it); 0 when it came across the mesh or from the router itself,
+ * and outside a request. Core thread. */
+uint64_t jn_core_request_conn_CT(jn_core_t *core);
+
 /* jn_core_set_management: register the management agent (fn NULL: none;
  * requests are then released as to an address without consumers). Main
  * thread, before jn_core_start. */

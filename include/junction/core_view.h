@@ -173,6 +173,9 @@ typedef struct jn_link_route_config {
     const char *connection;   /* or its listener's/connector's name */
     const char *add_external_prefix; /* put before the address toward the container */
     const char *del_external_prefix; /* taken off its start first, when there */
+    /* router.connection.linkRoute: the id of the connection that is its
+     * container (removed when that connection closes); 0 otherwise */
+    uint64_t conn_id;
 } jn_link_route_config_t;
 
 /* jn_core_link_route_add_CT: route attaches whose address matches (prefix
@@ -194,6 +197,39 @@ int jn_core_link_route_remove_CT(jn_core_t *core, const char *name);
  * route's container is open, else "inactive"; NULL when no such link
  * route. Static string. Core thread. */
 const char *jn_core_link_route_status_CT(jn_core_t *core, const char *name);
+
+/* jn_core_conn_link_route_add_CT: a router.connection.linkRoute created
+ * over connection conn_id (docs/design.md, "Link routes and auto-links"):
+ * attaches matching pattern in direction dir are routed to that
+ * connection until it closes or the route is removed. name: unique on
+ * that connection; *identity (may be NULL) gets the route's identity.
+ * Returns 0; JN_ENOENT (no such open normal connection), JN_EINVAL (no
+ * name or pattern), JN_EEXIST (the name on that connection, or the
+ * pattern and direction of another link route), JN_ENOMEM. Core thread. */
+int jn_core_conn_link_route_add_CT(jn_core_t *core, uint64_t conn_id, const char *name,
+                                   const char *pattern, jn_link_dir_t dir, uint64_t *identity);
+
+/* jn_core_conn_link_route_remove_CT: remove connection conn_id's link
+ * route with identity (when not 0), else named name. 0 or JN_ENOENT. Core
+ * thread. */
+int jn_core_conn_link_route_remove_CT(jn_core_t *core, uint64_t conn_id, const char *name,
+                                      uint64_t identity);
+
+/* One connection-scoped link route; strings borrowed until the next core
+ * change. */
+typedef struct jn_conn_link_route {
+    const char *name;
+    uint64_t identity;
+    const char *pattern;
+    jn_link_dir_t dir;
+    const char *container_id; /* its connection's container id */
+} jn_conn_link_route_t;
+
+/* jn_core_conn_link_route_at_CT: the index-th (from 0) link route of
+ * connection conn_id in *out. 0, or JN_ENOENT past the last. Core
+ * thread. */
+int jn_core_conn_link_route_at_CT(jn_core_t *core, uint64_t conn_id, size_t index,
+                                  jn_conn_link_route_t *out);
 
 /* An `autoLink` entity. Strings copied; NULL when not given. */
 typedef struct jn_autolink_config {

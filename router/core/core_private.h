@@ -395,6 +395,9 @@ struct jn_core {
     /* Core thread only. */
     struct {
         jn_hash_t *addrs;      /* hash key -> jn_addr_t */
+        uint64_t request_conn; /* the connection of the management request
+                                * being answered (0: none, or across the
+                                * mesh; mesh_side.c) */
         jn_router_node_t *routers[JN_MESH_MAX_ROUTERS]; /* by router index */
         jn_core_conn_t *slots[JN_MESH_MAX_LINKS];       /* inter-router conns by slot */
         int64_t next_tick_ms;  /* when the mesh ticks next */

@@ -43,6 +43,8 @@ static const jn_mgmt_class_t classes[] = {
     {"router.config.autoLink", JN_OP_CREATE | JN_OP_READ | JN_OP_DELETE, true, jn_mgmt_store_rows},
     {"router.config.exchange", JN_OP_CREATE | JN_OP_READ | JN_OP_DELETE, true, jn_mgmt_store_rows},
     {"router.config.binding", JN_OP_CREATE | JN_OP_READ | JN_OP_DELETE, true, jn_mgmt_store_rows},
+    {"router.connection.linkRoute", JN_OP_CREATE | JN_OP_READ | JN_OP_DELETE, false,
+     jn_mgmt_rows_conn_link_routes},
     {"connection", JN_OP_READ | JN_OP_UPDATE, false, jn_mgmt_rows_conn},
     {"router.link", JN_OP_READ, false, jn_mgmt_rows_link},
     {"router.address", JN_OP_READ, false, jn_mgmt_rows_addr},

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Connection-scoped link routes (issue 16;
+"""Connection-scoped link routes and multicast over auto-links (issue 16;
 docs/design.md, "Link routes and auto-links").
 
 - router.connection.linkRoute: a client creates a link route on its own
@@ -9,6 +9,9 @@ docs/design.md, "Link routes and auto-links").
   connection that made it, and it vanishes when that connection closes
   (a later attach is an ordinary address again); DELETE removes it; bad
   input gets 1.19's descriptions.
+- multicast over an auto-link: handled, as 1.19 does: an `out` auto-link on
+  a multicast address is one more consumer, and gets every message, as
+  does a client receiver of that address.
 
 Real junctiond processes and proton clients on 127.0.0.1; every wait
 bounded.
@@ -19,10 +22,10 @@ import unittest
 
 from proton import Message, Timeout
 from proton.handlers import MessagingHandler
-from proton.reactor import Container
+from proton.reactor import AtMostOnce, Container
 from proton.utils import BlockingConnection
 
-from harness import SLOW, RouterTestCase
+from harness import SLOW, RouterTestCase, conf_section
 from test_router_entities import LOGS, Manager, client_listener, router_section
 
 TIMEOUT = 10 * SLOW
@@ -172,6 +175,47 @@ class ConnLinkRouteTest(RouterTestCase):
         self.assertEqual(m.query(CONN_LR), [])
         code, desc, _ = m.call({"operation": "DELETE", "type": CONN_LR, "name": "mine"})
         self.assertEqual(code, 404, desc)
+
+    def test_multicast_over_an_autolink_is_handled(self):
+        """An `out` auto-link on a multicast address is one more consumer:
+        the container and a client receiver each get every message
+        (qdrouterd 1.19 does the same; nothing refuses it)."""
+        config = (router_section("A") + client_listener() + LOGS +
+                  conf_section("address", {"prefix": "mc", "distribution": "multicast"}) +
+                  conf_section("autoLink", {"name": "al", "address": "mc.q",
+                                            "direction": "out", "containerId": "fb"}))
+        r = self.start_router(config=config)
+        broker = self.service(r, "fb")
+        m = self.manager(r)
+        deadline = time.time() + TIMEOUT
+        while m.query("org.apache.qpid.dispatch.router.config.autoLink",
+                      ["operStatus"])[0]["operStatus"] != "active":
+            if time.time() > deadline:
+                self.fail("auto-link never active\n" + self.logs())
+            time.sleep(0.1)
+        c = BlockingConnection(r.url, timeout=TIMEOUT)
+        self.addCleanup(c.close)
+        rx = c.create_receiver("mc.q", credit=10)
+        deadline = time.time() + TIMEOUT
+        while not any(x["name"] == "M0mc.q" and x["subscriberCount"] >= 2 for x in
+                      m.query("org.apache.qpid.dispatch.router.address",
+                              ["name", "subscriberCount"])):
+            if time.time() > deadline:
+                self.fail("two consumers never seen\n" + self.logs())
+            time.sleep(0.1)
+        s = BlockingConnection(r.url, timeout=TIMEOUT)
+        snd = s.create_sender("mc.q", options=AtMostOnce())
+        for i in range(3):
+            snd.send(Message(body="m%d" % i))
+        s.close()
+        got = []
+        for _ in range(3):
+            got.append(rx.receive(timeout=TIMEOUT).body)
+        self.assertEqual(got, ["m0", "m1", "m2"])
+        deadline = time.time() + TIMEOUT
+        while len(broker.got) < 3 and time.time() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(broker.got, [("mc.q", "m%d" % i) for i in range(3)])
 
 
 if __name__ == "__main__":

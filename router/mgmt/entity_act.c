@@ -486,6 +486,9 @@ void jn_entity_status_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_mv_t *row)
             row[c] = jn_mv_str(status);
         else if (!lr && strcmp(col, "lastError") == 0)
             row[c] = last_error ? jn_mv_str(last_error) : jn_mv_null();
+        else if (!lr && strcmp(col, "phase") == 0 && row[c].kind == JN_MV_NULL)
+            /* the phase it uses, as 1.19's agent shows it: in 1, out 0 */
+            row[c] = jn_mv_int(JN_MV_INT, dir_of(e) == JN_LINK_INCOMING ? 1 : 0);
     }
 }
 

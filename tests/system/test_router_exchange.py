@@ -230,6 +230,39 @@ class ExchangeTest(RouterTestCase):
                          ["accepted", "accepted", "RELEASED"])
         self.assertEqual(sorted(self.drain(rx["back"])), ["k#1", "k.1#0"])
 
+    def test_reload_changes_an_exchange_and_keeps_its_bindings(self):
+        """RELOAD with the exchange changed (an alternate added), its
+        binding unchanged and a binding and a link route added: the
+        exchange is made again with both bindings (the kept one is made
+        again too, as the old exchange took it), the link route exists."""
+        base = router_section("A") + client_listener() + LOGS
+        b1 = conf_section("binding", {"name": "b1", "exchangeName": "ex", "bindingKey": "a",
+                                      "nextHopAddress": "q1"})
+        r = self.start_router(config=base + conf_section("exchange", {"name": "ex",
+                                                                      "address": "ex"}) + b1)
+        with open(r.conf_path, "w") as f:
+            f.write((base + conf_section("exchange", {"name": "ex", "address": "ex",
+                                                      "alternateAddress": "alt"}) + b1 +
+                     conf_section("binding", {"name": "b2", "exchangeName": "ex",
+                                              "bindingKey": "b", "nextHopAddress": "q2"}) +
+                     conf_section("linkRoute", {"name": "lr", "prefix": "brk",
+                                                "direction": "in", "containerId": "x"}))
+                    .replace("{port}", str(r.port)))
+        m = self.manager(r)
+        code, desc = m.reload()
+        self.assertEqual(code, 200, desc)
+        self.assertEqual(sorted(b["name"] for b in
+                                m.query("org.apache.qpid.dispatch.router.config.binding")),
+                         ["b1", "b2"])
+        self.assertEqual([x["name"] for x in
+                          m.query("org.apache.qpid.dispatch.router.config.linkRoute")], ["lr"])
+        rx = self.receivers(r, ["q1", "q2", "alt"])
+        self.assertEqual(self.send(r, "ex", ["a", "b", "c"]), ["accepted"] * 3)
+        self.assertEqual({a: self.drain(rx[a]) for a in rx},
+                         {"q1": ["a#0"], "q2": ["b#1"], "alt": ["c#2"]})
+        ex = m.query("org.apache.qpid.dispatch.router.config.exchange")[0]
+        self.assertEqual((ex["bindingCount"], ex["alternateAddress"]), (2, "alt"))
+
     def test_bad_input_gets_1_19_errors(self):
         r = self.start_router(config=router_section("A") + client_listener() + LOGS)
         m = self.manager(r)

@@ -671,6 +671,9 @@ typedef struct jn_reroute {
  * multicast, local and remote consumers), adding to dlv->ct.pending the
  * copies it makes. For the exchange (exchange.c). */
 void jn_forward_route_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *rc);
+/* jn_forward_copies_CT: one copy of dlv (settled as dlv is sent) to each
+ * of links (n), added to dlv->ct.pending. For the exchange (exchange.c). */
+void jn_forward_copies_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned n);
 
 /* ---- linkroute.c (link routes and auto-links) ---------------------------- */
 

@@ -18,11 +18,16 @@
  * another router carries the next hop as x-opt-qd.to and x-opt-qd.phase
  * and a new trace (delivery.c, router/io). The incoming delivery is then
  * accepted, or, when no copy was made, released (dropped if pre-settled)
- * and counted in droppedCount. This is qdrouterd 1.19's exchange, except
- * that 1.19 also gives the exchange's address's own consumers a copy and
- * holds an unsettled delivery that matched nothing (an anycast address):
- * here the exchange is the address's only destination and such a
- * delivery is released at once, so its sender is not left waiting.
+ * and counted in droppedCount. Consumers of the exchange's own address on
+ * this router get a copy first (one for anycast, each for multicast), as
+ * in 1.19, and then the alternate is not used. This is qdrouterd 1.19's
+ * exchange, except that 1.19 also passes the message to other routers
+ * that advertise the exchange's address (in a mesh where every router has
+ * the same exchange, every message would be matched twice and its copies
+ * duplicated): here the exchange is the address's destination in the
+ * mesh; and that 1.19 holds an unsettled delivery that matched nothing
+ * (on an anycast address) without an answer, where here it is released
+ * at once.
  *
  * Bindings are few (configured); they are kept in a list per exchange and
  * matched one by one. Ordinary addresses never come here: forward.c looks
@@ -307,8 +312,21 @@ void jn_exchange_forward_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_
     bool presettled = dlv->presettled;
     dlv->presettled = true; /* every copy pre-settled, as 1.19's exchange */
     dlv->ct.pending++;      /* held until every next hop has its copies */
-    jn_iter_t subject;
+    /* the address's own consumers here first, as 1.19 (its old forwarder):
+     * one of them (anycast) or each (multicast) */
     uint32_t made = 0;
+    if (JN_UNLIKELY(addr->n_consumers > 0)) {
+        uint32_t before = dlv->ct.pending + dlv->ct.handed;
+        if (addr->distribution == JN_DIST_MULTICAST) {
+            jn_forward_copies_CT(dlv, addr->consumers, addr->n_consumers);
+        } else {
+            jn_core_link_t *one = jn_addr_pick_consumer_CT(addr);
+            jn_forward_copies_CT(dlv, &one, 1);
+        }
+        made = dlv->ct.pending + dlv->ct.handed - before;
+        addr->egress += made;
+    }
+    jn_iter_t subject;
     if (message_subject(dlv->message, &subject)) {
         size_t n = jn_iter_length(&subject);
         char small[256];

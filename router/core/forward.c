@@ -639,6 +639,12 @@ void jn_forward_route_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx
     route_CT(dlv, addr, rc);
 }
 
+void jn_forward_copies_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned n)
+{
+    JN_ASSERT_CT(jn_delivery_core(dlv));
+    copy_to_links_CT(dlv, links, n, NULL, 0, NULL);
+}
+
 /* The address an incoming delivery goes to (NULL: none). */
 static jn_addr_t *addr_of_CT(jn_core_t *core, const jn_delivery_t *dlv)
 {

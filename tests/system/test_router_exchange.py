@@ -13,7 +13,10 @@ bindings"): router.config.exchange and router.config.binding as qdrouterd
   (1.19 would hold it on an anycast address: here the sender is answered
   at once), a pre-settled one dropped; both counted in droppedCount.
 - across a two-router mesh: the exchange on A, sender and next-hop
-  receiver on B: the copy goes back to B (a new trace, as 1.19 resets it).
+  receiver on B: the copy goes back to B (a new trace, as 1.19 resets it);
+  the same exchange on both routers: each message is matched once, where
+  1.19 would match it on both and duplicate the copies.
+- RELOAD that changes an exchange keeps its bindings and adds new ones.
 - bad input gets 1.19's descriptions: a binding to an unknown exchange,
   duplicate exchange name and address, an invalid matchMethod, an invalid
   mqtt key, a phase out of range, a missing address.
@@ -229,6 +232,41 @@ class ExchangeTest(RouterTestCase):
         self.assertEqual(self.send(b, "ex", ["k.1", "k", "z"]),
                          ["accepted", "accepted", "RELEASED"])
         self.assertEqual(sorted(self.drain(rx["back"])), ["k#1", "k.1#0"])
+
+    def test_same_exchange_on_two_routers_copies_once(self):
+        """The same exchange on both routers (one config for the mesh): a
+        message goes through the exchange of the router it enters, once;
+        qdrouterd 1.19 would also pass it to the other router's exchange
+        (which advertises the same address) and the receiver would get it
+        twice."""
+        ir = free_port()
+        ex = (conf_section("exchange", {"name": "ex", "address": "ex"}) +
+              conf_section("binding", {"name": "b", "exchangeName": "ex", "bindingKey": "k",
+                                       "nextHopAddress": "q"}))
+        a = self.start_router(config=router_section("A", "interior") + client_listener() + LOGS +
+                              conf_section("listener", {"host": "127.0.0.1", "port": ir,
+                                                        "role": "inter-router",
+                                                        "saslMechanisms": "ANONYMOUS"}) + ex)
+        b = self.start_router(config=router_section("B", "interior") + client_listener() + LOGS +
+                              conf_section("connector", {"host": "127.0.0.1", "port": ir,
+                                                         "role": "inter-router",
+                                                         "saslMechanisms": "ANONYMOUS"}) + ex)
+        rx = self.receivers(b, ["q"])
+        ma = self.manager(a)
+        deadline = time.time() + TIMEOUT
+        while True:  # A knows B's receiver and B's exchange
+            rows = ma.query("org.apache.qpid.dispatch.router.address", ["name", "remoteCount"])
+            remote = {row["name"] for row in rows if row["remoteCount"]}
+            if {"M0q", "M0ex"} <= remote:
+                break
+            if time.time() > deadline:
+                self.fail("A never learnt B's addresses\n" + self.logs())
+            time.sleep(0.1)
+        self.assertEqual(self.send(a, "ex", ["k", "k", "k"]), ["accepted"] * 3)
+        self.assertEqual(sorted(self.drain(rx["q"], wait=1.0)), ["k#0", "k#1", "k#2"])
+        ex_a = ma.query("org.apache.qpid.dispatch.router.config.exchange")[0]
+        ex_b = self.manager(b).query("org.apache.qpid.dispatch.router.config.exchange")[0]
+        self.assertEqual((ex_a["receivedCount"], ex_b["receivedCount"]), (3, 0))
 
     def test_reload_changes_an_exchange_and_keeps_its_bindings(self):
         """RELOAD with the exchange changed (an alternate added), its

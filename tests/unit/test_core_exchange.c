@@ -6,7 +6,8 @@
  * one, '#' zero or more at the end), a matching next hop gets one
  * pre-settled copy and the sender is told accepted, no match is released;
  * two bindings to one next hop give one copy; the alternate takes what
- * nothing matched; bad keys and unknown exchanges are refused.
+ * nothing matched; a consumer of the exchange's own address gets a copy
+ * first (1.19); bad keys and unknown exchanges are refused.
  */
 #include "test_core_util.h"
 
@@ -218,6 +219,33 @@ static void test_one_copy_per_next_hop_and_alternate(void **state)
     expect_no_work(c2);
 }
 
+/* A consumer of the exchange's own address gets a copy first, as in
+ * 1.19; the alternate is then not used. */
+static void test_own_consumer_first(void **state)
+{
+    (void)state;
+    fake_conn_t *client = open_conn("client");
+    fake_conn_t *own = open_conn("own");
+    fake_conn_t *c1 = open_conn("c1");
+    fake_conn_t *alt = open_conn("alt");
+    assert_int_equal(exchange_add("ex", "ex", "other", false, NULL), 0);
+    assert_int_equal(binding_add("b1", "ex", "k", "q1", NULL), 0);
+    attach_consumer(own, "ex", 100);
+    attach_consumer(c1, "q1", 100);
+    attach_consumer(alt, "other", 100);
+    jn_core_link_t *producer = attach_producer(client, "ex", 250);
+    jn_delivery_t *d = send_subject(client, producer, "k");
+    assert_true(jn_delivery_presettled(expect_send(own)));
+    expect_send(c1);
+    expect_update(client, d, JN_DISP_ACCEPTED, true);
+    d = send_subject(client, producer, "z");
+    expect_send(own);
+    expect_update(client, d, JN_DISP_ACCEPTED, true);
+    core_sync();
+    expect_no_work(alt);
+    expect_no_work(c1);
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -248,6 +276,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_mqtt_matching, setup_balanced, teardown_core),
         cmocka_unit_test_setup_teardown(test_one_copy_per_next_hop_and_alternate, setup_balanced,
                                         teardown_core),
+        cmocka_unit_test_setup_teardown(test_own_consumer_first, setup_balanced, teardown_core),
         cmocka_unit_test_setup_teardown(test_refusals, setup_balanced, teardown_core),
     };
     return run_core_tests("core_exchange", tests, sizeof tests / sizeof tests[0]);

@@ -664,8 +664,9 @@ int jn_core_link_route_add_CT(jn_core_t *core, const jn_link_route_config_t *cfg
     t->routes[d][t->match[d].count - 1] = r; /* the new entry is the last */
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO, "Link route %s: %s %s '%s' to %s %s", r->name,
            d == 0 ? "in" : "out", cfg->prefix ? "prefix" : "pattern", text,
-           r->connection ? "connection" : "container",
-           r->connection ? r->connection : r->container_id);
+           r->conn_id ? "its own connection" : r->connection ? "connection" : "container",
+           r->conn_id ? "" : r->connection ? r->connection : r->container_id ? r->container_id
+                                                                                : "(none)");
     advertise_CT(core);
     return 0;
 }

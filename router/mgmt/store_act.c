@@ -364,7 +364,7 @@ static int conn_lr_create(jn_mgmt_t *agent, const jn_mgmt_class_t *cls,
     free(name);
     if (st)
         return st;
-    jn_conn_link_route_t r;
+    jn_conn_link_route_t r = {.name = ""};
     for (size_t i = 0; jn_core_conn_link_route_at_CT(core, conn, i, &r) == 0; i++) {
         if (r.identity != identity)
             continue;

@@ -420,6 +420,12 @@ const jn_disposition_t *jn_delivery_state(const jn_delivery_t *dlv);
  * Immutable; any thread holding a reference. */
 const char *jn_delivery_to_override(const jn_delivery_t *dlv);
 
+/* jn_delivery_rerouted: true for a copy an exchange made toward another
+ * router (docs/design.md, "Exchanges and bindings"): its to-override is
+ * the exchange's next hop and it starts a new trace (the copy may go back
+ * the way the message came). Immutable; any thread holding a reference. */
+bool jn_delivery_rerouted(const jn_delivery_t *dlv);
+
 /* jn_delivery_phase: for a copy with a to-override, the address phase to
  * send with it (x-opt-qd.phase, docs/protocol.md, "Router annotations"; 0: none): the phase
  * its incoming link's address has (a waypoint's, an auto-link's).
@@ -524,6 +530,12 @@ jn_delivery_t *jn_work_take_dlv(jn_work_t *work);
  * that carried it is accepted (unless pre-settled) right after. Core
  * thread; must not block for long (page big answers). */
 typedef void (*jn_core_request_fn)(void *ctx, jn_core_t *core, jn_message_t *request);
+
+/* jn_core_request_conn_CT: inside a jn_core_request_fn, the id of the
+ * normal connection the request arrived on (router.connection.linkRoute
+ * acts on it); 0 when it came across the mesh or from the router itself,
+ * and outside a request. Core thread. */
+uint64_t jn_core_request_conn_CT(jn_core_t *core);
 
 /* jn_core_set_management: register the management agent (fn NULL: none;
  * requests are then released as to an address without consumers). Main

@@ -173,6 +173,9 @@ typedef struct jn_link_route_config {
     const char *connection;   /* or its listener's/connector's name */
     const char *add_external_prefix; /* put before the address toward the container */
     const char *del_external_prefix; /* taken off its start first, when there */
+    /* router.connection.linkRoute: the id of the connection that is its
+     * container (removed when that connection closes); 0 otherwise */
+    uint64_t conn_id;
 } jn_link_route_config_t;
 
 /* jn_core_link_route_add_CT: route attaches whose address matches (prefix
@@ -194,6 +197,39 @@ int jn_core_link_route_remove_CT(jn_core_t *core, const char *name);
  * route's container is open, else "inactive"; NULL when no such link
  * route. Static string. Core thread. */
 const char *jn_core_link_route_status_CT(jn_core_t *core, const char *name);
+
+/* jn_core_conn_link_route_add_CT: a router.connection.linkRoute created
+ * over connection conn_id (docs/design.md, "Link routes and auto-links"):
+ * attaches matching pattern in direction dir are routed to that
+ * connection until it closes or the route is removed. name: unique on
+ * that connection; *identity (may be NULL) gets the route's identity.
+ * Returns 0; JN_ENOENT (no such open normal connection), JN_EINVAL (no
+ * name or pattern), JN_EEXIST (the name on that connection, or the
+ * pattern and direction of another link route), JN_ENOMEM. Core thread. */
+int jn_core_conn_link_route_add_CT(jn_core_t *core, uint64_t conn_id, const char *name,
+                                   const char *pattern, jn_link_dir_t dir, uint64_t *identity);
+
+/* jn_core_conn_link_route_remove_CT: remove connection conn_id's link
+ * route with identity (when not 0), else named name. 0 or JN_ENOENT. Core
+ * thread. */
+int jn_core_conn_link_route_remove_CT(jn_core_t *core, uint64_t conn_id, const char *name,
+                                      uint64_t identity);
+
+/* One connection-scoped link route; strings borrowed until the next core
+ * change. */
+typedef struct jn_conn_link_route {
+    const char *name;
+    uint64_t identity;
+    const char *pattern;
+    jn_link_dir_t dir;
+    const char *container_id; /* its connection's container id */
+} jn_conn_link_route_t;
+
+/* jn_core_conn_link_route_at_CT: the index-th (from 0) link route of
+ * connection conn_id in *out. 0, or JN_ENOENT past the last. Core
+ * thread. */
+int jn_core_conn_link_route_at_CT(jn_core_t *core, uint64_t conn_id, size_t index,
+                                  jn_conn_link_route_t *out);
 
 /* An `autoLink` entity. Strings copied; NULL when not given. */
 typedef struct jn_autolink_config {
@@ -225,5 +261,69 @@ int jn_core_autolink_remove_CT(jn_core_t *core, const char *name);
  * the id of its link (0: none). Returns 0 or JN_ENOENT. Core thread. */
 int jn_core_autolink_status_CT(jn_core_t *core, const char *name, const char **oper_status,
                                const char **last_error, uint64_t *link_id);
+
+/* ---- exchanges and bindings (router/core/exchange.c) -------------------- */
+
+/* A `router.config.exchange` entity (docs/design.md, "Exchanges and
+ * bindings"). Strings are copied; NULL for an attribute not given. */
+typedef struct jn_exchange_config {
+    const char *name;      /* the entity's name (the key for removal) */
+    const char *address;   /* the address senders send to */
+    int phase;             /* 0..9 */
+    const char *alternate; /* alternateAddress, or NULL */
+    int alternate_phase;   /* 0..9 */
+    bool mqtt;             /* matchMethod mqtt ('/', '+', '#'), else amqp */
+} jn_exchange_config_t;
+
+/* jn_core_exchange_add_CT: from now on, deliveries that reach this router
+ * for M<phase><address> go through the exchange: matched by their subject
+ * against its bindings' keys, a pre-settled copy to each distinct next hop
+ * that matches, else to the alternate address; the address is advertised
+ * to the mesh while the exchange lives. Returns 0, or a negative code
+ * with *why set to 1.19's description (static): JN_EEXIST ("duplicate
+ * exchange address" / "duplicate exchange name"), JN_EINVAL (a phase out
+ * of 0..9, no name or address), JN_ENOMEM. Core thread. */
+int jn_core_exchange_add_CT(jn_core_t *core, const jn_exchange_config_t *cfg, const char **why);
+
+/* jn_core_exchange_remove_CT: remove the exchange named name and all its
+ * bindings (their names are given to gone(ctx, name) first, may be NULL);
+ * the address goes back to an ordinary one. Returns 0 or JN_ENOENT. Core
+ * thread. */
+int jn_core_exchange_remove_CT(jn_core_t *core, const char *name,
+                               void (*gone)(void *ctx, const char *binding), void *ctx);
+
+/* A `router.config.binding` entity. Strings copied; NULL when not given. */
+typedef struct jn_binding_config {
+    const char *name;     /* the entity's name (or identity) */
+    const char *exchange; /* exchangeName */
+    const char *key;      /* bindingKey; NULL: "#" (every subject) */
+    const char *next_hop; /* nextHopAddress */
+    int next_hop_phase;   /* 0..9 */
+} jn_binding_config_t;
+
+/* jn_core_binding_add_CT: add a binding to its exchange. Returns 0, or a
+ * negative code with *why set to 1.19's description (static): JN_ENOENT
+ * ("Named exchange does not exist"), JN_EINVAL ("The binding key pattern
+ * is invalid", "phase must be in the range 0-9", "No next hop
+ * specified"), JN_EEXIST ("Duplicate next hop name", "Next hop for key
+ * already exists"), JN_ENOMEM. Core thread. */
+int jn_core_binding_add_CT(jn_core_t *core, const jn_binding_config_t *cfg, const char **why);
+
+/* jn_core_binding_remove_CT: remove the binding named name. 0 or
+ * JN_ENOENT. Core thread. */
+int jn_core_binding_remove_CT(jn_core_t *core, const char *name);
+
+/* An exchange's management figures (router.config.exchange). */
+typedef struct jn_exchange_stats {
+    int phase;
+    const char *alternate; /* borrowed until the next core change; NULL: none */
+    int alternate_phase;
+    uint64_t bindings, received, dropped, forwarded, diverted;
+} jn_exchange_stats_t;
+
+/* jn_core_exchange_stats_CT / jn_core_binding_matched_CT: an exchange's
+ * figures; a binding's matchedCount. 0 or JN_ENOENT. Core thread. */
+int jn_core_exchange_stats_CT(jn_core_t *core, const char *name, jn_exchange_stats_t *out);
+int jn_core_binding_matched_CT(jn_core_t *core, const char *name, uint64_t *out);
 
 #endif /* JUNCTION_CORE_VIEW_H */

@@ -226,14 +226,14 @@ static int hint_of(jn_distribution_t d)
                                   : JN_MESH_HINT_BALANCED;
 }
 
-/* A mobile address gained its first / lost its last local consumer: the
- * mesh advertises it (section 8.1). */
-static void advertise_CT(jn_core_t *core, jn_addr_t *addr)
+/* A mobile address gained its first / lost its last local consumer (or
+ * exchange): the mesh advertises it (section 8.1). */
+void jn_addr_advertise_CT(jn_core_t *core, jn_addr_t *addr)
 {
     JN_ASSERT_CT(core);
     if (!core->mesh || addr->key_len < 2 || addr->key[0] != JN_ADDR_CLASS_MOBILE)
         return;
-    bool want = addr->n_consumers > 0;
+    bool want = addr->n_consumers > 0 || addr->inproc == JN_INPROC_EXCHANGE;
     if (want == addr->advertised)
         return;
     addr->advertised = want;
@@ -299,7 +299,7 @@ int jn_addr_add_consumer_CT(jn_addr_t *addr, jn_core_link_t *link)
     int rc = add_link_CT(&addr->consumers, &addr->n_consumers, &addr->cap_consumers, link);
     if (rc == 0) {
         link->ct.addr = addr;
-        advertise_CT(link->conn->core, addr);
+        jn_addr_advertise_CT(link->conn->core, addr);
     }
     return rc;
 }
@@ -330,7 +330,7 @@ jn_addr_t *jn_addr_remove_link_CT(jn_core_t *core, jn_core_link_t *link)
     if (consumer && addr->next >= addr->n_consumers)
         addr->next = 0;
     if (consumer) {
-        advertise_CT(core, addr);
+        jn_addr_advertise_CT(core, addr);
         if (!jn_addr_has_destination(addr))
             jn_link_producers_dirty_CT(addr); /* senders lose their credit */
     }

@@ -482,6 +482,7 @@ void jn_core_free(jn_core_t *core)
         teardown(core);
     jn_router_free(core);
     jn_lr_fini(core); /* a no-op after the teardown's */
+    jn_exchange_fini(core);
     jn_hash_free(core->ct.addrs);
     jn_addr_config_fini(&core->config);
     if (core->wake_fd >= 0)

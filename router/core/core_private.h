@@ -151,6 +151,8 @@ typedef struct jn_addr {
     bool fallback;        /* enableFallback: without a destination, its
                            * deliveries go to the M F <address> one */
     uint8_t inproc;       /* JN_INPROC_*: served inside the router */
+    struct jn_exchange *exchange; /* JN_INPROC_EXCHANGE: the exchange bound
+                                   * to it (exchange.c) */
     /* management counters (router.address), forward.c: deliveries that
      * entered the mesh here (from a client), copies to local consumers
      * (egress) and to other routers (transit), deliveries served
@@ -160,7 +162,7 @@ typedef struct jn_addr {
 } jn_addr_t;
 
 /* In-process destinations (jn_addr_t.inproc). */
-enum { JN_INPROC_NONE = 0, JN_INPROC_MANAGEMENT };
+enum { JN_INPROC_NONE = 0, JN_INPROC_MANAGEMENT, JN_INPROC_EXCHANGE };
 
 /* A remote router known to the mesh (mesh_side.c). Core thread only. */
 typedef struct jn_router_node {
@@ -390,10 +392,15 @@ struct jn_core {
     /* Link routes and auto-links (linkroute.c): core thread only, except
      * the count, which the I/O layer may read (relaxed). */
     struct jn_lr_table *lr;
+    /* Exchanges and bindings (exchange.c): core thread only. */
+    struct jn_exchange *exchanges;
 
     /* Core thread only. */
     struct {
         jn_hash_t *addrs;      /* hash key -> jn_addr_t */
+        uint64_t request_conn; /* the connection of the management request
+                                * being answered (0: none, or across the
+                                * mesh; mesh_side.c) */
         jn_router_node_t *routers[JN_MESH_MAX_ROUTERS]; /* by router index */
         jn_core_conn_t *slots[JN_MESH_MAX_LINKS];       /* inter-router conns by slot */
         int64_t next_tick_ms;  /* when the mesh ticks next */
@@ -553,6 +560,9 @@ static inline bool jn_addr_has_destination_or_fallback_CT(jn_core_t *core, const
     return jn_addr_has_destination(addr) ||
            (JN_UNLIKELY(addr->fallback) && jn_addr_fallback_has_destination_CT(core, addr));
 }
+/* Tell the mesh whether addr has a local destination now (a consumer or
+ * an exchange), when that changed (docs/protocol.md, mobile addresses). */
+void jn_addr_advertise_CT(jn_core_t *core, jn_addr_t *addr);
 /* Free every address left (teardown). */
 void jn_addr_free_all_CT(jn_core_t *core);
 
@@ -648,6 +658,35 @@ jn_core_link_t *jn_router_pick_remote_CT(jn_core_t *core, jn_addr_t *addr,
 unsigned jn_router_multicast_links_CT(jn_core_t *core, const jn_addr_t *addr,
                                       const jn_route_ctx_t *rc, jn_core_link_t **out,
                                       unsigned max);
+
+/* ---- exchange.c (exchanges and bindings) --------------------------------- */
+
+/* jn_exchange_forward_CT: forward dlv, which arrived for addr (an
+ * exchange's address, addr->inproc JN_INPROC_EXCHANGE), through its
+ * exchange: pre-settled copies to the matching bindings' next hops (or the
+ * alternate); the delivery is accepted when some copy was made (settled as
+ * the copies are handed out), else released (dropped when pre-settled).
+ * rc: the delivery's routing context (its priority is kept). */
+void jn_exchange_forward_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *rc);
+/* Free every exchange (jn_core_free; touches no address). */
+void jn_exchange_fini(jn_core_t *core);
+
+/* A next hop of an exchange being forwarded to: set on the incoming
+ * delivery (ct.reroute) while its copies are made, so that a copy toward
+ * another router carries x-opt-qd.to = address and x-opt-qd.phase = phase
+ * (delivery.c) and a fresh trace (router/io). */
+typedef struct jn_reroute {
+    const char *address;
+    uint8_t phase;
+} jn_reroute_t;
+
+/* jn_forward_route_CT: route dlv to addr as an arrival would (anycast or
+ * multicast, local and remote consumers), adding to dlv->ct.pending the
+ * copies it makes. For the exchange (exchange.c). */
+void jn_forward_route_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *rc);
+/* jn_forward_copies_CT: one copy of dlv (settled as dlv is sent) to each
+ * of links (n), added to dlv->ct.pending. For the exchange (exchange.c). */
+void jn_forward_copies_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned n);
 
 /* ---- linkroute.c (link routes and auto-links) ---------------------------- */
 

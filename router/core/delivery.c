@@ -69,10 +69,17 @@ jn_delivery_t *jn_delivery_copy_CT(jn_delivery_t *peer, jn_core_link_t *link, bo
     for (int i = 0; i < 8; i++)
         c->tag[i] = (uint8_t)(t >> (8 * (7 - i)));
     c->tag_len = 8;
-    if (link->conn->inter_router && !peer->link->ct.anonymous && peer->link->address) {
-        c->origin_link = jn_link_ref(peer->link);
-        c->to_override = peer->link->address;
-        c->phase = peer->link->phase;
+    if (link->conn->inter_router) {
+        if (JN_UNLIKELY(peer->ct.reroute != NULL)) {
+            /* an exchange's copy: to its next hop (exchange.c) */
+            c->to_override = strdup(peer->ct.reroute->address);
+            c->owns_to = c->to_override != NULL;
+            c->phase = peer->ct.reroute->phase;
+        } else if (!peer->link->ct.anonymous && peer->link->address) {
+            c->origin_link = jn_link_ref(peer->link);
+            c->to_override = peer->link->address;
+            c->phase = peer->link->phase;
+        }
     }
     if (JN_UNLIKELY(peer->state) && jn_delivery_set_state_IO(c, peer->state) != 0)
         JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_ERROR,
@@ -106,6 +113,8 @@ void jn_delivery_unref(jn_delivery_t *dlv)
     }
     if (dlv->origin_link)
         jn_link_unref(dlv->origin_link);
+    if (JN_UNLIKELY(dlv->owns_to))
+        free((char *)dlv->to_override);
     jn_link_unref(dlv->link);
     jn_pool_free(atomic_load_explicit(&delivery_pool, memory_order_acquire), dlv);
 }
@@ -129,6 +138,11 @@ const jn_disposition_t *jn_delivery_state(const jn_delivery_t *dlv)
 const char *jn_delivery_to_override(const jn_delivery_t *dlv)
 {
     return dlv->to_override;
+}
+
+bool jn_delivery_rerouted(const jn_delivery_t *dlv)
+{
+    return dlv->owns_to;
 }
 
 int jn_delivery_phase(const jn_delivery_t *dlv)

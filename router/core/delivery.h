@@ -43,6 +43,9 @@ struct jn_delivery {
      * address of origin_link, a reference held), or NULL */
     const char *to_override;
     jn_core_link_t *origin_link;
+    /* to_override is the copy's own (heap): an exchange's next hop, sent
+     * with a fresh trace (exchange.c) */
+    bool owns_to;
     /* the sender's transfer state (jn_delivery_set_state_IO), owned, or
      * NULL (almost always) */
     jn_disposition_t *state;
@@ -77,6 +80,7 @@ struct jn_delivery {
         bool credit_returned; /* counted back into its link's credit */
         bool done;            /* the core dropped its reference */
         uint8_t wait;         /* JN_DLV_WAIT_*: served once the message is complete */
+        const jn_reroute_t *reroute; /* while an exchange makes its copies */
         bool served;          /* consumed in-process (control, management) */
         /* outgoing copies */
         jn_delivery_t *peer;                  /* the incoming delivery (reference held) */

@@ -398,7 +398,7 @@ static void forward_anycast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_rou
         addr->transit++;
     else
         addr->egress++;
-    dlv->ct.pending = 1;
+    dlv->ct.pending++; /* (an exchange may route one delivery several times) */
     enqueue_CT(copy);
 }
 
@@ -634,6 +634,17 @@ static void route_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *
         forward_anycast_CT(dlv, addr, rc);
 }
 
+void jn_forward_route_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *rc)
+{
+    route_CT(dlv, addr, rc);
+}
+
+void jn_forward_copies_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned n)
+{
+    JN_ASSERT_CT(jn_delivery_core(dlv));
+    copy_to_links_CT(dlv, links, n, NULL, 0, NULL);
+}
+
 /* The address an incoming delivery goes to (NULL: none). */
 static jn_addr_t *addr_of_CT(jn_core_t *core, const jn_delivery_t *dlv)
 {
@@ -709,7 +720,7 @@ void jn_forward_arrived_CT(jn_delivery_t *dlv)
             core, dlv->message,
             in->conn->inter_router || (!in->conn->internal && !in->conn->strip_inbound)))
         refuse_unavailable_CT(core, dlv); /* then no route: its credit comes back below */
-    if (addr && addr->inproc) {
+    if (addr && addr->inproc == JN_INPROC_MANAGEMENT) {
         addr->to_container++;
         jn_router_management_arrived_CT(dlv);
         return;
@@ -718,8 +729,12 @@ void jn_forward_arrived_CT(jn_delivery_t *dlv)
     jn_router_route_ctx_CT(core, dlv, &rc);
     /* a delivery that went round more routers than the mesh is wide is
      * looping (docs/protocol.md, "Link state and routes": radius): released */
-    if (!rc.looped && !(core->mesh && rc.trace_count > jn_mesh_radius_CT(core->mesh) + 1))
-        route_CT(dlv, addr, &rc);
+    if (!rc.looped && !(core->mesh && rc.trace_count > jn_mesh_radius_CT(core->mesh) + 1)) {
+        if (JN_UNLIKELY(addr && addr->inproc == JN_INPROC_EXCHANGE))
+            jn_exchange_forward_CT(dlv, addr, &rc); /* bound to an exchange */
+        else
+            route_CT(dlv, addr, &rc);
+    }
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_TRACE,
            "[C%" PRIu64 "][L%" PRIu64 "] Delivery routed: fanout=%" PRIu32 "%s", in->conn->conn_id,
            in->ct.id, dlv->ct.pending, dlv->presettled ? " (pre-settled)" : "");

@@ -57,6 +57,9 @@ typedef struct jn_link_route {
     jn_link_dir_t dir;
     char *container_id, *connection;
     char *add_prefix, *del_prefix;
+    /* router.connection.linkRoute: the connection that created it and is
+     * its container (0: a configured link route), and its identity */
+    uint64_t conn_id, identity;
 } jn_link_route_t;
 
 typedef enum { AL_INACTIVE = 0, AL_ATTACHING, AL_FAILED, AL_ACTIVE } al_state_t;
@@ -92,6 +95,7 @@ typedef struct jn_lr_table {
     jn_autolink_t *autolinks;
     lr_request_t *requests;
     uint64_t next_id;
+    uint64_t next_identity; /* connection-scoped link routes */
 } jn_lr_table_t;
 
 static void advertise_CT(jn_core_t *core);
@@ -192,6 +196,21 @@ static jn_core_conn_t *find_conn_CT(jn_core_t *core, const char *container_id,
     return NULL;
 }
 
+/* The connection a link route's container is on (not `not`), or NULL: for
+ * a connection-scoped one the connection that created it, else the first
+ * that serves its containerId or connection. */
+static jn_core_conn_t *route_conn_CT(jn_core_t *core, const jn_link_route_t *r,
+                                     const jn_core_conn_t * not )
+{
+    JN_ASSERT_CT(core);
+    if (!r->conn_id)
+        return find_conn_CT(core, r->container_id, r->connection, not );
+    for (jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next)
+        if (c->conn_id == r->conn_id)
+            return c != not &&!c->ct.closed ? c : NULL;
+    return NULL;
+}
+
 /* ---- requests ---------------------------------------------------------------- */
 
 static lr_request_t *request_new_CT(jn_core_t *core, jn_core_conn_t *conn)
@@ -278,7 +297,7 @@ bool jn_lr_attach_CT(jn_core_link_t *link)
                 : -1;
     if (i >= 0)
         r = t->routes[d][i];
-    jn_core_conn_t *to = r ? find_conn_CT(core, r->container_id, r->connection, conn) : NULL;
+    jn_core_conn_t *to = r ? route_conn_CT(core, r, conn) : NULL;
     char *ext = NULL, *name = NULL;
     if (to) {
         ext = external_address(r, link->address);
@@ -477,6 +496,13 @@ void jn_lr_conn_closed_CT(jn_core_conn_t *conn)
         }
         free(rq);
     }
+    /* its connection-scoped link routes go with it */
+    for (int d = 0; d < 2; d++)
+        for (size_t i = core->lr->match[d].count; i-- > 0;) {
+            jn_link_route_t *r = core->lr->routes[d][i];
+            if (r->conn_id == conn->conn_id)
+                jn_core_link_route_remove_CT(core, r->name);
+        }
     /* an auto-link that was on it moves to another connection to its
      * container, else it is inactive (its lastError kept) */
     for (jn_autolink_t *al = core->lr->autolinks; al; al = al->next) {
@@ -530,7 +556,7 @@ static void advertise_CT(jn_core_t *core)
     for (int d = 0; d < 2; d++) {
         for (size_t i = 0; i < t->match[d].count; i++) {
             jn_link_route_t *r = t->routes[d][i];
-            bool want = r->key && find_conn_CT(core, r->container_id, r->connection, NULL);
+            bool want = r->key && route_conn_CT(core, r, NULL);
             if (want == r->advertised)
                 continue;
             r->advertised = want;
@@ -624,6 +650,8 @@ int jn_core_link_route_add_CT(jn_core_t *core, const jn_link_route_config_t *cfg
     r->add_prefix = dup_opt(cfg->add_external_prefix, &failed);
     r->del_prefix = dup_opt(cfg->del_external_prefix, &failed);
     r->key = route_key(text, cfg->pattern != NULL, cfg->dir);
+    r->conn_id = cfg->conn_id;
+    r->identity = ++t->next_identity;
     if (failed || !r->key) {
         route_free(r);
         return JN_ENOMEM;
@@ -636,8 +664,9 @@ int jn_core_link_route_add_CT(jn_core_t *core, const jn_link_route_config_t *cfg
     t->routes[d][t->match[d].count - 1] = r; /* the new entry is the last */
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO, "Link route %s: %s %s '%s' to %s %s", r->name,
            d == 0 ? "in" : "out", cfg->prefix ? "prefix" : "pattern", text,
-           r->connection ? "connection" : "container",
-           r->connection ? r->connection : r->container_id);
+           r->conn_id ? "its own connection" : r->connection ? "connection" : "container",
+           r->conn_id ? "" : r->connection ? r->connection : r->container_id ? r->container_id
+                                                                                : "(none)");
     advertise_CT(core);
     return 0;
 }
@@ -671,7 +700,7 @@ const char *jn_core_link_route_status_CT(jn_core_t *core, const char *name)
     const jn_link_route_t *r = name ? route_find(core->lr, name, &d, &i) : NULL;
     if (!r)
         return NULL;
-    return find_conn_CT(core, r->container_id, r->connection, NULL) ? "active" : "inactive";
+    return route_conn_CT(core, r, NULL) ? "active" : "inactive";
 }
 
 /* ---- auto-links ------------------------------------------------------------------ */
@@ -874,4 +903,90 @@ int jn_core_autolink_status_CT(jn_core_t *core, const char *name, const char **o
     *last_error = al->last_error;
     *link_id = al->link ? al->link->ct.id : 0;
     return 0;
+}
+
+/* ---- connection-scoped link routes ------------------------------------------ */
+
+/* The core's name of connection conn_id's link route `name`: unique among
+ * all link routes, and no configured name looks like it. Heap or NULL. */
+static char *scoped_name(uint64_t conn_id, const char *name)
+{
+    size_t n = strlen(name) + 32;
+    char *s = malloc(n);
+    if (s)
+        snprintf(s, n, "$conn/%" PRIu64 "/%s", conn_id, name);
+    return s;
+}
+
+static jn_link_route_t *scoped_find(jn_lr_table_t *t, uint64_t conn_id, const char *name,
+                                    uint64_t identity)
+{
+    for (int d = 0; d < 2; d++)
+        for (size_t i = 0; i < t->match[d].count; i++) {
+            jn_link_route_t *r = t->routes[d][i];
+            if (r->conn_id != conn_id)
+                continue;
+            if (identity ? r->identity == identity
+                         : name && strcmp(strchr(strchr(r->name + 1, '/') + 1, '/') + 1, name) == 0)
+                return r;
+        }
+    return NULL;
+}
+
+int jn_core_conn_link_route_add_CT(jn_core_t *core, uint64_t conn_id, const char *name,
+                                   const char *pattern, jn_link_dir_t dir, uint64_t *identity)
+{
+    JN_ASSERT_CT(core);
+    jn_core_conn_t *c = core->ct.conns;
+    while (c && c->conn_id != conn_id)
+        c = c->ct.next;
+    if (!conn_id || !c || c->ct.closed || c->inter_router || c->internal)
+        return JN_ENOENT;
+    if (!name || !pattern || !*pattern)
+        return JN_EINVAL;
+    if (scoped_find(core->lr, conn_id, name, 0))
+        return JN_EEXIST;
+    char *full = scoped_name(conn_id, name);
+    if (!full)
+        return JN_ENOMEM;
+    jn_link_route_config_t cfg = {.name = full, .pattern = pattern, .dir = dir, .conn_id = conn_id};
+    int rc = jn_core_link_route_add_CT(core, &cfg);
+    if (rc == 0 && identity) {
+        int d;
+        size_t i;
+        *identity = route_find(core->lr, full, &d, &i)->identity;
+    }
+    free(full);
+    return rc;
+}
+
+int jn_core_conn_link_route_remove_CT(jn_core_t *core, uint64_t conn_id, const char *name,
+                                      uint64_t identity)
+{
+    JN_ASSERT_CT(core);
+    jn_link_route_t *r = scoped_find(core->lr, conn_id, name, identity);
+    return r ? jn_core_link_route_remove_CT(core, r->name) : JN_ENOENT;
+}
+
+int jn_core_conn_link_route_at_CT(jn_core_t *core, uint64_t conn_id, size_t index,
+                                  jn_conn_link_route_t *out)
+{
+    JN_ASSERT_CT(core);
+    jn_lr_table_t *t = core->lr;
+    jn_core_conn_t *c = core->ct.conns;
+    while (c && c->conn_id != conn_id)
+        c = c->ct.next;
+    for (int d = 0; d < 2; d++)
+        for (size_t i = 0; i < t->match[d].count; i++) {
+            jn_link_route_t *r = t->routes[d][i];
+            if (!conn_id || r->conn_id != conn_id || index-- > 0)
+                continue;
+            out->name = strchr(strchr(r->name + 1, '/') + 1, '/') + 1;
+            out->identity = r->identity;
+            out->pattern = t->match[d].entries[i].text;
+            out->dir = r->dir;
+            out->container_id = c ? c->container_id : NULL;
+            return 0;
+        }
+    return JN_ENOENT;
 }

@@ -805,9 +805,19 @@ static void management_serve_CT(jn_core_t *core, jn_delivery_t *dlv)
     dlv->ct.served = ok;
     /* the agent reads the request before the delivery is finished: that
      * may drop the last reference and release the octets */
-    if (ok && core->mgmt_fn)
+    if (ok && core->mgmt_fn) {
+        const jn_core_conn_t *in = dlv->link->conn;
+        core->ct.request_conn = in->inter_router || in->internal ? 0 : in->conn_id;
         core->mgmt_fn(core->mgmt_ctx, core, msg);
+        core->ct.request_conn = 0;
+    }
     jn_forward_to_links_CT(dlv, NULL, 0, false); /* accepted (served) or released */
+}
+
+uint64_t jn_core_request_conn_CT(jn_core_t *core)
+{
+    JN_ASSERT_CT(core);
+    return core->ct.request_conn;
 }
 
 void jn_router_management_arrived_CT(jn_delivery_t *dlv)

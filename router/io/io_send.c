@@ -222,7 +222,18 @@ static void tx_start_IO(jn_io_link_t *link, jn_work_t *w)
         hop.to_override = &to_it;
         hop.phase = jn_delivery_phase(dlv);
     }
-    int rc = jn_ra_compose(jn_message_annotations(m), &hop, &ann);
+    const jn_ra_t *ra = jn_message_annotations(m);
+    jn_ra_t fresh;
+    if (JN_UNLIKELY(to_override && hop.to_router && ra && jn_delivery_rerouted(dlv))) {
+        /* an exchange's copy goes to a new address: a new trace and
+         * ingress, as it may go back the way it came (docs/design.md,
+         * "Exchanges and bindings") */
+        fresh = *ra;
+        fresh.has_trace = false;
+        fresh.has_ingress = false;
+        ra = &fresh;
+    }
+    int rc = jn_ra_compose(ra, &hop, &ann);
     if (rc == 0)
         rc = jn_message_out_init(&link->tx.out, m, &ann);
     if (rc != 0) {

@@ -147,6 +147,9 @@ static int entity_op(jn_mgmt_t *agent, const jn_mgmt_request_t *req, jn_mgmt_rep
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "No such entity type '%s'", type);
     if (!cls || !(cls->ops & op_bit(op)))
         return not_implemented(reply, op, jn_schema_type_name(st), cls ? cls->ops : JN_OP_READ);
+    bool conn_lr = strcmp(cls->name, "router.connection.linkRoute") == 0;
+    if (conn_lr && (strcmp(op, "CREATE") == 0 || strcmp(op, "DELETE") == 0))
+        return jn_mgmt_conn_link_route_op(agent, cls, req, reply);
     if (strcmp(op, "CREATE") == 0)
         return jn_mgmt_store_create(agent, cls, req, reply);
     bool singleton = jn_schema_type_flags(st) & JN_SCHEMA_TYPE_SINGLETON;

@@ -356,8 +356,61 @@ static int create_autolink(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_err_
     return 0;
 }
 
+/* A phase attribute: its value, 0 when not given. */
+static int phase_of(jn_mgmt_entity_t *e, const char *attr)
+{
+    jn_mv_t *v = jn_mgmt_entity_get(e, attr);
+    return v && v->kind != JN_MV_NULL ? (int)jn_mgmt_entity_int(e, attr, 0) : 0;
+}
+
+/* An exchange or binding the core refused: 1.19's description, as a 400
+ * (an allocation failure as a 500). */
+static int refused_by_core(jn_entity_err_t *err, int rc, const char *attr, const char *why)
+{
+    return jn_entity_fail(err, rc == JN_ENOMEM ? JN_MGMT_INTERNAL : JN_MGMT_BAD_REQUEST, attr,
+                          "%s", why);
+}
+
+static int create_exchange(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_err_t *err)
+{
+    if (!agent->cfg.core)
+        return 0;
+    const char *method = jn_mgmt_entity_str(e, "matchMethod");
+    jn_exchange_config_t c = {
+        .name = key_of(e),
+        .address = jn_mgmt_entity_str(e, "address"),
+        .phase = phase_of(e, "phase"),
+        .alternate = jn_mgmt_entity_str(e, "alternateAddress"),
+        .alternate_phase = phase_of(e, "alternatePhase"),
+        .mqtt = method && strcmp(method, "mqtt") == 0,
+    };
+    const char *why = "";
+    int rc = jn_core_exchange_add_CT(agent->cfg.core, &c, &why);
+    return rc ? refused_by_core(err, rc, NULL, why) : 0;
+}
+
+static int create_binding(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_err_t *err)
+{
+    if (!agent->cfg.core)
+        return 0;
+    jn_binding_config_t c = {
+        .name = key_of(e),
+        .exchange = jn_mgmt_entity_str(e, "exchangeName"),
+        .key = jn_mgmt_entity_str(e, "bindingKey"),
+        .next_hop = jn_mgmt_entity_str(e, "nextHopAddress"),
+        .next_hop_phase = phase_of(e, "nextHopPhase"),
+    };
+    const char *why = "";
+    int rc = jn_core_binding_add_CT(agent->cfg.core, &c, &why);
+    return rc ? refused_by_core(err, rc, NULL, why) : 0;
+}
+
 int jn_entity_create_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_err_t *err)
 {
+    if (is(e, "exchange"))
+        return create_exchange(agent, e, err);
+    if (is(e, "binding"))
+        return create_binding(agent, e, err);
     if (is(e, "sslProfile"))
         return tls_profile(agent, e, true, err);
     if (is(e, "listener") || is(e, "connector"))
@@ -371,8 +424,51 @@ int jn_entity_create_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_err_t *
     return 0;
 }
 
+/* The run-time columns of an exchange or binding (1.19's C agent types:
+ * int phases, uint bindingCount, ulong counters). */
+static void exchange_status_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_mv_t *row)
+{
+    bool ex = is(e, "exchange");
+    jn_exchange_stats_t st;
+    uint64_t matched = 0;
+    if (ex ? jn_core_exchange_stats_CT(agent->cfg.core, key_of(e), &st) != 0
+           : jn_core_binding_matched_CT(agent->cfg.core, key_of(e), &matched) != 0)
+        return;
+    size_t n = jn_mgmt_class_ncols(e->cls);
+    for (size_t c = 0; c < n; c++) {
+        const char *col = jn_mgmt_class_col(e->cls, c);
+        if (!ex) {
+            if (strcmp(col, "matchedCount") == 0)
+                row[c] = jn_mv_ulong(matched);
+            else if (strcmp(col, "nextHopPhase") == 0)
+                row[c] = jn_mv_int(JN_MV_INT, phase_of(e, "nextHopPhase"));
+            else if (strcmp(col, "bindingKey") == 0 && !jn_mgmt_entity_str(e, "bindingKey"))
+                row[c] = jn_mv_str("#");
+            continue;
+        }
+        if (strcmp(col, "phase") == 0)
+            row[c] = jn_mv_int(JN_MV_INT, st.phase);
+        else if (strcmp(col, "alternatePhase") == 0)
+            row[c] = st.alternate ? jn_mv_int(JN_MV_INT, st.alternate_phase) : jn_mv_null();
+        else if (strcmp(col, "bindingCount") == 0)
+            row[c] = jn_mv_uint(st.bindings);
+        else if (strcmp(col, "receivedCount") == 0)
+            row[c] = jn_mv_ulong(st.received);
+        else if (strcmp(col, "droppedCount") == 0)
+            row[c] = jn_mv_ulong(st.dropped);
+        else if (strcmp(col, "forwardedCount") == 0)
+            row[c] = jn_mv_ulong(st.forwarded);
+        else if (strcmp(col, "divertedCount") == 0)
+            row[c] = jn_mv_ulong(st.diverted);
+    }
+}
+
 void jn_entity_status_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_mv_t *row)
 {
+    if (agent->cfg.core && key_of(e) && (is(e, "exchange") || is(e, "binding"))) {
+        exchange_status_CT(agent, e, row);
+        return;
+    }
     bool lr = is(e, "linkRoute");
     if (!agent->cfg.core || (!lr && !is(e, "autoLink")) || !key_of(e))
         return;
@@ -390,6 +486,9 @@ void jn_entity_status_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_mv_t *row)
             row[c] = jn_mv_str(status);
         else if (!lr && strcmp(col, "lastError") == 0)
             row[c] = last_error ? jn_mv_str(last_error) : jn_mv_null();
+        else if (!lr && strcmp(col, "phase") == 0 && row[c].kind == JN_MV_NULL)
+            /* the phase it uses, as 1.19's agent shows it: in 1, out 0 */
+            row[c] = jn_mv_int(JN_MV_INT, dir_of(e) == JN_LINK_INCOMING ? 1 : 0);
     }
 }
 
@@ -400,6 +499,17 @@ void jn_entity_delete_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e)
     if (is(e, "sslProfile")) { /* connections made with it keep it */
         if (agent->cfg.remove_tls_profile)
             agent->cfg.remove_tls_profile(agent->cfg.io_ctx, e->name ? e->name : "");
+        return;
+    }
+    if (is(e, "exchange") || is(e, "binding")) {
+        /* an exchange takes its bindings with it (the store forgets their
+         * entities: jn_mgmt_store_delete) */
+        if (agent->cfg.core && key_of(e)) {
+            if (is(e, "exchange"))
+                jn_core_exchange_remove_CT(agent->cfg.core, key_of(e), NULL, NULL);
+            else
+                jn_core_binding_remove_CT(agent->cfg.core, key_of(e));
+        }
         return;
     }
     if (is(e, "linkRoute") || is(e, "autoLink")) {

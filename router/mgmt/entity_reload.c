@@ -224,6 +224,29 @@ oom:
     return NULL;
 }
 
+/* An exchange that goes (deleted, or changed: deleted then created) takes
+ * its bindings with it in the core (exchange.c): a binding kept by the new
+ * file whose exchange does not stay is not kept either, so it is deleted
+ * and created again on the new exchange. */
+static void unkeep_orphan_bindings(jn_mgmt_t *agent, planned_t *p, size_t n)
+{
+    for (jn_mgmt_entity_t *b = agent->entities; b; b = b->next) {
+        if (!b->matched || strcmp(jn_schema_type_short_name(b->type), "binding") != 0)
+            continue;
+        const char *ex = jn_mgmt_entity_str(b, "exchangeName");
+        bool stays = false;
+        for (jn_mgmt_entity_t *x = agent->entities; x && ex && !stays; x = x->next)
+            stays = x->matched && x->name && strcmp(x->name, ex) == 0 &&
+                    strcmp(jn_schema_type_short_name(x->type), "exchange") == 0;
+        if (stays)
+            continue;
+        b->matched = false;
+        for (size_t i = 0; i < n; i++)
+            if (p[i].running == b)
+                p[i].keep = false, p[i].running = NULL;
+    }
+}
+
 static void free_plan(planned_t *p, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -467,10 +490,13 @@ static unsigned apply_logs(jn_mgmt_t *agent, const jn_config_t *next, unsigned d
 static unsigned create_new(jn_mgmt_t *agent, const jn_config_t *next, planned_t *p, size_t n,
                            unsigned done, unsigned *failed, out_t *o)
 {
-    /* as at start-up: profiles, addresses, connectors, listeners */
-    static const char *const order[] = {"sslProfile", "address", "connector", "listener"};
+    /* as at start-up (entity_file.c): profiles, addresses, link routes,
+     * auto-links, exchanges before their bindings, connectors, listeners */
+    static const char *const order[] = {"sslProfile", "address",   "linkRoute", "autoLink",
+                                        "exchange",   "binding",   "connector", "listener"};
+    const size_t passes = sizeof order / sizeof order[0];
     unsigned made = 0;
-    for (size_t pass = 0, i = 0; pass < 4; i = i + 1 < n ? i + 1 : (pass++, 0)) {
+    for (size_t pass = 0, i = 0; pass < passes; i = i + 1 < n ? i + 1 : (pass++, 0)) {
         if (n == 0)
             break;
         if (p[i].keep || !p[i].e ||
@@ -529,6 +555,7 @@ int jn_mgmt_reload_CT(jn_mgmt_t *agent, char *result, size_t cap)
     size_t n = 0;
     planned_t *p = NULL;
     if (compare_fixed(agent, next, &o) != 0 || !(p = plan_stored(agent, next, &n)) ||
+        (unkeep_orphan_bindings(agent, p, n), false) ||
         check_clashes(agent, next, p, n, &o) != 0 || validate_new(agent, next, p, n, &o) != 0) {
         if (!p && o.used == 0)
             say(&o, "out of memory");

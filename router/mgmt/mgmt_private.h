@@ -283,6 +283,16 @@ int jn_mgmt_store_delete(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_
                          jn_mgmt_reply_t *reply);
 /* Free every stored entity. */
 void jn_mgmt_store_free(jn_mgmt_t *agent);
+/* router.connection.linkRoute (store_act.c; docs/design.md, "Link routes
+ * and auto-links"): the rows of the link routes of the connection the
+ * request came on (none across the mesh), and CREATE/DELETE on that
+ * connection, with 1.19's descriptions ("Parent connection no longer
+ * exists", "Pattern field is required", "Missing value for 'direction'").
+ * Core thread, inside a request. */
+size_t jn_mgmt_rows_conn_link_routes(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t offset,
+                                     size_t max, jn_mgmt_row_fn fn, void *ctx);
+int jn_mgmt_conn_link_route_op(jn_mgmt_t *agent, const jn_mgmt_class_t *cls,
+                               const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply);
 /* Count stored entities of one class (NULL: all). */
 size_t jn_mgmt_store_count(const jn_mgmt_t *agent, const jn_mgmt_class_t *cls);
 

@@ -13,9 +13,14 @@
 #include "mgmt_private.h"
 #include "entity.h"
 
+#include <junction/core_view.h>
+
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define CONN_LR "router.connection.linkRoute"
 
 static bool is(const jn_mgmt_class_t *cls, const char *name)
 {
@@ -36,6 +41,11 @@ static int invalid_value(const jn_mgmt_entity_t *e, const jn_schema_attr_t *a, c
 {
     size_t n = jn_schema_attr_enum_count(a);
     char given[128];
+    if (is(e->cls, CONN_LR) && strcmp(key, "direction") == 0)
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "Invalid value for 'direction'");
+    if (is(e->cls, "router.config.exchange") && strcmp(key, "matchMethod") == 0)
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                                 "Exchange matchMethod must be either 'amqp' or 'mqtt'");
     if (jn_schema_attr_kind(a) != JN_SCHEMA_ENUM || n == 0 ||
         jn_mgmt_field_string(v, given, sizeof given) != 0)
         return jn_mgmt_reply_set(
@@ -135,9 +145,11 @@ static int fill_defaults(jn_mgmt_entity_t *e, jn_mgmt_reply_t *reply)
             continue;
         if (jn_mgmt_value_default(a, &e->values[i]) != 0)
             return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
-        /* address, direction: the type checks below word these as 1.19 */
+        /* address, direction, exchangeName, nextHopAddress: the checks
+         * below and the core word these as 1.19 */
         if (e->values[i].kind == JN_MV_NULL && jn_schema_attr_required(a) &&
-            strcmp(an, "direction") != 0 && strcmp(an, "address") != 0)
+            strcmp(an, "direction") != 0 && strcmp(an, "address") != 0 &&
+            strcmp(an, "exchangeName") != 0 && strcmp(an, "nextHopAddress") != 0)
             return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
                                      "Missing required attribute '%s' for type %s", an,
                                      jn_schema_type_name(e->type));
@@ -186,7 +198,10 @@ static int create_checked(jn_mgmt_t *agent, jn_mgmt_entity_t *e, const jn_mgmt_r
     jn_entity_err_t err;
     if (!st && jn_entity_check(&ctx, e, &err) != 0)
         st = refused(reply, &err);
-    if (!st && has_name && jn_entity_name_taken(agent, e->cls, name))
+    /* an exchange's or binding's name is checked by the core, in 1.19's
+     * words ("duplicate exchange name", "Duplicate next hop name") */
+    bool own_names = is(e->cls, "router.config.exchange") || is(e->cls, "router.config.binding");
+    if (!st && has_name && !own_names && jn_entity_name_taken(agent, e->cls, name))
         st =
             jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "Name conflicts with an existing entity");
     if (!st && has_name && !(e->name = strdup(name)))
@@ -225,6 +240,24 @@ int jn_mgmt_store_create(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_
     return jn_mgmt_reply_set(reply, JN_MGMT_CREATED, "Created");
 }
 
+/* An exchange deleted took its bindings with it (the core's): forget
+ * their entities too, as 1.19 does. */
+static void forget_bindings(jn_mgmt_t *agent, const char *exchange)
+{
+    jn_mgmt_entity_t *e = agent->entities;
+    while (e) {
+        jn_mgmt_entity_t *next = e->next;
+        const char *x = is(e->cls, "router.config.binding")
+                            ? jn_mgmt_entity_str(e, "exchangeName")
+                            : NULL;
+        if (x && strcmp(x, exchange) == 0) {
+            jn_mgmt_store_unlink(agent, e);
+            jn_mgmt_entity_free(e);
+        }
+        e = next;
+    }
+}
+
 int jn_mgmt_store_delete(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mgmt_request_t *req,
                          jn_mgmt_reply_t *reply)
 {
@@ -238,9 +271,146 @@ int jn_mgmt_store_delete(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_
     jn_entity_delete_CT(agent, e);
     JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_INFO, "Deleted %s %s (identity %s)", cls->name,
            e->name ? e->name : "(unnamed)", e->identity);
+    if (is(cls, "router.config.exchange") && e->name)
+        forget_bindings(agent, e->name);
     jn_mgmt_store_unlink(agent, e);
     jn_mgmt_entity_free(e);
     jn_enc_map_begin(&reply->body);
     jn_enc_map_end(&reply->body);
     return jn_mgmt_reply_set(reply, JN_MGMT_NO_CONTENT, "No Content");
+}
+
+/* ---- router.connection.linkRoute ------------------------------------------------ */
+
+
+/* The row of one connection-scoped link route (columns by name). */
+static void conn_lr_row(const jn_mgmt_class_t *cls, const jn_conn_link_route_t *r, char *id,
+                        size_t id_cap, jn_mv_t *row)
+{
+    snprintf(id, id_cap, "%" PRIu64, r->identity);
+    for (size_t c = 0; c < jn_mgmt_class_ncols(cls); c++) {
+        const char *col = jn_mgmt_class_col(cls, c);
+        row[c] = strcmp(col, "name") == 0        ? jn_mv_str(r->name[0] ? r->name : NULL)
+                 : strcmp(col, "identity") == 0  ? jn_mv_str(id)
+                 : strcmp(col, "type") == 0      ? jn_mv_str(JN_SCHEMA_PREFIX "." CONN_LR)
+                 : strcmp(col, "pattern") == 0   ? jn_mv_str(r->pattern)
+                 : strcmp(col, "direction") == 0 ? jn_mv_str(r->dir == JN_LINK_INCOMING ? "in"
+                                                                                        : "out")
+                 : strcmp(col, "containerId") == 0 ? jn_mv_str(r->container_id)
+                                                   : jn_mv_null();
+    }
+}
+
+size_t jn_mgmt_rows_conn_link_routes(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t offset,
+                                     size_t max, jn_mgmt_row_fn fn, void *ctx)
+{
+    jn_core_t *core = agent->cfg.core;
+    uint64_t conn = core ? jn_core_request_conn_CT(core) : 0;
+    size_t n = jn_mgmt_class_ncols(cls), total = 0;
+    jn_mv_t *row = calloc(n ? n : 1, sizeof *row);
+    bool go = row != NULL;
+    jn_conn_link_route_t r;
+    char id[24];
+    while (conn && jn_core_conn_link_route_at_CT(core, conn, total, &r) == 0) {
+        if (go && total >= offset && total - offset < max) {
+            conn_lr_row(cls, &r, id, sizeof id, row);
+            go = fn(ctx, row);
+        }
+        total++;
+    }
+    free(row);
+    return total;
+}
+
+/* CREATE over the connection the link route is for (1.19's descriptions). */
+static int conn_lr_create(jn_mgmt_t *agent, const jn_mgmt_class_t *cls,
+                          const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply)
+{
+    jn_core_t *core = agent->cfg.core;
+    uint64_t conn = core ? jn_core_request_conn_CT(core) : 0;
+    if (!conn)
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "Parent connection no longer exists");
+    jn_mgmt_entity_t *e = jn_mgmt_entity_new(cls);
+    char *name = malloc(JN_MGMT_STR_MAX);
+    if (!e || !name) {
+        jn_mgmt_entity_free(e);
+        free(name);
+        return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
+    }
+    bool has_name = req->has_name;
+    snprintf(name, JN_MGMT_STR_MAX, "%s", req->has_name ? req->name : "");
+    int st = read_body(e, req, name, &has_name, reply);
+    const char *pattern = st ? NULL : jn_mgmt_entity_str(e, "pattern");
+    const char *dir = st ? NULL : jn_mgmt_entity_str(e, "direction");
+    if (!st && (!pattern || !pattern[0]))
+        st = jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "Pattern field is required");
+    if (!st && !dir)
+        st = jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "Missing value for 'direction'");
+    uint64_t identity = 0;
+    int rc = st ? 0
+                : jn_core_conn_link_route_add_CT(core, conn, has_name ? name : "", pattern,
+                                                 strcmp(dir, "in") == 0 ? JN_LINK_INCOMING
+                                                                        : JN_LINK_OUTGOING,
+                                                 &identity);
+    if (!st && rc == JN_ENOENT)
+        st = jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "Parent connection no longer exists");
+    else if (!st && rc == JN_EEXIST)
+        st = jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                               "creation failed: a link route with that name on this connection, "
+                               "or with that pattern and direction, exists");
+    else if (!st && rc != 0)
+        st = jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "creation failed: %s", jn_strerror(rc));
+    jn_mgmt_entity_free(e);
+    free(name);
+    if (st)
+        return st;
+    jn_conn_link_route_t r = {.name = ""};
+    for (size_t i = 0; jn_core_conn_link_route_at_CT(core, conn, i, &r) == 0; i++) {
+        if (r.identity != identity)
+            continue;
+        jn_mv_t *row = calloc(jn_mgmt_class_ncols(cls), sizeof *row);
+        char id[24];
+        if (!row)
+            return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
+        conn_lr_row(cls, &r, id, sizeof id, row);
+        jn_mgmt_encode_row_map(&reply->body, cls, row);
+        free(row);
+        break;
+    }
+    JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_INFO, "Created %s %s on connection %" PRIu64, cls->name,
+           r.name, conn);
+    return jn_mgmt_reply_set(reply, JN_MGMT_CREATED, "Created");
+}
+
+/* DELETE by identity or name; gone with its connection: 204, as 1.19. */
+static int conn_lr_delete(jn_mgmt_t *agent, const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply)
+{
+    jn_core_t *core = agent->cfg.core;
+    uint64_t conn = core ? jn_core_request_conn_CT(core) : 0;
+    if (!req->has_name && !req->has_identity)
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "No name or identity provided");
+    uint64_t identity = 0;
+    if (req->has_identity) {
+        char *end = NULL;
+        identity = strtoull(req->identity, &end, 10);
+        if (!end || *end || identity == 0)
+            return jn_mgmt_reply_set(reply, JN_MGMT_NOT_FOUND, "No entity with identity=%s",
+                                     req->identity);
+    }
+    if (conn && jn_core_conn_link_route_remove_CT(core, conn, req->has_name ? req->name : NULL,
+                                                  identity) != 0)
+        return jn_mgmt_reply_set(reply, JN_MGMT_NOT_FOUND, "No entity with %s=%s",
+                                 req->has_identity ? "identity" : "name",
+                                 req->has_identity ? req->identity : req->name);
+    jn_enc_map_begin(&reply->body);
+    jn_enc_map_end(&reply->body);
+    return jn_mgmt_reply_set(reply, JN_MGMT_NO_CONTENT, "No Content");
+}
+
+int jn_mgmt_conn_link_route_op(jn_mgmt_t *agent, const jn_mgmt_class_t *cls,
+                               const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply)
+{
+    if (strcmp(req->operation, "CREATE") == 0)
+        return conn_lr_create(agent, cls, req, reply);
+    return conn_lr_delete(agent, req, reply);
 }

@@ -127,7 +127,7 @@ class ConfigFileTest(RouterTestCase):
 
     def test_unsupported_section_refused_by_name(self):
         sections = {
-            "exchange": "exchange {\n    name: ex\n    address: x\n}\n",
+            "vhost": "vhost {\n    hostname: x\n}\n",
         }
         for name, section in sections.items():
             with self.subTest(name):

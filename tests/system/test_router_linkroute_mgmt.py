@@ -1,0 +1,96 @@
+#!/usr/bin/python3
+"""Link routes and auto-links in management and junction-stat (issue 16;
+docs/design.md, "Link routes and auto-links"), against a live junctiond,
+no broker needed.
+
+- Bad input to CREATE gets qdrouterd 1.19's 400 descriptions: an autoLink
+  without address or direction ("address and direction fields are
+  mandatory"), with a phase out of 0..9, with both connection and
+  containerId; a linkRoute without direction, with both or neither of
+  prefix and pattern, with a prefix already routed. Nothing refused is
+  kept.
+- `junction-stat --linkroutes` and `--autolinks` print 1.19's columns
+  (qdstat: address/dir/distrib/status, the two external-prefix columns
+  when some route has one; addr/dir/phs/extAddr/link/status/lastErr) with
+  the router's rows.
+"""
+import os
+import subprocess
+import unittest
+
+from harness import SLOW, RouterTestCase, conf_section
+from test_router_entities import LOGS, Manager, client_listener, router_section
+from test_tools_stat import parse_table
+
+TIMEOUT = 10 * SLOW
+STAT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
+                    "junction-stat")
+LR = "org.apache.qpid.dispatch.router.config.linkRoute"
+AL = "org.apache.qpid.dispatch.router.config.autoLink"
+
+
+class LinkRouteManagementTest(RouterTestCase):
+
+    def start(self):
+        config = (router_section("A") + client_listener() + LOGS +
+                  conf_section("linkRoute", {"name": "lr1", "prefix": "brk", "direction": "in",
+                                             "containerId": "nobody"}) +
+                  conf_section("autoLink", {"name": "al1", "address": "q1", "direction": "out",
+                                            "containerId": "nobody"}))
+        r = self.start_router(config=config)
+        m = Manager(r.url)
+        self.addCleanup(m.close)
+        return r, m
+
+    def stat(self, r, *args):
+        p = subprocess.run(["/usr/bin/python3", STAT, "-b", "127.0.0.1:%d" % r.port] + list(args),
+                           capture_output=True, text=True, timeout=TIMEOUT)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout
+
+    def test_bad_input_gets_1_19_descriptions(self):
+        r, m = self.start()
+        cases = [
+            (AL, {"address": "q2"}, "address and direction fields are mandatory"),
+            (AL, {"direction": "in"}, "address and direction fields are mandatory"),
+            (AL, {"address": "q2", "direction": "in", "phase": 12},
+             "autoLink phase must be between 0 and 9"),
+            (AL, {"address": "q2", "direction": "in", "connection": "c", "containerId": "x"},
+             "Both connection and containerId cannot be specified. Specify only one"),
+            (LR, {"prefix": "p"}, "No 'direction' attribute provided - it is mandatory"),
+            (LR, {"prefix": "p", "pattern": "p.#", "direction": "in"},
+             "Cannot specify both a 'prefix' and a 'pattern' attribute"),
+            (LR, {"direction": "in"},
+             "Either a 'prefix' or 'pattern' attribute must be provided"),
+        ]
+        for i, (etype, attrs, says) in enumerate(cases):
+            with self.subTest(attrs=attrs):
+                code, desc, _ = m.create(etype, "bad%d" % i, attrs)
+                self.assertEqual((code, desc), (400, says))
+        code, desc, _ = m.create(LR, "dup", {"prefix": "brk", "direction": "in"})
+        self.assertEqual(code, 400, desc)
+        self.assertEqual([x["name"] for x in m.query(LR)], ["lr1"])
+        self.assertEqual([x["name"] for x in m.query(AL)], ["al1"])
+
+    def test_stat_linkroutes_and_autolinks_columns(self):
+        r, m = self.start()
+        heads, rows = parse_table(self.stat(r, "--linkroutes"), "Link Routes")
+        self.assertEqual(heads, ["address", "dir", "distrib", "status"])
+        self.assertEqual(rows, [["brk", "in", "linkBalanced", "inactive"]])
+        heads, rows = parse_table(self.stat(r, "--autolinks"), "AutoLinks")
+        self.assertEqual(heads, ["addr", "dir", "phs", "extAddr", "link", "status", "lastErr"])
+        self.assertEqual(rows, [["q1", "out", "0", "", "", "inactive", ""]])
+        # a route with an external prefix: the two columns appear
+        code, desc, _ = m.create(LR, "lr2", {"pattern": "ext.#", "direction": "out",
+                                             "containerId": "nobody",
+                                             "addExternalPrefix": "/queue/"})
+        self.assertEqual(code, 201, desc)
+        heads, rows = parse_table(self.stat(r, "--linkroutes"), "Link Routes")
+        self.assertEqual(heads, ["address", "dir", "distrib", "status", "add-ext-prefix",
+                                 "del-ext-prefix"])
+        self.assertEqual(rows, [["brk", "in", "linkBalanced", "inactive", "", ""],
+                                ["ext.#", "out", "linkBalanced", "inactive", "/queue/", ""]])
+
+
+if __name__ == "__main__":
+    unittest.main()

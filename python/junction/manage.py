@@ -58,8 +58,9 @@ ATTR=VALUE: 'true'/'false' become booleans, attributes the schema of --type
 says are integers become integers, the rest are strings.
 
 --type expansion: a name with a dot is sent as given; 'link' and 'node' mean
-router.link and router.node; 'address', 'linkRoute' and 'autoLink' mean
-router.config.*; any other name is prefixed with org.apache.qpid.dispatch.
+router.link and router.node; 'address', 'linkRoute', 'autoLink', 'exchange'
+and 'binding' mean router.config.*; any other name is prefixed with
+org.apache.qpid.dispatch.
 
 exit status: 0 done, 1 the request failed, 2 usage error."""
 

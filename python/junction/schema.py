@@ -48,12 +48,13 @@ def entity_types():
 def long_type(name):
     """qdmanage's --type expansion: a name with a
     dot is sent as given; `link`/`node` are router.*; `linkRoute`, `address`,
-    `autoLink` are router.config.*; anything else gets the prefix."""
+    `autoLink`, `exchange` and `binding` are router.config.* (the schema's
+    only types of those short names); anything else gets the prefix."""
     if not name or "." in name:
         return name
     if name in ("link", "node"):
         return "%s.router.%s" % (PREFIX, name)
-    if name in ("linkRoute", "address", "autoLink"):
+    if name in ("linkRoute", "address", "autoLink", "exchange", "binding"):
         return "%s.router.config.%s" % (PREFIX, name)
     return "%s.%s" % (PREFIX, name)
 

@@ -60,6 +60,8 @@ class ManageQueryTest(ToolsTestCase):
         self.require_fake()
         for short, full in (("address", "router.config.address"), ("link", "router.link"),
                             ("node", "router.node"), ("autoLink", "router.config.autoLink"),
+                            ("exchange", "router.config.exchange"),
+                            ("binding", "router.config.binding"),
                             ("listener", "listener"), ("router.address", None)):
             self.ok("manage", "query", "--type", short)
             sent = self.fake.operations("QUERY")[-1]["properties"]["entityType"]

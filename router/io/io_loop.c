@@ -188,8 +188,9 @@ void jn_io_conn_wake(jn_io_conn_t *conn)
 {
     if (atomic_exchange_explicit(&conn->wake_queued, true, memory_order_acq_rel))
         return; /* queued already, not yet taken: that pass will see this */
-    unsigned held = atomic_fetch_add_explicit(&conn->refs, 1, memory_order_relaxed); /* the queue's */
-    JN_DEBUG_CHECK(held > 0); /* the caller's reference (above) */
+    /* the queue's reference, next to the caller's (above) */
+    unsigned held = atomic_fetch_add_explicit(&conn->refs, 1, memory_order_relaxed);
+    JN_DEBUG_CHECK(held > 0);
     (void)held;
     /* A loop that receives the node after the connection moved away hands
      * it on (take_ready). */

@@ -194,9 +194,50 @@ static bool all_closed(jn_io_t *io)
     return true;
 }
 
-/* Ask every listener to close and every connection to close itself, and
- * stop connector retries. io->lock held. */
-static void close_everything_locked(jn_io_t *io)
+/* The started connections of the registry, chained through stop_next,
+ * each with a reference taken for the wake (wake_listed). io->lock held.
+ *
+ * Why a reference, and why the wake comes after the lock is released: a
+ * wake takes the queue's reference by adding 1 to the count, which is
+ * sound only while the caller holds one (jn_io_conn_wake). The registry
+ * holds none: a connection whose last reference was just dropped stays
+ * listed until conn_free, waiting for this lock, unlinks it. Waking it
+ * from the list re-counted it from 0 and queued its node on its loop's
+ * ready queue, conn_free then gave it back to the pool, and the loop's
+ * next drain read the freed node (AddressSanitizer: use-after-poison in
+ * jn_mpsc_drain, at stop). jn_io_conn_tryref skips those; and the
+ * reference taken must be dropped without the lock (the last one frees).
+ * One still starting is not listed: its start wakes it, and its pass
+ * sees io->stopping and io->forcing. */
+static jn_io_conn_t *list_started_locked(jn_io_t *io)
+{
+    jn_io_conn_t *list = NULL;
+    for (jn_io_conn_t *c = io->conns; c; c = c->reg_next) {
+        if (atomic_load_explicit(&c->started, memory_order_acquire) && jn_io_conn_tryref(c)) {
+            c->stop_next = list;
+            list = c;
+        }
+    }
+    return list;
+}
+
+/* Wake each connection of list_started_locked's list and drop its
+ * reference. io->lock not held. */
+static void wake_listed(jn_io_conn_t *list)
+{
+    while (list) {
+        jn_io_conn_t *c = list;
+        list = c->stop_next;
+        c->stop_next = NULL;
+        jn_io_conn_wake(c);
+        jn_io_conn_unref(c);
+    }
+}
+
+/* Ask every listener to close and stop connector retries; return the
+ * connections to wake (list_started_locked) so that each closes itself.
+ * io->lock held. */
+static jn_io_conn_t *close_everything_locked(jn_io_t *io)
 {
     atomic_store(&io->stopping, true);
     for (jn_io_endpoint_t *ep = io->endpoints; ep; ep = ep->next) {
@@ -205,9 +246,7 @@ static void close_everything_locked(jn_io_t *io)
         if (!ep->is_listener && ep->retry.armed)
             jn_io_timer_cancel_locked(io, &ep->retry);
     }
-    for (jn_io_conn_t *c = io->conns; c; c = c->reg_next)
-        if (atomic_load_explicit(&c->started, memory_order_acquire))
-            jn_io_conn_wake(c); /* one still starting is woken by its start */
+    return list_started_locked(io);
 }
 
 void jn_io_stop(jn_io_t *io, unsigned timeout_ms)
@@ -219,13 +258,14 @@ void jn_io_stop(jn_io_t *io, unsigned timeout_ms)
         /* start failed part way: nothing to close politely */
         atomic_store(&io->forcing, true);
     }
-    close_everything_locked(io);
+    jn_io_conn_t *wake = close_everything_locked(io);
     /* no further attempts: the connector thread ends after the one it is
      * making (a name resolution in progress is waited for) */
     io->connect_queue = NULL;
     io->connector_exit = true;
     pthread_cond_broadcast(&io->connect_cond);
     pthread_mutex_unlock(&io->lock);
+    wake_listed(wake);
     if (io->connector_started)
         pthread_join(io->connector_thread, NULL);
     io->connector_started = false;
@@ -236,19 +276,23 @@ void jn_io_stop(jn_io_t *io, unsigned timeout_ms)
                "%zu connection(s) did not close within %u ms; disconnecting them", io->live_conns,
                timeout_ms);
         atomic_store(&io->forcing, true);
-        for (jn_io_conn_t *c = io->conns; c; c = c->reg_next)
-            jn_io_conn_wake(c);
+        wake = list_started_locked(io);
+        pthread_mutex_unlock(&io->lock);
+        wake_listed(wake);
+        pthread_mutex_lock(&io->lock);
         deadline = deadline_in(1000);
         wait_until(io, all_closed, &deadline);
     }
-    /* Timers left (polls of connections that are gone) must not fire. */
-    jn_io_timers_cancel_all_locked(io);
     pthread_mutex_unlock(&io->lock);
     atomic_store_explicit(&io->exiting, true, memory_order_release);
     for (unsigned i = 0; i < io->threads_started; i++)
         jn_io_loop_notify(&io->loops[i]);
     for (unsigned i = 0; i < io->threads_started; i++)
         pthread_join(io->loops[i].thread, NULL);
+    /* Timers left (ticks and polls of connections that did not close)
+     * must not fire, and their references go with them. After the join,
+     * so that no pass re-arms one meanwhile. */
+    jn_io_timers_cancel_all(io);
     io->threads_started = 0;
     io->started = false;
 }
@@ -310,6 +354,15 @@ void jn_io_free(jn_io_t *io)
 {
     if (!io)
         return;
+    /* Wakes queued after a loop's last drain (their waker read io->exiting
+     * just before it was set) hold references, and so do the timers of a
+     * layer that never started (tests drive loop 0 themselves): no waker
+     * and no loop is left now, so both give them back. */
+    if (io->loops) {
+        for (unsigned i = 0; i < io->worker_threads; i++)
+            jn_io_loop_drain_exit(&io->loops[i]);
+    }
+    jn_io_timers_cancel_all(io);
     /* Connections the core never released (it should have, when stopped):
      * free them so the pools do not report them. */
     pthread_mutex_lock(&io->lock);

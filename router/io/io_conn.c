@@ -147,6 +147,7 @@ jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming)
     conn->tick.fire = tick_fire;
     conn->stall.fire = stall_fire;
     conn->handshake.fire = handshake_fire;
+    conn->poll.conn = conn->tick.conn = conn->stall.conn = conn->handshake.conn = conn;
     conn->next_link_id = 1;
     if (!incoming)
         snprintf(conn->host, sizeof conn->host, "%s", ep->shown);
@@ -240,6 +241,23 @@ static void conn_free(jn_io_conn_t *conn)
     conn->screen = NULL;
     atomic_fetch_sub(&io->pending_frees, 1);
     jn_pool_free(atomic_load_explicit(&conn_pool, memory_order_acquire), conn);
+}
+
+/* jn_io_conn_tryref: take a reference on conn unless its count is already
+ * 0 (its last holder is freeing it: conn_free is on its way, waiting for
+ * jn_io_t.lock). True when taken. For a thread that reaches conn without
+ * a reference of its own, while something keeps its memory (the registry,
+ * walked under jn_io_t.lock, which conn_free takes before the pool gets
+ * conn back). Any thread. */
+bool jn_io_conn_tryref(jn_io_conn_t *conn)
+{
+    unsigned n = atomic_load_explicit(&conn->refs, memory_order_relaxed);
+    do {
+        if (n == 0)
+            return false;
+    } while (!atomic_compare_exchange_weak_explicit(&conn->refs, &n, n + 1, memory_order_relaxed,
+                                                    memory_order_relaxed));
+    return true;
 }
 
 /* jn_io_conn_unref: drop a reference; the last one frees. Any thread. */
@@ -525,6 +543,11 @@ static void on_tail_closed(jn_io_conn_t *conn, pn_transport_t *t)
 static void on_transport_closed(jn_io_conn_t *conn)
 {
     for (jn_io_link_t *l = conn->links; l; l = l->next) {
+        /* No budget wake from here on: the waker (rx_wake, any thread)
+         * holds no reference of its own and relies on the I/O side's,
+         * which this pass drops; left set until link_free, it could wake
+         * the connection after its count reached 0 (jn_io_conn_wake). */
+        jn_rx_budget_set_waker(l->budget, NULL, NULL);
         jn_io_rx_link_gone_IO(l);
         jn_io_tx_link_gone_IO(l);
         if (l->pn) {

@@ -656,7 +656,8 @@ int jn_io_remove_endpoint(jn_io_t *io, const char *name)
         jn_io_listener_close_locked(io, ep);
     } else if (ep->conn) {
         attempt = ep->conn; /* an attempt not yet open ends at its next pass */
-        atomic_fetch_add(&attempt->refs, 1);
+        if (!jn_io_conn_tryref(attempt))
+            attempt = NULL; /* being freed: nothing to end */
     }
     pthread_mutex_unlock(&io->lock);
     if (attempt) {

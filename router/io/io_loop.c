@@ -57,6 +57,7 @@
 #include <string.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -168,27 +169,43 @@ static void pass_add(jn_io_loop_t *loop, jn_io_conn_t *conn)
     pass_add_at(loop, conn, false);
 }
 
-/* jn_io_conn_wake: run a pass of the connection soon, on its loop. Safe
- * until the connection is freed, whether or not its transport is still
- * there (the pass then does nothing). Any thread (the core, timers, budget
- * wakers, stop). No syscall when the loop is awake. */
+/* jn_io_conn_wake: run a pass of the connection soon, on its loop. Any
+ * thread (the core, timers, budget wakers, stop). No syscall when the loop
+ * is awake.
+ *
+ * The caller must hold a reference on conn for the whole call, or know
+ * that one is held meanwhile (the budget waker: the I/O side's, until
+ * on_transport_closed has cleared the waker, io_conn.c). The queue's
+ * reference is taken by adding 1 to the count, which is only sound while
+ * the count cannot be 0: a wake of a connection whose count already fell
+ * to 0 would put its node on the ready queue while conn_free returns the
+ * connection to its pool, and the loop's next drain would read the freed
+ * node (the use-after-poison in jn_mpsc_drain seen at stop, when the stop
+ * woke every registered connection without a reference of its own; see
+ * jn_io_conn_tryref for a caller that has none). Debug and sanitizer
+ * builds check it. */
 void jn_io_conn_wake(jn_io_conn_t *conn)
 {
     if (atomic_exchange_explicit(&conn->wake_queued, true, memory_order_acq_rel))
         return; /* queued already, not yet taken: that pass will see this */
-    atomic_fetch_add_explicit(&conn->refs, 1, memory_order_relaxed); /* the queue's */
+    /* the queue's reference, next to the caller's (above) */
+    unsigned held = atomic_fetch_add_explicit(&conn->refs, 1, memory_order_relaxed);
+    JN_DEBUG_CHECK(held > 0);
+    (void)held;
     /* A loop that receives the node after the connection moved away hands
      * it on (take_ready). */
     jn_io_loop_t *loop = atomic_load_explicit(&conn->loop, memory_order_acquire);
     /* The loops are leaving (or gone) when io->exiting is set: a node queued
      * then would outlive their last drain (the core thread's timers may
      * still give connections work during stop). Nothing runs passes any
-     * more, so the wake is dropped. */
+     * more, so the wake is dropped. (A waker that read exiting just before
+     * it was set may still queue its node after that last drain: jn_io_free
+     * drains the queues once more when no waker is left.) */
     if (JN_UNLIKELY(!loop || atomic_load_explicit(&conn->io->exiting, memory_order_acquire))) {
         /* registered, not yet handed to a loop (an accept in progress when
          * the router stops): its first pass comes anyway and sees what the
-         * wake was for. The I/O side's reference is held, so this is not
-         * the last one. */
+         * wake was for. The caller's reference is held, so this is not the
+         * last one. */
         atomic_fetch_sub_explicit(&conn->refs, 1, memory_order_relaxed);
         atomic_store_explicit(&conn->wake_queued, false, memory_order_release);
         return;
@@ -198,6 +215,34 @@ void jn_io_conn_wake(jn_io_conn_t *conn)
     if (atomic_load_explicit(&loop->awake, memory_order_seq_cst))
         return; /* running: it looks at the queue before it sleeps */
     jn_io_loop_notify(loop);
+}
+
+/* jn_io_loop_drain_exit: drop the references of the wakes left on loop's
+ * ready queue, once the loop runs no more passes: its own thread at its
+ * end, then jn_io_free's (the loop's thread joined, no waker left), which
+ * is the queue's consumer from then on. Returns how many it dropped. */
+size_t jn_io_loop_drain_exit(jn_io_loop_t *loop)
+{
+    jn_mpsc_node_t *nodes[64];
+    size_t total = 0;
+    /* a push counted and not yet linked cannot remain (its thread ended),
+     * but never spin without bound on a count that says otherwise */
+    for (int idle = 0; idle < 1000;) {
+        size_t n = jn_mpsc_drain(&loop->ready, nodes, 64);
+        for (size_t i = 0; i < n; i++) {
+            jn_io_conn_t *w = (jn_io_conn_t *)((char *)nodes[i] - offsetof(jn_io_conn_t, wake_node));
+            atomic_store_explicit(&w->wake_queued, false, memory_order_release);
+            jn_io_conn_unref(w);
+        }
+        total += n;
+        if (n > 0)
+            continue;
+        if (jn_mpsc_empty(&loop->ready))
+            break;
+        idle++;
+        sched_yield();
+    }
+    return total;
 }
 
 /* ---- the connection's socket ---------------------------------------------- */
@@ -945,15 +990,7 @@ void *jn_io_loop_main(void *arg)
     }
     /* Wakes and passes still listed hold references: drop them (stop is
      * over, every connection is closed or forced, none moves). */
-    jn_mpsc_node_t *nodes[64];
-    size_t n;
-    while ((n = jn_mpsc_drain(&loop->ready, nodes, 64)) > 0) {
-        for (size_t i = 0; i < n; i++) {
-            jn_io_conn_t *w = (jn_io_conn_t *)((char *)nodes[i] - offsetof(jn_io_conn_t, wake_node));
-            atomic_store_explicit(&w->wake_queued, false, memory_order_release);
-            jn_io_conn_unref(w);
-        }
-    }
+    jn_io_loop_drain_exit(loop);
     jn_io_conn_t *c = loop->pass_head;
     loop->pass_head = loop->pass_tail = NULL;
     while (c) {

@@ -203,6 +203,10 @@ struct jn_io_timer {
     int64_t deadline; /* jn_time_mono_ms() milliseconds */
     bool armed;
     void (*fire)(jn_io_timer_t *timer);
+    /* immutable: the connection whose reference the armed timer holds (its
+     * fire drops it; so does a successful cancel, and the stop's
+     * jn_io_timers_cancel_all), or NULL (a listener's or connector's) */
+    jn_io_conn_t *conn;
 };
 
 /* ---- listeners and connectors ------------------------------------------ */
@@ -363,8 +367,11 @@ struct jn_io_conn {
 
     /* atomic: the I/O side holds one reference until the pass that saw
      * PN_TRANSPORT_CLOSED is done, the core one from conn_opened until
-     * ops->conn_released, an armed poll, tick or stall timer one, a queued
-     * wake one, a pass that runs it one. Freed at zero. */
+     * ops->conn_released, an armed poll, tick, stall or handshake timer
+     * one, a queued wake one, a pass that runs it one. Freed at zero, and
+     * never taken again from zero: a thread that reaches the connection
+     * without holding one (the registry, under jn_io_t.lock) takes it with
+     * jn_io_conn_tryref. */
     atomic_uint refs;
 
     /* The loop (thread) that owns it: written by the owner when it hands
@@ -389,6 +396,9 @@ struct jn_io_conn {
 
     /* jn_io_t.lock: the registry and the timers */
     jn_io_conn_t *reg_prev, *reg_next;
+    /* jn_io_stop's list of the connections it wakes, each with a
+     * reference (the main thread) */
+    jn_io_conn_t *stop_next;
     jn_io_timer_t poll;
     jn_io_timer_t tick;  /* proton's next idle-timeout deadline */
     jn_io_timer_t stall; /* the write-stall check (io_loop.c, "Write stalls") */
@@ -546,7 +556,10 @@ void jn_io_timer_arm(jn_io_t *io, jn_io_timer_t *timer, unsigned delay_ms);
 void jn_io_timer_arm_at(jn_io_t *io, jn_io_timer_t *timer, int64_t deadline_ms);
 bool jn_io_timer_cancel(jn_io_t *io, jn_io_timer_t *timer);
 void jn_io_timer_cancel_locked(jn_io_t *io, jn_io_timer_t *timer);
-void jn_io_timers_cancel_all_locked(jn_io_t *io);
+/* jn_io_timers_cancel_all: disarm every timer and drop the connection
+ * references the armed ones held (may free connections). Main thread,
+ * io->lock not held, once the loops have ended (jn_io_stop). */
+void jn_io_timers_cancel_all(jn_io_t *io);
 void jn_io_timers_run(jn_io_t *io);
 
 /* io_loop.c: the loops, a connection's start, wake, move and pass */
@@ -560,6 +573,7 @@ int jn_io_conn_start(jn_io_conn_t *conn, pn_transport_t *t, int fd, const char *
 void jn_io_conn_destroy_IO(jn_io_conn_t *conn);
 bool jn_io_loop_work(jn_io_loop_t *loop);
 void jn_io_conn_wake(jn_io_conn_t *conn);
+size_t jn_io_loop_drain_exit(jn_io_loop_t *loop);
 /* no loop can reach conn any more (its last reference is gone, or the
  * loops have ended): the calling thread acts as conn's loop (JN_ASSERT_IO)
  * until jn_io_adopt_end; returns what to give jn_io_adopt_end */
@@ -611,6 +625,7 @@ pn_transport_t *jn_io_transport_new(const jn_endpoint_config_t *cfg, bool server
 /* io_conn.c: a connection's life, proton's events, the core's work */
 jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming);
 void jn_io_conn_unref(jn_io_conn_t *conn);
+bool jn_io_conn_tryref(jn_io_conn_t *conn);
 /* jn_io_conn_refuse_IO: close conn with its screen's error. */
 void jn_io_conn_refuse_IO(jn_io_conn_t *conn);
 void jn_io_conn_event_IO(jn_io_conn_t *conn, pn_event_t *event);

@@ -108,7 +108,10 @@ static size_t rx_backlog(jn_io_link_t *link)
     return jn_message_stream_trim(link->rx.msg);
 }
 
-/* The budget's waker (any thread): the link may take deliveries again. */
+/* The budget's waker (any thread): the link may take deliveries again. It
+ * holds no reference on the connection: the I/O side's is held until the
+ * transport closes, and on_transport_closed (io_conn.c) clears the waker
+ * under the budget's lock before that reference can go. */
 static void rx_wake(void *io_conn)
 {
     jn_io_conn_wake(io_conn);

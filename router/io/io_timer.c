@@ -109,11 +109,32 @@ void jn_io_timer_cancel_locked(jn_io_t *io, jn_io_timer_t *timer)
     timer_next_update_locked(io);
 }
 
-/* jn_io_timers_cancel_all_locked: disarm every timer (stop: the polls of
- * connections that are gone must not fire). io->lock held. */
-void jn_io_timers_cancel_all_locked(jn_io_t *io)
+/* jn_io_timers_cancel_all: see io_private.h. An armed connection timer
+ * holds a reference on its connection (taken when armed, dropped by its
+ * fire or by a cancel that found it armed): a stop that only unlinked them
+ * kept those connections from ever being freed, and jn_io_free then forced
+ * them out. The references are dropped after the lock is released, since
+ * the last one frees the connection, which takes the lock. The
+ * connection timers are chained through their own `next` meanwhile: only
+ * the loops arm, fire or cancel them, and the loops have ended. */
+void jn_io_timers_cancel_all(jn_io_t *io)
 {
-    while (io->timers)
-        timer_unlink_locked(io, io->timers);
+    jn_io_timer_t *held = NULL;
+    pthread_mutex_lock(&io->lock);
+    while (io->timers) {
+        jn_io_timer_t *t = io->timers;
+        timer_unlink_locked(io, t);
+        if (t->conn) {
+            t->next = held;
+            held = t;
+        }
+    }
     timer_next_update_locked(io);
+    pthread_mutex_unlock(&io->lock);
+    while (held) {
+        jn_io_timer_t *t = held;
+        held = t->next;
+        t->next = NULL;
+        jn_io_conn_unref(t->conn); /* the armed timer's */
+    }
 }

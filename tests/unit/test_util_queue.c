@@ -3,7 +3,11 @@
  * empty→non-empty signal, drain batches, and a stress test with four
  * producers and a consumer that sleeps whenever the queue is empty, checking
  * order per producer, no loss, no duplicate, wakeups <= pushes, and that no
- * wakeup is ever lost.
+ * wakeup is ever lost; and a node-reuse stress test shaped like the I/O
+ * loops' ready queue (a few nodes re-pushed by any thread as soon as the
+ * consumer hands them back, guarded by a per-node "queued" flag), checking
+ * that a node is never handed out twice for one push nor while it is
+ * queued.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +18,8 @@
 #include <junction/queue.h>
 
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -225,6 +231,116 @@ static void test_stress_four_producers_sleeping_consumer(void **state)
     free(s);
 }
 
+/* --- node reuse ---------------------------------------------------------- */
+
+/* The I/O loops' ready queue (router/io/io_loop.c, jn_io_conn_wake and
+ * take_ready): each connection has one node and a flag; the waker that
+ * flips the flag pushes the node, the consumer clears the flag after it
+ * took the node, and the node may be pushed again at once, by any thread.
+ * With a handful of nodes the queue keeps running down to its last node,
+ * so the consumer re-links the stub all the time, with producers racing
+ * it. Each node counts how many times it is in the queue (must be 0 or 1)
+ * and is handed out exactly once per push. */
+
+#define REUSE_NODES     4
+#define REUSE_PRODUCERS 3
+#define REUSE_PUSHES    100000 /* per producer */
+
+typedef struct reuse_node {
+    jn_mpsc_node_t node;
+    atomic_bool queued;     /* the wake flag */
+    atomic_int in_queue;    /* pushes not yet handed out: 0 or 1 */
+    atomic_ulong pushes;    /* by the producers */
+    unsigned long taken;    /* by the consumer */
+} reuse_node_t;
+
+struct reuse {
+    jn_mpsc_t q;
+    reuse_node_t nodes[REUSE_NODES];
+    atomic_uint producers_done;
+    atomic_ulong errors; /* a node pushed while it was in the queue */
+};
+
+static void *reuse_producer(void *arg)
+{
+    struct reuse *r = arg;
+    unsigned seed = (unsigned)(uintptr_t)&seed;
+    unsigned long pushed = 0, missed = 0;
+    while (pushed < REUSE_PUSHES) {
+        seed = seed * 1103515245u + 12345u;
+        reuse_node_t *n = &r->nodes[(seed >> 16) % REUSE_NODES];
+        if (atomic_exchange_explicit(&n->queued, true, memory_order_acq_rel)) {
+            /* queued already: that take covers this wake */
+            if (++missed % 64 == 0)
+                sched_yield(); /* let the consumer take them */
+            continue;
+        }
+        if (atomic_fetch_add(&n->in_queue, 1) != 0)
+            atomic_fetch_add(&r->errors, 1);
+        atomic_fetch_add(&n->pushes, 1);
+        jn_mpsc_push(&r->q, &n->node);
+        pushed++;
+    }
+    atomic_fetch_add(&r->producers_done, 1);
+    return NULL;
+}
+
+static unsigned long reuse_take(struct reuse *r, unsigned long *bad)
+{
+    jn_mpsc_node_t *batch[64];
+    size_t got = jn_mpsc_drain(&r->q, batch, 64);
+    for (size_t i = 0; i < got; i++) {
+        reuse_node_t *n = (reuse_node_t *)((char *)batch[i] - offsetof(reuse_node_t, node));
+        /* handed out once per push: it was in the queue exactly once */
+        if (atomic_fetch_sub(&n->in_queue, 1) != 1)
+            (*bad)++;
+        n->taken++;
+        atomic_store_explicit(&n->queued, false, memory_order_release);
+    }
+    return got;
+}
+
+static void test_stress_node_reuse_like_the_ready_queue(void **state)
+{
+    (void)state;
+    struct reuse *r = calloc(1, sizeof *r);
+    assert_non_null(r);
+    jn_mpsc_init(&r->q);
+    pthread_t t[REUSE_PRODUCERS];
+    for (unsigned i = 0; i < REUSE_PRODUCERS; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, reuse_producer, r), 0);
+    unsigned long bad = 0, takes = 0;
+    for (;;) {
+        unsigned long got = reuse_take(r, &bad);
+        takes += got;
+        if (got > 0)
+            continue;
+        /* the count is read before the queue: a producer counted as done
+         * pushed its last node before, so it is counted or visible */
+        if (atomic_load(&r->producers_done) == REUSE_PRODUCERS && jn_mpsc_empty(&r->q))
+            break;
+        sched_yield(); /* nothing visible: producers running, or mid-push */
+    }
+    for (unsigned i = 0; i < REUSE_PRODUCERS; i++)
+        assert_int_equal(pthread_join(t[i], NULL), 0);
+    unsigned long pushes = 0;
+    for (unsigned i = 0; i < REUSE_NODES; i++) {
+        reuse_node_t *n = &r->nodes[i];
+        assert_int_equal(n->taken, atomic_load(&n->pushes));
+        assert_int_equal(atomic_load(&n->in_queue), 0);
+        assert_false(atomic_load(&n->queued));
+        pushes += n->taken;
+    }
+    assert_int_equal(atomic_load(&r->errors), 0);
+    assert_int_equal(bad, 0);
+    assert_int_equal(takes, pushes);
+    assert_int_equal(pushes, (unsigned long)REUSE_PRODUCERS * REUSE_PUSHES);
+    assert_null(jn_mpsc_pop(&r->q));
+    assert_true(jn_mpsc_empty(&r->q));
+    print_message("node reuse: %lu pushes of %d nodes\n", pushes, REUSE_NODES);
+    free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -233,6 +349,7 @@ int main(void)
         cmocka_unit_test(test_push_reports_empty_to_non_empty_only),
         cmocka_unit_test(test_drain_takes_at_most_max_in_order),
         cmocka_unit_test(test_stress_four_producers_sleeping_consumer),
+        cmocka_unit_test(test_stress_node_reuse_like_the_ready_queue),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -187,6 +187,10 @@ typedef struct jn_conn_info {
      * link route's or auto-link's `connection` names it */
     const char *endpoint_name;
     bool route_container; /* role route-container */
+    /* role edge on an interior's listener (docs/protocol.md, "Edge
+     * routers"): router annotations honoured both ways whatever strip_*
+     * say; the peer's edge links are recognised (jn_link_type_t) */
+    bool edge;
 } jn_conn_info_t;
 
 /* jn_core_conn_opened_IO: an AMQP connection is open. Allocates the core's
@@ -217,7 +221,15 @@ typedef enum jn_link_dir {
 typedef enum jn_link_type {
     JN_LINK_ENDPOINT = 0, /* a client's link, routed by its terminus address */
     JN_LINK_CONTROL,      /* inter-router control (qd.router) */
-    JN_LINK_DATA          /* inter-router data (qd.router-data) */
+    JN_LINK_DATA,         /* inter-router data (qd.router-data) */
+    /* Links an edge router attaches on its edge connection to an interior
+     * (docs/protocol.md, "Edge routers"); recognised only on a connection
+     * of a listener with role edge: */
+    JN_LINK_EDGE_DOWNLINK, /* outgoing, source capability qd.router-edge-downlink:
+                            * the edge's H<edge-id> destination */
+    JN_LINK_EDGE_TRACKING, /* outgoing, source _$qd.edge_addr_tracking: the
+                            * router reports [key, has-destinations] on it */
+    JN_LINK_EDGE_HEARTBEAT /* incoming, target _$qd.edge_heartbeat */
 } jn_link_type_t;
 
 typedef struct jn_link_info {

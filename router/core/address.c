@@ -220,8 +220,9 @@ static int hint_of(jn_distribution_t d)
 static void advertise_CT(jn_core_t *core, jn_addr_t *addr)
 {
     JN_ASSERT_CT(core);
-    if (!core->mesh || addr->key_len < 2 || addr->key[0] != JN_ADDR_CLASS_MOBILE)
-        return;
+    if (!core->mesh || addr->key_len < 2 ||
+        (addr->key[0] != JN_ADDR_CLASS_MOBILE && addr->key[0] != JN_ADDR_CLASS_EDGE_SUMMARY))
+        return; /* H<edge-id>: an attached edge's, advertised like mobile ones */
     bool want = addr->n_consumers > 0;
     if (want == addr->advertised)
         return;
@@ -322,6 +323,8 @@ jn_addr_t *jn_addr_remove_link_CT(jn_core_t *core, jn_core_link_t *link)
         advertise_CT(core, addr);
         if (!jn_addr_has_destination(addr))
             jn_link_producers_dirty_CT(addr); /* senders lose their credit */
+        if (JN_UNLIKELY(core->ct.edge_conns > 0))
+            jn_edge_consumers_changed_CT(core, addr);
     }
     return addr;
 }

@@ -193,6 +193,9 @@ struct jn_core_conn {
     uint32_t link_capacity;
     bool inter_router;
     bool route_container; /* role route-container */
+    bool edge;            /* role edge: an edge router's uplink (edge.c) */
+    bool router_peer;     /* inter_router || edge: deliveries to it carry the
+                           * to-override of a targeted sender (delivery.c) */
     char *endpoint_name;  /* its listener's or connector's name (heap), or NULL */
     bool internal;  /* the core's own origin of the messages it composes */
     uint32_t cost;  /* inter-router: effective cost */
@@ -222,6 +225,11 @@ struct jn_core_conn {
         jn_core_link_t *data_out[10];    /* outgoing data links by priority */
         bool control_in;                 /* an incoming control link attached */
         uint32_t data_in_count, data_out_count; /* by arrival order (3.3) */
+        /* edge connection (edge.c): the edge's tracking link, whether it
+         * attached a heartbeat link and when one last arrived (mono ms) */
+        jn_core_link_t *edge_tracking;
+        bool edge_hb;
+        int64_t edge_hb_ms;
         /* affinity (forward.c): the connection this one exchanges most
          * deliveries with, by a majority vote over each window of
          * JN_CORE_AFFINITY_WINDOW deliveries routed to or from it */
@@ -314,6 +322,9 @@ struct jn_core_link {
          * the auto-link this link serves, or NULL */
         jn_core_link_t *routed;
         struct jn_autolink *autolink;
+        /* a sender of an edge router (edge.c): what the tracking link last
+         * said of its address: 0 nothing yet, 1 no destination, 2 some */
+        uint8_t edge_reported;
     } ct;
 
     /* Link routes, auto-links, phases (linkroute.c), apart from the hot
@@ -402,6 +413,7 @@ struct jn_core {
         uint64_t next_link_id;
         int64_t mc_next_check_ms; /* the stuck-consumer watch's next check */
         uint64_t next_temp;  /* dynamic address counter */
+        uint32_t edge_conns; /* open edge connections (edge.c) */
         uint32_t temp_nonce; /* random part of dynamic addresses */
         bool stop;
     } ct;
@@ -594,6 +606,8 @@ typedef struct jn_route_ctx {
     uint32_t trace_count;
     unsigned priority;
     bool looped; /* this router's own id is in the trace: never forward it */
+    /* it came from an edge router: never back to that edge (edge.c) */
+    const jn_core_conn_t *from_edge;
 } jn_route_ctx_t;
 
 /* Create the internal origin of composed messages and, for an interior
@@ -635,6 +649,32 @@ jn_core_link_t *jn_router_pick_remote_CT(jn_core_t *core, jn_addr_t *addr,
 unsigned jn_router_multicast_links_CT(jn_core_t *core, const jn_addr_t *addr,
                                       const jn_route_ctx_t *rc, jn_core_link_t **out,
                                       unsigned max);
+
+/* ---- edge.c (the interior's side of edge routers) ------------------------- */
+
+/* An edge link (JN_LINK_EDGE_*) the edge attached: bind it, or refuse it
+ * (or close the connection of a second edge with an id already attached).
+ * Core thread; docs/design.md "Edge routers". */
+void jn_edge_link_attached_CT(jn_core_link_t *link);
+/* An attached edge link detaches. */
+void jn_edge_link_detached_CT(jn_core_link_t *link);
+/* A delivery on a heartbeat link: noted and consumed. */
+void jn_edge_heartbeat_arrived_CT(jn_delivery_t *dlv);
+/* Once a second: close the edge connections whose heartbeat is silent for
+ * more than JN_EDGE_HEARTBEAT_TIMEOUT_MS. */
+void jn_edge_tick_CT(jn_core_t *core);
+/* A sender on an edge connection was looked at for credit: tell the edge,
+ * on its tracking link, when whether its address has a destination other
+ * than the edge itself changed. */
+void jn_edge_track_CT(jn_core_link_t *link);
+/* addr's consumers changed: senders of edge routers to it are looked at
+ * again (jn_edge_track_CT). */
+void jn_edge_consumers_changed_CT(jn_core_t *core, jn_addr_t *addr);
+/* The first consumer of addr not on conn (for anycast from an edge), from
+ * the round robin's place; NULL: none. */
+jn_core_link_t *jn_edge_pick_other_CT(jn_addr_t *addr, const jn_core_conn_t *conn);
+
+#define JN_EDGE_HEARTBEAT_TIMEOUT_MS 8000
 
 /* ---- linkroute.c (link routes and auto-links) ---------------------------- */
 

@@ -69,7 +69,7 @@ jn_delivery_t *jn_delivery_copy_CT(jn_delivery_t *peer, jn_core_link_t *link, bo
     for (int i = 0; i < 8; i++)
         c->tag[i] = (uint8_t)(t >> (8 * (7 - i)));
     c->tag_len = 8;
-    if (link->conn->inter_router && !peer->link->ct.anonymous && peer->link->address) {
+    if (link->conn->router_peer && !peer->link->ct.anonymous && peer->link->address) {
         c->origin_link = jn_link_ref(peer->link);
         c->to_override = peer->link->address;
         c->phase = peer->link->phase;

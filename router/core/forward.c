@@ -354,6 +354,8 @@ static jn_core_link_t *pick_anycast_CT(jn_core_t *core, jn_addr_t *addr, const j
 {
     JN_ASSERT_CT(core);
     jn_core_link_t *local = addr->n_consumers ? jn_addr_pick_consumer_CT(addr) : NULL;
+    if (JN_UNLIKELY(rc->from_edge) && local && local->conn == rc->from_edge)
+        local = jn_edge_pick_other_CT(addr, rc->from_edge); /* not back to the edge */
     if (local && addr->distribution != JN_DIST_BALANCED)
         return local;
     uint64_t remote_load = UINT64_MAX;
@@ -574,13 +576,18 @@ void jn_forward_backlog_check_CT(jn_core_link_t *link)
  * (its consumers' copies may be parked and dropped, see the top), else
  * NULL. */
 static void copy_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned n,
-                             jn_core_link_t **more, unsigned n_more, const jn_addr_t *addr)
+                             jn_core_link_t **more, unsigned n_more, const jn_addr_t *addr,
+                             const jn_core_conn_t *skip)
 {
     jn_core_t *core = jn_delivery_core(dlv);
     JN_ASSERT_CT(core);
     dlv->ct.pending += n + n_more;
     for (unsigned i = 0; i < n + n_more; i++) {
         jn_core_link_t *to = i < n ? links[i] : more[i - n];
+        if (JN_UNLIKELY(skip != NULL) && to->conn == skip) {
+            dlv->ct.pending--; /* the edge it came from has its own copies */
+            continue;
+        }
         if (addr && to->ct.mc_dropping &&
             (to->ct.undelivered.count >= to->capacity ||
              to->ct.mc_parked_octets >= JN_CORE_MC_BACKLOG_OCTETS)) {
@@ -620,7 +627,7 @@ static void forward_multicast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_r
     addr->egress += addr->n_consumers;
     addr->transit += n;
     copy_to_links_CT(dlv, addr->consumers, addr->n_consumers, remote, n,
-                     addr->mc_backpressure ? NULL : addr);
+                     addr->mc_backpressure ? NULL : addr, rc->from_edge);
 }
 
 static void route_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *rc)
@@ -652,7 +659,7 @@ void jn_forward_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned
     jn_core_t *core = jn_delivery_core(dlv);
     JN_ASSERT_CT(core);
     dlv->ct.multicast = multicast;
-    copy_to_links_CT(dlv, links, n, NULL, 0, NULL);
+    copy_to_links_CT(dlv, links, n, NULL, 0, NULL, NULL);
     dlv->ct.routed = true;
     if (dlv->ct.pending == 0)
         all_handed_CT(core, dlv);
@@ -694,6 +701,10 @@ void jn_forward_arrived_CT(jn_delivery_t *dlv)
         jn_link_mark_dirty_CT(in); /* credit is batched at half (link.c) */
     if (in->type == JN_LINK_CONTROL && in->ct.state == JN_LINK_ST_ATTACHED) {
         jn_router_control_arrived_CT(dlv);
+        return;
+    }
+    if (JN_UNLIKELY(in->type == JN_LINK_EDGE_HEARTBEAT)) {
+        jn_edge_heartbeat_arrived_CT(dlv);
         return;
     }
     if (JN_UNLIKELY(in->ct.routed != NULL) && in->ct.state == JN_LINK_ST_ATTACHED) {

@@ -99,6 +99,8 @@ void jn_router_route_ctx_CT(jn_core_t *core, const jn_delivery_t *dlv, jn_route_
     rc->priority = 4;
     if (!core->mesh)
         return; /* a standalone router: nothing more to know (hot path) */
+    if (JN_UNLIKELY(dlv->link->conn->edge))
+        rc->from_edge = dlv->link->conn;
     jn_message_header_t h;
     if (jn_message_get_header(dlv->message, &h) == 0)
         rc->priority = h.priority;
@@ -580,6 +582,8 @@ void jn_router_tick_CT(jn_core_t *core)
     /* one tick a second, as 1.19's engine; a late tick is not repeated */
     core->ct.next_tick_ms = now + 1000;
     jn_mesh_tick_CT(core->mesh, now);
+    if (core->ct.edge_conns > 0)
+        jn_edge_tick_CT(core);
 }
 
 int jn_router_sleep_ms_CT(jn_core_t *core)

@@ -415,6 +415,7 @@ struct jn_io_conn {
     char host[300];         /* peer address, for logs and the core */
     bool opened;            /* reported to the core */
     bool inter_router;      /* role inter-router (immutable after creation) */
+    bool edge;              /* role edge: an edge router's uplink (immutable) */
     uint32_t data_in, data_out; /* inter-router data links attached, by our
                                  * direction (priority = arrival order, 3.3) */
     bool closing;           /* we closed our end */

@@ -461,8 +461,11 @@ static void implemented_enum_values(void **state)
         assert_true(jn_schema_attr_value_implemented(role, "normal"));
         assert_true(jn_schema_attr_value_implemented(role, "inter-router"));
         assert_true(jn_schema_attr_value_implemented(role, "route-container"));
-        assert_false(jn_schema_attr_value_implemented(role, "edge"));
     }
+    /* an interior's edge listener is implemented (issue 17, the interior's
+     * side); an edge's connector not yet */
+    assert_true(jn_schema_attr_value_implemented(attr_of("listener", "role"), "edge"));
+    assert_false(jn_schema_attr_value_implemented(attr_of("connector", "role"), "edge"));
     /* not a value of the enum, or none: not this function's to refuse */
     assert_true(jn_schema_attr_value_implemented(mode, "Edge"));
     assert_true(jn_schema_attr_value_implemented(mode, "bogus"));

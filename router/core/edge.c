@@ -1,0 +1,247 @@
+/*
+ * edge.c — the interior router's side of edge routers (docs/design.md,
+ * "Edge routers"; the wire facts in docs/protocol.md, "Edge routers").
+ *
+ * An edge router connects to a listener with role edge. Besides ordinary
+ * endpoint links (its per-address senders and receivers, its anonymous
+ * uplink sender), which the core routes as it routes a client's, it
+ * attaches three kinds of links that the I/O layer recognises on such a
+ * connection (jn_link_type_t):
+ *
+ *   downlink   the router's outgoing link whose source carries the
+ *              capability qd.router-edge-downlink: the one consumer of the
+ *              address H<edge-id> (the edge's container id), which the mesh
+ *              advertises like a mobile address, so that _edge/<edge-id>/...
+ *              reaches the edge from anywhere. A second edge with an id
+ *              already attached has its connection closed.
+ *   tracking   the router's outgoing link with source
+ *              _$qd.edge_addr_tracking: for each sender the edge attached to
+ *              an address, the router tells, pre-settled, [key, bool]:
+ *              whether the address has a destination other than that edge.
+ *              It is told when the sender is first looked at for credit and
+ *              each time the answer changes.
+ *   heartbeat  an incoming link with target _$qd.edge_heartbeat: each
+ *              delivery is noted and consumed; once the edge has attached
+ *              one, an edge silent for more than JN_EDGE_HEARTBEAT_TIMEOUT_MS
+ *              has its connection closed (checked on the mesh's 1 s tick).
+ *
+ * A delivery from an edge never goes back to that edge (forward.c, through
+ * jn_route_ctx_t.from_edge): the edge delivered to its own consumers
+ * already. Core thread only.
+ */
+#include "delivery.h"
+
+#include <junction/compose.h>
+#include <junction/time.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Close conn with an error (JN_WORK_CONN_CLOSE). */
+static void close_conn_CT(jn_core_conn_t *conn, const char *condition, const char *description)
+{
+    JN_ASSERT_CT(conn->core);
+    jn_work_t *w = jn_work_new_CT(conn->core, JN_WORK_CONN_CLOSE);
+    if (!w)
+        return;
+    w->condition = strdup(condition);
+    w->description = strdup(description);
+    jn_work_push_CT(conn, w);
+}
+
+/* The downlink: bind it to H<edge-id>. */
+static void downlink_attached_CT(jn_core_link_t *link)
+{
+    jn_core_conn_t *conn = link->conn;
+    jn_core_t *core = conn->core;
+    JN_ASSERT_CT(core);
+    const char *id = conn->container_id ? conn->container_id : "";
+    size_t n = strlen(id);
+    if (n == 0 || n > 127 || strchr(id, '/')) {
+        jn_link_refuse_CT(link, "amqp:invalid-field", "edge router id missing or not valid");
+        return;
+    }
+    uint8_t key[130];
+    key[0] = JN_ADDR_CLASS_EDGE_SUMMARY;
+    memcpy(key + 1, id, n);
+    jn_addr_t *addr = jn_hash_lookup(core->ct.addrs, key, n + 1);
+    if (addr && addr->n_consumers > 0) {
+        const jn_core_link_t *first = addr->consumers[0];
+        JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_CRITICAL,
+               "[C%" PRIu64 "] Duplicate edge id: the edge router at %s has id '%s', as the edge "
+               "already attached on [C%" PRIu64 "]; connection refused",
+               conn->conn_id, conn->host, id, first->conn->conn_id);
+        jn_link_refuse_CT(link, "amqp:not-allowed", "duplicate edge router id");
+        close_conn_CT(conn, "amqp:not-allowed",
+                      "duplicate edge router id: an edge with this id is already attached");
+        return;
+    }
+    if (!addr && jn_addr_get_key_CT(core, key, n + 1, JN_DIST_CLOSEST, &addr) != 0) {
+        jn_link_refuse_CT(link, "amqp:resource-limit-exceeded", "out of memory");
+        return;
+    }
+    if (!addr || jn_addr_add_consumer_CT(addr, link) != 0) {
+        if (addr)
+            jn_addr_release_if_unused_CT(core, addr);
+        jn_link_refuse_CT(link, "amqp:resource-limit-exceeded", "out of memory");
+        return;
+    }
+    addr->distribution = JN_DIST_CLOSEST;
+    link->ct.state = JN_LINK_ST_ATTACHED;
+    jn_work_link_CT(link, JN_WORK_LINK_OPEN, NULL, NULL, NULL, 0);
+    jn_link_producers_dirty_CT(addr);
+    JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_INFO, "[C%" PRIu64 "] Edge router '%s' attached", conn->conn_id,
+           id);
+}
+
+void jn_edge_link_attached_CT(jn_core_link_t *link)
+{
+    jn_core_conn_t *conn = link->conn;
+    JN_ASSERT_CT(conn->core);
+    switch (link->type) {
+    case JN_LINK_EDGE_DOWNLINK:
+        downlink_attached_CT(link);
+        return;
+    case JN_LINK_EDGE_TRACKING:
+        if (conn->ct.edge_tracking) {
+            jn_link_refuse_CT(link, "amqp:not-allowed", "an address-tracking link is attached");
+            return;
+        }
+        conn->ct.edge_tracking = link;
+        link->ct.state = JN_LINK_ST_ATTACHED;
+        jn_work_link_CT(link, JN_WORK_LINK_OPEN, NULL, NULL, NULL, 0);
+        /* tell it about the senders attached before it */
+        for (jn_core_link_t *l = conn->ct.links; l; l = l->ct.conn_next) {
+            if (l->dir == JN_LINK_INCOMING && l->ct.addr) {
+                l->ct.edge_reported = 0;
+                jn_link_mark_dirty_CT(l);
+            }
+        }
+        return;
+    case JN_LINK_EDGE_HEARTBEAT:
+        link->ct.anonymous = true; /* bound to no address: served here */
+        link->ct.state = JN_LINK_ST_ATTACHED;
+        conn->ct.edge_hb = true;
+        conn->ct.edge_hb_ms = (int64_t)jn_time_mono_ms();
+        jn_work_link_CT(link, JN_WORK_LINK_OPEN, NULL, NULL, NULL, 0);
+        jn_link_mark_dirty_CT(link);
+        return;
+    default:
+        jn_link_refuse_CT(link, "qd:forbidden", "Connectivity to the node is forbidden");
+        return;
+    }
+}
+
+void jn_edge_link_detached_CT(jn_core_link_t *link)
+{
+    jn_core_conn_t *conn = link->conn;
+    JN_ASSERT_CT(conn->core);
+    if (conn->ct.edge_tracking == link)
+        conn->ct.edge_tracking = NULL;
+    if (link->type == JN_LINK_EDGE_HEARTBEAT)
+        conn->ct.edge_hb = false;
+}
+
+void jn_edge_heartbeat_arrived_CT(jn_delivery_t *dlv)
+{
+    jn_core_conn_t *conn = dlv->link->conn;
+    JN_ASSERT_CT(conn->core);
+    conn->ct.edge_hb_ms = (int64_t)jn_time_mono_ms();
+    dlv->ct.served = true;
+    jn_forward_to_links_CT(dlv, NULL, 0, false); /* consumed */
+}
+
+void jn_edge_tick_CT(jn_core_t *core)
+{
+    JN_ASSERT_CT(core);
+    int64_t now = (int64_t)jn_time_mono_ms();
+    for (jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next) {
+        if (!c->edge || !c->ct.edge_hb || c->ct.closed ||
+            now - c->ct.edge_hb_ms <= JN_EDGE_HEARTBEAT_TIMEOUT_MS)
+            continue;
+        JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_WARNING,
+               "[C%" PRIu64 "] Edge router '%s' sent no heartbeat for %d ms: connection closed",
+               c->conn_id, c->container_id ? c->container_id : "", JN_EDGE_HEARTBEAT_TIMEOUT_MS);
+        c->ct.edge_hb = false; /* closed once */
+        close_conn_CT(c, "amqp:resource-limit-exceeded", "edge heartbeat timed out");
+    }
+}
+
+/* addr has a destination other than links on conn. */
+static bool has_other_destination_CT(const jn_addr_t *addr, const jn_core_conn_t *conn)
+{
+    JN_ASSERT_CT(conn->core);
+    if (addr->n_remote > 0 || addr->inproc)
+        return true;
+    for (uint32_t i = 0; i < addr->n_consumers; i++)
+        if (addr->consumers[i]->conn != conn)
+            return true;
+    return false;
+}
+
+/* Compose [key, has] (amqp-value list) and send it pre-settled on link. */
+static void send_tracking_CT(jn_core_t *core, jn_core_link_t *link, const jn_addr_t *addr, bool has)
+{
+    JN_ASSERT_CT(core);
+    jn_encoder_t e;
+    jn_encoder_init(&e);
+    jn_compose_props_t props = {.to = NULL, .fields = 3};
+    jn_compose_head(&e, &props);
+    jn_enc_descriptor_ulong(&e, JN_SECTION_AMQP_VALUE);
+    jn_enc_list_begin(&e);
+    jn_enc_string(&e, (const char *)addr->key, addr->key_len);
+    jn_enc_bool(&e, has);
+    jn_enc_list_end(&e);
+    int rc = 0;
+    jn_message_t *msg = jn_compose_message(&e, JN_DEPTH_PROPERTIES, &rc);
+    if (!msg) {
+        JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_ERROR, "Cannot compose an address-tracking update: %s",
+               jn_strerror(rc));
+        return;
+    }
+    jn_delivery_t *dlv = jn_delivery_new_IO(core->internal_link, msg, true, NULL, 0);
+    if (!dlv) {
+        jn_message_unref(msg);
+        return;
+    }
+    jn_forward_to_links_CT(dlv, &link, 1, true);
+}
+
+void jn_edge_track_CT(jn_core_link_t *link)
+{
+    jn_core_conn_t *conn = link->conn;
+    jn_core_t *core = conn->core;
+    JN_ASSERT_CT(core);
+    jn_core_link_t *tracking = conn->ct.edge_tracking;
+    if (!tracking || tracking->ct.state != JN_LINK_ST_ATTACHED ||
+        link->ct.state != JN_LINK_ST_ATTACHED || link->dir != JN_LINK_INCOMING || !link->ct.addr)
+        return;
+    uint8_t want = has_other_destination_CT(link->ct.addr, conn) ? 2 : 1;
+    if (want == link->ct.edge_reported)
+        return;
+    link->ct.edge_reported = want;
+    send_tracking_CT(core, tracking, link->ct.addr, want == 2);
+}
+
+void jn_edge_consumers_changed_CT(jn_core_t *core, jn_addr_t *addr)
+{
+    JN_ASSERT_CT(core);
+    for (uint32_t i = 0; i < addr->n_producers; i++)
+        if (addr->producers[i]->conn->edge)
+            jn_link_mark_dirty_CT(addr->producers[i]);
+}
+
+jn_core_link_t *jn_edge_pick_other_CT(jn_addr_t *addr, const jn_core_conn_t *conn)
+{
+    JN_ASSERT_CT(conn->core);
+    uint32_t n = addr->n_consumers;
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t i = (addr->next + k) % n;
+        if (addr->consumers[i]->conn != conn) {
+            addr->next = (i + 1) % n;
+            return addr->consumers[i];
+        }
+    }
+    return NULL;
+}

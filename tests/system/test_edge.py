@@ -1,0 +1,254 @@
+#!/usr/bin/python3
+"""System tests: edge routers (issue 17), the interior's side.
+
+An interior junctiond with a `listener { role: edge }` serves a peer that
+behaves as a 1.19 edge router does on its uplink (docs/protocol.md, "Edge
+routers"): it binds the edge's downlink to H<edge-id> so that
+`_edge/<edge-id>/...` reaches it, reports on the tracking link whether an
+address the edge sends to has a destination elsewhere (and when that
+changes), carries the edge's per-address links like a client's, shows the
+connection with role `edge`, and closes an edge whose heartbeat goes
+silent. Bad input: a second edge with an id already attached is refused; a
+peer that attaches inter-router links on an edge listener has them refused;
+a plain client on an edge listener is served like any client.
+
+The fake edge is a proton client (real junctiond, real AMQP on 127.0.0.1).
+"""
+import time
+import unittest
+
+from proton import Endpoint, Message, symbol
+from proton.utils import BlockingConnection, SyncRequestResponse
+
+from harness import SLOW, Recv, RouterTestCase, Scenario, Send, Traffic, conf_section, free_port
+
+
+def interior(case, name="I1"):
+    """An interior router with a client listener and an edge listener;
+    returns (router, edge port)."""
+    port = free_port()
+    extra = conf_section("listener", {"name": "edges", "host": "127.0.0.1", "port": port,
+                                      "role": "edge", "saslMechanisms": "ANONYMOUS",
+                                      "authenticatePeer": "no"})
+    extra += conf_section("log", {"module": "ROUTER", "enable": "info+",
+                                  "includeTimestamp": "yes"})
+    r = case.start_router(router={"mode": "interior", "id": name}, extra=extra)
+    return r, port
+
+
+def query(url, entity_type, names=()):
+    conn = BlockingConnection(url, timeout=10 * SLOW)
+    try:
+        client = SyncRequestResponse(conn, "$management")
+        props = {"operation": "QUERY", "type": "org.amqp.management", "name": "self",
+                 "entityType": entity_type}
+        reply = client.call(Message(body={"attributeNames": list(names)}, properties=props))
+        body = reply.body
+        return [dict(zip(body["attributeNames"], row)) for row in body["results"]]
+    finally:
+        conn.close()
+
+
+def caps(link, cap):
+    for t in (link.source, link.target):
+        t.capabilities.put_symbol(cap)
+
+
+class FakeEdge(Scenario):
+    """A peer that attaches, on an edge connection, what a 1.19 edge does:
+    the downlink, the tracking receiver, the heartbeat sender (beating
+    every `beat` seconds, or never again after the first when beat is
+    None) and a sender to `address`; then plays `script`."""
+
+    def __init__(self, edge_url, client_url, edge_id="E1", address="edge.q", beat=1.0,
+                 timeout=30, script="traffic"):
+        super().__init__(timeout=timeout)
+        self.edge_url, self.client_url = edge_url, client_url
+        self.edge_id, self.address, self.beat = edge_id, address, beat
+        self.script = script
+        self.tracking = []     # [key, bool] bodies, in order
+        self.downlink = []     # messages that came down
+        self.received = []     # what the interior's client received
+        self.closed_with = None
+        self.state = "start"
+
+    def start(self):
+        self.conn = self.connect(self.edge_url, container_id=self.edge_id)
+        self.conn.container = self.edge_id
+        ssn = self.conn.session()
+        ssn.open()
+        self.down = ssn.receiver("edge-downlink")
+        self.down.source.address = self.edge_id
+        caps(self.down, "qd.router-edge-downlink")
+        self.down.open()
+        self.down.flow(100)
+        self.track = ssn.receiver("edge-tracking")
+        self.track.source.address = "_$qd.edge_addr_tracking"
+        self.track.open()
+        self.track.flow(32)
+        self.hb = ssn.sender("edge-heartbeat")
+        self.hb.target.address = "_$qd.edge_heartbeat"
+        self.hb.open()
+        self.up = ssn.sender("edge-addr")
+        self.up.target.address = self.address
+        self.up.open()
+        self.beats = 0
+        self.next_beat = time.monotonic()
+
+    def tick(self):
+        if self.beat is not None or self.beats == 0:
+            if time.monotonic() >= self.next_beat and self.hb.credit > 0:
+                d = self.hb.send(Message(body=self.beats))
+                d.settle()
+                self.beats += 1
+                self.next_beat = time.monotonic() + (self.beat or 0)
+        if self.script == "traffic":
+            self.traffic_tick()
+
+    def traffic_tick(self):
+        if self.state == "start" and self.tracking[-1:] == [[("M0" + self.address), False]]:
+            # no destination elsewhere: a consumer on the interior appears
+            self.cconn = self.connect(self.client_url)
+            self.crecv = self.container.create_receiver(self.cconn, self.address)
+            self.crecv.flow(10)
+            self.state = "consumer"
+        elif self.state == "consumer" and self.tracking[-1:] == [["M0" + self.address, True]]:
+            if self.up.credit > 0:
+                self.up.send(Message(address=self.address, body="from the edge")).settle()
+                self.csend = self.container.create_sender(
+                    self.cconn, "_edge/%s/temp.x" % self.edge_id)
+                self.state = "sent"
+        elif self.state == "sent" and self.received and self.csend.credit > 0:
+            self.csend.send(Message(body="down to the edge")).settle()
+            self.state = "down"
+        elif self.state == "down" and self.downlink:
+            self.crecv.close()
+            self.state = "closing"
+        elif self.state == "closing" and self.tracking[-1:] == [["M0" + self.address, False]]:
+            self.done()
+
+    def on_message(self, event):
+        if event.receiver == self.track:
+            self.tracking.append(list(event.message.body))
+            self.track.flow(1)
+        elif event.receiver == self.down:
+            self.downlink.append(event.message)
+        else:
+            self.received.append(event.message.body)
+        event.delivery.settle()
+
+    def on_connection_error(self, event):
+        if event.connection == self.conn and self.script in ("silent", "duplicate"):
+            self.closed_with = event.connection.remote_condition
+            self.done()
+            return
+        super().on_connection_error(event)
+
+    def on_link_error(self, event):
+        if self.script == "duplicate":
+            return
+        super().on_link_error(event)
+
+    def progress(self):
+        return "state %s, tracking %s, downlink %d" % (self.state, self.tracking,
+                                                      len(self.downlink))
+
+
+class EdgeInteriorTest(RouterTestCase):
+
+    def test_interior_serves_an_edge(self):
+        """Tracking reports the address without and with a consumer
+        elsewhere and when it goes; the edge's sender reaches the consumer;
+        _edge/<id>/... comes down the downlink with its to-override;
+        QUERY connection shows role edge; router.node has no edge."""
+        r, eport = interior(self)
+        s = FakeEdge("amqp://127.0.0.1:%d" % eport, r.url)
+        s.container_hook = None
+        s.run()
+        self.assertIsNone(s.error, s.error and s.error + "\n" + self.logs())
+        self.assertEqual(s.tracking[0], ["M0edge.q", False])
+        self.assertIn(["M0edge.q", True], s.tracking)
+        self.assertEqual(s.received, ["from the edge"])
+        self.assertEqual(len(s.downlink), 1)
+        m = s.downlink[0]
+        self.assertEqual(m.body, "down to the edge")
+        self.assertEqual(m.annotations.get(symbol("x-opt-qd.to")), "_edge/E1/temp.x")
+
+    def test_management_shows_the_edge(self):
+        r, eport = interior(self)
+        conn = BlockingConnection("amqp://127.0.0.1:%d" % eport, timeout=10 * SLOW)
+        try:
+            self.wait_for("an edge-role connection", lambda: any(
+                c["role"] == "edge" for c in query(r.url, "org.apache.qpid.dispatch.connection",
+                                                   ["role", "container"])))
+            nodes = query(r.url, "org.apache.qpid.dispatch.router.node", ["id"])
+            self.assertEqual([n["id"] for n in nodes], ["I1"])
+        finally:
+            conn.close()
+
+    def test_plain_client_on_an_edge_listener(self):
+        """A client that is no edge router is served as any client, both
+        ways: messages between a client on the edge listener and one on
+        the normal listener are all accepted."""
+        r, eport = interior(self)
+        url = "amqp://127.0.0.1:%d" % eport
+        msgs = [Message(address="plain.q", body=i) for i in range(20)]
+        t = Traffic(r, [Recv("plain.q", url=url)], [Send("plain.q", msgs)], expect=20).run()
+        self.assertIsNone(t.error, t.error)
+        t = Traffic(r, [Recv("plain.r")], [Send("plain.r", msgs, url=url)], expect=20).run()
+        self.assertIsNone(t.error, t.error)
+
+    def test_silent_edge_is_closed(self):
+        """An edge that attached its heartbeat link and then says nothing
+        for more than 8 s has its connection closed."""
+        r, eport = interior(self)
+        s = FakeEdge("amqp://127.0.0.1:%d" % eport, r.url, beat=None, script="silent",
+                     timeout=25)
+        t0 = time.monotonic()
+        s.run()
+        self.assertIsNone(s.error, s.error)
+        self.assertGreaterEqual(time.monotonic() - t0, 8.0)
+        self.assertIn("heartbeat", s.closed_with.description)
+        self.assertIn("sent no heartbeat", r.log())
+
+    def test_second_edge_with_the_same_id_is_refused(self):
+        r, eport = interior(self)
+        url = "amqp://127.0.0.1:%d" % eport
+        first = FakeEdge(url, r.url, script="idle", timeout=12)
+        import threading
+        t = threading.Thread(target=first.run)
+        t.start()
+        try:
+            self.wait_for("the first edge attached", lambda: "Edge router 'E1' attached" in r.log())
+            second = FakeEdge(url, r.url, script="duplicate", timeout=15)
+            second.run()
+            self.assertIsNone(second.error, second.error)
+            self.assertEqual(second.closed_with.name, "amqp:not-allowed")
+            self.assertIn("Duplicate edge id", r.log())
+        finally:
+            t.join(30)
+        # the first edge was not disturbed: it timed out as idle scripts do
+        self.assertIn("timed out", first.error or "")
+
+    def test_inter_router_links_on_an_edge_listener_are_refused(self):
+        """A peer that attaches qd.router links on an edge listener has them
+        refused (qd:forbidden); the router goes on."""
+        r, eport = interior(self)
+        conn = BlockingConnection("amqp://127.0.0.1:%d" % eport, timeout=10 * SLOW)
+        try:
+            class Caps:
+                def apply(self, link):
+                    caps(link, "qd.router")
+
+                def test(self, link):
+                    return True
+            with self.assertRaises(Exception):
+                conn.create_receiver(None, name="qdlink.x", options=Caps())
+        finally:
+            conn.close()
+        self.assertIn("Connectivity to the node is forbidden", r.log())
+        self.assertTrue(r.alive())
+
+
+if __name__ == "__main__":
+    unittest.main()

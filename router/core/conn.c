@@ -127,6 +127,8 @@ void jn_conn_opened_CT(jn_core_conn_t *conn)
     if (conn->edge)
         core->ct.edge_conns++;
     jn_router_conn_opened_CT(conn);
+    if (conn->edge)
+        jn_edge_conn_opened_CT(conn);
     jn_lr_conn_opened_CT(conn);
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_DEBUG,
            "[C%" PRIu64 "] Connection opened: container=%s host=%s %s", conn->conn_id,
@@ -142,8 +144,10 @@ void jn_conn_closed_CT(jn_core_conn_t *conn)
     while (conn->ct.links)
         jn_link_detached_CT(conn->ct.links, true);
     jn_lr_conn_closed_CT(conn);
-    if (conn->edge)
+    if (conn->edge) {
         core->ct.edge_conns--;
+        jn_edge_conn_closed_CT(conn);
+    }
     /* The I/O thread takes no more work: the core is the consumer now. */
     jn_mpsc_node_t *nodes[64];
     for (;;) {

@@ -108,10 +108,11 @@ jn_core_t *jn_core_create(const jn_core_config_t *cfg, const jn_core_io_ops_t *o
     jn_mpsc_init(&core->actions);
     core->stop_action.type = JN_ACT_STOP;
     core->router_id = strdup(cfg->router_id ? cfg->router_id : "Junction");
+    core->edge_mode = cfg->edge;
     core->ct.addrs = jn_hash_create(64);
     core->wake_fd = eventfd(0, EFD_CLOEXEC);
     if (!core->router_id || !core->ct.addrs || core->wake_fd < 0 ||
-        jn_iter_configure("0", core->router_id, false) != 0 || jn_router_init(core, cfg) != 0 ||
+        jn_iter_configure("0", core->router_id, cfg->edge) != 0 || jn_router_init(core, cfg) != 0 ||
         jn_lr_init(core) != 0) {
         jn_core_free(core);
         return NULL;

@@ -148,6 +148,12 @@ typedef struct jn_addr {
     bool fallback;        /* enableFallback: without a destination, its
                            * deliveries go to the M F <address> one */
     uint8_t inproc;       /* JN_INPROC_*: served inside the router */
+    /* an edge router (edge.c): its receiver / sender for the address on
+     * the uplink (requested or attached), and whether the interior said
+     * the address has destinations beyond this edge (the sender is then
+     * one of its consumers) */
+    bool edge_in_asked, edge_out_asked, edge_dest_up;
+    jn_core_link_t *edge_in, *edge_out;
     /* management counters (router.address), forward.c: deliveries that
      * entered the mesh here (from a client), copies to local consumers
      * (egress) and to other routers (transit), deliveries served
@@ -352,6 +358,7 @@ struct jn_core {
     char *router_id; /* heap */
     jn_distribution_t default_distribution;
     jn_core_io_ops_t ops;
+    bool edge_mode; /* router.mode edge (edge.c) */
 
     /* Written by the main thread before jn_core_start, then read by the
      * core thread only. */
@@ -414,6 +421,12 @@ struct jn_core {
         int64_t mc_next_check_ms; /* the stuck-consumer watch's next check */
         uint64_t next_temp;  /* dynamic address counter */
         uint32_t edge_conns; /* open edge connections (edge.c) */
+        /* an edge router (edge.c): the active uplink and its anonymous
+         * sender, the L_edge address that sender serves */
+        jn_core_conn_t *uplink;
+        jn_core_link_t *uplink_out;
+        jn_addr_t *edge_addr;
+        uint64_t next_edge_link;
         uint32_t temp_nonce; /* random part of dynamic addresses */
         bool stop;
     } ct;
@@ -518,7 +531,8 @@ jn_addr_t *jn_addr_remove_link_CT(jn_core_t *core, jn_core_link_t *link);
 /* Free addr if no link refers to it. */
 void jn_addr_release_if_unused_CT(jn_core_t *core, jn_addr_t *addr);
 /* Make a dynamic address "amqp:/_topo/0/<id>/temp.<unique>" (the form
- * qdrouterd 1.19 gives; heap) or NULL. */
+ * qdrouterd 1.19 gives; on an edge router "amqp:/_edge/<id>/temp.<unique>";
+ * heap) or NULL. */
 char *jn_addr_make_dynamic_CT(jn_core_t *core);
 /* Pick the consumer for an anycast delivery (closest or balanced). */
 jn_core_link_t *jn_addr_pick_consumer_CT(jn_addr_t *addr);
@@ -651,6 +665,20 @@ unsigned jn_router_multicast_links_CT(jn_core_t *core, const jn_addr_t *addr,
                                       unsigned max);
 
 /* ---- edge.c (the interior's side of edge routers) ------------------------- */
+
+/* An edge router: its edge connection conn opened / closed (choose the
+ * active uplink: the first opened; on its loss the next open one). */
+void jn_edge_conn_opened_CT(jn_core_conn_t *conn);
+void jn_edge_conn_closed_CT(jn_core_conn_t *conn);
+/* An edge router: addr's local consumers or producers changed (a link not
+ * on the uplink attached or detached): ask for or close its links on the
+ * uplink. */
+void jn_edge_local_changed_CT(jn_core_t *core, jn_addr_t *addr);
+/* An edge router: a delivery on the tracking link ([key, bool]). */
+void jn_edge_tracking_arrived_CT(jn_delivery_t *dlv);
+/* An edge router: the uplink's anonymous sender, for a delivery with no
+ * local destination that did not come down the uplink; NULL: none. */
+jn_core_link_t *jn_edge_uplink_for_CT(jn_core_t *core, const jn_delivery_t *dlv);
 
 /* An edge link (JN_LINK_EDGE_*) the edge attached: bind it, or refuse it
  * (or close the connection of a second edge with an id already attached).

@@ -32,11 +32,15 @@
 #include "delivery.h"
 
 #include <junction/compose.h>
+#include <junction/decoder.h>
 #include <junction/time.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static void own_link_attached_CT(jn_core_link_t *link);
+static void own_link_detached_CT(jn_core_link_t *link);
 
 /* Close conn with an error (JN_WORK_CONN_CLOSE). */
 static void close_conn_CT(jn_core_conn_t *conn, const char *condition, const char *description)
@@ -99,6 +103,10 @@ void jn_edge_link_attached_CT(jn_core_link_t *link)
 {
     jn_core_conn_t *conn = link->conn;
     JN_ASSERT_CT(conn->core);
+    if (link->local) {
+        own_link_attached_CT(link); /* an edge router's own uplink link */
+        return;
+    }
     switch (link->type) {
     case JN_LINK_EDGE_DOWNLINK:
         downlink_attached_CT(link);
@@ -137,6 +145,10 @@ void jn_edge_link_detached_CT(jn_core_link_t *link)
 {
     jn_core_conn_t *conn = link->conn;
     JN_ASSERT_CT(conn->core);
+    if (link->local) {
+        own_link_detached_CT(link);
+        return;
+    }
     if (conn->ct.edge_tracking == link)
         conn->ct.edge_tracking = NULL;
     if (link->type == JN_LINK_EDGE_HEARTBEAT)
@@ -244,4 +256,305 @@ jn_core_link_t *jn_edge_pick_other_CT(jn_addr_t *addr, const jn_core_conn_t *con
         }
     }
     return NULL;
+}
+
+/* ---- the edge router's side ------------------------------------------------ */
+
+/* Ask the uplink's I/O thread to attach an edge link of kind (a
+ * jn_link_type_t) with address at the interior's end (NULL: none). */
+static void ask_attach_CT(jn_core_t *core, jn_link_dir_t dir, const char *address, uint8_t kind)
+{
+    JN_ASSERT_CT(core);
+    jn_core_conn_t *up = core->ct.uplink;
+    if (!up || up->ct.closed)
+        return;
+    char name[40];
+    snprintf(name, sizeof name, "qdlink.edge%" PRIu64, ++core->ct.next_edge_link);
+    jn_work_t *w = jn_work_new_CT(core, JN_WORK_LINK_ATTACH);
+    if (!w)
+        return;
+    w->attach.dir = dir;
+    w->attach.name = strdup(name);
+    w->attach.edge = kind;
+    w->address = address ? strdup(address) : NULL;
+    if (!w->attach.name || (address && !w->address)) {
+        jn_work_free(w);
+        return;
+    }
+    jn_work_push_CT(up, w);
+}
+
+static void close_link_CT(jn_core_link_t *link)
+{
+    JN_ASSERT_CT(link->conn->core);
+    if (link->ct.state == JN_LINK_ST_ATTACHED)
+        jn_work_link_CT(link, JN_WORK_LINK_CLOSE, NULL, NULL, NULL, 0);
+}
+
+/* Bind / unbind the address's uplink sender as one of its consumers, as
+ * the interior's tracking says. */
+static void bind_out_CT(jn_core_t *core, jn_addr_t *addr, bool bind)
+{
+    JN_ASSERT_CT(core);
+    jn_core_link_t *out = addr->edge_out;
+    if (!out || out->ct.state != JN_LINK_ST_ATTACHED)
+        return;
+    bool bound = out->ct.addr == addr;
+    if (bind && !bound) {
+        if (jn_addr_add_consumer_CT(addr, out) == 0 && addr->n_consumers == 1)
+            jn_link_producers_dirty_CT(addr);
+    } else if (!bind && bound) {
+        /* senders lose credit when none is left; copies already queued on
+         * it still go up (the interior releases what it cannot place) */
+        jn_addr_remove_link_CT(core, out);
+    }
+}
+
+void jn_edge_local_changed_CT(jn_core_t *core, jn_addr_t *addr)
+{
+    JN_ASSERT_CT(core);
+    if (!core->edge_mode || addr->key_len < 3 || addr->key[0] != JN_ADDR_CLASS_MOBILE ||
+        addr->key[1] != '0')
+        return; /* phase 0 mobile addresses only */
+    jn_core_conn_t *up = core->ct.uplink;
+    if (!up || up->ct.closed)
+        return;
+    uint32_t consumers = addr->n_consumers;
+    if (addr->edge_out && addr->edge_out->ct.addr == addr)
+        consumers--;
+    uint32_t producers = addr->n_producers;
+    if (addr->edge_in && addr->edge_in->ct.addr == addr)
+        producers--;
+    char address[256];
+    size_t n = addr->key_len - 2;
+    if (n >= sizeof address)
+        return;
+    memcpy(address, addr->key + 2, n);
+    address[n] = '\0';
+    if (consumers > 0 && !addr->edge_in_asked) {
+        addr->edge_in_asked = true;
+        ask_attach_CT(core, JN_LINK_INCOMING, address, JN_LINK_EDGE_ADDR);
+    } else if (consumers == 0 && addr->edge_in_asked) {
+        addr->edge_in_asked = false;
+        if (addr->edge_in)
+            close_link_CT(addr->edge_in);
+    }
+    if (producers > 0 && !addr->edge_out_asked) {
+        addr->edge_out_asked = true;
+        ask_attach_CT(core, JN_LINK_OUTGOING, address, JN_LINK_EDGE_ADDR);
+    } else if (producers == 0 && addr->edge_out_asked) {
+        addr->edge_out_asked = false;
+        if (addr->edge_out)
+            close_link_CT(addr->edge_out);
+    }
+}
+
+/* Make conn the active uplink: attach the anonymous sender, the downlink
+ * and the tracking receiver, and the per-address links. */
+static void activate_CT(jn_core_t *core, jn_core_conn_t *conn)
+{
+    JN_ASSERT_CT(core);
+    core->ct.uplink = conn;
+    JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_INFO, "[C%" PRIu64 "] Edge uplink active: interior '%s' at %s",
+           conn->conn_id, conn->container_id ? conn->container_id : "", conn->host);
+    ask_attach_CT(core, JN_LINK_OUTGOING, NULL, JN_LINK_EDGE_UPLINK);
+    ask_attach_CT(core, JN_LINK_INCOMING, core->router_id, JN_LINK_EDGE_DOWNLINK);
+    ask_attach_CT(core, JN_LINK_INCOMING, "_$qd.edge_addr_tracking", JN_LINK_EDGE_TRACKING);
+    jn_hash_iter_t it;
+    void *value;
+    jn_hash_iter_init(core->ct.addrs, &it);
+    while (jn_hash_iter_next(&it, NULL, NULL, &value)) {
+        jn_addr_t *addr = value;
+        addr->edge_in_asked = addr->edge_out_asked = false;
+        jn_edge_local_changed_CT(core, addr);
+    }
+}
+
+void jn_edge_conn_opened_CT(jn_core_conn_t *conn)
+{
+    jn_core_t *core = conn->core;
+    JN_ASSERT_CT(core);
+    if (!core->edge_mode || conn->incoming || !conn->edge)
+        return;
+    if (!core->ct.uplink)
+        activate_CT(core, conn);
+}
+
+void jn_edge_conn_closed_CT(jn_core_conn_t *conn)
+{
+    jn_core_t *core = conn->core;
+    JN_ASSERT_CT(core);
+    if (!core->edge_mode || core->ct.uplink != conn)
+        return;
+    core->ct.uplink = NULL;
+    core->ct.uplink_out = NULL;
+    JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_INFO, "[C%" PRIu64 "] Edge uplink lost", conn->conn_id);
+    jn_hash_iter_t it;
+    void *value;
+    jn_hash_iter_init(core->ct.addrs, &it);
+    while (jn_hash_iter_next(&it, NULL, NULL, &value)) {
+        jn_addr_t *addr = value;
+        addr->edge_in_asked = addr->edge_out_asked = addr->edge_dest_up = false;
+    }
+    for (jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next) {
+        if (c != conn && c->edge && !c->incoming && !c->ct.closed) {
+            activate_CT(core, c); /* failover: the next open one */
+            return;
+        }
+    }
+}
+
+jn_core_link_t *jn_edge_uplink_for_CT(jn_core_t *core, const jn_delivery_t *dlv)
+{
+    JN_ASSERT_CT(core);
+    jn_core_link_t *out = core->ct.uplink_out;
+    if (!out || out->ct.state != JN_LINK_ST_ATTACHED || dlv->link->conn == out->conn)
+        return NULL;
+    return out;
+}
+
+/* The address an edge link of ours serves, by its terminus address. */
+static jn_addr_t *edge_link_addr_CT(jn_core_t *core, const jn_core_link_t *link)
+{
+    JN_ASSERT_CT(core);
+    if (!link->address)
+        return NULL;
+    size_t n = strlen(link->address);
+    uint8_t key[260];
+    if (n + 2 > sizeof key)
+        return NULL;
+    key[0] = JN_ADDR_CLASS_MOBILE;
+    key[1] = '0';
+    memcpy(key + 2, link->address, n);
+    return jn_hash_lookup(core->ct.addrs, key, n + 2);
+}
+
+/* One of our own uplink links was reported attached. */
+static void own_link_attached_CT(jn_core_link_t *link)
+{
+    jn_core_conn_t *conn = link->conn;
+    jn_core_t *core = conn->core;
+    JN_ASSERT_CT(core);
+    if (conn != core->ct.uplink) {
+        link->ct.state = JN_LINK_ST_ATTACHED;
+        close_link_CT(link); /* the uplink changed meanwhile */
+        return;
+    }
+    bool in = link->dir == JN_LINK_INCOMING;
+    link->ct.state = JN_LINK_ST_ATTACHED;
+    switch (link->type) {
+    case JN_LINK_EDGE_UPLINK: {
+        static const uint8_t key[] = "L_edge";
+        jn_addr_t *addr = core->ct.edge_addr;
+        if (!addr && jn_addr_get_key_CT(core, key, sizeof key - 1, JN_DIST_CLOSEST, &addr) == 0 &&
+            addr) {
+            addr->permanent = true;
+            core->ct.edge_addr = addr;
+        }
+        if (!addr || jn_addr_add_consumer_CT(addr, link) != 0) {
+            close_link_CT(link);
+            return;
+        }
+        core->ct.uplink_out = link;
+        return;
+    }
+    case JN_LINK_EDGE_DOWNLINK:
+    case JN_LINK_EDGE_TRACKING:
+        link->ct.anonymous = true; /* routed by each message / served here */
+        jn_link_mark_dirty_CT(link);
+        return;
+    case JN_LINK_EDGE_ADDR: {
+        jn_addr_t *addr = NULL;
+        if (link->address &&
+            jn_addr_get_CT(core, link->address, link->dir, false, &addr) != 0)
+            addr = NULL;
+        if (!addr) {
+            close_link_CT(link);
+            return;
+        }
+        if (in) {
+            if (addr->edge_in || !addr->edge_in_asked ||
+                jn_addr_add_producer_CT(addr, link) != 0) {
+                jn_addr_release_if_unused_CT(core, addr);
+                close_link_CT(link);
+                return;
+            }
+            addr->edge_in = link;
+            jn_link_mark_dirty_CT(link);
+        } else {
+            if (addr->edge_out || !addr->edge_out_asked) {
+                jn_addr_release_if_unused_CT(core, addr);
+                close_link_CT(link);
+                return;
+            }
+            addr->edge_out = link;
+            link->ct.anonymous = true; /* bound only while the interior says */
+            if (addr->edge_dest_up)
+                bind_out_CT(core, addr, true);
+            jn_addr_release_if_unused_CT(core, addr);
+        }
+        return;
+    }
+    default:
+        close_link_CT(link);
+        return;
+    }
+}
+
+static void own_link_detached_CT(jn_core_link_t *link)
+{
+    jn_core_t *core = link->conn->core;
+    JN_ASSERT_CT(core);
+    if (core->ct.uplink_out == link)
+        core->ct.uplink_out = NULL;
+    if (link->type != JN_LINK_EDGE_ADDR)
+        return;
+    jn_addr_t *addr = link->ct.addr ? link->ct.addr : edge_link_addr_CT(core, link);
+    if (!addr)
+        return;
+    if (addr->edge_in == link)
+        addr->edge_in = NULL;
+    if (addr->edge_out == link) {
+        addr->edge_out = NULL;
+        if (link->ct.addr == addr)
+            link->ct.anonymous = false; /* bound: the detach unbinds it */
+    }
+}
+
+void jn_edge_tracking_arrived_CT(jn_delivery_t *dlv)
+{
+    jn_core_t *core = jn_delivery_core(dlv);
+    JN_ASSERT_CT(core);
+    jn_message_t *msg = dlv->message;
+    if (!jn_message_is_complete(msg) && !jn_message_is_aborted(msg)) {
+        dlv->ct.wait = JN_DLV_WAIT_TRACKING; /* jn_router_continued_CT */
+        return;
+    }
+    jn_iter_t body;
+    char key[260];
+    size_t klen = 0;
+    bool has = false, ok = false;
+    if (!jn_message_is_aborted(msg) && jn_message_parse(msg, JN_DEPTH_ALL) == 0 &&
+        jn_message_section(msg, JN_SEC_BODY, &body) == 0) {
+        jn_decoder_t d, list;
+        jn_field_t f, k, b;
+        jn_decoder_init(&d, &body, true);
+        if (jn_decoder_next(&d, &f) == 1 && f.type == JN_TYPE_LIST &&
+            jn_decoder_enter(&d, &f, &list) == 0 && jn_decoder_next(&list, &k) == 1 &&
+            k.type == JN_TYPE_STRING && k.size < sizeof key && jn_decoder_next(&list, &b) == 1 &&
+            b.type == JN_TYPE_BOOLEAN) {
+            klen = jn_iter_copy_string(&k.payload, key, sizeof key);
+            has = b.value.b;
+            ok = klen > 0;
+        }
+    }
+    if (ok) {
+        jn_addr_t *addr = jn_hash_lookup(core->ct.addrs, key, klen);
+        if (addr) {
+            addr->edge_dest_up = has;
+            bind_out_CT(core, addr, has);
+        }
+    }
+    dlv->ct.served = ok;
+    jn_forward_to_links_CT(dlv, NULL, 0, false);
 }

@@ -356,6 +356,9 @@ static jn_core_link_t *pick_anycast_CT(jn_core_t *core, jn_addr_t *addr, const j
     jn_core_link_t *local = addr->n_consumers ? jn_addr_pick_consumer_CT(addr) : NULL;
     if (JN_UNLIKELY(rc->from_edge) && local && local->conn == rc->from_edge)
         local = jn_edge_pick_other_CT(addr, rc->from_edge); /* not back to the edge */
+    else if (JN_UNLIKELY(local && local->type == JN_LINK_EDGE_ADDR) && addr->n_consumers > 1 &&
+             addr->distribution == JN_DIST_CLOSEST)
+        local = jn_edge_pick_other_CT(addr, local->conn); /* closest: this edge first */
     if (local && addr->distribution != JN_DIST_BALANCED)
         return local;
     uint64_t remote_load = UINT64_MAX;
@@ -707,6 +710,10 @@ void jn_forward_arrived_CT(jn_delivery_t *dlv)
         jn_edge_heartbeat_arrived_CT(dlv);
         return;
     }
+    if (JN_UNLIKELY(in->type == JN_LINK_EDGE_TRACKING)) {
+        jn_edge_tracking_arrived_CT(dlv); /* an edge router's tracking link */
+        return;
+    }
     if (JN_UNLIKELY(in->ct.routed != NULL) && in->ct.state == JN_LINK_ST_ATTACHED) {
         /* link-routed: to the link at the other end of the route, as is */
         jn_forward_to_links_CT(dlv, &in->ct.routed, 1, false);
@@ -727,6 +734,9 @@ void jn_forward_arrived_CT(jn_delivery_t *dlv)
     }
     jn_route_ctx_t rc;
     jn_router_route_ctx_CT(core, dlv, &rc);
+    if (JN_UNLIKELY(core->edge_mode) && (!addr || !jn_addr_has_destination(addr)) &&
+        !rc.from_edge && core->ct.edge_addr && core->ct.uplink_out)
+        addr = core->ct.edge_addr; /* an edge router: no destination here, up */
     /* a delivery that went round more routers than the mesh is wide is
      * looping (docs/protocol.md, "Link state and routes": radius): released */
     if (!rc.looped && !(core->mesh && rc.trace_count > jn_mesh_radius_CT(core->mesh) + 1))

@@ -278,6 +278,8 @@ void jn_link_attached_CT(jn_core_link_t *link)
         jn_link_producers_dirty_CT(addr); /* first consumer: senders get credit */
     if (!in && JN_UNLIKELY(core->ct.edge_conns > 0))
         jn_edge_consumers_changed_CT(core, addr);
+    if (JN_UNLIKELY(core->edge_mode))
+        jn_edge_local_changed_CT(core, addr); /* links on the uplink follow */
 }
 
 void jn_link_detached_CT(jn_core_link_t *link, bool from_conn_close)
@@ -301,6 +303,8 @@ void jn_link_detached_CT(jn_core_link_t *link, bool from_conn_close)
         jn_forward_consumer_gone_CT(link, addr);
     else
         jn_forward_producer_gone_CT(link);
+    if (addr && JN_UNLIKELY(core->edge_mode) && link->type == JN_LINK_ENDPOINT)
+        jn_edge_local_changed_CT(core, addr);
     if (addr)
         jn_addr_release_if_unused_CT(core, addr);
     if (link->ct.conn_prev)

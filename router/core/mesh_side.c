@@ -97,10 +97,10 @@ void jn_router_route_ctx_CT(jn_core_t *core, const jn_delivery_t *dlv, jn_route_
     JN_ASSERT_CT(core);
     memset(rc, 0, sizeof *rc);
     rc->priority = 4;
+    if (JN_UNLIKELY(dlv->link->conn->edge))
+        rc->from_edge = dlv->link->conn; /* never back to that edge / up again */
     if (!core->mesh)
         return; /* a standalone router: nothing more to know (hot path) */
-    if (JN_UNLIKELY(dlv->link->conn->edge))
-        rc->from_edge = dlv->link->conn;
     jn_message_header_t h;
     if (jn_message_get_header(dlv->message, &h) == 0)
         rc->priority = h.priority;
@@ -832,6 +832,8 @@ void jn_router_continued_CT(jn_delivery_t *dlv)
         control_serve_CT(core, dlv);
     else if (wait == JN_DLV_WAIT_MANAGEMENT)
         management_serve_CT(core, dlv);
+    else if (wait == JN_DLV_WAIT_TRACKING)
+        jn_edge_tracking_arrived_CT(dlv);
 }
 
 /* ---- public ---------------------------------------------------------------- */

@@ -73,6 +73,12 @@ static void set_capability(pn_terminus_t *t, const char *cap)
     pn_terminus_set_expiry_policy(t, PN_EXPIRE_WITH_LINK);
 }
 
+void jn_io_set_capability(pn_link_t *pl, const char *cap)
+{
+    set_capability(pn_link_source(pl), cap);
+    set_capability(pn_link_target(pl), cap);
+}
+
 static void attach_one(jn_io_conn_t *conn, pn_session_t *ssn, bool sender, bool control,
                        int priority)
 {

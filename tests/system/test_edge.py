@@ -20,6 +20,7 @@ import unittest
 from proton import Endpoint, Message, symbol
 from proton.utils import BlockingConnection, SyncRequestResponse
 
+from mesh import distinct_ports
 from harness import SLOW, Recv, RouterTestCase, Scenario, Send, Traffic, conf_section, free_port
 
 
@@ -248,6 +249,183 @@ class EdgeInteriorTest(RouterTestCase):
             conn.close()
         self.assertIn("Connectivity to the node is forbidden", r.log())
         self.assertTrue(r.alive())
+
+
+# --------------------------------------------------------------------------
+# Edge routers (junctiond mode edge) under interiors
+
+MC = {"prefix": "mc", "distribution": "multicast"}
+
+
+def router_config(mode, rid, edge_port=None, uplinks=(), log="info+"):
+    """A router with a client listener ({port}); an interior gets an edge
+    listener on edge_port, an edge a `role: edge` connector per uplink
+    port (in order)."""
+    text = conf_section("router", {"mode": mode, "id": rid, "workerThreads": 2})
+    text += conf_section("listener", {"host": "127.0.0.1", "port": "{port}", "role": "normal",
+                                      "saslMechanisms": "ANONYMOUS", "authenticatePeer": "no"})
+    text += conf_section("address", MC)
+    if edge_port:
+        text += conf_section("listener", {"name": "edges", "host": "127.0.0.1",
+                                          "port": edge_port, "role": "edge",
+                                          "saslMechanisms": "ANONYMOUS",
+                                          "authenticatePeer": "no"})
+    for i, p in enumerate(uplinks):
+        text += conf_section("connector", {"name": "up%d" % i, "host": "127.0.0.1", "port": p,
+                                           "role": "edge", "saslMechanisms": "ANONYMOUS"})
+    text += conf_section("log", {"module": "DEFAULT", "enable": log, "includeTimestamp": "yes"})
+    return text
+
+
+class EdgeMesh:
+    """Interiors (names) and edges (name -> list of interior names it
+    connects to, in order), started by case."""
+
+    def __init__(self, case, interiors, edges):
+        self.case = case
+        ports = distinct_ports(interiors)
+        self.edge_ports = ports
+        self.r = {}
+        for name in interiors:
+            self.r[name] = case.start_router(config=router_config("interior", name, ports[name]))
+        for name, ups in edges.items():
+            self.r[name] = case.start_router(
+                config=router_config("edge", name, uplinks=[ports[u] for u in ups]))
+        for name in edges:
+            case.wait_for("edge %s attached" % name,
+                          lambda n=name: any("Edge router '%s' attached" % n in self.r[i].log()
+                                             for i in interiors))
+
+    def url(self, name):
+        return self.r[name].url
+
+
+def msgs(address, n):
+    return [Message(address=address, body=i) for i in range(n)]
+
+
+class RequestReply(Scenario):
+    """A server on one router answers each request to `service` to its
+    reply-to; a client on another, with a dynamic reply address, sends n
+    requests and waits for n replies."""
+
+    def __init__(self, server_url, client_url, service, n):
+        super().__init__(timeout=30)
+        self.server_url, self.client_url, self.service, self.n = server_url, client_url, service, n
+        self.replies = []
+        self.reply_to = None
+        self.sent = 0
+
+    def start(self):
+        sc = self.connect(self.server_url)
+        self.srv = self.container.create_receiver(sc, self.service)
+        self.srv.flow(100)
+        self.srv_out = self.container.create_sender(sc, None)
+        self.cc = None
+
+    def on_link_opened(self, event):
+        if event.link == self.srv and self.cc is None:
+            self.cc = self.connect(self.client_url)
+            self.rcv = self.container.create_receiver(self.cc, None, dynamic=True)
+            self.rcv.flow(100)
+        elif self.cc is not None and event.link == getattr(self, "rcv", None):
+            self.reply_to = self.rcv.remote_source.address
+            self.req = self.container.create_sender(self.cc, self.service)
+
+    def on_sendable(self, event):
+        if getattr(self, "req", None) == event.sender:
+            while self.sent < self.n and event.sender.credit > 0:
+                event.sender.send(Message(body=self.sent, reply_to=self.reply_to))
+                self.sent += 1
+
+    def on_message(self, event):
+        if event.receiver == self.srv:
+            m = event.message
+            self.srv_out.send(Message(address=m.reply_to, body=m.body))
+        else:
+            self.replies.append(event.message.body)
+            if len(self.replies) == self.n:
+                self.done()
+        event.delivery.settle()
+
+    def progress(self):
+        return "reply_to %s, sent %d, replies %d" % (self.reply_to, self.sent, len(self.replies))
+
+
+class CreditWatch(Scenario):
+    """A sender on an edge to `address`: no credit while no consumer exists
+    anywhere; a receiver on another router appears: credit; it goes: the
+    edge withdraws the credit (drain)."""
+
+    def __init__(self, sender_url, consumer_url, address):
+        super().__init__(timeout=30)
+        self.sender_url, self.consumer_url, self.address = sender_url, consumer_url, address
+        self.log = []
+        self.t_open = None
+
+    def start(self):
+        self.snd = self.container.create_sender(self.connect(self.sender_url), self.address)
+
+    def on_link_opened(self, event):
+        if event.link == self.snd:
+            self.t_open = time.monotonic()
+
+    def tick(self):
+        if self.t_open is None:
+            return
+        if not self.log and self.snd.credit > 0:
+            self.fail("credit before any consumer")
+        if not self.log and time.monotonic() - self.t_open > 1.0:
+            self.log.append("no credit for 1 s")
+            self.rc = self.connect(self.consumer_url)
+            self.recv = self.container.create_receiver(self.rc, self.address)
+            self.recv.flow(10)
+        elif self.log == ["no credit for 1 s"] and self.snd.credit > 0:
+            self.log.append("credit")
+            self.recv.close()
+        elif self.log[-1:] == ["credit"] and (self.snd.drain_mode or self.snd.credit == 0):
+            self.log.append("withdrawn")
+            self.snd.drained()
+            self.done()
+
+    def progress(self):
+        return str(self.log)
+
+
+class EdgeRoutersTest(RouterTestCase):
+
+    def test_one_interior_three_edges(self):
+        """Anycast and multicast exact counts across edges and within one
+        edge; request/reply between edges; credit only while a consumer
+        exists somewhere."""
+        m = EdgeMesh(self, ["I"], {"E1": ["I"], "E2": ["I"], "E3": ["I"]})
+        u = m.url
+        # anycast across edges (unsettled, all accepted)
+        t = Traffic(None, [Recv("a.q", url=u("E2"))], [Send("a.q", msgs("a.q", 200), url=u("E1"))],
+                    expect=200).run()
+        self.assertIsNone(t.error, t.error)
+        self.assertEqual(len(t.receivers[0].messages), 200)
+        # anycast within one edge: stays there (the interior sees no such address)
+        t = Traffic(None, [Recv("b.q", url=u("E1"))], [Send("b.q", msgs("b.q", 200), url=u("E1"))],
+                    expect=200).run()
+        self.assertIsNone(t.error, t.error)
+        addrs = query(u("I"), "org.apache.qpid.dispatch.router.address", ["name"])
+        self.assertNotIn("M0b.q", [a["name"] for a in addrs])
+        # multicast: two receivers on E2, one on each other edge, one on the interior
+        rs = [Recv("mc.x", url=u(n)) for n in ("E1", "E2", "E2", "E3", "I")]
+        t = Traffic(None, rs, [Send("mc.x", msgs("mc.x", 50), url=u("E1"))], expect=250,
+                    linger=0.5).run()
+        self.assertIsNone(t.error, t.error)
+        self.assertEqual([len(r.messages) for r in rs], [50] * 5)
+        # request/reply between two edges (dynamic reply-to on an edge)
+        s = RequestReply(u("E3"), u("E1"), "svc", 20).run()
+        self.assertIsNone(s.error, s.error)
+        self.assertTrue(s.reply_to.startswith("amqp:/_edge/E1/temp."), s.reply_to)
+        self.assertEqual(sorted(s.replies), list(range(20)))
+        # credit only while a consumer exists somewhere
+        s = CreditWatch(u("E1"), u("E3"), "c.q").run()
+        self.assertIsNone(s.error, s.error)
+        self.assertEqual(s.log, ["no credit for 1 s", "credit", "withdrawn"])
 
 
 if __name__ == "__main__":

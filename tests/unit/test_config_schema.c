@@ -454,7 +454,7 @@ static void implemented_enum_values(void **state)
     const jn_schema_attr_t *mode = attr_of("router", "mode");
     assert_true(jn_schema_attr_value_implemented(mode, "standalone"));
     assert_true(jn_schema_attr_value_implemented(mode, "interior"));
-    assert_false(jn_schema_attr_value_implemented(mode, "edge"));
+    assert_true(jn_schema_attr_value_implemented(mode, "edge"));
     static const char *const endpoints[] = {"listener", "connector"};
     for (size_t i = 0; i < 2; i++) {
         const jn_schema_attr_t *role = attr_of(endpoints[i], "role");
@@ -462,10 +462,10 @@ static void implemented_enum_values(void **state)
         assert_true(jn_schema_attr_value_implemented(role, "inter-router"));
         assert_true(jn_schema_attr_value_implemented(role, "route-container"));
     }
-    /* an interior's edge listener is implemented (issue 17, the interior's
-     * side); an edge's connector not yet */
+    /* edge routers (issue 17): an interior's edge listener, an edge's
+     * connector */
     assert_true(jn_schema_attr_value_implemented(attr_of("listener", "role"), "edge"));
-    assert_false(jn_schema_attr_value_implemented(attr_of("connector", "role"), "edge"));
+    assert_true(jn_schema_attr_value_implemented(attr_of("connector", "role"), "edge"));
     /* not a value of the enum, or none: not this function's to refuse */
     assert_true(jn_schema_attr_value_implemented(mode, "Edge"));
     assert_true(jn_schema_attr_value_implemented(mode, "bogus"));

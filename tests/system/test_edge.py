@@ -14,13 +14,17 @@ a plain client on an edge listener is served like any client.
 
 The fake edge is a proton client (real junctiond, real AMQP on 127.0.0.1).
 """
+import re
+import signal
+import sys
 import time
 import unittest
 
-from proton import Endpoint, Message, symbol
+from proton import Delivery, Endpoint, Message, symbol
 from proton.utils import BlockingConnection, SyncRequestResponse
 
 from mesh import distinct_ports
+from test_mesh_failover import FlowAndKill
 from harness import SLOW, Recv, RouterTestCase, Scenario, Send, Traffic, conf_section, free_port
 
 
@@ -426,6 +430,46 @@ class EdgeRoutersTest(RouterTestCase):
         s = CreditWatch(u("E1"), u("E3"), "c.q").run()
         self.assertIsNone(s.error, s.error)
         self.assertEqual(s.log, ["no credit for 1 s", "credit", "withdrawn"])
+
+
+class EdgeFailoverTest(RouterTestCase):
+
+    def test_active_interior_killed_while_unsettled_messages_flow(self):
+        """2 interiors + an edge with connectors to both. The interior the
+        edge chose (the first opened) is killed while 4,000 unsettled
+        messages flow from a sender on the edge to a receiver on the other
+        interior: every message is accepted or comes back released or
+        modified, every accepted one was received, and traffic resumes over
+        the other interior (the failover time is printed)."""
+        ports = distinct_ports(["I1", "I2", "ir"])
+        ir = conf_section("listener", {"name": "ir", "host": "127.0.0.1", "port": ports["ir"],
+                                       "role": "inter-router", "saslMechanisms": "ANONYMOUS",
+                                       "authenticatePeer": "no"})
+        to_i1 = conf_section("connector", {"name": "to-I1", "host": "127.0.0.1",
+                                           "port": ports["ir"], "role": "inter-router",
+                                           "saslMechanisms": "ANONYMOUS"})
+        r = {"I1": self.start_router(config=router_config("interior", "I1", ports["I1"]) + ir),
+             "I2": self.start_router(config=router_config("interior", "I2", ports["I2"]) + to_i1)}
+        e = self.start_router(config=router_config("edge", "E",
+                                                   uplinks=[ports["I1"], ports["I2"]]))
+        self.wait_for("the edge's uplink", lambda: "Edge uplink active" in e.log())
+        active = re.search(r"Edge uplink active: interior '(\w+)'", e.log()).group(1)
+        other = "I2" if active == "I1" else "I1"
+        self.wait_for("the edge attached", lambda: "Edge router 'E' attached" in r[active].log())
+        s = FlowAndKill(e.url, r[other].url, total=4000, kill_after=800,
+                        kill=lambda: r[active].signal(signal.SIGKILL))
+        s.run()
+        self.assertIsNone(s.error, s.error and s.error + "\n" + self.logs())
+        self.assertEqual(len(s.outcomes), 4000)
+        accepted = {q for q, st in s.outcomes.items() if st == Delivery.ACCEPTED}
+        others = {st for q, st in s.outcomes.items() if st != Delivery.ACCEPTED}
+        self.assertLessEqual(others, {Delivery.RELEASED, Delivery.MODIFIED})
+        self.assertLessEqual(accepted, s.received)  # none accepted and missing
+        self.assertIsNotNone(s.first_after_kill, "no message accepted after the kill")
+        self.assertIn("Edge uplink active: interior '%s'" % other, e.log())
+        sys.stderr.write("\nedge failover: first message accepted %.2f s after the kill; "
+                         "%d accepted, %d released/modified\n"
+                         % (s.first_after_kill, len(accepted), 4000 - len(accepted)))
 
 
 if __name__ == "__main__":

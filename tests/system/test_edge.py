@@ -14,8 +14,10 @@ a plain client on an edge listener is served like any client.
 
 The fake edge is a proton client (real junctiond, real AMQP on 127.0.0.1).
 """
+import os
 import re
 import signal
+import subprocess
 import sys
 import time
 import unittest
@@ -304,6 +306,18 @@ class EdgeMesh:
         return self.r[name].url
 
 
+TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools")
+
+
+def stat(*args, url):
+    """junction-stat's output (it must exit 0)."""
+    p = subprocess.run(["/usr/bin/python3", os.path.join(TOOLS, "junction-stat"), "-b", url] +
+                       list(args), capture_output=True, text=True, timeout=30,
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    return p.stdout
+
+
 def msgs(address, n):
     return [Message(address=address, body=i) for i in range(n)]
 
@@ -430,6 +444,12 @@ class EdgeRoutersTest(RouterTestCase):
         s = CreditWatch(u("E1"), u("E3"), "c.q").run()
         self.assertIsNone(s.error, s.error)
         self.assertEqual(s.log, ["no credit for 1 s", "credit", "withdrawn"])
+        # tools: the mode, and the interior's view of its edges
+        out = stat("-g", url=u("E1"))
+        self.assertRegex(out, r"Mode +edge")
+        out = stat("--edge", url=u("I"))
+        for name in ("E1", "E2", "E3"):
+            self.assertRegex(out, r"\b%s\b +edge +in" % name)
 
 
 class EdgeFailoverTest(RouterTestCase):

@@ -679,7 +679,8 @@ void jn_io_ir_attach_links_IO(jn_io_conn_t *conn);
  * terminus capability at our end and the attach order. */
 void jn_io_ir_classify_IO(jn_io_link_t *link, jn_link_info_t *info);
 /* Put the single symbol cap as the capability of both of pl's local
- * termini (expiry policy link-detach, as 1.19's router links). */
+ * termini (expiry policy link-detach, as 1.19's router links). The
+ * connection's I/O thread; docs/protocol.md, "Edge routers". */
 void jn_io_set_capability(pn_link_t *pl, const char *cap);
 /* A receiver whose source has the qd.fallback capability (the first one,
  * docs/protocol.md, "Link routes, auto-links and phases on the wire"): a

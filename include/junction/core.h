@@ -231,7 +231,8 @@ typedef enum jn_link_type {
                             * the edge's H<edge-id> destination */
     JN_LINK_EDGE_TRACKING, /* outgoing, source _$qd.edge_addr_tracking: the
                             * router reports [key, has-destinations] on it */
-    JN_LINK_EDGE_HEARTBEAT, /* incoming, target _$qd.edge_heartbeat */
+    JN_LINK_EDGE_HEARTBEAT, /* incoming, target _$qd.edge_heartbeat (right
+                             * after _TRACKING: forward.c tests both at once) */
     /* On an edge router, links it attaches itself on its uplink
      * (JN_WORK_LINK_ATTACH with attach.edge; local): the anonymous sender
      * that carries all traffic up, and its per-address links (a receiver

@@ -627,6 +627,15 @@ static void forward_multicast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_r
     unsigned n = addr->n_remote > 0
                      ? jn_router_multicast_links_CT(core, addr, rc, remote, JN_MESH_MAX_LINKS)
                      : 0;
+    if (JN_UNLIKELY(core->edge_mode) && !rc->from_edge && dlv->link->ct.anonymous) {
+        /* an edge router, an anonymous sender: one copy up for the
+         * consumers beyond this edge, unless the address's own uplink
+         * sender (bound while the interior reports some) takes one */
+        jn_core_link_t *up = core->ct.uplink_out;
+        if (up && up->ct.state == JN_LINK_ST_ATTACHED &&
+            !(addr->edge_out && addr->edge_out->ct.addr == addr) && n < JN_MESH_MAX_LINKS)
+            remote[n++] = up;
+    }
     addr->egress += addr->n_consumers;
     addr->transit += n;
     copy_to_links_CT(dlv, addr->consumers, addr->n_consumers, remote, n,

@@ -438,6 +438,12 @@ class EdgeRoutersTest(RouterTestCase):
                     linger=0.5).run()
         self.assertIsNone(t.error, t.error)
         self.assertEqual([len(r.messages) for r in rs], [50] * 5)
+        # multicast from an anonymous sender on an edge that has a consumer too
+        rs = [Recv("mc.y", url=u(n)) for n in ("E1", "E2", "I")]
+        t = Traffic(None, rs, [Send(None, msgs("mc.y", 50), url=u("E1"))], expect=150,
+                    linger=0.5).run()
+        self.assertIsNone(t.error, t.error)
+        self.assertEqual([len(r.messages) for r in rs], [50] * 3)
         # request/reply between two edges (dynamic reply-to on an edge)
         s = RequestReply(u("E3"), u("E1"), "svc", 20).run()
         self.assertIsNone(s.error, s.error)

@@ -501,5 +501,35 @@ class EdgeFailoverTest(RouterTestCase):
                          % (s.first_after_kill, len(accepted), 4000 - len(accepted)))
 
 
+class EdgeRestartTest(RouterTestCase):
+
+    def test_interior_restarts_repeatedly(self):
+        """The edges' interior is killed and started again three times:
+        each time both edges attach again and traffic between them flows;
+        the edges neither crash nor leak (they stop cleanly at the end)."""
+        ports = distinct_ports(["I"])
+        i = self.start_router(config=router_config("interior", "I", ports["I"]))
+        es = {n: self.start_router(config=router_config("edge", n, uplinks=[ports["I"]]))
+              for n in ("E1", "E2")}
+        for rnd in range(4):
+            for n, e in es.items():
+                self.wait_for("%s attached (round %d)" % (n, rnd),
+                              lambda e=e: e.log().count("Edge uplink active") == rnd + 1 and
+                              "Edge router '%s' attached" % n in i.log())
+            t = Traffic(None, [Recv("r.q", url=es["E2"].url)],
+                        [Send("r.q", msgs("r.q", 20), url=es["E1"].url)], expect=20).run()
+            self.assertIsNone(t.error, "round %d: %s" % (rnd, t.error))
+            if rnd == 3:
+                break
+            i.signal(signal.SIGKILL)
+            i.proc.wait(10)
+            i._log_file.close()
+            i.start()
+            i.wait_ready()
+        for e in es.values():
+            self.assertTrue(e.alive())
+        self.assertEqual(es["E1"].log().count("Edge uplink lost"), 3)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -153,6 +153,7 @@ typedef struct jn_addr {
      * the address has destinations beyond this edge (the sender is then
      * one of its consumers) */
     bool edge_in_asked, edge_out_asked, edge_dest_up;
+    bool edge_reported; /* the interior reported on it (tracking) */
     jn_core_link_t *edge_in, *edge_out;
     /* management counters (router.address), forward.c: deliveries that
      * entered the mesh here (from a client), copies to local consumers

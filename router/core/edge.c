@@ -395,6 +395,7 @@ void jn_edge_conn_closed_CT(jn_core_conn_t *conn)
     while (jn_hash_iter_next(&it, NULL, NULL, &value)) {
         jn_addr_t *addr = value;
         addr->edge_in_asked = addr->edge_out_asked = addr->edge_dest_up = false;
+        addr->edge_reported = false;
     }
     for (jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next) {
         if (c != conn && c->edge && !c->incoming && !c->ct.closed) {
@@ -516,6 +517,7 @@ static void own_link_detached_CT(jn_core_link_t *link)
         addr->edge_in = NULL;
     if (addr->edge_out == link) {
         addr->edge_out = NULL;
+        addr->edge_reported = addr->edge_dest_up = false;
         if (link->ct.addr == addr)
             link->ct.anonymous = false; /* bound: the detach unbinds it */
     }
@@ -552,6 +554,7 @@ void jn_edge_tracking_arrived_CT(jn_delivery_t *dlv)
         jn_addr_t *addr = jn_hash_lookup(core->ct.addrs, key, klen);
         if (addr) {
             addr->edge_dest_up = has;
+            addr->edge_reported = true;
             bind_out_CT(core, addr, has);
         }
     }

@@ -627,13 +627,16 @@ static void forward_multicast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_r
     unsigned n = addr->n_remote > 0
                      ? jn_router_multicast_links_CT(core, addr, rc, remote, JN_MESH_MAX_LINKS)
                      : 0;
-    if (JN_UNLIKELY(core->edge_mode) && !rc->from_edge && dlv->link->ct.anonymous) {
-        /* an edge router, an anonymous sender: one copy up for the
-         * consumers beyond this edge, unless the address's own uplink
-         * sender (bound while the interior reports some) takes one */
+    if (JN_UNLIKELY(core->edge_mode) && !rc->from_edge &&
+        !(addr->edge_out && addr->edge_out->ct.addr == addr) &&
+        (dlv->link->ct.anonymous || !addr->edge_reported)) {
+        /* an edge router: one copy up the anonymous uplink sender for the
+         * consumers beyond this edge when the address's own uplink sender
+         * (bound while the interior reports some) does not take one: from
+         * an anonymous sender (the interior reports only on addresses the
+         * edge has senders for), or before the interior's first report */
         jn_core_link_t *up = core->ct.uplink_out;
-        if (up && up->ct.state == JN_LINK_ST_ATTACHED &&
-            !(addr->edge_out && addr->edge_out->ct.addr == addr) && n < JN_MESH_MAX_LINKS)
+        if (up && up->ct.state == JN_LINK_ST_ATTACHED && n < JN_MESH_MAX_LINKS)
             remote[n++] = up;
     }
     addr->egress += addr->n_consumers;

@@ -272,8 +272,8 @@ static size_t run_batch_CT(jn_core_t *core)
     core->ct.batch++;
     for (size_t i = 0; i < n; i++)
         dispatch_CT(core, batch[i]);
-    if (core->mesh)
-        jn_router_tick_CT(core); /* one clock read per batch, interior only */
+    if (core->mesh || core->edge_mode)
+        jn_router_tick_CT(core); /* one clock read per batch, interior and edge only */
     if (atomic_load_explicit(&core->mc_waiting, memory_order_relaxed))
         jn_forward_mc_tick_CT(core); /* a clock read per batch while copies wait */
     jn_link_flush_credit_CT(core);
@@ -330,7 +330,7 @@ static void core_sleep(jn_core_t *core)
      * loop that holds it ticks them after each batch of its own, so
      * without it a short wait is enough) */
     int timeout = -1;
-    if (core->mesh) {
+    if (core->mesh || core->edge_mode) {
         if (ct_enter(core)) {
             timeout = jn_router_sleep_ms_CT(core);
             ct_leave(core);

@@ -426,6 +426,9 @@ struct jn_core {
          * sender, the L_edge address that sender serves */
         jn_core_conn_t *uplink;
         jn_core_link_t *uplink_out;
+        jn_core_link_t *edge_hb_out; /* its heartbeat sender */
+        int64_t edge_next_hb_ms;
+        int32_t edge_hb_count;
         jn_addr_t *edge_addr;
         uint64_t next_edge_link;
         uint32_t temp_nonce; /* random part of dynamic addresses */
@@ -675,6 +678,12 @@ void jn_edge_conn_closed_CT(jn_core_conn_t *conn);
  * on the uplink attached or detached): ask for or close its links on the
  * uplink. */
 void jn_edge_local_changed_CT(jn_core_t *core, jn_addr_t *addr);
+/* An edge router: every JN_EDGE_HEARTBEAT_MS, a heartbeat up the uplink
+ * (when its heartbeat link has credit); how long the core may sleep until
+ * the next one (ms). */
+void jn_edge_uplink_tick_CT(jn_core_t *core);
+int jn_edge_sleep_ms_CT(jn_core_t *core);
+#define JN_EDGE_HEARTBEAT_MS 2000
 /* An edge router: a delivery on the tracking link ([key, bool]). */
 void jn_edge_tracking_arrived_CT(jn_delivery_t *dlv);
 /* An edge router: the uplink's anonymous sender, for a delivery with no

@@ -360,6 +360,7 @@ static void activate_CT(jn_core_t *core, jn_core_conn_t *conn)
     ask_attach_CT(core, JN_LINK_OUTGOING, NULL, JN_LINK_EDGE_UPLINK);
     ask_attach_CT(core, JN_LINK_INCOMING, core->router_id, JN_LINK_EDGE_DOWNLINK);
     ask_attach_CT(core, JN_LINK_INCOMING, "_$qd.edge_addr_tracking", JN_LINK_EDGE_TRACKING);
+    ask_attach_CT(core, JN_LINK_OUTGOING, "_$qd.edge_heartbeat", JN_LINK_EDGE_HEARTBEAT);
     jn_hash_iter_t it;
     void *value;
     jn_hash_iter_init(core->ct.addrs, &it);
@@ -388,6 +389,7 @@ void jn_edge_conn_closed_CT(jn_core_conn_t *conn)
         return;
     core->ct.uplink = NULL;
     core->ct.uplink_out = NULL;
+    core->ct.edge_hb_out = NULL;
     JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_INFO, "[C%" PRIu64 "] Edge uplink lost", conn->conn_id);
     jn_hash_iter_t it;
     void *value;
@@ -464,6 +466,10 @@ static void own_link_attached_CT(jn_core_link_t *link)
         link->ct.anonymous = true; /* routed by each message / served here */
         jn_link_mark_dirty_CT(link);
         return;
+    case JN_LINK_EDGE_HEARTBEAT:
+        link->ct.anonymous = true; /* bound to no address */
+        core->ct.edge_hb_out = link;
+        return;
     case JN_LINK_EDGE_ADDR: {
         jn_addr_t *addr = NULL;
         if (link->address &&
@@ -508,6 +514,8 @@ static void own_link_detached_CT(jn_core_link_t *link)
     JN_ASSERT_CT(core);
     if (core->ct.uplink_out == link)
         core->ct.uplink_out = NULL;
+    if (core->ct.edge_hb_out == link)
+        core->ct.edge_hb_out = NULL;
     if (link->type != JN_LINK_EDGE_ADDR)
         return;
     jn_addr_t *addr = link->ct.addr ? link->ct.addr : edge_link_addr_CT(core, link);
@@ -560,4 +568,43 @@ void jn_edge_tracking_arrived_CT(jn_delivery_t *dlv)
     }
     dlv->ct.served = ok;
     jn_forward_to_links_CT(dlv, NULL, 0, false);
+}
+
+void jn_edge_uplink_tick_CT(jn_core_t *core)
+{
+    JN_ASSERT_CT(core);
+    int64_t now = (int64_t)jn_time_mono_ms();
+    if (now < core->ct.edge_next_hb_ms)
+        return;
+    core->ct.edge_next_hb_ms = now + JN_EDGE_HEARTBEAT_MS;
+    jn_core_link_t *hb = core->ct.edge_hb_out;
+    /* only with credit: a heartbeat never waits (the next one is as good) */
+    if (!hb || hb->ct.state != JN_LINK_ST_ATTACHED || hb->ct.handed >= hb->ct.credit_limit ||
+        hb->ct.undelivered.count > 0)
+        return;
+    jn_encoder_t e;
+    jn_encoder_init(&e);
+    jn_compose_props_t props = {.to = NULL, .fields = 3};
+    jn_compose_head(&e, &props);
+    jn_enc_descriptor_ulong(&e, JN_SECTION_AMQP_VALUE);
+    jn_enc_int(&e, core->ct.edge_hb_count++);
+    int rc = 0;
+    jn_message_t *msg = jn_compose_message(&e, JN_DEPTH_PROPERTIES, &rc);
+    if (!msg)
+        return;
+    jn_delivery_t *dlv = jn_delivery_new_IO(core->internal_link, msg, true, NULL, 0);
+    if (!dlv) {
+        jn_message_unref(msg);
+        return;
+    }
+    jn_forward_to_links_CT(dlv, &hb, 1, true);
+}
+
+int jn_edge_sleep_ms_CT(jn_core_t *core)
+{
+    JN_ASSERT_CT(core);
+    /* never -1 (sleep until woken): the uplink's links may be attached by
+     * an I/O thread running the core inline, which wakes no one */
+    int64_t left = core->ct.edge_next_hb_ms - (int64_t)jn_time_mono_ms();
+    return left < 0 ? 0 : left > JN_EDGE_HEARTBEAT_MS ? JN_EDGE_HEARTBEAT_MS : (int)left;
 }

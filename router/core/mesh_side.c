@@ -572,8 +572,11 @@ static void mesh_flush_CT(jn_core_t *core)
 void jn_router_tick_CT(jn_core_t *core)
 {
     JN_ASSERT_CT(core);
-    if (!core->mesh)
+    if (!core->mesh) {
+        if (core->edge_mode)
+            jn_edge_uplink_tick_CT(core); /* an edge router's heartbeat */
         return;
+    }
     int64_t now = now_ms();
     if (core->ct.flush_pending && now - core->ct.last_flush_ms >= JN_MESH_FLUSH_MS)
         mesh_flush_CT(core);
@@ -590,7 +593,7 @@ int jn_router_sleep_ms_CT(jn_core_t *core)
 {
     JN_ASSERT_CT(core);
     if (!core->mesh)
-        return -1;
+        return core->edge_mode ? jn_edge_sleep_ms_CT(core) : -1;
     int64_t now = now_ms();
     int64_t left = core->ct.next_tick_ms - now;
     if (core->ct.flush_pending) {

@@ -501,6 +501,23 @@ class EdgeFailoverTest(RouterTestCase):
                          % (s.first_after_kill, len(accepted), 4000 - len(accepted)))
 
 
+class EdgeHeartbeatTest(RouterTestCase):
+
+    def test_an_idle_edge_keeps_its_uplink(self):
+        """A junctiond edge attaches a heartbeat link and beats every 2 s:
+        idle for longer than the interior's 8 s timeout, it stays attached."""
+        ports = distinct_ports(["I"])
+        i = self.start_router(config=router_config("interior", "I", ports["I"]))
+        e = self.start_router(config=router_config("edge", "E1", uplinks=[ports["I"]]))
+        self.wait_for("the heartbeat link", lambda: "target=_$qd.edge_heartbeat" in i.log())
+        time.sleep(10)
+        self.assertNotIn("sent no heartbeat", i.log())
+        self.assertEqual(e.log().count("Edge uplink active"), 1)
+        t = Traffic(None, [Recv("h.q", url=i.url)], [Send("h.q", msgs("h.q", 5), url=e.url)],
+                    expect=5).run()
+        self.assertIsNone(t.error, t.error)
+
+
 class EdgeRestartTest(RouterTestCase):
 
     def test_interior_restarts_repeatedly(self):

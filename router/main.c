@@ -350,6 +350,7 @@ static int build(daemon_state_t *st)
     jn_core_config_t cc = {.router_id = rs->id,
                            .default_distribution = rs->default_distribution,
                            .interior = rs->interior,
+                           .edge = strcmp(rs->mode, "edge") == 0,
                            .hello_interval = rs->hello_interval,
                            .hello_max_age = rs->hello_max_age,
                            .ra_interval = rs->ra_interval,

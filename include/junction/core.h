@@ -87,13 +87,15 @@ typedef struct jn_core_config {
     /* router.mode interior: run the mesh (junction/mesh.h) with these
      * timers in seconds (0 = the 1.19 defaults, docs/protocol.md "Timers"). */
     bool interior;
+    /* router.mode edge (docs/design.md, "Edge routers"): no mesh; the
+     * first open connection of a connector with role edge is the uplink */
+    bool edge;
     uint32_t hello_interval, hello_max_age, ra_interval, ra_interval_flux, remote_ls_max_age;
 } jn_core_config_t;
 
 /* jn_core_create: a core that is not running yet. cfg and ops are copied.
- * Also calls jn_iter_configure("0", router_id, false), so that the address
- * hash view knows this router (an edge router's main must call
- * jn_iter_configure again after this). Returns NULL on ENOMEM, or when ops
+ * Also calls jn_iter_configure("0", router_id, cfg->edge), so that the
+ * address hash view knows this router. Returns NULL on ENOMEM, or when ops
  * lacks a callback or the default distribution is out of range. Main
  * thread, before other threads use iterators. */
 jn_core_t *jn_core_create(const jn_core_config_t *cfg, const jn_core_io_ops_t *ops);
@@ -187,6 +189,10 @@ typedef struct jn_conn_info {
      * link route's or auto-link's `connection` names it */
     const char *endpoint_name;
     bool route_container; /* role route-container */
+    /* role edge on an interior's listener (docs/protocol.md, "Edge
+     * routers"): router annotations honoured both ways whatever strip_*
+     * say; the peer's edge links are recognised (jn_link_type_t) */
+    bool edge;
 } jn_conn_info_t;
 
 /* jn_core_conn_opened_IO: an AMQP connection is open. Allocates the core's
@@ -217,7 +223,23 @@ typedef enum jn_link_dir {
 typedef enum jn_link_type {
     JN_LINK_ENDPOINT = 0, /* a client's link, routed by its terminus address */
     JN_LINK_CONTROL,      /* inter-router control (qd.router) */
-    JN_LINK_DATA          /* inter-router data (qd.router-data) */
+    JN_LINK_DATA,         /* inter-router data (qd.router-data) */
+    /* Links an edge router attaches on its edge connection to an interior
+     * (docs/protocol.md, "Edge routers"); recognised only on a connection
+     * of a listener with role edge: */
+    JN_LINK_EDGE_DOWNLINK, /* outgoing, source capability qd.router-edge-downlink:
+                            * the edge's H<edge-id> destination */
+    JN_LINK_EDGE_TRACKING, /* outgoing, source _$qd.edge_addr_tracking: the
+                            * router reports [key, has-destinations] on it */
+    JN_LINK_EDGE_HEARTBEAT, /* incoming, target _$qd.edge_heartbeat (right
+                             * after _TRACKING: forward.c tests both at once) */
+    /* On an edge router, links it attaches itself on its uplink
+     * (JN_WORK_LINK_ATTACH with attach.edge; local): the anonymous sender
+     * that carries all traffic up, and its per-address links (a receiver
+     * per address with local consumers, a sender per address with local
+     * producers). The downlink and tracking receivers use the types above. */
+    JN_LINK_EDGE_UPLINK,
+    JN_LINK_EDGE_ADDR
 } jn_link_type_t;
 
 typedef struct jn_link_info {
@@ -498,6 +520,9 @@ typedef struct jn_work {
             bool presettled;
             char *name;        /* owned */
             void *ref;         /* the core's, for jn_link_info_t.attach_ref */
+            uint8_t edge;      /* an edge router's uplink link: its
+                                * jn_link_type_t (JN_LINK_EDGE_*; ref NULL),
+                                * 0 otherwise */
         } attach;
     };
     char *address;            /* LINK_OPEN (owned) */

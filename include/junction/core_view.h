@@ -33,6 +33,7 @@ typedef struct jn_view_conn {
     const char *host;      /* peer "host:port" (incoming) or connector "host:port" */
     bool incoming;         /* accepted by a listener */
     bool inter_router;     /* role inter-router */
+    bool edge;             /* role edge (an edge router's uplink to us) */
     uint32_t link_capacity;
     uint32_t links;    /* links attached on it */
     /* the peer's open properties, an encoded map with string keys

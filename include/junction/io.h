@@ -41,7 +41,9 @@ typedef enum jn_strip { JN_STRIP_BOTH = 0, JN_STRIP_IN, JN_STRIP_OUT, JN_STRIP_N
  * 0 means the default where said. JN_ROLE_NORMAL, JN_ROLE_ROUTE_CONTAINER
  * (a broker's connection: link routes and auto-links may name it) and
  * JN_ROLE_INTER_ROUTER are accepted (the latter only on an interior
- * router's core: main checks); JN_ROLE_EDGE is JN_EINVAL. */
+ * router's core: main checks), and JN_ROLE_EDGE (an interior's edge
+ * listener, an edge router's connector: docs/design.md "Edge routers"; the
+ * config checks refuse an edge listener on an edge router). */
 typedef struct jn_endpoint_config {
     const char *name; /* entity name, for logs */
     const char *host; /* listener: "" or NULL = all interfaces */

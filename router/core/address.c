@@ -231,8 +231,9 @@ static int hint_of(jn_distribution_t d)
 void jn_addr_advertise_CT(jn_core_t *core, jn_addr_t *addr)
 {
     JN_ASSERT_CT(core);
-    if (!core->mesh || addr->key_len < 2 || addr->key[0] != JN_ADDR_CLASS_MOBILE)
-        return;
+    if (!core->mesh || addr->key_len < 2 ||
+        (addr->key[0] != JN_ADDR_CLASS_MOBILE && addr->key[0] != JN_ADDR_CLASS_EDGE_SUMMARY))
+        return; /* H<edge-id>: an attached edge's, advertised like mobile ones */
     bool want = addr->n_consumers > 0 || addr->inproc == JN_INPROC_EXCHANGE;
     if (want == addr->advertised)
         return;
@@ -333,6 +334,8 @@ jn_addr_t *jn_addr_remove_link_CT(jn_core_t *core, jn_core_link_t *link)
         jn_addr_advertise_CT(core, addr);
         if (!jn_addr_has_destination(addr))
             jn_link_producers_dirty_CT(addr); /* senders lose their credit */
+        if (JN_UNLIKELY(core->ct.edge_conns > 0))
+            jn_edge_consumers_changed_CT(core, addr);
     }
     return addr;
 }
@@ -366,12 +369,14 @@ char *jn_addr_make_dynamic_CT(jn_core_t *core)
 {
     JN_ASSERT_CT(core);
     uint64_t serial = ++core->ct.next_temp;
-    int n = snprintf(NULL, 0, "amqp:/_topo/0/%s/temp.%08x%" PRIx64, core->router_id,
-                     core->ct.temp_nonce, serial);
+    /* an edge router's are _edge/<id>/...: the interiors reach it by its
+     * H<id> (docs/design.md, "Edge routers") */
+    const char *form = core->edge_mode ? "amqp:/_edge/%s/temp.%08x%" PRIx64
+                                       : "amqp:/_topo/0/%s/temp.%08x%" PRIx64;
+    int n = snprintf(NULL, 0, form, core->router_id, core->ct.temp_nonce, serial);
     char *s = n > 0 ? malloc((size_t)n + 1) : NULL;
     if (s)
-        snprintf(s, (size_t)n + 1, "amqp:/_topo/0/%s/temp.%08x%" PRIx64, core->router_id,
-                 core->ct.temp_nonce, serial);
+        snprintf(s, (size_t)n + 1, form, core->router_id, core->ct.temp_nonce, serial);
     return s;
 }
 

@@ -73,12 +73,14 @@ jn_core_conn_t *jn_core_conn_opened_IO(jn_core_t *core, void *io_conn, const jn_
     c->link_capacity = info->link_capacity;
     c->inter_router = info->inter_router;
     c->route_container = info->route_container;
+    c->edge = info->edge;
+    c->router_peer = c->inter_router || c->edge;
     c->cost = info->cost ? info->cost : 1;
     c->encrypted = info->encrypted;
     c->ssl_ssf = info->ssl_ssf;
     c->authenticated = info->authenticated;
     c->opened_us = jn_time_wall_us(); /* once per connection, for uptimeSeconds */
-    if (c->inter_router)
+    if (c->router_peer)
         c->strip_inbound = c->strip_outbound = false; /* docs/protocol.md */
     atomic_init(&c->refcount, 1);
     atomic_init(&c->close_posted, false);
@@ -122,7 +124,11 @@ void jn_conn_opened_CT(jn_core_conn_t *conn)
         core->ct.conns->ct.prev = conn;
     core->ct.conns = conn;
     jn_stat_add(&core->stats.connections, 1);
+    if (conn->edge)
+        core->ct.edge_conns++;
     jn_router_conn_opened_CT(conn);
+    if (conn->edge)
+        jn_edge_conn_opened_CT(conn);
     jn_lr_conn_opened_CT(conn);
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_DEBUG,
            "[C%" PRIu64 "] Connection opened: container=%s host=%s %s", conn->conn_id,
@@ -138,6 +144,10 @@ void jn_conn_closed_CT(jn_core_conn_t *conn)
     while (conn->ct.links)
         jn_link_detached_CT(conn->ct.links, true);
     jn_lr_conn_closed_CT(conn);
+    if (conn->edge) {
+        core->ct.edge_conns--;
+        jn_edge_conn_closed_CT(conn);
+    }
     /* The I/O thread takes no more work: the core is the consumer now. */
     jn_mpsc_node_t *nodes[64];
     for (;;) {

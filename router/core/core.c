@@ -108,10 +108,11 @@ jn_core_t *jn_core_create(const jn_core_config_t *cfg, const jn_core_io_ops_t *o
     jn_mpsc_init(&core->actions);
     core->stop_action.type = JN_ACT_STOP;
     core->router_id = strdup(cfg->router_id ? cfg->router_id : "Junction");
+    core->edge_mode = cfg->edge;
     core->ct.addrs = jn_hash_create(64);
     core->wake_fd = eventfd(0, EFD_CLOEXEC);
     if (!core->router_id || !core->ct.addrs || core->wake_fd < 0 ||
-        jn_iter_configure("0", core->router_id, false) != 0 || jn_router_init(core, cfg) != 0 ||
+        jn_iter_configure("0", core->router_id, cfg->edge) != 0 || jn_router_init(core, cfg) != 0 ||
         jn_lr_init(core) != 0) {
         jn_core_free(core);
         return NULL;
@@ -271,8 +272,8 @@ static size_t run_batch_CT(jn_core_t *core)
     core->ct.batch++;
     for (size_t i = 0; i < n; i++)
         dispatch_CT(core, batch[i]);
-    if (core->mesh)
-        jn_router_tick_CT(core); /* one clock read per batch, interior only */
+    if (core->mesh || core->edge_mode)
+        jn_router_tick_CT(core); /* one clock read per batch, interior and edge only */
     if (atomic_load_explicit(&core->mc_waiting, memory_order_relaxed))
         jn_forward_mc_tick_CT(core); /* a clock read per batch while copies wait */
     jn_link_flush_credit_CT(core);
@@ -329,7 +330,7 @@ static void core_sleep(jn_core_t *core)
      * loop that holds it ticks them after each batch of its own, so
      * without it a short wait is enough) */
     int timeout = -1;
-    if (core->mesh) {
+    if (core->mesh || core->edge_mode) {
         if (ct_enter(core)) {
             timeout = jn_router_sleep_ms_CT(core);
             ct_leave(core);

@@ -153,6 +153,13 @@ typedef struct jn_addr {
     uint8_t inproc;       /* JN_INPROC_*: served inside the router */
     struct jn_exchange *exchange; /* JN_INPROC_EXCHANGE: the exchange bound
                                    * to it (exchange.c) */
+    /* an edge router (edge.c): its receiver / sender for the address on
+     * the uplink (requested or attached), and whether the interior said
+     * the address has destinations beyond this edge (the sender is then
+     * one of its consumers) */
+    bool edge_in_asked, edge_out_asked, edge_dest_up;
+    bool edge_reported; /* the interior reported on it (tracking) */
+    jn_core_link_t *edge_in, *edge_out;
     /* management counters (router.address), forward.c: deliveries that
      * entered the mesh here (from a client), copies to local consumers
      * (egress) and to other routers (transit), deliveries served
@@ -198,6 +205,9 @@ struct jn_core_conn {
     uint32_t link_capacity;
     bool inter_router;
     bool route_container; /* role route-container */
+    bool edge;            /* role edge: an edge router's uplink (edge.c) */
+    bool router_peer;     /* inter_router || edge: deliveries to it carry the
+                           * to-override of a targeted sender (delivery.c) */
     char *endpoint_name;  /* its listener's or connector's name (heap), or NULL */
     bool internal;  /* the core's own origin of the messages it composes */
     uint32_t cost;  /* inter-router: effective cost */
@@ -227,6 +237,11 @@ struct jn_core_conn {
         jn_core_link_t *data_out[10];    /* outgoing data links by priority */
         bool control_in;                 /* an incoming control link attached */
         uint32_t data_in_count, data_out_count; /* by arrival order (3.3) */
+        /* edge connection (edge.c): the edge's tracking link, whether it
+         * attached a heartbeat link and when one last arrived (mono ms) */
+        jn_core_link_t *edge_tracking;
+        bool edge_hb;
+        int64_t edge_hb_ms;
         /* affinity (forward.c): the connection this one exchanges most
          * deliveries with, by a majority vote over each window of
          * JN_CORE_AFFINITY_WINDOW deliveries routed to or from it */
@@ -319,6 +334,9 @@ struct jn_core_link {
          * the auto-link this link serves, or NULL */
         jn_core_link_t *routed;
         struct jn_autolink *autolink;
+        /* a sender of an edge router (edge.c): what the tracking link last
+         * said of its address: 0 nothing yet, 1 no destination, 2 some */
+        uint8_t edge_reported;
     } ct;
 
     /* Link routes, auto-links, phases (linkroute.c), apart from the hot
@@ -346,6 +364,7 @@ struct jn_core {
     char *router_id; /* heap */
     jn_distribution_t default_distribution;
     jn_core_io_ops_t ops;
+    bool edge_mode; /* router.mode edge (edge.c) */
 
     /* Written by the main thread before jn_core_start, then read by the
      * core thread only. */
@@ -412,6 +431,16 @@ struct jn_core {
         uint64_t next_link_id;
         int64_t mc_next_check_ms; /* the stuck-consumer watch's next check */
         uint64_t next_temp;  /* dynamic address counter */
+        uint32_t edge_conns; /* open edge connections (edge.c) */
+        /* an edge router (edge.c): the active uplink and its anonymous
+         * sender, the L_edge address that sender serves */
+        jn_core_conn_t *uplink;
+        jn_core_link_t *uplink_out;
+        jn_core_link_t *edge_hb_out; /* its heartbeat sender */
+        int64_t edge_next_hb_ms;
+        int32_t edge_hb_count;
+        jn_addr_t *edge_addr;
+        uint64_t next_edge_link;
         uint32_t temp_nonce; /* random part of dynamic addresses */
         bool stop;
     } ct;
@@ -516,7 +545,8 @@ jn_addr_t *jn_addr_remove_link_CT(jn_core_t *core, jn_core_link_t *link);
 /* Free addr if no link refers to it. */
 void jn_addr_release_if_unused_CT(jn_core_t *core, jn_addr_t *addr);
 /* Make a dynamic address "amqp:/_topo/0/<id>/temp.<unique>" (the form
- * qdrouterd 1.19 gives; heap) or NULL. */
+ * qdrouterd 1.19 gives; on an edge router "amqp:/_edge/<id>/temp.<unique>";
+ * heap) or NULL. */
 char *jn_addr_make_dynamic_CT(jn_core_t *core);
 /* Pick the consumer for an anycast delivery (closest or balanced). */
 jn_core_link_t *jn_addr_pick_consumer_CT(jn_addr_t *addr);
@@ -617,6 +647,8 @@ typedef struct jn_route_ctx {
     uint32_t trace_count;
     unsigned priority;
     bool looped; /* this router's own id is in the trace: never forward it */
+    /* it came from an edge router: never back to that edge (edge.c) */
+    const jn_core_conn_t *from_edge;
 } jn_route_ctx_t;
 
 /* Create the internal origin of composed messages and, for an interior
@@ -687,6 +719,51 @@ void jn_forward_route_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx
 /* jn_forward_copies_CT: one copy of dlv (settled as dlv is sent) to each
  * of links (n), added to dlv->ct.pending. For the exchange (exchange.c). */
 void jn_forward_copies_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned n);
+/* ---- edge.c (the interior's side of edge routers) ------------------------- */
+
+/* An edge router: its edge connection conn opened / closed (choose the
+ * active uplink: the first opened; on its loss the next open one). */
+void jn_edge_conn_opened_CT(jn_core_conn_t *conn);
+void jn_edge_conn_closed_CT(jn_core_conn_t *conn);
+/* An edge router: addr's local consumers or producers changed (a link not
+ * on the uplink attached or detached): ask for or close its links on the
+ * uplink. */
+void jn_edge_local_changed_CT(jn_core_t *core, jn_addr_t *addr);
+/* An edge router: every JN_EDGE_HEARTBEAT_MS, a heartbeat up the uplink
+ * (when its heartbeat link has credit); how long the core may sleep until
+ * the next one (ms). */
+void jn_edge_uplink_tick_CT(jn_core_t *core);
+int jn_edge_sleep_ms_CT(jn_core_t *core);
+#define JN_EDGE_HEARTBEAT_MS 2000
+/* An edge router: a delivery on the tracking link ([key, bool]). */
+void jn_edge_tracking_arrived_CT(jn_delivery_t *dlv);
+/* An edge router: the uplink's anonymous sender, for a delivery with no
+ * local destination that did not come down the uplink; NULL: none. */
+jn_core_link_t *jn_edge_uplink_for_CT(jn_core_t *core, const jn_delivery_t *dlv);
+
+/* An edge link (JN_LINK_EDGE_*) the edge attached: bind it, or refuse it
+ * (or close the connection of a second edge with an id already attached).
+ * Core thread; docs/design.md "Edge routers". */
+void jn_edge_link_attached_CT(jn_core_link_t *link);
+/* An attached edge link detaches. */
+void jn_edge_link_detached_CT(jn_core_link_t *link);
+/* A delivery on a heartbeat link: noted and consumed. */
+void jn_edge_heartbeat_arrived_CT(jn_delivery_t *dlv);
+/* Once a second: close the edge connections whose heartbeat is silent for
+ * more than JN_EDGE_HEARTBEAT_TIMEOUT_MS. */
+void jn_edge_tick_CT(jn_core_t *core);
+/* A sender on an edge connection was looked at for credit: tell the edge,
+ * on its tracking link, when whether its address has a destination other
+ * than the edge itself changed. */
+void jn_edge_track_CT(jn_core_link_t *link);
+/* addr's consumers changed: senders of edge routers to it are looked at
+ * again (jn_edge_track_CT). */
+void jn_edge_consumers_changed_CT(jn_core_t *core, jn_addr_t *addr);
+/* The first consumer of addr not on conn (for anycast from an edge), from
+ * the round robin's place; NULL: none. */
+jn_core_link_t *jn_edge_pick_other_CT(jn_addr_t *addr, const jn_core_conn_t *conn);
+
+#define JN_EDGE_HEARTBEAT_TIMEOUT_MS 8000
 
 /* ---- linkroute.c (link routes and auto-links) ---------------------------- */
 

@@ -69,7 +69,7 @@ jn_delivery_t *jn_delivery_copy_CT(jn_delivery_t *peer, jn_core_link_t *link, bo
     for (int i = 0; i < 8; i++)
         c->tag[i] = (uint8_t)(t >> (8 * (7 - i)));
     c->tag_len = 8;
-    if (link->conn->inter_router) {
+    if (link->conn->router_peer) {
         if (JN_UNLIKELY(peer->ct.reroute != NULL)) {
             /* an exchange's copy: to its next hop (exchange.c) */
             c->to_override = strdup(peer->ct.reroute->address);

@@ -24,7 +24,7 @@
 #define JN_DELIVERY_TAG_MAX 32
 
 /* What an incoming delivery waits for its message to complete for. */
-enum { JN_DLV_WAIT_NONE = 0, JN_DLV_WAIT_CONTROL, JN_DLV_WAIT_MANAGEMENT };
+enum { JN_DLV_WAIT_NONE = 0, JN_DLV_WAIT_CONTROL, JN_DLV_WAIT_MANAGEMENT, JN_DLV_WAIT_TRACKING };
 
 /* Which list of its link an outgoing copy is on (ct.list). */
 enum { JN_DLV_ON_NONE = 0, JN_DLV_ON_UNDELIVERED, JN_DLV_ON_INFLIGHT };

@@ -354,6 +354,11 @@ static jn_core_link_t *pick_anycast_CT(jn_core_t *core, jn_addr_t *addr, const j
 {
     JN_ASSERT_CT(core);
     jn_core_link_t *local = addr->n_consumers ? jn_addr_pick_consumer_CT(addr) : NULL;
+    if (JN_UNLIKELY(rc->from_edge) && local && local->conn == rc->from_edge)
+        local = jn_edge_pick_other_CT(addr, rc->from_edge); /* not back to the edge */
+    else if (JN_UNLIKELY(local && local->type == JN_LINK_EDGE_ADDR) && addr->n_consumers > 1 &&
+             addr->distribution == JN_DIST_CLOSEST)
+        local = jn_edge_pick_other_CT(addr, local->conn); /* closest: this edge first */
     if (local && addr->distribution != JN_DIST_BALANCED)
         return local;
     uint64_t remote_load = UINT64_MAX;
@@ -574,13 +579,18 @@ void jn_forward_backlog_check_CT(jn_core_link_t *link)
  * (its consumers' copies may be parked and dropped, see the top), else
  * NULL. */
 static void copy_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned n,
-                             jn_core_link_t **more, unsigned n_more, const jn_addr_t *addr)
+                             jn_core_link_t **more, unsigned n_more, const jn_addr_t *addr,
+                             const jn_core_conn_t *skip)
 {
     jn_core_t *core = jn_delivery_core(dlv);
     JN_ASSERT_CT(core);
     dlv->ct.pending += n + n_more;
     for (unsigned i = 0; i < n + n_more; i++) {
         jn_core_link_t *to = i < n ? links[i] : more[i - n];
+        if (JN_UNLIKELY(skip != NULL) && to->conn == skip) {
+            dlv->ct.pending--; /* the edge it came from has its own copies */
+            continue;
+        }
         if (addr && to->ct.mc_dropping &&
             (to->ct.undelivered.count >= to->capacity ||
              to->ct.mc_parked_octets >= JN_CORE_MC_BACKLOG_OCTETS)) {
@@ -617,10 +627,22 @@ static void forward_multicast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_r
     unsigned n = addr->n_remote > 0
                      ? jn_router_multicast_links_CT(core, addr, rc, remote, JN_MESH_MAX_LINKS)
                      : 0;
+    if (JN_UNLIKELY(core->edge_mode) && !rc->from_edge &&
+        !(addr->edge_out && addr->edge_out->ct.addr == addr) &&
+        (dlv->link->ct.anonymous || !addr->edge_reported)) {
+        /* an edge router: one copy up the anonymous uplink sender for the
+         * consumers beyond this edge when the address's own uplink sender
+         * (bound while the interior reports some) does not take one: from
+         * an anonymous sender (the interior reports only on addresses the
+         * edge has senders for), or before the interior's first report */
+        jn_core_link_t *up = core->ct.uplink_out;
+        if (up && up->ct.state == JN_LINK_ST_ATTACHED && n < JN_MESH_MAX_LINKS)
+            remote[n++] = up;
+    }
     addr->egress += addr->n_consumers;
     addr->transit += n;
     copy_to_links_CT(dlv, addr->consumers, addr->n_consumers, remote, n,
-                     addr->mc_backpressure ? NULL : addr);
+                     addr->mc_backpressure ? NULL : addr, rc->from_edge);
 }
 
 static void route_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *rc)
@@ -642,7 +664,7 @@ void jn_forward_route_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx
 void jn_forward_copies_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned n)
 {
     JN_ASSERT_CT(jn_delivery_core(dlv));
-    copy_to_links_CT(dlv, links, n, NULL, 0, NULL);
+    copy_to_links_CT(dlv, links, n, NULL, 0, NULL, NULL);
 }
 
 /* The address an incoming delivery goes to (NULL: none). */
@@ -663,7 +685,7 @@ void jn_forward_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned
     jn_core_t *core = jn_delivery_core(dlv);
     JN_ASSERT_CT(core);
     dlv->ct.multicast = multicast;
-    copy_to_links_CT(dlv, links, n, NULL, 0, NULL);
+    copy_to_links_CT(dlv, links, n, NULL, 0, NULL, NULL);
     dlv->ct.routed = true;
     if (dlv->ct.pending == 0)
         all_handed_CT(core, dlv);
@@ -707,6 +729,16 @@ void jn_forward_arrived_CT(jn_delivery_t *dlv)
         jn_router_control_arrived_CT(dlv);
         return;
     }
+    if (JN_UNLIKELY((unsigned)in->type - JN_LINK_EDGE_TRACKING <= 1u)) {
+        /* served here: an interior's heartbeat link from an edge, an edge
+         * router's tracking link (JN_LINK_EDGE_TRACKING, _HEARTBEAT are
+         * adjacent: one test) */
+        if (in->type == JN_LINK_EDGE_HEARTBEAT)
+            jn_edge_heartbeat_arrived_CT(dlv);
+        else
+            jn_edge_tracking_arrived_CT(dlv);
+        return;
+    }
     if (JN_UNLIKELY(in->ct.routed != NULL) && in->ct.state == JN_LINK_ST_ATTACHED) {
         /* link-routed: to the link at the other end of the route, as is */
         jn_forward_to_links_CT(dlv, &in->ct.routed, 1, false);
@@ -727,6 +759,9 @@ void jn_forward_arrived_CT(jn_delivery_t *dlv)
     }
     jn_route_ctx_t rc;
     jn_router_route_ctx_CT(core, dlv, &rc);
+    if (JN_UNLIKELY(core->edge_mode) && (!addr || !jn_addr_has_destination(addr)) &&
+        !rc.from_edge && core->ct.edge_addr && core->ct.uplink_out)
+        addr = core->ct.edge_addr; /* an edge router: no destination here, up */
     /* a delivery that went round more routers than the mesh is wide is
      * looping (docs/protocol.md, "Link state and routes": radius): released */
     if (!rc.looped && !(core->mesh && rc.trace_count > jn_mesh_radius_CT(core->mesh) + 1)) {

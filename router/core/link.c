@@ -228,6 +228,10 @@ void jn_link_attached_CT(jn_core_link_t *link)
         jn_lr_local_attached_CT(link); /* one the router asked for */
         return;
     }
+    if (JN_UNLIKELY(link->type >= JN_LINK_EDGE_DOWNLINK)) {
+        jn_edge_link_attached_CT(link); /* an edge router's own links */
+        return;
+    }
     const char *condition = NULL;
     const char *refusal = jn_router_link_attach_CT(link, &condition);
     if (refusal) {
@@ -272,6 +276,10 @@ void jn_link_attached_CT(jn_core_link_t *link)
         jn_link_mark_dirty_CT(link);
     else if (addr->n_consumers == 1)
         jn_link_producers_dirty_CT(addr); /* first consumer: senders get credit */
+    if (!in && JN_UNLIKELY(core->ct.edge_conns > 0))
+        jn_edge_consumers_changed_CT(core, addr);
+    if (JN_UNLIKELY(core->edge_mode))
+        jn_edge_local_changed_CT(core, addr); /* links on the uplink follow */
 }
 
 void jn_link_detached_CT(jn_core_link_t *link, bool from_conn_close)
@@ -285,7 +293,9 @@ void jn_link_detached_CT(jn_core_link_t *link, bool from_conn_close)
         jn_lr_link_detached_CT(link, from_conn_close);
     link->ct.state = JN_LINK_ST_DETACHED; /* no more work for it from here */
     jn_addr_t *addr = NULL;
-    if (was_attached && link->type != JN_LINK_ENDPOINT)
+    if (was_attached && link->type >= JN_LINK_EDGE_DOWNLINK)
+        jn_edge_link_detached_CT(link);
+    else if (was_attached && link->type != JN_LINK_ENDPOINT)
         jn_router_link_detached_CT(link);
     if (was_attached && !link->ct.anonymous)
         addr = jn_addr_remove_link_CT(core, link);
@@ -293,6 +303,8 @@ void jn_link_detached_CT(jn_core_link_t *link, bool from_conn_close)
         jn_forward_consumer_gone_CT(link, addr);
     else
         jn_forward_producer_gone_CT(link);
+    if (addr && JN_UNLIKELY(core->edge_mode) && link->type == JN_LINK_ENDPOINT)
+        jn_edge_local_changed_CT(core, addr);
     if (addr)
         jn_addr_release_if_unused_CT(core, addr);
     if (link->ct.conn_prev)
@@ -440,6 +452,8 @@ void jn_link_flush_credit_CT(jn_core_t *core)
         core->ct.dirty = link->ct.dirty_next;
         link->ct.dirty_next = NULL;
         link->ct.dirty = false;
+        if (JN_UNLIKELY(link->conn->edge) && link->ct.addr)
+            jn_edge_track_CT(link);
         uint32_t credit = credit_due_CT(link);
         if (credit > 0 && jn_work_link_CT(link, JN_WORK_LINK_CREDIT, NULL, NULL, NULL, credit) == 0)
             link->ct.outstanding += credit;

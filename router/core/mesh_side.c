@@ -97,6 +97,8 @@ void jn_router_route_ctx_CT(jn_core_t *core, const jn_delivery_t *dlv, jn_route_
     JN_ASSERT_CT(core);
     memset(rc, 0, sizeof *rc);
     rc->priority = 4;
+    if (JN_UNLIKELY(dlv->link->conn->edge))
+        rc->from_edge = dlv->link->conn; /* never back to that edge / up again */
     if (!core->mesh)
         return; /* a standalone router: nothing more to know (hot path) */
     jn_message_header_t h;
@@ -575,8 +577,11 @@ static void mesh_flush_CT(jn_core_t *core)
 void jn_router_tick_CT(jn_core_t *core)
 {
     JN_ASSERT_CT(core);
-    if (!core->mesh)
+    if (!core->mesh) {
+        if (core->edge_mode)
+            jn_edge_uplink_tick_CT(core); /* an edge router's heartbeat */
         return;
+    }
     int64_t now = now_ms();
     if (core->ct.flush_pending && now - core->ct.last_flush_ms >= JN_MESH_FLUSH_MS)
         mesh_flush_CT(core);
@@ -585,13 +590,15 @@ void jn_router_tick_CT(jn_core_t *core)
     /* one tick a second, as 1.19's engine; a late tick is not repeated */
     core->ct.next_tick_ms = now + 1000;
     jn_mesh_tick_CT(core->mesh, now);
+    if (core->ct.edge_conns > 0)
+        jn_edge_tick_CT(core);
 }
 
 int jn_router_sleep_ms_CT(jn_core_t *core)
 {
     JN_ASSERT_CT(core);
     if (!core->mesh)
-        return -1;
+        return core->edge_mode ? jn_edge_sleep_ms_CT(core) : -1;
     int64_t now = now_ms();
     int64_t left = core->ct.next_tick_ms - now;
     if (core->ct.flush_pending) {
@@ -843,6 +850,8 @@ void jn_router_continued_CT(jn_delivery_t *dlv)
         control_serve_CT(core, dlv);
     else if (wait == JN_DLV_WAIT_MANAGEMENT)
         management_serve_CT(core, dlv);
+    else if (wait == JN_DLV_WAIT_TRACKING)
+        jn_edge_tracking_arrived_CT(dlv);
 }
 
 /* ---- public ---------------------------------------------------------------- */

@@ -102,7 +102,7 @@ static void conn_decorate(jn_io_conn_t *conn)
         put_symbol(props, "qd.inter-router-cost");
         pn_data_put_int(props, (int32_t)cfg->cost);
     }
-    if (conn->inter_router) {
+    if (conn->inter_router || conn->edge) {
         put_symbol(props, "qd.annotations-version");
         pn_data_put_int(props, 1);
     }
@@ -140,7 +140,8 @@ jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming)
     conn->strip_outbound =
         ep->cfg.strip_annotations == JN_STRIP_BOTH || ep->cfg.strip_annotations == JN_STRIP_OUT;
     conn->inter_router = ep->cfg.role == JN_ROLE_INTER_ROUTER;
-    if (conn->inter_router)
+    conn->edge = ep->cfg.role == JN_ROLE_EDGE;
+    if (conn->inter_router || conn->edge)
         conn->strip_inbound = conn->strip_outbound = false; /* docs/protocol.md */
     atomic_init(&conn->refs, 1);
     conn->poll.fire = poll_fire;
@@ -453,6 +454,7 @@ static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
         .cost = cost,
         .endpoint_name = conn->endpoint->cfg.name,
         .route_container = conn->endpoint->cfg.role == JN_ROLE_ROUTE_CONTAINER,
+        .edge = conn->edge,
     };
     pn_sasl_t *sasl = pn_sasl(t);
     const char *mech = sasl ? pn_sasl_get_mech(sasl) : NULL;

@@ -120,11 +120,6 @@ static int endpoint_copy(jn_io_endpoint_t *ep, const jn_endpoint_config_t *cfg)
 static int endpoint_add(jn_io_t *io, const jn_endpoint_config_t *cfg, bool listener)
 {
     const char *kind = listener ? "Listener" : "Connector";
-    if (cfg->role == JN_ROLE_EDGE) {
-        JN_LOG(JN_LOG_MOD_CONN_MGR, JN_LOG_ERROR, "%s %s: role %s is not supported", kind,
-               cfg->name ? cfg->name : "", role_name(cfg->role));
-        return JN_EINVAL;
-    }
     jn_io_endpoint_t *ep = calloc(1, sizeof *ep);
     if (!ep)
         return JN_ENOMEM;

@@ -73,6 +73,12 @@ static void set_capability(pn_terminus_t *t, const char *cap)
     pn_terminus_set_expiry_policy(t, PN_EXPIRE_WITH_LINK);
 }
 
+void jn_io_set_capability(pn_link_t *pl, const char *cap)
+{
+    set_capability(pn_link_source(pl), cap);
+    set_capability(pn_link_target(pl), cap);
+}
+
 static void attach_one(jn_io_conn_t *conn, pn_session_t *ssn, bool sender, bool control,
                        int priority)
 {
@@ -182,6 +188,21 @@ void jn_io_ir_classify_IO(jn_io_link_t *link, jn_link_info_t *info)
     /* the terminus at our end: the peer's target when it sends to us */
     pn_terminus_t *t =
         link->dir == JN_LINK_INCOMING ? pn_link_remote_target(pl) : pn_link_remote_source(pl);
+    if (link->conn->edge) {
+        /* an edge router's links (docs/protocol.md, "Edge routers") */
+        const char *addr = pn_terminus_get_address(t);
+        if (link->dir == JN_LINK_OUTGOING && has_capability(t, "qd.router-edge-downlink"))
+            info->type = JN_LINK_EDGE_DOWNLINK;
+        else if (link->dir == JN_LINK_OUTGOING && addr &&
+                 strcmp(addr, "_$qd.edge_addr_tracking") == 0)
+            info->type = JN_LINK_EDGE_TRACKING;
+        else if (link->dir == JN_LINK_INCOMING && addr && strcmp(addr, "_$qd.edge_heartbeat") == 0)
+            info->type = JN_LINK_EDGE_HEARTBEAT;
+        if (info->type != JN_LINK_ENDPOINT)
+            return;
+        /* control and data links are classified as such: the core refuses
+         * them on a connection that is not inter-router */
+    }
     if (has_capability(t, CAP_CONTROL)) {
         info->type = JN_LINK_CONTROL;
     } else if (has_capability(t, CAP_DATA)) {

@@ -425,6 +425,7 @@ struct jn_io_conn {
     char host[300];         /* peer address, for logs and the core */
     bool opened;            /* reported to the core */
     bool inter_router;      /* role inter-router (immutable after creation) */
+    bool edge;              /* role edge: an edge router's uplink (immutable) */
     uint32_t data_in, data_out; /* inter-router data links attached, by our
                                  * direction (priority = arrival order, 3.3) */
     bool closing;           /* we closed our end */
@@ -692,6 +693,10 @@ void jn_io_ir_attach_links_IO(jn_io_conn_t *conn);
 /* A link the peer attached: set info->type and info->priority from the
  * terminus capability at our end and the attach order. */
 void jn_io_ir_classify_IO(jn_io_link_t *link, jn_link_info_t *info);
+/* Put the single symbol cap as the capability of both of pl's local
+ * termini (expiry policy link-detach, as 1.19's router links). The
+ * connection's I/O thread; docs/protocol.md, "Edge routers". */
+void jn_io_set_capability(pn_link_t *pl, const char *cap);
 /* A receiver whose source has the qd.fallback capability (the first one,
  * docs/protocol.md, "Link routes, auto-links and phases on the wire"): a
  * fallback destination. */

@@ -231,6 +231,12 @@ void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w)
     }
     set_termini(pl, w);
     pn_link_set_snd_settle_mode(pl, w->attach.presettled ? PN_SND_SETTLED : PN_SND_UNSETTLED);
+    if (w->attach.edge) {
+        /* an edge router's uplink link (docs/protocol.md, "Edge routers") */
+        pn_link_set_snd_settle_mode(pl, PN_SND_MIXED);
+        if (w->attach.edge == JN_LINK_EDGE_DOWNLINK)
+            jn_io_set_capability(pl, "qd.router-edge-downlink");
+    }
     pn_link_set_rcv_settle_mode(pl, PN_RCV_FIRST);
     jn_io_link_t *link = jn_io_link_new_IO(conn, pl);
     if (!link) {
@@ -238,17 +244,17 @@ void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w)
         return;
     }
     link->local = true;
-    link->routed = true;
+    link->routed = !w->attach.edge;
     jn_link_info_t info = {
         .dir = link->dir,
         .name = w->attach.name,
         .address = w->address,
         .presettled = w->attach.presettled,
         .capacity = conn->endpoint->cfg.link_capacity,
-        .type = JN_LINK_ENDPOINT,
+        .type = w->attach.edge ? (jn_link_type_t)w->attach.edge : JN_LINK_ENDPOINT,
         .priority = -1,
         .local = true,
-        .attach_ref = w->attach.ref,
+        .attach_ref = w->attach.edge ? NULL : w->attach.ref,
     };
     link->core = jn_core_link_attached_IO(conn->core, link, &info);
     if (!link->core)

@@ -40,6 +40,8 @@ static jn_conn_role_t role_of(const char *s)
 {
     if (s && strcmp(s, "route-container") == 0)
         return JN_ROLE_ROUTE_CONTAINER;
+    if (s && strcmp(s, "edge") == 0)
+        return JN_ROLE_EDGE;
     return s && strcmp(s, "inter-router") == 0 ? JN_ROLE_INTER_ROUTER : JN_ROLE_NORMAL;
 }
 

@@ -140,7 +140,9 @@ static bool conn_row(void *arg, const jn_view_conn_t *v)
         [JN_COL_CONNECTION_NAME] = jn_mv_str(name),
         [JN_COL_CONNECTION_IDENTITY] = jn_mv_str(id),
         [JN_COL_CONNECTION_HOST] = jn_mv_str(v->host),
-        [JN_COL_CONNECTION_ROLE] = jn_mv_str(v->inter_router ? "inter-router" : "normal"),
+        [JN_COL_CONNECTION_ROLE] = jn_mv_str(v->inter_router ? "inter-router"
+                                              : v->edge       ? "edge"
+                                                              : "normal"),
         [JN_COL_CONNECTION_PROTOCOL] = jn_mv_str("amqp"),
         [JN_COL_CONNECTION_DIR] = jn_mv_str(v->incoming ? "in" : "out"),
         [JN_COL_CONNECTION_CONTAINER] = v->container[0] ? jn_mv_str(v->container) : jn_mv_null(),

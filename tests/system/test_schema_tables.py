@@ -144,7 +144,8 @@ class GeneratorTest(unittest.TestCase):
             implementedValues=["interior", "standalone"]), "router.mode", "order")
         self.refused(lambda s: attr_of(s, "router", "mode").update(
             implementedValues=["interior"]), "router.mode", "default 'standalone'")
-        self.refused(lambda s: attr_of(s, "router", "mode").update(implemented=False),
+        self.refused(lambda s: attr_of(s, "router", "mode").update(
+            implemented=False, implementedValues=["standalone", "interior"]),
                      "router.mode", "cannot list implementedValues")
 
 

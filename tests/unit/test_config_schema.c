@@ -454,15 +454,18 @@ static void implemented_enum_values(void **state)
     const jn_schema_attr_t *mode = attr_of("router", "mode");
     assert_true(jn_schema_attr_value_implemented(mode, "standalone"));
     assert_true(jn_schema_attr_value_implemented(mode, "interior"));
-    assert_false(jn_schema_attr_value_implemented(mode, "edge"));
+    assert_true(jn_schema_attr_value_implemented(mode, "edge"));
     static const char *const endpoints[] = {"listener", "connector"};
     for (size_t i = 0; i < 2; i++) {
         const jn_schema_attr_t *role = attr_of(endpoints[i], "role");
         assert_true(jn_schema_attr_value_implemented(role, "normal"));
         assert_true(jn_schema_attr_value_implemented(role, "inter-router"));
         assert_true(jn_schema_attr_value_implemented(role, "route-container"));
-        assert_false(jn_schema_attr_value_implemented(role, "edge"));
     }
+    /* edge routers (issue 17): an interior's edge listener, an edge's
+     * connector */
+    assert_true(jn_schema_attr_value_implemented(attr_of("listener", "role"), "edge"));
+    assert_true(jn_schema_attr_value_implemented(attr_of("connector", "role"), "edge"));
     /* not a value of the enum, or none: not this function's to refuse */
     assert_true(jn_schema_attr_value_implemented(mode, "Edge"));
     assert_true(jn_schema_attr_value_implemented(mode, "bogus"));

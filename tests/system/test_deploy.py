@@ -13,7 +13,9 @@ configuration (deploy/container/), issue 19:
   configurations that junctiond accepts and that form a full mesh: three
   routers started from them here (hosts and ports moved to 127.0.0.1)
   answer the pods' HTTP probes (readiness: the mesh reached) and route a
-  message from pod 2's clients to pod 0's;
+  message from pod 2's clients to pod 0's; an edge router written by the
+  edge ConfigMap's start.sh joins through pod 0's edge port and its client
+  receives from pod 2;
 * the image's configuration listens on 0.0.0.0 and is valid.
 
 The image build itself is test_package_container.py.
@@ -60,6 +62,10 @@ def by_kind(kind):
     return [o for _, o in manifests() if o["kind"] == kind]
 
 
+def config_map(name):
+    return [c for c in by_kind("ConfigMap") if c["metadata"]["name"] == name][0]
+
+
 class _Json:
     """What ApiClient.deserialize reads: a response with .data."""
 
@@ -93,7 +99,8 @@ class ManifestTest(unittest.TestCase):
                                  "fields the %s model does not have, or of the wrong type"
                                  % MODELS[key])
                 seen.add(obj["kind"])
-        self.assertEqual(seen, {"ConfigMap", "Service", "StatefulSet", "PodDisruptionBudget"})
+        self.assertEqual(seen, {"ConfigMap", "Service", "StatefulSet", "Deployment",
+                                "PodDisruptionBudget"})
         # the check catches a misspelt field
         bad = dict(by_kind("StatefulSet")[0])
         bad["spec"] = dict(bad["spec"], replicass=3)
@@ -105,28 +112,37 @@ class ManifestTest(unittest.TestCase):
         services = {s["metadata"]["name"]: s for s in by_kind("Service")}
         maps = {c["metadata"]["name"]: c for c in by_kind("ConfigMap")}
         labels = sts["spec"]["template"]["metadata"]["labels"]
-        self.assertEqual(sts["spec"]["selector"]["matchLabels"], labels)
         headless = services[sts["spec"]["serviceName"]]
         self.assertEqual(headless["spec"]["clusterIP"], "None")
-        pod = sts["spec"]["template"]["spec"]
-        ports = {p["name"]: p["containerPort"] for c in pod["containers"] for p in c["ports"]}
+        # every workload (interiors, edges): selector = pod labels, its
+        # ConfigMap shipped, HTTP probes on a named port
+        pods = []
+        for w in by_kind("StatefulSet") + by_kind("Deployment"):
+            wl = w["spec"]["template"]["metadata"]["labels"]
+            self.assertEqual(w["spec"]["selector"]["matchLabels"], wl)
+            spec = w["spec"]["template"]["spec"]
+            ports = {p["name"]: p["containerPort"] for c in spec["containers"]
+                     for p in c["ports"]}
+            pods.append((wl, ports))
+            for v in spec["volumes"]:
+                if "configMap" in v:
+                    self.assertIn(v["configMap"]["name"], maps)
+            for probe in ("readinessProbe", "livenessProbe"):
+                # HTTP probes on a named port of the container (the
+                # ConfigMap's http listener; MeshFromConfigMapTest fetches
+                # their paths)
+                self.assertIn(spec["containers"][0][probe]["httpGet"]["port"], ports)
+            self.assertTrue(spec["securityContext"]["runAsNonRoot"])
+        # every Service selects the pods of one workload, on their ports
         for s in services.values():
-            for k, v in s["spec"]["selector"].items():
-                self.assertEqual(labels.get(k), v, s["metadata"]["name"])
+            matches = [ports for wl, ports in pods
+                       if all(wl.get(k) == v for k, v in s["spec"]["selector"].items())]
+            self.assertEqual(len(matches), 1, s["metadata"]["name"])
             for p in s["spec"]["ports"]:
-                self.assertIn(p["targetPort"], ports)
-        for v in pod["volumes"]:
-            if "configMap" in v:
-                self.assertIn(v["configMap"]["name"], maps)
+                self.assertIn(p["targetPort"], matches[0])
         pdb = by_kind("PodDisruptionBudget")[0]
         for k, v in pdb["spec"]["selector"]["matchLabels"].items():
             self.assertEqual(labels.get(k), v)
-        container = pod["containers"][0]
-        for probe in ("readinessProbe", "livenessProbe"):
-            # HTTP probes on a named port of the container (the ConfigMap's
-            # http listener; MeshFromConfigMapTest fetches their paths)
-            self.assertIn(container[probe]["httpGet"]["port"], ports)
-        self.assertTrue(pod["securityContext"]["runAsNonRoot"])
         with open(os.path.join(K8S, "kustomization.yaml")) as f:
             kust = yaml.safe_load(f)
         self.assertEqual(sorted(kust["resources"]),
@@ -151,8 +167,8 @@ class ManifestTest(unittest.TestCase):
 class MeshFromConfigMapTest(RouterTestCase):
     """start.sh as three pods would run it, the mesh formed on 127.0.0.1."""
 
-    def generate(self, ordinal, amqp_ports, mesh_ports, http_ports):
-        cm = by_kind("ConfigMap")[0]
+    def generate(self, ordinal, amqp_ports, mesh_ports, http_ports, edge_ports):
+        cm = config_map("junction-interior")
         tdir = os.path.join(self.workdir, "template")
         rdir = os.path.join(self.workdir, "run-%d" % ordinal)
         os.makedirs(tdir, exist_ok=True)
@@ -179,6 +195,7 @@ class MeshFromConfigMapTest(RouterTestCase):
         # moved to this machine
         conf = conf.replace("port: 5672\n", "port: %d\n" % amqp_ports[ordinal])
         conf = conf.replace("port: 8080\n", "port: %d\n" % http_ports[ordinal])
+        conf = conf.replace("port: 45672\n", "port: %d\n" % edge_ports[ordinal])
         conf = conf.replace("    port: 55672\n    role: inter-router\n    saslMechanisms: "
                             "ANONYMOUS\n    authenticatePeer: no",
                             "    port: %d\n    role: inter-router\n    saslMechanisms: "
@@ -193,13 +210,15 @@ class MeshFromConfigMapTest(RouterTestCase):
     def test_three_pods_form_a_mesh(self):
         # six distinct ports, all bound at once while chosen (one at a time,
         # two could be the same port: seen in CI as "Address already in use")
-        ports = distinct_ports(["a0", "a1", "a2", "m0", "m1", "m2", "h0", "h1", "h2"])
+        ports = distinct_ports(["a0", "a1", "a2", "m0", "m1", "m2", "h0", "h1", "h2",
+                                "e0", "e1", "e2", "ea", "eh"])
         amqp = [ports["a%d" % i] for i in range(3)]
         mesh = [ports["m%d" % i] for i in range(3)]
         http = [ports["h%d" % i] for i in range(3)]
+        edge = [ports["e%d" % i] for i in range(3)]
         routers = []
         for i in range(3):
-            r = Router(self.workdir, name="pod%d" % i, config=self.generate(i, amqp, mesh, http))
+            r = Router(self.workdir, name="pod%d" % i, config=self.generate(i, amqp, mesh, http, edge))
             r.port = amqp[i]
             r.start()
             self.routers.append(r)
@@ -233,6 +252,51 @@ class MeshFromConfigMapTest(RouterTestCase):
         except Exception as e:  # the routers' logs say why
             self.fail("%r\n%s" % (e, self.logs()))
         self.assertEqual(got, "across", self.logs())
+        # an edge router as an edge pod writes it, its uplink (the junction
+        # Service in the cluster) to pod 0's edge port: a sender on pod 2
+        # reaches a receiver on the edge
+        e = Router(self.workdir, name="edge", config=self.generate_edge(edge[0], ports["ea"],
+                                                                         ports["eh"]))
+        e.port = ports["ea"]
+        e.start()
+        self.routers.append(e)
+        self.addCleanup(self._stop_router, e)
+        e.wait_ready()
+        try:
+            got = route_across(e.url, routers[2].url)
+        except Exception as ex:  # the routers' logs say why
+            self.fail("%r\n%s" % (ex, self.logs()))
+        self.assertEqual(got, "across", self.logs())
+
+    def generate_edge(self, uplink_port, amqp_port, http_port):
+        cm = config_map("junction-edge")
+        tdir = os.path.join(self.workdir, "edge-template")
+        rdir = os.path.join(self.workdir, "run-edge")
+        os.makedirs(tdir)
+        os.makedirs(rdir)
+        with open(os.path.join(tdir, "junctiond.conf.in"), "w") as f:
+            f.write(cm["data"]["junctiond.conf.in"])
+        script = (cm["data"]["start.sh"].replace("/etc/junction-template", tdir)
+                  .replace("/run/junction", rdir)
+                  .replace('exec /usr/sbin/junctiond -c "$conf"', 'exit 0'))
+        env = dict(os.environ, HOSTNAME="junction-edge-5d8f7c6b9-x2k4p")
+        p = subprocess.run(["/bin/sh", "-c", script], env=env, capture_output=True, text=True,
+                           timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        path = os.path.join(rdir, "junctiond.conf")
+        p = run_junctiond(["--check", "-c", path])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(path) as f:
+            conf = f.read()
+        self.assertIn("id: junction-edge-5d8f7c6b9-x2k4p\n", conf)
+        self.assertIn("mode: edge\n", conf)
+        # moved to this machine
+        self.assertIn("host: junction\n    port: 45672\n", conf)
+        conf = conf.replace("host: junction\n    port: 45672\n",
+                            "host: 127.0.0.1\n    port: %d\n" % uplink_port)
+        conf = conf.replace("port: 5672\n", "port: %d\n" % amqp_port)
+        conf = conf.replace("port: 8080\n", "port: %d\n" % http_port)
+        return conf.replace("host: 0.0.0.0", "host: 127.0.0.1")
 
 
 def http_status(url):

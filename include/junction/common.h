@@ -33,6 +33,12 @@ enum {
  * Any thread. */
 const char *jn_strerror(int code);
 
+/* jn_strdup_opt: a heap copy of s (the caller's, free()), or NULL when s is
+ * NULL; when the copy fails for want of memory, sets *failed (left alone
+ * otherwise) and returns NULL. For copying optional configuration strings
+ * and checking once at the end. Any thread. */
+char *jn_strdup_opt(const char *s, bool *failed);
+
 #if defined(__GNUC__) || defined(__clang__)
 #define JN_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define JN_UNLIKELY(x) __builtin_expect(!!(x), 0)

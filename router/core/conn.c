@@ -194,16 +194,6 @@ void jn_work_push_CT(jn_core_conn_t *conn, jn_work_t *work)
         conn->core->ops.wake(conn->io_conn);
 }
 
-static char *dup_opt(const char *s, bool *failed)
-{
-    if (!s)
-        return NULL;
-    char *d = strdup(s);
-    if (!d)
-        *failed = true;
-    return d;
-}
-
 int jn_work_link_CT(jn_core_link_t *link, jn_work_type_t type, const char *address,
                     const char *condition, const char *description, uint32_t credit)
 {
@@ -214,9 +204,9 @@ int jn_work_link_CT(jn_core_link_t *link, jn_work_type_t type, const char *addre
     if (w) {
         w->link = jn_link_ref(link);
         w->credit = credit;
-        w->address = dup_opt(address, &failed);
-        w->condition = dup_opt(condition, &failed);
-        w->description = dup_opt(description, &failed);
+        w->address = jn_strdup_opt(address, &failed);
+        w->condition = jn_strdup_opt(condition, &failed);
+        w->description = jn_strdup_opt(description, &failed);
     }
     if (failed) {
         if (w)

@@ -165,16 +165,6 @@ void jn_lr_fini(jn_core_t *core)
     core->lr = NULL;
 }
 
-static char *dup_opt(const char *s, bool *failed)
-{
-    if (!s)
-        return NULL;
-    char *d = strdup(s);
-    if (!d)
-        *failed = true;
-    return d;
-}
-
 /* ---- matching a container's connection -------------------------------------- */
 
 static bool conn_serves(const jn_core_conn_t *c, const char *container_id, const char *connection)
@@ -643,12 +633,12 @@ int jn_core_link_route_add_CT(jn_core_t *core, const jn_link_route_config_t *cfg
     jn_link_route_t *r = calloc(1, sizeof *r);
     if (!r)
         return JN_ENOMEM;
-    r->name = dup_opt(cfg->name, &failed);
+    r->name = jn_strdup_opt(cfg->name, &failed);
     r->dir = cfg->dir;
-    r->container_id = dup_opt(cfg->container_id, &failed);
-    r->connection = dup_opt(cfg->connection, &failed);
-    r->add_prefix = dup_opt(cfg->add_external_prefix, &failed);
-    r->del_prefix = dup_opt(cfg->del_external_prefix, &failed);
+    r->container_id = jn_strdup_opt(cfg->container_id, &failed);
+    r->connection = jn_strdup_opt(cfg->connection, &failed);
+    r->add_prefix = jn_strdup_opt(cfg->add_external_prefix, &failed);
+    r->del_prefix = jn_strdup_opt(cfg->del_external_prefix, &failed);
     r->key = route_key(text, cfg->pattern != NULL, cfg->dir);
     r->conn_id = cfg->conn_id;
     r->identity = ++t->next_identity;
@@ -833,11 +823,11 @@ int jn_core_autolink_add_CT(jn_core_t *core, const jn_autolink_config_t *cfg)
     jn_autolink_t *al = calloc(1, sizeof *al);
     if (!al)
         return JN_ENOMEM;
-    al->name = dup_opt(cfg->name, &failed);
-    al->address = dup_opt(cfg->address, &failed);
-    al->external = dup_opt(cfg->external_address, &failed);
-    al->container_id = dup_opt(cfg->container_id, &failed);
-    al->connection = dup_opt(cfg->connection, &failed);
+    al->name = jn_strdup_opt(cfg->name, &failed);
+    al->address = jn_strdup_opt(cfg->address, &failed);
+    al->external = jn_strdup_opt(cfg->external_address, &failed);
+    al->container_id = jn_strdup_opt(cfg->container_id, &failed);
+    al->connection = jn_strdup_opt(cfg->connection, &failed);
     if (failed) {
         autolink_free(al);
         return JN_ENOMEM;

@@ -81,29 +81,19 @@ void jn_io_endpoint_free(jn_io_endpoint_t *ep)
     free(ep);
 }
 
-static char *dup_opt(const char *s, bool *failed)
-{
-    if (!s)
-        return NULL;
-    char *d = strdup(s);
-    if (!d)
-        *failed = true;
-    return d;
-}
-
 /* Fill the defaults io.h promises; copy the strings. */
 static int endpoint_copy(jn_io_endpoint_t *ep, const jn_endpoint_config_t *cfg)
 {
     bool failed = false;
     ep->cfg = *cfg;
-    ep->cfg.name = dup_opt(cfg->name, &failed);
-    ep->cfg.host = dup_opt(cfg->host ? cfg->host : "", &failed);
-    ep->cfg.port = dup_opt(cfg->port && cfg->port[0] ? cfg->port : "amqp", &failed);
-    ep->cfg.sasl_mechanisms = dup_opt(cfg->sasl_mechanisms, &failed);
-    ep->cfg.sasl_username = dup_opt(cfg->sasl_username, &failed);
-    ep->cfg.sasl_password = dup_opt(cfg->sasl_password, &failed);
+    ep->cfg.name = jn_strdup_opt(cfg->name, &failed);
+    ep->cfg.host = jn_strdup_opt(cfg->host ? cfg->host : "", &failed);
+    ep->cfg.port = jn_strdup_opt(cfg->port && cfg->port[0] ? cfg->port : "amqp", &failed);
+    ep->cfg.sasl_mechanisms = jn_strdup_opt(cfg->sasl_mechanisms, &failed);
+    ep->cfg.sasl_username = jn_strdup_opt(cfg->sasl_username, &failed);
+    ep->cfg.sasl_password = jn_strdup_opt(cfg->sasl_password, &failed);
     ep->cfg.ssl_profile =
-        cfg->ssl_profile && cfg->ssl_profile[0] ? dup_opt(cfg->ssl_profile, &failed) : NULL;
+        cfg->ssl_profile && cfg->ssl_profile[0] ? jn_strdup_opt(cfg->ssl_profile, &failed) : NULL;
     if (failed)
         return JN_ENOMEM;
     if (ep->cfg.max_frame_size == 0)

@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 _Thread_local const void *jn_ct_role_;
 
@@ -42,4 +43,14 @@ void jn_panic(const char *what, const char *file, int line)
     fprintf(stderr, "junction: invariant failed: %s at %s:%d\n", what ? what : "?",
             file ? file : "?", line);
     abort();
+}
+
+char *jn_strdup_opt(const char *s, bool *failed)
+{
+    if (!s)
+        return NULL;
+    char *d = strdup(s);
+    if (!d)
+        *failed = true;
+    return d;
 }

@@ -236,6 +236,8 @@ static void conn_free(jn_io_conn_t *conn)
     }
     jn_io_tls_free(conn); /* never started */
     jn_io_adopt_end(was);
+    free(conn->check_user);
+    conn->check_user = NULL;
     jn_screen_free(conn->screen);
     conn->screen = NULL;
     atomic_fetch_sub(&io->pending_frees, 1);
@@ -445,6 +447,16 @@ static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
     info.sasl_mechanism = mech;
     info.authenticated = mech && strcmp(mech, "ANONYMOUS") != 0 && pn_transport_is_authenticated(t);
     info.user = user && strcmp(user, "anonymous") != 0 ? user : NULL;
+    if (info.authenticated && info.user && conn->incoming &&
+        conn->endpoint->cfg.role == JN_ROLE_NORMAL && !conn->check_user) {
+        /* out of memory: no check would let a forged user-id through, so
+         * the connection is refused instead */
+        conn->check_user = strdup(info.user);
+        if (!conn->check_user) {
+            conn_close_IO(conn, "amqp:resource-limit-exceeded", "router out of memory");
+            return;
+        }
+    }
     uint8_t *props = NULL;
     jn_io_render_properties_IO(pn_connection_remote_properties(pc), &props, &info.properties_len);
     info.properties = props;

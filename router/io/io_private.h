@@ -432,6 +432,12 @@ struct jn_io_conn {
      * octet was looked at. handshake_at: when the peer must have opened
      * (initialHandshakeTimeoutSeconds, jn_time_mono_ms() ms), 0 = never;
      * handshake_expired: closed for it (logged). */
+    /* The user-id check (io_recv.c; docs/design.md "The user-id check"):
+     * set at the peer's open on an incoming connection of role normal that
+     * authenticated with a real mechanism and may not proxy: the user a
+     * message's properties user-id, when present and not empty, must
+     * equal; owned. NULL: no check (and no user-id is read). */
+    char *check_user;
     jn_io_tls_t *tls;
     bool refused_logged;
     bool tls_peeked;

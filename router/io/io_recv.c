@@ -219,6 +219,27 @@ static void rx_drain_IO(jn_io_link_t *link)
     }
 }
 
+/* The user-id check (docs/design.md "The user-id check"): a message whose
+ * properties user-id is present, not empty, and not the connection's
+ * authenticated user is rejected with amqp:unauthorized-access, its credit
+ * given back; the link and the connection go on. Returns true when the
+ * message may go on. Called only on connections that check. */
+static bool rx_user_id_ok_IO(jn_io_link_t *link, const jn_message_t *m)
+{
+    JN_ASSERT_IO(link->conn);
+    jn_iter_t uid;
+    int rc = jn_message_user_id(m, &uid);
+    if (rc == JN_ENOENT || (rc == 0 && jn_iter_length(&uid) == 0))
+        return true;
+    if (rc == 0 && jn_iter_equal(&uid, link->conn->check_user))
+        return true;
+    JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_DEBUG,
+           JN_IO_LINK_FMT " Message rejected due to user_id proxy violation. User:%s",
+           link->conn->id, link->id, link->conn->check_user);
+    rx_reject_IO(link, "amqp:unauthorized-access", "user_id proxy violation");
+    return false;
+}
+
 /* Parse what arrived; hand the delivery to the core once it is routable. */
 static void rx_try_route_IO(jn_io_link_t *link, bool all_in)
 {
@@ -248,6 +269,8 @@ static void rx_try_route_IO(jn_io_link_t *link, bool all_in)
         rx_reject_IO(link, cond, why ? why : "malformed message");
         return;
     }
+    if (JN_UNLIKELY(link->conn->check_user != NULL) && !rx_user_id_ok_IO(link, m))
+        return;
     pn_delivery_t *pd = link->rx.pd;
     pn_delivery_tag_t tag = pn_delivery_tag(pd);
     /* The delivery takes a reference; keep ours while octets still come. */

@@ -342,6 +342,11 @@ static const char *mgmt_listen_error(void *io)
     return jn_io_last_listen_error();
 }
 
+static void mgmt_policy_stats(void *io, jn_io_policy_stats_t *out)
+{
+    jn_io_policy_stats(io, out);
+}
+
 /* build: the core, the I/O layer and the agent from the settings (nothing
  * started). Returns 0 or -1. */
 static int build(daemon_state_t *st)
@@ -359,7 +364,8 @@ static int build(daemon_state_t *st)
     jn_io_config_t ic = {.container_id = rs->id,
                          .worker_threads = rs->workers,
                          .min_peer_idle_timeout_ms = rs->min_peer_idle_timeout_ms,
-                         .write_stall_timeout_s = rs->write_stall_timeout_s};
+                         .write_stall_timeout_s = rs->write_stall_timeout_s,
+                         .max_connections = rs->max_connections};
     st->io = st->core ? jn_io_create(st->core, &ic) : NULL;
     jn_http_config_t hc = {.core = st->core, .render = render_page};
     st->http = st->io ? jn_http_create(&hc) : NULL;
@@ -369,6 +375,8 @@ static int build(daemon_state_t *st)
                            .metadata = rs->metadata,
                            .worker_threads = rs->workers,
                            .max_message_size = rs->max_message_size,
+                           .max_connections = rs->max_connections,
+                           .policy_stats = mgmt_policy_stats,
                            .core = st->core,
                            .io_ctx = st->io,
                            .add_listener = mgmt_add_listener,

@@ -113,7 +113,28 @@ typedef struct jn_io_config {
      * seconds while our output waited for it is cut
      * (amqp:resource-limit-exceeded). 0: never. */
     uint32_t write_stall_timeout_s;
+    /* policy.maxConnections: incoming connections (every listener, any
+     * role) open at once; one more is closed at accept, before any AMQP,
+     * as 1.19 does (docs/design.md "Policy"). 0 refuses every incoming
+     * connection (1.19's meaning). JN_IO_NO_POLICY_LIMIT: no limit (unit
+     * tests). */
+    uint32_t max_connections;
 } jn_io_config_t;
+
+#define JN_IO_NO_POLICY_LIMIT UINT32_MAX
+
+/* The policy's figures (1.19's policy entity statistics): processed =
+ * approved + denied since start; current = counted incoming connections
+ * open now; max_message_size_denied = messages over maxMessageSize (each
+ * detached its link and closed its connection). */
+typedef struct jn_io_policy_stats {
+    uint64_t processed, denied, current;
+    uint64_t max_message_size_denied;
+} jn_io_policy_stats_t;
+
+/* jn_io_policy_stats: the figures above into *out. Any thread (takes the
+ * layer's lock briefly). */
+void jn_io_policy_stats(jn_io_t *io, jn_io_policy_stats_t *out);
 
 /* ---- SASL (Cyrus SASL behind proton's SASL layer) ----------------------
  *

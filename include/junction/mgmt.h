@@ -56,6 +56,10 @@ typedef struct jn_mgmt_config {
     const char *metadata;  /* router.metadata (copied; may be NULL) */
     unsigned worker_threads;
     uint64_t max_message_size; /* policy.maxMessageSize for created endpoints (0: none) */
+    uint32_t max_connections;  /* policy.maxConnections, shown by the policy entity */
+    /* policy_stats: the policy entity's connection figures (typically
+     * jn_io_policy_stats over io_ctx). NULL: shown as 0. */
+    void (*policy_stats)(void *io_ctx, jn_io_policy_stats_t *out);
 
     /* The core whose state is shown (connections, links, addresses,
      * statistics) and to which address entities apply. NULL (unit tests):
@@ -163,6 +167,7 @@ typedef struct jn_router_settings {
     jn_distribution_t default_distribution;
     bool interior;             /* mode interior: the mesh runs */
     uint64_t max_message_size; /* policy.maxMessageSize, octets (0: no limit) */
+    uint32_t max_connections;  /* policy.maxConnections (default 65535; 0: refuse all) */
     uint32_t hello_interval, hello_max_age, ra_interval, ra_interval_flux,
         remote_ls_max_age;             /* mesh timers, seconds (0: the defaults) */
     uint32_t min_peer_idle_timeout_ms; /* router.minPeerIdleTimeoutMs (0: no floor) */

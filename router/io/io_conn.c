@@ -216,6 +216,8 @@ static void conn_free(jn_io_conn_t *conn)
         conn->reg_next->reg_prev = conn->reg_prev;
     if (!conn->transport_closed) {
         io->live_conns--;
+        if (conn->policy_counted)
+            io->policy_current--;
         pthread_cond_broadcast(&io->cond);
     }
     pthread_mutex_unlock(&io->lock);
@@ -304,6 +306,13 @@ static void conn_close_IO(jn_io_conn_t *conn, const char *condition, const char 
     if (pn_connection_state(conn->pn_io) & PN_LOCAL_UNINIT)
         pn_connection_open(conn->pn_io);
     pn_connection_close(conn->pn_io);
+}
+
+/* jn_io_conn_close_IO: close conn with condition (NULL: none) and
+ * description, once (io_private.h). The owning loop's thread. */
+void jn_io_conn_close_IO(jn_io_conn_t *conn, const char *condition, const char *description)
+{
+    conn_close_IO(conn, condition, description);
 }
 
 /* jn_io_conn_refuse_IO: the frame screen refused the peer's stream (the
@@ -567,6 +576,8 @@ static void on_transport_closed(jn_io_conn_t *conn)
     jn_io_t *io = conn->io;
     pthread_mutex_lock(&io->lock);
     io->live_conns--;
+    if (conn->policy_counted)
+        io->policy_current--;
     pthread_cond_broadcast(&io->cond);
     pthread_mutex_unlock(&io->lock);
     if (!conn->incoming)

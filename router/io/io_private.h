@@ -319,6 +319,13 @@ struct jn_io {
     jn_io_conn_t *conns;      /* every live connection (registry) */
     size_t live_conns;        /* connections whose transport is not closed */
     size_t max_conns;         /* accept no more than this many (file descriptors) */
+    /* policy.maxConnections (jn_io_config_t.max_connections) and its
+     * figures (jn_io_policy_stats_t): incoming connections counted at
+     * accept (conn->policy_counted), uncounted when their transport
+     * closes */
+    uint32_t policy_max_conns;
+    uint64_t policy_processed, policy_denied, policy_current;
+    atomic_uint_fast64_t policy_maxsize_denied; /* any loop, relaxed */
     int64_t refused_logged_at; /* ms of the last "too many connections" log line */
     jn_io_timer_t *timers;    /* armed timers, by deadline */
     jn_io_tls_entry_t *tls_profiles; /* sslProfile registry (jn_io_set_tls_profile) */
@@ -360,6 +367,7 @@ struct jn_io_conn {
     jn_io_endpoint_t *endpoint; /* its listener or connector */
     bool incoming;
     bool strip_inbound, strip_outbound;
+    bool policy_counted; /* counted in io->policy_current (set at accept) */
 
     /* atomic: the I/O side holds one reference until the pass that saw
      * PN_TRANSPORT_CLOSED is done, the core one from conn_opened until
@@ -626,6 +634,8 @@ void jn_io_conn_poll_later_IO(jn_io_conn_t *conn, bool progressed);
 jn_io_link_t *jn_io_link_new_IO(jn_io_conn_t *conn, pn_link_t *pl);
 void jn_io_link_set_busy_IO(jn_io_link_t *link);
 void jn_io_link_close_IO(jn_io_link_t *link, const char *condition, const char *description);
+/* io_conn.c: close the connection with an error (once). */
+void jn_io_conn_close_IO(jn_io_conn_t *conn, const char *condition, const char *description);
 /* Unsettled deliveries: the pn_delivery's context holds a reference on
  * the jn_delivery_t, and we hold a proton reference on the pn_delivery
  * (io_recv.c explains why); drop them all when the link or connection

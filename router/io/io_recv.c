@@ -152,20 +152,27 @@ static void rx_begin_IO(jn_io_link_t *link, pn_delivery_t *pd)
 }
 
 /* The message is too large for the link: reject it (or abort its copies if
- * it was routed already) and detach the link, as qdrouterd does. */
+ * it was routed already), detach the link with
+ * amqp:link:message-size-exceeded and close the connection with
+ * amqp:connection:forced "Message size exceeded", as qdrouterd 1.19 does
+ * (which also stops the rest of the message from being read); counted in
+ * the policy's maxMessageSizeDenied. */
 static void rx_oversize_IO(jn_io_link_t *link)
 {
     JN_ASSERT_IO(link->conn);
     uint64_t max = link->max_message_size;
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
-           JN_IO_LINK_FMT " Message exceeds maxMessageSize %" PRIu64 ": link detached",
+           JN_IO_LINK_FMT " Message exceeds maxMessageSize %" PRIu64
+                          ": link detached, connection closed",
            link->conn->id, link->id, max);
+    atomic_fetch_add_explicit(&link->conn->io->policy_maxsize_denied, 1, memory_order_relaxed);
     if (link->rx.dlv) {
         jn_message_set_aborted(link->rx.msg);
         link->rx.notify = true;
     }
     rx_reject_IO(link, "amqp:link:message-size-exceeded", "message exceeds maxMessageSize");
     jn_io_link_close_IO(link, "amqp:link:message-size-exceeded", "message exceeds maxMessageSize");
+    jn_io_conn_close_IO(link->conn, "amqp:connection:forced", "Message size exceeded");
 }
 
 /* Copy what proton holds for the delivery into the message, up to the

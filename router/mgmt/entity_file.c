@@ -219,6 +219,8 @@ static void read_settings(const jn_config_t *cfg, jn_mgmt_entity_t *r, jn_mgmt_e
     out->write_stall_timeout_s = u32(r, "writeStallTimeoutSeconds", 60);
     int64_t max = p ? jn_mgmt_entity_int(p, "maxMessageSize", 0) : 0;
     out->max_message_size = max > 0 ? (uint64_t)max : 0;
+    int64_t conns = p ? jn_mgmt_entity_int(p, "maxConnections", 65535) : 65535;
+    out->max_connections = conns < 0 ? 0 : conns >= UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)conns;
     const jn_config_value_t *md = rc ? jn_config_entity_get(rc, "metadata") : NULL;
     out->metadata = md ? jn_config_value_string(md) : NULL;
 }

@@ -370,3 +370,38 @@ size_t jn_mgmt_rows_self(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t of
     }
     return 1;
 }
+
+/* The policy singleton (1.19's "policy/None" row): its settings and the
+ * I/O layer's figures (docs/design.md "Policy"). linksDenied stays 0:
+ * vhost policies are not implemented. */
+size_t jn_mgmt_rows_policy(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t offset,
+                           size_t max, jn_mgmt_row_fn fn, void *ctx)
+{
+    JN_CHECK(jn_mgmt_class_ncols(cls) == JN_COLS_POLICY);
+    if (offset == 0 && max > 0) {
+        jn_io_policy_stats_t st = {0};
+        if (agent->cfg.policy_stats)
+            agent->cfg.policy_stats(agent->cfg.io_ctx, &st);
+        jn_mv_t row[JN_COLS_POLICY] = {
+            [JN_COL_POLICY_NAME] = jn_mv_str("policy/None"),
+            [JN_COL_POLICY_IDENTITY] = jn_mv_str("policy/None"),
+            [JN_COL_POLICY_TYPE] = jn_mv_str(FULL("policy")),
+            [JN_COL_POLICY_MAX_CONNECTIONS] = jn_mv_int(JN_MV_LONG, agent->cfg.max_connections),
+            [JN_COL_POLICY_MAX_MESSAGE_SIZE] =
+                jn_mv_int(JN_MV_LONG, (int64_t)agent->cfg.max_message_size),
+            [JN_COL_POLICY_ENABLE_VHOST_POLICY] = jn_mv_bool(false),
+            [JN_COL_POLICY_ENABLE_VHOST_NAME_PATTERNS] = jn_mv_bool(false),
+            [JN_COL_POLICY_POLICY_DIR] = jn_mv_str(""),
+            [JN_COL_POLICY_DEFAULT_VHOST] = jn_mv_str("$default"),
+            [JN_COL_POLICY_CONNECTIONS_PROCESSED] = jn_mv_int(JN_MV_LONG, (int64_t)st.processed),
+            [JN_COL_POLICY_CONNECTIONS_DENIED] = jn_mv_int(JN_MV_LONG, (int64_t)st.denied),
+            [JN_COL_POLICY_CONNECTIONS_CURRENT] = jn_mv_int(JN_MV_LONG, (int64_t)st.current),
+            [JN_COL_POLICY_LINKS_DENIED] = jn_mv_int(JN_MV_LONG, 0),
+            [JN_COL_POLICY_MAX_MESSAGE_SIZE_DENIED] =
+                jn_mv_int(JN_MV_LONG, (int64_t)st.max_message_size_denied),
+            [JN_COL_POLICY_TOTAL_DENIALS] =
+                jn_mv_int(JN_MV_LONG, (int64_t)(st.denied + st.max_message_size_denied))};
+        fn(ctx, row);
+    }
+    return 1;
+}

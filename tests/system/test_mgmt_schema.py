@@ -108,6 +108,11 @@ class SchemaTest(RouterTestCase):
         self.assertIs(types["address"]["attributes"]["priority"].get("implemented"), False)
         for attr in ("waypoint", "ingressPhase", "egressPhase", "enableFallback"):
             self.assertNotIn("implemented", types["address"]["attributes"][attr], attr)
+        policy = types["policy"]["attributes"]
+        for attr in ("maxConnections", "maxMessageSize"):
+            self.assertNotIn("implemented", policy[attr], attr)
+        for attr in ("enableVhostPolicy", "policyDir", "defaultVhost"):
+            self.assertIs(policy[attr].get("implemented"), False, attr)
         mode = types["router"]["attributes"]["mode"]
         self.assertEqual(mode["type"], ["standalone", "interior", "edge"])
         self.assertEqual(mode["implementedValues"], ["standalone", "interior"])

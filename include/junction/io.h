@@ -123,6 +123,43 @@ typedef struct jn_io_config {
 
 #define JN_IO_NO_POLICY_LIMIT UINT32_MAX
 
+/* One user group of a vhost (1.19's vhostUserGroupSettings; docs/design.md
+ * "Policy"): strings are borrowed for the call that takes them. users and
+ * remote_hosts are comma-separated lists, "*" matching any; a remote host
+ * is an address as the peer's socket gives it. max_per_user/max_per_host:
+ * JN_IO_NO_POLICY_LIMIT takes the vhost's. */
+typedef struct jn_io_vhost_group {
+    const char *name;
+    const char *users;
+    const char *remote_hosts;
+    uint32_t max_per_user, max_per_host;
+} jn_io_vhost_group_t;
+
+/* One vhost (1.19's vhost entity): hostname, its connection limits and its
+ * groups (group_count of them at groups). Borrowed for the call. */
+typedef struct jn_io_vhost {
+    const char *hostname;
+    uint32_t max_connections, max_per_user, max_per_host;
+    bool allow_unknown_user;
+    const jn_io_vhost_group_t *groups;
+    size_t group_count;
+} jn_io_vhost_t;
+
+/* jn_io_vhost_policy: turn the vhost policy on (policy.enableVhostPolicy)
+ * with default_vhost (policy.defaultVhost, copied; "" or NULL: none). From
+ * then on every incoming client connection (role normal) is checked at its
+ * Open against the vhost its Open hostname names (else default_vhost): no
+ * vhost, a user in no group (and allowUnknownUser off, no "$default" group)
+ * or a connection limit reached closes it with amqp:resource-limit-exceeded
+ * and one POLICY log line. Returns 0 or JN_ENOMEM. Main thread, before
+ * jn_io_start. */
+int jn_io_vhost_policy(jn_io_t *io, const char *default_vhost);
+
+/* jn_io_vhost_add: add (or replace, by hostname) a vhost; everything is
+ * copied. Returns 0 or JN_ENOMEM (nothing changed). Any thread (takes the
+ * layer's lock). */
+int jn_io_vhost_add(jn_io_t *io, const jn_io_vhost_t *vh);
+
 /* The policy's figures (1.19's policy entity statistics): processed =
  * approved + denied since start; current = counted incoming connections
  * open now; max_message_size_denied = messages over maxMessageSize (each

@@ -340,6 +340,7 @@ void jn_io_free(jn_io_t *io)
         free(e->name);
         free(e);
     }
+    jn_io_vhost_free_all(io);
     io_destroy(io);
 }
 

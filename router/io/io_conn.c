@@ -220,6 +220,7 @@ static void conn_free(jn_io_conn_t *conn)
             io->policy_current--;
         pthread_cond_broadcast(&io->cond);
     }
+    jn_io_vhost_uncount_locked(io, conn);
     pthread_mutex_unlock(&io->lock);
     /* The last reference is gone, so no loop can reach conn any more: the
      * thread that dropped it (any thread; the reference count's acq_rel
@@ -466,6 +467,11 @@ static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
             return;
         }
     }
+    if (!jn_io_vhost_admit_IO(conn, info.user, pn_connection_remote_hostname(pc))) {
+        conn_close_IO(conn, "amqp:resource-limit-exceeded",
+                      "connection disallowed by local policy");
+        return;
+    }
     uint8_t *props = NULL;
     jn_io_render_properties_IO(pn_connection_remote_properties(pc), &props, &info.properties_len);
     info.properties = props;
@@ -578,6 +584,7 @@ static void on_transport_closed(jn_io_conn_t *conn)
     io->live_conns--;
     if (conn->policy_counted)
         io->policy_current--;
+    jn_io_vhost_uncount_locked(io, conn);
     pthread_cond_broadcast(&io->cond);
     pthread_mutex_unlock(&io->lock);
     if (!conn->incoming)

@@ -329,6 +329,12 @@ struct jn_io {
     int64_t refused_logged_at; /* ms of the last "too many connections" log line */
     jn_io_timer_t *timers;    /* armed timers, by deadline */
     jn_io_tls_entry_t *tls_profiles; /* sslProfile registry (jn_io_set_tls_profile) */
+    /* vhost policy (io_policy.c): on when vhost_policy; the vhosts and the
+     * per-vhost/user/host connection counts, all under lock */
+    bool vhost_policy;
+    char *default_vhost;
+    struct jn_io_vhost_entry *vhosts;
+    struct jn_io_vhost_count *vhost_counts;
     bool started;
     /* the connector thread's queue of attempts to make (io_endpoint.c) */
     jn_io_endpoint_t *connect_queue;
@@ -368,6 +374,9 @@ struct jn_io_conn {
     bool incoming;
     bool strip_inbound, strip_outbound;
     bool policy_counted; /* counted in io->policy_current (set at accept) */
+    /* counted in its vhost's figures (io_policy.c; under io->lock): the
+     * vhost's hostname, the user and the remote host it was counted as */
+    char *vhost_name, *vhost_user, *vhost_host;
 
     /* atomic: the I/O side holds one reference until the pass that saw
      * PN_TRANSPORT_CLOSED is done, the core one from conn_opened until
@@ -551,6 +560,22 @@ struct jn_io_link {
 /* ---- functions shared between the files, by the file that defines them - */
 
 /* io.c: the layer's frame */
+/* jn_io_vhost_admit_IO: the vhost policy's check of an incoming client
+ * connection at its Open (docs/design.md "Policy"): user is the
+ * authenticated user (NULL: "anonymous"), hostname the Open's (may be
+ * NULL). True: admitted (and counted when the policy is on); false: denied,
+ * logged once and counted; the caller closes it with
+ * amqp:resource-limit-exceeded. Out of memory denies. Conn's loop. */
+bool jn_io_vhost_admit_IO(jn_io_conn_t *conn, const char *user, const char *hostname);
+
+/* jn_io_vhost_uncount_locked: take conn out of its vhost's counts (a no-op
+ * when it is not counted). Any thread, io->lock held. */
+void jn_io_vhost_uncount_locked(jn_io_t *io, jn_io_conn_t *conn);
+
+/* jn_io_vhost_free_all: free the vhost table and counts. Main thread, at
+ * jn_io_free. */
+void jn_io_vhost_free_all(jn_io_t *io);
+
 /* jn_io_max_connections: the connection limit derived from the
  * file-descriptor limit. Any thread. */
 size_t jn_io_max_connections(void);

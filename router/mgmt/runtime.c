@@ -14,6 +14,7 @@
  * generated schema_ids.h, and a column no code fills here is null.
  */
 #include "mgmt_private.h"
+#include "store.h"
 
 #include <junction/core_view.h>
 #include <junction/pool.h>
@@ -372,8 +373,9 @@ size_t jn_mgmt_rows_self(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t of
 }
 
 /* The policy singleton (1.19's "policy/None" row): its settings and the
- * I/O layer's figures (docs/design.md "Policy"). linksDenied stays 0:
- * vhost policies are not implemented. */
+ * I/O layer's figures (docs/design.md "Policy"; connectionsDenied counts
+ * vhost denials too). linksDenied stays 0: link rules of vhost groups are
+ * not implemented. */
 size_t jn_mgmt_rows_policy(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t offset,
                            size_t max, jn_mgmt_row_fn fn, void *ctx)
 {
@@ -389,10 +391,10 @@ size_t jn_mgmt_rows_policy(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t 
             [JN_COL_POLICY_MAX_CONNECTIONS] = jn_mv_int(JN_MV_LONG, agent->cfg.max_connections),
             [JN_COL_POLICY_MAX_MESSAGE_SIZE] =
                 jn_mv_int(JN_MV_LONG, (int64_t)agent->cfg.max_message_size),
-            [JN_COL_POLICY_ENABLE_VHOST_POLICY] = jn_mv_bool(false),
+            [JN_COL_POLICY_ENABLE_VHOST_POLICY] = jn_mv_bool(agent->cfg.enable_vhost_policy),
             [JN_COL_POLICY_ENABLE_VHOST_NAME_PATTERNS] = jn_mv_bool(false),
-            [JN_COL_POLICY_POLICY_DIR] = jn_mv_str(""),
-            [JN_COL_POLICY_DEFAULT_VHOST] = jn_mv_str("$default"),
+            [JN_COL_POLICY_POLICY_DIR] = jn_mv_str(agent->cfg.policy_dir),
+            [JN_COL_POLICY_DEFAULT_VHOST] = jn_mv_str(agent->cfg.default_vhost),
             [JN_COL_POLICY_CONNECTIONS_PROCESSED] = jn_mv_int(JN_MV_LONG, (int64_t)st.processed),
             [JN_COL_POLICY_CONNECTIONS_DENIED] = jn_mv_int(JN_MV_LONG, (int64_t)st.denied),
             [JN_COL_POLICY_CONNECTIONS_CURRENT] = jn_mv_int(JN_MV_LONG, (int64_t)st.current),
@@ -404,4 +406,24 @@ size_t jn_mgmt_rows_policy(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t 
         fn(ctx, row);
     }
     return 1;
+}
+
+/* The vhosts read at start (docs/design.md "Policy"): the file's vhost
+ * sections and policyDir's, as their sections give them. READ only: a
+ * vhost cannot yet be created, changed or deleted on a running router. */
+size_t jn_mgmt_rows_vhost(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t offset,
+                          size_t max, jn_mgmt_row_fn fn, void *ctx)
+{
+    size_t n = jn_mgmt_class_ncols(cls), total = 0;
+    jn_mv_t *row = calloc(n ? n : 1, sizeof *row);
+    bool go = row != NULL;
+    for (jn_mgmt_entity_t *e = agent->vhosts; e; e = e->next) {
+        if (go && total >= offset && total - offset < max) {
+            jn_mgmt_entity_row(e, row);
+            go = fn(ctx, row);
+        }
+        total++;
+    }
+    free(row);
+    return total;
 }

@@ -92,10 +92,11 @@ class SchemaTest(RouterTestCase):
         r = self.start_router()
         types = self.node_call(r, "GET-SCHEMA")["entityTypes"]
         for name in ("authServicePlugin", "exchange",
-                     "binding", "vhost", "console", "logStats"):
+                     "binding", "vhostUserGroupSettings", "vhostStats", "console",
+                     "logStats"):
             self.assertIs(types[name].get("implemented"), False, name)
         for name in ("router", "listener", "connector", "address", "log", "policy", "sslProfile",
-                     "linkRoute", "autoLink",
+                     "linkRoute", "autoLink", "vhost",
                      "connection", "router.link", "router.address", "router.node",
                      "allocator", "management"):
             self.assertNotIn("implemented", types[name], name)
@@ -109,10 +110,16 @@ class SchemaTest(RouterTestCase):
         for attr in ("waypoint", "ingressPhase", "egressPhase", "enableFallback"):
             self.assertNotIn("implemented", types["address"]["attributes"][attr], attr)
         policy = types["policy"]["attributes"]
-        for attr in ("maxConnections", "maxMessageSize"):
+        for attr in ("maxConnections", "maxMessageSize", "enableVhostPolicy", "policyDir",
+                     "defaultVhost"):
             self.assertNotIn("implemented", policy[attr], attr)
-        for attr in ("enableVhostPolicy", "policyDir", "defaultVhost"):
-            self.assertIs(policy[attr].get("implemented"), False, attr)
+        self.assertIs(policy["enableVhostNamePatterns"].get("implemented"), False)
+        vhost = types["vhost"]["attributes"]
+        for attr in ("hostname", "maxConnections", "maxConnectionsPerUser",
+                     "maxConnectionsPerHost", "allowUnknownUser", "groups"):
+            self.assertNotIn("implemented", vhost[attr], attr)
+        for attr in ("aliases", "maxMessageSize"):
+            self.assertIs(vhost[attr].get("implemented"), False, attr)
         mode = types["router"]["attributes"]["mode"]
         self.assertEqual(mode["type"], ["standalone", "interior", "edge"])
         self.assertEqual(mode["implementedValues"], ["standalone", "interior"])

@@ -5,6 +5,7 @@ log line, as qdrouterd 1.19 does; the others are unaffected; the policy
 entity shows the limit and the figures (connectionsProcessed, Denied,
 Current, totalDenials). A bad value stops start-up with FILE:LINE.
 """
+import json
 import os
 import re
 import sys
@@ -103,15 +104,225 @@ class PolicyMaxConnectionsTest(RouterTestCase):
         self.assertEqual(p.returncode, 1, p.stderr)
         self.assertIn("%s:%d: policy maxConnections must be from 0" % (path, line), p.stderr)
 
-    def test_vhost_policy_still_refused_by_name(self):
+    def test_vhost_name_patterns_still_refused_by_name(self):
         text = (conf_section("router", {"mode": "standalone", "id": "P"})
-                + conf_section("policy", {"enableVhostPolicy": "yes"}))
+                + conf_section("policy", {"enableVhostNamePatterns": "yes"}))
         path = os.path.join(self.workdir, "v.conf")
         with open(path, "w") as f:
             f.write(text)
         p = run_junctiond(["-c", path])
         self.assertEqual(p.returncode, 1, p.stderr)
-        self.assertIn("enableVhostPolicy", p.stderr)
+        self.assertIn("enableVhostNamePatterns", p.stderr)
+
+
+def vhost_section(hostname, groups, **attrs):
+    """A vhost section with its groups as the raw-JSON map 1.19 reads."""
+    body = "".join("    %s: %s\n" % (k, v) for k, v in attrs.items())
+    return "vhost {\n    hostname: %s\n%s    groups: %s\n}\n" % (
+        hostname, body, json.dumps(groups, indent=4).replace("\n", "\n    "))
+
+
+ALL = {"$default": {"users": "*", "remoteHosts": "*"}}
+DENIED = "connection disallowed by local policy"
+
+
+def refusal(url, hostname=None):
+    """None when a connection opens and a link attaches, else the error
+    (the close's condition in its text)."""
+    try:
+        kw = {"virtual_host": hostname} if hostname else {}
+        c = BlockingConnection(url, timeout=5 * SLOW, **kw)
+        c.create_receiver("probe")
+        c.close()
+        return None
+    except (ConnectionException, Timeout, OSError) as e:
+        return str(e) or type(e).__name__
+
+
+class VhostPolicyTest(RouterTestCase):
+    """vhost policy, connection part (issue 15; docs/design.md "Policy"):
+    the vhost chosen by the Open's hostname, else policy.defaultVhost; its
+    groups (users, remoteHosts) and connection limits checked at the Open;
+    a denied client is closed with amqp:resource-limit-exceeded and one
+    POLICY log line, counted in the policy entity."""
+
+    def policy(self, url):
+        with Client(ConnectOptions(url=url)) as c:
+            return c.query_dicts("policy")[0]
+
+    def test_third_connection_past_a_vhost_limit_of_two_is_refused(self):
+        r = self.start_router(extra=conf_section("policy", {"enableVhostPolicy": "yes"})
+                              + vhost_section("$default", ALL, maxConnections=2))
+        c1 = BlockingConnection(r.url, timeout=10 * SLOW)
+        c2 = BlockingConnection(r.url, timeout=10 * SLOW)
+        try:
+            err = refusal(r.url)
+            self.assertIsNotNone(err)
+            self.assertIn("amqp:resource-limit-exceeded", err)
+            self.assertIn(DENIED, err)
+            self.wait_for("the DENY log line", lambda: re.search(
+                r"POLICY \(info\) DENY AMQP Open for user 'anonymous', rhost '127\.0\.0\.1', "
+                r"vhost '\$default': vhost maxConnections reached", r.log()) is not None)
+            self.assertEqual(len(re.findall(r"DENY AMQP Open", r.log())), 1)
+            c2.create_receiver("still.open")  # the open ones are unaffected
+        finally:
+            c1.close()
+        # one closed: room for one more (the management client)
+        deadline = time.monotonic() + 10 * SLOW
+        while True:
+            try:
+                p = self.policy(r.url)
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        c2.close()
+        self.assertIs(p["enableVhostPolicy"], True)
+        self.assertEqual(p["defaultVhost"], "$default")
+        self.assertGreaterEqual(p["connectionsDenied"], 1)
+
+    def test_hostname_selects_the_vhost_and_groups_rule(self):
+        groups = {"admins": {"users": "anonymous", "remoteHosts": "*",
+                             "maxConnectionsPerHost": 1}}
+        closed = {"g": {"users": "someone", "remoteHosts": "*"}}
+        far = {"$default": {"users": "*", "remoteHosts": "10.1.2.3"}}
+        r = self.start_router(extra=conf_section("policy", {"enableVhostPolicy": "yes",
+                                                            "defaultVhost": "open.example"})
+                              + vhost_section("open.example", ALL)
+                              + vhost_section("one.example", groups)
+                              + vhost_section("closed.example", closed)
+                              + vhost_section("far.example", far))
+        # an unknown hostname falls to defaultVhost
+        self.assertIsNone(refusal(r.url, "nowhere.example"))
+        # per-host limit of the user's group
+        c = BlockingConnection(r.url, timeout=10 * SLOW, virtual_host="one.example")
+        try:
+            self.assertIn(DENIED, refusal(r.url, "one.example") or "")
+            self.assertIsNone(refusal(r.url, "open.example"))
+        finally:
+            c.close()
+        # anonymous is in no group and there is no $default group
+        self.assertIn(DENIED, refusal(r.url, "closed.example") or "")
+        # remoteHosts does not list 127.0.0.1
+        self.assertIn(DENIED, refusal(r.url, "far.example") or "")
+        log = r.log()
+        self.assertIn("maxConnectionsPerHost reached", log)
+        self.assertIn("vhost 'closed.example': user is in no user group", log)
+        self.assertIn("vhost 'far.example': remote host not allowed", log)
+
+    def test_vhost_shown_read_only_and_reload_refuses_a_change(self):
+        r = self.start_router(extra=conf_section("policy", {"enableVhostPolicy": "yes"})
+                              + vhost_section("$default", ALL, maxConnections=5))
+        from proton import Message
+        from proton.utils import SyncRequestResponse
+        conn = BlockingConnection(r.url, timeout=10 * SLOW)
+        try:
+            client = SyncRequestResponse(conn, "$management")
+
+            def call(props, body=None):
+                reply = client.call(Message(body={} if body is None else body, properties=props))
+                return reply.properties["statusCode"], reply.properties["statusDescription"]
+            with Client(ConnectOptions(url=r.url)) as c:
+                rows = c.query_dicts("vhost")
+            self.assertEqual(len(rows), 1, rows)
+            self.assertEqual(rows[0]["hostname"], "$default")
+            self.assertEqual(rows[0]["identity"], "vhost/$default")
+            self.assertEqual(rows[0]["maxConnections"], 5)
+            self.assertEqual(rows[0]["groups"], ALL)
+            import subprocess
+            tool = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "tools", "junction-stat")
+            out = subprocess.run(["/usr/bin/python3", tool, "-b", r.url, "--vhosts"],
+                                 capture_output=True, text=True, timeout=20 * SLOW)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertRegex(out.stdout, r"\$default\s+5\s+65535\s+65535\s+False\s+1")
+            out = subprocess.run(["/usr/bin/python3", tool, "-b", r.url, "--vhostgroups"],
+                                 capture_output=True, text=True, timeout=20 * SLOW)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertRegex(out.stdout, r"\$default\s+\$default\s+\*\s+\*")
+            code, desc = call({"operation": "CREATE", "type": "vhost", "name": "x"},
+                              {"hostname": "x"})
+            self.assertNotEqual(code, 201, desc)
+            # the same file reloads; a changed vhost is refused, nothing changes
+            self.assertEqual(call({"operation": "RELOAD", "type": "router"})[0], 200)
+            with open(r.conf_path) as f:
+                text = f.read()
+            with open(r.conf_path, "w") as f:
+                f.write(text.replace("maxConnections: 5", "maxConnections: 6"))
+            code, desc = call({"operation": "RELOAD", "type": "router"})
+            self.assertEqual(code, 400, desc)
+            self.assertIn("vhost sections cannot change on a running router", desc)
+        finally:
+            conn.close()
+
+    def test_no_vhost_and_no_default_refuses(self):
+        r = self.start_router(extra=conf_section("policy", {"enableVhostPolicy": "yes",
+                                                            "defaultVhost": "gone.example"})
+                              + vhost_section("a.example", ALL))
+        self.assertIsNone(refusal(r.url, "a.example"))
+        self.assertIn(DENIED, refusal(r.url, "b.example") or "")
+
+    def test_vhosts_without_enable_vhost_policy_do_not_apply(self):
+        r = self.start_router(extra=vhost_section("$default", ALL, maxConnections=0))
+        self.assertIsNone(refusal(r.url))
+
+    def test_policy_dir_files_are_loaded(self):
+        d = os.path.join(self.workdir, "policies")
+        os.makedirs(d)
+        with open(os.path.join(d, "a.json"), "w") as f:
+            json.dump([["vhost", {"hostname": "$default", "maxConnections": 1,
+                                  "groups": ALL}]], f, indent=2)
+        with open(os.path.join(d, "notes.txt"), "w") as f:
+            f.write("not a policy file\n")
+        r = self.start_router(extra=conf_section("policy", {"enableVhostPolicy": "yes",
+                                                            "policyDir": d}))
+        c = BlockingConnection(r.url, timeout=10 * SLOW)
+        try:
+            self.assertIn(DENIED, refusal(r.url) or "")
+        finally:
+            c.close()
+        deadline = time.monotonic() + 10 * SLOW
+        while True:
+            try:
+                p = self.policy(r.url)
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        self.assertEqual(p["policyDir"], d)
+
+    def start_with_policy_dir(self, files):
+        d = os.path.join(self.workdir, "pd")
+        os.makedirs(d, exist_ok=True)
+        for name, text in files.items():
+            with open(os.path.join(d, name), "w") as f:
+                f.write(text)
+        path = os.path.join(self.workdir, "pd.conf")
+        with open(path, "w") as f:
+            f.write(conf_section("router", {"mode": "standalone", "id": "P"})
+                    + conf_section("policy", {"enableVhostPolicy": "yes", "policyDir": d}))
+        return d, run_junctiond(["-c", path])
+
+    def test_malformed_policy_file_stops_start_up(self):
+        d, p = self.start_with_policy_dir({"bad.json": '[\n  ["vhost", {"hostname": "x",]\n]\n'})
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn(os.path.join(d, "bad.json") + ":2: ", p.stderr)
+
+    def test_unsupported_group_attribute_refused_by_name(self):
+        text = ('[\n  ["vhost", {"hostname": "x",\n'
+                '    "groups": {"g": {"users": "*",\n      "sources": "a"}}}]\n]\n')
+        d, p = self.start_with_policy_dir({"v.json": text})
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn(os.path.join(d, "v.json") + ":4: vhost 'x' group 'g' attribute 'sources' "
+                      "is not supported", p.stderr)
+
+    def test_other_section_in_policy_file_refused(self):
+        d, p = self.start_with_policy_dir({"l.json": '[\n  ["listener", {"port": 1}]\n]\n'})
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn(os.path.join(d, "l.json") + ":2: section 'listener' does not belong",
+                      p.stderr)
 
 
 if __name__ == "__main__":

@@ -368,6 +368,7 @@ static void implemented_types(void **state)
                                       "autoLink",
                                       "log",
                                       "policy",
+                                      "vhost",
                                       "connection",
                                       "router.link",
                                       "router.address",
@@ -381,7 +382,6 @@ static void implemented_types(void **state)
     static const char *const no[] = {"authServicePlugin",
                                      "exchange",
                                      "binding",
-                                     "vhost",
                                      "vhostUserGroupSettings",
                                      "vhostStats",
                                      "logStats",
@@ -407,8 +407,8 @@ static void implemented_attributes(void **state)
         const char *type, *attr;
     } no[] = {{"listener", "saslPlugin"},  {"listener", "protocolFamily"},
               {"listener", "multiTenant"}, {"connector", "failoverUrls"},
-              {"address", "priority"},     {"policy", "defaultVhost"},
-              {"policy", "enableVhostPolicy"}};
+              {"address", "priority"},     {"policy", "enableVhostNamePatterns"},
+              {"vhost", "aliases"},        {"vhost", "maxMessageSize"}};
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
         if (jn_schema_attr_implemented(attr_of(no[i].type, no[i].attr)))
             fail_msg("%s.%s should not be implemented", no[i].type, no[i].attr);

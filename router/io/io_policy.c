@@ -1,0 +1,311 @@
+/*
+ * io_policy.c — the vhost policy's connection check (docs/design.md
+ * "Policy"): the vhost table, the user group a connection falls in, and the
+ * per-vhost, per-user and per-host connection counts. Everything here is
+ * under io->lock, taken once per incoming client Open and once per close —
+ * never per message.
+ */
+#include "io_private.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <junction/log.h>
+
+typedef struct jn_io_vhost_group_entry {
+    char *name, *users, *remote_hosts;
+    uint32_t max_per_user, max_per_host;
+} group_t;
+
+struct jn_io_vhost_entry {
+    struct jn_io_vhost_entry *next;
+    char *hostname;
+    uint32_t max_connections, max_per_user, max_per_host;
+    bool allow_unknown_user;
+    group_t *groups;
+    size_t group_count;
+};
+
+/* One count: the connections of a vhost (kind TOTAL), of one user in it
+ * (USER) or from one remote host (HOST). */
+enum { COUNT_TOTAL, COUNT_USER, COUNT_HOST };
+struct jn_io_vhost_count {
+    struct jn_io_vhost_count *next;
+    char *vhost;
+    char *key; /* "" for TOTAL */
+    int kind;
+    uint32_t n;
+};
+
+static void vhost_free(struct jn_io_vhost_entry *v)
+{
+    if (!v)
+        return;
+    for (size_t i = 0; i < v->group_count; i++) {
+        free(v->groups[i].name);
+        free(v->groups[i].users);
+        free(v->groups[i].remote_hosts);
+    }
+    free(v->groups);
+    free(v->hostname);
+    free(v);
+}
+
+static char *dup0(const char *s)
+{
+    return strdup(s ? s : "");
+}
+
+int jn_io_vhost_policy(jn_io_t *io, const char *default_vhost)
+{
+    char *d = dup0(default_vhost);
+    if (!d)
+        return JN_ENOMEM;
+    pthread_mutex_lock(&io->lock);
+    free(io->default_vhost);
+    io->default_vhost = d;
+    io->vhost_policy = true;
+    pthread_mutex_unlock(&io->lock);
+    return 0;
+}
+
+int jn_io_vhost_add(jn_io_t *io, const jn_io_vhost_t *vh)
+{
+    struct jn_io_vhost_entry *v = calloc(1, sizeof *v);
+    if (!v)
+        return JN_ENOMEM;
+    v->hostname = dup0(vh->hostname);
+    v->max_connections = vh->max_connections;
+    v->max_per_user = vh->max_per_user;
+    v->max_per_host = vh->max_per_host;
+    v->allow_unknown_user = vh->allow_unknown_user;
+    v->groups = vh->group_count ? calloc(vh->group_count, sizeof *v->groups) : NULL;
+    bool ok = v->hostname && (v->groups || !vh->group_count);
+    for (size_t i = 0; ok && i < vh->group_count; i++) {
+        const jn_io_vhost_group_t *g = &vh->groups[i];
+        group_t *c = &v->groups[v->group_count++];
+        c->name = dup0(g->name);
+        c->users = dup0(g->users);
+        c->remote_hosts = dup0(g->remote_hosts);
+        c->max_per_user = g->max_per_user;
+        c->max_per_host = g->max_per_host;
+        ok = c->name && c->users && c->remote_hosts;
+    }
+    if (!ok) {
+        vhost_free(v);
+        return JN_ENOMEM;
+    }
+    pthread_mutex_lock(&io->lock);
+    struct jn_io_vhost_entry **pp = &io->vhosts;
+    while (*pp && strcmp((*pp)->hostname, v->hostname) != 0)
+        pp = &(*pp)->next;
+    struct jn_io_vhost_entry *old = *pp;
+    v->next = old ? old->next : NULL;
+    *pp = v;
+    pthread_mutex_unlock(&io->lock);
+    vhost_free(old);
+    return 0;
+}
+
+void jn_io_vhost_free_all(jn_io_t *io)
+{
+    while (io->vhosts) {
+        struct jn_io_vhost_entry *v = io->vhosts;
+        io->vhosts = v->next;
+        vhost_free(v);
+    }
+    while (io->vhost_counts) {
+        struct jn_io_vhost_count *c = io->vhost_counts;
+        io->vhost_counts = c->next;
+        free(c->vhost);
+        free(c->key);
+        free(c);
+    }
+    free(io->default_vhost);
+    io->default_vhost = NULL;
+}
+
+/* name is one of the comma-separated items of list (spaces around an item
+ * ignored), or list has the item "*". */
+static bool in_list(const char *list, const char *name)
+{
+    const char *p = list;
+    size_t n = strlen(name);
+    while (*p) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        const char *e = p;
+        while (*e && *e != ',')
+            e++;
+        const char *t = e;
+        while (t > p && t[-1] == ' ')
+            t--;
+        size_t len = (size_t)(t - p);
+        if ((len == 1 && *p == '*') || (len == n && memcmp(p, name, n) == 0))
+            return true;
+        p = e;
+    }
+    return false;
+}
+
+static struct jn_io_vhost_entry *vhost_find(jn_io_t *io, const char *hostname)
+{
+    for (struct jn_io_vhost_entry *v = io->vhosts; v; v = v->next)
+        if (hostname && strcmp(v->hostname, hostname) == 0)
+            return v;
+    return NULL;
+}
+
+static struct jn_io_vhost_count *count_find(jn_io_t *io, const char *vhost, int kind,
+                                            const char *key, bool make)
+{
+    for (struct jn_io_vhost_count *c = io->vhost_counts; c; c = c->next)
+        if (c->kind == kind && strcmp(c->vhost, vhost) == 0 && strcmp(c->key, key) == 0)
+            return c;
+    if (!make)
+        return NULL;
+    struct jn_io_vhost_count *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->vhost = strdup(vhost);
+    c->key = strdup(key);
+    c->kind = kind;
+    if (!c->vhost || !c->key) {
+        free(c->vhost);
+        free(c->key);
+        free(c);
+        return NULL;
+    }
+    c->next = io->vhost_counts;
+    io->vhost_counts = c;
+    return c;
+}
+
+static uint32_t count_of(jn_io_t *io, const char *vhost, int kind, const char *key)
+{
+    struct jn_io_vhost_count *c = count_find(io, vhost, kind, key, false);
+    return c ? c->n : 0;
+}
+
+static void count_drop(jn_io_t *io, const char *vhost, int kind, const char *key)
+{
+    for (struct jn_io_vhost_count **pp = &io->vhost_counts; *pp; pp = &(*pp)->next) {
+        struct jn_io_vhost_count *c = *pp;
+        if (c->kind != kind || strcmp(c->vhost, vhost) != 0 || strcmp(c->key, key) != 0)
+            continue;
+        if (c->n > 0 && --c->n == 0) {
+            *pp = c->next;
+            free(c->vhost);
+            free(c->key);
+            free(c);
+        }
+        return;
+    }
+}
+
+/* The remote host of conn: its address without the port ("1.2.3.4:5" ->
+ * "1.2.3.4", "[::1]:5" -> "::1"). */
+static void remote_host(const jn_io_conn_t *conn, char *out, size_t cap)
+{
+    const char *h = conn->host;
+    const char *colon = strrchr(h, ':');
+    size_t len = colon ? (size_t)(colon - h) : strlen(h);
+    if (len >= 2 && h[0] == '[' && h[len - 1] == ']') {
+        h++;
+        len -= 2;
+    }
+    if (len >= cap)
+        len = cap - 1;
+    memcpy(out, h, len);
+    out[len] = '\0';
+}
+
+/* Decide under io->lock: NULL when admitted (counted), else the rule
+ * that denied it (static text; "out of memory" included). */
+static const char *admit_locked(jn_io_t *io, jn_io_conn_t *conn, const char *user,
+                                const char *hostname, const char *rhost, const char **vhost_out)
+{
+    struct jn_io_vhost_entry *v = vhost_find(io, hostname);
+    if (!v && io->default_vhost[0])
+        v = vhost_find(io, io->default_vhost);
+    if (!v)
+        return "no vhost policy for the open hostname and no default vhost";
+    *vhost_out = v->hostname;
+    const group_t *g = NULL;
+    for (size_t i = 0; i < v->group_count && !g; i++)
+        if (strcmp(v->groups[i].name, "$default") != 0 && in_list(v->groups[i].users, user))
+            g = &v->groups[i];
+    for (size_t i = 0; i < v->group_count && !g; i++)
+        if (strcmp(v->groups[i].name, "$default") == 0)
+            g = &v->groups[i];
+    if (!g && !v->allow_unknown_user)
+        return "user is in no user group and the vhost has no $default group";
+    if (g && !in_list(g->remote_hosts, rhost))
+        return "remote host not allowed by the user group's remoteHosts";
+    uint32_t per_user =
+        g && g->max_per_user != JN_IO_NO_POLICY_LIMIT ? g->max_per_user : v->max_per_user;
+    uint32_t per_host =
+        g && g->max_per_host != JN_IO_NO_POLICY_LIMIT ? g->max_per_host : v->max_per_host;
+    if (count_of(io, v->hostname, COUNT_TOTAL, "") >= v->max_connections)
+        return "vhost maxConnections reached";
+    if (count_of(io, v->hostname, COUNT_USER, user) >= per_user)
+        return "maxConnectionsPerUser reached";
+    if (count_of(io, v->hostname, COUNT_HOST, rhost) >= per_host)
+        return "maxConnectionsPerHost reached";
+    struct jn_io_vhost_count *t = count_find(io, v->hostname, COUNT_TOTAL, "", true);
+    struct jn_io_vhost_count *u = t ? count_find(io, v->hostname, COUNT_USER, user, true) : NULL;
+    struct jn_io_vhost_count *h = u ? count_find(io, v->hostname, COUNT_HOST, rhost, true) : NULL;
+    conn->vhost_name = h ? strdup(v->hostname) : NULL;
+    conn->vhost_user = conn->vhost_name ? strdup(user) : NULL;
+    conn->vhost_host = conn->vhost_user ? strdup(rhost) : NULL;
+    if (!conn->vhost_host) { /* counts made at 0 are dropped with the others */
+        free(conn->vhost_name);
+        free(conn->vhost_user);
+        conn->vhost_name = conn->vhost_user = NULL;
+        return "out of memory";
+    }
+    t->n++;
+    u->n++;
+    h->n++;
+    return NULL;
+}
+
+bool jn_io_vhost_admit_IO(jn_io_conn_t *conn, const char *user, const char *hostname)
+{
+    jn_io_t *io = conn->io;
+    if (!io->vhost_policy || !conn->incoming || conn->endpoint->cfg.role != JN_ROLE_NORMAL)
+        return true;
+    if (!user || !user[0])
+        user = "anonymous"; /* as 1.19 checks an unauthenticated client */
+    char rhost[300];
+    remote_host(conn, rhost, sizeof rhost);
+    const char *vhost = NULL;
+    pthread_mutex_lock(&io->lock);
+    const char *why = admit_locked(io, conn, user, hostname, rhost, &vhost);
+    if (why)
+        io->policy_denied++; /* the policy entity's connectionsDenied, as 1.19 */
+    char shown[256];
+    snprintf(shown, sizeof shown, "%s", vhost ? vhost : (hostname ? hostname : ""));
+    pthread_mutex_unlock(&io->lock);
+    if (!why)
+        return true;
+    JN_LOG(JN_LOG_MOD_POLICY, JN_LOG_INFO,
+           "DENY AMQP Open for user '%s', rhost '%s', vhost '%s': %s (connection %s)", user, rhost,
+           shown, why, conn->host);
+    return false;
+}
+
+void jn_io_vhost_uncount_locked(jn_io_t *io, jn_io_conn_t *conn)
+{
+    if (!conn->vhost_name)
+        return;
+    count_drop(io, conn->vhost_name, COUNT_TOTAL, "");
+    count_drop(io, conn->vhost_name, COUNT_USER, conn->vhost_user);
+    count_drop(io, conn->vhost_name, COUNT_HOST, conn->vhost_host);
+    free(conn->vhost_name);
+    free(conn->vhost_user);
+    free(conn->vhost_host);
+    conn->vhost_name = conn->vhost_user = conn->vhost_host = NULL;
+}

@@ -133,6 +133,13 @@ typedef struct jn_io_vhost_group {
     const char *users;
     const char *remote_hosts;
     uint32_t max_per_user, max_per_host;
+    /* link rules, checked at attach: sources/targets are comma- or
+     * space-separated addresses ("*" any, "abc*" a prefix, "${user}" the
+     * user's name), source_pattern/target_pattern address patterns ('.'
+     * or '/' between tokens, '*' one token, '#' any number); an empty list
+     * and pattern allow no address. */
+    const char *sources, *targets, *source_pattern, *target_pattern;
+    bool allow_anonymous_sender, allow_dynamic_source, allow_user_id_proxy;
 } jn_io_vhost_group_t;
 
 /* One vhost (1.19's vhost entity): hostname, its connection limits and its
@@ -166,6 +173,7 @@ int jn_io_vhost_add(jn_io_t *io, const jn_io_vhost_t *vh);
  * detached its link and closed its connection). */
 typedef struct jn_io_policy_stats {
     uint64_t processed, denied, current;
+    uint64_t links_denied; /* attaches refused by a vhost group's link rules */
     uint64_t max_message_size_denied;
 } jn_io_policy_stats_t;
 

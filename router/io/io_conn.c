@@ -472,6 +472,10 @@ static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
                       "connection disallowed by local policy");
         return;
     }
+    if (jn_io_vhost_user_id_proxy(conn)) { /* allowUserIdProxy: any user-id */
+        free(conn->check_user);
+        conn->check_user = NULL;
+    }
     uint8_t *props = NULL;
     jn_io_render_properties_IO(pn_connection_remote_properties(pc), &props, &info.properties_len);
     info.properties = props;
@@ -719,6 +723,13 @@ static void on_link_open(jn_io_conn_t *conn, pn_link_t *pl)
         .priority = -1,
     };
     jn_io_ir_classify_IO(link, &info);
+    if (info.type == JN_LINK_ENDPOINT && conn->vhost_rules &&
+        !jn_io_vhost_link_ok_IO(conn, link->dir == JN_LINK_INCOMING, info.address,
+                                info.dynamic)) {
+        link->detached = true; /* the core never knows it */
+        jn_io_link_close_IO(link, "amqp:unauthorized-access", "link disallowed by local policy");
+        return;
+    }
     info.fallback = info.type == JN_LINK_ENDPOINT && jn_io_fallback_receiver_IO(pl);
     if (info.type == JN_LINK_CONTROL)
         jn_io_ir_cap_control_IO(link);

@@ -14,10 +14,26 @@
 
 #include <junction/log.h>
 
+/* A group's link rules; a connection holds its own copy. */
+struct jn_io_vhost_rules {
+    char *sources, *targets, *source_pattern, *target_pattern;
+    bool allow_anonymous_sender, allow_dynamic_source, allow_user_id_proxy;
+};
+
 typedef struct jn_io_vhost_group_entry {
     char *name, *users, *remote_hosts;
     uint32_t max_per_user, max_per_host;
+    struct jn_io_vhost_rules rules;
 } group_t;
+
+static void rules_clear(struct jn_io_vhost_rules *r)
+{
+    free(r->sources);
+    free(r->targets);
+    free(r->source_pattern);
+    free(r->target_pattern);
+    memset(r, 0, sizeof *r);
+}
 
 struct jn_io_vhost_entry {
     struct jn_io_vhost_entry *next;
@@ -47,6 +63,7 @@ static void vhost_free(struct jn_io_vhost_entry *v)
         free(v->groups[i].name);
         free(v->groups[i].users);
         free(v->groups[i].remote_hosts);
+        rules_clear(&v->groups[i].rules);
     }
     free(v->groups);
     free(v->hostname);
@@ -91,7 +108,15 @@ int jn_io_vhost_add(jn_io_t *io, const jn_io_vhost_t *vh)
         c->remote_hosts = dup0(g->remote_hosts);
         c->max_per_user = g->max_per_user;
         c->max_per_host = g->max_per_host;
-        ok = c->name && c->users && c->remote_hosts;
+        c->rules = (struct jn_io_vhost_rules){.sources = dup0(g->sources),
+                                              .targets = dup0(g->targets),
+                                              .source_pattern = dup0(g->source_pattern),
+                                              .target_pattern = dup0(g->target_pattern),
+                                              .allow_anonymous_sender = g->allow_anonymous_sender,
+                                              .allow_dynamic_source = g->allow_dynamic_source,
+                                              .allow_user_id_proxy = g->allow_user_id_proxy};
+        ok = c->name && c->users && c->remote_hosts && c->rules.sources && c->rules.targets &&
+             c->rules.source_pattern && c->rules.target_pattern;
     }
     if (!ok) {
         vhost_free(v);
@@ -266,6 +291,39 @@ static const char *admit_locked(jn_io_t *io, jn_io_conn_t *conn, const char *use
         conn->vhost_name = conn->vhost_user = NULL;
         return "out of memory";
     }
+    struct jn_io_vhost_rules *r = calloc(1, sizeof *r);
+    if (r && g) {
+        *r = (struct jn_io_vhost_rules){.sources = strdup(g->rules.sources),
+                                        .targets = strdup(g->rules.targets),
+                                        .source_pattern = strdup(g->rules.source_pattern),
+                                        .target_pattern = strdup(g->rules.target_pattern),
+                                        .allow_anonymous_sender = g->rules.allow_anonymous_sender,
+                                        .allow_dynamic_source = g->rules.allow_dynamic_source,
+                                        .allow_user_id_proxy = g->rules.allow_user_id_proxy};
+        if (!r->sources || !r->targets || !r->source_pattern || !r->target_pattern) {
+            rules_clear(r);
+            free(r);
+            r = NULL;
+        }
+    } else if (r) { /* no group (allowUnknownUser): empty rules allow no link */
+        r->sources = strdup("");
+        r->targets = strdup("");
+        r->source_pattern = strdup("");
+        r->target_pattern = strdup("");
+        if (!r->sources || !r->targets || !r->source_pattern || !r->target_pattern) {
+            rules_clear(r);
+            free(r);
+            r = NULL;
+        }
+    }
+    if (!r) {
+        free(conn->vhost_name);
+        free(conn->vhost_user);
+        free(conn->vhost_host);
+        conn->vhost_name = conn->vhost_user = conn->vhost_host = NULL;
+        return "out of memory";
+    }
+    conn->vhost_rules = r;
     t->n++;
     u->n++;
     h->n++;
@@ -308,4 +366,154 @@ void jn_io_vhost_uncount_locked(jn_io_t *io, jn_io_conn_t *conn)
     free(conn->vhost_user);
     free(conn->vhost_host);
     conn->vhost_name = conn->vhost_user = conn->vhost_host = NULL;
+    if (conn->vhost_rules) {
+        rules_clear(conn->vhost_rules);
+        free(conn->vhost_rules);
+        conn->vhost_rules = NULL;
+    }
+}
+
+/* ---- link rules ---------------------------------------------------------- */
+
+/* One item of a sources/targets list against address: "*" any, "abc*" a
+ * prefix, "${user}" replaced by user, else equal. */
+static bool item_matches(const char *item, size_t len, const char *address, const char *user)
+{
+    char buf[1024];
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (len - i >= 7 && memcmp(item + i, "${user}", 7) == 0) {
+            size_t ul = strlen(user);
+            if (n + ul >= sizeof buf)
+                return false;
+            memcpy(buf + n, user, ul);
+            n += ul;
+            i += 6;
+        } else {
+            if (n + 1 >= sizeof buf)
+                return false;
+            buf[n++] = item[i];
+        }
+    }
+    buf[n] = '\0';
+    if (n == 1 && buf[0] == '*')
+        return true;
+    if (n > 0 && buf[n - 1] == '*')
+        return strncmp(address, buf, n - 1) == 0;
+    return strcmp(address, buf) == 0;
+}
+
+static bool list_allows(const char *list, const char *address, const char *user)
+{
+    const char *p = list;
+    while (*p) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        const char *e = p;
+        while (*e && *e != ',' && *e != ' ')
+            e++;
+        if (e > p && item_matches(p, (size_t)(e - p), address, user))
+            return true;
+        p = e;
+    }
+    return false;
+}
+
+/* Address pattern match: tokens separated by '.' or '/', '*' one token,
+ * '#' zero or more tokens. */
+static bool pattern_match(const char *pat, size_t plen, const char *addr)
+{
+    if (plen == 0)
+        return *addr == '\0';
+    size_t tl = 0;
+    while (tl < plen && pat[tl] != '.' && pat[tl] != '/')
+        tl++;
+    const char *rest = tl < plen ? pat + tl + 1 : pat + tl;
+    size_t rlen = tl < plen ? plen - tl - 1 : 0;
+    size_t al = strcspn(addr, "./");
+    const char *arest = addr[al] ? addr + al + 1 : addr + al;
+    if (tl == 1 && pat[0] == '#') {
+        if (pattern_match(rest, rlen, addr)) /* '#' as no token */
+            return true;
+        return *addr && pattern_match(pat, plen, arest); /* '#' takes one more */
+    }
+    if (!*addr && al == 0)
+        return false;
+    if (!(tl == 1 && pat[0] == '*') && (tl != al || memcmp(pat, addr, al) != 0))
+        return false;
+    if (tl == plen) /* last token of the pattern */
+        return addr[al] == '\0';
+    if (addr[al] == '\0')
+        return rlen > 0 && pattern_match(rest, rlen, "");
+    return pattern_match(rest, rlen, arest);
+}
+
+static bool patterns_allow(const char *list, const char *address, const char *user)
+{
+    const char *p = list;
+    while (*p) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        const char *e = p;
+        while (*e && *e != ',' && *e != ' ')
+            e++;
+        if (e > p) {
+            char buf[1024];
+            size_t n = 0;
+            for (const char *q = p; q < e; q++) { /* ${user} as in the lists */
+                if (e - q >= 7 && memcmp(q, "${user}", 7) == 0) {
+                    size_t ul = strlen(user);
+                    if (n + ul >= sizeof buf)
+                        break;
+                    memcpy(buf + n, user, ul);
+                    n += ul;
+                    q += 6;
+                } else if (n + 1 < sizeof buf) {
+                    buf[n++] = *q;
+                }
+            }
+            if (pattern_match(buf, n, address))
+                return true;
+        }
+        p = e;
+    }
+    return false;
+}
+
+bool jn_io_vhost_link_ok_IO(jn_io_conn_t *conn, bool incoming, const char *address, bool dynamic)
+{
+    const struct jn_io_vhost_rules *r = conn->vhost_rules;
+    if (!r)
+        return true;
+    const char *user = conn->vhost_user ? conn->vhost_user : "anonymous";
+    const char *why = NULL;
+    if (incoming) {
+        if (!address || !address[0])
+            why = r->allow_anonymous_sender ? NULL : "anonymous sender not allowed";
+        else if (!list_allows(r->targets, address, user) &&
+                 !patterns_allow(r->target_pattern, address, user))
+            why = "target not allowed by the group's targets/targetPattern";
+    } else if (dynamic) {
+        why = r->allow_dynamic_source ? NULL : "dynamic source not allowed";
+    } else if (!address || !address[0] ||
+               (!list_allows(r->sources, address, user) &&
+                !patterns_allow(r->source_pattern, address, user))) {
+        why = "source not allowed by the group's sources/sourcePattern";
+    }
+    if (!why)
+        return true;
+    jn_io_t *io = conn->io;
+    pthread_mutex_lock(&io->lock);
+    io->policy_links_denied++;
+    pthread_mutex_unlock(&io->lock);
+    JN_LOG(JN_LOG_MOD_POLICY, JN_LOG_INFO,
+           "DENY AMQP Attach %s for user '%s', rhost '%s', vhost '%s', address '%s': %s",
+           incoming ? "sender" : "receiver", user, conn->vhost_host ? conn->vhost_host : "",
+           conn->vhost_name ? conn->vhost_name : "", address ? address : "", why);
+    return false;
+}
+
+bool jn_io_vhost_user_id_proxy(const jn_io_conn_t *conn)
+{
+    return conn->vhost_rules && conn->vhost_rules->allow_user_id_proxy;
 }

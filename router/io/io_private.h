@@ -325,6 +325,7 @@ struct jn_io {
      * closes */
     uint32_t policy_max_conns;
     uint64_t policy_processed, policy_denied, policy_current;
+    uint64_t policy_links_denied; /* under lock */
     atomic_uint_fast64_t policy_maxsize_denied; /* any loop, relaxed */
     int64_t refused_logged_at; /* ms of the last "too many connections" log line */
     jn_io_timer_t *timers;    /* armed timers, by deadline */
@@ -377,6 +378,9 @@ struct jn_io_conn {
     /* counted in its vhost's figures (io_policy.c; under io->lock): the
      * vhost's hostname, the user and the remote host it was counted as */
     char *vhost_name, *vhost_user, *vhost_host;
+    /* the link rules of its user group (io_policy.c), NULL when the vhost
+     * policy does not govern it; conn's loop after the Open */
+    struct jn_io_vhost_rules *vhost_rules;
 
     /* atomic: the I/O side holds one reference until the pass that saw
      * PN_TRANSPORT_CLOSED is done, the core one from conn_opened until
@@ -567,6 +571,21 @@ struct jn_io_link {
  * logged once and counted; the caller closes it with
  * amqp:resource-limit-exceeded. Out of memory denies. Conn's loop. */
 bool jn_io_vhost_admit_IO(jn_io_conn_t *conn, const char *user, const char *hostname);
+
+/* jn_io_vhost_link_ok_IO: the link rules of conn's user group for a new
+ * client link (docs/design.md "Policy"): dir JN_LINK_INCOMING (the client
+ * sends to address; NULL: an anonymous sender) or JN_LINK_OUTGOING (the
+ * client receives from address; dynamic: a dynamic source). True when
+ * allowed or no rules apply; false: denied, logged once and counted in
+ * linksDenied; the caller detaches the link with amqp:unauthorized-access.
+ * Conn's loop. */
+bool jn_io_vhost_link_ok_IO(jn_io_conn_t *conn, bool incoming, const char *address,
+                            bool dynamic);
+
+/* jn_io_vhost_user_id_proxy: whether conn's user group allows any user-id
+ * (allowUserIdProxy); false when no vhost policy governs it. Conn's
+ * loop. */
+bool jn_io_vhost_user_id_proxy(const jn_io_conn_t *conn);
 
 /* jn_io_vhost_uncount_locked: take conn out of its vhost's counts (a no-op
  * when it is not counted). Any thread, io->lock held. */

@@ -255,8 +255,10 @@ static bool type_is(const jn_config_entity_t *ce, const char *short_name)
 /* ---- vhost groups (docs/design.md "Policy") ------------------------------ */
 
 /* The group attributes the router acts on; any other is refused by name. */
-static const char *const group_attrs[] = {"users", "remoteHosts", "maxConnectionsPerUser",
-                                          "maxConnectionsPerHost"};
+static const char *const group_attrs[] = {
+    "users",   "remoteHosts",   "maxConnectionsPerUser", "maxConnectionsPerHost",
+    "sources", "targets",       "sourcePattern",         "targetPattern",
+    "allowAnonymousSender",     "allowDynamicSource",    "allowUserIdProxy"};
 
 static bool group_attr_known(const char *key)
 {
@@ -274,6 +276,21 @@ static uint32_t group_limit(const jn_config_value_t *g, const char *key)
         return UINT32_MAX;
     int64_t n = jn_config_value_int(v);
     return n < 0 ? 0 : n >= UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)n;
+}
+
+/* A group's string ("" when absent) and boolean (false when absent: the
+ * schema's defaults of these). */
+static const char *group_str(const jn_config_value_t *g, const char *key)
+{
+    const jn_config_value_t *v = jn_config_value_lookup(g, key);
+    const char *s = v ? jn_config_value_string(v) : NULL;
+    return s ? s : "";
+}
+
+static bool group_bool(const jn_config_value_t *g, const char *key)
+{
+    const jn_config_value_t *v = jn_config_value_lookup(g, key);
+    return v && jn_config_value_kind(v) == JN_CONFIG_BOOL && jn_config_value_bool(v);
 }
 
 /* check_vhost: the groups map of a vhost section: each group a map of the
@@ -306,11 +323,13 @@ static void check_vhost(const jn_config_t *cfg, const jn_config_entity_t *ce, er
                            jn_config_name(cfg), line, host ? host : "", gname, key);
             else if (strncmp(key, "max", 3) == 0
                          ? kind != JN_CONFIG_INT || jn_config_value_int(v) < 0
-                         : kind != JN_CONFIG_STRING)
+                     : strncmp(key, "allow", 5) == 0 ? kind != JN_CONFIG_BOOL
+                                                      : kind != JN_CONFIG_STRING)
                 add_errorf(errs, "%s:%d: vhost '%s' group '%s' attribute '%s' must be %s",
                            jn_config_name(cfg), line, host ? host : "", gname, key,
-                           strncmp(key, "max", 3) == 0 ? "an integer from 0"
-                                                       : "a comma-separated string");
+                           strncmp(key, "max", 3) == 0     ? "an integer from 0"
+                           : strncmp(key, "allow", 5) == 0 ? "true or false"
+                                                           : "a comma-separated string");
         }
     }
 }
@@ -346,7 +365,14 @@ int jn_mgmt_each_vhost(const jn_config_t *cfg,
                 .users = u && jn_config_value_string(u) ? jn_config_value_string(u) : "",
                 .remote_hosts = h && jn_config_value_string(h) ? jn_config_value_string(h) : "",
                 .max_per_user = group_limit(g, "maxConnectionsPerUser"),
-                .max_per_host = group_limit(g, "maxConnectionsPerHost")};
+                .max_per_host = group_limit(g, "maxConnectionsPerHost"),
+                .sources = group_str(g, "sources"),
+                .targets = group_str(g, "targets"),
+                .source_pattern = group_str(g, "sourcePattern"),
+                .target_pattern = group_str(g, "targetPattern"),
+                .allow_anonymous_sender = group_bool(g, "allowAnonymousSender"),
+                .allow_dynamic_source = group_bool(g, "allowDynamicSource"),
+                .allow_user_id_proxy = group_bool(g, "allowUserIdProxy")};
         }
 #define JN_LIM(x) ((x) < 0 ? 0u : (x) >= UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)(x))
         jn_io_vhost_t vh = {.hostname = jn_config_entity_string(ce, "hostname"),

@@ -374,8 +374,7 @@ size_t jn_mgmt_rows_self(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t of
 
 /* The policy singleton (1.19's "policy/None" row): its settings and the
  * I/O layer's figures (docs/design.md "Policy"; connectionsDenied counts
- * vhost denials too). linksDenied stays 0: link rules of vhost groups are
- * not implemented. */
+ * vhost denials too, linksDenied the attaches refused by link rules). */
 size_t jn_mgmt_rows_policy(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t offset,
                            size_t max, jn_mgmt_row_fn fn, void *ctx)
 {
@@ -398,11 +397,12 @@ size_t jn_mgmt_rows_policy(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t 
             [JN_COL_POLICY_CONNECTIONS_PROCESSED] = jn_mv_int(JN_MV_LONG, (int64_t)st.processed),
             [JN_COL_POLICY_CONNECTIONS_DENIED] = jn_mv_int(JN_MV_LONG, (int64_t)st.denied),
             [JN_COL_POLICY_CONNECTIONS_CURRENT] = jn_mv_int(JN_MV_LONG, (int64_t)st.current),
-            [JN_COL_POLICY_LINKS_DENIED] = jn_mv_int(JN_MV_LONG, 0),
+            [JN_COL_POLICY_LINKS_DENIED] = jn_mv_int(JN_MV_LONG, (int64_t)st.links_denied),
             [JN_COL_POLICY_MAX_MESSAGE_SIZE_DENIED] =
                 jn_mv_int(JN_MV_LONG, (int64_t)st.max_message_size_denied),
             [JN_COL_POLICY_TOTAL_DENIALS] =
-                jn_mv_int(JN_MV_LONG, (int64_t)(st.denied + st.max_message_size_denied))};
+                jn_mv_int(JN_MV_LONG,
+                          (int64_t)(st.denied + st.links_denied + st.max_message_size_denied))};
         fn(ctx, row);
     }
     return 1;

@@ -13,7 +13,7 @@ import time
 import unittest
 
 from proton import ConnectionException, Timeout
-from proton.utils import BlockingConnection
+from proton.utils import BlockingConnection, LinkDetached
 
 from harness import SLOW, RouterTestCase, conf_section, run_junctiond
 
@@ -118,11 +118,16 @@ class PolicyMaxConnectionsTest(RouterTestCase):
 def vhost_section(hostname, groups, **attrs):
     """A vhost section with its groups as the raw-JSON map 1.19 reads."""
     body = "".join("    %s: %s\n" % (k, v) for k, v in attrs.items())
+    # the conf form reads a map line by line, by the '{' or '}' ending a
+    # line: a group's closing brace stays last on its line, the comma goes
+    # to the next
+    text = re.sub(r"\},\n(\s*)", r"}\n\1, ", json.dumps(groups, indent=4))
     return "vhost {\n    hostname: %s\n%s    groups: %s\n}\n" % (
-        hostname, body, json.dumps(groups, indent=4).replace("\n", "\n    "))
+        hostname, body, text.replace("\n", "\n    "))
 
 
-ALL = {"$default": {"users": "*", "remoteHosts": "*"}}
+ALL = {"$default": {"users": "*", "remoteHosts": "*", "sources": "*", "targets": "*",
+                    "allowDynamicSource": True}}
 DENIED = "connection disallowed by local policy"
 
 
@@ -140,11 +145,14 @@ def refusal(url, hostname=None):
 
 
 class VhostPolicyTest(RouterTestCase):
-    """vhost policy, connection part (issue 15; docs/design.md "Policy"):
-    the vhost chosen by the Open's hostname, else policy.defaultVhost; its
-    groups (users, remoteHosts) and connection limits checked at the Open;
-    a denied client is closed with amqp:resource-limit-exceeded and one
-    POLICY log line, counted in the policy entity."""
+    """vhost policy (issue 15; docs/design.md "Policy"): the vhost chosen
+    by the Open's hostname, else policy.defaultVhost; its groups (users,
+    remoteHosts) and connection limits checked at the Open (a denied client
+    closed with amqp:resource-limit-exceeded and one POLICY log line,
+    counted in the policy entity); the group's link rules at attach (a
+    denied link detached with amqp:unauthorized-access, counted in
+    linksDenied); policyDir files read at start, a bad one stops it with
+    FILE:LINE."""
 
     def policy(self, url):
         with Client(ConnectOptions(url=url)) as c:
@@ -256,6 +264,57 @@ class VhostPolicyTest(RouterTestCase):
         finally:
             conn.close()
 
+    def test_link_rules_deny_with_unauthorized_access(self):
+        rules = {"$default": {"users": "*", "remoteHosts": "*",
+                              "sources": "in.a, ${user}.q", "sourcePattern": "",
+                              "targetPattern": "t.#, x/*/y"}}
+        free = {"$default": {"users": "*", "remoteHosts": "*", "targets": "*",
+                             "sources": "*", "allowAnonymousSender": True,
+                             "allowDynamicSource": True}}
+        # the management client below falls to the default vhost, free.example
+        r = self.start_router(extra=conf_section("policy", {"enableVhostPolicy": "yes",
+                                                            "defaultVhost": "free.example"})
+                              + vhost_section("rules.example", rules)
+                              + vhost_section("free.example", free))
+        c = BlockingConnection(r.url, timeout=10 * SLOW, virtual_host="rules.example")
+        try:
+            c.create_receiver("in.a")
+            c.create_receiver("anonymous.q")  # ${user}: an anonymous client
+            c.create_sender("t.x.y")
+            c.create_sender("t")
+            c.create_sender("x/1/y")
+            denied = [("receiver", "in.b"), ("sender", "u"), ("sender", "x/1/z"),
+                      ("sender", None), ("dynamic", None)]
+            for kind, addr in denied:
+                with self.subTest(kind=kind, addr=addr):
+                    try:
+                        if kind == "receiver":
+                            c.create_receiver(addr)
+                        elif kind == "sender":
+                            c.create_sender(addr)
+                        else:
+                            c.create_receiver(None, dynamic=True)
+                        self.fail("%s %s attached" % (kind, addr))
+                    except LinkDetached as e:
+                        self.assertIn("amqp:unauthorized-access", str(e))
+                        self.assertIn("link disallowed by local policy", str(e))
+            c.create_receiver("in.a", name="again")  # the connection stays open
+        finally:
+            c.close()
+        # another vhost's group allows anonymous senders and dynamic sources
+        c = BlockingConnection(r.url, timeout=10 * SLOW, virtual_host="free.example")
+        try:
+            c.create_sender(None)
+            c.create_receiver(None, dynamic=True)
+        finally:
+            c.close()
+        self.assertIn("DENY AMQP Attach receiver for user 'anonymous', rhost '127.0.0.1', "
+                      "vhost 'rules.example', address 'in.b'", r.log())
+        self.assertEqual(len(re.findall("DENY AMQP Attach", r.log())), 5)
+        p = self.policy(r.url)
+        self.assertEqual(p["linksDenied"], 5)
+        self.assertEqual(p["totalDenials"], 5)
+
     def test_no_vhost_and_no_default_refuses(self):
         r = self.start_router(extra=conf_section("policy", {"enableVhostPolicy": "yes",
                                                             "defaultVhost": "gone.example"})
@@ -312,10 +371,10 @@ class VhostPolicyTest(RouterTestCase):
 
     def test_unsupported_group_attribute_refused_by_name(self):
         text = ('[\n  ["vhost", {"hostname": "x",\n'
-                '    "groups": {"g": {"users": "*",\n      "sources": "a"}}}]\n]\n')
+                '    "groups": {"g": {"users": "*",\n      "maxSenders": 3}}}]\n]\n')
         d, p = self.start_with_policy_dir({"v.json": text})
         self.assertEqual(p.returncode, 1, p.stderr)
-        self.assertIn(os.path.join(d, "v.json") + ":4: vhost 'x' group 'g' attribute 'sources' "
+        self.assertIn(os.path.join(d, "v.json") + ":4: vhost 'x' group 'g' attribute 'maxSenders' "
                       "is not supported", p.stderr)
 
     def test_other_section_in_policy_file_refused(self):

@@ -19,6 +19,8 @@ from proton import Delivery, Message
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_router_sasl import REALM, USERS, SaslTestCase, connect  # noqa: E402
+from test_router_policy import vhost_section  # noqa: E402
+from harness import conf_section  # noqa: E402
 
 ALICE = "alice@" + REALM
 
@@ -124,6 +126,36 @@ class UserIdTest(SaslTestCase):
             self.wait_for("the consumer's message", lambda: k.got == ["a"])
         finally:
             c.close()
+
+
+class UserIdProxyTest(SaslTestCase):
+    """allowUserIdProxy (issue 15; docs/design.md "Policy"): under a vhost
+    policy, a user whose group allows it may send any user-id; the others
+    are still checked."""
+
+    def test_proxy_group_sends_any_user_id(self):
+        every = {"sources": "*", "targets": "*", "remoteHosts": "*",
+                 "allowDynamicSource": True, "allowAnonymousSender": True}
+        groups = {"proxies": dict(every, users=ALICE, allowUserIdProxy=True),
+                  "$default": dict(every, users="*")}
+        r = self.sasl_router({"saslMechanisms": "PLAIN", "authenticatePeer": "yes"},
+                             extra=conf_section("policy", {"enableVhostPolicy": "yes"})
+                             + vhost_section("$default", groups))
+        k = Consumer(self.mgmt_url, "proxy.q")
+        self.addCleanup(k.close)
+        a = connect(r.url, ALICE, USERS["alice"])
+        b = connect(r.url, "bob@" + REALM, USERS["bob"])
+        try:
+            d = send(a.create_sender("proxy.q"), b"someone-else", "proxied")
+            self.assertEqual(d.remote_state, Delivery.ACCEPTED)
+            d = send(b.create_sender("proxy.q"), b"someone-else", "forged")
+            self.assertEqual(d.remote_state, Delivery.REJECTED)
+            self.assertEqual(d.remote.condition.name, "amqp:unauthorized-access")
+            self.wait_for("the consumer's message", lambda: len(k.got) >= 1)
+            self.assertEqual(k.got, ["proxied"])
+        finally:
+            a.close()
+            b.close()
 
 
 if __name__ == "__main__":

@@ -89,6 +89,10 @@ typedef struct jn_endpoint_config {
      * with them, by the best mechanism both ends allow (SCRAM before PLAIN,
      * as Cyrus ranks them), within sasl_mechanisms when set. NULL = none. */
     const char *sasl_username;
+    /* listener policyVhost: the vhost of this listener's clients under a
+     * vhost policy, whatever their Open's hostname (NULL or "": the
+     * hostname chooses; docs/design.md "Policy") */
+    const char *policy_vhost;
     const char *sasl_password;
 } jn_endpoint_config_t;
 

@@ -467,7 +467,9 @@ static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
             return;
         }
     }
-    if (!jn_io_vhost_admit_IO(conn, info.user, pn_connection_remote_hostname(pc))) {
+    const char *vhost = conn->endpoint->cfg.policy_vhost; /* the listener's, else the Open's */
+    if (!jn_io_vhost_admit_IO(conn, info.user,
+                              vhost ? vhost : pn_connection_remote_hostname(pc))) {
         conn_close_IO(conn, "amqp:resource-limit-exceeded",
                       "connection disallowed by local policy");
         return;

@@ -73,6 +73,7 @@ void jn_io_endpoint_free(jn_io_endpoint_t *ep)
     free((char *)ep->cfg.sasl_mechanisms);
     free((char *)ep->cfg.ssl_profile);
     free((char *)ep->cfg.sasl_username);
+    free((char *)ep->cfg.policy_vhost);
     if (ep->cfg.sasl_password) {
         char *pw = (char *)ep->cfg.sasl_password;
         memset(pw, 0, strlen(pw));
@@ -101,6 +102,9 @@ static int endpoint_copy(jn_io_endpoint_t *ep, const jn_endpoint_config_t *cfg)
     ep->cfg.port = dup_opt(cfg->port && cfg->port[0] ? cfg->port : "amqp", &failed);
     ep->cfg.sasl_mechanisms = dup_opt(cfg->sasl_mechanisms, &failed);
     ep->cfg.sasl_username = dup_opt(cfg->sasl_username, &failed);
+    ep->cfg.policy_vhost = cfg->policy_vhost && cfg->policy_vhost[0]
+                               ? dup_opt(cfg->policy_vhost, &failed)
+                               : NULL;
     ep->cfg.sasl_password = dup_opt(cfg->sasl_password, &failed);
     ep->cfg.ssl_profile =
         cfg->ssl_profile && cfg->ssl_profile[0] ? dup_opt(cfg->ssl_profile, &failed) : NULL;

@@ -315,6 +315,20 @@ class VhostPolicyTest(RouterTestCase):
         self.assertEqual(p["linksDenied"], 5)
         self.assertEqual(p["totalDenials"], 5)
 
+    def test_listener_policy_vhost_overrides_the_hostname(self):
+        from harness import free_port
+        port = free_port()
+        r = self.start_router(extra=conf_section("policy", {"enableVhostPolicy": "yes"})
+                              + vhost_section("$default", ALL)
+                              + vhost_section("closed.example", ALL, maxConnections=0)
+                              + conf_section("listener", {"host": "127.0.0.1", "port": port,
+                                                          "policyVhost": "closed.example"}))
+        other = "amqp://127.0.0.1:%d" % port
+        self.assertIsNone(refusal(r.url))
+        self.assertIn(DENIED, refusal(other) or "")
+        self.assertIn(DENIED, refusal(other, "open.example") or "")
+        self.assertIn("vhost 'closed.example': vhost maxConnections reached", r.log())
+
     def test_no_vhost_and_no_default_refuses(self):
         r = self.start_router(extra=conf_section("policy", {"enableVhostPolicy": "yes",
                                                             "defaultVhost": "gone.example"})

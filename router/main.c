@@ -342,6 +342,11 @@ static const char *mgmt_listen_error(void *io)
     return jn_io_last_listen_error();
 }
 
+static int mgmt_vhost_stats(void *io, jn_io_vhost_stats_t **out, size_t *count)
+{
+    return jn_io_vhost_stats(io, out, count);
+}
+
 static void mgmt_policy_stats(void *io, jn_io_policy_stats_t *out)
 {
     jn_io_policy_stats(io, out);
@@ -380,6 +385,8 @@ static int build(daemon_state_t *st)
                            .default_vhost = rs->default_vhost,
                            .policy_dir = rs->policy_dir,
                            .policy_stats = mgmt_policy_stats,
+                           .vhost_stats = mgmt_vhost_stats,
+                           .vhost_stats_free = jn_io_vhost_stats_free,
                            .core = st->core,
                            .io_ctx = st->io,
                            .add_listener = mgmt_add_listener,

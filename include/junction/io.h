@@ -166,6 +166,26 @@ typedef struct jn_io_vhost {
  * jn_io_start. */
 int jn_io_vhost_policy(jn_io_t *io, const char *default_vhost);
 
+/* One vhost's figures (1.19's vhostStats): connections approved and
+ * denied since start, open now; attaches denied by link rules; per_user /
+ * per_host: AMQP maps (encoded, per_*_len octets, heap) of each user's /
+ * remote host's open connections (string -> long). */
+typedef struct jn_io_vhost_stats {
+    char *hostname;
+    uint64_t approved, denied, current, sender_denied, receiver_denied;
+    uint8_t *per_user, *per_host;
+    size_t per_user_len, per_host_len;
+} jn_io_vhost_stats_t;
+
+/* jn_io_vhost_stats: the figures of every vhost, in table order, into a
+ * new array *out of *count (free with jn_io_vhost_stats_free). Returns 0
+ * or JN_ENOMEM (*out NULL, *count 0). Any thread (takes the layer's lock). */
+int jn_io_vhost_stats(jn_io_t *io, jn_io_vhost_stats_t **out, size_t *count);
+
+/* jn_io_vhost_stats_free: free what jn_io_vhost_stats made. NULL ignored.
+ * Any thread. */
+void jn_io_vhost_stats_free(jn_io_vhost_stats_t *st, size_t count);
+
 /* jn_io_vhost_add: add (or replace, by hostname) a vhost; everything is
  * copied. Returns 0 or JN_ENOMEM (nothing changed). Any thread (takes the
  * layer's lock). */

@@ -63,6 +63,10 @@ typedef struct jn_mgmt_config {
     /* policy_stats: the policy entity's connection figures (typically
      * jn_io_policy_stats over io_ctx). NULL: shown as 0. */
     void (*policy_stats)(void *io_ctx, jn_io_policy_stats_t *out);
+    /* vhost_stats: the vhostStats rows (typically jn_io_vhost_stats over
+     * io_ctx) and how to free them (jn_io_vhost_stats_free). NULL: none. */
+    int (*vhost_stats)(void *io_ctx, jn_io_vhost_stats_t **out, size_t *count);
+    void (*vhost_stats_free)(jn_io_vhost_stats_t *st, size_t count);
 
     /* The core whose state is shown (connections, links, addresses,
      * statistics) and to which address entities apply. NULL (unit tests):

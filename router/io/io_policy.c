@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <junction/encoder.h>
 #include <junction/log.h>
 
 /* A group's link rules; a connection holds its own copy. */
@@ -42,6 +43,8 @@ struct jn_io_vhost_entry {
     bool allow_unknown_user;
     group_t *groups;
     size_t group_count;
+    /* vhostStats, under io->lock */
+    uint64_t approved, denied, sender_denied, receiver_denied;
 };
 
 /* One count: the connections of a vhost (kind TOTAL), of one user in it
@@ -344,6 +347,11 @@ bool jn_io_vhost_admit_IO(jn_io_conn_t *conn, const char *user, const char *host
     const char *why = admit_locked(io, conn, user, hostname, rhost, &vhost);
     if (why)
         io->policy_denied++; /* the policy entity's connectionsDenied, as 1.19 */
+    struct jn_io_vhost_entry *counted = vhost ? vhost_find(io, vhost) : NULL;
+    if (counted && why)
+        counted->denied++;
+    else if (counted)
+        counted->approved++;
     char shown[256];
     snprintf(shown, sizeof shown, "%s", vhost ? vhost : (hostname ? hostname : ""));
     pthread_mutex_unlock(&io->lock);
@@ -505,6 +513,11 @@ bool jn_io_vhost_link_ok_IO(jn_io_conn_t *conn, bool incoming, const char *addre
     jn_io_t *io = conn->io;
     pthread_mutex_lock(&io->lock);
     io->policy_links_denied++;
+    struct jn_io_vhost_entry *v = conn->vhost_name ? vhost_find(io, conn->vhost_name) : NULL;
+    if (v && incoming)
+        v->sender_denied++; /* the client's sender */
+    else if (v)
+        v->receiver_denied++;
     pthread_mutex_unlock(&io->lock);
     JN_LOG(JN_LOG_MOD_POLICY, JN_LOG_INFO,
            "DENY AMQP Attach %s for user '%s', rhost '%s', vhost '%s', address '%s': %s",
@@ -516,4 +529,71 @@ bool jn_io_vhost_link_ok_IO(jn_io_conn_t *conn, bool incoming, const char *addre
 bool jn_io_vhost_user_id_proxy(const jn_io_conn_t *conn)
 {
     return conn->vhost_rules && conn->vhost_rules->allow_user_id_proxy;
+}
+
+/* ---- vhostStats ------------------------------------------------------------ */
+
+/* The open connections of one vhost per user or host as an AMQP map. */
+static int encode_counts(jn_io_t *io, const char *vhost, int kind, uint8_t **out, size_t *len)
+{
+    jn_encoder_t e;
+    jn_encoder_init(&e);
+    jn_enc_map_begin(&e);
+    for (struct jn_io_vhost_count *c = io->vhost_counts; c; c = c->next) {
+        if (c->kind != kind || c->n == 0 || strcmp(c->vhost, vhost) != 0)
+            continue;
+        jn_enc_cstring(&e, c->key);
+        jn_enc_long(&e, c->n);
+    }
+    jn_enc_map_end(&e);
+    int rc = jn_encoder_error(&e);
+    *out = rc ? NULL : malloc(e.size ? e.size : 1);
+    if (*out)
+        memcpy(*out, e.data, e.size);
+    *len = *out ? e.size : 0;
+    jn_encoder_free(&e);
+    return *out ? 0 : JN_ENOMEM;
+}
+
+int jn_io_vhost_stats(jn_io_t *io, jn_io_vhost_stats_t **out, size_t *count)
+{
+    *out = NULL;
+    *count = 0;
+    pthread_mutex_lock(&io->lock);
+    size_t n = 0;
+    for (struct jn_io_vhost_entry *v = io->vhosts; v; v = v->next)
+        n++;
+    jn_io_vhost_stats_t *st = calloc(n ? n : 1, sizeof *st);
+    int rc = st ? 0 : JN_ENOMEM;
+    size_t i = 0;
+    for (struct jn_io_vhost_entry *v = io->vhosts; v && rc == 0; v = v->next, i++) {
+        st[i] = (jn_io_vhost_stats_t){.hostname = strdup(v->hostname),
+                                      .approved = v->approved,
+                                      .denied = v->denied,
+                                      .current = count_of(io, v->hostname, COUNT_TOTAL, ""),
+                                      .sender_denied = v->sender_denied,
+                                      .receiver_denied = v->receiver_denied};
+        if (!st[i].hostname ||
+            encode_counts(io, v->hostname, COUNT_USER, &st[i].per_user, &st[i].per_user_len) ||
+            encode_counts(io, v->hostname, COUNT_HOST, &st[i].per_host, &st[i].per_host_len))
+            rc = JN_ENOMEM;
+    }
+    pthread_mutex_unlock(&io->lock);
+    if (rc) {
+        jn_io_vhost_stats_free(st, n);
+        return rc;
+    }
+    *out = st;
+    *count = n;
+    return 0;
+}
+
+void jn_io_vhost_stats_free(jn_io_vhost_stats_t *st, size_t count)
+{
+    for (size_t i = 0; st && i < count; i++) {
+        free(st[i].hostname);
+        free(st[i].per_user);
+        free(st[i].per_host);
+    }
+    free(st);
 }

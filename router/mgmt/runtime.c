@@ -427,3 +427,57 @@ size_t jn_mgmt_rows_vhost(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t o
     free(row);
     return total;
 }
+
+/* vhostStats (1.19's attributes; docs/design.md "Policy"): one row per
+ * vhost with the I/O layer's figures; sessionDenied and
+ * maxMessageSizeDenied stay 0 (those group limits are not implemented). */
+size_t jn_mgmt_rows_vhost_stats(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t offset,
+                                size_t max, jn_mgmt_row_fn fn, void *ctx)
+{
+    jn_io_vhost_stats_t *st = NULL;
+    size_t count = 0;
+    if (!agent->cfg.vhost_stats || !agent->cfg.vhost_stats_free ||
+        agent->cfg.vhost_stats(agent->cfg.io_ctx, &st, &count) != 0)
+        return 0;
+    size_t n = jn_mgmt_class_ncols(cls);
+    jn_mv_t *row = calloc(n ? n : 1, sizeof *row);
+    bool go = row != NULL;
+    for (size_t i = offset; go && i < count && i - offset < max; i++) {
+        char id[1100];
+        snprintf(id, sizeof id, "vhostStats/%s", st[i].hostname);
+        for (size_t c = 0; c < n; c++) {
+            const char *col = jn_mgmt_class_col(cls, c);
+            jn_mv_t v = jn_mv_null();
+            if (strcmp(col, "name") == 0 || strcmp(col, "identity") == 0)
+                v = jn_mv_str(id);
+            else if (strcmp(col, "type") == 0)
+                v = jn_mv_str(FULL("vhostStats"));
+            else if (strcmp(col, "id") == 0 || strcmp(col, "hostname") == 0)
+                v = jn_mv_str(st[i].hostname);
+            else if (strcmp(col, "connectionsApproved") == 0)
+                v = jn_mv_int(JN_MV_LONG, (int64_t)st[i].approved);
+            else if (strcmp(col, "connectionsDenied") == 0)
+                v = jn_mv_int(JN_MV_LONG, (int64_t)st[i].denied);
+            else if (strcmp(col, "connectionsCurrent") == 0)
+                v = jn_mv_int(JN_MV_LONG, (int64_t)st[i].current);
+            else if (strcmp(col, "senderDenied") == 0)
+                v = jn_mv_int(JN_MV_LONG, (int64_t)st[i].sender_denied);
+            else if (strcmp(col, "receiverDenied") == 0)
+                v = jn_mv_int(JN_MV_LONG, (int64_t)st[i].receiver_denied);
+            else if (strcmp(col, "sessionDenied") == 0 ||
+                     strcmp(col, "maxMessageSizeDenied") == 0)
+                v = jn_mv_int(JN_MV_LONG, 0);
+            else if (strcmp(col, "perUserState") == 0)
+                v = (jn_mv_t){.kind = JN_MV_RAW, .len = st[i].per_user_len,
+                              .v.raw = st[i].per_user};
+            else if (strcmp(col, "perHostState") == 0)
+                v = (jn_mv_t){.kind = JN_MV_RAW, .len = st[i].per_host_len,
+                              .v.raw = st[i].per_host};
+            row[c] = v;
+        }
+        go = fn(ctx, row);
+    }
+    free(row);
+    agent->cfg.vhost_stats_free(st, count);
+    return count;
+}

@@ -92,11 +92,11 @@ class SchemaTest(RouterTestCase):
         r = self.start_router()
         types = self.node_call(r, "GET-SCHEMA")["entityTypes"]
         for name in ("authServicePlugin", "exchange",
-                     "binding", "vhostUserGroupSettings", "vhostStats", "console",
+                     "binding", "vhostUserGroupSettings", "console",
                      "logStats"):
             self.assertIs(types[name].get("implemented"), False, name)
         for name in ("router", "listener", "connector", "address", "log", "policy", "sslProfile",
-                     "linkRoute", "autoLink", "vhost",
+                     "linkRoute", "autoLink", "vhost", "vhostStats",
                      "connection", "router.link", "router.address", "router.node",
                      "allocator", "management"):
             self.assertNotIn("implemented", types[name], name)

@@ -314,6 +314,25 @@ class VhostPolicyTest(RouterTestCase):
         p = self.policy(r.url)
         self.assertEqual(p["linksDenied"], 5)
         self.assertEqual(p["totalDenials"], 5)
+        with Client(ConnectOptions(url=r.url)) as m:
+            stats = {x["hostname"]: x for x in m.query_dicts("vhostStats")}
+        rs = stats["rules.example"]
+        self.assertEqual(rs["identity"], "vhostStats/rules.example")
+        self.assertEqual((rs["connectionsApproved"], rs["connectionsDenied"],
+                          rs["connectionsCurrent"]), (1, 0, 0))
+        self.assertEqual((rs["senderDenied"], rs["receiverDenied"]), (3, 2))
+        fs = stats["free.example"]  # the second client and the management client (open)
+        self.assertEqual(fs["connectionsCurrent"], 1)
+        self.assertEqual(fs["perUserState"], {"anonymous": 1})
+        self.assertEqual(fs["perHostState"], {"127.0.0.1": 1})
+        import subprocess
+        tool = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
+                            "junction-stat")
+        out = subprocess.run(["/usr/bin/python3", tool, "-b", r.url, "--vhoststats"],
+                             capture_output=True, text=True, timeout=20 * SLOW)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertRegex(out.stdout, r"rules\.example\s+1\s+0\s+0\s+0\s+3\s+2\s+0")
+        self.assertRegex(out.stdout, r"free\.example\s+anonymous\s+1")
 
     def test_listener_policy_vhost_overrides_the_hostname(self):
         from harness import free_port

@@ -144,6 +144,10 @@ typedef struct jn_io_vhost_group {
      * and pattern allow no address. */
     const char *sources, *targets, *source_pattern, *target_pattern;
     bool allow_anonymous_sender, allow_dynamic_source, allow_user_id_proxy;
+    /* the connection's transport settings, 0: the listener's: largest
+     * frame (octets), sessions (channel-max + 1), a session's incoming
+     * window (octets) */
+    uint32_t max_frame_size, max_sessions, max_session_window;
 } jn_io_vhost_group_t;
 
 /* One vhost (1.19's vhost entity): hostname, its connection limits and its

@@ -474,6 +474,7 @@ static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
                       "connection disallowed by local policy");
         return;
     }
+    jn_io_vhost_transport_IO(conn, t); /* the group's maxFrameSize, maxSessions */
     if (jn_io_vhost_user_id_proxy(conn)) { /* allowUserIdProxy: any user-id */
         free(conn->check_user);
         conn->check_user = NULL;
@@ -616,6 +617,9 @@ static void on_session_open(jn_io_conn_t *conn, pn_session_t *ssn)
         if (cap > JN_IO_SESSION_CAPACITY_MAX)
             cap = JN_IO_SESSION_CAPACITY_MAX > 2 * frame ? JN_IO_SESSION_CAPACITY_MAX : 2 * frame;
     }
+    size_t window = jn_io_vhost_session_window(conn); /* a vhost group's maxSessionWindow */
+    if (window)
+        cap = window > frame ? window : frame;
     pn_session_set_incoming_capacity(ssn, cap);
     pn_session_open(ssn);
 }

@@ -19,6 +19,7 @@
 struct jn_io_vhost_rules {
     char *sources, *targets, *source_pattern, *target_pattern;
     bool allow_anonymous_sender, allow_dynamic_source, allow_user_id_proxy;
+    uint32_t max_frame_size, max_sessions, max_session_window; /* 0: not set */
 };
 
 typedef struct jn_io_vhost_group_entry {
@@ -117,7 +118,10 @@ int jn_io_vhost_add(jn_io_t *io, const jn_io_vhost_t *vh)
                                               .target_pattern = dup0(g->target_pattern),
                                               .allow_anonymous_sender = g->allow_anonymous_sender,
                                               .allow_dynamic_source = g->allow_dynamic_source,
-                                              .allow_user_id_proxy = g->allow_user_id_proxy};
+                                              .allow_user_id_proxy = g->allow_user_id_proxy,
+                                              .max_frame_size = g->max_frame_size,
+                                              .max_sessions = g->max_sessions,
+                                              .max_session_window = g->max_session_window};
         ok = c->name && c->users && c->remote_hosts && c->rules.sources && c->rules.targets &&
              c->rules.source_pattern && c->rules.target_pattern;
     }
@@ -302,7 +306,10 @@ static const char *admit_locked(jn_io_t *io, jn_io_conn_t *conn, const char *use
                                         .target_pattern = strdup(g->rules.target_pattern),
                                         .allow_anonymous_sender = g->rules.allow_anonymous_sender,
                                         .allow_dynamic_source = g->rules.allow_dynamic_source,
-                                        .allow_user_id_proxy = g->rules.allow_user_id_proxy};
+                                        .allow_user_id_proxy = g->rules.allow_user_id_proxy,
+                                        .max_frame_size = g->rules.max_frame_size,
+                                        .max_sessions = g->rules.max_sessions,
+                                        .max_session_window = g->rules.max_session_window};
         if (!r->sources || !r->targets || !r->source_pattern || !r->target_pattern) {
             rules_clear(r);
             free(r);
@@ -524,6 +531,23 @@ bool jn_io_vhost_link_ok_IO(jn_io_conn_t *conn, bool incoming, const char *addre
            incoming ? "sender" : "receiver", user, conn->vhost_host ? conn->vhost_host : "",
            conn->vhost_name ? conn->vhost_name : "", address ? address : "", why);
     return false;
+}
+
+void jn_io_vhost_transport_IO(jn_io_conn_t *conn, pn_transport_t *t)
+{
+    const struct jn_io_vhost_rules *r = conn->vhost_rules;
+    if (!r)
+        return;
+    if (r->max_frame_size)
+        pn_transport_set_max_frame(t, r->max_frame_size < 512 ? 512 : r->max_frame_size);
+    if (r->max_sessions)
+        pn_transport_set_channel_max(
+            t, (uint16_t)(r->max_sessions > 65536 ? 65535 : r->max_sessions - 1));
+}
+
+size_t jn_io_vhost_session_window(const jn_io_conn_t *conn)
+{
+    return conn->vhost_rules ? conn->vhost_rules->max_session_window : 0;
 }
 
 bool jn_io_vhost_user_id_proxy(const jn_io_conn_t *conn)

@@ -582,6 +582,14 @@ bool jn_io_vhost_admit_IO(jn_io_conn_t *conn, const char *user, const char *host
 bool jn_io_vhost_link_ok_IO(jn_io_conn_t *conn, bool incoming, const char *address,
                             bool dynamic);
 
+/* jn_io_vhost_transport_IO: apply conn's user group's maxFrameSize and
+ * maxSessions to transport t (before our Open is written). Conn's loop. */
+void jn_io_vhost_transport_IO(jn_io_conn_t *conn, pn_transport_t *t);
+
+/* jn_io_vhost_session_window: conn's group's maxSessionWindow in octets, 0
+ * when none applies. Conn's loop. */
+size_t jn_io_vhost_session_window(const jn_io_conn_t *conn);
+
 /* jn_io_vhost_user_id_proxy: whether conn's user group allows any user-id
  * (allowUserIdProxy); false when no vhost policy governs it. Conn's
  * loop. */

@@ -258,7 +258,8 @@ static bool type_is(const jn_config_entity_t *ce, const char *short_name)
 static const char *const group_attrs[] = {
     "users",   "remoteHosts",   "maxConnectionsPerUser", "maxConnectionsPerHost",
     "sources", "targets",       "sourcePattern",         "targetPattern",
-    "allowAnonymousSender",     "allowDynamicSource",    "allowUserIdProxy"};
+    "allowAnonymousSender",     "allowDynamicSource",    "allowUserIdProxy",
+    "maxFrameSize",             "maxSessions"};
 
 static bool group_attr_known(const char *key)
 {
@@ -276,6 +277,13 @@ static uint32_t group_limit(const jn_config_value_t *g, const char *key)
         return UINT32_MAX;
     int64_t n = jn_config_value_int(v);
     return n < 0 ? 0 : n >= UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)n;
+}
+
+/* A group's transport setting, 0 when absent. */
+static uint32_t group_setting(const jn_config_value_t *g, const char *key)
+{
+    uint32_t n = group_limit(g, key);
+    return n == UINT32_MAX ? 0 : n;
 }
 
 /* A group's string ("" when absent) and boolean (false when absent: the
@@ -372,7 +380,10 @@ int jn_mgmt_each_vhost(const jn_config_t *cfg,
                 .target_pattern = group_str(g, "targetPattern"),
                 .allow_anonymous_sender = group_bool(g, "allowAnonymousSender"),
                 .allow_dynamic_source = group_bool(g, "allowDynamicSource"),
-                .allow_user_id_proxy = group_bool(g, "allowUserIdProxy")};
+                .allow_user_id_proxy = group_bool(g, "allowUserIdProxy"),
+                .max_frame_size = group_setting(g, "maxFrameSize"),
+                .max_sessions = group_setting(g, "maxSessions"),
+                .max_session_window = 0 /* maxSessionWindow: refused by name */};
         }
 #define JN_LIM(x) ((x) < 0 ? 0u : (x) >= UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)(x))
         jn_io_vhost_t vh = {.hostname = jn_config_entity_string(ce, "hostname"),

@@ -348,6 +348,27 @@ class VhostPolicyTest(RouterTestCase):
         self.assertIn(DENIED, refusal(other, "open.example") or "")
         self.assertIn("vhost 'closed.example': vhost maxConnections reached", r.log())
 
+    def test_group_frame_and_session_settings_apply_to_the_connection(self):
+        # maxSessionWindow is refused by name for now: a message larger than a
+        # two-frame session window stalled with the listener's own
+        # maxFrameSize/maxSessionFrames as well (a separate problem).
+        small = {"$default": dict(ALL["$default"], maxFrameSize=2048, maxSessions=3)}
+        r = self.start_router(extra=conf_section("policy", {"enableVhostPolicy": "yes"})
+                              + vhost_section("$default", ALL)
+                              + vhost_section("small.example", small))
+        c = BlockingConnection(r.url, timeout=10 * SLOW, virtual_host="small.example")
+        d = BlockingConnection(r.url, timeout=10 * SLOW)
+        try:
+            c.create_receiver("q")
+            d.create_receiver("q")
+            t = c.conn.transport
+            self.assertEqual(t.remote_max_frame_size, 2048)
+            self.assertEqual(t.remote_channel_max, 2)
+            self.assertNotEqual(d.conn.transport.remote_max_frame_size, 2048)
+        finally:
+            c.close()
+            d.close()
+
     def test_no_vhost_and_no_default_refuses(self):
         r = self.start_router(extra=conf_section("policy", {"enableVhostPolicy": "yes",
                                                             "defaultVhost": "gone.example"})
@@ -404,10 +425,10 @@ class VhostPolicyTest(RouterTestCase):
 
     def test_unsupported_group_attribute_refused_by_name(self):
         text = ('[\n  ["vhost", {"hostname": "x",\n'
-                '    "groups": {"g": {"users": "*",\n      "maxSenders": 3}}}]\n]\n')
+                '    "groups": {"g": {"users": "*",\n      "maxSessionWindow": 3}}}]\n]\n')
         d, p = self.start_with_policy_dir({"v.json": text})
         self.assertEqual(p.returncode, 1, p.stderr)
-        self.assertIn(os.path.join(d, "v.json") + ":4: vhost 'x' group 'g' attribute 'maxSenders' "
+        self.assertIn(os.path.join(d, "v.json") + ":4: vhost 'x' group 'g' attribute 'maxSessionWindow' "
                       "is not supported", p.stderr)
 
     def test_other_section_in_policy_file_refused(self):

@@ -154,6 +154,7 @@ typedef struct jn_io_vhost_group {
  * groups (group_count of them at groups). Borrowed for the call. */
 typedef struct jn_io_vhost {
     const char *hostname;
+    const char *aliases; /* comma-separated other hostnames of it (NULL: none) */
     uint32_t max_connections, max_per_user, max_per_host;
     bool allow_unknown_user;
     const jn_io_vhost_group_t *groups;

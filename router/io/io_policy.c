@@ -40,6 +40,7 @@ static void rules_clear(struct jn_io_vhost_rules *r)
 struct jn_io_vhost_entry {
     struct jn_io_vhost_entry *next;
     char *hostname;
+    char *aliases;
     uint32_t max_connections, max_per_user, max_per_host;
     bool allow_unknown_user;
     group_t *groups;
@@ -71,6 +72,7 @@ static void vhost_free(struct jn_io_vhost_entry *v)
     }
     free(v->groups);
     free(v->hostname);
+    free(v->aliases);
     free(v);
 }
 
@@ -98,12 +100,13 @@ int jn_io_vhost_add(jn_io_t *io, const jn_io_vhost_t *vh)
     if (!v)
         return JN_ENOMEM;
     v->hostname = dup0(vh->hostname);
+    v->aliases = dup0(vh->aliases);
     v->max_connections = vh->max_connections;
     v->max_per_user = vh->max_per_user;
     v->max_per_host = vh->max_per_host;
     v->allow_unknown_user = vh->allow_unknown_user;
     v->groups = vh->group_count ? calloc(vh->group_count, sizeof *v->groups) : NULL;
-    bool ok = v->hostname && (v->groups || !vh->group_count);
+    bool ok = v->hostname && v->aliases && (v->groups || !vh->group_count);
     for (size_t i = 0; ok && i < vh->group_count; i++) {
         const jn_io_vhost_group_t *g = &vh->groups[i];
         group_t *c = &v->groups[v->group_count++];
@@ -182,10 +185,34 @@ static bool in_list(const char *list, const char *name)
     return false;
 }
 
+/* name is one of the comma-separated items of list, exactly. */
+static bool in_aliases(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        const char *e = p;
+        while (*e && *e != ',' && *e != ' ')
+            e++;
+        if ((size_t)(e - p) == n && n && memcmp(p, name, n) == 0)
+            return true;
+        p = e;
+    }
+    return false;
+}
+
+/* The vhost whose hostname is hostname, else the first that has it among
+ * its aliases. */
 static struct jn_io_vhost_entry *vhost_find(jn_io_t *io, const char *hostname)
 {
+    if (!hostname)
+        return NULL;
     for (struct jn_io_vhost_entry *v = io->vhosts; v; v = v->next)
-        if (hostname && strcmp(v->hostname, hostname) == 0)
+        if (strcmp(v->hostname, hostname) == 0)
+            return v;
+    for (struct jn_io_vhost_entry *v = io->vhosts; v; v = v->next)
+        if (in_aliases(v->aliases, hostname))
             return v;
     return NULL;
 }

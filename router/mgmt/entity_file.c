@@ -387,6 +387,7 @@ int jn_mgmt_each_vhost(const jn_config_t *cfg,
         }
 #define JN_LIM(x) ((x) < 0 ? 0u : (x) >= UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)(x))
         jn_io_vhost_t vh = {.hostname = jn_config_entity_string(ce, "hostname"),
+                            .aliases = jn_config_entity_string(ce, "aliases"),
                             .max_connections = JN_LIM(mc),
                             .max_per_user = JN_LIM(mu),
                             .max_per_host = JN_LIM(mh),

@@ -198,7 +198,8 @@ class VhostPolicyTest(RouterTestCase):
         r = self.start_router(extra=conf_section("policy", {"enableVhostPolicy": "yes",
                                                             "defaultVhost": "open.example"})
                               + vhost_section("open.example", ALL)
-                              + vhost_section("one.example", groups)
+                              + vhost_section("one.example", groups,
+                                              aliases="uno.example, eins.example")
                               + vhost_section("closed.example", closed)
                               + vhost_section("far.example", far))
         # an unknown hostname falls to defaultVhost
@@ -208,6 +209,21 @@ class VhostPolicyTest(RouterTestCase):
         try:
             self.assertIn(DENIED, refusal(r.url, "one.example") or "")
             self.assertIsNone(refusal(r.url, "open.example"))
+        finally:
+            c.close()
+        # an alias names the same vhost (and its per-host count); the close
+        # above is uncounted when the router has seen it
+        deadline = time.monotonic() + 10 * SLOW
+        while True:
+            try:
+                c = BlockingConnection(r.url, timeout=10 * SLOW, virtual_host="eins.example")
+                break
+            except ConnectionException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        try:
+            self.assertIn(DENIED, refusal(r.url, "uno.example") or "")
         finally:
             c.close()
         # anonymous is in no group and there is no $default group
@@ -314,8 +330,16 @@ class VhostPolicyTest(RouterTestCase):
         p = self.policy(r.url)
         self.assertEqual(p["linksDenied"], 5)
         self.assertEqual(p["totalDenials"], 5)
-        with Client(ConnectOptions(url=r.url)) as m:
-            stats = {x["hostname"]: x for x in m.query_dicts("vhostStats")}
+        # the closed clients are uncounted when the router has seen the
+        # closes: wait until only the asking management client is open
+        stats = {}
+
+        def settled():
+            with Client(ConnectOptions(url=r.url)) as m:
+                stats.update({x["hostname"]: x for x in m.query_dicts("vhostStats")})
+            return (stats["free.example"]["connectionsCurrent"] == 1
+                    and stats["rules.example"]["connectionsCurrent"] == 0)
+        self.wait_for("the closes counted", settled)
         rs = stats["rules.example"]
         self.assertEqual(rs["identity"], "vhostStats/rules.example")
         self.assertEqual((rs["connectionsApproved"], rs["connectionsDenied"],

@@ -408,7 +408,7 @@ static void implemented_attributes(void **state)
     } no[] = {{"listener", "saslPlugin"},  {"listener", "protocolFamily"},
               {"listener", "multiTenant"}, {"connector", "failoverUrls"},
               {"address", "priority"},     {"policy", "enableVhostNamePatterns"},
-              {"vhost", "aliases"},        {"vhost", "maxMessageSize"}};
+              {"vhost", "maxMessageSize"}};
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
         if (jn_schema_attr_implemented(attr_of(no[i].type, no[i].attr)))
             fail_msg("%s.%s should not be implemented", no[i].type, no[i].attr);

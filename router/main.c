@@ -342,6 +342,16 @@ static const char *mgmt_listen_error(void *io)
     return jn_io_last_listen_error();
 }
 
+static int mgmt_vhost_stats(void *io, jn_io_vhost_stats_t **out, size_t *count)
+{
+    return jn_io_vhost_stats(io, out, count);
+}
+
+static void mgmt_policy_stats(void *io, jn_io_policy_stats_t *out)
+{
+    jn_io_policy_stats(io, out);
+}
+
 /* build: the core, the I/O layer and the agent from the settings (nothing
  * started). Returns 0 or -1. */
 static int build(daemon_state_t *st)
@@ -360,7 +370,8 @@ static int build(daemon_state_t *st)
     jn_io_config_t ic = {.container_id = rs->id,
                          .worker_threads = rs->workers,
                          .min_peer_idle_timeout_ms = rs->min_peer_idle_timeout_ms,
-                         .write_stall_timeout_s = rs->write_stall_timeout_s};
+                         .write_stall_timeout_s = rs->write_stall_timeout_s,
+                         .max_connections = rs->max_connections};
     st->io = st->core ? jn_io_create(st->core, &ic) : NULL;
     jn_http_config_t hc = {.core = st->core, .render = render_page};
     st->http = st->io ? jn_http_create(&hc) : NULL;
@@ -370,6 +381,13 @@ static int build(daemon_state_t *st)
                            .metadata = rs->metadata,
                            .worker_threads = rs->workers,
                            .max_message_size = rs->max_message_size,
+                           .max_connections = rs->max_connections,
+                           .enable_vhost_policy = rs->enable_vhost_policy,
+                           .default_vhost = rs->default_vhost,
+                           .policy_dir = rs->policy_dir,
+                           .policy_stats = mgmt_policy_stats,
+                           .vhost_stats = mgmt_vhost_stats,
+                           .vhost_stats_free = jn_io_vhost_stats_free,
                            .core = st->core,
                            .io_ctx = st->io,
                            .add_listener = mgmt_add_listener,
@@ -397,6 +415,33 @@ static int build(daemon_state_t *st)
      * no request can arrive before a listener is added) */
     jn_http_set_render_ctx(st->http, st->agent);
     jn_core_set_management(st->core, jn_mgmt_request_CT, st->agent);
+    return 0;
+}
+
+static int add_vhost(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_t *ce)
+{
+    daemon_state_t *st = arg;
+    int rc = jn_io_vhost_add(st->io, vh);
+    return rc ? rc : jn_mgmt_show_vhost(st->agent, ce);
+}
+
+/* vhosts: the vhost policy (policy.enableVhostPolicy, defaultVhost) and
+ * the file's vhost sections into the I/O layer (docs/design.md "Policy").
+ * Returns 0 or -1 (out of memory, said). */
+static int vhosts(daemon_state_t *st, const jn_config_t *cfg)
+{
+    if ((st->settings.enable_vhost_policy &&
+         jn_io_vhost_policy(st->io, st->settings.default_vhost) != 0) ||
+        jn_mgmt_each_vhost(cfg, add_vhost, st) != 0) {
+        fprintf(stderr, "junctiond: out of memory\n");
+        return -1;
+    }
+    char errors[4096] = "";
+    int n = jn_mgmt_policy_dir(st->settings.policy_dir, add_vhost, st, errors, sizeof errors);
+    if (n != 0) { /* read and checked before: only out of memory or a file changed since */
+        fprintf(stderr, "%s\n", n > 0 ? errors : "junctiond: out of memory");
+        return -1;
+    }
     return 0;
 }
 
@@ -735,6 +780,8 @@ static int check_config(const options_t *opts, jn_config_t *cfg)
     }
     jn_router_settings_t settings;
     int refusals = jn_mgmt_plan_config(cfg, &settings, errors, CAP);
+    if (!refusals)
+        refusals = jn_mgmt_policy_dir(settings.policy_dir, NULL, NULL, errors, CAP) != 0;
     if (refusals)
         fprintf(stderr, "%s\n", errors);
     else
@@ -799,6 +846,7 @@ int main(int argc, char **argv)
     daemon_state_t st = {.config_path = config_path, .watchdog_usec = watchdog_interval()};
     char *errors = malloc(8192);
     if (!errors || jn_mgmt_plan_config(cfg, &st.settings, errors, 8192) != 0 ||
+        jn_mgmt_policy_dir(st.settings.policy_dir, NULL, NULL, errors, 8192) != 0 ||
         jn_mgmt_apply_logs(cfg, errors, 8192) != 0) {
         fprintf(stderr, "%s\n", errors ? errors : "junctiond: out of memory");
         free(errors);
@@ -831,7 +879,7 @@ int main(int argc, char **argv)
         free(pid_file);
         return finish(cfg, 1);
     }
-    if (build(&st) != 0) {
+    if (build(&st) != 0 || vhosts(&st, cfg) != 0) {
         teardown(&st);
         free(config_path);
         free(pid_file);

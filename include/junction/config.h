@@ -75,6 +75,31 @@ int jn_config_load_file(const char *path, jn_config_t **out, char *err, size_t e
 int jn_config_load_string(const char *display_name, const char *text, size_t len, jn_config_t **out,
                           char *err, size_t err_size);
 
+/* A JSON object of strings read from a file (jn_config_load_string_map):
+ * count pairs; keys[i] and values[i] are NUL-terminated, heap, owned by the
+ * map (a key or value holding \u0000 is refused by the reader). */
+typedef struct jn_config_strmap {
+    size_t count;
+    char **keys, **values;
+} jn_config_strmap_t;
+
+/* jn_config_load_string_map: read the file at path (a regular file, valid
+ * UTF-8) as one JSON object whose values are all strings, with the JSON
+ * reader of the JSON configuration form (escapes as Python's json module,
+ * \uXXXX included; a key repeated is refused). For sslProfile's
+ * uidNameMappingFile (docs/design.md "TLS and SASL"). noun names the file
+ * in messages ("uidNameMappingFile"). On success fills *out (free with
+ * jn_config_strmap_clear) and returns 0. On failure *out is empty, err
+ * (err_size bytes, may be 0) holds "PATH:LINE: reason" (or "PATH: reason"
+ * when the file cannot be read) and the result is JN_EINVAL (unreadable,
+ * empty, not JSON, not an object of strings) or JN_ENOMEM. Any thread. */
+int jn_config_load_string_map(const char *path, const char *noun, jn_config_strmap_t *out,
+                              char *err, size_t err_size);
+
+/* jn_config_strmap_clear: free what m holds and leave it empty. Any
+ * thread. */
+void jn_config_strmap_clear(jn_config_strmap_t *m);
+
 /* jn_config_free: free a configuration and everything reached from it (all
  * entity and value pointers become invalid). NULL is ignored. */
 void jn_config_free(jn_config_t *cfg);

@@ -91,6 +91,10 @@ typedef struct jn_endpoint_config {
      * with them, by the best mechanism both ends allow (SCRAM before PLAIN,
      * as Cyrus ranks them), within sasl_mechanisms when set. NULL = none. */
     const char *sasl_username;
+    /* listener policyVhost: the vhost of this listener's clients under a
+     * vhost policy, whatever their Open's hostname (NULL or "": the
+     * hostname chooses; docs/design.md "Policy") */
+    const char *policy_vhost;
     const char *sasl_password;
 } jn_endpoint_config_t;
 
@@ -115,7 +119,98 @@ typedef struct jn_io_config {
      * seconds while our output waited for it is cut
      * (amqp:resource-limit-exceeded). 0: never. */
     uint32_t write_stall_timeout_s;
+    /* policy.maxConnections: incoming connections (every listener, any
+     * role) open at once; one more is closed at accept, before any AMQP,
+     * as 1.19 does (docs/design.md "Policy"). 0 refuses every incoming
+     * connection (1.19's meaning). JN_IO_NO_POLICY_LIMIT: no limit (unit
+     * tests). */
+    uint32_t max_connections;
 } jn_io_config_t;
+
+#define JN_IO_NO_POLICY_LIMIT UINT32_MAX
+
+/* One user group of a vhost (1.19's vhostUserGroupSettings; docs/design.md
+ * "Policy"): strings are borrowed for the call that takes them. users and
+ * remote_hosts are comma-separated lists, "*" matching any; a remote host
+ * is an address as the peer's socket gives it. max_per_user/max_per_host:
+ * JN_IO_NO_POLICY_LIMIT takes the vhost's. */
+typedef struct jn_io_vhost_group {
+    const char *name;
+    const char *users;
+    const char *remote_hosts;
+    uint32_t max_per_user, max_per_host;
+    /* link rules, checked at attach: sources/targets are comma- or
+     * space-separated addresses ("*" any, "abc*" a prefix, "${user}" the
+     * user's name), source_pattern/target_pattern address patterns ('.'
+     * or '/' between tokens, '*' one token, '#' any number); an empty list
+     * and pattern allow no address. */
+    const char *sources, *targets, *source_pattern, *target_pattern;
+    bool allow_anonymous_sender, allow_dynamic_source, allow_user_id_proxy;
+    /* the connection's transport settings, 0: the listener's: largest
+     * frame (octets), sessions (channel-max + 1), a session's incoming
+     * window (octets) */
+    uint32_t max_frame_size, max_sessions, max_session_window;
+} jn_io_vhost_group_t;
+
+/* One vhost (1.19's vhost entity): hostname, its connection limits and its
+ * groups (group_count of them at groups). Borrowed for the call. */
+typedef struct jn_io_vhost {
+    const char *hostname;
+    const char *aliases; /* comma-separated other hostnames of it (NULL: none) */
+    uint32_t max_connections, max_per_user, max_per_host;
+    bool allow_unknown_user;
+    const jn_io_vhost_group_t *groups;
+    size_t group_count;
+} jn_io_vhost_t;
+
+/* jn_io_vhost_policy: turn the vhost policy on (policy.enableVhostPolicy)
+ * with default_vhost (policy.defaultVhost, copied; "" or NULL: none). From
+ * then on every incoming client connection (role normal) is checked at its
+ * Open against the vhost its Open hostname names (else default_vhost): no
+ * vhost, a user in no group (and allowUnknownUser off, no "$default" group)
+ * or a connection limit reached closes it with amqp:resource-limit-exceeded
+ * and one POLICY log line. Returns 0 or JN_ENOMEM. Main thread, before
+ * jn_io_start. */
+int jn_io_vhost_policy(jn_io_t *io, const char *default_vhost);
+
+/* One vhost's figures (1.19's vhostStats): connections approved and
+ * denied since start, open now; attaches denied by link rules; per_user /
+ * per_host: AMQP maps (encoded, per_*_len octets, heap) of each user's /
+ * remote host's open connections (string -> long). */
+typedef struct jn_io_vhost_stats {
+    char *hostname;
+    uint64_t approved, denied, current, sender_denied, receiver_denied;
+    uint8_t *per_user, *per_host;
+    size_t per_user_len, per_host_len;
+} jn_io_vhost_stats_t;
+
+/* jn_io_vhost_stats: the figures of every vhost, in table order, into a
+ * new array *out of *count (free with jn_io_vhost_stats_free). Returns 0
+ * or JN_ENOMEM (*out NULL, *count 0). Any thread (takes the layer's lock). */
+int jn_io_vhost_stats(jn_io_t *io, jn_io_vhost_stats_t **out, size_t *count);
+
+/* jn_io_vhost_stats_free: free what jn_io_vhost_stats made. NULL ignored.
+ * Any thread. */
+void jn_io_vhost_stats_free(jn_io_vhost_stats_t *st, size_t count);
+
+/* jn_io_vhost_add: add (or replace, by hostname) a vhost; everything is
+ * copied. Returns 0 or JN_ENOMEM (nothing changed). Any thread (takes the
+ * layer's lock). */
+int jn_io_vhost_add(jn_io_t *io, const jn_io_vhost_t *vh);
+
+/* The policy's figures (1.19's policy entity statistics): processed =
+ * approved + denied since start; current = counted incoming connections
+ * open now; max_message_size_denied = messages over maxMessageSize (each
+ * detached its link and closed its connection). */
+typedef struct jn_io_policy_stats {
+    uint64_t processed, denied, current;
+    uint64_t links_denied; /* attaches refused by a vhost group's link rules */
+    uint64_t max_message_size_denied;
+} jn_io_policy_stats_t;
+
+/* jn_io_policy_stats: the figures above into *out. Any thread (takes the
+ * layer's lock briefly). */
+void jn_io_policy_stats(jn_io_t *io, jn_io_policy_stats_t *out);
 
 /* ---- SASL (Cyrus SASL behind proton's SASL layer) ----------------------
  *

@@ -172,6 +172,14 @@ int jn_message_get_header(const jn_message_t *m, jn_message_header_t *out);
 int jn_message_to(const jn_message_t *m, jn_iter_t *out);
 int jn_message_reply_to(const jn_message_t *m, jn_iter_t *out);
 
+/* jn_message_user_id: a raw view of the properties `user-id` (binary; a
+ * string is taken as its octets too), read on demand, not by
+ * jn_message_parse. Returns 0, JN_ENOENT if absent (no properties, or
+ * null), JN_AGAIN if properties are not parsed yet, JN_EINVAL if it is of
+ * another type. Any thread holding a reference. AMQP 1.0 part 3, 3.2.4;
+ * docs/design.md "The user-id check". */
+int jn_message_user_id(const jn_message_t *m, jn_iter_t *out);
+
 /* jn_message_annotations: the router annotations read from the message
  * annotations (all absent when there is no such section); borrowed, valid
  * while m is referenced. NULL if not parsed that far. */

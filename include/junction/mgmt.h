@@ -56,6 +56,17 @@ typedef struct jn_mgmt_config {
     const char *metadata;  /* router.metadata (copied; may be NULL) */
     unsigned worker_threads;
     uint64_t max_message_size; /* policy.maxMessageSize for created endpoints (0: none) */
+    uint32_t max_connections;  /* policy.maxConnections, shown by the policy entity */
+    bool enable_vhost_policy;  /* policy.enableVhostPolicy, shown */
+    const char *default_vhost; /* policy.defaultVhost, shown (copied; NULL: "$default") */
+    const char *policy_dir;    /* policy.policyDir, shown (copied; NULL: "") */
+    /* policy_stats: the policy entity's connection figures (typically
+     * jn_io_policy_stats over io_ctx). NULL: shown as 0. */
+    void (*policy_stats)(void *io_ctx, jn_io_policy_stats_t *out);
+    /* vhost_stats: the vhostStats rows (typically jn_io_vhost_stats over
+     * io_ctx) and how to free them (jn_io_vhost_stats_free). NULL: none. */
+    int (*vhost_stats)(void *io_ctx, jn_io_vhost_stats_t **out, size_t *count);
+    void (*vhost_stats_free)(jn_io_vhost_stats_t *st, size_t count);
 
     /* The core whose state is shown (connections, links, addresses,
      * statistics) and to which address entities apply. NULL (unit tests):
@@ -163,11 +174,44 @@ typedef struct jn_router_settings {
     jn_distribution_t default_distribution;
     bool interior;             /* mode interior: the mesh runs */
     uint64_t max_message_size; /* policy.maxMessageSize, octets (0: no limit) */
+    uint32_t max_connections;  /* policy.maxConnections (default 65535; 0: refuse all) */
+    bool enable_vhost_policy;  /* policy.enableVhostPolicy */
+    const char *default_vhost; /* policy.defaultVhost (borrowed from the config) */
+    const char *policy_dir;    /* policy.policyDir (borrowed; NULL or "": none) */
     uint32_t hello_interval, hello_max_age, ra_interval, ra_interval_flux,
         remote_ls_max_age;             /* mesh timers, seconds (0: the defaults) */
     uint32_t min_peer_idle_timeout_ms; /* router.minPeerIdleTimeoutMs (0: no floor) */
     uint32_t write_stall_timeout_s;    /* router.writeStallTimeoutSeconds (0: never) */
 } jn_router_settings_t;
+
+/* jn_mgmt_show_vhost: keep vhost section ce (converted, copied) to be
+ * shown by READ and QUERY of the vhost type (docs/design.md "Policy").
+ * Returns 0 or JN_ENOMEM. Main thread, before the agent serves requests. */
+int jn_mgmt_show_vhost(jn_mgmt_t *agent, const jn_config_entity_t *ce);
+
+/* jn_mgmt_each_vhost: call fn(arg, vh) for each vhost section of cfg (a
+ * checked configuration: jn_mgmt_plan_config found no refusal), in file
+ * order, with its settings and groups (docs/design.md "Policy") and its
+ * section ce; vh and what it points to live for the call only. Stops at the first non-zero
+ * result of fn and returns it; JN_ENOMEM when memory ran out; else 0.
+ * Main thread, at start. */
+int jn_mgmt_each_vhost(const jn_config_t *cfg,
+                       int (*fn)(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_t *ce),
+                       void *arg);
+
+/* jn_mgmt_policy_dir: the vhost files of policy.policyDir (dir; NULL or
+ * "": none), as 1.19 reads them: every regular file whose name ends in
+ * ".json", in name order, each the JSON form of the configuration holding
+ * only vhost sections. Each file is read and checked as the config file's
+ * vhost sections are (a section of another type is refused); when every
+ * file is sound and fn is not NULL, fn(arg, vh) is called for each vhost
+ * (see jn_mgmt_each_vhost). errors (cap octets) receives "FILE:LINE:
+ * reason" lines ("DIR: reason" when the directory cannot be read).
+ * Returns the number of refusals (0: loaded), or JN_ENOMEM / fn's non-zero
+ * result as a negative count. Main thread, at start. */
+int jn_mgmt_policy_dir(const char *dir,
+                       int (*fn)(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_t *ce),
+                       void *arg, char *errors, size_t cap);
 
 /* jn_mgmt_plan_config: check every section of cfg as a CREATE would (what
  * the router implements, the value rules of each type) and, when out is

@@ -36,6 +36,9 @@ VIEWS = (
     ("addresses", ("-a", "--address"), "router addresses"),
     ("memory", ("-m", "--memory"), "memory pools and use"),
     ("policy", ("-p", "--policy"), "policy settings and counters"),
+    ("vhosts", ("--vhosts",), "vhost policies"),
+    ("vhostgroups", ("--vhostgroups",), "the user groups of the vhost policies"),
+    ("vhoststats", ("--vhoststats",), "vhost policy statistics"),
     ("autolinks", ("--autolinks",), "auto links"),
     ("linkroutes", ("--linkroutes",), "link routes"),
     ("log", ("--log",), "recent log entries"),
@@ -386,6 +389,44 @@ class Views:
             if attr in p:
                 out.append((label, p.get(attr)))
         return [Table("Policy", ["attr", "value"], out)]
+
+    def vhosts(self):
+        attrs = ["hostname", "maxConnections", "maxMessageSize", "maxConnectionsPerUser",
+                 "maxConnectionsPerHost", "allowUnknownUser", "groups"]
+        vs = self.q("vhost", attrs, limit=self.args.limit)
+        if not vs:
+            self.messages.append("No Vhosts")
+            return []
+        rows = [[v.get(x) for x in attrs[:-1]] + [len(v.get("groups") or {})] for v in vs]
+        t = Table("Vhosts", attrs, rows)
+        t.sort_by("hostname")
+        return [t]
+
+    def vhostgroups(self):
+        vs = self.q("vhost", ["hostname", "groups"], limit=self.args.limit)
+        if not vs:
+            self.messages.append("No Vhosts")
+            return []
+        attrs = ["users", "remoteHosts", "maxConnectionsPerUser", "maxConnectionsPerHost"]
+        rows = []
+        for v in vs:
+            for name, g in sorted((v.get("groups") or {}).items()):
+                rows.append([v.get("hostname"), name] + [(g or {}).get(a) for a in attrs])
+        return [Table("Vhost User Groups", ["vhost", "group"] + attrs, rows)]
+
+    def vhoststats(self):
+        attrs = ["hostname", "connectionsApproved", "connectionsDenied", "connectionsCurrent",
+                 "sessionDenied", "senderDenied", "receiverDenied", "maxMessageSizeDenied"]
+        vs = self.q("vhostStats", attrs + ["perUserState"], limit=self.args.limit)
+        if not vs:
+            self.messages.append("No Vhost Stats")
+            return []
+        t = Table("Vhost Stats", attrs, [[v.get(x) for x in attrs] for v in vs])
+        t.sort_by("hostname")
+        users = [[v.get("hostname"), u, n] for v in vs
+                 for u, n in sorted((v.get("perUserState") or {}).items())]
+        return [t, Table("\nVhost User Stats", ["vhost", "user", "connections"], users,
+                         json_title="Vhost User Stats")]
 
     def autolinks(self):
         attrs = ["address", "direction", "phase", "externalAddress", "linkRef", "operStatus",

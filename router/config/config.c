@@ -322,8 +322,10 @@ int jn_config_load_string(const char *display_name, const char *text, size_t len
     return 0;
 }
 
-/* Read the whole file into a malloc'd buffer. */
-static int read_file(jn_config_ctx_t *ctx, const char *path, char **text, size_t *len)
+/* Read the whole file into a malloc'd buffer; noun names it in messages
+ * ("configuration file"). */
+static int read_file(jn_config_ctx_t *ctx, const char *path, const char *noun, char **text,
+                     size_t *len)
 {
     /* Only a regular file: a FIFO or a device could block the reader (a
      * reload runs on the core thread) or never end. O_NONBLOCK so that
@@ -331,20 +333,20 @@ static int read_file(jn_config_ctx_t *ctx, const char *path, char **text, size_t
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
-        jn_config_fail(ctx, 0, "configuration file could not be opened: %s", strerror(errno));
+        jn_config_fail(ctx, 0, "%s could not be opened: %s", noun, strerror(errno));
         if (fd >= 0)
             close(fd);
         return JN_ENOENT;
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        jn_config_fail(ctx, 0, "configuration file is not a regular file");
+        jn_config_fail(ctx, 0, "%s is not a regular file", noun);
         return JN_ENOENT;
     }
     FILE *f = fdopen(fd, "rb");
     if (!f) {
         close(fd);
-        jn_config_fail(ctx, 0, "configuration file could not be opened: %s", strerror(errno));
+        jn_config_fail(ctx, 0, "%s could not be opened: %s", noun, strerror(errno));
         return JN_ENOENT;
     }
     size_t cap = 65536, n = 0;
@@ -356,7 +358,7 @@ static int read_file(jn_config_ctx_t *ctx, const char *path, char **text, size_t
             if (!nb) {
                 rc = cap < JN_CONFIG_MAX_FILE
                          ? jn_config_nomem(ctx)
-                         : jn_config_fail(ctx, 0, "configuration file is too large");
+                         : jn_config_fail(ctx, 0, "%s is too large", noun);
                 break;
             }
             buf = nb;
@@ -366,7 +368,7 @@ static int read_file(jn_config_ctx_t *ctx, const char *path, char **text, size_t
         n += got;
         if (got == 0) {
             if (ferror(f)) {
-                jn_config_fail(ctx, 0, "configuration file could not be read: %s", strerror(errno));
+                jn_config_fail(ctx, 0, "%s could not be read: %s", noun, strerror(errno));
                 rc = JN_ENOENT;
             }
             break;
@@ -374,7 +376,7 @@ static int read_file(jn_config_ctx_t *ctx, const char *path, char **text, size_t
     }
     fclose(f);
     if (rc == 0 && n == 0) {
-        jn_config_fail(ctx, 0, "configuration file was empty");
+        jn_config_fail(ctx, 0, "%s was empty", noun);
         rc = JN_ENOENT;
     }
     if (rc != 0) {
@@ -394,12 +396,73 @@ int jn_config_load_file(const char *path, jn_config_t **out, char *err, size_t e
     jn_config_ctx_t ctx = {.file = path, .err = err, .err_size = err_size};
     char *text = NULL;
     size_t len = 0;
-    int rc = read_file(&ctx, path, &text, &len);
+    int rc = read_file(&ctx, path, "configuration file", &text, &len);
     if (rc != 0)
         return rc;
     rc = jn_config_load_string(path, text, len, out, err, err_size);
     free(text);
     return rc;
+}
+
+int jn_config_load_string_map(const char *path, const char *noun, jn_config_strmap_t *out,
+                              char *err, size_t err_size)
+{
+    memset(out, 0, sizeof *out);
+    if (err && err_size)
+        err[0] = '\0';
+    jn_config_ctx_t ctx = {.file = path, .err = err, .err_size = err_size};
+    char *text = NULL;
+    size_t len = 0;
+    int rc = read_file(&ctx, path, noun, &text, &len);
+    if (rc != 0)
+        return rc == JN_ENOMEM ? rc : JN_EINVAL;
+    jn_config_t *cfg = calloc(1, sizeof(*cfg));
+    if (!cfg) {
+        free(text);
+        return jn_config_nomem(&ctx);
+    }
+    ctx.cfg = cfg;
+    jn_config_value_t *root = NULL;
+    rc = check_text(&ctx, text, len);
+    if (rc == 0)
+        rc = jn_config_json_parse(&ctx, text, len, 1, "invalid JSON", true, &root);
+    free(text);
+    if (rc == 0 && root->kind != JN_CONFIG_MAP)
+        rc = jn_config_fail(&ctx, root->line, "%s is not a JSON object", noun);
+    for (size_t k = 0; rc == 0 && k < root->count; k++) {
+        const jn_config_value_t *v = root->items[k];
+        if (v->kind != JN_CONFIG_STRING)
+            rc = jn_config_fail(&ctx, v->line, "the value of '%s' is not a string",
+                                jn_config_quote(&ctx, v->key));
+    }
+    if (rc == 0 && root->count) {
+        out->keys = calloc(root->count, sizeof *out->keys);
+        out->values = calloc(root->count, sizeof *out->values);
+        if (!out->keys || !out->values)
+            rc = jn_config_nomem(&ctx);
+        for (size_t k = 0; rc == 0 && k < root->count; k++) {
+            out->keys[k] = strdup(root->items[k]->key);
+            out->values[k] = strdup(root->items[k]->s);
+            out->count = k + 1;
+            if (!out->keys[k] || !out->values[k])
+                rc = jn_config_nomem(&ctx);
+        }
+    }
+    jn_config_free(cfg);
+    if (rc != 0)
+        jn_config_strmap_clear(out);
+    return rc;
+}
+
+void jn_config_strmap_clear(jn_config_strmap_t *m)
+{
+    for (size_t k = 0; k < m->count; k++) {
+        free(m->keys ? m->keys[k] : NULL);
+        free(m->values ? m->values[k] : NULL);
+    }
+    free(m->keys);
+    free(m->values);
+    memset(m, 0, sizeof *m);
 }
 
 void jn_config_free(jn_config_t *cfg)

@@ -93,6 +93,7 @@ jn_io_t *jn_io_create(jn_core_t *core, const jn_io_config_t *cfg)
                              ? UINT32_MAX
                              : cfg->write_stall_timeout_s * 1000u;
     io->max_conns = jn_io_max_connections();
+    io->policy_max_conns = cfg->max_connections;
     const char *id = cfg->container_id ? cfg->container_id : "Junction";
     io->container_id = strdup(id);
     size_t n = strlen(id) + 3;
@@ -392,5 +393,19 @@ void jn_io_free(jn_io_t *io)
         free(e->name);
         free(e);
     }
+    jn_io_vhost_free_all(io);
     io_destroy(io);
+}
+
+/* jn_io_policy_stats: see junction/io.h. */
+void jn_io_policy_stats(jn_io_t *io, jn_io_policy_stats_t *out)
+{
+    pthread_mutex_lock(&io->lock);
+    out->processed = io->policy_processed;
+    out->denied = io->policy_denied;
+    out->current = io->policy_current;
+    out->links_denied = io->policy_links_denied;
+    pthread_mutex_unlock(&io->lock);
+    out->max_message_size_denied =
+        atomic_load_explicit(&io->policy_maxsize_denied, memory_order_relaxed);
 }

@@ -218,8 +218,11 @@ static void conn_free(jn_io_conn_t *conn)
         conn->reg_next->reg_prev = conn->reg_prev;
     if (!conn->transport_closed) {
         io->live_conns--;
+        if (conn->policy_counted)
+            io->policy_current--;
         pthread_cond_broadcast(&io->cond);
     }
+    jn_io_vhost_uncount_locked(io, conn);
     pthread_mutex_unlock(&io->lock);
     /* The last reference is gone, so no loop can reach conn any more: the
      * thread that dropped it (any thread; the reference count's acq_rel
@@ -238,6 +241,8 @@ static void conn_free(jn_io_conn_t *conn)
     }
     jn_io_tls_free(conn); /* never started */
     jn_io_adopt_end(was);
+    free(conn->check_user);
+    conn->check_user = NULL;
     jn_screen_free(conn->screen);
     conn->screen = NULL;
     atomic_fetch_sub(&io->pending_frees, 1);
@@ -321,6 +326,13 @@ static void conn_close_IO(jn_io_conn_t *conn, const char *condition, const char 
     if (pn_connection_state(conn->pn_io) & PN_LOCAL_UNINIT)
         pn_connection_open(conn->pn_io);
     pn_connection_close(conn->pn_io);
+}
+
+/* jn_io_conn_close_IO: close conn with condition (NULL: none) and
+ * description, once (io_private.h). The owning loop's thread. */
+void jn_io_conn_close_IO(jn_io_conn_t *conn, const char *condition, const char *description)
+{
+    conn_close_IO(conn, condition, description);
 }
 
 /* jn_io_conn_refuse_IO: the frame screen refused the peer's stream (the
@@ -465,6 +477,28 @@ static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
     info.sasl_mechanism = mech;
     info.authenticated = mech && strcmp(mech, "ANONYMOUS") != 0 && pn_transport_is_authenticated(t);
     info.user = user && strcmp(user, "anonymous") != 0 ? user : NULL;
+    if (info.authenticated && info.user && conn->incoming &&
+        conn->endpoint->cfg.role == JN_ROLE_NORMAL && !conn->check_user) {
+        /* out of memory: no check would let a forged user-id through, so
+         * the connection is refused instead */
+        conn->check_user = strdup(info.user);
+        if (!conn->check_user) {
+            conn_close_IO(conn, "amqp:resource-limit-exceeded", "router out of memory");
+            return;
+        }
+    }
+    const char *vhost = conn->endpoint->cfg.policy_vhost; /* the listener's, else the Open's */
+    if (!jn_io_vhost_admit_IO(conn, info.user,
+                              vhost ? vhost : pn_connection_remote_hostname(pc))) {
+        conn_close_IO(conn, "amqp:resource-limit-exceeded",
+                      "connection disallowed by local policy");
+        return;
+    }
+    jn_io_vhost_transport_IO(conn, t); /* the group's maxFrameSize, maxSessions */
+    if (jn_io_vhost_user_id_proxy(conn)) { /* allowUserIdProxy: any user-id */
+        free(conn->check_user);
+        conn->check_user = NULL;
+    }
     uint8_t *props = NULL;
     jn_io_render_properties_IO(pn_connection_remote_properties(pc), &props, &info.properties_len);
     info.properties = props;
@@ -580,6 +614,9 @@ static void on_transport_closed(jn_io_conn_t *conn)
     jn_io_t *io = conn->io;
     pthread_mutex_lock(&io->lock);
     io->live_conns--;
+    if (conn->policy_counted)
+        io->policy_current--;
+    jn_io_vhost_uncount_locked(io, conn);
     pthread_cond_broadcast(&io->cond);
     pthread_mutex_unlock(&io->lock);
     if (!conn->incoming)
@@ -605,6 +642,9 @@ static void on_session_open(jn_io_conn_t *conn, pn_session_t *ssn)
         if (cap > JN_IO_SESSION_CAPACITY_MAX)
             cap = JN_IO_SESSION_CAPACITY_MAX > 2 * frame ? JN_IO_SESSION_CAPACITY_MAX : 2 * frame;
     }
+    size_t window = jn_io_vhost_session_window(conn); /* a vhost group's maxSessionWindow */
+    if (window)
+        cap = window > frame ? window : frame;
     pn_session_set_incoming_capacity(ssn, cap);
     pn_session_open(ssn);
 }
@@ -714,6 +754,13 @@ static void on_link_open(jn_io_conn_t *conn, pn_link_t *pl)
         .priority = -1,
     };
     jn_io_ir_classify_IO(link, &info);
+    if (info.type == JN_LINK_ENDPOINT && conn->vhost_rules &&
+        !jn_io_vhost_link_ok_IO(conn, link->dir == JN_LINK_INCOMING, info.address,
+                                info.dynamic)) {
+        link->detached = true; /* the core never knows it */
+        jn_io_link_close_IO(link, "amqp:unauthorized-access", "link disallowed by local policy");
+        return;
+    }
     info.fallback = info.type == JN_LINK_ENDPOINT && jn_io_fallback_receiver_IO(pl);
     if (info.type == JN_LINK_CONTROL)
         jn_io_ir_cap_control_IO(link);

@@ -73,6 +73,7 @@ void jn_io_endpoint_free(jn_io_endpoint_t *ep)
     free((char *)ep->cfg.sasl_mechanisms);
     free((char *)ep->cfg.ssl_profile);
     free((char *)ep->cfg.sasl_username);
+    free((char *)ep->cfg.policy_vhost);
     if (ep->cfg.sasl_password) {
         char *pw = (char *)ep->cfg.sasl_password;
         memset(pw, 0, strlen(pw));
@@ -91,6 +92,9 @@ static int endpoint_copy(jn_io_endpoint_t *ep, const jn_endpoint_config_t *cfg)
     ep->cfg.port = jn_strdup_opt(cfg->port && cfg->port[0] ? cfg->port : "amqp", &failed);
     ep->cfg.sasl_mechanisms = jn_strdup_opt(cfg->sasl_mechanisms, &failed);
     ep->cfg.sasl_username = jn_strdup_opt(cfg->sasl_username, &failed);
+    ep->cfg.policy_vhost = cfg->policy_vhost && cfg->policy_vhost[0]
+                               ? jn_strdup_opt(cfg->policy_vhost, &failed)
+                               : NULL;
     ep->cfg.sasl_password = jn_strdup_opt(cfg->sasl_password, &failed);
     ep->cfg.ssl_profile =
         cfg->ssl_profile && cfg->ssl_profile[0] ? jn_strdup_opt(cfg->ssl_profile, &failed) : NULL;
@@ -415,6 +419,31 @@ static void refuse(jn_io_t *io, jn_io_endpoint_t *ep, int fd, size_t live)
                ep->shown, live, io->max_conns);
 }
 
+/* policy.maxConnections (docs/design.md "Policy"): count conn, a new
+ * incoming connection, or deny it (false: the caller closes the socket,
+ * before any AMQP, as 1.19 does) with one log line. Loop 0's thread. */
+static bool policy_accept(jn_io_t *io, jn_io_conn_t *conn)
+{
+    pthread_mutex_lock(&io->lock);
+    io->policy_processed++;
+    bool ok = io->policy_max_conns == JN_IO_NO_POLICY_LIMIT ||
+              io->policy_current < io->policy_max_conns;
+    if (ok) {
+        io->policy_current++;
+        conn->policy_counted = true;
+    } else {
+        io->policy_denied++;
+    }
+    uint64_t current = io->policy_current;
+    pthread_mutex_unlock(&io->lock);
+    if (!ok)
+        JN_LOG(JN_LOG_MOD_POLICY, JN_LOG_INFO,
+               "DENY Connection '%s' based on global connection count. nConnections= %" PRIu64
+               " (policy maxConnections %" PRIu32 ", listener %s)",
+               conn->host, current, io->policy_max_conns, conn->endpoint->shown);
+    return ok;
+}
+
 /* jn_io_accept: take every connection queued on ls (epoll said readable)
  * and hand each to a loop. Loop 0's thread. */
 void jn_io_accept(jn_io_lsock_t *ls)
@@ -453,6 +482,11 @@ void jn_io_accept(jn_io_lsock_t *ls)
         jn_io_conn_t *conn = jn_io_conn_new(io, ep, true);
         if (conn)
             peer_name(&sa, conn->host, sizeof conn->host);
+        if (conn && !policy_accept(io, conn)) {
+            close(fd);
+            jn_io_conn_unref(conn); /* never started: freed here */
+            continue;
+        }
         int tls_rc = conn ? endpoint_tls(ep, conn, true) : 0;
         if (tls_rc == JN_ENOENT) {
             close(fd);

@@ -323,9 +323,23 @@ struct jn_io {
     jn_io_conn_t *conns;      /* every live connection (registry) */
     size_t live_conns;        /* connections whose transport is not closed */
     size_t max_conns;         /* accept no more than this many (file descriptors) */
+    /* policy.maxConnections (jn_io_config_t.max_connections) and its
+     * figures (jn_io_policy_stats_t): incoming connections counted at
+     * accept (conn->policy_counted), uncounted when their transport
+     * closes */
+    uint32_t policy_max_conns;
+    uint64_t policy_processed, policy_denied, policy_current;
+    uint64_t policy_links_denied; /* under lock */
+    atomic_uint_fast64_t policy_maxsize_denied; /* any loop, relaxed */
     int64_t refused_logged_at; /* ms of the last "too many connections" log line */
     jn_io_timer_t *timers;    /* armed timers, by deadline */
     jn_io_tls_entry_t *tls_profiles; /* sslProfile registry (jn_io_set_tls_profile) */
+    /* vhost policy (io_policy.c): on when vhost_policy; the vhosts and the
+     * per-vhost/user/host connection counts, all under lock */
+    bool vhost_policy;
+    char *default_vhost;
+    struct jn_io_vhost_entry *vhosts;
+    struct jn_io_vhost_count *vhost_counts;
     bool started;
     /* the connector thread's queue of attempts to make (io_endpoint.c) */
     jn_io_endpoint_t *connect_queue;
@@ -364,6 +378,13 @@ struct jn_io_conn {
     jn_io_endpoint_t *endpoint; /* its listener or connector */
     bool incoming;
     bool strip_inbound, strip_outbound;
+    bool policy_counted; /* counted in io->policy_current (set at accept) */
+    /* counted in its vhost's figures (io_policy.c; under io->lock): the
+     * vhost's hostname, the user and the remote host it was counted as */
+    char *vhost_name, *vhost_user, *vhost_host;
+    /* the link rules of its user group (io_policy.c), NULL when the vhost
+     * policy does not govern it; conn's loop after the Open */
+    struct jn_io_vhost_rules *vhost_rules;
 
     /* atomic: the I/O side holds one reference until the pass that saw
      * PN_TRANSPORT_CLOSED is done, the core one from conn_opened until
@@ -443,6 +464,12 @@ struct jn_io_conn {
      * octet was looked at. handshake_at: when the peer must have opened
      * (initialHandshakeTimeoutSeconds, jn_time_mono_ms() ms), 0 = never;
      * handshake_expired: closed for it (logged). */
+    /* The user-id check (io_recv.c; docs/design.md "The user-id check"):
+     * set at the peer's open on an incoming connection of role normal that
+     * authenticated with a real mechanism and may not proxy: the user a
+     * message's properties user-id, when present and not empty, must
+     * equal; owned. NULL: no check (and no user-id is read). */
+    char *check_user;
     jn_io_tls_t *tls;
     bool refused_logged;
     bool tls_peeked;
@@ -548,6 +575,45 @@ struct jn_io_link {
 /* ---- functions shared between the files, by the file that defines them - */
 
 /* io.c: the layer's frame */
+/* jn_io_vhost_admit_IO: the vhost policy's check of an incoming client
+ * connection at its Open (docs/design.md "Policy"): user is the
+ * authenticated user (NULL: "anonymous"), hostname the Open's (may be
+ * NULL). True: admitted (and counted when the policy is on); false: denied,
+ * logged once and counted; the caller closes it with
+ * amqp:resource-limit-exceeded. Out of memory denies. Conn's loop. */
+bool jn_io_vhost_admit_IO(jn_io_conn_t *conn, const char *user, const char *hostname);
+
+/* jn_io_vhost_link_ok_IO: the link rules of conn's user group for a new
+ * client link (docs/design.md "Policy"): dir JN_LINK_INCOMING (the client
+ * sends to address; NULL: an anonymous sender) or JN_LINK_OUTGOING (the
+ * client receives from address; dynamic: a dynamic source). True when
+ * allowed or no rules apply; false: denied, logged once and counted in
+ * linksDenied; the caller detaches the link with amqp:unauthorized-access.
+ * Conn's loop. */
+bool jn_io_vhost_link_ok_IO(jn_io_conn_t *conn, bool incoming, const char *address,
+                            bool dynamic);
+
+/* jn_io_vhost_transport_IO: apply conn's user group's maxFrameSize and
+ * maxSessions to transport t (before our Open is written). Conn's loop. */
+void jn_io_vhost_transport_IO(jn_io_conn_t *conn, pn_transport_t *t);
+
+/* jn_io_vhost_session_window: conn's group's maxSessionWindow in octets, 0
+ * when none applies. Conn's loop. */
+size_t jn_io_vhost_session_window(const jn_io_conn_t *conn);
+
+/* jn_io_vhost_user_id_proxy: whether conn's user group allows any user-id
+ * (allowUserIdProxy); false when no vhost policy governs it. Conn's
+ * loop. */
+bool jn_io_vhost_user_id_proxy(const jn_io_conn_t *conn);
+
+/* jn_io_vhost_uncount_locked: take conn out of its vhost's counts (a no-op
+ * when it is not counted). Any thread, io->lock held. */
+void jn_io_vhost_uncount_locked(jn_io_t *io, jn_io_conn_t *conn);
+
+/* jn_io_vhost_free_all: free the vhost table and counts. Main thread, at
+ * jn_io_free. */
+void jn_io_vhost_free_all(jn_io_t *io);
+
 /* jn_io_max_connections: the connection limit derived from the
  * file-descriptor limit. Any thread. */
 size_t jn_io_max_connections(void);
@@ -636,6 +702,8 @@ void jn_io_conn_poll_later_IO(jn_io_conn_t *conn, bool progressed);
 jn_io_link_t *jn_io_link_new_IO(jn_io_conn_t *conn, pn_link_t *pl);
 void jn_io_link_set_busy_IO(jn_io_link_t *link);
 void jn_io_link_close_IO(jn_io_link_t *link, const char *condition, const char *description);
+/* io_conn.c: close the connection with an error (once). */
+void jn_io_conn_close_IO(jn_io_conn_t *conn, const char *condition, const char *description);
 /* Unsettled deliveries: the pn_delivery's context holds a reference on
  * the jn_delivery_t, and we hold a proton reference on the pn_delivery
  * (io_recv.c explains why); drop them all when the link or connection

@@ -155,20 +155,27 @@ static void rx_begin_IO(jn_io_link_t *link, pn_delivery_t *pd)
 }
 
 /* The message is too large for the link: reject it (or abort its copies if
- * it was routed already) and detach the link, as qdrouterd does. */
+ * it was routed already), detach the link with
+ * amqp:link:message-size-exceeded and close the connection with
+ * amqp:connection:forced "Message size exceeded", as qdrouterd 1.19 does
+ * (which also stops the rest of the message from being read); counted in
+ * the policy's maxMessageSizeDenied. */
 static void rx_oversize_IO(jn_io_link_t *link)
 {
     JN_ASSERT_IO(link->conn);
     uint64_t max = link->max_message_size;
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
-           JN_IO_LINK_FMT " Message exceeds maxMessageSize %" PRIu64 ": link detached",
+           JN_IO_LINK_FMT " Message exceeds maxMessageSize %" PRIu64
+                          ": link detached, connection closed",
            link->conn->id, link->id, max);
+    atomic_fetch_add_explicit(&link->conn->io->policy_maxsize_denied, 1, memory_order_relaxed);
     if (link->rx.dlv) {
         jn_message_set_aborted(link->rx.msg);
         link->rx.notify = true;
     }
     rx_reject_IO(link, "amqp:link:message-size-exceeded", "message exceeds maxMessageSize");
     jn_io_link_close_IO(link, "amqp:link:message-size-exceeded", "message exceeds maxMessageSize");
+    jn_io_conn_close_IO(link->conn, "amqp:connection:forced", "Message size exceeded");
 }
 
 /* Copy what proton holds for the delivery into the message, up to the
@@ -222,6 +229,27 @@ static void rx_drain_IO(jn_io_link_t *link)
     }
 }
 
+/* The user-id check (docs/design.md "The user-id check"): a message whose
+ * properties user-id is present, not empty, and not the connection's
+ * authenticated user is rejected with amqp:unauthorized-access, its credit
+ * given back; the link and the connection go on. Returns true when the
+ * message may go on. Called only on connections that check. */
+static bool rx_user_id_ok_IO(jn_io_link_t *link, const jn_message_t *m)
+{
+    JN_ASSERT_IO(link->conn);
+    jn_iter_t uid;
+    int rc = jn_message_user_id(m, &uid);
+    if (rc == JN_ENOENT || (rc == 0 && jn_iter_length(&uid) == 0))
+        return true;
+    if (rc == 0 && jn_iter_equal(&uid, link->conn->check_user))
+        return true;
+    JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_DEBUG,
+           JN_IO_LINK_FMT " Message rejected due to user_id proxy violation. User:%s",
+           link->conn->id, link->id, link->conn->check_user);
+    rx_reject_IO(link, "amqp:unauthorized-access", "user_id proxy violation");
+    return false;
+}
+
 /* Parse what arrived; hand the delivery to the core once it is routable. */
 static void rx_try_route_IO(jn_io_link_t *link, bool all_in)
 {
@@ -251,6 +279,8 @@ static void rx_try_route_IO(jn_io_link_t *link, bool all_in)
         rx_reject_IO(link, cond, why ? why : "malformed message");
         return;
     }
+    if (JN_UNLIKELY(link->conn->check_user != NULL) && !rx_user_id_ok_IO(link, m))
+        return;
     pn_delivery_t *pd = link->rx.pd;
     pn_delivery_tag_t tag = pn_delivery_tag(pd);
     /* The delivery takes a reference; keep ours while octets still come. */

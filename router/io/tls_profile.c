@@ -11,12 +11,14 @@
  * and protocol versions. Nothing cryptographic is ours.
  *
  * The uid mapping file (uidNameMappingFile) is a flat JSON object of
- * strings, {"uid": "display name", ...}: it is read once here into a
+ * strings, {"uid": "display name", ...}: it is read once here, with the
+ * configuration's JSON reader (jn_config_load_string_map), into a
  * small array, looked up when a peer's certificate names a uid.
  *
  * Threads: any; a profile is immutable after jn_tls_profile_create, its
  * refcount atomic.
  */
+#include <junction/config.h>
 #include <junction/tls.h>
 
 #include <openssl/err.h>
@@ -202,124 +204,18 @@ static int set_protocols(SSL_CTX *ctx, const char *list, char *err, size_t errle
 
 /* ---- uidNameMappingFile: a flat JSON object of strings ----------------- */
 
-static const char *json_ws(const char *p)
-{
-    while (*p && isspace((unsigned char)*p))
-        p++;
-    return p;
-}
-
-/* A JSON string at *pp (after the quote is checked): unescaped, heap. */
-static char *json_string(const char **pp)
-{
-    const char *p = *pp;
-    if (*p != '"')
-        return NULL;
-    p++;
-    size_t cap = strlen(p) + 1;
-    char *s = malloc(cap), *o = s;
-    if (!s)
-        return NULL;
-    while (*p && *p != '"') {
-        if (*p == '\\') {
-            p++;
-            char c = *p;
-            if (c == 'n')
-                c = '\n';
-            else if (c == 't')
-                c = '\t';
-            else if (c != '"' && c != '\\' && c != '/') {
-                free(s); /* \uXXXX and the rest: not in a uid map */
-                return NULL;
-            }
-            *o++ = c;
-            p++;
-            continue;
-        }
-        *o++ = *p++;
-    }
-    if (*p != '"') {
-        free(s);
-        return NULL;
-    }
-    *o = '\0';
-    *pp = p + 1;
-    return s;
-}
-
+/* Read the uid map with the configuration's JSON reader (junction/config.h):
+ * err gets "PATH:LINE: reason". The map's arrays become the profile's. */
 static int read_uid_map(jn_tls_profile_t *prof, const char *path, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        set_err(err, errlen, "cannot read '%s': %s", path, strerror(errno));
-        return JN_EINVAL;
-    }
-    char *text = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len + 4096 + 1 > cap) {
-            cap = cap ? cap * 2 : 8192;
-            char *t = realloc(text, cap);
-            if (!t) {
-                free(text);
-                fclose(f);
-                return JN_ENOMEM;
-            }
-            text = t;
-        }
-        size_t n = fread(text + len, 1, 4096, f);
-        len += n;
-        if (n == 0)
-            break;
-    }
-    fclose(f);
-    text[len] = '\0';
-    const char *p = json_ws(text);
-    int rc = JN_EINVAL;
-    if (*p++ != '{')
-        goto bad;
-    p = json_ws(p);
-    while (*p && *p != '}') {
-        char *uid = json_string(&p);
-        p = json_ws(p);
-        if (!uid || *p++ != ':') {
-            free(uid);
-            goto bad;
-        }
-        p = json_ws(p);
-        char *name = json_string(&p);
-        if (!name) {
-            free(uid);
-            goto bad;
-        }
-        char **u = realloc(prof->map_uid, (prof->n_map + 1) * sizeof *u);
-        if (u)
-            prof->map_uid = u;
-        char **nm = u ? realloc(prof->map_name, (prof->n_map + 1) * sizeof *nm) : NULL;
-        if (nm)
-            prof->map_name = nm;
-        if (!u || !nm) {
-            free(uid);
-            free(name);
-            rc = JN_ENOMEM;
-            goto out;
-        }
-        prof->map_uid[prof->n_map] = uid;
-        prof->map_name[prof->n_map] = name;
-        prof->n_map++;
-        p = json_ws(p);
-        if (*p == ',')
-            p = json_ws(p + 1);
-    }
-    if (*p != '}')
-        goto bad;
-    rc = 0;
-    goto out;
-bad:
-    set_err(err, errlen, "'%s' is not a JSON object of strings", path);
-out:
-    free(text);
-    return rc;
+    jn_config_strmap_t map;
+    int rc = jn_config_load_string_map(path, "uidNameMappingFile", &map, err, errlen);
+    if (rc != 0)
+        return rc;
+    prof->n_map = map.count;
+    prof->map_uid = map.keys;
+    prof->map_name = map.values;
+    return 0;
 }
 
 /* ---- the profile --------------------------------------------------------- */

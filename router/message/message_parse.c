@@ -540,6 +540,58 @@ static int decode_properties(jn_message_t *m, const jn_msg_loc_t *loc)
     return rc;
 }
 
+/* jn_message_user_id (junction/message.h): the properties section is
+ * walked again up to its second field, only when asked (the policy's
+ * user-id check, docs/design.md "The user-id check"); the parse of every
+ * message does not decode user-id. */
+int jn_message_user_id(const jn_message_t *m, jn_iter_t *out)
+{
+    if (jn_msg_parsed(m) < JN_DEPTH_PROPERTIES)
+        return JN_AGAIN;
+    if (!(m->present & (1u << JN_SEC_PROPERTIES)))
+        return JN_ENOENT;
+    const jn_msg_loc_t *loc = &m->sections[JN_SEC_PROPERTIES];
+    jn_value_t v;
+    /* Fast: a section inside one buffer (the common case) is peeked at in
+     * place; anything the peek leaves goes to the decoder below. */
+    if (loc->offset + loc->length <= jn_buffer_size(loc->buffer)) {
+        const uint8_t *p = loc->buffer->data + loc->offset;
+        jn_value_t list;
+        if (jn_decode_peek(p, loc->length, 0, &list) && list.type == JN_TYPE_LIST) {
+            if (list.count < 2)
+                return JN_ENOENT; /* the list ends before user-id */
+            const uint8_t *q = list.data, *end = list.data + list.size;
+            size_t n = jn_decode_peek(q, (size_t)(end - q), 1, &v);
+            if (n)
+                n = jn_decode_peek(q + n, (size_t)(end - q - n), 1, &v);
+            if (n) {
+                v.buffer = loc->buffer;
+                goto found;
+            }
+        }
+    }
+    jn_iter_t it;
+    jn_decoder_t d, fields;
+    loc_iter(loc, &it);
+    jn_decoder_init(&d, &it, true);
+    if (jn_decoder_skip(&d, &v) != 1 || jn_decoder_enter_value(&d, &v, &fields) < 0)
+        return JN_EINVAL;
+    for (int i = 0; i <= 1; i++) {
+        int rc = jn_decoder_skip(&fields, &v);
+        if (rc < 0)
+            return JN_EINVAL;
+        if (rc == 0)
+            return JN_ENOENT; /* the list ends before user-id */
+    }
+found:
+    if (v.type == JN_TYPE_NULL)
+        return JN_ENOENT;
+    if (v.type != JN_TYPE_BINARY && v.type != JN_TYPE_STRING)
+        return JN_EINVAL;
+    jn_value_payload(&v, out);
+    return 0;
+}
+
 static int decode_annotations(jn_message_t *m, const jn_msg_loc_t *loc)
 {
     jn_iter_t it;

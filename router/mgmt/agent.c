@@ -9,6 +9,7 @@
  * where 1.19 stays silent (section 5.1 "no reply") this agent answers 501.
  */
 #include "mgmt_private.h"
+#include "entity.h"
 #include "store.h"
 
 #include <stdio.h>
@@ -36,11 +37,14 @@ jn_mgmt_t *jn_mgmt_create(const jn_mgmt_config_t *cfg)
     agent->cfg.version = dup_or(cfg->version, "unknown");
     agent->cfg.metadata = cfg->metadata ? strdup(cfg->metadata) : NULL;
     agent->cfg.config_path = cfg->config_path ? strdup(cfg->config_path) : NULL;
+    agent->cfg.default_vhost = dup_or(cfg->default_vhost, "$default");
+    agent->cfg.policy_dir = dup_or(cfg->policy_dir, "");
     agent->start_time = (int64_t)time(NULL);
     agent->next_id = 1;
     if (!agent->cfg.router_id || !agent->cfg.mode || !agent->cfg.version ||
         (cfg->metadata && !agent->cfg.metadata) ||
-        (cfg->config_path && !agent->cfg.config_path)) {
+        (cfg->config_path && !agent->cfg.config_path) || !agent->cfg.default_vhost ||
+        !agent->cfg.policy_dir) {
         jn_mgmt_free(agent);
         return NULL;
     }
@@ -52,11 +56,18 @@ void jn_mgmt_free(jn_mgmt_t *agent)
     if (!agent)
         return;
     jn_mgmt_store_free(agent);
+    while (agent->vhosts) {
+        jn_mgmt_entity_t *e = agent->vhosts;
+        agent->vhosts = e->next;
+        jn_mgmt_entity_free(e);
+    }
     free((char *)agent->cfg.router_id);
     free((char *)agent->cfg.mode);
     free((char *)agent->cfg.version);
     free((char *)agent->cfg.metadata);
     free((char *)agent->cfg.config_path);
+    free((char *)agent->cfg.default_vhost);
+    free((char *)agent->cfg.policy_dir);
     jn_config_free(agent->file);
     free(agent);
 }
@@ -280,4 +291,25 @@ void jn_mgmt_request_CT(void *ctx, jn_core_t *core, jn_message_t *request)
     jn_encoder_free(&reply->body);
     free(req);
     free(reply);
+}
+
+int jn_mgmt_show_vhost(jn_mgmt_t *agent, const jn_config_entity_t *ce)
+{
+    jn_mgmt_entity_t *e = NULL;
+    if (jn_entity_from_config(ce, false, &e) != 0)
+        return JN_ENOMEM;
+    const char *host = jn_mgmt_entity_str(e, "hostname");
+    char id[JN_MGMT_STR_MAX + 16];
+    snprintf(id, sizeof id, "vhost/%s", host ? host : "");
+    if (!e->name)
+        e->name = strdup(host ? host : "");
+    if (!e->name || jn_mgmt_entity_set_identity(agent, e, id) != 0) {
+        jn_mgmt_entity_free(e);
+        return JN_ENOMEM;
+    }
+    jn_mgmt_entity_t **pp = &agent->vhosts;
+    while (*pp)
+        pp = &(*pp)->next;
+    *pp = e;
+    return 0;
 }

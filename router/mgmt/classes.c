@@ -29,6 +29,12 @@ size_t jn_mgmt_rows_log(jn_mgmt_t *, const jn_mgmt_class_t *, size_t, size_t, jn
                         void *);
 size_t jn_mgmt_rows_self(jn_mgmt_t *, const jn_mgmt_class_t *, size_t, size_t, jn_mgmt_row_fn,
                          void *);
+size_t jn_mgmt_rows_policy(jn_mgmt_t *, const jn_mgmt_class_t *, size_t, size_t, jn_mgmt_row_fn,
+                           void *);
+size_t jn_mgmt_rows_vhost(jn_mgmt_t *, const jn_mgmt_class_t *, size_t, size_t, jn_mgmt_row_fn,
+                          void *);
+size_t jn_mgmt_rows_vhost_stats(jn_mgmt_t *, const jn_mgmt_class_t *, size_t, size_t,
+                                jn_mgmt_row_fn, void *);
 
 /* QUERY-all order: configuration first, then run-time state. The columns
  * of each are its schema type's (jn_schema_type_column_*). */
@@ -51,6 +57,9 @@ static const jn_mgmt_class_t classes[] = {
     {"router.node", JN_OP_READ, false, jn_mgmt_rows_node},
     {"allocator", JN_OP_READ, false, jn_mgmt_rows_alloc},
     {"management", JN_OP_READ, false, jn_mgmt_rows_self},
+    {"policy", JN_OP_READ, false, jn_mgmt_rows_policy},
+    {"vhost", JN_OP_READ, false, jn_mgmt_rows_vhost},
+    {"vhostStats", JN_OP_READ, false, jn_mgmt_rows_vhost_stats},
 };
 
 size_t jn_mgmt_class_count(void)

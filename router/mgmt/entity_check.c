@@ -122,6 +122,10 @@ static int check_policy(jn_mgmt_entity_t *e, jn_entity_err_t *err)
     if (jn_mgmt_entity_int(e, "maxMessageSize", 0) < 0)
         return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "maxMessageSize",
                               "policy maxMessageSize must be 0 (no limit) or more octets");
+    int64_t conns = jn_mgmt_entity_int(e, "maxConnections", 65535);
+    if (conns < 0 || conns >= UINT32_MAX)
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "maxConnections",
+                              "policy maxConnections must be from 0 to %" PRIu32, UINT32_MAX - 1);
     return 0;
 }
 

@@ -20,6 +20,8 @@
 
 #include <junction/log.h>
 
+#include <dirent.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -219,6 +221,13 @@ static void read_settings(const jn_config_t *cfg, jn_mgmt_entity_t *r, jn_mgmt_e
     out->write_stall_timeout_s = u32(r, "writeStallTimeoutSeconds", 60);
     int64_t max = p ? jn_mgmt_entity_int(p, "maxMessageSize", 0) : 0;
     out->max_message_size = max > 0 ? (uint64_t)max : 0;
+    int64_t conns = p ? jn_mgmt_entity_int(p, "maxConnections", 65535) : 65535;
+    out->max_connections = conns < 0 ? 0 : conns >= UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)conns;
+    out->enable_vhost_policy = p && jn_mgmt_entity_bool(p, "enableVhostPolicy", false);
+    const jn_config_entity_t *pce = jn_config_find(cfg, jn_schema_type_find("policy"));
+    const char *dv = pce ? jn_config_entity_string(pce, "defaultVhost") : NULL;
+    out->default_vhost = dv ? dv : "$default";
+    out->policy_dir = pce ? jn_config_entity_string(pce, "policyDir") : NULL;
     const jn_config_value_t *md = rc ? jn_config_entity_get(rc, "metadata") : NULL;
     out->metadata = md ? jn_config_value_string(md) : NULL;
 }
@@ -241,6 +250,216 @@ static void warn_cosmetic(const jn_config_t *cfg, const jn_config_entity_t *ce)
 static bool type_is(const jn_config_entity_t *ce, const char *short_name)
 {
     return strcmp(jn_schema_type_short_name(jn_config_entity_type(ce)), short_name) == 0;
+}
+
+/* ---- vhost groups (docs/design.md "Policy") ------------------------------ */
+
+/* The group attributes the router acts on; any other is refused by name. */
+static const char *const group_attrs[] = {
+    "users",   "remoteHosts",   "maxConnectionsPerUser", "maxConnectionsPerHost",
+    "sources", "targets",       "sourcePattern",         "targetPattern",
+    "allowAnonymousSender",     "allowDynamicSource",    "allowUserIdProxy",
+    "maxFrameSize",             "maxSessions"};
+
+static bool group_attr_known(const char *key)
+{
+    for (size_t i = 0; i < sizeof group_attrs / sizeof group_attrs[0]; i++)
+        if (strcmp(key, group_attrs[i]) == 0)
+            return true;
+    return false;
+}
+
+/* A group's limit, or UINT32_MAX (the vhost's) when absent. */
+static uint32_t group_limit(const jn_config_value_t *g, const char *key)
+{
+    const jn_config_value_t *v = jn_config_value_lookup(g, key);
+    if (!v || jn_config_value_kind(v) != JN_CONFIG_INT)
+        return UINT32_MAX;
+    int64_t n = jn_config_value_int(v);
+    return n < 0 ? 0 : n >= UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)n;
+}
+
+/* A group's transport setting, 0 when absent. */
+static uint32_t group_setting(const jn_config_value_t *g, const char *key)
+{
+    uint32_t n = group_limit(g, key);
+    return n == UINT32_MAX ? 0 : n;
+}
+
+/* A group's string ("" when absent) and boolean (false when absent: the
+ * schema's defaults of these). */
+static const char *group_str(const jn_config_value_t *g, const char *key)
+{
+    const jn_config_value_t *v = jn_config_value_lookup(g, key);
+    const char *s = v ? jn_config_value_string(v) : NULL;
+    return s ? s : "";
+}
+
+static bool group_bool(const jn_config_value_t *g, const char *key)
+{
+    const jn_config_value_t *v = jn_config_value_lookup(g, key);
+    return v && jn_config_value_kind(v) == JN_CONFIG_BOOL && jn_config_value_bool(v);
+}
+
+/* check_vhost: the groups map of a vhost section: each group a map of the
+ * attributes above (users and remoteHosts strings, limits integers from
+ * 0); one error per bad group attribute. */
+static void check_vhost(const jn_config_t *cfg, const jn_config_entity_t *ce, errors_t *errs)
+{
+    const char *host = jn_config_entity_string(ce, "hostname");
+    const jn_config_value_t *groups = jn_config_entity_get(ce, "groups");
+    if (!groups || jn_config_value_kind(groups) != JN_CONFIG_MAP)
+        return;
+    for (size_t i = 0; i < jn_config_value_count(groups); i++) {
+        const char *gname = jn_config_value_key(groups, i);
+        const jn_config_value_t *g = jn_config_value_item(groups, i);
+        int gline = jn_config_value_line(g) ? jn_config_value_line(g) : jn_config_entity_line(ce);
+        if (jn_config_value_kind(g) != JN_CONFIG_MAP) {
+            add_errorf(errs, "%s:%d: vhost '%s' group '%s' must be a map", jn_config_name(cfg),
+                       gline, host ? host : "", gname);
+            continue;
+        }
+        for (size_t k = 0; k < jn_config_value_count(g); k++) {
+            const char *key = jn_config_value_key(g, k);
+            const jn_config_value_t *v = jn_config_value_item(g, k);
+            int line = jn_config_value_line(v) ? jn_config_value_line(v) : gline;
+            jn_config_kind_t kind = jn_config_value_kind(v);
+            if (!group_attr_known(key))
+                add_errorf(errs,
+                           "%s:%d: vhost '%s' group '%s' attribute '%s' is not supported by this "
+                           "version of junctiond",
+                           jn_config_name(cfg), line, host ? host : "", gname, key);
+            else if (strncmp(key, "max", 3) == 0
+                         ? kind != JN_CONFIG_INT || jn_config_value_int(v) < 0
+                     : strncmp(key, "allow", 5) == 0 ? kind != JN_CONFIG_BOOL
+                                                      : kind != JN_CONFIG_STRING)
+                add_errorf(errs, "%s:%d: vhost '%s' group '%s' attribute '%s' must be %s",
+                           jn_config_name(cfg), line, host ? host : "", gname, key,
+                           strncmp(key, "max", 3) == 0     ? "an integer from 0"
+                           : strncmp(key, "allow", 5) == 0 ? "true or false"
+                                                           : "a comma-separated string");
+        }
+    }
+}
+
+int jn_mgmt_each_vhost(const jn_config_t *cfg,
+                       int (*fn)(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_t *ce),
+                       void *arg)
+{
+    const jn_schema_type_t *type = jn_schema_type_find("vhost");
+    for (size_t i = 0; i < jn_config_entity_count(cfg); i++) {
+        const jn_config_entity_t *ce = jn_config_entity_at(cfg, i);
+        if (jn_config_entity_type(ce) != type)
+            continue;
+        int64_t mc = 65535, mu = 65535, mh = 65535;
+        bool unknown = false;
+        (void)jn_config_entity_int(ce, "maxConnections", &mc);
+        (void)jn_config_entity_int(ce, "maxConnectionsPerUser", &mu);
+        (void)jn_config_entity_int(ce, "maxConnectionsPerHost", &mh);
+        (void)jn_config_entity_bool(ce, "allowUnknownUser", &unknown);
+        const jn_config_value_t *groups = jn_config_entity_get(ce, "groups");
+        size_t n = groups && jn_config_value_kind(groups) == JN_CONFIG_MAP
+                       ? jn_config_value_count(groups)
+                       : 0;
+        jn_io_vhost_group_t *gs = n ? calloc(n, sizeof *gs) : NULL;
+        if (n && !gs)
+            return JN_ENOMEM;
+        for (size_t k = 0; k < n; k++) {
+            const jn_config_value_t *g = jn_config_value_item(groups, k);
+            const jn_config_value_t *u = jn_config_value_lookup(g, "users");
+            const jn_config_value_t *h = jn_config_value_lookup(g, "remoteHosts");
+            gs[k] = (jn_io_vhost_group_t){
+                .name = jn_config_value_key(groups, k),
+                .users = u && jn_config_value_string(u) ? jn_config_value_string(u) : "",
+                .remote_hosts = h && jn_config_value_string(h) ? jn_config_value_string(h) : "",
+                .max_per_user = group_limit(g, "maxConnectionsPerUser"),
+                .max_per_host = group_limit(g, "maxConnectionsPerHost"),
+                .sources = group_str(g, "sources"),
+                .targets = group_str(g, "targets"),
+                .source_pattern = group_str(g, "sourcePattern"),
+                .target_pattern = group_str(g, "targetPattern"),
+                .allow_anonymous_sender = group_bool(g, "allowAnonymousSender"),
+                .allow_dynamic_source = group_bool(g, "allowDynamicSource"),
+                .allow_user_id_proxy = group_bool(g, "allowUserIdProxy"),
+                .max_frame_size = group_setting(g, "maxFrameSize"),
+                .max_sessions = group_setting(g, "maxSessions"),
+                .max_session_window = 0 /* maxSessionWindow: refused by name */};
+        }
+#define JN_LIM(x) ((x) < 0 ? 0u : (x) >= UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)(x))
+        jn_io_vhost_t vh = {.hostname = jn_config_entity_string(ce, "hostname"),
+                            .aliases = jn_config_entity_string(ce, "aliases"),
+                            .max_connections = JN_LIM(mc),
+                            .max_per_user = JN_LIM(mu),
+                            .max_per_host = JN_LIM(mh),
+                            .allow_unknown_user = unknown,
+                            .groups = gs,
+                            .group_count = n};
+#undef JN_LIM
+        int rc = fn(arg, &vh, ce);
+        free(gs);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static unsigned check_file(const jn_config_t *cfg, errors_t *errs, jn_mgmt_entity_t **router,
+                           jn_mgmt_entity_t **policy, bool warn);
+
+static int json_name(const struct dirent *d)
+{
+    size_t n = strlen(d->d_name);
+    return n > 5 && strcmp(d->d_name + n - 5, ".json") == 0;
+}
+
+int jn_mgmt_policy_dir(const char *dir,
+                       int (*fn)(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_t *ce),
+                       void *arg, char *errors, size_t cap)
+{
+    errors_t errs;
+    errors_init(&errs, errors, cap);
+    if (!dir || !dir[0])
+        return 0;
+    struct dirent **names = NULL;
+    int n = scandir(dir, &names, json_name, alphasort);
+    if (n < 0) {
+        add_errorf(&errs, "%s: policyDir cannot be read: %s", dir, strerror(errno));
+        return 1;
+    }
+    jn_config_t **cfgs = calloc((size_t)n + 1, sizeof *cfgs);
+    int rc = cfgs ? 0 : JN_ENOMEM;
+    const jn_schema_type_t *vhost = jn_schema_type_find("vhost");
+    for (int i = 0; i < n && rc == 0; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]->d_name);
+        char err[1024] = "";
+        int lr = jn_config_load_file(path, &cfgs[i], err, sizeof err);
+        if (lr == JN_ENOMEM) {
+            rc = JN_ENOMEM;
+        } else if (lr != 0) {
+            add_error(&errs, err);
+        } else {
+            (void)check_file(cfgs[i], &errs, NULL, NULL, false);
+            for (size_t k = 0; k < jn_config_entity_count(cfgs[i]); k++) {
+                const jn_config_entity_t *ce = jn_config_entity_at(cfgs[i], k);
+                if (jn_config_entity_line(ce) != 0 && jn_config_entity_type(ce) != vhost)
+                    add_errorf(&errs,
+                               "%s:%d: section '%s' does not belong in a policyDir file (only "
+                               "vhost sections do)",
+                               path, jn_config_entity_line(ce), jn_config_entity_section(ce));
+            }
+        }
+    }
+    for (int i = 0; i < n && rc == 0 && errs.count == 0 && fn; i++)
+        rc = jn_mgmt_each_vhost(cfgs[i], fn, arg);
+    for (int i = 0; i < n; i++) {
+        if (cfgs)
+            jn_config_free(cfgs[i]);
+        free(names[i]);
+    }
+    free(names);
+    free(cfgs);
+    return rc ? (rc < 0 ? rc : -rc) : (int)errs.count;
 }
 
 /* check_file: convert and check every section; the router and policy
@@ -268,6 +487,8 @@ static unsigned check_file(const jn_config_t *cfg, errors_t *errs, jn_mgmt_entit
         }
         if (warn && type_is(ce, "router"))
             warn_cosmetic(cfg, ce);
+        if (type_is(ce, "vhost"))
+            check_vhost(cfg, ce, errs);
         jn_mgmt_entity_t **keep = type_is(ce, "router") ? router
                                   : type_is(ce, "policy") ? policy
                                                           : NULL;

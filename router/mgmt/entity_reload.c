@@ -86,6 +86,50 @@ static long effective_workers(const jn_config_t *cfg)
     return cores > 0 ? cores : 1;
 }
 
+/* The i-th vhost section of cfg (file order), or NULL. */
+static const jn_config_entity_t *vhost_at(const jn_config_t *cfg, size_t i)
+{
+    const jn_schema_type_t *type = jn_schema_type_find("vhost");
+    for (size_t k = 0; cfg && k < jn_config_entity_count(cfg); k++) {
+        const jn_config_entity_t *ce = jn_config_entity_at(cfg, k);
+        if (jn_config_entity_type(ce) == type && i-- == 0)
+            return ce;
+    }
+    return NULL;
+}
+
+/* The vhost sections are read at start only (docs/design.md "Policy"):
+ * a reload that adds, removes or changes one is refused. Returns 0, or -1
+ * with the refusal said. */
+static int compare_vhosts(jn_mgmt_t *agent, const jn_config_t *next, out_t *o)
+{
+    for (size_t i = 0;; i++) {
+        const jn_config_entity_t *a = vhost_at(agent->file, i), *b = vhost_at(next, i);
+        if (!a && !b)
+            return 0;
+        bool same = a && b;
+        jn_mgmt_entity_t *x = NULL, *y = NULL;
+        if (same && (jn_entity_from_config(a, false, &x) != 0 ||
+                     jn_entity_from_config(b, false, &y) != 0)) {
+            jn_mgmt_entity_free(x);
+            jn_mgmt_entity_free(y);
+            say(o, "out of memory");
+            return -1;
+        }
+        for (size_t k = 0; same && k < x->n_values; k++)
+            same = jn_mgmt_value_equal(&x->values[k], &y->values[k]);
+        jn_mgmt_entity_free(x);
+        jn_mgmt_entity_free(y);
+        if (same)
+            continue;
+        say(o,
+            "%s:%d: vhost sections cannot change on a running router (restart junctiond to "
+            "change them)",
+            jn_config_name(next), b ? jn_config_entity_line(b) : 0);
+        return -1;
+    }
+}
+
 /* Router-wide settings must stay as they are. Returns 0, or -1 with the
  * refusal said. */
 static int compare_fixed(jn_mgmt_t *agent, const jn_config_t *next, out_t *o)
@@ -554,8 +598,8 @@ int jn_mgmt_reload_CT(jn_mgmt_t *agent, char *result, size_t cap)
     free(errors);
     size_t n = 0;
     planned_t *p = NULL;
-    if (compare_fixed(agent, next, &o) != 0 || !(p = plan_stored(agent, next, &n)) ||
-        (unkeep_orphan_bindings(agent, p, n), false) ||
+    if (compare_fixed(agent, next, &o) != 0 || compare_vhosts(agent, next, &o) != 0 ||
+        !(p = plan_stored(agent, next, &n)) || (unkeep_orphan_bindings(agent, p, n), false) ||
         check_clashes(agent, next, p, n, &o) != 0 || validate_new(agent, next, p, n, &o) != 0) {
         if (!p && o.used == 0)
             say(&o, "out of memory");

@@ -232,6 +232,7 @@ struct jn_mgmt {
     jn_mgmt_config_t cfg;       /* strings owned */
     int64_t start_time;         /* seconds since the epoch */
     jn_mgmt_entity_t *entities; /* stored entities, in creation order */
+    jn_mgmt_entity_t *vhosts;   /* the vhosts read at start (jn_mgmt_show_vhost), READ only */
     jn_mgmt_entity_t *tail;
     uint64_t next_id;    /* decimal identities of router.config.* */
     jn_config_t *file;   /* the config file last loaded or reloaded (owned; NULL: none) */

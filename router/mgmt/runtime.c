@@ -14,6 +14,7 @@
  * generated schema_ids.h, and a column no code fills here is null.
  */
 #include "mgmt_private.h"
+#include "store.h"
 
 #include <junction/core_view.h>
 #include <junction/pool.h>
@@ -371,4 +372,114 @@ size_t jn_mgmt_rows_self(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t of
         fn(ctx, row);
     }
     return 1;
+}
+
+/* The policy singleton (1.19's "policy/None" row): its settings and the
+ * I/O layer's figures (docs/design.md "Policy"; connectionsDenied counts
+ * vhost denials too, linksDenied the attaches refused by link rules). */
+size_t jn_mgmt_rows_policy(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t offset,
+                           size_t max, jn_mgmt_row_fn fn, void *ctx)
+{
+    JN_CHECK(jn_mgmt_class_ncols(cls) == JN_COLS_POLICY);
+    if (offset == 0 && max > 0) {
+        jn_io_policy_stats_t st = {0};
+        if (agent->cfg.policy_stats)
+            agent->cfg.policy_stats(agent->cfg.io_ctx, &st);
+        jn_mv_t row[JN_COLS_POLICY] = {
+            [JN_COL_POLICY_NAME] = jn_mv_str("policy/None"),
+            [JN_COL_POLICY_IDENTITY] = jn_mv_str("policy/None"),
+            [JN_COL_POLICY_TYPE] = jn_mv_str(FULL("policy")),
+            [JN_COL_POLICY_MAX_CONNECTIONS] = jn_mv_int(JN_MV_LONG, agent->cfg.max_connections),
+            [JN_COL_POLICY_MAX_MESSAGE_SIZE] =
+                jn_mv_int(JN_MV_LONG, (int64_t)agent->cfg.max_message_size),
+            [JN_COL_POLICY_ENABLE_VHOST_POLICY] = jn_mv_bool(agent->cfg.enable_vhost_policy),
+            [JN_COL_POLICY_ENABLE_VHOST_NAME_PATTERNS] = jn_mv_bool(false),
+            [JN_COL_POLICY_POLICY_DIR] = jn_mv_str(agent->cfg.policy_dir),
+            [JN_COL_POLICY_DEFAULT_VHOST] = jn_mv_str(agent->cfg.default_vhost),
+            [JN_COL_POLICY_CONNECTIONS_PROCESSED] = jn_mv_int(JN_MV_LONG, (int64_t)st.processed),
+            [JN_COL_POLICY_CONNECTIONS_DENIED] = jn_mv_int(JN_MV_LONG, (int64_t)st.denied),
+            [JN_COL_POLICY_CONNECTIONS_CURRENT] = jn_mv_int(JN_MV_LONG, (int64_t)st.current),
+            [JN_COL_POLICY_LINKS_DENIED] = jn_mv_int(JN_MV_LONG, (int64_t)st.links_denied),
+            [JN_COL_POLICY_MAX_MESSAGE_SIZE_DENIED] =
+                jn_mv_int(JN_MV_LONG, (int64_t)st.max_message_size_denied),
+            [JN_COL_POLICY_TOTAL_DENIALS] =
+                jn_mv_int(JN_MV_LONG,
+                          (int64_t)(st.denied + st.links_denied + st.max_message_size_denied))};
+        fn(ctx, row);
+    }
+    return 1;
+}
+
+/* The vhosts read at start (docs/design.md "Policy"): the file's vhost
+ * sections and policyDir's, as their sections give them. READ only: a
+ * vhost cannot yet be created, changed or deleted on a running router. */
+size_t jn_mgmt_rows_vhost(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t offset,
+                          size_t max, jn_mgmt_row_fn fn, void *ctx)
+{
+    size_t n = jn_mgmt_class_ncols(cls), total = 0;
+    jn_mv_t *row = calloc(n ? n : 1, sizeof *row);
+    bool go = row != NULL;
+    for (jn_mgmt_entity_t *e = agent->vhosts; e; e = e->next) {
+        if (go && total >= offset && total - offset < max) {
+            jn_mgmt_entity_row(e, row);
+            go = fn(ctx, row);
+        }
+        total++;
+    }
+    free(row);
+    return total;
+}
+
+/* vhostStats (1.19's attributes; docs/design.md "Policy"): one row per
+ * vhost with the I/O layer's figures; sessionDenied and
+ * maxMessageSizeDenied stay 0 (those group limits are not implemented). */
+size_t jn_mgmt_rows_vhost_stats(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t offset,
+                                size_t max, jn_mgmt_row_fn fn, void *ctx)
+{
+    jn_io_vhost_stats_t *st = NULL;
+    size_t count = 0;
+    if (!agent->cfg.vhost_stats || !agent->cfg.vhost_stats_free ||
+        agent->cfg.vhost_stats(agent->cfg.io_ctx, &st, &count) != 0)
+        return 0;
+    size_t n = jn_mgmt_class_ncols(cls);
+    jn_mv_t *row = calloc(n ? n : 1, sizeof *row);
+    bool go = row != NULL;
+    for (size_t i = offset; go && i < count && i - offset < max; i++) {
+        char id[1100];
+        snprintf(id, sizeof id, "vhostStats/%s", st[i].hostname);
+        for (size_t c = 0; c < n; c++) {
+            const char *col = jn_mgmt_class_col(cls, c);
+            jn_mv_t v = jn_mv_null();
+            if (strcmp(col, "name") == 0 || strcmp(col, "identity") == 0)
+                v = jn_mv_str(id);
+            else if (strcmp(col, "type") == 0)
+                v = jn_mv_str(FULL("vhostStats"));
+            else if (strcmp(col, "id") == 0 || strcmp(col, "hostname") == 0)
+                v = jn_mv_str(st[i].hostname);
+            else if (strcmp(col, "connectionsApproved") == 0)
+                v = jn_mv_int(JN_MV_LONG, (int64_t)st[i].approved);
+            else if (strcmp(col, "connectionsDenied") == 0)
+                v = jn_mv_int(JN_MV_LONG, (int64_t)st[i].denied);
+            else if (strcmp(col, "connectionsCurrent") == 0)
+                v = jn_mv_int(JN_MV_LONG, (int64_t)st[i].current);
+            else if (strcmp(col, "senderDenied") == 0)
+                v = jn_mv_int(JN_MV_LONG, (int64_t)st[i].sender_denied);
+            else if (strcmp(col, "receiverDenied") == 0)
+                v = jn_mv_int(JN_MV_LONG, (int64_t)st[i].receiver_denied);
+            else if (strcmp(col, "sessionDenied") == 0 ||
+                     strcmp(col, "maxMessageSizeDenied") == 0)
+                v = jn_mv_int(JN_MV_LONG, 0);
+            else if (strcmp(col, "perUserState") == 0)
+                v = (jn_mv_t){.kind = JN_MV_RAW, .len = st[i].per_user_len,
+                              .v.raw = st[i].per_user};
+            else if (strcmp(col, "perHostState") == 0)
+                v = (jn_mv_t){.kind = JN_MV_RAW, .len = st[i].per_host_len,
+                              .v.raw = st[i].per_host};
+            row[c] = v;
+        }
+        go = fn(ctx, row);
+    }
+    free(row);
+    agent->cfg.vhost_stats_free(st, count);
+    return count;
 }

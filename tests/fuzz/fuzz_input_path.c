@@ -160,7 +160,8 @@ static void router_setup(void)
             jn_log_set_mask((jn_log_module_t)m, 0);
     jn_core_config_t cc = {.router_id = ROUTER_ID, .interior = true};
     router.core = jn_core_create(&cc, jn_io_core_ops());
-    jn_io_config_t ic = {.container_id = ROUTER_ID, .worker_threads = 1};
+    jn_io_config_t ic = {.container_id = ROUTER_ID, .worker_threads = 1,
+                         .max_connections = JN_IO_NO_POLICY_LIMIT};
     router.io = router.core ? jn_io_create(router.core, &ic) : NULL;
     jn_mgmt_config_t mc = {.router_id = ROUTER_ID,
                            .mode = "interior",

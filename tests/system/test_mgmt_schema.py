@@ -91,10 +91,10 @@ class SchemaTest(RouterTestCase):
         implementedValues; implemented ones carry neither."""
         r = self.start_router()
         types = self.node_call(r, "GET-SCHEMA")["entityTypes"]
-        for name in ("authServicePlugin", "vhost", "console", "logStats"):
+        for name in ("authServicePlugin", "vhostUserGroupSettings", "console", "logStats"):
             self.assertIs(types[name].get("implemented"), False, name)
         for name in ("router", "listener", "connector", "address", "log", "policy", "sslProfile",
-                     "linkRoute", "autoLink", "exchange", "binding",
+                     "linkRoute", "autoLink", "exchange", "binding", "vhost", "vhostStats",
                      "connection", "router.link", "router.address", "router.node",
                      "allocator", "management"):
             self.assertNotIn("implemented", types[name], name)
@@ -107,6 +107,16 @@ class SchemaTest(RouterTestCase):
         self.assertIs(types["address"]["attributes"]["priority"].get("implemented"), False)
         for attr in ("waypoint", "ingressPhase", "egressPhase", "enableFallback"):
             self.assertNotIn("implemented", types["address"]["attributes"][attr], attr)
+        policy = types["policy"]["attributes"]
+        for attr in ("maxConnections", "maxMessageSize", "enableVhostPolicy", "policyDir",
+                     "defaultVhost"):
+            self.assertNotIn("implemented", policy[attr], attr)
+        self.assertIs(policy["enableVhostNamePatterns"].get("implemented"), False)
+        vhost = types["vhost"]["attributes"]
+        for attr in ("hostname", "maxConnections", "maxConnectionsPerUser",
+                     "maxConnectionsPerHost", "allowUnknownUser", "groups", "aliases"):
+            self.assertNotIn("implemented", vhost[attr], attr)
+        self.assertIs(vhost["maxMessageSize"].get("implemented"), False)
         mode = types["router"]["attributes"]["mode"]
         self.assertEqual(mode["type"], ["standalone", "interior", "edge"])
         self.assertNotIn("implementedValues", mode)  # edge routers too (issue 17)

@@ -6,12 +6,18 @@ intact (same hash); a sender killed mid-message makes the receiver's copy
 aborted; maxMessageSize (policy section) detaches the sender's link with
 amqp:link:message-size-exceeded.
 """
+import os
 import signal
+import sys
 import unittest
 
 from proton import Delivery, Message
 
 from harness import SANITIZER, HashRecv, LargeBody, RouterTestCase, Scenario, StreamSend
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "python"))
+from junction.management import Client, ConnectOptions  # noqa: E402
 
 MB = 1 << 20
 LARGE = 200 * MB
@@ -140,6 +146,7 @@ class MaxSize(Scenario):
         self.router, self.address, self.small, self.big = router, address, small, big
         self.got = []
         self.detach = None
+        self.closed = None
         self.sent = 0
         self.small_state = None
 
@@ -173,6 +180,12 @@ class MaxSize(Scenario):
             self.done()
         else:
             super().on_link_error(event)
+
+    def on_connection_error(self, event):
+        if self.sent == 2 and event.connection == self.slink.connection:
+            self.closed = event.connection.remote_condition  # 1.19 closes it too
+        else:
+            super().on_connection_error(event)
 
     def on_connection_error(self, event):
         if self.detach is None:
@@ -218,6 +231,15 @@ class MaxMessageSizeTest(RouterTestCase):
         self.assertIsNotNone(s.detach)
         self.assertEqual(s.detach.name, "amqp:link:message-size-exceeded")
         self.assertEqual(len(s.got), 1, "the oversized message was delivered: %s" % s.got)
+        # as 1.19: the sender's connection is closed too, and counted
+        self.wait_for("the connection closed", lambda: "connection closed" in r.log())
+        if s.closed is not None:
+            self.assertEqual(s.closed.name, "amqp:connection:forced")
+            self.assertEqual(s.closed.description, "Message size exceeded")
+        with Client(ConnectOptions(url=r.url)) as c:
+            p = c.query_dicts("policy")[0]
+        self.assertEqual(p["maxMessageSizeDenied"], 1)
+        self.assertEqual(p["totalDenials"], 1)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -260,6 +263,65 @@ static void messages_stay_on_one_line(void **state)
                "t.json:1: listener attribute 'openProperties': key '\xc3\xa9?' is not ASCII");
 }
 
+/* A JSON object of strings from a file (sslProfile uidNameMappingFile):
+ * escapes (\u included) read as in the JSON form, errors with FILE:LINE. */
+static void string_map_files(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/jn-strmap-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[64];
+    snprintf(path, sizeof path, "%s/m.json", dir);
+    static const struct {
+        const char *text;
+        int rc;
+        const char *want; /* error after "PATH", or the value of "CN=a" */
+    } cases[] = {
+        {"{\"CN=a\": \"caf\\u00e9 \\\"a\\\"\", \"x\": \"y\"}\n", 0, "caf\xc3\xa9 \"a\""},
+        {"{}", 0, NULL},
+        {"{\n\"CN=a\": 3}\n", JN_EINVAL, ":2: the value of 'CN=a' is not a string"},
+        {"[\"a\"]\n", JN_EINVAL, ":1: uidNameMappingFile is not a JSON object"},
+        {"{\"a\": \"b\",\n\"a\": \"c\"}", JN_EINVAL, ":2: invalid JSON: "},
+        {"{\"a\": \"b\"\n", JN_EINVAL, ":1: invalid JSON: "},
+        {"{\"a\": \"\\u0000\"}", JN_EINVAL, ":1: invalid JSON: "},
+        {"", JN_EINVAL, ": uidNameMappingFile was empty"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(cases[i].text, f);
+        fclose(f);
+        jn_config_strmap_t m;
+        char err[JN_CONFIG_ERROR_MAX] = "";
+        int rc = jn_config_load_string_map(path, "uidNameMappingFile", &m, err, sizeof err);
+        if (rc != cases[i].rc)
+            fail_msg("case %zu: rc %d (%s)", i, rc, err);
+        if (rc == 0) {
+            if (cases[i].want) {
+                assert_int_equal(m.count, 2);
+                assert_string_equal(m.keys[0], "CN=a");
+                assert_string_equal(m.values[0], cases[i].want);
+            } else {
+                assert_int_equal(m.count, 0);
+            }
+            jn_config_strmap_clear(&m);
+            continue;
+        }
+        assert_int_equal(m.count, 0);
+        char want[256];
+        snprintf(want, sizeof want, "%s%s", path, cases[i].want);
+        if (strncmp(err, want, strlen(want)) != 0)
+            fail_msg("case %zu: want '%s...' got '%s'", i, want, err);
+    }
+    unlink(path);
+    jn_config_strmap_t m;
+    char err[JN_CONFIG_ERROR_MAX] = "";
+    assert_int_equal(jn_config_load_string_map(path, "uidNameMappingFile", &m, err, sizeof err),
+                     JN_EINVAL);
+    assert_non_null(strstr(err, "uidNameMappingFile could not be opened: No such file"));
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -279,6 +341,7 @@ int main(void)
         cmocka_unit_test(wrong_shapes_rejected),
         cmocka_unit_test(values_of_wrong_kind_rejected),
         cmocka_unit_test(messages_stay_on_one_line),
+        cmocka_unit_test(string_map_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -371,6 +371,8 @@ static void implemented_types(void **state)
                                       "router.connection.linkRoute",
                                       "log",
                                       "policy",
+                                      "vhost",
+                                      "vhostStats",
                                       "connection",
                                       "router.link",
                                       "router.address",
@@ -382,9 +384,7 @@ static void implemented_types(void **state)
                                       "configurationEntity",
                                       "operationalEntity"};
     static const char *const no[] = {"authServicePlugin",
-                                     "vhost",
                                      "vhostUserGroupSettings",
-                                     "vhostStats",
                                      "logStats",
                                      "console",
                                      "dummy"};
@@ -407,8 +407,8 @@ static void implemented_attributes(void **state)
         const char *type, *attr;
     } no[] = {{"listener", "saslPlugin"},  {"listener", "protocolFamily"},
               {"listener", "multiTenant"}, {"connector", "failoverUrls"},
-              {"address", "priority"},     {"policy", "maxConnections"},
-              {"policy", "defaultVhost"}};
+              {"address", "priority"},     {"policy", "enableVhostNamePatterns"},
+              {"vhost", "maxMessageSize"}};
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
         if (jn_schema_attr_implemented(attr_of(no[i].type, no[i].attr)))
             fail_msg("%s.%s should not be implemented", no[i].type, no[i].attr);
@@ -436,6 +436,7 @@ static void implemented_attributes(void **state)
                {"address", "egressPhase"},
                {"address", "enableFallback"},
                {"policy", "maxMessageSize"},
+               {"policy", "maxConnections"},
                {"log", "enable"},
                {"connection", "adminStatus"}};
     for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)

@@ -220,7 +220,7 @@ static void test_profile_errors(void **state)
     expect(&d, JN_EINVAL, "uidFormat", "uidFormat letters");
     d.uid_format = NULL;
     d.uid_name_mapping_file = cert; /* not JSON */
-    expect(&d, JN_EINVAL, "uidNameMappingFile", "not a JSON object");
+    expect(&d, JN_EINVAL, "uidNameMappingFile", ":1: invalid JSON");
 
     jn_tls_profile_config_t k = {.name = "bad", .private_key_file = key};
     expect(&k, JN_EINVAL, "certFile", "privateKeyFile is set without certFile");

@@ -424,6 +424,45 @@ static void test_to_and_reply_to_absent_null_or_present(void **state)
     jn_message_unref(msg);
 }
 
+/* user-id (read on demand, jn_message_user_id): absent, null, empty,
+ * binary, string, another type, a list that ends before it, no section. */
+static void test_user_id_read_on_demand(void **state)
+{
+    (void)state;
+    static const struct {
+        uint8_t octets[16];
+        size_t len;
+        int rc;
+        const char *want;
+    } cases[] = {
+        /* properties list8 [message-id null, user-id ...] then a value body */
+        {{0x00, 0x53, 0x73, 0xc0, 0x07, 0x02, 0x40, 0xa0, 0x03, 'b', 'o', 'b'}, 12, 0, "bob"},
+        {{0x00, 0x53, 0x73, 0xc0, 0x07, 0x02, 0x40, 0xa1, 0x03, 'e', 'v', 'e'}, 12, 0, "eve"},
+        {{0x00, 0x53, 0x73, 0xc0, 0x04, 0x02, 0x40, 0xa0, 0x00}, 9, 0, ""},
+        {{0x00, 0x53, 0x73, 0xc0, 0x03, 0x02, 0x40, 0x40}, 8, JN_ENOENT, NULL},
+        {{0x00, 0x53, 0x73, 0xc0, 0x02, 0x01, 0x40}, 7, JN_ENOENT, NULL},
+        {{0x00, 0x53, 0x73, 0x45}, 4, JN_ENOENT, NULL},
+        {{0x00, 0x53, 0x73, 0xc0, 0x04, 0x02, 0x40, 0x52, 0x07}, 9, JN_EINVAL, NULL},
+        {{0x00, 0x53, 0x77, 0x40}, 4, JN_ENOENT, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        bytes_t b = {.len = 0};
+        bytes_add(&b, cases[i].octets, cases[i].len);
+        if (cases[i].octets[2] == 0x73) {
+            uint8_t body[] = {0x00, 0x53, 0x77, 0x40};
+            bytes_add(&b, body, sizeof body);
+        }
+        for (size_t c = 0; c < N_TINY_CHUNKS; c++) {
+            jn_message_t *msg = parse_bytes(&b, tiny_chunks[c], false, 0);
+            jn_iter_t it;
+            assert_int_equal(jn_message_user_id(msg, &it), cases[i].rc);
+            if (cases[i].want)
+                assert_true(jn_iter_equal(&it, cases[i].want));
+            jn_message_unref(msg);
+        }
+    }
+}
+
 static void test_to_or_reply_to_not_a_string_is_decode_error(void **state)
 {
     (void)state;
@@ -639,6 +678,7 @@ int main(void)
         cmocka_unit_test(test_malformed_message_annotations),
         cmocka_unit_test(test_wrong_typed_router_key_is_ignored_when_not_honoured),
         cmocka_unit_test(test_write_space_and_commit_fill_buffers_in_place),
+        cmocka_unit_test(test_user_id_read_on_demand),
     };
     return finish_tests(cmocka_run_group_tests(tests, NULL, NULL));
 }

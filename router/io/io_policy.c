@@ -1,0 +1,650 @@
+/*
+ * io_policy.c — the vhost policy's connection check (docs/design.md
+ * "Policy"): the vhost table, the user group a connection falls in, and the
+ * per-vhost, per-user and per-host connection counts. Everything here is
+ * under io->lock, taken once per incoming client Open and once per close —
+ * never per message.
+ */
+#include "io_private.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <junction/encoder.h>
+#include <junction/log.h>
+
+/* A group's link rules; a connection holds its own copy. */
+struct jn_io_vhost_rules {
+    char *sources, *targets, *source_pattern, *target_pattern;
+    bool allow_anonymous_sender, allow_dynamic_source, allow_user_id_proxy;
+    uint32_t max_frame_size, max_sessions, max_session_window; /* 0: not set */
+};
+
+typedef struct jn_io_vhost_group_entry {
+    char *name, *users, *remote_hosts;
+    uint32_t max_per_user, max_per_host;
+    struct jn_io_vhost_rules rules;
+} group_t;
+
+static void rules_clear(struct jn_io_vhost_rules *r)
+{
+    free(r->sources);
+    free(r->targets);
+    free(r->source_pattern);
+    free(r->target_pattern);
+    memset(r, 0, sizeof *r);
+}
+
+struct jn_io_vhost_entry {
+    struct jn_io_vhost_entry *next;
+    char *hostname;
+    char *aliases;
+    uint32_t max_connections, max_per_user, max_per_host;
+    bool allow_unknown_user;
+    group_t *groups;
+    size_t group_count;
+    /* vhostStats, under io->lock */
+    uint64_t approved, denied, sender_denied, receiver_denied;
+};
+
+/* One count: the connections of a vhost (kind TOTAL), of one user in it
+ * (USER) or from one remote host (HOST). */
+enum { COUNT_TOTAL, COUNT_USER, COUNT_HOST };
+struct jn_io_vhost_count {
+    struct jn_io_vhost_count *next;
+    char *vhost;
+    char *key; /* "" for TOTAL */
+    int kind;
+    uint32_t n;
+};
+
+static void vhost_free(struct jn_io_vhost_entry *v)
+{
+    if (!v)
+        return;
+    for (size_t i = 0; i < v->group_count; i++) {
+        free(v->groups[i].name);
+        free(v->groups[i].users);
+        free(v->groups[i].remote_hosts);
+        rules_clear(&v->groups[i].rules);
+    }
+    free(v->groups);
+    free(v->hostname);
+    free(v->aliases);
+    free(v);
+}
+
+static char *dup0(const char *s)
+{
+    return strdup(s ? s : "");
+}
+
+int jn_io_vhost_policy(jn_io_t *io, const char *default_vhost)
+{
+    char *d = dup0(default_vhost);
+    if (!d)
+        return JN_ENOMEM;
+    pthread_mutex_lock(&io->lock);
+    free(io->default_vhost);
+    io->default_vhost = d;
+    io->vhost_policy = true;
+    pthread_mutex_unlock(&io->lock);
+    return 0;
+}
+
+int jn_io_vhost_add(jn_io_t *io, const jn_io_vhost_t *vh)
+{
+    struct jn_io_vhost_entry *v = calloc(1, sizeof *v);
+    if (!v)
+        return JN_ENOMEM;
+    v->hostname = dup0(vh->hostname);
+    v->aliases = dup0(vh->aliases);
+    v->max_connections = vh->max_connections;
+    v->max_per_user = vh->max_per_user;
+    v->max_per_host = vh->max_per_host;
+    v->allow_unknown_user = vh->allow_unknown_user;
+    v->groups = vh->group_count ? calloc(vh->group_count, sizeof *v->groups) : NULL;
+    bool ok = v->hostname && v->aliases && (v->groups || !vh->group_count);
+    for (size_t i = 0; ok && i < vh->group_count; i++) {
+        const jn_io_vhost_group_t *g = &vh->groups[i];
+        group_t *c = &v->groups[v->group_count++];
+        c->name = dup0(g->name);
+        c->users = dup0(g->users);
+        c->remote_hosts = dup0(g->remote_hosts);
+        c->max_per_user = g->max_per_user;
+        c->max_per_host = g->max_per_host;
+        c->rules = (struct jn_io_vhost_rules){.sources = dup0(g->sources),
+                                              .targets = dup0(g->targets),
+                                              .source_pattern = dup0(g->source_pattern),
+                                              .target_pattern = dup0(g->target_pattern),
+                                              .allow_anonymous_sender = g->allow_anonymous_sender,
+                                              .allow_dynamic_source = g->allow_dynamic_source,
+                                              .allow_user_id_proxy = g->allow_user_id_proxy,
+                                              .max_frame_size = g->max_frame_size,
+                                              .max_sessions = g->max_sessions,
+                                              .max_session_window = g->max_session_window};
+        ok = c->name && c->users && c->remote_hosts && c->rules.sources && c->rules.targets &&
+             c->rules.source_pattern && c->rules.target_pattern;
+    }
+    if (!ok) {
+        vhost_free(v);
+        return JN_ENOMEM;
+    }
+    pthread_mutex_lock(&io->lock);
+    struct jn_io_vhost_entry **pp = &io->vhosts;
+    while (*pp && strcmp((*pp)->hostname, v->hostname) != 0)
+        pp = &(*pp)->next;
+    struct jn_io_vhost_entry *old = *pp;
+    v->next = old ? old->next : NULL;
+    *pp = v;
+    pthread_mutex_unlock(&io->lock);
+    vhost_free(old);
+    return 0;
+}
+
+void jn_io_vhost_free_all(jn_io_t *io)
+{
+    while (io->vhosts) {
+        struct jn_io_vhost_entry *v = io->vhosts;
+        io->vhosts = v->next;
+        vhost_free(v);
+    }
+    while (io->vhost_counts) {
+        struct jn_io_vhost_count *c = io->vhost_counts;
+        io->vhost_counts = c->next;
+        free(c->vhost);
+        free(c->key);
+        free(c);
+    }
+    free(io->default_vhost);
+    io->default_vhost = NULL;
+}
+
+/* name is one of the comma-separated items of list (spaces around an item
+ * ignored), or list has the item "*". */
+static bool in_list(const char *list, const char *name)
+{
+    const char *p = list;
+    size_t n = strlen(name);
+    while (*p) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        const char *e = p;
+        while (*e && *e != ',')
+            e++;
+        const char *t = e;
+        while (t > p && t[-1] == ' ')
+            t--;
+        size_t len = (size_t)(t - p);
+        if ((len == 1 && *p == '*') || (len == n && memcmp(p, name, n) == 0))
+            return true;
+        p = e;
+    }
+    return false;
+}
+
+/* name is one of the comma-separated items of list, exactly. */
+static bool in_aliases(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        const char *e = p;
+        while (*e && *e != ',' && *e != ' ')
+            e++;
+        if ((size_t)(e - p) == n && n && memcmp(p, name, n) == 0)
+            return true;
+        p = e;
+    }
+    return false;
+}
+
+/* The vhost whose hostname is hostname, else the first that has it among
+ * its aliases. */
+static struct jn_io_vhost_entry *vhost_find(jn_io_t *io, const char *hostname)
+{
+    if (!hostname)
+        return NULL;
+    for (struct jn_io_vhost_entry *v = io->vhosts; v; v = v->next)
+        if (strcmp(v->hostname, hostname) == 0)
+            return v;
+    for (struct jn_io_vhost_entry *v = io->vhosts; v; v = v->next)
+        if (in_aliases(v->aliases, hostname))
+            return v;
+    return NULL;
+}
+
+static struct jn_io_vhost_count *count_find(jn_io_t *io, const char *vhost, int kind,
+                                            const char *key, bool make)
+{
+    for (struct jn_io_vhost_count *c = io->vhost_counts; c; c = c->next)
+        if (c->kind == kind && strcmp(c->vhost, vhost) == 0 && strcmp(c->key, key) == 0)
+            return c;
+    if (!make)
+        return NULL;
+    struct jn_io_vhost_count *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->vhost = strdup(vhost);
+    c->key = strdup(key);
+    c->kind = kind;
+    if (!c->vhost || !c->key) {
+        free(c->vhost);
+        free(c->key);
+        free(c);
+        return NULL;
+    }
+    c->next = io->vhost_counts;
+    io->vhost_counts = c;
+    return c;
+}
+
+static uint32_t count_of(jn_io_t *io, const char *vhost, int kind, const char *key)
+{
+    struct jn_io_vhost_count *c = count_find(io, vhost, kind, key, false);
+    return c ? c->n : 0;
+}
+
+static void count_drop(jn_io_t *io, const char *vhost, int kind, const char *key)
+{
+    for (struct jn_io_vhost_count **pp = &io->vhost_counts; *pp; pp = &(*pp)->next) {
+        struct jn_io_vhost_count *c = *pp;
+        if (c->kind != kind || strcmp(c->vhost, vhost) != 0 || strcmp(c->key, key) != 0)
+            continue;
+        if (c->n > 0 && --c->n == 0) {
+            *pp = c->next;
+            free(c->vhost);
+            free(c->key);
+            free(c);
+        }
+        return;
+    }
+}
+
+/* The remote host of conn: its address without the port ("1.2.3.4:5" ->
+ * "1.2.3.4", "[::1]:5" -> "::1"). */
+static void remote_host(const jn_io_conn_t *conn, char *out, size_t cap)
+{
+    const char *h = conn->host;
+    const char *colon = strrchr(h, ':');
+    size_t len = colon ? (size_t)(colon - h) : strlen(h);
+    if (len >= 2 && h[0] == '[' && h[len - 1] == ']') {
+        h++;
+        len -= 2;
+    }
+    if (len >= cap)
+        len = cap - 1;
+    memcpy(out, h, len);
+    out[len] = '\0';
+}
+
+/* Decide under io->lock: NULL when admitted (counted), else the rule
+ * that denied it (static text; "out of memory" included). */
+static const char *admit_locked(jn_io_t *io, jn_io_conn_t *conn, const char *user,
+                                const char *hostname, const char *rhost, const char **vhost_out)
+{
+    struct jn_io_vhost_entry *v = vhost_find(io, hostname);
+    if (!v && io->default_vhost[0])
+        v = vhost_find(io, io->default_vhost);
+    if (!v)
+        return "no vhost policy for the open hostname and no default vhost";
+    *vhost_out = v->hostname;
+    const group_t *g = NULL;
+    for (size_t i = 0; i < v->group_count && !g; i++)
+        if (strcmp(v->groups[i].name, "$default") != 0 && in_list(v->groups[i].users, user))
+            g = &v->groups[i];
+    for (size_t i = 0; i < v->group_count && !g; i++)
+        if (strcmp(v->groups[i].name, "$default") == 0)
+            g = &v->groups[i];
+    if (!g && !v->allow_unknown_user)
+        return "user is in no user group and the vhost has no $default group";
+    if (g && !in_list(g->remote_hosts, rhost))
+        return "remote host not allowed by the user group's remoteHosts";
+    uint32_t per_user =
+        g && g->max_per_user != JN_IO_NO_POLICY_LIMIT ? g->max_per_user : v->max_per_user;
+    uint32_t per_host =
+        g && g->max_per_host != JN_IO_NO_POLICY_LIMIT ? g->max_per_host : v->max_per_host;
+    if (count_of(io, v->hostname, COUNT_TOTAL, "") >= v->max_connections)
+        return "vhost maxConnections reached";
+    if (count_of(io, v->hostname, COUNT_USER, user) >= per_user)
+        return "maxConnectionsPerUser reached";
+    if (count_of(io, v->hostname, COUNT_HOST, rhost) >= per_host)
+        return "maxConnectionsPerHost reached";
+    struct jn_io_vhost_count *t = count_find(io, v->hostname, COUNT_TOTAL, "", true);
+    struct jn_io_vhost_count *u = t ? count_find(io, v->hostname, COUNT_USER, user, true) : NULL;
+    struct jn_io_vhost_count *h = u ? count_find(io, v->hostname, COUNT_HOST, rhost, true) : NULL;
+    conn->vhost_name = h ? strdup(v->hostname) : NULL;
+    conn->vhost_user = conn->vhost_name ? strdup(user) : NULL;
+    conn->vhost_host = conn->vhost_user ? strdup(rhost) : NULL;
+    if (!conn->vhost_host) { /* counts made at 0 are dropped with the others */
+        free(conn->vhost_name);
+        free(conn->vhost_user);
+        conn->vhost_name = conn->vhost_user = NULL;
+        return "out of memory";
+    }
+    struct jn_io_vhost_rules *r = calloc(1, sizeof *r);
+    if (r && g) {
+        *r = (struct jn_io_vhost_rules){.sources = strdup(g->rules.sources),
+                                        .targets = strdup(g->rules.targets),
+                                        .source_pattern = strdup(g->rules.source_pattern),
+                                        .target_pattern = strdup(g->rules.target_pattern),
+                                        .allow_anonymous_sender = g->rules.allow_anonymous_sender,
+                                        .allow_dynamic_source = g->rules.allow_dynamic_source,
+                                        .allow_user_id_proxy = g->rules.allow_user_id_proxy,
+                                        .max_frame_size = g->rules.max_frame_size,
+                                        .max_sessions = g->rules.max_sessions,
+                                        .max_session_window = g->rules.max_session_window};
+        if (!r->sources || !r->targets || !r->source_pattern || !r->target_pattern) {
+            rules_clear(r);
+            free(r);
+            r = NULL;
+        }
+    } else if (r) { /* no group (allowUnknownUser): empty rules allow no link */
+        r->sources = strdup("");
+        r->targets = strdup("");
+        r->source_pattern = strdup("");
+        r->target_pattern = strdup("");
+        if (!r->sources || !r->targets || !r->source_pattern || !r->target_pattern) {
+            rules_clear(r);
+            free(r);
+            r = NULL;
+        }
+    }
+    if (!r) {
+        free(conn->vhost_name);
+        free(conn->vhost_user);
+        free(conn->vhost_host);
+        conn->vhost_name = conn->vhost_user = conn->vhost_host = NULL;
+        return "out of memory";
+    }
+    conn->vhost_rules = r;
+    t->n++;
+    u->n++;
+    h->n++;
+    return NULL;
+}
+
+bool jn_io_vhost_admit_IO(jn_io_conn_t *conn, const char *user, const char *hostname)
+{
+    jn_io_t *io = conn->io;
+    if (!io->vhost_policy || !conn->incoming || conn->endpoint->cfg.role != JN_ROLE_NORMAL)
+        return true;
+    if (!user || !user[0])
+        user = "anonymous"; /* as 1.19 checks an unauthenticated client */
+    char rhost[300];
+    remote_host(conn, rhost, sizeof rhost);
+    const char *vhost = NULL;
+    pthread_mutex_lock(&io->lock);
+    const char *why = admit_locked(io, conn, user, hostname, rhost, &vhost);
+    if (why)
+        io->policy_denied++; /* the policy entity's connectionsDenied, as 1.19 */
+    struct jn_io_vhost_entry *counted = vhost ? vhost_find(io, vhost) : NULL;
+    if (counted && why)
+        counted->denied++;
+    else if (counted)
+        counted->approved++;
+    char shown[256];
+    snprintf(shown, sizeof shown, "%s", vhost ? vhost : (hostname ? hostname : ""));
+    pthread_mutex_unlock(&io->lock);
+    if (!why)
+        return true;
+    JN_LOG(JN_LOG_MOD_POLICY, JN_LOG_INFO,
+           "DENY AMQP Open for user '%s', rhost '%s', vhost '%s': %s (connection %s)", user, rhost,
+           shown, why, conn->host);
+    return false;
+}
+
+void jn_io_vhost_uncount_locked(jn_io_t *io, jn_io_conn_t *conn)
+{
+    if (!conn->vhost_name)
+        return;
+    count_drop(io, conn->vhost_name, COUNT_TOTAL, "");
+    count_drop(io, conn->vhost_name, COUNT_USER, conn->vhost_user);
+    count_drop(io, conn->vhost_name, COUNT_HOST, conn->vhost_host);
+    free(conn->vhost_name);
+    free(conn->vhost_user);
+    free(conn->vhost_host);
+    conn->vhost_name = conn->vhost_user = conn->vhost_host = NULL;
+    if (conn->vhost_rules) {
+        rules_clear(conn->vhost_rules);
+        free(conn->vhost_rules);
+        conn->vhost_rules = NULL;
+    }
+}
+
+/* ---- link rules ---------------------------------------------------------- */
+
+/* One item of a sources/targets list against address: "*" any, "abc*" a
+ * prefix, "${user}" replaced by user, else equal. */
+static bool item_matches(const char *item, size_t len, const char *address, const char *user)
+{
+    char buf[1024];
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (len - i >= 7 && memcmp(item + i, "${user}", 7) == 0) {
+            size_t ul = strlen(user);
+            if (n + ul >= sizeof buf)
+                return false;
+            memcpy(buf + n, user, ul);
+            n += ul;
+            i += 6;
+        } else {
+            if (n + 1 >= sizeof buf)
+                return false;
+            buf[n++] = item[i];
+        }
+    }
+    buf[n] = '\0';
+    if (n == 1 && buf[0] == '*')
+        return true;
+    if (n > 0 && buf[n - 1] == '*')
+        return strncmp(address, buf, n - 1) == 0;
+    return strcmp(address, buf) == 0;
+}
+
+static bool list_allows(const char *list, const char *address, const char *user)
+{
+    const char *p = list;
+    while (*p) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        const char *e = p;
+        while (*e && *e != ',' && *e != ' ')
+            e++;
+        if (e > p && item_matches(p, (size_t)(e - p), address, user))
+            return true;
+        p = e;
+    }
+    return false;
+}
+
+/* Address pattern match: tokens separated by '.' or '/', '*' one token,
+ * '#' zero or more tokens. */
+static bool pattern_match(const char *pat, size_t plen, const char *addr)
+{
+    if (plen == 0)
+        return *addr == '\0';
+    size_t tl = 0;
+    while (tl < plen && pat[tl] != '.' && pat[tl] != '/')
+        tl++;
+    const char *rest = tl < plen ? pat + tl + 1 : pat + tl;
+    size_t rlen = tl < plen ? plen - tl - 1 : 0;
+    size_t al = strcspn(addr, "./");
+    const char *arest = addr[al] ? addr + al + 1 : addr + al;
+    if (tl == 1 && pat[0] == '#') {
+        if (pattern_match(rest, rlen, addr)) /* '#' as no token */
+            return true;
+        return *addr && pattern_match(pat, plen, arest); /* '#' takes one more */
+    }
+    if (!*addr && al == 0)
+        return false;
+    if (!(tl == 1 && pat[0] == '*') && (tl != al || memcmp(pat, addr, al) != 0))
+        return false;
+    if (tl == plen) /* last token of the pattern */
+        return addr[al] == '\0';
+    if (addr[al] == '\0')
+        return rlen > 0 && pattern_match(rest, rlen, "");
+    return pattern_match(rest, rlen, arest);
+}
+
+static bool patterns_allow(const char *list, const char *address, const char *user)
+{
+    const char *p = list;
+    while (*p) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        const char *e = p;
+        while (*e && *e != ',' && *e != ' ')
+            e++;
+        if (e > p) {
+            char buf[1024];
+            size_t n = 0;
+            for (const char *q = p; q < e; q++) { /* ${user} as in the lists */
+                if (e - q >= 7 && memcmp(q, "${user}", 7) == 0) {
+                    size_t ul = strlen(user);
+                    if (n + ul >= sizeof buf)
+                        break;
+                    memcpy(buf + n, user, ul);
+                    n += ul;
+                    q += 6;
+                } else if (n + 1 < sizeof buf) {
+                    buf[n++] = *q;
+                }
+            }
+            if (pattern_match(buf, n, address))
+                return true;
+        }
+        p = e;
+    }
+    return false;
+}
+
+bool jn_io_vhost_link_ok_IO(jn_io_conn_t *conn, bool incoming, const char *address, bool dynamic)
+{
+    const struct jn_io_vhost_rules *r = conn->vhost_rules;
+    if (!r)
+        return true;
+    const char *user = conn->vhost_user ? conn->vhost_user : "anonymous";
+    const char *why = NULL;
+    if (incoming) {
+        if (!address || !address[0])
+            why = r->allow_anonymous_sender ? NULL : "anonymous sender not allowed";
+        else if (!list_allows(r->targets, address, user) &&
+                 !patterns_allow(r->target_pattern, address, user))
+            why = "target not allowed by the group's targets/targetPattern";
+    } else if (dynamic) {
+        why = r->allow_dynamic_source ? NULL : "dynamic source not allowed";
+    } else if (!address || !address[0] ||
+               (!list_allows(r->sources, address, user) &&
+                !patterns_allow(r->source_pattern, address, user))) {
+        why = "source not allowed by the group's sources/sourcePattern";
+    }
+    if (!why)
+        return true;
+    jn_io_t *io = conn->io;
+    pthread_mutex_lock(&io->lock);
+    io->policy_links_denied++;
+    struct jn_io_vhost_entry *v = conn->vhost_name ? vhost_find(io, conn->vhost_name) : NULL;
+    if (v && incoming)
+        v->sender_denied++; /* the client's sender */
+    else if (v)
+        v->receiver_denied++;
+    pthread_mutex_unlock(&io->lock);
+    JN_LOG(JN_LOG_MOD_POLICY, JN_LOG_INFO,
+           "DENY AMQP Attach %s for user '%s', rhost '%s', vhost '%s', address '%s': %s",
+           incoming ? "sender" : "receiver", user, conn->vhost_host ? conn->vhost_host : "",
+           conn->vhost_name ? conn->vhost_name : "", address ? address : "", why);
+    return false;
+}
+
+void jn_io_vhost_transport_IO(jn_io_conn_t *conn, pn_transport_t *t)
+{
+    const struct jn_io_vhost_rules *r = conn->vhost_rules;
+    if (!r)
+        return;
+    if (r->max_frame_size)
+        pn_transport_set_max_frame(t, r->max_frame_size < 512 ? 512 : r->max_frame_size);
+    if (r->max_sessions)
+        pn_transport_set_channel_max(
+            t, (uint16_t)(r->max_sessions > 65536 ? 65535 : r->max_sessions - 1));
+}
+
+size_t jn_io_vhost_session_window(const jn_io_conn_t *conn)
+{
+    return conn->vhost_rules ? conn->vhost_rules->max_session_window : 0;
+}
+
+bool jn_io_vhost_user_id_proxy(const jn_io_conn_t *conn)
+{
+    return conn->vhost_rules && conn->vhost_rules->allow_user_id_proxy;
+}
+
+/* ---- vhostStats ------------------------------------------------------------ */
+
+/* The open connections of one vhost per user or host as an AMQP map. */
+static int encode_counts(jn_io_t *io, const char *vhost, int kind, uint8_t **out, size_t *len)
+{
+    jn_encoder_t e;
+    jn_encoder_init(&e);
+    jn_enc_map_begin(&e);
+    for (struct jn_io_vhost_count *c = io->vhost_counts; c; c = c->next) {
+        if (c->kind != kind || c->n == 0 || strcmp(c->vhost, vhost) != 0)
+            continue;
+        jn_enc_cstring(&e, c->key);
+        jn_enc_long(&e, c->n);
+    }
+    jn_enc_map_end(&e);
+    int rc = jn_encoder_error(&e);
+    *out = rc ? NULL : malloc(e.size ? e.size : 1);
+    if (*out)
+        memcpy(*out, e.data, e.size);
+    *len = *out ? e.size : 0;
+    jn_encoder_free(&e);
+    return *out ? 0 : JN_ENOMEM;
+}
+
+int jn_io_vhost_stats(jn_io_t *io, jn_io_vhost_stats_t **out, size_t *count)
+{
+    *out = NULL;
+    *count = 0;
+    pthread_mutex_lock(&io->lock);
+    size_t n = 0;
+    for (struct jn_io_vhost_entry *v = io->vhosts; v; v = v->next)
+        n++;
+    jn_io_vhost_stats_t *st = calloc(n ? n : 1, sizeof *st);
+    int rc = st ? 0 : JN_ENOMEM;
+    size_t i = 0;
+    for (struct jn_io_vhost_entry *v = io->vhosts; v && rc == 0; v = v->next, i++) {
+        st[i] = (jn_io_vhost_stats_t){.hostname = strdup(v->hostname),
+                                      .approved = v->approved,
+                                      .denied = v->denied,
+                                      .current = count_of(io, v->hostname, COUNT_TOTAL, ""),
+                                      .sender_denied = v->sender_denied,
+                                      .receiver_denied = v->receiver_denied};
+        if (!st[i].hostname ||
+            encode_counts(io, v->hostname, COUNT_USER, &st[i].per_user, &st[i].per_user_len) ||
+            encode_counts(io, v->hostname, COUNT_HOST, &st[i].per_host, &st[i].per_host_len))
+            rc = JN_ENOMEM;
+    }
+    pthread_mutex_unlock(&io->lock);
+    if (rc) {
+        jn_io_vhost_stats_free(st, n);
+        return rc;
+    }
+    *out = st;
+    *count = n;
+    return 0;
+}
+
+void jn_io_vhost_stats_free(jn_io_vhost_stats_t *st, size_t count)
+{
+    for (size_t i = 0; st && i < count; i++) {
+        free(st[i].hostname);
+        free(st[i].per_user);
+        free(st[i].per_host);
+    }
+    free(st);
+}

@@ -127,7 +127,7 @@ class ConfigFileTest(RouterTestCase):
 
     def test_unsupported_section_refused_by_name(self):
         sections = {
-            "vhost": "vhost {\n    hostname: x\n}\n",
+            "authServicePlugin": "authServicePlugin {\n    name: a\n    host: x\n}\n",
         }
         for name, section in sections.items():
             with self.subTest(name):

@@ -303,17 +303,10 @@ static int mgmt_check_sasl(void *io, const jn_endpoint_config_t *ec, bool can_ex
     return jn_sasl_check_listener(ec, can_external, err, errlen);
 }
 
-static int mgmt_add_http_listener(void *http, const char *name, const char *host, int port,
-                                  const char *root_dir, bool metrics, bool healthz, char *err,
+static int mgmt_add_http_listener(void *http, const jn_http_listener_config_t *cfg, char *err,
                                   size_t errlen)
 {
-    jn_http_listener_config_t lc = {.name = name,
-                                    .host = host,
-                                    .port = port,
-                                    .root_dir = root_dir,
-                                    .metrics = metrics,
-                                    .healthz = healthz};
-    return jn_http_add_listener(http, &lc, err, errlen);
+    return jn_http_add_listener(http, cfg, err, errlen);
 }
 
 static int mgmt_remove_http_listener(void *http, const char *name)
@@ -361,7 +354,7 @@ static int build(daemon_state_t *st)
                          .min_peer_idle_timeout_ms = rs->min_peer_idle_timeout_ms,
                          .write_stall_timeout_s = rs->write_stall_timeout_s};
     st->io = st->core ? jn_io_create(st->core, &ic) : NULL;
-    jn_http_config_t hc = {.core = st->core, .render = render_page};
+    jn_http_config_t hc = {.core = st->core, .io = st->io, .render = render_page};
     st->http = st->io ? jn_http_create(&hc) : NULL;
     jn_mgmt_config_t mc = {.router_id = rs->id,
                            .mode = rs->mode,

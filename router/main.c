@@ -319,6 +319,23 @@ static int mgmt_http_listener_port(void *http, const char *name, char *buf, size
     return jn_http_listener_port(http, name, buf, cap);
 }
 
+/* The console's files (docs/design.md, "The console"): where they are
+ * installed, else the build tree's copy (a junctiond run from its build
+ * directory); NULL when neither has index.html. Main thread. */
+static const char *console_dir(void)
+{
+#if defined(JN_CONSOLE_DIR) && defined(JN_CONSOLE_BUILD_DIR)
+    static const char *const dirs[] = {JN_CONSOLE_DIR, JN_CONSOLE_BUILD_DIR};
+    for (size_t i = 0; i < 2; i++) {
+        char index[4096];
+        snprintf(index, sizeof index, "%s/index.html", dirs[i]);
+        if (access(index, R_OK) == 0)
+            return dirs[i];
+    }
+#endif
+    return NULL;
+}
+
 /* The pages the HTTP layer asks for, from the agent's figures. Core
  * thread. */
 static int render_page(void *agent, jn_http_page_t page, const char *query, char **body,
@@ -354,7 +371,8 @@ static int build(daemon_state_t *st)
                          .min_peer_idle_timeout_ms = rs->min_peer_idle_timeout_ms,
                          .write_stall_timeout_s = rs->write_stall_timeout_s};
     st->io = st->core ? jn_io_create(st->core, &ic) : NULL;
-    jn_http_config_t hc = {.core = st->core, .io = st->io, .render = render_page};
+    jn_http_config_t hc = {
+        .core = st->core, .io = st->io, .console_dir = console_dir(), .render = render_page};
     st->http = st->io ? jn_http_create(&hc) : NULL;
     jn_mgmt_config_t mc = {.router_id = rs->id,
                            .mode = rs->mode,

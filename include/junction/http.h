@@ -11,7 +11,8 @@
  *                   starts or stops (when `healthz` is true);
  *   /healthz/mesh   readiness of an interior router's mesh, rendered by the
  *                   hook (200 or 503 with the figures);
- *   other paths     files under `httpRootDir` (none: 404).
+ *   other paths     files under `httpRootDir`; without one, the console's
+ *                   files (jn_http_config_t.console_dir; none: 404).
  * AMQP over WebSocket (`websockets: yes`, docs/protocol.md, "HTTP"): a
  * WebSocket upgrade with subprotocol `amqp` (or `binary`) on any path
  * becomes a bridged AMQP connection of the I/O layer (junction/io.h,
@@ -50,6 +51,9 @@ typedef int (*jn_http_render_fn)(void *ctx, jn_http_page_t page, const char *que
 typedef struct jn_http_config {
     jn_core_t *core;            /* where pages are rendered (jn_core_call) */
     jn_io_t *io;                /* where WebSocket connections go (NULL: refused) */
+    const char *console_dir;    /* the console's files, served under / when a
+                                 * listener has no httpRootDir (NULL: none);
+                                 * borrowed for the layer's life */
     jn_http_render_fn render;   /* NULL: /metrics and /healthz/mesh answer 404 */
     void *render_ctx;
 } jn_http_config_t;

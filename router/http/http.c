@@ -126,6 +126,7 @@ struct server {
     jn_http_t *http;
     char *name, *host, *root_dir;
     bool metrics, healthz, websockets, tls;
+    bool console; /* root_dir is the console's, not an httpRootDir */
     ws_conn_t *ws_ready;   /* under lock: WebSocket connections to service */
     unsigned char *ws_buf; /* LWS_PRE + WS_CHUNK: the service thread's */
     int port; /* bound */
@@ -394,7 +395,8 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     case LWS_CALLBACK_CLOSED_HTTP:
     case LWS_CALLBACK_WSI_DESTROY:
         if (reason == LWS_CALLBACK_WSI_DESTROY && lws_get_opaque_user_data(wsi)) {
-            JN_LOG(JN_LOG_MOD_HTTP, JN_LOG_WARNING,
+            /* info: browsers open connections ahead and may leave them unused */
+            JN_LOG(JN_LOG_MOD_HTTP, JN_LOG_INFO,
                    "HTTP connection from %s on listener %s closed without a complete request "
                    "(its headers must arrive within %d s and fit in %d octets)",
                    (char *)lws_get_opaque_user_data(wsi), srv->name, HTTP_TIMEOUT_S,
@@ -641,6 +643,12 @@ int jn_http_add_listener(jn_http_t *http, const jn_http_listener_config_t *cfg, 
         srv->tls = cfg->cert_file && cfg->cert_file[0];
         if (!(srv->ws_buf = malloc(LWS_PRE + WS_CHUNK)))
             rc = JN_ENOMEM;
+        /* no httpRootDir: the console (when its files are installed) */
+        if (rc == 0 && !srv->root_dir && http->cfg.console_dir && http->cfg.console_dir[0]) {
+            srv->console = true;
+            if (!(srv->root_dir = strdup(http->cfg.console_dir)))
+                rc = JN_ENOMEM;
+        }
     }
     if (rc == 0) {
         atomic_init(&srv->stopping, false);
@@ -701,7 +709,8 @@ int jn_http_add_listener(jn_http_t *http, const jn_http_listener_config_t *cfg, 
     JN_LOG(JN_LOG_MOD_HTTP, JN_LOG_NOTICE, "Listening for HTTP%s on %s:%d%s%s%s%s",
            srv->tls ? "S" : "", srv->host ? srv->host : "", srv->port,
            srv->metrics ? " (/metrics)" : "", srv->healthz ? " (/healthz)" : "",
-           srv->root_dir ? " (files)" : "", srv->websockets ? " (AMQP over WebSocket)" : "");
+           srv->console ? " (console)" : srv->root_dir ? " (files)" : "",
+           srv->websockets ? " (AMQP over WebSocket)" : "");
     return 0;
 }
 

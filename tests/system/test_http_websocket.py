@@ -193,9 +193,11 @@ class WebSocketTest(RouterTestCase):
         r, m = self.ws_router()
         w = self.start_witness(r)
         port = r.http_port
-        # a plain request for the AMQP path: an ordinary HTTP answer
+        # a plain request for the AMQP path: an ordinary HTTP answer (the console)
         self.assertTrue(raw(port, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", 1).startswith(
-            b"HTTP/1.1 404"))
+            b"HTTP/1.1 200"))
+        self.assertTrue(raw(port, b"GET /nothing-here HTTP/1.1\r\nHost: x\r\n\r\n", 1)
+                        .startswith(b"HTTP/1.1 404"))
         # upgrades without the amqp subprotocol: 400, logged
         for proto in (b"", b"Sec-WebSocket-Protocol: mqtt\r\n"):
             self.assertTrue(raw(port, UPGRADE + proto + b"\r\n").startswith(b"HTTP/1.0 400"))

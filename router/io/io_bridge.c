@@ -88,6 +88,8 @@ static bool bbuf_append(bbuf_t *x, const uint8_t *data, size_t n)
 static size_t bbuf_take(bbuf_t *x, uint8_t *buf, size_t cap)
 {
     size_t n = pending(x) < cap ? pending(x) : cap;
+    if (n == 0)
+        return 0; /* x->data may be NULL */
     memcpy(buf, x->data + x->off, n);
     x->off += n;
     if (x->off == x->len)

@@ -7,6 +7,7 @@
 // only when all went as asked.
 //
 //   node ws.js --url ws://127.0.0.1:PORT --mode send|recv --address ADDR
+//   (or --url amqp://127.0.0.1:PORT: the same over TCP)
 //              [--count N] [--size OCTETS] [--ca FILE] [--timeout SECS]
 //              [--unsettled 1] [--stall 1] [--credit N]
 // send: waits until the router settled every message (accepted counted).
@@ -67,11 +68,13 @@ class Recorded extends WebSocket {
     }
 }
 const connect = rhea.websocket_connect(Recorded);
-const conn = container.connect({
-    connection_details: connect(args.url, ['amqp'], options),
-    username: 'anonymous',
-    reconnect: false,
-});
+// amqp://HOST:PORT: the same client over plain TCP (for the comparison in
+// docs/performance.md)
+const tcp = /^amqp:\/\/([^:/]+):(\d+)/.exec(args.url);
+const conn = container.connect(Object.assign(
+    tcp ? { host: tcp[1], port: Number(tcp[2]) }
+        : { connection_details: connect(args.url, ['amqp'], options) },
+    { username: 'anonymous', reconnect: false }));
 
 if (args.mode === 'send') {
     const sender = conn.open_sender({ target: { address: args.address },

@@ -227,7 +227,10 @@ static int begin_request(server_t *srv, struct lws *wsi, pss_t *pss, const char 
     return 0;
 }
 
-/* Write what req has; -1 closes the connection. Service thread. */
+/* Write what req has: 0 more to write (a writable callback is asked
+ * for), 1 all written (the caller ends the request, then completes the
+ * transaction: completing it may free the connection's pss), -1 failed
+ * (close). Service thread. */
 static int write_answer(struct lws *wsi, http_req_t *req)
 {
     unsigned char buf[LWS_PRE + WRITE_CHUNK];
@@ -239,7 +242,7 @@ static int write_answer(struct lws *wsi, http_req_t *req)
             lws_finalize_write_http_header(wsi, start, &p, end))
             return -1;
         if (req->len == 0)
-            return lws_http_transaction_completed(wsi) ? -1 : 0;
+            return 1;
         lws_callback_on_writable(wsi);
         return 0;
     }
@@ -250,7 +253,7 @@ static int write_answer(struct lws *wsi, http_req_t *req)
         return -1;
     req->sent += n;
     if (last)
-        return lws_http_transaction_completed(wsi) ? -1 : 0;
+        return 1;
     lws_callback_on_writable(wsi);
     return 0;
 }
@@ -386,11 +389,11 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     case LWS_CALLBACK_HTTP_WRITEABLE: {
         if (!pss || !pss->req || !pss->req->ready)
             return 0;
-        http_req_t *req = pss->req;
-        int rc = write_answer(wsi, req);
-        if (rc != 0 || req->sent == req->len) /* answered (or failed): done with it */
-            end_request(srv, pss);
-        return rc;
+        int rc = write_answer(wsi, pss->req);
+        if (rc == 0)
+            return 0;
+        end_request(srv, pss); /* answered (or failed): done with it, before pss may go */
+        return rc < 0 || lws_http_transaction_completed(wsi) ? -1 : 0;
     }
     case LWS_CALLBACK_CLOSED_HTTP:
     case LWS_CALLBACK_WSI_DESTROY:
@@ -403,7 +406,9 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
                    HEADER_MAX);
             awaiting_clear(wsi);
         }
-        if (pss)
+        /* pss only on CLOSED_HTTP: by WSI_DESTROY libwebsockets may have
+         * freed it already (a refused or completed upgrade) */
+        if (pss && reason == LWS_CALLBACK_CLOSED_HTTP)
             end_request(srv, pss);
         return 0;
     default:
@@ -523,8 +528,7 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
         }
         return 0;
     }
-    case LWS_CALLBACK_CLOSED:
-    case LWS_CALLBACK_WSI_DESTROY:
+    case LWS_CALLBACK_CLOSED: /* (not WSI_DESTROY: pss may be freed by then) */
         if (pss && pss->ws) {
             ws_end(pss->ws);
             pss->ws = NULL;

@@ -303,17 +303,10 @@ static int mgmt_check_sasl(void *io, const jn_endpoint_config_t *ec, bool can_ex
     return jn_sasl_check_listener(ec, can_external, err, errlen);
 }
 
-static int mgmt_add_http_listener(void *http, const char *name, const char *host, int port,
-                                  const char *root_dir, bool metrics, bool healthz, char *err,
+static int mgmt_add_http_listener(void *http, const jn_http_listener_config_t *cfg, char *err,
                                   size_t errlen)
 {
-    jn_http_listener_config_t lc = {.name = name,
-                                    .host = host,
-                                    .port = port,
-                                    .root_dir = root_dir,
-                                    .metrics = metrics,
-                                    .healthz = healthz};
-    return jn_http_add_listener(http, &lc, err, errlen);
+    return jn_http_add_listener(http, cfg, err, errlen);
 }
 
 static int mgmt_remove_http_listener(void *http, const char *name)
@@ -324,6 +317,23 @@ static int mgmt_remove_http_listener(void *http, const char *name)
 static int mgmt_http_listener_port(void *http, const char *name, char *buf, size_t cap)
 {
     return jn_http_listener_port(http, name, buf, cap);
+}
+
+/* The console's files (docs/design.md, "The console"): where they are
+ * installed, else the build tree's copy (a junctiond run from its build
+ * directory); NULL when neither has index.html. Main thread. */
+static const char *console_dir(void)
+{
+#if defined(JN_CONSOLE_DIR) && defined(JN_CONSOLE_BUILD_DIR)
+    static const char *const dirs[] = {JN_CONSOLE_DIR, JN_CONSOLE_BUILD_DIR};
+    for (size_t i = 0; i < 2; i++) {
+        char index[4096];
+        snprintf(index, sizeof index, "%s/index.html", dirs[i]);
+        if (access(index, R_OK) == 0)
+            return dirs[i];
+    }
+#endif
+    return NULL;
 }
 
 /* The pages the HTTP layer asks for, from the agent's figures. Core
@@ -373,7 +383,8 @@ static int build(daemon_state_t *st)
                          .write_stall_timeout_s = rs->write_stall_timeout_s,
                          .max_connections = rs->max_connections};
     st->io = st->core ? jn_io_create(st->core, &ic) : NULL;
-    jn_http_config_t hc = {.core = st->core, .render = render_page};
+    jn_http_config_t hc = {
+        .core = st->core, .io = st->io, .console_dir = console_dir(), .render = render_page};
     st->http = st->io ? jn_http_create(&hc) : NULL;
     jn_mgmt_config_t mc = {.router_id = rs->id,
                            .mode = rs->mode,

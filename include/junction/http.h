@@ -11,9 +11,14 @@
  *                   starts or stops (when `healthz` is true);
  *   /healthz/mesh   readiness of an interior router's mesh, rendered by the
  *                   hook (200 or 503 with the figures);
- *   other paths     files under `httpRootDir` (none: 404).
- * AMQP over WebSocket is not served yet: the entity path refuses an http
- * listener that asks for it (`websockets: yes`).
+ *   other paths     files under `httpRootDir`; without one, the console's
+ *                   files (jn_http_config_t.console_dir; none: 404).
+ * AMQP over WebSocket (`websockets: yes`, docs/protocol.md, "HTTP"): a
+ * WebSocket upgrade with subprotocol `amqp` (or `binary`) on any path
+ * becomes a bridged AMQP connection of the I/O layer (junction/io.h,
+ * "bridged connections") of the io listener of the same name, whose
+ * binary messages carry the AMQP octets both ways. With an sslProfile the
+ * listener speaks TLS only (https:// and wss://).
  *
  * Threads: one service thread of its own runs libwebsockets; every
  * listener is created and removed on it (calls from other threads are
@@ -25,6 +30,7 @@
 #define JUNCTION_HTTP_H 1
 
 #include <junction/core.h>
+#include <junction/io.h>
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -44,6 +50,10 @@ typedef int (*jn_http_render_fn)(void *ctx, jn_http_page_t page, const char *que
 
 typedef struct jn_http_config {
     jn_core_t *core;            /* where pages are rendered (jn_core_call) */
+    jn_io_t *io;                /* where WebSocket connections go (NULL: refused) */
+    const char *console_dir;    /* the console's files, served under / when a
+                                 * listener has no httpRootDir (NULL: none);
+                                 * borrowed for the layer's life */
     jn_http_render_fn render;   /* NULL: /metrics and /healthz/mesh answer 404 */
     void *render_ctx;
 } jn_http_config_t;
@@ -57,6 +67,11 @@ typedef struct jn_http_listener_config {
     const char *root_dir;  /* httpRootDir: files served under /; NULL: none */
     bool metrics;          /* serve /metrics */
     bool healthz;          /* serve /healthz and /healthz/mesh */
+    bool websockets;       /* AMQP over WebSocket, through the bridged io
+                            * listener of the same name (junction/io.h) */
+    /* TLS (the listener's sslProfile; NULL cert_file: plain HTTP): PEM
+     * files and the private key's password (already resolved) */
+    const char *cert_file, *key_file, *ca_file, *key_password, *ciphers;
 } jn_http_listener_config_t;
 
 /* Router states /healthz reports. */

@@ -96,6 +96,11 @@ typedef struct jn_endpoint_config {
      * hostname chooses; docs/design.md "Policy") */
     const char *policy_vhost;
     const char *sasl_password;
+
+    /* listener: no socket of its own; its connections are bridged ones
+     * (jn_io_bridge_open: AMQP over WebSocket on an http listener). TLS is
+     * the bridge owner's (ssl_profile is not used here). */
+    bool bridged;
 } jn_endpoint_config_t;
 
 /* jn_endpoint_wants_client_cert: a listener with TLS asks its clients for a
@@ -334,6 +339,74 @@ void jn_io_stop(jn_io_t *io, unsigned timeout_ms);
  * releases the connections the core still held). NULL is ignored. Main
  * thread. */
 void jn_io_free(jn_io_t *io);
+
+/* ---- bridged connections (router/io/io_bridge.c) ------------------------
+ *
+ * An AMQP connection whose octets travel over something other than a
+ * socket of ours: AMQP over WebSocket (router/http, docs/design.md,
+ * "HTTP"). It is an ordinary connection of a listener (its SASL, frame
+ * screen, limits, role, idle timeout, the core's every feature), run by an
+ * event loop as any accepted connection, except that its input comes from
+ * and its output goes to two bounded buffers that another thread (the
+ * bridge's owner, e.g. libwebsockets' service thread) fills and drains:
+ *
+ *   owner --jn_io_bridge_push--> input (JN_IO_BRIDGE_IN_CAP) --> proton
+ *   proton --> output (JN_IO_BRIDGE_OUT_CAP) --jn_io_bridge_pull--> owner
+ *
+ * Backpressure both ways: push says when the input is full (the owner
+ * stops reading its peer until notified), and the loop stops taking
+ * proton's output while the output buffer is full (proton and the
+ * router's own send limits then hold the rest, as for a socket that
+ * refuses output; router.writeStallTimeoutSeconds applies).
+ *
+ * The listener: an endpoint added with jn_endpoint_config_t.bridged set
+ * (no socket of its own). */
+
+/* Octets the input buffer takes before push reports it full (the owner
+ * may push one more read's worth past it: push never drops octets). */
+#define JN_IO_BRIDGE_IN_CAP (256u * 1024)
+/* Octets of proton's output the loop moves into the output buffer at
+ * most: what a peer that stops reading holds here. */
+#define JN_IO_BRIDGE_OUT_CAP (256u * 1024)
+
+typedef struct jn_io_bridge jn_io_bridge_t;
+
+/* jn_io_bridge_notify_fn: called by the connection's loop thread, with
+ * no lock of the caller's held, when output became available or ended, or
+ * when the input has room again after a push reported it full. It must
+ * not call jn_io_bridge_* itself (it should wake its owner's thread). */
+typedef void (*jn_io_bridge_notify_fn)(void *ctx);
+
+/* jn_io_bridge_open: a new bridged connection accepted on the listener
+ * named listener (added with cfg.bridged), its peer described by peer
+ * (host:port text, copied, for logs and management). notify(ctx) as
+ * above until jn_io_bridge_close. Returns the bridge (the caller's
+ * reference), or NULL: no such bridged listener (JN_ENOENT in *err), the
+ * connection limit (JN_EBUSY), ENOMEM. Any thread. */
+jn_io_bridge_t *jn_io_bridge_open(jn_io_t *io, const char *listener, const char *peer,
+                                  jn_io_bridge_notify_fn notify, void *ctx, int *err);
+
+/* jn_io_bridge_push: the peer's next len octets (copied). Returns true
+ * while the input has room, false when it is full (the octets are still
+ * taken): stop reading the peer until notified. Octets pushed after the
+ * connection ended are dropped. The owner's thread. */
+bool jn_io_bridge_push(jn_io_bridge_t *b, const uint8_t *data, size_t len);
+
+/* jn_io_bridge_has_room: the input is below its cap again. Owner's thread. */
+bool jn_io_bridge_has_room(jn_io_bridge_t *b);
+
+/* jn_io_bridge_pull: up to cap octets of output into buf; returns how many
+ * (0: none now). *ended is set true once the connection is over and all
+ * its output was pulled (the owner then closes its peer). The owner's
+ * thread. */
+size_t jn_io_bridge_pull(jn_io_bridge_t *b, uint8_t *buf, size_t cap, bool *ended);
+
+/* jn_io_bridge_close: the peer is gone (or the owner closes it): the
+ * connection's input ends (a connection not closed by AMQP is closed as a
+ * socket's end of stream closes it), notify is not called after this
+ * returns, and the caller's reference is dropped (b must not be used
+ * again). The owner's thread. */
+void jn_io_bridge_close(jn_io_bridge_t *b);
 
 /* ---- tests and fuzzing only (router/io/io_test.c) ----------------------
  *

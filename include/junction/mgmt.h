@@ -42,6 +42,7 @@
 
 #include <junction/config.h>
 #include <junction/core.h>
+#include <junction/http.h>
 #include <junction/io.h>
 #include <junction/mesh.h>
 
@@ -127,10 +128,12 @@ typedef struct jn_mgmt_config {
      * jn_http_add_listener, jn_http_remove_listener, jn_http_listener_port
      * with http_ctx the jn_http_t). port is decimal (service names are
      * resolved before). add returns 0, JN_EINVAL (err says why: 400),
-     * JN_EEXIST, JN_ENOMEM. NULL: http listeners are refused by name. */
+     * JN_EEXIST, JN_ENOMEM. NULL: http listeners are refused by name. A
+     * listener with websockets: yes is also added to the I/O layer as a
+     * bridged listener of the same name (add_listener, cfg.bridged) before
+     * add_http_listener, and removed with it. */
     void *http_ctx;
-    int (*add_http_listener)(void *http_ctx, const char *name, const char *host, int port,
-                             const char *root_dir, bool metrics, bool healthz, char *err,
+    int (*add_http_listener)(void *http_ctx, const jn_http_listener_config_t *cfg, char *err,
                              size_t errlen);
     int (*remove_http_listener)(void *http_ctx, const char *name);
     int (*http_listener_port)(void *http_ctx, const char *name, char *buf, size_t cap);

@@ -20,15 +20,33 @@
  * server is marked dying under the lock before it is stopped, so no wake
  * reaches a context being destroyed.
  *
- * Nothing here is on the message path: the lock is taken per HTTP request
- * and per listener change.
+ * AMQP over WebSocket: an upgrade with subprotocol `amqp` (or `binary`)
+ * gets a ws_conn_t and a bridged connection of the I/O layer (junction/io.h,
+ * "bridged connections"). A received message's payload is pushed into
+ * the bridge (when the bridge says its input is full, the WebSocket stops
+ * being read: lws_rx_flow_control); when the connection's loop has output
+ * (or room again, or the connection ended) it calls ws_notify, which puts
+ * the ws_conn_t on its server's `ws_ready` list and wakes the service
+ * thread as a rendered page does; the thread then asks for a writable
+ * callback, which sends what the bridge holds (up to WS_CHUNK octets: all
+ * the frames proton framed since the last write, many deliveries in one
+ * WebSocket message). A ws_conn_t is freed on the service thread after
+ * jn_io_bridge_close, after which no notify comes; it is taken off
+ * `ws_ready` under the lock first.
+ *
+ * Nothing here is on the message path of TCP connections: the lock is
+ * taken per HTTP request, per listener change, and per WebSocket wake (a
+ * batch of frames).
  */
 #include <junction/http.h>
 #include <junction/log.h>
 
 #include <libwebsockets.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -39,6 +57,15 @@
 
 #define REQ_QUERY_MAX 256
 #define WRITE_CHUNK 8192
+/* The most a WebSocket write sends (one binary message): whatever the
+ * bridge holds, up to this. */
+#define WS_CHUNK (64 * 1024)
+/* An HTTP request's headers may take this many octets at most; a larger
+ * request is refused by libwebsockets (and logged here). */
+#define HEADER_MAX 8192
+/* Seconds a client has to finish its request headers (a slowloris client
+ * is cut after this) and for libwebsockets' other round trips. */
+#define HTTP_TIMEOUT_S 10
 
 typedef struct server server_t;
 
@@ -66,12 +93,42 @@ typedef struct pss {
     http_req_t *req;
 } pss_t;
 
+/* The opaque user data of an accepted connection until its first complete
+ * request is its peer's name (heap): one that is destroyed with it never
+ * sent one (it timed out: a slowloris client; its headers did not fit; or
+ * it left), which is logged. */
+static void awaiting_clear(struct lws *wsi)
+{
+    free(lws_get_opaque_user_data(wsi));
+    lws_set_opaque_user_data(wsi, NULL);
+}
+
+/* One AMQP-over-WebSocket connection. wsi, bridge, rx_paused: the service
+ * thread; queued, next_ready: under http->lock. */
+typedef struct ws_conn {
+    server_t *srv;
+    struct lws *wsi;
+    jn_io_bridge_t *bridge;
+    bool rx_paused;
+    bool queued;
+    struct ws_conn *next_ready;
+    char peer[64];
+} ws_conn_t;
+
+/* Per-connection data of the amqp protocol. */
+typedef struct ws_pss {
+    ws_conn_t *ws;
+} ws_pss_t;
+
 /* One http listener: its own context and service thread. */
 struct server {
     server_t *next; /* http->servers, under lock */
     jn_http_t *http;
     char *name, *host, *root_dir;
-    bool metrics, healthz;
+    bool metrics, healthz, websockets, tls;
+    bool console; /* root_dir is the console's, not an httpRootDir */
+    ws_conn_t *ws_ready;   /* under lock: WebSocket connections to service */
+    unsigned char *ws_buf; /* LWS_PRE + WS_CHUNK: the service thread's */
     int port; /* bound */
     struct lws_context *ctx;
     pthread_t thread;
@@ -170,7 +227,10 @@ static int begin_request(server_t *srv, struct lws *wsi, pss_t *pss, const char 
     return 0;
 }
 
-/* Write what req has; -1 closes the connection. Service thread. */
+/* Write what req has: 0 more to write (a writable callback is asked
+ * for), 1 all written (the caller ends the request, then completes the
+ * transaction: completing it may free the connection's pss), -1 failed
+ * (close). Service thread. */
 static int write_answer(struct lws *wsi, http_req_t *req)
 {
     unsigned char buf[LWS_PRE + WRITE_CHUNK];
@@ -182,7 +242,7 @@ static int write_answer(struct lws *wsi, http_req_t *req)
             lws_finalize_write_http_header(wsi, start, &p, end))
             return -1;
         if (req->len == 0)
-            return lws_http_transaction_completed(wsi) ? -1 : 0;
+            return 1;
         lws_callback_on_writable(wsi);
         return 0;
     }
@@ -193,7 +253,7 @@ static int write_answer(struct lws *wsi, http_req_t *req)
         return -1;
     req->sent += n;
     if (last)
-        return lws_http_transaction_completed(wsi) ? -1 : 0;
+        return 1;
     lws_callback_on_writable(wsi);
     return 0;
 }
@@ -236,12 +296,48 @@ static void service_wake(server_t *srv)
         if (r->wsi)
             lws_callback_on_writable(r->wsi);
     }
+    ws_conn_t *ws = srv->ws_ready;
+    srv->ws_ready = NULL;
+    for (ws_conn_t *w = ws; w; w = w->next_ready)
+        w->queued = false;
     pthread_mutex_unlock(&srv->http->lock);
+    /* ws_conn_t's are freed on this thread only: the ones taken are alive */
+    while (ws) {
+        ws_conn_t *w = ws;
+        ws = w->next_ready;
+        lws_callback_on_writable(w->wsi);
+        if (w->rx_paused && jn_io_bridge_has_room(w->bridge)) {
+            w->rx_paused = false;
+            lws_rx_flow_control(w->wsi, 1);
+        }
+    }
     while (ready) {
         http_req_t *r = ready;
         ready = r->next_ready;
         req_unref(r); /* the ready list's */
     }
+}
+
+/* "address:port" of wsi's peer into out. */
+static void peer_name(struct lws *wsi, char *out, size_t cap)
+{
+    struct sockaddr_storage sa;
+    socklen_t len = sizeof sa;
+    char host[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    lws_sockfd_type fd = lws_get_socket_fd(wsi);
+    if (fd >= 0 && getpeername(fd, (struct sockaddr *)&sa, &len) == 0) {
+        if (sa.ss_family == AF_INET) {
+            struct sockaddr_in *in = (struct sockaddr_in *)&sa;
+            inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+            port = ntohs(in->sin_port);
+        } else if (sa.ss_family == AF_INET6) {
+            struct sockaddr_in6 *in = (struct sockaddr_in6 *)&sa;
+            inet_ntop(AF_INET6, &in->sin6_addr, host, sizeof host);
+            port = ntohs(in->sin6_port);
+        }
+    }
+    snprintf(out, cap, "%s:%d", host, port);
 }
 
 static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
@@ -253,7 +349,35 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
         service_wake(srv);
         return 0;
+    case LWS_CALLBACK_SERVER_NEW_CLIENT_INSTANTIATED:
+    {
+        char peer[64];
+        peer_name(wsi, peer, sizeof peer);
+        lws_set_opaque_user_data(wsi, strdup(peer)); /* NULL: not logged */
+        return 0;
+    }
+    case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE: {
+        awaiting_clear(wsi);
+        char proto[128] = "";
+        lws_hdr_copy(wsi, proto, sizeof proto, WSI_TOKEN_PROTOCOL);
+        bool amqp = false;
+        for (char *save = NULL, *t = strtok_r(proto, ", ", &save); t && !amqp;
+             t = strtok_r(NULL, ", ", &save))
+            amqp = strcmp(t, "amqp") == 0 || strcmp(t, "binary") == 0;
+        if (in && strcmp(in, "websocket") == 0 && amqp && srv->websockets)
+            return 0;
+        char peer[64];
+        peer_name(wsi, peer, sizeof peer);
+        JN_LOG(JN_LOG_MOD_HTTP, JN_LOG_WARNING,
+               "Upgrade to '%s' from %s on listener %s refused: %s", in ? (char *)in : "", peer,
+               srv->name,
+               !srv->websockets ? "the listener has websockets: no"
+                                : "AMQP over WebSocket needs the subprotocol amqp");
+        lws_return_http_status(wsi, HTTP_STATUS_BAD_REQUEST, NULL);
+        return 1;
+    }
     case LWS_CALLBACK_HTTP: {
+        awaiting_clear(wsi);
         /* behind a mount `in` is the path below it: use the whole one */
         char path[256];
         if (lws_hdr_copy(wsi, path, sizeof path, WSI_TOKEN_GET_URI) <= 0)
@@ -265,15 +389,26 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     case LWS_CALLBACK_HTTP_WRITEABLE: {
         if (!pss || !pss->req || !pss->req->ready)
             return 0;
-        http_req_t *req = pss->req;
-        int rc = write_answer(wsi, req);
-        if (rc != 0 || req->sent == req->len) /* answered (or failed): done with it */
-            end_request(srv, pss);
-        return rc;
+        int rc = write_answer(wsi, pss->req);
+        if (rc == 0)
+            return 0;
+        end_request(srv, pss); /* answered (or failed): done with it, before pss may go */
+        return rc < 0 || lws_http_transaction_completed(wsi) ? -1 : 0;
     }
     case LWS_CALLBACK_CLOSED_HTTP:
     case LWS_CALLBACK_WSI_DESTROY:
-        if (pss)
+        if (reason == LWS_CALLBACK_WSI_DESTROY && lws_get_opaque_user_data(wsi)) {
+            /* info: browsers open connections ahead and may leave them unused */
+            JN_LOG(JN_LOG_MOD_HTTP, JN_LOG_INFO,
+                   "HTTP connection from %s on listener %s closed without a complete request "
+                   "(its headers must arrive within %d s and fit in %d octets)",
+                   (char *)lws_get_opaque_user_data(wsi), srv->name, HTTP_TIMEOUT_S,
+                   HEADER_MAX);
+            awaiting_clear(wsi);
+        }
+        /* pss only on CLOSED_HTTP: by WSI_DESTROY libwebsockets may have
+         * freed it already (a refused or completed upgrade) */
+        if (pss && reason == LWS_CALLBACK_CLOSED_HTTP)
             end_request(srv, pss);
         return 0;
     default:
@@ -281,8 +416,133 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     }
 }
 
+/* ---- AMQP over WebSocket ------------------------------------------------ */
+
+/* The bridge has something for ws (output, room for input, or its end):
+ * wake its server's thread. The connection's loop thread, under the
+ * bridge's lock (so ws is alive: jn_io_bridge_close comes first). */
+static void ws_notify(void *ctx)
+{
+    ws_conn_t *ws = ctx;
+    server_t *srv = ws->srv;
+    pthread_mutex_lock(&srv->http->lock);
+    if (!ws->queued && !srv->dying) {
+        ws->queued = true;
+        ws->next_ready = srv->ws_ready;
+        srv->ws_ready = ws;
+        lws_cancel_service(srv->ctx); /* under the lock: see `dying` */
+    }
+    pthread_mutex_unlock(&srv->http->lock);
+}
+
+/* The WebSocket of ws closed: end its connection, free ws. Service
+ * thread (or the thread destroying the context). */
+static void ws_end(ws_conn_t *ws)
+{
+    server_t *srv = ws->srv;
+    jn_io_bridge_close(ws->bridge); /* no ws_notify after this */
+    pthread_mutex_lock(&srv->http->lock);
+    if (ws->queued)
+        for (ws_conn_t **p = &srv->ws_ready; *p; p = &(*p)->next_ready)
+            if (*p == ws) {
+                *p = ws->next_ready;
+                break;
+            }
+    pthread_mutex_unlock(&srv->http->lock);
+    free(ws);
+}
+
+static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                       size_t len)
+{
+    server_t *srv = lws_context_user(lws_get_context(wsi));
+    ws_pss_t *pss = user;
+    switch (reason) {
+    case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+        if (srv->websockets && srv->http->cfg.io)
+            return 0;
+        {
+            char peer[64];
+            peer_name(wsi, peer, sizeof peer);
+            JN_LOG(JN_LOG_MOD_HTTP, JN_LOG_WARNING,
+                   "WebSocket upgrade from %s refused: listener %s has websockets: no", peer,
+                   srv->name);
+        }
+        return 1;
+    case LWS_CALLBACK_ESTABLISHED: {
+        ws_conn_t *ws = calloc(1, sizeof *ws);
+        if (!ws)
+            return -1;
+        ws->srv = srv;
+        ws->wsi = wsi;
+        peer_name(wsi, ws->peer, sizeof ws->peer);
+        int err = 0;
+        ws->bridge = jn_io_bridge_open(srv->http->cfg.io, srv->name, ws->peer, ws_notify, ws, &err);
+        if (!ws->bridge) {
+            JN_LOG(JN_LOG_MOD_HTTP, JN_LOG_WARNING,
+                   "WebSocket connection from %s on listener %s refused: %s", ws->peer,
+                   srv->name, jn_strerror(err));
+            free(ws);
+            return -1;
+        }
+        pss->ws = ws;
+        JN_LOG(JN_LOG_MOD_HTTP, JN_LOG_INFO, "WebSocket connection from %s on listener %s%s",
+               ws->peer, srv->name, srv->tls ? " (TLS)" : "");
+        return 0;
+    }
+    case LWS_CALLBACK_RECEIVE: {
+        ws_conn_t *ws = pss ? pss->ws : NULL;
+        if (!ws)
+            return -1;
+        if (!lws_frame_is_binary(wsi)) {
+            JN_LOG(JN_LOG_MOD_HTTP, JN_LOG_WARNING,
+                   "WebSocket connection from %s closed: a text message (AMQP travels in "
+                   "binary messages)",
+                   ws->peer);
+            lws_close_reason(wsi, LWS_CLOSE_STATUS_UNACCEPTABLE_OPCODE,
+                             (unsigned char *)"binary messages only", 20);
+            return -1;
+        }
+        if (!jn_io_bridge_push(ws->bridge, in, len) && !ws->rx_paused) {
+            ws->rx_paused = true; /* backpressure: read on when the bridge has room */
+            lws_rx_flow_control(wsi, 0);
+        }
+        return 0;
+    }
+    case LWS_CALLBACK_SERVER_WRITEABLE: {
+        ws_conn_t *ws = pss ? pss->ws : NULL;
+        if (!ws)
+            return 0;
+        bool ended = false;
+        unsigned char *start = srv->ws_buf + LWS_PRE;
+        size_t n = jn_io_bridge_pull(ws->bridge, start, WS_CHUNK, &ended);
+        if (n > 0) {
+            if (lws_write(wsi, start, n, LWS_WRITE_BINARY) < (int)n)
+                return -1;
+            lws_callback_on_writable(wsi); /* there may be more */
+            return 0;
+        }
+        if (ended) { /* the AMQP connection is over and all of it was sent */
+            lws_close_reason(wsi, LWS_CLOSE_STATUS_NORMAL, NULL, 0);
+            return -1;
+        }
+        return 0;
+    }
+    case LWS_CALLBACK_CLOSED: /* (not WSI_DESTROY: pss may be freed by then) */
+        if (pss && pss->ws) {
+            ws_end(pss->ws);
+            pss->ws = NULL;
+        }
+        return 0;
+    default:
+        return 0;
+    }
+}
+
 static const struct lws_protocols protocols[] = {
     {"junction-http", callback, sizeof(pss_t), 0, 0, NULL, 0},
+    {"amqp", ws_callback, sizeof(ws_pss_t), WS_CHUNK, 0, NULL, 0},
+    {"binary", ws_callback, sizeof(ws_pss_t), WS_CHUNK, 0, NULL, 0},
     {NULL, NULL, 0, 0, 0, NULL, 0},
 };
 
@@ -314,6 +574,7 @@ static void server_free(server_t *srv)
     free(srv->name);
     free(srv->host);
     free(srv->root_dir);
+    free(srv->ws_buf);
     free(srv);
 }
 
@@ -382,6 +643,18 @@ int jn_http_add_listener(jn_http_t *http, const jn_http_listener_config_t *cfg, 
         srv->http = http;
         srv->metrics = cfg->metrics;
         srv->healthz = cfg->healthz;
+        srv->websockets = cfg->websockets;
+        srv->tls = cfg->cert_file && cfg->cert_file[0];
+        if (!(srv->ws_buf = malloc(LWS_PRE + WS_CHUNK)))
+            rc = JN_ENOMEM;
+        /* no httpRootDir: the console (when its files are installed) */
+        if (rc == 0 && !srv->root_dir && http->cfg.console_dir && http->cfg.console_dir[0]) {
+            srv->console = true;
+            if (!(srv->root_dir = strdup(http->cfg.console_dir)))
+                rc = JN_ENOMEM;
+        }
+    }
+    if (rc == 0) {
         atomic_init(&srv->stopping, false);
         if (srv->root_dir) { /* our paths stay ours; the rest are files */
             set_mount(&srv->mounts[0], "/metrics", "junction-http", LWSMPRO_CALLBACK, NULL);
@@ -398,6 +671,17 @@ int jn_http_add_listener(jn_http_t *http, const jn_http_listener_config_t *cfg, 
         info.mounts = srv->root_dir ? &srv->mounts[0] : NULL;
         info.vhost_name = srv->name;
         info.options = LWS_SERVER_OPTION_VALIDATE_UTF8 | LWS_SERVER_OPTION_DISABLE_IPV6;
+        info.max_http_header_data = HEADER_MAX;
+        info.timeout_secs = HTTP_TIMEOUT_S;
+        info.timeout_secs_ah_idle = HTTP_TIMEOUT_S;
+        if (srv->tls) {
+            info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+            info.ssl_cert_filepath = cfg->cert_file;
+            info.ssl_private_key_filepath = cfg->key_file;
+            info.ssl_ca_filepath = cfg->ca_file && cfg->ca_file[0] ? cfg->ca_file : NULL;
+            info.ssl_private_key_password = cfg->key_password;
+            info.ssl_cipher_list = cfg->ciphers && cfg->ciphers[0] ? cfg->ciphers : NULL;
+        }
         info.gid = -1;
         info.uid = -1;
         info.user = srv;
@@ -426,9 +710,11 @@ int jn_http_add_listener(jn_http_t *http, const jn_http_listener_config_t *cfg, 
     srv->next = http->servers;
     http->servers = srv;
     pthread_mutex_unlock(&http->lock);
-    JN_LOG(JN_LOG_MOD_HTTP, JN_LOG_NOTICE, "Listening for HTTP on %s:%d%s%s%s",
-           srv->host ? srv->host : "", srv->port, srv->metrics ? " (/metrics)" : "",
-           srv->healthz ? " (/healthz)" : "", srv->root_dir ? " (files)" : "");
+    JN_LOG(JN_LOG_MOD_HTTP, JN_LOG_NOTICE, "Listening for HTTP%s on %s:%d%s%s%s%s",
+           srv->tls ? "S" : "", srv->host ? srv->host : "", srv->port,
+           srv->metrics ? " (/metrics)" : "", srv->healthz ? " (/healthz)" : "",
+           srv->console ? " (console)" : srv->root_dir ? " (files)" : "",
+           srv->websockets ? " (AMQP over WebSocket)" : "");
     return 0;
 }
 

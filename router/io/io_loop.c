@@ -367,6 +367,8 @@ int jn_io_conn_start(jn_io_conn_t *conn, pn_transport_t *t, int fd, const char *
             conn->fd = -1;
             jn_io_conn_io_error_IO(conn, err, "registering");
         }
+    } else if (conn->bridge) {
+        /* bridged (io_bridge.c): no socket; its owner feeds it */
     } else if (conn->ai_list) {
         conn->ai_next = conn->ai_list;
         if (!connect_next(conn))
@@ -644,7 +646,8 @@ static void stall_check_IO(jn_io_conn_t *conn)
 {
     JN_ASSERT_IO(conn);
     conn->stall_watch = false;
-    if (conn->writable || conn->fd < 0 || pn_connection_driver_write_closed(&conn->driver))
+    if (conn->writable || (conn->fd < 0 && !conn->bridge) ||
+        pn_connection_driver_write_closed(&conn->driver))
         return; /* drained (or nothing left to write): watch the next refusal */
     uint64_t taken = conn->octets_written - conn->stall_mark;
     if (taken >= JN_IO_WRITE_STALL_MIN_OCTETS) {
@@ -764,6 +767,7 @@ void jn_io_conn_destroy_IO(jn_io_conn_t *conn)
     if (loop)
         atomic_fetch_sub_explicit(&loop->conns, 1, memory_order_relaxed);
     jn_io_tls_free(conn);
+    jn_io_bridge_gone_IO(conn);
     if (conn->ai_list)
         freeaddrinfo(conn->ai_list);
     conn->ai_list = conn->ai_next = NULL;
@@ -802,6 +806,8 @@ static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
     bool more = false;
     if (!conn->connecting && conn->fd >= 0)
         more = conn_read(conn);
+    else if (conn->bridge)
+        jn_io_bridge_read_IO(conn); /* AMQP over WebSocket: no socket */
     else if (conn->test_io)
         jn_io_test_read_IO(conn); /* tests and fuzzing: no socket */
     /* Proton's idle clock before the events, so that an expiry it raises
@@ -822,6 +828,8 @@ static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
         jn_io_conn_batch_end_IO(conn);
         if (!conn->connecting && conn->fd >= 0)
             conn_write(conn);
+        else if (conn->bridge)
+            jn_io_bridge_write_IO(conn);
         else if (conn->test_io)
             jn_io_test_write_IO(conn);
         else if (conn->fd < 0)

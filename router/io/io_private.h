@@ -16,6 +16,9 @@
  *   io_props.c    a peer's open properties, for management;
  *   io_mesh.c     inter-router connections: cost, standard links;
  *   screen.c      the frame screen (junction/screen.h);
+ *   io_bridge.c   bridged connections: no socket, their octets through
+ *                 buffers another thread fills and drains (AMQP over
+ *                 WebSocket);
  *   io_test.c     test hooks: socketless connections driven by the
  *                 caller's thread (tests and fuzzing only).
  *
@@ -499,6 +502,9 @@ struct jn_io_conn {
      * loop's thread (the test's thread). */
     bool test_io;
     bool test_end;
+    /* A bridged connection (io_bridge.c): no socket; its octets go
+     * through this (the connection's reference), NULL once destroyed. */
+    jn_io_bridge_t *bridge;
     const uint8_t *test_in;
     size_t test_in_len;
 };
@@ -678,6 +684,12 @@ jn_tls_profile_t *jn_io_tls_profile_get(jn_io_t *io, const char *name);
  * write steps of conn_pass. */
 void jn_io_test_read_IO(jn_io_conn_t *conn);
 void jn_io_test_write_IO(jn_io_conn_t *conn);
+
+/* io_bridge.c: a bridged connection's read and write steps of conn_pass,
+ * and its end (the connection is destroyed: the owner is told). */
+void jn_io_bridge_read_IO(jn_io_conn_t *conn);
+void jn_io_bridge_write_IO(jn_io_conn_t *conn);
+void jn_io_bridge_gone_IO(jn_io_conn_t *conn);
 
 /* io_endpoint.c: listeners, connectors, accepting and connecting */
 void jn_io_endpoint_free(jn_io_endpoint_t *ep);

@@ -78,18 +78,90 @@ static int port_number(const char *port)
     return s ? ntohs((uint16_t)s->s_port) : -1;
 }
 
-/* A listener with http: yes: served by the HTTP layer. */
+static int endpoint_config(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_endpoint_config_t *ec,
+                           char *password, size_t cap, jn_entity_err_t *err);
+static int check_sasl(jn_mgmt_t *agent, const jn_entity_ctx_t *ctx, jn_mgmt_entity_t *e,
+                      const jn_endpoint_config_t *ec, jn_entity_err_t *err);
+
+/* The AMQP side of an http listener with websockets: yes: a bridged
+ * listener of the I/O layer of the same name, with the entity's AMQP
+ * settings (SASL, limits, role); TLS is the HTTP layer's. */
+static int add_bridged_listener(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_err_t *err)
+{
+    if (!agent->cfg.add_listener)
+        return 0; /* unit tests: stored only */
+    char password[8];
+    jn_endpoint_config_t ec;
+    jn_entity_ctx_t ctx = {.mode = agent->cfg.mode,
+                           .profile = jn_entity_profile_in_store,
+                           .profile_arg = agent};
+    int st = endpoint_config(agent, e, &ec, password, sizeof password, err);
+    ec.ssl_profile = NULL;
+    ec.require_ssl = ec.require_encryption = false;
+    if (st == 0)
+        st = check_sasl(agent, &ctx, e, &ec, err);
+    if (st)
+        return st;
+    ec.bridged = true;
+    int rc = agent->cfg.add_listener(agent->cfg.io_ctx, &ec);
+    if (rc != 0)
+        return jn_entity_fail(err, rc == JN_ENOMEM ? JN_MGMT_INTERNAL : JN_MGMT_BAD_REQUEST,
+                              "websockets", "listener %s: cannot add its AMQP side: %s",
+                              e->name ? e->name : "", jn_strerror(rc));
+    return 0;
+}
+
+/* A listener with http: yes: served by the HTTP layer (and, with
+ * websockets: yes, AMQP over WebSocket through a bridged io listener). */
 static int create_http_listener(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_err_t *err)
 {
     if (!agent->cfg.add_http_listener)
         return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "http",
                               "listener attribute 'http' is not supported by this router");
     char why[256] = "";
-    const char *host = jn_mgmt_entity_str(e, "host");
-    int rc = agent->cfg.add_http_listener(
-        agent->cfg.http_ctx, e->name, host, port_number(jn_mgmt_entity_str(e, "port")),
-        jn_mgmt_entity_str(e, "httpRootDir"), jn_mgmt_entity_bool(e, "metrics", true),
-        jn_mgmt_entity_bool(e, "healthz", true), why, sizeof why);
+    jn_http_listener_config_t lc = {
+        .name = e->name,
+        .host = jn_mgmt_entity_str(e, "host"),
+        .port = port_number(jn_mgmt_entity_str(e, "port")),
+        .root_dir = jn_mgmt_entity_str(e, "httpRootDir"),
+        .metrics = jn_mgmt_entity_bool(e, "metrics", true),
+        .healthz = jn_mgmt_entity_bool(e, "healthz", true),
+        .websockets = jn_mgmt_entity_bool(e, "websockets", true),
+    };
+    const char *profile = jn_mgmt_entity_str(e, "sslProfile");
+    char key_password[256] = "";
+    if (profile && profile[0]) {
+        jn_mgmt_entity_t *p =
+            jn_mgmt_store_find(agent, jn_mgmt_class_find("sslProfile", NULL), profile, NULL);
+        if (!p)
+            return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "sslProfile",
+                                  "listener: sslProfile '%s' is not defined", profile);
+        lc.cert_file = jn_mgmt_entity_str(p, "certFile");
+        lc.key_file = jn_mgmt_entity_str(p, "privateKeyFile");
+        lc.ca_file = jn_mgmt_entity_str(p, "caCertFile");
+        lc.ciphers = jn_mgmt_entity_str(p, "ciphers");
+        const char *spec = jn_mgmt_entity_str(p, "password");
+        if (spec && agent->cfg.resolve_password &&
+            agent->cfg.resolve_password(spec, key_password, sizeof key_password, why,
+                                        sizeof why) == 0)
+            lc.key_password = key_password;
+        if (!lc.cert_file || !lc.cert_file[0])
+            return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "sslProfile",
+                                  "listener: sslProfile '%s' has no certFile to serve HTTPS with",
+                                  profile);
+    }
+    if (lc.websockets) {
+        int st = add_bridged_listener(agent, e, err);
+        if (st) {
+            memset(key_password, 0, sizeof key_password);
+            return st;
+        }
+    }
+    why[0] = '\0';
+    int rc = agent->cfg.add_http_listener(agent->cfg.http_ctx, &lc, why, sizeof why);
+    memset(key_password, 0, sizeof key_password);
+    if (rc != 0 && lc.websockets && agent->cfg.remove_endpoint && agent->cfg.add_listener)
+        agent->cfg.remove_endpoint(agent->cfg.io_ctx, e->name);
     if (rc == JN_EINVAL || rc == JN_EEXIST)
         return jn_entity_fail(err, JN_MGMT_BAD_REQUEST,
                               strstr(why, "httpRootDir") ? "httpRootDir" : "port",
@@ -208,7 +280,8 @@ int jn_entity_validate_CT(jn_mgmt_t *agent, const jn_entity_ctx_t *ctx, jn_mgmt_
 {
     if (is(e, "sslProfile"))
         return tls_profile(agent, e, false, err);
-    if ((!is(e, "listener") && !is(e, "connector")) || jn_mgmt_entity_bool(e, "http", false))
+    if ((!is(e, "listener") && !is(e, "connector")) ||
+        (jn_mgmt_entity_bool(e, "http", false) && !jn_mgmt_entity_bool(e, "websockets", true)))
         return 0;
     char password[256];
     jn_endpoint_config_t ec;
@@ -537,6 +610,8 @@ void jn_entity_delete_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e)
     if (is(e, "listener") && jn_mgmt_entity_bool(e, "http", false)) {
         if (agent->cfg.remove_http_listener)
             agent->cfg.remove_http_listener(agent->cfg.http_ctx, e->name);
+        if (jn_mgmt_entity_bool(e, "websockets", true) && agent->cfg.remove_endpoint)
+            agent->cfg.remove_endpoint(agent->cfg.io_ctx, e->name);
         return;
     }
     /* a connector's own connection (and only it) is closed by the I/O

@@ -214,11 +214,6 @@ static bool port_ok(const char *port)
 static int check_endpoint(const jn_entity_ctx_t *ctx, jn_mgmt_entity_t *e, jn_entity_err_t *err)
 {
     const char *type = type_of(e);
-    if (jn_mgmt_entity_bool(e, "http", false) && jn_mgmt_entity_bool(e, "websockets", true))
-        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "websockets",
-                              "%s attribute 'websockets': AMQP over WebSocket is not supported by "
-                              "this version of junctiond (set websockets: no)",
-                              type);
     const char *role = jn_mgmt_entity_str(e, "role");
     if (role && strcmp(role, "inter-router") == 0 &&
         (!ctx->mode || strcmp(ctx->mode, "interior") != 0))

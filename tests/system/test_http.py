@@ -9,7 +9,9 @@ libwebsockets; docs/design.md "HTTP", docs/protocol.md "HTTP"):
 - /healthz: 200 while operational, 503 while the router stops; /healthz/mesh.
 - httpRootDir: files under it; /metrics and /healthz stay the router's.
 - http listeners from management: CREATE, the port it got, DELETE.
-- AMQP over WebSocket is refused by name (not served yet).
+- AMQP over WebSocket: test_http_websocket.py; here, an http listener made
+  by management with websockets (the default) and deleted frees both its
+  HTTP port and its AMQP side.
 
 Every process is started here on 127.0.0.1, bounded in time, and stopped
 by PID.
@@ -202,11 +204,14 @@ class HttpTest(RouterTestCase):
         self.assertEqual(code, 204, desc)
         with self.assertRaises(OSError):
             get(base + "/healthz", timeout=2)
-        # AMQP over WebSocket is refused by name, never half served
-        code, desc, _ = m.call({"operation": "CREATE", "type": "listener", "name": "w3"},
-                               {"host": "127.0.0.1", "port": "0", "http": True})
-        self.assertEqual(code, 400)
-        self.assertIn("websockets", desc)
+        # with AMQP over WebSocket (the default): created, deleted, created again
+        for _ in range(2):
+            code, desc, body = m.call({"operation": "CREATE", "type": "listener", "name": "w3"},
+                                      {"host": "127.0.0.1", "port": "0", "http": True})
+            self.assertEqual(code, 201, desc)
+            self.assertEqual(get("http://127.0.0.1:%s/healthz" % body["port"]), (200, "OK\n"))
+            code, desc, _ = m.call({"operation": "DELETE", "type": "listener", "name": "w3"})
+            self.assertEqual(code, 204, desc)
 
     def test_a_real_prometheus_scrapes_it(self):
         """A private Prometheus scrapes /metrics every second; its query API
@@ -253,10 +258,11 @@ class HttpTest(RouterTestCase):
 
 class HttpConfigTest(RouterTestCase):
 
-    def test_websockets_and_bad_root_refused_with_file_and_line(self):
-        for attrs, word in (({"websockets": "yes"}, "websockets"),
-                            ({"websockets": "no", "httpRootDir": "/nonexistent/www"},
-                             "httpRootDir")):
+    def test_bad_root_refused_with_file_and_line(self):
+        for attrs, word in (({"websockets": "no", "httpRootDir": "/nonexistent/www"},
+                             "httpRootDir"),
+                            ({"httpRootDir": "/nonexistent/www"}, "httpRootDir"),
+                            ({"sslProfile": "missing"}, "sslProfile")):
             with self.subTest(word):
                 a = {"host": "127.0.0.1", "port": 0, "http": "yes"}
                 a.update(attrs)

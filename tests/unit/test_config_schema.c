@@ -414,7 +414,7 @@ static void implemented_attributes(void **state)
             fail_msg("%s.%s should not be implemented", no[i].type, no[i].attr);
     static const struct {
         const char *type, *attr;
-    } yes[] = {{"listener", "http"}, /* websockets: a value rule refuses yes on http */
+    } yes[] = {{"listener", "http"}, /* websockets: AMQP over WebSocket (router/http) */
                {"listener", "websockets"},
                {"listener", "name"},
                {"listener", "host"},

@@ -1,0 +1,320 @@
+/*
+ * io_bridge.c — bridged connections (junction/io.h, "bridged
+ * connections"): an accepted AMQP connection whose octets come from and go
+ * to another thread through two bounded buffers instead of a socket. Used
+ * for AMQP over WebSocket (docs/design.md, "HTTP").
+ *
+ * How it fits: a bridged connection is an ordinary io_conn of a listener
+ * whose cfg.bridged is set, started on a loop by jn_io_conn_start with no
+ * socket; conn->bridge is set, so that conn_pass (io_loop.c) reads with
+ * jn_io_bridge_read_IO instead of recv() and writes with
+ * jn_io_bridge_write_IO instead of send(). Everything else — the frame
+ * screen, SASL, proton's events, the core's work, the idle timeout, the
+ * initial handshake timeout, the write-stall cut — is the daemon's code
+ * for every connection.
+ *
+ * Sharing: the bridge is refcounted (the owner's reference, dropped by
+ * jn_io_bridge_close; the connection's, dropped when it is destroyed).
+ * Its buffers and flags are under its own mutex, taken once per read or
+ * write step of the connection and once per push or pull of the owner —
+ * per batch of frames, never per message. The owner also holds a
+ * reference on the connection (to wake it) until it closes.
+ */
+#include "io_private.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A growable octet buffer: data[off, len) is pending. */
+typedef struct bbuf {
+    uint8_t *data;
+    size_t off, len, cap;
+} bbuf_t;
+
+struct jn_io_bridge {
+    atomic_int refs;
+    jn_io_conn_t *conn; /* the owner's reference; immutable */
+    pthread_mutex_t lock;
+    /* under lock */
+    bbuf_t in, out;
+    bool in_full;     /* a push found the input full: notify once it has room */
+    bool owner_gone;  /* jn_io_bridge_close: input ends, no more notify */
+    bool conn_gone;   /* the connection was destroyed: output ends */
+    jn_io_bridge_notify_fn notify;
+    void *ctx;
+};
+
+static void bridge_unref(jn_io_bridge_t *b)
+{
+    if (atomic_fetch_sub(&b->refs, 1) != 1)
+        return;
+    pthread_mutex_destroy(&b->lock);
+    free(b->in.data);
+    free(b->out.data);
+    free(b);
+}
+
+static size_t pending(const bbuf_t *x)
+{
+    return x->len - x->off;
+}
+
+/* Append n octets to x (growing it). false on ENOMEM. */
+static bool bbuf_append(bbuf_t *x, const uint8_t *data, size_t n)
+{
+    if (x->off > 0 && x->len + n > x->cap) { /* compact first */
+        memmove(x->data, x->data + x->off, x->len - x->off);
+        x->len -= x->off;
+        x->off = 0;
+    }
+    if (x->len + n > x->cap) {
+        size_t cap = x->cap ? x->cap : 16384;
+        while (cap < x->len + n)
+            cap *= 2;
+        uint8_t *d = realloc(x->data, cap);
+        if (!d)
+            return false;
+        x->data = d;
+        x->cap = cap;
+    }
+    memcpy(x->data + x->len, data, n);
+    x->len += n;
+    return true;
+}
+
+/* Take up to cap octets out of x into buf. */
+static size_t bbuf_take(bbuf_t *x, uint8_t *buf, size_t cap)
+{
+    size_t n = pending(x) < cap ? pending(x) : cap;
+    if (n == 0)
+        return 0; /* x->data may be NULL */
+    memcpy(buf, x->data + x->off, n);
+    x->off += n;
+    if (x->off == x->len)
+        x->off = x->len = 0;
+    return n;
+}
+
+jn_io_bridge_t *jn_io_bridge_open(jn_io_t *io, const char *listener, const char *peer,
+                                  jn_io_bridge_notify_fn notify, void *ctx, int *err)
+{
+    *err = JN_ENOENT;
+    pthread_mutex_lock(&io->lock);
+    jn_io_endpoint_t *ep = io->endpoints;
+    while (ep && !(ep->is_listener && ep->cfg.bridged && !atomic_load(&ep->removed) &&
+                   ep->cfg.name && strcmp(ep->cfg.name, listener) == 0))
+        ep = ep->next;
+    size_t live = io->live_conns;
+    bool up = io->started && !atomic_load(&io->stopping);
+    pthread_mutex_unlock(&io->lock);
+    if (!ep || !up)
+        return NULL;
+    if (live >= io->max_conns) {
+        *err = JN_EOVERFLOW;
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
+               "Refusing a WebSocket connection from %s on %s: %zu open, the limit from the "
+               "file-descriptor limit (ulimit -n) is %zu",
+               peer, ep->shown, live, io->max_conns);
+        return NULL;
+    }
+    *err = JN_ENOMEM;
+    jn_io_bridge_t *b = calloc(1, sizeof *b);
+    if (!b)
+        return NULL;
+    atomic_init(&b->refs, 2); /* the owner's, the connection's */
+    pthread_mutex_init(&b->lock, NULL);
+    b->notify = notify;
+    b->ctx = ctx;
+    jn_io_conn_t *conn = jn_io_conn_new(io, ep, true);
+    pn_transport_t *t = conn ? jn_io_transport_new(&ep->cfg, true) : NULL;
+    if (t && jn_endpoint_uses_sasl_plugin(&ep->cfg, true) && jn_io_sasl_attach(conn, t) != 0) {
+        pn_transport_free(t);
+        t = NULL;
+    }
+    if (!t) {
+        if (conn)
+            jn_io_conn_unref(conn); /* never started: freed here */
+        pthread_mutex_destroy(&b->lock);
+        free(b);
+        return NULL;
+    }
+    snprintf(conn->host, sizeof conn->host, "%s", peer);
+    conn->bridge = b;
+    b->conn = conn;
+    atomic_fetch_add(&conn->refs, 1); /* the owner's, through b */
+    if (jn_io_conn_start(conn, t, -1, NULL) != 0) {
+        conn->bridge = NULL;
+        jn_io_conn_unref(conn); /* the owner's */
+        jn_io_conn_unref(conn); /* never started: freed here */
+        pthread_mutex_destroy(&b->lock);
+        free(b);
+        return NULL;
+    }
+    *err = 0;
+    return b;
+}
+
+bool jn_io_bridge_push(jn_io_bridge_t *b, const uint8_t *data, size_t len)
+{
+    pthread_mutex_lock(&b->lock);
+    bool was_empty = pending(&b->in) == 0;
+    bool ok = b->conn_gone || bbuf_append(&b->in, data, len);
+    bool room = pending(&b->in) < JN_IO_BRIDGE_IN_CAP;
+    if (!room)
+        b->in_full = true;
+    pthread_mutex_unlock(&b->lock);
+    if (!ok) { /* out of memory: the connection cannot go on */
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_ERROR,
+               JN_IO_CONN_FMT " Out of memory taking a WebSocket peer's input", b->conn->id);
+        room = false;
+    }
+    if (was_empty && len > 0)
+        jn_io_conn_wake(b->conn);
+    return room;
+}
+
+bool jn_io_bridge_has_room(jn_io_bridge_t *b)
+{
+    pthread_mutex_lock(&b->lock);
+    bool room = b->conn_gone || pending(&b->in) < JN_IO_BRIDGE_IN_CAP;
+    pthread_mutex_unlock(&b->lock);
+    return room;
+}
+
+size_t jn_io_bridge_pull(jn_io_bridge_t *b, uint8_t *buf, size_t cap, bool *ended)
+{
+    pthread_mutex_lock(&b->lock);
+    bool was_full = pending(&b->out) >= JN_IO_BRIDGE_OUT_CAP;
+    size_t n = bbuf_take(&b->out, buf, cap);
+    *ended = b->conn_gone && pending(&b->out) == 0;
+    pthread_mutex_unlock(&b->lock);
+    if (was_full && n > 0)
+        jn_io_conn_wake(b->conn); /* room for more of proton's output */
+    return n;
+}
+
+void jn_io_bridge_close(jn_io_bridge_t *b)
+{
+    pthread_mutex_lock(&b->lock);
+    b->owner_gone = true;
+    b->notify = NULL;
+    pthread_mutex_unlock(&b->lock);
+    jn_io_conn_wake(b->conn); /* its pass ends the input */
+    jn_io_conn_unref(b->conn);
+    bridge_unref(b);
+}
+
+/* conn_pass's read step: the owner's octets into proton (through the
+ * screen), then the end of input once the owner is gone and all is
+ * taken. */
+void jn_io_bridge_read_IO(jn_io_conn_t *conn)
+{
+    JN_ASSERT_IO(conn);
+    jn_io_bridge_t *b = conn->bridge;
+    pn_connection_driver_t *d = &conn->driver;
+    bool ended = false, tell = false;
+    while (!pn_connection_driver_read_closed(d) && !conn->screened_out) {
+        pn_rwbytes_t buf = pn_connection_driver_read_buffer_sized(d, JN_IO_READ_SIZE);
+        if (buf.size == 0)
+            buf = pn_connection_driver_read_buffer(d); /* a frame above 64 KiB: conn_read */
+        if (buf.size == 0)
+            break; /* proton holds all it will take: it reads on after events */
+        pthread_mutex_lock(&b->lock);
+        size_t n = bbuf_take(&b->in, (uint8_t *)buf.start, buf.size);
+        ended = b->owner_gone && pending(&b->in) == 0;
+        if (b->in_full && pending(&b->in) < JN_IO_BRIDGE_IN_CAP / 2 && b->notify) {
+            b->in_full = false;
+            tell = true;
+        }
+        pthread_mutex_unlock(&b->lock);
+        if (n == 0)
+            break;
+        if (!jn_io_conn_input_IO(conn, buf.start, n))
+            break; /* refused by the screen: closing */
+    }
+    if (!ended) {
+        pthread_mutex_lock(&b->lock);
+        ended = b->owner_gone && pending(&b->in) == 0;
+        pthread_mutex_unlock(&b->lock);
+    }
+    if (ended && !pn_connection_driver_read_closed(d))
+        pn_connection_driver_read_close(d); /* as a socket's end of stream */
+    if (pn_connection_driver_read_closed(d)) { /* the rest is dropped */
+        pthread_mutex_lock(&b->lock);
+        b->in.off = b->in.len = 0;
+        pthread_mutex_unlock(&b->lock);
+    }
+    if (tell) {
+        pthread_mutex_lock(&b->lock);
+        jn_io_bridge_notify_fn notify = b->notify;
+        void *ctx = b->ctx;
+        if (notify)
+            notify(ctx); /* under the lock: close cannot free ctx meanwhile */
+        pthread_mutex_unlock(&b->lock);
+    }
+}
+
+/* conn_pass's write step: move what proton framed into the output buffer,
+ * up to JN_IO_BRIDGE_OUT_CAP (a full buffer is a socket refusing output:
+ * conn->writable false, the write-stall watch starts), and tell the owner
+ * when output appeared. */
+void jn_io_bridge_write_IO(jn_io_conn_t *conn)
+{
+    JN_ASSERT_IO(conn);
+    jn_io_bridge_t *b = conn->bridge;
+    pn_connection_driver_t *d = &conn->driver;
+    pthread_mutex_lock(&b->lock);
+    bool was_empty = pending(&b->out) == 0;
+    size_t moved = 0;
+    bool ok = true;
+    for (;;) {
+        size_t room = JN_IO_BRIDGE_OUT_CAP - (pending(&b->out) < JN_IO_BRIDGE_OUT_CAP
+                                                  ? pending(&b->out)
+                                                  : JN_IO_BRIDGE_OUT_CAP);
+        if (room == 0)
+            break; /* asking proton for its buffer would frame more: not now */
+        pn_bytes_t buf = pn_connection_driver_write_buffer(d);
+        if (buf.size == 0)
+            break;
+        size_t n = buf.size < room ? buf.size : room;
+        if (b->owner_gone) {
+            /* nobody reads: proton's output is thrown away */
+        } else if (!bbuf_append(&b->out, (const uint8_t *)buf.start, n)) {
+            ok = false;
+            break;
+        }
+        pn_connection_driver_write_done(d, n);
+        moved += n;
+    }
+    conn->octets_written += moved;
+    bool full = pending(&b->out) >= JN_IO_BRIDGE_OUT_CAP;
+    if (was_empty && moved > 0 && b->notify)
+        b->notify(b->ctx);
+    pthread_mutex_unlock(&b->lock);
+    if (!ok)
+        jn_io_conn_io_error_IO(conn, ENOMEM, "on write to");
+    conn->writable = !full;
+    if (full)
+        jn_io_stall_watch_IO(conn);
+    jn_io_conn_written_IO(conn, !full);
+}
+
+/* The connection is destroyed: its output ends (the owner closes its peer
+ * once it pulled the rest) and the connection's reference goes. */
+void jn_io_bridge_gone_IO(jn_io_conn_t *conn)
+{
+    JN_ASSERT_IO(conn);
+    jn_io_bridge_t *b = conn->bridge;
+    if (!b)
+        return;
+    conn->bridge = NULL;
+    pthread_mutex_lock(&b->lock);
+    b->conn_gone = true;
+    b->in.off = b->in.len = 0;
+    if (b->notify)
+        b->notify(b->ctx);
+    pthread_mutex_unlock(&b->lock);
+    bridge_unref(b);
+}

@@ -1,0 +1,269 @@
+#!/usr/bin/python3
+"""System tests of AMQP over WebSocket on an http listener (issue 18;
+docs/design.md "HTTP", docs/protocol.md "HTTP"):
+
+- rhea over ws:// and wss:// (tests/interop/ws.js, the `ws` package):
+  messages from rhea through the router to a proton receiver on the TCP
+  listener, and from a proton sender back to rhea, bodies checked;
+- a WebSocket connection is an ordinary connection for management;
+- bad input, each logged while the router keeps routing (a witness flow
+  runs throughout): plain HTTP requests and upgrades without the `amqp`
+  subprotocol, headers too large, a slowloris client (cut after the
+  header timeout), a text message, and a WebSocket client that stops
+  reading (the router's memory stays bounded and the write-stall timeout
+  cuts it);
+- `websockets: no` refuses upgrades.
+
+Every process is started here on 127.0.0.1, bounded in time, and stopped by
+PID.
+"""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import unittest
+
+from proton import Message
+from proton.utils import BlockingConnection
+
+from harness import SANITIZER, SLOW, SOURCE_DIR, RouterTestCase, conf_section
+from test_http import Manager, get
+from tls_certs import shared_certs
+
+INTEROP = os.path.join(SOURCE_DIR, "tests", "interop")
+TIMEOUT = 20 * SLOW
+COUNT = 200
+
+
+def node():
+    return shutil.which("node") or shutil.which("nodejs")
+
+
+def raw(port, data, wait=3.0):
+    """Send data on a fresh TCP connection; return what comes back until the
+    peer closes or wait seconds pass."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=wait)
+    out = b""
+    try:
+        s.sendall(data)
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            out += d
+    except OSError:
+        pass
+    finally:
+        s.close()
+    return out
+
+
+UPGRADE = (b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+           b"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+           b"Sec-WebSocket-Version: 13\r\n")
+
+
+class WebSocketTest(RouterTestCase):
+
+    def setUp(self):
+        super().setUp()
+        if not node():
+            self.fail("node (Node.js) is not installed; ./dev installs it")
+        for pkg in ("rhea", "ws"):
+            if not os.path.isdir(os.path.join(INTEROP, "node_modules", pkg)):
+                self.fail("%s is not installed in %s/node_modules: run `npm ci` there "
+                          "(./dev test does)" % (pkg, INTEROP))
+
+    def ws_router(self, tls=False, router=None, **http_attrs):
+        attrs = {"name": "web", "host": "127.0.0.1", "port": 0, "http": "yes"}
+        extra = ""
+        if tls:
+            self.certs = shared_certs()
+            extra += conf_section("sslProfile", {"name": "srv", "certFile": self.certs["server"],
+                                                 "privateKeyFile": self.certs["server_key"],
+                                                 "caCertFile": self.certs["ca"]})
+            attrs["sslProfile"] = "srv"
+        attrs.update(http_attrs)
+        r = self.start_router(extra=extra + conf_section("listener", attrs), router=router or {})
+        m = Manager(r.url)
+        self.addCleanup(m.close)
+        code, desc, body = m.call({"operation": "READ", "type": "listener", "name": "web"})
+        self.assertEqual(code, 200, desc)
+        r.http_port = int(body["port"])
+        r.ws_url = "%s://127.0.0.1:%d" % ("wss" if tls else "ws", r.http_port)
+        return r, m
+
+    def rhea(self, r, mode, address, count=COUNT, **opts):
+        args = [node(), os.path.join(INTEROP, "ws.js"), "--url", r.ws_url, "--mode", mode,
+                "--address", address, "--count", str(count), "--timeout", str(int(TIMEOUT))]
+        if r.ws_url.startswith("wss"):
+            args += ["--ca", self.certs["ca"]]
+        for k, v in opts.items():
+            args += ["--" + k, str(v)]
+        p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL, text=True)
+
+        def reap():
+            if p.poll() is None:
+                p.kill()
+            p.wait(10)
+            p.stdout.close()
+            p.stderr.close()
+        self.addCleanup(reap)
+        return p
+
+    def result(self, p):
+        out, err = p.communicate(timeout=TIMEOUT + 10)
+        lines = out.strip().splitlines()
+        self.assertTrue(lines, "no result from ws.js: %s\n%s" % (err, self.logs()))
+        res = json.loads(lines[-1])
+        self.assertIsNone(res["error"], "%s\n%s\n%s" % (res, err, self.logs()))
+        return res
+
+    def wait_link(self, m, address, direction="out"):
+        """Until the router shows a link on address (the rhea peer attached)."""
+        def attached():
+            code, desc, body = m.call({"operation": "QUERY", "type": "org.amqp.management",
+                                       "entityType": "router.link"},
+                                      {"attributeNames": ["owningAddr", "linkDir"]})
+            return any(a and a.endswith(address) and d == direction
+                       for a, d in body["results"])
+        self.wait_for("a link on " + address, attached)
+
+    def round_trip(self, r, m, size=0):
+        """rhea (WebSocket) -> router -> proton (TCP), and proton -> rhea."""
+        # to proton: the receiver first, then rhea sends
+        rx = BlockingConnection(r.url, timeout=TIMEOUT)
+        self.addCleanup(rx.close)
+        receiver = rx.create_receiver("ws.to-proton", credit=COUNT)
+        tx = self.rhea(r, "send", "ws.to-proton", size=size)
+        seen = set()
+        for _ in range(COUNT):
+            msg = receiver.receive(timeout=TIMEOUT)
+            receiver.accept()
+            seen.add(msg.properties["seq"])
+            if size:
+                self.assertEqual(len(msg.body), size)
+        self.assertEqual(seen, set(range(COUNT)))
+        rx.close()  # the last dispositions go out
+        res = self.result(tx)
+        self.assertEqual(res["accepted"], COUNT)
+        # to rhea: rhea attaches, then proton sends
+        rxw = self.rhea(r, "recv", "ws.to-rhea", size=size)
+        self.wait_link(m, "ws.to-rhea")
+        sc = BlockingConnection(r.url, timeout=TIMEOUT)
+        self.addCleanup(sc.close)
+        sender = sc.create_sender("ws.to-rhea")
+        body = (b"x" * size) if size else None
+        for i in range(COUNT):
+            sender.send(Message(body=body if size else "message %d" % i,
+                                properties={"seq": i}))
+        res = self.result(rxw)
+        self.assertEqual(res["received"], COUNT)
+
+    def test_rhea_over_ws_to_proton_and_back(self):
+        r, m = self.ws_router()
+        self.round_trip(r, m)
+        self.round_trip(r, m, size=100000)  # messages larger than one WebSocket write
+        # while a WebSocket client is connected it is an ordinary connection
+        hold = self.rhea(r, "recv", "ws.hold", count=1)
+        self.wait_link(m, "ws.hold")
+        code, desc, body = m.call({"operation": "QUERY", "type": "org.amqp.management",
+                                   "entityType": "connection"},
+                                  {"attributeNames": ["container", "role", "dir", "host"]})
+        rows = [dict(zip(body["attributeNames"], row)) for row in body["results"]]
+        ws = [c for c in rows if c["container"].startswith("rhea-ws-recv")]
+        self.assertEqual(len(ws), 1, rows)
+        self.assertEqual((ws[0]["role"], ws[0]["dir"]), ("normal", "in"))
+        self.assertTrue(ws[0]["host"].startswith("127.0.0.1:"), ws[0])
+        hold.kill()
+        self.assertIn("WebSocket connection from 127.0.0.1:", r.log())
+
+    def test_rhea_over_wss_to_proton_and_back(self):
+        r, m = self.ws_router(tls=True)
+        self.round_trip(r, m)
+        self.assertIn("(TLS)", r.log())
+        # plain HTTP on the TLS port gets no answer; the router goes on
+        self.assertNotIn(b"HTTP/1.1 200", raw(r.http_port, b"GET /healthz HTTP/1.1\r\n\r\n"))
+        self.round_trip(r, m)
+
+    def test_bad_input_is_logged_and_routing_goes_on(self):
+        r, m = self.ws_router()
+        w = self.start_witness(r)
+        port = r.http_port
+        # a plain request for the AMQP path: an ordinary HTTP answer (the console)
+        self.assertTrue(raw(port, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", 1).startswith(
+            b"HTTP/1.1 200"))
+        self.assertTrue(raw(port, b"GET /nothing-here HTTP/1.1\r\nHost: x\r\n\r\n", 1)
+                        .startswith(b"HTTP/1.1 404"))
+        # upgrades without the amqp subprotocol: 400, logged
+        for proto in (b"", b"Sec-WebSocket-Protocol: mqtt\r\n"):
+            self.assertTrue(raw(port, UPGRADE + proto + b"\r\n").startswith(b"HTTP/1.0 400"))
+        self.wait_for("the refused upgrades logged",
+                      lambda: r.log().count("needs the subprotocol amqp") == 2)
+        # headers too large: closed, logged
+        self.assertEqual(raw(port, b"GET / HTTP/1.1\r\nX-Big: " + b"a" * 20000 + b"\r\n\r\n"),
+                         b"")
+        self.wait_for("the oversized request logged",
+                      lambda: "closed without a complete request" in r.log())
+        # a text message on an AMQP WebSocket: closed, logged
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.sendall(UPGRADE + b"Sec-WebSocket-Protocol: amqp\r\n\r\n")
+        self.assertIn(b"101", s.recv(4096))
+        s.sendall(bytes([0x81, 0x84, 1, 2, 3, 4]) + bytes(b ^ k for b, k in
+                                                          zip(b"AMQP", [1, 2, 3, 4])))
+        self.wait_for("the text message logged", lambda: "a text message" in r.log())
+        s.close()
+        # AMQP garbage in binary messages: the frame screen refuses it
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.sendall(UPGRADE + b"Sec-WebSocket-Protocol: amqp\r\n\r\n")
+        self.assertIn(b"101", s.recv(4096))
+        s.sendall(bytes([0x82, 0x88, 0, 0, 0, 0]) + b"GARBAGE!")
+        self.wait_for("the garbage refused",
+                      lambda: "framing-error" in r.log() or "protocol header" in r.log())
+        s.close()
+        # slowloris: part of a request, then nothing: cut after the header timeout
+        t0 = time.monotonic()
+        self.assertEqual(raw(port, b"GET /healthz HTTP/1.1\r\nHo", wait=40 * SLOW), b"")
+        self.assertLess(time.monotonic() - t0, 30 * SLOW)
+        self.wait_for("the slowloris client logged",
+                      lambda: r.log().count("closed without a complete request") >= 2)
+        self.finish_witness(w)
+        self.assertEqual(get("http://127.0.0.1:%d/healthz" % port), (200, "OK\n"))
+
+    def test_client_that_stops_reading_is_bounded_and_cut(self):
+        """A rhea client over WebSocket with a large credit stops reading its
+        socket; another WebSocket client offers 2000 64 KiB messages to it.
+        The router holds a bounded backlog (its resident memory grows by far
+        less than what was offered), keeps routing other traffic, and cuts
+        the stalled connection after router.writeStallTimeoutSeconds."""
+        r, m = self.ws_router(router={"writeStallTimeoutSeconds": 4})
+        w = self.start_witness(r)
+        stalled = self.rhea(r, "recv", "ws.stall", count=100000, stall=1, credit=5000)
+        self.wait_link(m, "ws.stall")
+        rss0 = r.status_kb("VmRSS")
+        # 2000 x 64 KiB offered (unsettled) by another WebSocket client
+        offer = self.rhea(r, "send", "ws.stall", count=2000, size=65536)
+        time.sleep(5 * SLOW)
+        self.assertEqual(stalled.stdout.readline().strip(), "stalled")
+        grown_kb = r.status_kb("VmRSS") - rss0
+        # (a sanitizer's quarantine keeps freed memory resident: more room there)
+        limit_kb = (32 if not SANITIZER else 96) * 1024
+        self.assertLess(grown_kb, limit_kb, "resident memory grew by %d KiB" % grown_kb)
+        self.wait_for("the stalled WebSocket connection cut",
+                      lambda: "write stalled" in r.log(), timeout=30 * SLOW)
+        offer.kill()
+        self.finish_witness(w)
+
+    def test_websockets_no_refuses_upgrades(self):
+        r, m = self.ws_router(websockets="no")
+        self.assertTrue(raw(r.http_port, UPGRADE + b"Sec-WebSocket-Protocol: amqp\r\n\r\n")
+                        .startswith(b"HTTP/1.0 400"))
+        self.wait_for("the refusal logged", lambda: "websockets: no" in r.log())
+        self.assertEqual(get("http://127.0.0.1:%d/healthz" % r.http_port), (200, "OK\n"))
+
+
+if __name__ == "__main__":
+    unittest.main()

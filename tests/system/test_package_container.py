@@ -132,6 +132,10 @@ class ContainerImageTest(unittest.TestCase):
         os.unlink(tar)
         with open(os.path.join(rootfs, "etc/passwd")) as f:
             self.assertRegex(f.read(), r"(?m)^junction:x:10001:10001:")
+        # the console, with its AMQP client
+        for name in ("index.html", "console.js", "rhea.js"):
+            self.assertTrue(os.path.isfile(os.path.join(rootfs, "usr/share/junction/console",
+                                                        name)), name)
         conf = os.path.join(rootfs, "etc/junction/junctiond.conf")
         check = run("chroot", "--userspec=10001:10001", rootfs, "/usr/sbin/junctiond", "--check",
                     "-c", "/etc/junction/junctiond.conf")

@@ -13,7 +13,7 @@ import sys
 import time
 import unittest
 
-from proton import Message
+from proton import Endpoint, Message
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
@@ -44,10 +44,14 @@ class Clients(MessagingHandler):
     record each outcome; receivers take `count` messages and accept them.
     Stops when every sender has all its outcomes and every receiver its
     messages, or at the timeout (then `timed_out`). Link errors are kept in
-    `link_errors` (condition names)."""
+    `link_errors` (condition names). receivers_first: the senders send
+    only once every receiver's link is attached at the router (where a
+    message sent earlier would go elsewhere, e.g. to a fallback)."""
 
-    def __init__(self, senders=(), receivers=(), timeout=60.0, durable=False, credit=100):
+    def __init__(self, senders=(), receivers=(), timeout=60.0, durable=False, credit=100,
+                 receivers_first=False):
         super().__init__(prefetch=0, auto_accept=False)
+        self.receivers_first = receivers_first
         self.senders = [dict(url=u, address=a, count=n, sent=0, outcomes={}) for u, a, n in senders]
         self.receivers = [dict(url=u, address=a, count=n, got=[]) for u, a, n in receivers]
         self.timeout = timeout * SLOW
@@ -91,12 +95,22 @@ class Clients(MessagingHandler):
 
     def on_sendable(self, event):
         for s in self.senders:
-            if s["link"].name != event.sender.name:
-                continue
-            while event.sender.credit > 0 and s["sent"] < s["count"]:
-                event.sender.send(Message(body="%s-%d" % (s["address"], s["sent"]),
-                                          durable=self.durable))
-                s["sent"] += 1
+            if s["link"].name == event.sender.name:
+                self._send(s)
+
+    def _send(self, s):
+        if self.receivers_first and not all(r["link"].state & Endpoint.REMOTE_ACTIVE
+                                            for r in self.receivers):
+            return
+        link = s["link"]
+        while link.credit > 0 and s["sent"] < s["count"]:
+            link.send(Message(body="%s-%d" % (s["address"], s["sent"]), durable=self.durable))
+            s["sent"] += 1
+
+    def on_link_opened(self, event):
+        if self.receivers_first and event.receiver:
+            for s in self.senders:
+                self._send(s)
 
     def _outcome(self, event, name):
         for s in self.senders:
@@ -526,7 +540,8 @@ class FallbackTest(BrokerTestCase):
         c = Clients(senders=[(r.url, "fb", 50)]).run()
         self.assertEqual(c.senders[0]["outcomes"], {"accepted": 50}, self.logs())
         self.broker_depth(BROKER, "fb-spill", 50)
-        c = Clients(senders=[(r.url, "fb", 50)], receivers=[(r.url, "fb", 50)]).run()
+        c = Clients(senders=[(r.url, "fb", 50)], receivers=[(r.url, "fb", 50)],
+                    receivers_first=True).run()
         self.assertFalse(c.timed_out, self.logs())
         self.assertEqual(len(c.receivers[0]["got"]), 50)
         self.assertEqual(BROKER.queue_depth("fb-spill"), 50)

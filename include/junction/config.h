@@ -86,7 +86,7 @@ typedef struct jn_config_strmap {
 /* jn_config_load_string_map: read the file at path (a regular file, valid
  * UTF-8) as one JSON object whose values are all strings, with the JSON
  * reader of the JSON configuration form (escapes as Python's json module,
- * \uXXXX included; a key repeated is refused). For sslProfile's
+ * \u escapes (four hex digits) included; a key repeated is refused). For sslProfile's
  * uidNameMappingFile (docs/design.md "TLS and SASL"). noun names the file
  * in messages ("uidNameMappingFile"). On success fills *out (free with
  * jn_config_strmap_clear) and returns 0. On failure *out is empty, err

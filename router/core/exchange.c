@@ -39,6 +39,7 @@
 #include <junction/iterator.h>
 #include <junction/core_view.h>
 #include <junction/message.h>
+#include <junction/wildcard.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -79,70 +80,10 @@ typedef struct jn_exchange {
 
 /* ---- matching ------------------------------------------------------------ */
 
-/* A token of a key or subject: where it starts, how long it is. */
-typedef struct {
-    const char *p;
-    size_t n;
-} tok_t;
-
-/* At most this many tokens in a subject or key: a longer one matches
- * nothing (keeps the match below bounded). */
-#define JN_EX_MAX_TOKENS 64
-
-/* Split s (n octets) at sep into t; the count, or 0 past the limit. */
-static size_t split(const char *s, size_t n, char sep, tok_t *t)
-{
-    size_t count = 0, start = 0;
-    for (size_t i = 0; i <= n; i++) {
-        if (i < n && s[i] != sep)
-            continue;
-        if (count == JN_EX_MAX_TOKENS)
-            return 0;
-        t[count++] = (tok_t){s + start, i - start};
-        start = i + 1;
-    }
-    return count;
-}
-
-static bool is_tok(const tok_t *t, char c)
-{
-    return t->n == 1 && t->p[0] == c;
-}
-
-/* Key tokens k (nk) against subject tokens s (ns): `one` matches one
- * token, '#' zero or more; anything else itself. */
-static bool match_toks(const tok_t *k, size_t nk, const tok_t *s, size_t ns, char one)
-{
-    while (nk > 0) {
-        if (is_tok(k, '#')) {
-            while (nk > 1 && is_tok(k + 1, '#')) { /* "#.#" is "#" */
-                k++;
-                nk--;
-            }
-            if (nk == 1)
-                return true;
-            for (size_t skip = 0; skip <= ns; skip++)
-                if (match_toks(k + 1, nk - 1, s + skip, ns - skip, one))
-                    return true;
-            return false;
-        }
-        if (ns == 0)
-            return false;
-        if (!is_tok(k, one) && (k->n != s->n || memcmp(k->p, s->p, k->n) != 0))
-            return false;
-        k++, nk--, s++, ns--;
-    }
-    return ns == 0;
-}
-
 /* Does binding key `key` match subject s (n octets) by ex's method? */
 static bool key_matches(const jn_exchange_t *ex, const char *key, const char *s, size_t n)
 {
-    char sep = ex->mqtt ? '/' : '.';
-    tok_t kt[JN_EX_MAX_TOKENS], st[JN_EX_MAX_TOKENS];
-    size_t nk = split(key, strlen(key), sep, kt);
-    size_t ns = split(s, n, sep, st);
-    return nk > 0 && ns > 0 && match_toks(kt, nk, st, ns, ex->mqtt ? '+' : '*');
+    return jn_wildcard_match(key, strlen(key), s, n, ex->mqtt ? "/" : ".", ex->mqtt ? '+' : '*');
 }
 
 /* An mqtt key: '+' and '#' only as whole tokens, '#' only last (1.19

@@ -14,6 +14,7 @@
 
 #include <junction/encoder.h>
 #include <junction/log.h>
+#include <junction/wildcard.h>
 
 /* A group's link rules; a connection holds its own copy. */
 struct jn_io_vhost_rules {
@@ -461,35 +462,6 @@ static bool list_allows(const char *list, const char *address, const char *user)
     return false;
 }
 
-/* Address pattern match: tokens separated by '.' or '/', '*' one token,
- * '#' zero or more tokens. */
-static bool pattern_match(const char *pat, size_t plen, const char *addr)
-{
-    if (plen == 0)
-        return *addr == '\0';
-    size_t tl = 0;
-    while (tl < plen && pat[tl] != '.' && pat[tl] != '/')
-        tl++;
-    const char *rest = tl < plen ? pat + tl + 1 : pat + tl;
-    size_t rlen = tl < plen ? plen - tl - 1 : 0;
-    size_t al = strcspn(addr, "./");
-    const char *arest = addr[al] ? addr + al + 1 : addr + al;
-    if (tl == 1 && pat[0] == '#') {
-        if (pattern_match(rest, rlen, addr)) /* '#' as no token */
-            return true;
-        return *addr && pattern_match(pat, plen, arest); /* '#' takes one more */
-    }
-    if (!*addr && al == 0)
-        return false;
-    if (!(tl == 1 && pat[0] == '*') && (tl != al || memcmp(pat, addr, al) != 0))
-        return false;
-    if (tl == plen) /* last token of the pattern */
-        return addr[al] == '\0';
-    if (addr[al] == '\0')
-        return rlen > 0 && pattern_match(rest, rlen, "");
-    return pattern_match(rest, rlen, arest);
-}
-
 static bool patterns_allow(const char *list, const char *address, const char *user)
 {
     const char *p = list;
@@ -514,7 +486,7 @@ static bool patterns_allow(const char *list, const char *address, const char *us
                     buf[n++] = *q;
                 }
             }
-            if (pattern_match(buf, n, address))
+            if (jn_wildcard_match(buf, n, address, strlen(address), "./", '*'))
                 return true;
         }
         p = e;

@@ -19,7 +19,7 @@ import subprocess
 import unittest
 
 
-from harness import SLOW, SOURCE_DIR, RouterTestCase, conf_section, free_port
+from harness import BUILD_DIR, SLOW, SOURCE_DIR, RouterTestCase, conf_section, free_port
 from mesh import Mesh
 
 INTEROP = os.path.join(SOURCE_DIR, "tests", "interop")
@@ -51,6 +51,10 @@ class ConsoleTest(RouterTestCase):
                         "%s is not installed (./dev installs Debian's chromium)" % CHROMIUM)
         self.assertTrue(os.path.isdir(os.path.join(INTEROP, "node_modules", "playwright-core")),
                         "playwright-core is not installed in tests/interop (npm ci there)")
+        rhea = os.path.join(BUILD_DIR, "console", "rhea.js")
+        self.assertTrue(os.path.isfile(rhea),
+                        "%s is missing: the build was configured before rhea was installed "
+                        "in tests/interop (npm ci there, then cmake the build again)" % rhea)
         m = ConsoleMesh(self, ["A", "B", "C"], [("A", "B", 3), ("B", "C", 5)]).start()
         shot = os.path.join(self.workdir, "console.png")
         p = subprocess.Popen([node, os.path.join(INTEROP, "console_check.js"),

@@ -72,6 +72,9 @@ typedef struct jn_http_listener_config {
     /* TLS (the listener's sslProfile; NULL cert_file: plain HTTP): PEM
      * files and the private key's password (already resolved) */
     const char *cert_file, *key_file, *ca_file, *key_password, *ciphers;
+    /* with TLS: every client must present a certificate that verifies
+     * against ca_file (SASL EXTERNAL's identity on a WebSocket) */
+    bool client_cert;
 } jn_http_listener_config_t;
 
 /* Router states /healthz reports. */

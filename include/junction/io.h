@@ -22,6 +22,8 @@
 #include <junction/core.h>
 #include <junction/tls.h>
 
+#include <string.h>
+
 typedef struct jn_io jn_io_t;
 
 /* Role of a listener's or connector's connections (schema enum). */
@@ -99,7 +101,10 @@ typedef struct jn_endpoint_config {
 
     /* listener: no socket of its own; its connections are bridged ones
      * (jn_io_bridge_open: AMQP over WebSocket on an http listener). TLS is
-     * the bridge owner's (ssl_profile is not used here). */
+     * the bridge owner's: the I/O layer never runs TLS on them; ssl_profile
+     * names the profile whose uidFormat and uidNameMappingFile turn a
+     * client certificate into a user, and require_ssl/require_encryption
+     * refuse a bridged connection that comes without TLS. */
     bool bridged;
 } jn_endpoint_config_t;
 
@@ -108,8 +113,26 @@ typedef struct jn_endpoint_config {
  * caCertFile trusts, when saslMechanisms names EXTERNAL (as 1.19), or when
  * authenticatePeer is yes and saslMechanisms is not set (TLS is then the
  * only way a peer can be authenticated). Otherwise no certificate is asked
- * for (1.19's anonymous peer). Any thread. */
-bool jn_endpoint_wants_client_cert(const jn_endpoint_config_t *cfg);
+ * for (1.19's anonymous peer). Any thread. Inline: the HTTP listener's
+ * settings (router/mgmt) follow the same rule without linking the I/O
+ * layer. */
+static inline bool jn_endpoint_wants_client_cert(const jn_endpoint_config_t *cfg)
+{
+    if (!cfg->ssl_profile || !cfg->ssl_profile[0])
+        return false;
+    const char *m = cfg->sasl_mechanisms;
+    if (m && m[0]) {
+        /* EXTERNAL as a whole word of the list */
+        for (const char *p = m; (p = strstr(p, "EXTERNAL")) != NULL; p += 8) {
+            bool start = p == m || p[-1] == ' ' || p[-1] == ',';
+            bool end = p[8] == '\0' || p[8] == ' ' || p[8] == ',';
+            if (start && end)
+                return true;
+        }
+        return false;
+    }
+    return cfg->authenticate_peer;
+}
 
 typedef struct jn_io_config {
     const char *container_id; /* our AMQP container id (the router id) */
@@ -377,14 +400,31 @@ typedef struct jn_io_bridge jn_io_bridge_t;
  * not call jn_io_bridge_* itself (it should wake its owner's thread). */
 typedef void (*jn_io_bridge_notify_fn)(void *ctx);
 
+/* The TLS a bridge's owner terminated (wss://), as the connection then
+ * shows it: to the core it is an ordinary TLS connection (isEncrypted,
+ * sslProto, sslCipher, sslSsf; requireSsl and requireEncryption met) and
+ * a verified client certificate is SASL EXTERNAL's identity, mapped by
+ * the listener's sslProfile (uidFormat, uidNameMappingFile) as on a TCP
+ * listener. All borrowed for the call; copied. */
+typedef struct jn_io_bridge_tls {
+    const char *proto;  /* "TLSv1.3" */
+    const char *cipher; /* OpenSSL's name */
+    int ssf;            /* the cipher's strength in bits */
+    void *peer_cert;    /* X509 *: the client's certificate, or NULL */
+    bool peer_verified; /* it was verified against the profile's caCertFile */
+} jn_io_bridge_tls_t;
+
 /* jn_io_bridge_open: a new bridged connection accepted on the listener
  * named listener (added with cfg.bridged), its peer described by peer
- * (host:port text, copied, for logs and management). notify(ctx) as
- * above until jn_io_bridge_close. Returns the bridge (the caller's
- * reference), or NULL: no such bridged listener (JN_ENOENT in *err), the
- * connection limit (JN_EBUSY), ENOMEM. Any thread. */
+ * (host:port text, copied, for logs and management), over the TLS tls
+ * describes (NULL: none). notify(ctx) as above until jn_io_bridge_close.
+ * Returns the bridge (the caller's reference), or NULL: no such bridged
+ * listener (JN_ENOENT in *err), the connection limit (JN_EOVERFLOW), no
+ * TLS on a listener with requireSsl or requireEncryption (JN_EINVAL,
+ * logged), ENOMEM. Any thread. */
 jn_io_bridge_t *jn_io_bridge_open(jn_io_t *io, const char *listener, const char *peer,
-                                  jn_io_bridge_notify_fn notify, void *ctx, int *err);
+                                  const jn_io_bridge_tls_t *tls, jn_io_bridge_notify_fn notify,
+                                  void *ctx, int *err);
 
 /* jn_io_bridge_push: the peer's next len octets (copied). Returns true
  * while the input has room, false when it is full (the octets are still

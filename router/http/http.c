@@ -42,6 +42,8 @@
 #include <junction/log.h>
 
 #include <libwebsockets.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -126,6 +128,7 @@ struct server {
     jn_http_t *http;
     char *name, *host, *root_dir;
     bool metrics, healthz, websockets, tls;
+    bool client_cert; /* TLS asks for a client certificate that must verify */
     bool console; /* root_dir is the console's, not an httpRootDir */
     ws_conn_t *ws_ready;   /* under lock: WebSocket connections to service */
     unsigned char *ws_buf; /* LWS_PRE + WS_CHUNK: the service thread's */
@@ -343,6 +346,11 @@ static void peer_name(struct lws *wsi, char *out, size_t cap)
 static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
                     size_t len)
 {
+    if (reason == LWS_CALLBACK_OPENSSL_PERFORM_CLIENT_CERT_VERIFICATION)
+        /* OpenSSL's verdict on a client certificate (len: preverify_ok)
+         * stands, said here rather than left to libwebsockets' default:
+         * 0 accepts, 1 refuses (no wsi context here: nothing else to do) */
+        return len ? 0 : 1;
     server_t *srv = lws_context_user(lws_get_context(wsi));
     pss_t *pss = user;
     switch (reason) {
@@ -477,7 +485,17 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
         ws->wsi = wsi;
         peer_name(wsi, ws->peer, sizeof ws->peer);
         int err = 0;
-        ws->bridge = jn_io_bridge_open(srv->http->cfg.io, srv->name, ws->peer, ws_notify, ws, &err);
+        jn_io_bridge_tls_t tls = {0};
+        SSL *ssl = srv->tls ? lws_get_ssl(wsi) : NULL;
+        if (ssl) { /* wss://: the connection is a TLS connection to the core */
+            tls.proto = SSL_get_version(ssl);
+            tls.cipher = SSL_get_cipher_name(ssl);
+            tls.ssf = SSL_get_cipher_bits(ssl, NULL);
+            tls.peer_cert = SSL_get0_peer_certificate(ssl);
+            tls.peer_verified = tls.peer_cert && SSL_get_verify_result(ssl) == X509_V_OK;
+        }
+        ws->bridge = jn_io_bridge_open(srv->http->cfg.io, srv->name, ws->peer, ssl ? &tls : NULL,
+                                       ws_notify, ws, &err);
         if (!ws->bridge) {
             JN_LOG(JN_LOG_MOD_HTTP, JN_LOG_WARNING,
                    "WebSocket connection from %s on listener %s refused: %s", ws->peer,
@@ -645,6 +663,7 @@ int jn_http_add_listener(jn_http_t *http, const jn_http_listener_config_t *cfg, 
         srv->healthz = cfg->healthz;
         srv->websockets = cfg->websockets;
         srv->tls = cfg->cert_file && cfg->cert_file[0];
+        srv->client_cert = srv->tls && cfg->client_cert;
         if (!(srv->ws_buf = malloc(LWS_PRE + WS_CHUNK)))
             rc = JN_ENOMEM;
         /* no httpRootDir: the console (when its files are installed) */
@@ -681,6 +700,8 @@ int jn_http_add_listener(jn_http_t *http, const jn_http_listener_config_t *cfg, 
             info.ssl_ca_filepath = cfg->ca_file && cfg->ca_file[0] ? cfg->ca_file : NULL;
             info.ssl_private_key_password = cfg->key_password;
             info.ssl_cipher_list = cfg->ciphers && cfg->ciphers[0] ? cfg->ciphers : NULL;
+            if (srv->client_cert)
+                info.options |= LWS_SERVER_OPTION_REQUIRE_VALID_OPENSSL_CLIENT_CERT;
         }
         info.gid = -1;
         info.uid = -1;

@@ -44,6 +44,12 @@ struct jn_io_bridge {
     bool conn_gone;   /* the connection was destroyed: output ends */
     jn_io_bridge_notify_fn notify;
     void *ctx;
+    /* the owner's TLS (jn_io_bridge_tls_t), immutable after open */
+    bool tls;
+    int ssf;
+    char proto[24];
+    char cipher[64];
+    char peer_uid[256]; /* the verified client certificate's user, "" if none */
 };
 
 static void bridge_unref(jn_io_bridge_t *b)
@@ -97,8 +103,27 @@ static size_t bbuf_take(bbuf_t *x, uint8_t *buf, size_t cap)
     return n;
 }
 
+/* b's copy of the owner's TLS facts; the client certificate's uid by the
+ * listener's profile (uidFormat, uidNameMappingFile), as io_tls.c does
+ * for a TCP connection. */
+static void bridge_set_tls(jn_io_bridge_t *b, jn_io_t *io, const jn_endpoint_config_t *cfg,
+                           const jn_io_bridge_tls_t *tls)
+{
+    b->tls = true;
+    b->ssf = tls->ssf;
+    snprintf(b->proto, sizeof b->proto, "%s", tls->proto ? tls->proto : "");
+    snprintf(b->cipher, sizeof b->cipher, "%s", tls->cipher ? tls->cipher : "");
+    if (!tls->peer_cert || !tls->peer_verified)
+        return;
+    jn_tls_profile_t *p = cfg->ssl_profile ? jn_io_tls_profile_get(io, cfg->ssl_profile) : NULL;
+    if (jn_tls_profile_peer_uid(p, tls->peer_cert, b->peer_uid, sizeof b->peer_uid) != 0)
+        b->peer_uid[0] = '\0';
+    jn_tls_profile_unref(p);
+}
+
 jn_io_bridge_t *jn_io_bridge_open(jn_io_t *io, const char *listener, const char *peer,
-                                  jn_io_bridge_notify_fn notify, void *ctx, int *err)
+                                  const jn_io_bridge_tls_t *tls, jn_io_bridge_notify_fn notify,
+                                  void *ctx, int *err)
 {
     *err = JN_ENOENT;
     pthread_mutex_lock(&io->lock);
@@ -119,6 +144,15 @@ jn_io_bridge_t *jn_io_bridge_open(jn_io_t *io, const char *listener, const char 
                peer, ep->shown, live, io->max_conns);
         return NULL;
     }
+    if (!tls && (ep->cfg.require_ssl || ep->cfg.require_encryption)) {
+        /* the owner serves TLS only on such a listener: a second guard */
+        *err = JN_EINVAL;
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
+               "Refusing a WebSocket connection from %s on %s: it is not encrypted and the "
+               "listener has %s",
+               peer, ep->shown, ep->cfg.require_ssl ? "requireSsl" : "requireEncryption");
+        return NULL;
+    }
     *err = JN_ENOMEM;
     jn_io_bridge_t *b = calloc(1, sizeof *b);
     if (!b)
@@ -127,6 +161,8 @@ jn_io_bridge_t *jn_io_bridge_open(jn_io_t *io, const char *listener, const char 
     pthread_mutex_init(&b->lock, NULL);
     b->notify = notify;
     b->ctx = ctx;
+    if (tls)
+        bridge_set_tls(b, io, &ep->cfg, tls);
     jn_io_conn_t *conn = jn_io_conn_new(io, ep, true);
     pn_transport_t *t = conn ? jn_io_transport_new(&ep->cfg, true) : NULL;
     if (t && jn_endpoint_uses_sasl_plugin(&ep->cfg, true) && jn_io_sasl_attach(conn, t) != 0) {
@@ -154,6 +190,19 @@ jn_io_bridge_t *jn_io_bridge_open(jn_io_t *io, const char *listener, const char 
     }
     *err = 0;
     return b;
+}
+
+bool jn_io_bridge_tls_info(const jn_io_conn_t *conn, const char **proto, const char **cipher,
+                           int *ssf, const char **peer_uid)
+{
+    const jn_io_bridge_t *b = conn->bridge;
+    if (!b || !b->tls)
+        return false;
+    *proto = b->proto;
+    *cipher = b->cipher;
+    *ssf = b->ssf;
+    *peer_uid = b->peer_uid[0] ? b->peer_uid : NULL;
+    return true;
 }
 
 bool jn_io_bridge_push(jn_io_bridge_t *b, const uint8_t *data, size_t len)

@@ -169,24 +169,6 @@ int jn_io_add_connector(jn_io_t *io, const jn_endpoint_config_t *cfg)
     return endpoint_add(io, cfg, false);
 }
 
-bool jn_endpoint_wants_client_cert(const jn_endpoint_config_t *cfg)
-{
-    if (!cfg->ssl_profile || !cfg->ssl_profile[0])
-        return false;
-    const char *m = cfg->sasl_mechanisms;
-    if (m && m[0]) {
-        /* EXTERNAL as a whole word of the list */
-        for (const char *p = m; (p = strstr(p, "EXTERNAL")) != NULL; p += 8) {
-            bool start = p == m || p[-1] == ' ' || p[-1] == ',';
-            bool end = p[8] == '\0' || p[8] == ' ' || p[8] == ',';
-            if (start && end)
-                return true;
-        }
-        return false;
-    }
-    return cfg->authenticate_peer;
-}
-
 /* Give conn (not started) TLS when its endpoint has an sslProfile: the
  * profile registered under that name now. Returns 0 (TLS set up, or none
  * wanted), JN_ENOENT (no such profile: logged) or JN_ENOMEM. */

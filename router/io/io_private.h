@@ -672,6 +672,12 @@ void jn_io_tls_abandon_IO(jn_io_conn_t *conn);
 bool jn_io_tls_pending_out(const jn_io_conn_t *conn);
 bool jn_io_tls_info(const jn_io_conn_t *conn, const char **proto, const char **cipher, int *ssf);
 const char *jn_io_tls_peer_uid(const jn_io_conn_t *conn);
+/* io_bridge.c: the TLS a bridged connection's owner terminated (wss://):
+ * true with its facts (borrowed, immutable while the connection lives;
+ * *peer_uid NULL without a verified client certificate), false when it
+ * has none. The connection's loop thread. */
+bool jn_io_bridge_tls_info(const jn_io_conn_t *conn, const char **proto, const char **cipher,
+                           int *ssf, const char **peer_uid);
 /* sasl_cyrus.c: does an endpoint's transport run Cyrus (server: accepted
  * connections)? jn_io_sasl_attach: plug Cyrus into t (conn's transport,
  * not yet started): 0 or JN_ENOMEM. */

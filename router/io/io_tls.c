@@ -142,10 +142,14 @@ void jn_io_tls_free(jn_io_conn_t *conn)
 }
 
 /* jn_io_tls_info: what management shows of conn's TLS (NULL/0 while the
- * handshake is not done). The connection's loop thread. */
+ * handshake is not done): ours, or for a bridged connection (wss://) the
+ * TLS its owner terminated. The connection's loop thread. */
 bool jn_io_tls_info(const jn_io_conn_t *conn, const char **proto, const char **cipher, int *ssf)
 {
     const jn_io_tls_t *tls = conn->tls;
+    const char *uid;
+    if (!tls && jn_io_bridge_tls_info(conn, proto, cipher, ssf, &uid))
+        return true;
     if (!tls || !tls->handshake_done) {
         *proto = *cipher = NULL;
         *ssf = 0;
@@ -157,10 +161,15 @@ bool jn_io_tls_info(const jn_io_conn_t *conn, const char **proto, const char **c
     return true;
 }
 
-/* jn_io_tls_peer_uid: the verified peer certificate's uid, or NULL. */
+/* jn_io_tls_peer_uid: the verified peer certificate's uid (ours, or the
+ * bridge owner's for wss://), or NULL. */
 const char *jn_io_tls_peer_uid(const jn_io_conn_t *conn)
 {
     const jn_io_tls_t *tls = conn->tls;
+    const char *proto, *cipher, *uid;
+    int ssf;
+    if (!tls && jn_io_bridge_tls_info(conn, &proto, &cipher, &ssf, &uid))
+        return uid;
     return tls && tls->handshake_done && tls->peer_uid[0] ? tls->peer_uid : NULL;
 }
 

@@ -334,7 +334,10 @@ static void set_secprops(cyrus_t *c)
     sp.maxbufsize = 0;
     if (c->server && pnx_sasl_get_authentication_required(c->t))
         sp.security_flags |= SASL_SEC_NOANONYMOUS;
-    if (!pnx_sasl_get_allow_insecure_mechanisms(c->t) && !c->conn->tls)
+    const char *proto, *cipher;
+    int ssf;
+    if (!pnx_sasl_get_allow_insecure_mechanisms(c->t) &&
+        !jn_io_tls_info(c->conn, &proto, &cipher, &ssf))
         sp.security_flags |= SASL_SEC_NOPLAINTEXT;
     sasl_setprop(c->sc, SASL_SEC_PROPS, &sp);
 }

@@ -85,7 +85,9 @@ static int check_sasl(jn_mgmt_t *agent, const jn_entity_ctx_t *ctx, jn_mgmt_enti
 
 /* The AMQP side of an http listener with websockets: yes: a bridged
  * listener of the I/O layer of the same name, with the entity's AMQP
- * settings (SASL, limits, role); TLS is the HTTP layer's. */
+ * settings (SASL, limits, role, requireSsl, requireEncryption). TLS is the
+ * HTTP layer's; the sslProfile's name stays for its uid map (a client
+ * certificate's user for EXTERNAL). */
 static int add_bridged_listener(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_err_t *err)
 {
     if (!agent->cfg.add_listener)
@@ -96,8 +98,6 @@ static int add_bridged_listener(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity
                            .profile = jn_entity_profile_in_store,
                            .profile_arg = agent};
     int st = endpoint_config(agent, e, &ec, password, sizeof password, err);
-    ec.ssl_profile = NULL;
-    ec.require_ssl = ec.require_encryption = false;
     if (st == 0)
         st = check_sasl(agent, &ctx, e, &ec, err);
     if (st)
@@ -149,6 +149,15 @@ static int create_http_listener(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity
             return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "sslProfile",
                                   "listener: sslProfile '%s' has no certFile to serve HTTPS with",
                                   profile);
+        /* a client certificate is asked for (and must verify) as on a TCP
+         * listener: EXTERNAL among saslMechanisms, or authenticatePeer
+         * without saslMechanisms, with a caCertFile to verify it against */
+        jn_endpoint_config_t want = {
+            .ssl_profile = profile,
+            .sasl_mechanisms = jn_mgmt_entity_str(e, "saslMechanisms"),
+            .authenticate_peer = jn_mgmt_entity_bool(e, "authenticatePeer", false),
+        };
+        lc.client_cert = lc.ca_file && lc.ca_file[0] && jn_endpoint_wants_client_cert(&want);
     }
     if (lc.websockets) {
         int st = add_bridged_listener(agent, e, err);

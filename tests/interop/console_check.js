@@ -2,18 +2,19 @@
 // Drives Debian's chromium headless (playwright-core, no browser download)
 // at a router's console for tests/system/test_http_console.py:
 //   node console_check.js --url URL --routers A,B,C --links N --address ADDR
-//                         --screenshot FILE [--timeout SECS]
+//                         --screenshot FILE [--timeout SECS] [--expect N]
 // (--address "": stop after 1., with the screenshot)
 // 1. loads the console and waits until the mesh picture shows every router
 //    of --routers and --links links with costs; prints "topology";
 // 2. prints "baseline <in>" (ADDR's "in" counter, 0 while it has no row)
-//    and waits until the counter moves past it (the test sends messages after reading "baseline");
-//    prints "moved <in>", saves the screenshot and exits 0.
+//    and waits until the counter reaches baseline + N (default 1; the test
+//    sends N messages after reading "baseline"); prints "moved <in>",
+//    saves the screenshot and exits 0.
 // Any failure: one line "error ..." and exit 1.
 'use strict';
 const { chromium } = require('playwright-core');
 
-const args = { timeout: 60, links: 0 };
+const args = { timeout: 60, links: 0, expect: 1 };
 const argv = process.argv.slice(2);
 for (let i = 0; i + 1 < argv.length; i += 2)
     args[argv[i].replace(/^--/, '')] = argv[i + 1];
@@ -53,7 +54,7 @@ const ms = Number(args.timeout) * 1000;
         await page.waitForFunction(([addr, b]) => {
             const tr = document.querySelector('#addresses tr[data-key="' + CSS.escape(addr) + '"]');
             return tr && Number(tr.children[2].textContent) > b;
-        }, [args.address, base], { timeout: ms, polling: 200 });
+        }, [args.address, base + Number(args.expect) - 1], { timeout: ms, polling: 200 });
         process.stdout.write('moved ' + (await inCount()) + '\n');
         await page.screenshot({ path: args.screenshot, fullPage: true });
         await browser.close();
@@ -61,7 +62,8 @@ const ms = Number(args.timeout) * 1000;
     } catch (e) {
         let state = '';
         try {
-            state = await page.evaluate(() => document.getElementById('router-id').textContent + ' | ' + document.querySelector('#connections tbody').textContent.slice(0, 600) + ' | ' +
+            state = await page.evaluate(() => document.getElementById('status').textContent + ' | ' +
+                                        document.getElementById('router-id').textContent + ' | ' + document.querySelector('#connections tbody').textContent.slice(0, 600) + ' | ' +
                                         [...document.querySelectorAll('#addresses tbody tr')].map((t) => t.textContent)
                                             .map((t) => t.slice(0, 20)).join(';'));
         } catch (e2) {

@@ -10,6 +10,10 @@
 //   (or --url amqp://127.0.0.1:PORT: the same over TCP)
 //              [--count N] [--size OCTETS] [--ca FILE] [--timeout SECS]
 //              [--unsettled 1] [--stall 1] [--credit N]
+//              [--cert FILE --key FILE] [--external 1]
+// --cert/--key: the client certificate wss:// presents; --external 1:
+// authenticate with SASL EXTERNAL (the certificate's identity) instead of
+// ANONYMOUS.
 // send: waits until the router settled every message (accepted counted).
 // recv: accepts each message; checks the body's size when --size is given.
 // --stall 1 (recv): after the first message, stop reading the socket (a
@@ -23,7 +27,8 @@ const args = { count: 10, timeout: 30, size: 0, unsettled: 1, stall: 0, credit: 
 const argv = process.argv.slice(2);
 for (let i = 0; i + 1 < argv.length; i += 2) {
     const key = argv[i].replace(/^--/, '');
-    args[key] = ['url', 'mode', 'address', 'ca'].includes(key) ? argv[i + 1] : Number(argv[i + 1]);
+    args[key] = ['url', 'mode', 'address', 'ca', 'cert', 'key'].includes(key) ? argv[i + 1]
+                                                                        : Number(argv[i + 1]);
 }
 if (!args.url || !args.address || !['send', 'recv'].includes(args.mode)) {
     process.stderr.write('usage: --url URL --mode send|recv --address ADDR [--count N] ' +
@@ -60,6 +65,10 @@ const body = args.size > 0 ? Buffer.alloc(args.size, 0x61) : null;
 const options = {};
 if (args.ca)
     options.ca = fs.readFileSync(args.ca);
+if (args.cert) {
+    options.cert = fs.readFileSync(args.cert);
+    options.key = fs.readFileSync(args.key);
+}
 let socket = null; // the last WebSocket made (for --stall)
 class Recorded extends WebSocket {
     constructor(...a) {
@@ -74,7 +83,15 @@ const tcp = /^amqp:\/\/([^:/]+):(\d+)/.exec(args.url);
 const conn = container.connect(Object.assign(
     tcp ? { host: tcp[1], port: Number(tcp[2]) }
         : { connection_details: connect(args.url, ['amqp'], options) },
-    { username: 'anonymous', reconnect: false }));
+    args.external ? { sasl_mechanisms: external(), reconnect: false }
+                  : { username: 'anonymous', reconnect: false }));
+
+// SASL EXTERNAL only: the identity is the TLS client certificate's
+function external() {
+    const m = container.sasl.client_mechanisms();
+    m.enable_external();
+    return m;
+}
 
 if (args.mode === 'send') {
     const sender = conn.open_sender({ target: { address: args.address },

@@ -12,7 +12,12 @@ docs/design.md "HTTP", docs/protocol.md "HTTP"):
   header timeout), a text message, and a WebSocket client that stops
   reading (the router's memory stays bounded and the write-stall timeout
   cuts it);
-- `websockets: no` refuses upgrades.
+- `websockets: no` refuses upgrades;
+- a wss:// connection is a TLS connection to the core (isEncrypted,
+  sslProto, sslCipher, sslSsf; requireEncryption met, plain ws:// on that
+  listener kept out), and with saslMechanisms EXTERNAL its client
+  certificate is the user (uidFormat and uidNameMappingFile applied); no
+  certificate, or one from an untrusted CA, is refused.
 
 Every process is started here on 127.0.0.1, bounded in time, and stopped by
 PID.
@@ -263,6 +268,98 @@ class WebSocketTest(RouterTestCase):
                         .startswith(b"HTTP/1.0 400"))
         self.wait_for("the refusal logged", lambda: "websockets: no" in r.log())
         self.assertEqual(get("http://127.0.0.1:%d/healthz" % r.http_port), (200, "OK\n"))
+
+    def ws_connections(self, m):
+        """The connection entities of rhea's WebSocket clients."""
+        code, desc, body = m.call({"operation": "QUERY", "type": "org.amqp.management",
+                                   "entityType": "connection"},
+                                  {"attributeNames": ["container", "isEncrypted", "sslProto",
+                                                      "sslCipher", "sslSsf", "user", "sasl",
+                                                      "isAuthenticated"]})
+        self.assertEqual(code, 200, desc)
+        rows = [dict(zip(body["attributeNames"], row)) for row in body["results"]]
+        return [c for c in rows if (c["container"] or "").startswith("rhea-ws-")]
+
+    def test_wss_is_a_tls_connection_to_the_core(self):
+        r, m = self.ws_router(tls=True, requireEncryption="yes")
+        hold = self.rhea(r, "recv", "wss.hold", count=1)
+        self.wait_link(m, "wss.hold")
+        rows = self.ws_connections(m)
+        self.assertEqual(len(rows), 1, rows)
+        c = rows[0]
+        self.assertIs(c["isEncrypted"], True, c)
+        self.assertRegex(c["sslProto"] or "", r"^TLSv1\.[23]$", c)
+        self.assertTrue(c["sslCipher"], c)
+        self.assertGreaterEqual(c["sslSsf"], 128, c)
+        self.assertIn("encrypted=TLSv1.", r.log())
+        hold.kill()
+        # requireEncryption met by wss://: a round trip; plain ws:// on the
+        # same listener does not get in, and the router goes on
+        self.round_trip(r, m)
+        wss_url = r.ws_url
+        r.ws_url = "ws://127.0.0.1:%d" % r.http_port
+        out, err = self.rhea(r, "send", "ws.plain", count=1).communicate(timeout=TIMEOUT + 10)
+        self.assertIsNotNone(json.loads(out.strip().splitlines()[-1])["error"], out)
+        self.assertEqual(self.ws_connections(m), [])
+        r.ws_url = wss_url
+        self.round_trip(r, m)
+
+    def test_wss_client_certificate_is_sasl_external_identity(self):
+        from test_router_sasl import sasl_dir
+        certs = shared_certs()
+        # the certificate's uid by uidFormat (o, n), then the map
+        mapping = os.path.join(self.workdir, "uids.json")
+        with open(mapping, "w") as f:
+            f.write('{"Junction;client": "alice"}\n')
+        extra = conf_section("sslProfile", {"name": "ext", "certFile": certs["server"],
+                                            "privateKeyFile": certs["server_key"],
+                                            "caCertFile": certs["ca"], "uidFormat": "on",
+                                            "uidNameMappingFile": mapping})
+        attrs = {"name": "web", "host": "127.0.0.1", "port": 0, "http": "yes",
+                 "sslProfile": "ext", "saslMechanisms": "EXTERNAL", "authenticatePeer": "yes",
+                 "requireSsl": "yes"}
+        r = self.start_router(extra=extra + conf_section("listener", attrs),
+                              router={"saslConfigDir": sasl_dir()})
+        m = Manager(r.url)
+        self.addCleanup(m.close)
+        code, desc, body = m.call({"operation": "READ", "type": "listener", "name": "web"})
+        self.assertEqual(code, 200, desc)
+        r.http_port = int(body["port"])
+        r.ws_url = "wss://127.0.0.1:%d" % r.http_port
+        self.certs = certs
+        cert = {"cert": certs["client"], "key": certs["client_key"]}
+        hold = self.rhea(r, "recv", "ext.hold", count=1, external=1, **cert)
+        self.wait_link(m, "ext.hold")
+        rows = self.ws_connections(m)
+        self.assertEqual(len(rows), 1, rows)
+        self.assertEqual((rows[0]["user"], rows[0]["sasl"], rows[0]["isAuthenticated"],
+                          rows[0]["isEncrypted"]), ("alice", "EXTERNAL", True, True), rows[0])
+        hold.kill()
+        # messages flow with that identity: rhea (EXTERNAL) -> proton (TCP)
+        rx = BlockingConnection(r.url, timeout=TIMEOUT)
+        self.addCleanup(rx.close)
+        receiver = rx.create_receiver("ext.to-proton", credit=10)
+        tx = self.rhea(r, "send", "ext.to-proton", count=10, external=1, **cert)
+        for _ in range(10):
+            receiver.receive(timeout=TIMEOUT)
+            receiver.accept()
+        rx.close()  # the last dispositions go out
+        self.assertEqual(self.result(tx)["accepted"], 10)
+        # no certificate, or one from a CA the profile does not trust: refused
+        # in the TLS handshake; the router goes on
+        for opts in ({}, {"cert": certs["rogue"], "key": certs["rogue_key"]}):
+            out, err = self.rhea(r, "send", "ext.x", count=1, **opts).communicate(
+                timeout=TIMEOUT + 10)
+            self.assertIsNotNone(json.loads(out.strip().splitlines()[-1])["error"], (opts, out))
+        self.assertEqual(self.ws_connections(m), [])
+        rx = BlockingConnection(r.url, timeout=TIMEOUT)
+        self.addCleanup(rx.close)
+        receiver = rx.create_receiver("ext.to-proton", credit=1)
+        tx = self.rhea(r, "send", "ext.to-proton", count=1, external=1, **cert)
+        receiver.receive(timeout=TIMEOUT)
+        receiver.accept()
+        rx.close()
+        self.assertEqual(self.result(tx)["accepted"], 1)
 
 
 if __name__ == "__main__":

@@ -394,6 +394,7 @@ static int build(daemon_state_t *st)
                            .max_message_size = rs->max_message_size,
                            .max_connections = rs->max_connections,
                            .enable_vhost_policy = rs->enable_vhost_policy,
+                           .enable_vhost_name_patterns = rs->enable_vhost_name_patterns,
                            .default_vhost = rs->default_vhost,
                            .policy_dir = rs->policy_dir,
                            .policy_stats = mgmt_policy_stats,
@@ -442,7 +443,8 @@ static int add_vhost(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_
 static int vhosts(daemon_state_t *st, const jn_config_t *cfg)
 {
     if ((st->settings.enable_vhost_policy &&
-         jn_io_vhost_policy(st->io, st->settings.default_vhost) != 0) ||
+         jn_io_vhost_policy(st->io, st->settings.default_vhost,
+                            st->settings.enable_vhost_name_patterns) != 0) ||
         jn_mgmt_each_vhost(cfg, add_vhost, st) != 0) {
         fprintf(stderr, "junctiond: out of memory\n");
         return -1;

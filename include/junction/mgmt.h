@@ -59,6 +59,7 @@ typedef struct jn_mgmt_config {
     uint64_t max_message_size; /* policy.maxMessageSize for created endpoints (0: none) */
     uint32_t max_connections;  /* policy.maxConnections, shown by the policy entity */
     bool enable_vhost_policy;  /* policy.enableVhostPolicy, shown */
+    bool enable_vhost_name_patterns; /* policy.enableVhostNamePatterns, shown */
     const char *default_vhost; /* policy.defaultVhost, shown (copied; NULL: "$default") */
     const char *policy_dir;    /* policy.policyDir, shown (copied; NULL: "") */
     /* policy_stats: the policy entity's connection figures (typically
@@ -179,6 +180,7 @@ typedef struct jn_router_settings {
     uint64_t max_message_size; /* policy.maxMessageSize, octets (0: no limit) */
     uint32_t max_connections;  /* policy.maxConnections (default 65535; 0: refuse all) */
     bool enable_vhost_policy;  /* policy.enableVhostPolicy */
+    bool enable_vhost_name_patterns; /* policy.enableVhostNamePatterns */
     const char *default_vhost; /* policy.defaultVhost (borrowed from the config) */
     const char *policy_dir;    /* policy.policyDir (borrowed; NULL or "": none) */
     uint32_t hello_interval, hello_max_age, ra_interval, ra_interval_flux,

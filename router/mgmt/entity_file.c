@@ -224,6 +224,7 @@ static void read_settings(const jn_config_t *cfg, jn_mgmt_entity_t *r, jn_mgmt_e
     int64_t conns = p ? jn_mgmt_entity_int(p, "maxConnections", 65535) : 65535;
     out->max_connections = conns < 0 ? 0 : conns >= UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)conns;
     out->enable_vhost_policy = p && jn_mgmt_entity_bool(p, "enableVhostPolicy", false);
+    out->enable_vhost_name_patterns = p && jn_mgmt_entity_bool(p, "enableVhostNamePatterns", false);
     const jn_config_entity_t *pce = jn_config_find(cfg, jn_schema_type_find("policy"));
     const char *dv = pce ? jn_config_entity_string(pce, "defaultVhost") : NULL;
     out->default_vhost = dv ? dv : "$default";
@@ -256,10 +257,12 @@ static bool type_is(const jn_config_entity_t *ce, const char *short_name)
 
 /* The group attributes the router acts on; any other is refused by name. */
 static const char *const group_attrs[] = {
-    "users",   "remoteHosts",   "maxConnectionsPerUser", "maxConnectionsPerHost",
-    "sources", "targets",       "sourcePattern",         "targetPattern",
-    "allowAnonymousSender",     "allowDynamicSource",    "allowUserIdProxy",
-    "maxFrameSize",             "maxSessions"};
+    "users",          "remoteHosts",          "maxConnectionsPerUser", "maxConnectionsPerHost",
+    "sources",        "targets",              "sourcePattern",         "targetPattern",
+    "allowAnonymousSender",                   "allowDynamicSource",    "allowUserIdProxy",
+    "maxFrameSize",   "maxSessions",          "maxSessionWindow",      "maxMessageSize",
+    "maxSenders",     "maxReceivers",         "allowWaypointLinks",    "allowFallbackLinks",
+    "allowDynamicLinkRoutes",                 "allowAdminStatusUpdate"};
 
 static bool group_attr_known(const char *key)
 {
@@ -295,10 +298,19 @@ static const char *group_str(const jn_config_value_t *g, const char *key)
     return s ? s : "";
 }
 
-static bool group_bool(const jn_config_value_t *g, const char *key)
+static bool group_bool(const jn_config_value_t *g, const char *key, bool dflt)
 {
     const jn_config_value_t *v = jn_config_value_lookup(g, key);
-    return v && jn_config_value_kind(v) == JN_CONFIG_BOOL && jn_config_value_bool(v);
+    return v && jn_config_value_kind(v) == JN_CONFIG_BOOL ? jn_config_value_bool(v) : dflt;
+}
+
+/* A group's maxMessageSize: *set when the group has one. */
+static uint64_t group_size(const jn_config_value_t *g, bool *set)
+{
+    const jn_config_value_t *v = jn_config_value_lookup(g, "maxMessageSize");
+    *set = v && jn_config_value_kind(v) == JN_CONFIG_INT;
+    int64_t n = *set ? jn_config_value_int(v) : 0;
+    return n > 0 ? (uint64_t)n : 0;
 }
 
 /* check_vhost: the groups map of a vhost section: each group a map of the
@@ -378,13 +390,27 @@ int jn_mgmt_each_vhost(const jn_config_t *cfg,
                 .targets = group_str(g, "targets"),
                 .source_pattern = group_str(g, "sourcePattern"),
                 .target_pattern = group_str(g, "targetPattern"),
-                .allow_anonymous_sender = group_bool(g, "allowAnonymousSender"),
-                .allow_dynamic_source = group_bool(g, "allowDynamicSource"),
-                .allow_user_id_proxy = group_bool(g, "allowUserIdProxy"),
+                .allow_anonymous_sender = group_bool(g, "allowAnonymousSender", false),
+                .allow_dynamic_source = group_bool(g, "allowDynamicSource", false),
+                .allow_user_id_proxy = group_bool(g, "allowUserIdProxy", false),
                 .max_frame_size = group_setting(g, "maxFrameSize"),
                 .max_sessions = group_setting(g, "maxSessions"),
-                .max_session_window = 0 /* maxSessionWindow: refused by name */};
+                .max_session_window = group_setting(g, "maxSessionWindow"),
+                /* the schema's defaults: 2147483647 links, every right */
+                .max_senders = group_limit(g, "maxSenders") == UINT32_MAX
+                                   ? INT32_MAX
+                                   : group_limit(g, "maxSenders"),
+                .max_receivers = group_limit(g, "maxReceivers") == UINT32_MAX
+                                     ? INT32_MAX
+                                     : group_limit(g, "maxReceivers"),
+                .allow_waypoint_links = group_bool(g, "allowWaypointLinks", true),
+                .allow_fallback_links = group_bool(g, "allowFallbackLinks", true),
+                .allow_dynamic_link_routes = group_bool(g, "allowDynamicLinkRoutes", true),
+                .allow_admin_status_update = group_bool(g, "allowAdminStatusUpdate", true)};
+            gs[k].max_message_size = group_size(g, &gs[k].has_max_message_size);
         }
+        int64_t mms = 0; /* no schema default: set only when the section says */
+        bool has_mms = jn_config_entity_int(ce, "maxMessageSize", &mms) == 0;
 #define JN_LIM(x) ((x) < 0 ? 0u : (x) >= UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)(x))
         jn_io_vhost_t vh = {.hostname = jn_config_entity_string(ce, "hostname"),
                             .aliases = jn_config_entity_string(ce, "aliases"),
@@ -392,6 +418,8 @@ int jn_mgmt_each_vhost(const jn_config_t *cfg,
                             .max_per_user = JN_LIM(mu),
                             .max_per_host = JN_LIM(mh),
                             .allow_unknown_user = unknown,
+                            .has_max_message_size = has_mms,
+                            .max_message_size = mms > 0 ? (uint64_t)mms : 0,
                             .groups = gs,
                             .group_count = n};
 #undef JN_LIM

@@ -390,6 +390,29 @@ class VhostSessionsTest(RouterTestCase):
         self.assertEqual(fields[2], 10)  # incoming-window: 40960 / 4096 frames
 
 
+class SessionWindowTest(RouterTestCase):
+
+    start = VhostLimitsTest.start
+
+    def test_messages_larger_than_the_session_window_pass(self):
+        # a window of two 4 KiB frames: proton reopens it as the router
+        # reads (an earlier test closed its sender's connection before the
+        # window let the whole message out, and took that for a stall)
+        r = self.start(vhost_section("w.example", group(maxFrameSize=4096,
+                                                        maxSessionWindow=8192)))
+        c = BlockingConnection(r.url, timeout=10 * SLOW, virtual_host="w.example")
+        try:
+            self.assertEqual(c.conn.transport.remote_max_frame_size, 4096)
+            rcv = c.create_receiver("sw.q", credit=10)
+            snd = c.create_sender("sw.q", options=AtMostOnce())
+            for size in (1000, 20000, 200000):
+                body = bytes(range(256)) * (size // 256)
+                snd.send(Message(body=body))
+                self.assertEqual(rcv.receive(timeout=10 * SLOW).body, body)
+        finally:
+            c.close()
+
+
 class ConnectorPeer(MessagingHandler):
     """A container listening for a router's connector; when the connection
     opens it attaches a sender to each of addresses and records what the

@@ -352,6 +352,16 @@ static const char *mgmt_listen_error(void *io)
     return jn_io_last_listen_error();
 }
 
+static int mgmt_vhost_add(void *io, const jn_io_vhost_t *vh)
+{
+    return jn_io_vhost_add(io, vh);
+}
+
+static int mgmt_vhost_remove(void *io, const char *hostname)
+{
+    return jn_io_vhost_remove(io, hostname);
+}
+
 static int mgmt_vhost_stats(void *io, jn_io_vhost_stats_t **out, size_t *count)
 {
     return jn_io_vhost_stats(io, out, count);
@@ -400,6 +410,8 @@ static int build(daemon_state_t *st)
                            .policy_stats = mgmt_policy_stats,
                            .vhost_stats = mgmt_vhost_stats,
                            .vhost_stats_free = jn_io_vhost_stats_free,
+                           .vhost_add = mgmt_vhost_add,
+                           .vhost_remove = mgmt_vhost_remove,
                            .core = st->core,
                            .io_ctx = st->io,
                            .add_listener = mgmt_add_listener,

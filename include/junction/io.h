@@ -225,6 +225,12 @@ void jn_io_vhost_stats_free(jn_io_vhost_stats_t *st, size_t count);
  * layer's lock). */
 int jn_io_vhost_add(jn_io_t *io, const jn_io_vhost_t *vh);
 
+/* jn_io_vhost_remove: remove the vhost named hostname (exactly): new
+ * connections no longer find it; open ones keep the rules they were
+ * admitted with, and their counts until they close. Returns 0 or
+ * JN_ENOENT (no such vhost). Any thread (takes the layer's lock). */
+int jn_io_vhost_remove(jn_io_t *io, const char *hostname);
+
 /* The policy's figures (1.19's policy entity statistics): processed =
  * approved + denied since start; current = counted incoming connections
  * open now; max_message_size_denied = messages over maxMessageSize (each

@@ -162,10 +162,32 @@ int jn_io_vhost_add(jn_io_t *io, const jn_io_vhost_t *vh)
         pp = &(*pp)->next;
     struct jn_io_vhost_entry *old = *pp;
     v->next = old ? old->next : NULL;
+    if (old) { /* replaced (management UPDATE): its figures go on */
+        v->approved = old->approved;
+        v->denied = old->denied;
+        v->sender_denied = old->sender_denied;
+        v->receiver_denied = old->receiver_denied;
+        v->session_denied = old->session_denied;
+        v->max_size_denied = old->max_size_denied;
+    }
     *pp = v;
     pthread_mutex_unlock(&io->lock);
     vhost_free(old);
     return 0;
+}
+
+int jn_io_vhost_remove(jn_io_t *io, const char *hostname)
+{
+    pthread_mutex_lock(&io->lock);
+    struct jn_io_vhost_entry **pp = &io->vhosts;
+    while (*pp && strcmp((*pp)->hostname, hostname) != 0)
+        pp = &(*pp)->next;
+    struct jn_io_vhost_entry *old = *pp;
+    if (old)
+        *pp = old->next;
+    pthread_mutex_unlock(&io->lock);
+    vhost_free(old);
+    return old ? 0 : JN_ENOENT;
 }
 
 void jn_io_vhost_free_all(jn_io_t *io)

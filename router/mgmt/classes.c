@@ -58,7 +58,7 @@ static const jn_mgmt_class_t classes[] = {
     {"allocator", JN_OP_READ, false, jn_mgmt_rows_alloc},
     {"management", JN_OP_READ, false, jn_mgmt_rows_self},
     {"policy", JN_OP_READ, false, jn_mgmt_rows_policy},
-    {"vhost", JN_OP_READ, false, jn_mgmt_rows_vhost},
+    {"vhost", JN_OP_CREATE | JN_OP_READ | JN_OP_UPDATE | JN_OP_DELETE, false, jn_mgmt_rows_vhost},
     {"vhostStats", JN_OP_READ, false, jn_mgmt_rows_vhost_stats},
 };
 

@@ -434,6 +434,43 @@ int jn_mgmt_each_vhost(const jn_config_t *cfg,
 static unsigned check_file(const jn_config_t *cfg, errors_t *errs, jn_mgmt_entity_t **router,
                            jn_mgmt_entity_t **policy, bool warn);
 
+/* The sections of a loaded policy file other than vhost ones (the defaults
+ * the loader adds have no line) are refused. */
+static void only_vhosts(const jn_config_t *cfg, const char *path, errors_t *errs)
+{
+    const jn_schema_type_t *vhost = jn_schema_type_find("vhost");
+    for (size_t k = 0; k < jn_config_entity_count(cfg); k++) {
+        const jn_config_entity_t *ce = jn_config_entity_at(cfg, k);
+        if (jn_config_entity_line(ce) != 0 && jn_config_entity_type(ce) != vhost)
+            add_errorf(errs,
+                       "%s:%d: section '%s' does not belong in a policyDir file (only "
+                       "vhost sections do)",
+                       path, jn_config_entity_line(ce), jn_config_entity_section(ce));
+    }
+}
+
+int jn_mgmt_vhost_text(const char *display_name, const char *text, size_t len,
+                       int (*fn)(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_t *ce),
+                       void *arg, char *errors, size_t cap)
+{
+    errors_t errs;
+    errors_init(&errs, errors, cap);
+    jn_config_t *cfg = NULL;
+    char err[1024] = "";
+    int lr = jn_config_load_string(display_name, text, len, &cfg, err, sizeof err);
+    if (lr == JN_ENOMEM)
+        return JN_ENOMEM;
+    if (lr != 0) {
+        add_error(&errs, err);
+        return (int)errs.count;
+    }
+    (void)check_file(cfg, &errs, NULL, NULL, false);
+    only_vhosts(cfg, display_name, &errs);
+    int rc = errs.count == 0 && fn ? jn_mgmt_each_vhost(cfg, fn, arg) : 0;
+    jn_config_free(cfg);
+    return rc ? (rc < 0 ? rc : -rc) : (int)errs.count;
+}
+
 static int json_name(const struct dirent *d)
 {
     size_t n = strlen(d->d_name);
@@ -456,7 +493,6 @@ int jn_mgmt_policy_dir(const char *dir,
     }
     jn_config_t **cfgs = calloc((size_t)n + 1, sizeof *cfgs);
     int rc = cfgs ? 0 : JN_ENOMEM;
-    const jn_schema_type_t *vhost = jn_schema_type_find("vhost");
     for (int i = 0; i < n && rc == 0; i++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]->d_name);
@@ -468,14 +504,7 @@ int jn_mgmt_policy_dir(const char *dir,
             add_error(&errs, err);
         } else {
             (void)check_file(cfgs[i], &errs, NULL, NULL, false);
-            for (size_t k = 0; k < jn_config_entity_count(cfgs[i]); k++) {
-                const jn_config_entity_t *ce = jn_config_entity_at(cfgs[i], k);
-                if (jn_config_entity_line(ce) != 0 && jn_config_entity_type(ce) != vhost)
-                    add_errorf(&errs,
-                               "%s:%d: section '%s' does not belong in a policyDir file (only "
-                               "vhost sections do)",
-                               path, jn_config_entity_line(ce), jn_config_entity_section(ce));
-            }
+            only_vhosts(cfgs[i], path, &errs);
         }
     }
     for (int i = 0; i < n && rc == 0 && errs.count == 0 && fn; i++)

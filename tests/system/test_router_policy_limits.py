@@ -494,5 +494,69 @@ class ConnectorPolicyVhostTest(RouterTestCase):
         self.assertIn("policyVhost '$default': the vhost has no '$connector' group", r.log())
 
 
+MANAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
+                      "junction-manage")
+
+
+class VhostRuntimeTest(RouterTestCase):
+    """CREATE, UPDATE and DELETE of vhosts on a running router, with
+    junction-manage: new connections take the change at once, open ones
+    keep the settings they were admitted with (1.19's rule); a bad vhost is
+    a 400 naming the attribute and changes nothing."""
+
+    def manage(self, r, *args, stdin=None):
+        import subprocess
+        return subprocess.run(["/usr/bin/python3", MANAGE, "-b", r.url, "--type=vhost"]
+                              + list(args), input=stdin, capture_output=True, text=True,
+                              timeout=30 * SLOW)
+
+    def test_create_update_delete(self):
+        import json
+        # the management client's own Open hostname is 127.0.0.1
+        r = self.start_router(extra=conf_section("policy", {"enableVhostPolicy": "yes",
+                                                            "defaultVhost": "none"})
+                              + vhost_section("127.0.0.1", ALL))
+        self.assertIn(DENIED, refusal(r.url, "rt.example") or "")
+        body = {"hostname": "rt.example", "maxConnections": 1, "groups": ALL}
+        p = self.manage(r, "create", "--stdin", stdin=json.dumps(body))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        c = BlockingConnection(r.url, timeout=10 * SLOW, virtual_host="rt.example")
+        try:
+            c.create_receiver("rt.q")
+            self.assertIn(DENIED, refusal(r.url, "rt.example") or "")
+            # a second CREATE of that hostname is refused
+            p = self.manage(r, "create", "--stdin", stdin=json.dumps(body))
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn("Name conflicts", p.stderr)
+            # a bad group attribute: 400 naming it, nothing changes
+            bad = {"groups": {"$default": dict(ALL["$default"], maxWidgets=1)}}
+            p = self.manage(r, "update", "--name=rt.example", "--stdin",
+                            stdin=json.dumps(bad))
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn("attribute 'maxWidgets' is not supported", p.stderr)
+            self.assertIn(DENIED, refusal(r.url, "rt.example") or "")
+            p = self.manage(r, "update", "--name=rt.example", "maxConnections=2")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIsNone(refusal(r.url, "rt.example"))
+            with Client(ConnectOptions(url=r.url)) as m:
+                rows = {x["hostname"]: x for x in m.query_dicts("vhost")}
+            self.assertEqual(rows["rt.example"]["maxConnections"], 2)
+            self.assertEqual(rows["rt.example"]["groups"], ALL)
+            self.assertEqual(rows["rt.example"]["identity"], "vhost/rt.example")
+            self.assertEqual(stats(r.url)["rt.example"]["connectionsApproved"], 2)
+            p = self.manage(r, "delete", "--name=rt.example")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn(DENIED, refusal(r.url, "rt.example") or "")
+            # the open connection keeps the settings it was admitted with
+            c.create_receiver("rt.q2")
+        finally:
+            c.close()
+        with Client(ConnectOptions(url=r.url)) as m:
+            self.assertNotIn("rt.example", [x["hostname"] for x in m.query_dicts("vhost")])
+        log = r.log()
+        self.assertIn("Created vhost rt.example", log)
+        self.assertIn("Deleted vhost rt.example", log)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -558,5 +558,61 @@ class VhostRuntimeTest(RouterTestCase):
         self.assertIn("Deleted vhost rt.example", log)
 
 
+INTEROP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interop")
+
+
+class RheaPolicyTest(RouterTestCase):
+    """The vhost policy as a rhea (Node.js) client meets it: the Open's
+    hostname chooses the vhost, maxSenders refuses a second sender with
+    amqp:resource-limit-exceeded, a source outside the group's sources is
+    refused with amqp:unauthorized-access, the attach advertises the
+    group's maxMessageSize and a larger message detaches the sender with
+    amqp:link:message-size-exceeded."""
+
+    def rhea(self, r, hostname, links, size=0):
+        import json
+        import shutil
+        import subprocess
+        node = shutil.which("node") or shutil.which("nodejs")
+        if not node:
+            self.fail("node (Node.js) is not installed; ./dev installs it")
+        if not os.path.isdir(os.path.join(INTEROP, "node_modules", "rhea")):
+            self.fail("rhea is not installed in %s/node_modules: run `npm ci` there" % INTEROP)
+        port = r.url.rsplit(":", 1)[1]
+        p = subprocess.run([node, os.path.join(INTEROP, "policy.js"), "--port", port,
+                            "--hostname", hostname, "--links", json.dumps(links),
+                            "--size", str(size), "--timeout", str(int(20 * SLOW))],
+                           capture_output=True, text=True, timeout=40 * SLOW)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
+    def test_rhea_meets_the_group_rules(self):
+        rules = group(maxSenders=1, maxMessageSize=1000, sources="ok.*", targets="ok.*")
+        r = self.start_router(extra=conf_section("policy", {"enableVhostPolicy": "yes",
+                                                            "defaultVhost": "free.example"})
+                              + vhost_section("free.example", ALL)
+                              + vhost_section("rhea.example", rules))
+        out = self.rhea(r, "rhea.example", [
+            {"kind": "receiver", "address": "ok.a"},
+            {"kind": "sender", "address": "ok.a"},
+            {"kind": "sender", "address": "ok.b"},
+            {"kind": "receiver", "address": "no.x"}])
+        self.assertEqual([x["result"] for x in out["links"]],
+                         ["open", "open", "amqp:resource-limit-exceeded",
+                          "amqp:unauthorized-access"], out)
+        self.assertEqual(out["links"][1]["max_message_size"], 1000)
+        out = self.rhea(r, "rhea.example", [
+            {"kind": "receiver", "address": "ok.a"},
+            {"kind": "sender", "address": "ok.a"}], size=500)
+        self.assertEqual(out["sent"], "accepted", out)
+        out = self.rhea(r, "rhea.example", [
+            {"kind": "receiver", "address": "ok.a"},
+            {"kind": "sender", "address": "ok.a"}], size=5000)
+        self.assertEqual(out["sent"], "amqp:link:message-size-exceeded", out)
+        st = stats(r.url)["rhea.example"]
+        self.assertEqual((st["senderDenied"], st["receiverDenied"], st["maxMessageSizeDenied"]),
+                         (1, 1, 1))
+
+
 if __name__ == "__main__":
     unittest.main()

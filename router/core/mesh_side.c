@@ -838,7 +838,8 @@ bool jn_core_request_denied_CT(jn_core_t *core, int right)
     JN_LOG(JN_LOG_MOD_POLICY, JN_LOG_INFO,
            "[C%" PRIu64 "] DENY management %s for user '%s', rhost '%s': %s is false in the "
            "connection's vhost user group",
-           c->conn_id, right == 0 ? "CREATE router.connection.linkRoute" : "UPDATE connection adminStatus",
+           c->conn_id,
+           right == 0 ? "CREATE router.connection.linkRoute" : "UPDATE connection adminStatus",
            c->user ? c->user : "anonymous", c->host ? c->host : "",
            right == 0 ? "allowDynamicLinkRoutes" : "allowAdminStatusUpdate");
     return true;

@@ -852,8 +852,8 @@ static void link_open_IO(jn_io_link_t *link, const char *address)
     /* the policy's, or the vhost group's for a link the vhost rules let in
      * (not the cap on inter-router control links, which 1.19 does not
      * advertise) */
-    uint64_t max = link->policy_counted ? link->max_message_size
-                                        : link->conn->endpoint->cfg.max_message_size;
+    uint64_t max =
+        link->policy_counted ? link->max_message_size : link->conn->endpoint->cfg.max_message_size;
     if (link->dir == JN_LINK_INCOMING && max)
         pn_link_set_max_message_size(pl, max);
     pn_link_open(pl);

@@ -129,26 +129,25 @@ int jn_io_vhost_add(jn_io_t *io, const jn_io_vhost_t *vh)
         c->remote_hosts = dup0(g->remote_hosts);
         c->max_per_user = g->max_per_user;
         c->max_per_host = g->max_per_host;
-        c->rules = (struct jn_io_vhost_rules){.sources = dup0(g->sources),
-                                              .targets = dup0(g->targets),
-                                              .source_pattern = dup0(g->source_pattern),
-                                              .target_pattern = dup0(g->target_pattern),
-                                              .allow_anonymous_sender = g->allow_anonymous_sender,
-                                              .allow_dynamic_source = g->allow_dynamic_source,
-                                              .allow_user_id_proxy = g->allow_user_id_proxy,
-                                              .max_frame_size = g->max_frame_size,
-                                              .max_sessions = g->max_sessions,
-                                              .max_session_window = g->max_session_window,
-                                              .has_max_message_size = g->has_max_message_size,
-                                              .max_message_size = g->max_message_size,
-                                              .max_senders = g->max_senders,
-                                              .max_receivers = g->max_receivers,
-                                              .allow_waypoint_links = g->allow_waypoint_links,
-                                              .allow_fallback_links = g->allow_fallback_links,
-                                              .allow_dynamic_link_routes =
-                                                  g->allow_dynamic_link_routes,
-                                              .allow_admin_status_update =
-                                                  g->allow_admin_status_update};
+        c->rules =
+            (struct jn_io_vhost_rules){.sources = dup0(g->sources),
+                                       .targets = dup0(g->targets),
+                                       .source_pattern = dup0(g->source_pattern),
+                                       .target_pattern = dup0(g->target_pattern),
+                                       .allow_anonymous_sender = g->allow_anonymous_sender,
+                                       .allow_dynamic_source = g->allow_dynamic_source,
+                                       .allow_user_id_proxy = g->allow_user_id_proxy,
+                                       .max_frame_size = g->max_frame_size,
+                                       .max_sessions = g->max_sessions,
+                                       .max_session_window = g->max_session_window,
+                                       .has_max_message_size = g->has_max_message_size,
+                                       .max_message_size = g->max_message_size,
+                                       .max_senders = g->max_senders,
+                                       .max_receivers = g->max_receivers,
+                                       .allow_waypoint_links = g->allow_waypoint_links,
+                                       .allow_fallback_links = g->allow_fallback_links,
+                                       .allow_dynamic_link_routes = g->allow_dynamic_link_routes,
+                                       .allow_admin_status_update = g->allow_admin_status_update};
         ok = c->name && c->users && c->remote_hosts && c->rules.sources && c->rules.targets &&
              c->rules.source_pattern && c->rules.target_pattern;
     }
@@ -488,7 +487,9 @@ static bool admit_connector_IO(jn_io_conn_t *conn, const char *vhost)
         JN_LOG(JN_LOG_MOD_POLICY, JN_LOG_ERROR,
                JN_IO_CONN_FMT " DENY connector connection to %s, policyVhost '%s': %s", conn->id,
                conn->host, vhost,
-               !v ? "no such vhost" : !g ? "the vhost has no '$connector' group" : "out of memory");
+               !v   ? "no such vhost"
+               : !g ? "the vhost has no '$connector' group"
+                    : "out of memory");
         return false;
     }
     r->outgoing = true;
@@ -690,8 +691,9 @@ static const char *link_denial(const jn_io_conn_t *conn, const struct jn_io_vhos
                        patterns_allow(r->target_pattern, address, user)
                    ? NULL
                    : "target not allowed by the group's targets/targetPattern";
-    return address && address[0] && (list_allows(r->sources, address, user) ||
-                                      patterns_allow(r->source_pattern, address, user))
+    return address && address[0] &&
+                   (list_allows(r->sources, address, user) ||
+                    patterns_allow(r->source_pattern, address, user))
                ? NULL
                : "source not allowed by the group's sources/sourcePattern";
 }
@@ -726,7 +728,8 @@ const char *jn_io_vhost_link_check_IO(jn_io_link_t *link, const char *address, b
         v->receiver_denied++;
     pthread_mutex_unlock(&io->lock);
     JN_LOG(JN_LOG_MOD_POLICY, JN_LOG_INFO,
-           JN_IO_LINK_FMT " DENY AMQP Attach %s for user '%s', rhost '%s', vhost '%s', address '%s': %s",
+           JN_IO_LINK_FMT
+           " DENY AMQP Attach %s for user '%s', rhost '%s', vhost '%s', address '%s': %s",
            conn->id, link->id, incoming ? "sender" : "receiver", user,
            conn->vhost_host ? conn->vhost_host : conn->host, r->vhost, address ? address : "", why);
     return limit ? "amqp:resource-limit-exceeded" : "amqp:unauthorized-access";

@@ -332,8 +332,8 @@ struct jn_io {
      * closes */
     uint32_t policy_max_conns;
     uint64_t policy_processed, policy_denied, policy_current;
-    uint64_t policy_links_denied;    /* under lock */
-    uint64_t policy_sessions_denied; /* under lock */
+    uint64_t policy_links_denied;               /* under lock */
+    uint64_t policy_sessions_denied;            /* under lock */
     atomic_uint_fast64_t policy_maxsize_denied; /* any loop, relaxed */
     int64_t refused_logged_at; /* ms of the last "too many connections" log line */
     jn_io_timer_t *timers;    /* armed timers, by deadline */
@@ -530,7 +530,7 @@ struct jn_io_link {
     uint64_t max_message_size; /* incoming: octets, 0 = unlimited (maxMessageSize;
                                 * JN_IO_CONTROL_MAX_MESSAGE on control links) */
     bool local_closed;
-    bool policy_counted; /* in conn->policy_senders/receivers (io_policy.c) */
+    bool policy_counted;       /* in conn->policy_senders/receivers (io_policy.c) */
     jn_io_link_t *prev, *next; /* conn->links */
     jn_io_link_t *busy_next;   /* conn->busy */
     bool busy;

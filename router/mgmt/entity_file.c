@@ -256,13 +256,27 @@ static bool type_is(const jn_config_entity_t *ce, const char *short_name)
 /* ---- vhost groups (docs/design.md "Policy") ------------------------------ */
 
 /* The group attributes the router acts on; any other is refused by name. */
-static const char *const group_attrs[] = {
-    "users",          "remoteHosts",          "maxConnectionsPerUser", "maxConnectionsPerHost",
-    "sources",        "targets",              "sourcePattern",         "targetPattern",
-    "allowAnonymousSender",                   "allowDynamicSource",    "allowUserIdProxy",
-    "maxFrameSize",   "maxSessions",          "maxSessionWindow",      "maxMessageSize",
-    "maxSenders",     "maxReceivers",         "allowWaypointLinks",    "allowFallbackLinks",
-    "allowDynamicLinkRoutes",                 "allowAdminStatusUpdate"};
+static const char *const group_attrs[] = {"users",
+                                          "remoteHosts",
+                                          "maxConnectionsPerUser",
+                                          "maxConnectionsPerHost",
+                                          "sources",
+                                          "targets",
+                                          "sourcePattern",
+                                          "targetPattern",
+                                          "allowAnonymousSender",
+                                          "allowDynamicSource",
+                                          "allowUserIdProxy",
+                                          "maxFrameSize",
+                                          "maxSessions",
+                                          "maxSessionWindow",
+                                          "maxMessageSize",
+                                          "maxSenders",
+                                          "maxReceivers",
+                                          "allowWaypointLinks",
+                                          "allowFallbackLinks",
+                                          "allowDynamicLinkRoutes",
+                                          "allowAdminStatusUpdate"};
 
 static bool group_attr_known(const char *key)
 {

@@ -199,8 +199,8 @@ static bool map_has(const jn_decoder_t *d, const jn_field_t *map, const jn_field
 /* The members of map f (of d) into b, but for keys in skip or in the map
  * `unless` (of ud); *first says whether none was written yet. */
 static void json_members(jbuf_t *b, const jn_decoder_t *d, const jn_field_t *f,
-                         const jn_decoder_t *ud, const jn_field_t *unless,
-                         const char *const *skip, bool *first)
+                         const jn_decoder_t *ud, const jn_field_t *unless, const char *const *skip,
+                         bool *first)
 {
     jn_decoder_t child;
     jn_field_t k, v;

@@ -393,7 +393,8 @@ size_t jn_mgmt_rows_policy(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t 
             [JN_COL_POLICY_MAX_MESSAGE_SIZE] =
                 jn_mv_int(JN_MV_LONG, (int64_t)agent->cfg.max_message_size),
             [JN_COL_POLICY_ENABLE_VHOST_POLICY] = jn_mv_bool(agent->cfg.enable_vhost_policy),
-            [JN_COL_POLICY_ENABLE_VHOST_NAME_PATTERNS] = jn_mv_bool(agent->cfg.enable_vhost_name_patterns),
+            [JN_COL_POLICY_ENABLE_VHOST_NAME_PATTERNS] =
+                jn_mv_bool(agent->cfg.enable_vhost_name_patterns),
             [JN_COL_POLICY_POLICY_DIR] = jn_mv_str(agent->cfg.policy_dir),
             [JN_COL_POLICY_DEFAULT_VHOST] = jn_mv_str(agent->cfg.default_vhost),
             [JN_COL_POLICY_CONNECTIONS_PROCESSED] = jn_mv_int(JN_MV_LONG, (int64_t)st.processed),
@@ -403,9 +404,8 @@ size_t jn_mgmt_rows_policy(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t 
             [JN_COL_POLICY_MAX_MESSAGE_SIZE_DENIED] =
                 jn_mv_int(JN_MV_LONG, (int64_t)st.max_message_size_denied),
             [JN_COL_POLICY_TOTAL_DENIALS] =
-                jn_mv_int(JN_MV_LONG,
-                          (int64_t)(st.denied + st.links_denied + st.sessions_denied +
-                                    st.max_message_size_denied))};
+                jn_mv_int(JN_MV_LONG, (int64_t)(st.denied + st.links_denied + st.sessions_denied +
+                                                st.max_message_size_denied))};
         fn(ctx, row);
     }
     return 1;

@@ -405,8 +405,10 @@ static void implemented_attributes(void **state)
     (void)state;
     static const struct {
         const char *type, *attr;
-    } no[] = {{"listener", "saslPlugin"},  {"listener", "protocolFamily"},
-              {"listener", "multiTenant"}, {"connector", "failoverUrls"},
+    } no[] = {{"listener", "saslPlugin"},
+              {"listener", "protocolFamily"},
+              {"listener", "multiTenant"},
+              {"connector", "failoverUrls"},
               {"address", "priority"}};
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
         if (jn_schema_attr_implemented(attr_of(no[i].type, no[i].attr)))

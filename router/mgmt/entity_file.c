@@ -333,6 +333,13 @@ static uint64_t group_size(const jn_config_value_t *g, bool *set)
 static void check_vhost(const jn_config_t *cfg, const jn_config_entity_t *ce, errors_t *errs)
 {
     const char *host = jn_config_entity_string(ce, "hostname");
+    const jn_config_value_t *mms = jn_config_entity_get(ce, "maxMessageSize");
+    if (mms && jn_config_value_kind(mms) == JN_CONFIG_INT && jn_config_value_int(mms) < 0)
+        add_errorf(errs, "%s:%d: vhost '%s' attribute 'maxMessageSize' must be an integer from 0",
+                   jn_config_name(cfg),
+                   jn_config_value_line(mms) ? jn_config_value_line(mms)
+                                             : jn_config_entity_line(ce),
+                   host ? host : "");
     const jn_config_value_t *groups = jn_config_entity_get(ce, "groups");
     if (!groups || jn_config_value_kind(groups) != JN_CONFIG_MAP)
         return;

@@ -131,6 +131,25 @@ class VhostLimitsTest(RouterTestCase):
         self.assertEqual(p["maxMessageSizeDenied"], 2)
         self.assertEqual(p["totalDenials"], 2)
 
+    def test_negative_max_message_size_refused_with_file_and_line(self):
+        from harness import run_junctiond
+        text = (conf_section("router", {"mode": "standalone", "id": "P"})
+                + conf_section("policy", {"enableVhostPolicy": "yes"})
+                + vhost_section("a.example", group(maxMessageSize=-1))
+                + vhost_section("b.example", ALL, maxMessageSize=-5))
+        path = os.path.join(self.workdir, "m.conf")
+        with open(path, "w") as f:
+            f.write(text)
+        lines = text.splitlines()
+        p = run_junctiond(["-c", path])
+        self.assertEqual(p.returncode, 1, p.stderr)
+        g = 1 + [i for i, x in enumerate(lines) if '"maxMessageSize": -1' in x][0]
+        v = 1 + [i for i, x in enumerate(lines) if "maxMessageSize: -5" in x][0]
+        self.assertIn("%s:%d: vhost 'a.example' group '$default' attribute 'maxMessageSize' "
+                      "must be an integer from 0" % (path, g), p.stderr)
+        self.assertIn("%s:%d: vhost 'b.example' attribute 'maxMessageSize' must be an integer "
+                      "from 0" % (path, v), p.stderr)
+
     def test_max_senders_and_receivers(self):
         r = self.start(vhost_section("n.example", group(maxSenders=2, maxReceivers=1)),
                        vhost_section("none.example", group(maxSenders=0)))

@@ -352,6 +352,16 @@ static const char *mgmt_listen_error(void *io)
     return jn_io_last_listen_error();
 }
 
+static int mgmt_vhost_add(void *io, const jn_io_vhost_t *vh)
+{
+    return jn_io_vhost_add(io, vh);
+}
+
+static int mgmt_vhost_remove(void *io, const char *hostname)
+{
+    return jn_io_vhost_remove(io, hostname);
+}
+
 static int mgmt_vhost_stats(void *io, jn_io_vhost_stats_t **out, size_t *count)
 {
     return jn_io_vhost_stats(io, out, count);
@@ -394,11 +404,14 @@ static int build(daemon_state_t *st)
                            .max_message_size = rs->max_message_size,
                            .max_connections = rs->max_connections,
                            .enable_vhost_policy = rs->enable_vhost_policy,
+                           .enable_vhost_name_patterns = rs->enable_vhost_name_patterns,
                            .default_vhost = rs->default_vhost,
                            .policy_dir = rs->policy_dir,
                            .policy_stats = mgmt_policy_stats,
                            .vhost_stats = mgmt_vhost_stats,
                            .vhost_stats_free = jn_io_vhost_stats_free,
+                           .vhost_add = mgmt_vhost_add,
+                           .vhost_remove = mgmt_vhost_remove,
                            .core = st->core,
                            .io_ctx = st->io,
                            .add_listener = mgmt_add_listener,
@@ -442,7 +455,8 @@ static int add_vhost(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_
 static int vhosts(daemon_state_t *st, const jn_config_t *cfg)
 {
     if ((st->settings.enable_vhost_policy &&
-         jn_io_vhost_policy(st->io, st->settings.default_vhost) != 0) ||
+         jn_io_vhost_policy(st->io, st->settings.default_vhost,
+                            st->settings.enable_vhost_name_patterns) != 0) ||
         jn_mgmt_each_vhost(cfg, add_vhost, st) != 0) {
         fprintf(stderr, "junctiond: out of memory\n");
         return -1;

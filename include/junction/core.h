@@ -193,6 +193,12 @@ typedef struct jn_conn_info {
      * routers"): router annotations honoured both ways whatever strip_*
      * say; the peer's edge links are recognised (jn_link_type_t) */
     bool edge;
+    /* a vhost policy's rights (1.19's allowDynamicLinkRoutes and
+     * allowAdminStatusUpdate of the connection's user group) turned off:
+     * management requests arriving on this connection may not create
+     * router.connection.linkRoute, nor set another connection's
+     * adminStatus. false (the default) when no policy governs it. */
+    bool deny_dynamic_link_routes, deny_admin_status_update;
 } jn_conn_info_t;
 
 /* jn_core_conn_opened_IO: an AMQP connection is open. Allocates the core's
@@ -561,6 +567,14 @@ typedef void (*jn_core_request_fn)(void *ctx, jn_core_t *core, jn_message_t *req
  * acts on it); 0 when it came across the mesh or from the router itself,
  * and outside a request. Core thread. */
 uint64_t jn_core_request_conn_CT(jn_core_t *core);
+
+/* jn_core_request_denied_CT: inside a jn_core_request_fn, whether the
+ * vhost policy of the connection the request arrived on forbids
+ * connection-scoped link routes (right 0) or updating another
+ * connection's adminStatus (right 1): jn_conn_info_t.deny_*; a denial is
+ * logged (POLICY, info) with the user, host and rule. False outside a
+ * request and for requests from the mesh or the router. Core thread. */
+bool jn_core_request_denied_CT(jn_core_t *core, int right);
 
 /* jn_core_set_management: register the management agent (fn NULL: none;
  * requests are then released as to an address without consumers). Main

@@ -178,6 +178,19 @@ typedef struct jn_io_vhost_group {
      * frame (octets), sessions (channel-max + 1), a session's incoming
      * window (octets) */
     uint32_t max_frame_size, max_sessions, max_session_window;
+    /* maxMessageSize (octets; 0: no limit) when has_max_message_size,
+     * else the vhost's */
+    bool has_max_message_size;
+    uint64_t max_message_size;
+    /* links the client may have open at once: its senders (our receiving
+     * links) and its receivers (our sending links); 0 allows none */
+    uint32_t max_senders, max_receivers;
+    /* capabilities and management rights (1.19's defaults: all true):
+     * qd.waypoint* / qd.fallback on a terminus, connection-scoped link
+     * routes (router.connection.linkRoute CREATE), closing another
+     * connection (connection UPDATE adminStatus) */
+    bool allow_waypoint_links, allow_fallback_links, allow_dynamic_link_routes,
+        allow_admin_status_update;
 } jn_io_vhost_group_t;
 
 /* One vhost (1.19's vhost entity): hostname, its connection limits and its
@@ -187,19 +200,27 @@ typedef struct jn_io_vhost {
     const char *aliases; /* comma-separated other hostnames of it (NULL: none) */
     uint32_t max_connections, max_per_user, max_per_host;
     bool allow_unknown_user;
+    /* maxMessageSize (octets; 0: no limit) when has_max_message_size, else
+     * policy.maxMessageSize */
+    bool has_max_message_size;
+    uint64_t max_message_size;
     const jn_io_vhost_group_t *groups;
     size_t group_count;
 } jn_io_vhost_t;
 
 /* jn_io_vhost_policy: turn the vhost policy on (policy.enableVhostPolicy)
- * with default_vhost (policy.defaultVhost, copied; "" or NULL: none). From
+ * with default_vhost (policy.defaultVhost, copied; "" or NULL: none);
+ * name_patterns (policy.enableVhostNamePatterns): a hostname no vhost
+ * names exactly takes the vhost whose hostname or alias, read as a
+ * pattern ('.'/'/' separators, '*' one token, '#' any), matches it with
+ * the fewest wildcards. From
  * then on every incoming client connection (role normal) is checked at its
  * Open against the vhost its Open hostname names (else default_vhost): no
  * vhost, a user in no group (and allowUnknownUser off, no "$default" group)
  * or a connection limit reached closes it with amqp:resource-limit-exceeded
  * and one POLICY log line. Returns 0 or JN_ENOMEM. Main thread, before
  * jn_io_start. */
-int jn_io_vhost_policy(jn_io_t *io, const char *default_vhost);
+int jn_io_vhost_policy(jn_io_t *io, const char *default_vhost, bool name_patterns);
 
 /* One vhost's figures (1.19's vhostStats): connections approved and
  * denied since start, open now; attaches denied by link rules; per_user /
@@ -208,6 +229,7 @@ int jn_io_vhost_policy(jn_io_t *io, const char *default_vhost);
 typedef struct jn_io_vhost_stats {
     char *hostname;
     uint64_t approved, denied, current, sender_denied, receiver_denied;
+    uint64_t session_denied, max_size_denied; /* sessionDenied, maxMessageSizeDenied */
     uint8_t *per_user, *per_host;
     size_t per_user_len, per_host_len;
 } jn_io_vhost_stats_t;
@@ -226,6 +248,12 @@ void jn_io_vhost_stats_free(jn_io_vhost_stats_t *st, size_t count);
  * layer's lock). */
 int jn_io_vhost_add(jn_io_t *io, const jn_io_vhost_t *vh);
 
+/* jn_io_vhost_remove: remove the vhost named hostname (exactly): new
+ * connections no longer find it; open ones keep the rules they were
+ * admitted with, and their counts until they close. Returns 0 or
+ * JN_ENOENT (no such vhost). Any thread (takes the layer's lock). */
+int jn_io_vhost_remove(jn_io_t *io, const char *hostname);
+
 /* The policy's figures (1.19's policy entity statistics): processed =
  * approved + denied since start; current = counted incoming connections
  * open now; max_message_size_denied = messages over maxMessageSize (each
@@ -233,6 +261,7 @@ int jn_io_vhost_add(jn_io_t *io, const jn_io_vhost_t *vh);
 typedef struct jn_io_policy_stats {
     uint64_t processed, denied, current;
     uint64_t links_denied; /* attaches refused by a vhost group's link rules */
+    uint64_t sessions_denied; /* begins refused by a vhost group's maxSessions */
     uint64_t max_message_size_denied;
 } jn_io_policy_stats_t;
 

@@ -59,6 +59,7 @@ typedef struct jn_mgmt_config {
     uint64_t max_message_size; /* policy.maxMessageSize for created endpoints (0: none) */
     uint32_t max_connections;  /* policy.maxConnections, shown by the policy entity */
     bool enable_vhost_policy;  /* policy.enableVhostPolicy, shown */
+    bool enable_vhost_name_patterns; /* policy.enableVhostNamePatterns, shown */
     const char *default_vhost; /* policy.defaultVhost, shown (copied; NULL: "$default") */
     const char *policy_dir;    /* policy.policyDir, shown (copied; NULL: "") */
     /* policy_stats: the policy entity's connection figures (typically
@@ -68,6 +69,12 @@ typedef struct jn_mgmt_config {
      * io_ctx) and how to free them (jn_io_vhost_stats_free). NULL: none. */
     int (*vhost_stats)(void *io_ctx, jn_io_vhost_stats_t **out, size_t *count);
     void (*vhost_stats_free)(jn_io_vhost_stats_t *st, size_t count);
+    /* vhost_add / vhost_remove: a vhost created, updated (replaced by
+     * hostname) or deleted through management, into the I/O layer
+     * (typically jn_io_vhost_add / jn_io_vhost_remove over io_ctx): 0, or
+     * JN_ENOMEM / JN_ENOENT. NULL: vhosts cannot change at run time. */
+    int (*vhost_add)(void *io_ctx, const jn_io_vhost_t *vh);
+    int (*vhost_remove)(void *io_ctx, const char *hostname);
 
     /* The core whose state is shown (connections, links, addresses,
      * statistics) and to which address entities apply. NULL (unit tests):
@@ -179,6 +186,7 @@ typedef struct jn_router_settings {
     uint64_t max_message_size; /* policy.maxMessageSize, octets (0: no limit) */
     uint32_t max_connections;  /* policy.maxConnections (default 65535; 0: refuse all) */
     bool enable_vhost_policy;  /* policy.enableVhostPolicy */
+    bool enable_vhost_name_patterns; /* policy.enableVhostNamePatterns */
     const char *default_vhost; /* policy.defaultVhost (borrowed from the config) */
     const char *policy_dir;    /* policy.policyDir (borrowed; NULL or "": none) */
     uint32_t hello_interval, hello_max_age, ra_interval, ra_interval_flux,
@@ -188,8 +196,10 @@ typedef struct jn_router_settings {
 } jn_router_settings_t;
 
 /* jn_mgmt_show_vhost: keep vhost section ce (converted, copied) to be
- * shown by READ and QUERY of the vhost type (docs/design.md "Policy").
- * Returns 0 or JN_ENOMEM. Main thread, before the agent serves requests. */
+ * shown by READ and QUERY of the vhost type (docs/design.md "Policy"), in
+ * place of the one of the same hostname if there is one. Returns 0 or
+ * JN_ENOMEM. Main thread before the agent serves requests, then the
+ * agent's (core) thread. */
 int jn_mgmt_show_vhost(jn_mgmt_t *agent, const jn_config_entity_t *ce);
 
 /* jn_mgmt_each_vhost: call fn(arg, vh) for each vhost section of cfg (a
@@ -213,6 +223,17 @@ int jn_mgmt_each_vhost(const jn_config_t *cfg,
  * Returns the number of refusals (0: loaded), or JN_ENOMEM / fn's non-zero
  * result as a negative count. Main thread, at start. */
 int jn_mgmt_policy_dir(const char *dir,
+                       int (*fn)(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_t *ce),
+                       void *arg, char *errors, size_t cap);
+
+/* jn_mgmt_vhost_text: len octets of text (the JSON form, display_name
+ * ending in ".json", used in messages) holding vhost sections only, read
+ * and checked as a policyDir file; when sound and fn is not NULL,
+ * fn(arg, vh, ce) for each (see jn_mgmt_each_vhost). errors (cap octets)
+ * receives "NAME:LINE: reason" lines. Returns the number of refusals (0:
+ * loaded), or JN_ENOMEM / fn's non-zero result as a negative count. Any
+ * one thread at a time (the agent's for management CREATE/UPDATE). */
+int jn_mgmt_vhost_text(const char *display_name, const char *text, size_t len,
                        int (*fn)(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_t *ce),
                        void *arg, char *errors, size_t cap);
 

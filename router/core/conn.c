@@ -74,6 +74,8 @@ jn_core_conn_t *jn_core_conn_opened_IO(jn_core_t *core, void *io_conn, const jn_
     c->inter_router = info->inter_router;
     c->route_container = info->route_container;
     c->edge = info->edge;
+    c->deny_dynamic_link_routes = info->deny_dynamic_link_routes;
+    c->deny_admin_status_update = info->deny_admin_status_update;
     c->router_peer = c->inter_router || c->edge;
     c->cost = info->cost ? info->cost : 1;
     c->encrypted = info->encrypted;

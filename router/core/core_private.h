@@ -206,6 +206,7 @@ struct jn_core_conn {
     bool inter_router;
     bool route_container; /* role route-container */
     bool edge;            /* role edge: an edge router's uplink (edge.c) */
+    bool deny_dynamic_link_routes, deny_admin_status_update; /* jn_conn_info_t */
     bool router_peer;     /* inter_router || edge: deliveries to it carry the
                            * to-override of a targeted sender (delivery.c) */
     char *endpoint_name;  /* its listener's or connector's name (heap), or NULL */
@@ -417,6 +418,7 @@ struct jn_core {
     /* Core thread only. */
     struct {
         jn_hash_t *addrs;      /* hash key -> jn_addr_t */
+        const jn_core_conn_t *request_from; /* its connection, or NULL */
         uint64_t request_conn; /* the connection of the management request
                                 * being answered (0: none, or across the
                                 * mesh; mesh_side.c) */

@@ -815,8 +815,10 @@ static void management_serve_CT(jn_core_t *core, jn_delivery_t *dlv)
     if (ok && core->mgmt_fn) {
         const jn_core_conn_t *in = dlv->link->conn;
         core->ct.request_conn = in->inter_router || in->internal ? 0 : in->conn_id;
+        core->ct.request_from = in->inter_router || in->internal ? NULL : in;
         core->mgmt_fn(core->mgmt_ctx, core, msg);
         core->ct.request_conn = 0;
+        core->ct.request_from = NULL;
     }
     jn_forward_to_links_CT(dlv, NULL, 0, false); /* accepted (served) or released */
 }
@@ -825,6 +827,22 @@ uint64_t jn_core_request_conn_CT(jn_core_t *core)
 {
     JN_ASSERT_CT(core);
     return core->ct.request_conn;
+}
+
+bool jn_core_request_denied_CT(jn_core_t *core, int right)
+{
+    JN_ASSERT_CT(core);
+    const jn_core_conn_t *c = core->ct.request_from;
+    if (!c || !(right == 0 ? c->deny_dynamic_link_routes : c->deny_admin_status_update))
+        return false;
+    JN_LOG(JN_LOG_MOD_POLICY, JN_LOG_INFO,
+           "[C%" PRIu64 "] DENY management %s for user '%s', rhost '%s': %s is false in the "
+           "connection's vhost user group",
+           c->conn_id,
+           right == 0 ? "CREATE router.connection.linkRoute" : "UPDATE connection adminStatus",
+           c->user ? c->user : "anonymous", c->host ? c->host : "",
+           right == 0 ? "allowDynamicLinkRoutes" : "allowAdminStatusUpdate");
+    return true;
 }
 
 void jn_router_management_arrived_CT(jn_delivery_t *dlv)

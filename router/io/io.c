@@ -405,6 +405,7 @@ void jn_io_policy_stats(jn_io_t *io, jn_io_policy_stats_t *out)
     out->denied = io->policy_denied;
     out->current = io->policy_current;
     out->links_denied = io->policy_links_denied;
+    out->sessions_denied = io->policy_sessions_denied;
     pthread_mutex_unlock(&io->lock);
     out->max_message_size_denied =
         atomic_load_explicit(&io->policy_maxsize_denied, memory_order_relaxed);

@@ -195,6 +195,7 @@ static void link_unlink(jn_io_link_t *link)
 
 static void link_free(jn_io_link_t *link)
 {
+    jn_io_vhost_link_gone_IO(link);
     jn_io_rx_link_gone_IO(link);
     jn_io_tx_link_gone_IO(link);
     /* after this the budget's waker no longer names the connection
@@ -495,6 +496,7 @@ static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
         return;
     }
     jn_io_vhost_transport_IO(conn, t); /* the group's maxFrameSize, maxSessions */
+    jn_io_vhost_rights_IO(conn, &info.deny_dynamic_link_routes, &info.deny_admin_status_update);
     if (jn_io_vhost_user_id_proxy(conn)) { /* allowUserIdProxy: any user-id */
         free(conn->check_user);
         conn->check_user = NULL;
@@ -654,6 +656,7 @@ static void on_session_open(jn_io_conn_t *conn, pn_session_t *ssn)
 static void link_detached_IO(jn_io_link_t *link)
 {
     JN_ASSERT_IO(link->conn);
+    jn_io_vhost_link_gone_IO(link);
     jn_io_rx_link_gone_IO(link);
     jn_io_tx_link_gone_IO(link);
     if (link->detached)
@@ -754,11 +757,12 @@ static void on_link_open(jn_io_conn_t *conn, pn_link_t *pl)
         .priority = -1,
     };
     jn_io_ir_classify_IO(link, &info);
-    if (info.type == JN_LINK_ENDPOINT && conn->vhost_rules &&
-        !jn_io_vhost_link_ok_IO(conn, link->dir == JN_LINK_INCOMING, info.address,
-                                info.dynamic)) {
+    const char *denied = info.type == JN_LINK_ENDPOINT && conn->vhost_rules
+                             ? jn_io_vhost_link_check_IO(link, info.address, info.dynamic)
+                             : NULL;
+    if (denied) {
         link->detached = true; /* the core never knows it */
-        jn_io_link_close_IO(link, "amqp:unauthorized-access", "link disallowed by local policy");
+        jn_io_link_close_IO(link, denied, "link disallowed by local policy");
         return;
     }
     info.fallback = info.type == JN_LINK_ENDPOINT && jn_io_fallback_receiver_IO(pl);
@@ -845,7 +849,11 @@ static void link_open_IO(jn_io_link_t *link, const char *address)
     }
     pn_link_set_snd_settle_mode(pl, pn_link_remote_snd_settle_mode(pl));
     pn_link_set_rcv_settle_mode(pl, PN_RCV_FIRST);
-    uint64_t max = link->conn->endpoint->cfg.max_message_size;
+    /* the policy's, or the vhost group's for a link the vhost rules let in
+     * (not the cap on inter-router control links, which 1.19 does not
+     * advertise) */
+    uint64_t max =
+        link->policy_counted ? link->max_message_size : link->conn->endpoint->cfg.max_message_size;
     if (link->dir == JN_LINK_INCOMING && max)
         pn_link_set_max_message_size(pl, max);
     pn_link_open(pl);
@@ -920,6 +928,7 @@ void jn_io_conn_event_IO(jn_io_conn_t *conn, pn_event_t *event)
         break;
     }
     case PN_TRANSPORT_ERROR:
+        jn_io_vhost_session_denied_IO(conn, pn_event_transport(event));
         on_transport_error(conn, pn_event_transport(event));
         break;
     case PN_TRANSPORT_TAIL_CLOSED:

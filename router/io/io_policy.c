@@ -21,6 +21,13 @@ struct jn_io_vhost_rules {
     char *sources, *targets, *source_pattern, *target_pattern;
     bool allow_anonymous_sender, allow_dynamic_source, allow_user_id_proxy;
     uint32_t max_frame_size, max_sessions, max_session_window; /* 0: not set */
+    bool has_max_message_size; /* the group's, else the vhost's, if set */
+    uint64_t max_message_size;
+    uint32_t max_senders, max_receivers;
+    bool allow_waypoint_links, allow_fallback_links, allow_dynamic_link_routes,
+        allow_admin_status_update;
+    bool outgoing; /* a connector's ($connector group): no transport settings */
+    char *vhost;   /* the vhost whose figures count this connection's denials */
 };
 
 typedef struct jn_io_vhost_group_entry {
@@ -35,6 +42,7 @@ static void rules_clear(struct jn_io_vhost_rules *r)
     free(r->targets);
     free(r->source_pattern);
     free(r->target_pattern);
+    free(r->vhost);
     memset(r, 0, sizeof *r);
 }
 
@@ -44,10 +52,12 @@ struct jn_io_vhost_entry {
     char *aliases;
     uint32_t max_connections, max_per_user, max_per_host;
     bool allow_unknown_user;
+    bool has_max_message_size;
+    uint64_t max_message_size;
     group_t *groups;
     size_t group_count;
     /* vhostStats, under io->lock */
-    uint64_t approved, denied, sender_denied, receiver_denied;
+    uint64_t approved, denied, sender_denied, receiver_denied, session_denied, max_size_denied;
 };
 
 /* One count: the connections of a vhost (kind TOTAL), of one user in it
@@ -82,7 +92,7 @@ static char *dup0(const char *s)
     return strdup(s ? s : "");
 }
 
-int jn_io_vhost_policy(jn_io_t *io, const char *default_vhost)
+int jn_io_vhost_policy(jn_io_t *io, const char *default_vhost, bool name_patterns)
 {
     char *d = dup0(default_vhost);
     if (!d)
@@ -91,6 +101,7 @@ int jn_io_vhost_policy(jn_io_t *io, const char *default_vhost)
     free(io->default_vhost);
     io->default_vhost = d;
     io->vhost_policy = true;
+    io->vhost_name_patterns = name_patterns;
     pthread_mutex_unlock(&io->lock);
     return 0;
 }
@@ -106,6 +117,8 @@ int jn_io_vhost_add(jn_io_t *io, const jn_io_vhost_t *vh)
     v->max_per_user = vh->max_per_user;
     v->max_per_host = vh->max_per_host;
     v->allow_unknown_user = vh->allow_unknown_user;
+    v->has_max_message_size = vh->has_max_message_size;
+    v->max_message_size = vh->max_message_size;
     v->groups = vh->group_count ? calloc(vh->group_count, sizeof *v->groups) : NULL;
     bool ok = v->hostname && v->aliases && (v->groups || !vh->group_count);
     for (size_t i = 0; ok && i < vh->group_count; i++) {
@@ -116,16 +129,25 @@ int jn_io_vhost_add(jn_io_t *io, const jn_io_vhost_t *vh)
         c->remote_hosts = dup0(g->remote_hosts);
         c->max_per_user = g->max_per_user;
         c->max_per_host = g->max_per_host;
-        c->rules = (struct jn_io_vhost_rules){.sources = dup0(g->sources),
-                                              .targets = dup0(g->targets),
-                                              .source_pattern = dup0(g->source_pattern),
-                                              .target_pattern = dup0(g->target_pattern),
-                                              .allow_anonymous_sender = g->allow_anonymous_sender,
-                                              .allow_dynamic_source = g->allow_dynamic_source,
-                                              .allow_user_id_proxy = g->allow_user_id_proxy,
-                                              .max_frame_size = g->max_frame_size,
-                                              .max_sessions = g->max_sessions,
-                                              .max_session_window = g->max_session_window};
+        c->rules =
+            (struct jn_io_vhost_rules){.sources = dup0(g->sources),
+                                       .targets = dup0(g->targets),
+                                       .source_pattern = dup0(g->source_pattern),
+                                       .target_pattern = dup0(g->target_pattern),
+                                       .allow_anonymous_sender = g->allow_anonymous_sender,
+                                       .allow_dynamic_source = g->allow_dynamic_source,
+                                       .allow_user_id_proxy = g->allow_user_id_proxy,
+                                       .max_frame_size = g->max_frame_size,
+                                       .max_sessions = g->max_sessions,
+                                       .max_session_window = g->max_session_window,
+                                       .has_max_message_size = g->has_max_message_size,
+                                       .max_message_size = g->max_message_size,
+                                       .max_senders = g->max_senders,
+                                       .max_receivers = g->max_receivers,
+                                       .allow_waypoint_links = g->allow_waypoint_links,
+                                       .allow_fallback_links = g->allow_fallback_links,
+                                       .allow_dynamic_link_routes = g->allow_dynamic_link_routes,
+                                       .allow_admin_status_update = g->allow_admin_status_update};
         ok = c->name && c->users && c->remote_hosts && c->rules.sources && c->rules.targets &&
              c->rules.source_pattern && c->rules.target_pattern;
     }
@@ -139,10 +161,32 @@ int jn_io_vhost_add(jn_io_t *io, const jn_io_vhost_t *vh)
         pp = &(*pp)->next;
     struct jn_io_vhost_entry *old = *pp;
     v->next = old ? old->next : NULL;
+    if (old) { /* replaced (management UPDATE): its figures go on */
+        v->approved = old->approved;
+        v->denied = old->denied;
+        v->sender_denied = old->sender_denied;
+        v->receiver_denied = old->receiver_denied;
+        v->session_denied = old->session_denied;
+        v->max_size_denied = old->max_size_denied;
+    }
     *pp = v;
     pthread_mutex_unlock(&io->lock);
     vhost_free(old);
     return 0;
+}
+
+int jn_io_vhost_remove(jn_io_t *io, const char *hostname)
+{
+    pthread_mutex_lock(&io->lock);
+    struct jn_io_vhost_entry **pp = &io->vhosts;
+    while (*pp && strcmp((*pp)->hostname, hostname) != 0)
+        pp = &(*pp)->next;
+    struct jn_io_vhost_entry *old = *pp;
+    if (old)
+        *pp = old->next;
+    pthread_mutex_unlock(&io->lock);
+    vhost_free(old);
+    return old ? 0 : JN_ENOENT;
 }
 
 void jn_io_vhost_free_all(jn_io_t *io)
@@ -203,8 +247,58 @@ static bool in_aliases(const char *list, const char *name)
     return false;
 }
 
+/* How general a vhost name pattern is: each '#' token weighs more than
+ * any number of '*' tokens, so the most specific match wins. */
+static unsigned pattern_weight(const char *p, size_t len)
+{
+    unsigned w = 0;
+    for (size_t i = 0; i < len; i++) {
+        bool starts = i == 0 || p[i - 1] == '.' || p[i - 1] == '/';
+        bool ends = i + 1 == len || p[i + 1] == '.' || p[i + 1] == '/';
+        if (starts && ends && p[i] == '#')
+            w += 1000;
+        else if (starts && ends && p[i] == '*')
+            w += 1;
+    }
+    return w;
+}
+
+/* The best vhost whose hostname or an alias, read as a pattern ('.' or
+ * '/' between tokens, '*' one token, '#' any number), matches hostname:
+ * the fewest wildcards wins, then table order (policy.
+ * enableVhostNamePatterns). */
+static struct jn_io_vhost_entry *vhost_find_pattern(jn_io_t *io, const char *hostname)
+{
+    struct jn_io_vhost_entry *best = NULL;
+    unsigned best_w = UINT32_MAX;
+    size_t hlen = strlen(hostname);
+    for (struct jn_io_vhost_entry *v = io->vhosts; v; v = v->next) {
+        size_t n = strlen(v->hostname);
+        unsigned w = pattern_weight(v->hostname, n);
+        if (w < best_w && jn_wildcard_match(v->hostname, n, hostname, hlen, "./", '*')) {
+            best = v;
+            best_w = w;
+        }
+        for (const char *p = v->aliases; *p;) {
+            while (*p == ' ' || *p == ',')
+                p++;
+            const char *e = p;
+            while (*e && *e != ',' && *e != ' ')
+                e++;
+            w = pattern_weight(p, (size_t)(e - p));
+            if (e > p && w < best_w &&
+                jn_wildcard_match(p, (size_t)(e - p), hostname, hlen, "./", '*')) {
+                best = v;
+                best_w = w;
+            }
+            p = e;
+        }
+    }
+    return best;
+}
+
 /* The vhost whose hostname is hostname, else the first that has it among
- * its aliases. */
+ * its aliases, else (name patterns on) the best pattern that matches. */
 static struct jn_io_vhost_entry *vhost_find(jn_io_t *io, const char *hostname)
 {
     if (!hostname)
@@ -215,7 +309,7 @@ static struct jn_io_vhost_entry *vhost_find(jn_io_t *io, const char *hostname)
     for (struct jn_io_vhost_entry *v = io->vhosts; v; v = v->next)
         if (in_aliases(v->aliases, hostname))
             return v;
-    return NULL;
+    return io->vhost_name_patterns ? vhost_find_pattern(io, hostname) : NULL;
 }
 
 static struct jn_io_vhost_count *count_find(jn_io_t *io, const char *vhost, int kind,
@@ -282,6 +376,40 @@ static void remote_host(const jn_io_conn_t *conn, char *out, size_t cap)
     out[len] = '\0';
 }
 
+/* A connection's copy of group g's rules of vhost v (g NULL: the rules
+ * of no group, which allow no link), with the maxMessageSize that applies
+ * (the group's, else the vhost's); NULL when out of memory. */
+static struct jn_io_vhost_rules *rules_new(const struct jn_io_vhost_entry *v, const group_t *g)
+{
+    struct jn_io_vhost_rules *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    if (g) {
+        *r = g->rules;
+        r->sources = strdup(g->rules.sources);
+        r->targets = strdup(g->rules.targets);
+        r->source_pattern = strdup(g->rules.source_pattern);
+        r->target_pattern = strdup(g->rules.target_pattern);
+    } else {
+        r->sources = strdup("");
+        r->targets = strdup("");
+        r->source_pattern = strdup("");
+        r->target_pattern = strdup("");
+        r->max_senders = r->max_receivers = INT32_MAX;
+    }
+    r->vhost = strdup(v->hostname);
+    if (!r->has_max_message_size && v->has_max_message_size) {
+        r->has_max_message_size = true;
+        r->max_message_size = v->max_message_size;
+    }
+    if (!r->sources || !r->targets || !r->source_pattern || !r->target_pattern || !r->vhost) {
+        rules_clear(r);
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
 /* Decide under io->lock: NULL when admitted (counted), else the rule
  * that denied it (static text; "out of memory" included). */
 static const char *admit_locked(jn_io_t *io, jn_io_conn_t *conn, const char *user,
@@ -326,34 +454,7 @@ static const char *admit_locked(jn_io_t *io, jn_io_conn_t *conn, const char *use
         conn->vhost_name = conn->vhost_user = NULL;
         return "out of memory";
     }
-    struct jn_io_vhost_rules *r = calloc(1, sizeof *r);
-    if (r && g) {
-        *r = (struct jn_io_vhost_rules){.sources = strdup(g->rules.sources),
-                                        .targets = strdup(g->rules.targets),
-                                        .source_pattern = strdup(g->rules.source_pattern),
-                                        .target_pattern = strdup(g->rules.target_pattern),
-                                        .allow_anonymous_sender = g->rules.allow_anonymous_sender,
-                                        .allow_dynamic_source = g->rules.allow_dynamic_source,
-                                        .allow_user_id_proxy = g->rules.allow_user_id_proxy,
-                                        .max_frame_size = g->rules.max_frame_size,
-                                        .max_sessions = g->rules.max_sessions,
-                                        .max_session_window = g->rules.max_session_window};
-        if (!r->sources || !r->targets || !r->source_pattern || !r->target_pattern) {
-            rules_clear(r);
-            free(r);
-            r = NULL;
-        }
-    } else if (r) { /* no group (allowUnknownUser): empty rules allow no link */
-        r->sources = strdup("");
-        r->targets = strdup("");
-        r->source_pattern = strdup("");
-        r->target_pattern = strdup("");
-        if (!r->sources || !r->targets || !r->source_pattern || !r->target_pattern) {
-            rules_clear(r);
-            free(r);
-            r = NULL;
-        }
-    }
+    struct jn_io_vhost_rules *r = rules_new(v, g);
     if (!r) {
         free(conn->vhost_name);
         free(conn->vhost_user);
@@ -368,10 +469,47 @@ static const char *admit_locked(jn_io_t *io, jn_io_conn_t *conn, const char *use
     return NULL;
 }
 
+/* A connector's connection under its policyVhost: the vhost's
+ * "$connector" group's link rules, not counted. False (logged) when the
+ * vhost or its group is missing or memory is short. */
+static bool admit_connector_IO(jn_io_conn_t *conn, const char *vhost)
+{
+    jn_io_t *io = conn->io;
+    pthread_mutex_lock(&io->lock);
+    struct jn_io_vhost_entry *v = vhost_find(io, vhost);
+    const group_t *g = NULL;
+    for (size_t i = 0; v && i < v->group_count && !g; i++)
+        if (strcmp(v->groups[i].name, "$connector") == 0)
+            g = &v->groups[i];
+    struct jn_io_vhost_rules *r = g ? rules_new(v, g) : NULL;
+    pthread_mutex_unlock(&io->lock);
+    if (!r) {
+        JN_LOG(JN_LOG_MOD_POLICY, JN_LOG_ERROR,
+               JN_IO_CONN_FMT " DENY connector connection to %s, policyVhost '%s': %s", conn->id,
+               conn->host, vhost,
+               !v   ? "no such vhost"
+               : !g ? "the vhost has no '$connector' group"
+                    : "out of memory");
+        return false;
+    }
+    r->outgoing = true;
+    conn->vhost_rules = r;
+    return true;
+}
+
 bool jn_io_vhost_admit_IO(jn_io_conn_t *conn, const char *user, const char *hostname)
 {
     jn_io_t *io = conn->io;
-    if (!io->vhost_policy || !conn->incoming || conn->endpoint->cfg.role != JN_ROLE_NORMAL)
+    if (!io->vhost_policy)
+        return true;
+    if (!conn->incoming) {
+        const char *pv = conn->endpoint->cfg.policy_vhost;
+        jn_conn_role_t role = conn->endpoint->cfg.role;
+        if (!pv || !pv[0] || (role != JN_ROLE_NORMAL && role != JN_ROLE_ROUTE_CONTAINER))
+            return true;
+        return admit_connector_IO(conn, pv);
+    }
+    if (conn->endpoint->cfg.role != JN_ROLE_NORMAL)
         return true;
     if (!user || !user[0])
         user = "anonymous"; /* as 1.19 checks an unauthenticated client */
@@ -400,11 +538,11 @@ bool jn_io_vhost_admit_IO(jn_io_conn_t *conn, const char *user, const char *host
 
 void jn_io_vhost_uncount_locked(jn_io_t *io, jn_io_conn_t *conn)
 {
-    if (!conn->vhost_name)
-        return;
-    count_drop(io, conn->vhost_name, COUNT_TOTAL, "");
-    count_drop(io, conn->vhost_name, COUNT_USER, conn->vhost_user);
-    count_drop(io, conn->vhost_name, COUNT_HOST, conn->vhost_host);
+    if (conn->vhost_name) {
+        count_drop(io, conn->vhost_name, COUNT_TOTAL, "");
+        count_drop(io, conn->vhost_name, COUNT_USER, conn->vhost_user);
+        count_drop(io, conn->vhost_name, COUNT_HOST, conn->vhost_host);
+    }
     free(conn->vhost_name);
     free(conn->vhost_user);
     free(conn->vhost_host);
@@ -494,48 +632,182 @@ static bool patterns_allow(const char *list, const char *address, const char *us
     return false;
 }
 
-bool jn_io_vhost_link_ok_IO(jn_io_conn_t *conn, bool incoming, const char *address, bool dynamic)
+/* Some capability of t (a symbol, or a symbol in an array) starts with
+ * prefix (exact: is prefix). 1.19 looks at the first capability only, so a
+ * client that lists the capability second passes its policy; every one is
+ * looked at here. */
+static bool terminus_claims(pn_terminus_t *t, const char *prefix, bool exact)
 {
+    pn_data_t *d = pn_terminus_capabilities(t);
+    if (!d)
+        return false;
+    size_t n = strlen(prefix);
+    bool found = false;
+    pn_data_rewind(d);
+    while (!found && pn_data_next(d)) {
+        bool array = pn_data_type(d) == PN_ARRAY;
+        if (array && !pn_data_enter(d))
+            continue;
+        while (!found && (!array || pn_data_next(d))) {
+            if (pn_data_type(d) == PN_SYMBOL) {
+                pn_bytes_t b = pn_data_get_symbol(d);
+                found = exact ? b.size == n && memcmp(b.start, prefix, n) == 0
+                              : b.size >= n && memcmp(b.start, prefix, n) == 0;
+            }
+            if (!array)
+                break;
+        }
+        if (array)
+            pn_data_exit(d);
+    }
+    pn_data_rewind(d);
+    return found;
+}
+
+/* The rule of r that denies link (what the client attaches: incoming =
+ * its sender), or NULL; *limit set when the reason is a maxSenders /
+ * maxReceivers limit (amqp:resource-limit-exceeded, as 1.19). */
+static const char *link_denial(const jn_io_conn_t *conn, const struct jn_io_vhost_rules *r,
+                               pn_link_t *pl, bool incoming, const char *address, bool dynamic,
+                               const char *user, bool *limit)
+{
+    *limit = false;
+    if (incoming ? conn->policy_senders >= r->max_senders
+                 : conn->policy_receivers >= r->max_receivers) {
+        *limit = true;
+        return incoming ? "maxSenders limit reached" : "maxReceivers limit reached";
+    }
+    pn_terminus_t *t = incoming ? pn_link_remote_target(pl) : pn_link_remote_source(pl);
+    if (incoming && (!address || !address[0]))
+        return r->allow_anonymous_sender ? NULL : "anonymous sender not allowed";
+    if (!incoming && dynamic)
+        return r->allow_dynamic_source ? NULL : "dynamic source not allowed";
+    if (!r->allow_waypoint_links && terminus_claims(t, "qd.waypoint", false))
+        return "waypoint capability not permitted (allowWaypointLinks)";
+    if (!r->allow_fallback_links && terminus_claims(t, "qd.fallback", true))
+        return "fallback capability not permitted (allowFallbackLinks)";
+    if (incoming)
+        return list_allows(r->targets, address, user) ||
+                       patterns_allow(r->target_pattern, address, user)
+                   ? NULL
+                   : "target not allowed by the group's targets/targetPattern";
+    return address && address[0] &&
+                   (list_allows(r->sources, address, user) ||
+                    patterns_allow(r->source_pattern, address, user))
+               ? NULL
+               : "source not allowed by the group's sources/sourcePattern";
+}
+
+const char *jn_io_vhost_link_check_IO(jn_io_link_t *link, const char *address, bool dynamic)
+{
+    jn_io_conn_t *conn = link->conn;
     const struct jn_io_vhost_rules *r = conn->vhost_rules;
     if (!r)
-        return true;
+        return NULL;
+    bool incoming = link->dir == JN_LINK_INCOMING;
     const char *user = conn->vhost_user ? conn->vhost_user : "anonymous";
-    const char *why = NULL;
-    if (incoming) {
-        if (!address || !address[0])
-            why = r->allow_anonymous_sender ? NULL : "anonymous sender not allowed";
-        else if (!list_allows(r->targets, address, user) &&
-                 !patterns_allow(r->target_pattern, address, user))
-            why = "target not allowed by the group's targets/targetPattern";
-    } else if (dynamic) {
-        why = r->allow_dynamic_source ? NULL : "dynamic source not allowed";
-    } else if (!address || !address[0] ||
-               (!list_allows(r->sources, address, user) &&
-                !patterns_allow(r->source_pattern, address, user))) {
-        why = "source not allowed by the group's sources/sourcePattern";
+    bool limit;
+    const char *why = link_denial(conn, r, link->pn, incoming, address, dynamic, user, &limit);
+    if (!why) {
+        link->policy_counted = true;
+        if (incoming)
+            link->conn->policy_senders++;
+        else
+            link->conn->policy_receivers++;
+        if (incoming && r->has_max_message_size)
+            link->max_message_size = r->max_message_size;
+        return NULL;
     }
-    if (!why)
-        return true;
     jn_io_t *io = conn->io;
     pthread_mutex_lock(&io->lock);
     io->policy_links_denied++;
-    struct jn_io_vhost_entry *v = conn->vhost_name ? vhost_find(io, conn->vhost_name) : NULL;
+    struct jn_io_vhost_entry *v = vhost_find(io, r->vhost);
     if (v && incoming)
-        v->sender_denied++; /* the client's sender */
+        v->sender_denied++; /* the client's sender, as 1.19 counts it */
     else if (v)
         v->receiver_denied++;
     pthread_mutex_unlock(&io->lock);
     JN_LOG(JN_LOG_MOD_POLICY, JN_LOG_INFO,
-           "DENY AMQP Attach %s for user '%s', rhost '%s', vhost '%s', address '%s': %s",
-           incoming ? "sender" : "receiver", user, conn->vhost_host ? conn->vhost_host : "",
-           conn->vhost_name ? conn->vhost_name : "", address ? address : "", why);
-    return false;
+           JN_IO_LINK_FMT
+           " DENY AMQP Attach %s for user '%s', rhost '%s', vhost '%s', address '%s': %s",
+           conn->id, link->id, incoming ? "sender" : "receiver", user,
+           conn->vhost_host ? conn->vhost_host : conn->host, r->vhost, address ? address : "", why);
+    return limit ? "amqp:resource-limit-exceeded" : "amqp:unauthorized-access";
+}
+
+void jn_io_vhost_link_gone_IO(jn_io_link_t *link)
+{
+    if (!link->policy_counted)
+        return;
+    link->policy_counted = false;
+    if (link->dir == JN_LINK_INCOMING)
+        link->conn->policy_senders--;
+    else
+        link->conn->policy_receivers--;
+}
+
+/* Under the policy's figures: one more denial of kind (0 session, 1
+ * message size) in conn's vhost. */
+static void count_denial(jn_io_conn_t *conn, int kind)
+{
+    jn_io_t *io = conn->io;
+    pthread_mutex_lock(&io->lock);
+    struct jn_io_vhost_entry *v =
+        conn->vhost_rules ? vhost_find(io, conn->vhost_rules->vhost) : NULL;
+    if (v && kind == 0)
+        v->session_denied++;
+    else if (v)
+        v->max_size_denied++;
+    if (kind == 0)
+        io->policy_sessions_denied++;
+    pthread_mutex_unlock(&io->lock);
+}
+
+void jn_io_vhost_session_denied_IO(jn_io_conn_t *conn, pn_transport_t *t)
+{
+    const struct jn_io_vhost_rules *r = conn->vhost_rules;
+    pn_condition_t *c = pn_transport_condition(t);
+    const char *desc = pn_condition_get_description(c);
+    if (!r || !r->max_sessions || r->outgoing || !pn_condition_is_set(c) ||
+        strcmp(pn_condition_get_name(c), "amqp:connection:framing-error") != 0 || !desc ||
+        !strstr(desc, "above negotiated channel_max"))
+        return;
+    count_denial(conn, 0);
+    JN_LOG(JN_LOG_MOD_POLICY, JN_LOG_INFO,
+           JN_IO_CONN_FMT " DENY AMQP Begin Session for user '%s', rhost '%s', vhost '%s': "
+                          "maxSessions %" PRIu32 " reached (the peer began a session past the "
+                          "channel-max it was given)",
+           conn->id, conn->vhost_user ? conn->vhost_user : "anonymous",
+           conn->vhost_host ? conn->vhost_host : conn->host, r->vhost, r->max_sessions);
+}
+
+bool jn_io_vhost_oversize_IO(jn_io_link_t *link)
+{
+    jn_io_conn_t *conn = link->conn;
+    const struct jn_io_vhost_rules *r = conn->vhost_rules;
+    if (!r)
+        return false;
+    count_denial(conn, 1);
+    JN_LOG(JN_LOG_MOD_POLICY, JN_LOG_INFO,
+           JN_IO_LINK_FMT " DENY AMQP Transfer for user '%s', rhost '%s', vhost '%s': message "
+                          "exceeds maxMessageSize %" PRIu64 ": link detached, connection closed",
+           conn->id, link->id, conn->vhost_user ? conn->vhost_user : "anonymous",
+           conn->vhost_host ? conn->vhost_host : conn->host, r->vhost, link->max_message_size);
+    return true;
+}
+
+void jn_io_vhost_rights_IO(const jn_io_conn_t *conn, bool *deny_dynamic_link_routes,
+                           bool *deny_admin_status_update)
+{
+    const struct jn_io_vhost_rules *r = conn->vhost_rules;
+    *deny_dynamic_link_routes = r && !r->allow_dynamic_link_routes;
+    *deny_admin_status_update = r && !r->allow_admin_status_update;
 }
 
 void jn_io_vhost_transport_IO(jn_io_conn_t *conn, pn_transport_t *t)
 {
     const struct jn_io_vhost_rules *r = conn->vhost_rules;
-    if (!r)
+    if (!r || r->outgoing) /* a connector's group: 1.19 uses no transport setting */
         return;
     if (r->max_frame_size)
         pn_transport_set_max_frame(t, r->max_frame_size < 512 ? 512 : r->max_frame_size);
@@ -546,7 +818,8 @@ void jn_io_vhost_transport_IO(jn_io_conn_t *conn, pn_transport_t *t)
 
 size_t jn_io_vhost_session_window(const jn_io_conn_t *conn)
 {
-    return conn->vhost_rules ? conn->vhost_rules->max_session_window : 0;
+    const struct jn_io_vhost_rules *r = conn->vhost_rules;
+    return r && !r->outgoing ? r->max_session_window : 0;
 }
 
 bool jn_io_vhost_user_id_proxy(const jn_io_conn_t *conn)
@@ -595,7 +868,9 @@ int jn_io_vhost_stats(jn_io_t *io, jn_io_vhost_stats_t **out, size_t *count)
                                       .denied = v->denied,
                                       .current = count_of(io, v->hostname, COUNT_TOTAL, ""),
                                       .sender_denied = v->sender_denied,
-                                      .receiver_denied = v->receiver_denied};
+                                      .receiver_denied = v->receiver_denied,
+                                      .session_denied = v->session_denied,
+                                      .max_size_denied = v->max_size_denied};
         if (!st[i].hostname ||
             encode_counts(io, v->hostname, COUNT_USER, &st[i].per_user, &st[i].per_user_len) ||
             encode_counts(io, v->hostname, COUNT_HOST, &st[i].per_host, &st[i].per_host_len))

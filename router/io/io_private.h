@@ -332,7 +332,8 @@ struct jn_io {
      * closes */
     uint32_t policy_max_conns;
     uint64_t policy_processed, policy_denied, policy_current;
-    uint64_t policy_links_denied; /* under lock */
+    uint64_t policy_links_denied;               /* under lock */
+    uint64_t policy_sessions_denied;            /* under lock */
     atomic_uint_fast64_t policy_maxsize_denied; /* any loop, relaxed */
     int64_t refused_logged_at; /* ms of the last "too many connections" log line */
     jn_io_timer_t *timers;    /* armed timers, by deadline */
@@ -340,6 +341,7 @@ struct jn_io {
     /* vhost policy (io_policy.c): on when vhost_policy; the vhosts and the
      * per-vhost/user/host connection counts, all under lock */
     bool vhost_policy;
+    bool vhost_name_patterns; /* policy.enableVhostNamePatterns */
     char *default_vhost;
     struct jn_io_vhost_entry *vhosts;
     struct jn_io_vhost_count *vhost_counts;
@@ -388,6 +390,9 @@ struct jn_io_conn {
     /* the link rules of its user group (io_policy.c), NULL when the vhost
      * policy does not govern it; conn's loop after the Open */
     struct jn_io_vhost_rules *vhost_rules;
+    /* the client's links its vhost group counts (maxSenders,
+     * maxReceivers): its senders and receivers attached now; conn's loop */
+    uint32_t policy_senders, policy_receivers;
 
     /* atomic: the I/O side holds one reference until the pass that saw
      * PN_TRANSPORT_CLOSED is done, the core one from conn_opened until
@@ -525,6 +530,7 @@ struct jn_io_link {
     uint64_t max_message_size; /* incoming: octets, 0 = unlimited (maxMessageSize;
                                 * JN_IO_CONTROL_MAX_MESSAGE on control links) */
     bool local_closed;
+    bool policy_counted;       /* in conn->policy_senders/receivers (io_policy.c) */
     jn_io_link_t *prev, *next; /* conn->links */
     jn_io_link_t *busy_next;   /* conn->busy */
     bool busy;
@@ -584,20 +590,48 @@ struct jn_io_link {
 /* jn_io_vhost_admit_IO: the vhost policy's check of an incoming client
  * connection at its Open (docs/design.md "Policy"): user is the
  * authenticated user (NULL: "anonymous"), hostname the Open's (may be
- * NULL). True: admitted (and counted when the policy is on); false: denied,
- * logged once and counted; the caller closes it with
- * amqp:resource-limit-exceeded. Out of memory denies. Conn's loop. */
+ * NULL; the listener's policyVhost when it has one). True: admitted (and
+ * counted when the policy is on); false: denied, logged once and counted;
+ * the caller closes it with amqp:resource-limit-exceeded. Out of memory
+ * denies. A connector's connection (role normal or route-container) with
+ * a policyVhost takes that vhost's "$connector" group's rules, uncounted;
+ * no such vhost or group denies it (1.19). Conn's loop. */
 bool jn_io_vhost_admit_IO(jn_io_conn_t *conn, const char *user, const char *hostname);
 
-/* jn_io_vhost_link_ok_IO: the link rules of conn's user group for a new
- * client link (docs/design.md "Policy"): dir JN_LINK_INCOMING (the client
- * sends to address; NULL: an anonymous sender) or JN_LINK_OUTGOING (the
- * client receives from address; dynamic: a dynamic source). True when
- * allowed or no rules apply; false: denied, logged once and counted in
- * linksDenied; the caller detaches the link with amqp:unauthorized-access.
- * Conn's loop. */
-bool jn_io_vhost_link_ok_IO(jn_io_conn_t *conn, bool incoming, const char *address,
-                            bool dynamic);
+/* jn_io_vhost_link_check_IO: the rules of link's connection's user group
+ * for a link the client attaches (docs/design.md "Policy"): link->dir
+ * JN_LINK_INCOMING (the client sends to address; NULL: an anonymous
+ * sender) or JN_LINK_OUTGOING (the client receives from address; dynamic:
+ * a dynamic source); maxSenders/maxReceivers, the qd.waypoint and
+ * qd.fallback capabilities, the sources/targets. NULL when allowed or no
+ * rules apply (the link is then counted, and takes the group's
+ * maxMessageSize); else the condition to detach it with
+ * (amqp:resource-limit-exceeded for a count limit, else
+ * amqp:unauthorized-access), the denial logged once and counted in
+ * linksDenied and the vhost's senderDenied/receiverDenied. Conn's loop. */
+const char *jn_io_vhost_link_check_IO(jn_io_link_t *link, const char *address, bool dynamic);
+
+/* jn_io_vhost_link_gone_IO: link no longer counts against its group's
+ * maxSenders/maxReceivers (a no-op when it never did). Conn's loop. */
+void jn_io_vhost_link_gone_IO(jn_io_link_t *link);
+
+/* jn_io_vhost_session_denied_IO: transport t failed; when proton refused a
+ * Begin past the channel-max the group's maxSessions set, count it in the
+ * vhost's sessionDenied and log the denial once. Conn's loop. */
+void jn_io_vhost_session_denied_IO(jn_io_conn_t *conn, pn_transport_t *t);
+
+/* jn_io_vhost_oversize_IO: a message over link's maxMessageSize: under a
+ * vhost, count it in the vhost's maxMessageSizeDenied and log the denial
+ * (user, host, vhost, limit) and return true; false (nothing done) when no
+ * vhost governs the connection. Conn's loop (not the per-message path:
+ * once per oversize message). */
+bool jn_io_vhost_oversize_IO(jn_io_link_t *link);
+
+/* jn_io_vhost_rights_IO: whether conn's user group turns off
+ * allowDynamicLinkRoutes / allowAdminStatusUpdate (both false when no
+ * vhost policy governs it). Conn's loop, after the Open. */
+void jn_io_vhost_rights_IO(const jn_io_conn_t *conn, bool *deny_dynamic_link_routes,
+                           bool *deny_admin_status_update);
 
 /* jn_io_vhost_transport_IO: apply conn's user group's maxFrameSize and
  * maxSessions to transport t (before our Open is written). Conn's loop. */

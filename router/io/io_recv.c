@@ -164,11 +164,12 @@ static void rx_oversize_IO(jn_io_link_t *link)
 {
     JN_ASSERT_IO(link->conn);
     uint64_t max = link->max_message_size;
-    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
-           JN_IO_LINK_FMT " Message exceeds maxMessageSize %" PRIu64
-                          ": link detached, connection closed",
-           link->conn->id, link->id, max);
     atomic_fetch_add_explicit(&link->conn->io->policy_maxsize_denied, 1, memory_order_relaxed);
+    if (!jn_io_vhost_oversize_IO(link)) /* else counted and logged for its vhost */
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
+               JN_IO_LINK_FMT " Message exceeds maxMessageSize %" PRIu64
+                              ": link detached, connection closed",
+               link->conn->id, link->id, max);
     if (link->rx.dlv) {
         jn_message_set_aborted(link->rx.msg);
         link->rx.notify = true;

@@ -161,6 +161,11 @@ static int entity_op(jn_mgmt_t *agent, const jn_mgmt_request_t *req, jn_mgmt_rep
     bool conn_lr = strcmp(cls->name, "router.connection.linkRoute") == 0;
     if (conn_lr && (strcmp(op, "CREATE") == 0 || strcmp(op, "DELETE") == 0))
         return jn_mgmt_conn_link_route_op(agent, cls, req, reply);
+    if (strcmp(cls->name, "vhost") == 0 && strcmp(op, "READ") != 0) {
+        if (strcmp(op, "CREATE") != 0 && unnamed)
+            return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "No name or identity provided");
+        return jn_mgmt_vhost_op(agent, cls, req, reply);
+    }
     if (strcmp(op, "CREATE") == 0)
         return jn_mgmt_store_create(agent, cls, req, reply);
     bool singleton = jn_schema_type_flags(st) & JN_SCHEMA_TYPE_SINGLETON;
@@ -307,9 +312,20 @@ int jn_mgmt_show_vhost(jn_mgmt_t *agent, const jn_config_entity_t *ce)
         jn_mgmt_entity_free(e);
         return JN_ENOMEM;
     }
+    /* a vhost of the same hostname (UPDATE, or a later policyDir file) is
+     * replaced in place */
     jn_mgmt_entity_t **pp = &agent->vhosts;
-    while (*pp)
+    while (*pp) {
+        const char *h = jn_mgmt_entity_str(*pp, "hostname");
+        if (h && host && strcmp(h, host) == 0) {
+            jn_mgmt_entity_t *old = *pp;
+            e->next = old->next;
+            *pp = e;
+            jn_mgmt_entity_free(old);
+            return 0;
+        }
         pp = &(*pp)->next;
+    }
     *pp = e;
     return 0;
 }

@@ -42,7 +42,8 @@ static const jn_mgmt_class_t classes[] = {
     {"router", JN_OP_READ, false, jn_mgmt_rows_router},
     {"listener", JN_OP_CREATE | JN_OP_READ | JN_OP_DELETE, true, jn_mgmt_store_rows},
     {"connector", JN_OP_CREATE | JN_OP_READ | JN_OP_DELETE, true, jn_mgmt_store_rows},
-    {"sslProfile", JN_OP_CREATE | JN_OP_READ | JN_OP_UPDATE | JN_OP_DELETE, true, jn_mgmt_store_rows},
+    {"sslProfile", JN_OP_CREATE | JN_OP_READ | JN_OP_UPDATE | JN_OP_DELETE, true,
+     jn_mgmt_store_rows},
     {"log", JN_OP_READ | JN_OP_UPDATE, false, jn_mgmt_rows_log},
     {"router.config.address", JN_OP_CREATE | JN_OP_READ | JN_OP_DELETE, true, jn_mgmt_store_rows},
     {"router.config.linkRoute", JN_OP_CREATE | JN_OP_READ | JN_OP_DELETE, true, jn_mgmt_store_rows},
@@ -58,7 +59,7 @@ static const jn_mgmt_class_t classes[] = {
     {"allocator", JN_OP_READ, false, jn_mgmt_rows_alloc},
     {"management", JN_OP_READ, false, jn_mgmt_rows_self},
     {"policy", JN_OP_READ, false, jn_mgmt_rows_policy},
-    {"vhost", JN_OP_READ, false, jn_mgmt_rows_vhost},
+    {"vhost", JN_OP_CREATE | JN_OP_READ | JN_OP_UPDATE | JN_OP_DELETE, false, jn_mgmt_rows_vhost},
     {"vhostStats", JN_OP_READ, false, jn_mgmt_rows_vhost_stats},
 };
 

@@ -252,7 +252,7 @@ static int endpoint_config(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_endpoint_co
         .verify_hostname = !listener && jn_mgmt_entity_bool(e, "verifyHostname", true),
         .handshake_timeout_seconds = listener ? u32(e, "initialHandshakeTimeoutSeconds") : 0,
         .sasl_username = listener ? NULL : jn_mgmt_entity_str(e, "saslUsername"),
-        .policy_vhost = listener ? jn_mgmt_entity_str(e, "policyVhost") : NULL,
+        .policy_vhost = jn_mgmt_entity_str(e, "policyVhost"), /* listener or connector */
     };
     const char *spec = listener ? NULL : jn_mgmt_entity_str(e, "saslPassword");
     if (!spec)

@@ -224,6 +224,7 @@ static void read_settings(const jn_config_t *cfg, jn_mgmt_entity_t *r, jn_mgmt_e
     int64_t conns = p ? jn_mgmt_entity_int(p, "maxConnections", 65535) : 65535;
     out->max_connections = conns < 0 ? 0 : conns >= UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)conns;
     out->enable_vhost_policy = p && jn_mgmt_entity_bool(p, "enableVhostPolicy", false);
+    out->enable_vhost_name_patterns = p && jn_mgmt_entity_bool(p, "enableVhostNamePatterns", false);
     const jn_config_entity_t *pce = jn_config_find(cfg, jn_schema_type_find("policy"));
     const char *dv = pce ? jn_config_entity_string(pce, "defaultVhost") : NULL;
     out->default_vhost = dv ? dv : "$default";
@@ -255,11 +256,27 @@ static bool type_is(const jn_config_entity_t *ce, const char *short_name)
 /* ---- vhost groups (docs/design.md "Policy") ------------------------------ */
 
 /* The group attributes the router acts on; any other is refused by name. */
-static const char *const group_attrs[] = {
-    "users",   "remoteHosts",   "maxConnectionsPerUser", "maxConnectionsPerHost",
-    "sources", "targets",       "sourcePattern",         "targetPattern",
-    "allowAnonymousSender",     "allowDynamicSource",    "allowUserIdProxy",
-    "maxFrameSize",             "maxSessions"};
+static const char *const group_attrs[] = {"users",
+                                          "remoteHosts",
+                                          "maxConnectionsPerUser",
+                                          "maxConnectionsPerHost",
+                                          "sources",
+                                          "targets",
+                                          "sourcePattern",
+                                          "targetPattern",
+                                          "allowAnonymousSender",
+                                          "allowDynamicSource",
+                                          "allowUserIdProxy",
+                                          "maxFrameSize",
+                                          "maxSessions",
+                                          "maxSessionWindow",
+                                          "maxMessageSize",
+                                          "maxSenders",
+                                          "maxReceivers",
+                                          "allowWaypointLinks",
+                                          "allowFallbackLinks",
+                                          "allowDynamicLinkRoutes",
+                                          "allowAdminStatusUpdate"};
 
 static bool group_attr_known(const char *key)
 {
@@ -295,10 +312,19 @@ static const char *group_str(const jn_config_value_t *g, const char *key)
     return s ? s : "";
 }
 
-static bool group_bool(const jn_config_value_t *g, const char *key)
+static bool group_bool(const jn_config_value_t *g, const char *key, bool dflt)
 {
     const jn_config_value_t *v = jn_config_value_lookup(g, key);
-    return v && jn_config_value_kind(v) == JN_CONFIG_BOOL && jn_config_value_bool(v);
+    return v && jn_config_value_kind(v) == JN_CONFIG_BOOL ? jn_config_value_bool(v) : dflt;
+}
+
+/* A group's maxMessageSize: *set when the group has one. */
+static uint64_t group_size(const jn_config_value_t *g, bool *set)
+{
+    const jn_config_value_t *v = jn_config_value_lookup(g, "maxMessageSize");
+    *set = v && jn_config_value_kind(v) == JN_CONFIG_INT;
+    int64_t n = *set ? jn_config_value_int(v) : 0;
+    return n > 0 ? (uint64_t)n : 0;
 }
 
 /* check_vhost: the groups map of a vhost section: each group a map of the
@@ -307,6 +333,13 @@ static bool group_bool(const jn_config_value_t *g, const char *key)
 static void check_vhost(const jn_config_t *cfg, const jn_config_entity_t *ce, errors_t *errs)
 {
     const char *host = jn_config_entity_string(ce, "hostname");
+    const jn_config_value_t *mms = jn_config_entity_get(ce, "maxMessageSize");
+    if (mms && jn_config_value_kind(mms) == JN_CONFIG_INT && jn_config_value_int(mms) < 0)
+        add_errorf(errs, "%s:%d: vhost '%s' attribute 'maxMessageSize' must be an integer from 0",
+                   jn_config_name(cfg),
+                   jn_config_value_line(mms) ? jn_config_value_line(mms)
+                                             : jn_config_entity_line(ce),
+                   host ? host : "");
     const jn_config_value_t *groups = jn_config_entity_get(ce, "groups");
     if (!groups || jn_config_value_kind(groups) != JN_CONFIG_MAP)
         return;
@@ -378,13 +411,27 @@ int jn_mgmt_each_vhost(const jn_config_t *cfg,
                 .targets = group_str(g, "targets"),
                 .source_pattern = group_str(g, "sourcePattern"),
                 .target_pattern = group_str(g, "targetPattern"),
-                .allow_anonymous_sender = group_bool(g, "allowAnonymousSender"),
-                .allow_dynamic_source = group_bool(g, "allowDynamicSource"),
-                .allow_user_id_proxy = group_bool(g, "allowUserIdProxy"),
+                .allow_anonymous_sender = group_bool(g, "allowAnonymousSender", false),
+                .allow_dynamic_source = group_bool(g, "allowDynamicSource", false),
+                .allow_user_id_proxy = group_bool(g, "allowUserIdProxy", false),
                 .max_frame_size = group_setting(g, "maxFrameSize"),
                 .max_sessions = group_setting(g, "maxSessions"),
-                .max_session_window = 0 /* maxSessionWindow: refused by name */};
+                .max_session_window = group_setting(g, "maxSessionWindow"),
+                /* the schema's defaults: 2147483647 links, every right */
+                .max_senders = group_limit(g, "maxSenders") == UINT32_MAX
+                                   ? INT32_MAX
+                                   : group_limit(g, "maxSenders"),
+                .max_receivers = group_limit(g, "maxReceivers") == UINT32_MAX
+                                     ? INT32_MAX
+                                     : group_limit(g, "maxReceivers"),
+                .allow_waypoint_links = group_bool(g, "allowWaypointLinks", true),
+                .allow_fallback_links = group_bool(g, "allowFallbackLinks", true),
+                .allow_dynamic_link_routes = group_bool(g, "allowDynamicLinkRoutes", true),
+                .allow_admin_status_update = group_bool(g, "allowAdminStatusUpdate", true)};
+            gs[k].max_message_size = group_size(g, &gs[k].has_max_message_size);
         }
+        int64_t mms = 0; /* no schema default: set only when the section says */
+        bool has_mms = jn_config_entity_int(ce, "maxMessageSize", &mms) == 0;
 #define JN_LIM(x) ((x) < 0 ? 0u : (x) >= UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)(x))
         jn_io_vhost_t vh = {.hostname = jn_config_entity_string(ce, "hostname"),
                             .aliases = jn_config_entity_string(ce, "aliases"),
@@ -392,6 +439,8 @@ int jn_mgmt_each_vhost(const jn_config_t *cfg,
                             .max_per_user = JN_LIM(mu),
                             .max_per_host = JN_LIM(mh),
                             .allow_unknown_user = unknown,
+                            .has_max_message_size = has_mms,
+                            .max_message_size = mms > 0 ? (uint64_t)mms : 0,
                             .groups = gs,
                             .group_count = n};
 #undef JN_LIM
@@ -405,6 +454,43 @@ int jn_mgmt_each_vhost(const jn_config_t *cfg,
 
 static unsigned check_file(const jn_config_t *cfg, errors_t *errs, jn_mgmt_entity_t **router,
                            jn_mgmt_entity_t **policy, bool warn);
+
+/* The sections of a loaded policy file other than vhost ones (the defaults
+ * the loader adds have no line) are refused. */
+static void only_vhosts(const jn_config_t *cfg, const char *path, errors_t *errs)
+{
+    const jn_schema_type_t *vhost = jn_schema_type_find("vhost");
+    for (size_t k = 0; k < jn_config_entity_count(cfg); k++) {
+        const jn_config_entity_t *ce = jn_config_entity_at(cfg, k);
+        if (jn_config_entity_line(ce) != 0 && jn_config_entity_type(ce) != vhost)
+            add_errorf(errs,
+                       "%s:%d: section '%s' does not belong in a policyDir file (only "
+                       "vhost sections do)",
+                       path, jn_config_entity_line(ce), jn_config_entity_section(ce));
+    }
+}
+
+int jn_mgmt_vhost_text(const char *display_name, const char *text, size_t len,
+                       int (*fn)(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_t *ce),
+                       void *arg, char *errors, size_t cap)
+{
+    errors_t errs;
+    errors_init(&errs, errors, cap);
+    jn_config_t *cfg = NULL;
+    char err[1024] = "";
+    int lr = jn_config_load_string(display_name, text, len, &cfg, err, sizeof err);
+    if (lr == JN_ENOMEM)
+        return JN_ENOMEM;
+    if (lr != 0) {
+        add_error(&errs, err);
+        return (int)errs.count;
+    }
+    (void)check_file(cfg, &errs, NULL, NULL, false);
+    only_vhosts(cfg, display_name, &errs);
+    int rc = errs.count == 0 && fn ? jn_mgmt_each_vhost(cfg, fn, arg) : 0;
+    jn_config_free(cfg);
+    return rc ? (rc < 0 ? rc : -rc) : (int)errs.count;
+}
 
 static int json_name(const struct dirent *d)
 {
@@ -428,7 +514,6 @@ int jn_mgmt_policy_dir(const char *dir,
     }
     jn_config_t **cfgs = calloc((size_t)n + 1, sizeof *cfgs);
     int rc = cfgs ? 0 : JN_ENOMEM;
-    const jn_schema_type_t *vhost = jn_schema_type_find("vhost");
     for (int i = 0; i < n && rc == 0; i++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]->d_name);
@@ -440,14 +525,7 @@ int jn_mgmt_policy_dir(const char *dir,
             add_error(&errs, err);
         } else {
             (void)check_file(cfgs[i], &errs, NULL, NULL, false);
-            for (size_t k = 0; k < jn_config_entity_count(cfgs[i]); k++) {
-                const jn_config_entity_t *ce = jn_config_entity_at(cfgs[i], k);
-                if (jn_config_entity_line(ce) != 0 && jn_config_entity_type(ce) != vhost)
-                    add_errorf(&errs,
-                               "%s:%d: section '%s' does not belong in a policyDir file (only "
-                               "vhost sections do)",
-                               path, jn_config_entity_line(ce), jn_config_entity_section(ce));
-            }
+            only_vhosts(cfgs[i], path, &errs);
         }
     }
     for (int i = 0; i < n && rc == 0 && errs.count == 0 && fn; i++)

@@ -393,7 +393,8 @@ size_t jn_mgmt_rows_policy(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t 
             [JN_COL_POLICY_MAX_MESSAGE_SIZE] =
                 jn_mv_int(JN_MV_LONG, (int64_t)agent->cfg.max_message_size),
             [JN_COL_POLICY_ENABLE_VHOST_POLICY] = jn_mv_bool(agent->cfg.enable_vhost_policy),
-            [JN_COL_POLICY_ENABLE_VHOST_NAME_PATTERNS] = jn_mv_bool(false),
+            [JN_COL_POLICY_ENABLE_VHOST_NAME_PATTERNS] =
+                jn_mv_bool(agent->cfg.enable_vhost_name_patterns),
             [JN_COL_POLICY_POLICY_DIR] = jn_mv_str(agent->cfg.policy_dir),
             [JN_COL_POLICY_DEFAULT_VHOST] = jn_mv_str(agent->cfg.default_vhost),
             [JN_COL_POLICY_CONNECTIONS_PROCESSED] = jn_mv_int(JN_MV_LONG, (int64_t)st.processed),
@@ -403,8 +404,8 @@ size_t jn_mgmt_rows_policy(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t 
             [JN_COL_POLICY_MAX_MESSAGE_SIZE_DENIED] =
                 jn_mv_int(JN_MV_LONG, (int64_t)st.max_message_size_denied),
             [JN_COL_POLICY_TOTAL_DENIALS] =
-                jn_mv_int(JN_MV_LONG,
-                          (int64_t)(st.denied + st.links_denied + st.max_message_size_denied))};
+                jn_mv_int(JN_MV_LONG, (int64_t)(st.denied + st.links_denied + st.sessions_denied +
+                                                st.max_message_size_denied))};
         fn(ctx, row);
     }
     return 1;
@@ -431,8 +432,7 @@ size_t jn_mgmt_rows_vhost(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t o
 }
 
 /* vhostStats (1.19's attributes; docs/design.md "Policy"): one row per
- * vhost with the I/O layer's figures; sessionDenied and
- * maxMessageSizeDenied stay 0 (those group limits are not implemented). */
+ * vhost with the I/O layer's figures. */
 size_t jn_mgmt_rows_vhost_stats(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t offset,
                                 size_t max, jn_mgmt_row_fn fn, void *ctx)
 {
@@ -466,9 +466,10 @@ size_t jn_mgmt_rows_vhost_stats(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, si
                 v = jn_mv_int(JN_MV_LONG, (int64_t)st[i].sender_denied);
             else if (strcmp(col, "receiverDenied") == 0)
                 v = jn_mv_int(JN_MV_LONG, (int64_t)st[i].receiver_denied);
-            else if (strcmp(col, "sessionDenied") == 0 ||
-                     strcmp(col, "maxMessageSizeDenied") == 0)
-                v = jn_mv_int(JN_MV_LONG, 0);
+            else if (strcmp(col, "sessionDenied") == 0)
+                v = jn_mv_int(JN_MV_LONG, (int64_t)st[i].session_denied);
+            else if (strcmp(col, "maxMessageSizeDenied") == 0)
+                v = jn_mv_int(JN_MV_LONG, (int64_t)st[i].max_size_denied);
             else if (strcmp(col, "perUserState") == 0)
                 v = (jn_mv_t){.kind = JN_MV_RAW, .len = st[i].per_user_len,
                               .v.raw = st[i].per_user};

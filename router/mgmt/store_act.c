@@ -330,6 +330,9 @@ static int conn_lr_create(jn_mgmt_t *agent, const jn_mgmt_class_t *cls,
     uint64_t conn = core ? jn_core_request_conn_CT(core) : 0;
     if (!conn)
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "Parent connection no longer exists");
+    if (jn_core_request_denied_CT(core, 0)) /* the vhost group's allowDynamicLinkRoutes */
+        return jn_mgmt_reply_set(reply, JN_MGMT_FORBIDDEN,
+                                 "You are not allowed to perform this operation.");
     jn_mgmt_entity_t *e = jn_mgmt_entity_new(cls);
     char *name = malloc(JN_MGMT_STR_MAX);
     if (!e || !name) {

@@ -214,6 +214,10 @@ static int update_conn(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mg
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
                                  "UPDATE of a connection needs 'adminStatus' or "
                                  "'enableProtocolTrace'");
+    /* the vhost group's allowAdminStatusUpdate: 403, as 1.19 answers */
+    if (c.delete_it && agent->cfg.core && jn_core_request_denied_CT(agent->cfg.core, 1))
+        return jn_mgmt_reply_set(reply, JN_MGMT_FORBIDDEN,
+                                 "You are not allowed to perform this operation.");
     jn_encoder_t *row = malloc(sizeof *row);
     if (!row)
         return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");

@@ -109,14 +109,14 @@ class SchemaTest(RouterTestCase):
             self.assertNotIn("implemented", types["address"]["attributes"][attr], attr)
         policy = types["policy"]["attributes"]
         for attr in ("maxConnections", "maxMessageSize", "enableVhostPolicy", "policyDir",
-                     "defaultVhost"):
+                     "defaultVhost", "enableVhostNamePatterns"):
             self.assertNotIn("implemented", policy[attr], attr)
-        self.assertIs(policy["enableVhostNamePatterns"].get("implemented"), False)
         vhost = types["vhost"]["attributes"]
         for attr in ("hostname", "maxConnections", "maxConnectionsPerUser",
-                     "maxConnectionsPerHost", "allowUnknownUser", "groups", "aliases"):
+                     "maxConnectionsPerHost", "allowUnknownUser", "groups", "aliases",
+                     "maxMessageSize"):
             self.assertNotIn("implemented", vhost[attr], attr)
-        self.assertIs(vhost["maxMessageSize"].get("implemented"), False)
+        self.assertNotIn("implemented", types["connector"]["attributes"]["policyVhost"])
         mode = types["router"]["attributes"]["mode"]
         self.assertEqual(mode["type"], ["standalone", "interior", "edge"])
         self.assertNotIn("implementedValues", mode)  # edge routers too (issue 17)

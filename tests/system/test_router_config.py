@@ -144,7 +144,6 @@ class ConfigFileTest(RouterTestCase):
             "requireSsl": "listener {\n    host: 127.0.0.1\n    port: 5999\n"
                           "    requireSsl: yes\n}\n",
             "priority": "address {\n    prefix: q\n    priority: 3\n}\n",
-            "enableVhostNamePatterns": "policy {\n    enableVhostNamePatterns: yes\n}\n",
         }
         for name, section in cases.items():
             with self.subTest(name):

@@ -405,16 +405,20 @@ static void implemented_attributes(void **state)
     (void)state;
     static const struct {
         const char *type, *attr;
-    } no[] = {{"listener", "saslPlugin"},  {"listener", "protocolFamily"},
-              {"listener", "multiTenant"}, {"connector", "failoverUrls"},
-              {"address", "priority"},     {"policy", "enableVhostNamePatterns"},
-              {"vhost", "maxMessageSize"}};
+    } no[] = {{"listener", "saslPlugin"},
+              {"listener", "protocolFamily"},
+              {"listener", "multiTenant"},
+              {"connector", "failoverUrls"},
+              {"address", "priority"}};
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
         if (jn_schema_attr_implemented(attr_of(no[i].type, no[i].attr)))
             fail_msg("%s.%s should not be implemented", no[i].type, no[i].attr);
     static const struct {
         const char *type, *attr;
-    } yes[] = {{"listener", "http"}, /* websockets: AMQP over WebSocket (router/http) */
+    } yes[] = {{"policy", "enableVhostNamePatterns"}, /* vhost policy (issue 15) */
+               {"vhost", "maxMessageSize"},
+               {"connector", "policyVhost"},
+               {"listener", "http"}, /* websockets: AMQP over WebSocket (router/http) */
                {"listener", "websockets"},
                {"listener", "name"},
                {"listener", "host"},

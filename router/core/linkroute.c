@@ -248,8 +248,10 @@ static int push_attach_CT(jn_core_conn_t *conn, jn_link_dir_t dir, const char *n
         jn_work_free(w);
         return JN_ENOMEM;
     }
-    if (copy_of)
+    if (copy_of) {
         w->link = jn_link_ref(copy_of);
+        w->passthrough = true; /* a link route's far end */
+    }
     jn_work_push_CT(conn, w);
     return 0;
 }
@@ -391,7 +393,18 @@ void jn_lr_answered_CT(jn_core_link_t *link)
         return;
     link->ct.state = JN_LINK_ST_ATTACHED;
     client->ct.state = JN_LINK_ST_ATTACHED;
-    jn_work_link_CT(client, JN_WORK_LINK_OPEN, NULL, NULL, NULL, 0);
+    /* the client's answer; from now on the two links pass deliveries
+     * octet for octet with their senders' tags (mesh-protocol.md 9, 10.1) */
+    jn_work_t *w = jn_work_new_CT(client->conn->core, JN_WORK_LINK_OPEN);
+    if (w) {
+        w->link = jn_link_ref(client);
+        w->passthrough = true;
+        jn_work_push_CT(client->conn, w);
+    } else {
+        JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_ERROR,
+               "[C%" PRIu64 "][L%" PRIu64 "] Out of memory for link work", client->conn->conn_id,
+               client->ct.id);
+    }
     jn_core_link_t *in = link->dir == JN_LINK_INCOMING ? link : client;
     jn_core_link_t *out = in == link ? client : link;
     /* a flow that came while it waited was not applied (link.c): now */

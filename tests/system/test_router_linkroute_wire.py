@@ -1,0 +1,299 @@
+#!/usr/bin/python3
+"""Link routes, what passes and which route is taken (issue 16;
+docs/design.md, "Link routes and auto-links").
+
+- Octets and tags: a link-routed delivery passes octet for octet, every
+  section as the sender wrote it (delivery and message annotations
+  included, even keys that look like the router's), with the sender's
+  delivery tag, both ways, through one router and across two
+  (mesh-protocol.md sections 9 and 10.1, as 1.19 does).
+- Duplicate and overlapping link routes: two linkRoute entities with the
+  same prefix (or pattern) and direction coexist, as in 1.19; deleting one
+  leaves the other routing; of overlapping prefixes the longer one wins.
+
+The container is a small proton peer (a "fake broker") that records the
+raw octets and tag of every transfer it gets and sends raw octets with the
+tags it is told to, so what the router changed is seen exactly. Real
+junctiond processes on 127.0.0.1; every wait bounded.
+"""
+import threading
+import time
+
+from proton import Delivery, Handler, Message
+from proton.reactor import Container
+
+from harness import SLOW, Router, RouterTestCase, conf_section, free_port
+from test_router_entities import Manager
+
+TIMEOUT = 20 * SLOW
+
+
+def raw_message(n):
+    """An encoded message with every section a sender may write before the
+    body: header, delivery annotations, message annotations (a user key
+    and keys the router uses between routers), properties, application
+    properties."""
+    m = Message(body="body-%d" % n, durable=True, priority=7, subject="s%d" % n,
+                properties={"p": n}, instructions={"x-opt-da": "da-%d" % n},
+                annotations={"x-opt-user": "u%d" % n, "x-opt-qd.trace": ["0/elsewhere"],
+                             "x-opt-qd.ingress": "0/elsewhere"})
+    m.id = "id-%d" % n
+    return m.encode()
+
+
+class FakeBroker(Handler):
+    """A route container on its own reactor thread. Accepts every link;
+    records each transfer it receives as (target address, tag, octets) in
+    `got` and accepts it; on a link it sends on (the router's receiver),
+    sends the (tag, octets) pairs queued for that source address in
+    `outbox`. `fail_attach`: addresses whose attach it refuses."""
+
+    def __init__(self, container_id="fake-broker"):
+        super().__init__()
+        self.port = free_port()
+        self.container_id = container_id
+        self.got = []
+        self.outbox = {}
+        self.attached = []
+        self.lock = threading.Lock()
+        self.reactor = Container(self)
+        self.reactor.container_id = container_id
+        self.thread = threading.Thread(target=self.reactor.run, daemon=True)
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def stop(self):
+        self.reactor.stop()
+        self.thread.join(10)
+
+    def on_reactor_init(self, event):
+        self.acceptor = event.reactor.listen("127.0.0.1:%d" % self.port)
+
+    def on_connection_remote_open(self, event):
+        event.connection.open()
+
+    def on_session_remote_open(self, event):
+        event.session.open()
+
+    def on_link_remote_open(self, event):
+        link = event.link
+        link.source.copy(link.remote_source)
+        link.target.copy(link.remote_target)
+        link.open()
+        with self.lock:
+            self.attached.append(link.remote_target.address if link.is_receiver
+                                 else link.remote_source.address)
+        if link.is_receiver:
+            link.flow(100)
+        else:
+            self._pump(link)
+
+    def on_link_flow(self, event):
+        if event.link.is_sender:
+            self._pump(event.link)
+
+    def _pump(self, link):
+        with self.lock:
+            queue = self.outbox.get(link.remote_source.address, [])
+            while link.credit > 0 and queue:
+                tag, data = queue.pop(0)
+                link.delivery(tag)
+                link.send(data)
+                link.advance()
+
+    def on_delivery(self, event):
+        link, dlv = event.link, event.delivery
+        if link.is_receiver:
+            if dlv.partial:
+                return
+            data = link.recv(dlv.pending)
+            with self.lock:
+                self.got.append((link.remote_target.address, dlv.tag, data))
+            dlv.update(Delivery.ACCEPTED)
+            dlv.settle()
+            link.flow(1)
+        elif dlv.remote_state or dlv.settled:
+            dlv.settle()
+
+
+class RawClient(Handler):
+    """One connection: a sender of (tag, octets) items, recording each
+    outcome, or a receiver recording (tag, octets) of `count` transfers.
+    Stops when done or at the timeout (`timed_out`)."""
+
+    def __init__(self, url, address, send=(), count=0, timeout=TIMEOUT):
+        super().__init__()
+        self.url, self.address = url, address
+        self.items = list(send)
+        self.count = count
+        self.outcomes = []
+        self.got = []
+        self.error = None
+        self.timed_out = False
+        self.timeout = timeout
+
+    def run(self):
+        Container(self).run()
+        return self
+
+    def on_reactor_init(self, event):
+        c = event.reactor
+        self.conn = c.connect(self.url, allowed_mechs="ANONYMOUS")
+        if self.items:
+            self.link = c.create_sender(self.conn, self.address)
+        else:
+            self.link = c.create_receiver(self.conn, self.address)
+            self.link.flow(self.count)
+        self.timer = c.schedule(self.timeout, self)
+
+    def on_timer_task(self, event):
+        self.timed_out = True
+        self.conn.close()
+
+    def _finish(self):
+        self.timer.cancel()
+        self.conn.close()
+
+    def on_link_flow(self, event):
+        link = event.link
+        while link.is_sender and link.credit > 0 and self.items:
+            tag, data = self.items.pop(0)
+            link.delivery(tag)
+            link.send(data)
+            link.advance()
+
+    def on_delivery(self, event):
+        link, dlv = event.link, event.delivery
+        if link.is_sender:
+            if dlv.settled or dlv.remote_state:
+                self.outcomes.append(dlv.remote_state)
+                dlv.settle()
+                if not self.items and len(self.outcomes) == self.sent:
+                    self._finish()
+            return
+        if dlv.partial:
+            return
+        self.got.append((dlv.tag, link.recv(dlv.pending)))
+        dlv.update(Delivery.ACCEPTED)
+        dlv.settle()
+        if len(self.got) >= self.count:
+            self._finish()
+
+    def on_link_remote_close(self, event):
+        c = event.link.remote_condition
+        self.error = c.name if c else "closed"
+        self._finish()
+
+    def on_transport_error(self, event):
+        pass
+
+
+def send_raw(url, address, items):
+    c = RawClient(url, address, send=items)
+    c.sent = len(items)
+    return c.run()
+
+
+def link_route(prefix, direction, name=None, connection="fake"):
+    return conf_section("linkRoute", {"name": name, "prefix": prefix, "direction": direction,
+                                      "connection": connection})
+
+
+def fake_connector(broker, name="fake"):
+    return conf_section("connector", {"name": name, "host": "127.0.0.1", "port": broker.port,
+                                      "role": "route-container", "saslMechanisms": "ANONYMOUS"})
+
+
+def config(name, mode="standalone", extra="", ir_listen=None, ir_connect=None):
+    text = conf_section("router", {"mode": mode, "id": name, "workerThreads": 2})
+    text += conf_section("listener", {"host": "127.0.0.1", "port": "{port}", "role": "normal",
+                                      "saslMechanisms": "ANONYMOUS", "authenticatePeer": "no"})
+    if ir_listen:
+        text += conf_section("listener", {"host": "127.0.0.1", "port": ir_listen,
+                                          "role": "inter-router", "saslMechanisms": "ANONYMOUS",
+                                          "authenticatePeer": "no"})
+    if ir_connect:
+        text += conf_section("connector", {"name": "ir", "host": "127.0.0.1", "port": ir_connect,
+                                           "role": "inter-router", "saslMechanisms": "ANONYMOUS"})
+    text += conf_section("log", {"module": "DEFAULT", "enable": "info+"})
+    return text + extra
+
+
+class LinkRouteCase(RouterTestCase):
+
+    def start_config(self, name, text):
+        r = Router(self.workdir, name=name, config=text)
+        r.start()
+        self.addCleanup(self._stop_router, r)
+        self.routers.append(r)
+        r.wait_ready()
+        return r
+
+    def fake(self, container_id="fake-broker"):
+        b = FakeBroker(container_id).start()
+        self.addCleanup(b.stop)
+        return b
+
+    def address_keys(self, router):
+        m = Manager(router.url)
+        try:
+            return {x["name"] for x in m.query("org.apache.qpid.dispatch.router.address",
+                                               ["name"])}
+        finally:
+            m.close()
+
+    def wait_keys(self, router, keys, timeout=30.0):
+        """Until router's address table holds keys (from the mesh)."""
+        self.wait_for("keys %s on %s" % (keys, router.name),
+                      lambda: set(keys) <= self.address_keys(router), timeout)
+
+    def wait_log(self, router, text, timeout=30.0):
+        self.wait_for("'%s' in %s's log" % (text, router.name), lambda: text in router.log(),
+                      timeout)
+
+
+class PassThroughTest(LinkRouteCase):
+
+    def check_both_ways(self, client_router, broker):
+        items = [("tag-%d" % i, raw_message(i)) for i in range(5)]
+        s = send_raw(client_router.url, "lr.in.q", items)
+        self.assertFalse(s.timed_out, self.logs())
+        self.assertIsNone(s.error)
+        self.assertEqual(s.outcomes, [Delivery.ACCEPTED] * len(items))
+        with broker.lock:
+            got = list(broker.got)
+        # each transfer at the container is the client's, octet for octet,
+        # with the client's tag
+        self.assertEqual([(t, d) for _, t, d in got], items)
+        self.assertEqual({a for a, _, _ in got}, {"lr.in.q"})
+        out = [("broker-tag-%d" % i, raw_message(100 + i)) for i in range(5)]
+        with broker.lock:
+            broker.outbox["lr.out.q"] = list(out)
+        r = RawClient(client_router.url, "lr.out.q", count=len(out)).run()
+        self.assertFalse(r.timed_out, self.logs())
+        self.assertEqual(r.got, out)
+        # nothing the router would have added is there
+        for _, data in r.got:
+            m = Message()
+            m.decode(data)
+            self.assertEqual(m.annotations["x-opt-qd.trace"], ["0/elsewhere"])
+
+    def test_octets_and_tags_through_one_router(self):
+        b = self.fake()
+        r = self.start_config("R", config("R", extra=fake_connector(b) +
+                                          link_route("lr", "in") + link_route("lr", "out")))
+        self.wait_log(r, "Connection Opened: dir=out")
+        self.check_both_ways(r, b)
+
+    def test_octets_and_tags_across_two_routers(self):
+        b = self.fake()
+        ir = free_port()
+        rb = self.start_config("B", config("B", "interior", fake_connector(b) +
+                                           link_route("lr", "in") + link_route("lr", "out"),
+                                           ir_listen=ir))
+        ra = self.start_config("A", config("A", "interior", ir_connect=ir))
+        self.wait_log(rb, "Connection Opened: dir=out")
+        self.wait_keys(ra, ["Clr", "Dlr"])
+        self.check_both_ways(ra, b)

@@ -51,9 +51,14 @@
 #define LR_LOST_DESCRIPTION "Connectivity to the peer container was lost"
 
 typedef struct jn_link_route {
+    /* the next link route with the same prefix or pattern and direction
+     * (they coexist, as in 1.19: one match entry, a chain in the order
+     * added; an attach goes to the first whose container is here) */
+    struct jn_link_route *same;
     char *name;
     char *key;       /* its mesh key (C/D/E/F + text, route_key) */
-    bool advertised; /* the mesh was told this router has its container */
+    bool advertised; /* the mesh was told this router has its container
+                      * (on one route of a chain only: the key is theirs) */
     jn_link_dir_t dir;
     char *container_id, *connection;
     char *add_prefix, *del_prefix;
@@ -90,7 +95,7 @@ typedef struct lr_request {
 
 typedef struct jn_lr_table {
     jn_addr_config_t match[2];   /* by jn_link_dir_t of the client's link */
-    jn_link_route_t **routes[2]; /* parallel to match[d].entries */
+    jn_link_route_t **routes[2]; /* parallel to match[d].entries: chain heads */
     size_t cap[2];
     jn_autolink_t *autolinks;
     lr_request_t *requests;
@@ -144,8 +149,13 @@ void jn_lr_fini(jn_core_t *core)
     if (!t)
         return;
     for (int d = 0; d < 2; d++) {
-        for (size_t i = 0; i < t->match[d].count; i++)
-            route_free(t->routes[d][i]);
+        for (size_t i = 0; i < t->match[d].count; i++) {
+            jn_link_route_t *next;
+            for (jn_link_route_t *r = t->routes[d][i]; r; r = next) {
+                next = r->same;
+                route_free(r);
+            }
+        }
         free(t->routes[d]);
         jn_addr_config_fini(&t->match[d]);
     }
@@ -287,9 +297,15 @@ bool jn_lr_attach_CT(jn_core_link_t *link)
     int i = t->match[d].count
                 ? jn_addr_config_match(&t->match[d], link->address, strlen(link->address))
                 : -1;
-    if (i >= 0)
+    jn_core_conn_t *to = NULL;
+    if (i >= 0) {
+        /* of link routes with the same prefix or pattern, the first whose
+         * container is connected here */
         r = t->routes[d][i];
-    jn_core_conn_t *to = r ? route_conn_CT(core, r, conn) : NULL;
+        for (const jn_link_route_t *x = r; x && !to; x = x->same)
+            if ((to = route_conn_CT(core, x, conn)) != NULL)
+                r = x;
+    }
     char *ext = NULL, *name = NULL;
     if (to) {
         ext = external_address(r, link->address);
@@ -502,9 +518,12 @@ void jn_lr_conn_closed_CT(jn_core_conn_t *conn)
     /* its connection-scoped link routes go with it */
     for (int d = 0; d < 2; d++)
         for (size_t i = core->lr->match[d].count; i-- > 0;) {
-            jn_link_route_t *r = core->lr->routes[d][i];
-            if (r->conn_id == conn->conn_id)
-                jn_core_link_route_remove_CT(core, r->name);
+            jn_link_route_t *next;
+            for (jn_link_route_t *r = core->lr->routes[d][i]; r; r = next) {
+                next = r->same; /* r and, when r was its last, the entry go */
+                if (r->conn_id == conn->conn_id)
+                    jn_core_link_route_remove_CT(core, r->name);
+            }
         }
     /* an auto-link that was on it moves to another connection to its
      * container, else it is inactive (its lastError kept) */
@@ -558,13 +577,18 @@ static void advertise_CT(jn_core_t *core)
     jn_lr_table_t *t = core->lr;
     for (int d = 0; d < 2; d++) {
         for (size_t i = 0; i < t->match[d].count; i++) {
-            jn_link_route_t *r = t->routes[d][i];
-            bool want = r->key && route_conn_CT(core, r, NULL);
-            if (want == r->advertised)
-                continue;
-            r->advertised = want;
-            jn_mesh_local_mobile_CT(core->mesh, (const uint8_t *)r->key, strlen(r->key), want,
-                                    JN_MESH_HINT_LINK_BALANCED);
+            /* one key per chain: wanted while any of its containers is here */
+            jn_link_route_t *head = t->routes[d][i];
+            bool want = false, have = false;
+            for (jn_link_route_t *r = head; r; r = r->same) {
+                want = want || route_conn_CT(core, r, NULL) != NULL;
+                have = have || r->advertised;
+                r->advertised = false;
+            }
+            head->advertised = want;
+            if (want != have)
+                jn_mesh_local_mobile_CT(core->mesh, (const uint8_t *)head->key, strlen(head->key),
+                                        want, JN_MESH_HINT_LINK_BALANCED);
         }
     }
 }
@@ -610,16 +634,36 @@ static jn_core_conn_t *remote_conn_CT(jn_core_t *core, const char *address, jn_l
 
 /* ---- management: link routes ------------------------------------------------- */
 
+/* The link route named name, with its direction's table d and match entry
+ * i (its chain), or NULL. */
 static const jn_link_route_t *route_find(jn_lr_table_t *t, const char *name, int *d, size_t *i)
 {
     for (int k = 0; k < 2; k++)
         for (size_t j = 0; j < t->match[k].count; j++)
-            if (strcmp(t->routes[k][j]->name, name) == 0) {
-                *d = k;
-                *i = j;
-                return t->routes[k][j];
-            }
+            for (jn_link_route_t *r = t->routes[k][j]; r; r = r->same)
+                if (strcmp(r->name, name) == 0) {
+                    *d = k;
+                    *i = j;
+                    return r;
+                }
     return NULL;
+}
+
+/* The match entry of direction d holding text (a prefix, or a pattern as
+ * jn_addr_config_add stores it), or -1. */
+static int entry_of(const jn_addr_config_t *m, const char *text, bool pattern)
+{
+    jn_addr_config_t one;
+    jn_addr_config_init(&one);
+    if (jn_addr_config_add(&one, text, pattern, JN_DIST_BALANCED) != 0)
+        return -1; /* out of memory: then a new entry is tried, and fails */
+    int found = -1;
+    for (size_t i = 0; i < m->count && found < 0; i++)
+        if (m->entries[i].pattern == pattern &&
+            strcmp(m->entries[i].text, one.entries[0].text) == 0)
+            found = (int)i;
+    jn_addr_config_fini(&one);
+    return found;
 }
 
 int jn_core_link_route_add_CT(jn_core_t *core, const jn_link_route_config_t *cfg)
@@ -659,17 +703,30 @@ int jn_core_link_route_add_CT(jn_core_t *core, const jn_link_route_config_t *cfg
         route_free(r);
         return JN_ENOMEM;
     }
-    int rc = jn_addr_config_add(&t->match[d], text, cfg->pattern != NULL, JN_DIST_BALANCED);
-    if (rc != 0) {
-        route_free(r);
-        return rc;
+    int same = entry_of(&t->match[d], text, cfg->pattern != NULL);
+    if (same >= 0) {
+        /* the same prefix or pattern as another: both stay (1.19) */
+        jn_link_route_t **tail = &t->routes[d][same];
+        while (*tail)
+            tail = &(*tail)->same;
+        *tail = r;
+    } else {
+        int rc = jn_addr_config_add(&t->match[d], text, cfg->pattern != NULL, JN_DIST_BALANCED);
+        if (rc != 0) {
+            route_free(r);
+            return rc;
+        }
+        t->routes[d][t->match[d].count - 1] = r; /* the new entry is the last */
     }
-    t->routes[d][t->match[d].count - 1] = r; /* the new entry is the last */
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO, "Link route %s: %s %s '%s' to %s %s", r->name,
            d == 0 ? "in" : "out", cfg->prefix ? "prefix" : "pattern", text,
-           r->conn_id ? "its own connection" : r->connection ? "connection" : "container",
-           r->conn_id ? "" : r->connection ? r->connection : r->container_id ? r->container_id
-                                                                                : "(none)");
+           r->conn_id      ? "its own connection"
+           : r->connection ? "connection"
+                           : "container",
+           r->conn_id        ? ""
+           : r->connection   ? r->connection
+           : r->container_id ? r->container_id
+                             : "(none)");
     advertise_CT(core);
     return 0;
 }
@@ -682,7 +739,19 @@ int jn_core_link_route_remove_CT(jn_core_t *core, const char *name)
     size_t i;
     if (!name || !route_find(t, name, &d, &i))
         return JN_ENOENT;
-    jn_link_route_t *r = t->routes[d][i];
+    jn_link_route_t **p = &t->routes[d][i];
+    while (strcmp((*p)->name, name) != 0)
+        p = &(*p)->same;
+    jn_link_route_t *r = *p;
+    *p = r->same;
+    if (t->routes[d][i]) {
+        /* others with the same prefix or pattern stay: the key is theirs
+         * now, advertised while one of their containers is here */
+        t->routes[d][i]->advertised = t->routes[d][i]->advertised || r->advertised;
+        route_free(r);
+        advertise_CT(core);
+        return 0;
+    }
     if (r->advertised && core->mesh)
         jn_mesh_local_mobile_CT(core->mesh, (const uint8_t *)r->key, strlen(r->key), false,
                                 JN_MESH_HINT_LINK_BALANCED);
@@ -925,14 +994,15 @@ static jn_link_route_t *scoped_find(jn_lr_table_t *t, uint64_t conn_id, const ch
                                     uint64_t identity)
 {
     for (int d = 0; d < 2; d++)
-        for (size_t i = 0; i < t->match[d].count; i++) {
-            jn_link_route_t *r = t->routes[d][i];
-            if (r->conn_id != conn_id)
-                continue;
-            if (identity ? r->identity == identity
-                         : name && strcmp(strchr(strchr(r->name + 1, '/') + 1, '/') + 1, name) == 0)
-                return r;
-        }
+        for (size_t i = 0; i < t->match[d].count; i++)
+            for (jn_link_route_t *r = t->routes[d][i]; r; r = r->same) {
+                if (r->conn_id != conn_id)
+                    continue;
+                if (identity
+                        ? r->identity == identity
+                        : name && strcmp(strchr(strchr(r->name + 1, '/') + 1, '/') + 1, name) == 0)
+                    return r;
+            }
     return NULL;
 }
 
@@ -980,16 +1050,16 @@ int jn_core_conn_link_route_at_CT(jn_core_t *core, uint64_t conn_id, size_t inde
     while (c && c->conn_id != conn_id)
         c = c->ct.next;
     for (int d = 0; d < 2; d++)
-        for (size_t i = 0; i < t->match[d].count; i++) {
-            jn_link_route_t *r = t->routes[d][i];
-            if (!conn_id || r->conn_id != conn_id || index-- > 0)
-                continue;
-            out->name = strchr(strchr(r->name + 1, '/') + 1, '/') + 1;
-            out->identity = r->identity;
-            out->pattern = t->match[d].entries[i].text;
-            out->dir = r->dir;
-            out->container_id = c ? c->container_id : NULL;
-            return 0;
-        }
+        for (size_t i = 0; i < t->match[d].count; i++)
+            for (jn_link_route_t *r = t->routes[d][i]; r; r = r->same) {
+                if (!conn_id || r->conn_id != conn_id || index-- > 0)
+                    continue;
+                out->name = strchr(strchr(r->name + 1, '/') + 1, '/') + 1;
+                out->identity = r->identity;
+                out->pattern = t->match[d].entries[i].text;
+                out->dir = r->dir;
+                out->container_id = c ? c->container_id : NULL;
+                return 0;
+            }
     return JN_ENOENT;
 }

@@ -5,7 +5,8 @@
  * octets shared with every other copy, handed to pn_link_send segment by
  * segment without copying them first (a link-routed link's copy is the
  * original octets alone, with its sender's tag: nothing is composed). The
- * consumer's dispositions go back to the core, and the peer's credit is reported as a limit (core.h).
+ * consumer's dispositions go back to the core, and the peer's credit is reported as a limit
+ * (core.h).
  *
  * A link sends one delivery at a time (transfers are sequential). A copy
  * whose message is still arriving stays the link's delivery in progress

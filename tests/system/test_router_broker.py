@@ -408,15 +408,6 @@ class LinkRouteTest(BrokerTestCase):
         self.assertEqual(link_error_of(r.url, "/queue/x", sender=False),
                          "amqp:unauthorized-access")
 
-    def test_overlapping_prefixes_refused(self):
-        conf = router_config("R", extra=link_routes("/queue") + conf_section(
-            "linkRoute", {"prefix": "/queue", "direction": "in", "connection": "other"}))
-        r = Router(self.workdir, name="R", config=conf)
-        from harness import run_junctiond
-        p = run_junctiond(["-c", r.conf_path])
-        self.assertNotEqual(p.returncode, 0)
-        self.assertIn("already exists", p.stderr)
-
     def test_management_shows_oper_status(self):
         conf = router_config("R", extra=broker_connector(BROKER) + link_routes("/queue") +
                              conf_section("linkRoute", {"name": "idle", "prefix": "idle",

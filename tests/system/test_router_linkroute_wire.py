@@ -71,7 +71,11 @@ class FakeBroker(Handler):
     def on_reactor_init(self, event):
         self.acceptor = event.reactor.listen("127.0.0.1:%d" % self.port)
 
+    def on_connection_init(self, event):
+        event.connection.container = self.container_id
+
     def on_connection_remote_open(self, event):
+        event.connection.container = self.container_id
         event.connection.open()
 
     def on_session_remote_open(self, event):
@@ -297,3 +301,86 @@ class PassThroughTest(LinkRouteCase):
         self.wait_log(rb, "Connection Opened: dir=out")
         self.wait_keys(ra, ["Clr", "Dlr"])
         self.check_both_ways(ra, b)
+
+
+LR = "org.apache.qpid.dispatch.router.config.linkRoute"
+
+
+class DuplicateAndOverlapTest(LinkRouteCase):
+    """Two link routes with the same prefix and direction coexist (1.19
+    keeps both); of overlapping prefixes the more specific one decides."""
+
+    def send_one(self, router, address, n=0):
+        s = send_raw(router.url, address, [("t%d" % n, raw_message(n))])
+        self.assertFalse(s.timed_out, self.logs())
+        self.assertEqual(s.outcomes, [Delivery.ACCEPTED])
+
+    def addresses_at(self, broker):
+        with broker.lock:
+            return [a for a, _, _ in broker.got]
+
+    def delete(self, router, name):
+        m = Manager(router.url)
+        try:
+            code, desc, _ = m.call({"operation": "DELETE", "type": LR, "name": name})
+        finally:
+            m.close()
+        self.assertEqual(code, 204, desc)
+
+    def test_same_prefix_two_containers_coexist(self):
+        fa, fb = self.fake("fake-a"), self.fake("fake-b")
+        r = self.start_config("R", config("R", extra=fake_connector(fa, "fa") +
+                                          fake_connector(fb, "fb") +
+                                          link_route("dup", "in", "dup1", "fa") +
+                                          link_route("dup", "in", "dup2", "fb")))
+        self.wait_for("both containers", lambda: r.log().count("Connection Opened: dir=out") == 2,
+                      TIMEOUT)
+        m = Manager(r.url)
+        rows = m.query(LR, ["name", "prefix", "direction", "operStatus"])
+        m.close()
+        self.assertEqual(sorted((x["name"], x["prefix"], x["operStatus"]) for x in rows),
+                         [("dup1", "dup", "active"), ("dup2", "dup", "active")])
+        self.send_one(r, "dup.q1")  # the first added whose container is here
+        self.assertEqual((self.addresses_at(fa), self.addresses_at(fb)), (["dup.q1"], []))
+        self.delete(r, "dup1")
+        self.send_one(r, "dup.q2")  # the other still routes
+        self.assertEqual((self.addresses_at(fa), self.addresses_at(fb)), (["dup.q1"], ["dup.q2"]))
+        self.delete(r, "dup2")
+        m = Manager(r.url)
+        self.assertEqual(m.query(LR, ["name"]), [])
+        m.close()
+
+    def test_duplicate_keeps_the_mesh_key_until_the_last_goes(self):
+        fa = self.fake("fake-a")
+        ir = free_port()
+        rb = self.start_config("B", config("B", "interior", fake_connector(fa, "fa") +
+                                           link_route("dup", "in", "dup1", "fa") +
+                                           conf_section("linkRoute", {
+                                               "name": "dup2", "prefix": "dup",
+                                               "direction": "in", "containerId": "fake-a"}),
+                                           ir_listen=ir))
+        ra = self.start_config("A", config("A", "interior", ir_connect=ir))
+        self.wait_keys(ra, ["Cdup"])
+        self.delete(rb, "dup1")
+        # the key stays: dup2's container is still here. A differential
+        # mobile-address update goes out within a second of a change, so
+        # after three A would have lost the key if B had withdrawn it
+        time.sleep(3)
+        self.assertIn("Cdup", self.address_keys(ra))
+        self.send_one(ra, "dup.q")
+        self.assertEqual(self.addresses_at(fa), ["dup.q"])
+        self.delete(rb, "dup2")
+        self.wait_for("A to lose Cdup", lambda: "Cdup" not in self.address_keys(ra), TIMEOUT)
+
+    def test_overlapping_prefixes_most_specific_wins(self):
+        fa, fb = self.fake("fake-a"), self.fake("fake-b")
+        r = self.start_config("R", config("R", extra=fake_connector(fa, "fa") +
+                                          fake_connector(fb, "fb") +
+                                          link_route("ov", "in", "short", "fa") +
+                                          link_route("ov.deep", "in", "long", "fb")))
+        self.wait_for("both containers", lambda: r.log().count("Connection Opened: dir=out") == 2,
+                      TIMEOUT)
+        for n, address in enumerate(["ov.deep.q", "ov.other", "ov.deepx", "ov.deep"]):
+            self.send_one(r, address, n)
+        self.assertEqual(self.addresses_at(fb), ["ov.deep.q", "ov.deep"])
+        self.assertEqual(self.addresses_at(fa), ["ov.other", "ov.deepx"])

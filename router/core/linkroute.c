@@ -36,6 +36,7 @@
 
 #include <junction/core_view.h>
 #include <junction/iterator.h>
+#include <junction/time.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,9 +44,14 @@
 
 /* An auto-link whose link the container detached without an error (it
  * ended the session: RabbitMQ 3.10 does so on trouble of its own) attaches
- * again at once, at most this many times per connection; a detach with an
- * error is a refusal: it waits for the connection to come back. */
-#define AUTOLINK_RETRIES 3
+ * again at once, at most this many times per connection. Past that, and
+ * after a detach with an error (a refusal), it stays `failed` and attaches
+ * again on the core timer while the connection stays up, as 1.19 does:
+ * the first time after AUTOLINK_FIRST_RETRY_MS, then every
+ * AUTOLINK_RETRY_MS until it is active again (or the connection closes). */
+#define AUTOLINK_RETRIES         3
+#define AUTOLINK_FIRST_RETRY_MS  2000
+#define AUTOLINK_RETRY_MS        5000
 
 #define LR_LOST_CONDITION   "qd:routed-link-lost"
 #define LR_LOST_DESCRIPTION "Connectivity to the peer container was lost"
@@ -81,6 +87,8 @@ typedef struct jn_autolink {
     jn_core_link_t *link; /* its link while attached or answering */
     uint64_t conn_id;     /* the connection it last attached on */
     unsigned retries;     /* re-attaches on that connection (AUTOLINK_RETRIES) */
+    unsigned timed;       /* timed re-attaches since it was last active */
+    int64_t retry_at;     /* the next timed re-attach (jn_time_mono_ms), 0: none */
     uint64_t pending;     /* the request id while one is out, else 0 */
 } jn_autolink_t;
 
@@ -487,6 +495,8 @@ void jn_lr_conn_opened_CT(jn_core_conn_t *conn)
     for (jn_autolink_t *al = core->lr->autolinks; al; al = al->next)
         if (!al->link && !al->pending && conn_serves(conn, al->container_id, al->connection)) {
             al->retries = 0;
+            al->timed = 0;
+            al->retry_at = 0;
             autolink_try_CT(core, al, conn);
         }
     advertise_CT(core);
@@ -532,6 +542,8 @@ void jn_lr_conn_closed_CT(jn_core_conn_t *conn)
             continue;
         jn_core_conn_t *other = find_conn_CT(core, al->container_id, al->connection, conn);
         al->state = AL_INACTIVE;
+        al->retry_at = 0; /* the connection it waited on is gone */
+        al->timed = 0;
         if (other)
             autolink_try_CT(core, al, other);
     }
@@ -853,6 +865,7 @@ static void autolink_answered_CT(jn_core_link_t *link)
     link->ct.credit_limit = word >> 1; /* a flow that came while it waited */
     link->ct.drain = (word & 1u) != 0;
     al->state = AL_ACTIVE;
+    al->timed = 0;
     set_error(al, NULL, NULL);
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO, "[C%" PRIu64 "][L%" PRIu64 "] Auto-link %s active",
            link->conn->conn_id, link->ct.id, al->name);
@@ -879,11 +892,56 @@ static void autolink_detached_CT(jn_core_link_t *link, bool from_conn_close)
            al->state == AL_FAILED ? "failed: " : "detached",
            al->state == AL_FAILED && al->last_error ? al->last_error : "",
            from_conn_close ? " (connection closed)" : "");
-    if (!from_conn_close && !link->detach_condition && !link->conn->ct.closed &&
-        al->retries < AUTOLINK_RETRIES) {
+    if (from_conn_close || link->conn->ct.closed)
+        return; /* it attaches again when a connection to its container opens */
+    if (!link->detach_condition && al->retries < AUTOLINK_RETRIES) {
         al->retries++;
         autolink_try_CT(link->conn->core, al, link->conn);
+        return;
     }
+    /* refused (or ended once too often): failed, and tried again later */
+    if (al->state != AL_FAILED) {
+        al->state = AL_FAILED;
+        if (!al->last_error)
+            set_error(al, NULL, "the container ended the link's session repeatedly");
+    }
+    jn_core_t *core = link->conn->core;
+    al->retry_at = (int64_t)jn_time_mono_ms() +
+                   (al->timed == 0 ? AUTOLINK_FIRST_RETRY_MS : AUTOLINK_RETRY_MS);
+    al->timed++;
+    jn_core_timer_at_CT(core, al->retry_at);
+}
+
+void jn_lr_tick_CT(jn_core_t *core)
+{
+    JN_ASSERT_CT(core);
+    int64_t now = (int64_t)jn_time_mono_ms(), next = 0;
+    for (jn_autolink_t *al = core->lr->autolinks; al; al = al->next) {
+        if (al->retry_at == 0)
+            continue;
+        if (al->retry_at > now) {
+            next = next == 0 || al->retry_at < next ? al->retry_at : next;
+            continue;
+        }
+        al->retry_at = 0;
+        if (al->link || al->pending)
+            continue;
+        /* the connection it failed on, else another to its container */
+        jn_core_conn_t *conn = NULL;
+        for (jn_core_conn_t *c = core->ct.conns; c && !conn; c = c->ct.next)
+            if (c->conn_id == al->conn_id && conn_serves(c, al->container_id, al->connection))
+                conn = c;
+        if (!conn)
+            conn = find_conn_CT(core, al->container_id, al->connection, NULL);
+        if (conn) {
+            JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO,
+                   "[C%" PRIu64 "] Auto-link %s: retry %u after %s", conn->conn_id, al->name,
+                   al->timed, al->last_error ? al->last_error : "a failure");
+            autolink_try_CT(core, al, conn);
+        }
+    }
+    if (next)
+        jn_core_timer_at_CT(core, next);
 }
 
 static jn_autolink_t *autolink_find(jn_lr_table_t *t, const char *name)

@@ -308,11 +308,25 @@ bool jn_lr_attach_CT(jn_core_link_t *link)
     jn_core_conn_t *to = NULL;
     if (i >= 0) {
         /* of link routes with the same prefix or pattern, the first whose
-         * container is connected here */
-        r = t->routes[d][i];
-        for (const jn_link_route_t *x = r; x && !to; x = x->same)
-            if ((to = route_conn_CT(core, x, conn)) != NULL)
-                r = x;
+         * container is connected here; it goes to the chain's end, so
+         * attaches take turns among the containers, as in 1.19 */
+        jn_link_route_t **p = &t->routes[d][i], **at = NULL;
+        r = *p;
+        for (; *p && !to; p = &(*p)->same)
+            if ((to = route_conn_CT(core, *p, conn)) != NULL)
+                at = p;
+        if (at) {
+            jn_link_route_t *x = *at;
+            r = x;
+            if (x->same) {
+                jn_link_route_t **tail = &x->same;
+                while (*tail)
+                    tail = &(*tail)->same;
+                *at = x->same;
+                *tail = x;
+                x->same = NULL;
+            }
+        }
     }
     char *ext = NULL, *name = NULL;
     if (to) {

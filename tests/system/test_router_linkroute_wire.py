@@ -8,8 +8,10 @@ docs/design.md, "Link routes and auto-links").
   delivery tag, both ways, through one router and across two
   (mesh-protocol.md sections 9 and 10.1, as 1.19 does).
 - Duplicate and overlapping link routes: two linkRoute entities with the
-  same prefix (or pattern) and direction coexist, as in 1.19; deleting one
-  leaves the other routing; of overlapping prefixes the longer one wins.
+  same prefix (or pattern) and direction coexist, as in 1.19 (attaches
+  take turns between their containers); deleting one leaves the other
+  routing; of overlapping prefixes the more specific one wins.
+- Multicast fallback (enableFallback on a multicast address), as 1.19.
 
 The container is a small proton peer (a "fake broker") that records the
 raw octets and tag of every transfer it gets and sends raw octets with the
@@ -19,7 +21,7 @@ junctiond processes on 127.0.0.1; every wait bounded.
 import threading
 import time
 
-from proton import Delivery, Handler, Message
+from proton import Delivery, Endpoint, Handler, Message, symbol
 from proton.reactor import Container
 
 from harness import SLOW, Router, RouterTestCase, conf_section, free_port
@@ -340,11 +342,16 @@ class DuplicateAndOverlapTest(LinkRouteCase):
         m.close()
         self.assertEqual(sorted((x["name"], x["prefix"], x["operStatus"]) for x in rows),
                          [("dup1", "dup", "active"), ("dup2", "dup", "active")])
-        self.send_one(r, "dup.q1")  # the first added whose container is here
-        self.assertEqual((self.addresses_at(fa), self.addresses_at(fb)), (["dup.q1"], []))
+        # attaches take turns between the two containers (1.19 rotates)
+        self.send_one(r, "dup.q1")
+        self.send_one(r, "dup.q2")
+        self.assertEqual((self.addresses_at(fa), self.addresses_at(fb)),
+                         (["dup.q1"], ["dup.q2"]))
         self.delete(r, "dup1")
-        self.send_one(r, "dup.q2")  # the other still routes
-        self.assertEqual((self.addresses_at(fa), self.addresses_at(fb)), (["dup.q1"], ["dup.q2"]))
+        self.send_one(r, "dup.q3")  # the other still routes, and only it
+        self.send_one(r, "dup.q4")
+        self.assertEqual((self.addresses_at(fa), self.addresses_at(fb)),
+                         (["dup.q1"], ["dup.q2", "dup.q3", "dup.q4"]))
         self.delete(r, "dup2")
         m = Manager(r.url)
         self.assertEqual(m.query(LR, ["name"]), [])
@@ -384,3 +391,105 @@ class DuplicateAndOverlapTest(LinkRouteCase):
             self.send_one(r, address, n)
         self.assertEqual(self.addresses_at(fb), ["ov.deep.q", "ov.deep"])
         self.assertEqual(self.addresses_at(fa), ["ov.other", "ov.deepx"])
+
+
+class McFallbackClient(Handler):
+    """One connection: two receivers whose sources have the qd.fallback
+    capability and `normal` plain receivers of `address`, then, once all
+    are attached, a sender of n unsettled messages. Records the bodies each
+    receiver got and the sender's outcomes; stops when every message has
+    its outcome and the receivers that should have them have them."""
+
+    def __init__(self, url, address, n, normal=0, timeout=TIMEOUT):
+        super().__init__()
+        self.url, self.address, self.n, self.normal = url, address, n, normal
+        self.got = {}
+        self.outcomes = []
+        self.sent = 0
+        self.timed_out = False
+        self.timeout = timeout
+        self.sender = None
+
+    def run(self):
+        Container(self).run()
+        return self
+
+    def on_reactor_init(self, event):
+        c = event.reactor
+        self.conn = c.connect(self.url, allowed_mechs="ANONYMOUS")
+        self.receivers = []
+        for i in range(2):
+            fb = c.create_receiver(self.conn, self.address, name="fallback-%d" % i)
+            fb.source.capabilities.put_object(symbol("qd.fallback"))
+            self.receivers.append(fb)
+        self.receivers += [c.create_receiver(self.conn, self.address, name="normal-%d" % i)
+                           for i in range(self.normal)]
+        for r in self.receivers:
+            self.got[r.name] = []
+            r.flow(self.n)
+        self.timer = c.schedule(self.timeout, self)
+
+    def on_timer_task(self, event):
+        self.timed_out = True
+        self.conn.close()
+
+    def on_link_remote_open(self, event):
+        if self.sender is None and all(r.state & Endpoint.REMOTE_ACTIVE for r in self.receivers):
+            self.sender = event.reactor.create_sender(self.conn, self.address, name="sender")
+
+    def on_link_flow(self, event):
+        link = event.link
+        while link.is_sender and link.credit > 0 and self.sent < self.n:
+            link.delivery("d%d" % self.sent)
+            link.send(Message(body="m%d" % self.sent).encode())
+            link.advance()
+            self.sent += 1
+
+    def on_delivery(self, event):
+        link, dlv = event.link, event.delivery
+        if link.is_sender:
+            if dlv.remote_state:
+                self.outcomes.append(dlv.remote_state)
+                dlv.settle()
+        elif not dlv.partial:
+            m = Message()
+            m.decode(link.recv(dlv.pending))
+            self.got[link.name].append(m.body)
+            dlv.update(Delivery.ACCEPTED)
+            dlv.settle()
+        if self.normal == 0:
+            ready = len(self.fallback_got()) == self.n
+        else:
+            ready = all(len(self.got["normal-%d" % i]) == self.n for i in range(self.normal))
+        if len(self.outcomes) == self.n and ready:
+            self.timer.cancel()
+            self.conn.close()
+
+    def fallback_got(self):
+        return self.got["fallback-0"] + self.got["fallback-1"]
+
+    def on_transport_error(self, event):
+        pass
+
+
+class MulticastFallbackTest(LinkRouteCase):
+    """enableFallback on a multicast address, as 1.19 does: a message that
+    finds no consumer of the address (here or on another router) goes to
+    one fallback destination (the fallback is anycast, balanced, as 1.19
+    makes it: two fallback receivers share the messages); with consumers,
+    each consumer gets a copy and the fallback receivers none."""
+
+    def test_multicast_fallback(self):
+        r = self.start_config("R", config("R", extra=conf_section(
+            "address", {"prefix": "mcf", "distribution": "multicast", "enableFallback": "yes"})))
+        n = 20
+        c = McFallbackClient(r.url, "mcf.a", n).run()
+        self.assertFalse(c.timed_out, (c.got, c.outcomes, self.logs()))
+        self.assertEqual(sorted(c.fallback_got()), sorted("m%d" % i for i in range(n)))
+        self.assertEqual(c.outcomes, [Delivery.ACCEPTED] * n)
+        c = McFallbackClient(r.url, "mcf.a", n, normal=2).run()
+        self.assertFalse(c.timed_out, (c.got, c.outcomes, self.logs()))
+        for name in ("normal-0", "normal-1"):
+            self.assertEqual(c.got[name], ["m%d" % i for i in range(n)])
+        self.assertEqual(c.fallback_got(), [])
+        self.assertEqual(c.outcomes, [Delivery.ACCEPTED] * n)

@@ -45,8 +45,9 @@ def raw_message(n):
 
 class FakeBroker(Handler):
     """A route container on its own reactor thread. Accepts every link;
-    records each transfer it receives as (target address, tag, octets) in
-    `got` and accepts it; on a link it sends on (the router's receiver),
+    records each attach as (link name, address) in `attached` and each
+    transfer it receives as (target address, tag, octets) in `got`, and
+    accepts it; on a link it sends on (the router's receiver),
     sends the (tag, octets) pairs queued for that source address in
     `outbox`. `fail_attach`: addresses whose attach it refuses."""
 
@@ -89,8 +90,8 @@ class FakeBroker(Handler):
         link.target.copy(link.remote_target)
         link.open()
         with self.lock:
-            self.attached.append(link.remote_target.address if link.is_receiver
-                                 else link.remote_source.address)
+            self.attached.append((link.name, link.remote_target.address if link.is_receiver
+                                  else link.remote_source.address))
         if link.is_receiver:
             link.flow(100)
         else:
@@ -152,6 +153,7 @@ class RawClient(Handler):
         else:
             self.link = c.create_receiver(self.conn, self.address)
             self.link.flow(self.count)
+        self.link_name, self.container_id = self.link.name, self.conn.container
         self.timer = c.schedule(self.timeout, self)
 
     def on_timer_task(self, event):
@@ -493,3 +495,309 @@ class MulticastFallbackTest(LinkRouteCase):
             self.assertEqual(c.got[name], ["m%d" % i for i in range(n)])
         self.assertEqual(c.fallback_got(), [])
         self.assertEqual(c.outcomes, [Delivery.ACCEPTED] * n)
+
+
+# --------------------------------------------------------------------------
+# Mixed mesh: a qdrouterd 1.19 interior router played on the wire
+
+
+class Fake119(object):
+    """Builds the emulated 1.19 router (test_mesh_wire.FakeRouter, written
+    from mesh-protocol.md) with link routes: it answers LSR with an LSU and
+    MAR with an absolute MAU, may advertise link-route keys in a
+    differential MAU (section 6: C/D keys, hint 4 link-balanced) once
+    junctiond knows it, keeps every MAU junctiond sends, and plays the
+    container (or the next router) for endpoint links junctiond attaches to
+    it (10.6): it records their names, termini and sessions, records each
+    transfer's tag and octets and accepts it, and sends queued (tag,
+    octets) on the links it sends on. It also attaches endpoint links of
+    its own, as a 1.19 router forwarding a client's attach."""
+
+    @staticmethod
+    def make(url, j_id, advertise=()):
+        from test_mesh_wire import FakeRouter, sections, typed_map
+        from proton import int32
+
+        class F(FakeRouter):
+            def __init__(self):
+                super().__init__(url, j_id, None)
+                self.timeout = 120 * SLOW
+                self.known = False
+                self.maus = []
+                self.endpoint = []   # (name, source, target, is_sender, session is new)
+                self.got = []        # (link name, tag, octets)
+                self.outbox = {}     # source address -> [(tag, octets)]
+                self.mine = {}       # name -> link attached by F
+                self.outcomes = {}   # name -> [state]
+                self.lock = threading.Lock()
+                self.todo = []       # functions to run on the reactor thread
+                self.advertised = False
+
+            def start(self):
+                super().start()
+                self.ctl_ssn = self.ctl_in.session
+                self.data_ssn = self.data_in.session
+
+            def control(self, op, to, body):
+                m = Message(address=to, properties={"opcode": op}, body=body)
+                m.annotations = {symbol("x-opt-qd.ingress"): "0/F",
+                                 symbol("x-opt-qd.trace"): ["0/F"]}
+                if self.ctl_out.credit > 0:
+                    self.ctl_out.send(m).settle()
+
+            def mau_body(self, absolute):
+                keys = list(advertise)
+                body = {symbol("id"): "F", symbol("pv"): 1, symbol("area"): "0",
+                        symbol("mobile_seq"): 1 if keys else 0}
+                hints = [int32(4) for _ in keys]
+                if absolute:
+                    body[symbol("exist")] = keys
+                    body[symbol("hints")] = hints
+                else:
+                    body[symbol("hints")] = hints
+                    body[symbol("add")] = keys
+                    body[symbol("del")] = []
+                return body
+
+            def on_timer_task(self, event):
+                if self.over:
+                    return
+                # HELLO every half second, with one instance (a new one
+                # would be a restart, 7.5, which forgets F's addresses)
+                self.control("HELLO", "amqp:/_local/qdhello",
+                             {"id": "F", "pv": int32(1), "area": "0",
+                              "instance": int32(self.instance), "seen": [j_id]})
+                self.hello_sent += 1
+                self.container.schedule(0.5, self)
+                if self.known:
+                    # RA: a MAU junctiond missed is asked for again (MAR)
+                    self.control("RA", "amqp:/_topo/0/all/qdrouter",
+                                 {"id": "F", "pv": int32(1), "area": "0",
+                                  "instance": int32(self.instance), "ls_seq": int32(1),
+                                  "mobile_seq": int32(1 if advertise else 0)})
+
+            instance = int(time.time()) & 0x7fffffff
+
+            def tick(self):
+                with self.lock:
+                    todo, self.todo = self.todo, []
+                for fn in todo:
+                    fn()
+
+            def on_delivery(self, event):
+                link, dlv = event.link, event.delivery
+                if link.is_sender:
+                    if link.name in self.mine and dlv.remote_state:
+                        self.outcomes.setdefault(link.name, []).append(dlv.remote_state)
+                        dlv.settle()
+                    elif dlv.remote_state or dlv.settled:
+                        dlv.settle()
+                    return
+                if dlv.partial:
+                    return
+                data = link.recv(dlv.pending)
+                if link not in (self.ctl_in, self.data_in):
+                    with self.lock:
+                        self.got.append((link.name, dlv.tag, data))
+                    dlv.update(Delivery.ACCEPTED)
+                    dlv.settle()
+                    link.flow(1)
+                    return
+                dlv.settle()
+                link.flow(1)
+                secs = sections(data)
+                ap = typed_map(secs.get(0x74, ("map", []))[1])
+                op = ap.get("opcode", (None, None, None))[2]
+                body = typed_map(secs[0x77][1]) if 0x77 in secs and \
+                    secs[0x77][0] == "map" else {}
+                if op == "RA":
+                    self.known = True
+                    if advertise and not self.advertised:
+                        self.advertised = True
+                        self.control("MAU", "_topo/0/all/qdrouter.ma", self.mau_body(False))
+                elif op == "LSR":
+                    self.control("LSU", "amqp:/_topo/0/%s/qdrouter" % j_id,
+                                 {"id": "F", "pv": int32(1), "area": "0", "ls_seq": int32(1),
+                                  "ls": {"id": "F", "area": "0", "ls_seq": int32(1),
+                                         "peers": {j_id: int32(1)}}})
+                elif op == "MAR":
+                    self.control("MAU", "amqp:/_topo/0/%s/qdrouter.ma" % j_id,
+                                 self.mau_body(True))
+                elif op == "MAU":
+                    with self.lock:
+                        self.maus.append(body)
+
+            def on_link_remote_open(self, event):
+                link = event.link
+                super().on_link_remote_open(event)
+                if link in (self.ctl_in, self.ctl_out, self.data_in) or \
+                        link.name in self.mine:
+                    return
+                new_session = link.session not in (self.ctl_ssn, self.data_ssn)
+                with self.lock:
+                    self.endpoint.append((link.name, link.remote_source.address,
+                                          link.remote_target.address, link.is_sender,
+                                          new_session))
+                link.source.copy(link.remote_source)
+                link.target.copy(link.remote_target)
+                link.open()
+                if link.is_receiver:
+                    link.flow(100)
+                else:
+                    self._pump(link)
+
+            def on_link_flow(self, event):
+                if event.link.is_sender and event.link not in (self.ctl_out,):
+                    self._pump(event.link)
+
+            def _pump(self, link):
+                with self.lock:
+                    address = link.remote_source.address if link.name not in self.mine \
+                        else link.name
+                    queue = self.outbox.get(address, [])
+                    while link.credit > 0 and queue:
+                        tag, data = queue.pop(0)
+                        link.delivery(tag)
+                        link.send(data)
+                        link.advance()
+
+            def attach(self, name, address, sender):
+                """Attach an endpoint link as a 1.19 router forwarding a
+                client's attach (its own session, like 1.19's link-route
+                session). Reactor thread."""
+                ssn = self.conn.session()
+                ssn.open()
+                link = ssn.sender(name) if sender else ssn.receiver(name)
+                (link.target if sender else link.source).address = address
+                self.mine[name] = link
+                link.open()
+                if not sender:
+                    link.flow(100)
+
+            def later(self, fn):
+                with self.lock:
+                    self.todo.append(fn)
+
+            def on_link_error(self, event):
+                if event.link.name in self.mine:
+                    c = event.link.remote_condition
+                    self.outcomes.setdefault(event.link.name, []).append(
+                        "error " + (c.name if c else "?"))
+                    return
+                if event.link not in (self.ctl_in, self.ctl_out, self.data_in):
+                    # a routed link whose client went: junctiond detaches
+                    # it with qd:routed-link-lost, as 1.19 does
+                    event.link.close()
+                    return
+                super().on_link_error(event)
+
+            def progress(self):
+                return "known %s, endpoint %s, got %d" % (self.known, self.endpoint,
+                                                           len(self.got))
+
+        return F()
+
+
+class MixedMeshTest(LinkRouteCase):
+    """Link routes across a mesh of junctiond and a qdrouterd 1.19 router
+    (played on the wire, Fake119), both placements (mesh-protocol.md
+    sections 6 and 10.6)."""
+
+    def run_fake(self, f):
+        t = threading.Thread(target=f.run, daemon=True)
+        t.start()
+
+        def stop():
+            f.later(f.done)
+            t.join(30)
+        self.addCleanup(stop)
+        return t
+
+    def test_container_behind_the_1_19_router(self):
+        ir = free_port()
+        j = self.start_config("J", config("J", "interior", ir_listen=ir))
+        f = Fake119.make("amqp://127.0.0.1:%d" % ir, "J", advertise=("Clr", "Dlr"))
+        self.run_fake(f)
+        # J learns the keys from F's differential MAU, link-balanced
+        self.wait_keys(j, ["Clr", "Dlr"])
+        items = [("tag-%d" % i, raw_message(i)) for i in range(3)]
+        s = send_raw(j.url, "lr.in.q", items)
+        self.assertFalse(s.timed_out, (f.progress(), self.logs()))
+        self.assertEqual(s.outcomes, [Delivery.ACCEPTED] * 3)
+        with f.lock:
+            endpoint = list(f.endpoint)
+            got = list(f.got)
+        # the forwarded attach: the client's link name made unique with its
+        # container id, the client's target copied, on a session of its own
+        self.assertEqual(len(endpoint), 1, endpoint)
+        name, source, target, is_sender, new_session = endpoint[0]
+        self.assertEqual(name, "%s@%s" % (s.link_name, s.container_id))
+        self.assertEqual((target, is_sender, new_session), ("lr.in.q", False, True))
+        # transfers cross J octet for octet, with the client's tags
+        self.assertEqual([(t, d) for n, t, d in got], items)
+        self.assertEqual({n for n, _, _ in got}, {name})
+        # and back: the 1.19 router's container sends to a client of J
+        out = [("f-tag-%d" % i, raw_message(50 + i)) for i in range(3)]
+        with f.lock:
+            f.outbox["lr.out.q"] = list(out)
+        r = RawClient(j.url, "lr.out.q", count=3).run()
+        self.assertFalse(r.timed_out, (f.error, f.progress(), self.logs()))
+        self.assertEqual(r.got, out)
+        with f.lock:
+            names = [e for e in f.endpoint if e[1] == "lr.out.q"]
+        self.assertEqual(len(names), 1, f.endpoint)
+        self.assertEqual(names[0][0], "%s@%s" % (r.link_name, r.container_id))
+        self.assertEqual((names[0][3], names[0][4]), (True, True))  # F sends, own session
+
+    def test_container_behind_junction_attach_from_the_1_19_router(self):
+        b = self.fake()
+        ir = free_port()
+        j = self.start_config("J", config("J", "interior", fake_connector(b) +
+                                          link_route("lr", "in") + link_route("lr", "out"),
+                                          ir_listen=ir))
+        self.wait_log(j, "Connection Opened: dir=out")
+        f = Fake119.make("amqp://127.0.0.1:%d" % ir, "J")
+        self.run_fake(f)
+        # J advertises its link routes to F: C/D keys, hint 4
+        def keys():
+            with f.lock:
+                adds = [[v for _, v in m.get("add", (0, 0, []))[2]] for m in f.maus] + \
+                    [[v for _, v in m.get("exist", (0, 0, []))[2]] for m in f.maus]
+                return any("Clr" in a and "Dlr" in a for a in adds)
+        self.wait_for("J's MAU with Clr and Dlr", keys, TIMEOUT)
+        with f.lock:
+            mau = [m for m in f.maus if "Clr" in [v for _, v in m.get("add", m.get(
+                "exist", (0, 0, [])))[2]]][0]
+        form = "add" if "add" in mau else "exist"
+        adds = [v for _, v in mau[form][2]]
+        hints = [v for _, v in mau["hints"][2]]
+        self.assertEqual([hints[adds.index(k)] for k in ("Clr", "Dlr")], [4, 4])
+        # F forwards a client's attach (name already unique, 10.6): J
+        # routes it to the container under the same name
+        items = [("ftag-%d" % i, raw_message(70 + i)) for i in range(3)]
+        with f.lock:
+            f.outbox["fwd-send@remote-client"] = list(items)
+        f.later(lambda: f.attach("fwd-send@remote-client", "lr.from.f", True))
+        self.wait_for("the container's three transfers", lambda: len(b.got) >= 3, TIMEOUT)
+        with b.lock:
+            got = list(b.got)
+        self.assertEqual([(t, d) for _, t, d in got], items)
+        self.assertEqual({a for a, _, _ in got}, {"lr.from.f"})
+        self.wait_for("F's outcomes",
+                      lambda: len(f.outcomes.get("fwd-send@remote-client", [])) >= 3, TIMEOUT)
+        self.assertEqual(f.outcomes["fwd-send@remote-client"], [Delivery.ACCEPTED] * 3)
+        with b.lock:
+            self.assertIn(("fwd-send@remote-client", "lr.from.f"), b.attached)
+        # the other way: J's container sends to F's forwarded receiver
+        out = [("btag-%d" % i, raw_message(90 + i)) for i in range(3)]
+        with b.lock:
+            b.outbox["lr.to.f"] = list(out)
+        f.later(lambda: f.attach("fwd-recv@remote-client", "lr.to.f", False))
+        self.wait_for("F to get three", lambda: len([g for g in f.got
+                                                     if g[0] == "fwd-recv@remote-client"]) >= 3,
+                      TIMEOUT)
+        with f.lock:
+            back = [(t, d) for n, t, d in f.got if n == "fwd-recv@remote-client"]
+        self.assertEqual(back, out)
+        with b.lock:
+            self.assertIn(("fwd-recv@remote-client", "lr.to.f"), b.attached)

@@ -432,7 +432,7 @@ void jn_lr_answered_CT(jn_core_link_t *link)
     link->ct.state = JN_LINK_ST_ATTACHED;
     client->ct.state = JN_LINK_ST_ATTACHED;
     /* the client's answer; from now on the two links pass deliveries
-     * octet for octet with their senders' tags (mesh-protocol.md 9, 10.1) */
+     * octet for octet with their senders' tags (docs/protocol.md, "Link routes, auto-links and phases on the wire") */
     jn_work_t *w = jn_work_new_CT(client->conn->core, JN_WORK_LINK_OPEN);
     if (w) {
         w->link = jn_link_ref(client);

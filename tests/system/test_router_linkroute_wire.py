@@ -6,7 +6,8 @@ docs/design.md, "Link routes and auto-links").
   section as the sender wrote it (delivery and message annotations
   included, even keys that look like the router's), with the sender's
   delivery tag, both ways, through one router and across two
-  (mesh-protocol.md sections 9 and 10.1, as 1.19 does).
+  (docs/protocol.md, "Link routes, auto-links and phases on the wire";
+  as 1.19 does).
 - Duplicate and overlapping link routes: two linkRoute entities with the
   same prefix (or pattern) and direction coexist, as in 1.19 (attaches
   take turns between their containers); deleting one leaves the other
@@ -503,12 +504,12 @@ class MulticastFallbackTest(LinkRouteCase):
 
 class Fake119(object):
     """Builds the emulated 1.19 router (test_mesh_wire.FakeRouter, written
-    from mesh-protocol.md) with link routes: it answers LSR with an LSU and
+    from docs/protocol.md, "The mesh") with link routes: it answers LSR with an LSU and
     MAR with an absolute MAU, may advertise link-route keys in a
-    differential MAU (section 6: C/D keys, hint 4 link-balanced) once
+    differential MAU (C/D keys, hint 4 link-balanced) once
     junctiond knows it, keeps every MAU junctiond sends, and plays the
     container (or the next router) for endpoint links junctiond attaches to
-    it (10.6): it records their names, termini and sessions, records each
+    it: it records their names, termini and sessions, records each
     transfer's tag and octets and accepts it, and sends queued (tag,
     octets) on the links it sends on. It also attaches endpoint links of
     its own, as a 1.19 router forwarding a client's attach."""
@@ -563,7 +564,7 @@ class Fake119(object):
                 if self.over:
                     return
                 # HELLO every half second, with one instance (a new one
-                # would be a restart, 7.5, which forgets F's addresses)
+                # would be a restart, which forgets F's addresses)
                 self.control("HELLO", "amqp:/_local/qdhello",
                              {"id": "F", "pv": int32(1), "area": "0",
                               "instance": int32(self.instance), "seen": [j_id]})
@@ -700,8 +701,8 @@ class Fake119(object):
 
 class MixedMeshTest(LinkRouteCase):
     """Link routes across a mesh of junctiond and a qdrouterd 1.19 router
-    (played on the wire, Fake119), both placements (mesh-protocol.md
-    sections 6 and 10.6)."""
+    (played on the wire, Fake119), both placements (docs/protocol.md,
+    "Link routes, auto-links and phases on the wire")."""
 
     def run_fake(self, f):
         t = threading.Thread(target=f.run, daemon=True)

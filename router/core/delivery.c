@@ -68,7 +68,8 @@ jn_delivery_t *jn_delivery_copy_CT(jn_delivery_t *peer, jn_core_link_t *link, bo
     if (JN_UNLIKELY(link->ct.routed != NULL)) {
         /* a link-routed copy keeps the sender's tag (unique on the one
          * link it came from) and nothing else is added: it is passed on as
-         * it came (docs/protocol.md, "Link routes, auto-links and phases on the wire") */
+         * it came (docs/protocol.md, "Link routes, auto-links and
+         * phases on the wire") */
         memcpy(c->tag, peer->tag, peer->tag_len);
         c->tag_len = peer->tag_len;
     } else {

@@ -49,9 +49,9 @@
  * again on the core timer while the connection stays up, as 1.19 does:
  * the first time after AUTOLINK_FIRST_RETRY_MS, then every
  * AUTOLINK_RETRY_MS until it is active again (or the connection closes). */
-#define AUTOLINK_RETRIES         3
-#define AUTOLINK_FIRST_RETRY_MS  2000
-#define AUTOLINK_RETRY_MS        5000
+#define AUTOLINK_RETRIES        3
+#define AUTOLINK_FIRST_RETRY_MS 2000
+#define AUTOLINK_RETRY_MS       5000
 
 #define LR_LOST_CONDITION   "qd:routed-link-lost"
 #define LR_LOST_DESCRIPTION "Connectivity to the peer container was lost"
@@ -432,7 +432,8 @@ void jn_lr_answered_CT(jn_core_link_t *link)
     link->ct.state = JN_LINK_ST_ATTACHED;
     client->ct.state = JN_LINK_ST_ATTACHED;
     /* the client's answer; from now on the two links pass deliveries
-     * octet for octet with their senders' tags (docs/protocol.md, "Link routes, auto-links and phases on the wire") */
+     * octet for octet with their senders' tags (docs/protocol.md, "Link routes, auto-links and
+     * phases on the wire") */
     jn_work_t *w = jn_work_new_CT(client->conn->core, JN_WORK_LINK_OPEN);
     if (w) {
         w->link = jn_link_ref(client);
@@ -920,8 +921,8 @@ static void autolink_detached_CT(jn_core_link_t *link, bool from_conn_close)
             set_error(al, NULL, "the container ended the link's session repeatedly");
     }
     jn_core_t *core = link->conn->core;
-    al->retry_at = (int64_t)jn_time_mono_ms() +
-                   (al->timed == 0 ? AUTOLINK_FIRST_RETRY_MS : AUTOLINK_RETRY_MS);
+    al->retry_at =
+        (int64_t)jn_time_mono_ms() + (al->timed == 0 ? AUTOLINK_FIRST_RETRY_MS : AUTOLINK_RETRY_MS);
     al->timed++;
     jn_core_timer_at_CT(core, al->retry_at);
 }

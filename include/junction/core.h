@@ -519,6 +519,10 @@ typedef struct jn_work {
     uint32_t credit;          /* LINK_CREDIT */
     bool drain;               /* LINK_CREDIT */
     bool settled;             /* DELIVERY_UPDATE */
+    /* LINK_OPEN, LINK_ATTACH: the link is link-routed: its deliveries pass
+     * octet for octet, neither parsed nor given router annotations
+     * (docs/design.md, "Link routes and auto-links") */
+    bool passthrough;
     union {
         jn_disposition_t disp; /* DELIVERY_UPDATE */
         struct {               /* LINK_ATTACH (shares the space: no item grows) */

@@ -181,9 +181,11 @@ typedef struct jn_link_route_config {
 
 /* jn_core_link_route_add_CT: route attaches whose address matches (prefix
  * or pattern, address_config.h's matching; the most specific wins) and
- * whose direction is dir to the container, from now on. Returns 0;
- * JN_EEXIST when a link route with the same prefix or pattern and
- * direction exists (or the same name); JN_EINVAL for a missing
+ * whose direction is dir to the container, from now on. Link routes with
+ * the same prefix or pattern and direction coexist, as in 1.19: an attach
+ * goes to the first of them (in the order added) whose container is
+ * connected here, else across the mesh. Returns 0; JN_EEXIST when a link
+ * route of that name exists; JN_EINVAL for a missing
  * prefix/pattern or name; JN_ENOMEM. A link route naming no container
  * (neither containerId nor connection) only relays: its attaches go to
  * the router that advertises the container, or are refused. Core

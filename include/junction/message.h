@@ -212,6 +212,14 @@ typedef struct jn_message_out {
  * then left with the caller). */
 int jn_message_out_init(jn_message_out_t *o, jn_message_t *m, jn_buffer_list_t *annotations);
 
+/* jn_message_out_init_verbatim: start a copy of m that is its octets as
+ * they came, every section included (a link-routed delivery: nothing
+ * added, removed or replaced; docs/protocol.md, "Link routes,
+ * auto-links and phases on the wire"). m need not be parsed at all.
+ * Takes a reference on m. Returns 0; never fails. Any thread holding a
+ * reference; hot path for link routes. */
+int jn_message_out_init_verbatim(jn_message_out_t *o, jn_message_t *m);
+
 /* jn_message_out_next: the next segment to send: *ptr and *len (borrowed, valid
  * while o lives; len > 0). Returns 1 with a segment, 0 when the whole copy
  * has been produced (the message is complete and all octets were handed

@@ -55,7 +55,10 @@ static jn_distribution_t distribution_for_CT(jn_core_t *core, const uint8_t *key
         return other;
     *backpressure = core->config.entries[i].mc_backpressure;
     *fallback = core->config.entries[i].fallback && key[1] != 'F';
-    return core->config.entries[i].distribution;
+    jn_distribution_t d = core->config.entries[i].distribution;
+    if (key[1] == 'F' && d == JN_DIST_MULTICAST)
+        d = JN_DIST_BALANCED; /* a fallback destination is anycast (1.19) */
+    return d;
 }
 
 /* Find or create the entry for key (heap, taken over). */

@@ -104,6 +104,7 @@ jn_core_t *jn_core_create(const jn_core_config_t *cfg, const jn_core_io_ops_t *o
     atomic_init(&core->running, false);
     atomic_init(&core->stop, false);
     atomic_init(&core->mc_waiting, false);
+    atomic_init(&core->timer_at_ms, 0);
     jn_addr_config_init(&core->config);
     jn_mpsc_init(&core->actions);
     core->stop_action.type = JN_ACT_STOP;
@@ -261,6 +262,46 @@ static void dispatch_CT(jn_core_t *core, jn_mpsc_node_t *node)
     }
 }
 
+void jn_core_timer_at_CT(jn_core_t *core, int64_t at_ms)
+{
+    JN_ASSERT_CT(core);
+    long long was = atomic_load_explicit(&core->timer_at_ms, memory_order_relaxed);
+    if (was != 0 && was <= at_ms)
+        return;
+    atomic_store_explicit(&core->timer_at_ms, at_ms > 0 ? at_ms : 1, memory_order_relaxed);
+    /* the core thread may sleep with no timeout while a loop runs the core
+     * inline: wake it to sleep with this one (rare: auto-link retries) */
+    uint64_t one = 1;
+    ssize_t n;
+    do {
+        n = write(core->wake_fd, &one, sizeof one);
+    } while (n < 0 && errno == EINTR);
+}
+
+/* The core timer, when due (a clock read only while one is set). */
+static void timer_tick_CT(jn_core_t *core)
+{
+    JN_ASSERT_CT(core);
+    long long at = atomic_load_explicit(&core->timer_at_ms, memory_order_relaxed);
+    if (JN_LIKELY(at == 0) || (int64_t)jn_time_mono_ms() < at)
+        return;
+    atomic_store_explicit(&core->timer_at_ms, 0, memory_order_relaxed);
+    jn_lr_tick_CT(core); /* sets it again for what is still to come */
+}
+
+/* How long the core thread may sleep for the core timer (timeout: what
+ * else allows; -1 forever). Without the token: only the atomic. */
+static int timer_sleep_ms(jn_core_t *core, int timeout)
+{
+    long long at = atomic_load_explicit(&core->timer_at_ms, memory_order_relaxed);
+    if (at == 0)
+        return timeout;
+    int64_t left = at - (int64_t)jn_time_mono_ms();
+    if (left < 0)
+        left = 0;
+    return timeout < 0 || left < timeout ? (int)left : timeout;
+}
+
 /* Drain and carry out one batch; returns the number of actions taken. */
 static size_t run_batch_CT(jn_core_t *core)
 {
@@ -276,6 +317,7 @@ static size_t run_batch_CT(jn_core_t *core)
         jn_router_tick_CT(core); /* one clock read per batch, interior and edge only */
     if (atomic_load_explicit(&core->mc_waiting, memory_order_relaxed))
         jn_forward_mc_tick_CT(core); /* a clock read per batch while copies wait */
+    timer_tick_CT(core);
     jn_link_flush_credit_CT(core);
     return n;
 }
@@ -339,6 +381,7 @@ static void core_sleep(jn_core_t *core)
         }
     }
     timeout = jn_forward_mc_sleep_ms(core, timeout);
+    timeout = timer_sleep_ms(core, timeout);
     if (timeout >= 0) {
         struct pollfd p = {.fd = core->wake_fd, .events = POLLIN};
         int rc = timeout > 0 ? poll(&p, 1, timeout) : 0;
@@ -347,6 +390,7 @@ static void core_sleep(jn_core_t *core)
                 jn_router_tick_CT(core);
                 if (atomic_load_explicit(&core->mc_waiting, memory_order_relaxed))
                     jn_forward_mc_tick_CT(core);
+                timer_tick_CT(core);
                 jn_link_flush_credit_CT(core);
                 ct_leave(core);
             }

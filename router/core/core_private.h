@@ -394,6 +394,11 @@ struct jn_core {
      * role, read also by the core thread deciding how long to sleep
      * (relaxed: a stale value costs one wake or one check late). */
     atomic_bool mc_waiting;
+    /* The core's one-shot timer (jn_core_timer_at_CT): the monotonic time
+     * in ms at which jn_lr_tick_CT is due, 0 for none. Written by the
+     * holder of the core role, read by the core thread deciding how long
+     * to sleep (relaxed, as mc_waiting). */
+    atomic_llong timer_at_ms;
 
     /* Main thread only. */
     pthread_t thread;
@@ -472,6 +477,11 @@ void jn_core_post(jn_core_t *core, jn_action_t *action);
  * (core->mc_waiting) if not yet, waking the core thread so that it sleeps
  * with the watch's timeout. Core thread. */
 void jn_core_watch_mc_CT(jn_core_t *core);
+
+/* Run jn_lr_tick_CT at monotonic time at_ms (jn_time_mono_ms) or soon
+ * after, or earlier when already due earlier; wakes the core thread so
+ * that it sleeps no longer than that. Core thread. */
+void jn_core_timer_at_CT(jn_core_t *core, int64_t at_ms);
 
 /* ---- conn.c ------------------------------------------------------------- */
 
@@ -788,6 +798,9 @@ void jn_lr_link_detached_CT(jn_core_link_t *link, bool from_conn_close);
  * waiting on a closed connection are answered. */
 void jn_lr_conn_opened_CT(jn_core_conn_t *conn);
 void jn_lr_conn_closed_CT(jn_core_conn_t *conn);
+/* The core timer fired (jn_core_timer_at_CT): re-attach the auto-links
+ * whose retry is due, and set the timer for the next. Core thread. */
+void jn_lr_tick_CT(jn_core_t *core);
 /* The credit a routed incoming link may be granted now (link.c). */
 uint32_t jn_lr_credit_due_CT(const jn_core_link_t *link);
 

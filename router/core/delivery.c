@@ -65,11 +65,20 @@ jn_delivery_t *jn_delivery_copy_CT(jn_delivery_t *peer, jn_core_link_t *link, bo
     }
     c->outgoing = true;
     c->presettled = presettled;
-    uint64_t t = link->ct.next_tag++;
-    for (int i = 0; i < 8; i++)
-        c->tag[i] = (uint8_t)(t >> (8 * (7 - i)));
-    c->tag_len = 8;
-    if (link->conn->router_peer) {
+    if (JN_UNLIKELY(link->ct.routed != NULL)) {
+        /* a link-routed copy keeps the sender's tag (unique on the one
+         * link it came from) and nothing else is added: it is passed on as
+         * it came (docs/protocol.md, "Link routes, auto-links and
+         * phases on the wire") */
+        memcpy(c->tag, peer->tag, peer->tag_len);
+        c->tag_len = peer->tag_len;
+    } else {
+        uint64_t t = link->ct.next_tag++;
+        for (int i = 0; i < 8; i++)
+            c->tag[i] = (uint8_t)(t >> (8 * (7 - i)));
+        c->tag_len = 8;
+    }
+    if (link->conn->router_peer && !link->ct.routed) {
         if (JN_UNLIKELY(peer->ct.reroute != NULL)) {
             /* an exchange's copy: to its next hop (exchange.c) */
             c->to_override = strdup(peer->ct.reroute->address);

@@ -106,7 +106,9 @@ struct jn_delivery {
 /* jn_delivery_copy_CT: a new outgoing copy of incoming delivery peer for
  * outgoing link, pre-settled when presettled; refcount 1 (the core's). It
  * holds references on peer, peer's message and link, and is put on peer's
- * copy list (not on a link list). Returns NULL on ENOMEM. */
+ * copy list (not on a link list). Its tag is the next of link's counter,
+ * or, on a link-routed link (link->ct.routed), peer's own tag. Returns
+ * NULL on ENOMEM. */
 jn_delivery_t *jn_delivery_copy_CT(jn_delivery_t *peer, jn_core_link_t *link, bool presettled);
 
 /* The core a delivery belongs to. Any thread. */

@@ -639,6 +639,18 @@ static void forward_multicast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_r
         if (up && up->ct.state == JN_LINK_ST_ATTACHED && n < JN_MESH_MAX_LINKS)
             remote[n++] = up;
     }
+    if (JN_UNLIKELY(addr->fallback) && addr->n_consumers == 0 && n == 0) {
+        /* no consumer here nor on any router it may go to: the fallback's
+         * destination (enableFallback), one copy as for anycast, as 1.19
+         * does (its fallback address is balanced); the outcome is that
+         * copy's */
+        jn_addr_t *fb = jn_addr_fallback_CT(core, addr);
+        if (fb && jn_addr_has_destination(fb)) {
+            dlv->ct.multicast = false;
+            forward_anycast_CT(dlv, fb, rc);
+            return;
+        }
+    }
     addr->egress += addr->n_consumers;
     addr->transit += n;
     copy_to_links_CT(dlv, addr->consumers, addr->n_consumers, remote, n,

@@ -36,6 +36,7 @@
 
 #include <junction/core_view.h>
 #include <junction/iterator.h>
+#include <junction/time.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,17 +44,27 @@
 
 /* An auto-link whose link the container detached without an error (it
  * ended the session: RabbitMQ 3.10 does so on trouble of its own) attaches
- * again at once, at most this many times per connection; a detach with an
- * error is a refusal: it waits for the connection to come back. */
-#define AUTOLINK_RETRIES 3
+ * again at once, at most this many times per connection. Past that, and
+ * after a detach with an error (a refusal), it stays `failed` and attaches
+ * again on the core timer while the connection stays up, as 1.19 does:
+ * the first time after AUTOLINK_FIRST_RETRY_MS, then every
+ * AUTOLINK_RETRY_MS until it is active again (or the connection closes). */
+#define AUTOLINK_RETRIES        3
+#define AUTOLINK_FIRST_RETRY_MS 2000
+#define AUTOLINK_RETRY_MS       5000
 
 #define LR_LOST_CONDITION   "qd:routed-link-lost"
 #define LR_LOST_DESCRIPTION "Connectivity to the peer container was lost"
 
 typedef struct jn_link_route {
+    /* the next link route with the same prefix or pattern and direction
+     * (they coexist, as in 1.19: one match entry, a chain in the order
+     * added; an attach goes to the first whose container is here) */
+    struct jn_link_route *same;
     char *name;
     char *key;       /* its mesh key (C/D/E/F + text, route_key) */
-    bool advertised; /* the mesh was told this router has its container */
+    bool advertised; /* the mesh was told this router has its container
+                      * (on one route of a chain only: the key is theirs) */
     jn_link_dir_t dir;
     char *container_id, *connection;
     char *add_prefix, *del_prefix;
@@ -76,6 +87,8 @@ typedef struct jn_autolink {
     jn_core_link_t *link; /* its link while attached or answering */
     uint64_t conn_id;     /* the connection it last attached on */
     unsigned retries;     /* re-attaches on that connection (AUTOLINK_RETRIES) */
+    unsigned timed;       /* timed re-attaches since it was last active */
+    int64_t retry_at;     /* the next timed re-attach (jn_time_mono_ms), 0: none */
     uint64_t pending;     /* the request id while one is out, else 0 */
 } jn_autolink_t;
 
@@ -90,7 +103,7 @@ typedef struct lr_request {
 
 typedef struct jn_lr_table {
     jn_addr_config_t match[2];   /* by jn_link_dir_t of the client's link */
-    jn_link_route_t **routes[2]; /* parallel to match[d].entries */
+    jn_link_route_t **routes[2]; /* parallel to match[d].entries: chain heads */
     size_t cap[2];
     jn_autolink_t *autolinks;
     lr_request_t *requests;
@@ -144,8 +157,13 @@ void jn_lr_fini(jn_core_t *core)
     if (!t)
         return;
     for (int d = 0; d < 2; d++) {
-        for (size_t i = 0; i < t->match[d].count; i++)
-            route_free(t->routes[d][i]);
+        for (size_t i = 0; i < t->match[d].count; i++) {
+            jn_link_route_t *next;
+            for (jn_link_route_t *r = t->routes[d][i]; r; r = next) {
+                next = r->same;
+                route_free(r);
+            }
+        }
         free(t->routes[d]);
         jn_addr_config_fini(&t->match[d]);
     }
@@ -248,8 +266,10 @@ static int push_attach_CT(jn_core_conn_t *conn, jn_link_dir_t dir, const char *n
         jn_work_free(w);
         return JN_ENOMEM;
     }
-    if (copy_of)
+    if (copy_of) {
         w->link = jn_link_ref(copy_of);
+        w->passthrough = true; /* a link route's far end */
+    }
     jn_work_push_CT(conn, w);
     return 0;
 }
@@ -285,9 +305,29 @@ bool jn_lr_attach_CT(jn_core_link_t *link)
     int i = t->match[d].count
                 ? jn_addr_config_match(&t->match[d], link->address, strlen(link->address))
                 : -1;
-    if (i >= 0)
-        r = t->routes[d][i];
-    jn_core_conn_t *to = r ? route_conn_CT(core, r, conn) : NULL;
+    jn_core_conn_t *to = NULL;
+    if (i >= 0) {
+        /* of link routes with the same prefix or pattern, the first whose
+         * container is connected here; it goes to the chain's end, so
+         * attaches take turns among the containers, as in 1.19 */
+        jn_link_route_t **p = &t->routes[d][i], **at = NULL;
+        r = *p;
+        for (; *p && !to; p = &(*p)->same)
+            if ((to = route_conn_CT(core, *p, conn)) != NULL)
+                at = p;
+        if (at) {
+            jn_link_route_t *x = *at;
+            r = x;
+            if (x->same) {
+                jn_link_route_t **tail = &x->same;
+                while (*tail)
+                    tail = &(*tail)->same;
+                *at = x->same;
+                *tail = x;
+                x->same = NULL;
+            }
+        }
+    }
     char *ext = NULL, *name = NULL;
     if (to) {
         ext = external_address(r, link->address);
@@ -391,7 +431,19 @@ void jn_lr_answered_CT(jn_core_link_t *link)
         return;
     link->ct.state = JN_LINK_ST_ATTACHED;
     client->ct.state = JN_LINK_ST_ATTACHED;
-    jn_work_link_CT(client, JN_WORK_LINK_OPEN, NULL, NULL, NULL, 0);
+    /* the client's answer; from now on the two links pass deliveries
+     * octet for octet with their senders' tags (docs/protocol.md, "Link routes, auto-links and
+     * phases on the wire") */
+    jn_work_t *w = jn_work_new_CT(client->conn->core, JN_WORK_LINK_OPEN);
+    if (w) {
+        w->link = jn_link_ref(client);
+        w->passthrough = true;
+        jn_work_push_CT(client->conn, w);
+    } else {
+        JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_ERROR,
+               "[C%" PRIu64 "][L%" PRIu64 "] Out of memory for link work", client->conn->conn_id,
+               client->ct.id);
+    }
     jn_core_link_t *in = link->dir == JN_LINK_INCOMING ? link : client;
     jn_core_link_t *out = in == link ? client : link;
     /* a flow that came while it waited was not applied (link.c): now */
@@ -458,6 +510,8 @@ void jn_lr_conn_opened_CT(jn_core_conn_t *conn)
     for (jn_autolink_t *al = core->lr->autolinks; al; al = al->next)
         if (!al->link && !al->pending && conn_serves(conn, al->container_id, al->connection)) {
             al->retries = 0;
+            al->timed = 0;
+            al->retry_at = 0;
             autolink_try_CT(core, al, conn);
         }
     advertise_CT(core);
@@ -489,9 +543,12 @@ void jn_lr_conn_closed_CT(jn_core_conn_t *conn)
     /* its connection-scoped link routes go with it */
     for (int d = 0; d < 2; d++)
         for (size_t i = core->lr->match[d].count; i-- > 0;) {
-            jn_link_route_t *r = core->lr->routes[d][i];
-            if (r->conn_id == conn->conn_id)
-                jn_core_link_route_remove_CT(core, r->name);
+            jn_link_route_t *next;
+            for (jn_link_route_t *r = core->lr->routes[d][i]; r; r = next) {
+                next = r->same; /* r and, when r was its last, the entry go */
+                if (r->conn_id == conn->conn_id)
+                    jn_core_link_route_remove_CT(core, r->name);
+            }
         }
     /* an auto-link that was on it moves to another connection to its
      * container, else it is inactive (its lastError kept) */
@@ -500,6 +557,8 @@ void jn_lr_conn_closed_CT(jn_core_conn_t *conn)
             continue;
         jn_core_conn_t *other = find_conn_CT(core, al->container_id, al->connection, conn);
         al->state = AL_INACTIVE;
+        al->retry_at = 0; /* the connection it waited on is gone */
+        al->timed = 0;
         if (other)
             autolink_try_CT(core, al, other);
     }
@@ -545,13 +604,18 @@ static void advertise_CT(jn_core_t *core)
     jn_lr_table_t *t = core->lr;
     for (int d = 0; d < 2; d++) {
         for (size_t i = 0; i < t->match[d].count; i++) {
-            jn_link_route_t *r = t->routes[d][i];
-            bool want = r->key && route_conn_CT(core, r, NULL);
-            if (want == r->advertised)
-                continue;
-            r->advertised = want;
-            jn_mesh_local_mobile_CT(core->mesh, (const uint8_t *)r->key, strlen(r->key), want,
-                                    JN_MESH_HINT_LINK_BALANCED);
+            /* one key per chain: wanted while any of its containers is here */
+            jn_link_route_t *head = t->routes[d][i];
+            bool want = false, have = false;
+            for (jn_link_route_t *r = head; r; r = r->same) {
+                want = want || route_conn_CT(core, r, NULL) != NULL;
+                have = have || r->advertised;
+                r->advertised = false;
+            }
+            head->advertised = want;
+            if (want != have)
+                jn_mesh_local_mobile_CT(core->mesh, (const uint8_t *)head->key, strlen(head->key),
+                                        want, JN_MESH_HINT_LINK_BALANCED);
         }
     }
 }
@@ -597,16 +661,36 @@ static jn_core_conn_t *remote_conn_CT(jn_core_t *core, const char *address, jn_l
 
 /* ---- management: link routes ------------------------------------------------- */
 
+/* The link route named name, with its direction's table d and match entry
+ * i (its chain), or NULL. */
 static const jn_link_route_t *route_find(jn_lr_table_t *t, const char *name, int *d, size_t *i)
 {
     for (int k = 0; k < 2; k++)
         for (size_t j = 0; j < t->match[k].count; j++)
-            if (strcmp(t->routes[k][j]->name, name) == 0) {
-                *d = k;
-                *i = j;
-                return t->routes[k][j];
-            }
+            for (jn_link_route_t *r = t->routes[k][j]; r; r = r->same)
+                if (strcmp(r->name, name) == 0) {
+                    *d = k;
+                    *i = j;
+                    return r;
+                }
     return NULL;
+}
+
+/* The match entry of direction d holding text (a prefix, or a pattern as
+ * jn_addr_config_add stores it), or -1. */
+static int entry_of(const jn_addr_config_t *m, const char *text, bool pattern)
+{
+    jn_addr_config_t one;
+    jn_addr_config_init(&one);
+    if (jn_addr_config_add(&one, text, pattern, JN_DIST_BALANCED) != 0)
+        return -1; /* out of memory: then a new entry is tried, and fails */
+    int found = -1;
+    for (size_t i = 0; i < m->count && found < 0; i++)
+        if (m->entries[i].pattern == pattern &&
+            strcmp(m->entries[i].text, one.entries[0].text) == 0)
+            found = (int)i;
+    jn_addr_config_fini(&one);
+    return found;
 }
 
 int jn_core_link_route_add_CT(jn_core_t *core, const jn_link_route_config_t *cfg)
@@ -646,17 +730,30 @@ int jn_core_link_route_add_CT(jn_core_t *core, const jn_link_route_config_t *cfg
         route_free(r);
         return JN_ENOMEM;
     }
-    int rc = jn_addr_config_add(&t->match[d], text, cfg->pattern != NULL, JN_DIST_BALANCED);
-    if (rc != 0) {
-        route_free(r);
-        return rc;
+    int same = entry_of(&t->match[d], text, cfg->pattern != NULL);
+    if (same >= 0) {
+        /* the same prefix or pattern as another: both stay (1.19) */
+        jn_link_route_t **tail = &t->routes[d][same];
+        while (*tail)
+            tail = &(*tail)->same;
+        *tail = r;
+    } else {
+        int rc = jn_addr_config_add(&t->match[d], text, cfg->pattern != NULL, JN_DIST_BALANCED);
+        if (rc != 0) {
+            route_free(r);
+            return rc;
+        }
+        t->routes[d][t->match[d].count - 1] = r; /* the new entry is the last */
     }
-    t->routes[d][t->match[d].count - 1] = r; /* the new entry is the last */
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO, "Link route %s: %s %s '%s' to %s %s", r->name,
            d == 0 ? "in" : "out", cfg->prefix ? "prefix" : "pattern", text,
-           r->conn_id ? "its own connection" : r->connection ? "connection" : "container",
-           r->conn_id ? "" : r->connection ? r->connection : r->container_id ? r->container_id
-                                                                                : "(none)");
+           r->conn_id      ? "its own connection"
+           : r->connection ? "connection"
+                           : "container",
+           r->conn_id        ? ""
+           : r->connection   ? r->connection
+           : r->container_id ? r->container_id
+                             : "(none)");
     advertise_CT(core);
     return 0;
 }
@@ -669,7 +766,19 @@ int jn_core_link_route_remove_CT(jn_core_t *core, const char *name)
     size_t i;
     if (!name || !route_find(t, name, &d, &i))
         return JN_ENOENT;
-    jn_link_route_t *r = t->routes[d][i];
+    jn_link_route_t **p = &t->routes[d][i];
+    while (strcmp((*p)->name, name) != 0)
+        p = &(*p)->same;
+    jn_link_route_t *r = *p;
+    *p = r->same;
+    if (t->routes[d][i]) {
+        /* others with the same prefix or pattern stay: the key is theirs
+         * now, advertised while one of their containers is here */
+        t->routes[d][i]->advertised = t->routes[d][i]->advertised || r->advertised;
+        route_free(r);
+        advertise_CT(core);
+        return 0;
+    }
     if (r->advertised && core->mesh)
         jn_mesh_local_mobile_CT(core->mesh, (const uint8_t *)r->key, strlen(r->key), false,
                                 JN_MESH_HINT_LINK_BALANCED);
@@ -771,6 +880,7 @@ static void autolink_answered_CT(jn_core_link_t *link)
     link->ct.credit_limit = word >> 1; /* a flow that came while it waited */
     link->ct.drain = (word & 1u) != 0;
     al->state = AL_ACTIVE;
+    al->timed = 0;
     set_error(al, NULL, NULL);
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO, "[C%" PRIu64 "][L%" PRIu64 "] Auto-link %s active",
            link->conn->conn_id, link->ct.id, al->name);
@@ -797,11 +907,56 @@ static void autolink_detached_CT(jn_core_link_t *link, bool from_conn_close)
            al->state == AL_FAILED ? "failed: " : "detached",
            al->state == AL_FAILED && al->last_error ? al->last_error : "",
            from_conn_close ? " (connection closed)" : "");
-    if (!from_conn_close && !link->detach_condition && !link->conn->ct.closed &&
-        al->retries < AUTOLINK_RETRIES) {
+    if (from_conn_close || link->conn->ct.closed)
+        return; /* it attaches again when a connection to its container opens */
+    if (!link->detach_condition && al->retries < AUTOLINK_RETRIES) {
         al->retries++;
         autolink_try_CT(link->conn->core, al, link->conn);
+        return;
     }
+    /* refused (or ended once too often): failed, and tried again later */
+    if (al->state != AL_FAILED) {
+        al->state = AL_FAILED;
+        if (!al->last_error)
+            set_error(al, NULL, "the container ended the link's session repeatedly");
+    }
+    jn_core_t *core = link->conn->core;
+    al->retry_at =
+        (int64_t)jn_time_mono_ms() + (al->timed == 0 ? AUTOLINK_FIRST_RETRY_MS : AUTOLINK_RETRY_MS);
+    al->timed++;
+    jn_core_timer_at_CT(core, al->retry_at);
+}
+
+void jn_lr_tick_CT(jn_core_t *core)
+{
+    JN_ASSERT_CT(core);
+    int64_t now = (int64_t)jn_time_mono_ms(), next = 0;
+    for (jn_autolink_t *al = core->lr->autolinks; al; al = al->next) {
+        if (al->retry_at == 0)
+            continue;
+        if (al->retry_at > now) {
+            next = next == 0 || al->retry_at < next ? al->retry_at : next;
+            continue;
+        }
+        al->retry_at = 0;
+        if (al->link || al->pending)
+            continue;
+        /* the connection it failed on, else another to its container */
+        jn_core_conn_t *conn = NULL;
+        for (jn_core_conn_t *c = core->ct.conns; c && !conn; c = c->ct.next)
+            if (c->conn_id == al->conn_id && conn_serves(c, al->container_id, al->connection))
+                conn = c;
+        if (!conn)
+            conn = find_conn_CT(core, al->container_id, al->connection, NULL);
+        if (conn) {
+            JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO,
+                   "[C%" PRIu64 "] Auto-link %s: retry %u after %s", conn->conn_id, al->name,
+                   al->timed, al->last_error ? al->last_error : "a failure");
+            autolink_try_CT(core, al, conn);
+        }
+    }
+    if (next)
+        jn_core_timer_at_CT(core, next);
 }
 
 static jn_autolink_t *autolink_find(jn_lr_table_t *t, const char *name)
@@ -912,14 +1067,15 @@ static jn_link_route_t *scoped_find(jn_lr_table_t *t, uint64_t conn_id, const ch
                                     uint64_t identity)
 {
     for (int d = 0; d < 2; d++)
-        for (size_t i = 0; i < t->match[d].count; i++) {
-            jn_link_route_t *r = t->routes[d][i];
-            if (r->conn_id != conn_id)
-                continue;
-            if (identity ? r->identity == identity
-                         : name && strcmp(strchr(strchr(r->name + 1, '/') + 1, '/') + 1, name) == 0)
-                return r;
-        }
+        for (size_t i = 0; i < t->match[d].count; i++)
+            for (jn_link_route_t *r = t->routes[d][i]; r; r = r->same) {
+                if (r->conn_id != conn_id)
+                    continue;
+                if (identity
+                        ? r->identity == identity
+                        : name && strcmp(strchr(strchr(r->name + 1, '/') + 1, '/') + 1, name) == 0)
+                    return r;
+            }
     return NULL;
 }
 
@@ -967,16 +1123,16 @@ int jn_core_conn_link_route_at_CT(jn_core_t *core, uint64_t conn_id, size_t inde
     while (c && c->conn_id != conn_id)
         c = c->ct.next;
     for (int d = 0; d < 2; d++)
-        for (size_t i = 0; i < t->match[d].count; i++) {
-            jn_link_route_t *r = t->routes[d][i];
-            if (!conn_id || r->conn_id != conn_id || index-- > 0)
-                continue;
-            out->name = strchr(strchr(r->name + 1, '/') + 1, '/') + 1;
-            out->identity = r->identity;
-            out->pattern = t->match[d].entries[i].text;
-            out->dir = r->dir;
-            out->container_id = c ? c->container_id : NULL;
-            return 0;
-        }
+        for (size_t i = 0; i < t->match[d].count; i++)
+            for (jn_link_route_t *r = t->routes[d][i]; r; r = r->same) {
+                if (!conn_id || r->conn_id != conn_id || index-- > 0)
+                    continue;
+                out->name = strchr(strchr(r->name + 1, '/') + 1, '/') + 1;
+                out->identity = r->identity;
+                out->pattern = t->match[d].entries[i].text;
+                out->dir = r->dir;
+                out->container_id = c ? c->container_id : NULL;
+                return 0;
+            }
     return JN_ENOENT;
 }

@@ -960,6 +960,7 @@ static void work_do_IO(jn_io_conn_t *conn, jn_work_t *w)
     }
     switch (w->type) {
     case JN_WORK_LINK_OPEN:
+        link->passthrough = w->passthrough;
         link_open_IO(link, w->address);
         break;
     case JN_WORK_LINK_CLOSE:

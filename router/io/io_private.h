@@ -527,6 +527,8 @@ struct jn_io_link {
     bool detached;        /* reported detached (or never attached) */
     bool local;           /* we attached it (inter-router, connector side) */
     bool routed;          /* attached for the core (io_route.c): report the answer */
+    bool passthrough;     /* link-routed (JN_WORK_LINK_OPEN/ATTACH said so): deliveries
+                           * are received unparsed and sent octet for octet */
     uint64_t max_message_size; /* incoming: octets, 0 = unlimited (maxMessageSize;
                                 * JN_IO_CONTROL_MAX_MESSAGE on control links) */
     bool local_closed;

@@ -267,7 +267,12 @@ static void rx_try_route_IO(jn_io_link_t *link, bool all_in)
     }
     if (all_in)
         jn_message_set_complete_unshared(m); /* no delivery holds it yet */
-    int rc = jn_message_parse(m, JN_DEPTH_PROPERTIES);
+    /* a link-routed delivery is passed on as it came, unread (the user-id
+     * check excepted), as 1.19 does (docs/protocol.md, "Link routes,
+     * auto-links and phases on the wire") */
+    int rc = JN_UNLIKELY(link->passthrough) && !link->conn->check_user
+                 ? 0
+                 : jn_message_parse(m, JN_DEPTH_PROPERTIES);
     if (rc == JN_AGAIN && !all_in)
         return;
     if (rc != 0) {

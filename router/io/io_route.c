@@ -245,6 +245,7 @@ void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w)
     }
     link->local = true;
     link->routed = !w->attach.edge;
+    link->passthrough = w->passthrough;
     jn_link_info_t info = {
         .dir = link->dir,
         .name = w->attach.name,

@@ -3,8 +3,10 @@
  * pn_deliveries on the link; each copy's octets are the original header, a
  * message-annotations section composed for this hop, then the original
  * octets shared with every other copy, handed to pn_link_send segment by
- * segment without copying them first. The consumer's dispositions go back
- * to the core, and the peer's credit is reported as a limit (core.h).
+ * segment without copying them first (a link-routed link's copy is the
+ * original octets alone, with its sender's tag: nothing is composed). The
+ * consumer's dispositions go back to the core, and the peer's credit is reported as a limit
+ * (core.h).
  *
  * A link sends one delivery at a time (transfers are sequential). A copy
  * whose message is still arriving stays the link's delivery in progress
@@ -208,6 +210,15 @@ static void tx_start_IO(jn_io_link_t *link, jn_work_t *w)
     if (JN_UNLIKELY(state != NULL)) { /* the sender's: on our first transfer too */
         jn_io_state_apply_IO(pn_delivery_local(pd), state);
         pn_delivery_update(pd, state->type);
+    }
+    if (JN_UNLIKELY(link->passthrough)) {
+        /* link-routed: the octets as they came, nothing composed */
+        jn_message_out_init_verbatim(&link->tx.out, m);
+        link->tx.dlv = dlv;
+        link->tx.pd = pd;
+        link->tx.slot = jn_message_stream_copy_begin(m);
+        jn_io_pd_keep(pd, dlv);
+        return;
     }
     jn_buffer_list_t ann;
     jn_buffer_list_init(&ann);

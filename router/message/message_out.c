@@ -44,6 +44,19 @@ int jn_message_out_init(jn_message_out_t *o, jn_message_t *m, jn_buffer_list_t *
     return 0;
 }
 
+int jn_message_out_init_verbatim(jn_message_out_t *o, jn_message_t *m)
+{
+    o->message = jn_message_ref(m);
+    jn_buffer_list_init(&o->annotations);
+    o->buffer = NULL;
+    o->buffer_start = 0;
+    o->position = 0;
+    o->skip_from = o->skip_to = 0; /* nothing replaced: one run, from octet 0 */
+    o->ann_buffer = NULL;
+    o->stage = STAGE_HEAD;
+    return 0;
+}
+
 /* The next run of original octets from o->position, at most up to limit.
  * Returns 1 with a segment, 0 at the end of the complete message, JN_AGAIN
  * when the next octet is not published yet. */

@@ -408,11 +408,8 @@ static int create_link_route(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_er
     };
     int rc = jn_core_link_route_add_CT(agent->cfg.core, &c);
     if (rc == JN_EEXIST)
-        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, c.prefix ? "prefix" : "pattern",
-                              "linkRoute: a link route with %s '%s' and direction '%s' already "
-                              "exists",
-                              c.prefix ? "prefix" : "pattern", c.prefix ? c.prefix : c.pattern,
-                              c.dir == JN_LINK_INCOMING ? "in" : "out");
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "name",
+                              "linkRoute: a link route named '%s' already exists", c.name);
     if (rc != 0)
         return jn_entity_fail(err, rc == JN_ENOMEM ? JN_MGMT_INTERNAL : JN_MGMT_BAD_REQUEST, NULL,
                               "linkRoute: cannot add it: %s", jn_strerror(rc));

@@ -359,8 +359,8 @@ static int conn_lr_create(jn_mgmt_t *agent, const jn_mgmt_class_t *cls,
         st = jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "Parent connection no longer exists");
     else if (!st && rc == JN_EEXIST)
         st = jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
-                               "creation failed: a link route with that name on this connection, "
-                               "or with that pattern and direction, exists");
+                               "creation failed: a link route with that name exists on this "
+                               "connection");
     else if (!st && rc != 0)
         st = jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "creation failed: %s", jn_strerror(rc));
     jn_mgmt_entity_free(e);

@@ -408,15 +408,6 @@ class LinkRouteTest(BrokerTestCase):
         self.assertEqual(link_error_of(r.url, "/queue/x", sender=False),
                          "amqp:unauthorized-access")
 
-    def test_overlapping_prefixes_refused(self):
-        conf = router_config("R", extra=link_routes("/queue") + conf_section(
-            "linkRoute", {"prefix": "/queue", "direction": "in", "connection": "other"}))
-        r = Router(self.workdir, name="R", config=conf)
-        from harness import run_junctiond
-        p = run_junctiond(["-c", r.conf_path])
-        self.assertNotEqual(p.returncode, 0)
-        self.assertIn("already exists", p.stderr)
-
     def test_management_shows_oper_status(self):
         conf = router_config("R", extra=broker_connector(BROKER) + link_routes("/queue") +
                              conf_section("linkRoute", {"name": "idle", "prefix": "idle",
@@ -521,6 +512,46 @@ class AutoLinkTest(BrokerTestCase):
         self.assertEqual(len(rows), 2, out)
         for row in rows:
             self.assertIn("active", row, out)
+
+
+class AutoLinkRetryTest(BrokerTestCase):
+    """An auto-link the broker refuses while the connection stays up is
+    tried again on a timer (as 1.19: after 2 s, then every 5 s): it shows
+    `failed` with the broker's error, and goes `active` by itself once the
+    queue exists."""
+
+    def status(self, m, name):
+        rows = m.query("org.apache.qpid.dispatch.router.config.autoLink",
+                       ["name", "operStatus", "lastError"])
+        row = [x for x in rows if x["name"] == name]
+        return (row[0]["operStatus"], row[0]["lastError"]) if row else (None, None)
+
+    def test_refused_auto_link_goes_active_when_the_queue_appears(self):
+        queue = "al-retry-%d" % os.getpid()
+        # /amq/queue/NAME names an existing queue only: RabbitMQ refuses it
+        conf = router_config("R", extra=broker_connector(BROKER) +
+                             conf_section("address", {"prefix": "alr", "waypoint": "yes"}) +
+                             conf_section("autoLink", {"name": "alr-in", "address": "alr",
+                                                       "direction": "in",
+                                                       "connection": "broker",
+                                                       "externalAddress": "/amq/queue/" + queue}))
+        r = self.start_config("R", conf)
+        m = Manager(r.url)
+        self.addCleanup(m.close)
+        self.wait_for("alr-in failed", lambda: self.status(m, "alr-in")[0] == "failed", 30)
+        self.assertTrue(self.status(m, "alr-in")[1], "lastError is empty when failed")
+        # the router retries while it stays refused (the connection stays up)
+        self.wait_log(r, "Auto-link alr-in: retry 2 after")
+        self.assertEqual(self.status(m, "alr-in")[0] in ("failed", "attaching"), True)
+        # a client of the broker declares the queue (/queue/NAME does) and
+        # puts one message in it
+        c = Clients(senders=[(BROKER.url, "/queue/" + queue, 1)]).run()
+        self.assertEqual(c.senders[0]["outcomes"], {"accepted": 1})
+        self.wait_for("alr-in active", lambda: self.status(m, "alr-in")[0] == "active", 30)
+        self.assertIsNone(self.status(m, "alr-in")[1])
+        c = Clients(receivers=[(r.url, "alr", 1)]).run()
+        self.assertFalse(c.timed_out, self.logs())
+        self.assertEqual(c.receivers[0]["got"], ["/queue/%s-0" % queue])
 
 
 class FallbackTest(BrokerTestCase):

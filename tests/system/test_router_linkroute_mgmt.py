@@ -7,8 +7,8 @@ no broker needed.
   without address or direction ("address and direction fields are
   mandatory"), with a phase out of 0..9, with both connection and
   containerId; a linkRoute without direction, with both or neither of
-  prefix and pattern, with a prefix already routed. Nothing refused is
-  kept.
+  prefix and pattern, with a name already taken (a second link route with
+  a prefix already routed is kept, as in 1.19). Nothing refused is kept.
 - `junction-stat --linkroutes` and `--autolinks` print 1.19's columns
   (qdstat: address/dir/distrib/status, the two external-prefix columns
   when some route has one; addr/dir/phs/extAddr/link/status/lastErr) with
@@ -67,9 +67,14 @@ class LinkRouteManagementTest(RouterTestCase):
             with self.subTest(attrs=attrs):
                 code, desc, _ = m.create(etype, "bad%d" % i, attrs)
                 self.assertEqual((code, desc), (400, says))
+        # a second link route with the same prefix and direction is kept,
+        # as 1.19 does (test_router_linkroute_wire: both route); a second
+        # of the same name is refused, with 1.19's words
         code, desc, _ = m.create(LR, "dup", {"prefix": "brk", "direction": "in"})
-        self.assertEqual(code, 400, desc)
-        self.assertEqual([x["name"] for x in m.query(LR)], ["lr1"])
+        self.assertEqual(code, 201, desc)
+        code, desc, _ = m.create(LR, "dup", {"prefix": "other", "direction": "in"})
+        self.assertEqual((code, desc), (400, "Name conflicts with an existing entity"))
+        self.assertEqual(sorted(x["name"] for x in m.query(LR)), ["dup", "lr1"])
         self.assertEqual([x["name"] for x in m.query(AL)], ["al1"])
 
     def test_stat_linkroutes_and_autolinks_columns(self):

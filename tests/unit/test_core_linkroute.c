@@ -81,22 +81,31 @@ static void test_routed_attach_transfer_credit_and_detach(void **state)
     assert_string_equal(w->address, "/queue/a");
     assert_string_equal(w->attach.name, "sender-1");
     assert_ptr_equal(w->link, cl);
+    assert_true(w->passthrough); /* its deliveries pass as they came */
     void *ref = w->attach.ref;
     jn_work_free(w);
     expect_no_work(client);
     jn_core_link_t *bl = attach_raw(broker, JN_LINK_OUTGOING, "/queue/a", "sender-1", ref);
     expect_no_work(client);
     jn_core_link_answered_IO(bl);
-    expect_and_free(client, JN_WORK_LINK_OPEN);
+    w = expect_work(client, JN_WORK_LINK_OPEN);
+    assert_true(w->passthrough);
+    jn_work_free(w);
     /* credit follows the container's */
     expect_no_update(client);
     jn_core_link_flow_IO(bl, 3, false);
     w = expect_work(client, JN_WORK_LINK_CREDIT);
     assert_int_equal(w->credit, 3);
     jn_work_free(w);
-    /* a delivery goes to the paired link */
-    send_msg(client, cl, false);
-    expect_and_free(broker, JN_WORK_DELIVERY_SEND);
+    /* a delivery goes to the paired link, with the sender's tag */
+    jn_delivery_t *in = send_msg(client, cl, false);
+    w = expect_work(broker, JN_WORK_DELIVERY_SEND);
+    size_t in_len, out_len;
+    const uint8_t *in_tag = jn_delivery_tag(in, &in_len);
+    const uint8_t *out_tag = jn_delivery_tag(w->dlv, &out_len);
+    assert_int_equal(out_len, in_len);
+    assert_memory_equal(out_tag, in_tag, in_len);
+    jn_work_free(w);
     /* the container detaches with an error: the client's link gets it */
     jn_core_link_set_error_IO(bl, "amqp:unauthorized-access", "no");
     jn_core_link_detached_IO(bl);

@@ -594,6 +594,8 @@ static void on_transport_closed(jn_io_conn_t *conn)
     conn->busy = NULL;
     for (jn_io_link_t *l = conn->links; l; l = l->next)
         l->busy = false;
+    if (conn->relay && !conn->authsvc)
+        jn_io_authsvc_client_closed_IO(conn); /* its auth service exchange ends */
     conn->transport_closed = true;
     pn_connection_set_context(conn->pn_io, NULL);
     conn->pn_io = NULL; /* the loop frees them after this pass */
@@ -619,7 +621,7 @@ static void on_transport_closed(jn_io_conn_t *conn)
     jn_io_vhost_uncount_locked(io, conn);
     pthread_cond_broadcast(&io->cond);
     pthread_mutex_unlock(&io->lock);
-    if (!conn->incoming)
+    if (!conn->incoming && !conn->authsvc) /* an auth service's is made once */
         jn_io_connector_closed_IO(conn->endpoint, conn, conn->opened);
 }
 
@@ -879,6 +881,8 @@ void jn_io_conn_event_IO(jn_io_conn_t *conn, pn_event_t *event)
     JN_ASSERT_IO(conn);
     if (conn->transport_closed)
         return;
+    if (JN_UNLIKELY(conn->authsvc) && jn_io_authsvc_event_IO(conn, event))
+        return; /* a connection to an auth service: authsvc.c */
     switch (pn_event_type(event)) {
     case PN_CONNECTION_BOUND:
         on_bound(conn);

@@ -536,7 +536,7 @@ static unsigned create_new(jn_mgmt_t *agent, const jn_config_t *next, planned_t 
 {
     /* as at start-up (entity_file.c): profiles, addresses, link routes,
      * auto-links, exchanges before their bindings, connectors, listeners */
-    static const char *const order[] = {"sslProfile", "address",   "linkRoute", "autoLink",
+    static const char *const order[] = {"sslProfile", "authServicePlugin", "address",   "linkRoute", "autoLink",
                                         "exchange",   "binding",   "connector", "listener"};
     const size_t passes = sizeof order / sizeof order[0];
     unsigned made = 0;

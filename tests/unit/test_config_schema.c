@@ -361,6 +361,7 @@ static void implemented_types(void **state)
     (void)state;
     static const char *const yes[] = {"router",
                                       "sslProfile",
+                                      "authServicePlugin",
                                       "listener",
                                       "connector",
                                       "address",
@@ -383,8 +384,7 @@ static void implemented_types(void **state)
                                       "entity",
                                       "configurationEntity",
                                       "operationalEntity"};
-    static const char *const no[] = {"authServicePlugin",
-                                     "vhostUserGroupSettings",
+    static const char *const no[] = {"vhostUserGroupSettings",
                                      "logStats",
                                      "console",
                                      "dummy"};
@@ -405,7 +405,7 @@ static void implemented_attributes(void **state)
     (void)state;
     static const struct {
         const char *type, *attr;
-    } no[] = {{"listener", "saslPlugin"},  {"listener", "protocolFamily"},
+    } no[] = {{"listener", "protocolFamily"},
               {"listener", "multiTenant"}, {"connector", "failoverUrls"},
               {"address", "priority"},     {"policy", "enableVhostNamePatterns"},
               {"vhost", "maxMessageSize"}};
@@ -422,6 +422,7 @@ static void implemented_attributes(void **state)
                {"listener", "role"},
                {"listener", "saslMechanisms"},
                {"listener", "authenticatePeer"},
+               {"listener", "saslPlugin"},
                {"connector", "host"},
                {"connector", "cost"},
                {"router", "id"},

@@ -9,6 +9,7 @@ client for the challenge path and for a client that leaves mid-handshake.
 """
 import os
 import re
+import signal
 import socket
 import ssl
 import sys
@@ -24,7 +25,7 @@ from tls_certs import shared_certs
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "python"))
-from junction.management import Client, ConnectOptions  # noqa: E402
+from junction.management import Client, ConnectOptions, StatusError  # noqa: E402
 
 TIMEOUT = 10 * SLOW
 USERS = {"alice": "alice-pw", "bob": "bob-pw"}
@@ -225,6 +226,44 @@ class AuthServiceRelayTest(AuthServiceTestCase):
         r = self.relay_router(svc.port, plugin={"host": None, "port": None,
                                                 "authService": "127.0.0.1:%d" % svc.port})
         self.assertIsNone(attempt(r.url, "bob", USERS["bob"]))
+
+
+class AuthServiceConfigTest(AuthServiceTestCase):
+
+    def test_management_create_read_and_bad_references(self):
+        svc = self.service()
+        r = self.start_router()
+        port = free_port()
+        with Client(ConnectOptions(url=r.url)) as c:
+            c.create("authServicePlugin", "auth2", {"host": "127.0.0.1", "port": str(svc.port),
+                                                    "realm": "r2"})
+            c.create("listener", "relay", {"host": "127.0.0.1", "port": str(port),
+                                           "saslPlugin": "auth2", "authenticatePeer": True})
+            row = c.read("authServicePlugin", "auth2")
+            self.assertEqual((row["host"], row["realm"]), ("127.0.0.1", "r2"))
+            with self.assertRaises(StatusError) as e:
+                c.create("listener", "bad", {"host": "127.0.0.1", "port": str(free_port()),
+                                             "saslPlugin": "nope"})
+            self.assertIn("saslPlugin", str(e.exception))
+            with self.assertRaises(StatusError) as e:
+                c.create("authServicePlugin", "nohost", {"realm": "x"})
+            self.assertIn("host", str(e.exception))
+        self.assertIsNone(attempt("amqp://127.0.0.1:%d" % port, "alice", USERS["alice"]))
+        self.assertEqual([(s["user"], s["hostname"]) for s in svc.sessions], [("alice", "r2")])
+
+    def test_reload_points_the_listener_at_the_changed_plugin(self):
+        old, new = self.service(), self.service()
+        r = self.relay_router(old.port)
+        self.assertIsNone(attempt(r.url, "alice", USERS["alice"]))
+        with open(r.conf_path) as f:
+            text = f.read()
+        with open(r.conf_path, "w") as f:
+            f.write(text.replace("port: %d\n" % old.port, "port: %d\n" % new.port))
+        r.signal(signal.SIGHUP)
+        self.wait_log(r, r"Reloaded .*: [1-9]\d* changes? applied, 0 failed", "the reload")
+        self.assertIsNone(attempt(r.url, "bob", USERS["bob"]))
+        self.assertEqual([s["user"] for s in old.sessions], ["alice"])
+        self.assertEqual([s["user"] for s in new.sessions], ["bob"])
 
 
 class AuthServiceTlsTest(AuthServiceTestCase):

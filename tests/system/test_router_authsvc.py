@@ -4,14 +4,18 @@ service, here auth_service.py (a raw-socket AMQP SASL server built from the
 spec, PLAIN against a table). python3-qpid-proton clients: good password,
 wrong password, unknown user, the service down, slow (other connections go
 on meanwhile), cutting the connection, never answering, no identity,
-permissions it sends (refused: not enforced), TLS to the service; a raw
-client for the challenge path and for a client that leaves mid-handshake.
+permissions it sends (refused: not enforced), TLS to the service; rhea
+with PLAIN; a raw client for the challenge path and for a client that
+leaves mid-handshake; management CREATE and a reload.
 """
+import json
 import os
 import re
+import shutil
 import signal
 import socket
 import ssl
+import subprocess
 import sys
 import threading
 import unittest
@@ -20,7 +24,7 @@ from proton import ConnectionException, SSLDomain, Timeout
 from proton.utils import BlockingConnection
 
 from auth_service import SASL_HEADER, AuthService, encode, frame
-from harness import SLOW, RouterTestCase, conf_section, free_port
+from harness import SLOW, SOURCE_DIR, RouterTestCase, conf_section, free_port
 from tls_certs import shared_certs
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
@@ -226,6 +230,29 @@ class AuthServiceRelayTest(AuthServiceTestCase):
         r = self.relay_router(svc.port, plugin={"host": None, "port": None,
                                                 "authService": "127.0.0.1:%d" % svc.port})
         self.assertIsNone(attempt(r.url, "bob", USERS["bob"]))
+
+
+class AuthServiceRheaTest(AuthServiceTestCase):
+    """rhea (tests/interop, installed by ./dev test) with SASL PLAIN."""
+
+    def rhea(self, port, user, password):
+        exe = shutil.which("node") or shutil.which("nodejs")
+        script = os.path.join(SOURCE_DIR, "tests", "interop", "sasl_plain.js")
+        self.assertTrue(exe and os.path.isdir(os.path.join(SOURCE_DIR, "tests", "interop",
+                                                           "node_modules", "rhea")),
+                        "node and rhea are needed: run `npm ci` in tests/interop")
+        p = subprocess.run([exe, script, "--port", str(port), "--user", user, "--password",
+                            password, "--timeout", str(int(TIMEOUT))],
+                           capture_output=True, text=True, timeout=TIMEOUT + 10)
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
+    def test_rhea_plain_good_and_wrong_password(self):
+        svc = self.service()
+        r = self.relay_router(svc.port)
+        self.assertTrue(self.rhea(r.port, "alice", USERS["alice"])["opened"])
+        self.assertFalse(self.rhea(r.port, "alice", "wrong")["opened"])
+        self.assertEqual([(s["user"], s["outcome"]) for s in svc.sessions],
+                         [("alice", 0), ("alice", 1)])
 
 
 class AuthServiceConfigTest(AuthServiceTestCase):

@@ -390,6 +390,23 @@ void jn_io_authsvc_timeout_IO(jn_io_conn_t *svc)
     }
 }
 
+/* jn_io_authsvc_stop_IO: the router is stopping: a client still waiting
+ * on svc is failed now and svc cut (a close frame cannot end a SASL
+ * exchange, so neither would close before the stop's deadline). svc's
+ * loop. */
+void jn_io_authsvc_stop_IO(jn_io_conn_t *svc)
+{
+    JN_ASSERT_IO(svc);
+    jn_io_relay_t *r = svc->relay;
+    if (r)
+        fail_client(r, DETACH_FORCE, "the router is shutting down");
+    else if (!svc->transport_closed && !pn_connection_driver_finished(&svc->driver)) {
+        svc->refused_logged = true;
+        pn_connection_driver_close(&svc->driver);
+    }
+    svc->closing = true;
+}
+
 /* ---- the SASL implementation of both transports ---------------------------- */
 
 static jn_io_relay_t *relay_of(pn_transport_t *t)

@@ -998,8 +998,12 @@ void jn_io_conn_batch_end_IO(jn_io_conn_t *conn)
     JN_ASSERT_IO(conn);
     if (conn->transport_closed)
         return;
-    if (atomic_load_explicit(&conn->io->stopping, memory_order_relaxed) && !conn->closing)
-        conn_close_IO(conn, NULL, NULL);
+    if (atomic_load_explicit(&conn->io->stopping, memory_order_relaxed) && !conn->closing) {
+        if (conn->authsvc)
+            jn_io_authsvc_stop_IO(conn); /* its client's exchange ends now */
+        else
+            conn_close_IO(conn, NULL, NULL);
+    }
     jn_work_t *items[JN_IO_WORK_BATCH];
     size_t n;
     do {

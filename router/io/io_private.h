@@ -702,6 +702,7 @@ int jn_io_authsvc_attach(jn_io_conn_t *conn, pn_transport_t *t);
 bool jn_io_authsvc_event_IO(jn_io_conn_t *svc, pn_event_t *event);
 void jn_io_authsvc_client_closed_IO(jn_io_conn_t *client);
 void jn_io_authsvc_timeout_IO(jn_io_conn_t *svc);
+void jn_io_authsvc_stop_IO(jn_io_conn_t *svc);
 /* io.c: the profile registered under name, with a reference for the
  * caller, or NULL. Any thread (takes io->lock). */
 jn_tls_profile_t *jn_io_tls_profile_get(jn_io_t *io, const char *name);

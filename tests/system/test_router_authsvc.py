@@ -225,6 +225,24 @@ class AuthServiceRelayTest(AuthServiceTestCase):
         self.wait_for("the service's connection cut", lambda: mute["closed"])
         self.assertIsNone(attempt(r.url, "alice", USERS["alice"]))
 
+    def test_router_stops_cleanly_mid_exchange(self):
+        svc = self.service()
+        r = self.relay_router(svc.port)
+        t = threading.Thread(target=lambda: attempt(r.url, "mute", "x"))
+        t.start()
+        self.wait_for("the exchange to reach the service",
+                      lambda: any(x["user"] == "mute" for x in svc.sessions))
+        r.signal(signal.SIGTERM)
+        self.wait_for("junctiond to exit", lambda: not r.alive())
+        self.assertEqual(r.proc.returncode, 0)  # (under ASan: nothing leaked)
+        self.assertRegex(r.log(), r"SASL PLAIN authentication from 127\.0\.0\.1:\d+ .*failed: "
+                                  r"the router is shutting down")
+        # both connections ended by themselves, not at the stop's deadline
+        self.assertNotIn("did not close within", r.log())
+        t.join(TIMEOUT)
+        mute = [x for x in svc.sessions if x["user"] == "mute"][0]
+        self.wait_for("the service's connection closed", lambda: mute["closed"])
+
     def test_deprecated_auth_service_address(self):
         svc = self.service()
         r = self.relay_router(svc.port, plugin={"host": None, "port": None,
@@ -308,6 +326,20 @@ class AuthServiceTlsTest(AuthServiceTestCase):
         self.assertIsNone(attempt(r.url, "alice", USERS["alice"]))
         self.assertIsNotNone(attempt(r.url, "alice", "wrong"))
         self.assertEqual([s["user"] for s in svc.sessions], ["alice", "alice"])
+
+    def test_tls_profile_deleted_meanwhile(self):
+        """The plugin's sslProfile deleted through management: the next
+        client is refused with a log line (no connection to the service is
+        attempted without the TLS it was configured with)."""
+        svc, c = self.tls_service()
+        prof = conf_section("sslProfile", {"name": "to-auth", "caCertFile": c["ca"]})
+        r = self.relay_router(svc.port, ssl_profile="to-auth", extra=prof)
+        with Client(ConnectOptions(url=self.mgmt_url)) as m:
+            m.delete("sslProfile", "to-auth")
+        self.assertIsNotNone(attempt(r.url, "alice", USERS["alice"]))
+        self.wait_log(r, r"failed: cannot reach the service: sslProfile 'to-auth' is not "
+                         r"configured", "the missing profile's line")
+        self.assertEqual(svc.sessions, [])
 
     def test_untrusted_service_certificate_refused(self):
         svc, c = self.tls_service()

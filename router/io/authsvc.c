@@ -66,8 +66,8 @@ typedef struct jn_io_relay {
     pn_transport_t *client_t;
     jn_io_conn_t *svc; /* NULL once detached */
     pn_transport_t *svc_t;
-    char *svc_mechs;        /* the service's offer, space-separated */
-    char *mech;             /* the client's choice */
+    char *svc_mechs;         /* the service's offer, space-separated */
+    char *mech;              /* the client's choice */
     owned_bytes_t to_svc;    /* the client's init or response (proton sends it from here) */
     owned_bytes_t to_client; /* the service's challenge */
     char *user;              /* the identity the service reported */
@@ -143,7 +143,8 @@ static void fail_client(jn_io_relay_t *r, detach_t how, const char *fmt, ...)
         jn_io_conn_t *c = r->client;
         c->refused_logged = true;
         JN_LOG(JN_LOG_MOD_AUTHSERVICE, JN_LOG_WARNING,
-               JN_IO_CONN_FMT " SASL %s authentication from %s (to %s) failed: %s (auth service %s)",
+               JN_IO_CONN_FMT
+               " SASL %s authentication from %s (to %s) failed: %s (auth service %s)",
                c->id, r->mech ? r->mech : "(none chosen)", c->host, c->endpoint->shown, why,
                svc_shown(r));
         pnx_sasl_set_failed(r->client_t);
@@ -183,8 +184,9 @@ static int start_svc(jn_io_relay_t *r, char *why, size_t whylen)
         if (p)
             jn_tls_profile_unref(p);
         if (rc != 0) {
-            snprintf(why, whylen, rc == JN_ENOENT ? "sslProfile '%s' is not configured"
-                                                  : "router out of memory (TLS to %s)",
+            snprintf(why, whylen,
+                     rc == JN_ENOENT ? "sslProfile '%s' is not configured"
+                                     : "router out of memory (TLS to %s)",
                      sep->cfg.ssl_profile);
             jn_io_conn_unref(svc); /* never started: freed here */
             return rc;
@@ -217,8 +219,8 @@ static int start_svc(jn_io_relay_t *r, char *why, size_t whylen)
         return JN_ENOMEM;
     }
     JN_LOG(JN_LOG_MOD_AUTHSERVICE, JN_LOG_DEBUG,
-           JN_IO_CONN_FMT " Connecting to auth service %s for the SASL of " JN_IO_CONN_FMT,
-           svc->id, sep->shown, client->id);
+           JN_IO_CONN_FMT " Connecting to auth service %s for the SASL of " JN_IO_CONN_FMT, svc->id,
+           sep->shown, client->id);
     return 0;
 }
 
@@ -252,7 +254,7 @@ static bool map_seek(pn_data_t *d, const char *key)
 static pn_bytes_t text_at(pn_data_t *d)
 {
     pn_type_t t = pn_data_type(d);
-    return t == PN_STRING ? pn_data_get_string(d)
+    return t == PN_STRING   ? pn_data_get_string(d)
            : t == PN_SYMBOL ? pn_data_get_symbol(d)
                             : pn_bytes(0, NULL);
 }
@@ -343,7 +345,8 @@ bool jn_io_authsvc_event_IO(jn_io_conn_t *svc, pn_event_t *event)
     case PN_TRANSPORT_CLOSED:
         if (r) {
             pn_condition_t *cond = pn_transport_condition(svc->driver.transport);
-            const char *desc = pn_condition_is_set(cond) ? pn_condition_get_description(cond) : NULL;
+            const char *desc =
+                pn_condition_is_set(cond) ? pn_condition_get_description(cond) : NULL;
             fail_client(r, DETACH_ONLY, "the connection to the service ended: %s",
                         desc && desc[0] ? desc : "closed by the service");
         }
@@ -626,9 +629,8 @@ int jn_io_authsvc_prepare(jn_io_endpoint_t *ep, char *err, size_t errlen)
     sep->cfg.name = jn_strdup_opt(lc->name, &failed);
     sep->cfg.host = jn_strdup_opt(lc->auth_service_host, &failed);
     sep->cfg.port = jn_strdup_opt(lc->auth_service_port, &failed);
-    sep->cfg.ssl_profile = lc->auth_service_ssl_profile
-                               ? jn_strdup_opt(lc->auth_service_ssl_profile, &failed)
-                               : NULL;
+    sep->cfg.ssl_profile =
+        lc->auth_service_ssl_profile ? jn_strdup_opt(lc->auth_service_ssl_profile, &failed) : NULL;
     if (failed) {
         jn_io_endpoint_free(sep);
         return JN_ENOMEM;

@@ -302,7 +302,6 @@ static struct addrinfo *resolve(jn_io_endpoint_t *ep, bool passive, char *err, s
     return res;
 }
 
-
 const char *jn_io_last_listen_error(void)
 {
     return last_listen_error;

@@ -324,14 +324,14 @@ static bool connect_next(jn_io_conn_t *conn)
 }
 
 /* jn_io_conn_start: hand conn (new, reference 1: the I/O side's) to a loop
- * (conn->place, or the next by round robin) with transport t (taken in every case) and socket fd (accepted,
- * non-blocking; taken), or fd -1 for a connector with conn->ai_list set
- * (the addresses to try, taken) or, when resolving failed, NULL and
- * resolve_err saying why (the connection then closes with that error at
- * its first pass). Nothing may touch conn's proton objects from the
- * caller's thread afterwards. Returns 0, or JN_ENOMEM after closing fd and
- * freeing t and the addresses (conn is then still the caller's, never
- * started). Any thread. */
+ * (conn->place, or the next by round robin) with transport t (taken in
+ * every case) and socket fd (accepted, non-blocking; taken), or fd -1 for
+ * a connector with conn->ai_list set (the addresses to try, taken) or,
+ * when resolving failed, NULL and resolve_err saying why (the connection
+ * then closes with that error at its first pass). Nothing may touch conn's
+ * proton objects from the caller's thread afterwards. Returns 0, or
+ * JN_ENOMEM after closing fd and freeing t and the addresses (conn is then
+ * still the caller's, never started). Any thread. */
 int jn_io_conn_start(jn_io_conn_t *conn, pn_transport_t *t, int fd, const char *resolve_err)
 {
     jn_io_loop_t *loop = conn->place ? conn->place : jn_io_loop_pick(conn->io);

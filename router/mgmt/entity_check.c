@@ -246,8 +246,7 @@ static int check_endpoint(const jn_entity_ctx_t *ctx, jn_mgmt_entity_t *e, jn_en
 
 /* An authServicePlugin: where the service is (host, or the deprecated
  * authService) and a TLS profile that exists. */
-static int check_auth_plugin(const jn_entity_ctx_t *ctx, jn_mgmt_entity_t *e,
-                             jn_entity_err_t *err)
+static int check_auth_plugin(const jn_entity_ctx_t *ctx, jn_mgmt_entity_t *e, jn_entity_err_t *err)
 {
     const char *host = jn_mgmt_entity_str(e, "host");
     const char *old = jn_mgmt_entity_str(e, "authService");

@@ -384,10 +384,7 @@ static void implemented_types(void **state)
                                       "entity",
                                       "configurationEntity",
                                       "operationalEntity"};
-    static const char *const no[] = {"vhostUserGroupSettings",
-                                     "logStats",
-                                     "console",
-                                     "dummy"};
+    static const char *const no[] = {"vhostUserGroupSettings", "logStats", "console", "dummy"};
     for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
         if (!jn_schema_type_implemented(type_of(yes[i])))
             fail_msg("type '%s' should be implemented", yes[i]);
@@ -405,10 +402,9 @@ static void implemented_attributes(void **state)
     (void)state;
     static const struct {
         const char *type, *attr;
-    } no[] = {{"listener", "protocolFamily"},
-              {"listener", "multiTenant"}, {"connector", "failoverUrls"},
-              {"address", "priority"},     {"policy", "enableVhostNamePatterns"},
-              {"vhost", "maxMessageSize"}};
+    } no[] = {{"listener", "protocolFamily"},        {"listener", "multiTenant"},
+              {"connector", "failoverUrls"},         {"address", "priority"},
+              {"policy", "enableVhostNamePatterns"}, {"vhost", "maxMessageSize"}};
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
         if (jn_schema_attr_implemented(attr_of(no[i].type, no[i].attr)))
             fail_msg("%s.%s should not be implemented", no[i].type, no[i].attr);

@@ -3,7 +3,8 @@
  * authServicePlugin, a listener's saslPlugin): the router relays each
  * client's SASL exchange to a remote AMQP service and takes the service's
  * outcome and the identity it reports. docs/design.md "The auth service"
- * has the picture; docs/protocol.md "The auth service" the wire.
+ * has the picture; docs/protocol.md "The auth service on the wire" the
+ * wire (AMQP 1.0 part 5.3, SASL; part 2.7.1, the service's Open).
  *
  * Two transports, both through proton's SASL extension point
  * (proton/sasl_plugin.h), sharing one relay:
@@ -317,42 +318,25 @@ static void on_svc_open(jn_io_relay_t *r, pn_connection_t *pc)
     detach_svc(r, DETACH_CLOSE);
 }
 
-/* jn_io_authsvc_event_IO: one event of svc, a connection to an auth
- * service (io_conn.c asks first). Returns true when handled here (its
- * Open, sessions and links: none reaches the core), false for the usual
- * handling (transport errors and closure, the peer's close). svc's loop. */
-bool jn_io_authsvc_event_IO(jn_io_conn_t *svc, pn_event_t *event)
+/* jn_io_authsvc_event_IO: svc's (a connection to an auth service) Open
+ * or transport closure (io_conn.c passes no other event here; the usual
+ * handling of the closure follows). svc's loop. */
+void jn_io_authsvc_event_IO(jn_io_conn_t *svc, pn_event_t *event)
 {
     JN_ASSERT_IO(svc);
     jn_io_relay_t *r = svc->relay;
-    switch (pn_event_type(event)) {
-    case PN_CONNECTION_REMOTE_OPEN:
+    if (pn_event_type(event) == PN_CONNECTION_REMOTE_OPEN) {
         if (r)
             on_svc_open(r, pn_event_connection(event));
         else if (!svc->closing && svc->pn_io) {
             svc->closing = true;
             pn_connection_close(svc->pn_io);
         }
-        return true;
-    case PN_SESSION_REMOTE_OPEN:
-    case PN_SESSION_REMOTE_CLOSE:
-    case PN_LINK_REMOTE_OPEN:
-    case PN_LINK_REMOTE_CLOSE:
-    case PN_LINK_REMOTE_DETACH:
-    case PN_LINK_FLOW:
-    case PN_DELIVERY:
-        return true; /* we begin none; the close ends any the service began */
-    case PN_TRANSPORT_CLOSED:
-        if (r) {
-            pn_condition_t *cond = pn_transport_condition(svc->driver.transport);
-            const char *desc =
-                pn_condition_is_set(cond) ? pn_condition_get_description(cond) : NULL;
-            fail_client(r, DETACH_ONLY, "the connection to the service ended: %s",
-                        desc && desc[0] ? desc : "closed by the service");
-        }
-        return false;
-    default:
-        return false;
+    } else if (pn_event_type(event) == PN_TRANSPORT_CLOSED && r) {
+        pn_condition_t *cond = pn_transport_condition(svc->driver.transport);
+        const char *desc = pn_condition_is_set(cond) ? pn_condition_get_description(cond) : NULL;
+        fail_client(r, DETACH_ONLY, "the connection to the service ended: %s",
+                    desc && desc[0] ? desc : "closed by the service");
     }
 }
 

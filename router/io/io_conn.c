@@ -881,26 +881,33 @@ void jn_io_conn_event_IO(jn_io_conn_t *conn, pn_event_t *event)
     JN_ASSERT_IO(conn);
     if (conn->transport_closed)
         return;
-    if (JN_UNLIKELY(conn->authsvc) && jn_io_authsvc_event_IO(conn, event))
-        return; /* a connection to an auth service: authsvc.c */
+    /* a connection to an auth service (conn->authsvc, authsvc.c) never
+     * reaches the core: its Open and closure go to authsvc.c, and the
+     * sessions and links a service might begin are left alone (so no
+     * link of ours, and no delivery or flow event of ours, exists on it) */
     switch (pn_event_type(event)) {
     case PN_CONNECTION_BOUND:
         on_bound(conn);
         break;
     case PN_CONNECTION_REMOTE_OPEN:
-        on_remote_open(conn, pn_event_transport(event));
+        if (conn->authsvc)
+            jn_io_authsvc_event_IO(conn, event);
+        else
+            on_remote_open(conn, pn_event_transport(event));
         break;
     case PN_CONNECTION_REMOTE_CLOSE:
         on_remote_close(conn);
         break;
     case PN_SESSION_REMOTE_OPEN:
-        on_session_open(conn, pn_event_session(event));
+        if (!conn->authsvc)
+            on_session_open(conn, pn_event_session(event));
         break;
     case PN_SESSION_REMOTE_CLOSE:
         on_session_close(conn, pn_event_session(event));
         break;
     case PN_LINK_REMOTE_OPEN:
-        on_link_open(conn, pn_event_link(event));
+        if (!conn->authsvc)
+            on_link_open(conn, pn_event_link(event));
         break;
     case PN_LINK_REMOTE_CLOSE:
     case PN_LINK_REMOTE_DETACH:
@@ -930,6 +937,8 @@ void jn_io_conn_event_IO(jn_io_conn_t *conn, pn_event_t *event)
         on_tail_closed(conn, pn_event_transport(event));
         break;
     case PN_TRANSPORT_CLOSED:
+        if (conn->authsvc)
+            jn_io_authsvc_event_IO(conn, event);
         on_transport_closed(conn);
         break;
     default:

@@ -699,7 +699,7 @@ int jn_io_sasl_attach(jn_io_conn_t *conn, pn_transport_t *t);
  * service"; comments there) */
 int jn_io_authsvc_prepare(jn_io_endpoint_t *ep, char *err, size_t errlen);
 int jn_io_authsvc_attach(jn_io_conn_t *conn, pn_transport_t *t);
-bool jn_io_authsvc_event_IO(jn_io_conn_t *svc, pn_event_t *event);
+void jn_io_authsvc_event_IO(jn_io_conn_t *svc, pn_event_t *event);
 void jn_io_authsvc_client_closed_IO(jn_io_conn_t *client);
 void jn_io_authsvc_timeout_IO(jn_io_conn_t *svc);
 void jn_io_authsvc_stop_IO(jn_io_conn_t *svc);

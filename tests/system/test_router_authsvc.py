@@ -243,11 +243,16 @@ class AuthServiceRelayTest(AuthServiceTestCase):
         mute = [x for x in svc.sessions if x["user"] == "mute"][0]
         self.wait_for("the service's connection closed", lambda: mute["closed"])
 
-    def test_deprecated_auth_service_address(self):
+    def test_deprecated_names(self):
+        """1.19's deprecated authService address and the old name
+        saslInitHostname of realm (authSslProfile: AuthServiceTlsTest)."""
         svc = self.service()
-        r = self.relay_router(svc.port, plugin={"host": None, "port": None,
-                                                "authService": "127.0.0.1:%d" % svc.port})
+        r = self.relay_router(svc.port, plugin={"host": None, "port": None, "realm": None,
+                                                "authService": "127.0.0.1:%d" % svc.port,
+                                                "saslInitHostname": "old-realm"})
         self.assertIsNone(attempt(r.url, "bob", USERS["bob"]))
+        self.assertEqual([(s["user"], s["hostname"]) for s in svc.sessions],
+                         [("bob", "old-realm")])
 
 
 class AuthServiceRheaTest(AuthServiceTestCase):
@@ -322,7 +327,8 @@ class AuthServiceTlsTest(AuthServiceTestCase):
     def test_tls_to_the_service(self):
         svc, c = self.tls_service()
         prof = conf_section("sslProfile", {"name": "to-auth", "caCertFile": c["ca"]})
-        r = self.relay_router(svc.port, ssl_profile="to-auth", extra=prof)
+        # authSslProfile: 1.19's old name of sslProfile
+        r = self.relay_router(svc.port, extra=prof, plugin={"authSslProfile": "to-auth"})
         self.assertIsNone(attempt(r.url, "alice", USERS["alice"]))
         self.assertIsNotNone(attempt(r.url, "alice", "wrong"))
         self.assertEqual([s["user"] for s in svc.sessions], ["alice", "alice"])

@@ -24,7 +24,7 @@ from proton import ConnectionException, SSLDomain, Timeout
 from proton.utils import BlockingConnection
 
 from auth_service import SASL_HEADER, AuthService, encode, frame
-from harness import SLOW, SOURCE_DIR, RouterTestCase, conf_section, free_port
+from harness import SLOW, SOURCE_DIR, RouterTestCase, conf_section, free_port, run_junctiond
 from tls_certs import shared_certs
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
@@ -300,6 +300,19 @@ class AuthServiceConfigTest(AuthServiceTestCase):
             self.assertIn("host", str(e.exception))
         self.assertIsNone(attempt("amqp://127.0.0.1:%d" % port, "alice", USERS["alice"]))
         self.assertEqual([(s["user"], s["hostname"]) for s in svc.sessions], [("alice", "r2")])
+
+    def test_unresolvable_service_host_stops_start_up(self):
+        path = os.path.join(self.workdir, "bad.conf")
+        with open(path, "w") as f:
+            f.write(conf_section("router", {"mode": "standalone"})
+                    + conf_section("authServicePlugin", {"name": "a", "port": 5672,
+                                                         "host": "no-such-host.invalid"})
+                    + conf_section("listener", {"host": "127.0.0.1", "port": free_port(),
+                                                "saslPlugin": "a"}))
+        p = run_junctiond(["-c", path])
+        self.assertNotEqual(p.returncode, 0)
+        self.assertRegex(p.stderr, re.escape(path) + r":\d+: listener .*the auth service "
+                                   r"address no-such-host\.invalid:5672 cannot be resolved")
 
     def test_reload_points_the_listener_at_the_changed_plugin(self):
         old, new = self.service(), self.service()

@@ -99,6 +99,18 @@ typedef struct jn_endpoint_config {
     const char *policy_vhost;
     const char *sasl_password;
 
+    /* listener saslPlugin: the authServicePlugin it names (router/io/
+     * authsvc.c, docs/design.md "The auth service"): every client's SASL
+     * exchange is relayed to the service at auth_service_host:
+     * auth_service_port (TLS with the sslProfile auth_service_ssl_profile
+     * when set; auth_service_realm, when set, is the hostname of the SASL
+     * init sent to it), and the identity it reports is the user.
+     * auth_service_host NULL: SASL is the router's own. */
+    const char *auth_service_host;
+    const char *auth_service_port;
+    const char *auth_service_realm;
+    const char *auth_service_ssl_profile;
+
     /* listener: no socket of its own; its connections are bridged ones
      * (jn_io_bridge_open: AMQP over WebSocket on an http listener). TLS is
      * the bridge owner's: the I/O layer never runs TLS on them; ssl_profile

@@ -596,6 +596,8 @@ static void on_transport_closed(jn_io_conn_t *conn)
     conn->busy = NULL;
     for (jn_io_link_t *l = conn->links; l; l = l->next)
         l->busy = false;
+    if (conn->relay && !conn->authsvc)
+        jn_io_authsvc_client_closed_IO(conn); /* its auth service exchange ends */
     conn->transport_closed = true;
     pn_connection_set_context(conn->pn_io, NULL);
     conn->pn_io = NULL; /* the loop frees them after this pass */
@@ -621,7 +623,7 @@ static void on_transport_closed(jn_io_conn_t *conn)
     jn_io_vhost_uncount_locked(io, conn);
     pthread_cond_broadcast(&io->cond);
     pthread_mutex_unlock(&io->lock);
-    if (!conn->incoming)
+    if (!conn->incoming && !conn->authsvc) /* an auth service's is made once */
         jn_io_connector_closed_IO(conn->endpoint, conn, conn->opened);
 }
 
@@ -887,24 +889,33 @@ void jn_io_conn_event_IO(jn_io_conn_t *conn, pn_event_t *event)
     JN_ASSERT_IO(conn);
     if (conn->transport_closed)
         return;
+    /* a connection to an auth service (conn->authsvc, authsvc.c) never
+     * reaches the core: its Open and closure go to authsvc.c, and the
+     * sessions and links a service might begin are left alone (so no
+     * link of ours, and no delivery or flow event of ours, exists on it) */
     switch (pn_event_type(event)) {
     case PN_CONNECTION_BOUND:
         on_bound(conn);
         break;
     case PN_CONNECTION_REMOTE_OPEN:
-        on_remote_open(conn, pn_event_transport(event));
+        if (conn->authsvc)
+            jn_io_authsvc_event_IO(conn, event);
+        else
+            on_remote_open(conn, pn_event_transport(event));
         break;
     case PN_CONNECTION_REMOTE_CLOSE:
         on_remote_close(conn);
         break;
     case PN_SESSION_REMOTE_OPEN:
-        on_session_open(conn, pn_event_session(event));
+        if (!conn->authsvc)
+            on_session_open(conn, pn_event_session(event));
         break;
     case PN_SESSION_REMOTE_CLOSE:
         on_session_close(conn, pn_event_session(event));
         break;
     case PN_LINK_REMOTE_OPEN:
-        on_link_open(conn, pn_event_link(event));
+        if (!conn->authsvc)
+            on_link_open(conn, pn_event_link(event));
         break;
     case PN_LINK_REMOTE_CLOSE:
     case PN_LINK_REMOTE_DETACH:
@@ -935,6 +946,8 @@ void jn_io_conn_event_IO(jn_io_conn_t *conn, pn_event_t *event)
         on_tail_closed(conn, pn_event_transport(event));
         break;
     case PN_TRANSPORT_CLOSED:
+        if (conn->authsvc)
+            jn_io_authsvc_event_IO(conn, event);
         on_transport_closed(conn);
         break;
     default:
@@ -1004,8 +1017,12 @@ void jn_io_conn_batch_end_IO(jn_io_conn_t *conn)
     JN_ASSERT_IO(conn);
     if (conn->transport_closed)
         return;
-    if (atomic_load_explicit(&conn->io->stopping, memory_order_relaxed) && !conn->closing)
-        conn_close_IO(conn, NULL, NULL);
+    if (atomic_load_explicit(&conn->io->stopping, memory_order_relaxed) && !conn->closing) {
+        if (conn->authsvc)
+            jn_io_authsvc_stop_IO(conn); /* its client's exchange ends now */
+        else
+            conn_close_IO(conn, NULL, NULL);
+    }
     jn_work_t *items[JN_IO_WORK_BATCH];
     size_t n;
     do {

@@ -74,6 +74,11 @@ void jn_io_endpoint_free(jn_io_endpoint_t *ep)
     free((char *)ep->cfg.ssl_profile);
     free((char *)ep->cfg.sasl_username);
     free((char *)ep->cfg.policy_vhost);
+    free((char *)ep->cfg.auth_service_host);
+    free((char *)ep->cfg.auth_service_port);
+    free((char *)ep->cfg.auth_service_realm);
+    free((char *)ep->cfg.auth_service_ssl_profile);
+    jn_io_endpoint_free(ep->authsvc);
     if (ep->cfg.sasl_password) {
         char *pw = (char *)ep->cfg.sasl_password;
         memset(pw, 0, strlen(pw));
@@ -98,6 +103,21 @@ static int endpoint_copy(jn_io_endpoint_t *ep, const jn_endpoint_config_t *cfg)
     ep->cfg.sasl_password = jn_strdup_opt(cfg->sasl_password, &failed);
     ep->cfg.ssl_profile =
         cfg->ssl_profile && cfg->ssl_profile[0] ? jn_strdup_opt(cfg->ssl_profile, &failed) : NULL;
+    bool auth = cfg->auth_service_host && cfg->auth_service_host[0];
+    ep->cfg.auth_service_host = auth ? jn_strdup_opt(cfg->auth_service_host, &failed) : NULL;
+    ep->cfg.auth_service_port =
+        auth ? jn_strdup_opt(cfg->auth_service_port && cfg->auth_service_port[0]
+                                 ? cfg->auth_service_port
+                                 : "amqp",
+                             &failed)
+             : NULL;
+    ep->cfg.auth_service_realm = auth && cfg->auth_service_realm && cfg->auth_service_realm[0]
+                                     ? jn_strdup_opt(cfg->auth_service_realm, &failed)
+                                     : NULL;
+    ep->cfg.auth_service_ssl_profile =
+        auth && cfg->auth_service_ssl_profile && cfg->auth_service_ssl_profile[0]
+            ? jn_strdup_opt(cfg->auth_service_ssl_profile, &failed)
+            : NULL;
     if (failed)
         return JN_ENOMEM;
     if (ep->cfg.max_frame_size == 0)
@@ -110,6 +130,9 @@ static int endpoint_copy(jn_io_endpoint_t *ep, const jn_endpoint_config_t *cfg)
         ep->cfg.link_capacity = 250;
     return 0;
 }
+
+/* Why the last listener opened on this thread failed (jn_io_last_listen_error). */
+static _Thread_local char last_listen_error[256];
 
 static int endpoint_add(jn_io_t *io, const jn_endpoint_config_t *cfg, bool listener)
 {
@@ -130,6 +153,15 @@ static int endpoint_add(jn_io_t *io, const jn_endpoint_config_t *cfg, bool liste
         JN_LOG(JN_LOG_MOD_CONN_MGR, JN_LOG_ERROR, "%s %s: address too long", kind, ep->shown);
         jn_io_endpoint_free(ep);
         return JN_EINVAL;
+    }
+    if (listener && ep->cfg.auth_service_host) {
+        int rc = jn_io_authsvc_prepare(ep, last_listen_error, sizeof last_listen_error);
+        if (rc != 0) {
+            JN_LOG(JN_LOG_MOD_AUTHSERVICE, JN_LOG_ERROR, "%s %s: %s", kind, ep->shown,
+                   last_listen_error);
+            jn_io_endpoint_free(ep);
+            return rc;
+        }
     }
     pthread_mutex_lock(&io->lock);
     jn_io_endpoint_t **p = &io->endpoints;
@@ -251,9 +283,6 @@ static struct addrinfo *resolve(jn_io_endpoint_t *ep, bool passive, char *err, s
     }
     return res;
 }
-
-/* Why the last listener opened on this thread failed (jn_io_last_listen_error). */
-static _Thread_local char last_listen_error[256];
 
 const char *jn_io_last_listen_error(void)
 {
@@ -481,7 +510,9 @@ void jn_io_accept(jn_io_lsock_t *ls)
             continue;
         }
         pn_transport_t *t = conn && tls_rc == 0 ? jn_io_transport_new(&ep->cfg, true) : NULL;
-        if (t && jn_endpoint_uses_sasl_plugin(&ep->cfg, true) && jn_io_sasl_attach(conn, t) != 0) {
+        if (t && ep->authsvc ? jn_io_authsvc_attach(conn, t) != 0
+                             : t && jn_endpoint_uses_sasl_plugin(&ep->cfg, true) &&
+                                   jn_io_sasl_attach(conn, t) != 0) {
             pn_transport_free(t);
             t = NULL;
         }

@@ -324,17 +324,17 @@ static bool connect_next(jn_io_conn_t *conn)
 }
 
 /* jn_io_conn_start: hand conn (new, reference 1: the I/O side's) to a loop
- * with transport t (taken in every case) and socket fd (accepted,
- * non-blocking; taken), or fd -1 for a connector with conn->ai_list set
- * (the addresses to try, taken) or, when resolving failed, NULL and
- * resolve_err saying why (the connection then closes with that error at
- * its first pass). Nothing may touch conn's proton objects from the
- * caller's thread afterwards. Returns 0, or JN_ENOMEM after closing fd and
- * freeing t and the addresses (conn is then still the caller's, never
- * started). Any thread. */
+ * (conn->place, or the next by round robin) with transport t (taken in
+ * every case) and socket fd (accepted, non-blocking; taken), or fd -1 for
+ * a connector with conn->ai_list set (the addresses to try, taken) or,
+ * when resolving failed, NULL and resolve_err saying why (the connection
+ * then closes with that error at its first pass). Nothing may touch conn's
+ * proton objects from the caller's thread afterwards. Returns 0, or
+ * JN_ENOMEM after closing fd and freeing t and the addresses (conn is then
+ * still the caller's, never started). Any thread. */
 int jn_io_conn_start(jn_io_conn_t *conn, pn_transport_t *t, int fd, const char *resolve_err)
 {
-    jn_io_loop_t *loop = jn_io_loop_pick(conn->io);
+    jn_io_loop_t *loop = conn->place ? conn->place : jn_io_loop_pick(conn->io);
     atomic_store_explicit(&conn->loop, loop, memory_order_relaxed); /* published by the wake */
     atomic_fetch_add_explicit(&loop->conns, 1, memory_order_relaxed);
     conn->fd = -1;
@@ -379,7 +379,7 @@ int jn_io_conn_start(jn_io_conn_t *conn, pn_transport_t *t, int fd, const char *
         pn_connection_driver_close(&conn->driver);
     }
     uint32_t hs = conn->endpoint->cfg.handshake_timeout_seconds;
-    if (conn->incoming && hs > 0) {
+    if ((conn->incoming || conn->authsvc) && hs > 0) { /* authsvc.c: the service's answer */
         conn->handshake_at = (int64_t)jn_time_mono_ms() + (int64_t)hs * 1000;
         atomic_fetch_add(&conn->refs, 1); /* the timer's */
         jn_io_timer_arm_at(conn->io, &conn->handshake, conn->handshake_at);
@@ -672,6 +672,10 @@ static void stall_check_IO(jn_io_conn_t *conn)
 static void handshake_check_IO(jn_io_conn_t *conn)
 {
     conn->handshake_at = 0;
+    if (conn->authsvc) {
+        jn_io_authsvc_timeout_IO(conn); /* the auth service did not answer in time */
+        return;
+    }
     if (conn->opened || conn->closing || conn->transport_closed ||
         pn_connection_driver_finished(&conn->driver))
         return;

@@ -264,6 +264,14 @@ struct jn_io_endpoint {
     jn_io_timer_t retry;
     unsigned failures;  /* consecutive attempts that never opened */
     jn_io_conn_t *conn; /* the current connection, or NULL */
+    /* listener with a saslPlugin (authsvc.c): the endpoint its connections
+     * to the auth service are made with (owned; immutable after
+     * jn_io_add_listener), or NULL. In that child: the service's address
+     * as resolved when the listener was added (numeric, so a connection
+     * attempt on a loop never waits for a name server). */
+    jn_io_endpoint_t *authsvc;
+    char numeric_host[64];
+    char numeric_port[8];
 };
 
 /* ---- the I/O layer ----------------------------------------------------- */
@@ -512,6 +520,17 @@ struct jn_io_conn {
     jn_io_bridge_t *bridge;
     const uint8_t *test_in;
     size_t test_in_len;
+
+    /* The auth service relay (authsvc.c): on a client's connection whose
+     * listener names an authServicePlugin, and on the connection to the
+     * service made for it (authsvc set), the relay they share while both
+     * are attached (NULL once detached). place: the loop jn_io_conn_start
+     * puts it on (NULL: round robin): a service connection runs on its
+     * client's loop, so the two never need a lock. The owning loop's
+     * thread. */
+    struct jn_io_relay *relay;
+    bool authsvc;
+    jn_io_loop_t *place;
 };
 
 /* ---- links -------------------------------------------------------------- */
@@ -718,6 +737,14 @@ bool jn_io_bridge_tls_info(const jn_io_conn_t *conn, const char **proto, const c
  * connections)? jn_io_sasl_attach: plug Cyrus into t (conn's transport,
  * not yet started): 0 or JN_ENOMEM. */
 int jn_io_sasl_attach(jn_io_conn_t *conn, pn_transport_t *t);
+/* authsvc.c: SASL relayed to an auth service (docs/design.md "The auth
+ * service"; comments there) */
+int jn_io_authsvc_prepare(jn_io_endpoint_t *ep, char *err, size_t errlen);
+int jn_io_authsvc_attach(jn_io_conn_t *conn, pn_transport_t *t);
+void jn_io_authsvc_event_IO(jn_io_conn_t *svc, pn_event_t *event);
+void jn_io_authsvc_client_closed_IO(jn_io_conn_t *client);
+void jn_io_authsvc_timeout_IO(jn_io_conn_t *svc);
+void jn_io_authsvc_stop_IO(jn_io_conn_t *svc);
 /* io.c: the profile registered under name, with a reference for the
  * caller, or NULL. Any thread (takes io->lock). */
 jn_tls_profile_t *jn_io_tls_profile_get(jn_io_t *io, const char *name);

@@ -44,6 +44,7 @@ static const jn_mgmt_class_t classes[] = {
     {"connector", JN_OP_CREATE | JN_OP_READ | JN_OP_DELETE, true, jn_mgmt_store_rows},
     {"sslProfile", JN_OP_CREATE | JN_OP_READ | JN_OP_UPDATE | JN_OP_DELETE, true,
      jn_mgmt_store_rows},
+    {"authServicePlugin", JN_OP_CREATE | JN_OP_READ | JN_OP_DELETE, true, jn_mgmt_store_rows},
     {"log", JN_OP_READ | JN_OP_UPDATE, false, jn_mgmt_rows_log},
     {"router.config.address", JN_OP_CREATE | JN_OP_READ | JN_OP_DELETE, true, jn_mgmt_store_rows},
     {"router.config.linkRoute", JN_OP_CREATE | JN_OP_READ | JN_OP_DELETE, true, jn_mgmt_store_rows},

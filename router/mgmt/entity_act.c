@@ -295,10 +295,66 @@ int jn_entity_validate_CT(jn_mgmt_t *agent, const jn_entity_ctx_t *ctx, jn_mgmt_
     char password[256];
     jn_endpoint_config_t ec;
     int st = endpoint_config(agent, e, &ec, password, sizeof password, err);
-    if (st == 0)
+    const char *plugin = jn_mgmt_entity_str(e, "saslPlugin");
+    if (st == 0 && !(plugin && plugin[0])) /* an auth service offers its own mechanisms */
         st = check_sasl(agent, ctx, e, &ec, err);
     memset(password, 0, sizeof password);
     return st;
+}
+
+/* A port given in an authServicePlugin's deprecated authService
+ * ("host:port", "amqp://host:port" or "amqps://host:port"; "[v6]:port"). */
+static void split_auth_service(const char *addr, char *host, size_t hcap, char *port, size_t pcap)
+{
+    const char *p = strstr(addr, "://");
+    p = p ? p + 3 : addr;
+    const char *colon = strrchr(p, ':');
+    const char *close = strchr(p, ']');
+    if (p[0] == '[' && close && (!colon || colon < close))
+        colon = NULL;
+    size_t hlen = colon ? (size_t)(colon - p) : strlen(p);
+    if (p[0] == '[' && close && close < p + hlen) { /* [v6] */
+        p++;
+        hlen = (size_t)(close - p);
+    }
+    snprintf(host, hcap, "%.*s", (int)hlen, p);
+    snprintf(port, pcap, "%s", colon && colon[1] ? colon + 1 : "amqp");
+}
+
+/* A listener's saslPlugin: fill ec's auth_service_* from the
+ * authServicePlugin it names (host and port, or the deprecated
+ * authService; realm; sslProfile), using host and port (hcap, pcap octets)
+ * for a split authService. Returns 0 or the status with err filled. */
+static int auth_service_config(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_endpoint_config_t *ec,
+                               char *host, size_t hcap, char *port, size_t pcap,
+                               jn_entity_err_t *err)
+{
+    const char *name = jn_mgmt_entity_str(e, "saslPlugin");
+    if (!name || !name[0] || !is(e, "listener"))
+        return 0;
+    if (jn_mgmt_entity_bool(e, "http", false))
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "saslPlugin",
+                              "listener attribute 'saslPlugin' is not supported on an http "
+                              "listener");
+    jn_mgmt_entity_t *p =
+        jn_mgmt_store_find(agent, jn_mgmt_class_find("authServicePlugin", NULL), name, NULL);
+    if (!p)
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "saslPlugin",
+                              "listener attribute 'saslPlugin': no authServicePlugin named '%s'",
+                              name);
+    const char *h = jn_mgmt_entity_str(p, "host");
+    const char *old = jn_mgmt_entity_str(p, "authService");
+    if ((!h || !h[0]) && old && old[0]) {
+        split_auth_service(old, host, hcap, port, pcap);
+        ec->auth_service_host = host;
+        ec->auth_service_port = port;
+    } else {
+        ec->auth_service_host = h;
+        ec->auth_service_port = jn_mgmt_entity_str(p, "port");
+    }
+    ec->auth_service_realm = jn_mgmt_entity_str(p, "realm");
+    ec->auth_service_ssl_profile = jn_mgmt_entity_str(p, "sslProfile");
+    return 0;
 }
 
 static int create_endpoint(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_err_t *err)
@@ -315,8 +371,12 @@ static int create_endpoint(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_err_
     jn_entity_ctx_t ctx = {.mode = agent->cfg.mode,
                            .profile = jn_entity_profile_in_store,
                            .profile_arg = agent};
+    char auth_host[256], auth_port[64];
     int st = endpoint_config(agent, e, &ec, password, sizeof password, err);
     if (st == 0)
+        st = auth_service_config(agent, e, &ec, auth_host, sizeof auth_host, auth_port,
+                                 sizeof auth_port, err);
+    if (st == 0 && !ec.auth_service_host) /* else the service offers the mechanisms */
         st = check_sasl(agent, &ctx, e, &ec, err);
     if (st) {
         memset(password, 0, sizeof password);

@@ -244,6 +244,28 @@ static int check_endpoint(const jn_entity_ctx_t *ctx, jn_mgmt_entity_t *e, jn_en
     return 0;
 }
 
+/* An authServicePlugin: where the service is (host, or the deprecated
+ * authService) and a TLS profile that exists. */
+static int check_auth_plugin(const jn_entity_ctx_t *ctx, jn_mgmt_entity_t *e, jn_entity_err_t *err)
+{
+    const char *host = jn_mgmt_entity_str(e, "host");
+    const char *old = jn_mgmt_entity_str(e, "authService");
+    if ((!host || !host[0]) && !(old && old[0]))
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "host",
+                              "authServicePlugin needs host (or the deprecated authService)");
+    const char *port = jn_mgmt_entity_str(e, "port");
+    if (host && host[0] && !port_ok(port))
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "port",
+                              "authServicePlugin port '%.80s' is neither a number from 1 to "
+                              "65535 nor a TCP service name",
+                              port ? port : "");
+    const char *profile = jn_mgmt_entity_str(e, "sslProfile");
+    if (profile && profile[0] && ctx->profile && ctx->profile(ctx->profile_arg, profile) == 0)
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "sslProfile",
+                              "authServicePlugin: sslProfile '%s' is not defined", profile);
+    return 0;
+}
+
 /* An outputFile a running router may open on its core thread: stderr,
  * stdout, syslog, or a path that is a regular file or does not exist yet.
  * A FIFO or a device could block open() and with it all routing. */
@@ -306,6 +328,8 @@ int jn_entity_check(const jn_entity_ctx_t *ctx, jn_mgmt_entity_t *e, jn_entity_e
         return check_endpoint(ctx, e, err);
     if (is(e, "log"))
         return check_log(e, err);
+    if (is(e, "authServicePlugin"))
+        return check_auth_plugin(ctx, e, err);
     if (is(e, "linkRoute") || is(e, "autoLink"))
         return check_link_config(e, err);
     return 0;

@@ -649,11 +649,13 @@ static int create_from_file(jn_mgmt_t *agent, const jn_config_entity_t *ce, jn_m
     return 0;
 }
 
-/* Order of creation: TLS profiles (endpoints name them), addresses, link
- * routes, auto-links, then connectors, then listeners (1.19's order: a
- * router connects before it accepts), each in file order. */
-static const char *const load_order[] = {"sslProfile", "address",   "linkRoute", "autoLink",
-                                          "exchange",   "binding",   "connector", "listener"};
+/* Order of creation: TLS profiles (endpoints name them), auth service
+ * plugins (listeners name them), addresses, link routes, auto-links, then
+ * connectors, then listeners (1.19's order: a router connects before it
+ * accepts), each in file order. */
+static const char *const load_order[] = {"sslProfile", "authServicePlugin", "address",
+                                         "linkRoute",  "autoLink",          "exchange",
+                                         "binding",    "connector",         "listener"};
 
 static int load_stored(jn_mgmt_t *agent, const jn_config_t *cfg, errors_t *errs)
 {

@@ -291,6 +291,31 @@ static void unkeep_orphan_bindings(jn_mgmt_t *agent, planned_t *p, size_t n)
     }
 }
 
+/* A listener copies the authServicePlugin its saslPlugin names when it is
+ * created (io_endpoint.c): one kept by the new file whose plugin does not
+ * stay unchanged is not kept either, so it is created again with the new
+ * plugin's settings (its open connections stay, as for any listener). */
+static void unkeep_plugin_listeners(jn_mgmt_t *agent, planned_t *p, size_t n)
+{
+    for (jn_mgmt_entity_t *l = agent->entities; l; l = l->next) {
+        if (!l->matched || strcmp(jn_schema_type_short_name(l->type), "listener") != 0)
+            continue;
+        const char *plugin = jn_mgmt_entity_str(l, "saslPlugin");
+        if (!plugin || !plugin[0])
+            continue;
+        bool stays = false;
+        for (jn_mgmt_entity_t *x = agent->entities; x && !stays; x = x->next)
+            stays = x->matched && x->name && strcmp(x->name, plugin) == 0 &&
+                    strcmp(jn_schema_type_short_name(x->type), "authServicePlugin") == 0;
+        if (stays)
+            continue;
+        l->matched = false;
+        for (size_t i = 0; i < n; i++)
+            if (p[i].running == l)
+                p[i].keep = false, p[i].running = NULL;
+    }
+}
+
 static void free_plan(planned_t *p, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -534,10 +559,12 @@ static unsigned apply_logs(jn_mgmt_t *agent, const jn_config_t *next, unsigned d
 static unsigned create_new(jn_mgmt_t *agent, const jn_config_t *next, planned_t *p, size_t n,
                            unsigned done, unsigned *failed, out_t *o)
 {
-    /* as at start-up (entity_file.c): profiles, addresses, link routes,
-     * auto-links, exchanges before their bindings, connectors, listeners */
-    static const char *const order[] = {"sslProfile", "address",   "linkRoute", "autoLink",
-                                        "exchange",   "binding",   "connector", "listener"};
+    /* as at start-up (entity_file.c): profiles, auth service plugins,
+     * addresses, link routes, auto-links, exchanges before their bindings,
+     * connectors, listeners */
+    static const char *const order[] = {"sslProfile", "authServicePlugin", "address",
+                                        "linkRoute",  "autoLink",          "exchange",
+                                        "binding",    "connector",         "listener"};
     const size_t passes = sizeof order / sizeof order[0];
     unsigned made = 0;
     for (size_t pass = 0, i = 0; pass < passes; i = i + 1 < n ? i + 1 : (pass++, 0)) {
@@ -599,7 +626,8 @@ int jn_mgmt_reload_CT(jn_mgmt_t *agent, char *result, size_t cap)
     size_t n = 0;
     planned_t *p = NULL;
     if (compare_fixed(agent, next, &o) != 0 || compare_vhosts(agent, next, &o) != 0 ||
-        !(p = plan_stored(agent, next, &n)) || (unkeep_orphan_bindings(agent, p, n), false) ||
+        !(p = plan_stored(agent, next, &n)) ||
+        (unkeep_orphan_bindings(agent, p, n), unkeep_plugin_listeners(agent, p, n), false) ||
         check_clashes(agent, next, p, n, &o) != 0 || validate_new(agent, next, p, n, &o) != 0) {
         if (!p && o.used == 0)
             say(&o, "out of memory");

@@ -133,8 +133,8 @@ class CliTest(RouterTestCase):
                                                                            p.stderr))
         # refusals of the entity path (what Junction does not implement)
         path = self.write("refused.conf", "router {\n    mode: interior\n    id: X\n}\n"
-                          "authServicePlugin {\n    name: a\n    host: a\n}\n"
-                          "authServicePlugin {\n    name: b\n    host: b\n}\n")
+                          "authServicePlugin {\n    name: a\n    realm: a\n}\n"
+                          "authServicePlugin {\n    name: b\n    realm: b\n}\n")
         p = run_junctiond(["--check", "-c", path])
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
         self.assertEqual(len([x for x in p.stderr.splitlines() if x.startswith(path + ":")]), 2,

@@ -91,18 +91,18 @@ class SchemaTest(RouterTestCase):
         implementedValues; implemented ones carry neither."""
         r = self.start_router()
         types = self.node_call(r, "GET-SCHEMA")["entityTypes"]
-        for name in ("authServicePlugin", "vhostUserGroupSettings", "console", "logStats"):
+        for name in ("vhostUserGroupSettings", "console", "logStats"):
             self.assertIs(types[name].get("implemented"), False, name)
         for name in ("router", "listener", "connector", "address", "log", "policy", "sslProfile",
-                     "linkRoute", "autoLink", "exchange", "binding", "vhost", "vhostStats",
+                     "authServicePlugin", "linkRoute", "autoLink", "exchange", "binding", "vhost", "vhostStats",
                      "connection", "router.link", "router.address", "router.node",
                      "allocator", "management"):
             self.assertNotIn("implemented", types[name], name)
         listener = types["listener"]["attributes"]
-        for attr in ("saslPlugin", "multiTenant", "socketAddressFamily"):
+        for attr in ("multiTenant", "socketAddressFamily"):
             self.assertIs(listener[attr].get("implemented"), False, attr)
         for attr in ("host", "port", "saslMechanisms", "authenticatePeer", "sslProfile",
-                     "requireSsl"):
+                     "requireSsl", "saslPlugin"):
             self.assertNotIn("implemented", listener[attr], attr)
         self.assertIs(types["address"]["attributes"]["priority"].get("implemented"), False)
         for attr in ("waypoint", "ingressPhase", "egressPhase", "enableFallback"):

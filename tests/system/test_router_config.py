@@ -127,7 +127,7 @@ class ConfigFileTest(RouterTestCase):
 
     def test_unsupported_section_refused_by_name(self):
         sections = {
-            "authServicePlugin": "authServicePlugin {\n    name: a\n    host: x\n}\n",
+            "console": "console {\n    name: a\n    wsport: 5673\n}\n",
         }
         for name, section in sections.items():
             with self.subTest(name):

@@ -132,8 +132,8 @@ class GeneratorTest(unittest.TestCase):
                      "listener", "needs 'implemented'")
         self.refused(lambda s: attr_of(s, "listener", "port").update(implemented=True),
                      "listener.port", "may only be false")
-        self.refused(lambda s: attr_of(s, "authServicePlugin", "host").update(implemented=False),
-                     "authServicePlugin.host", "not implemented")
+        self.refused(lambda s: attr_of(s, "console", "wsport").update(implemented=False),
+                     "console.wsport", "not implemented")
         self.refused(lambda s: attr_of(s, "listener", "port").update(implementedValues=["x"]),
                      "listener.port", "only belongs to an enum")
         self.refused(lambda s: attr_of(s, "router", "mode").update(

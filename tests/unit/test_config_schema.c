@@ -361,6 +361,7 @@ static void implemented_types(void **state)
     (void)state;
     static const char *const yes[] = {"router",
                                       "sslProfile",
+                                      "authServicePlugin",
                                       "listener",
                                       "connector",
                                       "address",
@@ -383,11 +384,7 @@ static void implemented_types(void **state)
                                       "entity",
                                       "configurationEntity",
                                       "operationalEntity"};
-    static const char *const no[] = {"authServicePlugin",
-                                     "vhostUserGroupSettings",
-                                     "logStats",
-                                     "console",
-                                     "dummy"};
+    static const char *const no[] = {"vhostUserGroupSettings", "logStats", "console", "dummy"};
     for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
         if (!jn_schema_type_implemented(type_of(yes[i])))
             fail_msg("type '%s' should be implemented", yes[i]);
@@ -405,8 +402,7 @@ static void implemented_attributes(void **state)
     (void)state;
     static const struct {
         const char *type, *attr;
-    } no[] = {{"listener", "saslPlugin"},
-              {"listener", "protocolFamily"},
+    } no[] = {{"listener", "protocolFamily"},
               {"listener", "multiTenant"},
               {"connector", "failoverUrls"},
               {"address", "priority"}};
@@ -426,6 +422,7 @@ static void implemented_attributes(void **state)
                {"listener", "role"},
                {"listener", "saslMechanisms"},
                {"listener", "authenticatePeer"},
+               {"listener", "saslPlugin"},
                {"connector", "host"},
                {"connector", "cost"},
                {"router", "id"},

@@ -1,0 +1,649 @@
+/*
+ * authsvc.c — SASL delegated to an auth service (qdrouterd 1.19's
+ * authServicePlugin, a listener's saslPlugin): the router relays each
+ * client's SASL exchange to a remote AMQP service and takes the service's
+ * outcome and the identity it reports. docs/design.md "The auth service"
+ * has the picture; docs/protocol.md "The auth service on the wire" the
+ * wire (AMQP 1.0 part 5.3, SASL; part 2.7.1, the service's Open).
+ *
+ * Two transports, both through proton's SASL extension point
+ * (proton/sasl_plugin.h), sharing one relay:
+ *   - the client's (proton's SASL server): its mechanisms are the ones the
+ *     service offers, its init and responses go to the service;
+ *   - the service's (proton's SASL client, a connection this file makes
+ *     when the client's SASL layer starts): its challenges go to the
+ *     client; its outcome, and after a success the properties of the
+ *     service's Open (the authenticated identity), decide the client's.
+ * Proton's server side waits while the relay has not set a desired state,
+ * so nothing blocks: each side sets the other's state and wakes the other
+ * connection, whose next pass writes the frame.
+ *
+ * Threads: the service's connection is started on its client's loop
+ * (jn_io_conn_t.place) and neither connection can move before the
+ * client's Open (only the core moves connections, and it hears of a
+ * client at its Open, when the relay is over), so every function here
+ * runs on that one loop's thread, without locks. jn_io_authsvc_prepare
+ * runs where listeners are added (main thread, or management's).
+ *
+ * Lifetimes: the relay is the client transport's SASL context and is freed
+ * with it (relay_free). The service's connection points at it only while
+ * attached: the relay detaches it (clearing its transport's SASL context,
+ * so proton never calls back into a freed relay) as soon as the outcome is
+ * known, when the client goes, or when the service's transport closes.
+ */
+#include "io_private.h"
+
+#include <junction/time.h>
+
+#include <proton/sasl.h>
+#include <proton/sasl_plugin.h>
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netdb.h>
+#include <sys/socket.h>
+
+/* How long the service may take to finish one client's exchange when the
+ * listener has no initialHandshakeTimeoutSeconds of its own (which, when
+ * set, bounds it instead): a service that stops answering fails the
+ * client with a log line, never holds it. */
+#define JN_IO_AUTHSVC_TIMEOUT_S 30u
+
+/* The longest identity taken from the service (a user name). */
+#define JN_IO_AUTHSVC_USER_MAX 255u
+
+typedef struct {
+    char *start;
+    size_t size;
+    bool present; /* an empty field differs from an absent one */
+} owned_bytes_t;
+
+/* One client's relay. The client's loop thread (file comment). */
+typedef struct jn_io_relay {
+    jn_io_conn_t *client; /* NULL once the client's transport closed */
+    pn_transport_t *client_t;
+    jn_io_conn_t *svc; /* NULL once detached */
+    pn_transport_t *svc_t;
+    char *svc_mechs;         /* the service's offer, space-separated */
+    char *mech;              /* the client's choice */
+    owned_bytes_t to_svc;    /* the client's init or response (proton sends it from here) */
+    owned_bytes_t to_client; /* the service's challenge */
+    char *user;              /* the identity the service reported */
+    bool started, svc_sasl_ok, done;
+} jn_io_relay_t;
+
+typedef enum { DETACH_ONLY, DETACH_CLOSE, DETACH_FORCE } detach_t;
+
+static const pnx_sasl_implementation relay_impl;
+
+static void bytes_set(owned_bytes_t *b, const pn_bytes_t *from)
+{
+    free(b->start);
+    b->start = NULL;
+    b->size = 0;
+    b->present = from && from->start;
+    if (b->present && from->size && (b->start = malloc(from->size)) != NULL) {
+        memcpy(b->start, from->start, from->size);
+        b->size = from->size;
+    }
+}
+
+static pn_bytes_t bytes_of(const owned_bytes_t *b)
+{
+    static const char empty[1];
+    return pn_bytes(b->size, b->start ? b->start : b->present ? empty : NULL);
+}
+
+static const char *svc_shown(const jn_io_relay_t *r)
+{
+    return r->client ? r->client->endpoint->authsvc->shown : "?";
+}
+
+/* Detach the service's connection from r: it no longer calls back, and
+ * how says whether to close it (DETACH_CLOSE: an AMQP close after its
+ * Open; DETACH_FORCE: cut, mid-SASL; DETACH_ONLY: proton is closing it
+ * already, or this runs inside its own input processing). */
+static void detach_svc(jn_io_relay_t *r, detach_t how)
+{
+    jn_io_conn_t *svc = r->svc;
+    if (!svc)
+        return;
+    r->svc = NULL;
+    svc->relay = NULL;
+    if (r->svc_t)
+        pnx_sasl_set_context(r->svc_t, NULL);
+    r->svc_t = NULL;
+    if (svc->transport_closed || !svc->pn_io)
+        return;
+    if (how == DETACH_CLOSE && !(pn_connection_state(svc->pn_io) & PN_LOCAL_CLOSED)) {
+        svc->closing = true;
+        pn_connection_close(svc->pn_io);
+    } else if (how == DETACH_FORCE) {
+        svc->refused_logged = true; /* the client's line says why */
+        pn_connection_driver_close(&svc->driver);
+    }
+    jn_io_conn_wake(svc);
+}
+
+/* The client's outcome: failed, with one log line naming the client, the
+ * listener, the service and why. how: what becomes of the service's
+ * connection (detach_svc). */
+static void fail_client(jn_io_relay_t *r, detach_t how, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void fail_client(jn_io_relay_t *r, detach_t how, const char *fmt, ...)
+{
+    if (!r->done && r->client) {
+        char why[300];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, sizeof why, fmt, ap);
+        va_end(ap);
+        jn_io_conn_t *c = r->client;
+        c->refused_logged = true;
+        JN_LOG(JN_LOG_MOD_AUTHSERVICE, JN_LOG_WARNING,
+               JN_IO_CONN_FMT
+               " SASL %s authentication from %s (to %s) failed: %s (auth service %s)",
+               c->id, r->mech ? r->mech : "(none chosen)", c->host, c->endpoint->shown, why,
+               svc_shown(r));
+        pnx_sasl_set_failed(r->client_t);
+        pnx_sasl_set_bytes_out(r->client_t, pn_bytes(0, NULL));
+        pnx_sasl_set_desired_state(r->client_t, SASL_POSTED_OUTCOME);
+        jn_io_conn_wake(c);
+    }
+    r->done = true;
+    detach_svc(r, how);
+}
+
+/* ---- the service's connection --------------------------------------------- */
+
+static int svc_addresses(jn_io_endpoint_t *sep, struct addrinfo **out)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+                             .ai_protocol = IPPROTO_TCP,
+                             .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV};
+    return getaddrinfo(sep->numeric_host, sep->numeric_port, &hints, out);
+}
+
+/* Make and start the connection to the service for r, on the client's
+ * loop. Returns 0, or a negative code with why filled. */
+static int start_svc(jn_io_relay_t *r, char *why, size_t whylen)
+{
+    jn_io_conn_t *client = r->client;
+    jn_io_endpoint_t *sep = client->endpoint->authsvc;
+    jn_io_conn_t *svc = jn_io_conn_new(client->io, sep, false);
+    if (!svc) {
+        snprintf(why, whylen, "router out of memory");
+        return JN_ENOMEM;
+    }
+    svc->authsvc = true;
+    if (sep->cfg.ssl_profile) {
+        jn_tls_profile_t *p = jn_io_tls_profile_get(client->io, sep->cfg.ssl_profile);
+        int rc = p ? jn_io_tls_attach(svc, p, false, false) : JN_ENOENT;
+        if (p)
+            jn_tls_profile_unref(p);
+        if (rc != 0) {
+            snprintf(why, whylen,
+                     rc == JN_ENOENT ? "sslProfile '%s' is not configured"
+                                     : "router out of memory (TLS to %s)",
+                     sep->cfg.ssl_profile);
+            jn_io_conn_unref(svc); /* never started: freed here */
+            return rc;
+        }
+    }
+    pn_transport_t *t = jn_io_transport_new(&sep->cfg, false);
+    if (!t) {
+        snprintf(why, whylen, "router out of memory");
+        jn_io_conn_unref(svc);
+        return JN_ENOMEM;
+    }
+    pnx_sasl_set_implementation(t, &relay_impl, r);
+    /* the service's Open names the service host, as 1.19's; the realm
+     * goes in the SASL init (relay_process_init) */
+    pn_connection_set_hostname(svc->pn_io, sep->cfg.host);
+    pn_connection_open(svc->pn_io);
+    struct addrinfo *ai = NULL;
+    int gai = svc_addresses(sep, &ai);
+    svc->ai_list = gai == 0 ? ai : NULL;
+    svc->place = atomic_load_explicit(&client->loop, memory_order_relaxed);
+    svc->relay = r;
+    r->svc = svc;
+    r->svc_t = t;
+    if (jn_io_conn_start(svc, t, -1, gai == 0 ? NULL : gai_strerror(gai)) != 0) {
+        r->svc = NULL;
+        r->svc_t = NULL;
+        svc->relay = NULL;
+        jn_io_conn_unref(svc); /* never started: freed here (with t) */
+        snprintf(why, whylen, "router out of memory");
+        return JN_ENOMEM;
+    }
+    JN_LOG(JN_LOG_MOD_AUTHSERVICE, JN_LOG_DEBUG,
+           JN_IO_CONN_FMT " Connecting to auth service %s for the SASL of " JN_IO_CONN_FMT, svc->id,
+           sep->shown, client->id);
+    return 0;
+}
+
+/* Find key (a symbol or string) in the map at d's current node: true with
+ * d inside the map at its value (the caller exits once), false with d
+ * back at the map. */
+static bool map_seek(pn_data_t *d, const char *key)
+{
+    if (pn_data_type(d) != PN_MAP)
+        return false;
+    size_t n = pn_data_get_map(d);
+    size_t klen = strlen(key);
+    pn_data_enter(d);
+    for (size_t i = 0; i + 1 < n; i += 2) {
+        if (!pn_data_next(d))
+            break;
+        pn_type_t kt = pn_data_type(d);
+        pn_bytes_t k = kt == PN_SYMBOL   ? pn_data_get_symbol(d)
+                       : kt == PN_STRING ? pn_data_get_string(d)
+                                         : pn_bytes(0, NULL);
+        if (!pn_data_next(d))
+            break;
+        if (k.start && k.size == klen && memcmp(k.start, key, klen) == 0)
+            return true;
+    }
+    pn_data_exit(d);
+    return false;
+}
+
+/* The text at d's current node (string or symbol), or an empty one. */
+static pn_bytes_t text_at(pn_data_t *d)
+{
+    pn_type_t t = pn_data_type(d);
+    return t == PN_STRING   ? pn_data_get_string(d)
+           : t == PN_SYMBOL ? pn_data_get_symbol(d)
+                            : pn_bytes(0, NULL);
+}
+
+/* The service's Open after its SASL success: its properties name the
+ * user (authenticated-identity: sub, else preferred_username). */
+static void on_svc_open(jn_io_relay_t *r, pn_connection_t *pc)
+{
+    if (r->done)
+        return;
+    if (!r->svc_sasl_ok) {
+        fail_client(r, DETACH_CLOSE, "the service opened without a SASL outcome");
+        return;
+    }
+    pn_data_t *props = pn_connection_remote_properties(pc);
+    pn_data_rewind(props);
+    bool any = pn_data_next(props);
+    if (any && map_seek(props, "address-authz")) {
+        pn_data_exit(props);
+        /* permissions from the service are not implemented: refusing is
+         * the only safe answer (docs/design.md "The auth service") */
+        fail_client(r, DETACH_CLOSE,
+                    "the service sent address-authz permissions, which this router does not "
+                    "enforce");
+        return;
+    }
+    pn_bytes_t who = pn_bytes(0, NULL);
+    pn_data_rewind(props);
+    if (pn_data_next(props) && map_seek(props, "authenticated-identity")) {
+        if (map_seek(props, "sub")) {
+            who = text_at(props);
+            pn_data_exit(props);
+        }
+        if (!who.size && map_seek(props, "preferred_username")) {
+            who = text_at(props);
+            pn_data_exit(props);
+        }
+        pn_data_exit(props);
+    }
+    if (!who.size || who.size > JN_IO_AUTHSVC_USER_MAX || memchr(who.start, '\0', who.size)) {
+        fail_client(r, DETACH_CLOSE,
+                    "the service accepted the credentials but reported no usable "
+                    "authenticated-identity (sub or preferred_username)");
+        return;
+    }
+    r->user = strndup(who.start, who.size);
+    if (!r->user) {
+        fail_client(r, DETACH_CLOSE, "router out of memory");
+        return;
+    }
+    jn_io_conn_t *c = r->client;
+    r->done = true;
+    JN_LOG(JN_LOG_MOD_AUTHSERVICE, JN_LOG_INFO,
+           JN_IO_CONN_FMT " SASL %s authentication from %s (to %s): user %s (auth service %s)",
+           c->id, r->mech ? r->mech : "?", c->host, c->endpoint->shown, r->user, svc_shown(r));
+    pnx_sasl_set_succeeded(r->client_t, r->user, NULL);
+    pnx_sasl_set_bytes_out(r->client_t, pn_bytes(0, NULL));
+    pnx_sasl_set_desired_state(r->client_t, SASL_POSTED_OUTCOME);
+    jn_io_conn_wake(c);
+    detach_svc(r, DETACH_CLOSE);
+}
+
+/* jn_io_authsvc_event_IO: svc's (a connection to an auth service) Open
+ * or transport closure (io_conn.c passes no other event here; the usual
+ * handling of the closure follows). svc's loop. */
+void jn_io_authsvc_event_IO(jn_io_conn_t *svc, pn_event_t *event)
+{
+    JN_ASSERT_IO(svc);
+    jn_io_relay_t *r = svc->relay;
+    if (pn_event_type(event) == PN_CONNECTION_REMOTE_OPEN) {
+        if (r)
+            on_svc_open(r, pn_event_connection(event));
+        else if (!svc->closing && svc->pn_io) {
+            svc->closing = true;
+            pn_connection_close(svc->pn_io);
+        }
+    } else if (pn_event_type(event) == PN_TRANSPORT_CLOSED && r) {
+        pn_condition_t *cond = pn_transport_condition(svc->driver.transport);
+        const char *desc = pn_condition_is_set(cond) ? pn_condition_get_description(cond) : NULL;
+        fail_client(r, DETACH_ONLY, "the connection to the service ended: %s",
+                    desc && desc[0] ? desc : "closed by the service");
+    }
+}
+
+/* jn_io_authsvc_client_closed_IO: client's transport closed: its relay
+ * ends (the service's connection is cut if the exchange was not over).
+ * Client's loop. */
+void jn_io_authsvc_client_closed_IO(jn_io_conn_t *client)
+{
+    JN_ASSERT_IO(client);
+    jn_io_relay_t *r = client->relay;
+    client->relay = NULL;
+    if (!r)
+        return;
+    if (!r->done)
+        JN_LOG(JN_LOG_MOD_AUTHSERVICE, JN_LOG_WARNING,
+               JN_IO_CONN_FMT " SASL authentication from %s (to %s) abandoned: the client left "
+                              "before the auth service %s answered",
+               client->id, client->host, client->endpoint->shown, svc_shown(r));
+    r->done = true;
+    detach_svc(r, DETACH_FORCE);
+    r->client = NULL;
+}
+
+/* jn_io_authsvc_timeout_IO: svc's deadline passed (its handshake timer,
+ * io_loop.c): a client still waiting is failed; the connection is cut in
+ * any case (a service that does not answer our close included). svc's
+ * loop. */
+void jn_io_authsvc_timeout_IO(jn_io_conn_t *svc)
+{
+    JN_ASSERT_IO(svc);
+    jn_io_relay_t *r = svc->relay;
+    if (r)
+        fail_client(r, DETACH_FORCE, "the service did not answer within %" PRIu32 " s",
+                    svc->endpoint->cfg.handshake_timeout_seconds);
+    if (!svc->transport_closed && !pn_connection_driver_finished(&svc->driver)) {
+        svc->refused_logged = true;
+        pn_connection_driver_close(&svc->driver);
+    }
+}
+
+/* jn_io_authsvc_stop_IO: the router is stopping: a client still waiting
+ * on svc is failed now and svc cut (a close frame cannot end a SASL
+ * exchange, so neither would close before the stop's deadline). svc's
+ * loop. */
+void jn_io_authsvc_stop_IO(jn_io_conn_t *svc)
+{
+    JN_ASSERT_IO(svc);
+    jn_io_relay_t *r = svc->relay;
+    if (r)
+        fail_client(r, DETACH_FORCE, "the router is shutting down");
+    else if (!svc->transport_closed && !pn_connection_driver_finished(&svc->driver)) {
+        svc->refused_logged = true;
+        pn_connection_driver_close(&svc->driver);
+    }
+    svc->closing = true;
+}
+
+/* ---- the SASL implementation of both transports ---------------------------- */
+
+static jn_io_relay_t *relay_of(pn_transport_t *t)
+{
+    return pnx_sasl_get_context(t);
+}
+
+static void relay_free(pn_transport_t *t)
+{
+    jn_io_relay_t *r = relay_of(t);
+    pnx_sasl_set_context(t, NULL);
+    if (!r || pnx_sasl_is_client(t)) {
+        /* the service's side: the relay is the client's */
+        if (r && r->svc_t == t) {
+            r->svc = NULL;
+            r->svc_t = NULL;
+        }
+        return;
+    }
+    if (r->client)
+        r->client->relay = NULL;
+    r->done = true;
+    detach_svc(r, DETACH_FORCE);
+    free(r->svc_mechs);
+    free(r->mech);
+    free(r->to_svc.start);
+    free(r->to_client.start);
+    free(r->user);
+    free(r);
+}
+
+static const char *relay_list_mechs(pn_transport_t *t)
+{
+    jn_io_relay_t *r = relay_of(t);
+    return r && r->svc_mechs ? r->svc_mechs : "";
+}
+
+/* The client's SASL layer starts (proton calls this on each of its reads
+ * and writes until the mechanisms are posted): connect to the service,
+ * once. */
+static bool relay_init_server(pn_transport_t *t)
+{
+    jn_io_relay_t *r = relay_of(t);
+    if (!r || r->started)
+        return r != NULL;
+    r->started = true;
+    r->client_t = t;
+    char why[200];
+    if (start_svc(r, why, sizeof why) != 0)
+        fail_client(r, DETACH_ONLY, "cannot reach the service: %s", why);
+    return true;
+}
+
+static bool relay_init_client(pn_transport_t *t)
+{
+    return relay_of(t) != NULL;
+}
+
+static void relay_prepare_write(pn_transport_t *t)
+{
+    (void)t;
+}
+
+/* The client's init: to the service, with the realm as its hostname. */
+static void relay_process_init(pn_transport_t *t, const char *mech, const pn_bytes_t *recv)
+{
+    jn_io_relay_t *r = relay_of(t);
+    if (!r)
+        return;
+    free(r->mech);
+    r->mech = strdup(mech ? mech : "");
+    bytes_set(&r->to_svc, recv);
+    if (!r->svc || r->done || !r->mech) {
+        fail_client(r, DETACH_FORCE, "the connection to the service is gone");
+        return;
+    }
+    pnx_sasl_set_selected_mechanism(r->svc_t, r->mech);
+    const char *realm = r->client->endpoint->cfg.auth_service_realm;
+    if (realm)
+        pnx_sasl_set_local_hostname(r->svc_t, realm);
+    pnx_sasl_set_bytes_out(r->svc_t, bytes_of(&r->to_svc));
+    pnx_sasl_set_desired_state(r->svc_t, SASL_POSTED_INIT);
+    jn_io_conn_wake(r->svc);
+}
+
+/* The client's response to a challenge: to the service. */
+static void relay_process_response(pn_transport_t *t, const pn_bytes_t *recv)
+{
+    jn_io_relay_t *r = relay_of(t);
+    if (!r)
+        return;
+    bytes_set(&r->to_svc, recv);
+    if (!r->svc || r->done) {
+        fail_client(r, DETACH_FORCE, "the connection to the service is gone");
+        return;
+    }
+    pnx_sasl_set_bytes_out(r->svc_t, bytes_of(&r->to_svc));
+    pnx_sasl_set_desired_state(r->svc_t, SASL_POSTED_RESPONSE);
+    jn_io_conn_wake(r->svc);
+}
+
+/* The service's mechanisms: offered to the client. */
+static bool relay_process_mechanisms(pn_transport_t *t, const char *mechs)
+{
+    jn_io_relay_t *r = relay_of(t);
+    if (!r || !r->client || r->done)
+        return false;
+    free(r->svc_mechs);
+    r->svc_mechs = strdup(mechs ? mechs : "");
+    if (!r->svc_mechs) {
+        fail_client(r, DETACH_ONLY, "router out of memory");
+        return false;
+    }
+    pnx_sasl_set_desired_state(r->client_t, SASL_POSTED_MECHANISMS);
+    jn_io_conn_wake(r->client);
+    return true;
+}
+
+/* The service's challenge: to the client. */
+static void relay_process_challenge(pn_transport_t *t, const pn_bytes_t *recv)
+{
+    jn_io_relay_t *r = relay_of(t);
+    if (!r || !r->client || r->done)
+        return;
+    bytes_set(&r->to_client, recv);
+    pnx_sasl_set_bytes_out(r->client_t, bytes_of(&r->to_client));
+    pnx_sasl_set_desired_state(r->client_t, SASL_POSTED_CHALLENGE);
+    jn_io_conn_wake(r->client);
+}
+
+/* The service's outcome: a refusal goes to the client now; a success
+ * waits for the service's Open and its identity (on_svc_open). */
+static void relay_process_outcome(pn_transport_t *t, const pn_bytes_t *recv)
+{
+    (void)recv;
+    jn_io_relay_t *r = relay_of(t);
+    if (!r || r->done)
+        return;
+    if (pn_sasl_outcome(pn_sasl(t)) == PN_SASL_OK) {
+        r->svc_sasl_ok = true;
+        return;
+    }
+    if (r->svc)
+        r->svc->refused_logged = true; /* proton closes it; the client's line says why */
+    fail_client(r, DETACH_ONLY, "the service refused the credentials");
+}
+
+static bool relay_can_encrypt(pn_transport_t *t)
+{
+    (void)t;
+    return false;
+}
+
+static ssize_t relay_max_encrypt_size(pn_transport_t *t)
+{
+    (void)t;
+    return 0;
+}
+
+static ssize_t relay_encode(pn_transport_t *t, pn_bytes_t in, pn_bytes_t *out)
+{
+    (void)t;
+    (void)in;
+    (void)out;
+    return -1; /* never called: no security layer */
+}
+
+static const pnx_sasl_implementation relay_impl = {
+    .free = relay_free,
+    .list_mechanisms = relay_list_mechs,
+    .init_server = relay_init_server,
+    .init_client = relay_init_client,
+    .prepare_write = relay_prepare_write,
+    .process_init = relay_process_init,
+    .process_response = relay_process_response,
+    .process_mechanisms = relay_process_mechanisms,
+    .process_challenge = relay_process_challenge,
+    .process_outcome = relay_process_outcome,
+    .can_encrypt = relay_can_encrypt,
+    .max_encrypt_size = relay_max_encrypt_size,
+    .encode = relay_encode,
+    .decode = relay_encode,
+};
+
+/* ---- set-up ----------------------------------------------------------------- */
+
+/* jn_io_authsvc_attach: make t, the transport of conn (accepted on a
+ * listener with a saslPlugin, not yet started), relay its SASL to the
+ * listener's auth service. Returns 0 or JN_ENOMEM. The accepting thread
+ * (before jn_io_conn_start). */
+int jn_io_authsvc_attach(jn_io_conn_t *conn, pn_transport_t *t)
+{
+    jn_io_relay_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return JN_ENOMEM;
+    r->client = conn;
+    r->client_t = t;
+    conn->relay = r;
+    pnx_sasl_set_implementation(t, &relay_impl, r);
+    return 0;
+}
+
+/* jn_io_authsvc_prepare: give listener ep (its cfg copied, with
+ * auth_service_host set) the child endpoint its service connections are
+ * made with, the service's address resolved now (numeric, for the loops).
+ * Returns 0, JN_EINVAL (the host or port cannot be resolved: err says
+ * why) or JN_ENOMEM. The thread adding the listener (may block on the
+ * name service). */
+int jn_io_authsvc_prepare(jn_io_endpoint_t *ep, char *err, size_t errlen)
+{
+    const jn_endpoint_config_t *lc = &ep->cfg;
+    jn_io_endpoint_t *sep = calloc(1, sizeof *sep);
+    if (!sep)
+        return JN_ENOMEM;
+    sep->io = ep->io;
+    bool failed = false;
+    sep->cfg.name = jn_strdup_opt(lc->name, &failed);
+    sep->cfg.host = jn_strdup_opt(lc->auth_service_host, &failed);
+    sep->cfg.port = jn_strdup_opt(lc->auth_service_port, &failed);
+    sep->cfg.ssl_profile =
+        lc->auth_service_ssl_profile ? jn_strdup_opt(lc->auth_service_ssl_profile, &failed) : NULL;
+    if (failed) {
+        jn_io_endpoint_free(sep);
+        return JN_ENOMEM;
+    }
+    sep->cfg.role = JN_ROLE_NORMAL;
+    sep->cfg.max_frame_size = 16384;
+    sep->cfg.max_sessions = 32768;
+    sep->cfg.link_capacity = 250;
+    sep->cfg.idle_timeout_seconds = lc->idle_timeout_seconds;
+    sep->cfg.verify_hostname = true; /* the service's certificate must name its host */
+    sep->cfg.handshake_timeout_seconds =
+        lc->handshake_timeout_seconds ? lc->handshake_timeout_seconds : JN_IO_AUTHSVC_TIMEOUT_S;
+    snprintf(sep->shown, sizeof sep->shown, "%s:%s", sep->cfg.host, sep->cfg.port);
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_protocol = IPPROTO_TCP};
+    struct addrinfo *res = NULL;
+    int rc = getaddrinfo(sep->cfg.host[0] ? sep->cfg.host : NULL, sep->cfg.port, &hints, &res);
+    if (rc == 0 && res &&
+        getnameinfo(res->ai_addr, res->ai_addrlen, sep->numeric_host, sizeof sep->numeric_host,
+                    sep->numeric_port, sizeof sep->numeric_port,
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+        rc = EAI_FAIL;
+    if (res)
+        freeaddrinfo(res);
+    if (rc != 0) {
+        snprintf(err, errlen, "the auth service address %s cannot be resolved: %s", sep->shown,
+                 rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
+        jn_io_endpoint_free(sep);
+        return JN_EINVAL;
+    }
+    ep->authsvc = sep;
+    return 0;
+}

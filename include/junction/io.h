@@ -213,6 +213,30 @@ typedef struct jn_io_policy_stats {
     uint64_t max_message_size_denied;
 } jn_io_policy_stats_t;
 
+/* Router residence time (/metrics junction_delivery_residence_seconds,
+ * docs/design.md "HTTP and /metrics"): for each copy sent, the time from
+ * the start of the I/O pass that read its delivery to the start of the
+ * pass that handed the copy to its outgoing link, per JN_RES_CLASS_* of
+ * the address it was routed by (junction/core.h). Both ends are the clock
+ * reading each pass takes anyway, so a copy's figure leaves out the work
+ * before its read (nothing: the read came first) and includes its
+ * connection's wait for its pass. Fixed buckets: upper bounds
+ * jn_io_res_bounds_ns[0 .. JN_IO_RES_BUCKETS - 2] in ns, and the last
+ * bucket for the rest. */
+#define JN_IO_RES_BUCKETS 16
+extern const uint64_t jn_io_res_bounds_ns[JN_IO_RES_BUCKETS - 1];
+
+typedef struct jn_io_residence {
+    uint64_t count[JN_RES_CLASSES][JN_IO_RES_BUCKETS]; /* per bucket, not cumulative */
+    uint64_t sum_ns[JN_RES_CLASSES];
+} jn_io_residence_t;
+
+/* jn_io_residence_read: the sums over every loop of the residence
+ * histogram, into *out. A copy counted while this reads may be in a
+ * bucket and not yet in the sum (or the reverse): the figures are each
+ * monotonic, not a snapshot of one instant. Any thread; no lock. */
+void jn_io_residence_read(jn_io_t *io, jn_io_residence_t *out);
+
 /* jn_io_policy_stats: the figures above into *out. Any thread (takes the
  * layer's lock briefly). */
 void jn_io_policy_stats(jn_io_t *io, jn_io_policy_stats_t *out);

@@ -398,6 +398,24 @@ void jn_io_free(jn_io_t *io)
 }
 
 /* jn_io_policy_stats: see junction/io.h. */
+const uint64_t jn_io_res_bounds_ns[JN_IO_RES_BUCKETS - 1] = {
+    10000,    25000,    50000,     100000,    250000,    500000,    1000000,   2500000,
+    5000000,  10000000, 25000000,  50000000,  100000000, 250000000, 1000000000};
+
+void jn_io_residence_read(jn_io_t *io, jn_io_residence_t *out)
+{
+    memset(out, 0, sizeof *out);
+    for (unsigned i = 0; i < io->worker_threads; i++) {
+        jn_io_loop_t *loop = &io->loops[i];
+        for (unsigned c = 0; c < JN_RES_CLASSES; c++) {
+            for (unsigned b = 0; b < JN_IO_RES_BUCKETS; b++)
+                out->count[c][b] +=
+                    atomic_load_explicit(&loop->res_count[c][b], memory_order_relaxed);
+            out->sum_ns[c] += atomic_load_explicit(&loop->res_sum_ns[c], memory_order_relaxed);
+        }
+    }
+}
+
 void jn_io_policy_stats(jn_io_t *io, jn_io_policy_stats_t *out)
 {
     pthread_mutex_lock(&io->lock);

@@ -214,7 +214,7 @@ typedef struct jn_io_policy_stats {
 } jn_io_policy_stats_t;
 
 /* Router residence time (/metrics junction_delivery_residence_seconds,
- * docs/design.md "HTTP and /metrics"): for each copy sent, the time from
+ * docs/design.md "HTTP"): for each copy sent, the time from
  * the start of the I/O pass that read its delivery to the start of the
  * pass that handed the copy to its outgoing link, per JN_RES_CLASS_* of
  * the address it was routed by (junction/core.h). Both ends are the clock

@@ -349,6 +349,25 @@ static void put_label(text_t *t, const uint8_t *p, size_t n)
     }
 }
 
+static void put_str(text_t *t, const char *s)
+{
+    put_raw(t, s, strlen(s));
+}
+
+/* " <v>\n" without printf: ~50,000 of these for 10,000 addresses. */
+static void put_value(text_t *t, uint64_t v)
+{
+    char buf[24];
+    char *p = buf + sizeof buf;
+    *--p = '\n';
+    do {
+        *--p = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    *--p = ' ';
+    put_raw(t, p, (size_t)(buf + sizeof buf - p));
+}
+
 /* The labels of the address whose key is key[0..len): class, phase (mobile
  * addresses: the key's second character) and the address itself, as
  * junction-stat -a shows them; together they name the key, so no two
@@ -356,16 +375,18 @@ static void put_label(text_t *t, const uint8_t *p, size_t n)
 static void put_addr_labels(text_t *t, const uint8_t *key, size_t len)
 {
     bool mobile = len >= 2 && key[0] == 'M';
-    put(t, "{class=\"%s\",", key_class(key, len));
+    put_str(t, "{class=\"");
+    put_str(t, key_class(key, len));
+    put_str(t, "\",");
     if (mobile) {
-        put(t, "phase=\"");
+        put_str(t, "phase=\"");
         put_label(t, key + 1, 1);
-        put(t, "\",");
+        put_str(t, "\",");
     }
     size_t skip = mobile ? 2 : len ? 1 : 0;
-    put(t, "address=\"");
+    put_str(t, "address=\"");
     put_label(t, key + skip, len - skip);
-    put(t, "\"}");
+    put_str(t, "\"}");
 }
 
 static void per_address(text_t *t, const snap_head_t *h, const uint8_t *recs, size_t recs_len)
@@ -393,9 +414,9 @@ static void per_address(text_t *t, const snap_head_t *h, const uint8_t *recs, si
             if (r.key_len > recs_len - off - sizeof r)
                 break;
             uint64_t v[] = {r.ingress, r.egress, r.transit, r.to_container, r.from_container};
-            put(t, "%s", fam[f].name);
+            put_str(t, fam[f].name);
             put_addr_labels(t, key, r.key_len);
-            put(t, " %" PRIu64 "\n", v[f]);
+            put_value(t, v[f]);
             off += sizeof r + pad8(r.key_len);
         }
     }

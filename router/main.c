@@ -399,8 +399,9 @@ static int build(daemon_state_t *st)
                          .write_stall_timeout_s = rs->write_stall_timeout_s,
                          .max_connections = rs->max_connections};
     st->io = st->core ? jn_io_create(st->core, &ic) : NULL;
-    jn_http_config_t hc = {
-        .core = st->core, .io = st->io, .console_dir = console_dir(),
+    jn_http_config_t hc = {.core = st->core,
+                           .io = st->io,
+                           .console_dir = console_dir(),
                            .render = render_page,
                            .format = format_page};
     st->http = st->io ? jn_http_create(&hc) : NULL;

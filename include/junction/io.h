@@ -224,7 +224,9 @@ typedef struct jn_io_policy_stats {
  * jn_io_res_bounds_ns[0 .. JN_IO_RES_BUCKETS - 2] in ns, and the last
  * bucket for the rest. */
 #define JN_IO_RES_BUCKETS 16
-extern const uint64_t jn_io_res_bounds_ns[JN_IO_RES_BUCKETS - 1];
+static const uint64_t jn_io_res_bounds_ns[JN_IO_RES_BUCKETS - 1] = {
+    10000,   25000,    50000,    100000,   250000,    500000,    1000000,   2500000,
+    5000000, 10000000, 25000000, 50000000, 100000000, 250000000, 1000000000};
 
 typedef struct jn_io_residence {
     uint64_t count[JN_RES_CLASSES][JN_IO_RES_BUCKETS]; /* per bucket, not cumulative */

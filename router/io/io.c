@@ -397,11 +397,7 @@ void jn_io_free(jn_io_t *io)
     io_destroy(io);
 }
 
-/* jn_io_policy_stats: see junction/io.h. */
-const uint64_t jn_io_res_bounds_ns[JN_IO_RES_BUCKETS - 1] = {
-    10000,    25000,    50000,     100000,    250000,    500000,    1000000,   2500000,
-    5000000,  10000000, 25000000,  50000000,  100000000, 250000000, 1000000000};
-
+/* jn_io_residence_read: see junction/io.h. */
 void jn_io_residence_read(jn_io_t *io, jn_io_residence_t *out)
 {
     memset(out, 0, sizeof *out);
@@ -416,6 +412,7 @@ void jn_io_residence_read(jn_io_t *io, jn_io_residence_t *out)
     }
 }
 
+/* jn_io_policy_stats: see junction/io.h. */
 void jn_io_policy_stats(jn_io_t *io, jn_io_policy_stats_t *out)
 {
     pthread_mutex_lock(&io->lock);

@@ -301,7 +301,6 @@ struct jn_io_loop {
     _Atomic uint64_t res_sum_ns[JN_RES_CLASSES];
 };
 
-
 /* The event loop whose thread this is (io_loop.c: set by jn_io_loop_main,
  * and by jn_io_loop_work for a test that drives loop 0 on its own thread);
  * NULL on other threads. After the loops have ended, jn_io_adopt lets the

@@ -174,8 +174,8 @@ typedef struct addr_copy {
 static bool addr_copy(void *arg, const jn_view_addr_t *v)
 {
     addr_copy_t *a = arg;
-    snap_addr_t r = {v->ingress, v->egress, v->transit, v->to_container, v->from_container,
-                     v->key_len};
+    snap_addr_t r = {v->ingress,      v->egress,         v->transit,
+                     v->to_container, v->from_container, v->key_len};
     static const uint8_t zeros[8];
     put_raw(a->out, &r, sizeof r);
     put_raw(a->out, v->key, v->key_len);
@@ -285,30 +285,46 @@ int jn_mgmt_metrics_snapshot_CT(jn_mgmt_t *agent, const char *query, char **snap
 static const char *key_class(const uint8_t *key, size_t len)
 {
     switch (len ? key[0] : 0) {
-    case 'M': return "mobile";
-    case 'R': return "router";
-    case 'A': return "area";
-    case 'L': return "local";
-    case 'T': return "topo";
-    case 'C': case 'E': return "link-in";
-    case 'D': case 'F': return "link-out";
-    case 'H': return "edge";
-    default: return "unknown";
+    case 'M':
+        return "mobile";
+    case 'R':
+        return "router";
+    case 'A':
+        return "area";
+    case 'L':
+        return "local";
+    case 'T':
+        return "topo";
+    case 'C':
+    case 'E':
+        return "link-in";
+    case 'D':
+    case 'F':
+        return "link-out";
+    case 'H':
+        return "edge";
+    default:
+        return "unknown";
     }
 }
 
 /* The length of the valid UTF-8 sequence at p (n octets left), or 0. */
 static size_t utf8_len(const uint8_t *p, size_t n)
 {
-    size_t want = p[0] < 0x80 ? 1 : (p[0] & 0xe0) == 0xc0 ? 2 : (p[0] & 0xf0) == 0xe0 ? 3
-                : (p[0] & 0xf8) == 0xf0 ? 4 : 0;
+    size_t want = p[0] < 0x80             ? 1
+                  : (p[0] & 0xe0) == 0xc0 ? 2
+                  : (p[0] & 0xf0) == 0xe0 ? 3
+                  : (p[0] & 0xf8) == 0xf0 ? 4
+                                          : 0;
     if (want == 0 || want > n || (want == 2 && p[0] < 0xc2))
         return 0;
     for (size_t i = 1; i < want; i++)
         if ((p[i] & 0xc0) != 0x80)
             return 0;
-    uint32_t cp = want == 1 ? p[0] : want == 2 ? (p[0] & 0x1fu) : want == 3 ? (p[0] & 0x0fu)
-                                                                            : (p[0] & 0x07u);
+    uint32_t cp = want == 1   ? p[0]
+                  : want == 2 ? (p[0] & 0x1fu)
+                  : want == 3 ? (p[0] & 0x0fu)
+                              : (p[0] & 0x07u);
     for (size_t i = 1; i < want; i++)
         cp = (cp << 6) | (p[i] & 0x3fu);
     if ((want == 3 && cp < 0x800) || (want == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
@@ -393,17 +409,17 @@ static void per_address(text_t *t, const snap_head_t *h, const uint8_t *recs, si
 {
     static const struct {
         const char *name, *help;
-    } fam[] = {
-        {"junction_address_deliveries_ingress_total",
-         "Deliveries that entered the mesh here for the address (router.address deliveriesIngress)."},
-        {"junction_address_deliveries_egress_total",
-         "Copies sent to local consumers of the address (deliveriesEgress)."},
-        {"junction_address_deliveries_transit_total",
-         "Copies sent to other routers for the address (deliveriesTransit)."},
-        {"junction_address_deliveries_to_container_total",
-         "Deliveries to the address served inside the router (deliveriesToContainer)."},
-        {"junction_address_deliveries_from_container_total",
-         "Deliveries to the address the router composed (deliveriesFromContainer)."}};
+    } fam[] = {{"junction_address_deliveries_ingress_total",
+                "Deliveries that entered the mesh here for the address (router.address "
+                "deliveriesIngress)."},
+               {"junction_address_deliveries_egress_total",
+                "Copies sent to local consumers of the address (deliveriesEgress)."},
+               {"junction_address_deliveries_transit_total",
+                "Copies sent to other routers for the address (deliveriesTransit)."},
+               {"junction_address_deliveries_to_container_total",
+                "Deliveries to the address served inside the router (deliveriesToContainer)."},
+               {"junction_address_deliveries_from_container_total",
+                "Deliveries to the address the router composed (deliveriesFromContainer)."}};
     for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
         put(t, "# HELP %s %s\n# TYPE %s counter\n", fam[f].name, fam[f].help, fam[f].name);
         size_t off = 0;
@@ -440,10 +456,14 @@ static void residence(text_t *t, const jn_io_residence_t *r)
         for (unsigned b = 0; b < JN_IO_RES_BUCKETS; b++) {
             cum += r->count[c][b];
             if (b < JN_IO_RES_BUCKETS - 1)
-                put(t, "junction_delivery_residence_seconds_bucket{class=\"%s\",le=\"%g\"} %" PRIu64 "\n",
+                put(t,
+                    "junction_delivery_residence_seconds_bucket{class=\"%s\",le=\"%g\"} %" PRIu64
+                    "\n",
                     cls[c], (double)jn_io_res_bounds_ns[b] / 1e9, cum);
             else
-                put(t, "junction_delivery_residence_seconds_bucket{class=\"%s\",le=\"+Inf\"} %" PRIu64 "\n",
+                put(t,
+                    "junction_delivery_residence_seconds_bucket{class=\"%s\",le=\"+Inf\"} %" PRIu64
+                    "\n",
                     cls[c], cum);
         }
         put(t, "junction_delivery_residence_seconds_sum{class=\"%s\"} %" PRIu64 ".%09" PRIu64 "\n",

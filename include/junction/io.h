@@ -214,15 +214,16 @@ typedef struct jn_io_policy_stats {
 } jn_io_policy_stats_t;
 
 /* Router residence time (/metrics junction_delivery_residence_seconds,
- * docs/design.md "HTTP"): for each copy sent, the time from
- * the start of the I/O pass that read its delivery to the start of the
- * pass that handed the copy to its outgoing link, per JN_RES_CLASS_* of
- * the address it was routed by (junction/core.h). Both ends are the clock
- * reading each pass takes anyway, so a copy's figure leaves out the work
- * before its read (nothing: the read came first) and includes its
- * connection's wait for its pass. Fixed buckets: upper bounds
- * jn_io_res_bounds_ns[0 .. JN_IO_RES_BUCKETS - 2] in ns, and the last
- * bucket for the rest. */
+ * docs/design.md "HTTP"): for each copy whose sending starts, the time
+ * from the start of the I/O pass in which its delivery became routable
+ * (read as far as its headers: the pass that read it, for all but large
+ * messages) to the start of the pass that hands the copy to its outgoing
+ * link, per JN_RES_CLASS_* of the address it was routed by
+ * (junction/core.h). Both ends are the clock reading each pass takes
+ * anyway; the figure includes the outgoing connection's wait for its
+ * pass, and leaves out the encoding and write that follow in that pass.
+ * Fixed buckets: upper bounds jn_io_res_bounds_ns[0 ..
+ * JN_IO_RES_BUCKETS - 2] in ns, and the last bucket for the rest. */
 #define JN_IO_RES_BUCKETS 16
 static const uint64_t jn_io_res_bounds_ns[JN_IO_RES_BUCKETS - 1] = {
     10000,   25000,    50000,    100000,   250000,    500000,    1000000,   2500000,

@@ -651,7 +651,7 @@ static void route_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *
     if (!addr)
         return;
     /* the class its copies' residence time is counted under (/metrics) */
-    switch (addr->key[0]) {
+    switch (addr->key_len ? addr->key[0] : 0) {
     case JN_ADDR_CLASS_MOBILE:
         dlv->ct.res_class = JN_RES_CLASS_MOBILE;
         break;

@@ -4,7 +4,7 @@
 - per-address counters (junction_address_deliveries_*_total, labelled by
   class, phase and address as `junction-stat -a` shows them): exact deltas
   after a known number of messages, equal to the router.address entity's
-  figures at the same moment; label values escaped as the text format
+  figures and to what `junction-stat -a` shows at the same moment; label values escaped as the text format
   wants (a real Prometheus parses them back to the address);
 - router.metricsAddressLimit: at most that many label sets, and
   junction_metrics_addresses_omitted says how many were left out;
@@ -40,6 +40,8 @@ from test_http import Manager, get
 from tls_certs import shared_certs
 
 TIMEOUT = 10 * SLOW
+PYTHON = "/usr/bin/python3"
+TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools")
 PROMETHEUS = shutil.which("prometheus")
 PROMTOOL = shutil.which("promtool")
 
@@ -142,6 +144,25 @@ class MetricsCase(RouterTestCase):
         self.assertEqual(code, 200, desc)
         return {row[0]: dict(zip(FAMILIES, row[1:])) for row in body["results"]}
 
+    def junction_stat(self, r):
+        """{key: {family: value}} from `junction-stat -a -v --json`."""
+        p = subprocess.run([PYTHON, os.path.join(TOOLS, "junction-stat"), "-b", r.url, "-a", "-v",
+                            "--json"], capture_output=True, text=True, timeout=TIMEOUT,
+                           stdin=subprocess.DEVNULL)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        table = json.loads(p.stdout)["tables"][0]
+        cols = table["columns"]
+        out = {}
+        for row in table["rows"]:
+            v = dict(zip(cols, row))
+            labels = {"class": v["class"], "address": v["addr"]}
+            if v["phs"]:
+                labels["phase"] = v["phs"]
+            out[key_of(labels)] = {"ingress": v["in"], "egress": v["out"], "transit": v["thru"],
+                                   "to_container": v["to-proc"],
+                                   "from_container": v["from-proc"]}
+        return out
+
     def traffic(self, r, address, n):
         self.run_scenario(Traffic(r, [Recv(address)],
                                   [Send(address, [Message(body=i) for i in range(n)])],
@@ -175,6 +196,7 @@ class MetricsAddressTest(MetricsCase):
         text = self.scrape(base + "/metrics")
         mgmt = self.addresses(m)
         after2 = per_address(parse(self.scrape(base + "/metrics")))
+        stat = self.junction_stat(r)  # no traffic since: only management moves
         after = parse(text)
         a0, a1 = per_address(before)["M0metrics.q"], per_address(after)["M0metrics.q"]
         self.assertEqual(a1["ingress"] - a0["ingress"], 250)
@@ -190,6 +212,14 @@ class MetricsAddressTest(MetricsCase):
                     self.assertLessEqual(after2[key][fam] - shown[key][fam], 1, (key, fam))
                 else:
                     self.assertEqual(shown[key][fam], value, (key, fam))
+        # and as junction-stat -a -v shows them (in, out, thru, to-proc, from-proc)
+        extra = set(stat) - set(shown)  # junction-stat's own reply address
+        self.assertTrue(set(shown) <= set(stat) and all(k.startswith("Ltemp.") for k in extra),
+                        (sorted(shown), sorted(stat)))
+        for key in shown:  # management's request and reply addresses move with each query
+            if not key.endswith("$management") and not key.startswith("Ltemp."):
+                self.assertEqual(stat[key], shown[key], key)
+        self.assertEqual(stat["M0metrics.q"]["ingress"], a1["ingress"])
         self.assertEqual(plain(after, "junction_metrics_addresses_omitted"), 0)
         # residence: one copy per message, all of the mobile class
         b0, _, c0 = residence(before, "mobile")

@@ -342,8 +342,24 @@ static int render_page(void *agent, jn_http_page_t page, const char *query, char
                        size_t *len)
 {
     if (page == JN_HTTP_PAGE_METRICS)
-        return jn_mgmt_metrics_CT(agent, query, body, len);
+        return jn_mgmt_metrics_snapshot_CT(agent, query, body, len);
     return jn_mgmt_mesh_health_CT(agent, query, body, len);
+}
+
+/* The text of a page render_page made, on the HTTP listener's service
+ * thread: /metrics is printed here from the core's snapshot. */
+static int format_page(void *agent, jn_http_page_t page, char **body, size_t *len)
+{
+    (void)agent;
+    if (page != JN_HTTP_PAGE_METRICS)
+        return 200; /* the core's text already */
+    char *snap = *body;
+    return jn_mgmt_metrics_format(snap, *len, body, len);
+}
+
+static void mgmt_residence(void *io, jn_io_residence_t *out)
+{
+    jn_io_residence_read(io, out);
 }
 
 static const char *mgmt_listen_error(void *io)
@@ -393,8 +409,11 @@ static int build(daemon_state_t *st)
                          .write_stall_timeout_s = rs->write_stall_timeout_s,
                          .max_connections = rs->max_connections};
     st->io = st->core ? jn_io_create(st->core, &ic) : NULL;
-    jn_http_config_t hc = {
-        .core = st->core, .io = st->io, .console_dir = console_dir(), .render = render_page};
+    jn_http_config_t hc = {.core = st->core,
+                           .io = st->io,
+                           .console_dir = console_dir(),
+                           .render = render_page,
+                           .format = format_page};
     st->http = st->io ? jn_http_create(&hc) : NULL;
     jn_mgmt_config_t mc = {.router_id = rs->id,
                            .mode = rs->mode,
@@ -412,6 +431,8 @@ static int build(daemon_state_t *st)
                            .vhost_stats_free = jn_io_vhost_stats_free,
                            .vhost_add = mgmt_vhost_add,
                            .vhost_remove = mgmt_vhost_remove,
+                           .residence = mgmt_residence,
+                           .metrics_address_limit = rs->metrics_address_limit,
                            .core = st->core,
                            .io_ctx = st->io,
                            .add_listener = mgmt_add_listener,

@@ -427,6 +427,31 @@ const uint8_t *jn_delivery_tag(const jn_delivery_t *dlv, size_t *len);
 jn_delivery_t *jn_delivery_ref(jn_delivery_t *dlv);
 void jn_delivery_unref(jn_delivery_t *dlv);
 
+/* Address classes of the residence-time histogram (/metrics,
+ * junction_delivery_residence_seconds): by the first character of the
+ * address key a delivery was routed by. */
+enum {
+    JN_RES_CLASS_OTHER = 0, /* link-routed, edge summaries, direct copies */
+    JN_RES_CLASS_MOBILE,    /* M */
+    JN_RES_CLASS_LOCAL,     /* L */
+    JN_RES_CLASS_ROUTER,    /* R, T, A: topological */
+    JN_RES_CLASSES
+};
+
+/* jn_delivery_set_arrival_IO: ns (jn_time_mono_ns) is when the I/O pass
+ * that read incoming delivery dlv began; its copies carry it, so the pass
+ * that sends a copy knows how long the router held it. Only before the
+ * delivery is posted (jn_core_delivery_arrived_IO). Not set (0): not
+ * measured. The receiving link's I/O thread. */
+void jn_delivery_set_arrival_IO(jn_delivery_t *dlv, uint64_t ns);
+
+/* jn_delivery_residence_since: an outgoing copy's arrival time (as set on
+ * its incoming delivery; 0: not measured) and, in *res_class, the
+ * JN_RES_CLASS_* of the address it was routed by. Immutable once the copy
+ * is handed out; any thread holding a reference. Hot path (one call per
+ * copy sent): two loads. */
+uint64_t jn_delivery_residence_since(const jn_delivery_t *dlv, unsigned *res_class);
+
 /* jn_delivery_set_state_IO: the state the sender put on the delivery's
  * first transfer (AMQP 1.0 part 2, 2.7.5 `state`; any type, every field),
  * copied into dlv, which owns it. Only before the delivery is posted

@@ -48,6 +48,15 @@ typedef enum jn_http_page { JN_HTTP_PAGE_METRICS = 0, JN_HTTP_PAGE_MESH_HEALTH }
 typedef int (*jn_http_render_fn)(void *ctx, jn_http_page_t page, const char *query, char **body,
                                  size_t *len);
 
+/* jn_http_format_fn: finish page on the service thread of the listener
+ * that answers it, from what render made of it on the core thread (*body,
+ * *len: taken over) — so the core only copies figures and the printing
+ * happens here (router/mgmt/metrics.c). Sets *body (heap, *len octets,
+ * the HTTP layer's) and returns the HTTP status; 500 with *body NULL when
+ * memory ran out. Called only after render returned 200. The listener's
+ * service thread; it blocks that listener (not routing) while it runs. */
+typedef int (*jn_http_format_fn)(void *ctx, jn_http_page_t page, char **body, size_t *len);
+
 typedef struct jn_http_config {
     jn_core_t *core;            /* where pages are rendered (jn_core_call) */
     jn_io_t *io;                /* where WebSocket connections go (NULL: refused) */
@@ -55,7 +64,8 @@ typedef struct jn_http_config {
                                  * listener has no httpRootDir (NULL: none);
                                  * borrowed for the layer's life */
     jn_http_render_fn render;   /* NULL: /metrics and /healthz/mesh answer 404 */
-    void *render_ctx;
+    jn_http_format_fn format;   /* NULL: render's body is the page */
+    void *render_ctx;           /* ctx of both */
 } jn_http_config_t;
 
 /* An http listener, from a `listener` entity with http: yes. Strings are

@@ -277,6 +277,33 @@ typedef struct jn_io_policy_stats {
     uint64_t max_message_size_denied;
 } jn_io_policy_stats_t;
 
+/* Router residence time (/metrics junction_delivery_residence_seconds,
+ * docs/design.md "HTTP"): for each copy whose sending starts, the time
+ * from the start of the I/O pass in which its delivery became routable
+ * (read as far as its headers: the pass that read it, for all but large
+ * messages) to the start of the pass that hands the copy to its outgoing
+ * link, per JN_RES_CLASS_* of the address it was routed by
+ * (junction/core.h). Both ends are the clock reading each pass takes
+ * anyway; the figure includes the outgoing connection's wait for its
+ * pass, and leaves out the encoding and write that follow in that pass.
+ * Fixed buckets: upper bounds jn_io_res_bounds_ns[0 ..
+ * JN_IO_RES_BUCKETS - 2] in ns, and the last bucket for the rest. */
+#define JN_IO_RES_BUCKETS 16
+static const uint64_t jn_io_res_bounds_ns[JN_IO_RES_BUCKETS - 1] = {
+    10000,   25000,    50000,    100000,   250000,    500000,    1000000,   2500000,
+    5000000, 10000000, 25000000, 50000000, 100000000, 250000000, 1000000000};
+
+typedef struct jn_io_residence {
+    uint64_t count[JN_RES_CLASSES][JN_IO_RES_BUCKETS]; /* per bucket, not cumulative */
+    uint64_t sum_ns[JN_RES_CLASSES];
+} jn_io_residence_t;
+
+/* jn_io_residence_read: the sums over every loop of the residence
+ * histogram, into *out. A copy counted while this reads may be in a
+ * bucket and not yet in the sum (or the reverse): the figures are each
+ * monotonic, not a snapshot of one instant. Any thread; no lock. */
+void jn_io_residence_read(jn_io_t *io, jn_io_residence_t *out);
+
 /* jn_io_policy_stats: the figures above into *out. Any thread (takes the
  * layer's lock briefly). */
 void jn_io_policy_stats(jn_io_t *io, jn_io_policy_stats_t *out);

@@ -75,6 +75,12 @@ typedef struct jn_mgmt_config {
      * JN_ENOMEM / JN_ENOENT. NULL: vhosts cannot change at run time. */
     int (*vhost_add)(void *io_ctx, const jn_io_vhost_t *vh);
     int (*vhost_remove)(void *io_ctx, const char *hostname);
+    /* residence: the residence-time histogram (/metrics; typically
+     * jn_io_residence_read over io_ctx). Any thread. NULL: not shown. */
+    void (*residence)(void *io_ctx, jn_io_residence_t *out);
+    /* router.metricsAddressLimit: /metrics shows per-address counters for
+     * at most this many addresses (0: none) */
+    uint32_t metrics_address_limit;
 
     /* The core whose state is shown (connections, links, addresses,
      * statistics) and to which address entities apply. NULL (unit tests):
@@ -193,6 +199,7 @@ typedef struct jn_router_settings {
         remote_ls_max_age;             /* mesh timers, seconds (0: the defaults) */
     uint32_t min_peer_idle_timeout_ms; /* router.minPeerIdleTimeoutMs (0: no floor) */
     uint32_t write_stall_timeout_s;    /* router.writeStallTimeoutSeconds (0: never) */
+    uint32_t metrics_address_limit;    /* router.metricsAddressLimit (0: no per-address series) */
 } jn_router_settings_t;
 
 /* jn_mgmt_show_vhost: keep vhost section ce (converted, copied) to be
@@ -288,14 +295,35 @@ int jn_mgmt_reload_CT(jn_mgmt_t *agent, char *result, size_t cap);
  * with agent as arg, the result logged (AGENT). */
 void jn_mgmt_reload_call(void *agent, jn_core_t *core);
 
-/* jn_mgmt_metrics_CT: the /metrics page (Prometheus text format 0.0.4)
- * from the figures the `router` and `allocator` entities show: 1.19's
- * qdr_* figures with their types, then Junction's own
- * (router/mgmt/metrics.c). 1.19 names eight gauges `..._total`, which
- * Prometheus keeps for counters: they are named without the suffix unless
- * query (the request's query string, may be NULL) holds
- * "compat=qdrouterd". *body (heap, *len octets) is the caller's. Returns
- * 200, or 500 with nothing written when memory ran out. Core thread. */
+/* /metrics (Prometheus text format 0.0.4, router/mgmt/metrics.c) is made
+ * in two steps so that the core thread only copies figures: the snapshot
+ * on the core thread, the text on the thread that answers the request.
+ *
+ * jn_mgmt_metrics_snapshot_CT: copy the figures /metrics shows, the very
+ * ones the `router`, `router.address` and `allocator` entities show at
+ * this moment (1.19's qdr_* figures, rendered as text already: a few
+ * hundred octets; each address's counters and key, for at most
+ * router.metricsAddressLimit addresses, in address-table order, and how
+ * many more there are; the residence histogram) into *snap (heap, *len
+ * octets, one allocation: the caller's, to free() or to give to
+ * jn_mgmt_metrics_format). query: the request's query string (may be
+ * NULL); "compat=qdrouterd" keeps 1.19's exact names on its eight
+ * `_total` gauges. Returns 200, or 500 with *snap NULL when memory ran
+ * out. Core thread; costs a copy of ~60 octets per address shown.
+ *
+ * jn_mgmt_metrics_format: the page's text from a snapshot (snap, len,
+ * taken over: freed in every case) into *body (heap, *len octets, the
+ * caller's): the core's figures, then per address
+ * junction_address_deliveries_{ingress,egress,transit,to_container,
+ * from_container}_total labelled class/phase/address, the count of
+ * addresses left out, the residence histogram per address class, and the
+ * process's resident memory. Returns 200, or 500 with *body NULL (memory
+ * ran out, or snap is not a snapshot). Any thread (the HTTP service
+ * thread).
+ *
+ * jn_mgmt_metrics_CT: both steps in one (tests). Core thread. */
+int jn_mgmt_metrics_snapshot_CT(jn_mgmt_t *agent, const char *query, char **snap, size_t *len);
+int jn_mgmt_metrics_format(char *snap, size_t snap_len, char **body, size_t *len);
 int jn_mgmt_metrics_CT(jn_mgmt_t *agent, const char *query, char **body, size_t *len);
 
 /* jn_mgmt_mesh_health_CT: the /healthz/mesh page: 200 when this interior

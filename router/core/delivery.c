@@ -65,6 +65,8 @@ jn_delivery_t *jn_delivery_copy_CT(jn_delivery_t *peer, jn_core_link_t *link, bo
     }
     c->outgoing = true;
     c->presettled = presettled;
+    c->arrived_ns = peer->arrived_ns;
+    c->res_class = peer->ct.res_class;
     if (JN_UNLIKELY(link->ct.routed != NULL)) {
         /* a link-routed copy keeps the sender's tag (unique on the one
          * link it came from) and nothing else is added: it is passed on as
@@ -178,6 +180,17 @@ const uint8_t *jn_delivery_tag(const jn_delivery_t *dlv, size_t *len)
 {
     *len = dlv->tag_len;
     return dlv->tag;
+}
+
+void jn_delivery_set_arrival_IO(jn_delivery_t *dlv, uint64_t ns)
+{
+    dlv->arrived_ns = ns;
+}
+
+uint64_t jn_delivery_residence_since(const jn_delivery_t *dlv, unsigned *res_class)
+{
+    *res_class = dlv->res_class;
+    return dlv->arrived_ns;
 }
 
 void *jn_delivery_io(const jn_delivery_t *dlv)

@@ -49,6 +49,12 @@ struct jn_delivery {
     /* the sender's transfer state (jn_delivery_set_state_IO), owned, or
      * NULL (almost always) */
     jn_disposition_t *state;
+    /* residence time (/metrics): when the receiving I/O pass began
+     * (jn_time_mono_ns; 0: composed by the router, not measured), and,
+     * on a copy, the class of the address it was routed by
+     * (JN_RES_CLASS_*, copied from its peer's ct.res_class) */
+    uint64_t arrived_ns;
+    uint8_t res_class;
 
     /* Atomic. continue_posted: continue_action is on the core's queue (set
      * by the receiving I/O thread, cleared by the core when it takes it). */
@@ -82,6 +88,7 @@ struct jn_delivery {
         uint8_t wait;         /* JN_DLV_WAIT_*: served once the message is complete */
         const jn_reroute_t *reroute; /* while an exchange makes its copies */
         bool served;          /* consumed in-process (control, management) */
+        uint8_t res_class;    /* JN_RES_CLASS_* of the address routed by */
         /* outgoing copies */
         jn_delivery_t *peer;                  /* the incoming delivery (reference held) */
         jn_delivery_t *copy_prev, *copy_next; /* peer->ct.copies */

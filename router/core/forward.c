@@ -662,6 +662,23 @@ static void route_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *
     JN_ASSERT_CT(jn_delivery_core(dlv));
     if (!addr)
         return;
+    /* the class its copies' residence time is counted under (/metrics) */
+    switch (addr->key_len ? addr->key[0] : 0) {
+    case JN_ADDR_CLASS_MOBILE:
+        dlv->ct.res_class = JN_RES_CLASS_MOBILE;
+        break;
+    case JN_ADDR_CLASS_LOCAL:
+        dlv->ct.res_class = JN_RES_CLASS_LOCAL;
+        break;
+    case JN_ADDR_CLASS_ROUTER:
+    case JN_ADDR_CLASS_TOPOLOGICAL:
+    case JN_ADDR_CLASS_AREA:
+        dlv->ct.res_class = JN_RES_CLASS_ROUTER;
+        break;
+    default:
+        dlv->ct.res_class = JN_RES_CLASS_OTHER;
+        break;
+    }
     if (addr->distribution == JN_DIST_MULTICAST)
         forward_multicast_CT(dlv, addr, rc);
     else

@@ -87,6 +87,7 @@ typedef struct http_req {
     char *body; /* heap */
     size_t len, sent;
     bool ready, headers_sent, queued;
+    bool to_format; /* body is render's: cfg.format makes the page of it */
     struct http_req *next_ready;
 } http_req_t;
 
@@ -185,6 +186,7 @@ static void render_call(void *arg, jn_core_t *core)
                             : "text/plain; charset=utf-8";
     req->body = body;
     req->len = body ? len : 0;
+    req->to_format = body && status == 200 && http->cfg.format;
     req->ready = true;
     server_t *srv = req->srv;
     if (req->wsi && !srv->dying) { /* wsi set: its server is alive */
@@ -240,6 +242,21 @@ static int write_answer(struct lws *wsi, http_req_t *req)
     unsigned char *start = buf + LWS_PRE, *p = start, *end = buf + sizeof buf - 1;
     if (!req->headers_sent) {
         req->headers_sent = true;
+        if (req->to_format) { /* rendered and off the ready list: ours alone */
+            jn_http_t *http = req->http;
+            req->to_format = false;
+            char *body = req->body;
+            size_t len = req->len;
+            req->body = NULL;
+            int status = http->cfg.format(http->cfg.render_ctx, req->page, &body, &len);
+            if (!body) {
+                set_text(req, 500, "Internal Server Error\n");
+            } else {
+                req->status = status;
+                req->body = body;
+                req->len = len;
+            }
+        }
         if (lws_add_http_common_headers(wsi, (unsigned)req->status, req->content_type,
                                         (lws_filepos_t)req->len, &p, end) ||
             lws_finalize_write_http_header(wsi, start, &p, end))
@@ -249,15 +266,16 @@ static int write_answer(struct lws *wsi, http_req_t *req)
         lws_callback_on_writable(wsi);
         return 0;
     }
+    if (req->sent == req->len)
+        return 1; /* the last write went out whole: libwebsockets calls back
+                   * for a write only once what it held back is sent */
     size_t n = req->len - req->sent < WRITE_CHUNK ? req->len - req->sent : WRITE_CHUNK;
     bool last = req->sent + n == req->len;
     memcpy(start, req->body + req->sent, n);
     if (lws_write(wsi, start, n, last ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP) != (int)n)
         return -1;
     req->sent += n;
-    if (last)
-        return 1;
-    lws_callback_on_writable(wsi);
+    lws_callback_on_writable(wsi); /* for the next chunk, or the end (above) */
     return 0;
 }
 

@@ -397,6 +397,21 @@ void jn_io_free(jn_io_t *io)
     io_destroy(io);
 }
 
+/* jn_io_residence_read: see junction/io.h. */
+void jn_io_residence_read(jn_io_t *io, jn_io_residence_t *out)
+{
+    memset(out, 0, sizeof *out);
+    for (unsigned i = 0; i < io->worker_threads; i++) {
+        jn_io_loop_t *loop = &io->loops[i];
+        for (unsigned c = 0; c < JN_RES_CLASSES; c++) {
+            for (unsigned b = 0; b < JN_IO_RES_BUCKETS; b++)
+                out->count[c][b] +=
+                    atomic_load_explicit(&loop->res_count[c][b], memory_order_relaxed);
+            out->sum_ns[c] += atomic_load_explicit(&loop->res_sum_ns[c], memory_order_relaxed);
+        }
+    }
+}
+
 /* jn_io_policy_stats: see junction/io.h. */
 void jn_io_policy_stats(jn_io_t *io, jn_io_policy_stats_t *out)
 {

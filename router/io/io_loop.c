@@ -817,7 +817,11 @@ static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
     /* Proton's idle clock before the events, so that an expiry it raises
      * (an error and a close frame) is handled and written in this pass,
      * not one idle period later; likewise a write stall's cut. */
-    int64_t now = (int64_t)jn_time_mono_ms();
+    /* one clock reading per pass: the timers' (ms) and residence time's
+     * (the arrival of what was just read, the departure of what this pass
+     * sends: jn_io_residence_note_IO) */
+    loop->pass_ns = jn_time_mono_ns();
+    int64_t now = (int64_t)(loop->pass_ns / JN_NS_PER_MS);
     conn_tick(conn, now);
     if (conn->stall_watch && now >= conn->stall_check_at)
         stall_check_IO(conn);

@@ -296,6 +296,17 @@ struct jn_io_loop {
     atomic_uint conns;
     /* this loop's thread only: connections to run in the current pass */
     jn_io_conn_t *pass_head, *pass_tail;
+    /* this loop's thread only: when the current connection's pass began
+     * (jn_time_mono_ns, taken once per pass: the clock it reads for its
+     * timers), the arrival time of the deliveries read in it and the
+     * departure time of the copies sent in it */
+    uint64_t pass_ns;
+    /* router residence time of the copies this loop sent (/metrics,
+     * junction/io.h jn_io_residence_read): written by this loop's thread
+     * only (a relaxed load and store, no read-modify-write), read by any
+     * thread with relaxed loads. Counts per bucket, not cumulative. */
+    _Atomic uint64_t res_count[JN_RES_CLASSES][JN_IO_RES_BUCKETS];
+    _Atomic uint64_t res_sum_ns[JN_RES_CLASSES];
 };
 
 /* The event loop whose thread this is (io_loop.c: set by jn_io_loop_main,
@@ -303,6 +314,34 @@ struct jn_io_loop {
  * NULL on other threads. After the loops have ended, jn_io_adopt lets the
  * thread that frees what is left act as a connection's loop. */
 extern _Thread_local jn_io_loop_t *jn_io_loop_self_;
+
+/* jn_io_residence_note_IO: count a copy of dlv sent now (its departure:
+ * the current pass's start) in this loop's residence histogram. Hot path:
+ * one call per copy sent; a thread-local load, two loads from the
+ * delivery, a subtraction, four compares (whatever the time) and two relaxed
+ * load/store pairs on memory only this thread writes. Loop thread. */
+_Static_assert(JN_IO_RES_BUCKETS == 16, "jn_io_residence_note_IO searches 16 buckets");
+static inline void jn_io_residence_note_IO(const jn_delivery_t *dlv)
+{
+    jn_io_loop_t *loop = jn_io_loop_self_;
+    unsigned cls;
+    uint64_t since = jn_delivery_residence_since(dlv, &cls);
+    if (JN_UNLIKELY(since == 0 || loop == NULL || cls >= JN_RES_CLASSES))
+        return; /* composed by the router, or no loop (stop) */
+    uint64_t ns = loop->pass_ns > since ? loop->pass_ns - since : 0;
+    /* the first bucket whose bound is >= ns: four steps of a binary
+     * search over the 15 bounds (the 16th bucket has none) */
+    unsigned b = ns > jn_io_res_bounds_ns[7] ? 8 : 0;
+    b += ns > jn_io_res_bounds_ns[b + 3] ? 4 : 0;
+    b += ns > jn_io_res_bounds_ns[b + 1] ? 2 : 0;
+    b += ns > jn_io_res_bounds_ns[b] ? 1 : 0;
+    _Atomic uint64_t *c = &loop->res_count[cls][b], *s = &loop->res_sum_ns[cls];
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    atomic_store_explicit(s, atomic_load_explicit(s, memory_order_relaxed) + ns,
+                          memory_order_relaxed);
+}
+
 /* JN_ASSERT_IO(conn): the calling thread is the loop that owns conn. At the
  * top of every _IO function; debug and sanitizer builds (JN_DEBUG_CHECK:
  * nothing at all in release builds). */

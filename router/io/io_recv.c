@@ -312,6 +312,8 @@ static void rx_try_route_IO(jn_io_link_t *link, bool all_in)
     }
     link->rx.dlv = dlv; /* also the pn_delivery context's reference */
     jn_io_pd_keep(pd, dlv);
+    if (JN_LIKELY(jn_io_loop_self_ != NULL)) /* its pass's start: residence begins */
+        jn_delivery_set_arrival_IO(dlv, jn_io_loop_self_->pass_ns);
     jn_core_delivery_arrived_IO(dlv);
 }
 

@@ -263,6 +263,7 @@ static void tx_start_IO(jn_io_link_t *link, jn_work_t *w)
     link->tx.pd = pd;
     link->tx.slot = jn_message_stream_copy_begin(m);
     jn_io_pd_keep(pd, dlv);
+    jn_io_residence_note_IO(dlv); /* its first transfer starts: residence ends */
 }
 
 /* Drained credit is taken once nothing handed over is left to send (the

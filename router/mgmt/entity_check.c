@@ -106,7 +106,8 @@ static int check_router(jn_mgmt_entity_t *e, jn_entity_err_t *err)
     if (w < 1 || w > JN_MAX_WORKER_THREADS)
         return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "workerThreads",
                               "router workerThreads must be from 1 to %d", JN_MAX_WORKER_THREADS);
-    static const char *const non_negative[] = {"minPeerIdleTimeoutMs", "writeStallTimeoutSeconds"};
+    static const char *const non_negative[] = {"minPeerIdleTimeoutMs", "writeStallTimeoutSeconds",
+                                               "metricsAddressLimit"};
     for (size_t i = 0; i < sizeof non_negative / sizeof non_negative[0]; i++) {
         int64_t v = jn_mgmt_entity_int(e, non_negative[i], 0);
         if (v < 0 || v > UINT32_MAX)

@@ -1,20 +1,31 @@
 /*
  * metrics.c — the pages the HTTP layer serves from management's figures
- * (junction/mgmt.h: jn_mgmt_metrics_CT, jn_mgmt_mesh_health_CT), rendered on
- * the core thread from the very sources the `router` and `allocator`
- * entities read, so /metrics and `junction-stat -g` agree at any moment.
+ * (junction/mgmt.h: jn_mgmt_metrics_snapshot_CT / jn_mgmt_metrics_format,
+ * jn_mgmt_mesh_health_CT), read on the core thread from the very sources
+ * the `router`, `router.address` and `allocator` entities read, so
+ * /metrics and `junction-stat -g`/`-a` agree at any moment.
  *
  * /metrics is the Prometheus text format 0.0.4 (docs/protocol.md, "HTTP"):
  * first the 22 router figures qdrouterd 1.19 exports, with its types and
  * names (eight of its gauges lose their `_total` suffix unless the scrape
  * asks for `compat=qdrouterd`: see figure()); then Junction's own: uptime,
- * worker threads, and per allocation pool the objects in use, held in free
- * lists and allocated in all, labelled by pool. Every figure has a HELP
- * line, so `promtool check metrics` accepts the page.
+ * worker threads, per allocation pool its objects and octets, per address
+ * its five delivery counters (at most router.metricsAddressLimit
+ * addresses, and a gauge of those left out), the router residence-time
+ * histogram per address class, and the process's resident memory. Every
+ * figure has a HELP line, so `promtool check metrics` accepts the page.
+ *
+ * Two steps, so that a scrape of 10,000 addresses does not hold the core
+ * role while it prints (docs/performance.md, "/metrics and routing"): the
+ * core thread renders the few router-wide lines and copies each address's
+ * counters and key into one flat snapshot (no pointer into the core's
+ * memory survives); the HTTP service thread that answers the scrape turns
+ * the snapshot into text.
  */
 #include "mgmt_private.h"
 #include "store.h"
 
+#include <junction/core_view.h>
 #include <junction/pool.h>
 
 #include <stdarg.h>
@@ -22,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* A growing text buffer; on ENOMEM it is freed and stays NULL. */
 typedef struct text {
@@ -93,15 +105,89 @@ typedef struct pool_text {
 static void pool_line(const jn_pool_stats_t *s, void *arg)
 {
     pool_text_t *p = arg;
-    uint64_t v = p->pass == 0 ? s->in_use : p->pass == 1 ? s->in_free_lists : s->total_allocated;
-    static const char *const names[] = {"junction_pool_objects_in_use",
-                                        "junction_pool_objects_free",
-                                        "junction_pool_objects_allocated_total"};
+    uint64_t v = p->pass == 0   ? s->in_use
+                 : p->pass == 1 ? s->in_free_lists
+                 : p->pass == 2 ? s->total_allocated
+                                : s->total_allocated * (uint64_t)s->object_size;
+    static const char *const names[] = {
+        "junction_pool_objects_in_use", "junction_pool_objects_free",
+        "junction_pool_objects_allocated_total", "junction_pool_object_bytes"};
     put(p->t, "%s{pool=\"%s\"} %" PRIu64 "\n", names[p->pass], s->type_name, v);
 }
 
-int jn_mgmt_metrics_CT(jn_mgmt_t *agent, const char *query, char **body, size_t *len)
+/* ---- the snapshot (core thread) -------------------------------------------------- */
+
+/* One address of a snapshot: its counters, then key_len octets of its key,
+ * then padding to 8 octets. Read with memcpy: the records follow the text
+ * unaligned. */
+typedef struct snap_addr {
+    uint64_t ingress, egress, transit, to_container, from_container;
+    uint64_t key_len;
+} snap_addr_t;
+
+/* The head of a snapshot, followed by text_len octets of text (the
+ * router-wide figures, rendered) and n_addrs snap_addr_t records. */
+typedef struct snap_head {
+    uint64_t magic;
+    uint64_t text_len;
+    uint64_t n_addrs;   /* records that follow */
+    uint64_t addrs_all; /* addresses in the table */
+    bool has_residence;
+    jn_io_residence_t residence;
+} snap_head_t;
+
+#define SNAP_MAGIC 0x6a6e6d6574726963ull /* "jnmetric" */
+
+static size_t pad8(size_t n)
 {
+    return (n + 7) & ~(size_t)7;
+}
+
+/* Append n octets to t (as put does, without a format). */
+static void put_raw(text_t *t, const void *p, size_t n)
+{
+    if (t->failed)
+        return;
+    if (t->len + n > t->cap) {
+        size_t cap = t->cap ? t->cap : 4096;
+        while (cap < t->len + n)
+            cap *= 2;
+        char *grown = realloc(t->buf, cap);
+        if (!grown) {
+            free(t->buf);
+            t->buf = NULL;
+            t->failed = true;
+            return;
+        }
+        t->buf = grown;
+        t->cap = cap;
+    }
+    memcpy(t->buf + t->len, p, n);
+    t->len += n;
+}
+
+typedef struct addr_copy {
+    text_t *out;
+    uint64_t n;
+} addr_copy_t;
+
+static bool addr_copy(void *arg, const jn_view_addr_t *v)
+{
+    addr_copy_t *a = arg;
+    snap_addr_t r = {v->ingress,      v->egress,         v->transit,
+                     v->to_container, v->from_container, v->key_len};
+    static const uint8_t zeros[8];
+    put_raw(a->out, &r, sizeof r);
+    put_raw(a->out, v->key, v->key_len);
+    put_raw(a->out, zeros, pad8(v->key_len) - v->key_len);
+    a->n++;
+    return !a->out->failed;
+}
+
+int jn_mgmt_metrics_snapshot_CT(jn_mgmt_t *agent, const char *query, char **snap, size_t *len)
+{
+    *snap = NULL;
+    *len = 0;
     jn_mgmt_figures_t f; /* as the router entity reads them */
     jn_mgmt_router_figures(agent, &f);
     const jn_core_stats_t s = f.core;
@@ -160,17 +246,293 @@ int jn_mgmt_metrics_CT(jn_mgmt_t *agent, const char *query, char **body, size_t 
         "# TYPE junction_pool_objects_free gauge\n",
         "# HELP junction_pool_objects_allocated_total Objects an allocation pool took from the "
         "heap.\n"
-        "# TYPE junction_pool_objects_allocated_total counter\n"};
-    for (int pass = 0; pass < 3; pass++) {
+        "# TYPE junction_pool_objects_allocated_total counter\n",
+        "# HELP junction_pool_object_bytes Octets of the objects an allocation pool holds from "
+        "the heap, in use or free (pools give nothing back before exit).\n"
+        "# TYPE junction_pool_object_bytes gauge\n"};
+    for (int pass = 0; pass < 4; pass++) {
         put(&t, "%s", pool_help[pass]);
         pool_text_t p = {&t, pass};
         jn_pool_foreach(pool_line, &p);
     }
     if (t.failed)
         return 500;
+    snap_head_t h = {.magic = SNAP_MAGIC, .text_len = t.len};
+    if (agent->cfg.residence) {
+        h.has_residence = true;
+        agent->cfg.residence(agent->cfg.io_ctx, &h.residence);
+    }
+    text_t out = {0};
+    put_raw(&out, &h, sizeof h);
+    put_raw(&out, t.buf, t.len);
+    free(t.buf);
+    addr_copy_t a = {&out, 0};
+    uint32_t limit = agent->cfg.metrics_address_limit;
+    if (agent->cfg.core)
+        h.addrs_all = jn_core_view_addrs_CT(agent->cfg.core, 0, limit, addr_copy, &a);
+    if (out.failed)
+        return 500;
+    h.n_addrs = a.n;
+    memcpy(out.buf, &h, sizeof h);
+    *snap = out.buf;
+    *len = out.len;
+    return 200;
+}
+
+/* ---- the text (any thread) -------------------------------------------------------- */
+
+/* The class of an address key, as junction-stat names it. */
+static const char *key_class(const uint8_t *key, size_t len)
+{
+    switch (len ? key[0] : 0) {
+    case 'M':
+        return "mobile";
+    case 'R':
+        return "router";
+    case 'A':
+        return "area";
+    case 'L':
+        return "local";
+    case 'T':
+        return "topo";
+    case 'C':
+    case 'E':
+        return "link-in";
+    case 'D':
+    case 'F':
+        return "link-out";
+    case 'H':
+        return "edge";
+    default:
+        return "unknown";
+    }
+}
+
+/* The length of the valid UTF-8 sequence at p (n octets left), or 0. */
+static size_t utf8_len(const uint8_t *p, size_t n)
+{
+    size_t want = p[0] < 0x80             ? 1
+                  : (p[0] & 0xe0) == 0xc0 ? 2
+                  : (p[0] & 0xf0) == 0xe0 ? 3
+                  : (p[0] & 0xf8) == 0xf0 ? 4
+                                          : 0;
+    if (want == 0 || want > n || (want == 2 && p[0] < 0xc2))
+        return 0;
+    for (size_t i = 1; i < want; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    uint32_t cp = want == 1   ? p[0]
+                  : want == 2 ? (p[0] & 0x1fu)
+                  : want == 3 ? (p[0] & 0x0fu)
+                              : (p[0] & 0x07u);
+    for (size_t i = 1; i < want; i++)
+        cp = (cp << 6) | (p[i] & 0x3fu);
+    if ((want == 3 && cp < 0x800) || (want == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+        (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return want;
+}
+
+/* p[0..n) as a label value of the text format: backslash, double quote
+ * and line feed escaped (`\\`, `\"`, `\n`); an octet that does not start a
+ * valid UTF-8 sequence becomes U+FFFD (the format is UTF-8). */
+static void put_label(text_t *t, const uint8_t *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        size_t run = i;
+        while (run < n && p[run] >= 0x20 && p[run] < 0x80 && p[run] != '\\' && p[run] != '"')
+            run++;
+        put_raw(t, p + i, run - i);
+        i = run;
+        if (i == n)
+            break;
+        if (p[i] == '\\' || p[i] == '"') {
+            put_raw(t, "\\", 1);
+            put_raw(t, p + i, 1);
+            i++;
+        } else if (p[i] == '\n') {
+            put_raw(t, "\\n", 2);
+            i++;
+        } else {
+            size_t u = utf8_len(p + i, n - i);
+            if (u)
+                put_raw(t, p + i, u);
+            else
+                put_raw(t, "\xef\xbf\xbd", 3);
+            i += u ? u : 1;
+        }
+    }
+}
+
+static void put_str(text_t *t, const char *s)
+{
+    put_raw(t, s, strlen(s));
+}
+
+/* " <v>\n" without printf: ~50,000 of these for 10,000 addresses. */
+static void put_value(text_t *t, uint64_t v)
+{
+    char buf[24];
+    char *p = buf + sizeof buf;
+    *--p = '\n';
+    do {
+        *--p = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    *--p = ' ';
+    put_raw(t, p, (size_t)(buf + sizeof buf - p));
+}
+
+/* The labels of the address whose key is key[0..len): class, phase (mobile
+ * addresses: the key's second character) and the address itself, as
+ * junction-stat -a shows them; together they name the key, so no two
+ * addresses share a label set. */
+static void put_addr_labels(text_t *t, const uint8_t *key, size_t len)
+{
+    bool mobile = len >= 2 && key[0] == 'M';
+    put_str(t, "{class=\"");
+    put_str(t, key_class(key, len));
+    put_str(t, "\",");
+    if (mobile) {
+        put_str(t, "phase=\"");
+        put_label(t, key + 1, 1);
+        put_str(t, "\",");
+    }
+    size_t skip = mobile ? 2 : len ? 1 : 0;
+    put_str(t, "address=\"");
+    put_label(t, key + skip, len - skip);
+    put_str(t, "\"}");
+}
+
+static void per_address(text_t *t, const snap_head_t *h, const uint8_t *recs, size_t recs_len)
+{
+    static const struct {
+        const char *name, *help;
+    } fam[] = {{"junction_address_deliveries_ingress_total",
+                "Deliveries that entered the mesh here for the address (router.address "
+                "deliveriesIngress)."},
+               {"junction_address_deliveries_egress_total",
+                "Copies sent to local consumers of the address (deliveriesEgress)."},
+               {"junction_address_deliveries_transit_total",
+                "Copies sent to other routers for the address (deliveriesTransit)."},
+               {"junction_address_deliveries_to_container_total",
+                "Deliveries to the address served inside the router (deliveriesToContainer)."},
+               {"junction_address_deliveries_from_container_total",
+                "Deliveries to the address the router composed (deliveriesFromContainer)."}};
+    for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+        put(t, "# HELP %s %s\n# TYPE %s counter\n", fam[f].name, fam[f].help, fam[f].name);
+        size_t off = 0;
+        for (uint64_t i = 0; i < h->n_addrs && off + sizeof(snap_addr_t) <= recs_len; i++) {
+            snap_addr_t r;
+            memcpy(&r, recs + off, sizeof r);
+            const uint8_t *key = recs + off + sizeof r;
+            if (r.key_len > recs_len - off - sizeof r)
+                break;
+            uint64_t v[] = {r.ingress, r.egress, r.transit, r.to_container, r.from_container};
+            put_str(t, fam[f].name);
+            put_addr_labels(t, key, r.key_len);
+            put_value(t, v[f]);
+            off += sizeof r + pad8(r.key_len);
+        }
+    }
+    put(t,
+        "# HELP junction_metrics_addresses_omitted Addresses whose counters this page leaves out "
+        "(router metricsAddressLimit).\n"
+        "# TYPE junction_metrics_addresses_omitted gauge\n"
+        "junction_metrics_addresses_omitted %" PRIu64 "\n",
+        h->addrs_all > h->n_addrs ? h->addrs_all - h->n_addrs : 0);
+}
+
+static void residence(text_t *t, const jn_io_residence_t *r)
+{
+    static const char *const cls[JN_RES_CLASSES] = {"other", "mobile", "local", "router"};
+    put(t, "# HELP junction_delivery_residence_seconds Time from the I/O pass that read a delivery "
+           "to the pass that started sending a copy of it, per class of the address it was "
+           "routed by.\n"
+           "# TYPE junction_delivery_residence_seconds histogram\n");
+    for (unsigned c = 0; c < JN_RES_CLASSES; c++) {
+        uint64_t cum = 0;
+        for (unsigned b = 0; b < JN_IO_RES_BUCKETS; b++) {
+            cum += r->count[c][b];
+            if (b < JN_IO_RES_BUCKETS - 1)
+                put(t,
+                    "junction_delivery_residence_seconds_bucket{class=\"%s\",le=\"%g\"} %" PRIu64
+                    "\n",
+                    cls[c], (double)jn_io_res_bounds_ns[b] / 1e9, cum);
+            else
+                put(t,
+                    "junction_delivery_residence_seconds_bucket{class=\"%s\",le=\"+Inf\"} %" PRIu64
+                    "\n",
+                    cls[c], cum);
+        }
+        put(t, "junction_delivery_residence_seconds_sum{class=\"%s\"} %" PRIu64 ".%09" PRIu64 "\n",
+            cls[c], r->sum_ns[c] / 1000000000u, r->sum_ns[c] % 1000000000u);
+        put(t, "junction_delivery_residence_seconds_count{class=\"%s\"} %" PRIu64 "\n", cls[c],
+            cum);
+    }
+}
+
+/* The process's resident set in octets (/proc/self/statm), or -1. */
+static int64_t resident_octets(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f)
+        return -1;
+    unsigned long size, rss;
+    int n = fscanf(f, "%lu %lu", &size, &rss);
+    fclose(f);
+    long page = sysconf(_SC_PAGESIZE);
+    return n == 2 && page > 0 ? (int64_t)rss * page : -1;
+}
+
+int jn_mgmt_metrics_format(char *snap, size_t snap_len, char **body, size_t *len)
+{
+    *body = NULL;
+    *len = 0;
+    snap_head_t h;
+    if (!snap || snap_len < sizeof h) {
+        free(snap);
+        return 500;
+    }
+    memcpy(&h, snap, sizeof h);
+    if (h.magic != SNAP_MAGIC || h.text_len > snap_len - sizeof h) {
+        free(snap);
+        return 500;
+    }
+    text_t t = {0};
+    put_raw(&t, snap + sizeof h, h.text_len);
+    size_t recs = sizeof h + h.text_len;
+    per_address(&t, &h, (const uint8_t *)snap + recs, snap_len - recs);
+    if (h.has_residence)
+        residence(&t, &h.residence);
+    int64_t rss = resident_octets();
+    if (rss >= 0)
+        put(&t,
+            "# HELP process_resident_memory_bytes Resident memory of the router process "
+            "(/proc/self/statm).\n"
+            "# TYPE process_resident_memory_bytes gauge\n"
+            "process_resident_memory_bytes %" PRId64 "\n",
+            rss);
+    free(snap);
+    if (t.failed)
+        return 500;
     *body = t.buf;
     *len = t.len;
     return 200;
+}
+
+int jn_mgmt_metrics_CT(jn_mgmt_t *agent, const char *query, char **body, size_t *len)
+{
+    char *snap;
+    size_t n;
+    int status = jn_mgmt_metrics_snapshot_CT(agent, query, &snap, &n);
+    if (status != 200) {
+        *body = NULL;
+        *len = 0;
+        return status;
+    }
+    return jn_mgmt_metrics_format(snap, n, body, len);
 }
 
 int jn_mgmt_mesh_health_CT(jn_mgmt_t *agent, const char *query, char **body, size_t *len)

@@ -1,0 +1,347 @@
+#!/usr/bin/python3
+"""System tests of Junction's own /metrics figures (docs/protocol.md "HTTP"):
+
+- per-address counters (junction_address_deliveries_*_total, labelled by
+  class, phase and address as `junction-stat -a` shows them): exact deltas
+  after a known number of messages, equal to the router.address entity's
+  figures and to what `junction-stat -a` shows at the same moment; label values escaped as the text format
+  wants (a real Prometheus parses them back to the address);
+- router.metricsAddressLimit: at most that many label sets, and
+  junction_metrics_addresses_omitted says how many were left out;
+- the residence-time histogram (junction_delivery_residence_seconds):
+  its mobile-class _count grows by exactly the copies sent, its buckets
+  are cumulative and end at _count;
+- HTTPS: an http listener with an sslProfile serves /metrics over TLS, and
+  a real Prometheus (a private instance started here) scrapes it with the
+  test CA.
+
+Every process is started here on 127.0.0.1, bounded in time, and stopped
+by PID.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import ssl
+import subprocess
+import time
+import unittest
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from proton import Message
+from proton.utils import BlockingConnection
+
+from harness import (SLOW, Recv, RouterTestCase, Send, Traffic, conf_section, free_port,
+                     run_junctiond)
+from test_http import Manager, get
+from tls_certs import shared_certs
+
+TIMEOUT = 10 * SLOW
+PYTHON = "/usr/bin/python3"
+TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools")
+PROMETHEUS = shutil.which("prometheus")
+PROMTOOL = shutil.which("promtool")
+
+FAMILIES = {"ingress": "deliveriesIngress", "egress": "deliveriesEgress",
+            "transit": "deliveriesTransit", "to_container": "deliveriesToContainer",
+            "from_container": "deliveriesFromContainer"}
+
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)",?')
+
+
+def unescape(v):
+    out, i = [], 0
+    while i < len(v):
+        if v[i] == "\\" and i + 1 < len(v):
+            out.append({"n": "\n", "\\": "\\", '"': '"'}[v[i + 1]])
+            i += 2
+        else:
+            out.append(v[i])
+            i += 1
+    return "".join(out)
+
+
+def parse(text):
+    """[(name, {label: value}, float)] of every sample."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith("#") or not line:
+            continue
+        m = SAMPLE.match(line)
+        assert m, "not a sample line: %r" % line
+        labels = {k: unescape(v) for k, v in LABEL.findall(m.group(3) or "")}
+        out.append((m.group(1), labels, float(m.group(4))))
+    return out
+
+
+def key_of(labels):
+    """The router.address key of a per-address label set."""
+    prefix = {"mobile": "M", "router": "R", "area": "A", "local": "L", "topo": "T",
+              "edge": "H"}[labels["class"]]
+    return prefix + labels.get("phase", "") + labels["address"]
+
+
+def per_address(samples):
+    """{key: {family: value}} of the per-address counters."""
+    out = {}
+    for name, labels, value in samples:
+        m = re.match(r"junction_address_deliveries_(\w+)_total$", name)
+        if m:
+            out.setdefault(key_of(labels), {})[m.group(1)] = value
+    return out
+
+
+def plain(samples, name, **labels):
+    for n, l, v in samples:
+        if n == name and all(l.get(k) == w for k, w in labels.items()):
+            return v
+    return None
+
+
+def residence(samples, cls):
+    """(buckets [(le, count)], sum, count) of one class's histogram."""
+    buckets = [(float(l["le"]), v) for n, l, v in samples
+               if n == "junction_delivery_residence_seconds_bucket" and l["class"] == cls]
+    return (buckets, plain(samples, "junction_delivery_residence_seconds_sum", **{"class": cls}),
+            plain(samples, "junction_delivery_residence_seconds_count", **{"class": cls}))
+
+
+class MetricsCase(RouterTestCase):
+
+    def http_router(self, router=None, tls=False):
+        attrs = {"name": "web", "host": "127.0.0.1", "port": 0, "http": "yes",
+                 "websockets": "no"}
+        extra = ""
+        if tls:
+            self.certs = shared_certs()
+            extra += conf_section("sslProfile", {"name": "srv", "certFile": self.certs["server"],
+                                                 "privateKeyFile": self.certs["server_key"],
+                                                 "caCertFile": self.certs["ca"]})
+            attrs["sslProfile"] = "srv"
+        r = self.start_router(extra=extra + conf_section("listener", attrs), router=router or {})
+        m = Manager(r.url)
+        self.addCleanup(m.close)
+        code, desc, body = m.call({"operation": "READ", "type": "listener", "name": "web"})
+        self.assertEqual(code, 200, desc)
+        return r, m, "%s://127.0.0.1:%s" % ("https" if tls else "http", body["port"])
+
+    def hold(self, r, *addresses):
+        """Attach an idle sender on each address, so each stays in the
+        address table after the traffic's links are gone."""
+        c = BlockingConnection(r.url, timeout=TIMEOUT)
+        self.addCleanup(c.close)
+        for a in addresses:
+            c.create_sender(a)
+
+    def addresses(self, m):
+        code, desc, body = m.call({"operation": "QUERY", "type": "org.amqp.management",
+                                   "entityType": "router.address"},
+                                  {"attributeNames": ["name"] + list(FAMILIES.values())})
+        self.assertEqual(code, 200, desc)
+        return {row[0]: dict(zip(FAMILIES, row[1:])) for row in body["results"]}
+
+    def junction_stat(self, r):
+        """{key: {family: value}} from `junction-stat -a -v --json`."""
+        p = subprocess.run([PYTHON, os.path.join(TOOLS, "junction-stat"), "-b", r.url, "-a", "-v",
+                            "--json"], capture_output=True, text=True, timeout=TIMEOUT,
+                           stdin=subprocess.DEVNULL)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        table = json.loads(p.stdout)["tables"][0]
+        cols = table["columns"]
+        out = {}
+        for row in table["rows"]:
+            v = dict(zip(cols, row))
+            labels = {"class": v["class"], "address": v["addr"]}
+            if v["phs"]:
+                labels["phase"] = v["phs"]
+            out[key_of(labels)] = {"ingress": v["in"], "egress": v["out"], "transit": v["thru"],
+                                   "to_container": v["to-proc"],
+                                   "from_container": v["from-proc"]}
+        return out
+
+    def traffic(self, r, address, n):
+        self.run_scenario(Traffic(r, [Recv(address)],
+                                  [Send(address, [Message(body=i) for i in range(n)])],
+                                  expect=n))
+
+    def scrape(self, url, context=None):
+        with urllib.request.urlopen(url, timeout=TIMEOUT, context=context) as resp:
+            self.assertEqual(resp.status, 200)
+            return resp.read().decode()
+
+    def promtool(self, text):
+        self.assertIsNotNone(PROMTOOL, "promtool is not installed (./dev installs prometheus)")
+        check = subprocess.run([PROMTOOL, "check", "metrics"], input=text, text=True,
+                               capture_output=True, timeout=60)
+        self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+
+
+class MetricsAddressTest(MetricsCase):
+
+    def test_address_counters_exact_deltas_and_equal_to_management(self):
+        """250 messages through metrics.q: its ingress and egress series
+        grow by exactly 250, the mobile residence _count by 250; every
+        address's five series equal router.address's figures read between
+        two scrapes (only $management's own move, by the one request)."""
+        r, m, base = self.http_router()
+        self.hold(r, "metrics.q")
+        self.wait_for("metrics.q in the address table",
+                      lambda: "M0metrics.q" in self.addresses(m))
+        before = parse(self.scrape(base + "/metrics"))
+        self.traffic(r, "metrics.q", 250)
+        text = self.scrape(base + "/metrics")
+        mgmt = self.addresses(m)
+        after2 = per_address(parse(self.scrape(base + "/metrics")))
+        stat = self.junction_stat(r)  # no traffic since: only management moves
+        after = parse(text)
+        a0, a1 = per_address(before)["M0metrics.q"], per_address(after)["M0metrics.q"]
+        self.assertEqual(a1["ingress"] - a0["ingress"], 250)
+        self.assertEqual(a1["egress"] - a0["egress"], 250)
+        self.assertEqual(a1["transit"] - a0["transit"], 0)
+        shown = per_address(after)
+        self.assertEqual(set(shown), set(mgmt), "the same addresses as router.address")
+        for key, figures in mgmt.items():
+            for fam, value in figures.items():
+                if key.endswith("$management"):  # the query itself is one delivery
+                    self.assertLessEqual(shown[key][fam], value, (key, fam))
+                    self.assertLessEqual(value, after2[key][fam], (key, fam))
+                    self.assertLessEqual(after2[key][fam] - shown[key][fam], 1, (key, fam))
+                else:
+                    self.assertEqual(shown[key][fam], value, (key, fam))
+        # and as junction-stat -a -v shows them (in, out, thru, to-proc, from-proc)
+        extra = set(stat) - set(shown)  # junction-stat's own reply address
+        self.assertTrue(set(shown) <= set(stat) and all(k.startswith("Ltemp.") for k in extra),
+                        (sorted(shown), sorted(stat)))
+        for key in shown:  # management's request and reply addresses move with each query
+            if not key.endswith("$management") and not key.startswith("Ltemp."):
+                self.assertEqual(stat[key], shown[key], key)
+        self.assertEqual(stat["M0metrics.q"]["ingress"], a1["ingress"])
+        self.assertEqual(plain(after, "junction_metrics_addresses_omitted"), 0)
+        # residence: one copy per message, all of the mobile class
+        b0, _, c0 = residence(before, "mobile")
+        b1, s1, c1 = residence(after, "mobile")
+        self.assertEqual(c1 - c0, 250)
+        counts = [v for _, v in b1]
+        self.assertEqual(counts, sorted(counts), "buckets are cumulative")
+        self.assertEqual(b1[-1], (float("inf"), c1))
+        self.assertGreater(s1, 0)
+        for cls in ("other", "local", "router"):
+            self.assertIsNotNone(residence(after, cls)[2], cls)
+        self.assertGreater(plain(after, "process_resident_memory_bytes"), 1 << 20)
+        self.assertGreater(plain(after, "junction_pool_object_bytes", pool="jn_delivery"), 0)
+        self.promtool(text)
+
+    def test_label_values_are_escaped(self):
+        """An address with a double quote, a backslash and a line feed
+        comes out escaped (`\\"`, `\\\\`, `\\n`), promtool accepts the page,
+        and the parsed label is the address."""
+        r, m, base = self.http_router()
+        weird = 'we"ird\\addr\nx\u00e9'
+        self.hold(r, weird)
+        text = self.scrape(base + "/metrics")
+        self.assertIn('address="we\\"ird\\\\addr\\nx\u00e9"}', text)
+        self.assertIn("M0" + weird, per_address(parse(text)))
+        self.promtool(text)
+
+
+class MetricsLimitTest(MetricsCase):
+
+    def test_limit_bounds_label_sets_and_says_how_many_are_left_out(self):
+        """metricsAddressLimit 3 with more addresses: three label sets per
+        family, and the omitted gauge is the rest of qdr_addresses."""
+        r, m, base = self.http_router(router={"metricsAddressLimit": 3})
+        self.hold(r, *["limit.%d" % i for i in range(6)])
+        self.wait_for("six addresses", lambda: len(
+            [k for k in self.addresses(m) if k.startswith("M0limit.")]) == 6)
+        text = self.scrape(base + "/metrics")
+        samples = parse(text)
+        for fam in FAMILIES:
+            n = len([1 for name, _, _ in samples
+                     if name == "junction_address_deliveries_%s_total" % fam])
+            self.assertEqual(n, 3, fam)
+        total = plain(samples, "qdr_addresses")
+        self.assertGreaterEqual(total, 8)  # six, and $management twice
+        self.assertEqual(plain(samples, "junction_metrics_addresses_omitted"), total - 3)
+        self.promtool(text)
+
+    def test_limit_zero_shows_no_address(self):
+        r, m, base = self.http_router(router={"metricsAddressLimit": 0})
+        samples = parse(self.scrape(base + "/metrics"))
+        self.assertEqual(per_address(samples), {})
+        self.assertEqual(plain(samples, "junction_metrics_addresses_omitted"),
+                         plain(samples, "qdr_addresses"))
+
+    def test_negative_limit_refused_with_file_and_line(self):
+        path = os.path.join(self.workdir, "bad.conf")
+        with open(path, "w") as f:
+            f.write(conf_section("router", {"mode": "standalone", "metricsAddressLimit": -1}))
+        p = run_junctiond(["-c", path])
+        self.assertNotEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stderr, re.escape(path) + r":\d+: .*metricsAddressLimit")
+
+
+class MetricsHttpsTest(MetricsCase):
+
+    def test_prometheus_scrapes_over_https(self):
+        """An http listener with an sslProfile: /metrics over TLS (the test
+        CA verifies it), and a private Prometheus scraping it with scheme
+        https returns the per-address figure management shows, with the
+        escaped address parsed back to itself."""
+        self.assertIsNotNone(PROMETHEUS, "prometheus is not installed (./dev installs it)")
+        r, m, base = self.http_router(tls=True)
+        weird = 'tls"q\\1'
+        self.hold(r, weird)
+        self.traffic(r, weird, 40)
+        ctx = ssl.create_default_context(cafile=self.certs["ca"])
+        text = self.scrape(base + "/metrics", context=ctx)
+        self.assertEqual(per_address(parse(text))["M0" + weird]["ingress"], 40)
+        with self.assertRaises((urllib.error.URLError, ConnectionError, OSError)):
+            get(base.replace("https:", "http:") + "/metrics", timeout=5)
+        want = self.addresses(m)["M0" + weird]["ingress"]
+        self.assertEqual(want, 40)
+        prom_port = free_port()
+        conf = os.path.join(self.workdir, "prometheus.yml")
+        with open(conf, "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+                    "scrape_configs:\n  - job_name: junction\n    scheme: https\n"
+                    "    tls_config:\n      ca_file: '%s'\n      server_name: localhost\n"
+                    "    static_configs:\n      - targets: ['%s']\n"
+                    % (self.certs["ca"], base[len("https://"):]))
+        log = open(os.path.join(self.workdir, "prometheus.log"), "w")
+        self.addCleanup(log.close)
+        prom = subprocess.Popen([PROMETHEUS, "--config.file=" + conf,
+                                 "--storage.tsdb.path=" + os.path.join(self.workdir, "tsdb"),
+                                 "--web.listen-address=127.0.0.1:%d" % prom_port],
+                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+        def stop():
+            prom.send_signal(signal.SIGTERM)
+            try:
+                prom.wait(20)
+            except subprocess.TimeoutExpired:
+                prom.kill()
+                prom.wait(5)
+        self.addCleanup(stop)
+        query = urllib.parse.quote('junction_address_deliveries_ingress_total{class="mobile"}')
+        api = "http://127.0.0.1:%d/api/v1/query?query=%s" % (prom_port, query)
+        deadline = time.monotonic() + 60 * SLOW
+        seen = {}
+        while time.monotonic() < deadline and seen.get(weird) != want:
+            try:
+                status, body = get(api, timeout=2)
+                result = json.loads(body)["data"]["result"] if status == 200 else []
+                seen = {x["metric"]["address"]: int(float(x["value"][1])) for x in result}
+            except (OSError, ValueError, KeyError):
+                pass
+            time.sleep(0.5)
+        targets = get("http://127.0.0.1:%d/api/v1/targets" % prom_port, timeout=5)[1]
+        self.assertEqual(seen.get(weird), want,
+                         "Prometheus never returned the figure: %r\ntargets: %s" % (seen, targets))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -127,6 +127,12 @@ void jn_edge_link_attached_CT(jn_core_link_t *link)
             }
         }
         return;
+    case JN_LINK_EDGE_LOOKUP:
+        link->ct.anonymous = true; /* bound to no address: served here */
+        link->ct.state = JN_LINK_ST_ATTACHED;
+        jn_work_link_CT(link, JN_WORK_LINK_OPEN, NULL, NULL, NULL, 0);
+        jn_link_mark_dirty_CT(link);
+        return;
     case JN_LINK_EDGE_HEARTBEAT:
         link->ct.anonymous = true; /* bound to no address: served here */
         link->ct.state = JN_LINK_ST_ATTACHED;
@@ -260,9 +266,7 @@ jn_core_link_t *jn_edge_pick_other_CT(jn_addr_t *addr, const jn_core_conn_t *con
 
 /* ---- the edge router's side ------------------------------------------------ */
 
-/* Ask the uplink's I/O thread to attach an edge link of kind (a
- * jn_link_type_t) with address at the interior's end (NULL: none). */
-static void ask_attach_CT(jn_core_t *core, jn_link_dir_t dir, const char *address, uint8_t kind)
+void jn_edge_ask_attach_CT(jn_core_t *core, jn_link_dir_t dir, const char *address, uint8_t kind)
 {
     JN_ASSERT_CT(core);
     jn_core_conn_t *up = core->ct.uplink;
@@ -333,7 +337,7 @@ void jn_edge_local_changed_CT(jn_core_t *core, jn_addr_t *addr)
     address[n] = '\0';
     if (consumers > 0 && !addr->edge_in_asked) {
         addr->edge_in_asked = true;
-        ask_attach_CT(core, JN_LINK_INCOMING, address, JN_LINK_EDGE_ADDR);
+        jn_edge_ask_attach_CT(core, JN_LINK_INCOMING, address, JN_LINK_EDGE_ADDR);
     } else if (consumers == 0 && addr->edge_in_asked) {
         addr->edge_in_asked = false;
         if (addr->edge_in)
@@ -341,7 +345,7 @@ void jn_edge_local_changed_CT(jn_core_t *core, jn_addr_t *addr)
     }
     if (producers > 0 && !addr->edge_out_asked) {
         addr->edge_out_asked = true;
-        ask_attach_CT(core, JN_LINK_OUTGOING, address, JN_LINK_EDGE_ADDR);
+        jn_edge_ask_attach_CT(core, JN_LINK_OUTGOING, address, JN_LINK_EDGE_ADDR);
     } else if (producers == 0 && addr->edge_out_asked) {
         addr->edge_out_asked = false;
         if (addr->edge_out)
@@ -357,10 +361,11 @@ static void activate_CT(jn_core_t *core, jn_core_conn_t *conn)
     core->ct.uplink = conn;
     JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_INFO, "[C%" PRIu64 "] Edge uplink active: interior '%s' at %s",
            conn->conn_id, conn->container_id ? conn->container_id : "", conn->host);
-    ask_attach_CT(core, JN_LINK_OUTGOING, NULL, JN_LINK_EDGE_UPLINK);
-    ask_attach_CT(core, JN_LINK_INCOMING, core->router_id, JN_LINK_EDGE_DOWNLINK);
-    ask_attach_CT(core, JN_LINK_INCOMING, "_$qd.edge_addr_tracking", JN_LINK_EDGE_TRACKING);
-    ask_attach_CT(core, JN_LINK_OUTGOING, "_$qd.edge_heartbeat", JN_LINK_EDGE_HEARTBEAT);
+    jn_edge_ask_attach_CT(core, JN_LINK_OUTGOING, NULL, JN_LINK_EDGE_UPLINK);
+    jn_edge_ask_attach_CT(core, JN_LINK_INCOMING, core->router_id, JN_LINK_EDGE_DOWNLINK);
+    jn_edge_ask_attach_CT(core, JN_LINK_INCOMING, "_$qd.edge_addr_tracking", JN_LINK_EDGE_TRACKING);
+    jn_edge_ask_attach_CT(core, JN_LINK_OUTGOING, "_$qd.edge_heartbeat", JN_LINK_EDGE_HEARTBEAT);
+    jn_edge_clients_activate_CT(core); /* link-route lookups and proxies */
     jn_hash_iter_t it;
     void *value;
     jn_hash_iter_init(core->ct.addrs, &it);
@@ -391,6 +396,7 @@ void jn_edge_conn_closed_CT(jn_core_conn_t *conn)
     core->ct.uplink_out = NULL;
     core->ct.edge_hb_out = NULL;
     JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_INFO, "[C%" PRIu64 "] Edge uplink lost", conn->conn_id);
+    jn_edge_clients_lost_CT(core);
     jn_hash_iter_t it;
     void *value;
     jn_hash_iter_init(core->ct.addrs, &it);
@@ -470,6 +476,11 @@ static void own_link_attached_CT(jn_core_link_t *link)
         link->ct.anonymous = true; /* bound to no address */
         core->ct.edge_hb_out = link;
         return;
+    case JN_LINK_EDGE_LOOKUP:
+    case JN_LINK_EDGE_REPLY:
+    case JN_LINK_EDGE_MGMT:
+        jn_edge_client_link_attached_CT(link);
+        return;
     case JN_LINK_EDGE_ADDR: {
         jn_addr_t *addr = NULL;
         if (link->address &&
@@ -516,6 +527,7 @@ static void own_link_detached_CT(jn_core_link_t *link)
         core->ct.uplink_out = NULL;
     if (core->ct.edge_hb_out == link)
         core->ct.edge_hb_out = NULL;
+    jn_edge_client_link_detached_CT(link);
     if (link->type != JN_LINK_EDGE_ADDR)
         return;
     jn_addr_t *addr = link->ct.addr ? link->ct.addr : edge_link_addr_CT(core, link);
@@ -570,9 +582,34 @@ void jn_edge_tracking_arrived_CT(jn_delivery_t *dlv)
     jn_forward_to_links_CT(dlv, NULL, 0, false);
 }
 
+void jn_edge_served_arrived_CT(jn_delivery_t *dlv)
+{
+    JN_ASSERT_CT(jn_delivery_core(dlv));
+    switch (dlv->link->type) {
+    case JN_LINK_EDGE_HEARTBEAT:
+        jn_edge_heartbeat_arrived_CT(dlv);
+        return;
+    case JN_LINK_EDGE_TRACKING:
+        jn_edge_tracking_arrived_CT(dlv);
+        return;
+    default:
+        break;
+    }
+    jn_message_t *msg = dlv->message;
+    if (!jn_message_is_complete(msg) && !jn_message_is_aborted(msg)) {
+        dlv->ct.wait = JN_DLV_WAIT_TRACKING; /* jn_router_continued_CT */
+        return;
+    }
+    if (dlv->link->type == JN_LINK_EDGE_LOOKUP)
+        jn_edge_lookup_arrived_CT(dlv);
+    else
+        jn_edge_reply_arrived_CT(dlv);
+}
+
 void jn_edge_uplink_tick_CT(jn_core_t *core)
 {
     JN_ASSERT_CT(core);
+    jn_edge_clients_tick_CT(core);
     int64_t now = (int64_t)jn_time_mono_ms();
     if (now < core->ct.edge_next_hb_ms)
         return;

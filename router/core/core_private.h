@@ -273,7 +273,9 @@ struct jn_core_link {
     jn_link_dir_t dir;
     bool dynamic;
     bool presettled;
-    uint32_t capacity; /* incoming: the most credit outstanding (never 0) */
+    uint32_t capacity; /* incoming: the most credit outstanding (never 0);
+                        * read by the core only, which sets an interior's
+                        * lookup link's to 1 (edge.c) */
     char *name;        /* heap */
     char *address;     /* heap, NULL for none; an auto-link's is replaced by
                         * its router address when paired (linkroute.c) */

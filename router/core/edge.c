@@ -129,6 +129,9 @@ void jn_edge_link_attached_CT(jn_core_link_t *link)
         return;
     case JN_LINK_EDGE_LOOKUP:
         link->ct.anonymous = true; /* bound to no address: served here */
+        /* one request at a time, credit 1 replenished per request, as
+         * 1.19 grants it (the core alone reads capacity) */
+        link->capacity = 1;
         link->ct.state = JN_LINK_ST_ATTACHED;
         jn_work_link_CT(link, JN_WORK_LINK_OPEN, NULL, NULL, NULL, 0);
         jn_link_mark_dirty_CT(link);

@@ -741,6 +741,7 @@ void jn_edge_clients_tick_CT(jn_core_t *core)
                        "Link-route proxy %s: no answer from the interior in %d ms",
                        rq->proxy->name, MGMT_TIMEOUT_MS);
                 rq->proxy->state = rq->kind == RQ_CREATE ? PX_NEW : PX_DELETED;
+                c->proxies_dirty = true; /* sent again */
                 free(rq);
             }
         }

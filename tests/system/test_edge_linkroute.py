@@ -13,6 +13,9 @@ section 11, docs/design.md "Edge routers", docs/protocol.md).
   refused with amqp:not-found.
 - An address that is not link-routed is asked about too and then served
   on the edge as usual.
+- The interior's lookup service on the wire, as a 1.19 edge uses it:
+  credit 1 on the request link, answers with 1.19's properties and types,
+  a malformed request released and not answered, the service going on.
 - A container behind the edge: the edge's link route gets a proxy on the
   interior (router.connection.linkRoute CREATE on its $management, over
   the uplink); a client of the interior attaches to the address and
@@ -25,7 +28,7 @@ import threading
 import time
 import unittest
 
-from proton import Message
+from proton import Message, uint
 from proton.handlers import MessagingHandler
 from proton.reactor import AtMostOnce, Container
 from proton.utils import BlockingConnection, SendException
@@ -189,6 +192,41 @@ class EdgeLinkRouteTest(RouterTestCase):
                   lambda: e1.log().count("Deleting link-route proxy") >= 2)
         # no longer link-routed on the interior: an ordinary address again
         self.assertIsNone(link_error_of(i1.url, "edsvc.jobs", sender=True))
+
+    def test_lookup_service_on_the_wire(self):
+        port = distinct_ports(["I1"])["I1"]
+        i1 = self.start_router(config=router_config("interior", "I1", port) +
+                               link_route("svc", "svc-1"))
+        c = BlockingConnection("amqp://127.0.0.1:%d" % port, timeout=TIMEOUT)
+        self.addCleanup(c.close)
+        replies = c.create_receiver(None, dynamic=True, credit=10)
+        reply_to = replies.link.remote_source.address
+        self.assertRegex(reply_to, r"^amqp:/_topo/0/I1/temp\.")
+        s = c.create_sender("_$qd.addr_lookup")
+        c.wait(lambda: s.link.credit > 0, timeout=TIMEOUT)
+        self.assertEqual(s.link.credit, 1)  # one request at a time, as 1.19 grants
+
+        def ask(address, incoming, cid):
+            s.send(Message(reply_to=reply_to, correlation_id=cid, body=[address, incoming],
+                           properties={"version": uint(1), "opcode": uint(1)}), timeout=TIMEOUT)
+            m = replies.receive(timeout=TIMEOUT)  # pre-settled, as 1.19 answers
+            self.assertEqual((m.address, m.correlation_id), (reply_to, cid))
+            self.assertEqual(m.properties, {"version": 1, "opcode": 1,
+                                            "status": m.properties["status"]})
+            for k in ("version", "opcode", "status"):
+                self.assertIsInstance(m.properties[k], uint, k)
+            return m.properties["status"], m.body
+
+        self.assertEqual(ask("svc.q", True, "client-1"), (0, [True, False]))  # no container
+        self.assertEqual(ask("plain.q", False, "client-2"), (3, [False, False]))
+        # malformed: no opcode; released, no answer; the service goes on
+        with self.assertRaises(SendException) as cm:
+            s.send(Message(reply_to=reply_to, correlation_id="bad", body=["svc.q", True],
+                           properties={"version": uint(1)}), timeout=TIMEOUT)
+        self.assertEqual(str(cm.exception.state), "RELEASED")
+        self.service(i1.url, "svc-1")
+        self.wait("container known", lambda: "container_id=svc-1" in i1.log())
+        self.assertEqual(ask("svc.q", False, "client-3"), (0, [True, True]))
 
 
 if __name__ == "__main__":

@@ -321,8 +321,8 @@ void jn_edge_local_changed_CT(jn_core_t *core, jn_addr_t *addr)
 {
     JN_ASSERT_CT(core);
     if (!core->edge_mode || addr->key_len < 3 || addr->key[0] != JN_ADDR_CLASS_MOBILE ||
-        addr->key[1] != '0')
-        return; /* phase 0 mobile addresses only */
+        addr->key[1] < '0' || addr->key[1] > '9')
+        return; /* mobile addresses of a phase (waypoints too; not fallback) */
     jn_core_conn_t *up = core->ct.uplink;
     if (!up || up->ct.closed)
         return;
@@ -425,8 +425,12 @@ jn_core_link_t *jn_edge_uplink_for_CT(jn_core_t *core, const jn_delivery_t *dlv)
     return out;
 }
 
-/* The address an edge link of ours serves, by its terminus address. */
-static jn_addr_t *edge_link_addr_CT(jn_core_t *core, const jn_core_link_t *link)
+/* The address an edge link of ours serves or is asked for, by its
+ * terminus address (the plain address: the interior applies its own
+ * address configuration, as 1.19's edge expects) and direction: of the
+ * phases of that address, the first that asked for a link of link's
+ * direction and has none yet, or whose link it is (`mine`). */
+static jn_addr_t *edge_link_addr_CT(jn_core_t *core, const jn_core_link_t *link, bool mine)
 {
     JN_ASSERT_CT(core);
     if (!link->address)
@@ -436,9 +440,19 @@ static jn_addr_t *edge_link_addr_CT(jn_core_t *core, const jn_core_link_t *link)
     if (n + 2 > sizeof key)
         return NULL;
     key[0] = JN_ADDR_CLASS_MOBILE;
-    key[1] = '0';
     memcpy(key + 2, link->address, n);
-    return jn_hash_lookup(core->ct.addrs, key, n + 2);
+    bool in = link->dir == JN_LINK_INCOMING; /* edge_in: for local consumers */
+    for (char phase = '0'; phase <= '9'; phase++) {
+        key[1] = (uint8_t)phase;
+        jn_addr_t *addr = jn_hash_lookup(core->ct.addrs, key, n + 2);
+        if (!addr)
+            continue;
+        const jn_core_link_t *have = in ? addr->edge_in : addr->edge_out;
+        bool asked = in ? addr->edge_in_asked : addr->edge_out_asked;
+        if (mine ? have == link : (asked && !have))
+            return addr;
+    }
+    return NULL;
 }
 
 /* One of our own uplink links was reported attached. */
@@ -485,10 +499,7 @@ static void own_link_attached_CT(jn_core_link_t *link)
         jn_edge_client_link_attached_CT(link);
         return;
     case JN_LINK_EDGE_ADDR: {
-        jn_addr_t *addr = NULL;
-        if (link->address &&
-            jn_addr_get_CT(core, link->address, link->dir, false, &addr) != 0)
-            addr = NULL;
+        jn_addr_t *addr = edge_link_addr_CT(core, link, false);
         if (!addr) {
             close_link_CT(link);
             return;
@@ -533,7 +544,7 @@ static void own_link_detached_CT(jn_core_link_t *link)
     jn_edge_client_link_detached_CT(link);
     if (link->type != JN_LINK_EDGE_ADDR)
         return;
-    jn_addr_t *addr = link->ct.addr ? link->ct.addr : edge_link_addr_CT(core, link);
+    jn_addr_t *addr = link->ct.addr ? link->ct.addr : edge_link_addr_CT(core, link, true);
     if (!addr)
         return;
     if (addr->edge_in == link)

@@ -16,6 +16,12 @@ section 11, docs/design.md "Edge routers", docs/protocol.md).
 - The interior's lookup service on the wire, as a 1.19 edge uses it:
   credit 1 on the request link, answers with 1.19's properties and types,
   a malformed request released and not answered, the service going on.
+- Waypoints (non-zero phases) with edges, as 1.19 handles them: a queue
+  behind the interior with an `out` and an `in` auto-link on a waypoint
+  address; a sender and a receiver on the edge: what the sender sends goes
+  to the queue (phase 0) and comes back out of it to the receiver on the
+  edge (phase 1), the edge attaching its per-address links with the plain
+  address for each phase, as 1.19's edge does.
 - A container behind the edge: the edge's link route gets a proxy on the
   interior (router.connection.linkRoute CREATE on its $management, over
   the uplink); a client of the interior attaches to the address and
@@ -55,9 +61,11 @@ class Service(MessagingHandler):
     "bad"), kept in `got`; on each link it sends on, sends `feed` messages
     and records their outcomes in `outcomes`."""
 
-    def __init__(self, url, container_id, feed=0):
+    def __init__(self, url, container_id, feed=0, queue=False):
         super().__init__(prefetch=50, auto_accept=False)
         self.url, self.container_id, self.feed = url, container_id, feed
+        self.queue = [] if queue else None  # a queue: what comes in goes out
+        self.senders = []
         self.got, self.outcomes = [], []
         self.sent = 0
         self.conn = None
@@ -82,8 +90,22 @@ class Service(MessagingHandler):
             self.reject(event.delivery)
         else:
             self.accept(event.delivery)
+        if self.queue is not None:
+            self.queue.append(event.message.body)
+            for s in self.senders:
+                self.pump(s)
+
+    def on_link_opened(self, event):
+        if event.link.is_sender:
+            self.senders.append(event.link)
+
+    def pump(self, sender):
+        while self.queue and sender.credit > 0:
+            sender.send(Message(body=self.queue.pop(0)))
 
     def on_sendable(self, event):
+        if self.queue is not None:
+            self.pump(event.sender)
         while event.sender.credit > 0 and self.sent < self.feed:
             event.sender.send(Message(body="feed-%d" % self.sent))
             self.sent += 1
@@ -122,8 +144,8 @@ class EdgeLinkRouteTest(RouterTestCase):
         self.wait_for("edge attached", lambda: "Edge router 'E1' attached" in i1.log())
         return i1, e1
 
-    def service(self, url, container_id, feed=0):
-        s = Service(url, container_id, feed).start()
+    def service(self, url, container_id, feed=0, queue=False):
+        s = Service(url, container_id, feed, queue).start()
         self.addCleanup(s.stop)
         return s
 
@@ -227,6 +249,26 @@ class EdgeLinkRouteTest(RouterTestCase):
         self.service(i1.url, "svc-1")
         self.wait("container known", lambda: "container_id=svc-1" in i1.log())
         self.assertEqual(ask("svc.q", False, "client-3"), (0, [True, True]))
+
+    def test_waypoint_address_with_edges(self):
+        wp = conf_section("address", {"prefix": "wp", "waypoint": "yes"})
+        autolinks = "".join(conf_section("autoLink", {"address": "wp.q", "direction": d,
+                                                      "containerId": "queue-1"})
+                            for d in ("in", "out"))
+        i1, e1 = self.mesh(interior_extra=wp + autolinks, edge_extra=wp)
+        queue = self.service(i1.url, "queue-1", queue=True)
+        c = BlockingConnection(e1.url, timeout=TIMEOUT)
+        self.addCleanup(c.close)
+        rx = c.create_receiver("wp.q", credit=10)
+        s = c.create_sender("wp.q")
+        for i in range(4):
+            s.send(Message(body="wp-%d" % i), timeout=TIMEOUT)  # accepted by the queue
+        got = []
+        for _ in range(4):
+            got.append(rx.receive(timeout=TIMEOUT).body)
+            rx.accept()
+        self.assertEqual(got, ["wp-%d" % i for i in range(4)])
+        self.assertEqual([b for _, b in queue.got], ["wp-%d" % i for i in range(4)])
 
 
 if __name__ == "__main__":

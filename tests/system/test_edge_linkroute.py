@@ -22,6 +22,12 @@ section 11, docs/design.md "Edge routers", docs/protocol.md).
   to the queue (phase 0) and comes back out of it to the receiver on the
   edge (phase 1), the edge attaching its per-address links with the plain
   address for each phase, as 1.19's edge does.
+- Management of an edge through its interior: junction-stat and
+  junction-manage with -d EDGE (1.19's way: _edge/EDGE/$management, routed
+  by the interior over the edge connection) and with -r EDGE, which
+  Junction's tools take to the same address when EDGE is an edge attached
+  to the router connected to (1.19's -r would wait for a reply that never
+  comes); -r with an unknown id is refused at once.
 - A container behind the edge: the edge's link route gets a proxy on the
   interior (router.connection.linkRoute CREATE on its $management, over
   the uplink); a client of the interior attaches to the address and
@@ -30,6 +36,9 @@ section 11, docs/design.md "Edge routers", docs/protocol.md).
 
 Real junctiond processes and proton clients on 127.0.0.1; waits bounded.
 """
+import json
+import os
+import subprocess
 import threading
 import time
 import unittest
@@ -269,6 +278,30 @@ class EdgeLinkRouteTest(RouterTestCase):
             rx.accept()
         self.assertEqual(got, ["wp-%d" % i for i in range(4)])
         self.assertEqual([b for _, b in queue.got], ["wp-%d" % i for i in range(4)])
+
+    def tool(self, name, *args):
+        tools = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools")
+        return subprocess.run(["/usr/bin/python3", os.path.join(tools, name)] + list(args),
+                              capture_output=True, text=True, timeout=60 * SLOW,
+                              stdin=subprocess.DEVNULL)
+
+    def test_manage_an_edge_through_its_interior(self):
+        i1, e1 = self.mesh()
+        for flag in ("-d", "-r"):
+            p = self.tool("junction-stat", "-b", i1.url, flag, "E1", "-g")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertRegex(p.stdout, r"(?m)^\s+Mode\s+edge$")
+            self.assertRegex(p.stdout, r"(?m)^\s+Router Id\s+E1$")
+            p = self.tool("junction-stat", "-b", i1.url, flag, "E1", "-c")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertRegex(p.stdout, r"(?m)^\s+\d+\s+\S+\s+I1\s+edge\s+amqp\s+out\s")
+            p = self.tool("junction-manage", "-b", i1.url, flag, "E1", "query", "--type",
+                          "router", "id", "mode")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(json.loads(p.stdout), [{"id": "E1", "mode": "edge"}])
+        p = self.tool("junction-stat", "-b", i1.url, "-r", "E7", "-g")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("router E7 is not in the mesh", p.stderr)
 
 
 if __name__ == "__main__":

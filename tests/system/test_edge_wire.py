@@ -1,0 +1,195 @@
+#!/usr/bin/python3
+"""The edge connection's wire, checked against docs/protocol.md ("Edge
+routers") and mesh-protocol section 11 (issue 17): a fake 1.19 interior
+(python3-qpid-proton, written from the protocol alone) listens with the
+edge role's expectations; a junctiond edge router attaches to it. The fake
+records the edge's Open properties and every link it attaches (direction,
+addresses, capabilities, dynamic sources), answers as an interior does
+(addresses for the dynamic sources, credit), records the heartbeats as raw
+octets (pre-settled, an int body, counting up) and, once a client attaches
+to the edge, the link-route lookup the edge sends (reply-to, a str
+correlation-id, application properties with uint values, the body
+[str, bool]); it answers "not a link route" and the edge then attaches its
+per-address receiver for the client's address.
+
+(The other way round, a 1.19 edge on a Junction interior, is
+tests/system/test_edge.py's FakeEdge and test_edge_linkroute.py's lookup
+service test.)
+"""
+import threading
+import time
+import unittest
+
+from proton import Data, Message, symbol, uint
+
+from harness import RouterTestCase, Scenario, conf_section, free_port, SLOW
+from test_mesh_wire import sections, typed_map
+
+TIMEOUT = 30 * SLOW
+
+
+def edge_config(uplink_port):
+    text = conf_section("router", {"mode": "edge", "id": "E1", "workerThreads": 2})
+    text += conf_section("listener", {"host": "127.0.0.1", "port": "{port}",
+                                      "saslMechanisms": "ANONYMOUS", "authenticatePeer": "no"})
+    text += conf_section("connector", {"name": "up", "host": "127.0.0.1", "port": uplink_port,
+                                       "role": "edge", "saslMechanisms": "ANONYMOUS"})
+    text += conf_section("log", {"module": "DEFAULT", "enable": "info+",
+                                 "includeTimestamp": "yes"})
+    return text
+
+
+def caps(terminus):
+    c = terminus.capabilities
+    c.rewind()
+    out = []
+    while c.next():
+        kind = "SYMBOL" if c.type() == Data.SYMBOL else "type %d" % c.type()
+        out.append((kind, str(c.get_object())))
+    return out
+
+
+def links_of(conn):
+    lk = conn.link_head(0)
+    while lk:
+        yield lk
+        lk = lk.next(0)
+
+
+class FakeInterior(Scenario):
+    """Listens on port as a 1.19 interior's edge listener would."""
+
+    def __init__(self, port):
+        super().__init__(timeout=TIMEOUT)
+        self.port = port
+        self.client_url = None  # set by the test once the edge listens
+        self.props = None
+        self.container_id = None
+        self.links = []  # (role of the edge, name, source, target, src caps, tgt caps, dynamic)
+        self.beats = []  # (presettled, typed body)
+        self.lookups = []  # (presettled, sections)
+        self.temp = 0
+        self.client = None
+        self.per_address = None
+
+    def start(self):
+        self.acceptor = self.container.listen("127.0.0.1:%d" % self.port)
+
+    def on_connection_remote_open(self, event):
+        if self.props is None:
+            self.props = event.connection.remote_properties
+            self.container_id = event.connection.remote_container
+
+    def on_link_opening(self, event):
+        link = event.link
+        rs, rt = link.remote_source, link.remote_target
+        edge_role = "receiver" if link.is_sender else "sender"
+        self.links.append((edge_role, link.name, rs.address, rt.address, caps(rs), caps(rt),
+                           rs.dynamic))
+        if rs.dynamic:
+            self.temp += 1
+            link.source.address = "amqp:/_topo/0/FI/temp.fake%011d" % self.temp
+        else:
+            link.source.address = rs.address
+        link.target.address = rt.address
+        if link.is_receiver:
+            # as 1.19: 1 for lookups, 2 for heartbeats, link capacity else
+            link.flow(1 if rt.address == "_$qd.addr_lookup" else
+                      2 if rt.address == "_$qd.edge_heartbeat" else 250)
+        if link.is_sender and rs.address == "wire.q" and self.client is not None:
+            self.per_address = (link.name, rs.address, caps(rs))
+            self.done()
+
+    def on_delivery(self, event):
+        link, dlv = event.link, event.delivery
+        if not link.is_receiver or dlv.partial:
+            return
+        data = link.recv(dlv.pending)
+        presettled = dlv.settled  # settled by the edge when it sent it
+        dlv.settle()
+        secs = sections(data)
+        target = link.remote_target.address
+        if target == "_$qd.edge_heartbeat":
+            self.beats.append((presettled, secs.get(0x77)))
+            link.flow(1)
+            if len(self.beats) == 2 and self.client is None and self.client_url:
+                self.client = self.container.create_receiver(self.connect(self.client_url),
+                                                             "wire.q")
+        elif target == "_$qd.addr_lookup":
+            self.lookups.append((presettled, secs))
+            link.flow(1)
+            props = secs[0x73][1]
+            reply_to, cid = props[4][1], props[5][1]
+            answer = Message(address=reply_to, correlation_id=cid, body=[False, False],
+                             properties={"version": uint(1), "opcode": uint(1),
+                                         "status": uint(3)})
+            out = [l for l in links_of(link.connection) if l.is_sender and
+                   l.source.address == reply_to]
+            if out and out[0].credit > 0:
+                out[0].send(answer).settle()
+
+    def progress(self):
+        return "links %d, beats %d, lookups %d" % (len(self.links), len(self.beats),
+                                                   len(self.lookups))
+
+
+class EdgeWire(RouterTestCase):
+
+    def test_edge_attaches_as_the_reference_says(self):
+        port = free_port()
+        fake = FakeInterior(port)
+        t = threading.Thread(target=fake.run, daemon=True)
+        t.start()
+        time.sleep(0.3)  # listening
+        edge = self.start_router(config=edge_config(port))
+        fake.client_url = edge.url
+        t.join(TIMEOUT + 10)
+        self.assertFalse(t.is_alive(), "the fake interior did not finish")
+        self.assertIsNone(fake.error, "%s\n%s" % (fake.error, self.logs()))
+
+        # Open: container-id the router id; properties with symbol keys
+        self.assertEqual(fake.container_id, "E1")
+        p = fake.props
+        self.assertEqual(p[symbol("product")], "qpid-dispatch-router")
+        self.assertIn(symbol("version"), p)
+        self.assertIsInstance(p[symbol("qd.conn-id")], int)
+        self.assertEqual(p.get(symbol("qd.annotations-version")), 1)
+
+        links = {(r, s, t_, d): (sc, tc) for r, _, s, t_, sc, tc, d in fake.links}
+        downlink_cap = [("SYMBOL", "qd.router-edge-downlink")]
+        # the anonymous uplink sender
+        self.assertIn(("sender", None, None, False), links)
+        # the downlink: source = the edge's id, the capability on both termini
+        self.assertEqual(links[("receiver", "E1", None, False)], (downlink_cap, downlink_cap))
+        self.assertIn(("receiver", "_$qd.edge_addr_tracking", None, False), links)
+        self.assertIn(("sender", None, "_$qd.edge_heartbeat", False), links)
+        self.assertIn(("sender", None, "_$qd.addr_lookup", False), links)
+        self.assertIn(("sender", None, "$management", False), links)
+        self.assertEqual(sum(1 for x in fake.links if x[0] == "receiver" and x[6]), 2,
+                         "two dynamic reply receivers: %s" % fake.links)
+
+        # heartbeats: pre-settled, an int body counting up
+        self.assertGreaterEqual(len(fake.beats), 2)
+        for i, (presettled, body) in enumerate(fake.beats[:2]):
+            self.assertTrue(presettled)
+            self.assertEqual(body, ("int", i))
+
+        # the lookup for the client's receiver on wire.q
+        self.assertEqual(len(fake.lookups), 1)
+        presettled, secs = fake.lookups[0]
+        self.assertTrue(presettled)
+        props = secs[0x73][1]
+        self.assertEqual(props[4][0], "str")
+        self.assertRegex(props[4][1], r"^amqp:/_topo/0/FI/temp\.fake")
+        self.assertEqual(props[5][0], "str")
+        self.assertRegex(props[5][1], r"^client-[0-9a-f]{24}$")
+        self.assertEqual(typed_map(secs[0x74][1]),
+                         {"version": ("str", "uint", 1), "opcode": ("str", "uint", 1)})
+        self.assertEqual(secs[0x77], ("list", [("str", "wire.q"), ("bool", False)]))
+
+        # then, not a link route: the per-address receiver, plain address
+        self.assertEqual(fake.per_address[1:], ("wire.q", []))
+
+
+if __name__ == "__main__":
+    unittest.main()

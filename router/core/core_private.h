@@ -275,7 +275,7 @@ struct jn_core_link {
     bool presettled;
     uint32_t capacity; /* incoming: the most credit outstanding (never 0);
                         * read by the core only, which sets an interior's
-                        * lookup link's to 1 (edge.c) */
+                        * lookup and heartbeat links' to 1 and 2 (edge.c) */
     char *name;        /* heap */
     char *address;     /* heap, NULL for none; an auto-link's is replaced by
                         * its router address when paired (linkroute.c) */

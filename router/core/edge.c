@@ -138,6 +138,7 @@ void jn_edge_link_attached_CT(jn_core_link_t *link)
         return;
     case JN_LINK_EDGE_HEARTBEAT:
         link->ct.anonymous = true; /* bound to no address: served here */
+        link->capacity = 2;        /* as 1.19 grants it, replenished per beat */
         link->ct.state = JN_LINK_ST_ATTACHED;
         conn->ct.edge_hb = true;
         conn->ct.edge_hb_ms = (int64_t)jn_time_mono_ms();

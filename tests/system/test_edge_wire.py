@@ -12,9 +12,13 @@ correlation-id, application properties with uint values, the body
 [str, bool]); it answers "not a link route" and the edge then attaches its
 per-address receiver for the client's address.
 
-(The other way round, a 1.19 edge on a Junction interior, is
-tests/system/test_edge.py's FakeEdge and test_edge_linkroute.py's lookup
-service test.)
+The other way round, a fake 1.19 edge attaches to a junctiond interior's
+edge listener and checks the interior's Open properties, the credit it
+grants (2 on the heartbeat link, 1 on the lookup link, as 1.19), and the
+address-tracking message for the edge's sender as raw octets (pre-settled,
+an amqp-value list [str key, bool]). (tests/system/test_edge.py's FakeEdge
+covers the interior's behaviour; test_edge_linkroute.py its lookup
+service.)
 """
 import threading
 import time
@@ -133,7 +137,83 @@ class FakeInterior(Scenario):
                                                    len(self.lookups))
 
 
+def interior_config(edge_port):
+    text = conf_section("router", {"mode": "interior", "id": "I1", "workerThreads": 2})
+    text += conf_section("listener", {"host": "127.0.0.1", "port": "{port}",
+                                      "saslMechanisms": "ANONYMOUS", "authenticatePeer": "no"})
+    text += conf_section("listener", {"host": "127.0.0.1", "port": edge_port, "role": "edge",
+                                      "saslMechanisms": "ANONYMOUS", "authenticatePeer": "no"})
+    return text
+
+
+class FakeEdge(Scenario):
+    """Attaches, on an edge connection, what a 1.19 edge does first: the
+    downlink, the tracking receiver, the heartbeat and lookup senders, and
+    a sender for an address with a local producer; records the interior's
+    Open properties, the credit it grants and the first tracking message."""
+
+    def __init__(self, url):
+        super().__init__(timeout=TIMEOUT)
+        self.url = url
+        self.props = None
+        self.tracking = None
+
+    def start(self):
+        self.conn = self.connect(self.url, container_id="E9")
+        self.conn.container = "E9"
+        ssn = self.conn.session()
+        ssn.open()
+        self.down = ssn.receiver("down")
+        self.down.source.address = "E9"
+        for t in (self.down.source, self.down.target):
+            t.capabilities.put_symbol("qd.router-edge-downlink")
+        self.track = ssn.receiver("track")
+        self.track.source.address = "_$qd.edge_addr_tracking"
+        self.hb = ssn.sender("hb")
+        self.hb.target.address = "_$qd.edge_heartbeat"
+        self.lookup = ssn.sender("lookup")
+        self.lookup.target.address = "_$qd.addr_lookup"
+        self.addr = ssn.sender("addr")
+        self.addr.target.address = "wt.q"
+        for l in (self.down, self.track, self.hb, self.lookup, self.addr):
+            l.open()
+        self.down.flow(250)
+        self.track.flow(32)
+
+    def on_connection_remote_open(self, event):
+        self.props = event.connection.remote_properties
+
+    def on_delivery(self, event):
+        link, dlv = event.link, event.delivery
+        if link != self.track or dlv.partial:
+            return
+        data = link.recv(dlv.pending)
+        self.tracking = (dlv.settled, sections(data))
+        dlv.settle()
+
+    def tick(self):
+        if self.tracking and self.hb.credit and self.lookup.credit:
+            self.done()
+
+    def progress(self):
+        return "tracking %s, credit hb %d lookup %d" % (self.tracking, self.hb.credit,
+                                                      self.lookup.credit)
+
+
 class EdgeWire(RouterTestCase):
+
+    def test_interior_answers_an_edge_as_the_reference_says(self):
+        port = free_port()
+        self.start_router(config=interior_config(port))
+        f = self.run_scenario(FakeEdge("amqp://127.0.0.1:%d" % port))
+        p = f.props
+        self.assertEqual(p[symbol("product")], "qpid-dispatch-router")
+        self.assertEqual(p.get(symbol("qd.annotations-version")), 1)
+        self.assertEqual((f.hb.credit, f.lookup.credit), (2, 1))
+        presettled, secs = f.tracking
+        self.assertTrue(presettled)
+        self.assertEqual(secs[0x77], ("list", [("str", "M0wt.q"), ("bool", False)]))
+
 
     def test_edge_attaches_as_the_reference_says(self):
         port = free_port()

@@ -45,6 +45,10 @@
 #define LOOKUP_NOT_FOUND 3u
 #define PROXY_TYPE       "org.apache.qpid.dispatch.router.connection.linkRoute"
 #define MGMT_TIMEOUT_MS  10000
+/* Requests waiting for the lookup link's credit (the interior grants 1 at
+ * a time) beyond which an attach goes on without asking: an interior that
+ * never grants it costs no more memory than this. */
+#define LOOKUP_QUEUE_MAX 64
 
 typedef enum { PX_NEW = 0, PX_CREATING, PX_CREATED, PX_CANCELLED, PX_DELETED, PX_DELETING } px_state_t;
 
@@ -341,6 +345,7 @@ bool jn_edge_lookup_CT(jn_core_link_t *link)
     if (!c || !up || conn == up || conn->internal || link->type != JN_LINK_ENDPOINT ||
         !link->address || link->dynamic || !c->lookup_out || !c->lookup_reply_to ||
         c->lookup_out->ct.state != JN_LINK_ST_ATTACHED ||
+        c->lookup_out->ct.undelivered.count >= LOOKUP_QUEUE_MAX ||
         jn_lr_local_route_CT(core, link->address, link->dir))
         return false;
     edge_rq_t *rq = rq_new_CT(core, c, RQ_LOOKUP, JN_EDGE_LOOKUP_TIMEOUT_MS);

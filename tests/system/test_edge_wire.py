@@ -18,7 +18,9 @@ grants (2 on the heartbeat link, 1 on the lookup link, as 1.19), and the
 address-tracking message for the edge's sender as raw octets (pre-settled,
 an amqp-value list [str key, bool]). (tests/system/test_edge.py's FakeEdge
 covers the interior's behaviour; test_edge_linkroute.py its lookup
-service.)
+service.) And the link-route proxy requests of an edge with a container
+attached: CREATE and DELETE with 1.19's properties, body keys, names and
+patterns, the DELETE naming the identity the CREATE's answer gave.
 """
 import threading
 import time
@@ -32,7 +34,7 @@ from test_mesh_wire import sections, typed_map
 TIMEOUT = 30 * SLOW
 
 
-def edge_config(uplink_port):
+def edge_config(uplink_port, extra=""):
     text = conf_section("router", {"mode": "edge", "id": "E1", "workerThreads": 2})
     text += conf_section("listener", {"host": "127.0.0.1", "port": "{port}",
                                       "saslMechanisms": "ANONYMOUS", "authenticatePeer": "no"})
@@ -40,7 +42,7 @@ def edge_config(uplink_port):
                                        "role": "edge", "saslMechanisms": "ANONYMOUS"})
     text += conf_section("log", {"module": "DEFAULT", "enable": "info+",
                                  "includeTimestamp": "yes"})
-    return text
+    return text + extra
 
 
 def caps(terminus):
@@ -75,6 +77,8 @@ class FakeInterior(Scenario):
         self.temp = 0
         self.client = None
         self.per_address = None
+        self.mgmt = []  # (presettled, sections) of each $management request
+        self.want_mgmt = 0  # done once this many came (0: on the per-address link)
 
     def start(self):
         self.acceptor = self.container.listen("127.0.0.1:%d" % self.port)
@@ -100,7 +104,8 @@ class FakeInterior(Scenario):
             # as 1.19: 1 for lookups, 2 for heartbeats, link capacity else
             link.flow(1 if rt.address == "_$qd.addr_lookup" else
                       2 if rt.address == "_$qd.edge_heartbeat" else 250)
-        if link.is_sender and rs.address == "wire.q" and self.client is not None:
+        if link.is_sender and rs.address == "wire.q" and self.client is not None and \
+                not self.want_mgmt:
             self.per_address = (link.name, rs.address, caps(rs))
             self.done()
 
@@ -116,9 +121,27 @@ class FakeInterior(Scenario):
         if target == "_$qd.edge_heartbeat":
             self.beats.append((presettled, secs.get(0x77)))
             link.flow(1)
-            if len(self.beats) == 2 and self.client is None and self.client_url:
+            if len(self.beats) == 2 and self.client is None and self.client_url and \
+                    not self.want_mgmt:
                 self.client = self.container.create_receiver(self.connect(self.client_url),
                                                              "wire.q")
+        elif target == "$management":
+            self.mgmt.append((presettled, secs))
+            link.flow(1)
+            props = secs[0x73][1]
+            ap = typed_map(secs[0x74][1])
+            op = ap["operation"][2]
+            body = ({"identity": "%d" % (100 + len(self.mgmt)), "name": ap["name"][2]}
+                    if op == "CREATE" else None)
+            answer = Message(address=props[4][1], correlation_id=props[5][1], body=body,
+                             properties={"statusCode": 201 if op == "CREATE" else 204,
+                                         "statusDescription": "OK"})
+            out = [l for l in links_of(link.connection) if l.is_sender and
+                   l.source.address == props[4][1]]
+            if out and out[0].credit > 0:
+                out[0].send(answer).settle()
+            if self.want_mgmt and len(self.mgmt) >= self.want_mgmt:
+                self.done()
         elif target == "_$qd.addr_lookup":
             self.lookups.append((presettled, secs))
             link.flow(1)
@@ -269,6 +292,55 @@ class EdgeWire(RouterTestCase):
 
         # then, not a link route: the per-address receiver, plain address
         self.assertEqual(fake.per_address[1:], ("wire.q", []))
+
+    def test_link_route_proxy_requests_as_the_reference_says(self):
+        from test_edge_linkroute import Service, link_route
+        port = free_port()
+        fake = FakeInterior(port)
+        fake.want_mgmt = 4  # two CREATEs (in, out), then two DELETEs
+        t = threading.Thread(target=fake.run, daemon=True)
+        t.start()
+        time.sleep(0.3)
+        edge = self.start_router(config=edge_config(port, link_route("edsvc", "svc-9")))
+        svc = Service(edge.url, "svc-9").start()
+        self.addCleanup(svc.stop)
+        deadline = time.time() + TIMEOUT
+        while len(fake.mgmt) < 2 and time.time() < deadline:
+            time.sleep(0.1)
+        svc.stop()  # the container goes: the proxies are deleted
+        t.join(TIMEOUT + 10)
+        self.assertFalse(t.is_alive(), "the fake interior did not finish: %s\n%s"
+                         % (fake.progress(), self.logs()))
+        self.assertIsNone(fake.error, "%s\n%s" % (fake.error, self.logs()))
+        lr_type = "org.apache.qpid.dispatch.router.connection.linkRoute"
+        creates, deletes = fake.mgmt[:2], fake.mgmt[2:]
+        seen = {}
+        for presettled, secs in creates:
+            props = secs[0x73][1]
+            self.assertRegex(props[4][1], r"^amqp:/_topo/0/FI/temp\.fake")
+            self.assertRegex(props[5][1], r"^client-[0-9a-f]{24}$")
+            ap = typed_map(secs[0x74][1])
+            self.assertEqual(list(ap), ["operation", "type", "name"])
+            self.assertEqual(ap["operation"], ("str", "str", "CREATE"))
+            self.assertEqual(ap["type"], ("str", "str", lr_type))
+            name = ap["name"][2]
+            body = typed_map(secs[0x77][1])
+            self.assertEqual(list(body), ["type", "pattern", "direction", "name"])
+            self.assertEqual(body["type"], ("str", "str", lr_type))
+            self.assertEqual(body["pattern"], ("str", "str", "edsvc/#"))
+            self.assertEqual(body["name"], ("str", "str", name))
+            seen[name] = body["direction"][2]
+        self.assertEqual(seen, {"E1/proxyLinkRoute/Cedsvc": "in",
+                                "E1/proxyLinkRoute/Dedsvc": "out"})
+        identities = {}
+        for i, (presettled, secs) in enumerate(creates):
+            identities[typed_map(secs[0x74][1])["name"][2]] = "%d" % (101 + i)
+        for presettled, secs in deletes:
+            ap = typed_map(secs[0x74][1])
+            self.assertEqual(list(ap), ["operation", "type", "identity", "name"])
+            self.assertEqual(ap["operation"], ("str", "str", "DELETE"))
+            self.assertEqual(ap["identity"], ("str", "str", identities[ap["name"][2]]))
+            self.assertEqual(secs[0x77], ("map", []))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@
  * An edge router connects to a listener with role edge. Besides ordinary
  * endpoint links (its per-address senders and receivers, its anonymous
  * uplink sender), which the core routes as it routes a client's, it
- * attaches three kinds of links that the I/O layer recognises on such a
+ * attaches four kinds of links that the I/O layer recognises on such a
  * connection (jn_link_type_t):
  *
  *   downlink   the router's outgoing link whose source carries the
@@ -24,6 +24,11 @@
  *              delivery is noted and consumed; once the edge has attached
  *              one, an edge silent for more than JN_EDGE_HEARTBEAT_TIMEOUT_MS
  *              has its connection closed (checked on the mesh's 1 s tick).
+ *   lookup     an incoming link with target _$qd.addr_lookup: link-route
+ *              lookups, answered by edge_lookup.c (credit 1, as 1.19).
+ *
+ * The edge's own link-route lookup and management clients, and the
+ * link-route proxies, are edge_lookup.c's.
  *
  * A delivery from an edge never goes back to that edge (forward.c, through
  * jn_route_ctx_t.from_edge): the edge delivered to its own consumers
@@ -95,8 +100,8 @@ static void downlink_attached_CT(jn_core_link_t *link)
     link->ct.state = JN_LINK_ST_ATTACHED;
     jn_work_link_CT(link, JN_WORK_LINK_OPEN, NULL, NULL, NULL, 0);
     jn_link_producers_dirty_CT(addr);
-    JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_INFO, "[C%" PRIu64 "] Edge router '%s' attached", conn->conn_id,
-           id);
+    JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_INFO, "[C%" PRIu64 "] Edge router '%s' attached",
+           conn->conn_id, id);
 }
 
 void jn_edge_link_attached_CT(jn_core_link_t *link)
@@ -506,8 +511,7 @@ static void own_link_attached_CT(jn_core_link_t *link)
             return;
         }
         if (in) {
-            if (addr->edge_in || !addr->edge_in_asked ||
-                jn_addr_add_producer_CT(addr, link) != 0) {
+            if (addr->edge_in || !addr->edge_in_asked || jn_addr_add_producer_CT(addr, link) != 0) {
                 jn_addr_release_if_unused_CT(core, addr);
                 close_link_CT(link);
                 return;

@@ -50,7 +50,14 @@
  * never grants it costs no more memory than this. */
 #define LOOKUP_QUEUE_MAX 64
 
-typedef enum { PX_NEW = 0, PX_CREATING, PX_CREATED, PX_CANCELLED, PX_DELETED, PX_DELETING } px_state_t;
+typedef enum {
+    PX_NEW = 0,
+    PX_CREATING,
+    PX_CREATED,
+    PX_CANCELLED,
+    PX_DELETED,
+    PX_DELETING
+} px_state_t;
 
 /* A link route of the edge's with its container here, and its proxy on
  * the interior. */
@@ -98,7 +105,8 @@ static bool map_get(const jn_iter_t *raw, const char *key, jn_field_t *out)
     while (jn_decoder_next(&m, &k) == 1) {
         if (jn_decoder_next(&m, out) != 1)
             return false;
-        if ((k.type == JN_TYPE_STRING || k.type == JN_TYPE_SYMBOL) && jn_field_equal_string(&k, key))
+        if ((k.type == JN_TYPE_STRING || k.type == JN_TYPE_SYMBOL) &&
+            jn_field_equal_string(&k, key))
             return true;
     }
     return false;
@@ -237,8 +245,8 @@ void jn_edge_lookup_arrived_CT(jn_delivery_t *dlv)
         return;
     }
     bool has_dest = false;
-    bool is_lr = jn_lr_lookup_CT(core, address, in ? JN_LINK_INCOMING : JN_LINK_OUTGOING, conn,
-                                 &has_dest);
+    bool is_lr =
+        jn_lr_lookup_CT(core, address, in ? JN_LINK_INCOMING : JN_LINK_OUTGOING, conn, &has_dest);
     JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_DEBUG,
            "[C%" PRIu64 "] Link-route lookup of %s (%s): link route %s, destinations %s",
            conn->conn_id, address, in ? "in" : "out", is_lr ? "yes" : "no",
@@ -353,8 +361,8 @@ bool jn_edge_lookup_CT(jn_core_link_t *link)
         return false;
     jn_encoder_t e;
     jn_encoder_init(&e);
-    jn_compose_props_t props = {.reply_to = c->lookup_reply_to, .correlation_str = rq->cid,
-                                .fields = 6};
+    jn_compose_props_t props = {
+        .reply_to = c->lookup_reply_to, .correlation_str = rq->cid, .fields = 6};
     jn_compose_head(&e, &props);
     jn_enc_descriptor_ulong(&e, JN_SECTION_APPLICATION_PROPERTIES);
     jn_enc_map_begin(&e);
@@ -401,8 +409,8 @@ static void proxy_send_CT(jn_core_t *core, jn_edge_clients_t *c, proxy_t *p, boo
     rq->proxy = p;
     jn_encoder_t e;
     jn_encoder_init(&e);
-    jn_compose_props_t props = {.reply_to = c->mgmt_reply_to, .correlation_str = rq->cid,
-                                .fields = 6};
+    jn_compose_props_t props = {
+        .reply_to = c->mgmt_reply_to, .correlation_str = rq->cid, .fields = 6};
     jn_compose_head(&e, &props);
     jn_enc_descriptor_ulong(&e, JN_SECTION_APPLICATION_PROPERTIES);
     jn_enc_map_begin(&e);
@@ -536,8 +544,8 @@ static void proxy_answered_CT(jn_core_t *core, jn_edge_clients_t *c, edge_rq_t *
         /* not retried (as 1.19); kept without an identity so that it is
          * not created again, and forgotten without a DELETE */
         JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_ERROR,
-               "Link-route proxy %s: the interior refused its CREATE (status %" PRIu64 ")",
-               p->name, status);
+               "Link-route proxy %s: the interior refused its CREATE (status %" PRIu64 ")", p->name,
+               status);
         free(p->identity);
         p->identity = NULL;
         p->state = p->state == PX_CANCELLED ? PX_DELETED : PX_CREATED;
@@ -596,8 +604,7 @@ void jn_edge_reply_arrived_CT(jn_delivery_t *dlv)
     jn_field_t a, b;
     int answer = 0; /* not link-routed */
     if (jn_message_section(msg, JN_SEC_APPLICATION_PROPERTIES, &ap) == 0 &&
-        map_uint(&ap, "status", &status) && status == LOOKUP_OK &&
-        body_list(msg, &outer, &list) &&
+        map_uint(&ap, "status", &status) && status == LOOKUP_OK && body_list(msg, &outer, &list) &&
         jn_decoder_next(&list, &a) == 1 && a.type == JN_TYPE_BOOLEAN &&
         jn_decoder_next(&list, &b) == 1 && b.type == JN_TYPE_BOOLEAN && a.value.b)
         answer = b.value.b ? 2 : 1;
@@ -743,8 +750,8 @@ void jn_edge_clients_tick_CT(jn_core_t *core)
                 lookup_done_CT(core, rq, 0);
             } else {
                 JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_WARNING,
-                       "Link-route proxy %s: no answer from the interior in %d ms",
-                       rq->proxy->name, MGMT_TIMEOUT_MS);
+                       "Link-route proxy %s: no answer from the interior in %d ms", rq->proxy->name,
+                       MGMT_TIMEOUT_MS);
                 rq->proxy->state = rq->kind == RQ_CREATE ? PX_NEW : PX_DELETED;
                 c->proxies_dirty = true; /* sent again */
                 free(rq);

@@ -755,8 +755,8 @@ void jn_edge_served_arrived_CT(jn_delivery_t *dlv);
  * uplink) with an address and no local link route served here: ask the
  * interior whether the address is link-routed (the link waits in
  * JN_LINK_ST_ROUTING) and return true; false: go on at once (no uplink,
- * the interior's lookup service not attached, or too many requests
- * waiting for its credit). */
+ * or the interior's lookup service not attached). The request is sent
+ * when the lookup link has credit (jn_edge_clients_tick_CT tries again). */
 bool jn_edge_lookup_CT(jn_core_link_t *link);
 /* An interior: a lookup request from an edge, answered to its reply-to. */
 void jn_edge_lookup_arrived_CT(jn_delivery_t *dlv);

@@ -45,10 +45,6 @@
 #define LOOKUP_NOT_FOUND 3u
 #define PROXY_TYPE       "org.apache.qpid.dispatch.router.connection.linkRoute"
 #define MGMT_TIMEOUT_MS  10000
-/* Requests waiting for the lookup link's credit (the interior grants 1 at
- * a time) beyond which an attach goes on without asking: an interior that
- * never grants it costs no more memory than this. */
-#define LOOKUP_QUEUE_MAX 64
 
 typedef enum {
     PX_NEW = 0,
@@ -77,6 +73,7 @@ typedef struct edge_rq {
     char cid[40]; /* correlation-id */
     rq_kind_t kind;
     jn_core_link_t *link; /* lookup: the waiting link (referenced) */
+    bool sent;            /* lookup: the request went (else it waits for credit) */
     proxy_t *proxy;       /* create / delete */
     int64_t deadline_ms;
 } edge_rq_t;
@@ -343,6 +340,49 @@ static void lookup_done_CT(jn_core_t *core, edge_rq_t *rq, int answer)
     free(rq);
 }
 
+/* Send the waiting lookups, oldest first, while the lookup link has credit
+ * (the interior grants 1 at a time: a request is composed only when it can
+ * go, so a burst of attaches costs a record each, not a message each). */
+static void lookups_send_CT(jn_core_t *core, jn_edge_clients_t *c)
+{
+    JN_ASSERT_CT(core);
+    jn_core_link_t *out = c->lookup_out;
+    while (out && out->ct.state == JN_LINK_ST_ATTACHED && c->lookup_reply_to &&
+           out->ct.undelivered.count == 0 && out->ct.handed < out->ct.credit_limit) {
+        edge_rq_t *rq = NULL;
+        for (edge_rq_t *r = c->rqs; r; r = r->next) /* newest first: take the last */
+            if (r->kind == RQ_LOOKUP && !r->sent)
+                rq = r;
+        if (!rq)
+            return;
+        rq->sent = true;
+        jn_core_link_t *link = rq->link;
+        if (link->ct.state != JN_LINK_ST_ROUTING)
+            continue; /* detached meanwhile: its answer would find nothing */
+        jn_encoder_t e;
+        jn_encoder_init(&e);
+        jn_compose_props_t props = {
+            .reply_to = c->lookup_reply_to, .correlation_str = rq->cid, .fields = 6};
+        jn_compose_head(&e, &props);
+        jn_enc_descriptor_ulong(&e, JN_SECTION_APPLICATION_PROPERTIES);
+        jn_enc_map_begin(&e);
+        jn_enc_cstring(&e, "version");
+        jn_enc_uint(&e, LOOKUP_VERSION);
+        jn_enc_cstring(&e, "opcode");
+        jn_enc_uint(&e, LOOKUP_OPCODE);
+        jn_enc_map_end(&e);
+        jn_enc_descriptor_ulong(&e, JN_SECTION_AMQP_VALUE);
+        jn_enc_list_begin(&e);
+        jn_enc_cstring(&e, link->address);
+        jn_enc_bool(&e, link->dir == JN_LINK_INCOMING);
+        jn_enc_list_end(&e);
+        if (!send_rq_CT(core, out, &e)) {
+            rq_unlink(c, rq);
+            lookup_done_CT(core, rq, 0); /* out of memory: as if not link-routed */
+        }
+    }
+}
+
 bool jn_edge_lookup_CT(jn_core_link_t *link)
 {
     jn_core_conn_t *conn = link->conn;
@@ -353,39 +393,17 @@ bool jn_edge_lookup_CT(jn_core_link_t *link)
     if (!c || !up || conn == up || conn->internal || link->type != JN_LINK_ENDPOINT ||
         !link->address || link->dynamic || !c->lookup_out || !c->lookup_reply_to ||
         c->lookup_out->ct.state != JN_LINK_ST_ATTACHED ||
-        c->lookup_out->ct.undelivered.count >= LOOKUP_QUEUE_MAX ||
         jn_lr_local_route_CT(core, link->address, link->dir))
         return false;
     edge_rq_t *rq = rq_new_CT(core, c, RQ_LOOKUP, JN_EDGE_LOOKUP_TIMEOUT_MS);
     if (!rq)
         return false;
-    jn_encoder_t e;
-    jn_encoder_init(&e);
-    jn_compose_props_t props = {
-        .reply_to = c->lookup_reply_to, .correlation_str = rq->cid, .fields = 6};
-    jn_compose_head(&e, &props);
-    jn_enc_descriptor_ulong(&e, JN_SECTION_APPLICATION_PROPERTIES);
-    jn_enc_map_begin(&e);
-    jn_enc_cstring(&e, "version");
-    jn_enc_uint(&e, LOOKUP_VERSION);
-    jn_enc_cstring(&e, "opcode");
-    jn_enc_uint(&e, LOOKUP_OPCODE);
-    jn_enc_map_end(&e);
-    jn_enc_descriptor_ulong(&e, JN_SECTION_AMQP_VALUE);
-    jn_enc_list_begin(&e);
-    jn_enc_cstring(&e, link->address);
-    jn_enc_bool(&e, link->dir == JN_LINK_INCOMING);
-    jn_enc_list_end(&e);
-    if (!send_rq_CT(core, c->lookup_out, &e)) {
-        rq_unlink(c, rq);
-        free(rq);
-        return false;
-    }
     rq->link = jn_link_ref(link);
     link->ct.state = JN_LINK_ST_ROUTING; /* no credit, no deliveries meanwhile */
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_DEBUG,
            "[C%" PRIu64 "][L%" PRIu64 "] Asking the interior whether %s is link-routed",
            conn->conn_id, link->ct.id, link->address);
+    lookups_send_CT(core, c);
     return true;
 }
 
@@ -758,6 +776,8 @@ void jn_edge_clients_tick_CT(jn_core_t *core)
             }
         }
     }
+    if (c->rqs)
+        lookups_send_CT(core, c); /* the lookup link's credit may have come */
     if (c->proxies_dirty)
         proxies_sync_CT(core, c);
 }

@@ -9,6 +9,8 @@ section 11, docs/design.md "Edge routers", docs/protocol.md).
   gets the messages, and its outcomes (accepted, rejected) come back to the
   client; a receiver on the edge gets what the container sends, and the
   container sees its deliveries accepted.
+- A burst of attaches on the edge (20 senders at once, the interior
+  granting one lookup at a time): every one is link-routed.
 - The same route with its container gone: the attach on the edge is
   refused with amqp:not-found.
 - An address that is not link-routed is asked about too and then served
@@ -189,6 +191,42 @@ class EdgeLinkRouteTest(RouterTestCase):
                   lambda: svc.outcomes == ["accepted"] * 3)
         # the edge asked, and was told: link route, with destinations
         self.assertIn("Link routed up the edge uplink", e1.log())
+
+    def test_burst_of_attaches_all_link_routed(self):
+        i1, e1 = self.mesh(interior_extra=link_route("svc", "svc-1"))
+        svc = self.service(i1.url, "svc-1")
+
+        class Burst(MessagingHandler):
+            def __init__(self):
+                super().__init__()
+                self.accepted = 0
+                self.sent = set()
+
+            def on_start(self, event):
+                self.conn = event.container.connect(e1.url, allowed_mechs="ANONYMOUS")
+                for i in range(20):
+                    event.container.create_sender(self.conn, "svc.burst.%d" % i)
+                self.timer = event.container.schedule(TIMEOUT, self)
+
+            def on_sendable(self, event):
+                if event.sender.name not in self.sent:  # one message per sender
+                    self.sent.add(event.sender.name)
+                    event.sender.send(Message(body=event.sender.target.address))
+
+            def on_accepted(self, event):
+                self.accepted += 1
+                if self.accepted == 20:
+                    self.timer.cancel()
+                    self.conn.close()
+
+            def on_timer_task(self, event):
+                self.conn.close()
+
+        b = Burst()
+        Container(b).run()
+        self.assertEqual(b.accepted, 20, self.logs())
+        self.assertEqual(sorted(addr for addr, _ in svc.got),
+                         sorted("svc.burst.%d" % i for i in range(20)))
 
     def test_container_absent_refused_not_found(self):
         i1, e1 = self.mesh(interior_extra=link_route("gone", "nobody"))

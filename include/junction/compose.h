@@ -18,13 +18,15 @@
 #include <junction/iterator.h>
 #include <junction/message.h>
 
-/* What goes in the properties section. message-id, user-id, subject and
- * reply-to are always null. */
+/* What goes in the properties section. message-id, user-id and subject
+ * are always null. */
 typedef struct jn_compose_props {
-    const char *to; /* properties.to, a str (null when NULL) */
+    const char *to;       /* properties.to, a str (null when NULL) */
+    const char *reply_to; /* properties.reply-to, a str (null when NULL) */
     /* correlation-id: a value's encoded octets copied as they are (type
-     * and all), or NULL for null */
+     * and all), or else correlation_str as a str, or null */
     const jn_iter_t *correlation;
+    const char *correlation_str;
     /* fields written: 3 (the list ends with `to`) or 6 (through
      * correlation-id); 1.19 writes 3 in the messages its C core composes
      * and 6 in the others, and the mesh copies it octet for octet. */

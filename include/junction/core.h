@@ -238,14 +238,23 @@ typedef enum jn_link_type {
     JN_LINK_EDGE_TRACKING, /* outgoing, source _$qd.edge_addr_tracking: the
                             * router reports [key, has-destinations] on it */
     JN_LINK_EDGE_HEARTBEAT, /* incoming, target _$qd.edge_heartbeat (right
-                             * after _TRACKING: forward.c tests both at once) */
+                             * after _TRACKING: forward.c tests the four
+                             * served kinds _TRACKING.._REPLY at once) */
+    JN_LINK_EDGE_LOOKUP,    /* incoming, target _$qd.addr_lookup: link-route
+                             * lookups (mesh-protocol 11); on an edge router,
+                             * its own sender to it */
+    JN_LINK_EDGE_REPLY,     /* an edge router's own receiver with a dynamic
+                             * source: the answers to its lookups and
+                             * management requests */
     /* On an edge router, links it attaches itself on its uplink
      * (JN_WORK_LINK_ATTACH with attach.edge; local): the anonymous sender
      * that carries all traffic up, and its per-address links (a receiver
      * per address with local consumers, a sender per address with local
      * producers). The downlink and tracking receivers use the types above. */
     JN_LINK_EDGE_UPLINK,
-    JN_LINK_EDGE_ADDR
+    JN_LINK_EDGE_ADDR,
+    JN_LINK_EDGE_MGMT /* an edge router's own sender to the interior's
+                       * $management (link-route proxies) */
 } jn_link_type_t;
 
 typedef struct jn_link_info {
@@ -317,6 +326,14 @@ void jn_core_link_flow_IO(jn_core_link_t *link, uint64_t credit_limit, bool drai
  * for a JN_WORK_LINK_ATTACH (its attach arrived; a refusal's detach
  * follows it). Posts the action once. */
 void jn_core_link_answered_IO(jn_core_link_t *link);
+
+/* jn_core_link_answered_address_IO: the peer answered an attach the router
+ * made with a dynamic source (an edge router's JN_LINK_EDGE_REPLY); address
+ * is the source address the peer made (borrowed, copied; NULL: none). Posts
+ * JN_ACT_LINK_ANSWERED as jn_core_link_answered_IO does; a second call is
+ * ignored. I/O thread of the link's connection. On ENOMEM the address is
+ * lost and the core sees none (the edge then asks nothing of the interior). */
+void jn_core_link_answered_address_IO(jn_core_link_t *link, const char *address);
 
 /* jn_core_link_set_error_IO: the error condition and description
  * (either may be NULL) the peer's detach carried; call before

@@ -60,7 +60,8 @@ def add_connection_options(parser):
                         "(default %(default)s)")
     g.add_argument("-r", "--router", metavar="ROUTER-ID",
                    help="send requests to router ROUTER-ID's agent, through the mesh "
-                        "(address _topo/0/ROUTER-ID/$management)")
+                        "(address _topo/0/ROUTER-ID/$management); an edge router attached "
+                        "to the router connected to is reached as with -d")
     g.add_argument("-d", "--edge-router", metavar="EDGE-ID",
                    help="send requests to the agent of edge router EDGE-ID attached to the "
                         "router connected to (address _edge/EDGE-ID/$management)")

@@ -241,8 +241,12 @@ class Client:
             if self._check_router:
                 self.address = management_address()
                 self._open_sender()
-                self._router_known(self._check_router)
-                self.address = management_address(None, self._check_router)
+                if self._router_known(self._check_router) == "edge":
+                    # an edge router attached here: 1.19's tools reach it
+                    # only with -d (_edge/ID/$management); -r does too
+                    self.address = management_address(None, None, self._check_router)
+                else:
+                    self.address = management_address(None, self._check_router)
             self._open_sender()
         except ManagementError:
             self.close()
@@ -252,17 +256,22 @@ class Client:
             raise self._translate(e, "setting up the management links")
 
     def _router_known(self, router):
-        """Raise ManagementError unless `router` is the attached router or
-        one of the routers its agent's GET-MGMT-NODES names."""
+        """Raise ManagementError unless `router` is the attached router, one
+        of the routers its agent's GET-MGMT-NODES names, or an edge router
+        attached to it (then return "edge")."""
         nodes = [str(n) for n in self.get_mgmt_nodes()]
         ids = [n.split("/")[3] for n in nodes if n.startswith("amqp:/_topo/") and
                len(n.split("/")) > 4]
         if router in ids:
-            return
+            return None
         rows = self.query("org.apache.qpid.dispatch.router", ["id"])[1]
         own = rows[0][0] if rows and rows[0] else None
         if router == own:
-            return
+            return None
+        conns = self.query("org.apache.qpid.dispatch.connection",
+                           ["role", "container", "dir"])[1]
+        if any(r[0] == "edge" and r[1] == router and r[2] == "in" for r in conns):
+            return "edge"
         if ids:
             known = ", ".join(sorted(set(ids) | ({own} if own else set())))
             raise ManagementError("router %s is not in the mesh of the router at %s "

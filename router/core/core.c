@@ -246,7 +246,10 @@ static void dispatch_CT(jn_core_t *core, jn_mpsc_node_t *node)
     }
     case JN_ACT_LINK_ANSWERED: {
         jn_core_link_t *link = JN_CONTAINER_OF(a, jn_core_link_t, answer_action);
-        jn_lr_answered_CT(link);
+        if (link->type == JN_LINK_EDGE_REPLY)
+            jn_edge_reply_answered_CT(link);
+        else
+            jn_lr_answered_CT(link);
         jn_link_unref(link); /* the posted action's reference */
         break;
     }
@@ -527,6 +530,7 @@ void jn_core_free(jn_core_t *core)
         teardown(core);
     jn_router_free(core);
     jn_lr_fini(core); /* a no-op after the teardown's */
+    jn_edge_clients_fini(core);
     jn_exchange_fini(core);
     jn_hash_free(core->ct.addrs);
     jn_addr_config_fini(&core->config);

@@ -274,7 +274,9 @@ struct jn_core_link {
     jn_link_dir_t dir;
     bool dynamic;
     bool presettled;
-    uint32_t capacity; /* incoming: the most credit outstanding (never 0) */
+    uint32_t capacity; /* incoming: the most credit outstanding (never 0);
+                        * read by the core only, which sets an interior's
+                        * lookup and heartbeat links' to 1 and 2 (edge.c) */
     char *name;        /* heap */
     char *address;     /* heap, NULL for none; an auto-link's is replaced by
                         * its router address when paired (linkroute.c) */
@@ -356,6 +358,10 @@ struct jn_core_link {
     char *detach_condition, *detach_description; /* heap, or NULL */
     jn_action_t answer_action; /* JN_ACT_LINK_ANSWERED (holds a reference) */
     atomic_bool answer_posted;
+    /* Written by the I/O thread before it posts the answer, then read by
+     * the core: the dynamic source address the peer made (an edge router's
+     * JN_LINK_EDGE_REPLY; heap, or NULL). */
+    char *answer_address;
 };
 
 /* ---- the core ----------------------------------------------------------- */
@@ -448,6 +454,8 @@ struct jn_core {
         int32_t edge_hb_count;
         jn_addr_t *edge_addr;
         uint64_t next_edge_link;
+        /* its link-route lookup and management clients (edge_lookup.c) */
+        struct jn_edge_clients *edge_clients;
         uint32_t temp_nonce; /* random part of dynamic addresses */
         bool stop;
     } ct;
@@ -749,6 +757,61 @@ int jn_edge_sleep_ms_CT(jn_core_t *core);
 #define JN_EDGE_HEARTBEAT_MS 2000
 /* An edge router: a delivery on the tracking link ([key, bool]). */
 void jn_edge_tracking_arrived_CT(jn_delivery_t *dlv);
+/* A delivery on a link served here (JN_LINK_EDGE_TRACKING, _HEARTBEAT,
+ * _LOOKUP, _REPLY): to the one that serves its kind. */
+void jn_edge_served_arrived_CT(jn_delivery_t *dlv);
+
+/* ---- edge_lookup.c (link-route lookups and proxies, mesh-protocol 11) -- */
+
+/* An edge router, an endpoint link's attach from a client (not the
+ * uplink) with an address and no local link route served here: ask the
+ * interior whether the address is link-routed (the link waits in
+ * JN_LINK_ST_ROUTING) and return true; false: go on at once (no uplink,
+ * or the interior's lookup service not attached). The request is sent
+ * when the lookup link has credit (jn_edge_clients_tick_CT tries again). */
+bool jn_edge_lookup_CT(jn_core_link_t *link);
+/* An interior: a lookup request from an edge, answered to its reply-to. */
+void jn_edge_lookup_arrived_CT(jn_delivery_t *dlv);
+/* An edge router: an answer on its reply link (lookup or management). */
+void jn_edge_reply_arrived_CT(jn_delivery_t *dlv);
+/* An edge router: the interior answered the reply link's attach with the
+ * dynamic address (link->answer_address). */
+void jn_edge_reply_answered_CT(jn_core_link_t *link);
+/* An edge router: the uplink (de)activated: attach the lookup and
+ * management clients' links / forget them, sending the waiting attaches
+ * on as if no link route existed. */
+void jn_edge_clients_activate_CT(jn_core_t *core);
+void jn_edge_clients_lost_CT(jn_core_t *core);
+/* An edge router: one of the clients' own links attached / detached. */
+void jn_edge_client_link_attached_CT(jn_core_link_t *link);
+void jn_edge_client_link_detached_CT(jn_core_link_t *link);
+/* An edge router, each batch: lookups that waited too long
+ * (JN_EDGE_LOOKUP_TIMEOUT_MS) go on as if no link route existed; link-route
+ * proxies to create or delete are sent. */
+void jn_edge_clients_tick_CT(jn_core_t *core);
+#define JN_EDGE_LOOKUP_TIMEOUT_MS 3000
+/* An edge router: the link routes served here changed (linkroute.c):
+ * their proxies are brought in line on the next tick. */
+void jn_edge_proxies_changed_CT(jn_core_t *core);
+/* Free the clients' state (jn_core_free). */
+void jn_edge_clients_fini(jn_core_t *core);
+/* Ask the uplink's I/O thread to attach an edge link of kind (a
+ * jn_link_type_t) with address at the interior's end (NULL: none). */
+void jn_edge_ask_attach_CT(jn_core_t *core, jn_link_dir_t dir, const char *address, uint8_t kind);
+/* linkroute.c: fn(arg, key) for each configured link route whose container
+ * is connected here (key: C/D/E/F + text, borrowed for the call). */
+void jn_lr_each_served_CT(jn_core_t *core, void (*fn)(void *arg, const char *key), void *arg);
+/* linkroute.c: route link's attach over conn (an edge router's uplink) with
+ * its own name and address; false: out of memory (the link is refused). */
+bool jn_lr_attach_via_CT(jn_core_link_t *link, jn_core_conn_t *conn);
+/* linkroute.c: whether address is link-routed in direction dir here (a
+ * configured or advertised route) and whether the route has a container
+ * anywhere (has_dest), leaving out the connection `except`. */
+bool jn_lr_lookup_CT(jn_core_t *core, const char *address, jn_link_dir_t dir,
+                     const jn_core_conn_t *except, bool *has_dest);
+/* linkroute.c: whether a link route of dir matching address has its
+ * container connected here. */
+bool jn_lr_local_route_CT(jn_core_t *core, const char *address, jn_link_dir_t dir);
 /* An edge router: the uplink's anonymous sender, for a delivery with no
  * local destination that did not come down the uplink; NULL: none. */
 jn_core_link_t *jn_edge_uplink_for_CT(jn_core_t *core, const jn_delivery_t *dlv);
@@ -803,6 +866,11 @@ void jn_lr_conn_closed_CT(jn_core_conn_t *conn);
 void jn_lr_tick_CT(jn_core_t *core);
 /* The credit a routed incoming link may be granted now (link.c). */
 uint32_t jn_lr_credit_due_CT(const jn_core_link_t *link);
+
+/* link.c: an endpoint link's attach, from the link-route check on: route
+ * it, or bind it to its address (what jn_link_attached_CT does after an
+ * edge router's lookup, jn_edge_lookup_CT). */
+void jn_link_attach_route_CT(jn_core_link_t *link);
 
 /* link.c: refuse an attach with an error (LINK_CLOSE; waits for the
  * detach). */

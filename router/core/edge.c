@@ -5,7 +5,7 @@
  * An edge router connects to a listener with role edge. Besides ordinary
  * endpoint links (its per-address senders and receivers, its anonymous
  * uplink sender), which the core routes as it routes a client's, it
- * attaches three kinds of links that the I/O layer recognises on such a
+ * attaches four kinds of links that the I/O layer recognises on such a
  * connection (jn_link_type_t):
  *
  *   downlink   the router's outgoing link whose source carries the
@@ -24,6 +24,11 @@
  *              delivery is noted and consumed; once the edge has attached
  *              one, an edge silent for more than JN_EDGE_HEARTBEAT_TIMEOUT_MS
  *              has its connection closed (checked on the mesh's 1 s tick).
+ *   lookup     an incoming link with target _$qd.addr_lookup: link-route
+ *              lookups, answered by edge_lookup.c (credit 1, as 1.19).
+ *
+ * The edge's own link-route lookup and management clients, and the
+ * link-route proxies, are edge_lookup.c's.
  *
  * A delivery from an edge never goes back to that edge (forward.c, through
  * jn_route_ctx_t.from_edge): the edge delivered to its own consumers
@@ -95,8 +100,8 @@ static void downlink_attached_CT(jn_core_link_t *link)
     link->ct.state = JN_LINK_ST_ATTACHED;
     jn_work_link_CT(link, JN_WORK_LINK_OPEN, NULL, NULL, NULL, 0);
     jn_link_producers_dirty_CT(addr);
-    JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_INFO, "[C%" PRIu64 "] Edge router '%s' attached", conn->conn_id,
-           id);
+    JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_INFO, "[C%" PRIu64 "] Edge router '%s' attached",
+           conn->conn_id, id);
 }
 
 void jn_edge_link_attached_CT(jn_core_link_t *link)
@@ -127,8 +132,18 @@ void jn_edge_link_attached_CT(jn_core_link_t *link)
             }
         }
         return;
+    case JN_LINK_EDGE_LOOKUP:
+        link->ct.anonymous = true; /* bound to no address: served here */
+        /* one request at a time, credit 1 replenished per request, as
+         * 1.19 grants it (the core alone reads capacity) */
+        link->capacity = 1;
+        link->ct.state = JN_LINK_ST_ATTACHED;
+        jn_work_link_CT(link, JN_WORK_LINK_OPEN, NULL, NULL, NULL, 0);
+        jn_link_mark_dirty_CT(link);
+        return;
     case JN_LINK_EDGE_HEARTBEAT:
         link->ct.anonymous = true; /* bound to no address: served here */
+        link->capacity = 2;        /* as 1.19 grants it, replenished per beat */
         link->ct.state = JN_LINK_ST_ATTACHED;
         conn->ct.edge_hb = true;
         conn->ct.edge_hb_ms = (int64_t)jn_time_mono_ms();
@@ -260,9 +275,7 @@ jn_core_link_t *jn_edge_pick_other_CT(jn_addr_t *addr, const jn_core_conn_t *con
 
 /* ---- the edge router's side ------------------------------------------------ */
 
-/* Ask the uplink's I/O thread to attach an edge link of kind (a
- * jn_link_type_t) with address at the interior's end (NULL: none). */
-static void ask_attach_CT(jn_core_t *core, jn_link_dir_t dir, const char *address, uint8_t kind)
+void jn_edge_ask_attach_CT(jn_core_t *core, jn_link_dir_t dir, const char *address, uint8_t kind)
 {
     JN_ASSERT_CT(core);
     jn_core_conn_t *up = core->ct.uplink;
@@ -314,8 +327,8 @@ void jn_edge_local_changed_CT(jn_core_t *core, jn_addr_t *addr)
 {
     JN_ASSERT_CT(core);
     if (!core->edge_mode || addr->key_len < 3 || addr->key[0] != JN_ADDR_CLASS_MOBILE ||
-        addr->key[1] != '0')
-        return; /* phase 0 mobile addresses only */
+        addr->key[1] < '0' || addr->key[1] > '9')
+        return; /* mobile addresses of a phase (waypoints too; not fallback) */
     jn_core_conn_t *up = core->ct.uplink;
     if (!up || up->ct.closed)
         return;
@@ -333,7 +346,7 @@ void jn_edge_local_changed_CT(jn_core_t *core, jn_addr_t *addr)
     address[n] = '\0';
     if (consumers > 0 && !addr->edge_in_asked) {
         addr->edge_in_asked = true;
-        ask_attach_CT(core, JN_LINK_INCOMING, address, JN_LINK_EDGE_ADDR);
+        jn_edge_ask_attach_CT(core, JN_LINK_INCOMING, address, JN_LINK_EDGE_ADDR);
     } else if (consumers == 0 && addr->edge_in_asked) {
         addr->edge_in_asked = false;
         if (addr->edge_in)
@@ -341,7 +354,7 @@ void jn_edge_local_changed_CT(jn_core_t *core, jn_addr_t *addr)
     }
     if (producers > 0 && !addr->edge_out_asked) {
         addr->edge_out_asked = true;
-        ask_attach_CT(core, JN_LINK_OUTGOING, address, JN_LINK_EDGE_ADDR);
+        jn_edge_ask_attach_CT(core, JN_LINK_OUTGOING, address, JN_LINK_EDGE_ADDR);
     } else if (producers == 0 && addr->edge_out_asked) {
         addr->edge_out_asked = false;
         if (addr->edge_out)
@@ -357,10 +370,11 @@ static void activate_CT(jn_core_t *core, jn_core_conn_t *conn)
     core->ct.uplink = conn;
     JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_INFO, "[C%" PRIu64 "] Edge uplink active: interior '%s' at %s",
            conn->conn_id, conn->container_id ? conn->container_id : "", conn->host);
-    ask_attach_CT(core, JN_LINK_OUTGOING, NULL, JN_LINK_EDGE_UPLINK);
-    ask_attach_CT(core, JN_LINK_INCOMING, core->router_id, JN_LINK_EDGE_DOWNLINK);
-    ask_attach_CT(core, JN_LINK_INCOMING, "_$qd.edge_addr_tracking", JN_LINK_EDGE_TRACKING);
-    ask_attach_CT(core, JN_LINK_OUTGOING, "_$qd.edge_heartbeat", JN_LINK_EDGE_HEARTBEAT);
+    jn_edge_ask_attach_CT(core, JN_LINK_OUTGOING, NULL, JN_LINK_EDGE_UPLINK);
+    jn_edge_ask_attach_CT(core, JN_LINK_INCOMING, core->router_id, JN_LINK_EDGE_DOWNLINK);
+    jn_edge_ask_attach_CT(core, JN_LINK_INCOMING, "_$qd.edge_addr_tracking", JN_LINK_EDGE_TRACKING);
+    jn_edge_ask_attach_CT(core, JN_LINK_OUTGOING, "_$qd.edge_heartbeat", JN_LINK_EDGE_HEARTBEAT);
+    jn_edge_clients_activate_CT(core); /* link-route lookups and proxies */
     jn_hash_iter_t it;
     void *value;
     jn_hash_iter_init(core->ct.addrs, &it);
@@ -391,6 +405,7 @@ void jn_edge_conn_closed_CT(jn_core_conn_t *conn)
     core->ct.uplink_out = NULL;
     core->ct.edge_hb_out = NULL;
     JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_INFO, "[C%" PRIu64 "] Edge uplink lost", conn->conn_id);
+    jn_edge_clients_lost_CT(core);
     jn_hash_iter_t it;
     void *value;
     jn_hash_iter_init(core->ct.addrs, &it);
@@ -416,8 +431,12 @@ jn_core_link_t *jn_edge_uplink_for_CT(jn_core_t *core, const jn_delivery_t *dlv)
     return out;
 }
 
-/* The address an edge link of ours serves, by its terminus address. */
-static jn_addr_t *edge_link_addr_CT(jn_core_t *core, const jn_core_link_t *link)
+/* The address an edge link of ours serves or is asked for, by its
+ * terminus address (the plain address: the interior applies its own
+ * address configuration, as 1.19's edge expects) and direction: of the
+ * phases of that address, the first that asked for a link of link's
+ * direction and has none yet, or whose link it is (`mine`). */
+static jn_addr_t *edge_link_addr_CT(jn_core_t *core, const jn_core_link_t *link, bool mine)
 {
     JN_ASSERT_CT(core);
     if (!link->address)
@@ -427,9 +446,19 @@ static jn_addr_t *edge_link_addr_CT(jn_core_t *core, const jn_core_link_t *link)
     if (n + 2 > sizeof key)
         return NULL;
     key[0] = JN_ADDR_CLASS_MOBILE;
-    key[1] = '0';
     memcpy(key + 2, link->address, n);
-    return jn_hash_lookup(core->ct.addrs, key, n + 2);
+    bool in = link->dir == JN_LINK_INCOMING; /* edge_in: for local consumers */
+    for (char phase = '0'; phase <= '9'; phase++) {
+        key[1] = (uint8_t)phase;
+        jn_addr_t *addr = jn_hash_lookup(core->ct.addrs, key, n + 2);
+        if (!addr)
+            continue;
+        const jn_core_link_t *have = in ? addr->edge_in : addr->edge_out;
+        bool asked = in ? addr->edge_in_asked : addr->edge_out_asked;
+        if (mine ? have == link : (asked && !have))
+            return addr;
+    }
+    return NULL;
 }
 
 /* One of our own uplink links was reported attached. */
@@ -470,18 +499,19 @@ static void own_link_attached_CT(jn_core_link_t *link)
         link->ct.anonymous = true; /* bound to no address */
         core->ct.edge_hb_out = link;
         return;
+    case JN_LINK_EDGE_LOOKUP:
+    case JN_LINK_EDGE_REPLY:
+    case JN_LINK_EDGE_MGMT:
+        jn_edge_client_link_attached_CT(link);
+        return;
     case JN_LINK_EDGE_ADDR: {
-        jn_addr_t *addr = NULL;
-        if (link->address &&
-            jn_addr_get_CT(core, link->address, link->dir, false, &addr) != 0)
-            addr = NULL;
+        jn_addr_t *addr = edge_link_addr_CT(core, link, false);
         if (!addr) {
             close_link_CT(link);
             return;
         }
         if (in) {
-            if (addr->edge_in || !addr->edge_in_asked ||
-                jn_addr_add_producer_CT(addr, link) != 0) {
+            if (addr->edge_in || !addr->edge_in_asked || jn_addr_add_producer_CT(addr, link) != 0) {
                 jn_addr_release_if_unused_CT(core, addr);
                 close_link_CT(link);
                 return;
@@ -516,9 +546,10 @@ static void own_link_detached_CT(jn_core_link_t *link)
         core->ct.uplink_out = NULL;
     if (core->ct.edge_hb_out == link)
         core->ct.edge_hb_out = NULL;
+    jn_edge_client_link_detached_CT(link);
     if (link->type != JN_LINK_EDGE_ADDR)
         return;
-    jn_addr_t *addr = link->ct.addr ? link->ct.addr : edge_link_addr_CT(core, link);
+    jn_addr_t *addr = link->ct.addr ? link->ct.addr : edge_link_addr_CT(core, link, true);
     if (!addr)
         return;
     if (addr->edge_in == link)
@@ -570,9 +601,34 @@ void jn_edge_tracking_arrived_CT(jn_delivery_t *dlv)
     jn_forward_to_links_CT(dlv, NULL, 0, false);
 }
 
+void jn_edge_served_arrived_CT(jn_delivery_t *dlv)
+{
+    JN_ASSERT_CT(jn_delivery_core(dlv));
+    switch (dlv->link->type) {
+    case JN_LINK_EDGE_HEARTBEAT:
+        jn_edge_heartbeat_arrived_CT(dlv);
+        return;
+    case JN_LINK_EDGE_TRACKING:
+        jn_edge_tracking_arrived_CT(dlv);
+        return;
+    default:
+        break;
+    }
+    jn_message_t *msg = dlv->message;
+    if (!jn_message_is_complete(msg) && !jn_message_is_aborted(msg)) {
+        dlv->ct.wait = JN_DLV_WAIT_TRACKING; /* jn_router_continued_CT */
+        return;
+    }
+    if (dlv->link->type == JN_LINK_EDGE_LOOKUP)
+        jn_edge_lookup_arrived_CT(dlv);
+    else
+        jn_edge_reply_arrived_CT(dlv);
+}
+
 void jn_edge_uplink_tick_CT(jn_core_t *core)
 {
     JN_ASSERT_CT(core);
+    jn_edge_clients_tick_CT(core);
     int64_t now = (int64_t)jn_time_mono_ms();
     if (now < core->ct.edge_next_hb_ms)
         return;

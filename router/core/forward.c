@@ -758,14 +758,11 @@ void jn_forward_arrived_CT(jn_delivery_t *dlv)
         jn_router_control_arrived_CT(dlv);
         return;
     }
-    if (JN_UNLIKELY((unsigned)in->type - JN_LINK_EDGE_TRACKING <= 1u)) {
-        /* served here: an interior's heartbeat link from an edge, an edge
-         * router's tracking link (JN_LINK_EDGE_TRACKING, _HEARTBEAT are
-         * adjacent: one test) */
-        if (in->type == JN_LINK_EDGE_HEARTBEAT)
-            jn_edge_heartbeat_arrived_CT(dlv);
-        else
-            jn_edge_tracking_arrived_CT(dlv);
+    if (JN_UNLIKELY((unsigned)in->type - JN_LINK_EDGE_TRACKING <= 3u)) {
+        /* served here: an interior's heartbeat and lookup links from an
+         * edge, an edge router's tracking and reply links (JN_LINK_EDGE_
+         * TRACKING, _HEARTBEAT, _LOOKUP, _REPLY are adjacent: one test) */
+        jn_edge_served_arrived_CT(dlv);
         return;
     }
     if (JN_UNLIKELY(in->ct.routed != NULL) && in->ct.state == JN_LINK_ST_ATTACHED) {

@@ -114,6 +114,15 @@ void jn_core_link_answered_IO(jn_core_link_t *link)
     jn_core_post(link->conn->core, &link->answer_action);
 }
 
+void jn_core_link_answered_address_IO(jn_core_link_t *link, const char *address)
+{
+    if (atomic_load_explicit(&link->answer_posted, memory_order_acquire))
+        return;
+    if (address && !link->answer_address)
+        link->answer_address = strdup(address); /* ordered by the post below */
+    jn_core_link_answered_IO(link);
+}
+
 void jn_core_link_set_error_IO(jn_core_link_t *link, const char *condition, const char *description)
 {
     if (link->detach_condition || atomic_load(&link->detach_posted))
@@ -157,6 +166,7 @@ void jn_link_unref(jn_core_link_t *link)
     free(link->termini);
     free(link->detach_condition);
     free(link->detach_description);
+    free(link->answer_address);
     jn_pool_free(atomic_load_explicit(&link_pool, memory_order_acquire), link);
     jn_conn_unref(conn);
 }
@@ -256,6 +266,16 @@ void jn_link_attached_CT(jn_core_link_t *link)
         jn_link_mark_dirty_CT(link);
         return;
     }
+    if (JN_UNLIKELY(core->edge_mode) && jn_edge_lookup_CT(link))
+        return; /* the interior is asked first; jn_link_attach_route_CT then */
+    jn_link_attach_route_CT(link);
+}
+
+void jn_link_attach_route_CT(jn_core_link_t *link)
+{
+    jn_core_t *core = link->conn->core;
+    JN_ASSERT_CT(core);
+    bool in = link->dir == JN_LINK_INCOMING;
     if (jn_lr_attach_CT(link))
         return; /* link-routed (or refused for want of its container) */
     const char *open_as = NULL;

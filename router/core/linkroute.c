@@ -599,8 +599,11 @@ static char *route_key(const char *text, bool pattern, jn_link_dir_t dir)
 static void advertise_CT(jn_core_t *core)
 {
     JN_ASSERT_CT(core);
-    if (!core->mesh)
+    if (!core->mesh) {
+        if (core->edge_mode)
+            jn_edge_proxies_changed_CT(core); /* their proxies on the interior */
         return;
+    }
     jn_lr_table_t *t = core->lr;
     for (int d = 0; d < 2; d++) {
         for (size_t i = 0; i < t->match[d].count; i++) {
@@ -1135,4 +1138,72 @@ int jn_core_conn_link_route_at_CT(jn_core_t *core, uint64_t conn_id, size_t inde
                 return 0;
             }
     return JN_ENOENT;
+}
+
+/* ---- edge routers (edge_lookup.c) ----------------------------------------------- */
+
+/* The configured link route of dir matching address, or NULL. */
+static const jn_link_route_t *route_match_CT(jn_core_t *core, const char *address,
+                                             jn_link_dir_t dir)
+{
+    JN_ASSERT_CT(core);
+    jn_lr_table_t *t = core->lr;
+    int d = dir == JN_LINK_INCOMING ? 0 : 1;
+    if (!address || t->match[d].count == 0)
+        return NULL;
+    int i = jn_addr_config_match(&t->match[d], address, strlen(address));
+    return i >= 0 ? t->routes[d][i] : NULL;
+}
+
+bool jn_lr_lookup_CT(jn_core_t *core, const char *address, jn_link_dir_t dir,
+                     const jn_core_conn_t *except, bool *has_dest)
+{
+    JN_ASSERT_CT(core);
+    const jn_link_route_t *r = route_match_CT(core, address, dir);
+    jn_core_conn_t *to = r ? route_conn_CT(core, r, except) : NULL;
+    if (!to)
+        to = remote_conn_CT(core, address, dir, except);
+    *has_dest = to != NULL;
+    return r != NULL || to != NULL;
+}
+
+bool jn_lr_local_route_CT(jn_core_t *core, const char *address, jn_link_dir_t dir)
+{
+    JN_ASSERT_CT(core);
+    const jn_link_route_t *r = route_match_CT(core, address, dir);
+    return r && route_conn_CT(core, r, NULL) != NULL;
+}
+
+bool jn_lr_attach_via_CT(jn_core_link_t *link, jn_core_conn_t *conn)
+{
+    jn_core_t *core = link->conn->core;
+    JN_ASSERT_CT(core);
+    lr_request_t *rq = request_new_CT(core, conn);
+    if (!rq || push_attach_CT(conn, link->dir == JN_LINK_INCOMING ? JN_LINK_OUTGOING
+                                                                    : JN_LINK_INCOMING,
+                              link->name, link->address, link->presettled, link, rq->id) != 0) {
+        if (rq)
+            free(request_take_CT(core, rq->id));
+        link->ct.state = JN_LINK_ST_NEW;
+        jn_link_refuse_CT(link, "amqp:resource-limit-exceeded", "out of memory");
+        return false;
+    }
+    rq->client = jn_link_ref(link);
+    link->ct.state = JN_LINK_ST_ROUTING;
+    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO,
+           "[C%" PRIu64 "][L%" PRIu64 "] Link routed up the edge uplink [C%" PRIu64 "] as %s",
+           link->conn->conn_id, link->ct.id, conn->conn_id, link->address);
+    return true;
+}
+
+void jn_lr_each_served_CT(jn_core_t *core, void (*fn)(void *arg, const char *key), void *arg)
+{
+    JN_ASSERT_CT(core);
+    jn_lr_table_t *t = core->lr;
+    for (int d = 0; d < 2; d++)
+        for (size_t i = 0; i < t->match[d].count; i++) {
+            const jn_link_route_t *r = t->routes[d][i];
+            if (r->key && !r->conn_id && route_conn_CT(core, r, NULL))
+                fn(arg, r->key);
+        }
 }

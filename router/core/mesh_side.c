@@ -869,7 +869,7 @@ void jn_router_continued_CT(jn_delivery_t *dlv)
     else if (wait == JN_DLV_WAIT_MANAGEMENT)
         management_serve_CT(core, dlv);
     else if (wait == JN_DLV_WAIT_TRACKING)
-        jn_edge_tracking_arrived_CT(dlv);
+        jn_edge_served_arrived_CT(dlv);
 }
 
 /* ---- public ---------------------------------------------------------------- */

@@ -739,6 +739,9 @@ static void on_link_open(jn_io_conn_t *conn, pn_link_t *pl)
         jn_io_link_t *ours = pn_link_get_context(pl);
         if (ours && ours->routed && ours->core && !ours->detached)
             jn_core_link_answered_IO(ours->core); /* the container answered */
+        else if (ours && ours->edge_reply && ours->core && !ours->detached)
+            jn_core_link_answered_address_IO(
+                ours->core, pn_terminus_get_address(pn_link_remote_source(pl)));
         return;
     }
     jn_io_link_t *link = jn_io_link_new_IO(conn, pl);

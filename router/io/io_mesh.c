@@ -198,6 +198,8 @@ void jn_io_ir_classify_IO(jn_io_link_t *link, jn_link_info_t *info)
             info->type = JN_LINK_EDGE_TRACKING;
         else if (link->dir == JN_LINK_INCOMING && addr && strcmp(addr, "_$qd.edge_heartbeat") == 0)
             info->type = JN_LINK_EDGE_HEARTBEAT;
+        else if (link->dir == JN_LINK_INCOMING && addr && strcmp(addr, "_$qd.addr_lookup") == 0)
+            info->type = JN_LINK_EDGE_LOOKUP;
         if (info->type != JN_LINK_ENDPOINT)
             return;
         /* control and data links are classified as such: the core refuses

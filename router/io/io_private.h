@@ -587,6 +587,8 @@ struct jn_io_link {
     bool routed;          /* attached for the core (io_route.c): report the answer */
     bool passthrough;     /* link-routed (JN_WORK_LINK_OPEN/ATTACH said so): deliveries
                            * are received unparsed and sent octet for octet */
+    bool edge_reply;      /* an edge router's dynamic reply receiver: report the
+                           * answer with the address the peer made */
     uint64_t max_message_size; /* incoming: octets, 0 = unlimited (maxMessageSize;
                                 * JN_IO_CONTROL_MAX_MESSAGE on control links) */
     bool local_closed;

@@ -236,6 +236,8 @@ void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w)
         pn_link_set_snd_settle_mode(pl, PN_SND_MIXED);
         if (w->attach.edge == JN_LINK_EDGE_DOWNLINK)
             jn_io_set_capability(pl, "qd.router-edge-downlink");
+        if (w->attach.edge == JN_LINK_EDGE_REPLY)
+            pn_terminus_set_dynamic(pn_link_source(pl), true); /* the answers' address */
     }
     pn_link_set_rcv_settle_mode(pl, PN_RCV_FIRST);
     jn_io_link_t *link = jn_io_link_new_IO(conn, pl);
@@ -246,6 +248,7 @@ void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w)
     link->local = true;
     link->routed = !w->attach.edge;
     link->passthrough = w->passthrough;
+    link->edge_reply = w->attach.edge == JN_LINK_EDGE_REPLY;
     jn_link_info_t info = {
         .dir = link->dir,
         .name = w->attach.name,

@@ -23,9 +23,14 @@ void jn_compose_head(jn_encoder_t *e, const jn_compose_props_t *p)
         jn_enc_null(e);
     if (p->fields > 3) {
         jn_enc_null(e); /* subject */
-        jn_enc_null(e); /* reply-to */
+        if (p->reply_to)
+            jn_enc_cstring(e, p->reply_to);
+        else
+            jn_enc_null(e);
         if (p->correlation)
             jn_enc_raw_iter(e, p->correlation);
+        else if (p->correlation_str)
+            jn_enc_cstring(e, p->correlation_str);
         else
             jn_enc_null(e);
     }

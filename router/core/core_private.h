@@ -449,6 +449,9 @@ struct jn_core {
         jn_addr_t *edge_addr;
         uint64_t next_edge_link;
         uint32_t temp_nonce; /* random part of dynamic addresses */
+        /* jn_time_mono_ns at the start of the current batch: the clock
+         * the delayed-delivery figures read (one read per batch) */
+        uint64_t batch_ns;
         bool stop;
     } ct;
 
@@ -456,6 +459,13 @@ struct jn_core {
     struct {
         atomic_uint_least64_t ingress, egress, released, accepted, rejected, modified, presettled,
             dropped, addresses, links, connections;
+        /* transit: copies handed out on inter-router links (not in egress);
+         * ingress_rc/egress_rc: of ingress/egress, on route-container
+         * connections; fallback: deliveries sent to a fallback destination
+         * for want of a primary one; delayed1/delayed10: incoming deliveries
+         * settled 1..10 s / over 10 s after they arrived (docs/design.md,
+         * "Router figures") */
+        atomic_uint_least64_t transit, ingress_rc, egress_rc, fallback, delayed1, delayed10;
     } stats;
 };
 

@@ -108,17 +108,19 @@ size_t jn_mgmt_rows_router(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t 
         [JN_COL_ROUTER_REJECTED_DELIVERIES] = jn_mv_ulong(s.deliveries_rejected),
         [JN_COL_ROUTER_RELEASED_DELIVERIES] = jn_mv_ulong(s.deliveries_released),
         [JN_COL_ROUTER_MODIFIED_DELIVERIES] = jn_mv_ulong(s.deliveries_modified),
-        /* not kept: delayed 1 s, 10 s, stuck */
-        [JN_COL_ROUTER_DELIVERIES_DELAYED1_SEC] = zero,
-        [JN_COL_ROUTER_DELIVERIES_DELAYED10_SEC] = zero,
+        /* not kept yet: stuck and links blocked (docs/design.md, "Router figures") */
+        [JN_COL_ROUTER_DELIVERIES_DELAYED1_SEC] = jn_mv_ulong(s.deliveries_delayed_1sec),
+        [JN_COL_ROUTER_DELIVERIES_DELAYED10_SEC] = jn_mv_ulong(s.deliveries_delayed_10sec),
         [JN_COL_ROUTER_DELIVERIES_STUCK] = zero,
         [JN_COL_ROUTER_DELIVERIES_INGRESS] = jn_mv_ulong(s.deliveries_ingress),
         [JN_COL_ROUTER_DELIVERIES_EGRESS] = jn_mv_ulong(s.deliveries_egress),
-        /* not kept: transit, route containers, fallback */
-        [JN_COL_ROUTER_DELIVERIES_TRANSIT] = zero,
-        [JN_COL_ROUTER_DELIVERIES_INGRESS_ROUTE_CONTAINER] = zero,
-        [JN_COL_ROUTER_DELIVERIES_EGRESS_ROUTE_CONTAINER] = zero,
-        [JN_COL_ROUTER_DELIVERIES_REDIRECTED_TO_FALLBACK] = zero,
+        [JN_COL_ROUTER_DELIVERIES_TRANSIT] = jn_mv_ulong(s.deliveries_transit),
+        [JN_COL_ROUTER_DELIVERIES_INGRESS_ROUTE_CONTAINER] =
+            jn_mv_ulong(s.deliveries_ingress_route_container),
+        [JN_COL_ROUTER_DELIVERIES_EGRESS_ROUTE_CONTAINER] =
+            jn_mv_ulong(s.deliveries_egress_route_container),
+        [JN_COL_ROUTER_DELIVERIES_REDIRECTED_TO_FALLBACK] =
+            jn_mv_ulong(s.deliveries_fallback),
         [JN_COL_ROUTER_LINKS_BLOCKED] = jn_mv_uint(0),
         [JN_COL_ROUTER_UPTIME_SECONDS] = jn_mv_uint((uint64_t)(up > 0 ? up : 0)),
         [JN_COL_ROUTER_MEMORY_USAGE] = mem ? jn_mv_ulong(mem) : jn_mv_null(),
@@ -214,7 +216,7 @@ static bool link_row(void *arg, const jn_view_link_t *v)
         [JN_COL_ROUTER_LINK_REJECTED_COUNT] = jn_mv_ulong(v->rejected),
         [JN_COL_ROUTER_LINK_RELEASED_COUNT] = jn_mv_ulong(v->released),
         [JN_COL_ROUTER_LINK_MODIFIED_COUNT] = jn_mv_ulong(v->modified),
-        /* not kept: delayed 1 s, 10 s, stuck */
+        /* not kept yet: stuck and links blocked (docs/design.md, "Router figures") */
         [JN_COL_ROUTER_LINK_DELIVERIES_DELAYED1_SEC] = zero,
         [JN_COL_ROUTER_LINK_DELIVERIES_DELAYED10_SEC] = zero,
         [JN_COL_ROUTER_LINK_DELIVERIES_STUCK] = zero,

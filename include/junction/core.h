@@ -670,6 +670,11 @@ typedef struct jn_core_stats {
      * and more than 10 s, after they arrived (per batch clock: +-1 batch) */
     uint64_t deliveries_delayed_1sec;
     uint64_t deliveries_delayed_10sec;
+    /* gauges, refreshed every second: unsettled deliveries held over 10 s
+     * now (deliveriesStuck); client links that have had no credit and
+     * sent nothing for 10 s (linksBlocked) */
+    uint64_t deliveries_stuck;
+    uint64_t links_blocked;
 } jn_core_stats_t;
 
 /* jn_core_get_stats: a snapshot (relaxed atomics). Any thread. */

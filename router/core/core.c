@@ -287,6 +287,7 @@ static void timer_tick_CT(jn_core_t *core)
         return;
     atomic_store_explicit(&core->timer_at_ms, 0, memory_order_relaxed);
     jn_lr_tick_CT(core); /* sets it again for what is still to come */
+    jn_forward_figures_tick_CT(core); /* so does this */
 }
 
 /* How long the core thread may sleep for the core timer (timeout: what
@@ -558,5 +559,7 @@ void jn_core_get_stats(jn_core_t *core, jn_core_stats_t *out)
     out->deliveries_fallback = LOAD(fallback);
     out->deliveries_delayed_1sec = LOAD(delayed1);
     out->deliveries_delayed_10sec = LOAD(delayed10);
+    out->deliveries_stuck = LOAD(stuck);
+    out->links_blocked = LOAD(links_blocked);
 #undef LOAD
 }

@@ -1053,3 +1053,73 @@ void jn_forward_consumer_gone_CT(jn_core_link_t *link, jn_addr_t *addr)
         finish_copy_CT(copy);
     }
 }
+
+/* ---- the router's stuck and blocked figures ------------------------------ */
+
+/* Copies on list, from its oldest end, that are unsettled and whose
+ * delivery arrived before old_ns (the first younger one ends the count:
+ * a link's lists are in arrival order, so at most a reordered few are
+ * missed). */
+static uint64_t count_stuck_CT(const jn_dlv_list_t *list, uint64_t old_ns)
+{
+    uint64_t n = 0;
+    for (const jn_delivery_t *c = list->head; c; c = c->ct.next) {
+        const jn_delivery_t *peer = c->ct.peer;
+        if (peer->arrived_ns == 0)
+            continue; /* composed by the router: not measured */
+        if (peer->arrived_ns >= old_ns)
+            break;
+        if (!c->presettled && !c->ct.settled)
+            n++;
+    }
+    return n;
+}
+
+void jn_forward_figures_arm_CT(jn_core_t *core)
+{
+    JN_ASSERT_CT(core);
+    if (core->ct.figures_at_ms != 0)
+        return;
+    core->ct.figures_at_ms = (int64_t)jn_time_mono_ms() + JN_CORE_FIGURES_MS;
+    jn_core_timer_at_CT(core, core->ct.figures_at_ms);
+}
+
+void jn_forward_figures_tick_CT(jn_core_t *core)
+{
+    JN_ASSERT_CT(core);
+    if (core->ct.figures_at_ms == 0)
+        return;
+    int64_t now = (int64_t)jn_time_mono_ms();
+    if (now < core->ct.figures_at_ms) {
+        jn_core_timer_at_CT(core, core->ct.figures_at_ms);
+        return;
+    }
+    uint64_t now_ns = jn_time_mono_ns();
+    uint64_t old_ns = now_ns > (uint64_t)JN_CORE_STUCK_MS * 1000000u
+                          ? now_ns - (uint64_t)JN_CORE_STUCK_MS * 1000000u
+                          : 0;
+    uint64_t stuck = 0, blocked = 0;
+    for (jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next) {
+        for (jn_core_link_t *l = c->ct.links; l; l = l->ct.conn_next) {
+            if (l->dir != JN_LINK_OUTGOING)
+                continue;
+            stuck += count_stuck_CT(&l->ct.undelivered, old_ns);
+            stuck += count_stuck_CT(&l->ct.inflight, old_ns);
+            bool no_credit = l->type == JN_LINK_ENDPOINT && !c->internal &&
+                             l->ct.state == JN_LINK_ST_ATTACHED &&
+                             l->ct.handed >= l->ct.credit_limit;
+            if (!no_credit) {
+                l->ct.blocked_since_ms = 0;
+            } else if (l->ct.blocked_since_ms == 0 || l->ct.blocked_handed != l->ct.handed) {
+                l->ct.blocked_since_ms = now; /* watched from now */
+                l->ct.blocked_handed = l->ct.handed;
+            } else if (now - l->ct.blocked_since_ms >= JN_CORE_STUCK_MS) {
+                blocked++;
+            }
+        }
+    }
+    atomic_store_explicit(&core->stats.stuck, stuck, memory_order_relaxed);
+    atomic_store_explicit(&core->stats.links_blocked, blocked, memory_order_relaxed);
+    core->ct.figures_at_ms = now + JN_CORE_FIGURES_MS;
+    jn_core_timer_at_CT(core, core->ct.figures_at_ms);
+}

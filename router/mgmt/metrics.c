@@ -225,9 +225,10 @@ int jn_mgmt_metrics_snapshot_CT(jn_mgmt_t *agent, const char *query, char **snap
            "Deliveries settled 1 to 10 s after they arrived.", s.deliveries_delayed_1sec);
     figure(&t, c, "qdr_deliveries_delayed_10sec_total", "counter",
            "Deliveries settled more than 10 s after they arrived.", s.deliveries_delayed_10sec);
-    /* not counted yet: the router entity shows 0 too (docs/design.md) */
-    figure(&t, c, "qdr_deliveries_stuck_total", "gauge", "Deliveries stuck now.", 0);
-    figure(&t, c, "qdr_links_blocked_total", "gauge", "Links blocked now.", 0);
+    figure(&t, c, "qdr_deliveries_stuck_total", "gauge",
+           "Unsettled deliveries held over 10 s now.", s.deliveries_stuck);
+    figure(&t, c, "qdr_links_blocked_total", "gauge",
+           "Client links without credit for 10 s now.", s.links_blocked);
     figure(&t, c, "qdr_deliveries_redirected_to_fallback_total", "counter",
            "Deliveries sent to a fallback destination.", s.deliveries_fallback);
     int64_t up = (int64_t)time(NULL) - agent->start_time;

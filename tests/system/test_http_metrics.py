@@ -496,6 +496,45 @@ class RouterFiguresTest(MetricsCase):
         self.expect(before, self.figures(m, base), deliveriesDelayed1Sec=1,
                     deliveriesDelayed10Sec=1)
 
+    def test_stuck_delivery_and_blocked_link_shown_while_they_last(self):
+        """A delivery its receiver holds unsettled and a receiver that never
+        gave credit: after 10 s (and a figures tick), deliveriesStuck and
+        linksBlocked are 1, as /metrics shows too; once the delivery is
+        accepted and the receiver gives credit, both are back to 0."""
+        r, m, base = self.http_router_with("")
+        c = BlockingConnection(r.url, timeout=TIMEOUT)
+        self.addCleanup(c.close)
+        rx = c.create_receiver("stuck.q", credit=5)
+        idle = c.create_receiver("blocked.q", credit=0, name="no-credit")
+        self.wait_for("stuck.q has a consumer", lambda: "M0stuck.q" in self.addresses(m))
+        start = m.router()
+        self.assertEqual((start["deliveriesStuck"], start["linksBlocked"]), (0, 0))
+        tx = c.create_sender("stuck.q")
+        sent = tx.link.send(Message(body="held"))
+        self.assertEqual(rx.receive(timeout=TIMEOUT).body, "held")  # not settled
+
+        def poll(what, pred, timeout):  # c keeps running meanwhile
+            deadline = time.monotonic() + timeout
+            while True:
+                got = m.router()
+                if pred(got):
+                    return got
+                self.assertLess(time.monotonic(), deadline, "%s: %s" % (what, got))
+                t = time.monotonic() + 0.2
+                c.wait(lambda: time.monotonic() >= t, timeout=5)
+        t0 = time.monotonic()
+        seen = poll("stuck and blocked", lambda g: g["deliveriesStuck"] == 1 and
+                    g["linksBlocked"] == 1, 20 * SLOW)
+        self.assertGreaterEqual(time.monotonic() - t0, 9.0, "not before 10 s held")
+        shown = parse(self.scrape(base + "/metrics"))
+        self.assertEqual(plain(shown, "qdr_deliveries_stuck"), seen["deliveriesStuck"])
+        self.assertEqual(plain(shown, "qdr_links_blocked"), seen["linksBlocked"])
+        rx.accept()
+        idle.link.flow(1)
+        poll("both back to 0", lambda g: g["deliveriesStuck"] == 0 and g["linksBlocked"] == 0,
+             5 * SLOW)
+        c.wait(lambda: sent.remote_state == Delivery.ACCEPTED, timeout=TIMEOUT)
+
     def http_router_with(self, extra):
         attrs = {"name": "web", "host": "127.0.0.1", "port": 0, "http": "yes",
                  "websockets": "no"}

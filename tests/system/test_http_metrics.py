@@ -14,7 +14,9 @@
 - the router figures 1.19 kept as 0 for Junction until now
   (deliveriesTransit, deliveries{Ingress,Egress}RouteContainer,
   deliveriesRedirectedToFallback, deliveriesDelayed1Sec/10Sec): exact
-  deltas, and /metrics equal to the router entity at the same moment;
+  deltas, and /metrics equal to the router entity at the same moment; the
+  gauges deliveriesStuck and linksBlocked while a delivery is held and a
+  receiver gives no credit for 10 s, and after;
 - HTTPS: an http listener with an sslProfile serves /metrics over TLS, and
   a real Prometheus (a private instance started here) scrapes it with the
   test CA.

@@ -674,6 +674,24 @@ typedef struct jn_core_stats {
     /* multicast copies not sent because their consumer's backlog was full
      * (router droppedPresettledDeliveries, docs/multicast.md) */
     uint64_t deliveries_dropped;
+    /* router deliveriesTransit: copies sent to other routers (not counted
+     * in deliveries_egress, nor those received from them in ingress) */
+    uint64_t deliveries_transit;
+    /* of ingress / egress: on connections with role route-container */
+    uint64_t deliveries_ingress_route_container;
+    uint64_t deliveries_egress_route_container;
+    /* deliveries sent to an address's fallback destination because the
+     * primary had none (enableFallback) */
+    uint64_t deliveries_fallback;
+    /* unsettled deliveries the router settled (or saw settled) 1 to 10 s,
+     * and more than 10 s, after they arrived (per batch clock: +-1 batch) */
+    uint64_t deliveries_delayed_1sec;
+    uint64_t deliveries_delayed_10sec;
+    /* gauges, refreshed every second: unsettled deliveries held over 10 s
+     * now (deliveriesStuck); client links that have had no credit and
+     * sent nothing for 10 s (linksBlocked) */
+    uint64_t deliveries_stuck;
+    uint64_t links_blocked;
 } jn_core_stats_t;
 
 /* jn_core_get_stats: a snapshot (relaxed atomics). Any thread. */

@@ -126,6 +126,7 @@ void jn_conn_opened_CT(jn_core_conn_t *conn)
         core->ct.conns->ct.prev = conn;
     core->ct.conns = conn;
     jn_stat_add(&core->stats.connections, 1);
+    jn_forward_figures_arm_CT(core);
     if (conn->edge)
         core->ct.edge_conns++;
     jn_router_conn_opened_CT(conn);

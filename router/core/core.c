@@ -290,6 +290,7 @@ static void timer_tick_CT(jn_core_t *core)
         return;
     atomic_store_explicit(&core->timer_at_ms, 0, memory_order_relaxed);
     jn_lr_tick_CT(core); /* sets it again for what is still to come */
+    jn_forward_figures_tick_CT(core); /* so does this */
 }
 
 /* How long the core thread may sleep for the core timer (timeout: what
@@ -314,6 +315,7 @@ static size_t run_batch_CT(jn_core_t *core)
     if (n == 0)
         return 0;
     core->ct.batch++;
+    core->ct.batch_ns = jn_time_mono_ns(); /* delayed deliveries (forward.c) */
     for (size_t i = 0; i < n; i++)
         dispatch_CT(core, batch[i]);
     if (core->mesh || core->edge_mode)
@@ -555,5 +557,13 @@ void jn_core_get_stats(jn_core_t *core, jn_core_stats_t *out)
     out->addresses = LOAD(addresses);
     out->links = LOAD(links);
     out->connections = LOAD(connections);
+    out->deliveries_transit = LOAD(transit);
+    out->deliveries_ingress_route_container = LOAD(ingress_rc);
+    out->deliveries_egress_route_container = LOAD(egress_rc);
+    out->deliveries_fallback = LOAD(fallback);
+    out->deliveries_delayed_1sec = LOAD(delayed1);
+    out->deliveries_delayed_10sec = LOAD(delayed10);
+    out->deliveries_stuck = LOAD(stuck);
+    out->links_blocked = LOAD(links_blocked);
 #undef LOAD
 }

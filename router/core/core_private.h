@@ -54,6 +54,11 @@
  * wait; forward.c, docs/multicast.md). */
 #define JN_CORE_MC_CHECK_MS 250
 #define JN_CORE_MC_STUCK_MS 1000
+/* The router's deliveriesStuck and linksBlocked (as 1.19): an unsettled
+ * delivery held, or a client link without credit, for JN_CORE_STUCK_MS;
+ * looked at every JN_CORE_FIGURES_MS (jn_forward_figures_tick_CT). */
+#define JN_CORE_STUCK_MS 10000
+#define JN_CORE_FIGURES_MS 1000
 /* A stuck multicast consumer's parked backlog keeps at most this many
  * message octets (besides at most its link capacity copies): parked copies
  * keep their messages' buffers, which count toward the sending link's
@@ -325,6 +330,11 @@ struct jn_core_link {
         uint32_t mc_idle_checks;
         bool mc_dropping;
         uint32_t unsettled;        /* of inflight: not settled */
+        /* linksBlocked (jn_forward_figures_tick_CT): since when (monotonic
+         * ms, 0: not watched) the figures tick has seen this link without
+         * credit and with handed unchanged (blocked_handed) */
+        int64_t blocked_since_ms;
+        uint64_t blocked_handed;
         uint64_t next_tag;
         /* incoming (the router receives) */
         uint32_t outstanding; /* credit granted and not yet used */
@@ -443,6 +453,9 @@ struct jn_core {
         uint64_t batch;        /* number of the batch being processed */
         uint64_t next_link_id;
         int64_t mc_next_check_ms; /* the stuck-consumer watch's next check */
+        /* the figures tick's next run (monotonic ms), 0 before the first
+         * connection (jn_forward_figures_tick_CT) */
+        int64_t figures_at_ms;
         uint64_t next_temp;  /* dynamic address counter */
         uint32_t edge_conns; /* open edge connections (edge.c) */
         /* an edge router (edge.c): the active uplink and its anonymous
@@ -457,6 +470,9 @@ struct jn_core {
         /* its link-route lookup and management clients (edge_lookup.c) */
         struct jn_edge_clients *edge_clients;
         uint32_t temp_nonce; /* random part of dynamic addresses */
+        /* jn_time_mono_ns at the start of the current batch: the clock
+         * the delayed-delivery figures read (one read per batch) */
+        uint64_t batch_ns;
         bool stop;
     } ct;
 
@@ -464,6 +480,16 @@ struct jn_core {
     struct {
         atomic_uint_least64_t ingress, egress, released, accepted, rejected, modified, presettled,
             dropped, addresses, links, connections;
+        /* transit: copies handed out on inter-router links (not in egress);
+         * ingress_rc/egress_rc: of ingress/egress, on route-container
+         * connections; fallback: deliveries sent to a fallback destination
+         * for want of a primary one; delayed1/delayed10: incoming deliveries
+         * settled 1..10 s / over 10 s after they arrived (docs/design.md,
+         * "Router figures") */
+        atomic_uint_least64_t transit, ingress_rc, egress_rc, fallback, delayed1, delayed10;
+        /* gauges, as the last figures tick saw them: unsettled deliveries
+         * held over JN_CORE_STUCK_MS, client links without credit that long */
+        atomic_uint_least64_t stuck, links_blocked;
     } stats;
 };
 
@@ -635,6 +661,16 @@ void jn_forward_backlog_check_CT(jn_core_link_t *link);
  * put the outgoing links that took no copy for JN_CORE_MC_STUCK_MS while
  * multicast copies waited in drop mode. */
 void jn_forward_mc_tick_CT(jn_core_t *core);
+/* Every JN_CORE_FIGURES_MS once armed (jn_forward_figures_arm_CT), from the
+ * core timer: count the unsettled deliveries held longer than
+ * JN_CORE_STUCK_MS (router deliveriesStuck) and the client links that had
+ * no credit and sent nothing that long (linksBlocked), into core->stats;
+ * then set the core timer for the next run. Called on every run of the
+ * core timer (an early call only sets it again). O(links + stuck
+ * deliveries): each link's lists are looked at from their oldest end. */
+void jn_forward_figures_tick_CT(jn_core_t *core);
+/* Start the figures tick if it is not running (a connection opened). */
+void jn_forward_figures_arm_CT(jn_core_t *core);
 /* How long the core may sleep (ms, -1: until woken) given the caller's
  * timeout, so that the watch above runs while core->mc_waiting. The core
  * thread, without the core's token (it reads only an atomic flag). */

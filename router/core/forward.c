@@ -92,9 +92,19 @@ static inline void incoming_settling_CT(jn_delivery_t *dlv)
 {
     JN_ASSERT_CT(jn_delivery_core(dlv));
     jn_core_link_t *in = dlv->link;
-    if (!dlv->presettled && !dlv->ct.sender_settled && !dlv->ct.router_settled &&
-        in->ct.unsettled_in > 0)
+    if (dlv->presettled || dlv->ct.sender_settled || dlv->ct.router_settled)
+        return;
+    if (in->ct.unsettled_in > 0)
         in->ct.unsettled_in--;
+    /* held 1 s or more (router deliveriesDelayed1Sec/10Sec): the batch's
+     * clock, no clock read here; composed deliveries (arrived_ns 0) are
+     * not measured */
+    jn_core_t *core = in->conn->core;
+    uint64_t now = core->ct.batch_ns;
+    if (JN_UNLIKELY(now > dlv->arrived_ns + 1000000000u) && dlv->arrived_ns != 0)
+        jn_stat_add(now > dlv->arrived_ns + 10000000000u ? &core->stats.delayed10
+                                                         : &core->stats.delayed1,
+                    1);
 }
 
 /* Settle an incoming delivery toward its sender with outcome type, sent as
@@ -320,7 +330,14 @@ void jn_forward_hand_out_CT(jn_delivery_t *copy)
     copy->ct.handed_out = true;
     link->ct.handed++;
     link->ct.deliveries++;
-    jn_stat_add(&core->stats.egress, 1);
+    if (link->conn->inter_router) { /* to another router: transit, but control */
+        if (link->type == JN_LINK_DATA)
+            jn_stat_add(&core->stats.transit, 1);
+    } else {
+        jn_stat_add(&core->stats.egress, 1);
+        if (JN_UNLIKELY(link->conn->route_container))
+            jn_stat_add(&core->stats.egress_rc, 1);
+    }
     jn_work_dlv_CT(copy, JN_WORK_DELIVERY_SEND, JN_DISP_NONE, NULL, false);
     copy->ct.final = final;
     if (copy->presettled) {
@@ -381,30 +398,37 @@ static bool backlogged_CT(const jn_delivery_t *dlv, const jn_core_link_t *to)
     return dlv->link->conn->internal && to->ct.undelivered.count >= JN_CORE_DEFAULT_CAPACITY;
 }
 
-static void forward_anycast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *rc)
+/* One copy of dlv to the consumer anycast picks for addr (or, with none,
+ * for addr's fallback). Returns true when a copy was made. */
+static bool forward_anycast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *rc)
 {
     jn_core_t *core = jn_delivery_core(dlv);
     JN_ASSERT_CT(core);
     jn_core_link_t *to = pick_anycast_CT(core, addr, rc);
+    bool redirected = false;
     if (JN_UNLIKELY(!to && addr->fallback)) {
         /* no destination: the fallback's (enableFallback) */
         jn_addr_t *fb = jn_addr_fallback_CT(core, addr);
         if (fb) {
             addr = fb;
             to = pick_anycast_CT(core, fb, rc);
+            redirected = true;
         }
     }
     if (to && backlogged_CT(dlv, to))
         to = NULL; /* dropped: see backlogged */
     jn_delivery_t *copy = to ? jn_delivery_copy_CT(dlv, to, dlv->presettled) : NULL;
     if (!copy)
-        return; /* pending stays 0: released */
+        return false; /* pending stays 0: released */
+    if (JN_UNLIKELY(redirected))
+        jn_stat_add(&core->stats.fallback, 1);
     if (to->conn->inter_router)
         addr->transit++;
     else
         addr->egress++;
     dlv->ct.pending++; /* (an exchange may route one delivery several times) */
     enqueue_CT(copy);
+    return true;
 }
 
 /* Multicast toward a consumer in drop mode whose backlog is full: the copy
@@ -647,7 +671,8 @@ static void forward_multicast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_r
         jn_addr_t *fb = jn_addr_fallback_CT(core, addr);
         if (fb && jn_addr_has_destination(fb)) {
             dlv->ct.multicast = false;
-            forward_anycast_CT(dlv, fb, rc);
+            if (forward_anycast_CT(dlv, fb, rc))
+                jn_stat_add(&core->stats.fallback, 1);
             return;
         }
     }
@@ -743,7 +768,11 @@ void jn_forward_arrived_CT(jn_delivery_t *dlv)
     jn_core_link_t *in = dlv->link;
     jn_core_t *core = in->conn->core;
     JN_ASSERT_CT(core);
-    jn_stat_add(&core->stats.ingress, 1);
+    if (!in->conn->inter_router) { /* from another router: its transit */
+        jn_stat_add(&core->stats.ingress, 1);
+        if (JN_UNLIKELY(in->conn->route_container))
+            jn_stat_add(&core->stats.ingress_rc, 1);
+    }
     if (dlv->presettled)
         jn_stat_add(&core->stats.presettled, 1);
     in->ct.deliveries++;
@@ -1020,4 +1049,74 @@ void jn_forward_consumer_gone_CT(jn_core_link_t *link, jn_addr_t *addr)
         }
         finish_copy_CT(copy);
     }
+}
+
+/* ---- the router's stuck and blocked figures ------------------------------ */
+
+/* Copies on list, from its oldest end, that are unsettled and whose
+ * delivery arrived before old_ns (the first younger one ends the count:
+ * a link's lists are in arrival order, so at most a reordered few are
+ * missed). */
+static uint64_t count_stuck_CT(const jn_dlv_list_t *list, uint64_t old_ns)
+{
+    uint64_t n = 0;
+    for (const jn_delivery_t *c = list->head; c; c = c->ct.next) {
+        const jn_delivery_t *peer = c->ct.peer;
+        if (peer->arrived_ns == 0)
+            continue; /* composed by the router: not measured */
+        if (peer->arrived_ns >= old_ns)
+            break;
+        if (!c->presettled && !c->ct.settled)
+            n++;
+    }
+    return n;
+}
+
+void jn_forward_figures_arm_CT(jn_core_t *core)
+{
+    JN_ASSERT_CT(core);
+    if (core->ct.figures_at_ms != 0)
+        return;
+    core->ct.figures_at_ms = (int64_t)jn_time_mono_ms() + JN_CORE_FIGURES_MS;
+    jn_core_timer_at_CT(core, core->ct.figures_at_ms);
+}
+
+void jn_forward_figures_tick_CT(jn_core_t *core)
+{
+    JN_ASSERT_CT(core);
+    if (core->ct.figures_at_ms == 0)
+        return;
+    int64_t now = (int64_t)jn_time_mono_ms();
+    if (now < core->ct.figures_at_ms) {
+        jn_core_timer_at_CT(core, core->ct.figures_at_ms);
+        return;
+    }
+    uint64_t now_ns = jn_time_mono_ns();
+    uint64_t old_ns = now_ns > (uint64_t)JN_CORE_STUCK_MS * 1000000u
+                          ? now_ns - (uint64_t)JN_CORE_STUCK_MS * 1000000u
+                          : 0;
+    uint64_t stuck = 0, blocked = 0;
+    for (jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next) {
+        for (jn_core_link_t *l = c->ct.links; l; l = l->ct.conn_next) {
+            if (l->dir != JN_LINK_OUTGOING)
+                continue;
+            stuck += count_stuck_CT(&l->ct.undelivered, old_ns);
+            stuck += count_stuck_CT(&l->ct.inflight, old_ns);
+            bool no_credit = l->type == JN_LINK_ENDPOINT && !c->internal &&
+                             l->ct.state == JN_LINK_ST_ATTACHED &&
+                             l->ct.handed >= l->ct.credit_limit;
+            if (!no_credit) {
+                l->ct.blocked_since_ms = 0;
+            } else if (l->ct.blocked_since_ms == 0 || l->ct.blocked_handed != l->ct.handed) {
+                l->ct.blocked_since_ms = now; /* watched from now */
+                l->ct.blocked_handed = l->ct.handed;
+            } else if (now - l->ct.blocked_since_ms >= JN_CORE_STUCK_MS) {
+                blocked++;
+            }
+        }
+    }
+    atomic_store_explicit(&core->stats.stuck, stuck, memory_order_relaxed);
+    atomic_store_explicit(&core->stats.links_blocked, blocked, memory_order_relaxed);
+    core->ct.figures_at_ms = now + JN_CORE_FIGURES_MS;
+    jn_core_timer_at_CT(core, core->ct.figures_at_ms);
 }

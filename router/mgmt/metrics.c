@@ -215,21 +215,22 @@ int jn_mgmt_metrics_snapshot_CT(jn_mgmt_t *agent, const char *query, char **snap
            s.deliveries_ingress);
     figure(&t, c, "qdr_deliveries_egress_total", "counter", "Deliveries sent to clients.",
            s.deliveries_egress);
-    /* the router entity shows these as 0 too: not counted yet */
     figure(&t, c, "qdr_deliveries_transit_total", "counter",
-           "Deliveries that crossed this router between two others.", 0);
+           "Deliveries sent to other routers.", s.deliveries_transit);
     figure(&t, c, "qdr_deliveries_ingress_route_container_total", "counter",
-           "Deliveries received from route containers.", 0);
+           "Deliveries received from route containers.", s.deliveries_ingress_route_container);
     figure(&t, c, "qdr_deliveries_egress_route_container_total", "counter",
-           "Deliveries sent to route containers.", 0);
+           "Deliveries sent to route containers.", s.deliveries_egress_route_container);
     figure(&t, c, "qdr_deliveries_delayed_1sec_total", "counter",
-           "Deliveries unsettled for more than 1 s.", 0);
+           "Deliveries settled 1 to 10 s after they arrived.", s.deliveries_delayed_1sec);
     figure(&t, c, "qdr_deliveries_delayed_10sec_total", "counter",
-           "Deliveries unsettled for more than 10 s.", 0);
-    figure(&t, c, "qdr_deliveries_stuck_total", "gauge", "Deliveries stuck now.", 0);
-    figure(&t, c, "qdr_links_blocked_total", "gauge", "Links blocked now.", 0);
+           "Deliveries settled more than 10 s after they arrived.", s.deliveries_delayed_10sec);
+    figure(&t, c, "qdr_deliveries_stuck_total", "gauge",
+           "Unsettled deliveries held over 10 s now.", s.deliveries_stuck);
+    figure(&t, c, "qdr_links_blocked_total", "gauge",
+           "Client links without credit for 10 s now.", s.links_blocked);
     figure(&t, c, "qdr_deliveries_redirected_to_fallback_total", "counter",
-           "Deliveries sent to a fallback destination.", 0);
+           "Deliveries sent to a fallback destination.", s.deliveries_fallback);
     int64_t up = (int64_t)time(NULL) - agent->start_time;
     put(&t,
         "# HELP junction_uptime_seconds Seconds since the router started.\n"

@@ -86,7 +86,6 @@ size_t jn_mgmt_rows_router(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t 
     const jn_core_stats_t s = f.core;
     int64_t up = (int64_t)time(NULL) - agent->start_time;
     uint64_t mem = memory_usage();
-    jn_mv_t zero = jn_mv_ulong(0);
     jn_mv_t r[JN_COLS_ROUTER] = {
         [JN_COL_ROUTER_NAME] = jn_mv_str(agent->cfg.router_id),
         [JN_COL_ROUTER_IDENTITY] = jn_mv_str("1"),
@@ -108,18 +107,19 @@ size_t jn_mgmt_rows_router(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t 
         [JN_COL_ROUTER_REJECTED_DELIVERIES] = jn_mv_ulong(s.deliveries_rejected),
         [JN_COL_ROUTER_RELEASED_DELIVERIES] = jn_mv_ulong(s.deliveries_released),
         [JN_COL_ROUTER_MODIFIED_DELIVERIES] = jn_mv_ulong(s.deliveries_modified),
-        /* not kept: delayed 1 s, 10 s, stuck */
-        [JN_COL_ROUTER_DELIVERIES_DELAYED1_SEC] = zero,
-        [JN_COL_ROUTER_DELIVERIES_DELAYED10_SEC] = zero,
-        [JN_COL_ROUTER_DELIVERIES_STUCK] = zero,
+        [JN_COL_ROUTER_DELIVERIES_DELAYED1_SEC] = jn_mv_ulong(s.deliveries_delayed_1sec),
+        [JN_COL_ROUTER_DELIVERIES_DELAYED10_SEC] = jn_mv_ulong(s.deliveries_delayed_10sec),
+        [JN_COL_ROUTER_DELIVERIES_STUCK] = jn_mv_ulong(s.deliveries_stuck),
         [JN_COL_ROUTER_DELIVERIES_INGRESS] = jn_mv_ulong(s.deliveries_ingress),
         [JN_COL_ROUTER_DELIVERIES_EGRESS] = jn_mv_ulong(s.deliveries_egress),
-        /* not kept: transit, route containers, fallback */
-        [JN_COL_ROUTER_DELIVERIES_TRANSIT] = zero,
-        [JN_COL_ROUTER_DELIVERIES_INGRESS_ROUTE_CONTAINER] = zero,
-        [JN_COL_ROUTER_DELIVERIES_EGRESS_ROUTE_CONTAINER] = zero,
-        [JN_COL_ROUTER_DELIVERIES_REDIRECTED_TO_FALLBACK] = zero,
-        [JN_COL_ROUTER_LINKS_BLOCKED] = jn_mv_uint(0),
+        [JN_COL_ROUTER_DELIVERIES_TRANSIT] = jn_mv_ulong(s.deliveries_transit),
+        [JN_COL_ROUTER_DELIVERIES_INGRESS_ROUTE_CONTAINER] =
+            jn_mv_ulong(s.deliveries_ingress_route_container),
+        [JN_COL_ROUTER_DELIVERIES_EGRESS_ROUTE_CONTAINER] =
+            jn_mv_ulong(s.deliveries_egress_route_container),
+        [JN_COL_ROUTER_DELIVERIES_REDIRECTED_TO_FALLBACK] =
+            jn_mv_ulong(s.deliveries_fallback),
+        [JN_COL_ROUTER_LINKS_BLOCKED] = jn_mv_uint((uint32_t)s.links_blocked),
         [JN_COL_ROUTER_UPTIME_SECONDS] = jn_mv_uint((uint64_t)(up > 0 ? up : 0)),
         [JN_COL_ROUTER_MEMORY_USAGE] = mem ? jn_mv_ulong(mem) : jn_mv_null(),
         [JN_COL_ROUTER_WORKER_THREADS] = jn_mv_int(JN_MV_INT, agent->cfg.worker_threads)};
@@ -214,7 +214,6 @@ static bool link_row(void *arg, const jn_view_link_t *v)
         [JN_COL_ROUTER_LINK_REJECTED_COUNT] = jn_mv_ulong(v->rejected),
         [JN_COL_ROUTER_LINK_RELEASED_COUNT] = jn_mv_ulong(v->released),
         [JN_COL_ROUTER_LINK_MODIFIED_COUNT] = jn_mv_ulong(v->modified),
-        /* not kept: delayed 1 s, 10 s, stuck */
         [JN_COL_ROUTER_LINK_DELIVERIES_DELAYED1_SEC] = zero,
         [JN_COL_ROUTER_LINK_DELIVERIES_DELAYED10_SEC] = zero,
         [JN_COL_ROUTER_LINK_DELIVERIES_STUCK] = zero,

@@ -11,6 +11,12 @@
 - the residence-time histogram (junction_delivery_residence_seconds):
   its mobile-class _count grows by exactly the copies sent, its buckets
   are cumulative and end at _count;
+- the router figures 1.19 kept as 0 for Junction until now
+  (deliveriesTransit, deliveries{Ingress,Egress}RouteContainer,
+  deliveriesRedirectedToFallback, deliveriesDelayed1Sec/10Sec): exact
+  deltas, and /metrics equal to the router entity at the same moment; the
+  gauges deliveriesStuck and linksBlocked while a delivery is held and a
+  receiver gives no credit for 10 s, and after;
 - HTTPS: an http listener with an sslProfile serves /metrics over TLS, and
   a real Prometheus (a private instance started here) scrapes it with the
   test CA.
@@ -31,12 +37,14 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from proton import Message
+from proton import Delivery, Message, symbol
+from proton.reactor import AtMostOnce, ReceiverOption
 from proton.utils import BlockingConnection
 
 from harness import (SLOW, Recv, RouterTestCase, Send, Traffic, conf_section, free_port,
                      run_junctiond)
 from test_http import Manager, get
+from mesh import Mesh
 from tls_certs import shared_certs
 
 TIMEOUT = 10 * SLOW
@@ -341,6 +349,203 @@ class MetricsHttpsTest(MetricsCase):
         targets = get("http://127.0.0.1:%d/api/v1/targets" % prom_port, timeout=5)[1]
         self.assertEqual(seen.get(weird), want,
                          "Prometheus never returned the figure: %r\ntargets: %s" % (seen, targets))
+
+
+# router attributes that do not move with a management request, and their
+# /metrics names
+FIGURES = {"deliveriesTransit": "qdr_deliveries_transit_total",
+           "deliveriesIngressRouteContainer": "qdr_deliveries_ingress_route_container_total",
+           "deliveriesEgressRouteContainer": "qdr_deliveries_egress_route_container_total",
+           "deliveriesRedirectedToFallback": "qdr_deliveries_redirected_to_fallback_total",
+           "deliveriesDelayed1Sec": "qdr_deliveries_delayed_1sec_total",
+           "deliveriesDelayed10Sec": "qdr_deliveries_delayed_10sec_total"}
+
+
+class FallbackSource(ReceiverOption):
+    """A receiver whose source has the qd.fallback capability."""
+
+    def apply(self, link):
+        link.source.capabilities.put_object(symbol("qd.fallback"))
+
+
+class RouterFiguresTest(MetricsCase):
+
+    def figures(self, m, base=None):
+        """The router entity's FIGURES; with base, also /metrics's, scraped
+        just after (nothing else runs: they must be equal)."""
+        router = m.router()
+        got = {a: router[a] for a in FIGURES}
+        if base is not None:
+            shown = parse(self.scrape(base + "/metrics"))
+            for attr, metric in FIGURES.items():
+                self.assertEqual(plain(shown, metric), got[attr], (attr, metric))
+        return got
+
+    def delta(self, before, after):
+        return {a: after[a] - before[a] for a in FIGURES}
+
+    def expect(self, before, after, **moved):
+        want = {a: 0 for a in FIGURES}
+        want.update(moved)
+        self.assertEqual(self.delta(before, after), want)
+
+    def test_transit_counted_on_the_middle_router_of_a_line(self):
+        """A -> B -> C, 60 messages from A to a receiver on C: B's
+        deliveriesTransit grows by exactly 60 and its ingress and egress
+        (directly attached clients only, as 1.19) do not move but for its
+        own management request; A's transit also grows by 60 (sent to
+        another router), C's not."""
+        mesh = Mesh(self, ["A", "B", "C"], [("A", "B", 1), ("B", "C", 1)]).start()
+        mgrs = {n: Manager(mesh[n].url) for n in "ABC"}
+        for mg in mgrs.values():
+            self.addCleanup(mg.close)
+        mesh.probe("A", "C", "line.q")
+        before = {n: mgrs[n].router() for n in "ABC"}
+        self.run_scenario(Traffic(None, [Recv("line.q", url=mesh["C"].url)],
+                                  [Send("line.q", [Message(body=i) for i in range(60)],
+                                        url=mesh["A"].url)], 60))
+        after = {n: mgrs[n].router() for n in "ABC"}
+        moved = {n: {k: after[n][k] - before[n][k]
+                     for k in ("deliveriesTransit", "deliveriesIngress", "deliveriesEgress")}
+                 for n in "ABC"}
+        # each READ is one request in and one reply out on its own router
+        self.assertEqual(moved["B"], {"deliveriesTransit": 60, "deliveriesIngress": 1,
+                                      "deliveriesEgress": 1})
+        self.assertEqual(moved["A"], {"deliveriesTransit": 60, "deliveriesIngress": 61,
+                                      "deliveriesEgress": 1})
+        self.assertEqual(moved["C"], {"deliveriesTransit": 0, "deliveriesIngress": 1,
+                                      "deliveriesEgress": 61})
+
+    def test_route_container_ingress_and_egress(self):
+        """A client on a route-container listener sends 7 messages to
+        itself: ingress and egress route-container figures grow by 7 each,
+        and /metrics shows what the router entity shows."""
+        port = free_port()
+        rc = conf_section("listener", {"host": "127.0.0.1", "port": port,
+                                       "role": "route-container",
+                                       "saslMechanisms": "ANONYMOUS",
+                                       "authenticatePeer": "no"})
+        r, m, base = self.http_router_with(rc)
+        before = self.figures(m, base)
+        c = BlockingConnection("amqp://127.0.0.1:%d" % port, timeout=TIMEOUT)
+        self.addCleanup(c.close)
+        rx = c.create_receiver("rc.q", credit=10)
+        self.wait_for("rc.q has a consumer",
+                      lambda: "M0rc.q" in self.addresses(m))
+        tx = c.create_sender("rc.q", options=AtMostOnce())
+        for i in range(7):
+            tx.send(Message(body=i))
+        for i in range(7):
+            self.assertEqual(rx.receive(timeout=TIMEOUT).body, i)  # sent settled
+        after = self.figures(m, base)
+        self.expect(before, after, deliveriesIngressRouteContainer=7,
+                    deliveriesEgressRouteContainer=7)
+
+    def test_fallback_redirects_counted(self):
+        """enableFallback on prefix fb: with only a qd.fallback receiver,
+        9 messages to fb.q go to it, and deliveriesRedirectedToFallback
+        grows by exactly 9; a plain receiver then takes 4 more, not
+        counted."""
+        r, m, base = self.http_router_with(
+            conf_section("address", {"prefix": "fb", "enableFallback": "yes"}))
+        c = BlockingConnection(r.url, timeout=TIMEOUT)
+        self.addCleanup(c.close)
+        fb = c.create_receiver("fb.q", credit=20, options=FallbackSource())
+        tx = c.create_sender("fb.q", options=AtMostOnce())
+        before = self.figures(m, base)
+        for i in range(9):
+            tx.send(Message(body=i))
+        for i in range(9):
+            self.assertEqual(fb.receive(timeout=TIMEOUT).body, i)  # sent settled
+        mid = self.figures(m, base)
+        self.expect(before, mid, deliveriesRedirectedToFallback=9)
+        rx = c.create_receiver("fb.q", credit=20, name="fb-plain")
+        self.wait_for("fb.q has a plain consumer",
+                      lambda: self.addresses(m).get("M0fb.q") is not None)
+        for i in range(4):
+            tx.send(Message(body=100 + i))
+        for i in range(4):
+            self.assertEqual(rx.receive(timeout=TIMEOUT).body, 100 + i)
+        self.expect(mid, self.figures(m, base))
+
+    def test_deliveries_settled_late_counted_as_delayed(self):
+        """Three unsettled messages: the receiver accepts one at once, one
+        after 1.5 s and one after 11 s: deliveriesDelayed1Sec grows by 1
+        and deliveriesDelayed10Sec by 1 (1.19: settled deliveries held 1 to
+        10 s, and more than 10 s)."""
+        r, m, base = self.http_router_with("")
+        c = BlockingConnection(r.url, timeout=TIMEOUT)
+        self.addCleanup(c.close)
+        rx = c.create_receiver("late.q", credit=3)
+        self.wait_for("late.q has a consumer", lambda: "M0late.q" in self.addresses(m))
+        before = self.figures(m, base)
+        tx = c.create_sender("late.q")
+        sent = [tx.link.send(Message(body=i)) for i in range(3)]  # not waiting
+        t0 = time.monotonic()
+
+        def until(t):  # the connection keeps running (heartbeats) meanwhile
+            c.wait(lambda: time.monotonic() >= t0 + t, timeout=t + 10 * SLOW)
+        for i in range(3):
+            self.assertEqual(rx.receive(timeout=TIMEOUT).body, i)
+        rx.accept()  # the oldest first: 0 at once
+        until(1.5)
+        rx.accept()  # 1 after 1.5 s
+        until(11.0)
+        rx.accept()  # 2 after 11 s
+        c.wait(lambda: all(d.remote_state and d.settled for d in sent) or
+               all(d.remote_state for d in sent), timeout=TIMEOUT)
+        self.assertEqual([d.remote_state for d in sent], [Delivery.ACCEPTED] * 3)
+        self.expect(before, self.figures(m, base), deliveriesDelayed1Sec=1,
+                    deliveriesDelayed10Sec=1)
+
+    def test_stuck_delivery_and_blocked_link_shown_while_they_last(self):
+        """A delivery its receiver holds unsettled and a receiver that never
+        gave credit: after 10 s (and a figures tick), deliveriesStuck and
+        linksBlocked are 1, as /metrics shows too; once the delivery is
+        accepted and the receiver gives credit, both are back to 0."""
+        r, m, base = self.http_router_with("")
+        c = BlockingConnection(r.url, timeout=TIMEOUT)
+        self.addCleanup(c.close)
+        rx = c.create_receiver("stuck.q", credit=5)
+        idle = c.create_receiver("blocked.q", credit=0, name="no-credit")
+        self.wait_for("stuck.q has a consumer", lambda: "M0stuck.q" in self.addresses(m))
+        start = m.router()
+        self.assertEqual((start["deliveriesStuck"], start["linksBlocked"]), (0, 0))
+        tx = c.create_sender("stuck.q")
+        sent = tx.link.send(Message(body="held"))
+        self.assertEqual(rx.receive(timeout=TIMEOUT).body, "held")  # not settled
+
+        def poll(what, pred, timeout):  # c keeps running meanwhile
+            deadline = time.monotonic() + timeout
+            while True:
+                got = m.router()
+                if pred(got):
+                    return got
+                self.assertLess(time.monotonic(), deadline, "%s: %s" % (what, got))
+                t = time.monotonic() + 0.2
+                c.wait(lambda: time.monotonic() >= t, timeout=5)
+        t0 = time.monotonic()
+        seen = poll("stuck and blocked", lambda g: g["deliveriesStuck"] == 1 and
+                    g["linksBlocked"] == 1, 20 * SLOW)
+        self.assertGreaterEqual(time.monotonic() - t0, 9.0, "not before 10 s held")
+        shown = parse(self.scrape(base + "/metrics"))
+        self.assertEqual(plain(shown, "qdr_deliveries_stuck"), seen["deliveriesStuck"])
+        self.assertEqual(plain(shown, "qdr_links_blocked"), seen["linksBlocked"])
+        rx.accept()
+        idle.link.flow(1)
+        poll("both back to 0", lambda g: g["deliveriesStuck"] == 0 and g["linksBlocked"] == 0,
+             5 * SLOW)
+        c.wait(lambda: sent.remote_state == Delivery.ACCEPTED, timeout=TIMEOUT)
+
+    def http_router_with(self, extra):
+        attrs = {"name": "web", "host": "127.0.0.1", "port": 0, "http": "yes",
+                 "websockets": "no"}
+        r = self.start_router(extra=extra + conf_section("listener", attrs))
+        m = Manager(r.url)
+        self.addCleanup(m.close)
+        code, desc, body = m.call({"operation": "READ", "type": "listener", "name": "web"})
+        self.assertEqual(code, 200, desc)
+        return r, m, "http://127.0.0.1:%s" % body["port"]
 
 
 if __name__ == "__main__":

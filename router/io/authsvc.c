@@ -518,6 +518,10 @@ static void relay_process_challenge(pn_transport_t *t, const pn_bytes_t *recv)
     jn_io_relay_t *r = relay_of(t);
     if (!r || !r->client || r->done)
         return;
+    if (!r->mech) { /* AMQP 1.0 part 5.3.3.3: a challenge answers an init */
+        fail_client(r, DETACH_ONLY, "the service sent a challenge before the client's init");
+        return;
+    }
     bytes_set(&r->to_client, recv);
     pnx_sasl_set_bytes_out(r->client_t, bytes_of(&r->to_client));
     pnx_sasl_set_desired_state(r->client_t, SASL_POSTED_CHALLENGE);
@@ -532,6 +536,12 @@ static void relay_process_outcome(pn_transport_t *t, const pn_bytes_t *recv)
     jn_io_relay_t *r = relay_of(t);
     if (!r || r->done)
         return;
+    if (!r->mech) { /* part 5.3.3.6: the outcome ends an exchange the init began */
+        if (r->svc)
+            r->svc->refused_logged = true;
+        fail_client(r, DETACH_ONLY, "the service sent an outcome before the client's init");
+        return;
+    }
     if (pn_sasl_outcome(pn_sasl(t)) == PN_SASL_OK) {
         r->svc_sasl_ok = true;
         return;

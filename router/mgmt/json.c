@@ -21,6 +21,7 @@ typedef struct jbuf {
     char *s;
     size_t len, cap;
     bool failed;
+    bool odd; /* a value JSON cannot carry was written as null */
 } jbuf_t;
 
 static void put(jbuf_t *b, const char *s, size_t n)
@@ -133,6 +134,8 @@ static void json_value(jbuf_t *b, const jn_decoder_t *d, const jn_field_t *f, in
         snprintf(num, sizeof num, "%" PRIu64, u);
         puts_(b, num);
     } else {
+        if (f->type != JN_TYPE_NULL)
+            b->odd = true;
         puts_(b, "null");
     }
 }
@@ -197,10 +200,12 @@ static bool map_has(const jn_decoder_t *d, const jn_field_t *map, const jn_field
 }
 
 /* The members of map f (of d) into b, but for keys in skip or in the map
- * `unless` (of ud); *first says whether none was written yet. */
+ * `unless` (of ud); *first says whether none was written yet. bad (NULL:
+ * not asked): the key of the first member whose value holds a type JSON
+ * cannot carry (a float, a UUID, binary...), "" when none. */
 static void json_members(jbuf_t *b, const jn_decoder_t *d, const jn_field_t *f,
                          const jn_decoder_t *ud, const jn_field_t *unless, const char *const *skip,
-                         bool *first)
+                         bool *first, char *bad, size_t badlen)
 {
     jn_decoder_t child;
     jn_field_t k, v;
@@ -214,20 +219,24 @@ static void json_members(jbuf_t *b, const jn_decoder_t *d, const jn_field_t *f,
         *first = false;
         json_string(b, &k);
         puts_(b, ": ");
+        b->odd = false;
         json_value(b, &child, &v, -1, 1);
+        if (b->odd && bad && !bad[0] && jn_mgmt_field_string(&k, bad, badlen) != 0)
+            snprintf(bad, badlen, "?");
     }
 }
 
 char *jn_mgmt_json_merge(const jn_decoder_t *bd, const jn_field_t *base, const jn_decoder_t *od,
-                         const jn_field_t *over, const char *const *skip)
+                         const jn_field_t *over, const char *const *skip, char *bad, size_t badlen)
 {
     jbuf_t b = {0};
     bool first = true;
+    bad[0] = '\0';
     puts_(&b, "{");
-    json_members(&b, bd, base, od, over, skip, &first);
-    json_members(&b, od, over, NULL, NULL, skip, &first);
+    json_members(&b, bd, base, od, over, skip, &first, NULL, 0);
+    json_members(&b, od, over, NULL, NULL, skip, &first, bad, badlen);
     puts_(&b, "}");
-    if (b.failed) {
+    if (b.failed || bad[0]) {
         free(b.s);
         return NULL;
     }

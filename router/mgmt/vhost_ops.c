@@ -123,6 +123,19 @@ static int answer_row(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const char *
     return jn_mgmt_reply_set(reply, status, "%s", desc);
 }
 
+/* The answer when jn_mgmt_json_merge gave no text: bad names the attribute
+ * whose value has a type no vhost attribute takes, or is "" (out of
+ * memory). */
+static int bad_value(const char *bad, jn_mgmt_reply_t *reply)
+{
+    if (!bad[0])
+        return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
+    return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                             "vhost attribute '%s': a value of a type no vhost attribute takes "
+                             "(a float, UUID, binary...); give integers, strings, booleans, maps",
+                             bad);
+}
+
 static const char *const not_attributes[] = {"name", "identity", "type", NULL};
 
 static int vhost_create(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mgmt_request_t *req,
@@ -130,9 +143,11 @@ static int vhost_create(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_m
 {
     if (!req->has_body || req->body.type != JN_TYPE_MAP)
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "Body of request must be a map");
-    char *json = jn_mgmt_json_merge(NULL, NULL, &req->body_dec, &req->body, not_attributes);
+    char bad[JN_MGMT_STR_MAX];
+    char *json =
+        jn_mgmt_json_merge(NULL, NULL, &req->body_dec, &req->body, not_attributes, bad, sizeof bad);
     if (!json)
-        return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
+        return bad_value(bad, reply);
     char host[JN_MGMT_STR_MAX];
     int st = load_and_apply(agent, json, NULL, reply, host);
     free(json);
@@ -164,13 +179,13 @@ static int vhost_update(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_m
     jn_decoder_init(&bd, &it, true);
     jn_field_t base;
     char *json = NULL;
+    char bad[JN_MGMT_STR_MAX] = "";
     if (data && jn_decoder_next(&bd, &base) == 1 && base.type == JN_TYPE_MAP)
         json = jn_mgmt_json_merge(&bd, &base, &req->body_dec, req->has_body ? &req->body : NULL,
-                                  not_attributes);
+                                  not_attributes, bad, sizeof bad);
     char host[JN_MGMT_STR_MAX];
     snprintf(host, sizeof host, "%s", jn_mgmt_entity_str(e, "hostname"));
-    int st = json ? load_and_apply(agent, json, host, reply, host)
-                  : jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
+    int st = json ? load_and_apply(agent, json, host, reply, host) : bad_value(bad, reply);
     free(json);
     jn_encoder_free(&enc);
     if (st)

@@ -24,7 +24,7 @@ from test_router_policy import ALL, DENIED, refusal, vhost_section
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "python"))
-from junction.management import Client, ConnectOptions  # noqa: E402
+from junction.management import Client, ConnectOptions, StatusError  # noqa: E402
 
 
 def group(**kw):
@@ -575,6 +575,38 @@ class VhostRuntimeTest(RouterTestCase):
         log = r.log()
         self.assertIn("Created vhost rt.example", log)
         self.assertIn("Deleted vhost rt.example", log)
+
+
+    def test_values_of_types_no_attribute_takes_are_refused(self):
+        """A float, a UUID or binary in a vhost CREATE or UPDATE (at any
+        depth) is a 400 naming the attribute; it was rendered as JSON null
+        and so silently became the attribute's default (maxConnections 1.5
+        made a vhost of 65535 connections)."""
+        import uuid
+        r = self.start_router(extra=conf_section("policy", {"enableVhostPolicy": "yes",
+                                                            "defaultVhost": "none"})
+                              + vhost_section("127.0.0.1", ALL))
+        bodies = [({"hostname": "f.example", "maxConnections": 1.5}, "maxConnections"),
+                  ({"hostname": "u.example", "maxConnectionsPerUser": uuid.uuid4()},
+                   "maxConnectionsPerUser"),
+                  ({"hostname": "g.example",
+                    "groups": {"$default": dict(ALL["$default"], maxFrameSize=2.5)}}, "groups"),
+                  ({"hostname": b"bin.example"}, "hostname")]
+        for body, attr in bodies:
+            with Client(ConnectOptions(url=r.url)) as m:
+                with self.assertRaises(StatusError) as cm:
+                    m.create("vhost", None, body)
+                self.assertEqual(cm.exception.status, 400)
+                self.assertIn("vhost attribute '%s'" % attr, str(cm.exception))
+        with Client(ConnectOptions(url=r.url)) as m:
+            m.create("vhost", None, {"hostname": "ok.example", "maxConnections": 3})
+            with self.assertRaises(StatusError) as cm:
+                m.update("vhost", "ok.example", None, {"maxConnections": 7.0})
+            self.assertIn("vhost attribute 'maxConnections'", str(cm.exception))
+            rows = {x["hostname"]: x for x in m.query_dicts("vhost")}
+        self.assertEqual(rows["ok.example"]["maxConnections"], 3)
+        for h in ("f.example", "u.example", "g.example", "bin.example"):
+            self.assertNotIn(h, rows)
 
 
 INTEROP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interop")

@@ -503,6 +503,11 @@ bool jn_io_bridge_push(jn_io_bridge_t *b, const uint8_t *data, size_t len);
 /* jn_io_bridge_has_room: the input is below its cap again. Owner's thread. */
 bool jn_io_bridge_has_room(jn_io_bridge_t *b);
 
+/* jn_io_bridge_input_pending: octets pushed and not yet taken by the
+ * connection (may exceed JN_IO_BRIDGE_IN_CAP when the owner cannot stop
+ * reading its peer). Owner's thread. */
+size_t jn_io_bridge_input_pending(jn_io_bridge_t *b);
+
 /* jn_io_bridge_pull: up to cap octets of output into buf; returns how many
  * (0: none now). *ended is set true once the connection is over and all
  * its output was pulled (the owner then closes its peer). The owner's

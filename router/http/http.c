@@ -62,6 +62,9 @@
 /* The most a WebSocket write sends (one binary message): whatever the
  * bridge holds, up to this. */
 #define WS_CHUNK (64 * 1024)
+/* A wss peer's input the router holds at most before it cuts the
+ * connection (see LWS_CALLBACK_RECEIVE: TLS WebSockets are never paused). */
+#define WS_TLS_IN_LIMIT (64u * 1024 * 1024)
 /* An HTTP request's headers may take this many octets at most; a larger
  * request is refused by libwebsockets (and logged here). */
 #define HEADER_MAX 8192
@@ -539,9 +542,29 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
                              (unsigned char *)"binary messages only", 20);
             return -1;
         }
-        if (!jn_io_bridge_push(ws->bridge, in, len) && !ws->rx_paused) {
-            ws->rx_paused = true; /* backpressure: read on when the bridge has room */
-            lws_rx_flow_control(wsi, 0);
+        if (!jn_io_bridge_push(ws->bridge, in, len)) {
+            if (!srv->tls) {
+                if (!ws->rx_paused) {
+                    ws->rx_paused = true; /* backpressure: read on when the bridge has room */
+                    lws_rx_flow_control(wsi, 0);
+                }
+            } else if (jn_io_bridge_input_pending(ws->bridge) > WS_TLS_IN_LIMIT) {
+                /* Over TLS, Debian's libwebsockets (4.1) cannot pause a
+                 * peer: with its receive flow disabled it keeps reading
+                 * the decrypted input into a buffer of its own, in a loop
+                 * that never ends (memory grows and the service thread
+                 * never stops). So a wss connection is never paused; what
+                 * bounds its input is AMQP's session window, which the
+                 * connection's loop enforces as it takes the input. A peer
+                 * that gets this far ahead of it is cut. */
+                JN_LOG(JN_LOG_MOD_HTTP, JN_LOG_WARNING,
+                       "WebSocket connection from %s closed: more than %u octets sent ahead of "
+                       "the router (AMQP over TLS WebSocket cannot be paused)",
+                       ws->peer, (unsigned)WS_TLS_IN_LIMIT);
+                lws_close_reason(wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION,
+                                 (unsigned char *)"input limit", 11);
+                return -1;
+            }
         }
         return 0;
     }

@@ -232,6 +232,14 @@ bool jn_io_bridge_has_room(jn_io_bridge_t *b)
     return room;
 }
 
+size_t jn_io_bridge_input_pending(jn_io_bridge_t *b)
+{
+    pthread_mutex_lock(&b->lock);
+    size_t n = pending(&b->in);
+    pthread_mutex_unlock(&b->lock);
+    return n;
+}
+
 size_t jn_io_bridge_pull(jn_io_bridge_t *b, uint8_t *buf, size_t cap, bool *ended)
 {
     pthread_mutex_lock(&b->lock);

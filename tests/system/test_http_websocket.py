@@ -25,6 +25,7 @@ PID.
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -33,7 +34,7 @@ import unittest
 from proton import Message
 from proton.utils import BlockingConnection
 
-from harness import SANITIZER, SLOW, SOURCE_DIR, RouterTestCase, conf_section
+from harness import SANITIZER, SLOW, SOURCE_DIR, STOP_TIMEOUT, RouterTestCase, conf_section
 from test_http import Manager, get
 from tls_certs import shared_certs
 
@@ -244,7 +245,26 @@ class WebSocketTest(RouterTestCase):
         The router holds a bounded backlog (its resident memory grows by far
         less than what was offered), keeps routing other traffic, and cuts
         the stalled connection after router.writeStallTimeoutSeconds."""
-        r, m = self.ws_router(router={"writeStallTimeoutSeconds": 4})
+        self.stalled_reader(tls=False)
+
+    def test_wss_client_that_stops_reading_is_bounded_and_cut(self):
+        """The same over wss://. Debian's libwebsockets cannot pause a TLS
+        WebSocket peer (with its receive flow off it buffered the sender's
+        input without end, in a loop that kept its thread from ever
+        stopping: +331 MB, and SIGTERM never ended the router), so the
+        router never pauses one: the sender's AMQP session window bounds
+        it. Memory stays bounded and the router stops on SIGTERM."""
+        r = self.stalled_reader(tls=True)
+        r.signal(signal.SIGTERM)
+        try:
+            r.proc.wait(STOP_TIMEOUT * SLOW)
+        except subprocess.TimeoutExpired:
+            self.fail("junctiond did not stop within %.0f s of SIGTERM\n%s"
+                      % (STOP_TIMEOUT * SLOW, self.logs()))
+        self.assertEqual(r.proc.returncode, 0, self.logs())
+
+    def stalled_reader(self, tls):
+        r, m = self.ws_router(tls=tls, router={"writeStallTimeoutSeconds": 4})
         w = self.start_witness(r)
         stalled = self.rhea(r, "recv", "ws.stall", count=100000, stall=1, credit=5000)
         self.wait_link(m, "ws.stall")
@@ -261,6 +281,7 @@ class WebSocketTest(RouterTestCase):
                       lambda: "write stalled" in r.log(), timeout=30 * SLOW)
         offer.kill()
         self.finish_witness(w)
+        return r
 
     def test_websockets_no_refuses_upgrades(self):
         r, m = self.ws_router(websockets="no")

@@ -594,6 +594,15 @@ static char *route_key(const char *text, bool pattern, jn_link_dir_t dir)
     return key;
 }
 
+/* Whether a chain before chain i of direction d has the same mesh key. */
+static bool key_seen_before(const jn_lr_table_t *t, int d, size_t i)
+{
+    for (size_t j = 0; j < i; j++)
+        if (strcmp(t->routes[d][j]->key, t->routes[d][i]->key) == 0)
+            return true;
+    return false;
+}
+
 /* Tell the mesh which link routes have their container here: a key is
  * advertised (hint link-balanced) while a connection to it is open. */
 static void advertise_CT(jn_core_t *core)
@@ -607,13 +616,23 @@ static void advertise_CT(jn_core_t *core)
     jn_lr_table_t *t = core->lr;
     for (int d = 0; d < 2; d++) {
         for (size_t i = 0; i < t->match[d].count; i++) {
-            /* one key per chain: wanted while any of its containers is here */
+            /* One key, wanted while any container of any route with that
+             * key is here: a chain holds the routes with the same text,
+             * and two chains can still make one key (prefix "a" and
+             * pattern "a.#"). The key is done at its first chain; its
+             * advertised flag lives on that chain's head. */
             jn_link_route_t *head = t->routes[d][i];
+            if (key_seen_before(t, d, i))
+                continue;
             bool want = false, have = false;
-            for (jn_link_route_t *r = head; r; r = r->same) {
-                want = want || route_conn_CT(core, r, NULL) != NULL;
-                have = have || r->advertised;
-                r->advertised = false;
+            for (size_t j = i; j < t->match[d].count; j++) {
+                if (strcmp(t->routes[d][j]->key, head->key) != 0)
+                    continue;
+                for (jn_link_route_t *r = t->routes[d][j]; r; r = r->same) {
+                    want = want || route_conn_CT(core, r, NULL) != NULL;
+                    have = have || r->advertised;
+                    r->advertised = false;
+                }
             }
             head->advertised = want;
             if (want != have)
@@ -782,7 +801,16 @@ int jn_core_link_route_remove_CT(jn_core_t *core, const char *name)
         advertise_CT(core);
         return 0;
     }
-    if (r->advertised && core->mesh)
+    /* the last route of its chain: another chain may make the same key
+     * (prefix "a", pattern "a.#"); the key's advertised flag moves to it,
+     * and advertise_CT withdraws the key only if none of them wants it */
+    size_t other = SIZE_MAX;
+    for (size_t j = 0; j < t->match[d].count && other == SIZE_MAX; j++)
+        if (j != i && strcmp(t->routes[d][j]->key, r->key) == 0)
+            other = j;
+    if (other != SIZE_MAX)
+        t->routes[d][other]->advertised = t->routes[d][other]->advertised || r->advertised;
+    else if (r->advertised && core->mesh)
         jn_mesh_local_mobile_CT(core->mesh, (const uint8_t *)r->key, strlen(r->key), false,
                                 JN_MESH_HINT_LINK_BALANCED);
     route_free(r);
@@ -791,6 +819,8 @@ int jn_core_link_route_remove_CT(jn_core_t *core, const char *name)
     memmove(&m->entries[i], &m->entries[i + 1], (m->count - i - 1) * sizeof m->entries[0]);
     memmove(&t->routes[d][i], &t->routes[d][i + 1], (m->count - i - 1) * sizeof t->routes[d][0]);
     m->count--;
+    if (other != SIZE_MAX)
+        advertise_CT(core);
     return 0;
 }
 

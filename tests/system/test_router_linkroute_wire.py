@@ -382,6 +382,29 @@ class DuplicateAndOverlapTest(LinkRouteCase):
         self.delete(rb, "dup2")
         self.wait_for("A to lose Cdup", lambda: "Cdup" not in self.address_keys(ra), TIMEOUT)
 
+    def test_prefix_and_pattern_with_one_key_share_it(self):
+        """prefix "pp" and pattern "pp.#" are two routes (two texts) that
+        make one mesh key, Cpp: deleting either leaves the key advertised
+        while the other's container is here; deleting both withdraws it."""
+        fa = self.fake("fake-a")
+        ir = free_port()
+        rb = self.start_config("B", config("B", "interior", fake_connector(fa, "fa") +
+                                           link_route("pp", "in", "by-prefix", "fa") +
+                                           conf_section("linkRoute", {
+                                               "name": "by-pattern", "pattern": "pp.#",
+                                               "direction": "in", "containerId": "fake-a"}),
+                                           ir_listen=ir))
+        ra = self.start_config("A", config("A", "interior", ir_connect=ir))
+        self.wait_keys(ra, ["Cpp"])
+        self.delete(rb, "by-prefix")
+        # as in the test above: three seconds is three mobile-address updates
+        time.sleep(3)
+        self.assertIn("Cpp", self.address_keys(ra))
+        self.send_one(ra, "pp.q")
+        self.assertEqual(self.addresses_at(fa), ["pp.q"])
+        self.delete(rb, "by-pattern")
+        self.wait_for("A to lose Cpp", lambda: "Cpp" not in self.address_keys(ra), TIMEOUT)
+
     def test_overlapping_prefixes_most_specific_wins(self):
         fa, fb = self.fake("fake-a"), self.fake("fake-b")
         r = self.start_config("R", config("R", extra=fake_connector(fa, "fa") +

@@ -12,7 +12,9 @@ section 11, docs/design.md "Edge routers", docs/protocol.md).
 - A burst of attaches on the edge (20 senders at once, the interior
   granting one lookup at a time): every one is link-routed.
 - The same route with its container gone: the attach on the edge is
-  refused with amqp:not-found.
+  refused with amqp:not-found, for an address of 3,000 characters too.
+- A link route on the edge with a 700-character prefix: its proxy on the
+  interior has the whole prefix, and reaches the container.
 - An address that is not link-routed is asked about too and then served
   on the edge as usual.
 - The interior's lookup service on the wire, as a 1.19 edge uses it:
@@ -232,6 +234,33 @@ class EdgeLinkRouteTest(RouterTestCase):
         i1, e1 = self.mesh(interior_extra=link_route("gone", "nobody"))
         self.assertEqual(link_error_of(e1.url, "gone.q", sender=True), "amqp:not-found")
         self.assertEqual(link_error_of(e1.url, "gone.q", sender=False), "amqp:not-found")
+
+    def test_long_address_asked_about_like_any_other(self):
+        """An address of 3,000 characters on an edge is looked up like a
+        short one (the interior read at most 1,023: it called the lookup
+        invalid and did not answer, so the edge bound the attach to the
+        address after its 3 s timeout instead of refusing it)."""
+        i1, e1 = self.mesh(interior_extra=link_route("gone", "nobody"))
+        address = "gone." + "q" * 3000
+        self.assertEqual(link_error_of(e1.url, address, sender=True), "amqp:not-found")
+        self.assertEqual(link_error_of(e1.url, address, sender=False), "amqp:not-found")
+        self.assertNotIn("Invalid link-route lookup", i1.log())
+
+    def test_long_prefix_proxy_whole(self):
+        """A link route on the edge with a prefix of 700 characters gets a
+        proxy on the interior with the whole prefix (a fixed buffer cut the
+        pattern short, so the interior did not route the prefix's
+        addresses to the edge)."""
+        prefix = "ed" + "s" * 700
+        i1, e1 = self.mesh(edge_extra=link_route(prefix, "svc-3"))
+        svc = self.service(e1.url, "svc-3")
+        self.wait("proxies created",
+                  lambda: e1.log().count("created on the interior") >= 2)
+        c = BlockingConnection(i1.url, timeout=TIMEOUT)
+        self.addCleanup(c.close)
+        s = c.create_sender(prefix + ".jobs")
+        s.send(Message(body="job"), timeout=TIMEOUT)
+        self.assertEqual(svc.got, [(prefix + ".jobs", "job")])
 
     def test_plain_address_on_edge_still_served(self):
         i1, e1 = self.mesh(interior_extra=link_route("svc", "svc-1"))

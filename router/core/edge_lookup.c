@@ -502,12 +502,20 @@ static void proxy_seen_CT(void *arg, const char *key)
     jn_core_t *core = arg;
     JN_ASSERT_CT(core);
     jn_edge_clients_t *c = core->ct.edge_clients;
-    for (proxy_t *p = c->proxies; p; p = p->next)
-        if (strcmp(p->key, key) == 0 && p->state != PX_DELETED && p->state != PX_DELETING &&
-            p->state != PX_CANCELLED) {
-            p->seen = true;
-            return;
-        }
+    for (proxy_t *p = c->proxies; p; p = p->next) {
+        if (strcmp(p->key, key) != 0 || p->state == PX_DELETING)
+            continue; /* a DELETE on its way goes before a new CREATE */
+        /* served again before its DELETE went: the one on the interior (or
+         * its CREATE on the way) is kept. A second proxy of the same name
+         * would have its CREATE refused as a duplicate, and the first one's
+         * DELETE would then leave the interior with none. */
+        if (p->state == PX_CANCELLED)
+            p->state = PX_CREATING;
+        else if (p->state == PX_DELETED)
+            p->state = PX_CREATED;
+        p->seen = true;
+        return;
+    }
     proxy_t *p = calloc(1, sizeof *p);
     size_t n = strlen(core->router_id) + strlen(key) + 20;
     if (!p || !(p->key = strdup(key)) || !(p->name = malloc(n))) {

@@ -123,6 +123,20 @@ static bool field_cstring(const jn_field_t *f, char *buf, size_t cap)
     return n == f->size && strlen(buf) == n;
 }
 
+/* A str or sym field of any length as a heap string (NUL-free), or NULL
+ * (not a string, a NUL inside, out of memory). The caller frees it. */
+static char *field_strdup(const jn_field_t *f)
+{
+    if (f->type != JN_TYPE_STRING && f->type != JN_TYPE_SYMBOL)
+        return NULL;
+    char *s = malloc((size_t)f->size + 1);
+    if (s && !field_cstring(f, s, (size_t)f->size + 1)) {
+        free(s);
+        s = NULL;
+    }
+    return s;
+}
+
 /* reply-to (into buf, "" when none) and correlation-id (encoded; *has). */
 static void props_get(const jn_message_t *msg, char *reply_to, size_t cap, jn_iter_t *cid,
                       bool *has_cid)
@@ -210,7 +224,7 @@ void jn_edge_lookup_arrived_CT(jn_delivery_t *dlv)
         return;
     }
     const char *bad = NULL;
-    char reply_to[256], address[1024];
+    char reply_to[256], *address = NULL; /* any length: an edge asks about every address */
     jn_iter_t cid, ap;
     bool has_cid = false, in = false;
     uint64_t version = 0, opcode = 0;
@@ -228,7 +242,7 @@ void jn_edge_lookup_arrived_CT(jn_delivery_t *dlv)
         if (!reply_to[0] || !has_cid)
             bad = "no reply-to or correlation-id";
         else if (!body_list(msg, &outer, &list) || jn_decoder_next(&list, &a) != 1 ||
-                 !field_cstring(&a, address, sizeof address) || jn_decoder_next(&list, &b) != 1 ||
+                 !(address = field_strdup(&a)) || jn_decoder_next(&list, &b) != 1 ||
                  b.type != JN_TYPE_BOOLEAN)
             bad = "the body is not [address, direction]";
         else
@@ -238,6 +252,7 @@ void jn_edge_lookup_arrived_CT(jn_delivery_t *dlv)
         JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_ERROR,
                "[C%" PRIu64 "] Invalid link-route lookup from edge '%s': %s", conn->conn_id,
                conn->container_id ? conn->container_id : "", bad);
+        free(address);
         consume_CT(dlv, false);
         return;
     }
@@ -249,6 +264,7 @@ void jn_edge_lookup_arrived_CT(jn_delivery_t *dlv)
            conn->conn_id, address, in ? "in" : "out", is_lr ? "yes" : "no",
            has_dest ? "yes" : "no");
     lookup_answer_CT(core, reply_to, &cid, is_lr ? LOOKUP_OK : LOOKUP_NOT_FOUND, is_lr, has_dest);
+    free(address);
     consume_CT(dlv, true);
 }
 
@@ -448,12 +464,22 @@ static void proxy_send_CT(jn_core_t *core, jn_edge_clients_t *c, proxy_t *p, boo
     if (create) {
         bool prefix = p->key[0] == JN_ADDR_CLASS_LINK_IN || p->key[0] == JN_ADDR_CLASS_LINK_OUT;
         bool in = p->key[0] == JN_ADDR_CLASS_LINK_IN || p->key[0] == JN_ADDR_CLASS_LINK_IN_PATTERN;
-        char pattern[600];
-        snprintf(pattern, sizeof pattern, "%s%s", p->key + 1, prefix ? "/#" : "");
+        /* the prefix of any length (a fixed buffer cut a long one short:
+         * a shorter pattern on the interior, matching more than it should) */
+        size_t n = strlen(p->key + 1) + 3;
+        char *pattern = malloc(n);
+        if (!pattern) {
+            rq_unlink(c, rq);
+            free(rq);
+            jn_encoder_free(&e);
+            return;
+        }
+        snprintf(pattern, n, "%s%s", p->key + 1, prefix ? "/#" : "");
         jn_enc_cstring(&e, "type");
         jn_enc_cstring(&e, PROXY_TYPE);
         jn_enc_cstring(&e, "pattern");
         jn_enc_cstring(&e, pattern);
+        free(pattern);
         jn_enc_cstring(&e, "direction");
         jn_enc_cstring(&e, in ? "in" : "out");
         jn_enc_cstring(&e, "name");
@@ -476,12 +502,20 @@ static void proxy_seen_CT(void *arg, const char *key)
     jn_core_t *core = arg;
     JN_ASSERT_CT(core);
     jn_edge_clients_t *c = core->ct.edge_clients;
-    for (proxy_t *p = c->proxies; p; p = p->next)
-        if (strcmp(p->key, key) == 0 && p->state != PX_DELETED && p->state != PX_DELETING &&
-            p->state != PX_CANCELLED) {
-            p->seen = true;
-            return;
-        }
+    for (proxy_t *p = c->proxies; p; p = p->next) {
+        if (strcmp(p->key, key) != 0 || p->state == PX_DELETING)
+            continue; /* a DELETE on its way goes before a new CREATE */
+        /* served again before its DELETE went: the one on the interior (or
+         * its CREATE on the way) is kept. A second proxy of the same name
+         * would have its CREATE refused as a duplicate, and the first one's
+         * DELETE would then leave the interior with none. */
+        if (p->state == PX_CANCELLED)
+            p->state = PX_CREATING;
+        else if (p->state == PX_DELETED)
+            p->state = PX_CREATED;
+        p->seen = true;
+        return;
+    }
     proxy_t *p = calloc(1, sizeof *p);
     size_t n = strlen(core->router_id) + strlen(key) + 20;
     if (!p || !(p->key = strdup(key)) || !(p->name = malloc(n))) {

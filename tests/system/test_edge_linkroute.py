@@ -12,7 +12,9 @@ section 11, docs/design.md "Edge routers", docs/protocol.md).
 - A burst of attaches on the edge (20 senders at once, the interior
   granting one lookup at a time): every one is link-routed.
 - The same route with its container gone: the attach on the edge is
-  refused with amqp:not-found.
+  refused with amqp:not-found, for an address of 3,000 characters too.
+- A link route on the edge with a 700-character prefix: its proxy on the
+  interior has the whole prefix, and reaches the container.
 - An address that is not link-routed is asked about too and then served
   on the edge as usual.
 - The interior's lookup service on the wire, as a 1.19 edge uses it:
@@ -34,7 +36,8 @@ section 11, docs/design.md "Edge routers", docs/protocol.md).
   interior (router.connection.linkRoute CREATE on its $management, over
   the uplink); a client of the interior attaches to the address and
   reaches the container through the edge; when the container leaves the
-  proxy is deleted and the interior refuses such attaches again.
+  proxy is deleted and the interior refuses such attaches again; a
+  container flapping 150 times, then staying, keeps its proxies.
 
 Real junctiond processes and proton clients on 127.0.0.1; waits bounded.
 """
@@ -232,6 +235,79 @@ class EdgeLinkRouteTest(RouterTestCase):
         i1, e1 = self.mesh(interior_extra=link_route("gone", "nobody"))
         self.assertEqual(link_error_of(e1.url, "gone.q", sender=True), "amqp:not-found")
         self.assertEqual(link_error_of(e1.url, "gone.q", sender=False), "amqp:not-found")
+
+    def test_long_address_asked_about_like_any_other(self):
+        """An address of 3,000 characters on an edge is looked up like a
+        short one (the interior read at most 1,023: it called the lookup
+        invalid and did not answer, so the edge bound the attach to the
+        address after its 3 s timeout instead of refusing it)."""
+        i1, e1 = self.mesh(interior_extra=link_route("gone", "nobody"))
+        address = "gone." + "q" * 3000
+        self.assertEqual(link_error_of(e1.url, address, sender=True), "amqp:not-found")
+        self.assertEqual(link_error_of(e1.url, address, sender=False), "amqp:not-found")
+        self.assertNotIn("Invalid link-route lookup", i1.log())
+
+    def test_long_prefix_proxy_whole(self):
+        """A link route on the edge with a prefix of 700 characters gets a
+        proxy on the interior with the whole prefix (a fixed buffer cut the
+        pattern short, so the interior did not route the prefix's
+        addresses to the edge)."""
+        prefix = "ed" + "s" * 700
+        i1, e1 = self.mesh(edge_extra=link_route(prefix, "svc-3"))
+        svc = self.service(e1.url, "svc-3")
+        self.wait("proxies created",
+                  lambda: e1.log().count("created on the interior") >= 2)
+        c = BlockingConnection(i1.url, timeout=TIMEOUT)
+        self.addCleanup(c.close)
+        s = c.create_sender(prefix + ".jobs")
+        s.send(Message(body="job"), timeout=TIMEOUT)
+        self.assertEqual(svc.got, [(prefix + ".jobs", "job")])
+
+    def test_container_flapping_on_edge_keeps_its_proxy(self):
+        """A container behind the edge connecting and leaving 150 times
+        in quick succession, then staying: no CREATE is refused and the
+        interior reaches it. (A container back before its proxy's CREATE
+        was answered got a second proxy of the same name: refused as a
+        duplicate, while the first was deleted once its CREATE was
+        answered, leaving the interior without a proxy.)"""
+        i1, e1 = self.mesh(edge_extra=link_route("flap", "svc-4"))
+
+        class Flap(MessagingHandler):
+            def __init__(self):
+                super().__init__()
+                self.n = 0
+
+            def on_start(self, event):
+                self.container = event.container
+                self.conn = event.container.connect(e1.url, allowed_mechs="ANONYMOUS")
+                event.container.schedule(0, self)
+
+            def on_timer_task(self, event):
+                self.conn.close()
+                self.n += 1
+                if self.n < 150:
+                    self.conn = self.container.connect(e1.url, allowed_mechs="ANONYMOUS")
+                    self.container.schedule(0.002 * (self.n % 5), self)
+
+        flap = Container(Flap())
+        flap.container_id = "svc-4"
+        flap.run()
+        svc = self.service(e1.url, "svc-4")
+        self.wait("the container's proxies created",
+                  lambda: self.proxies_settled(e1))
+        c = BlockingConnection(i1.url, timeout=TIMEOUT)
+        self.addCleanup(c.close)
+        s = c.create_sender("flap.jobs")
+        s.send(Message(body="job"), timeout=TIMEOUT)
+        self.assertEqual(svc.got, [("flap.jobs", "job")])
+        self.assertNotIn("refused its CREATE", e1.log())
+
+    @staticmethod
+    def proxies_settled(e1):
+        log = e1.log()
+        return (log.count("Creating link-route proxy") ==
+                log.count("created on the interior") + log.count("refused its CREATE") and
+                log.count("Deleting link-route proxy") + 2 == log.count("Creating link-route proxy"))
 
     def test_plain_address_on_edge_still_served(self):
         i1, e1 = self.mesh(interior_extra=link_route("svc", "svc-1"))

@@ -138,6 +138,43 @@ static int node_read(jn_mgmt_reply_t *reply)
     return jn_mgmt_reply_set(reply, JN_MGMT_OK, "OK");
 }
 
+/* A READ, UPDATE or DELETE that names its entity (identity or name) but
+ * gives no type: the class holding that entity, as 1.19's agent finds it
+ * (its harness reads `router.node/R2` so). The identity's own prefix before
+ * '/' is tried first (identities are "TYPE/KEY"), then every class in
+ * table order; NULL when none holds it. Core thread (the agent's). */
+static const jn_mgmt_class_t *class_of_entity(jn_mgmt_t *agent, const jn_mgmt_request_t *req,
+                                              const jn_schema_type_t **st)
+{
+    const char *key = req->has_identity ? req->identity : req->name;
+    const char *slash = strchr(key, '/');
+    char prefix[JN_MGMT_STR_MAX];
+    const jn_mgmt_class_t *first = NULL;
+    if (slash && (size_t)(slash - key) < sizeof prefix) {
+        memcpy(prefix, key, (size_t)(slash - key));
+        prefix[slash - key] = '\0';
+        first = jn_mgmt_class_find(prefix, NULL);
+    }
+    jn_encoder_t scratch;
+    jn_encoder_init(&scratch);
+    const jn_mgmt_class_t *found = NULL;
+    if (first && (first->ops & JN_OP_READ) && jn_mgmt_read_row(agent, first, req, &scratch) == 0)
+        found = first;
+    for (size_t i = 0; !found && i < jn_mgmt_class_count(); i++) {
+        const jn_mgmt_class_t *c = jn_mgmt_class_at(i);
+        if (c == first || !(c->ops & JN_OP_READ))
+            continue;
+        jn_encoder_free(&scratch);
+        jn_encoder_init(&scratch);
+        if (jn_mgmt_read_row(agent, c, req, &scratch) == 0)
+            found = c;
+    }
+    jn_encoder_free(&scratch);
+    if (found)
+        jn_mgmt_class_find(found->name, st);
+    return found;
+}
+
 /* CREATE, READ, UPDATE, DELETE. */
 static int entity_op(jn_mgmt_t *agent, const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply)
 {
@@ -153,7 +190,16 @@ static int entity_op(jn_mgmt_t *agent, const jn_mgmt_request_t *req, jn_mgmt_rep
         return not_implemented(reply, op, type[0] ? type : NODE_TYPE, JN_OP_READ);
     }
     const jn_schema_type_t *st = NULL;
-    const jn_mgmt_class_t *cls = jn_mgmt_class_find(type, &st);
+    const jn_mgmt_class_t *cls = NULL;
+    if (!type[0] && !unnamed) { /* by identity or name alone: any type */
+        cls = class_of_entity(agent, req, &st);
+        if (!cls)
+            return jn_mgmt_reply_set(reply, JN_MGMT_NOT_FOUND, "No entity with %s=%s",
+                                     req->has_identity ? "identity" : "name",
+                                     req->has_identity ? req->identity : req->name);
+    } else {
+        cls = jn_mgmt_class_find(type, &st);
+    }
     if (!st)
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "No such entity type '%s'", type);
     if (!cls || !(cls->ops & op_bit(op)))

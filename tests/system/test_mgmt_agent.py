@@ -19,6 +19,7 @@ from proton.reactor import AtMostOnce
 from proton.utils import BlockingConnection, SyncRequestResponse
 
 from harness import SLOW, RouterTestCase, free_port
+from mesh import Mesh
 
 PREFIX = "org.apache.qpid.dispatch."
 TIMEOUT = 10 * SLOW
@@ -244,6 +245,42 @@ class ManagementTest(RouterTestCase):
         self.assertEqual((code, nodes), (200, []))
         code, _, types = mgr.call({"operation": "GET-TYPES"})
         self.assertIn(PREFIX + "listener", types)
+
+    def test_read_update_delete_by_identity_or_name_without_type(self):
+        """A READ, UPDATE or DELETE that names its entity but gives no type
+        finds it in whichever type holds it, as 1.19's agent does (its test
+        harness reads `router.node/<id>` so); a name nothing holds is 404,
+        not 400 for the empty type."""
+        m = Mesh(self, ["A", "B"], [("A", "B", 1)]).start()
+        mgr = self.manager(m["A"])
+        code, desc, rows = mgr.call({"operation": "QUERY", "entityType": "router.node"},
+                                    {"attributeNames": ["identity", "id"]})
+        self.assertEqual(code, 200, desc)
+        ident, node_id = [row for row in rows["results"] if row[1] == "B"][0]
+        self.assertEqual(ident, "router.node/B")
+        code, desc, body = mgr.call({"operation": "READ", "identity": ident})
+        self.assertEqual(code, 200, desc)
+        self.assertEqual((body["identity"], body["id"]), (ident, node_id))
+        self.assertEqual(body["type"], PREFIX + "router.node")
+        code, desc, _ = mgr.call({"operation": "CREATE", "type": "router.config.address",
+                                  "name": "typeless"},
+                                 {"prefix": "typeless", "distribution": "multicast"})
+        self.assertEqual(code, 201, desc)
+        code, desc, body = mgr.call({"operation": "READ", "name": "typeless"})
+        self.assertEqual(code, 200, desc)
+        self.assertEqual((body["type"], body["prefix"]),
+                         (PREFIX + "router.config.address", "typeless"))
+        code, desc, body = mgr.call({"operation": "READ", "identity": body["identity"]})
+        self.assertEqual((code, body.get("name")), (200, "typeless"), desc)
+        code, desc, body = mgr.call({"operation": "UPDATE", "name": "log/DEFAULT"},
+                                    {"enable": "info+"})
+        self.assertEqual((code, body.get("enable")), (200, "info+"), desc)
+        code, desc, _ = mgr.call({"operation": "DELETE", "name": "typeless"})
+        self.assertEqual(code, 204, desc)
+        code, desc, body = mgr.call({"operation": "READ", "name": "typeless"})
+        self.assertEqual((code, body), (404, {}), desc)
+        code, desc, _ = mgr.call({"operation": "READ", "identity": "router.node/nosuch"})
+        self.assertEqual(code, 404, desc)
 
     def test_paging_connections(self):
         """QUERY connection with offset/count pages: the pages add up to all

@@ -9,7 +9,8 @@ group's targets do not allow is rejected with amqp:unauthorized-access
 settled or not; `$management` is such an address, so management requests
 through the relay change nothing. Each refusal counts in the vhost's
 senderDenied; a link logs one line however many. The same holds on an edge
-router under its own policy and over WebSocket. Under a vhost policy an
+router under its own policy, over WebSocket, and for addresses of link
+routes and auto-links. Under a vhost policy an
 unauthenticated client's user-id is checked as `anonymous` (issue 25).
 """
 import json
@@ -337,6 +338,19 @@ class RelayPolicyTest(RouterTestCase):
         self.assertEqual(self.rhea(r.tight_url, msgs), [DENIED, DENIED, DENIED, "accepted"])
         self.assertEqual(self.bodies_until(col, "secret.q"), [])
         self.assertEqual(self.bodies_until(col, "public.x"), ["o4", "o4"])
+
+    def test_link_route_and_auto_link_addresses_are_checked(self):
+        r = self.start(conf_section("linkRoute", {"prefix": "secret.lr", "direction": "in",
+                                                  "containerId": "nobody"})
+                       + conf_section("linkRoute", {"prefix": "secret.lr", "direction": "out",
+                                                    "containerId": "nobody"})
+                       + conf_section("autoLink", {"address": "secret.auto", "direction": "out",
+                                                   "containerId": "nobody"}))
+        before = self.sender_denied(r.url)
+        msgs = [{"to": "secret.lr.x"}, {"to": "secret.auto"}]
+        self.assertEqual(RelaySend(r.tight_url, msgs).run(), [DENIED, DENIED])
+        self.assertEqual(self.rhea(r.tight_url, msgs), [DENIED, DENIED])
+        self.assertEqual(self.sender_denied(r.url), before + 4)
 
     def test_credit_comes_back_and_a_flood_logs_one_line(self):
         r = self.start()

@@ -495,6 +495,16 @@ static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
                       "connection disallowed by local policy");
         return;
     }
+    if (conn->vhost_user && !conn->check_user) {
+        /* under a vhost policy an unauthenticated client's user-id is
+         * checked too, against "anonymous" (as 1.19); out of memory
+         * refuses the connection, as above */
+        conn->check_user = strdup(conn->vhost_user);
+        if (!conn->check_user) {
+            conn_close_IO(conn, "amqp:resource-limit-exceeded", "router out of memory");
+            return;
+        }
+    }
     jn_io_vhost_transport_IO(conn, t); /* the group's maxFrameSize, maxSessions */
     jn_io_vhost_rights_IO(conn, &info.deny_dynamic_link_routes, &info.deny_admin_status_update);
     if (jn_io_vhost_user_id_proxy(conn)) { /* allowUserIdProxy: any user-id */
@@ -728,6 +738,8 @@ jn_io_link_t *jn_io_link_new_IO(jn_io_conn_t *conn, pn_link_t *pl)
     conn->links = link;
     pn_link_set_context(pl, link);
     link->max_message_size = conn->endpoint->cfg.max_message_size;
+    if (link->dir == JN_LINK_INCOMING && conn->check_user)
+        link->rx_checks = JN_IO_RX_CHECK_USER_ID;
     if (link->dir == JN_LINK_INCOMING)
         jn_io_rx_init_IO(link);
     return link;
@@ -770,6 +782,9 @@ static void on_link_open(jn_io_conn_t *conn, pn_link_t *pl)
         jn_io_link_close_IO(link, denied, "link disallowed by local policy");
         return;
     }
+    if (info.type == JN_LINK_ENDPOINT && conn->vhost_rules && link->dir == JN_LINK_INCOMING &&
+        (!info.address || !info.address[0]))
+        link->rx_checks |= JN_IO_RX_CHECK_TARGET; /* the core routes each message */
     info.fallback = info.type == JN_LINK_ENDPOINT && jn_io_fallback_receiver_IO(pl);
     if (info.type == JN_LINK_CONTROL)
         jn_io_ir_cap_control_IO(link);

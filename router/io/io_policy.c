@@ -1,9 +1,11 @@
 /*
  * io_policy.c — the vhost policy's connection check (docs/design.md
  * "Policy"): the vhost table, the user group a connection falls in, and the
- * per-vhost, per-user and per-host connection counts. Everything here is
- * under io->lock, taken once per incoming client Open and once per close —
- * never per message.
+ * per-vhost, per-user and per-host connection counts, and the link rules:
+ * at attach, and for each message of an anonymous sender its target. The
+ * table and counts are under io->lock, taken once per incoming client Open
+ * and once per close, and for a denial (to count it) — never per message
+ * allowed.
  */
 #include "io_private.h"
 
@@ -13,7 +15,10 @@
 #include <string.h>
 
 #include <junction/encoder.h>
+#include <junction/annotations.h>
+#include <junction/iterator.h>
 #include <junction/log.h>
+#include <junction/message.h>
 #include <junction/wildcard.h>
 
 /* A group's link rules; a connection holds its own copy. */
@@ -733,6 +738,60 @@ const char *jn_io_vhost_link_check_IO(jn_io_link_t *link, const char *address, b
            conn->id, link->id, incoming ? "sender" : "receiver", user,
            conn->vhost_host ? conn->vhost_host : conn->host, r->vhost, address ? address : "", why);
     return limit ? "amqp:resource-limit-exceeded" : "amqp:unauthorized-access";
+}
+
+/* The address it names, read as the core routes on it (scheme and host
+ * removed), copied to buf: allowed as a target by r for user? False when it
+ * does not fit buf or holds a NUL octet (no rule could name it). */
+static bool relay_target_allowed(const struct jn_io_vhost_rules *r, jn_iter_t *it, const char *user,
+                                 char *buf, size_t cap)
+{
+    jn_iter_set_view(it, JN_VIEW_ADDRESS);
+    size_t len = jn_iter_copy_string(it, buf, cap);
+    if (len >= cap || memchr(buf, '\0', len))
+        return false;
+    return list_allows(r->targets, buf, user) || patterns_allow(r->target_pattern, buf, user);
+}
+
+bool jn_io_vhost_relay_allows_IO(jn_io_link_t *link, const jn_message_t *m)
+{
+    jn_io_conn_t *conn = link->conn;
+    const struct jn_io_vhost_rules *r = conn->vhost_rules;
+    if (!r) /* dropped as the transport closed: nothing more goes through */
+        return false;
+    const char *user = conn->vhost_user ? conn->vhost_user : "anonymous";
+    char addr[1024];
+    jn_iter_t it;
+    int rc = jn_message_to(m, &it);
+    bool ok = rc == JN_ENOENT || (rc == 0 && relay_target_allowed(r, &it, user, addr, sizeof addr));
+    if (rc != 0)
+        snprintf(addr, sizeof addr, "%s", rc == JN_ENOENT ? "" : "(unreadable)");
+    /* the core routes on the to-override instead when the connection keeps
+     * inbound router annotations: both must pass */
+    const jn_ra_t *ra = conn->strip_inbound ? NULL : jn_message_annotations(m);
+    if (ok && ra && ra->has_to) {
+        it = ra->to;
+        ok = relay_target_allowed(r, &it, user, addr, sizeof addr);
+    }
+    if (ok)
+        return true;
+    jn_io_t *io = conn->io;
+    pthread_mutex_lock(&io->lock);
+    struct jn_io_vhost_entry *v = vhost_find(io, r->vhost);
+    if (v)
+        v->sender_denied++; /* the client's sender, as at attach */
+    pthread_mutex_unlock(&io->lock);
+    if (!link->policy_transfer_logged) { /* a flood logs one line */
+        link->policy_transfer_logged = true;
+        JN_LOG(JN_LOG_MOD_POLICY, JN_LOG_INFO,
+               JN_IO_LINK_FMT " DENY AMQP Transfer for user '%s', rhost '%s', vhost '%s', "
+                              "address '%s': target not allowed by the group's "
+                              "targets/targetPattern (further denials on this link are not "
+                              "logged)",
+               conn->id, link->id, user, conn->vhost_host ? conn->vhost_host : conn->host, r->vhost,
+               addr);
+    }
+    return false;
 }
 
 void jn_io_vhost_link_gone_IO(jn_io_link_t *link)

@@ -574,6 +574,12 @@ struct jn_io_conn {
 
 /* ---- links -------------------------------------------------------------- */
 
+/* jn_io_link_t.rx_checks: the user-id check (docs/design.md "The user-id
+ * check"), and the vhost policy's target check of each message on an
+ * anonymous sender (docs/design.md "Policy"). */
+#define JN_IO_RX_CHECK_USER_ID 0x1
+#define JN_IO_RX_CHECK_TARGET  0x2
+
 /* One link. Owned by the I/O thread of its connection; freed on
  * JN_WORK_LINK_RELEASED (or with the connection). */
 struct jn_io_link {
@@ -592,9 +598,14 @@ struct jn_io_link {
     uint64_t max_message_size; /* incoming: octets, 0 = unlimited (maxMessageSize;
                                 * JN_IO_CONTROL_MAX_MESSAGE on control links) */
     bool local_closed;
-    bool policy_counted;       /* in conn->policy_senders/receivers (io_policy.c) */
-    jn_io_link_t *prev, *next; /* conn->links */
-    jn_io_link_t *busy_next;   /* conn->busy */
+    bool policy_counted; /* in conn->policy_senders/receivers (io_policy.c) */
+    /* incoming: the per-message checks of this link, set before its first
+     * delivery (JN_IO_RX_CHECK_*); 0 on most links, so the receive path
+     * pays one predictable branch for both */
+    uint8_t rx_checks;
+    bool policy_transfer_logged; /* a denied transfer was logged (io_policy.c) */
+    jn_io_link_t *prev, *next;   /* conn->links */
+    jn_io_link_t *busy_next;     /* conn->busy */
     bool busy;
 
     /* incoming: what the link holds (JN_IO_LINK_HIGH_WATER). budget: a
@@ -672,6 +683,18 @@ bool jn_io_vhost_admit_IO(jn_io_conn_t *conn, const char *user, const char *host
  * amqp:unauthorized-access), the denial logged once and counted in
  * linksDenied and the vhost's senderDenied/receiverDenied. Conn's loop. */
 const char *jn_io_vhost_link_check_IO(jn_io_link_t *link, const char *address, bool dynamic);
+
+/* jn_io_vhost_relay_allows_IO: the target check of one message m (parsed
+ * through its properties) received on link, an anonymous sender of a
+ * connection under a vhost policy (docs/design.md "Policy"): true when the
+ * user group's targets/targetPattern allow every address the core could
+ * route it on (properties.to, and the to-override annotation when the
+ * connection keeps inbound router annotations), or it has none. False
+ * (also once the connection's rules are dropped as it closes): counted in the vhost's senderDenied
+ * and logged once per link; the caller rejects the delivery with amqp:unauthorized-access. An
+ * address too long to judge (1 KiB or more) or holding a NUL octet is denied. Conn's loop; not on
+ * the path of links without the check. */
+bool jn_io_vhost_relay_allows_IO(jn_io_link_t *link, const jn_message_t *m);
 
 /* jn_io_vhost_link_gone_IO: link no longer counts against its group's
  * maxSenders/maxReceivers (a no-op when it never did). Conn's loop. */

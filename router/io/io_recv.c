@@ -231,10 +231,11 @@ static void rx_drain_IO(jn_io_link_t *link)
 }
 
 /* The user-id check (docs/design.md "The user-id check"): a message whose
- * properties user-id is present, not empty, and not the connection's
- * authenticated user is rejected with amqp:unauthorized-access, its credit
- * given back; the link and the connection go on. Returns true when the
- * message may go on. Called only on connections that check. */
+ * properties user-id is present, not empty, and not the connection's user
+ * (authenticated, or "anonymous" under a vhost policy) is rejected with
+ * amqp:unauthorized-access, its credit given back; the link and the
+ * connection go on. Returns true when the message may go on. Called only
+ * on links that check. */
 static bool rx_user_id_ok_IO(jn_io_link_t *link, const jn_message_t *m)
 {
     JN_ASSERT_IO(link->conn);
@@ -249,6 +250,24 @@ static bool rx_user_id_ok_IO(jn_io_link_t *link, const jn_message_t *m)
            link->conn->id, link->id, link->conn->check_user);
     rx_reject_IO(link, "amqp:unauthorized-access", "user_id proxy violation");
     return false;
+}
+
+/* The per-message checks of link (link->rx_checks, not 0): the user-id
+ * check, then the vhost policy's target check of an anonymous sender's
+ * message (docs/design.md "Policy"). A message that fails is rejected on
+ * its own delivery with amqp:unauthorized-access, never given to the core
+ * (so its credit is given back and nothing is delivered); the link goes
+ * on. Returns true when the message may go on. */
+static bool rx_checks_ok_IO(jn_io_link_t *link, const jn_message_t *m)
+{
+    JN_ASSERT_IO(link->conn);
+    if ((link->rx_checks & JN_IO_RX_CHECK_USER_ID) && !rx_user_id_ok_IO(link, m))
+        return false;
+    if ((link->rx_checks & JN_IO_RX_CHECK_TARGET) && !jn_io_vhost_relay_allows_IO(link, m)) {
+        rx_reject_IO(link, "amqp:unauthorized-access", "policy violation on target");
+        return false;
+    }
+    return true;
 }
 
 /* Parse what arrived; hand the delivery to the core once it is routable. */
@@ -270,7 +289,7 @@ static void rx_try_route_IO(jn_io_link_t *link, bool all_in)
     /* a link-routed delivery is passed on as it came, unread (the user-id
      * check excepted), as 1.19 does (docs/protocol.md, "Link routes,
      * auto-links and phases on the wire") */
-    int rc = JN_UNLIKELY(link->passthrough) && !link->conn->check_user
+    int rc = JN_UNLIKELY(link->passthrough) && !(link->rx_checks & JN_IO_RX_CHECK_USER_ID)
                  ? 0
                  : jn_message_parse(m, JN_DEPTH_PROPERTIES);
     if (rc == JN_AGAIN && !all_in)
@@ -285,7 +304,7 @@ static void rx_try_route_IO(jn_io_link_t *link, bool all_in)
         rx_reject_IO(link, cond, why ? why : "malformed message");
         return;
     }
-    if (JN_UNLIKELY(link->conn->check_user != NULL) && !rx_user_id_ok_IO(link, m))
+    if (JN_UNLIKELY(link->rx_checks != 0) && !rx_checks_ok_IO(link, m))
         return;
     pn_delivery_t *pd = link->rx.pd;
     pn_delivery_tag_t tag = pn_delivery_tag(pd);

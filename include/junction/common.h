@@ -18,6 +18,7 @@
  * read naturally in a debugger; they are not meant to be mixed with errno. */
 enum {
     JN_OK = 0,
+    JN_EPERM = -1,     /* the operation is not allowed on this item */
     JN_ENOENT = -2,    /* no such item (absent section, unknown key) */
     JN_AGAIN = -11,    /* not enough octets yet: call again when more arrive */
     JN_ENOMEM = -12,   /* a pool or the heap is exhausted */

@@ -47,6 +47,7 @@ typedef struct jn_view_conn {
     uint32_t ssl_ssf;
     bool authenticated;
     const char *user, *sasl_mechanism;
+    bool admin_deleted; /* closing by management (adminStatus "deleted") */
 } jn_view_conn_t;
 
 /* One link (management `router.link`). */
@@ -123,8 +124,11 @@ void jn_core_view_routers_CT(void *core, bool (*fn)(void *arg, const jn_mesh_rou
 
 /* jn_core_conn_close_CT: close connection id with an optional error
  * condition and description (copied; NULL for none), as a
- * JN_WORK_CONN_CLOSE to its I/O thread. Returns 0, JN_ENOENT (no such open
- * connection), JN_ENOMEM. Core thread. */
+ * JN_WORK_CONN_CLOSE to its I/O thread; until it is gone its view says
+ * admin_deleted. Returns 0 (also when it is closing by management
+ * already), JN_ENOENT (no such open connection), JN_EPERM (an inter-router
+ * or edge connection: never closed by management, as 1.19), JN_ENOMEM. Core
+ * thread. */
 int jn_core_conn_close_CT(jn_core_t *core, uint64_t id, const char *condition,
                           const char *description);
 

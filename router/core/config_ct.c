@@ -96,6 +96,10 @@ int jn_core_conn_close_CT(jn_core_t *core, uint64_t id, const char *condition,
             conn = c;
     if (!conn)
         return JN_ENOENT;
+    if (conn->inter_router || conn->edge)
+        return JN_EPERM; /* the mesh's own: its connector would only open it again */
+    if (conn->ct.admin_deleted)
+        return 0; /* closing already */
     jn_work_t *w = jn_work_new_CT(core, JN_WORK_CONN_CLOSE);
     if (!w)
         return JN_ENOMEM;
@@ -108,5 +112,6 @@ int jn_core_conn_close_CT(jn_core_t *core, uint64_t id, const char *condition,
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO, "[C%" PRIu64 "] Closing connection (management)",
            id);
     jn_work_push_CT(conn, w);
+    conn->ct.admin_deleted = true;
     return 0;
 }

@@ -235,6 +235,7 @@ struct jn_core_conn {
     /* Core thread only. */
     struct {
         bool closed;                 /* close processed: work is dropped */
+        bool admin_deleted;          /* closed by management (adminStatus deleted) */
         jn_core_link_t *links;       /* attached links (through link ct.conn_next) */
         jn_core_conn_t *prev, *next; /* the core's connection list */
         /* inter-router (mesh_side.c) */

@@ -218,6 +218,18 @@ static int update_conn(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mg
     if (c.delete_it && agent->cfg.core && jn_core_request_denied_CT(agent->cfg.core, 1))
         return jn_mgmt_reply_set(reply, JN_MGMT_FORBIDDEN,
                                  "You are not allowed to perform this operation.");
+    /* closed first, so that the answer shows adminStatus "deleted" (as
+     * 1.19's does); the identity is the decimal connection id */
+    int rc = c.delete_it && agent->cfg.core
+                 ? jn_core_conn_close_CT(agent->cfg.core, strtoull(req->identity, NULL, 10),
+                                         "amqp:connection:forced",
+                                         "Connection closed by management")
+                 : 0;
+    if (rc == JN_EPERM)
+        return jn_mgmt_reply_set(reply, JN_MGMT_FORBIDDEN, /* inter-router, edge: 1.19's words */
+                                 "You are not allowed to perform this operation.");
+    if (rc == JN_ENOMEM)
+        return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
     jn_encoder_t *row = malloc(sizeof *row);
     if (!row)
         return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
@@ -234,9 +246,6 @@ static int update_conn(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mg
     jn_enc_raw(&reply->body, data, len);
     jn_encoder_free(row);
     free(row);
-    if (c.delete_it && agent->cfg.core) /* the identity is the decimal connection id */
-        jn_core_conn_close_CT(agent->cfg.core, strtoull(req->identity, NULL, 10),
-                              "amqp:connection:forced", "Connection closed by management");
     return jn_mgmt_reply_set(reply, JN_MGMT_OK, "OK");
 }
 

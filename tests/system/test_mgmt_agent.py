@@ -16,7 +16,7 @@ import unittest
 
 from proton import Message
 from proton.reactor import AtMostOnce
-from proton.utils import BlockingConnection, SyncRequestResponse
+from proton.utils import BlockingConnection, ConnectionClosed, SyncRequestResponse
 
 from harness import SLOW, RouterTestCase, free_port
 from mesh import Mesh
@@ -281,6 +281,37 @@ class ManagementTest(RouterTestCase):
         self.assertEqual((code, body), (404, {}), desc)
         code, desc, _ = mgr.call({"operation": "READ", "identity": "router.node/nosuch"})
         self.assertEqual(code, 404, desc)
+
+    def test_connection_adminstatus_deleted_closes_clients_not_the_mesh(self):
+        """UPDATE connection adminStatus=deleted closes a client's
+        connection and answers 200 with adminStatus "deleted" in the body,
+        as 1.19 does; an inter-router connection is refused 403 and stays."""
+        m = Mesh(self, ["A", "B"], [("A", "B", 1)]).start()
+        mgr = self.manager(m["A"])
+        client = BlockingConnection(m["A"].url, timeout=TIMEOUT,
+                                    properties={"int_property": 7})
+        rows = mgr.query("connection", ["identity", "role", "properties"])
+        mesh = [r["identity"] for r in rows if r["role"] == "inter-router"]
+        mine = [r["identity"] for r in rows
+                if r["properties"] and r["properties"].get("int_property") == 7]
+        self.assertEqual((len(mesh), len(mine)), (1, 1), rows)
+        upd = {"operation": "UPDATE", "type": PREFIX + "connection"}
+        code, desc, body = mgr.call(dict(upd, identity=mesh[0]), {"adminStatus": "deleted"})
+        self.assertEqual((code, body), (403, {}), desc)
+        code, desc, body = mgr.call(dict(upd, identity=mine[0]), {"adminStatus": "deleted"})
+        self.assertEqual((code, body.get("adminStatus")), (200, "deleted"), desc)
+        with self.assertRaises(ConnectionClosed):  # the router's close reaches it
+            client.wait(lambda: False, timeout=TIMEOUT)
+        client.close()
+        deadline = time.time() + TIMEOUT
+        while time.time() < deadline:
+            rows = mgr.query("connection", ["identity", "role"])
+            if mine[0] not in [r["identity"] for r in rows]:
+                break
+            time.sleep(0.1)
+        ids = [r["identity"] for r in rows]
+        self.assertNotIn(mine[0], ids)
+        self.assertIn(mesh[0], ids)
 
     def test_paging_connections(self):
         """QUERY connection with offset/count pages: the pages add up to all

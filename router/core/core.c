@@ -76,7 +76,6 @@
  * pass, not a sleep). Each batch is up to JN_CORE_BATCH actions. */
 #define JN_CORE_INLINE_BATCHES 16
 
-
 /* True on I/O loop threads: they run the core inline (see the top). */
 static _Thread_local bool inline_poster;
 
@@ -289,7 +288,7 @@ static void timer_tick_CT(jn_core_t *core)
     if (JN_LIKELY(at == 0) || (int64_t)jn_time_mono_ms() < at)
         return;
     atomic_store_explicit(&core->timer_at_ms, 0, memory_order_relaxed);
-    jn_lr_tick_CT(core); /* sets it again for what is still to come */
+    jn_lr_tick_CT(core);              /* sets it again for what is still to come */
     jn_forward_figures_tick_CT(core); /* so does this */
 }
 
@@ -323,6 +322,7 @@ static size_t run_batch_CT(jn_core_t *core)
     if (atomic_load_explicit(&core->mc_waiting, memory_order_relaxed))
         jn_forward_mc_tick_CT(core); /* a clock read per batch while copies wait */
     timer_tick_CT(core);
+    jn_link_flush_resume_CT(core);
     jn_link_flush_credit_CT(core);
     return n;
 }
@@ -396,6 +396,7 @@ static void core_sleep(jn_core_t *core)
                 if (atomic_load_explicit(&core->mc_waiting, memory_order_relaxed))
                     jn_forward_mc_tick_CT(core);
                 timer_tick_CT(core);
+                jn_link_flush_resume_CT(core);
                 jn_link_flush_credit_CT(core);
                 ct_leave(core);
             }
@@ -516,6 +517,7 @@ static void teardown(jn_core_t *core)
                "[C%" PRIu64 "] Connection still open at shutdown", core->ct.conns->conn_id);
         jn_conn_closed_CT(core->ct.conns);
     }
+    jn_link_flush_resume_CT(core);
     jn_link_flush_credit_CT(core);
     jn_router_fini_CT(core);
     jn_addr_free_all_CT(core);

@@ -384,8 +384,8 @@ char *jn_addr_make_dynamic_CT(jn_core_t *core)
     uint64_t serial = ++core->ct.next_temp;
     /* an edge router's are _edge/<id>/...: the interiors reach it by its
      * H<id> (docs/design.md, "Edge routers") */
-    const char *form =
-        core->edge_mode ? "amqp:/_edge/%s/temp.%08x%" PRIx64 : "amqp:/_topo/0/%s/temp.%08x%" PRIx64;
+    const char *form = core->edge_mode ? "amqp:/_edge/%s/temp.%08x%" PRIx64
+                                       : "amqp:/_topo/0/%s/temp.%08x%" PRIx64;
     int n = snprintf(NULL, 0, form, core->router_id, core->ct.temp_nonce, serial);
     char *s = n > 0 ? malloc((size_t)n + 1) : NULL;
     if (s)

@@ -76,6 +76,7 @@
  * pass, not a sleep). Each batch is up to JN_CORE_BATCH actions. */
 #define JN_CORE_INLINE_BATCHES 16
 
+
 /* True on I/O loop threads: they run the core inline (see the top). */
 static _Thread_local bool inline_poster;
 
@@ -288,7 +289,7 @@ static void timer_tick_CT(jn_core_t *core)
     if (JN_LIKELY(at == 0) || (int64_t)jn_time_mono_ms() < at)
         return;
     atomic_store_explicit(&core->timer_at_ms, 0, memory_order_relaxed);
-    jn_lr_tick_CT(core);              /* sets it again for what is still to come */
+    jn_lr_tick_CT(core); /* sets it again for what is still to come */
     jn_forward_figures_tick_CT(core); /* so does this */
 }
 

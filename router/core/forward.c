@@ -814,9 +814,9 @@ void jn_forward_arrived_CT(jn_delivery_t *dlv)
     if (addr && !in->conn->inter_router)
         addr->ingress++; /* it enters the mesh here */
     if (JN_UNLIKELY(!addr) && in->ct.anonymous && in->ct.state == JN_LINK_ST_ATTACHED &&
-        jn_addr_unavailable_for_message_CT(core, dlv->message,
-                                           in->conn->inter_router ||
-                                               (!in->conn->internal && !in->conn->strip_inbound)))
+        jn_addr_unavailable_for_message_CT(
+            core, dlv->message,
+            in->conn->inter_router || (!in->conn->internal && !in->conn->strip_inbound)))
         refuse_unavailable_CT(core, dlv); /* then no route: its credit comes back below */
     if (addr && addr->inproc == JN_INPROC_MANAGEMENT) {
         addr->to_container++;
@@ -998,8 +998,8 @@ void jn_forward_producer_gone_CT(jn_core_link_t *link)
             for (jn_delivery_t *copy = out->ct.inflight.head; copy; copy = next) {
                 next = copy->ct.next;
                 jn_delivery_t *peer = copy->ct.peer;
-                if (peer && peer->link == link && !copy->ct.settled && copy->ct.outcome_counted &&
-                    !peer->ct.multicast)
+                if (peer && peer->link == link && !copy->ct.settled &&
+                    copy->ct.outcome_counted && !peer->ct.multicast)
                     settle_copy_CT(copy);
             }
         }

@@ -1217,9 +1217,9 @@ bool jn_lr_attach_via_CT(jn_core_link_t *link, jn_core_conn_t *conn)
     jn_core_t *core = link->conn->core;
     JN_ASSERT_CT(core);
     lr_request_t *rq = request_new_CT(core, conn);
-    if (!rq ||
-        push_attach_CT(conn, link->dir == JN_LINK_INCOMING ? JN_LINK_OUTGOING : JN_LINK_INCOMING,
-                       link->name, link->address, link->presettled, link, rq->id) != 0) {
+    if (!rq || push_attach_CT(conn, link->dir == JN_LINK_INCOMING ? JN_LINK_OUTGOING
+                                                                    : JN_LINK_INCOMING,
+                              link->name, link->address, link->presettled, link, rq->id) != 0) {
         if (rq)
             free(request_take_CT(core, rq->id));
         link->ct.state = JN_LINK_ST_NEW;

@@ -5,10 +5,10 @@
  * actions) comes from its own pool. A thread allocates from and frees to its
  * own cache for that pool (no lock, no atomic); when the cache is empty or
  * full, a batch moves to or from the pool's shared free list. The shared
- * list is bounded (256 KiB of objects, at least 4 batches): a batch sent to
- * a full one goes back to the heap, and jn_pool_trim_heap(), from a timer,
- * has the C library give free pages back to the system, so memory taken in
- * a burst is returned after it. The rest is freed by jn_pool_shutdown().
+ * list is bounded (256 KiB of objects, at least 4 batches): from a timer,
+ * jn_pool_trim_heap() gives what is past that back to the heap and has the
+ * C library give free pages back to the system, so memory taken in a burst
+ * is returned after it. The rest is freed by jn_pool_shutdown().
  * Statistics are kept per pool for management, and
  * jn_pool_leak_report() lists objects still in use at shutdown.
  *
@@ -93,11 +93,12 @@ void jn_pool_foreach(void (*fn)(const jn_pool_stats_t *stats, void *ctx), void *
  * jn_pool_thread_exit(). */
 uint64_t jn_pool_leak_report(FILE *out);
 
-/* jn_pool_trim_heap: when the pools gave objects back to the heap since the
- * last trim, and either none since the previous call (the shrinking has
- * stopped) or the last trim is 10 s old, ask the C library to return free
- * heap pages to the system (glibc malloc_trim(0); elsewhere nothing).
- * Returns true when it trimmed. It may take milliseconds on a large heap:
+/* jn_pool_trim_heap: give every pool's shared-list objects past its bound
+ * (jn_pool_stats_t.shared_max) back to the heap; then, when objects went
+ * back since the last trim of the heap and either none in this call (the
+ * shrinking has stopped) or that trim is 10 s old, ask the C library to
+ * return free heap pages to the system (glibc malloc_trim(0); elsewhere
+ * nothing). Returns true when it trimmed the heap. It may take milliseconds on a large heap:
  * call it from a timer about once a second, never per message. Any
  * thread; a call while another runs returns false at once. */
 bool jn_pool_trim_heap(void);

@@ -30,14 +30,18 @@
  *
  * Memory. Objects come from the heap one by one, `batch` of them at a time
  * when a cache finds the shared list empty (the slow path only). The shared
- * list keeps at most `shared_max` objects (whole chains: at least
- * POOL_SHARED_MIN_CHAINS, else what POOL_SHARED_OCTETS holds): a batch a
- * cache sends to a full shared list goes back to the heap, object by
- * object, after the lock is released. So after a burst the pools keep a
- * bounded free list (shared lists plus at most 2 * batch per thread cache)
- * and the rest goes back to the heap; jn_pool_trim_heap, called from a
- * timer, then asks the C library to give free heap pages back to the
- * system. Objects are allocated one by one rather than in slabs because a
+ * list may keep `shared_max` objects (whole chains: at least
+ * POOL_SHARED_MIN_CHAINS, else what POOL_SHARED_OCTETS holds):
+ * jn_pool_trim_heap, called from a timer about once a second, gives every
+ * pool's objects past that back to the heap, object by object after the
+ * lock is released, and once the pools stop shrinking asks the C library to
+ * give free heap pages back to the system. So after a burst the pools keep
+ * a bounded free list (shared lists plus at most 2 * batch per thread
+ * cache). It is done on the timer rather than when a batch reaches a full
+ * shared list because the shared list is also how objects pass between
+ * threads (freed by one, taken by another): under steady traffic it swings
+ * by a few batches, and freeing at its cap would send those batches to the
+ * heap and back again and again. Objects are allocated one by one rather than in slabs because a
  * slab could only go back once every one of its objects was free, which
  * after a burst (free objects of every slab scattered over the lists) is
  * rarely the case; the cost is one malloc per object while a pool grows
@@ -77,8 +81,8 @@
  * beyond that, batches go back to the heap (see the top). */
 #define POOL_SHARED_OCTETS     (256u * 1024)
 #define POOL_SHARED_MIN_CHAINS 4
-/* jn_pool_trim_heap: trims once the pools stopped shrinking (a call that
- * found nothing new given back), or every POOL_TRIM_MAX_MS while they keep
+/* jn_pool_trim_heap: malloc_trim once the pools stopped shrinking (a call
+ * that gave nothing more back), or every POOL_TRIM_MAX_MS while they keep
  * shrinking. */
 #define POOL_TRIM_MAX_MS 10000
 
@@ -104,9 +108,6 @@ struct jn_pool {
     uint64_t total_allocated; /* objects obtained from the heap and held */
     uint64_t freed_to_heap;   /* objects given back to the heap, ever */
 };
-
-/* Objects the pools gave back to the heap, ever (jn_pool_trim_heap). */
-static atomic_uint_fast64_t heap_returned;
 
 /* One thread's cache for one pool, and all caches of one thread (their
  * fields and owners: junction/pool.h). */
@@ -405,20 +406,10 @@ static void cache_flush_batch(jn_pool_t *pool, pool_cache_t *c)
     tail->next = NULL;
 
     lock_or_die(&pool->lock);
-    bool full = (pool->nchains + 1) * pool->batch + pool->nloose > pool->shared_max;
-    if (full) {
-        pool->total_allocated -= pool->batch;
-        pool->freed_to_heap += pool->batch;
-    } else {
-        head->next_chain = pool->chains;
-        pool->chains = head;
-        pool->nchains++;
-    }
+    head->next_chain = pool->chains;
+    pool->chains = head;
+    pool->nchains++;
     unlock_or_die(&pool->lock);
-    if (full) {
-        objs_free(pool, head);
-        atomic_fetch_add_explicit(&heap_returned, pool->batch, memory_order_relaxed);
-    }
 }
 
 /* The whole of jn_pool_free, out of line (junction/pool.h). */
@@ -456,20 +447,10 @@ static void cache_flush_all(jn_pool_t *pool, pool_cache_t *c)
     cache_publish(c);
 
     lock_or_die(&pool->lock);
-    bool full = pool->nchains * pool->batch + pool->nloose + n > pool->shared_max;
-    if (full) {
-        pool->total_allocated -= n;
-        pool->freed_to_heap += n;
-    } else {
-        tail->next = pool->loose;
-        pool->loose = head;
-        pool->nloose += n;
-    }
+    tail->next = pool->loose;
+    pool->loose = head;
+    pool->nloose += n;
     unlock_or_die(&pool->lock);
-    if (full) {
-        objs_free(pool, head);
-        atomic_fetch_add_explicit(&heap_returned, n, memory_order_relaxed);
-    }
 }
 
 /* Flush every cache of tc (the calling thread's) and unregister it. */
@@ -597,22 +578,59 @@ void jn_pool_shutdown(void)
     pthread_setspecific(reg_key, NULL);
 }
 
+/* Give the objects of pool's shared list past shared_max back to the heap
+ * (whole chains, then the loose list if still past it); returns how many.
+ * The lock covers only unlinking them. */
+static uint64_t pool_shrink(jn_pool_t *pool)
+{
+    free_obj_t *chains = NULL, *loose = NULL;
+    uint64_t n = 0;
+    lock_or_die(&pool->lock);
+    while (pool->chains && pool->nchains * pool->batch + pool->nloose > pool->shared_max) {
+        free_obj_t *c = pool->chains;
+        pool->chains = c->next_chain;
+        pool->nchains--;
+        c->next_chain = chains;
+        chains = c;
+        n += pool->batch;
+    }
+    if (pool->loose && pool->nchains * pool->batch + pool->nloose > pool->shared_max) {
+        loose = pool->loose;
+        n += pool->nloose;
+        pool->loose = NULL;
+        pool->nloose = 0;
+    }
+    pool->total_allocated -= n;
+    pool->freed_to_heap += n;
+    unlock_or_die(&pool->lock);
+    while (chains) {
+        free_obj_t *next = chains->next_chain;
+        objs_free(pool, chains);
+        chains = next;
+    }
+    objs_free(pool, loose);
+    return n;
+}
+
 bool jn_pool_trim_heap(void)
 {
     static pthread_mutex_t trim_lock = PTHREAD_MUTEX_INITIALIZER;
-    static uint64_t trimmed_at, seen; /* heap_returned at the last trim, call */
-    static int64_t last_ms;           /* monotonic ms of the last trim */
+    static uint64_t pending; /* objects given back since the last malloc_trim */
+    static int64_t last_ms;  /* monotonic ms of the last malloc_trim */
     if (pthread_mutex_trylock(&trim_lock) != 0)
         return false; /* another thread is at it */
-    uint64_t now_returned = atomic_load_explicit(&heap_returned, memory_order_relaxed);
+    uint64_t freed = 0;
+    unsigned n = atomic_load_explicit(&reg_count, memory_order_acquire);
+    for (unsigned id = 0; id < n; id++)
+        freed += pool_shrink(reg_pools[id]);
+    pending += freed;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     int64_t now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-    bool calm = now_returned == seen;
-    bool trim = now_returned != trimmed_at && (calm || now_ms - last_ms >= POOL_TRIM_MAX_MS);
-    seen = now_returned;
+    /* calm: this call found nothing more to give back */
+    bool trim = pending > 0 && (freed == 0 || now_ms - last_ms >= POOL_TRIM_MAX_MS);
     if (trim) {
-        trimmed_at = now_returned;
+        pending = 0;
         last_ms = now_ms;
 #ifdef __GLIBC__
         malloc_trim(0);

@@ -4,9 +4,12 @@
  * Every object type on the hot path (buffers, message content, deliveries,
  * actions) comes from its own pool. A thread allocates from and frees to its
  * own cache for that pool (no lock, no atomic); when the cache is empty or
- * full, a batch moves to or from the pool's shared free list. Objects are
- * never returned to the heap while the process runs; they are freed by
- * jn_pool_shutdown(). Statistics are kept per pool for management, and
+ * full, a batch moves to or from the pool's shared free list. The shared
+ * list is bounded (256 KiB of objects, at least 4 batches): from a timer,
+ * jn_pool_trim_heap() gives what is past that back to the heap and has the
+ * C library give free pages back to the system, so memory taken in a burst
+ * is returned after it. The rest is freed by jn_pool_shutdown().
+ * Statistics are kept per pool for management, and
  * jn_pool_leak_report() lists objects still in use at shutdown.
  *
  * Threads: any thread may allocate and free, and an object may be freed by a
@@ -27,12 +30,16 @@ typedef struct jn_pool jn_pool_t;
 
 /* Statistics of one pool; a snapshot, counts are in objects. */
 typedef struct jn_pool_stats {
-    const char *type_name;   /* borrowed, static */
-    size_t object_size;      /* octets per object as requested */
-    uint64_t total_allocated; /* objects ever obtained from the heap */
+    const char *type_name;    /* borrowed, static */
+    size_t object_size;       /* octets per object as requested */
+    uint64_t total_allocated; /* objects obtained from the heap and held now
+                               * (in_use + in_free_lists) */
     uint64_t in_use;          /* objects handed out and not yet freed */
     uint64_t in_free_lists;   /* objects held in the shared list and thread caches */
     uint64_t batch_size;      /* objects moved per shared-list transfer */
+    uint64_t freed_to_heap;   /* objects given back to the heap, ever */
+    uint64_t shared_max;      /* the most objects the shared list keeps */
+    uint64_t in_shared_list;  /* of in_free_lists: in the shared list (exact) */
 } jn_pool_stats_t;
 
 /* jn_pool_create: make a pool of objects of object_size octets.
@@ -85,6 +92,16 @@ void jn_pool_foreach(void (*fn)(const jn_pool_stats_t *stats, void *ctx), void *
  * leak). Call after every other thread has stopped and called
  * jn_pool_thread_exit(). */
 uint64_t jn_pool_leak_report(FILE *out);
+
+/* jn_pool_trim_heap: give every pool's shared-list objects past its bound
+ * (jn_pool_stats_t.shared_max) back to the heap; then, when objects went
+ * back since the last trim of the heap and either none in this call (the
+ * shrinking has stopped) or that trim is 10 s old, ask the C library to
+ * return free heap pages to the system (glibc malloc_trim(0); elsewhere
+ * nothing). Returns true when it trimmed the heap. It may take milliseconds on a large heap:
+ * call it from a timer about once a second, never per message. Any
+ * thread; a call while another runs returns false at once. */
+bool jn_pool_trim_heap(void);
 
 /* jn_pool_shutdown: free every pool and all its objects to the heap. After
  * this no pool may be used (pointers from jn_pool_create and the slots of

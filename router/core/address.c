@@ -363,6 +363,16 @@ jn_core_link_t *jn_addr_pick_consumer_CT(jn_addr_t *addr)
                 best = i;
             }
         }
+    } else if (JN_UNLIKELY(jn_link_full_CT(addr->consumers[best]))) {
+        /* closest: past one at its unsettled bound, to one with room (none:
+         * the first, its copy waits; link.c "Unsettled bound") */
+        for (uint32_t k = 1; k < n; k++) {
+            uint32_t i = (start + k) % n;
+            if (!jn_link_full_CT(addr->consumers[i])) {
+                best = i;
+                break;
+            }
+        }
     }
     addr->next = (best + 1) % n;
     return addr->consumers[best];

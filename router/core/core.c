@@ -323,6 +323,7 @@ static size_t run_batch_CT(jn_core_t *core)
     if (atomic_load_explicit(&core->mc_waiting, memory_order_relaxed))
         jn_forward_mc_tick_CT(core); /* a clock read per batch while copies wait */
     timer_tick_CT(core);
+    jn_link_flush_resume_CT(core);
     jn_link_flush_credit_CT(core);
     return n;
 }
@@ -396,6 +397,7 @@ static void core_sleep(jn_core_t *core)
                 if (atomic_load_explicit(&core->mc_waiting, memory_order_relaxed))
                     jn_forward_mc_tick_CT(core);
                 timer_tick_CT(core);
+                jn_link_flush_resume_CT(core);
                 jn_link_flush_credit_CT(core);
                 ct_leave(core);
             }
@@ -516,6 +518,7 @@ static void teardown(jn_core_t *core)
                "[C%" PRIu64 "] Connection still open at shutdown", core->ct.conns->conn_id);
         jn_conn_closed_CT(core->ct.conns);
     }
+    jn_link_flush_resume_CT(core);
     jn_link_flush_credit_CT(core);
     jn_router_fini_CT(core);
     jn_addr_free_all_CT(core);

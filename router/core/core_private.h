@@ -331,6 +331,14 @@ struct jn_core_link {
         uint32_t mc_idle_checks;
         bool mc_dropping;
         uint32_t unsettled;        /* of inflight: not settled */
+        /* the most unsettled copies the link may hold (link.c, "Unsettled
+         * bound"): its capacity, or UINT32_MAX on an inter-router or edge
+         * connection; a link at it is handed nothing, as without credit */
+        uint32_t unsettled_max;
+        /* on core->ct.resume: it was at unsettled_max and a copy settled;
+         * pumped at the end of the batch (jn_link_flush_resume_CT) */
+        bool resume;
+        jn_core_link_t *resume_next;
         /* linksBlocked (jn_forward_figures_tick_CT): since when (monotonic
          * ms, 0: not watched) the figures tick has seen this link without
          * credit and with handed unchanged (blocked_handed) */
@@ -451,6 +459,7 @@ struct jn_core {
         bool flush_pending;    /* a change waits for JN_MESH_FLUSH_MS to pass */
         jn_core_conn_t *conns; /* open connections */
         jn_core_link_t *dirty; /* incoming links whose credit to recompute */
+        jn_core_link_t *resume; /* outgoing links to pump (link.c) */
         uint64_t batch;        /* number of the batch being processed */
         uint64_t next_link_id;
         int64_t mc_next_check_ms; /* the stuck-consumer watch's next check */
@@ -554,6 +563,18 @@ void jn_link_mark_dirty_CT(jn_core_link_t *link);
 /* End of a batch: grant the credit of every dirty link (one LINK_CREDIT
  * per link at most). */
 void jn_link_flush_credit_CT(jn_core_t *core);
+/* Outgoing link that was at its unsettled bound and had a copy settled:
+ * queue it to be pumped at the end of the batch (safe inside any loop over
+ * its copies: it does not pump now). */
+void jn_link_mark_resume_CT(jn_core_link_t *link);
+/* End of a batch, before jn_link_flush_credit_CT: pump every link queued by
+ * jn_link_mark_resume_CT (and mark a link-routed sender dirty). */
+void jn_link_flush_resume_CT(jn_core_t *core);
+/* True when the outgoing link holds its bound of unsettled copies. */
+static inline bool jn_link_full_CT(const jn_core_link_t *link)
+{
+    return link->ct.unsettled >= link->ct.unsettled_max;
+}
 /* Mark every producer of addr dirty (its consumers changed). */
 void jn_link_producers_dirty_CT(jn_addr_t *addr);
 

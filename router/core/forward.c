@@ -58,6 +58,7 @@
  */
 #include "delivery.h"
 
+#include <junction/pool.h>
 #include <junction/time.h>
 
 #include <string.h>
@@ -219,7 +220,12 @@ static void copy_settle_CT(jn_delivery_t *copy)
     copy->ct.settled = true;
     if (!copy->ct.handed_out || copy->presettled)
         return;
-    copy->link->ct.unsettled--;
+    jn_core_link_t *link = copy->link;
+    /* below its unsettled bound again: pumped at the end of the batch (not
+     * here, this runs inside loops over the link's copies; link.c) */
+    if (JN_UNLIKELY(link->ct.unsettled-- >= link->ct.unsettled_max) &&
+        (link->ct.undelivered.head || link->ct.routed))
+        jn_link_mark_resume_CT(link);
     jn_delivery_t *peer = copy->ct.peer;
     if (peer && peer->ct.multicast && peer->ct.mc_unsettled > 0) {
         peer->ct.mc_unsettled--;
@@ -365,7 +371,8 @@ void jn_forward_hand_out_CT(jn_delivery_t *copy)
 }
 
 /* The consumer for an anycast delivery: closest prefers a local consumer,
- * then the cheapest remote router; balanced takes the least loaded of the
+ * then the cheapest remote router (a local one at its unsettled bound only
+ * when no other way is open); balanced takes the least loaded of the
  * best local consumer and the best remote one (load + cost). NULL: none. */
 static jn_core_link_t *pick_anycast_CT(jn_core_t *core, jn_addr_t *addr, const jn_route_ctx_t *rc)
 {
@@ -376,12 +383,16 @@ static jn_core_link_t *pick_anycast_CT(jn_core_t *core, jn_addr_t *addr, const j
     else if (JN_UNLIKELY(local && local->type == JN_LINK_EDGE_ADDR) && addr->n_consumers > 1 &&
              addr->distribution == JN_DIST_CLOSEST)
         local = jn_edge_pick_other_CT(addr, local->conn); /* closest: this edge first */
-    if (local && addr->distribution != JN_DIST_BALANCED)
+    /* closest: a local consumer at its unsettled bound (the pick already
+     * skipped it if another local one had room) yields to a remote path */
+    if (local && addr->distribution != JN_DIST_BALANCED && JN_LIKELY(!jn_link_full_CT(local)))
         return local;
     uint64_t remote_load = UINT64_MAX;
     jn_core_link_t *remote = jn_router_pick_remote_CT(core, addr, rc, &remote_load);
     if (!local)
         return remote;
+    if (addr->distribution != JN_DIST_BALANCED)
+        return remote ? remote : local;
     uint64_t local_load = (uint64_t)local->ct.undelivered.count + local->ct.unsettled;
     return remote && remote_load < local_load ? remote : local;
 }
@@ -1117,6 +1128,9 @@ void jn_forward_figures_tick_CT(jn_core_t *core)
     }
     atomic_store_explicit(&core->stats.stuck, stuck, memory_order_relaxed);
     atomic_store_explicit(&core->stats.links_blocked, blocked, memory_order_relaxed);
+    /* memory the pools gave back after a burst goes back to the system
+     * once they stop shrinking (junction/pool.h); once a second at most */
+    jn_pool_trim_heap();
     core->ct.figures_at_ms = now + JN_CORE_FIGURES_MS;
     jn_core_timer_at_CT(core, core->ct.figures_at_ms);
 }

@@ -23,6 +23,21 @@
  * The flow mailbox holds the latest (limit, drain) in one atomic word, and
  * one flow action at most is queued per link (flow_posted), so a storm of
  * flow frames costs one action per batch.
+ *
+ * Unsettled bound. An outgoing link holds at most ct.unsettled_max copies
+ * handed out and not settled by the consumer: its capacity (the
+ * connection's linkCapacity, 250 by default, as qdrouterd 1.19). At the
+ * bound it is handed nothing more, as if it had no credit: its copies wait
+ * on its undelivered list, where they hold their senders' credit, so the
+ * senders wait too, and a consumer that takes and never settles cannot make
+ * the router hold an unbounded number of messages. A settlement that takes
+ * the link below its bound queues it (jn_link_mark_resume_CT; settlements
+ * happen inside loops over the link's copies, so it is not pumped there)
+ * and it is pumped at the end of the batch. Links on inter-router and edge
+ * connections are not bounded: each carries the flows of many consumers,
+ * and a bound there would let one consumer that never settles throttle
+ * unrelated ones; the router that holds the consumer bounds its link, which
+ * takes its credit away, and that reaches back here hop by hop.
  */
 #include "delivery.h"
 
@@ -73,6 +88,8 @@ jn_core_link_t *jn_core_link_attached_IO(jn_core_conn_t *conn, void *io_link,
     l->capacity = info->capacity        ? info->capacity
                   : conn->link_capacity ? conn->link_capacity
                                         : JN_CORE_DEFAULT_CAPACITY;
+    /* Unsettled bound (see the top): a client's link only */
+    l->ct.unsettled_max = conn->inter_router || conn->edge ? UINT32_MAX : l->capacity;
     atomic_init(&l->refcount, 1); /* the life reference */
     atomic_init(&l->flow, 0);
     atomic_init(&l->flow_posted, false);
@@ -370,14 +387,44 @@ void jn_link_pump_CT(jn_core_link_t *link)
     JN_ASSERT_CT(link->conn->core);
     if (link->ct.state != JN_LINK_ST_ATTACHED || link->conn->ct.closed)
         return; /* a closing connection's links are about to go: hold */
-    while (link->ct.handed < link->ct.credit_limit && link->ct.undelivered.head)
+    while (link->ct.handed < link->ct.credit_limit && link->ct.undelivered.head &&
+           !jn_link_full_CT(link))
         jn_forward_hand_out_CT(link->ct.undelivered.head);
     if (link->ct.mc_dropping)
         jn_forward_backlog_check_CT(link);
-    if (link->ct.drain && !link->ct.undelivered.head && link->ct.handed < link->ct.credit_limit) {
+    /* a drain with nothing it may send now (none waiting, or at its
+     * unsettled bound) is answered at once */
+    if (link->ct.drain && (!link->ct.undelivered.head || jn_link_full_CT(link)) &&
+        link->ct.handed < link->ct.credit_limit) {
         /* the I/O layer uses the rest of the credit up (pn_link_drained) */
         link->ct.handed = link->ct.credit_limit;
         jn_work_link_CT(link, JN_WORK_LINK_DRAINED, NULL, NULL, NULL, 0);
+    }
+}
+
+void jn_link_mark_resume_CT(jn_core_link_t *link)
+{
+    jn_core_t *core = link->conn->core;
+    JN_ASSERT_CT(core);
+    if (link->ct.resume || link->ct.state != JN_LINK_ST_ATTACHED)
+        return;
+    link->ct.resume = true;
+    link->ct.resume_next = core->ct.resume;
+    core->ct.resume = jn_link_ref(link);
+}
+
+void jn_link_flush_resume_CT(jn_core_t *core)
+{
+    JN_ASSERT_CT(core);
+    while (core->ct.resume) {
+        jn_core_link_t *link = core->ct.resume;
+        core->ct.resume = link->ct.resume_next;
+        link->ct.resume_next = NULL;
+        link->ct.resume = false;
+        jn_link_pump_CT(link);
+        if (link->ct.routed)
+            jn_link_mark_dirty_CT(link->ct.routed); /* its sender's credit follows */
+        jn_link_unref(link);                        /* the resume list's reference */
     }
 }
 

@@ -461,6 +461,14 @@ uint32_t jn_lr_credit_due_CT(const jn_core_link_t *link)
     if (out->ct.state != JN_LINK_ST_ATTACHED || out->ct.credit_limit <= out->ct.handed)
         return 0;
     uint64_t avail = out->ct.credit_limit - out->ct.handed;
+    /* the receiving end's unsettled bound (link.c) limits it too: a
+     * receiver that never settles stops its sender (copies waiting on it
+     * are the held ones, subtracted below) */
+    uint64_t room = out->ct.unsettled < out->ct.unsettled_max
+                        ? (uint64_t)out->ct.unsettled_max - out->ct.unsettled
+                        : 0;
+    if (room < avail)
+        avail = room;
     uint64_t used = (uint64_t)link->ct.outstanding + link->ct.held;
     if (avail <= used)
         return 0;

@@ -28,8 +28,25 @@
  * in O(1)) and a "loose" list of leftovers that thread exits return (rare;
  * taken by walking).
  *
- * Memory comes from the heap one slab of `batch` objects at a time; slabs are
- * only returned to the heap by jn_pool_shutdown.
+ * Memory. Objects come from the heap one by one, `batch` of them at a time
+ * when a cache finds the shared list empty (the slow path only). The shared
+ * list may keep `shared_max` objects (whole chains: at least
+ * POOL_SHARED_MIN_CHAINS, else what POOL_SHARED_OCTETS holds):
+ * jn_pool_trim_heap, called from a timer about once a second, gives every
+ * pool's objects past that back to the heap, object by object after the
+ * lock is released, and once the pools stop shrinking asks the C library to
+ * give free heap pages back to the system. So after a burst the pools keep
+ * a bounded free list (shared lists plus at most 2 * batch per thread
+ * cache). It is done on the timer rather than when a batch reaches a full
+ * shared list because the shared list is also how objects pass between
+ * threads (freed by one, taken by another): under steady traffic it swings
+ * by a few batches, and freeing at its cap would send those batches to the
+ * heap and back again and again. Objects are allocated one by one rather than in slabs because a
+ * slab could only go back once every one of its objects was free, which
+ * after a burst (free objects of every slab scattered over the lists) is
+ * rarely the case; the cost is one malloc per object while a pool grows
+ * and the allocator's per-chunk header, and nothing on the inline fast
+ * paths, which only ever touch a thread's cache.
  *
  * Statistics. A thread's cache length is a plain field that only its owner
  * touches, so the hot path has no atomic operation at all. At each batch
@@ -47,8 +64,10 @@
  */
 #include <junction/pool.h>
 
+#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 
 #ifdef JN_POOL_ASAN /* junction/pool.h */
 #include <sanitizer/asan_interface.h>
@@ -57,15 +76,18 @@
 #define POOL_ALIGN         16 /* octets; the alignment jn_pool_alloc promises */
 #define POOL_LINK_OCTETS   16 /* octets of a free object used for links */
 #define POOL_DEFAULT_BATCH 64
+/* The shared free list of a pool keeps at most this many octets of objects,
+ * and at least POOL_SHARED_MIN_CHAINS batches (a pool of large objects);
+ * beyond that, batches go back to the heap (see the top). */
+#define POOL_SHARED_OCTETS     (256u * 1024)
+#define POOL_SHARED_MIN_CHAINS 4
+/* jn_pool_trim_heap: malloc_trim once the pools stopped shrinking (a call
+ * that gave nothing more back), or every POOL_TRIM_MAX_MS while they keep
+ * shrinking. */
+#define POOL_TRIM_MAX_MS 10000
 
 /* A free object, as seen while it sits in a list (junction/pool.h). */
 typedef jn_pool_free_obj_t free_obj_t;
-
-/* Slab header; the objects follow it, 16-octet aligned. */
-typedef struct slab {
-    struct slab *next;
-    size_t reserved;
-} slab_t;
 
 struct jn_pool {
     /* Immutable after jn_pool_create. head first: the inline fast paths of
@@ -75,6 +97,7 @@ struct jn_pool {
     size_t object_size; /* as requested */
     size_t slot_size;   /* rounded up to POOL_ALIGN, at least POOL_LINK_OCTETS */
     size_t batch;
+    uint64_t shared_max; /* objects the shared list may keep (whole chains) */
 
     /* Guarded by lock (taken once per batch). */
     pthread_mutex_t lock;
@@ -82,8 +105,8 @@ struct jn_pool {
     uint64_t nchains;
     free_obj_t *loose; /* leftovers from thread exits */
     uint64_t nloose;
-    slab_t *slabs;
-    uint64_t total_allocated;
+    uint64_t total_allocated; /* objects obtained from the heap and held */
+    uint64_t freed_to_heap;   /* objects given back to the heap, ever */
 };
 
 /* One thread's cache for one pool, and all caches of one thread (their
@@ -218,6 +241,8 @@ jn_pool_t *jn_pool_create(const char *type_name, size_t object_size, size_t batc
     pool->slot_size = slot;
     pool->batch = batch;
     pool->head.cache_max = 2 * batch;
+    uint64_t chains = POOL_SHARED_OCTETS / (slot * batch);
+    pool->shared_max = (chains < POOL_SHARED_MIN_CHAINS ? POOL_SHARED_MIN_CHAINS : chains) * batch;
     if (pthread_mutex_init(&pool->lock, NULL) != 0) {
         free(pool);
         return NULL;
@@ -255,33 +280,49 @@ jn_pool_t *jn_pool_get_once_slow_(_Atomic(jn_pool_t *) *slot, const char *type_n
     return pool;
 }
 
-/* Carve a new slab of pool->batch objects, linked into one chain.
- * Returns the chain head, or NULL on ENOMEM. No lock held on entry. */
-static free_obj_t *slab_new(jn_pool_t *pool)
+/* Free a list of free objects (linked by next) to the heap; returns how
+ * many. No lock held. */
+static size_t objs_free(const jn_pool_t *pool, free_obj_t *o)
 {
-    size_t octets = sizeof(slab_t) + pool->batch * pool->slot_size;
-    slab_t *slab = aligned_alloc(POOL_ALIGN, octets);
-    if (!slab)
-        return NULL;
-    char *base = (char *)slab + sizeof(slab_t);
+    size_t n = 0;
+    while (o) {
+        free_obj_t *next = o->next;
+#ifdef JN_POOL_ASAN
+        ASAN_UNPOISON_MEMORY_REGION(o, pool->slot_size);
+#else
+        (void)pool;
+#endif
+        free(o);
+        o = next;
+        n++;
+    }
+    return n;
+}
+
+/* Allocate pool->batch objects from the heap, linked into one chain.
+ * Returns the chain head, or NULL on ENOMEM. No lock held on entry. */
+static free_obj_t *chain_new(jn_pool_t *pool)
+{
     free_obj_t *head = NULL;
-    for (size_t i = pool->batch; i-- > 0;) {
-        free_obj_t *o = (free_obj_t *)(base + i * pool->slot_size);
+    for (size_t i = 0; i < pool->batch; i++) {
+        free_obj_t *o = aligned_alloc(POOL_ALIGN, pool->slot_size);
+        if (!o) {
+            objs_free(pool, head);
+            return NULL;
+        }
         o->next = head;
         o->next_chain = NULL;
         obj_poison(pool, o);
         head = o;
     }
     lock_or_die(&pool->lock);
-    slab->next = pool->slabs;
-    pool->slabs = slab;
     pool->total_allocated += pool->batch;
     unlock_or_die(&pool->lock);
     return head;
 }
 
 /* Take one batch (or what is left) from the shared list into an empty
- * cache; allocate a slab when the shared list is empty. Returns the number
+ * cache; allocate a batch from the heap when the shared list is empty. Returns the number
  * of objects now in the cache (0 on ENOMEM). */
 static size_t cache_refill(jn_pool_t *pool, pool_cache_t *c)
 {
@@ -309,7 +350,7 @@ static size_t cache_refill(jn_pool_t *pool, pool_cache_t *c)
     unlock_or_die(&pool->lock);
 
     if (!head) {
-        head = slab_new(pool);
+        head = chain_new(pool);
         if (!head)
             return 0;
         n = pool->batch;
@@ -349,8 +390,10 @@ void *jn_pool_alloc_slow_(jn_pool_t *pool)
 }
 
 /* Move the first pool->batch objects of the cache to the shared list as one
- * chain. The cache holds more than batch objects. The walk happens before
- * the lock is taken, so the lock covers only a two-pointer push. */
+ * chain, or, when the shared list is full, back to the heap. The cache
+ * holds more than batch objects. The walk happens before the lock is
+ * taken, so the lock covers only a two-pointer push (and the heap's frees
+ * happen after it is released). */
 static void cache_flush_batch(jn_pool_t *pool, pool_cache_t *c)
 {
     free_obj_t *head = c->head;
@@ -438,11 +481,13 @@ static void stats_locked(jn_pool_t *pool, jn_pool_stats_t *out)
         if (tc == &jn_pool_tl_caches_) /* our own: exact */
             cached += tc->cache[pool->head.id].count;
         else
-            cached += atomic_load_explicit(&tc->cache[pool->head.id].published, memory_order_relaxed);
+            cached +=
+                atomic_load_explicit(&tc->cache[pool->head.id].published, memory_order_relaxed);
     }
 
     lock_or_die(&pool->lock);
     uint64_t total = pool->total_allocated;
+    uint64_t freed = pool->freed_to_heap;
     uint64_t shared = pool->nchains * pool->batch + pool->nloose;
     unlock_or_die(&pool->lock);
 
@@ -455,6 +500,9 @@ static void stats_locked(jn_pool_t *pool, jn_pool_stats_t *out)
     out->in_free_lists = free_objs;
     out->in_use = total - free_objs;
     out->batch_size = pool->batch;
+    out->freed_to_heap = freed;
+    out->shared_max = pool->shared_max;
+    out->in_shared_list = shared;
 }
 
 void jn_pool_get_stats(jn_pool_t *pool, jn_pool_stats_t *out)
@@ -504,15 +552,15 @@ void jn_pool_shutdown(void)
     unsigned n = atomic_load_explicit(&reg_count, memory_order_relaxed);
     for (unsigned id = 0; id < n; id++) {
         jn_pool_t *pool = reg_pools[id];
-        slab_t *slab = pool->slabs;
-        while (slab) {
-            slab_t *next = slab->next;
-#ifdef JN_POOL_ASAN
-            ASAN_UNPOISON_MEMORY_REGION(slab, sizeof(slab_t) + pool->batch * pool->slot_size);
-#endif
-            free(slab);
-            slab = next;
+        /* the free objects: the shared list's and the calling thread's
+         * cache (every other thread flushed its own); objects still in use
+         * are leaks, reported by jn_pool_leak_report */
+        for (free_obj_t *c = pool->chains, *next; c; c = next) {
+            next = c->next_chain;
+            objs_free(pool, c);
         }
+        objs_free(pool, pool->loose);
+        objs_free(pool, jn_pool_tl_caches_.cache[id].head);
         pthread_mutex_destroy(&pool->lock);
         free(pool);
         reg_pools[id] = NULL;
@@ -528,4 +576,66 @@ void jn_pool_shutdown(void)
     unlock_or_die(&reg_lock);
     pthread_once(&reg_key_once, reg_key_create);
     pthread_setspecific(reg_key, NULL);
+}
+
+/* Give the objects of pool's shared list past shared_max back to the heap
+ * (whole chains, then the loose list if still past it); returns how many.
+ * The lock covers only unlinking them. */
+static uint64_t pool_shrink(jn_pool_t *pool)
+{
+    free_obj_t *chains = NULL, *loose = NULL;
+    uint64_t n = 0;
+    lock_or_die(&pool->lock);
+    while (pool->chains && pool->nchains * pool->batch + pool->nloose > pool->shared_max) {
+        free_obj_t *c = pool->chains;
+        pool->chains = c->next_chain;
+        pool->nchains--;
+        c->next_chain = chains;
+        chains = c;
+        n += pool->batch;
+    }
+    if (pool->loose && pool->nchains * pool->batch + pool->nloose > pool->shared_max) {
+        loose = pool->loose;
+        n += pool->nloose;
+        pool->loose = NULL;
+        pool->nloose = 0;
+    }
+    pool->total_allocated -= n;
+    pool->freed_to_heap += n;
+    unlock_or_die(&pool->lock);
+    while (chains) {
+        free_obj_t *next = chains->next_chain;
+        objs_free(pool, chains);
+        chains = next;
+    }
+    objs_free(pool, loose);
+    return n;
+}
+
+bool jn_pool_trim_heap(void)
+{
+    static pthread_mutex_t trim_lock = PTHREAD_MUTEX_INITIALIZER;
+    static uint64_t pending; /* objects given back since the last malloc_trim */
+    static int64_t last_ms;  /* monotonic ms of the last malloc_trim */
+    if (pthread_mutex_trylock(&trim_lock) != 0)
+        return false; /* another thread is at it */
+    uint64_t freed = 0;
+    unsigned n = atomic_load_explicit(&reg_count, memory_order_acquire);
+    for (unsigned id = 0; id < n; id++)
+        freed += pool_shrink(reg_pools[id]);
+    pending += freed;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    /* calm: this call found nothing more to give back */
+    bool trim = pending > 0 && (freed == 0 || now_ms - last_ms >= POOL_TRIM_MAX_MS);
+    if (trim) {
+        pending = 0;
+        last_ms = now_ms;
+#ifdef __GLIBC__
+        malloc_trim(0);
+#endif
+    }
+    unlock_or_die(&trim_lock);
+    return trim;
 }

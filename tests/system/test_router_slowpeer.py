@@ -206,8 +206,8 @@ class SlowReaderTest(RouterTestCase):
                                          uint(0), uint(0), uint(1000000)])))
         return c
 
-    def flood(self, router, address):
-        child = self.spawn("flood-sender", router.url, address, self.FLOOD_BODY)
+    def flood(self, router, address, body=None):
+        child = self.spawn("flood-sender", router.url, address, body or self.FLOOD_BODY)
         self.addCleanup(lambda: child.proc.poll() is None and child.proc.kill())
         return child
 
@@ -287,7 +287,10 @@ class SlowReaderTest(RouterTestCase):
         router = self.start_router(router={"writeStallTimeoutSeconds": 2})
         reader = self.slow_reader(router, "slow.q")
         where = peer_address(reader)
-        flood = self.flood(router, "slow.q")
+        # the router hands a consumer at most linkCapacity (250) unsettled
+        # deliveries: large enough messages that those do not fit in the
+        # sockets' buffers, so its writes stall
+        flood = self.flood(router, "slow.q", 64 * 1024)
         started = time.monotonic()
 
         def cut_lines():

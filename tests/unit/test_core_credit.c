@@ -5,7 +5,8 @@
  * deliveries are handed out, one LINK_CREDIT per link per batch and only
  * once the sender holds half its capacity or less), and the
  * credit consumers give the router (deliveries handed out only within it,
- * drain).
+ * drain), and the bound on a consumer's unsettled deliveries (its link's
+ * capacity: past it, nothing more is handed out until it settles).
  */
 #include "test_core_util.h"
 
@@ -199,6 +200,37 @@ static void test_deliveries_are_handed_out_only_within_the_consumers_credit(void
     assert_int_equal(len, 8);
 }
 
+static void test_consumer_at_its_unsettled_bound_gets_more_only_as_it_settles(void **state)
+{
+    (void)state;
+    fake_conn_t *p = open_conn("producer");
+    fake_conn_t *c = open_conn("consumer");
+    jn_core_link_t *in = attach_producer(p, "q", 10);
+    /* capacity 3, credit 10: the bound, not the credit, stops it */
+    jn_core_link_t *out = attach_full(c, JN_LINK_OUTGOING, "q", false, 3, NULL);
+    jn_core_link_flow_IO(out, 10, false);
+    jn_delivery_t *d[6];
+    for (int i = 0; i < 6; i++)
+        d[i] = send_msg(p, in, false);
+    jn_delivery_t *s[6];
+    for (int i = 0; i < 3; i++)
+        s[i] = expect_send(c);
+    expect_no_work(c);
+    consumer_settles(s[0], JN_DISP_ACCEPTED);
+    s[3] = expect_send(c); /* one settled: one more */
+    expect_no_work(c);
+    consumer_settles(s[1], JN_DISP_ACCEPTED);
+    consumer_settles(s[2], JN_DISP_ACCEPTED);
+    s[4] = expect_send(c);
+    s[5] = expect_send(c);
+    expect_no_work(c);
+    for (int i = 0; i < 6; i++)
+        assert_ptr_equal(jn_delivery_message(s[i]), jn_delivery_message(d[i]));
+    for (int i = 3; i < 6; i++)
+        consumer_settles(s[i], JN_DISP_ACCEPTED);
+    core_sync();
+}
+
 static void test_latest_flow_wins(void **state)
 {
     (void)state;
@@ -288,6 +320,9 @@ int main(void)
                                         teardown_core),
         cmocka_unit_test_setup_teardown(
             test_deliveries_are_handed_out_only_within_the_consumers_credit, setup_balanced,
+            teardown_core),
+        cmocka_unit_test_setup_teardown(
+            test_consumer_at_its_unsettled_bound_gets_more_only_as_it_settles, setup_balanced,
             teardown_core),
         cmocka_unit_test_setup_teardown(test_latest_flow_wins, setup_balanced, teardown_core),
         cmocka_unit_test_setup_teardown(test_drain_with_nothing_waiting_answers_drained,

@@ -2,7 +2,8 @@
  * test_util_pool.c — fixed-size pools (junction/pool.h): alignment and size,
  * reuse through the thread cache, batch moves to the shared list, stats,
  * foreach, objects allocated on one thread and freed on another, the thread
- * exit flush, get_once, and the leak report.
+ * exit flush, get_once, the leak report, and the bounded shared list (a
+ * burst's objects go back to the heap).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -273,7 +274,108 @@ static void test_leak_report_counts_leaked_object(void **state)
     assert_non_null(strstr(text, "leaky_type"));
     assert_null(strstr(text, "clean"));
     free(text);
-    /* teardown's jn_pool_shutdown frees the leaked object's slab. */
+    /* jn_pool_shutdown frees only free objects: give the leaked one back
+     * so that the process has no leak of its own */
+    jn_pool_free(leaky, b);
+}
+
+/* A burst: 4,000 objects of 4,096 octets (16 MiB) allocated then freed on
+ * one thread. The shared list keeps at most shared_max (256 KiB of objects
+ * here: 64, four batches of 16) and the cache 2 * batch; every other object
+ * goes back to the heap, and the stats say so. */
+static void test_burst_goes_back_to_heap(void **state)
+{
+    (void)state;
+    enum { N = 4000, SIZE = 4096, BATCH = 16 };
+    jn_pool_t *p = jn_pool_create("burst", SIZE, BATCH);
+    assert_non_null(p);
+    void **objs = calloc(N, sizeof *objs);
+    assert_non_null(objs);
+    for (int i = 0; i < N; i++) {
+        objs[i] = jn_pool_alloc(p);
+        assert_non_null(objs[i]);
+        memset(objs[i], 0xab, SIZE);
+    }
+    jn_pool_stats_t st;
+    jn_pool_get_stats(p, &st);
+    assert_int_equal(st.in_use, N);
+    assert_int_equal(st.shared_max, 64);
+    for (int i = 0; i < N; i++)
+        jn_pool_free(p, objs[i]);
+    jn_pool_get_stats(p, &st);
+    assert_int_equal(st.in_use, 0);
+    assert_int_equal(st.freed_to_heap, 0); /* not before the timer's call */
+    /* the first call gives the rest back and, its last trim of the heap
+     * long ago (never), trims it */
+    assert_true(jn_pool_trim_heap());
+    jn_pool_get_stats(p, &st);
+    assert_int_equal(st.in_use, 0);
+    assert_true(st.in_shared_list <= st.shared_max);
+    assert_true(st.in_free_lists <= st.shared_max + 2 * BATCH);
+    assert_int_equal(st.total_allocated, st.in_free_lists);
+    assert_int_equal(st.freed_to_heap + st.total_allocated, N);
+    /* the pool still works, reusing what it kept before the heap */
+    for (int i = 0; i < N; i++)
+        objs[i] = jn_pool_alloc(p);
+    jn_pool_get_stats(p, &st);
+    assert_int_equal(st.in_use, N);
+    for (int i = 0; i < N; i++)
+        jn_pool_free(p, objs[i]);
+    free(objs);
+    assert_int_equal(jn_pool_leak_report(NULL), 0);
+    /* the second round's excess goes back, but the pools were shrinking and
+     * the heap was trimmed less than 10 s ago: not yet */
+    assert_false(jn_pool_trim_heap());
+    jn_pool_get_stats(p, &st);
+    assert_true(st.in_shared_list <= st.shared_max);
+    assert_true(jn_pool_trim_heap());  /* calm now: trimmed */
+    assert_false(jn_pool_trim_heap()); /* nothing new since */
+}
+
+/* Small objects: the shared list's bound is in octets (256 KiB), so a pool
+ * of 64-octet objects keeps up to 4,096 of them. */
+static void test_shared_bound_in_octets(void **state)
+{
+    (void)state;
+    jn_pool_t *p = jn_pool_create("small", 64, 0);
+    jn_pool_stats_t st;
+    jn_pool_get_stats(p, &st);
+    assert_int_equal(st.shared_max, 4096);
+}
+
+/* Objects freed on another thread than the one that took them (the
+ * router's usual case): the bound holds for the freeing thread's batches
+ * and for its exit flush. */
+static void *free_all(void *arg)
+{
+    void **objs = arg;
+    jn_pool_t *p = objs[0];
+    for (int i = 1; objs[i]; i++)
+        jn_pool_free(p, objs[i]);
+    jn_pool_thread_exit();
+    return NULL;
+}
+
+static void test_bound_holds_for_other_thread_frees(void **state)
+{
+    (void)state;
+    enum { N = 3000, BATCH = 16 };
+    jn_pool_t *p = jn_pool_create("cross", 4096, BATCH);
+    void **objs = calloc(N + 2, sizeof *objs);
+    assert_non_null(objs);
+    objs[0] = p;
+    for (int i = 1; i <= N; i++)
+        objs[i] = jn_pool_alloc(p);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, free_all, objs), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    jn_pool_trim_heap();
+    jn_pool_stats_t st;
+    jn_pool_get_stats(p, &st);
+    assert_int_equal(st.in_use, 0);
+    assert_true(st.in_free_lists <= st.shared_max + 2 * BATCH); /* our cache: empty */
+    assert_true(st.freed_to_heap >= N - st.shared_max - 2 * BATCH);
+    free(objs);
 }
 
 static void test_create_rejects_too_many_pools(void **state)
@@ -297,6 +399,9 @@ int main(void)
         cmocka_unit_test_teardown(test_get_once_creates_one_pool, teardown),
         cmocka_unit_test_teardown(test_leak_report_counts_leaked_object, teardown),
         cmocka_unit_test_teardown(test_create_rejects_too_many_pools, teardown),
+        cmocka_unit_test_teardown(test_burst_goes_back_to_heap, teardown),
+        cmocka_unit_test_teardown(test_shared_bound_in_octets, teardown),
+        cmocka_unit_test_teardown(test_bound_holds_for_other_thread_frees, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

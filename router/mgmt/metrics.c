@@ -107,7 +107,7 @@ static void pool_line(const jn_pool_stats_t *s, void *arg)
     pool_text_t *p = arg;
     uint64_t v = p->pass == 0   ? s->in_use
                  : p->pass == 1 ? s->in_free_lists
-                 : p->pass == 2 ? s->total_allocated
+                 : p->pass == 2 ? s->total_allocated + s->freed_to_heap /* ever: a counter */
                                 : s->total_allocated * (uint64_t)s->object_size;
     static const char *const names[] = {
         "junction_pool_objects_in_use", "junction_pool_objects_free",

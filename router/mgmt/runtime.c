@@ -310,10 +310,12 @@ size_t jn_mgmt_rows_alloc(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t o
             [JN_COL_ALLOCATOR_TRANSFER_BATCH_SIZE] = jn_mv_int(JN_MV_LONG, (int64_t)s->batch_size),
             [JN_COL_ALLOCATOR_LOCAL_FREE_LIST_MAX] =
                 jn_mv_int(JN_MV_LONG, 2 * (int64_t)s->batch_size),
-            [JN_COL_ALLOCATOR_GLOBAL_FREE_LIST_MAX] = jn_mv_int(JN_MV_LONG, 0),
+            [JN_COL_ALLOCATOR_GLOBAL_FREE_LIST_MAX] = jn_mv_int(JN_MV_LONG, (int64_t)s->shared_max),
+            /* ever taken from and given back to the heap (held now: the
+             * difference) */
             [JN_COL_ALLOCATOR_TOTAL_ALLOC_FROM_HEAP] =
-                jn_mv_int(JN_MV_LONG, (int64_t)s->total_allocated),
-            [JN_COL_ALLOCATOR_TOTAL_FREE_TO_HEAP] = jn_mv_int(JN_MV_LONG, 0),
+                jn_mv_int(JN_MV_LONG, (int64_t)(s->total_allocated + s->freed_to_heap)),
+            [JN_COL_ALLOCATOR_TOTAL_FREE_TO_HEAP] = jn_mv_int(JN_MV_LONG, (int64_t)s->freed_to_heap),
             [JN_COL_ALLOCATOR_HELD_BY_THREADS] = jn_mv_int(JN_MV_LONG, (int64_t)s->in_free_lists),
             [JN_COL_ALLOCATOR_BATCHES_REBALANCED_TO_THREADS] = jn_mv_int(JN_MV_LONG, 0),
             [JN_COL_ALLOCATOR_BATCHES_REBALANCED_TO_GLOBAL] = jn_mv_int(JN_MV_LONG, 0)};

@@ -236,14 +236,17 @@ class MemoryBackTest(UnsettledBase):
             # RSS is the sanitizer's: the pools' free lists are bounded
             rows = self.manager(r).query("allocator", ["typeName", "typeSize",
                                                        "transferBatchSize", "heldByThreads",
-                                                       "totalAllocFromHeap"])
+                                                       "totalAllocFromHeap",
+                                                       "totalFreeToHeap"])
             for row in rows:
                 batch, size = row["transferBatchSize"], (row["typeSize"] + 15) // 16 * 16
                 shared = max(4, (256 * 1024) // (size * batch)) * batch
                 bound = shared + 16 * 2 * batch  # shared list + thread caches
                 self.assertLessEqual(row["heldByThreads"], bound, row)
             buf = [x for x in rows if x["typeName"] == "jn_buffer"][0]
-            self.assertLess(buf["totalAllocFromHeap"], 20000, buf)
+            # held from the heap now: taken minus given back
+            self.assertLess(buf["totalAllocFromHeap"] - buf["totalFreeToHeap"], 20000, buf)
+            self.assertGreater(buf["totalFreeToHeap"], 0, buf)
             return
         gone = time.monotonic()
         after, deadline = None, gone + 60

@@ -193,14 +193,25 @@ static jn_addr_t *attach_address_CT(jn_core_t *core, jn_core_link_t *link, const
     JN_ASSERT_CT(core);
     const char *address = link->address;
     if (link->dir == JN_LINK_OUTGOING && link->dynamic) {
-        link->ct.dyn_address = jn_addr_make_dynamic_CT(core);
+        int rc = jn_addr_make_dynamic_CT(core, &link->ct.dyn_address);
         address = link->ct.dyn_address;
-        if (!address) {
+        if (rc == JN_AGAIN) {
+            jn_link_refuse_CT(link, "amqp:internal-error",
+                              "no random octets from the kernel for a dynamic address");
+            return NULL;
+        }
+        if (rc != 0) {
             jn_link_refuse_CT(link, "amqp:resource-limit-exceeded", "out of memory");
             return NULL;
         }
     } else if (!address) {
         jn_link_refuse_CT(link, "amqp:invalid-field", "receiver link has no source address");
+        return NULL;
+    } else if (link->dir == JN_LINK_OUTGOING && jn_addr_is_own_temp_CT(core, address)) {
+        /* another client's reply address: only a dynamic attach makes one
+         * (docs/compat.md) */
+        jn_link_refuse_CT(link, "amqp:unauthorized-access",
+                          "a dynamic address can only be had through a dynamic attach");
         return NULL;
     }
     jn_addr_t *addr = NULL;

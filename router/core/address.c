@@ -424,16 +424,38 @@ int jn_addr_make_dynamic_CT(jn_core_t *core, char **out)
     return 0;
 }
 
-bool jn_addr_is_own_temp_CT(jn_core_t *core, const char *address)
+/* Whether the rest of the view `it` is exactly (whole) or starts with s. */
+static bool view_has(jn_iter_t *it, const char *s, bool whole)
+{
+    for (; *s; s++)
+        if (jn_iter_octet(it) != (int)(uint8_t)*s)
+            return false;
+    return !whole || jn_iter_octet(it) == JN_ITER_END;
+}
+
+const char *jn_addr_consumer_refusal_CT(jn_core_t *core, const char *address)
 {
     JN_ASSERT_CT(core);
     jn_iter_t it;
     jn_iter_init_string(&it, address, JN_VIEW_ADDRESS_HASH);
-    static const char want[] = "L" JN_ADDR_TEMP_PREFIX;
-    for (size_t i = 0; i < sizeof want - 1; i++)
-        if (jn_iter_octet(&it) != (int)(uint8_t)want[i])
-            return false;
-    return true;
+    switch (jn_iter_octet(&it)) {
+    case JN_ADDR_CLASS_ROUTER:
+    case JN_ADDR_CLASS_AREA:
+    case JN_ADDR_CLASS_EDGE_SUMMARY:
+        /* a consumer here would take what this router forwards to that
+         * router, its dynamic addresses and $management included */
+        return "another router's addresses can only be reached through the mesh";
+    case JN_ADDR_CLASS_LOCAL: {
+        jn_iter_t rest = it;
+        if (view_has(&rest, JN_ADDR_TEMP_PREFIX, false))
+            return "a dynamic address can only be had through a dynamic attach";
+        if (core->edge_mode && view_has(&it, "_edge", true))
+            return "another router's addresses can only be reached through the mesh";
+        return NULL;
+    }
+    default:
+        return NULL;
+    }
 }
 
 /* jn_hash_key_equal_fn over an iterator (ctx). */

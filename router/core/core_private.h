@@ -604,11 +604,16 @@ void jn_addr_temp_name(const uint8_t rnd[JN_ADDR_TEMP_RANDOM], char out[JN_ADDR_
  * no random octets (its pool not ready, or getrandom failed): the caller
  * refuses the attach, there is no guessable fallback; JN_ENOMEM. */
 int jn_addr_make_dynamic_CT(jn_core_t *core, char **out);
-/* Whether address (any spelling the router accepts: with or without
- * "amqp:/", "_topo/0/<id>/", "_topo/all/<id>/", "_edge/<id>/" on an edge,
- * "_local/") names this router's dynamic-address space: its hash key starts
- * "Ltemp.". Such an address is only had through a dynamic attach. */
-bool jn_addr_is_own_temp_CT(jn_core_t *core, const char *address);
+/* Why a receiver (outgoing link) attached by name to address is refused,
+ * or NULL: address is in this router's dynamic-address space (hash key
+ * "Ltemp.", in any spelling the router accepts: with or without "amqp:/",
+ * "_topo/0/<id>/", "_topo/all/<id>/", "_edge/<id>/" on an edge,
+ * "_local/"), which only a dynamic attach hands out; or it names another
+ * router (classes R, A and H; on an edge, its uplink's "L_edge"), where a
+ * local consumer would take that router's traffic (another router's
+ * dynamic addresses and $management among it). Senders to any of these
+ * are not affected. The caller refuses with amqp:unauthorized-access. */
+const char *jn_addr_consumer_refusal_CT(jn_core_t *core, const char *address);
 /* Pick the consumer for an anycast delivery (closest or balanced). */
 jn_core_link_t *jn_addr_pick_consumer_CT(jn_addr_t *addr);
 /* Find or create the address for a hash key (a new one gets the

@@ -207,12 +207,14 @@ static jn_addr_t *attach_address_CT(jn_core_t *core, jn_core_link_t *link, const
     } else if (!address) {
         jn_link_refuse_CT(link, "amqp:invalid-field", "receiver link has no source address");
         return NULL;
-    } else if (link->dir == JN_LINK_OUTGOING && jn_addr_is_own_temp_CT(core, address)) {
-        /* another client's reply address: only a dynamic attach makes one
+    } else if (link->dir == JN_LINK_OUTGOING) {
+        /* another client's reply address, or another router's traffic
          * (docs/compat.md) */
-        jn_link_refuse_CT(link, "amqp:unauthorized-access",
-                          "a dynamic address can only be had through a dynamic attach");
-        return NULL;
+        const char *refusal = jn_addr_consumer_refusal_CT(core, address);
+        if (refusal) {
+            jn_link_refuse_CT(link, "amqp:unauthorized-access", refusal);
+            return NULL;
+        }
     }
     jn_addr_t *addr = NULL;
     if (jn_addr_get_CT(core, address, link->dir, link->fallback, &addr) != 0) {

@@ -573,7 +573,7 @@ static void expect_unauthorized(fake_conn_t *fc, const char *address)
     detach(fc, l);
 }
 
-static void test_receiver_by_name_on_a_dynamic_address_is_refused_in_any_spelling(void **state)
+static void test_receiver_by_name_on_a_dynamic_or_other_routers_address_is_refused(void **state)
 {
     (void)state;
     fake_conn_t *c = open_conn("requester");
@@ -599,7 +599,14 @@ static void test_receiver_by_name_on_a_dynamic_address_is_refused_in_any_spellin
     }
     /* and a temp name nobody has been given yet */
     expect_unauthorized(thief, "_topo/0/Junction/temp.guess");
+    /* another router's space: its traffic would come here */
+    expect_unauthorized(thief, "amqp:/_topo/0/Other/temp.x");
+    expect_unauthorized(thief, "_topo/0/Other/$management");
+    expect_unauthorized(thief, "_topo/1/Other/x");
+    expect_unauthorized(thief, "_edge/E9/temp.x");
     /* not the router's temp space: attaches as usual */
+    attach_consumer(thief, "_topo/0/all/x", 0);
+    attach_consumer(thief, "_local/x", 0);
     attach_consumer(thief, "_topo/0/Junction/tempest", 0);
     attach_consumer(thief, "temp.mobile", 0);
     /* a sender to the dynamic address still works from any connection */
@@ -646,7 +653,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dynamic_addresses_are_not_sequential, setup_balanced,
                                         teardown_core),
         cmocka_unit_test_setup_teardown(
-            test_receiver_by_name_on_a_dynamic_address_is_refused_in_any_spelling, setup_balanced,
+            test_receiver_by_name_on_a_dynamic_or_other_routers_address_is_refused, setup_balanced,
             teardown_core),
         cmocka_unit_test_setup_teardown(test_colocate_names_a_producer_consumer_pair_each_window,
                                         setup_balanced, teardown_core),

@@ -11,6 +11,9 @@
 * A receiver on another router that attaches by name to `_topo/0/<that
   router>/...` is refused as well: as a consumer of the router address it
   would take everything its own router forwards to that router.
+* /metrics (unauthenticated) never names a dynamic address: their counters
+  are summed under class="dynamic", address="$dynamic", and
+  junction_dynamic_addresses counts them.
 * Senders are not affected: a reply from another connection, another
   router of a mesh or an interior above an edge reaches the dynamic address.
 """
@@ -25,6 +28,7 @@ from harness import SLOW, Router, RouterTestCase
 from mesh import Mesh
 from test_edge import interior, query
 from test_edge_wire import edge_config
+from test_http_metrics import MetricsCase, parse, plain
 
 TIMEOUT = 10 * SLOW
 B64URL = r"[A-Za-z0-9_-]{22}"
@@ -172,6 +176,32 @@ class EdgeRouter(DynamicCase):
         self.assert_refused(thief_inter, addr)
         # a service on the interior answers; replies come down to the edge
         self.request_reply(self.connect(inter.url), client, rcv, addr)
+
+
+class Metrics(MetricsCase, DynamicCase):
+    def test_metrics_sum_dynamic_addresses_under_one_label_and_never_name_them(self):
+        r, m, base = self.http_router()
+        owners = []
+        for _ in range(3):
+            rcv, addr = self.dynamic(self.connect(r.url))
+            owners.append((rcv, addr))
+        sender = self.connect(r.url)
+        for rcv, addr in owners:
+            self.send(sender, addr, range(5))
+            self.assertEqual(self.receive(rcv, 5), list(range(5)))
+        text = self.scrape(base + "/metrics")
+        self.assertNotIn("temp.", text)
+        for _, addr in owners:
+            self.assertNotIn(addr.rsplit(".", 1)[1], text)
+        samples = parse(text)
+        # these three and management's own reply address
+        self.assertGreaterEqual(plain(samples, "junction_dynamic_addresses"), 3)
+        dyn = {"class": "dynamic", "address": "$dynamic"}
+        self.assertGreaterEqual(
+            plain(samples, "junction_address_deliveries_egress_total", **dyn), 15)
+        self.assertGreaterEqual(
+            plain(samples, "junction_address_deliveries_ingress_total", **dyn), 15)
+        self.promtool(text)
 
 
 if __name__ == "__main__":

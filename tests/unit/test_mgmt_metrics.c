@@ -68,8 +68,7 @@ static void test_residence_histogram(void **state)
         "junction_metrics_addresses_omitted 0\n",
         /* the dynamic addresses' sums are always there, named only so */
         "junction_address_deliveries_ingress_total{class=\"dynamic\",address=\"$dynamic\"} 0\n",
-        "junction_address_deliveries_from_container_total{class=\"dynamic\",address=\"$dynamic\"} "
-        "0\n",
+        "junction_address_deliveries_egress_total{class=\"dynamic\",address=\"$dynamic\"} 0\n",
         "junction_dynamic_addresses 0\n",
         "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes ",
         "# TYPE junction_pool_object_bytes gauge\n",

@@ -26,6 +26,8 @@
 #include <junction/core.h>
 #include <junction/mesh.h>
 
+#include <string.h>
+
 /* One connection (management `connection`). */
 typedef struct jn_view_conn {
     uint64_t id;           /* connection id, as in logs [C<id>] */
@@ -78,6 +80,15 @@ typedef struct jn_view_link {
      * (management's `peer`), 0 otherwise */
     uint64_t peer;
 } jn_view_link_t;
+
+/* Whether an address-table key (jn_view_addr_t.key) is one of this
+ * router's dynamic addresses ("Ltemp.<random>", handed out by dynamic
+ * attaches): such names are secrets of the client that has them, so
+ * /metrics counts them together and never shows them. Any thread. */
+static inline bool jn_view_key_is_dynamic(const uint8_t *key, size_t len)
+{
+    return len >= 6 && memcmp(key, "Ltemp.", 6) == 0;
+}
 
 /* One entry of the address table (management `router.address`). */
 typedef struct jn_view_addr {

@@ -16,9 +16,11 @@
 
 #include <junction/iterator.h>
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 /* The hash-view key of a C-string address (heap copy). */
 static uint8_t *key_of(const char *address, size_t *len)
@@ -378,19 +380,92 @@ jn_core_link_t *jn_addr_pick_consumer_CT(jn_addr_t *addr)
     return addr->consumers[best];
 }
 
-char *jn_addr_make_dynamic_CT(jn_core_t *core)
+/* base64url (RFC 4648 section 5): every character is safe in an address */
+static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+void jn_addr_temp_name(const uint8_t rnd[JN_ADDR_TEMP_RANDOM], char out[JN_ADDR_TEMP_CHARS + 1])
+{
+    size_t o = 0;
+    uint32_t acc = 0;
+    unsigned bits = 0;
+    for (size_t i = 0; i < JN_ADDR_TEMP_RANDOM; i++) {
+        acc = (acc << 8) | rnd[i];
+        bits += 8;
+        while (bits >= 6) {
+            bits -= 6;
+            out[o++] = b64url[(acc >> bits) & 0x3f];
+        }
+    }
+    if (bits)
+        out[o++] = b64url[(acc << (6 - bits)) & 0x3f];
+    out[o] = '\0';
+}
+
+int jn_addr_make_dynamic_CT(jn_core_t *core, char **out)
 {
     JN_ASSERT_CT(core);
-    uint64_t serial = ++core->ct.next_temp;
+    *out = NULL;
+    uint8_t rnd[JN_ADDR_TEMP_RANDOM];
+    size_t got = 0;
+    int tries = 0;
+    /* non-blocking: before the kernel's pool is ready the attach is
+     * refused rather than the core thread stalled; never a guessable name */
+    while (got < sizeof rnd && tries++ < 8) {
+        ssize_t n = getrandom(rnd + got, sizeof rnd - got, GRND_NONBLOCK);
+        if (n > 0)
+            got += (size_t)n;
+        else if (n < 0 && errno != EINTR)
+            break;
+    }
+    if (got < sizeof rnd)
+        return JN_AGAIN;
+    char name[JN_ADDR_TEMP_CHARS + 1];
+    jn_addr_temp_name(rnd, name);
     /* an edge router's are _edge/<id>/...: the interiors reach it by its
      * H<id> (docs/design.md, "Edge routers") */
-    const char *form = core->edge_mode ? "amqp:/_edge/%s/temp.%08x%" PRIx64
-                                       : "amqp:/_topo/0/%s/temp.%08x%" PRIx64;
-    int n = snprintf(NULL, 0, form, core->router_id, core->ct.temp_nonce, serial);
+    const char *form = core->edge_mode ? "amqp:/_edge/%s/" JN_ADDR_TEMP_PREFIX "%s"
+                                       : "amqp:/_topo/0/%s/" JN_ADDR_TEMP_PREFIX "%s";
+    int n = snprintf(NULL, 0, form, core->router_id, name);
     char *s = n > 0 ? malloc((size_t)n + 1) : NULL;
-    if (s)
-        snprintf(s, (size_t)n + 1, form, core->router_id, core->ct.temp_nonce, serial);
-    return s;
+    if (!s)
+        return JN_ENOMEM;
+    snprintf(s, (size_t)n + 1, form, core->router_id, name);
+    *out = s;
+    return 0;
+}
+
+/* Whether the rest of the view `it` is exactly (whole) or starts with s. */
+static bool view_has(jn_iter_t *it, const char *s, bool whole)
+{
+    for (; *s; s++)
+        if (jn_iter_octet(it) != (int)(uint8_t)*s)
+            return false;
+    return !whole || jn_iter_octet(it) == JN_ITER_END;
+}
+
+const char *jn_addr_consumer_refusal_CT(jn_core_t *core, const char *address)
+{
+    JN_ASSERT_CT(core);
+    jn_iter_t it;
+    jn_iter_init_string(&it, address, JN_VIEW_ADDRESS_HASH);
+    switch (jn_iter_octet(&it)) {
+    case JN_ADDR_CLASS_ROUTER:
+    case JN_ADDR_CLASS_AREA:
+    case JN_ADDR_CLASS_EDGE_SUMMARY:
+        /* a consumer here would take what this router forwards to that
+         * router, its dynamic addresses and $management included */
+        return "another router's addresses can only be reached through the mesh";
+    case JN_ADDR_CLASS_LOCAL: {
+        jn_iter_t rest = it;
+        if (view_has(&rest, JN_ADDR_TEMP_PREFIX, false))
+            return "a dynamic address can only be had through a dynamic attach";
+        if (core->edge_mode && view_has(&it, "_edge", true))
+            return "another router's addresses can only be reached through the mesh";
+        return NULL;
+    }
+    default:
+        return NULL;
+    }
 }
 
 /* jn_hash_key_equal_fn over an iterator (ctx). */

@@ -61,7 +61,6 @@
 #include <string.h>
 #include <poll.h>
 #include <sys/eventfd.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -75,7 +74,6 @@
  * to its own connections (it is called again at once: the rest waits a
  * pass, not a sleep). Each batch is up to JN_CORE_BATCH actions. */
 #define JN_CORE_INLINE_BATCHES 16
-
 
 /* True on I/O loop threads: they run the core inline (see the top). */
 static _Thread_local bool inline_poster;
@@ -120,9 +118,6 @@ jn_core_t *jn_core_create(const jn_core_config_t *cfg, const jn_core_io_ops_t *o
     }
     core->default_distribution = cfg->default_distribution;
     core->ops = *ops;
-    if (getrandom(&core->ct.temp_nonce, sizeof core->ct.temp_nonce, GRND_NONBLOCK) !=
-        (ssize_t)sizeof core->ct.temp_nonce)
-        core->ct.temp_nonce = (uint32_t)time(NULL) ^ ((uint32_t)getpid() << 16);
     return core;
 }
 
@@ -289,7 +284,7 @@ static void timer_tick_CT(jn_core_t *core)
     if (JN_LIKELY(at == 0) || (int64_t)jn_time_mono_ms() < at)
         return;
     atomic_store_explicit(&core->timer_at_ms, 0, memory_order_relaxed);
-    jn_lr_tick_CT(core); /* sets it again for what is still to come */
+    jn_lr_tick_CT(core);              /* sets it again for what is still to come */
     jn_forward_figures_tick_CT(core); /* so does this */
 }
 

@@ -57,7 +57,7 @@
 /* The router's deliveriesStuck and linksBlocked (as 1.19): an unsettled
  * delivery held, or a client link without credit, for JN_CORE_STUCK_MS;
  * looked at every JN_CORE_FIGURES_MS (jn_forward_figures_tick_CT). */
-#define JN_CORE_STUCK_MS 10000
+#define JN_CORE_STUCK_MS   10000
 #define JN_CORE_FIGURES_MS 1000
 /* A stuck multicast consumer's parked backlog keeps at most this many
  * message octets (besides at most its link capacity copies): parked copies
@@ -70,8 +70,8 @@
  * (junction/common.h) is core (core.c: set on taking it, cleared on giving
  * it back; the teardown runs in the role on the main thread after the core
  * thread ended). Debug and sanitizer builds. */
-#define JN_ASSERT_CT(core)                                                     \
-    JN_DEBUG_CHECK(jn_ct_role_ == (const void *)(core) &&                      \
+#define JN_ASSERT_CT(core)                                                                         \
+    JN_DEBUG_CHECK(jn_ct_role_ == (const void *)(core) &&                                          \
                    atomic_load_explicit(&(core)->running, memory_order_relaxed))
 /* For _CT functions that are given no way to reach their core. */
 #define JN_ASSERT_SOME_CT() JN_DEBUG_CHECK(jn_ct_role_ != NULL)
@@ -97,7 +97,7 @@ typedef enum jn_action_type {
     JN_ACT_DLV_ARRIVED,
     JN_ACT_DLV_CONTINUED,
     JN_ACT_DLV_UPDATE,
-    JN_ACT_CALL, /* jn_core_call: run a function in the core role */
+    JN_ACT_CALL,          /* jn_core_call: run a function in the core role */
     JN_ACT_LINK_ANSWERED, /* jn_core_link_answered_IO */
     JN_ACT_STOP
 } jn_action_type_t;
@@ -148,14 +148,14 @@ typedef struct jn_addr {
     /* of those, the routers with a route from here now (reachable): only
      * they count as destinations for credit (jn_addr_has_destination) */
     uint32_t n_reachable;
-    uint32_t next_remote; /* closest: where the round robin over remotes starts */
-    bool advertised;      /* told the mesh this router has a local destination */
-    bool permanent;       /* never freed while the core runs (R<id>, $management) */
-    bool mc_backpressure; /* multicast: a full consumer backlog holds the
-                           * senders back instead of dropping (forward.c) */
-    bool fallback;        /* enableFallback: without a destination, its
-                           * deliveries go to the M F <address> one */
-    uint8_t inproc;       /* JN_INPROC_*: served inside the router */
+    uint32_t next_remote;         /* closest: where the round robin over remotes starts */
+    bool advertised;              /* told the mesh this router has a local destination */
+    bool permanent;               /* never freed while the core runs (R<id>, $management) */
+    bool mc_backpressure;         /* multicast: a full consumer backlog holds the
+                                   * senders back instead of dropping (forward.c) */
+    bool fallback;                /* enableFallback: without a destination, its
+                                   * deliveries go to the M F <address> one */
+    uint8_t inproc;               /* JN_INPROC_*: served inside the router */
     struct jn_exchange *exchange; /* JN_INPROC_EXCHANGE: the exchange bound
                                    * to it (exchange.c) */
     /* an edge router (edge.c): its receiver / sender for the address on
@@ -178,15 +178,15 @@ enum { JN_INPROC_NONE = 0, JN_INPROC_MANAGEMENT, JN_INPROC_EXCHANGE };
 
 /* A remote router known to the mesh (mesh_side.c). Core thread only. */
 typedef struct jn_router_node {
-    int index;         /* the mesh's router index (1..127) */
-    char *id;          /* heap */
-    char *node_id;     /* "0/<id>" (heap), as in x-opt-qd.ingress/trace */
-    int link;          /* inter-router connection slot when a neighbour, else -1 */
-    int next_hop;      /* router index of the next hop, -1 for a neighbour */
+    int index;     /* the mesh's router index (1..127) */
+    char *id;      /* heap */
+    char *node_id; /* "0/<id>" (heap), as in x-opt-qd.ingress/trace */
+    int link;      /* inter-router connection slot when a neighbour, else -1 */
+    int next_hop;  /* router index of the next hop, -1 for a neighbour */
     bool reachable;
     uint32_t cost;
     jn_mesh_bits_t valid_origins;
-    jn_addr_t *addr;   /* its R<id> address (permanent while the node lives) */
+    jn_addr_t *addr; /* its R<id> address (permanent while the node lives) */
 } jn_router_node_t;
 
 /* ---- connections -------------------------------------------------------- */
@@ -196,8 +196,8 @@ struct jn_core_conn {
     jn_core_t *core;
     void *io_conn;
     uint64_t conn_id;
-    char *container_id; /* heap */
-    char *host;         /* heap */
+    char *container_id;  /* heap */
+    char *host;          /* heap */
     uint8_t *properties; /* heap: encoded map (jn_conn_info_t), or NULL */
     size_t properties_len;
     /* security (jn_conn_info_t): heap strings or NULL */
@@ -212,12 +212,12 @@ struct jn_core_conn {
     bool route_container; /* role route-container */
     bool edge;            /* role edge: an edge router's uplink (edge.c) */
     bool deny_dynamic_link_routes, deny_admin_status_update; /* jn_conn_info_t */
-    bool router_peer;     /* inter_router || edge: deliveries to it carry the
-                           * to-override of a targeted sender (delivery.c) */
-    char *endpoint_name;  /* its listener's or connector's name (heap), or NULL */
-    bool internal;  /* the core's own origin of the messages it composes */
-    uint32_t cost;  /* inter-router: effective cost */
-    int64_t opened_us; /* wall clock at jn_core_conn_opened_IO (uptimeSeconds) */
+    bool router_peer;    /* inter_router || edge: deliveries to it carry the
+                          * to-override of a targeted sender (delivery.c) */
+    char *endpoint_name; /* its listener's or connector's name (heap), or NULL */
+    bool internal;       /* the core's own origin of the messages it composes */
+    uint32_t cost;       /* inter-router: effective cost */
+    int64_t opened_us;   /* wall clock at jn_core_conn_opened_IO (uptimeSeconds) */
 
     /* Atomic. */
     atomic_uint refcount;
@@ -239,10 +239,10 @@ struct jn_core_conn {
         jn_core_link_t *links;       /* attached links (through link ct.conn_next) */
         jn_core_conn_t *prev, *next; /* the core's connection list */
         /* inter-router (mesh_side.c) */
-        int slot;                        /* mesh link slot, -1 while none */
-        jn_core_link_t *control_out;     /* outgoing control link */
-        jn_core_link_t *data_out[10];    /* outgoing data links by priority */
-        bool control_in;                 /* an incoming control link attached */
+        int slot;                               /* mesh link slot, -1 while none */
+        jn_core_link_t *control_out;            /* outgoing control link */
+        jn_core_link_t *data_out[10];           /* outgoing data links by priority */
+        bool control_in;                        /* an incoming control link attached */
         uint32_t data_in_count, data_out_count; /* by arrival order (3.3) */
         /* edge connection (edge.c): the edge's tracking link, whether it
          * attached a heartbeat link and when one last arrived (mono ms) */
@@ -287,8 +287,8 @@ struct jn_core_link {
     char *address;     /* heap, NULL for none; an auto-link's is replaced by
                         * its router address when paired (linkroute.c) */
     jn_link_type_t type;
-    int priority;      /* data links: 0..9, -1 for extra ones */
-    bool local;        /* attached by the router (connector side) */
+    int priority; /* data links: 0..9, -1 for extra ones */
+    bool local;   /* attached by the router (connector side) */
     /* Atomic. flow: the I/O thread's latest (credit_limit << 1 | drain). */
     atomic_uint refcount;
     atomic_uint_least64_t flow;
@@ -346,10 +346,10 @@ struct jn_core_link {
         uint64_t blocked_handed;
         uint64_t next_tag;
         /* incoming (the router receives) */
-        uint32_t outstanding; /* credit granted and not yet used */
-        uint32_t held;        /* arrived, not yet handed to every consumer */
+        uint32_t outstanding;  /* credit granted and not yet used */
+        uint32_t held;         /* arrived, not yet handed to every consumer */
         uint32_t unsettled_in; /* arrived unsettled, not settled yet (either side) */
-        bool dirty;           /* on core->ct.dirty (credit to recompute) */
+        bool dirty;            /* on core->ct.dirty (credit to recompute) */
         jn_core_link_t *dirty_next;
         /* link routes (linkroute.c): the link at the other end of the
          * route (each end names the other until either detaches), and
@@ -363,10 +363,10 @@ struct jn_core_link {
 
     /* Link routes, auto-links, phases (linkroute.c), apart from the hot
      * fields above. Immutable after jn_core_link_attached_IO: */
-    uint8_t *termini;  /* the peer's termini as io encodes them (heap), or NULL */
+    uint8_t *termini; /* the peer's termini as io encodes them (heap), or NULL */
     size_t termini_len;
-    void *attach_ref;  /* jn_link_info_t.attach_ref (linkroute.c: a request id) */
-    bool fallback;     /* outgoing: a fallback destination (qd.fallback) */
+    void *attach_ref; /* jn_link_info_t.attach_ref (linkroute.c: a request id) */
+    bool fallback;    /* outgoing: a fallback destination (qd.fallback) */
     /* Set by the core when it binds the link to its address, before any
      * copy is made: the phase of its address when not 0 (waypoints,
      * auto-links), sent as x-opt-qd.phase with its deliveries'
@@ -375,7 +375,7 @@ struct jn_core_link {
     /* Written by the I/O thread before it posts the detach (the post
      * orders it), then read by the core: the peer's detach error. */
     char *detach_condition, *detach_description; /* heap, or NULL */
-    jn_action_t answer_action; /* JN_ACT_LINK_ANSWERED (holds a reference) */
+    jn_action_t answer_action;                   /* JN_ACT_LINK_ANSWERED (holds a reference) */
     atomic_bool answer_posted;
     /* Written by the I/O thread before it posts the answer, then read by
      * the core: the dynamic source address the peer made (an edge router's
@@ -447,15 +447,15 @@ struct jn_core {
 
     /* Core thread only. */
     struct {
-        jn_hash_t *addrs;      /* hash key -> jn_addr_t */
-        const jn_core_conn_t *request_from; /* its connection, or NULL */
-        uint64_t request_conn; /* the connection of the management request
-                                * being answered (0: none, or across the
-                                * mesh; mesh_side.c) */
+        jn_hash_t *addrs;                               /* hash key -> jn_addr_t */
+        const jn_core_conn_t *request_from;             /* its connection, or NULL */
+        uint64_t request_conn;                          /* the connection of the management request
+                                                         * being answered (0: none, or across the
+                                                         * mesh; mesh_side.c) */
         jn_router_node_t *routers[JN_MESH_MAX_ROUTERS]; /* by router index */
         jn_core_conn_t *slots[JN_MESH_MAX_LINKS];       /* inter-router conns by slot */
-        int64_t next_tick_ms;  /* when the mesh ticks next */
-        int64_t last_flush_ms; /* when the mesh last acted on a change */
+        int64_t next_tick_ms;                           /* when the mesh ticks next */
+        int64_t last_flush_ms;                          /* when the mesh last acted on a change */
         bool flush_pending;    /* a change waits for JN_MESH_FLUSH_MS to pass */
         jn_core_conn_t *conns; /* open connections */
         jn_core_link_t *dirty; /* incoming links whose credit to recompute */
@@ -466,7 +466,6 @@ struct jn_core {
         /* the figures tick's next run (monotonic ms), 0 before the first
          * connection (jn_forward_figures_tick_CT) */
         int64_t figures_at_ms;
-        uint64_t next_temp;  /* dynamic address counter */
         uint32_t edge_conns; /* open edge connections (edge.c) */
         /* an edge router (edge.c): the active uplink and its anonymous
          * sender, the L_edge address that sender serves */
@@ -479,7 +478,6 @@ struct jn_core {
         uint64_t next_edge_link;
         /* its link-route lookup and management clients (edge_lookup.c) */
         struct jn_edge_clients *edge_clients;
-        uint32_t temp_nonce; /* random part of dynamic addresses */
         /* jn_time_mono_ns at the start of the current batch: the clock
          * the delayed-delivery figures read (one read per batch) */
         uint64_t batch_ns;
@@ -612,10 +610,32 @@ int jn_addr_add_producer_CT(jn_addr_t *addr, jn_core_link_t *link);
 jn_addr_t *jn_addr_remove_link_CT(jn_core_t *core, jn_core_link_t *link);
 /* Free addr if no link refers to it. */
 void jn_addr_release_if_unused_CT(jn_core_t *core, jn_addr_t *addr);
-/* Make a dynamic address "amqp:/_topo/0/<id>/temp.<unique>" (the form
- * qdrouterd 1.19 gives; on an edge router "amqp:/_edge/<id>/temp.<unique>";
- * heap) or NULL. */
-char *jn_addr_make_dynamic_CT(jn_core_t *core);
+/* Dynamic addresses: "temp." then JN_ADDR_TEMP_CHARS base64url characters
+ * of JN_ADDR_TEMP_RANDOM octets from getrandom(2) (128 bits: not to be
+ * guessed, so a receiver cannot wait on another client's reply address;
+ * qdrouterd 1.19's discriminator is 16 characters). */
+#define JN_ADDR_TEMP_PREFIX "temp."
+#define JN_ADDR_TEMP_RANDOM 16
+#define JN_ADDR_TEMP_CHARS  22
+/* The base64url text (RFC 4648 section 5, no padding) of rnd into out
+ * (JN_ADDR_TEMP_CHARS characters and a NUL). Pure; any thread. */
+void jn_addr_temp_name(const uint8_t rnd[JN_ADDR_TEMP_RANDOM], char out[JN_ADDR_TEMP_CHARS + 1]);
+/* Make a dynamic address "amqp:/_topo/0/<id>/temp.<random>" (the form
+ * qdrouterd 1.19 gives; on an edge router "amqp:/_edge/<id>/temp.<random>")
+ * into *out (heap, the caller's). Returns 0; JN_AGAIN when the kernel gave
+ * no random octets (its pool not ready, or getrandom failed): the caller
+ * refuses the attach, there is no guessable fallback; JN_ENOMEM. */
+int jn_addr_make_dynamic_CT(jn_core_t *core, char **out);
+/* Why a receiver (outgoing link) attached by name to address is refused,
+ * or NULL: address is in this router's dynamic-address space (hash key
+ * "Ltemp.", in any spelling the router accepts: with or without "amqp:/",
+ * "_topo/0/<id>/", "_topo/all/<id>/", "_edge/<id>/" on an edge,
+ * "_local/"), which only a dynamic attach hands out; or it names another
+ * router (classes R, A and H; on an edge, its uplink's "L_edge"), where a
+ * local consumer would take that router's traffic (another router's
+ * dynamic addresses and $management among it). Senders to any of these
+ * are not affected. The caller refuses with amqp:unauthorized-access. */
+const char *jn_addr_consumer_refusal_CT(jn_core_t *core, const char *address);
 /* Pick the consumer for an anycast delivery (closest or balanced). */
 jn_core_link_t *jn_addr_pick_consumer_CT(jn_addr_t *addr);
 /* Find or create the address for a hash key (a new one gets the
@@ -672,8 +692,7 @@ void jn_forward_update_CT(jn_delivery_t *dlv, const jn_disposition_t *disp, bool
 /* Send dlv (an incoming delivery, or one made on the internal link) as a
  * copy on each of links (n may be 0), multicast-style (one pre-settled copy
  * each) or not; marks it routed and finishes it as forwarding does. */
-void jn_forward_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned n,
-                            bool multicast);
+void jn_forward_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned n, bool multicast);
 /* An outgoing link in drop mode (ct.mc_dropping) handed some out, or is
  * going: once it took a copy and its backlog is down to half its capacity
  * (or it is detached), log the end of the episode with the number dropped
@@ -761,13 +780,12 @@ jn_core_conn_t *jn_router_conn_CT(jn_core_t *core, const jn_router_node_t *node)
 jn_core_link_t *jn_router_data_link_CT(jn_core_conn_t *conn, unsigned priority);
 /* The best remote destination's data link for an anycast delivery (NULL:
  * none); *load (may be NULL) gets its balanced score. */
-jn_core_link_t *jn_router_pick_remote_CT(jn_core_t *core, jn_addr_t *addr,
-                                         const jn_route_ctx_t *rc, uint64_t *load);
+jn_core_link_t *jn_router_pick_remote_CT(jn_core_t *core, jn_addr_t *addr, const jn_route_ctx_t *rc,
+                                         uint64_t *load);
 /* Data links toward the remote destinations of a multicast address, one
  * per connection; returns how many were put in out (at most max). */
 unsigned jn_router_multicast_links_CT(jn_core_t *core, const jn_addr_t *addr,
-                                      const jn_route_ctx_t *rc, jn_core_link_t **out,
-                                      unsigned max);
+                                      const jn_route_ctx_t *rc, jn_core_link_t **out, unsigned max);
 
 /* ---- exchange.c (exchanges and bindings) --------------------------------- */
 

@@ -210,15 +210,28 @@ static jn_addr_t *attach_address_CT(jn_core_t *core, jn_core_link_t *link, const
     JN_ASSERT_CT(core);
     const char *address = link->address;
     if (link->dir == JN_LINK_OUTGOING && link->dynamic) {
-        link->ct.dyn_address = jn_addr_make_dynamic_CT(core);
+        int rc = jn_addr_make_dynamic_CT(core, &link->ct.dyn_address);
         address = link->ct.dyn_address;
-        if (!address) {
+        if (rc == JN_AGAIN) {
+            jn_link_refuse_CT(link, "amqp:internal-error",
+                              "no random octets from the kernel for a dynamic address");
+            return NULL;
+        }
+        if (rc != 0) {
             jn_link_refuse_CT(link, "amqp:resource-limit-exceeded", "out of memory");
             return NULL;
         }
     } else if (!address) {
         jn_link_refuse_CT(link, "amqp:invalid-field", "receiver link has no source address");
         return NULL;
+    } else if (link->dir == JN_LINK_OUTGOING) {
+        /* another client's reply address, or another router's traffic
+         * (docs/compat.md) */
+        const char *refusal = jn_addr_consumer_refusal_CT(core, address);
+        if (refusal) {
+            jn_link_refuse_CT(link, "amqp:unauthorized-access", refusal);
+            return NULL;
+        }
     }
     jn_addr_t *addr = NULL;
     if (jn_addr_get_CT(core, address, link->dir, link->fallback, &addr) != 0) {

@@ -42,16 +42,27 @@ typedef enum jn_entity_origin { JN_ORIGIN_MGMT = 0, JN_ORIGIN_FILE = 1 } jn_enti
 
 /* A refusal: attr is a schema attribute name (static) or NULL for the
  * entity as a whole; status the management status (400 for a bad value,
- * 500 when memory ran out). */
+ * 500 when memory ran out). text is what any management client is told;
+ * detail, when not empty, the precise reason (paths, whether a file is
+ * there and what it holds, what the system said) that only the operator
+ * sees: the config file's FILE:LINE errors, and the router's log when a
+ * management request is refused (jn_entity_err_log). */
 typedef struct jn_entity_err {
     const char *attr;
     int status;
     char text[JN_ENTITY_ERR_MAX];
+    char detail[JN_ENTITY_ERR_MAX];
 } jn_entity_err_t;
 
-/* jn_entity_fail: fill err (printf-style text) and return its status. */
+/* jn_entity_fail: fill err (printf-style text, no detail) and return its
+ * status. */
 int jn_entity_fail(jn_entity_err_t *err, int status, const char *attr, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* jn_entity_err_log: a management request was refused with err: its
+ * detail (if any) goes to the router's log (AGENT, warning), never to the
+ * client. Any thread. */
+void jn_entity_err_log(const jn_entity_err_t *err);
 
 /* What the checks need to know of the router the entity is for. */
 typedef struct jn_entity_ctx {

@@ -189,6 +189,29 @@ static const char *entity_attr(void *e, const char *attr)
     return jn_mgmt_entity_str(e, attr);
 }
 
+/* What is wrong with an sslProfile's attribute, in words that give away
+ * nothing of the file system (whether a path exists, what it holds). */
+static const char *tls_problem(const char *attr)
+{
+    static const struct {
+        const char *attr, *problem;
+    } problems[] = {
+        {"certFile", "cannot be read as a certificate"},
+        {"privateKeyFile", "cannot be read as the certificate's private key"},
+        {"password", "cannot be resolved, or does not unlock the private key"},
+        {"passwordFile", "cannot be read, or does not unlock the private key"},
+        {"caCertFile", "cannot be read as CA certificates"},
+        {"ciphers", "no cipher matches"},
+        {"protocols", "not a list of TLSv1, TLSv1.1, TLSv1.2, TLSv1.3"},
+        {"uidFormat", "its letters are c s l o u n 1 2 5"},
+        {"uidNameMappingFile", "cannot be read as a JSON object of strings"},
+    };
+    for (size_t i = 0; i < sizeof problems / sizeof problems[0]; i++)
+        if (strcmp(attr, problems[i].attr) == 0)
+            return problems[i].problem;
+    return "is not valid";
+}
+
 /* Build (and when register_it, register) e's TLS profile. */
 static int tls_profile(jn_mgmt_t *agent, jn_mgmt_entity_t *e, bool register_it,
                        jn_entity_err_t *err)
@@ -202,13 +225,22 @@ static int tls_profile(jn_mgmt_t *agent, jn_mgmt_entity_t *e, bool register_it,
                                         e, register_it, why, sizeof why, &bad);
     if (rc == 0)
         return 0;
-    if (bad)
-        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, bad,
-                              "sslProfile '%s': attribute '%s': %s", e->name ? e->name : "", bad,
-                              why);
-    return jn_entity_fail(err, rc == JN_ENOMEM ? JN_MGMT_INTERNAL : JN_MGMT_BAD_REQUEST, NULL,
-                          "sslProfile '%s': %s", e->name ? e->name : "",
-                          why[0] ? why : jn_strerror(rc));
+    const char *name = e->name ? e->name : "";
+    if (bad) {
+        /* the client learns which attribute and what kind of problem, not
+         * whether or what a path holds (the detail: operator only) */
+        jn_entity_fail(err, JN_MGMT_BAD_REQUEST, bad, "sslProfile '%s': attribute '%s': %s", name,
+                       bad, tls_problem(bad));
+        snprintf(err->detail, sizeof err->detail, "sslProfile '%s': attribute '%s': %s", name, bad,
+                 why);
+        return err->status;
+    }
+    jn_entity_fail(
+        err, rc == JN_ENOMEM ? JN_MGMT_INTERNAL : JN_MGMT_BAD_REQUEST, NULL, "sslProfile '%s': %s",
+        name, rc == JN_ENOMEM ? jn_strerror(rc) : "cannot be set up (the router's log says why)");
+    snprintf(err->detail, sizeof err->detail, "sslProfile '%s': %s", name,
+             why[0] ? why : jn_strerror(rc));
+    return err->status;
 }
 
 int jn_entity_profile_in_store(void *arg, const char *name)
@@ -259,11 +291,15 @@ static int endpoint_config(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_endpoint_co
         return 0;
     char why[256] = "";
     if (!agent->cfg.resolve_password ||
-        agent->cfg.resolve_password(spec, password, cap, why, sizeof why) != 0)
-        /* 1.19 logged this and sent the unresolved text; refused here */
-        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "saslPassword",
-                              "connector attribute 'saslPassword': %s",
-                              why[0] ? why : "cannot be resolved");
+        agent->cfg.resolve_password(spec, password, cap, why, sizeof why) != 0) {
+        /* 1.19 logged this and sent the unresolved text; refused here,
+         * saying nothing of the file or variable to the client */
+        jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "saslPassword",
+                       "connector attribute 'saslPassword': cannot be resolved");
+        snprintf(err->detail, sizeof err->detail, "connector attribute 'saslPassword': %s",
+                 why[0] ? why : "cannot be resolved");
+        return err->status;
+    }
     ec->sasl_password = password;
     return 0;
 }

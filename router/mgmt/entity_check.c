@@ -29,9 +29,17 @@ int jn_entity_fail(jn_entity_err_t *err, int status, const char *attr, const cha
     va_start(ap, fmt);
     vsnprintf(err->text, sizeof err->text, fmt, ap);
     va_end(ap);
+    err->detail[0] = '\0';
     err->attr = attr;
     err->status = status;
     return status;
+}
+
+void jn_entity_err_log(const jn_entity_err_t *err)
+{
+    if (err->detail[0])
+        JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_WARNING, "Management request refused: %s (%s)", err->text,
+               err->detail);
 }
 
 static const char *type_of(jn_mgmt_entity_t *e)

@@ -98,7 +98,8 @@ void jn_entity_file_error(const jn_config_t *cfg, const jn_config_entity_t *ce,
 {
     const jn_config_value_t *v = err->attr ? jn_config_entity_get(ce, err->attr) : NULL;
     int line = v && jn_config_value_line(v) > 0 ? jn_config_value_line(v) : jn_config_entity_line(ce);
-    snprintf(out, cap, "%s:%d: %s", jn_config_name(cfg), line, err->text);
+    snprintf(out, cap, "%s:%d: %s", jn_config_name(cfg), line,
+             err->detail[0] ? err->detail : err->text);
 }
 
 /* Errors collected as lines in a caller's buffer (cut to fit). */

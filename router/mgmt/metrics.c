@@ -132,6 +132,10 @@ typedef struct snap_head {
     uint64_t text_len;
     uint64_t n_addrs;   /* records that follow */
     uint64_t addrs_all; /* addresses in the table */
+    uint64_t n_dynamic; /* dynamic addresses among them (never in the records) */
+    bool addr_series;   /* metricsAddressLimit > 0: the per-address series are shown */
+    /* their five counters summed (ingress, egress, transit, to/from container) */
+    uint64_t dynamic[5];
     bool has_residence;
     jn_io_residence_t residence;
 } snap_head_t;
@@ -168,12 +172,27 @@ static void put_raw(text_t *t, const void *p, size_t n)
 
 typedef struct addr_copy {
     text_t *out;
-    uint64_t n;
+    snap_head_t *h;
+    uint64_t n, limit;
 } addr_copy_t;
 
+/* Each address: a dynamic one is only summed (its name is its owner's
+ * secret), any other copied while fewer than the limit are. */
 static bool addr_copy(void *arg, const jn_view_addr_t *v)
 {
     addr_copy_t *a = arg;
+    if (jn_view_key_is_dynamic(v->key, v->key_len)) {
+        uint64_t *d = a->h->dynamic;
+        a->h->n_dynamic++;
+        d[0] += v->ingress;
+        d[1] += v->egress;
+        d[2] += v->transit;
+        d[3] += v->to_container;
+        d[4] += v->from_container;
+        return true;
+    }
+    if (a->n >= a->limit)
+        return true;
     snap_addr_t r = {v->ingress,      v->egress,         v->transit,
                      v->to_container, v->from_container, v->key_len};
     static const uint8_t zeros[8];
@@ -215,8 +234,8 @@ int jn_mgmt_metrics_snapshot_CT(jn_mgmt_t *agent, const char *query, char **snap
            s.deliveries_ingress);
     figure(&t, c, "qdr_deliveries_egress_total", "counter", "Deliveries sent to clients.",
            s.deliveries_egress);
-    figure(&t, c, "qdr_deliveries_transit_total", "counter",
-           "Deliveries sent to other routers.", s.deliveries_transit);
+    figure(&t, c, "qdr_deliveries_transit_total", "counter", "Deliveries sent to other routers.",
+           s.deliveries_transit);
     figure(&t, c, "qdr_deliveries_ingress_route_container_total", "counter",
            "Deliveries received from route containers.", s.deliveries_ingress_route_container);
     figure(&t, c, "qdr_deliveries_egress_route_container_total", "counter",
@@ -225,10 +244,10 @@ int jn_mgmt_metrics_snapshot_CT(jn_mgmt_t *agent, const char *query, char **snap
            "Deliveries settled 1 to 10 s after they arrived.", s.deliveries_delayed_1sec);
     figure(&t, c, "qdr_deliveries_delayed_10sec_total", "counter",
            "Deliveries settled more than 10 s after they arrived.", s.deliveries_delayed_10sec);
-    figure(&t, c, "qdr_deliveries_stuck_total", "gauge",
-           "Unsettled deliveries held over 10 s now.", s.deliveries_stuck);
-    figure(&t, c, "qdr_links_blocked_total", "gauge",
-           "Client links without credit for 10 s now.", s.links_blocked);
+    figure(&t, c, "qdr_deliveries_stuck_total", "gauge", "Unsettled deliveries held over 10 s now.",
+           s.deliveries_stuck);
+    figure(&t, c, "qdr_links_blocked_total", "gauge", "Client links without credit for 10 s now.",
+           s.links_blocked);
     figure(&t, c, "qdr_deliveries_redirected_to_fallback_total", "counter",
            "Deliveries sent to a fallback destination.", s.deliveries_fallback);
     int64_t up = (int64_t)time(NULL) - agent->start_time;
@@ -267,10 +286,12 @@ int jn_mgmt_metrics_snapshot_CT(jn_mgmt_t *agent, const char *query, char **snap
     put_raw(&out, &h, sizeof h);
     put_raw(&out, t.buf, t.len);
     free(t.buf);
-    addr_copy_t a = {&out, 0};
-    uint32_t limit = agent->cfg.metrics_address_limit;
+    /* every address is visited (a dynamic one does not take a place
+     * under the limit); only the limit's worth are copied */
+    addr_copy_t a = {&out, &h, 0, agent->cfg.metrics_address_limit};
+    h.addr_series = a.limit > 0;
     if (agent->cfg.core)
-        h.addrs_all = jn_core_view_addrs_CT(agent->cfg.core, 0, limit, addr_copy, &a);
+        h.addrs_all = jn_core_view_addrs_CT(agent->cfg.core, 0, SIZE_MAX, addr_copy, &a);
     if (out.failed)
         return 500;
     h.n_addrs = a.n;
@@ -436,13 +457,26 @@ static void per_address(text_t *t, const snap_head_t *h, const uint8_t *recs, si
             put_value(t, v[f]);
             off += sizeof r + pad8(r.key_len);
         }
+        /* the dynamic addresses, summed under one label set (their names
+         * are their owners' secrets) */
+        if (h->addr_series) {
+            put_str(t, fam[f].name);
+            put_str(t, "{class=\"dynamic\",address=\"$dynamic\"}");
+            put_value(t, h->dynamic[f]);
+        }
     }
+    uint64_t named = h->addrs_all > h->n_dynamic ? h->addrs_all - h->n_dynamic : 0;
     put(t,
         "# HELP junction_metrics_addresses_omitted Addresses whose counters this page leaves out "
-        "(router metricsAddressLimit).\n"
+        "(router metricsAddressLimit; dynamic addresses not counted).\n"
         "# TYPE junction_metrics_addresses_omitted gauge\n"
-        "junction_metrics_addresses_omitted %" PRIu64 "\n",
-        h->addrs_all > h->n_addrs ? h->addrs_all - h->n_addrs : 0);
+        "junction_metrics_addresses_omitted %" PRIu64 "\n"
+        "# HELP junction_dynamic_addresses Dynamic (reply) addresses in the address table; "
+        "never named here: their counters are summed in the series labelled class dynamic, "
+        "address $dynamic.\n"
+        "# TYPE junction_dynamic_addresses gauge\n"
+        "junction_dynamic_addresses %" PRIu64 "\n",
+        named > h->n_addrs ? named - h->n_addrs : 0, h->n_dynamic);
 }
 
 static void residence(text_t *t, const jn_io_residence_t *r)

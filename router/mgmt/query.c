@@ -118,11 +118,64 @@ static void encode_names(jn_encoder_t *e, const names_t *ns)
     jn_enc_list_end(e);
 }
 
-/* The classes to list and the names to show. */
-static int query_plan(const jn_mgmt_request_t *req, const jn_mgmt_class_t **only, bool *unserved,
-                      names_t *ns, jn_mgmt_reply_t *reply)
+/* The types 1.19's C agent answers a QUERY of when the request's `type`
+ * (its full name) names them and no entityType is given. */
+static const char *const c_agent_types[] = {
+    "router",
+    "connection",
+    "router.link",
+    "router.address",
+    "router.config.address",
+    "router.config.linkRoute",
+    "router.config.autoLink",
+    "router.config.exchange",
+    "router.config.binding",
+    "router.connection.linkRoute",
+};
+
+static bool is_c_agent_type(const char *t)
 {
-    const char *t = req->has_entity_type ? req->entity_type : "";
+    static const char prefix[] = "org.apache.qpid.dispatch.";
+    if (strncmp(t, prefix, sizeof prefix - 1) != 0)
+        return false;
+    for (size_t i = 0; i < sizeof c_agent_types / sizeof c_agent_types[0]; i++)
+        if (strcmp(t + sizeof prefix - 1, c_agent_types[i]) == 0)
+            return true;
+    return false;
+}
+
+/* The type a QUERY lists into *out ("" for every type), as 1.19 decides:
+ * entityType; else, when the target `type` is given and is not the
+ * management node's, that type if 1.19's C agent owns it (its full name:
+ * 1.19's own tests query so); anything else is a request for the entities
+ * of one type addressed to an entity with no name or identity: 400, as
+ * 1.19's Python agent answers (never every entity of every type). */
+static int query_type(const jn_mgmt_request_t *req, const char **out, jn_mgmt_reply_t *reply)
+{
+    *out = req->has_entity_type ? req->entity_type : "";
+    if (!req->has_type || !req->type[0])
+        return 0;
+    const jn_schema_type_t *st = jn_schema_type_find(req->type);
+    if (st && (strcmp(jn_schema_type_name(st), "org.amqp.management") == 0 ||
+               strcmp(jn_schema_type_name(st), "management") == 0))
+        return 0; /* the node: entityType says what to list */
+    if (req->has_entity_type && is_c_agent_type(req->entity_type))
+        return 0;
+    if (!req->has_entity_type && is_c_agent_type(req->type)) {
+        *out = req->type;
+        return 0;
+    }
+    return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                             "%s: No name or identity provided (a QUERY names the type to list in "
+                             "'entityType'; 'type' is the management node's, "
+                             "org.amqp.management)",
+                             req->type);
+}
+
+/* The classes to list (of type t, "" for all) and the names to show. */
+static int query_plan(const jn_mgmt_request_t *req, const char *t, const jn_mgmt_class_t **only,
+                      bool *unserved, names_t *ns, jn_mgmt_reply_t *reply)
+{
     const jn_schema_type_t *st = NULL;
     *only = t[0] ? jn_mgmt_class_find(t, &st) : NULL;
     if (t[0] && !st)
@@ -149,12 +202,12 @@ static int query_plan(const jn_mgmt_request_t *req, const jn_mgmt_class_t **only
 
 /* Unknown requested names: for one type, those it lacks; for all types,
  * those no type has. */
-static int check_names(const jn_mgmt_class_t *only, bool unserved, const jn_mgmt_request_t *req,
-                       const names_t *ns, query_ctx_t *q, jn_mgmt_reply_t *reply)
+static int check_names(const jn_mgmt_class_t *only, bool unserved, const char *t, const names_t *ns,
+                       query_ctx_t *q, jn_mgmt_reply_t *reply)
 {
     char bad[512] = "";
     if (unserved) {
-        const jn_schema_type_t *st = jn_schema_type_find(req->entity_type);
+        const jn_schema_type_t *st = jn_schema_type_find(t);
         for (size_t i = 0; i < ns->n; i++) {
             const jn_schema_attr_t *a = jn_schema_attr_find(st, ns->v[i]);
             if (!a || strcmp(jn_schema_attr_name(a), ns->v[i]) != 0) {
@@ -177,7 +230,7 @@ static int check_names(const jn_mgmt_class_t *only, bool unserved, const jn_mgmt
     }
     if (bad[0])
         return jn_mgmt_reply_set(reply, JN_MGMT_NOT_FOUND, "Unknown attributes [%s] for type %s.",
-                                 bad, req->has_entity_type ? req->entity_type : "(any)");
+                                 bad, t[0] ? t : "(any)");
     return 0;
 }
 
@@ -187,10 +240,13 @@ int jn_mgmt_query(jn_mgmt_t *agent, const jn_mgmt_request_t *req, jn_mgmt_reply_
     query_ctx_t *q = calloc(1, sizeof *q);
     const jn_mgmt_class_t *only = NULL;
     bool unserved = false;
-    int status = q ? query_plan(req, &only, &unserved, &ns, reply)
+    const char *t = "";
+    int status = q ? query_type(req, &t, reply)
                    : jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
     if (!status)
-        status = check_names(only, unserved, req, &ns, q, reply);
+        status = query_plan(req, t, &only, &unserved, &ns, reply);
+    if (!status)
+        status = check_names(only, unserved, t, &ns, q, reply);
     if (!status) {
         q->e = &reply->body;
         jn_enc_map_begin(q->e);

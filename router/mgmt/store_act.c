@@ -178,6 +178,7 @@ bool jn_entity_name_taken(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const ch
 /* A refusal of the entity path as the answer's status. */
 static int refused(jn_mgmt_reply_t *reply, const jn_entity_err_t *err)
 {
+    jn_entity_err_log(err);
     return jn_mgmt_reply_set(reply, err->status, "%s", err->text);
 }
 

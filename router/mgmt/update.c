@@ -302,8 +302,10 @@ static int update_profile(jn_mgmt_t *agent, const jn_mgmt_class_t *cls,
                            .profile_arg = agent};
     jn_entity_err_t err;
     if (!st && (jn_entity_check(&ctx, c.copy, &err) != 0 ||
-                jn_entity_create_CT(agent, c.copy, &err) != 0))
+                jn_entity_create_CT(agent, c.copy, &err) != 0)) {
+        jn_entity_err_log(&err);
         st = jn_mgmt_reply_set(reply, err.status, "%s", err.text);
+    }
     if (!st) { /* the running profile is the copy's now: keep its values */
         for (size_t i = 0; i < e->n_values; i++) {
             jn_mv_t tmp = e->values[i];

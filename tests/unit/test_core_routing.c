@@ -3,6 +3,8 @@
  * multicast, the anonymous relay (properties.to, to-override when honoured),
  * dynamic addresses, and release when nobody consumes.
  */
+#include "core/core_private.h"
+
 #include "test_core_util.h"
 
 static int setup_closest(void **state)
@@ -271,9 +273,13 @@ static void test_dynamic_source_gets_a_router_unique_address_messages_reach(void
     attach_full(c, JN_LINK_OUTGOING, NULL, true, 0, &a2);
     assert_non_null(a1);
     assert_non_null(a2);
-    /* the form qdrouterd 1.19 gives dynamic addresses */
+    /* the form qdrouterd 1.19 gives dynamic addresses, with 22 base64url
+     * characters (128 random bits) after "temp." */
     assert_true(strncmp(a1, "amqp:/_topo/0/Junction/temp.", 28) == 0);
-    assert_true(strlen(a1) > 22);
+    assert_int_equal(strlen(a1), 28 + JN_ADDR_TEMP_CHARS);
+    assert_int_equal(
+        strspn(a1 + 28, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"),
+        JN_ADDR_TEMP_CHARS);
     assert_string_not_equal(a1, a2);
     jn_core_link_flow_IO(reply, 10, false);
     /* a responder sends to the reply address through the anonymous relay */
@@ -507,6 +513,114 @@ static void test_free_closes_connections_never_reported_closed(void **state)
     /* teardown: jn_core_free closes them (conn_released) and nothing leaks */
 }
 
+static void test_temp_name_is_base64url_of_all_128_bits(void **state)
+{
+    (void)state;
+    uint8_t rnd[JN_ADDR_TEMP_RANDOM];
+    char out[JN_ADDR_TEMP_CHARS + 1];
+    memset(rnd, 0, sizeof rnd);
+    jn_addr_temp_name(rnd, out);
+    assert_string_equal(out, "AAAAAAAAAAAAAAAAAAAAAA");
+    memset(rnd, 0xff, sizeof rnd);
+    jn_addr_temp_name(rnd, out);
+    /* the last character carries the last 2 bits, padded with zeros */
+    assert_string_equal(out, "_____________________w");
+    for (size_t i = 0; i < sizeof rnd; i++)
+        rnd[i] = (uint8_t)(0xfb + i);
+    jn_addr_temp_name(rnd, out); /* RFC 4648 alphabet: 62 '-', 63 '_' */
+    assert_string_equal(out, "-_z9_v8AAQIDBAUGBwgJCg");
+    /* every input bit reaches the text */
+    memset(rnd, 0, sizeof rnd);
+    char zero[JN_ADDR_TEMP_CHARS + 1];
+    jn_addr_temp_name(rnd, zero);
+    for (size_t bit = 0; bit < 8 * sizeof rnd; bit++) {
+        memset(rnd, 0, sizeof rnd);
+        rnd[bit / 8] = (uint8_t)(0x80u >> (bit % 8));
+        jn_addr_temp_name(rnd, out);
+        assert_string_not_equal(out, zero);
+    }
+}
+
+static void test_dynamic_addresses_are_not_sequential(void **state)
+{
+    (void)state;
+    fake_conn_t *c = open_conn("requester");
+    enum { N = 64 };
+    char *a[N];
+    for (int i = 0; i < N; i++)
+        attach_full(c, JN_LINK_OUTGOING, NULL, true, 0, &a[i]);
+    /* no two share a prefix of the random part longer than chance allows
+     * (8 characters, 48 bits, would be shared by a counter's names) */
+    for (int i = 0; i < N; i++)
+        for (int j = i + 1; j < N; j++)
+            assert_true(strncmp(a[i] + 28, a[j] + 28, 8) != 0);
+    for (int i = 0; i < N; i++)
+        free(a[i]);
+}
+
+/* Attach a receiver to address and expect it refused as unauthorized. */
+static void expect_unauthorized(fake_conn_t *fc, const char *address)
+{
+    static int io;
+    jn_link_info_t info = {.dir = JN_LINK_OUTGOING, .name = "thief", .address = address};
+    jn_core_link_t *l = jn_core_link_attached_IO(fc->conn, &io, &info);
+    assert_non_null(l);
+    jn_work_t *w = expect_work(fc, JN_WORK_LINK_CLOSE);
+    assert_ptr_equal(w->link, l);
+    assert_string_equal(w->condition, "amqp:unauthorized-access");
+    assert_non_null(w->description);
+    jn_work_free(w);
+    detach(fc, l);
+}
+
+static void test_receiver_by_name_on_a_dynamic_or_other_routers_address_is_refused(void **state)
+{
+    (void)state;
+    fake_conn_t *c = open_conn("requester");
+    fake_conn_t *thief = open_conn("thief");
+    fake_conn_t *p = open_conn("responder");
+    char *a = NULL;
+    jn_core_link_t *reply = attach_full(c, JN_LINK_OUTGOING, NULL, true, 0, &a);
+    jn_core_link_flow_IO(reply, 10, false);
+    const char *tail = strstr(a, "temp.");
+    assert_non_null(tail);
+    char buf[256];
+    expect_unauthorized(thief, a);
+    const char *forms[] = {"%s",
+                           "/_topo/0/Junction/%s",
+                           "_topo/0/Junction/%s",
+                           "_topo/all/Junction/%s",
+                           "amqp://host/_topo/0/Junction/%s",
+                           "_local/%s",
+                           "amqp:/_local/%s"};
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        snprintf(buf, sizeof buf, forms[i], i == 0 ? a : tail);
+        expect_unauthorized(thief, buf);
+    }
+    /* and a temp name nobody has been given yet */
+    expect_unauthorized(thief, "_topo/0/Junction/temp.guess");
+    /* another router's space: its traffic would come here */
+    expect_unauthorized(thief, "amqp:/_topo/0/Other/temp.x");
+    expect_unauthorized(thief, "_topo/0/Other/$management");
+    expect_unauthorized(thief, "_topo/1/Other/x");
+    expect_unauthorized(thief, "_edge/E9/temp.x");
+    /* not the router's temp space: attaches as usual */
+    attach_consumer(thief, "_topo/0/all/x", 0);
+    attach_consumer(thief, "_local/x", 0);
+    attach_consumer(thief, "_topo/0/Junction/tempest", 0);
+    attach_consumer(thief, "temp.mobile", 0);
+    /* a sender to the dynamic address still works from any connection */
+    jn_core_link_t *direct = attach_producer(p, a, 5);
+    jn_work_t *w = expect_work(p, JN_WORK_LINK_CREDIT);
+    assert_ptr_equal(w->link, direct);
+    jn_work_free(w);
+    send_msg(p, direct, true);
+    jn_delivery_t *copy = expect_send(c);
+    assert_ptr_equal(jn_delivery_link(copy), reply);
+    expect_no_work(thief);
+    free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -534,6 +648,12 @@ int main(void)
                                         setup_balanced, teardown_core),
         cmocka_unit_test_setup_teardown(
             test_dynamic_source_gets_a_router_unique_address_messages_reach, setup_balanced,
+            teardown_core),
+        cmocka_unit_test(test_temp_name_is_base64url_of_all_128_bits),
+        cmocka_unit_test_setup_teardown(test_dynamic_addresses_are_not_sequential, setup_balanced,
+                                        teardown_core),
+        cmocka_unit_test_setup_teardown(
+            test_receiver_by_name_on_a_dynamic_or_other_routers_address_is_refused, setup_balanced,
             teardown_core),
         cmocka_unit_test_setup_teardown(test_colocate_names_a_producer_consumer_pair_each_window,
                                         setup_balanced, teardown_core),

@@ -2,8 +2,8 @@
  * test_mgmt_metrics.c — /metrics in two steps (router/mgmt/metrics.c):
  * the residence histogram as the text format wants it (cumulative
  * buckets ending at _count, the sum in seconds), the omitted-addresses
- * gauge, and jn_mgmt_metrics_format refusing what is not a snapshot
- * (500, nothing read past the octets given, the snapshot freed: ASan).
+ * gauge, the dynamic addresses' one label set and gauge, and jn_mgmt_metrics_format refusing what
+ * is not a snapshot (500, nothing read past the octets given, the snapshot freed: ASan).
  * Per-address lines need a running core: tests/system/test_http_metrics.py.
  */
 #include <junction/mgmt.h>
@@ -66,13 +66,20 @@ static void test_residence_histogram(void **state)
         "junction_delivery_residence_seconds_count{class=\"other\"} 0\n",
         /* no core: no address, none left out */
         "junction_metrics_addresses_omitted 0\n",
+        /* the dynamic addresses' sums are always there, named only so */
+        "junction_address_deliveries_ingress_total{class=\"dynamic\",address=\"$dynamic\"} 0\n",
+        "junction_address_deliveries_egress_total{class=\"dynamic\",address=\"$dynamic\"} 0\n",
+        "junction_dynamic_addresses 0\n",
         "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes ",
         "# TYPE junction_pool_object_bytes gauge\n",
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         if (!strstr(text, want[i]))
             fail_msg("missing: %s\nin:\n%s", want[i], text);
-    assert_null(strstr(text, "junction_address_deliveries_ingress_total{"));
+    const char *first = strstr(text, "junction_address_deliveries_ingress_total{");
+    assert_non_null(first);
+    assert_true(strncmp(first + 41, "{class=\"dynamic\"", 16) == 0);
+    assert_null(strstr(first + 1, "junction_address_deliveries_ingress_total{"));
     free(text);
     jn_mgmt_free(agent);
 }

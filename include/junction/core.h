@@ -535,7 +535,10 @@ typedef enum jn_work_type {
     /* apply disp and/or settled to dlv (an incoming delivery: the outcome
      * from the consumer; an outgoing copy: the sender settled). */
     JN_WORK_DELIVERY_UPDATE,
-    /* close the connection with error condition/description (may be NULL). */
+    /* close the connection with error condition/description (may be NULL);
+     * with `abort` set, close the transport at once rather than wait for
+     * the peer's close (a peer that is not heard: its close would never
+     * come). */
     JN_WORK_CONN_CLOSE,
     /* attach a new link on this connection (link routes, auto-links;
      * router/core/linkroute.c): attach.dir from the router's view,
@@ -561,6 +564,7 @@ typedef struct jn_work {
     uint32_t credit;          /* LINK_CREDIT */
     bool drain;               /* LINK_CREDIT */
     bool settled;             /* DELIVERY_UPDATE */
+    bool abort;               /* CONN_CLOSE: at once, without the peer's close */
     /* LINK_OPEN, LINK_ATTACH: the link is link-routed: its deliveries pass
      * octet for octet, neither parsed nor given router annotations
      * (docs/design.md, "Link routes and auto-links") */

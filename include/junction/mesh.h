@@ -141,6 +141,16 @@ typedef struct jn_mesh_ops {
      * gave none. */
     void (*mobile_added)(void *ctx, int router, const uint8_t *key, size_t len, int hint);
     void (*mobile_removed)(void *ctx, int router, const uint8_t *key, size_t len);
+
+    /* Neighbour `id` (borrowed for the call), bound to inter-router
+     * connection `link`, sent no HELLO over it for longer than
+     * helloMaxAgeSeconds while the link is still there: the connection is
+     * most likely half-open (a path that stopped carrying anything without
+     * closing), and what is routed over it would wait for the idle timeout.
+     * The core closes it at once ("The mesh" in docs/design.md). Not called
+     * for a tick the router itself was late for (its own stall). May be
+     * NULL. */
+    void (*link_silent)(void *ctx, int link, const char *id);
 } jn_mesh_ops_t;
 
 /* jn_mesh_create: an engine with no neighbours. cfg and ops are copied.

@@ -759,6 +759,10 @@ void jn_router_free(jn_core_t *core);
 /* Tick the mesh when a second has passed; how long the core may sleep
  * before the next tick (ms; -1: no mesh, sleep until woken). */
 void jn_router_tick_CT(jn_core_t *core);
+/* A mesh tick this late (ms past its time) means the router itself did not
+ * run meanwhile (process stopped or starved): silence is then judged from
+ * the moment it runs again (jn_router_tick_CT, jn_edge_stalled_CT). */
+#define JN_CORE_STALL_MS 1000
 int jn_router_sleep_ms_CT(jn_core_t *core);
 /* Connections: take / give back an inter-router slot. */
 void jn_router_conn_opened_CT(jn_core_conn_t *conn);
@@ -903,6 +907,10 @@ void jn_edge_heartbeat_arrived_CT(jn_delivery_t *dlv);
 /* Once a second: close the edge connections whose heartbeat is silent for
  * more than JN_EDGE_HEARTBEAT_TIMEOUT_MS. */
 void jn_edge_tick_CT(jn_core_t *core);
+/* The router did not run for late_ms more than a tick (its own stall:
+ * jn_router_tick_CT): every edge's last heartbeat moves on by late_ms, so
+ * that heartbeats still unread in its socket are not taken for silence. */
+void jn_edge_stalled_CT(jn_core_t *core, int64_t late_ms);
 /* A sender on an edge connection was looked at for credit: tell the edge,
  * on its tracking link, when whether its address has a destination other
  * than the edge itself changed. */

@@ -195,6 +195,14 @@ void jn_edge_tick_CT(jn_core_t *core)
     }
 }
 
+void jn_edge_stalled_CT(jn_core_t *core, int64_t late_ms)
+{
+    JN_ASSERT_CT(core);
+    for (jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next)
+        if (c->edge && c->ct.edge_hb)
+            c->ct.edge_hb_ms += late_ms;
+}
+
 /* addr has a destination other than links on conn. */
 static bool has_other_destination_CT(const jn_addr_t *addr, const jn_core_conn_t *conn)
 {

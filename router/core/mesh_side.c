@@ -427,6 +427,34 @@ static void op_mobile_removed_CT(void *ctx, int router, const uint8_t *key, size
         jn_addr_remove_remote_CT(core, addr, router);
 }
 
+/* A neighbour's HELLOs aged out on inter-router connection slot `link`
+ * while the connection is still up: it carries nothing (most likely
+ * half-open: a path that stopped forwarding without closing). Its
+ * unsettled deliveries would wait, with their senders' credit, until the
+ * idle timeout (16 s by default); closed now, they come back to their
+ * senders modified and new ones take another path. The transport is
+ * closed at once: a close frame would get no answer. The connector, if
+ * this side has one, reconnects as after any loss. */
+static void op_link_silent_CT(void *ctx, int link, const char *id)
+{
+    jn_core_t *core = ctx;
+    JN_ASSERT_CT(core);
+    jn_core_conn_t *c = link >= 0 && link < JN_MESH_MAX_LINKS ? core->ct.slots[link] : NULL;
+    if (!c || c->ct.closed)
+        return;
+    JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_WARNING,
+           "[C%" PRIu64 "] Inter-router connection to router '%s' closed: no HELLO from it "
+           "within helloMaxAgeSeconds (the connection carries nothing)",
+           c->conn_id, id);
+    jn_work_t *w = jn_work_new_CT(core, JN_WORK_CONN_CLOSE);
+    if (!w)
+        return;
+    w->abort = true;
+    w->condition = strdup("amqp:resource-limit-exceeded");
+    w->description = strdup("no HELLO from the neighbour within helloMaxAgeSeconds");
+    jn_work_push_CT(c, w);
+}
+
 /* ---- set-up and teardown ------------------------------------------------- */
 
 int jn_router_init(jn_core_t *core, const jn_core_config_t *cfg)
@@ -485,6 +513,7 @@ int jn_router_init(jn_core_t *core, const jn_core_config_t *cfg)
         .router_unreachable = op_router_unreachable_CT,
         .mobile_added = op_mobile_added_CT,
         .mobile_removed = op_mobile_removed_CT,
+        .link_silent = op_link_silent_CT,
     };
     core->mesh = jn_mesh_create(&mc, &ops);
     return core->mesh ? 0 : JN_ENOMEM;
@@ -587,6 +616,20 @@ void jn_router_tick_CT(jn_core_t *core)
         mesh_flush_CT(core);
     if (now < core->ct.next_tick_ms)
         return;
+    /* A tick far later than its time: this router did not run meanwhile
+     * (stopped or starved), and its edges' heartbeats of that time may
+     * wait unread; they get the time back (the mesh engine does the same
+     * for HELLOs, and the I/O loops for proton's idle timeout: io_loop.c,
+     * "Our own stalls"). */
+    int64_t late = core->ct.next_tick_ms ? now - core->ct.next_tick_ms : 0;
+    if (late > JN_CORE_STALL_MS) {
+        JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_WARNING,
+               "The router did not run for %lld ms (process stopped or starved): peers' "
+               "silence is judged from now",
+               (long long)late + 1000);
+        if (core->ct.edge_conns > 0)
+            jn_edge_stalled_CT(core, late);
+    }
     /* one tick a second, as 1.19's engine; a late tick is not repeated */
     core->ct.next_tick_ms = now + 1000;
     jn_mesh_tick_CT(core->mesh, now);

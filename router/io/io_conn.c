@@ -329,6 +329,22 @@ static void conn_close_IO(jn_io_conn_t *conn, const char *condition, const char 
     pn_connection_close(conn->pn_io);
 }
 
+/* Close conn's transport at once with condition and description (the
+ * transport's error, logged when it closes): for a peer that is not heard
+ * any more, whose close would never come (JN_WORK_CONN_CLOSE with abort).
+ * PN_TRANSPORT_CLOSED follows in this pass. */
+static void conn_abort_IO(jn_io_conn_t *conn, const char *condition, const char *description)
+{
+    JN_ASSERT_IO(conn);
+    pn_connection_driver_t *d = &conn->driver;
+    if (!conn->pn_io || pn_connection_driver_finished(d))
+        return;
+    conn->closing = true;
+    pn_connection_driver_errorf(d, condition ? condition : "amqp:connection:forced", "%s",
+                                description ? description : "");
+    pn_connection_driver_close(d);
+}
+
 /* jn_io_conn_close_IO: close conn with condition (NULL: none) and
  * description, once (io_private.h). The owning loop's thread. */
 void jn_io_conn_close_IO(jn_io_conn_t *conn, const char *condition, const char *description)
@@ -1019,7 +1035,10 @@ static void work_do_IO(jn_io_conn_t *conn, jn_work_t *w)
             jn_io_tx_update_IO(link, w);
         break;
     case JN_WORK_CONN_CLOSE:
-        conn_close_IO(conn, w->condition, w->description);
+        if (w->abort)
+            conn_abort_IO(conn, w->condition, w->description);
+        else
+            conn_close_IO(conn, w->condition, w->description);
         break;
     case JN_WORK_LINK_ATTACH:
         jn_io_route_attach_IO(conn, w);

@@ -641,11 +641,19 @@ void jn_io_stall_watch_IO(jn_io_conn_t *conn)
     jn_io_timer_arm_at(conn->io, &conn->stall, conn->stall_check_at);
 }
 
-/* A period ended (conn->stall_check_at <= now): go on, stop, or cut. */
-static void stall_check_IO(jn_io_conn_t *conn)
+/* A period ended (conn->stall_check_at <= now): go on, stop, or cut. A
+ * check this loop made far too late (its own stall: "Our own stalls"
+ * below) starts the period again instead: the peer may have drained the
+ * socket meanwhile, with the edge that says so not yet taken from epoll,
+ * and it was given nothing to take while the router stood still. */
+static void stall_check_IO(jn_io_conn_t *conn, int64_t now)
 {
     JN_ASSERT_IO(conn);
     conn->stall_watch = false;
+    if (JN_UNLIKELY(now - conn->stall_check_at > JN_IO_STALL_MS)) {
+        jn_io_stall_watch_IO(conn);
+        return;
+    }
     if (conn->writable || (conn->fd < 0 && !conn->bridge) ||
         pn_connection_driver_write_closed(&conn->driver))
         return; /* drained (or nothing left to write): watch the next refusal */
@@ -668,9 +676,19 @@ static void stall_check_IO(jn_io_conn_t *conn)
  * deadline; if the peer's open has not arrived by then (it stopped in the
  * TLS handshake, in SASL, or never sent anything), the connection is
  * closed with one log line. Cost: one timer per accepted connection, none
- * per message. */
-static void handshake_check_IO(jn_io_conn_t *conn)
+ * per message. A deadline this loop met far too late (its own stall) is
+ * moved JN_IO_STALL_MS on: an open that arrived meanwhile is read and
+ * handled first. */
+static void handshake_check_IO(jn_io_conn_t *conn, int64_t now)
 {
+    if (JN_UNLIKELY(now - conn->handshake_at > JN_IO_STALL_MS)) {
+        conn->handshake_at = now + JN_IO_STALL_MS;
+        atomic_fetch_add(&conn->refs, 1); /* the timer's */
+        if (jn_io_timer_cancel(conn->io, &conn->handshake))
+            jn_io_conn_unref(conn); /* it was armed: one reference is enough */
+        jn_io_timer_arm_at(conn->io, &conn->handshake, conn->handshake_at);
+        return;
+    }
     conn->handshake_at = 0;
     if (conn->authsvc) {
         jn_io_authsvc_timeout_IO(conn); /* the auth service did not answer in time */
@@ -732,18 +750,44 @@ static void conn_write(jn_io_conn_t *conn)
     jn_io_conn_written_IO(conn, conn->writable);
 }
 
+/* ---- our own stalls -------------------------------------------------------
+
+ * A deadline that guards against a silent or stuck peer (proton's idle
+ * timeout, a write stall, the initial handshake) may be met long after it
+ * passed when the router itself did not run: the process was stopped
+ * (SIGSTOP, a paused VM, swap, a debugger) or starved of the CPU. The
+ * peer's octets sent meanwhile then wait unread in the socket, and epoll
+ * may not have reported them yet to the loop that owns the connection;
+ * judging the peer silent on that pass closed healthy connections the
+ * moment the router came back. So a deadline met more than JN_IO_STALL_MS
+ * late is not judged as it stands: proton's tick reads the socket first
+ * (conn_tick: any input resets proton's idle clock), a write-stall period
+ * and the handshake deadline start again from now (stall_check_IO,
+ * handshake_check_IO). The core does the same for edge heartbeats and
+ * HELLOs (router/core/mesh_side.c, jn_router_tick_CT). Only the passes
+ * that meet a deadline look; the others pay nothing. */
+
 /* Proton's idle-timeout clock: call pn_transport_tick when due and keep a
- * timer for the next deadline (the timer only wakes the connection). */
-static void conn_tick(jn_io_conn_t *conn, int64_t now)
+ * timer for the next deadline (the timer only wakes the connection). Met
+ * more than JN_IO_STALL_MS late, the socket is read first ("Our own
+ * stalls"); returns true when that read left more in the socket (the
+ * connection then runs again in the next pass, as after conn_read). */
+static bool conn_tick(jn_io_conn_t *conn, int64_t now)
 {
+    bool more = false;
     if ((conn->tick_at && now < conn->tick_at) || conn->transport_closed)
-        return;
+        return false;
+    if (JN_UNLIKELY(conn->tick_at && conn->tick_at != INT64_MAX &&
+                    now - conn->tick_at > JN_IO_STALL_MS && !conn->connecting && conn->fd >= 0)) {
+        conn->readable = true; /* an edge epoll has not yet reported may be waiting */
+        more = conn_read(conn);
+    }
     int64_t next = pn_transport_tick(conn->driver.transport, now);
     if (next <= 0) {
         pn_millis_t idle = pn_transport_get_idle_timeout(conn->driver.transport);
         if (idle == 0) {
             conn->tick_at = INT64_MAX; /* no idle timeout either way */
-            return;
+            return more;
         }
         /* proton's clock starts with its first output: ask again after
          * this pass's write (conn_pass), and at the latest in idle ms */
@@ -755,6 +799,7 @@ static void conn_tick(jn_io_conn_t *conn, int64_t now)
     if (jn_io_timer_cancel(conn->io, &conn->tick))
         jn_io_conn_unref(conn); /* it was armed: one reference is enough */
     jn_io_timer_arm_at(conn->io, &conn->tick, next);
+    return more;
 }
 
 /* jn_io_conn_destroy_IO: the transport is closed and reported: close the
@@ -822,11 +867,11 @@ static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
      * sends: jn_io_residence_note_IO) */
     loop->pass_ns = jn_time_mono_ns();
     int64_t now = (int64_t)(loop->pass_ns / JN_NS_PER_MS);
-    conn_tick(conn, now);
+    more |= conn_tick(conn, now);
     if (conn->stall_watch && now >= conn->stall_check_at)
-        stall_check_IO(conn);
+        stall_check_IO(conn, now);
     if (conn->handshake_at && now >= conn->handshake_at)
-        handshake_check_IO(conn);
+        handshake_check_IO(conn, now);
     for (int round = 0;; round++) {
         pn_event_t *e;
         while ((e = pn_connection_driver_next_event(d)) != NULL)
@@ -858,7 +903,7 @@ static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
     if (conn->tick_restart) {
         conn->tick_restart = false;
         conn->tick_at = 0;
-        conn_tick(conn, (int64_t)jn_time_mono_ms());
+        (void)conn_tick(conn, (int64_t)jn_time_mono_ms()); /* tick_at 0: reads nothing */
     }
     jn_io_loop_t *to = atomic_load_explicit(&conn->move_to, memory_order_relaxed);
     if (to) {

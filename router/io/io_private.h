@@ -165,6 +165,16 @@ struct jn_io_tls_entry {
  * in any period of seconds. */
 #define JN_IO_WRITE_STALL_MIN_OCTETS 1024u
 
+/* A deadline met this late (ms) means the loop itself did not run
+ * meanwhile: the process was stopped (SIGSTOP, a VM pause, swap, a
+ * debugger) or starved. What the peer sent during that time may still
+ * wait unread in the socket, so no verdict of silence is given on that
+ * pass: proton's idle-timeout tick reads the socket first, a write-stall
+ * period and the initial handshake's deadline start again from now
+ * (io_loop.c, "Our own stalls"). One second: far above a timer's normal
+ * lateness, far below every period it guards. */
+#define JN_IO_STALL_MS 1000
+
 /* The largest control message (HELLO, RA, LSU, MAU, ...) taken on an
  * inter-router control link: the core holds a control message until it is
  * complete, so an endless one would grow without bound. Real ones are a

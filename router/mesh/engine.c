@@ -245,11 +245,40 @@ static void first_tick_CT(jn_mesh_t *mesh, int64_t now_ms)
     }
 }
 
+/* The tick came late_ms after its time: this router did not run
+ * meanwhile (the process was stopped: SIGSTOP, a paused VM, swap, a
+ * debugger; or starved). Its neighbours' HELLOs and RAs of that time may
+ * wait unread in its sockets, and expiring them now would drop healthy
+ * neighbours (and close their connections: link_silent) the moment the
+ * router came back. So the time it stood still is not counted against
+ * anyone: every "last heard" stamp moves on by late_ms, as if the stall
+ * had not happened. A neighbour that is really silent expires that much
+ * later. */
+static void resume_CT(jn_mesh_t *mesh, int64_t late_ms)
+{
+    JN_ASSERT_CT(mesh);
+    JN_LOG(JN_LOG_MOD_ROUTER_HELLO, JN_LOG_INFO,
+           "Tick %lld ms late (this router did not run meanwhile): HELLO and link-state ages "
+           "resume from now",
+           (long long)late_ms);
+    for (size_t i = 0; i < mesh->seen.n; i++)
+        mesh->seen.val[i] += late_ms;
+    for (int i = 1; i < JN_MESH_MAX_ROUTERS; i++) {
+        jn_mesh_node_t *x = mesh->nodes[i];
+        if (x) {
+            x->neighbour_ms += late_ms;
+            x->ls_seen_ms += late_ms;
+        }
+    }
+}
+
 void jn_mesh_tick_CT(jn_mesh_t *mesh, int64_t now_ms)
 {
     JN_ASSERT_CT(mesh);
     if (mesh->started && now_ms < mesh->now_ms)
         now_ms = mesh->now_ms; /* never backwards */
+    if (mesh->started && now_ms - mesh->next_tick_ms > JN_MESH_STALL_MS)
+        resume_CT(mesh, now_ms - mesh->next_tick_ms);
     mesh->now_ms = now_ms;
     if (!mesh->started)
         first_tick_CT(mesh, now_ms);

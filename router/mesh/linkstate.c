@@ -132,8 +132,12 @@ void jn_mesh_expire_CT(jn_mesh_t *mesh)
             continue;
         if (x->link >= 0 && mesh->now_ms - x->neighbour_ms > mesh->hello_max_age_ms) {
             JN_LOG(JN_LOG_MOD_ROUTER_HELLO, JN_LOG_INFO, "Neighbour %s expired (no HELLO)", x->id);
+            int link = x->link;
             x->link = -1;
             own_remove_peer_CT(mesh, x);
+            /* its connection is still up but carries nothing: close it */
+            if (mesh->links[link].present && mesh->ops.link_silent)
+                mesh->ops.link_silent(mesh->ops.ctx, link, x->id);
         }
         if ((x->peers.n || x->ls_seq) && mesh->now_ms - x->ls_seen_ms > mesh->ls_max_age_ms) {
             JN_LOG(JN_LOG_MOD_ROUTER_LS, JN_LOG_INFO, "Link state of router %s expired", x->id);

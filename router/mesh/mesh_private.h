@@ -42,6 +42,13 @@
 #define JN_MESH_TICK_MS  1000
 #define JN_MESH_SLACK_MS 10
 
+/* A tick this late (ms past its time) means the router itself did not
+ * run meanwhile (the process was stopped or starved): the HELLOs and link
+ * states its neighbours sent may still wait unread, so the ages of what
+ * was heard are moved on by the lateness before anything is expired
+ * (engine.c, resume_CT). */
+#define JN_MESH_STALL_MS 1000
+
 /* Ticks an unreferenced node survives ("Link state and routes", ageing). */
 #define JN_MESH_UNREF_TICKS 3
 

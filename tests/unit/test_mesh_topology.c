@@ -203,6 +203,11 @@ static void test_neighbour_expires_without_hello(void **state)
     net_run(net, 2);
     assert_false(route(net, "A", "B")->reachable);
     assert_int_equal(net->r[a].unreachable_calls, 1);
+    /* the link is still there but carries nothing: both ask to close it */
+    assert_int_equal(net->r[a].silent_calls, 1);
+    assert_int_equal(net->r[a].silent_link, ab);
+    assert_int_equal(net->r[b].silent_calls, 1);
+    assert_int_equal(net->r[b].silent_link, ab);
     /* B's stored link state keeps its record until it ages out (5 s
      * here); then, unreferenced, it is deleted on the third tick */
     assert_int_not_equal(find_known(&net->r[a], "B"), -1);
@@ -226,6 +231,39 @@ static void test_neighbour_expires_without_hello(void **state)
     net->c[ab].blackhole = false;
     net_run(net, 4);
     assert_route(net, "A", "B", NULL, ab, 1);
+    net_free(net);
+}
+
+/* A router that did not run for 10 s (its process stopped) while its
+ * neighbour's HELLOs queued up unread: its first tick, 10 s late, must not
+ * expire the neighbour nor ask to close the link; the HELLOs read after it
+ * keep the neighbour. The neighbour, which did hear nothing for 10 s,
+ * expires it (and asks to close the link), as it should. */
+static void test_own_stall_expires_nobody(void **state)
+{
+    net_t *net = net_new();
+    int a = net_add(net, "A"), b = net_add(net, "B");
+    int ab = net_connect(net, a, b, 1);
+    net_run(net, 4);
+    assert_true(route(net, "A", "B")->reachable);
+    for (int t = 0; t < 10; t++) { /* only B runs; what it sends waits */
+        net->now += JN_MESH_TICK_MS;
+        jn_mesh_tick_CT(net->r[b].mesh, net->now);
+    }
+    net->now += JN_MESH_TICK_MS;
+    jn_mesh_tick_CT(net->r[a].mesh, net->now); /* A runs again: 10 s late */
+    assert_true(route(net, "A", "B")->reachable);
+    assert_int_equal(net->r[a].unreachable_calls, 0);
+    assert_int_equal(net->r[a].silent_calls, 0);
+    net_pump(net); /* A reads what waited */
+    net_run(net, 2);
+    assert_true(route(net, "A", "B")->reachable);
+    assert_int_equal(net->r[a].silent_calls, 0);
+    assert_int_equal(net->r[b].silent_calls, 1);
+    assert_int_equal(net->r[b].silent_link, ab);
+    net_run(net, 6);
+    assert_route(net, "A", "B", NULL, ab, 1);
+    assert_route(net, "B", "A", NULL, ab, 1);
     net_free(net);
 }
 
@@ -363,6 +401,7 @@ int main(void)
         cmocka_unit_test(test_link_loss_reconverges),
         cmocka_unit_test(test_parallel_links_rebind),
         cmocka_unit_test(test_neighbour_expires_without_hello),
+        cmocka_unit_test(test_own_stall_expires_nobody),
         cmocka_unit_test(test_restart_resets_and_relearns),
         cmocka_unit_test(test_duplicate_id_keeps_the_first),
         cmocka_unit_test(test_remote_link_state_ages_out),

@@ -75,6 +75,8 @@ typedef struct frouter {
     char ids[JN_MESH_MAX_ROUTERS][32];
     froute_t routes[JN_MESH_MAX_ROUTERS];
     unsigned added, removed, route_calls, unreachable_calls, mob_added, mob_removed;
+    unsigned silent_calls; /* link_silent: how often, the last link */
+    int silent_link;
     fmobile_t mobile[T_MAX_MOBILE];
     size_t n_mobile;
     bool capture;
@@ -285,6 +287,14 @@ static inline void f_mobile_removed(void *ctx, int router, const uint8_t *key, s
     r->mob_removed++;
 }
 
+static inline void f_link_silent(void *ctx, int link, const char *id)
+{
+    frouter_t *r = ctx;
+    assert_non_null(id);
+    r->silent_calls++;
+    r->silent_link = link;
+}
+
 /* ---- building the network ------------------------------------------------ */
 
 static inline void router_start(net_t *net, int n)
@@ -303,7 +313,8 @@ static inline void router_start(net_t *net, int n)
                          .router_route = f_router_route,
                          .router_unreachable = f_router_unreachable,
                          .mobile_added = f_mobile_added,
-                         .mobile_removed = f_mobile_removed};
+                         .mobile_removed = f_mobile_removed,
+                         .link_silent = f_link_silent};
     memset(r->known, 0, sizeof r->known);
     memset(r->routes, 0, sizeof r->routes);
     r->n_mobile = 0;

@@ -44,7 +44,10 @@
  * the sender settles first, the copies handed out are settled toward their
  * consumers. A consumer that goes away: its undelivered copies are re-routed
  * to another consumer of the address (anycast) or released to their
- * senders; its unsettled copies are released to their senders.
+ * senders; its copies handed out and not settled may have been delivered:
+ * modified (delivery-failed) to their senders, whatever the link (a
+ * client's, an edge uplink, a link-route end, an auto-link or an
+ * inter-router link). Released means "never handed out" only.
  *
  * Lifetimes. A copy is finished — removed from its link and its incoming
  * delivery, and its core reference dropped — when it is settled and needs no
@@ -1038,13 +1041,12 @@ void jn_forward_consumer_gone_CT(jn_core_link_t *link, jn_addr_t *addr)
                  * settled, waiting for the sender to settle first): settle
                  * with that outcome, never a second, different one */
                 settle_incoming_CT(peer, JN_DISP_NONE);
-            } else if (link->conn->inter_router) {
-                /* it may have reached a consumer beyond the lost router:
-                 * modified, delivery-failed (docs/protocol.md, "Forwarding across routers") */
-                if (settle_incoming_CT(peer, JN_DISP_MODIFIED))
-                    jn_stat_add(&core->stats.modified, 1);
-            } else if (settle_incoming_CT(peer, JN_DISP_RELEASED)) {
-                jn_stat_add(&core->stats.released, 1);
+            } else if (settle_incoming_CT(peer, JN_DISP_MODIFIED)) {
+                /* handed out: it may have reached its consumer (or one
+                 * beyond a lost router, edge or broker) whose outcome is
+                 * lost with the link: modified, delivery-failed, never
+                 * released (docs/protocol.md, "Forwarding across routers") */
+                jn_stat_add(&core->stats.modified, 1);
             }
         }
         finish_copy_CT(copy);

@@ -129,9 +129,12 @@ typedef struct jn_mesh_ops {
      * reachable over `link` directly (a neighbour: next_hop = -1), or
      * through neighbour router `next_hop` (link = -1); total cost; the
      * routers whose traffic to it legitimately passes through this router
-     * ("Link state and routes"; bit 0, this router, is always set). */
+     * ("Link state and routes"; bit 0, this router, is always set); of
+     * those, the ones this router is sure of, for multicast (mc_origins, a
+     * subset: none whose path might run through a router whose link state
+     * is missing or stale here; router/mesh/path.c). */
     void (*router_route)(void *ctx, int router, int link, int next_hop, uint32_t cost,
-                         const jn_mesh_bits_t *valid_origins);
+                         const jn_mesh_bits_t *valid_origins, const jn_mesh_bits_t *mc_origins);
     /* The router is no longer reachable (no path in the last computation). */
     void (*router_unreachable)(void *ctx, int router);
 

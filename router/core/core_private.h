@@ -186,7 +186,8 @@ typedef struct jn_router_node {
     bool reachable;
     uint32_t cost;
     jn_mesh_bits_t valid_origins;
-    jn_addr_t *addr; /* its R<id> address (permanent while the node lives) */
+    jn_mesh_bits_t mc_origins; /* the sure ones, for multicast (mesh.h) */
+    jn_addr_t *addr;   /* its R<id> address (permanent while the node lives) */
 } jn_router_node_t;
 
 /* ---- connections -------------------------------------------------------- */

@@ -22,8 +22,10 @@
  * consumer took.
  *
  * A stuck multicast consumer (docs/multicast.md). A consumer of a multicast
- * address (a local outgoing link, or the data link toward a next-hop
- * router) that keeps taking copies paces the senders as above: a copy
+ * address (a local outgoing link; never a link toward another router,
+ * inter-router or edge: that router judges its own consumers, and a slow
+ * peer or a busy machine must not cost the healthy consumers behind it
+ * their copies) that keeps taking copies paces the senders as above: a copy
  * waiting for its credit holds its incoming delivery. One that takes no
  * copy for JN_CORE_MC_STUCK_MS while copies wait for it is stuck (the watch,
  * jn_forward_mc_tick_CT, runs only while some multicast copy waits): its
@@ -44,7 +46,10 @@
  * the sender settles first, the copies handed out are settled toward their
  * consumers. A consumer that goes away: its undelivered copies are re-routed
  * to another consumer of the address (anycast) or released to their
- * senders; its unsettled copies are released to their senders.
+ * senders; its copies handed out and not settled may have been delivered:
+ * modified (delivery-failed) to their senders, whatever the link (a
+ * client's, an edge uplink, a link-route end, an auto-link or an
+ * inter-router link). Released means "never handed out" only.
  *
  * Lifetimes. A copy is finished — removed from its link and its incoming
  * delivery, and its core reference dropped — when it is settled and needs no
@@ -560,7 +565,7 @@ void jn_forward_mc_tick_CT(jn_core_t *core)
     bool waiting = false;
     for (jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next) {
         for (jn_core_link_t *l = c->ct.links; l; l = l->ct.conn_next) {
-            if (l->dir != JN_LINK_OUTGOING || !l->ct.undelivered.head) {
+            if (l->dir != JN_LINK_OUTGOING || !l->ct.undelivered.head || c->router_peer) {
                 l->ct.mc_idle_checks = 0;
                 continue;
             }
@@ -642,8 +647,10 @@ static void copy_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigne
         enqueue_CT(copy);
         /* a copy handed out may be finished (freed) already: only its
          * address is compared; one not handed out is the backlog's tail */
-        if (addr && to->ct.undelivered.tail == copy) {
-            /* no credit for it now (the uncommon case) */
+        if (addr && to->ct.undelivered.tail == copy && !to->conn->router_peer) {
+            /* no credit for it now (the uncommon case); never toward a
+             * router (inter-router or edge): not a consumer, it paces the
+             * senders (see the top) */
             copy->ct.mc_droppable = true;
             if (to->ct.mc_dropping)
                 mc_park_CT(core, copy);
@@ -1049,13 +1056,12 @@ void jn_forward_consumer_gone_CT(jn_core_link_t *link, jn_addr_t *addr)
                  * settled, waiting for the sender to settle first): settle
                  * with that outcome, never a second, different one */
                 settle_incoming_CT(peer, JN_DISP_NONE);
-            } else if (link->conn->inter_router) {
-                /* it may have reached a consumer beyond the lost router:
-                 * modified, delivery-failed (docs/protocol.md, "Forwarding across routers") */
-                if (settle_incoming_CT(peer, JN_DISP_MODIFIED))
-                    jn_stat_add(&core->stats.modified, 1);
-            } else if (settle_incoming_CT(peer, JN_DISP_RELEASED)) {
-                jn_stat_add(&core->stats.released, 1);
+            } else if (settle_incoming_CT(peer, JN_DISP_MODIFIED)) {
+                /* handed out: it may have reached its consumer (or one
+                 * beyond a lost router, edge or broker) whose outcome is
+                 * lost with the link: modified, delivery-failed, never
+                 * released (docs/protocol.md, "Forwarding across routers") */
+                jn_stat_add(&core->stats.modified, 1);
             }
         }
         finish_copy_CT(copy);

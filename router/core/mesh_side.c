@@ -212,8 +212,10 @@ unsigned jn_router_multicast_links_CT(jn_core_t *core, const jn_addr_t *addr,
         jn_router_node_t *node = node_at_CT(core, i);
         /* valid origins: a copy goes toward a router only from the routers
          * whose shortest path to it passes here, so each router gets one
-         * copy even in a mesh with cycles (a 1.19 quirk) */
-        if (!node || !jn_mesh_bits_has(&node->valid_origins, (unsigned)rc->origin))
+         * copy even in a mesh with cycles (a 1.19 quirk); only those this
+         * router is sure of while link states change (router/mesh/path.c,
+         * "Multicast origins") */
+        if (!node || !jn_mesh_bits_has(&node->mc_origins, (unsigned)rc->origin))
             continue;
         jn_core_conn_t *c = usable_conn_CT(core, node, rc);
         if (!c || jn_mesh_bits_has(&used, (unsigned)c->ct.slot))
@@ -355,7 +357,8 @@ static void op_router_removed_CT(void *ctx, int router)
 }
 
 static void op_router_route_CT(void *ctx, int router, int link, int next_hop, uint32_t cost,
-                            const jn_mesh_bits_t *valid_origins)
+                               const jn_mesh_bits_t *valid_origins,
+                               const jn_mesh_bits_t *mc_origins)
 {
     jn_core_t *core = ctx;
     JN_ASSERT_CT(core);
@@ -368,11 +371,14 @@ static void op_router_route_CT(void *ctx, int router, int link, int next_hop, ui
     n->cost = cost;
     n->valid_origins = *valid_origins;
     jn_mesh_bits_set(&n->valid_origins, 0);
+    n->mc_origins = *mc_origins;
+    jn_mesh_bits_set(&n->mc_origins, 0);
     n->reachable = true;
     JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_DEBUG,
-           "Route to %s: %s %d, cost %" PRIu32 ", valid origins %016" PRIx64 "%016" PRIx64, n->id,
-           link >= 0 ? "link" : "next hop", link >= 0 ? link : next_hop, cost,
-           n->valid_origins.w[1], n->valid_origins.w[0]);
+           "Route to %s: %s %d, cost %" PRIu32 ", valid origins %016" PRIx64 "%016" PRIx64
+           ", multicast %016" PRIx64 "%016" PRIx64,
+           n->id, link >= 0 ? "link" : "next hop", link >= 0 ? link : next_hop, cost,
+           n->valid_origins.w[1], n->valid_origins.w[0], n->mc_origins.w[1], n->mc_origins.w[0]);
     if (!was)
         jn_addr_remote_reach_CT(core, router, true); /* waiting senders get credit */
 }

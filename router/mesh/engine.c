@@ -213,8 +213,15 @@ static void do_tick_CT(jn_mesh_t *mesh)
     }
     for (int i = 1; i < JN_MESH_MAX_ROUTERS; i++) {
         jn_mesh_node_t *x = mesh->nodes[i];
-        if (x && x->lsr_pending && jn_mesh_node_reachable(x))
+        /* an LSR lost on the way (sent along a route that was changing)
+         * is sent again every tick while the link state held is stale,
+         * not only at its next RA (4 s, 30 s): a stale link state holds
+         * back multicast (path.c) */
+        bool stale = x && (x->ls_seq == 0 || x->ls_seq < x->ra_ls_seq);
+        if (x && (x->lsr_pending || stale) && jn_mesh_node_reachable(x))
             jn_mesh_send_lsr_CT(mesh, x);
+        if (x && x->lsu_pending && jn_mesh_node_reachable(x))
+            jn_mesh_send_lsu_CT(mesh, x);
     }
     jn_mesh_mobile_requests_CT(mesh);
     bool flux = mesh->now_ms - mesh->last_topo_change_ms <= 2 * mesh->ra_flux_ms;
@@ -313,7 +320,13 @@ bool jn_mesh_flush_CT(jn_mesh_t *mesh)
         jn_mesh_node_t *x = mesh->nodes[i];
         if (x && x->lsr_pending && jn_mesh_node_reachable(x))
             jn_mesh_send_lsr_CT(mesh, x);
+        if (x && x->lsu_pending && jn_mesh_node_reachable(x))
+            jn_mesh_send_lsu_CT(mesh, x);
     }
+    /* a router that just got a route asks for mobile addresses now, not
+     * on the next tick: until it knows them it drops the multicast copies
+     * its neighbours already route through it */
+    jn_mesh_mobile_requests_CT(mesh);
     if (bumped)
         send_ra_CT(mesh);
     return true;

@@ -82,6 +82,7 @@ static bool check_instance_CT(jn_mesh_t *mesh, jn_mesh_node_t *node, int64_t ins
     node->instance = instance;
     jn_mesh_strs_clear(&node->peers);
     node->ls_seq = 0;
+    node->ra_ls_seq = 0;
     node->last_topo_change_ms = mesh->now_ms;
     jn_mesh_mobile_forget_CT(mesh, node);
     node->lsr_pending = true;
@@ -96,6 +97,16 @@ void jn_mesh_send_lsr_CT(jn_mesh_t *mesh, jn_mesh_node_t *node)
     JN_ASSERT_CT(mesh);
     node->lsr_pending = false;
     jn_message_t *m = jn_mesh_compose_lsr(mesh->id, node->id);
+    if (m)
+        mesh->ops.send_to_router(mesh->ops.ctx, node->index, m);
+}
+
+void jn_mesh_send_lsu_CT(jn_mesh_t *mesh, jn_mesh_node_t *node)
+{
+    JN_ASSERT_CT(mesh);
+    node->lsu_pending = false;
+    jn_message_t *m =
+        jn_mesh_compose_lsu(mesh->id, mesh->instance, node->id, mesh->ls_seq, &mesh->peers);
     if (m)
         mesh->ops.send_to_router(mesh->ops.ctx, node->index, m);
 }
@@ -203,8 +214,16 @@ int jn_mesh_on_ra_CT(jn_mesh_t *mesh, const jn_mesh_msg_t *m)
     if (!check_instance_CT(mesh, node, m->instance))
         return 0;
     node->ls_seen_ms = mesh->now_ms;
+    if (node->ra_ls_seq < m->ls_seq) {
+        node->ra_ls_seq = m->ls_seq;
+        /* the link state held is stale from now on: its multicast
+         * origins change (path.c) until the LSU comes */
+        if (node->ls_seq < m->ls_seq)
+            mesh->recompute = true;
+    }
     if (node->ls_seq < m->ls_seq) {
-        /* sent now when the core can route it, else on a later tick */
+        /* sent now when the core can route it, else on a later tick (and
+         * again every tick until the LSU comes, engine.c) */
         if (jn_mesh_node_reachable(node))
             jn_mesh_send_lsr_CT(mesh, node);
         else
@@ -226,10 +245,13 @@ int jn_mesh_on_lsr_CT(jn_mesh_t *mesh, const jn_mesh_msg_t *m)
         return 0;
     if (node->version == 0)
         node->version = m->pv;
-    jn_message_t *lsu =
-        jn_mesh_compose_lsu(mesh->id, mesh->instance, node->id, mesh->ls_seq, &mesh->peers);
-    if (lsu)
-        mesh->ops.send_to_router(mesh->ops.ctx, node->index, lsu);
+    if (!jn_mesh_node_reachable(node)) {
+        /* no route back yet (it just came, or came back): an answer now
+         * would be dropped and the asker would wait for our next RA */
+        node->lsu_pending = true;
+        return 0;
+    }
+    jn_mesh_send_lsu_CT(mesh, node);
     return 0;
 }
 

@@ -151,8 +151,11 @@ typedef struct jn_mesh_node {
     /* neighbour: the bound inter-router link, or -1; last confirming HELLO */
     int link;
     int64_t neighbour_ms;
-    /* its link state as last received (peers: val = cost) */
+    /* its link state as last received (peers: val = cost); the highest
+     * ls_seq its RAs announced for this instance (above ls_seq: the link
+     * state held is stale, path.c) */
     uint64_t ls_seq;
+    uint64_t ra_ls_seq;
     jn_mesh_strs_t peers;
     uint32_t *peer_costs; /* peers' costs as uint32, for jn_mesh_foreach_router_CT */
     size_t peer_costs_cap;
@@ -165,6 +168,9 @@ typedef struct jn_mesh_node {
      * second live router with this id (its messages are ignored) */
     int64_t prev_instance, restart_ms, banned_instance;
     bool lsr_pending;
+    /* it asked for this router's link state before this router had a
+     * route to it: answered once it has one (linkstate.c) */
+    bool lsu_pending;
     unsigned unref_ticks; /* ticks found unreferenced (never reset) */
     /* result of the last computation (path.c) */
     bool reachable;
@@ -172,11 +178,12 @@ typedef struct jn_mesh_node {
     uint32_t cost;
     uint32_t hops;
     jn_mesh_bits_t valid_origins;
+    jn_mesh_bits_t mc_origins; /* the valid origins sure to hold (path.c) */
     /* what the core was last told (path.c) */
     bool rep_reachable;
     int rep_link, rep_next_hop;
     uint32_t rep_cost;
-    jn_mesh_bits_t rep_vo;
+    jn_mesh_bits_t rep_vo, rep_mc;
     /* mobile addresses it advertised: key -> hint (jn_mesh_hint_value) */
     jn_hash_t *mobile;
     uint64_t mobile_seq;    /* S, "Mobile addresses" */
@@ -267,6 +274,9 @@ int jn_mesh_on_lsr_CT(jn_mesh_t *mesh, const jn_mesh_msg_t *m);
 int jn_mesh_on_lsu_CT(jn_mesh_t *mesh, const jn_mesh_msg_t *m);
 /* send an LSR to node now and clear its pending flag */
 void jn_mesh_send_lsr_CT(jn_mesh_t *mesh, jn_mesh_node_t *node);
+/* send node this router's link state (an LSU answering its LSR) now and
+ * clear its pending flag */
+void jn_mesh_send_lsu_CT(jn_mesh_t *mesh, jn_mesh_node_t *node);
 
 /* path.c: recompute routes from the own and stored link states and tell
  * the core what changed. */

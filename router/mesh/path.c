@@ -17,6 +17,20 @@
  * so the results equal 1.19's. Cost: O(V^2) per run, O(V^3) in all, about
  * two million steps for a full 128-router mesh, once per changed tick.
  *
+ * Multicast origins. Valid origins computed from link states that differ
+ * between routers (a router restarted, a link state on its way or its LSR
+ * lost) can make two routers both forward a multicast copy toward the
+ * same router, which then delivers it twice, until they agree again. So
+ * the valid origins multicast uses are only those this router is sure of:
+ * R is a multicast origin of D here when R is a valid origin of D and no
+ * router U whose link state this router lacks or knows to be stale (its
+ * RA announced a newer ls_seq) could offer R another path to D as cheap:
+ * every such U (other than D) is at least as far from R as D is (a link
+ * costs at least 1, so a path through U costs more than the one through
+ * here). Until the link states arrive, copies that might be duplicates
+ * are not forwarded (multicast is at most once; the ingress router always
+ * forwards its own). Anycast and control messages keep the valid origins.
+ *
  * Afterwards the core is told, for every router, what changed: a new or
  * changed route (router_route), or the loss of any route
  * (router_unreachable). Core thread only.
@@ -126,17 +140,41 @@ static void dijkstra(const graph_t *g, int root, tree_t *t)
     }
 }
 
-/* Add R (root of t) to the valid origins of every D whose path from R
- * passes through this router (vertex 0). */
-static void add_valid_origins(const tree_t *t, int root, jn_mesh_bits_t *vo)
+/* Add R (root of t) to the valid origins (vo) of every D whose path from R
+ * passes through this router (vertex 0), and to its multicast origins (mc)
+ * unless a router whose link state is not known here (unknown[U]) is as
+ * close to R as D is (see the top). */
+static void add_valid_origins(const tree_t *t, int root, const bool *unknown, jn_mesh_bits_t *vo,
+                              jn_mesh_bits_t *mc)
 {
+    /* the two unknown routers closest to R (a D that is itself unknown is
+     * compared with the other one) */
+    uint64_t d1 = UNREACHED, d2 = UNREACHED;
+    int u1 = -1;
+    for (int k = 1; k < t->settled; k++) {
+        int u = t->order[k]; /* settled in order of distance */
+        if (!unknown[u])
+            continue;
+        if (u1 < 0) {
+            u1 = u;
+            d1 = t->dist[u];
+        } else {
+            d2 = t->dist[u];
+            break;
+        }
+    }
+    /* R's own link state not known: any path of R's may exist */
+    bool sure = !unknown[root];
     bool through[N] = {false};
     for (int k = 1; k < t->settled; k++) { /* order[0] is the root */
         int v = t->order[k];
         int p = t->prev[v];
         through[v] = p == 0 || (p != root && through[p]);
-        if (v != 0 && through[v])
-            jn_mesh_bits_set(&vo[v], (unsigned)root);
+        if (v == 0 || !through[v])
+            continue;
+        jn_mesh_bits_set(&vo[v], (unsigned)root);
+        if (sure && t->dist[v] <= (v == u1 ? d2 : d1))
+            jn_mesh_bits_set(&mc[v], (unsigned)root);
     }
 }
 
@@ -162,17 +200,20 @@ static void report_CT(jn_mesh_t *mesh, jn_mesh_node_t *x)
     int link = direct ? x->link : -1;
     int next_hop = direct ? -1 : x->first_hop;
     if (x->rep_reachable && x->rep_link == link && x->rep_next_hop == next_hop &&
-        x->rep_cost == x->cost && bits_equal(&x->rep_vo, &x->valid_origins))
+        x->rep_cost == x->cost && bits_equal(&x->rep_vo, &x->valid_origins) &&
+        bits_equal(&x->rep_mc, &x->mc_origins))
         return;
     x->rep_reachable = true;
     x->rep_link = link;
     x->rep_next_hop = next_hop;
     x->rep_cost = x->cost;
     x->rep_vo = x->valid_origins;
+    x->rep_mc = x->mc_origins;
     JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_DEBUG, "Route to router %s: link %d, next hop %d, cost %u",
            x->id, link, next_hop, x->cost);
     if (mesh->ops.router_route)
-        mesh->ops.router_route(mesh->ops.ctx, x->index, link, next_hop, x->cost, &x->valid_origins);
+        mesh->ops.router_route(mesh->ops.ctx, x->index, link, next_hop, x->cost, &x->valid_origins,
+                               &x->mc_origins);
 }
 
 void jn_mesh_compute_CT(jn_mesh_t *mesh)
@@ -180,18 +221,24 @@ void jn_mesh_compute_CT(jn_mesh_t *mesh)
     JN_ASSERT_CT(mesh);
     graph_t *g = malloc(sizeof *g);
     tree_t *t = malloc(sizeof *t);
-    jn_mesh_bits_t *vo = calloc(N, sizeof *vo);
+    jn_mesh_bits_t *vo = calloc(2 * N, sizeof *vo), *mc = vo ? vo + N : NULL;
     if (!g || !t || !vo) {
         JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_ERROR, "Cannot compute routes: out of memory");
         mesh->recompute = true; /* try again on the next tick */
         goto out;
     }
     build_graph_CT(mesh, g);
+    /* routers whose link state is missing or stale (multicast origins) */
+    bool unknown[N] = {false};
+    for (int i = 1; i < g->n; i++) {
+        const jn_mesh_node_t *x = mesh->nodes[i];
+        unknown[i] = x && (x->ls_seq == 0 || x->ls_seq < x->ra_ls_seq);
+    }
     for (int r = 1; r < g->n; r++) {
         if (!g->present[r])
             continue;
         dijkstra(g, r, t);
-        add_valid_origins(t, r, vo);
+        add_valid_origins(t, r, unknown, vo, mc);
     }
     dijkstra(g, 0, t);
     int first[N], hops[N];
@@ -217,6 +264,8 @@ void jn_mesh_compute_CT(jn_mesh_t *mesh)
             x->cost = t->dist[i] > UINT32_MAX ? UINT32_MAX : (uint32_t)t->dist[i];
             x->valid_origins = vo[i];
             jn_mesh_bits_set(&x->valid_origins, 0);
+            x->mc_origins = mc[i];
+            jn_mesh_bits_set(&x->mc_origins, 0);
         }
         report_CT(mesh, x);
     }

@@ -207,9 +207,10 @@ static void f_router_removed(void *ctx, int router)
 }
 
 static void f_router_route(void *ctx, int router, int link, int next_hop, uint32_t cost,
-                           const jn_mesh_bits_t *vo)
+                           const jn_mesh_bits_t *vo, const jn_mesh_bits_t *mc)
 {
     frouter_t *r = ctx;
+    check(jn_mesh_bits_has(mc, 0) && (mc->w[0] & ~vo->w[0]) == 0 && (mc->w[1] & ~vo->w[1]) == 0);
     check(router > 0 && router < JN_MESH_MAX_ROUTERS && r->known[router]);
     check((link >= 0) != (next_hop >= 0));
     check(next_hop < 0 || (next_hop < JN_MESH_MAX_ROUTERS && r->known[next_hop]));

@@ -500,6 +500,44 @@ class EdgeFailoverTest(RouterTestCase):
                          "%d accepted, %d released/modified\n"
                          % (s.first_after_kill, len(accepted), 4000 - len(accepted)))
 
+    def test_killed_uplink_never_releases_a_delivered_message(self):
+        """Issue 29: the edge's active interior is killed (SIGKILL) while
+        unsettled anycast messages flow from a sender on the edge through it
+        to a receiver on the other interior. A copy the edge had handed to
+        its lost uplink may have been delivered: no message the receiver got
+        comes back released (each is accepted or modified), and every
+        released one was never received."""
+        ports = distinct_ports(["I1", "I2", "ir"])
+        ir = conf_section("listener", {"name": "ir", "host": "127.0.0.1", "port": ports["ir"],
+                                       "role": "inter-router", "saslMechanisms": "ANONYMOUS",
+                                       "authenticatePeer": "no"})
+        to_i1 = conf_section("connector", {"name": "to-I1", "host": "127.0.0.1",
+                                           "port": ports["ir"], "role": "inter-router",
+                                           "saslMechanisms": "ANONYMOUS"})
+        r = {"I1": self.start_router(config=router_config("interior", "I1", ports["I1"]) + ir),
+             "I2": self.start_router(config=router_config("interior", "I2", ports["I2"]) + to_i1)}
+        e = self.start_router(config=router_config("edge", "E",
+                                                   uplinks=[ports["I1"], ports["I2"]]))
+        self.wait_for("the edge's uplink", lambda: "Edge uplink active" in e.log())
+        active = re.search(r"Edge uplink active: interior '(\w+)'", e.log()).group(1)
+        other = "I2" if active == "I1" else "I1"
+        self.wait_for("the edge attached", lambda: "Edge router 'E' attached" in r[active].log())
+        s = FlowAndKill(e.url, r[other].url, total=6000, kill_after=1000,
+                        kill=lambda: r[active].signal(signal.SIGKILL), window=1000)
+        s.run()
+        self.assertIsNone(s.error, s.error and s.error + "\n" + self.logs())
+        self.assertEqual(len(s.outcomes), 6000)
+        released = {q for q, st in s.outcomes.items() if st == Delivery.RELEASED}
+        modified = {q for q, st in s.outcomes.items() if st == Delivery.MODIFIED}
+        back = sorted(released & s.received)
+        self.assertEqual(len(back), 0, "%d received messages came back released: %r..."
+                         % (len(back), back[:10]))
+        for q, st in s.outcomes.items():
+            self.assertIn(st, (Delivery.ACCEPTED, Delivery.MODIFIED, Delivery.RELEASED), q)
+        sys.stderr.write("\nuplink killed: %d released (none received), %d modified "
+                         "(%d of them received)\n"
+                         % (len(released), len(modified), len(modified & s.received)))
+
 
 class EdgeHeartbeatTest(RouterTestCase):
 

@@ -174,7 +174,7 @@ static void test_sender_settling_first_settles_the_copies(void **state)
     expect_no_work(x.c);
 }
 
-static void test_consumer_detach_releases_unsettled_and_reroutes_undelivered(void **state)
+static void test_consumer_detach_modifies_unsettled_and_reroutes_undelivered(void **state)
 {
     (void)state;
     fake_conn_t *p = open_conn("producer");
@@ -197,16 +197,20 @@ static void test_consumer_detach_releases_unsettled_and_reroutes_undelivered(voi
     assert_ptr_equal(jn_delivery_link(s1), out1);
     assert_int_equal(count_work(p, JN_WORK_DELIVERY_UPDATE, NULL), 0);
 
-    detach(c1, out1); /* unsettled: released to the sender */
+    /* sent and unsettled: they may have been delivered, so modified
+     * (delivery-failed) to the sender, never released */
+    detach(c1, out1);
     jn_work_t *w1 = next_update_for(p, d1);
-    assert_int_equal(w1->disp.type, JN_DISP_RELEASED);
+    assert_int_equal(w1->disp.type, JN_DISP_MODIFIED);
+    assert_true(w1->disp.delivery_failed);
     assert_true(w1->settled);
     jn_work_free(w1);
     jn_work_t *w2 = next_update_for(p, d2);
-    assert_int_equal(w2->disp.type, JN_DISP_RELEASED);
+    assert_int_equal(w2->disp.type, JN_DISP_MODIFIED);
+    assert_true(w2->disp.delivery_failed);
     assert_true(w2->settled);
     jn_work_free(w2);
-    /* the consumer's late disposition on a released copy goes nowhere */
+    /* the consumer's late disposition on a lost copy goes nowhere */
     consumer_settles(s1, JN_DISP_ACCEPTED);
     assert_int_equal(count_work(p, JN_WORK_DELIVERY_UPDATE, NULL), 0);
 }
@@ -226,7 +230,7 @@ static void test_consumer_detach_releases_undelivered_when_no_other_consumer(voi
     assert_int_equal(count_work(x.p, JN_WORK_DELIVERY_UPDATE, NULL), 0);
 }
 
-static void test_consumer_connection_close_releases_unsettled(void **state)
+static void test_consumer_connection_close_modifies_sent_releases_unsent(void **state)
 {
     (void)state;
     pair_t x = make_pair(1);
@@ -235,20 +239,28 @@ static void test_consumer_connection_close_releases_unsettled(void **state)
     expect_send(x.c);
     core_sync();
     close_conn(x.c);
-    bool released1 = false, released2 = false;
+    /* d1 was sent (it may have been delivered): modified, delivery-failed;
+     * d2 never went out: released */
+    bool modified1 = false, released2 = false;
     for (int i = 0; i < 2; i++) {
         jn_work_t *w;
         while ((w = next_work(x.p)) != NULL && w->type == JN_WORK_LINK_CREDIT)
             jn_work_free(w);
         assert_non_null(w);
         assert_int_equal(w->type, JN_WORK_DELIVERY_UPDATE);
-        assert_int_equal(w->disp.type, JN_DISP_RELEASED);
         assert_true(w->settled);
-        released1 |= w->dlv == d1;
-        released2 |= w->dlv == d2;
+        if (w->dlv == d1) {
+            assert_int_equal(w->disp.type, JN_DISP_MODIFIED);
+            assert_true(w->disp.delivery_failed);
+            modified1 = true;
+        } else {
+            assert_ptr_equal(w->dlv, d2);
+            assert_int_equal(w->disp.type, JN_DISP_RELEASED);
+            released2 = true;
+        }
         jn_work_free(w);
     }
-    assert_true(released1 && released2);
+    assert_true(modified1 && released2);
     jn_core_stats_t st;
     jn_core_get_stats(h.core, &st);
     assert_int_equal(st.connections, 2); /* the producer and the sync one */
@@ -395,9 +407,9 @@ int main(void)
         T(test_outcome_and_settlement_may_arrive_apart, setup_balanced),
         T(test_presettled_deliveries_are_forwarded_presettled, setup_balanced),
         T(test_sender_settling_first_settles_the_copies, setup_balanced),
-        T(test_consumer_detach_releases_unsettled_and_reroutes_undelivered, setup_balanced),
+        T(test_consumer_detach_modifies_unsettled_and_reroutes_undelivered, setup_balanced),
         T(test_consumer_detach_releases_undelivered_when_no_other_consumer, setup_balanced),
-        T(test_consumer_connection_close_releases_unsettled, setup_balanced),
+        T(test_consumer_connection_close_modifies_sent_releases_unsent, setup_balanced),
         T(test_sender_connection_close_leaves_copies_deliverable, setup_balanced),
         T(test_multicast_copy_waiting_on_a_departing_consumer_is_dropped, setup_multicast),
         T(test_multicast_copy_lost_with_its_consumer_counts_as_modified, setup_multicast),

@@ -47,6 +47,7 @@ typedef struct froute {
     int link, next_hop;
     uint32_t cost;
     jn_mesh_bits_t vo;
+    jn_mesh_bits_t mc; /* multicast origins */
 } froute_t;
 
 typedef struct fmobile {
@@ -237,13 +238,16 @@ static inline void f_router_removed(void *ctx, int router)
 }
 
 static inline void f_router_route(void *ctx, int router, int link, int next_hop, uint32_t cost,
-                                  const jn_mesh_bits_t *vo)
+                                  const jn_mesh_bits_t *vo, const jn_mesh_bits_t *mc)
 {
     frouter_t *r = ctx;
+    /* the multicast origins are some of the valid origins, with this router */
+    assert_true(jn_mesh_bits_has(mc, 0));
+    assert_true((mc->w[0] & ~vo->w[0]) == 0 && (mc->w[1] & ~vo->w[1]) == 0);
     assert_true(r->known[router]);
     assert_true((link >= 0) != (next_hop >= 0));
     assert_true(jn_mesh_bits_has(vo, 0));
-    r->routes[router] = (froute_t){true, link, next_hop, cost, *vo};
+    r->routes[router] = (froute_t){true, link, next_hop, cost, *vo, *mc};
     r->route_calls++;
 }
 
@@ -484,6 +488,16 @@ static inline bool valid_origin(const net_t *net, const char *at, const char *to
     int o = find_known(r, origin);
     assert_true(o > 0);
     return jn_mesh_bits_has(&rt->vo, (unsigned)o);
+}
+
+/* Is origin in at's multicast origins for `to`? */
+static inline bool mc_origin(const net_t *net, const char *at, const char *to, const char *origin)
+{
+    const frouter_t *r = &net->r[rid(net, at)];
+    const froute_t *rt = route(net, at, to);
+    int o = find_known(r, origin);
+    assert_true(o > 0);
+    return jn_mesh_bits_has(&rt->mc, (unsigned)o);
 }
 
 static inline unsigned bits_count(const jn_mesh_bits_t *b)

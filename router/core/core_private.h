@@ -360,6 +360,10 @@ struct jn_core_link {
         /* a sender of an edge router (edge.c): what the tracking link last
          * said of its address: 0 nothing yet, 1 no destination, 2 some */
         uint8_t edge_reported;
+        /* an edge's per-address uplink sender whose last local producer
+         * went while copies still waited for the interior's credit: it is
+         * closed once they are handed out (jn_link_pump_CT) */
+        bool close_when_sent;
     } ct;
 
     /* Link routes, auto-links, phases (linkroute.c), apart from the hot
@@ -830,6 +834,9 @@ void jn_edge_conn_closed_CT(jn_core_conn_t *conn);
  * on the uplink attached or detached): ask for or close its links on the
  * uplink. */
 void jn_edge_local_changed_CT(jn_core_t *core, jn_addr_t *addr);
+/* An edge router: link, a per-address uplink sender whose producers went
+ * (ct.close_when_sent), has handed out its last waiting copy: close it. */
+void jn_edge_sent_all_CT(jn_core_link_t *link);
 /* An edge router: every JN_EDGE_HEARTBEAT_MS, a heartbeat up the uplink
  * (when its heartbeat link has credit); how long the core may sleep until
  * the next one (ms). */

@@ -312,6 +312,13 @@ static void close_link_CT(jn_core_link_t *link)
         jn_work_link_CT(link, JN_WORK_LINK_CLOSE, NULL, NULL, NULL, 0);
 }
 
+void jn_edge_sent_all_CT(jn_core_link_t *link)
+{
+    JN_ASSERT_CT(link->conn->core);
+    link->ct.close_when_sent = false;
+    close_link_CT(link);
+}
+
 /* Bind / unbind the address's uplink sender as one of its consumers, as
  * the interior's tracking says. */
 static void bind_out_CT(jn_core_t *core, jn_addr_t *addr, bool bind)
@@ -360,12 +367,20 @@ void jn_edge_local_changed_CT(jn_core_t *core, jn_addr_t *addr)
         if (addr->edge_in)
             close_link_CT(addr->edge_in);
     }
-    if (producers > 0 && !addr->edge_out_asked) {
+    if (producers > 0 && addr->edge_out && addr->edge_out->ct.close_when_sent) {
+        addr->edge_out->ct.close_when_sent = false; /* a producer again: it stays */
+        addr->edge_out_asked = true;
+    } else if (producers > 0 && !addr->edge_out_asked) {
         addr->edge_out_asked = true;
         jn_edge_ask_attach_CT(core, JN_LINK_OUTGOING, address, JN_LINK_EDGE_ADDR);
     } else if (producers == 0 && addr->edge_out_asked) {
         addr->edge_out_asked = false;
-        if (addr->edge_out)
+        /* copies of the producers that went may still wait for the
+         * interior's credit: they go up first (pre-settled ones would be
+         * lost, unsettled ones released, by a close now) */
+        if (addr->edge_out && addr->edge_out->ct.undelivered.head)
+            addr->edge_out->ct.close_when_sent = true;
+        else if (addr->edge_out)
             close_link_CT(addr->edge_out);
     }
 }

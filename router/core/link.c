@@ -405,6 +405,8 @@ void jn_link_pump_CT(jn_core_link_t *link)
         jn_forward_hand_out_CT(link->ct.undelivered.head);
     if (link->ct.mc_dropping)
         jn_forward_backlog_check_CT(link);
+    if (JN_UNLIKELY(link->ct.close_when_sent) && !link->ct.undelivered.head)
+        jn_edge_sent_all_CT(link); /* an edge's uplink sender left by its producers */
     /* a drain with nothing it may send now (none waiting, or at its
      * unsettled bound) is answered at once */
     if (link->ct.drain && (!link->ct.undelivered.head || jn_link_full_CT(link)) &&

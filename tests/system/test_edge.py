@@ -22,7 +22,8 @@ import sys
 import time
 import unittest
 
-from proton import Delivery, Endpoint, Message, symbol
+from proton import Delivery, Endpoint, Message, Timeout, symbol
+from proton.reactor import AtMostOnce
 from proton.utils import BlockingConnection, SyncRequestResponse
 
 from mesh import distinct_ports
@@ -459,6 +460,39 @@ class EdgeRoutersTest(RouterTestCase):
         out = stat("--edge", url=u("I"))
         for name in ("E1", "E2", "E3"):
             self.assertRegex(out, r"\b%s\b +edge +in" % name)
+
+
+class EdgeSenderGoneTest(RouterTestCase):
+
+    def test_presettled_burst_then_detach_all_arrive(self):
+        """A client of an edge sends a burst of pre-settled messages to a
+        consumer on the interior and detaches its sender as soon as they
+        are written: the edge's per-address uplink sender is closed only
+        once every copy waiting for the interior's credit went up, so all
+        of them arrive (it was closed at once: the copies still waiting
+        were lost)."""
+        m = EdgeMesh(self, ["I"], {"E1": ["I"]})
+        n = 2000
+        svc = BlockingConnection(m.url("I"), timeout=30 * SLOW)
+        self.addCleanup(svc.close)
+        rcv = svc.create_receiver("burst.q", credit=n)
+        client = BlockingConnection(m.url("E1"), timeout=30 * SLOW)
+        self.addCleanup(client.close)
+        for rnd in range(3):
+            snd = client.create_sender("burst.q", options=AtMostOnce())
+            for i in range(n // 4):
+                snd.link.send(Message(body=[rnd, i]))
+            client.wait(lambda: snd.link.queued == 0, msg="writing the burst")
+            snd.close()
+            got = []
+            deadline = time.monotonic() + 30 * SLOW
+            while len(got) < n // 4 and time.monotonic() < deadline:
+                try:
+                    got.append(rcv.receive(timeout=1).body)
+                except Timeout:
+                    pass
+            self.assertEqual(sorted(tuple(b) for b in got),
+                             [(rnd, i) for i in range(n // 4)], "round %d" % rnd)
 
 
 class EdgeFailoverTest(RouterTestCase):

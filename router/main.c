@@ -524,14 +524,30 @@ static char *absolute_path(const char *path)
     return out;
 }
 
+/* write_pid_file: the process id into path, whole or not at all: written
+ * to path.tmp, then renamed over path, so that whoever waits for the file
+ * (a supervisor, a script) never reads it empty or half written. Returns
+ * 0, or -1 with a line on stderr. Main thread, at start. */
 static int write_pid_file(const char *path)
 {
-    FILE *f = fopen(path, "w");
-    if (!f || fprintf(f, "%ld\n", (long)getpid()) < 0 || fclose(f) != 0) {
-        fprintf(stderr, "junctiond: cannot write pid file %s: %s\n", path, strerror(errno));
+    size_t n = strlen(path) + 5;
+    char *tmp = malloc(n);
+    if (!tmp) {
+        fprintf(stderr, "junctiond: cannot write pid file %s: out of memory\n", path);
         return -1;
     }
-    return 0;
+    snprintf(tmp, n, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    bool ok = f != NULL;
+    ok = f && fprintf(f, "%ld\n", (long)getpid()) >= 0 && ok;
+    ok = (!f || fclose(f) == 0) && ok;
+    ok = ok && rename(tmp, path) == 0;
+    if (!ok) {
+        fprintf(stderr, "junctiond: cannot write pid file %s: %s\n", path, strerror(errno));
+        unlink(tmp);
+    }
+    free(tmp);
+    return ok ? 0 : -1;
 }
 
 /* daemonize: fork into the background, detach from the terminal, and

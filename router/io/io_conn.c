@@ -563,7 +563,11 @@ static void on_transport_error(jn_io_conn_t *conn, pn_transport_t *t)
  * was cut off (proton then sets the transport's condition and sends the
  * close itself), proton stopped reading because a frame made no sense (an
  * unknown performative, an undecodable body): it does not close the
- * connection for that, so close it here, with the error. */
+ * connection for that, so close it here, with the error. Before the peer's
+ * open (in SASL, or after it without an open) proton would hold our close
+ * until that open, which cannot come now, and the handshake timeout leaves
+ * a closing connection alone: the connection would stay until the peer
+ * left, so the transport is cut at once. */
 static void on_tail_closed(jn_io_conn_t *conn, pn_transport_t *t)
 {
     if (conn->screened_out ||
@@ -575,6 +579,11 @@ static void on_tail_closed(jn_io_conn_t *conn, pn_transport_t *t)
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
            JN_IO_CONN_FMT " Connection from %s (to %s) failed: %s %s", conn->id, conn->host,
            conn->endpoint->shown, cond, desc);
+    if (pn_connection_state(conn->pn_io) & PN_REMOTE_UNINIT) {
+        pn_connection_driver_errorf(&conn->driver, cond, "%s", desc);
+        pn_connection_driver_close(&conn->driver);
+        return;
+    }
     conn->closing = false; /* closing again, now with the error */
     pn_condition_t *c = pn_connection_condition(conn->pn_io);
     pn_condition_set_name(c, cond);

@@ -794,6 +794,9 @@ static void on_link_open(jn_io_conn_t *conn, pn_link_t *pl)
     if (info.type == JN_LINK_ENDPOINT && conn->vhost_rules && link->dir == JN_LINK_INCOMING &&
         (!info.address || !info.address[0]))
         link->rx_checks |= JN_IO_RX_CHECK_TARGET; /* the core routes each message */
+    else if (info.type == JN_LINK_ENDPOINT && conn->vhost_rules && link->dir == JN_LINK_INCOMING &&
+             jn_io_vhost_names_management(info.address))
+        link->rx_checks |= JN_IO_RX_CHECK_REPLY; /* the router answers at the reply-to */
     info.fallback = info.type == JN_LINK_ENDPOINT && jn_io_fallback_receiver_IO(pl);
     if (info.type == JN_LINK_CONTROL)
         jn_io_ir_cap_control_IO(link);

@@ -753,6 +753,30 @@ static bool relay_target_allowed(const struct jn_io_vhost_rules *r, jn_iter_t *i
     return list_allows(r->targets, buf, user) || patterns_allow(r->target_pattern, buf, user);
 }
 
+/* A message of link refused by r: counted in the vhost's senderDenied,
+ * the first on the link logged (a flood writes one line). why says which
+ * rule; addr is the address refused. */
+static void transfer_denied_IO(jn_io_link_t *link, const struct jn_io_vhost_rules *r,
+                               const char *user, const char *addr, const char *why)
+{
+    jn_io_conn_t *conn = link->conn;
+    jn_io_t *io = conn->io;
+    pthread_mutex_lock(&io->lock);
+    struct jn_io_vhost_entry *v = vhost_find(io, r->vhost);
+    if (v)
+        v->sender_denied++; /* the client's sender, as at attach */
+    pthread_mutex_unlock(&io->lock);
+    if (!link->policy_transfer_logged) { /* a flood logs one line */
+        link->policy_transfer_logged = true;
+        JN_LOG(JN_LOG_MOD_POLICY, JN_LOG_INFO,
+               JN_IO_LINK_FMT " DENY AMQP Transfer for user '%s', rhost '%s', vhost '%s', "
+                              "address '%s': %s (further denials on this link are not "
+                              "logged)",
+               conn->id, link->id, user, conn->vhost_host ? conn->vhost_host : conn->host, r->vhost,
+               addr, why);
+    }
+}
+
 bool jn_io_vhost_relay_allows_IO(jn_io_link_t *link, const jn_message_t *m)
 {
     jn_io_conn_t *conn = link->conn;
@@ -773,25 +797,101 @@ bool jn_io_vhost_relay_allows_IO(jn_io_link_t *link, const jn_message_t *m)
         it = ra->to;
         ok = relay_target_allowed(r, &it, user, addr, sizeof addr);
     }
-    if (ok)
-        return true;
-    jn_io_t *io = conn->io;
-    pthread_mutex_lock(&io->lock);
-    struct jn_io_vhost_entry *v = vhost_find(io, r->vhost);
-    if (v)
-        v->sender_denied++; /* the client's sender, as at attach */
-    pthread_mutex_unlock(&io->lock);
-    if (!link->policy_transfer_logged) { /* a flood logs one line */
-        link->policy_transfer_logged = true;
-        JN_LOG(JN_LOG_MOD_POLICY, JN_LOG_INFO,
-               JN_IO_LINK_FMT " DENY AMQP Transfer for user '%s', rhost '%s', vhost '%s', "
-                              "address '%s': target not allowed by the group's "
-                              "targets/targetPattern (further denials on this link are not "
-                              "logged)",
-               conn->id, link->id, user, conn->vhost_host ? conn->vhost_host : conn->host, r->vhost,
-               addr);
+    if (!ok)
+        transfer_denied_IO(link, r, user, addr,
+                           "target not allowed by the group's targets/targetPattern");
+    return ok;
+}
+
+/* The octets of it (a JN_VIEW_ADDRESS view) name a management node: the
+ * address is `$management` or ends in `/$management`. */
+static bool view_names_management(jn_iter_t *it)
+{
+    static const char node[] = "$management";
+    const size_t n = sizeof node - 1;
+    char buf[1024];
+    size_t len = jn_iter_copy_string(it, buf, sizeof buf);
+    if (len >= sizeof buf || len < n || memcmp(buf + len - n, node, n) != 0)
+        return false;
+    return len == n || buf[len - n - 1] == '/';
+}
+
+bool jn_io_vhost_names_management(const char *address)
+{
+    if (!address)
+        return false;
+    jn_iter_t it;
+    jn_iter_init_string(&it, address, JN_VIEW_ADDRESS);
+    return view_names_management(&it);
+}
+
+/* A request of an anonymous sender's message m goes to a management node:
+ * its properties.to or, when honoured, its to-override names one. */
+static bool relay_to_management(const jn_io_conn_t *conn, const jn_message_t *m)
+{
+    jn_iter_t it;
+    if (jn_message_to(m, &it) == 0) {
+        jn_iter_set_view(&it, JN_VIEW_ADDRESS);
+        if (view_names_management(&it))
+            return true;
+    }
+    const jn_ra_t *ra = conn->strip_inbound ? NULL : jn_message_annotations(m);
+    if (!ra || !ra->has_to)
+        return false;
+    it = ra->to;
+    jn_iter_set_view(&it, JN_VIEW_ADDRESS);
+    return view_names_management(&it);
+}
+
+/* reply (NUL-terminated, a JN_VIEW_ADDRESS copy) is the address of one of
+ * conn's dynamic receivers: a reply address the router made for it. */
+static bool own_dynamic_address(const jn_io_conn_t *conn, const char *reply)
+{
+    for (const jn_io_link_t *l = conn->links; l; l = l->next) {
+        if (l->dir != JN_LINK_OUTGOING || !l->pn || l->detached ||
+            !pn_terminus_is_dynamic(pn_link_remote_source(l->pn)))
+            continue;
+        const char *a = pn_terminus_get_address(pn_link_source(l->pn));
+        if (!a)
+            continue;
+        char buf[1024];
+        jn_iter_t it;
+        jn_iter_init_string(&it, a, JN_VIEW_ADDRESS);
+        size_t len = jn_iter_copy_string(&it, buf, sizeof buf);
+        if (len < sizeof buf && strcmp(buf, reply) == 0)
+            return true;
     }
     return false;
+}
+
+bool jn_io_vhost_reply_allows_IO(jn_io_link_t *link, const jn_message_t *m)
+{
+    jn_io_conn_t *conn = link->conn;
+    const struct jn_io_vhost_rules *r = conn->vhost_rules;
+    if (!r) /* dropped as the transport closed: nothing more goes through */
+        return false;
+    if (!(link->rx_checks & JN_IO_RX_CHECK_REPLY) && !relay_to_management(conn, m))
+        return true;
+    jn_iter_t it;
+    int rc = jn_message_reply_to(m, &it);
+    if (rc == JN_ENOENT)
+        return true; /* no answer is sent */
+    const char *user = conn->vhost_user ? conn->vhost_user : "anonymous";
+    char addr[1024];
+    bool ok = false;
+    if (rc == 0) {
+        ok = relay_target_allowed(r, &it, user, addr, sizeof addr);
+        size_t len = jn_iter_copy_string(&it, addr, sizeof addr); /* as it was judged */
+        if (!ok && len < sizeof addr && !memchr(addr, '\0', len))
+            ok = own_dynamic_address(conn, addr);
+    } else {
+        snprintf(addr, sizeof addr, "(unreadable)");
+    }
+    if (!ok)
+        transfer_denied_IO(link, r, user, addr,
+                           "reply-to of a management request not allowed by the group's "
+                           "targets/targetPattern, nor a dynamic address of this connection");
+    return ok;
 }
 
 void jn_io_vhost_link_gone_IO(jn_io_link_t *link)

@@ -12,7 +12,10 @@ Cyrus's sasldb):
   stops reading at (a client's sasl-mechanisms, an unknown performative)
   cuts the connection at once, before the handshake timeout;
 * an AMQP header straight away (skipping SASL) gets no Open;
-* a listener with requireSsl gives a client in the clear no Open.
+* a listener with requireSsl gives a client in the clear no Open;
+* behind an auth service, a mechanism the listener cut from the service's
+  offer is refused by the router and never reaches the service, and the
+  service sees the configured realm, not the client's hostname.
 """
 import re
 import socket
@@ -23,6 +26,8 @@ import unittest
 from proton import Data, symbol
 
 from harness import SLOW, conf_section, free_port
+from test_router_authsvc import REALM as AUTHSVC_REALM
+from test_router_authsvc import AuthServiceTestCase
 from test_router_sasl import REALM, SaslTestCase, attempt
 from tls_certs import shared_certs
 
@@ -254,6 +259,45 @@ class AttackAuth(SaslTestCase):
         self.assertTrue(c.read_to_close(timeout=15 * SLOW))
         self.assertLess(time.monotonic() - start, 10 * SLOW)
         self.assertNotIn(OPEN, c.got)
+
+
+class AttackAuthService(AuthServiceTestCase):
+    """The relay to an auth service offering PLAIN, X-ECHO and ANONYMOUS,
+    behind a listener whose saslMechanisms is PLAIN."""
+
+    def test_a_mechanism_cut_from_the_offer_never_reaches_the_service(self):
+        svc = self.service()
+        r = self.relay_router(svc.port, listener={"saslMechanisms": "PLAIN"})
+        c = Raw(r.port)
+        try:
+            c.send(SASL_HEADER)
+            self.assertTrue(c.read_until(b"\x00\x53\x40"))
+            self.assertEqual(c.mechanisms(), ["PLAIN"])
+            c.send(sasl(INIT, [("sym", "ANONYMOUS"), ("bin", b"")]))
+            c.read_until(b"\x00\x53\x44")
+            self.assertNotIn(c.outcome(), (None, 0), c.got)
+            c.send(AMQP_HEADER + frame(0, performative(0x10, [("str", "x")])))
+            self.assertTrue(c.read_to_close())
+            self.assertNotIn(OPEN, c.got)
+        finally:
+            c.close()
+        self.assertNotIn("ANONYMOUS", [x.get("mech") for x in svc.sessions])
+        # the client's own hostname is not what the service sees: the realm is
+        c = Raw(r.port)
+        try:
+            c.send(SASL_HEADER)
+            self.assertTrue(c.read_until(b"\x00\x53\x40"))
+            c.send(sasl(INIT, [("sym", "PLAIN"), ("bin", b"\x00alice\x00alice-pw"),
+                               ("str", "evil.example")]))
+            self.assertTrue(c.read_until(b"\x00\x53\x44"))
+            self.assertEqual(c.outcome(), 0)
+        finally:
+            c.close()
+        self.wait_for("the service's session", lambda: any(
+            x.get("user") == "alice" for x in svc.sessions))
+        self.assertEqual([x.get("hostname") for x in svc.sessions if x.get("user") == "alice"],
+                         [AUTHSVC_REALM])
+        self.assertTrue(r.alive())
 
 
 class AttackRequireSsl(SaslTestCase):

@@ -21,6 +21,7 @@ from proton.utils import BlockingConnection, LinkDetached
 
 from harness import SLOW, RouterTestCase, conf_section
 from test_http import Manager
+from test_security_attack_exhaust import memory_kb
 from test_router_policy import vhost_section
 
 TIMEOUT = 10 * SLOW
@@ -99,14 +100,14 @@ class AttackMgmt(RouterTestCase):
                                    {"prefix": "deep", "distribution": deep})
             self.assertEqual(code, 400, desc)
             # many requests whose answers nobody reads
-            rss = r.status_kb("VmRSS")
+            rss = memory_kb(r)
             for i in range(2000):
                 s.send(Message(reply_to="nobody.reads", properties=query,
                                body={"attributeNames": []}))
             code, desc, _ = m.call(dict(NODE, operation="QUERY", entityType="router"),
                                    {"attributeNames": ["id"]})
             self.assertEqual(code, 200, desc)
-            self.assertLess(r.status_kb("VmRSS") - rss, 20 * 1024)
+            self.assertLess(memory_kb(r) - rss, 20 * 1024)
         finally:
             c.close()
         self.assertTrue(r.alive())

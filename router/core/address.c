@@ -455,10 +455,6 @@ const char *jn_addr_consumer_refusal_CT(jn_core_t *core, const char *address)
         /* a consumer here would take what this router forwards to that
          * router, its dynamic addresses and $management included */
         return "another router's addresses can only be reached through the mesh";
-    case JN_ADDR_CLASS_TOPOLOGICAL:
-        /* _topo/<area|all>/all/...: every router's, the mesh's own
-         * (its router advertisements among them) */
-        return "the addresses of every router are the mesh's own";
     case JN_ADDR_CLASS_LOCAL: {
         jn_iter_t rest = it;
         if (view_has(&rest, JN_ADDR_TEMP_PREFIX, false))

@@ -633,8 +633,7 @@ int jn_addr_make_dynamic_CT(jn_core_t *core, char **out);
  * "_local/"), which only a dynamic attach hands out; or it names another
  * router (classes R, A and H; on an edge, its uplink's "L_edge"), where a
  * local consumer would take that router's traffic (another router's
- * dynamic addresses and $management among it); or it names every router
- * (class T, "_topo/0/all/..."), the mesh's own. Senders to any of these
+ * dynamic addresses and $management among it). Senders to any of these
  * are not affected. The caller refuses with amqp:unauthorized-access. */
 const char *jn_addr_consumer_refusal_CT(jn_core_t *core, const char *address);
 /* Pick the consumer for an anycast delivery (closest or balanced). */

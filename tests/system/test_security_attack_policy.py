@@ -13,26 +13,29 @@ inbound router annotations, tries to reach what its group does not allow.
   anonymous sender: its messages are checked like the relay's.
 * A dynamic source that also names an address gets a fresh address, never
   the one it named.
-* A receiver on `_topo/0/all/...` or on the mesh's control addresses is
-  refused, even for an unrestricted group.
+* A receiver on another router's addresses is refused, even for an
+  unrestricted group; one on `_topo/0/all/...` or on the mesh's control
+  addresses gets nothing of the mesh's own traffic.
 * The reply-to of a request is not a way around the group's targets: the
   management agent's answer to a restricted client goes only to an
   address the client may send to.
 """
 import json
 import threading
+import time
 import unittest
 
 from proton import Message
 from proton.handlers import MessagingHandler
 from proton.reactor import Container, DynamicNodeProperties
-from proton import LinkException
+from proton import LinkException, Timeout
 from proton.utils import BlockingConnection, LinkDetached
 
 from test_http import Manager
 
 import test_security_policy_relay as relay
 from harness import SLOW, RouterTestCase, conf_section, free_port
+from mesh import Mesh
 from test_router_policy import vhost_section
 
 DENIED, FREE, RelaySend = relay.DENIED, relay.FREE, relay.RelaySend
@@ -159,12 +162,12 @@ class AttackPolicy(RouterTestCase):
         finally:
             c.close()
 
-    def test_receivers_on_topo_all_and_control_addresses_are_refused(self):
+    def test_receivers_on_other_routers_addresses_are_refused(self):
         r = self.start()
         c = BlockingConnection(r.url, timeout=TIMEOUT)  # the unrestricted group
         try:
-            for a in ("_topo/0/all/qdrouter", "_topo/0/all/x", "_topo/0/R9/qdhello",
-                      "_topo/0/all/$management", "_topo/1/all/x", "_edge/R9/x"):
+            for a in ("_topo/0/R9/qdhello", "_topo/0/R9/$management", "_topo/1/all/x",
+                      "_topo/1/R9/x", "_edge/R9/x", "amqp:/_topo/0/R9/qdrouter"):
                 with self.assertRaises(LinkDetached, msg=a) as e:
                     c.create_receiver(a)
                 self.assertIn("unauthorized-access", str(e.exception), a)
@@ -243,3 +246,30 @@ class DynamicTargetSend(RelaySend):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class AttackMeshControl(RouterTestCase):
+    """A client of an interior router of a two-router mesh."""
+
+    def test_receivers_on_the_mesh_control_addresses_get_nothing(self):
+        m = Mesh(self, ["A", "B"], [("A", "B", 1)])
+        m.start()
+        m.wait_converged()
+        c = BlockingConnection(m["B"].url, timeout=TIMEOUT)
+        try:
+            rxs = [c.create_receiver(a, credit=10) for a in (
+                "_topo/0/all/qdrouter", "_topo/0/all/qdrouter.ma", "_topo/0/all/qdhello",
+                "_local/qdhello", "_local/qdrouter", "_local/qdrouter.ma", "qdrouter")]
+            # hellos every second, and an address update: a receiver on A
+            a = BlockingConnection(m["A"].url, timeout=TIMEOUT)
+            try:
+                a.create_receiver("mesh.news")
+                deadline = time.monotonic() + 3 * SLOW
+                while time.monotonic() < deadline:
+                    for rx in rxs:
+                        with self.assertRaises(Timeout, msg=rx.link.source.address):
+                            rx.receive(timeout=0.1)
+            finally:
+                a.close()
+        finally:
+            c.close()

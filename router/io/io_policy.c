@@ -561,32 +561,45 @@ void jn_io_vhost_uncount_locked(jn_io_t *io, jn_io_conn_t *conn)
 
 /* ---- link rules ---------------------------------------------------------- */
 
-/* One item of a sources/targets list against address: "*" any, "abc*" a
- * prefix, "${user}" replaced by user, else equal. */
-static bool item_matches(const char *item, size_t len, const char *address, const char *user)
+/* item (len octets) with each "${user}" replaced by user, into buf (cap
+ * octets, NUL-terminated); false when it does not fit (the item then
+ * allows nothing: a cut item could allow more than the whole one). */
+static bool expand_user(const char *item, size_t len, const char *user, char *buf, size_t cap,
+                        size_t *out)
 {
-    char buf[1024];
-    size_t n = 0;
+    size_t n = 0, ul = strlen(user);
     for (size_t i = 0; i < len; i++) {
         if (len - i >= 7 && memcmp(item + i, "${user}", 7) == 0) {
-            size_t ul = strlen(user);
-            if (n + ul >= sizeof buf)
+            if (n + ul >= cap)
                 return false;
             memcpy(buf + n, user, ul);
             n += ul;
             i += 6;
         } else {
-            if (n + 1 >= sizeof buf)
+            if (n + 1 >= cap)
                 return false;
             buf[n++] = item[i];
         }
     }
     buf[n] = '\0';
-    if (n == 1 && buf[0] == '*')
+    *out = n;
+    return true;
+}
+
+/* One item of a sources/targets list against address: "*" any, "abc*" a
+ * prefix, "${user}" replaced by user, else equal. The user's name is
+ * literal, as in 1.19: a '*' in it is no wildcard (the item's own last
+ * octet says whether it is a prefix). */
+static bool item_matches(const char *item, size_t len, const char *address, const char *user)
+{
+    if (len == 1 && item[0] == '*')
         return true;
-    if (n > 0 && buf[n - 1] == '*')
-        return strncmp(address, buf, n - 1) == 0;
-    return strcmp(address, buf) == 0;
+    bool prefix = item[len - 1] == '*';
+    char buf[1024];
+    size_t n;
+    if (!expand_user(item, prefix ? len - 1 : len, user, buf, sizeof buf, &n))
+        return false;
+    return prefix ? strncmp(address, buf, n) == 0 : strcmp(address, buf) == 0;
 }
 
 static bool list_allows(const char *list, const char *address, const char *user)
@@ -605,8 +618,25 @@ static bool list_allows(const char *list, const char *address, const char *user)
     return false;
 }
 
+/* Some token of user (between '.' or '/') is a pattern wildcard ("*" or
+ * "#"): put into a pattern it would match more than the name itself. */
+static bool user_has_wildcard_token(const char *user)
+{
+    const char *t = user;
+    for (const char *q = user;; q++) {
+        if (*q == '.' || *q == '/' || *q == '\0') {
+            if (q - t == 1 && (*t == '*' || *t == '#'))
+                return true;
+            if (*q == '\0')
+                return false;
+            t = q + 1;
+        }
+    }
+}
+
 static bool patterns_allow(const char *list, const char *address, const char *user)
 {
+    bool wild_user = user_has_wildcard_token(user);
     const char *p = list;
     while (*p) {
         while (*p == ' ' || *p == ',')
@@ -614,24 +644,17 @@ static bool patterns_allow(const char *list, const char *address, const char *us
         const char *e = p;
         while (*e && *e != ',' && *e != ' ')
             e++;
-        if (e > p) {
-            char buf[1024];
-            size_t n = 0;
-            for (const char *q = p; q < e; q++) { /* ${user} as in the lists */
-                if (e - q >= 7 && memcmp(q, "${user}", 7) == 0) {
-                    size_t ul = strlen(user);
-                    if (n + ul >= sizeof buf)
-                        break;
-                    memcpy(buf + n, user, ul);
-                    n += ul;
-                    q += 6;
-                } else if (n + 1 < sizeof buf) {
-                    buf[n++] = *q;
-                }
-            }
-            if (jn_wildcard_match(buf, n, address, strlen(address), "./", '*'))
-                return true;
-        }
+        size_t len = (size_t)(e - p);
+        char buf[1024];
+        size_t n;
+        /* ${user} as in the lists; a user whose name holds a wildcard
+         * token gets nothing from a pattern naming ${user} (1.19 matched
+         * the name literally; a pattern cannot) */
+        bool names_user = len >= 7 && memmem(p, len, "${user}", 7) != NULL;
+        if (len > 0 && !(names_user && wild_user) &&
+            expand_user(p, len, user, buf, sizeof buf, &n) &&
+            jn_wildcard_match(buf, n, address, strlen(address), "./", '*'))
+            return true;
         p = e;
     }
     return false;

@@ -16,6 +16,8 @@ inbound router annotations, tries to reach what its group does not allow.
 * A receiver on another router's addresses is refused, even for an
   unrestricted group; one on `_topo/0/all/...` or on the mesh's control
   addresses gets nothing of the mesh's own traffic.
+* A user's name is literal in `${user}`: a name holding `*` or `#` does
+  not widen the group's sources, targets or patterns.
 * The reply-to of a request is not a way around the group's targets: the
   management agent's answer to a restricted client goes only to an
   address the client may send to.
@@ -35,6 +37,7 @@ from test_http import Manager
 
 import test_security_policy_relay as relay
 from harness import SLOW, RouterTestCase, conf_section, free_port
+from test_router_authsvc import AuthServiceTestCase
 from mesh import Mesh
 from test_router_policy import vhost_section
 
@@ -273,3 +276,48 @@ class AttackMeshControl(RouterTestCase):
                 a.close()
         finally:
             c.close()
+
+
+WILD_USERS = {"*": "pw", "#": "pw", "x*": "pw", "a.*.b": "pw", "alice": "pw"}
+
+
+class AttackUserNames(AuthServiceTestCase):
+    """Users an auth service names `*`, `#`, `x*`, `a.*.b` under a group
+    whose sources are `${user}` and `home.${user}.*`, and whose
+    sourcePattern is `pat.${user}.#`: the name is matched literally, as
+    1.19 does; it never widens the group's rules."""
+
+    def test_wildcards_in_a_user_name_are_literal(self):
+        svc = self.service(users=WILD_USERS)
+        groups = {"$default": {"users": "*", "remoteHosts": "*",
+                               "sources": "${user}, home.${user}.*",
+                               "sourcePattern": "pat.${user}.#", "targets": "${user}"}}
+        r = self.relay_router(svc.port, listener={"saslMechanisms": "PLAIN",
+                                                  "policyVhost": "v"},
+                              extra=conf_section("policy", {"enableVhostPolicy": "yes"})
+                              + vhost_section("v", groups))
+
+        def allowed(user, address, sender=False):
+            c = BlockingConnection(r.url, timeout=TIMEOUT, user=user, password="pw",
+                                   allowed_mechs="PLAIN", allow_insecure_mechs=True)
+            try:
+                (c.create_sender if sender else c.create_receiver)(address)
+                return True
+            except LinkDetached:
+                return False
+            finally:
+                c.close()
+
+        for user in ("*", "#", "x*", "a.*.b"):
+            self.assertTrue(allowed(user, user), user)
+            self.assertTrue(allowed(user, "home.%s.q" % user), user)
+            for other in ("secret.q", "alice", "xyz", "home.alice.q", "pat.alice.q",
+                          "pat.alice", "a.z.b", "home.alice"):
+                if other == user:
+                    continue
+                self.assertFalse(allowed(user, other), (user, other))
+                self.assertFalse(allowed(user, other, sender=True), (user, other))
+        # the pattern still serves a plain name
+        self.assertTrue(allowed("alice", "pat.alice.q.r"))
+        self.assertTrue(allowed("alice", "home.alice.q"))
+        self.assertFalse(allowed("alice", "pat.bob.q"))

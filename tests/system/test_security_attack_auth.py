@@ -12,7 +12,8 @@ Cyrus's sasldb):
   stops reading at (a client's sasl-mechanisms, an unknown performative)
   cuts the connection at once, before the handshake timeout;
 * an AMQP header straight away (skipping SASL) gets no Open;
-* a listener with requireSsl gives a client in the clear no Open;
+* a listener with requireSsl, or with requireEncryption, gives a client in
+  the clear no Open;
 * behind an auth service, a mechanism the listener cut from the service's
   offer is refused by the router and never reaches the service, and the
   service sees the configured realm, not the client's hostname.
@@ -302,18 +303,22 @@ class AttackAuthService(AuthServiceTestCase):
 
 class AttackRequireSsl(SaslTestCase):
 
-    def test_clear_client_on_require_ssl_listener_gets_no_open(self):
+    def test_clear_client_on_require_ssl_or_encryption_listener_gets_no_open(self):
         certs = shared_certs()
-        port = free_port()
+        port, port2 = free_port(), free_port()
         r = self.start_router(extra=conf_section("sslProfile", {
             "name": "srv", "certFile": certs["server"], "privateKeyFile": certs["server_key"]})
             + conf_section("listener", {"host": "127.0.0.1", "port": port, "sslProfile": "srv",
                                         "requireSsl": "yes", "saslMechanisms": "ANONYMOUS",
+                                        "authenticatePeer": "no"})
+            + conf_section("listener", {"host": "127.0.0.1", "port": port2, "sslProfile": "srv",
+                                        "requireSsl": "no", "requireEncryption": "yes",
+                                        "saslMechanisms": "ANONYMOUS",
                                         "authenticatePeer": "no"}))
-        self.wait_for("the TLS listener", lambda: _listening(port))
-        for hello in (AMQP_HEADER + frame(0, performative(0x10, [("str", "x")])),
+        self.wait_for("the TLS listeners", lambda: _listening(port) and _listening(port2))
+        for port, hello in [(p, h) for p in (port, port2) for h in (AMQP_HEADER + frame(0, performative(0x10, [("str", "x")])),
                       SASL_HEADER + sasl(INIT, [("sym", "ANONYMOUS"), ("bin", b"")])
-                      + AMQP_HEADER + frame(0, performative(0x10, [("str", "x")]))):
+                      + AMQP_HEADER + frame(0, performative(0x10, [("str", "x")])))]:
             c = Raw(port)
             try:
                 c.send(hello)

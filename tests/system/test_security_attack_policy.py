@@ -137,6 +137,23 @@ class AttackPolicy(RouterTestCase):
         finally:
             c.close()
 
+    def test_link_route_and_auto_link_addresses_are_refused_at_attach(self):
+        r = self.start(conf_section("linkRoute", {"prefix": "secret.lr", "direction": "in",
+                                                  "containerId": "nobody"})
+                       + conf_section("linkRoute", {"prefix": "secret.lr", "direction": "out",
+                                                    "containerId": "nobody"})
+                       + conf_section("autoLink", {"address": "secret.auto", "direction": "in",
+                                                   "containerId": "nobody"}))
+        c = BlockingConnection(r.tight_url, timeout=TIMEOUT)
+        try:
+            for a in ("secret.lr.x", "amqp:/secret.lr.x", "secret.auto"):
+                for create in (c.create_sender, c.create_receiver):
+                    with self.assertRaises(LinkDetached, msg=a) as e:
+                        create(a)
+                    self.assertIn("disallowed by local policy", str(e.exception), a)
+        finally:
+            c.close()
+
     def test_dynamic_target_sender_is_checked_like_the_relay(self):
         r = self.start()
         col = self.receivers(r.url, "secret.q", "public.x")

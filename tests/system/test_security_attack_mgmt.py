@@ -7,16 +7,18 @@
   nothing of the file system; the router's log has the reason;
 * text a peer chooses (an address) cannot forge a line of the router's log;
 * a request over the size limit, a deeply nested one, and thousands of
-  requests whose reply-to nobody reads leave the router serving and its
-  memory bounded;
+  requests whose reply-to nobody reads (no consumer, or one that never
+  grants credit) leave the router serving and its memory bounded;
 * secrets are not returned by QUERY of every type.
 """
 import os
-import re
+import threading
 import time
 import unittest
 
 from proton import Message
+from proton.handlers import MessagingHandler
+from proton.reactor import AtMostOnce, Container
 from proton.utils import BlockingConnection, LinkDetached
 
 from harness import SLOW, RouterTestCase, conf_section
@@ -28,6 +30,41 @@ TIMEOUT = 10 * SLOW
 GENERIC = ("Invalid value for attribute 'outputFile': cannot be used: it must be a regular "
            "file the router can append to")
 NODE = {"type": "org.amqp.management", "name": "self"}
+
+
+class NoCreditAsker(MessagingHandler):
+    """Sends n management requests (settled) whose reply-to is its own
+    receiver, which never grants credit."""
+
+    def __init__(self, url, n):
+        super().__init__(prefetch=0)
+        self.url = url
+        self.n = n
+        self.sent = 0
+        self.stop = False
+        self.error = None
+        self.conn = None
+
+    def on_start(self, event):
+        self.conn = event.container.connect(self.url, allowed_mechs="ANONYMOUS")
+        event.container.create_receiver(self.conn, "replies.stuck")
+        event.container.create_sender(self.conn, "$management", options=AtMostOnce())
+        event.container.schedule(0.2, self)
+
+    def on_timer_task(self, event):
+        if self.stop:
+            self.conn.close()
+        else:
+            event.container.schedule(0.2, self)
+
+    def on_sendable(self, event):
+        while event.sender.credit and self.sent < self.n:
+            event.sender.send(Message(reply_to="replies.stuck", properties=dict(
+                NODE, operation="QUERY", entityType="listener"), body={"attributeNames": []}))
+            self.sent += 1
+
+    def on_transport_error(self, event):
+        self.error = str(event.transport.condition)
 
 
 class AttackMgmt(RouterTestCase):
@@ -110,6 +147,22 @@ class AttackMgmt(RouterTestCase):
             self.assertLess(memory_kb(r) - rss, 20 * 1024)
         finally:
             c.close()
+        self.assertTrue(r.alive())
+
+    def test_requests_answered_to_a_consumer_without_credit_hold_no_memory(self):
+        r = self.start_router()
+        BlockingConnection(r.url, timeout=TIMEOUT).close()
+        before = memory_kb(r)
+        h = NoCreditAsker(r.url, 5000)
+        t = threading.Thread(target=Container(h).run, daemon=True)
+        t.start()
+        self.wait_for("the requests sent", lambda: h.sent == 5000 or h.error, 60 * SLOW)
+        self.assertIsNone(h.error)
+        time.sleep(1)
+        grown = memory_kb(r) - before
+        h.stop = True
+        t.join(10 * SLOW)
+        self.assertLess(grown, 20 * 1024)
         self.assertTrue(r.alive())
 
     def test_no_secret_in_any_answer(self):

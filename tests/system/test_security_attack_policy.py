@@ -22,23 +22,18 @@ inbound router annotations, tries to reach what its group does not allow.
   management agent's answer to a restricted client goes only to an
   address the client may send to.
 """
-import json
-import threading
 import time
 import unittest
 
-from proton import Message
-from proton.handlers import MessagingHandler
-from proton.reactor import Container, DynamicNodeProperties
 from proton import LinkException, Timeout
+from proton.reactor import DynamicNodeProperties
 from proton.utils import BlockingConnection, LinkDetached
-
-from test_http import Manager
 
 import test_security_policy_relay as relay
 from harness import SLOW, RouterTestCase, conf_section, free_port
-from test_router_authsvc import AuthServiceTestCase
 from mesh import Mesh
+from test_http import Manager
+from test_router_authsvc import AuthServiceTestCase
 from test_router_policy import vhost_section
 
 DENIED, FREE, RelaySend = relay.DENIED, relay.FREE, relay.RelaySend

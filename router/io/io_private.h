@@ -710,8 +710,8 @@ bool jn_io_vhost_names_management(const char *address);
  * or an anonymous sender (JN_IO_RX_CHECK_TARGET; only its messages to a
  * management node are checked): the router answers a request at its
  * reply-to, so the client's group must allow that address as a target, or
- * it must be one of the connection's own dynamic (reply) addresses (docs/
- * compat.md). True when allowed, or the message has no reply-to or is not
+ * it must be one of the connection's own dynamic (reply) addresses
+ * (docs/compat.md). True when allowed, or the message has no reply-to or is not
  * a request to a management node. False (also once the connection's rules
  * are dropped): counted in the vhost's senderDenied and logged once per
  * link; the caller rejects the delivery with amqp:unauthorized-access.

@@ -579,7 +579,11 @@ static void on_transport_error(jn_io_conn_t *conn, pn_transport_t *t)
  * was cut off (proton then sets the transport's condition and sends the
  * close itself), proton stopped reading because a frame made no sense (an
  * unknown performative, an undecodable body): it does not close the
- * connection for that, so close it here, with the error. */
+ * connection for that, so close it here, with the error. Before the peer's
+ * open (in SASL, or after it without an open) proton would hold our close
+ * until that open, which cannot come now, and the handshake timeout leaves
+ * a closing connection alone: the connection would stay until the peer
+ * left, so the transport is cut at once. */
 static void on_tail_closed(jn_io_conn_t *conn, pn_transport_t *t)
 {
     if (conn->screened_out ||
@@ -591,6 +595,11 @@ static void on_tail_closed(jn_io_conn_t *conn, pn_transport_t *t)
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
            JN_IO_CONN_FMT " Connection from %s (to %s) failed: %s %s", conn->id, conn->host,
            conn->endpoint->shown, cond, desc);
+    if (pn_connection_state(conn->pn_io) & PN_REMOTE_UNINIT) {
+        pn_connection_driver_errorf(&conn->driver, cond, "%s", desc);
+        pn_connection_driver_close(&conn->driver);
+        return;
+    }
     conn->closing = false; /* closing again, now with the error */
     pn_condition_t *c = pn_connection_condition(conn->pn_io);
     pn_condition_set_name(c, cond);
@@ -801,6 +810,9 @@ static void on_link_open(jn_io_conn_t *conn, pn_link_t *pl)
     if (info.type == JN_LINK_ENDPOINT && conn->vhost_rules && link->dir == JN_LINK_INCOMING &&
         (!info.address || !info.address[0]))
         link->rx_checks |= JN_IO_RX_CHECK_TARGET; /* the core routes each message */
+    else if (info.type == JN_LINK_ENDPOINT && conn->vhost_rules && link->dir == JN_LINK_INCOMING &&
+             jn_io_vhost_names_management(info.address))
+        link->rx_checks |= JN_IO_RX_CHECK_REPLY; /* the router answers at the reply-to */
     info.fallback = info.type == JN_LINK_ENDPOINT && jn_io_fallback_receiver_IO(pl);
     if (info.type == JN_LINK_CONTROL)
         jn_io_ir_cap_control_IO(link);

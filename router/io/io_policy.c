@@ -561,32 +561,45 @@ void jn_io_vhost_uncount_locked(jn_io_t *io, jn_io_conn_t *conn)
 
 /* ---- link rules ---------------------------------------------------------- */
 
-/* One item of a sources/targets list against address: "*" any, "abc*" a
- * prefix, "${user}" replaced by user, else equal. */
-static bool item_matches(const char *item, size_t len, const char *address, const char *user)
+/* item (len octets) with each "${user}" replaced by user, into buf (cap
+ * octets, NUL-terminated); false when it does not fit (the item then
+ * allows nothing: a cut item could allow more than the whole one). */
+static bool expand_user(const char *item, size_t len, const char *user, char *buf, size_t cap,
+                        size_t *out)
 {
-    char buf[1024];
-    size_t n = 0;
+    size_t n = 0, ul = strlen(user);
     for (size_t i = 0; i < len; i++) {
         if (len - i >= 7 && memcmp(item + i, "${user}", 7) == 0) {
-            size_t ul = strlen(user);
-            if (n + ul >= sizeof buf)
+            if (n + ul >= cap)
                 return false;
             memcpy(buf + n, user, ul);
             n += ul;
             i += 6;
         } else {
-            if (n + 1 >= sizeof buf)
+            if (n + 1 >= cap)
                 return false;
             buf[n++] = item[i];
         }
     }
     buf[n] = '\0';
-    if (n == 1 && buf[0] == '*')
+    *out = n;
+    return true;
+}
+
+/* One item of a sources/targets list against address: "*" any, "abc*" a
+ * prefix, "${user}" replaced by user, else equal. The user's name is
+ * literal, as in 1.19: a '*' in it is no wildcard (the item's own last
+ * octet says whether it is a prefix). */
+static bool item_matches(const char *item, size_t len, const char *address, const char *user)
+{
+    if (len == 1 && item[0] == '*')
         return true;
-    if (n > 0 && buf[n - 1] == '*')
-        return strncmp(address, buf, n - 1) == 0;
-    return strcmp(address, buf) == 0;
+    bool prefix = item[len - 1] == '*';
+    char buf[1024];
+    size_t n;
+    if (!expand_user(item, prefix ? len - 1 : len, user, buf, sizeof buf, &n))
+        return false;
+    return prefix ? strncmp(address, buf, n) == 0 : strcmp(address, buf) == 0;
 }
 
 static bool list_allows(const char *list, const char *address, const char *user)
@@ -605,8 +618,25 @@ static bool list_allows(const char *list, const char *address, const char *user)
     return false;
 }
 
+/* Some token of user (between '.' or '/') is a pattern wildcard ("*" or
+ * "#"): put into a pattern it would match more than the name itself. */
+static bool user_has_wildcard_token(const char *user)
+{
+    const char *t = user;
+    for (const char *q = user;; q++) {
+        if (*q == '.' || *q == '/' || *q == '\0') {
+            if (q - t == 1 && (*t == '*' || *t == '#'))
+                return true;
+            if (*q == '\0')
+                return false;
+            t = q + 1;
+        }
+    }
+}
+
 static bool patterns_allow(const char *list, const char *address, const char *user)
 {
+    bool wild_user = user_has_wildcard_token(user);
     const char *p = list;
     while (*p) {
         while (*p == ' ' || *p == ',')
@@ -614,24 +644,17 @@ static bool patterns_allow(const char *list, const char *address, const char *us
         const char *e = p;
         while (*e && *e != ',' && *e != ' ')
             e++;
-        if (e > p) {
-            char buf[1024];
-            size_t n = 0;
-            for (const char *q = p; q < e; q++) { /* ${user} as in the lists */
-                if (e - q >= 7 && memcmp(q, "${user}", 7) == 0) {
-                    size_t ul = strlen(user);
-                    if (n + ul >= sizeof buf)
-                        break;
-                    memcpy(buf + n, user, ul);
-                    n += ul;
-                    q += 6;
-                } else if (n + 1 < sizeof buf) {
-                    buf[n++] = *q;
-                }
-            }
-            if (jn_wildcard_match(buf, n, address, strlen(address), "./", '*'))
-                return true;
-        }
+        size_t len = (size_t)(e - p);
+        char buf[1024];
+        size_t n;
+        /* ${user} as in the lists; a user whose name holds a wildcard
+         * token gets nothing from a pattern naming ${user} (1.19 matched
+         * the name literally; a pattern cannot) */
+        bool names_user = len >= 7 && memmem(p, len, "${user}", 7) != NULL;
+        if (len > 0 && !(names_user && wild_user) &&
+            expand_user(p, len, user, buf, sizeof buf, &n) &&
+            jn_wildcard_match(buf, n, address, strlen(address), "./", '*'))
+            return true;
         p = e;
     }
     return false;
@@ -753,6 +776,30 @@ static bool relay_target_allowed(const struct jn_io_vhost_rules *r, jn_iter_t *i
     return list_allows(r->targets, buf, user) || patterns_allow(r->target_pattern, buf, user);
 }
 
+/* A message of link refused by r: counted in the vhost's senderDenied,
+ * the first on the link logged (a flood writes one line). why says which
+ * rule; addr is the address refused. */
+static void transfer_denied_IO(jn_io_link_t *link, const struct jn_io_vhost_rules *r,
+                               const char *user, const char *addr, const char *why)
+{
+    jn_io_conn_t *conn = link->conn;
+    jn_io_t *io = conn->io;
+    pthread_mutex_lock(&io->lock);
+    struct jn_io_vhost_entry *v = vhost_find(io, r->vhost);
+    if (v)
+        v->sender_denied++; /* the client's sender, as at attach */
+    pthread_mutex_unlock(&io->lock);
+    if (!link->policy_transfer_logged) { /* a flood logs one line */
+        link->policy_transfer_logged = true;
+        JN_LOG(JN_LOG_MOD_POLICY, JN_LOG_INFO,
+               JN_IO_LINK_FMT " DENY AMQP Transfer for user '%s', rhost '%s', vhost '%s', "
+                              "address '%s': %s (further denials on this link are not "
+                              "logged)",
+               conn->id, link->id, user, conn->vhost_host ? conn->vhost_host : conn->host, r->vhost,
+               addr, why);
+    }
+}
+
 bool jn_io_vhost_relay_allows_IO(jn_io_link_t *link, const jn_message_t *m)
 {
     jn_io_conn_t *conn = link->conn;
@@ -773,25 +820,101 @@ bool jn_io_vhost_relay_allows_IO(jn_io_link_t *link, const jn_message_t *m)
         it = ra->to;
         ok = relay_target_allowed(r, &it, user, addr, sizeof addr);
     }
-    if (ok)
-        return true;
-    jn_io_t *io = conn->io;
-    pthread_mutex_lock(&io->lock);
-    struct jn_io_vhost_entry *v = vhost_find(io, r->vhost);
-    if (v)
-        v->sender_denied++; /* the client's sender, as at attach */
-    pthread_mutex_unlock(&io->lock);
-    if (!link->policy_transfer_logged) { /* a flood logs one line */
-        link->policy_transfer_logged = true;
-        JN_LOG(JN_LOG_MOD_POLICY, JN_LOG_INFO,
-               JN_IO_LINK_FMT " DENY AMQP Transfer for user '%s', rhost '%s', vhost '%s', "
-                              "address '%s': target not allowed by the group's "
-                              "targets/targetPattern (further denials on this link are not "
-                              "logged)",
-               conn->id, link->id, user, conn->vhost_host ? conn->vhost_host : conn->host, r->vhost,
-               addr);
+    if (!ok)
+        transfer_denied_IO(link, r, user, addr,
+                           "target not allowed by the group's targets/targetPattern");
+    return ok;
+}
+
+/* The octets of it (a JN_VIEW_ADDRESS view) name a management node: the
+ * address is `$management` or ends in `/$management`. */
+static bool view_names_management(jn_iter_t *it)
+{
+    static const char node[] = "$management";
+    const size_t n = sizeof node - 1;
+    char buf[1024];
+    size_t len = jn_iter_copy_string(it, buf, sizeof buf);
+    if (len >= sizeof buf || len < n || memcmp(buf + len - n, node, n) != 0)
+        return false;
+    return len == n || buf[len - n - 1] == '/';
+}
+
+bool jn_io_vhost_names_management(const char *address)
+{
+    if (!address)
+        return false;
+    jn_iter_t it;
+    jn_iter_init_string(&it, address, JN_VIEW_ADDRESS);
+    return view_names_management(&it);
+}
+
+/* A request of an anonymous sender's message m goes to a management node:
+ * its properties.to or, when honoured, its to-override names one. */
+static bool relay_to_management(const jn_io_conn_t *conn, const jn_message_t *m)
+{
+    jn_iter_t it;
+    if (jn_message_to(m, &it) == 0) {
+        jn_iter_set_view(&it, JN_VIEW_ADDRESS);
+        if (view_names_management(&it))
+            return true;
+    }
+    const jn_ra_t *ra = conn->strip_inbound ? NULL : jn_message_annotations(m);
+    if (!ra || !ra->has_to)
+        return false;
+    it = ra->to;
+    jn_iter_set_view(&it, JN_VIEW_ADDRESS);
+    return view_names_management(&it);
+}
+
+/* reply (NUL-terminated, a JN_VIEW_ADDRESS copy) is the address of one of
+ * conn's dynamic receivers: a reply address the router made for it. */
+static bool own_dynamic_address(const jn_io_conn_t *conn, const char *reply)
+{
+    for (const jn_io_link_t *l = conn->links; l; l = l->next) {
+        if (l->dir != JN_LINK_OUTGOING || !l->pn || l->detached ||
+            !pn_terminus_is_dynamic(pn_link_remote_source(l->pn)))
+            continue;
+        const char *a = pn_terminus_get_address(pn_link_source(l->pn));
+        if (!a)
+            continue;
+        char buf[1024];
+        jn_iter_t it;
+        jn_iter_init_string(&it, a, JN_VIEW_ADDRESS);
+        size_t len = jn_iter_copy_string(&it, buf, sizeof buf);
+        if (len < sizeof buf && strcmp(buf, reply) == 0)
+            return true;
     }
     return false;
+}
+
+bool jn_io_vhost_reply_allows_IO(jn_io_link_t *link, const jn_message_t *m)
+{
+    jn_io_conn_t *conn = link->conn;
+    const struct jn_io_vhost_rules *r = conn->vhost_rules;
+    if (!r) /* dropped as the transport closed: nothing more goes through */
+        return false;
+    if (!(link->rx_checks & JN_IO_RX_CHECK_REPLY) && !relay_to_management(conn, m))
+        return true;
+    jn_iter_t it;
+    int rc = jn_message_reply_to(m, &it);
+    if (rc == JN_ENOENT)
+        return true; /* no answer is sent */
+    const char *user = conn->vhost_user ? conn->vhost_user : "anonymous";
+    char addr[1024];
+    bool ok = false;
+    if (rc == 0) {
+        ok = relay_target_allowed(r, &it, user, addr, sizeof addr);
+        size_t len = jn_iter_copy_string(&it, addr, sizeof addr); /* as it was judged */
+        if (!ok && len < sizeof addr && !memchr(addr, '\0', len))
+            ok = own_dynamic_address(conn, addr);
+    } else {
+        snprintf(addr, sizeof addr, "(unreadable)");
+    }
+    if (!ok)
+        transfer_denied_IO(link, r, user, addr,
+                           "reply-to of a management request not allowed by the group's "
+                           "targets/targetPattern, nor a dynamic address of this connection");
+    return ok;
 }
 
 void jn_io_vhost_link_gone_IO(jn_io_link_t *link)

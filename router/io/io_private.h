@@ -585,10 +585,12 @@ struct jn_io_conn {
 /* ---- links -------------------------------------------------------------- */
 
 /* jn_io_link_t.rx_checks: the user-id check (docs/design.md "The user-id
- * check"), and the vhost policy's target check of each message on an
- * anonymous sender (docs/design.md "Policy"). */
+ * check"), the vhost policy's target check of each message on an
+ * anonymous sender, and its reply-to check of each message on a sender
+ * whose target is a management node (docs/design.md "Policy"). */
 #define JN_IO_RX_CHECK_USER_ID 0x1
 #define JN_IO_RX_CHECK_TARGET  0x2
+#define JN_IO_RX_CHECK_REPLY   0x4
 
 /* One link. Owned by the I/O thread of its connection; freed on
  * JN_WORK_LINK_RELEASED (or with the connection). */
@@ -705,6 +707,26 @@ const char *jn_io_vhost_link_check_IO(jn_io_link_t *link, const char *address, b
  * address too long to judge (1 KiB or more) or holding a NUL octet is denied. Conn's loop; not on
  * the path of links without the check. */
 bool jn_io_vhost_relay_allows_IO(jn_io_link_t *link, const jn_message_t *m);
+
+/* jn_io_vhost_names_management: whether address (a terminus address or a
+ * message's, scheme and host allowed) names a management node: this
+ * router's or another's, by any spelling the routers serve
+ * (`$management` alone or as its last segment). Any thread. */
+bool jn_io_vhost_names_management(const char *address);
+
+/* jn_io_vhost_reply_allows_IO: the reply-to check of one message m (parsed
+ * through its properties) received on link, a sender of a connection under
+ * a vhost policy whose target is a management node (JN_IO_RX_CHECK_REPLY),
+ * or an anonymous sender (JN_IO_RX_CHECK_TARGET; only its messages to a
+ * management node are checked): the router answers a request at its
+ * reply-to, so the client's group must allow that address as a target, or
+ * it must be one of the connection's own dynamic (reply) addresses
+ * (docs/compat.md). True when allowed, or the message has no reply-to or is not
+ * a request to a management node. False (also once the connection's rules
+ * are dropped): counted in the vhost's senderDenied and logged once per
+ * link; the caller rejects the delivery with amqp:unauthorized-access.
+ * Conn's loop; not on the path of links without the check. */
+bool jn_io_vhost_reply_allows_IO(jn_io_link_t *link, const jn_message_t *m);
 
 /* jn_io_vhost_link_gone_IO: link no longer counts against its group's
  * maxSenders/maxReceivers (a no-op when it never did). Conn's loop. */

@@ -254,7 +254,8 @@ static bool rx_user_id_ok_IO(jn_io_link_t *link, const jn_message_t *m)
 
 /* The per-message checks of link (link->rx_checks, not 0): the user-id
  * check, then the vhost policy's target check of an anonymous sender's
- * message (docs/design.md "Policy"). A message that fails is rejected on
+ * message and its reply-to check of a management request (docs/design.md
+ * "Policy"). A message that fails is rejected on
  * its own delivery with amqp:unauthorized-access, never given to the core
  * (so its credit is given back and nothing is delivered); the link goes
  * on. Returns true when the message may go on. */
@@ -265,6 +266,11 @@ static bool rx_checks_ok_IO(jn_io_link_t *link, const jn_message_t *m)
         return false;
     if ((link->rx_checks & JN_IO_RX_CHECK_TARGET) && !jn_io_vhost_relay_allows_IO(link, m)) {
         rx_reject_IO(link, "amqp:unauthorized-access", "policy violation on target");
+        return false;
+    }
+    if ((link->rx_checks & (JN_IO_RX_CHECK_TARGET | JN_IO_RX_CHECK_REPLY)) &&
+        !jn_io_vhost_reply_allows_IO(link, m)) {
+        rx_reject_IO(link, "amqp:unauthorized-access", "policy violation on reply-to");
         return false;
     }
     return true;

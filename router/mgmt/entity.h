@@ -59,6 +59,12 @@ typedef struct jn_entity_err {
 int jn_entity_fail(jn_entity_err_t *err, int status, const char *attr, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* What a client is told of a log's outputFile that cannot be used,
+ * whatever the reason (a missing folder, a directory, a device, no
+ * permission): nothing of the file system. */
+#define JN_ENTITY_LOG_OUTPUT_PROBLEM                                                               \
+    "cannot be used: it must be a regular file the router can append to"
+
 /* jn_entity_err_log: a management request was refused with err: its
  * detail (if any) goes to the router's log (AGENT, warning), never to the
  * client. Any thread. */

@@ -757,9 +757,14 @@ int jn_entity_apply_log(jn_mgmt_entity_t *e, jn_entity_err_t *err)
     const char *output = jn_mgmt_entity_str(e, "outputFile");
     char why[256] = "";
     /* the output first: the one step that can fail, before anything changed */
-    if (jn_log_set_output(mod, output, why, sizeof why) != 0)
-        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "outputFile", "log %s: outputFile: %s",
-                              jn_log_module_name(mod), why);
+    if (jn_log_set_output(mod, output, why, sizeof why) != 0) {
+        /* why names the file system's reason: the operator's only */
+        jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "outputFile", "log %s: outputFile %s",
+                       jn_log_module_name(mod), JN_ENTITY_LOG_OUTPUT_PROBLEM);
+        snprintf(err->detail, sizeof err->detail, "log %s: outputFile: %s", jn_log_module_name(mod),
+                 why);
+        return err->status;
+    }
     const char *enable = jn_mgmt_entity_str(e, "enable");
     jn_log_set_enable(mod, enable ? enable : "default", NULL, 0);
     jn_log_set_include_timestamp(mod, tristate(e, "includeTimestamp"));

@@ -300,10 +300,15 @@ static int check_log(jn_mgmt_entity_t *e, jn_entity_err_t *err)
         return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "enable", "log %s: enable: %s", module,
                               why);
     const char *output = jn_mgmt_entity_str(e, "outputFile");
-    if (output && (!output[0] || !output_ok(output)))
-        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "outputFile",
-                              "log %s: outputFile '%s' exists and is not a regular file", module,
-                              output);
+    if (output && (!output[0] || !output_ok(output))) {
+        /* the client is not told whether or what the path is (detail:
+         * the operator's log and a config file's errors) */
+        jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "outputFile", "log %s: outputFile %s", module,
+                       JN_ENTITY_LOG_OUTPUT_PROBLEM);
+        snprintf(err->detail, sizeof err->detail,
+                 "log %s: outputFile '%s' exists and is not a regular file", module, output);
+        return err->status;
+    }
     return 0;
 }
 

@@ -147,15 +147,21 @@ static int update_log(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mgm
         return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
     c->timestamp = c->source = -2;
     int st = each_entry(req, reply, log_entry_cb, c);
-    char err[256] = "";
+    char err[1300] = "";
     if (!st && c->has_output && !output_ok(c->output))
+        snprintf(err, sizeof err, "'%s' exists and is not a regular file", c->output);
+    else if (!st && c->has_output && jn_log_set_output(m, c->output, err, sizeof err) != 0 &&
+             !err[0])
+        snprintf(err, sizeof err, "cannot be set");
+    if (!st && err[0]) {
+        /* the client is not told whether or what the path is: the reason
+         * goes to the operator's log */
+        JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_WARNING,
+               "Management request refused: log %s: outputFile: %s", jn_log_module_name(m), err);
         st = jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
-                               "Invalid value for attribute 'outputFile': '%s' exists and is not "
-                               "a regular file",
-                               c->output);
-    if (!st && c->has_output && jn_log_set_output(m, c->output, err, sizeof err) != 0)
-        st = jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
-                               "Invalid value for attribute 'outputFile': %s", err);
+                               "Invalid value for attribute 'outputFile': %s",
+                               JN_ENTITY_LOG_OUTPUT_PROBLEM);
+    }
     if (!st && c->has_enable)
         jn_log_set_enable(m, c->enable, NULL, 0);
     if (!st && c->timestamp != -2)

@@ -159,6 +159,13 @@ void jn_log_vwrite(jn_log_module_t module, jn_log_level_t level, const char *fil
         snprintf(text, sizeof(text), "(unformattable log text)");
     else if ((size_t)n >= sizeof(text))
         memcpy(text + sizeof(text) - 4, "...", 4);
+    /* Texts carry what peers sent (addresses, container ids, user names):
+     * a line break or another control octet there could forge log lines
+     * or terminal escapes, so each is written as '?' (a tab stays) and an
+     * entry is always one line. */
+    for (char *p = text; *p; p++)
+        if (((unsigned char)*p < 0x20 && *p != '\t') || *p == 0x7f)
+            *p = '?';
 
     atomic_fetch_add_explicit(&counts[module][level], 1, memory_order_relaxed);
     unsigned st = atomic_load_explicit(&jn_log_state_[module], memory_order_acquire);

@@ -137,7 +137,7 @@ static void test_bad_requests(void **state)
     bad(agent,
         &REQ(.op = "UPDATE", .type = "log", .name = "log/DEFAULT", .body = body_string_map,
              .arg = (void *)fifo),
-        400, "not a regular file");
+        400, "must be a regular file");
     bad(agent, &REQ(.op = "QUERY", .props = props_bad_count), 400, "count");
     bad(agent, &REQ(.op = "READ", .type = "listener", .props = props_list_name), 400, "name");
     bad(agent, &REQ(.op = "READ", .type = "listener"), 400, "No name or identity");

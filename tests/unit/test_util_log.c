@@ -3,7 +3,8 @@
  * and invalid) and formatting, module/level names, that a disabled level
  * does not evaluate the arguments, the line format written to a file (with
  * and without timestamp and source), DEFAULT inheritance, per-level counts,
- * the ring of recent entries, bad output files, and whole lines from
+ * the ring of recent entries, bad output files, control octets written as
+ * '?' (a peer's text cannot forge a line), and whole lines from
  * concurrent threads while settings change.
  */
 #include <stdarg.h>
@@ -324,6 +325,20 @@ static void test_long_text_is_cut(void **state)
     assert_int_equal(strlen(c.last), sizeof(c.last) - 1);
 }
 
+static void test_control_octets_never_break_a_line(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(jn_log_set_include_timestamp(JN_LOG_MOD_DEFAULT, 0), 0);
+    JN_LOG(JN_LOG_MOD_POLICY, JN_LOG_INFO, "address '%s'",
+           "x\nSERVER (critical) forged\r\x1b[2J\x7f\tend");
+    char *text = read_file(f->path);
+    assert_string_equal(text, "POLICY (info) address 'x?SERVER (critical) forged??[2J?\tend'\n");
+    free(text);
+    struct collected c = {0};
+    assert_int_equal(jn_log_recent(1, collect, &c), 1);
+    assert_string_equal(c.last, "address 'x?SERVER (critical) forged??[2J?\tend'");
+}
+
 #define LOG_THREADS 4
 #define LOG_LINES   2000
 
@@ -391,6 +406,7 @@ int main(void)
         T(test_ring_keeps_most_recent_entries),
         T(test_output_file_that_cannot_open_is_einval),
         T(test_long_text_is_cut),
+        T(test_control_octets_never_break_a_line),
         T(test_concurrent_lines_never_interleave),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -241,7 +241,9 @@ class MemoryBackTest(UnsettledBase):
             for row in rows:
                 batch, size = row["transferBatchSize"], (row["typeSize"] + 15) // 16 * 16
                 shared = max(4, (256 * 1024) // (size * batch)) * batch
-                bound = shared + 16 * 2 * batch  # shared list + thread caches
+                # shared list + thread caches, and the figures' own slack:
+                # they may be off by up to 2 batches (include/junction/pool.h)
+                bound = shared + 16 * 2 * batch + 2 * batch
                 self.assertLessEqual(row["heldByThreads"], bound, row)
             buf = [x for x in rows if x["typeName"] == "jn_buffer"][0]
             # held from the heap now: taken minus given back

@@ -627,6 +627,11 @@ class Faults:
 
 def figures_and_checks(load, faults, t_faults):
     failures = []
+
+    def at(st, qs):
+        """Ids with their send times, in seconds from the first fault."""
+        return ", ".join("%d (sent at %.1f s)" % (q, st.sent_at[q] - t_faults) for q in qs)
+
     fig = {"streams": {}, "faults": {}, "recovery": {}}
     for key, st in load.streams.items():
         outcomes = {}
@@ -638,7 +643,7 @@ def figures_and_checks(load, faults, t_faults):
                                "outcomes": outcomes, "no_outcome": len(missing)}
         if missing:
             failures.append("%s: %d deliveries without an outcome after the drain "
-                            "(first %s)" % (key, len(missing), missing[:10]))
+                            "(first %s)" % (key, len(missing), at(st, missing[:10])))
         if st.multicast:
             copies = 0
             seen = set()
@@ -649,7 +654,7 @@ def figures_and_checks(load, faults, t_faults):
                 dups = sorted(q for q, n in got.items() if n > 1)
                 if dups:
                     failures.append("%s: %d multicast ids received more than once at %s "
-                                    "(first %s)" % (key, len(dups), rn, dups[:10]))
+                                    "(first %s)" % (key, len(dups), rn, at(st, dups[:10])))
             fig["streams"][key]["copies"] = copies
             fig["streams"][key]["copies_per_receiver"] = {
                 rn: sum(load.arrivals[(key, rn)].values()) for rn in st.receiver_routers}
@@ -662,18 +667,18 @@ def figures_and_checks(load, faults, t_faults):
             dups = sorted(q for q, n in seen.items() if n > 1)
             if dups:
                 failures.append("%s: %d anycast ids received more than once (first %s)"
-                                % (key, len(dups), dups[:10]))
+                                % (key, len(dups), at(st, dups[:10])))
             fig["streams"][key]["received"] = len(seen)
         accepted = {q for q, (o, _) in st.outcomes.items() if o == "accepted"}
         lost = sorted(accepted - set(seen))
         if lost:
             failures.append("%s: %d deliveries accepted but never received (first %s)"
-                            % (key, len(lost), lost[:10]))
+                            % (key, len(lost), at(st, lost[:10])))
         released = {q for q, (o, _) in st.outcomes.items() if o == "released"}
         bad = sorted(released & set(seen))
         if bad:
             failures.append("%s: %d deliveries released though a receiver got them "
-                            "(first %s)" % (key, len(bad), bad[:10]))
+                            "(first %s)" % (key, len(bad), at(st, bad[:10])))
         odd = {o for o, _ in st.outcomes.values()} - {"accepted", "released", "modified"}
         if odd:
             failures.append("%s: outcomes other than accepted/released/modified: %s"

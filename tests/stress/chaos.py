@@ -407,6 +407,8 @@ class Load(Scenario):
         self.streams["mc"] = Stream("mc", MULTICAST[0], MULTICAST[1], MULTICAST[2], True)
         self.by_link = {}
         self.arrivals = {}  # (stream key, receiver router) -> {seq: count}
+        self.first_at = {}  # (stream key, receiver router) -> {seq: first arrival}
+        self.again = []  # (stream key, receiver router, seq, time) of each repeat
         self.recv_links = {}
         self.sending = True
         self.finish = False
@@ -427,6 +429,7 @@ class Load(Scenario):
                 self.by_link[link] = ("rcv", key, rn)
                 self.recv_links[(key, rn)] = link
                 self.arrivals[(key, rn)] = {}
+                self.first_at[(key, rn)] = {}
 
     def on_link_opened(self, event):
         what = self.by_link.get(event.link)
@@ -491,6 +494,10 @@ class Load(Scenario):
         got = self.arrivals[(what[1], what[2])]
         seq = props.get("seq")
         got[seq] = got.get(seq, 0) + 1
+        if got[seq] == 1:
+            self.first_at[(what[1], what[2])][seq] = time.monotonic()
+        else:
+            self.again.append((what[1], what[2], seq, time.monotonic()))
         event.delivery.update(Delivery.ACCEPTED)
         event.delivery.settle()
         event.link.flow(1)
@@ -598,6 +605,7 @@ class Faults:
         kind = self.next_kind()
         topo = self.topo
         start = time.monotonic()
+        wall = time.time()
         if kind == "kill":
             target = self.rng.choice(KILLABLE)
             topo.kill(target)
@@ -618,8 +626,11 @@ class Faults:
             n = topo.proxies[target].reset()
             target = "%s (%d connection%s)" % (target, n, "" if n == 1 else "s")
         end = time.monotonic()
-        self.done.append({"kind": kind, "target": target, "start": start, "end": end})
-        self.log("%7.1f s  %-6s %s (%.1f s)" % (start - t_origin, kind, target, end - start))
+        clock = time.strftime("%H:%M:%S", time.gmtime(wall)) + ".%03d" % (wall % 1 * 1000)
+        self.done.append({"kind": kind, "target": target, "start": start, "end": end,
+                          "clock": clock})
+        self.log("%7.1f s  %s UTC  %-6s %s (%.1f s)" % (start - t_origin, clock, kind, target,
+                                                       end - start))
 
 
 # --------------------------------------------------------------------------
@@ -719,8 +730,15 @@ def figures_and_checks(load, faults, t_faults):
                                      "max": round(max(rs), 2),
                                      "pause_median": round(sorted(ps)[len(ps) // 2], 2),
                                      "pause_max": round(max(ps), 2)}
+    fig["repeats"] = [
+        {"stream": key, "receiver": rn, "seq": q,
+         "sent": round(load.streams[key].sent_at[q] - t_faults, 3),
+         "first": round(load.first_at[(key, rn)][q] - t_faults, 3),
+         "again": round(t - t_faults, 3)}
+        for key, rn, q, t in load.again[:50]]
     fig["fault_list"] = [{"at": round(f["start"] - t_faults, 1), "kind": f["kind"],
-                          "target": f["target"], "recovery": round(f["recovery"], 2),
+                          "target": f["target"], "clock": f["clock"],
+                          "recovery": round(f["recovery"], 2),
                           "pause": round(f["pause"], 2)}
                          for f in faults.done]
     return fig, failures
@@ -825,6 +843,10 @@ def report(result, log):
             "longest pause median %.2f s, max %.2f s"
             % (kind, r["count"], r["min"], r["median"], r["max"], r["pause_median"],
                r["pause_max"]))
+    for r in result.get("repeats", []):
+        log("repeat: %s:%d at %s, sent at %.3f s, first received at %.3f s, again at %.3f s "
+            "(from the first fault)" % (r["stream"], r["seq"], r["receiver"], r["sent"],
+                                         r["first"], r["again"]))
     if result["failures"]:
         log("FAILED:")
         for f in result["failures"]:

@@ -45,7 +45,10 @@ Asserted (each failed check is one line of "failures"):
   - no released delivery was received by anyone;
   - in every router's management view: no endpoint link with
     unsettledCount or undeliveredCount above 0 (the tool's own
-    management connection aside), router deliveriesStuck 0.
+    management connection aside), router deliveriesStuck 0;
+  - no router logged a multicast consumer stuck: every receiver here
+    takes each copy at once, and a link toward another router or an
+    edge is never a stuck consumer.
 
 Figures: faults by kind, deliveries sent and outcomes by kind per sender,
 multicast messages and copies received, and the recovery time of each
@@ -584,6 +587,26 @@ def mgmt_check(name, router):
     return out
 
 
+def stuck_lines(topo):
+    """Every "Multicast consumer stuck" line of every router's logs (a
+    killed router's earlier logs too). Every receiver of this run takes
+    each copy at once, and an inter-router or edge link is never a stuck
+    consumer (docs/design.md, "Faults under load"), so each is a failure."""
+    out = []
+    names = sorted(os.listdir(topo.workdir))
+    for n in topo.routers:
+        for f in names:
+            if f == n + ".log" or f.startswith(n + ".log."):
+                try:
+                    with open(os.path.join(topo.workdir, f), errors="replace") as fh:
+                        for line in fh:
+                            if "Multicast consumer stuck" in line:
+                                out.append("%s: %s" % (f, line.strip()))
+                except OSError:
+                    pass
+    return out
+
+
 # --------------------------------------------------------------------------
 # Faults
 
@@ -800,6 +823,10 @@ def run(args, log):
         for n, r in topo.routers.items():
             if r.alive():
                 failures.extend(mgmt_check(n, r))
+        stuck = stuck_lines(topo)
+        if stuck:
+            failures.append("%d multicast consumers judged stuck (first %s)"
+                            % (len(stuck), stuck[:3]))
         load.finish = True
         thread.join(30)
         failures.extend(load.errors)

@@ -95,7 +95,6 @@ if __name__ == "__main__":
     _set_build_dir(sys.argv)
 
 from proton import Delivery, Endpoint, Message  # noqa: E402
-from proton.reactor import Container  # noqa: E402
 from proton.utils import BlockingConnection, SyncRequestResponse  # noqa: E402
 
 import harness  # noqa: E402
@@ -318,10 +317,14 @@ def edge_config(name, uplink_ports):
 
 
 class Topology:
+    """The six routers and the five proxies of one run, in workdir."""
+
     def __init__(self, workdir):
         self.workdir = workdir
-        self.ir_ports = distinct_ports(["ir-" + n for n in INTERIORS])
-        self.edge_ports = distinct_ports(["edge-" + n for n in INTERIORS])
+        # one call, so that no two of these ports are the same
+        ports = distinct_ports([k + n for k in ("ir-", "edge-") for n in INTERIORS])
+        self.ir_ports = {k: v for k, v in ports.items() if k.startswith("ir-")}
+        self.edge_ports = {k: v for k, v in ports.items() if k.startswith("edge-")}
         self.proxies = {}
         for a, b in LINKS:
             self.proxies[a + "-" + b] = ChaosProxy(a + "-" + b, self.ir_ports["ir-" + b])

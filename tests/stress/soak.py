@@ -246,7 +246,9 @@ class Client(MessagingHandler):
             if self.soak.on_mgmt_reply and self is self.soak.sampler:
                 self.soak.on_mgmt_reply(msg)
             return
-        if not dlv.settled:
+        if dlv.settled:
+            dlv.settle()  # pre-settled by the router: free proton's record of it
+        else:
             r = random.random()
             if r < 0.01:
                 self.release(dlv, delivered=False)
@@ -433,6 +435,9 @@ class Soak(MessagingHandler):
              "sent": self.stats.sent, "received": self.stats.received,
              "connections": len(self.clients), "pools": None}
         self.samples.append(s)
+        print("sample: t %.0f s, router RSS %s kB, sent %d, received %d, client RSS %s kB"
+              % (s["t"], s["rss_kb"], s["sent"], s["received"], rss_kb(os.getpid())),
+              flush=True)
         if self.sampler.query("allocator"):
             self.pending_pools = s
 

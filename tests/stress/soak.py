@@ -46,6 +46,7 @@ import argparse
 import json
 import os
 import random
+import shlex
 import shutil
 import signal
 import subprocess
@@ -53,9 +54,9 @@ import sys
 import tempfile
 import time
 
-from proton import Message, symbol
+from proton import Message
 from proton.handlers import MessagingHandler
-from proton.reactor import AtMostOnce, Container, DynamicNodeProperties  # noqa: F401
+from proton.reactor import AtMostOnce, Container
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIR = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -466,7 +467,7 @@ class Soak(MessagingHandler):
                 c.conn.close()
 
 
-def router_config(port, workdir):
+def router_config(port):
     return """router {
     mode: standalone
     id: soak
@@ -491,17 +492,17 @@ log {
 """ % port
 
 
-def start_router(junctiond, workdir):
+def start_router(junctiond, workdir, wrap=()):
     for attempt in range(3):
         port = free_port()
         conf = os.path.join(workdir, "soak.conf")
         with open(conf, "w") as f:
-            f.write(router_config(port, workdir))
+            f.write(router_config(port))
         log = open(os.path.join(workdir, "soak.log"), "wb")
-        proc = subprocess.Popen([junctiond, "-c", conf], stdin=subprocess.DEVNULL, stdout=log,
+        proc = subprocess.Popen(list(wrap) + [junctiond, "-c", conf], stdin=subprocess.DEVNULL, stdout=log,
                                 stderr=subprocess.STDOUT, cwd=workdir)
         proc.port, proc.log_file = port, log
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + (60 if wrap else 10)
         import socket
         while time.monotonic() < deadline and proc.poll() is None:
             try:
@@ -516,14 +517,14 @@ def start_router(junctiond, workdir):
     raise SystemExit("junctiond did not start; log in %s" % workdir)
 
 
-def stop_router(proc):
+def stop_router(proc, timeout=15):
     """SIGTERM; returns (exit status or None if it had to be killed, seconds)."""
     if proc.poll() is not None:
         return proc.returncode, 0.0
     t0 = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     try:
-        proc.wait(15)
+        proc.wait(timeout)
         return proc.returncode, time.monotonic() - t0
     except subprocess.TimeoutExpired:
         proc.kill()
@@ -532,13 +533,18 @@ def stop_router(proc):
 
 
 def pool_growth(samples):
-    """Per pool: in-use objects at the middle and at the end of the run
-    (the first and last samples of the last half that have pool figures)."""
+    """Per pool: objects in use at the middle and at the end of the run (the
+    first and last samples of the last half that have pool figures) and the
+    least-squares slope over the last half, in objects a minute."""
     half = [s for s in samples if s["pools"] and s["t"] >= samples[-1]["t"] / 2]
     if len(half) < 2:
         return {}
     first, last = half[0]["pools"], half[-1]["pools"]
-    return {k: (first.get(k, 0), v) for k, v in last.items()}
+    out = {}
+    for k, v in last.items():
+        pts = [(s["t"] / 60.0, s["pools"][k]) for s in half if k in s["pools"]]
+        out[k] = (first.get(k, 0), v, slope(pts))
+    return out
 
 
 def main():
@@ -560,6 +566,10 @@ def main():
     ap.add_argument("--build-dir", default=os.environ.get(
         "JN_BUILD_DIR", os.path.join(SOURCE_DIR, "build")), help="where junctiond is")
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
+    ap.add_argument("--wrap", default="",
+                    help="a command put before junctiond, which must exec it in the same "
+                         "process, e.g. 'valgrind --tool=massif --massif-out-file=FILE' "
+                         "(RSS is then the wrapper's)")
     ap.add_argument("--keep", action="store_true", help="keep the router's log directory")
     args = ap.parse_args()
 
@@ -568,20 +578,16 @@ def main():
         print("soak: no junctiond at %s" % junctiond, file=sys.stderr)
         return 2
     workdir = tempfile.mkdtemp(prefix="jn-soak-")
-    router = start_router(junctiond, workdir)
+    router = start_router(junctiond, workdir, shlex.split(args.wrap))
     print("soak: junctiond pid %d port %d, %d connections, %.0f msg/s, %.1f min, log %s"
           % (router.pid, router.port, args.connections, args.rate, args.minutes,
              os.path.join(workdir, "soak.log")), flush=True)
     soak = Soak(args, router)
     container = Container(soak)
     container.container_id = "jn-soak-%d" % os.getpid()
-    try:
-        container.run()
-    finally:
-        if router.poll() is None and not soak.over:
-            pass
+    container.run()
     died = router.poll() is not None
-    status, stop_s = stop_router(router)
+    status, stop_s = stop_router(router, 120 if args.wrap else 15)
     router.log_file.close()
     with open(os.path.join(workdir, "soak.log"), "rb") as f:
         log = f.read().decode("utf-8", "replace")
@@ -611,11 +617,11 @@ def main():
              "%.4f" % rss_slope if rss_slope is not None else "n/a",
              "" if judged else " (not judged: the last half is under 5 min)"))
     if growth:
-        print("pools, objects in use at the middle -> end (grew: %d of %d):"
-              % (len(grew), len(growth)))
+        print("pools, objects in use at the middle -> end, slope over the last half "
+              "(higher at the end: %d of %d):" % (len(grew), len(growth)))
         for k in sorted(growth):
-            a, b = growth[k]
-            print("  %-28s %10d -> %10d%s" % (k, a, b, "  +%d" % (b - a) if b > a else ""))
+            a, b, sl = growth[k]
+            print("  %-28s %10d -> %10d  %+10.2f /min" % (k, a, b, sl or 0.0))
     print("router: exit status %s after SIGTERM (%.1f s)%s" % (
         status, stop_s, ", had died during the run" if died else ""))
     for l in leaks[:20]:

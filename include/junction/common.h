@@ -70,6 +70,13 @@ JN_NORETURN void jn_panic(const char *what, const char *file, int line);
  * their calls against it (JN_ASSERT_CT); read through those macros only. */
 extern _Thread_local const void *jn_ct_role_;
 
+/* jn_io_role_: the I/O loop the calling thread runs as (router/io sets it
+ * when a worker starts, for each pass of a test's loop, and while a thread
+ * adopts a connection, jn_io_adopt) or NULL. The layers that take calls
+ * from the I/O side (the core's _IO entry points) check them against it
+ * with JN_ASSERT_IO_CALLER; read through that macro only. */
+extern _Thread_local const void *jn_io_role_;
+
 /* JN_DEBUG_CHECK: an invariant too costly for release builds (JN_DEBUG set
  * by the Debug build type and the sanitizer builds). */
 #ifdef JN_DEBUG
@@ -77,5 +84,10 @@ extern _Thread_local const void *jn_ct_role_;
 #else
 #define JN_DEBUG_CHECK(cond) ((void)0)
 #endif
+
+/* JN_ASSERT_IO_CALLER: the calling thread is an I/O loop (or adopts a
+ * connection): at the top of the _IO entry points of the layers below io,
+ * which cannot see which loop owns the connection they are given. */
+#define JN_ASSERT_IO_CALLER() JN_DEBUG_CHECK(jn_io_role_ != NULL)
 
 #endif /* JUNCTION_COMMON_H */

@@ -33,6 +33,7 @@ static char *dup_or_empty(const char *s)
 
 jn_core_conn_t *jn_core_conn_opened_IO(jn_core_t *core, void *io_conn, const jn_conn_info_t *info)
 {
+    JN_ASSERT_IO_CALLER();
     jn_pool_t *pool = jn_pool_get_once(&conn_pool, "jn_core_conn", sizeof(jn_core_conn_t), 16);
     jn_core_conn_t *c = pool ? jn_pool_alloc(pool) : NULL;
     if (!c)
@@ -95,6 +96,7 @@ jn_core_conn_t *jn_core_conn_opened_IO(jn_core_t *core, void *io_conn, const jn_
 
 void jn_core_conn_closed_IO(jn_core_conn_t *conn)
 {
+    JN_ASSERT_IO_CALLER();
     if (atomic_exchange_explicit(&conn->close_posted, true, memory_order_acq_rel))
         return;
     jn_core_post(conn->core, &conn->close_action);
@@ -250,6 +252,7 @@ int jn_work_dlv_CT(jn_delivery_t *dlv, jn_work_type_t type, uint64_t disp_type,
 
 size_t jn_core_conn_take_work_IO(jn_core_conn_t *conn, jn_work_t **out, size_t max)
 {
+    JN_ASSERT_IO_CALLER();
     jn_mpsc_node_t *nodes[64];
     size_t taken = 0;
     while (taken < max) {

@@ -38,9 +38,22 @@ static jn_delivery_t *delivery_alloc(jn_core_link_t *link, jn_message_t *message
     return d;
 }
 
+/* A copy of state for dlv: 0 or JN_ENOMEM. */
+static int delivery_set_state(jn_delivery_t *dlv, const jn_disposition_t *state)
+{
+    jn_disposition_t *s = malloc(sizeof *s);
+    if (!s || jn_disposition_copy(s, state) != 0) {
+        free(s);
+        return JN_ENOMEM;
+    }
+    dlv->state = s;
+    return 0;
+}
+
 jn_delivery_t *jn_delivery_new_IO(jn_core_link_t *link, jn_message_t *message, bool settled,
                                   const void *tag, size_t tag_len)
 {
+    JN_ASSERT_IO_CALLER();
     jn_delivery_t *d = delivery_alloc(link, message);
     if (!d)
         return NULL;
@@ -52,6 +65,15 @@ jn_delivery_t *jn_delivery_new_IO(jn_core_link_t *link, jn_message_t *message, b
     if (tag_len)
         memcpy(d->tag, tag, tag_len);
     d->tag_len = (uint8_t)tag_len;
+    return d;
+}
+
+jn_delivery_t *jn_delivery_internal_CT(jn_core_t *core, jn_message_t *message)
+{
+    JN_ASSERT_CT(core);
+    jn_delivery_t *d = delivery_alloc(core->internal_link, message);
+    if (d)
+        d->presettled = true;
     return d;
 }
 
@@ -92,7 +114,7 @@ jn_delivery_t *jn_delivery_copy_CT(jn_delivery_t *peer, jn_core_link_t *link, bo
             c->phase = peer->link->phase;
         }
     }
-    if (JN_UNLIKELY(peer->state) && jn_delivery_set_state_IO(c, peer->state) != 0)
+    if (JN_UNLIKELY(peer->state) && delivery_set_state(c, peer->state) != 0)
         JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_ERROR,
                "Out of memory for a delivery's state: the copy goes without it");
     c->ct.peer = jn_delivery_ref(peer);
@@ -132,13 +154,8 @@ void jn_delivery_unref(jn_delivery_t *dlv)
 
 int jn_delivery_set_state_IO(jn_delivery_t *dlv, const jn_disposition_t *state)
 {
-    jn_disposition_t *s = malloc(sizeof *s);
-    if (!s || jn_disposition_copy(s, state) != 0) {
-        free(s);
-        return JN_ENOMEM;
-    }
-    dlv->state = s;
-    return 0;
+    JN_ASSERT_IO_CALLER();
+    return delivery_set_state(dlv, state);
 }
 
 const jn_disposition_t *jn_delivery_state(const jn_delivery_t *dlv)
@@ -184,6 +201,7 @@ const uint8_t *jn_delivery_tag(const jn_delivery_t *dlv, size_t *len)
 
 void jn_delivery_set_arrival_IO(jn_delivery_t *dlv, uint64_t ns)
 {
+    JN_ASSERT_IO_CALLER();
     dlv->arrived_ns = ns;
 }
 
@@ -207,12 +225,14 @@ void jn_delivery_set_io(jn_delivery_t *dlv, void *io)
 
 void jn_core_delivery_arrived_IO(jn_delivery_t *dlv)
 {
+    JN_ASSERT_IO_CALLER();
     jn_delivery_ref(dlv); /* the core's reference, dropped when it is done */
     jn_core_post(jn_delivery_core(dlv), &dlv->arrive_action);
 }
 
 void jn_core_delivery_continued_IO(jn_delivery_t *dlv)
 {
+    JN_ASSERT_IO_CALLER();
     if (atomic_exchange_explicit(&dlv->continue_posted, true, memory_order_acq_rel))
         return; /* one is queued: the core reads the progress after this */
     jn_delivery_ref(dlv);
@@ -221,6 +241,7 @@ void jn_core_delivery_continued_IO(jn_delivery_t *dlv)
 
 void jn_core_delivery_update_IO(jn_delivery_t *dlv, const jn_disposition_t *disp, bool settled)
 {
+    JN_ASSERT_IO_CALLER();
     jn_pool_t *pool =
         jn_pool_get_once(&update_pool, "jn_core_update", sizeof(jn_update_action_t), 0);
     jn_update_action_t *a = pool ? jn_pool_alloc(pool) : NULL;

@@ -110,6 +110,13 @@ struct jn_delivery {
     } ct;
 };
 
+/* jn_delivery_internal_CT: a pre-settled delivery of the core's own, on
+ * its internal link (a message the core originates: edge and mesh control,
+ * address lookups), carrying message (the reference passes to the
+ * delivery). Refcount 1, held by the caller. NULL on ENOMEM (the message
+ * reference then stays with the caller). Core thread. */
+jn_delivery_t *jn_delivery_internal_CT(jn_core_t *core, jn_message_t *message);
+
 /* jn_delivery_copy_CT: a new outgoing copy of incoming delivery peer for
  * outgoing link, pre-settled when presettled; refcount 1 (the core's). It
  * holds references on peer, peer's message and link, and is put on peer's

@@ -235,7 +235,7 @@ static void send_tracking_CT(jn_core_t *core, jn_core_link_t *link, const jn_add
                jn_strerror(rc));
         return;
     }
-    jn_delivery_t *dlv = jn_delivery_new_IO(core->internal_link, msg, true, NULL, 0);
+    jn_delivery_t *dlv = jn_delivery_internal_CT(core, msg);
     if (!dlv) {
         jn_message_unref(msg);
         return;
@@ -671,7 +671,7 @@ void jn_edge_uplink_tick_CT(jn_core_t *core)
     jn_message_t *msg = jn_compose_message(&e, JN_DEPTH_PROPERTIES, &rc);
     if (!msg)
         return;
-    jn_delivery_t *dlv = jn_delivery_new_IO(core->internal_link, msg, true, NULL, 0);
+    jn_delivery_t *dlv = jn_delivery_internal_CT(core, msg);
     if (!dlv) {
         jn_message_unref(msg);
         return;

@@ -287,7 +287,7 @@ static bool send_rq_CT(jn_core_t *core, jn_core_link_t *link, jn_encoder_t *e)
     jn_message_t *msg = jn_compose_message(e, JN_DEPTH_PROPERTIES, &rc);
     if (!msg)
         return false;
-    jn_delivery_t *dlv = jn_delivery_new_IO(core->internal_link, msg, true, NULL, 0);
+    jn_delivery_t *dlv = jn_delivery_internal_CT(core, msg);
     if (!dlv) {
         jn_message_unref(msg);
         return false;

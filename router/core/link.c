@@ -51,6 +51,7 @@ static _Atomic(jn_pool_t *) link_pool;
 jn_core_link_t *jn_core_link_attached_IO(jn_core_conn_t *conn, void *io_link,
                                          const jn_link_info_t *info)
 {
+    JN_ASSERT_IO_CALLER();
     jn_pool_t *pool = jn_pool_get_once(&link_pool, "jn_core_link", sizeof(jn_core_link_t), 0);
     jn_core_link_t *l = pool ? jn_pool_alloc(pool) : NULL;
     if (!l)
@@ -107,6 +108,7 @@ jn_core_link_t *jn_core_link_attached_IO(jn_core_conn_t *conn, void *io_link,
 
 void jn_core_link_detached_IO(jn_core_link_t *link)
 {
+    JN_ASSERT_IO_CALLER();
     if (atomic_exchange_explicit(&link->detach_posted, true, memory_order_acq_rel))
         return;
     jn_core_post(link->conn->core, &link->detach_action);
@@ -114,6 +116,7 @@ void jn_core_link_detached_IO(jn_core_link_t *link)
 
 void jn_core_link_flow_IO(jn_core_link_t *link, uint64_t credit_limit, bool drain)
 {
+    JN_ASSERT_IO_CALLER();
     /* the limit keeps 63 bits: 2^63 deliveries are never sent on one link */
     uint64_t word = (credit_limit << 1) | (drain ? 1u : 0u);
     atomic_store_explicit(&link->flow, word, memory_order_release);
@@ -125,6 +128,7 @@ void jn_core_link_flow_IO(jn_core_link_t *link, uint64_t credit_limit, bool drai
 
 void jn_core_link_answered_IO(jn_core_link_t *link)
 {
+    JN_ASSERT_IO_CALLER();
     if (atomic_exchange_explicit(&link->answer_posted, true, memory_order_acq_rel))
         return;
     jn_link_ref(link);
@@ -133,6 +137,7 @@ void jn_core_link_answered_IO(jn_core_link_t *link)
 
 void jn_core_link_answered_address_IO(jn_core_link_t *link, const char *address)
 {
+    JN_ASSERT_IO_CALLER();
     if (atomic_load_explicit(&link->answer_posted, memory_order_acquire))
         return;
     if (address && !link->answer_address)
@@ -142,6 +147,7 @@ void jn_core_link_answered_address_IO(jn_core_link_t *link, const char *address)
 
 void jn_core_link_set_error_IO(jn_core_link_t *link, const char *condition, const char *description)
 {
+    JN_ASSERT_IO_CALLER();
     if (link->detach_condition || atomic_load(&link->detach_posted))
         return;
     link->detach_condition = condition ? strdup(condition) : NULL;

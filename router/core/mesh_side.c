@@ -237,7 +237,7 @@ static void send_on_links_CT(jn_core_t *core, jn_message_t *msg, jn_core_link_t 
                              unsigned n)
 {
     JN_ASSERT_CT(core);
-    jn_delivery_t *dlv = jn_delivery_new_IO(core->internal_link, msg, true, NULL, 0);
+    jn_delivery_t *dlv = jn_delivery_internal_CT(core, msg);
     if (!dlv) {
         jn_message_unref(msg);
         return;
@@ -944,7 +944,7 @@ int jn_core_send_CT(jn_core_t *core, jn_message_t *msg)
         jn_message_unref(msg);
         return JN_EINVAL;
     }
-    jn_delivery_t *dlv = jn_delivery_new_IO(core->internal_link, msg, true, NULL, 0);
+    jn_delivery_t *dlv = jn_delivery_internal_CT(core, msg);
     if (!dlv) {
         jn_message_unref(msg);
         return JN_ENOMEM;

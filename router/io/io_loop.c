@@ -80,12 +80,14 @@ jn_io_loop_t *jn_io_adopt(jn_io_conn_t *conn)
 {
     jn_io_loop_t *was = jn_io_loop_self_;
     jn_io_loop_self_ = atomic_load_explicit(&conn->loop, memory_order_acquire);
+    jn_io_role_ = jn_io_loop_self_;
     return was;
 }
 
 void jn_io_adopt_end(jn_io_loop_t *was)
 {
     jn_io_loop_self_ = was;
+    jn_io_role_ = was;
 }
 
 /* jn_io_loop_init: epoll instance, eventfd (registered, level-triggered)
@@ -971,6 +973,7 @@ static void run_passes(jn_io_loop_t *loop)
 bool jn_io_loop_work(jn_io_loop_t *loop)
 {
     jn_io_loop_self_ = loop; /* jn_io_loop_main's already, or a test's */
+    jn_io_role_ = loop;
     bool core_more = false;
     for (int round = 0; round < LOOP_ROUNDS; round++) {
         take_ready(loop);
@@ -1004,6 +1007,7 @@ void *jn_io_loop_main(void *arg)
     struct epoll_event evs[JN_IO_EPOLL_EVENTS];
     bool core_more = false; /* the core has actions left for this thread */
     jn_io_loop_self_ = loop;
+    jn_io_role_ = loop;
     jn_core_inline_thread_begin();
     while (!atomic_load_explicit(&io->exiting, memory_order_acquire)) {
         int timeout = loop->index == 0 ? timer_timeout(io) : -1;

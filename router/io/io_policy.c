@@ -479,6 +479,7 @@ static const char *admit_locked(jn_io_t *io, jn_io_conn_t *conn, const char *use
  * vhost or its group is missing or memory is short. */
 static bool admit_connector_IO(jn_io_conn_t *conn, const char *vhost)
 {
+    JN_ASSERT_IO(conn);
     jn_io_t *io = conn->io;
     pthread_mutex_lock(&io->lock);
     struct jn_io_vhost_entry *v = vhost_find(io, vhost);
@@ -504,6 +505,7 @@ static bool admit_connector_IO(jn_io_conn_t *conn, const char *vhost)
 
 bool jn_io_vhost_admit_IO(jn_io_conn_t *conn, const char *user, const char *hostname)
 {
+    JN_ASSERT_IO(conn);
     jn_io_t *io = conn->io;
     if (!io->vhost_policy)
         return true;
@@ -728,6 +730,7 @@ static const char *link_denial(const jn_io_conn_t *conn, const struct jn_io_vhos
 
 const char *jn_io_vhost_link_check_IO(jn_io_link_t *link, const char *address, bool dynamic)
 {
+    JN_ASSERT_IO(link->conn);
     jn_io_conn_t *conn = link->conn;
     const struct jn_io_vhost_rules *r = conn->vhost_rules;
     if (!r)
@@ -782,6 +785,7 @@ static bool relay_target_allowed(const struct jn_io_vhost_rules *r, jn_iter_t *i
 static void transfer_denied_IO(jn_io_link_t *link, const struct jn_io_vhost_rules *r,
                                const char *user, const char *addr, const char *why)
 {
+    JN_ASSERT_IO(link->conn);
     jn_io_conn_t *conn = link->conn;
     jn_io_t *io = conn->io;
     pthread_mutex_lock(&io->lock);
@@ -802,6 +806,7 @@ static void transfer_denied_IO(jn_io_link_t *link, const struct jn_io_vhost_rule
 
 bool jn_io_vhost_relay_allows_IO(jn_io_link_t *link, const jn_message_t *m)
 {
+    JN_ASSERT_IO(link->conn);
     jn_io_conn_t *conn = link->conn;
     const struct jn_io_vhost_rules *r = conn->vhost_rules;
     if (!r) /* dropped as the transport closed: nothing more goes through */
@@ -889,6 +894,7 @@ static bool own_dynamic_address(const jn_io_conn_t *conn, const char *reply)
 
 bool jn_io_vhost_reply_allows_IO(jn_io_link_t *link, const jn_message_t *m)
 {
+    JN_ASSERT_IO(link->conn);
     jn_io_conn_t *conn = link->conn;
     const struct jn_io_vhost_rules *r = conn->vhost_rules;
     if (!r) /* dropped as the transport closed: nothing more goes through */
@@ -919,6 +925,7 @@ bool jn_io_vhost_reply_allows_IO(jn_io_link_t *link, const jn_message_t *m)
 
 void jn_io_vhost_link_gone_IO(jn_io_link_t *link)
 {
+    JN_ASSERT_IO(link->conn);
     if (!link->policy_counted)
         return;
     link->policy_counted = false;
@@ -947,6 +954,7 @@ static void count_denial(jn_io_conn_t *conn, int kind)
 
 void jn_io_vhost_session_denied_IO(jn_io_conn_t *conn, pn_transport_t *t)
 {
+    JN_ASSERT_IO(conn);
     const struct jn_io_vhost_rules *r = conn->vhost_rules;
     pn_condition_t *c = pn_transport_condition(t);
     const char *desc = pn_condition_get_description(c);
@@ -965,6 +973,7 @@ void jn_io_vhost_session_denied_IO(jn_io_conn_t *conn, pn_transport_t *t)
 
 bool jn_io_vhost_oversize_IO(jn_io_link_t *link)
 {
+    JN_ASSERT_IO(link->conn);
     jn_io_conn_t *conn = link->conn;
     const struct jn_io_vhost_rules *r = conn->vhost_rules;
     if (!r)
@@ -981,6 +990,7 @@ bool jn_io_vhost_oversize_IO(jn_io_link_t *link)
 void jn_io_vhost_rights_IO(const jn_io_conn_t *conn, bool *deny_dynamic_link_routes,
                            bool *deny_admin_status_update)
 {
+    JN_ASSERT_IO(conn);
     const struct jn_io_vhost_rules *r = conn->vhost_rules;
     *deny_dynamic_link_routes = r && !r->allow_dynamic_link_routes;
     *deny_admin_status_update = r && !r->allow_admin_status_update;
@@ -988,6 +998,7 @@ void jn_io_vhost_rights_IO(const jn_io_conn_t *conn, bool *deny_dynamic_link_rou
 
 void jn_io_vhost_transport_IO(jn_io_conn_t *conn, pn_transport_t *t)
 {
+    JN_ASSERT_IO(conn);
     const struct jn_io_vhost_rules *r = conn->vhost_rules;
     if (!r || r->outgoing) /* a connector's group: 1.19 uses no transport setting */
         return;

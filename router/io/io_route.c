@@ -114,6 +114,7 @@ static void put_terminus(buf_t *b, pn_terminus_t *t)
 
 void jn_io_termini_encode_IO(pn_link_t *pl, uint8_t **out, size_t *len)
 {
+    JN_ASSERT_SOME_IO();
     buf_t b = {0};
     put_terminus(&b, pn_link_remote_source(pl));
     put_terminus(&b, pn_link_remote_target(pl));
@@ -209,6 +210,7 @@ static void set_termini(pn_link_t *pl, jn_work_t *w)
 
 void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w)
 {
+    JN_ASSERT_IO(conn);
     pn_connection_t *pc = conn->pn_io;
     if (!pc || conn->closing || !conn->core || !w->attach.name)
         return; /* the connection is going: the core learns it from the close */
@@ -270,6 +272,7 @@ void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w)
 
 void jn_io_route_session_idle_IO(jn_io_conn_t *conn, pn_session_t *ssn)
 {
+    JN_ASSERT_IO(conn);
     pn_state_t st = pn_session_state(ssn);
     if ((st & PN_LOCAL_CLOSED) || (st & PN_REMOTE_CLOSED))
         return;
@@ -285,6 +288,7 @@ void jn_io_route_session_idle_IO(jn_io_conn_t *conn, pn_session_t *ssn)
 
 void jn_io_route_session_gone_IO(jn_io_conn_t *conn, pn_session_t *ssn)
 {
+    JN_ASSERT_IO(conn);
     for (unsigned i = 0; i < conn->n_route_idle; i++) {
         if (conn->route_idle[i] == ssn) {
             conn->route_idle[i] = conn->route_idle[--conn->n_route_idle];

@@ -176,6 +176,7 @@ const char *jn_io_tls_peer_uid(const jn_io_conn_t *conn)
 /* TLS failed on conn: log once, close the transport with the reason. */
 static void tls_fail_IO(jn_io_conn_t *conn, const char *what, const char *reason)
 {
+    JN_ASSERT_IO(conn);
     jn_io_tls_t *tls = conn->tls;
     if (tls->failed)
         return;
@@ -192,6 +193,7 @@ static void tls_fail_IO(jn_io_conn_t *conn, const char *what, const char *reason
 /* OpenSSL's reason for the failed call that returned rc. */
 static void tls_fail_ssl_IO(jn_io_conn_t *conn, int rc)
 {
+    JN_ASSERT_IO(conn);
     jn_io_tls_t *tls = conn->tls;
     int err = SSL_get_error(tls->ssl, rc);
     char reason[256];
@@ -214,6 +216,7 @@ static void tls_fail_ssl_IO(jn_io_conn_t *conn, int rc)
 
 static void handshake_done_IO(jn_io_conn_t *conn)
 {
+    JN_ASSERT_IO(conn);
     jn_io_tls_t *tls = conn->tls;
     tls->handshake_done = true;
     snprintf(tls->proto, sizeof tls->proto, "%s", SSL_get_version(tls->ssl));
@@ -233,6 +236,7 @@ static void handshake_done_IO(jn_io_conn_t *conn)
  * when SSL needs more ciphertext, -1 when the input ended or failed. */
 static int tls_drain_IO(jn_io_conn_t *conn)
 {
+    JN_ASSERT_IO(conn);
     jn_io_tls_t *tls = conn->tls;
     pn_connection_driver_t *d = &conn->driver;
     for (;;) {
@@ -277,6 +281,7 @@ static int tls_drain_IO(jn_io_conn_t *conn)
  * read path takes over) or nothing arrived yet (conn->readable cleared). */
 static bool tls_detect_IO(jn_io_conn_t *conn, bool *decided)
 {
+    JN_ASSERT_IO(conn);
     unsigned char first;
     ssize_t n = recv(conn->fd, &first, 1, MSG_PEEK);
     *decided = false;
@@ -302,6 +307,7 @@ static bool tls_detect_IO(jn_io_conn_t *conn, bool *decided)
  * connection turned out plain (its caller reads it the plain way). */
 bool jn_io_tls_read_IO(jn_io_conn_t *conn, bool *plain)
 {
+    JN_ASSERT_IO(conn);
     jn_io_tls_t *tls = conn->tls;
     *plain = false;
     if (tls->detect) {
@@ -372,6 +378,7 @@ bool jn_io_tls_read_IO(jn_io_conn_t *conn, bool *plain)
  * some (conn->writable cleared) or failed. */
 static bool tls_send_IO(jn_io_conn_t *conn)
 {
+    JN_ASSERT_IO(conn);
     jn_io_tls_t *tls = conn->tls;
     while (conn->writable) {
         char *data = NULL;
@@ -409,6 +416,7 @@ static bool tls_send_IO(jn_io_conn_t *conn)
  * "write buffer empty"). */
 bool jn_io_tls_write_IO(jn_io_conn_t *conn)
 {
+    JN_ASSERT_IO(conn);
     jn_io_tls_t *tls = conn->tls;
     pn_connection_driver_t *d = &conn->driver;
     for (;;) {
@@ -450,6 +458,7 @@ bool jn_io_tls_write_IO(jn_io_conn_t *conn)
  * encrypted any more. */
 void jn_io_tls_abandon_IO(jn_io_conn_t *conn)
 {
+    JN_ASSERT_IO(conn);
     if (conn->tls && !conn->tls->handshake_done)
         conn->tls->failed = true;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 _Thread_local const void *jn_ct_role_;
+_Thread_local const void *jn_io_role_;
 
 const char *jn_strerror(int code)
 {

@@ -495,6 +495,7 @@ static inline jn_core_t *core_up(jn_distribution_t dflt, void (*configure)(jn_co
     h.leak_baseline = jn_pool_leak_report(NULL); /* what a failed test left */
     h.core = jn_core_create(&cfg, &fake_ops);
     assert_non_null(h.core);
+    jn_io_role_ = &h; /* this thread plays the I/O loops: it calls the _IO entry points */
     h.n_conns = 0;
     h.sync_conn = NULL;
     h.n_coloc = 0;

@@ -240,6 +240,18 @@ static int fill_defaults(jn_config_ctx_t *ctx, jn_config_entity_t *e)
     return 0;
 }
 
+/* Whether e lacks a required attribute (check_required without the error). */
+static bool missing_required(const jn_config_entity_t *e)
+{
+    for (size_t i = 0; i < jn_schema_type_attr_count(e->type); i++) {
+        const jn_schema_attr_t *attr = jn_schema_type_attr_at(e->type, i);
+        if (jn_schema_attr_required(attr) && !e->values[i] &&
+            strcmp(jn_schema_attr_name(attr), "type") != 0)
+            return true;
+    }
+    return false;
+}
+
 static int check_required(jn_config_ctx_t *ctx, const jn_config_entity_t *e)
 {
     for (size_t i = 0; i < jn_schema_type_attr_count(e->type); i++) {
@@ -291,6 +303,14 @@ static int build_entity(jn_config_ctx_t *ctx, const jn_config_section_t *sec)
     if (!e)
         return jn_config_nomem(ctx);
     rc = take_attrs(ctx, e, sec);
+    if (rc == JN_EINVAL && ctx->keep_going && !missing_required(e)) {
+        /* --check: the section's other values are checked further, its
+         * wrong ones left out (their errors are named already) */
+        rc = fill_defaults(ctx, e);
+        if (rc == 0)
+            rc = add_entity(ctx, e);
+        return rc ? rc : JN_EINVAL;
+    }
     if (rc == 0)
         rc = check_required(ctx, e);
     if (rc == 0)
@@ -311,7 +331,7 @@ int jn_config_validate(jn_config_ctx_t *ctx)
         else if (rc != 0)
             return rc;
     }
-    if (failed)
+    if (failed && !ctx->keep_going)
         return failed;
     for (size_t i = 0; i < sizeof(implied_singletons) / sizeof(implied_singletons[0]); i++) {
         const jn_schema_type_t *type = jn_schema_type_find(implied_singletons[i]);
@@ -326,5 +346,5 @@ int jn_config_validate(jn_config_ctx_t *ctx)
         if (rc != 0)
             return rc;
     }
-    return 0;
+    return failed;
 }

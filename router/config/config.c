@@ -284,6 +284,21 @@ static bool is_json_name(const char *name)
     return n >= 5 && strcmp(name + n - 5, ".json") == 0;
 }
 
+/* append_warnings: a file that is refused still shows its warnings (a
+ * deprecated name, ...) after its errors, one a line in err. */
+static void append_warnings(jn_config_ctx_t *ctx)
+{
+    size_t used = ctx->err && ctx->err_size ? strnlen(ctx->err, ctx->err_size) : 0;
+    for (size_t i = 0; used && i < ctx->cfg->warning_count; i++) {
+        int n = snprintf(ctx->err + used, ctx->err_size - used, "\n%s", ctx->cfg->warnings[i]);
+        if (n < 0 || (size_t)n >= ctx->err_size - used) {
+            ctx->err[used] = '\0'; /* full: the errors are kept whole */
+            return;
+        }
+        used += (size_t)n;
+    }
+}
+
 /* load_text: jn_config_load_string; keep_going as jn_config_load_file_all. */
 static int load_text(const char *display_name, const char *text, size_t len, jn_config_t **out,
                      char *err, size_t err_size, bool keep_going)
@@ -324,6 +339,7 @@ static int load_text(const char *display_name, const char *text, size_t len, jn_
         rc = rc ? (rc2 == JN_ENOMEM ? rc2 : rc) : rc2;
     }
     if (rc != 0 && !(partial && rc == JN_EINVAL)) {
+        append_warnings(&ctx);
         jn_config_free(cfg);
         return rc;
     }

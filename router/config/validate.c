@@ -148,10 +148,12 @@ static int resolve_attr(jn_config_ctx_t *ctx, const jn_config_entity_t *e, given
     int rc = 0;
     if (g->item && g->via_old != via_old) {
         const char *old = jn_schema_attr_deprecation_name(attr);
+        /* 1.19's words (operators and its tests read them), then where */
         return jn_config_fail(ctx, item->line,
-                              "%s attribute '%s' is the old name of '%s'; "
-                              "give only one of them (the other is at line %d)",
-                              tname, old, aname, g->item->line);
+                              "%s: Both '%s' and '%s' cannot be specified for entity '%s' "
+                              "(the old name of '%s'; the other is at line %d)",
+                              jn_schema_type_full_name(e->type), old, aname, tname, aname,
+                              g->item->line);
     }
     if (g->item)
         rc = jn_config_warn(ctx, item->line,
@@ -159,8 +161,9 @@ static int resolve_attr(jn_config_ctx_t *ctx, const jn_config_entity_t *e, given
                             "%d); the last value is used",
                             tname, name, g->item->line);
     if (rc == 0 && via_old)
-        rc = jn_config_warn(ctx, item->line, "%s attribute '%s' is deprecated; use '%s'", tname,
-                            name, aname);
+        rc = jn_config_warn(ctx, item->line,
+                            "Attribute '%s' of entity '%s' has been deprecated. Use '%s' instead",
+                            name, tname, aname);
     if (rc == 0 && (jn_schema_attr_flags(attr) & JN_SCHEMA_ATTR_DEPRECATED))
         rc = jn_config_warn(ctx, item->line, "%s attribute '%s' is deprecated", tname, aname);
     if (rc != 0)

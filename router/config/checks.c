@@ -146,15 +146,17 @@ static int check_router_id(jn_config_ctx_t *ctx, const jn_config_entity_t *route
         chars += (*p & 0xc0) != 0x80; /* count UTF-8 code points */
         bad |= *p <= 0x20 || *p == 0x7f;
     }
+    /* the words 1.19 uses (its error's name, its length phrase) are kept:
+     * operators and 1.19's tests look for them */
     if (chars > ROUTER_ID_MAX)
         return jn_config_fail(ctx, line_of(router, "id"),
-                              "router attribute 'id': longer than "
-                              "%d characters",
+                              "router attribute 'id': longer than %d characters (AttributeError: "
+                              "the router id exceeds the maximum allowed length)",
                               ROUTER_ID_MAX);
     if (bad)
         return jn_config_fail(ctx, line_of(router, "id"),
-                              "router attribute 'id': '%s' contains "
-                              "whitespace or control characters",
+                              "router attribute 'id': '%s' contains whitespace or control "
+                              "characters (AttributeError: not allowed in a router id)",
                               jn_config_quote(ctx, id));
     return 0;
 }

@@ -329,10 +329,12 @@ static void log_module_configured_twice_rejected(void **state)
 static void router_id_with_blank_rejected(void **state)
 {
     (void)state;
-    fails("router {\n id: a b\n}\n", "t.conf:2: router attribute 'id': 'a b' contains "
-                                     "whitespace or control characters");
-    fails("router {\n id: a\\tb\n}\n", "t.conf:2: router attribute 'id': 'a?b' contains "
-                                       "whitespace or control characters");
+    fails("router {\n id: a b\n}\n",
+          "t.conf:2: router attribute 'id': 'a b' contains whitespace or control characters "
+          "(AttributeError: not allowed in a router id)");
+    fails("router {\n id: a\\tb\n}\n",
+          "t.conf:2: router attribute 'id': 'a?b' contains whitespace or control characters "
+          "(AttributeError: not allowed in a router id)");
 }
 
 static void router_id_of_128_characters_rejected(void **state)
@@ -343,7 +345,8 @@ static void router_id_of_128_characters_rejected(void **state)
     memset(id, 'r', 128);
     id[128] = '\0';
     snprintf(text, sizeof(text), "router {\n id: %s\n}\n", id);
-    fails(text, "t.conf:2: router attribute 'id': longer than 127 characters");
+    fails(text, "t.conf:2: router attribute 'id': longer than 127 characters (AttributeError: "
+                "the router id exceeds the maximum allowed length)");
 }
 
 static void mesh_role_on_standalone_router_rejected(void **state)

@@ -133,6 +133,7 @@ jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming)
     atomic_init(&conn->move_after, 0);
     conn->io = io;
     conn->id = atomic_fetch_add(&io->next_conn_id, 1);
+    conn->trace_choice = -1; /* follow the PROTOCOL level (io_trace.c) */
     conn->endpoint = ep;
     conn->incoming = incoming;
     conn->strip_inbound =

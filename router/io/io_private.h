@@ -496,6 +496,10 @@ struct jn_io_conn {
                              * NULL from PN_TRANSPORT_CLOSED on */
     int fd;                 /* the socket, or -1 */
     bool moved;             /* handed over by another loop: register fd here */
+    bool tracing;           /* frames traced (io_trace.c) */
+    bool trace_log;         /* PROTOCOL at trace when last checked */
+    int8_t trace_choice;    /* management's for this connection: 1 on, 0 off, -1 none */
+    unsigned trace_gen;     /* jn_log_conn_trace_gen when trace_forced was read */
     bool readable, writable; /* edge-triggered readiness not yet used up */
     bool read_end;           /* epoll saw the peer's end of stream (or an error) */
     bool connecting;         /* connect() in progress */
@@ -984,5 +988,20 @@ static inline void jn_io_pd_release(pn_delivery_t *pd, jn_delivery_t *dlv, bool 
 /* Log prefix helpers: "[C12]" and "[C12][L3]". */
 #define JN_IO_CONN_FMT "[C%" PRIu64 "]"
 #define JN_IO_LINK_FMT "[C%" PRIu64 "][L%" PRIu64 "]"
+
+/* jn_io_trace_update_IO: switch conn's frame trace on or off after the
+ * PROTOCOL level or the traced connections changed (io_trace.c). */
+void jn_io_trace_update_IO(jn_io_conn_t *conn, unsigned gen, bool log_on);
+
+/* jn_io_trace_check_IO: once per pass over conn: whether its frame trace
+ * must be switched. Two relaxed loads while nothing changes. The loop's
+ * thread of conn. */
+static inline void jn_io_trace_check_IO(jn_io_conn_t *conn)
+{
+    unsigned gen = jn_log_conn_trace_gen();
+    bool log_on = jn_log_enabled(JN_LOG_MOD_PROTOCOL, JN_LOG_TRACE);
+    if (JN_UNLIKELY(gen != conn->trace_gen || log_on != conn->trace_log))
+        jn_io_trace_update_IO(conn, gen, log_on);
+}
 
 #endif /* JN_IO_PRIVATE_H */

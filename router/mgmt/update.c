@@ -6,8 +6,11 @@
  *               checked before anything changes.
  *   connection  adminStatus ("deleted" closes the connection through the
  *               core; "enabled" changes nothing) and enableProtocolTrace
- *               (accepted, no effect yet), as 1.19's C agent (1.19's
- *               columns); a body with neither is a bad request.
+ *               (its AMQP frames to the PROTOCOL log whatever its level:
+ *               router/io/io_trace.c), as 1.19's C agent (1.19's columns);
+ *               a body with neither is a bad request, an identity no
+ *               connection has too (400, as 1.19).
+ *   sslProfile, dummy: any attribute the schema lets UPDATE change.
  *
  * The answer is the entity's full attribute map (200).
  */
@@ -181,6 +184,7 @@ static int update_log(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mgm
 
 typedef struct conn_change {
     bool delete_it, any;
+    int trace; /* enableProtocolTrace: -1 not given, 0 off, 1 on */
 } conn_change_t;
 
 static int conn_entry_cb(const char *key, const jn_field_t *v, void *ctx, jn_mgmt_reply_t *reply)
@@ -201,6 +205,7 @@ static int conn_entry_cb(const char *key, const jn_field_t *v, void *ctx, jn_mgm
             return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
                                      "Invalid value for attribute 'enableProtocolTrace': expected "
                                      "boolean");
+        c->trace = b;
         c->any = true;
     }
     return 0;
@@ -212,7 +217,7 @@ static int update_conn(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mg
     if (!req->has_identity) /* the name is not unique (1.19 refuses it too) */
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
                                  "Name not supported. Identity required");
-    conn_change_t c = {false, false};
+    conn_change_t c = {false, false, -1};
     int st = each_entry(req, reply, conn_entry_cb, &c);
     if (st)
         return st;
@@ -220,6 +225,18 @@ static int update_conn(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mg
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
                                  "UPDATE of a connection needs 'adminStatus' or "
                                  "'enableProtocolTrace'");
+    jn_encoder_t probe; /* is there such a connection? 1.19 answers 400 if not */
+    jn_encoder_init(&probe);
+    int found = jn_mgmt_read_row(agent, cls, req, &probe);
+    jn_encoder_free(&probe);
+    if (found != 0)
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "No connection with identity=%s",
+                                 req->identity);
+    /* its AMQP frames to the PROTOCOL log, whatever the level (io_trace.c) */
+    if (c.trace >= 0 &&
+        jn_log_conn_trace_set(strtoull(req->identity, NULL, 10), c.trace == 1) != 0)
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                                 "Protocol trace is on for 64 connections already");
     /* the vhost group's allowAdminStatusUpdate: 403, as 1.19 answers */
     if (c.delete_it && agent->cfg.core && jn_core_request_denied_CT(agent->cfg.core, 1))
         return jn_mgmt_reply_set(reply, JN_MGMT_FORBIDDEN,

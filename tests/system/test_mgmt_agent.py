@@ -15,7 +15,7 @@ import time
 import unittest
 
 from proton import Message
-from proton.reactor import AtMostOnce
+from proton.reactor import AtMostOnce, Container
 from proton.utils import BlockingConnection, ConnectionClosed, SyncRequestResponse
 
 from harness import SLOW, RouterTestCase, free_port
@@ -245,6 +245,43 @@ class ManagementTest(RouterTestCase):
         self.assertEqual((code, nodes), (200, []))
         code, _, types = mgr.call({"operation": "GET-TYPES"})
         self.assertIn(PREFIX + "listener", types)
+
+    def test_protocol_trace_follows_the_log_level_and_each_connections_choice(self):
+        """A connection's AMQP frames go to the PROTOCOL log at trace
+        level ("[C<id>]:FRAME: ... @attach ...", 1.19's form, read through
+        GET-LOG) while that level is on, switched at once on open
+        connections; a connection's enableProtocolTrace turns its own trace
+        on (or off) whatever the level; an unknown connection is 400."""
+        r = self.start_router()
+        mgr = self.manager(r)
+        container = Container()
+        container.container_id = "traced-one"
+        client = BlockingConnection(r.url, timeout=TIMEOUT, container=container)
+        self.addCleanup(client.close)
+        log_upd = {"operation": "UPDATE", "type": PREFIX + "log", "name": "log/DEFAULT"}
+        conn_upd = {"operation": "UPDATE", "type": PREFIX + "connection"}
+
+        def attaches(address):
+            code, _, lines = mgr.call({"operation": "GET-LOG"})
+            self.assertEqual(code, 200)
+            return [l for l in lines if l[0] == "PROTOCOL" and "@attach" in l[2]
+                    and address in l[2] and ":FRAME: " in l[2]]
+
+        self.assertEqual(mgr.call(log_upd, {"enable": "trace+"})[0], 200)
+        client.create_receiver("trace.a").close()
+        self.assertEqual(len(attaches("trace.a")), 2)  # its attach and the router's
+        self.assertEqual(mgr.call(log_upd, {"enable": "info+"})[0], 200)
+        client.create_receiver("trace.b").close()
+        self.assertEqual(attaches("trace.b"), [])
+        ident = [c["identity"] for c in mgr.query("connection", ["identity", "container"])
+                 if c["container"] == "traced-one"][0]
+        code, desc, body = mgr.call(dict(conn_upd, identity=ident),
+                                    {"enableProtocolTrace": "yes"})
+        self.assertEqual((code, body.get("enableProtocolTrace")), (200, True), desc)
+        client.create_receiver("trace.c").close()
+        self.assertEqual(len(attaches("trace.c")), 2)
+        self.assertEqual(mgr.call(dict(conn_upd, identity="G10000"),
+                                  {"enableProtocolTrace": True})[0], 400)
 
     def test_read_update_delete_by_identity_or_name_without_type(self):
         """A READ, UPDATE or DELETE that names its entity but gives no type

@@ -265,6 +265,11 @@ static int mgmt_remove_endpoint(void *io, const char *name)
     return jn_io_remove_endpoint(io, name);
 }
 
+static int mgmt_connector_status(void *io, const char *name, bool *opened, char *msg, size_t cap)
+{
+    return jn_io_connector_status(io, name, opened, msg, cap);
+}
+
 static int mgmt_listener_port(void *io, const char *name, char *buf, size_t cap)
 {
     return jn_io_listener_port(io, name, buf, cap);
@@ -439,6 +444,7 @@ static int build(daemon_state_t *st)
                            .add_connector = mgmt_add_connector,
                            .remove_endpoint = mgmt_remove_endpoint,
                            .listener_port = mgmt_listener_port,
+                           .connector_status = mgmt_connector_status,
                            .add_tls_profile = mgmt_add_tls_profile,
                            .remove_tls_profile = mgmt_remove_tls_profile,
                            .resolve_password = mgmt_resolve_password,

@@ -548,6 +548,11 @@ static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
            conn->id, conn->incoming ? "in" : "out", conn->host,
            info.encrypted ? info.ssl_proto : "no", mech ? mech : "none", user ? user : "anonymous",
            info.container_id);
+    jn_io_connector_note_IO(conn, true,
+                            JN_IO_CONN_FMT " Connection Opened: dir=out host=%s encrypted=%s "
+                                           "auth=%s user=%s container_id=%s",
+                            conn->id, conn->host, info.encrypted ? info.ssl_proto : "no",
+                            mech ? mech : "none", user ? user : "anonymous", info.container_id);
 }
 
 static void on_remote_close(jn_io_conn_t *conn)
@@ -574,6 +579,8 @@ static void on_transport_error(jn_io_conn_t *conn, pn_transport_t *t)
     else
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Connection to %s failed: %s %s",
                conn->id, conn->host, pn_condition_get_name(c), desc ? desc : "");
+    jn_io_connector_note_IO(conn, false, JN_IO_CONN_FMT " Connection to %s failed: %s %s",
+                            conn->id, conn->host, pn_condition_get_name(c), desc ? desc : "");
 }
 
 /* The peer's input ended. When the peer neither closed the connection nor

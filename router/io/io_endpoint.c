@@ -29,6 +29,7 @@
 #include <proton/sasl.h>
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -365,6 +366,35 @@ int jn_io_listener_port(jn_io_t *io, const char *name, char *buf, size_t cap)
     return rc;
 }
 
+int jn_io_connector_status(jn_io_t *io, const char *name, bool *opened, char *msg, size_t cap)
+{
+    int rc = JN_ENOENT;
+    pthread_mutex_lock(&io->lock);
+    for (jn_io_endpoint_t *ep = io->endpoints; ep && rc != 0; ep = ep->next)
+        if (!ep->is_listener && !atomic_load(&ep->removed) && ep->cfg.name && name &&
+            strcmp(ep->cfg.name, name) == 0) {
+            *opened = ep->status_opened;
+            snprintf(msg, cap, "%s", ep->status_msg);
+            rc = 0;
+        }
+    pthread_mutex_unlock(&io->lock);
+    return rc;
+}
+
+void jn_io_connector_note_IO(jn_io_conn_t *conn, bool opened, const char *fmt, ...)
+{
+    jn_io_endpoint_t *ep = conn->endpoint;
+    if (conn->incoming || !ep || ep->is_listener)
+        return;
+    pthread_mutex_lock(&conn->io->lock);
+    ep->status_opened = opened;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ep->status_msg, sizeof ep->status_msg, fmt, ap);
+    va_end(ap);
+    pthread_mutex_unlock(&conn->io->lock);
+}
+
 /* jn_io_listener_close_locked: close ep's listening sockets now (stop,
  * management DELETE), so the port is free when this returns. Loop 0 may
  * hold an epoll event for a socket closed here: jn_io_accept looks at the
@@ -645,6 +675,7 @@ void jn_io_connector_closed_IO(jn_io_endpoint_t *ep, jn_io_conn_t *conn, bool wa
     if (ep->conn == conn)
         ep->conn = NULL;
     ep->state = JN_EP_IDLE;
+    ep->status_opened = false; /* connecting again */
     if (was_open)
         ep->failures = 0;
     unsigned delay = RETRY_FIRST_MS;

@@ -274,6 +274,8 @@ struct jn_io_endpoint {
     jn_io_timer_t retry;
     unsigned failures;  /* consecutive attempts that never opened */
     jn_io_conn_t *conn; /* the current connection, or NULL */
+    bool status_opened;       /* its connection is open (jn_io_t.lock) */
+    char status_msg[400];     /* the log line of its last event (jn_io_t.lock) */
     /* listener with a saslPlugin (authsvc.c): the endpoint its connections
      * to the auth service are made with (owned; immutable after
      * jn_io_add_listener), or NULL. In that child: the service's address
@@ -988,6 +990,12 @@ static inline void jn_io_pd_release(pn_delivery_t *pd, jn_delivery_t *dlv, bool 
 /* Log prefix helpers: "[C12]" and "[C12][L3]". */
 #define JN_IO_CONN_FMT "[C%" PRIu64 "]"
 #define JN_IO_LINK_FMT "[C%" PRIu64 "][L%" PRIu64 "]"
+
+/* jn_io_connector_note_IO: conn, if a connector's, opened (opened) or
+ * failed: its connector's status and message (jn_io_connector_status)
+ * become that, the message printf-style. The loop's thread of conn. */
+void jn_io_connector_note_IO(jn_io_conn_t *conn, bool opened, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* jn_io_trace_update_IO: switch conn's frame trace on or off after the
  * PROTOCOL level or the traced connections changed (io_trace.c). */

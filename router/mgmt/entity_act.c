@@ -641,8 +641,31 @@ static void exchange_status_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_mv_t *r
     }
 }
 
+/* A connector's connectionStatus and connectionMsg, from the I/O layer
+ * (1.19's words: SUCCESS when its connection is open, else CONNECTING). */
+static void connector_status_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_mv_t *row)
+{
+    static char msg[400]; /* the core thread's, until the next row */
+    bool opened = false;
+    if (!agent->cfg.connector_status || !e->name ||
+        agent->cfg.connector_status(agent->cfg.io_ctx, e->name, &opened, msg, sizeof msg) != 0)
+        return;
+    size_t n = jn_mgmt_class_ncols(e->cls);
+    for (size_t c = 0; c < n; c++) {
+        const char *col = jn_mgmt_class_col(e->cls, c);
+        if (strcmp(col, "connectionStatus") == 0)
+            row[c] = jn_mv_str(opened ? "SUCCESS" : "CONNECTING");
+        else if (strcmp(col, "connectionMsg") == 0)
+            row[c] = msg[0] ? jn_mv_str(msg) : jn_mv_null();
+    }
+}
+
 void jn_entity_status_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_mv_t *row)
 {
+    if (is(e, "connector")) {
+        connector_status_CT(agent, e, row);
+        return;
+    }
     if (agent->cfg.core && key_of(e) && (is(e, "exchange") || is(e, "binding"))) {
         exchange_status_CT(agent, e, row);
         return;

@@ -193,7 +193,10 @@ class ManagementTest(RouterTestCase):
 
     def test_delete_connector_closes_its_connection(self):
         """CREATE connector to another router: its connection appears (dir
-        out); DELETE connector: the connection goes and is not retried."""
+        out) and the connector shows connectionStatus SUCCESS with the
+        "Connection Opened: dir=out" line in connectionMsg (a connector to
+        no one: CONNECTING, with its "Connection to ... failed" line);
+        DELETE connector: the connection goes and is not retried."""
         a = self.start_router()
         b = self.start_router()
         mgr_a = self.manager(a)
@@ -201,12 +204,26 @@ class ManagementTest(RouterTestCase):
         code, desc, _ = mgr_a.call({"operation": "CREATE", "type": "connector", "name": "toB"},
                                    {"host": "127.0.0.1", "port": str(b.port)})
         self.assertEqual(code, 201, desc)
+        code, desc, _ = mgr_a.call({"operation": "CREATE", "type": "connector", "name": "toNone"},
+                                   {"host": "127.0.0.1", "port": str(free_port())})
+        self.assertEqual(code, 201, desc)
 
         def outgoing():
             return [c for c in mgr_a.query("connection", ["dir", "host"]) if c["dir"] == "out"]
 
+        def status(name):
+            rows = mgr_a.query("connector", ["name", "connectionStatus", "connectionMsg"])
+            return [(r["connectionStatus"], r["connectionMsg"] or "")
+                    for r in rows if r["name"] == name][0]
+
         self.wait_for("the connector's connection", lambda: len(outgoing()) == 1)
         self.assertEqual(outgoing()[0]["host"], "127.0.0.1:%d" % b.port)
+        self.wait_for("toB's status", lambda: status("toB")[0] == "SUCCESS")
+        self.assertIn("Connection Opened: dir=out", status("toB")[1])
+        self.wait_for("toNone's failure", lambda: "failed" in status("toNone")[1])
+        self.assertEqual(status("toNone")[0], "CONNECTING")
+        code, desc, _ = mgr_a.call({"operation": "DELETE", "type": "connector", "name": "toNone"})
+        self.assertEqual(code, 204, desc)
         self.assertEqual(len(mgr_b.query("connection")), 2)  # a's connector + mgr_b
         code, desc, _ = mgr_a.call({"operation": "DELETE", "type": "connector", "name": "toB"})
         self.assertEqual(code, 204, desc)

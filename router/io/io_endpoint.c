@@ -272,7 +272,8 @@ static void set_port(struct sockaddr *sa, uint16_t port)
  * logged. */
 static struct addrinfo *resolve(jn_io_endpoint_t *ep, bool passive, char *err, size_t errlen)
 {
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_protocol = IPPROTO_TCP};
+    struct addrinfo hints = {
+        .ai_family = ep->cfg.family, .ai_socktype = SOCK_STREAM, .ai_protocol = IPPROTO_TCP};
     if (passive)
         hints.ai_flags = AI_PASSIVE;
     const char *host = ep->cfg.host && ep->cfg.host[0] ? ep->cfg.host : NULL;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 static bool is(jn_mgmt_entity_t *e, const char *short_name)
 {
@@ -76,6 +77,14 @@ static int port_number(const char *port)
         return atoi(port);
     struct servent *s = getservbyname(port, "tcp");
     return s ? ntohs((uint16_t)s->s_port) : -1;
+}
+
+/* socketAddressFamily (a connector's protocolFamily) as an address family. */
+static int family_of(const char *v)
+{
+    if (!v)
+        return 0;
+    return strcmp(v, "IPv6") == 0 ? AF_INET6 : strcmp(v, "IPv4") == 0 ? AF_INET : 0;
 }
 
 static int endpoint_config(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_endpoint_config_t *ec,
@@ -266,6 +275,8 @@ static int endpoint_config(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_endpoint_co
         .name = e->name,
         .host = jn_mgmt_entity_str(e, "host"),
         .port = jn_mgmt_entity_str(e, "port"),
+        .family = family_of(jn_mgmt_entity_str(e, listener ? "socketAddressFamily"
+                                                           : "protocolFamily")),
         .role = role_of(jn_mgmt_entity_str(e, "role")),
         .cost = u32(e, "cost"),
         .sasl_mechanisms = jn_mgmt_entity_str(e, "saslMechanisms"),

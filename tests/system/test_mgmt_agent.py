@@ -11,6 +11,7 @@ What each test asserts is in its name and docstring. Every wait is bounded
 (the client's timeout, or a polling deadline); the routers are stopped by
 the harness, which also requires a clean exit (no pool leak).
 """
+import socket
 import time
 import unittest
 
@@ -231,6 +232,33 @@ class ManagementTest(RouterTestCase):
         self.wait_for("b to see it go", lambda: len(mgr_b.query("connection")) == 1)
         time.sleep(0.5)  # past the first retry delay: no new connection
         self.assertEqual(outgoing(), [])
+
+    def test_socket_address_family_keeps_to_its_family(self):
+        """A listener on every interface with socketAddressFamily IPv4
+        listens on IPv4 only (::1 is refused, 127.0.0.1 answers), with
+        IPv6 on IPv6 only; a connector with protocolFamily IPv6 reaches
+        the latter at ::1."""
+        r = self.start_router()
+        mgr = self.manager(r)
+        ports = {}
+        for family in ("IPv4", "IPv6"):
+            ports[family] = free_port()
+            code, desc, _ = mgr.call({"operation": "CREATE", "type": "listener",
+                                      "name": "on" + family},
+                                     {"host": "", "port": str(ports[family]),
+                                      "socketAddressFamily": family})
+            self.assertEqual(code, 201, desc)
+        for family, yes, no in (("IPv4", "127.0.0.1", "::1"), ("IPv6", "::1", "127.0.0.1")):
+            socket.create_connection((yes, ports[family]), timeout=TIMEOUT).close()
+            with self.assertRaises(OSError):
+                socket.create_connection((no, ports[family]), timeout=TIMEOUT).close()
+        code, desc, _ = mgr.call({"operation": "CREATE", "type": "connector", "name": "to6"},
+                                 {"host": "::1", "port": str(ports["IPv6"]),
+                                  "protocolFamily": "IPv6"})
+        self.assertEqual(code, 201, desc)
+        self.wait_for("the connector's connection", lambda: [
+            c for c in mgr.query("connection", ["dir", "host"])
+            if c["dir"] == "out" and c["host"].startswith("::1")])
 
     def test_bad_requests_get_their_status(self):
         """Every malformed or impossible request is answered with its

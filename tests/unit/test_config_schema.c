@@ -403,8 +403,7 @@ static void implemented_attributes(void **state)
     (void)state;
     static const struct {
         const char *type, *attr;
-    } no[] = {{"listener", "protocolFamily"},
-              {"listener", "multiTenant"},
+    } no[] = {{"listener", "multiTenant"},
               {"connector", "failoverUrls"},
               {"address", "priority"}};
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
@@ -413,6 +412,8 @@ static void implemented_attributes(void **state)
     static const struct {
         const char *type, *attr;
     } yes[] = {{"policy", "enableVhostNamePatterns"}, /* vhost policy (issue 15) */
+               {"listener", "socketAddressFamily"},     /* issue 25 */
+               {"connector", "protocolFamily"},
                {"vhost", "maxMessageSize"},
                {"connector", "policyVhost"},
                {"listener", "http"}, /* websockets: AMQP over WebSocket (router/http) */

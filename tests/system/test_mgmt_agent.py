@@ -281,6 +281,9 @@ class ManagementTest(RouterTestCase):
             ({"operation": "DELETE", "type": "router.link", "identity": "1"}, None, 501),
             ({"operation": "UPDATE", "type": "log", "name": "log/DEFAULT"},
              {"enable": "loud"}, 400),
+            # a client's mistake: 400, not 1.19's 500 (docs/compat.md)
+            ({"operation": "UPDATE", "type": "log", "name": "log/DEFAULT"},
+             {"outputFile": ""}, 400),
         ]
         for props, body, status in cases:
             code, desc, reply_body = mgr.call(props, body)

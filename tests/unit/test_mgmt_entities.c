@@ -11,6 +11,8 @@
 
 #include <junction/config.h>
 
+#include <unistd.h>
+
 static void body_listener(jn_encoder_t *e, void *arg)
 {
     const char *port = arg;
@@ -474,7 +476,10 @@ static void test_load_config(void **state)
     fake_io_t io = {0};
     jn_mgmt_t *agent = new_agent(&io);
     char errors[512];
-    assert_int_equal(jn_mgmt_plan_config(cfg, NULL, errors, sizeof errors), 0);
+    jn_router_settings_t settings;
+    assert_int_equal(jn_mgmt_plan_config(cfg, &settings, errors, sizeof errors), 0);
+    /* workerThreads not given: one loop per core, not 1.19's 4 (docs/compat.md) */
+    assert_int_equal(settings.workers, (unsigned)sysconf(_SC_NPROCESSORS_ONLN));
     assert_int_equal(jn_mgmt_load_config_CT(agent, cfg, errors, sizeof errors), 0); /* takes cfg */
     assert_int_equal(jn_mgmt_entity_count(agent), 4);
     /* loading goes through the CREATE path: it acts */

@@ -52,6 +52,8 @@ typedef struct jn_endpoint_config {
     const char *port; /* number or service name ("amqp"); NULL = "amqp" */
     int family;       /* the host's addresses of this family only: AF_INET,
                        * AF_INET6, or 0 for any (socketAddressFamily) */
+    uint32_t message_logging; /* jn_message_log_components of
+                               * messageLoggingComponents: 0 none */
     jn_conn_role_t role;
     const char *sasl_mechanisms;   /* space-separated, NULL = all available */
     bool authenticate_peer;        /* listener: SASL required */

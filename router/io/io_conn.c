@@ -136,6 +136,7 @@ jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming)
     conn->trace_choice = -1; /* follow the PROTOCOL level (io_trace.c) */
     conn->endpoint = ep;
     conn->incoming = incoming;
+    conn->msg_log = ep->cfg.message_logging;
     conn->strip_inbound =
         ep->cfg.strip_annotations == JN_STRIP_BOTH || ep->cfg.strip_annotations == JN_STRIP_IN;
     conn->strip_outbound =

@@ -93,6 +93,8 @@ static int endpoint_copy(jn_io_endpoint_t *ep, const jn_endpoint_config_t *cfg)
 {
     bool failed = false;
     ep->cfg = *cfg;
+    if (cfg->message_logging) /* message logging: receivers locate what it reads */
+        atomic_store_explicit(&jn_io_msg_log_any_, true, memory_order_relaxed);
     ep->cfg.name = jn_strdup_opt(cfg->name, &failed);
     ep->cfg.host = jn_strdup_opt(cfg->host ? cfg->host : "", &failed);
     ep->cfg.port = jn_strdup_opt(cfg->port && cfg->port[0] ? cfg->port : "amqp", &failed);

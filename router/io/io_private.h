@@ -442,6 +442,7 @@ struct jn_io_conn {
     jn_io_endpoint_t *endpoint; /* its listener or connector */
     bool incoming;
     bool strip_inbound, strip_outbound;
+    uint32_t msg_log; /* messageLoggingComponents (io_msglog.c); immutable */
     bool policy_counted; /* counted in io->policy_current (set at accept) */
     /* counted in its vhost's figures (io_policy.c; under io->lock): the
      * vhost's hostname, the user and the remote host it was counted as */
@@ -996,6 +997,18 @@ static inline void jn_io_pd_release(pn_delivery_t *pd, jn_delivery_t *dlv, bool 
  * become that, the message printf-style. The loop's thread of conn. */
 void jn_io_connector_note_IO(jn_io_conn_t *conn, bool opened, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Message logging (io_msglog.c). jn_io_msg_log_any_: some endpoint logs
+ * messages (set for good when one is added; relaxed). */
+extern atomic_bool jn_io_msg_log_any_;
+/* jn_io_msg_log_IO: log m as "[C<id>] <what> Message{...}" by conn's
+ * components (MESSAGE, info). The loop's thread of conn. */
+void jn_io_msg_log_IO(const jn_io_conn_t *conn, const char *what, const jn_message_t *m);
+/* jn_io_msg_log_received_IO: m arrives on conn (all_in: all of it is
+ * there): parse it to its application properties and log it if conn logs
+ * messages. Before the delivery is handed over. Returns 0, or JN_AGAIN
+ * when its application properties are not all in yet (route it later). */
+int jn_io_msg_log_received_IO(const jn_io_conn_t *conn, jn_message_t *m, bool all_in);
 
 /* jn_io_trace_update_IO: switch conn's frame trace on or off after the
  * PROTOCOL level or the traced connections changed (io_trace.c). */

@@ -9,6 +9,7 @@
 
 #include <junction/core_view.h>
 #include <junction/log.h>
+#include <junction/message.h>
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -77,6 +78,13 @@ static int port_number(const char *port)
         return atoi(port);
     struct servent *s = getservbyname(port, "tcp");
     return s ? ntohs((uint16_t)s->s_port) : -1;
+}
+
+/* messageLoggingComponents as a mask (checked: jn_entity_check). */
+static uint32_t log_components_of(const char *v)
+{
+    uint32_t mask = 0;
+    return jn_message_log_components(v, &mask, NULL, NULL) == 0 ? mask : 0;
 }
 
 /* socketAddressFamily (a connector's protocolFamily) as an address family. */
@@ -277,6 +285,7 @@ static int endpoint_config(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_endpoint_co
         .port = jn_mgmt_entity_str(e, "port"),
         .family = family_of(jn_mgmt_entity_str(e, listener ? "socketAddressFamily"
                                                            : "protocolFamily")),
+        .message_logging = log_components_of(jn_mgmt_entity_str(e, "messageLoggingComponents")),
         .role = role_of(jn_mgmt_entity_str(e, "role")),
         .cost = u32(e, "cost"),
         .sasl_mechanisms = jn_mgmt_entity_str(e, "saslMechanisms"),

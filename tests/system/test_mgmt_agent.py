@@ -15,7 +15,7 @@ import socket
 import time
 import unittest
 
-from proton import Message
+from proton import Message, symbol
 from proton.reactor import AtMostOnce, Container
 from proton.utils import BlockingConnection, ConnectionClosed, SyncRequestResponse
 
@@ -259,6 +259,37 @@ class ManagementTest(RouterTestCase):
         self.wait_for("the connector's connection", lambda: [
             c for c in mgr.query("connection", ["dir", "host"])
             if c["dir"] == "out" and c["host"].startswith("::1")])
+
+    def test_message_logging_components_log_each_message(self):
+        """A listener's messageLoggingComponents: each message received or
+        sent on its connections is a MESSAGE info line with the properties
+        and application properties it names, as 1.19 writes them; an
+        unknown component is refused by name."""
+        r = self.start_router()
+        mgr = self.manager(r)
+        code, desc, _ = mgr.call({"operation": "CREATE", "type": "listener", "name": "bad"},
+                                 {"host": "127.0.0.1", "port": str(free_port()),
+                                  "messageLoggingComponents": "subject,colour"})
+        self.assertEqual(code, 400, desc)
+        self.assertIn("'colour'", desc)
+        port = free_port()
+        code, desc, _ = mgr.call({"operation": "CREATE", "type": "listener", "name": "logged"},
+                                 {"host": "127.0.0.1", "port": str(port),
+                                  "messageLoggingComponents": "user-id,subject,app-properties"})
+        self.assertEqual(code, 201, desc)
+        conn = BlockingConnection("127.0.0.1:%d" % port, timeout=TIMEOUT)
+        self.addCleanup(conn.close)
+        rcv = conn.create_receiver("msglog.q")
+        snd = conn.create_sender("msglog.q", options=AtMostOnce())
+        snd.send(Message(body="x", subject="s1", correlation_id=7,
+                         properties={"k": [1, 2], "sym": symbol("v")}))
+        rcv.receive(timeout=TIMEOUT)
+        code, _, lines = mgr.call({"operation": "GET-LOG"})
+        mine = [l[2] for l in lines if l[0] == "MESSAGE" and "subject=" in l[2]]
+        want = 'Message{subject="s1", app-properties={"k"=[1, 2], "sym"=:"v"}}'
+        self.assertEqual(len(mine), 2, mine)
+        self.assertTrue(mine[0].endswith("] Received " + want), mine)
+        self.assertTrue(mine[1].endswith("] Sent " + want), mine)
 
     def test_bad_requests_get_their_status(self):
         """Every malformed or impossible request is answered with its

@@ -27,7 +27,7 @@
 
 atomic_bool jn_io_msg_log_any_;
 
-#define N_FIELDS JN_MESSAGE_PROPERTY_COUNT
+#define N_FIELDS           JN_MESSAGE_PROPERTY_COUNT
 #define APP_PROPERTIES_BIT JN_MESSAGE_LOG_APP_PROPERTIES
 
 /* A growing line in a fixed buffer (cut when full). */
@@ -95,19 +95,31 @@ static void put_value(line_t *l, const jn_decoder_t *d, const jn_field_t *f, int
     struct tm tm;
     time_t secs;
     switch (f->type) {
-    case JN_TYPE_NULL: put(l, "null"); return;
-    case JN_TYPE_BOOLEAN: put(l, f->value.b ? "true" : "false"); return;
+    case JN_TYPE_NULL:
+        put(l, "null");
+        return;
+    case JN_TYPE_BOOLEAN:
+        put(l, f->value.b ? "true" : "false");
+        return;
     case JN_TYPE_UBYTE:
     case JN_TYPE_USHORT:
     case JN_TYPE_UINT:
     case JN_TYPE_ULONG:
-    case JN_TYPE_CHAR: put(l, "%" PRIu64, f->value.u); return;
+    case JN_TYPE_CHAR:
+        put(l, "%" PRIu64, f->value.u);
+        return;
     case JN_TYPE_BYTE:
     case JN_TYPE_SHORT:
     case JN_TYPE_INT:
-    case JN_TYPE_LONG: put(l, "%" PRId64, f->value.i); return;
-    case JN_TYPE_FLOAT: put(l, "%g", (double)f->value.f); return;
-    case JN_TYPE_DOUBLE: put(l, "%g", f->value.d); return;
+    case JN_TYPE_LONG:
+        put(l, "%" PRId64, f->value.i);
+        return;
+    case JN_TYPE_FLOAT:
+        put(l, "%g", (double)f->value.f);
+        return;
+    case JN_TYPE_DOUBLE:
+        put(l, "%g", f->value.d);
+        return;
     case JN_TYPE_TIMESTAMP:
         secs = (time_t)(f->value.i / 1000);
         gmtime_r(&secs, &tm);
@@ -120,19 +132,28 @@ static void put_value(line_t *l, const jn_decoder_t *d, const jn_field_t *f, int
             put(l, "%02x%s", f->value.bytes[i], i == 3 || i == 5 || i == 7 || i == 9 ? "-" : "");
         put(l, ")");
         return;
-    case JN_TYPE_STRING: put_text(l, "", f->payload, f->size); return;
-    case JN_TYPE_SYMBOL: put_text(l, ":", f->payload, f->size); return;
-    case JN_TYPE_BINARY: put_text(l, "b", f->payload, f->size); return;
+    case JN_TYPE_STRING:
+        put_text(l, "", f->payload, f->size);
+        return;
+    case JN_TYPE_SYMBOL:
+        put_text(l, ":", f->payload, f->size);
+        return;
+    case JN_TYPE_BINARY:
+        put_text(l, "b", f->payload, f->size);
+        return;
     case JN_TYPE_LIST:
     case JN_TYPE_MAP:
-    case JN_TYPE_ARRAY: put_compound(l, d, f, depth); return;
-    default: put(l, "?"); return;
+    case JN_TYPE_ARRAY:
+        put_compound(l, d, f, depth);
+        return;
+    default:
+        put(l, "?");
+        return;
     }
 }
 
 /* The value of a described section (its list or map), entered. */
-static bool section_value(const jn_message_t *m, jn_section_t s, jn_decoder_t *outer,
-                          jn_field_t *f)
+static bool section_value(const jn_message_t *m, jn_section_t s, jn_decoder_t *outer, jn_field_t *f)
 {
     jn_iter_t raw;
     if (jn_message_section(m, s, &raw) != 0)

@@ -10,9 +10,11 @@
 #include <string.h>
 
 static const char *const property_names[JN_MESSAGE_PROPERTY_COUNT] = {
-    "message-id",    "user-id",  "to",             "subject",           "reply-to",
-    "correlation-id", "content-type", "content-encoding", "absolute-expiry-time",
-    "creation-time", "group-id", "group-sequence", "reply-to-group-id",
+    "message-id",        "user-id",          "to",
+    "subject",           "reply-to",         "correlation-id",
+    "content-type",      "content-encoding", "absolute-expiry-time",
+    "creation-time",     "group-id",         "group-sequence",
+    "reply-to-group-id",
 };
 
 const char *jn_message_property_name(size_t index)

@@ -265,6 +265,11 @@ static int mgmt_remove_endpoint(void *io, const char *name)
     return jn_io_remove_endpoint(io, name);
 }
 
+static int mgmt_connector_status(void *io, const char *name, bool *opened, char *msg, size_t cap)
+{
+    return jn_io_connector_status(io, name, opened, msg, cap);
+}
+
 static int mgmt_listener_port(void *io, const char *name, char *buf, size_t cap)
 {
     return jn_io_listener_port(io, name, buf, cap);
@@ -439,6 +444,7 @@ static int build(daemon_state_t *st)
                            .add_connector = mgmt_add_connector,
                            .remove_endpoint = mgmt_remove_endpoint,
                            .listener_port = mgmt_listener_port,
+                           .connector_status = mgmt_connector_status,
                            .add_tls_profile = mgmt_add_tls_profile,
                            .remove_tls_profile = mgmt_remove_tls_profile,
                            .resolve_password = mgmt_resolve_password,
@@ -832,24 +838,83 @@ static void run(daemon_state_t *st, const sigset_t *sigs)
 
 /* check_config: --check. Every refusal is printed (FILE:LINE: ...); 0
  * when the file can be loaded, else 1. Nothing is opened or started. */
-static int check_config(const options_t *opts, jn_config_t *cfg)
+/* The line number of an error line "FILE:LINE: ..." (0 when it has none). */
+static long error_line_number(const char *line, const char *file)
+{
+    size_t n = strlen(file);
+    if (strncmp(line, file, n) != 0 || line[n] != ':')
+        return 0;
+    char *end;
+    long v = strtol(line + n + 1, &end, 10);
+    return end != line + n + 1 && *end == ':' ? v : 0;
+}
+
+/* The line after p's in a text of lines ("" at the end). */
+static const char *next_line(const char *p)
+{
+    const char *nl = strchr(p, '\n');
+    return nl ? nl + 1 : "";
+}
+
+/* print_errors_by_line: the error lines of both texts (one a line) to
+ * stderr, in the order of their lines in file (a line without a number
+ * first), so `--check` reads as the file does. */
+static void print_errors_by_line(const char *file, const char *a, const char *b)
+{
+    const char *texts[2] = {a, b};
+    for (long prev = -1;;) { /* each pass prints the next smallest line number */
+        long next = -1;
+        for (int t = 0; t < 2; t++)
+            for (const char *p = texts[t]; p && *p; p = next_line(p)) {
+                long k = error_line_number(p, file);
+                if (k > prev && (next < 0 || k < next))
+                    next = k;
+            }
+        if (next < 0)
+            return;
+        for (int t = 0; t < 2; t++)
+            for (const char *p = texts[t]; p && *p; p = next_line(p))
+                if (error_line_number(p, file) == next && *p != '\n')
+                    fprintf(stderr, "%.*s\n", (int)strcspn(p, "\n"), p);
+        prev = next;
+    }
+}
+
+/* check_config: `--check`: load the file as the router would, without
+ * starting anything, and name every error it has, each as FILE:LINE:
+ * text, on stderr (the errors of its sections, the checks across them and
+ * the router's own checks of each entity, on the sections that passed the
+ * first). Returns the exit status: 0 when the file is right. */
+static int check_config(const options_t *opts)
 {
     enum { CAP = 64 * 1024 };
-    char *errors = malloc(CAP);
-    if (!errors) {
+    char *errors = malloc(CAP), *load_errors = malloc(CAP);
+    if (!errors || !load_errors) {
         fprintf(stderr, "junctiond: out of memory\n");
-        return finish(cfg, 1);
+        free(errors);
+        free(load_errors);
+        return 1;
     }
-    jn_router_settings_t settings;
-    int refusals = jn_mgmt_plan_config(cfg, &settings, errors, CAP);
-    if (!refusals)
-        refusals = jn_mgmt_policy_dir(settings.policy_dir, NULL, NULL, errors, CAP) != 0;
+    const char *name = opts->config_path ? opts->config_path : "<built-in default>";
+    jn_config_t *cfg = NULL;
+    int rc = opts->config_path
+                 ? jn_config_load_file_all(opts->config_path, &cfg, load_errors, CAP)
+                 : jn_config_load_string(name, default_config, sizeof default_config - 1, &cfg,
+                                         load_errors, CAP);
+    errors[0] = '\0';
+    int refusals = rc != 0;
+    if (cfg) {
+        jn_router_settings_t settings;
+        refusals += jn_mgmt_plan_config(cfg, &settings, errors, CAP);
+        if (!refusals)
+            refusals = jn_mgmt_policy_dir(settings.policy_dir, NULL, NULL, errors, CAP) != 0;
+    }
     if (refusals)
-        fprintf(stderr, "%s\n", errors);
+        print_errors_by_line(name, load_errors, errors);
     else
-        printf("%s: configuration OK\n",
-               opts->config_path ? opts->config_path : "<built-in default>");
+        printf("%s: configuration OK\n", name);
     free(errors);
+    free(load_errors);
     return finish(cfg, refusals ? 1 : 0);
 }
 
@@ -887,6 +952,8 @@ int main(int argc, char **argv)
     if (opts.user && lookup_user(opts.user, &run_as) != 0)
         return 1;
 
+    if (opts.check)
+        return check_config(&opts);
     static char err[16 * JN_CONFIG_ERROR_MAX]; /* every section's error, one a line */
     jn_config_t *cfg = NULL;
     int rc = opts.config_path
@@ -897,8 +964,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         return 1;
     }
-    if (opts.check)
-        return check_config(&opts, cfg);
     raise_descriptor_limit();
     /* absolute, symlinks kept: a reload after --daemon (which changes to
      * /) reads the same path again, and follows a symlink moved since (a

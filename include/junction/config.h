@@ -68,6 +68,14 @@ typedef enum {
  * Any thread. */
 int jn_config_load_file(const char *path, jn_config_t **out, char *err, size_t err_size);
 
+/* jn_config_load_file_all: jn_config_load_file for `junctiond --check`,
+ * which names every error of a file in one run: when sections have errors
+ * (JN_EINVAL), *out still receives the configuration of the sections that
+ * had none (the caller frees it), so the caller can run its own checks on
+ * those too; err holds one "PATH:LINE: ..." line per error. Other failures
+ * (JN_ENOENT, JN_ENOMEM, a syntax error) leave *out NULL. Any thread. */
+int jn_config_load_file_all(const char *path, jn_config_t **out, char *err, size_t err_size);
+
 /* jn_config_load_string: the same for len bytes of text held in memory (need
  * not be NUL-terminated); display_name is used in messages and chooses the
  * form (".json" suffix). Returns as jn_config_load_file (JN_ENOENT only when

@@ -50,6 +50,10 @@ typedef struct jn_endpoint_config {
     const char *name; /* entity name, for logs */
     const char *host; /* listener: "" or NULL = all interfaces */
     const char *port; /* number or service name ("amqp"); NULL = "amqp" */
+    int family;       /* the host's addresses of this family only: AF_INET,
+                       * AF_INET6, or 0 for any (socketAddressFamily) */
+    uint32_t message_logging; /* jn_message_log_components of
+                               * messageLoggingComponents: 0 none */
     jn_conn_role_t role;
     const char *sasl_mechanisms;   /* space-separated, NULL = all available */
     bool authenticate_peer;        /* listener: SASL required */
@@ -393,6 +397,15 @@ int jn_io_remove_endpoint(jn_io_t *io, const char *name);
  * listener listens (not started, failed, removed). Any thread; takes the
  * I/O layer's lock. */
 int jn_io_listener_port(jn_io_t *io, const char *name, char *buf, size_t cap);
+
+/* jn_io_connector_status: how the connector added with cfg->name == name
+ * fares, as 1.19's connector entity shows it: *opened when its connection
+ * is open ("SUCCESS"; else it is connecting or waiting to retry,
+ * "CONNECTING"), and in msg (cap octets) the router's log line of its last
+ * event ("[C3] Connection Opened: dir=out ...", "[C4] Connection to ...
+ * failed: ..."; empty before any). Returns 0, or JN_ENOENT when there is
+ * no such connector. Any thread; takes the I/O layer's lock. */
+int jn_io_connector_status(jn_io_t *io, const char *name, bool *opened, char *msg, size_t cap);
 
 /* jn_io_set_tls_profile: register profile p under name (an sslProfile
  * entity), replacing the profile registered under that name before; p

@@ -97,6 +97,36 @@ static inline bool jn_log_enabled(jn_log_module_t module, jn_log_level_t level)
     return (atomic_load_explicit(&jn_log_state_[module], memory_order_relaxed) >> level) & 1u;
 }
 
+/* ---- protocol trace of single connections (log_trace.c) ----
+ *
+ * A connection's AMQP frames are written to the PROTOCOL module at trace
+ * level while that level is enabled, unless management chose otherwise for
+ * that connection (an UPDATE of its enableProtocolTrace): then as it chose,
+ * whatever the module's level. */
+
+/* jn_log_conn_trace_set: trace connection conn_id's frames (on) or not
+ * (off), whatever the PROTOCOL level. Returns 0, or JN_EOVERFLOW when 64
+ * connections have a choice of their own already. Any thread. */
+int jn_log_conn_trace_set(uint64_t conn_id, bool on);
+
+/* jn_log_conn_trace_forget: conn_id is closed: drop its choice. */
+void jn_log_conn_trace_forget(uint64_t conn_id);
+
+/* jn_log_conn_traced: conn_id's choice: 1 on, 0 off, -1 none (follow the
+ * level). Takes a mutex: call it only when jn_log_conn_trace_gen changed
+ * or to show the choice. Any thread. */
+int jn_log_conn_traced(uint64_t conn_id);
+
+/* Private to log_trace.c; read through jn_log_conn_trace_gen. */
+extern atomic_uint jn_log_conn_trace_gen_;
+
+/* jn_log_conn_trace_gen: a number that changes whenever the set of traced
+ * connections does. Any thread; one relaxed load. */
+static inline unsigned jn_log_conn_trace_gen(void)
+{
+    return atomic_load_explicit(&jn_log_conn_trace_gen_, memory_order_acquire);
+}
+
 /* JN_LOG(module, level, fmt, ...): log a printf-style line. The level is
  * checked first, so the arguments are not evaluated when it is disabled.
  * (A macro, not an inline function, because of that.) */

@@ -337,4 +337,22 @@ size_t jn_rx_budget_held(jn_rx_budget_t *b);
  * a message given to the core. The writer thread. */
 void jn_message_stream_writer_done(jn_message_t *m, jn_rx_budget_t *b);
 
+/* --- message logging's names (log_components.c) ----------------------- */
+
+/* The properties section's fields, in their list order (message-id ...
+ * reply-to-group-id); jn_message_property_name(i) is the name of field i
+ * (NULL past the last). */
+#define JN_MESSAGE_PROPERTY_COUNT 13
+const char *jn_message_property_name(size_t index);
+
+/* jn_message_log_components: a listener's or connector's
+ * messageLoggingComponents ("all", "none", or a comma list of property
+ * names and "app-properties") as a mask: bit i for property i,
+ * JN_MESSAGE_LOG_APP_PROPERTIES for the application properties. Returns 0,
+ * or JN_EINVAL with *bad and *bad_len (when bad is not NULL) the name not
+ * known. NULL spec: 0. Pure; any thread. */
+#define JN_MESSAGE_LOG_APP_PROPERTIES (1u << JN_MESSAGE_PROPERTY_COUNT)
+int jn_message_log_components(const char *spec, uint32_t *out, const char **bad,
+                              size_t *bad_len);
+
 #endif /* JUNCTION_MESSAGE_H */

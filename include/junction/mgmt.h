@@ -107,6 +107,9 @@ typedef struct jn_mgmt_config {
      * decimal text in buf (cap octets). Returns 0, or JN_ENOENT when no
      * such listener listens. May be NULL. */
     int (*listener_port)(void *io_ctx, const char *name, char *buf, size_t cap);
+    /* connector_status: jn_io_connector_status (a connector's
+     * connectionStatus and connectionMsg); NULL: not shown. */
+    int (*connector_status)(void *io_ctx, const char *name, bool *opened, char *msg, size_t cap);
     /* listen_error: why the last add_listener that failed on this thread
      * could not listen (the system's words: "Address already in use"),
      * for the 400's description; "" when unknown. May be NULL. */

@@ -23,6 +23,12 @@
 
 #define ROUTER_ID_MAX 127
 
+/* The result of two checks: out of memory wins, then a refusal. */
+static int worse(int a, int b)
+{
+    return a == JN_ENOMEM || b == JN_ENOMEM ? JN_ENOMEM : (a ? a : b);
+}
+
 static bool type_is(const jn_config_entity_t *e, const char *name)
 {
     return strcmp(jn_schema_type_name(e->type), name) == 0;
@@ -107,6 +113,7 @@ static int check_unique(jn_config_ctx_t *ctx)
     jn_hash_t *names = jn_hash_create(cfg->entity_count);
     jn_hash_t *ids = jn_hash_create(cfg->entity_count);
     int rc = names && ids ? 0 : jn_config_nomem(ctx);
+    int failed = 0; /* every duplicate is named */
     for (size_t i = 0; i < cfg->entity_count && rc == 0; i++) {
         jn_config_entity_t *e = cfg->entities[i];
         const jn_config_entity_t *o = jn_hash_lookup(names, e->name, strlen(e->name));
@@ -115,8 +122,8 @@ static int check_unique(jn_config_ctx_t *ctx)
         if (!o)
             o = jn_hash_lookup(names, e->identity, strlen(e->identity));
         if (o) {
-            rc = duplicate(ctx, e, o);
-            break;
+            failed = duplicate(ctx, e, o);
+            continue;
         }
         if (jn_hash_insert(names, e->name, strlen(e->name), e) != 0 ||
             (strcmp(e->name, e->identity) != 0 &&
@@ -125,7 +132,7 @@ static int check_unique(jn_config_ctx_t *ctx)
     }
     jn_hash_free(names);
     jn_hash_free(ids);
-    return rc;
+    return rc ? rc : failed;
 }
 
 static int check_router_id(jn_config_ctx_t *ctx, const jn_config_entity_t *router)
@@ -139,15 +146,17 @@ static int check_router_id(jn_config_ctx_t *ctx, const jn_config_entity_t *route
         chars += (*p & 0xc0) != 0x80; /* count UTF-8 code points */
         bad |= *p <= 0x20 || *p == 0x7f;
     }
+    /* the words 1.19 uses (its error's name, its length phrase) are kept:
+     * operators and 1.19's tests look for them */
     if (chars > ROUTER_ID_MAX)
         return jn_config_fail(ctx, line_of(router, "id"),
-                              "router attribute 'id': longer than "
-                              "%d characters",
+                              "router attribute 'id': longer than %d characters (AttributeError: "
+                              "the router id exceeds the maximum allowed length)",
                               ROUTER_ID_MAX);
     if (bad)
         return jn_config_fail(ctx, line_of(router, "id"),
-                              "router attribute 'id': '%s' contains "
-                              "whitespace or control characters",
+                              "router attribute 'id': '%s' contains whitespace or control "
+                              "characters (AttributeError: not allowed in a router id)",
                               jn_config_quote(ctx, id));
     return 0;
 }
@@ -220,22 +229,25 @@ static int check_sasl_plugin(jn_config_ctx_t *ctx, const jn_config_entity_t *e)
 
 int jn_config_check(jn_config_ctx_t *ctx)
 {
+    /* every check runs and names what it finds (jn_config_fail appends);
+     * only running out of memory stops them */
     jn_config_t *cfg = ctx->cfg;
     int rc = assign_identities(ctx);
-    if (rc == 0)
-        rc = check_unique(ctx);
+    if (rc != 0)
+        return rc;
+    int failed = check_unique(ctx);
     const jn_config_entity_t *router = jn_config_find(cfg, jn_schema_type_find("router"));
-    if (rc == 0 && router)
-        rc = check_router_id(ctx, router);
+    if (failed != JN_ENOMEM && router)
+        failed = worse(failed, check_router_id(ctx, router));
     const char *mode = router ? jn_config_entity_string(router, "mode") : NULL;
     if (!mode)
         mode = "standalone";
-    for (size_t i = 0; i < cfg->entity_count && rc == 0; i++) {
+    for (size_t i = 0; i < cfg->entity_count && failed != JN_ENOMEM; i++) {
         if (!is_connection_config(cfg->entities[i]))
             continue;
-        rc = check_role(ctx, cfg->entities[i], mode);
-        if (rc == 0)
-            rc = check_sasl_plugin(ctx, cfg->entities[i]);
+        failed = worse(failed, check_role(ctx, cfg->entities[i], mode));
+        if (failed != JN_ENOMEM)
+            failed = worse(failed, check_sasl_plugin(ctx, cfg->entities[i]));
     }
-    return rc;
+    return failed;
 }

@@ -284,15 +284,32 @@ static bool is_json_name(const char *name)
     return n >= 5 && strcmp(name + n - 5, ".json") == 0;
 }
 
-int jn_config_load_string(const char *display_name, const char *text, size_t len, jn_config_t **out,
-                          char *err, size_t err_size)
+/* append_warnings: a file that is refused still shows its warnings (a
+ * deprecated name, ...) after its errors, one a line in err. */
+static void append_warnings(jn_config_ctx_t *ctx)
+{
+    size_t used = ctx->err && ctx->err_size ? strnlen(ctx->err, ctx->err_size) : 0;
+    for (size_t i = 0; used && i < ctx->cfg->warning_count; i++) {
+        int n = snprintf(ctx->err + used, ctx->err_size - used, "\n%s", ctx->cfg->warnings[i]);
+        if (n < 0 || (size_t)n >= ctx->err_size - used) {
+            ctx->err[used] = '\0'; /* full: the errors are kept whole */
+            return;
+        }
+        used += (size_t)n;
+    }
+}
+
+/* load_text: jn_config_load_string; keep_going as jn_config_load_file_all. */
+static int load_text(const char *display_name, const char *text, size_t len, jn_config_t **out,
+                     char *err, size_t err_size, bool keep_going)
 {
     *out = NULL;
     if (err && err_size)
         err[0] = '\0';
     if (!display_name)
         display_name = "(string)";
-    jn_config_ctx_t ctx = {.file = display_name, .err = err, .err_size = err_size};
+    jn_config_ctx_t ctx = {
+        .file = display_name, .err = err, .err_size = err_size, .keep_going = keep_going};
     if (len == 0) {
         jn_config_fail(&ctx, 0, "configuration file was empty");
         return JN_ENOENT;
@@ -310,16 +327,30 @@ int jn_config_load_string(const char *display_name, const char *text, size_t len
     if (rc == 0)
         rc = is_json_name(display_name) ? jn_config_read_json(&ctx, text, len)
                                         : jn_config_read_conf(&ctx, text, len);
-    if (rc == 0)
+    bool partial = false; /* keep_going past sections with errors */
+    if (rc == 0) {
         rc = jn_config_validate(&ctx);
-    if (rc == 0)
-        rc = jn_config_check(&ctx);
-    if (rc != 0) {
+        /* the sections with errors are left out; the checks across
+         * entities still run on the others */
+        partial = keep_going && (rc == 0 || rc == JN_EINVAL);
+    }
+    if (rc == 0 || partial) {
+        int rc2 = jn_config_check(&ctx);
+        rc = rc ? (rc2 == JN_ENOMEM ? rc2 : rc) : rc2;
+    }
+    if (rc != 0 && !(partial && rc == JN_EINVAL)) {
+        append_warnings(&ctx);
         jn_config_free(cfg);
         return rc;
     }
     *out = cfg;
-    return 0;
+    return rc;
+}
+
+int jn_config_load_string(const char *display_name, const char *text, size_t len, jn_config_t **out,
+                          char *err, size_t err_size)
+{
+    return load_text(display_name, text, len, out, err, err_size, false);
 }
 
 /* Read the whole file into a malloc'd buffer; noun names it in messages
@@ -399,7 +430,23 @@ int jn_config_load_file(const char *path, jn_config_t **out, char *err, size_t e
     int rc = read_file(&ctx, path, "configuration file", &text, &len);
     if (rc != 0)
         return rc;
-    rc = jn_config_load_string(path, text, len, out, err, err_size);
+    rc = load_text(path, text, len, out, err, err_size, false);
+    free(text);
+    return rc;
+}
+
+int jn_config_load_file_all(const char *path, jn_config_t **out, char *err, size_t err_size)
+{
+    *out = NULL;
+    if (err && err_size)
+        err[0] = '\0';
+    jn_config_ctx_t ctx = {.file = path, .err = err, .err_size = err_size};
+    char *text = NULL;
+    size_t len = 0;
+    int rc = read_file(&ctx, path, "configuration file", &text, &len);
+    if (rc != 0)
+        return rc;
+    rc = load_text(path, text, len, out, err, err_size, true);
     free(text);
     return rc;
 }

@@ -70,6 +70,7 @@ typedef struct jn_config_ctx {
     size_t err_size;
     jn_config_section_t *sections;
     size_t section_count, section_cap;
+    bool keep_going; /* jn_config_load_file_all: keep what is right past errors */
 } jn_config_ctx_t;
 
 /* ---- config.c: arena, messages ---- */

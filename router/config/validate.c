@@ -148,10 +148,12 @@ static int resolve_attr(jn_config_ctx_t *ctx, const jn_config_entity_t *e, given
     int rc = 0;
     if (g->item && g->via_old != via_old) {
         const char *old = jn_schema_attr_deprecation_name(attr);
+        /* 1.19's words (operators and its tests read them), then where */
         return jn_config_fail(ctx, item->line,
-                              "%s attribute '%s' is the old name of '%s'; "
-                              "give only one of them (the other is at line %d)",
-                              tname, old, aname, g->item->line);
+                              "%s: Both '%s' and '%s' cannot be specified for entity '%s' "
+                              "(the old name of '%s'; the other is at line %d)",
+                              jn_schema_type_full_name(e->type), old, aname, tname, aname,
+                              g->item->line);
     }
     if (g->item)
         rc = jn_config_warn(ctx, item->line,
@@ -159,8 +161,9 @@ static int resolve_attr(jn_config_ctx_t *ctx, const jn_config_entity_t *e, given
                             "%d); the last value is used",
                             tname, name, g->item->line);
     if (rc == 0 && via_old)
-        rc = jn_config_warn(ctx, item->line, "%s attribute '%s' is deprecated; use '%s'", tname,
-                            name, aname);
+        rc = jn_config_warn(ctx, item->line,
+                            "Attribute '%s' of entity '%s' has been deprecated. Use '%s' instead",
+                            name, tname, aname);
     if (rc == 0 && (jn_schema_attr_flags(attr) & JN_SCHEMA_ATTR_DEPRECATED))
         rc = jn_config_warn(ctx, item->line, "%s attribute '%s' is deprecated", tname, aname);
     if (rc != 0)
@@ -240,6 +243,18 @@ static int fill_defaults(jn_config_ctx_t *ctx, jn_config_entity_t *e)
     return 0;
 }
 
+/* Whether e lacks a required attribute (check_required without the error). */
+static bool missing_required(const jn_config_entity_t *e)
+{
+    for (size_t i = 0; i < jn_schema_type_attr_count(e->type); i++) {
+        const jn_schema_attr_t *attr = jn_schema_type_attr_at(e->type, i);
+        if (jn_schema_attr_required(attr) && !e->values[i] &&
+            strcmp(jn_schema_attr_name(attr), "type") != 0)
+            return true;
+    }
+    return false;
+}
+
 static int check_required(jn_config_ctx_t *ctx, const jn_config_entity_t *e)
 {
     for (size_t i = 0; i < jn_schema_type_attr_count(e->type); i++) {
@@ -291,6 +306,14 @@ static int build_entity(jn_config_ctx_t *ctx, const jn_config_section_t *sec)
     if (!e)
         return jn_config_nomem(ctx);
     rc = take_attrs(ctx, e, sec);
+    if (rc == JN_EINVAL && ctx->keep_going && !missing_required(e)) {
+        /* --check: the section's other values are checked further, its
+         * wrong ones left out (their errors are named already) */
+        rc = fill_defaults(ctx, e);
+        if (rc == 0)
+            rc = add_entity(ctx, e);
+        return rc ? rc : JN_EINVAL;
+    }
     if (rc == 0)
         rc = check_required(ctx, e);
     if (rc == 0)
@@ -311,7 +334,7 @@ int jn_config_validate(jn_config_ctx_t *ctx)
         else if (rc != 0)
             return rc;
     }
-    if (failed)
+    if (failed && !ctx->keep_going)
         return failed;
     for (size_t i = 0; i < sizeof(implied_singletons) / sizeof(implied_singletons[0]); i++) {
         const jn_schema_type_t *type = jn_schema_type_find(implied_singletons[i]);
@@ -326,5 +349,5 @@ int jn_config_validate(jn_config_ctx_t *ctx)
         if (rc != 0)
             return rc;
     }
-    return 0;
+    return failed;
 }

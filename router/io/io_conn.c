@@ -133,8 +133,10 @@ jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming)
     atomic_init(&conn->move_after, 0);
     conn->io = io;
     conn->id = atomic_fetch_add(&io->next_conn_id, 1);
+    conn->trace_choice = -1; /* follow the PROTOCOL level (io_trace.c) */
     conn->endpoint = ep;
     conn->incoming = incoming;
+    conn->msg_log = ep->cfg.message_logging;
     conn->strip_inbound =
         ep->cfg.strip_annotations == JN_STRIP_BOTH || ep->cfg.strip_annotations == JN_STRIP_IN;
     conn->strip_outbound =
@@ -547,6 +549,11 @@ static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
            conn->id, conn->incoming ? "in" : "out", conn->host,
            info.encrypted ? info.ssl_proto : "no", mech ? mech : "none", user ? user : "anonymous",
            info.container_id);
+    jn_io_connector_note_IO(conn, true,
+                            JN_IO_CONN_FMT " Connection Opened: dir=out host=%s encrypted=%s "
+                                           "auth=%s user=%s container_id=%s",
+                            conn->id, conn->host, info.encrypted ? info.ssl_proto : "no",
+                            mech ? mech : "none", user ? user : "anonymous", info.container_id);
 }
 
 static void on_remote_close(jn_io_conn_t *conn)
@@ -573,6 +580,8 @@ static void on_transport_error(jn_io_conn_t *conn, pn_transport_t *t)
     else
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Connection to %s failed: %s %s",
                conn->id, conn->host, pn_condition_get_name(c), desc ? desc : "");
+    jn_io_connector_note_IO(conn, false, JN_IO_CONN_FMT " Connection to %s failed: %s %s",
+                            conn->id, conn->host, pn_condition_get_name(c), desc ? desc : "");
 }
 
 /* The peer's input ended. When the peer neither closed the connection nor

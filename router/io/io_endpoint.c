@@ -29,6 +29,7 @@
 #include <proton/sasl.h>
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,8 @@ static int endpoint_copy(jn_io_endpoint_t *ep, const jn_endpoint_config_t *cfg)
 {
     bool failed = false;
     ep->cfg = *cfg;
+    if (cfg->message_logging) /* message logging: receivers locate what it reads */
+        atomic_store_explicit(&jn_io_msg_log_any_, true, memory_order_relaxed);
     ep->cfg.name = jn_strdup_opt(cfg->name, &failed);
     ep->cfg.host = jn_strdup_opt(cfg->host ? cfg->host : "", &failed);
     ep->cfg.port = jn_strdup_opt(cfg->port && cfg->port[0] ? cfg->port : "amqp", &failed);
@@ -271,7 +274,8 @@ static void set_port(struct sockaddr *sa, uint16_t port)
  * logged. */
 static struct addrinfo *resolve(jn_io_endpoint_t *ep, bool passive, char *err, size_t errlen)
 {
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_protocol = IPPROTO_TCP};
+    struct addrinfo hints = {
+        .ai_family = ep->cfg.family, .ai_socktype = SOCK_STREAM, .ai_protocol = IPPROTO_TCP};
     if (passive)
         hints.ai_flags = AI_PASSIVE;
     const char *host = ep->cfg.host && ep->cfg.host[0] ? ep->cfg.host : NULL;
@@ -363,6 +367,35 @@ int jn_io_listener_port(jn_io_t *io, const char *name, char *buf, size_t cap)
         }
     pthread_mutex_unlock(&io->lock);
     return rc;
+}
+
+int jn_io_connector_status(jn_io_t *io, const char *name, bool *opened, char *msg, size_t cap)
+{
+    int rc = JN_ENOENT;
+    pthread_mutex_lock(&io->lock);
+    for (jn_io_endpoint_t *ep = io->endpoints; ep && rc != 0; ep = ep->next)
+        if (!ep->is_listener && !atomic_load(&ep->removed) && ep->cfg.name && name &&
+            strcmp(ep->cfg.name, name) == 0) {
+            *opened = ep->status_opened;
+            snprintf(msg, cap, "%s", ep->status_msg);
+            rc = 0;
+        }
+    pthread_mutex_unlock(&io->lock);
+    return rc;
+}
+
+void jn_io_connector_note_IO(jn_io_conn_t *conn, bool opened, const char *fmt, ...)
+{
+    jn_io_endpoint_t *ep = conn->endpoint;
+    if (conn->incoming || !ep || ep->is_listener)
+        return;
+    pthread_mutex_lock(&conn->io->lock);
+    ep->status_opened = opened;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ep->status_msg, sizeof ep->status_msg, fmt, ap);
+    va_end(ap);
+    pthread_mutex_unlock(&conn->io->lock);
 }
 
 /* jn_io_listener_close_locked: close ep's listening sockets now (stop,
@@ -645,6 +678,7 @@ void jn_io_connector_closed_IO(jn_io_endpoint_t *ep, jn_io_conn_t *conn, bool wa
     if (ep->conn == conn)
         ep->conn = NULL;
     ep->state = JN_EP_IDLE;
+    ep->status_opened = false; /* connecting again */
     if (was_open)
         ep->failures = 0;
     unsigned delay = RETRY_FIRST_MS;

@@ -814,6 +814,8 @@ void jn_io_conn_destroy_IO(jn_io_conn_t *conn)
         return;
     conn->destroyed = true;
     conn_unregister(conn);
+    if (jn_log_conn_trace_gen() != 0) /* management chose for some connection */
+        jn_log_conn_trace_forget(conn->id);
     jn_io_loop_t *loop = atomic_load_explicit(&conn->loop, memory_order_relaxed);
     if (loop)
         atomic_fetch_sub_explicit(&loop->conns, 1, memory_order_relaxed);
@@ -836,6 +838,7 @@ static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
         return;
     if (conn->moved)
         conn_arrive(conn);
+    jn_io_trace_check_IO(conn);
     pn_connection_driver_t *d = &conn->driver;
     if (atomic_load_explicit(&conn->io->forcing, memory_order_relaxed) &&
         !pn_connection_driver_finished(d)) {

@@ -274,6 +274,8 @@ struct jn_io_endpoint {
     jn_io_timer_t retry;
     unsigned failures;  /* consecutive attempts that never opened */
     jn_io_conn_t *conn; /* the current connection, or NULL */
+    bool status_opened;       /* its connection is open (jn_io_t.lock) */
+    char status_msg[400];     /* the log line of its last event (jn_io_t.lock) */
     /* listener with a saslPlugin (authsvc.c): the endpoint its connections
      * to the auth service are made with (owned; immutable after
      * jn_io_add_listener), or NULL. In that child: the service's address
@@ -440,6 +442,7 @@ struct jn_io_conn {
     jn_io_endpoint_t *endpoint; /* its listener or connector */
     bool incoming;
     bool strip_inbound, strip_outbound;
+    uint32_t msg_log; /* messageLoggingComponents (io_msglog.c); immutable */
     bool policy_counted; /* counted in io->policy_current (set at accept) */
     /* counted in its vhost's figures (io_policy.c; under io->lock): the
      * vhost's hostname, the user and the remote host it was counted as */
@@ -496,6 +499,10 @@ struct jn_io_conn {
                              * NULL from PN_TRANSPORT_CLOSED on */
     int fd;                 /* the socket, or -1 */
     bool moved;             /* handed over by another loop: register fd here */
+    bool tracing;           /* frames traced (io_trace.c) */
+    bool trace_log;         /* PROTOCOL at trace when last checked */
+    int8_t trace_choice;    /* management's for this connection: 1 on, 0 off, -1 none */
+    unsigned trace_gen;     /* jn_log_conn_trace_gen when trace_forced was read */
     bool readable, writable; /* edge-triggered readiness not yet used up */
     bool read_end;           /* epoll saw the peer's end of stream (or an error) */
     bool connecting;         /* connect() in progress */
@@ -984,5 +991,38 @@ static inline void jn_io_pd_release(pn_delivery_t *pd, jn_delivery_t *dlv, bool 
 /* Log prefix helpers: "[C12]" and "[C12][L3]". */
 #define JN_IO_CONN_FMT "[C%" PRIu64 "]"
 #define JN_IO_LINK_FMT "[C%" PRIu64 "][L%" PRIu64 "]"
+
+/* jn_io_connector_note_IO: conn, if a connector's, opened (opened) or
+ * failed: its connector's status and message (jn_io_connector_status)
+ * become that, the message printf-style. The loop's thread of conn. */
+void jn_io_connector_note_IO(jn_io_conn_t *conn, bool opened, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Message logging (io_msglog.c). jn_io_msg_log_any_: some endpoint logs
+ * messages (set for good when one is added; relaxed). */
+extern atomic_bool jn_io_msg_log_any_;
+/* jn_io_msg_log_IO: log m as "[C<id>] <what> Message{...}" by conn's
+ * components (MESSAGE, info). The loop's thread of conn. */
+void jn_io_msg_log_IO(const jn_io_conn_t *conn, const char *what, const jn_message_t *m);
+/* jn_io_msg_log_received_IO: m arrives on conn (all_in: all of it is
+ * there): parse it to its application properties and log it if conn logs
+ * messages. Before the delivery is handed over. Returns 0, or JN_AGAIN
+ * when its application properties are not all in yet (route it later). */
+int jn_io_msg_log_received_IO(const jn_io_conn_t *conn, jn_message_t *m, bool all_in);
+
+/* jn_io_trace_update_IO: switch conn's frame trace on or off after the
+ * PROTOCOL level or the traced connections changed (io_trace.c). */
+void jn_io_trace_update_IO(jn_io_conn_t *conn, unsigned gen, bool log_on);
+
+/* jn_io_trace_check_IO: once per pass over conn: whether its frame trace
+ * must be switched. Two relaxed loads while nothing changes. The loop's
+ * thread of conn. */
+static inline void jn_io_trace_check_IO(jn_io_conn_t *conn)
+{
+    unsigned gen = jn_log_conn_trace_gen();
+    bool log_on = jn_log_enabled(JN_LOG_MOD_PROTOCOL, JN_LOG_TRACE);
+    if (JN_UNLIKELY(gen != conn->trace_gen || log_on != conn->trace_log))
+        jn_io_trace_update_IO(conn, gen, log_on);
+}
 
 #endif /* JN_IO_PRIVATE_H */

@@ -312,6 +312,9 @@ static void rx_try_route_IO(jn_io_link_t *link, bool all_in)
     }
     if (JN_UNLIKELY(link->rx_checks != 0) && !rx_checks_ok_IO(link, m))
         return;
+    if (JN_UNLIKELY(atomic_load_explicit(&jn_io_msg_log_any_, memory_order_relaxed)) &&
+        jn_io_msg_log_received_IO(link->conn, m, all_in) == JN_AGAIN)
+        return; /* message logging reads its application properties: wait for them */
     pn_delivery_t *pd = link->rx.pd;
     pn_delivery_tag_t tag = pn_delivery_tag(pd);
     /* The delivery takes a reference; keep ours while octets still come. */

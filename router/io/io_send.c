@@ -188,6 +188,8 @@ static bool tx_write_IO(jn_io_link_t *link)
     link->tx.sent++; /* advance and abort both consume the credit */
     if (rc == 0) {
         link->tx.msg_size = link->tx.out.position; /* the octets of this copy (tx_limit) */
+        if (JN_UNLIKELY(link->conn->msg_log))
+            jn_io_msg_log_IO(link->conn, "Sent", link->tx.out.message);
         pn_link_advance(pl);
         tx_done_IO(link, false);
     } else {

@@ -42,9 +42,8 @@ jn_mgmt_t *jn_mgmt_create(const jn_mgmt_config_t *cfg)
     agent->start_time = (int64_t)time(NULL);
     agent->next_id = 1;
     if (!agent->cfg.router_id || !agent->cfg.mode || !agent->cfg.version ||
-        (cfg->metadata && !agent->cfg.metadata) ||
-        (cfg->config_path && !agent->cfg.config_path) || !agent->cfg.default_vhost ||
-        !agent->cfg.policy_dir) {
+        (cfg->metadata && !agent->cfg.metadata) || (cfg->config_path && !agent->cfg.config_path) ||
+        !agent->cfg.default_vhost || !agent->cfg.policy_dir) {
         jn_mgmt_free(agent);
         return NULL;
     }
@@ -110,7 +109,8 @@ static bool is_node_type(const char *t)
                   strcmp(jn_schema_type_name(st), "management") == 0);
 }
 
-/* The `type` of a CREATE given only in the body (accepted, docs/protocol.md "Management requests"). */
+/* The `type` of a CREATE given only in the body (accepted, docs/protocol.md "Management requests").
+ */
 static bool body_type(const jn_mgmt_request_t *req, char *out, size_t cap)
 {
     jn_decoder_t map;
@@ -175,6 +175,35 @@ static const jn_mgmt_class_t *class_of_entity(jn_mgmt_t *agent, const jn_mgmt_re
     return found;
 }
 
+/* What 1.19 forbids (403) rather than lacks: creating or deleting the
+ * router, deleting a connection (a connection is closed by an UPDATE of
+ * its adminStatus). */
+static bool forbidden(const jn_mgmt_class_t *cls, const char *op)
+{
+    if (!cls)
+        return false;
+    if (strcmp(cls->name, "router") == 0)
+        return strcmp(op, "CREATE") == 0 || strcmp(op, "DELETE") == 0;
+    return strcmp(cls->name, "connection") == 0 && strcmp(op, "DELETE") == 0;
+}
+
+/* A READ, UPDATE or DELETE of type st found no such entity: when an
+ * entity of another type has that name or identity, the request named the
+ * wrong type (400, as 1.19's Python agent answers); else the 404 stands. */
+static int other_type(jn_mgmt_t *agent, const jn_schema_type_t *st, const jn_mgmt_request_t *req,
+                      jn_mgmt_reply_t *reply)
+{
+    const jn_schema_type_t *found = NULL;
+    if (!class_of_entity(agent, req, &found) || !found || found == st)
+        return reply->status;
+    jn_encoder_free(&reply->body);
+    jn_encoder_init(&reply->body);
+    return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "Entity %s=%s is of type %s, not %s",
+                             req->has_identity ? "identity" : "name",
+                             req->has_identity ? req->identity : req->name,
+                             jn_schema_type_full_name(found), jn_schema_type_full_name(st));
+}
+
 /* CREATE, READ, UPDATE, DELETE. */
 static int entity_op(jn_mgmt_t *agent, const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply)
 {
@@ -202,6 +231,9 @@ static int entity_op(jn_mgmt_t *agent, const jn_mgmt_request_t *req, jn_mgmt_rep
     }
     if (!st)
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "No such entity type '%s'", type);
+    if (forbidden(cls, op))
+        return jn_mgmt_reply_set(reply, JN_MGMT_FORBIDDEN,
+                                 "You are not allowed to perform this operation.");
     if (!cls || !(cls->ops & op_bit(op)))
         return not_implemented(reply, op, jn_schema_type_name(st), cls ? cls->ops : JN_OP_READ);
     bool conn_lr = strcmp(cls->name, "router.connection.linkRoute") == 0;
@@ -217,14 +249,52 @@ static int entity_op(jn_mgmt_t *agent, const jn_mgmt_request_t *req, jn_mgmt_rep
     bool singleton = jn_schema_type_flags(st) & JN_SCHEMA_TYPE_SINGLETON;
     if (unnamed && !singleton)
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "No name or identity provided");
+    int status;
     if (strcmp(op, "DELETE") == 0)
-        return jn_mgmt_store_delete(agent, cls, req, reply);
-    if (strcmp(op, "UPDATE") == 0)
-        return jn_mgmt_update(agent, cls, req, reply);
-    if (jn_mgmt_read_row(agent, cls, req, &reply->body) != 0)
+        status = jn_mgmt_store_delete(agent, cls, req, reply);
+    else if (strcmp(op, "UPDATE") == 0)
+        status = jn_mgmt_update(agent, cls, req, reply);
+    else if (jn_mgmt_read_row(agent, cls, req, &reply->body) != 0)
+        status = jn_mgmt_reply_set(reply, JN_MGMT_NOT_FOUND, "No entity with %s=%s",
+                                   req->has_identity ? "identity" : "name",
+                                   req->has_identity ? req->identity : req->name);
+    else
+        status = jn_mgmt_reply_set(reply, JN_MGMT_OK, "OK");
+    return status == JN_MGMT_NOT_FOUND && !unnamed ? other_type(agent, st, req, reply) : status;
+}
+
+/* CALLME on a dummy (1.19's test operation): the answer's body is the
+ * request's application properties, as they came. */
+static int callme(jn_mgmt_t *agent, const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply)
+{
+    const jn_schema_type_t *st = NULL;
+    const char *type = jn_mgmt_request_type(req, false);
+    const jn_mgmt_class_t *cls = type[0] ? jn_mgmt_class_find(type, &st) : NULL;
+    if (!st || !jn_schema_type_has_op(st, "CALLME"))
+        return jn_mgmt_reply_set(reply, JN_MGMT_NOT_IMPLEMENTED,
+                                 "Operation 'CALLME' not implemented for '%s'",
+                                 type[0] ? type : NODE_TYPE);
+    if (!req->has_name && !req->has_identity)
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "No name or identity provided");
+    jn_encoder_t scratch;
+    jn_encoder_init(&scratch);
+    int found = cls ? jn_mgmt_read_row(agent, cls, req, &scratch) : -1;
+    jn_encoder_free(&scratch);
+    if (found != 0)
         return jn_mgmt_reply_set(reply, JN_MGMT_NOT_FOUND, "No entity with %s=%s",
                                  req->has_identity ? "identity" : "name",
                                  req->has_identity ? req->identity : req->name);
+    jn_iter_t it = req->properties; /* parsed already: well formed */
+    jn_decoder_t d, map;
+    jn_field_t f, k, v;
+    jn_decoder_init(&d, &it, true);
+    jn_enc_map_begin(&reply->body);
+    if (jn_decoder_next(&d, &f) == 1 && jn_decoder_enter(&d, &f, &map) == 0)
+        while (jn_decoder_next(&map, &k) == 1 && jn_decoder_next(&map, &v) == 1) {
+            jn_enc_raw_iter(&reply->body, &k.encoded);
+            jn_enc_raw_iter(&reply->body, &v.encoded);
+        }
+    jn_enc_map_end(&reply->body);
     return jn_mgmt_reply_set(reply, JN_MGMT_OK, "OK");
 }
 
@@ -265,6 +335,8 @@ static int dispatch(jn_mgmt_t *agent, const jn_mgmt_request_t *req, jn_mgmt_repl
     const char *op = req->operation;
     if (strcmp(op, "RELOAD") == 0)
         return reload(agent, req, reply);
+    if (strcmp(op, "CALLME") == 0)
+        return callme(agent, req, reply);
     if (strcmp(op, "QUERY") == 0)
         return jn_mgmt_query(agent, req, reply);
     if (op_bit(op))
@@ -328,8 +400,15 @@ void jn_mgmt_request_CT(void *ctx, jn_core_t *core, jn_message_t *request)
         JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_INFO, "Management request %s without reply-to dropped",
                req->operation[0] ? req->operation : "(no operation)");
     } else {
-        if (rc == 0)
+        if (rc == 0) {
+            JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_DEBUG, "Agent request %s type=%s name=%s",
+                   req->operation_sent, jn_mgmt_request_type(req, true),
+                   req->has_identity ? req->identity : req->name);
             dispatch(agent, req, reply);
+        }
+        if (reply->status >= 400) /* 1.19's words: operators (and its tests) look for them */
+            JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_ERROR, "Error performing %s: %s",
+                   req->operation[0] ? req->operation : "(no operation)", reply->description);
         JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_DEBUG, "%s type=%s name=%s: %d %s", req->operation,
                jn_mgmt_request_type(req, true), req->has_identity ? req->identity : req->name,
                reply->status, reply->description);

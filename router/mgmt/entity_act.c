@@ -9,12 +9,14 @@
 
 #include <junction/core_view.h>
 #include <junction/log.h>
+#include <junction/message.h>
 
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 static bool is(jn_mgmt_entity_t *e, const char *short_name)
 {
@@ -76,6 +78,21 @@ static int port_number(const char *port)
         return atoi(port);
     struct servent *s = getservbyname(port, "tcp");
     return s ? ntohs((uint16_t)s->s_port) : -1;
+}
+
+/* messageLoggingComponents as a mask (checked: jn_entity_check). */
+static uint32_t log_components_of(const char *v)
+{
+    uint32_t mask = 0;
+    return jn_message_log_components(v, &mask, NULL, NULL) == 0 ? mask : 0;
+}
+
+/* socketAddressFamily (a connector's protocolFamily) as an address family. */
+static int family_of(const char *v)
+{
+    if (!v)
+        return 0;
+    return strcmp(v, "IPv6") == 0 ? AF_INET6 : strcmp(v, "IPv4") == 0 ? AF_INET : 0;
 }
 
 static int endpoint_config(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_endpoint_config_t *ec,
@@ -266,6 +283,9 @@ static int endpoint_config(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_endpoint_co
         .name = e->name,
         .host = jn_mgmt_entity_str(e, "host"),
         .port = jn_mgmt_entity_str(e, "port"),
+        .family = family_of(jn_mgmt_entity_str(e, listener ? "socketAddressFamily"
+                                                           : "protocolFamily")),
+        .message_logging = log_components_of(jn_mgmt_entity_str(e, "messageLoggingComponents")),
         .role = role_of(jn_mgmt_entity_str(e, "role")),
         .cost = u32(e, "cost"),
         .sasl_mechanisms = jn_mgmt_entity_str(e, "saslMechanisms"),
@@ -641,8 +661,31 @@ static void exchange_status_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_mv_t *r
     }
 }
 
+/* A connector's connectionStatus and connectionMsg, from the I/O layer
+ * (1.19's words: SUCCESS when its connection is open, else CONNECTING). */
+static void connector_status_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_mv_t *row)
+{
+    static char msg[400]; /* the core thread's, until the next row */
+    bool opened = false;
+    if (!agent->cfg.connector_status || !e->name ||
+        agent->cfg.connector_status(agent->cfg.io_ctx, e->name, &opened, msg, sizeof msg) != 0)
+        return;
+    size_t n = jn_mgmt_class_ncols(e->cls);
+    for (size_t c = 0; c < n; c++) {
+        const char *col = jn_mgmt_class_col(e->cls, c);
+        if (strcmp(col, "connectionStatus") == 0)
+            row[c] = jn_mv_str(opened ? "SUCCESS" : "CONNECTING");
+        else if (strcmp(col, "connectionMsg") == 0)
+            row[c] = msg[0] ? jn_mv_str(msg) : jn_mv_null();
+    }
+}
+
 void jn_entity_status_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_mv_t *row)
 {
+    if (is(e, "connector")) {
+        connector_status_CT(agent, e, row);
+        return;
+    }
     if (agent->cfg.core && key_of(e) && (is(e, "exchange") || is(e, "binding"))) {
         exchange_status_CT(agent, e, row);
         return;

@@ -11,6 +11,8 @@
  */
 #include "entity.h"
 
+#include <junction/message.h>
+
 #include <junction/log.h>
 
 #include <netdb.h>
@@ -228,6 +230,15 @@ static int check_endpoint(const jn_entity_ctx_t *ctx, jn_mgmt_entity_t *e, jn_en
         (!ctx->mode || strcmp(ctx->mode, "interior") != 0))
         return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "role",
                               "%s role 'inter-router' needs router mode 'interior'", type);
+    const char *bad;
+    size_t bad_len;
+    uint32_t mask;
+    if (jn_message_log_components(jn_mgmt_entity_str(e, "messageLoggingComponents"), &mask, &bad,
+                                  &bad_len) != 0)
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "messageLoggingComponents",
+                              "%s messageLoggingComponents: '%.*s' is not a message property, "
+                              "app-properties, all or none",
+                              type, (int)(bad_len < 64 ? bad_len : 64), bad);
     const char *profile = jn_mgmt_entity_str(e, "sslProfile");
     if (profile && profile[0] && ctx->profile && ctx->profile(ctx->profile_arg, profile) == 0)
         return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "sslProfile",

@@ -134,7 +134,8 @@ enum {
  * has_* says). Fields are views into the request message, valid while it
  * is referenced. */
 typedef struct jn_mgmt_request {
-    char operation[32];
+    char operation[32];      /* upper case (the Python agent ignores case) */
+    char operation_sent[32]; /* as the request spelled it */
     char type[JN_MGMT_STR_MAX];
     char name[JN_MGMT_STR_MAX];
     char identity[JN_MGMT_STR_MAX];
@@ -149,6 +150,7 @@ typedef struct jn_mgmt_request {
     bool has_reply_to;
     jn_iter_t correlation; /* raw encoding of correlation-id or message-id */
     bool has_correlation;
+    jn_iter_t properties; /* raw encoding of the application-properties map */
     /* the amqp-value body's value (absent: has_body false) */
     bool has_body;
     jn_field_t body;
@@ -204,6 +206,9 @@ struct jn_mgmt_class {
     /* rows [offset, offset + max) to fn; returns the total number of rows */
     size_t (*rows)(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t offset, size_t max,
                    jn_mgmt_row_fn fn, void *ctx);
+    bool held_only; /* an entity's map (READ, CREATE, UPDATE) has only the
+                     * attributes it holds, no nulls (1.19's Python agent's
+                     * entities without defaults) */
 };
 
 /* Column list of a class: its schema type's management columns
@@ -236,6 +241,7 @@ struct jn_mgmt {
                                  * CREATE/UPDATE/DELETE (vhost_ops.c) */
     jn_mgmt_entity_t *tail;
     uint64_t next_id;    /* decimal identities of router.config.* */
+    uint64_t next_dummy; /* identities of dummy entities ("dummy/<n>") */
     jn_config_t *file;   /* the config file last loaded or reloaded (owned; NULL: none) */
     uint32_t log_failed; /* log modules whose section a reload could not apply (bits) */
 };

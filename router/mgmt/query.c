@@ -78,15 +78,53 @@ typedef struct query_ctx {
     int cols[MAX_NAMES]; /* column of the current class per name, -1: null */
     size_t n;
     size_t emitted;
+    const jn_mgmt_class_t *all; /* a QUERY of every type: the current class */
 } query_ctx_t;
+
+/* A row's identity and name in a QUERY of every type, as 1.19's Python
+ * agent (which answers it) gives them: every identity is "<type>/<key>"
+ * (the prefix-less type name; the router's key is its id), and a name
+ * defaults to that identity. A connection keeps its decimal identity, the
+ * management node its "self". READ takes these identities too
+ * (jn_mgmt_read_row). pid (cap octets) receives the identity; *name the
+ * name to show. */
+static void python_view(const jn_mgmt_class_t *cls, const jn_mv_t *row, char *pid, size_t cap,
+                        jn_mv_t *id, jn_mv_t *name)
+{
+    *id = row[1];
+    *name = row[0];
+    if (strcmp(cls->name, "connection") == 0 || strcmp(cls->name, "management") == 0)
+        return;
+    bool router = strcmp(cls->name, "router") == 0;
+    int k = router ? jn_mgmt_class_col_index(cls, "id") : 1;
+    const jn_mv_t *key = k >= 0 ? &row[k] : NULL;
+    size_t plen = strlen(cls->name);
+    if (!key || key->kind != JN_MV_STR)
+        return;
+    if (!router && key->len > plen && strncmp(key->v.s, cls->name, plen) == 0 &&
+        key->v.s[plen] == '/') {
+        snprintf(pid, cap, "%.*s", (int)key->len, key->v.s);
+    } else {
+        snprintf(pid, cap, "%s/%.*s", cls->name, (int)key->len, key->v.s);
+    }
+    *id = jn_mv_strn(pid, strlen(pid));
+    if (router || name->kind == JN_MV_NULL)
+        *name = *id;
+}
 
 static bool query_row(void *arg, const jn_mv_t *row)
 {
     query_ctx_t *q = arg;
+    char pid[2 * JN_MGMT_STR_MAX];
+    jn_mv_t id = row[1], name = row[0];
+    if (q->all)
+        python_view(q->all, row, pid, sizeof pid, &id, &name);
     jn_enc_list_begin(q->e);
     for (size_t i = 0; i < q->n; i++) {
         if (q->cols[i] < 0)
             jn_enc_null(q->e);
+        else if (q->cols[i] <= 1)
+            jn_mv_encode(q->e, q->cols[i] == 0 ? &name : &id);
         else
             jn_mv_encode(q->e, &row[q->cols[i]]);
     }
@@ -260,6 +298,7 @@ int jn_mgmt_query(jn_mgmt_t *agent, const jn_mgmt_request_t *req, jn_mgmt_reply_
             if (only && cls != only)
                 continue;
             map_columns(cls, &ns, q, NULL, 0);
+            q->all = only ? NULL : cls;
             size_t before = q->emitted;
             size_t total = cls->rows(agent, cls, offset, max, query_row, q);
             max -= q->emitted - before;
@@ -280,6 +319,8 @@ void jn_mgmt_encode_row_map(jn_encoder_t *e, const jn_mgmt_class_t *cls, const j
 {
     jn_enc_map_begin(e);
     for (size_t i = 0; i < jn_mgmt_class_ncols(cls); i++) {
+        if (cls->held_only && row[i].kind == JN_MV_NULL)
+            continue;
         jn_enc_cstring(e, jn_mgmt_class_col(cls, i));
         jn_mv_encode(e, &row[i]);
     }
@@ -321,5 +362,12 @@ int jn_mgmt_read_row(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mgmt
         r.name = r.identity = alt;
     }
     cls->rows(agent, cls, 0, SIZE_MAX, read_match, &r);
+    /* an identity as a QUERY of every type shows it ("router.link/3",
+     * "router/<id>": query_row) names the entity whose key follows */
+    size_t plen = strlen(cls->name);
+    if (!r.found && key && strncmp(key, cls->name, plen) == 0 && key[plen] == '/') {
+        r.name = r.identity = key + plen + 1;
+        cls->rows(agent, cls, 0, SIZE_MAX, read_match, &r);
+    }
     return r.found ? 0 : JN_ENOENT;
 }

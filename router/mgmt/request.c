@@ -196,6 +196,7 @@ static int parse_app_properties(jn_message_t *msg, jn_mgmt_request_t *req, jn_mg
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
                                  "Application properties must be a map"),
                JN_EPROTO;
+    req->properties = f.encoded;
     int rc;
     while ((rc = jn_decoder_next(&map, &k)) == 1) {
         if (jn_decoder_next(&map, &v) != 1)
@@ -244,6 +245,7 @@ int jn_mgmt_request_parse(jn_message_t *msg, jn_mgmt_request_t *req, jn_mgmt_rep
         return JN_EPROTO;
     if (!req->operation[0])
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "No operation provided"), JN_EPROTO;
+    memcpy(req->operation_sent, req->operation, sizeof req->operation_sent);
     for (char *p = req->operation; *p; p++)
         if (*p >= 'a' && *p <= 'z')
             *p = (char)(*p - 'a' + 'A'); /* the Python agent ignores case */

@@ -130,6 +130,14 @@ size_t jn_mgmt_rows_router(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t 
 
 /* ---- connections ----------------------------------------------------------- */
 
+/* Whether connection id's frames are traced: management's choice for
+ * it, else the PROTOCOL level. */
+static bool conn_traced(uint64_t id)
+{
+    int choice = jn_log_conn_trace_gen() ? jn_log_conn_traced(id) : -1;
+    return choice < 0 ? jn_log_enabled(JN_LOG_MOD_PROTOCOL, JN_LOG_TRACE) : choice == 1;
+}
+
 static bool conn_row(void *arg, const jn_view_conn_t *v)
 {
     sink_t *k = arg;
@@ -167,7 +175,7 @@ static bool conn_row(void *arg, const jn_view_conn_t *v)
         [JN_COL_CONNECTION_OPER_STATUS] = jn_mv_str("up"),
         [JN_COL_CONNECTION_UPTIME_SECONDS] = jn_mv_uint((uint64_t)(up > 0 ? up : 0)),
         [JN_COL_CONNECTION_LAST_DLV_SECONDS] = jn_mv_null(), /* not kept */
-        [JN_COL_CONNECTION_ENABLE_PROTOCOL_TRACE] = jn_mv_bool(false)};
+        [JN_COL_CONNECTION_ENABLE_PROTOCOL_TRACE] = jn_mv_bool(conn_traced(v->id))};
     return k->fn(k->ctx, r);
 }
 

@@ -286,6 +286,8 @@ int jn_mgmt_entity_set_identity(jn_mgmt_t *agent, jn_mgmt_entity_t *e, const cha
         snprintf(buf, sizeof buf, "%s", given);
     } else if (strncmp(t, "router.config.", 14) == 0) {
         snprintf(buf, sizeof buf, "%" PRIu64, agent->next_id);
+    } else if (strcmp(t, "dummy") == 0) { /* 1.19: a count of its own */
+        snprintf(buf, sizeof buf, "dummy/%" PRIu64, agent->next_dummy++);
     } else if (strcmp(t, "listener") == 0 || strcmp(t, "connector") == 0) {
         const char *host = jn_mgmt_entity_str(e, "host"), *port = jn_mgmt_entity_str(e, "port");
         int n = snprintf(buf, sizeof buf, "%s/%s:%s", t, host ? host : "", port ? port : "");

@@ -6,8 +6,11 @@
  *               checked before anything changes.
  *   connection  adminStatus ("deleted" closes the connection through the
  *               core; "enabled" changes nothing) and enableProtocolTrace
- *               (accepted, no effect yet), as 1.19's C agent (1.19's
- *               columns); a body with neither is a bad request.
+ *               (its AMQP frames to the PROTOCOL log whatever its level:
+ *               router/io/io_trace.c), as 1.19's C agent (1.19's columns);
+ *               a body with neither is a bad request, an identity no
+ *               connection has too (400, as 1.19).
+ *   sslProfile, dummy: any attribute the schema lets UPDATE change.
  *
  * The answer is the entity's full attribute map (200).
  */
@@ -181,6 +184,7 @@ static int update_log(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mgm
 
 typedef struct conn_change {
     bool delete_it, any;
+    int trace; /* enableProtocolTrace: -1 not given, 0 off, 1 on */
 } conn_change_t;
 
 static int conn_entry_cb(const char *key, const jn_field_t *v, void *ctx, jn_mgmt_reply_t *reply)
@@ -201,6 +205,7 @@ static int conn_entry_cb(const char *key, const jn_field_t *v, void *ctx, jn_mgm
             return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
                                      "Invalid value for attribute 'enableProtocolTrace': expected "
                                      "boolean");
+        c->trace = b;
         c->any = true;
     }
     return 0;
@@ -212,7 +217,7 @@ static int update_conn(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mg
     if (!req->has_identity) /* the name is not unique (1.19 refuses it too) */
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
                                  "Name not supported. Identity required");
-    conn_change_t c = {false, false};
+    conn_change_t c = {false, false, -1};
     int st = each_entry(req, reply, conn_entry_cb, &c);
     if (st)
         return st;
@@ -220,17 +225,29 @@ static int update_conn(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mg
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
                                  "UPDATE of a connection needs 'adminStatus' or "
                                  "'enableProtocolTrace'");
+    jn_encoder_t probe; /* is there such a connection? 1.19 answers 400 if not */
+    jn_encoder_init(&probe);
+    int found = jn_mgmt_read_row(agent, cls, req, &probe);
+    jn_encoder_free(&probe);
+    if (found != 0)
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "No connection with identity=%s",
+                                 req->identity);
+    /* its AMQP frames to the PROTOCOL log, whatever the level (io_trace.c) */
+    if (c.trace >= 0 &&
+        jn_log_conn_trace_set(strtoull(req->identity, NULL, 10), c.trace == 1) != 0)
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                                 "Protocol trace is on for 64 connections already");
     /* the vhost group's allowAdminStatusUpdate: 403, as 1.19 answers */
     if (c.delete_it && agent->cfg.core && jn_core_request_denied_CT(agent->cfg.core, 1))
         return jn_mgmt_reply_set(reply, JN_MGMT_FORBIDDEN,
                                  "You are not allowed to perform this operation.");
     /* closed first, so that the answer shows adminStatus "deleted" (as
      * 1.19's does); the identity is the decimal connection id */
-    int rc = c.delete_it && agent->cfg.core
-                 ? jn_core_conn_close_CT(agent->cfg.core, strtoull(req->identity, NULL, 10),
-                                         "amqp:connection:forced",
-                                         "Connection closed by management")
-                 : 0;
+    int rc =
+        c.delete_it && agent->cfg.core
+            ? jn_core_conn_close_CT(agent->cfg.core, strtoull(req->identity, NULL, 10),
+                                    "amqp:connection:forced", "Connection closed by management")
+            : 0;
     if (rc == JN_EPERM)
         return jn_mgmt_reply_set(reply, JN_MGMT_FORBIDDEN, /* inter-router, edge: 1.19's words */
                                  "You are not allowed to perform this operation.");
@@ -255,22 +272,27 @@ static int update_conn(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mg
     return jn_mgmt_reply_set(reply, JN_MGMT_OK, "OK");
 }
 
-/* ---- sslProfile: certificate rotation ------------------------------------------ */
+/* ---- stored entities: sslProfile (certificate rotation), dummy ------------------ */
 
-typedef struct profile_change {
+typedef struct stored_change {
     jn_mgmt_entity_t *copy;
-} profile_change_t;
+    const char *current_name; /* the entity's name: a body may repeat it only */
+} stored_change_t;
 
-static int profile_entry_cb(const char *key, const jn_field_t *v, void *ctx,
-                            jn_mgmt_reply_t *reply)
+static int stored_entry_cb(const char *key, const jn_field_t *v, void *ctx, jn_mgmt_reply_t *reply)
 {
-    profile_change_t *c = ctx;
+    stored_change_t *c = ctx;
+    const char *tname = jn_schema_type_short_name(c->copy->type);
+    char text[JN_MGMT_STR_MAX];
+    if (strcmp(key, "name") == 0 && c->current_name &&
+        jn_mgmt_field_string(v, text, sizeof text) == 0 && strcmp(text, c->current_name) != 0)
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "Conflicting values for 'name'");
     if (strcmp(key, "name") == 0 || strcmp(key, "identity") == 0 || strcmp(key, "type") == 0)
         return 0; /* who it is, not a change */
     const jn_schema_attr_t *a = jn_schema_attr_find(c->copy->type, key);
     if (!a)
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
-                                 "Unknown attributes ['%s'] for type sslProfile.", key);
+                                 "Unknown attributes ['%s'] for type %s.", key, tname);
     if (!(jn_schema_attr_flags(a) & JN_SCHEMA_ATTR_UPDATE))
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
                                  "Cannot update attribute '%s' in UPDATE", key);
@@ -281,17 +303,19 @@ static int profile_entry_cb(const char *key, const jn_field_t *v, void *ctx,
         return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
     if (rc != 0)
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
-                                 "Invalid value for attribute '%s' of sslProfile: expected %s", key,
+                                 "Invalid value for attribute '%s' of %s: expected %s", key, tname,
                                  jn_schema_kind_name(jn_schema_attr_kind(a)));
     return 0;
 }
 
-/* UPDATE of an sslProfile (Junction's own; 1.19 cannot): the changed
- * attributes are checked and the new profile built from the files as they
- * are now; it replaces the old one for the connections made from now on,
- * while the open ones keep theirs. On any error the old profile stays. */
-static int update_profile(jn_mgmt_t *agent, const jn_mgmt_class_t *cls,
-                          const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply)
+/* UPDATE of a kept entity whose type lists UPDATE: a copy takes the
+ * changed attributes, is checked and acted on (an sslProfile, Junction's
+ * own, 1.19 cannot: the new profile is built from the files as they are
+ * now and replaces the old one for the connections made from now on, the
+ * open ones keep theirs), and its values become the entity's. On any
+ * error the entity is unchanged. */
+static int update_stored(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mgmt_request_t *req,
+                         jn_mgmt_reply_t *reply)
 {
     jn_mgmt_entity_t *e = jn_mgmt_store_find(agent, cls, req->has_identity ? NULL : req->name,
                                              req->has_identity ? req->identity : NULL);
@@ -299,27 +323,27 @@ static int update_profile(jn_mgmt_t *agent, const jn_mgmt_class_t *cls,
         return jn_mgmt_reply_set(reply, JN_MGMT_NOT_FOUND, "No entity with %s=%s",
                                  req->has_identity ? "identity" : "name",
                                  req->has_identity ? req->identity : req->name);
-    profile_change_t c = {jn_mgmt_entity_clone(e)};
+    stored_change_t c = {jn_mgmt_entity_clone(e), e->name};
     if (!c.copy)
         return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
-    int st = each_entry(req, reply, profile_entry_cb, &c);
-    jn_entity_ctx_t ctx = {.mode = agent->cfg.mode,
-                           .profile = jn_entity_profile_in_store,
-                           .profile_arg = agent};
+    int st = each_entry(req, reply, stored_entry_cb, &c);
+    jn_entity_ctx_t ctx = {
+        .mode = agent->cfg.mode, .profile = jn_entity_profile_in_store, .profile_arg = agent};
     jn_entity_err_t err;
     if (!st && (jn_entity_check(&ctx, c.copy, &err) != 0 ||
                 jn_entity_create_CT(agent, c.copy, &err) != 0)) {
         jn_entity_err_log(&err);
         st = jn_mgmt_reply_set(reply, err.status, "%s", err.text);
     }
-    if (!st) { /* the running profile is the copy's now: keep its values */
+    if (!st) { /* what runs is the copy's now: keep its values */
         for (size_t i = 0; i < e->n_values; i++) {
             jn_mv_t tmp = e->values[i];
             e->values[i] = c.copy->values[i];
             c.copy->values[i] = tmp;
         }
-        JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_INFO, "Updated sslProfile %s: new connections use it",
-               e->name ? e->name : "");
+        if (strcmp(cls->name, "sslProfile") == 0)
+            JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_INFO, "Updated sslProfile %s: new connections use it",
+                   e->name ? e->name : "");
     }
     jn_mgmt_entity_free(c.copy);
     if (st)
@@ -331,8 +355,8 @@ static int update_profile(jn_mgmt_t *agent, const jn_mgmt_class_t *cls,
 int jn_mgmt_update(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mgmt_request_t *req,
                    jn_mgmt_reply_t *reply)
 {
-    if (strcmp(cls->name, "sslProfile") == 0)
-        return update_profile(agent, cls, req, reply);
+    if (cls->stored && jn_schema_type_has_op(jn_mgmt_class_type(cls), "UPDATE"))
+        return update_stored(agent, cls, req, reply);
     if (strcmp(cls->name, "log") == 0)
         return update_log(agent, cls, req, reply);
     if (strcmp(cls->name, "connection") == 0)

@@ -139,6 +139,20 @@ class CliTest(RouterTestCase):
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
         self.assertEqual(len([x for x in p.stderr.splitlines() if x.startswith(path + ":")]), 2,
                          p.stderr)
+        # errors of both kinds in one file, in one run and in the file's
+        # order: values the parser refuses (distribution, role) and the
+        # router's own checks (ports), also of a section that has both
+        path = self.write("both.conf", "router {\n    mode: interior\n    id: B\n}\n"
+                          "address {\n    prefix: a\n    distribution: nonsense\n}\n"  # 7
+                          "listener {\n    port: 99999\n}\n"                            # 10
+                          "connector {\n    host: 127.0.0.1\n    port: 70000\n"         # 14
+                          "    role: bogus\n}\n")                                        # 15
+        p = run_junctiond(["--check", "-c", path])
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        lines = [x for x in p.stderr.splitlines() if x.startswith(path + ":")]
+        self.assertEqual([x.split(":")[1] for x in lines], ["7", "10", "14", "15"], p.stderr)
+        for line, says in zip(lines, ("'nonsense'", "'99999'", "'70000'", "'bogus'")):
+            self.assertIn(says, line)
         # a file that cannot be read
         p = run_junctiond(["--check", "-c", os.path.join(self.workdir, "missing.conf")])
         self.assertEqual(p.returncode, 1)

@@ -11,11 +11,12 @@ What each test asserts is in its name and docstring. Every wait is bounded
 (the client's timeout, or a polling deadline); the routers are stopped by
 the harness, which also requires a clean exit (no pool leak).
 """
+import socket
 import time
 import unittest
 
-from proton import Message
-from proton.reactor import AtMostOnce
+from proton import Message, symbol
+from proton.reactor import AtMostOnce, Container
 from proton.utils import BlockingConnection, ConnectionClosed, SyncRequestResponse
 
 from harness import SLOW, RouterTestCase, free_port
@@ -193,7 +194,10 @@ class ManagementTest(RouterTestCase):
 
     def test_delete_connector_closes_its_connection(self):
         """CREATE connector to another router: its connection appears (dir
-        out); DELETE connector: the connection goes and is not retried."""
+        out) and the connector shows connectionStatus SUCCESS with the
+        "Connection Opened: dir=out" line in connectionMsg (a connector to
+        no one: CONNECTING, with its "Connection to ... failed" line);
+        DELETE connector: the connection goes and is not retried."""
         a = self.start_router()
         b = self.start_router()
         mgr_a = self.manager(a)
@@ -201,12 +205,26 @@ class ManagementTest(RouterTestCase):
         code, desc, _ = mgr_a.call({"operation": "CREATE", "type": "connector", "name": "toB"},
                                    {"host": "127.0.0.1", "port": str(b.port)})
         self.assertEqual(code, 201, desc)
+        code, desc, _ = mgr_a.call({"operation": "CREATE", "type": "connector", "name": "toNone"},
+                                   {"host": "127.0.0.1", "port": str(free_port())})
+        self.assertEqual(code, 201, desc)
 
         def outgoing():
             return [c for c in mgr_a.query("connection", ["dir", "host"]) if c["dir"] == "out"]
 
+        def status(name):
+            rows = mgr_a.query("connector", ["name", "connectionStatus", "connectionMsg"])
+            return [(r["connectionStatus"], r["connectionMsg"] or "")
+                    for r in rows if r["name"] == name][0]
+
         self.wait_for("the connector's connection", lambda: len(outgoing()) == 1)
         self.assertEqual(outgoing()[0]["host"], "127.0.0.1:%d" % b.port)
+        self.wait_for("toB's status", lambda: status("toB")[0] == "SUCCESS")
+        self.assertIn("Connection Opened: dir=out", status("toB")[1])
+        self.wait_for("toNone's failure", lambda: "failed" in status("toNone")[1])
+        self.assertEqual(status("toNone")[0], "CONNECTING")
+        code, desc, _ = mgr_a.call({"operation": "DELETE", "type": "connector", "name": "toNone"})
+        self.assertEqual(code, 204, desc)
         self.assertEqual(len(mgr_b.query("connection")), 2)  # a's connector + mgr_b
         code, desc, _ = mgr_a.call({"operation": "DELETE", "type": "connector", "name": "toB"})
         self.assertEqual(code, 204, desc)
@@ -214,6 +232,64 @@ class ManagementTest(RouterTestCase):
         self.wait_for("b to see it go", lambda: len(mgr_b.query("connection")) == 1)
         time.sleep(0.5)  # past the first retry delay: no new connection
         self.assertEqual(outgoing(), [])
+
+    def test_socket_address_family_keeps_to_its_family(self):
+        """A listener on every interface with socketAddressFamily IPv4
+        listens on IPv4 only (::1 is refused, 127.0.0.1 answers), with
+        IPv6 on IPv6 only; a connector with protocolFamily IPv6 reaches
+        the latter at ::1."""
+        r = self.start_router()
+        mgr = self.manager(r)
+        ports = {}
+        for family in ("IPv4", "IPv6"):
+            ports[family] = free_port()
+            code, desc, _ = mgr.call({"operation": "CREATE", "type": "listener",
+                                      "name": "on" + family},
+                                     {"host": "", "port": str(ports[family]),
+                                      "socketAddressFamily": family})
+            self.assertEqual(code, 201, desc)
+        for family, yes, no in (("IPv4", "127.0.0.1", "::1"), ("IPv6", "::1", "127.0.0.1")):
+            socket.create_connection((yes, ports[family]), timeout=TIMEOUT).close()
+            with self.assertRaises(OSError):
+                socket.create_connection((no, ports[family]), timeout=TIMEOUT).close()
+        code, desc, _ = mgr.call({"operation": "CREATE", "type": "connector", "name": "to6"},
+                                 {"host": "::1", "port": str(ports["IPv6"]),
+                                  "protocolFamily": "IPv6"})
+        self.assertEqual(code, 201, desc)
+        self.wait_for("the connector's connection", lambda: [
+            c for c in mgr.query("connection", ["dir", "host"])
+            if c["dir"] == "out" and c["host"].startswith("::1")])
+
+    def test_message_logging_components_log_each_message(self):
+        """A listener's messageLoggingComponents: each message received or
+        sent on its connections is a MESSAGE info line with the properties
+        and application properties it names, as 1.19 writes them; an
+        unknown component is refused by name."""
+        r = self.start_router()
+        mgr = self.manager(r)
+        code, desc, _ = mgr.call({"operation": "CREATE", "type": "listener", "name": "bad"},
+                                 {"host": "127.0.0.1", "port": str(free_port()),
+                                  "messageLoggingComponents": "subject,colour"})
+        self.assertEqual(code, 400, desc)
+        self.assertIn("'colour'", desc)
+        port = free_port()
+        code, desc, _ = mgr.call({"operation": "CREATE", "type": "listener", "name": "logged"},
+                                 {"host": "127.0.0.1", "port": str(port),
+                                  "messageLoggingComponents": "user-id,subject,app-properties"})
+        self.assertEqual(code, 201, desc)
+        conn = BlockingConnection("127.0.0.1:%d" % port, timeout=TIMEOUT)
+        self.addCleanup(conn.close)
+        rcv = conn.create_receiver("msglog.q")
+        snd = conn.create_sender("msglog.q", options=AtMostOnce())
+        snd.send(Message(body="x", subject="s1", correlation_id=7,
+                         properties={"k": [1, 2], "sym": symbol("v")}))
+        rcv.receive(timeout=TIMEOUT)
+        code, _, lines = mgr.call({"operation": "GET-LOG"})
+        mine = [l[2] for l in lines if l[0] == "MESSAGE" and "subject=" in l[2]]
+        want = 'Message{subject="s1", app-properties={"k"=[1, 2], "sym"=:"v"}}'
+        self.assertEqual(len(mine), 2, mine)
+        self.assertTrue(mine[0].endswith("] Received " + want), mine)
+        self.assertTrue(mine[1].endswith("] Sent " + want), mine)
 
     def test_bad_requests_get_their_status(self):
         """Every malformed or impossible request is answered with its
@@ -236,6 +312,9 @@ class ManagementTest(RouterTestCase):
             ({"operation": "DELETE", "type": "router.link", "identity": "1"}, None, 501),
             ({"operation": "UPDATE", "type": "log", "name": "log/DEFAULT"},
              {"enable": "loud"}, 400),
+            # a client's mistake: 400, not 1.19's 500 (docs/compat.md)
+            ({"operation": "UPDATE", "type": "log", "name": "log/DEFAULT"},
+             {"outputFile": ""}, 400),
         ]
         for props, body, status in cases:
             code, desc, reply_body = mgr.call(props, body)
@@ -245,6 +324,43 @@ class ManagementTest(RouterTestCase):
         self.assertEqual((code, nodes), (200, []))
         code, _, types = mgr.call({"operation": "GET-TYPES"})
         self.assertIn(PREFIX + "listener", types)
+
+    def test_protocol_trace_follows_the_log_level_and_each_connections_choice(self):
+        """A connection's AMQP frames go to the PROTOCOL log at trace
+        level ("[C<id>]:FRAME: ... @attach ...", 1.19's form, read through
+        GET-LOG) while that level is on, switched at once on open
+        connections; a connection's enableProtocolTrace turns its own trace
+        on (or off) whatever the level; an unknown connection is 400."""
+        r = self.start_router()
+        mgr = self.manager(r)
+        container = Container()
+        container.container_id = "traced-one"
+        client = BlockingConnection(r.url, timeout=TIMEOUT, container=container)
+        self.addCleanup(client.close)
+        log_upd = {"operation": "UPDATE", "type": PREFIX + "log", "name": "log/DEFAULT"}
+        conn_upd = {"operation": "UPDATE", "type": PREFIX + "connection"}
+
+        def attaches(address):
+            code, _, lines = mgr.call({"operation": "GET-LOG"})
+            self.assertEqual(code, 200)
+            return [l for l in lines if l[0] == "PROTOCOL" and "@attach" in l[2]
+                    and address in l[2] and ":FRAME: " in l[2]]
+
+        self.assertEqual(mgr.call(log_upd, {"enable": "trace+"})[0], 200)
+        client.create_receiver("trace.a").close()
+        self.assertEqual(len(attaches("trace.a")), 2)  # its attach and the router's
+        self.assertEqual(mgr.call(log_upd, {"enable": "info+"})[0], 200)
+        client.create_receiver("trace.b").close()
+        self.assertEqual(attaches("trace.b"), [])
+        ident = [c["identity"] for c in mgr.query("connection", ["identity", "container"])
+                 if c["container"] == "traced-one"][0]
+        code, desc, body = mgr.call(dict(conn_upd, identity=ident),
+                                    {"enableProtocolTrace": "yes"})
+        self.assertEqual((code, body.get("enableProtocolTrace")), (200, True), desc)
+        client.create_receiver("trace.c").close()
+        self.assertEqual(len(attaches("trace.c")), 2)
+        self.assertEqual(mgr.call(dict(conn_upd, identity="G10000"),
+                                  {"enableProtocolTrace": True})[0], 400)
 
     def test_read_update_delete_by_identity_or_name_without_type(self):
         """A READ, UPDATE or DELETE that names its entity but gives no type

@@ -99,10 +99,10 @@ class SchemaTest(RouterTestCase):
                      "allocator", "management"):
             self.assertNotIn("implemented", types[name], name)
         listener = types["listener"]["attributes"]
-        for attr in ("multiTenant", "socketAddressFamily"):
+        for attr in ("multiTenant",):
             self.assertIs(listener[attr].get("implemented"), False, attr)
         for attr in ("host", "port", "saslMechanisms", "authenticatePeer", "sslProfile",
-                     "requireSsl", "saslPlugin"):
+                     "requireSsl", "saslPlugin", "socketAddressFamily"):
             self.assertNotIn("implemented", listener[attr], attr)
         self.assertIs(types["address"]["attributes"]["priority"].get("implemented"), False)
         for attr in ("waypoint", "ingressPhase", "egressPhase", "enableFallback"):

@@ -216,6 +216,10 @@ class EntityPathTest(RouterTestCase):
                 rows_m = [x for x in rows_m if x["name"] == "l0"]
                 for x in rows_f + rows_m:
                     self.assertNotEqual(x.pop("port"), "0")
+            if etype == "connector":  # run-time: its attempts so far ([C<id>], timing)
+                for x in rows_f + rows_m:
+                    self.assertIn(x.pop("connectionStatus"), ("CONNECTING", "SUCCESS"))
+                    x.pop("connectionMsg")
             self.assertEqual(rows_f, rows_m, etype)
 
 

@@ -201,8 +201,27 @@ static void old_and_new_name_together_rejected(void **state)
 {
     (void)state;
     fails("linkRoute {\n prefix: a\n direction: in\n dir: out\n}\n",
-          "t.conf:4: linkRoute attribute 'dir' is the old name of 'direction'; give only one of "
-          "them (the other is at line 3)");
+          "t.conf:4: org.apache.qpid.dispatch.router.config.linkRoute: Both 'dir' and "
+          "'direction' cannot be specified for entity 'linkRoute' (the old name of 'direction'; "
+          "the other is at line 3)");
+}
+
+static void refused_file_still_shows_its_warnings(void **state)
+{
+    (void)state;
+    /* an autoLink's deprecated name in one section, an error in the next:
+     * the error, then the warning, as 1.19 words both */
+    fails("autoLink {\n addr: a\n externalAddr: x\n direction: in\n}\n"
+          "autoLink {\n address: b\n dir: in\n direction: in\n}\n",
+          "t.conf:9: org.apache.qpid.dispatch.router.config.autoLink: Both 'dir' and "
+          "'direction' cannot be specified for entity 'autoLink' (the old name of 'direction'; "
+          "the other is at line 8)\n"
+          "t.conf:2: Attribute 'addr' of entity 'autoLink' has been deprecated. Use 'address' "
+          "instead\n"
+          "t.conf:3: Attribute 'externalAddr' of entity 'autoLink' has been deprecated. Use "
+          "'externalAddress' instead\n"
+          "t.conf:8: Attribute 'dir' of entity 'autoLink' has been deprecated. Use 'direction' "
+          "instead");
 }
 
 static void missing_required_attribute_rejected(void **state)
@@ -310,10 +329,12 @@ static void log_module_configured_twice_rejected(void **state)
 static void router_id_with_blank_rejected(void **state)
 {
     (void)state;
-    fails("router {\n id: a b\n}\n", "t.conf:2: router attribute 'id': 'a b' contains "
-                                     "whitespace or control characters");
-    fails("router {\n id: a\\tb\n}\n", "t.conf:2: router attribute 'id': 'a?b' contains "
-                                       "whitespace or control characters");
+    fails("router {\n id: a b\n}\n",
+          "t.conf:2: router attribute 'id': 'a b' contains whitespace or control characters "
+          "(AttributeError: not allowed in a router id)");
+    fails("router {\n id: a\\tb\n}\n",
+          "t.conf:2: router attribute 'id': 'a?b' contains whitespace or control characters "
+          "(AttributeError: not allowed in a router id)");
 }
 
 static void router_id_of_128_characters_rejected(void **state)
@@ -324,7 +345,8 @@ static void router_id_of_128_characters_rejected(void **state)
     memset(id, 'r', 128);
     id[128] = '\0';
     snprintf(text, sizeof(text), "router {\n id: %s\n}\n", id);
-    fails(text, "t.conf:2: router attribute 'id': longer than 127 characters");
+    fails(text, "t.conf:2: router attribute 'id': longer than 127 characters (AttributeError: "
+                "the router id exceeds the maximum allowed length)");
 }
 
 static void mesh_role_on_standalone_router_rejected(void **state)
@@ -454,6 +476,7 @@ int main(void)
         cmocka_unit_test(unknown_attribute_rejected),
         cmocka_unit_test(identity_given_rejected),
         cmocka_unit_test(old_and_new_name_together_rejected),
+        cmocka_unit_test(refused_file_still_shows_its_warnings),
         cmocka_unit_test(missing_required_attribute_rejected),
         cmocka_unit_test(bad_integer_rejected),
         cmocka_unit_test(bad_boolean_rejected),

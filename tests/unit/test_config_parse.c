@@ -308,8 +308,8 @@ static void deprecated_names_accepted_with_warning(void **state)
     assert_string_equal(str(cfg, "vhost", "hostname"), "v1");
     assert_int_equal(jn_config_warning_count(cfg), 12);
     assert_string_equal(jn_config_warning_at(cfg, 0),
-                        "t.conf:2: router attribute 'helloInterval' is deprecated; "
-                        "use 'helloIntervalSeconds'");
+                        "t.conf:2: Attribute 'helloInterval' of entity 'router' has been "
+                        "deprecated. Use 'helloIntervalSeconds' instead");
     assert_null(jn_config_warning_at(cfg, 12));
     /* The old name also finds the value. */
     assert_ptr_equal(jn_config_entity_get(nth(cfg, "router", 0), "helloInterval"),

@@ -370,6 +370,7 @@ static void implemented_types(void **state)
                                       "exchange",
                                       "binding",
                                       "router.connection.linkRoute",
+                                      "dummy",
                                       "log",
                                       "policy",
                                       "vhost",
@@ -384,7 +385,7 @@ static void implemented_types(void **state)
                                       "entity",
                                       "configurationEntity",
                                       "operationalEntity"};
-    static const char *const no[] = {"vhostUserGroupSettings", "logStats", "console", "dummy"};
+    static const char *const no[] = {"vhostUserGroupSettings", "logStats", "console"};
     for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
         if (!jn_schema_type_implemented(type_of(yes[i])))
             fail_msg("type '%s' should be implemented", yes[i]);
@@ -402,8 +403,7 @@ static void implemented_attributes(void **state)
     (void)state;
     static const struct {
         const char *type, *attr;
-    } no[] = {{"listener", "protocolFamily"},
-              {"listener", "multiTenant"},
+    } no[] = {{"listener", "multiTenant"},
               {"connector", "failoverUrls"},
               {"address", "priority"}};
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
@@ -412,6 +412,8 @@ static void implemented_attributes(void **state)
     static const struct {
         const char *type, *attr;
     } yes[] = {{"policy", "enableVhostNamePatterns"}, /* vhost policy (issue 15) */
+               {"listener", "socketAddressFamily"},     /* issue 25 */
+               {"connector", "protocolFamily"},
                {"vhost", "maxMessageSize"},
                {"connector", "policyVhost"},
                {"listener", "http"}, /* websockets: AMQP over WebSocket (router/http) */

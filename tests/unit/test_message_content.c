@@ -659,6 +659,32 @@ static void test_write_space_and_commit_fill_buffers_in_place(void **state)
     jn_message_unref(msg);
 }
 
+/* messageLoggingComponents: all, none, a list of property names and
+ * app-properties; an unknown name is refused and named. */
+static void test_log_components(void **state)
+{
+    (void)state;
+    uint32_t mask = 7;
+    const char *bad = NULL;
+    size_t bad_len = 0;
+    assert_int_equal(jn_message_log_components(NULL, &mask, NULL, NULL), 0);
+    assert_int_equal(mask, 0);
+    assert_int_equal(jn_message_log_components("none", &mask, NULL, NULL), 0);
+    assert_int_equal(mask, 0);
+    assert_int_equal(jn_message_log_components("all", &mask, NULL, NULL), 0);
+    assert_int_equal(mask, (JN_MESSAGE_LOG_APP_PROPERTIES << 1) - 1);
+    assert_int_equal(jn_message_log_components("user-id,subject, reply-to", &mask, NULL, NULL),
+                     0);
+    assert_int_equal(mask, (1u << 1) | (1u << 3) | (1u << 4));
+    assert_string_equal(jn_message_property_name(4), "reply-to");
+    assert_null(jn_message_property_name(JN_MESSAGE_PROPERTY_COUNT));
+    assert_int_equal(jn_message_log_components("app-properties,to", &mask, NULL, NULL), 0);
+    assert_int_equal(mask, JN_MESSAGE_LOG_APP_PROPERTIES | (1u << 2));
+    assert_int_equal(jn_message_log_components("subject,bogus", &mask, &bad, &bad_len), JN_EINVAL);
+    assert_int_equal(bad_len, 5);
+    assert_memory_equal(bad, "bogus", 5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -679,6 +705,7 @@ int main(void)
         cmocka_unit_test(test_wrong_typed_router_key_is_ignored_when_not_honoured),
         cmocka_unit_test(test_write_space_and_commit_fill_buffers_in_place),
         cmocka_unit_test(test_user_id_read_on_demand),
+        cmocka_unit_test(test_log_components),
     };
     return finish_tests(cmocka_run_group_tests(tests, NULL, NULL));
 }

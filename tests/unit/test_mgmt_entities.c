@@ -4,11 +4,14 @@
  * I/O hooks, address / linkRoute / autoLink / sslProfile validation and
  * storage, entities loaded from a config file, log UPDATE acting at once,
  * and QUERY paging (offset/count over many entities, the last page, count
- * 0, one type and all types).
+ * 0, one type and all types), the dummy test entity, and the identities
+ * and names of a QUERY of every type.
  */
 #include "test_mgmt_util.h"
 
 #include <junction/config.h>
+
+#include <unistd.h>
 
 static void body_listener(jn_encoder_t *e, void *arg)
 {
@@ -328,7 +331,7 @@ static void test_paging(void **state)
     assert_string_equal(first, "p1202");
     /* all types: router, 1203 connectors, 17 log modules, allocators, self */
     size_t all = page(agent, NULL, -1, -1, first, sizeof first);
-    assert_string_equal(first, "R1");
+    assert_string_equal(first, "router/R1"); /* as 1.19's Python agent names it there */
     assert_true(all >= 1 + 1203 + 17 + 1);
     size_t walked = 0, got;
     for (int64_t off = 0; (got = page(agent, NULL, off, 500, NULL, 0)) > 0; off += 500)
@@ -473,7 +476,10 @@ static void test_load_config(void **state)
     fake_io_t io = {0};
     jn_mgmt_t *agent = new_agent(&io);
     char errors[512];
-    assert_int_equal(jn_mgmt_plan_config(cfg, NULL, errors, sizeof errors), 0);
+    jn_router_settings_t settings;
+    assert_int_equal(jn_mgmt_plan_config(cfg, &settings, errors, sizeof errors), 0);
+    /* workerThreads not given: one loop per core, not 1.19's 4 (docs/compat.md) */
+    assert_int_equal(settings.workers, (unsigned)sysconf(_SC_NPROCESSORS_ONLN));
     assert_int_equal(jn_mgmt_load_config_CT(agent, cfg, errors, sizeof errors), 0); /* takes cfg */
     assert_int_equal(jn_mgmt_entity_count(agent), 4);
     /* loading goes through the CREATE path: it acts */
@@ -498,6 +504,111 @@ static void test_load_config(void **state)
     jn_mgmt_free(agent);
 }
 
+static void props_data(jn_encoder_t *e, void *arg)
+{
+    (void)arg;
+    jn_enc_cstring(e, "data");
+    jn_enc_long(e, -42);
+}
+
+/* The dummy entity of 1.19's schema: CREATE, READ, UPDATE (a number given
+ * as text, as qdmanage sends it, becomes a number), CALLME (the request's
+ * application properties come back, values typed as sent), DELETE; its
+ * maps hold only the attributes it has. */
+static void test_dummy_entity(void **state)
+{
+    (void)state;
+    jn_mgmt_t *agent = new_agent(NULL);
+    reply_t r;
+    static const char *const start[] = {"arg1", "START", NULL};
+    expect(agent,
+           &REQ(.op = "CREATE", .type = JN_SCHEMA_PREFIX ".dummy", .name = "d1",
+                .body = body_string_map, .arg = (void *)start),
+           201, &r);
+    assert_int_equal(r.body.n, 8); /* name, identity, type, arg1: nothing null */
+    assert_string_equal(tv_get(&r.body, "arg1")->s, "START");
+    char identity[64];
+    snprintf(identity, sizeof identity, "%s", tv_get(&r.body, "identity")->s);
+    assert_memory_equal(identity, "dummy/", 6);
+    reply_clear(&r);
+    static const char *const change[] = {"arg1", "one", "num1", "42", NULL};
+    expect(agent,
+           &REQ(.op = "UPDATE", .type = "dummy", .identity = identity, .body = body_string_map,
+                .arg = (void *)change),
+           200, &r);
+    assert_int_equal(tv_get(&r.body, "num1")->i, 42);
+    reply_clear(&r);
+    expect(agent, &REQ(.op = "READ", .name = "d1"), 200, &r); /* no type: found by name */
+    assert_string_equal(tv_get(&r.body, "arg1")->s, "one");
+    reply_clear(&r);
+    static const char *const bad[] = {"badattribute", "Bad", NULL};
+    expect(agent,
+           &REQ(.op = "UPDATE", .type = "dummy", .name = "d1", .body = body_string_map,
+                .arg = (void *)bad),
+           400, &r);
+    reply_clear(&r);
+    expect(agent,
+           &REQ(.op = "callme", .type = JN_SCHEMA_PREFIX ".dummy", .identity = identity,
+                .props = props_data),
+           200, &r);
+    assert_string_equal(tv_get(&r.body, "operation")->s, "callme");
+    assert_string_equal(tv_get(&r.body, "identity")->s, identity);
+    assert_int_equal(tv_get(&r.body, "data")->i, -42);
+    reply_clear(&r);
+    /* the wrong type for an entity that is there: 400, not 404 */
+    expect(agent, &REQ(.op = "READ", .type = "listener", .name = "d1"), 400, &r);
+    reply_clear(&r);
+    expect(agent, &REQ(.op = "CALLME", .type = "listener", .name = "d1"), 501, &r);
+    reply_clear(&r);
+    expect(agent, &REQ(.op = "DELETE", .type = "dummy", .name = "d1"), 204, &r);
+    reply_clear(&r);
+    expect(agent, &REQ(.op = "READ", .type = "dummy", .name = "d1"), 404, &r);
+    reply_clear(&r);
+    jn_mgmt_free(agent);
+}
+
+/* A QUERY of every type gives every identity as "<type>/<key>" and a null
+ * name as that identity (the router's as "router/<id>"), as 1.19's Python
+ * agent; READ takes them. A connection is never deleted (403: closed by
+ * UPDATE), nor the router. */
+static void test_query_all_identities(void **state)
+{
+    (void)state;
+    jn_mgmt_t *agent = new_agent(NULL);
+    reply_t r;
+    static const char *const addr[] = {"prefix", "p", NULL};
+    expect(agent,
+           &REQ(.op = "CREATE", .type = JN_SCHEMA_PREFIX ".router.config.address",
+                .body = body_string_map, .arg = (void *)addr),
+           201, &r);
+    reply_clear(&r);
+    static const char *const cols[] = {"type", "identity", "name", NULL};
+    expect(agent, &REQ(.op = "QUERY", .body = body_attribute_names, .arg = (void *)cols), 200,
+           &r);
+    tv_t *rows = tv_get(&r.body, "results");
+    bool router = false, address = false;
+    for (size_t i = 0; i < rows->n; i++) {
+        const char *type = rows->items[i].items[0].s + strlen(JN_SCHEMA_PREFIX ".");
+        const char *id = rows->items[i].items[1].s, *name = rows->items[i].items[2].s;
+        assert_non_null(id);
+        assert_non_null(name);
+        if (strcmp(type, "management") != 0 && strcmp(type, "connection") != 0)
+            assert_true(strncmp(id, type, strlen(type)) == 0 && id[strlen(type)] == '/');
+        router |= strcmp(id, "router/R1") == 0 && strcmp(name, "router/R1") == 0;
+        address |= strcmp(type, "router.config.address") == 0 && strcmp(id, name) == 0;
+    }
+    assert_true(router);
+    assert_true(address);
+    reply_clear(&r);
+    expect(agent, &REQ(.op = "READ", .type = "router", .identity = "router/R1"), 200, &r);
+    reply_clear(&r);
+    expect(agent, &REQ(.op = "DELETE", .type = "connection", .identity = "1"), 403, &r);
+    reply_clear(&r);
+    expect(agent, &REQ(.op = "DELETE", .type = "router", .name = "R1"), 403, &r);
+    reply_clear(&r);
+    jn_mgmt_free(agent);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -510,6 +621,8 @@ int main(void)
         cmocka_unit_test(test_log_update),
         cmocka_unit_test(test_load_config),
         cmocka_unit_test(test_refusal_same_text_from_file_and_management),
+        cmocka_unit_test(test_dummy_entity),
+        cmocka_unit_test(test_query_all_identities),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     jn_log_shutdown();

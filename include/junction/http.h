@@ -85,6 +85,10 @@ typedef struct jn_http_listener_config {
     /* with TLS: every client must present a certificate that verifies
      * against ca_file (SASL EXTERNAL's identity on a WebSocket) */
     bool client_cert;
+    /* with TLS: clients without TLS are served too, on the same port (1.19
+     * with requireSsl: no). Never together with client_cert, which they
+     * would get around. */
+    bool plain_too;
 } jn_http_listener_config_t;
 
 /* Router states /healthz reports. */

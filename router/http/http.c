@@ -116,6 +116,7 @@ typedef struct ws_conn {
     struct lws *wsi;
     jn_io_bridge_t *bridge;
     bool rx_paused;
+    bool tls; /* wss:// (a TLS listener may serve plain clients too) */
     bool queued;
     struct ws_conn *next_ready;
     char peer[64];
@@ -133,6 +134,7 @@ struct server {
     char *name, *host, *root_dir;
     bool metrics, healthz, websockets, tls;
     bool client_cert; /* TLS asks for a client certificate that must verify */
+    bool plain_too;   /* TLS, and clients without TLS served as well */
     bool console; /* root_dir is the console's, not an httpRootDir */
     ws_conn_t *ws_ready;   /* under lock: WebSocket connections to service */
     unsigned char *ws_buf; /* LWS_PRE + WS_CHUNK: the service thread's */
@@ -525,8 +527,9 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
             return -1;
         }
         pss->ws = ws;
+        ws->tls = ssl != NULL;
         JN_LOG(JN_LOG_MOD_HTTP, JN_LOG_INFO, "WebSocket connection from %s on listener %s%s",
-               ws->peer, srv->name, srv->tls ? " (TLS)" : "");
+               ws->peer, srv->name, ssl ? " (TLS)" : "");
         return 0;
     }
     case LWS_CALLBACK_RECEIVE: {
@@ -543,7 +546,7 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
             return -1;
         }
         if (!jn_io_bridge_push(ws->bridge, in, len)) {
-            if (!srv->tls) {
+            if (!ws->tls) {
                 if (!ws->rx_paused) {
                     ws->rx_paused = true; /* backpressure: read on when the bridge has room */
                     lws_rx_flow_control(wsi, 0);
@@ -705,6 +708,7 @@ int jn_http_add_listener(jn_http_t *http, const jn_http_listener_config_t *cfg, 
         srv->websockets = cfg->websockets;
         srv->tls = cfg->cert_file && cfg->cert_file[0];
         srv->client_cert = srv->tls && cfg->client_cert;
+        srv->plain_too = srv->tls && cfg->plain_too && !srv->client_cert;
         if (!(srv->ws_buf = malloc(LWS_PRE + WS_CHUNK)))
             rc = JN_ENOMEM;
         /* no httpRootDir: the console (when its files are installed) */
@@ -743,6 +747,9 @@ int jn_http_add_listener(jn_http_t *http, const jn_http_listener_config_t *cfg, 
             info.ssl_cipher_list = cfg->ciphers && cfg->ciphers[0] ? cfg->ciphers : NULL;
             if (srv->client_cert)
                 info.options |= LWS_SERVER_OPTION_REQUIRE_VALID_OPENSSL_CLIENT_CERT;
+            if (srv->plain_too) /* lws tells the two apart by the first octet */
+                info.options |= LWS_SERVER_OPTION_ALLOW_NON_SSL_ON_SSL_PORT |
+                                LWS_SERVER_OPTION_ALLOW_HTTP_ON_HTTPS_LISTENER;
         }
         info.gid = -1;
         info.uid = -1;

@@ -7,7 +7,8 @@ libwebsockets; docs/design.md "HTTP", docs/protocol.md "HTTP"):
   ?compat=qdrouterd; a real Prometheus server (Debian's package, a private
   instance started here) scrapes it and its query API returns the figures.
 - /healthz: 200 while operational, 503 while the router stops; /healthz/mesh.
-- httpRootDir: files under it; /metrics and /healthz stay the router's.
+- httpRootDir: files under it; /metrics and /healthz stay the router's; it
+  makes a listener an http one by itself (1.19).
 - http listeners from management: CREATE, the port it got, DELETE.
 - AMQP over WebSocket: test_http_websocket.py; here, an http listener made
   by management with websockets (the default) and deleted frees both its
@@ -177,13 +178,15 @@ class HttpTest(RouterTestCase):
         self.assertEqual(r.proc.wait(10 * SLOW), 0)
 
     def test_root_dir_serves_files_and_keeps_router_paths(self):
+        """httpRootDir makes a listener an http one without `http: yes`
+        (as in 1.19), and its files are served beside /metrics, /healthz."""
         root = os.path.join(self.workdir, "www")
         os.mkdir(root)
         with open(os.path.join(root, "index.html"), "w") as f:
             f.write("<h1>console</h1>\n")
         with open(os.path.join(root, "app.js"), "w") as f:
             f.write("console.log(1);\n")
-        r, m, base = self.start_http_router(httpRootDir=root)
+        r, m, base = self.start_http_router(httpRootDir=root, http=None)
         self.assertEqual(get(base + "/"), (200, "<h1>console</h1>\n"))
         self.assertEqual(get(base + "/app.js"), (200, "console.log(1);\n"))
         self.assertEqual(get(base + "/metrics")[0], 200)

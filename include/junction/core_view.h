@@ -79,6 +79,10 @@ typedef struct jn_view_link {
     /* link-routed: the id of the link at the other end of the route
      * (management's `peer`), 0 otherwise */
     uint64_t peer;
+    /* management's priority: an inter-router data link's (0..9, by attach
+     * order), 9 for a control link (1.19's), 4 (the default message
+     * priority) for the others and for data links past the first ten */
+    int priority;
 } jn_view_link_t;
 
 /* Whether an address-table key (jn_view_addr_t.key) is one of this
@@ -105,6 +109,7 @@ typedef struct jn_view_addr {
     /* deliveries: entered the mesh here, copies to local consumers, copies
      * to other routers, served in-process, composed by the router */
     uint64_t ingress, egress, transit, to_container, from_container;
+    int priority; /* the address entity's priority, -1 when none */
 } jn_view_addr_t;
 
 /* jn_core_view_conns_CT / _links_CT / _addrs_CT: call fn(ctx, item) for
@@ -167,6 +172,15 @@ int jn_core_address_config_set_phases_CT(jn_core_t *core, int ingress, int egres
  * auto-links), and its senders get credit while either has one. Returns
  * 0, or JN_EINVAL when there is no entry. Core thread. */
 int jn_core_address_config_set_fallback_CT(jn_core_t *core, bool on);
+
+/* jn_core_address_config_set_priority_CT: the entry added last has this
+ * priority (0..9; -1: none): deliveries to a matching address (created
+ * from now on) leave for another router on the inter-router data link of
+ * that priority, whatever their header's priority says (1.19's address
+ * priority; the next routers go by the header again unless they have one
+ * of their own). Returns 0, or JN_EINVAL for a priority out of range or no
+ * entry. Core thread. */
+int jn_core_address_config_set_priority_CT(jn_core_t *core, int priority);
 
 /* jn_core_address_config_remove_CT: remove the entry added with the same
  * text and kind (a pattern compared after collapsing '#' runs). Addresses

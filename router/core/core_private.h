@@ -155,6 +155,8 @@ typedef struct jn_addr {
                                    * senders back instead of dropping (forward.c) */
     bool fallback;                /* enableFallback: without a destination, its
                                    * deliveries go to the M F <address> one */
+    int8_t priority;              /* the address entity's priority (0..9) for
+                                   * the inter-router data link; -1: none */
     uint8_t inproc;               /* JN_INPROC_*: served inside the router */
     struct jn_exchange *exchange; /* JN_INPROC_EXCHANGE: the exchange bound
                                    * to it (exchange.c) */

@@ -58,6 +58,9 @@ static void link_fill_CT(const jn_core_link_t *l, jn_view_link_t *out)
     out->modified = l->ct.outcomes[3];
     out->dropped = 0;
     out->peer = l->ct.routed ? l->ct.routed->ct.id : 0;
+    out->priority = l->type == JN_LINK_CONTROL                      ? 9
+                    : l->type == JN_LINK_DATA && l->priority >= 0 ? l->priority
+                                                                    : 4;
     if (l->dir == JN_LINK_INCOMING) {
         out->capacity = l->capacity;
         out->undelivered = l->ct.held;
@@ -144,7 +147,8 @@ size_t jn_core_view_addrs_CT(jn_core_t *core, size_t offset, size_t max,
                             .egress = a->egress,
                             .transit = a->transit,
                             .to_container = a->to_container,
-                            .from_container = a->from_container};
+                            .from_container = a->from_container,
+                            .priority = a->priority};
         if (!fn(ctx, &v))
             break;
     }

@@ -495,6 +495,9 @@ static int create_address(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_err_t
         jn_core_address_config_set_phases_CT(agent->cfg.core, ingress, egress);
     if (jn_mgmt_entity_bool(e, "enableFallback", false))
         jn_core_address_config_set_fallback_CT(agent->cfg.core, true);
+    int priority = (int)jn_mgmt_entity_int(e, "priority", -1);
+    if (priority >= 0)
+        jn_core_address_config_set_priority_CT(agent->cfg.core, priority);
     return 0;
 }
 

@@ -218,7 +218,7 @@ static bool link_row(void *arg, const jn_view_link_t *v)
         [JN_COL_ROUTER_LINK_DELIVERIES_DELAYED10_SEC] = zero,
         [JN_COL_ROUTER_LINK_DELIVERIES_STUCK] = zero,
         [JN_COL_ROUTER_LINK_INGRESS_HISTOGRAM] = jn_mv_null(),
-        [JN_COL_ROUTER_LINK_PRIORITY] = jn_mv_uint(4),
+        [JN_COL_ROUTER_LINK_PRIORITY] = jn_mv_uint((uint64_t)v->priority),
         [JN_COL_ROUTER_LINK_SETTLE_RATE] = jn_mv_uint(0),
         [JN_COL_ROUTER_LINK_CREDIT_AVAILABLE] = jn_mv_uint(v->credit_available),
         [JN_COL_ROUTER_LINK_ZERO_CREDIT_SECONDS] = jn_mv_uint(0)};
@@ -261,7 +261,7 @@ static bool addr_row(void *arg, const jn_view_addr_t *v)
         [JN_COL_ROUTER_ADDRESS_DELIVERIES_INGRESS_ROUTE_CONTAINER] = zero,
         [JN_COL_ROUTER_ADDRESS_TRANSIT_OUTSTANDING] = jn_mv_null(),
         [JN_COL_ROUTER_ADDRESS_TRACKED_DELIVERIES] = jn_mv_int(JN_MV_LONG, 0),
-        [JN_COL_ROUTER_ADDRESS_PRIORITY] = jn_mv_int(JN_MV_INT, -1),
+        [JN_COL_ROUTER_ADDRESS_PRIORITY] = jn_mv_int(JN_MV_INT, v->priority),
         [JN_COL_ROUTER_ADDRESS_DELIVERIES_REDIRECTED_TO_FALLBACK] = zero};
     return k->fn(k->ctx, r);
 }

@@ -404,8 +404,7 @@ static void implemented_attributes(void **state)
         const char *type, *attr;
     } no[] = {{"listener", "protocolFamily"},
               {"listener", "multiTenant"},
-              {"connector", "failoverUrls"},
-              {"address", "priority"}};
+              {"connector", "failoverUrls"}};
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
         if (jn_schema_attr_implemented(attr_of(no[i].type, no[i].attr)))
             fail_msg("%s.%s should not be implemented", no[i].type, no[i].attr);

@@ -7,10 +7,33 @@
  * total (one pointer step per item) and fills a struct only for the items
  * of the requested page, so a QUERY page over many connections costs
  * little more than the rows it returns.
+ *
+ * Connections and links are listed in the order they opened and attached
+ * (as 1.19 lists them; the core's lists keep the newest first), so a
+ * client that opens connections one after another finds its own at the
+ * index it expects: each walk first steps to the oldest end.
  */
 #include <junction/core_view.h>
 
 #include "core_private.h"
+
+/* The oldest connection (the end of the newest-first list), or NULL. */
+static const jn_core_conn_t *oldest_conn(const jn_core_t *core)
+{
+    const jn_core_conn_t *c = core->ct.conns;
+    while (c && c->ct.next)
+        c = c->ct.next;
+    return c;
+}
+
+/* The first link attached on c that is still there, or NULL. */
+static const jn_core_link_t *oldest_link(const jn_core_conn_t *c)
+{
+    const jn_core_link_t *l = c->ct.links;
+    while (l && l->ct.conn_next)
+        l = l->ct.conn_next;
+    return l;
+}
 
 static void conn_fill_CT(const jn_core_conn_t *c, jn_view_conn_t *out)
 {
@@ -82,7 +105,7 @@ size_t jn_core_view_conns_CT(jn_core_t *core, size_t offset, size_t max,
     JN_ASSERT_CT(core);
     size_t total = 0;
     bool more = true;
-    for (const jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next, total++) {
+    for (const jn_core_conn_t *c = oldest_conn(core); c; c = c->ct.prev, total++) {
         if (!more || total < offset || total - offset >= max)
             continue;
         jn_view_conn_t v;
@@ -98,8 +121,8 @@ size_t jn_core_view_links_CT(jn_core_t *core, size_t offset, size_t max,
     JN_ASSERT_CT(core);
     size_t total = 0;
     bool more = true;
-    for (const jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next) {
-        for (const jn_core_link_t *l = c->ct.links; l; l = l->ct.conn_next) {
+    for (const jn_core_conn_t *c = oldest_conn(core); c; c = c->ct.prev) {
+        for (const jn_core_link_t *l = oldest_link(c); l; l = l->ct.conn_prev) {
             if (l->ct.state != JN_LINK_ST_ATTACHED)
                 continue;
             if (more && total >= offset && total - offset < max) {

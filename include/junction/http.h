@@ -43,10 +43,12 @@ typedef enum jn_http_page { JN_HTTP_PAGE_METRICS = 0, JN_HTTP_PAGE_MESH_HEALTH }
 /* jn_http_render_fn: render page into a heap buffer (*body, *len octets,
  * taken over by the HTTP layer, which frees it) and return the HTTP status
  * (200, 503...). query is the request's query string ("" when none,
- * borrowed for the call). Returns 500 with *body NULL when memory ran out.
- * Core thread. */
-typedef int (*jn_http_render_fn)(void *ctx, jn_http_page_t page, const char *query, char **body,
-                                 size_t *len);
+ * borrowed for the call); prometheus_names is the listener's
+ * metricsPrometheusNames (/metrics: the Prometheus convention's names for
+ * 1.19's `_total` gauges instead of 1.19's own). Returns 500 with *body
+ * NULL when memory ran out. Core thread. */
+typedef int (*jn_http_render_fn)(void *ctx, jn_http_page_t page, const char *query,
+                                 bool prometheus_names, char **body, size_t *len);
 
 /* jn_http_format_fn: finish page on the service thread of the listener
  * that answers it, from what render made of it on the core thread (*body,
@@ -89,6 +91,10 @@ typedef struct jn_http_listener_config {
      * with requireSsl: no). Never together with client_cert, which they
      * would get around. */
     bool plain_too;
+    /* metricsPrometheusNames (Junction's own): /metrics names 1.19's eight
+     * `_total` gauges without the suffix, as the Prometheus conventions
+     * want; false (the default): 1.19's exact names */
+    bool prometheus_names;
 } jn_http_listener_config_t;
 
 /* Router states /healthz reports. */

@@ -84,6 +84,7 @@ typedef struct http_req {
     server_t *srv;   /* valid while wsi is set (under http->lock) */
     struct lws *wsi; /* NULL once the connection closed */
     jn_http_page_t page;
+    bool prometheus_names; /* its listener's metricsPrometheusNames */
     char query[REQ_QUERY_MAX];
     int status;
     const char *content_type;
@@ -135,6 +136,7 @@ struct server {
     bool metrics, healthz, websockets, tls;
     bool client_cert; /* TLS asks for a client certificate that must verify */
     bool plain_too;   /* TLS, and clients without TLS served as well */
+    bool prometheus_names; /* /metrics: metricsPrometheusNames */
     bool console; /* root_dir is the console's, not an httpRootDir */
     ws_conn_t *ws_ready;   /* under lock: WebSocket connections to service */
     unsigned char *ws_buf; /* LWS_PRE + WS_CHUNK: the service thread's */
@@ -183,7 +185,8 @@ static void render_call(void *arg, jn_core_t *core)
     jn_http_t *http = req->http; /* freed only after the core (jn_http_free) */
     char *body = NULL;
     size_t len = 0;
-    int status = http->cfg.render(http->cfg.render_ctx, req->page, req->query, &body, &len);
+    int status = http->cfg.render(http->cfg.render_ctx, req->page, req->query,
+                                  req->prometheus_names, &body, &len);
     pthread_mutex_lock(&http->lock);
     req->status = body ? status : 500;
     req->content_type = req->page == JN_HTTP_PAGE_METRICS
@@ -225,6 +228,7 @@ static int begin_request(server_t *srv, struct lws *wsi, pss_t *pss, const char 
         set_text(req, up ? 200 : 503, up ? "OK\n" : "Service Unavailable\n");
     } else if ((metrics || mesh) && http->cfg.render) {
         req->page = metrics ? JN_HTTP_PAGE_METRICS : JN_HTTP_PAGE_MESH_HEALTH;
+        req->prometheus_names = srv->prometheus_names;
         atomic_fetch_add(&req->refs, 1); /* the render call's */
         if (jn_core_call(http->cfg.core, render_call, req) == 0)
             return 0; /* written once rendered */
@@ -709,6 +713,7 @@ int jn_http_add_listener(jn_http_t *http, const jn_http_listener_config_t *cfg, 
         srv->tls = cfg->cert_file && cfg->cert_file[0];
         srv->client_cert = srv->tls && cfg->client_cert;
         srv->plain_too = srv->tls && cfg->plain_too && !srv->client_cert;
+        srv->prometheus_names = cfg->prometheus_names;
         if (!(srv->ws_buf = malloc(LWS_PRE + WS_CHUNK)))
             rc = JN_ENOMEM;
         /* no httpRootDir: the console (when its files are installed) */

@@ -328,6 +328,10 @@ void jn_mgmt_request_CT(void *ctx, jn_core_t *core, jn_message_t *request)
         JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_INFO, "Management request %s without reply-to dropped",
                req->operation[0] ? req->operation : "(no operation)");
     } else {
+        /* on arrival too (as 1.19's agent): a GET-LOG answer shows itself */
+        JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_DEBUG, "Agent request %s type=%s name=%s",
+               req->operation[0] ? req->operation : "(no operation)",
+               jn_mgmt_request_type(req, true), req->has_identity ? req->identity : req->name);
         if (rc == 0)
             dispatch(agent, req, reply);
         JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_DEBUG, "%s type=%s name=%s: %d %s", req->operation,

@@ -135,6 +135,7 @@ static int create_http_listener(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity
         .metrics = jn_mgmt_entity_bool(e, "metrics", true),
         .healthz = jn_mgmt_entity_bool(e, "healthz", true),
         .websockets = jn_mgmt_entity_bool(e, "websockets", true),
+        .prometheus_names = jn_mgmt_entity_bool(e, "metricsPrometheusNames", false),
     };
     const char *profile = jn_mgmt_entity_str(e, "sslProfile");
     char key_password[256] = "";

@@ -2,9 +2,10 @@
 """System tests of the HTTP listeners (`listener { http: yes }`, served by
 libwebsockets; docs/design.md "HTTP", docs/protocol.md "HTTP"):
 
-- /metrics: Prometheus text that `promtool check metrics` accepts, with the
-  figures management shows at the same moment; 1.19's exact names with
-  ?compat=qdrouterd; a real Prometheus server (Debian's package, a private
+- /metrics: 1.19's exact names by default; with the listener's
+  metricsPrometheusNames, Prometheus text that `promtool check metrics`
+  accepts, with the figures management shows at the same moment, and
+  1.19's names there with ?compat=qdrouterd; a real Prometheus server (Debian's package, a private
   instance started here) scrapes it and its query API returns the figures.
 - /healthz: 200 while operational, 503 while the router stops; /healthz/mesh.
 - httpRootDir: files under it; /metrics and /healthz stay the router's; it
@@ -116,7 +117,7 @@ class HttpTest(RouterTestCase):
     def test_metrics_match_management_and_pass_promtool(self):
         """/metrics after traffic: promtool accepts it, every 1.19 figure is
         there with its type, and the counts equal the router entity's."""
-        r, m, base = self.start_http_router()
+        r, m, base = self.start_http_router(metricsPrometheusNames="yes")
         self.traffic(r)
         # the management request is a delivery itself: read the router
         # entity between two scrapes, with no other traffic; each figure lies
@@ -142,13 +143,24 @@ class HttpTest(RouterTestCase):
                                capture_output=True, timeout=60)
         self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
 
-    def test_compat_names_are_1_19s(self):
-        """?compat=qdrouterd: exactly 1.19's 22 names, as 1.19 spells them."""
+    def test_names_are_1_19s_by_default(self):
+        """By default, exactly 1.19's 22 names, as 1.19 spells them (a 1.19
+        dashboard or alert keeps working); on a listener with
+        metricsPrometheusNames, ?compat=qdrouterd gets them too."""
         r, m, base = self.start_http_router()
-        status, text = get(base + "/metrics?compat=qdrouterd")
+        status, text = get(base + "/metrics")
         self.assertEqual(status, 200)
         qdr = {n for n in samples(text) if n.startswith("qdr_")}
         self.assertEqual(qdr, set(GAUGES_119 + COUNTERS_119))
+        code, desc, body = m.call({"operation": "CREATE", "type": "listener", "name": "prom"},
+                                  {"host": "127.0.0.1", "port": "0", "http": True,
+                                   "websockets": False, "metricsPrometheusNames": True})
+        self.assertEqual(code, 201, desc)
+        prom = "http://127.0.0.1:%s/metrics" % body["port"]
+        names = {n for n in samples(get(prom)[1]) if n.startswith("qdr_")}
+        self.assertEqual(names, {n[:-6] for n in GAUGES_119} | set(COUNTERS_119))
+        names = {n for n in samples(get(prom + "?compat=qdrouterd")[1]) if n.startswith("qdr_")}
+        self.assertEqual(names, set(GAUGES_119 + COUNTERS_119))
 
     def test_healthz(self):
         """/healthz 200 while operational; /healthz/mesh on a standalone

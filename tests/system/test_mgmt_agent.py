@@ -336,6 +336,37 @@ class ManagementTest(RouterTestCase):
         self.assertEqual(sorted(seen), sorted(c["identity"] for c in everything))
         self.assertEqual(mgr.query("connection", ["identity"], count=0), [])
 
+    def test_connections_and_links_listed_in_the_order_they_opened(self):
+        """As 1.19 lists them: the oldest connection first (a client that
+        opens connections one after another finds the n-th at index n), the
+        links of each in the order they attached; an ANONYMOUS client's
+        user is "anonymous"."""
+        r = self.start_router()
+        first = BlockingConnection(r.url, timeout=TIMEOUT)
+        self.addCleanup(first.close)
+        for a in ("o.1", "o.2", "o.3"):
+            first.create_receiver(a)
+        mgr = self.manager(r)
+        rows = mgr.query("connection", ["identity", "user", "sasl"])
+        self.assertEqual(len(rows), 2)
+        self.assertLess(int(rows[0]["identity"]), int(rows[1]["identity"]))
+        self.assertEqual([(c["user"], c["sasl"]) for c in rows], [("anonymous", "ANONYMOUS")] * 2)
+        links = mgr.query("router.link", ["identity", "connectionId", "owningAddr"])
+        self.assertEqual([l["owningAddr"] for l in links[:3]], ["M0o.1", "M0o.2", "M0o.3"])
+        ids = [int(l["identity"]) for l in links]
+        self.assertEqual(ids, sorted(ids))
+
+    def test_get_log_shows_its_own_request(self):
+        """The agent logs each request as it arrives (AGENT, debug), so a
+        GET-LOG answer holds its own request (1.19's qdstat --log test)."""
+        r = self.start_router(extra="log {\n    module: AGENT\n    enable: debug+\n}\n")
+        mgr = self.manager(r)
+        code, desc, body = mgr.call({"operation": "GET-LOG", "type": "org.amqp.management",
+                                     "name": "self", "limit": 5})
+        self.assertEqual(code, 200, desc)
+        self.assertTrue(any(e[0] == "AGENT" and e[1] == "debug" and "GET-LOG" in e[2]
+                            for e in body), body)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -83,6 +83,14 @@ typedef struct jn_view_link {
      * order), 9 for a control link (1.19's), 4 (the default message
      * priority) for the others and for data links past the first ten */
     int priority;
+    /* incoming: deliveries settled 1 to 10 s / over 10 s after they
+     * arrived; outgoing: unsettled copies over 10 s old (as of the last
+     * figures tick, once a second) */
+    uint64_t delayed1, delayed10;
+    uint32_t stuck;
+    /* a client's outgoing link without credit: since how many seconds
+     * (seen by the figures tick); 0 otherwise */
+    uint64_t zero_credit_seconds;
 } jn_view_link_t;
 
 /* Whether an address-table key (jn_view_addr_t.key) is one of this

@@ -347,11 +347,17 @@ struct jn_core_link {
          * credit and with handed unchanged (blocked_handed) */
         int64_t blocked_since_ms;
         uint64_t blocked_handed;
+        /* its unsettled copies over 10 s old, as the last figures tick
+         * counted them (router.link deliveriesStuck) */
+        uint32_t stuck;
         uint64_t next_tag;
         /* incoming (the router receives) */
         uint32_t outstanding;  /* credit granted and not yet used */
         uint32_t held;         /* arrived, not yet handed to every consumer */
         uint32_t unsettled_in; /* arrived unsettled, not settled yet (either side) */
+        /* of those, settled 1 to 10 s / over 10 s after they arrived
+         * (router.link deliveriesDelayed1Sec / 10Sec) */
+        uint64_t delayed1, delayed10;
         bool dirty;            /* on core->ct.dirty (credit to recompute) */
         jn_core_link_t *dirty_next;
         /* link routes (linkroute.c): the link at the other end of the

@@ -107,10 +107,11 @@ static inline void incoming_settling_CT(jn_delivery_t *dlv)
      * not measured */
     jn_core_t *core = in->conn->core;
     uint64_t now = core->ct.batch_ns;
-    if (JN_UNLIKELY(now > dlv->arrived_ns + 1000000000u) && dlv->arrived_ns != 0)
-        jn_stat_add(now > dlv->arrived_ns + 10000000000u ? &core->stats.delayed10
-                                                         : &core->stats.delayed1,
-                    1);
+    if (JN_UNLIKELY(now > dlv->arrived_ns + 1000000000u) && dlv->arrived_ns != 0) {
+        bool ten = now > dlv->arrived_ns + 10000000000u;
+        jn_stat_add(ten ? &core->stats.delayed10 : &core->stats.delayed1, 1);
+        ++*(ten ? &in->ct.delayed10 : &in->ct.delayed1); /* the link's */
+    }
 }
 
 /* Settle an incoming delivery toward its sender with outcome type, sent as
@@ -1117,8 +1118,10 @@ void jn_forward_figures_tick_CT(jn_core_t *core)
         for (jn_core_link_t *l = c->ct.links; l; l = l->ct.conn_next) {
             if (l->dir != JN_LINK_OUTGOING)
                 continue;
-            stuck += count_stuck_CT(&l->ct.undelivered, old_ns);
-            stuck += count_stuck_CT(&l->ct.inflight, old_ns);
+            uint64_t mine = count_stuck_CT(&l->ct.undelivered, old_ns) +
+                            count_stuck_CT(&l->ct.inflight, old_ns);
+            l->ct.stuck = mine > UINT32_MAX ? UINT32_MAX : (uint32_t)mine;
+            stuck += mine;
             bool no_credit = l->type == JN_LINK_ENDPOINT && !c->internal &&
                              l->ct.state == JN_LINK_ST_ATTACHED &&
                              l->ct.handed >= l->ct.credit_limit;

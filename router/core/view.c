@@ -14,6 +14,7 @@
  * index it expects: each walk first steps to the oldest end.
  */
 #include <junction/core_view.h>
+#include <junction/time.h>
 
 #include "core_private.h"
 
@@ -84,6 +85,12 @@ static void link_fill_CT(const jn_core_link_t *l, jn_view_link_t *out)
     out->priority = l->type == JN_LINK_CONTROL                      ? 9
                     : l->type == JN_LINK_DATA && l->priority >= 0 ? l->priority
                                                                     : 4;
+    out->delayed1 = l->ct.delayed1;
+    out->delayed10 = l->ct.delayed10;
+    out->stuck = l->dir == JN_LINK_OUTGOING ? l->ct.stuck : 0;
+    int64_t since = l->dir == JN_LINK_OUTGOING ? l->ct.blocked_since_ms : 0;
+    int64_t now = since ? (int64_t)jn_time_mono_ms() : 0;
+    out->zero_credit_seconds = since && now > since ? (uint64_t)(now - since) / 1000 : 0;
     if (l->dir == JN_LINK_INCOMING) {
         out->capacity = l->capacity;
         out->undelivered = l->ct.held;

@@ -174,6 +174,15 @@ class MetricsCase(RouterTestCase):
                                    "from_container": v["from-proc"]}
         return out
 
+    def links(self, m, address, direction):
+        """router.link rows of address's endpoint links in that direction."""
+        code, desc, body = m.call({"operation": "QUERY", "type": "org.amqp.management",
+                                   "entityType": "router.link"}, {"attributeNames": []})
+        self.assertEqual(code, 200, desc)
+        rows = [dict(zip(body["attributeNames"], row)) for row in body["results"]]
+        return [l for l in rows if l["owningAddr"] == "M0" + address and
+                l["linkDir"] == direction and l["linkType"] == "endpoint"]
+
     def traffic(self, r, address, n):
         self.run_scenario(Traffic(r, [Recv(address)],
                                   [Send(address, [Message(body=i) for i in range(n)])],
@@ -507,6 +516,10 @@ class RouterFiguresTest(MetricsCase):
         self.assertEqual([d.remote_state for d in sent], [Delivery.ACCEPTED] * 3)
         self.expect(before, self.figures(m, base), deliveriesDelayed1Sec=1,
                     deliveriesDelayed10Sec=1)
+        # and the sender's link (router.link) counts the same two
+        links = self.links(m, "late.q", "in")
+        self.assertEqual([(l["deliveriesDelayed1Sec"], l["deliveriesDelayed10Sec"])
+                          for l in links], [(1, 1)])
 
     def test_stuck_delivery_and_blocked_link_shown_while_they_last(self):
         """A delivery its receiver holds unsettled and a receiver that never
@@ -542,6 +555,11 @@ class RouterFiguresTest(MetricsCase):
         # 1.19's names (the default listener)
         self.assertEqual(plain(shown, "qdr_deliveries_stuck_total"), seen["deliveriesStuck"])
         self.assertEqual(plain(shown, "qdr_links_blocked_total"), seen["linksBlocked"])
+        # router.link: the holding receiver's link shows the stuck copy, the
+        # one without credit how long it has had none
+        self.assertEqual([l["deliveriesStuck"] for l in self.links(m, "stuck.q", "out")], [1])
+        self.assertGreaterEqual(self.links(m, "blocked.q", "out")[0]["zeroCreditSeconds"], 9)
+        self.assertEqual(self.links(m, "stuck.q", "out")[0]["zeroCreditSeconds"], 0)
         rx.accept()
         idle.link.flow(1)
         poll("both back to 0", lambda g: g["deliveriesStuck"] == 0 and g["linksBlocked"] == 0,

@@ -118,6 +118,7 @@ typedef struct jn_view_addr {
      * to other routers, served in-process, composed by the router */
     uint64_t ingress, egress, transit, to_container, from_container;
     int priority; /* the address entity's priority, -1 when none */
+    uint64_t redirected; /* deliveries that went to its fallback */
 } jn_view_addr_t;
 
 /* jn_core_view_conns_CT / _links_CT / _addrs_CT: call fn(ctx, item) for

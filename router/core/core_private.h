@@ -173,6 +173,7 @@ typedef struct jn_addr {
      * in-process (to container) and composed by the router (from
      * container) */
     uint64_t ingress, egress, transit, to_container, from_container;
+    uint64_t redirected; /* deliveries its fallback took (enableFallback) */
 } jn_addr_t;
 
 /* In-process destinations (jn_addr_t.inproc). */

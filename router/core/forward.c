@@ -422,14 +422,14 @@ static bool forward_anycast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_rou
     jn_core_t *core = jn_delivery_core(dlv);
     JN_ASSERT_CT(core);
     jn_core_link_t *to = pick_anycast_CT(core, addr, rc);
-    bool redirected = false;
+    jn_addr_t *redirected = NULL; /* the primary, when its fallback takes it */
     if (JN_UNLIKELY(!to && addr->fallback)) {
         /* no destination: the fallback's (enableFallback) */
         jn_addr_t *fb = jn_addr_fallback_CT(core, addr);
         if (fb) {
+            redirected = addr;
             addr = fb;
             to = pick_anycast_CT(core, fb, rc);
-            redirected = true;
         }
     }
     if (to && backlogged_CT(dlv, to))
@@ -437,8 +437,10 @@ static bool forward_anycast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_rou
     jn_delivery_t *copy = to ? jn_delivery_copy_CT(dlv, to, dlv->presettled) : NULL;
     if (!copy)
         return false; /* pending stays 0: released */
-    if (JN_UNLIKELY(redirected))
+    if (JN_UNLIKELY(redirected != NULL)) {
         jn_stat_add(&core->stats.fallback, 1);
+        redirected->redirected++;
+    }
     if (to->conn->inter_router)
         addr->transit++;
     else
@@ -690,8 +692,10 @@ static void forward_multicast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_r
         jn_addr_t *fb = jn_addr_fallback_CT(core, addr);
         if (fb && jn_addr_has_destination(fb)) {
             dlv->ct.multicast = false;
-            if (forward_anycast_CT(dlv, fb, rc))
+            if (forward_anycast_CT(dlv, fb, rc)) {
                 jn_stat_add(&core->stats.fallback, 1);
+                addr->redirected++;
+            }
             return;
         }
     }

@@ -178,7 +178,8 @@ size_t jn_core_view_addrs_CT(jn_core_t *core, size_t offset, size_t max,
                             .transit = a->transit,
                             .to_container = a->to_container,
                             .from_container = a->from_container,
-                            .priority = a->priority};
+                            .priority = a->priority,
+                            .redirected = a->redirected};
         if (!fn(ctx, &v))
             break;
     }

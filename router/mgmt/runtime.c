@@ -261,7 +261,7 @@ static bool addr_row(void *arg, const jn_view_addr_t *v)
         [JN_COL_ROUTER_ADDRESS_TRANSIT_OUTSTANDING] = jn_mv_null(),
         [JN_COL_ROUTER_ADDRESS_TRACKED_DELIVERIES] = jn_mv_int(JN_MV_LONG, 0),
         [JN_COL_ROUTER_ADDRESS_PRIORITY] = jn_mv_int(JN_MV_INT, v->priority),
-        [JN_COL_ROUTER_ADDRESS_DELIVERIES_REDIRECTED_TO_FALLBACK] = zero};
+        [JN_COL_ROUTER_ADDRESS_DELIVERIES_REDIRECTED_TO_FALLBACK] = jn_mv_ulong(v->redirected)};
     return k->fn(k->ctx, r);
 }
 

@@ -478,6 +478,10 @@ class RouterFiguresTest(MetricsCase):
             self.assertEqual(fb.receive(timeout=TIMEOUT).body, i)  # sent settled
         mid = self.figures(m, base)
         self.expect(before, mid, deliveriesRedirectedToFallback=9)
+        # and the address's own count (router.address)
+        code, desc, body = m.call({"operation": "READ", "type": "router.address",
+                                   "name": "M0fb.q"})
+        self.assertEqual((code, body.get("deliveriesRedirectedToFallback")), (200, 9), desc)
         rx = c.create_receiver("fb.q", credit=20, name="fb-plain")
         self.wait_for("fb.q has a plain consumer",
                       lambda: self.addresses(m).get("M0fb.q") is not None)

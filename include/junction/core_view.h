@@ -88,6 +88,8 @@ typedef struct jn_view_link {
      * figures tick, once a second) */
     uint64_t delayed1, delayed10;
     uint32_t stuck;
+    /* outgoing: copies settled per second over the last five seconds */
+    uint32_t settle_rate;
     /* a client's outgoing link without credit: since how many seconds
      * (seen by the figures tick); 0 otherwise */
     uint64_t zero_credit_seconds;

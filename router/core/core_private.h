@@ -132,6 +132,9 @@ typedef struct jn_dlv_list {
 
 /* An entry of the address table. Core thread only. Lives while some link
  * refers to it (as consumer or producer); freed with the last. */
+/* Figures ticks settleRate averages over (1.19: five seconds). */
+#define JN_CORE_SETTLE_TICKS 5
+
 typedef struct jn_addr {
     uint8_t *key; /* the JN_VIEW_ADDRESS_HASH key (heap), e.g. "M0q1" */
     size_t key_len;
@@ -351,6 +354,12 @@ struct jn_core_link {
         /* its unsettled copies over 10 s old, as the last figures tick
          * counted them (router.link deliveriesStuck) */
         uint32_t stuck;
+        /* settleRate: copies settled per second over the last five
+         * figures ticks (one a second); the ring holds the settled count
+         * at each of them */
+        uint32_t settle_rate;
+        uint8_t settle_pos;
+        uint64_t settle_ring[JN_CORE_SETTLE_TICKS];
         uint64_t next_tag;
         /* incoming (the router receives) */
         uint32_t outstanding;  /* credit granted and not yet used */

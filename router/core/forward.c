@@ -1126,6 +1126,12 @@ void jn_forward_figures_tick_CT(jn_core_t *core)
                             count_stuck_CT(&l->ct.inflight, old_ns);
             l->ct.stuck = mine > UINT32_MAX ? UINT32_MAX : (uint32_t)mine;
             stuck += mine;
+            uint64_t settled = l->ct.deliveries - l->ct.unsettled;
+            uint64_t *then = &l->ct.settle_ring[l->ct.settle_pos];
+            uint64_t rate = (settled - *then) / JN_CORE_SETTLE_TICKS;
+            l->ct.settle_rate = rate > UINT32_MAX ? UINT32_MAX : (uint32_t)rate;
+            *then = settled;
+            l->ct.settle_pos = (uint8_t)((l->ct.settle_pos + 1) % JN_CORE_SETTLE_TICKS);
             bool no_credit = l->type == JN_LINK_ENDPOINT && !c->internal &&
                              l->ct.state == JN_LINK_ST_ATTACHED &&
                              l->ct.handed >= l->ct.credit_limit;

@@ -218,7 +218,7 @@ static bool link_row(void *arg, const jn_view_link_t *v)
         [JN_COL_ROUTER_LINK_DELIVERIES_STUCK] = jn_mv_ulong(v->stuck),
         [JN_COL_ROUTER_LINK_INGRESS_HISTOGRAM] = jn_mv_null(),
         [JN_COL_ROUTER_LINK_PRIORITY] = jn_mv_uint((uint64_t)v->priority),
-        [JN_COL_ROUTER_LINK_SETTLE_RATE] = jn_mv_uint(0),
+        [JN_COL_ROUTER_LINK_SETTLE_RATE] = jn_mv_uint(v->settle_rate),
         [JN_COL_ROUTER_LINK_CREDIT_AVAILABLE] = jn_mv_uint(v->credit_available),
         [JN_COL_ROUTER_LINK_ZERO_CREDIT_SECONDS] = jn_mv_uint(v->zero_credit_seconds)};
     return k->fn(k->ctx, r);

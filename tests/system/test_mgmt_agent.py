@@ -59,8 +59,9 @@ class ManagementTest(RouterTestCase):
 
     def test_link_counters_move_by_the_number_sent(self):
         """QUERY router.link: the sender's and the receiver's deliveryCount
-        grow by exactly the messages sent; connections and addresses list
-        them."""
+        grow by exactly the messages sent, and the receiver's settleRate is
+        the 17 settled over 5 s (3 a second) for the next few seconds;
+        connections and addresses list them."""
         r = self.start_router()
         mgr = self.manager(r)
         rx_conn = BlockingConnection(r.url, timeout=TIMEOUT)
@@ -91,6 +92,12 @@ class ManagementTest(RouterTestCase):
         after = {l["linkDir"]: l["deliveryCount"] for l in links()}
         self.assertEqual(after["in"] - before["in"], 17)
         self.assertEqual(after["out"] - before["out"], 17)
+
+        def out_rate():
+            return [l["settleRate"] for l in mgr.query("router.link", ["linkDir", "owningAddr",
+                                                                        "settleRate"])
+                    if l["owningAddr"] == "M0mgmt.counters" and l["linkDir"] == "out"]
+        self.wait_for("settleRate 17 / 5 s", lambda: out_rate() == [3], timeout=3 * SLOW)
 
         conns = mgr.query(PREFIX + "connection", ["identity", "dir", "role", "container"])
         self.assertGreaterEqual(len(conns), 3)

@@ -50,6 +50,9 @@ typedef struct jn_view_conn {
     bool authenticated;
     const char *user, *sasl_mechanism;
     bool admin_deleted; /* closing by management (adminStatus "deleted") */
+    /* seconds since a delivery was last sent on it (seen by the figures
+     * tick, once a second); -1: none yet */
+    int64_t last_dlv_seconds;
 } jn_view_conn_t;
 
 /* One link (management `router.link`). */

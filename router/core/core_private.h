@@ -245,6 +245,12 @@ struct jn_core_conn {
         bool admin_deleted;          /* closed by management (adminStatus deleted) */
         jn_core_link_t *links;       /* attached links (through link ct.conn_next) */
         jn_core_conn_t *prev, *next; /* the core's connection list */
+        /* lastDlvSeconds, from the figures tick (once a second): copies
+         * sent on its outgoing links (those detached included: out_gone),
+         * as the last tick counted them, and when that count last grew
+         * (monotonic ms; 0: never) */
+        uint64_t out_gone, out_seen;
+        int64_t last_dlv_ms;
         /* inter-router (mesh_side.c) */
         int slot;                               /* mesh link slot, -1 while none */
         jn_core_link_t *control_out;            /* outgoing control link */

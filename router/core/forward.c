@@ -1119,9 +1119,11 @@ void jn_forward_figures_tick_CT(jn_core_t *core)
                           : 0;
     uint64_t stuck = 0, blocked = 0;
     for (jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next) {
+        uint64_t sent = c->ct.out_gone;
         for (jn_core_link_t *l = c->ct.links; l; l = l->ct.conn_next) {
             if (l->dir != JN_LINK_OUTGOING)
                 continue;
+            sent += l->ct.deliveries;
             uint64_t mine = count_stuck_CT(&l->ct.undelivered, old_ns) +
                             count_stuck_CT(&l->ct.inflight, old_ns);
             l->ct.stuck = mine > UINT32_MAX ? UINT32_MAX : (uint32_t)mine;
@@ -1143,6 +1145,10 @@ void jn_forward_figures_tick_CT(jn_core_t *core)
             } else if (now - l->ct.blocked_since_ms >= JN_CORE_STUCK_MS) {
                 blocked++;
             }
+        }
+        if (sent != c->ct.out_seen) { /* lastDlvSeconds: something went out */
+            c->ct.out_seen = sent;
+            c->ct.last_dlv_ms = now;
         }
     }
     atomic_store_explicit(&core->stats.stuck, stuck, memory_order_relaxed);

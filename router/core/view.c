@@ -61,6 +61,8 @@ static void conn_fill_CT(const jn_core_conn_t *c, jn_view_conn_t *out)
     out->user = c->user;
     out->sasl_mechanism = c->sasl_mechanism;
     out->admin_deleted = c->ct.admin_deleted;
+    int64_t last = c->ct.last_dlv_ms, now = last ? (int64_t)jn_time_mono_ms() : 0;
+    out->last_dlv_seconds = last ? (now > last ? (now - last) / 1000 : 0) : -1;
 }
 
 static void link_fill_CT(const jn_core_link_t *l, jn_view_link_t *out)

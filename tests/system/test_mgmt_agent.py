@@ -347,7 +347,8 @@ class ManagementTest(RouterTestCase):
         """As 1.19 lists them: the oldest connection first (a client that
         opens connections one after another finds the n-th at index n), the
         links of each in the order they attached; an ANONYMOUS client's
-        user is "anonymous"."""
+        user is "anonymous"; lastDlvSeconds is null until something was
+        sent on the connection."""
         r = self.start_router()
         first = BlockingConnection(r.url, timeout=TIMEOUT)
         self.addCleanup(first.close)
@@ -362,6 +363,12 @@ class ManagementTest(RouterTestCase):
         self.assertEqual([l["owningAddr"] for l in links[:3]], ["M0o.1", "M0o.2", "M0o.3"])
         ids = [int(l["identity"]) for l in links]
         self.assertEqual(ids, sorted(ids))
+        # lastDlvSeconds: none sent yet to the first; the manager's gets its
+        # replies (seen by the next figures tick, within a second)
+        self.wait_for("the manager's lastDlvSeconds", lambda: [
+            c["lastDlvSeconds"] for c in mgr.query("connection", ["lastDlvSeconds"])]
+            [1:] == [0], timeout=3 * SLOW)
+        self.assertIsNone(mgr.query("connection", ["lastDlvSeconds"])[0]["lastDlvSeconds"])
 
     def test_get_log_shows_its_own_request(self):
         """The agent logs each request as it arrives (AGENT, debug), so a

@@ -8,7 +8,8 @@
  *                   the core thread by the owner's render hook, so its
  *                   figures are those management shows at that moment;
  *   /healthz        200 "OK" while the router is operational, 503 while it
- *                   starts or stops (when `healthz` is true);
+ *                   stops (when `healthz` is true); nothing is served
+ *                   while it starts (clients wait to be accepted);
  *   /healthz/mesh   readiness of an interior router's mesh, rendered by the
  *                   hook (200 or 503 with the figures);
  *   other paths     files under `httpRootDir`; without one, the console's
@@ -99,7 +100,7 @@ typedef struct jn_http_listener_config {
 
 /* Router states /healthz reports. */
 typedef enum jn_http_state {
-    JN_HTTP_STARTING = 0, /* 503 */
+    JN_HTTP_STARTING = 0, /* nothing served yet: requests wait */
     JN_HTTP_OPERATIONAL,  /* 200 */
     JN_HTTP_STOPPING      /* 503 */
 } jn_http_state_t;

@@ -627,6 +627,13 @@ static void lws_log(int level, const char *line)
 static void *service_main(void *arg)
 {
     server_t *srv = arg;
+    /* A listener from the config file listens before the router has
+     * finished starting: its clients wait in the accept queue until the
+     * router is operational (the AMQP listeners bound), so a probe that
+     * connected as soon as the port opened is answered 200, not 503
+     * (1.19's tests wait only for the ports). A few milliseconds. */
+    while (atomic_load(&srv->http->state) == JN_HTTP_STARTING && !atomic_load(&srv->stopping))
+        usleep(2000);
     while (!atomic_load(&srv->stopping))
         if (lws_service(srv->ctx, 0) < 0)
             break;

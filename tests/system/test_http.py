@@ -273,6 +273,37 @@ class HttpTest(RouterTestCase):
 
 class HttpConfigTest(RouterTestCase):
 
+    def test_healthz_asked_as_soon_as_the_port_opens_is_200(self):
+        """A client that connects as soon as a config file's http listener
+        listens (before the router has finished starting, as 1.19's tests
+        do) waits and gets 200, never 503."""
+        from harness import Router
+        import socket
+        hport = free_port()
+        # more http listeners after it make the start take a while
+        more = "".join(conf_section("listener", {"name": "more%d" % i, "host": "127.0.0.1",
+                                                 "port": 0, "http": "yes"})
+                       for i in range(12))
+        r = Router(self.workdir, name="early", extra=conf_section(
+            "listener", {"name": "web", "host": "127.0.0.1", "port": hport, "http": "yes",
+                         "websockets": "no"}) + more)
+        r.start()
+        self.routers.append(r)
+        self.addCleanup(self._stop_router, r)
+        deadline = time.monotonic() + 10 * SLOW
+        while True:
+            try:
+                s = socket.create_connection(("127.0.0.1", hport), timeout=TIMEOUT)
+                break
+            except OSError:
+                self.assertLess(time.monotonic(), deadline, "never listened:\n" + r.log())
+                time.sleep(0.001)
+        with s:
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            answer = s.recv(4096)
+        self.assertTrue(answer.startswith(b"HTTP/1.1 200"), answer)
+        r.wait_ready()
+
     def test_bad_root_refused_with_file_and_line(self):
         for attrs, word in (({"websockets": "no", "httpRootDir": "/nonexistent/www"},
                              "httpRootDir"),

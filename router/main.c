@@ -343,11 +343,11 @@ static const char *console_dir(void)
 
 /* The pages the HTTP layer asks for, from the agent's figures. Core
  * thread. */
-static int render_page(void *agent, jn_http_page_t page, const char *query, char **body,
-                       size_t *len)
+static int render_page(void *agent, jn_http_page_t page, const char *query, bool prometheus_names,
+                       char **body, size_t *len)
 {
     if (page == JN_HTTP_PAGE_METRICS)
-        return jn_mgmt_metrics_snapshot_CT(agent, query, body, len);
+        return jn_mgmt_metrics_snapshot_CT(agent, query, prometheus_names, body, len);
     return jn_mgmt_mesh_health_CT(agent, query, body, len);
 }
 

@@ -177,7 +177,8 @@ typedef struct jn_conn_info {
     size_t properties_len;
     /* security, as the connection entity shows it (isEncrypted, sslProto,
      * sslCipher, sslSsf, isAuthenticated, user, sasl): strings copied, NULL
-     * when none (not TLS; no SASL mechanism; no authenticated user) */
+     * when none (not TLS; no SASL mechanism); user is the transport's, as
+     * 1.19 shows it ("anonymous" for ANONYMOUS or a peer without SASL) */
     bool encrypted;
     const char *ssl_proto;  /* "TLSv1.3" */
     const char *ssl_cipher; /* OpenSSL's name: "TLS_AES_256_GCM_SHA384" */

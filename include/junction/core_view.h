@@ -50,6 +50,9 @@ typedef struct jn_view_conn {
     bool authenticated;
     const char *user, *sasl_mechanism;
     bool admin_deleted; /* closing by management (adminStatus "deleted") */
+    /* seconds since a delivery was last sent on it (seen by the figures
+     * tick, once a second); -1: none yet */
+    int64_t last_dlv_seconds;
 } jn_view_conn_t;
 
 /* One link (management `router.link`). */
@@ -79,6 +82,20 @@ typedef struct jn_view_link {
     /* link-routed: the id of the link at the other end of the route
      * (management's `peer`), 0 otherwise */
     uint64_t peer;
+    /* management's priority: an inter-router data link's (0..9, by attach
+     * order), 9 for a control link (1.19's), 4 (the default message
+     * priority) for the others and for data links past the first ten */
+    int priority;
+    /* incoming: deliveries settled 1 to 10 s / over 10 s after they
+     * arrived; outgoing: unsettled copies over 10 s old (as of the last
+     * figures tick, once a second) */
+    uint64_t delayed1, delayed10;
+    uint32_t stuck;
+    /* outgoing: copies settled per second over the last five seconds */
+    uint32_t settle_rate;
+    /* a client's outgoing link without credit: since how many seconds
+     * (seen by the figures tick); 0 otherwise */
+    uint64_t zero_credit_seconds;
 } jn_view_link_t;
 
 /* Whether an address-table key (jn_view_addr_t.key) is one of this
@@ -105,6 +122,8 @@ typedef struct jn_view_addr {
     /* deliveries: entered the mesh here, copies to local consumers, copies
      * to other routers, served in-process, composed by the router */
     uint64_t ingress, egress, transit, to_container, from_container;
+    int priority; /* the address entity's priority, -1 when none */
+    uint64_t redirected; /* deliveries that went to its fallback */
 } jn_view_addr_t;
 
 /* jn_core_view_conns_CT / _links_CT / _addrs_CT: call fn(ctx, item) for
@@ -167,6 +186,15 @@ int jn_core_address_config_set_phases_CT(jn_core_t *core, int ingress, int egres
  * auto-links), and its senders get credit while either has one. Returns
  * 0, or JN_EINVAL when there is no entry. Core thread. */
 int jn_core_address_config_set_fallback_CT(jn_core_t *core, bool on);
+
+/* jn_core_address_config_set_priority_CT: the entry added last has this
+ * priority (0..9; -1: none): deliveries to a matching address (created
+ * from now on) leave for another router on the inter-router data link of
+ * that priority, whatever their header's priority says (1.19's address
+ * priority; the next routers go by the header again unless they have one
+ * of their own). Returns 0, or JN_EINVAL for a priority out of range or no
+ * entry. Core thread. */
+int jn_core_address_config_set_priority_CT(jn_core_t *core, int priority);
 
 /* jn_core_address_config_remove_CT: remove the entry added with the same
  * text and kind (a pattern compared after collapsing '#' runs). Addresses

@@ -8,7 +8,8 @@
  *                   the core thread by the owner's render hook, so its
  *                   figures are those management shows at that moment;
  *   /healthz        200 "OK" while the router is operational, 503 while it
- *                   starts or stops (when `healthz` is true);
+ *                   stops (when `healthz` is true); nothing is served
+ *                   while it starts (clients wait to be accepted);
  *   /healthz/mesh   readiness of an interior router's mesh, rendered by the
  *                   hook (200 or 503 with the figures);
  *   other paths     files under `httpRootDir`; without one, the console's
@@ -43,10 +44,12 @@ typedef enum jn_http_page { JN_HTTP_PAGE_METRICS = 0, JN_HTTP_PAGE_MESH_HEALTH }
 /* jn_http_render_fn: render page into a heap buffer (*body, *len octets,
  * taken over by the HTTP layer, which frees it) and return the HTTP status
  * (200, 503...). query is the request's query string ("" when none,
- * borrowed for the call). Returns 500 with *body NULL when memory ran out.
- * Core thread. */
-typedef int (*jn_http_render_fn)(void *ctx, jn_http_page_t page, const char *query, char **body,
-                                 size_t *len);
+ * borrowed for the call); prometheus_names is the listener's
+ * metricsPrometheusNames (/metrics: the Prometheus convention's names for
+ * 1.19's `_total` gauges instead of 1.19's own). Returns 500 with *body
+ * NULL when memory ran out. Core thread. */
+typedef int (*jn_http_render_fn)(void *ctx, jn_http_page_t page, const char *query,
+                                 bool prometheus_names, char **body, size_t *len);
 
 /* jn_http_format_fn: finish page on the service thread of the listener
  * that answers it, from what render made of it on the core thread (*body,
@@ -85,11 +88,19 @@ typedef struct jn_http_listener_config {
     /* with TLS: every client must present a certificate that verifies
      * against ca_file (SASL EXTERNAL's identity on a WebSocket) */
     bool client_cert;
+    /* with TLS: clients without TLS are served too, on the same port (1.19
+     * with requireSsl: no). Never together with client_cert, which they
+     * would get around. */
+    bool plain_too;
+    /* metricsPrometheusNames (Junction's own): /metrics names 1.19's eight
+     * `_total` gauges without the suffix, as the Prometheus conventions
+     * want; false (the default): 1.19's exact names */
+    bool prometheus_names;
 } jn_http_listener_config_t;
 
 /* Router states /healthz reports. */
 typedef enum jn_http_state {
-    JN_HTTP_STARTING = 0, /* 503 */
+    JN_HTTP_STARTING = 0, /* nothing served yet: requests wait */
     JN_HTTP_OPERATIONAL,  /* 200 */
     JN_HTTP_STOPPING      /* 503 */
 } jn_http_state_t;

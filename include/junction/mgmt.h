@@ -310,9 +310,12 @@ void jn_mgmt_reload_call(void *agent, jn_core_t *core);
  * many more there are; the residence histogram) into *snap (heap, *len
  * octets, one allocation: the caller's, to free() or to give to
  * jn_mgmt_metrics_format). query: the request's query string (may be
- * NULL); "compat=qdrouterd" keeps 1.19's exact names on its eight
- * `_total` gauges. Returns 200, or 500 with *snap NULL when memory ran
- * out. Core thread; costs a copy of ~60 octets per address shown.
+ * NULL). 1.19's figures keep 1.19's exact names, unless prometheus_names
+ * (the listener's metricsPrometheusNames) asks for the Prometheus
+ * convention's: its eight `_total` gauges without the suffix (a query
+ * "compat=qdrouterd" still gets 1.19's there). Returns 200, or 500 with
+ * *snap NULL when memory ran out. Core thread; costs a copy of ~60
+ * octets per address shown.
  *
  * jn_mgmt_metrics_format: the page's text from a snapshot (snap, len,
  * taken over: freed in every case) into *body (heap, *len octets, the
@@ -325,9 +328,11 @@ void jn_mgmt_reload_call(void *agent, jn_core_t *core);
  * thread).
  *
  * jn_mgmt_metrics_CT: both steps in one (tests). Core thread. */
-int jn_mgmt_metrics_snapshot_CT(jn_mgmt_t *agent, const char *query, char **snap, size_t *len);
+int jn_mgmt_metrics_snapshot_CT(jn_mgmt_t *agent, const char *query, bool prometheus_names,
+                                char **snap, size_t *len);
 int jn_mgmt_metrics_format(char *snap, size_t snap_len, char **body, size_t *len);
-int jn_mgmt_metrics_CT(jn_mgmt_t *agent, const char *query, char **body, size_t *len);
+int jn_mgmt_metrics_CT(jn_mgmt_t *agent, const char *query, bool prometheus_names, char **body,
+                       size_t *len);
 
 /* jn_mgmt_mesh_health_CT: the /healthz/mesh page: 200 when this interior
  * router reaches at least N other routers (query "routers=N", default 1),

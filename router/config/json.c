@@ -9,7 +9,9 @@
  * things Python accepts are refused because they cannot be represented here
  * — the escape \u0000 and unpaired surrogates, integers outside int64_t,
  * numbers too large for a double — or because they hide a mistake: a key
- * repeated in one object (Python silently keeps the last value). Every value
+ * repeated in one object (Python silently keeps the last value). In the raw
+ * maps of the conf form, a spare comma before '}' or ']' is dropped, as 1.19
+ * drops it everywhere in that form before reading it as JSON. Every value
  * records the line it starts on so that later checks can point at it, and
  * every error names a line: where the problem is seen, or for a list, object
  * or string the text ends inside, the line where it was opened.
@@ -315,9 +317,17 @@ static int parse_container(jp_t *jp, jn_config_value_t *v, bool is_map)
             int comma_line = jp->line;
             jp->p++;
             skip_blanks(jp);
-            if (jp->p < jp->end && *jp->p == close)
-                return jn_config_fail(jp->ctx, comma_line, "%s: trailing ',' before '%c'", jp->what,
-                                      close);
+            if (jp->p < jp->end && *jp->p == close) {
+                /* 1.19 strips a spare comma before a closing bracket or brace
+                 * anywhere in the conf form, its raw maps included; the JSON
+                 * form is read as strict JSON. */
+                if (jp->whole_file)
+                    return jn_config_fail(jp->ctx, comma_line, "%s: trailing ',' before '%c'",
+                                          jp->what, close);
+                jp->p++;
+                jp->depth--;
+                return 0;
+            }
             continue;
         }
         if (jp->p < jp->end && *jp->p == close) {

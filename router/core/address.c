@@ -44,19 +44,17 @@ static const char *dist_name(jn_distribution_t d)
  * addresses (matched on the address without class and phase), closest for
  * local and topological ones (dynamic addresses among them). */
 static jn_distribution_t distribution_for_CT(jn_core_t *core, const uint8_t *key, size_t len,
-                                             jn_distribution_t other, bool *backpressure,
-                                             bool *fallback)
+                                             jn_distribution_t other,
+                                             const jn_addr_config_entry_t **entry)
 {
     JN_ASSERT_CT(core);
-    *backpressure = false;
-    *fallback = false;
+    *entry = NULL;
     if (len < 2 || key[0] != JN_ADDR_CLASS_MOBILE)
         return JN_DIST_CLOSEST;
     int i = jn_addr_config_match(&core->config, (const char *)key + 2, len - 2);
     if (i < 0)
         return other;
-    *backpressure = core->config.entries[i].mc_backpressure;
-    *fallback = core->config.entries[i].fallback && key[1] != 'F';
+    *entry = &core->config.entries[i];
     jn_distribution_t d = core->config.entries[i].distribution;
     if (key[1] == 'F' && d == JN_DIST_MULTICAST)
         d = JN_DIST_BALANCED; /* a fallback destination is anycast (1.19) */
@@ -74,8 +72,8 @@ static int addr_get_CT(jn_core_t *core, uint8_t *key, size_t len, jn_distributio
         *out = addr;
         return 0;
     }
-    bool backpressure = false, fallback = false;
-    jn_distribution_t dist = distribution_for_CT(core, key, len, other, &backpressure, &fallback);
+    const jn_addr_config_entry_t *cfg = NULL;
+    jn_distribution_t dist = distribution_for_CT(core, key, len, other, &cfg);
     if (dist == JN_DIST_UNAVAILABLE) {
         free(key);
         *out = NULL;
@@ -90,8 +88,9 @@ static int addr_get_CT(jn_core_t *core, uint8_t *key, size_t len, jn_distributio
     addr->key = key;
     addr->key_len = len;
     addr->distribution = dist;
-    addr->mc_backpressure = backpressure;
-    addr->fallback = fallback;
+    addr->mc_backpressure = cfg && cfg->mc_backpressure;
+    addr->fallback = cfg && cfg->fallback && key[1] != 'F';
+    addr->priority = cfg ? cfg->priority : -1;
     jn_stat_add(&core->stats.addresses, 1);
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_DEBUG, "Address added: %.*s (%s)", (int)len,
            (const char *)key, dist_name(dist));
@@ -511,7 +510,7 @@ bool jn_addr_unavailable_for_message_CT(jn_core_t *core, const jn_message_t *msg
     size_t len = jn_iter_copy(&it, key, sizeof key);
     if (len == sizeof key)
         return false; /* longer than any configured prefix could decide here */
-    bool backpressure, fallback;
-    return distribution_for_CT(core, key, len, core->default_distribution, &backpressure,
-                               &fallback) == JN_DIST_UNAVAILABLE;
+    const jn_addr_config_entry_t *cfg;
+    return distribution_for_CT(core, key, len, core->default_distribution, &cfg) ==
+           JN_DIST_UNAVAILABLE;
 }

@@ -134,7 +134,8 @@ int jn_addr_config_add(jn_addr_config_t *cfg, const char *text, bool pattern,
         cfg->capacity = cap;
     }
     cfg->entries[cfg->count++] = (jn_addr_config_entry_t){
-        .text = copy, .len = len, .pattern = pattern, .distribution = distribution};
+        .text = copy, .len = len, .pattern = pattern, .distribution = distribution,
+        .priority = -1};
     return 0;
 }
 

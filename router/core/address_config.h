@@ -53,6 +53,10 @@ typedef struct jn_addr_config_entry {
      * goes to its fallback destinations (key M F <address>). Set like the
      * phases. */
     bool fallback;
+    /* priority: the priority of the inter-router data link a matching
+     * address's deliveries take (0..9), instead of their header's; -1: the
+     * header's (the default). Set like the phases. */
+    int8_t priority;
 } jn_addr_config_entry_t;
 
 /* The table. Owned by its jn_core_t (see the threads note above). */

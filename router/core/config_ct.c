@@ -47,6 +47,15 @@ int jn_core_address_config_set_fallback_CT(jn_core_t *core, bool on)
     return 0;
 }
 
+int jn_core_address_config_set_priority_CT(jn_core_t *core, int priority)
+{
+    JN_ASSERT_CT(core);
+    if (core->config.count == 0 || priority < -1 || priority > 9)
+        return JN_EINVAL;
+    core->config.entries[core->config.count - 1].priority = (int8_t)priority;
+    return 0;
+}
+
 /* Collapse runs of '#' tokens as jn_addr_config_add stores patterns, by
  * adding the text to a scratch table (which does exactly that). */
 static char *stored_form(const char *text, bool pattern)

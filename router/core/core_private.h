@@ -132,6 +132,9 @@ typedef struct jn_dlv_list {
 
 /* An entry of the address table. Core thread only. Lives while some link
  * refers to it (as consumer or producer); freed with the last. */
+/* Figures ticks settleRate averages over (1.19: five seconds). */
+#define JN_CORE_SETTLE_TICKS 5
+
 typedef struct jn_addr {
     uint8_t *key; /* the JN_VIEW_ADDRESS_HASH key (heap), e.g. "M0q1" */
     size_t key_len;
@@ -155,6 +158,8 @@ typedef struct jn_addr {
                                    * senders back instead of dropping (forward.c) */
     bool fallback;                /* enableFallback: without a destination, its
                                    * deliveries go to the M F <address> one */
+    int8_t priority;              /* the address entity's priority (0..9) for
+                                   * the inter-router data link; -1: none */
     uint8_t inproc;               /* JN_INPROC_*: served inside the router */
     struct jn_exchange *exchange; /* JN_INPROC_EXCHANGE: the exchange bound
                                    * to it (exchange.c) */
@@ -171,6 +176,7 @@ typedef struct jn_addr {
      * in-process (to container) and composed by the router (from
      * container) */
     uint64_t ingress, egress, transit, to_container, from_container;
+    uint64_t redirected; /* deliveries its fallback took (enableFallback) */
 } jn_addr_t;
 
 /* In-process destinations (jn_addr_t.inproc). */
@@ -239,6 +245,12 @@ struct jn_core_conn {
         bool admin_deleted;          /* closed by management (adminStatus deleted) */
         jn_core_link_t *links;       /* attached links (through link ct.conn_next) */
         jn_core_conn_t *prev, *next; /* the core's connection list */
+        /* lastDlvSeconds, from the figures tick (once a second): copies
+         * sent on its outgoing links (those detached included: out_gone),
+         * as the last tick counted them, and when that count last grew
+         * (monotonic ms; 0: never) */
+        uint64_t out_gone, out_seen;
+        int64_t last_dlv_ms;
         /* inter-router (mesh_side.c) */
         int slot;                               /* mesh link slot, -1 while none */
         jn_core_link_t *control_out;            /* outgoing control link */
@@ -345,11 +357,23 @@ struct jn_core_link {
          * credit and with handed unchanged (blocked_handed) */
         int64_t blocked_since_ms;
         uint64_t blocked_handed;
+        /* its unsettled copies over 10 s old, as the last figures tick
+         * counted them (router.link deliveriesStuck) */
+        uint32_t stuck;
+        /* settleRate: copies settled per second over the last five
+         * figures ticks (one a second); the ring holds the settled count
+         * at each of them */
+        uint32_t settle_rate;
+        uint8_t settle_pos;
+        uint64_t settle_ring[JN_CORE_SETTLE_TICKS];
         uint64_t next_tag;
         /* incoming (the router receives) */
         uint32_t outstanding;  /* credit granted and not yet used */
         uint32_t held;         /* arrived, not yet handed to every consumer */
         uint32_t unsettled_in; /* arrived unsettled, not settled yet (either side) */
+        /* of those, settled 1 to 10 s / over 10 s after they arrived
+         * (router.link deliveriesDelayed1Sec / 10Sec) */
+        uint64_t delayed1, delayed10;
         bool dirty;            /* on core->ct.dirty (credit to recompute) */
         jn_core_link_t *dirty_next;
         /* link routes (linkroute.c): the link at the other end of the

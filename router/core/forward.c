@@ -107,10 +107,11 @@ static inline void incoming_settling_CT(jn_delivery_t *dlv)
      * not measured */
     jn_core_t *core = in->conn->core;
     uint64_t now = core->ct.batch_ns;
-    if (JN_UNLIKELY(now > dlv->arrived_ns + 1000000000u) && dlv->arrived_ns != 0)
-        jn_stat_add(now > dlv->arrived_ns + 10000000000u ? &core->stats.delayed10
-                                                         : &core->stats.delayed1,
-                    1);
+    if (JN_UNLIKELY(now > dlv->arrived_ns + 1000000000u) && dlv->arrived_ns != 0) {
+        bool ten = now > dlv->arrived_ns + 10000000000u;
+        jn_stat_add(ten ? &core->stats.delayed10 : &core->stats.delayed1, 1);
+        ++*(ten ? &in->ct.delayed10 : &in->ct.delayed1); /* the link's */
+    }
 }
 
 /* Settle an incoming delivery toward its sender with outcome type, sent as
@@ -421,14 +422,14 @@ static bool forward_anycast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_rou
     jn_core_t *core = jn_delivery_core(dlv);
     JN_ASSERT_CT(core);
     jn_core_link_t *to = pick_anycast_CT(core, addr, rc);
-    bool redirected = false;
+    jn_addr_t *redirected = NULL; /* the primary, when its fallback takes it */
     if (JN_UNLIKELY(!to && addr->fallback)) {
         /* no destination: the fallback's (enableFallback) */
         jn_addr_t *fb = jn_addr_fallback_CT(core, addr);
         if (fb) {
+            redirected = addr;
             addr = fb;
             to = pick_anycast_CT(core, fb, rc);
-            redirected = true;
         }
     }
     if (to && backlogged_CT(dlv, to))
@@ -436,8 +437,10 @@ static bool forward_anycast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_rou
     jn_delivery_t *copy = to ? jn_delivery_copy_CT(dlv, to, dlv->presettled) : NULL;
     if (!copy)
         return false; /* pending stays 0: released */
-    if (JN_UNLIKELY(redirected))
+    if (JN_UNLIKELY(redirected != NULL)) {
         jn_stat_add(&core->stats.fallback, 1);
+        redirected->redirected++;
+    }
     if (to->conn->inter_router)
         addr->transit++;
     else
@@ -689,8 +692,10 @@ static void forward_multicast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_r
         jn_addr_t *fb = jn_addr_fallback_CT(core, addr);
         if (fb && jn_addr_has_destination(fb)) {
             dlv->ct.multicast = false;
-            if (forward_anycast_CT(dlv, fb, rc))
+            if (forward_anycast_CT(dlv, fb, rc)) {
                 jn_stat_add(&core->stats.fallback, 1);
+                addr->redirected++;
+            }
             return;
         }
     }
@@ -1114,11 +1119,21 @@ void jn_forward_figures_tick_CT(jn_core_t *core)
                           : 0;
     uint64_t stuck = 0, blocked = 0;
     for (jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next) {
+        uint64_t sent = c->ct.out_gone;
         for (jn_core_link_t *l = c->ct.links; l; l = l->ct.conn_next) {
             if (l->dir != JN_LINK_OUTGOING)
                 continue;
-            stuck += count_stuck_CT(&l->ct.undelivered, old_ns);
-            stuck += count_stuck_CT(&l->ct.inflight, old_ns);
+            sent += l->ct.deliveries;
+            uint64_t mine = count_stuck_CT(&l->ct.undelivered, old_ns) +
+                            count_stuck_CT(&l->ct.inflight, old_ns);
+            l->ct.stuck = mine > UINT32_MAX ? UINT32_MAX : (uint32_t)mine;
+            stuck += mine;
+            uint64_t settled = l->ct.deliveries - l->ct.unsettled;
+            uint64_t *then = &l->ct.settle_ring[l->ct.settle_pos];
+            uint64_t rate = (settled - *then) / JN_CORE_SETTLE_TICKS;
+            l->ct.settle_rate = rate > UINT32_MAX ? UINT32_MAX : (uint32_t)rate;
+            *then = settled;
+            l->ct.settle_pos = (uint8_t)((l->ct.settle_pos + 1) % JN_CORE_SETTLE_TICKS);
             bool no_credit = l->type == JN_LINK_ENDPOINT && !c->internal &&
                              l->ct.state == JN_LINK_ST_ATTACHED &&
                              l->ct.handed >= l->ct.credit_limit;
@@ -1130,6 +1145,10 @@ void jn_forward_figures_tick_CT(jn_core_t *core)
             } else if (now - l->ct.blocked_since_ms >= JN_CORE_STUCK_MS) {
                 blocked++;
             }
+        }
+        if (sent != c->ct.out_seen) { /* lastDlvSeconds: something went out */
+            c->ct.out_seen = sent;
+            c->ct.last_dlv_ms = now;
         }
     }
     atomic_store_explicit(&core->stats.stuck, stuck, memory_order_relaxed);

@@ -363,6 +363,8 @@ void jn_link_detached_CT(jn_core_link_t *link, bool from_conn_close)
         jn_edge_local_changed_CT(core, addr);
     if (addr)
         jn_addr_release_if_unused_CT(core, addr);
+    if (link->dir == JN_LINK_OUTGOING)
+        conn->ct.out_gone += link->ct.deliveries; /* lastDlvSeconds's count */
     if (link->ct.conn_prev)
         link->ct.conn_prev->ct.conn_next = link->ct.conn_next;
     else

@@ -146,6 +146,13 @@ static jn_core_conn_t *usable_conn_CT(jn_core_t *core, const jn_router_node_t *n
     return c;
 }
 
+/* The priority of the data link a delivery to addr takes: the address
+ * entity's, else the message header's (1.19). */
+static inline unsigned effective_priority(const jn_addr_t *addr, const jn_route_ctx_t *rc)
+{
+    return addr->priority >= 0 ? (unsigned)addr->priority : rc->priority;
+}
+
 /* Load of an outgoing link for balanced (copies waiting plus unsettled). */
 static uint64_t link_load_CT(const jn_core_link_t *l)
 {
@@ -159,6 +166,7 @@ jn_core_link_t *jn_router_pick_remote_CT(jn_core_t *core, jn_addr_t *addr,
     JN_ASSERT_CT(core);
     if (addr->n_remote == 0)
         return NULL;
+    unsigned priority = effective_priority(addr, rc);
     bool balanced = addr->distribution == JN_DIST_BALANCED;
     jn_core_link_t *best = NULL;
     uint64_t best_score = UINT64_MAX;
@@ -183,7 +191,7 @@ jn_core_link_t *jn_router_pick_remote_CT(jn_core_t *core, jn_addr_t *addr,
         if (balanced && !jn_mesh_bits_has(&n->valid_origins, (unsigned)rc->origin))
             continue;
         jn_core_conn_t *c = usable_conn_CT(core, n, rc);
-        jn_core_link_t *l = c ? jn_router_data_link_CT(c, rc->priority) : NULL;
+        jn_core_link_t *l = c ? jn_router_data_link_CT(c, priority) : NULL;
         if (!l)
             continue;
         uint64_t score = balanced ? link_load_CT(l) + n->cost : n->cost;
@@ -205,7 +213,7 @@ unsigned jn_router_multicast_links_CT(jn_core_t *core, const jn_addr_t *addr,
                                       unsigned max)
 {
     JN_ASSERT_CT(core);
-    unsigned n = 0;
+    unsigned n = 0, priority = effective_priority(addr, rc);
     jn_mesh_bits_t used = {{0, 0}};
     for (int i = jn_mesh_bits_next(&addr->remote, 1); i > 0 && n < max;
          i = jn_mesh_bits_next(&addr->remote, (unsigned)i + 1)) {
@@ -220,7 +228,7 @@ unsigned jn_router_multicast_links_CT(jn_core_t *core, const jn_addr_t *addr,
         jn_core_conn_t *c = usable_conn_CT(core, node, rc);
         if (!c || jn_mesh_bits_has(&used, (unsigned)c->ct.slot))
             continue;
-        jn_core_link_t *l = jn_router_data_link_CT(c, rc->priority);
+        jn_core_link_t *l = jn_router_data_link_CT(c, priority);
         if (!l)
             continue;
         jn_mesh_bits_set(&used, (unsigned)c->ct.slot);

@@ -7,10 +7,34 @@
  * total (one pointer step per item) and fills a struct only for the items
  * of the requested page, so a QUERY page over many connections costs
  * little more than the rows it returns.
+ *
+ * Connections and links are listed in the order they opened and attached
+ * (as 1.19 lists them; the core's lists keep the newest first), so a
+ * client that opens connections one after another finds its own at the
+ * index it expects: each walk first steps to the oldest end.
  */
 #include <junction/core_view.h>
+#include <junction/time.h>
 
 #include "core_private.h"
+
+/* The oldest connection (the end of the newest-first list), or NULL. */
+static const jn_core_conn_t *oldest_conn(const jn_core_t *core)
+{
+    const jn_core_conn_t *c = core->ct.conns;
+    while (c && c->ct.next)
+        c = c->ct.next;
+    return c;
+}
+
+/* The first link attached on c that is still there, or NULL. */
+static const jn_core_link_t *oldest_link(const jn_core_conn_t *c)
+{
+    const jn_core_link_t *l = c->ct.links;
+    while (l && l->ct.conn_next)
+        l = l->ct.conn_next;
+    return l;
+}
 
 static void conn_fill_CT(const jn_core_conn_t *c, jn_view_conn_t *out)
 {
@@ -37,6 +61,8 @@ static void conn_fill_CT(const jn_core_conn_t *c, jn_view_conn_t *out)
     out->user = c->user;
     out->sasl_mechanism = c->sasl_mechanism;
     out->admin_deleted = c->ct.admin_deleted;
+    int64_t last = c->ct.last_dlv_ms, now = last ? (int64_t)jn_time_mono_ms() : 0;
+    out->last_dlv_seconds = last ? (now > last ? (now - last) / 1000 : 0) : -1;
 }
 
 static void link_fill_CT(const jn_core_link_t *l, jn_view_link_t *out)
@@ -58,6 +84,16 @@ static void link_fill_CT(const jn_core_link_t *l, jn_view_link_t *out)
     out->modified = l->ct.outcomes[3];
     out->dropped = 0;
     out->peer = l->ct.routed ? l->ct.routed->ct.id : 0;
+    out->priority = l->type == JN_LINK_CONTROL                      ? 9
+                    : l->type == JN_LINK_DATA && l->priority >= 0 ? l->priority
+                                                                    : 4;
+    out->delayed1 = l->ct.delayed1;
+    out->delayed10 = l->ct.delayed10;
+    out->stuck = l->dir == JN_LINK_OUTGOING ? l->ct.stuck : 0;
+    out->settle_rate = l->dir == JN_LINK_OUTGOING ? l->ct.settle_rate : 0;
+    int64_t since = l->dir == JN_LINK_OUTGOING ? l->ct.blocked_since_ms : 0;
+    int64_t now = since ? (int64_t)jn_time_mono_ms() : 0;
+    out->zero_credit_seconds = since && now > since ? (uint64_t)(now - since) / 1000 : 0;
     if (l->dir == JN_LINK_INCOMING) {
         out->capacity = l->capacity;
         out->undelivered = l->ct.held;
@@ -79,7 +115,7 @@ size_t jn_core_view_conns_CT(jn_core_t *core, size_t offset, size_t max,
     JN_ASSERT_CT(core);
     size_t total = 0;
     bool more = true;
-    for (const jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next, total++) {
+    for (const jn_core_conn_t *c = oldest_conn(core); c; c = c->ct.prev, total++) {
         if (!more || total < offset || total - offset >= max)
             continue;
         jn_view_conn_t v;
@@ -95,8 +131,8 @@ size_t jn_core_view_links_CT(jn_core_t *core, size_t offset, size_t max,
     JN_ASSERT_CT(core);
     size_t total = 0;
     bool more = true;
-    for (const jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next) {
-        for (const jn_core_link_t *l = c->ct.links; l; l = l->ct.conn_next) {
+    for (const jn_core_conn_t *c = oldest_conn(core); c; c = c->ct.prev) {
+        for (const jn_core_link_t *l = oldest_link(c); l; l = l->ct.conn_prev) {
             if (l->ct.state != JN_LINK_ST_ATTACHED)
                 continue;
             if (more && total >= offset && total - offset < max) {
@@ -144,7 +180,9 @@ size_t jn_core_view_addrs_CT(jn_core_t *core, size_t offset, size_t max,
                             .egress = a->egress,
                             .transit = a->transit,
                             .to_container = a->to_container,
-                            .from_container = a->from_container};
+                            .from_container = a->from_container,
+                            .priority = a->priority,
+                            .redirected = a->redirected};
         if (!fn(ctx, &v))
             break;
     }

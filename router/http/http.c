@@ -84,6 +84,7 @@ typedef struct http_req {
     server_t *srv;   /* valid while wsi is set (under http->lock) */
     struct lws *wsi; /* NULL once the connection closed */
     jn_http_page_t page;
+    bool prometheus_names; /* its listener's metricsPrometheusNames */
     char query[REQ_QUERY_MAX];
     int status;
     const char *content_type;
@@ -116,6 +117,7 @@ typedef struct ws_conn {
     struct lws *wsi;
     jn_io_bridge_t *bridge;
     bool rx_paused;
+    bool tls; /* wss:// (a TLS listener may serve plain clients too) */
     bool queued;
     struct ws_conn *next_ready;
     char peer[64];
@@ -133,6 +135,8 @@ struct server {
     char *name, *host, *root_dir;
     bool metrics, healthz, websockets, tls;
     bool client_cert; /* TLS asks for a client certificate that must verify */
+    bool plain_too;   /* TLS, and clients without TLS served as well */
+    bool prometheus_names; /* /metrics: metricsPrometheusNames */
     bool console; /* root_dir is the console's, not an httpRootDir */
     ws_conn_t *ws_ready;   /* under lock: WebSocket connections to service */
     unsigned char *ws_buf; /* LWS_PRE + WS_CHUNK: the service thread's */
@@ -181,7 +185,8 @@ static void render_call(void *arg, jn_core_t *core)
     jn_http_t *http = req->http; /* freed only after the core (jn_http_free) */
     char *body = NULL;
     size_t len = 0;
-    int status = http->cfg.render(http->cfg.render_ctx, req->page, req->query, &body, &len);
+    int status = http->cfg.render(http->cfg.render_ctx, req->page, req->query,
+                                  req->prometheus_names, &body, &len);
     pthread_mutex_lock(&http->lock);
     req->status = body ? status : 500;
     req->content_type = req->page == JN_HTTP_PAGE_METRICS
@@ -223,6 +228,7 @@ static int begin_request(server_t *srv, struct lws *wsi, pss_t *pss, const char 
         set_text(req, up ? 200 : 503, up ? "OK\n" : "Service Unavailable\n");
     } else if ((metrics || mesh) && http->cfg.render) {
         req->page = metrics ? JN_HTTP_PAGE_METRICS : JN_HTTP_PAGE_MESH_HEALTH;
+        req->prometheus_names = srv->prometheus_names;
         atomic_fetch_add(&req->refs, 1); /* the render call's */
         if (jn_core_call(http->cfg.core, render_call, req) == 0)
             return 0; /* written once rendered */
@@ -525,8 +531,9 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
             return -1;
         }
         pss->ws = ws;
+        ws->tls = ssl != NULL;
         JN_LOG(JN_LOG_MOD_HTTP, JN_LOG_INFO, "WebSocket connection from %s on listener %s%s",
-               ws->peer, srv->name, srv->tls ? " (TLS)" : "");
+               ws->peer, srv->name, ssl ? " (TLS)" : "");
         return 0;
     }
     case LWS_CALLBACK_RECEIVE: {
@@ -543,7 +550,7 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
             return -1;
         }
         if (!jn_io_bridge_push(ws->bridge, in, len)) {
-            if (!srv->tls) {
+            if (!ws->tls) {
                 if (!ws->rx_paused) {
                     ws->rx_paused = true; /* backpressure: read on when the bridge has room */
                     lws_rx_flow_control(wsi, 0);
@@ -620,6 +627,13 @@ static void lws_log(int level, const char *line)
 static void *service_main(void *arg)
 {
     server_t *srv = arg;
+    /* A listener from the config file listens before the router has
+     * finished starting: its clients wait in the accept queue until the
+     * router is operational (the AMQP listeners bound), so a probe that
+     * connected as soon as the port opened is answered 200, not 503
+     * (1.19's tests wait only for the ports). A few milliseconds. */
+    while (atomic_load(&srv->http->state) == JN_HTTP_STARTING && !atomic_load(&srv->stopping))
+        usleep(2000);
     while (!atomic_load(&srv->stopping))
         if (lws_service(srv->ctx, 0) < 0)
             break;
@@ -705,6 +719,8 @@ int jn_http_add_listener(jn_http_t *http, const jn_http_listener_config_t *cfg, 
         srv->websockets = cfg->websockets;
         srv->tls = cfg->cert_file && cfg->cert_file[0];
         srv->client_cert = srv->tls && cfg->client_cert;
+        srv->plain_too = srv->tls && cfg->plain_too && !srv->client_cert;
+        srv->prometheus_names = cfg->prometheus_names;
         if (!(srv->ws_buf = malloc(LWS_PRE + WS_CHUNK)))
             rc = JN_ENOMEM;
         /* no httpRootDir: the console (when its files are installed) */
@@ -743,6 +759,9 @@ int jn_http_add_listener(jn_http_t *http, const jn_http_listener_config_t *cfg, 
             info.ssl_cipher_list = cfg->ciphers && cfg->ciphers[0] ? cfg->ciphers : NULL;
             if (srv->client_cert)
                 info.options |= LWS_SERVER_OPTION_REQUIRE_VALID_OPENSSL_CLIENT_CERT;
+            if (srv->plain_too) /* lws tells the two apart by the first octet */
+                info.options |= LWS_SERVER_OPTION_ALLOW_NON_SSL_ON_SSL_PORT |
+                                LWS_SERVER_OPTION_ALLOW_HTTP_ON_HTTPS_LISTENER;
         }
         info.gid = -1;
         info.uid = -1;

@@ -529,6 +529,9 @@ static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
         free(conn->check_user);
         conn->check_user = NULL;
     }
+    /* management's user is the transport's, as 1.19 shows it: "anonymous"
+     * for ANONYMOUS and for a peer without SASL or TLS */
+    info.user = user;
     uint8_t *props = NULL;
     jn_io_render_properties_IO(pn_connection_remote_properties(pc), &props, &info.properties_len);
     info.properties = props;

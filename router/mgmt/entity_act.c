@@ -47,13 +47,21 @@ static jn_conn_role_t role_of(const char *s)
     return s && strcmp(s, "inter-router") == 0 ? JN_ROLE_INTER_ROUTER : JN_ROLE_NORMAL;
 }
 
+/* A listener served by the HTTP layer: http: yes, or an httpRootDir given
+ * (as in 1.19, where a root directory implies http). A connector has
+ * neither attribute. */
+static bool is_http_listener(jn_mgmt_entity_t *e)
+{
+    return jn_mgmt_entity_bool(e, "http", false) || jn_mgmt_entity_str(e, "httpRootDir");
+}
+
 /* A listener on port 0 records the port the system gave it, so that its
  * `port` attribute (and junction-stat, QUERY) shows where it listens. */
 void jn_entity_record_port_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e)
 {
     const char *port = jn_mgmt_entity_str(e, "port");
     char bound[16];
-    bool http = jn_mgmt_entity_bool(e, "http", false);
+    bool http = is_http_listener(e);
     int (*lookup)(void *, const char *, char *, size_t) =
         http ? agent->cfg.http_listener_port : agent->cfg.listener_port;
     bool zero = port && port[0] && strspn(port, "0") == strlen(port); /* "0", "00"... */
@@ -144,6 +152,7 @@ static int create_http_listener(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity
         .metrics = jn_mgmt_entity_bool(e, "metrics", true),
         .healthz = jn_mgmt_entity_bool(e, "healthz", true),
         .websockets = jn_mgmt_entity_bool(e, "websockets", true),
+        .prometheus_names = jn_mgmt_entity_bool(e, "metricsPrometheusNames", false),
     };
     const char *profile = jn_mgmt_entity_str(e, "sslProfile");
     char key_password[256] = "";
@@ -166,15 +175,22 @@ static int create_http_listener(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity
             return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "sslProfile",
                                   "listener: sslProfile '%s' has no certFile to serve HTTPS with",
                                   profile);
-        /* a client certificate is asked for (and must verify) as on a TCP
-         * listener: EXTERNAL among saslMechanisms, or authenticatePeer
-         * without saslMechanisms, with a caCertFile to verify it against */
+        /* a client certificate is asked for (and must verify against the
+         * caCertFile) when authenticatePeer is yes, whatever saslMechanisms
+         * says (1.19's HTTP rule: an HTTP request has no SASL), or when
+         * EXTERNAL is among saslMechanisms (the TCP listener's rule) */
         jn_endpoint_config_t want = {
             .ssl_profile = profile,
             .sasl_mechanisms = jn_mgmt_entity_str(e, "saslMechanisms"),
             .authenticate_peer = jn_mgmt_entity_bool(e, "authenticatePeer", false),
         };
-        lc.client_cert = lc.ca_file && lc.ca_file[0] && jn_endpoint_wants_client_cert(&want);
+        lc.client_cert = lc.ca_file && lc.ca_file[0] &&
+                         (want.authenticate_peer || jn_endpoint_wants_client_cert(&want));
+        /* requireSsl: no serves clients without TLS as well (1.19), unless
+         * they would get around a required client certificate or
+         * requireEncryption */
+        lc.plain_too = !lc.client_cert && !jn_mgmt_entity_bool(e, "requireSsl", false) &&
+                       !jn_mgmt_entity_bool(e, "requireEncryption", false);
     }
     if (lc.websockets) {
         int st = add_bridged_listener(agent, e, err);
@@ -332,6 +348,14 @@ static int check_sasl(jn_mgmt_t *agent, const jn_entity_ctx_t *ctx, jn_mgmt_enti
         return 0;
     bool can_external = ec->ssl_profile && ec->ssl_profile[0] && ctx->profile &&
                         ctx->profile(ctx->profile_arg, ec->ssl_profile) == 2;
+    jn_endpoint_config_t http_ec;
+    if (is_http_listener(e) && can_external && ec->authenticate_peer) {
+        /* the HTTP layer requires a verified client certificate: TLS has
+         * authenticated the peer before its WebSocket reaches SASL */
+        http_ec = *ec;
+        http_ec.authenticate_peer = false;
+        ec = &http_ec;
+    }
     char why[400] = "";
     if (agent->cfg.check_sasl(agent->cfg.io_ctx, ec, can_external, why, sizeof why) == 0)
         return 0;
@@ -346,7 +370,7 @@ int jn_entity_validate_CT(jn_mgmt_t *agent, const jn_entity_ctx_t *ctx, jn_mgmt_
     if (is(e, "sslProfile"))
         return tls_profile(agent, e, false, err);
     if ((!is(e, "listener") && !is(e, "connector")) ||
-        (jn_mgmt_entity_bool(e, "http", false) && !jn_mgmt_entity_bool(e, "websockets", true)))
+        (is_http_listener(e) && !jn_mgmt_entity_bool(e, "websockets", true)))
         return 0;
     char password[256];
     jn_endpoint_config_t ec;
@@ -388,7 +412,7 @@ static int auth_service_config(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_endpoin
     const char *name = jn_mgmt_entity_str(e, "saslPlugin");
     if (!name || !name[0] || !is(e, "listener"))
         return 0;
-    if (jn_mgmt_entity_bool(e, "http", false))
+    if (is_http_listener(e))
         return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "saslPlugin",
                               "listener attribute 'saslPlugin' is not supported on an http "
                               "listener");
@@ -415,7 +439,7 @@ static int auth_service_config(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_endpoin
 
 static int create_endpoint(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_err_t *err)
 {
-    if (is(e, "listener") && jn_mgmt_entity_bool(e, "http", false))
+    if (is(e, "listener") && is_http_listener(e))
         return create_http_listener(agent, e, err);
     bool listener = is(e, "listener");
     int (*add)(void *, const jn_endpoint_config_t *) =
@@ -492,6 +516,9 @@ static int create_address(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_err_t
         jn_core_address_config_set_phases_CT(agent->cfg.core, ingress, egress);
     if (jn_mgmt_entity_bool(e, "enableFallback", false))
         jn_core_address_config_set_fallback_CT(agent->cfg.core, true);
+    int priority = (int)jn_mgmt_entity_int(e, "priority", -1);
+    if (priority >= 0)
+        jn_core_address_config_set_priority_CT(agent->cfg.core, priority);
     return 0;
 }
 
@@ -752,7 +779,7 @@ void jn_entity_delete_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e)
     }
     if (!is(e, "listener") && !is(e, "connector"))
         return;
-    if (is(e, "listener") && jn_mgmt_entity_bool(e, "http", false)) {
+    if (is(e, "listener") && is_http_listener(e)) {
         if (agent->cfg.remove_http_listener)
             agent->cfg.remove_http_listener(agent->cfg.http_ctx, e->name);
         if (jn_mgmt_entity_bool(e, "websockets", true) && agent->cfg.remove_endpoint)

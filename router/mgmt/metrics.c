@@ -7,13 +7,14 @@
  *
  * /metrics is the Prometheus text format 0.0.4 (docs/protocol.md, "HTTP"):
  * first the 22 router figures qdrouterd 1.19 exports, with its types and
- * names (eight of its gauges lose their `_total` suffix unless the scrape
- * asks for `compat=qdrouterd`: see figure()); then Junction's own: uptime,
+ * exact names (or, on a listener with metricsPrometheusNames, eight of its
+ * gauges without their `_total` suffix: see figure()); then Junction's own: uptime,
  * worker threads, per allocation pool its objects and octets, per address
  * its five delivery counters (at most router.metricsAddressLimit
  * addresses, and a gauge of those left out), the router residence-time
  * histogram per address class, and the process's resident memory. Every
- * figure has a HELP line, so `promtool check metrics` accepts the page.
+ * figure has a HELP line, so `promtool check metrics` accepts the page
+ * with metricsPrometheusNames (1.19's names break its `_total` rule).
  *
  * Two steps, so that a scrape of 10,000 addresses does not hold the core
  * role while it prints (docs/performance.md, "/metrics and routing"): the
@@ -84,8 +85,10 @@ static bool count_reachable(void *arg, const jn_mesh_router_info_t *info)
 
 /* One of 1.19's figures. 1.19 names eight gauges with a `_total` suffix,
  * which the Prometheus conventions (and `promtool check metrics`) keep for
- * counters: by default they are exported without it; with compat, under
- * 1.19's exact names. Each gets a `# HELP` line (1.19 has none). */
+ * counters: with compat (the default, so 1.19's dashboards and alerts keep
+ * working) they keep 1.19's exact names; a listener with
+ * metricsPrometheusNames exports them without it. Each gets a `# HELP`
+ * line (1.19 has none). */
 static void figure(text_t *t, bool compat, const char *name, const char *type, const char *help,
                    uint64_t value)
 {
@@ -203,14 +206,15 @@ static bool addr_copy(void *arg, const jn_view_addr_t *v)
     return !a->out->failed;
 }
 
-int jn_mgmt_metrics_snapshot_CT(jn_mgmt_t *agent, const char *query, char **snap, size_t *len)
+int jn_mgmt_metrics_snapshot_CT(jn_mgmt_t *agent, const char *query, bool prometheus_names,
+                                char **snap, size_t *len)
 {
     *snap = NULL;
     *len = 0;
     jn_mgmt_figures_t f; /* as the router entity reads them */
     jn_mgmt_router_figures(agent, &f);
     const jn_core_stats_t s = f.core;
-    bool c = query && strstr(query, "compat=qdrouterd") != NULL;
+    bool c = !prometheus_names || (query && strstr(query, "compat=qdrouterd") != NULL);
     text_t t = {0};
     figure(&t, c, "qdr_connections_total", "gauge", "Open connections.", s.connections);
     figure(&t, c, "qdr_links_total", "gauge", "Attached links.", s.links);
@@ -557,11 +561,12 @@ int jn_mgmt_metrics_format(char *snap, size_t snap_len, char **body, size_t *len
     return 200;
 }
 
-int jn_mgmt_metrics_CT(jn_mgmt_t *agent, const char *query, char **body, size_t *len)
+int jn_mgmt_metrics_CT(jn_mgmt_t *agent, const char *query, bool prometheus_names, char **body,
+                       size_t *len)
 {
     char *snap;
     size_t n;
-    int status = jn_mgmt_metrics_snapshot_CT(agent, query, &snap, &n);
+    int status = jn_mgmt_metrics_snapshot_CT(agent, query, prometheus_names, &snap, &n);
     if (status != 200) {
         *body = NULL;
         *len = 0;

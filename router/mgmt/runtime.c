@@ -174,7 +174,8 @@ static bool conn_row(void *arg, const jn_view_conn_t *v)
         [JN_COL_CONNECTION_ADMIN_STATUS] = jn_mv_str(v->admin_deleted ? "deleted" : "enabled"),
         [JN_COL_CONNECTION_OPER_STATUS] = jn_mv_str("up"),
         [JN_COL_CONNECTION_UPTIME_SECONDS] = jn_mv_uint((uint64_t)(up > 0 ? up : 0)),
-        [JN_COL_CONNECTION_LAST_DLV_SECONDS] = jn_mv_null(), /* not kept */
+        [JN_COL_CONNECTION_LAST_DLV_SECONDS] =
+            v->last_dlv_seconds >= 0 ? jn_mv_uint((uint64_t)v->last_dlv_seconds) : jn_mv_null(),
         [JN_COL_CONNECTION_ENABLE_PROTOCOL_TRACE] = jn_mv_bool(conn_traced(v->id))};
     return k->fn(k->ctx, r);
 }
@@ -196,7 +197,6 @@ static bool link_row(void *arg, const jn_view_link_t *v)
     snprintf(id, sizeof id, "%" PRIu64, v->id);
     snprintf(conn, sizeof conn, "%" PRIu64, v->conn_id);
     snprintf(peer, sizeof peer, "%" PRIu64, v->peer);
-    jn_mv_t zero = jn_mv_ulong(0);
     jn_mv_t r[JN_COLS_ROUTER_LINK] = {
         [JN_COL_ROUTER_LINK_NAME] = jn_mv_str(v->name),
         [JN_COL_ROUTER_LINK_IDENTITY] = jn_mv_str(id),
@@ -222,14 +222,14 @@ static bool link_row(void *arg, const jn_view_link_t *v)
         [JN_COL_ROUTER_LINK_REJECTED_COUNT] = jn_mv_ulong(v->rejected),
         [JN_COL_ROUTER_LINK_RELEASED_COUNT] = jn_mv_ulong(v->released),
         [JN_COL_ROUTER_LINK_MODIFIED_COUNT] = jn_mv_ulong(v->modified),
-        [JN_COL_ROUTER_LINK_DELIVERIES_DELAYED1_SEC] = zero,
-        [JN_COL_ROUTER_LINK_DELIVERIES_DELAYED10_SEC] = zero,
-        [JN_COL_ROUTER_LINK_DELIVERIES_STUCK] = zero,
+        [JN_COL_ROUTER_LINK_DELIVERIES_DELAYED1_SEC] = jn_mv_ulong(v->delayed1),
+        [JN_COL_ROUTER_LINK_DELIVERIES_DELAYED10_SEC] = jn_mv_ulong(v->delayed10),
+        [JN_COL_ROUTER_LINK_DELIVERIES_STUCK] = jn_mv_ulong(v->stuck),
         [JN_COL_ROUTER_LINK_INGRESS_HISTOGRAM] = jn_mv_null(),
-        [JN_COL_ROUTER_LINK_PRIORITY] = jn_mv_uint(4),
-        [JN_COL_ROUTER_LINK_SETTLE_RATE] = jn_mv_uint(0),
+        [JN_COL_ROUTER_LINK_PRIORITY] = jn_mv_uint((uint64_t)v->priority),
+        [JN_COL_ROUTER_LINK_SETTLE_RATE] = jn_mv_uint(v->settle_rate),
         [JN_COL_ROUTER_LINK_CREDIT_AVAILABLE] = jn_mv_uint(v->credit_available),
-        [JN_COL_ROUTER_LINK_ZERO_CREDIT_SECONDS] = jn_mv_uint(0)};
+        [JN_COL_ROUTER_LINK_ZERO_CREDIT_SECONDS] = jn_mv_uint(v->zero_credit_seconds)};
     return k->fn(k->ctx, r);
 }
 
@@ -269,8 +269,8 @@ static bool addr_row(void *arg, const jn_view_addr_t *v)
         [JN_COL_ROUTER_ADDRESS_DELIVERIES_INGRESS_ROUTE_CONTAINER] = zero,
         [JN_COL_ROUTER_ADDRESS_TRANSIT_OUTSTANDING] = jn_mv_null(),
         [JN_COL_ROUTER_ADDRESS_TRACKED_DELIVERIES] = jn_mv_int(JN_MV_LONG, 0),
-        [JN_COL_ROUTER_ADDRESS_PRIORITY] = jn_mv_int(JN_MV_INT, -1),
-        [JN_COL_ROUTER_ADDRESS_DELIVERIES_REDIRECTED_TO_FALLBACK] = zero};
+        [JN_COL_ROUTER_ADDRESS_PRIORITY] = jn_mv_int(JN_MV_INT, v->priority),
+        [JN_COL_ROUTER_ADDRESS_DELIVERIES_REDIRECTED_TO_FALLBACK] = jn_mv_ulong(v->redirected)};
     return k->fn(k->ctx, r);
 }
 

@@ -2,12 +2,14 @@
 """System tests of the HTTP listeners (`listener { http: yes }`, served by
 libwebsockets; docs/design.md "HTTP", docs/protocol.md "HTTP"):
 
-- /metrics: Prometheus text that `promtool check metrics` accepts, with the
-  figures management shows at the same moment; 1.19's exact names with
-  ?compat=qdrouterd; a real Prometheus server (Debian's package, a private
+- /metrics: 1.19's exact names by default; with the listener's
+  metricsPrometheusNames, Prometheus text that `promtool check metrics`
+  accepts, with the figures management shows at the same moment, and
+  1.19's names there with ?compat=qdrouterd; a real Prometheus server (Debian's package, a private
   instance started here) scrapes it and its query API returns the figures.
 - /healthz: 200 while operational, 503 while the router stops; /healthz/mesh.
-- httpRootDir: files under it; /metrics and /healthz stay the router's.
+- httpRootDir: files under it; /metrics and /healthz stay the router's; it
+  makes a listener an http one by itself (1.19).
 - http listeners from management: CREATE, the port it got, DELETE.
 - AMQP over WebSocket: test_http_websocket.py; here, an http listener made
   by management with websockets (the default) and deleted frees both its
@@ -115,7 +117,7 @@ class HttpTest(RouterTestCase):
     def test_metrics_match_management_and_pass_promtool(self):
         """/metrics after traffic: promtool accepts it, every 1.19 figure is
         there with its type, and the counts equal the router entity's."""
-        r, m, base = self.start_http_router()
+        r, m, base = self.start_http_router(metricsPrometheusNames="yes")
         self.traffic(r)
         # the management request is a delivery itself: read the router
         # entity between two scrapes, with no other traffic; each figure lies
@@ -141,13 +143,24 @@ class HttpTest(RouterTestCase):
                                capture_output=True, timeout=60)
         self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
 
-    def test_compat_names_are_1_19s(self):
-        """?compat=qdrouterd: exactly 1.19's 22 names, as 1.19 spells them."""
+    def test_names_are_1_19s_by_default(self):
+        """By default, exactly 1.19's 22 names, as 1.19 spells them (a 1.19
+        dashboard or alert keeps working); on a listener with
+        metricsPrometheusNames, ?compat=qdrouterd gets them too."""
         r, m, base = self.start_http_router()
-        status, text = get(base + "/metrics?compat=qdrouterd")
+        status, text = get(base + "/metrics")
         self.assertEqual(status, 200)
         qdr = {n for n in samples(text) if n.startswith("qdr_")}
         self.assertEqual(qdr, set(GAUGES_119 + COUNTERS_119))
+        code, desc, body = m.call({"operation": "CREATE", "type": "listener", "name": "prom"},
+                                  {"host": "127.0.0.1", "port": "0", "http": True,
+                                   "websockets": False, "metricsPrometheusNames": True})
+        self.assertEqual(code, 201, desc)
+        prom = "http://127.0.0.1:%s/metrics" % body["port"]
+        names = {n for n in samples(get(prom)[1]) if n.startswith("qdr_")}
+        self.assertEqual(names, {n[:-6] for n in GAUGES_119} | set(COUNTERS_119))
+        names = {n for n in samples(get(prom + "?compat=qdrouterd")[1]) if n.startswith("qdr_")}
+        self.assertEqual(names, set(GAUGES_119 + COUNTERS_119))
 
     def test_healthz(self):
         """/healthz 200 while operational; /healthz/mesh on a standalone
@@ -177,13 +190,15 @@ class HttpTest(RouterTestCase):
         self.assertEqual(r.proc.wait(10 * SLOW), 0)
 
     def test_root_dir_serves_files_and_keeps_router_paths(self):
+        """httpRootDir makes a listener an http one without `http: yes`
+        (as in 1.19), and its files are served beside /metrics, /healthz."""
         root = os.path.join(self.workdir, "www")
         os.mkdir(root)
         with open(os.path.join(root, "index.html"), "w") as f:
             f.write("<h1>console</h1>\n")
         with open(os.path.join(root, "app.js"), "w") as f:
             f.write("console.log(1);\n")
-        r, m, base = self.start_http_router(httpRootDir=root)
+        r, m, base = self.start_http_router(httpRootDir=root, http=None)
         self.assertEqual(get(base + "/"), (200, "<h1>console</h1>\n"))
         self.assertEqual(get(base + "/app.js"), (200, "console.log(1);\n"))
         self.assertEqual(get(base + "/metrics")[0], 200)
@@ -257,6 +272,37 @@ class HttpTest(RouterTestCase):
 
 
 class HttpConfigTest(RouterTestCase):
+
+    def test_healthz_asked_as_soon_as_the_port_opens_is_200(self):
+        """A client that connects as soon as a config file's http listener
+        listens (before the router has finished starting, as 1.19's tests
+        do) waits and gets 200, never 503."""
+        from harness import Router
+        import socket
+        hport = free_port()
+        # more http listeners after it make the start take a while
+        more = "".join(conf_section("listener", {"name": "more%d" % i, "host": "127.0.0.1",
+                                                 "port": 0, "http": "yes"})
+                       for i in range(12))
+        r = Router(self.workdir, name="early", extra=conf_section(
+            "listener", {"name": "web", "host": "127.0.0.1", "port": hport, "http": "yes",
+                         "websockets": "no"}) + more)
+        r.start()
+        self.routers.append(r)
+        self.addCleanup(self._stop_router, r)
+        deadline = time.monotonic() + 10 * SLOW
+        while True:
+            try:
+                s = socket.create_connection(("127.0.0.1", hport), timeout=TIMEOUT)
+                break
+            except OSError:
+                self.assertLess(time.monotonic(), deadline, "never listened:\n" + r.log())
+                time.sleep(0.001)
+        with s:
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            answer = s.recv(4096)
+        self.assertTrue(answer.startswith(b"HTTP/1.1 200"), answer)
+        r.wait_ready()
 
     def test_bad_root_refused_with_file_and_line(self):
         for attrs, word in (({"websockets": "no", "httpRootDir": "/nonexistent/www"},

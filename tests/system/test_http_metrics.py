@@ -122,8 +122,9 @@ def residence(samples, cls):
 class MetricsCase(RouterTestCase):
 
     def http_router(self, router=None, tls=False):
+        # Prometheus's names (promtool checks these pages)
         attrs = {"name": "web", "host": "127.0.0.1", "port": 0, "http": "yes",
-                 "websockets": "no"}
+                 "websockets": "no", "metricsPrometheusNames": "yes"}
         extra = ""
         if tls:
             self.certs = shared_certs()
@@ -131,6 +132,7 @@ class MetricsCase(RouterTestCase):
                                                  "privateKeyFile": self.certs["server_key"],
                                                  "caCertFile": self.certs["ca"]})
             attrs["sslProfile"] = "srv"
+            attrs["requireSsl"] = "yes"  # no plain HTTP beside it (1.19 serves it without)
         r = self.start_router(extra=extra + conf_section("listener", attrs), router=router or {})
         m = Manager(r.url)
         self.addCleanup(m.close)
@@ -171,6 +173,15 @@ class MetricsCase(RouterTestCase):
                                    "to_container": v["to-proc"],
                                    "from_container": v["from-proc"]}
         return out
+
+    def links(self, m, address, direction):
+        """router.link rows of address's endpoint links in that direction."""
+        code, desc, body = m.call({"operation": "QUERY", "type": "org.amqp.management",
+                                   "entityType": "router.link"}, {"attributeNames": []})
+        self.assertEqual(code, 200, desc)
+        rows = [dict(zip(body["attributeNames"], row)) for row in body["results"]]
+        return [l for l in rows if l["owningAddr"] == "M0" + address and
+                l["linkDir"] == direction and l["linkType"] == "endpoint"]
 
     def traffic(self, r, address, n):
         self.run_scenario(Traffic(r, [Recv(address)],
@@ -467,6 +478,10 @@ class RouterFiguresTest(MetricsCase):
             self.assertEqual(fb.receive(timeout=TIMEOUT).body, i)  # sent settled
         mid = self.figures(m, base)
         self.expect(before, mid, deliveriesRedirectedToFallback=9)
+        # and the address's own count (router.address)
+        code, desc, body = m.call({"operation": "READ", "type": "router.address",
+                                   "name": "M0fb.q"})
+        self.assertEqual((code, body.get("deliveriesRedirectedToFallback")), (200, 9), desc)
         rx = c.create_receiver("fb.q", credit=20, name="fb-plain")
         self.wait_for("fb.q has a plain consumer",
                       lambda: self.addresses(m).get("M0fb.q") is not None)
@@ -505,6 +520,10 @@ class RouterFiguresTest(MetricsCase):
         self.assertEqual([d.remote_state for d in sent], [Delivery.ACCEPTED] * 3)
         self.expect(before, self.figures(m, base), deliveriesDelayed1Sec=1,
                     deliveriesDelayed10Sec=1)
+        # and the sender's link (router.link) counts the same two
+        links = self.links(m, "late.q", "in")
+        self.assertEqual([(l["deliveriesDelayed1Sec"], l["deliveriesDelayed10Sec"])
+                          for l in links], [(1, 1)])
 
     def test_stuck_delivery_and_blocked_link_shown_while_they_last(self):
         """A delivery its receiver holds unsettled and a receiver that never
@@ -537,8 +556,14 @@ class RouterFiguresTest(MetricsCase):
                     g["linksBlocked"] == 1, 20 * SLOW)
         self.assertGreaterEqual(time.monotonic() - t0, 9.0, "not before 10 s held")
         shown = parse(self.scrape(base + "/metrics"))
-        self.assertEqual(plain(shown, "qdr_deliveries_stuck"), seen["deliveriesStuck"])
-        self.assertEqual(plain(shown, "qdr_links_blocked"), seen["linksBlocked"])
+        # 1.19's names (the default listener)
+        self.assertEqual(plain(shown, "qdr_deliveries_stuck_total"), seen["deliveriesStuck"])
+        self.assertEqual(plain(shown, "qdr_links_blocked_total"), seen["linksBlocked"])
+        # router.link: the holding receiver's link shows the stuck copy, the
+        # one without credit how long it has had none
+        self.assertEqual([l["deliveriesStuck"] for l in self.links(m, "stuck.q", "out")], [1])
+        self.assertGreaterEqual(self.links(m, "blocked.q", "out")[0]["zeroCreditSeconds"], 9)
+        self.assertEqual(self.links(m, "stuck.q", "out")[0]["zeroCreditSeconds"], 0)
         rx.accept()
         idle.link.flow(1)
         poll("both back to 0", lambda g: g["deliveriesStuck"] == 0 and g["linksBlocked"] == 0,

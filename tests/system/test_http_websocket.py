@@ -17,7 +17,10 @@ docs/design.md "HTTP", docs/protocol.md "HTTP"):
   sslProto, sslCipher, sslSsf; requireEncryption met, plain ws:// on that
   listener kept out), and with saslMechanisms EXTERNAL its client
   certificate is the user (uidFormat and uidNameMappingFile applied); no
-  certificate, or one from an untrusted CA, is refused.
+  certificate, or one from an untrusted CA, is refused;
+- an https listener follows 1.19's rules: requireSsl no serves plain HTTP
+  too, authenticatePeer asks for a client certificate whatever
+  saslMechanisms says.
 
 Every process is started here on 127.0.0.1, bounded in time, and stopped by
 PID.
@@ -30,6 +33,8 @@ import socket
 import subprocess
 import time
 import unittest
+import urllib.error
+import urllib.request
 
 from proton import Message
 from proton.utils import BlockingConnection
@@ -191,9 +196,55 @@ class WebSocketTest(RouterTestCase):
         r, m = self.ws_router(tls=True)
         self.round_trip(r, m)
         self.assertIn("(TLS)", r.log())
-        # plain HTTP on the TLS port gets no answer; the router goes on
-        self.assertNotIn(b"HTTP/1.1 200", raw(r.http_port, b"GET /healthz HTTP/1.1\r\n\r\n"))
+        # requireSsl: no (the default): plain HTTP is served on the TLS port
+        # too (1.19); the router goes on
+        self.assertIn(b"HTTP/1.1 200", raw(r.http_port, b"GET /healthz HTTP/1.1\r\n\r\n", 1))
         self.round_trip(r, m)
+
+    def test_https_listener_rules_are_1_19s(self):
+        """An http listener with an sslProfile: requireSsl no serves plain
+        HTTP beside HTTPS; requireSsl yes serves HTTPS only; authenticatePeer
+        yes asks every HTTPS client for a certificate that verifies, even
+        with saslMechanisms ANONYMOUS (an HTTP request has no SASL: TLS is
+        what authenticates), and such a listener starts."""
+        import ssl
+        certs = self.certs = shared_certs()
+        extra = conf_section("sslProfile", {"name": "srv", "certFile": certs["server"],
+                                            "privateKeyFile": certs["server_key"],
+                                            "caCertFile": certs["ca"]})
+        kinds = {"open": {"requireSsl": "no"}, "tls": {"requireSsl": "yes"},
+                 "cert": {"requireSsl": "yes", "authenticatePeer": "yes",
+                          "saslMechanisms": "ANONYMOUS"}}
+        for name, attrs in kinds.items():
+            extra += conf_section("listener", dict(attrs, name=name, host="127.0.0.1", port=0,
+                                                   http="yes", sslProfile="srv"))
+        r = self.start_router(extra=extra)
+        m = Manager(r.url)
+        self.addCleanup(m.close)
+        port = {}
+        for name in kinds:
+            code, desc, body = m.call({"operation": "READ", "type": "listener", "name": name})
+            self.assertEqual(code, 200, desc)
+            port[name] = int(body["port"])
+
+        def https(name, client_cert=False):
+            ctx = ssl.create_default_context(cafile=certs["ca"])
+            ctx.check_hostname = False
+            if client_cert:
+                ctx.load_cert_chain(certs["client"], certs["client_key"])
+            with urllib.request.urlopen("https://127.0.0.1:%d/healthz" % port[name],
+                                        context=ctx, timeout=TIMEOUT) as resp:
+                return resp.status
+
+        plain = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+        self.assertEqual(https("open"), 200)
+        self.assertTrue(raw(port["open"], plain, 1).startswith(b"HTTP/1.1 200"))
+        self.assertEqual(https("tls"), 200)
+        self.assertNotIn(b"HTTP/1.1 200", raw(port["tls"], plain, 1))
+        self.assertNotIn(b"HTTP/1.1 200", raw(port["cert"], plain, 1))
+        with self.assertRaises((urllib.error.URLError, ssl.SSLError, OSError)):
+            https("cert")
+        self.assertEqual(https("cert", client_cert=True), 200)
 
     def test_bad_input_is_logged_and_routing_goes_on(self):
         r, m = self.ws_router()

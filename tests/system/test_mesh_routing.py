@@ -14,6 +14,7 @@ import unittest
 
 from proton import Condition, Delivery, Message, symbol
 from proton.reactor import AtMostOnce
+from proton.utils import BlockingConnection
 
 from harness import (SLOW, HashRecv, LargeBody, RouterTestCase, Recv, Scenario, Send,
                      StreamSend, Traffic, seq_message)
@@ -166,6 +167,50 @@ class TwoRouters(MeshCase):
         self.assertEqual(s.credit_before, 0)
         self.assertGreater(s.credit_after, 0)
         self.assertTrue(s.drained)
+
+    def test_address_priority_picks_the_data_link_over_the_header(self):
+        """The inter-router data links are numbered 0..9 each way (as
+        management's priority shows them); a delivery leaves on the link of
+        its header's priority, unless an address entity gives its address a
+        priority of its own (1.19's address priority)."""
+        from test_http import Manager
+        m = Manager(self.m["A"].url)
+        self.addCleanup(m.close)
+        code, desc, _ = m.call({"operation": "CREATE", "type": "address", "name": "fast"},
+                               {"prefix": "speedy", "priority": 7, "distribution": "closest"})
+        self.assertEqual(code, 201, desc)
+
+        def data_links():
+            code, desc, body = m.call({"operation": "QUERY", "type": "org.amqp.management",
+                                       "entityType": "router.link"},
+                                      {"attributeNames": ["linkType", "linkDir", "priority",
+                                                          "deliveryCount"]})
+            self.assertEqual(code, 200, desc)
+            rows = [r for r in body["results"] if r[0] == "inter-router"]
+            self.assertEqual(sorted((r[1], r[2]) for r in rows),
+                             sorted((d, p) for d in ("in", "out") for p in range(10)))
+            return {r[2]: r[3] for r in rows if r[1] == "out"}
+
+        before = data_links()
+        n = 40
+        for address in ("speedy.x", "plain.x"):
+            self.m.probe("A", "B", address)
+            t = self.run_scenario(Traffic(None, [Recv(address, url=self.m["B"].url)],
+                                          [Send(address, (seq_message(i, priority=3)
+                                                          for i in range(n)),
+                                                url=self.m["A"].url)], n))
+            self.assertEqual(seqs(t.receivers[0].messages), list(range(n)))
+        after = data_links()
+        # the probes went at priority 4; speedy.x at 7 (the address's), plain.x at 3
+        self.assertEqual(after[7] - before[7], n + 1)
+        self.assertEqual(after[3] - before[3], n)
+        # an address that exists (a sender holds it) shows its priority
+        held = BlockingConnection(self.m["A"].url, timeout=10 * SLOW)
+        self.addCleanup(held.close)
+        held.create_sender("speedy.held")
+        code, desc, body = m.call({"operation": "READ", "type": "router.address",
+                                   "name": "M0speedy.held"})
+        self.assertEqual((code, body.get("priority")), (200, 7), desc)
 
 
 class CreditWatch(Scenario):

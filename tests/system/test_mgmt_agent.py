@@ -60,8 +60,9 @@ class ManagementTest(RouterTestCase):
 
     def test_link_counters_move_by_the_number_sent(self):
         """QUERY router.link: the sender's and the receiver's deliveryCount
-        grow by exactly the messages sent; connections and addresses list
-        them."""
+        grow by exactly the messages sent, and the receiver's settleRate is
+        the 17 settled over 5 s (3 a second) for the next few seconds;
+        connections and addresses list them."""
         r = self.start_router()
         mgr = self.manager(r)
         rx_conn = BlockingConnection(r.url, timeout=TIMEOUT)
@@ -92,6 +93,12 @@ class ManagementTest(RouterTestCase):
         after = {l["linkDir"]: l["deliveryCount"] for l in links()}
         self.assertEqual(after["in"] - before["in"], 17)
         self.assertEqual(after["out"] - before["out"], 17)
+
+        def out_rate():
+            return [l["settleRate"] for l in mgr.query("router.link", ["linkDir", "owningAddr",
+                                                                        "settleRate"])
+                    if l["owningAddr"] == "M0mgmt.counters" and l["linkDir"] == "out"]
+        self.wait_for("settleRate 17 / 5 s", lambda: out_rate() == [3], timeout=3 * SLOW)
 
         conns = mgr.query(PREFIX + "connection", ["identity", "dir", "role", "container"])
         self.assertGreaterEqual(len(conns), 3)
@@ -451,6 +458,44 @@ class ManagementTest(RouterTestCase):
         self.assertEqual(sizes, [7, 7, 7, 3])
         self.assertEqual(sorted(seen), sorted(c["identity"] for c in everything))
         self.assertEqual(mgr.query("connection", ["identity"], count=0), [])
+
+    def test_connections_and_links_listed_in_the_order_they_opened(self):
+        """As 1.19 lists them: the oldest connection first (a client that
+        opens connections one after another finds the n-th at index n), the
+        links of each in the order they attached; an ANONYMOUS client's
+        user is "anonymous"; lastDlvSeconds is null until something was
+        sent on the connection."""
+        r = self.start_router()
+        first = BlockingConnection(r.url, timeout=TIMEOUT)
+        self.addCleanup(first.close)
+        for a in ("o.1", "o.2", "o.3"):
+            first.create_receiver(a)
+        mgr = self.manager(r)
+        rows = mgr.query("connection", ["identity", "user", "sasl"])
+        self.assertEqual(len(rows), 2)
+        self.assertLess(int(rows[0]["identity"]), int(rows[1]["identity"]))
+        self.assertEqual([(c["user"], c["sasl"]) for c in rows], [("anonymous", "ANONYMOUS")] * 2)
+        links = mgr.query("router.link", ["identity", "connectionId", "owningAddr"])
+        self.assertEqual([l["owningAddr"] for l in links[:3]], ["M0o.1", "M0o.2", "M0o.3"])
+        ids = [int(l["identity"]) for l in links]
+        self.assertEqual(ids, sorted(ids))
+        # lastDlvSeconds: none sent yet to the first; the manager's gets its
+        # replies (seen by the next figures tick, within a second)
+        self.wait_for("the manager's lastDlvSeconds", lambda: [
+            c["lastDlvSeconds"] for c in mgr.query("connection", ["lastDlvSeconds"])]
+            [1:] == [0], timeout=3 * SLOW)
+        self.assertIsNone(mgr.query("connection", ["lastDlvSeconds"])[0]["lastDlvSeconds"])
+
+    def test_get_log_shows_its_own_request(self):
+        """The agent logs each request as it arrives (AGENT, debug), so a
+        GET-LOG answer holds its own request (1.19's qdstat --log test)."""
+        r = self.start_router(extra="log {\n    module: AGENT\n    enable: debug+\n}\n")
+        mgr = self.manager(r)
+        code, desc, body = mgr.call({"operation": "GET-LOG", "type": "org.amqp.management",
+                                     "name": "self", "limit": 5})
+        self.assertEqual(code, 200, desc)
+        self.assertTrue(any(e[0] == "AGENT" and e[1] == "debug" and "GET-LOG" in e[2]
+                            for e in body), body)
 
 
 if __name__ == "__main__":

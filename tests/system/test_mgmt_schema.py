@@ -104,8 +104,7 @@ class SchemaTest(RouterTestCase):
         for attr in ("host", "port", "saslMechanisms", "authenticatePeer", "sslProfile",
                      "requireSsl", "saslPlugin", "socketAddressFamily"):
             self.assertNotIn("implemented", listener[attr], attr)
-        self.assertIs(types["address"]["attributes"]["priority"].get("implemented"), False)
-        for attr in ("waypoint", "ingressPhase", "egressPhase", "enableFallback"):
+        for attr in ("waypoint", "ingressPhase", "egressPhase", "enableFallback", "priority"):
             self.assertNotIn("implemented", types["address"]["attributes"][attr], attr)
         policy = types["policy"]["attributes"]
         for attr in ("maxConnections", "maxMessageSize", "enableVhostPolicy", "policyDir",

@@ -223,6 +223,24 @@ static void vhost_groups_read_as_raw_json(void **state)
     jn_config_free(cfg);
 }
 
+/* A spare comma before a closing brace or bracket of a raw map is dropped
+ * (as 1.19 does in the whole conf form), so a group list ending in "}," is
+ * read. The JSON form stays strict (test_config_json.c). */
+static void raw_map_spare_comma_before_close_is_dropped(void **state)
+{
+    (void)state;
+    jn_config_t *cfg = load("vhost {\n hostname: example.com\n groups: {\n"
+                            "  \"$default\": {\"users\": \"*\", \"maxSenders\": 10},\n"
+                            "  \"g\": {\"users\": \"a\", \"sources\": [\"x\", \"y\",]},\n"
+                            " }\n}\n");
+    const jn_config_value_t *g = jn_config_entity_get(nth(cfg, "vhost", 0), "groups");
+    const jn_config_value_t *d = jn_config_value_lookup(g, "$default");
+    assert_int_equal(jn_config_value_int(jn_config_value_lookup(d, "maxSenders")), 10);
+    const jn_config_value_t *s = jn_config_value_lookup(jn_config_value_lookup(g, "g"), "sources");
+    assert_non_null(s);
+    jn_config_free(cfg);
+}
+
 static void map_named_otherwise_follows_normal_rules(void **state)
 {
     (void)state;
@@ -548,6 +566,7 @@ int main(void)
         cmocka_unit_test(values_taken_literally_no_substitution),
         cmocka_unit_test(open_properties_read_as_raw_json),
         cmocka_unit_test(vhost_groups_read_as_raw_json),
+        cmocka_unit_test(raw_map_spare_comma_before_close_is_dropped),
         cmocka_unit_test(map_named_otherwise_follows_normal_rules),
         cmocka_unit_test(names_normalised_to_camel_case),
         cmocka_unit_test(section_names_map_to_entity_types),

@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,11 +29,11 @@ static void fake_residence(void *io, jn_io_residence_t *out)
     out->sum_ns[JN_RES_CLASS_MOBILE] = 2500000001ull;
 }
 
-static char *page(jn_mgmt_t *agent)
+static char *page_of(jn_mgmt_t *agent, const char *query, bool prometheus_names)
 {
     char *body = NULL;
     size_t len = 0;
-    assert_int_equal(jn_mgmt_metrics_CT(agent, NULL, &body, &len), 200);
+    assert_int_equal(jn_mgmt_metrics_CT(agent, query, prometheus_names, &body, &len), 200);
     assert_non_null(body);
     char *text = malloc(len + 1);
     assert_non_null(text);
@@ -40,6 +41,42 @@ static char *page(jn_mgmt_t *agent)
     text[len] = '\0';
     free(body);
     return text;
+}
+
+static char *page(jn_mgmt_t *agent)
+{
+    return page_of(agent, NULL, false);
+}
+
+/* 1.19's exact names by default (a 1.19 dashboard keeps working), the
+ * Prometheus convention's for its `_total` gauges with the listener's
+ * metricsPrometheusNames, and 1.19's again there with ?compat=qdrouterd. */
+static void test_gauge_names_1_19_by_default(void **state)
+{
+    (void)state;
+    jn_mgmt_config_t cfg = {.router_id = "R1", .mode = "standalone"};
+    jn_mgmt_t *agent = jn_mgmt_create(&cfg);
+    static const char *const gauges[] = {"qdr_connections", "qdr_links", "qdr_addresses",
+                                         "qdr_routers", "qdr_link_routes", "qdr_auto_links",
+                                         "qdr_deliveries_stuck", "qdr_links_blocked"};
+    char *dflt = page(agent), *prom = page_of(agent, "", true);
+    char *compat = page_of(agent, "compat=qdrouterd", true);
+    for (size_t i = 0; i < sizeof gauges / sizeof gauges[0]; i++) {
+        char with[96], without[96];
+        snprintf(with, sizeof with, "# TYPE %s_total gauge\n", gauges[i]);
+        snprintf(without, sizeof without, "# TYPE %s gauge\n", gauges[i]);
+        assert_non_null(strstr(dflt, with));
+        assert_null(strstr(dflt, without));
+        assert_non_null(strstr(prom, without));
+        assert_null(strstr(prom, with));
+        assert_non_null(strstr(compat, with));
+    }
+    /* counters keep `_total` in every case */
+    assert_non_null(strstr(prom, "# TYPE qdr_accepted_deliveries_total counter\n"));
+    free(dflt);
+    free(prom);
+    free(compat);
+    jn_mgmt_free(agent);
 }
 
 static void test_residence_histogram(void **state)
@@ -91,7 +128,7 @@ static void test_no_residence_hook_no_histogram(void **state)
     jn_mgmt_t *agent = jn_mgmt_create(&cfg);
     char *text = page(agent);
     assert_null(strstr(text, "junction_delivery_residence_seconds"));
-    assert_non_null(strstr(text, "qdr_connections 0\n"));
+    assert_non_null(strstr(text, "qdr_connections_total 0\n"));
     free(text);
     jn_mgmt_free(agent);
 }
@@ -120,7 +157,7 @@ static void test_format_refuses_what_is_not_a_snapshot(void **state)
     jn_mgmt_t *agent = jn_mgmt_create(&cfg);
     char *snap = NULL;
     size_t len = 0;
-    assert_int_equal(jn_mgmt_metrics_snapshot_CT(agent, NULL, &snap, &len), 200);
+    assert_int_equal(jn_mgmt_metrics_snapshot_CT(agent, NULL, false, &snap, &len), 200);
     assert_true(len > 64);
     /* a whole one formats; every shorter prefix that cuts the head or its
      * text is refused without reading past it (ASan would say) */
@@ -141,6 +178,7 @@ static void test_format_refuses_what_is_not_a_snapshot(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gauge_names_1_19_by_default),
         cmocka_unit_test(test_residence_histogram),
         cmocka_unit_test(test_no_residence_hook_no_histogram),
         cmocka_unit_test(test_format_refuses_what_is_not_a_snapshot),

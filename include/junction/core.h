@@ -342,6 +342,13 @@ void jn_core_link_answered_address_IO(jn_core_link_t *link, const char *address)
 void jn_core_link_set_error_IO(jn_core_link_t *link, const char *condition,
                                const char *description);
 
+/* jn_core_link_set_unclosed_IO: the peer's detach had closed=false (the
+ * link may be resumed, AMQP 1.0 2.6.5); call before
+ * jn_core_link_detached_IO, which passes it on: a link-routed link's other
+ * end is detached the same way (JN_WORK_LINK_DETACH), not closed. No
+ * allocation, no error. I/O thread of the link's connection. */
+void jn_core_link_set_unclosed_IO(jn_core_link_t *link);
+
 /* jn_core_link_termini: the termini given at attach (jn_link_info_t),
  * or NULL (*len 0). Immutable; any thread holding the link. */
 const uint8_t *jn_core_link_termini(const jn_core_link_t *link, size_t *len);
@@ -549,7 +556,11 @@ typedef enum jn_work_type {
      * replaced. Report it with jn_core_link_attached_IO (info.local,
      * info.attach_ref = attach.ref), and its peer's answer with
      * jn_core_link_answered_IO. */
-    JN_WORK_LINK_ATTACH
+    JN_WORK_LINK_ATTACH,
+    /* as LINK_CLOSE, but detach our end without closing it (closed=false):
+     * a link-routed link whose other end was detached so (AMQP 1.0 2.6.5,
+     * link resumption passes across link routes). */
+    JN_WORK_LINK_DETACH
 } jn_work_type_t;
 
 /* One work item. Owned by the queue until taken, then by the taker, who
@@ -582,8 +593,8 @@ typedef struct jn_work {
         } attach;
     };
     char *address;            /* LINK_OPEN (owned) */
-    char *condition;          /* LINK_CLOSE, CONN_CLOSE (owned, may be NULL) */
-    char *description;        /* LINK_CLOSE, CONN_CLOSE (owned, may be NULL) */
+    char *condition;          /* LINK_CLOSE, LINK_DETACH, CONN_CLOSE (owned, may be NULL) */
+    char *description;        /* LINK_CLOSE, LINK_DETACH, CONN_CLOSE (owned, may be NULL) */
 } jn_work_t;
 
 /* jn_core_conn_take_work_IO: move up to max pending work items of conn to

@@ -380,6 +380,7 @@ struct jn_core_link {
     /* Written by the I/O thread before it posts the detach (the post
      * orders it), then read by the core: the peer's detach error. */
     char *detach_condition, *detach_description; /* heap, or NULL */
+    bool detach_unclosed;                        /* that detach had closed=false */
     jn_action_t answer_action;                   /* JN_ACT_LINK_ANSWERED (holds a reference) */
     atomic_bool answer_posted;
     /* Written by the I/O thread before it posts the answer, then read by

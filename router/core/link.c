@@ -148,6 +148,12 @@ void jn_core_link_set_error_IO(jn_core_link_t *link, const char *condition, cons
     link->detach_description = description ? strdup(description) : NULL;
 }
 
+void jn_core_link_set_unclosed_IO(jn_core_link_t *link)
+{
+    if (!atomic_load(&link->detach_posted))
+        link->detach_unclosed = true; /* ordered by the detach's post */
+}
+
 const uint8_t *jn_core_link_termini(const jn_core_link_t *link, size_t *len)
 {
     *len = link->termini_len;

@@ -335,8 +335,13 @@ bool jn_lr_attach_CT(jn_core_link_t *link)
         /* the container is behind another router (10.6): the same address
          * to the next hop, the name made unique unless it came from one */
         to = remote_conn_CT(core, link->address, link->dir, conn);
-        if (!to && !r)
-            return false; /* not link-routed: an address like any other */
+        /* not link-routed: an address like any other, except on an
+         * inter-router connection, where an endpoint attach is always a
+         * link-routed one whose route went meanwhile: bound to a mobile
+         * address it would be advertised back to the mesh for as long as
+         * the client keeps it (a consumer of nothing) */
+        if (!to && !r && !conn->inter_router)
+            return false;
         if (!to) {
             jn_link_refuse_CT(link, "amqp:not-found", "No route to the destination node");
             return true;
@@ -506,7 +511,10 @@ void jn_lr_link_detached_CT(jn_core_link_t *link, bool from_conn_close)
         desc = LR_LOST_DESCRIPTION;
     }
     peer->ct.state = JN_LINK_ST_REFUSED; /* waits for its detach */
-    jn_work_link_CT(peer, JN_WORK_LINK_CLOSE, NULL, cond, desc, 0);
+    /* a detach that did not close (closed=false) passes on as such */
+    jn_work_link_CT(peer, link->detach_unclosed && !from_conn_close ? JN_WORK_LINK_DETACH
+                                                                     : JN_WORK_LINK_CLOSE,
+                    NULL, cond, desc, 0);
 }
 
 static void autolink_try_CT(jn_core_t *core, jn_autolink_t *al, jn_core_conn_t *conn);

@@ -843,6 +843,8 @@ static void on_link_close(pn_link_t *pl, bool closed)
             jn_core_link_set_error_IO(link->core, pn_condition_get_name(c),
                                       pn_condition_get_description(c));
     }
+    if (!closed && link->core && !link->detached)
+        jn_core_link_set_unclosed_IO(link->core); /* so does it a detach */
     if (!link->local_closed) {
         if (closed)
             pn_link_close(pl);
@@ -872,6 +874,23 @@ void jn_io_link_close_IO(jn_io_link_t *link, const char *condition, const char *
             pn_condition_set_description(c, description);
     }
     pn_link_close(link->pn);
+    link->local_closed = true;
+}
+
+/* JN_WORK_LINK_DETACH: detach our end without closing it (closed=false),
+ * with an error condition when condition is not NULL. */
+static void link_detach_IO(jn_io_link_t *link, const char *condition, const char *description)
+{
+    JN_ASSERT_IO(link->conn);
+    if (!link->pn || link->local_closed)
+        return;
+    if (condition) {
+        pn_condition_t *c = pn_link_condition(link->pn);
+        pn_condition_set_name(c, condition);
+        if (description)
+            pn_condition_set_description(c, description);
+    }
+    pn_link_detach(link->pn);
     link->local_closed = true;
 }
 
@@ -1024,6 +1043,9 @@ static void work_do_IO(jn_io_conn_t *conn, jn_work_t *w)
         break;
     case JN_WORK_LINK_CLOSE:
         jn_io_link_close_IO(link, w->condition, w->description);
+        break;
+    case JN_WORK_LINK_DETACH:
+        link_detach_IO(link, w->condition, w->description);
         break;
     case JN_WORK_LINK_RELEASED:
         link_release_IO(link);

@@ -825,3 +825,13 @@ class MixedMeshTest(LinkRouteCase):
         self.assertEqual(back, out)
         with b.lock:
             self.assertIn(("fwd-recv@remote-client", "lr.to.f"), b.attached)
+        # an attach from a router for an address J routes by no link route
+        # (its route went while the attach was on its way) is refused, not
+        # bound to a mobile address that J would advertise back for as long
+        # as the link lives
+        f.later(lambda: f.attach("fwd-gone@remote-client", "gone.route", False))
+        self.wait_for("the refusal", lambda: f.outcomes.get("fwd-gone@remote-client"), TIMEOUT)
+        self.assertEqual(f.outcomes["fwd-gone@remote-client"], ["error amqp:not-found"])
+        m = Manager(j.url)
+        self.addCleanup(m.close)
+        self.assertNotIn("M0gone.route", [a["name"] for a in m.query("router.address", ["name"])])

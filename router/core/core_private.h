@@ -887,9 +887,19 @@ void jn_edge_clients_fini(jn_core_t *core);
 /* Ask the uplink's I/O thread to attach an edge link of kind (a
  * jn_link_type_t) with address at the interior's end (NULL: none). */
 void jn_edge_ask_attach_CT(jn_core_t *core, jn_link_dir_t dir, const char *address, uint8_t kind);
-/* linkroute.c: fn(arg, key) for each configured link route whose container
- * is connected here (key: C/D/E/F + text, borrowed for the call). */
+/* linkroute.c: fn(arg, key) for each link route (configured or
+ * connection-scoped) whose container is connected here (key: C/D/E/F +
+ * text, borrowed for the call). */
 void jn_lr_each_served_CT(jn_core_t *core, void (*fn)(void *arg, const char *key), void *arg);
+/* linkroute.c: the address-table rows (router.address) of this router's
+ * own link routes, one per mesh key that the address table does not hold
+ * already (a key advertised by another router is its row there), as 1.19
+ * lists a link route's address from its creation: fn(ctx, row) for rows
+ * [offset, offset + max), false stops; returns the number of such rows.
+ * Core thread. */
+struct jn_view_addr;
+size_t jn_lr_view_keys_CT(jn_core_t *core, size_t offset, size_t max,
+                          bool (*fn)(void *ctx, const struct jn_view_addr *addr), void *ctx);
 /* linkroute.c: route link's attach over conn (an edge router's uplink) with
  * its own name and address; false: out of memory (the link is refused). */
 bool jn_lr_attach_via_CT(jn_core_link_t *link, jn_core_conn_t *conn);

@@ -1249,7 +1249,37 @@ void jn_lr_each_served_CT(jn_core_t *core, void (*fn)(void *arg, const char *key
     for (int d = 0; d < 2; d++)
         for (size_t i = 0; i < t->match[d].count; i++) {
             const jn_link_route_t *r = t->routes[d][i];
-            if (r->key && !r->conn_id && route_conn_CT(core, r, NULL))
+            if (r->key && route_conn_CT(core, r, NULL))
                 fn(arg, r->key);
         }
+}
+
+size_t jn_lr_view_keys_CT(jn_core_t *core, size_t offset, size_t max,
+                          bool (*fn)(void *ctx, const jn_view_addr_t *addr), void *ctx)
+{
+    JN_ASSERT_CT(core);
+    jn_lr_table_t *t = core->lr;
+    size_t n = 0;
+    for (int d = 0; d < 2; d++)
+        for (size_t i = 0; i < t->match[d].count; i++) {
+            const char *key = t->routes[d][i]->key;
+            if (!key || key_seen_before(t, d, i) ||
+                jn_hash_lookup(core->ct.addrs, (const uint8_t *)key, strlen(key)))
+                continue;
+            if (n++ < offset || n - offset > max)
+                continue;
+            uint32_t containers = 0;
+            for (size_t j = i; j < t->match[d].count; j++)
+                if (t->routes[d][j]->key && strcmp(t->routes[d][j]->key, key) == 0)
+                    for (const jn_link_route_t *r = t->routes[d][j]; r; r = r->same)
+                        containers += route_conn_CT(core, r, NULL) != NULL;
+            jn_view_addr_t v = {.key = (const uint8_t *)key,
+                                .key_len = strlen(key),
+                                .distribution = JN_DIST_BALANCED,
+                                .link_route = true,
+                                .containers = containers};
+            if (!fn(ctx, &v))
+                max = 0; /* count the rest only */
+        }
+    return n;
 }

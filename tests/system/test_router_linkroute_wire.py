@@ -24,6 +24,7 @@ import time
 
 from proton import Delivery, Endpoint, Handler, Message, symbol
 from proton.reactor import Container
+from proton.utils import BlockingConnection
 
 from harness import SLOW, Router, RouterTestCase, conf_section, free_port
 from test_router_entities import Manager
@@ -295,6 +296,34 @@ class PassThroughTest(LinkRouteCase):
                                           link_route("lr", "in") + link_route("lr", "out")))
         self.wait_log(r, "Connection Opened: dir=out")
         self.check_both_ways(r, b)
+
+    def test_link_routes_in_management(self):
+        """A link route's address is listed from its creation (as 1.19):
+        router.address has its key, distribution linkBalanced, with the
+        number of its containers connected; the container's connection has
+        role route-container; a link-routed link's owningAddr is its
+        terminus address (it is bound to no address)."""
+        b = self.fake()
+        r = self.start_config("R", config("R", extra=fake_connector(b) + link_route("lr", "in") +
+                                          link_route("lr", "out") + link_route("nobody", "in",
+                                                                               "n", "absent")))
+        self.wait_log(r, "Connection Opened: dir=out")
+        m = Manager(r.url)
+        self.addCleanup(m.close)
+        rows = {a["name"]: a for a in m.query("router.address",
+                                              ["name", "distribution", "containerCount"])}
+        for key, containers in (("Clr", 1), ("Dlr", 1), ("Cnobody", 0)):
+            self.assertIn(key, rows)
+            self.assertEqual((rows[key]["distribution"], rows[key]["containerCount"]),
+                             ("linkBalanced", containers))
+        roles = {c["container"]: c["role"] for c in m.query("connection", ["container", "role"])}
+        self.assertEqual(roles["fake-broker"], "route-container")
+        conn = BlockingConnection(r.url, timeout=TIMEOUT)
+        self.addCleanup(conn.close)
+        conn.create_receiver("lr.out.mgmt", credit=1)
+        links = [x for x in m.query("router.link", ["owningAddr", "linkDir"])
+                 if x["owningAddr"] == "lr.out.mgmt"]
+        self.assertEqual(sorted(x["linkDir"] for x in links), ["in", "out"])
 
     def test_octets_and_tags_across_two_routers(self):
         b = self.fake()

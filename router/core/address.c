@@ -177,6 +177,8 @@ void jn_addr_add_remote_CT(jn_core_t *core, jn_addr_t *addr, int router)
     bool had = jn_addr_has_destination(addr);
     jn_mesh_bits_set(&addr->remote, (unsigned)router);
     addr->n_remote++;
+    if (addr->key[0] == JN_ADDR_CLASS_LINK_IN_PATTERN || addr->key[0] == JN_ADDR_CLASS_LINK_OUT_PATTERN)
+        core->ct.remote_lr_patterns++;
     const jn_router_node_t *n = core->ct.routers[router];
     if (n && n->reachable)
         addr->n_reachable++;
@@ -193,6 +195,8 @@ void jn_addr_remove_remote_CT(jn_core_t *core, jn_addr_t *addr, int router)
         return;
     jn_mesh_bits_clear(&addr->remote, (unsigned)router);
     addr->n_remote--;
+    if (addr->key[0] == JN_ADDR_CLASS_LINK_IN_PATTERN || addr->key[0] == JN_ADDR_CLASS_LINK_OUT_PATTERN)
+        core->ct.remote_lr_patterns--;
     const jn_router_node_t *n = core->ct.routers[router];
     if (n && n->reachable && addr->n_reachable > 0)
         addr->n_reachable--;

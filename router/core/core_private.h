@@ -454,6 +454,9 @@ struct jn_core {
     /* Core thread only. */
     struct {
         jn_hash_t *addrs;                               /* hash key -> jn_addr_t */
+        /* remote destinations of pattern link-route keys (E/F) in addrs:
+         * when 0, an attach looks up no pattern of another router */
+        uint32_t remote_lr_patterns;
         const jn_core_conn_t *request_from;             /* its connection, or NULL */
         uint64_t request_conn;                          /* the connection of the management request
                                                          * being answered (0: none, or across the

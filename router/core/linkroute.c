@@ -32,6 +32,7 @@
  *
  * Threads: everything here runs on the core thread.
  */
+#include "address_config.h"
 #include "delivery.h"
 
 #include <junction/core_view.h>
@@ -658,10 +659,66 @@ static void advertise_CT(jn_core_t *core)
     }
 }
 
+/* The connection toward the nearest router with a destination for addr,
+ * not `not`; NULL: none. */
+static jn_core_conn_t *nearest_conn_CT(jn_core_t *core, const jn_addr_t *addr,
+                                       const jn_core_conn_t * not )
+{
+    jn_core_conn_t *best = NULL;
+    uint32_t best_cost = UINT32_MAX;
+    for (int i = 1; i < JN_MESH_MAX_ROUTERS; i++) {
+        const jn_router_node_t *node = core->ct.routers[i];
+        if (!node || !jn_mesh_bits_has(&addr->remote, (unsigned)i) || node->cost >= best_cost)
+            continue;
+        jn_core_conn_t *c = jn_router_conn_CT(core, node);
+        if (c && c != not ) {
+            best = c;
+            best_cost = node->cost;
+        }
+    }
+    return best;
+}
+
+/* The pattern link-route keys (class cls) other routers advertised: the
+ * most specific one matching address (address_config.h's matcher), or
+ * NULL. Scans the address table: only while some exist
+ * (ct.remote_lr_patterns), once per attach. */
+static const jn_addr_t *remote_pattern_CT(jn_core_t *core, const char *address, char cls)
+{
+    jn_addr_config_t cfg;
+    jn_addr_config_init(&cfg);
+    const jn_addr_t **keys = NULL;
+    size_t n = 0;
+    jn_hash_iter_t it;
+    void *value;
+    jn_hash_iter_init(core->ct.addrs, &it);
+    while (jn_hash_iter_next(&it, NULL, NULL, &value)) {
+        const jn_addr_t *a = value;
+        if (a->key_len < 2 || a->key[0] != (uint8_t)cls || a->n_remote == 0)
+            continue;
+        const jn_addr_t **more = realloc(keys, (n + 1) * sizeof *keys);
+        char *text = strndup((const char *)a->key + 1, a->key_len - 1);
+        if (!more || !text || jn_addr_config_add(&cfg, text, true, JN_DIST_BALANCED) != 0) {
+            free(text);
+            if (more)
+                keys = more;
+            break;
+        }
+        free(text);
+        keys = more;
+        keys[n++] = a;
+    }
+    int i = cfg.count == n && n ? jn_addr_config_match(&cfg, address, strlen(address)) : -1;
+    const jn_addr_t *found = i >= 0 ? keys[i] : NULL;
+    jn_addr_config_fini(&cfg);
+    free(keys);
+    return found;
+}
+
 /* The connection toward the nearest router that advertised a link-route
  * key matching address for links of direction dir (prefix-style keys: the
- * address itself, then each shorter prefix ending before a '.' or '/'),
- * not `not`; NULL: none. */
+ * address itself, then each shorter prefix ending before a '.' or '/';
+ * then pattern keys), not `not`; NULL: none. */
 static jn_core_conn_t *remote_conn_CT(jn_core_t *core, const char *address, jn_link_dir_t dir,
                                       const jn_core_conn_t * not )
 {
@@ -672,28 +729,24 @@ static jn_core_conn_t *remote_conn_CT(jn_core_t *core, const char *address, jn_l
     uint8_t *key = malloc(n + 1);
     if (!key)
         return NULL;
-    key[0] = dir == JN_LINK_INCOMING ? JN_ADDR_CLASS_LINK_IN : JN_ADDR_CLASS_LINK_OUT;
+    bool in = dir == JN_LINK_INCOMING;
+    key[0] = in ? JN_ADDR_CLASS_LINK_IN : JN_ADDR_CLASS_LINK_OUT;
     memcpy(key + 1, address, n);
     jn_core_conn_t *best = NULL;
     for (size_t len = n; len > 0 && !best; len--) {
         if (len < n && address[len] != '.' && address[len] != '/')
             continue;
         const jn_addr_t *addr = jn_hash_lookup(core->ct.addrs, key, len + 1);
-        if (!addr || addr->n_remote == 0)
-            continue;
-        uint32_t best_cost = UINT32_MAX;
-        for (int i = 1; i < JN_MESH_MAX_ROUTERS; i++) {
-            const jn_router_node_t *node = core->ct.routers[i];
-            if (!node || !jn_mesh_bits_has(&addr->remote, (unsigned)i) || node->cost >= best_cost)
-                continue;
-            jn_core_conn_t *c = jn_router_conn_CT(core, node);
-            if (c && c != not ) {
-                best = c;
-                best_cost = node->cost;
-            }
-        }
+        if (addr && addr->n_remote > 0)
+            best = nearest_conn_CT(core, addr, not );
     }
     free(key);
+    if (!best && core->ct.remote_lr_patterns > 0) {
+        const jn_addr_t *addr = remote_pattern_CT(
+            core, address, in ? JN_ADDR_CLASS_LINK_IN_PATTERN : JN_ADDR_CLASS_LINK_OUT_PATTERN);
+        if (addr)
+            best = nearest_conn_CT(core, addr, not );
+    }
     return best;
 }
 

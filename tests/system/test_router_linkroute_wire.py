@@ -336,6 +336,25 @@ class PassThroughTest(LinkRouteCase):
         self.wait_keys(ra, ["Clr", "Dlr"])
         self.check_both_ways(ra, b)
 
+    def test_pattern_link_route_across_two_routers(self):
+        """A pattern link route of another router (its E/F key in the
+        mesh) routes an attach here, as a prefix one does (as 1.19)."""
+        b = self.fake()
+        ir = free_port()
+        pat = "".join(conf_section("linkRoute", {"pattern": "pat.*.q", "direction": d,
+                                                 "connection": "fake"}) for d in ("in", "out"))
+        rb = self.start_config("B", config("B", "interior", fake_connector(b) + pat,
+                                           ir_listen=ir))
+        ra = self.start_config("A", config("A", "interior", ir_connect=ir))
+        self.wait_log(rb, "Connection Opened: dir=out")
+        self.wait_keys(ra, ["Epat.*.q", "Fpat.*.q"])
+        items = [("tag-%d" % i, raw_message(i)) for i in range(2)]
+        s = send_raw(ra.url, "pat.x.q", items)
+        self.assertFalse(s.timed_out, self.logs())
+        self.assertEqual(s.outcomes, [Delivery.ACCEPTED] * 2)
+        with b.lock:
+            self.assertEqual([(a, t) for a, t, _ in b.got], [("pat.x.q", t) for t, _ in items])
+
 
 LR = "org.apache.qpid.dispatch.router.config.linkRoute"
 

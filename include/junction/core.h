@@ -289,6 +289,11 @@ typedef struct jn_link_info {
      * is a fallback destination of the address (docs/protocol.md, "Link routes,
      * auto-links and phases on the wire") */
     bool fallback;
+    /* the client's terminus (a sender's target, a receiver's source) has
+     * the capability qd.waypoint (1) or qd.waypoint.<n> (n, 1..9): a
+     * waypoint's link, bound to phase n (incoming) or n - 1 (outgoing)
+     * whatever the address's configured phases, as 1.19; 0: none */
+    uint8_t waypoint;
 } jn_link_info_t;
 
 /* jn_core_link_attached_IO: the peer attached a link on conn. Allocates the
@@ -590,6 +595,8 @@ typedef struct jn_work {
             uint8_t edge;      /* an edge router's uplink link: its
                                 * jn_link_type_t (JN_LINK_EDGE_*; ref NULL),
                                 * 0 otherwise */
+            uint8_t waypoint;  /* edge: capability qd.waypoint.<n> on it
+                                * (1..9; 0: none) */
         } attach;
     };
     char *address;            /* LINK_OPEN (owned) */

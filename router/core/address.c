@@ -100,7 +100,7 @@ static int addr_get_CT(jn_core_t *core, uint8_t *key, size_t len, jn_distributio
 }
 
 int jn_addr_get_CT(jn_core_t *core, const char *address, jn_link_dir_t dir, bool fallback,
-                   jn_addr_t **out)
+                   uint8_t waypoint, jn_addr_t **out)
 {
     JN_ASSERT_CT(core);
     size_t len = 0;
@@ -117,6 +117,8 @@ int jn_addr_get_CT(jn_core_t *core, const char *address, jn_link_dir_t dir, bool
                 (uint8_t)('0' + (dir == JN_LINK_INCOMING ? e->ingress_phase : e->egress_phase));
         }
     }
+    if (waypoint && len >= 2 && key[0] == JN_ADDR_CLASS_MOBILE)
+        key[1] = (uint8_t)('0' + (dir == JN_LINK_INCOMING ? waypoint : waypoint - 1));
     if (fallback && len >= 2 && key[0] == JN_ADDR_CLASS_MOBILE)
         key[1] = 'F';
     return addr_get_CT(core, key, len, core->default_distribution, out);

@@ -372,6 +372,7 @@ struct jn_core_link {
     size_t termini_len;
     void *attach_ref; /* jn_link_info_t.attach_ref (linkroute.c: a request id) */
     bool fallback;    /* outgoing: a fallback destination (qd.fallback) */
+    uint8_t waypoint; /* jn_link_info_t.waypoint */
     /* Set by the core when it binds the link to its address, before any
      * copy is made: the phase of its address when not 0 (waypoints,
      * auto-links), sent as x-opt-qd.phase with its deliveries'
@@ -591,11 +592,12 @@ void jn_link_producers_dirty_CT(jn_addr_t *addr);
  * read through the hash view) for a link of direction dir: a mobile
  * address configured with phases gets the ingress phase for an incoming
  * link, the egress phase for an outgoing one (else phase 0); a fallback
- * receiver binds to phase 'F'. *out is NULL
+ * receiver binds to phase 'F'; a waypoint's link (waypoint n, 1..9;
+ * 0: none) binds to phase n when incoming, n - 1 when outgoing. *out is NULL
  * when the address's distribution is unavailable (nothing is created).
  * Returns 0 or JN_ENOMEM. */
 int jn_addr_get_CT(jn_core_t *core, const char *address, jn_link_dir_t dir, bool fallback,
-                   jn_addr_t **out);
+                   uint8_t waypoint, jn_addr_t **out);
 /* jn_addr_unavailable_for_message_CT: true when the address msg is sent to
  * (its to-override when honoured, else properties.to) is a mobile address
  * whose distribution is configured `unavailable` (an address entity, or

@@ -34,6 +34,7 @@
  * jn_route_ctx_t.from_edge): the edge delivered to its own consumers
  * already. Core thread only.
  */
+#include "address_config.h"
 #include "delivery.h"
 
 #include <junction/compose.h>
@@ -283,7 +284,10 @@ jn_core_link_t *jn_edge_pick_other_CT(jn_addr_t *addr, const jn_core_conn_t *con
 
 /* ---- the edge router's side ------------------------------------------------ */
 
-void jn_edge_ask_attach_CT(jn_core_t *core, jn_link_dir_t dir, const char *address, uint8_t kind)
+/* Ask for an uplink link (jn_edge_ask_attach_CT), with a waypoint
+ * capability of that ordinal when not 0. */
+static void ask_attach_CT(jn_core_t *core, jn_link_dir_t dir, const char *address, uint8_t kind,
+                          uint8_t waypoint)
 {
     JN_ASSERT_CT(core);
     jn_core_conn_t *up = core->ct.uplink;
@@ -297,12 +301,35 @@ void jn_edge_ask_attach_CT(jn_core_t *core, jn_link_dir_t dir, const char *addre
     w->attach.dir = dir;
     w->attach.name = strdup(name);
     w->attach.edge = kind;
+    w->attach.waypoint = waypoint;
     w->address = address ? strdup(address) : NULL;
     if (!w->attach.name || (address && !w->address)) {
         jn_work_free(w);
         return;
     }
     jn_work_push_CT(up, w);
+}
+
+void jn_edge_ask_attach_CT(jn_core_t *core, jn_link_dir_t dir, const char *address, uint8_t kind)
+{
+    ask_attach_CT(core, dir, address, kind, 0);
+}
+
+/* The waypoint ordinal an address link of the edge's for phase (a
+ * digit) of address needs, so that the interior binds it to that phase
+ * (as 1.19): none (0) when the interior's own configuration gives it that
+ * phase anyway (the edge's and the interior's address entities must
+ * match, as with 1.19): the egress phase for our incoming link (the
+ * interior's outgoing one), the ingress phase for our outgoing one. */
+static uint8_t addr_link_waypoint_CT(jn_core_t *core, const char *address, char phase, bool in)
+{
+    int p = phase - '0';
+    int i = core->config.count ? jn_addr_config_match(&core->config, address, strlen(address)) : -1;
+    int egress = i >= 0 ? core->config.entries[i].egress_phase : 0;
+    int ingress = i >= 0 ? core->config.entries[i].ingress_phase : 0;
+    if (in)
+        return p == egress || p + 1 > 9 ? 0 : (uint8_t)(p + 1);
+    return p == ingress || p < 1 ? 0 : (uint8_t)p;
 }
 
 static void close_link_CT(jn_core_link_t *link)
@@ -361,7 +388,8 @@ void jn_edge_local_changed_CT(jn_core_t *core, jn_addr_t *addr)
     address[n] = '\0';
     if (consumers > 0 && !addr->edge_in_asked) {
         addr->edge_in_asked = true;
-        jn_edge_ask_attach_CT(core, JN_LINK_INCOMING, address, JN_LINK_EDGE_ADDR);
+        ask_attach_CT(core, JN_LINK_INCOMING, address, JN_LINK_EDGE_ADDR,
+                      addr_link_waypoint_CT(core, address, (char)addr->key[1], true));
     } else if (consumers == 0 && addr->edge_in_asked) {
         addr->edge_in_asked = false;
         if (addr->edge_in)
@@ -372,7 +400,8 @@ void jn_edge_local_changed_CT(jn_core_t *core, jn_addr_t *addr)
         addr->edge_out_asked = true;
     } else if (producers > 0 && !addr->edge_out_asked) {
         addr->edge_out_asked = true;
-        jn_edge_ask_attach_CT(core, JN_LINK_OUTGOING, address, JN_LINK_EDGE_ADDR);
+        ask_attach_CT(core, JN_LINK_OUTGOING, address, JN_LINK_EDGE_ADDR,
+                      addr_link_waypoint_CT(core, address, (char)addr->key[1], false));
     } else if (producers == 0 && addr->edge_out_asked) {
         addr->edge_out_asked = false;
         /* copies of the producers that went may still wait for the

@@ -78,6 +78,7 @@ jn_core_link_t *jn_core_link_attached_IO(jn_core_conn_t *conn, void *io_link,
     }
     l->attach_ref = info->attach_ref;
     l->fallback = info->fallback && info->dir == JN_LINK_OUTGOING;
+    l->waypoint = info->waypoint <= 9 ? info->waypoint : 0;
     l->io_link = io_link;
     l->type = info->type;
     l->priority = info->priority;
@@ -240,7 +241,7 @@ static jn_addr_t *attach_address_CT(jn_core_t *core, jn_core_link_t *link, const
         }
     }
     jn_addr_t *addr = NULL;
-    if (jn_addr_get_CT(core, address, link->dir, link->fallback, &addr) != 0) {
+    if (jn_addr_get_CT(core, address, link->dir, link->fallback, link->waypoint, &addr) != 0) {
         jn_link_refuse_CT(link, "amqp:resource-limit-exceeded", "out of memory");
         return NULL;
     }

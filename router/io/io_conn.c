@@ -814,6 +814,7 @@ static void on_link_open(jn_io_conn_t *conn, pn_link_t *pl)
              jn_io_vhost_names_management(info.address))
         link->rx_checks |= JN_IO_RX_CHECK_REPLY; /* the router answers at the reply-to */
     info.fallback = info.type == JN_LINK_ENDPOINT && jn_io_fallback_receiver_IO(pl);
+    info.waypoint = info.type == JN_LINK_ENDPOINT ? jn_io_waypoint_IO(pl) : 0;
     if (info.type == JN_LINK_CONTROL)
         jn_io_ir_cap_control_IO(link);
     uint8_t *termini = NULL;

@@ -174,6 +174,35 @@ bool jn_io_fallback_receiver_IO(pn_link_t *pl)
     return pn_link_is_sender(pl) && has_capability(pn_link_remote_source(pl), "qd.fallback");
 }
 
+uint8_t jn_io_waypoint_IO(pn_link_t *pl)
+{
+    pn_data_t *d = pn_terminus_capabilities(pn_link_is_sender(pl) ? pn_link_remote_source(pl)
+                                                                  : pn_link_remote_target(pl));
+    if (!d)
+        return 0;
+    uint8_t found = 0;
+    pn_data_rewind(d);
+    if (!pn_data_next(d))
+        return 0;
+    bool array = pn_data_type(d) == PN_ARRAY;
+    if (array && (pn_data_get_array_type(d) != PN_SYMBOL || !pn_data_enter(d)))
+        array = false;
+    while (!found && (!array || pn_data_next(d))) {
+        if (pn_data_type(d) == PN_SYMBOL) {
+            pn_bytes_t b = pn_data_get_symbol(d);
+            if (b.size == 11 && memcmp(b.start, "qd.waypoint", 11) == 0)
+                found = 1;
+            else if (b.size == 13 && memcmp(b.start, "qd.waypoint.", 12) == 0 &&
+                     b.start[12] >= '1' && b.start[12] <= '9')
+                found = (uint8_t)(b.start[12] - '0');
+        }
+        if (!array)
+            break;
+    }
+    pn_data_rewind(d);
+    return found;
+}
+
 void jn_io_ir_cap_control_IO(jn_io_link_t *link)
 {
     JN_ASSERT_IO(link->conn);

@@ -37,6 +37,9 @@ typedef struct jn_view_conn {
     bool inter_router;     /* role inter-router */
     bool edge;             /* role edge (an edge router's uplink to us) */
     bool route_container;  /* role route-container */
+    /* false only for an edge router's connection of role edge that is not
+     * its uplink (a standby interior, 1.19's `active`) */
+    bool active;
     uint32_t link_capacity;
     uint32_t links;    /* links attached on it */
     /* the peer's open properties, an encoded map with string keys

@@ -24,6 +24,7 @@ static void conn_fill_CT(const jn_core_conn_t *c, jn_view_conn_t *out)
     out->inter_router = c->inter_router;
     out->edge = c->edge;
     out->route_container = c->route_container;
+    out->active = !(c->core->edge_mode && c->edge && c != c->core->ct.uplink);
     out->link_capacity = c->link_capacity ? c->link_capacity : JN_CORE_DEFAULT_CAPACITY;
     uint32_t n = 0;
     for (const jn_core_link_t *l = c->ct.links; l; l = l->ct.conn_next)

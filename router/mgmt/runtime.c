@@ -163,7 +163,7 @@ static bool conn_row(void *arg, const jn_view_conn_t *v)
         [JN_COL_CONNECTION_TYPE] = jn_mv_str(FULL("connection")),
         [JN_COL_CONNECTION_SSL] = jn_mv_bool(v->encrypted),
         [JN_COL_CONNECTION_OPENED] = jn_mv_bool(true),
-        [JN_COL_CONNECTION_ACTIVE] = jn_mv_bool(true),
+        [JN_COL_CONNECTION_ACTIVE] = jn_mv_bool(v->active),
         [JN_COL_CONNECTION_ADMIN_STATUS] = jn_mv_str(v->admin_deleted ? "deleted" : "enabled"),
         [JN_COL_CONNECTION_OPER_STATUS] = jn_mv_str("up"),
         [JN_COL_CONNECTION_UPTIME_SECONDS] = jn_mv_uint((uint64_t)(up > 0 ? up : 0)),

@@ -503,7 +503,8 @@ class EdgeFailoverTest(RouterTestCase):
         messages flow from a sender on the edge to a receiver on the other
         interior: every message is accepted or comes back released or
         modified, every accepted one was received, and traffic resumes over
-        the other interior (the failover time is printed)."""
+        the other interior (the failover time is printed). The edge's
+        connection entities show only the uplink `active`."""
         ports = distinct_ports(["I1", "I2", "ir"])
         ir = conf_section("listener", {"name": "ir", "host": "127.0.0.1", "port": ports["ir"],
                                        "role": "inter-router", "saslMechanisms": "ANONYMOUS",
@@ -519,6 +520,13 @@ class EdgeFailoverTest(RouterTestCase):
         active = re.search(r"Edge uplink active: interior '(\w+)'", e.log()).group(1)
         other = "I2" if active == "I1" else "I1"
         self.wait_for("the edge attached", lambda: "Edge router 'E' attached" in r[active].log())
+
+        def actives():  # the edge's connection entities: active only the uplink (as 1.19)
+            return {c["container"]: c["active"] for c in
+                    query(e.url, "org.apache.qpid.dispatch.connection", ["container", "role", "active"])
+                    if c["role"] == "edge"}
+        self.wait_for("both uplink connections", lambda: len(actives()) == 2)
+        self.assertEqual(actives(), {active: True, other: False})
         s = FlowAndKill(e.url, r[other].url, total=4000, kill_after=800,
                         kill=lambda: r[active].signal(signal.SIGKILL))
         s.run()
@@ -530,6 +538,7 @@ class EdgeFailoverTest(RouterTestCase):
         self.assertLessEqual(accepted, s.received)  # none accepted and missing
         self.assertIsNotNone(s.first_after_kill, "no message accepted after the kill")
         self.assertIn("Edge uplink active: interior '%s'" % other, e.log())
+        self.assertEqual(actives(), {other: True})
         sys.stderr.write("\nedge failover: first message accepted %.2f s after the kill; "
                          "%d accepted, %d released/modified\n"
                          % (s.first_after_kill, len(accepted), 4000 - len(accepted)))

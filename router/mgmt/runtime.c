@@ -195,9 +195,11 @@ static bool link_row(void *arg, const jn_view_link_t *v)
         [JN_COL_ROUTER_LINK_IDENTITY] = jn_mv_str(id),
         [JN_COL_ROUTER_LINK_TYPE] = jn_mv_str(FULL("router.link")),
         [JN_COL_ROUTER_LINK_LINK_NAME] = jn_mv_str(v->name),
-        [JN_COL_ROUTER_LINK_LINK_TYPE] = jn_mv_str(v->type == JN_LINK_CONTROL ? "router-control"
-                                                   : v->type == JN_LINK_DATA  ? "inter-router"
-                                                                              : "endpoint"),
+        [JN_COL_ROUTER_LINK_LINK_TYPE] =
+            jn_mv_str(v->type == JN_LINK_CONTROL         ? "router-control"
+                      : v->type == JN_LINK_DATA          ? "inter-router"
+                      : v->type == JN_LINK_EDGE_DOWNLINK ? "edge-downlink" /* as 1.19 */
+                                                         : "endpoint"),
         [JN_COL_ROUTER_LINK_LINK_DIR] = jn_mv_str(v->dir == JN_LINK_INCOMING ? "in" : "out"),
         [JN_COL_ROUTER_LINK_OWNING_ADDR] =
             v->owning_addr ? jn_mv_strn(v->owning_addr, v->owning_addr_len) : jn_mv_null(),

@@ -460,6 +460,9 @@ class EdgeRoutersTest(RouterTestCase):
         out = stat("--edge", url=u("I"))
         for name in ("E1", "E2", "E3"):
             self.assertRegex(out, r"\b%s\b +edge +in" % name)
+        # the interior's link to each edge's downlink has linkType edge-downlink (as 1.19)
+        links = query(u("I"), "org.apache.qpid.dispatch.router.link", ["linkType"])
+        self.assertEqual([x["linkType"] for x in links].count("edge-downlink"), 3)
 
 
 class EdgeSenderGoneTest(RouterTestCase):

@@ -91,6 +91,9 @@ typedef struct jn_core_config {
      * first open connection of a connector with role edge is the uplink */
     bool edge;
     uint32_t hello_interval, hello_max_age, ra_interval, ra_interval_flux, remote_ls_max_age;
+    /* router.allowResumableLinkRoute false: a link-routed attach whose
+     * client terminus may be resumed (jn_link_info_t.resumable) is refused */
+    bool deny_resumable_link_routes;
 } jn_core_config_t;
 
 /* jn_core_create: a core that is not running yet. cfg and ops are copied.
@@ -294,6 +297,10 @@ typedef struct jn_link_info {
      * waypoint's link, bound to phase n (incoming) or n - 1 (outgoing)
      * whatever the address's configured phases, as 1.19; 0: none */
     uint8_t waypoint;
+    /* the client's terminus (a sender's target, a receiver's source) asks
+     * to outlive the link: expiry-policy never, or a timeout > 0 (AMQP
+     * 1.0 3.5.3); see jn_core_config_t.deny_resumable_link_routes */
+    bool resumable;
 } jn_link_info_t;
 
 /* jn_core_link_attached_IO: the peer attached a link on conn. Allocates the

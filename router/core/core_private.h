@@ -373,6 +373,7 @@ struct jn_core_link {
     void *attach_ref; /* jn_link_info_t.attach_ref (linkroute.c: a request id) */
     bool fallback;    /* outgoing: a fallback destination (qd.fallback) */
     uint8_t waypoint; /* jn_link_info_t.waypoint */
+    bool resumable;   /* jn_link_info_t.resumable */
     /* Set by the core when it binds the link to its address, before any
      * copy is made: the phase of its address when not 0 (waypoints,
      * auto-links), sent as x-opt-qd.phase with its deliveries'
@@ -398,6 +399,7 @@ struct jn_core {
     jn_distribution_t default_distribution;
     jn_core_io_ops_t ops;
     bool edge_mode; /* router.mode edge (edge.c) */
+    bool deny_resumable_lr; /* jn_core_config_t.deny_resumable_link_routes */
 
     /* Written by the main thread before jn_core_start, then read by the
      * core thread only. */

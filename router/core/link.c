@@ -79,6 +79,7 @@ jn_core_link_t *jn_core_link_attached_IO(jn_core_conn_t *conn, void *io_link,
     l->attach_ref = info->attach_ref;
     l->fallback = info->fallback && info->dir == JN_LINK_OUTGOING;
     l->waypoint = info->waypoint <= 9 ? info->waypoint : 0;
+    l->resumable = info->resumable;
     l->io_link = io_link;
     l->type = info->type;
     l->priority = info->priority;

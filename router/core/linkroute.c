@@ -355,6 +355,13 @@ bool jn_lr_attach_CT(jn_core_link_t *link)
                 snprintf(name, n, "%s@%s", link->name, conn->container_id);
         }
     }
+    if (link->resumable && core->deny_resumable_lr && !conn->inter_router) {
+        free(ext);
+        free(name);
+        jn_link_refuse_CT(link, "amqp:not-allowed",
+                          "resumable link routes are not allowed (router.allowResumableLinkRoute)");
+        return true;
+    }
     lr_request_t *rq = ext ? request_new_CT(core, to) : NULL;
     if (!rq || push_attach_CT(to, d == 0 ? JN_LINK_OUTGOING : JN_LINK_INCOMING,
                               name ? name : link->name, ext, link->presettled, link, rq->id) != 0) {

@@ -325,6 +325,38 @@ class PassThroughTest(LinkRouteCase):
                  if x["owningAddr"] == "lr.out.mgmt"]
         self.assertEqual(sorted(x["linkDir"] for x in links), ["in", "out"])
 
+    def test_resumable_link_routes_refused_when_not_allowed(self):
+        """router.allowResumableLinkRoute false (1.19): a link-routed
+        attach whose terminus would outlive the link (expiry-policy never,
+        or a timeout) is refused; others are routed."""
+        from proton import Terminus
+        from proton.reactor import DurableSubscription, LinkOption
+        from proton.utils import LinkDetached
+
+        class Timeout(LinkOption):
+            def apply(self, link):
+                link.target.timeout = 10
+
+        b = self.fake()
+        text = config("R", extra=fake_connector(b) + link_route("lr", "in") +
+                      link_route("lr", "out")).replace(
+            "router {\n", "router {\n    allowResumableLinkRoute: no\n", 1)
+        r = self.start_config("R", text)
+        self.wait_log(r, "Connection Opened: dir=out")
+        c = BlockingConnection(r.url, timeout=TIMEOUT)
+        self.addCleanup(c.close)
+        c.create_receiver("lr.plain", name="plain-rx")
+        c.create_sender("lr.plain", name="plain-tx")
+        for name, make in (("durable", lambda: c.create_receiver(
+                "lr.d", name="durable", options=DurableSubscription())),
+                           ("timeout", lambda: c.create_sender("lr.t", name="timeout",
+                                                               options=Timeout()))):
+            with self.subTest(name=name):
+                with self.assertRaises(LinkDetached):
+                    make()
+        with b.lock:
+            self.assertEqual(sorted(n for n, _ in b.attached), ["plain-rx", "plain-tx"])
+
     def test_octets_and_tags_across_two_routers(self):
         b = self.fake()
         ir = free_port()

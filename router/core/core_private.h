@@ -479,6 +479,7 @@ struct jn_core {
          * connection (jn_forward_figures_tick_CT) */
         int64_t figures_at_ms;
         uint32_t edge_conns; /* open edge connections (edge.c) */
+        uint32_t hb_links;   /* attached heartbeat senders, any connection (edge.c) */
         /* an edge router (edge.c): the active uplink and its anonymous
          * sender, the L_edge address that sender serves */
         jn_core_conn_t *uplink;

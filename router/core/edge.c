@@ -20,10 +20,12 @@
  *              whether the address has a destination other than that edge.
  *              It is told when the sender is first looked at for credit and
  *              each time the answer changes.
- *   heartbeat  an incoming link with target _$qd.edge_heartbeat: each
- *              delivery is noted and consumed; once the edge has attached
- *              one, an edge silent for more than JN_EDGE_HEARTBEAT_TIMEOUT_MS
- *              has its connection closed (checked on the mesh's 1 s tick).
+ *   heartbeat  an incoming link with target _$qd.edge_heartbeat, on any
+ *              connection but an inter-router one, as 1.19 (an edge's, or a
+ *              client's): each delivery is noted and consumed; once one is
+ *              attached, a connection silent for more than
+ *              JN_EDGE_HEARTBEAT_TIMEOUT_MS is closed (checked on the mesh's
+ *              1 s tick, ct.hb_links). A receiver on it is refused.
  *   lookup     an incoming link with target _$qd.addr_lookup: link-route
  *              lookups, answered by edge_lookup.c (credit 1, as 1.19).
  *
@@ -143,10 +145,20 @@ void jn_edge_link_attached_CT(jn_core_link_t *link)
         jn_link_mark_dirty_CT(link);
         return;
     case JN_LINK_EDGE_HEARTBEAT:
+        if (link->dir == JN_LINK_OUTGOING || conn->ct.edge_hb) {
+            /* closed without an error condition, as 1.19 */
+            link->ct.state = JN_LINK_ST_REFUSED;
+            JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO,
+                   "[C%" PRIu64 "][L%" PRIu64 "] Link refused: not a heartbeat sender",
+                   conn->conn_id, link->ct.id);
+            jn_work_link_CT(link, JN_WORK_LINK_CLOSE, NULL, NULL, NULL, 0);
+            return;
+        }
         link->ct.anonymous = true; /* bound to no address: served here */
         link->capacity = 2;        /* as 1.19 grants it, replenished per beat */
         link->ct.state = JN_LINK_ST_ATTACHED;
         conn->ct.edge_hb = true;
+        conn->core->ct.hb_links++; /* the tick watches it (jn_edge_tick_CT) */
         conn->ct.edge_hb_ms = (int64_t)jn_time_mono_ms();
         jn_work_link_CT(link, JN_WORK_LINK_OPEN, NULL, NULL, NULL, 0);
         jn_link_mark_dirty_CT(link);
@@ -167,8 +179,11 @@ void jn_edge_link_detached_CT(jn_core_link_t *link)
     }
     if (conn->ct.edge_tracking == link)
         conn->ct.edge_tracking = NULL;
-    if (link->type == JN_LINK_EDGE_HEARTBEAT)
+    if (link->type == JN_LINK_EDGE_HEARTBEAT && link->dir == JN_LINK_INCOMING &&
+        link->ct.state != JN_LINK_ST_REFUSED && conn->ct.edge_hb) {
         conn->ct.edge_hb = false;
+        conn->core->ct.hb_links--;
+    }
 }
 
 void jn_edge_heartbeat_arrived_CT(jn_delivery_t *dlv)
@@ -185,14 +200,23 @@ void jn_edge_tick_CT(jn_core_t *core)
     JN_ASSERT_CT(core);
     int64_t now = (int64_t)jn_time_mono_ms();
     for (jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next) {
-        if (!c->edge || !c->ct.edge_hb || c->ct.closed ||
+        if (!c->ct.edge_hb || c->ct.closed ||
             now - c->ct.edge_hb_ms <= JN_EDGE_HEARTBEAT_TIMEOUT_MS)
             continue;
         JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_WARNING,
                "[C%" PRIu64 "] Edge router '%s' sent no heartbeat for %d ms: connection closed",
                c->conn_id, c->container_id ? c->container_id : "", JN_EDGE_HEARTBEAT_TIMEOUT_MS);
         c->ct.edge_hb = false; /* closed once */
+        core->ct.hb_links--;
         close_conn_CT(c, "amqp:resource-limit-exceeded", "edge heartbeat timed out");
+        if (!c->edge) {
+            /* a client's: its transport is closed at once, as 1.19 */
+            jn_work_t *w = jn_work_new_CT(core, JN_WORK_CONN_CLOSE);
+            if (w) {
+                w->abort = true;
+                jn_work_push_CT(c, w);
+            }
+        }
     }
 }
 

@@ -217,6 +217,13 @@ void jn_io_ir_classify_IO(jn_io_link_t *link, jn_link_info_t *info)
     /* the terminus at our end: the peer's target when it sends to us */
     pn_terminus_t *t =
         link->dir == JN_LINK_INCOMING ? pn_link_remote_target(pl) : pn_link_remote_source(pl);
+    const char *hb = pn_terminus_get_address(t);
+    if (!link->conn->inter_router && hb && strcmp(hb, "_$qd.edge_heartbeat") == 0) {
+        /* the heartbeat endpoint: on every connection, as 1.19 (a sender
+         * to it is watched for silence; a receiver is refused) */
+        info->type = JN_LINK_EDGE_HEARTBEAT;
+        return;
+    }
     if (link->conn->edge) {
         /* an edge router's links (docs/protocol.md, "Edge routers") */
         const char *addr = pn_terminus_get_address(t);

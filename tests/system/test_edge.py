@@ -24,7 +24,7 @@ import unittest
 
 from proton import Delivery, Endpoint, Message, Timeout, symbol
 from proton.reactor import AtMostOnce
-from proton.utils import BlockingConnection, SyncRequestResponse
+from proton.utils import BlockingConnection, LinkDetached, SyncRequestResponse
 
 from mesh import distinct_ports
 from test_mesh_failover import FlowAndKill
@@ -221,6 +221,22 @@ class EdgeInteriorTest(RouterTestCase):
         self.assertGreaterEqual(time.monotonic() - t0, 8.0)
         self.assertIn("heartbeat", s.closed_with.description)
         self.assertIn("sent no heartbeat", r.log())
+
+    def test_heartbeat_endpoint_on_a_client_connection(self):
+        """_$qd.edge_heartbeat is served on every connection, as 1.19: a
+        client's sender to it gets credit and its beats are consumed; a
+        receiver on it is closed without an error condition. (A sender
+        that then goes silent for 8 s has its connection closed, as an
+        edge's: test_silent_edge_is_closed; qd119 system_tests_heartbeats.)"""
+        r, _ = interior(self)
+        conn = BlockingConnection(r.url, timeout=10 * SLOW)
+        self.addCleanup(conn.close)
+        s = conn.create_sender("_$qd.edge_heartbeat", name="hb")
+        for i in range(3):
+            s.send(Message(body=i), timeout=10 * SLOW)  # accepted (consumed), not stuck
+        with self.assertRaises(LinkDetached) as cm:
+            conn.create_receiver("_$qd.edge_heartbeat", name="hb-rx")
+        self.assertIsNone(cm.exception.link.remote_condition)
 
     def test_second_edge_with_the_same_id_is_refused(self):
         r, eport = interior(self)

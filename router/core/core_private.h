@@ -707,6 +707,11 @@ void jn_forward_update_CT(jn_delivery_t *dlv, const jn_disposition_t *disp, bool
  * copy on each of links (n may be 0), multicast-style (one pre-settled copy
  * each) or not; marks it routed and finishes it as forwarding does. */
 void jn_forward_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned n, bool multicast);
+/* jn_forward_reject_CT: settle an incoming delivery rejected, with the
+ * error condition and description (may be NULL), unless it is settled
+ * already (a service of the router's that refuses a request; not on the
+ * per-message path). Core thread. */
+void jn_forward_reject_CT(jn_delivery_t *dlv, const char *condition, const char *description);
 /* An outgoing link in drop mode (ct.mc_dropping) handed some out, or is
  * going: once it took a copy and its backlog is down to half its capacity
  * (or it is detached), log the end of the episode with the number dropped

@@ -136,6 +136,11 @@ void jn_edge_link_attached_CT(jn_core_link_t *link)
         }
         return;
     case JN_LINK_EDGE_LOOKUP:
+        if (link->dir == JN_LINK_OUTGOING || !conn->edge) {
+            /* only an edge router's sender may ask (as 1.19) */
+            jn_link_refuse_CT(link, "qd:forbidden", "Connectivity to the node is forbidden");
+            return;
+        }
         link->ct.anonymous = true; /* bound to no address: served here */
         /* one request at a time, credit 1 replenished per request, as
          * 1.19 grants it (the core alone reads capacity) */

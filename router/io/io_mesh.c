@@ -218,6 +218,12 @@ void jn_io_ir_classify_IO(jn_io_link_t *link, jn_link_info_t *info)
     pn_terminus_t *t =
         link->dir == JN_LINK_INCOMING ? pn_link_remote_target(pl) : pn_link_remote_source(pl);
     const char *hb = pn_terminus_get_address(t);
+    if (!link->conn->inter_router && hb && strcmp(hb, "_$qd.addr_lookup") == 0) {
+        /* the link-route lookup service: an edge's sender; anything else
+         * on it is refused by the core (edge.c), as 1.19 */
+        info->type = JN_LINK_EDGE_LOOKUP;
+        return;
+    }
     if (!link->conn->inter_router && hb && strcmp(hb, "_$qd.edge_heartbeat") == 0) {
         /* the heartbeat endpoint: on every connection, as 1.19 (a sender
          * to it is watched for silence; a receiver is refused) */

@@ -24,7 +24,7 @@ import unittest
 
 from proton import Delivery, Endpoint, Message, Timeout, symbol
 from proton.reactor import AtMostOnce
-from proton.utils import BlockingConnection, LinkDetached, SyncRequestResponse
+from proton.utils import BlockingConnection, LinkDetached, SendException, SyncRequestResponse
 
 from mesh import distinct_ports
 from test_mesh_failover import FlowAndKill
@@ -237,6 +237,26 @@ class EdgeInteriorTest(RouterTestCase):
         with self.assertRaises(LinkDetached) as cm:
             conn.create_receiver("_$qd.edge_heartbeat", name="hb-rx")
         self.assertIsNone(cm.exception.link.remote_condition)
+
+    def test_lookup_service_refuses_what_is_not_an_edge_request(self):
+        """_$qd.addr_lookup, as 1.19: a sender to it from a connection that
+        is not an edge's is refused, so is a receiver on it; an invalid
+        request is rejected (not released)."""
+        r, eport = interior(self)
+        for url, receiver in ((r.url, False), ("amqp://127.0.0.1:%d" % eport, True)):
+            conn = BlockingConnection(url, timeout=10 * SLOW)
+            self.addCleanup(conn.close)
+            with self.assertRaises(LinkDetached):
+                if receiver:
+                    conn.create_receiver("_$qd.addr_lookup", name="lookup-rx")
+                else:
+                    conn.create_sender("_$qd.addr_lookup", name="lookup-tx")
+        conn = BlockingConnection("amqp://127.0.0.1:%d" % eport, timeout=10 * SLOW)
+        self.addCleanup(conn.close)
+        s = conn.create_sender("_$qd.addr_lookup", name="lookup-bad")
+        with self.assertRaises(SendException) as cm:
+            s.send(Message(body="not a lookup"), timeout=10 * SLOW)
+        self.assertEqual(cm.exception.state, Delivery.REJECTED)
 
     def test_second_edge_with_the_same_id_is_refused(self):
         r, eport = interior(self)

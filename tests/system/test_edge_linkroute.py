@@ -364,11 +364,11 @@ class EdgeLinkRouteTest(RouterTestCase):
 
         self.assertEqual(ask("svc.q", True, "client-1"), (0, [True, False]))  # no container
         self.assertEqual(ask("plain.q", False, "client-2"), (3, [False, False]))
-        # malformed: no opcode; released, no answer; the service goes on
+        # malformed: no opcode; rejected (as 1.19), no answer; the service goes on
         with self.assertRaises(SendException) as cm:
             s.send(Message(reply_to=reply_to, correlation_id="bad", body=["svc.q", True],
                            properties={"version": uint(1)}), timeout=TIMEOUT)
-        self.assertEqual(str(cm.exception.state), "RELEASED")
+        self.assertEqual(str(cm.exception.state), "REJECTED")
         self.service(i1.url, "svc-1")
         self.wait("container known", lambda: "container_id=svc-1" in i1.log())
         self.assertEqual(ask("svc.q", False, "client-3"), (0, [True, True]))

@@ -406,7 +406,8 @@ static int build(daemon_state_t *st)
                            .hello_max_age = rs->hello_max_age,
                            .ra_interval = rs->ra_interval,
                            .ra_interval_flux = rs->ra_interval_flux,
-                           .remote_ls_max_age = rs->remote_ls_max_age};
+                           .remote_ls_max_age = rs->remote_ls_max_age,
+                           .deny_resumable_link_routes = !rs->allow_resumable_link_route};
     st->core = jn_core_create(&cc, jn_io_core_ops());
     jn_io_config_t ic = {.container_id = rs->id,
                          .worker_threads = rs->workers,

@@ -91,6 +91,9 @@ typedef struct jn_core_config {
      * first open connection of a connector with role edge is the uplink */
     bool edge;
     uint32_t hello_interval, hello_max_age, ra_interval, ra_interval_flux, remote_ls_max_age;
+    /* router.allowResumableLinkRoute false: a link-routed attach whose
+     * client terminus may be resumed (jn_link_info_t.resumable) is refused */
+    bool deny_resumable_link_routes;
 } jn_core_config_t;
 
 /* jn_core_create: a core that is not running yet. cfg and ops are copied.
@@ -290,6 +293,15 @@ typedef struct jn_link_info {
      * is a fallback destination of the address (docs/protocol.md, "Link routes,
      * auto-links and phases on the wire") */
     bool fallback;
+    /* the client's terminus (a sender's target, a receiver's source) has
+     * the capability qd.waypoint (1) or qd.waypoint.<n> (n, 1..9): a
+     * waypoint's link, bound to phase n (incoming) or n - 1 (outgoing)
+     * whatever the address's configured phases, as 1.19; 0: none */
+    uint8_t waypoint;
+    /* the client's terminus (a sender's target, a receiver's source) asks
+     * to outlive the link: expiry-policy never, or a timeout > 0 (AMQP
+     * 1.0 3.5.3); see jn_core_config_t.deny_resumable_link_routes */
+    bool resumable;
 } jn_link_info_t;
 
 /* jn_core_link_attached_IO: the peer attached a link on conn. Allocates the
@@ -342,6 +354,13 @@ void jn_core_link_answered_address_IO(jn_core_link_t *link, const char *address)
  * is detached with it). Copied; out of memory loses it. Once per link. */
 void jn_core_link_set_error_IO(jn_core_link_t *link, const char *condition,
                                const char *description);
+
+/* jn_core_link_set_unclosed_IO: the peer's detach had closed=false (the
+ * link may be resumed, AMQP 1.0 2.6.5); call before
+ * jn_core_link_detached_IO, which passes it on: a link-routed link's other
+ * end is detached the same way (JN_WORK_LINK_DETACH), not closed. No
+ * allocation, no error. I/O thread of the link's connection. */
+void jn_core_link_set_unclosed_IO(jn_core_link_t *link);
 
 /* jn_core_link_termini: the termini given at attach (jn_link_info_t),
  * or NULL (*len 0). Immutable; any thread holding the link. */
@@ -550,7 +569,11 @@ typedef enum jn_work_type {
      * replaced. Report it with jn_core_link_attached_IO (info.local,
      * info.attach_ref = attach.ref), and its peer's answer with
      * jn_core_link_answered_IO. */
-    JN_WORK_LINK_ATTACH
+    JN_WORK_LINK_ATTACH,
+    /* as LINK_CLOSE, but detach our end without closing it (closed=false):
+     * a link-routed link whose other end was detached so (AMQP 1.0 2.6.5,
+     * link resumption passes across link routes). */
+    JN_WORK_LINK_DETACH
 } jn_work_type_t;
 
 /* One work item. Owned by the queue until taken, then by the taker, who
@@ -580,11 +603,13 @@ typedef struct jn_work {
             uint8_t edge;      /* an edge router's uplink link: its
                                 * jn_link_type_t (JN_LINK_EDGE_*; ref NULL),
                                 * 0 otherwise */
+            uint8_t waypoint;  /* edge: capability qd.waypoint.<n> on it
+                                * (1..9; 0: none) */
         } attach;
     };
     char *address;            /* LINK_OPEN (owned) */
-    char *condition;          /* LINK_CLOSE, CONN_CLOSE (owned, may be NULL) */
-    char *description;        /* LINK_CLOSE, CONN_CLOSE (owned, may be NULL) */
+    char *condition;          /* LINK_CLOSE, LINK_DETACH, CONN_CLOSE (owned, may be NULL) */
+    char *description;        /* LINK_CLOSE, LINK_DETACH, CONN_CLOSE (owned, may be NULL) */
 } jn_work_t;
 
 /* jn_core_conn_take_work_IO: move up to max pending work items of conn to

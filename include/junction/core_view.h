@@ -36,6 +36,10 @@ typedef struct jn_view_conn {
     bool incoming;         /* accepted by a listener */
     bool inter_router;     /* role inter-router */
     bool edge;             /* role edge (an edge router's uplink to us) */
+    bool route_container;  /* role route-container */
+    /* false only for an edge router's connection of role edge that is not
+     * its uplink (a standby interior, 1.19's `active`) */
+    bool active;
     uint32_t link_capacity;
     uint32_t links;    /* links attached on it */
     /* the peer's open properties, an encoded map with string keys
@@ -63,7 +67,8 @@ typedef struct jn_view_link {
     jn_link_dir_t dir;
     jn_link_type_t type; /* endpoint, or inter-router control / data */
     /* the address table key it is attached to (e.g. "M0q1"), key_len
-     * octets, not NUL-terminated; NULL for an anonymous sender or none */
+     * octets, not NUL-terminated; NULL for an anonymous sender or none;
+     * a link-routed link: its terminus address */
     const uint8_t *owning_addr;
     size_t owning_addr_len;
     uint32_t capacity;    /* incoming: the link's; outgoing: its connection's */
@@ -124,6 +129,10 @@ typedef struct jn_view_addr {
     uint64_t ingress, egress, transit, to_container, from_container;
     int priority; /* the address entity's priority, -1 when none */
     uint64_t redirected; /* deliveries that went to its fallback */
+    /* a link route's key (C/D/E/F): distribution linkBalanced, and its
+     * containers connected here (routes of this router only) */
+    bool link_route;
+    uint32_t containers;
 } jn_view_addr_t;
 
 /* jn_core_view_conns_CT / _links_CT / _addrs_CT: call fn(ctx, item) for

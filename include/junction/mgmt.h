@@ -203,6 +203,7 @@ typedef struct jn_router_settings {
     uint32_t min_peer_idle_timeout_ms; /* router.minPeerIdleTimeoutMs (0: no floor) */
     uint32_t write_stall_timeout_s;    /* router.writeStallTimeoutSeconds (0: never) */
     uint32_t metrics_address_limit;    /* router.metricsAddressLimit (0: no per-address series) */
+    bool allow_resumable_link_route;   /* router.allowResumableLinkRoute */
 } jn_router_settings_t;
 
 /* jn_mgmt_show_vhost: keep vhost section ce (converted, copied) to be

@@ -99,7 +99,7 @@ static int addr_get_CT(jn_core_t *core, uint8_t *key, size_t len, jn_distributio
 }
 
 int jn_addr_get_CT(jn_core_t *core, const char *address, jn_link_dir_t dir, bool fallback,
-                   jn_addr_t **out)
+                   uint8_t waypoint, jn_addr_t **out)
 {
     JN_ASSERT_CT(core);
     size_t len = 0;
@@ -116,6 +116,8 @@ int jn_addr_get_CT(jn_core_t *core, const char *address, jn_link_dir_t dir, bool
                 (uint8_t)('0' + (dir == JN_LINK_INCOMING ? e->ingress_phase : e->egress_phase));
         }
     }
+    if (waypoint && len >= 2 && key[0] == JN_ADDR_CLASS_MOBILE)
+        key[1] = (uint8_t)('0' + (dir == JN_LINK_INCOMING ? waypoint : waypoint - 1));
     if (fallback && len >= 2 && key[0] == JN_ADDR_CLASS_MOBILE)
         key[1] = 'F';
     return addr_get_CT(core, key, len, core->default_distribution, out);
@@ -176,6 +178,8 @@ void jn_addr_add_remote_CT(jn_core_t *core, jn_addr_t *addr, int router)
     bool had = jn_addr_has_destination(addr);
     jn_mesh_bits_set(&addr->remote, (unsigned)router);
     addr->n_remote++;
+    if (addr->key[0] == JN_ADDR_CLASS_LINK_IN_PATTERN || addr->key[0] == JN_ADDR_CLASS_LINK_OUT_PATTERN)
+        core->ct.remote_lr_patterns++;
     const jn_router_node_t *n = core->ct.routers[router];
     if (n && n->reachable)
         addr->n_reachable++;
@@ -192,6 +196,8 @@ void jn_addr_remove_remote_CT(jn_core_t *core, jn_addr_t *addr, int router)
         return;
     jn_mesh_bits_clear(&addr->remote, (unsigned)router);
     addr->n_remote--;
+    if (addr->key[0] == JN_ADDR_CLASS_LINK_IN_PATTERN || addr->key[0] == JN_ADDR_CLASS_LINK_OUT_PATTERN)
+        core->ct.remote_lr_patterns--;
     const jn_router_node_t *n = core->ct.routers[router];
     if (n && n->reachable && addr->n_reachable > 0)
         addr->n_reachable--;

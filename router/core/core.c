@@ -108,6 +108,7 @@ jn_core_t *jn_core_create(const jn_core_config_t *cfg, const jn_core_io_ops_t *o
     core->stop_action.type = JN_ACT_STOP;
     core->router_id = strdup(cfg->router_id ? cfg->router_id : "Junction");
     core->edge_mode = cfg->edge;
+    core->deny_resumable_lr = cfg->deny_resumable_link_routes;
     core->ct.addrs = jn_hash_create(64);
     core->wake_fd = eventfd(0, EFD_CLOEXEC);
     if (!core->router_id || !core->ct.addrs || core->wake_fd < 0 ||

@@ -396,6 +396,8 @@ struct jn_core_link {
     size_t termini_len;
     void *attach_ref; /* jn_link_info_t.attach_ref (linkroute.c: a request id) */
     bool fallback;    /* outgoing: a fallback destination (qd.fallback) */
+    uint8_t waypoint; /* jn_link_info_t.waypoint */
+    bool resumable;   /* jn_link_info_t.resumable */
     /* Set by the core when it binds the link to its address, before any
      * copy is made: the phase of its address when not 0 (waypoints,
      * auto-links), sent as x-opt-qd.phase with its deliveries'
@@ -404,6 +406,7 @@ struct jn_core_link {
     /* Written by the I/O thread before it posts the detach (the post
      * orders it), then read by the core: the peer's detach error. */
     char *detach_condition, *detach_description; /* heap, or NULL */
+    bool detach_unclosed;                        /* that detach had closed=false */
     jn_action_t answer_action;                   /* JN_ACT_LINK_ANSWERED (holds a reference) */
     atomic_bool answer_posted;
     /* Written by the I/O thread before it posts the answer, then read by
@@ -420,6 +423,7 @@ struct jn_core {
     jn_distribution_t default_distribution;
     jn_core_io_ops_t ops;
     bool edge_mode; /* router.mode edge (edge.c) */
+    bool deny_resumable_lr; /* jn_core_config_t.deny_resumable_link_routes */
 
     /* Written by the main thread before jn_core_start, then read by the
      * core thread only. */
@@ -477,6 +481,9 @@ struct jn_core {
     /* Core thread only. */
     struct {
         jn_hash_t *addrs;                               /* hash key -> jn_addr_t */
+        /* remote destinations of pattern link-route keys (E/F) in addrs:
+         * when 0, an attach looks up no pattern of another router */
+        uint32_t remote_lr_patterns;
         const jn_core_conn_t *request_from;             /* its connection, or NULL */
         uint64_t request_conn;                          /* the connection of the management request
                                                          * being answered (0: none, or across the
@@ -496,6 +503,7 @@ struct jn_core {
          * connection (jn_forward_figures_tick_CT) */
         int64_t figures_at_ms;
         uint32_t edge_conns; /* open edge connections (edge.c) */
+        uint32_t hb_links;   /* attached heartbeat senders, any connection (edge.c) */
         /* an edge router (edge.c): the active uplink and its anonymous
          * sender, the L_edge address that sender serves */
         jn_core_conn_t *uplink;
@@ -611,11 +619,12 @@ void jn_link_producers_dirty_CT(jn_addr_t *addr);
  * read through the hash view) for a link of direction dir: a mobile
  * address configured with phases gets the ingress phase for an incoming
  * link, the egress phase for an outgoing one (else phase 0); a fallback
- * receiver binds to phase 'F'. *out is NULL
+ * receiver binds to phase 'F'; a waypoint's link (waypoint n, 1..9;
+ * 0: none) binds to phase n when incoming, n - 1 when outgoing. *out is NULL
  * when the address's distribution is unavailable (nothing is created).
  * Returns 0 or JN_ENOMEM. */
 int jn_addr_get_CT(jn_core_t *core, const char *address, jn_link_dir_t dir, bool fallback,
-                   jn_addr_t **out);
+                   uint8_t waypoint, jn_addr_t **out);
 /* jn_addr_unavailable_for_message_CT: true when the address msg is sent to
  * (its to-override when honoured, else properties.to) is a mobile address
  * whose distribution is configured `unavailable` (an address entity, or
@@ -722,6 +731,11 @@ void jn_forward_update_CT(jn_delivery_t *dlv, const jn_disposition_t *disp, bool
  * copy on each of links (n may be 0), multicast-style (one pre-settled copy
  * each) or not; marks it routed and finishes it as forwarding does. */
 void jn_forward_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned n, bool multicast);
+/* jn_forward_reject_CT: settle an incoming delivery rejected, with the
+ * error condition and description (may be NULL), unless it is settled
+ * already (a service of the router's that refuses a request; not on the
+ * per-message path). Core thread. */
+void jn_forward_reject_CT(jn_delivery_t *dlv, const char *condition, const char *description);
 /* An outgoing link in drop mode (ct.mc_dropping) handed some out, or is
  * going: once it took a copy and its backlog is down to half its capacity
  * (or it is detached), log the end of the episode with the number dropped
@@ -910,9 +924,19 @@ void jn_edge_clients_fini(jn_core_t *core);
 /* Ask the uplink's I/O thread to attach an edge link of kind (a
  * jn_link_type_t) with address at the interior's end (NULL: none). */
 void jn_edge_ask_attach_CT(jn_core_t *core, jn_link_dir_t dir, const char *address, uint8_t kind);
-/* linkroute.c: fn(arg, key) for each configured link route whose container
- * is connected here (key: C/D/E/F + text, borrowed for the call). */
+/* linkroute.c: fn(arg, key) for each link route (configured or
+ * connection-scoped) whose container is connected here (key: C/D/E/F +
+ * text, borrowed for the call). */
 void jn_lr_each_served_CT(jn_core_t *core, void (*fn)(void *arg, const char *key), void *arg);
+/* linkroute.c: the address-table rows (router.address) of this router's
+ * own link routes, one per mesh key that the address table does not hold
+ * already (a key advertised by another router is its row there), as 1.19
+ * lists a link route's address from its creation: fn(ctx, row) for rows
+ * [offset, offset + max), false stops; returns the number of such rows.
+ * Core thread. */
+struct jn_view_addr;
+size_t jn_lr_view_keys_CT(jn_core_t *core, size_t offset, size_t max,
+                          bool (*fn)(void *ctx, const struct jn_view_addr *addr), void *ctx);
 /* linkroute.c: route link's attach over conn (an edge router's uplink) with
  * its own name and address; false: out of memory (the link is refused). */
 bool jn_lr_attach_via_CT(jn_core_link_t *link, jn_core_conn_t *conn);

@@ -20,10 +20,12 @@
  *              whether the address has a destination other than that edge.
  *              It is told when the sender is first looked at for credit and
  *              each time the answer changes.
- *   heartbeat  an incoming link with target _$qd.edge_heartbeat: each
- *              delivery is noted and consumed; once the edge has attached
- *              one, an edge silent for more than JN_EDGE_HEARTBEAT_TIMEOUT_MS
- *              has its connection closed (checked on the mesh's 1 s tick).
+ *   heartbeat  an incoming link with target _$qd.edge_heartbeat, on any
+ *              connection but an inter-router one, as 1.19 (an edge's, or a
+ *              client's): each delivery is noted and consumed; once one is
+ *              attached, a connection silent for more than
+ *              JN_EDGE_HEARTBEAT_TIMEOUT_MS is closed (checked on the mesh's
+ *              1 s tick, ct.hb_links). A receiver on it is refused.
  *   lookup     an incoming link with target _$qd.addr_lookup: link-route
  *              lookups, answered by edge_lookup.c (credit 1, as 1.19).
  *
@@ -34,6 +36,7 @@
  * jn_route_ctx_t.from_edge): the edge delivered to its own consumers
  * already. Core thread only.
  */
+#include "address_config.h"
 #include "delivery.h"
 
 #include <junction/compose.h>
@@ -133,6 +136,11 @@ void jn_edge_link_attached_CT(jn_core_link_t *link)
         }
         return;
     case JN_LINK_EDGE_LOOKUP:
+        if (link->dir == JN_LINK_OUTGOING || !conn->edge) {
+            /* only an edge router's sender may ask (as 1.19) */
+            jn_link_refuse_CT(link, "qd:forbidden", "Connectivity to the node is forbidden");
+            return;
+        }
         link->ct.anonymous = true; /* bound to no address: served here */
         /* one request at a time, credit 1 replenished per request, as
          * 1.19 grants it (the core alone reads capacity) */
@@ -142,10 +150,20 @@ void jn_edge_link_attached_CT(jn_core_link_t *link)
         jn_link_mark_dirty_CT(link);
         return;
     case JN_LINK_EDGE_HEARTBEAT:
+        if (link->dir == JN_LINK_OUTGOING || conn->ct.edge_hb) {
+            /* closed without an error condition, as 1.19 */
+            link->ct.state = JN_LINK_ST_REFUSED;
+            JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO,
+                   "[C%" PRIu64 "][L%" PRIu64 "] Link refused: not a heartbeat sender",
+                   conn->conn_id, link->ct.id);
+            jn_work_link_CT(link, JN_WORK_LINK_CLOSE, NULL, NULL, NULL, 0);
+            return;
+        }
         link->ct.anonymous = true; /* bound to no address: served here */
         link->capacity = 2;        /* as 1.19 grants it, replenished per beat */
         link->ct.state = JN_LINK_ST_ATTACHED;
         conn->ct.edge_hb = true;
+        conn->core->ct.hb_links++; /* the tick watches it (jn_edge_tick_CT) */
         conn->ct.edge_hb_ms = (int64_t)jn_time_mono_ms();
         jn_work_link_CT(link, JN_WORK_LINK_OPEN, NULL, NULL, NULL, 0);
         jn_link_mark_dirty_CT(link);
@@ -166,8 +184,11 @@ void jn_edge_link_detached_CT(jn_core_link_t *link)
     }
     if (conn->ct.edge_tracking == link)
         conn->ct.edge_tracking = NULL;
-    if (link->type == JN_LINK_EDGE_HEARTBEAT)
+    if (link->type == JN_LINK_EDGE_HEARTBEAT && link->dir == JN_LINK_INCOMING &&
+        link->ct.state != JN_LINK_ST_REFUSED && conn->ct.edge_hb) {
         conn->ct.edge_hb = false;
+        conn->core->ct.hb_links--;
+    }
 }
 
 void jn_edge_heartbeat_arrived_CT(jn_delivery_t *dlv)
@@ -184,14 +205,23 @@ void jn_edge_tick_CT(jn_core_t *core)
     JN_ASSERT_CT(core);
     int64_t now = (int64_t)jn_time_mono_ms();
     for (jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next) {
-        if (!c->edge || !c->ct.edge_hb || c->ct.closed ||
+        if (!c->ct.edge_hb || c->ct.closed ||
             now - c->ct.edge_hb_ms <= JN_EDGE_HEARTBEAT_TIMEOUT_MS)
             continue;
         JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_WARNING,
                "[C%" PRIu64 "] Edge router '%s' sent no heartbeat for %d ms: connection closed",
                c->conn_id, c->container_id ? c->container_id : "", JN_EDGE_HEARTBEAT_TIMEOUT_MS);
         c->ct.edge_hb = false; /* closed once */
+        core->ct.hb_links--;
         close_conn_CT(c, "amqp:resource-limit-exceeded", "edge heartbeat timed out");
+        if (!c->edge) {
+            /* a client's: its transport is closed at once, as 1.19 */
+            jn_work_t *w = jn_work_new_CT(core, JN_WORK_CONN_CLOSE);
+            if (w) {
+                w->abort = true;
+                jn_work_push_CT(c, w);
+            }
+        }
     }
 }
 
@@ -283,7 +313,10 @@ jn_core_link_t *jn_edge_pick_other_CT(jn_addr_t *addr, const jn_core_conn_t *con
 
 /* ---- the edge router's side ------------------------------------------------ */
 
-void jn_edge_ask_attach_CT(jn_core_t *core, jn_link_dir_t dir, const char *address, uint8_t kind)
+/* Ask for an uplink link (jn_edge_ask_attach_CT), with a waypoint
+ * capability of that ordinal when not 0. */
+static void ask_attach_CT(jn_core_t *core, jn_link_dir_t dir, const char *address, uint8_t kind,
+                          uint8_t waypoint)
 {
     JN_ASSERT_CT(core);
     jn_core_conn_t *up = core->ct.uplink;
@@ -297,12 +330,35 @@ void jn_edge_ask_attach_CT(jn_core_t *core, jn_link_dir_t dir, const char *addre
     w->attach.dir = dir;
     w->attach.name = strdup(name);
     w->attach.edge = kind;
+    w->attach.waypoint = waypoint;
     w->address = address ? strdup(address) : NULL;
     if (!w->attach.name || (address && !w->address)) {
         jn_work_free(w);
         return;
     }
     jn_work_push_CT(up, w);
+}
+
+void jn_edge_ask_attach_CT(jn_core_t *core, jn_link_dir_t dir, const char *address, uint8_t kind)
+{
+    ask_attach_CT(core, dir, address, kind, 0);
+}
+
+/* The waypoint ordinal an address link of the edge's for phase (a
+ * digit) of address needs, so that the interior binds it to that phase
+ * (as 1.19): none (0) when the interior's own configuration gives it that
+ * phase anyway (the edge's and the interior's address entities must
+ * match, as with 1.19): the egress phase for our incoming link (the
+ * interior's outgoing one), the ingress phase for our outgoing one. */
+static uint8_t addr_link_waypoint_CT(jn_core_t *core, const char *address, char phase, bool in)
+{
+    int p = phase - '0';
+    int i = core->config.count ? jn_addr_config_match(&core->config, address, strlen(address)) : -1;
+    int egress = i >= 0 ? core->config.entries[i].egress_phase : 0;
+    int ingress = i >= 0 ? core->config.entries[i].ingress_phase : 0;
+    if (in)
+        return p == egress || p + 1 > 9 ? 0 : (uint8_t)(p + 1);
+    return p == ingress || p < 1 ? 0 : (uint8_t)p;
 }
 
 static void close_link_CT(jn_core_link_t *link)
@@ -361,7 +417,8 @@ void jn_edge_local_changed_CT(jn_core_t *core, jn_addr_t *addr)
     address[n] = '\0';
     if (consumers > 0 && !addr->edge_in_asked) {
         addr->edge_in_asked = true;
-        jn_edge_ask_attach_CT(core, JN_LINK_INCOMING, address, JN_LINK_EDGE_ADDR);
+        ask_attach_CT(core, JN_LINK_INCOMING, address, JN_LINK_EDGE_ADDR,
+                      addr_link_waypoint_CT(core, address, (char)addr->key[1], true));
     } else if (consumers == 0 && addr->edge_in_asked) {
         addr->edge_in_asked = false;
         if (addr->edge_in)
@@ -372,7 +429,8 @@ void jn_edge_local_changed_CT(jn_core_t *core, jn_addr_t *addr)
         addr->edge_out_asked = true;
     } else if (producers > 0 && !addr->edge_out_asked) {
         addr->edge_out_asked = true;
-        jn_edge_ask_attach_CT(core, JN_LINK_OUTGOING, address, JN_LINK_EDGE_ADDR);
+        ask_attach_CT(core, JN_LINK_OUTGOING, address, JN_LINK_EDGE_ADDR,
+                      addr_link_waypoint_CT(core, address, (char)addr->key[1], false));
     } else if (producers == 0 && addr->edge_out_asked) {
         addr->edge_out_asked = false;
         /* copies of the producers that went may still wait for the

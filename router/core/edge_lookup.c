@@ -253,6 +253,7 @@ void jn_edge_lookup_arrived_CT(jn_delivery_t *dlv)
                "[C%" PRIu64 "] Invalid link-route lookup from edge '%s': %s", conn->conn_id,
                conn->container_id ? conn->container_id : "", bad);
         free(address);
+        jn_forward_reject_CT(dlv, "amqp:invalid-field", bad); /* as 1.19: rejected */
         consume_CT(dlv, false);
         return;
     }

@@ -142,6 +142,16 @@ static bool settle_incoming_CT(jn_delivery_t *dlv, uint64_t type)
     return settle_incoming_with_CT(dlv, type, NULL);
 }
 
+void jn_forward_reject_CT(jn_delivery_t *dlv, const char *condition, const char *description)
+{
+    JN_ASSERT_CT(jn_delivery_core(dlv));
+    jn_disposition_t d = {.type = JN_DISP_REJECTED,
+                          .condition = (char *)condition,
+                          .description = (char *)description};
+    if (settle_incoming_with_CT(dlv, JN_DISP_REJECTED, &d))
+        jn_stat_add(&jn_delivery_core(dlv)->stats.rejected, 1);
+}
+
 /* Refuse an anonymous-relay delivery whose address is configured
  * unavailable: rejected with amqp:not-found, as a link attach to that
  * address is refused (link.c), and as qdrouterd 1.19 answers. */

@@ -79,6 +79,8 @@ jn_core_link_t *jn_core_link_attached_IO(jn_core_conn_t *conn, void *io_link,
     }
     l->attach_ref = info->attach_ref;
     l->fallback = info->fallback && info->dir == JN_LINK_OUTGOING;
+    l->waypoint = info->waypoint <= 9 ? info->waypoint : 0;
+    l->resumable = info->resumable;
     l->io_link = io_link;
     l->type = info->type;
     l->priority = info->priority;
@@ -152,6 +154,12 @@ void jn_core_link_set_error_IO(jn_core_link_t *link, const char *condition, cons
         return;
     link->detach_condition = condition ? strdup(condition) : NULL;
     link->detach_description = description ? strdup(description) : NULL;
+}
+
+void jn_core_link_set_unclosed_IO(jn_core_link_t *link)
+{
+    if (!atomic_load(&link->detach_posted))
+        link->detach_unclosed = true; /* ordered by the detach's post */
 }
 
 const uint8_t *jn_core_link_termini(const jn_core_link_t *link, size_t *len)
@@ -240,7 +248,7 @@ static jn_addr_t *attach_address_CT(jn_core_t *core, jn_core_link_t *link, const
         }
     }
     jn_addr_t *addr = NULL;
-    if (jn_addr_get_CT(core, address, link->dir, link->fallback, &addr) != 0) {
+    if (jn_addr_get_CT(core, address, link->dir, link->fallback, link->waypoint, &addr) != 0) {
         jn_link_refuse_CT(link, "amqp:resource-limit-exceeded", "out of memory");
         return NULL;
     }

@@ -32,6 +32,7 @@
  *
  * Threads: everything here runs on the core thread.
  */
+#include "address_config.h"
 #include "delivery.h"
 
 #include <junction/core_view.h>
@@ -335,8 +336,13 @@ bool jn_lr_attach_CT(jn_core_link_t *link)
         /* the container is behind another router (10.6): the same address
          * to the next hop, the name made unique unless it came from one */
         to = remote_conn_CT(core, link->address, link->dir, conn);
-        if (!to && !r)
-            return false; /* not link-routed: an address like any other */
+        /* not link-routed: an address like any other, except on an
+         * inter-router connection, where an endpoint attach is always a
+         * link-routed one whose route went meanwhile: bound to a mobile
+         * address it would be advertised back to the mesh for as long as
+         * the client keeps it (a consumer of nothing) */
+        if (!to && !r && !conn->inter_router)
+            return false;
         if (!to) {
             jn_link_refuse_CT(link, "amqp:not-found", "No route to the destination node");
             return true;
@@ -348,6 +354,13 @@ bool jn_lr_attach_CT(jn_core_link_t *link)
             if (name)
                 snprintf(name, n, "%s@%s", link->name, conn->container_id);
         }
+    }
+    if (link->resumable && core->deny_resumable_lr && !conn->inter_router) {
+        free(ext);
+        free(name);
+        jn_link_refuse_CT(link, "amqp:not-allowed",
+                          "resumable link routes are not allowed (router.allowResumableLinkRoute)");
+        return true;
     }
     lr_request_t *rq = ext ? request_new_CT(core, to) : NULL;
     if (!rq || push_attach_CT(to, d == 0 ? JN_LINK_OUTGOING : JN_LINK_INCOMING,
@@ -506,7 +519,10 @@ void jn_lr_link_detached_CT(jn_core_link_t *link, bool from_conn_close)
         desc = LR_LOST_DESCRIPTION;
     }
     peer->ct.state = JN_LINK_ST_REFUSED; /* waits for its detach */
-    jn_work_link_CT(peer, JN_WORK_LINK_CLOSE, NULL, cond, desc, 0);
+    /* a detach that did not close (closed=false) passes on as such */
+    jn_work_link_CT(peer, link->detach_unclosed && !from_conn_close ? JN_WORK_LINK_DETACH
+                                                                     : JN_WORK_LINK_CLOSE,
+                    NULL, cond, desc, 0);
 }
 
 static void autolink_try_CT(jn_core_t *core, jn_autolink_t *al, jn_core_conn_t *conn);
@@ -650,10 +666,66 @@ static void advertise_CT(jn_core_t *core)
     }
 }
 
+/* The connection toward the nearest router with a destination for addr,
+ * not `not`; NULL: none. */
+static jn_core_conn_t *nearest_conn_CT(jn_core_t *core, const jn_addr_t *addr,
+                                       const jn_core_conn_t * not )
+{
+    jn_core_conn_t *best = NULL;
+    uint32_t best_cost = UINT32_MAX;
+    for (int i = 1; i < JN_MESH_MAX_ROUTERS; i++) {
+        const jn_router_node_t *node = core->ct.routers[i];
+        if (!node || !jn_mesh_bits_has(&addr->remote, (unsigned)i) || node->cost >= best_cost)
+            continue;
+        jn_core_conn_t *c = jn_router_conn_CT(core, node);
+        if (c && c != not ) {
+            best = c;
+            best_cost = node->cost;
+        }
+    }
+    return best;
+}
+
+/* The pattern link-route keys (class cls) other routers advertised: the
+ * most specific one matching address (address_config.h's matcher), or
+ * NULL. Scans the address table: only while some exist
+ * (ct.remote_lr_patterns), once per attach. */
+static const jn_addr_t *remote_pattern_CT(jn_core_t *core, const char *address, char cls)
+{
+    jn_addr_config_t cfg;
+    jn_addr_config_init(&cfg);
+    const jn_addr_t **keys = NULL;
+    size_t n = 0;
+    jn_hash_iter_t it;
+    void *value;
+    jn_hash_iter_init(core->ct.addrs, &it);
+    while (jn_hash_iter_next(&it, NULL, NULL, &value)) {
+        const jn_addr_t *a = value;
+        if (a->key_len < 2 || a->key[0] != (uint8_t)cls || a->n_remote == 0)
+            continue;
+        const jn_addr_t **more = realloc(keys, (n + 1) * sizeof *keys);
+        char *text = strndup((const char *)a->key + 1, a->key_len - 1);
+        if (!more || !text || jn_addr_config_add(&cfg, text, true, JN_DIST_BALANCED) != 0) {
+            free(text);
+            if (more)
+                keys = more;
+            break;
+        }
+        free(text);
+        keys = more;
+        keys[n++] = a;
+    }
+    int i = cfg.count == n && n ? jn_addr_config_match(&cfg, address, strlen(address)) : -1;
+    const jn_addr_t *found = i >= 0 ? keys[i] : NULL;
+    jn_addr_config_fini(&cfg);
+    free(keys);
+    return found;
+}
+
 /* The connection toward the nearest router that advertised a link-route
  * key matching address for links of direction dir (prefix-style keys: the
- * address itself, then each shorter prefix ending before a '.' or '/'),
- * not `not`; NULL: none. */
+ * address itself, then each shorter prefix ending before a '.' or '/';
+ * then pattern keys), not `not`; NULL: none. */
 static jn_core_conn_t *remote_conn_CT(jn_core_t *core, const char *address, jn_link_dir_t dir,
                                       const jn_core_conn_t * not )
 {
@@ -664,28 +736,24 @@ static jn_core_conn_t *remote_conn_CT(jn_core_t *core, const char *address, jn_l
     uint8_t *key = malloc(n + 1);
     if (!key)
         return NULL;
-    key[0] = dir == JN_LINK_INCOMING ? JN_ADDR_CLASS_LINK_IN : JN_ADDR_CLASS_LINK_OUT;
+    bool in = dir == JN_LINK_INCOMING;
+    key[0] = in ? JN_ADDR_CLASS_LINK_IN : JN_ADDR_CLASS_LINK_OUT;
     memcpy(key + 1, address, n);
     jn_core_conn_t *best = NULL;
     for (size_t len = n; len > 0 && !best; len--) {
         if (len < n && address[len] != '.' && address[len] != '/')
             continue;
         const jn_addr_t *addr = jn_hash_lookup(core->ct.addrs, key, len + 1);
-        if (!addr || addr->n_remote == 0)
-            continue;
-        uint32_t best_cost = UINT32_MAX;
-        for (int i = 1; i < JN_MESH_MAX_ROUTERS; i++) {
-            const jn_router_node_t *node = core->ct.routers[i];
-            if (!node || !jn_mesh_bits_has(&addr->remote, (unsigned)i) || node->cost >= best_cost)
-                continue;
-            jn_core_conn_t *c = jn_router_conn_CT(core, node);
-            if (c && c != not ) {
-                best = c;
-                best_cost = node->cost;
-            }
-        }
+        if (addr && addr->n_remote > 0)
+            best = nearest_conn_CT(core, addr, not );
     }
     free(key);
+    if (!best && core->ct.remote_lr_patterns > 0) {
+        const jn_addr_t *addr = remote_pattern_CT(
+            core, address, in ? JN_ADDR_CLASS_LINK_IN_PATTERN : JN_ADDR_CLASS_LINK_OUT_PATTERN);
+        if (addr)
+            best = nearest_conn_CT(core, addr, not );
+    }
     return best;
 }
 
@@ -1241,7 +1309,38 @@ void jn_lr_each_served_CT(jn_core_t *core, void (*fn)(void *arg, const char *key
     for (int d = 0; d < 2; d++)
         for (size_t i = 0; i < t->match[d].count; i++) {
             const jn_link_route_t *r = t->routes[d][i];
-            if (r->key && !r->conn_id && route_conn_CT(core, r, NULL))
+            if (r->key && route_conn_CT(core, r, NULL))
                 fn(arg, r->key);
         }
+}
+
+size_t jn_lr_view_keys_CT(jn_core_t *core, size_t offset, size_t max,
+                          bool (*fn)(void *ctx, const jn_view_addr_t *addr), void *ctx)
+{
+    JN_ASSERT_CT(core);
+    jn_lr_table_t *t = core->lr;
+    size_t n = 0;
+    for (int d = 0; d < 2; d++)
+        for (size_t i = 0; i < t->match[d].count; i++) {
+            const char *key = t->routes[d][i]->key;
+            if (!key || key_seen_before(t, d, i) ||
+                jn_hash_lookup(core->ct.addrs, (const uint8_t *)key, strlen(key)))
+                continue;
+            if (n++ < offset || n - offset > max)
+                continue;
+            uint32_t containers = 0;
+            for (size_t j = i; j < t->match[d].count; j++)
+                if (t->routes[d][j]->key && strcmp(t->routes[d][j]->key, key) == 0)
+                    for (const jn_link_route_t *r = t->routes[d][j]; r; r = r->same)
+                        containers += route_conn_CT(core, r, NULL) != NULL;
+            jn_view_addr_t v = {.key = (const uint8_t *)key,
+                                .key_len = strlen(key),
+                                .distribution = JN_DIST_BALANCED,
+                                .link_route = true,
+                                .containers = containers,
+                                .priority = -1};
+            if (!fn(ctx, &v))
+                max = 0; /* count the rest only */
+        }
+    return n;
 }

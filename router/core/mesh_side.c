@@ -641,13 +641,13 @@ void jn_router_tick_CT(jn_core_t *core)
                "The router did not run for %lld ms (process stopped or starved): peers' "
                "silence is judged from now",
                (long long)late + 1000);
-        if (core->ct.edge_conns > 0)
+        if (core->ct.edge_conns > 0 || core->ct.hb_links > 0)
             jn_edge_stalled_CT(core, late);
     }
     /* one tick a second, as 1.19's engine; a late tick is not repeated */
     core->ct.next_tick_ms = now + 1000;
     jn_mesh_tick_CT(core->mesh, now);
-    if (core->ct.edge_conns > 0)
+    if (core->ct.edge_conns > 0 || core->ct.hb_links > 0)
         jn_edge_tick_CT(core);
 }
 

@@ -47,6 +47,8 @@ static void conn_fill_CT(const jn_core_conn_t *c, jn_view_conn_t *out)
     out->incoming = c->incoming;
     out->inter_router = c->inter_router;
     out->edge = c->edge;
+    out->route_container = c->route_container;
+    out->active = !(c->core->edge_mode && c->edge && c != c->core->ct.uplink);
     out->link_capacity = c->link_capacity ? c->link_capacity : JN_CORE_DEFAULT_CAPACITY;
     uint32_t n = 0;
     for (const jn_core_link_t *l = c->ct.links; l; l = l->ct.conn_next)
@@ -76,6 +78,11 @@ static void link_fill_CT(const jn_core_link_t *l, jn_view_link_t *out)
     out->type = l->type;
     out->owning_addr = l->ct.addr ? l->ct.addr->key : NULL;
     out->owning_addr_len = l->ct.addr ? l->ct.addr->key_len : 0;
+    if (!l->ct.addr && l->ct.routed && l->address) {
+        /* link-routed: bound to no address; its terminus address, as 1.19 */
+        out->owning_addr = (const uint8_t *)l->address;
+        out->owning_addr_len = strlen(l->address);
+    }
     out->deliveries = l->ct.deliveries;
     out->presettled = l->presettled;
     out->accepted = l->ct.outcomes[0];
@@ -150,23 +157,27 @@ size_t jn_core_view_addrs_CT(jn_core_t *core, size_t offset, size_t max,
                              bool (*fn)(void *ctx, const jn_view_addr_t *addr), void *ctx)
 {
     JN_ASSERT_CT(core);
-    size_t total = jn_hash_count(core->ct.addrs);
+    size_t in_table = jn_hash_count(core->ct.addrs);
+    size_t total = in_table + jn_lr_view_keys_CT(core, 0, 0, NULL, NULL);
     if (max == 0 || offset >= total)
         return total;
     jn_hash_iter_t it;
     jn_hash_iter_init(core->ct.addrs, &it);
     void *value;
-    for (size_t i = 0; jn_hash_iter_next(&it, NULL, NULL, &value); i++) {
+    size_t shown = 0;
+    for (size_t i = 0; offset < in_table && jn_hash_iter_next(&it, NULL, NULL, &value); i++) {
         if (i < offset)
             continue;
-        if (i - offset >= max)
-            break;
+        if (shown >= max)
+            return total;
+        shown++;
         const jn_addr_t *a = value;
         const char *hosts[JN_MESH_MAX_ROUTERS];
         uint32_t n_hosts = 0;
         for (unsigned r = 1; a->n_remote > 0 && r < JN_MESH_MAX_ROUTERS; r++)
             if (jn_mesh_bits_has(&a->remote, r) && core->ct.routers[r])
                 hosts[n_hosts++] = core->ct.routers[r]->id;
+        char c = a->key_len ? (char)a->key[0] : 0;
         jn_view_addr_t v = {.key = a->key,
                             .key_len = a->key_len,
                             .distribution = a->distribution,
@@ -182,10 +193,15 @@ size_t jn_core_view_addrs_CT(jn_core_t *core, size_t offset, size_t max,
                             .to_container = a->to_container,
                             .from_container = a->from_container,
                             .priority = a->priority,
-                            .redirected = a->redirected};
+                            .redirected = a->redirected,
+                            .link_route = c == JN_ADDR_CLASS_LINK_IN || c == JN_ADDR_CLASS_LINK_OUT ||
+                                          c == JN_ADDR_CLASS_LINK_IN_PATTERN ||
+                                          c == JN_ADDR_CLASS_LINK_OUT_PATTERN};
         if (!fn(ctx, &v))
-            break;
+            return total;
     }
+    if (shown < max) /* then this router's own link routes' keys */
+        jn_lr_view_keys_CT(core, offset > in_table ? offset - in_table : 0, max - shown, fn, ctx);
     return total;
 }
 

@@ -826,6 +826,11 @@ static void on_link_open(jn_io_conn_t *conn, pn_link_t *pl)
              jn_io_vhost_names_management(info.address))
         link->rx_checks |= JN_IO_RX_CHECK_REPLY; /* the router answers at the reply-to */
     info.fallback = info.type == JN_LINK_ENDPOINT && jn_io_fallback_receiver_IO(pl);
+    info.waypoint = info.type == JN_LINK_ENDPOINT ? jn_io_waypoint_IO(pl) : 0;
+    pn_terminus_t *client_end = pn_link_is_sender(pl) ? pn_link_remote_source(pl)
+                                                      : pn_link_remote_target(pl);
+    info.resumable = pn_terminus_get_expiry_policy(client_end) == PN_EXPIRE_NEVER ||
+                     pn_terminus_get_timeout(client_end) > 0;
     if (info.type == JN_LINK_CONTROL)
         jn_io_ir_cap_control_IO(link);
     uint8_t *termini = NULL;
@@ -855,6 +860,8 @@ static void on_link_close(pn_link_t *pl, bool closed)
             jn_core_link_set_error_IO(link->core, pn_condition_get_name(c),
                                       pn_condition_get_description(c));
     }
+    if (!closed && link->core && !link->detached)
+        jn_core_link_set_unclosed_IO(link->core); /* so does it a detach */
     if (!link->local_closed) {
         if (closed)
             pn_link_close(pl);
@@ -884,6 +891,23 @@ void jn_io_link_close_IO(jn_io_link_t *link, const char *condition, const char *
             pn_condition_set_description(c, description);
     }
     pn_link_close(link->pn);
+    link->local_closed = true;
+}
+
+/* JN_WORK_LINK_DETACH: detach our end without closing it (closed=false),
+ * with an error condition when condition is not NULL. */
+static void link_detach_IO(jn_io_link_t *link, const char *condition, const char *description)
+{
+    JN_ASSERT_IO(link->conn);
+    if (!link->pn || link->local_closed)
+        return;
+    if (condition) {
+        pn_condition_t *c = pn_link_condition(link->pn);
+        pn_condition_set_name(c, condition);
+        if (description)
+            pn_condition_set_description(c, description);
+    }
+    pn_link_detach(link->pn);
     link->local_closed = true;
 }
 
@@ -1036,6 +1060,9 @@ static void work_do_IO(jn_io_conn_t *conn, jn_work_t *w)
         break;
     case JN_WORK_LINK_CLOSE:
         jn_io_link_close_IO(link, w->condition, w->description);
+        break;
+    case JN_WORK_LINK_DETACH:
+        link_detach_IO(link, w->condition, w->description);
         break;
     case JN_WORK_LINK_RELEASED:
         link_release_IO(link);

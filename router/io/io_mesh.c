@@ -174,6 +174,35 @@ bool jn_io_fallback_receiver_IO(pn_link_t *pl)
     return pn_link_is_sender(pl) && has_capability(pn_link_remote_source(pl), "qd.fallback");
 }
 
+uint8_t jn_io_waypoint_IO(pn_link_t *pl)
+{
+    pn_data_t *d = pn_terminus_capabilities(pn_link_is_sender(pl) ? pn_link_remote_source(pl)
+                                                                  : pn_link_remote_target(pl));
+    if (!d)
+        return 0;
+    uint8_t found = 0;
+    pn_data_rewind(d);
+    if (!pn_data_next(d))
+        return 0;
+    bool array = pn_data_type(d) == PN_ARRAY;
+    if (array && (pn_data_get_array_type(d) != PN_SYMBOL || !pn_data_enter(d)))
+        array = false;
+    while (!found && (!array || pn_data_next(d))) {
+        if (pn_data_type(d) == PN_SYMBOL) {
+            pn_bytes_t b = pn_data_get_symbol(d);
+            if (b.size == 11 && memcmp(b.start, "qd.waypoint", 11) == 0)
+                found = 1;
+            else if (b.size == 13 && memcmp(b.start, "qd.waypoint.", 12) == 0 &&
+                     b.start[12] >= '1' && b.start[12] <= '9')
+                found = (uint8_t)(b.start[12] - '0');
+        }
+        if (!array)
+            break;
+    }
+    pn_data_rewind(d);
+    return found;
+}
+
 void jn_io_ir_cap_control_IO(jn_io_link_t *link)
 {
     JN_ASSERT_IO(link->conn);
@@ -188,6 +217,19 @@ void jn_io_ir_classify_IO(jn_io_link_t *link, jn_link_info_t *info)
     /* the terminus at our end: the peer's target when it sends to us */
     pn_terminus_t *t =
         link->dir == JN_LINK_INCOMING ? pn_link_remote_target(pl) : pn_link_remote_source(pl);
+    const char *hb = pn_terminus_get_address(t);
+    if (!link->conn->inter_router && hb && strcmp(hb, "_$qd.addr_lookup") == 0) {
+        /* the link-route lookup service: an edge's sender; anything else
+         * on it is refused by the core (edge.c), as 1.19 */
+        info->type = JN_LINK_EDGE_LOOKUP;
+        return;
+    }
+    if (!link->conn->inter_router && hb && strcmp(hb, "_$qd.edge_heartbeat") == 0) {
+        /* the heartbeat endpoint: on every connection, as 1.19 (a sender
+         * to it is watched for silence; a receiver is refused) */
+        info->type = JN_LINK_EDGE_HEARTBEAT;
+        return;
+    }
     if (link->conn->edge) {
         /* an edge router's links (docs/protocol.md, "Edge routers") */
         const char *addr = pn_terminus_get_address(t);

@@ -953,6 +953,11 @@ void jn_io_set_capability(pn_link_t *pl, const char *cap);
  * docs/protocol.md, "Link routes, auto-links and phases on the wire"): a
  * fallback destination. */
 bool jn_io_fallback_receiver_IO(pn_link_t *pl);
+/* jn_io_waypoint_IO: the waypoint ordinal of the link the peer attached
+ * (jn_link_info_t.waypoint): its sender's target or receiver's source has
+ * the capability qd.waypoint (1) or qd.waypoint.<n> (n, 1..9); 0: none.
+ * I/O thread of the link's connection. */
+uint8_t jn_io_waypoint_IO(pn_link_t *pl);
 /* A control link takes messages of at most JN_IO_CONTROL_MAX_MESSAGE. */
 void jn_io_ir_cap_control_IO(jn_io_link_t *link);
 

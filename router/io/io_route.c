@@ -238,6 +238,10 @@ void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w)
         pn_link_set_snd_settle_mode(pl, PN_SND_MIXED);
         if (w->attach.edge == JN_LINK_EDGE_DOWNLINK)
             jn_io_set_capability(pl, "qd.router-edge-downlink");
+        char wp[] = "qd.waypoint.0";
+        wp[12] = (char)('0' + w->attach.waypoint);
+        if (w->attach.waypoint >= 1 && w->attach.waypoint <= 9)
+            jn_io_set_capability(pl, wp); /* the phase, for the interior */
         if (w->attach.edge == JN_LINK_EDGE_REPLY)
             pn_terminus_set_dynamic(pn_link_source(pl), true); /* the answers' address */
     }

@@ -198,6 +198,9 @@ static int check_link_config(jn_mgmt_entity_t *e, jn_entity_err_t *err)
             return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, prefix ? "prefix" : "pattern",
                                   "linkRoute: attribute '%s' must not be empty",
                                   prefix ? "prefix" : "pattern");
+        if (pattern && text[strspn(text, "./")] == '\0')
+            return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "pattern",
+                                  "linkRoute: attribute 'pattern' has no tokens");
     } else if (!jn_mgmt_entity_str(e, "address")[0]) {
         return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "address",
                               "autoLink: attribute 'address' must not be empty");

@@ -221,6 +221,7 @@ static void read_settings(const jn_config_t *cfg, jn_mgmt_entity_t *r, jn_mgmt_e
     out->min_peer_idle_timeout_ms = u32(r, "minPeerIdleTimeoutMs", 100);
     out->write_stall_timeout_s = u32(r, "writeStallTimeoutSeconds", 60);
     out->metrics_address_limit = u32(r, "metricsAddressLimit", 1000); /* docs/protocol.md "HTTP" */
+    out->allow_resumable_link_route = !r || jn_mgmt_entity_bool(r, "allowResumableLinkRoute", true);
     int64_t max = p ? jn_mgmt_entity_int(p, "maxMessageSize", 0) : 0;
     out->max_message_size = max > 0 ? (uint64_t)max : 0;
     int64_t conns = p ? jn_mgmt_entity_int(p, "maxConnections", 65535) : 65535;

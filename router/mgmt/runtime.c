@@ -149,9 +149,10 @@ static bool conn_row(void *arg, const jn_view_conn_t *v)
         [JN_COL_CONNECTION_NAME] = jn_mv_str(name),
         [JN_COL_CONNECTION_IDENTITY] = jn_mv_str(id),
         [JN_COL_CONNECTION_HOST] = jn_mv_str(v->host),
-        [JN_COL_CONNECTION_ROLE] = jn_mv_str(v->inter_router ? "inter-router"
-                                              : v->edge       ? "edge"
-                                                              : "normal"),
+        [JN_COL_CONNECTION_ROLE] = jn_mv_str(v->inter_router      ? "inter-router"
+                                              : v->edge            ? "edge"
+                                              : v->route_container ? "route-container"
+                                                                   : "normal"),
         [JN_COL_CONNECTION_PROTOCOL] = jn_mv_str("amqp"),
         [JN_COL_CONNECTION_DIR] = jn_mv_str(v->incoming ? "in" : "out"),
         [JN_COL_CONNECTION_CONTAINER] = v->container[0] ? jn_mv_str(v->container) : jn_mv_null(),
@@ -170,7 +171,7 @@ static bool conn_row(void *arg, const jn_view_conn_t *v)
         [JN_COL_CONNECTION_TYPE] = jn_mv_str(FULL("connection")),
         [JN_COL_CONNECTION_SSL] = jn_mv_bool(v->encrypted),
         [JN_COL_CONNECTION_OPENED] = jn_mv_bool(true),
-        [JN_COL_CONNECTION_ACTIVE] = jn_mv_bool(true),
+        [JN_COL_CONNECTION_ACTIVE] = jn_mv_bool(v->active),
         [JN_COL_CONNECTION_ADMIN_STATUS] = jn_mv_str(v->admin_deleted ? "deleted" : "enabled"),
         [JN_COL_CONNECTION_OPER_STATUS] = jn_mv_str("up"),
         [JN_COL_CONNECTION_UPTIME_SECONDS] = jn_mv_uint((uint64_t)(up > 0 ? up : 0)),
@@ -202,9 +203,11 @@ static bool link_row(void *arg, const jn_view_link_t *v)
         [JN_COL_ROUTER_LINK_IDENTITY] = jn_mv_str(id),
         [JN_COL_ROUTER_LINK_TYPE] = jn_mv_str(FULL("router.link")),
         [JN_COL_ROUTER_LINK_LINK_NAME] = jn_mv_str(v->name),
-        [JN_COL_ROUTER_LINK_LINK_TYPE] = jn_mv_str(v->type == JN_LINK_CONTROL ? "router-control"
-                                                   : v->type == JN_LINK_DATA  ? "inter-router"
-                                                                              : "endpoint"),
+        [JN_COL_ROUTER_LINK_LINK_TYPE] =
+            jn_mv_str(v->type == JN_LINK_CONTROL         ? "router-control"
+                      : v->type == JN_LINK_DATA          ? "inter-router"
+                      : v->type == JN_LINK_EDGE_DOWNLINK ? "edge-downlink" /* as 1.19 */
+                                                         : "endpoint"),
         [JN_COL_ROUTER_LINK_LINK_DIR] = jn_mv_str(v->dir == JN_LINK_INCOMING ? "in" : "out"),
         [JN_COL_ROUTER_LINK_OWNING_ADDR] =
             v->owning_addr ? jn_mv_strn(v->owning_addr, v->owning_addr_len) : jn_mv_null(),
@@ -252,11 +255,12 @@ static bool addr_row(void *arg, const jn_view_addr_t *v)
         [JN_COL_ROUTER_ADDRESS_IDENTITY] = key,
         [JN_COL_ROUTER_ADDRESS_TYPE] = jn_mv_str(FULL("router.address")),
         [JN_COL_ROUTER_ADDRESS_KEY] = key,
-        [JN_COL_ROUTER_ADDRESS_DISTRIBUTION] = jn_mv_str(dist_name(v->distribution)),
+        [JN_COL_ROUTER_ADDRESS_DISTRIBUTION] =
+            jn_mv_str(v->link_route ? "linkBalanced" : dist_name(v->distribution)),
         [JN_COL_ROUTER_ADDRESS_IN_PROCESS] = jn_mv_uint(v->in_process),
         [JN_COL_ROUTER_ADDRESS_SUBSCRIBER_COUNT] = jn_mv_uint(v->consumers),
         [JN_COL_ROUTER_ADDRESS_REMOTE_COUNT] = jn_mv_uint(v->remote),
-        [JN_COL_ROUTER_ADDRESS_CONTAINER_COUNT] = jn_mv_uint(0),
+        [JN_COL_ROUTER_ADDRESS_CONTAINER_COUNT] = jn_mv_uint(v->containers),
         [JN_COL_ROUTER_ADDRESS_REMOTE_HOST_ROUTERS] =
             (jn_mv_t){.kind = JN_MV_STRLIST, .len = v->n_remote_hosts, .v.list = v->remote_hosts},
         [JN_COL_ROUTER_ADDRESS_DELIVERIES_INGRESS] = jn_mv_ulong(v->ingress),

@@ -24,7 +24,7 @@ import unittest
 
 from proton import Delivery, Endpoint, Message, Timeout, symbol
 from proton.reactor import AtMostOnce
-from proton.utils import BlockingConnection, SyncRequestResponse
+from proton.utils import BlockingConnection, LinkDetached, SendException, SyncRequestResponse
 
 from mesh import distinct_ports
 from test_mesh_failover import FlowAndKill
@@ -221,6 +221,42 @@ class EdgeInteriorTest(RouterTestCase):
         self.assertGreaterEqual(time.monotonic() - t0, 8.0)
         self.assertIn("heartbeat", s.closed_with.description)
         self.assertIn("sent no heartbeat", r.log())
+
+    def test_heartbeat_endpoint_on_a_client_connection(self):
+        """_$qd.edge_heartbeat is served on every connection, as 1.19: a
+        client's sender to it gets credit and its beats are consumed; a
+        receiver on it is closed without an error condition. (A sender
+        that then goes silent for 8 s has its connection closed, as an
+        edge's: test_silent_edge_is_closed; qd119 system_tests_heartbeats.)"""
+        r, _ = interior(self)
+        conn = BlockingConnection(r.url, timeout=10 * SLOW)
+        self.addCleanup(conn.close)
+        s = conn.create_sender("_$qd.edge_heartbeat", name="hb")
+        for i in range(3):
+            s.send(Message(body=i), timeout=10 * SLOW)  # accepted (consumed), not stuck
+        with self.assertRaises(LinkDetached) as cm:
+            conn.create_receiver("_$qd.edge_heartbeat", name="hb-rx")
+        self.assertIsNone(cm.exception.link.remote_condition)
+
+    def test_lookup_service_refuses_what_is_not_an_edge_request(self):
+        """_$qd.addr_lookup, as 1.19: a sender to it from a connection that
+        is not an edge's is refused, so is a receiver on it; an invalid
+        request is rejected (not released)."""
+        r, eport = interior(self)
+        for url, receiver in ((r.url, False), ("amqp://127.0.0.1:%d" % eport, True)):
+            conn = BlockingConnection(url, timeout=10 * SLOW)
+            self.addCleanup(conn.close)
+            with self.assertRaises(LinkDetached):
+                if receiver:
+                    conn.create_receiver("_$qd.addr_lookup", name="lookup-rx")
+                else:
+                    conn.create_sender("_$qd.addr_lookup", name="lookup-tx")
+        conn = BlockingConnection("amqp://127.0.0.1:%d" % eport, timeout=10 * SLOW)
+        self.addCleanup(conn.close)
+        s = conn.create_sender("_$qd.addr_lookup", name="lookup-bad")
+        with self.assertRaises(SendException) as cm:
+            s.send(Message(body="not a lookup"), timeout=10 * SLOW)
+        self.assertEqual(cm.exception.state, Delivery.REJECTED)
 
     def test_second_edge_with_the_same_id_is_refused(self):
         r, eport = interior(self)
@@ -460,6 +496,9 @@ class EdgeRoutersTest(RouterTestCase):
         out = stat("--edge", url=u("I"))
         for name in ("E1", "E2", "E3"):
             self.assertRegex(out, r"\b%s\b +edge +in" % name)
+        # the interior's link to each edge's downlink has linkType edge-downlink (as 1.19)
+        links = query(u("I"), "org.apache.qpid.dispatch.router.link", ["linkType"])
+        self.assertEqual([x["linkType"] for x in links].count("edge-downlink"), 3)
 
 
 class EdgeSenderGoneTest(RouterTestCase):
@@ -503,7 +542,8 @@ class EdgeFailoverTest(RouterTestCase):
         messages flow from a sender on the edge to a receiver on the other
         interior: every message is accepted or comes back released or
         modified, every accepted one was received, and traffic resumes over
-        the other interior (the failover time is printed)."""
+        the other interior (the failover time is printed). The edge's
+        connection entities show only the uplink `active`."""
         ports = distinct_ports(["I1", "I2", "ir"])
         ir = conf_section("listener", {"name": "ir", "host": "127.0.0.1", "port": ports["ir"],
                                        "role": "inter-router", "saslMechanisms": "ANONYMOUS",
@@ -519,6 +559,13 @@ class EdgeFailoverTest(RouterTestCase):
         active = re.search(r"Edge uplink active: interior '(\w+)'", e.log()).group(1)
         other = "I2" if active == "I1" else "I1"
         self.wait_for("the edge attached", lambda: "Edge router 'E' attached" in r[active].log())
+
+        def actives():  # the edge's connection entities: active only the uplink (as 1.19)
+            return {c["container"]: c["active"] for c in
+                    query(e.url, "org.apache.qpid.dispatch.connection", ["container", "role", "active"])
+                    if c["role"] == "edge"}
+        self.wait_for("both uplink connections", lambda: len(actives()) == 2)
+        self.assertEqual(actives(), {active: True, other: False})
         s = FlowAndKill(e.url, r[other].url, total=4000, kill_after=800,
                         kill=lambda: r[active].signal(signal.SIGKILL))
         s.run()
@@ -530,6 +577,7 @@ class EdgeFailoverTest(RouterTestCase):
         self.assertLessEqual(accepted, s.received)  # none accepted and missing
         self.assertIsNotNone(s.first_after_kill, "no message accepted after the kill")
         self.assertIn("Edge uplink active: interior '%s'" % other, e.log())
+        self.assertEqual(actives(), {other: True})
         sys.stderr.write("\nedge failover: first message accepted %.2f s after the kill; "
                          "%d accepted, %d released/modified\n"
                          % (s.first_after_kill, len(accepted), 4000 - len(accepted)))

@@ -48,9 +48,9 @@ import threading
 import time
 import unittest
 
-from proton import Message, uint
+from proton import Message, symbol, uint
 from proton.handlers import MessagingHandler
-from proton.reactor import AtMostOnce, Container
+from proton.reactor import AtMostOnce, Container, LinkOption
 from proton.utils import BlockingConnection, SendException
 
 from harness import SLOW, RouterTestCase, conf_section
@@ -364,11 +364,11 @@ class EdgeLinkRouteTest(RouterTestCase):
 
         self.assertEqual(ask("svc.q", True, "client-1"), (0, [True, False]))  # no container
         self.assertEqual(ask("plain.q", False, "client-2"), (3, [False, False]))
-        # malformed: no opcode; released, no answer; the service goes on
+        # malformed: no opcode; rejected (as 1.19), no answer; the service goes on
         with self.assertRaises(SendException) as cm:
             s.send(Message(reply_to=reply_to, correlation_id="bad", body=["svc.q", True],
                            properties={"version": uint(1)}), timeout=TIMEOUT)
-        self.assertEqual(str(cm.exception.state), "RELEASED")
+        self.assertEqual(str(cm.exception.state), "REJECTED")
         self.service(i1.url, "svc-1")
         self.wait("container known", lambda: "container_id=svc-1" in i1.log())
         self.assertEqual(ask("svc.q", False, "client-3"), (0, [True, True]))
@@ -392,6 +392,33 @@ class EdgeLinkRouteTest(RouterTestCase):
             rx.accept()
         self.assertEqual(got, ["wp-%d" % i for i in range(4)])
         self.assertEqual([b for _, b in queue.got], ["wp-%d" % i for i in range(4)])
+
+    def test_waypoint_client_links(self):
+        """A waypoint served by a client whose receiver's source and
+        sender's target have the capability qd.waypoint (as 1.19's
+        multi-phase tests attach them): its receiver takes phase 0, its
+        sender feeds phase 1, whatever the address's configured phases
+        would give a plain link of that direction."""
+        wp = conf_section("address", {"prefix": "cwp", "waypoint": "yes"})
+        i1, _ = self.mesh(interior_extra=wp, edge_extra=wp)
+
+        class Waypoint(LinkOption):
+            def apply(self, link):
+                t = link.target if link.is_sender else link.source
+                t.capabilities.put_object(symbol("qd.waypoint"))
+
+        c = BlockingConnection(i1.url, timeout=TIMEOUT)
+        self.addCleanup(c.close)
+        rx = c.create_receiver("cwp.q", credit=10, name="rx")
+        wp_rx = c.create_receiver("cwp.q", credit=10, name="wp-rx", options=Waypoint())
+        # pre-settled: a blocking send would wait for the waypoint's accept
+        wp_tx = c.create_sender("cwp.q", name="wp-tx", options=[Waypoint(), AtMostOnce()])
+        tx = c.create_sender("cwp.q", name="tx", options=AtMostOnce())
+        for i in range(3):
+            tx.send(Message(body="c-%d" % i), timeout=TIMEOUT)
+            m = wp_rx.receive(timeout=TIMEOUT)  # phase 0: the waypoint's
+            wp_tx.send(Message(body=m.body + "-through"), timeout=TIMEOUT)
+            self.assertEqual(rx.receive(timeout=TIMEOUT).body, "c-%d-through" % i)
 
     def tool(self, name, *args):
         tools = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools")

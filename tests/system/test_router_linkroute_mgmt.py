@@ -8,7 +8,8 @@ no broker needed.
   mandatory"), with a phase out of 0..9, with both connection and
   containerId; a linkRoute without direction, with both or neither of
   prefix and pattern, with a name already taken (a second link route with
-  a prefix already routed is kept, as in 1.19). Nothing refused is kept.
+  a prefix already routed is kept, as in 1.19), a pattern with no tokens
+  (only separators). Nothing refused is kept.
 - `junction-stat --linkroutes` and `--autolinks` print 1.19's columns
   (qdstat: address/dir/distrib/status, the two external-prefix columns
   when some route has one; addr/dir/phs/extAddr/link/status/lastErr) with
@@ -62,6 +63,8 @@ class LinkRouteManagementTest(RouterTestCase):
              "Cannot specify both a 'prefix' and a 'pattern' attribute"),
             (LR, {"direction": "in"},
              "Either a 'prefix' or 'pattern' attribute must be provided"),
+            (LR, {"pattern": "///", "direction": "in"},
+             "linkRoute: attribute 'pattern' has no tokens"),
         ]
         for i, (etype, attrs, says) in enumerate(cases):
             with self.subTest(attrs=attrs):

@@ -24,6 +24,7 @@ import time
 
 from proton import Delivery, Endpoint, Handler, Message, symbol
 from proton.reactor import Container
+from proton.utils import BlockingConnection
 
 from harness import SLOW, Router, RouterTestCase, conf_section, free_port
 from test_router_entities import Manager
@@ -296,6 +297,66 @@ class PassThroughTest(LinkRouteCase):
         self.wait_log(r, "Connection Opened: dir=out")
         self.check_both_ways(r, b)
 
+    def test_link_routes_in_management(self):
+        """A link route's address is listed from its creation (as 1.19):
+        router.address has its key, distribution linkBalanced, with the
+        number of its containers connected; the container's connection has
+        role route-container; a link-routed link's owningAddr is its
+        terminus address (it is bound to no address)."""
+        b = self.fake()
+        r = self.start_config("R", config("R", extra=fake_connector(b) + link_route("lr", "in") +
+                                          link_route("lr", "out") + link_route("nobody", "in",
+                                                                               "n", "absent")))
+        self.wait_log(r, "Connection Opened: dir=out")
+        m = Manager(r.url)
+        self.addCleanup(m.close)
+        rows = {a["name"]: a for a in m.query("router.address",
+                                              ["name", "distribution", "containerCount"])}
+        for key, containers in (("Clr", 1), ("Dlr", 1), ("Cnobody", 0)):
+            self.assertIn(key, rows)
+            self.assertEqual((rows[key]["distribution"], rows[key]["containerCount"]),
+                             ("linkBalanced", containers))
+        roles = {c["container"]: c["role"] for c in m.query("connection", ["container", "role"])}
+        self.assertEqual(roles["fake-broker"], "route-container")
+        conn = BlockingConnection(r.url, timeout=TIMEOUT)
+        self.addCleanup(conn.close)
+        conn.create_receiver("lr.out.mgmt", credit=1)
+        links = [x for x in m.query("router.link", ["owningAddr", "linkDir"])
+                 if x["owningAddr"] == "lr.out.mgmt"]
+        self.assertEqual(sorted(x["linkDir"] for x in links), ["in", "out"])
+
+    def test_resumable_link_routes_refused_when_not_allowed(self):
+        """router.allowResumableLinkRoute false (1.19): a link-routed
+        attach whose terminus would outlive the link (expiry-policy never,
+        or a timeout) is refused; others are routed."""
+        from proton import Terminus
+        from proton.reactor import DurableSubscription, LinkOption
+        from proton.utils import LinkDetached
+
+        class Timeout(LinkOption):
+            def apply(self, link):
+                link.target.timeout = 10
+
+        b = self.fake()
+        text = config("R", extra=fake_connector(b) + link_route("lr", "in") +
+                      link_route("lr", "out")).replace(
+            "router {\n", "router {\n    allowResumableLinkRoute: no\n", 1)
+        r = self.start_config("R", text)
+        self.wait_log(r, "Connection Opened: dir=out")
+        c = BlockingConnection(r.url, timeout=TIMEOUT)
+        self.addCleanup(c.close)
+        c.create_receiver("lr.plain", name="plain-rx")
+        c.create_sender("lr.plain", name="plain-tx")
+        for name, make in (("durable", lambda: c.create_receiver(
+                "lr.d", name="durable", options=DurableSubscription())),
+                           ("timeout", lambda: c.create_sender("lr.t", name="timeout",
+                                                               options=Timeout()))):
+            with self.subTest(name=name):
+                with self.assertRaises(LinkDetached):
+                    make()
+        with b.lock:
+            self.assertEqual(sorted(n for n, _ in b.attached), ["plain-rx", "plain-tx"])
+
     def test_octets_and_tags_across_two_routers(self):
         b = self.fake()
         ir = free_port()
@@ -306,6 +367,25 @@ class PassThroughTest(LinkRouteCase):
         self.wait_log(rb, "Connection Opened: dir=out")
         self.wait_keys(ra, ["Clr", "Dlr"])
         self.check_both_ways(ra, b)
+
+    def test_pattern_link_route_across_two_routers(self):
+        """A pattern link route of another router (its E/F key in the
+        mesh) routes an attach here, as a prefix one does (as 1.19)."""
+        b = self.fake()
+        ir = free_port()
+        pat = "".join(conf_section("linkRoute", {"pattern": "pat.*.q", "direction": d,
+                                                 "connection": "fake"}) for d in ("in", "out"))
+        rb = self.start_config("B", config("B", "interior", fake_connector(b) + pat,
+                                           ir_listen=ir))
+        ra = self.start_config("A", config("A", "interior", ir_connect=ir))
+        self.wait_log(rb, "Connection Opened: dir=out")
+        self.wait_keys(ra, ["Epat.*.q", "Fpat.*.q"])
+        items = [("tag-%d" % i, raw_message(i)) for i in range(2)]
+        s = send_raw(ra.url, "pat.x.q", items)
+        self.assertFalse(s.timed_out, self.logs())
+        self.assertEqual(s.outcomes, [Delivery.ACCEPTED] * 2)
+        with b.lock:
+            self.assertEqual([(a, t) for a, t, _ in b.got], [("pat.x.q", t) for t, _ in items])
 
 
 LR = "org.apache.qpid.dispatch.router.config.linkRoute"
@@ -825,3 +905,13 @@ class MixedMeshTest(LinkRouteCase):
         self.assertEqual(back, out)
         with b.lock:
             self.assertIn(("fwd-recv@remote-client", "lr.to.f"), b.attached)
+        # an attach from a router for an address J routes by no link route
+        # (its route went while the attach was on its way) is refused, not
+        # bound to a mobile address that J would advertise back for as long
+        # as the link lives
+        f.later(lambda: f.attach("fwd-gone@remote-client", "gone.route", False))
+        self.wait_for("the refusal", lambda: f.outcomes.get("fwd-gone@remote-client"), TIMEOUT)
+        self.assertEqual(f.outcomes["fwd-gone@remote-client"], ["error amqp:not-found"])
+        m = Manager(j.url)
+        self.addCleanup(m.close)
+        self.assertNotIn("M0gone.route", [a["name"] for a in m.query("router.address", ["name"])])

@@ -3,7 +3,8 @@
  * (router/core/linkroute.c) against the fake I/O layer: the attach goes to
  * the container's connection as a JN_WORK_LINK_ATTACH, the client is
  * answered only when the container answered, deliveries and credit pass
- * between the paired links, a detach passes its error on, no container is
+ * between the paired links, a detach passes its error on (and closed=false:
+ * a detach stays a detach), no container is
  * amqp:not-found; an
  * auto-link attaches when its container connects and binds to its phase.
  */
@@ -164,6 +165,30 @@ static void test_client_gone_before_the_container_answered(void **state)
     expect_and_free(broker, JN_WORK_LINK_RELEASED);
 }
 
+static void test_detach_without_close_passes_on_as_detach(void **state)
+{
+    (void)state;
+    fake_conn_t *broker = open_conn("broker");
+    fake_conn_t *client = open_conn("client");
+    jn_core_link_t *cl = attach_raw(client, JN_LINK_OUTGOING, "q.d", "receiver-2", NULL);
+    jn_work_t *w = expect_work(broker, JN_WORK_LINK_ATTACH);
+    void *ref = w->attach.ref;
+    jn_work_free(w);
+    jn_core_link_t *bl = attach_raw(broker, JN_LINK_INCOMING, "q.d", "receiver-2", ref);
+    jn_core_link_answered_IO(bl);
+    expect_and_free(client, JN_WORK_LINK_OPEN);
+    /* the client detaches with closed=false: the container's link is
+     * detached, not closed, so that the link can be resumed end to end */
+    jn_core_link_set_unclosed_IO(cl);
+    jn_core_link_detached_IO(cl);
+    w = expect_work(broker, JN_WORK_LINK_DETACH);
+    assert_null(w->condition);
+    jn_work_free(w);
+    expect_and_free(client, JN_WORK_LINK_RELEASED);
+    jn_core_link_detached_IO(bl);
+    expect_and_free(broker, JN_WORK_LINK_RELEASED);
+}
+
 static void call_autolink_add(void *arg, jn_core_t *core)
 {
     assert_int_equal(jn_core_autolink_add_CT(core, arg), 0);
@@ -235,6 +260,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_container_lost_detaches_with_routed_link_lost,
                                         setup_routes, teardown_core),
         cmocka_unit_test_setup_teardown(test_client_gone_before_the_container_answered,
+                                        setup_routes, teardown_core),
+        cmocka_unit_test_setup_teardown(test_detach_without_close_passes_on_as_detach,
                                         setup_routes, teardown_core),
         cmocka_unit_test_setup_teardown(test_autolink_attaches_when_its_container_connects,
                                         setup_balanced, teardown_core),

@@ -223,6 +223,24 @@ static void vhost_groups_read_as_raw_json(void **state)
     jn_config_free(cfg);
 }
 
+static void vhost_groups_one_line_entries_with_trailing_commas(void **state)
+{
+    (void)state;
+    /* 1.19 drops a ',' before '}' or ']' in the raw maps, so each group may
+     * be one line ending in ',' and several may share a line. */
+    jn_config_t *cfg = load("vhost {\n hostname: example.com\n groups: {\n"
+                            "  \"$default\": {\"users\": \"*\", \"sources\": [\"a\", \"b\",],},\n"
+                            "  \"x\": {\"users\": \"u1\"}, \"y\": {\"users\": \"u2\"},\n"
+                            " }\n}\n");
+    const jn_config_value_t *g = jn_config_entity_get(nth(cfg, "vhost", 0), "groups");
+    const jn_config_value_t *d = jn_config_value_lookup(g, "$default");
+    assert_string_equal(jn_config_value_string(jn_config_value_lookup(d, "users")), "*");
+    assert_int_equal(jn_config_value_count(jn_config_value_lookup(d, "sources")), 2);
+    const jn_config_value_t *y = jn_config_value_lookup(g, "y");
+    assert_string_equal(jn_config_value_string(jn_config_value_lookup(y, "users")), "u2");
+    jn_config_free(cfg);
+}
+
 static void map_named_otherwise_follows_normal_rules(void **state)
 {
     (void)state;
@@ -548,6 +566,7 @@ int main(void)
         cmocka_unit_test(values_taken_literally_no_substitution),
         cmocka_unit_test(open_properties_read_as_raw_json),
         cmocka_unit_test(vhost_groups_read_as_raw_json),
+        cmocka_unit_test(vhost_groups_one_line_entries_with_trailing_commas),
         cmocka_unit_test(map_named_otherwise_follows_normal_rules),
         cmocka_unit_test(names_normalised_to_camel_case),
         cmocka_unit_test(section_names_map_to_entity_types),

@@ -173,12 +173,15 @@ typedef struct jn_io_config {
  * "Policy"): strings are borrowed for the call that takes them. users and
  * remote_hosts are comma-separated lists, "*" matching any; a remote host
  * is an address as the peer's socket gives it. max_per_user/max_per_host:
- * JN_IO_NO_POLICY_LIMIT takes the vhost's. */
+ * JN_IO_NO_POLICY_LIMIT takes the vhost's. max_connections: the group's
+ * connections open at once in the vhost (JN_IO_NO_POLICY_LIMIT: no limit
+ * of the group's own). */
 typedef struct jn_io_vhost_group {
     const char *name;
     const char *users;
     const char *remote_hosts;
     uint32_t max_per_user, max_per_host;
+    uint32_t max_connections;
     /* link rules, checked at attach: sources/targets are comma- or
      * space-separated addresses ("*" any, "abc*" a prefix, "${user}" the
      * user's name), source_pattern/target_pattern address patterns ('.'

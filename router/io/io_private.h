@@ -442,8 +442,9 @@ struct jn_io_conn {
     bool strip_inbound, strip_outbound;
     bool policy_counted; /* counted in io->policy_current (set at accept) */
     /* counted in its vhost's figures (io_policy.c; under io->lock): the
-     * vhost's hostname, the user and the remote host it was counted as */
-    char *vhost_name, *vhost_user, *vhost_host;
+     * vhost's hostname, the user, the remote host and the user group
+     * ("" for none) it was counted as */
+    char *vhost_name, *vhost_user, *vhost_host, *vhost_group;
     /* the link rules of its user group (io_policy.c), NULL when the vhost
      * policy does not govern it; conn's loop after the Open */
     struct jn_io_vhost_rules *vhost_rules;

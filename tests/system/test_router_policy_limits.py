@@ -150,6 +150,29 @@ class VhostLimitsTest(RouterTestCase):
         self.assertIn("%s:%d: vhost 'b.example' attribute 'maxMessageSize' must be an integer "
                       "from 0" % (path, v), p.stderr)
 
+    def test_group_max_connections_and_values_as_strings(self):
+        # A group's maxConnections bounds its connections open at once in
+        # the vhost; booleans and integers may be written as strings, and
+        # each group on one line ending in ',', as 1.19 reads them.
+        text = ('vhost {\n    hostname: g.example\n    groups: {\n'
+                '        "$default": {"users": "*", "remoteHosts": "*", "sources": "*", '
+                '"targets": "*", "maxConnections": "2", "allowAnonymousSender": "false"},\n'
+                '    }\n}\n')
+        r = self.start(text)
+        held = [BlockingConnection(r.url, timeout=10 * SLOW, virtual_host="g.example")
+                for _ in range(2)]
+        try:
+            self.assertIn(DENIED, refusal(r.url, "g.example") or "")
+            with self.assertRaises(LinkDetached):
+                held[0].create_sender(None)
+            held.pop().close()
+            self.wait_for("room in the group",
+                          lambda: refusal(r.url, "g.example") is None)
+        finally:
+            for c in held:
+                c.close()
+        self.assertIn("user group maxConnections reached", r.log())
+
     def test_max_senders_and_receivers(self):
         r = self.start(vhost_section("n.example", group(maxSenders=2, maxReceivers=1)),
                        vhost_section("none.example", group(maxSenders=0)))

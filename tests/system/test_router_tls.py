@@ -400,6 +400,14 @@ class TlsConfigTest(TlsTestCase):
         self.assertRegex(p.stderr, re.escape(path) + r":\d+: listener: sslProfile 'nosuch' is "
                                    r"not defined")
 
+    def test_ssl_protocol_names_accepted_but_allow_no_handshake(self):
+        # 1.19 accepts a profile naming SSLv23; no SSL protocol is spoken,
+        # so every handshake with it fails and the router goes on.
+        r = self.tls_router(profile=self.profile(protocols="SSLv23"))
+        with self.assertRaises(Exception):
+            exchange(r.tls_url, client_domain(self.certs), count=1)
+        exchange(self.plain_url, count=1)
+
     def test_protocols_and_ciphers_are_applied(self):
         r = self.tls_router(profile=self.profile(protocols="TLSv1.2",
                                                  ciphers="ECDHE-ECDSA-AES128-GCM-SHA256"))

@@ -98,6 +98,12 @@ typedef struct jn_endpoint_config {
      * hostname chooses; docs/design.md "Policy") */
     const char *policy_vhost;
     const char *sasl_password;
+    /* listener failoverUrls (1.19; old name failoverList): comma-separated
+     * "[scheme://]host[:port]" sent to each client in the Open's
+     * properties as failover-server-list, a list of maps (scheme,
+     * network-host, port: strings) that clients reconnect to. NULL or "":
+     * none sent. */
+    const char *failover_urls;
 
     /* listener saslPlugin: the authServicePlugin it names (router/io/
      * authsvc.c, docs/design.md "The auth service"): every client's SASL

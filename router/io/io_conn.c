@@ -70,6 +70,66 @@ static void put_symbol(pn_data_t *d, const char *s)
     pn_data_put_symbol(d, pn_bytes(strlen(s), s));
 }
 
+static void put_string(pn_data_t *d, const char *s, size_t n)
+{
+    pn_data_put_string(d, pn_bytes(n, s));
+}
+
+/* One failover URL "[scheme://]host[:port]" (n octets at s, trimmed) as
+ * the map clients read: scheme (when given), network-host, port (when
+ * given); an IPv6 host is written in brackets, which stay. */
+static void put_failover_url(pn_data_t *d, const char *s, size_t n)
+{
+    pn_data_put_map(d);
+    pn_data_enter(d);
+    const char *sep = NULL;
+    for (size_t i = 0; i + 3 <= n && !sep; i++)
+        if (memcmp(s + i, "://", 3) == 0)
+            sep = s + i;
+    if (sep) {
+        put_symbol(d, "scheme");
+        put_string(d, s, (size_t)(sep - s));
+        n -= (size_t)(sep + 3 - s);
+        s = sep + 3;
+    }
+    const char *colon = NULL;
+    for (size_t i = n; i > 0 && !colon; i--)
+        if (s[i - 1] == ']')
+            break;
+        else if (s[i - 1] == ':')
+            colon = s + i - 1;
+    put_symbol(d, "network-host");
+    put_string(d, s, colon ? (size_t)(colon - s) : n);
+    if (colon) {
+        put_symbol(d, "port");
+        put_string(d, colon + 1, n - (size_t)(colon + 1 - s));
+    }
+    pn_data_exit(d);
+}
+
+/* A listener's failoverUrls as the failover-server-list property. */
+static void put_failover_list(pn_data_t *props, const char *urls)
+{
+    put_symbol(props, "failover-server-list");
+    pn_data_put_list(props);
+    pn_data_enter(props);
+    for (const char *p = urls; *p;) {
+        size_t n = strcspn(p, ",");
+        const char *s = p;
+        size_t len = n;
+        while (len && (*s == ' ' || *s == '\t')) {
+            s++;
+            len--;
+        }
+        while (len && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+            len--;
+        if (len)
+            put_failover_url(props, s, len);
+        p += n + (p[n] == ',');
+    }
+    pn_data_exit(props);
+}
+
 /* The open frame qdrouterd 1.19 sends (docs/protocol.md, "Inter-router connections"): container id,
  * the ANONYMOUS-RELAY and qd.streaming-links capabilities (offered and
  * desired) and the product properties; on inter-router connections also
@@ -106,6 +166,8 @@ static void conn_decorate(jn_io_conn_t *conn)
         put_symbol(props, "qd.annotations-version");
         pn_data_put_int(props, 1);
     }
+    if (conn->incoming && cfg->failover_urls)
+        put_failover_list(props, cfg->failover_urls);
     pn_data_exit(props);
 }
 

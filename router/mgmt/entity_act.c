@@ -285,6 +285,7 @@ static int endpoint_config(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_endpoint_co
         .handshake_timeout_seconds = listener ? u32(e, "initialHandshakeTimeoutSeconds") : 0,
         .sasl_username = listener ? NULL : jn_mgmt_entity_str(e, "saslUsername"),
         .policy_vhost = jn_mgmt_entity_str(e, "policyVhost"), /* listener or connector */
+        .failover_urls = listener ? jn_mgmt_entity_str(e, "failoverUrls") : NULL,
     };
     const char *spec = listener ? NULL : jn_mgmt_entity_str(e, "saslPassword");
     if (!spec)

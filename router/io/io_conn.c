@@ -805,6 +805,17 @@ static void on_session_close(jn_io_conn_t *conn, pn_session_t *ssn)
     pn_session_free(ssn);
 }
 
+/* The maxMessageSize that applies to what conn's peer sends (0: none). As
+ * 1.19, a message is checked where it enters the mesh: not on inter-router
+ * connections, nor on an edge router's own connection to its interior
+ * (the interior's limit applies past it); an interior checks its edges. */
+static uint64_t endpoint_max_message_size(const jn_io_conn_t *conn)
+{
+    if (conn->inter_router || (conn->edge && !conn->incoming))
+        return 0;
+    return conn->endpoint->cfg.max_message_size;
+}
+
 /* jn_io_link_new_IO: our object for proton link pl on conn, registered on
  * the connection; NULL on ENOMEM. The connection's I/O thread. */
 jn_io_link_t *jn_io_link_new_IO(jn_io_conn_t *conn, pn_link_t *pl)
@@ -824,7 +835,7 @@ jn_io_link_t *jn_io_link_new_IO(jn_io_conn_t *conn, pn_link_t *pl)
         conn->links->prev = link;
     conn->links = link;
     pn_link_set_context(pl, link);
-    link->max_message_size = conn->endpoint->cfg.max_message_size;
+    link->max_message_size = endpoint_max_message_size(conn);
     if (link->dir == JN_LINK_INCOMING && conn->check_user)
         link->rx_checks = JN_IO_RX_CHECK_USER_ID;
     if (link->dir == JN_LINK_INCOMING)
@@ -963,7 +974,7 @@ static void link_open_IO(jn_io_link_t *link, const char *address)
      * (not the cap on inter-router control links, which 1.19 does not
      * advertise) */
     uint64_t max =
-        link->policy_counted ? link->max_message_size : link->conn->endpoint->cfg.max_message_size;
+        link->policy_counted ? link->max_message_size : endpoint_max_message_size(link->conn);
     if (link->dir == JN_LINK_INCOMING && max)
         pn_link_set_max_message_size(pl, max);
     pn_link_open(pl);

@@ -104,6 +104,13 @@ typedef struct jn_endpoint_config {
      * network-host, port: strings) that clients reconnect to. NULL or "":
      * none sent. */
     const char *failover_urls;
+    /* listener or connector openProperties (1.19): an AMQP-encoded map
+     * (open_properties_len octets; NULL: none) whose entries are added to
+     * the properties of the Open the router sends on the endpoint's
+     * connections, keys as symbols. The config checks have refused
+     * reserved keys and the inter-router and edge roles. */
+    const uint8_t *open_properties;
+    size_t open_properties_len;
 
     /* listener saslPlugin: the authServicePlugin it names (router/io/
      * authsvc.c, docs/design.md "The auth service"): every client's SASL

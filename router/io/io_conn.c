@@ -168,6 +168,8 @@ static void conn_decorate(jn_io_conn_t *conn)
     }
     if (conn->incoming && cfg->failover_urls)
         put_failover_list(props, cfg->failover_urls);
+    if (cfg->open_properties)
+        jn_io_put_open_properties(props, cfg->open_properties, cfg->open_properties_len);
     pn_data_exit(props);
 }
 

@@ -898,6 +898,11 @@ void jn_io_state_apply_IO(pn_disposition_t *local, const jn_disposition_t *d);
 /* jn_io_render_properties_IO: a peer's open properties as management shows
  * them (an encoded map with string keys; heap, the caller's), or NULL/0. */
 void jn_io_render_properties_IO(pn_data_t *props, uint8_t **out, size_t *len);
+/* jn_io_put_open_properties: the entries of the AMQP-encoded map raw (len
+ * octets: an endpoint's openProperties) added to props, an open map being
+ * written: keys as symbols, values as jn_io_render_properties_IO keeps
+ * them. Nothing on a decode error. Any thread (props is the caller's). */
+void jn_io_put_open_properties(pn_data_t *props, const uint8_t *raw, size_t len);
 
 /* io_recv.c: the receive path (incoming links) */
 void jn_io_rx_delivery_IO(jn_io_link_t *link, pn_delivery_t *pd);

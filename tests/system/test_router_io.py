@@ -5,7 +5,7 @@ last octets, proton's idle timeout on a connector whose peer never speaks
 is in progress, a listener deleted and created again on its port, and a
 connection moved to the thread of the connection it exchanges its
 deliveries with (while it streams, and while its peer is killed), and a
-listener's failoverUrls sent to its clients in the Open.
+listener's failoverUrls and openProperties sent to its clients in the Open.
 Everything on 127.0.0.1; each test bounded in time.
 """
 import json
@@ -121,6 +121,23 @@ class IoEdgeTest(RouterTestCase):
         self.assertEqual(fol, [{"network-host": "second", "port": "25000"},
                                {"scheme": "amqps", "network-host": "third", "port": "5671"},
                                {"network-host": "[::1]", "port": "7"}])
+
+    def test_listener_open_properties_in_the_open(self):
+        # As 1.19: the configured map's entries join the router's own
+        # properties, keys as symbols, JSON types kept.
+        from proton import symbol
+        from proton.utils import BlockingConnection
+        r = self.start_router(listener={"openProperties": '{\n "app": "shop",\n'
+                                        ' "n": [1, -0.5, {"a": null, "b": true}],\n}'})
+        c = BlockingConnection(r.url, timeout=TIMEOUT)
+        try:
+            props = c.conn.remote_properties
+        finally:
+            c.close()
+        self.assertEqual(props["app"], "shop")
+        self.assertIsInstance(list(props)[list(props).index("app")], symbol)
+        self.assertEqual(props["n"], [1, -0.5, {"a": None, "b": True}])
+        self.assertEqual(props["product"], "qpid-dispatch-router")
 
     def test_a_flow_moves_onto_one_thread_and_loses_nothing(self):
         """With two worker threads, round-robin placement puts a sender's

@@ -535,6 +535,8 @@ static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
         if (remote > cost)
             cost = remote; /* both ends agree on the larger (2.2) */
     }
+    if (conn->inter_router || conn->edge)
+        jn_io_ir_log_annotations_version_IO(conn, pc);
     jn_conn_info_t info = {
         .conn_id = conn->id,
         .container_id = container ? container : "",

@@ -937,6 +937,10 @@ void jn_io_tx_link_gone_IO(jn_io_link_t *link);
 /* The peer's qd.inter-router-cost from its open's properties (an AMQP int
  * only, docs/protocol.md, "Inter-router connections"), or 0. */
 uint32_t jn_io_ir_remote_cost(pn_connection_t *pc);
+/* Log (ROUTER debug, 1.19's words, which tools and tests grep) the
+ * qd.annotations-version an inter-router or edge peer's open states. The
+ * connection's loop thread. */
+void jn_io_ir_log_annotations_version_IO(jn_io_conn_t *conn, pn_connection_t *pc);
 /* Connector side of an inter-router connection, once open: begin the 11
  * sessions and attach the 2 control and 20 data links in 1.19's order,
  * each reported to the core as a local link. */

@@ -138,6 +138,11 @@ class TwoRouters(MeshCase):
         self.anycast(self.m["A"], self.m["B"], 500)
         self.anycast(self.m["B"], self.m["A"], 200)
 
+    def test_peer_annotations_version_logged_in_1_19_words(self):
+        for name in ("A", "B"):
+            self.assertIn("ROUTER (debug) Remote router annotations version: 1",
+                          self.m[name].log())
+
     def test_presettled_across_two_routers(self):
         self.anycast(self.m["A"], self.m["B"], 300, presettled=True)
 

@@ -721,6 +721,10 @@ static void on_transport_closed(jn_io_conn_t *conn)
     io->live_conns--;
     if (conn->policy_counted)
         io->policy_current--;
+    uint64_t n_connections = io->policy_current;
+    pthread_mutex_unlock(&io->lock);
+    jn_io_vhost_log_close_IO(conn, n_connections); /* before its rules go */
+    pthread_mutex_lock(&io->lock);
     jn_io_vhost_uncount_locked(io, conn);
     pthread_cond_broadcast(&io->cond);
     pthread_mutex_unlock(&io->lock);

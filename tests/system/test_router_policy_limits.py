@@ -65,6 +65,8 @@ class VhostLimitsTest(RouterTestCase):
         attrs = {"enableVhostPolicy": "yes", "defaultVhost": "free.example"}
         attrs.update(policy_attrs)
         return self.start_router(extra=conf_section("policy", attrs)
+                                 + conf_section("log", {"module": "POLICY",
+                                                        "enable": "debug+"})
                                  + vhost_section("free.example", ALL) + "".join(vhosts))
 
     def send_big(self, r, hostname, size, expect_denial=False):
@@ -203,6 +205,11 @@ class VhostLimitsTest(RouterTestCase):
             c.create_receiver("a")
         finally:
             c.close()
+        # as 1.19, each closed connection's denials (POLICY debug)
+        self.wait_for("the close's resources line", lambda: re.search(
+            r"Connection '127\.0\.0\.1:\d+' closed with resources n_sessions=\d+, "
+            r"n_senders=\d+, n_receivers=\d+, sessions_denied=0, senders_denied=1, "
+            r"receivers_denied=1\. nConnections= \d+\.", r.log()))
         log = r.log()
         self.assertEqual(len(re.findall(r"DENY AMQP Attach sender .*maxSenders limit reached",
                                         log)), 2, log)

@@ -214,6 +214,10 @@ static int set_protocols(SSL_CTX *ctx, const char *list, char *err, size_t errle
     }
     SSL_CTX_set_min_proto_version(ctx, known[lo].version);
     SSL_CTX_set_max_proto_version(ctx, known[hi].version);
+    /* OpenSSL 3 speaks TLSv1 and TLSv1.1 only at security level 0: a
+     * profile that names them asks for them, as 1.19's did (and got) */
+    if (lo <= 1 && SSL_CTX_get_security_level(ctx) > 0)
+        SSL_CTX_set_security_level(ctx, 0);
     for (int k = lo; k <= hi; k++)
         if (!on[k])
             SSL_CTX_set_options(ctx, known[k].off);

@@ -241,6 +241,27 @@ static void vhost_groups_one_line_entries_with_trailing_commas(void **state)
     jn_config_free(cfg);
 }
 
+static void repeated_address_section_is_dropped_with_a_warning(void **state)
+{
+    (void)state;
+    const char *a = "address {\n prefix: mc\n distribution: multicast\n}\n";
+    char text[256];
+    snprintf(text, sizeof text, "%s%s%s", a, a, "address {\n prefix: mc\n}\n");
+    jn_config_t *cfg = load(text);
+    /* the exact repeat goes; the one that differs stays (the entity path
+     * refuses it) */
+    size_t addresses = 0;
+    for (size_t i = 0; i < jn_config_entity_count(cfg); i++)
+        addresses += strcmp(jn_schema_type_short_name(jn_config_entity_type(
+                                jn_config_entity_at(cfg, i))),
+                            "address") == 0;
+    assert_int_equal(addresses, 2);
+    assert_int_equal(jn_config_warning_count(cfg), 1);
+    assert_non_null(strstr(jn_config_warning_at(cfg, 0),
+                           ":5: address section repeats the one at line 1; it is ignored"));
+    jn_config_free(cfg);
+}
+
 static void map_named_otherwise_follows_normal_rules(void **state)
 {
     (void)state;
@@ -567,6 +588,7 @@ int main(void)
         cmocka_unit_test(open_properties_read_as_raw_json),
         cmocka_unit_test(vhost_groups_read_as_raw_json),
         cmocka_unit_test(vhost_groups_one_line_entries_with_trailing_commas),
+        cmocka_unit_test(repeated_address_section_is_dropped_with_a_warning),
         cmocka_unit_test(map_named_otherwise_follows_normal_rules),
         cmocka_unit_test(names_normalised_to_camel_case),
         cmocka_unit_test(section_names_map_to_entity_types),

@@ -752,10 +752,6 @@ const char *jn_io_vhost_link_check_IO(jn_io_link_t *link, const char *address, b
             link->max_message_size = r->max_message_size;
         return NULL;
     }
-    if (incoming)
-        conn->policy_senders_denied++;
-    else
-        conn->policy_receivers_denied++;
     jn_io_t *io = conn->io;
     pthread_mutex_lock(&io->lock);
     io->policy_links_denied++;
@@ -965,7 +961,6 @@ void jn_io_vhost_session_denied_IO(jn_io_conn_t *conn, pn_transport_t *t)
         !strstr(desc, "above negotiated channel_max"))
         return;
     count_denial(conn, 0);
-    conn->policy_sessions_denied++;
     JN_LOG(JN_LOG_MOD_POLICY, JN_LOG_INFO,
            JN_IO_CONN_FMT " DENY AMQP Begin Session for user '%s', rhost '%s', vhost '%s': "
                           "maxSessions %" PRIu32 " reached (the peer began a session past the "
@@ -981,14 +976,25 @@ void jn_io_vhost_log_close_IO(jn_io_conn_t *conn, uint64_t n_connections)
     unsigned sessions = 0;
     for (pn_session_t *s = pn_session_head(conn->pn_io, 0); s; s = pn_session_next(s, 0))
         sessions++;
+    /* the denials are the vhost's so far, as 1.19 reports them (its
+     * connections share their vhost's counts) */
+    uint64_t sd = 0, snd = 0, rcv = 0;
+    jn_io_t *io = conn->io;
+    pthread_mutex_lock(&io->lock);
+    struct jn_io_vhost_entry *v = vhost_find(io, conn->vhost_rules->vhost);
+    if (v) {
+        sd = v->session_denied;
+        snd = v->sender_denied;
+        rcv = v->receiver_denied;
+    }
+    pthread_mutex_unlock(&io->lock);
     JN_LOG(JN_LOG_MOD_POLICY, JN_LOG_DEBUG,
            JN_IO_CONN_FMT " Connection '%s' closed with resources n_sessions=%u, n_senders=%" PRIu32
-                          ", n_receivers=%" PRIu32 ", sessions_denied=%" PRIu32
-                          ", senders_denied=%" PRIu32 ", receivers_denied=%" PRIu32
+                          ", n_receivers=%" PRIu32 ", sessions_denied=%" PRIu64
+                          ", senders_denied=%" PRIu64 ", receivers_denied=%" PRIu64
                           ". nConnections= %" PRIu64 ".",
-           conn->id, conn->host, sessions, conn->policy_senders, conn->policy_receivers,
-           conn->policy_sessions_denied, conn->policy_senders_denied,
-           conn->policy_receivers_denied, n_connections);
+           conn->id, conn->host, sessions, conn->policy_senders, conn->policy_receivers, sd, snd,
+           rcv, n_connections);
 }
 
 bool jn_io_vhost_oversize_IO(jn_io_link_t *link)

@@ -451,9 +451,6 @@ struct jn_io_conn {
     /* the client's links its vhost group counts (maxSenders,
      * maxReceivers): its senders and receivers attached now; conn's loop */
     uint32_t policy_senders, policy_receivers;
-    /* its sessions, senders and receivers the vhost rules refused (logged
-     * when it closes, as 1.19); conn's loop */
-    uint32_t policy_sessions_denied, policy_senders_denied, policy_receivers_denied;
 
     /* atomic: the I/O side holds one reference until the pass that saw
      * PN_TRANSPORT_CLOSED is done, the core one from conn_opened until
@@ -768,7 +765,8 @@ size_t jn_io_vhost_session_window(const jn_io_conn_t *conn);
 bool jn_io_vhost_user_id_proxy(const jn_io_conn_t *conn);
 /* jn_io_vhost_log_close_IO: for a connection the vhost policy governed,
  * the POLICY debug line 1.19 writes when it closes ("closed with
- * resources ..."): its sessions and links now, what was denied, and
+ * resources ..."): its sessions and links now, the denials of its vhost
+ * so far (1.19's connections share their vhost's counts), and
  * n_connections (the policy's current count). conn's loop, not under
  * io->lock. */
 void jn_io_vhost_log_close_IO(jn_io_conn_t *conn, uint64_t n_connections);

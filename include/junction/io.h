@@ -102,6 +102,19 @@ typedef struct jn_endpoint_config {
      * hostname chooses; docs/design.md "Policy") */
     const char *policy_vhost;
     const char *sasl_password;
+    /* listener failoverUrls (1.19; old name failoverList): comma-separated
+     * "[scheme://]host[:port]" sent to each client in the Open's
+     * properties as failover-server-list, a list of maps (scheme,
+     * network-host, port: strings) that clients reconnect to. NULL or "":
+     * none sent. */
+    const char *failover_urls;
+    /* listener or connector openProperties (1.19): an AMQP-encoded map
+     * (open_properties_len octets; NULL: none) whose entries are added to
+     * the properties of the Open the router sends on the endpoint's
+     * connections, keys as symbols. The config checks have refused
+     * reserved keys and the inter-router and edge roles. */
+    const uint8_t *open_properties;
+    size_t open_properties_len;
 
     /* listener saslPlugin: the authServicePlugin it names (router/io/
      * authsvc.c, docs/design.md "The auth service"): every client's SASL
@@ -177,12 +190,15 @@ typedef struct jn_io_config {
  * "Policy"): strings are borrowed for the call that takes them. users and
  * remote_hosts are comma-separated lists, "*" matching any; a remote host
  * is an address as the peer's socket gives it. max_per_user/max_per_host:
- * JN_IO_NO_POLICY_LIMIT takes the vhost's. */
+ * JN_IO_NO_POLICY_LIMIT takes the vhost's. max_connections: the group's
+ * connections open at once in the vhost (JN_IO_NO_POLICY_LIMIT: no limit
+ * of the group's own). */
 typedef struct jn_io_vhost_group {
     const char *name;
     const char *users;
     const char *remote_hosts;
     uint32_t max_per_user, max_per_host;
+    uint32_t max_connections;
     /* link rules, checked at attach: sources/targets are comma- or
      * space-separated addresses ("*" any, "abc*" a prefix, "${user}" the
      * user's name), source_pattern/target_pattern address patterns ('.'

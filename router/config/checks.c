@@ -227,12 +227,72 @@ static int check_sasl_plugin(jn_config_ctx_t *ctx, const jn_config_entity_t *e)
                           jn_schema_type_short_name(e->type), jn_config_quote(ctx, plugin));
 }
 
+static bool value_equal(const jn_config_value_t *a, const jn_config_value_t *b)
+{
+    if (!a || !b)
+        return a == b;
+    if (a->kind != b->kind || a->i != b->i || a->count != b->count ||
+        (a->kind == JN_CONFIG_DOUBLE && a->d != b->d) || (a->s == NULL) != (b->s == NULL) ||
+        (a->s && strcmp(a->s, b->s) != 0) || (a->key == NULL) != (b->key == NULL) ||
+        (a->key && strcmp(a->key, b->key) != 0))
+        return false;
+    for (size_t i = 0; i < a->count; i++)
+        if (!value_equal(a->items[i], b->items[i]))
+            return false;
+    return true;
+}
+
+static bool is_address(const jn_config_entity_t *e)
+{
+    return strcmp(jn_schema_type_short_name(e->type), "address") == 0;
+}
+
+static bool entity_repeats(const jn_config_entity_t *a, const jn_config_entity_t *b)
+{
+    size_t n = jn_schema_type_attr_count(a->type);
+    for (size_t k = 0; k < n; k++)
+        if (!value_equal(a->values[k], b->values[k]))
+            return false;
+    return true;
+}
+
+/* An unnamed address section that repeats an earlier one attribute for
+ * attribute is dropped with a warning: 1.19 logs the second as a
+ * duplicate and goes on, and the two could not differ in effect. One that
+ * differs is refused later (the entity path), as before. */
+static int drop_repeated_addresses(jn_config_ctx_t *ctx)
+{
+    jn_config_t *cfg = ctx->cfg;
+    size_t kept = 0;
+    for (size_t i = 0; i < cfg->entity_count; i++) {
+        jn_config_entity_t *e = cfg->entities[i];
+        const jn_config_entity_t *o = NULL;
+        if (is_address(e) && !jn_config_entity_string(e, "name"))
+            for (size_t j = 0; j < kept && !o; j++)
+                if (is_address(cfg->entities[j]) && entity_repeats(e, cfg->entities[j]))
+                    o = cfg->entities[j];
+        if (!o) {
+            cfg->entities[kept++] = e;
+            continue;
+        }
+        int rc = jn_config_warn(ctx, e->line,
+                                "address section repeats the one at line %d; it is ignored", o->line);
+        if (rc != 0)
+            return rc;
+    }
+    cfg->entity_count = kept;
+    return 0;
+}
+
 int jn_config_check(jn_config_ctx_t *ctx)
 {
     /* every check runs and names what it finds (jn_config_fail appends);
      * only running out of memory stops them */
     jn_config_t *cfg = ctx->cfg;
-    int rc = assign_identities(ctx);
+    int rc = drop_repeated_addresses(ctx);
+    if (rc != 0)
+        return rc;
+    rc = assign_identities(ctx);
     if (rc != 0)
         return rc;
     int failed = check_unique(ctx);

@@ -472,7 +472,7 @@ int jn_config_load_string_map(const char *path, const char *noun, jn_config_strm
     jn_config_value_t *root = NULL;
     rc = check_text(&ctx, text, len);
     if (rc == 0)
-        rc = jn_config_json_parse(&ctx, text, len, 1, "invalid JSON", true, &root);
+        rc = jn_config_json_parse(&ctx, text, len, 1, "invalid JSON", true, false, &root);
     free(text);
     if (rc == 0 && root->kind != JN_CONFIG_MAP)
         rc = jn_config_fail(&ctx, root->line, "%s is not a JSON object", noun);

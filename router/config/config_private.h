@@ -126,10 +126,14 @@ jn_config_section_t *jn_config_section_add(jn_config_ctx_t *ctx, const char *nam
  * first_line) into *out. what names the text in messages ("JSON" or
  * "'openProperties'"). whole_file: the text is the whole file, so a list or
  * object still open at its end is reported at the line that opened it
- * (else at the text's last line). A key repeated in one object is refused.
- * Returns 0, JN_EINVAL (message written) or JN_ENOMEM. */
+ * (else at the text's last line). spare_commas: a ',' followed (after
+ * blanks) by '}' or ']' is dropped, as 1.19 drops it from the conf form's
+ * raw maps (openProperties, groups); else it is refused. A key repeated in
+ * one object is refused. Returns 0, JN_EINVAL (message written) or
+ * JN_ENOMEM. */
 int jn_config_json_parse(jn_config_ctx_t *ctx, const char *text, size_t len, int first_line,
-                         const char *what, bool whole_file, jn_config_value_t **out);
+                         const char *what, bool whole_file, bool spare_commas,
+                         jn_config_value_t **out);
 
 /* json.c: decode the body of a JSON string literal (len bytes at s, on file
  * line line; an unescaped '"' is refused) into *out (arena). what prefixes

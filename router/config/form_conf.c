@@ -17,7 +17,8 @@
  * Elsewhere '#' starts a comment. Values are the body of a JSON string
  * literal (escapes decoded, '"' refused). The maps named, as written,
  * openProperties or groups are taken as raw JSON up to the line that brings
- * the line-based brace count back to zero.
+ * the line-based brace count back to zero; as in 1.19, a ',' before a '}' or
+ * ']' there is dropped (one-line groups each ending in ',').
  */
 #include "config_private.h"
 
@@ -215,7 +216,7 @@ static int raw_line(conf_t *st, const char *s, size_t n)
     if (!what)
         return jn_config_nomem(ctx);
     jn_config_value_t *v = NULL;
-    rc = jn_config_json_parse(ctx, st->raw_buf, st->raw_len, st->raw_line, what, false, &v);
+    rc = jn_config_json_parse(ctx, st->raw_buf, st->raw_len, st->raw_line, what, false, true, &v);
     if (rc != 0)
         return rc;
     v->line = st->raw_line;

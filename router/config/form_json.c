@@ -91,7 +91,7 @@ int jn_config_read_json(jn_config_ctx_t *ctx, const char *text, size_t len)
     if (rc != 0)
         return rc;
     jn_config_value_t *top = NULL;
-    rc = jn_config_json_parse(ctx, clean, clean_len, 1, "invalid JSON", true, &top);
+    rc = jn_config_json_parse(ctx, clean, clean_len, 1, "invalid JSON", true, false, &top);
     free(clean);
     return rc ? rc : take_sections(ctx, top);
 }

@@ -30,7 +30,8 @@ typedef struct {
     int line;
     const char *what; /* prefix of messages, e.g. "invalid JSON" */
     int depth;
-    bool whole_file; /* the text is the whole file (the JSON form) */
+    bool whole_file;   /* the text is the whole file (the JSON form) */
+    bool spare_commas; /* a ',' before '}' or ']' is dropped (conf form) */
     /* the line and opening character of each open list or object, by depth */
     int open_line[JSON_MAX_DEPTH + 2];
     char open_char[JSON_MAX_DEPTH + 2];
@@ -317,18 +318,11 @@ static int parse_container(jp_t *jp, jn_config_value_t *v, bool is_map)
             int comma_line = jp->line;
             jp->p++;
             skip_blanks(jp);
-            if (jp->p < jp->end && *jp->p == close) {
-                /* 1.19 strips a spare comma before a closing bracket or brace
-                 * anywhere in the conf form, its raw maps included; the JSON
-                 * form is read as strict JSON. */
-                if (jp->whole_file)
-                    return jn_config_fail(jp->ctx, comma_line, "%s: trailing ',' before '%c'",
-                                          jp->what, close);
-                jp->p++;
-                jp->depth--;
-                return 0;
-            }
-            continue;
+            if (jp->p < jp->end && *jp->p == close && !jp->spare_commas)
+                return jn_config_fail(jp->ctx, comma_line, "%s: trailing ',' before '%c'", jp->what,
+                                      close);
+            if (jp->p >= jp->end || *jp->p != close)
+                continue;
         }
         if (jp->p < jp->end && *jp->p == close) {
             jp->p++;
@@ -378,7 +372,8 @@ static int parse_value(jp_t *jp, jn_config_value_t **out)
 }
 
 int jn_config_json_parse(jn_config_ctx_t *ctx, const char *text, size_t len, int first_line,
-                         const char *what, bool whole_file, jn_config_value_t **out)
+                         const char *what, bool whole_file, bool spare_commas,
+                         jn_config_value_t **out)
 {
     jp_t jp = {.ctx = ctx,
                .start = text,
@@ -386,7 +381,8 @@ int jn_config_json_parse(jn_config_ctx_t *ctx, const char *text, size_t len, int
                .end = text + len,
                .line = first_line,
                .what = what,
-               .whole_file = whole_file};
+               .whole_file = whole_file,
+               .spare_commas = spare_commas};
     int rc = parse_value(&jp, out);
     if (rc != 0)
         return rc;

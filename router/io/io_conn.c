@@ -70,6 +70,66 @@ static void put_symbol(pn_data_t *d, const char *s)
     pn_data_put_symbol(d, pn_bytes(strlen(s), s));
 }
 
+static void put_string(pn_data_t *d, const char *s, size_t n)
+{
+    pn_data_put_string(d, pn_bytes(n, s));
+}
+
+/* One failover URL "[scheme://]host[:port]" (n octets at s, trimmed) as
+ * the map clients read: scheme (when given), network-host, port (when
+ * given); an IPv6 host is written in brackets, which stay. */
+static void put_failover_url(pn_data_t *d, const char *s, size_t n)
+{
+    pn_data_put_map(d);
+    pn_data_enter(d);
+    const char *sep = NULL;
+    for (size_t i = 0; i + 3 <= n && !sep; i++)
+        if (memcmp(s + i, "://", 3) == 0)
+            sep = s + i;
+    if (sep) {
+        put_symbol(d, "scheme");
+        put_string(d, s, (size_t)(sep - s));
+        n -= (size_t)(sep + 3 - s);
+        s = sep + 3;
+    }
+    const char *colon = NULL;
+    for (size_t i = n; i > 0 && !colon; i--)
+        if (s[i - 1] == ']')
+            break;
+        else if (s[i - 1] == ':')
+            colon = s + i - 1;
+    put_symbol(d, "network-host");
+    put_string(d, s, colon ? (size_t)(colon - s) : n);
+    if (colon) {
+        put_symbol(d, "port");
+        put_string(d, colon + 1, n - (size_t)(colon + 1 - s));
+    }
+    pn_data_exit(d);
+}
+
+/* A listener's failoverUrls as the failover-server-list property. */
+static void put_failover_list(pn_data_t *props, const char *urls)
+{
+    put_symbol(props, "failover-server-list");
+    pn_data_put_list(props);
+    pn_data_enter(props);
+    for (const char *p = urls; *p;) {
+        size_t n = strcspn(p, ",");
+        const char *s = p;
+        size_t len = n;
+        while (len && (*s == ' ' || *s == '\t')) {
+            s++;
+            len--;
+        }
+        while (len && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+            len--;
+        if (len)
+            put_failover_url(props, s, len);
+        p += n + (p[n] == ',');
+    }
+    pn_data_exit(props);
+}
+
 /* The open frame qdrouterd 1.19 sends (docs/protocol.md, "Inter-router connections"): container id,
  * the ANONYMOUS-RELAY and qd.streaming-links capabilities (offered and
  * desired) and the product properties; on inter-router connections also
@@ -106,6 +166,10 @@ static void conn_decorate(jn_io_conn_t *conn)
         put_symbol(props, "qd.annotations-version");
         pn_data_put_int(props, 1);
     }
+    if (conn->incoming && cfg->failover_urls)
+        put_failover_list(props, cfg->failover_urls);
+    if (cfg->open_properties)
+        jn_io_put_open_properties(props, cfg->open_properties, cfg->open_properties_len);
     pn_data_exit(props);
 }
 
@@ -473,6 +537,8 @@ static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
         if (remote > cost)
             cost = remote; /* both ends agree on the larger (2.2) */
     }
+    if (conn->inter_router || conn->edge)
+        jn_io_ir_log_annotations_version_IO(conn, pc);
     jn_conn_info_t info = {
         .conn_id = conn->id,
         .container_id = container ? container : "",
@@ -667,6 +733,10 @@ static void on_transport_closed(jn_io_conn_t *conn)
     io->live_conns--;
     if (conn->policy_counted)
         io->policy_current--;
+    uint64_t n_connections = io->policy_current;
+    pthread_mutex_unlock(&io->lock);
+    jn_io_vhost_log_close_IO(conn, n_connections); /* before its rules go */
+    pthread_mutex_lock(&io->lock);
     jn_io_vhost_uncount_locked(io, conn);
     pthread_cond_broadcast(&io->cond);
     pthread_mutex_unlock(&io->lock);
@@ -755,6 +825,17 @@ static void on_session_close(jn_io_conn_t *conn, pn_session_t *ssn)
     pn_session_free(ssn);
 }
 
+/* The maxMessageSize that applies to what conn's peer sends (0: none). As
+ * 1.19, a message is checked where it enters the mesh: not on inter-router
+ * connections, nor on an edge router's own connection to its interior
+ * (the interior's limit applies past it); an interior checks its edges. */
+static uint64_t endpoint_max_message_size(const jn_io_conn_t *conn)
+{
+    if (conn->inter_router || (conn->edge && !conn->incoming))
+        return 0;
+    return conn->endpoint->cfg.max_message_size;
+}
+
 /* jn_io_link_new_IO: our object for proton link pl on conn, registered on
  * the connection; NULL on ENOMEM. The connection's I/O thread. */
 jn_io_link_t *jn_io_link_new_IO(jn_io_conn_t *conn, pn_link_t *pl)
@@ -774,7 +855,7 @@ jn_io_link_t *jn_io_link_new_IO(jn_io_conn_t *conn, pn_link_t *pl)
         conn->links->prev = link;
     conn->links = link;
     pn_link_set_context(pl, link);
-    link->max_message_size = conn->endpoint->cfg.max_message_size;
+    link->max_message_size = endpoint_max_message_size(conn);
     if (link->dir == JN_LINK_INCOMING && conn->check_user)
         link->rx_checks = JN_IO_RX_CHECK_USER_ID;
     if (link->dir == JN_LINK_INCOMING)
@@ -937,7 +1018,7 @@ static void link_open_IO(jn_io_link_t *link, const char *address)
      * (not the cap on inter-router control links, which 1.19 does not
      * advertise) */
     uint64_t max =
-        link->policy_counted ? link->max_message_size : link->conn->endpoint->cfg.max_message_size;
+        link->policy_counted ? link->max_message_size : endpoint_max_message_size(link->conn);
     if (link->dir == JN_LINK_INCOMING && max)
         pn_link_set_max_message_size(pl, max);
     pn_link_open(pl);

@@ -75,6 +75,8 @@ void jn_io_endpoint_free(jn_io_endpoint_t *ep)
     free((char *)ep->cfg.ssl_profile);
     free((char *)ep->cfg.sasl_username);
     free((char *)ep->cfg.policy_vhost);
+    free((char *)ep->cfg.failover_urls);
+    free((void *)ep->cfg.open_properties);
     free((char *)ep->cfg.auth_service_host);
     free((char *)ep->cfg.auth_service_port);
     free((char *)ep->cfg.auth_service_realm);
@@ -104,6 +106,21 @@ static int endpoint_copy(jn_io_endpoint_t *ep, const jn_endpoint_config_t *cfg)
                                ? jn_strdup_opt(cfg->policy_vhost, &failed)
                                : NULL;
     ep->cfg.sasl_password = jn_strdup_opt(cfg->sasl_password, &failed);
+    ep->cfg.failover_urls = cfg->failover_urls && cfg->failover_urls[0]
+                                ? jn_strdup_opt(cfg->failover_urls, &failed)
+                                : NULL;
+    ep->cfg.open_properties = NULL;
+    ep->cfg.open_properties_len = 0;
+    if (cfg->open_properties && cfg->open_properties_len) {
+        uint8_t *op = malloc(cfg->open_properties_len);
+        if (op) {
+            memcpy(op, cfg->open_properties, cfg->open_properties_len);
+            ep->cfg.open_properties = op;
+            ep->cfg.open_properties_len = cfg->open_properties_len;
+        } else {
+            failed = true;
+        }
+    }
     ep->cfg.ssl_profile =
         cfg->ssl_profile && cfg->ssl_profile[0] ? jn_strdup_opt(cfg->ssl_profile, &failed) : NULL;
     bool auth = cfg->auth_service_host && cfg->auth_service_host[0];

@@ -38,6 +38,7 @@ struct jn_io_vhost_rules {
 typedef struct jn_io_vhost_group_entry {
     char *name, *users, *remote_hosts;
     uint32_t max_per_user, max_per_host;
+    uint32_t max_connections; /* of the group at once; NO_POLICY_LIMIT: none */
     struct jn_io_vhost_rules rules;
 } group_t;
 
@@ -66,8 +67,9 @@ struct jn_io_vhost_entry {
 };
 
 /* One count: the connections of a vhost (kind TOTAL), of one user in it
- * (USER) or from one remote host (HOST). */
-enum { COUNT_TOTAL, COUNT_USER, COUNT_HOST };
+ * (USER), from one remote host (HOST) or of one user group (GROUP, key the
+ * group's name, "" for none). */
+enum { COUNT_TOTAL, COUNT_USER, COUNT_HOST, COUNT_GROUP };
 struct jn_io_vhost_count {
     struct jn_io_vhost_count *next;
     char *vhost;
@@ -134,6 +136,7 @@ int jn_io_vhost_add(jn_io_t *io, const jn_io_vhost_t *vh)
         c->remote_hosts = dup0(g->remote_hosts);
         c->max_per_user = g->max_per_user;
         c->max_per_host = g->max_per_host;
+        c->max_connections = g->max_connections;
         c->rules =
             (struct jn_io_vhost_rules){.sources = dup0(g->sources),
                                        .targets = dup0(g->targets),
@@ -447,30 +450,31 @@ static const char *admit_locked(jn_io_t *io, jn_io_conn_t *conn, const char *use
         return "maxConnectionsPerUser reached";
     if (count_of(io, v->hostname, COUNT_HOST, rhost) >= per_host)
         return "maxConnectionsPerHost reached";
+    const char *gname = g ? g->name : "";
+    if (g && count_of(io, v->hostname, COUNT_GROUP, gname) >= g->max_connections)
+        return "user group maxConnections reached";
     struct jn_io_vhost_count *t = count_find(io, v->hostname, COUNT_TOTAL, "", true);
     struct jn_io_vhost_count *u = t ? count_find(io, v->hostname, COUNT_USER, user, true) : NULL;
     struct jn_io_vhost_count *h = u ? count_find(io, v->hostname, COUNT_HOST, rhost, true) : NULL;
-    conn->vhost_name = h ? strdup(v->hostname) : NULL;
+    struct jn_io_vhost_count *gc = h ? count_find(io, v->hostname, COUNT_GROUP, gname, true) : NULL;
+    conn->vhost_name = gc ? strdup(v->hostname) : NULL;
     conn->vhost_user = conn->vhost_name ? strdup(user) : NULL;
     conn->vhost_host = conn->vhost_user ? strdup(rhost) : NULL;
-    if (!conn->vhost_host) { /* counts made at 0 are dropped with the others */
-        free(conn->vhost_name);
-        free(conn->vhost_user);
-        conn->vhost_name = conn->vhost_user = NULL;
-        return "out of memory";
-    }
-    struct jn_io_vhost_rules *r = rules_new(v, g);
-    if (!r) {
+    conn->vhost_group = conn->vhost_host ? strdup(gname) : NULL;
+    struct jn_io_vhost_rules *r = conn->vhost_group ? rules_new(v, g) : NULL;
+    if (!r) { /* counts made at 0 are dropped with the others */
         free(conn->vhost_name);
         free(conn->vhost_user);
         free(conn->vhost_host);
-        conn->vhost_name = conn->vhost_user = conn->vhost_host = NULL;
+        free(conn->vhost_group);
+        conn->vhost_name = conn->vhost_user = conn->vhost_host = conn->vhost_group = NULL;
         return "out of memory";
     }
     conn->vhost_rules = r;
     t->n++;
     u->n++;
     h->n++;
+    gc->n++;
     return NULL;
 }
 
@@ -549,11 +553,13 @@ void jn_io_vhost_uncount_locked(jn_io_t *io, jn_io_conn_t *conn)
         count_drop(io, conn->vhost_name, COUNT_TOTAL, "");
         count_drop(io, conn->vhost_name, COUNT_USER, conn->vhost_user);
         count_drop(io, conn->vhost_name, COUNT_HOST, conn->vhost_host);
+        count_drop(io, conn->vhost_name, COUNT_GROUP, conn->vhost_group);
     }
     free(conn->vhost_name);
     free(conn->vhost_user);
     free(conn->vhost_host);
-    conn->vhost_name = conn->vhost_user = conn->vhost_host = NULL;
+    free(conn->vhost_group);
+    conn->vhost_name = conn->vhost_user = conn->vhost_host = conn->vhost_group = NULL;
     if (conn->vhost_rules) {
         rules_clear(conn->vhost_rules);
         free(conn->vhost_rules);
@@ -969,6 +975,34 @@ void jn_io_vhost_session_denied_IO(jn_io_conn_t *conn, pn_transport_t *t)
                           "channel-max it was given)",
            conn->id, conn->vhost_user ? conn->vhost_user : "anonymous",
            conn->vhost_host ? conn->vhost_host : conn->host, r->vhost, r->max_sessions);
+}
+
+void jn_io_vhost_log_close_IO(jn_io_conn_t *conn, uint64_t n_connections)
+{
+    if (!conn->vhost_rules || conn->vhost_rules->outgoing)
+        return;
+    unsigned sessions = 0;
+    for (pn_session_t *s = pn_session_head(conn->pn_io, 0); s; s = pn_session_next(s, 0))
+        sessions++;
+    /* the denials are the vhost's so far, as 1.19 reports them (its
+     * connections share their vhost's counts) */
+    uint64_t sd = 0, snd = 0, rcv = 0;
+    jn_io_t *io = conn->io;
+    pthread_mutex_lock(&io->lock);
+    struct jn_io_vhost_entry *v = vhost_find(io, conn->vhost_rules->vhost);
+    if (v) {
+        sd = v->session_denied;
+        snd = v->sender_denied;
+        rcv = v->receiver_denied;
+    }
+    pthread_mutex_unlock(&io->lock);
+    JN_LOG(JN_LOG_MOD_POLICY, JN_LOG_DEBUG,
+           JN_IO_CONN_FMT " Connection '%s' closed with resources n_sessions=%u, n_senders=%" PRIu32
+                          ", n_receivers=%" PRIu32 ", sessions_denied=%" PRIu64
+                          ", senders_denied=%" PRIu64 ", receivers_denied=%" PRIu64
+                          ". nConnections= %" PRIu64 ".",
+           conn->id, conn->host, sessions, conn->policy_senders, conn->policy_receivers, sd, snd,
+           rcv, n_connections);
 }
 
 bool jn_io_vhost_oversize_IO(jn_io_link_t *link)

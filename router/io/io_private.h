@@ -445,8 +445,9 @@ struct jn_io_conn {
     uint32_t msg_log; /* messageLoggingComponents (io_msglog.c); immutable */
     bool policy_counted; /* counted in io->policy_current (set at accept) */
     /* counted in its vhost's figures (io_policy.c; under io->lock): the
-     * vhost's hostname, the user and the remote host it was counted as */
-    char *vhost_name, *vhost_user, *vhost_host;
+     * vhost's hostname, the user, the remote host and the user group
+     * ("" for none) it was counted as */
+    char *vhost_name, *vhost_user, *vhost_host, *vhost_group;
     /* the link rules of its user group (io_policy.c), NULL when the vhost
      * policy does not govern it; conn's loop after the Open */
     struct jn_io_vhost_rules *vhost_rules;
@@ -769,6 +770,13 @@ size_t jn_io_vhost_session_window(const jn_io_conn_t *conn);
  * (allowUserIdProxy); false when no vhost policy governs it. Conn's
  * loop. */
 bool jn_io_vhost_user_id_proxy(const jn_io_conn_t *conn);
+/* jn_io_vhost_log_close_IO: for a connection the vhost policy governed,
+ * the POLICY debug line 1.19 writes when it closes ("closed with
+ * resources ..."): its sessions and links now, the denials of its vhost
+ * so far (1.19's connections share their vhost's counts), and
+ * n_connections (the policy's current count). conn's loop, not under
+ * io->lock. */
+void jn_io_vhost_log_close_IO(jn_io_conn_t *conn, uint64_t n_connections);
 
 /* jn_io_vhost_uncount_locked: take conn out of its vhost's counts (a no-op
  * when it is not counted). Any thread, io->lock held. */
@@ -904,6 +912,11 @@ void jn_io_state_apply_IO(pn_disposition_t *local, const jn_disposition_t *d);
 /* jn_io_render_properties_IO: a peer's open properties as management shows
  * them (an encoded map with string keys; heap, the caller's), or NULL/0. */
 void jn_io_render_properties_IO(pn_data_t *props, uint8_t **out, size_t *len);
+/* jn_io_put_open_properties: the entries of the AMQP-encoded map raw (len
+ * octets: an endpoint's openProperties) added to props, an open map being
+ * written: keys as symbols, values as jn_io_render_properties_IO keeps
+ * them. Nothing on a decode error. Any thread (props is the caller's). */
+void jn_io_put_open_properties(pn_data_t *props, const uint8_t *raw, size_t len);
 
 /* io_recv.c: the receive path (incoming links) */
 void jn_io_rx_delivery_IO(jn_io_link_t *link, pn_delivery_t *pd);
@@ -938,6 +951,10 @@ void jn_io_tx_link_gone_IO(jn_io_link_t *link);
 /* The peer's qd.inter-router-cost from its open's properties (an AMQP int
  * only, docs/protocol.md, "Inter-router connections"), or 0. */
 uint32_t jn_io_ir_remote_cost(pn_connection_t *pc);
+/* Log (ROUTER debug, 1.19's words, which tools and tests grep) the
+ * qd.annotations-version an inter-router or edge peer's open states. The
+ * connection's loop thread. */
+void jn_io_ir_log_annotations_version_IO(jn_io_conn_t *conn, pn_connection_t *pc);
 /* Connector side of an inter-router connection, once open: begin the 11
  * sessions and attach the 2 control and 20 data links in 1.19's order,
  * each reported to the core as a local link. */

@@ -210,6 +210,32 @@ static void render_value(pn_data_t *dst, pn_data_t *src, int depth)
     put_text(dst, src); /* binary, uuid, timestamp, char, decimals, described */
 }
 
+void jn_io_put_open_properties(pn_data_t *props, const uint8_t *raw, size_t len)
+{
+    pn_data_t *src = pn_data(16);
+    if (!src)
+        return;
+    if (pn_data_decode(src, (const char *)raw, len) > 0) {
+        pn_data_rewind(src);
+        if (pn_data_next(src) && pn_data_type(src) == PN_MAP) {
+            pn_data_enter(src);
+            while (pn_data_next(src)) {
+                pn_type_t t = pn_data_type(src);
+                pn_bytes_t k = t == PN_STRING   ? pn_data_get_string(src)
+                               : t == PN_SYMBOL ? pn_data_get_symbol(src)
+                                                : pn_bytes(0, NULL);
+                if (!pn_data_next(src))
+                    break;
+                if (!k.start)
+                    continue; /* the config checks allow string keys only */
+                pn_data_put_symbol(props, k);
+                render_value(props, src, 1);
+            }
+        }
+    }
+    pn_data_free(src);
+}
+
 /* jn_io_render_properties_IO: the peer's open properties (props, at its
  * start; NULL or empty: none) rendered as above. *out (heap, owned by the
  * caller) and *len are set to the encoded map, or NULL/0 when there is

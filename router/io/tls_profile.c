@@ -151,7 +151,10 @@ static bool set(const char *s)
 
 /* protocols: "TLSv1 TLSv1.1 TLSv1.2 TLSv1.3" (any subset, any order):
  * the lowest and highest named bound the versions, and a version between
- * them that is not named is switched off. */
+ * them that is not named is switched off. The SSL names (SSLv2, SSLv3,
+ * SSLv23) are accepted, as 1.19 accepts them in a profile, but allow
+ * nothing (no SSL protocol is ever spoken): a list of only those switches
+ * every version off, so each handshake with the profile fails. */
 static int set_protocols(SSL_CTX *ctx, const char *list, char *err, size_t errlen)
 {
     static const struct {
@@ -162,7 +165,9 @@ static int set_protocols(SSL_CTX *ctx, const char *list, char *err, size_t errle
                  {"TLSv1.1", TLS1_1_VERSION, SSL_OP_NO_TLSv1_1},
                  {"TLSv1.2", TLS1_2_VERSION, SSL_OP_NO_TLSv1_2},
                  {"TLSv1.3", TLS1_3_VERSION, SSL_OP_NO_TLSv1_3}};
+    static const char *const ssl_names[] = {"SSLv2", "SSLv3", "SSLv23"};
     bool on[4] = {false, false, false, false};
+    bool ssl_only = false;
     const char *p = list;
     while (*p) {
         while (*p == ' ' || *p == ',' || *p == '\t')
@@ -174,6 +179,14 @@ static int set_protocols(SSL_CTX *ctx, const char *list, char *err, size_t errle
         for (k = 0; k < 4; k++)
             if (strlen(known[k].name) == n && strncmp(p, known[k].name, n) == 0)
                 break;
+        for (size_t s = 0; k == 4 && s < 3; s++)
+            if (strlen(ssl_names[s]) == n && strncmp(p, ssl_names[s], n) == 0)
+                k = 5;
+        if (k == 5) {
+            ssl_only = true;
+            p += n;
+            continue;
+        }
         if (k == 4) {
             set_err(err, errlen, "unknown protocol '%.*s' (TLSv1, TLSv1.1, TLSv1.2, TLSv1.3)",
                     (int)n, p);
@@ -190,12 +203,21 @@ static int set_protocols(SSL_CTX *ctx, const char *list, char *err, size_t errle
             hi = k;
         }
     }
+    if (lo < 0 && ssl_only) {
+        SSL_CTX_set_options(ctx, SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1 | SSL_OP_NO_TLSv1_2 |
+                                     SSL_OP_NO_TLSv1_3);
+        return 0;
+    }
     if (lo < 0) {
         set_err(err, errlen, "no protocol named");
         return JN_EINVAL;
     }
     SSL_CTX_set_min_proto_version(ctx, known[lo].version);
     SSL_CTX_set_max_proto_version(ctx, known[hi].version);
+    /* OpenSSL 3 speaks TLSv1 and TLSv1.1 only at security level 0: a
+     * profile that names them asks for them, as 1.19's did (and got) */
+    if (lo <= 1 && SSL_CTX_get_security_level(ctx) > 0)
+        SSL_CTX_set_security_level(ctx, 0);
     for (int k = lo; k <= hi; k++)
         if (!on[k])
             SSL_CTX_set_options(ctx, known[k].off);

@@ -321,7 +321,13 @@ static int endpoint_config(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_endpoint_co
         .handshake_timeout_seconds = listener ? u32(e, "initialHandshakeTimeoutSeconds") : 0,
         .sasl_username = listener ? NULL : jn_mgmt_entity_str(e, "saslUsername"),
         .policy_vhost = jn_mgmt_entity_str(e, "policyVhost"), /* listener or connector */
+        .failover_urls = listener ? jn_mgmt_entity_str(e, "failoverUrls") : NULL,
     };
+    const jn_mv_t *op = jn_mgmt_entity_get(e, "openProperties");
+    if (op && op->kind == JN_MV_RAW) {
+        ec->open_properties = op->v.raw;
+        ec->open_properties_len = op->len;
+    }
     const char *spec = listener ? NULL : jn_mgmt_entity_str(e, "saslPassword");
     if (!spec)
         return 0;

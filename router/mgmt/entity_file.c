@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -261,6 +262,7 @@ static bool type_is(const jn_config_entity_t *ce, const char *short_name)
 /* The group attributes the router acts on; any other is refused by name. */
 static const char *const group_attrs[] = {"users",
                                           "remoteHosts",
+                                          "maxConnections",
                                           "maxConnectionsPerUser",
                                           "maxConnectionsPerHost",
                                           "sources",
@@ -289,13 +291,43 @@ static bool group_attr_known(const char *key)
     return false;
 }
 
+/* A group's integer: a JSON integer, or a string of decimal digits as 1.19
+ * takes it ("10"); false when v is neither. */
+static bool group_int_of(const jn_config_value_t *v, int64_t *out)
+{
+    if (jn_config_value_kind(v) == JN_CONFIG_INT) {
+        *out = jn_config_value_int(v);
+        return true;
+    }
+    const char *s = jn_config_value_kind(v) == JN_CONFIG_STRING ? jn_config_value_string(v) : NULL;
+    if (!s || !*s || strlen(s) > 18 || strspn(s, "0123456789") != strlen(s))
+        return false;
+    *out = strtoll(s, NULL, 10);
+    return true;
+}
+
+/* A group's boolean: a JSON boolean, or the string "true" or "false" in
+ * any case, as 1.19 takes it; false when v is neither. */
+static bool group_bool_of(const jn_config_value_t *v, bool *out)
+{
+    if (jn_config_value_kind(v) == JN_CONFIG_BOOL) {
+        *out = jn_config_value_bool(v);
+        return true;
+    }
+    const char *s = jn_config_value_kind(v) == JN_CONFIG_STRING ? jn_config_value_string(v) : NULL;
+    if (!s || (strcasecmp(s, "true") != 0 && strcasecmp(s, "false") != 0))
+        return false;
+    *out = strcasecmp(s, "true") == 0;
+    return true;
+}
+
 /* A group's limit, or UINT32_MAX (the vhost's) when absent. */
 static uint32_t group_limit(const jn_config_value_t *g, const char *key)
 {
     const jn_config_value_t *v = jn_config_value_lookup(g, key);
-    if (!v || jn_config_value_kind(v) != JN_CONFIG_INT)
+    int64_t n = 0;
+    if (!v || !group_int_of(v, &n))
         return UINT32_MAX;
-    int64_t n = jn_config_value_int(v);
     return n < 0 ? 0 : n >= UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)n;
 }
 
@@ -318,15 +350,16 @@ static const char *group_str(const jn_config_value_t *g, const char *key)
 static bool group_bool(const jn_config_value_t *g, const char *key, bool dflt)
 {
     const jn_config_value_t *v = jn_config_value_lookup(g, key);
-    return v && jn_config_value_kind(v) == JN_CONFIG_BOOL ? jn_config_value_bool(v) : dflt;
+    bool b = dflt;
+    return v && group_bool_of(v, &b) ? b : dflt;
 }
 
 /* A group's maxMessageSize: *set when the group has one. */
 static uint64_t group_size(const jn_config_value_t *g, bool *set)
 {
     const jn_config_value_t *v = jn_config_value_lookup(g, "maxMessageSize");
-    *set = v && jn_config_value_kind(v) == JN_CONFIG_INT;
-    int64_t n = *set ? jn_config_value_int(v) : 0;
+    int64_t n = 0;
+    *set = v && group_int_of(v, &n);
     return n > 0 ? (uint64_t)n : 0;
 }
 
@@ -360,14 +393,15 @@ static void check_vhost(const jn_config_t *cfg, const jn_config_entity_t *ce, er
             const jn_config_value_t *v = jn_config_value_item(g, k);
             int line = jn_config_value_line(v) ? jn_config_value_line(v) : gline;
             jn_config_kind_t kind = jn_config_value_kind(v);
+            int64_t n = 0;
+            bool b = false;
             if (!group_attr_known(key))
                 add_errorf(errs,
                            "%s:%d: vhost '%s' group '%s' attribute '%s' is not supported by this "
                            "version of junctiond",
                            jn_config_name(cfg), line, host ? host : "", gname, key);
-            else if (strncmp(key, "max", 3) == 0
-                         ? kind != JN_CONFIG_INT || jn_config_value_int(v) < 0
-                     : strncmp(key, "allow", 5) == 0 ? kind != JN_CONFIG_BOOL
+            else if (strncmp(key, "max", 3) == 0 ? !group_int_of(v, &n) || n < 0
+                     : strncmp(key, "allow", 5) == 0 ? !group_bool_of(v, &b)
                                                       : kind != JN_CONFIG_STRING)
                 add_errorf(errs, "%s:%d: vhost '%s' group '%s' attribute '%s' must be %s",
                            jn_config_name(cfg), line, host ? host : "", gname, key,
@@ -410,6 +444,7 @@ int jn_mgmt_each_vhost(const jn_config_t *cfg,
                 .remote_hosts = h && jn_config_value_string(h) ? jn_config_value_string(h) : "",
                 .max_per_user = group_limit(g, "maxConnectionsPerUser"),
                 .max_per_host = group_limit(g, "maxConnectionsPerHost"),
+                .max_connections = group_limit(g, "maxConnections"),
                 .sources = group_str(g, "sources"),
                 .targets = group_str(g, "targets"),
                 .source_pattern = group_str(g, "sourcePattern"),

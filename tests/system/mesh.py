@@ -21,9 +21,9 @@ MULTICAST = ({"prefix": "mc", "distribution": "multicast"},)
 
 
 def mesh_config(name, ir_port, connectors, extra_router=None, client_listener=None,
-                log_level="debug+", addresses=MULTICAST):
+                log_level="debug+", addresses=MULTICAST, extra=""):
     """The qdrouterd.conf text of one interior router ({port} is its client
-    port, filled in by Router)."""
+    port, filled in by Router); extra: more sections."""
     r = {"mode": "interior", "id": name, "workerThreads": 2}
     r.update(extra_router or {})
     text = conf_section("router", r)
@@ -40,6 +40,7 @@ def mesh_config(name, ir_port, connectors, extra_router=None, client_listener=No
         text += conf_section("connector", {"name": "to-%s" % peer, "host": "127.0.0.1",
                                            "port": port, "role": "inter-router",
                                            "saslMechanisms": "ANONYMOUS", "cost": cost})
+    text += extra
     text += conf_section("log", {"module": "DEFAULT", "enable": "info+",
                                  "includeTimestamp": "yes"})
     text += conf_section("log", {"module": "ROUTER", "enable": log_level,
@@ -65,20 +66,23 @@ def distinct_ports(names):
 class Mesh:
     """Routers started by a RouterTestCase (stopped at its cleanup)."""
 
-    def __init__(self, case, names, edges, router_attrs=None, client_listener=None):
+    def __init__(self, case, names, edges, router_attrs=None, client_listener=None,
+                 extra=None):
         self.case = case
         self.names = list(names)
         self.edges = [(a, b, c) for a, b, c in edges]
         self.ir_ports = distinct_ports(self.names)
         self.router_attrs = router_attrs or {}
         self.client_listener = client_listener or {}
+        self.extra = extra or {}  # name -> more config text
         self.routers = {}
         self.ids = {}  # name -> router id, where they differ
 
     def config(self, name):
         conns = [(b, self.ir_ports[b], c) for a, b, c in self.edges if a == name]
         return mesh_config(self.ids.get(name, name), self.ir_ports[name], conns,
-                           self.router_attrs.get(name), self.client_listener.get(name))
+                           self.router_attrs.get(name), self.client_listener.get(name),
+                           extra=self.extra.get(name, ""))
 
     def add(self, name, router_id, connect_to):
         """Start one more router `name` with id router_id (it may repeat

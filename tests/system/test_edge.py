@@ -501,6 +501,37 @@ class EdgeRoutersTest(RouterTestCase):
         self.assertEqual([x["linkType"] for x in links].count("edge-downlink"), 3)
 
 
+class EdgeMaxSizeTest(RouterTestCase):
+
+    def test_edge_leaves_what_its_interior_forwards_to_the_interior_s_limit(self):
+        """As 1.19: an edge router's policy.maxMessageSize applies to its
+        own clients, not to what comes down its uplink (the interior checked
+        it where it entered)."""
+        port = distinct_ports(["I"])["I"]
+        i = self.start_router(config=router_config("interior", "I", port))
+        e = self.start_router(config=router_config("edge", "E1", uplinks=[port])
+                              + conf_section("policy", {"maxMessageSize": 1000}))
+        self.wait_for("edge attached", lambda: "Edge router 'E1' attached" in i.log())
+        rx = BlockingConnection(e.url, timeout=10 * SLOW)
+        self.addCleanup(rx.close)
+        rcv = rx.create_receiver("big.e", credit=50)
+        tx = BlockingConnection(i.url, timeout=10 * SLOW)
+        self.addCleanup(tx.close)
+        snd = tx.create_sender("big.e", options=AtMostOnce())
+        got = None
+        for _ in range(20):  # presettled: sent again until the route exists
+            snd.link.send(Message(body=b"x" * 5000))
+            tx.wait(lambda: snd.link.queued == 0, msg="writing the message")
+            try:
+                got = rcv.receive(timeout=1)
+                break
+            except Timeout:
+                pass
+        self.assertIsNotNone(got)
+        self.assertEqual(len(got.body), 5000)
+        self.assertNotIn("exceeds maxMessageSize", e.log())
+
+
 class EdgeSenderGoneTest(RouterTestCase):
 
     def test_presettled_burst_then_detach_all_arrive(self):

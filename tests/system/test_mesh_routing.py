@@ -139,6 +139,11 @@ class TwoRouters(MeshCase):
         self.anycast(self.m["A"], self.m["B"], 500)
         self.anycast(self.m["B"], self.m["A"], 200)
 
+    def test_peer_annotations_version_logged_in_1_19_words(self):
+        for name in ("A", "B"):
+            self.assertIn("ROUTER (debug) Remote router annotations version: 1",
+                          self.m[name].log())
+
     def test_presettled_across_two_routers(self):
         self.anycast(self.m["A"], self.m["B"], 300, presettled=True)
 
@@ -363,6 +368,21 @@ class LargeAcross(MeshCase):
         # the middle router holds a bounded window of the message, not all
         # of it (per-link budget: 2 MiB high-water mark, plus buffers)
         self.assertLess(grown, 32 * 1024, "router B grew by %d kB" % grown)
+
+
+class MaxSizeAcross(MeshCase):
+    def test_max_message_size_is_checked_where_a_message_enters_the_mesh(self):
+        # As 1.19: B's policy.maxMessageSize applies to B's clients, not to
+        # what A forwards to it over the inter-router connection.
+        from harness import conf_section
+        m = self.mesh(["A", "B"], [("A", "B", 1)],
+                      extra={"B": conf_section("policy", {"maxMessageSize": 1000})})
+        m.probe("A", "B", "big.q")
+        t = self.run_scenario(Traffic(None, [Recv("big.q", url=m["B"].url)],
+                                      [Send("big.q", (Message(body=b"x" * 5000)
+                                                      for _ in range(3)), url=m["A"].url)], 3))
+        self.assertEqual([len(x.body) for x in t.receivers[0].messages], [5000] * 3)
+        self.assertNotIn("exceeds maxMessageSize", m["B"].log())
 
 
 class Triangle(MeshCase):

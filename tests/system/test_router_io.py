@@ -4,7 +4,8 @@ last octets, proton's idle timeout on a connector whose peer never speaks
 (on time, and again on every retry), a connector deleted while its attempt
 is in progress, a listener deleted and created again on its port, and a
 connection moved to the thread of the connection it exchanges its
-deliveries with (while it streams, and while its peer is killed).
+deliveries with (while it streams, and while its peer is killed), and a
+listener's failoverUrls and openProperties sent to its clients in the Open.
 Everything on 127.0.0.1; each test bounded in time.
 """
 import json
@@ -105,6 +106,38 @@ class IoEdgeTest(RouterTestCase):
                          (count, count, 0, 0), detail)
         self.assertEqual(fig["unsettled"], 0, detail)
         self.assertEqual(p.returncode, 0, detail)
+
+    def test_listener_failover_urls_in_the_open_properties(self):
+        # As 1.19: failover-server-list, one map per URL (scheme only when
+        # given); the old name failoverList too.
+        from proton.utils import BlockingConnection
+        r = self.start_router(listener={"failoverUrls": "second:25000, amqps://third:5671,"
+                                                        " [::1]:7"})
+        c = BlockingConnection(r.url, timeout=TIMEOUT)
+        try:
+            fol = c.conn.remote_properties["failover-server-list"]
+        finally:
+            c.close()
+        self.assertEqual(fol, [{"network-host": "second", "port": "25000"},
+                               {"scheme": "amqps", "network-host": "third", "port": "5671"},
+                               {"network-host": "[::1]", "port": "7"}])
+
+    def test_listener_open_properties_in_the_open(self):
+        # As 1.19: the configured map's entries join the router's own
+        # properties, keys as symbols, JSON types kept.
+        from proton import symbol
+        from proton.utils import BlockingConnection
+        r = self.start_router(listener={"openProperties": '{\n "app": "shop",\n'
+                                        ' "n": [1, -0.5, {"a": null, "b": true}],\n}'})
+        c = BlockingConnection(r.url, timeout=TIMEOUT)
+        try:
+            props = c.conn.remote_properties
+        finally:
+            c.close()
+        self.assertEqual(props["app"], "shop")
+        self.assertIsInstance(list(props)[list(props).index("app")], symbol)
+        self.assertEqual(props["n"], [1, -0.5, {"a": None, "b": True}])
+        self.assertEqual(props["product"], "qpid-dispatch-router")
 
     def test_a_flow_moves_onto_one_thread_and_loses_nothing(self):
         """With two worker threads, round-robin placement puts a sender's

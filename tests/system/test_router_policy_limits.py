@@ -65,6 +65,8 @@ class VhostLimitsTest(RouterTestCase):
         attrs = {"enableVhostPolicy": "yes", "defaultVhost": "free.example"}
         attrs.update(policy_attrs)
         return self.start_router(extra=conf_section("policy", attrs)
+                                 + conf_section("log", {"module": "POLICY",
+                                                        "enable": "debug+"})
                                  + vhost_section("free.example", ALL) + "".join(vhosts))
 
     def send_big(self, r, hostname, size, expect_denial=False):
@@ -150,6 +152,29 @@ class VhostLimitsTest(RouterTestCase):
         self.assertIn("%s:%d: vhost 'b.example' attribute 'maxMessageSize' must be an integer "
                       "from 0" % (path, v), p.stderr)
 
+    def test_group_max_connections_and_values_as_strings(self):
+        # A group's maxConnections bounds its connections open at once in
+        # the vhost; booleans and integers may be written as strings, and
+        # each group on one line ending in ',', as 1.19 reads them.
+        text = ('vhost {\n    hostname: g.example\n    groups: {\n'
+                '        "$default": {"users": "*", "remoteHosts": "*", "sources": "*", '
+                '"targets": "*", "maxConnections": "2", "allowAnonymousSender": "false"},\n'
+                '    }\n}\n')
+        r = self.start(text)
+        held = [BlockingConnection(r.url, timeout=10 * SLOW, virtual_host="g.example")
+                for _ in range(2)]
+        try:
+            self.assertIn(DENIED, refusal(r.url, "g.example") or "")
+            with self.assertRaises(LinkDetached):
+                held[0].create_sender(None)
+            held.pop().close()
+            self.wait_for("room in the group",
+                          lambda: refusal(r.url, "g.example") is None)
+        finally:
+            for c in held:
+                c.close()
+        self.assertIn("user group maxConnections reached", r.log())
+
     def test_max_senders_and_receivers(self):
         r = self.start(vhost_section("n.example", group(maxSenders=2, maxReceivers=1)),
                        vhost_section("none.example", group(maxSenders=0)))
@@ -180,6 +205,11 @@ class VhostLimitsTest(RouterTestCase):
             c.create_receiver("a")
         finally:
             c.close()
+        # as 1.19, each closed connection's denials (POLICY debug)
+        self.wait_for("the close's resources line", lambda: re.search(
+            r"Connection '127\.0\.0\.1:\d+' closed with resources n_sessions=\d+, "
+            r"n_senders=\d+, n_receivers=\d+, sessions_denied=0, senders_denied=1, "
+            r"receivers_denied=1\. nConnections= \d+\.", r.log()))
         log = r.log()
         self.assertEqual(len(re.findall(r"DENY AMQP Attach sender .*maxSenders limit reached",
                                         log)), 2, log)

@@ -400,6 +400,32 @@ class TlsConfigTest(TlsTestCase):
         self.assertRegex(p.stderr, re.escape(path) + r":\d+: listener: sslProfile 'nosuch' is "
                                    r"not defined")
 
+    def test_ssl_protocol_names_accepted_but_allow_no_handshake(self):
+        # 1.19 accepts a profile naming SSLv23; no SSL protocol is spoken,
+        # so every handshake with it fails and the router goes on.
+        r = self.tls_router(profile=self.profile(protocols="SSLv23"))
+        with self.assertRaises(Exception):
+            exchange(r.tls_url, client_domain(self.certs), count=1)
+        exchange(self.plain_url, count=1)
+
+    def test_tls11_only_when_the_profile_names_it(self):
+        # A profile naming TLSv1.1 speaks it (1.19 does); one naming no
+        # protocol starts at TLSv1.2 (docs/compat.md).
+        import cproton
+
+        def tls11(url):
+            d = client_domain(self.certs)
+            cproton.pn_ssl_domain_set_protocols(d._domain, "TLSv1.1")
+            try:
+                exchange(url, d, count=1)
+                return True
+            except Exception:
+                return False
+        r = self.tls_router(profile=self.profile(protocols="TLSv1.1 TLSv1.2"))
+        self.assertTrue(tls11(r.tls_url))
+        r = self.tls_router()
+        self.assertFalse(tls11(r.tls_url))
+
     def test_protocols_and_ciphers_are_applied(self):
         r = self.tls_router(profile=self.profile(protocols="TLSv1.2",
                                                  ciphers="ECDHE-ECDSA-AES128-GCM-SHA256"))

@@ -223,21 +223,42 @@ static void vhost_groups_read_as_raw_json(void **state)
     jn_config_free(cfg);
 }
 
-/* A spare comma before a closing brace or bracket of a raw map is dropped
- * (as 1.19 does in the whole conf form), so a group list ending in "}," is
- * read. The JSON form stays strict (test_config_json.c). */
-static void raw_map_spare_comma_before_close_is_dropped(void **state)
+static void vhost_groups_one_line_entries_with_trailing_commas(void **state)
 {
     (void)state;
+    /* 1.19 drops a ',' before '}' or ']' in the raw maps, so each group may
+     * be one line ending in ',' and several may share a line. */
     jn_config_t *cfg = load("vhost {\n hostname: example.com\n groups: {\n"
-                            "  \"$default\": {\"users\": \"*\", \"maxSenders\": 10},\n"
-                            "  \"g\": {\"users\": \"a\", \"sources\": [\"x\", \"y\",]},\n"
+                            "  \"$default\": {\"users\": \"*\", \"sources\": [\"a\", \"b\",],},\n"
+                            "  \"x\": {\"users\": \"u1\"}, \"y\": {\"users\": \"u2\"},\n"
                             " }\n}\n");
     const jn_config_value_t *g = jn_config_entity_get(nth(cfg, "vhost", 0), "groups");
     const jn_config_value_t *d = jn_config_value_lookup(g, "$default");
-    assert_int_equal(jn_config_value_int(jn_config_value_lookup(d, "maxSenders")), 10);
-    const jn_config_value_t *s = jn_config_value_lookup(jn_config_value_lookup(g, "g"), "sources");
-    assert_non_null(s);
+    assert_string_equal(jn_config_value_string(jn_config_value_lookup(d, "users")), "*");
+    assert_int_equal(jn_config_value_count(jn_config_value_lookup(d, "sources")), 2);
+    const jn_config_value_t *y = jn_config_value_lookup(g, "y");
+    assert_string_equal(jn_config_value_string(jn_config_value_lookup(y, "users")), "u2");
+    jn_config_free(cfg);
+}
+
+static void repeated_address_section_is_dropped_with_a_warning(void **state)
+{
+    (void)state;
+    const char *a = "address {\n prefix: mc\n distribution: multicast\n}\n";
+    char text[256];
+    snprintf(text, sizeof text, "%s%s%s", a, a, "address {\n prefix: mc\n}\n");
+    jn_config_t *cfg = load(text);
+    /* the exact repeat goes; the one that differs stays (the entity path
+     * refuses it) */
+    size_t addresses = 0;
+    for (size_t i = 0; i < jn_config_entity_count(cfg); i++)
+        addresses += strcmp(jn_schema_type_short_name(jn_config_entity_type(
+                                jn_config_entity_at(cfg, i))),
+                            "address") == 0;
+    assert_int_equal(addresses, 2);
+    assert_int_equal(jn_config_warning_count(cfg), 1);
+    assert_non_null(strstr(jn_config_warning_at(cfg, 0),
+                           ":5: address section repeats the one at line 1; it is ignored"));
     jn_config_free(cfg);
 }
 
@@ -566,7 +587,8 @@ int main(void)
         cmocka_unit_test(values_taken_literally_no_substitution),
         cmocka_unit_test(open_properties_read_as_raw_json),
         cmocka_unit_test(vhost_groups_read_as_raw_json),
-        cmocka_unit_test(raw_map_spare_comma_before_close_is_dropped),
+        cmocka_unit_test(vhost_groups_one_line_entries_with_trailing_commas),
+        cmocka_unit_test(repeated_address_section_is_dropped_with_a_warning),
         cmocka_unit_test(map_named_otherwise_follows_normal_rules),
         cmocka_unit_test(names_normalised_to_camel_case),
         cmocka_unit_test(section_names_map_to_entity_types),

@@ -92,6 +92,7 @@ jn_core_link_t *jn_core_link_attached_IO(jn_core_conn_t *conn, void *io_link,
     l->ct.unsettled_max = conn->inter_router || conn->edge ? UINT32_MAX : l->capacity;
     atomic_init(&l->refcount, 1); /* the life reference */
     atomic_init(&l->flow, 0);
+    atomic_init(&l->peer_limit, 0);
     atomic_init(&l->flow_posted, false);
     atomic_init(&l->detach_posted, false);
     l->attach_action.type = JN_ACT_LINK_ATTACHED;
@@ -123,8 +124,14 @@ void jn_core_link_flow_IO(jn_core_link_t *link, uint64_t credit_limit, bool drai
     jn_core_post(link->conn->core, &link->flow_action);
 }
 
+void jn_core_link_peer_credit_IO(jn_core_link_t *link, uint64_t peer_limit)
+{
+    atomic_store_explicit(&link->peer_limit, peer_limit, memory_order_relaxed);
+}
+
 void jn_core_link_answered_IO(jn_core_link_t *link)
 {
+
     if (atomic_exchange_explicit(&link->answer_posted, true, memory_order_acq_rel))
         return;
     jn_link_ref(link);
@@ -239,7 +246,8 @@ static jn_addr_t *attach_address_CT(jn_core_t *core, jn_core_link_t *link, const
         return NULL;
     }
     if (!addr) {
-        jn_link_refuse_CT(link, "amqp:not-found", "the address is configured unavailable");
+        /* configured unavailable: 1.19's words, which clients read */
+        jn_link_refuse_CT(link, "amqp:not-found", "Node not found");
         return NULL;
     }
     *open_as = address;

@@ -290,9 +290,13 @@ struct jn_core_link {
     jn_link_type_t type;
     int priority; /* data links: 0..9, -1 for extra ones */
     bool local;   /* attached by the router (connector side) */
-    /* Atomic. flow: the I/O thread's latest (credit_limit << 1 | drain). */
+    /* Atomic. flow: the I/O thread's latest (credit_limit << 1 | drain).
+     * peer_limit: the peer's own credit as a limit (sent + its credit,
+     * uncapped), for management's creditAvailable only. */
     atomic_uint refcount;
     atomic_uint_least64_t flow;
+    atomic_uint_least64_t peer_limit;
+
     atomic_bool flow_posted;   /* flow_action is on the core's queue */
     atomic_bool detach_posted; /* jn_core_link_detached_IO was called */
 
@@ -342,7 +346,8 @@ struct jn_core_link {
         jn_core_link_t *resume_next;
         /* linksBlocked (jn_forward_figures_tick_CT): since when (monotonic
          * ms, 0: not watched) the figures tick has seen this link without
-         * credit and with handed unchanged (blocked_handed) */
+         * credit and with no delivery since (blocked_handed: handed out,
+         * or received on an incoming link) */
         int64_t blocked_since_ms;
         uint64_t blocked_handed;
         uint64_t next_tag;

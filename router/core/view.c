@@ -68,8 +68,13 @@ static void link_fill_CT(const jn_core_link_t *l, jn_view_link_t *out)
         out->undelivered = l->ct.undelivered.count;
         out->unsettled = l->ct.unsettled;
         out->dropped = l->ct.mc_dropped;
-        out->credit_available =
-            l->ct.credit_limit > l->ct.handed ? l->ct.credit_limit - l->ct.handed : 0;
+        /* the peer's credit (the I/O layer may let the core use less of
+         * it, io_send.c) */
+        uint64_t peer = atomic_load_explicit(&l->peer_limit, memory_order_relaxed);
+        if (peer < l->ct.credit_limit)
+            peer = l->ct.credit_limit;
+        out->credit_available = peer > l->ct.handed ? peer - l->ct.handed : 0;
+
     }
 }
 

@@ -508,8 +508,9 @@ class RouterFiguresTest(MetricsCase):
 
     def test_stuck_delivery_and_blocked_link_shown_while_they_last(self):
         """A delivery its receiver holds unsettled and a receiver that never
-        gave credit: after 10 s (and a figures tick), deliveriesStuck and
-        linksBlocked are 1, as /metrics shows too; once the delivery is
+        gave credit: after 10 s (and a figures tick), deliveriesStuck is 2
+        (the delivery counted on each of its two links, as 1.19 counts it)
+        and linksBlocked 1, as /metrics shows too; once the delivery is
         accepted and the receiver gives credit, both are back to 0."""
         r, m, base = self.http_router_with("")
         c = BlockingConnection(r.url, timeout=TIMEOUT)
@@ -533,7 +534,7 @@ class RouterFiguresTest(MetricsCase):
                 t = time.monotonic() + 0.2
                 c.wait(lambda: time.monotonic() >= t, timeout=5)
         t0 = time.monotonic()
-        seen = poll("stuck and blocked", lambda g: g["deliveriesStuck"] == 1 and
+        seen = poll("stuck and blocked", lambda g: g["deliveriesStuck"] == 2 and
                     g["linksBlocked"] == 1, 20 * SLOW)
         self.assertGreaterEqual(time.monotonic() - t0, 9.0, "not before 10 s held")
         shown = parse(self.scrape(base + "/metrics"))

@@ -11,6 +11,7 @@
  */
 #include "entity.h"
 
+#include <junction/config.h>
 #include <junction/log.h>
 
 #include <netdb.h>
@@ -224,10 +225,10 @@ static int check_endpoint(const jn_entity_ctx_t *ctx, jn_mgmt_entity_t *e, jn_en
 {
     const char *type = type_of(e);
     const char *role = jn_mgmt_entity_str(e, "role");
-    if (role && strcmp(role, "inter-router") == 0 &&
-        (!ctx->mode || strcmp(ctx->mode, "interior") != 0))
-        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "role",
-                              "%s role 'inter-router' needs router mode 'interior'", type);
+    const char *refusal = jn_config_role_refusal(type, role, ctx->mode);
+    if (refusal) /* the configuration file's rule (router/config/checks.c) */
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "role", "%s", refusal);
+
     const char *profile = jn_mgmt_entity_str(e, "sslProfile");
     if (profile && profile[0] && ctx->profile && ctx->profile(ctx->profile_arg, profile) == 0)
         return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "sslProfile",

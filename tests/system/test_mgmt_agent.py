@@ -246,6 +246,29 @@ class ManagementTest(RouterTestCase):
         code, _, types = mgr.call({"operation": "GET-TYPES"})
         self.assertIn(PREFIX + "listener", types)
 
+    def test_create_of_a_role_the_router_mode_forbids_is_refused_as_the_file_is(self):
+        """A standalone router takes no inter-router or edge listener or
+        connector, an edge router no inter-router one nor an edge listener:
+        CREATE is refused 400 with 1.19's words, the rule the configuration
+        file's check uses (test_config_errors.c), and nothing is made."""
+        standalone = "role='standalone' not allowed to connect to or accept connections " \
+                     "from other routers."
+        only_interior = "role='%s' only allowed with router mode='interior'"
+        for mode, cases in (
+                ("standalone", [("connector", "inter-router", standalone),
+                                ("listener", "edge", standalone),
+                                ("listener", "inter-router", standalone)]),
+                ("edge", [("connector", "inter-router", only_interior % "inter-router"),
+                          ("listener", "edge", only_interior % "edge"),
+                          ("listener", "inter-router", only_interior % "inter-router")])):
+            mgr = self.manager(self.start_router(router={"mode": mode}))
+            for type_, role, text in cases:
+                code, desc, _ = mgr.call({"operation": "CREATE", "type": type_, "name": "m"},
+                                         {"host": "127.0.0.1", "port": "7", "role": role})
+                self.assertEqual((code, desc), (400, text), "%s %s %s" % (mode, type_, role))
+                code, _, _ = mgr.call({"operation": "READ", "type": type_, "name": "m"})
+                self.assertEqual(code, 404)
+
     def test_read_update_delete_by_identity_or_name_without_type(self):
         """A READ, UPDATE or DELETE that names its entity but gives no type
         finds it in whichever type holds it, as 1.19's agent does (its test

@@ -149,9 +149,10 @@ static bool settle_incoming_CT(jn_delivery_t *dlv, uint64_t type)
 static void refuse_unavailable_CT(jn_core_t *core, jn_delivery_t *dlv)
 {
     JN_ASSERT_CT(core);
-    jn_disposition_t d = {.type = JN_DISP_REJECTED,
-                          .condition = (char *)"amqp:not-found",
-                          .description = (char *)"the address is configured unavailable"};
+    jn_disposition_t d = {
+        .type = JN_DISP_REJECTED,
+        .condition = (char *)"amqp:not-found",
+        .description = (char *)"Deliveries cannot be sent to an unavailable address"};
     if (settle_incoming_with_CT(dlv, JN_DISP_REJECTED, &d))
         jn_stat_add(&core->stats.rejected, 1);
 }

@@ -170,6 +170,9 @@ class EdgesTest(RouterTestCase):
         state = d.fields[4]
         self.assertEqual(int(state.descriptor), 0x25, d)
         self.assertEqual(str(state.value[0].value[0]), "amqp:not-found", d)
+        # 1.19's description, which its clients read
+        self.assertEqual(str(state.value[0].value[1]),
+                         "Deliveries cannot be sent to an unavailable address", d)
 
     def test_open_properties_of_any_type_are_queried(self):
         c = RawClient(self.router.port)

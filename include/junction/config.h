@@ -111,7 +111,6 @@ void jn_config_strmap_clear(jn_config_strmap_t *m);
 const char *jn_config_role_refusal(const char *type, const char *role, const char *mode);
 
 /* jn_config_free: free a configuration and everything reached from it (all
-
  * entity and value pointers become invalid). NULL is ignored. */
 void jn_config_free(jn_config_t *cfg);
 

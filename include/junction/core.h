@@ -329,7 +329,6 @@ void jn_core_link_flow_IO(jn_core_link_t *link, uint64_t credit_limit, bool drai
  * asked. Thread: the I/O thread owning the link's connection. */
 void jn_core_link_peer_credit_IO(jn_core_link_t *link, uint64_t peer_limit);
 
-
 /* jn_core_link_answered_IO: the peer answered an attach the router made
  * for a JN_WORK_LINK_ATTACH (its attach arrived; a refusal's detach
  * follows it). Posts the action once. */

@@ -43,6 +43,9 @@ typedef struct jn_view_conn {
     const uint8_t *properties;
     size_t properties_len;
     int64_t opened_us; /* wall clock when it opened (microseconds since the epoch) */
+    /* seconds since a delivery last arrived on it or was handed to it
+     * (lastDlvSeconds), -1 when none has yet */
+    int64_t last_dlv_s;
     /* security (jn_conn_info_t): strings NULL when none */
     bool encrypted;
     const char *ssl_proto, *ssl_cipher;

@@ -188,7 +188,6 @@ static int check_role(jn_config_ctx_t *ctx, const jn_config_entity_t *e, const c
     const char *refusal = jn_config_role_refusal(t, role, mode);
     if (refusal)
         return jn_config_fail(ctx, line_of(e, "role"), "%s attribute 'role': %s", t, refusal);
-
     const jn_config_value_t *props = jn_config_entity_get(e, "openProperties");
     if (!props)
         return 0;

@@ -237,6 +237,9 @@ struct jn_core_conn {
     struct {
         bool closed;                 /* close processed: work is dropped */
         bool admin_deleted;          /* closed by management (adminStatus deleted) */
+        /* when a delivery last arrived on it or was handed to it (the
+         * batch's monotonic clock, ns; 0: none yet): lastDlvSeconds */
+        uint64_t last_dlv_ns;
         jn_core_link_t *links;       /* attached links (through link ct.conn_next) */
         jn_core_conn_t *prev, *next; /* the core's connection list */
         /* inter-router (mesh_side.c) */
@@ -296,7 +299,6 @@ struct jn_core_link {
     atomic_uint refcount;
     atomic_uint_least64_t flow;
     atomic_uint_least64_t peer_limit;
-
     atomic_bool flow_posted;   /* flow_action is on the core's queue */
     atomic_bool detach_posted; /* jn_core_link_detached_IO was called */
 

@@ -121,7 +121,6 @@ struct jn_delivery {
  * outgoing link, pre-settled when presettled or when link is a client's
  * receiver that asked for settled deliveries (link->presettled: its
  * snd-settle-mode is settled; not a link-routed one); refcount 1 (the core's). It
-
  * holds references on peer, peer's message and link, and is put on peer's
  * copy list (not on a link list). Its tag is the next of link's counter,
  * or, on a link-routed link (link->ct.routed), peer's own tag. Returns

@@ -20,8 +20,8 @@
  * 1.19, docs/protocol.md "Forwarding across routers"); a copy lost with its consumer's connection
  * counts as modified. When every copy gave an outcome but some consumers
  * wait for the sender to settle first, that outcome goes to the sender
- * unsettled, and its settlement settles the copies. So a sender is never told accepted for a message no
- * consumer took.
+ * unsettled, and its settlement settles the copies. So a sender is never told accepted for a
+ * message no consumer took.
  *
  * A stuck multicast consumer (docs/multicast.md). A consumer of a multicast
  * address (a local outgoing link; never a link toward another router,
@@ -149,10 +149,10 @@ static bool settle_incoming_CT(jn_delivery_t *dlv, uint64_t type)
 static void refuse_unavailable_CT(jn_core_t *core, jn_delivery_t *dlv)
 {
     JN_ASSERT_CT(core);
-    jn_disposition_t d = {
-        .type = JN_DISP_REJECTED,
-        .condition = (char *)"amqp:not-found",
-        .description = (char *)"Deliveries cannot be sent to an unavailable address"};
+    jn_disposition_t d = {.type = JN_DISP_REJECTED,
+                          .condition = (char *)"amqp:not-found",
+                          .description =
+                              (char *)"Deliveries cannot be sent to an unavailable address"};
     if (settle_incoming_with_CT(dlv, JN_DISP_REJECTED, &d))
         jn_stat_add(&core->stats.rejected, 1);
 }
@@ -200,8 +200,8 @@ static void mc_tell_CT(jn_delivery_t *dlv)
 {
     JN_ASSERT_CT(jn_delivery_core(dlv));
     if (!dlv->ct.multicast || !dlv->ct.credit_returned || dlv->ct.mc_waiting > 0 ||
-        dlv->ct.mc_unsettled == 0 || dlv->ct.handed == 0 || dlv->ct.mc_told ||
-        dlv->presettled || dlv->ct.sender_settled || dlv->ct.router_settled ||
+        dlv->ct.mc_unsettled == 0 || dlv->ct.handed == 0 || dlv->ct.mc_told || dlv->presettled ||
+        dlv->ct.sender_settled || dlv->ct.router_settled ||
         dlv->link->ct.state == JN_LINK_ST_DETACHED)
         return;
     dlv->ct.mc_told = true;
@@ -388,7 +388,6 @@ static void accept_for_consumer_CT(jn_core_t *core, jn_delivery_t *copy)
 
 void jn_forward_hand_out_CT(jn_delivery_t *copy)
 {
-
     jn_core_link_t *link = copy->link;
     jn_core_t *core = link->conn->core;
     JN_ASSERT_CT(core);
@@ -400,6 +399,7 @@ void jn_forward_hand_out_CT(jn_delivery_t *copy)
     copy->ct.handed_out = true;
     link->ct.handed++;
     link->ct.deliveries++;
+    link->conn->ct.last_dlv_ns = core->ct.batch_ns;
     if (link->conn->inter_router) { /* to another router: transit, but control */
         if (link->type == JN_LINK_DATA)
             jn_stat_add(&core->stats.transit, 1);
@@ -861,6 +861,7 @@ void jn_forward_arrived_CT(jn_delivery_t *dlv)
     if (dlv->presettled)
         jn_stat_add(&core->stats.presettled, 1);
     in->ct.deliveries++;
+    in->conn->ct.last_dlv_ns = core->ct.batch_ns;
     if (!dlv->presettled)
         in->ct.unsettled_in++;
     if (in->ct.outstanding > 0)
@@ -1123,7 +1124,6 @@ void jn_forward_consumer_gone_CT(jn_core_link_t *link, jn_addr_t *addr)
         jn_delivery_t *peer = copy->ct.peer;
         if (!copy->ct.settled && peer->ct.multicast && !copy->ct.mc_outcome_in)
             mc_merge_CT(peer, JN_DISP_MODIFIED); /* lost with its consumer */
-
         if (!copy->ct.settled && !peer->ct.multicast) {
             if (copy->ct.outcome_counted) {
                 /* its consumer's outcome reached the sender already (not
@@ -1168,7 +1168,6 @@ static uint64_t count_stuck_CT(const jn_dlv_list_t *list, uint64_t old_ns)
     return n;
 }
 
-
 /* 1 when a client's link has had no credit for JN_CORE_STUCK_MS (the
  * router's linksBlocked, as 1.19 counts it): a receiver that gave none, or
  * a sender the router gives none (its address has no consumer); watched
@@ -1193,7 +1192,6 @@ static uint64_t link_blocked_CT(jn_core_link_t *l, int64_t now)
 }
 
 void jn_forward_figures_arm_CT(jn_core_t *core)
-
 {
     JN_ASSERT_CT(core);
     if (core->ct.figures_at_ms != 0)
@@ -1226,7 +1224,6 @@ void jn_forward_figures_tick_CT(jn_core_t *core)
             blocked += link_blocked_CT(l, now);
         }
     }
-
     atomic_store_explicit(&core->stats.stuck, stuck, memory_order_relaxed);
     atomic_store_explicit(&core->stats.links_blocked, blocked, memory_order_relaxed);
     /* memory the pools gave back after a burst goes back to the system

@@ -12,6 +12,8 @@
 
 #include "core_private.h"
 
+#include <junction/time.h>
+
 static void conn_fill_CT(const jn_core_conn_t *c, jn_view_conn_t *out)
 {
     JN_ASSERT_CT(c->core);
@@ -29,6 +31,9 @@ static void conn_fill_CT(const jn_core_conn_t *c, jn_view_conn_t *out)
         n += l->ct.state == JN_LINK_ST_ATTACHED;
     out->links = n;
     out->opened_us = c->opened_us;
+    out->last_dlv_s =
+        c->ct.last_dlv_ns ? (int64_t)((jn_time_mono_ns() - c->ct.last_dlv_ns) / 1000000000u) : -1;
+
     out->encrypted = c->encrypted;
     out->ssl_proto = c->ssl_proto;
     out->ssl_cipher = c->ssl_cipher;

@@ -60,7 +60,8 @@ class ManagementTest(RouterTestCase):
     def test_link_counters_move_by_the_number_sent(self):
         """QUERY router.link: the sender's and the receiver's deliveryCount
         grow by exactly the messages sent; connections and addresses list
-        them."""
+        them, and each connection's lastDlvSeconds is null until it carried
+        a delivery, then the seconds since (1.19)."""
         r = self.start_router()
         mgr = self.manager(r)
         rx_conn = BlockingConnection(r.url, timeout=TIMEOUT)
@@ -79,6 +80,13 @@ class ManagementTest(RouterTestCase):
 
         before = {l["linkDir"]: l["deliveryCount"] for l in links()}
         self.assertEqual(sorted(before), ["in", "out"])
+        ids = sorted(str(l["connectionId"]) for l in links())
+
+        def last_dlv():  # connection lastDlvSeconds of the two clients
+            return [c["lastDlvSeconds"] for c in
+                    sorted(mgr.query(PREFIX + "connection", ["identity", "lastDlvSeconds"]),
+                           key=lambda c: c["identity"]) if c["identity"] in ids]
+        self.assertEqual(last_dlv(), [None, None], "no delivery yet: no lastDlvSeconds")
         for i in range(17):
             sender.send(Message(body="m%d" % i))
         # pre-settled sends return at once: run the sender's connection
@@ -91,6 +99,7 @@ class ManagementTest(RouterTestCase):
         after = {l["linkDir"]: l["deliveryCount"] for l in links()}
         self.assertEqual(after["in"] - before["in"], 17)
         self.assertEqual(after["out"] - before["out"], 17)
+        self.assertTrue(all(isinstance(s, int) and 0 <= s <= 5 for s in last_dlv()), last_dlv())
 
         conns = mgr.query(PREFIX + "connection", ["identity", "dir", "role", "container"])
         self.assertGreaterEqual(len(conns), 3)

@@ -1034,9 +1034,18 @@ void jn_forward_update_CT(jn_delivery_t *dlv, const jn_disposition_t *disp, bool
             finish_copy_CT(dlv);
         return;
     }
+    jn_disposition_t failed;
+    if (JN_UNLIKELY(disp->type == JN_DISP_MODIFIED && !disp->delivery_failed)) {
+        /* modified goes back with delivery-failed set, as 1.19 sends it
+         * (the consumer's other fields as they came) */
+        failed = *disp;
+        failed.delivery_failed = true;
+        disp = &failed;
+    }
     if (disp->type != JN_DISP_NONE || settled) {
         if (disp->type != JN_DISP_NONE)
             count_outcome_CT(core, dlv, disp->type);
+
         if (!peer->presettled && !peer->ct.sender_settled && !peer->ct.router_settled &&
             peer->link->ct.state != JN_LINK_ST_DETACHED)
             jn_work_dlv_CT(peer, JN_WORK_DELIVERY_UPDATE, JN_DISP_NONE, disp, settled);

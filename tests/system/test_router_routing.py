@@ -347,6 +347,22 @@ class OutcomeTest(RouterTestCase):
         self.assertTrue(disp.failed, "delivery-failed lost on the way back")
         self.assertTrue(disp.undeliverable, "undeliverable-here lost on the way back")
 
+    def test_modified_without_delivery_failed_reaches_sender_as_failed(self):
+        """A consumer's modified with the defaults (delivery-failed false)
+        goes back with delivery-failed set, as 1.19 sends it."""
+        r = self.start_router()
+
+        def modify(recv, m, d):
+            d.update(Delivery.MODIFIED)
+            d.settle()
+        rx = Recv("out.mod0", outcome=modify)
+        tx = Send("out.mod0", [seq_message(0)])
+        self.run_scenario(Traffic(r, [rx], [tx], expect=1))
+        state, disp = tx.outcomes[0]
+        self.assertEqual(state, Delivery.MODIFIED)
+        self.assertTrue(disp.failed)
+        self.assertFalse(disp.undeliverable)
+
 
 class KilledReceiver(Scenario):
     """Send `count` unsettled messages to a receiver subprocess that never

@@ -683,7 +683,8 @@ typedef struct jn_core_stats {
     uint64_t deliveries_modified;
     uint64_t deliveries_presettled; /* of ingress: sent pre-settled */
     /* multicast copies not sent because their consumer's backlog was full
-     * (router droppedPresettledDeliveries, docs/multicast.md) */
+     * (docs/multicast.md), and pre-settled deliveries no consumer took
+     * (router droppedPresettledDeliveries, as 1.19 counts them) */
     uint64_t deliveries_dropped;
     /* router deliveriesTransit: copies sent to other routers (not counted
      * in deliveries_egress, nor those received from them in ingress) */

@@ -243,9 +243,17 @@ static void all_handed_CT(jn_core_t *core, jn_delivery_t *dlv)
         in->ct.held--;
     jn_link_mark_dirty_CT(in);
     if (dlv->ct.handed == 0 && !dlv->ct.served) {
-        if (!in->conn->internal && !dlv->ct.router_settled)
-            jn_stat_add(&core->stats.released, 1);
+        /* a pre-settled one that no consumer took is dropped, counted in
+         * droppedPresettledDeliveries as 1.19 counts it (a multicast one's
+         * dropped copies are counted one by one, mc_drop_CT) */
+        if (!in->conn->internal && !dlv->ct.router_settled) {
+            if (!dlv->presettled)
+                jn_stat_add(&core->stats.released, 1);
+            else if (!dlv->ct.multicast)
+                jn_stat_add(&core->stats.dropped, 1);
+        }
         settle_incoming_CT(dlv, JN_DISP_RELEASED);
+
     } else if (dlv->ct.served) {
         settle_incoming_CT(dlv, JN_DISP_ACCEPTED);
     } else if (dlv->ct.multicast) {

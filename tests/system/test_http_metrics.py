@@ -449,6 +449,29 @@ class RouterFiguresTest(MetricsCase):
         self.expect(before, after, deliveriesIngressRouteContainer=7,
                     deliveriesEgressRouteContainer=7)
 
+    def test_presettled_without_consumer_counted_as_dropped(self):
+        """5 pre-settled messages to an address nobody consumes (on the
+        anonymous relay): droppedPresettledDeliveries grows by 5 and
+        releasedDeliveries not at all, as 1.19 counts them."""
+        r, m, base = self.http_router_with("")
+        c = BlockingConnection(r.url, timeout=TIMEOUT)
+        self.addCleanup(c.close)
+        tx = c.create_sender(None, options=AtMostOnce())
+        names = ["droppedPresettledDeliveries", "releasedDeliveries"]
+        before = m.router()
+        for i in range(5):
+            tx.send(Message(address="nobody.q", body=i))
+        c.wait(lambda: tx.link.queued == 0, timeout=TIMEOUT)
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            after = m.router()
+            moved = [after[n] - before[n] for n in names]
+            if moved[0] >= 5 or time.monotonic() > deadline:
+                break
+            t = time.monotonic() + 0.1  # c keeps running meanwhile
+            c.wait(lambda: time.monotonic() >= t, timeout=5)
+        self.assertEqual(moved, [5, 0])
+
     def test_fallback_redirects_counted(self):
         """enableFallback on prefix fb: with only a qd.fallback receiver,
         9 messages to fb.q go to it, and deliveriesRedirectedToFallback

@@ -235,8 +235,8 @@ struct jn_core_conn {
 
     /* Core thread only. */
     struct {
-        bool closed;                 /* close processed: work is dropped */
-        bool admin_deleted;          /* closed by management (adminStatus deleted) */
+        bool closed;        /* close processed: work is dropped */
+        bool admin_deleted; /* closed by management (adminStatus deleted) */
         /* when a delivery last arrived on it or was handed to it (the
          * batch's monotonic clock, ns; 0: none yet): lastDlvSeconds */
         uint64_t last_dlv_ns;

@@ -79,7 +79,6 @@ static void link_fill_CT(const jn_core_link_t *l, jn_view_link_t *out)
         if (peer < l->ct.credit_limit)
             peer = l->ct.credit_limit;
         out->credit_available = peer > l->ct.handed ? peer - l->ct.handed : 0;
-
     }
 }
 

@@ -478,11 +478,16 @@ void jn_link_producers_dirty_CT(jn_addr_t *addr)
     }
 }
 
-/* A targeted sender whose address lost its last destination (here or
- * anywhere in the mesh) keeps no credit: the router drains it (the sender
- * uses it up or gives it back, AMQP 1.0 part 2, 2.6.7) and grants new
- * credit only when a destination appears again. What the sender sends
- * meanwhile is released. */
+/* A link-routed sender whose receiver at the far end drained its credit is
+ * drained too. A client's targeted sender whose address lost its last destination
+ * (here or anywhere in the mesh) keeps the credit it has, as in 1.19: what
+ * it sends with it is released (or, pre-settled, dropped and counted) at
+ * once, so the router holds nothing for it, and it gets no new credit
+ * until a destination appears again. (Draining it instead left a client
+ * that does not honour drain with its messages unsent and no outcome:
+ * 1.19's tests send on and expect every delivery to come back.) An
+ * auto-link's broker still loses its credit: it would take each released
+ * message back and send it again, round and round. */
 static void withdraw_credit_CT(jn_core_link_t *link)
 {
     JN_ASSERT_CT(link->conn->core);
@@ -493,10 +498,11 @@ static void withdraw_credit_CT(jn_core_link_t *link)
         const jn_core_link_t *out = link->ct.routed;
         if (!out->ct.drain || out->ct.handed < out->ct.credit_limit)
             return;
-    } else if (link->ct.anonymous || !link->ct.addr ||
+    } else if (!link->ct.autolink || link->ct.anonymous || !link->ct.addr ||
                jn_addr_has_destination_or_fallback_CT(link->conn->core, link->ct.addr)) {
         return;
     }
+
     jn_work_t *w = jn_work_new_CT(link->conn->core, JN_WORK_LINK_CREDIT);
     if (!w)
         return; /* out of memory: the credit stays with the sender */

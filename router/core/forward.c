@@ -1194,13 +1194,9 @@ static uint64_t link_blocked_CT(jn_core_link_t *l, int64_t now)
     JN_ASSERT_CT(l->conn->core);
     bool out = l->dir == JN_LINK_OUTGOING;
     uint64_t progress = out ? l->ct.handed : l->ct.deliveries;
-    /* (an edge's or another router's senders to this one are the router's
-     * own business: not counted) */
     bool no_credit = l->type == JN_LINK_ENDPOINT && !l->conn->internal &&
                      l->ct.state == JN_LINK_ST_ATTACHED &&
-                     (out ? l->ct.handed >= l->ct.credit_limit
-                          : l->ct.outstanding == 0 && !l->conn->edge && !l->conn->inter_router);
-
+                     (out ? l->ct.handed >= l->ct.credit_limit : l->ct.outstanding == 0);
     if (!no_credit) {
         l->ct.blocked_since_ms = 0;
     } else if (l->ct.blocked_since_ms == 0 || l->ct.blocked_handed != progress) {

@@ -108,6 +108,16 @@ int jn_config_load_string_map(const char *path, const char *noun, jn_config_strm
  * thread. */
 void jn_config_strmap_clear(jn_config_strmap_t *m);
 
+/* jn_config_role_refusal: why a `type` ("listener" or "connector") with
+ * `role` may not exist on a router in `mode` ("standalone", "interior",
+ * "edge"; NULL counts as standalone), in qdrouterd 1.19's words, which
+ * management clients (and 1.19's tests) read; NULL when it may. The one
+ * rule for the configuration file's check and for management CREATE and
+ * UPDATE: a standalone router takes no inter-router or edge role, only an
+ * interior has inter-router connections, and an edge router accepts no
+ * edge connections. The string is static. Pure; any thread. */
+const char *jn_config_role_refusal(const char *type, const char *role, const char *mode);
+
 /* jn_config_free: free a configuration and everything reached from it (all
  * entity and value pointers become invalid). NULL is ignored. */
 void jn_config_free(jn_config_t *cfg);

@@ -335,6 +335,13 @@ void jn_core_link_detached_IO(jn_core_link_t *link);
  * ignore it. */
 void jn_core_link_flow_IO(jn_core_link_t *link, uint64_t credit_limit, bool drain);
 
+/* jn_core_link_peer_credit_IO: on an outgoing link, the peer's own credit
+ * as a limit (as credit_limit above, but not cut by the I/O layer's cap),
+ * shown by management as the link's creditAvailable (what the peer gave,
+ * as 1.19 shows it). A relaxed store, no action: the core reads it when
+ * asked. Thread: the I/O thread owning the link's connection. */
+void jn_core_link_peer_credit_IO(jn_core_link_t *link, uint64_t peer_limit);
+
 /* jn_core_link_answered_IO: the peer answered an attach the router made
  * for a JN_WORK_LINK_ATTACH (its attach arrived; a refusal's detach
  * follows it). Posts the action once. */
@@ -702,7 +709,8 @@ typedef struct jn_core_stats {
     uint64_t deliveries_modified;
     uint64_t deliveries_presettled; /* of ingress: sent pre-settled */
     /* multicast copies not sent because their consumer's backlog was full
-     * (router droppedPresettledDeliveries, docs/multicast.md) */
+     * (docs/multicast.md), and pre-settled deliveries no consumer took
+     * (router droppedPresettledDeliveries, as 1.19 counts them) */
     uint64_t deliveries_dropped;
     /* router deliveriesTransit: copies sent to other routers (not counted
      * in deliveries_egress, nor those received from them in ingress) */

@@ -47,6 +47,9 @@ typedef struct jn_view_conn {
     const uint8_t *properties;
     size_t properties_len;
     int64_t opened_us; /* wall clock when it opened (microseconds since the epoch) */
+    /* seconds since a delivery last arrived on it or was handed to it
+     * (lastDlvSeconds), -1 when none has yet */
+    int64_t last_dlv_s;
     /* security (jn_conn_info_t): strings NULL when none */
     bool encrypted;
     const char *ssl_proto, *ssl_cipher;
@@ -54,9 +57,6 @@ typedef struct jn_view_conn {
     bool authenticated;
     const char *user, *sasl_mechanism;
     bool admin_deleted; /* closing by management (adminStatus "deleted") */
-    /* seconds since a delivery was last sent on it (seen by the figures
-     * tick, once a second); -1: none yet */
-    int64_t last_dlv_seconds;
 } jn_view_conn_t;
 
 /* One link (management `router.link`). */

@@ -173,26 +173,30 @@ static bool reserved_open_property(const char *key)
     return strncmp(key, "qd.", 3) == 0 || strncmp(key, "x-opt-qd.", 9) == 0;
 }
 
+const char *jn_config_role_refusal(const char *type, const char *role, const char *mode)
+{
+    bool mesh_role = role && (strcmp(role, "inter-router") == 0 || strcmp(role, "edge") == 0);
+    if (!mode)
+        mode = "standalone";
+    if (mesh_role && strcmp(mode, "standalone") == 0)
+        return "role='standalone' not allowed to connect to or accept connections from other "
+               "routers.";
+    if (role && strcmp(role, "inter-router") == 0 && strcmp(mode, "interior") != 0)
+        return "role='inter-router' only allowed with router mode='interior'";
+    if (type && strcmp(type, "listener") == 0 && role && strcmp(role, "edge") == 0 &&
+        strcmp(mode, "edge") == 0)
+        return "role='edge' only allowed with router mode='interior'";
+    return NULL;
+}
+
 static int check_role(jn_config_ctx_t *ctx, const jn_config_entity_t *e, const char *mode)
 {
     const char *t = jn_schema_type_short_name(e->type);
     const char *role = jn_config_entity_string(e, "role");
     bool mesh_role = role && (strcmp(role, "inter-router") == 0 || strcmp(role, "edge") == 0);
-    int line = line_of(e, "role");
-    if (mesh_role && strcmp(mode, "standalone") == 0)
-        return jn_config_fail(ctx, line,
-                              "%s attribute 'role': '%s' is not allowed on a "
-                              "standalone router",
-                              t, role);
-    if (role && strcmp(role, "inter-router") == 0 && strcmp(mode, "interior") != 0)
-        return jn_config_fail(ctx, line,
-                              "%s attribute 'role': 'inter-router' needs an interior "
-                              "router (the router mode is '%s')",
-                              t, mode);
-    if (type_is(e, "listener") && role && strcmp(role, "edge") == 0 && strcmp(mode, "edge") == 0)
-        return jn_config_fail(ctx, line,
-                              "listener attribute 'role': 'edge' is not allowed on an "
-                              "edge router");
+    const char *refusal = jn_config_role_refusal(t, role, mode);
+    if (refusal)
+        return jn_config_fail(ctx, line_of(e, "role"), "%s attribute 'role': %s", t, refusal);
     const jn_config_value_t *props = jn_config_entity_get(e, "openProperties");
     if (!props)
         return 0;

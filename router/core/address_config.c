@@ -21,8 +21,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Grades of one address token, best last. */
-enum { GRADE_HASH = 1, GRADE_STAR = 2, GRADE_LITERAL = 3 };
+/* Grades of one address token, best last: swallowed by '#'; matched by
+ * '*' or a literal right after a '#' that matched nothing; by '*'; by a
+ * literal. (1.19 tries a literal, then '*', then '#' at each step, so at
+ * equal grades so far a '#' that matches nothing loses to the literal or
+ * '*' the other pattern has there: `a.*.d` beats `a.*.#.d` for a.c.d.) */
+enum {
+    GRADE_HASH = 1,
+    GRADE_HASH_STAR = 2,
+    GRADE_HASH_LITERAL = 3,
+    GRADE_STAR = 4,
+    GRADE_LITERAL = 5
+};
 
 typedef struct token {
     const char *p;
@@ -150,8 +160,9 @@ typedef struct search {
 } search_t;
 
 /* Does pat[j..] match addr[i..]? On success grade[i..] holds the best
- * signature for this suffix (see the file comment). */
-static bool search_from(search_t *s, size_t j, size_t i)
+ * signature for this suffix (see the file comment). after_hash: pat[j]
+ * follows a '#' that matched nothing (its grade is one of GRADE_HASH_*). */
+static bool search_from(search_t *s, size_t j, size_t i, bool after_hash)
 {
     uint8_t *failed = &s->failed[j * (s->na + 1) + i];
     if (*failed)
@@ -160,23 +171,23 @@ static bool search_from(search_t *s, size_t j, size_t i)
         if (i == s->na)
             return true;
     } else if (token_is(&s->pat[j], '#')) {
-        if (search_from(s, j + 1, i))
+        if (search_from(s, j + 1, i, true))
             return true;
         if (i < s->na) {
             s->grade[i] = GRADE_HASH;
-            if (search_from(s, j, i + 1))
+            if (search_from(s, j, i + 1, false))
                 return true;
         }
     } else if (i < s->na) {
         const token_t *p = &s->pat[j], *a = &s->addr[i];
         uint8_t g = 0;
         if (token_is(p, '*'))
-            g = GRADE_STAR;
+            g = after_hash ? GRADE_HASH_STAR : GRADE_STAR;
         else if (p->len == a->len && memcmp(p->p, a->p, a->len) == 0)
-            g = GRADE_LITERAL;
+            g = after_hash ? GRADE_HASH_LITERAL : GRADE_LITERAL;
         if (g) {
             s->grade[i] = g;
-            if (search_from(s, j + 1, i + 1))
+            if (search_from(s, j + 1, i + 1, false))
                 return true;
         }
     }
@@ -196,7 +207,8 @@ static bool match_pattern(const jn_addr_config_entry_t *e, const token_t *addr, 
     if (!failed)
         return false;
     search_t s = {.pat = pat, .np = np, .addr = addr, .na = na, .grade = grade, .failed = failed};
-    bool ok = search_from(&s, 0, 0);
+    bool ok = search_from(&s, 0, 0, false);
+
     free(failed);
     return ok;
 }

@@ -241,16 +241,13 @@ struct jn_core_conn {
 
     /* Core thread only. */
     struct {
-        bool closed;                 /* close processed: work is dropped */
-        bool admin_deleted;          /* closed by management (adminStatus deleted) */
+        bool closed;        /* close processed: work is dropped */
+        bool admin_deleted; /* closed by management (adminStatus deleted) */
+        /* when a delivery last arrived on it or was handed to it (the
+         * batch's monotonic clock, ns; 0: none yet): lastDlvSeconds */
+        uint64_t last_dlv_ns;
         jn_core_link_t *links;       /* attached links (through link ct.conn_next) */
         jn_core_conn_t *prev, *next; /* the core's connection list */
-        /* lastDlvSeconds, from the figures tick (once a second): copies
-         * sent on its outgoing links (those detached included: out_gone),
-         * as the last tick counted them, and when that count last grew
-         * (monotonic ms; 0: never) */
-        uint64_t out_gone, out_seen;
-        int64_t last_dlv_ms;
         /* inter-router (mesh_side.c) */
         int slot;                               /* mesh link slot, -1 while none */
         jn_core_link_t *control_out;            /* outgoing control link */
@@ -302,9 +299,12 @@ struct jn_core_link {
     jn_link_type_t type;
     int priority; /* data links: 0..9, -1 for extra ones */
     bool local;   /* attached by the router (connector side) */
-    /* Atomic. flow: the I/O thread's latest (credit_limit << 1 | drain). */
+    /* Atomic. flow: the I/O thread's latest (credit_limit << 1 | drain).
+     * peer_limit: the peer's own credit as a limit (sent + its credit,
+     * uncapped), for management's creditAvailable only. */
     atomic_uint refcount;
     atomic_uint_least64_t flow;
+    atomic_uint_least64_t peer_limit;
     atomic_bool flow_posted;   /* flow_action is on the core's queue */
     atomic_bool detach_posted; /* jn_core_link_detached_IO was called */
 
@@ -354,7 +354,8 @@ struct jn_core_link {
         jn_core_link_t *resume_next;
         /* linksBlocked (jn_forward_figures_tick_CT): since when (monotonic
          * ms, 0: not watched) the figures tick has seen this link without
-         * credit and with handed unchanged (blocked_handed) */
+         * credit and with no delivery since (blocked_handed: handed out,
+         * or received on an incoming link) */
         int64_t blocked_since_ms;
         uint64_t blocked_handed;
         /* its unsettled copies over 10 s old, as the last figures tick

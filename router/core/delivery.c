@@ -86,7 +86,11 @@ jn_delivery_t *jn_delivery_copy_CT(jn_delivery_t *peer, jn_core_link_t *link, bo
         return NULL;
     }
     c->outgoing = true;
-    c->presettled = presettled;
+    /* a consumer that asked for settled deliveries (snd-settle-mode
+     * settled) gets every copy settled, as 1.19 sends them (forward.c
+     * accepts an unsettled sender's delivery on its behalf) */
+    c->presettled =
+        presettled || (link->presettled && link->type == JN_LINK_ENDPOINT && !link->ct.routed);
     c->arrived_ns = peer->arrived_ns;
     c->res_class = peer->ct.res_class;
     if (JN_UNLIKELY(link->ct.routed != NULL)) {

@@ -77,10 +77,15 @@ struct jn_delivery {
         uint64_t continue_batch; /* batch of the last CONTINUE round */
         bool routed;             /* forwarding decided */
         bool multicast;
-        /* unsettled multicast: copies handed out and not settled yet, and
-         * the strongest outcome they gave (JN_MC_* rank, forward.c) */
+        /* unsettled multicast: copies handed out and not settled yet,
+         * those of them whose outcome is not in yet (no terminal
+         * disposition, settled or not), the strongest outcome they gave
+         * (JN_MC_* rank, forward.c), and whether that outcome went to the
+         * sender unsettled (every copy gave one, some not settled) */
         uint32_t mc_unsettled;
+        uint32_t mc_waiting;
         uint8_t mc_outcome;
+        bool mc_told;
         bool sender_settled;  /* the sender settled (or sent it settled) */
         bool router_settled;  /* the router settled it toward the sender */
         bool credit_returned; /* counted back into its link's credit */
@@ -103,6 +108,8 @@ struct jn_delivery {
                                                * peer's handed (and mc_unsettled)
                                                * already (forward.c) */
         bool settled;                         /* settled on the consumer's side */
+        bool mc_outcome_in;                   /* multicast: its outcome is merged
+                                               * into its peer's (forward.c) */
         bool outcome_counted;                 /* its outcome is in the statistics */
         bool final;                           /* its last SEND/CONTINUE was queued after
                                                * the core saw the message complete or
@@ -118,7 +125,9 @@ struct jn_delivery {
 jn_delivery_t *jn_delivery_internal_CT(jn_core_t *core, jn_message_t *message);
 
 /* jn_delivery_copy_CT: a new outgoing copy of incoming delivery peer for
- * outgoing link, pre-settled when presettled; refcount 1 (the core's). It
+ * outgoing link, pre-settled when presettled or when link is a client's
+ * receiver that asked for settled deliveries (link->presettled: its
+ * snd-settle-mode is settled; not a link-routed one); refcount 1 (the core's). It
  * holds references on peer, peer's message and link, and is put on peer's
  * copy list (not on a link list). Its tag is the next of link's counter,
  * or, on a link-routed link (link->ct.routed), peer's own tag. Returns

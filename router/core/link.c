@@ -95,6 +95,7 @@ jn_core_link_t *jn_core_link_attached_IO(jn_core_conn_t *conn, void *io_link,
     l->ct.unsettled_max = conn->inter_router || conn->edge ? UINT32_MAX : l->capacity;
     atomic_init(&l->refcount, 1); /* the life reference */
     atomic_init(&l->flow, 0);
+    atomic_init(&l->peer_limit, 0);
     atomic_init(&l->flow_posted, false);
     atomic_init(&l->detach_posted, false);
     l->attach_action.type = JN_ACT_LINK_ATTACHED;
@@ -126,6 +127,12 @@ void jn_core_link_flow_IO(jn_core_link_t *link, uint64_t credit_limit, bool drai
         return; /* queued already: the core reads the word after this store */
     jn_link_ref(link);
     jn_core_post(link->conn->core, &link->flow_action);
+}
+
+void jn_core_link_peer_credit_IO(jn_core_link_t *link, uint64_t peer_limit)
+{
+    JN_ASSERT_IO_CALLER();
+    atomic_store_explicit(&link->peer_limit, peer_limit, memory_order_relaxed);
 }
 
 void jn_core_link_answered_IO(jn_core_link_t *link)
@@ -253,7 +260,8 @@ static jn_addr_t *attach_address_CT(jn_core_t *core, jn_core_link_t *link, const
         return NULL;
     }
     if (!addr) {
-        jn_link_refuse_CT(link, "amqp:not-found", "the address is configured unavailable");
+        /* configured unavailable: 1.19's words, which clients read */
+        jn_link_refuse_CT(link, "amqp:not-found", "Node not found");
         return NULL;
     }
     *open_as = address;
@@ -371,8 +379,6 @@ void jn_link_detached_CT(jn_core_link_t *link, bool from_conn_close)
         jn_edge_local_changed_CT(core, addr);
     if (addr)
         jn_addr_release_if_unused_CT(core, addr);
-    if (link->dir == JN_LINK_OUTGOING)
-        conn->ct.out_gone += link->ct.deliveries; /* lastDlvSeconds's count */
     if (link->ct.conn_prev)
         link->ct.conn_prev->ct.conn_next = link->ct.conn_next;
     else
@@ -486,11 +492,16 @@ void jn_link_producers_dirty_CT(jn_addr_t *addr)
     }
 }
 
-/* A targeted sender whose address lost its last destination (here or
- * anywhere in the mesh) keeps no credit: the router drains it (the sender
- * uses it up or gives it back, AMQP 1.0 part 2, 2.6.7) and grants new
- * credit only when a destination appears again. What the sender sends
- * meanwhile is released. */
+/* A link-routed sender whose receiver at the far end drained its credit is
+ * drained too. A client's targeted sender whose address lost its last destination
+ * (here or anywhere in the mesh) keeps the credit it has, as in 1.19: what
+ * it sends with it is released (or, pre-settled, dropped and counted) at
+ * once, so the router holds nothing for it, and it gets no new credit
+ * until a destination appears again. (Draining it instead left a client
+ * that does not honour drain with its messages unsent and no outcome:
+ * 1.19's tests send on and expect every delivery to come back.) An
+ * auto-link's broker still loses its credit: it would take each released
+ * message back and send it again, round and round. */
 static void withdraw_credit_CT(jn_core_link_t *link)
 {
     JN_ASSERT_CT(link->conn->core);
@@ -501,10 +512,11 @@ static void withdraw_credit_CT(jn_core_link_t *link)
         const jn_core_link_t *out = link->ct.routed;
         if (!out->ct.drain || out->ct.handed < out->ct.credit_limit)
             return;
-    } else if (link->ct.anonymous || !link->ct.addr ||
+    } else if (!link->ct.autolink || link->ct.anonymous || !link->ct.addr ||
                jn_addr_has_destination_or_fallback_CT(link->conn->core, link->ct.addr)) {
         return;
     }
+
     jn_work_t *w = jn_work_new_CT(link->conn->core, JN_WORK_LINK_CREDIT);
     if (!w)
         return; /* out of memory: the credit stays with the sender */

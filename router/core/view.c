@@ -55,6 +55,8 @@ static void conn_fill_CT(const jn_core_conn_t *c, jn_view_conn_t *out)
         n += l->ct.state == JN_LINK_ST_ATTACHED;
     out->links = n;
     out->opened_us = c->opened_us;
+    out->last_dlv_s =
+        c->ct.last_dlv_ns ? (int64_t)((jn_time_mono_ns() - c->ct.last_dlv_ns) / 1000000000u) : -1;
     out->encrypted = c->encrypted;
     out->ssl_proto = c->ssl_proto;
     out->ssl_cipher = c->ssl_cipher;
@@ -63,8 +65,6 @@ static void conn_fill_CT(const jn_core_conn_t *c, jn_view_conn_t *out)
     out->user = c->user;
     out->sasl_mechanism = c->sasl_mechanism;
     out->admin_deleted = c->ct.admin_deleted;
-    int64_t last = c->ct.last_dlv_ms, now = last ? (int64_t)jn_time_mono_ms() : 0;
-    out->last_dlv_seconds = last ? (now > last ? (now - last) / 1000 : 0) : -1;
 }
 
 static void link_fill_CT(const jn_core_link_t *l, jn_view_link_t *out)
@@ -111,8 +111,12 @@ static void link_fill_CT(const jn_core_link_t *l, jn_view_link_t *out)
         out->undelivered = l->ct.undelivered.count;
         out->unsettled = l->ct.unsettled;
         out->dropped = l->ct.mc_dropped;
-        out->credit_available =
-            l->ct.credit_limit > l->ct.handed ? l->ct.credit_limit - l->ct.handed : 0;
+        /* the peer's credit (the I/O layer may let the core use less of
+         * it, io_send.c) */
+        uint64_t peer = atomic_load_explicit(&l->peer_limit, memory_order_relaxed);
+        if (peer < l->ct.credit_limit)
+            peer = l->ct.credit_limit;
+        out->credit_available = peer > l->ct.handed ? peer - l->ct.handed : 0;
     }
 }
 

@@ -414,8 +414,11 @@ void jn_io_tx_flow_IO(jn_io_link_t *link)
         return;
     if (link->tx.stalled)
         jn_io_link_set_busy_IO(link); /* proton framed some: top it up */
-    uint64_t limit = tx_limit(link, pn_link_credit(link->pn));
+    int credit = pn_link_credit(link->pn);
+    uint64_t limit = tx_limit(link, credit);
     bool drain = pn_link_get_drain(link->pn);
+    jn_core_link_peer_credit_IO(link->core, link->tx.sent + (uint64_t)(credit > 0 ? credit : 0));
+
     link->tx.flow_sent = link->tx.sent;
     if (link->tx.flow_told && limit == link->tx.flow_limit && drain == link->tx.flow_drain)
         return;

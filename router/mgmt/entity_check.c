@@ -11,9 +11,9 @@
  */
 #include "entity.h"
 
-#include <junction/message.h>
-
+#include <junction/config.h>
 #include <junction/log.h>
+#include <junction/message.h>
 
 #include <netdb.h>
 #include <stdarg.h>
@@ -229,10 +229,10 @@ static int check_endpoint(const jn_entity_ctx_t *ctx, jn_mgmt_entity_t *e, jn_en
 {
     const char *type = type_of(e);
     const char *role = jn_mgmt_entity_str(e, "role");
-    if (role && strcmp(role, "inter-router") == 0 &&
-        (!ctx->mode || strcmp(ctx->mode, "interior") != 0))
-        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "role",
-                              "%s role 'inter-router' needs router mode 'interior'", type);
+    const char *refusal = jn_config_role_refusal(type, role, ctx->mode);
+    if (refusal) /* the configuration file's rule (router/config/checks.c) */
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "role", "%s", refusal);
+
     const char *bad;
     size_t bad_len;
     uint32_t mask;

@@ -176,7 +176,7 @@ static bool conn_row(void *arg, const jn_view_conn_t *v)
         [JN_COL_CONNECTION_OPER_STATUS] = jn_mv_str("up"),
         [JN_COL_CONNECTION_UPTIME_SECONDS] = jn_mv_uint((uint64_t)(up > 0 ? up : 0)),
         [JN_COL_CONNECTION_LAST_DLV_SECONDS] =
-            v->last_dlv_seconds >= 0 ? jn_mv_uint((uint64_t)v->last_dlv_seconds) : jn_mv_null(),
+            v->last_dlv_s >= 0 ? jn_mv_uint((uint64_t)v->last_dlv_s) : jn_mv_null(),
         [JN_COL_CONNECTION_ENABLE_PROTOCOL_TRACE] = jn_mv_bool(conn_traced(v->id))};
     return k->fn(k->ctx, r);
 }

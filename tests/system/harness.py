@@ -548,8 +548,9 @@ class Recv:
     """
 
     def __init__(self, address, credit=300, outcome="accept", dynamic=False, url=None,
-                 condition=None, raw=False):
+                 condition=None, raw=False, presettled=False):
         self.address = address
+        self.presettled = presettled  # snd-settle-mode settled: asks for settled deliveries
         self.raw = raw  # keep each message's encoded octets instead of decoding it
         self.credit = credit
         self.outcome = outcome
@@ -617,7 +618,8 @@ class Traffic(Scenario):
             conn = self.connect(r.url or self.router.url)
             handler = _RawLink(self, r) if r.raw else None
             r.link = self.container.create_receiver(conn, r.address, dynamic=r.dynamic,
-                                                    handler=handler)
+                                                    handler=handler,
+                                                    options=AtMostOnce() if r.presettled else None)
             self._by_link[r.link] = r
         if not self.receivers:
             self._start_senders()

@@ -204,7 +204,7 @@ class UsageTest(BenchTestCase):
                      ["--recv-url", "ws://127.0.0.1"], ["--recv-url", "host:99999"],
                      ["--direct", "--send-url", "127.0.0.1:5672"], ["--time-limit", "-1"],
                      ["--direct", "--recv-url", "amqps://127.0.0.1:5672"],
-                     ["--threads", "1000"], ["stray-argument"]):
+                     ["--threads", "1000"], ["stray-argument"], ["--direct", "--anonymous"]):
             p = run_bench(*args)
             self.assertEqual(p.returncode, 2, "%s: %s" % (args, p.stderr))
             self.assertIn("junction-bench", p.stderr)

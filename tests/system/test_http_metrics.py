@@ -460,6 +460,29 @@ class RouterFiguresTest(MetricsCase):
         self.expect(before, after, deliveriesIngressRouteContainer=7,
                     deliveriesEgressRouteContainer=7)
 
+    def test_presettled_without_consumer_counted_as_dropped(self):
+        """5 pre-settled messages to an address nobody consumes (on the
+        anonymous relay): droppedPresettledDeliveries grows by 5 and
+        releasedDeliveries not at all, as 1.19 counts them."""
+        r, m, base = self.http_router_with("")
+        c = BlockingConnection(r.url, timeout=TIMEOUT)
+        self.addCleanup(c.close)
+        tx = c.create_sender(None, options=AtMostOnce())
+        names = ["droppedPresettledDeliveries", "releasedDeliveries"]
+        before = m.router()
+        for i in range(5):
+            tx.send(Message(address="nobody.q", body=i))
+        c.wait(lambda: tx.link.queued == 0, timeout=TIMEOUT)
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            after = m.router()
+            moved = [after[n] - before[n] for n in names]
+            if moved[0] >= 5 or time.monotonic() > deadline:
+                break
+            t = time.monotonic() + 0.1  # c keeps running meanwhile
+            c.wait(lambda: time.monotonic() >= t, timeout=5)
+        self.assertEqual(moved, [5, 0])
+
     def test_fallback_redirects_counted(self):
         """enableFallback on prefix fb: with only a qd.fallback receiver,
         9 messages to fb.q go to it, and deliveriesRedirectedToFallback
@@ -527,8 +550,9 @@ class RouterFiguresTest(MetricsCase):
 
     def test_stuck_delivery_and_blocked_link_shown_while_they_last(self):
         """A delivery its receiver holds unsettled and a receiver that never
-        gave credit: after 10 s (and a figures tick), deliveriesStuck and
-        linksBlocked are 1, as /metrics shows too; once the delivery is
+        gave credit: after 10 s (and a figures tick), deliveriesStuck is 2
+        (the delivery counted on each of its two links, as 1.19 counts it)
+        and linksBlocked 1, as /metrics shows too; once the delivery is
         accepted and the receiver gives credit, both are back to 0."""
         r, m, base = self.http_router_with("")
         c = BlockingConnection(r.url, timeout=TIMEOUT)
@@ -552,7 +576,7 @@ class RouterFiguresTest(MetricsCase):
                 t = time.monotonic() + 0.2
                 c.wait(lambda: time.monotonic() >= t, timeout=5)
         t0 = time.monotonic()
-        seen = poll("stuck and blocked", lambda g: g["deliveriesStuck"] == 1 and
+        seen = poll("stuck and blocked", lambda g: g["deliveriesStuck"] == 2 and
                     g["linksBlocked"] == 1, 20 * SLOW)
         self.assertGreaterEqual(time.monotonic() - t0, 9.0, "not before 10 s held")
         shown = parse(self.scrape(base + "/metrics"))

@@ -62,7 +62,9 @@ class ManagementTest(RouterTestCase):
         """QUERY router.link: the sender's and the receiver's deliveryCount
         grow by exactly the messages sent, and the receiver's settleRate is
         the 17 settled over 5 s (3 a second) for the next few seconds;
-        connections and addresses list them."""
+        connections and addresses list them, and each connection's
+        lastDlvSeconds is null until it carried a delivery, then the
+        seconds since (1.19)."""
         r = self.start_router()
         mgr = self.manager(r)
         rx_conn = BlockingConnection(r.url, timeout=TIMEOUT)
@@ -81,6 +83,13 @@ class ManagementTest(RouterTestCase):
 
         before = {l["linkDir"]: l["deliveryCount"] for l in links()}
         self.assertEqual(sorted(before), ["in", "out"])
+        ids = sorted(str(l["connectionId"]) for l in links())
+
+        def last_dlv():  # connection lastDlvSeconds of the two clients
+            return [c["lastDlvSeconds"] for c in
+                    sorted(mgr.query(PREFIX + "connection", ["identity", "lastDlvSeconds"]),
+                           key=lambda c: c["identity"]) if c["identity"] in ids]
+        self.assertEqual(last_dlv(), [None, None], "no delivery yet: no lastDlvSeconds")
         for i in range(17):
             sender.send(Message(body="m%d" % i))
         # pre-settled sends return at once: run the sender's connection
@@ -93,6 +102,7 @@ class ManagementTest(RouterTestCase):
         after = {l["linkDir"]: l["deliveryCount"] for l in links()}
         self.assertEqual(after["in"] - before["in"], 17)
         self.assertEqual(after["out"] - before["out"], 17)
+        self.assertTrue(all(isinstance(s, int) and 0 <= s <= 5 for s in last_dlv()), last_dlv())
 
         def out_rate():
             return [l["settleRate"] for l in mgr.query("router.link", ["linkDir", "owningAddr",
@@ -369,6 +379,29 @@ class ManagementTest(RouterTestCase):
         self.assertEqual(mgr.call(dict(conn_upd, identity="G10000"),
                                   {"enableProtocolTrace": True})[0], 400)
 
+    def test_create_of_a_role_the_router_mode_forbids_is_refused_as_the_file_is(self):
+        """A standalone router takes no inter-router or edge listener or
+        connector, an edge router no inter-router one nor an edge listener:
+        CREATE is refused 400 with 1.19's words, the rule the configuration
+        file's check uses (test_config_errors.c), and nothing is made."""
+        standalone = "role='standalone' not allowed to connect to or accept connections " \
+                     "from other routers."
+        only_interior = "role='%s' only allowed with router mode='interior'"
+        for mode, cases in (
+                ("standalone", [("connector", "inter-router", standalone),
+                                ("listener", "edge", standalone),
+                                ("listener", "inter-router", standalone)]),
+                ("edge", [("connector", "inter-router", only_interior % "inter-router"),
+                          ("listener", "edge", only_interior % "edge"),
+                          ("listener", "inter-router", only_interior % "inter-router")])):
+            mgr = self.manager(self.start_router(router={"mode": mode}))
+            for type_, role, text in cases:
+                code, desc, _ = mgr.call({"operation": "CREATE", "type": type_, "name": "m"},
+                                         {"host": "127.0.0.1", "port": "7", "role": role})
+                self.assertEqual((code, desc), (400, text), "%s %s %s" % (mode, type_, role))
+                code, _, _ = mgr.call({"operation": "READ", "type": type_, "name": "m"})
+                self.assertEqual(code, 404)
+
     def test_read_update_delete_by_identity_or_name_without_type(self):
         """A READ, UPDATE or DELETE that names its entity but gives no type
         finds it in whichever type holds it, as 1.19's agent does (its test
@@ -479,8 +512,8 @@ class ManagementTest(RouterTestCase):
         self.assertEqual([l["owningAddr"] for l in links[:3]], ["M0o.1", "M0o.2", "M0o.3"])
         ids = [int(l["identity"]) for l in links]
         self.assertEqual(ids, sorted(ids))
-        # lastDlvSeconds: none sent yet to the first; the manager's gets its
-        # replies (seen by the next figures tick, within a second)
+        # lastDlvSeconds: none sent yet to the first; the manager's carried
+        # its requests and replies
         self.wait_for("the manager's lastDlvSeconds", lambda: [
             c["lastDlvSeconds"] for c in mgr.query("connection", ["lastDlvSeconds"])]
             [1:] == [0], timeout=3 * SLOW)

@@ -10,7 +10,8 @@ failures", "Odd but legal values never break management").
 - Messages with a null or empty body, or no body section, arrive byte for
   byte as sent.
 - Routing failures answer as qdrouterd 1.19 does: a sender to an address
-  configured `unavailable` is refused with amqp:not-found, an
+  configured `unavailable` (or a receiver) is refused with
+  amqp:not-found "Node not found", an
   anonymous-relay message to it is rejected with amqp:not-found, one to an
   anycast address with no consumer is released; hundreds of router
   rejections in a row never stall the link.
@@ -126,9 +127,15 @@ class EdgesTest(RouterTestCase):
     def test_routing_failures_answer_as_1_19(self):
         c = BlockingConnection(self.router.url, timeout=TIMEOUT)
         self.addCleanup(c.close)
+        # a sender or a receiver: amqp:not-found "Node not found", 1.19's text
         with self.assertRaises(LinkDetached) as cm:
             c.create_sender("unavail.x")
         self.assertEqual(cm.exception.link.remote_condition.name, "amqp:not-found")
+        self.assertEqual(cm.exception.link.remote_condition.description, "Node not found")
+        with self.assertRaises(LinkDetached) as cm:
+            c.create_receiver("unavail.x")
+        self.assertEqual(cm.exception.link.remote_condition.name, "amqp:not-found")
+        self.assertEqual(cm.exception.link.remote_condition.description, "Node not found")
         anon = c.create_sender(None)
         with self.assertRaises(SendException) as cm:
             anon.send(Message(address="unavail.y", body="x"), timeout=TIMEOUT)
@@ -163,6 +170,9 @@ class EdgesTest(RouterTestCase):
         state = d.fields[4]
         self.assertEqual(int(state.descriptor), 0x25, d)
         self.assertEqual(str(state.value[0].value[0]), "amqp:not-found", d)
+        # 1.19's description, which its clients read
+        self.assertEqual(str(state.value[0].value[1]),
+                         "Deliveries cannot be sent to an unavailable address", d)
 
     def test_open_properties_of_any_type_are_queried(self):
         c = RawClient(self.router.port)

@@ -85,13 +85,15 @@ class Counting(Scenario):
 
 class VolumeTest(RouterTestCase):
 
-    def bench(self, router, count, presettled, address):
+    def bench(self, router, count, presettled, address, anonymous=False):
         args = [BENCH, "--json", "-c", str(count), "-b", str(BODY), "-a", address,
                 "--send-url", "127.0.0.1:%d" % router.port,
                 "--recv-url", "127.0.0.1:%d" % router.port,
                 "--start-timeout", str(10 * SLOW), "--idle-timeout", str(10 * SLOW)]
         if presettled:
             args.append("--presettled")
+        if anonymous:
+            args.append("--anonymous")
         try:
             p = subprocess.run(args, capture_output=True, text=True, timeout=300 * SLOW)
         except subprocess.TimeoutExpired:
@@ -121,6 +123,14 @@ class VolumeTest(RouterTestCase):
         self.assertEqual(s.seen.count(1), count)
         if not presettled:
             self.assertEqual(s.accepted, count)
+
+    def test_anonymous_relay_20k_unsettled_none_lost(self):
+        """junction-bench --anonymous: a sender on the anonymous relay (the
+        address in each message's `to`) gets its messages through, all
+        accepted, none lost or duplicated."""
+        if not os.access(BENCH, os.X_OK):
+            self.skipTest("junction-bench not built")
+        self.bench(self.start_router(), 20000, False, "load.anon", anonymous=True)
 
     def test_1m_presettled_100_octet_messages_none_lost_or_duplicated(self):
         self.count(1000000, True, "load.presettled")

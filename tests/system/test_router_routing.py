@@ -93,6 +93,85 @@ class DistributionTest(RouterTestCase):
             self.assertEqual(seqs(x.messages), list(range(1000)))
 
 
+class SettleAfterSender(Scenario):
+    """Receivers that give their outcome without settling (they wait for the
+    sender to settle first): the sender must still see an outcome, and its
+    settlement must reach the receivers."""
+
+    def __init__(self, url, address, n_receivers, n_messages):
+        super().__init__(timeout=20)
+        self.url, self.address = url, address
+        self.n_receivers, self.n_messages = n_receivers, n_messages
+        self.receivers, self.opened, self.sent = [], 0, 0
+        self.accepted, self.settled_at_receivers = 0, 0
+
+    def start(self):
+        conn = self.connect(self.url)
+        for i in range(self.n_receivers):
+            self.receivers.append(self.container.create_receiver(conn, self.address,
+                                                                 name="r%d" % i))
+
+    def on_link_opened(self, event):
+        if event.link in self.receivers:
+            event.link.flow(self.n_messages)
+            self.opened += 1
+            if self.opened == self.n_receivers:
+                self.sender = self.container.create_sender(self.connect(self.url),
+                                                           self.address)
+
+    def on_sendable(self, event):
+        while event.sender.credit > 0 and self.sent < self.n_messages:
+            event.sender.send(Message(body=self.sent))
+            self.sent += 1
+
+    def on_message(self, event):
+        event.delivery.update(Delivery.ACCEPTED)  # not settled
+
+    def on_accepted(self, event):
+        self.accepted += 1
+        event.delivery.settle()
+        self.check()
+
+    def on_settled(self, event):
+        if event.link in self.receivers:
+            self.settled_at_receivers += 1
+            self.check()
+
+    def check(self):
+        if (self.accepted == self.n_messages and
+                self.settled_at_receivers == self.n_messages * self.n_receivers):
+            self.done()
+
+    def progress(self):
+        return "sent %d, accepted %d, settled at the receivers %d" % (
+            self.sent, self.accepted, self.settled_at_receivers)
+
+
+class SettlementTest(RouterTestCase):
+
+    def test_multicast_outcome_reaches_sender_before_receivers_settle(self):
+        """Three multicast receivers accept without settling: the sender
+        gets the merged outcome (accepted) unsettled, as 1.19 sums them up,
+        and its settlement settles the three copies."""
+        r = self.start_router(addresses=[{"prefix": "mc", "distribution": "multicast"}])
+        s = self.run_scenario(SettleAfterSender(r.url, "mc.wait", 3, 5))
+        self.assertEqual((s.accepted, s.settled_at_receivers), (5, 15))
+
+    def test_receiver_asking_for_settled_gets_settled_and_sender_accepted(self):
+        """A receiver whose snd-settle-mode is settled gets every message
+        settled, from an unsettled sender too, and the sender's deliveries
+        are accepted on its behalf (1.19)."""
+        r = self.start_router()
+        arrived_settled = []
+        rx = Recv("settled.q", presettled=True,
+                  outcome=lambda recv, m, d: arrived_settled.append(d.settled))
+        tx = Send("settled.q", [seq_message(i) for i in range(20)])
+        self.run_scenario(Traffic(r, [rx], [tx], expect=20))
+        self.assertEqual(seqs(rx.messages), list(range(20)))
+        self.assertEqual(arrived_settled, [True] * 20)
+        self.assertEqual(outcomes(tx), [Delivery.ACCEPTED] * 20)
+
+
 class AddressConfigTest(RouterTestCase):
     """Configured prefixes (longest wins) and patterns pick the distribution.
     Two receivers and 10 messages tell them apart: multicast delivers 20,
@@ -267,6 +346,22 @@ class OutcomeTest(RouterTestCase):
         self.assertEqual(state, Delivery.MODIFIED)
         self.assertTrue(disp.failed, "delivery-failed lost on the way back")
         self.assertTrue(disp.undeliverable, "undeliverable-here lost on the way back")
+
+    def test_modified_without_delivery_failed_reaches_sender_as_failed(self):
+        """A consumer's modified with the defaults (delivery-failed false)
+        goes back with delivery-failed set, as 1.19 sends it."""
+        r = self.start_router()
+
+        def modify(recv, m, d):
+            d.update(Delivery.MODIFIED)
+            d.settle()
+        rx = Recv("out.mod0", outcome=modify)
+        tx = Send("out.mod0", [seq_message(0)])
+        self.run_scenario(Traffic(r, [rx], [tx], expect=1))
+        state, disp = tx.outcomes[0]
+        self.assertEqual(state, Delivery.MODIFIED)
+        self.assertTrue(disp.failed)
+        self.assertFalse(disp.undeliverable)
 
 
 class KilledReceiver(Scenario):

@@ -352,26 +352,29 @@ static void router_id_of_128_characters_rejected(void **state)
 static void mesh_role_on_standalone_router_rejected(void **state)
 {
     (void)state;
+    /* 1.19's words, as management answers (jn_config_role_refusal) */
     fails("listener {\n role: inter-router\n}\n",
-          "t.conf:2: listener attribute 'role': 'inter-router' is not allowed on a standalone "
-          "router");
+          "t.conf:2: listener attribute 'role': role='standalone' not allowed to connect to or "
+          "accept connections from other routers.");
     fails("connector {\n port: 9\n role: edge\n}\nrouter {\n mode: standalone\n}\n",
-          "t.conf:3: connector attribute 'role': 'edge' is not allowed on a standalone router");
+          "t.conf:3: connector attribute 'role': role='standalone' not allowed to connect to or "
+          "accept connections from other routers.");
 }
 
 static void inter_router_role_needs_interior(void **state)
 {
     (void)state;
     fails("connector {\n role: inter-router\n}\nrouter {\n mode: edge\n}\n",
-          "t.conf:2: connector attribute 'role': 'inter-router' needs an interior router (the "
-          "router mode is 'edge')");
+          "t.conf:2: connector attribute 'role': role='inter-router' only allowed with router "
+          "mode='interior'");
 }
 
 static void edge_listener_on_edge_router_rejected(void **state)
 {
     (void)state;
     fails("router {\n mode: edge\n}\nlistener {\n role: edge\n}\n",
-          "t.conf:5: listener attribute 'role': 'edge' is not allowed on an edge router");
+          "t.conf:5: listener attribute 'role': role='edge' only allowed with router "
+          "mode='interior'");
 }
 
 static void open_properties_with_mesh_role_rejected(void **state)

@@ -146,6 +146,21 @@ static void test_most_specific_match_wins_token_by_token(void **state)
     assert_match("x.y", "#");
 }
 
+static void test_hash_matching_nothing_loses_to_literal_or_star(void **state)
+{
+    (void)state;
+    /* as 1.19 (its test_17_address_wildcard): at equal grades so far, a
+     * literal (or '*') in one pattern beats a '#' that matches nothing in
+     * the other, though the first pattern was added first */
+    add("a/*/#/d", true);
+    add("a.*.d", true);
+    add("#.x", true);
+    add("*.*", true);
+    assert_match("a.c.d", "a.*.d");
+    assert_match("a/c/c/d", "a/*/#/d"); /* only it matches */
+    assert_match("q.x", "*.*");         /* star, star beats hash-then-literal */
+}
+
 static void test_prefix_beats_pattern_of_same_specificity(void **state)
 {
     (void)state;
@@ -296,6 +311,8 @@ int main(void)
                                         matcher_setup, matcher_teardown),
         cmocka_unit_test_setup_teardown(test_most_specific_match_wins_token_by_token, matcher_setup,
                                         matcher_teardown),
+        cmocka_unit_test_setup_teardown(test_hash_matching_nothing_loses_to_literal_or_star,
+                                        matcher_setup, matcher_teardown),
         cmocka_unit_test_setup_teardown(test_prefix_beats_pattern_of_same_specificity,
                                         matcher_setup, matcher_teardown),
         cmocka_unit_test_setup_teardown(test_equal_patterns_first_added_wins, matcher_setup,

@@ -240,7 +240,9 @@ static void test_anonymous_relay_releases_when_nobody_consumes(void **state)
     assert_int_equal(credit, 3); /* the credit came back */
     jn_core_stats_t st;
     jn_core_get_stats(h.core, &st);
-    assert_int_equal(st.deliveries_released, 3);
+    /* the pre-settled one is counted dropped, not released (1.19) */
+    assert_int_equal(st.deliveries_released, 2);
+    assert_int_equal(st.deliveries_dropped, 1);
     assert_int_equal(st.deliveries_ingress, 3);
     assert_int_equal(st.deliveries_egress, 0);
 }
@@ -451,7 +453,6 @@ static void test_addresses_come_and_go_with_their_links(void **state)
     assert_int_equal(st.addresses, 2);
     jn_core_link_detached_IO(a);
     expect_and_free(c, JN_WORK_LINK_RELEASED);
-    expect_and_free(c, JN_WORK_LINK_CREDIT); /* b's credit withdrawn: q has no consumer */
     core_sync();
     jn_core_get_stats(h.core, &st);
     assert_int_equal(st.addresses, 2); /* q still has its producer */

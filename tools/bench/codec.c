@@ -41,7 +41,7 @@ static size_t encode_message(pn_message_t *msg, size_t body_size, uint8_t **out)
     return 0;
 }
 
-int jn_bench_template_init(jn_bench_template_t *tmpl, size_t body_size)
+int jn_bench_template_init(jn_bench_template_t *tmpl, size_t body_size, const char *to)
 {
     memset(tmpl, 0, sizeof(*tmpl));
     char *body = malloc(body_size ? body_size : 1);
@@ -52,6 +52,8 @@ int jn_bench_template_init(jn_bench_template_t *tmpl, size_t body_size)
         return -1;
     }
     memset(body, 'x', body_size);
+    if (to)
+        pn_message_set_address(msg, to);
     pn_data_t *props = pn_message_properties(msg);
     pn_data_put_map(props);
     pn_data_enter(props);

@@ -33,8 +33,10 @@ typedef struct {
     int64_t send_ns;
 } jn_bench_stamp_t;
 
-/* Encode the template for a body of body_size octets. Returns 0 or -1. */
-int jn_bench_template_init(jn_bench_template_t *tmpl, size_t body_size);
+/* Encode the template for a body of body_size octets, with properties.to
+ * set to `to` when it is not NULL (an anonymous-relay sender). Returns 0
+ * or -1. */
+int jn_bench_template_init(jn_bench_template_t *tmpl, size_t body_size, const char *to);
 
 /* Release the template's memory. */
 void jn_bench_template_fini(jn_bench_template_t *tmpl);

@@ -37,6 +37,7 @@ enum {
     OPT_BUS,
     OPT_TIMEOUT,
     OPT_VERSION,
+    OPT_ANONYMOUS,
 };
 
 static const struct option long_options[] = {
@@ -52,6 +53,7 @@ static const struct option long_options[] = {
     {"senders", required_argument, NULL, 's'},
     {"receivers", required_argument, NULL, 'r'},
     {"multicast", no_argument, NULL, OPT_MULTICAST},
+    {"anonymous", no_argument, NULL, OPT_ANONYMOUS},
     {"send-url", required_argument, NULL, OPT_SEND_URL},
     {"recv-url", required_argument, NULL, OPT_RECV_URL},
     {"direct", no_argument, NULL, OPT_DIRECT},
@@ -106,6 +108,9 @@ static const char *const usage_text[] = {
     "      --multicast          every receiver is expected to get every message,\n"
     "                           so each message counts M times (for a multicast\n"
     "                           address); without it each message is expected once\n"
+    "      --anonymous          senders attach to the anonymous relay (no target\n"
+    "                           address) and each message carries the address in\n"
+    "                           its `to` (to compare with addressed senders)\n"
     "\n",
     "Where to connect:\n"
     "      --bus URL            where senders and receivers connect, as\n"
@@ -367,6 +372,9 @@ static int apply_option(jn_bench_opts_t *o, int c, const char *arg)
     case OPT_MULTICAST:
         o->multicast = true;
         return 0;
+    case OPT_ANONYMOUS:
+        o->anonymous = true;
+        return 0;
     case OPT_SEND_URL:
         return add_urls("--send-url", arg, o->send_urls, &o->n_send_urls);
     case OPT_RECV_URL:
@@ -435,6 +443,8 @@ static int check_combination(jn_bench_opts_t *o)
         return usage_error("%s: %s", "--start-timeout", "must be more than 0");
     if (o->idle_timeout <= 0)
         return usage_error("%s: %s", "--idle-timeout", "must be more than 0");
+    if (o->direct && o->anonymous)
+        return usage_error("%s: %s", "--anonymous", "the anonymous relay needs a router");
     if (o->direct && o->multicast && (uint64_t)o->senders * o->receivers > 100000)
         return usage_error("%s: %s", "--direct --multicast",
                            "senders x receivers must not exceed 100000 links");

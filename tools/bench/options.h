@@ -52,6 +52,7 @@ typedef struct {
     uint32_t senders;
     uint32_t receivers;
     bool multicast; /* every receiver gets every message */
+    bool anonymous; /* senders on the anonymous relay, `to` in each message */
     bool direct;    /* no router: listen on the receive URLs */
     uint32_t threads;
     bool json;

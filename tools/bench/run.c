@@ -599,7 +599,8 @@ static void *thread_main(void *arg)
 static int setup_state(jn_bench_run_t *run)
 {
     const jn_bench_opts_t *o = run->opts;
-    if (jn_bench_template_init(&run->tmpl, (size_t)o->body_size) != 0)
+    if (jn_bench_template_init(&run->tmpl, (size_t)o->body_size,
+                               o->anonymous ? o->address : NULL) != 0)
         return -1;
     run->senders = calloc(o->senders, sizeof(*run->senders));
     if (!run->senders)

@@ -64,7 +64,8 @@ void jn_bench_sender_open(jn_bench_sender_t *s, pn_connection_t *c)
             snprintf(name, sizeof(name), "jn-bench-%d-s%u", (int)getpid(), s->index);
         }
         pn_link_t *l = pn_sender(ssn, name);
-        pn_terminus_set_address(pn_link_target(l), o->address);
+        if (!o->anonymous) /* else the anonymous relay: `to` in each message */
+            pn_terminus_set_address(pn_link_target(l), o->address);
         pn_link_set_snd_settle_mode(l, o->presettled ? PN_SND_SETTLED : PN_SND_UNSETTLED);
         pn_link_set_rcv_settle_mode(l, PN_RCV_FIRST);
         pn_link_set_context(l, s);

@@ -358,8 +358,9 @@ struct jn_core_link {
          * or received on an incoming link) */
         int64_t blocked_since_ms;
         uint64_t blocked_handed;
-        /* its unsettled copies over 10 s old, as the last figures tick
-         * counted them (router.link deliveriesStuck) */
+        /* its unsettled deliveries over 10 s old, as the last figures
+         * tick counted them (router.link deliveriesStuck): an outgoing
+         * link's copies, an incoming link's deliveries its sender awaits */
         uint32_t stuck;
         /* settleRate: copies settled per second over the last five
          * figures ticks (one a second); the ring holds the settled count

@@ -1179,10 +1179,12 @@ void jn_forward_consumer_gone_CT(jn_core_link_t *link, jn_addr_t *addr)
 /* Unsettled deliveries that arrived before old_ns, counted on each link
  * they are on as 1.19 counts them: each copy on list (from its oldest end)
  * unsettled toward its consumer, and its incoming delivery, still
- * unsettled toward its sender, once (by its first copy). The first
+ * unsettled toward its sender, once (by its first copy). Returns both;
+ * the copies go to *copies, and each incoming delivery counted adds one to
+ * its own link's figure (ct.stuck, set to 0 by the tick first). The first
  * younger copy ends the count: a link's lists are in arrival order, so at
  * most a reordered few are missed. */
-static uint64_t count_stuck_CT(const jn_dlv_list_t *list, uint64_t old_ns)
+static uint64_t count_stuck_CT(const jn_dlv_list_t *list, uint64_t old_ns, uint64_t *copies)
 {
     uint64_t n = 0;
     for (const jn_delivery_t *c = list->head; c; c = c->ct.next) {
@@ -1191,11 +1193,16 @@ static uint64_t count_stuck_CT(const jn_dlv_list_t *list, uint64_t old_ns)
             continue; /* composed by the router: not measured */
         if (peer->arrived_ns >= old_ns)
             break;
-        if (!c->presettled && !c->ct.settled)
+        if (!c->presettled && !c->ct.settled) {
             n++;
+            (*copies)++;
+        }
         if (!c->ct.copy_prev && !peer->presettled && !peer->ct.sender_settled &&
-            !peer->ct.router_settled)
+            !peer->ct.router_settled) {
             n++;
+            if (peer->link->ct.stuck < UINT32_MAX)
+                peer->link->ct.stuck++;
+        }
     }
     return n;
 }
@@ -1250,15 +1257,18 @@ void jn_forward_figures_tick_CT(jn_core_t *core)
                           ? now_ns - (uint64_t)JN_CORE_STUCK_MS * 1000000u
                           : 0;
     uint64_t stuck = 0, blocked = 0;
+    for (jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next)
+        for (jn_core_link_t *l = c->ct.links; l; l = l->ct.conn_next)
+            l->ct.stuck = 0; /* counted again below, incoming links by their copies */
     for (jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next) {
         for (jn_core_link_t *l = c->ct.links; l; l = l->ct.conn_next) {
             blocked += link_blocked_CT(l, now);
             if (l->dir != JN_LINK_OUTGOING)
                 continue;
-            uint64_t mine = count_stuck_CT(&l->ct.undelivered, old_ns) +
-                            count_stuck_CT(&l->ct.inflight, old_ns);
-            l->ct.stuck = mine > UINT32_MAX ? UINT32_MAX : (uint32_t)mine;
-            stuck += mine;
+            uint64_t copies = 0;
+            stuck += count_stuck_CT(&l->ct.undelivered, old_ns, &copies) +
+                     count_stuck_CT(&l->ct.inflight, old_ns, &copies);
+            l->ct.stuck = copies > UINT32_MAX ? UINT32_MAX : (uint32_t)copies;
             uint64_t settled = l->ct.deliveries - l->ct.unsettled;
             uint64_t *then = &l->ct.settle_ring[l->ct.settle_pos];
             uint64_t rate = (settled - *then) / JN_CORE_SETTLE_TICKS;

@@ -96,7 +96,7 @@ static void link_fill_CT(const jn_core_link_t *l, jn_view_link_t *out)
                                                                     : 4;
     out->delayed1 = l->ct.delayed1;
     out->delayed10 = l->ct.delayed10;
-    out->stuck = l->dir == JN_LINK_OUTGOING ? l->ct.stuck : 0;
+    out->stuck = l->ct.stuck;
     out->settle_rate = l->dir == JN_LINK_OUTGOING ? l->ct.settle_rate : 0;
     int64_t since = l->dir == JN_LINK_OUTGOING ? l->ct.blocked_since_ms : 0;
     int64_t now = since ? (int64_t)jn_time_mono_ms() : 0;

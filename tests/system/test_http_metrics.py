@@ -586,6 +586,8 @@ class RouterFiguresTest(MetricsCase):
         # router.link: the holding receiver's link shows the stuck copy, the
         # one without credit how long it has had none
         self.assertEqual([l["deliveriesStuck"] for l in self.links(m, "stuck.q", "out")], [1])
+        # and the sender's link the delivery it still awaits an outcome for
+        self.assertEqual([l["deliveriesStuck"] for l in self.links(m, "stuck.q", "in")], [1])
         self.assertGreaterEqual(self.links(m, "blocked.q", "out")[0]["zeroCreditSeconds"], 9)
         self.assertEqual(self.links(m, "stuck.q", "out")[0]["zeroCreditSeconds"], 0)
         rx.accept()

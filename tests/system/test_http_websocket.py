@@ -209,42 +209,47 @@ class WebSocketTest(RouterTestCase):
         what authenticates), and such a listener starts."""
         import ssl
         certs = self.certs = shared_certs()
-        extra = conf_section("sslProfile", {"name": "srv", "certFile": certs["server"],
-                                            "privateKeyFile": certs["server_key"],
-                                            "caCertFile": certs["ca"]})
+        profile = conf_section("sslProfile", {"name": "srv", "certFile": certs["server"],
+                                              "privateKeyFile": certs["server_key"],
+                                              "caCertFile": certs["ca"]})
         kinds = {"open": {"requireSsl": "no"}, "tls": {"requireSsl": "yes"},
                  "cert": {"requireSsl": "yes", "authenticatePeer": "yes",
                           "saslMechanisms": "ANONYMOUS"}}
-        for name, attrs in kinds.items():
-            extra += conf_section("listener", dict(attrs, name=name, host="127.0.0.1", port=0,
-                                                   http="yes", sslProfile="srv"))
-        r = self.start_router(extra=extra)
-        m = Manager(r.url)
-        self.addCleanup(m.close)
-        port = {}
-        for name in kinds:
+
+        def listener(name):
+            # one HTTPS listener per router: with two or more, libwebsockets
+            # 4.1 keeps memory of all but one at exit, which LeakSanitizer
+            # reports (a known defect, not this test's subject)
+            r = self.start_router(extra=profile + conf_section(
+                "listener", dict(kinds[name], name=name, host="127.0.0.1", port=0,
+                                 http="yes", sslProfile="srv")))
+            m = Manager(r.url)
+            self.addCleanup(m.close)
             code, desc, body = m.call({"operation": "READ", "type": "listener", "name": name})
             self.assertEqual(code, 200, desc)
-            port[name] = int(body["port"])
+            return int(body["port"])
 
-        def https(name, client_cert=False):
+        def https(port, client_cert=False):
             ctx = ssl.create_default_context(cafile=certs["ca"])
             ctx.check_hostname = False
             if client_cert:
                 ctx.load_cert_chain(certs["client"], certs["client_key"])
-            with urllib.request.urlopen("https://127.0.0.1:%d/healthz" % port[name],
+            with urllib.request.urlopen("https://127.0.0.1:%d/healthz" % port,
                                         context=ctx, timeout=TIMEOUT) as resp:
                 return resp.status
 
         plain = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
-        self.assertEqual(https("open"), 200)
-        self.assertTrue(raw(port["open"], plain, 1).startswith(b"HTTP/1.1 200"))
-        self.assertEqual(https("tls"), 200)
-        self.assertNotIn(b"HTTP/1.1 200", raw(port["tls"], plain, 1))
-        self.assertNotIn(b"HTTP/1.1 200", raw(port["cert"], plain, 1))
+        port = listener("open")
+        self.assertEqual(https(port), 200)
+        self.assertTrue(raw(port, plain, 1).startswith(b"HTTP/1.1 200"))
+        port = listener("tls")
+        self.assertEqual(https(port), 200)
+        self.assertNotIn(b"HTTP/1.1 200", raw(port, plain, 1))
+        port = listener("cert")
+        self.assertNotIn(b"HTTP/1.1 200", raw(port, plain, 1))
         with self.assertRaises((urllib.error.URLError, ssl.SSLError, OSError)):
-            https("cert")
-        self.assertEqual(https("cert", client_cert=True), 200)
+            https(port)
+        self.assertEqual(https(port, client_cert=True), 200)
 
     def test_bad_input_is_logged_and_routing_goes_on(self):
         r, m = self.ws_router()

@@ -419,7 +419,9 @@ static int read_file(jn_config_ctx_t *ctx, const char *path, const char *noun, c
     return 0;
 }
 
-int jn_config_load_file(const char *path, jn_config_t **out, char *err, size_t err_size)
+/* jn_config_load_file and jn_config_load_file_all: keep_going as load_text. */
+static int load_file(const char *path, jn_config_t **out, char *err, size_t err_size,
+                     bool keep_going)
 {
     *out = NULL;
     if (err && err_size)
@@ -430,25 +432,19 @@ int jn_config_load_file(const char *path, jn_config_t **out, char *err, size_t e
     int rc = read_file(&ctx, path, "configuration file", &text, &len);
     if (rc != 0)
         return rc;
-    rc = load_text(path, text, len, out, err, err_size, false);
+    rc = load_text(path, text, len, out, err, err_size, keep_going);
     free(text);
     return rc;
 }
 
+int jn_config_load_file(const char *path, jn_config_t **out, char *err, size_t err_size)
+{
+    return load_file(path, out, err, err_size, false);
+}
+
 int jn_config_load_file_all(const char *path, jn_config_t **out, char *err, size_t err_size)
 {
-    *out = NULL;
-    if (err && err_size)
-        err[0] = '\0';
-    jn_config_ctx_t ctx = {.file = path, .err = err, .err_size = err_size};
-    char *text = NULL;
-    size_t len = 0;
-    int rc = read_file(&ctx, path, "configuration file", &text, &len);
-    if (rc != 0)
-        return rc;
-    rc = load_text(path, text, len, out, err, err_size, true);
-    free(text);
-    return rc;
+    return load_file(path, out, err, err_size, true);
 }
 
 int jn_config_load_string_map(const char *path, const char *noun, jn_config_strmap_t *out,

@@ -958,9 +958,10 @@ static void on_link_close(pn_link_t *pl, bool closed)
     link_detached_IO(link);
 }
 
-/* jn_io_link_close_IO: close our end of the link, with an error condition
- * when condition is not NULL. The peer's detach follows. */
-void jn_io_link_close_IO(jn_io_link_t *link, const char *condition, const char *description)
+/* Close (closed=true) or only detach our end of the link, with an error
+ * condition when condition is not NULL. The peer's detach follows. */
+static void link_end_IO(jn_io_link_t *link, bool close, const char *condition,
+                        const char *description)
 {
     JN_ASSERT_IO(link->conn);
     if (!link->pn || link->local_closed)
@@ -971,25 +972,25 @@ void jn_io_link_close_IO(jn_io_link_t *link, const char *condition, const char *
         if (description)
             pn_condition_set_description(c, description);
     }
-    pn_link_close(link->pn);
+    if (close)
+        pn_link_close(link->pn);
+    else
+        pn_link_detach(link->pn);
     link->local_closed = true;
+}
+
+/* jn_io_link_close_IO: close our end of the link, with an error condition
+ * when condition is not NULL. The peer's detach follows. */
+void jn_io_link_close_IO(jn_io_link_t *link, const char *condition, const char *description)
+{
+    link_end_IO(link, true, condition, description);
 }
 
 /* JN_WORK_LINK_DETACH: detach our end without closing it (closed=false),
  * with an error condition when condition is not NULL. */
 static void link_detach_IO(jn_io_link_t *link, const char *condition, const char *description)
 {
-    JN_ASSERT_IO(link->conn);
-    if (!link->pn || link->local_closed)
-        return;
-    if (condition) {
-        pn_condition_t *c = pn_link_condition(link->pn);
-        pn_condition_set_name(c, condition);
-        if (description)
-            pn_condition_set_description(c, description);
-    }
-    pn_link_detach(link->pn);
-    link->local_closed = true;
+    link_end_IO(link, false, condition, description);
 }
 
 /* JN_WORK_LINK_OPEN: attach our end with the termini the peer asked for,

@@ -487,116 +487,138 @@ static void ws_end(ws_conn_t *ws)
     free(ws);
 }
 
+/* A WebSocket upgrade asks for an AMQP subprotocol: refused (1) unless srv
+ * has websockets and the router's I/O is up. Service thread. */
+static int ws_on_filter(server_t *srv, struct lws *wsi)
+{
+    if (srv->websockets && srv->http->cfg.io)
+        return 0;
+    char peer[64];
+    peer_name(wsi, peer, sizeof peer);
+    JN_LOG(JN_LOG_MOD_HTTP, JN_LOG_WARNING,
+           "WebSocket upgrade from %s refused: listener %s has websockets: no", peer, srv->name);
+    return 1;
+}
+
+/* A WebSocket is up: open its AMQP connection through a bridge (a TLS one
+ * for wss://), hung on pss. Returns 0, or -1 to close the WebSocket when the
+ * bridge cannot open. Service thread. */
+static int ws_on_established(server_t *srv, struct lws *wsi, ws_pss_t *pss)
+{
+    ws_conn_t *ws = calloc(1, sizeof *ws);
+    if (!ws)
+        return -1;
+    ws->srv = srv;
+    ws->wsi = wsi;
+    peer_name(wsi, ws->peer, sizeof ws->peer);
+    int err = 0;
+    jn_io_bridge_tls_t tls = {0};
+    SSL *ssl = srv->tls ? lws_get_ssl(wsi) : NULL;
+    if (ssl) { /* wss://: the connection is a TLS connection to the core */
+        tls.proto = SSL_get_version(ssl);
+        tls.cipher = SSL_get_cipher_name(ssl);
+        tls.ssf = SSL_get_cipher_bits(ssl, NULL);
+        tls.peer_cert = SSL_get0_peer_certificate(ssl);
+        tls.peer_verified = tls.peer_cert && SSL_get_verify_result(ssl) == X509_V_OK;
+    }
+    ws->bridge = jn_io_bridge_open(srv->http->cfg.io, srv->name, ws->peer, ssl ? &tls : NULL,
+                                   ws_notify, ws, &err);
+    if (!ws->bridge) {
+        JN_LOG(JN_LOG_MOD_HTTP, JN_LOG_WARNING,
+               "WebSocket connection from %s on listener %s refused: %s", ws->peer, srv->name,
+               jn_strerror(err));
+        free(ws);
+        return -1;
+    }
+    pss->ws = ws;
+    ws->tls = ssl != NULL;
+    JN_LOG(JN_LOG_MOD_HTTP, JN_LOG_INFO, "WebSocket connection from %s on listener %s%s",
+           ws->peer, srv->name, ssl ? " (TLS)" : "");
+    return 0;
+}
+
+/* len octets of a WebSocket message arrived: pushed to ws's bridge; when it
+ * is full, the WebSocket's input is paused (plain) or, over TLS, cut once
+ * the peer is too far ahead. Returns 0, or -1 to close the WebSocket (a
+ * text message, the TLS input limit). Service thread. */
+static int ws_on_receive(ws_conn_t *ws, struct lws *wsi, const void *in, size_t len)
+{
+    if (!lws_frame_is_binary(wsi)) {
+        JN_LOG(JN_LOG_MOD_HTTP, JN_LOG_WARNING,
+               "WebSocket connection from %s closed: a text message (AMQP travels in "
+               "binary messages)",
+               ws->peer);
+        lws_close_reason(wsi, LWS_CLOSE_STATUS_UNACCEPTABLE_OPCODE,
+                         (unsigned char *)"binary messages only", 20);
+        return -1;
+    }
+    if (jn_io_bridge_push(ws->bridge, in, len))
+        return 0;
+    if (!ws->tls) {
+        if (!ws->rx_paused) {
+            ws->rx_paused = true; /* backpressure: read on when the bridge has room */
+            lws_rx_flow_control(wsi, 0);
+        }
+        return 0;
+    }
+    if (jn_io_bridge_input_pending(ws->bridge) <= WS_TLS_IN_LIMIT)
+        return 0;
+    /* Over TLS, Debian's libwebsockets (4.1) cannot pause a peer: with its
+     * receive flow disabled it keeps reading the decrypted input into a
+     * buffer of its own, in a loop that never ends (memory grows and the
+     * service thread never stops). So a wss connection is never paused;
+     * what bounds its input is AMQP's session window, which the
+     * connection's loop enforces as it takes the input. A peer that gets
+     * this far ahead of it is cut. */
+    JN_LOG(JN_LOG_MOD_HTTP, JN_LOG_WARNING,
+           "WebSocket connection from %s closed: more than %u octets sent ahead of "
+           "the router (AMQP over TLS WebSocket cannot be paused)",
+           ws->peer, (unsigned)WS_TLS_IN_LIMIT);
+    lws_close_reason(wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION, (unsigned char *)"input limit", 11);
+    return -1;
+}
+
+/* The WebSocket can take output: one chunk of ws's bridge output is
+ * written, or, when the AMQP connection has ended and all of it went out,
+ * the WebSocket is closed (-1). Service thread. */
+static int ws_on_writeable(server_t *srv, ws_conn_t *ws, struct lws *wsi)
+{
+    bool ended = false;
+    unsigned char *start = srv->ws_buf + LWS_PRE;
+    size_t n = jn_io_bridge_pull(ws->bridge, start, WS_CHUNK, &ended);
+    if (n > 0) {
+        if (lws_write(wsi, start, n, LWS_WRITE_BINARY) < (int)n)
+            return -1;
+        lws_callback_on_writable(wsi); /* there may be more */
+        return 0;
+    }
+    if (ended) { /* the AMQP connection is over and all of it was sent */
+        lws_close_reason(wsi, LWS_CLOSE_STATUS_NORMAL, NULL, 0);
+        return -1;
+    }
+    return 0;
+}
+
+/* libwebsockets' callback for the AMQP subprotocols: one handler per event
+ * family. Service thread. */
 static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
                        size_t len)
 {
     server_t *srv = lws_context_user(lws_get_context(wsi));
     ws_pss_t *pss = user;
+    ws_conn_t *ws = pss ? pss->ws : NULL;
     switch (reason) {
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
-        if (srv->websockets && srv->http->cfg.io)
-            return 0;
-        {
-            char peer[64];
-            peer_name(wsi, peer, sizeof peer);
-            JN_LOG(JN_LOG_MOD_HTTP, JN_LOG_WARNING,
-                   "WebSocket upgrade from %s refused: listener %s has websockets: no", peer,
-                   srv->name);
-        }
-        return 1;
-    case LWS_CALLBACK_ESTABLISHED: {
-        ws_conn_t *ws = calloc(1, sizeof *ws);
-        if (!ws)
-            return -1;
-        ws->srv = srv;
-        ws->wsi = wsi;
-        peer_name(wsi, ws->peer, sizeof ws->peer);
-        int err = 0;
-        jn_io_bridge_tls_t tls = {0};
-        SSL *ssl = srv->tls ? lws_get_ssl(wsi) : NULL;
-        if (ssl) { /* wss://: the connection is a TLS connection to the core */
-            tls.proto = SSL_get_version(ssl);
-            tls.cipher = SSL_get_cipher_name(ssl);
-            tls.ssf = SSL_get_cipher_bits(ssl, NULL);
-            tls.peer_cert = SSL_get0_peer_certificate(ssl);
-            tls.peer_verified = tls.peer_cert && SSL_get_verify_result(ssl) == X509_V_OK;
-        }
-        ws->bridge = jn_io_bridge_open(srv->http->cfg.io, srv->name, ws->peer, ssl ? &tls : NULL,
-                                       ws_notify, ws, &err);
-        if (!ws->bridge) {
-            JN_LOG(JN_LOG_MOD_HTTP, JN_LOG_WARNING,
-                   "WebSocket connection from %s on listener %s refused: %s", ws->peer,
-                   srv->name, jn_strerror(err));
-            free(ws);
-            return -1;
-        }
-        pss->ws = ws;
-        ws->tls = ssl != NULL;
-        JN_LOG(JN_LOG_MOD_HTTP, JN_LOG_INFO, "WebSocket connection from %s on listener %s%s",
-               ws->peer, srv->name, ssl ? " (TLS)" : "");
-        return 0;
-    }
-    case LWS_CALLBACK_RECEIVE: {
-        ws_conn_t *ws = pss ? pss->ws : NULL;
-        if (!ws)
-            return -1;
-        if (!lws_frame_is_binary(wsi)) {
-            JN_LOG(JN_LOG_MOD_HTTP, JN_LOG_WARNING,
-                   "WebSocket connection from %s closed: a text message (AMQP travels in "
-                   "binary messages)",
-                   ws->peer);
-            lws_close_reason(wsi, LWS_CLOSE_STATUS_UNACCEPTABLE_OPCODE,
-                             (unsigned char *)"binary messages only", 20);
-            return -1;
-        }
-        if (!jn_io_bridge_push(ws->bridge, in, len)) {
-            if (!ws->tls) {
-                if (!ws->rx_paused) {
-                    ws->rx_paused = true; /* backpressure: read on when the bridge has room */
-                    lws_rx_flow_control(wsi, 0);
-                }
-            } else if (jn_io_bridge_input_pending(ws->bridge) > WS_TLS_IN_LIMIT) {
-                /* Over TLS, Debian's libwebsockets (4.1) cannot pause a
-                 * peer: with its receive flow disabled it keeps reading
-                 * the decrypted input into a buffer of its own, in a loop
-                 * that never ends (memory grows and the service thread
-                 * never stops). So a wss connection is never paused; what
-                 * bounds its input is AMQP's session window, which the
-                 * connection's loop enforces as it takes the input. A peer
-                 * that gets this far ahead of it is cut. */
-                JN_LOG(JN_LOG_MOD_HTTP, JN_LOG_WARNING,
-                       "WebSocket connection from %s closed: more than %u octets sent ahead of "
-                       "the router (AMQP over TLS WebSocket cannot be paused)",
-                       ws->peer, (unsigned)WS_TLS_IN_LIMIT);
-                lws_close_reason(wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION,
-                                 (unsigned char *)"input limit", 11);
-                return -1;
-            }
-        }
-        return 0;
-    }
-    case LWS_CALLBACK_SERVER_WRITEABLE: {
-        ws_conn_t *ws = pss ? pss->ws : NULL;
-        if (!ws)
-            return 0;
-        bool ended = false;
-        unsigned char *start = srv->ws_buf + LWS_PRE;
-        size_t n = jn_io_bridge_pull(ws->bridge, start, WS_CHUNK, &ended);
-        if (n > 0) {
-            if (lws_write(wsi, start, n, LWS_WRITE_BINARY) < (int)n)
-                return -1;
-            lws_callback_on_writable(wsi); /* there may be more */
-            return 0;
-        }
-        if (ended) { /* the AMQP connection is over and all of it was sent */
-            lws_close_reason(wsi, LWS_CLOSE_STATUS_NORMAL, NULL, 0);
-            return -1;
-        }
-        return 0;
-    }
+        return ws_on_filter(srv, wsi);
+    case LWS_CALLBACK_ESTABLISHED:
+        return ws_on_established(srv, wsi, pss);
+    case LWS_CALLBACK_RECEIVE:
+        return ws ? ws_on_receive(ws, wsi, in, len) : -1;
+    case LWS_CALLBACK_SERVER_WRITEABLE:
+        return ws ? ws_on_writeable(srv, ws, wsi) : 0;
     case LWS_CALLBACK_CLOSED: /* (not WSI_DESTROY: pss may be freed by then) */
-        if (pss && pss->ws) {
-            ws_end(pss->ws);
+        if (ws) {
+            ws_end(ws);
             pss->ws = NULL;
         }
         return 0;
@@ -690,101 +712,133 @@ jn_http_t *jn_http_create(const jn_http_config_t *cfg)
     return http;
 }
 
-int jn_http_add_listener(jn_http_t *http, const jn_http_listener_config_t *cfg, char *err,
-                         size_t errlen)
+/* A new server for cfg, not yet listening: its fields set from cfg, the
+ * console's folder as its root when it has no httpRootDir. Returns 0, or
+ * JN_EEXIST (the name is taken), JN_EINVAL (a bad httpRootDir, said in why;
+ * or the HTTP side is stopped) or JN_ENOMEM; *out is then NULL. Caller's
+ * thread (management or start-up). */
+static int server_new(jn_http_t *http, const jn_http_listener_config_t *cfg, char *why,
+                      size_t whylen, server_t **out)
 {
-    char why[256] = "";
+    *out = NULL;
     int rc = 0;
     pthread_mutex_lock(&http->lock);
     for (server_t *x = http->servers; x && rc == 0; x = x->next)
         if (strcmp(x->name, cfg->name) == 0)
             rc = JN_EEXIST;
+    bool stopped = http->stopped;
     pthread_mutex_unlock(&http->lock);
+    if (rc != 0)
+        return rc;
     struct stat st;
-    if (rc == 0 && cfg->root_dir && cfg->root_dir[0] &&
+    if (cfg->root_dir && cfg->root_dir[0] &&
         (stat(cfg->root_dir, &st) != 0 || !S_ISDIR(st.st_mode) ||
          access(cfg->root_dir, R_OK | X_OK) != 0)) {
-        snprintf(why, sizeof why, "httpRootDir '%s' is not a readable directory", cfg->root_dir);
-        rc = JN_EINVAL;
+        snprintf(why, whylen, "httpRootDir '%s' is not a readable directory", cfg->root_dir);
+        return JN_EINVAL;
     }
-    server_t *srv = rc == 0 && !http->stopped ? calloc(1, sizeof *srv) : NULL;
-    if (rc == 0 && (!srv || !(srv->name = strdup(cfg->name)) ||
-                    (cfg->host && cfg->host[0] && !(srv->host = strdup(cfg->host))) ||
-                    (cfg->root_dir && cfg->root_dir[0] && !(srv->root_dir = strdup(cfg->root_dir)))))
-        rc = http->stopped ? JN_EINVAL : JN_ENOMEM;
-    if (rc == 0) {
-        srv->http = http;
-        srv->metrics = cfg->metrics;
-        srv->healthz = cfg->healthz;
-        srv->websockets = cfg->websockets;
-        srv->tls = cfg->cert_file && cfg->cert_file[0];
-        srv->client_cert = srv->tls && cfg->client_cert;
-        srv->plain_too = srv->tls && cfg->plain_too && !srv->client_cert;
-        srv->prometheus_names = cfg->prometheus_names;
-        if (!(srv->ws_buf = malloc(LWS_PRE + WS_CHUNK)))
-            rc = JN_ENOMEM;
-        /* no httpRootDir: the console (when its files are installed) */
-        if (rc == 0 && !srv->root_dir && http->cfg.console_dir && http->cfg.console_dir[0]) {
-            srv->console = true;
-            if (!(srv->root_dir = strdup(http->cfg.console_dir)))
-                rc = JN_ENOMEM;
-        }
+    if (stopped)
+        return JN_EINVAL;
+    server_t *srv = calloc(1, sizeof *srv);
+    if (!srv || !(srv->name = strdup(cfg->name)) ||
+        (cfg->host && cfg->host[0] && !(srv->host = strdup(cfg->host))) ||
+        (cfg->root_dir && cfg->root_dir[0] && !(srv->root_dir = strdup(cfg->root_dir))) ||
+        !(srv->ws_buf = malloc(LWS_PRE + WS_CHUNK))) {
+        server_free(srv);
+        return JN_ENOMEM;
     }
-    if (rc == 0) {
-        atomic_init(&srv->stopping, false);
-        if (srv->root_dir) { /* our paths stay ours; the rest are files */
-            set_mount(&srv->mounts[0], "/metrics", "junction-http", LWSMPRO_CALLBACK, NULL);
-            set_mount(&srv->mounts[1], "/healthz", "junction-http", LWSMPRO_CALLBACK, NULL);
-            set_mount(&srv->mounts[2], "/", srv->root_dir, LWSMPRO_FILE, "index.html");
-            srv->mounts[0].mount_next = &srv->mounts[1];
-            srv->mounts[1].mount_next = &srv->mounts[2];
-        }
-        struct lws_context_creation_info info;
-        memset(&info, 0, sizeof info);
-        info.port = cfg->port;
-        info.iface = srv->host;
-        info.protocols = protocols;
-        info.mounts = srv->root_dir ? &srv->mounts[0] : NULL;
-        info.vhost_name = srv->name;
-        info.options = LWS_SERVER_OPTION_VALIDATE_UTF8 | LWS_SERVER_OPTION_DISABLE_IPV6;
-        info.max_http_header_data = HEADER_MAX;
-        info.timeout_secs = HTTP_TIMEOUT_S;
-        info.timeout_secs_ah_idle = HTTP_TIMEOUT_S;
-        if (srv->tls) {
-            info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
-            info.ssl_cert_filepath = cfg->cert_file;
-            info.ssl_private_key_filepath = cfg->key_file;
-            info.ssl_ca_filepath = cfg->ca_file && cfg->ca_file[0] ? cfg->ca_file : NULL;
-            info.ssl_private_key_password = cfg->key_password;
-            info.ssl_cipher_list = cfg->ciphers && cfg->ciphers[0] ? cfg->ciphers : NULL;
-            if (srv->client_cert)
-                info.options |= LWS_SERVER_OPTION_REQUIRE_VALID_OPENSSL_CLIENT_CERT;
-            if (srv->plain_too) /* lws tells the two apart by the first octet */
-                info.options |= LWS_SERVER_OPTION_ALLOW_NON_SSL_ON_SSL_PORT |
-                                LWS_SERVER_OPTION_ALLOW_HTTP_ON_HTTPS_LISTENER;
-        }
-        info.gid = -1;
-        info.uid = -1;
-        info.user = srv;
-        errno = 0;
-        srv->ctx = lws_create_context(&info);
-        if (!srv->ctx) {
-            snprintf(why, sizeof why, "cannot listen on %s:%d%s%s", srv->host ? srv->host : "",
-                     cfg->port, errno ? ": " : "", errno ? strerror(errno) : "");
-            rc = JN_EINVAL;
+    srv->http = http;
+    srv->metrics = cfg->metrics;
+    srv->healthz = cfg->healthz;
+    srv->websockets = cfg->websockets;
+    srv->tls = cfg->cert_file && cfg->cert_file[0];
+    srv->client_cert = srv->tls && cfg->client_cert;
+    srv->plain_too = srv->tls && cfg->plain_too && !srv->client_cert;
+    srv->prometheus_names = cfg->prometheus_names;
+    /* no httpRootDir: the console (when its files are installed) */
+    if (!srv->root_dir && http->cfg.console_dir && http->cfg.console_dir[0]) {
+        srv->console = true;
+        if (!(srv->root_dir = strdup(http->cfg.console_dir))) {
+            server_free(srv);
+            return JN_ENOMEM;
         }
     }
-    if (rc == 0) {
-        srv->port = lws_get_vhost_listen_port(lws_get_vhost_by_name(srv->ctx, srv->name));
-        if (pthread_create(&srv->thread, NULL, service_main, srv) != 0) {
-            lws_context_destroy(srv->ctx);
-            rc = JN_ENOMEM;
-        }
+    atomic_init(&srv->stopping, false);
+    *out = srv;
+    return 0;
+}
+
+/* srv's libwebsockets context, listening on cfg's port (0: any), with the
+ * file mounts when srv has a root folder and TLS when cfg has a
+ * certificate. Returns 0, or JN_EINVAL with why set (the port or the
+ * certificate refused). Caller's thread; srv is not yet shared. */
+static int server_listen(server_t *srv, const jn_http_listener_config_t *cfg, char *why,
+                         size_t whylen)
+{
+    if (srv->root_dir) { /* our paths stay ours; the rest are files */
+        set_mount(&srv->mounts[0], "/metrics", "junction-http", LWSMPRO_CALLBACK, NULL);
+        set_mount(&srv->mounts[1], "/healthz", "junction-http", LWSMPRO_CALLBACK, NULL);
+        set_mount(&srv->mounts[2], "/", srv->root_dir, LWSMPRO_FILE, "index.html");
+        srv->mounts[0].mount_next = &srv->mounts[1];
+        srv->mounts[1].mount_next = &srv->mounts[2];
+    }
+    struct lws_context_creation_info info;
+    memset(&info, 0, sizeof info);
+    info.port = cfg->port;
+    info.iface = srv->host;
+    info.protocols = protocols;
+    info.mounts = srv->root_dir ? &srv->mounts[0] : NULL;
+    info.vhost_name = srv->name;
+    info.options = LWS_SERVER_OPTION_VALIDATE_UTF8 | LWS_SERVER_OPTION_DISABLE_IPV6;
+    info.max_http_header_data = HEADER_MAX;
+    info.timeout_secs = HTTP_TIMEOUT_S;
+    info.timeout_secs_ah_idle = HTTP_TIMEOUT_S;
+    if (srv->tls) {
+        info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+        info.ssl_cert_filepath = cfg->cert_file;
+        info.ssl_private_key_filepath = cfg->key_file;
+        info.ssl_ca_filepath = cfg->ca_file && cfg->ca_file[0] ? cfg->ca_file : NULL;
+        info.ssl_private_key_password = cfg->key_password;
+        info.ssl_cipher_list = cfg->ciphers && cfg->ciphers[0] ? cfg->ciphers : NULL;
+        if (srv->client_cert)
+            info.options |= LWS_SERVER_OPTION_REQUIRE_VALID_OPENSSL_CLIENT_CERT;
+        if (srv->plain_too) /* lws tells the two apart by the first octet */
+            info.options |= LWS_SERVER_OPTION_ALLOW_NON_SSL_ON_SSL_PORT |
+                            LWS_SERVER_OPTION_ALLOW_HTTP_ON_HTTPS_LISTENER;
+    }
+    info.gid = -1;
+    info.uid = -1;
+    info.user = srv;
+    errno = 0;
+    srv->ctx = lws_create_context(&info);
+    if (!srv->ctx) {
+        snprintf(why, whylen, "cannot listen on %s:%d%s%s", srv->host ? srv->host : "",
+                 cfg->port, errno ? ": " : "", errno ? strerror(errno) : "");
+        return JN_EINVAL;
+    }
+    srv->port = lws_get_vhost_listen_port(lws_get_vhost_by_name(srv->ctx, srv->name));
+    return 0;
+}
+
+int jn_http_add_listener(jn_http_t *http, const jn_http_listener_config_t *cfg, char *err,
+                         size_t errlen)
+{
+    char why[256] = "";
+    server_t *srv = NULL;
+    int rc = server_new(http, cfg, why, sizeof why, &srv);
+    if (rc == 0)
+        rc = server_listen(srv, cfg, why, sizeof why);
+    if (rc == 0 && pthread_create(&srv->thread, NULL, service_main, srv) != 0) {
+        lws_context_destroy(srv->ctx);
+        rc = JN_ENOMEM;
     }
     if (rc != 0) {
         server_free(srv);
         if (err && errlen)
-            snprintf(err, errlen, "%s", why[0] ? why : rc == JN_EEXIST ? "an http listener has that name" : jn_strerror(rc));
+            snprintf(err, errlen, "%s",
+                     why[0]                ? why
+                     : rc == JN_EEXIST     ? "an http listener has that name"
+                                           : jn_strerror(rc));
         return rc;
     }
     pthread_mutex_lock(&http->lock);

@@ -266,4 +266,24 @@ bool jn_schema_attr_implemented(const jn_schema_attr_t *attr);
  * Thread: any (constant data). */
 bool jn_schema_attr_value_implemented(const jn_schema_attr_t *attr, const char *value);
 
+/* ---- the series exported at /metrics ----
+ *
+ * schema.json's "metrics" on a singleton type (the router): each names a
+ * Prometheus series and the management column of that type's one row it
+ * shows, so /metrics and a management READ give the same figure from the
+ * same row builder. Constant data; any thread. */
+typedef struct jn_schema_metric {
+    const char *name;    /* Prometheus series name, e.g. "qdr_links_total" */
+    const char *help;    /* one line of HELP text */
+    bool counter;        /* true: a counter; false: a gauge */
+    uint16_t type_index; /* the type whose row it shows (jn_schema_type_at) */
+    uint16_t column;     /* the column of that row (jn_schema_type_column_*) */
+} jn_schema_metric_t;
+
+/* jn_schema_metric_count / jn_schema_metric_at: the exported series, in
+ * schema.json's order. index < count, else NULL (borrowed, constant).
+ * Thread: any. */
+size_t jn_schema_metric_count(void);
+const jn_schema_metric_t *jn_schema_metric_at(size_t index);
+
 #endif /* JUNCTION_SCHEMA_H */

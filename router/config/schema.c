@@ -270,3 +270,15 @@ bool jn_schema_attr_value_implemented(const jn_schema_attr_t *attr, const char *
     int i = attr->unimplemented_values ? jn_schema_attr_enum_index(attr, value) : JN_ENOENT;
     return i < 0 || !(attr->unimplemented_values & (UINT32_C(1) << i));
 }
+
+/* ---- /metrics series ---- */
+
+size_t jn_schema_metric_count(void)
+{
+    return jn_schema_gen_metric_count;
+}
+
+const jn_schema_metric_t *jn_schema_metric_at(size_t index)
+{
+    return index < jn_schema_gen_metric_count ? &jn_schema_gen_metrics[index] : NULL;
+}

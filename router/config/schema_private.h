@@ -53,5 +53,7 @@ struct jn_schema_type {
 /* Defined by the generated schema_tables.c. */
 extern const struct jn_schema_type jn_schema_gen_types[];
 extern const size_t jn_schema_gen_type_count;
+extern const struct jn_schema_metric jn_schema_gen_metrics[];
+extern const size_t jn_schema_gen_metric_count;
 
 #endif /* JN_CONFIG_SCHEMA_PRIVATE_H */

@@ -206,63 +206,40 @@ static bool addr_copy(void *arg, const jn_view_addr_t *v)
     return !a->out->failed;
 }
 
+typedef struct series {
+    text_t *t;
+    bool compat; /* qdrouterd's names (gauges keep _total) */
+} series_t;
+
+/* jn_mgmt_rows_router's callback: one series per schema metric of the
+ * router, from the row management READ shows. Core thread. */
+static bool router_series(void *ctx, const jn_mv_t *row)
+{
+    series_t *x = ctx;
+    for (size_t i = 0; i < jn_schema_metric_count(); i++) {
+        const jn_schema_metric_t *m = jn_schema_metric_at(i);
+        if (m->type_index != JN_ENTITY_ROUTER)
+            continue;
+        const jn_mv_t *v = &row[m->column];
+        uint64_t n = v->kind == JN_MV_UINT || v->kind == JN_MV_ULONG ? v->v.u
+                     : (v->kind == JN_MV_INT || v->kind == JN_MV_LONG) && v->v.i > 0
+                         ? (uint64_t)v->v.i
+                         : 0;
+        figure(x->t, x->compat, m->name, m->counter ? "counter" : "gauge", m->help, n);
+    }
+    return true;
+}
+
 int jn_mgmt_metrics_snapshot_CT(jn_mgmt_t *agent, const char *query, bool prometheus_names,
                                 char **snap, size_t *len)
 {
     *snap = NULL;
     *len = 0;
-    jn_mgmt_figures_t f; /* as the router entity reads them */
-    jn_mgmt_router_figures(agent, &f);
-    const jn_core_stats_t s = f.core;
-    bool c = !prometheus_names || (query && strstr(query, "compat=qdrouterd") != NULL);
     text_t t = {0};
-    figure(&t, c, "qdr_connections_total", "gauge", "Open connections.", s.connections);
-    figure(&t, c, "qdr_links_total", "gauge", "Attached links.", s.links);
-    figure(&t, c, "qdr_addresses_total", "gauge", "Addresses in the address table.", s.addresses);
-    figure(&t, c, "qdr_routers_total", "gauge", "Other routers known in the mesh.", f.nodes);
-    figure(&t, c, "qdr_link_routes_total", "gauge", "Configured link routes.", f.link_routes);
-    figure(&t, c, "qdr_auto_links_total", "gauge", "Configured auto-links.", f.auto_links);
-    figure(&t, c, "qdr_presettled_deliveries_total", "counter",
-           "Deliveries that arrived pre-settled.", s.deliveries_presettled);
-    figure(&t, c, "qdr_dropped_presettled_deliveries_total", "counter",
-           "Pre-settled deliveries dropped.", s.deliveries_dropped);
-    figure(&t, c, "qdr_accepted_deliveries_total", "counter", "Deliveries a consumer accepted.",
-           s.deliveries_accepted);
-    figure(&t, c, "qdr_released_deliveries_total", "counter", "Deliveries released.",
-           s.deliveries_released);
-    figure(&t, c, "qdr_rejected_deliveries_total", "counter", "Deliveries a consumer rejected.",
-           s.deliveries_rejected);
-    figure(&t, c, "qdr_modified_deliveries_total", "counter", "Deliveries a consumer modified.",
-           s.deliveries_modified);
-    figure(&t, c, "qdr_deliveries_ingress_total", "counter", "Deliveries received from clients.",
-           s.deliveries_ingress);
-    figure(&t, c, "qdr_deliveries_egress_total", "counter", "Deliveries sent to clients.",
-           s.deliveries_egress);
-    figure(&t, c, "qdr_deliveries_transit_total", "counter", "Deliveries sent to other routers.",
-           s.deliveries_transit);
-    figure(&t, c, "qdr_deliveries_ingress_route_container_total", "counter",
-           "Deliveries received from route containers.", s.deliveries_ingress_route_container);
-    figure(&t, c, "qdr_deliveries_egress_route_container_total", "counter",
-           "Deliveries sent to route containers.", s.deliveries_egress_route_container);
-    figure(&t, c, "qdr_deliveries_delayed_1sec_total", "counter",
-           "Deliveries settled 1 to 10 s after they arrived.", s.deliveries_delayed_1sec);
-    figure(&t, c, "qdr_deliveries_delayed_10sec_total", "counter",
-           "Deliveries settled more than 10 s after they arrived.", s.deliveries_delayed_10sec);
-    figure(&t, c, "qdr_deliveries_stuck_total", "gauge", "Unsettled deliveries held over 10 s now.",
-           s.deliveries_stuck);
-    figure(&t, c, "qdr_links_blocked_total", "gauge", "Client links without credit for 10 s now.",
-           s.links_blocked);
-    figure(&t, c, "qdr_deliveries_redirected_to_fallback_total", "counter",
-           "Deliveries sent to a fallback destination.", s.deliveries_fallback);
-    int64_t up = (int64_t)time(NULL) - agent->start_time;
-    put(&t,
-        "# HELP junction_uptime_seconds Seconds since the router started.\n"
-        "# TYPE junction_uptime_seconds gauge\n"
-        "junction_uptime_seconds %" PRId64 "\n"
-        "# HELP junction_worker_threads I/O worker threads.\n"
-        "# TYPE junction_worker_threads gauge\n"
-        "junction_worker_threads %u\n",
-        up > 0 ? up : 0, agent->cfg.worker_threads);
+    /* the router's figures: the series schema.json lists, read from the
+     * row a management READ of the router shows */
+    series_t x = {&t, !prometheus_names || (query && strstr(query, "compat=qdrouterd") != NULL)};
+    jn_mgmt_rows_router(agent, jn_mgmt_class_find("router", NULL), 0, 1, router_series, &x);
     static const char *const pool_help[] = {
         "# HELP junction_pool_objects_in_use Objects of an allocation pool in use.\n"
         "# TYPE junction_pool_objects_in_use gauge\n",

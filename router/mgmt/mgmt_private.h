@@ -276,6 +276,12 @@ typedef struct jn_mgmt_figures {
 
 /* jn_mgmt_router_figures: fill *out. Core thread. */
 void jn_mgmt_router_figures(jn_mgmt_t *agent, jn_mgmt_figures_t *out);
+/* jn_mgmt_rows_router: the router entity's one row (JN_COLS_ROUTER values,
+ * borrowed for the call) given to fn, when offset is 0 and max > 0; cls is
+ * the router class. Returns 1 (the number of rows there are). Core thread;
+ * READ/QUERY and /metrics both take the router's figures from it. */
+size_t jn_mgmt_rows_router(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t offset, size_t max,
+                           jn_mgmt_row_fn fn, void *ctx);
 
 /* ---- store.c ---------------------------------------------------------------- */
 

@@ -42,6 +42,7 @@ from proton import Delivery, Message, symbol
 from proton.reactor import AtMostOnce, ReceiverOption
 from proton.utils import BlockingConnection
 
+import harness
 from harness import (SLOW, Recv, RouterTestCase, Send, Traffic, conf_section, free_port,
                      run_junctiond)
 from test_http import Manager, get
@@ -595,6 +596,44 @@ class RouterFiguresTest(MetricsCase):
         poll("both back to 0", lambda g: g["deliveriesStuck"] == 0 and g["linksBlocked"] == 0,
              5 * SLOW)
         c.wait(lambda: sent.remote_state == Delivery.ACCEPTED, timeout=TIMEOUT)
+
+    def test_every_schema_series_shows_the_router_entity_figure(self):
+        """The router's series at /metrics are the ones schema.json lists
+        under the router's "metrics", first and in its order, each with its HELP and
+        TYPE, and each shows the same figure as that column of a
+        management READ of the router (one row builder feeds both)."""
+        with open(os.path.join(harness.SOURCE_DIR, "router", "config", "schema.json")) as f:
+            router = [t for t in json.load(f)["entityTypes"] if t["name"] == "router"][0]
+        series = router["metrics"]
+        r, m, base = self.http_router_with("")
+        c = BlockingConnection(r.url, timeout=TIMEOUT)
+        self.addCleanup(c.close)
+        rx = c.create_receiver("series.q")
+        tx = c.create_sender("series.q")
+        for i in range(3):
+            sent = tx.link.send(Message(body=i))
+            rx.receive(timeout=TIMEOUT)
+            rx.accept()
+            c.wait(lambda: sent.remote_state == Delivery.ACCEPTED, timeout=TIMEOUT)
+        c.close()
+        self.wait_for("the client's connection gone", lambda: m.router()["connectionCount"] == 1)
+        # management requests are deliveries too: the scrape falls between
+        # two READs and shows figures between theirs
+        before = m.router()
+        text = self.scrape(base + "/metrics?compat=qdrouterd")
+        entity = m.router()
+        names = [l.split()[2] for l in text.splitlines() if l.startswith("# TYPE ")]
+        # first the router's, then the pools', addresses' and the rest
+        self.assertEqual(names[:len(series)], [s["name"] for s in series])
+        shown = parse(text)
+        for s in series:
+            self.assertIn("# HELP %s %s\n# TYPE %s %s\n" % (s["name"], s["help"], s["name"],
+                                                             s["type"]), text)
+            got = plain(shown, s["name"])
+            self.assertTrue(before[s["column"]] <= got <= entity[s["column"]],
+                            "%s: %s, READs %s and %s" % (s["name"], got, before[s["column"]],
+                                                         entity[s["column"]]))
+        self.assertEqual(entity["acceptedDeliveries"], 3)
 
     def http_router_with(self, extra):
         attrs = {"name": "web", "host": "127.0.0.1", "port": 0, "http": "yes",

@@ -114,6 +114,27 @@ class GeneratorTest(unittest.TestCase):
         self.refused(lambda s: type_of(s, "router.config.linkRoute")["columns"].__setitem__(
             8, {"name": "dir", "attr": "prefix"}), "old name of 'direction'")
 
+    def test_bad_metrics_refused(self):
+        """A /metrics series showing no column or a column that is not a
+        number, listed twice, of an unknown kind, with a bad name, an
+        unknown key, no help, or on a type with more than one row."""
+        def metric(s, i):
+            return type_of(s, "router")["metrics"][i]
+        self.refused(lambda s: metric(s, 0).update(column="noSuchColumn"),
+                     "metric 'qdr_connections_total'", "'noSuchColumn'", "no column")
+        self.refused(lambda s: metric(s, 0).update(column="mode"),
+                     "metric 'qdr_connections_total'", "not a number")
+        self.refused(lambda s: metric(s, 1).update(name="qdr_connections_total"),
+                     "metric 'qdr_connections_total'", "listed twice")
+        self.refused(lambda s: metric(s, 0).update(type="histogram"), "gauge or counter")
+        self.refused(lambda s: metric(s, 0).update(name="qdr-connections"),
+                     "not a Prometheus metric name")
+        self.refused(lambda s: metric(s, 0).update(unit="s"), "unknown key(s) ['unit']")
+        self.refused(lambda s: metric(s, 0).pop("help"), "one-line 'help'")
+        self.refused(lambda s: type_of(s, "listener").update(
+            metrics=[{"column": "port", "name": "x", "type": "gauge", "help": "h"}]),
+            "listener", "singleton")
+
     def test_duplicates_refused(self):
         """Two attributes, enum values or types with one name."""
         self.refused(lambda s: type_of(s, "listener")["attributes"].append(

@@ -25,37 +25,27 @@
 #define JUNCTION_LOG_H 1
 
 #include <junction/common.h>
+#include <log_modules.h> /* generated from router/config/schema.json */
 #include <stdarg.h>
 #include <stdatomic.h>
 
-/* Modules, in the order of the `log` entity's `module` enum in the schema,
- * then MAIN (used by junctiond's main; qdrouterd 1.19 logs its start-up
- * failure as MAIN, but MAIN is not in the schema's enum, so it cannot be
- * configured through a `log` entity: it always follows DEFAULT there). */
+/* Modules: the values of the `log` entity's `module` enum in the schema
+ * (router/config/schema.json), in its order -- the build generates
+ * JN_LOG_SCHEMA_MODULES from it, so JN_LOG_MOD_HTTP exists because the
+ * schema lists HTTP -- then MAIN (used by junctiond's main; qdrouterd 1.19
+ * logs its start-up failure as MAIN, but MAIN is not in the schema's enum,
+ * so it cannot be configured through a `log` entity: it always follows
+ * DEFAULT there). */
 typedef enum jn_log_module {
-    JN_LOG_MOD_ROUTER,
-    JN_LOG_MOD_ROUTER_CORE,
-    JN_LOG_MOD_ROUTER_HELLO,
-    JN_LOG_MOD_ROUTER_LS,
-    JN_LOG_MOD_ROUTER_MA,
-    JN_LOG_MOD_MESSAGE,
-    JN_LOG_MOD_SERVER,
-    JN_LOG_MOD_AGENT,
-    JN_LOG_MOD_AUTHSERVICE,
-    JN_LOG_MOD_CONTAINER,
-    JN_LOG_MOD_ERROR,
-    JN_LOG_MOD_POLICY,
-    JN_LOG_MOD_HTTP,
-    JN_LOG_MOD_CONN_MGR,
-    JN_LOG_MOD_PYTHON,
-    JN_LOG_MOD_PROTOCOL,
-    JN_LOG_MOD_DEFAULT,
+#define JN_LOG_MOD_ENUM_(name) JN_LOG_MOD_##name,
+    JN_LOG_SCHEMA_MODULES(JN_LOG_MOD_ENUM_)
+#undef JN_LOG_MOD_ENUM_
     JN_LOG_MOD_MAIN,
     JN_LOG_MODULE_COUNT
 } jn_log_module_t;
 
-/* Number of modules the schema's `log.module` enum lists (ROUTER..DEFAULT). */
-#define JN_LOG_SCHEMA_MODULE_COUNT (JN_LOG_MOD_DEFAULT + 1)
+/* Number of modules the schema's `log.module` enum lists (all but MAIN). */
+#define JN_LOG_SCHEMA_MODULE_COUNT JN_LOG_MOD_MAIN
 
 /* Levels, lowest first. */
 typedef enum jn_log_level {

@@ -27,11 +27,11 @@
 
 _Static_assert(JN_LOG_MODULE_COUNT == 18, "update jn_log_state_'s initialiser");
 
+#define BUILTIN_STATE_(name) BUILTIN_STATE,
 atomic_uint jn_log_state_[JN_LOG_MODULE_COUNT] = {
-    BUILTIN_STATE, BUILTIN_STATE, BUILTIN_STATE, BUILTIN_STATE, BUILTIN_STATE, BUILTIN_STATE,
-    BUILTIN_STATE, BUILTIN_STATE, BUILTIN_STATE, BUILTIN_STATE, BUILTIN_STATE, BUILTIN_STATE,
-    BUILTIN_STATE, BUILTIN_STATE, BUILTIN_STATE, BUILTIN_STATE, BUILTIN_STATE, BUILTIN_STATE,
+    JN_LOG_SCHEMA_MODULES(BUILTIN_STATE_) BUILTIN_STATE /* MAIN */
 };
+#undef BUILTIN_STATE_
 
 log_sink_t jn_log_sinks_[LOG_SINK_MAX] = {
     [LOG_SINK_STDERR] = {"stderr", 2, false},
@@ -39,11 +39,11 @@ log_sink_t jn_log_sinks_[LOG_SINK_MAX] = {
     [LOG_SINK_SYSLOG] = {"syslog", -1, false},
 };
 
+#define MODULE_NAME_(name) #name,
 static const char *const module_names[JN_LOG_MODULE_COUNT] = {
-    "ROUTER", "ROUTER_CORE", "ROUTER_HELLO", "ROUTER_LS", "ROUTER_MA", "MESSAGE",
-    "SERVER", "AGENT",       "AUTHSERVICE",  "CONTAINER", "ERROR",     "POLICY",
-    "HTTP",   "CONN_MGR",    "PYTHON",       "PROTOCOL",  "DEFAULT",   "MAIN",
+    JN_LOG_SCHEMA_MODULES(MODULE_NAME_) "MAIN"
 };
+#undef MODULE_NAME_
 
 static const char *const level_names[JN_LOG_LEVEL_COUNT] = {
     "trace", "debug", "info", "notice", "warning", "error", "critical",

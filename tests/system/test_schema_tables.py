@@ -10,6 +10,7 @@ router/config/schema.json to a temporary folder and runs the script on it.
 import copy
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -134,6 +135,36 @@ class GeneratorTest(unittest.TestCase):
         self.refused(lambda s: type_of(s, "listener").update(
             metrics=[{"column": "port", "name": "x", "type": "gauge", "help": "h"}]),
             "listener", "singleton")
+
+    def test_log_modules_header_follows_the_log_entity(self):
+        """The fourth output lists the log entity's module values in the
+        schema's order (the logger's module enum is made from it); a value
+        that is no upper-case C name, or MAIN, is refused."""
+        schema = load_schema()
+        src = os.path.join(self.dir, "schema.json")
+        with open(src, "w") as f:
+            json.dump(schema, f)
+        out = [os.path.join(self.dir, n) for n in ("t.c", "t.h", "log.h")]
+        p = subprocess.run(["/usr/bin/python3", GENERATOR, src] + out, capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(out[2]) as f:
+            text = f.read()
+        want = attr_of(schema, "log", "module")["values"]
+        self.assertEqual(re.findall(r"^    X\((\w+)\)", text, re.M), want)
+        for bad, why in (("Http", "upper-case C name"), ("2X", "upper-case C name"),
+                         ("MAIN", "MAIN is the logger's own")):
+            changed = copy.deepcopy(schema)
+            attr_of(changed, "log", "module")["values"].append(bad)
+            with open(src, "w") as f:
+                json.dump(changed, f)
+            if os.path.exists(out[2]):
+                os.unlink(out[2])
+            p = subprocess.run(["/usr/bin/python3", GENERATOR, src] + out, capture_output=True,
+                               text=True, timeout=60)
+            self.assertNotEqual(p.returncode, 0, bad)
+            self.assertIn(why, p.stderr)
+            self.assertFalse(os.path.exists(out[2]), bad)
 
     def test_duplicates_refused(self):
         """Two attributes, enum values or types with one name."""

@@ -164,6 +164,7 @@ static bool section_value(const jn_message_t *m, jn_section_t s, jn_decoder_t *o
 
 void jn_io_msg_log_IO(const jn_io_conn_t *conn, const char *what, const jn_message_t *m)
 {
+    JN_ASSERT_IO(conn);
     if (!jn_log_enabled(JN_LOG_MOD_MESSAGE, JN_LOG_INFO))
         return;
     char buf[JN_LOG_TEXT_MAX];
@@ -193,6 +194,7 @@ void jn_io_msg_log_IO(const jn_io_conn_t *conn, const char *what, const jn_messa
 
 int jn_io_msg_log_received_IO(const jn_io_conn_t *conn, jn_message_t *m, bool all_in)
 {
+    JN_ASSERT_IO(conn);
     /* the writer's thread, before the delivery is handed over: locate what
      * a sender's log reads */
     int rc = jn_message_parse(m, JN_DEPTH_APPLICATION_PROPERTIES);

@@ -33,6 +33,7 @@ static void trace_sink(intptr_t ctx, pn_log_subsystem_t subsystem, pn_log_level_
 
 void jn_io_trace_update_IO(jn_io_conn_t *conn, unsigned gen, bool log_on)
 {
+    JN_ASSERT_IO(conn);
     if (gen != conn->trace_gen)
         conn->trace_choice = (int8_t)jn_log_conn_traced(conn->id);
     conn->trace_gen = gen;

@@ -181,6 +181,29 @@ static void consume_CT(jn_delivery_t *dlv, bool ok)
     jn_forward_to_links_CT(dlv, NULL, 0, false);
 }
 
+/* Start a lookup request or answer in e (initialised here): the header and
+ * properties from props, the application properties (version, opcode and,
+ * for an answer, *status), then the amqp-value list, left open for the
+ * caller's fields. Core thread (any: it only encodes). */
+static void lookup_head(jn_encoder_t *e, const jn_compose_props_t *props, const uint32_t *status)
+{
+    jn_encoder_init(e);
+    jn_compose_head(e, props);
+    jn_enc_descriptor_ulong(e, JN_SECTION_APPLICATION_PROPERTIES);
+    jn_enc_map_begin(e);
+    jn_enc_cstring(e, "version");
+    jn_enc_uint(e, LOOKUP_VERSION);
+    jn_enc_cstring(e, "opcode");
+    jn_enc_uint(e, LOOKUP_OPCODE);
+    if (status) {
+        jn_enc_cstring(e, "status");
+        jn_enc_uint(e, *status);
+    }
+    jn_enc_map_end(e);
+    jn_enc_descriptor_ulong(e, JN_SECTION_AMQP_VALUE);
+    jn_enc_list_begin(e);
+}
+
 /* ---- the interior: the lookup service ---------------------------------------- */
 
 /* Compose and route the answer to a lookup. */
@@ -189,20 +212,8 @@ static void lookup_answer_CT(jn_core_t *core, const char *reply_to, const jn_ite
 {
     JN_ASSERT_CT(core);
     jn_encoder_t e;
-    jn_encoder_init(&e);
     jn_compose_props_t props = {.to = reply_to, .correlation = cid, .fields = 6};
-    jn_compose_head(&e, &props);
-    jn_enc_descriptor_ulong(&e, JN_SECTION_APPLICATION_PROPERTIES);
-    jn_enc_map_begin(&e);
-    jn_enc_cstring(&e, "version");
-    jn_enc_uint(&e, LOOKUP_VERSION);
-    jn_enc_cstring(&e, "opcode");
-    jn_enc_uint(&e, LOOKUP_OPCODE);
-    jn_enc_cstring(&e, "status");
-    jn_enc_uint(&e, status);
-    jn_enc_map_end(&e);
-    jn_enc_descriptor_ulong(&e, JN_SECTION_AMQP_VALUE);
-    jn_enc_list_begin(&e);
+    lookup_head(&e, &props, &status);
     jn_enc_bool(&e, is_lr);
     jn_enc_bool(&e, has_dest);
     jn_enc_list_end(&e);
@@ -377,19 +388,9 @@ static void lookups_send_CT(jn_core_t *core, jn_edge_clients_t *c)
         if (link->ct.state != JN_LINK_ST_ROUTING)
             continue; /* detached meanwhile: its answer would find nothing */
         jn_encoder_t e;
-        jn_encoder_init(&e);
         jn_compose_props_t props = {
             .reply_to = c->lookup_reply_to, .correlation_str = rq->cid, .fields = 6};
-        jn_compose_head(&e, &props);
-        jn_enc_descriptor_ulong(&e, JN_SECTION_APPLICATION_PROPERTIES);
-        jn_enc_map_begin(&e);
-        jn_enc_cstring(&e, "version");
-        jn_enc_uint(&e, LOOKUP_VERSION);
-        jn_enc_cstring(&e, "opcode");
-        jn_enc_uint(&e, LOOKUP_OPCODE);
-        jn_enc_map_end(&e);
-        jn_enc_descriptor_ulong(&e, JN_SECTION_AMQP_VALUE);
-        jn_enc_list_begin(&e);
+        lookup_head(&e, &props, NULL);
         jn_enc_cstring(&e, link->address);
         jn_enc_bool(&e, link->dir == JN_LINK_INCOMING);
         jn_enc_list_end(&e);

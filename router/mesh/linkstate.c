@@ -180,6 +180,18 @@ static void refresh_neighbour_CT(jn_mesh_t *mesh, jn_mesh_node_t *node, int link
     node->neighbour_ms = mesh->now_ms;
 }
 
+/* The node record of m's sender (made when new), its protocol version
+ * taken from m when not yet known; NULL when it cannot be made (out of
+ * memory, or all 127 router indices taken: logged, and the message is
+ * ignored as a lost one). Core thread. */
+static jn_mesh_node_t *sender_node_CT(jn_mesh_t *mesh, const jn_mesh_msg_t *m)
+{
+    jn_mesh_node_t *node = jn_mesh_node_get_CT(mesh, m->id, m->id_len);
+    if (node && node->version == 0)
+        node->version = m->pv;
+    return node;
+}
+
 int jn_mesh_on_hello_CT(jn_mesh_t *mesh, int link, uint32_t cost, const jn_mesh_msg_t *m)
 {
     JN_ASSERT_CT(mesh);
@@ -192,11 +204,9 @@ int jn_mesh_on_hello_CT(jn_mesh_t *mesh, int link, uint32_t cost, const jn_mesh_
         return 0;
     if (link < 0 || link >= JN_MESH_MAX_LINKS)
         return 0;
-    jn_mesh_node_t *node = jn_mesh_node_get_CT(mesh, m->id, m->id_len);
+    jn_mesh_node_t *node = sender_node_CT(mesh, m);
     if (!node)
         return 0;
-    if (node->version == 0)
-        node->version = m->pv;
     if (!check_instance_CT(mesh, node, m->instance))
         return 0;
     refresh_neighbour_CT(mesh, node, link, cost);
@@ -206,11 +216,9 @@ int jn_mesh_on_hello_CT(jn_mesh_t *mesh, int link, uint32_t cost, const jn_mesh_
 int jn_mesh_on_ra_CT(jn_mesh_t *mesh, const jn_mesh_msg_t *m)
 {
     JN_ASSERT_CT(mesh);
-    jn_mesh_node_t *node = jn_mesh_node_get_CT(mesh, m->id, m->id_len);
+    jn_mesh_node_t *node = sender_node_CT(mesh, m);
     if (!node)
         return 0;
-    if (node->version == 0)
-        node->version = m->pv;
     if (!check_instance_CT(mesh, node, m->instance))
         return 0;
     node->ls_seen_ms = mesh->now_ms;
@@ -240,11 +248,9 @@ int jn_mesh_on_ra_CT(jn_mesh_t *mesh, const jn_mesh_msg_t *m)
 int jn_mesh_on_lsr_CT(jn_mesh_t *mesh, const jn_mesh_msg_t *m)
 {
     JN_ASSERT_CT(mesh);
-    jn_mesh_node_t *node = jn_mesh_node_get_CT(mesh, m->id, m->id_len);
+    jn_mesh_node_t *node = sender_node_CT(mesh, m);
     if (!node)
         return 0;
-    if (node->version == 0)
-        node->version = m->pv;
     if (!jn_mesh_node_reachable(node)) {
         /* no route back yet (it just came, or came back): an answer now
          * would be dropped and the asker would wait for our next RA */

@@ -471,6 +471,85 @@ static inline bool run_ready(const jn_decoder_t *d)
            !d->in_array;
 }
 
+/* Read the descriptor at p (just after its 0x00 constructor; p <= end)
+ * into v. Returns where the described value's constructor is, or NULL
+ * (SLOW) for anything but a ulong or sym8 descriptor of a value that is
+ * there and not itself described. */
+__attribute__((always_inline)) static inline const uint8_t *scan_descriptor(const uint8_t *p,
+                                                                            const uint8_t *end,
+                                                                            run_value_t *v)
+{
+    if (p == end)
+        return NULL;
+    uint8_t dc = *p++;
+    size_t left = (size_t)(end - p);
+    if (dc == JN_AMQP_SMALLULONG && left >= 1) {
+        v->desc_code = *p++;
+    } else if (dc == JN_AMQP_ULONG0) {
+        v->desc_code = 0;
+    } else if (dc == JN_AMQP_ULONG && left >= 8) {
+        v->desc_code = be_at(p, 8);
+        p += 8;
+    } else if (dc == JN_AMQP_SYM8 && left >= 1 && left - 1 >= p[0]) {
+        v->desc_sym_len = p[0];
+        v->desc_sym = p + 1;
+        p += 1 + p[0];
+    } else {
+        return NULL;
+    }
+    v->described = true;
+    if (p == end || *p == JN_AMQP_DESCRIBED)
+        return NULL;
+    return p;
+}
+
+/* A list or map of format code code whose size field starts at p, left
+ * octets readable: its elements into v. 0, or SLOW when it does not fit,
+ * its count cannot be, or a map has an odd count. */
+__attribute__((always_inline)) static inline int scan_compound(uint8_t code, const uint8_t *p,
+                                                               size_t left, run_value_t *v)
+{
+    uint64_t n, count;
+    if (code == JN_AMQP_LIST8 || code == JN_AMQP_MAP8) {
+        /* size (count and elements), then count */
+        if (left < 2 || (n = p[0]) < 1 || left - 1 < n)
+            return SLOW;
+        count = p[1];
+        if ((code == JN_AMQP_MAP8 && (count & 1) != 0) || count > n - 1)
+            return SLOW;
+        v->payload = p + 2;
+        v->size = (uint32_t)(n - 1);
+        v->count = (uint32_t)count;
+        v->end = p + 1 + n;
+        return 0;
+    }
+    if (left < 8 || (n = be_at(p, 4)) < 4 || left - 4 < n)
+        return SLOW;
+    count = be_at(p + 4, 4);
+    if ((code == JN_AMQP_MAP32 && (count & 1) != 0) || count > n - 4)
+        return SLOW;
+    v->payload = p + 8;
+    v->size = (uint32_t)(n - 4);
+    v->count = (uint32_t)count;
+    v->end = p + 4 + n;
+    return 0;
+}
+
+/* A binary, string or symbol whose length field (width octets) starts at
+ * p, left octets readable: its octets into v. 0, or SLOW when they do not
+ * fit. */
+__attribute__((always_inline)) static inline int scan_variable(unsigned width, const uint8_t *p,
+                                                               size_t left, run_value_t *v)
+{
+    uint64_t n;
+    if (left < width || left - width < (n = be_at(p, width)))
+        return SLOW;
+    v->payload = p + width;
+    v->size = (uint32_t)n;
+    v->end = p + width + n;
+    return 0;
+}
+
 /* Read the value at p (p < end; [p, end) readable memory) into *v; depth
  * is the nesting level of the sequence it is in. Returns 0, or SLOW for
  * anything the general path must decide. Checks what the general path
@@ -485,31 +564,11 @@ __attribute__((always_inline)) static inline int scan_mem(const uint8_t *p, cons
     v->desc_sym_len = 0;
     uint8_t code = *p++;
     if (code == JN_AMQP_DESCRIBED) {
-        if (depth + 1u > JN_DECODE_MAX_DEPTH || p == end)
-            return SLOW;
-        uint8_t dc = *p++;
-        size_t left = (size_t)(end - p);
-        if (dc == JN_AMQP_SMALLULONG && left >= 1) {
-            v->desc_code = *p++;
-        } else if (dc == JN_AMQP_ULONG0) {
-            v->desc_code = 0;
-        } else if (dc == JN_AMQP_ULONG && left >= 8) {
-            v->desc_code = be_at(p, 8);
-            p += 8;
-        } else if (dc == JN_AMQP_SYM8 && left >= 1 && left - 1 >= p[0]) {
-            v->desc_sym_len = p[0];
-            v->desc_sym = p + 1;
-            p += 1 + p[0];
-        } else {
-            return SLOW;
-        }
-        v->described = true;
-        if (p == end || *p == JN_AMQP_DESCRIBED)
+        if (depth + 1u > JN_DECODE_MAX_DEPTH || !(p = scan_descriptor(p, end, v)))
             return SLOW;
         code = *p++;
     }
     size_t left = (size_t)(end - p);
-    uint64_t n, count;
     unsigned w;
     v->code = code;
     v->count = 0;
@@ -563,46 +622,16 @@ __attribute__((always_inline)) static inline int scan_mem(const uint8_t *p, cons
     case JN_AMQP_VBIN8:
     case JN_AMQP_STR8:
     case JN_AMQP_SYM8:
-        if (left < 1 || left - 1 < p[0])
-            return SLOW;
-        v->payload = p + 1;
-        v->size = p[0];
-        v->end = p + 1 + p[0];
-        return 0;
+        return scan_variable(1, p, left, v);
     case JN_AMQP_VBIN32:
     case JN_AMQP_STR32:
     case JN_AMQP_SYM32:
-        if (left < 4 || left - 4 < (n = be_at(p, 4)))
-            return SLOW;
-        v->payload = p + 4;
-        v->size = (uint32_t)n;
-        v->end = p + 4 + n;
-        return 0;
+        return scan_variable(4, p, left, v);
     case JN_AMQP_LIST8:
     case JN_AMQP_MAP8:
-        /* size (count and elements), then count */
-        if (left < 2 || (n = p[0]) < 1 || left - 1 < n)
-            return SLOW;
-        count = p[1];
-        if ((code == JN_AMQP_MAP8 && (count & 1) != 0) || count > n - 1)
-            return SLOW;
-        v->payload = p + 2;
-        v->size = (uint32_t)(n - 1);
-        v->count = (uint32_t)count;
-        v->end = p + 1 + n;
-        return 0;
     case JN_AMQP_LIST32:
     case JN_AMQP_MAP32:
-        if (left < 8 || (n = be_at(p, 4)) < 4 || left - 4 < n)
-            return SLOW;
-        count = be_at(p + 4, 4);
-        if ((code == JN_AMQP_MAP32 && (count & 1) != 0) || count > n - 4)
-            return SLOW;
-        v->payload = p + 8;
-        v->size = (uint32_t)(n - 4);
-        v->count = (uint32_t)count;
-        v->end = p + 4 + n;
-        return 0;
+        return scan_compound(code, p, left, v);
     default: /* arrays, unknown codes */
         return SLOW;
     }

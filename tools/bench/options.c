@@ -330,12 +330,26 @@ static void set_defaults(jn_bench_opts_t *o)
     o->threads = 1;
 }
 
-/* Apply one option; returns 0, 1 for --help, or -1. */
-static int apply_option(jn_bench_opts_t *o, int c, const char *arg)
+/* An option without a value that sets one flag of o: true when c is one
+ * (and it is set). */
+static bool apply_flag(jn_bench_opts_t *o, int c)
 {
-    switch (c) {
-    case 'm':
-    case OPT_PING_PONG:
+    bool *flag = c == OPT_MULTICAST ? &o->multicast
+                 : c == OPT_ANONYMOUS ? &o->anonymous
+                 : c == OPT_DIRECT    ? &o->direct
+                 : c == OPT_JSON      ? &o->json
+                 : c == 'v'           ? &o->verbose
+                                      : NULL;
+    if (flag)
+        *flag = true;
+    return flag != NULL;
+}
+
+/* --mode (or --ping-pong) and --delivery (or -p): 0, or -1 for a value
+ * that is neither choice. */
+static int apply_choice(jn_bench_opts_t *o, int c, const char *arg)
+{
+    if (c == 'm' || c == OPT_PING_PONG) {
         if (c == OPT_PING_PONG || strcmp(arg, "ping-pong") == 0)
             o->mode = JN_BENCH_PING_PONG;
         else if (strcmp(arg, "throughput") == 0)
@@ -343,15 +357,27 @@ static int apply_option(jn_bench_opts_t *o, int c, const char *arg)
         else
             return usage_error("--mode: '%s' is not %s", arg, "'throughput' or 'ping-pong'");
         return 0;
+    }
+    if (c == 'p' || strcmp(arg, "presettled") == 0 || strcmp(arg, "pre-settled") == 0)
+        o->presettled = true;
+    else if (strcmp(arg, "unsettled") == 0)
+        o->presettled = false;
+    else
+        return usage_error("--delivery: '%s' is not %s", arg, "'unsettled' or 'presettled'");
+    return 0;
+}
+
+/* Apply one option; returns 0, 1 for --help, or -1. */
+static int apply_option(jn_bench_opts_t *o, int c, const char *arg)
+{
+    if (apply_flag(o, c))
+        return 0;
+    switch (c) {
+    case 'm':
+    case OPT_PING_PONG:
     case 'p':
     case OPT_DELIVERY:
-        if (c == 'p' || strcmp(arg, "presettled") == 0 || strcmp(arg, "pre-settled") == 0)
-            o->presettled = true;
-        else if (strcmp(arg, "unsettled") == 0)
-            o->presettled = false;
-        else
-            return usage_error("--delivery: '%s' is not %s", arg, "'unsettled' or 'presettled'");
-        return 0;
+        return apply_choice(o, c, arg);
     case 'b':
         return parse_count("--body-size", arg, 0, JN_BENCH_MAX_BODY, &o->body_size);
     case 'w':
@@ -369,19 +395,10 @@ static int apply_option(jn_bench_opts_t *o, int c, const char *arg)
         return parse_u32("--senders", arg, 1, JN_BENCH_MAX_ENDPOINTS, &o->senders);
     case 'r':
         return parse_u32("--receivers", arg, 1, JN_BENCH_MAX_ENDPOINTS, &o->receivers);
-    case OPT_MULTICAST:
-        o->multicast = true;
-        return 0;
-    case OPT_ANONYMOUS:
-        o->anonymous = true;
-        return 0;
     case OPT_SEND_URL:
         return add_urls("--send-url", arg, o->send_urls, &o->n_send_urls);
     case OPT_RECV_URL:
         return add_urls("--recv-url", arg, o->recv_urls, &o->n_recv_urls);
-    case OPT_DIRECT:
-        o->direct = true;
-        return 0;
     case OPT_START_TIMEOUT:
     case OPT_TIMEOUT:
         return parse_seconds(c == OPT_TIMEOUT ? "--timeout" : "--start-timeout", arg,
@@ -397,14 +414,8 @@ static int apply_option(jn_bench_opts_t *o, int c, const char *arg)
         return parse_seconds("--idle-timeout", arg, &o->idle_timeout);
     case OPT_THREADS:
         return parse_u32("--threads", arg, 1, JN_BENCH_MAX_THREADS, &o->threads);
-    case OPT_JSON:
-        o->json = true;
-        return 0;
     case OPT_TLS_CA:
         o->tls_ca = arg;
-        return 0;
-    case 'v':
-        o->verbose = true;
         return 0;
     case 'h':
         for (size_t i = 0; i < sizeof(usage_text) / sizeof(usage_text[0]); i++)

@@ -608,111 +608,6 @@ static bool conn_read(jn_io_conn_t *conn)
     return conn->readable;
 }
 
-/* ---- write stalls ------------------------------------------------------------
-
- * A peer that stops reading (or reads a few octets a second: "slowloris")
- * holds its connection, the unsettled deliveries sent to it and what the
- * router buffers for it, for as long as it likes: proton's idle timeout
- * does not see it (the peer may keep sending), and a close frame cannot
- * reach it. So, when router.writeStallTimeoutSeconds is not 0: the first
- * time the socket refuses output (a short send or EAGAIN), a period of that
- * many seconds starts with the count of octets the socket took so far
- * (conn->octets_written, the one store per send on the hot path). At its
- * end (the stall timer wakes the connection; the pass looks), if the
- * socket has not become writable again (epoll's EPOLLOUT edge comes when
- * the kernel's send buffer drained by a third) and took fewer than
- * JN_IO_WRITE_STALL_MIN_OCTETS octets in the period, the connection is cut
- * with amqp:resource-limit-exceeded (logged once by io_conn.c as the
- * transport's error, with the peer's address); if it took more, another
- * period starts; if it became writable, watching stops until the next
- * refusal. Arming costs the timer lock once per period, and only while
- * the socket refuses output. */
-
-/* The socket refused output: start a period, unless one is running. */
-void jn_io_stall_watch_IO(jn_io_conn_t *conn)
-{
-    JN_ASSERT_IO(conn);
-    if (conn->stall_watch || conn->io->write_stall_ms == 0)
-        return;
-    conn->stall_watch = true;
-    conn->stall_mark = conn->octets_written;
-    conn->stall_check_at = (int64_t)jn_time_mono_ms() + conn->io->write_stall_ms;
-    atomic_fetch_add(&conn->refs, 1); /* the timer's */
-    if (jn_io_timer_cancel(conn->io, &conn->stall))
-        jn_io_conn_unref(conn); /* it was armed: one reference is enough */
-    jn_io_timer_arm_at(conn->io, &conn->stall, conn->stall_check_at);
-}
-
-/* A period ended (conn->stall_check_at <= now): go on, stop, or cut. A
- * check this loop made far too late (its own stall: "Our own stalls"
- * below) starts the period again instead: the peer may have drained the
- * socket meanwhile, with the edge that says so not yet taken from epoll,
- * and it was given nothing to take while the router stood still. */
-static void stall_check_IO(jn_io_conn_t *conn, int64_t now)
-{
-    JN_ASSERT_IO(conn);
-    conn->stall_watch = false;
-    if (JN_UNLIKELY(now - conn->stall_check_at > JN_IO_STALL_MS)) {
-        jn_io_stall_watch_IO(conn);
-        return;
-    }
-    if (conn->writable || (conn->fd < 0 && !conn->bridge) ||
-        pn_connection_driver_write_closed(&conn->driver))
-        return; /* drained (or nothing left to write): watch the next refusal */
-    uint64_t taken = conn->octets_written - conn->stall_mark;
-    if (taken >= JN_IO_WRITE_STALL_MIN_OCTETS) {
-        jn_io_stall_watch_IO(conn); /* slow but moving: another period */
-        return;
-    }
-    pn_connection_driver_errorf(&conn->driver, "amqp:resource-limit-exceeded",
-                                "write stalled: the peer took %" PRIu64 " octets in %" PRIu32
-                                " s with output waiting (router writeStallTimeoutSeconds)",
-                                taken, conn->io->write_stall_ms / 1000u);
-    pn_connection_driver_close(&conn->driver); /* PN_TRANSPORT_CLOSED follows */
-}
-
-/* ---- the initial handshake's timeout -------------------------------------
-
- * A listener's initialHandshakeTimeoutSeconds: the handshake timer (armed
- * by jn_io_conn_start, one reference) wakes the connection at the
- * deadline; if the peer's open has not arrived by then (it stopped in the
- * TLS handshake, in SASL, or never sent anything), the connection is
- * closed with one log line. Cost: one timer per accepted connection, none
- * per message. A deadline this loop met far too late (its own stall) is
- * moved JN_IO_STALL_MS on: an open that arrived meanwhile is read and
- * handled first. */
-static void handshake_check_IO(jn_io_conn_t *conn, int64_t now)
-{
-    if (JN_UNLIKELY(now - conn->handshake_at > JN_IO_STALL_MS)) {
-        conn->handshake_at = now + JN_IO_STALL_MS;
-        atomic_fetch_add(&conn->refs, 1); /* the timer's */
-        if (jn_io_timer_cancel(conn->io, &conn->handshake))
-            jn_io_conn_unref(conn); /* it was armed: one reference is enough */
-        jn_io_timer_arm_at(conn->io, &conn->handshake, conn->handshake_at);
-        return;
-    }
-    conn->handshake_at = 0;
-    if (conn->authsvc) {
-        jn_io_authsvc_timeout_IO(conn); /* the auth service did not answer in time */
-        return;
-    }
-    if (conn->opened || conn->closing || conn->transport_closed ||
-        pn_connection_driver_finished(&conn->driver))
-        return;
-    conn->handshake_expired = true;
-    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
-           JN_IO_CONN_FMT " Connection from %s (to %s) closed: no AMQP open within %" PRIu32
-                          " s (initialHandshakeTimeoutSeconds)",
-           conn->id, conn->host, conn->endpoint->shown,
-           conn->endpoint->cfg.handshake_timeout_seconds);
-    jn_io_tls_abandon_IO(conn); /* a TLS handshake not finished can carry nothing */
-    pn_connection_driver_errorf(&conn->driver, "amqp:resource-limit-exceeded",
-                                "no AMQP open within %" PRIu32
-                                " s (initialHandshakeTimeoutSeconds)",
-                                conn->endpoint->cfg.handshake_timeout_seconds);
-    pn_connection_driver_close(&conn->driver);
-}
-
 /* Step 3: write what proton framed. */
 static void conn_write(jn_io_conn_t *conn)
 {
@@ -764,8 +659,8 @@ static void conn_write(jn_io_conn_t *conn)
  * moment the router came back. So a deadline met more than JN_IO_STALL_MS
  * late is not judged as it stands: proton's tick reads the socket first
  * (conn_tick: any input resets proton's idle clock), a write-stall period
- * and the handshake deadline start again from now (stall_check_IO,
- * handshake_check_IO). The core does the same for edge heartbeats and
+ * and the handshake deadline start again from now (io_watch.c:
+ * jn_io_stall_check_IO, jn_io_handshake_check_IO). The core does the same for edge heartbeats and
  * HELLOs (router/core/mesh_side.c, jn_router_tick_CT). Only the passes
  * that meet a deadline look; the others pay nothing. */
 
@@ -874,9 +769,9 @@ static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
     int64_t now = (int64_t)(loop->pass_ns / JN_NS_PER_MS);
     more |= conn_tick(conn, now);
     if (conn->stall_watch && now >= conn->stall_check_at)
-        stall_check_IO(conn, now);
+        jn_io_stall_check_IO(conn, now);
     if (conn->handshake_at && now >= conn->handshake_at)
-        handshake_check_IO(conn, now);
+        jn_io_handshake_check_IO(conn, now);
     for (int round = 0;; round++) {
         pn_event_t *e;
         while ((e = pn_connection_driver_next_event(d)) != NULL)

@@ -157,22 +157,17 @@ struct jn_io_tls_entry {
 #define JN_IO_NOTSENT_LOWAT (256 * 1024)
 #endif
 
-/* Write stall (router.writeStallTimeoutSeconds, io_loop.c "Write
- * stalls"): a connection whose socket refused our output and then took
- * fewer than this many octets in a whole period is cut. Small enough that
- * a peer reading a few octets a second to hold the connection (and what
- * the router buffers for it) is caught; a live consumer moves far more
- * in any period of seconds. */
+/* Write stall (router.writeStallTimeoutSeconds, io_watch.c): a socket that
+ * refused our output and then took fewer octets in a whole period is cut:
+ * a peer reading a few octets a second to hold the connection is caught,
+ * a live consumer moves far more in any period of seconds. */
 #define JN_IO_WRITE_STALL_MIN_OCTETS 1024u
 
 /* A deadline met this late (ms) means the loop itself did not run
- * meanwhile: the process was stopped (SIGSTOP, a VM pause, swap, a
- * debugger) or starved. What the peer sent during that time may still
- * wait unread in the socket, so no verdict of silence is given on that
- * pass: proton's idle-timeout tick reads the socket first, a write-stall
- * period and the initial handshake's deadline start again from now
- * (io_loop.c, "Our own stalls"). One second: far above a timer's normal
- * lateness, far below every period it guards. */
+ * meanwhile (the process was stopped or starved): what the peer sent may
+ * still wait unread in the socket, so no verdict of silence is given on
+ * that pass (io_loop.c, "Our own stalls"). One second: far above a
+ * timer's normal lateness, far below every period it guards. */
 #define JN_IO_STALL_MS 1000
 
 /* The largest control message (HELLO, RA, LSU, MAU, ...) taken on an
@@ -824,10 +819,13 @@ bool jn_io_conn_input_IO(jn_io_conn_t *conn, char *start, size_t n);
 void jn_io_conn_written_IO(jn_io_conn_t *conn, bool writable);
 
 /* io_loop.c, for io_tls.c: the socket failed (a transport error named
- * proton:io, both directions closed); the socket refused output (start a
- * write-stall period) */
+ * proton:io, both directions closed). io_watch.c: the socket refused
+ * output (start a write-stall period); a period or the initial handshake
+ * deadline came due (now: ms, monotonic): judge it. The loop owning conn. */
 void jn_io_conn_io_error_IO(jn_io_conn_t *conn, int err, const char *what);
 void jn_io_stall_watch_IO(jn_io_conn_t *conn);
+void jn_io_stall_check_IO(jn_io_conn_t *conn, int64_t now);
+void jn_io_handshake_check_IO(jn_io_conn_t *conn, int64_t now);
 
 /* io_tls.c (TLS on a connection; comments there) */
 int jn_io_tls_attach(jn_io_conn_t *conn, jn_tls_profile_t *p, bool server, bool detect);

@@ -118,6 +118,19 @@ void jn_config_strmap_clear(jn_config_strmap_t *m);
  * edge connections. The string is static. Pure; any thread. */
 const char *jn_config_role_refusal(const char *type, const char *role, const char *mode);
 
+/* jn_config_open_properties_allowed / jn_config_open_property_reserved:
+ * the rules on a listener's or connector's openProperties, for the file's
+ * check and for management CREATE and UPDATE alike. Allowed: false for
+ * role "inter-router" or "edge" (the mesh's own open properties are the
+ * router's), true otherwise (NULL: normal). Reserved: key (NUL-terminated)
+ * is one the router sends itself ("product", "version",
+ * "failover-server-list", "network-host", "port", "schemehostname") or
+ * starts "qd." or "x-opt-qd.". Callers word the refusal as "<type>
+ * attribute 'openProperties': not allowed with role '<role>'" and "...:
+ * key '<key>' is reserved". Pure; any thread. */
+bool jn_config_open_properties_allowed(const char *role);
+bool jn_config_open_property_reserved(const char *key);
+
 /* jn_config_free: free a configuration and everything reached from it (all
  * entity and value pointers become invalid). NULL is ignored. */
 void jn_config_free(jn_config_t *cfg);

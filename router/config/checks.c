@@ -161,7 +161,7 @@ static int check_router_id(jn_config_ctx_t *ctx, const jn_config_entity_t *route
     return 0;
 }
 
-static bool reserved_open_property(const char *key)
+bool jn_config_open_property_reserved(const char *key)
 {
     /* 1.19 also lists the run-together "schemehostname" (a missing comma in
      * its source), so "scheme" and "hostname" are not reserved. */
@@ -171,6 +171,11 @@ static bool reserved_open_property(const char *key)
         if (strcmp(key, reserved[i]) == 0)
             return true;
     return strncmp(key, "qd.", 3) == 0 || strncmp(key, "x-opt-qd.", 9) == 0;
+}
+
+bool jn_config_open_properties_allowed(const char *role)
+{
+    return !role || (strcmp(role, "inter-router") != 0 && strcmp(role, "edge") != 0);
 }
 
 const char *jn_config_role_refusal(const char *type, const char *role, const char *mode)
@@ -193,20 +198,19 @@ static int check_role(jn_config_ctx_t *ctx, const jn_config_entity_t *e, const c
 {
     const char *t = jn_schema_type_short_name(e->type);
     const char *role = jn_config_entity_string(e, "role");
-    bool mesh_role = role && (strcmp(role, "inter-router") == 0 || strcmp(role, "edge") == 0);
     const char *refusal = jn_config_role_refusal(t, role, mode);
     if (refusal)
         return jn_config_fail(ctx, line_of(e, "role"), "%s attribute 'role': %s", t, refusal);
     const jn_config_value_t *props = jn_config_entity_get(e, "openProperties");
     if (!props)
         return 0;
-    if (mesh_role)
+    if (!jn_config_open_properties_allowed(role))
         return jn_config_fail(ctx, props->line,
                               "%s attribute 'openProperties': not allowed "
                               "with role '%s'",
                               t, role);
     for (size_t i = 0; i < props->count; i++)
-        if (reserved_open_property(props->items[i]->key))
+        if (jn_config_open_property_reserved(props->items[i]->key))
             return jn_config_fail(ctx, props->items[i]->line,
                                   "%s attribute 'openProperties': "
                                   "key '%s' is reserved",

@@ -12,6 +12,7 @@
 #include "entity.h"
 
 #include <junction/config.h>
+#include <junction/decoder.h>
 #include <junction/log.h>
 #include <junction/message.h>
 
@@ -225,6 +226,40 @@ static bool port_ok(const char *port)
     return getservbyname(port, "tcp") != NULL;
 }
 
+/* A listener's or connector's openProperties (an encoded map, as the
+ * entity keeps it) against the configuration file's rules
+ * (jn_config_open_properties_allowed, jn_config_open_property_reserved):
+ * 0, or a 400 naming the attribute, in the file's words. */
+static int check_open_properties(const char *type, const char *role, jn_mgmt_entity_t *e,
+                                 jn_entity_err_t *err)
+{
+    const jn_mv_t *v = jn_mgmt_entity_get(e, "openProperties");
+    if (!v || v->kind != JN_MV_RAW)
+        return 0;
+    if (!jn_config_open_properties_allowed(role))
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "openProperties",
+                              "%s attribute 'openProperties': not allowed with role '%s'", type,
+                              role);
+    jn_iter_t raw;
+    jn_iter_raw_run(&raw, NULL, v->v.raw, v->len);
+    jn_decoder_t d, in;
+    jn_field_t map, key, value;
+    jn_decoder_init(&d, &raw, true);
+    if (jn_decoder_next(&d, &map) != 1 || jn_decoder_enter(&d, &map, &in) != 0)
+        return 0; /* not a map: the value's own check says so */
+    while (jn_decoder_next(&in, &key) == 1 && jn_decoder_next(&in, &value) == 1) {
+        char text[128];
+        if ((key.type != JN_TYPE_STRING && key.type != JN_TYPE_SYMBOL) ||
+            jn_iter_copy_string(&key.payload, text, sizeof text) >= sizeof text)
+            continue; /* no reserved key is that long, or other than text */
+        if (jn_config_open_property_reserved(text))
+            return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "openProperties",
+                                  "%s attribute 'openProperties': key '%s' is reserved", type,
+                                  text);
+    }
+    return 0;
+}
+
 static int check_endpoint(const jn_entity_ctx_t *ctx, jn_mgmt_entity_t *e, jn_entity_err_t *err)
 {
     const char *type = type_of(e);
@@ -232,6 +267,8 @@ static int check_endpoint(const jn_entity_ctx_t *ctx, jn_mgmt_entity_t *e, jn_en
     const char *refusal = jn_config_role_refusal(type, role, ctx->mode);
     if (refusal) /* the configuration file's rule (router/config/checks.c) */
         return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "role", "%s", refusal);
+    if (check_open_properties(type, role, e, err) != 0)
+        return err->status;
 
     const char *bad;
     size_t bad_len;

@@ -402,6 +402,31 @@ class ManagementTest(RouterTestCase):
                 code, _, _ = mgr.call({"operation": "READ", "type": type_, "name": "m"})
                 self.assertEqual(code, 404)
 
+    def test_open_properties_the_file_refuses_are_refused_by_create(self):
+        """openProperties with a key the router sends itself (product,
+        version, failover-server-list, ..., qd.*, x-opt-qd.*) or on an
+        inter-router connector: CREATE is refused 400 naming the attribute,
+        in the words the configuration file's check uses (test_config_errors.c
+        holds those), and nothing is made; other keys are taken."""
+        mgr = self.manager(self.start_router(router={"mode": "interior"}))
+        cases = [("connector", None, {"product": "x"}, "key 'product' is reserved"),
+                 ("listener", None, {"ok": 1, "qd.foo": 2}, "key 'qd.foo' is reserved"),
+                 ("connector", None, {"x-opt-qd.bar": True}, "key 'x-opt-qd.bar' is reserved"),
+                 ("connector", "inter-router", {"a": 1}, "not allowed with role 'inter-router'")]
+        for type_, role, props, why in cases:
+            body = {"host": "127.0.0.1", "port": "7", "openProperties": props}
+            if role:
+                body["role"] = role
+            code, desc, _ = mgr.call({"operation": "CREATE", "type": type_, "name": "m"}, body)
+            self.assertEqual((code, desc), (400, "%s attribute 'openProperties': %s"
+                                            % (type_, why)), props)
+            code, _, _ = mgr.call({"operation": "READ", "type": type_, "name": "m"})
+            self.assertEqual(code, 404)
+        code, desc, body = mgr.call({"operation": "CREATE", "type": "connector", "name": "ok"},
+                                    {"host": "127.0.0.1", "port": "7",
+                                     "openProperties": {"scheme": "x", "mine": 1}})
+        self.assertEqual(code, 201, desc)
+
     def test_read_update_delete_by_identity_or_name_without_type(self):
         """A READ, UPDATE or DELETE that names its entity but gives no type
         finds it in whichever type holds it, as 1.19's agent does (its test

@@ -11,7 +11,7 @@
  * sections; build the core and the I/O layer with the router-wide
  * settings; start the core and load the file's listeners, connectors and
  * addresses on it through the path a management CREATE takes; optionally
- * daemonize and write a pid file; then start the I/O layer: a listener
+ * jn_process_daemonize and write a pid file; then start the I/O layer: a listener
  * that cannot be opened fails the start (exit status 1), as a required
  * listener does in qdrouterd. Once every listener listens: -U's user
  * (privileges dropped after binding), then READY=1 to systemd.
@@ -27,7 +27,7 @@
  * is freed and pool objects still in use are reported; a leak makes the
  * exit status 3.
  *
- * systemd (Type=notify, etc/junctiond.service): READY=1, STOPPING=1, and
+ * systemd (Type=jn_process_notify, etc/junctiond.service): READY=1, STOPPING=1, and
  * with WatchdogSec WATCHDOG=1 every half period as long as the core still
  * runs the calls it is given. Built without libsystemd, none is sent.
  */
@@ -41,26 +41,19 @@
 #include <junction/mgmt.h>
 #include <junction/pool.h>
 
+#include "process.h"
+
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <grp.h>
 #include <pthread.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-#ifdef JN_HAVE_SYSTEMD
-#include <systemd/sd-daemon.h>
-#endif
 
 #ifndef JN_VERSION
 #define JN_VERSION "unknown"
@@ -498,125 +491,7 @@ static int vhosts(daemon_state_t *st, const jn_config_t *cfg)
     return 0;
 }
 
-/* ---- process ----------------------------------------------------------------- */
-
-/* raise_descriptor_limit: every connection takes a file descriptor, and the
- * I/O layer refuses connections near the soft limit (router/io/io.c); raise
- * the soft limit to the hard one so a router is not held to 1024 by a shell
- * default. Logged; failure is not fatal. */
-static void raise_descriptor_limit(void)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max)
-        return;
-    rlim_t was = rl.rlim_cur;
-    rl.rlim_cur = rl.rlim_max;
-    if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
-        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, "File-descriptor limit raised from %llu to %llu",
-               (unsigned long long)was, (unsigned long long)rl.rlim_cur);
-}
-
-/* absolute_path: path made absolute against the working directory (the
- * pid file is written after --daemon changed to /). Returns a malloc'd
- * string, or NULL on ENOMEM. */
-static char *absolute_path(const char *path)
-{
-    char cwd[4096];
-    if (path[0] == '/' || !getcwd(cwd, sizeof cwd))
-        return strdup(path);
-    size_t n = strlen(cwd) + strlen(path) + 2;
-    char *out = malloc(n);
-    if (out)
-        snprintf(out, n, "%s/%s", cwd, path);
-    return out;
-}
-
-/* write_pid_file: the process id into path, whole or not at all: written
- * to path.tmp, then renamed over path, so that whoever waits for the file
- * (a supervisor, a script) never reads it empty or half written. Returns
- * 0, or -1 with a line on stderr. Main thread, at start. */
-static int write_pid_file(const char *path)
-{
-    size_t n = strlen(path) + 5;
-    char *tmp = malloc(n);
-    if (!tmp) {
-        fprintf(stderr, "junctiond: cannot write pid file %s: out of memory\n", path);
-        return -1;
-    }
-    snprintf(tmp, n, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    bool ok = f != NULL;
-    ok = f && fprintf(f, "%ld\n", (long)getpid()) >= 0 && ok;
-    ok = (!f || fclose(f) == 0) && ok;
-    ok = ok && rename(tmp, path) == 0;
-    if (!ok) {
-        fprintf(stderr, "junctiond: cannot write pid file %s: %s\n", path, strerror(errno));
-        unlink(tmp);
-    }
-    free(tmp);
-    return ok ? 0 : -1;
-}
-
-/* daemonize: fork into the background, detach from the terminal, and
- * redirect standard streams to /dev/null (logging to stderr is then lost;
- * configure a log outputFile). Returns 0 in the child; the parent exits. */
-static int daemonize(void)
-{
-    pid_t pid = fork();
-    if (pid < 0) {
-        perror("junctiond: fork");
-        return -1;
-    }
-    if (pid > 0)
-        _exit(0);
-    if (setsid() < 0) {
-        perror("junctiond: setsid");
-        return -1;
-    }
-    pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid > 0)
-        _exit(0);
-    int fd = open("/dev/null", O_RDWR);
-    if (fd >= 0) {
-        dup2(fd, STDIN_FILENO);
-        dup2(fd, STDOUT_FILENO);
-        dup2(fd, STDERR_FILENO);
-        if (fd > STDERR_FILENO)
-            close(fd);
-    }
-    return chdir("/") == 0 ? 0 : -1;
-}
-
-/* ---- the service manager (systemd) ---------------------------------------- */
-
-/* notify: tell the service manager (systemd's NOTIFY_SOCKET, when set)
- * about the router's state: READY=1, STOPPING=1, WATCHDOG=1. A no-op when
- * junctiond runs without a service manager or was built without
- * libsystemd. */
-static void notify(const char *state)
-{
-#ifdef JN_HAVE_SYSTEMD
-    /* pid 0: from this process; a daemonized child names itself (MAINPID),
-     * which needs NotifyAccess=all in the unit */
-    sd_pid_notifyf(0, 0, "%s\nMAINPID=%ld", state, (long)getpid());
-#else
-    (void)state;
-#endif
-}
-
-/* watchdog_interval: systemd's WatchdogSec for this process in
- * microseconds (WATCHDOG_USEC, WATCHDOG_PID), 0 when there is none. */
-static uint64_t watchdog_interval(void)
-{
-#ifdef JN_HAVE_SYSTEMD
-    uint64_t usec = 0;
-    return sd_watchdog_enabled(0, &usec) > 0 ? usec : 0;
-#else
-    return 0;
-#endif
-}
+/* ---- the service manager's watchdog ---------------------------------------- */
 
 /* watchdog_pong: a jn_core_call run in the core role: the core is not
  * stuck, so the next WATCHDOG=1 may go. */
@@ -640,62 +515,9 @@ static void watchdog_tick(daemon_state_t *st, uint64_t *pings)
                (unsigned long long)(st->watchdog_usec / 2000));
         return;
     }
-    notify("WATCHDOG=1");
+    jn_process_notify("WATCHDOG=1");
     if (jn_core_call(st->core, watchdog_pong, st) == 0)
         (*pings)++;
-}
-
-/* ---- privileges ------------------------------------------------------------ */
-
-typedef struct run_as {
-    uid_t uid;
-    gid_t gid;
-    char name[64];
-} run_as_t;
-
-/* lookup_user: the user -U names (a name or a numeric id), looked up
- * before anything starts so a typo fails at once. 0 or -1 (printed). */
-static int lookup_user(const char *user, run_as_t *out)
-{
-    errno = 0;
-    struct passwd *pw = getpwnam(user);
-    char *end;
-    unsigned long id = strtoul(user, &end, 10);
-    if (!pw && *user && !*end)
-        pw = getpwuid((uid_t)id);
-    if (!pw) {
-        fprintf(stderr, "junctiond: -U %s: no such user%s%s\n", user, errno ? ": " : "",
-                errno ? strerror(errno) : "");
-        return -1;
-    }
-    out->uid = pw->pw_uid;
-    out->gid = pw->pw_gid;
-    snprintf(out->name, sizeof out->name, "%s", pw->pw_name);
-    return 0;
-}
-
-/* drop_privileges: become the -U user once the listeners are bound: its
- * groups, then its group, then its user id (glibc applies set*id to every
- * thread). Returns 0, or -1 (logged) — the router then stops rather than
- * run with more privileges than asked. */
-static int drop_privileges(const run_as_t *as)
-{
-    if (getuid() == as->uid && geteuid() == as->uid)
-        return 0;
-    if (initgroups(as->name, as->gid) != 0 || setgid(as->gid) != 0 || setuid(as->uid) != 0) {
-        JN_LOG(JN_LOG_MOD_MAIN, JN_LOG_CRITICAL, "Cannot run as user %s (uid %ld): %s", as->name,
-               (long)as->uid, strerror(errno));
-        return -1;
-    }
-    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_NOTICE, "Running as user %s (uid %ld, gid %ld)", as->name,
-           (long)as->uid, (long)as->gid);
-#ifdef JN_POOL_ASAN
-    /* set*id made the process non-dumpable, and LeakSanitizer's exit-time
-     * check must attach to it: in sanitizer builds only, the leak report
-     * matters more than hiding the router's memory from its own user */
-    prctl(PR_SET_DUMPABLE, 1);
-#endif
-    return 0;
 }
 
 /* teardown: stop and free what build made (any may be NULL). */
@@ -823,7 +645,7 @@ static void run(daemon_state_t *st, const sigset_t *sigs)
             jn_http_set_state(st->http, JN_HTTP_STOPPING);
             JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_NOTICE, "Shutting down on %s",
                    sig == SIGTERM ? "SIGTERM" : "SIGINT");
-            notify("STOPPING=1");
+            jn_process_notify("STOPPING=1");
             return;
         }
         if (!st->config_path) {
@@ -930,94 +752,105 @@ static void log_ignored_options(const options_t *opts)
                "-T/--test-hooks ignored: Junction has no test hooks to enable");
 }
 
-int main(int argc, char **argv)
+/* Block the signals run() takes (sigwait), before anything else, so that
+ * a SIGHUP (a `systemctl reload`, a logrotate hook) landing during
+ * start-up waits for the router instead of killing it: every thread
+ * started later inherits the mask. SIGPIPE is ignored. */
+static void block_signals(sigset_t *sigs)
 {
-    /* Blocked before anything else, so a SIGHUP (a `systemctl reload`, a
-     * logrotate hook) that lands during start-up waits for the router
-     * instead of killing it; every thread started later inherits the mask,
-     * only sigwait in run() takes them. */
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGHUP);
-    sigaddset(&sigs, SIGUSR1);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    sigemptyset(sigs);
+    sigaddset(sigs, SIGINT);
+    sigaddset(sigs, SIGTERM);
+    sigaddset(sigs, SIGHUP);
+    sigaddset(sigs, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
+}
 
-    options_t opts;
-    int status = parse_args(argc, argv, &opts);
-    if (status >= 0)
-        return status;
-    run_as_t run_as;
-    if (opts.user && lookup_user(opts.user, &run_as) != 0)
-        return 1;
-
-    if (opts.check)
-        return check_config(&opts);
+/* The configuration before anything starts: the file (or the built-in
+ * default) read and checked, its plan in st->settings, the policyDir files
+ * and the log sections applied, Cyrus SASL set up as the router section
+ * says. 0 with *cfg the configuration (owned by the caller); 1 when it is
+ * refused, with every error on stderr (FILE:LINE) and nothing left. */
+static int configure(const options_t *opts, daemon_state_t *st, jn_config_t **cfg)
+{
     static char err[16 * JN_CONFIG_ERROR_MAX]; /* every section's error, one a line */
-    jn_config_t *cfg = NULL;
-    int rc = opts.config_path
-                 ? jn_config_load_file(opts.config_path, &cfg, err, sizeof err)
+    *cfg = NULL;
+    int rc = opts->config_path
+                 ? jn_config_load_file(opts->config_path, cfg, err, sizeof err)
                  : jn_config_load_string("<built-in default>", default_config,
-                                         sizeof default_config - 1, &cfg, err, sizeof err);
+                                         sizeof default_config - 1, cfg, err, sizeof err);
     if (rc != 0) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
-    raise_descriptor_limit();
-    /* absolute, symlinks kept: a reload after --daemon (which changes to
-     * /) reads the same path again, and follows a symlink moved since (a
-     * Kubernetes ConfigMap update swaps one) */
-    char *config_path = opts.config_path ? absolute_path(opts.config_path) : NULL;
-    char *pid_file = opts.pid_file ? absolute_path(opts.pid_file) : NULL;
-    daemon_state_t st = {.config_path = config_path, .watchdog_usec = watchdog_interval()};
     char *errors = malloc(8192);
-    if (!errors || jn_mgmt_plan_config(cfg, &st.settings, errors, 8192) != 0 ||
-        jn_mgmt_policy_dir(st.settings.policy_dir, NULL, NULL, errors, 8192) != 0 ||
-        jn_mgmt_apply_logs(cfg, errors, 8192) != 0) {
+    if (!errors || jn_mgmt_plan_config(*cfg, &st->settings, errors, 8192) != 0 ||
+        jn_mgmt_policy_dir(st->settings.policy_dir, NULL, NULL, errors, 8192) != 0 ||
+        jn_mgmt_apply_logs(*cfg, errors, 8192) != 0) {
         fprintf(stderr, "%s\n", errors ? errors : "junctiond: out of memory");
         free(errors);
-        free(config_path);
-        free(pid_file);
-        return finish(cfg, 1);
+        return finish(*cfg, 1);
     }
     free(errors);
     /* Cyrus SASL as the router section says, before any listener is
      * checked against what it offers */
     char sasl_err[512];
-    if (jn_sasl_init(st.settings.sasl_config_dir, st.settings.sasl_config_name, sasl_err,
+    if (jn_sasl_init(st->settings.sasl_config_dir, st->settings.sasl_config_name, sasl_err,
                      sizeof sasl_err) != 0) {
-        const jn_config_entity_t *r = jn_config_find(cfg, jn_schema_type_find("router"));
+        const jn_config_entity_t *r = jn_config_find(*cfg, jn_schema_type_find("router"));
         const jn_config_value_t *v = r ? jn_config_entity_get(r, "saslConfigDir") : NULL;
-        fprintf(stderr, "%s:%d: router: %s\n", jn_config_name(cfg),
+        fprintf(stderr, "%s:%d: router: %s\n", jn_config_name(*cfg),
                 v && jn_config_value_line(v) ? jn_config_value_line(v)
                                              : (r ? jn_config_entity_line(r) : 0),
                 sasl_err);
-        free(config_path);
-        free(pid_file);
-        return finish(cfg, 1);
+        return finish(*cfg, 1);
     }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    sigset_t sigs;
+    block_signals(&sigs);
+    options_t opts;
+    int status = parse_args(argc, argv, &opts);
+    if (status >= 0)
+        return status;
+    jn_run_as_t run_as;
+    if (opts.user && jn_process_lookup_user(opts.user, &run_as) != 0)
+        return 1;
+    if (opts.check)
+        return check_config(&opts);
+
+    daemon_state_t st = {.watchdog_usec = jn_process_watchdog_usec()};
+    jn_config_t *cfg;
+    if (configure(&opts, &st, &cfg) != 0)
+        return 1;
+    jn_process_raise_fd_limit();
+    /* absolute, symlinks kept: a reload after --daemon (which changes to
+     * /) reads the same path again, and follows a symlink moved since (a
+     * Kubernetes ConfigMap update swaps one) */
+    char *config_path = opts.config_path ? jn_process_absolute_path(opts.config_path) : NULL;
+    char *pid_file = opts.pid_file ? jn_process_absolute_path(opts.pid_file) : NULL;
+    st.config_path = config_path;
     log_ignored_options(&opts);
     for (size_t i = 0; i < jn_config_warning_count(cfg); i++)
         JN_LOG(JN_LOG_MOD_CONN_MGR, JN_LOG_WARNING, "%s", jn_config_warning_at(cfg, i));
 
-    if ((opts.daemonize && daemonize() != 0) || (pid_file && write_pid_file(pid_file) != 0)) {
-        free(config_path);
-        free(pid_file);
-        return finish(cfg, 1);
-    }
-    if (build(&st) != 0 || vhosts(&st, cfg) != 0) {
+    if ((opts.daemonize && jn_process_daemonize() != 0) ||
+        (pid_file && jn_process_write_pid_file(pid_file) != 0) || build(&st) != 0 ||
+        vhosts(&st, cfg) != 0) {
         teardown(&st);
         free(config_path);
         free(pid_file);
         return finish(cfg, 1);
     }
     status = start(&st, cfg); /* cfg is the agent's from here on */
-    if (status == 0 && opts.user && drop_privileges(&run_as) != 0)
+    if (status == 0 && opts.user && jn_process_drop_privileges(&run_as) != 0)
         status = 1;
     if (status == 0) {
-        notify("READY=1"); /* every listener listens (start waited for them) */
+        jn_process_notify("READY=1"); /* every listener listens (start waited for them) */
         run(&st, &sigs);
     }
     teardown(&st);

@@ -41,13 +41,11 @@ FILES_OVER = {
     "router/io/io_conn.c": 1233,
     "router/io/io_policy.c": 1124,
     "router/io/io_private.h": 1048,
-    "router/main.c": 1032,
     "router/core/core_private.h": 1031,
 }
 # (path, function) -> lines.
 FUNCTIONS_OVER = {
     ("router/io/io_conn.c", "on_remote_open"): 125,
-    ("router/main.c", "main"): 100,
     ("router/core/linkroute.c", "jn_lr_attach_CT"): 89,
     ("router/io/io_loop.c", "conn_pass"): 87,
     ("router/message/iterator.c", "apply_view_known"): 86,

@@ -725,6 +725,41 @@ void jn_io_conn_destroy_IO(jn_io_conn_t *conn)
     conn->pn_io = NULL;
 }
 
+/* The start of a pass: close conn with amqp:connection:forced when the
+ * router is shutting down, or when its connector was deleted (management
+ * or a reload: this connection, and no other to the same host, ends here;
+ * an open one's close reaches the core as any close does). */
+static void forced_close(jn_io_conn_t *conn)
+{
+    pn_connection_driver_t *d = &conn->driver;
+    if (atomic_load_explicit(&conn->io->forcing, memory_order_relaxed) &&
+        !pn_connection_driver_finished(d)) {
+        pn_connection_driver_errorf(d, "amqp:connection:forced", "router shutting down");
+        pn_connection_driver_close(d);
+    }
+    if (!conn->incoming && !conn->closing_removed &&
+        atomic_load_explicit(&conn->endpoint->removed, memory_order_relaxed) &&
+        !pn_connection_driver_finished(d)) {
+        conn->closing_removed = true;
+        pn_connection_driver_errorf(d, "amqp:connection:forced", "connector deleted");
+        pn_connection_driver_close(d);
+    }
+}
+
+/* Step 3 by what carries conn: its socket, a WebSocket bridge, a test's
+ * buffers; a connector with no socket left ends (a no-op once closed). */
+static inline void conn_output(jn_io_conn_t *conn)
+{
+    if (!conn->connecting && conn->fd >= 0)
+        conn_write(conn);
+    else if (conn->bridge)
+        jn_io_bridge_write_IO(conn);
+    else if (conn->test_io)
+        jn_io_test_write_IO(conn);
+    else if (conn->fd < 0)
+        jn_io_conn_io_error_IO(conn, ECONNREFUSED, "connecting to");
+}
+
 /* One pass of conn (see the top). The loop's thread; the caller holds a
  * reference. */
 static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
@@ -735,21 +770,7 @@ static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
         conn_arrive(conn);
     jn_io_trace_check_IO(conn);
     pn_connection_driver_t *d = &conn->driver;
-    if (atomic_load_explicit(&conn->io->forcing, memory_order_relaxed) &&
-        !pn_connection_driver_finished(d)) {
-        pn_connection_driver_errorf(d, "amqp:connection:forced", "router shutting down");
-        pn_connection_driver_close(d);
-    }
-    if (!conn->incoming && !conn->closing_removed &&
-        atomic_load_explicit(&conn->endpoint->removed, memory_order_relaxed) &&
-        !pn_connection_driver_finished(d)) {
-        /* its connector was deleted (management or a reload): this
-         * connection, and no other to the same host, ends here; an open
-         * one's close reaches the core as any close does */
-        conn->closing_removed = true;
-        pn_connection_driver_errorf(d, "amqp:connection:forced", "connector deleted");
-        pn_connection_driver_close(d);
-    }
+    forced_close(conn);
     if (conn->connecting && (conn->writable || conn->readable))
         connect_done(conn);
     bool more = false;
@@ -779,15 +800,7 @@ static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
         if (conn->transport_closed)
             break;
         jn_io_conn_batch_end_IO(conn);
-        if (!conn->connecting && conn->fd >= 0)
-            conn_write(conn);
-        else if (conn->bridge)
-            jn_io_bridge_write_IO(conn);
-        else if (conn->test_io)
-            jn_io_test_write_IO(conn);
-        else if (conn->fd < 0)
-            jn_io_conn_io_error_IO(conn, ECONNREFUSED, "connecting to"); /* no socket: no-op
-                                                                          * once closed */
+        conn_output(conn);
         if (!pn_connection_driver_has_event(d))
             break;
         if (round + 1 == PASS_ROUNDS) {

@@ -648,6 +648,25 @@ static void check_bytes_view(const uint8_t *s, size_t len, size_t skip, size_t c
 }
 #endif
 
+/* The hash view's prefix (class, and phase for a mobile address) and body
+ * of it from the address's shape k; len is the field's length, skip the
+ * scheme and host skipped before the address. */
+static inline void apply_key_shape(jn_iter_t *it, const key_shape_t *k, size_t len, size_t skip)
+{
+    it->prefix[0] = k->cls;
+    it->prefix_len = 1;
+    if (k->cls == JN_ADDR_CLASS_MOBILE) {
+        it->prefix[1] = it->phase;
+        it->prefix_len = 2;
+    }
+    if (k->edge_body) {
+        it->body_skip = SKIP_EDGE_BODY;
+    } else {
+        it->body_skip = (uint32_t)(skip + k->skip);
+        it->body_cut = (uint32_t)(len - skip - k->skip - k->length);
+    }
+}
+
 /* Work out prefix, body_skip and body_cut of it's view from its field; when
  * address_known, the address view's skip and cut are given. */
 static void apply_view_known(jn_iter_t *it, bool address_known, size_t address_skip,
@@ -723,18 +742,7 @@ static void apply_view_known(jn_iter_t *it, bool address_known, size_t address_s
         jn_iter_sub(&f, len - skip - cut, &addr);
         classify(&k, &addr);
     }
-    it->prefix[0] = k.cls;
-    it->prefix_len = 1;
-    if (k.cls == JN_ADDR_CLASS_MOBILE) {
-        it->prefix[1] = it->phase;
-        it->prefix_len = 2;
-    }
-    if (k.edge_body) {
-        it->body_skip = SKIP_EDGE_BODY;
-    } else {
-        it->body_skip = (uint32_t)(skip + k.skip);
-        it->body_cut = (uint32_t)(len - skip - k.skip - k.length);
-    }
+    apply_key_shape(it, &k, len, skip);
 }
 
 /* Work out prefix, body_skip and body_cut of it's view from its field. */

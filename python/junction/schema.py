@@ -46,16 +46,21 @@ def entity_types():
 
 
 def long_type(name):
-    """qdmanage's --type expansion: a name with a
-    dot is sent as given; `link`/`node` are router.*; `linkRoute`, `address`,
-    `autoLink`, `exchange` and `binding` are router.config.* (the schema's
-    only types of those short names); anything else gets the prefix."""
+    """qdmanage's --type expansion: a name with a dot is sent as given; a
+    type's short name gives its full name (`linkRoute`, `address`,
+    `autoLink`, `exchange`, `binding` are router.config.*); a name that
+    follows `router.` in a type's name gives that type (`link`, `node`);
+    anything else gets the prefix. Read from the schema, so a type added
+    there expands without a change here (without the schema file, only the
+    prefix is added)."""
     if not name or "." in name:
         return name
-    if name in ("link", "node"):
+    types = entity_types()
+    for t in types.values():
+        if t.get("shortName") == name and t.get("fullName"):
+            return t["fullName"]
+    if "router." + name in types:
         return "%s.router.%s" % (PREFIX, name)
-    if name in ("linkRoute", "address", "autoLink", "exchange", "binding"):
-        return "%s.router.config.%s" % (PREFIX, name)
     return "%s.%s" % (PREFIX, name)
 
 

@@ -57,11 +57,15 @@ class ManageQueryTest(ToolsTestCase):
         self.assertNotIn("entityType", self.fake.operations("QUERY")[-1]["properties"])
 
     def test_type_expansion(self):
+        """--type expands as qdmanage's does, from the schema's short names
+        (and router.<name> for link and node)."""
         self.require_fake()
         for short, full in (("address", "router.config.address"), ("link", "router.link"),
                             ("node", "router.node"), ("autoLink", "router.config.autoLink"),
                             ("exchange", "router.config.exchange"),
                             ("binding", "router.config.binding"),
+                            ("linkRoute", "router.config.linkRoute"),
+                            ("logStats", "logStats"), ("vhost", "vhost"),
                             ("listener", "listener"), ("router.address", None)):
             self.ok("manage", "query", "--type", short)
             sent = self.fake.operations("QUERY")[-1]["properties"]["entityType"]

@@ -213,6 +213,16 @@ typedef struct jn_router_settings {
  * agent's (core) thread. */
 int jn_mgmt_show_vhost(jn_mgmt_t *agent, const jn_config_entity_t *ce);
 
+/* jn_mgmt_vhost_conflict: with policy.enableVhostNamePatterns, does
+ * hostname host (a pattern) match exactly the names an other vhost's
+ * hostname shown by the agent matches, written differently ("#.#.0.0"
+ * and "#.0.0": jn_policy_host_patterns_conflict)? Then returns
+ * JN_EEXIST with why (cap octets) saying which ("... the pattern
+ * conflicts with vhost ..."); else 0 (always 0 without name patterns).
+ * Called before a vhost is added: at start (main thread) and by
+ * management's CREATE (the agent's thread). */
+int jn_mgmt_vhost_conflict(const jn_mgmt_t *agent, const char *host, char *why, size_t cap);
+
 /* jn_mgmt_each_vhost: call fn(arg, vh) for each vhost section of cfg (a
  * checked configuration: jn_mgmt_plan_config found no refusal), in file
  * order, with its settings and groups (docs/design.md "Policy") and its

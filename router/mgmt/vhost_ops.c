@@ -19,6 +19,7 @@
 #include <junction/config.h>
 #include <junction/encoder.h>
 #include <junction/log.h>
+#include <junction/policy.h>
 
 /* The vhost row whose identity, name or hostname (a vhost's name in 1.19)
  * the request names, with its link in agent->vhosts. */
@@ -44,6 +45,23 @@ typedef struct apply {
     char why[256];
 } apply_t;
 
+int jn_mgmt_vhost_conflict(const jn_mgmt_t *agent, const char *host, char *why, size_t cap)
+{
+    if (!agent->cfg.enable_vhost_name_patterns || !host)
+        return 0;
+    for (const jn_mgmt_entity_t *e = agent->vhosts; e; e = e->next) {
+        const char *h = jn_mgmt_entity_str((jn_mgmt_entity_t *)e, "hostname");
+        if (h && jn_policy_host_patterns_conflict(h, host)) {
+            snprintf(why, cap,
+                     "vhost hostname '%.100s': the pattern conflicts with vhost '%.100s' (both "
+                     "match the same names)",
+                     host, h);
+            return JN_EEXIST;
+        }
+    }
+    return 0;
+}
+
 /* For the one vhost section of the loaded text: into the I/O layer, then
  * its row replaces the one of the same hostname (or is appended). */
 static int apply_one(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_t *ce)
@@ -65,6 +83,10 @@ static int apply_one(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_
                 snprintf(a->why, sizeof a->why, "Name conflicts with an existing entity");
                 return 0;
             }
+        }
+        if (jn_mgmt_vhost_conflict(agent, a->host, a->why, sizeof a->why) != 0) {
+            a->status = JN_MGMT_BAD_REQUEST;
+            return 0;
         }
     }
     if (!agent->cfg.vhost_add || agent->cfg.vhost_add(agent->cfg.io_ctx, vh) != 0)

@@ -365,8 +365,15 @@ static uint64_t group_size(const jn_config_value_t *g, bool *set)
 }
 
 /* A group's address rules: a list and a pattern of the same kind are
- * not both given (1.19 refuses them: which one rules would be a guess),
- * and each pattern is well formed (jn_policy_pattern_list_check). */
+ * not both given (1.19 refuses them: which one rules would be a guess;
+ * an empty one allows nothing and is no rival), and each pattern is well
+ * formed (jn_policy_pattern_list_check). */
+static bool non_empty(const jn_config_value_t *v)
+{
+    const char *s = v ? jn_config_value_string(v) : NULL;
+    return v && (!s || s[strspn(s, " ,")] != '\0');
+}
+
 static void check_group_addresses(const jn_config_t *cfg, const char *host, const char *gname,
                                   const jn_config_value_t *g, int gline, errors_t *errs)
 {
@@ -377,7 +384,7 @@ static void check_group_addresses(const jn_config_t *cfg, const char *host, cons
         const jn_config_value_t *pat = jn_config_value_lookup(g, kinds[i][1]);
         int line = pat && jn_config_value_line(pat) ? jn_config_value_line(pat) : gline;
         char why[320];
-        if (list && pat)
+        if (non_empty(list) && non_empty(pat))
             add_errorf(errs, "%s:%d: vhost '%s' group '%s': give '%s' or '%s', not both",
                        jn_config_name(cfg), line, host, gname, kinds[i][0], kinds[i][1]);
         else if (pat && jn_config_value_kind(pat) == JN_CONFIG_STRING &&

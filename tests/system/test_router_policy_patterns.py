@@ -59,10 +59,12 @@ class VhostPatternRulesTest(RouterTestCase):
                 **{kind: "public, private", pattern: "public, private"})})
             self.assertIn("vhost 'both.example' group '$default': give '%s' or '%s', not both"
                           % (kind, pattern), why)
-        # one of each kind is fine
+        # one of each kind is fine, and so is an empty rival (it allows nothing)
         with Client(ConnectOptions(url=r.url)) as m:
             m.create("vhost", None, {"hostname": "mixed.example",
                                      "groups": group(sources="a", targetPattern="b.#")})
+            m.create("vhost", None, {"hostname": "empty.example",
+                                     "groups": group(sources="a", sourcePattern="")})
         path, err = self.start_fails(
             conf_section("policy", {"enableVhostPolicy": "yes"})
             + vhost_section("x", group(sources="a", sourcePattern="a")))

@@ -3,8 +3,8 @@
 
 A 200 MB message streams through with bounded router memory and arrives
 intact (same hash); a sender killed mid-message makes the receiver's copy
-aborted; maxMessageSize (policy section) detaches the sender's link with
-amqp:link:message-size-exceeded.
+aborted; maxMessageSize (policy section) rejects a larger message with
+amqp:link:message-size-exceeded and closes the sender's connection.
 """
 import os
 import signal
@@ -138,8 +138,11 @@ class LargeMessageTest(RouterTestCase):
 
 
 class MaxSize(Scenario):
-    """A message under maxMessageSize passes; one over it makes the router
-    detach the sender's link with amqp:link:message-size-exceeded."""
+    """A message under maxMessageSize passes; one over it is rejected with
+    amqp:link:message-size-exceeded (settled at once, before its end), and
+    the sender's connection closed with amqp:connection:forced "Message
+    size exceeded"; its link is closed without an error (the outcome
+    carries it), as 1.19 does."""
 
     def __init__(self, router, address, small, big):
         super().__init__(timeout=30)
@@ -147,6 +150,7 @@ class MaxSize(Scenario):
         self.got = []
         self.detach = None
         self.closed = None
+        self.rejected = None
         self.sent = 0
         self.small_state = None
 
@@ -170,6 +174,10 @@ class MaxSize(Scenario):
             self.slink.send(Message(body=b"b" * self.big))
             self.sent = 2
 
+    def on_rejected(self, event):
+        if event.link == self.slink and self.sent == 2:
+            self.rejected = event.delivery.remote.condition
+
     def on_message(self, event):
         self.accept(event.delivery)
         self.got.append(len(event.message.body))
@@ -177,23 +185,23 @@ class MaxSize(Scenario):
     def on_link_error(self, event):
         if event.link == self.slink:
             self.detach = event.link.remote_condition
-            self.done()
         else:
             super().on_link_error(event)
 
-    def on_connection_error(self, event):
+    def on_connection_remote_close(self, event):
+        # (proton's handlers do not call on_connection_error for
+        # amqp:connection:forced: they treat it as a lost transport)
         if self.sent == 2 and event.connection == self.slink.connection:
-            self.closed = event.connection.remote_condition  # 1.19 closes it too
-        else:
-            super().on_connection_error(event)
+            self.closed = event.connection.remote_condition
+            self.done()
 
-    def on_connection_error(self, event):
-        if self.detach is None:
-            super().on_connection_error(event)
+    def on_disconnected(self, event):
+        if self.closed is None:
+            super().on_disconnected(event)
 
     def progress(self):
         return "sent %d, small outcome %s, received sizes %s, detach %s" % (
-            self.sent, self.small_state, self.got, self.detach)
+            self.sent, self.small_state, self.got, self.rejected)
 
 
 class LargeFrameTest(RouterTestCase):
@@ -223,19 +231,18 @@ class LargeFrameTest(RouterTestCase):
 
 class MaxMessageSizeTest(RouterTestCase):
 
-    def test_max_message_size_detaches_link_with_message_size_exceeded(self):
+    def test_max_message_size_rejects_the_message_and_closes_the_connection(self):
         # In qdrouterd 1.19's schema maxMessageSize belongs to the policy section.
         r = self.start_router(extra="policy {\n    maxMessageSize: 100000\n}\n")
         s = self.run_scenario(MaxSize(r, "maxsize.q", small=50000, big=200000))
         self.assertEqual(s.small_state, Delivery.ACCEPTED)
-        self.assertIsNotNone(s.detach)
-        self.assertEqual(s.detach.name, "amqp:link:message-size-exceeded")
+        self.assertIsNotNone(s.rejected)
+        self.assertEqual(s.rejected.name, "amqp:link:message-size-exceeded")
+        self.assertIsNone(s.detach)  # no error on the link's detach
         self.assertEqual(len(s.got), 1, "the oversized message was delivered: %s" % s.got)
-        # as 1.19: the sender's connection is closed too, and counted
+        self.assertEqual(s.closed.name, "amqp:connection:forced")
+        self.assertEqual(s.closed.description, "Message size exceeded")
         self.wait_for("the connection closed", lambda: "connection closed" in r.log())
-        if s.closed is not None:
-            self.assertEqual(s.closed.name, "amqp:connection:forced")
-            self.assertEqual(s.closed.description, "Message size exceeded")
         with Client(ConnectOptions(url=r.url)) as c:
             p = c.query_dicts("policy")[0]
         self.assertEqual(p["maxMessageSizeDenied"], 1)

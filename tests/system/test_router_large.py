@@ -13,7 +13,8 @@ import unittest
 
 from proton import Delivery, Message
 
-from harness import SANITIZER, HashRecv, LargeBody, RouterTestCase, Scenario, StreamSend
+from harness import (SANITIZER, HashRecv, LargeBody, RouterTestCase, Scenario, StreamSend,
+                     conf_section, free_port)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "python"))
@@ -144,9 +145,10 @@ class MaxSize(Scenario):
     size exceeded"; its link is closed without an error (the outcome
     carries it), as 1.19 does."""
 
-    def __init__(self, router, address, small, big):
+    def __init__(self, router, address, small, big, sender_url=None):
         super().__init__(timeout=30)
         self.router, self.address, self.small, self.big = router, address, small, big
+        self.sender_url = sender_url  # another router's (an edge of router)
         self.got = []
         self.detach = None
         self.closed = None
@@ -160,8 +162,8 @@ class MaxSize(Scenario):
     def on_link_opened(self, event):
         if event.link == self.rlink:
             event.link.flow(10)
-            self.slink = self.container.create_sender(self.connect(self.router.url),
-                                                      self.address)
+            self.slink = self.container.create_sender(
+                self.connect(self.sender_url or self.router.url), self.address)
 
     def on_sendable(self, event):
         if event.link == self.slink and self.sent == 0:
@@ -177,6 +179,8 @@ class MaxSize(Scenario):
     def on_rejected(self, event):
         if event.link == self.slink and self.sent == 2:
             self.rejected = event.delivery.remote.condition
+            if self.sender_url:  # the edge's client connection stays up
+                self.done()
 
     def on_message(self, event):
         self.accept(event.delivery)
@@ -200,7 +204,7 @@ class MaxSize(Scenario):
             super().on_disconnected(event)
 
     def progress(self):
-        return "sent %d, small outcome %s, received sizes %s, detach %s" % (
+        return "sent %d, small outcome %s, received sizes %s, rejected %s" % (
             self.sent, self.small_state, self.got, self.rejected)
 
 
@@ -248,6 +252,27 @@ class MaxMessageSizeTest(RouterTestCase):
         self.assertEqual(p["maxMessageSizeDenied"], 1)
         self.assertEqual(p["totalDenials"], 1)
 
+
+    def test_an_interiors_limit_rejects_what_its_edge_forwarded(self):
+        # The edge (no limit) forwards the message; the interior (100000)
+        # rejects it with amqp:link:message-size-exceeded and closes the
+        # edge's uplink; the rejected outcome travels back to the client on
+        # the edge, whose own connection stays up (1.19's answer).
+        from test_edge import router_config
+        port = free_port()
+        limit = conf_section("policy", {"maxMessageSize": 100000})
+        i = self.start_router(config=router_config("interior", "I", port) + limit)
+        e = self.start_router(config=router_config("edge", "E", uplinks=[port]))
+        self.wait_for("the edge attached", lambda: "Edge router 'E' attached" in i.log())
+        s = self.run_scenario(MaxSize(i, "edge.big.q", small=50000, big=200000,
+                                      sender_url=e.url))
+        self.assertEqual(s.small_state, Delivery.ACCEPTED)
+        self.assertIsNotNone(s.rejected, s.progress())
+        self.assertEqual(s.rejected.name, "amqp:link:message-size-exceeded")
+        self.assertIsNone(s.closed)
+        self.assertEqual(len(s.got), 1, "the oversized message was delivered: %s" % s.got)
+        self.wait_for("the interior's denial", lambda: "Message exceeds maxMessageSize 100000"
+                      in i.log())
 
 if __name__ == "__main__":
     unittest.main()

@@ -115,6 +115,21 @@ class VhostPatternRulesTest(RouterTestCase):
             + vhost_section("#.0.0", ALL) + vhost_section("#.*.x", ALL)
             + vhost_section("*.#.x", ALL))
         self.assertIn("vhost hostname '*.#.x': the pattern conflicts with vhost '#.*.x'", err)
+        # and --check says so, for the file's vhosts and policyDir's
+        d = os.path.join(self.workdir, "pd")
+        os.makedirs(d)
+        with open(os.path.join(d, "v.json"), "w") as f:
+            json.dump([["vhost", {"hostname": "#.#.0.0", "groups": ALL}]], f)
+        path = os.path.join(self.workdir, "check.conf")
+        with open(path, "w") as f:
+            f.write(conf_section("router", {"mode": "standalone", "id": "P"})
+                    + conf_section("policy", {"enableVhostPolicy": "yes", "policyDir": d,
+                                              "enableVhostNamePatterns": "yes"})
+                    + vhost_section("#.0.0", ALL))
+        p = run_junctiond(["--check", "-c", path])
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("vhost hostname '#.#.0.0': the pattern conflicts with vhost '#.0.0'",
+                      p.stderr)
 
     def test_without_name_patterns_a_hash_is_an_ordinary_octet(self):
         r = self.start_policy_router(extra=vhost_section("#.0.0", ALL))

@@ -466,26 +466,35 @@ static int build(daemon_state_t *st)
 static int add_vhost(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_t *ce)
 {
     daemon_state_t *st = arg;
+    char why[320];
+    if (jn_mgmt_vhost_conflict(st->agent, vh->hostname, why, sizeof why) != 0) {
+        fprintf(stderr, "junctiond: %s\n", why);
+        return JN_EEXIST;
+    }
     int rc = jn_io_vhost_add(st->io, vh);
     return rc ? rc : jn_mgmt_show_vhost(st->agent, ce);
 }
 
 /* vhosts: the vhost policy (policy.enableVhostPolicy, defaultVhost) and
  * the file's vhost sections into the I/O layer (docs/design.md "Policy").
- * Returns 0 or -1 (out of memory, said). */
+ * Returns 0 or -1 (out of memory, or two hostname patterns in conflict:
+ * said). */
 static int vhosts(daemon_state_t *st, const jn_config_t *cfg)
 {
+    int rc = 0;
     if ((st->settings.enable_vhost_policy &&
          jn_io_vhost_policy(st->io, st->settings.default_vhost,
                             st->settings.enable_vhost_name_patterns) != 0) ||
-        jn_mgmt_each_vhost(cfg, add_vhost, st) != 0) {
-        fprintf(stderr, "junctiond: out of memory\n");
+        (rc = jn_mgmt_each_vhost(cfg, add_vhost, st)) != 0) {
+        if (rc != JN_EEXIST) /* a conflict is said by add_vhost */
+            fprintf(stderr, "junctiond: out of memory\n");
         return -1;
     }
     char errors[4096] = "";
     int n = jn_mgmt_policy_dir(st->settings.policy_dir, add_vhost, st, errors, sizeof errors);
-    if (n != 0) { /* read and checked before: only out of memory or a file changed since */
-        fprintf(stderr, "%s\n", n > 0 ? errors : "junctiond: out of memory");
+    if (n != 0) { /* read and checked before: a conflict, out of memory or a file changed since */
+        if (n != JN_EEXIST)
+            fprintf(stderr, "%s\n", n > 0 ? errors : "junctiond: out of memory");
         return -1;
     }
     return 0;
@@ -731,6 +740,8 @@ static int check_config(const options_t *opts)
         refusals += jn_mgmt_plan_config(cfg, &settings, errors, CAP);
         if (!refusals)
             refusals = jn_mgmt_policy_dir(settings.policy_dir, NULL, NULL, errors, CAP) != 0;
+        if (!refusals && settings.enable_vhost_name_patterns)
+            refusals = jn_mgmt_vhost_conflicts_in(cfg, settings.policy_dir, stderr) != 0;
     }
     if (refusals)
         print_errors_by_line(name, load_errors, errors);

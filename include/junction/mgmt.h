@@ -45,6 +45,7 @@
 #include <junction/http.h>
 #include <junction/io.h>
 #include <junction/mesh.h>
+#include <stdio.h>
 
 typedef struct jn_mgmt jn_mgmt_t;
 
@@ -212,6 +213,24 @@ typedef struct jn_router_settings {
  * JN_ENOMEM. Main thread before the agent serves requests, then the
  * agent's (core) thread. */
 int jn_mgmt_show_vhost(jn_mgmt_t *agent, const jn_config_entity_t *ce);
+
+/* jn_mgmt_vhost_conflict: with policy.enableVhostNamePatterns, does
+ * hostname host (a pattern) match exactly the names an other vhost's
+ * hostname shown by the agent matches, written differently ("#.#.0.0"
+ * and "#.0.0": jn_policy_host_patterns_conflict)? Then returns
+ * JN_EEXIST with why (cap octets) saying which ("... the pattern
+ * conflicts with vhost ..."); else 0 (always 0 without name patterns).
+ * Called before a vhost is added: at start (main thread) and by
+ * management's CREATE (the agent's thread). */
+int jn_mgmt_vhost_conflict(const jn_mgmt_t *agent, const char *host, char *why, size_t cap);
+
+/* jn_mgmt_vhost_conflicts_in: the hostname pattern conflicts (as
+ * jn_mgmt_vhost_conflict) among the vhost sections of cfg (a checked
+ * configuration) and those of policy_dir (checked; NULL or "" for none),
+ * in the order a start meets them: one line per vhost refused, written
+ * to out. For `junctiond --check` with policy.enableVhostNamePatterns.
+ * Returns the number of conflicts, or JN_ENOMEM. Main thread. */
+int jn_mgmt_vhost_conflicts_in(const jn_config_t *cfg, const char *policy_dir, FILE *out);
 
 /* jn_mgmt_each_vhost: call fn(arg, vh) for each vhost section of cfg (a
  * checked configuration: jn_mgmt_plan_config found no refusal), in file

@@ -638,6 +638,7 @@ struct jn_io_link {
         jn_delivery_t *dlv;  /* our reference once routed */
         bool discard;        /* rejected/oversize: drop the octets */
         bool settle_pending; /* settle when the last octet is in */
+        bool settle_now;     /* oversize: settle without the rest */
         /* the outcome to settle it with then (JN_DISP_NONE: none); owned.
          * A terminal outcome is sent with the settlement, in one
          * disposition, never once unsettled and again settled. */

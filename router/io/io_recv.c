@@ -154,12 +154,15 @@ static void rx_begin_IO(jn_io_link_t *link, pn_delivery_t *pd)
     jn_message_set_annotation_policy(link->rx.msg, !link->conn->strip_inbound);
 }
 
-/* The message is too large for the link: reject it (or abort its copies if
- * it was routed already), detach the link with
- * amqp:link:message-size-exceeded and close the connection with
- * amqp:connection:forced "Message size exceeded", as qdrouterd 1.19 does
- * (which also stops the rest of the message from being read); counted in
- * the policy's maxMessageSizeDenied. */
+/* The message is too large for the link, as qdrouterd 1.19 answers it:
+ * the delivery is rejected with amqp:link:message-size-exceeded and
+ * settled at once, before the rest of it is in (its copies, if it was
+ * routed already, are aborted), the link is closed (no error on the
+ * detach: the outcome carries it) and the connection closed with
+ * amqp:connection:forced "Message size exceeded" (what the peer sends
+ * until its close is read and dropped). Counted in the policy's
+ * maxMessageSizeDenied. rx_read_IO finishes the delivery
+ * (link->rx.settle_now). */
 static void rx_oversize_IO(jn_io_link_t *link)
 {
     JN_ASSERT_IO(link->conn);
@@ -175,7 +178,8 @@ static void rx_oversize_IO(jn_io_link_t *link)
         link->rx.notify = true;
     }
     rx_reject_IO(link, "amqp:link:message-size-exceeded", "message exceeds maxMessageSize");
-    jn_io_link_close_IO(link, "amqp:link:message-size-exceeded", "message exceeds maxMessageSize");
+    link->rx.settle_now = true;
+    jn_io_link_close_IO(link, NULL, NULL);
     jn_io_conn_close_IO(link->conn, "amqp:connection:forced", "Message size exceeded");
 }
 
@@ -394,8 +398,13 @@ static bool rx_read_IO(jn_io_link_t *link)
     pn_delivery_t *pd = link->rx.pd;
     link->rx.paused = false;
     size_t got = link->rx.discard ? 0 : rx_copy_IO(link);
-    if (link->rx.discard)
+    if (link->rx.discard) {
+        if (JN_UNLIKELY(link->rx.settle_now)) { /* over maxMessageSize */
+            rx_finish_IO(link, false);
+            return true;
+        }
         rx_drain_IO(link);
+    }
     bool aborted = pn_delivery_aborted(pd);
     bool all_in = aborted || (!pn_delivery_partial(pd) && pn_delivery_pending(pd) == 0);
     if (!link->rx.discard) {

@@ -19,6 +19,7 @@
 #include "entity.h"
 
 #include <junction/log.h>
+#include <junction/policy.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -363,6 +364,36 @@ static uint64_t group_size(const jn_config_value_t *g, bool *set)
     return n > 0 ? (uint64_t)n : 0;
 }
 
+/* A group's address rules: a list and a pattern of the same kind are
+ * not both given (1.19 refuses them: which one rules would be a guess;
+ * an empty one allows nothing and is no rival), and each pattern is well
+ * formed (jn_policy_pattern_list_check). */
+static bool non_empty(const jn_config_value_t *v)
+{
+    const char *s = v ? jn_config_value_string(v) : NULL;
+    return v && (!s || s[strspn(s, " ,")] != '\0');
+}
+
+static void check_group_addresses(const jn_config_t *cfg, const char *host, const char *gname,
+                                  const jn_config_value_t *g, int gline, errors_t *errs)
+{
+    static const char *const kinds[][2] = {{"sources", "sourcePattern"},
+                                           {"targets", "targetPattern"}};
+    for (size_t i = 0; i < 2; i++) {
+        const jn_config_value_t *list = jn_config_value_lookup(g, kinds[i][0]);
+        const jn_config_value_t *pat = jn_config_value_lookup(g, kinds[i][1]);
+        int line = pat && jn_config_value_line(pat) ? jn_config_value_line(pat) : gline;
+        char why[320];
+        if (non_empty(list) && non_empty(pat))
+            add_errorf(errs, "%s:%d: vhost '%s' group '%s': give '%s' or '%s', not both",
+                       jn_config_name(cfg), line, host, gname, kinds[i][0], kinds[i][1]);
+        else if (pat && jn_config_value_kind(pat) == JN_CONFIG_STRING &&
+                 jn_policy_pattern_list_check(jn_config_value_string(pat), why, sizeof why) != 0)
+            add_errorf(errs, "%s:%d: vhost '%s' group '%s' attribute '%s': %s",
+                       jn_config_name(cfg), line, host, gname, kinds[i][1], why);
+    }
+}
+
 /* check_vhost: the groups map of a vhost section: each group a map of the
  * attributes above (users and remoteHosts strings, limits integers from
  * 0); one error per bad group attribute. */
@@ -409,6 +440,7 @@ static void check_vhost(const jn_config_t *cfg, const jn_config_entity_t *ce, er
                            : strncmp(key, "allow", 5) == 0 ? "true or false"
                                                            : "a comma-separated string");
         }
+        check_group_addresses(cfg, host ? host : "", gname, g, gline, errs);
     }
 }
 

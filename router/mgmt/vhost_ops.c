@@ -19,6 +19,7 @@
 #include <junction/config.h>
 #include <junction/encoder.h>
 #include <junction/log.h>
+#include <junction/policy.h>
 
 /* The vhost row whose identity, name or hostname (a vhost's name in 1.19)
  * the request names, with its link in agent->vhosts. */
@@ -44,6 +45,83 @@ typedef struct apply {
     char why[256];
 } apply_t;
 
+/* The words of a hostname pattern conflict, into why (cap octets). */
+static void conflict_text(char *why, size_t cap, const char *host, const char *other)
+{
+    snprintf(why, cap,
+             "vhost hostname '%.100s': the pattern conflicts with vhost '%.100s' (both match "
+             "the same names)",
+             host, other);
+}
+
+int jn_mgmt_vhost_conflict(const jn_mgmt_t *agent, const char *host, char *why, size_t cap)
+{
+    if (!agent->cfg.enable_vhost_name_patterns || !host)
+        return 0;
+    for (const jn_mgmt_entity_t *e = agent->vhosts; e; e = e->next) {
+        const char *h = jn_mgmt_entity_str((jn_mgmt_entity_t *)e, "hostname");
+        if (h && jn_policy_host_patterns_conflict(h, host)) {
+            conflict_text(why, cap, host, h);
+            return JN_EEXIST;
+        }
+    }
+    return 0;
+}
+
+/* The hostnames met so far by jn_mgmt_vhost_conflicts_in, and the
+ * conflicts found. */
+typedef struct hostnames {
+    char **v;
+    size_t n, cap;
+    FILE *out;
+    int found;
+    bool nomem;
+} hostnames_t;
+
+static int note_hostname(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_t *ce)
+{
+    (void)ce;
+    hostnames_t *h = arg;
+    const char *host = vh->hostname ? vh->hostname : "";
+    for (size_t i = 0; i < h->n; i++) {
+        if (jn_policy_host_patterns_conflict(h->v[i], host)) {
+            char why[320];
+            conflict_text(why, sizeof why, host, h->v[i]);
+            fprintf(h->out, "%s\n", why);
+            h->found++;
+            return 0;
+        }
+    }
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? 2 * h->cap : 16;
+        char **v = realloc(h->v, cap * sizeof *v);
+        if (!v) {
+            h->nomem = true;
+            return JN_ENOMEM;
+        }
+        h->v = v;
+        h->cap = cap;
+    }
+    if (!(h->v[h->n] = strdup(host))) {
+        h->nomem = true;
+        return JN_ENOMEM;
+    }
+    h->n++;
+    return 0;
+}
+
+int jn_mgmt_vhost_conflicts_in(const jn_config_t *cfg, const char *policy_dir, FILE *out)
+{
+    hostnames_t h = {.out = out};
+    char errors[256];
+    if (jn_mgmt_each_vhost(cfg, note_hostname, &h) == 0)
+        (void)jn_mgmt_policy_dir(policy_dir, note_hostname, &h, errors, sizeof errors);
+    for (size_t i = 0; i < h.n; i++)
+        free(h.v[i]);
+    free(h.v);
+    return h.nomem ? JN_ENOMEM : h.found;
+}
+
 /* For the one vhost section of the loaded text: into the I/O layer, then
  * its row replaces the one of the same hostname (or is appended). */
 static int apply_one(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_t *ce)
@@ -65,6 +143,10 @@ static int apply_one(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_
                 snprintf(a->why, sizeof a->why, "Name conflicts with an existing entity");
                 return 0;
             }
+        }
+        if (jn_mgmt_vhost_conflict(agent, a->host, a->why, sizeof a->why) != 0) {
+            a->status = JN_MGMT_BAD_REQUEST;
+            return 0;
         }
     }
     if (!agent->cfg.vhost_add || agent->cfg.vhost_add(agent->cfg.io_ctx, vh) != 0)

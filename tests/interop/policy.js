@@ -7,7 +7,7 @@
 // "open" or the condition the router detached it with, and for a sender
 // the max-message-size its attach advertised. With --size N, the first
 // sender that opens sends one message of N octets and the outcome (the
-// condition of the link's or the connection's close, or "sent") is
+// condition of a rejected outcome, of the link's close, "accepted") is
 // recorded. Prints one JSON line and exits 0 (1 on a timeout).
 //
 //   node policy.js --port PORT --hostname HOST --links JSON [--size N] [--timeout SECS]
@@ -78,7 +78,9 @@ function failed(link) {
     if (link === sending) {
         if (out.sent !== null)
             return;
-        out.sent = cond ? cond.condition : 'detached';
+        if (!cond)
+            return; // the outcome or the connection's close says why (below)
+        out.sent = cond.condition;
         if (done())
             finish();
         return;
@@ -101,6 +103,15 @@ container.on('sendable', (context) => {
         context.sender.send({ body: 'x'.repeat(args.size) });
     }
 });
+// over maxMessageSize: the outcome carries amqp:link:message-size-exceeded
+container.on('rejected', (context) => {
+    if (context.sender === sending && out.sent === null) {
+        const state = context.delivery.remote_state;
+        out.sent = state && state.error ? state.error.condition : 'rejected';
+        if (done())
+            finish();
+    }
+});
 container.on('accepted', (context) => {
     if (context.sender === sending && out.sent === null) {
         out.sent = 'accepted';
@@ -112,6 +123,11 @@ container.on('connection_error', (context) => {
     const e = context.connection.error;
     out.connection = e ? e.condition : 'closed';
 });
-container.on('connection_close', () => finish());
-container.on('disconnected', () => finish());
+function closed() {
+    if (sending && out.sent === null)
+        out.sent = 'detached';
+    finish();
+}
+container.on('connection_close', closed);
+container.on('disconnected', closed);
 conn.on('connection_open', () => next());

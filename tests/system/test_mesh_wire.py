@@ -179,8 +179,11 @@ class FakeRouter(Scenario):
 
 
 class EndlessControl(Scenario):
-    """A peer that streams one control message without end: the router
-    detaches the control link once it passes its control-message bound."""
+    """A peer that streams one control message without end: once it
+    passes its control-message bound the router rejects it with
+    amqp:link:message-size-exceeded (settled, before its end) and closes
+    the control link and the connection, as for any message over
+    maxMessageSize."""
 
     def __init__(self, url):
         super().__init__(timeout=60)
@@ -211,7 +214,9 @@ class EndlessControl(Scenario):
             self.sent += 256 * 1024
 
     def on_link_remote_close(self, event):
-        self.condition = event.link.remote_condition
+        # the outcome carries the reason (its disposition came first)
+        self.condition = event.link.remote_condition or (
+            self.dlv.remote.condition if self.dlv is not None else None)
         self.done()
 
     def on_link_error(self, event):

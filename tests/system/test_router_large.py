@@ -3,8 +3,8 @@
 
 A 200 MB message streams through with bounded router memory and arrives
 intact (same hash); a sender killed mid-message makes the receiver's copy
-aborted; maxMessageSize (policy section) detaches the sender's link with
-amqp:link:message-size-exceeded.
+aborted; maxMessageSize (policy section) rejects a larger message with
+amqp:link:message-size-exceeded and closes the sender's connection.
 """
 import os
 import signal
@@ -13,7 +13,8 @@ import unittest
 
 from proton import Delivery, Message
 
-from harness import SANITIZER, HashRecv, LargeBody, RouterTestCase, Scenario, StreamSend
+from harness import (SANITIZER, HashRecv, LargeBody, RouterTestCase, Scenario, StreamSend,
+                     conf_section, free_port)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "python"))
@@ -138,15 +139,20 @@ class LargeMessageTest(RouterTestCase):
 
 
 class MaxSize(Scenario):
-    """A message under maxMessageSize passes; one over it makes the router
-    detach the sender's link with amqp:link:message-size-exceeded."""
+    """A message under maxMessageSize passes; one over it is rejected with
+    amqp:link:message-size-exceeded (settled at once, before its end), and
+    the sender's connection closed with amqp:connection:forced "Message
+    size exceeded"; its link is closed without an error (the outcome
+    carries it), as 1.19 does."""
 
-    def __init__(self, router, address, small, big):
+    def __init__(self, router, address, small, big, sender_url=None):
         super().__init__(timeout=30)
         self.router, self.address, self.small, self.big = router, address, small, big
+        self.sender_url = sender_url  # another router's (an edge of router)
         self.got = []
         self.detach = None
         self.closed = None
+        self.rejected = None
         self.sent = 0
         self.small_state = None
 
@@ -156,8 +162,8 @@ class MaxSize(Scenario):
     def on_link_opened(self, event):
         if event.link == self.rlink:
             event.link.flow(10)
-            self.slink = self.container.create_sender(self.connect(self.router.url),
-                                                      self.address)
+            self.slink = self.container.create_sender(
+                self.connect(self.sender_url or self.router.url), self.address)
 
     def on_sendable(self, event):
         if event.link == self.slink and self.sent == 0:
@@ -170,6 +176,12 @@ class MaxSize(Scenario):
             self.slink.send(Message(body=b"b" * self.big))
             self.sent = 2
 
+    def on_rejected(self, event):
+        if event.link == self.slink and self.sent == 2:
+            self.rejected = event.delivery.remote.condition
+            if self.sender_url:  # the edge's client connection stays up
+                self.done()
+
     def on_message(self, event):
         self.accept(event.delivery)
         self.got.append(len(event.message.body))
@@ -177,23 +189,23 @@ class MaxSize(Scenario):
     def on_link_error(self, event):
         if event.link == self.slink:
             self.detach = event.link.remote_condition
-            self.done()
         else:
             super().on_link_error(event)
 
-    def on_connection_error(self, event):
+    def on_connection_remote_close(self, event):
+        # (proton's handlers do not call on_connection_error for
+        # amqp:connection:forced: they treat it as a lost transport)
         if self.sent == 2 and event.connection == self.slink.connection:
-            self.closed = event.connection.remote_condition  # 1.19 closes it too
-        else:
-            super().on_connection_error(event)
+            self.closed = event.connection.remote_condition
+            self.done()
 
-    def on_connection_error(self, event):
-        if self.detach is None:
-            super().on_connection_error(event)
+    def on_disconnected(self, event):
+        if self.closed is None:
+            super().on_disconnected(event)
 
     def progress(self):
-        return "sent %d, small outcome %s, received sizes %s, detach %s" % (
-            self.sent, self.small_state, self.got, self.detach)
+        return "sent %d, small outcome %s, received sizes %s, rejected %s" % (
+            self.sent, self.small_state, self.got, self.rejected)
 
 
 class LargeFrameTest(RouterTestCase):
@@ -223,24 +235,44 @@ class LargeFrameTest(RouterTestCase):
 
 class MaxMessageSizeTest(RouterTestCase):
 
-    def test_max_message_size_detaches_link_with_message_size_exceeded(self):
+    def test_max_message_size_rejects_the_message_and_closes_the_connection(self):
         # In qdrouterd 1.19's schema maxMessageSize belongs to the policy section.
         r = self.start_router(extra="policy {\n    maxMessageSize: 100000\n}\n")
         s = self.run_scenario(MaxSize(r, "maxsize.q", small=50000, big=200000))
         self.assertEqual(s.small_state, Delivery.ACCEPTED)
-        self.assertIsNotNone(s.detach)
-        self.assertEqual(s.detach.name, "amqp:link:message-size-exceeded")
+        self.assertIsNotNone(s.rejected)
+        self.assertEqual(s.rejected.name, "amqp:link:message-size-exceeded")
+        self.assertIsNone(s.detach)  # no error on the link's detach
         self.assertEqual(len(s.got), 1, "the oversized message was delivered: %s" % s.got)
-        # as 1.19: the sender's connection is closed too, and counted
+        self.assertEqual(s.closed.name, "amqp:connection:forced")
+        self.assertEqual(s.closed.description, "Message size exceeded")
         self.wait_for("the connection closed", lambda: "connection closed" in r.log())
-        if s.closed is not None:
-            self.assertEqual(s.closed.name, "amqp:connection:forced")
-            self.assertEqual(s.closed.description, "Message size exceeded")
         with Client(ConnectOptions(url=r.url)) as c:
             p = c.query_dicts("policy")[0]
         self.assertEqual(p["maxMessageSizeDenied"], 1)
         self.assertEqual(p["totalDenials"], 1)
 
+
+    def test_an_interiors_limit_rejects_what_its_edge_forwarded(self):
+        # The edge (no limit) forwards the message; the interior (100000)
+        # rejects it with amqp:link:message-size-exceeded and closes the
+        # edge's uplink; the rejected outcome travels back to the client on
+        # the edge, whose own connection stays up (1.19's answer).
+        from test_edge import router_config
+        port = free_port()
+        limit = conf_section("policy", {"maxMessageSize": 100000})
+        i = self.start_router(config=router_config("interior", "I", port) + limit)
+        e = self.start_router(config=router_config("edge", "E", uplinks=[port]))
+        self.wait_for("the edge attached", lambda: "Edge router 'E' attached" in i.log())
+        s = self.run_scenario(MaxSize(i, "edge.big.q", small=50000, big=200000,
+                                      sender_url=e.url))
+        self.assertEqual(s.small_state, Delivery.ACCEPTED)
+        self.assertIsNotNone(s.rejected, s.progress())
+        self.assertEqual(s.rejected.name, "amqp:link:message-size-exceeded")
+        self.assertIsNone(s.closed)
+        self.assertEqual(len(s.got), 1, "the oversized message was delivered: %s" % s.got)
+        self.wait_for("the interior's denial", lambda: "Message exceeds maxMessageSize 100000"
+                      in i.log())
 
 if __name__ == "__main__":
     unittest.main()

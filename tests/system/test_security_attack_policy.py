@@ -295,41 +295,49 @@ WILD_USERS = {"*": "pw", "#": "pw", "x*": "pw", "a.*.b": "pw", "alice": "pw"}
 
 class AttackUserNames(AuthServiceTestCase):
     """Users an auth service names `*`, `#`, `x*`, `a.*.b` under a group
-    whose sources are `${user}` and `home.${user}.*`, and whose
-    sourcePattern is `pat.${user}.#`: the name is matched literally, as
-    1.19 does; it never widens the group's rules."""
+    whose sources are `${user}` and `home.${user}.*` (and targets
+    `${user}`), then under one whose sourcePattern is `${user}.pat.#`:
+    the name is matched literally, as 1.19 does; it never widens the
+    group's rules. (A group gives a list or a pattern, not both, and
+    `${user}` in a pattern is its first or last token: 1.19's rules.)"""
 
     def test_wildcards_in_a_user_name_are_literal(self):
         svc = self.service(users=WILD_USERS)
-        groups = {"$default": {"users": "*", "remoteHosts": "*",
-                               "sources": "${user}, home.${user}.*",
-                               "sourcePattern": "pat.${user}.#", "targets": "${user}"}}
-        r = self.relay_router(svc.port, listener={"saslMechanisms": "PLAIN",
-                                                  "policyVhost": "v"},
-                              extra=conf_section("policy", {"enableVhostPolicy": "yes"})
-                              + vhost_section("v", groups))
+        lists = {"$default": {"users": "*", "remoteHosts": "*",
+                              "sources": "${user}, home.${user}.*", "targets": "${user}"}}
+        patterns = {"$default": {"users": "*", "remoteHosts": "*",
+                                 "sourcePattern": "${user}.pat.#", "targets": "${user}"}}
+        others = ("secret.q", "alice", "xyz", "home.alice.q", "pat.alice.q", "alice.pat.q",
+                  "pat.alice", "a.z.b", "home.alice")
+        for groups in (lists, patterns):
+            r = self.relay_router(svc.port, listener={"saslMechanisms": "PLAIN",
+                                                      "policyVhost": "v"},
+                                  extra=conf_section("policy", {"enableVhostPolicy": "yes"})
+                                  + vhost_section("v", groups))
 
-        def allowed(user, address, sender=False):
-            c = BlockingConnection(r.url, timeout=TIMEOUT, user=user, password="pw",
-                                   allowed_mechs="PLAIN", allow_insecure_mechs=True)
-            try:
-                (c.create_sender if sender else c.create_receiver)(address)
-                return True
-            except LinkDetached:
-                return False
-            finally:
-                c.close()
+            def allowed(user, address, sender=False):
+                c = BlockingConnection(r.url, timeout=TIMEOUT, user=user, password="pw",
+                                       allowed_mechs="PLAIN", allow_insecure_mechs=True)
+                try:
+                    (c.create_sender if sender else c.create_receiver)(address)
+                    return True
+                except LinkDetached:
+                    return False
+                finally:
+                    c.close()
 
-        for user in ("*", "#", "x*", "a.*.b"):
-            self.assertTrue(allowed(user, user), user)
-            self.assertTrue(allowed(user, "home.%s.q" % user), user)
-            for other in ("secret.q", "alice", "xyz", "home.alice.q", "pat.alice.q",
-                          "pat.alice", "a.z.b", "home.alice"):
-                if other == user:
-                    continue
-                self.assertFalse(allowed(user, other), (user, other))
-                self.assertFalse(allowed(user, other, sender=True), (user, other))
-        # the pattern still serves a plain name
-        self.assertTrue(allowed("alice", "pat.alice.q.r"))
-        self.assertTrue(allowed("alice", "home.alice.q"))
-        self.assertFalse(allowed("alice", "pat.bob.q"))
+            for user in ("*", "#", "x*", "a.*.b"):
+                if groups is lists:
+                    self.assertTrue(allowed(user, user), user)
+                    self.assertTrue(allowed(user, "home.%s.q" % user), user)
+                for other in others:
+                    if other == user:
+                        continue
+                    self.assertFalse(allowed(user, other), (user, other))
+                    self.assertFalse(allowed(user, other, sender=True), (user, other))
+            # the list and the pattern still serve a plain name
+            if groups is lists:
+                self.assertTrue(allowed("alice", "home.alice.q"))
+            else:
+                self.assertTrue(allowed("alice", "alice.pat.q.r"))
+                self.assertFalse(allowed("alice", "bob.pat.q"))

@@ -29,6 +29,8 @@ size_t jn_mgmt_rows_alloc(jn_mgmt_t *, const jn_mgmt_class_t *, size_t, size_t, 
                           void *);
 size_t jn_mgmt_rows_log(jn_mgmt_t *, const jn_mgmt_class_t *, size_t, size_t, jn_mgmt_row_fn,
                         void *);
+size_t jn_mgmt_rows_log_stats(jn_mgmt_t *, const jn_mgmt_class_t *, size_t, size_t, jn_mgmt_row_fn,
+                              void *);
 size_t jn_mgmt_rows_self(jn_mgmt_t *, const jn_mgmt_class_t *, size_t, size_t, jn_mgmt_row_fn,
                          void *);
 size_t jn_mgmt_rows_policy(jn_mgmt_t *, const jn_mgmt_class_t *, size_t, size_t, jn_mgmt_row_fn,
@@ -58,6 +60,7 @@ static const jn_mgmt_class_t classes[] = {
     {"router.address", false, jn_mgmt_rows_addr, false},
     {"router.node", false, jn_mgmt_rows_node, false},
     {"allocator", false, jn_mgmt_rows_alloc, false},
+    {"logStats", false, jn_mgmt_rows_log_stats, false},
     {"management", false, jn_mgmt_rows_self, false},
     {"policy", false, jn_mgmt_rows_policy, false},
     {"vhost", false, jn_mgmt_rows_vhost, false},

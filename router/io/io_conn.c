@@ -901,8 +901,8 @@ static void on_link_open(jn_io_conn_t *conn, pn_link_t *pl)
         return;
     }
     if (info.type == JN_LINK_ENDPOINT && conn->vhost_rules && link->dir == JN_LINK_INCOMING &&
-        (!info.address || !info.address[0]))
-        link->rx_checks |= JN_IO_RX_CHECK_TARGET; /* the core routes each message */
+        (!info.address || !info.address[0]) && !info.dynamic)
+        link->rx_checks |= JN_IO_RX_CHECK_TARGET; /* the core routes each message by its to */
     else if (info.type == JN_LINK_ENDPOINT && conn->vhost_rules && link->dir == JN_LINK_INCOMING &&
              jn_io_vhost_names_management(info.address))
         link->rx_checks |= JN_IO_RX_CHECK_REPLY; /* the router answers at the reply-to */

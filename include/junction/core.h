@@ -268,7 +268,8 @@ typedef struct jn_link_info {
      * on an incoming link = anonymous relay (route by each message's `to`).
      * Copied. */
     const char *address;
-    bool dynamic;          /* outgoing: the source asks for a dynamic address */
+    bool dynamic;          /* the source (outgoing) or target (incoming) asks for a
+                            * dynamic address, AMQP 1.0 section 3.5.4 */
     bool presettled;       /* the sender's snd-settle-mode is settled */
     uint32_t capacity;     /* incoming: the most credit to keep outstanding */
     /* Inter-router links (docs/protocol.md, "Inter-router connections"): the terminus capability

@@ -406,10 +406,10 @@ void jn_addr_temp_name(const uint8_t rnd[JN_ADDR_TEMP_RANDOM], char out[JN_ADDR_
     out[o] = '\0';
 }
 
-int jn_addr_make_dynamic_CT(jn_core_t *core, char **out)
+/* The random part of a dynamic address into name. Returns 0, or JN_AGAIN
+ * when the kernel gave no random octets. */
+static int dynamic_name(char name[JN_ADDR_TEMP_CHARS + 1])
 {
-    JN_ASSERT_CT(core);
-    *out = NULL;
     uint8_t rnd[JN_ADDR_TEMP_RANDOM];
     size_t got = 0;
     int tries = 0;
@@ -424,19 +424,45 @@ int jn_addr_make_dynamic_CT(jn_core_t *core, char **out)
     }
     if (got < sizeof rnd)
         return JN_AGAIN;
-    char name[JN_ADDR_TEMP_CHARS + 1];
     jn_addr_temp_name(rnd, name);
+    return 0;
+}
+
+/* form with the router id (when with_id) and the random name, on the heap. */
+static int dynamic_format(jn_core_t *core, const char *form, bool with_id, char **out)
+{
+    char name[JN_ADDR_TEMP_CHARS + 1];
+    *out = NULL;
+    int rc = dynamic_name(name);
+    if (rc != 0)
+        return rc;
+    int n =
+        with_id ? snprintf(NULL, 0, form, core->router_id, name) : snprintf(NULL, 0, form, name);
+    char *s = n > 0 ? malloc((size_t)n + 1) : NULL;
+    if (!s)
+        return JN_ENOMEM;
+    if (with_id)
+        snprintf(s, (size_t)n + 1, form, core->router_id, name);
+    else
+        snprintf(s, (size_t)n + 1, form, name);
+    *out = s;
+    return 0;
+}
+
+int jn_addr_make_dynamic_CT(jn_core_t *core, char **out)
+{
+    JN_ASSERT_CT(core);
     /* an edge router's are _edge/<id>/...: the interiors reach it by its
      * H<id> (docs/design.md, "Edge routers") */
     const char *form = core->edge_mode ? "amqp:/_edge/%s/" JN_ADDR_TEMP_PREFIX "%s"
                                        : "amqp:/_topo/0/%s/" JN_ADDR_TEMP_PREFIX "%s";
-    int n = snprintf(NULL, 0, form, core->router_id, name);
-    char *s = n > 0 ? malloc((size_t)n + 1) : NULL;
-    if (!s)
-        return JN_ENOMEM;
-    snprintf(s, (size_t)n + 1, form, core->router_id, name);
-    *out = s;
-    return 0;
+    return dynamic_format(core, form, true, out);
+}
+
+int jn_addr_make_dynamic_target_CT(jn_core_t *core, char **out)
+{
+    JN_ASSERT_CT(core);
+    return dynamic_format(core, "amqp:/" JN_ADDR_DYN_TARGET_PREFIX "%s", false, out);
 }
 
 /* Whether the rest of the view `it` is exactly (whole) or starts with s. */

@@ -295,7 +295,8 @@ struct jn_core_link {
                         * lookup and heartbeat links' to 1 and 2 (edge.c) */
     char *name;        /* heap */
     char *address;     /* heap, NULL for none; an auto-link's is replaced by
-                        * its router address when paired (linkroute.c) */
+                        * its router address when paired (linkroute.c), a
+                        * dynamic target's set at attach (link.c) */
     jn_link_type_t type;
     int priority; /* data links: 0..9, -1 for extra ones */
     bool local;   /* attached by the router (connector side) */
@@ -666,6 +667,14 @@ void jn_addr_temp_name(const uint8_t rnd[JN_ADDR_TEMP_RANDOM], char out[JN_ADDR_
  * no random octets (its pool not ready, or getrandom failed): the caller
  * refuses the attach, there is no guessable fallback; JN_ENOMEM. */
 int jn_addr_make_dynamic_CT(jn_core_t *core, char **out);
+/* Make the address of a dynamic target (a sender that asks the router to
+ * name its node, AMQP 1.0 section 3.5.4): "amqp:/_$temp.<random>", the
+ * form qdrouterd 1.19 gives, a mobile address (hash key "M0_$temp.<random>")
+ * that a receiver anywhere in the mesh may attach to by that name. Same
+ * random part, returns and ownership as jn_addr_make_dynamic_CT. Core
+ * thread. */
+#define JN_ADDR_DYN_TARGET_PREFIX "_$temp."
+int jn_addr_make_dynamic_target_CT(jn_core_t *core, char **out);
 /* Why a receiver (outgoing link) attached by name to address is refused,
  * or NULL: address is in this router's dynamic-address space (hash key
  * "Ltemp.", in any spelling the router accepts: with or without "amqp:/",

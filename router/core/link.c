@@ -230,9 +230,19 @@ static jn_addr_t *attach_address_CT(jn_core_t *core, jn_core_link_t *link, const
 {
     JN_ASSERT_CT(core);
     const char *address = link->address;
-    if (link->dir == JN_LINK_OUTGOING && link->dynamic) {
-        int rc = jn_addr_make_dynamic_CT(core, &link->ct.dyn_address);
-        address = link->ct.dyn_address;
+    if (link->dynamic && link->dir == JN_LINK_INCOMING) {
+        /* a sender's node: its target address from now on (any address
+         * the peer gave with dynamic is not its), so that copies toward
+         * other routers carry it as their to-override like any targeted
+         * sender's (delivery.c); no delivery exists before the attach */
+        free(link->address);
+        link->address = NULL;
+    }
+    if (link->dynamic) { /* a receiver's reply address, or a sender's node */
+        int rc = link->dir == JN_LINK_OUTGOING
+                     ? jn_addr_make_dynamic_CT(core, &link->ct.dyn_address)
+                     : jn_addr_make_dynamic_target_CT(core, &link->address);
+        address = link->dir == JN_LINK_OUTGOING ? link->ct.dyn_address : link->address;
         if (rc == JN_AGAIN) {
             jn_link_refuse_CT(link, "amqp:internal-error",
                               "no random octets from the kernel for a dynamic address");
@@ -311,7 +321,7 @@ void jn_link_attached_CT(jn_core_link_t *link)
         jn_router_link_attached_CT(link);
         return;
     }
-    if (in && !link->address) {
+    if (in && !link->address && !link->dynamic) {
         link->ct.anonymous = true;
         link->ct.state = JN_LINK_ST_ATTACHED;
         jn_work_link_CT(link, JN_WORK_LINK_OPEN, NULL, NULL, NULL, 0);

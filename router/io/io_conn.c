@@ -886,7 +886,7 @@ static void on_link_open(jn_io_conn_t *conn, pn_link_t *pl)
         .dir = link->dir,
         .name = pn_link_name(pl),
         .address = pn_terminus_get_address(term),
-        .dynamic = link->dir == JN_LINK_OUTGOING && pn_terminus_is_dynamic(term),
+        .dynamic = pn_terminus_is_dynamic(term), /* a source or a target (3.5.4) */
         .presettled = pn_link_remote_snd_settle_mode(pl) == PN_SND_SETTLED,
         .capacity = conn->endpoint->cfg.link_capacity,
         .priority = -1,
@@ -901,8 +901,8 @@ static void on_link_open(jn_io_conn_t *conn, pn_link_t *pl)
         return;
     }
     if (info.type == JN_LINK_ENDPOINT && conn->vhost_rules && link->dir == JN_LINK_INCOMING &&
-        (!info.address || !info.address[0]))
-        link->rx_checks |= JN_IO_RX_CHECK_TARGET; /* the core routes each message */
+        (!info.address || !info.address[0]) && !info.dynamic)
+        link->rx_checks |= JN_IO_RX_CHECK_TARGET; /* the core routes each message by its to */
     else if (info.type == JN_LINK_ENDPOINT && conn->vhost_rules && link->dir == JN_LINK_INCOMING &&
              jn_io_vhost_names_management(info.address))
         link->rx_checks |= JN_IO_RX_CHECK_REPLY; /* the router answers at the reply-to */

@@ -78,26 +78,33 @@ size_t jn_mgmt_entity_count(const jn_mgmt_t *agent)
 
 /* ---- dispatch -------------------------------------------------------------- */
 
-static const char *const op_names[] = {"CREATE", "READ", "UPDATE", "DELETE"};
-
-static unsigned op_bit(const char *op)
+/* The management node's schema type: the operations a request to the node
+ * itself may ask for. */
+static const jn_schema_type_t *node_schema_type(void)
 {
-    for (unsigned i = 0; i < 4; i++)
-        if (strcmp(op, op_names[i]) == 0)
-            return 1u << i;
-    return 0;
+    return jn_schema_type_find("management");
 }
 
-static int not_implemented(jn_mgmt_reply_t *reply, const char *op, const char *type, unsigned ops)
+/* Refuse operation op on type st (NULL: the node), which does not list it
+ * among its schema operations: 501 naming the operation, the type and the
+ * operations it has, in 1.19's words ("Operation 'X' not implemented for
+ * 'T' ['A', 'B']"). Returns the status. */
+static int not_implemented(jn_mgmt_reply_t *reply, const char *op, const jn_schema_type_t *st)
 {
-    char list[96] = "";
-    for (unsigned i = 0; i < 4; i++) {
-        size_t used = strlen(list);
-        if (ops & (1u << i))
-            snprintf(list + used, sizeof list - used, "%s'%s'", used ? ", " : "", op_names[i]);
+    if (!st)
+        st = node_schema_type();
+    char list[256] = "";
+    size_t used = 0;
+    for (size_t i = 0; st && i < jn_schema_type_op_count(st); i++) {
+        int n = snprintf(list + used, sizeof list - used, "%s'%s'", used ? ", " : "",
+                         jn_schema_type_op_at(st, i));
+        if (n < 0 || (size_t)n >= sizeof list - used)
+            break;
+        used += (size_t)n;
     }
     return jn_mgmt_reply_set(reply, JN_MGMT_NOT_IMPLEMENTED,
-                             "Operation '%s' not implemented for '%s' [%s]", op, type, list);
+                             "Operation '%s' not implemented for '%s' [%s]", op,
+                             st ? jn_schema_type_name(st) : NODE_TYPE, list);
 }
 
 /* Is this type name the management node (org.amqp.management or
@@ -158,11 +165,12 @@ static const jn_mgmt_class_t *class_of_entity(jn_mgmt_t *agent, const jn_mgmt_re
     jn_encoder_t scratch;
     jn_encoder_init(&scratch);
     const jn_mgmt_class_t *found = NULL;
-    if (first && (first->ops & JN_OP_READ) && jn_mgmt_read_row(agent, first, req, &scratch) == 0)
+    if (first && jn_schema_type_has_op(jn_mgmt_class_type(first), "READ") &&
+        jn_mgmt_read_row(agent, first, req, &scratch) == 0)
         found = first;
     for (size_t i = 0; !found && i < jn_mgmt_class_count(); i++) {
         const jn_mgmt_class_t *c = jn_mgmt_class_at(i);
-        if (c == first || !(c->ops & JN_OP_READ))
+        if (c == first || !jn_schema_type_has_op(jn_mgmt_class_type(c), "READ"))
             continue;
         jn_encoder_free(&scratch);
         jn_encoder_init(&scratch);
@@ -177,7 +185,7 @@ static const jn_mgmt_class_t *class_of_entity(jn_mgmt_t *agent, const jn_mgmt_re
 
 /* What 1.19 forbids (403) rather than lacks: creating or deleting the
  * router, deleting a connection (a connection is closed by an UPDATE of
- * its adminStatus). */
+ * its adminStatus). None of them is among the type's schema operations. */
 static bool forbidden(const jn_mgmt_class_t *cls, const char *op)
 {
     if (!cls)
@@ -204,7 +212,100 @@ static int other_type(jn_mgmt_t *agent, const jn_schema_type_t *st, const jn_mgm
                              jn_schema_type_full_name(found), jn_schema_type_full_name(st));
 }
 
-/* CREATE, READ, UPDATE, DELETE. */
+static int no_entity(const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply)
+{
+    return jn_mgmt_reply_set(reply, JN_MGMT_NOT_FOUND, "No entity with %s=%s",
+                             req->has_identity ? "identity" : "name",
+                             req->has_identity ? req->identity : req->name);
+}
+
+/* READ of a type that has no class of its own (an abstract type such as
+ * configurationEntity, or one Junction does not act on, such as console):
+ * the entity of that kind the request names, else 404 (none of a type
+ * Junction does not act on ever exists). */
+static int read_unserved(jn_mgmt_t *agent, const jn_schema_type_t *st, const jn_mgmt_request_t *req,
+                         jn_mgmt_reply_t *reply)
+{
+    if (!req->has_name && !req->has_identity)
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "No name or identity provided");
+    const jn_schema_type_t *found = NULL;
+    const jn_mgmt_class_t *cls = NULL;
+    if (jn_schema_type_flags(st) & JN_SCHEMA_TYPE_ABSTRACT)
+        cls = class_of_entity(agent, req, &found);
+    if (!cls || !found || !jn_schema_type_is_a(found, st) ||
+        jn_mgmt_read_row(agent, cls, req, &reply->body) != 0)
+        return no_entity(req, reply);
+    return jn_mgmt_reply_set(reply, JN_MGMT_OK, "OK");
+}
+
+/* CALLME on a dummy (1.19's test operation): the answer's body is the
+ * request's application properties, as they came. */
+static int callme(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mgmt_request_t *req,
+                  jn_mgmt_reply_t *reply)
+{
+    if (!req->has_name && !req->has_identity)
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "No name or identity provided");
+    jn_encoder_t scratch;
+    jn_encoder_init(&scratch);
+    int found = jn_mgmt_read_row(agent, cls, req, &scratch);
+    jn_encoder_free(&scratch);
+    if (found != 0)
+        return no_entity(req, reply);
+    jn_iter_t it = req->properties; /* parsed already: well formed */
+    jn_decoder_t d, map;
+    jn_field_t f, k, v;
+    jn_decoder_init(&d, &it, true);
+    jn_enc_map_begin(&reply->body);
+    if (jn_decoder_next(&d, &f) == 1 && jn_decoder_enter(&d, &f, &map) == 0)
+        while (jn_decoder_next(&map, &k) == 1 && jn_decoder_next(&map, &v) == 1) {
+            jn_enc_raw_iter(&reply->body, &k.encoded);
+            jn_enc_raw_iter(&reply->body, &v.encoded);
+        }
+    jn_enc_map_end(&reply->body);
+    return jn_mgmt_reply_set(reply, JN_MGMT_OK, "OK");
+}
+
+/* RELOAD on the router entity: Junction's own operation (1.19 has no
+ * reload); the body of the answer is empty, the description says what
+ * changed or why nothing did. */
+static int reload(jn_mgmt_t *agent, jn_mgmt_reply_t *reply)
+{
+    char *text = malloc(sizeof reply->description);
+    if (!text)
+        return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
+    int status = jn_mgmt_reload_CT(agent, text, sizeof reply->description);
+    if (status != JN_MGMT_OK) /* as a reload on SIGHUP is */
+        JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_ERROR, "Reload by management: %s", text);
+    jn_enc_map_begin(&reply->body);
+    jn_enc_map_end(&reply->body);
+    jn_mgmt_reply_set(reply, status, "%s", text);
+    free(text);
+    return status;
+}
+
+/* The type (and its class, NULL when Junction serves none) an entity
+ * request is about: its `type` (or a CREATE body's), else the type of the
+ * entity it names. Returns 0, or the status of the refusal it set. */
+static int entity_type_of(jn_mgmt_t *agent, const jn_mgmt_request_t *req, const char *type,
+                          const jn_schema_type_t **st, const jn_mgmt_class_t **cls,
+                          jn_mgmt_reply_t *reply)
+{
+    *st = NULL;
+    if (type[0] || (!req->has_name && !req->has_identity)) {
+        *cls = jn_mgmt_class_find(type, st);
+    } else if (!(*cls = class_of_entity(agent, req, st))) { /* by identity or name alone */
+        return no_entity(req, reply);
+    }
+    if (!*st)
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "No such entity type '%s'", type);
+    return 0;
+}
+
+/* CREATE, READ, UPDATE, DELETE (and the types' own: CALLME, RELOAD) of
+ * one entity, and any operation the node does not answer itself. The
+ * operation must be one of the type's schema operations (what
+ * GET-OPERATIONS lists for it): any other is refused, 501 (403 where 1.19
+ * forbids it), before anything is looked at. */
 static int entity_op(jn_mgmt_t *agent, const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply)
 {
     const char *op = req->operation;
@@ -216,26 +317,27 @@ static int entity_op(jn_mgmt_t *agent, const jn_mgmt_request_t *req, jn_mgmt_rep
     if (is_node_type(type) || (!type[0] && (unnamed || strcmp(req->name, "self") == 0))) {
         if (strcmp(op, "READ") == 0)
             return node_read(reply);
-        return not_implemented(reply, op, type[0] ? type : NODE_TYPE, JN_OP_READ);
+        return not_implemented(reply, op, NULL);
     }
-    const jn_schema_type_t *st = NULL;
-    const jn_mgmt_class_t *cls = NULL;
-    if (!type[0] && !unnamed) { /* by identity or name alone: any type */
-        cls = class_of_entity(agent, req, &st);
-        if (!cls)
-            return jn_mgmt_reply_set(reply, JN_MGMT_NOT_FOUND, "No entity with %s=%s",
-                                     req->has_identity ? "identity" : "name",
-                                     req->has_identity ? req->identity : req->name);
-    } else {
-        cls = jn_mgmt_class_find(type, &st);
-    }
-    if (!st)
-        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "No such entity type '%s'", type);
+    const jn_schema_type_t *st;
+    const jn_mgmt_class_t *cls;
+    if (entity_type_of(agent, req, type, &st, &cls, reply))
+        return reply->status;
     if (forbidden(cls, op))
         return jn_mgmt_reply_set(reply, JN_MGMT_FORBIDDEN,
-                                 "You are not allowed to perform this operation.");
-    if (!cls || !(cls->ops & op_bit(op)))
-        return not_implemented(reply, op, jn_schema_type_name(st), cls ? cls->ops : JN_OP_READ);
+                                 "You are not allowed to perform this operation (%s of %s).", op,
+                                 cls->name);
+    if (!jn_schema_type_has_op(st, op))
+        return not_implemented(reply, op, st);
+    if (!cls && strcmp(op, "READ") == 0)
+        return read_unserved(agent, st, req, reply);
+    if (!cls) /* the schema lists an operation no code serves */
+        return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Operation '%s' of '%s' has no handler",
+                                 op, jn_schema_type_name(st));
+    if (strcmp(op, "RELOAD") == 0)
+        return reload(agent, reply);
+    if (strcmp(op, "CALLME") == 0)
+        return callme(agent, cls, req, reply);
     bool conn_lr = strcmp(cls->name, "router.connection.linkRoute") == 0;
     if (conn_lr && (strcmp(op, "CREATE") == 0 || strcmp(op, "DELETE") == 0))
         return jn_mgmt_conn_link_route_op(agent, cls, req, reply);
@@ -254,70 +356,14 @@ static int entity_op(jn_mgmt_t *agent, const jn_mgmt_request_t *req, jn_mgmt_rep
         status = jn_mgmt_store_delete(agent, cls, req, reply);
     else if (strcmp(op, "UPDATE") == 0)
         status = jn_mgmt_update(agent, cls, req, reply);
+    else if (strcmp(op, "READ") != 0)
+        return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Operation '%s' of '%s' has no handler",
+                                 op, cls->name);
     else if (jn_mgmt_read_row(agent, cls, req, &reply->body) != 0)
-        status = jn_mgmt_reply_set(reply, JN_MGMT_NOT_FOUND, "No entity with %s=%s",
-                                   req->has_identity ? "identity" : "name",
-                                   req->has_identity ? req->identity : req->name);
+        status = no_entity(req, reply);
     else
         status = jn_mgmt_reply_set(reply, JN_MGMT_OK, "OK");
     return status == JN_MGMT_NOT_FOUND && !unnamed ? other_type(agent, st, req, reply) : status;
-}
-
-/* CALLME on a dummy (1.19's test operation): the answer's body is the
- * request's application properties, as they came. */
-static int callme(jn_mgmt_t *agent, const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply)
-{
-    const jn_schema_type_t *st = NULL;
-    const char *type = jn_mgmt_request_type(req, false);
-    const jn_mgmt_class_t *cls = type[0] ? jn_mgmt_class_find(type, &st) : NULL;
-    if (!st || !jn_schema_type_has_op(st, "CALLME"))
-        return jn_mgmt_reply_set(reply, JN_MGMT_NOT_IMPLEMENTED,
-                                 "Operation 'CALLME' not implemented for '%s'",
-                                 type[0] ? type : NODE_TYPE);
-    if (!req->has_name && !req->has_identity)
-        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "No name or identity provided");
-    jn_encoder_t scratch;
-    jn_encoder_init(&scratch);
-    int found = cls ? jn_mgmt_read_row(agent, cls, req, &scratch) : -1;
-    jn_encoder_free(&scratch);
-    if (found != 0)
-        return jn_mgmt_reply_set(reply, JN_MGMT_NOT_FOUND, "No entity with %s=%s",
-                                 req->has_identity ? "identity" : "name",
-                                 req->has_identity ? req->identity : req->name);
-    jn_iter_t it = req->properties; /* parsed already: well formed */
-    jn_decoder_t d, map;
-    jn_field_t f, k, v;
-    jn_decoder_init(&d, &it, true);
-    jn_enc_map_begin(&reply->body);
-    if (jn_decoder_next(&d, &f) == 1 && jn_decoder_enter(&d, &f, &map) == 0)
-        while (jn_decoder_next(&map, &k) == 1 && jn_decoder_next(&map, &v) == 1) {
-            jn_enc_raw_iter(&reply->body, &k.encoded);
-            jn_enc_raw_iter(&reply->body, &v.encoded);
-        }
-    jn_enc_map_end(&reply->body);
-    return jn_mgmt_reply_set(reply, JN_MGMT_OK, "OK");
-}
-
-/* RELOAD on the router entity: Junction's own operation (1.19 has no
- * reload); the body of the answer is empty, the description says what
- * changed or why nothing did. */
-static int reload(jn_mgmt_t *agent, const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply)
-{
-    const jn_schema_type_t *st = jn_schema_type_find(jn_mgmt_request_type(req, false));
-    if (!st || strcmp(jn_schema_type_name(st), "router") != 0)
-        return not_implemented(reply, "RELOAD", st ? jn_schema_type_name(st) : NODE_TYPE,
-                               JN_OP_READ);
-    char *text = malloc(sizeof reply->description);
-    if (!text)
-        return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
-    int status = jn_mgmt_reload_CT(agent, text, sizeof reply->description);
-    if (status != JN_MGMT_OK) /* as a reload on SIGHUP is */
-        JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_ERROR, "Reload by management: %s", text);
-    jn_enc_map_begin(&reply->body);
-    jn_enc_map_end(&reply->body);
-    jn_mgmt_reply_set(reply, status, "%s", text);
-    free(text);
-    return status;
 }
 
 void jn_mgmt_reload_call(void *arg, jn_core_t *core)
@@ -330,17 +376,14 @@ void jn_mgmt_reload_call(void *arg, jn_core_t *core)
         JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_ERROR, "Reload on SIGHUP: %s", text);
 }
 
+/* The management node's own operations (QUERY and the GET-* of
+ * org.amqp.management and management) are answered whatever type the
+ * request names; every other operation is about an entity (entity_op). */
 static int dispatch(jn_mgmt_t *agent, const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply)
 {
     const char *op = req->operation;
-    if (strcmp(op, "RELOAD") == 0)
-        return reload(agent, req, reply);
-    if (strcmp(op, "CALLME") == 0)
-        return callme(agent, req, reply);
     if (strcmp(op, "QUERY") == 0)
         return jn_mgmt_query(agent, req, reply);
-    if (op_bit(op))
-        return entity_op(agent, req, reply);
     if (strcmp(op, "GET-TYPES") == 0)
         return jn_mgmt_get_types(req, reply);
     if (strcmp(op, "GET-ATTRIBUTES") == 0)
@@ -360,10 +403,7 @@ static int dispatch(jn_mgmt_t *agent, const jn_mgmt_request_t *req, jn_mgmt_repl
         jn_enc_map_end(&reply->body);
         return jn_mgmt_reply_set(reply, JN_MGMT_OK, "OK");
     }
-    const char *type = jn_mgmt_request_type(req, false);
-    return jn_mgmt_reply_set(reply, JN_MGMT_NOT_IMPLEMENTED,
-                             "Operation '%s' not implemented for '%s'", op,
-                             type[0] ? type : NODE_TYPE);
+    return entity_op(agent, req, reply);
 }
 
 static int send_reply(jn_mgmt_t *agent, jn_core_t *core, jn_message_t *msg)

@@ -1,9 +1,11 @@
 /*
  * classes.c — the entity types the agent serves: how a type name in a
  * request is resolved (full, prefix-less or schema short name: docs/protocol.md
- * "Management requests" accepts all three), its
- * operations, and where its rows come from (the agent's store, or the
- * run-time rows of runtime.c). Each type's column order for "all
+ * "Management requests" accepts all three) and where its rows come from
+ * (the agent's store, or the run-time rows of runtime.c). Its operations
+ * are not here: they are its schema type's "operations"
+ * (router/config/schema.json), which GET-OPERATIONS lists and the agent
+ * (agent.c) holds every request to. Each type's column order for "all
  * attributes" (1.19's order; the attribute order where 1.19 has none of
  * its own) is the schema's: router/config/schema.json, read through
  * junction/schema.h.
@@ -27,6 +29,8 @@ size_t jn_mgmt_rows_alloc(jn_mgmt_t *, const jn_mgmt_class_t *, size_t, size_t, 
                           void *);
 size_t jn_mgmt_rows_log(jn_mgmt_t *, const jn_mgmt_class_t *, size_t, size_t, jn_mgmt_row_fn,
                         void *);
+size_t jn_mgmt_rows_log_stats(jn_mgmt_t *, const jn_mgmt_class_t *, size_t, size_t, jn_mgmt_row_fn,
+                              void *);
 size_t jn_mgmt_rows_self(jn_mgmt_t *, const jn_mgmt_class_t *, size_t, size_t, jn_mgmt_row_fn,
                          void *);
 size_t jn_mgmt_rows_policy(jn_mgmt_t *, const jn_mgmt_class_t *, size_t, size_t, jn_mgmt_row_fn,
@@ -39,40 +43,31 @@ size_t jn_mgmt_rows_vhost_stats(jn_mgmt_t *, const jn_mgmt_class_t *, size_t, si
 /* QUERY-all order: configuration first, then run-time state. The columns
  * of each are its schema type's (jn_schema_type_column_*). */
 static const jn_mgmt_class_t classes[] = {
-    {"router", JN_OP_READ, false, jn_mgmt_rows_router, false},
-    {"listener", JN_OP_CREATE | JN_OP_READ | JN_OP_DELETE, true, jn_mgmt_store_rows, false},
-    {"connector", JN_OP_CREATE | JN_OP_READ | JN_OP_DELETE, true, jn_mgmt_store_rows, false},
-    {"sslProfile", JN_OP_CREATE | JN_OP_READ | JN_OP_UPDATE | JN_OP_DELETE, true,
-     jn_mgmt_store_rows, false},
-    {"authServicePlugin", JN_OP_CREATE | JN_OP_READ | JN_OP_DELETE, true, jn_mgmt_store_rows,
-     false},
-    {"log", JN_OP_READ | JN_OP_UPDATE, false, jn_mgmt_rows_log, false},
-    {"router.config.address", JN_OP_CREATE | JN_OP_READ | JN_OP_DELETE, true, jn_mgmt_store_rows,
-     false},
-    {"router.config.linkRoute", JN_OP_CREATE | JN_OP_READ | JN_OP_DELETE, true, jn_mgmt_store_rows,
-     false},
-    {"router.config.autoLink", JN_OP_CREATE | JN_OP_READ | JN_OP_DELETE, true, jn_mgmt_store_rows,
-     false},
-    {"router.config.exchange", JN_OP_CREATE | JN_OP_READ | JN_OP_DELETE, true, jn_mgmt_store_rows,
-     false},
-    {"router.config.binding", JN_OP_CREATE | JN_OP_READ | JN_OP_DELETE, true, jn_mgmt_store_rows,
-     false},
-    {"router.connection.linkRoute", JN_OP_CREATE | JN_OP_READ | JN_OP_DELETE, false,
-     jn_mgmt_rows_conn_link_routes, false},
-    {"connection", JN_OP_READ | JN_OP_UPDATE, false, jn_mgmt_rows_conn, false},
-    {"router.link", JN_OP_READ, false, jn_mgmt_rows_link, false},
-    {"router.address", JN_OP_READ, false, jn_mgmt_rows_addr, false},
-    {"router.node", JN_OP_READ, false, jn_mgmt_rows_node, false},
-    {"allocator", JN_OP_READ, false, jn_mgmt_rows_alloc, false},
-    {"management", JN_OP_READ, false, jn_mgmt_rows_self, false},
-    {"policy", JN_OP_READ, false, jn_mgmt_rows_policy, false},
-    {"vhost", JN_OP_CREATE | JN_OP_READ | JN_OP_UPDATE | JN_OP_DELETE, false, jn_mgmt_rows_vhost,
-     false},
-    {"vhostStats", JN_OP_READ, false, jn_mgmt_rows_vhost_stats, false},
+    {"router", false, jn_mgmt_rows_router, false},
+    {"listener", true, jn_mgmt_store_rows, false},
+    {"connector", true, jn_mgmt_store_rows, false},
+    {"sslProfile", true, jn_mgmt_store_rows, false},
+    {"authServicePlugin", true, jn_mgmt_store_rows, false},
+    {"log", false, jn_mgmt_rows_log, false},
+    {"router.config.address", true, jn_mgmt_store_rows, false},
+    {"router.config.linkRoute", true, jn_mgmt_store_rows, false},
+    {"router.config.autoLink", true, jn_mgmt_store_rows, false},
+    {"router.config.exchange", true, jn_mgmt_store_rows, false},
+    {"router.config.binding", true, jn_mgmt_store_rows, false},
+    {"router.connection.linkRoute", false, jn_mgmt_rows_conn_link_routes, false},
+    {"connection", false, jn_mgmt_rows_conn, false},
+    {"router.link", false, jn_mgmt_rows_link, false},
+    {"router.address", false, jn_mgmt_rows_addr, false},
+    {"router.node", false, jn_mgmt_rows_node, false},
+    {"allocator", false, jn_mgmt_rows_alloc, false},
+    {"logStats", false, jn_mgmt_rows_log_stats, false},
+    {"management", false, jn_mgmt_rows_self, false},
+    {"policy", false, jn_mgmt_rows_policy, false},
+    {"vhost", false, jn_mgmt_rows_vhost, false},
+    {"vhostStats", false, jn_mgmt_rows_vhost_stats, false},
     /* 1.19's test entity: kept, read, updated, deleted, and CALLME echoes
      * its request (agent.c); it answers only the attributes it holds */
-    {"dummy", JN_OP_CREATE | JN_OP_READ | JN_OP_UPDATE | JN_OP_DELETE, true, jn_mgmt_store_rows,
-     true},
+    {"dummy", true, jn_mgmt_store_rows, true},
 };
 
 size_t jn_mgmt_class_count(void)

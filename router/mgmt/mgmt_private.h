@@ -186,22 +186,15 @@ int jn_mgmt_field_string(const jn_field_t *f, char *buf, size_t cap);
 
 /* ---- classes -------------------------------------------------------------- */
 
-/* Operations, as bits. */
-enum {
-    JN_OP_CREATE = 1u << 0,
-    JN_OP_READ = 1u << 1,
-    JN_OP_UPDATE = 1u << 2,
-    JN_OP_DELETE = 1u << 3
-};
-
 /* A row callback: row has one value per column of the class. Returns false
  * to stop. */
 typedef bool (*jn_mgmt_row_fn)(void *ctx, const jn_mv_t *row);
 
 typedef struct jn_mgmt_class jn_mgmt_class_t;
 struct jn_mgmt_class {
-    const char *name; /* prefix-less type name, e.g. "connection" */
-    unsigned ops;     /* JN_OP_* besides QUERY */
+    const char *name; /* prefix-less type name, e.g. "connection"; its
+                       * operations are its schema type's (schema.json's
+                       * "operations", jn_schema_type_has_op), no others */
     bool stored;      /* entities kept by the agent (store.c) */
     /* rows [offset, offset + max) to fn; returns the total number of rows */
     size_t (*rows)(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t offset, size_t max,
@@ -312,7 +305,8 @@ size_t jn_mgmt_store_count(const jn_mgmt_t *agent, const jn_mgmt_class_t *cls);
 
 /* ---- classes.c: run-time rows and updates -------------------------------- */
 
-/* UPDATE of a run-time entity (log, connection). Writes the full map. */
+/* UPDATE of an entity whose type lists UPDATE (log, connection, router.link,
+ * sslProfile, dummy: update.c). Writes the full map. */
 int jn_mgmt_update(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mgmt_request_t *req,
                    jn_mgmt_reply_t *reply);
 

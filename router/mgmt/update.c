@@ -10,6 +10,9 @@
  *               router/io/io_trace.c), as 1.19's C agent (1.19's columns);
  *               a body with neither is a bad request, an identity no
  *               connection has too (400, as 1.19).
+ *   router.link adminStatus "enabled" only: nothing to change, the
+ *               link's map is the answer; "disabled" is refused by name
+ *               (docs/compat.md).
  *   sslProfile, dummy: any attribute the schema lets UPDATE change.
  *
  * The answer is the entity's full attribute map (200).
@@ -233,8 +236,7 @@ static int update_conn(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mg
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "No connection with identity=%s",
                                  req->identity);
     /* its AMQP frames to the PROTOCOL log, whatever the level (io_trace.c) */
-    if (c.trace >= 0 &&
-        jn_log_conn_trace_set(strtoull(req->identity, NULL, 10), c.trace == 1) != 0)
+    if (c.trace >= 0 && jn_log_conn_trace_set(strtoull(req->identity, NULL, 10), c.trace == 1) != 0)
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
                                  "Protocol trace is on for 64 connections already");
     /* the vhost group's allowAdminStatusUpdate: 403, as 1.19 answers */
@@ -269,6 +271,52 @@ static int update_conn(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mg
     jn_enc_raw(&reply->body, data, len);
     jn_encoder_free(row);
     free(row);
+    return jn_mgmt_reply_set(reply, JN_MGMT_OK, "OK");
+}
+
+/* ---- router.link: adminStatus ------------------------------------------------ */
+
+static int link_entry_cb(const char *key, const jn_field_t *v, void *ctx, jn_mgmt_reply_t *reply)
+{
+    bool *any = ctx;
+    char text[16];
+    if (strcmp(key, "name") == 0 || strcmp(key, "identity") == 0 || strcmp(key, "type") == 0)
+        return 0; /* who it is, not a change */
+    if (strcmp(key, "adminStatus") != 0)
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                                 "Cannot update attribute '%s' in UPDATE", key);
+    if (jn_mgmt_field_string(v, text, sizeof text) != 0 ||
+        (strcmp(text, "enabled") != 0 && strcmp(text, "disabled") != 0))
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                                 "Invalid value for attribute 'adminStatus': expected "
+                                 "'enabled' or 'disabled'");
+    if (strcmp(text, "disabled") == 0) /* docs/compat.md: 1.19 answers 200, changes nothing */
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                                 "Attribute 'adminStatus' of router.link: a link cannot be "
+                                 "disabled (close its connection: UPDATE of the connection's "
+                                 "adminStatus to 'deleted')");
+    *any = true;
+    return 0;
+}
+
+/* UPDATE of a link (1.19 lists it): the body must give adminStatus (400
+ * without, as 1.19). "enabled", what every link is, changes nothing and
+ * the answer is the link's map; "disabled" and any other attribute are
+ * refused by name, never taken and ignored. */
+static int update_link(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mgmt_request_t *req,
+                       jn_mgmt_reply_t *reply)
+{
+    bool any = false;
+    int st = each_entry(req, reply, link_entry_cb, &any);
+    if (st)
+        return st;
+    if (!any)
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                                 "UPDATE of a link needs 'adminStatus'");
+    if (jn_mgmt_read_row(agent, cls, req, &reply->body) != 0)
+        return jn_mgmt_reply_set(reply, JN_MGMT_NOT_FOUND, "No entity with %s=%s",
+                                 req->has_identity ? "identity" : "name",
+                                 req->has_identity ? req->identity : req->name);
     return jn_mgmt_reply_set(reply, JN_MGMT_OK, "OK");
 }
 
@@ -361,6 +409,8 @@ int jn_mgmt_update(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mgmt_r
         return update_log(agent, cls, req, reply);
     if (strcmp(cls->name, "connection") == 0)
         return update_conn(agent, cls, req, reply);
+    if (strcmp(cls->name, "router.link") == 0)
+        return update_link(agent, cls, req, reply);
     return jn_mgmt_reply_set(reply, JN_MGMT_NOT_IMPLEMENTED,
                              "Operation 'UPDATE' not implemented for '%s'", cls->name);
 }

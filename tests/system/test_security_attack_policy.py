@@ -9,8 +9,9 @@ inbound router annotations, tries to reach what its group does not allow.
   leading and trailing slashes, case, percent escapes, very long) is
   refused through the anonymous relay and at attach; no management request
   sent that way does anything.
-* A dynamic target (a sender asking the router for an address) is an
-  anonymous sender: its messages are checked like the relay's.
+* A dynamic target (a sender asking the router for an address) reaches
+  only the node the router named for it, whatever its messages' `to`
+  (1.19's routing): not a way to the group's forbidden targets.
 * A dynamic source that also names an address gets a fresh address, never
   the one it named.
 * A receiver on another router's addresses is refused, even for an
@@ -149,14 +150,15 @@ class AttackPolicy(RouterTestCase):
         finally:
             c.close()
 
-    def test_dynamic_target_sender_is_checked_like_the_relay(self):
+    def test_dynamic_target_reaches_only_the_node_the_router_named(self):
         r = self.start()
         col = self.receivers(r.url, "secret.q", "public.x")
-        out = DynamicTargetSend(r.tight_url, [{"to": "secret.q", "body": "d1"},
-                                              {"to": "public.x", "body": "d2"},
-                                              {"to": "$management", "body": "d3"}]).run()
-        self.assertEqual(out[0], DENIED)
-        self.assertEqual(out[2], DENIED)
+        send = DynamicTargetToNode(r.tight_url, r.url, [{"to": "secret.q", "body": "d1"},
+                                                        {"to": "public.x", "body": "d2"},
+                                                        {"to": "$management", "body": "d3"}])
+        self.assertEqual(send.run(), ["accepted"] * 3)
+        self.assertTrue(send.address.startswith("amqp:/_$temp."), send.address)
+        self.assertEqual(send.got, ["d1", "d2", "d3"])
         self.assertEqual(self.bodies_until(col, "secret.q"), [])
 
     def test_dynamic_source_naming_an_address_gets_a_fresh_one(self):
@@ -249,14 +251,42 @@ class NamedDynamic(DynamicNodeProperties):
         link.source.address = self.address
 
 
-class DynamicTargetSend(RelaySend):
-    """RelaySend on a sender whose target is dynamic."""
+class DynamicTargetToNode(RelaySend):
+    """RelaySend on a sender whose target is dynamic, with a receiver on
+    node_url for the node the router names (address); the bodies it gets
+    are in got. The sender has credit once that receiver is attached."""
+
+    def __init__(self, url, node_url, messages):
+        super().__init__(url, messages)
+        self.node_url = node_url
+        self.address = None
+        self.got = []
+        self.rx_conn = None
 
     def on_start(self, event):
         self.timer = event.container.schedule(TIMEOUT, self)
         self.conn = event.container.connect(self.url, allowed_mechs="ANONYMOUS")
         s = event.container.create_sender(self.conn, None)
         s.target.dynamic = True
+
+    def on_link_opened(self, event):
+        if event.link.is_sender and self.rx_conn is None:
+            self.address = event.link.remote_target.address
+            self.rx_conn = event.container.connect(self.node_url, allowed_mechs="ANONYMOUS")
+            event.container.create_receiver(self.rx_conn, self.address)
+
+    def on_message(self, event):
+        self.got.append(event.message.body)
+
+    def finish(self):
+        super().finish()
+        if self.rx_conn:
+            self.rx_conn.close()
+
+    def on_timer_task(self, event):
+        super().on_timer_task(event)
+        if self.rx_conn:
+            self.rx_conn.close()
 
 
 if __name__ == "__main__":

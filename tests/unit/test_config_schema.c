@@ -380,12 +380,13 @@ static void implemented_types(void **state)
                                       "router.address",
                                       "router.node",
                                       "allocator",
+                                      "logStats",
                                       "management",
                                       "org.amqp.management",
                                       "entity",
                                       "configurationEntity",
                                       "operationalEntity"};
-    static const char *const no[] = {"vhostUserGroupSettings", "logStats", "console"};
+    static const char *const no[] = {"vhostUserGroupSettings", "console"};
     for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
         if (!jn_schema_type_implemented(type_of(yes[i])))
             fail_msg("type '%s' should be implemented", yes[i]);

@@ -909,6 +909,15 @@ void jn_io_state_release_IO(jn_disposition_t *d);
 void jn_io_state_apply_IO(pn_disposition_t *local, const jn_disposition_t *d);
 
 /* io_props.c: a peer's open properties, rendered for management */
+/* jn_io_tenant_IO (io_tenant.c): the vhost whose tenant space conn lives
+ * in, into info->tenant_vhost: its Open's hostname (pc's, borrowed, valid
+ * while pc is) when a listener with multiTenant accepted it (not of role
+ * inter-router or edge); NULL when none (no hostname, another listener).
+ * Returns false when the hostname cannot name a space: conn is then
+ * closed (amqp:invalid-field, logged) and the caller returns. Once the
+ * Open has arrived; conn's I/O thread. */
+bool jn_io_tenant_IO(jn_io_conn_t *conn, pn_connection_t *pc, jn_conn_info_t *info);
+
 /* jn_io_render_properties_IO: a peer's open properties as management shows
  * them (an encoded map with string keys; heap, the caller's), or NULL/0. */
 void jn_io_render_properties_IO(pn_data_t *props, uint8_t **out, size_t *len);

@@ -17,7 +17,9 @@ reaches a tenant's "q" as "<vhost>/q" (and the reverse). Checked here:
 - two routers: a tenant's targeted and anonymous messages cross the mesh
   to the same tenant on the other router (the next router routes by the
   address in the space, carried as x-opt-qd.to), and a plain client on one
-  router reaches a tenant on the other.
+  router reaches a tenant on the other;
+- an edge router under an interior: a tenant's messages go up and down the
+  edge connection in its space.
 
 Real junctiond processes and proton clients on 127.0.0.1; every wait
 bounded.
@@ -229,6 +231,49 @@ class TwoRouters(RouterTestCase):
                    ["M0ta/q2", "M0ta/q3"], "B")
         self.assertEqual(bodies(tenant_rx), ["p-%d" % i for i in range(4)])
         self.assertEqual(bodies(plain_rx), ["t-%d" % i for i in range(4)])
+
+
+class EdgeAndInterior(RouterTestCase):
+    """An edge router under an interior, both with a multiTenant listener:
+    a tenant's messages go up and down the edge connection in its space."""
+
+    def setUp(self):
+        super().setUp()
+        edge_port, self.tports = free_port(), {"A": free_port(), "E": free_port()}
+        common = {"saslMechanisms": "ANONYMOUS", "authenticatePeer": "no", "host": "127.0.0.1"}
+        log = conf_section("log", {"module": "DEFAULT", "enable": "info+",
+                                   "includeTimestamp": "yes"})
+        a = (conf_section("router", {"mode": "interior", "id": "A", "workerThreads": 2}) +
+             conf_section("listener", dict(common, port="{port}", role="normal")) +
+             conf_section("listener", dict(common, port=edge_port, role="edge")) +
+             tenant_listener(self.tports["A"]) + log)
+        e = (conf_section("router", {"mode": "edge", "id": "E", "workerThreads": 2}) +
+             conf_section("listener", dict(common, port="{port}", role="normal")) +
+             conf_section("connector", {"name": "up", "host": "127.0.0.1", "port": edge_port,
+                                        "role": "edge", "saslMechanisms": "ANONYMOUS"}) +
+             tenant_listener(self.tports["E"]) + log)
+        self.a = self.start_router(config=a)
+        self.e = self.start_router(config=e)
+        self.wait_for("edge E attached", lambda: "Edge router 'E' attached" in self.a.log())
+
+    def test_tenant_messages_from_an_edge_reach_the_tenant_on_the_interior(self):
+        rx = Recv("q", url=at(self.tports["A"], "ta"))
+        other = Recv("q", url=at(self.tports["A"], "tb"))
+        sent = [Send("q", msgs(4, tag="t"), url=at(self.tports["E"], "ta")),
+                Send(None, msgs(4, "q", "a"), url=at(self.tports["E"], "ta"))]
+        self.run_scenario(TenantTraffic(None, [rx, other], sent, 8))
+        self.assertEqual(bodies(rx), ["a-%d" % i for i in range(4)] +
+                         ["t-%d" % i for i in range(4)])
+        self.assertEqual(other.messages, [])
+
+    def test_tenant_messages_from_the_interior_reach_the_tenant_on_an_edge(self):
+        rx = Recv("r", url=at(self.tports["E"], "ta"))
+        plain_rx = Recv("ta/s", url=self.e.url)
+        sent = [Send("r", msgs(4, tag="t"), url=at(self.tports["A"], "ta")),
+                Send("s", msgs(3, tag="u"), url=at(self.tports["A"], "ta"))]
+        self.run_scenario(TenantTraffic(None, [rx, plain_rx], sent, 7))
+        self.assertEqual(bodies(rx), ["t-%d" % i for i in range(4)])
+        self.assertEqual(bodies(plain_rx), ["u-%d" % i for i in range(3)])
 
 
 if __name__ == "__main__":

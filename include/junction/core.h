@@ -228,6 +228,11 @@ bool jn_core_tenant_vhost_usable(const char *vhost);
  * amqp:resource-limit-exceeded). */
 jn_core_conn_t *jn_core_conn_opened_IO(jn_core_t *core, void *io_conn, const jn_conn_info_t *info);
 
+/* jn_core_conn_tenant: conn's tenant space, "<vhost>/" (jn_conn_info_t.
+ * tenant_vhost), or NULL. Immutable: valid while conn is (until
+ * ops->conn_released); any thread. */
+const char *jn_core_conn_tenant(const jn_core_conn_t *conn);
+
 /* jn_core_conn_closed_IO: the connection is gone (closed or failed). Every
  * link on it counts as detached; unsettled deliveries it was sending to are
  * released to their senders. The core later calls ops->conn_released. After

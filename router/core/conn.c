@@ -113,6 +113,11 @@ jn_core_conn_t *jn_core_conn_opened_IO(jn_core_t *core, void *io_conn, const jn_
     return c;
 }
 
+const char *jn_core_conn_tenant(const jn_core_conn_t *conn)
+{
+    return conn->tenant;
+}
+
 void jn_core_conn_closed_IO(jn_core_conn_t *conn)
 {
     JN_ASSERT_IO_CALLER();

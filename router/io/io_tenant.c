@@ -9,7 +9,10 @@
  * addresses as on any other listener); a hostname that cannot name a
  * space (jn_core_tenant_vhost_usable) is refused here, so that no client
  * reaches addresses outside its space by its choice of hostname.
- * Once per connection, on the I/O thread that owns it.
+ * Once per connection, on the I/O thread that owns it; and, for a
+ * connection in a space whose listener sends router annotations to its
+ * clients (stripAnnotations no or in), per copy sent to it: an
+ * x-opt-qd.to in its space is sent as the client names it.
  */
 #include "io_private.h"
 
@@ -32,5 +35,19 @@ bool jn_io_tenant_IO(jn_io_conn_t *conn, pn_connection_t *pc, jn_conn_info_t *in
         return false;
     }
     info->tenant_vhost = host;
+    conn->tenant = true;
     return true;
+}
+
+const jn_ra_t *jn_io_tenant_ra_IO(const jn_io_conn_t *conn, const jn_ra_t *ra, jn_ra_t *fresh)
+{
+    JN_ASSERT_IO(conn);
+    const char *space = conn->core ? jn_core_conn_tenant(conn->core) : NULL;
+    jn_iter_t to = ra->to;
+    jn_iter_reset(&to);
+    if (!space || !jn_iter_prefix(&to, space))
+        return ra;
+    *fresh = *ra;
+    jn_iter_sub(&to, jn_iter_length(&to), &fresh->to);
+    return fresh;
 }

@@ -12,8 +12,9 @@ reaches a tenant's "q" as "<vhost>/q" (and the reverse). Checked here:
   (mobile addresses in its space, router addresses as they are), the
   attach answered with the client's own address, a link route matched and
   attached to its container with the address in the space, management's
-  `tenant` column, an Open without a hostname (no space), and a hostname
-  that cannot name a space refused;
+  `tenant` column, an Open without a hostname (no space), a hostname
+  that cannot name a space refused, and an x-opt-qd.to in the space sent
+  to a tenant's receiver as the client names it (stripAnnotations no);
 - two routers: a tenant's targeted and anonymous messages cross the mesh
   to the same tenant on the other router (the next router routes by the
   address in the space, carried as x-opt-qd.to), and a plain client on one
@@ -28,7 +29,7 @@ import unittest
 
 from proton import Message
 from proton.reactor import Container
-from proton import ConnectionException
+from proton import ConnectionException, symbol
 from proton.utils import BlockingConnection, LinkDetached
 
 from harness import SLOW, Recv, RouterTestCase, Send, Traffic, conf_section, free_port
@@ -231,6 +232,28 @@ class TwoRouters(RouterTestCase):
                    ["M0ta/q2", "M0ta/q3"], "B")
         self.assertEqual(bodies(tenant_rx), ["p-%d" % i for i in range(4)])
         self.assertEqual(bodies(plain_rx), ["t-%d" % i for i in range(4)])
+
+
+class AnnotationsToTheClient(RouterTestCase):
+    """Listeners with stripAnnotations no: a tenant's receiver is sent the
+    router annotations, and an x-opt-qd.to in its space shows the address
+    as the client names it."""
+
+    def test_to_override_in_the_space_is_sent_as_the_tenant_names_it(self):
+        tport = free_port()
+        listener = conf_section("listener", {"host": "127.0.0.1", "port": tport,
+                                             "role": "normal", "saslMechanisms": "ANONYMOUS",
+                                             "authenticatePeer": "no", "multiTenant": "yes",
+                                             "stripAnnotations": "no"})
+        r = self.start_router(listener={"stripAnnotations": "no"}, extra=listener)
+        rx = Recv("q", url=at(tport, "ta"))
+        out = Recv("elsewhere", url=at(r.port))
+        to = symbol("x-opt-qd.to")
+        sent = [Message(body="via-override", address="elsewhere", annotations={to: "ta/q"})]
+        self.run_scenario(TenantTraffic(r, [rx, out], [Send(None, sent, url=at(r.port))], 1))
+        self.assertEqual([m.body for m in rx.messages], ["via-override"])
+        self.assertEqual(rx.messages[0].annotations.get(to), "q")
+        self.assertEqual(out.messages, [])
 
 
 class EdgeAndInterior(RouterTestCase):

@@ -203,13 +203,35 @@ typedef struct jn_conn_info {
      * router.connection.linkRoute, nor set another connection's
      * adminStatus. false (the default) when no policy governs it. */
     bool deny_dynamic_link_routes, deny_admin_status_update;
+    /* a listener with multiTenant: the Open's hostname, the vhost whose
+     * tenant space "<vhost>/" the connection's mobile addresses live in
+     * (docs/design.md, "Tenant spaces"); it must pass
+     * jn_core_tenant_vhost_usable. NULL or "": no space (copied). */
+    const char *tenant_vhost;
 } jn_conn_info_t;
+
+/* JN_CORE_TENANT_VHOST_MAX: the longest hostname that names a tenant
+ * space, in octets (a DNS name's limit). */
+#define JN_CORE_TENANT_VHOST_MAX 255
+
+/* jn_core_tenant_vhost_usable: whether vhost (NUL-terminated, not NULL)
+ * can name a tenant space: not empty, at most JN_CORE_TENANT_VHOST_MAX
+ * octets, and "<vhost>/<address>" reads back as the mobile address in that
+ * space (no scheme, no host part, no leading _local/, _topo/ or _edge/
+ * segment that would move the tenant's addresses out of it). Pure; any
+ * thread, after jn_core_create (router/core/tenant.c). */
+bool jn_core_tenant_vhost_usable(const char *vhost);
 
 /* jn_core_conn_opened_IO: an AMQP connection is open. Allocates the core's
  * connection object (io_conn is the I/O layer's object, immutable) and posts
  * the action. Returns NULL on ENOMEM (the caller closes the connection with
  * amqp:resource-limit-exceeded). */
 jn_core_conn_t *jn_core_conn_opened_IO(jn_core_t *core, void *io_conn, const jn_conn_info_t *info);
+
+/* jn_core_conn_tenant: conn's tenant space, "<vhost>/" (jn_conn_info_t.
+ * tenant_vhost), or NULL. Immutable: valid while conn is (until
+ * ops->conn_released); any thread. */
+const char *jn_core_conn_tenant(const jn_core_conn_t *conn);
 
 /* jn_core_conn_closed_IO: the connection is gone (closed or failed). Every
  * link on it counts as detached; unsettled deliveries it was sending to are

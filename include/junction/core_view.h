@@ -57,6 +57,7 @@ typedef struct jn_view_conn {
     bool authenticated;
     const char *user, *sasl_mechanism;
     bool admin_deleted; /* closing by management (adminStatus "deleted") */
+    const char *tenant; /* its tenant space "<vhost>/", or NULL (tenant.c) */
 } jn_view_conn_t;
 
 /* One link (management `router.link`). */

@@ -101,6 +101,11 @@ typedef struct jn_endpoint_config {
      * vhost policy, whatever their Open's hostname (NULL or "": the
      * hostname chooses; docs/design.md "Policy") */
     const char *policy_vhost;
+    /* listener multiTenant: each client whose Open names a host lives in
+     * that vhost's tenant space (jn_conn_info_t.tenant_vhost; a hostname
+     * that cannot name one, jn_core_tenant_vhost_usable, is refused with
+     * amqp:invalid-field); an Open without one: no space */
+    bool multi_tenant;
     const char *sasl_password;
     /* listener failoverUrls (1.19; old name failoverList): comma-separated
      * "[scheme://]host[:port]" sent to each client in the Open's

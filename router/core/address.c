@@ -531,12 +531,15 @@ jn_addr_t *jn_addr_for_message_CT(jn_core_t *core, const jn_message_t *msg, bool
     return jn_hash_lookup_with(core->ct.addrs, jn_iter_hash(&it), key_equals_iter, &it);
 }
 
-bool jn_addr_unavailable_for_message_CT(jn_core_t *core, const jn_message_t *msg,
-                                        bool honour_to_override)
+bool jn_addr_unavailable_for_delivery_CT(jn_core_t *core, const jn_delivery_t *dlv)
 {
     JN_ASSERT_CT(core);
+    const jn_core_conn_t *c = dlv->link->conn;
     jn_iter_t it;
-    if (!message_address(msg, honour_to_override, &it))
+    if (JN_UNLIKELY(dlv->owns_to)) /* in a tenant space (tenant.c) */
+        jn_iter_init_string(&it, dlv->to_override, JN_VIEW_ADDRESS_HASH);
+    else if (!message_address(dlv->message, c->inter_router || (!c->internal && !c->strip_inbound),
+                              &it))
         return false;
     uint8_t key[1024];
     size_t len = jn_iter_copy(&it, key, sizeof key);

@@ -31,6 +31,20 @@ static char *dup_or_empty(const char *s)
     return strdup(s ? s : "");
 }
 
+/* The heap strings of c (c itself is not freed). */
+static void conn_free_fields(jn_core_conn_t *c)
+{
+    free(c->container_id);
+    free(c->host);
+    free(c->properties);
+    free(c->ssl_proto);
+    free(c->ssl_cipher);
+    free(c->user);
+    free(c->sasl_mechanism);
+    free(c->endpoint_name);
+    free(c->tenant);
+}
+
 jn_core_conn_t *jn_core_conn_opened_IO(jn_core_t *core, void *io_conn, const jn_conn_info_t *info)
 {
     JN_ASSERT_IO_CALLER();
@@ -83,6 +97,11 @@ jn_core_conn_t *jn_core_conn_opened_IO(jn_core_t *core, void *io_conn, const jn_
     c->ssl_ssf = info->ssl_ssf;
     c->authenticated = info->authenticated;
     c->opened_us = jn_time_wall_us(); /* once per connection, for uptimeSeconds */
+    if (info->tenant_vhost && info->tenant_vhost[0] && jn_tenant_conn_set(c, info->tenant_vhost)) {
+        conn_free_fields(c);
+        jn_pool_free(pool, c);
+        return NULL;
+    }
     if (c->router_peer)
         c->strip_inbound = c->strip_outbound = false; /* docs/protocol.md */
     atomic_init(&c->refcount, 1);
@@ -92,6 +111,11 @@ jn_core_conn_t *jn_core_conn_opened_IO(jn_core_t *core, void *io_conn, const jn_
     c->close_action.type = JN_ACT_CONN_CLOSED;
     jn_core_post(core, &c->open_action);
     return c;
+}
+
+const char *jn_core_conn_tenant(const jn_core_conn_t *conn)
+{
+    return conn->tenant;
 }
 
 void jn_core_conn_closed_IO(jn_core_conn_t *conn)
@@ -108,14 +132,7 @@ void jn_conn_unref(jn_core_conn_t *conn)
     JN_CHECK(before > 0);
     if (before != 1)
         return;
-    free(conn->container_id);
-    free(conn->host);
-    free(conn->properties);
-    free(conn->ssl_proto);
-    free(conn->ssl_cipher);
-    free(conn->user);
-    free(conn->sasl_mechanism);
-    free(conn->endpoint_name);
+    conn_free_fields(conn);
     jn_pool_free(atomic_load_explicit(&conn_pool, memory_order_acquire), conn);
 }
 

@@ -222,6 +222,10 @@ struct jn_core_conn {
     bool router_peer;    /* inter_router || edge: deliveries to it carry the
                           * to-override of a targeted sender (delivery.c) */
     char *endpoint_name; /* its listener's or connector's name (heap), or NULL */
+    /* its tenant space "<vhost>/" (heap), or NULL: a multiTenant listener's
+     * connection whose Open named a host (tenant.c) */
+    char *tenant;
+    size_t tenant_len;
     bool internal;       /* the core's own origin of the messages it composes */
     uint32_t cost;       /* inter-router: effective cost */
     int64_t opened_us;   /* wall clock at jn_core_conn_opened_IO (uptimeSeconds) */
@@ -416,6 +420,11 @@ struct jn_core_link {
      * the core: the dynamic source address the peer made (an edge router's
      * JN_LINK_EDGE_REPLY; heap, or NULL). */
     char *answer_address;
+    /* Set by the core when it takes the attach of an endpoint link on a
+     * connection with a tenant space whose address is mobile (tenant.c):
+     * the address as the client named it (heap; the attach is answered
+     * with it), address then being the one in the space. NULL otherwise. */
+    char *client_address;
 };
 
 /* ---- the core ----------------------------------------------------------- */
@@ -628,14 +637,36 @@ void jn_link_producers_dirty_CT(jn_addr_t *addr);
  * Returns 0 or JN_ENOMEM. */
 int jn_addr_get_CT(jn_core_t *core, const char *address, jn_link_dir_t dir, bool fallback,
                    uint8_t waypoint, jn_addr_t **out);
-/* jn_addr_unavailable_for_message_CT: true when the address msg is sent to
- * (its to-override when honoured, else properties.to) is a mobile address
- * whose distribution is configured `unavailable` (an address entity, or
- * the router's defaultDistribution): the router refuses it rather than
+/* jn_addr_unavailable_for_delivery_CT: true when the address an incoming
+ * delivery on an anonymous link is sent to (its to-override when its
+ * connection's are honoured, else properties.to; in its connection's
+ * tenant space when it has one, as routed) is a mobile address whose
+ * distribution is configured `unavailable` (an address entity, or the
+ * router's defaultDistribution): the router refuses it rather than
  * release it. Not on the hot path (only for messages with no address
  * entry). Core thread. */
-bool jn_addr_unavailable_for_message_CT(jn_core_t *core, const jn_message_t *msg,
-                                        bool honour_to_override);
+bool jn_addr_unavailable_for_delivery_CT(jn_core_t *core, const jn_delivery_t *dlv);
+
+/* ---- tenant.c: tenant spaces (docs/design.md, "Tenant spaces") ---------- */
+
+/* jn_tenant_conn_set: give conn (being opened, not yet posted) the tenant
+ * space of vhost (not empty): conn->tenant becomes "<vhost>/". Returns 0,
+ * JN_EINVAL when vhost cannot name a space (jn_core_tenant_vhost_usable;
+ * the I/O layer refuses such a connection first) or JN_ENOMEM. The
+ * opening thread. */
+int jn_tenant_conn_set(jn_core_conn_t *conn, const char *vhost);
+/* jn_tenant_attach_CT: an endpoint link with an address attaching on a
+ * connection with a tenant space: when the address is mobile, moves it
+ * into the space (link->address becomes "<vhost>/<address body>", the
+ * client's kept in link->client_address). Returns 0 or JN_ENOMEM (the
+ * link unchanged). */
+int jn_tenant_attach_CT(jn_core_link_t *link);
+/* jn_tenant_addr_for_delivery_CT: jn_addr_for_message_CT for a delivery
+ * that arrived on an anonymous link of a connection with a tenant space:
+ * a mobile address is looked up in the space, and the delivery keeps that
+ * address (dlv->to_override, owned) for the copies that go to other
+ * routers (x-opt-qd.to). NULL when none exists. */
+jn_addr_t *jn_tenant_addr_for_delivery_CT(jn_core_t *core, jn_delivery_t *dlv, bool honour);
 
 /* Look up the address a message is sent to (to-override when honoured, else
  * properties.to); NULL when none exists. */

@@ -110,12 +110,17 @@ jn_delivery_t *jn_delivery_copy_CT(jn_delivery_t *peer, jn_core_link_t *link, bo
         if (JN_UNLIKELY(peer->ct.reroute != NULL)) {
             /* an exchange's copy: to its next hop (exchange.c) */
             c->to_override = strdup(peer->ct.reroute->address);
-            c->owns_to = c->to_override != NULL;
+            c->owns_to = c->rerouted = c->to_override != NULL;
             c->phase = peer->ct.reroute->phase;
         } else if (!peer->link->ct.anonymous && peer->link->address) {
             c->origin_link = jn_link_ref(peer->link);
             c->to_override = peer->link->address;
             c->phase = peer->link->phase;
+        } else if (JN_UNLIKELY(peer->owns_to)) {
+            /* sent in a tenant space: the next router routes by the
+             * address in the space (tenant.c) */
+            c->to_override = strdup(peer->to_override);
+            c->owns_to = c->to_override != NULL;
         }
     }
     if (JN_UNLIKELY(peer->state) && delivery_set_state(c, peer->state) != 0)
@@ -174,7 +179,7 @@ const char *jn_delivery_to_override(const jn_delivery_t *dlv)
 
 bool jn_delivery_rerouted(const jn_delivery_t *dlv)
 {
-    return dlv->owns_to;
+    return dlv->rerouted;
 }
 
 int jn_delivery_phase(const jn_delivery_t *dlv)

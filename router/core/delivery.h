@@ -40,12 +40,17 @@ struct jn_delivery {
     uint8_t tag_len;
     uint8_t tag[JN_DELIVERY_TAG_MAX];
     /* copies toward another router: the x-opt-qd.to this router sets (the
-     * address of origin_link, a reference held), or NULL */
+     * address of origin_link, a reference held), or NULL. An incoming
+     * delivery from an anonymous link of a connection with a tenant space:
+     * the address it was routed by, in the space (owned; set by the core
+     * when it routes it, tenant.c), which its copies to routers carry. */
     const char *to_override;
     jn_core_link_t *origin_link;
-    /* to_override is the copy's own (heap): an exchange's next hop, sent
-     * with a fresh trace (exchange.c) */
+    /* to_override is the delivery's own (heap) */
     bool owns_to;
+    /* an exchange's copy: to_override is its next hop, sent with a fresh
+     * trace (exchange.c) */
+    bool rerouted;
     /* the sender's transfer state (jn_delivery_set_state_IO), owned, or
      * NULL (almost always) */
     jn_disposition_t *state;

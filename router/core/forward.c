@@ -830,7 +830,7 @@ void jn_forward_copies_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned n
 }
 
 /* The address an incoming delivery goes to (NULL: none). */
-static jn_addr_t *addr_of_CT(jn_core_t *core, const jn_delivery_t *dlv)
+static jn_addr_t *addr_of_CT(jn_core_t *core, jn_delivery_t *dlv)
 {
     JN_ASSERT_CT(core);
     const jn_core_link_t *in = dlv->link;
@@ -839,6 +839,8 @@ static jn_addr_t *addr_of_CT(jn_core_t *core, const jn_delivery_t *dlv)
     if (!in->ct.anonymous)
         return in->ct.addr;
     bool honour = in->conn->inter_router || (!in->conn->internal && !in->conn->strip_inbound);
+    if (JN_UNLIKELY(in->conn->tenant != NULL)) /* in its tenant space (tenant.c) */
+        return jn_tenant_addr_for_delivery_CT(core, dlv, honour);
     return jn_addr_for_message_CT(core, dlv->message, honour);
 }
 
@@ -912,9 +914,7 @@ void jn_forward_arrived_CT(jn_delivery_t *dlv)
     if (addr && !in->conn->inter_router)
         addr->ingress++; /* it enters the mesh here */
     if (JN_UNLIKELY(!addr) && in->ct.anonymous && in->ct.state == JN_LINK_ST_ATTACHED &&
-        jn_addr_unavailable_for_message_CT(
-            core, dlv->message,
-            in->conn->inter_router || (!in->conn->internal && !in->conn->strip_inbound)))
+        jn_addr_unavailable_for_delivery_CT(core, dlv))
         refuse_unavailable_CT(core, dlv); /* then no route: its credit comes back below */
     if (addr && addr->inproc == JN_INPROC_MANAGEMENT) {
         addr->to_container++;

@@ -205,6 +205,7 @@ void jn_link_unref(jn_core_link_t *link)
     free(link->detach_condition);
     free(link->detach_description);
     free(link->answer_address);
+    free(link->client_address);
     jn_pool_free(atomic_load_explicit(&link_pool, memory_order_acquire), link);
     jn_conn_unref(conn);
 }
@@ -274,7 +275,8 @@ static jn_addr_t *attach_address_CT(jn_core_t *core, jn_core_link_t *link, const
         jn_link_refuse_CT(link, "amqp:not-found", "Node not found");
         return NULL;
     }
-    *open_as = address;
+    /* a tenant's link is answered with the address it gave (tenant.c) */
+    *open_as = link->client_address ? link->client_address : address;
     return addr;
 }
 
@@ -302,6 +304,11 @@ void jn_link_attached_CT(jn_core_link_t *link)
     }
     if (JN_UNLIKELY(link->type >= JN_LINK_EDGE_DOWNLINK)) {
         jn_edge_link_attached_CT(link); /* an edge router's own links */
+        return;
+    }
+    if (JN_UNLIKELY(conn->tenant != NULL) && link->type == JN_LINK_ENDPOINT && link->address &&
+        jn_tenant_attach_CT(link) != 0) {
+        jn_link_refuse_CT(link, "amqp:resource-limit-exceeded", "out of memory");
         return;
     }
     const char *condition = NULL;

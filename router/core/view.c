@@ -65,6 +65,7 @@ static void conn_fill_CT(const jn_core_conn_t *c, jn_view_conn_t *out)
     out->user = c->user;
     out->sasl_mechanism = c->sasl_mechanism;
     out->admin_deleted = c->ct.admin_deleted;
+    out->tenant = c->tenant;
 }
 
 static void link_fill_CT(const jn_core_link_t *l, jn_view_link_t *out)

@@ -572,6 +572,8 @@ static void on_remote_open(jn_io_conn_t *conn, pn_transport_t *t)
             return;
         }
     }
+    if (!jn_io_tenant_IO(conn, pc, &info))
+        return; /* a multiTenant listener's client refused by its hostname */
     const char *vhost = conn->endpoint->cfg.policy_vhost; /* the listener's, else the Open's */
     if (!jn_io_vhost_admit_IO(conn, info.user,
                               vhost ? vhost : pn_connection_remote_hostname(pc))) {

@@ -515,6 +515,7 @@ struct jn_io_conn {
     bool opened;            /* reported to the core */
     bool inter_router;      /* role inter-router (immutable after creation) */
     bool edge;              /* role edge: an edge router's uplink (immutable) */
+    bool tenant;            /* in a tenant space (io_tenant.c; set at the open) */
     uint32_t data_in, data_out; /* inter-router data links attached, by our
                                  * direction (priority = arrival order, 3.3) */
     bool closing;           /* we closed our end */
@@ -908,6 +909,24 @@ void jn_io_state_release_IO(jn_disposition_t *d);
 void jn_io_state_apply_IO(pn_disposition_t *local, const jn_disposition_t *d);
 
 /* io_props.c: a peer's open properties, rendered for management */
+/* jn_io_tenant_IO (io_tenant.c): the vhost whose tenant space conn lives
+ * in, into info->tenant_vhost: its Open's hostname (pc's, borrowed, valid
+ * while pc is) when a listener with multiTenant accepted it (not of role
+ * inter-router or edge); NULL when none (no hostname, another listener).
+ * Returns false when the hostname cannot name a space: conn is then
+ * closed (amqp:invalid-field, logged) and the caller returns. Once the
+ * Open has arrived; conn's I/O thread. */
+bool jn_io_tenant_IO(jn_io_conn_t *conn, pn_connection_t *pc, jn_conn_info_t *info);
+
+/* jn_io_tenant_ra_IO (io_tenant.c): the router annotations to send to
+ * conn, a connection in a tenant space (conn->tenant) that is sent router
+ * annotations: ra itself, or, when its x-opt-qd.to is an address in conn's
+ * space, *fresh: ra with that address as the client names it (the space
+ * cut off), so the space is invisible to the client. ra (not NULL, with
+ * has_to) and fresh are the caller's; the result is valid while both are.
+ * conn's I/O thread, per copy sent to such a connection only. */
+const jn_ra_t *jn_io_tenant_ra_IO(const jn_io_conn_t *conn, const jn_ra_t *ra, jn_ra_t *fresh);
+
 /* jn_io_render_properties_IO: a peer's open properties as management shows
  * them (an encoded map with string keys; heap, the caller's), or NULL/0. */
 void jn_io_render_properties_IO(pn_data_t *props, uint8_t **out, size_t *len);

@@ -246,6 +246,8 @@ static void tx_start_IO(jn_io_link_t *link, jn_work_t *w)
         fresh.has_ingress = false;
         ra = &fresh;
     }
+    if (JN_UNLIKELY(link->conn->tenant) && hop.to_router && ra && ra->has_to)
+        ra = jn_io_tenant_ra_IO(link->conn, ra, &fresh); /* the client's own address */
     int rc = jn_ra_compose(ra, &hop, &ann);
     if (rc == 0)
         rc = jn_message_out_init(&link->tx.out, m, &ann);

@@ -322,6 +322,7 @@ static int endpoint_config(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_endpoint_co
         .sasl_username = listener ? NULL : jn_mgmt_entity_str(e, "saslUsername"),
         .policy_vhost = jn_mgmt_entity_str(e, "policyVhost"), /* listener or connector */
         .failover_urls = listener ? jn_mgmt_entity_str(e, "failoverUrls") : NULL,
+        .multi_tenant = listener && jn_mgmt_entity_bool(e, "multiTenant", false),
     };
     const jn_mv_t *op = jn_mgmt_entity_get(e, "openProperties");
     if (op && op->kind == JN_MV_RAW) {

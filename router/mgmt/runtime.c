@@ -167,7 +167,7 @@ static bool conn_row(void *arg, const jn_view_conn_t *v)
                 ? (jn_mv_t){.kind = JN_MV_RAW, .len = v->properties_len, .v.raw = v->properties}
                 : (jn_mv_t){.kind = JN_MV_EMPTY_MAP},
         [JN_COL_CONNECTION_SSL_SSF] = jn_mv_int(JN_MV_LONG, v->ssl_ssf),
-        [JN_COL_CONNECTION_TENANT] = jn_mv_null(),
+        [JN_COL_CONNECTION_TENANT] = v->tenant ? jn_mv_str(v->tenant) : jn_mv_null(),
         [JN_COL_CONNECTION_TYPE] = jn_mv_str(FULL("connection")),
         [JN_COL_CONNECTION_SSL] = jn_mv_bool(v->encrypted),
         [JN_COL_CONNECTION_OPENED] = jn_mv_bool(true),

@@ -99,10 +99,10 @@ class SchemaTest(RouterTestCase):
                      "allocator", "logStats", "management"):
             self.assertNotIn("implemented", types[name], name)
         listener = types["listener"]["attributes"]
-        for attr in ("multiTenant",):
-            self.assertIs(listener[attr].get("implemented"), False, attr)
+        self.assertIs(types["connector"]["attributes"]["failoverUrls"].get("implemented"),
+                      False)
         for attr in ("host", "port", "saslMechanisms", "authenticatePeer", "sslProfile",
-                     "requireSsl", "saslPlugin", "socketAddressFamily"):
+                     "requireSsl", "saslPlugin", "socketAddressFamily", "multiTenant"):
             self.assertNotIn("implemented", listener[attr], attr)
         for attr in ("waypoint", "ingressPhase", "egressPhase", "enableFallback", "priority"):
             self.assertNotIn("implemented", types["address"]["attributes"][attr], attr)

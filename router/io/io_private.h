@@ -894,6 +894,9 @@ void jn_io_conn_poll_later_IO(jn_io_conn_t *conn, bool progressed);
 jn_io_link_t *jn_io_link_new_IO(jn_io_conn_t *conn, pn_link_t *pl);
 void jn_io_link_set_busy_IO(jn_io_link_t *link);
 void jn_io_link_close_IO(jn_io_link_t *link, const char *condition, const char *description);
+/* io_open.c: the peer's open, on PN_CONNECTION_REMOTE_OPEN (the core is
+ * told of the connection, or it is refused and closed). */
+void jn_io_conn_remote_open_IO(jn_io_conn_t *conn, pn_transport_t *t);
 /* io_conn.c: close the connection with an error (once). */
 void jn_io_conn_close_IO(jn_io_conn_t *conn, const char *condition, const char *description);
 /* Unsettled deliveries: the pn_delivery's context holds a reference on

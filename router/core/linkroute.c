@@ -344,7 +344,8 @@ bool jn_lr_attach_CT(jn_core_link_t *link)
         if (!to && !r && !conn->inter_router)
             return false;
         if (!to) {
-            jn_link_refuse_CT(link, "amqp:not-found", "No route to the destination node");
+            jn_link_refuse_CT(link, jn_coordinator_no_route_condition(link),
+                              "No route to the destination node");
             return true;
         }
         ext = strdup(link->address);

@@ -85,6 +85,8 @@ static int body_entry(jn_mgmt_entity_t *e, const char *key, const jn_field_t *v,
         return 0;
     }
     const jn_schema_attr_t *a = find_attr(e, key);
+    if (!a && v->type == JN_TYPE_NULL)
+        return 0; /* null: not given (as 1.19; `qdmanage create ... a=b ` sends '': null) */
     if (!a) {
         size_t used = strlen(unknown);
         snprintf(unknown + used, unknown_cap - used, "%s'%s'", used ? ", " : "", key);

@@ -204,6 +204,10 @@ static int create_checked(jn_mgmt_t *agent, jn_mgmt_entity_t *e, const jn_mgmt_r
     /* an exchange's or binding's name is checked by the core, in 1.19's
      * words ("duplicate exchange name", "Duplicate next hop name") */
     bool own_names = is(e->cls, "router.config.exchange") || is(e->cls, "router.config.binding");
+    /* bindings are named by the exchange they join; an exchange by its
+     * own name, which a CREATE must give (1.19's words) */
+    if (!st && !has_name && is(e->cls, "router.config.exchange"))
+        st = jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "exchange requires a unique name");
     if (!st && has_name && !own_names && jn_entity_name_taken(agent, e->cls, name))
         st =
             jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "Name conflicts with an existing entity");

@@ -361,6 +361,17 @@ class ManagementTest(RouterTestCase):
         self.assertEqual((code, desc), (400, "Unknown attributes ['bogus'] for type "
                                              "router.config.exchange."))
 
+    def test_exchange_create_without_a_name_is_refused(self):
+        """An exchange is known by its name (bindings name it): a CREATE
+        without one is refused, in 1.19's words; nothing is created."""
+        r = self.start_router()
+        mgr = self.manager(r)
+        ex = "org.apache.qpid.dispatch.router.config.exchange"
+        code, desc, _ = mgr.call({"operation": "CREATE", "type": ex}, {"address": "nope"})
+        self.assertEqual((code, desc), (400, "exchange requires a unique name"))
+        code, _, rows = mgr.call({"operation": "QUERY", "entityType": ex}, {"attributeNames": []})
+        self.assertEqual((code, rows["results"]), (200, []))
+
     def test_protocol_trace_follows_the_log_level_and_each_connections_choice(self):
         """A connection's AMQP frames go to the PROTOCOL log at trace
         level ("[C<id>]:FRAME: ... @attach ...", 1.19's form, read through

@@ -18,8 +18,8 @@
  */
 #include "core_private.h"
 
-#define COORDINATOR_REFUSAL                                                                   \
-    "The router can't coordinate transactions by itself, a linkRoute to a coordinator must " \
+#define COORDINATOR_REFUSAL                                                                        \
+    "The router can't coordinate transactions by itself, a linkRoute to a coordinator must "       \
     "be configured to use transactions."
 
 bool jn_coordinator_refused_CT(jn_core_link_t *link)

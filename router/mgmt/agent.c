@@ -255,9 +255,11 @@ static int entity_op(jn_mgmt_t *agent, const jn_mgmt_request_t *req, jn_mgmt_rep
     else if (strcmp(op, "UPDATE") == 0)
         status = jn_mgmt_update(agent, cls, req, reply);
     else if (jn_mgmt_read_row(agent, cls, req, &reply->body) != 0)
-        status = jn_mgmt_reply_set(reply, JN_MGMT_NOT_FOUND, "No entity with %s=%s",
-                                   req->has_identity ? "identity" : "name",
-                                   req->has_identity ? req->identity : req->name);
+        status = jn_mgmt_is_c_agent_type(jn_schema_type_full_name(st))
+                     ? jn_mgmt_reply_set(reply, JN_MGMT_NOT_FOUND, "Not Found") /* 1.19's C agent */
+                     : jn_mgmt_reply_set(reply, JN_MGMT_NOT_FOUND, "No entity with %s=%s",
+                                         req->has_identity ? "identity" : "name",
+                                         req->has_identity ? req->identity : req->name);
     else
         status = jn_mgmt_reply_set(reply, JN_MGMT_OK, "OK");
     return status == JN_MGMT_NOT_FOUND && !unnamed ? other_type(agent, st, req, reply) : status;

@@ -95,6 +95,13 @@ static int body_entry(jn_mgmt_entity_t *e, const char *key, const jn_field_t *v,
     if (!jn_schema_attr_create(a))
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "Cannot set attribute '%s' in CREATE",
                                  key);
+    /* a link route's or address's prefix or pattern is a string: no
+     * number taken for its digits (1.19's words) */
+    bool matched = is(e->cls, "router.config.linkRoute") || is(e->cls, "router.config.address");
+    if (matched && (!strcmp(key, "prefix") || !strcmp(key, "pattern")) && v->type != JN_TYPE_NULL &&
+        v->type != JN_TYPE_STRING)
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "%s must be a non-empty string type",
+                                 key[1] == 'r' ? "Prefix" : "Pattern");
     jn_mv_t *slot = &e->values[jn_schema_attr_index(a)];
     jn_mgmt_value_free(slot);
     int rc = jn_mgmt_value_from_field(a, v, slot);

@@ -325,7 +325,15 @@ typedef struct jn_link_info {
      * to outlive the link: expiry-policy never, or a timeout > 0 (AMQP
      * 1.0 3.5.3); see jn_core_config_t.deny_resumable_link_routes */
     bool resumable;
+    /* incoming: the peer's target is a transaction coordinator (AMQP 1.0
+     * 4.5.1); address is then JN_COORDINATOR_ADDRESS, the name a link
+     * route names it by (router/core/coordinator.c) */
+    bool coordinator;
 } jn_link_info_t;
+
+/* The address a coordinator target is routed by: a link route whose
+ * prefix or pattern matches it carries transactions to a broker. */
+#define JN_COORDINATOR_ADDRESS "$coordinator"
 
 /* jn_core_link_attached_IO: the peer attached a link on conn. Allocates the
  * core's link object (io_link immutable) and posts the action. The core

@@ -405,6 +405,7 @@ struct jn_core_link {
     bool fallback;    /* outgoing: a fallback destination (qd.fallback) */
     uint8_t waypoint; /* jn_link_info_t.waypoint */
     bool resumable;   /* jn_link_info_t.resumable */
+    bool coordinator; /* jn_link_info_t.coordinator (coordinator.c) */
     /* Set by the core when it binds the link to its address, before any
      * copy is made: the phase of its address when not 0 (waypoints,
      * auto-links), sent as x-opt-qd.phase with its deliveries'
@@ -1021,6 +1022,21 @@ void jn_edge_consumers_changed_CT(jn_core_t *core, jn_addr_t *addr);
 jn_core_link_t *jn_edge_pick_other_CT(jn_addr_t *addr, const jn_core_conn_t *conn);
 
 #define JN_EDGE_HEARTBEAT_TIMEOUT_MS 8000
+
+/* ---- coordinator.c (transaction coordinator targets) ---------------------- */
+
+/* jn_coordinator_refused_CT: link is an endpoint attach that no link
+ * route took (jn_lr_attach_CT returned false). When its target is a
+ * transaction coordinator (AMQP 1.0 4.5.1), refuse it with
+ * amqp:precondition-failed (1.19's words: the router coordinates no
+ * transaction itself) and return true; otherwise return false and do
+ * nothing. Core thread. */
+bool jn_coordinator_refused_CT(jn_core_link_t *link);
+/* jn_coordinator_no_route_condition: the error condition for a link
+ * route's attach that finds no container: qd:no-route-to-dest for a
+ * coordinator target (as 1.19), amqp:not-found for any other link
+ * (docs/design.md, "Link routes"). A static string. Any thread. */
+const char *jn_coordinator_no_route_condition(const jn_core_link_t *link);
 
 /* ---- linkroute.c (link routes and auto-links) ---------------------------- */
 

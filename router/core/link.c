@@ -81,6 +81,7 @@ jn_core_link_t *jn_core_link_attached_IO(jn_core_conn_t *conn, void *io_link,
     l->fallback = info->fallback && info->dir == JN_LINK_OUTGOING;
     l->waypoint = info->waypoint <= 9 ? info->waypoint : 0;
     l->resumable = info->resumable;
+    l->coordinator = info->coordinator && info->dir == JN_LINK_INCOMING;
     l->io_link = io_link;
     l->type = info->type;
     l->priority = info->priority;
@@ -345,7 +346,7 @@ void jn_link_attach_route_CT(jn_core_link_t *link)
     jn_core_t *core = link->conn->core;
     JN_ASSERT_CT(core);
     bool in = link->dir == JN_LINK_INCOMING;
-    if (jn_lr_attach_CT(link))
+    if (jn_lr_attach_CT(link) || jn_coordinator_refused_CT(link))
         return; /* link-routed (or refused for want of its container) */
     const char *open_as = NULL;
     jn_addr_t *addr = attach_address_CT(core, link, &open_as);

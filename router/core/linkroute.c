@@ -344,7 +344,8 @@ bool jn_lr_attach_CT(jn_core_link_t *link)
         if (!to && !r && !conn->inter_router)
             return false;
         if (!to) {
-            jn_link_refuse_CT(link, "amqp:not-found", "No route to the destination node");
+            jn_link_refuse_CT(link, jn_coordinator_no_route_condition(link),
+                              "No route to the destination node");
             return true;
         }
         ext = strdup(link->address);
@@ -913,17 +914,15 @@ const char *jn_core_link_route_status_CT(jn_core_t *core, const char *name)
 
 /* ---- auto-links ------------------------------------------------------------------ */
 
+/* lastError: the error's description, as 1.19 shows it (its condition
+ * when it has none); NULL: clear it. */
 static void set_error(jn_autolink_t *al, const char *cond, const char *desc)
 {
     free(al->last_error);
     al->last_error = NULL;
-    if (!cond && !desc)
-        return;
-    size_t n = (cond ? strlen(cond) : 0) + (desc ? strlen(desc) : 0) + 3;
-    al->last_error = malloc(n);
-    if (al->last_error)
-        snprintf(al->last_error, n, "%s%s%s", cond ? cond : "", cond && desc ? ": " : "",
-                 desc ? desc : "");
+    const char *text = desc && *desc ? desc : cond;
+    if (text)
+        al->last_error = strdup(text);
 }
 
 static void autolink_try_CT(jn_core_t *core, jn_autolink_t *al, jn_core_conn_t *conn)

@@ -751,10 +751,10 @@ static void on_link_open(jn_io_conn_t *conn, pn_link_t *pl)
         link->rx_checks |= JN_IO_RX_CHECK_REPLY; /* the router answers at the reply-to */
     info.fallback = info.type == JN_LINK_ENDPOINT && jn_io_fallback_receiver_IO(pl);
     info.waypoint = info.type == JN_LINK_ENDPOINT ? jn_io_waypoint_IO(pl) : 0;
-    pn_terminus_t *client_end = pn_link_is_sender(pl) ? pn_link_remote_source(pl)
-                                                      : pn_link_remote_target(pl);
-    info.resumable = pn_terminus_get_expiry_policy(client_end) == PN_EXPIRE_NEVER ||
-                     pn_terminus_get_timeout(client_end) > 0;
+    info.resumable = pn_terminus_get_expiry_policy(term) == PN_EXPIRE_NEVER ||
+                     pn_terminus_get_timeout(term) > 0;
+    if (info.type == JN_LINK_ENDPOINT && jn_io_coordinator_IO(pl))
+        info.address = JN_COORDINATOR_ADDRESS, info.coordinator = true;
     if (info.type == JN_LINK_CONTROL)
         jn_io_ir_cap_control_IO(link);
     uint8_t *termini = NULL;

@@ -957,6 +957,10 @@ void jn_io_route_session_gone_IO(jn_io_conn_t *conn, pn_session_t *ssn);
 /* The peer's source and target of pl, encoded for the core (heap, the
  * caller's; NULL/0 when out of memory). */
 void jn_io_termini_encode_IO(pn_link_t *pl, uint8_t **out, size_t *len);
+/* jn_io_coordinator_IO: the peer attached pl as a sender whose target is
+ * a transaction coordinator (AMQP 1.0 4.5.1): jn_link_info_t.coordinator.
+ * The connection's I/O thread. */
+bool jn_io_coordinator_IO(pn_link_t *pl);
 
 /* io_send.c: the send path (outgoing links) */
 void jn_io_tx_send_IO(jn_io_link_t *link, jn_work_t *work);

@@ -187,6 +187,12 @@ static void take_terminus(rd_t *r, pn_terminus_t *t)
     take_data(r, pn_terminus_filter(t));
 }
 
+bool jn_io_coordinator_IO(pn_link_t *pl)
+{
+    return pn_link_is_receiver(pl) &&
+           pn_terminus_get_type(pn_link_remote_target(pl)) == PN_COORDINATOR;
+}
+
 /* The link's termini: a copy of the client's (when given) with the
  * address at the container's end replaced, else a plain source and
  * target with it. */
@@ -205,7 +211,9 @@ static void set_termini(pn_link_t *pl, jn_work_t *w)
     /* the container's end: the target when the router sends */
     pn_terminus_t *far =
         w->attach.dir == JN_LINK_OUTGOING ? pn_link_target(pl) : pn_link_source(pl);
-    pn_terminus_set_address(far, w->address);
+    /* a coordinator has no address (AMQP 1.0 4.5.1) */
+    if (pn_terminus_get_type(far) != PN_COORDINATOR)
+        pn_terminus_set_address(far, w->address);
 }
 
 void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w)

@@ -360,7 +360,9 @@ static int entity_op(jn_mgmt_t *agent, const jn_mgmt_request_t *req, jn_mgmt_rep
         return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Operation '%s' of '%s' has no handler",
                                  op, cls->name);
     else if (jn_mgmt_read_row(agent, cls, req, &reply->body) != 0)
-        status = no_entity(req, reply);
+        status = jn_mgmt_is_c_agent_type(jn_schema_type_full_name(st))
+                     ? jn_mgmt_reply_set(reply, JN_MGMT_NOT_FOUND, "Not Found") /* 1.19's C agent */
+                     : no_entity(req, reply);
     else
         status = jn_mgmt_reply_set(reply, JN_MGMT_OK, "OK");
     return status == JN_MGMT_NOT_FOUND && !unnamed ? other_type(agent, st, req, reply) : status;

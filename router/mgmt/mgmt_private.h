@@ -319,6 +319,11 @@ void jn_mgmt_encode_row_map(jn_encoder_t *e, const jn_mgmt_class_t *cls, const j
  * encode it as a map. Returns 0 or JN_ENOENT. */
 int jn_mgmt_read_row(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mgmt_request_t *req,
                      jn_encoder_t *out);
+/* jn_mgmt_is_c_agent_type: full_name (org.apache.qpid.dispatch.*) is a
+ * type whose requests 1.19's C agent answered (router.config.linkRoute,
+ * router.link, ...): its READ of a missing entity says "Not Found". Any
+ * thread. */
+bool jn_mgmt_is_c_agent_type(const char *full_name);
 
 /* Node operations: each returns the status it set. */
 int jn_mgmt_get_types(const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply);

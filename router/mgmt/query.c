@@ -171,7 +171,7 @@ static const char *const c_agent_types[] = {
     "router.connection.linkRoute",
 };
 
-static bool is_c_agent_type(const char *t)
+bool jn_mgmt_is_c_agent_type(const char *t)
 {
     static const char prefix[] = "org.apache.qpid.dispatch.";
     if (strncmp(t, prefix, sizeof prefix - 1) != 0)
@@ -197,9 +197,9 @@ static int query_type(const jn_mgmt_request_t *req, const char **out, jn_mgmt_re
     if (st && (strcmp(jn_schema_type_name(st), "org.amqp.management") == 0 ||
                strcmp(jn_schema_type_name(st), "management") == 0))
         return 0; /* the node: entityType says what to list */
-    if (req->has_entity_type && is_c_agent_type(req->entity_type))
+    if (req->has_entity_type && jn_mgmt_is_c_agent_type(req->entity_type))
         return 0;
-    if (!req->has_entity_type && is_c_agent_type(req->type)) {
+    if (!req->has_entity_type && jn_mgmt_is_c_agent_type(req->type)) {
         *out = req->type;
         return 0;
     }

@@ -85,6 +85,8 @@ static int body_entry(jn_mgmt_entity_t *e, const char *key, const jn_field_t *v,
         return 0;
     }
     const jn_schema_attr_t *a = find_attr(e, key);
+    if (!a && v->type == JN_TYPE_NULL)
+        return 0; /* null: not given (as 1.19; `qdmanage create ... a=b ` sends '': null) */
     if (!a) {
         size_t used = strlen(unknown);
         snprintf(unknown + used, unknown_cap - used, "%s'%s'", used ? ", " : "", key);
@@ -93,6 +95,13 @@ static int body_entry(jn_mgmt_entity_t *e, const char *key, const jn_field_t *v,
     if (!jn_schema_attr_create(a))
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "Cannot set attribute '%s' in CREATE",
                                  key);
+    /* a link route's or address's prefix or pattern is a string: no
+     * number taken for its digits (1.19's words) */
+    bool matched = is(e->cls, "router.config.linkRoute") || is(e->cls, "router.config.address");
+    if (matched && (!strcmp(key, "prefix") || !strcmp(key, "pattern")) && v->type != JN_TYPE_NULL &&
+        v->type != JN_TYPE_STRING)
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "%s must be a non-empty string type",
+                                 key[1] == 'r' ? "Prefix" : "Pattern");
     jn_mv_t *slot = &e->values[jn_schema_attr_index(a)];
     jn_mgmt_value_free(slot);
     int rc = jn_mgmt_value_from_field(a, v, slot);
@@ -202,6 +211,10 @@ static int create_checked(jn_mgmt_t *agent, jn_mgmt_entity_t *e, const jn_mgmt_r
     /* an exchange's or binding's name is checked by the core, in 1.19's
      * words ("duplicate exchange name", "Duplicate next hop name") */
     bool own_names = is(e->cls, "router.config.exchange") || is(e->cls, "router.config.binding");
+    /* bindings are named by the exchange they join; an exchange by its
+     * own name, which a CREATE must give (1.19's words) */
+    if (!st && !has_name && is(e->cls, "router.config.exchange"))
+        st = jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "exchange requires a unique name");
     if (!st && has_name && !own_names && jn_entity_name_taken(agent, e->cls, name))
         st =
             jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "Name conflicts with an existing entity");

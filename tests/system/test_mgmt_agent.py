@@ -342,6 +342,36 @@ class ManagementTest(RouterTestCase):
         code, _, types = mgr.call({"operation": "GET-TYPES"})
         self.assertIn(PREFIX + "listener", types)
 
+    def test_create_takes_an_attribute_given_as_null_as_not_given(self):
+        """A CREATE body entry whose value is null asks for nothing, as in
+        1.19: `qdmanage create ... address=A ` (a trailing space) sends
+        '': null, and the entity is created; a value for an unknown name
+        is still refused by name."""
+        r = self.start_router()
+        mgr = self.manager(r)
+        ex = "org.apache.qpid.dispatch.router.config.exchange"
+        code, desc, body = mgr.call({"operation": "CREATE", "type": ex, "name": "e1"},
+                                    {"address": "a1", "": None, "bogus": None})
+        self.assertEqual(code, 201, desc)
+        self.assertEqual((body["name"], body["address"]), ("e1", "a1"))
+        self.assertNotIn("", body)
+        self.assertNotIn("bogus", body)
+        code, desc, _ = mgr.call({"operation": "CREATE", "type": ex, "name": "e2"},
+                                 {"address": "a2", "bogus": 1})
+        self.assertEqual((code, desc), (400, "Unknown attributes ['bogus'] for type "
+                                             "router.config.exchange."))
+
+    def test_exchange_create_without_a_name_is_refused(self):
+        """An exchange is known by its name (bindings name it): a CREATE
+        without one is refused, in 1.19's words; nothing is created."""
+        r = self.start_router()
+        mgr = self.manager(r)
+        ex = "org.apache.qpid.dispatch.router.config.exchange"
+        code, desc, _ = mgr.call({"operation": "CREATE", "type": ex}, {"address": "nope"})
+        self.assertEqual((code, desc), (400, "exchange requires a unique name"))
+        code, _, rows = mgr.call({"operation": "QUERY", "entityType": ex}, {"attributeNames": []})
+        self.assertEqual((code, rows["results"]), (200, []))
+
     def test_protocol_trace_follows_the_log_level_and_each_connections_choice(self):
         """A connection's AMQP frames go to the PROTOCOL log at trace
         level ("[C<id>]:FRAME: ... @attach ...", 1.19's form, read through

@@ -65,6 +65,9 @@ class LinkRouteManagementTest(RouterTestCase):
              "Either a 'prefix' or 'pattern' attribute must be provided"),
             (LR, {"pattern": "///", "direction": "in"},
              "linkRoute: attribute 'pattern' has no tokens"),
+            # a number is not a pattern or prefix (1.19 refuses it too)
+            (LR, {"pattern": 666, "direction": "in"}, "Pattern must be a non-empty string type"),
+            (LR, {"prefix": 7, "direction": "out"}, "Prefix must be a non-empty string type"),
         ]
         for i, (etype, attrs, says) in enumerate(cases):
             with self.subTest(attrs=attrs):
@@ -79,6 +82,15 @@ class LinkRouteManagementTest(RouterTestCase):
         self.assertEqual((code, desc), (400, "Name conflicts with an existing entity"))
         self.assertEqual(sorted(x["name"] for x in m.query(LR)), ["dup", "lr1"])
         self.assertEqual([x["name"] for x in m.query(AL)], ["al1"])
+
+    def test_read_of_a_missing_link_route_or_auto_link_is_not_found(self):
+        """READ of a linkRoute or autoLink that does not exist: 404 with
+        1.19's description for these types, "Not Found"."""
+        r, m = self.start()
+        for etype in (LR, AL):
+            with self.subTest(type=etype):
+                code, desc, _ = m.call({"operation": "READ", "type": etype, "identity": "9999"})
+                self.assertEqual((code, desc), (404, "Not Found"))
 
     def test_stat_linkroutes_and_autolinks_columns(self):
         r, m = self.start()

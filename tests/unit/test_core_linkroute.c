@@ -197,14 +197,24 @@ static void call_autolink_add(void *arg, jn_core_t *core)
 static void call_autolink_status(void *arg, jn_core_t *core)
 {
     const char **out = arg;
-    const char *err;
     uint64_t id;
-    assert_int_equal(jn_core_autolink_status_CT(core, "al", &out[0], &err, &id), 0);
+    assert_int_equal(jn_core_autolink_status_CT(core, "al", &out[0], &out[1], &id), 0);
+}
+
+/* The auto-link's lastError (a static copy: the core's string may go) */
+static const char *autolink_last_error(void)
+{
+    static char copy[256];
+    const char *out[2] = {NULL, NULL};
+    assert_int_equal(jn_core_call(h.core, call_autolink_status, out), 0);
+    core_sync();
+    snprintf(copy, sizeof copy, "%s", out[1] ? out[1] : "(null)");
+    return copy;
 }
 
 static const char *autolink_status(void)
 {
-    const char *out[1] = {NULL};
+    const char *out[2] = {NULL, NULL};
     assert_int_equal(jn_core_call(h.core, call_autolink_status, out), 0);
     core_sync();
     return out[0];
@@ -243,6 +253,8 @@ static void test_autolink_attaches_when_its_container_connects(void **state)
     jn_core_link_detached_IO(bl);
     expect_and_free(broker, JN_WORK_LINK_RELEASED);
     assert_string_equal(autolink_status(), "failed");
+    /* lastError is the refusal's description, as 1.19 shows it */
+    assert_string_equal(autolink_last_error(), "no queue");
     /* it attaches again when the container reconnects */
     close_conn(broker);
     assert_string_equal(autolink_status(), "inactive");

@@ -965,6 +965,10 @@ void jn_io_tx_delivery_IO(jn_io_link_t *link, pn_delivery_t *pd);
 void jn_io_tx_flow_IO(jn_io_link_t *link);
 void jn_io_tx_drained_IO(jn_io_link_t *link);
 void jn_io_tx_link_gone_IO(jn_io_link_t *link);
+/* jn_io_tx_abort_IO: before our end of an outgoing link is detached or
+ * closed, abort the copy being sent, if it has begun (AMQP 1.0 2.7.5).
+ * The loop's thread of the link's connection. */
+void jn_io_tx_abort_IO(jn_io_link_t *link);
 
 /* io_mesh.c: inter-router connections (docs/protocol.md, "The mesh") */
 /* The peer's qd.inter-router-cost from its open's properties (an AMQP int

@@ -263,6 +263,11 @@ static int mgmt_connector_status(void *io, const char *name, bool *opened, char 
     return jn_io_connector_status(io, name, opened, msg, cap);
 }
 
+static int mgmt_connector_failover_urls(void *io, const char *name, char *buf, size_t cap)
+{
+    return jn_io_connector_failover_urls(io, name, buf, cap);
+}
+
 static int mgmt_listener_port(void *io, const char *name, char *buf, size_t cap)
 {
     return jn_io_listener_port(io, name, buf, cap);
@@ -439,6 +444,7 @@ static int build(daemon_state_t *st)
                            .remove_endpoint = mgmt_remove_endpoint,
                            .listener_port = mgmt_listener_port,
                            .connector_status = mgmt_connector_status,
+                           .connector_failover_urls = mgmt_connector_failover_urls,
                            .add_tls_profile = mgmt_add_tls_profile,
                            .remove_tls_profile = mgmt_remove_tls_profile,
                            .resolve_password = mgmt_resolve_password,

@@ -428,6 +428,17 @@ int jn_io_listener_port(jn_io_t *io, const char *name, char *buf, size_t cap);
  * no such connector. Any thread; takes the I/O layer's lock. */
 int jn_io_connector_status(jn_io_t *io, const char *name, bool *opened, char *msg, size_t cap);
 
+/* jn_io_connector_failover_urls: the failover list of the connector added
+ * with cfg->name == name, as 1.19's connector entity shows it
+ * (failoverUrls): "scheme://host:port" entries joined by ", ", starting
+ * with the one its next (or current) connection goes to, then round
+ * robin; its own host is "amqp://" ("amqps://" with an sslProfile) host
+ * and port. Empty when no peer sent it a failover-server-list. buf: cap
+ * octets, NUL-terminated. Returns 0, JN_ENOENT when there is no such
+ * connector, JN_EINVAL when the list does not fit (buf empty). Any
+ * thread; takes the I/O layer's lock. */
+int jn_io_connector_failover_urls(jn_io_t *io, const char *name, char *buf, size_t cap);
+
 /* jn_io_set_tls_profile: register profile p under name (an sslProfile
  * entity), replacing the profile registered under that name before; p
  * NULL removes the name. The registry takes its own reference to p (the

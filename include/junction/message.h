@@ -188,10 +188,11 @@ const jn_ra_t *jn_message_annotations(const jn_message_t *m);
 /* --- sending a copy (any thread holding a reference) ------------------- */
 
 /* The octets of one outgoing copy, produced as segments to hand to
- * pn_link_send(): the original header, a new message-annotations section
- * (or none), then the original octets from properties onward, shared with
- * every other copy. Delivery annotations are hop-by-hop (spec 3.2.2) and are
- * not forwarded. Owned by the sending thread; holds a reference on m and on
+ * pn_link_send(): the original header and delivery annotations, a new
+ * message-annotations section (or none), then the original octets from
+ * properties onward, shared with every other copy. Delivery annotations
+ * pass as they came, as 1.19 forwards them (the router acts on none).
+ * Owned by the sending thread; holds a reference on m and on
  * the annotation buffers. */
 typedef struct jn_message_out {
     jn_message_t *message;         /* referenced */

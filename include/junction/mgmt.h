@@ -111,6 +111,9 @@ typedef struct jn_mgmt_config {
     /* connector_status: jn_io_connector_status (a connector's
      * connectionStatus and connectionMsg); NULL: not shown. */
     int (*connector_status)(void *io_ctx, const char *name, bool *opened, char *msg, size_t cap);
+    /* connector_failover_urls: jn_io_connector_failover_urls (a
+     * connector's failoverUrls); NULL: not shown. */
+    int (*connector_failover_urls)(void *io_ctx, const char *name, char *buf, size_t cap);
     /* listen_error: why the last add_listener that failed on this thread
      * could not listen (the system's words: "Address already in use"),
      * for the 400's description; "" when unknown. May be NULL. */

@@ -395,6 +395,11 @@ struct jn_core_link {
          * went while copies still waited for the interior's credit: it is
          * closed once they are handed out (jn_link_pump_CT) */
         bool close_when_sent;
+        /* a client's targeted sender whose address has no destination:
+         * nodest_seen since the loss was first seen (with the deliveries
+         * count then); a delivery after it drains the sender (link.c) */
+        bool nodest_seen;
+        uint64_t nodest_deliveries;
     } ct;
 
     /* Link routes, auto-links, phases (linkroute.c), apart from the hot

@@ -510,16 +510,32 @@ void jn_link_producers_dirty_CT(jn_addr_t *addr)
     }
 }
 
+/* True when link, a client's targeted sender whose address has no
+ * destination (noted by credit_due_CT: nodest_seen), sent a delivery
+ * since its address lost its last destination (here or anywhere in the
+ * mesh). Called only while nodest_seen, off the hot path. */
+static bool sent_into_nothing_CT(jn_core_link_t *link)
+{
+    JN_ASSERT_CT(link->conn->core);
+    if (jn_addr_has_destination_or_fallback_CT(link->conn->core, link->ct.addr)) {
+        link->ct.nodest_seen = false; /* a destination again */
+        return false;
+    }
+    return link->ct.deliveries != link->ct.nodest_deliveries;
+}
+
 /* A link-routed sender whose receiver at the far end drained its credit is
- * drained too. A client's targeted sender whose address lost its last destination
- * (here or anywhere in the mesh) keeps the credit it has, as in 1.19: what
- * it sends with it is released (or, pre-settled, dropped and counted) at
- * once, so the router holds nothing for it, and it gets no new credit
- * until a destination appears again. (Draining it instead left a client
- * that does not honour drain with its messages unsent and no outcome:
- * 1.19's tests send on and expect every delivery to come back.) An
- * auto-link's broker still loses its credit: it would take each released
- * message back and send it again, round and round. */
+ * drained too. A client's targeted sender whose address lost its last
+ * destination keeps the credit it has, as in 1.19, until it sends with it:
+ * that delivery is released (or, pre-settled, dropped and counted) at
+ * once, its credit is given back and the sender is asked to drain (AMQP
+ * 1.0 2.6.7), as 1.19 does; a sender that honours the drain then holds no
+ * credit until a destination appears, one that does not sends on and gets
+ * each delivery released. It gets no new credit meanwhile. (Taking its
+ * credit away at the loss itself left a client that does not honour drain
+ * with its messages unsent and no outcome.) An auto-link's broker loses
+ * its credit at the loss: it would take each released message back and
+ * send it again, round and round. */
 static void withdraw_credit_CT(jn_core_link_t *link)
 {
     JN_ASSERT_CT(link->conn->core);
@@ -530,7 +546,13 @@ static void withdraw_credit_CT(jn_core_link_t *link)
         const jn_core_link_t *out = link->ct.routed;
         if (!out->ct.drain || out->ct.handed < out->ct.credit_limit)
             return;
-    } else if (!link->ct.autolink || link->ct.anonymous || !link->ct.addr ||
+    } else if (!link->ct.autolink) {
+        if (!link->ct.nodest_seen || !sent_into_nothing_CT(link))
+            return;
+        /* the released delivery's credit back first, as 1.19 replenishes it */
+        if (jn_work_link_CT(link, JN_WORK_LINK_CREDIT, NULL, NULL, NULL, 1) != 0)
+            return;
+    } else if (link->ct.anonymous || !link->ct.addr ||
                jn_addr_has_destination_or_fallback_CT(link->conn->core, link->ct.addr)) {
         return;
     }
@@ -549,8 +571,10 @@ static void withdraw_credit_CT(jn_core_link_t *link)
     link->ct.outstanding = 0;
 }
 
-/* The credit to grant link now (0: none). */
-static uint32_t credit_due_CT(const jn_core_link_t *link)
+/* The credit to grant link now (0: none). A client's targeted sender
+ * found without a destination the first time has its deliveries count
+ * noted (withdraw_credit_CT drains it after its next delivery). */
+static uint32_t credit_due_CT(jn_core_link_t *link)
 {
     JN_ASSERT_CT(link->conn->core);
     if (link->ct.state != JN_LINK_ST_ATTACHED)
@@ -559,8 +583,13 @@ static uint32_t credit_due_CT(const jn_core_link_t *link)
         return jn_lr_credit_due_CT(link);
     if (!link->ct.anonymous) {
         const jn_addr_t *addr = link->ct.addr;
-        if (!addr || !jn_addr_has_destination_or_fallback_CT(link->conn->core, addr))
+        if (!addr || !jn_addr_has_destination_or_fallback_CT(link->conn->core, addr)) {
+            if (addr && !link->ct.nodest_seen && !link->ct.autolink && !link->conn->internal) {
+                link->ct.nodest_seen = true;
+                link->ct.nodest_deliveries = link->ct.deliveries;
+            }
             return 0;
+        }
     }
     /* Batched: nothing while the sender still holds more than half the
      * capacity, so a stream or a ping-pong costs one flow frame per
@@ -583,8 +612,10 @@ void jn_link_flush_credit_CT(jn_core_t *core)
         if (JN_UNLIKELY(link->conn->edge) && link->ct.addr)
             jn_edge_track_CT(link);
         uint32_t credit = credit_due_CT(link);
-        if (credit > 0 && jn_work_link_CT(link, JN_WORK_LINK_CREDIT, NULL, NULL, NULL, credit) == 0)
+        if (credit > 0 && jn_work_link_CT(link, JN_WORK_LINK_CREDIT, NULL, NULL, NULL, credit) == 0) {
             link->ct.outstanding += credit;
+            link->ct.nodest_seen = false; /* a destination again */
+        }
         else if (credit == 0)
             withdraw_credit_CT(link);
         jn_link_unref(link); /* the dirty list's reference */

@@ -815,10 +815,8 @@ static void link_end_IO(jn_io_link_t *link, bool close, const char *condition,
         if (description)
             pn_condition_set_description(c, description);
     }
-    if (close)
-        pn_link_close(link->pn);
-    else
-        pn_link_detach(link->pn);
+    jn_io_tx_abort_IO(link); /* a partial copy ends aborted, before the detach */
+    (close ? pn_link_close : pn_link_detach)(link->pn);
     link->local_closed = true;
 }
 

@@ -76,6 +76,7 @@ void jn_io_endpoint_free(jn_io_endpoint_t *ep)
     free((char *)ep->cfg.sasl_username);
     free((char *)ep->cfg.policy_vhost);
     free((char *)ep->cfg.failover_urls);
+    jn_io_failover_free(&ep->failover);
     free((void *)ep->cfg.open_properties);
     free((char *)ep->cfg.auth_service_host);
     free((char *)ep->cfg.auth_service_port);
@@ -287,17 +288,23 @@ static void set_port(struct sockaddr *sa, uint16_t port)
         ((struct sockaddr_in6 *)sa)->sin6_port = htons(port);
 }
 
-/* Resolve host:port for ep (passive for a listener); NULL with the error
- * logged. */
-static struct addrinfo *resolve(jn_io_endpoint_t *ep, bool passive, char *err, size_t errlen)
+/* Resolve host:port (ep's own when host is NULL) for ep (passive for a
+ * listener); NULL with the error in err. */
+static struct addrinfo *resolve_at(jn_io_endpoint_t *ep, const char *host, const char *port,
+                                   bool passive, char *err, size_t errlen)
 {
     struct addrinfo hints = {
         .ai_family = ep->cfg.family, .ai_socktype = SOCK_STREAM, .ai_protocol = IPPROTO_TCP};
     if (passive)
         hints.ai_flags = AI_PASSIVE;
-    const char *host = ep->cfg.host && ep->cfg.host[0] ? ep->cfg.host : NULL;
+    if (!host) {
+        host = ep->cfg.host;
+        port = ep->cfg.port;
+    }
+    if (host && !host[0])
+        host = NULL;
     struct addrinfo *res = NULL;
-    int rc = getaddrinfo(host, ep->cfg.port, &hints, &res);
+    int rc = getaddrinfo(host, port, &hints, &res);
     if (rc != 0) {
         snprintf(err, errlen, "%s", rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
         return NULL;
@@ -321,7 +328,7 @@ int jn_io_listen(jn_io_t *io, jn_io_endpoint_t *ep)
         return 0;
     }
     char err[256] = "";
-    struct addrinfo *res = resolve(ep, true, err, sizeof err);
+    struct addrinfo *res = resolve_at(ep, NULL, NULL, true, err, sizeof err);
     ep->nsocks = 0;
     ep->bound_port = 0;
     for (struct addrinfo *ai = res; ai && ep->nsocks < JN_IO_MAX_LISTEN_SOCKETS;
@@ -406,6 +413,8 @@ void jn_io_connector_note_IO(jn_io_conn_t *conn, bool opened, const char *fmt, .
     jn_io_endpoint_t *ep = conn->endpoint;
     if (conn->incoming || !ep || ep->is_listener)
         return;
+    if (opened)
+        jn_io_failover_take_IO(conn);
     pthread_mutex_lock(&conn->io->lock);
     ep->status_opened = opened;
     va_list ap;
@@ -634,19 +643,22 @@ static void connect_now(jn_io_endpoint_t *ep)
         jn_io_timer_arm(io, &ep->retry, RETRY_MAX_MS);
         return;
     }
+    char host[JN_IO_FAILOVER_HOST_MAX], port[32];
     pthread_mutex_lock(&io->lock);
     ep->conn = conn;
     ep->state = JN_EP_PENDING;
+    jn_io_failover_target_locked(ep, host, sizeof host, port, sizeof port);
     pthread_mutex_unlock(&io->lock);
-    pn_connection_set_hostname(conn->pn_io, ep->cfg.host);
+    snprintf(conn->host, sizeof conn->host, "%s:%s", host, port);
+    pn_connection_set_hostname(conn->pn_io, host);
     if (ep->cfg.sasl_username)
         pn_connection_set_user(conn->pn_io, ep->cfg.sasl_username);
     if (ep->cfg.sasl_password)
         pn_connection_set_password(conn->pn_io, ep->cfg.sasl_password);
     pn_connection_open(conn->pn_io);
-    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Connecting to %s", conn->id, ep->shown);
+    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Connecting to %s", conn->id, conn->host);
     char err[256] = "";
-    conn->ai_list = resolve(ep, false, err, sizeof err);
+    conn->ai_list = resolve_at(ep, host, port, false, err, sizeof err);
     if (jn_io_conn_start(conn, t, -1, err) != 0) {
         pthread_mutex_lock(&io->lock);
         if (ep->conn == conn)
@@ -705,6 +717,7 @@ void jn_io_connector_closed_IO(jn_io_endpoint_t *ep, jn_io_conn_t *conn, bool wa
         delay = RETRY_MAX_MS;
     if (!was_open)
         ep->failures++;
+    jn_io_failover_advance_locked(ep); /* the next host of its list, if any */
     bool stopping = atomic_load(&io->stopping);
     pthread_mutex_unlock(&io->lock);
     if (stopping || atomic_load(&ep->removed))

@@ -65,6 +65,24 @@ typedef struct jn_io_loop jn_io_loop_t;
 typedef struct jn_io_tls jn_io_tls_t;
 typedef struct jn_io_tls_entry jn_io_tls_entry_t;
 
+/* One backup host of a connector's failover list (io_failover.c): the
+ * fields of a peer's failover-server-list entry, owned; scheme and port
+ * NULL when the peer left them out. */
+#define JN_IO_FAILOVER_HOST_MAX 256 /* a host name's octets, and its NUL */
+typedef struct jn_io_failover_url {
+    char *scheme;
+    char *host;
+    char *port;
+} jn_io_failover_url_t;
+
+/* A connector's failover list (io_failover.c), under jn_io_t.lock: entry 0
+ * is the connector's own host and port (not stored), entries 1..n are
+ * urls[0..n-1]; cur is the entry the connector connects to. */
+typedef struct jn_io_failover {
+    jn_io_failover_url_t *urls;
+    unsigned n, cur;
+} jn_io_failover_t;
+
 /* One registered TLS profile (jn_io_set_tls_profile): jn_io_t.lock. */
 struct jn_io_tls_entry {
     jn_io_tls_entry_t *next;
@@ -271,6 +289,7 @@ struct jn_io_endpoint {
     jn_io_conn_t *conn; /* the current connection, or NULL */
     bool status_opened;       /* its connection is open (jn_io_t.lock) */
     char status_msg[400];     /* the log line of its last event (jn_io_t.lock) */
+    jn_io_failover_t failover; /* the hosts it tries in turn (jn_io_t.lock) */
     /* listener with a saslPlugin (authsvc.c): the endpoint its connections
      * to the auth service are made with (owned; immutable after
      * jn_io_add_listener), or NULL. In that child: the service's address
@@ -971,6 +990,10 @@ void jn_io_tx_delivery_IO(jn_io_link_t *link, pn_delivery_t *pd);
 void jn_io_tx_flow_IO(jn_io_link_t *link);
 void jn_io_tx_drained_IO(jn_io_link_t *link);
 void jn_io_tx_link_gone_IO(jn_io_link_t *link);
+/* jn_io_tx_abort_IO: before our end of an outgoing link is detached or
+ * closed, abort the copy being sent, if it has begun (AMQP 1.0 2.7.5).
+ * The loop's thread of the link's connection. */
+void jn_io_tx_abort_IO(jn_io_link_t *link);
 
 /* io_mesh.c: inter-router connections (docs/protocol.md, "The mesh") */
 /* The peer's qd.inter-router-cost from its open's properties (an AMQP int
@@ -1041,9 +1064,33 @@ static inline void jn_io_pd_release(pn_delivery_t *pd, jn_delivery_t *dlv, bool 
 
 /* jn_io_connector_note_IO: conn, if a connector's, opened (opened) or
  * failed: its connector's status and message (jn_io_connector_status)
- * become that, the message printf-style. The loop's thread of conn. */
+ * become that, the message printf-style; on open, the connector takes the
+ * peer's failover-server-list (jn_io_failover_take_IO). The loop's thread
+ * of conn. */
 void jn_io_connector_note_IO(jn_io_conn_t *conn, bool opened, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Failover lists (io_failover.c). jn_io_failover_take_IO: conn, made by a
+ * connector, is open: when the peer's open properties carry
+ * failover-server-list (a list of maps with network-host, and optionally
+ * port and scheme), the connector's backups become the one it is
+ * connected to (if a backup) followed by the peer's entries (at most 32;
+ * an entry without a usable network-host is skipped). Without the
+ * property nothing changes. On ENOMEM the list stays and the error is
+ * logged. The loop's thread of conn; takes jn_io_t.lock. */
+void jn_io_failover_take_IO(jn_io_conn_t *conn);
+/* jn_io_failover_advance_locked: connector ep's connection was lost or
+ * its attempt failed: its next attempt goes to the next entry of its
+ * list, round robin (no change without backups). jn_io_t.lock held. */
+void jn_io_failover_advance_locked(jn_io_endpoint_t *ep);
+/* jn_io_failover_target_locked: the host and port (NUL-terminated, cut
+ * to hcap and pcap octets) connector ep's next attempt goes to; an IPv6
+ * literal without its brackets. jn_io_t.lock held. */
+void jn_io_failover_target_locked(const jn_io_endpoint_t *ep, char *host, size_t hcap,
+                                  char *port, size_t pcap);
+/* jn_io_failover_free: free f's backups and empty it. The endpoint's
+ * owner (no lock needed once the endpoint is unreachable). */
+void jn_io_failover_free(jn_io_failover_t *f);
 
 /* Message logging (io_msglog.c). jn_io_msg_log_any_: some endpoint logs
  * messages (set for good when one is added; relaxed). */

@@ -584,13 +584,20 @@ void jn_io_rx_credit_IO(jn_io_link_t *link, uint32_t credit, bool drain)
     if (!link->pn || link->detached || link->local_closed)
         return;
     if (drain) {
-        /* withdraw: what was not granted yet is dropped, and the sender is
-         * asked to use up or give back what it has */
+        /* credit 1 (a broker's link): what was not granted yet is dropped
+         * and the link's credit goes down to 0, without the drain flag
+         * (2.6.7). credit 0 (a client's sender that sent to an address
+         * without destination, link.c): the credit the core granted is
+         * all the sender's now, with the drain flag, as 1.19 holds it: a
+         * sender that does not honour the drain sends on and each
+         * delivery is released at once, none left unsent; one that does
+         * gives it all back. */
+        uint32_t deferred = link->credit_deferred;
         link->credit_deferred = 0;
-        if (credit) /* no drain flag: the link's credit goes down to 0 (2.6.7) */
+        if (credit)
             pn_link_flow(link->pn, -pn_link_credit(link->pn));
         else
-            pn_link_drain(link->pn, 0);
+            pn_link_drain(link->pn, (int)deferred);
         return;
     }
     link->credit_deferred += credit;

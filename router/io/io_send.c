@@ -441,6 +441,26 @@ void jn_io_tx_drained_IO(jn_io_link_t *link)
     tx_maybe_drained_IO(link);
 }
 
+/* jn_io_tx_abort_IO: our end of outgoing link is about to be detached or
+ * closed: a copy whose transfers have begun cannot end on it, so it is
+ * aborted (AMQP 1.0 2.7.5, transfer aborted) and settled, and the consumer
+ * sees it end rather than the link end under a partial delivery, as 1.19
+ * does (a link-routed sender that detaches mid-message). A copy not yet
+ * begun is left to jn_io_tx_link_gone_IO. */
+void jn_io_tx_abort_IO(jn_io_link_t *link)
+{
+    JN_ASSERT_IO(link->conn);
+    if (link->dir != JN_LINK_OUTGOING || !link->tx.dlv || !link->pn ||
+        link->tx.out.position == 0)
+        return;
+    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_DEBUG,
+           JN_IO_LINK_FMT " Delivery aborted: the link ends at octet %zu of it", link->conn->id,
+           link->id, link->tx.out.position);
+    link->tx.sent++; /* an abort consumes the credit (tx_write_IO) */
+    pn_delivery_abort(link->tx.pd);
+    tx_done_IO(link, true);
+}
+
 /* jn_io_tx_link_gone_IO: the link or its connection is going: drop the
  * copy in progress, the waiting ones and the references held for
  * unsettled copies (the core releases them to their senders). Idempotent. */

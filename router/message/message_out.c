@@ -2,11 +2,11 @@
  * message_out.c — outgoing copies of a message (jn_message_out_t in
  * junction/message.h).
  *
- * A copy is the original octets with one range replaced: everything from
- * the end of the header to the end of the message annotations (or of the
- * delivery annotations, when there are no message annotations) gives way to
- * the message-annotations section composed for this hop. Delivery
- * annotations are hop-by-hop (spec 3.2.2) and so never forwarded. The cursor
+ * A copy is the original octets with one range replaced: the message
+ * annotations (an empty range after the header and delivery annotations
+ * when there are none) give way to the message-annotations section
+ * composed for this hop. Delivery annotations pass as they came, as 1.19
+ * forwards them (the router acts on none of them). The cursor
  * hands out segments that point into the shared buffers — nothing of the
  * original is copied — in three stages: the original up to skip_from, the
  * composed section, the original from skip_to to the end.

@@ -609,9 +609,9 @@ static int decode_annotations(jn_message_t *m, const jn_msg_loc_t *loc)
 /* --- the steps --------------------------------------------------------- */
 
 /* Raise the depth reached (never lowers it). Passing the message
- * annotations fixes the octets an outgoing copy replaces: from the end of
- * the header to the end of the message annotations (or of the delivery
- * annotations when there are none). */
+ * annotations fixes the octets an outgoing copy replaces: its message
+ * annotations (none when it has none), after the header and delivery
+ * annotations, which pass as they came (as 1.19 forwards them). */
 static void raise_depth(jn_message_t *m, int depth)
 {
     int old = atomic_load_explicit(&m->parsed, memory_order_relaxed);
@@ -619,14 +619,14 @@ static void raise_depth(jn_message_t *m, int depth)
         return;
     if (old < JN_DEPTH_MESSAGE_ANNOTATIONS && depth >= JN_DEPTH_MESSAGE_ANNOTATIONS) {
         const jn_msg_loc_t *s = m->sections;
-        m->skip_from = (m->present & (1u << JN_SEC_HEADER))
-                           ? s[JN_SEC_HEADER].start + s[JN_SEC_HEADER].length
-                           : 0;
-        m->skip_to = m->skip_from;
-        for (int k = JN_SEC_DELIVERY_ANNOTATIONS; k <= JN_SEC_MESSAGE_ANNOTATIONS; k++)
+        m->skip_from = 0;
+        for (int k = JN_SEC_HEADER; k <= JN_SEC_DELIVERY_ANNOTATIONS; k++)
             if (m->present & (1u << k))
-                m->skip_to = s[k].start + s[k].length;
-        if (!(m->present & (1u << JN_SEC_MESSAGE_ANNOTATIONS)))
+                m->skip_from = s[k].start + s[k].length;
+        m->skip_to = m->skip_from;
+        if (m->present & (1u << JN_SEC_MESSAGE_ANNOTATIONS))
+            m->skip_to = s[JN_SEC_MESSAGE_ANNOTATIONS].start + s[JN_SEC_MESSAGE_ANNOTATIONS].length;
+        else
             jn_ra_set_absent(&m->ra); /* none: all absent */
     }
     atomic_store_explicit(&m->parsed, depth, memory_order_release);

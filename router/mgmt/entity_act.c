@@ -696,14 +696,19 @@ static void exchange_status_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_mv_t *r
 }
 
 /* A connector's connectionStatus and connectionMsg, from the I/O layer
- * (1.19's words: SUCCESS when its connection is open, else CONNECTING). */
+ * (1.19's words: SUCCESS when its connection is open, else CONNECTING),
+ * and its failoverUrls (null without backups). */
 static void connector_status_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_mv_t *row)
 {
-    static char msg[400]; /* the core thread's, until the next row */
+    static char msg[400];   /* the core thread's, until the next row */
+    static char urls[4096]; /* likewise */
     bool opened = false;
     if (!agent->cfg.connector_status || !e->name ||
         agent->cfg.connector_status(agent->cfg.io_ctx, e->name, &opened, msg, sizeof msg) != 0)
         return;
+    if (!agent->cfg.connector_failover_urls ||
+        agent->cfg.connector_failover_urls(agent->cfg.io_ctx, e->name, urls, sizeof urls) != 0)
+        urls[0] = '\0';
     size_t n = jn_mgmt_class_ncols(e->cls);
     for (size_t c = 0; c < n; c++) {
         const char *col = jn_mgmt_class_col(e->cls, c);
@@ -711,6 +716,8 @@ static void connector_status_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_mv_t *
             row[c] = jn_mv_str(opened ? "SUCCESS" : "CONNECTING");
         else if (strcmp(col, "connectionMsg") == 0)
             row[c] = msg[0] ? jn_mv_str(msg) : jn_mv_null();
+        else if (strcmp(col, "failoverUrls") == 0)
+            row[c] = urls[0] ? jn_mv_str(urls) : jn_mv_null();
     }
 }
 

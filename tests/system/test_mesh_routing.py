@@ -171,12 +171,14 @@ class TwoRouters(MeshCase):
         self.run_scenario(s)
         self.assertEqual(s.credit_before, 0)
         self.assertGreater(s.credit_after, 0)
-        self.assertGreater(s.kept, 0)  # not drained
+        self.assertGreater(s.kept, 0)  # not drained at the loss
         # and not renewed: what it holds and what it sent stay within the
         # capacity (250) granted while the consumer existed (the I/O layer
         # hands the first 4 before it knows the messages' size, the rest
-        # after the first)
-        self.assertLessEqual(s.final + 3, 250)
+        # after the first), but for the first released delivery's credit,
+        # given back with the drain that follows it (as 1.19; proton's
+        # handler does not honour the drain: test_router_drain.py)
+        self.assertLessEqual(s.final + 3, 250 + 1)
 
     def test_address_priority_picks_the_data_link_over_the_header(self):
         """The inter-router data links are numbered 0..9 each way (as
@@ -227,8 +229,8 @@ class CreditWatch(Scenario):
     """A sender on one router to an address nobody consumes: no credit for
     1.5 s; then a receiver attaches on another router and credit comes;
     then the receiver goes: the sender keeps the credit it has (as 1.19:
-    not drained), 3 messages it sends with it come back released, and no
-    new credit comes."""
+    not drained until it sends), 3 messages it sends with it come back
+    released, and no new credit comes but the first one's."""
 
     def __init__(self, send_url, recv_url, address):
         super().__init__(timeout=20)

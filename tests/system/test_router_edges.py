@@ -104,6 +104,19 @@ class EdgesTest(RouterTestCase):
                 self.assertEqual(str(state.value[0].value[0]), "amqp:decode-error", d)
                 self.check_next_message_goes_through(c, rx, 1)
 
+    def test_payload_that_is_not_a_message_is_rejected_and_never_reaches_a_receiver(self):
+        # docs/compat.md, "A transfer that is not an AMQP message is refused"
+        rx = self.receiver("edges.q")
+        c = self.raw_sender("edges.q")
+        c.send(transfer(0, 0, b"t0", more=True, payload=b"0123456789" * 1000) +
+               transfer(0, payload=b"0123456789"))
+        (d,), _ = self.read_dispositions(c, 1)
+        self.assertTrue(d.fields[3], "not settled: %r" % d)
+        state = d.fields[4]
+        self.assertEqual(int(state.descriptor), 0x25, "not rejected: %r" % d)
+        self.assertEqual(str(state.value[0].value[0]), "amqp:decode-error", d)
+        self.check_next_message_goes_through(c, rx, 1)  # and the garbage did not come first
+
     def test_empty_aborted_delivery_is_settled_and_the_link_goes_on(self):
         rx = self.receiver("edges.q")
         c = self.raw_sender("edges.q")

@@ -39,19 +39,26 @@ static void test_credit_appears_only_once_a_consumer_attaches_and_goes_with_the_
     /* the last consumer went: the sender keeps its credit (1.19), no more */
     expect_no_work(p);
 
-    /* what it sends with it is released at once, and no credit comes back */
+    /* what it sends with it is released at once; that delivery's credit
+     * comes back and the sender is asked to drain (as 1.19), once */
     jn_delivery_t *d = send_msg(p, in, false);
     expect_update(p, d, JN_DISP_RELEASED, true);
+    expect_credit(p, in, 1);
+    jn_work_t *w = expect_work(p, JN_WORK_LINK_CREDIT);
+    assert_ptr_equal(w->link, in);
+    assert_true(w->drain);
+    assert_int_equal(w->credit, 0); /* the drain flag, not credit 0 */
+    jn_work_free(w);
     expect_no_work(p);
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 5; i++) { /* a sender that does not honour it */
         d = send_msg(p, in, false);
         expect_update(p, d, JN_DISP_RELEASED, true);
     }
-    expect_no_work(p); /* 4 of its 10 left */
+    expect_no_work(p);
 
-    /* a consumer again: credit up to the capacity */
+    /* a consumer again: the drained credit is the capacity again */
     attach_consumer(c, "q", 0);
-    expect_credit(p, in, 6);
+    expect_credit(p, in, 10);
     expect_no_work(p);
 }
 

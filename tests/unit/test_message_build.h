@@ -188,14 +188,15 @@ static inline void expected_endpoint_annotations(bytes_t *out)
     jn_encoder_free(&e);
 }
 
-/* Header octets, then `annotations`, then everything after the message (or
- * delivery) annotations. */
+/* Header and delivery annotations as they were, then `annotations`, then
+ * everything after the message annotations (delivery annotations pass, as
+ * 1.19 forwards them). */
 static inline void expected_copy(const built_t *m, const bytes_t *annotations, bytes_t *out)
 {
-    size_t from = (m->mask & S_HEADER) ? m->end[JN_SEC_HEADER] : 0;
-    size_t to = (m->mask & S_MA)   ? m->end[JN_SEC_MESSAGE_ANNOTATIONS]
-                : (m->mask & S_DA) ? m->end[JN_SEC_DELIVERY_ANNOTATIONS]
-                                   : from;
+    size_t from = (m->mask & S_DA)       ? m->end[JN_SEC_DELIVERY_ANNOTATIONS]
+                  : (m->mask & S_HEADER) ? m->end[JN_SEC_HEADER]
+                                         : 0;
+    size_t to = (m->mask & S_MA) ? m->end[JN_SEC_MESSAGE_ANNOTATIONS] : from;
     out->len = 0;
     bytes_add(out, m->b.data, from);
     bytes_add(out, annotations->data, annotations->len);

@@ -1,8 +1,8 @@
 /*
  * test_message_out.c — outgoing copies of a message (jn_message_out_t in
- * junction/message.h): references, abort, the copy being the header, then
- * the new message annotations, then the rest of the original (delivery
- * annotations dropped) for every combination of sections in buffers of 1,
+ * junction/message.h): references, abort, the copy being the header and
+ * delivery annotations, then the new message annotations, then the rest of
+ * the original, for every combination of sections in buffers of 1,
  * 2, 3 and 7 octets; a copy produced while the message arrives; and a copy
  * produced by one thread while another writes the message. Ends with a pool
  * leak check.

@@ -99,8 +99,8 @@ class SchemaTest(RouterTestCase):
                      "allocator", "logStats", "management"):
             self.assertNotIn("implemented", types[name], name)
         listener = types["listener"]["attributes"]
-        self.assertIs(types["connector"]["attributes"]["failoverUrls"].get("implemented"),
-                      False)
+        self.assertIs(listener["trustedCertsFile"].get("implemented"), False)
+        self.assertNotIn("implemented", types["connector"]["attributes"]["failoverUrls"])
         for attr in ("host", "port", "saslMechanisms", "authenticatePeer", "sslProfile",
                      "requireSsl", "saslPlugin", "socketAddressFamily", "multiTenant"):
             self.assertNotIn("implemented", listener[attr], attr)

@@ -139,13 +139,14 @@ class ConfigFileTest(RouterTestCase):
 
     def test_unimplemented_attribute_refused_by_name_not_ignored(self):
         # A listener asking for TLS-only clients without an sslProfile must not
-        # silently run in clear (test_router_tls.py has them with one); a connector
-        # given failover URLs must not silently ignore them.
+        # silently run in clear (test_router_tls.py has them with one); a listener
+        # given trusted certificates for client authentication (1.19's deprecated
+        # trustedCertsFile) must not silently ignore them.
         cases = {
             "requireSsl": "listener {\n    host: 127.0.0.1\n    port: 5999\n"
                           "    requireSsl: yes\n}\n",
-            "failoverUrls": "connector {\n    host: 127.0.0.1\n    port: 5999\n"
-                            "    failoverUrls: amqp://127.0.0.1:5998\n}\n",
+            "trustedCertsFile": "listener {\n    host: 127.0.0.1\n    port: 5999\n"
+                                "    trustedCertsFile: /etc/ssl/certs/ca-certificates.crt\n}\n",
         }
         for name, section in cases.items():
             with self.subTest(name):

@@ -43,74 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* An auto-link whose link the container detached without an error (it
- * ended the session: RabbitMQ 3.10 does so on trouble of its own) attaches
- * again at once, at most this many times per connection. Past that, and
- * after a detach with an error (a refusal), it stays `failed` and attaches
- * again on the core timer while the connection stays up, as 1.19 does:
- * the first time after AUTOLINK_FIRST_RETRY_MS, then every
- * AUTOLINK_RETRY_MS until it is active again (or the connection closes). */
-#define AUTOLINK_RETRIES        3
-#define AUTOLINK_FIRST_RETRY_MS 2000
-#define AUTOLINK_RETRY_MS       5000
-
-#define LR_LOST_CONDITION   "qd:routed-link-lost"
-#define LR_LOST_DESCRIPTION "Connectivity to the peer container was lost"
-
-typedef struct jn_link_route {
-    /* the next link route with the same prefix or pattern and direction
-     * (they coexist, as in 1.19: one match entry, a chain in the order
-     * added; an attach goes to the first whose container is here) */
-    struct jn_link_route *same;
-    char *name;
-    char *key;       /* its mesh key (C/D/E/F + text, route_key) */
-    bool advertised; /* the mesh was told this router has its container
-                      * (on one route of a chain only: the key is theirs) */
-    jn_link_dir_t dir;
-    char *container_id, *connection;
-    char *add_prefix, *del_prefix;
-    /* router.connection.linkRoute: the connection that created it and is
-     * its container (0: a configured link route), and its identity */
-    uint64_t conn_id, identity;
-} jn_link_route_t;
-
-typedef enum { AL_INACTIVE = 0, AL_ATTACHING, AL_FAILED, AL_ACTIVE } al_state_t;
-
-typedef struct jn_autolink {
-    struct jn_autolink *next;
-    char *name, *address, *external;
-    char *container_id, *connection;
-    jn_link_dir_t dir;
-    char phase;
-    bool fallback;
-    al_state_t state;
-    char *last_error;     /* heap, or NULL */
-    jn_core_link_t *link; /* its link while attached or answering */
-    uint64_t conn_id;     /* the connection it last attached on */
-    unsigned retries;     /* re-attaches on that connection (AUTOLINK_RETRIES) */
-    unsigned timed;       /* timed re-attaches since it was last active */
-    int64_t retry_at;     /* the next timed re-attach (jn_time_mono_ms), 0: none */
-    uint64_t pending;     /* the request id while one is out, else 0 */
-} jn_autolink_t;
-
-/* A request for a link on a container's connection (see the top). */
-typedef struct lr_request {
-    struct lr_request *next;
-    uint64_t id;
-    jn_core_conn_t *conn;    /* compared only */
-    jn_core_link_t *client;  /* link route: the client's link (referenced) */
-    jn_autolink_t *autolink; /* auto-link */
-} lr_request_t;
-
-typedef struct jn_lr_table {
-    jn_addr_config_t match[2];   /* by jn_link_dir_t of the client's link */
-    jn_link_route_t **routes[2]; /* parallel to match[d].entries: chain heads */
-    size_t cap[2];
-    jn_autolink_t *autolinks;
-    lr_request_t *requests;
-    uint64_t next_id;
-    uint64_t next_identity; /* connection-scoped link routes */
-} jn_lr_table_t;
+#include "linkroute_private.h" /* the tables, shared with autolink.c */
 
 static void advertise_CT(jn_core_t *core);
 static jn_core_conn_t *remote_conn_CT(jn_core_t *core, const char *address, jn_link_dir_t dir,
@@ -141,7 +74,7 @@ static void route_free(jn_link_route_t *r)
     free(r);
 }
 
-static void autolink_free(jn_autolink_t *al)
+void jn_lr_autolink_free(jn_autolink_t *al)
 {
     free(al->name);
     free(al->address);
@@ -171,7 +104,7 @@ void jn_lr_fini(jn_core_t *core)
     while (t->autolinks) {
         jn_autolink_t *al = t->autolinks;
         t->autolinks = al->next;
-        autolink_free(al);
+        jn_lr_autolink_free(al);
     }
     while (t->requests) {
         lr_request_t *rq = t->requests;
@@ -186,7 +119,7 @@ void jn_lr_fini(jn_core_t *core)
 
 /* ---- matching a container's connection -------------------------------------- */
 
-static bool conn_serves(const jn_core_conn_t *c, const char *container_id, const char *connection)
+bool jn_lr_conn_serves(const jn_core_conn_t *c, const char *container_id, const char *connection)
 {
     if (c->ct.closed || c->inter_router || c->internal)
         return false;
@@ -195,12 +128,12 @@ static bool conn_serves(const jn_core_conn_t *c, const char *container_id, const
     return container_id && strcmp(c->container_id, container_id) == 0;
 }
 
-static jn_core_conn_t *find_conn_CT(jn_core_t *core, const char *container_id,
+jn_core_conn_t *jn_lr_find_conn_CT(jn_core_t *core, const char *container_id,
                                     const char *connection, const jn_core_conn_t * not )
 {
     JN_ASSERT_CT(core);
     for (jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next)
-        if (c != not &&conn_serves(c, container_id, connection))
+        if (c != not &&jn_lr_conn_serves(c, container_id, connection))
             return c;
     return NULL;
 }
@@ -213,7 +146,7 @@ static jn_core_conn_t *route_conn_CT(jn_core_t *core, const jn_link_route_t *r,
 {
     JN_ASSERT_CT(core);
     if (!r->conn_id)
-        return find_conn_CT(core, r->container_id, r->connection, not );
+        return jn_lr_find_conn_CT(core, r->container_id, r->connection, not );
     for (jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next)
         if (c->conn_id == r->conn_id)
             return c != not &&!c->ct.closed ? c : NULL;
@@ -222,7 +155,7 @@ static jn_core_conn_t *route_conn_CT(jn_core_t *core, const jn_link_route_t *r,
 
 /* ---- requests ---------------------------------------------------------------- */
 
-static lr_request_t *request_new_CT(jn_core_t *core, jn_core_conn_t *conn)
+lr_request_t *jn_lr_request_new_CT(jn_core_t *core, jn_core_conn_t *conn)
 {
     JN_ASSERT_CT(core);
     lr_request_t *rq = calloc(1, sizeof *rq);
@@ -236,7 +169,7 @@ static lr_request_t *request_new_CT(jn_core_t *core, jn_core_conn_t *conn)
 }
 
 /* Take the request out of the list (the caller frees it). */
-static lr_request_t *request_take_CT(jn_core_t *core, uint64_t id)
+lr_request_t *jn_lr_request_take_CT(jn_core_t *core, uint64_t id)
 {
     JN_ASSERT_CT(core);
     for (lr_request_t **p = &core->lr->requests; *p; p = &(*p)->next) {
@@ -250,7 +183,7 @@ static lr_request_t *request_take_CT(jn_core_t *core, uint64_t id)
 }
 
 /* Ask conn's I/O thread to attach a link (JN_WORK_LINK_ATTACH). */
-static int push_attach_CT(jn_core_conn_t *conn, jn_link_dir_t dir, const char *name,
+int jn_lr_push_attach_CT(jn_core_conn_t *conn, jn_link_dir_t dir, const char *name,
                           const char *address, bool presettled, jn_core_link_t *copy_of,
                           uint64_t id)
 {
@@ -278,7 +211,7 @@ static int push_attach_CT(jn_core_conn_t *conn, jn_link_dir_t dir, const char *n
 /* ---- link routes --------------------------------------------------------------- */
 
 /* The address toward the container: del prefix off, add prefix on (heap). */
-static char *external_address(const jn_link_route_t *r, const char *address)
+char *jn_lr_external_address(const jn_link_route_t *r, const char *address)
 {
     const char *rest = address;
     size_t dl = r->del_prefix ? strlen(r->del_prefix) : 0;
@@ -290,6 +223,36 @@ static char *external_address(const jn_link_route_t *r, const char *address)
     if (out)
         snprintf(out, n, "%s%s", add, rest);
     return out;
+}
+
+/* Of the link routes with one prefix or pattern (the chain at *head, not
+ * empty), the first whose container is connected here, not counting from
+ * (the attaching connection): its connection, with *route that link
+ * route; it goes to the chain's end, so attaches take turns among the
+ * containers, as in 1.19. NULL when none is connected (*route: the
+ * chain's first). Core thread. */
+static jn_core_conn_t *take_turn_CT(jn_core_t *core, jn_link_route_t **head,
+                                    jn_core_conn_t *from, const jn_link_route_t **route)
+{
+    jn_core_conn_t *to = NULL;
+    jn_link_route_t **p = head, **at = NULL;
+    *route = *p;
+    for (; *p && !to; p = &(*p)->same)
+        if ((to = route_conn_CT(core, *p, from)) != NULL)
+            at = p;
+    if (!at)
+        return NULL;
+    jn_link_route_t *x = *at;
+    *route = x;
+    if (x->same) {
+        jn_link_route_t **tail = &x->same;
+        while (*tail)
+            tail = &(*tail)->same;
+        *at = x->same;
+        *tail = x;
+        x->same = NULL;
+    }
+    return to;
 }
 
 bool jn_lr_attach_CT(jn_core_link_t *link)
@@ -306,32 +269,10 @@ bool jn_lr_attach_CT(jn_core_link_t *link)
     int i = t->match[d].count
                 ? jn_addr_config_match(&t->match[d], link->address, strlen(link->address))
                 : -1;
-    jn_core_conn_t *to = NULL;
-    if (i >= 0) {
-        /* of link routes with the same prefix or pattern, the first whose
-         * container is connected here; it goes to the chain's end, so
-         * attaches take turns among the containers, as in 1.19 */
-        jn_link_route_t **p = &t->routes[d][i], **at = NULL;
-        r = *p;
-        for (; *p && !to; p = &(*p)->same)
-            if ((to = route_conn_CT(core, *p, conn)) != NULL)
-                at = p;
-        if (at) {
-            jn_link_route_t *x = *at;
-            r = x;
-            if (x->same) {
-                jn_link_route_t **tail = &x->same;
-                while (*tail)
-                    tail = &(*tail)->same;
-                *at = x->same;
-                *tail = x;
-                x->same = NULL;
-            }
-        }
-    }
+    jn_core_conn_t *to = i >= 0 ? take_turn_CT(core, &t->routes[d][i], conn, &r) : NULL;
     char *ext = NULL, *name = NULL;
     if (to) {
-        ext = external_address(r, link->address);
+        ext = jn_lr_external_address(r, link->address);
     } else {
         /* the container is behind another router (10.6): the same address
          * to the next hop, the name made unique unless it came from one */
@@ -363,11 +304,11 @@ bool jn_lr_attach_CT(jn_core_link_t *link)
                           "resumable link routes are not allowed (router.allowResumableLinkRoute)");
         return true;
     }
-    lr_request_t *rq = ext ? request_new_CT(core, to) : NULL;
-    if (!rq || push_attach_CT(to, d == 0 ? JN_LINK_OUTGOING : JN_LINK_INCOMING,
+    lr_request_t *rq = ext ? jn_lr_request_new_CT(core, to) : NULL;
+    if (!rq || jn_lr_push_attach_CT(to, d == 0 ? JN_LINK_OUTGOING : JN_LINK_INCOMING,
                               name ? name : link->name, ext, link->presettled, link, rq->id) != 0) {
         if (rq)
-            free(request_take_CT(core, rq->id));
+            free(jn_lr_request_take_CT(core, rq->id));
         free(ext);
         free(name);
         jn_link_refuse_CT(link, "amqp:resource-limit-exceeded", "out of memory");
@@ -397,7 +338,7 @@ void jn_lr_local_attached_CT(jn_core_link_t *link)
 {
     jn_core_t *core = link->conn->core;
     JN_ASSERT_CT(core);
-    lr_request_t *rq = request_take_CT(core, (uint64_t)(uintptr_t)link->attach_ref);
+    lr_request_t *rq = jn_lr_request_take_CT(core, (uint64_t)(uintptr_t)link->attach_ref);
     jn_core_link_t *client = rq ? rq->client : NULL;
     jn_autolink_t *al = rq ? rq->autolink : NULL;
     free(rq);
@@ -429,15 +370,13 @@ void jn_lr_local_attached_CT(jn_core_link_t *link)
     jn_work_link_CT(link, JN_WORK_LINK_CLOSE, NULL, NULL, NULL, 0);
 }
 
-static void autolink_answered_CT(jn_core_link_t *link);
-
 void jn_lr_answered_CT(jn_core_link_t *link)
 {
     JN_ASSERT_CT(link->conn->core);
     if (link->ct.state != JN_LINK_ST_ROUTING)
         return;
     if (link->ct.autolink) {
-        autolink_answered_CT(link);
+        jn_lr_autolink_answered_CT(link);
         return;
     }
     jn_core_link_t *client = link->ct.routed;
@@ -490,14 +429,12 @@ uint32_t jn_lr_credit_due_CT(const jn_core_link_t *link)
     return avail > UINT32_MAX ? UINT32_MAX : (uint32_t)avail;
 }
 
-static void autolink_detached_CT(jn_core_link_t *link, bool from_conn_close);
-
 void jn_lr_link_detached_CT(jn_core_link_t *link, bool from_conn_close)
 {
     jn_core_t *core = link->conn->core;
     JN_ASSERT_CT(core);
     if (link->ct.autolink) {
-        autolink_detached_CT(link, from_conn_close);
+        jn_lr_autolink_detached_CT(link, from_conn_close);
         return;
     }
     jn_core_link_t *peer = link->ct.routed;
@@ -526,18 +463,16 @@ void jn_lr_link_detached_CT(jn_core_link_t *link, bool from_conn_close)
                     NULL, cond, desc, 0);
 }
 
-static void autolink_try_CT(jn_core_t *core, jn_autolink_t *al, jn_core_conn_t *conn);
-
 void jn_lr_conn_opened_CT(jn_core_conn_t *conn)
 {
     jn_core_t *core = conn->core;
     JN_ASSERT_CT(core);
     for (jn_autolink_t *al = core->lr->autolinks; al; al = al->next)
-        if (!al->link && !al->pending && conn_serves(conn, al->container_id, al->connection)) {
+        if (!al->link && !al->pending && jn_lr_conn_serves(conn, al->container_id, al->connection)) {
             al->retries = 0;
             al->timed = 0;
             al->retry_at = 0;
-            autolink_try_CT(core, al, conn);
+            jn_lr_autolink_try_CT(core, al, conn);
         }
     advertise_CT(core);
 }
@@ -580,12 +515,12 @@ void jn_lr_conn_closed_CT(jn_core_conn_t *conn)
     for (jn_autolink_t *al = core->lr->autolinks; al; al = al->next) {
         if (al->link || al->pending || al->conn_id != conn->conn_id)
             continue;
-        jn_core_conn_t *other = find_conn_CT(core, al->container_id, al->connection, conn);
+        jn_core_conn_t *other = jn_lr_find_conn_CT(core, al->container_id, al->connection, conn);
         al->state = AL_INACTIVE;
         al->retry_at = 0; /* the connection it waited on is gone */
         al->timed = 0;
         if (other)
-            autolink_try_CT(core, al, other);
+            jn_lr_autolink_try_CT(core, al, other);
     }
     advertise_CT(core);
 }
@@ -912,252 +847,6 @@ const char *jn_core_link_route_status_CT(jn_core_t *core, const char *name)
     return route_conn_CT(core, r, NULL) ? "active" : "inactive";
 }
 
-/* ---- auto-links ------------------------------------------------------------------ */
-
-/* lastError: the error's description, as 1.19 shows it (its condition
- * when it has none); NULL: clear it. */
-static void set_error(jn_autolink_t *al, const char *cond, const char *desc)
-{
-    free(al->last_error);
-    al->last_error = NULL;
-    const char *text = desc && *desc ? desc : cond;
-    if (text)
-        al->last_error = strdup(text);
-}
-
-static void autolink_try_CT(jn_core_t *core, jn_autolink_t *al, jn_core_conn_t *conn)
-{
-    JN_ASSERT_CT(core);
-    lr_request_t *rq = request_new_CT(core, conn);
-    if (!rq)
-        return;
-    rq->autolink = al;
-    char name[300];
-    snprintf(name, sizeof name, "qdlink.autolink.%s", al->name);
-    if (push_attach_CT(conn, al->dir, name, al->external ? al->external : al->address, false, NULL,
-                       rq->id) != 0) {
-        free(request_take_CT(core, rq->id));
-        return;
-    }
-    al->pending = rq->id;
-    al->conn_id = conn->conn_id;
-    al->state = AL_ATTACHING;
-    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO, "[C%" PRIu64 "] Auto-link %s: attaching %s %s",
-           conn->conn_id, al->name, al->dir == JN_LINK_INCOMING ? "from" : "to",
-           al->external ? al->external : al->address);
-}
-
-/* The mobile address key of the auto-link's address with its phase. */
-static int autolink_addr_CT(jn_core_t *core, const jn_autolink_t *al, jn_addr_t **out)
-{
-    JN_ASSERT_CT(core);
-    jn_iter_t it;
-    jn_iter_init_string(&it, al->address, JN_VIEW_ADDRESS_HASH);
-    jn_iter_set_phase(&it, al->phase);
-    size_t n = jn_iter_length(&it);
-    uint8_t *key = malloc(n ? n : 1);
-    if (!key)
-        return JN_ENOMEM;
-    n = jn_iter_copy(&it, key, n);
-    int rc = jn_addr_get_key_CT(core, key, n, core->default_distribution, out);
-    free(key);
-    return rc;
-}
-
-static void autolink_answered_CT(jn_core_link_t *link)
-{
-    jn_core_t *core = link->conn->core;
-    JN_ASSERT_CT(core);
-    jn_autolink_t *al = link->ct.autolink;
-    jn_addr_t *addr = NULL;
-    int rc = autolink_addr_CT(core, al, &addr);
-    if (rc == 0 && addr)
-        rc = link->dir == JN_LINK_INCOMING ? jn_addr_add_producer_CT(addr, link)
-                                           : jn_addr_add_consumer_CT(addr, link);
-    if (rc != 0 || !addr) {
-        if (addr)
-            jn_addr_release_if_unused_CT(core, addr);
-        set_error(al, "amqp:not-found", rc ? "out of memory" : "the address is unavailable");
-        al->state = AL_FAILED;
-        link->ct.state = JN_LINK_ST_REFUSED;
-        jn_work_link_CT(link, JN_WORK_LINK_CLOSE, NULL, NULL, NULL, 0);
-        return;
-    }
-    link->ct.state = JN_LINK_ST_ATTACHED;
-    uint64_t word = atomic_load_explicit(&link->flow, memory_order_acquire);
-    link->ct.credit_limit = word >> 1; /* a flow that came while it waited */
-    link->ct.drain = (word & 1u) != 0;
-    al->state = AL_ACTIVE;
-    al->timed = 0;
-    set_error(al, NULL, NULL);
-    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO, "[C%" PRIu64 "][L%" PRIu64 "] Auto-link %s active",
-           link->conn->conn_id, link->ct.id, al->name);
-    if (link->dir == JN_LINK_INCOMING)
-        jn_link_mark_dirty_CT(link);
-    else if (addr->n_consumers == 1)
-        jn_link_producers_dirty_CT(addr); /* first consumer: senders get credit */
-}
-
-static void autolink_detached_CT(jn_core_link_t *link, bool from_conn_close)
-{
-    JN_ASSERT_CT(link->conn->core);
-    jn_autolink_t *al = link->ct.autolink;
-    link->ct.autolink = NULL;
-    al->link = NULL;
-    if (link->detach_condition) {
-        set_error(al, link->detach_condition, link->detach_description);
-        al->state = AL_FAILED;
-    } else {
-        al->state = from_conn_close || al->state != AL_FAILED ? AL_INACTIVE : al->state;
-    }
-    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO, "[C%" PRIu64 "][L%" PRIu64 "] Auto-link %s %s%s%s",
-           link->conn->conn_id, link->ct.id, al->name,
-           al->state == AL_FAILED ? "failed: " : "detached",
-           al->state == AL_FAILED && al->last_error ? al->last_error : "",
-           from_conn_close ? " (connection closed)" : "");
-    if (from_conn_close || link->conn->ct.closed)
-        return; /* it attaches again when a connection to its container opens */
-    if (!link->detach_condition && al->retries < AUTOLINK_RETRIES) {
-        al->retries++;
-        autolink_try_CT(link->conn->core, al, link->conn);
-        return;
-    }
-    /* refused (or ended once too often): failed, and tried again later */
-    if (al->state != AL_FAILED) {
-        al->state = AL_FAILED;
-        if (!al->last_error)
-            set_error(al, NULL, "the container ended the link's session repeatedly");
-    }
-    jn_core_t *core = link->conn->core;
-    al->retry_at =
-        (int64_t)jn_time_mono_ms() + (al->timed == 0 ? AUTOLINK_FIRST_RETRY_MS : AUTOLINK_RETRY_MS);
-    al->timed++;
-    jn_core_timer_at_CT(core, al->retry_at);
-}
-
-void jn_lr_tick_CT(jn_core_t *core)
-{
-    JN_ASSERT_CT(core);
-    int64_t now = (int64_t)jn_time_mono_ms(), next = 0;
-    for (jn_autolink_t *al = core->lr->autolinks; al; al = al->next) {
-        if (al->retry_at == 0)
-            continue;
-        if (al->retry_at > now) {
-            next = next == 0 || al->retry_at < next ? al->retry_at : next;
-            continue;
-        }
-        al->retry_at = 0;
-        if (al->link || al->pending)
-            continue;
-        /* the connection it failed on, else another to its container */
-        jn_core_conn_t *conn = NULL;
-        for (jn_core_conn_t *c = core->ct.conns; c && !conn; c = c->ct.next)
-            if (c->conn_id == al->conn_id && conn_serves(c, al->container_id, al->connection))
-                conn = c;
-        if (!conn)
-            conn = find_conn_CT(core, al->container_id, al->connection, NULL);
-        if (conn) {
-            JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO,
-                   "[C%" PRIu64 "] Auto-link %s: retry %u after %s", conn->conn_id, al->name,
-                   al->timed, al->last_error ? al->last_error : "a failure");
-            autolink_try_CT(core, al, conn);
-        }
-    }
-    if (next)
-        jn_core_timer_at_CT(core, next);
-}
-
-static jn_autolink_t *autolink_find(jn_lr_table_t *t, const char *name)
-{
-    for (jn_autolink_t *al = t->autolinks; al; al = al->next)
-        if (strcmp(al->name, name) == 0)
-            return al;
-    return NULL;
-}
-
-int jn_core_autolink_add_CT(jn_core_t *core, const jn_autolink_config_t *cfg)
-{
-    JN_ASSERT_CT(core);
-    if (!cfg->name || !cfg->address || !*cfg->address)
-        return JN_EINVAL;
-    if (autolink_find(core->lr, cfg->name))
-        return JN_EEXIST;
-    bool failed = false;
-    jn_autolink_t *al = calloc(1, sizeof *al);
-    if (!al)
-        return JN_ENOMEM;
-    al->name = jn_strdup_opt(cfg->name, &failed);
-    al->address = jn_strdup_opt(cfg->address, &failed);
-    al->external = jn_strdup_opt(cfg->external_address, &failed);
-    al->container_id = jn_strdup_opt(cfg->container_id, &failed);
-    al->connection = jn_strdup_opt(cfg->connection, &failed);
-    if (failed) {
-        autolink_free(al);
-        return JN_ENOMEM;
-    }
-    al->dir = cfg->dir;
-    int phase = cfg->phase >= 0 ? cfg->phase : cfg->dir == JN_LINK_INCOMING ? 1 : 0;
-    /* a fallback auto-link out is a fallback destination (phase F); one in
-     * brings the fallback queue back to the address (its own phase) */
-    al->phase =
-        cfg->fallback && cfg->dir == JN_LINK_OUTGOING ? 'F' : (char)('0' + (phase > 9 ? 9 : phase));
-    al->fallback = cfg->fallback;
-    al->next = core->lr->autolinks;
-    core->lr->autolinks = al;
-    jn_core_conn_t *conn = find_conn_CT(core, al->container_id, al->connection, NULL);
-    if (conn)
-        autolink_try_CT(core, al, conn);
-    return 0;
-}
-
-int jn_core_autolink_remove_CT(jn_core_t *core, const char *name)
-{
-    JN_ASSERT_CT(core);
-    jn_lr_table_t *t = core->lr;
-    jn_autolink_t **p = &t->autolinks;
-    while (*p && strcmp((*p)->name, name ? name : "") != 0)
-        p = &(*p)->next;
-    jn_autolink_t *al = *p;
-    if (!al)
-        return JN_ENOENT;
-    *p = al->next;
-    if (al->pending) {
-        lr_request_t *rq = request_take_CT(core, al->pending);
-        free(rq); /* its link, if it comes, finds no request and is closed */
-    }
-    if (al->link) {
-        jn_core_link_t *link = al->link;
-        link->ct.autolink = NULL;
-        if (link->ct.state == JN_LINK_ST_ATTACHED || link->ct.state == JN_LINK_ST_ROUTING) {
-            if (link->ct.state == JN_LINK_ST_ATTACHED) {
-                jn_addr_t *addr = jn_addr_remove_link_CT(core, link);
-                if (link->dir == JN_LINK_OUTGOING)
-                    jn_forward_consumer_gone_CT(link, addr);
-                if (addr)
-                    jn_addr_release_if_unused_CT(core, addr);
-            }
-            link->ct.state = JN_LINK_ST_REFUSED;
-            jn_work_link_CT(link, JN_WORK_LINK_CLOSE, NULL, NULL, NULL, 0);
-        }
-    }
-    autolink_free(al);
-    return 0;
-}
-
-int jn_core_autolink_status_CT(jn_core_t *core, const char *name, const char **oper_status,
-                               const char **last_error, uint64_t *link_id)
-{
-    JN_ASSERT_CT(core);
-    jn_autolink_t *al = name ? autolink_find(core->lr, name) : NULL;
-    if (!al)
-        return JN_ENOENT;
-    static const char *const names[] = {"inactive", "attaching", "failed", "active"};
-    *oper_status = names[al->state];
-    *last_error = al->last_error;
-    *link_id = al->link ? al->link->ct.id : 0;
-    return 0;
-}
-
 /* ---- connection-scoped link routes ------------------------------------------ */
 
 /* The core's name of connection conn_id's link route `name`: unique among
@@ -1283,12 +972,12 @@ bool jn_lr_attach_via_CT(jn_core_link_t *link, jn_core_conn_t *conn)
 {
     jn_core_t *core = link->conn->core;
     JN_ASSERT_CT(core);
-    lr_request_t *rq = request_new_CT(core, conn);
-    if (!rq || push_attach_CT(conn, link->dir == JN_LINK_INCOMING ? JN_LINK_OUTGOING
+    lr_request_t *rq = jn_lr_request_new_CT(core, conn);
+    if (!rq || jn_lr_push_attach_CT(conn, link->dir == JN_LINK_INCOMING ? JN_LINK_OUTGOING
                                                                     : JN_LINK_INCOMING,
                               link->name, link->address, link->presettled, link, rq->id) != 0) {
         if (rq)
-            free(request_take_CT(core, rq->id));
+            free(jn_lr_request_take_CT(core, rq->id));
         link->ct.state = JN_LINK_ST_NEW;
         jn_link_refuse_CT(link, "amqp:resource-limit-exceeded", "out of memory");
         return false;

@@ -36,16 +36,13 @@ SKIP_DIRS = {"node_modules", "__pycache__"}
 
 # Over budget today: path -> lines. Only ever lower these, or remove them.
 FILES_OVER = {
-    "router/core/linkroute.c": 1346,
+    "router/core/linkroute.c": 1034,
     "router/core/forward.c": 1287,
     "router/io/io_conn.c": 1076,
     "router/io/io_policy.c": 1124,
-    "router/io/io_private.h": 1048,
-    "router/core/core_private.h": 1031,
 }
 # (path, function) -> lines.
 FUNCTIONS_OVER = {
-    ("router/core/linkroute.c", "jn_lr_attach_CT"): 89,
 }
 # Over on purpose, with the reason (the function's comment says it too):
 # (path, function) -> (lines, why). A size above the one given still fails.

@@ -1,0 +1,435 @@
+/*
+ * io_fns.h — the functions router/io's files share, grouped by the file that
+ * defines each. Included by io_private.h only (after the structures they
+ * take); nothing outside router/io sees it.
+ */
+#ifndef JN_IO_FNS_H
+#define JN_IO_FNS_H 1
+
+/* ---- functions shared between the files, by the file that defines them - */
+
+/* io.c: the layer's frame */
+/* jn_io_vhost_admit_IO: the vhost policy's check of an incoming client
+ * connection at its Open (docs/design.md "Policy"): user is the
+ * authenticated user (NULL: "anonymous"), hostname the Open's (may be
+ * NULL; the listener's policyVhost when it has one). True: admitted (and
+ * counted when the policy is on); false: denied, logged once and counted;
+ * the caller closes it with amqp:resource-limit-exceeded. Out of memory
+ * denies. A connector's connection (role normal or route-container) with
+ * a policyVhost takes that vhost's "$connector" group's rules, uncounted;
+ * no such vhost or group denies it (1.19). Conn's loop. */
+bool jn_io_vhost_admit_IO(jn_io_conn_t *conn, const char *user, const char *hostname);
+
+/* jn_io_vhost_link_check_IO: the rules of link's connection's user group
+ * for a link the client attaches (docs/design.md "Policy"): link->dir
+ * JN_LINK_INCOMING (the client sends to address; NULL: an anonymous
+ * sender) or JN_LINK_OUTGOING (the client receives from address; dynamic:
+ * a dynamic source); maxSenders/maxReceivers, the qd.waypoint and
+ * qd.fallback capabilities, the sources/targets. NULL when allowed or no
+ * rules apply (the link is then counted, and takes the group's
+ * maxMessageSize); else the condition to detach it with
+ * (amqp:resource-limit-exceeded for a count limit, else
+ * amqp:unauthorized-access), the denial logged once and counted in
+ * linksDenied and the vhost's senderDenied/receiverDenied. Conn's loop. */
+const char *jn_io_vhost_link_check_IO(jn_io_link_t *link, const char *address, bool dynamic);
+
+/* jn_io_vhost_relay_allows_IO: the target check of one message m (parsed
+ * through its properties) received on link, an anonymous sender of a
+ * connection under a vhost policy (docs/design.md "Policy"): true when the
+ * user group's targets/targetPattern allow every address the core could
+ * route it on (properties.to, and the to-override annotation when the
+ * connection keeps inbound router annotations), or it has none. False
+ * (also once the connection's rules are dropped as it closes): counted in the vhost's senderDenied
+ * and logged once per link; the caller rejects the delivery with amqp:unauthorized-access. An
+ * address too long to judge (1 KiB or more) or holding a NUL octet is denied. Conn's loop; not on
+ * the path of links without the check. */
+bool jn_io_vhost_relay_allows_IO(jn_io_link_t *link, const jn_message_t *m);
+
+/* jn_io_vhost_names_management: whether address (a terminus address or a
+ * message's, scheme and host allowed) names a management node: this
+ * router's or another's, by any spelling the routers serve
+ * (`$management` alone or as its last segment). Any thread. */
+bool jn_io_vhost_names_management(const char *address);
+
+/* jn_io_vhost_reply_allows_IO: the reply-to check of one message m (parsed
+ * through its properties) received on link, a sender of a connection under
+ * a vhost policy whose target is a management node (JN_IO_RX_CHECK_REPLY),
+ * or an anonymous sender (JN_IO_RX_CHECK_TARGET; only its messages to a
+ * management node are checked): the router answers a request at its
+ * reply-to, so the client's group must allow that address as a target, or
+ * it must be one of the connection's own dynamic (reply) addresses
+ * (docs/compat.md). True when allowed, or the message has no reply-to or is not
+ * a request to a management node. False (also once the connection's rules
+ * are dropped): counted in the vhost's senderDenied and logged once per
+ * link; the caller rejects the delivery with amqp:unauthorized-access.
+ * Conn's loop; not on the path of links without the check. */
+bool jn_io_vhost_reply_allows_IO(jn_io_link_t *link, const jn_message_t *m);
+
+/* jn_io_vhost_link_gone_IO: link no longer counts against its group's
+ * maxSenders/maxReceivers (a no-op when it never did). Conn's loop. */
+void jn_io_vhost_link_gone_IO(jn_io_link_t *link);
+
+/* jn_io_vhost_session_denied_IO: transport t failed; when proton refused a
+ * Begin past the channel-max the group's maxSessions set, count it in the
+ * vhost's sessionDenied and log the denial once. Conn's loop. */
+void jn_io_vhost_session_denied_IO(jn_io_conn_t *conn, pn_transport_t *t);
+
+/* jn_io_vhost_oversize_IO: a message over link's maxMessageSize: under a
+ * vhost, count it in the vhost's maxMessageSizeDenied and log the denial
+ * (user, host, vhost, limit) and return true; false (nothing done) when no
+ * vhost governs the connection. Conn's loop (not the per-message path:
+ * once per oversize message). */
+bool jn_io_vhost_oversize_IO(jn_io_link_t *link);
+
+/* jn_io_vhost_rights_IO: whether conn's user group turns off
+ * allowDynamicLinkRoutes / allowAdminStatusUpdate (both false when no
+ * vhost policy governs it). Conn's loop, after the Open. */
+void jn_io_vhost_rights_IO(const jn_io_conn_t *conn, bool *deny_dynamic_link_routes,
+                           bool *deny_admin_status_update);
+
+/* jn_io_vhost_transport_IO: apply conn's user group's maxFrameSize and
+ * maxSessions to transport t (before our Open is written). Conn's loop. */
+void jn_io_vhost_transport_IO(jn_io_conn_t *conn, pn_transport_t *t);
+
+/* jn_io_vhost_session_window: conn's group's maxSessionWindow in octets, 0
+ * when none applies. Conn's loop. */
+size_t jn_io_vhost_session_window(const jn_io_conn_t *conn);
+
+/* jn_io_vhost_user_id_proxy: whether conn's user group allows any user-id
+ * (allowUserIdProxy); false when no vhost policy governs it. Conn's
+ * loop. */
+bool jn_io_vhost_user_id_proxy(const jn_io_conn_t *conn);
+/* jn_io_vhost_log_close_IO: for a connection the vhost policy governed,
+ * the POLICY debug line 1.19 writes when it closes ("closed with
+ * resources ..."): its sessions and links now, the denials of its vhost
+ * so far (1.19's connections share their vhost's counts), and
+ * n_connections (the policy's current count). conn's loop, not under
+ * io->lock. */
+void jn_io_vhost_log_close_IO(jn_io_conn_t *conn, uint64_t n_connections);
+
+/* jn_io_vhost_uncount_locked: take conn out of its vhost's counts (a no-op
+ * when it is not counted). Any thread, io->lock held. */
+void jn_io_vhost_uncount_locked(jn_io_t *io, jn_io_conn_t *conn);
+
+/* jn_io_vhost_free_all: free the vhost table and counts. Main thread, at
+ * jn_io_free. */
+void jn_io_vhost_free_all(jn_io_t *io);
+
+/* jn_io_max_connections: the connection limit derived from the
+ * file-descriptor limit. Any thread. */
+size_t jn_io_max_connections(void);
+
+/* io_timer.c: the one-shot timers (any thread arms; loop 0 fires) */
+void jn_io_timer_arm(jn_io_t *io, jn_io_timer_t *timer, unsigned delay_ms);
+void jn_io_timer_arm_at(jn_io_t *io, jn_io_timer_t *timer, int64_t deadline_ms);
+bool jn_io_timer_cancel(jn_io_t *io, jn_io_timer_t *timer);
+void jn_io_timer_cancel_locked(jn_io_t *io, jn_io_timer_t *timer);
+/* jn_io_timers_cancel_all: disarm every timer and drop the connection
+ * references the armed ones held (may free connections). Main thread,
+ * io->lock not held, once the loops have ended (jn_io_stop). */
+void jn_io_timers_cancel_all(jn_io_t *io);
+void jn_io_timers_run(jn_io_t *io);
+
+/* io_loop.c: the loops, a connection's start, wake, move and pass */
+int jn_io_loop_init(jn_io_loop_t *loop, jn_io_t *io, unsigned index);
+void jn_io_loop_fini(jn_io_loop_t *loop);
+void *jn_io_loop_main(void *arg);
+void jn_io_loop_notify(jn_io_loop_t *loop);
+jn_io_loop_t *jn_io_loop_pick(jn_io_t *io);
+void jn_io_colocate(jn_io_conn_t *a, jn_io_conn_t *b);
+int jn_io_conn_start(jn_io_conn_t *conn, pn_transport_t *t, int fd, const char *resolve_err);
+void jn_io_conn_destroy_IO(jn_io_conn_t *conn);
+bool jn_io_loop_work(jn_io_loop_t *loop);
+void jn_io_conn_wake(jn_io_conn_t *conn);
+size_t jn_io_loop_drain_exit(jn_io_loop_t *loop);
+/* no loop can reach conn any more (its last reference is gone, or the
+ * loops have ended): the calling thread acts as conn's loop (JN_ASSERT_IO)
+ * until jn_io_adopt_end; returns what to give jn_io_adopt_end */
+jn_io_loop_t *jn_io_adopt(jn_io_conn_t *conn);
+void jn_io_adopt_end(jn_io_loop_t *was);
+/* the peer's octets through the screen into proton, and the end of a
+ * refused stream's input once our answer is written */
+bool jn_io_conn_input_IO(jn_io_conn_t *conn, char *start, size_t n);
+void jn_io_conn_written_IO(jn_io_conn_t *conn, bool writable);
+
+/* io_loop.c, for io_tls.c: the socket failed (a transport error named
+ * proton:io, both directions closed). io_watch.c: the socket refused
+ * output (start a write-stall period); a period or the initial handshake
+ * deadline came due (now: ms, monotonic): judge it. The loop owning conn. */
+void jn_io_conn_io_error_IO(jn_io_conn_t *conn, int err, const char *what);
+void jn_io_stall_watch_IO(jn_io_conn_t *conn);
+void jn_io_stall_check_IO(jn_io_conn_t *conn, int64_t now);
+void jn_io_handshake_check_IO(jn_io_conn_t *conn, int64_t now);
+
+/* io_tls.c (TLS on a connection; comments there) */
+int jn_io_tls_attach(jn_io_conn_t *conn, jn_tls_profile_t *p, bool server, bool detect);
+void jn_io_tls_free(jn_io_conn_t *conn);
+bool jn_io_tls_read_IO(jn_io_conn_t *conn, bool *plain);
+bool jn_io_tls_write_IO(jn_io_conn_t *conn);
+void jn_io_tls_abandon_IO(jn_io_conn_t *conn);
+bool jn_io_tls_pending_out(const jn_io_conn_t *conn);
+bool jn_io_tls_info(const jn_io_conn_t *conn, const char **proto, const char **cipher, int *ssf);
+const char *jn_io_tls_peer_uid(const jn_io_conn_t *conn);
+/* io_bridge.c: the TLS a bridged connection's owner terminated (wss://):
+ * true with its facts (borrowed, immutable while the connection lives;
+ * *peer_uid NULL without a verified client certificate), false when it
+ * has none. The connection's loop thread. */
+bool jn_io_bridge_tls_info(const jn_io_conn_t *conn, const char **proto, const char **cipher,
+                           int *ssf, const char **peer_uid);
+/* sasl_cyrus.c: does an endpoint's transport run Cyrus (server: accepted
+ * connections)? jn_io_sasl_attach: plug Cyrus into t (conn's transport,
+ * not yet started): 0 or JN_ENOMEM. */
+int jn_io_sasl_attach(jn_io_conn_t *conn, pn_transport_t *t);
+/* authsvc.c: SASL relayed to an auth service (docs/design.md "The auth
+ * service"; comments there) */
+int jn_io_authsvc_prepare(jn_io_endpoint_t *ep, char *err, size_t errlen);
+int jn_io_authsvc_attach(jn_io_conn_t *conn, pn_transport_t *t);
+void jn_io_authsvc_event_IO(jn_io_conn_t *svc, pn_event_t *event);
+void jn_io_authsvc_client_closed_IO(jn_io_conn_t *client);
+void jn_io_authsvc_timeout_IO(jn_io_conn_t *svc);
+void jn_io_authsvc_stop_IO(jn_io_conn_t *svc);
+/* io.c: the profile registered under name, with a reference for the
+ * caller, or NULL. Any thread (takes io->lock). */
+jn_tls_profile_t *jn_io_tls_profile_get(jn_io_t *io, const char *name);
+
+/* io_test.c (tests and fuzzing only): a socketless connection's read and
+ * write steps of conn_pass. */
+void jn_io_test_read_IO(jn_io_conn_t *conn);
+void jn_io_test_write_IO(jn_io_conn_t *conn);
+
+/* io_bridge.c: a bridged connection's read and write steps of conn_pass,
+ * and its end (the connection is destroyed: the owner is told). */
+void jn_io_bridge_read_IO(jn_io_conn_t *conn);
+void jn_io_bridge_write_IO(jn_io_conn_t *conn);
+void jn_io_bridge_gone_IO(jn_io_conn_t *conn);
+
+/* io_endpoint.c: listeners, connectors, accepting and connecting */
+void jn_io_endpoint_free(jn_io_endpoint_t *ep);
+int jn_io_listen(jn_io_t *io, jn_io_endpoint_t *ep);
+void jn_io_connect(jn_io_endpoint_t *ep);
+void *jn_io_connector_main(void *arg);
+void jn_io_accept(jn_io_lsock_t *ls);
+void jn_io_listener_close_locked(jn_io_t *io, jn_io_endpoint_t *ep);
+void jn_io_connector_closed_IO(jn_io_endpoint_t *ep, jn_io_conn_t *conn, bool was_open);
+pn_transport_t *jn_io_transport_new(const jn_endpoint_config_t *cfg, bool server);
+
+/* io_conn.c: a connection's life, proton's events, the core's work */
+jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming);
+void jn_io_conn_unref(jn_io_conn_t *conn);
+bool jn_io_conn_tryref(jn_io_conn_t *conn);
+/* jn_io_conn_refuse_IO: close conn with its screen's error. */
+void jn_io_conn_refuse_IO(jn_io_conn_t *conn);
+void jn_io_conn_event_IO(jn_io_conn_t *conn, pn_event_t *event);
+void jn_io_conn_batch_end_IO(jn_io_conn_t *conn);
+void jn_io_conn_poll_later_IO(jn_io_conn_t *conn, bool progressed);
+/* jn_io_link_new_IO: our object for proton link pl on conn. */
+jn_io_link_t *jn_io_link_new_IO(jn_io_conn_t *conn, pn_link_t *pl);
+void jn_io_link_set_busy_IO(jn_io_link_t *link);
+void jn_io_link_close_IO(jn_io_link_t *link, const char *condition, const char *description);
+/* io_open.c: the peer's open, on PN_CONNECTION_REMOTE_OPEN (the core is
+ * told of the connection, or it is refused and closed). */
+void jn_io_conn_remote_open_IO(jn_io_conn_t *conn, pn_transport_t *t);
+/* io_conn.c: close the connection with an error (once). */
+void jn_io_conn_close_IO(jn_io_conn_t *conn, const char *condition, const char *description);
+/* Unsettled deliveries: the pn_delivery's context holds a reference on
+ * the jn_delivery_t, and we hold a proton reference on the pn_delivery
+ * (io_recv.c explains why); drop them all when the link or connection
+ * goes. */
+void jn_io_release_unsettled_IO(pn_link_t *pl);
+
+/* io_state.c: a delivery state, every field, between proton and the core */
+void jn_io_data_encode(pn_data_t *data, uint8_t **out, size_t *len);
+void jn_io_state_read_IO(pn_disposition_t *remote, jn_disposition_t *d);
+void jn_io_state_release_IO(jn_disposition_t *d);
+void jn_io_state_apply_IO(pn_disposition_t *local, const jn_disposition_t *d);
+
+/* io_props.c: a peer's open properties, rendered for management */
+/* jn_io_tenant_IO (io_tenant.c): the vhost whose tenant space conn lives
+ * in, into info->tenant_vhost: its Open's hostname (pc's, borrowed, valid
+ * while pc is) when a listener with multiTenant accepted it (not of role
+ * inter-router or edge); NULL when none (no hostname, another listener).
+ * Returns false when the hostname cannot name a space: conn is then
+ * closed (amqp:invalid-field, logged) and the caller returns. Once the
+ * Open has arrived; conn's I/O thread. */
+bool jn_io_tenant_IO(jn_io_conn_t *conn, pn_connection_t *pc, jn_conn_info_t *info);
+
+/* jn_io_tenant_ra_IO (io_tenant.c): the router annotations to send to
+ * conn, a connection in a tenant space (conn->tenant) that is sent router
+ * annotations: ra itself, or, when its x-opt-qd.to is an address in conn's
+ * space, *fresh: ra with that address as the client names it (the space
+ * cut off), so the space is invisible to the client. ra (not NULL, with
+ * has_to) and fresh are the caller's; the result is valid while both are.
+ * conn's I/O thread, per copy sent to such a connection only. */
+const jn_ra_t *jn_io_tenant_ra_IO(const jn_io_conn_t *conn, const jn_ra_t *ra, jn_ra_t *fresh);
+
+/* jn_io_render_properties_IO: a peer's open properties as management shows
+ * them (an encoded map with string keys; heap, the caller's), or NULL/0. */
+void jn_io_render_properties_IO(pn_data_t *props, uint8_t **out, size_t *len);
+/* jn_io_put_open_properties: the entries of the AMQP-encoded map raw (len
+ * octets: an endpoint's openProperties) added to props, an open map being
+ * written: keys as symbols, values as jn_io_render_properties_IO keeps
+ * them. Nothing on a decode error. Any thread (props is the caller's). */
+void jn_io_put_open_properties(pn_data_t *props, const uint8_t *raw, size_t len);
+
+/* io_recv.c: the receive path (incoming links) */
+void jn_io_rx_delivery_IO(jn_io_link_t *link, pn_delivery_t *pd);
+bool jn_io_rx_resume_IO(jn_io_link_t *link);
+void jn_io_rx_init_IO(jn_io_link_t *link);
+void jn_io_rx_credit_IO(jn_io_link_t *link, uint32_t credit, bool drain);
+void jn_io_rx_update_IO(jn_io_link_t *link, jn_work_t *work);
+void jn_io_rx_link_gone_IO(jn_io_link_t *link);
+
+/* io_route.c: links attached for the core (link routes, auto-links) */
+void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w);
+/* A routed link's session is free again (its link released): keep it for
+ * the next routed link, or end it when enough are kept. */
+void jn_io_route_session_idle_IO(jn_io_conn_t *conn, pn_session_t *ssn);
+/* The peer ended ssn: forget it if it was kept. */
+void jn_io_route_session_gone_IO(jn_io_conn_t *conn, pn_session_t *ssn);
+/* The peer's source and target of pl, encoded for the core (heap, the
+ * caller's; NULL/0 when out of memory). */
+void jn_io_termini_encode_IO(pn_link_t *pl, uint8_t **out, size_t *len);
+/* jn_io_coordinator_IO: the peer attached pl as a sender whose target is
+ * a transaction coordinator (AMQP 1.0 4.5.1): jn_link_info_t.coordinator.
+ * The connection's I/O thread. */
+bool jn_io_coordinator_IO(pn_link_t *pl);
+
+/* io_send.c: the send path (outgoing links) */
+void jn_io_tx_send_IO(jn_io_link_t *link, jn_work_t *work);
+void jn_io_tx_continue_IO(jn_io_link_t *link, jn_delivery_t *dlv);
+bool jn_io_tx_resume_IO(jn_io_link_t *link);
+void jn_io_tx_update_IO(jn_io_link_t *link, jn_work_t *work);
+void jn_io_tx_delivery_IO(jn_io_link_t *link, pn_delivery_t *pd);
+void jn_io_tx_flow_IO(jn_io_link_t *link);
+void jn_io_tx_drained_IO(jn_io_link_t *link);
+void jn_io_tx_link_gone_IO(jn_io_link_t *link);
+/* jn_io_tx_abort_IO: before our end of an outgoing link is detached or
+ * closed, abort the copy being sent, if it has begun (AMQP 1.0 2.7.5).
+ * The loop's thread of the link's connection. */
+void jn_io_tx_abort_IO(jn_io_link_t *link);
+
+/* io_mesh.c: inter-router connections (docs/protocol.md, "The mesh") */
+/* The peer's qd.inter-router-cost from its open's properties (an AMQP int
+ * only, docs/protocol.md, "Inter-router connections"), or 0. */
+uint32_t jn_io_ir_remote_cost(pn_connection_t *pc);
+/* Log (ROUTER debug, 1.19's words, which tools and tests grep) the
+ * qd.annotations-version an inter-router or edge peer's open states. The
+ * connection's loop thread. */
+void jn_io_ir_log_annotations_version_IO(jn_io_conn_t *conn, pn_connection_t *pc);
+/* Connector side of an inter-router connection, once open: begin the 11
+ * sessions and attach the 2 control and 20 data links in 1.19's order,
+ * each reported to the core as a local link. */
+void jn_io_ir_attach_links_IO(jn_io_conn_t *conn);
+/* A link the peer attached: set info->type and info->priority from the
+ * terminus capability at our end and the attach order. */
+void jn_io_ir_classify_IO(jn_io_link_t *link, jn_link_info_t *info);
+/* Put the single symbol cap as the capability of both of pl's local
+ * termini (expiry policy link-detach, as 1.19's router links). The
+ * connection's I/O thread; docs/protocol.md, "Edge routers". */
+void jn_io_set_capability(pn_link_t *pl, const char *cap);
+/* A receiver whose source has the qd.fallback capability (the first one,
+ * docs/protocol.md, "Link routes, auto-links and phases on the wire"): a
+ * fallback destination. */
+bool jn_io_fallback_receiver_IO(pn_link_t *pl);
+/* jn_io_waypoint_IO: the waypoint ordinal of the link the peer attached
+ * (jn_link_info_t.waypoint): its sender's target or receiver's source has
+ * the capability qd.waypoint (1) or qd.waypoint.<n> (n, 1..9); 0: none.
+ * I/O thread of the link's connection. */
+uint8_t jn_io_waypoint_IO(pn_link_t *pl);
+/* A control link takes messages of at most JN_IO_CONTROL_MAX_MESSAGE. */
+void jn_io_ir_cap_control_IO(jn_io_link_t *link);
+
+/* Inline helpers of io_recv.c and io_send.c: */
+
+/* jn_io_pd_keep: keep dlv (one reference, passed in) for pd: pd's context
+ * names it and a proton reference is held on pd. A pre-settled one is
+ * settled before any event could look for it in the context (in the same
+ * pass, or, while its octets stream, as the link's delivery in progress,
+ * found through the link): it gets neither. The connection's loop thread. */
+static inline void jn_io_pd_keep(pn_delivery_t *pd, jn_delivery_t *dlv)
+{
+    jn_delivery_set_io(dlv, pd);
+    if (jn_delivery_presettled(dlv))
+        return;
+    pn_delivery_set_context(pd, dlv);
+    pn_incref(pd);
+}
+
+/* jn_io_pd_release: undo jn_io_pd_keep: clear the context, settle pd when
+ * settle says so, drop the proton reference (pd must not be used after
+ * this) and dlv's. The connection's loop thread. */
+static inline void jn_io_pd_release(pn_delivery_t *pd, jn_delivery_t *dlv, bool settle)
+{
+    bool held = !jn_delivery_presettled(dlv);
+    jn_delivery_set_io(dlv, NULL);
+    if (held)
+        pn_delivery_set_context(pd, NULL);
+    if (settle)
+        pn_delivery_settle(pd);
+    if (held)
+        pn_decref(pd);
+    jn_delivery_unref(dlv);
+}
+
+/* Log prefix helpers: "[C12]" and "[C12][L3]". */
+#define JN_IO_CONN_FMT "[C%" PRIu64 "]"
+#define JN_IO_LINK_FMT "[C%" PRIu64 "][L%" PRIu64 "]"
+
+/* jn_io_connector_note_IO: conn, if a connector's, opened (opened) or
+ * failed: its connector's status and message (jn_io_connector_status)
+ * become that, the message printf-style; on open, the connector takes the
+ * peer's failover-server-list (jn_io_failover_take_IO). The loop's thread
+ * of conn. */
+void jn_io_connector_note_IO(jn_io_conn_t *conn, bool opened, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Failover lists (io_failover.c). jn_io_failover_take_IO: conn, made by a
+ * connector, is open: when the peer's open properties carry
+ * failover-server-list (a list of maps with network-host, and optionally
+ * port and scheme), the connector's backups become the one it is
+ * connected to (if a backup) followed by the peer's entries (at most 32;
+ * an entry without a usable network-host is skipped). Without the
+ * property nothing changes. On ENOMEM the list stays and the error is
+ * logged. The loop's thread of conn; takes jn_io_t.lock. */
+void jn_io_failover_take_IO(jn_io_conn_t *conn);
+/* jn_io_failover_advance_locked: connector ep's connection was lost or
+ * its attempt failed: its next attempt goes to the next entry of its
+ * list, round robin (no change without backups). jn_io_t.lock held. */
+void jn_io_failover_advance_locked(jn_io_endpoint_t *ep);
+/* jn_io_failover_target_locked: the host and port (NUL-terminated, cut
+ * to hcap and pcap octets) connector ep's next attempt goes to; an IPv6
+ * literal without its brackets. jn_io_t.lock held. */
+void jn_io_failover_target_locked(const jn_io_endpoint_t *ep, char *host, size_t hcap,
+                                  char *port, size_t pcap);
+/* jn_io_failover_free: free f's backups and empty it. The endpoint's
+ * owner (no lock needed once the endpoint is unreachable). */
+void jn_io_failover_free(jn_io_failover_t *f);
+
+/* Message logging (io_msglog.c). jn_io_msg_log_any_: some endpoint logs
+ * messages (set for good when one is added; relaxed). */
+extern atomic_bool jn_io_msg_log_any_;
+/* jn_io_msg_log_IO: log m as "[C<id>] <what> Message{...}" by conn's
+ * components (MESSAGE, info). The loop's thread of conn. */
+void jn_io_msg_log_IO(const jn_io_conn_t *conn, const char *what, const jn_message_t *m);
+/* jn_io_msg_log_received_IO: m arrives on conn (all_in: all of it is
+ * there): parse it to its application properties and log it if conn logs
+ * messages. Before the delivery is handed over. Returns 0, or JN_AGAIN
+ * when its application properties are not all in yet (route it later). */
+int jn_io_msg_log_received_IO(const jn_io_conn_t *conn, jn_message_t *m, bool all_in);
+
+/* jn_io_trace_update_IO: switch conn's frame trace on or off after the
+ * PROTOCOL level or the traced connections changed (io_trace.c). */
+void jn_io_trace_update_IO(jn_io_conn_t *conn, unsigned gen, bool log_on);
+
+/* jn_io_trace_check_IO: once per pass over conn: whether its frame trace
+ * must be switched. Two relaxed loads while nothing changes. The loop's
+ * thread of conn. */
+static inline void jn_io_trace_check_IO(jn_io_conn_t *conn)
+{
+    unsigned gen = jn_log_conn_trace_gen();
+    bool log_on = jn_log_enabled(JN_LOG_MOD_PROTOCOL, JN_LOG_TRACE);
+    if (JN_UNLIKELY(gen != conn->trace_gen || log_on != conn->trace_log))
+        jn_io_trace_update_IO(conn, gen, log_on);
+}
+
+#endif /* JN_IO_FNS_H */

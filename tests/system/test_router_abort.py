@@ -9,7 +9,7 @@ message arrives). Real junctiond processes and proton peers on 127.0.0.1.
 from proton import Handler, Message
 from proton.reactor import Container
 
-from harness import SLOW, RouterTestCase
+from harness import SLOW, RouterTestCase, _Call  # _Call: a timer task that calls fn
 from test_router_linkroute_wire import (FakeBroker, LinkRouteCase, config, fake_connector,
                                         link_route)
 
@@ -66,15 +66,6 @@ class HalfSender(Handler):
 
     def on_transport_error(self, event):
         pass
-
-
-class _Call(Handler):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def on_timer_task(self, event):
-        self.fn()
 
 
 class AbortBroker(FakeBroker):

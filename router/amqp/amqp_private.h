@@ -1,0 +1,79 @@
+/*
+ * amqp_private.h — the engine's tables of composite types: for each
+ * performative, SASL frame body, error, terminus and delivery state, its
+ * descriptor (code and symbol) and its fields in list order (2.7, 2.8.14,
+ * 3.4, 3.5, 4.5, 5.3.3), each with its kind, whether it is mandatory, its
+ * default and where it lives in the C struct. decode.c and encode.c walk
+ * these tables, so a field's rules are written once. Included by
+ * router/amqp and by the engine's tests and fuzzers.
+ */
+#ifndef JN_AMQP_PRIVATE_H
+#define JN_AMQP_PRIVATE_H 1
+
+#include <junction/amqp_perf.h>
+
+#include <stddef.h>
+
+/* What a field holds on the wire and in its struct member. */
+typedef enum jn_amqp_kind {
+    JN_K_BOOL,     /* boolean -> bool */
+    JN_K_UBYTE,    /* ubyte -> uint8_t (max: highest choice) */
+    JN_K_USHORT,   /* ushort -> uint16_t */
+    JN_K_UINT,     /* uint -> uint32_t (max: highest choice, 0 any) */
+    JN_K_ULONG,    /* ulong -> uint64_t */
+    JN_K_SYMBOL,   /* symbol -> jn_iter_t of its octets */
+    JN_K_STRING,   /* string -> jn_iter_t of its octets */
+    JN_K_BINARY,   /* binary -> jn_iter_t of its octets */
+    JN_K_ADDRESS,  /* string or symbol (3.5.3 address) -> jn_iter_t octets */
+    JN_K_SYMBOLS,  /* symbol or array of symbols -> jn_iter_t encoding */
+    JN_K_MAP,      /* map -> jn_iter_t encoding */
+    JN_K_DESCRIBED, /* any described value -> jn_iter_t encoding */
+    JN_K_ERROR,    /* error -> jn_amqp_error_t */
+    JN_K_SOURCE,   /* source (or other terminus) -> jn_amqp_terminus_t */
+    JN_K_TARGET,   /* target (or coordinator, ...) -> jn_amqp_terminus_t */
+    JN_K_STATE     /* delivery state -> jn_amqp_state_t */
+} jn_amqp_kind_t;
+
+/* One field of a composite type. */
+typedef struct jn_amqp_fdesc {
+    const char *name;   /* the spec's name, for faults */
+    uint8_t kind;       /* jn_amqp_kind_t */
+    bool mandatory;     /* null is refused (amqp:invalid-field) */
+    uint32_t max;       /* ubyte/uint: highest valid value, 0 for any */
+    uint16_t offset;    /* of the member in the struct */
+    uint32_t def;       /* default of a numeric or boolean field */
+} jn_amqp_fdesc_t;
+
+/* One composite type. The struct begins with its `present` mask, at
+ * present_at, except states and termini, which keep their own header. */
+typedef struct jn_amqp_tdesc {
+    uint64_t code;
+    const char *name;   /* "open", "error", ... */
+    const char *symbol; /* "amqp:open:list", ... */
+    const jn_amqp_fdesc_t *fields;
+    uint8_t count;
+    uint16_t present_at; /* offset of the uint32_t present mask */
+} jn_amqp_tdesc_t;
+
+/* jn_amqp_is_state: true for the descriptor code of a delivery state
+ * known here (3.4; part 4, 4.5.5, 4.5.7). Any thread. */
+static inline bool jn_amqp_is_state(uint64_t code)
+{
+    return (code >= JN_AMQP_RECEIVED && code <= JN_AMQP_MODIFIED) || code == JN_AMQP_DECLARED ||
+           code == JN_AMQP_TRANSACTIONAL_STATE;
+}
+
+/* jn_amqp_tdesc_by_code: the table of the type with descriptor code, or
+ * NULL. Any thread. */
+const jn_amqp_tdesc_t *jn_amqp_tdesc_by_code(uint64_t code);
+
+/* jn_amqp_code_by_symbol: the descriptor code of the type whose symbol the
+ * octets left in sym spell, or 0. Any thread. */
+uint64_t jn_amqp_code_by_symbol(const jn_iter_t *sym);
+
+/* jn_amqp_defaults: set every field of the struct at obj (of type t) to its
+ * default and clear its present mask; nested states and termini get code
+ * 0 and empty views. Any thread. */
+void jn_amqp_defaults(const jn_amqp_tdesc_t *t, void *obj);
+
+#endif /* JN_AMQP_PRIVATE_H */

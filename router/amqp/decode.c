@@ -1,0 +1,305 @@
+/*
+ * decode.c — the engine's decoder of performatives (AMQP 1.0 part 2, 2.7),
+ * SASL frame bodies (part 5, 5.3.3) and the composites inside them, in
+ * place: the message layer's decoder (junction/decoder.h) reads each field
+ * where it lies, and a variable-width or compound field is kept as a raw
+ * view of the frame's own octets. Which fields a type has, and their rules,
+ * come from the tables in types.c; this file only walks them, so every
+ * type is decoded and checked the same way. The contract is in
+ * junction/amqp_perf.h.
+ */
+#include "amqp_private.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define DECODE_ERROR "amqp:decode-error"
+#define INVALID_FIELD "amqp:invalid-field"
+
+JN_PRINTF(3, 4)
+static int fail(jn_amqp_fault_t *fault, const char *condition, const char *fmt, ...)
+{
+    va_list ap;
+    fault->condition = condition;
+    va_start(ap, fmt);
+    vsnprintf(fault->description, sizeof fault->description, fmt, ap);
+    va_end(ap);
+    return JN_EPROTO;
+}
+
+/* Walk every value left in d, entering compounds, so that a field kept as
+ * a raw view is known to be a valid encoding all the way down. Returns 0
+ * or the decoder's error. */
+static int check_values(jn_decoder_t *d)
+{
+    jn_field_t f;
+    int rc;
+    while ((rc = jn_decoder_next(d, &f)) == 1) {
+        if (f.type != JN_TYPE_LIST && f.type != JN_TYPE_MAP && f.type != JN_TYPE_ARRAY)
+            continue;
+        jn_decoder_t child;
+        if ((rc = jn_decoder_enter(d, &f, &child)) != 0 || (rc = check_values(&child)) != 0) {
+            d->reason = child.reason;
+            return rc < 0 ? rc : JN_EPROTO;
+        }
+    }
+    return rc;
+}
+
+/* check_values() for the one compound f of d. */
+static int check_compound(const jn_decoder_t *d, const jn_field_t *f, jn_amqp_fault_t *fault,
+                          const char *where)
+{
+    if (f->type != JN_TYPE_LIST && f->type != JN_TYPE_MAP && f->type != JN_TYPE_ARRAY)
+        return 0;
+    jn_decoder_t child;
+    int rc = jn_decoder_enter(d, f, &child);
+    if (rc == 0)
+        rc = check_values(&child);
+    if (rc == 0)
+        return 0;
+    return fail(fault, DECODE_ERROR, "%s cannot be decoded: %s", where,
+                jn_decoder_reason(&child));
+}
+
+/* The descriptor code of a described field: its ulong, or the code its
+ * symbol names (0: none known). */
+static uint64_t descriptor_of(const jn_field_t *f)
+{
+    return f->descriptor_is_symbol ? jn_amqp_code_by_symbol(&f->descriptor_symbol)
+                                   : f->descriptor_code;
+}
+
+static int decode_composite(const jn_decoder_t *d, const jn_field_t *f,
+                            const jn_amqp_tdesc_t *t, void *obj, jn_amqp_fault_t *fault);
+
+/* A scalar field (bool, ubyte, ushort, uint, ulong) into its member. */
+static int decode_scalar(const jn_field_t *f, const jn_amqp_fdesc_t *fd, void *m,
+                         const char *tname, jn_amqp_fault_t *fault)
+{
+    static const jn_amqp_type_t want[] = {
+        [JN_K_BOOL] = JN_TYPE_BOOLEAN, [JN_K_UBYTE] = JN_TYPE_UBYTE,
+        [JN_K_USHORT] = JN_TYPE_USHORT, [JN_K_UINT] = JN_TYPE_UINT,
+        [JN_K_ULONG] = JN_TYPE_ULONG};
+    if (f->described || f->type != want[fd->kind])
+        return fail(fault, INVALID_FIELD, "%s field %s is %s%s, not %s", tname, fd->name,
+                    f->described ? "a described " : "", jn_amqp_type_name(f->type),
+                    jn_amqp_type_name(want[fd->kind]));
+    if (fd->max && f->value.u > fd->max)
+        return fail(fault, INVALID_FIELD, "%s field %s is %llu, above its highest value %u",
+                    tname, fd->name, (unsigned long long)f->value.u, fd->max);
+    switch (fd->kind) {
+    case JN_K_BOOL: *(bool *)m = f->value.b; break;
+    case JN_K_UBYTE: *(uint8_t *)m = (uint8_t)f->value.u; break;
+    case JN_K_USHORT: *(uint16_t *)m = (uint16_t)f->value.u; break;
+    case JN_K_UINT: *(uint32_t *)m = (uint32_t)f->value.u; break;
+    default: *(uint64_t *)m = f->value.u; break;
+    }
+    return 0;
+}
+
+/* A symbol, string, binary or address field: the view of its octets. */
+static int decode_bytes(const jn_field_t *f, const jn_amqp_fdesc_t *fd, void *m,
+                        const char *tname, jn_amqp_fault_t *fault)
+{
+    bool ok = !f->described;
+    switch (fd->kind) {
+    case JN_K_SYMBOL: ok = ok && f->type == JN_TYPE_SYMBOL; break;
+    case JN_K_STRING: ok = ok && f->type == JN_TYPE_STRING; break;
+    case JN_K_BINARY: ok = ok && f->type == JN_TYPE_BINARY; break;
+    default: ok = ok && (f->type == JN_TYPE_STRING || f->type == JN_TYPE_SYMBOL); break;
+    }
+    if (!ok)
+        return fail(fault, INVALID_FIELD, "%s field %s is %s%s, not %s", tname, fd->name,
+                    f->described ? "a described " : "", jn_amqp_type_name(f->type),
+                    fd->kind == JN_K_BINARY   ? "binary"
+                    : fd->kind == JN_K_SYMBOL ? "symbol"
+                                              : "string");
+    *(jn_iter_t *)m = f->payload;
+    if (fd->kind == JN_K_ADDRESS) /* the terminus's address_is_symbol, just before it */
+        ((jn_amqp_terminus_t *)((uint8_t *)m - offsetof(jn_amqp_terminus_t, address)))
+            ->address_is_symbol = f->type == JN_TYPE_SYMBOL;
+    return 0;
+}
+
+/* A field kept whole as its encoding: multiple symbols, a map, or any
+ * described value. */
+static int decode_encoded(const jn_decoder_t *d, const jn_field_t *f, const jn_amqp_fdesc_t *fd,
+                          void *m, const char *tname, jn_amqp_fault_t *fault)
+{
+    bool ok;
+    if (fd->kind == JN_K_SYMBOLS)
+        ok = !f->described && (f->type == JN_TYPE_SYMBOL ||
+                               (f->type == JN_TYPE_ARRAY && !f->elem_described &&
+                                (f->elem_code == JN_AMQP_SYM8 || f->elem_code == JN_AMQP_SYM32)));
+    else if (fd->kind == JN_K_MAP)
+        ok = !f->described && f->type == JN_TYPE_MAP;
+    else
+        ok = f->described;
+    if (!ok)
+        return fail(fault, INVALID_FIELD, "%s field %s is %s%s, not %s", tname, fd->name,
+                    f->described ? "a described " : "", jn_amqp_type_name(f->type),
+                    fd->kind == JN_K_SYMBOLS ? "a symbol or an array of symbols"
+                    : fd->kind == JN_K_MAP   ? "a map"
+                                             : "a described value");
+    char where[96];
+    snprintf(where, sizeof where, "%s field %s", tname, fd->name);
+    int rc = check_compound(d, f, fault, where);
+    if (rc == 0)
+        *(jn_iter_t *)m = f->encoded;
+    return rc;
+}
+
+/* A delivery state: a known one field by field, any other kept as it came. */
+static int decode_state(const jn_decoder_t *d, const jn_field_t *f, jn_amqp_state_t *s,
+                        const char *tname, const char *fname, jn_amqp_fault_t *fault)
+{
+    if (!f->described)
+        return fail(fault, INVALID_FIELD, "%s field %s is a plain %s, not a delivery state",
+                    tname, fname, jn_amqp_type_name(f->type));
+    s->code = descriptor_of(f);
+    s->symbolic = f->descriptor_is_symbol;
+    if (s->symbolic)
+        s->descriptor_symbol = f->descriptor_symbol;
+    s->encoded = f->encoded;
+    if (jn_amqp_is_state(s->code))
+        return decode_composite(d, f, jn_amqp_tdesc_by_code(s->code), s, fault);
+    char where[96];
+    snprintf(where, sizeof where, "%s field %s", tname, fname);
+    return check_compound(d, f, fault, where);
+}
+
+/* A source or target: field by field when it is the one expected, any
+ * other terminus (a coordinator, 4.5.1) kept as it came. */
+static int decode_terminus(const jn_decoder_t *d, const jn_field_t *f, jn_amqp_terminus_t *term,
+                           uint64_t expect, const char *tname, const char *fname,
+                           jn_amqp_fault_t *fault)
+{
+    if (!f->described)
+        return fail(fault, INVALID_FIELD, "%s field %s is a plain %s, not a terminus", tname,
+                    fname, jn_amqp_type_name(f->type));
+    term->code = descriptor_of(f);
+    term->encoded = f->encoded;
+    if (term->code == expect)
+        return decode_composite(d, f, jn_amqp_tdesc_by_code(expect), term, fault);
+    char where[96];
+    snprintf(where, sizeof where, "%s field %s", tname, fname);
+    return check_compound(d, f, fault, where);
+}
+
+/* One non-null field into its member. */
+static int decode_field(const jn_decoder_t *d, const jn_field_t *f, const jn_amqp_fdesc_t *fd,
+                        void *m, const char *tname, jn_amqp_fault_t *fault)
+{
+    switch (fd->kind) {
+    case JN_K_BOOL:
+    case JN_K_UBYTE:
+    case JN_K_USHORT:
+    case JN_K_UINT:
+    case JN_K_ULONG: return decode_scalar(f, fd, m, tname, fault);
+    case JN_K_SYMBOL:
+    case JN_K_STRING:
+    case JN_K_BINARY:
+    case JN_K_ADDRESS: return decode_bytes(f, fd, m, tname, fault);
+    case JN_K_ERROR:
+        if (!f->described || descriptor_of(f) != JN_AMQP_ERROR)
+            return fail(fault, INVALID_FIELD, "%s field %s is not an error", tname, fd->name);
+        return decode_composite(d, f, jn_amqp_tdesc_by_code(JN_AMQP_ERROR), m, fault);
+    case JN_K_SOURCE:
+        return decode_terminus(d, f, m, JN_AMQP_SOURCE, tname, fd->name, fault);
+    case JN_K_TARGET:
+        return decode_terminus(d, f, m, JN_AMQP_TARGET, tname, fd->name, fault);
+    case JN_K_STATE: return decode_state(d, f, m, tname, fd->name, fault);
+    default: return decode_encoded(d, f, fd, m, tname, fault);
+    }
+}
+
+/* The described list f of d, of type t, into obj: every field, then the
+ * mandatory ones checked. */
+static int decode_composite(const jn_decoder_t *d, const jn_field_t *f,
+                            const jn_amqp_tdesc_t *t, void *obj, jn_amqp_fault_t *fault)
+{
+    uint8_t *base = obj;
+    jn_amqp_defaults(t, obj);
+    if (f->type != JN_TYPE_LIST)
+        return fail(fault, DECODE_ERROR, "%s is a described %s, not a list", t->name,
+                    jn_amqp_type_name(f->type));
+    jn_decoder_t child;
+    if (jn_decoder_enter(d, f, &child) != 0)
+        return fail(fault, DECODE_ERROR, "%s cannot be decoded: %s", t->name,
+                    jn_decoder_reason(&child));
+    uint32_t *present = (uint32_t *)(base + t->present_at);
+    jn_field_t v;
+    for (uint32_t i = 0;; i++) {
+        int rc = jn_decoder_next(&child, &v);
+        if (rc == 0)
+            break;
+        if (rc < 0)
+            return fail(fault, DECODE_ERROR, "%s field %u cannot be decoded: %s", t->name,
+                        (unsigned)i, jn_decoder_reason(&child));
+        if (i >= t->count) { /* a field of a later version: checked, ignored */
+            char where[64];
+            snprintf(where, sizeof where, "%s field %u", t->name, (unsigned)i);
+            if ((rc = check_compound(&child, &v, fault, where)) != 0)
+                return rc;
+            continue;
+        }
+        if (v.type == JN_TYPE_NULL && !v.described)
+            continue;
+        const jn_amqp_fdesc_t *fd = &t->fields[i];
+        if ((rc = decode_field(&child, &v, fd, base + fd->offset, t->name, fault)) != 0)
+            return rc;
+        *present |= JN_AMQP_FIELD(i);
+    }
+    for (unsigned i = 0; i < t->count; i++)
+        if (t->fields[i].mandatory && !(*present & JN_AMQP_FIELD(i)))
+            return fail(fault, INVALID_FIELD, "%s field %s is mandatory but null", t->name,
+                        t->fields[i].name);
+    return 0;
+}
+
+/* Rules that span fields. attach: a sender's initial-delivery-count must
+ * not be null (2.7.3). */
+static int check_rules(const jn_amqp_perf_t *p, jn_amqp_fault_t *fault)
+{
+    if (p->code == JN_AMQP_ATTACH && !p->u.attach.role &&
+        !(p->u.attach.present & JN_AMQP_FIELD(9)))
+        return fail(fault, INVALID_FIELD,
+                    "attach field initial-delivery-count is null on a sender's attach");
+    return 0;
+}
+
+int jn_amqp_perf_decode(const jn_iter_t *body, uint8_t frame_type, jn_amqp_perf_t *p,
+                        jn_iter_t *payload, jn_amqp_fault_t *fault)
+{
+    jn_decoder_t d;
+    jn_field_t f;
+    jn_decoder_init(&d, body, true);
+    int rc = jn_decoder_next(&d, &f);
+    if (rc == 0)
+        return fail(fault, DECODE_ERROR, "frame body holds no performative");
+    if (rc < 0)
+        return fail(fault, DECODE_ERROR, "performative cannot be decoded: %s",
+                    jn_decoder_reason(&d));
+    if (!f.described)
+        return fail(fault, DECODE_ERROR, "frame body is a plain %s, not a described performative",
+                    jn_amqp_type_name(f.type));
+    uint64_t code = descriptor_of(&f);
+    bool sasl = frame_type == JN_AMQP_FRAME_SASL;
+    uint64_t lo = sasl ? JN_AMQP_SASL_MECHANISMS : JN_AMQP_OPEN;
+    uint64_t hi = sasl ? JN_AMQP_SASL_OUTCOME : JN_AMQP_CLOSE;
+    if (code < lo || code > hi)
+        return fail(fault, DECODE_ERROR, "descriptor 0x%llx names no %s performative",
+                    (unsigned long long)code, sasl ? "SASL" : "AMQP");
+    memset(p, 0, sizeof *p);
+    p->code = code;
+    p->symbolic = f.descriptor_is_symbol;
+    if ((rc = decode_composite(&d, &f, jn_amqp_tdesc_by_code(code), &p->u, fault)) != 0)
+        return rc;
+    if ((rc = check_rules(p, fault)) != 0)
+        return rc;
+    if (payload)
+        jn_decoder_mark(&d, payload);
+    return 0;
+}

@@ -1,0 +1,146 @@
+/*
+ * frame.c — the engine's transport layer (AMQP 1.0 part 2, 2.2 and 2.3;
+ * part 5, 5.1 and 5.3.1): protocol headers, frame headers read in place
+ * from the caller's buffers, and frames composed into an encoder. The rules
+ * are those the frame screen enforces today (docs/protocol.md, "The frame
+ * screen"), each refused with amqp:connection:framing-error. The contract
+ * is in junction/amqp_frame.h.
+ */
+#include <junction/amqp_frame.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#define FRAMING "amqp:connection:framing-error"
+
+JN_PRINTF(3, 4)
+static int fail(jn_amqp_fault_t *fault, const char *condition, const char *fmt, ...)
+{
+    va_list ap;
+    fault->condition = condition;
+    va_start(ap, fmt);
+    vsnprintf(fault->description, sizeof fault->description, fmt, ap);
+    va_end(ap);
+    return JN_EPROTO;
+}
+
+int jn_amqp_header_read(const jn_iter_t *in, jn_amqp_proto_t *proto, jn_amqp_fault_t *fault)
+{
+    uint8_t h[JN_AMQP_HEADER_SIZE];
+    jn_iter_t it = *in;
+    size_t n = jn_iter_copy(&it, h, sizeof h);
+    static const uint8_t want[] = {'A', 'M', 'Q', 'P', 0, 1, 0, 0};
+    for (size_t i = 0; i < n; i++) {
+        bool ok = i == 4 ? (h[4] == 0 || h[4] == 2 || h[4] == 3) : h[i] == want[i];
+        if (!ok)
+            return fail(fault, FRAMING,
+                        "protocol header is not AMQP 1.0.0 with protocol id 0, 2 or 3 "
+                        "(octet %zu is 0x%02x)", i, h[i]);
+    }
+    if (n < sizeof h)
+        return JN_AGAIN;
+    *proto = (jn_amqp_proto_t)h[4];
+    return JN_AMQP_HEADER_SIZE;
+}
+
+void jn_amqp_header_write(uint8_t out[JN_AMQP_HEADER_SIZE], jn_amqp_proto_t proto)
+{
+    const uint8_t h[] = {'A', 'M', 'Q', 'P', (uint8_t)proto, 1, 0, 0};
+    for (size_t i = 0; i < sizeof h; i++)
+        out[i] = h[i];
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* The checks that need only the frame header's octets. */
+static int check_header(const uint8_t *h, uint8_t type, uint32_t max_frame,
+                        uint16_t channel_max, jn_amqp_fault_t *fault)
+{
+    uint32_t size = get32(h);
+    if (size < JN_AMQP_FRAME_HEADER_SIZE)
+        return fail(fault, FRAMING, "frame size %u is below 8", size);
+    if (size > max_frame)
+        return fail(fault, FRAMING, "frame size %u is above the max-frame-size %u", size,
+                    max_frame);
+    if (h[4] < 2)
+        return fail(fault, FRAMING, "frame data offset %u is below 2", h[4]);
+    if ((uint32_t)h[4] * 4 > size)
+        return fail(fault, FRAMING, "frame data offset %u lies past the frame's %u octets",
+                    h[4], size);
+    if (h[5] != type)
+        return fail(fault, FRAMING, "frame type %u where a %s frame belongs", h[5],
+                    type == JN_AMQP_FRAME_SASL ? "SASL" : "AMQP");
+    uint16_t channel = (uint16_t)(h[6] << 8 | h[7]);
+    if (type == JN_AMQP_FRAME_AMQP && channel > channel_max)
+        return fail(fault, FRAMING, "frame on channel %u, above the channel-max %u", channel,
+                    channel_max);
+    return 0;
+}
+
+int jn_amqp_frame_read(const jn_iter_t *in, uint8_t type, uint32_t max_frame,
+                       uint16_t channel_max, jn_amqp_frame_t *f, jn_amqp_fault_t *fault)
+{
+    uint8_t h[JN_AMQP_FRAME_HEADER_SIZE];
+    jn_iter_t it = *in;
+    size_t n = jn_iter_copy(&it, h, sizeof h);
+    if (n >= 4) { /* refuse an impossible size before waiting for it */
+        uint32_t size = get32(h);
+        if (size < JN_AMQP_FRAME_HEADER_SIZE || size > max_frame)
+            return check_header(h, type, max_frame, channel_max, fault);
+    }
+    if (n < sizeof h)
+        return JN_AGAIN;
+    int rc = check_header(h, type, max_frame, channel_max, fault);
+    if (rc != 0)
+        return rc;
+    uint32_t size = get32(h);
+    if (jn_iter_length(in) < size)
+        return JN_AGAIN;
+    f->size = size;
+    f->doff = h[4];
+    f->type = h[5];
+    f->channel = (uint16_t)(h[6] << 8 | h[7]);
+    uint32_t skip = (uint32_t)f->doff * 4 - JN_AMQP_FRAME_HEADER_SIZE; /* extended header */
+    jn_iter_advance(&it, skip);
+    f->body_size = size - (uint32_t)f->doff * 4;
+    jn_iter_sub(&it, f->body_size, &f->body);
+    return 1;
+}
+
+size_t jn_amqp_frame_begin(jn_encoder_t *e, uint8_t type, uint16_t channel)
+{
+    size_t start;
+    (void)jn_encoder_data(e, &start);
+    const uint8_t h[] = {0, 0, 0, 0, 2, type, (uint8_t)(channel >> 8), (uint8_t)channel};
+    jn_enc_raw(e, h, sizeof h);
+    return start;
+}
+
+int jn_amqp_frame_end(jn_encoder_t *e, size_t start, uint32_t max_frame)
+{
+    if (jn_encoder_error(e))
+        return jn_encoder_error(e);
+    size_t size;
+    (void)jn_encoder_data(e, &size);
+    if (start + JN_AMQP_FRAME_HEADER_SIZE > size || e->data[start + 4] != 2)
+        return JN_EINVAL;
+    size -= start;
+    if (size > max_frame)
+        return JN_EOVERFLOW;
+    /* the header was written by jn_amqp_frame_begin into e's own area */
+    e->data[start] = (uint8_t)(size >> 24);
+    e->data[start + 1] = (uint8_t)(size >> 16);
+    e->data[start + 2] = (uint8_t)(size >> 8);
+    e->data[start + 3] = (uint8_t)size;
+    return 0;
+}
+
+void jn_amqp_heartbeat_write(uint8_t out[JN_AMQP_FRAME_HEADER_SIZE])
+{
+    const uint8_t h[] = {0, 0, 0, 8, 2, 0, 0, 0};
+    for (size_t i = 0; i < sizeof h; i++)
+        out[i] = h[i];
+}

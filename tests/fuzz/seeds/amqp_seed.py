@@ -22,6 +22,18 @@ class Int(int):
     """an AMQP int"""
 
 
+class UByte(int):
+    """an AMQP ubyte"""
+
+
+class UShort(int):
+    """an AMQP ushort"""
+
+
+class Raw(bytes):
+    """octets already encoded, written as they are"""
+
+
 class Described:
     """a described value with a ulong descriptor"""
 
@@ -56,6 +68,12 @@ def enc(v):
         return b"\x41"
     if v is False:
         return b"\x42"
+    if isinstance(v, Raw):
+        return bytes(v)
+    if isinstance(v, UByte):
+        return bytes([0x50, v])
+    if isinstance(v, UShort):
+        return b"\x60" + struct.pack(">H", v)
     if isinstance(v, Described):
         return b"\x00" + enc(ULong(v.code)) + enc(v.value)
     if isinstance(v, Sym):

@@ -1,0 +1,99 @@
+#!/usr/bin/python3
+"""amqp_engine_seeds.py — write the seed corpora of the engine's fuzz targets
+(tests/fuzz/fuzz_amqp_frame.c, fuzz_amqp_diff.c): every performative and
+SASL body with its fields set, a few with symbolic descriptors, every
+delivery state, and short lists.
+
+Usage: tests/fuzz/seeds/amqp_engine_seeds.py OUTDIR_FRAME OUTDIR_DIFF
+
+amqp_diff inputs are a control octet then one frame body; amqp_frame
+inputs a control octet then a protocol header and frames.
+"""
+import struct
+import sys
+
+from amqp_seed import Described, Map, Raw, Sym, UByte, UInt, ULong, UShort, enc, write_seeds
+
+
+def sym_array(*names):
+    body = b"".join(bytes([len(n)]) + n.encode() for n in names)
+    return Raw(bytes([0xE0, len(body) + 2, len(names), 0xA3]) + body)
+
+
+def symbolic(name, value):
+    return Raw(b"\x00" + enc(Sym(name)) + enc(value))
+
+
+ERROR = Described(0x1D, [Sym("amqp:internal-error"), "broke", Map([(Sym("k"), "v")])])
+STATES = [
+    Described(0x23, [UInt(1), ULong(300)]),
+    Described(0x24, []),
+    Described(0x25, [ERROR]),
+    Described(0x26, []),
+    Described(0x27, [True, False, Map([(Sym("x-opt-a"), 1)])]),
+    Described(0x33, [b"txn"]),
+    Described(0x34, [b"txn", Described(0x24, [])]),
+    symbolic("amqp:accepted:list", []),
+    symbolic("com.example:state", Map([(Sym("k"), UInt(1))])),
+    Described(0x468C00000004, ["custom"]),
+]
+SOURCE = Described(0x28, ["q", UInt(2), Sym("never"), UInt(5), True, Map([]), Sym("move"),
+                          Map([(Sym("f"), Described(0x46, "x"))]), STATES[4],
+                          sym_array("amqp:accepted:list"), Sym("queue")])
+TARGET = Described(0x29, ["t", UInt(0), Sym("session-end"), UInt(0), False, None,
+                          sym_array("a", "b")])
+COORD = symbolic("amqp:coordinator:list", [Sym("amqp:local-transactions")])
+PROPS = Map([(Sym("product"), "junction")])
+
+AMQP = [
+    Described(0x10, ["c1", "host", UInt(65536), UShort(255), UInt(30000), Sym("en-US"),
+                     sym_array("en-US"), sym_array("ANONYMOUS-RELAY"), Sym("x"), PROPS]),
+    Described(0x10, ["c1"]),
+    Described(0x11, [UShort(1), UInt(0), UInt(2147483647), UInt(100), UInt(1023),
+                     Sym("a"), sym_array("b"), PROPS]),
+    Described(0x11, [None, UInt(0), UInt(10), UInt(10)]),
+    Described(0x12, ["l", UInt(0), False, UByte(1), UByte(0), SOURCE, TARGET, Map([]), False,
+                     UInt(0), ULong(1 << 20), Sym("a"), sym_array("b"), PROPS]),
+    Described(0x12, ["l", UInt(1), True, None, None, SOURCE, COORD]),
+    Described(0x13, [UInt(1), UInt(100), UInt(0), UInt(100), UInt(0), UInt(0), UInt(10), UInt(0),
+                     True, True, PROPS]),
+    Described(0x14, [UInt(0), UInt(0), b"t0", UInt(0), False, True, UByte(1), STATES[0], False,
+                     False, True]),
+    Described(0x15, [True, UInt(0), UInt(9), True, STATES[2], True]),
+    Described(0x16, [UInt(0), True, ERROR]),
+    Described(0x17, [ERROR]),
+    Described(0x18, []),
+] + [Described(0x15, [False, UInt(1), None, True, s]) for s in STATES]
+SASL = [
+    Described(0x40, [sym_array("ANONYMOUS", "PLAIN", "EXTERNAL")]),
+    Described(0x40, [Sym("ANONYMOUS")]),
+    Described(0x41, [Sym("PLAIN"), b"\0u\0p", "host"]),
+    Described(0x42, [b"challenge"]),
+    Described(0x43, [b"response"]),
+    Described(0x44, [UByte(0), b"data"]),
+]
+
+
+def frame(body, ftype=0, channel=0, payload=b""):
+    data = enc(body) + payload
+    return struct.pack(">IBBH", 8 + len(data), 2, ftype, channel) + data
+
+
+def main():
+    out_frame, out_diff = sys.argv[1], sys.argv[2]
+    diff = []
+    for i, body in enumerate(AMQP):
+        diff.append(bytes([i % 8]) + enc(body))
+    diff.append(bytes([7]) + enc(symbolic("amqp:begin:list", [None, UInt(0), UInt(1), UInt(1)])))
+    for i, body in enumerate(SASL):
+        diff.append(bytes([0x80 | (i % 8)]) + enc(body))
+    stream = b"AMQP\x00\x01\x00\x00" + b"".join(frame(b, channel=1) for b in AMQP)
+    stream += b"\x00\x00\x00\x08\x02\x00\x00\x00"  # a heartbeat
+    sasl = b"AMQP\x03\x01\x00\x00" + b"".join(frame(b, ftype=1) for b in SASL)
+    frames = [bytes([c]) + stream for c in range(8)] + [bytes([0x80 | c]) + sasl for c in range(8)]
+    frames.append(b"\x07" + frame(AMQP[7], payload=b"\x00\x53\x77\xa1\x05hello"))
+    print(write_seeds(out_frame, frames), write_seeds(out_diff, diff))
+
+
+if __name__ == "__main__":
+    main()

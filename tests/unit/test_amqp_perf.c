@@ -494,11 +494,12 @@ static void test_sasl_bodies_every_field(void **state)
     jn_amqp_perf_init(&p, JN_AMQP_SASL_INIT);
     p.u.sasl.present = ALL(3);
     p.u.sasl.mechanism = str("PLAIN");
-    p.u.sasl.initial_response = str("\0user\0pass" + 0);
+    jn_iter_init_bytes(&p.u.sasl.initial_response, "\0user\0pass", 10, JN_VIEW_RAW);
     p.u.sasl.hostname = str("h");
     round_trip(&p, &enc, &b);
     assert_iter_str(&b.u.sasl.mechanism, "PLAIN");
     assert_iter_str(&b.u.sasl.hostname, "h");
+    assert_int_equal(jn_iter_length(&b.u.sasl.initial_response), 10);
 
     jn_amqp_perf_init(&p, JN_AMQP_SASL_CHALLENGE);
     p.u.sasl.present = 1;

@@ -91,7 +91,9 @@ size_t jn_amqp_frame_begin(jn_encoder_t *e, uint8_t type, uint16_t channel);
 /* jn_amqp_frame_end: close the frame begun at offset start: write its size.
  * Returns 0, e's sticky error, JN_EINVAL if start is not a frame begun in e,
  * or JN_EOVERFLOW if the frame is larger than max_frame (the peer's
- * max-frame-size, 2.7.1: the caller splits a transfer before). Thread of e. */
+ * max-frame-size, 2.7.1: the caller splits a transfer before; a
+ * performative that does not fit alone is the spec's
+ * amqp:frame-size-too-small, 2.8.15). Thread of e. */
 int jn_amqp_frame_end(jn_encoder_t *e, size_t start, uint32_t max_frame);
 
 /* jn_amqp_heartbeat_write: the 8 octets of an empty AMQP frame on channel

@@ -74,6 +74,25 @@ static uint64_t descriptor_of(const jn_field_t *f)
 static int decode_composite(const jn_decoder_t *d, const jn_field_t *f,
                             const jn_amqp_tdesc_t *t, void *obj, jn_amqp_fault_t *fault);
 
+/* True when the described field f carries a second descriptor after its
+ * first (1.5 allows it): the decoder reports the outermost one, so the
+ * value is then itself a described value, not the type's list. */
+static bool stacked_descriptors(const jn_field_t *f)
+{
+    jn_iter_t it = f->encoded;
+    size_t skip;
+    (void)jn_iter_octet(&it); /* the 0x00 */
+    switch (jn_iter_octet(&it)) {
+    case 0x44: skip = 0; break;
+    case 0x53: skip = 1; break;
+    case 0x80: skip = 8; break;
+    case 0xa3: skip = 1 + jn_iter_length(&f->descriptor_symbol); break;
+    default: skip = 4 + jn_iter_length(&f->descriptor_symbol); break; /* 0xb3 */
+    }
+    jn_iter_advance(&it, skip);
+    return jn_iter_octet(&it) == 0x00;
+}
+
 /* A scalar field (bool, ubyte, ushort, uint, ulong) into its member. */
 static int decode_scalar(const jn_field_t *f, const jn_amqp_fdesc_t *fd, void *m,
                          const char *tname, jn_amqp_fault_t *fault)
@@ -222,9 +241,9 @@ static int decode_composite(const jn_decoder_t *d, const jn_field_t *f,
 {
     uint8_t *base = obj;
     jn_amqp_defaults(t, obj);
-    if (f->type != JN_TYPE_LIST)
-        return fail(fault, DECODE_ERROR, "%s is a described %s, not a list", t->name,
-                    jn_amqp_type_name(f->type));
+    if (f->type != JN_TYPE_LIST || stacked_descriptors(f))
+        return fail(fault, DECODE_ERROR, "%s is a described %s%s, not a list", t->name,
+                    stacked_descriptors(f) ? "described " : "", jn_amqp_type_name(f->type));
     jn_decoder_t child;
     if (jn_decoder_enter(d, f, &child) != 0)
         return fail(fault, DECODE_ERROR, "%s cannot be decoded: %s", t->name,

@@ -751,6 +751,13 @@ static void test_not_a_performative_with_decode_error(void **state)
     expect_fault(amqp_on_sasl, sizeof amqp_on_sasl, 1, DECODE, "no SASL");
     const uint8_t bad_sym[] = {0x00, 0xa3, 0x03, 'f', 'o', 'o', 0x45};
     expect_fault(bad_sym, sizeof bad_sym, 0, DECODE, "names no AMQP");
+    /* a performative whose value is itself described (stacked descriptors,
+     * 1.5): not the performative's list */
+    const uint8_t stacked[] = {0x00, 0x53, 0x16, 0x00, 0x53, 0x01, 0xc0, 0x02, 0x01, 0x43};
+    expect_fault(stacked, sizeof stacked, 0, DECODE, "described described list");
+    const uint8_t stacked_err[] = {0x00, 0x53, 0x17, 0xc0, 0x0c, 0x01, 0x00, 0x53, 0x1d, 0x00,
+                                   0xa3, 0x01, 'x', 0xc0, 0x02, 0x01, 0x43};
+    expect_fault(stacked_err, sizeof stacked_err, 0, DECODE, "error is a described described");
     /* a list whose count claims more fields than its size holds */
     const uint8_t count[] = {0x00, 0x53, 0x17, 0xc0, 0x01, 0x05};
     expect_fault(count, sizeof count, 0, DECODE, "cannot be decoded");

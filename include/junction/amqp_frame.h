@@ -29,7 +29,7 @@ typedef enum jn_amqp_proto {
 enum { JN_AMQP_FRAME_AMQP = 0, JN_AMQP_FRAME_SASL = 1 };
 
 /* Octets of a protocol header and of a frame header (2.2, 2.3.1). */
-#define JN_AMQP_HEADER_SIZE 8
+#define JN_AMQP_HEADER_SIZE       8
 #define JN_AMQP_FRAME_HEADER_SIZE 8
 /* The smallest max-frame-size a peer may announce (2.7.1, open). */
 #define JN_AMQP_MIN_MAX_FRAME_SIZE 512
@@ -78,8 +78,8 @@ void jn_amqp_header_write(uint8_t out[JN_AMQP_HEADER_SIZE], jn_amqp_proto_t prot
  * fault's condition "amqp:connection:framing-error" for a size below 8 or
  * above max_frame, a DOFF below 2 or past the frame, another frame type,
  * or a channel above channel_max. Any thread. */
-int jn_amqp_frame_read(const jn_iter_t *in, uint8_t type, uint32_t max_frame,
-                       uint16_t channel_max, jn_amqp_frame_t *f, jn_amqp_fault_t *fault);
+int jn_amqp_frame_read(const jn_iter_t *in, uint8_t type, uint32_t max_frame, uint16_t channel_max,
+                       jn_amqp_frame_t *f, jn_amqp_fault_t *fault);
 
 /* jn_amqp_frame_begin: start a frame in e (2.3.1): an 8-octet header of
  * the given type and channel whose size jn_amqp_frame_end() fills in.

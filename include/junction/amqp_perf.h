@@ -129,11 +129,11 @@ typedef struct jn_amqp_terminus {
 
 typedef struct jn_amqp_open { /* 2.7.1 */
     uint32_t present;
-    jn_iter_t container_id; /* 0 mandatory */
-    jn_iter_t hostname;     /* 1 */
-    uint32_t max_frame_size; /* 2, default 4294967295 */
-    uint16_t channel_max;    /* 3, default 65535 */
-    uint32_t idle_time_out;  /* 4, milliseconds */
+    jn_iter_t container_id;                               /* 0 mandatory */
+    jn_iter_t hostname;                                   /* 1 */
+    uint32_t max_frame_size;                              /* 2, default 4294967295 */
+    uint16_t channel_max;                                 /* 3, default 65535 */
+    uint32_t idle_time_out;                               /* 4, milliseconds */
     jn_iter_t outgoing_locales, incoming_locales;         /* 5, 6 */
     jn_iter_t offered_capabilities, desired_capabilities; /* 7, 8 */
     jn_iter_t properties;                                 /* 9 */
@@ -141,21 +141,21 @@ typedef struct jn_amqp_open { /* 2.7.1 */
 
 typedef struct jn_amqp_begin { /* 2.7.2 */
     uint32_t present;
-    uint16_t remote_channel;   /* 0 */
-    uint32_t next_outgoing_id; /* 1 mandatory */
-    uint32_t incoming_window;  /* 2 mandatory */
-    uint32_t outgoing_window;  /* 3 mandatory */
-    uint32_t handle_max;       /* 4, default 4294967295 */
+    uint16_t remote_channel;                                          /* 0 */
+    uint32_t next_outgoing_id;                                        /* 1 mandatory */
+    uint32_t incoming_window;                                         /* 2 mandatory */
+    uint32_t outgoing_window;                                         /* 3 mandatory */
+    uint32_t handle_max;                                              /* 4, default 4294967295 */
     jn_iter_t offered_capabilities, desired_capabilities, properties; /* 5-7 */
 } jn_amqp_begin_t;
 
 typedef struct jn_amqp_attach { /* 2.7.3 */
     uint32_t present;
-    jn_iter_t name;          /* 0 mandatory */
-    uint32_t handle;         /* 1 mandatory */
-    bool role;               /* 2 mandatory: false sender, true receiver */
-    uint8_t snd_settle_mode; /* 3, default 2 (mixed) */
-    uint8_t rcv_settle_mode; /* 4, default 0 (first) */
+    jn_iter_t name;                    /* 0 mandatory */
+    uint32_t handle;                   /* 1 mandatory */
+    bool role;                         /* 2 mandatory: false sender, true receiver */
+    uint8_t snd_settle_mode;           /* 3, default 2 (mixed) */
+    uint8_t rcv_settle_mode;           /* 4, default 0 (first) */
     jn_amqp_terminus_t source, target; /* 5, 6 */
     jn_iter_t unsettled;               /* 7 */
     bool incomplete_unsettled;         /* 8 */
@@ -166,10 +166,10 @@ typedef struct jn_amqp_attach { /* 2.7.3 */
 
 typedef struct jn_amqp_flow { /* 2.7.4 */
     uint32_t present;
-    uint32_t next_incoming_id; /* 0 */
-    uint32_t incoming_window;  /* 1 mandatory */
-    uint32_t next_outgoing_id; /* 2 mandatory */
-    uint32_t outgoing_window;  /* 3 mandatory */
+    uint32_t next_incoming_id;                               /* 0 */
+    uint32_t incoming_window;                                /* 1 mandatory */
+    uint32_t next_outgoing_id;                               /* 2 mandatory */
+    uint32_t outgoing_window;                                /* 3 mandatory */
     uint32_t handle, delivery_count, link_credit, available; /* 4-7 */
     bool drain, echo;                                        /* 8, 9 */
     jn_iter_t properties;                                    /* 10 */
@@ -177,13 +177,13 @@ typedef struct jn_amqp_flow { /* 2.7.4 */
 
 typedef struct jn_amqp_transfer { /* 2.7.5 */
     uint32_t present;
-    uint32_t handle;         /* 0 mandatory */
-    uint32_t delivery_id;    /* 1 */
-    jn_iter_t delivery_tag;  /* 2, binary octets */
-    uint32_t message_format; /* 3 */
-    bool settled, more;      /* 4, 5 */
-    uint8_t rcv_settle_mode; /* 6 */
-    jn_amqp_state_t state;   /* 7 */
+    uint32_t handle;                 /* 0 mandatory */
+    uint32_t delivery_id;            /* 1 */
+    jn_iter_t delivery_tag;          /* 2, binary octets */
+    uint32_t message_format;         /* 3 */
+    bool settled, more;              /* 4, 5 */
+    uint8_t rcv_settle_mode;         /* 6 */
+    jn_amqp_state_t state;           /* 7 */
     bool resume, aborted, batchable; /* 8-10 */
 } jn_amqp_transfer_t;
 
@@ -199,8 +199,8 @@ typedef struct jn_amqp_disposition { /* 2.7.6 */
 
 typedef struct jn_amqp_detach { /* 2.7.7 */
     uint32_t present;
-    uint32_t handle; /* 0 mandatory */
-    bool closed;     /* 1 */
+    uint32_t handle;       /* 0 mandatory */
+    bool closed;           /* 1 */
     jn_amqp_error_t error; /* 2 */
 } jn_amqp_detach_t;
 

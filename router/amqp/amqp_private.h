@@ -16,32 +16,32 @@
 
 /* What a field holds on the wire and in its struct member. */
 typedef enum jn_amqp_kind {
-    JN_K_BOOL,     /* boolean -> bool */
-    JN_K_UBYTE,    /* ubyte -> uint8_t (max: highest choice) */
-    JN_K_USHORT,   /* ushort -> uint16_t */
-    JN_K_UINT,     /* uint -> uint32_t (max: highest choice, 0 any) */
-    JN_K_ULONG,    /* ulong -> uint64_t */
-    JN_K_SYMBOL,   /* symbol -> jn_iter_t of its octets */
-    JN_K_STRING,   /* string -> jn_iter_t of its octets */
-    JN_K_BINARY,   /* binary -> jn_iter_t of its octets */
-    JN_K_ADDRESS,  /* string or symbol (3.5.3 address) -> jn_iter_t octets */
-    JN_K_SYMBOLS,  /* symbol or array of symbols -> jn_iter_t encoding */
-    JN_K_MAP,      /* map -> jn_iter_t encoding */
+    JN_K_BOOL,      /* boolean -> bool */
+    JN_K_UBYTE,     /* ubyte -> uint8_t (max: highest choice) */
+    JN_K_USHORT,    /* ushort -> uint16_t */
+    JN_K_UINT,      /* uint -> uint32_t (max: highest choice, 0 any) */
+    JN_K_ULONG,     /* ulong -> uint64_t */
+    JN_K_SYMBOL,    /* symbol -> jn_iter_t of its octets */
+    JN_K_STRING,    /* string -> jn_iter_t of its octets */
+    JN_K_BINARY,    /* binary -> jn_iter_t of its octets */
+    JN_K_ADDRESS,   /* string or symbol (3.5.3 address) -> jn_iter_t octets */
+    JN_K_SYMBOLS,   /* symbol or array of symbols -> jn_iter_t encoding */
+    JN_K_MAP,       /* map -> jn_iter_t encoding */
     JN_K_DESCRIBED, /* any described value -> jn_iter_t encoding */
-    JN_K_ERROR,    /* error -> jn_amqp_error_t */
-    JN_K_SOURCE,   /* source (or other terminus) -> jn_amqp_terminus_t */
-    JN_K_TARGET,   /* target (or coordinator, ...) -> jn_amqp_terminus_t */
-    JN_K_STATE     /* delivery state -> jn_amqp_state_t */
+    JN_K_ERROR,     /* error -> jn_amqp_error_t */
+    JN_K_SOURCE,    /* source (or other terminus) -> jn_amqp_terminus_t */
+    JN_K_TARGET,    /* target (or coordinator, ...) -> jn_amqp_terminus_t */
+    JN_K_STATE      /* delivery state -> jn_amqp_state_t */
 } jn_amqp_kind_t;
 
 /* One field of a composite type. */
 typedef struct jn_amqp_fdesc {
-    const char *name;   /* the spec's name, for faults */
-    uint8_t kind;       /* jn_amqp_kind_t */
-    bool mandatory;     /* null is refused (amqp:invalid-field) */
-    uint32_t max;       /* ubyte/uint: highest valid value, 0 for any */
-    uint16_t offset;    /* of the member in the struct */
-    uint32_t def;       /* default of a numeric or boolean field */
+    const char *name; /* the spec's name, for faults */
+    uint8_t kind;     /* jn_amqp_kind_t */
+    bool mandatory;   /* null is refused (amqp:invalid-field) */
+    uint32_t max;     /* ubyte/uint: highest valid value, 0 for any */
+    uint16_t offset;  /* of the member in the struct */
+    uint32_t def;     /* default of a numeric or boolean field */
 } jn_amqp_fdesc_t;
 
 /* One composite type. The struct begins with its `present` mask, at

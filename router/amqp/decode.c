@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define DECODE_ERROR "amqp:decode-error"
+#define DECODE_ERROR  "amqp:decode-error"
 #define INVALID_FIELD "amqp:invalid-field"
 
 JN_PRINTF(3, 4)
@@ -59,8 +59,7 @@ static int check_compound(const jn_decoder_t *d, const jn_field_t *f, jn_amqp_fa
         rc = check_values(&child);
     if (rc == 0)
         return 0;
-    return fail(fault, DECODE_ERROR, "%s cannot be decoded: %s", where,
-                jn_decoder_reason(&child));
+    return fail(fault, DECODE_ERROR, "%s cannot be decoded: %s", where, jn_decoder_reason(&child));
 }
 
 /* The descriptor code of a described field: its ulong, or the code its
@@ -71,8 +70,8 @@ static uint64_t descriptor_of(const jn_field_t *f)
                                    : f->descriptor_code;
 }
 
-static int decode_composite(const jn_decoder_t *d, const jn_field_t *f,
-                            const jn_amqp_tdesc_t *t, void *obj, jn_amqp_fault_t *fault);
+static int decode_composite(const jn_decoder_t *d, const jn_field_t *f, const jn_amqp_tdesc_t *t,
+                            void *obj, jn_amqp_fault_t *fault);
 
 /* True when the described field f carries a second descriptor after its
  * first (1.5 allows it): the decoder reports the outermost one, so the
@@ -83,51 +82,80 @@ static bool stacked_descriptors(const jn_field_t *f)
     size_t skip;
     (void)jn_iter_octet(&it); /* the 0x00 */
     switch (jn_iter_octet(&it)) {
-    case 0x44: skip = 0; break;
-    case 0x53: skip = 1; break;
-    case 0x80: skip = 8; break;
-    case 0xa3: skip = 1 + jn_iter_length(&f->descriptor_symbol); break;
-    default: skip = 4 + jn_iter_length(&f->descriptor_symbol); break; /* 0xb3 */
+    case 0x44:
+        skip = 0;
+        break;
+    case 0x53:
+        skip = 1;
+        break;
+    case 0x80:
+        skip = 8;
+        break;
+    case 0xa3:
+        skip = 1 + jn_iter_length(&f->descriptor_symbol);
+        break;
+    default:
+        skip = 4 + jn_iter_length(&f->descriptor_symbol);
+        break; /* 0xb3 */
     }
     jn_iter_advance(&it, skip);
     return jn_iter_octet(&it) == 0x00;
 }
 
 /* A scalar field (bool, ubyte, ushort, uint, ulong) into its member. */
-static int decode_scalar(const jn_field_t *f, const jn_amqp_fdesc_t *fd, void *m,
-                         const char *tname, jn_amqp_fault_t *fault)
+static int decode_scalar(const jn_field_t *f, const jn_amqp_fdesc_t *fd, void *m, const char *tname,
+                         jn_amqp_fault_t *fault)
 {
-    static const jn_amqp_type_t want[] = {
-        [JN_K_BOOL] = JN_TYPE_BOOLEAN, [JN_K_UBYTE] = JN_TYPE_UBYTE,
-        [JN_K_USHORT] = JN_TYPE_USHORT, [JN_K_UINT] = JN_TYPE_UINT,
-        [JN_K_ULONG] = JN_TYPE_ULONG};
+    static const jn_amqp_type_t want[] = {[JN_K_BOOL] = JN_TYPE_BOOLEAN,
+                                          [JN_K_UBYTE] = JN_TYPE_UBYTE,
+                                          [JN_K_USHORT] = JN_TYPE_USHORT,
+                                          [JN_K_UINT] = JN_TYPE_UINT,
+                                          [JN_K_ULONG] = JN_TYPE_ULONG};
     if (f->described || f->type != want[fd->kind])
         return fail(fault, INVALID_FIELD, "%s field %s is %s%s, not %s", tname, fd->name,
                     f->described ? "a described " : "", jn_amqp_type_name(f->type),
                     jn_amqp_type_name(want[fd->kind]));
     if (fd->max && f->value.u > fd->max)
-        return fail(fault, INVALID_FIELD, "%s field %s is %llu, above its highest value %u",
-                    tname, fd->name, (unsigned long long)f->value.u, fd->max);
+        return fail(fault, INVALID_FIELD, "%s field %s is %llu, above its highest value %u", tname,
+                    fd->name, (unsigned long long)f->value.u, fd->max);
     switch (fd->kind) {
-    case JN_K_BOOL: *(bool *)m = f->value.b; break;
-    case JN_K_UBYTE: *(uint8_t *)m = (uint8_t)f->value.u; break;
-    case JN_K_USHORT: *(uint16_t *)m = (uint16_t)f->value.u; break;
-    case JN_K_UINT: *(uint32_t *)m = (uint32_t)f->value.u; break;
-    default: *(uint64_t *)m = f->value.u; break;
+    case JN_K_BOOL:
+        *(bool *)m = f->value.b;
+        break;
+    case JN_K_UBYTE:
+        *(uint8_t *)m = (uint8_t)f->value.u;
+        break;
+    case JN_K_USHORT:
+        *(uint16_t *)m = (uint16_t)f->value.u;
+        break;
+    case JN_K_UINT:
+        *(uint32_t *)m = (uint32_t)f->value.u;
+        break;
+    default:
+        *(uint64_t *)m = f->value.u;
+        break;
     }
     return 0;
 }
 
 /* A symbol, string, binary or address field: the view of its octets. */
-static int decode_bytes(const jn_field_t *f, const jn_amqp_fdesc_t *fd, void *m,
-                        const char *tname, jn_amqp_fault_t *fault)
+static int decode_bytes(const jn_field_t *f, const jn_amqp_fdesc_t *fd, void *m, const char *tname,
+                        jn_amqp_fault_t *fault)
 {
     bool ok = !f->described;
     switch (fd->kind) {
-    case JN_K_SYMBOL: ok = ok && f->type == JN_TYPE_SYMBOL; break;
-    case JN_K_STRING: ok = ok && f->type == JN_TYPE_STRING; break;
-    case JN_K_BINARY: ok = ok && f->type == JN_TYPE_BINARY; break;
-    default: ok = ok && (f->type == JN_TYPE_STRING || f->type == JN_TYPE_SYMBOL); break;
+    case JN_K_SYMBOL:
+        ok = ok && f->type == JN_TYPE_SYMBOL;
+        break;
+    case JN_K_STRING:
+        ok = ok && f->type == JN_TYPE_STRING;
+        break;
+    case JN_K_BINARY:
+        ok = ok && f->type == JN_TYPE_BINARY;
+        break;
+    default:
+        ok = ok && (f->type == JN_TYPE_STRING || f->type == JN_TYPE_SYMBOL);
+        break;
     }
     if (!ok)
         return fail(fault, INVALID_FIELD, "%s field %s is %s%s, not %s", tname, fd->name,
@@ -175,8 +203,8 @@ static int decode_state(const jn_decoder_t *d, const jn_field_t *f, jn_amqp_stat
                         const char *tname, const char *fname, jn_amqp_fault_t *fault)
 {
     if (!f->described)
-        return fail(fault, INVALID_FIELD, "%s field %s is a plain %s, not a delivery state",
-                    tname, fname, jn_amqp_type_name(f->type));
+        return fail(fault, INVALID_FIELD, "%s field %s is a plain %s, not a delivery state", tname,
+                    fname, jn_amqp_type_name(f->type));
     s->code = descriptor_of(f);
     s->symbolic = f->descriptor_is_symbol;
     if (s->symbolic)
@@ -196,8 +224,8 @@ static int decode_terminus(const jn_decoder_t *d, const jn_field_t *f, jn_amqp_t
                            jn_amqp_fault_t *fault)
 {
     if (!f->described)
-        return fail(fault, INVALID_FIELD, "%s field %s is a plain %s, not a terminus", tname,
-                    fname, jn_amqp_type_name(f->type));
+        return fail(fault, INVALID_FIELD, "%s field %s is a plain %s, not a terminus", tname, fname,
+                    jn_amqp_type_name(f->type));
     term->code = descriptor_of(f);
     term->encoded = f->encoded;
     if (term->code == expect)
@@ -216,11 +244,13 @@ static int decode_field(const jn_decoder_t *d, const jn_field_t *f, const jn_amq
     case JN_K_UBYTE:
     case JN_K_USHORT:
     case JN_K_UINT:
-    case JN_K_ULONG: return decode_scalar(f, fd, m, tname, fault);
+    case JN_K_ULONG:
+        return decode_scalar(f, fd, m, tname, fault);
     case JN_K_SYMBOL:
     case JN_K_STRING:
     case JN_K_BINARY:
-    case JN_K_ADDRESS: return decode_bytes(f, fd, m, tname, fault);
+    case JN_K_ADDRESS:
+        return decode_bytes(f, fd, m, tname, fault);
     case JN_K_ERROR:
         if (!f->described || descriptor_of(f) != JN_AMQP_ERROR)
             return fail(fault, INVALID_FIELD, "%s field %s is not an error", tname, fd->name);
@@ -229,15 +259,17 @@ static int decode_field(const jn_decoder_t *d, const jn_field_t *f, const jn_amq
         return decode_terminus(d, f, m, JN_AMQP_SOURCE, tname, fd->name, fault);
     case JN_K_TARGET:
         return decode_terminus(d, f, m, JN_AMQP_TARGET, tname, fd->name, fault);
-    case JN_K_STATE: return decode_state(d, f, m, tname, fd->name, fault);
-    default: return decode_encoded(d, f, fd, m, tname, fault);
+    case JN_K_STATE:
+        return decode_state(d, f, m, tname, fd->name, fault);
+    default:
+        return decode_encoded(d, f, fd, m, tname, fault);
     }
 }
 
 /* The described list f of d, of type t, into obj: every field, then the
  * mandatory ones checked. */
-static int decode_composite(const jn_decoder_t *d, const jn_field_t *f,
-                            const jn_amqp_tdesc_t *t, void *obj, jn_amqp_fault_t *fault)
+static int decode_composite(const jn_decoder_t *d, const jn_field_t *f, const jn_amqp_tdesc_t *t,
+                            void *obj, jn_amqp_fault_t *fault)
 {
     uint8_t *base = obj;
     jn_amqp_defaults(t, obj);
@@ -282,8 +314,7 @@ static int decode_composite(const jn_decoder_t *d, const jn_field_t *f,
  * not be null (2.7.3). */
 static int check_rules(const jn_amqp_perf_t *p, jn_amqp_fault_t *fault)
 {
-    if (p->code == JN_AMQP_ATTACH && !p->u.attach.role &&
-        !(p->u.attach.present & JN_AMQP_FIELD(9)))
+    if (p->code == JN_AMQP_ATTACH && !p->u.attach.role && !(p->u.attach.present & JN_AMQP_FIELD(9)))
         return fail(fault, INVALID_FIELD,
                     "attach field initial-delivery-count is null on a sender's attach");
     return 0;

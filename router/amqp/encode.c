@@ -61,14 +61,30 @@ static int enc_state(jn_encoder_t *e, const jn_amqp_state_t *s)
 static int encode_field(jn_encoder_t *e, const jn_amqp_fdesc_t *fd, const uint8_t *m)
 {
     switch (fd->kind) {
-    case JN_K_BOOL: jn_enc_bool(e, *(const bool *)m); return 0;
-    case JN_K_UBYTE: jn_enc_ubyte(e, *m); return 0;
-    case JN_K_USHORT: jn_enc_ushort(e, *(const uint16_t *)m); return 0;
-    case JN_K_UINT: jn_enc_uint(e, *(const uint32_t *)m); return 0;
-    case JN_K_ULONG: jn_enc_ulong(e, *(const uint64_t *)m); return 0;
-    case JN_K_SYMBOL: jn_enc_symbol_iter(e, (const jn_iter_t *)m); return 0;
-    case JN_K_STRING: jn_enc_string_iter(e, (const jn_iter_t *)m); return 0;
-    case JN_K_BINARY: enc_binary_iter(e, (const jn_iter_t *)m); return 0;
+    case JN_K_BOOL:
+        jn_enc_bool(e, *(const bool *)m);
+        return 0;
+    case JN_K_UBYTE:
+        jn_enc_ubyte(e, *m);
+        return 0;
+    case JN_K_USHORT:
+        jn_enc_ushort(e, *(const uint16_t *)m);
+        return 0;
+    case JN_K_UINT:
+        jn_enc_uint(e, *(const uint32_t *)m);
+        return 0;
+    case JN_K_ULONG:
+        jn_enc_ulong(e, *(const uint64_t *)m);
+        return 0;
+    case JN_K_SYMBOL:
+        jn_enc_symbol_iter(e, (const jn_iter_t *)m);
+        return 0;
+    case JN_K_STRING:
+        jn_enc_string_iter(e, (const jn_iter_t *)m);
+        return 0;
+    case JN_K_BINARY:
+        enc_binary_iter(e, (const jn_iter_t *)m);
+        return 0;
     case JN_K_ADDRESS: {
         const jn_amqp_terminus_t *term =
             (const jn_amqp_terminus_t *)(m - offsetof(jn_amqp_terminus_t, address));
@@ -78,11 +94,16 @@ static int encode_field(jn_encoder_t *e, const jn_amqp_fdesc_t *fd, const uint8_
             jn_enc_string_iter(e, (const jn_iter_t *)m);
         return 0;
     }
-    case JN_K_ERROR: return encode_composite(e, jn_amqp_tdesc_by_code(JN_AMQP_ERROR), m);
-    case JN_K_SOURCE: return enc_terminus(e, (const jn_amqp_terminus_t *)m, JN_AMQP_SOURCE);
-    case JN_K_TARGET: return enc_terminus(e, (const jn_amqp_terminus_t *)m, JN_AMQP_TARGET);
-    case JN_K_STATE: return enc_state(e, (const jn_amqp_state_t *)m);
-    default: return enc_encoded(e, (const jn_iter_t *)m);
+    case JN_K_ERROR:
+        return encode_composite(e, jn_amqp_tdesc_by_code(JN_AMQP_ERROR), m);
+    case JN_K_SOURCE:
+        return enc_terminus(e, (const jn_amqp_terminus_t *)m, JN_AMQP_SOURCE);
+    case JN_K_TARGET:
+        return enc_terminus(e, (const jn_amqp_terminus_t *)m, JN_AMQP_TARGET);
+    case JN_K_STATE:
+        return enc_state(e, (const jn_amqp_state_t *)m);
+    default:
+        return enc_encoded(e, (const jn_iter_t *)m);
     }
 }
 

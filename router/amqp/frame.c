@@ -35,7 +35,8 @@ int jn_amqp_header_read(const jn_iter_t *in, jn_amqp_proto_t *proto, jn_amqp_fau
         if (!ok)
             return fail(fault, FRAMING,
                         "protocol header is not AMQP 1.0.0 with protocol id 0, 2 or 3 "
-                        "(octet %zu is 0x%02x)", i, h[i]);
+                        "(octet %zu is 0x%02x)",
+                        i, h[i]);
     }
     if (n < sizeof h)
         return JN_AGAIN;
@@ -56,8 +57,8 @@ static uint32_t get32(const uint8_t *p)
 }
 
 /* The checks that need only the frame header's octets. */
-static int check_header(const uint8_t *h, uint8_t type, uint32_t max_frame,
-                        uint16_t channel_max, jn_amqp_fault_t *fault)
+static int check_header(const uint8_t *h, uint8_t type, uint32_t max_frame, uint16_t channel_max,
+                        jn_amqp_fault_t *fault)
 {
     uint32_t size = get32(h);
     if (size < JN_AMQP_FRAME_HEADER_SIZE)
@@ -68,8 +69,8 @@ static int check_header(const uint8_t *h, uint8_t type, uint32_t max_frame,
     if (h[4] < 2)
         return fail(fault, FRAMING, "frame data offset %u is below 2", h[4]);
     if ((uint32_t)h[4] * 4 > size)
-        return fail(fault, FRAMING, "frame data offset %u lies past the frame's %u octets",
-                    h[4], size);
+        return fail(fault, FRAMING, "frame data offset %u lies past the frame's %u octets", h[4],
+                    size);
     if (h[5] != type)
         return fail(fault, FRAMING, "frame type %u where a %s frame belongs", h[5],
                     type == JN_AMQP_FRAME_SASL ? "SASL" : "AMQP");
@@ -80,8 +81,8 @@ static int check_header(const uint8_t *h, uint8_t type, uint32_t max_frame,
     return 0;
 }
 
-int jn_amqp_frame_read(const jn_iter_t *in, uint8_t type, uint32_t max_frame,
-                       uint16_t channel_max, jn_amqp_frame_t *f, jn_amqp_fault_t *fault)
+int jn_amqp_frame_read(const jn_iter_t *in, uint8_t type, uint32_t max_frame, uint16_t channel_max,
+                       jn_amqp_frame_t *f, jn_amqp_fault_t *fault)
 {
     uint8_t h[JN_AMQP_FRAME_HEADER_SIZE];
     jn_iter_t it = *in;

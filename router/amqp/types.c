@@ -9,8 +9,14 @@
 
 #include <string.h>
 
-#define F(T, n, k, m, member, d) {n, JN_K_##k, m, 0, (uint16_t)offsetof(T, member), d}
-#define FMAX(T, n, k, m, member, d, mx) {n, JN_K_##k, m, mx, (uint16_t)offsetof(T, member), d}
+#define F(T, n, k, m, member, d)                                                                   \
+    {                                                                                              \
+        n, JN_K_##k, m, 0, (uint16_t)offsetof(T, member), d                                        \
+    }
+#define FMAX(T, n, k, m, member, d, mx)                                                            \
+    {                                                                                              \
+        n, JN_K_##k, m, mx, (uint16_t)offsetof(T, member), d                                       \
+    }
 #define N(a) (uint8_t)(sizeof a / sizeof a[0])
 
 static const jn_amqp_fdesc_t open_f[] = {
@@ -127,13 +133,13 @@ static const jn_amqp_fdesc_t error_f[] = {
 };
 
 /* The target's fields are the source's first six and its capabilities. */
-#define TERMINUS_COMMON                                                                  \
-    F(jn_amqp_terminus_t, "address", ADDRESS, false, address, 0),                        \
-    FMAX(jn_amqp_terminus_t, "durable", UINT, false, durable, 0, 2),                     \
-    F(jn_amqp_terminus_t, "expiry-policy", SYMBOL, false, expiry_policy, 0),             \
-    F(jn_amqp_terminus_t, "timeout", UINT, false, timeout, 0),                           \
-    F(jn_amqp_terminus_t, "dynamic", BOOL, false, dynamic, 0),                           \
-    F(jn_amqp_terminus_t, "dynamic-node-properties", MAP, false, dynamic_node_properties, 0)
+#define TERMINUS_COMMON                                                                            \
+    F(jn_amqp_terminus_t, "address", ADDRESS, false, address, 0),                                  \
+        FMAX(jn_amqp_terminus_t, "durable", UINT, false, durable, 0, 2),                           \
+        F(jn_amqp_terminus_t, "expiry-policy", SYMBOL, false, expiry_policy, 0),                   \
+        F(jn_amqp_terminus_t, "timeout", UINT, false, timeout, 0),                                 \
+        F(jn_amqp_terminus_t, "dynamic", BOOL, false, dynamic, 0),                                 \
+        F(jn_amqp_terminus_t, "dynamic-node-properties", MAP, false, dynamic_node_properties, 0)
 
 static const jn_amqp_fdesc_t source_f[] = {
     TERMINUS_COMMON,
@@ -168,9 +174,18 @@ static const jn_amqp_fdesc_t txn_state_f[] = {
     F(jn_amqp_state_t, "outcome", DESCRIBED, false, outcome, 0),
 };
 
-#define PERF(code, name, f) {code, name, "amqp:" name ":list", f, N(f), 0}
-#define NESTED(code, name, f, T) {code, name, "amqp:" name ":list", f, N(f), offsetof(T, present)}
-#define EMPTY(code, name) {code, name, "amqp:" name ":list", NULL, 0, offsetof(jn_amqp_state_t, present)}
+#define PERF(code, name, f)                                                                        \
+    {                                                                                              \
+        code, name, "amqp:" name ":list", f, N(f), 0                                               \
+    }
+#define NESTED(code, name, f, T)                                                                   \
+    {                                                                                              \
+        code, name, "amqp:" name ":list", f, N(f), offsetof(T, present)                            \
+    }
+#define EMPTY(code, name)                                                                          \
+    {                                                                                              \
+        code, name, "amqp:" name ":list", NULL, 0, offsetof(jn_amqp_state_t, present)              \
+    }
 
 static const jn_amqp_tdesc_t types[] = {
     PERF(JN_AMQP_OPEN, "open", open_f),
@@ -225,16 +240,34 @@ void jn_amqp_defaults(const jn_amqp_tdesc_t *t, void *obj)
         const jn_amqp_fdesc_t *fd = &t->fields[i];
         void *m = base + fd->offset;
         switch (fd->kind) {
-        case JN_K_BOOL: *(bool *)m = fd->def != 0; break;
-        case JN_K_UBYTE: *(uint8_t *)m = (uint8_t)fd->def; break;
-        case JN_K_USHORT: *(uint16_t *)m = (uint16_t)fd->def; break;
-        case JN_K_UINT: *(uint32_t *)m = fd->def; break;
-        case JN_K_ULONG: *(uint64_t *)m = fd->def; break;
-        case JN_K_ERROR: memset(m, 0, sizeof(jn_amqp_error_t)); break;
+        case JN_K_BOOL:
+            *(bool *)m = fd->def != 0;
+            break;
+        case JN_K_UBYTE:
+            *(uint8_t *)m = (uint8_t)fd->def;
+            break;
+        case JN_K_USHORT:
+            *(uint16_t *)m = (uint16_t)fd->def;
+            break;
+        case JN_K_UINT:
+            *(uint32_t *)m = fd->def;
+            break;
+        case JN_K_ULONG:
+            *(uint64_t *)m = fd->def;
+            break;
+        case JN_K_ERROR:
+            memset(m, 0, sizeof(jn_amqp_error_t));
+            break;
         case JN_K_SOURCE:
-        case JN_K_TARGET: memset(m, 0, sizeof(jn_amqp_terminus_t)); break;
-        case JN_K_STATE: memset(m, 0, sizeof(jn_amqp_state_t)); break;
-        default: *(jn_iter_t *)m = empty; break;
+        case JN_K_TARGET:
+            memset(m, 0, sizeof(jn_amqp_terminus_t));
+            break;
+        case JN_K_STATE:
+            memset(m, 0, sizeof(jn_amqp_state_t));
+            break;
+        default:
+            *(jn_iter_t *)m = empty;
+            break;
         }
     }
 }

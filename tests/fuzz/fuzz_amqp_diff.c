@@ -47,8 +47,7 @@ static size_t encoded_count(const jn_iter_t *enc)
     jn_decoder_init(&d, enc, true);
     if (jn_decoder_next(&d, &f) != 1)
         abort();
-    return f.type == JN_TYPE_LIST || f.type == JN_TYPE_MAP || f.type == JN_TYPE_ARRAY ? f.count
-                                                                                     : 1;
+    return f.type == JN_TYPE_LIST || f.type == JN_TYPE_MAP || f.type == JN_TYPE_ARRAY ? f.count : 1;
 }
 
 static void compare_composite(pn_data_t *pd, const jn_amqp_tdesc_t *t, const void *obj);
@@ -92,22 +91,41 @@ static void compare_encoded(pn_data_t *pd, uint8_t kind, const jn_iter_t *enc)
 static void compare_field(pn_data_t *pd, const jn_amqp_fdesc_t *fd, const uint8_t *m)
 {
     switch (fd->kind) {
-    case JN_K_BOOL: if (pn_data_get_bool(pd) != *(const bool *)m) abort(); break;
-    case JN_K_UBYTE: if (pn_data_get_ubyte(pd) != *m) abort(); break;
-    case JN_K_USHORT: if (pn_data_get_ushort(pd) != *(const uint16_t *)m) abort(); break;
-    case JN_K_UINT: if (pn_data_get_uint(pd) != *(const uint32_t *)m) abort(); break;
-    case JN_K_ULONG: if (pn_data_get_ulong(pd) != *(const uint64_t *)m) abort(); break;
+    case JN_K_BOOL:
+        if (pn_data_get_bool(pd) != *(const bool *)m)
+            abort();
+        break;
+    case JN_K_UBYTE:
+        if (pn_data_get_ubyte(pd) != *m)
+            abort();
+        break;
+    case JN_K_USHORT:
+        if (pn_data_get_ushort(pd) != *(const uint16_t *)m)
+            abort();
+        break;
+    case JN_K_UINT:
+        if (pn_data_get_uint(pd) != *(const uint32_t *)m)
+            abort();
+        break;
+    case JN_K_ULONG:
+        if (pn_data_get_ulong(pd) != *(const uint64_t *)m)
+            abort();
+        break;
     case JN_K_SYMBOL:
-        if (!iter_equals((const jn_iter_t *)m, pn_data_get_symbol(pd))) abort();
+        if (!iter_equals((const jn_iter_t *)m, pn_data_get_symbol(pd)))
+            abort();
         break;
     case JN_K_STRING:
-        if (!iter_equals((const jn_iter_t *)m, pn_data_get_string(pd))) abort();
+        if (!iter_equals((const jn_iter_t *)m, pn_data_get_string(pd)))
+            abort();
         break;
     case JN_K_BINARY:
-        if (!iter_equals((const jn_iter_t *)m, pn_data_get_binary(pd))) abort();
+        if (!iter_equals((const jn_iter_t *)m, pn_data_get_binary(pd)))
+            abort();
         break;
     case JN_K_ADDRESS:
-        if (!iter_equals((const jn_iter_t *)m, pn_data_get_bytes(pd))) abort();
+        if (!iter_equals((const jn_iter_t *)m, pn_data_get_bytes(pd)))
+            abort();
         break;
     case JN_K_ERROR:
         compare_described(pd, JN_AMQP_ERROR, jn_amqp_tdesc_by_code(JN_AMQP_ERROR), m);
@@ -126,7 +144,8 @@ static void compare_field(pn_data_t *pd, const jn_amqp_fdesc_t *fd, const uint8_
                           jn_amqp_is_state(s->code) ? jn_amqp_tdesc_by_code(s->code) : NULL, s);
         break;
     }
-    default: compare_encoded(pd, fd->kind, (const jn_iter_t *)m);
+    default:
+        compare_encoded(pd, fd->kind, (const jn_iter_t *)m);
     }
 }
 

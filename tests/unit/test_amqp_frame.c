@@ -33,8 +33,7 @@ static void make_iter(jn_buffer_list_t *list, jn_iter_t *it, const uint8_t *data
     assert_int_equal(jn_iter_init(it, list->head, 0, len, JN_VIEW_RAW), 0);
 }
 
-static int header_read(const uint8_t *h, size_t len, jn_amqp_proto_t *proto,
-                       jn_amqp_fault_t *fault)
+static int header_read(const uint8_t *h, size_t len, jn_amqp_proto_t *proto, jn_amqp_fault_t *fault)
 {
     int first = 0;
     for (size_t s = 0; s < NSPLITS; s++) {
@@ -70,8 +69,12 @@ static void test_protocol_headers_amqp_sasl_tls(void **state)
 static void test_protocol_header_refused_with_framing_error(void **state)
 {
     jn_amqp_proto_t proto;
-    const char *bad[] = {"AMQP\x01\x01\x00\x00", "AMQP\x00\x01\x00\x0a", "AMQP\x00\x02\x00\x00",
-                         "AMQP\x03\x01\x01\x00", "HTTP/1.1", "AMQ\x00\x00\x01\x00\x00"};
+    const char *bad[] = {"AMQP\x01\x01\x00\x00",
+                         "AMQP\x00\x01\x00\x0a",
+                         "AMQP\x00\x02\x00\x00",
+                         "AMQP\x03\x01\x01\x00",
+                         "HTTP/1.1",
+                         "AMQ\x00\x00\x01\x00\x00"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         jn_amqp_fault_t fault = {0};
         assert_int_equal(header_read((const uint8_t *)bad[i], 8, &proto, &fault), JN_EPROTO);
@@ -83,8 +86,8 @@ static void test_protocol_header_refused_with_framing_error(void **state)
 }
 
 /* Read a frame from data under every split; all must agree. */
-static int frame_read(const uint8_t *data, size_t len, uint8_t type, uint32_t max,
-                      uint16_t chmax, jn_amqp_frame_t *out, uint8_t *body, jn_amqp_fault_t *fault)
+static int frame_read(const uint8_t *data, size_t len, uint8_t type, uint32_t max, uint16_t chmax,
+                      jn_amqp_frame_t *out, uint8_t *body, jn_amqp_fault_t *fault)
 {
     int first = 0;
     for (size_t s = 0; s < NSPLITS; s++) {

@@ -228,8 +228,8 @@ static void test_open_short_list_reads_defaults(void **state)
     assert_int_equal(b.u.open.channel_max, 65535);
     assert_int_equal(b.u.open.idle_time_out, 0);
     assert_int_equal(jn_iter_length(&b.u.open.hostname), 0);
-    const uint8_t gap[] = {0x00, 0x53, 0x10, 0xc0, 0x08, 0x03, 0xa1, 0x02,
-                           'c',  '1',  0x40, 0x52, 0xff};
+    const uint8_t gap[] = {0x00, 0x53, 0x10, 0xc0, 0x08, 0x03, 0xa1,
+                           0x02, 'c',  '1',  0x40, 0x52, 0xff};
     assert_int_equal(decode_all(gap, sizeof gap, 0, &b, &fault), 0);
     assert_int_equal(b.u.open.present, JN_AMQP_FIELD(0) | JN_AMQP_FIELD(2));
     assert_int_equal(b.u.open.max_frame_size, 255);
@@ -640,7 +640,7 @@ static void expect_fault(const uint8_t *data, size_t len, uint8_t type, const ch
 }
 
 #define INVALID "amqp:invalid-field"
-#define DECODE "amqp:decode-error"
+#define DECODE  "amqp:decode-error"
 
 static void test_mandatory_fields_with_invalid_field(void **state)
 {
@@ -648,12 +648,18 @@ static void test_mandatory_fields_with_invalid_field(void **state)
         uint8_t code;
         const char *field;
     } cases[] = {
-        {JN_AMQP_OPEN, "container-id"},     {JN_AMQP_BEGIN, "next-outgoing-id"},
-        {JN_AMQP_ATTACH, "name"},           {JN_AMQP_FLOW, "incoming-window"},
-        {JN_AMQP_TRANSFER, "handle"},       {JN_AMQP_DISPOSITION, "role"},
-        {JN_AMQP_DETACH, "handle"},         {JN_AMQP_SASL_MECHANISMS, "sasl-server-mechanisms"},
-        {JN_AMQP_SASL_INIT, "mechanism"},   {JN_AMQP_SASL_CHALLENGE, "challenge"},
-        {JN_AMQP_SASL_RESPONSE, "response"}, {JN_AMQP_SASL_OUTCOME, "code"},
+        {JN_AMQP_OPEN, "container-id"},
+        {JN_AMQP_BEGIN, "next-outgoing-id"},
+        {JN_AMQP_ATTACH, "name"},
+        {JN_AMQP_FLOW, "incoming-window"},
+        {JN_AMQP_TRANSFER, "handle"},
+        {JN_AMQP_DISPOSITION, "role"},
+        {JN_AMQP_DETACH, "handle"},
+        {JN_AMQP_SASL_MECHANISMS, "sasl-server-mechanisms"},
+        {JN_AMQP_SASL_INIT, "mechanism"},
+        {JN_AMQP_SASL_CHALLENGE, "challenge"},
+        {JN_AMQP_SASL_RESPONSE, "response"},
+        {JN_AMQP_SASL_OUTCOME, "code"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const uint8_t body[] = {0x00, 0x53, cases[i].code, 0x45};
@@ -673,8 +679,8 @@ static void test_mandatory_fields_with_invalid_field(void **state)
     const uint8_t close[] = {0x00, 0x53, 0x18, 0xc0, 0x05, 0x01, 0x00, 0x53, 0x1d, 0x45};
     expect_fault(close, sizeof close, 0, INVALID, "condition");
     /* a received state without its section-offset */
-    const uint8_t disp[] = {0x00, 0x53, 0x15, 0xc0, 0x0c, 0x05, 0x41, 0x43, 0x40, 0x40,
-                            0x00, 0x53, 0x23, 0xc0, 0x02, 0x01, 0x43};
+    const uint8_t disp[] = {0x00, 0x53, 0x15, 0xc0, 0x0c, 0x05, 0x41, 0x43, 0x40,
+                            0x40, 0x00, 0x53, 0x23, 0xc0, 0x02, 0x01, 0x43};
     expect_fault(disp, sizeof disp, 0, INVALID, "section-offset");
     /* a sender's attach without initial-delivery-count (2.7.3) */
     const uint8_t attach[] = {0x00, 0x53, 0x12, 0xc0, 0x06, 0x03, 0xa1, 0x01, 'l', 0x43, 0x42};
@@ -696,8 +702,8 @@ static void test_wrong_types_with_invalid_field(void **state)
     const uint8_t t2[] = {0x00, 0x53, 0x14, 0xc0, 0x03, 0x01, 0x53, 0x01};
     expect_fault(t2, sizeof t2, 0, INVALID, "handle is ulong");
     /* more as a described true (the frame screen's rule) */
-    const uint8_t t3[] = {0x00, 0x53, 0x14, 0xc0, 0x0b, 0x06, 0x43, 0x43, 0x40,
-                          0x40, 0x40, 0x00, 0xa3, 0x01, 'x',  0x41};
+    const uint8_t t3[] = {0x00, 0x53, 0x14, 0xc0, 0x0b, 0x06, 0x43, 0x43,
+                          0x40, 0x40, 0x40, 0x00, 0xa3, 0x01, 'x',  0x41};
     expect_fault(t3, sizeof t3, 0, INVALID, "more is a described boolean");
     /* a described null is not null */
     const uint8_t t4[] = {0x00, 0x53, 0x14, 0xc0, 0x05, 0x01, 0x00, 0x53, 0x01, 0x40};
@@ -708,23 +714,23 @@ static void test_wrong_types_with_invalid_field(void **state)
     /* attach snd-settle-mode 3, rcv-settle-mode 2 */
     const uint8_t a1[] = {0x00, 0x53, 0x12, 0xc0, 0x08, 0x04, 0xa1, 0x01, 'l', 0x43, 0x41, 0x50, 3};
     expect_fault(a1, sizeof a1, 0, INVALID, "snd-settle-mode is 3");
-    const uint8_t a2[] = {0x00, 0x53, 0x12, 0xc0, 0x09, 0x05, 0xa1, 0x01, 'l',
-                          0x43, 0x41, 0x40, 0x50, 2};
+    const uint8_t a2[] = {0x00, 0x53, 0x12, 0xc0, 0x09, 0x05, 0xa1,
+                          0x01, 'l',  0x43, 0x41, 0x40, 0x50, 2};
     expect_fault(a2, sizeof a2, 0, INVALID, "rcv-settle-mode is 2");
     /* attach source as a plain string */
-    const uint8_t a3[] = {0x00, 0x53, 0x12, 0xc0, 0x0a, 0x06, 0xa1, 0x01, 'l',
-                          0x43, 0x41, 0x40, 0x40, 0xa1, 0x00};
+    const uint8_t a3[] = {0x00, 0x53, 0x12, 0xc0, 0x0a, 0x06, 0xa1, 0x01,
+                          'l',  0x43, 0x41, 0x40, 0x40, 0xa1, 0x00};
     expect_fault(a3, sizeof a3, 0, INVALID, "source is a plain string");
     /* open offered-capabilities as a string, properties as a list */
-    const uint8_t o1[] = {0x00, 0x53, 0x10, 0xc0, 0x0c, 0x08, 0xa1, 0x01, 'c', 0x40,
-                          0x40, 0x40, 0x40, 0x40, 0x40, 0xa1, 0x00};
+    const uint8_t o1[] = {0x00, 0x53, 0x10, 0xc0, 0x0c, 0x08, 0xa1, 0x01, 'c',
+                          0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0xa1, 0x00};
     expect_fault(o1, sizeof o1, 0, INVALID, "offered-capabilities is string");
-    const uint8_t o2[] = {0x00, 0x53, 0x10, 0xc0, 0x0d, 0x0a, 0xa1, 0x01, 'c', 0x40, 0x40,
-                          0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x45};
+    const uint8_t o2[] = {0x00, 0x53, 0x10, 0xc0, 0x0d, 0x0a, 0xa1, 0x01, 'c',
+                          0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x45};
     expect_fault(o2, sizeof o2, 0, INVALID, "properties is list, not a map");
     /* an array of strings where symbols belong */
-    const uint8_t o3[] = {0x00, 0x53, 0x10, 0xc0, 0x0e, 0x08, 0xa1, 0x01, 'c', 0x40, 0x40,
-                          0x40, 0x40, 0x40, 0x40, 0xe0, 0x02, 0x00, 0xa1};
+    const uint8_t o3[] = {0x00, 0x53, 0x10, 0xc0, 0x0e, 0x08, 0xa1, 0x01, 'c', 0x40,
+                          0x40, 0x40, 0x40, 0x40, 0x40, 0xe0, 0x02, 0x00, 0xa1};
     expect_fault(o3, sizeof o3, 0, INVALID, "offered-capabilities is array");
     /* sasl-outcome code 5 */
     const uint8_t s1[] = {0x00, 0x53, 0x44, 0xc0, 0x03, 0x01, 0x50, 5};
@@ -755,15 +761,15 @@ static void test_not_a_performative_with_decode_error(void **state)
      * 1.5): not the performative's list */
     const uint8_t stacked[] = {0x00, 0x53, 0x16, 0x00, 0x53, 0x01, 0xc0, 0x02, 0x01, 0x43};
     expect_fault(stacked, sizeof stacked, 0, DECODE, "described described list");
-    const uint8_t stacked_err[] = {0x00, 0x53, 0x17, 0xc0, 0x0c, 0x01, 0x00, 0x53, 0x1d, 0x00,
-                                   0xa3, 0x01, 'x', 0xc0, 0x02, 0x01, 0x43};
+    const uint8_t stacked_err[] = {0x00, 0x53, 0x17, 0xc0, 0x0c, 0x01, 0x00, 0x53, 0x1d,
+                                   0x00, 0xa3, 0x01, 'x',  0xc0, 0x02, 0x01, 0x43};
     expect_fault(stacked_err, sizeof stacked_err, 0, DECODE, "error is a described described");
     /* a list whose count claims more fields than its size holds */
     const uint8_t count[] = {0x00, 0x53, 0x17, 0xc0, 0x01, 0x05};
     expect_fault(count, sizeof count, 0, DECODE, "cannot be decoded");
     /* a malformed map inside properties (odd count) */
-    const uint8_t map[] = {0x00, 0x53, 0x13, 0xc0, 0x0f, 0x0b, 0x40, 0x43, 0x43, 0x43, 0x40,
-                           0x40, 0x40, 0x40, 0x40, 0x40, 0xc1, 0x02, 0x01, 0x40};
+    const uint8_t map[] = {0x00, 0x53, 0x13, 0xc0, 0x0f, 0x0b, 0x40, 0x43, 0x43, 0x43,
+                           0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0xc1, 0x02, 0x01, 0x40};
     expect_fault(map, sizeof map, 0, DECODE, "cannot be decoded");
 }
 

@@ -120,8 +120,9 @@ struct jn_io_tls_entry {
  * grants it"). Credit granted after the first delivery is metered: the
  * sender holds at most max(1, JN_IO_LINK_HIGH_WATER / recent message size)
  * credits at a time and the core's credit above that waits
- * (jn_io_link_t.credit_deferred) and is granted as deliveries arrive, or
- * when a stopped link goes on. So a link of large messages, once its first
+ * (jn_io_link_t.credit_deferred) and is granted as deliveries arrive,
+ * when a stopped link goes on, or when the sender's flow lowered its
+ * credit (a drain answered). So a link of large messages, once its first
  * burst is through, keeps near the mark in proton's buffers instead of
  * refilling the session window (docs/compat.md, "Credit for large
  * messages").

@@ -930,6 +930,8 @@ void jn_io_conn_event_IO(jn_io_conn_t *conn, pn_event_t *event)
         jn_io_link_t *link = pn_link_get_context(pn_event_link(event));
         if (link && link->dir == JN_LINK_OUTGOING)
             jn_io_tx_flow_IO(link);
+        else if (link)
+            jn_io_rx_flow_IO(link);
         break;
     }
     case PN_DELIVERY: {

@@ -276,6 +276,7 @@ void jn_io_rx_delivery_IO(jn_io_link_t *link, pn_delivery_t *pd);
 bool jn_io_rx_resume_IO(jn_io_link_t *link);
 void jn_io_rx_init_IO(jn_io_link_t *link);
 void jn_io_rx_credit_IO(jn_io_link_t *link, uint32_t credit, bool drain);
+void jn_io_rx_flow_IO(jn_io_link_t *link);
 void jn_io_rx_update_IO(jn_io_link_t *link, jn_work_t *work);
 void jn_io_rx_link_gone_IO(jn_io_link_t *link);
 

@@ -574,10 +574,14 @@ void jn_io_rx_init_IO(jn_io_link_t *link)
     jn_rx_budget_set_waker(link->budget, rx_wake, link->conn);
 }
 
-/* jn_io_rx_credit_IO: JN_WORK_LINK_CREDIT: grant credit more credit (with
- * drain: withdraw the credit, by draining the sender). Plain credit is metered (io_private.h,
- * JN_IO_LINK_HIGH_WATER): what is not granted now is granted as deliveries
- * arrive, or when a stopped link goes on (call with credit 0 then). */
+/* jn_io_rx_credit_IO: JN_WORK_LINK_CREDIT: grant more credit (with
+ * drain: withdraw the credit, by draining the sender). Before the link's
+ * first delivery all of it is granted (as 1.19: proton's session window
+ * bounds what the sender can put in flight); after it, plain credit is
+ * metered (io_private.h, JN_IO_LINK_HIGH_WATER): what is not granted now
+ * is granted as deliveries arrive, when a stopped link goes on, or when
+ * the sender's flow lowered its credit (call with credit 0 then). I/O
+ * thread of the link's connection. */
 void jn_io_rx_credit_IO(jn_io_link_t *link, uint32_t credit, bool drain)
 {
     JN_ASSERT_IO(link->conn);
@@ -606,8 +610,12 @@ void jn_io_rx_credit_IO(jn_io_link_t *link, uint32_t credit, bool drain)
     if (link->rx_stopped || !link->credit_deferred)
         return;
     uint32_t give = link->credit_deferred;
-    size_t most =
-        link->rx_avg_size ? JN_IO_LINK_HIGH_WATER / link->rx_avg_size : JN_IO_LINK_FIRST_CREDIT;
+    if (!link->rx_avg_size) { /* no size known yet: the session window bounds it */
+        link->credit_deferred = 0;
+        pn_link_flow(link->pn, (int)give);
+        return;
+    }
+    size_t most = JN_IO_LINK_HIGH_WATER / link->rx_avg_size;
     if (most < 1)
         most = 1;
     int credit_now = pn_link_credit(link->pn);
@@ -619,4 +627,17 @@ void jn_io_rx_credit_IO(jn_io_link_t *link, uint32_t credit, bool drain)
         return;
     link->credit_deferred -= give;
     pn_link_flow(link->pn, (int)give);
+}
+
+/* jn_io_rx_flow_IO: PN_LINK_FLOW on an incoming link. The sender's flow
+ * may have lowered its credit without a delivery: a drain answered by
+ * advancing the delivery-count (AMQP 1.0 2.6.7), possibly after the core
+ * granted new credit that the meter held back because the drained credit
+ * still counted. No delivery would follow to grant it, so grant the
+ * metered credit held back now. I/O thread of the link's connection. */
+void jn_io_rx_flow_IO(jn_io_link_t *link)
+{
+    JN_ASSERT_IO(link->conn);
+    if (link->credit_deferred && link->pn && !pn_link_get_drain(link->pn))
+        jn_io_rx_credit_IO(link, 0, false);
 }

@@ -12,7 +12,7 @@ import unittest
 
 from proton import Message
 
-from harness import RouterTestCase, Scenario
+from harness import RouterTestCase, Scenario, _Call
 
 
 class ConsumerGoes(Scenario):
@@ -87,7 +87,40 @@ class ConsumerGoes(Scenario):
             self.stage, self.sent, self.released, self.drained, self.got)
 
 
+class LateDrainAnswer(ConsumerGoes):
+    """As ConsumerGoes honouring the drain, but the new consumer attaches
+    while the drain is still unanswered, and the sender answers it only
+    `delay` seconds later: the credit the router granted for the new
+    consumer meanwhile (metered, large messages) must reach the sender
+    once its drain is answered."""
+
+    def __init__(self, url, address, size, delay=1.0):
+        super().__init__(url, address, honour=True, size=size)
+        self.delay = delay
+
+    def on_link_flow(self, event):
+        if event.link != self.snd or self.stage != "released" or not self.snd.drain_mode:
+            return
+        self.stage = "asked"
+        self.rcv = self.container.create_receiver(self.rconn, self.address, name="again")
+        self.rcv.flow(1)
+
+    def on_link_opened(self, event):
+        if self.stage == "asked" and event.link == self.rcv:
+            self.container.schedule(self.delay, _Call(self.answer))
+
+    def answer(self):
+        self.drained = self.snd.drained()
+        self.stage = "drained"
+
+
 class DrainTest(RouterTestCase):
+
+    def test_credit_granted_before_a_late_drain_answer_reaches_the_sender(self):
+        r = self.start_router()
+        s = self.run_scenario(LateDrainAnswer(r.url, "drain.q", size=100000))
+        self.assertEqual(s.got, ["one", "three"], s.progress())
+        self.assertEqual(s.released, 1)
 
     def test_sender_that_honours_the_drain_gets_credit_again_with_a_new_consumer(self):
         r = self.start_router()

@@ -264,7 +264,7 @@ typedef enum jn_link_type {
     JN_LINK_EDGE_TRACKING, /* outgoing, source _$qd.edge_addr_tracking: the
                             * router reports [key, has-destinations] on it */
     JN_LINK_EDGE_HEARTBEAT, /* incoming, target _$qd.edge_heartbeat (right
-                             * after _TRACKING: forward.c tests the four
+                             * after _TRACKING: forward.c classifies the four
                              * served kinds _TRACKING.._REPLY at once) */
     JN_LINK_EDGE_LOOKUP,    /* incoming, target _$qd.addr_lookup: link-route
                              * lookups (mesh-protocol 11); on an edge router,

@@ -212,7 +212,7 @@ void jn_addr_advertise_CT(jn_core_t *core, jn_addr_t *addr);
 /* Free every address left (teardown). */
 void jn_addr_free_all_CT(jn_core_t *core);
 
-/* ---- forward.c ---------------------------------------------------------- */
+/* ---- forward.c, forward_mc.c, forward_gone.c, forward_figures.c ---------- */
 
 void jn_forward_arrived_CT(jn_delivery_t *dlv);
 void jn_forward_continued_CT(jn_delivery_t *dlv);
@@ -261,7 +261,7 @@ void jn_forward_hand_out_CT(jn_delivery_t *copy);
 void jn_forward_consumer_gone_CT(jn_core_link_t *link, jn_addr_t *addr);
 /* jn_forward_producer_gone_CT: an incoming link is gone: the copies of its
  * deliveries whose consumers gave an outcome without settling are settled
- * by the router (no sender is left to settle first); forward.c. */
+ * by the router (no sender is left to settle first); forward_gone.c. */
 void jn_forward_producer_gone_CT(jn_core_link_t *link);
 
 /* ---- mesh_side.c (the core's side of the mesh) -------------------------- */

@@ -51,7 +51,7 @@
 
 /* A multicast consumer is stuck when it takes no copy for JN_CORE_MC_STUCK_MS
  * while copies wait for it (checked every JN_CORE_MC_CHECK_MS while some
- * wait; forward.c, docs/multicast.md). */
+ * wait; forward_mc.c, docs/multicast.md). */
 #define JN_CORE_MC_CHECK_MS 250
 #define JN_CORE_MC_STUCK_MS 1000
 /* The router's deliveriesStuck and linksBlocked (as 1.19): an unsettled
@@ -337,7 +337,7 @@ struct jn_core_link {
         bool drain;
         jn_dlv_list_t undelivered; /* copies waiting for credit, FIFO */
         jn_dlv_list_t inflight;    /* copies handed out, still tracked */
-        /* a stuck multicast consumer (forward.c): drop mode (mc_dropping)
+        /* a stuck multicast consumer (forward_mc.c): drop mode (mc_dropping)
          * from when it took no copy for JN_CORE_MC_STUCK_MS while copies
          * waited (mc_check_handed, mc_idle_checks: the watch) until it
          * took some (handed moved past mc_drop_handed) and its backlog is
@@ -466,7 +466,7 @@ struct jn_core {
     atomic_bool running;
     atomic_bool stop; /* the stop action was carried out */
     /* Some multicast copy may wait on a stuck consumer: watched every
-     * JN_CORE_MC_CHECK_MS (forward.c). Written by the holder of the core
+     * JN_CORE_MC_CHECK_MS (forward_mc.c). Written by the holder of the core
      * role, read also by the core thread deciding how long to sleep
      * (relaxed: a stale value costs one wake or one check late). */
     atomic_bool mc_waiting;

@@ -106,12 +106,12 @@ struct jn_delivery {
         uint8_t list;                         /* JN_DLV_ON_* */
         bool handed_out;                      /* JN_WORK_DELIVERY_SEND queued */
         bool mc_droppable;                    /* a multicast copy that waited for
-                                               * credit: may be parked (forward.c) */
+                                               * credit: may be parked (forward_mc.c) */
         bool parked;                          /* multicast copy waiting for credit
                                                * that no longer holds its incoming
                                                * delivery back: counted in its
                                                * peer's handed (and mc_unsettled)
-                                               * already (forward.c) */
+                                               * already (forward_mc.c) */
         bool settled;                         /* settled on the consumer's side */
         bool mc_outcome_in;                   /* multicast: its outcome is merged
                                                * into its peer's (forward.c) */

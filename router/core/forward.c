@@ -23,25 +23,10 @@
  * unsettled, and its settlement settles the copies. So a sender is never told accepted for a
  * message no consumer took.
  *
- * A stuck multicast consumer (docs/multicast.md). A consumer of a multicast
- * address (a local outgoing link; never a link toward another router,
- * inter-router or edge: that router judges its own consumers, and a slow
- * peer or a busy machine must not cost the healthy consumers behind it
- * their copies) that keeps taking copies paces the senders as above: a copy
- * waiting for its credit holds its incoming delivery. One that takes no
- * copy for JN_CORE_MC_STUCK_MS while copies wait for it is stuck (the watch,
- * jn_forward_mc_tick_CT, runs only while some multicast copy waits): its
- * waiting copies are "parked" (counted as handed, so they no longer hold
- * their senders' credit), and until it catches up (takes a copy and has at
- * most half its capacity waiting) its new copies are parked too, or, past
- * a backlog of its link's capacity, not made at all: dropped and counted
- * (the link's droppedPresettledCount, the router's
- * droppedPresettledDeliveries), with one log line when it is found stuck
- * and one when it catches up or goes. A dropped copy, and a parked one
- * whose link goes before it is sent, count as released in the merged
- * outcome of an unsettled delivery; a delivery no copy of which went out is
- * released. An address with multicastBackpressure is never watched: the
- * slowest consumer, stuck or not, paces the senders (qdrouterd 1.19).
+ * A stuck multicast consumer's copies are parked or dropped instead of
+ * holding their senders back: forward_mc.c (docs/multicast.md). Links
+ * going away: forward_gone.c. The router's stuck and blocked figures:
+ * forward_figures.c. What these files share: forward_private.h.
  *
  * Settlement (unsettled anycast). The consumer's outcome and settlement go
  * back to the incoming delivery as they come (JN_WORK_DELIVERY_UPDATE). If
@@ -63,12 +48,7 @@
  * is done with an incoming delivery when it has been routed, every copy is
  * handed out and every copy is finished.
  */
-#include "delivery.h"
-
-#include <junction/pool.h>
-#include <junction/time.h>
-
-#include <string.h>
+#include "forward_private.h"
 
 static bool message_finished(const jn_message_t *m)
 {
@@ -138,7 +118,7 @@ static bool settle_incoming_with_CT(jn_delivery_t *dlv, uint64_t type, const jn_
     return true;
 }
 
-static bool settle_incoming_CT(jn_delivery_t *dlv, uint64_t type)
+bool jn_fwd_settle_incoming_CT(jn_delivery_t *dlv, uint64_t type)
 {
     JN_ASSERT_CT(jn_delivery_core(dlv));
     return settle_incoming_with_CT(dlv, type, NULL);
@@ -180,7 +160,7 @@ static uint8_t mc_rank(uint64_t type)
                                       : JN_MC_NONE;
 }
 
-static void mc_merge_CT(jn_delivery_t *peer, uint64_t type)
+void jn_fwd_mc_merge_CT(jn_delivery_t *peer, uint64_t type)
 {
     JN_ASSERT_CT(jn_delivery_core(peer));
     uint8_t r = mc_rank(type);
@@ -193,13 +173,13 @@ static const uint64_t mc_types[] = {JN_DISP_ACCEPTED, JN_DISP_RELEASED, JN_DISP_
 
 /* An unsettled multicast delivery whose copies are all handed out and all
  * settled: settle it with their strongest outcome. */
-static void mc_check_CT(jn_delivery_t *dlv)
+void jn_fwd_mc_check_CT(jn_delivery_t *dlv)
 {
     JN_ASSERT_CT(jn_delivery_core(dlv));
     if (!dlv->ct.multicast || !dlv->ct.credit_returned || dlv->ct.mc_unsettled > 0 ||
         dlv->ct.handed == 0)
         return;
-    settle_incoming_CT(dlv, mc_types[dlv->ct.mc_outcome]);
+    jn_fwd_settle_incoming_CT(dlv, mc_types[dlv->ct.mc_outcome]);
 }
 
 /* An unsettled multicast delivery whose copies are all handed out and have
@@ -207,7 +187,7 @@ static void mc_check_CT(jn_delivery_t *dlv)
  * sender to settle first): their strongest outcome goes to the sender
  * unsettled, once, as 1.19 sums them up; the sender's settlement then
  * settles the copies (sender_update_CT), or the last copy's settles it. */
-static void mc_tell_CT(jn_delivery_t *dlv)
+void jn_fwd_mc_tell_CT(jn_delivery_t *dlv)
 {
     JN_ASSERT_CT(jn_delivery_core(dlv));
     if (!dlv->ct.multicast || !dlv->ct.credit_returned || dlv->ct.mc_waiting > 0 ||
@@ -224,7 +204,7 @@ static void mc_tell_CT(jn_delivery_t *dlv)
 
 /* A multicast copy's outcome is in (merged by the caller): one less its
  * peer waits for. */
-static void mc_outcome_in_CT(jn_delivery_t *copy)
+void jn_fwd_mc_outcome_in_CT(jn_delivery_t *copy)
 {
     JN_ASSERT_CT(jn_delivery_core(copy));
     jn_delivery_t *peer = copy->ct.peer;
@@ -237,7 +217,7 @@ static void mc_outcome_in_CT(jn_delivery_t *copy)
 
 /* Every copy of dlv is handed out or dropped: return its credit, tell the
  * message how many copies it has, settle it if the router decides. */
-static void all_handed_CT(jn_core_t *core, jn_delivery_t *dlv)
+void jn_fwd_all_handed_CT(jn_core_t *core, jn_delivery_t *dlv)
 {
     JN_ASSERT_CT(core);
     if (dlv->ct.credit_returned)
@@ -263,13 +243,13 @@ static void all_handed_CT(jn_core_t *core, jn_delivery_t *dlv)
             else if (!dlv->ct.multicast)
                 jn_stat_add(&core->stats.dropped, 1);
         }
-        settle_incoming_CT(dlv, JN_DISP_RELEASED);
+        jn_fwd_settle_incoming_CT(dlv, JN_DISP_RELEASED);
 
     } else if (dlv->ct.served) {
-        settle_incoming_CT(dlv, JN_DISP_ACCEPTED);
+        jn_fwd_settle_incoming_CT(dlv, JN_DISP_ACCEPTED);
     } else if (dlv->ct.multicast) {
-        mc_check_CT(dlv); /* or when the last copy settles */
-        mc_tell_CT(dlv);
+        jn_fwd_mc_check_CT(dlv); /* or when the last copy settles */
+        jn_fwd_mc_tell_CT(dlv);
     }
 }
 
@@ -290,15 +270,15 @@ static void copy_settle_CT(jn_delivery_t *copy)
         jn_link_mark_resume_CT(link);
     jn_delivery_t *peer = copy->ct.peer;
     if (peer && peer->ct.multicast && peer->ct.mc_unsettled > 0) {
-        mc_outcome_in_CT(copy);
+        jn_fwd_mc_outcome_in_CT(copy);
         peer->ct.mc_unsettled--;
-        mc_check_CT(peer);
+        jn_fwd_mc_check_CT(peer);
     }
 }
 
 /* Finish a copy: off its link and its incoming delivery, core reference
  * dropped. The incoming delivery may be done afterwards. */
-static void finish_copy_CT(jn_delivery_t *copy)
+void jn_fwd_finish_copy_CT(jn_delivery_t *copy)
 {
     JN_ASSERT_CT(jn_delivery_core(copy));
     jn_core_link_t *link = copy->link;
@@ -374,17 +354,6 @@ static inline void affinity_CT(jn_core_t *core, jn_core_conn_t *in, jn_core_conn
         core->ops.colocate(in->io_conn, out->io_conn);
 }
 
-/* A parked copy leaves its link's parked backlog (handed out, or about to
- * be dropped). A message that grew since it was parked (streaming) counts
- * its length now: the total only errs low. */
-static void mc_unpark_CT(jn_delivery_t *copy)
-{
-    JN_ASSERT_CT(jn_delivery_core(copy));
-    jn_core_link_t *link = copy->link;
-    uint64_t n = jn_message_length(copy->message);
-    copy->ct.parked = false;
-    link->ct.mc_parked_octets = link->ct.mc_parked_octets > n ? link->ct.mc_parked_octets - n : 0;
-}
 
 static void count_outcome_CT(jn_core_t *core, jn_delivery_t *copy, uint64_t type);
 
@@ -447,14 +416,14 @@ void jn_forward_hand_out_CT(jn_delivery_t *copy)
     }
     affinity_CT(core, peer->link->conn, link->conn);
     if (copy->ct.parked) {
-        mc_unpark_CT(copy); /* counted out of peer when it was parked */
+        jn_fwd_mc_unpark_CT(copy); /* counted out of peer when it was parked */
     } else {
         peer->ct.handed++;
         if (--peer->ct.pending == 0)
-            all_handed_CT(core, peer);
+            jn_fwd_all_handed_CT(core, peer);
     }
     if (copy->ct.settled && copy->ct.final)
-        finish_copy_CT(copy);
+        jn_fwd_finish_copy_CT(copy);
 }
 
 /* The consumer for an anycast delivery: closest prefers a local consumer,
@@ -531,174 +500,6 @@ static bool forward_anycast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_rou
     return true;
 }
 
-/* Multicast toward a consumer in drop mode whose backlog is full: the copy
- * is not made, only counted (on the link and the router). */
-static void mc_drop_CT(jn_core_t *core, jn_core_link_t *to)
-{
-    JN_ASSERT_CT(core);
-    to->ct.mc_dropped++;
-    to->ct.mc_episode_dropped++;
-    jn_stat_add(&core->stats.dropped, 1);
-}
-
-/* A multicast copy that waits for its link's credit stops holding its
- * incoming delivery back: it counts as handed (so the delivery's credit
- * can go back to its sender once the other copies are out) and, unsettled,
- * as one of the copies whose outcome the sender waits for. */
-static void mc_park_CT(jn_core_t *core, jn_delivery_t *copy)
-{
-    JN_ASSERT_CT(core);
-    jn_delivery_t *peer = copy->ct.peer;
-    copy->ct.parked = true;
-    copy->link->ct.mc_parked_octets += jn_message_length(copy->message);
-    peer->ct.handed++;
-    if (!copy->presettled) {
-        peer->ct.mc_unsettled++;
-        peer->ct.mc_waiting++;
-    }
-    if (--peer->ct.pending == 0)
-        all_handed_CT(core, peer);
-}
-
-/* A parked copy is never sent (its link is going, or its backlog is over
- * JN_CORE_MC_BACKLOG_OCTETS): released in its delivery's merged outcome
- * (see the top), and finished. */
-static void mc_discard_parked_CT(jn_delivery_t *copy)
-{
-    JN_ASSERT_CT(jn_delivery_core(copy));
-    jn_delivery_t *peer = copy->ct.peer;
-    mc_unpark_CT(copy);
-    if (!copy->presettled && peer->ct.mc_unsettled > 0) {
-        mc_outcome_in_CT(copy);
-        peer->ct.mc_unsettled--;
-        mc_merge_CT(peer, JN_DISP_RELEASED);
-        mc_check_CT(peer);
-        mc_tell_CT(peer);
-    }
-    finish_copy_CT(copy);
-}
-
-/* Keep a stuck link's parked backlog within JN_CORE_MC_BACKLOG_OCTETS:
- * drop its newest parked copies (the oldest go out first when it comes
- * back), counted as dropped. */
-static void mc_trim_CT(jn_core_t *core, jn_core_link_t *link)
-{
-    JN_ASSERT_CT(core);
-    jn_delivery_t *prev;
-    for (jn_delivery_t *c = link->ct.undelivered.tail;
-         c && link->ct.mc_parked_octets > JN_CORE_MC_BACKLOG_OCTETS; c = prev) {
-        prev = c->ct.prev;
-        if (!c->ct.parked)
-            continue;
-        mc_drop_CT(core, link);
-        mc_discard_parked_CT(c);
-    }
-}
-
-/* A stuck link's parked copies may be of messages still arriving (counted
- * at their length when parked): count them again, and trim. */
-static void mc_recount_CT(jn_core_t *core, jn_core_link_t *link)
-{
-    JN_ASSERT_CT(core);
-    uint64_t octets = 0;
-    for (jn_delivery_t *c = link->ct.undelivered.head; c; c = c->ct.next)
-        if (c->ct.parked)
-            octets += jn_message_length(c->message);
-    link->ct.mc_parked_octets = octets;
-    mc_trim_CT(core, link);
-}
-
-/* The link took no copy for JN_CORE_MC_STUCK_MS while droppable multicast
- * copies waited for it: drop mode. Its waiting droppable copies are parked
- * (their senders get their credit back) and, until it catches up, copies
- * past a full backlog are dropped. False when it had no droppable copy. */
-static bool mc_stuck_CT(jn_core_t *core, jn_core_link_t *link)
-{
-    JN_ASSERT_CT(core);
-    uint32_t waiting = link->ct.undelivered.count;
-    bool any = false;
-    jn_delivery_t *next;
-    for (jn_delivery_t *c = link->ct.undelivered.head; c; c = next) {
-        next = c->ct.next;
-        if (!c->ct.mc_droppable || c->ct.parked)
-            continue;
-        any = true;
-        mc_park_CT(core, c);
-    }
-    if (!any)
-        return false;
-    mc_trim_CT(core, link);
-    link->ct.mc_dropping = true;
-    link->ct.mc_drop_handed = link->ct.handed;
-    /* a receiver's link names its address; an inter-router link carries
-     * many: named by its link name */
-    const jn_addr_t *addr = link->ct.addr;
-    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_WARNING,
-           "[C%" PRIu64 "][L%" PRIu64
-           "] Multicast consumer stuck: no copy taken for %d ms with %" PRIu32
-           " waiting; copies %s %.*s past a backlog of %" PRIu32 " are dropped until it catches up",
-           link->conn->conn_id, link->ct.id, JN_CORE_MC_STUCK_MS, waiting, addr ? "of" : "on link",
-           addr ? (int)addr->key_len : (int)strlen(link->name),
-           addr ? (const char *)addr->key : link->name, link->capacity);
-    return true;
-}
-
-void jn_forward_mc_tick_CT(jn_core_t *core)
-{
-    JN_ASSERT_CT(core);
-    int64_t now = (int64_t)jn_time_mono_ms();
-    if (now < core->ct.mc_next_check_ms)
-        return;
-    core->ct.mc_next_check_ms = now + JN_CORE_MC_CHECK_MS;
-    bool waiting = false;
-    for (jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next) {
-        for (jn_core_link_t *l = c->ct.links; l; l = l->ct.conn_next) {
-            if (l->dir != JN_LINK_OUTGOING || !l->ct.undelivered.head || c->router_peer) {
-                l->ct.mc_idle_checks = 0;
-                continue;
-            }
-            if (l->ct.mc_dropping) {
-                waiting = true;
-                mc_recount_CT(core, l);
-                continue;
-            }
-            waiting = true;
-            if (l->ct.handed != l->ct.mc_check_handed) {
-                l->ct.mc_check_handed = l->ct.handed; /* it moves: not stuck */
-                l->ct.mc_idle_checks = 0;
-                continue;
-            }
-            if (++l->ct.mc_idle_checks * JN_CORE_MC_CHECK_MS >= JN_CORE_MC_STUCK_MS)
-                mc_stuck_CT(core, l);
-        }
-    }
-    atomic_store_explicit(&core->mc_waiting, waiting, memory_order_relaxed);
-}
-
-int jn_forward_mc_sleep_ms(jn_core_t *core, int timeout)
-{
-    /* runs without the core's token (core.c, core_sleep): only the flag */
-    if (!atomic_load_explicit(&core->mc_waiting, memory_order_relaxed))
-        return timeout;
-    return timeout < 0 || JN_CORE_MC_CHECK_MS < timeout ? JN_CORE_MC_CHECK_MS : timeout;
-}
-
-void jn_forward_backlog_check_CT(jn_core_link_t *link)
-{
-    JN_ASSERT_CT(link->conn->core);
-    bool attached = link->ct.state == JN_LINK_ST_ATTACHED;
-    if (attached && ((uint64_t)link->ct.undelivered.count * 2 > link->capacity ||
-                     link->ct.handed == link->ct.mc_drop_handed))
-        return; /* still behind, or no copy taken since it was found stuck */
-    JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO,
-           "[C%" PRIu64 "][L%" PRIu64 "] Multicast consumer %s: %" PRIu64
-           " copies dropped while it was stuck",
-           link->conn->conn_id, link->ct.id, attached ? "caught up" : "gone",
-           link->ct.mc_episode_dropped);
-    link->ct.mc_dropping = false;
-    link->ct.mc_episode_dropped = 0;
-    link->ct.mc_idle_checks = 0;
-}
 
 /* One copy, settled as dlv was sent, to each of links (n of them), and to each of more
  * (n_more; may be NULL). The pending count covers all of them before the
@@ -722,7 +523,7 @@ static void copy_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigne
         if (addr && to->ct.mc_dropping &&
             (to->ct.undelivered.count >= to->capacity ||
              to->ct.mc_parked_octets >= JN_CORE_MC_BACKLOG_OCTETS)) {
-            mc_drop_CT(core, to);
+            jn_fwd_mc_drop_CT(core, to);
             dlv->ct.pending--;
             continue;
         }
@@ -741,7 +542,7 @@ static void copy_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigne
              * senders (see the top) */
             copy->ct.mc_droppable = true;
             if (to->ct.mc_dropping)
-                mc_park_CT(core, copy);
+                jn_fwd_mc_park_CT(core, copy);
             else if (!atomic_load_explicit(&core->mc_waiting, memory_order_relaxed))
                 jn_core_watch_mc_CT(core); /* jn_forward_mc_tick_CT watches it */
         }
@@ -790,12 +591,11 @@ static void forward_multicast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_r
                      addr->mc_backpressure ? NULL : addr, rc->from_edge);
 }
 
-static void route_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *rc)
+/* The class dlv's copies' residence time is counted under (/metrics): the
+ * class of the address it is routed by. */
+static inline void res_class_CT(jn_delivery_t *dlv, const jn_addr_t *addr)
 {
     JN_ASSERT_CT(jn_delivery_core(dlv));
-    if (!addr)
-        return;
-    /* the class its copies' residence time is counted under (/metrics) */
     switch (addr->key_len ? addr->key[0] : 0) {
     case JN_ADDR_CLASS_MOBILE:
         dlv->ct.res_class = JN_RES_CLASS_MOBILE;
@@ -812,6 +612,15 @@ static void route_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *
         dlv->ct.res_class = JN_RES_CLASS_OTHER;
         break;
     }
+}
+
+/* Route dlv to addr by its distribution (NULL: nowhere). */
+static void route_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *rc)
+{
+    JN_ASSERT_CT(jn_delivery_core(dlv));
+    if (!addr)
+        return;
+    res_class_CT(dlv, addr);
     if (addr->distribution == JN_DIST_MULTICAST)
         forward_multicast_CT(dlv, addr, rc);
     else
@@ -852,7 +661,7 @@ void jn_forward_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned
     copy_to_links_CT(dlv, links, n, NULL, 0, NULL, NULL);
     dlv->ct.routed = true;
     if (dlv->ct.pending == 0)
-        all_handed_CT(core, dlv);
+        jn_fwd_all_handed_CT(core, dlv);
     check_done_CT(dlv);
 }
 
@@ -869,16 +678,77 @@ void jn_forward_composed_CT(jn_delivery_t *dlv)
     }
     dlv->ct.routed = true;
     if (dlv->ct.pending == 0)
-        all_handed_CT(core, dlv);
+        jn_fwd_all_handed_CT(core, dlv);
     check_done_CT(dlv);
 }
 
-void jn_forward_arrived_CT(jn_delivery_t *dlv)
+/* What an incoming delivery is, for forwarding: the one decision
+ * jn_forward_arrived_CT dispatches on (classify_CT). */
+typedef enum {
+    JN_FWD_CONTROL,     /* on an inter-router control link: the mesh's (router.c) */
+    JN_FWD_EDGE_SERVED, /* on an edge's tracking, heartbeat, lookup or reply link (edge.c) */
+    JN_FWD_LINK_ROUTED, /* on a link-routed link: to the link at its other end, as is */
+    JN_FWD_MANAGEMENT,  /* to $management: the core's own endpoint (router.c) */
+    JN_FWD_UNAVAILABLE, /* anonymous, to an address configured unavailable: rejected */
+    JN_FWD_EXCHANGE,    /* to an address bound to an exchange (exchange.c) */
+    JN_FWD_MULTICAST,   /* one copy per consumer and per next-hop router */
+    JN_FWD_ANYCAST,     /* one copy to one consumer (closest or balanced) */
+    JN_FWD_NO_ROUTE,    /* no address, or looping: released (pre-settled: dropped) */
+} jn_fwd_kind_t;
+
+/* Where an incoming delivery goes (classify_CT): its kind, the address it
+ * names (counted as its ingress), the address it is routed by (the
+ * edge's uplink address when nothing here takes it) and its route
+ * context (set for the routed kinds only). */
+typedef struct {
+    jn_addr_t *named;
+    jn_addr_t *addr;
+    jn_route_ctx_t rc;
+} jn_fwd_route_t;
+
+/* Classify an incoming delivery, once: first by its link (control, edge
+ * served, link-routed), then by its address. */
+static inline jn_fwd_kind_t classify_CT(jn_core_t *core, jn_delivery_t *dlv, jn_fwd_route_t *r)
 {
-    jn_core_link_t *in = dlv->link;
-    jn_core_t *core = in->conn->core;
     JN_ASSERT_CT(core);
-    if (!in->conn->inter_router) { /* from another router: its transit */
+    const jn_core_link_t *in = dlv->link;
+    bool attached = in->ct.state == JN_LINK_ST_ATTACHED;
+    r->named = r->addr = NULL;
+    if (in->type == JN_LINK_CONTROL && attached)
+        return JN_FWD_CONTROL;
+    /* JN_LINK_EDGE_TRACKING, _HEARTBEAT, _LOOKUP and _REPLY are adjacent */
+    if (JN_UNLIKELY((unsigned)in->type - JN_LINK_EDGE_TRACKING <= 3u))
+        return JN_FWD_EDGE_SERVED;
+    if (JN_UNLIKELY(in->ct.routed != NULL) && attached)
+        return JN_FWD_LINK_ROUTED;
+    jn_addr_t *addr = r->named = addr_of_CT(core, dlv);
+    if (addr && addr->inproc == JN_INPROC_MANAGEMENT)
+        return JN_FWD_MANAGEMENT;
+    if (JN_UNLIKELY(!addr) && in->ct.anonymous && attached &&
+        jn_addr_unavailable_for_delivery_CT(core, dlv))
+        return JN_FWD_UNAVAILABLE;
+    jn_router_route_ctx_CT(core, dlv, &r->rc);
+    if (JN_UNLIKELY(core->edge_mode) && (!addr || !jn_addr_has_destination(addr)) &&
+        !r->rc.from_edge && core->ct.edge_addr && core->ct.uplink_out)
+        addr = core->ct.edge_addr; /* an edge router: no destination here, up */
+    r->addr = addr;
+    /* a delivery that went round more routers than the mesh is wide is
+     * looping (docs/protocol.md, "Link state and routes": radius) */
+    if (!addr || r->rc.looped ||
+        (core->mesh && r->rc.trace_count > jn_mesh_radius_CT(core->mesh) + 1))
+        return JN_FWD_NO_ROUTE;
+    if (JN_UNLIKELY(addr->inproc == JN_INPROC_EXCHANGE))
+        return JN_FWD_EXCHANGE;
+    return addr->distribution == JN_DIST_MULTICAST ? JN_FWD_MULTICAST : JN_FWD_ANYCAST;
+}
+
+/* An arrival's figures: the router's ingress (but another router's
+ * transit), its link's and connection's, and its link's credit, given
+ * back in batches (link.c). */
+static inline void count_arrival_CT(jn_core_t *core, jn_core_link_t *in, const jn_delivery_t *dlv)
+{
+    JN_ASSERT_CT(core);
+    if (!in->conn->inter_router) {
         jn_stat_add(&core->stats.ingress, 1);
         if (JN_UNLIKELY(in->conn->route_container))
             jn_stat_add(&core->stats.ingress_rc, 1);
@@ -894,52 +764,55 @@ void jn_forward_arrived_CT(jn_delivery_t *dlv)
     in->ct.held++;
     if ((uint64_t)in->ct.outstanding * 2 <= in->capacity)
         jn_link_mark_dirty_CT(in); /* credit is batched at half (link.c) */
-    if (in->type == JN_LINK_CONTROL && in->ct.state == JN_LINK_ST_ATTACHED) {
+}
+
+void jn_forward_arrived_CT(jn_delivery_t *dlv)
+{
+    jn_core_link_t *in = dlv->link;
+    jn_core_t *core = in->conn->core;
+    JN_ASSERT_CT(core);
+    count_arrival_CT(core, in, dlv);
+    jn_fwd_route_t r;
+    jn_fwd_kind_t kind = classify_CT(core, dlv, &r);
+    if (r.named && !in->conn->inter_router)
+        r.named->ingress++; /* it enters the mesh here */
+    switch (kind) {
+    case JN_FWD_CONTROL:
         jn_router_control_arrived_CT(dlv);
         return;
-    }
-    if (JN_UNLIKELY((unsigned)in->type - JN_LINK_EDGE_TRACKING <= 3u)) {
-        /* served here: an interior's heartbeat and lookup links from an
-         * edge, an edge router's tracking and reply links (JN_LINK_EDGE_
-         * TRACKING, _HEARTBEAT, _LOOKUP, _REPLY are adjacent: one test) */
+    case JN_FWD_EDGE_SERVED:
         jn_edge_served_arrived_CT(dlv);
         return;
-    }
-    if (JN_UNLIKELY(in->ct.routed != NULL) && in->ct.state == JN_LINK_ST_ATTACHED) {
-        /* link-routed: to the link at the other end of the route, as is */
+    case JN_FWD_LINK_ROUTED:
         jn_forward_to_links_CT(dlv, &in->ct.routed, 1, false);
         return;
-    }
-    jn_addr_t *addr = addr_of_CT(core, dlv);
-    if (addr && !in->conn->inter_router)
-        addr->ingress++; /* it enters the mesh here */
-    if (JN_UNLIKELY(!addr) && in->ct.anonymous && in->ct.state == JN_LINK_ST_ATTACHED &&
-        jn_addr_unavailable_for_delivery_CT(core, dlv))
-        refuse_unavailable_CT(core, dlv); /* then no route: its credit comes back below */
-    if (addr && addr->inproc == JN_INPROC_MANAGEMENT) {
-        addr->to_container++;
+    case JN_FWD_MANAGEMENT:
+        r.named->to_container++;
         jn_router_management_arrived_CT(dlv);
         return;
-    }
-    jn_route_ctx_t rc;
-    jn_router_route_ctx_CT(core, dlv, &rc);
-    if (JN_UNLIKELY(core->edge_mode) && (!addr || !jn_addr_has_destination(addr)) &&
-        !rc.from_edge && core->ct.edge_addr && core->ct.uplink_out)
-        addr = core->ct.edge_addr; /* an edge router: no destination here, up */
-    /* a delivery that went round more routers than the mesh is wide is
-     * looping (docs/protocol.md, "Link state and routes": radius): released */
-    if (!rc.looped && !(core->mesh && rc.trace_count > jn_mesh_radius_CT(core->mesh) + 1)) {
-        if (JN_UNLIKELY(addr && addr->inproc == JN_INPROC_EXCHANGE))
-            jn_exchange_forward_CT(dlv, addr, &rc); /* bound to an exchange */
-        else
-            route_CT(dlv, addr, &rc);
+    case JN_FWD_UNAVAILABLE:
+        refuse_unavailable_CT(core, dlv); /* its credit comes back below */
+        break;
+    case JN_FWD_EXCHANGE:
+        jn_exchange_forward_CT(dlv, r.addr, &r.rc);
+        break;
+    case JN_FWD_MULTICAST:
+        res_class_CT(dlv, r.addr);
+        forward_multicast_CT(dlv, r.addr, &r.rc);
+        break;
+    case JN_FWD_ANYCAST:
+        res_class_CT(dlv, r.addr);
+        forward_anycast_CT(dlv, r.addr, &r.rc);
+        break;
+    case JN_FWD_NO_ROUTE:
+        break;
     }
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_TRACE,
            "[C%" PRIu64 "][L%" PRIu64 "] Delivery routed: fanout=%" PRIu32 "%s", in->conn->conn_id,
            in->ct.id, dlv->ct.pending, dlv->presettled ? " (pre-settled)" : "");
     dlv->ct.routed = true;
     if (dlv->ct.pending == 0)
-        all_handed_CT(core, dlv); /* no consumer (or no memory): released */
+        jn_fwd_all_handed_CT(core, dlv); /* no consumer (or no memory): released */
     check_done_CT(dlv);
 }
 
@@ -970,7 +843,7 @@ void jn_forward_continued_CT(jn_delivery_t *dlv)
         affinity_CT(core, dlv->link->conn, c->link->conn);
         c->ct.final = final;
         if (c->ct.settled && c->ct.final)
-            finish_copy_CT(c);
+            jn_fwd_finish_copy_CT(c);
     }
 }
 
@@ -1001,7 +874,7 @@ static inline bool is_terminal(uint64_t type)
 
 /* Settle a copy toward its consumer (its sender settled, or is gone), and
  * finish it when nothing more will be sent. */
-static void settle_copy_CT(jn_delivery_t *copy)
+void jn_fwd_settle_copy_CT(jn_delivery_t *copy)
 {
     JN_ASSERT_CT(jn_delivery_core(copy));
     if (copy->ct.settled)
@@ -1009,7 +882,7 @@ static void settle_copy_CT(jn_delivery_t *copy)
     jn_work_dlv_CT(copy, JN_WORK_DELIVERY_UPDATE, JN_DISP_NONE, NULL, true);
     copy_settle_CT(copy);
     if (copy->ct.final)
-        finish_copy_CT(copy);
+        jn_fwd_finish_copy_CT(copy);
 }
 
 /* The sender changed its delivery: only its settlement matters. */
@@ -1024,7 +897,7 @@ static void sender_update_CT(jn_delivery_t *dlv, bool settled)
     for (jn_delivery_t *c = dlv->ct.copies; c; c = next) {
         next = c->ct.copy_next;
         if (c->ct.handed_out)
-            settle_copy_CT(c); /* undelivered ones are settled when handed out */
+            jn_fwd_settle_copy_CT(c); /* undelivered ones are settled when handed out */
     }
 }
 
@@ -1046,15 +919,15 @@ void jn_forward_update_CT(jn_delivery_t *dlv, const jn_disposition_t *disp, bool
         if (!settled && !is_terminal(disp->type))
             return;
         if (!dlv->ct.mc_outcome_in)
-            mc_merge_CT(peer, disp->type != JN_DISP_NONE ? disp->type : JN_DISP_ACCEPTED);
-        mc_outcome_in_CT(dlv);
+            jn_fwd_mc_merge_CT(peer, disp->type != JN_DISP_NONE ? disp->type : JN_DISP_ACCEPTED);
+        jn_fwd_mc_outcome_in_CT(dlv);
         if (!settled) {
-            mc_tell_CT(peer); /* settled by the sender, or when the copies settle */
+            jn_fwd_mc_tell_CT(peer); /* settled by the sender, or when the copies settle */
             return;
         }
         copy_settle_CT(dlv);
         if (!dlv->ct.handed_out || dlv->ct.final)
-            finish_copy_CT(dlv);
+            jn_fwd_finish_copy_CT(dlv);
         return;
     }
     jn_disposition_t failed;
@@ -1078,210 +951,36 @@ void jn_forward_update_CT(jn_delivery_t *dlv, const jn_disposition_t *disp, bool
         }
     }
     if (!settled && is_terminal(disp->type) && peer->link->ct.state == JN_LINK_ST_DETACHED) {
-        settle_copy_CT(dlv); /* no sender left to settle it: we do */
+        jn_fwd_settle_copy_CT(dlv); /* no sender left to settle it: we do */
         return;
     }
     if (!settled)
         return;
     copy_settle_CT(dlv);
     if (!dlv->ct.handed_out || dlv->ct.final)
-        finish_copy_CT(dlv);
+        jn_fwd_finish_copy_CT(dlv);
 }
 
-/* The sender's link is gone: every copy of its deliveries that its consumer
- * gave a terminal outcome without settling (waiting for the sender to
- * settle first, as receivers in rcv-settle-mode second do, or clients that
- * settle only when the sender has) is settled by the router now; copies
- * still without an outcome are settled as soon as they get one
- * (jn_forward_update_CT). Otherwise such deliveries stayed unsettled on
- * the consumer's link for good — after a transit router died, at the
- * egress router. Walks the outgoing links' in-flight lists: only when the
- * link had unsettled deliveries, and a link detach is rare. */
-void jn_forward_producer_gone_CT(jn_core_link_t *link)
-{
-    jn_core_t *core = link->conn->core;
-    JN_ASSERT_CT(core);
-    if (link->dir != JN_LINK_INCOMING || link->ct.unsettled_in == 0)
-        return;
-    for (jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next) {
-        for (jn_core_link_t *out = c->ct.links; out; out = out->ct.conn_next) {
-            if (out->dir != JN_LINK_OUTGOING)
-                continue;
-            jn_delivery_t *next;
-            for (jn_delivery_t *copy = out->ct.inflight.head; copy; copy = next) {
-                next = copy->ct.next;
-                jn_delivery_t *peer = copy->ct.peer;
-                if (peer && peer->link == link && !copy->ct.settled &&
-                    copy->ct.outcome_counted && !peer->ct.multicast)
-                    settle_copy_CT(copy);
-            }
-        }
-    }
-}
 
-void jn_forward_consumer_gone_CT(jn_core_link_t *link, jn_addr_t *addr)
-{
-    jn_core_t *core = link->conn->core;
-    JN_ASSERT_CT(core);
-    jn_delivery_t *copy;
-    if (link->ct.mc_dropping)
-        jn_forward_backlog_check_CT(link); /* the episode ends with the link */
-    while ((copy = link->ct.undelivered.head) != NULL) {
-        jn_delivery_t *peer = copy->ct.peer;
-        if (copy->ct.parked) {
-            mc_discard_parked_CT(copy); /* never sent */
-            continue;
-        }
-        (void)addr; /* the link is off its address already: route again */
-        jn_addr_t *to = peer->ct.multicast ? NULL : addr_of_CT(core, peer);
-        jn_core_link_t *next = NULL;
-        if (to) {
-            jn_route_ctx_t rc;
-            jn_router_route_ctx_CT(core, peer, &rc);
-            next = pick_anycast_CT(core, to, &rc);
-        }
-        if (next && next != link) {
-            jn_delivery_t *again = jn_delivery_copy_CT(peer, next, peer->presettled);
-            if (again) {
-                finish_copy_CT(copy); /* peer keeps the new copy: not done */
-                enqueue_CT(again);
-                continue;
-            }
-        }
-        if (--peer->ct.pending == 0)
-            all_handed_CT(core, peer); /* released, or accepted (multicast) */
-        finish_copy_CT(copy);
-    }
-    while ((copy = link->ct.inflight.head) != NULL) {
-        jn_delivery_t *peer = copy->ct.peer;
-        if (!copy->ct.settled && peer->ct.multicast && !copy->ct.mc_outcome_in)
-            mc_merge_CT(peer, JN_DISP_MODIFIED); /* lost with its consumer */
-        if (!copy->ct.settled && !peer->ct.multicast) {
-            if (copy->ct.outcome_counted) {
-                /* its consumer's outcome reached the sender already (not
-                 * settled, waiting for the sender to settle first): settle
-                 * with that outcome, never a second, different one */
-                settle_incoming_CT(peer, JN_DISP_NONE);
-            } else if (settle_incoming_CT(peer, JN_DISP_MODIFIED)) {
-                /* handed out: it may have reached its consumer (or one
-                 * beyond a lost router, edge or broker) whose outcome is
-                 * lost with the link: modified, delivery-failed, never
-                 * released (docs/protocol.md, "Forwarding across routers") */
-                jn_stat_add(&core->stats.modified, 1);
-            }
-        }
-        finish_copy_CT(copy);
-    }
-}
+/* ---- for the other forwarding files (forward_private.h) ------------------ */
 
-/* ---- the router's stuck and blocked figures ------------------------------ */
-
-/* Unsettled deliveries that arrived before old_ns, counted on each link
- * they are on as 1.19 counts them: each copy on list (from its oldest end)
- * unsettled toward its consumer, and its incoming delivery, still
- * unsettled toward its sender, once (by its first copy). Returns both;
- * the copies go to *copies, and each incoming delivery counted adds one to
- * its own link's figure (ct.stuck, set to 0 by the tick first). The first
- * younger copy ends the count: a link's lists are in arrival order, so at
- * most a reordered few are missed. */
-static uint64_t count_stuck_CT(const jn_dlv_list_t *list, uint64_t old_ns, uint64_t *copies)
-{
-    uint64_t n = 0;
-    for (const jn_delivery_t *c = list->head; c; c = c->ct.next) {
-        const jn_delivery_t *peer = c->ct.peer;
-        if (peer->arrived_ns == 0)
-            continue; /* composed by the router: not measured */
-        if (peer->arrived_ns >= old_ns)
-            break;
-        if (!c->presettled && !c->ct.settled) {
-            n++;
-            (*copies)++;
-        }
-        if (!c->ct.copy_prev && !peer->presettled && !peer->ct.sender_settled &&
-            !peer->ct.router_settled) {
-            n++;
-            if (peer->link->ct.stuck < UINT32_MAX)
-                peer->link->ct.stuck++;
-        }
-    }
-    return n;
-}
-
-/* 1 when a client's receiver has had no credit for JN_CORE_STUCK_MS (the
- * router's linksBlocked); watched from the tick that first saw it so, and
- * again after each delivery. (1.19 also counts a sender the router gives
- * no credit; counting incoming links here kept an unknown link blocked in
- * 1.19's edge test, system_tests_stuck_deliveries, so it is left for now.) */
-static uint64_t link_blocked_CT(jn_core_link_t *l, int64_t now)
-{
-    JN_ASSERT_CT(l->conn->core);
-    bool out = l->dir == JN_LINK_OUTGOING;
-    if (!out)
-        return 0;
-    uint64_t progress = out ? l->ct.handed : l->ct.deliveries;
-    bool no_credit = l->type == JN_LINK_ENDPOINT && !l->conn->internal &&
-                     l->ct.state == JN_LINK_ST_ATTACHED &&
-                     (out ? l->ct.handed >= l->ct.credit_limit : l->ct.outstanding == 0);
-    if (!no_credit) {
-        l->ct.blocked_since_ms = 0;
-    } else if (l->ct.blocked_since_ms == 0 || l->ct.blocked_handed != progress) {
-        l->ct.blocked_since_ms = now; /* watched from now */
-        l->ct.blocked_handed = progress;
-    } else if (now - l->ct.blocked_since_ms >= JN_CORE_STUCK_MS) {
-        return 1;
-    }
-    return 0;
-}
-
-void jn_forward_figures_arm_CT(jn_core_t *core)
+/* (addr_of_CT, pick_anycast_CT and enqueue_CT stay static so that the
+ * per-message path inlines them; links going away call them through
+ * these.) */
+jn_addr_t *jn_fwd_addr_of_CT(jn_core_t *core, jn_delivery_t *dlv)
 {
     JN_ASSERT_CT(core);
-    if (core->ct.figures_at_ms != 0)
-        return;
-    core->ct.figures_at_ms = (int64_t)jn_time_mono_ms() + JN_CORE_FIGURES_MS;
-    jn_core_timer_at_CT(core, core->ct.figures_at_ms);
+    return addr_of_CT(core, dlv);
 }
 
-void jn_forward_figures_tick_CT(jn_core_t *core)
+jn_core_link_t *jn_fwd_pick_anycast_CT(jn_core_t *core, jn_addr_t *addr, const jn_route_ctx_t *rc)
 {
     JN_ASSERT_CT(core);
-    if (core->ct.figures_at_ms == 0)
-        return;
-    int64_t now = (int64_t)jn_time_mono_ms();
-    if (now < core->ct.figures_at_ms) {
-        jn_core_timer_at_CT(core, core->ct.figures_at_ms);
-        return;
-    }
-    uint64_t now_ns = jn_time_mono_ns();
-    uint64_t old_ns = now_ns > (uint64_t)JN_CORE_STUCK_MS * 1000000u
-                          ? now_ns - (uint64_t)JN_CORE_STUCK_MS * 1000000u
-                          : 0;
-    uint64_t stuck = 0, blocked = 0;
-    for (jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next)
-        for (jn_core_link_t *l = c->ct.links; l; l = l->ct.conn_next)
-            l->ct.stuck = 0; /* counted again below, incoming links by their copies */
-    for (jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next) {
-        for (jn_core_link_t *l = c->ct.links; l; l = l->ct.conn_next) {
-            blocked += link_blocked_CT(l, now);
-            if (l->dir != JN_LINK_OUTGOING)
-                continue;
-            uint64_t copies = 0;
-            stuck += count_stuck_CT(&l->ct.undelivered, old_ns, &copies) +
-                     count_stuck_CT(&l->ct.inflight, old_ns, &copies);
-            l->ct.stuck = copies > UINT32_MAX ? UINT32_MAX : (uint32_t)copies;
-            uint64_t settled = l->ct.deliveries - l->ct.unsettled;
-            uint64_t *then = &l->ct.settle_ring[l->ct.settle_pos];
-            uint64_t rate = (settled - *then) / JN_CORE_SETTLE_TICKS;
-            l->ct.settle_rate = rate > UINT32_MAX ? UINT32_MAX : (uint32_t)rate;
-            *then = settled;
-            l->ct.settle_pos = (uint8_t)((l->ct.settle_pos + 1) % JN_CORE_SETTLE_TICKS);
-        }
-    }
-    atomic_store_explicit(&core->stats.stuck, stuck, memory_order_relaxed);
-    atomic_store_explicit(&core->stats.links_blocked, blocked, memory_order_relaxed);
-    /* memory the pools gave back after a burst goes back to the system
-     * once they stop shrinking (junction/pool.h); once a second at most */
-    jn_pool_trim_heap();
-    core->ct.figures_at_ms = now + JN_CORE_FIGURES_MS;
-    jn_core_timer_at_CT(core, core->ct.figures_at_ms);
+    return pick_anycast_CT(core, addr, rc);
+}
+
+void jn_fwd_enqueue_CT(jn_delivery_t *copy)
+{
+    JN_ASSERT_CT(jn_delivery_core(copy));
+    enqueue_CT(copy);
 }

@@ -166,6 +166,7 @@ void jn_core_link_set_error_IO(jn_core_link_t *link, const char *condition, cons
 
 void jn_core_link_set_unclosed_IO(jn_core_link_t *link)
 {
+    JN_ASSERT_IO_CALLER();
     if (!atomic_load(&link->detach_posted))
         link->detach_unclosed = true; /* ordered by the detach's post */
 }

@@ -1,7 +1,8 @@
 /*
  * io_conn.c — one AMQP connection from accept/connect to release: the open
- * frame's decoration, sessions, link attach and detach, the core's work
- * items, the wake guard, and the hand-over of closure to the core.
+ * frame's decoration, proton's events (sessions and links are io_link.c's),
+ * the core's work items, the wake guard, and the hand-over of closure to
+ * the core.
  *
  * Lifetime. An io_conn is refcounted: the I/O side's reference lasts until
  * the end of the pass that saw PN_TRANSPORT_CLOSED (which then frees the
@@ -33,7 +34,6 @@
 #include <string.h>
 
 static _Atomic(jn_pool_t *) conn_pool;
-static _Atomic(jn_pool_t *) link_pool;
 
 /* ---- creation and release ---------------------------------------------- */
 
@@ -239,40 +239,6 @@ jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming)
     return conn;
 }
 
-static void link_unlink(jn_io_link_t *link)
-{
-    jn_io_conn_t *conn = link->conn;
-    if (link->prev)
-        link->prev->next = link->next;
-    else
-        conn->links = link->next;
-    if (link->next)
-        link->next->prev = link->prev;
-    if (link->busy) {
-        for (jn_io_link_t **p = &conn->busy; *p; p = &(*p)->busy_next) {
-            if (*p == link) {
-                *p = link->busy_next;
-                break;
-            }
-        }
-        link->busy = false;
-    }
-}
-
-static void link_free(jn_io_link_t *link)
-{
-    jn_io_vhost_link_gone_IO(link);
-    jn_io_rx_link_gone_IO(link);
-    jn_io_tx_link_gone_IO(link);
-    /* after this the budget's waker no longer names the connection
-     * (messages still charged to it may outlive both) */
-    jn_rx_budget_set_waker(link->budget, NULL, NULL);
-    jn_rx_budget_unref(link->budget);
-    link->budget = NULL;
-    link_unlink(link);
-    jn_pool_free(atomic_load_explicit(&link_pool, memory_order_acquire), link);
-}
-
 static void conn_free(jn_io_conn_t *conn)
 {
     jn_io_t *io = conn->io;
@@ -298,7 +264,7 @@ static void conn_free(jn_io_conn_t *conn)
     jn_io_loop_t *was = jn_io_adopt(conn);
     while (conn->links) {
         conn->links->pn = NULL; /* proton's objects are gone or not ours */
-        link_free(conn->links);
+        jn_io_link_free_IO(conn->links);
     }
     if (!conn->destroyed) {
         if (conn->driver.transport)
@@ -415,6 +381,7 @@ static void conn_abort_IO(jn_io_conn_t *conn, const char *condition, const char 
  * description, once (io_private.h). The owning loop's thread. */
 void jn_io_conn_close_IO(jn_io_conn_t *conn, const char *condition, const char *description)
 {
+    JN_ASSERT_IO(conn);
     conn_close_IO(conn, condition, description);
 }
 
@@ -587,305 +554,6 @@ static void on_transport_closed(jn_io_conn_t *conn)
         jn_io_connector_closed_IO(conn->endpoint, conn, conn->opened);
 }
 
-/* ---- sessions and links ---------------------------------------------------- */
-
-static void on_session_open(jn_io_conn_t *conn, pn_session_t *ssn)
-{
-    if (!(pn_session_state(ssn) & PN_LOCAL_UNINIT))
-        return;
-    const jn_endpoint_config_t *cfg = &conn->endpoint->cfg;
-    size_t frame = cfg->max_frame_size;
-    size_t cap;
-    if (cfg->max_session_frames) {
-        /* as configured; the AMQP window is a 31-bit frame count */
-        size_t frames =
-            cfg->max_session_frames < 0x7fffffffu ? cfg->max_session_frames : 0x7fffffffu;
-        cap = frame * frames;
-    } else {
-        cap = frame * JN_IO_SESSION_FRAMES;
-        if (cap > JN_IO_SESSION_CAPACITY_MAX)
-            cap = JN_IO_SESSION_CAPACITY_MAX > 2 * frame ? JN_IO_SESSION_CAPACITY_MAX : 2 * frame;
-    }
-    size_t window = jn_io_vhost_session_window(conn); /* a vhost group's maxSessionWindow */
-    if (window)
-        cap = window > frame ? window : frame;
-    pn_session_set_incoming_capacity(ssn, cap);
-    pn_session_open(ssn);
-}
-
-/* The link is gone on the peer's side (detach, or its session ended):
- * release what it holds and tell the core once. */
-static void link_detached_IO(jn_io_link_t *link)
-{
-    JN_ASSERT_IO(link->conn);
-    jn_io_vhost_link_gone_IO(link);
-    jn_io_rx_link_gone_IO(link);
-    jn_io_tx_link_gone_IO(link);
-    if (link->detached)
-        return;
-    link->detached = true;
-    if (link->core) {
-        jn_core_link_detached_IO(link->core); /* JN_WORK_LINK_RELEASED follows */
-    } else {
-        if (link->pn)
-            pn_link_set_context(link->pn, NULL);
-        link_free(link);
-    }
-}
-
-/* The peer ended a session: its links are gone with it. Our link objects
- * let go of their proton links (work items about them are then no-ops) so
- * that the session and its links can be freed now rather than with the
- * connection: a client that opens a session per request does not grow the
- * connection. */
-static void on_session_close(jn_io_conn_t *conn, pn_session_t *ssn)
-{
-    jn_io_link_t *next;
-    for (jn_io_link_t *l = conn->links; l; l = next) {
-        next = l->next;
-        if (!l->pn || pn_link_session(l->pn) != ssn)
-            continue;
-        if (!l->local_closed) {
-            pn_link_close(l->pn);
-            l->local_closed = true;
-        }
-        if (l->detached && !l->core) { /* refused before the core knew it */
-            pn_link_set_context(l->pn, NULL);
-            link_free(l);
-            continue;
-        }
-        link_detached_IO(l); /* may free l */
-    }
-    for (jn_io_link_t *l = conn->links; l; l = l->next) {
-        if (l->pn && pn_link_session(l->pn) == ssn) {
-            pn_link_set_context(l->pn, NULL);
-            l->pn = NULL;
-        }
-    }
-    jn_io_route_session_gone_IO(conn, ssn);
-    if (!(pn_session_state(ssn) & PN_LOCAL_CLOSED))
-        pn_session_close(ssn);
-    pn_session_free(ssn);
-}
-
-/* The maxMessageSize that applies to what conn's peer sends (0: none). As
- * 1.19, a message is checked where it enters the mesh: not on inter-router
- * connections, nor on an edge router's own connection to its interior
- * (the interior's limit applies past it); an interior checks its edges. */
-static uint64_t endpoint_max_message_size(const jn_io_conn_t *conn)
-{
-    if (conn->inter_router || (conn->edge && !conn->incoming))
-        return 0;
-    return conn->endpoint->cfg.max_message_size;
-}
-
-/* jn_io_link_new_IO: our object for proton link pl on conn, registered on
- * the connection; NULL on ENOMEM. The connection's I/O thread. */
-jn_io_link_t *jn_io_link_new_IO(jn_io_conn_t *conn, pn_link_t *pl)
-{
-    JN_ASSERT_IO(conn);
-    jn_pool_t *pool = jn_pool_get_once(&link_pool, "jn_io_link", sizeof(jn_io_link_t), 0);
-    jn_io_link_t *link = pool ? jn_pool_alloc(pool) : NULL;
-    if (!link)
-        return NULL;
-    memset(link, 0, sizeof *link);
-    link->conn = conn;
-    link->id = conn->next_link_id++;
-    link->pn = pl;
-    link->dir = pn_link_is_sender(pl) ? JN_LINK_OUTGOING : JN_LINK_INCOMING;
-    link->next = conn->links;
-    if (conn->links)
-        conn->links->prev = link;
-    conn->links = link;
-    pn_link_set_context(pl, link);
-    link->max_message_size = endpoint_max_message_size(conn);
-    if (link->dir == JN_LINK_INCOMING && conn->check_user)
-        link->rx_checks = JN_IO_RX_CHECK_USER_ID;
-    if (link->dir == JN_LINK_INCOMING)
-        jn_io_rx_init_IO(link);
-    return link;
-}
-
-static void on_link_open(jn_io_conn_t *conn, pn_link_t *pl)
-{
-    if (!(pn_link_state(pl) & PN_LOCAL_UNINIT)) {
-        jn_io_link_t *ours = pn_link_get_context(pl);
-        if (ours && ours->routed && ours->core && !ours->detached)
-            jn_core_link_answered_IO(ours->core); /* the container answered */
-        else if (ours && ours->edge_reply && ours->core && !ours->detached)
-            jn_core_link_answered_address_IO(
-                ours->core, pn_terminus_get_address(pn_link_remote_source(pl)));
-        return;
-    }
-    jn_io_link_t *link = jn_io_link_new_IO(conn, pl);
-    if (!link) {
-        pn_condition_set_name(pn_link_condition(pl), "amqp:resource-limit-exceeded");
-        pn_link_close(pl);
-        return;
-    }
-    pn_terminus_t *term =
-        link->dir == JN_LINK_OUTGOING ? pn_link_remote_source(pl) : pn_link_remote_target(pl);
-    jn_link_info_t info = {
-        .dir = link->dir,
-        .name = pn_link_name(pl),
-        .address = pn_terminus_get_address(term),
-        .dynamic = pn_terminus_is_dynamic(term), /* a source or a target (3.5.4) */
-        .presettled = pn_link_remote_snd_settle_mode(pl) == PN_SND_SETTLED,
-        .capacity = conn->endpoint->cfg.link_capacity,
-        .priority = -1,
-    };
-    jn_io_ir_classify_IO(link, &info);
-    const char *denied = info.type == JN_LINK_ENDPOINT && conn->vhost_rules
-                             ? jn_io_vhost_link_check_IO(link, info.address, info.dynamic)
-                             : NULL;
-    if (denied) {
-        link->detached = true; /* the core never knows it */
-        jn_io_link_close_IO(link, denied, "link disallowed by local policy");
-        return;
-    }
-    if (info.type == JN_LINK_ENDPOINT && conn->vhost_rules && link->dir == JN_LINK_INCOMING &&
-        (!info.address || !info.address[0]) && !info.dynamic)
-        link->rx_checks |= JN_IO_RX_CHECK_TARGET; /* the core routes each message by its to */
-    else if (info.type == JN_LINK_ENDPOINT && conn->vhost_rules && link->dir == JN_LINK_INCOMING &&
-             jn_io_vhost_names_management(info.address))
-        link->rx_checks |= JN_IO_RX_CHECK_REPLY; /* the router answers at the reply-to */
-    info.fallback = info.type == JN_LINK_ENDPOINT && jn_io_fallback_receiver_IO(pl);
-    info.waypoint = info.type == JN_LINK_ENDPOINT ? jn_io_waypoint_IO(pl) : 0;
-    info.resumable = pn_terminus_get_expiry_policy(term) == PN_EXPIRE_NEVER ||
-                     pn_terminus_get_timeout(term) > 0;
-    if (info.type == JN_LINK_ENDPOINT && jn_io_coordinator_IO(pl))
-        info.address = JN_COORDINATOR_ADDRESS, info.coordinator = true;
-    if (info.type == JN_LINK_CONTROL)
-        jn_io_ir_cap_control_IO(link);
-    uint8_t *termini = NULL;
-    if (info.type == JN_LINK_ENDPOINT && info.address) /* a link route may copy them */
-        jn_io_termini_encode_IO(pl, &termini, &info.termini_len);
-    info.termini = termini;
-    if (conn->core && !conn->closing)
-        link->core = jn_core_link_attached_IO(conn->core, link, &info);
-    free(termini);
-    if (!link->core) {
-        link->detached = true; /* the core never knew it */
-        jn_io_link_close_IO(link, "amqp:resource-limit-exceeded", "link refused");
-    }
-}
-
-static void on_link_close(pn_link_t *pl, bool closed)
-{
-    jn_io_link_t *link = pn_link_get_context(pl);
-    if (!link)
-        return;
-    pn_condition_t *c = pn_link_remote_condition(pl);
-    if (pn_condition_is_set(c)) {
-        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_DEBUG, JN_IO_LINK_FMT " Link detached by peer: %s %s",
-               link->conn->id, link->id, pn_condition_get_name(c),
-               pn_condition_get_description(c) ? pn_condition_get_description(c) : "");
-        if (link->core && !link->detached) /* a routed link passes it on */
-            jn_core_link_set_error_IO(link->core, pn_condition_get_name(c),
-                                      pn_condition_get_description(c));
-    }
-    if (!closed && link->core && !link->detached)
-        jn_core_link_set_unclosed_IO(link->core); /* so does it a detach */
-    if (!link->local_closed) {
-        if (closed)
-            pn_link_close(pl);
-        else
-            pn_link_detach(pl);
-        link->local_closed = true;
-    }
-    if (link->detached && !link->core) {
-        pn_link_set_context(pl, NULL);
-        link_free(link);
-        return;
-    }
-    link_detached_IO(link);
-}
-
-/* Close (closed=true) or only detach our end of the link, with an error
- * condition when condition is not NULL. The peer's detach follows. */
-static void link_end_IO(jn_io_link_t *link, bool close, const char *condition,
-                        const char *description)
-{
-    JN_ASSERT_IO(link->conn);
-    if (!link->pn || link->local_closed)
-        return;
-    if (condition) {
-        pn_condition_t *c = pn_link_condition(link->pn);
-        pn_condition_set_name(c, condition);
-        if (description)
-            pn_condition_set_description(c, description);
-    }
-    jn_io_tx_abort_IO(link); /* a partial copy ends aborted, before the detach */
-    (close ? pn_link_close : pn_link_detach)(link->pn);
-    link->local_closed = true;
-}
-
-/* jn_io_link_close_IO: close our end of the link, with an error condition
- * when condition is not NULL. The peer's detach follows. */
-void jn_io_link_close_IO(jn_io_link_t *link, const char *condition, const char *description)
-{
-    link_end_IO(link, true, condition, description);
-}
-
-/* JN_WORK_LINK_DETACH: detach our end without closing it (closed=false),
- * with an error condition when condition is not NULL. */
-static void link_detach_IO(jn_io_link_t *link, const char *condition, const char *description)
-{
-    link_end_IO(link, false, condition, description);
-}
-
-/* JN_WORK_LINK_OPEN: attach our end with the termini the peer asked for,
- * address set as the core says. */
-static void link_open_IO(jn_io_link_t *link, const char *address)
-{
-    JN_ASSERT_IO(link->conn);
-    pn_link_t *pl = link->pn;
-    if (!pl || link->detached || link->local_closed || link->local)
-        return; /* a link we attached ourselves is open already */
-    pn_terminus_copy(pn_link_source(pl), pn_link_remote_source(pl));
-    pn_terminus_copy(pn_link_target(pl), pn_link_remote_target(pl));
-    /* proton 0.37 leaves a received source without an address unspecified;
-     * answer with a source and a target as qdrouterd does */
-    if (pn_terminus_get_type(pn_link_source(pl)) == PN_UNSPECIFIED)
-        pn_terminus_set_type(pn_link_source(pl), PN_SOURCE);
-    if (pn_terminus_get_type(pn_link_target(pl)) == PN_UNSPECIFIED)
-        pn_terminus_set_type(pn_link_target(pl), PN_TARGET);
-    if (address) {
-        pn_terminus_t *t = link->dir == JN_LINK_OUTGOING ? pn_link_source(pl) : pn_link_target(pl);
-        pn_terminus_set_address(t, address);
-    }
-    pn_link_set_snd_settle_mode(pl, pn_link_remote_snd_settle_mode(pl));
-    pn_link_set_rcv_settle_mode(pl, PN_RCV_FIRST);
-    /* the policy's, or the vhost group's for a link the vhost rules let in
-     * (not the cap on inter-router control links, which 1.19 does not
-     * advertise) */
-    uint64_t max =
-        link->policy_counted ? link->max_message_size : endpoint_max_message_size(link->conn);
-    if (link->dir == JN_LINK_INCOMING && max)
-        pn_link_set_max_message_size(pl, max);
-    pn_link_open(pl);
-}
-
-/* JN_WORK_LINK_RELEASED: the core is done with the link. */
-static void link_release_IO(jn_io_link_t *link)
-{
-    JN_ASSERT_IO(link->conn);
-    pn_link_t *pl = link->pn;
-    if (pl) {
-        pn_session_t *ssn = pn_link_session(pl);
-        pn_link_set_context(pl, NULL);
-        pn_state_t st = pn_link_state(pl);
-        if ((st & PN_LOCAL_CLOSED) && (st & PN_REMOTE_CLOSED))
-            pn_link_free(pl);
-        link->pn = NULL;
-        /* a link the core asked for had its own session (io_route.c):
-         * kept for the next one */
-        if (link->routed)
-            jn_io_route_session_idle_IO(link->conn, ssn);
-    }
-    link_free(link);
-}
-
 /* ---- events ------------------------------------------------------------------ */
 
 /* jn_io_conn_event_IO: one event of conn's batch. */
@@ -913,18 +581,18 @@ void jn_io_conn_event_IO(jn_io_conn_t *conn, pn_event_t *event)
         break;
     case PN_SESSION_REMOTE_OPEN:
         if (!conn->authsvc)
-            on_session_open(conn, pn_event_session(event));
+            jn_io_session_remote_open_IO(conn, pn_event_session(event));
         break;
     case PN_SESSION_REMOTE_CLOSE:
-        on_session_close(conn, pn_event_session(event));
+        jn_io_session_remote_close_IO(conn, pn_event_session(event));
         break;
     case PN_LINK_REMOTE_OPEN:
         if (!conn->authsvc)
-            on_link_open(conn, pn_event_link(event));
+            jn_io_link_remote_open_IO(conn, pn_event_link(event));
         break;
     case PN_LINK_REMOTE_CLOSE:
     case PN_LINK_REMOTE_DETACH:
-        on_link_close(pn_event_link(event), pn_event_type(event) == PN_LINK_REMOTE_CLOSE);
+        jn_io_link_remote_close_IO(conn, pn_event_link(event), pn_event_type(event) == PN_LINK_REMOTE_CLOSE);
         break;
     case PN_LINK_FLOW: {
         jn_io_link_t *link = pn_link_get_context(pn_event_link(event));
@@ -981,16 +649,16 @@ static void work_do_IO(jn_io_conn_t *conn, jn_work_t *w)
     switch (w->type) {
     case JN_WORK_LINK_OPEN:
         link->passthrough = w->passthrough;
-        link_open_IO(link, w->address);
+        jn_io_link_open_IO(link, w->address);
         break;
     case JN_WORK_LINK_CLOSE:
         jn_io_link_close_IO(link, w->condition, w->description);
         break;
     case JN_WORK_LINK_DETACH:
-        link_detach_IO(link, w->condition, w->description);
+        jn_io_link_detach_IO(link, w->condition, w->description);
         break;
     case JN_WORK_LINK_RELEASED:
-        link_release_IO(link);
+        jn_io_link_release_IO(link);
         break;
     case JN_WORK_LINK_CREDIT:
         jn_io_rx_credit_IO(link, w->credit, w->drain);

@@ -410,6 +410,7 @@ int jn_io_connector_status(jn_io_t *io, const char *name, bool *opened, char *ms
 
 void jn_io_connector_note_IO(jn_io_conn_t *conn, bool opened, const char *fmt, ...)
 {
+    JN_ASSERT_IO(conn);
     jn_io_endpoint_t *ep = conn->endpoint;
     if (conn->incoming || !ep || ep->is_listener)
         return;

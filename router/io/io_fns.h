@@ -222,10 +222,19 @@ void jn_io_conn_refuse_IO(jn_io_conn_t *conn);
 void jn_io_conn_event_IO(jn_io_conn_t *conn, pn_event_t *event);
 void jn_io_conn_batch_end_IO(jn_io_conn_t *conn);
 void jn_io_conn_poll_later_IO(jn_io_conn_t *conn, bool progressed);
-/* jn_io_link_new_IO: our object for proton link pl on conn. */
+/* io_link.c: jn_io_link_new_IO: our object for proton link pl on conn. */
 jn_io_link_t *jn_io_link_new_IO(jn_io_conn_t *conn, pn_link_t *pl);
 void jn_io_link_set_busy_IO(jn_io_link_t *link);
+/* io_link.c: sessions and links (each function's comment there) */
+void jn_io_session_remote_open_IO(jn_io_conn_t *conn, pn_session_t *ssn);
+void jn_io_session_remote_close_IO(jn_io_conn_t *conn, pn_session_t *ssn);
+void jn_io_link_remote_open_IO(jn_io_conn_t *conn, pn_link_t *pl);
+void jn_io_link_remote_close_IO(jn_io_conn_t *conn, pn_link_t *pl, bool closed);
+void jn_io_link_open_IO(jn_io_link_t *link, const char *address);
+void jn_io_link_detach_IO(jn_io_link_t *link, const char *condition, const char *description);
 void jn_io_link_close_IO(jn_io_link_t *link, const char *condition, const char *description);
+void jn_io_link_release_IO(jn_io_link_t *link);
+void jn_io_link_free_IO(jn_io_link_t *link);
 /* io_open.c: the peer's open, on PN_CONNECTION_REMOTE_OPEN (the core is
  * told of the connection, or it is refused and closed). */
 void jn_io_conn_remote_open_IO(jn_io_conn_t *conn, pn_transport_t *t);
@@ -427,6 +436,7 @@ void jn_io_trace_update_IO(jn_io_conn_t *conn, unsigned gen, bool log_on);
  * thread of conn. */
 static inline void jn_io_trace_check_IO(jn_io_conn_t *conn)
 {
+    JN_ASSERT_IO(conn);
     unsigned gen = jn_log_conn_trace_gen();
     bool log_on = jn_log_enabled(JN_LOG_MOD_PROTOCOL, JN_LOG_TRACE);
     if (JN_UNLIKELY(gen != conn->trace_gen || log_on != conn->trace_log))

@@ -252,7 +252,7 @@ size_t jn_io_loop_drain_exit(jn_io_loop_t *loop)
 /* The socket failed or ended badly: give proton the error (a
  * PN_TRANSPORT_ERROR with name "proton:io", as proton's own I/O) and close
  * both directions; PN_TRANSPORT_CLOSED follows. */
-void jn_io_conn_io_error_IO(jn_io_conn_t *conn, int err, const char *what)
+static void conn_io_error(jn_io_conn_t *conn, int err, const char *what)
 {
     if (pn_connection_driver_read_closed(&conn->driver) &&
         pn_connection_driver_write_closed(&conn->driver))
@@ -260,6 +260,16 @@ void jn_io_conn_io_error_IO(jn_io_conn_t *conn, int err, const char *what)
     pn_connection_driver_errorf(&conn->driver, "proton:io", "%s - %s %s", strerror(err), what,
                                 conn->host);
     pn_connection_driver_close(&conn->driver);
+}
+
+/* jn_io_conn_io_error_IO: conn's socket failed (err, an errno; what: the
+ * operation, "on read from"...): as conn_io_error. The connection's I/O
+ * thread. (jn_io_conn_start, on the thread starting conn before any loop
+ * runs it, calls conn_io_error itself.) */
+void jn_io_conn_io_error_IO(jn_io_conn_t *conn, int err, const char *what)
+{
+    JN_ASSERT_IO(conn);
+    conn_io_error(conn, err, what);
 }
 
 static void conn_unregister(jn_io_conn_t *conn)
@@ -367,14 +377,14 @@ int jn_io_conn_start(jn_io_conn_t *conn, pn_transport_t *t, int fd, const char *
             int err = errno;
             close(fd);
             conn->fd = -1;
-            jn_io_conn_io_error_IO(conn, err, "registering");
+            conn_io_error(conn, err, "registering");
         }
     } else if (conn->bridge) {
         /* bridged (io_bridge.c): no socket; its owner feeds it */
     } else if (conn->ai_list) {
         conn->ai_next = conn->ai_list;
         if (!connect_next(conn))
-            jn_io_conn_io_error_IO(conn, errno, "connecting to");
+            conn_io_error(conn, errno, "connecting to");
     } else {
         pn_connection_driver_errorf(&conn->driver, "proton:io", "%s - resolving %s",
                                     resolve_err ? resolve_err : "unknown host", conn->host);

@@ -200,11 +200,13 @@ static bool has_capability(pn_terminus_t *t, const char *cap)
 
 bool jn_io_fallback_receiver_IO(pn_link_t *pl)
 {
+    JN_ASSERT_SOME_IO();
     return pn_link_is_sender(pl) && has_capability(pn_link_remote_source(pl), "qd.fallback");
 }
 
 uint8_t jn_io_waypoint_IO(pn_link_t *pl)
 {
+    JN_ASSERT_SOME_IO();
     pn_data_t *d = pn_terminus_capabilities(pn_link_is_sender(pl) ? pn_link_remote_source(pl)
                                                                   : pn_link_remote_target(pl));
     if (!d)

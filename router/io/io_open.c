@@ -53,6 +53,7 @@ static bool refuse_idle_timeout_IO(jn_io_conn_t *conn, pn_transport_t *t)
 static bool open_cost_IO(jn_io_conn_t *conn, pn_connection_t *pc, const char *container,
                          uint32_t *cost)
 {
+    JN_ASSERT_IO(conn);
     *cost = conn->endpoint->cfg.cost ? conn->endpoint->cfg.cost : 1;
     if (!conn->inter_router)
         return true;
@@ -77,6 +78,7 @@ static bool open_cost_IO(jn_io_conn_t *conn, pn_connection_t *pc, const char *co
  * then refused: no check would let a forged user-id through). */
 static bool open_identity_IO(jn_io_conn_t *conn, pn_transport_t *t, jn_conn_info_t *info)
 {
+    JN_ASSERT_IO(conn);
     pn_sasl_t *sasl = pn_sasl(t);
     const char *mech = sasl ? pn_sasl_get_mech(sasl) : NULL;
     const char *user = pn_transport_get_user(t);
@@ -104,6 +106,7 @@ static bool open_identity_IO(jn_io_conn_t *conn, pn_transport_t *t, jn_conn_info
 static bool open_policy_IO(jn_io_conn_t *conn, pn_connection_t *pc, pn_transport_t *t,
                            jn_conn_info_t *info)
 {
+    JN_ASSERT_IO(conn);
     if (!jn_io_tenant_IO(conn, pc, info))
         return false; /* a multiTenant listener's client refused by its hostname */
     const char *vhost = conn->endpoint->cfg.policy_vhost; /* the listener's, else the Open's */
@@ -135,6 +138,7 @@ static bool open_policy_IO(jn_io_conn_t *conn, pn_connection_t *pc, pn_transport
 /* The "Connection Opened" lines (1.19's text, read by log watchers). */
 static void log_opened_IO(jn_io_conn_t *conn, const jn_conn_info_t *info, const char *user)
 {
+    JN_ASSERT_IO(conn);
     const char *mech = info->sasl_mechanism;
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
            JN_IO_CONN_FMT " Connection Opened: dir=%s host=%s encrypted=%s auth=%s user=%s "

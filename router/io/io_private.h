@@ -8,8 +8,10 @@
  *                 the connection's pass: read, events, work, write);
  *   io_endpoint.c listeners and connectors (addresses, sockets, transports,
  *                 SASL, the connector's retry timing);
- *   io_conn.c     a connection's life: open, sessions, link attach/detach,
- *                 the core's work, the wake guard, release;
+ *   io_conn.c     a connection's life: open, proton's events, the core's
+ *                 work, the wake guard, release;
+ *   io_link.c     sessions and links: the peer's begin/end and
+ *                 attach/detach, the core's link work;
  *   io_recv.c     the receive path (incoming links, hot);
  *   io_send.c     the send path (outgoing links, hot);
  *   io_state.c    delivery states between proton and the core;
@@ -348,6 +350,15 @@ struct jn_io_loop {
  * thread that frees what is left act as a connection's loop. */
 extern _Thread_local jn_io_loop_t *jn_io_loop_self_;
 
+/* JN_ASSERT_IO(conn): the calling thread is the loop that owns conn. At the
+ * top of every _IO function; debug and sanitizer builds (JN_DEBUG_CHECK:
+ * nothing at all in release builds). */
+#define JN_ASSERT_IO(conn)                                                                         \
+    JN_DEBUG_CHECK(jn_io_loop_self_ != NULL &&                                                     \
+                   atomic_load_explicit(&(conn)->loop, memory_order_relaxed) == jn_io_loop_self_)
+/* For _IO functions given no way to reach their connection. */
+#define JN_ASSERT_SOME_IO() JN_DEBUG_CHECK(jn_io_loop_self_ != NULL)
+
 /* jn_io_residence_note_IO: count a copy of dlv sent now (its departure:
  * the current pass's start) in this loop's residence histogram. Hot path:
  * one call per copy sent; a thread-local load, two loads from the
@@ -356,6 +367,7 @@ extern _Thread_local jn_io_loop_t *jn_io_loop_self_;
 _Static_assert(JN_IO_RES_BUCKETS == 16, "jn_io_residence_note_IO searches 16 buckets");
 static inline void jn_io_residence_note_IO(const jn_delivery_t *dlv)
 {
+    JN_ASSERT_SOME_IO();
     jn_io_loop_t *loop = jn_io_loop_self_;
     unsigned cls;
     uint64_t since = jn_delivery_residence_since(dlv, &cls);
@@ -375,14 +387,6 @@ static inline void jn_io_residence_note_IO(const jn_delivery_t *dlv)
                           memory_order_relaxed);
 }
 
-/* JN_ASSERT_IO(conn): the calling thread is the loop that owns conn. At the
- * top of every _IO function; debug and sanitizer builds (JN_DEBUG_CHECK:
- * nothing at all in release builds). */
-#define JN_ASSERT_IO(conn)                                                                         \
-    JN_DEBUG_CHECK(jn_io_loop_self_ != NULL &&                                                     \
-                   atomic_load_explicit(&(conn)->loop, memory_order_relaxed) == jn_io_loop_self_)
-/* For _IO functions given no way to reach their connection. */
-#define JN_ASSERT_SOME_IO() JN_DEBUG_CHECK(jn_io_loop_self_ != NULL)
 
 struct jn_io {
     /* immutable after jn_io_create */

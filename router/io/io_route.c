@@ -20,7 +20,7 @@
  * 0.37 reuses a channel as soon as the router ends its session, before
  * the peer's end arrives, and the peer's answer to a new begin there
  * would meet the frame screen's rule against two answers for one
- * channel. A session the peer ends is freed (io_conn.c) and the next
+ * channel. A session the peer ends is freed (io_link.c) and the next
  * begin may then reuse its channel (jn_screen_sessions_begun).
  *
  * Thread: the connection's I/O thread.
@@ -189,6 +189,7 @@ static void take_terminus(rd_t *r, pn_terminus_t *t)
 
 bool jn_io_coordinator_IO(pn_link_t *pl)
 {
+    JN_ASSERT_SOME_IO();
     return pn_link_is_receiver(pl) &&
            pn_terminus_get_type(pn_link_remote_target(pl)) == PN_COORDINATOR;
 }

@@ -2,8 +2,9 @@
  * update.c — UPDATE of the entities that allow it:
  *
  *   log         enable, includeTimestamp, includeSource, outputFile; they
- *               take effect at once (junction/log.h). The whole body is
- *               checked before anything changes.
+ *               take effect at once (junction/log.h), through the entity
+ *               path's one check and one apply (entity_check.c,
+ *               entity_act.c) as the file and a reload set them.
  *   connection  adminStatus ("deleted" closes the connection through the
  *               core; "enabled" changes nothing) and enableProtocolTrace
  *               (its AMQP frames to the PROTOCOL log whatever its level:
@@ -25,27 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-
-/* What a log UPDATE asks for, checked before it is applied. */
-typedef struct log_change {
-    char enable[256];
-    bool has_enable;
-    int timestamp, source; /* -2: unchanged, 0/1 */
-    char output[JN_MGMT_STR_MAX];
-    bool has_output;
-} log_change_t;
-
-/* An outputFile a running router may open on its core thread: stderr,
- * stdout, syslog, or a path that is a regular file or does not exist yet.
- * A FIFO or a device could block open() and with it all routing. */
-static bool output_ok(const char *path)
-{
-    if (strcmp(path, "stderr") == 0 || strcmp(path, "stdout") == 0 || strcmp(path, "syslog") == 0)
-        return true;
-    struct stat st;
-    return stat(path, &st) != 0 || S_ISREG(st.st_mode);
-}
 
 static int field_bool(const jn_field_t *v, bool *out)
 {
@@ -59,43 +39,6 @@ static int field_bool(const jn_field_t *v, bool *out)
     if (strcmp(text, "false") == 0 || strcmp(text, "no") == 0 || strcmp(text, "off") == 0)
         return *out = false, 0;
     return JN_EINVAL;
-}
-
-static int log_entry(const char *key, const jn_field_t *v, log_change_t *c, jn_mgmt_reply_t *reply)
-{
-    bool b;
-    if (strcmp(key, "enable") == 0) {
-        char err[160];
-        unsigned mask;
-        if (jn_mgmt_field_string(v, c->enable, sizeof c->enable) != 0)
-            return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
-                                     "Invalid value for attribute 'enable': expected string");
-        if (jn_log_parse_enable(c->enable, &mask, err, sizeof err) != 0)
-            return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
-                                     "Invalid value for attribute 'enable': %s", err);
-        c->has_enable = true;
-    } else if (strcmp(key, "includeTimestamp") == 0 || strcmp(key, "timestamp") == 0 ||
-               strcmp(key, "includeSource") == 0 || strcmp(key, "source") == 0) {
-        if (field_bool(v, &b) != 0)
-            return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
-                                     "Invalid value for attribute '%s': expected boolean", key);
-        bool source = strcmp(key, "includeSource") == 0 || strcmp(key, "source") == 0;
-        *(source ? &c->source : &c->timestamp) = b;
-    } else if (strcmp(key, "outputFile") == 0 || strcmp(key, "output") == 0) {
-        if (jn_mgmt_field_string(v, c->output, sizeof c->output) != 0 || !c->output[0])
-            return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
-                                     "Invalid value for attribute '%s': expected a file name", key);
-        c->has_output = true;
-    } else if (strcmp(key, "module") && strcmp(key, "name") && strcmp(key, "identity") &&
-               strcmp(key, "type")) {
-        const jn_schema_type_t *t = jn_schema_type_find("log");
-        if (jn_schema_attr_find(t, key))
-            return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
-                                     "Cannot update attribute '%s' in UPDATE", key);
-        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
-                                 "Unknown attributes ['%s'] for type log.", key);
-    }
-    return 0;
 }
 
 /* Iterate the body map: fn(key, value) for each entry. */
@@ -123,64 +66,6 @@ static int each_entry(const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply,
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "Malformed body: %s",
                                  jn_decoder_reason(&map));
     return 0;
-}
-
-static int log_entry_cb(const char *key, const jn_field_t *v, void *ctx, jn_mgmt_reply_t *reply)
-{
-    return log_entry(key, v, ctx, reply);
-}
-
-/* The module a log request names ("log/DEFAULT", "DEFAULT"), or -1. */
-static int log_module(const jn_mgmt_request_t *req)
-{
-    const char *key = req->has_identity ? req->identity : req->name;
-    if (strncmp(key, "log/", 4) == 0)
-        key += 4;
-    int m = jn_log_module_from_name(key);
-    return m >= 0 && m < JN_LOG_SCHEMA_MODULE_COUNT ? m : -1;
-}
-
-static int update_log(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mgmt_request_t *req,
-                      jn_mgmt_reply_t *reply)
-{
-    int m = log_module(req);
-    if (m < 0)
-        return jn_mgmt_reply_set(reply, JN_MGMT_NOT_FOUND, "No entity with %s=%s",
-                                 req->has_identity ? "identity" : "name",
-                                 req->has_identity ? req->identity : req->name);
-    log_change_t *c = calloc(1, sizeof *c);
-    if (!c)
-        return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
-    c->timestamp = c->source = -2;
-    int st = each_entry(req, reply, log_entry_cb, c);
-    char err[1300] = "";
-    if (!st && c->has_output && !output_ok(c->output))
-        snprintf(err, sizeof err, "'%s' exists and is not a regular file", c->output);
-    else if (!st && c->has_output && jn_log_set_output(m, c->output, err, sizeof err) != 0 &&
-             !err[0])
-        snprintf(err, sizeof err, "cannot be set");
-    if (!st && err[0]) {
-        /* the client is not told whether or what the path is: the reason
-         * goes to the operator's log */
-        JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_WARNING,
-               "Management request refused: log %s: outputFile: %s", jn_log_module_name(m), err);
-        st = jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
-                               "Invalid value for attribute 'outputFile': %s",
-                               JN_ENTITY_LOG_OUTPUT_PROBLEM);
-    }
-    if (!st && c->has_enable)
-        jn_log_set_enable(m, c->enable, NULL, 0);
-    if (!st && c->timestamp != -2)
-        jn_log_set_include_timestamp(m, c->timestamp);
-    if (!st && c->source != -2)
-        jn_log_set_include_source(m, c->source);
-    free(c);
-    if (st)
-        return st;
-    JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_INFO, "Updated log module %s",
-           jn_log_module_name((jn_log_module_t)m));
-    jn_mgmt_read_row(agent, cls, req, &reply->body);
-    return jn_mgmt_reply_set(reply, JN_MGMT_OK, "OK");
 }
 
 /* ---- connection ---------------------------------------------------------------- */
@@ -354,6 +239,93 @@ static int stored_entry_cb(const char *key, const jn_field_t *v, void *ctx, jn_m
                                  "Invalid value for attribute '%s' of %s: expected %s", key, tname,
                                  jn_schema_kind_name(jn_schema_attr_kind(a)));
     return 0;
+}
+
+/* ---- log ------------------------------------------------------------------------ */
+
+/* The module a log request names ("log/DEFAULT", "DEFAULT"), or -1. */
+static int log_module(const jn_mgmt_request_t *req)
+{
+    const char *key = req->has_identity ? req->identity : req->name;
+    if (strncmp(key, "log/", 4) == 0)
+        key += 4;
+    int m = jn_log_module_from_name(key);
+    return m >= 0 && m < JN_LOG_SCHEMA_MODULE_COUNT ? m : -1;
+}
+
+/* The log entity of module m as the module is set now: each attribute it
+ * sets itself, null where it follows DEFAULT (so that an UPDATE leaves
+ * those following it: jn_entity_apply_log). NULL on ENOMEM. */
+static jn_mgmt_entity_t *log_entity_now(jn_log_module_t m)
+{
+    jn_log_config_t lc;
+    jn_mgmt_entity_t *e = jn_mgmt_entity_new_type(jn_schema_type_find("log"));
+    if (!e || jn_log_get_config(m, &lc) != 0) {
+        jn_mgmt_entity_free(e);
+        return NULL;
+    }
+    const char *module = jn_log_module_name(m);
+    char enable[40];
+    int rc = jn_mgmt_value_str(jn_mgmt_entity_get(e, "module"), module, strlen(module));
+    if (!rc && lc.enable_set && jn_log_mask_format(lc.mask, enable, sizeof enable) >= 0)
+        rc = jn_mgmt_value_str(jn_mgmt_entity_get(e, "enable"), enable, strlen(enable));
+    if (!rc && lc.output_set)
+        rc = jn_mgmt_value_str(jn_mgmt_entity_get(e, "outputFile"), lc.output, strlen(lc.output));
+    if (lc.timestamp_set)
+        *jn_mgmt_entity_get(e, "includeTimestamp") = jn_mv_bool(lc.include_timestamp);
+    if (lc.source_set)
+        *jn_mgmt_entity_get(e, "includeSource") = jn_mv_bool(lc.include_source);
+    if (rc) {
+        jn_mgmt_entity_free(e);
+        return NULL;
+    }
+    return e;
+}
+
+/* A log UPDATE's body: the attributes the schema lets UPDATE change (by
+ * their names or their deprecated ones), as for a stored entity; the
+ * module a body names is not a change (the request's name or identity
+ * says which module, as 1.19). */
+static int log_entry_cb(const char *key, const jn_field_t *v, void *ctx, jn_mgmt_reply_t *reply)
+{
+    if (strcmp(key, "module") == 0)
+        return 0;
+    return stored_entry_cb(key, v, ctx, reply);
+}
+
+/* UPDATE of a log module through the entity path, as the file, a reload
+ * and CREATE go: the module's entity as it is now takes the body's
+ * changes, then one check (jn_entity_check: enable's syntax, an outputFile
+ * a running router may open) and one apply (jn_entity_apply_log: the
+ * output first, the one step that can fail, so that on any error the
+ * module is unchanged). The answer is the module's row. */
+static int update_log(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mgmt_request_t *req,
+                      jn_mgmt_reply_t *reply)
+{
+    int m = log_module(req);
+    if (m < 0)
+        return jn_mgmt_reply_set(reply, JN_MGMT_NOT_FOUND, "No entity with %s=%s",
+                                 req->has_identity ? "identity" : "name",
+                                 req->has_identity ? req->identity : req->name);
+    stored_change_t c = {log_entity_now((jn_log_module_t)m), NULL};
+    if (!c.copy)
+        return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
+    int st = each_entry(req, reply, log_entry_cb, &c);
+    jn_entity_ctx_t ctx = {.mode = agent->cfg.mode};
+    jn_entity_err_t err;
+    if (!st && (jn_entity_check(&ctx, c.copy, &err) != 0 || jn_entity_apply_log(c.copy, &err) != 0)) {
+        /* the client is not told whether or what an outputFile path is:
+         * err's detail, for the operator's log, is */
+        jn_entity_err_log(&err);
+        st = jn_mgmt_reply_set(reply, err.status, "%s", err.text);
+    }
+    jn_mgmt_entity_free(c.copy);
+    if (st)
+        return st;
+    JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_INFO, "Updated log module %s",
+           jn_log_module_name((jn_log_module_t)m));
+    jn_mgmt_read_row(agent, cls, req, &reply->body);
+    return jn_mgmt_reply_set(reply, JN_MGMT_OK, "OK");
 }
 
 /* UPDATE of a kept entity whose type lists UPDATE: a copy takes the

@@ -535,6 +535,35 @@ class EdgeMaxSizeTest(RouterTestCase):
         self.assertNotIn("exceeds maxMessageSize", e.log())
 
 
+class EdgeUnavailableTest(RouterTestCase):
+
+    def test_anonymous_delivery_to_an_unavailable_address_is_rejected_and_not_sent_up(self):
+        """An edge router's anonymous-relay delivery to an address its
+        configuration makes unavailable is rejected with amqp:not-found
+        and goes nowhere: not also up the uplink to a receiver on the
+        interior (the sender must never be told rejected for a message a
+        consumer got)."""
+        port = distinct_ports(["I"])["I"]
+        i = self.start_router(config=router_config("interior", "I", port))
+        e = self.start_router(config=router_config("edge", "E1", uplinks=[port])
+                              + conf_section("address", {"prefix": "unav",
+                                                         "distribution": "unavailable"}))
+        self.wait_for("edge attached", lambda: "Edge router 'E1' attached" in i.log())
+        rx = BlockingConnection(i.url, timeout=10 * SLOW)
+        self.addCleanup(rx.close)
+        rcv = rx.create_receiver("unav.q", credit=10)
+        tx = BlockingConnection(e.url, timeout=10 * SLOW)
+        self.addCleanup(tx.close)
+        anon = tx.create_sender(None)
+        for n in range(3):
+            with self.assertRaises(SendException) as cm:
+                anon.send(Message(address="unav.q", body=n), timeout=10 * SLOW)
+            self.assertEqual(str(cm.exception.state), "REJECTED")
+        with self.assertRaises(Timeout):
+            got = rcv.receive(timeout=2)
+            self.fail("the rejected message reached a receiver: %r" % got.body)
+
+
 class EdgeSenderGoneTest(RouterTestCase):
 
     def test_presettled_burst_then_detach_all_arrive(self):

@@ -409,6 +409,37 @@ class ManagementTest(RouterTestCase):
         self.assertEqual(mgr.call(dict(conn_upd, identity="G10000"),
                                   {"enableProtocolTrace": True})[0], 400)
 
+    def test_log_update_changes_only_what_it_names_and_nothing_on_error(self):
+        """UPDATE log goes through the entity path's one check and one
+        apply: the attributes it names change, the ones a module left to
+        DEFAULT keep following DEFAULT (a later DEFAULT change reaches
+        them), and a refused UPDATE (a bad enable beside a good change)
+        changes nothing."""
+        r = self.start_router()
+        mgr = self.manager(r)
+        upd = lambda name, body: mgr.call({"operation": "UPDATE", "type": PREFIX + "log",
+                                           "name": name}, body)
+        read = lambda name: mgr.call({"operation": "READ", "type": PREFIX + "log",
+                                      "name": name})[2]
+        code, desc, body = upd("log/ROUTER_CORE", {"enable": "debug+"})
+        self.assertEqual((code, body.get("enable")), (200, "debug+"), desc)
+        # includeTimestamp was not named: it still follows DEFAULT's
+        for value in (False, True):
+            code, desc, _ = upd("log/DEFAULT", {"includeTimestamp": value})
+            self.assertEqual(code, 200, desc)
+            self.assertEqual(read("log/ROUTER_CORE").get("includeTimestamp"), value)
+        self.assertEqual(read("log/ROUTER_CORE").get("enable"), "debug+")
+        # deprecated names are taken as 1.19 takes them
+        code, desc, body = upd("log/ROUTER_CORE", {"timestamp": False})
+        self.assertEqual((code, body.get("includeTimestamp")), (200, False), desc)
+        # refused as a whole: the good change beside the bad one is not made
+        code, desc, _ = upd("log/ROUTER_CORE", {"includeTimestamp": True, "enable": "loud"})
+        self.assertEqual(code, 400, desc)
+        now = read("log/ROUTER_CORE")
+        self.assertEqual((now.get("enable"), now.get("includeTimestamp")), ("debug+", False))
+        code, desc, body = upd("log/NOSUCH", {"enable": "info+"})
+        self.assertEqual(code, 404, desc)
+
     def test_create_of_a_role_the_router_mode_forbids_is_refused_as_the_file_is(self):
         """A standalone router takes no inter-router or edge listener or
         connector, an edge router no inter-router one nor an edge listener:

@@ -1,5 +1,5 @@
 /*
- * test_core_mcast.c — a stuck multicast consumer (router/core/forward.c,
+ * test_core_mcast.c — a stuck multicast consumer (router/core/forward_mc.c,
  * docs/multicast.md): once it has taken no copy for JN_CORE_MC_STUCK_MS
  * while copies wait, its waiting copies stop holding the sender's credit,
  * copies past its backlog (its link's capacity) are dropped and counted,

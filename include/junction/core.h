@@ -627,6 +627,9 @@ typedef struct jn_work {
     bool drain;               /* LINK_CREDIT */
     bool settled;             /* DELIVERY_UPDATE */
     bool abort;               /* CONN_CLOSE: at once, without the peer's close */
+    bool forced;              /* CONN_CLOSE: once our close is written, read
+                               * no more (management deleted it: the peer's
+                               * close is not awaited) */
     /* LINK_OPEN, LINK_ATTACH: the link is link-routed: its deliveries pass
      * octet for octet, neither parsed nor given router annotations
      * (docs/design.md, "Link routes and auto-links") */

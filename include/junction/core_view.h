@@ -301,20 +301,22 @@ typedef struct jn_autolink_config {
     bool fallback;
 } jn_autolink_config_t;
 
-/* jn_core_autolink_add_CT: attach a link to the container whenever a
- * connection to it is open (now, if one is). Returns 0; JN_EEXIST (same
+/* jn_core_autolink_add_CT: attach a link on every open connection to the
+ * container (or made by the named listener or connector): now on those
+ * open, later on each that opens. Returns 0; JN_EEXIST (same
  * name); JN_EINVAL (no address or name); JN_ENOMEM. One naming no
  * container never attaches. Core thread. */
 int jn_core_autolink_add_CT(jn_core_t *core, const jn_autolink_config_t *cfg);
 
-/* jn_core_autolink_remove_CT: detach its link and forget it. 0 or
+/* jn_core_autolink_remove_CT: detach its links and forget it. 0 or
  * JN_ENOENT. Core thread. */
 int jn_core_autolink_remove_CT(jn_core_t *core, const char *name);
 
 /* jn_core_autolink_status_CT: the auto-link's operStatus ("inactive": no
- * connection to its container, "attaching", "failed", "active"; static)
- * and its lastError (borrowed until the next core change, NULL: none) and
- * the id of its link (0: none). Returns 0 or JN_ENOENT. Core thread. */
+ * connection to its container, "attaching", "failed", "active"; static;
+ * with several connections the best: active, attaching, failed) and its
+ * lastError (borrowed until the next core change, NULL: none) and the id
+ * of the link with that status (0: none). Returns 0 or JN_ENOENT. Core thread. */
 int jn_core_autolink_status_CT(jn_core_t *core, const char *name, const char **oper_status,
                                const char **last_error, uint64_t *link_id);
 

@@ -1,8 +1,10 @@
 /*
  * autolink.c — auto-links (router.config.autoLink): a link the router
- * attaches itself, on the connection of the container an auto-link names,
- * for the address and direction it gives; retried when refused or lost,
- * as 1.19 retries (docs/design.md, "Link routes and auto-links").
+ * attaches itself, on each connection of the container an auto-link names
+ * (or each its named listener or connector made), for the address and
+ * direction it gives; retried when refused or lost, as 1.19 retries
+ * (docs/design.md, "Link routes and auto-links"). Its state per
+ * connection is a jn_al_conn_t; management sees the best of them.
  */
 #include "address_config.h"
 #include "delivery.h"
@@ -27,7 +29,43 @@ static void set_error(jn_autolink_t *al, const char *cond, const char *desc)
         al->last_error = strdup(text);
 }
 
-void jn_lr_autolink_try_CT(jn_core_t *core, jn_autolink_t *al, jn_core_conn_t *conn)
+/* al's state on the connection conn_id; created (inactive) when create is
+ * set and it has none; NULL when it has none (or out of memory). */
+static jn_al_conn_t *al_conn(jn_autolink_t *al, uint64_t conn_id, bool create)
+{
+    for (jn_al_conn_t *ac = al->conns; ac; ac = ac->next)
+        if (ac->conn_id == conn_id)
+            return ac;
+    jn_al_conn_t *ac = create ? calloc(1, sizeof *ac) : NULL;
+    if (ac) {
+        ac->conn_id = conn_id;
+        ac->next = al->conns;
+        al->conns = ac;
+    }
+    return ac;
+}
+
+/* Whether c is one of al's: auto-links attach only on route-container
+ * connections, as in 1.19 (a normal client that happens to use the
+ * container id gets no link from the router). */
+static bool autolink_serves(const jn_autolink_t *al, const jn_core_conn_t *c)
+{
+    return c->route_container && jn_lr_conn_serves(c, al->container_id, al->connection);
+}
+
+/* The connection conn_id when it is open and still serves al, else NULL. */
+static jn_core_conn_t *serving_conn_CT(jn_core_t *core, const jn_autolink_t *al, uint64_t conn_id)
+{
+    JN_ASSERT_CT(core);
+    for (jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next)
+        if (c->conn_id == conn_id)
+            return autolink_serves(al, c) ? c : NULL;
+    return NULL;
+}
+
+/* Attach al on conn (ac: its state there). */
+static void autolink_try_CT(jn_core_t *core, jn_autolink_t *al, jn_al_conn_t *ac,
+                            jn_core_conn_t *conn)
 {
     JN_ASSERT_CT(core);
     lr_request_t *rq = jn_lr_request_new_CT(core, conn);
@@ -41,12 +79,33 @@ void jn_lr_autolink_try_CT(jn_core_t *core, jn_autolink_t *al, jn_core_conn_t *c
         free(jn_lr_request_take_CT(core, rq->id));
         return;
     }
-    al->pending = rq->id;
-    al->conn_id = conn->conn_id;
-    al->state = AL_ATTACHING;
+    ac->pending = rq->id;
+    ac->state = AL_ATTACHING;
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO, "[C%" PRIu64 "] Auto-link %s: attaching %s %s",
            conn->conn_id, al->name, al->dir == JN_LINK_INCOMING ? "from" : "to",
            al->external ? al->external : al->address);
+}
+
+bool jn_lr_autolink_attached_CT(jn_autolink_t *al, uint64_t rq_id, jn_core_link_t *link)
+{
+    JN_ASSERT_CT(link->conn->core);
+    jn_al_conn_t *ac = al_conn(al, link->conn->conn_id, false);
+    if (!ac || ac->pending != rq_id)
+        return false;
+    ac->pending = 0;
+    ac->link = link;
+    link->ct.autolink = al;
+    link->ct.state = JN_LINK_ST_ROUTING;
+    /* the link is the router's address (the I/O layer gave the
+     * container's): its deliveries cross the mesh to that address, with
+     * the auto-link's phase; no copy exists yet */
+    char *address = strdup(al->address);
+    if (address) {
+        free(link->address);
+        link->address = address;
+    }
+    link->phase = al->phase >= '1' && al->phase <= '9' ? (uint8_t)(al->phase - '0') : 0;
+    return true;
 }
 
 /* The mobile address key of the auto-link's address with its phase. */
@@ -71,6 +130,7 @@ void jn_lr_autolink_answered_CT(jn_core_link_t *link)
     jn_core_t *core = link->conn->core;
     JN_ASSERT_CT(core);
     jn_autolink_t *al = link->ct.autolink;
+    jn_al_conn_t *ac = al_conn(al, link->conn->conn_id, false);
     jn_addr_t *addr = NULL;
     int rc = autolink_addr_CT(core, al, &addr);
     if (rc == 0 && addr)
@@ -80,7 +140,8 @@ void jn_lr_autolink_answered_CT(jn_core_link_t *link)
         if (addr)
             jn_addr_release_if_unused_CT(core, addr);
         set_error(al, "amqp:not-found", rc ? "out of memory" : "the address is unavailable");
-        al->state = AL_FAILED;
+        if (ac)
+            ac->state = AL_FAILED;
         link->ct.state = JN_LINK_ST_REFUSED;
         jn_work_link_CT(link, JN_WORK_LINK_CLOSE, NULL, NULL, NULL, 0);
         return;
@@ -89,8 +150,10 @@ void jn_lr_autolink_answered_CT(jn_core_link_t *link)
     uint64_t word = atomic_load_explicit(&link->flow, memory_order_acquire);
     link->ct.credit_limit = word >> 1; /* a flow that came while it waited */
     link->ct.drain = (word & 1u) != 0;
-    al->state = AL_ACTIVE;
-    al->timed = 0;
+    if (ac) {
+        ac->state = AL_ACTIVE;
+        ac->timed = 0;
+    }
     set_error(al, NULL, NULL);
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO, "[C%" PRIu64 "][L%" PRIu64 "] Auto-link %s active",
            link->conn->conn_id, link->ct.id, al->name);
@@ -100,73 +163,119 @@ void jn_lr_autolink_answered_CT(jn_core_link_t *link)
         jn_link_producers_dirty_CT(addr); /* first consumer: senders get credit */
 }
 
+/* ac's link ended on purpose or failed: attach again at once (a detach
+ * without error, a few times) or on the core timer. */
+static void autolink_retry_CT(jn_core_link_t *link, jn_autolink_t *al, jn_al_conn_t *ac)
+{
+    jn_core_t *core = link->conn->core;
+    JN_ASSERT_CT(core);
+    if (!link->detach_condition && ac->retries < AUTOLINK_RETRIES) {
+        ac->retries++;
+        autolink_try_CT(core, al, ac, link->conn);
+        return;
+    }
+    /* refused (or ended once too often): failed, and tried again later */
+    if (ac->state != AL_FAILED) {
+        ac->state = AL_FAILED;
+        if (!al->last_error)
+            set_error(al, NULL, "the container ended the link's session repeatedly");
+    }
+    ac->retry_at =
+        (int64_t)jn_time_mono_ms() + (ac->timed == 0 ? AUTOLINK_FIRST_RETRY_MS : AUTOLINK_RETRY_MS);
+    ac->timed++;
+    jn_core_timer_at_CT(core, ac->retry_at);
+}
+
 void jn_lr_autolink_detached_CT(jn_core_link_t *link, bool from_conn_close)
 {
     JN_ASSERT_CT(link->conn->core);
     jn_autolink_t *al = link->ct.autolink;
     link->ct.autolink = NULL;
-    al->link = NULL;
+    jn_al_conn_t *ac = al_conn(al, link->conn->conn_id, false);
+    if (!ac || ac->link != link)
+        return;
+    ac->link = NULL;
     if (link->detach_condition) {
         set_error(al, link->detach_condition, link->detach_description);
-        al->state = AL_FAILED;
+        ac->state = AL_FAILED;
     } else {
-        al->state = from_conn_close || al->state != AL_FAILED ? AL_INACTIVE : al->state;
+        ac->state = from_conn_close || ac->state != AL_FAILED ? AL_INACTIVE : ac->state;
     }
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO, "[C%" PRIu64 "][L%" PRIu64 "] Auto-link %s %s%s%s",
            link->conn->conn_id, link->ct.id, al->name,
-           al->state == AL_FAILED ? "failed: " : "detached",
-           al->state == AL_FAILED && al->last_error ? al->last_error : "",
+           ac->state == AL_FAILED ? "failed: " : "detached",
+           ac->state == AL_FAILED && al->last_error ? al->last_error : "",
            from_conn_close ? " (connection closed)" : "");
     if (from_conn_close || link->conn->ct.closed)
-        return; /* it attaches again when a connection to its container opens */
-    if (!link->detach_condition && al->retries < AUTOLINK_RETRIES) {
-        al->retries++;
-        jn_lr_autolink_try_CT(link->conn->core, al, link->conn);
-        return;
-    }
-    /* refused (or ended once too often): failed, and tried again later */
-    if (al->state != AL_FAILED) {
-        al->state = AL_FAILED;
-        if (!al->last_error)
-            set_error(al, NULL, "the container ended the link's session repeatedly");
-    }
-    jn_core_t *core = link->conn->core;
-    al->retry_at =
-        (int64_t)jn_time_mono_ms() + (al->timed == 0 ? AUTOLINK_FIRST_RETRY_MS : AUTOLINK_RETRY_MS);
-    al->timed++;
-    jn_core_timer_at_CT(core, al->retry_at);
+        return; /* it attaches again when a connection that serves it opens */
+    autolink_retry_CT(link, al, ac);
 }
 
 void jn_lr_tick_CT(jn_core_t *core)
 {
     JN_ASSERT_CT(core);
     int64_t now = (int64_t)jn_time_mono_ms(), next = 0;
-    for (jn_autolink_t *al = core->lr->autolinks; al; al = al->next) {
-        if (al->retry_at == 0)
-            continue;
-        if (al->retry_at > now) {
-            next = next == 0 || al->retry_at < next ? al->retry_at : next;
-            continue;
-        }
-        al->retry_at = 0;
-        if (al->link || al->pending)
-            continue;
-        /* the connection it failed on, else another to its container */
-        jn_core_conn_t *conn = NULL;
-        for (jn_core_conn_t *c = core->ct.conns; c && !conn; c = c->ct.next)
-            if (c->conn_id == al->conn_id && jn_lr_conn_serves(c, al->container_id, al->connection))
-                conn = c;
-        if (!conn)
-            conn = jn_lr_find_conn_CT(core, al->container_id, al->connection, NULL);
-        if (conn) {
+    for (jn_autolink_t *al = core->lr->autolinks; al; al = al->next)
+        for (jn_al_conn_t *ac = al->conns; ac; ac = ac->next) {
+            if (ac->retry_at == 0)
+                continue;
+            if (ac->retry_at > now) {
+                next = next == 0 || ac->retry_at < next ? ac->retry_at : next;
+                continue;
+            }
+            ac->retry_at = 0;
+            jn_core_conn_t *conn = serving_conn_CT(core, al, ac->conn_id);
+            if (ac->link || ac->pending || !conn)
+                continue;
             JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO,
                    "[C%" PRIu64 "] Auto-link %s: retry %u after %s", conn->conn_id, al->name,
-                   al->timed, al->last_error ? al->last_error : "a failure");
-            jn_lr_autolink_try_CT(core, al, conn);
+                   ac->timed, al->last_error ? al->last_error : "a failure");
+            autolink_try_CT(core, al, ac, conn);
         }
-    }
     if (next)
         jn_core_timer_at_CT(core, next);
+}
+
+/* Attach al on conn, which serves it, unless it is there already. */
+static void autolink_start_CT(jn_core_t *core, jn_autolink_t *al, jn_core_conn_t *conn)
+{
+    JN_ASSERT_CT(core);
+    jn_al_conn_t *ac = al_conn(al, conn->conn_id, true);
+    if (!ac) {
+        JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_ERROR,
+               "[C%" PRIu64 "] Auto-link %s: out of memory", conn->conn_id, al->name);
+        return;
+    }
+    if (ac->link || ac->pending)
+        return;
+    ac->retries = 0;
+    ac->timed = 0;
+    ac->retry_at = 0;
+    autolink_try_CT(core, al, ac, conn);
+}
+
+void jn_lr_autolinks_conn_opened_CT(jn_core_conn_t *conn)
+{
+    jn_core_t *core = conn->core;
+    JN_ASSERT_CT(core);
+    for (jn_autolink_t *al = core->lr->autolinks; al; al = al->next)
+        if (autolink_serves(al, conn))
+            autolink_start_CT(core, al, conn);
+}
+
+void jn_lr_autolinks_conn_closed_CT(jn_core_conn_t *conn)
+{
+    JN_ASSERT_CT(conn->core);
+    for (jn_autolink_t *al = conn->core->lr->autolinks; al; al = al->next)
+        for (jn_al_conn_t **p = &al->conns; *p; p = &(*p)->next)
+            if ((*p)->conn_id == conn->conn_id) {
+                jn_al_conn_t *ac = *p;
+                *p = ac->next;
+                if (ac->link) /* not detached yet: it finds no state */
+                    ac->link->ct.autolink = NULL;
+                free(ac);
+                break;
+            }
 }
 
 static jn_autolink_t *autolink_find(jn_lr_table_t *t, const char *name)
@@ -206,10 +315,28 @@ int jn_core_autolink_add_CT(jn_core_t *core, const jn_autolink_config_t *cfg)
     al->fallback = cfg->fallback;
     al->next = core->lr->autolinks;
     core->lr->autolinks = al;
-    jn_core_conn_t *conn = jn_lr_find_conn_CT(core, al->container_id, al->connection, NULL);
-    if (conn)
-        jn_lr_autolink_try_CT(core, al, conn);
+    for (jn_core_conn_t *c = core->ct.conns; c; c = c->ct.next)
+        if (autolink_serves(al, c))
+            autolink_start_CT(core, al, c);
     return 0;
+}
+
+/* Close link, an auto-link's that is going (its address forgets it). */
+static void autolink_unlink_CT(jn_core_t *core, jn_core_link_t *link)
+{
+    JN_ASSERT_CT(core);
+    link->ct.autolink = NULL;
+    if (link->ct.state != JN_LINK_ST_ATTACHED && link->ct.state != JN_LINK_ST_ROUTING)
+        return;
+    if (link->ct.state == JN_LINK_ST_ATTACHED) {
+        jn_addr_t *addr = jn_addr_remove_link_CT(core, link);
+        if (link->dir == JN_LINK_OUTGOING)
+            jn_forward_consumer_gone_CT(link, addr);
+        if (addr)
+            jn_addr_release_if_unused_CT(core, addr);
+    }
+    link->ct.state = JN_LINK_ST_REFUSED;
+    jn_work_link_CT(link, JN_WORK_LINK_CLOSE, NULL, NULL, NULL, 0);
 }
 
 int jn_core_autolink_remove_CT(jn_core_t *core, const char *name)
@@ -223,24 +350,13 @@ int jn_core_autolink_remove_CT(jn_core_t *core, const char *name)
     if (!al)
         return JN_ENOENT;
     *p = al->next;
-    if (al->pending) {
-        lr_request_t *rq = jn_lr_request_take_CT(core, al->pending);
-        free(rq); /* its link, if it comes, finds no request and is closed */
-    }
-    if (al->link) {
-        jn_core_link_t *link = al->link;
-        link->ct.autolink = NULL;
-        if (link->ct.state == JN_LINK_ST_ATTACHED || link->ct.state == JN_LINK_ST_ROUTING) {
-            if (link->ct.state == JN_LINK_ST_ATTACHED) {
-                jn_addr_t *addr = jn_addr_remove_link_CT(core, link);
-                if (link->dir == JN_LINK_OUTGOING)
-                    jn_forward_consumer_gone_CT(link, addr);
-                if (addr)
-                    jn_addr_release_if_unused_CT(core, addr);
-            }
-            link->ct.state = JN_LINK_ST_REFUSED;
-            jn_work_link_CT(link, JN_WORK_LINK_CLOSE, NULL, NULL, NULL, 0);
+    for (jn_al_conn_t *ac = al->conns; ac; ac = ac->next) {
+        if (ac->pending) {
+            lr_request_t *rq = jn_lr_request_take_CT(core, ac->pending);
+            free(rq); /* its link, if it comes, finds no request and is closed */
         }
+        if (ac->link)
+            autolink_unlink_CT(core, ac->link);
     }
     jn_lr_autolink_free(al);
     return 0;
@@ -254,8 +370,17 @@ int jn_core_autolink_status_CT(jn_core_t *core, const char *name, const char **o
     if (!al)
         return JN_ENOENT;
     static const char *const names[] = {"inactive", "attaching", "failed", "active"};
-    *oper_status = names[al->state];
+    /* the best of its connections: active, else attaching, else failed */
+    static const int rank[] = {[AL_INACTIVE] = 0, [AL_FAILED] = 1, [AL_ATTACHING] = 2, [AL_ACTIVE] = 3};
+    al_state_t best = AL_INACTIVE;
+    *link_id = 0;
+    for (const jn_al_conn_t *ac = al->conns; ac; ac = ac->next) {
+        if (rank[ac->state] > rank[best] || (ac->state == best && !*link_id)) {
+            best = ac->state;
+            *link_id = ac->link ? ac->link->ct.id : 0;
+        }
+    }
+    *oper_status = names[best];
     *last_error = al->last_error;
-    *link_id = al->link ? al->link->ct.id : 0;
     return 0;
 }

@@ -120,6 +120,7 @@ int jn_core_conn_close_CT(jn_core_t *core, uint64_t id, const char *condition,
     }
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO, "[C%" PRIu64 "] Closing connection (management)",
            id);
+    w->forced = true; /* a peer that does not answer cannot keep it */
     jn_work_push_CT(conn, w);
     conn->ct.admin_deleted = true;
     return 0;

@@ -82,6 +82,11 @@ void jn_lr_autolink_free(jn_autolink_t *al)
     free(al->container_id);
     free(al->connection);
     free(al->last_error);
+    while (al->conns) {
+        jn_al_conn_t *ac = al->conns;
+        al->conns = ac->next;
+        free(ac);
+    }
     free(al);
 }
 
@@ -349,20 +354,7 @@ void jn_lr_local_attached_CT(jn_core_link_t *link)
         jn_link_unref(client); /* the request's reference */
         if (waiting)
             return;
-    } else if (al) {
-        al->pending = 0;
-        al->link = link;
-        link->ct.autolink = al;
-        link->ct.state = JN_LINK_ST_ROUTING;
-        /* the link is the router's address (the I/O layer gave the
-         * container's): its deliveries cross the mesh to that address, with
-         * the auto-link's phase; no copy exists yet */
-        char *address = strdup(al->address);
-        if (address) {
-            free(link->address);
-            link->address = address;
-        }
-        link->phase = al->phase >= '1' && al->phase <= '9' ? (uint8_t)(al->phase - '0') : 0;
+    } else if (al && jn_lr_autolink_attached_CT(al, (uint64_t)(uintptr_t)link->attach_ref, link)) {
         return;
     }
     /* nothing wants it any more: close it (its detach follows) */
@@ -467,13 +459,7 @@ void jn_lr_conn_opened_CT(jn_core_conn_t *conn)
 {
     jn_core_t *core = conn->core;
     JN_ASSERT_CT(core);
-    for (jn_autolink_t *al = core->lr->autolinks; al; al = al->next)
-        if (!al->link && !al->pending && jn_lr_conn_serves(conn, al->container_id, al->connection)) {
-            al->retries = 0;
-            al->timed = 0;
-            al->retry_at = 0;
-            jn_lr_autolink_try_CT(core, al, conn);
-        }
+    jn_lr_autolinks_conn_opened_CT(conn);
     advertise_CT(core);
 }
 
@@ -494,11 +480,7 @@ void jn_lr_conn_closed_CT(jn_core_conn_t *conn)
                 jn_link_refuse_CT(rq->client, LR_LOST_CONDITION, LR_LOST_DESCRIPTION);
             jn_link_unref(rq->client);
         }
-        if (rq->autolink) {
-            rq->autolink->pending = 0;
-            rq->autolink->state = AL_INACTIVE;
-        }
-        free(rq);
+        free(rq); /* an auto-link's: jn_lr_autolinks_conn_closed_CT forgets it */
     }
     /* its connection-scoped link routes go with it */
     for (int d = 0; d < 2; d++)
@@ -510,18 +492,7 @@ void jn_lr_conn_closed_CT(jn_core_conn_t *conn)
                     jn_core_link_route_remove_CT(core, r->name);
             }
         }
-    /* an auto-link that was on it moves to another connection to its
-     * container, else it is inactive (its lastError kept) */
-    for (jn_autolink_t *al = core->lr->autolinks; al; al = al->next) {
-        if (al->link || al->pending || al->conn_id != conn->conn_id)
-            continue;
-        jn_core_conn_t *other = jn_lr_find_conn_CT(core, al->container_id, al->connection, conn);
-        al->state = AL_INACTIVE;
-        al->retry_at = 0; /* the connection it waited on is gone */
-        al->timed = 0;
-        if (other)
-            jn_lr_autolink_try_CT(core, al, other);
-    }
+    jn_lr_autolinks_conn_closed_CT(conn);
     advertise_CT(core);
 }
 

@@ -42,6 +42,22 @@ typedef struct jn_link_route {
 
 typedef enum { AL_INACTIVE = 0, AL_ATTACHING, AL_FAILED, AL_ACTIVE } al_state_t;
 
+/* An auto-link on one connection. An auto-link attaches on every open
+ * connection that serves it (each connection of its container, or each
+ * one its named listener or connector made), as 1.19 does: two instances
+ * of a container on one listener each get the link, and share the
+ * address's deliveries. */
+typedef struct jn_al_conn {
+    struct jn_al_conn *next;
+    uint64_t conn_id;     /* the connection */
+    al_state_t state;     /* of its link on that connection */
+    jn_core_link_t *link; /* its link while attached or answering */
+    unsigned retries;     /* re-attaches on the connection (AUTOLINK_RETRIES) */
+    unsigned timed;       /* timed re-attaches since it was last active */
+    int64_t retry_at;     /* the next timed re-attach (jn_time_mono_ms), 0: none */
+    uint64_t pending;     /* the request id while one is out, else 0 */
+} jn_al_conn_t;
+
 typedef struct jn_autolink {
     struct jn_autolink *next;
     char *name, *address, *external;
@@ -49,14 +65,8 @@ typedef struct jn_autolink {
     jn_link_dir_t dir;
     char phase;
     bool fallback;
-    al_state_t state;
-    char *last_error;     /* heap, or NULL */
-    jn_core_link_t *link; /* its link while attached or answering */
-    uint64_t conn_id;     /* the connection it last attached on */
-    unsigned retries;     /* re-attaches on that connection (AUTOLINK_RETRIES) */
-    unsigned timed;       /* timed re-attaches since it was last active */
-    int64_t retry_at;     /* the next timed re-attach (jn_time_mono_ms), 0: none */
-    uint64_t pending;     /* the request id while one is out, else 0 */
+    char *last_error;   /* heap, or NULL: the last error on any connection */
+    jn_al_conn_t *conns; /* one per connection that serves it (heap) */
 } jn_autolink_t;
 
 /* A request for a link on a container's connection (see the top). */
@@ -99,10 +109,17 @@ int jn_lr_push_attach_CT(jn_core_conn_t *conn, jn_link_dir_t dir, const char *na
 char *jn_lr_external_address(const jn_link_route_t *r, const char *address);
 /* linkroute.c: free an auto-link. */
 void jn_lr_autolink_free(jn_autolink_t *al);
-/* autolink.c: attach al on conn; its link answered; its link detached
- * (from_conn_close: its connection closed). */
-void jn_lr_autolink_try_CT(jn_core_t *core, jn_autolink_t *al, jn_core_conn_t *conn);
+/* autolink.c: link, attached by conn's I/O for request rq, is al's on its
+ * connection: false when al no longer waits for it there (the caller
+ * closes it). */
+bool jn_lr_autolink_attached_CT(jn_autolink_t *al, uint64_t rq_id, jn_core_link_t *link);
+/* autolink.c: its link answered; its link detached (from_conn_close: its
+ * connection closed). */
 void jn_lr_autolink_answered_CT(jn_core_link_t *link);
 void jn_lr_autolink_detached_CT(jn_core_link_t *link, bool from_conn_close);
+/* autolink.c: conn opened: every auto-link it serves attaches on it;
+ * conn closed: the auto-links forget it (their links detached already). */
+void jn_lr_autolinks_conn_opened_CT(jn_core_conn_t *conn);
+void jn_lr_autolinks_conn_closed_CT(jn_core_conn_t *conn);
 
 #endif /* JN_CORE_LINKROUTE_PRIVATE_H */

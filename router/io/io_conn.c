@@ -683,6 +683,7 @@ static void work_do_IO(jn_io_conn_t *conn, jn_work_t *w)
             conn_abort_IO(conn, w->condition, w->description);
         else
             conn_close_IO(conn, w->condition, w->description);
+        conn->forced_close = conn->forced_close || w->forced;
         break;
     case JN_WORK_LINK_ATTACH:
         jn_io_route_attach_IO(conn, w);

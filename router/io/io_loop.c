@@ -537,8 +537,8 @@ bool jn_io_conn_input_IO(jn_io_conn_t *conn, char *start, size_t n)
 }
 
 /* jn_io_conn_written_IO: after a write step: end the input of a stream the
- * screen refused once our answer is out (writable: the socket took all it
- * was given). The owning loop's thread (or a test's). */
+ * screen refused, or of a connection management closed, once our answer
+ * is out (writable: the socket took all it was given). The owning loop's thread (or a test's). */
 void jn_io_conn_written_IO(jn_io_conn_t *conn, bool writable)
 {
     JN_ASSERT_IO(conn);
@@ -552,9 +552,10 @@ void jn_io_conn_written_IO(jn_io_conn_t *conn, bool writable)
                                     jn_screen_description(conn->screen));
         pn_connection_driver_read_close(d);
     }
-    /* refused by the frame screen: once our close is out, the input ends
-     * here (proton gets no more of it), whatever the peer still sends */
-    if (conn->screened_out && pn_connection_driver_write_closed(d) &&
+    /* refused by the frame screen, or closed by management: once our
+     * close is out, the input ends here (proton gets no more of it),
+     * whatever the peer still sends or however long it takes to answer */
+    if ((conn->screened_out || conn->forced_close) && pn_connection_driver_write_closed(d) &&
         !pn_connection_driver_read_closed(d))
         pn_connection_driver_read_close(d);
 }

@@ -553,6 +553,8 @@ struct jn_io_conn {
                               * (junction/screen.h); owned */
     bool screened_out;       /* the screen refused the stream: read no more
                               * once our close is out */
+    bool forced_close;       /* closed by management: likewise, read no more
+                              * once our close is out */
     bool screen_eos;         /* refused before the peer's open: end the input with
                               * the screen's error once what is framed is written
                               * (io_loop.c, conn_write) */

@@ -53,7 +53,7 @@ from proton.handlers import MessagingHandler
 from proton.reactor import AtMostOnce, Container, LinkOption
 from proton.utils import BlockingConnection, SendException
 
-from harness import SLOW, RouterTestCase, conf_section
+from harness import SLOW, RouterTestCase, conf_section, free_port
 from test_edge import router_config
 from mesh import distinct_ports
 from test_router_broker import link_error_of
@@ -378,8 +378,14 @@ class EdgeLinkRouteTest(RouterTestCase):
         autolinks = "".join(conf_section("autoLink", {"address": "wp.q", "direction": d,
                                                       "containerId": "queue-1"})
                             for d in ("in", "out"))
-        i1, e1 = self.mesh(interior_extra=wp + autolinks, edge_extra=wp)
-        queue = self.service(i1.url, "queue-1", queue=True)
+        # the queue comes in on a route-container listener: auto-links
+        # attach only on such connections, as in 1.19
+        rc_port = free_port()
+        rc = conf_section("listener", {"host": "127.0.0.1", "port": rc_port,
+                                       "role": "route-container", "saslMechanisms": "ANONYMOUS",
+                                       "authenticatePeer": "no"})
+        i1, e1 = self.mesh(interior_extra=wp + autolinks + rc, edge_extra=wp)
+        queue = self.service("amqp://127.0.0.1:%d" % rc_port, "queue-1", queue=True)
         c = BlockingConnection(e1.url, timeout=TIMEOUT)
         self.addCleanup(c.close)
         rx = c.create_receiver("wp.q", credit=10)

@@ -6,6 +6,7 @@ what GET-OPERATIONS lists for each entity type (router/config/schema.json's
 Each test starts a real junctiond (harness.py) and talks to `$management`
 as qdmanage does (python3-qpid-proton's SyncRequestResponse).
 """
+import time
 import unittest
 
 from proton import Message
@@ -133,6 +134,42 @@ class OperationsTest(RouterTestCase):
         code, desc, body = mgr.call({"operation": "READ", "type": PREFIX + "router.link",
                                      "identity": ids[0]})
         self.assertEqual((code, body["adminStatus"]), (200, "enabled"), desc)
+
+    def test_connection_deleted_by_management_goes_without_the_peers_close(self):
+        """UPDATE of a connection with adminStatus "deleted" closes it
+        (amqp:connection:forced) and it is gone from QUERY at once, even
+        when its peer never answers the close (a client that does not read
+        its socket cannot keep a connection management deleted)."""
+        r = self.start_router()
+        mgr = self.manager(r)
+        quiet = BlockingConnection(r.url, timeout=TIMEOUT,
+                                   properties={"ops-quiet-peer": 1})
+
+        def close_quietly():
+            try:
+                quiet.close()
+            except Exception:  # the router closed it: nothing to close
+                pass
+        self.addCleanup(close_quietly)
+
+        def quiet_ids():
+            code, desc, body = mgr.call({"operation": "QUERY", "type": "org.amqp.management",
+                                         "name": "self", "entityType": PREFIX + "connection"},
+                                        {"attributeNames": ["identity", "properties"]})
+            self.assertEqual(code, 200, desc)
+            return [row[0] for row in body["results"]
+                    if row[1] and "ops-quiet-peer" in row[1]]
+
+        ids = quiet_ids()
+        self.assertEqual(len(ids), 1)
+        code, desc, body = mgr.call({"operation": "UPDATE", "type": PREFIX + "connection",
+                                     "identity": ids[0]}, {"adminStatus": "deleted"})
+        self.assertEqual(code, 200, desc)
+        # the quiet peer's BlockingConnection is not pumped: no close comes
+        deadline = time.monotonic() + 2 * SLOW
+        while quiet_ids() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(quiet_ids(), [])
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@
  * between the paired links, a detach passes its error on (and closed=false:
  * a detach stays a detach), no container is
  * amqp:not-found; an
- * auto-link attaches when its container connects and binds to its phase.
+ * auto-link attaches when its container connects (on each connection that
+ * serves it, route-container ones only) and binds to its phase.
  */
 #include "test_core_util.h"
 
@@ -232,7 +233,7 @@ static void test_autolink_attaches_when_its_container_connects(void **state)
     assert_int_equal(jn_core_call(h.core, call_autolink_add, (void *)&al), 0);
     core_sync();
     assert_string_equal(autolink_status(), "inactive");
-    fake_conn_t *broker = open_conn("broker");
+    fake_conn_t *broker = open_route_container("broker", "broker", NULL);
     jn_work_t *w = expect_work(broker, JN_WORK_LINK_ATTACH);
     assert_int_equal(w->attach.dir, JN_LINK_INCOMING);
     assert_string_equal(w->address, "/queue/wq");
@@ -258,8 +259,73 @@ static void test_autolink_attaches_when_its_container_connects(void **state)
     /* it attaches again when the container reconnects */
     close_conn(broker);
     assert_string_equal(autolink_status(), "inactive");
-    fake_conn_t *again = open_conn("broker");
+    fake_conn_t *again = open_route_container("broker", "broker", NULL);
     expect_and_free(again, JN_WORK_LINK_ATTACH);
+}
+
+/* Answer the auto-link attach the core asked of fc: its link. */
+static jn_core_link_t *answer_autolink(fake_conn_t *fc, jn_link_dir_t dir, const char *address)
+{
+    jn_work_t *w = expect_work(fc, JN_WORK_LINK_ATTACH);
+    assert_int_equal(w->attach.dir, dir);
+    assert_string_equal(w->address, address);
+    void *ref = w->attach.ref;
+    jn_work_free(w);
+    jn_core_link_t *l = attach_raw(fc, dir, address, "x", ref);
+    jn_core_link_answered_IO(l);
+    return l;
+}
+
+static void test_autolink_attaches_on_every_connection_of_its_listener(void **state)
+{
+    (void)state;
+    static const jn_autolink_config_t al = {.name = "al",
+                                            .address = "lq",
+                                            .dir = JN_LINK_OUTGOING,
+                                            .phase = -1,
+                                            .connection = "myListener"};
+    assert_int_equal(jn_core_call(h.core, call_autolink_add, (void *)&al), 0);
+    /* two instances of a container on the listener each get the link; a
+     * connection of another listener does not */
+    fake_conn_t *a = open_route_container("a", "same", "myListener");
+    fake_conn_t *b = open_route_container("b", "same", "myListener");
+    fake_conn_t *other = open_route_container("other", "same", "otherListener");
+    jn_core_link_t *la = answer_autolink(a, JN_LINK_OUTGOING, "lq");
+    jn_core_link_t *lb = answer_autolink(b, JN_LINK_OUTGOING, "lq");
+    expect_no_work(other);
+    assert_string_equal(autolink_status(), "active");
+    /* both are consumers of the address: they share its deliveries */
+    jn_core_link_flow_IO(la, 10, false);
+    jn_core_link_flow_IO(lb, 10, false);
+    fake_conn_t *client = open_conn("client");
+    jn_core_link_t *p = attach_producer(client, "lq", 10);
+    send_msg(client, p, false);
+    send_msg(client, p, false);
+    expect_send(a);
+    expect_send(b);
+    /* one instance gone: the other keeps it active */
+    close_conn(a);
+    assert_string_equal(autolink_status(), "active");
+    close_conn(b);
+    assert_string_equal(autolink_status(), "inactive");
+    /* each that comes back gets it again */
+    answer_autolink(open_route_container("a2", "same", "myListener"), JN_LINK_OUTGOING, "lq");
+    answer_autolink(open_route_container("b2", "same", "myListener"), JN_LINK_OUTGOING, "lq");
+    assert_string_equal(autolink_status(), "active");
+}
+
+static void test_autolink_only_on_route_container_connections(void **state)
+{
+    (void)state;
+    static const jn_autolink_config_t al = {
+        .name = "al", .address = "wq", .dir = JN_LINK_INCOMING, .phase = -1, .container_id = "broker"};
+    assert_int_equal(jn_core_call(h.core, call_autolink_add, (void *)&al), 0);
+    /* a normal client using the container's id gets no link from the router */
+    fake_conn_t *normal = open_conn("broker");
+    expect_no_work(normal);
+    assert_string_equal(autolink_status(), "inactive");
+    answer_autolink(open_route_container("rc", "broker", NULL), JN_LINK_INCOMING, "wq");
+    assert_string_equal(autolink_status(), "active");
 }
 
 int main(void)
@@ -276,6 +342,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_detach_without_close_passes_on_as_detach,
                                         setup_routes, teardown_core),
         cmocka_unit_test_setup_teardown(test_autolink_attaches_when_its_container_connects,
+                                        setup_balanced, teardown_core),
+        cmocka_unit_test_setup_teardown(test_autolink_attaches_on_every_connection_of_its_listener,
+                                        setup_balanced, teardown_core),
+        cmocka_unit_test_setup_teardown(test_autolink_only_on_route_container_connections,
                                         setup_balanced, teardown_core),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -199,25 +199,47 @@ static inline jn_work_t *expect_work_at(fake_conn_t *fc, jn_work_type_t t, const
 /* As expect_work, and free it. */
 #define expect_and_free(fc, t) jn_work_free(expect_work((fc), (t)))
 
-/* Open a fake connection. */
-static inline fake_conn_t *open_conn_opts(const char *name, bool strip_inbound,
-                                          uint32_t link_capacity)
+/* Open a fake connection described by info (its conn_id is set here). */
+static inline fake_conn_t *open_conn_info(const char *name, jn_conn_info_t *info)
 {
     assert_true(h.n_conns < MAX_CONNS);
     fake_conn_t *fc = &h.conns[h.n_conns++];
     memset(fc, 0, sizeof *fc);
     fc->name = name;
-    fc->strip_inbound = strip_inbound;
-    jn_conn_info_t info = {.conn_id = ++h.next_conn_id,
-                           .container_id = name,
+    fc->strip_inbound = info->strip_inbound;
+    info->conn_id = ++h.next_conn_id;
+    fc->conn = jn_core_conn_opened_IO(h.core, fc, info);
+    assert_non_null(fc->conn);
+    return fc;
+}
+
+/* Open a fake connection. */
+static inline fake_conn_t *open_conn_opts(const char *name, bool strip_inbound,
+                                          uint32_t link_capacity)
+{
+    jn_conn_info_t info = {.container_id = name,
                            .host = "127.0.0.1:1",
                            .incoming = true,
                            .strip_inbound = strip_inbound,
                            .strip_outbound = true,
                            .link_capacity = link_capacity};
-    fc->conn = jn_core_conn_opened_IO(h.core, fc, &info);
-    assert_non_null(fc->conn);
-    return fc;
+    return open_conn_info(name, &info);
+}
+
+/* Open a fake route-container connection of container container_id, made
+ * by the listener or connector named endpoint (NULL: none). */
+static inline fake_conn_t *open_route_container(const char *name, const char *container_id,
+                                                const char *endpoint)
+{
+    jn_conn_info_t info = {.container_id = container_id,
+                           .host = "127.0.0.1:1",
+                           .incoming = true,
+                           .strip_inbound = true,
+                           .strip_outbound = true,
+                           .link_capacity = 250,
+                           .endpoint_name = endpoint,
+                           .route_container = true};
+    return open_conn_info(name, &info);
 }
 
 static inline fake_conn_t *open_conn(const char *name)

@@ -479,11 +479,13 @@ jn_core_link_t *jn_edge_pick_other_CT(jn_addr_t *addr, const jn_core_conn_t *con
  * transaction itself) and return true; otherwise return false and do
  * nothing. Core thread. */
 bool jn_coordinator_refused_CT(jn_core_link_t *link);
-/* jn_coordinator_no_route_condition: the error condition for a link
- * route's attach that finds no container: qd:no-route-to-dest for a
- * coordinator target (as 1.19), amqp:not-found for any other link
- * (docs/design.md, "Link routes"). A static string. Any thread. */
-const char *jn_coordinator_no_route_condition(const jn_core_link_t *link);
+/* The error of a link-routed attach that finds no container anywhere (no
+ * route-container connection here, no router that advertised the route):
+ * 1.19's QDR_CONDITION_NO_ROUTE_TO_DESTINATION, for every link, a
+ * transaction controller's (coordinator.c) included (docs/design.md,
+ * "Link routes"). */
+#define JN_LR_NO_ROUTE_CONDITION   "qd:no-route-to-dest"
+#define JN_LR_NO_ROUTE_DESCRIPTION "No route to the destination node"
 
 /* ---- linkroute.c (link routes and auto-links) ---------------------------- */
 

@@ -15,7 +15,9 @@
  * dispositions and settlement come back as for any copy, the incoming
  * end's credit follows the outgoing end's (jn_lr_credit_due_CT), and a
  * detach at either end detaches the other with the same error. No
- * container connection: the attach is refused with amqp:not-found.
+ * container connection (of role route-container, as in 1.19) here or
+ * behind another router: the attach is refused with qd:no-route-to-dest,
+ * 1.19's condition.
  *
  * Auto-links. An autoLink entity names an address, a direction and a
  * container; whenever a connection to that container is open the router
@@ -121,7 +123,11 @@ void jn_lr_fini(jn_core_t *core)
 
 bool jn_lr_conn_serves(const jn_core_conn_t *c, const char *container_id, const char *connection)
 {
-    if (c->ct.closed || c->inter_router || c->internal)
+    /* only a route-container connection is a container, as in 1.19: a
+     * client on a normal listener that opens with a broker's container id
+     * (or comes in on a listener named like a route's connection) must not
+     * take the broker's link-routed or auto-linked traffic */
+    if (c->ct.closed || !c->route_container || c->inter_router || c->internal)
         return false;
     if (connection)
         return c->endpoint_name && strcmp(c->endpoint_name, connection) == 0;
@@ -285,8 +291,7 @@ bool jn_lr_attach_CT(jn_core_link_t *link)
         if (!to && !r && !conn->inter_router)
             return false;
         if (!to) {
-            jn_link_refuse_CT(link, jn_coordinator_no_route_condition(link),
-                              "No route to the destination node");
+            jn_link_refuse_CT(link, JN_LR_NO_ROUTE_CONDITION, JN_LR_NO_ROUTE_DESCRIPTION);
             return true;
         }
         ext = strdup(link->address);

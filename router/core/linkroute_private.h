@@ -78,8 +78,9 @@ typedef struct jn_lr_table {
     uint64_t next_identity; /* connection-scoped link routes */
 } jn_lr_table_t;
 
-/* linkroute.c: whether c (open, not to a router) is the container a route
- * or auto-link names by container id or connection name. */
+/* linkroute.c: whether c is the container a route or auto-link names by
+ * container id or connection name: c must be open and of role
+ * route-container (1.19: no other connection is a container). */
 bool jn_lr_conn_serves(const jn_core_conn_t *c, const char *container_id, const char *connection);
 /* linkroute.c: the first such connection but not (NULL when none). */
 jn_core_conn_t *jn_lr_find_conn_CT(jn_core_t *core, const char *container_id,

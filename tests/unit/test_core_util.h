@@ -199,9 +199,10 @@ static inline jn_work_t *expect_work_at(fake_conn_t *fc, jn_work_type_t t, const
 /* As expect_work, and free it. */
 #define expect_and_free(fc, t) jn_work_free(expect_work((fc), (t)))
 
-/* Open a fake connection. */
-static inline fake_conn_t *open_conn_opts(const char *name, bool strip_inbound,
-                                          uint32_t link_capacity)
+/* Open a fake connection (container id name); route_container: of role
+ * route-container, a container link routes and auto-links may use. */
+static inline fake_conn_t *open_conn_role(const char *name, bool strip_inbound,
+                                          uint32_t link_capacity, bool route_container)
 {
     assert_true(h.n_conns < MAX_CONNS);
     fake_conn_t *fc = &h.conns[h.n_conns++];
@@ -214,10 +215,24 @@ static inline fake_conn_t *open_conn_opts(const char *name, bool strip_inbound,
                            .incoming = true,
                            .strip_inbound = strip_inbound,
                            .strip_outbound = true,
-                           .link_capacity = link_capacity};
+                           .link_capacity = link_capacity,
+                           .route_container = route_container};
     fc->conn = jn_core_conn_opened_IO(h.core, fc, &info);
     assert_non_null(fc->conn);
     return fc;
+}
+
+/* Open a fake connection of role normal. */
+static inline fake_conn_t *open_conn_opts(const char *name, bool strip_inbound,
+                                          uint32_t link_capacity)
+{
+    return open_conn_role(name, strip_inbound, link_capacity, false);
+}
+
+/* Open a fake route-container connection (a broker's). */
+static inline fake_conn_t *open_container(const char *name)
+{
+    return open_conn_role(name, true, 250, true);
 }
 
 static inline fake_conn_t *open_conn(const char *name)

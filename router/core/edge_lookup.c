@@ -23,7 +23,7 @@
  *
  * The interior's side is the lookup service: a link of an edge connection
  * with target _$qd.addr_lookup (JN_LINK_EDGE_LOOKUP), each request
- * answered from the link-route tables (linkroute.c).
+ * answered from the link-route table (linkroute_table.c).
  *
  * Core thread only.
  */

@@ -36,7 +36,6 @@ SKIP_DIRS = {"node_modules", "__pycache__"}
 
 # Over budget today: path -> lines. Only ever lower these, or remove them.
 FILES_OVER = {
-    "router/core/linkroute.c": 1034,
     "router/core/forward.c": 1287,
     "router/io/io_conn.c": 1076,
     "router/io/io_policy.c": 1124,

@@ -212,7 +212,7 @@ int jn_core_address_config_set_priority_CT(jn_core_t *core, int priority);
  * Core thread. */
 int jn_core_address_config_remove_CT(jn_core_t *core, const char *prefix_or_pattern, bool pattern);
 
-/* ---- link routes and auto-links (router/core/linkroute.c) -------------- */
+/* ---- link routes and auto-links (router/core/linkroute*.c, autolink.c) - */
 
 /* A `linkRoute` entity (docs/design.md, "Link routes and auto-links").
  * Strings are copied; NULL for an attribute not given. */
@@ -223,8 +223,10 @@ typedef struct jn_link_route_config {
     /* JN_LINK_INCOMING for direction `in` (the client sends: the router
      * receives on the link), JN_LINK_OUTGOING for `out` */
     jn_link_dir_t dir;
-    const char *container_id; /* the container's connection: its container id, */
-    const char *connection;   /* or its listener's/connector's name */
+    /* the container's connection, which must be of role route-container
+     * (as in 1.19): its container id, or its listener's/connector's name */
+    const char *container_id;
+    const char *connection;
     const char *add_external_prefix; /* put before the address toward the container */
     const char *del_external_prefix; /* taken off its start first, when there */
     /* router.connection.linkRoute: the id of the connection that is its
@@ -250,7 +252,7 @@ int jn_core_link_route_add_CT(jn_core_t *core, const jn_link_route_config_t *cfg
 int jn_core_link_route_remove_CT(jn_core_t *core, const char *name);
 
 /* jn_core_link_route_status_CT: "active" while a connection to the link
- * route's container is open, else "inactive"; NULL when no such link
+ * route's container (route-container) is open, else "inactive"; NULL when no such link
  * route. Static string. Core thread. */
 const char *jn_core_link_route_status_CT(jn_core_t *core, const char *name);
 
@@ -295,6 +297,7 @@ typedef struct jn_autolink_config {
      * router), JN_LINK_OUTGOING for `out` */
     jn_link_dir_t dir;
     int phase;                    /* -1: the default (in 1, out 0) */
+    /* the container's route-container connection, as a link route's */
     const char *container_id;
     const char *connection;
     const char *external_address; /* the container's address (NULL: address) */

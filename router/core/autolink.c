@@ -45,12 +45,11 @@ static jn_al_conn_t *al_conn(jn_autolink_t *al, uint64_t conn_id, bool create)
     return ac;
 }
 
-/* Whether c is one of al's: auto-links attach only on route-container
- * connections, as in 1.19 (a normal client that happens to use the
- * container id gets no link from the router). */
+/* Whether c is one of al's (route-container connections only: see
+ * jn_lr_conn_serves). */
 static bool autolink_serves(const jn_autolink_t *al, const jn_core_conn_t *c)
 {
-    return c->route_container && jn_lr_conn_serves(c, al->container_id, al->connection);
+    return jn_lr_conn_serves(c, al->container_id, al->connection);
 }
 
 /* The connection conn_id when it is open and still serves al, else NULL. */

@@ -12,9 +12,10 @@
  * pass as on any routed link (linkroute.c). A coordinator link that no
  * link route takes is refused, never bound to an address of that name;
  * one whose link route has no container anywhere is refused with
- * qd:no-route-to-dest. Both errors are 1.19's, which clients read.
+ * qd:no-route-to-dest (as any link route's attach then is, linkroute.c).
+ * Both errors are 1.19's, which clients read.
  *
- * Threads: the core thread (jn_coordinator_no_route_condition: any).
+ * Threads: the core thread.
  */
 #include "core_private.h"
 
@@ -29,9 +30,4 @@ bool jn_coordinator_refused_CT(jn_core_link_t *link)
         return false;
     jn_link_refuse_CT(link, "amqp:precondition-failed", COORDINATOR_REFUSAL);
     return true;
-}
-
-const char *jn_coordinator_no_route_condition(const jn_core_link_t *link)
-{
-    return link->coordinator ? "qd:no-route-to-dest" : "amqp:not-found";
 }

@@ -406,7 +406,7 @@ void jn_edge_client_link_detached_CT(jn_core_link_t *link);
  * proxies to create or delete are sent. */
 void jn_edge_clients_tick_CT(jn_core_t *core);
 #define JN_EDGE_LOOKUP_TIMEOUT_MS 3000
-/* An edge router: the link routes served here changed (linkroute.c):
+/* An edge router: the link routes served here changed (linkroute_table.c):
  * their proxies are brought in line on the next tick. */
 void jn_edge_proxies_changed_CT(jn_core_t *core);
 /* Free the clients' state (jn_core_free). */
@@ -414,11 +414,11 @@ void jn_edge_clients_fini(jn_core_t *core);
 /* Ask the uplink's I/O thread to attach an edge link of kind (a
  * jn_link_type_t) with address at the interior's end (NULL: none). */
 void jn_edge_ask_attach_CT(jn_core_t *core, jn_link_dir_t dir, const char *address, uint8_t kind);
-/* linkroute.c: fn(arg, key) for each link route (configured or
+/* linkroute_table.c: fn(arg, key) for each link route (configured or
  * connection-scoped) whose container is connected here (key: C/D/E/F +
  * text, borrowed for the call). */
 void jn_lr_each_served_CT(jn_core_t *core, void (*fn)(void *arg, const char *key), void *arg);
-/* linkroute.c: the address-table rows (router.address) of this router's
+/* linkroute_table.c: the address-table rows (router.address) of this router's
  * own link routes, one per mesh key that the address table does not hold
  * already (a key advertised by another router is its row there), as 1.19
  * lists a link route's address from its creation: fn(ctx, row) for rows
@@ -430,13 +430,13 @@ size_t jn_lr_view_keys_CT(jn_core_t *core, size_t offset, size_t max,
 /* linkroute.c: route link's attach over conn (an edge router's uplink) with
  * its own name and address; false: out of memory (the link is refused). */
 bool jn_lr_attach_via_CT(jn_core_link_t *link, jn_core_conn_t *conn);
-/* linkroute.c: whether address is link-routed in direction dir here (a
+/* linkroute_table.c: whether address is link-routed in direction dir here (a
  * configured or advertised route) and whether the route has a container
  * anywhere (has_dest), leaving out the connection `except`. */
 bool jn_lr_lookup_CT(jn_core_t *core, const char *address, jn_link_dir_t dir,
                      const jn_core_conn_t *except, bool *has_dest);
-/* linkroute.c: whether a link route of dir matching address has its
- * container connected here. */
+/* linkroute_table.c: whether a link route of dir matching address has its
+ * container (a route-container connection) connected here. */
 bool jn_lr_local_route_CT(jn_core_t *core, const char *address, jn_link_dir_t dir);
 /* An edge router: the uplink's anonymous sender, for a delivery with no
  * local destination that did not come down the uplink; NULL: none. */
@@ -479,11 +479,13 @@ jn_core_link_t *jn_edge_pick_other_CT(jn_addr_t *addr, const jn_core_conn_t *con
  * transaction itself) and return true; otherwise return false and do
  * nothing. Core thread. */
 bool jn_coordinator_refused_CT(jn_core_link_t *link);
-/* jn_coordinator_no_route_condition: the error condition for a link
- * route's attach that finds no container: qd:no-route-to-dest for a
- * coordinator target (as 1.19), amqp:not-found for any other link
- * (docs/design.md, "Link routes"). A static string. Any thread. */
-const char *jn_coordinator_no_route_condition(const jn_core_link_t *link);
+/* The error of a link-routed attach that finds no container anywhere (no
+ * route-container connection here, no router that advertised the route):
+ * 1.19's QDR_CONDITION_NO_ROUTE_TO_DESTINATION, for every link, a
+ * transaction controller's (coordinator.c) included (docs/design.md,
+ * "Link routes"). */
+#define JN_LR_NO_ROUTE_CONDITION   "qd:no-route-to-dest"
+#define JN_LR_NO_ROUTE_DESCRIPTION "No route to the destination node"
 
 /* ---- linkroute.c (link routes and auto-links) ---------------------------- */
 

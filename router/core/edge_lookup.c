@@ -23,7 +23,7 @@
  *
  * The interior's side is the lookup service: a link of an edge connection
  * with target _$qd.addr_lookup (JN_LINK_EDGE_LOOKUP), each request
- * answered from the link-route tables (linkroute.c).
+ * answered from the link-route table (linkroute_table.c).
  *
  * Core thread only.
  */
@@ -350,7 +350,7 @@ static void lookup_done_CT(jn_core_t *core, edge_rq_t *rq, int answer)
         if (answer == 2 && core->ct.uplink && !core->ct.uplink->ct.closed) {
             jn_lr_attach_via_CT(link, core->ct.uplink);
         } else if (answer == 1) {
-            jn_link_refuse_CT(link, "amqp:not-found", "No route to the destination node");
+            jn_link_refuse_CT(link, JN_LR_NO_ROUTE_CONDITION, JN_LR_NO_ROUTE_DESCRIPTION);
         } else {
             link->ct.state = JN_LINK_ST_NEW;
             jn_link_attach_route_CT(link);

@@ -1,7 +1,8 @@
 /*
  * linkroute_private.h — the link-route and auto-link tables of the core
- * (jn_lr_table_t, core->lr) and the functions linkroute.c and autolink.c
- * share. Nothing outside router/core sees it. Core thread, all of it.
+ * (jn_lr_table_t, core->lr) and the functions linkroute.c,
+ * linkroute_table.c and autolink.c share. Nothing outside router/core
+ * sees it. Core thread, all of it.
  */
 #ifndef JN_CORE_LINKROUTE_PRIVATE_H
 #define JN_CORE_LINKROUTE_PRIVATE_H 1
@@ -88,8 +89,9 @@ typedef struct jn_lr_table {
     uint64_t next_identity; /* connection-scoped link routes */
 } jn_lr_table_t;
 
-/* linkroute.c: whether c (open, not to a router) is the container a route
- * or auto-link names by container id or connection name. */
+/* linkroute.c: whether c is the container a route or auto-link names by
+ * container id or connection name: c must be open and of role
+ * route-container (1.19: no other connection is a container). */
 bool jn_lr_conn_serves(const jn_core_conn_t *c, const char *container_id, const char *connection);
 /* linkroute.c: the first such connection but not (NULL when none). */
 jn_core_conn_t *jn_lr_find_conn_CT(jn_core_t *core, const char *container_id,
@@ -107,6 +109,22 @@ int jn_lr_push_attach_CT(jn_core_conn_t *conn, jn_link_dir_t dir, const char *na
 /* linkroute.c: address as r sends it to its container (delPrefix taken
  * off, addPrefix put on): malloc'd, NULL on ENOMEM. */
 char *jn_lr_external_address(const jn_link_route_t *r, const char *address);
+/* linkroute.c: the connection r's container is on, not `not` (NULL: not
+ * connected): for a connection-scoped route the connection that created
+ * it, else the first open route-container connection it names. */
+jn_core_conn_t *jn_lr_route_conn_CT(jn_core_t *core, const jn_link_route_t *r,
+                                    const jn_core_conn_t *not_this);
+/* linkroute_table.c: free a link route (NULL: nothing). */
+void jn_lr_route_free(jn_link_route_t *r);
+/* linkroute_table.c: tell the mesh which link-route keys have their
+ * container here (an edge: update its proxies on the interior); call after
+ * a container connection or a link route came or went. */
+void jn_lr_advertise_CT(jn_core_t *core);
+/* linkroute_table.c: the connection toward the nearest router that
+ * advertised a link-route key matching address for links of dir, not
+ * `not_this`; NULL: none (or no mesh). */
+jn_core_conn_t *jn_lr_remote_conn_CT(jn_core_t *core, const char *address, jn_link_dir_t dir,
+                                     const jn_core_conn_t *not_this);
 /* linkroute.c: free an auto-link. */
 void jn_lr_autolink_free(jn_autolink_t *al);
 /* autolink.c: link, attached by conn's I/O for request rq, is al's on its

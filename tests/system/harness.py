@@ -98,13 +98,23 @@ def conf_section(name, attrs):
     return "%s {\n%s}\n" % (name, body)
 
 
+def container_listener(name=None):
+    """A `role: route-container` listener on the router's second port
+    ({container_port}, Router.container_url): where a broker (a container
+    that link routes and auto-links use) connects, as 1.19 wants it."""
+    return conf_section("listener", {"name": name, "host": "127.0.0.1",
+                                     "port": "{container_port}", "role": "route-container",
+                                     "saslMechanisms": "ANONYMOUS", "authenticatePeer": "no"})
+
+
 class Router:
     """One junctiond process on a fresh 127.0.0.1 port.
 
     Either give the whole configuration text (`config`, where the string
     {port} is replaced by the chosen port) or let the class write one from
     `router`, `listener` attribute overrides and extra `addresses` (a list of
-    dicts for `address` sections).
+    dicts for `address` sections). {container_port} is replaced by a second
+    port, for container_listener().
     """
 
     def __init__(self, workdir, name="R", config=None, router=None, listener=None,
@@ -112,6 +122,9 @@ class Router:
         self.workdir = workdir
         self.name = name
         self.port = free_port()
+        self.container_port = free_port()
+        while self.container_port == self.port:
+            self.container_port = free_port()
         self.conf_path = os.path.join(workdir, "%s.conf" % name)
         self.log_path = os.path.join(workdir, "%s.log" % name)
         if config is None:
@@ -119,6 +132,7 @@ class Router:
                                       worker_threads)
         else:
             config = config.replace("{port}", str(self.port))
+        config = config.replace("{container_port}", str(self.container_port))
         with open(self.conf_path, "w") as f:
             f.write(config)
         self.proc = None
@@ -144,6 +158,11 @@ class Router:
     @property
     def url(self):
         return "amqp://127.0.0.1:%d" % self.port
+
+    @property
+    def container_url(self):
+        """The route-container listener's URL (container_listener())."""
+        return "amqp://127.0.0.1:%d" % self.container_port
 
     @property
     def pid(self):

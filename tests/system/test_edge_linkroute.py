@@ -12,7 +12,8 @@ section 11, docs/design.md "Edge routers", docs/protocol.md).
 - A burst of attaches on the edge (20 senders at once, the interior
   granting one lookup at a time): every one is link-routed.
 - The same route with its container gone: the attach on the edge is
-  refused with amqp:not-found, for an address of 3,000 characters too.
+  refused with qd:no-route-to-dest (1.19's condition), for an address of
+  3,000 characters too.
 - A link route on the edge with a 700-character prefix: its proxy on the
   interior has the whole prefix, and reaches the container.
 - An address that is not link-routed is asked about too and then served
@@ -32,6 +33,8 @@ section 11, docs/design.md "Edge routers", docs/protocol.md).
   Junction's tools take to the same address when EDGE is an edge attached
   to the router connected to (1.19's -r would wait for a reply that never
   comes); -r with an unknown id is refused at once.
+- Containers connect to a `role: route-container` listener (only those
+  are containers, as in 1.19).
 - A container behind the edge: the edge's link route gets a proxy on the
   interior (router.connection.linkRoute CREATE on its $management, over
   the uplink); a client of the interior attaches to the address and
@@ -53,7 +56,7 @@ from proton.handlers import MessagingHandler
 from proton.reactor import AtMostOnce, Container, LinkOption
 from proton.utils import BlockingConnection, SendException
 
-from harness import SLOW, RouterTestCase, conf_section, free_port
+from harness import SLOW, RouterTestCase, conf_section, container_listener
 from test_edge import router_config
 from mesh import distinct_ports
 from test_router_broker import link_error_of
@@ -153,8 +156,11 @@ class EdgeLinkRouteTest(RouterTestCase):
 
     def mesh(self, interior_extra="", edge_extra=""):
         port = distinct_ports(["I1"])["I1"]
-        i1 = self.start_router(config=router_config("interior", "I1", port) + interior_extra)
-        e1 = self.start_router(config=router_config("edge", "E1", uplinks=[port]) + edge_extra)
+        # a route-container listener on each, where a container connects
+        i1 = self.start_router(config=router_config("interior", "I1", port) +
+                               container_listener() + interior_extra)
+        e1 = self.start_router(config=router_config("edge", "E1", uplinks=[port]) +
+                               container_listener() + edge_extra)
         self.wait_for("edge attached", lambda: "Edge router 'E1' attached" in i1.log())
         return i1, e1
 
@@ -172,7 +178,7 @@ class EdgeLinkRouteTest(RouterTestCase):
 
     def test_client_on_edge_reaches_container_behind_interior(self):
         i1, e1 = self.mesh(interior_extra=link_route("svc", "svc-1"))
-        svc = self.service(i1.url, "svc-1", feed=3)
+        svc = self.service(i1.container_url, "svc-1", feed=3)
         c = BlockingConnection(e1.url, timeout=TIMEOUT)
         self.addCleanup(c.close)
         s = c.create_sender("svc.orders")
@@ -197,7 +203,7 @@ class EdgeLinkRouteTest(RouterTestCase):
 
     def test_burst_of_attaches_all_link_routed(self):
         i1, e1 = self.mesh(interior_extra=link_route("svc", "svc-1"))
-        svc = self.service(i1.url, "svc-1")
+        svc = self.service(i1.container_url, "svc-1")
 
         class Burst(MessagingHandler):
             def __init__(self):
@@ -231,10 +237,10 @@ class EdgeLinkRouteTest(RouterTestCase):
         self.assertEqual(sorted(addr for addr, _ in svc.got),
                          sorted("svc.burst.%d" % i for i in range(20)))
 
-    def test_container_absent_refused_not_found(self):
+    def test_container_absent_refused_no_route_to_dest(self):
         i1, e1 = self.mesh(interior_extra=link_route("gone", "nobody"))
-        self.assertEqual(link_error_of(e1.url, "gone.q", sender=True), "amqp:not-found")
-        self.assertEqual(link_error_of(e1.url, "gone.q", sender=False), "amqp:not-found")
+        self.assertEqual(link_error_of(e1.url, "gone.q", sender=True), "qd:no-route-to-dest")
+        self.assertEqual(link_error_of(e1.url, "gone.q", sender=False), "qd:no-route-to-dest")
 
     def test_long_address_asked_about_like_any_other(self):
         """An address of 3,000 characters on an edge is looked up like a
@@ -243,8 +249,8 @@ class EdgeLinkRouteTest(RouterTestCase):
         address after its 3 s timeout instead of refusing it)."""
         i1, e1 = self.mesh(interior_extra=link_route("gone", "nobody"))
         address = "gone." + "q" * 3000
-        self.assertEqual(link_error_of(e1.url, address, sender=True), "amqp:not-found")
-        self.assertEqual(link_error_of(e1.url, address, sender=False), "amqp:not-found")
+        self.assertEqual(link_error_of(e1.url, address, sender=True), "qd:no-route-to-dest")
+        self.assertEqual(link_error_of(e1.url, address, sender=False), "qd:no-route-to-dest")
         self.assertNotIn("Invalid link-route lookup", i1.log())
 
     def test_long_prefix_proxy_whole(self):
@@ -254,7 +260,7 @@ class EdgeLinkRouteTest(RouterTestCase):
         addresses to the edge)."""
         prefix = "ed" + "s" * 700
         i1, e1 = self.mesh(edge_extra=link_route(prefix, "svc-3"))
-        svc = self.service(e1.url, "svc-3")
+        svc = self.service(e1.container_url, "svc-3")
         self.wait("proxies created",
                   lambda: e1.log().count("created on the interior") >= 2)
         c = BlockingConnection(i1.url, timeout=TIMEOUT)
@@ -292,7 +298,7 @@ class EdgeLinkRouteTest(RouterTestCase):
         flap = Container(Flap())
         flap.container_id = "svc-4"
         flap.run()
-        svc = self.service(e1.url, "svc-4")
+        svc = self.service(e1.container_url, "svc-4")
         self.wait("the container's proxies created",
                   lambda: self.proxies_settled(e1))
         c = BlockingConnection(i1.url, timeout=TIMEOUT)
@@ -321,7 +327,7 @@ class EdgeLinkRouteTest(RouterTestCase):
 
     def test_container_behind_edge_gets_a_proxy(self):
         i1, e1 = self.mesh(edge_extra=link_route("edsvc", "svc-2"))
-        svc = self.service(e1.url, "svc-2")
+        svc = self.service(e1.container_url, "svc-2")
         self.wait("proxies created",
                   lambda: e1.log().count("Link-route proxy E1/proxyLinkRoute/") >= 2)
         self.assertIn("Link-route proxy E1/proxyLinkRoute/Cedsvc created", e1.log())
@@ -341,7 +347,7 @@ class EdgeLinkRouteTest(RouterTestCase):
     def test_lookup_service_on_the_wire(self):
         port = distinct_ports(["I1"])["I1"]
         i1 = self.start_router(config=router_config("interior", "I1", port) +
-                               link_route("svc", "svc-1"))
+                               container_listener() + link_route("svc", "svc-1"))
         c = BlockingConnection("amqp://127.0.0.1:%d" % port, timeout=TIMEOUT)
         self.addCleanup(c.close)
         replies = c.create_receiver(None, dynamic=True, credit=10)
@@ -369,7 +375,7 @@ class EdgeLinkRouteTest(RouterTestCase):
             s.send(Message(reply_to=reply_to, correlation_id="bad", body=["svc.q", True],
                            properties={"version": uint(1)}), timeout=TIMEOUT)
         self.assertEqual(str(cm.exception.state), "REJECTED")
-        self.service(i1.url, "svc-1")
+        self.service(i1.container_url, "svc-1")
         self.wait("container known", lambda: "container_id=svc-1" in i1.log())
         self.assertEqual(ask("svc.q", False, "client-3"), (0, [True, True]))
 
@@ -378,14 +384,8 @@ class EdgeLinkRouteTest(RouterTestCase):
         autolinks = "".join(conf_section("autoLink", {"address": "wp.q", "direction": d,
                                                       "containerId": "queue-1"})
                             for d in ("in", "out"))
-        # the queue comes in on a route-container listener: auto-links
-        # attach only on such connections, as in 1.19
-        rc_port = free_port()
-        rc = conf_section("listener", {"host": "127.0.0.1", "port": rc_port,
-                                       "role": "route-container", "saslMechanisms": "ANONYMOUS",
-                                       "authenticatePeer": "no"})
-        i1, e1 = self.mesh(interior_extra=wp + autolinks + rc, edge_extra=wp)
-        queue = self.service("amqp://127.0.0.1:%d" % rc_port, "queue-1", queue=True)
+        i1, e1 = self.mesh(interior_extra=wp + autolinks, edge_extra=wp)
+        queue = self.service(i1.container_url, "queue-1", queue=True)
         c = BlockingConnection(e1.url, timeout=TIMEOUT)
         self.addCleanup(c.close)
         rx = c.create_receiver("wp.q", credit=10)

@@ -294,6 +294,7 @@ class EdgeWire(RouterTestCase):
         self.assertEqual(fake.per_address[1:], ("wire.q", []))
 
     def test_link_route_proxy_requests_as_the_reference_says(self):
+        from harness import container_listener
         from test_edge_linkroute import Service, link_route
         port = free_port()
         fake = FakeInterior(port)
@@ -301,8 +302,9 @@ class EdgeWire(RouterTestCase):
         t = threading.Thread(target=fake.run, daemon=True)
         t.start()
         time.sleep(0.3)
-        edge = self.start_router(config=edge_config(port, link_route("edsvc", "svc-9")))
-        svc = Service(edge.url, "svc-9").start()
+        edge = self.start_router(config=edge_config(port, container_listener() +
+                                                    link_route("edsvc", "svc-9")))
+        svc = Service(edge.container_url, "svc-9").start()
         self.addCleanup(svc.stop)
         deadline = time.time() + TIMEOUT
         while len(fake.mgmt) < 2 and time.time() < deadline:

@@ -352,15 +352,18 @@ class LinkRouteTest(BrokerTestCase):
         self.broker_depth(BROKER, "lr-two", 0)
         self.assertIn("@", b.log().split("Link routed")[-1])  # the name made unique (10.6)
 
-    def test_no_container_refuses_with_not_found(self):
+    def test_no_container_refuses_with_no_route_to_dest(self):
         conf = router_config("R", extra=conf_section(
             "connector", {"name": "never", "host": "127.0.0.1", "port": free_port(),
                           "role": "route-container", "saslMechanisms": "ANONYMOUS"})
             + link_routes("/queue", connection="never"))
         r = self.start_config("R", conf)
         t0 = time.monotonic()
-        self.assertEqual(link_error_of(r.url, "/queue/nowhere", sender=True), "amqp:not-found")
-        self.assertEqual(link_error_of(r.url, "/queue/nowhere", sender=False), "amqp:not-found")
+        # 1.19's condition for a link-routed attach with no route
+        self.assertEqual(link_error_of(r.url, "/queue/nowhere", sender=True),
+                         "qd:no-route-to-dest")
+        self.assertEqual(link_error_of(r.url, "/queue/nowhere", sender=False),
+                         "qd:no-route-to-dest")
         self.assertLess(time.monotonic() - t0, 5 * SLOW)
 
     def test_container_refusal_reaches_the_client(self):
@@ -634,7 +637,7 @@ class BrokerRestartTest(BrokerTestCase):
         self.assertFalse(c.timed_out, self.logs())
         self.assertEqual(c.link_errors, ["qd:routed-link-lost"])
         # while it is away: refused at once, not a hang
-        self.assertEqual(link_error_of(r.url, "/queue/gone"), "amqp:not-found")
+        self.assertEqual(link_error_of(r.url, "/queue/gone"), "qd:no-route-to-dest")
         b.start()
         self.wait_for("a new attach to work",
                       lambda: link_error_of(r.url, "/queue/gone", timeout=3) is None, 60)

@@ -25,7 +25,7 @@ from proton.handlers import MessagingHandler
 from proton.reactor import AtMostOnce, Container
 from proton.utils import BlockingConnection
 
-from harness import SLOW, RouterTestCase, conf_section, free_port
+from harness import SLOW, RouterTestCase, conf_section, container_listener
 from test_router_entities import LOGS, Manager, client_listener, router_section
 
 TIMEOUT = 10 * SLOW
@@ -111,8 +111,13 @@ class ConnLinkRouteTest(RouterTestCase):
         self.addCleanup(m.close)
         return m
 
-    def service(self, router, container_id, create=None):
-        s = ServiceClient(router.url, container_id, create).start()
+    def service(self, router, container_id, create=None, container=False):
+        """A ServiceClient on router's normal listener (a connection-scoped
+        link route's container: any connection may be one, as in 1.19) or,
+        with container, on its route-container listener (configured link
+        routes and auto-links use only those)."""
+        url = router.container_url if container else router.url
+        s = ServiceClient(url, container_id, create).start()
         self.addCleanup(s.stop)
         return s
 
@@ -179,21 +184,13 @@ class ConnLinkRouteTest(RouterTestCase):
     def test_multicast_over_an_autolink_is_handled(self):
         """An `out` auto-link on a multicast address is one more consumer:
         the container and a client receiver each get every message
-        (qdrouterd 1.19 does the same; nothing refuses it). The container
-        comes in on a route-container listener: auto-links attach only on
-        such connections, as in 1.19."""
-        rc_port = free_port()
-        config = (router_section("A") + client_listener() + LOGS +
-                  conf_section("listener", {"host": "127.0.0.1", "port": rc_port,
-                                            "role": "route-container",
-                                            "saslMechanisms": "ANONYMOUS",
-                                            "authenticatePeer": "no"}) +
+        (qdrouterd 1.19 does the same; nothing refuses it)."""
+        config = (router_section("A") + client_listener() + container_listener() + LOGS +
                   conf_section("address", {"prefix": "mc", "distribution": "multicast"}) +
                   conf_section("autoLink", {"name": "al", "address": "mc.q",
                                             "direction": "out", "containerId": "fb"}))
         r = self.start_router(config=config)
-        broker = ServiceClient("amqp://127.0.0.1:%d" % rc_port, "fb", None).start()
-        self.addCleanup(broker.stop)
+        broker = self.service(r, "fb", container=True)
         m = self.manager(r)
         deadline = time.time() + TIMEOUT
         while m.query("org.apache.qpid.dispatch.router.config.autoLink",

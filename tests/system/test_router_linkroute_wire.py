@@ -911,7 +911,7 @@ class MixedMeshTest(LinkRouteCase):
         # as the link lives
         f.later(lambda: f.attach("fwd-gone@remote-client", "gone.route", False))
         self.wait_for("the refusal", lambda: f.outcomes.get("fwd-gone@remote-client"), TIMEOUT)
-        self.assertEqual(f.outcomes["fwd-gone@remote-client"], ["error amqp:not-found"])
+        self.assertEqual(f.outcomes["fwd-gone@remote-client"], ["error qd:no-route-to-dest"])
         m = Manager(j.url)
         self.addCleanup(m.close)
         self.assertNotIn("M0gone.route", [a["name"] for a in m.query("router.address", ["name"])])

@@ -32,7 +32,8 @@ from proton.reactor import Container
 from proton import ConnectionException, symbol
 from proton.utils import BlockingConnection, LinkDetached
 
-from harness import SLOW, Recv, RouterTestCase, Send, Traffic, conf_section, free_port
+from harness import (SLOW, Recv, RouterTestCase, Send, Traffic, conf_section, container_listener,
+                     free_port)
 from mesh import Mesh
 from test_router_conn_linkroute import ServiceClient
 from test_router_entities import Manager
@@ -84,7 +85,7 @@ class OneRouter(RouterTestCase):
     def setUp(self):
         super().setUp()
         self.tport = free_port()
-        extra = tenant_listener(self.tport)
+        extra = tenant_listener(self.tport) + container_listener()
         for d in ("in", "out"):
             extra += conf_section("linkRoute", {"prefix": "ta/lr", "direction": d,
                                                 "containerId": "LRC"})
@@ -142,7 +143,7 @@ class OneRouter(RouterTestCase):
             c.close()
 
     def test_link_route_matches_the_address_in_the_space(self):
-        svc = ServiceClient(self.r.url, "LRC").start()
+        svc = ServiceClient(self.r.container_url, "LRC").start()
         self.addCleanup(svc.stop)
         c = blocking(at(self.tport), "ta")
         try:

@@ -4,10 +4,10 @@
  * the container's connection as a JN_WORK_LINK_ATTACH, the client is
  * answered only when the container answered, deliveries and credit pass
  * between the paired links, a detach passes its error on (and closed=false:
- * a detach stays a detach), no container is
- * amqp:not-found; an
+ * a detach stays a detach), no container is qd:no-route-to-dest (1.19's
+ * condition); only a route-container connection is a container; an
  * auto-link attaches when its container connects (on each connection that
- * serves it, route-container ones only) and binds to its phase.
+ * serves it) and binds to its phase.
  */
 #include "test_core_util.h"
 
@@ -58,13 +58,14 @@ static jn_core_link_t *attach_raw(fake_conn_t *fc, jn_link_dir_t dir, const char
     return l;
 }
 
-static void test_no_container_is_not_found(void **state)
+static void test_no_container_is_no_route_to_dest(void **state)
 {
     (void)state;
     fake_conn_t *client = open_conn("client");
     attach_raw(client, JN_LINK_INCOMING, "q.a", "s", NULL);
     jn_work_t *w = expect_work(client, JN_WORK_LINK_CLOSE);
-    assert_string_equal(w->condition, "amqp:not-found");
+    assert_string_equal(w->condition, "qd:no-route-to-dest");
+    assert_string_equal(w->description, "No route to the destination node");
     jn_work_free(w);
     /* an address no link route matches is an ordinary one */
     attach_producer(client, "other", 10);
@@ -73,7 +74,7 @@ static void test_no_container_is_not_found(void **state)
 static void test_routed_attach_transfer_credit_and_detach(void **state)
 {
     (void)state;
-    fake_conn_t *broker = open_conn("broker");
+    fake_conn_t *broker = open_container("broker");
     fake_conn_t *client = open_conn("client");
     jn_core_link_t *cl = attach_raw(client, JN_LINK_INCOMING, "q.a", "sender-1", NULL);
     /* the container's connection is asked for a sending link, address
@@ -126,7 +127,7 @@ static void test_routed_attach_transfer_credit_and_detach(void **state)
 static void test_container_lost_detaches_with_routed_link_lost(void **state)
 {
     (void)state;
-    fake_conn_t *broker = open_conn("broker");
+    fake_conn_t *broker = open_container("broker");
     fake_conn_t *client = open_conn("client");
     jn_core_link_t *cl = attach_raw(client, JN_LINK_OUTGOING, "q.b", "receiver-1", NULL);
     jn_work_t *w = expect_work(broker, JN_WORK_LINK_ATTACH);
@@ -152,7 +153,7 @@ static void test_container_lost_detaches_with_routed_link_lost(void **state)
 static void test_client_gone_before_the_container_answered(void **state)
 {
     (void)state;
-    fake_conn_t *broker = open_conn("broker");
+    fake_conn_t *broker = open_container("broker");
     fake_conn_t *client = open_conn("client");
     jn_core_link_t *cl = attach_raw(client, JN_LINK_INCOMING, "q.c", "s", NULL);
     jn_work_t *w = expect_work(broker, JN_WORK_LINK_ATTACH);
@@ -169,7 +170,7 @@ static void test_client_gone_before_the_container_answered(void **state)
 static void test_detach_without_close_passes_on_as_detach(void **state)
 {
     (void)state;
-    fake_conn_t *broker = open_conn("broker");
+    fake_conn_t *broker = open_container("broker");
     fake_conn_t *client = open_conn("client");
     jn_core_link_t *cl = attach_raw(client, JN_LINK_OUTGOING, "q.d", "receiver-2", NULL);
     jn_work_t *w = expect_work(broker, JN_WORK_LINK_ATTACH);
@@ -233,7 +234,7 @@ static void test_autolink_attaches_when_its_container_connects(void **state)
     assert_int_equal(jn_core_call(h.core, call_autolink_add, (void *)&al), 0);
     core_sync();
     assert_string_equal(autolink_status(), "inactive");
-    fake_conn_t *broker = open_route_container("broker", "broker", NULL);
+    fake_conn_t *broker = open_container("broker");
     jn_work_t *w = expect_work(broker, JN_WORK_LINK_ATTACH);
     assert_int_equal(w->attach.dir, JN_LINK_INCOMING);
     assert_string_equal(w->address, "/queue/wq");
@@ -328,10 +329,31 @@ static void test_autolink_only_on_route_container_connections(void **state)
     assert_string_equal(autolink_status(), "active");
 }
 
+static void test_normal_conn_with_the_container_id_is_no_container(void **state)
+{
+    (void)state;
+    /* a client of role normal opening with the broker's container id gets
+     * no link-routed attach: the attach finds no container */
+    fake_conn_t *impostor = open_conn("broker");
+    fake_conn_t *client = open_conn("client");
+    attach_raw(client, JN_LINK_INCOMING, "q.a", "s", NULL);
+    jn_work_t *w = expect_work(client, JN_WORK_LINK_CLOSE);
+    assert_string_equal(w->condition, "qd:no-route-to-dest");
+    jn_work_free(w);
+    expect_no_work(impostor);
+    /* the real broker, route-container, gets the next one */
+    fake_conn_t *broker = open_container("broker");
+    attach_raw(client, JN_LINK_INCOMING, "q.a", "s2", NULL);
+    w = expect_work(broker, JN_WORK_LINK_ATTACH);
+    assert_string_equal(w->attach.name, "s2");
+    jn_work_free(w);
+    expect_no_work(impostor);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_no_container_is_not_found, setup_routes,
+        cmocka_unit_test_setup_teardown(test_no_container_is_no_route_to_dest, setup_routes,
                                         teardown_core),
         cmocka_unit_test_setup_teardown(test_routed_attach_transfer_credit_and_detach, setup_routes,
                                         teardown_core),
@@ -339,14 +361,16 @@ int main(void)
                                         setup_routes, teardown_core),
         cmocka_unit_test_setup_teardown(test_client_gone_before_the_container_answered,
                                         setup_routes, teardown_core),
-        cmocka_unit_test_setup_teardown(test_detach_without_close_passes_on_as_detach,
-                                        setup_routes, teardown_core),
+        cmocka_unit_test_setup_teardown(test_detach_without_close_passes_on_as_detach, setup_routes,
+                                        teardown_core),
         cmocka_unit_test_setup_teardown(test_autolink_attaches_when_its_container_connects,
                                         setup_balanced, teardown_core),
         cmocka_unit_test_setup_teardown(test_autolink_attaches_on_every_connection_of_its_listener,
                                         setup_balanced, teardown_core),
         cmocka_unit_test_setup_teardown(test_autolink_only_on_route_container_connections,
                                         setup_balanced, teardown_core),
+        cmocka_unit_test_setup_teardown(test_normal_conn_with_the_container_id_is_no_container,
+                                        setup_routes, teardown_core),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

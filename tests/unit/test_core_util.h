@@ -213,17 +213,32 @@ static inline fake_conn_t *open_conn_info(const char *name, jn_conn_info_t *info
     return fc;
 }
 
-/* Open a fake connection. */
-static inline fake_conn_t *open_conn_opts(const char *name, bool strip_inbound,
-                                          uint32_t link_capacity)
+/* Open a fake connection (container id name); route_container: of role
+ * route-container, a container link routes and auto-links may use. */
+static inline fake_conn_t *open_conn_role(const char *name, bool strip_inbound,
+                                          uint32_t link_capacity, bool route_container)
 {
     jn_conn_info_t info = {.container_id = name,
                            .host = "127.0.0.1:1",
                            .incoming = true,
                            .strip_inbound = strip_inbound,
                            .strip_outbound = true,
-                           .link_capacity = link_capacity};
+                           .link_capacity = link_capacity,
+                           .route_container = route_container};
     return open_conn_info(name, &info);
+}
+
+/* Open a fake connection of role normal. */
+static inline fake_conn_t *open_conn_opts(const char *name, bool strip_inbound,
+                                          uint32_t link_capacity)
+{
+    return open_conn_role(name, strip_inbound, link_capacity, false);
+}
+
+/* Open a fake route-container connection (a broker's, container id name). */
+static inline fake_conn_t *open_container(const char *name)
+{
+    return open_conn_role(name, true, 250, true);
 }
 
 /* Open a fake route-container connection of container container_id, made

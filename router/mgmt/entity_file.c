@@ -445,7 +445,8 @@ static void check_vhost(const jn_config_t *cfg, const jn_config_entity_t *ce, er
 }
 
 int jn_mgmt_each_vhost(const jn_config_t *cfg,
-                       int (*fn)(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_t *ce),
+                       int (*fn)(void *arg, const jn_policy_vhost_t *vh,
+                                 const jn_config_entity_t *ce),
                        void *arg)
 {
     const jn_schema_type_t *type = jn_schema_type_find("vhost");
@@ -463,14 +464,14 @@ int jn_mgmt_each_vhost(const jn_config_t *cfg,
         size_t n = groups && jn_config_value_kind(groups) == JN_CONFIG_MAP
                        ? jn_config_value_count(groups)
                        : 0;
-        jn_io_vhost_group_t *gs = n ? calloc(n, sizeof *gs) : NULL;
+        jn_policy_group_t *gs = n ? calloc(n, sizeof *gs) : NULL;
         if (n && !gs)
             return JN_ENOMEM;
         for (size_t k = 0; k < n; k++) {
             const jn_config_value_t *g = jn_config_value_item(groups, k);
             const jn_config_value_t *u = jn_config_value_lookup(g, "users");
             const jn_config_value_t *h = jn_config_value_lookup(g, "remoteHosts");
-            gs[k] = (jn_io_vhost_group_t){
+            gs[k] = (jn_policy_group_t){
                 .name = jn_config_value_key(groups, k),
                 .users = u && jn_config_value_string(u) ? jn_config_value_string(u) : "",
                 .remote_hosts = h && jn_config_value_string(h) ? jn_config_value_string(h) : "",
@@ -503,16 +504,16 @@ int jn_mgmt_each_vhost(const jn_config_t *cfg,
         int64_t mms = 0; /* no schema default: set only when the section says */
         bool has_mms = jn_config_entity_int(ce, "maxMessageSize", &mms) == 0;
 #define JN_LIM(x) ((x) < 0 ? 0u : (x) >= UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)(x))
-        jn_io_vhost_t vh = {.hostname = jn_config_entity_string(ce, "hostname"),
-                            .aliases = jn_config_entity_string(ce, "aliases"),
-                            .max_connections = JN_LIM(mc),
-                            .max_per_user = JN_LIM(mu),
-                            .max_per_host = JN_LIM(mh),
-                            .allow_unknown_user = unknown,
-                            .has_max_message_size = has_mms,
-                            .max_message_size = mms > 0 ? (uint64_t)mms : 0,
-                            .groups = gs,
-                            .group_count = n};
+        jn_policy_vhost_t vh = {.hostname = jn_config_entity_string(ce, "hostname"),
+                                .aliases = jn_config_entity_string(ce, "aliases"),
+                                .max_connections = JN_LIM(mc),
+                                .max_per_user = JN_LIM(mu),
+                                .max_per_host = JN_LIM(mh),
+                                .allow_unknown_user = unknown,
+                                .has_max_message_size = has_mms,
+                                .max_message_size = mms > 0 ? (uint64_t)mms : 0,
+                                .groups = gs,
+                                .group_count = n};
 #undef JN_LIM
         int rc = fn(arg, &vh, ce);
         free(gs);
@@ -541,7 +542,8 @@ static void only_vhosts(const jn_config_t *cfg, const char *path, errors_t *errs
 }
 
 int jn_mgmt_vhost_text(const char *display_name, const char *text, size_t len,
-                       int (*fn)(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_t *ce),
+                       int (*fn)(void *arg, const jn_policy_vhost_t *vh,
+                                 const jn_config_entity_t *ce),
                        void *arg, char *errors, size_t cap)
 {
     errors_t errs;
@@ -569,7 +571,8 @@ static int json_name(const struct dirent *d)
 }
 
 int jn_mgmt_policy_dir(const char *dir,
-                       int (*fn)(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_t *ce),
+                       int (*fn)(void *arg, const jn_policy_vhost_t *vh,
+                                 const jn_config_entity_t *ce),
                        void *arg, char *errors, size_t cap)
 {
     errors_t errs;

@@ -260,36 +260,25 @@ static bool type_is(const jn_config_entity_t *ce, const char *short_name)
 
 /* ---- vhost groups (docs/design.md "Policy") ------------------------------ */
 
-/* The group attributes the router acts on; any other is refused by name. */
-static const char *const group_attrs[] = {"users",
-                                          "remoteHosts",
-                                          "maxConnections",
-                                          "maxConnectionsPerUser",
-                                          "maxConnectionsPerHost",
-                                          "sources",
-                                          "targets",
-                                          "sourcePattern",
-                                          "targetPattern",
-                                          "allowAnonymousSender",
-                                          "allowDynamicSource",
-                                          "allowUserIdProxy",
-                                          "maxFrameSize",
-                                          "maxSessions",
-                                          "maxSessionWindow",
-                                          "maxMessageSize",
-                                          "maxSenders",
-                                          "maxReceivers",
-                                          "allowWaypointLinks",
-                                          "allowFallbackLinks",
-                                          "allowDynamicLinkRoutes",
-                                          "allowAdminStatusUpdate"};
-
-static bool group_attr_known(const char *key)
+/* A group attribute the router acts on, its kind into *kind: those of the
+ * schema's vhostUserGroupSettings type (router/config/schema.json, 1.19's
+ * list) but the entity's own name, identity and type, and the group's
+ * maxConnections, which 1.19's policy files carry in groups though its
+ * schema does not list it. False for any other key: it is refused by
+ * name. */
+static bool group_attr_kind(const char *key, jn_schema_kind_t *kind)
 {
-    for (size_t i = 0; i < sizeof group_attrs / sizeof group_attrs[0]; i++)
-        if (strcmp(key, group_attrs[i]) == 0)
-            return true;
-    return false;
+    *kind = JN_SCHEMA_INTEGER;
+    if (strcmp(key, "maxConnections") == 0)
+        return true;
+    if (strcmp(key, "name") == 0 || strcmp(key, "identity") == 0 || strcmp(key, "type") == 0)
+        return false;
+    const jn_schema_type_t *t = jn_schema_type_find("vhostUserGroupSettings");
+    const jn_schema_attr_t *a = t ? jn_schema_attr_find(t, key) : NULL;
+    if (!a || strcmp(jn_schema_attr_name(a), key) != 0) /* an old name is none */
+        return false;
+    *kind = jn_schema_attr_kind(a);
+    return true;
 }
 
 /* A group's integer: a JSON integer, or a string of decimal digits as 1.19
@@ -426,19 +415,20 @@ static void check_vhost(const jn_config_t *cfg, const jn_config_entity_t *ce, er
             jn_config_kind_t kind = jn_config_value_kind(v);
             int64_t n = 0;
             bool b = false;
-            if (!group_attr_known(key))
+            jn_schema_kind_t want;
+            if (!group_attr_kind(key, &want))
                 add_errorf(errs,
                            "%s:%d: vhost '%s' group '%s' attribute '%s' is not supported by this "
                            "version of junctiond",
                            jn_config_name(cfg), line, host ? host : "", gname, key);
-            else if (strncmp(key, "max", 3) == 0 ? !group_int_of(v, &n) || n < 0
-                     : strncmp(key, "allow", 5) == 0 ? !group_bool_of(v, &b)
-                                                      : kind != JN_CONFIG_STRING)
+            else if (want == JN_SCHEMA_INTEGER   ? !group_int_of(v, &n) || n < 0
+                     : want == JN_SCHEMA_BOOLEAN ? !group_bool_of(v, &b)
+                                                 : kind != JN_CONFIG_STRING)
                 add_errorf(errs, "%s:%d: vhost '%s' group '%s' attribute '%s' must be %s",
                            jn_config_name(cfg), line, host ? host : "", gname, key,
-                           strncmp(key, "max", 3) == 0     ? "an integer from 0"
-                           : strncmp(key, "allow", 5) == 0 ? "true or false"
-                                                           : "a comma-separated string");
+                           want == JN_SCHEMA_INTEGER   ? "an integer from 0"
+                           : want == JN_SCHEMA_BOOLEAN ? "true or false"
+                                                       : "a comma-separated string");
         }
         check_group_addresses(cfg, host ? host : "", gname, g, gline, errs);
     }

@@ -12,7 +12,9 @@
  * into core actions (junction/core.h), runs the core inline after each
  * pass over its connections (jn_core_run_inline), and carries out the
  * core's work items when the core wakes a connection, writing everything
- * pending in one go.
+ * pending in one go. Under a vhost policy it gathers the facts of each
+ * client Open and attach, asks the policy layer (junction/policy.h, whose
+ * table main.c hands it with jn_io_vhost_policy) and acts on the answer.
  *
  * Threads: jn_io_create/add/start/stop/free on the main thread.
  */

@@ -23,7 +23,14 @@
  *   - log (one per module, UPDATE acts at once), allocator (pool
  *     statistics, junction/pool.h) and the management node itself;
  *   - the node operations GET-TYPES, GET-ATTRIBUTES, GET-OPERATIONS,
- *     GET-ANNOTATIONS, GET-MGMT-NODES, GET-SCHEMA, GET-LOG.
+ *     GET-ANNOTATIONS, GET-MGMT-NODES, GET-SCHEMA, GET-LOG;
+ *   - vhost (CREATE, UPDATE, DELETE act on the policy layer's table,
+ *     jn_mgmt_config_t.policy) and vhostStats (read from that table).
+ *
+ * This header still names I/O and HTTP types in its hooks
+ * (jn_endpoint_config_t, jn_io_residence_t, jn_io_policy_stats_t,
+ * jn_http_listener_config_t): a crossing above mgmt's layer that CMake
+ * does not declare (issue 26); the vhost types live in junction/policy.h.
  *
  * Threads: jn_mgmt_create and jn_mgmt_free on the main thread (before the
  * core starts / after it stopped), jn_mgmt_plan_config anywhere,

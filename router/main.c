@@ -92,6 +92,7 @@ typedef struct daemon_state {
     const char *config_path; /* NULL: built-in default */
     jn_core_t *core;
     jn_io_t *io;
+    jn_policy_t *policy;    /* the vhost table: made by build, freed after io and the agent */
     jn_http_t *http;        /* listeners with http: yes */
     jn_mgmt_t *agent;       /* the $management agent: made by build, freed after the core */
     uint64_t watchdog_usec; /* systemd's WatchdogSec (0: no watchdog) */
@@ -371,21 +372,6 @@ static const char *mgmt_listen_error(void *io)
     return jn_io_last_listen_error();
 }
 
-static int mgmt_vhost_add(void *io, const jn_io_vhost_t *vh)
-{
-    return jn_io_vhost_add(io, vh);
-}
-
-static int mgmt_vhost_remove(void *io, const char *hostname)
-{
-    return jn_io_vhost_remove(io, hostname);
-}
-
-static int mgmt_vhost_stats(void *io, jn_io_vhost_stats_t **out, size_t *count)
-{
-    return jn_io_vhost_stats(io, out, count);
-}
-
 static void mgmt_policy_stats(void *io, jn_io_policy_stats_t *out)
 {
     jn_io_policy_stats(io, out);
@@ -406,7 +392,8 @@ static int build(daemon_state_t *st)
                            .ra_interval_flux = rs->ra_interval_flux,
                            .remote_ls_max_age = rs->remote_ls_max_age,
                            .deny_resumable_link_routes = !rs->allow_resumable_link_route};
-    st->core = jn_core_create(&cc, jn_io_core_ops());
+    st->policy = jn_policy_create();
+    st->core = st->policy ? jn_core_create(&cc, jn_io_core_ops()) : NULL;
     jn_io_config_t ic = {.container_id = rs->id,
                          .worker_threads = rs->workers,
                          .min_peer_idle_timeout_ms = rs->min_peer_idle_timeout_ms,
@@ -431,10 +418,7 @@ static int build(daemon_state_t *st)
                            .default_vhost = rs->default_vhost,
                            .policy_dir = rs->policy_dir,
                            .policy_stats = mgmt_policy_stats,
-                           .vhost_stats = mgmt_vhost_stats,
-                           .vhost_stats_free = jn_io_vhost_stats_free,
-                           .vhost_add = mgmt_vhost_add,
-                           .vhost_remove = mgmt_vhost_remove,
+                           .policy = st->policy,
                            .residence = mgmt_residence,
                            .metrics_address_limit = rs->metrics_address_limit,
                            .core = st->core,
@@ -469,7 +453,7 @@ static int build(daemon_state_t *st)
     return 0;
 }
 
-static int add_vhost(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_t *ce)
+static int add_vhost(void *arg, const jn_policy_vhost_t *vh, const jn_config_entity_t *ce)
 {
     daemon_state_t *st = arg;
     char why[320];
@@ -477,20 +461,21 @@ static int add_vhost(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_
         fprintf(stderr, "junctiond: %s\n", why);
         return JN_EEXIST;
     }
-    int rc = jn_io_vhost_add(st->io, vh);
+    int rc = jn_policy_vhost_add(st->policy, vh);
     return rc ? rc : jn_mgmt_show_vhost(st->agent, ce);
 }
 
-/* vhosts: the vhost policy (policy.enableVhostPolicy, defaultVhost) and
- * the file's vhost sections into the I/O layer (docs/design.md "Policy").
+/* vhosts: the vhost policy (policy.enableVhostPolicy, defaultVhost,
+ * enableVhostNamePatterns) and the file's vhost sections into the vhost
+ * table, which the I/O layer consults when the policy is on (docs/design.md
+ * "Policy").
  * Returns 0 or -1 (out of memory, or two hostname patterns in conflict:
  * said). */
 static int vhosts(daemon_state_t *st, const jn_config_t *cfg)
 {
     int rc = 0;
-    if ((st->settings.enable_vhost_policy &&
-         jn_io_vhost_policy(st->io, st->settings.default_vhost,
-                            st->settings.enable_vhost_name_patterns) != 0) ||
+    if (jn_policy_configure(st->policy, st->settings.default_vhost,
+                            st->settings.enable_vhost_name_patterns) != 0 ||
         (rc = jn_mgmt_each_vhost(cfg, add_vhost, st)) != 0) {
         if (rc != JN_EEXIST) /* a conflict is said by add_vhost */
             fprintf(stderr, "junctiond: out of memory\n");
@@ -503,6 +488,8 @@ static int vhosts(daemon_state_t *st, const jn_config_t *cfg)
             fprintf(stderr, "%s\n", n > 0 ? errors : "junctiond: out of memory");
         return -1;
     }
+    if (st->settings.enable_vhost_policy)
+        jn_io_vhost_policy(st->io, st->policy);
     return 0;
 }
 
@@ -550,6 +537,8 @@ static void teardown(daemon_state_t *st)
     jn_sasl_shutdown(); /* after the transports that used it */
     jn_http_free(st->http); /* after the core ran the render calls still queued */
     jn_mgmt_free(st->agent); /* after the core: it called the agent */
+    jn_policy_free(st->policy); /* after io (its connections' admissions) and the agent */
+    st->policy = NULL;
     st->http = NULL;
     st->agent = NULL;
     st->core = NULL;

@@ -12,7 +12,9 @@
  * into core actions (junction/core.h), runs the core inline after each
  * pass over its connections (jn_core_run_inline), and carries out the
  * core's work items when the core wakes a connection, writing everything
- * pending in one go.
+ * pending in one go. Under a vhost policy it gathers the facts of each
+ * client Open and attach, asks the policy layer (junction/policy.h, whose
+ * table main.c hands it with jn_io_vhost_policy) and acts on the answer.
  *
  * Threads: jn_io_create/add/start/stop/free on the main thread.
  */
@@ -20,6 +22,7 @@
 #define JUNCTION_IO_H 1
 
 #include <junction/core.h>
+#include <junction/policy.h>
 #include <junction/tls.h>
 
 #include <string.h>
@@ -191,105 +194,18 @@ typedef struct jn_io_config {
 
 #define JN_IO_NO_POLICY_LIMIT UINT32_MAX
 
-/* One user group of a vhost (1.19's vhostUserGroupSettings; docs/design.md
- * "Policy"): strings are borrowed for the call that takes them. users and
- * remote_hosts are comma-separated lists, "*" matching any; a remote host
- * is an address as the peer's socket gives it. max_per_user/max_per_host:
- * JN_IO_NO_POLICY_LIMIT takes the vhost's. max_connections: the group's
- * connections open at once in the vhost (JN_IO_NO_POLICY_LIMIT: no limit
- * of the group's own). */
-typedef struct jn_io_vhost_group {
-    const char *name;
-    const char *users;
-    const char *remote_hosts;
-    uint32_t max_per_user, max_per_host;
-    uint32_t max_connections;
-    /* link rules, checked at attach: sources/targets are comma- or
-     * space-separated addresses ("*" any, "abc*" a prefix, "${user}" the
-     * user's name), source_pattern/target_pattern address patterns ('.'
-     * or '/' between tokens, '*' one token, '#' any number); an empty list
-     * and pattern allow no address. */
-    const char *sources, *targets, *source_pattern, *target_pattern;
-    bool allow_anonymous_sender, allow_dynamic_source, allow_user_id_proxy;
-    /* the connection's transport settings, 0: the listener's: largest
-     * frame (octets), sessions (channel-max + 1), a session's incoming
-     * window (octets) */
-    uint32_t max_frame_size, max_sessions, max_session_window;
-    /* maxMessageSize (octets; 0: no limit) when has_max_message_size,
-     * else the vhost's */
-    bool has_max_message_size;
-    uint64_t max_message_size;
-    /* links the client may have open at once: its senders (our receiving
-     * links) and its receivers (our sending links); 0 allows none */
-    uint32_t max_senders, max_receivers;
-    /* capabilities and management rights (1.19's defaults: all true):
-     * qd.waypoint* / qd.fallback on a terminus, connection-scoped link
-     * routes (router.connection.linkRoute CREATE), closing another
-     * connection (connection UPDATE adminStatus) */
-    bool allow_waypoint_links, allow_fallback_links, allow_dynamic_link_routes,
-        allow_admin_status_update;
-} jn_io_vhost_group_t;
-
-/* One vhost (1.19's vhost entity): hostname, its connection limits and its
- * groups (group_count of them at groups). Borrowed for the call. */
-typedef struct jn_io_vhost {
-    const char *hostname;
-    const char *aliases; /* comma-separated other hostnames of it (NULL: none) */
-    uint32_t max_connections, max_per_user, max_per_host;
-    bool allow_unknown_user;
-    /* maxMessageSize (octets; 0: no limit) when has_max_message_size, else
-     * policy.maxMessageSize */
-    bool has_max_message_size;
-    uint64_t max_message_size;
-    const jn_io_vhost_group_t *groups;
-    size_t group_count;
-} jn_io_vhost_t;
-
 /* jn_io_vhost_policy: turn the vhost policy on (policy.enableVhostPolicy)
- * with default_vhost (policy.defaultVhost, copied; "" or NULL: none);
- * name_patterns (policy.enableVhostNamePatterns): a hostname no vhost
- * names exactly takes the vhost whose hostname or alias, read as a
- * pattern ('.'/'/' separators, '*' one token, '#' any), matches it with
- * the fewest wildcards. From
- * then on every incoming client connection (role normal) is checked at its
- * Open against the vhost its Open hostname names (else default_vhost): no
- * vhost, a user in no group (and allowUnknownUser off, no "$default" group)
- * or a connection limit reached closes it with amqp:resource-limit-exceeded
- * and one POLICY log line. Returns 0 or JN_ENOMEM. Main thread, before
+ * with the vhost table policy (junction/policy.h; borrowed: it outlives
+ * io, and its vhosts may change while io runs). From then on every
+ * incoming client connection (role normal) is checked at its Open by
+ * jn_policy_admit with its user, its Open hostname (or the listener's
+ * policyVhost) and its remote host: a refusal closes it with
+ * amqp:resource-limit-exceeded and one POLICY log line; an admitted
+ * connection gets its user group's transport settings, and each attach
+ * is checked by jn_policy_link_denial. A connector with a policyVhost
+ * takes that vhost's "$connector" group's link rules. Main thread, before
  * jn_io_start. */
-int jn_io_vhost_policy(jn_io_t *io, const char *default_vhost, bool name_patterns);
-
-/* One vhost's figures (1.19's vhostStats): connections approved and
- * denied since start, open now; attaches denied by link rules; per_user /
- * per_host: AMQP maps (encoded, per_*_len octets, heap) of each user's /
- * remote host's open connections (string -> long). */
-typedef struct jn_io_vhost_stats {
-    char *hostname;
-    uint64_t approved, denied, current, sender_denied, receiver_denied;
-    uint64_t session_denied, max_size_denied; /* sessionDenied, maxMessageSizeDenied */
-    uint8_t *per_user, *per_host;
-    size_t per_user_len, per_host_len;
-} jn_io_vhost_stats_t;
-
-/* jn_io_vhost_stats: the figures of every vhost, in table order, into a
- * new array *out of *count (free with jn_io_vhost_stats_free). Returns 0
- * or JN_ENOMEM (*out NULL, *count 0). Any thread (takes the layer's lock). */
-int jn_io_vhost_stats(jn_io_t *io, jn_io_vhost_stats_t **out, size_t *count);
-
-/* jn_io_vhost_stats_free: free what jn_io_vhost_stats made. NULL ignored.
- * Any thread. */
-void jn_io_vhost_stats_free(jn_io_vhost_stats_t *st, size_t count);
-
-/* jn_io_vhost_add: add (or replace, by hostname) a vhost; everything is
- * copied. Returns 0 or JN_ENOMEM (nothing changed). Any thread (takes the
- * layer's lock). */
-int jn_io_vhost_add(jn_io_t *io, const jn_io_vhost_t *vh);
-
-/* jn_io_vhost_remove: remove the vhost named hostname (exactly): new
- * connections no longer find it; open ones keep the rules they were
- * admitted with, and their counts until they close. Returns 0 or
- * JN_ENOENT (no such vhost). Any thread (takes the layer's lock). */
-int jn_io_vhost_remove(jn_io_t *io, const char *hostname);
+void jn_io_vhost_policy(jn_io_t *io, jn_policy_t *policy);
 
 /* The policy's figures (1.19's policy entity statistics): processed =
  * approved + denied since start; current = counted incoming connections

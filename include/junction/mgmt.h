@@ -23,7 +23,14 @@
  *   - log (one per module, UPDATE acts at once), allocator (pool
  *     statistics, junction/pool.h) and the management node itself;
  *   - the node operations GET-TYPES, GET-ATTRIBUTES, GET-OPERATIONS,
- *     GET-ANNOTATIONS, GET-MGMT-NODES, GET-SCHEMA, GET-LOG.
+ *     GET-ANNOTATIONS, GET-MGMT-NODES, GET-SCHEMA, GET-LOG;
+ *   - vhost (CREATE, UPDATE, DELETE act on the policy layer's table,
+ *     jn_mgmt_config_t.policy) and vhostStats (read from that table).
+ *
+ * This header still names I/O and HTTP types in its hooks
+ * (jn_endpoint_config_t, jn_io_residence_t, jn_io_policy_stats_t,
+ * jn_http_listener_config_t): a crossing above mgmt's layer that CMake
+ * does not declare (issue 26); the vhost types live in junction/policy.h.
  *
  * Threads: jn_mgmt_create and jn_mgmt_free on the main thread (before the
  * core starts / after it stopped), jn_mgmt_plan_config anywhere,
@@ -45,6 +52,7 @@
 #include <junction/http.h>
 #include <junction/io.h>
 #include <junction/mesh.h>
+#include <junction/policy.h>
 #include <stdio.h>
 
 typedef struct jn_mgmt jn_mgmt_t;
@@ -66,16 +74,12 @@ typedef struct jn_mgmt_config {
     /* policy_stats: the policy entity's connection figures (typically
      * jn_io_policy_stats over io_ctx). NULL: shown as 0. */
     void (*policy_stats)(void *io_ctx, jn_io_policy_stats_t *out);
-    /* vhost_stats: the vhostStats rows (typically jn_io_vhost_stats over
-     * io_ctx) and how to free them (jn_io_vhost_stats_free). NULL: none. */
-    int (*vhost_stats)(void *io_ctx, jn_io_vhost_stats_t **out, size_t *count);
-    void (*vhost_stats_free)(jn_io_vhost_stats_t *st, size_t count);
-    /* vhost_add / vhost_remove: a vhost created, updated (replaced by
-     * hostname) or deleted through management, into the I/O layer
-     * (typically jn_io_vhost_add / jn_io_vhost_remove over io_ctx): 0, or
-     * JN_ENOMEM / JN_ENOENT. NULL: vhosts cannot change at run time. */
-    int (*vhost_add)(void *io_ctx, const jn_io_vhost_t *vh);
-    int (*vhost_remove)(void *io_ctx, const char *hostname);
+    /* policy: the vhost policy's table (junction/policy.h; borrowed, it
+     * outlives the agent): vhostStats reads its figures, and a vhost
+     * created, updated (replaced by hostname) or deleted through
+     * management goes into it. NULL: no vhostStats rows, and vhosts
+     * cannot change at run time. */
+    jn_policy_t *policy;
     /* residence: the residence-time histogram (/metrics; typically
      * jn_io_residence_read over io_ctx). Any thread. NULL: not shown. */
     void (*residence)(void *io_ctx, jn_io_residence_t *out);
@@ -242,7 +246,8 @@ int jn_mgmt_vhost_conflicts_in(const jn_config_t *cfg, const char *policy_dir, F
  * result of fn and returns it; JN_ENOMEM when memory ran out; else 0.
  * Main thread, at start. */
 int jn_mgmt_each_vhost(const jn_config_t *cfg,
-                       int (*fn)(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_t *ce),
+                       int (*fn)(void *arg, const jn_policy_vhost_t *vh,
+                                 const jn_config_entity_t *ce),
                        void *arg);
 
 /* jn_mgmt_policy_dir: the vhost files of policy.policyDir (dir; NULL or
@@ -256,7 +261,8 @@ int jn_mgmt_each_vhost(const jn_config_t *cfg,
  * Returns the number of refusals (0: loaded), or JN_ENOMEM / fn's non-zero
  * result as a negative count. Main thread, at start. */
 int jn_mgmt_policy_dir(const char *dir,
-                       int (*fn)(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_t *ce),
+                       int (*fn)(void *arg, const jn_policy_vhost_t *vh,
+                                 const jn_config_entity_t *ce),
                        void *arg, char *errors, size_t cap);
 
 /* jn_mgmt_vhost_text: len octets of text (the JSON form, display_name
@@ -267,7 +273,8 @@ int jn_mgmt_policy_dir(const char *dir,
  * loaded), or JN_ENOMEM / fn's non-zero result as a negative count. Any
  * one thread at a time (the agent's for management CREATE/UPDATE). */
 int jn_mgmt_vhost_text(const char *display_name, const char *text, size_t len,
-                       int (*fn)(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_t *ce),
+                       int (*fn)(void *arg, const jn_policy_vhost_t *vh,
+                                 const jn_config_entity_t *ce),
                        void *arg, char *errors, size_t cap);
 
 /* jn_mgmt_plan_config: check every section of cfg as a CREATE would (what

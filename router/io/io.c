@@ -393,7 +393,6 @@ void jn_io_free(jn_io_t *io)
         free(e->name);
         free(e);
     }
-    jn_io_vhost_free_all(io);
     io_destroy(io);
 }
 
@@ -419,9 +418,10 @@ void jn_io_policy_stats(jn_io_t *io, jn_io_policy_stats_t *out)
     out->processed = io->policy_processed;
     out->denied = io->policy_denied;
     out->current = io->policy_current;
-    out->links_denied = io->policy_links_denied;
-    out->sessions_denied = io->policy_sessions_denied;
     pthread_mutex_unlock(&io->lock);
+    out->links_denied = out->sessions_denied = 0;
+    if (io->policy)
+        jn_policy_totals(io->policy, &out->links_denied, &out->sessions_denied);
     out->max_message_size_denied =
         atomic_load_explicit(&io->policy_maxsize_denied, memory_order_relaxed);
 }

@@ -107,13 +107,11 @@ bool jn_io_vhost_user_id_proxy(const jn_io_conn_t *conn);
  * io->lock. */
 void jn_io_vhost_log_close_IO(jn_io_conn_t *conn, uint64_t n_connections);
 
-/* jn_io_vhost_uncount_locked: take conn out of its vhost's counts (a no-op
- * when it is not counted). Any thread, io->lock held. */
+/* jn_io_vhost_uncount_locked: release conn's admission by the vhost
+ * policy (jn_policy_release: out of its vhost's counts, its rules freed;
+ * a no-op when it has none). Any thread, io->lock held (the policy's own
+ * lock is taken inside it, never the other way round). */
 void jn_io_vhost_uncount_locked(jn_io_t *io, jn_io_conn_t *conn);
-
-/* jn_io_vhost_free_all: free the vhost table and counts. Main thread, at
- * jn_io_free. */
-void jn_io_vhost_free_all(jn_io_t *io);
 
 /* jn_io_max_connections: the connection limit derived from the
  * file-descriptor limit. Any thread. */

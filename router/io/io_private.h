@@ -416,19 +416,13 @@ struct jn_io {
      * closes */
     uint32_t policy_max_conns;
     uint64_t policy_processed, policy_denied, policy_current;
-    uint64_t policy_links_denied;               /* under lock */
-    uint64_t policy_sessions_denied;            /* under lock */
     atomic_uint_fast64_t policy_maxsize_denied; /* any loop, relaxed */
     int64_t refused_logged_at; /* ms of the last "too many connections" log line */
     jn_io_timer_t *timers;    /* armed timers, by deadline */
     jn_io_tls_entry_t *tls_profiles; /* sslProfile registry (jn_io_set_tls_profile) */
-    /* vhost policy (io_policy.c): on when vhost_policy; the vhosts and the
-     * per-vhost/user/host connection counts, all under lock */
-    bool vhost_policy;
-    bool vhost_name_patterns; /* policy.enableVhostNamePatterns */
-    char *default_vhost;
-    struct jn_io_vhost_entry *vhosts;
-    struct jn_io_vhost_count *vhost_counts;
+    /* the vhost policy's table (jn_io_vhost_policy; borrowed, with its
+     * own lock), NULL when the vhost policy is off; set before start */
+    jn_policy_t *policy;
     bool started;
     /* the connector thread's queue of attempts to make (io_endpoint.c) */
     jn_io_endpoint_t *connect_queue;
@@ -469,13 +463,14 @@ struct jn_io_conn {
     bool strip_inbound, strip_outbound;
     uint32_t msg_log; /* messageLoggingComponents (io_msglog.c); immutable */
     bool policy_counted; /* counted in io->policy_current (set at accept) */
-    /* counted in its vhost's figures (io_policy.c; under io->lock): the
-     * vhost's hostname, the user, the remote host and the user group
-     * ("" for none) it was counted as */
-    char *vhost_name, *vhost_user, *vhost_host, *vhost_group;
-    /* the link rules of its user group (io_policy.c), NULL when the vhost
-     * policy does not govern it; conn's loop after the Open */
-    struct jn_io_vhost_rules *vhost_rules;
+    /* its admission by the vhost policy (io_policy.c), NULL when the
+     * policy does not govern it: set at the Open on conn's loop, released
+     * under io->lock when its transport closes. vhost_rules points at its
+     * rules, vhost_user / vhost_host at the user and remote host it was
+     * counted as (NULL for a connector's, which is not counted). */
+    jn_policy_admission_t *vhost_adm;
+    const jn_policy_rules_t *vhost_rules;
+    const char *vhost_user, *vhost_host;
     /* the client's links its vhost group counts (maxSenders,
      * maxReceivers): its senders and receivers attached now; conn's loop */
     uint32_t policy_senders, policy_receivers;

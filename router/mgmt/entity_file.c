@@ -260,36 +260,25 @@ static bool type_is(const jn_config_entity_t *ce, const char *short_name)
 
 /* ---- vhost groups (docs/design.md "Policy") ------------------------------ */
 
-/* The group attributes the router acts on; any other is refused by name. */
-static const char *const group_attrs[] = {"users",
-                                          "remoteHosts",
-                                          "maxConnections",
-                                          "maxConnectionsPerUser",
-                                          "maxConnectionsPerHost",
-                                          "sources",
-                                          "targets",
-                                          "sourcePattern",
-                                          "targetPattern",
-                                          "allowAnonymousSender",
-                                          "allowDynamicSource",
-                                          "allowUserIdProxy",
-                                          "maxFrameSize",
-                                          "maxSessions",
-                                          "maxSessionWindow",
-                                          "maxMessageSize",
-                                          "maxSenders",
-                                          "maxReceivers",
-                                          "allowWaypointLinks",
-                                          "allowFallbackLinks",
-                                          "allowDynamicLinkRoutes",
-                                          "allowAdminStatusUpdate"};
-
-static bool group_attr_known(const char *key)
+/* A group attribute the router acts on, its kind into *kind: those of the
+ * schema's vhostUserGroupSettings type (router/config/schema.json, 1.19's
+ * list) but the entity's own name, identity and type, and the group's
+ * maxConnections, which 1.19's policy files carry in groups though its
+ * schema does not list it. False for any other key: it is refused by
+ * name. */
+static bool group_attr_kind(const char *key, jn_schema_kind_t *kind)
 {
-    for (size_t i = 0; i < sizeof group_attrs / sizeof group_attrs[0]; i++)
-        if (strcmp(key, group_attrs[i]) == 0)
-            return true;
-    return false;
+    *kind = JN_SCHEMA_INTEGER;
+    if (strcmp(key, "maxConnections") == 0)
+        return true;
+    if (strcmp(key, "name") == 0 || strcmp(key, "identity") == 0 || strcmp(key, "type") == 0)
+        return false;
+    const jn_schema_type_t *t = jn_schema_type_find("vhostUserGroupSettings");
+    const jn_schema_attr_t *a = t ? jn_schema_attr_find(t, key) : NULL;
+    if (!a || strcmp(jn_schema_attr_name(a), key) != 0) /* an old name is none */
+        return false;
+    *kind = jn_schema_attr_kind(a);
+    return true;
 }
 
 /* A group's integer: a JSON integer, or a string of decimal digits as 1.19
@@ -426,26 +415,28 @@ static void check_vhost(const jn_config_t *cfg, const jn_config_entity_t *ce, er
             jn_config_kind_t kind = jn_config_value_kind(v);
             int64_t n = 0;
             bool b = false;
-            if (!group_attr_known(key))
+            jn_schema_kind_t want;
+            if (!group_attr_kind(key, &want))
                 add_errorf(errs,
                            "%s:%d: vhost '%s' group '%s' attribute '%s' is not supported by this "
                            "version of junctiond",
                            jn_config_name(cfg), line, host ? host : "", gname, key);
-            else if (strncmp(key, "max", 3) == 0 ? !group_int_of(v, &n) || n < 0
-                     : strncmp(key, "allow", 5) == 0 ? !group_bool_of(v, &b)
-                                                      : kind != JN_CONFIG_STRING)
+            else if (want == JN_SCHEMA_INTEGER   ? !group_int_of(v, &n) || n < 0
+                     : want == JN_SCHEMA_BOOLEAN ? !group_bool_of(v, &b)
+                                                 : kind != JN_CONFIG_STRING)
                 add_errorf(errs, "%s:%d: vhost '%s' group '%s' attribute '%s' must be %s",
                            jn_config_name(cfg), line, host ? host : "", gname, key,
-                           strncmp(key, "max", 3) == 0     ? "an integer from 0"
-                           : strncmp(key, "allow", 5) == 0 ? "true or false"
-                                                           : "a comma-separated string");
+                           want == JN_SCHEMA_INTEGER   ? "an integer from 0"
+                           : want == JN_SCHEMA_BOOLEAN ? "true or false"
+                                                       : "a comma-separated string");
         }
         check_group_addresses(cfg, host ? host : "", gname, g, gline, errs);
     }
 }
 
 int jn_mgmt_each_vhost(const jn_config_t *cfg,
-                       int (*fn)(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_t *ce),
+                       int (*fn)(void *arg, const jn_policy_vhost_t *vh,
+                                 const jn_config_entity_t *ce),
                        void *arg)
 {
     const jn_schema_type_t *type = jn_schema_type_find("vhost");
@@ -463,14 +454,14 @@ int jn_mgmt_each_vhost(const jn_config_t *cfg,
         size_t n = groups && jn_config_value_kind(groups) == JN_CONFIG_MAP
                        ? jn_config_value_count(groups)
                        : 0;
-        jn_io_vhost_group_t *gs = n ? calloc(n, sizeof *gs) : NULL;
+        jn_policy_group_t *gs = n ? calloc(n, sizeof *gs) : NULL;
         if (n && !gs)
             return JN_ENOMEM;
         for (size_t k = 0; k < n; k++) {
             const jn_config_value_t *g = jn_config_value_item(groups, k);
             const jn_config_value_t *u = jn_config_value_lookup(g, "users");
             const jn_config_value_t *h = jn_config_value_lookup(g, "remoteHosts");
-            gs[k] = (jn_io_vhost_group_t){
+            gs[k] = (jn_policy_group_t){
                 .name = jn_config_value_key(groups, k),
                 .users = u && jn_config_value_string(u) ? jn_config_value_string(u) : "",
                 .remote_hosts = h && jn_config_value_string(h) ? jn_config_value_string(h) : "",
@@ -503,16 +494,16 @@ int jn_mgmt_each_vhost(const jn_config_t *cfg,
         int64_t mms = 0; /* no schema default: set only when the section says */
         bool has_mms = jn_config_entity_int(ce, "maxMessageSize", &mms) == 0;
 #define JN_LIM(x) ((x) < 0 ? 0u : (x) >= UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)(x))
-        jn_io_vhost_t vh = {.hostname = jn_config_entity_string(ce, "hostname"),
-                            .aliases = jn_config_entity_string(ce, "aliases"),
-                            .max_connections = JN_LIM(mc),
-                            .max_per_user = JN_LIM(mu),
-                            .max_per_host = JN_LIM(mh),
-                            .allow_unknown_user = unknown,
-                            .has_max_message_size = has_mms,
-                            .max_message_size = mms > 0 ? (uint64_t)mms : 0,
-                            .groups = gs,
-                            .group_count = n};
+        jn_policy_vhost_t vh = {.hostname = jn_config_entity_string(ce, "hostname"),
+                                .aliases = jn_config_entity_string(ce, "aliases"),
+                                .max_connections = JN_LIM(mc),
+                                .max_per_user = JN_LIM(mu),
+                                .max_per_host = JN_LIM(mh),
+                                .allow_unknown_user = unknown,
+                                .has_max_message_size = has_mms,
+                                .max_message_size = mms > 0 ? (uint64_t)mms : 0,
+                                .groups = gs,
+                                .group_count = n};
 #undef JN_LIM
         int rc = fn(arg, &vh, ce);
         free(gs);
@@ -541,7 +532,8 @@ static void only_vhosts(const jn_config_t *cfg, const char *path, errors_t *errs
 }
 
 int jn_mgmt_vhost_text(const char *display_name, const char *text, size_t len,
-                       int (*fn)(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_t *ce),
+                       int (*fn)(void *arg, const jn_policy_vhost_t *vh,
+                                 const jn_config_entity_t *ce),
                        void *arg, char *errors, size_t cap)
 {
     errors_t errs;
@@ -569,7 +561,8 @@ static int json_name(const struct dirent *d)
 }
 
 int jn_mgmt_policy_dir(const char *dir,
-                       int (*fn)(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_t *ce),
+                       int (*fn)(void *arg, const jn_policy_vhost_t *vh,
+                                 const jn_config_entity_t *ce),
                        void *arg, char *errors, size_t cap)
 {
     errors_t errs;

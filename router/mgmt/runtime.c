@@ -17,6 +17,7 @@
 #include "store.h"
 
 #include <junction/core_view.h>
+#include <junction/encoder.h>
 #include <junction/pool.h>
 #include <junction/time.h>
 
@@ -444,15 +445,30 @@ size_t jn_mgmt_rows_vhost(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t o
     return total;
 }
 
+/* counts (n of them) as an AMQP map of string -> long, encoded into e
+ * (initialised by the caller, freed after the row is used); a null value
+ * when the encoder runs out of memory. */
+static jn_mv_t counts_map(const jn_policy_count_t *counts, size_t n, jn_encoder_t *e)
+{
+    jn_enc_map_begin(e);
+    for (size_t k = 0; k < n; k++) {
+        jn_enc_cstring(e, counts[k].key);
+        jn_enc_long(e, (int64_t)counts[k].n);
+    }
+    jn_enc_map_end(e);
+    if (jn_encoder_error(e))
+        return jn_mv_null();
+    return (jn_mv_t){.kind = JN_MV_RAW, .len = e->size, .v.raw = e->data};
+}
+
 /* vhostStats (1.19's attributes; docs/design.md "Policy"): one row per
  * vhost with the I/O layer's figures. */
 size_t jn_mgmt_rows_vhost_stats(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t offset,
                                 size_t max, jn_mgmt_row_fn fn, void *ctx)
 {
-    jn_io_vhost_stats_t *st = NULL;
+    jn_policy_vhost_stats_t *st = NULL;
     size_t count = 0;
-    if (!agent->cfg.vhost_stats || !agent->cfg.vhost_stats_free ||
-        agent->cfg.vhost_stats(agent->cfg.io_ctx, &st, &count) != 0)
+    if (!agent->cfg.policy || jn_policy_stats(agent->cfg.policy, &st, &count) != 0)
         return 0;
     size_t n = jn_mgmt_class_ncols(cls);
     jn_mv_t *row = calloc(n ? n : 1, sizeof *row);
@@ -460,6 +476,9 @@ size_t jn_mgmt_rows_vhost_stats(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, si
     for (size_t i = offset; go && i < count && i - offset < max; i++) {
         char id[1100];
         snprintf(id, sizeof id, "vhostStats/%s", st[i].hostname);
+        jn_encoder_t user_map, host_map;
+        jn_encoder_init(&user_map);
+        jn_encoder_init(&host_map);
         for (size_t c = 0; c < n; c++) {
             const char *col = jn_mgmt_class_col(cls, c);
             jn_mv_t v = jn_mv_null();
@@ -484,16 +503,16 @@ size_t jn_mgmt_rows_vhost_stats(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, si
             else if (strcmp(col, "maxMessageSizeDenied") == 0)
                 v = jn_mv_int(JN_MV_LONG, (int64_t)st[i].max_size_denied);
             else if (strcmp(col, "perUserState") == 0)
-                v = (jn_mv_t){.kind = JN_MV_RAW, .len = st[i].per_user_len,
-                              .v.raw = st[i].per_user};
+                v = counts_map(st[i].per_user, st[i].n_user, &user_map);
             else if (strcmp(col, "perHostState") == 0)
-                v = (jn_mv_t){.kind = JN_MV_RAW, .len = st[i].per_host_len,
-                              .v.raw = st[i].per_host};
+                v = counts_map(st[i].per_host, st[i].n_host, &host_map);
             row[c] = v;
         }
         go = fn(ctx, row);
+        jn_encoder_free(&user_map);
+        jn_encoder_free(&host_map);
     }
     free(row);
-    agent->cfg.vhost_stats_free(st, count);
+    jn_policy_stats_free(st, count);
     return count;
 }

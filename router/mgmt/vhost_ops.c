@@ -78,7 +78,7 @@ typedef struct hostnames {
     bool nomem;
 } hostnames_t;
 
-static int note_hostname(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_t *ce)
+static int note_hostname(void *arg, const jn_policy_vhost_t *vh, const jn_config_entity_t *ce)
 {
     (void)ce;
     hostnames_t *h = arg;
@@ -124,7 +124,7 @@ int jn_mgmt_vhost_conflicts_in(const jn_config_t *cfg, const char *policy_dir, F
 
 /* For the one vhost section of the loaded text: into the I/O layer, then
  * its row replaces the one of the same hostname (or is appended). */
-static int apply_one(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_t *ce)
+static int apply_one(void *arg, const jn_policy_vhost_t *vh, const jn_config_entity_t *ce)
 {
     apply_t *a = arg;
     jn_mgmt_t *agent = a->agent;
@@ -149,7 +149,7 @@ static int apply_one(void *arg, const jn_io_vhost_t *vh, const jn_config_entity_
             return 0;
         }
     }
-    if (!agent->cfg.vhost_add || agent->cfg.vhost_add(agent->cfg.io_ctx, vh) != 0)
+    if (!agent->cfg.policy || jn_policy_vhost_add(agent->cfg.policy, vh) != 0)
         return JN_ENOMEM;
     return jn_mgmt_show_vhost(agent, ce);
 }
@@ -290,7 +290,7 @@ int jn_mgmt_vhost_op(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mgmt
         return vhost_update(agent, cls, req, reply, *pp);
     jn_mgmt_entity_t *e = *pp;
     const char *host = jn_mgmt_entity_str(e, "hostname");
-    if (!agent->cfg.vhost_remove || agent->cfg.vhost_remove(agent->cfg.io_ctx, host) != 0)
+    if (!agent->cfg.policy || jn_policy_vhost_remove(agent->cfg.policy, host) != 0)
         return jn_mgmt_reply_set(reply, JN_MGMT_NOT_FOUND, "No entity with %s=%s",
                                  req->has_identity ? "identity" : "name",
                                  req->has_identity ? req->identity : req->name);

@@ -36,7 +36,6 @@ SKIP_DIRS = {"node_modules", "__pycache__"}
 
 # Over budget today: path -> lines. Only ever lower these, or remove them.
 FILES_OVER = {
-    "router/io/io_policy.c": 1124,
 }
 # (path, function) -> lines.
 FUNCTIONS_OVER = {

@@ -447,6 +447,40 @@ class VhostPolicyTest(RouterTestCase):
         self.assertIn(os.path.join(d, "v.json") + ":4: vhost 'x' group 'g' attribute 'maxWidgets' "
                       "is not supported", p.stderr)
 
+    def test_group_attributes_and_their_kinds_come_from_the_schema(self):
+        # Every attribute of the schema's vhostUserGroupSettings (but the
+        # entity's name/identity/type) is a group attribute, checked by the
+        # kind the schema gives it; name/identity/type are refused by name.
+        schema = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                              "router", "config", "schema.json")
+        with open(schema) as f:
+            types = {t["name"]: t for t in json.load(f)["entityTypes"]}
+        attrs = {a["name"]: a["type"] for a in types["vhostUserGroupSettings"]["attributes"]
+                 if a["name"] not in ("name", "identity", "type")}
+        good = {"integer": 5, "boolean": True, "string": "a.b"}
+        group = {k: good[t] for k, t in attrs.items()}
+        group["sourcePattern"] = group["targetPattern"] = ""  # lists given: not both
+        ok = '[\n  ["vhost", {"hostname": "x",\n    "groups": {"g": %s}}]\n]\n' % json.dumps(group)
+        d = os.path.join(self.workdir, "pd")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "v.json"), "w") as f:
+            f.write(ok)
+        path = os.path.join(self.workdir, "pd.conf")
+        with open(path, "w") as f:
+            f.write(conf_section("router", {"mode": "standalone", "id": "P"})
+                    + conf_section("policy", {"enableVhostPolicy": "yes", "policyDir": d}))
+        p = run_junctiond(["--check", "-c", path])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        # each kind is checked as the schema says: a word where an integer
+        # or a boolean belongs is refused, naming the attribute
+        bad = dict(group, maxSenders="many", allowWaypointLinks="maybe", identity="g")
+        text = '[\n  ["vhost", {"hostname": "x",\n    "groups": {"g": %s}}]\n]\n' % json.dumps(bad)
+        d, p = self.start_with_policy_dir({"v.json": text})
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("group 'g' attribute 'maxSenders' must be an integer from 0", p.stderr)
+        self.assertIn("group 'g' attribute 'allowWaypointLinks' must be true or false", p.stderr)
+        self.assertIn("group 'g' attribute 'identity' is not supported", p.stderr)
+
     def test_other_section_in_policy_file_refused(self):
         d, p = self.start_with_policy_dir({"l.json": '[\n  ["listener", {"port": 1}]\n]\n'})
         self.assertEqual(p.returncode, 1, p.stderr)

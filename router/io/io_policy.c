@@ -372,6 +372,7 @@ void jn_io_vhost_session_denied_IO(jn_io_conn_t *conn, pn_transport_t *t)
 
 void jn_io_vhost_log_close_IO(jn_io_conn_t *conn, uint64_t n_connections)
 {
+    JN_ASSERT_IO(conn);
     if (!conn->vhost_rules || conn->vhost_rules->outgoing)
         return;
     unsigned sessions = 0;

@@ -27,10 +27,7 @@ from check_budgets import blank, functions, sources  # noqa: E402
 
 CHECK = re.compile(r"\bJN_ASSERT_(?:IO|SOME_IO|IO_CALLER)\s*\(")
 # Without a check today: (path, function). Only ever remove from this.
-KNOWN = {
-    # router/io/io_policy.c moves to router/policy in another change
-    ("router/io/io_policy.c", "jn_io_vhost_log_close_IO"),
-}
+KNOWN = set()
 
 
 def check(top):

@@ -76,4 +76,34 @@ uint64_t jn_amqp_code_by_symbol(const jn_iter_t *sym);
  * 0 and empty views. Any thread. */
 void jn_amqp_defaults(const jn_amqp_tdesc_t *t, void *obj);
 
+/* jn_amqp_store_num: store value in the numeric or boolean member at m,
+ * of kind (JN_K_BOOL .. JN_K_ULONG), narrowed to the member's width. Any
+ * thread. */
+static inline void jn_amqp_store_num(jn_amqp_kind_t kind, void *m, uint64_t value)
+{
+    switch (kind) {
+    case JN_K_BOOL:
+        *(bool *)m = value != 0;
+        break;
+    case JN_K_UBYTE:
+        *(uint8_t *)m = (uint8_t)value;
+        break;
+    case JN_K_USHORT:
+        *(uint16_t *)m = (uint16_t)value;
+        break;
+    case JN_K_UINT:
+        *(uint32_t *)m = (uint32_t)value;
+        break;
+    default:
+        *(uint64_t *)m = value;
+        break;
+    }
+}
+
+/* jn_amqp_fail: fill fault with condition (a static string, borrowed) and
+ * the description printf-formatted from fmt (truncated to the fault's
+ * buffer); return JN_EPROTO, for `return jn_amqp_fail(...)`. Any thread. */
+JN_PRINTF(3, 4)
+int jn_amqp_fail(jn_amqp_fault_t *fault, const char *condition, const char *fmt, ...);
+
 #endif /* JN_AMQP_PRIVATE_H */

@@ -17,17 +17,6 @@
 #define DECODE_ERROR  "amqp:decode-error"
 #define INVALID_FIELD "amqp:invalid-field"
 
-JN_PRINTF(3, 4)
-static int fail(jn_amqp_fault_t *fault, const char *condition, const char *fmt, ...)
-{
-    va_list ap;
-    fault->condition = condition;
-    va_start(ap, fmt);
-    vsnprintf(fault->description, sizeof fault->description, fmt, ap);
-    va_end(ap);
-    return JN_EPROTO;
-}
-
 /* Walk every value left in d, entering compounds, so that a field kept as
  * a raw view is known to be a valid encoding all the way down. Returns 0
  * or the decoder's error. */
@@ -59,7 +48,8 @@ static int check_compound(const jn_decoder_t *d, const jn_field_t *f, jn_amqp_fa
         rc = check_values(&child);
     if (rc == 0)
         return 0;
-    return fail(fault, DECODE_ERROR, "%s cannot be decoded: %s", where, jn_decoder_reason(&child));
+    return jn_amqp_fail(fault, DECODE_ERROR, "%s cannot be decoded: %s", where,
+                        jn_decoder_reason(&child));
 }
 
 /* The descriptor code of a described field: its ulong, or the code its
@@ -112,29 +102,13 @@ static int decode_scalar(const jn_field_t *f, const jn_amqp_fdesc_t *fd, void *m
                                           [JN_K_UINT] = JN_TYPE_UINT,
                                           [JN_K_ULONG] = JN_TYPE_ULONG};
     if (f->described || f->type != want[fd->kind])
-        return fail(fault, INVALID_FIELD, "%s field %s is %s%s, not %s", tname, fd->name,
-                    f->described ? "a described " : "", jn_amqp_type_name(f->type),
-                    jn_amqp_type_name(want[fd->kind]));
+        return jn_amqp_fail(fault, INVALID_FIELD, "%s field %s is %s%s, not %s", tname, fd->name,
+                            f->described ? "a described " : "", jn_amqp_type_name(f->type),
+                            jn_amqp_type_name(want[fd->kind]));
     if (fd->max && f->value.u > fd->max)
-        return fail(fault, INVALID_FIELD, "%s field %s is %llu, above its highest value %u", tname,
-                    fd->name, (unsigned long long)f->value.u, fd->max);
-    switch (fd->kind) {
-    case JN_K_BOOL:
-        *(bool *)m = f->value.b;
-        break;
-    case JN_K_UBYTE:
-        *(uint8_t *)m = (uint8_t)f->value.u;
-        break;
-    case JN_K_USHORT:
-        *(uint16_t *)m = (uint16_t)f->value.u;
-        break;
-    case JN_K_UINT:
-        *(uint32_t *)m = (uint32_t)f->value.u;
-        break;
-    default:
-        *(uint64_t *)m = f->value.u;
-        break;
-    }
+        return jn_amqp_fail(fault, INVALID_FIELD, "%s field %s is %llu, above its highest value %u",
+                            tname, fd->name, (unsigned long long)f->value.u, fd->max);
+    jn_amqp_store_num((jn_amqp_kind_t)fd->kind, m, fd->kind == JN_K_BOOL ? f->value.b : f->value.u);
     return 0;
 }
 
@@ -158,11 +132,11 @@ static int decode_bytes(const jn_field_t *f, const jn_amqp_fdesc_t *fd, void *m,
         break;
     }
     if (!ok)
-        return fail(fault, INVALID_FIELD, "%s field %s is %s%s, not %s", tname, fd->name,
-                    f->described ? "a described " : "", jn_amqp_type_name(f->type),
-                    fd->kind == JN_K_BINARY   ? "binary"
-                    : fd->kind == JN_K_SYMBOL ? "symbol"
-                                              : "string");
+        return jn_amqp_fail(fault, INVALID_FIELD, "%s field %s is %s%s, not %s", tname, fd->name,
+                            f->described ? "a described " : "", jn_amqp_type_name(f->type),
+                            fd->kind == JN_K_BINARY   ? "binary"
+                            : fd->kind == JN_K_SYMBOL ? "symbol"
+                                                      : "string");
     *(jn_iter_t *)m = f->payload;
     if (fd->kind == JN_K_ADDRESS) /* the terminus's address_is_symbol, just before it */
         ((jn_amqp_terminus_t *)((uint8_t *)m - offsetof(jn_amqp_terminus_t, address)))
@@ -185,11 +159,11 @@ static int decode_encoded(const jn_decoder_t *d, const jn_field_t *f, const jn_a
     else
         ok = f->described;
     if (!ok)
-        return fail(fault, INVALID_FIELD, "%s field %s is %s%s, not %s", tname, fd->name,
-                    f->described ? "a described " : "", jn_amqp_type_name(f->type),
-                    fd->kind == JN_K_SYMBOLS ? "a symbol or an array of symbols"
-                    : fd->kind == JN_K_MAP   ? "a map"
-                                             : "a described value");
+        return jn_amqp_fail(fault, INVALID_FIELD, "%s field %s is %s%s, not %s", tname, fd->name,
+                            f->described ? "a described " : "", jn_amqp_type_name(f->type),
+                            fd->kind == JN_K_SYMBOLS ? "a symbol or an array of symbols"
+                            : fd->kind == JN_K_MAP   ? "a map"
+                                                     : "a described value");
     char where[96];
     snprintf(where, sizeof where, "%s field %s", tname, fd->name);
     int rc = check_compound(d, f, fault, where);
@@ -203,8 +177,8 @@ static int decode_state(const jn_decoder_t *d, const jn_field_t *f, jn_amqp_stat
                         const char *tname, const char *fname, jn_amqp_fault_t *fault)
 {
     if (!f->described)
-        return fail(fault, INVALID_FIELD, "%s field %s is a plain %s, not a delivery state", tname,
-                    fname, jn_amqp_type_name(f->type));
+        return jn_amqp_fail(fault, INVALID_FIELD, "%s field %s is a plain %s, not a delivery state",
+                            tname, fname, jn_amqp_type_name(f->type));
     s->code = descriptor_of(f);
     s->symbolic = f->descriptor_is_symbol;
     if (s->symbolic)
@@ -224,8 +198,8 @@ static int decode_terminus(const jn_decoder_t *d, const jn_field_t *f, jn_amqp_t
                            jn_amqp_fault_t *fault)
 {
     if (!f->described)
-        return fail(fault, INVALID_FIELD, "%s field %s is a plain %s, not a terminus", tname, fname,
-                    jn_amqp_type_name(f->type));
+        return jn_amqp_fail(fault, INVALID_FIELD, "%s field %s is a plain %s, not a terminus",
+                            tname, fname, jn_amqp_type_name(f->type));
     term->code = descriptor_of(f);
     term->encoded = f->encoded;
     if (term->code == expect)
@@ -253,7 +227,8 @@ static int decode_field(const jn_decoder_t *d, const jn_field_t *f, const jn_amq
         return decode_bytes(f, fd, m, tname, fault);
     case JN_K_ERROR:
         if (!f->described || descriptor_of(f) != JN_AMQP_ERROR)
-            return fail(fault, INVALID_FIELD, "%s field %s is not an error", tname, fd->name);
+            return jn_amqp_fail(fault, INVALID_FIELD, "%s field %s is not an error", tname,
+                                fd->name);
         return decode_composite(d, f, jn_amqp_tdesc_by_code(JN_AMQP_ERROR), m, fault);
     case JN_K_SOURCE:
         return decode_terminus(d, f, m, JN_AMQP_SOURCE, tname, fd->name, fault);
@@ -274,12 +249,12 @@ static int decode_composite(const jn_decoder_t *d, const jn_field_t *f, const jn
     uint8_t *base = obj;
     jn_amqp_defaults(t, obj);
     if (f->type != JN_TYPE_LIST || stacked_descriptors(f))
-        return fail(fault, DECODE_ERROR, "%s is a described %s%s, not a list", t->name,
-                    stacked_descriptors(f) ? "described " : "", jn_amqp_type_name(f->type));
+        return jn_amqp_fail(fault, DECODE_ERROR, "%s is a described %s%s, not a list", t->name,
+                            stacked_descriptors(f) ? "described " : "", jn_amqp_type_name(f->type));
     jn_decoder_t child;
     if (jn_decoder_enter(d, f, &child) != 0)
-        return fail(fault, DECODE_ERROR, "%s cannot be decoded: %s", t->name,
-                    jn_decoder_reason(&child));
+        return jn_amqp_fail(fault, DECODE_ERROR, "%s cannot be decoded: %s", t->name,
+                            jn_decoder_reason(&child));
     uint32_t *present = (uint32_t *)(base + t->present_at);
     jn_field_t v;
     for (uint32_t i = 0;; i++) {
@@ -287,8 +262,8 @@ static int decode_composite(const jn_decoder_t *d, const jn_field_t *f, const jn
         if (rc == 0)
             break;
         if (rc < 0)
-            return fail(fault, DECODE_ERROR, "%s field %u cannot be decoded: %s", t->name,
-                        (unsigned)i, jn_decoder_reason(&child));
+            return jn_amqp_fail(fault, DECODE_ERROR, "%s field %u cannot be decoded: %s", t->name,
+                                (unsigned)i, jn_decoder_reason(&child));
         if (i >= t->count) { /* a field of a later version: checked, ignored */
             char where[64];
             snprintf(where, sizeof where, "%s field %u", t->name, (unsigned)i);
@@ -305,8 +280,8 @@ static int decode_composite(const jn_decoder_t *d, const jn_field_t *f, const jn
     }
     for (unsigned i = 0; i < t->count; i++)
         if (t->fields[i].mandatory && !(*present & JN_AMQP_FIELD(i)))
-            return fail(fault, INVALID_FIELD, "%s field %s is mandatory but null", t->name,
-                        t->fields[i].name);
+            return jn_amqp_fail(fault, INVALID_FIELD, "%s field %s is mandatory but null", t->name,
+                                t->fields[i].name);
     return 0;
 }
 
@@ -315,8 +290,8 @@ static int decode_composite(const jn_decoder_t *d, const jn_field_t *f, const jn
 static int check_rules(const jn_amqp_perf_t *p, jn_amqp_fault_t *fault)
 {
     if (p->code == JN_AMQP_ATTACH && !p->u.attach.role && !(p->u.attach.present & JN_AMQP_FIELD(9)))
-        return fail(fault, INVALID_FIELD,
-                    "attach field initial-delivery-count is null on a sender's attach");
+        return jn_amqp_fail(fault, INVALID_FIELD,
+                            "attach field initial-delivery-count is null on a sender's attach");
     return 0;
 }
 
@@ -328,20 +303,21 @@ int jn_amqp_perf_decode(const jn_iter_t *body, uint8_t frame_type, jn_amqp_perf_
     jn_decoder_init(&d, body, true);
     int rc = jn_decoder_next(&d, &f);
     if (rc == 0)
-        return fail(fault, DECODE_ERROR, "frame body holds no performative");
+        return jn_amqp_fail(fault, DECODE_ERROR, "frame body holds no performative");
     if (rc < 0)
-        return fail(fault, DECODE_ERROR, "performative cannot be decoded: %s",
-                    jn_decoder_reason(&d));
+        return jn_amqp_fail(fault, DECODE_ERROR, "performative cannot be decoded: %s",
+                            jn_decoder_reason(&d));
     if (!f.described)
-        return fail(fault, DECODE_ERROR, "frame body is a plain %s, not a described performative",
-                    jn_amqp_type_name(f.type));
+        return jn_amqp_fail(fault, DECODE_ERROR,
+                            "frame body is a plain %s, not a described performative",
+                            jn_amqp_type_name(f.type));
     uint64_t code = descriptor_of(&f);
     bool sasl = frame_type == JN_AMQP_FRAME_SASL;
     uint64_t lo = sasl ? JN_AMQP_SASL_MECHANISMS : JN_AMQP_OPEN;
     uint64_t hi = sasl ? JN_AMQP_SASL_OUTCOME : JN_AMQP_CLOSE;
     if (code < lo || code > hi)
-        return fail(fault, DECODE_ERROR, "descriptor 0x%llx names no %s performative",
-                    (unsigned long long)code, sasl ? "SASL" : "AMQP");
+        return jn_amqp_fail(fault, DECODE_ERROR, "descriptor 0x%llx names no %s performative",
+                            (unsigned long long)code, sasl ? "SASL" : "AMQP");
     memset(p, 0, sizeof *p);
     p->code = code;
     p->symbolic = f.descriptor_is_symbol;

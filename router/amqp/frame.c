@@ -6,23 +6,12 @@
  * screen"), each refused with amqp:connection:framing-error. The contract
  * is in junction/amqp_frame.h.
  */
-#include <junction/amqp_frame.h>
+#include "amqp_private.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 
 #define FRAMING "amqp:connection:framing-error"
-
-JN_PRINTF(3, 4)
-static int fail(jn_amqp_fault_t *fault, const char *condition, const char *fmt, ...)
-{
-    va_list ap;
-    fault->condition = condition;
-    va_start(ap, fmt);
-    vsnprintf(fault->description, sizeof fault->description, fmt, ap);
-    va_end(ap);
-    return JN_EPROTO;
-}
 
 int jn_amqp_header_read(const jn_iter_t *in, jn_amqp_proto_t *proto, jn_amqp_fault_t *fault)
 {
@@ -33,10 +22,10 @@ int jn_amqp_header_read(const jn_iter_t *in, jn_amqp_proto_t *proto, jn_amqp_fau
     for (size_t i = 0; i < n; i++) {
         bool ok = i == 4 ? (h[4] == 0 || h[4] == 2 || h[4] == 3) : h[i] == want[i];
         if (!ok)
-            return fail(fault, FRAMING,
-                        "protocol header is not AMQP 1.0.0 with protocol id 0, 2 or 3 "
-                        "(octet %zu is 0x%02x)",
-                        i, h[i]);
+            return jn_amqp_fail(fault, FRAMING,
+                                "protocol header is not AMQP 1.0.0 with protocol id 0, 2 or 3 "
+                                "(octet %zu is 0x%02x)",
+                                i, h[i]);
     }
     if (n < sizeof h)
         return JN_AGAIN;
@@ -62,22 +51,22 @@ static int check_header(const uint8_t *h, uint8_t type, uint32_t max_frame, uint
 {
     uint32_t size = get32(h);
     if (size < JN_AMQP_FRAME_HEADER_SIZE)
-        return fail(fault, FRAMING, "frame size %u is below 8", size);
+        return jn_amqp_fail(fault, FRAMING, "frame size %u is below 8", size);
     if (size > max_frame)
-        return fail(fault, FRAMING, "frame size %u is above the max-frame-size %u", size,
-                    max_frame);
+        return jn_amqp_fail(fault, FRAMING, "frame size %u is above the max-frame-size %u", size,
+                            max_frame);
     if (h[4] < 2)
-        return fail(fault, FRAMING, "frame data offset %u is below 2", h[4]);
+        return jn_amqp_fail(fault, FRAMING, "frame data offset %u is below 2", h[4]);
     if ((uint32_t)h[4] * 4 > size)
-        return fail(fault, FRAMING, "frame data offset %u lies past the frame's %u octets", h[4],
-                    size);
+        return jn_amqp_fail(fault, FRAMING, "frame data offset %u lies past the frame's %u octets",
+                            h[4], size);
     if (h[5] != type)
-        return fail(fault, FRAMING, "frame type %u where a %s frame belongs", h[5],
-                    type == JN_AMQP_FRAME_SASL ? "SASL" : "AMQP");
+        return jn_amqp_fail(fault, FRAMING, "frame type %u where a %s frame belongs", h[5],
+                            type == JN_AMQP_FRAME_SASL ? "SASL" : "AMQP");
     uint16_t channel = (uint16_t)(h[6] << 8 | h[7]);
     if (type == JN_AMQP_FRAME_AMQP && channel > channel_max)
-        return fail(fault, FRAMING, "frame on channel %u, above the channel-max %u", channel,
-                    channel_max);
+        return jn_amqp_fail(fault, FRAMING, "frame on channel %u, above the channel-max %u",
+                            channel, channel_max);
     return 0;
 }
 

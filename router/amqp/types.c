@@ -7,6 +7,9 @@
  */
 #include "amqp_private.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+
 #include <string.h>
 
 #define F(T, n, k, m, member, d)                                                                   \
@@ -241,19 +244,11 @@ void jn_amqp_defaults(const jn_amqp_tdesc_t *t, void *obj)
         void *m = base + fd->offset;
         switch (fd->kind) {
         case JN_K_BOOL:
-            *(bool *)m = fd->def != 0;
-            break;
         case JN_K_UBYTE:
-            *(uint8_t *)m = (uint8_t)fd->def;
-            break;
         case JN_K_USHORT:
-            *(uint16_t *)m = (uint16_t)fd->def;
-            break;
         case JN_K_UINT:
-            *(uint32_t *)m = fd->def;
-            break;
         case JN_K_ULONG:
-            *(uint64_t *)m = fd->def;
+            jn_amqp_store_num((jn_amqp_kind_t)fd->kind, m, fd->def);
             break;
         case JN_K_ERROR:
             memset(m, 0, sizeof(jn_amqp_error_t));
@@ -285,4 +280,14 @@ const char *jn_amqp_perf_name(uint64_t code)
 {
     const jn_amqp_tdesc_t *t = jn_amqp_tdesc_by_code(code);
     return t ? t->name : "unknown";
+}
+
+int jn_amqp_fail(jn_amqp_fault_t *fault, const char *condition, const char *fmt, ...)
+{
+    va_list ap;
+    fault->condition = condition;
+    va_start(ap, fmt);
+    vsnprintf(fault->description, sizeof fault->description, fmt, ap);
+    va_end(ap);
+    return JN_EPROTO;
 }

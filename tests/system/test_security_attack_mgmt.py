@@ -27,7 +27,8 @@ from test_security_attack_exhaust import memory_kb
 from test_router_policy import vhost_section
 
 TIMEOUT = 10 * SLOW
-GENERIC = ("Invalid value for attribute 'outputFile': cannot be used: it must be a regular "
+# the entity path's one wording, for the file, CREATE and UPDATE alike
+GENERIC = ("log POLICY: outputFile cannot be used: it must be a regular "
            "file the router can append to")
 NODE = {"type": "org.amqp.management", "name": "self"}
 

@@ -307,7 +307,7 @@ static int mgmt_check_sasl(void *io, const jn_endpoint_config_t *ec, bool can_ex
     return jn_sasl_check_listener(ec, can_external, err, errlen);
 }
 
-static int mgmt_add_http_listener(void *http, const jn_http_listener_config_t *cfg, char *err,
+static int mgmt_add_http_listener(void *http, const jn_endpoint_http_config_t *cfg, char *err,
                                   size_t errlen)
 {
     return jn_http_add_listener(http, cfg, err, errlen);
@@ -361,7 +361,7 @@ static int format_page(void *agent, jn_http_page_t page, char **body, size_t *le
     return jn_mgmt_metrics_format(snap, *len, body, len);
 }
 
-static void mgmt_residence(void *io, jn_io_residence_t *out)
+static void mgmt_residence(void *io, jn_residence_t *out)
 {
     jn_io_residence_read(io, out);
 }
@@ -372,7 +372,7 @@ static const char *mgmt_listen_error(void *io)
     return jn_io_last_listen_error();
 }
 
-static void mgmt_policy_stats(void *io, jn_io_policy_stats_t *out)
+static void mgmt_policy_stats(void *io, jn_policy_conn_stats_t *out)
 {
     jn_io_policy_stats(io, out);
 }

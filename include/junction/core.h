@@ -513,6 +513,28 @@ enum {
     JN_RES_CLASSES
 };
 
+/* Router residence time (/metrics junction_delivery_residence_seconds,
+ * docs/design.md "HTTP"): for each copy whose sending starts, the time
+ * from the start of the I/O pass in which its delivery became routable
+ * (read as far as its headers: the pass that read it, for all but large
+ * messages) to the start of the pass that hands the copy to its outgoing
+ * link, per JN_RES_CLASS_* of the address it was routed by (above).
+ * The I/O layer counts it (jn_io_residence_read), /metrics shows it
+ * (router/mgmt/metrics.c). Both ends are the clock reading each pass takes
+ * anyway; the figure includes the outgoing connection's wait for its
+ * pass, and leaves out the encoding and write that follow in that pass.
+ * Fixed buckets: upper bounds jn_res_bounds_ns[0 ..
+ * JN_RES_BUCKETS - 2] in ns, and the last bucket for the rest. */
+#define JN_RES_BUCKETS 16
+static const uint64_t jn_res_bounds_ns[JN_RES_BUCKETS - 1] = {
+    10000,   25000,    50000,    100000,   250000,    500000,    1000000,   2500000,
+    5000000, 10000000, 25000000, 50000000, 100000000, 250000000, 1000000000};
+
+typedef struct jn_residence {
+    uint64_t count[JN_RES_CLASSES][JN_RES_BUCKETS]; /* per bucket, not cumulative */
+    uint64_t sum_ns[JN_RES_CLASSES];
+} jn_residence_t;
+
 /* jn_delivery_set_arrival_IO: ns (jn_time_mono_ns) is when the I/O pass
  * that read incoming delivery dlv began; its copies carry it, so the pass
  * that sends a copy knows how long the router held it. Only before the

@@ -19,7 +19,10 @@
  * becomes a bridged AMQP connection of the I/O layer (junction/io.h,
  * "bridged connections") of the io listener of the same name, whose
  * binary messages carry the AMQP octets both ways. With an sslProfile the
- * listener speaks TLS only (https:// and wss://).
+ * listener speaks TLS only (https:// and wss://). An http listener's
+ * settings (jn_endpoint_http_config_t) are described in junction/endpoint.h,
+ * below this layer, so that the agent fills them in without including
+ * this header.
  *
  * Threads: one service thread of its own runs libwebsockets; every
  * listener is created and removed on it (calls from other threads are
@@ -31,6 +34,7 @@
 #define JUNCTION_HTTP_H 1
 
 #include <junction/core.h>
+#include <junction/endpoint.h>
 #include <junction/io.h>
 
 #include <stdbool.h>
@@ -71,33 +75,6 @@ typedef struct jn_http_config {
     void *render_ctx;           /* ctx of both */
 } jn_http_config_t;
 
-/* An http listener, from a `listener` entity with http: yes. Strings are
- * copied. */
-typedef struct jn_http_listener_config {
-    const char *name;      /* the entity's name (unique among http listeners) */
-    const char *host;      /* NULL or "": every interface */
-    int port;              /* 0: one the system picks (jn_http_listener_port) */
-    const char *root_dir;  /* httpRootDir: files served under /; NULL: none */
-    bool metrics;          /* serve /metrics */
-    bool healthz;          /* serve /healthz and /healthz/mesh */
-    bool websockets;       /* AMQP over WebSocket, through the bridged io
-                            * listener of the same name (junction/io.h) */
-    /* TLS (the listener's sslProfile; NULL cert_file: plain HTTP): PEM
-     * files and the private key's password (already resolved) */
-    const char *cert_file, *key_file, *ca_file, *key_password, *ciphers;
-    /* with TLS: every client must present a certificate that verifies
-     * against ca_file (SASL EXTERNAL's identity on a WebSocket) */
-    bool client_cert;
-    /* with TLS: clients without TLS are served too, on the same port (1.19
-     * with requireSsl: no). Never together with client_cert, which they
-     * would get around. */
-    bool plain_too;
-    /* metricsPrometheusNames (Junction's own): /metrics names 1.19's eight
-     * `_total` gauges without the suffix, as the Prometheus conventions
-     * want; false (the default): 1.19's exact names */
-    bool prometheus_names;
-} jn_http_listener_config_t;
-
 /* Router states /healthz reports. */
 typedef enum jn_http_state {
     JN_HTTP_STARTING = 0, /* nothing served yet: requests wait */
@@ -119,7 +96,7 @@ void jn_http_set_render_ctx(jn_http_t *http, void *ctx);
  * JN_EINVAL (the address cannot be bound or a root directory that is not
  * a readable directory; err, errlen octets, says why); JN_ENOMEM. Any
  * thread but the service thread; waits for it (a few milliseconds). */
-int jn_http_add_listener(jn_http_t *http, const jn_http_listener_config_t *cfg, char *err,
+int jn_http_add_listener(jn_http_t *http, const jn_endpoint_http_config_t *cfg, char *err,
                          size_t errlen);
 
 /* jn_http_remove_listener: stop listening (requests in progress finish).

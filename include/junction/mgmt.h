@@ -27,10 +27,11 @@
  *   - vhost (CREATE, UPDATE, DELETE act on the policy layer's table,
  *     jn_mgmt_config_t.policy) and vhostStats (read from that table).
  *
- * This header still names I/O and HTTP types in its hooks
- * (jn_endpoint_config_t, jn_io_residence_t, jn_io_policy_stats_t,
- * jn_http_listener_config_t): a crossing above mgmt's layer that CMake
- * does not declare (issue 26); the vhost types live in junction/policy.h.
+ * The agent acts on the I/O and HTTP layers (above it) only through the
+ * hooks of jn_mgmt_config_t that main.c fills in at start; the data those
+ * hooks carry are described below both: endpoints in junction/endpoint.h,
+ * the residence histogram in junction/core.h, the policy entity's
+ * connection figures in junction/policy.h (lint.layers holds this).
  *
  * Threads: jn_mgmt_create and jn_mgmt_free on the main thread (before the
  * core starts / after it stopped), jn_mgmt_plan_config anywhere,
@@ -49,8 +50,7 @@
 
 #include <junction/config.h>
 #include <junction/core.h>
-#include <junction/http.h>
-#include <junction/io.h>
+#include <junction/endpoint.h>
 #include <junction/mesh.h>
 #include <junction/policy.h>
 #include <stdio.h>
@@ -73,7 +73,7 @@ typedef struct jn_mgmt_config {
     const char *policy_dir;    /* policy.policyDir, shown (copied; NULL: "") */
     /* policy_stats: the policy entity's connection figures (typically
      * jn_io_policy_stats over io_ctx). NULL: shown as 0. */
-    void (*policy_stats)(void *io_ctx, jn_io_policy_stats_t *out);
+    void (*policy_stats)(void *io_ctx, jn_policy_conn_stats_t *out);
     /* policy: the vhost policy's table (junction/policy.h; borrowed, it
      * outlives the agent): vhostStats reads its figures, and a vhost
      * created, updated (replaced by hostname) or deleted through
@@ -82,7 +82,7 @@ typedef struct jn_mgmt_config {
     jn_policy_t *policy;
     /* residence: the residence-time histogram (/metrics; typically
      * jn_io_residence_read over io_ctx). Any thread. NULL: not shown. */
-    void (*residence)(void *io_ctx, jn_io_residence_t *out);
+    void (*residence)(void *io_ctx, jn_residence_t *out);
     /* router.metricsAddressLimit: /metrics shows per-address counters for
      * at most this many addresses (0: none) */
     uint32_t metrics_address_limit;
@@ -157,7 +157,7 @@ typedef struct jn_mgmt_config {
      * bridged listener of the same name (add_listener, cfg.bridged) before
      * add_http_listener, and removed with it. */
     void *http_ctx;
-    int (*add_http_listener)(void *http_ctx, const jn_http_listener_config_t *cfg, char *err,
+    int (*add_http_listener)(void *http_ctx, const jn_endpoint_http_config_t *cfg, char *err,
                              size_t errlen);
     int (*remove_http_listener)(void *http_ctx, const char *name);
     int (*http_listener_port)(void *http_ctx, const char *name, char *buf, size_t cap);

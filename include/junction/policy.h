@@ -231,6 +231,19 @@ typedef struct jn_policy_count {
     uint64_t n;
 } jn_policy_count_t;
 
+/* The policy entity's connection figures (1.19's policy statistics), as
+ * the layer that enforces the policy counts them (the I/O layer:
+ * jn_io_policy_stats; the agent shows them): processed = approved +
+ * denied since start; current = counted incoming connections open now;
+ * max_message_size_denied = messages over maxMessageSize (each detached
+ * its link and closed its connection). Plain data, any thread. */
+typedef struct jn_policy_conn_stats {
+    uint64_t processed, denied, current;
+    uint64_t links_denied;    /* attaches refused by a vhost group's link rules */
+    uint64_t sessions_denied; /* begins refused by a vhost group's maxSessions */
+    uint64_t max_message_size_denied;
+} jn_policy_conn_stats_t;
+
 /* One vhost's figures (1.19's vhostStats): connections approved and
  * denied since it was added, open now; denials after the Open; per_user
  * / per_host: each user's / remote host's open connections (n_user,

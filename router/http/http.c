@@ -717,7 +717,7 @@ jn_http_t *jn_http_create(const jn_http_config_t *cfg)
  * JN_EEXIST (the name is taken), JN_EINVAL (a bad httpRootDir, said in why;
  * or the HTTP side is stopped) or JN_ENOMEM; *out is then NULL. Caller's
  * thread (management or start-up). */
-static int server_new(jn_http_t *http, const jn_http_listener_config_t *cfg, char *why,
+static int server_new(jn_http_t *http, const jn_endpoint_http_config_t *cfg, char *why,
                       size_t whylen, server_t **out)
 {
     *out = NULL;
@@ -772,7 +772,7 @@ static int server_new(jn_http_t *http, const jn_http_listener_config_t *cfg, cha
  * file mounts when srv has a root folder and TLS when cfg has a
  * certificate. Returns 0, or JN_EINVAL with why set (the port or the
  * certificate refused). Caller's thread; srv is not yet shared. */
-static int server_listen(server_t *srv, const jn_http_listener_config_t *cfg, char *why,
+static int server_listen(server_t *srv, const jn_endpoint_http_config_t *cfg, char *why,
                          size_t whylen)
 {
     if (srv->root_dir) { /* our paths stay ours; the rest are files */
@@ -820,7 +820,7 @@ static int server_listen(server_t *srv, const jn_http_listener_config_t *cfg, ch
     return 0;
 }
 
-int jn_http_add_listener(jn_http_t *http, const jn_http_listener_config_t *cfg, char *err,
+int jn_http_add_listener(jn_http_t *http, const jn_endpoint_http_config_t *cfg, char *err,
                          size_t errlen)
 {
     char why[256] = "";

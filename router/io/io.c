@@ -397,13 +397,13 @@ void jn_io_free(jn_io_t *io)
 }
 
 /* jn_io_residence_read: see junction/io.h. */
-void jn_io_residence_read(jn_io_t *io, jn_io_residence_t *out)
+void jn_io_residence_read(jn_io_t *io, jn_residence_t *out)
 {
     memset(out, 0, sizeof *out);
     for (unsigned i = 0; i < io->worker_threads; i++) {
         jn_io_loop_t *loop = &io->loops[i];
         for (unsigned c = 0; c < JN_RES_CLASSES; c++) {
-            for (unsigned b = 0; b < JN_IO_RES_BUCKETS; b++)
+            for (unsigned b = 0; b < JN_RES_BUCKETS; b++)
                 out->count[c][b] +=
                     atomic_load_explicit(&loop->res_count[c][b], memory_order_relaxed);
             out->sum_ns[c] += atomic_load_explicit(&loop->res_sum_ns[c], memory_order_relaxed);
@@ -412,7 +412,7 @@ void jn_io_residence_read(jn_io_t *io, jn_io_residence_t *out)
 }
 
 /* jn_io_policy_stats: see junction/io.h. */
-void jn_io_policy_stats(jn_io_t *io, jn_io_policy_stats_t *out)
+void jn_io_policy_stats(jn_io_t *io, jn_policy_conn_stats_t *out)
 {
     pthread_mutex_lock(&io->lock);
     out->processed = io->policy_processed;

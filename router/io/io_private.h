@@ -340,7 +340,7 @@ struct jn_io_loop {
      * junction/io.h jn_io_residence_read): written by this loop's thread
      * only (a relaxed load and store, no read-modify-write), read by any
      * thread with relaxed loads. Counts per bucket, not cumulative. */
-    _Atomic uint64_t res_count[JN_RES_CLASSES][JN_IO_RES_BUCKETS];
+    _Atomic uint64_t res_count[JN_RES_CLASSES][JN_RES_BUCKETS];
     _Atomic uint64_t res_sum_ns[JN_RES_CLASSES];
 };
 
@@ -364,7 +364,7 @@ extern _Thread_local jn_io_loop_t *jn_io_loop_self_;
  * one call per copy sent; a thread-local load, two loads from the
  * delivery, a subtraction, four compares (whatever the time) and two relaxed
  * load/store pairs on memory only this thread writes. Loop thread. */
-_Static_assert(JN_IO_RES_BUCKETS == 16, "jn_io_residence_note_IO searches 16 buckets");
+_Static_assert(JN_RES_BUCKETS == 16, "jn_io_residence_note_IO searches 16 buckets");
 static inline void jn_io_residence_note_IO(const jn_delivery_t *dlv)
 {
     JN_ASSERT_SOME_IO();
@@ -376,10 +376,10 @@ static inline void jn_io_residence_note_IO(const jn_delivery_t *dlv)
     uint64_t ns = loop->pass_ns > since ? loop->pass_ns - since : 0;
     /* the first bucket whose bound is >= ns: four steps of a binary
      * search over the 15 bounds (the 16th bucket has none) */
-    unsigned b = ns > jn_io_res_bounds_ns[7] ? 8 : 0;
-    b += ns > jn_io_res_bounds_ns[b + 3] ? 4 : 0;
-    b += ns > jn_io_res_bounds_ns[b + 1] ? 2 : 0;
-    b += ns > jn_io_res_bounds_ns[b] ? 1 : 0;
+    unsigned b = ns > jn_res_bounds_ns[7] ? 8 : 0;
+    b += ns > jn_res_bounds_ns[b + 3] ? 4 : 0;
+    b += ns > jn_res_bounds_ns[b + 1] ? 2 : 0;
+    b += ns > jn_res_bounds_ns[b] ? 1 : 0;
     _Atomic uint64_t *c = &loop->res_count[cls][b], *s = &loop->res_sum_ns[cls];
     atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
                           memory_order_relaxed);
@@ -411,7 +411,7 @@ struct jn_io {
     size_t live_conns;        /* connections whose transport is not closed */
     size_t max_conns;         /* accept no more than this many (file descriptors) */
     /* policy.maxConnections (jn_io_config_t.max_connections) and its
-     * figures (jn_io_policy_stats_t): incoming connections counted at
+     * figures (jn_policy_conn_stats_t): incoming connections counted at
      * accept (conn->policy_counted), uncounted when their transport
      * closes */
     uint32_t policy_max_conns;

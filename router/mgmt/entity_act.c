@@ -144,7 +144,7 @@ static int create_http_listener(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity
         return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "http",
                               "listener attribute 'http' is not supported by this router");
     char why[256] = "";
-    jn_http_listener_config_t lc = {
+    jn_endpoint_http_config_t lc = {
         .name = e->name,
         .host = jn_mgmt_entity_str(e, "host"),
         .port = port_number(jn_mgmt_entity_str(e, "port")),

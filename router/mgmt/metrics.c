@@ -140,7 +140,7 @@ typedef struct snap_head {
     /* their five counters summed (ingress, egress, transit, to/from container) */
     uint64_t dynamic[5];
     bool has_residence;
-    jn_io_residence_t residence;
+    jn_residence_t residence;
 } snap_head_t;
 
 #define SNAP_MAGIC 0x6a6e6d6574726963ull /* "jnmetric" */
@@ -460,7 +460,7 @@ static void per_address(text_t *t, const snap_head_t *h, const uint8_t *recs, si
         named > h->n_addrs ? named - h->n_addrs : 0, h->n_dynamic);
 }
 
-static void residence(text_t *t, const jn_io_residence_t *r)
+static void residence(text_t *t, const jn_residence_t *r)
 {
     static const char *const cls[JN_RES_CLASSES] = {"other", "mobile", "local", "router"};
     put(t, "# HELP junction_delivery_residence_seconds Time from the I/O pass that read a delivery "
@@ -469,13 +469,13 @@ static void residence(text_t *t, const jn_io_residence_t *r)
            "# TYPE junction_delivery_residence_seconds histogram\n");
     for (unsigned c = 0; c < JN_RES_CLASSES; c++) {
         uint64_t cum = 0;
-        for (unsigned b = 0; b < JN_IO_RES_BUCKETS; b++) {
+        for (unsigned b = 0; b < JN_RES_BUCKETS; b++) {
             cum += r->count[c][b];
-            if (b < JN_IO_RES_BUCKETS - 1)
+            if (b < JN_RES_BUCKETS - 1)
                 put(t,
                     "junction_delivery_residence_seconds_bucket{class=\"%s\",le=\"%g\"} %" PRIu64
                     "\n",
-                    cls[c], (double)jn_io_res_bounds_ns[b] / 1e9, cum);
+                    cls[c], (double)jn_res_bounds_ns[b] / 1e9, cum);
             else
                 put(t,
                     "junction_delivery_residence_seconds_bucket{class=\"%s\",le=\"+Inf\"} %" PRIu64

@@ -396,7 +396,7 @@ size_t jn_mgmt_rows_policy(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t 
 {
     JN_CHECK(jn_mgmt_class_ncols(cls) == JN_COLS_POLICY);
     if (offset == 0 && max > 0) {
-        jn_io_policy_stats_t st = {0};
+        jn_policy_conn_stats_t st = {0};
         if (agent->cfg.policy_stats)
             agent->cfg.policy_stats(agent->cfg.io_ctx, &st);
         jn_mv_t row[JN_COLS_POLICY] = {

@@ -4,10 +4,10 @@
  * request's attributes (an UPDATE's over the vhost's own) are written as
  * one JSON vhost section, loaded and checked by the configuration code
  * (jn_mgmt_vhost_text: the same checks and messages as at start), then
- * handed to the I/O layer's vhost table and to the vhost rows. Connections
- * open already keep the rules they were admitted with (1.19's rule: a
- * connection's settings are fetched once, at its Open); new ones take the
- * new vhost. The agent's callbacks reach the I/O layer.
+ * handed to the policy layer's vhost table (jn_mgmt_config_t.policy,
+ * junction/policy.h) and to the vhost rows. Connections open already keep
+ * the rules they were admitted with (1.19's rule: a connection's settings
+ * are fetched once, at its Open); new ones take the new vhost.
  */
 #include "mgmt_private.h"
 #include "entity.h"

@@ -19,13 +19,13 @@
 #include <cmocka.h>
 
 /* mobile: 3 copies under 10 us, 2 in (250 us, 500 us], 1 over 1 s */
-static void fake_residence(void *io, jn_io_residence_t *out)
+static void fake_residence(void *io, jn_residence_t *out)
 {
     (void)io;
     memset(out, 0, sizeof *out);
     out->count[JN_RES_CLASS_MOBILE][0] = 3;
     out->count[JN_RES_CLASS_MOBILE][5] = 2;
-    out->count[JN_RES_CLASS_MOBILE][JN_IO_RES_BUCKETS - 1] = 1;
+    out->count[JN_RES_CLASS_MOBILE][JN_RES_BUCKETS - 1] = 1;
     out->sum_ns[JN_RES_CLASS_MOBILE] = 2500000001ull;
 }
 

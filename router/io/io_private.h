@@ -107,29 +107,18 @@ struct jn_io_tls_entry {
  * yet sent by every copy: waiting for a consumer's credit, or being sent)
  * add up to more than this; resume below JN_IO_LINK_LOW_WATER (the link's
  * jn_rx_budget_t, junction/message.h "holding"). While stopped, the link's
- * new credit is held back.
- *
- * Credit: a new link gets all the credit the core grants (linkCapacity,
- * as qdrouterd 1.19), even before the size of its messages is known. What
- * bounds the router's memory is not the credit but what a sender can put
- * in flight before we read it: once this link has stopped, proton's
- * session window (incoming capacity, below: 16 MiB by default, or as
- * maxSessionFrames or a vhost's maxSessionWindow set it) stops the
- * sender. So an incoming link holds at most about twice
- * JN_IO_LINK_HIGH_WATER plus the message being received (itself bounded
- * by JN_IO_RX_HIGH_WATER once it streams), and its session's window
- * besides, whatever the credit (docs/performance.md, "Credit as 1.19
- * grants it"). Credit granted after the first delivery is metered: the
- * sender holds at most max(1, JN_IO_LINK_HIGH_WATER / recent message size)
- * credits at a time and the core's credit above that waits
- * (jn_io_link_t.credit_deferred) and is granted as deliveries arrive,
- * when a stopped link goes on, or when the sender's flow lowered its
- * credit (a drain answered). So a link of large messages, once its first
- * burst is through, keeps near the mark in proton's buffers instead of
- * refilling the session window (docs/compat.md, "Credit for large
- * messages").
- * Small messages are not metered (linkCapacity x size is below the mark).
- * Same values as the per-message marks. */
+ * new credit is held back. Credit is also metered while going: the sender
+ * holds at most max(1, JN_IO_LINK_HIGH_WATER / recent message size)
+ * credits at a time (JN_IO_LINK_FIRST_CREDIT before the first message);
+ * the core's credit above that waits (jn_io_link_t.credit_deferred) and is
+ * granted as deliveries arrive, when a stopped link goes on, or when the
+ * sender's flow lowered its credit (a drain answered).
+ * So what proton buffers for the link (octets sent on credit that we have
+ * not read) stays near the mark too, instead of filling the session
+ * window. Small messages are not metered (linkCapacity x size is below the
+ * mark). One incoming link thus holds about twice the high-water mark plus
+ * the message being received (itself bounded by JN_IO_RX_HIGH_WATER once
+ * it streams). Same values as the per-message marks. */
 #define JN_IO_LINK_HIGH_WATER JN_IO_RX_HIGH_WATER
 #define JN_IO_LINK_LOW_WATER  JN_IO_RX_LOW_WATER
 
@@ -140,6 +129,12 @@ struct jn_io_tls_entry {
  * multicast consumer, at most the low-water mark together). */
 #define JN_IO_TX_AHEAD_OCTETS (JN_IO_LINK_LOW_WATER / 2)
 #define JN_IO_TX_FIRST_AHEAD  2
+
+/* Credits a sender holds at most before the link has seen a message (its
+ * size unknown): its first burst is at most this many messages, not
+ * linkCapacity of them. After the first delivery the meter above applies
+ * (for small messages: no limit), so it costs one round trip at most. */
+#define JN_IO_LINK_FIRST_CREDIT 4u
 
 /* Send side: stop handing a delivery's octets to proton while the session
  * already buffers this many octets that are not yet framed (proton's

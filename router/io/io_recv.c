@@ -575,13 +575,11 @@ void jn_io_rx_init_IO(jn_io_link_t *link)
 }
 
 /* jn_io_rx_credit_IO: JN_WORK_LINK_CREDIT: grant more credit (with
- * drain: withdraw the credit, by draining the sender). Before the link's
- * first delivery all of it is granted (as 1.19: proton's session window
- * bounds what the sender can put in flight); after it, plain credit is
- * metered (io_private.h, JN_IO_LINK_HIGH_WATER): what is not granted now
- * is granted as deliveries arrive, when a stopped link goes on, or when
- * the sender's flow lowered its credit (call with credit 0 then). I/O
- * thread of the link's connection. */
+ * drain: withdraw the credit, by draining the sender). Plain credit is
+ * metered (io_private.h, JN_IO_LINK_HIGH_WATER and JN_IO_LINK_FIRST_CREDIT):
+ * what is not granted now is granted as deliveries arrive, when a stopped
+ * link goes on, or when the sender's flow lowered its credit (call with
+ * credit 0 then). I/O thread of the link's connection. */
 void jn_io_rx_credit_IO(jn_io_link_t *link, uint32_t credit, bool drain)
 {
     JN_ASSERT_IO(link->conn);
@@ -610,12 +608,8 @@ void jn_io_rx_credit_IO(jn_io_link_t *link, uint32_t credit, bool drain)
     if (link->rx_stopped || !link->credit_deferred)
         return;
     uint32_t give = link->credit_deferred;
-    if (!link->rx_avg_size) { /* no size known yet: the session window bounds it */
-        link->credit_deferred = 0;
-        pn_link_flow(link->pn, (int)give);
-        return;
-    }
-    size_t most = JN_IO_LINK_HIGH_WATER / link->rx_avg_size;
+    size_t most =
+        link->rx_avg_size ? JN_IO_LINK_HIGH_WATER / link->rx_avg_size : JN_IO_LINK_FIRST_CREDIT;
     if (most < 1)
         most = 1;
     int credit_now = pn_link_credit(link->pn);

@@ -16,8 +16,9 @@
  * the two links are paired (link->ct.routed names the other end): each
  * delivery on the incoming one is copied to the outgoing one (forward.c),
  * dispositions and settlement come back as for any copy, the incoming
- * end's credit follows the outgoing end's (jn_lr_credit_due_CT), and a
- * detach at either end detaches the other with the same error. No
+ * end's credit follows the outgoing end's (jn_lr_credit_due_CT), the
+ * receiver's drain passes to the sender and its answer back
+ * (jn_lr_pass_drain_CT, jn_lr_sender_drained_CT), and a detach at either end detaches the other with the same error. No
  * container connection (of role route-container, as in 1.19) here or
  * behind another router: the attach is refused with qd:no-route-to-dest,
  * 1.19's condition.

@@ -373,6 +373,16 @@ void jn_core_link_flow_IO(jn_core_link_t *link, uint64_t credit_limit, bool drai
  * asked. Thread: the I/O thread owning the link's connection. */
 void jn_core_link_peer_credit_IO(jn_core_link_t *link, uint64_t peer_limit);
 
+/* jn_core_link_drained_IO: on a link-routed incoming link, the sender
+ * answered the drain the core passed to it (JN_WORK_LINK_CREDIT with
+ * drain and credit 0): its flow advanced the delivery-count and left it
+ * no credit, or its deliveries used the credit up (AMQP 1.0 2.6.7). The
+ * deliveries it sent before the answer must have been passed to the core
+ * first. The core then answers the drain of the receiver at the link
+ * route's other end. Shares the flow mailbox (one action at most queued).
+ * Thread: the I/O thread owning the link's connection. */
+void jn_core_link_drained_IO(jn_core_link_t *link);
+
 /* jn_core_link_answered_IO: the peer answered an attach the router made
  * for a JN_WORK_LINK_ATTACH (its attach arrived; a refusal's detach
  * follows it). Posts the action once. */

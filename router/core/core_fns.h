@@ -513,6 +513,19 @@ void jn_lr_conn_closed_CT(jn_core_conn_t *conn);
 void jn_lr_tick_CT(jn_core_t *core);
 /* The credit a routed incoming link may be granted now (link.c). */
 uint32_t jn_lr_credit_due_CT(const jn_core_link_t *link);
+/* A draining outgoing link (link->ct.drain) with nothing it may send now
+ * (none waiting, or at its unsettled bound) and credit left: the rest of
+ * its credit is used up (JN_WORK_LINK_DRAINED: pn_link_drained). Else
+ * nothing. Core thread (link.c). */
+void jn_link_answer_drain_CT(jn_core_link_t *link);
+/* A routed incoming link's credit was flushed (link.c): when the receiver
+ * at the other end drains and the sender holds credit, pass the drain to
+ * the sender (JN_WORK_LINK_CREDIT, drain, credit 0) once. Core thread. */
+void jn_lr_pass_drain_CT(jn_core_link_t *link);
+/* A routed incoming link's sender answered the passed drain
+ * (jn_core_link_drained_IO): it holds no credit; the receiver's drain is
+ * answered once its copies are handed out. Core thread. */
+void jn_lr_sender_drained_CT(jn_core_link_t *link);
 
 /* link.c: an endpoint link's attach, from the link-route check on: route
  * it, or bind it to its address (what jn_link_attached_CT does after an

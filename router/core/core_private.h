@@ -387,6 +387,9 @@ struct jn_core_link {
          * route (each end names the other until either detaches), and
          * the auto-link this link serves, or NULL */
         jn_core_link_t *routed;
+        /* a link-routed incoming link: the receiver's drain was passed to
+         * its sender, whose answer is awaited (linkroute.c) */
+        bool lr_draining;
         struct jn_autolink *autolink;
         /* a sender of an edge router (edge.c): what the tracking link last
          * said of its address: 0 nothing yet, 1 no destination, 2 some */

@@ -130,6 +130,17 @@ void jn_core_link_flow_IO(jn_core_link_t *link, uint64_t credit_limit, bool drai
     jn_core_post(link->conn->core, &link->flow_action);
 }
 
+void jn_core_link_drained_IO(jn_core_link_t *link)
+{
+    JN_ASSERT_IO_CALLER();
+    /* an incoming link's flow word says only this (jn_link_flow_CT) */
+    atomic_store_explicit(&link->flow, 1u, memory_order_release);
+    if (atomic_exchange_explicit(&link->flow_posted, true, memory_order_acq_rel))
+        return;
+    jn_link_ref(link);
+    jn_core_post(link->conn->core, &link->flow_action);
+}
+
 void jn_core_link_peer_credit_IO(jn_core_link_t *link, uint64_t peer_limit)
 {
     JN_ASSERT_IO_CALLER();
@@ -427,8 +438,13 @@ void jn_link_flow_CT(jn_core_link_t *link)
     /* Clear the flag first: a flow stored after this posts a new action. */
     atomic_exchange_explicit(&link->flow_posted, false, memory_order_acq_rel);
     uint64_t word = atomic_load_explicit(&link->flow, memory_order_acquire);
-    if (link->dir != JN_LINK_OUTGOING || link->ct.state != JN_LINK_ST_ATTACHED)
+    if (link->ct.state != JN_LINK_ST_ATTACHED)
         return;
+    if (link->dir != JN_LINK_OUTGOING) {
+        if (link->ct.routed && (word & 1u))
+            jn_lr_sender_drained_CT(link); /* jn_core_link_drained_IO */
+        return;
+    }
     link->ct.credit_limit = word >> 1;
     link->ct.drain = (word & 1u) != 0;
     jn_link_pump_CT(link);
@@ -449,8 +465,16 @@ void jn_link_pump_CT(jn_core_link_t *link)
     if (JN_UNLIKELY(link->ct.close_when_sent) && !link->ct.undelivered.head)
         jn_edge_sent_all_CT(link); /* an edge's uplink sender left by its producers */
     /* a drain with nothing it may send now (none waiting, or at its
-     * unsettled bound) is answered at once */
-    if (link->ct.drain && (!link->ct.undelivered.head || jn_link_full_CT(link)) &&
+     * unsettled bound) is answered at once; a link-routed one when the
+     * sender at the far end answered it (linkroute.c) */
+    if (link->ct.drain && !link->ct.routed)
+        jn_link_answer_drain_CT(link);
+}
+
+void jn_link_answer_drain_CT(jn_core_link_t *link)
+{
+    JN_ASSERT_CT(link->conn->core);
+    if ((!link->ct.undelivered.head || jn_link_full_CT(link)) &&
         link->ct.handed < link->ct.credit_limit) {
         /* the I/O layer uses the rest of the credit up (pn_link_drained) */
         link->ct.handed = link->ct.credit_limit;
@@ -525,8 +549,8 @@ static bool sent_into_nothing_CT(jn_core_link_t *link)
     return link->ct.deliveries != link->ct.nodest_deliveries;
 }
 
-/* A link-routed sender whose receiver at the far end drained its credit is
- * drained too. A client's targeted sender whose address lost its last
+/* A link-routed sender is left alone: its receiver's drain passes to it
+ * (jn_lr_pass_drain_CT). A client's targeted sender whose address lost its last
  * destination keeps the credit it has, as in 1.19, until it sends with it:
  * that delivery is released (or, pre-settled, dropped and counted) at
  * once, its credit is given back and the sender is asked to drain (AMQP
@@ -542,12 +566,9 @@ static void withdraw_credit_CT(jn_core_link_t *link)
     JN_ASSERT_CT(link->conn->core);
     if (link->ct.state != JN_LINK_ST_ATTACHED || link->ct.outstanding == 0)
         return;
-    if (link->ct.routed) {
-        /* link-routed: the receiver at the far end drained its credit */
-        const jn_core_link_t *out = link->ct.routed;
-        if (!out->ct.drain || out->ct.handed < out->ct.credit_limit)
-            return;
-    } else if (!link->ct.autolink) {
+    if (link->ct.routed)
+        return; /* its receiver's drain passes to it (jn_lr_pass_drain_CT) */
+    if (!link->ct.autolink) {
         if (!link->ct.nodest_seen || !sent_into_nothing_CT(link))
             return;
         /* the released delivery's credit back first, as 1.19 replenishes it */
@@ -563,11 +584,10 @@ static void withdraw_credit_CT(jn_core_link_t *link)
         return; /* out of memory: the credit stays with the sender */
     w->link = jn_link_ref(link);
     w->drain = true;
-    /* a broker (auto-link, link route) gets credit 0 without the drain
-     * flag: RabbitMQ 3.10's AMQP 1.0 plugin ends the whole session, every
-     * routed link on it, when a drain completes; a link-routed client's
-     * drain was answered by the router already (jn_link_pump_CT) */
-    w->credit = link->ct.autolink || link->ct.routed ? 1 : 0;
+    /* an auto-link's broker gets credit 0 without the drain flag:
+     * RabbitMQ 3.10's AMQP 1.0 plugin ends the whole session when a drain
+     * completes (a link route passes its receiver's own drain instead) */
+    w->credit = link->ct.autolink ? 1 : 0;
     jn_work_push_CT(link->conn, w);
     link->ct.outstanding = 0;
 }
@@ -619,6 +639,8 @@ void jn_link_flush_credit_CT(jn_core_t *core)
         }
         else if (credit == 0)
             withdraw_credit_CT(link);
+        if (JN_UNLIKELY(link->ct.routed != NULL))
+            jn_lr_pass_drain_CT(link);
         jn_link_unref(link); /* the dirty list's reference */
     }
 }

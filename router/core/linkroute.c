@@ -16,8 +16,9 @@
  * the two links are paired (link->ct.routed names the other end): each
  * delivery on the incoming one is copied to the outgoing one (forward.c),
  * dispositions and settlement come back as for any copy, the incoming
- * end's credit follows the outgoing end's (jn_lr_credit_due_CT), and a
- * detach at either end detaches the other with the same error. No
+ * end's credit follows the outgoing end's (jn_lr_credit_due_CT), the
+ * receiver's drain passes to the sender and its answer back
+ * (jn_lr_pass_drain_CT, jn_lr_sender_drained_CT), and a detach at either end detaches the other with the same error. No
  * container connection (of role route-container, as in 1.19) here or
  * behind another router: the attach is refused with qd:no-route-to-dest,
  * 1.19's condition.
@@ -390,7 +391,10 @@ uint32_t jn_lr_credit_due_CT(const jn_core_link_t *link)
 {
     JN_ASSERT_CT(link->conn->core);
     const jn_core_link_t *out = link->ct.routed;
-    if (out->ct.state != JN_LINK_ST_ATTACHED || out->ct.credit_limit <= out->ct.handed)
+    /* while a passed drain is awaited, the sender gets nothing more: new
+     * credit would clear the drain flag before it answered */
+    if (out->ct.state != JN_LINK_ST_ATTACHED || out->ct.credit_limit <= out->ct.handed ||
+        link->ct.lr_draining)
         return 0;
     uint64_t avail = out->ct.credit_limit - out->ct.handed;
     /* the receiving end's unsettled bound (link.c) limits it too: a
@@ -406,6 +410,45 @@ uint32_t jn_lr_credit_due_CT(const jn_core_link_t *link)
         return 0;
     avail -= used;
     return avail > UINT32_MAX ? UINT32_MAX : (uint32_t)avail;
+}
+
+void jn_lr_pass_drain_CT(jn_core_link_t *link)
+{
+    JN_ASSERT_CT(link->conn->core);
+    jn_core_link_t *out = link->ct.routed;
+    if (!out->ct.drain || link->ct.lr_draining || link->ct.state != JN_LINK_ST_ATTACHED)
+        return; /* no drain, or one awaited already */
+    if (link->ct.outstanding == 0) {
+        /* the sender holds none of the receiver's credit (none could be
+         * granted in this flush): nothing can come, answer now */
+        jn_link_answer_drain_CT(out);
+        return;
+    }
+    /* drain with credit 0: the credit granted stays the sender's, with the
+     * drain flag (io_recv.c), so the sender sends what it has or gives
+     * the credit back (AMQP 1.0 2.6.7), as 1.19 passes a drain on */
+    jn_work_t *w = jn_work_new_CT(link->conn->core, JN_WORK_LINK_CREDIT);
+    if (!w)
+        return; /* out of memory: the receiver's drain waits for the next flow */
+    w->link = jn_link_ref(link);
+    w->drain = true;
+    w->credit = 0;
+    jn_work_push_CT(link->conn, w);
+    link->ct.lr_draining = true;
+}
+
+void jn_lr_sender_drained_CT(jn_core_link_t *link)
+{
+    JN_ASSERT_CT(link->conn->core);
+    jn_core_link_t *out = link->ct.routed;
+    if (!link->ct.lr_draining || !out)
+        return;
+    link->ct.lr_draining = false;
+    link->ct.outstanding = 0;
+    jn_link_pump_CT(out); /* copies that waited for the receiver's credit */
+    if (out->ct.drain)
+        jn_link_answer_drain_CT(out);
+    jn_link_mark_dirty_CT(link); /* credit the receiver gave meanwhile */
 }
 
 void jn_lr_link_detached_CT(jn_core_link_t *link, bool from_conn_close)

@@ -652,6 +652,9 @@ struct jn_io_link {
     jn_rx_budget_t *budget;
     bool rx_stopped;          /* not taking deliveries: waiting for the wake */
     uint32_t credit_deferred; /* LINK_CREDIT from the core not granted yet */
+    /* link-routed: the core passed its receiver's drain to the sender;
+     * its answer (no credit left) is told once (io_recv.c) */
+    bool drain_passed;
     size_t rx_avg_size;       /* recent message size (0: none yet) */
 
     /* incoming: the delivery being received (one at a time per link) */

@@ -52,6 +52,10 @@
 
 /* ---- helpers -------------------------------------------------------------- */
 
+/* AMQP 1.0 2.8.7: a delivery-tag is at most 32 octets (core.h: the core
+ * keeps that many) */
+#define JN_IO_TAG_MAX 32
+
 
 /* Give credit for a delivery the core never saw. */
 static void credit_back_IO(jn_io_link_t *link)
@@ -59,6 +63,20 @@ static void credit_back_IO(jn_io_link_t *link)
     JN_ASSERT_IO(link->conn);
     if (link->pn && !link->local_closed && !link->detached)
         pn_link_flow(link->pn, 1);
+}
+
+/* A drain passed to a link-routed sender (jn_io_rx_credit_IO) is answered
+ * once the sender holds no credit: its flow advanced the delivery-count,
+ * or its deliveries used the credit up (AMQP 1.0 2.6.7). Tell the core
+ * (after the deliveries before it), which answers the receiver's drain. */
+static void rx_drain_check_IO(jn_io_link_t *link)
+{
+    JN_ASSERT_IO(link->conn);
+    if (!link->pn || link->rx.pd || pn_link_credit(link->pn) > 0 || pn_link_queued(link->pn) > 0 ||
+        !link->core)
+        return;
+    link->drain_passed = false;
+    jn_core_link_drained_IO(link->core);
 }
 
 /* Set our disposition of pd (not yet settled) as d says. */
@@ -321,6 +339,12 @@ static void rx_try_route_IO(jn_io_link_t *link, bool all_in)
         return; /* message logging reads its application properties: wait for them */
     pn_delivery_t *pd = link->rx.pd;
     pn_delivery_tag_t tag = pn_delivery_tag(pd);
+    if (JN_UNLIKELY(link->passthrough) && tag.size > JN_IO_TAG_MAX) {
+        /* a link route carries the sender's tag, which AMQP 1.0 (2.8.7)
+         * bounds at 32 octets: cut, it could repeat another; as 1.19 */
+        rx_reject_IO(link, "amqp:invalid-field", "delivery-tag longer than 32 octets");
+        return;
+    }
     /* The delivery takes a reference; keep ours while octets still come. */
     jn_message_t *given = all_in ? m : jn_message_ref(m);
     if (all_in)
@@ -386,6 +410,8 @@ static void rx_finish_IO(jn_io_link_t *link, bool aborted)
         jn_io_pd_release(pd, dlv, true);
     }
     memset(&link->rx, 0, sizeof link->rx);
+    if (JN_UNLIKELY(link->drain_passed))
+        rx_drain_check_IO(link); /* the sender may have used the credit up */
     if (link->credit_deferred)
         jn_io_rx_credit_IO(link, 0, false); /* the sender used one */
 }
@@ -596,10 +622,15 @@ void jn_io_rx_credit_IO(jn_io_link_t *link, uint32_t credit, bool drain)
          * gives it all back. */
         uint32_t deferred = link->credit_deferred;
         link->credit_deferred = 0;
-        if (credit)
+        if (credit) {
             pn_link_flow(link->pn, -pn_link_credit(link->pn));
-        else
-            pn_link_drain(link->pn, (int)deferred);
+            return;
+        }
+        pn_link_drain(link->pn, (int)deferred);
+        if (link->passthrough) { /* a link route's receiver drains: told back */
+            link->drain_passed = true;
+            rx_drain_check_IO(link);
+        }
         return;
     }
     link->credit_deferred += credit;
@@ -632,6 +663,8 @@ void jn_io_rx_credit_IO(jn_io_link_t *link, uint32_t credit, bool drain)
 void jn_io_rx_flow_IO(jn_io_link_t *link)
 {
     JN_ASSERT_IO(link->conn);
+    if (JN_UNLIKELY(link->drain_passed))
+        rx_drain_check_IO(link);
     if (link->credit_deferred && link->pn && !pn_link_get_drain(link->pn))
         jn_io_rx_credit_IO(link, 0, false);
 }

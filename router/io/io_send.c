@@ -22,8 +22,9 @@
  * streaming, stay tx.pd): they get neither the reference nor the context.
  *
  * The core hands out copies within the credit limit this file tells it
- * (jn_io_tx_flow_IO). That limit is the peer's credit, but at most a cap
- * past the copies already sent: the link's capacity (linkCapacity), or
+ * (jn_io_tx_flow_IO). That limit is the peer's credit (on a link-routed
+ * link, as it is: the core bounds it), but at most a cap past the copies
+ * already sent: the link's capacity (linkCapacity), or
  * fewer when that many copies of the messages seen lately would hold more
  * than JN_IO_TX_AHEAD_OCTETS (at least 2; JN_IO_TX_FIRST_AHEAD before a
  * size is known). Copies handed over and not yet
@@ -286,6 +287,14 @@ static void tx_maybe_drained_IO(jn_io_link_t *link)
 static uint64_t tx_limit(jn_io_link_t *link, int credit)
 {
     uint64_t c = credit > 0 ? (uint64_t)credit : 0;
+    if (JN_UNLIKELY(link->passthrough)) {
+        /* a link route passes the receiver's credit to the sender at the
+         * far end as it is (1.19); what that sender may have in flight is
+         * bounded by the core (the link's unsettled bound, linkroute.c) */
+        link->tx.flow_cap = 0;
+        link->tx.flow_capped = false;
+        return link->tx.sent + c;
+    }
     uint64_t cap = link->conn->endpoint->cfg.link_capacity;
     /* before the first copy, its size is not known: a few ahead, and told
      * again (with its size) once half of them are sent */

@@ -388,6 +388,10 @@ struct jn_core_link {
          * the auto-link this link serves, or NULL */
         jn_core_link_t *routed;
         struct jn_autolink *autolink;
+        /* link routes: the other end, when it detached first and its
+         * answer (detach or close, as this link's own detach) waits for
+         * this link's (referenced; its LINK_RELEASED waits too) */
+        jn_core_link_t *echo;
         /* a sender of an edge router (edge.c): what the tracking link last
          * said of its address: 0 nothing yet, 1 no destination, 2 some */
         uint8_t edge_reported;

@@ -9,6 +9,8 @@ as qdrouterd 1.19 behaves).
   same for a sender with a dynamic target.
 - A dynamic source without x-opt-qd.address is not link-routed: the
   router makes its address.
+- management shows a link-routed link's owningAddr as its terminus
+  address with the mobile prefix, M0<address> (1.19).
 - A client's detach (closed=false) reaches the container as a detach; the
   client's answer is the container's: closed=true when the container
   closes its end, closed=false when it only detaches.
@@ -22,7 +24,7 @@ from proton.handlers import MessagingHandler
 from proton.reactor import Container, DynamicNodeProperties, LinkOption
 
 from harness import SLOW, RouterTestCase, conf_section, container_listener
-from test_router_entities import LOGS, client_listener, router_section
+from test_router_entities import LOGS, Manager, client_listener, router_section
 
 TIMEOUT = 15 * SLOW
 
@@ -142,6 +144,7 @@ class ClientDetaches(Scenario):
     def __init__(self, client_url, container_url, container_closes):
         super().__init__(client_url, container_url)
         self.container_closes = container_closes
+        self.when_open = None  # called once both ends are attached
         self.container_saw = None  # "detach" or "close"
         self.client_got = None
 
@@ -156,6 +159,8 @@ class ClientDetaches(Scenario):
 
     def on_link_opened(self, event):
         if event.receiver == getattr(self, "receiver", None):
+            if self.when_open:
+                self.when_open()
             self.receiver.detach()
 
     def _peer_ended(self, event, how):
@@ -217,6 +222,25 @@ class DynamicAndDetachTest(RouterTestCase):
         s = ClientDetaches(r.url, r.container_url, container_closes=False).run()
         self.assertIsNone(s.error)
         self.assertEqual((s.container_saw, s.client_got), ("detach", "detach"))
+
+    def test_routed_links_show_their_terminus_address_as_mobile_owning_address(self):
+        r = self.router()
+        s = ClientDetaches(r.url, r.container_url, container_closes=True)
+        seen = []
+
+        def query():
+            m = Manager(r.url)
+            try:
+                seen.extend(sorted((l["linkDir"], l["owningAddr"])
+                                   for l in m.query("router.link", ["linkDir", "owningAddr"])
+                                   if l["owningAddr"] and "lrq" in l["owningAddr"]))
+            finally:
+                m.close()
+        s.when_open = query
+        s.run()
+        self.assertIsNone(s.error)
+        # the client's receiver (out) and the router's link from the container (in)
+        self.assertEqual(seen, [("in", "M0lrq.detach"), ("out", "M0lrq.detach")])
 
 
 if __name__ == "__main__":

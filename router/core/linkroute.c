@@ -17,7 +17,13 @@
  * delivery on the incoming one is copied to the outgoing one (forward.c),
  * dispositions and settlement come back as for any copy, the incoming
  * end's credit follows the outgoing end's (jn_lr_credit_due_CT), and a
- * detach at either end detaches the other with the same error. No
+ * detach at either end detaches the other with the same error; the first
+ * end's answer waits for the other end's detach and is the same, closed
+ * or not (ct.echo; the I/O layer holds back its own answer). A dynamic
+ * source or target is link-routed by the address its node properties
+ * name (x-opt-qd.address, as 1.19): the container's link keeps it
+ * dynamic with no address, and the client is answered with the address
+ * the container made. No
  * container connection (of role route-container, as in 1.19) here or
  * behind another router: the attach is refused with qd:no-route-to-dest,
  * 1.19's condition.

@@ -69,9 +69,10 @@ typedef struct jn_view_link {
     jn_link_type_t type; /* endpoint, or inter-router control / data */
     /* the address table key it is attached to (e.g. "M0q1"), key_len
      * octets, not NUL-terminated; NULL for an anonymous sender or none;
-     * a link-routed link: its terminus address */
+     * a link-routed link: its terminus address, owning_routed set */
     const uint8_t *owning_addr;
     size_t owning_addr_len;
+    bool owning_routed; /* link-routed: shown as "M0" + the terminus address, as 1.19 */
     uint32_t capacity;    /* incoming: the link's; outgoing: its connection's */
     uint64_t deliveries;  /* received (incoming) / handed out (outgoing) */
     uint64_t undelivered; /* outgoing: copies waiting for credit; incoming: held */

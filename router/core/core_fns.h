@@ -501,9 +501,13 @@ bool jn_lr_attach_CT(jn_core_link_t *link);
 void jn_lr_local_attached_CT(jn_core_link_t *link);
 /* Its peer answered (JN_ACT_LINK_ANSWERED). */
 void jn_lr_answered_CT(jn_core_link_t *link);
-/* A link that is routed or serves an auto-link (or waits to) is detaching:
- * undo the pairing, detach the other end with the error. */
-void jn_lr_link_detached_CT(jn_core_link_t *link, bool from_conn_close);
+/* A link that is routed or serves an auto-link (or waits to), or whose
+ * detach another link's answer waits for (ct.echo), is detaching: undo the
+ * pairing, detach the other end with the error. True when link's own
+ * answer waits for the other end's detach (AMQP 1.0 2.6.6: a detach is
+ * answered by one): the caller does not release it, linkroute.c does
+ * once the other end answered. Core thread. */
+bool jn_lr_link_detached_CT(jn_core_link_t *link, bool from_conn_close);
 /* Connections opening and closing: auto-links attach and go; requests
  * waiting on a closed connection are answered. */
 void jn_lr_conn_opened_CT(jn_core_conn_t *conn);

@@ -391,6 +391,10 @@ struct jn_core_link {
          * its sender, whose answer is awaited (linkroute.c) */
         bool lr_draining;
         struct jn_autolink *autolink;
+        /* link routes: the other end, when it detached first and its
+         * answer (detach or close, as this link's own detach) waits for
+         * this link's (referenced; its LINK_RELEASED waits too) */
+        jn_core_link_t *echo;
         /* a sender of an edge router (edge.c): what the tracking link last
          * said of its address: 0 nothing yet, 1 no destination, 2 some */
         uint8_t edge_reported;

@@ -391,8 +391,10 @@ void jn_link_detached_CT(jn_core_link_t *link, bool from_conn_close)
     JN_ASSERT_CT(core);
     JN_CHECK(link->ct.state != JN_LINK_ST_DETACHED);
     bool was_attached = link->ct.state == JN_LINK_ST_ATTACHED;
-    if (link->ct.routed || link->ct.autolink || link->ct.state == JN_LINK_ST_ROUTING)
-        jn_lr_link_detached_CT(link, from_conn_close);
+    bool answer_later = false; /* the far end's detach is its answer (linkroute.c) */
+    if (link->ct.routed || link->ct.autolink || link->ct.echo ||
+        link->ct.state == JN_LINK_ST_ROUTING)
+        answer_later = jn_lr_link_detached_CT(link, from_conn_close);
     link->ct.state = JN_LINK_ST_DETACHED; /* no more work for it from here */
     jn_addr_t *addr = NULL;
     if (was_attached && link->type >= JN_LINK_EDGE_DOWNLINK)
@@ -421,7 +423,7 @@ void jn_link_detached_CT(jn_core_link_t *link, bool from_conn_close)
            "[C%" PRIu64 "][L%" PRIu64 "] Link detached: dir=%s deliveries=%" PRIu64 "%s",
            conn->conn_id, link->ct.id, link->dir == JN_LINK_INCOMING ? "in" : "out",
            link->ct.deliveries, from_conn_close ? " (connection closed)" : "");
-    if (!from_conn_close) {
+    if (!from_conn_close && !answer_later) {
         /* the last work item about the link; it cannot be dropped (the I/O
          * layer frees its link on it), so out of memory here is fatal */
         jn_work_t *w = jn_work_new_CT(core, JN_WORK_LINK_RELEASED);

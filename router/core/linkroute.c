@@ -18,7 +18,14 @@
  * dispositions and settlement come back as for any copy, the incoming
  * end's credit follows the outgoing end's (jn_lr_credit_due_CT), the
  * receiver's drain passes to the sender and its answer back
- * (jn_lr_pass_drain_CT, jn_lr_sender_drained_CT), and a detach at either end detaches the other with the same error. No
+ * (jn_lr_pass_drain_CT, jn_lr_sender_drained_CT), and a detach at either
+ * end detaches the other with the same error; the first end's answer
+ * waits for the other end's detach and is the same, closed or not
+ * (ct.echo; the I/O layer holds back its own answer). A dynamic source or
+ * target is link-routed by the address its node properties name
+ * (x-opt-qd.address, as 1.19): the container's link keeps it dynamic with
+ * no address, and the client is answered with the address the container
+ * made. No
  * container connection (of role route-container, as in 1.19) here or
  * behind another router: the attach is refused with qd:no-route-to-dest,
  * 1.19's condition.
@@ -255,7 +262,9 @@ bool jn_lr_attach_CT(jn_core_link_t *link)
     JN_ASSERT_CT(core);
     jn_lr_table_t *t = core->lr;
     int d = link->dir == JN_LINK_INCOMING ? 0 : 1;
-    if (!link->address || link->dynamic || conn->internal ||
+    /* a dynamic terminus: by the address its node properties ask for
+     * (io_link.c), and the container makes its node */
+    if (!link->address || conn->internal ||
         (t->match[d].count == 0 && !core->mesh))
         return false;
     const jn_link_route_t *r = NULL;
@@ -265,7 +274,7 @@ bool jn_lr_attach_CT(jn_core_link_t *link)
     jn_core_conn_t *to = i >= 0 ? take_turn_CT(core, &t->routes[d][i], conn, &r) : NULL;
     char *ext = NULL, *name = NULL;
     if (to) {
-        ext = jn_lr_external_address(r, link->address);
+        ext = link->dynamic ? NULL : jn_lr_external_address(r, link->address);
     } else {
         /* the container is behind another router (10.6): the same address
          * to the next hop, the name made unique unless it came from one */
@@ -281,7 +290,7 @@ bool jn_lr_attach_CT(jn_core_link_t *link)
             jn_link_refuse_CT(link, JN_LR_NO_ROUTE_CONDITION, JN_LR_NO_ROUTE_DESCRIPTION);
             return true;
         }
-        ext = strdup(link->address);
+        ext = link->dynamic ? NULL : strdup(link->address);
         if (!conn->inter_router) {
             size_t n = strlen(link->name) + strlen(conn->container_id) + 2;
             name = malloc(n);
@@ -296,7 +305,7 @@ bool jn_lr_attach_CT(jn_core_link_t *link)
                           "resumable link routes are not allowed (router.allowResumableLinkRoute)");
         return true;
     }
-    lr_request_t *rq = ext ? jn_lr_request_new_CT(core, to) : NULL;
+    lr_request_t *rq = ext || link->dynamic ? jn_lr_request_new_CT(core, to) : NULL;
     if (!rq ||
         jn_lr_push_attach_CT(to, d == 0 ? JN_LINK_OUTGOING : JN_LINK_INCOMING,
                              name ? name : link->name, ext, link->presettled, link, rq->id) != 0) {
@@ -311,7 +320,8 @@ bool jn_lr_attach_CT(jn_core_link_t *link)
     link->ct.state = JN_LINK_ST_ROUTING;
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO,
            "[C%" PRIu64 "][L%" PRIu64 "] Link routed%s%s to connection [C%" PRIu64 "] as %s",
-           conn->conn_id, link->ct.id, r ? " by " : "", r ? r->name : "", to->conn_id, ext);
+           conn->conn_id, link->ct.id, r ? " by " : "", r ? r->name : "", to->conn_id,
+           ext ? ext : "(dynamic)");
     free(ext);
     free(name);
     return true;
@@ -368,7 +378,13 @@ void jn_lr_answered_CT(jn_core_link_t *link)
      * octet for octet with their senders' tags (docs/protocol.md, "Link routes, auto-links and
      * phases on the wire") */
     jn_work_t *w = jn_work_new_CT(client->conn->core, JN_WORK_LINK_OPEN);
+    if (w && client->dynamic && link->answer_address &&
+        !(w->address = strdup(link->answer_address))) {
+        jn_work_free(w);
+        w = NULL;
+    }
     if (w) {
+        /* a dynamic node's address is the one the container made */
         w->link = jn_link_ref(client);
         w->passthrough = true;
         jn_work_push_CT(client->conn, w);
@@ -451,13 +467,42 @@ void jn_lr_sender_drained_CT(jn_core_link_t *link)
     jn_link_mark_dirty_CT(link); /* credit the receiver gave meanwhile */
 }
 
-void jn_lr_link_detached_CT(jn_core_link_t *link, bool from_conn_close)
+/* The far end answered (detached) the detach of echo, which came first:
+ * echo gets the same (closed or not, the error), then its release.
+ * from_conn_close: the far end's connection closed instead. */
+static void answer_echo_CT(jn_core_link_t *link, bool from_conn_close)
+{
+    jn_core_link_t *echo = link->ct.echo;
+    jn_core_t *core = link->conn->core;
+    JN_ASSERT_CT(core);
+    link->ct.echo = NULL;
+    if (!echo->conn->ct.closed) {
+        const char *cond = link->detach_condition, *desc = link->detach_description;
+        if (!cond && from_conn_close) {
+            cond = LR_LOST_CONDITION;
+            desc = LR_LOST_DESCRIPTION;
+        }
+        bool unclosed = link->detach_unclosed && !from_conn_close;
+        jn_work_link_CT(echo, unclosed ? JN_WORK_LINK_DETACH : JN_WORK_LINK_CLOSE, NULL, cond,
+                        desc, 0);
+        /* the last work item about it (link.c's rule: fatal if lost) */
+        jn_work_t *w = jn_work_new_CT(core, JN_WORK_LINK_RELEASED);
+        JN_CHECK(w != NULL);
+        w->link = jn_link_ref(echo);
+        jn_work_push_CT(echo->conn, w);
+    }
+    jn_link_unref(echo);
+}
+
+bool jn_lr_link_detached_CT(jn_core_link_t *link, bool from_conn_close)
 {
     jn_core_t *core = link->conn->core;
     JN_ASSERT_CT(core);
+    if (link->ct.echo)
+        answer_echo_CT(link, from_conn_close);
     if (link->ct.autolink) {
         jn_lr_autolink_detached_CT(link, from_conn_close);
-        return;
+        return false;
     }
     jn_core_link_t *peer = link->ct.routed;
     if (!peer) {
@@ -467,12 +512,12 @@ void jn_lr_link_detached_CT(jn_core_link_t *link, bool from_conn_close)
                 jn_link_unref(rq->client);
                 rq->client = NULL;
             }
-        return;
+        return false;
     }
     link->ct.routed = NULL;
     peer->ct.routed = NULL;
     if (peer->ct.state != JN_LINK_ST_ATTACHED && peer->ct.state != JN_LINK_ST_ROUTING)
-        return;
+        return false;
     const char *cond = link->detach_condition, *desc = link->detach_description;
     if (!cond && from_conn_close) {
         cond = LR_LOST_CONDITION;
@@ -483,6 +528,12 @@ void jn_lr_link_detached_CT(jn_core_link_t *link, bool from_conn_close)
     jn_work_link_CT(
         peer, link->detach_unclosed && !from_conn_close ? JN_WORK_LINK_DETACH : JN_WORK_LINK_CLOSE,
         NULL, cond, desc, 0);
+    /* an attached end's detach is answered by the far end's, closed or
+     * not as that one is (1.19); the I/O layer holds its answer (io_link.c) */
+    if (from_conn_close || link->ct.state != JN_LINK_ST_ATTACHED)
+        return false;
+    peer->ct.echo = jn_link_ref(link);
+    return true;
 }
 
 void jn_lr_conn_opened_CT(jn_core_conn_t *conn)

@@ -79,10 +79,12 @@ static void link_fill_CT(const jn_core_link_t *l, jn_view_link_t *out)
     out->type = l->type;
     out->owning_addr = l->ct.addr ? l->ct.addr->key : NULL;
     out->owning_addr_len = l->ct.addr ? l->ct.addr->key_len : 0;
+    out->owning_routed = false;
     if (!l->ct.addr && l->ct.routed && l->address) {
         /* link-routed: bound to no address; its terminus address, as 1.19 */
         out->owning_addr = (const uint8_t *)l->address;
         out->owning_addr_len = strlen(l->address);
+        out->owning_routed = true;
     }
     out->deliveries = l->ct.deliveries;
     out->presettled = l->presettled;

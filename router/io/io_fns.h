@@ -297,6 +297,12 @@ void jn_io_route_session_gone_IO(jn_io_conn_t *conn, pn_session_t *ssn);
 /* The peer's source and target of pl, encoded for the core (heap, the
  * caller's; NULL/0 when out of memory). */
 void jn_io_termini_encode_IO(pn_link_t *pl, uint8_t **out, size_t *len);
+/* jn_io_dnp_address_IO: the address a dynamic terminus t asks for in its
+ * dynamic-node-properties under "x-opt-qd.address" (a string or symbol),
+ * as 1.19 reads it to link-route a dynamic source or target (AMQP 1.0
+ * 3.5.9 node-properties): heap, the caller's; NULL when there is none (or
+ * out of memory). Any I/O thread, on a link it holds. */
+char *jn_io_dnp_address_IO(pn_terminus_t *t);
 /* jn_io_coordinator_IO: the peer attached pl as a sender whose target is
  * a transaction coordinator (AMQP 1.0 4.5.1): jn_link_info_t.coordinator.
  * The connection's I/O thread. */

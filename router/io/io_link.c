@@ -194,7 +194,10 @@ void jn_io_link_remote_open_IO(jn_io_conn_t *conn, pn_link_t *pl)
     if (!(pn_link_state(pl) & PN_LOCAL_UNINIT)) {
         jn_io_link_t *ours = pn_link_get_context(pl);
         if (ours && ours->routed && ours->core && !ours->detached)
-            jn_core_link_answered_IO(ours->core); /* the container answered */
+            jn_core_link_answered_address_IO( /* the container answered, with its node */
+                ours->core, pn_terminus_get_address(ours->dir == JN_LINK_OUTGOING
+                                                        ? pn_link_remote_target(pl)
+                                                        : pn_link_remote_source(pl)));
         else if (ours && ours->edge_reply && ours->core && !ours->detached)
             jn_core_link_answered_address_IO(
                 ours->core, pn_terminus_get_address(pn_link_remote_source(pl)));
@@ -240,6 +243,11 @@ void jn_io_link_remote_open_IO(jn_io_conn_t *conn, pn_link_t *pl)
         info.address = JN_COORDINATOR_ADDRESS, info.coordinator = true;
     if (info.type == JN_LINK_CONTROL)
         jn_io_ir_cap_control_IO(link);
+    /* a dynamic terminus is link-routed by the address in its node
+     * properties, as in 1.19; any address it gave is not its (3.5.4) */
+    char *dnp = info.type == JN_LINK_ENDPOINT && info.dynamic ? jn_io_dnp_address_IO(term) : NULL;
+    if (info.type == JN_LINK_ENDPOINT && info.dynamic)
+        info.address = dnp;
     uint8_t *termini = NULL;
     if (info.type == JN_LINK_ENDPOINT && info.address) /* a link route may copy them */
         jn_io_termini_encode_IO(pl, &termini, &info.termini_len);
@@ -247,6 +255,7 @@ void jn_io_link_remote_open_IO(jn_io_conn_t *conn, pn_link_t *pl)
     if (conn->core && !conn->closing)
         link->core = jn_core_link_attached_IO(conn->core, link, &info);
     free(termini);
+    free(dnp);
     if (!link->core) {
         link->detached = true; /* the core never knew it */
         jn_io_link_close_IO(link, "amqp:resource-limit-exceeded", "link refused");
@@ -273,7 +282,11 @@ void jn_io_link_remote_close_IO(jn_io_conn_t *conn, pn_link_t *pl, bool closed)
     }
     if (!closed && link->core && !link->detached)
         jn_core_link_set_unclosed_IO(link->core); /* so does it a detach */
-    if (!link->local_closed) {
+    link->remote_unclosed = !closed;
+    /* a link-routed link's answer is the far end's (linkroute.c): the
+     * core sends it, or at the latest the release does */
+    bool answer_later = link->passthrough && link->core && !link->detached;
+    if (!link->local_closed && !answer_later) {
         if (closed)
             pn_link_close(pl);
         else
@@ -366,6 +379,12 @@ void jn_io_link_release_IO(jn_io_link_t *link)
         pn_session_t *ssn = pn_link_session(pl);
         pn_link_set_context(pl, NULL);
         pn_state_t st = pn_link_state(pl);
+        if (!link->local_closed && (st & PN_REMOTE_CLOSED)) {
+            /* a detach whose answer waited for the far end's (above) */
+            (link->remote_unclosed ? pn_link_detach : pn_link_close)(pl);
+            link->local_closed = true;
+            st = pn_link_state(pl);
+        }
         if ((st & PN_LOCAL_CLOSED) && (st & PN_REMOTE_CLOSED))
             pn_link_free(pl);
         link->pn = NULL;

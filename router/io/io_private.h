@@ -636,6 +636,11 @@ struct jn_io_link {
     uint64_t max_message_size; /* incoming: octets, 0 = unlimited (maxMessageSize;
                                 * JN_IO_CONTROL_MAX_MESSAGE on control links) */
     bool local_closed;
+    /* the peer detached a link-routed link first: our answer waits for the
+     * far end's (the core's LINK_CLOSE/DETACH, or at the latest its
+     * LINK_RELEASED), as 1.19 does; remote_unclosed: that detach had
+     * closed=false */
+    bool remote_unclosed;
     bool policy_counted; /* in conn->policy_senders/receivers (io_policy.c) */
     /* incoming: the per-message checks of this link, set before its first
      * delivery (JN_IO_RX_CHECK_*); 0 on most links, so the receive path

@@ -187,6 +187,35 @@ static void take_terminus(rd_t *r, pn_terminus_t *t)
     take_data(r, pn_terminus_filter(t));
 }
 
+char *jn_io_dnp_address_IO(pn_terminus_t *t)
+{
+    JN_ASSERT_SOME_IO();
+    pn_data_t *d = pn_terminus_properties(t);
+    char *out = NULL;
+    pn_data_rewind(d);
+    if (!pn_data_next(d) || pn_data_type(d) != PN_MAP || !pn_data_enter(d)) {
+        pn_data_rewind(d);
+        return NULL;
+    }
+    static const char key[] = "x-opt-qd.address";
+    while (!out && pn_data_next(d)) { /* key, then its value */
+        pn_type_t kt = pn_data_type(d);
+        pn_bytes_t k = kt == PN_SYMBOL   ? pn_data_get_symbol(d)
+                       : kt == PN_STRING ? pn_data_get_string(d)
+                                         : (pn_bytes_t){0, NULL};
+        bool match = k.size == sizeof key - 1 && memcmp(k.start, key, k.size) == 0;
+        if (!pn_data_next(d))
+            break;
+        pn_type_t vt = pn_data_type(d);
+        if (match && (vt == PN_STRING || vt == PN_SYMBOL)) {
+            pn_bytes_t v = vt == PN_STRING ? pn_data_get_string(d) : pn_data_get_symbol(d);
+            out = v.size ? strndup(v.start, v.size) : NULL;
+        }
+    }
+    pn_data_rewind(d);
+    return out;
+}
+
 bool jn_io_coordinator_IO(pn_link_t *pl)
 {
     JN_ASSERT_SOME_IO();

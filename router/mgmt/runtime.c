@@ -199,6 +199,13 @@ static bool link_row(void *arg, const jn_view_link_t *v)
     snprintf(id, sizeof id, "%" PRIu64, v->id);
     snprintf(conn, sizeof conn, "%" PRIu64, v->conn_id);
     snprintf(peer, sizeof peer, "%" PRIu64, v->peer);
+    /* a link-routed link's terminus address as a mobile key, as 1.19 shows it */
+    char *routed = NULL;
+    if (v->owning_routed && (routed = malloc(v->owning_addr_len + 3)) != NULL) {
+        memcpy(routed, "M0", 2);
+        memcpy(routed + 2, v->owning_addr, v->owning_addr_len);
+        routed[v->owning_addr_len + 2] = '\0';
+    }
     jn_mv_t r[JN_COLS_ROUTER_LINK] = {
         [JN_COL_ROUTER_LINK_NAME] = jn_mv_str(v->name),
         [JN_COL_ROUTER_LINK_IDENTITY] = jn_mv_str(id),
@@ -211,7 +218,9 @@ static bool link_row(void *arg, const jn_view_link_t *v)
                                                          : "endpoint"),
         [JN_COL_ROUTER_LINK_LINK_DIR] = jn_mv_str(v->dir == JN_LINK_INCOMING ? "in" : "out"),
         [JN_COL_ROUTER_LINK_OWNING_ADDR] =
-            v->owning_addr ? jn_mv_strn(v->owning_addr, v->owning_addr_len) : jn_mv_null(),
+            routed          ? jn_mv_str(routed)
+            : v->owning_addr ? jn_mv_strn(v->owning_addr, v->owning_addr_len)
+                             : jn_mv_null(),
         [JN_COL_ROUTER_LINK_CAPACITY] = jn_mv_uint(v->capacity),
         [JN_COL_ROUTER_LINK_PEER] = v->peer ? jn_mv_str(peer) : jn_mv_null(), /* link-routed: the other end */
         [JN_COL_ROUTER_LINK_UNDELIVERED_COUNT] = jn_mv_ulong(v->undelivered),
@@ -234,7 +243,9 @@ static bool link_row(void *arg, const jn_view_link_t *v)
         [JN_COL_ROUTER_LINK_SETTLE_RATE] = jn_mv_uint(v->settle_rate),
         [JN_COL_ROUTER_LINK_CREDIT_AVAILABLE] = jn_mv_uint(v->credit_available),
         [JN_COL_ROUTER_LINK_ZERO_CREDIT_SECONDS] = jn_mv_uint(v->zero_credit_seconds)};
-    return k->fn(k->ctx, r);
+    bool more = k->fn(k->ctx, r);
+    free(routed);
+    return more;
 }
 
 size_t jn_mgmt_rows_link(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, size_t offset, size_t max,

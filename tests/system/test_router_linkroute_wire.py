@@ -302,7 +302,8 @@ class PassThroughTest(LinkRouteCase):
         router.address has its key, distribution linkBalanced, with the
         number of its containers connected; the container's connection has
         role route-container; a link-routed link's owningAddr is its
-        terminus address (it is bound to no address)."""
+        terminus address as a mobile key, M0<address> (it is bound to no
+        address)."""
         b = self.fake()
         r = self.start_config("R", config("R", extra=fake_connector(b) + link_route("lr", "in") +
                                           link_route("lr", "out") + link_route("nobody", "in",
@@ -322,7 +323,7 @@ class PassThroughTest(LinkRouteCase):
         self.addCleanup(conn.close)
         conn.create_receiver("lr.out.mgmt", credit=1)
         links = [x for x in m.query("router.link", ["owningAddr", "linkDir"])
-                 if x["owningAddr"] == "lr.out.mgmt"]
+                 if x["owningAddr"] == "M0lr.out.mgmt"]
         self.assertEqual(sorted(x["linkDir"] for x in links), ["in", "out"])
 
     def test_resumable_link_routes_refused_when_not_allowed(self):

@@ -120,8 +120,11 @@ static void test_routed_attach_transfer_credit_and_detach(void **state)
     assert_true(w->settled);
     assert_true(w->disp.type == JN_DISP_RELEASED || w->disp.type == JN_DISP_MODIFIED);
     jn_work_free(w);
-    expect_and_free(broker, JN_WORK_LINK_RELEASED);
+    /* the container's detach is answered by the client's (closed), and
+     * only then released */
     detach(client, cl);
+    expect_and_free(broker, JN_WORK_LINK_CLOSE);
+    expect_and_free(broker, JN_WORK_LINK_RELEASED);
 }
 
 static void test_container_lost_detaches_with_routed_link_lost(void **state)
@@ -186,8 +189,38 @@ static void test_detach_without_close_passes_on_as_detach(void **state)
     w = expect_work(broker, JN_WORK_LINK_DETACH);
     assert_null(w->condition);
     jn_work_free(w);
+    /* the client's answer is the container's: closed here, with its
+     * error; the client's link is released only after it */
+    jn_core_link_set_error_IO(bl, "amqp:not-allowed", "closed by the broker");
+    detach(broker, bl);
+    w = expect_work(client, JN_WORK_LINK_CLOSE);
+    assert_string_equal(w->condition, "amqp:not-allowed");
+    jn_work_free(w);
     expect_and_free(client, JN_WORK_LINK_RELEASED);
+}
+
+static void test_detach_answered_by_the_far_ends_detach(void **state)
+{
+    (void)state;
+    fake_conn_t *broker = open_container("broker");
+    fake_conn_t *client = open_conn("client");
+    jn_core_link_t *cl = attach_raw(client, JN_LINK_INCOMING, "q.e", "sender-3", NULL);
+    jn_work_t *w = expect_work(broker, JN_WORK_LINK_ATTACH);
+    void *ref = w->attach.ref;
+    jn_work_free(w);
+    jn_core_link_t *bl = attach_raw(broker, JN_LINK_OUTGOING, "q.e", "sender-3", ref);
+    jn_core_link_answered_IO(bl);
+    expect_and_free(client, JN_WORK_LINK_OPEN);
+    /* the container detaches without closing; the client answers the
+     * same: the container's answer is a detach too */
+    jn_core_link_set_unclosed_IO(bl);
     jn_core_link_detached_IO(bl);
+    expect_and_free(client, JN_WORK_LINK_DETACH);
+    jn_core_link_set_unclosed_IO(cl);
+    detach(client, cl);
+    w = expect_work(broker, JN_WORK_LINK_DETACH);
+    assert_null(w->condition);
+    jn_work_free(w);
     expect_and_free(broker, JN_WORK_LINK_RELEASED);
 }
 
@@ -362,6 +395,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_client_gone_before_the_container_answered,
                                         setup_routes, teardown_core),
         cmocka_unit_test_setup_teardown(test_detach_without_close_passes_on_as_detach, setup_routes,
+                                        teardown_core),
+        cmocka_unit_test_setup_teardown(test_detach_answered_by_the_far_ends_detach, setup_routes,
                                         teardown_core),
         cmocka_unit_test_setup_teardown(test_autolink_attaches_when_its_container_connects,
                                         setup_balanced, teardown_core),

@@ -378,6 +378,15 @@ void jn_core_link_peer_credit_IO(jn_core_link_t *link, uint64_t peer_limit);
  * follows it). Posts the action once. */
 void jn_core_link_answered_IO(jn_core_link_t *link);
 
+/* jn_core_link_answered_terminus_IO: as jn_core_link_answered_IO, and
+ * says whether the peer's answering attach named an address in the
+ * terminus it answered for (the target of a link the router sends on, the
+ * source of one it receives on; AMQP 1.0 2.7.3, 3.5.3, 3.5.4). The core
+ * binds an auto-link only when it did, as 1.19 does: a container that
+ * answers with no address made no node for it. A second call is ignored.
+ * I/O thread of the link's connection. */
+void jn_core_link_answered_terminus_IO(jn_core_link_t *link, bool addressed);
+
 /* jn_core_link_answered_address_IO: the peer answered an attach the router
  * made with a dynamic source (an edge router's JN_LINK_EDGE_REPLY); address
  * is the source address the peer made (borrowed, copied; NULL: none). Posts

@@ -145,6 +145,15 @@ void jn_core_link_answered_IO(jn_core_link_t *link)
     jn_core_post(link->conn->core, &link->answer_action);
 }
 
+void jn_core_link_answered_terminus_IO(jn_core_link_t *link, bool addressed)
+{
+    JN_ASSERT_IO_CALLER();
+    if (atomic_load_explicit(&link->answer_posted, memory_order_acquire))
+        return;
+    link->answer_unaddressed = !addressed; /* ordered by the post below */
+    jn_core_link_answered_IO(link);
+}
+
 void jn_core_link_answered_address_IO(jn_core_link_t *link, const char *address)
 {
     JN_ASSERT_IO_CALLER();

@@ -130,6 +130,15 @@ void jn_lr_autolink_answered_CT(jn_core_link_t *link)
     JN_ASSERT_CT(core);
     jn_autolink_t *al = link->ct.autolink;
     jn_al_conn_t *ac = al_conn(al, link->conn->conn_id, false);
+    if (link->answer_unaddressed) {
+        /* the container named no node for it (a null address in the
+         * terminus it answered for): not a destination nor a source of the
+         * address; the link stays up, the auto-link attaching, as 1.19 */
+        JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO,
+               "[C%" PRIu64 "][L%" PRIu64 "] Auto-link %s: the container answered with no address",
+               link->conn->conn_id, link->ct.id, al->name);
+        return;
+    }
     jn_addr_t *addr = NULL;
     int rc = autolink_addr_CT(core, al, &addr);
     if (rc == 0 && addr)

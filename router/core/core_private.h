@@ -433,6 +433,11 @@ struct jn_core_link {
      * the core: the dynamic source address the peer made (an edge router's
      * JN_LINK_EDGE_REPLY; heap, or NULL). */
     char *answer_address;
+    /* Written by the I/O thread before it posts the answer, then read by
+     * the core: the peer's answering attach named no address in the
+     * terminus it answered for (our outgoing link's target, our incoming
+     * link's source); an auto-link stays attaching then (autolink.c). */
+    bool answer_unaddressed;
     /* Set by the core when it takes the attach of an endpoint link on a
      * connection with a tenant space whose address is mobile (tenant.c):
      * the address as the client named it (heap; the attach is answered

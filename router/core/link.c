@@ -156,6 +156,18 @@ void jn_core_link_answered_IO(jn_core_link_t *link)
     jn_core_post(link->conn->core, &link->answer_action);
 }
 
+void jn_core_link_answered_terminus_IO(jn_core_link_t *link, const char *address)
+{
+    JN_ASSERT_IO_CALLER();
+    if (atomic_load_explicit(&link->answer_posted, memory_order_acquire))
+        return;
+    bool addressed = address && *address;
+    link->answer_unaddressed = !addressed; /* ordered by the post below */
+    if (addressed && !link->answer_address)
+        link->answer_address = strdup(address);
+    jn_core_link_answered_IO(link);
+}
+
 void jn_core_link_answered_address_IO(jn_core_link_t *link, const char *address)
 {
     JN_ASSERT_IO_CALLER();

@@ -131,8 +131,9 @@ void jn_lr_autolink_free(jn_autolink_t *al);
  * connection: false when al no longer waits for it there (the caller
  * closes it). */
 bool jn_lr_autolink_attached_CT(jn_autolink_t *al, uint64_t rq_id, jn_core_link_t *link);
-/* autolink.c: its link answered; its link detached (from_conn_close: its
- * connection closed). */
+/* autolink.c: its link answered (bound to the address when the answer
+ * named an address, else left attaching); its link detached
+ * (from_conn_close: its connection closed). */
 void jn_lr_autolink_answered_CT(jn_core_link_t *link);
 void jn_lr_autolink_detached_CT(jn_core_link_t *link, bool from_conn_close);
 /* autolink.c: conn opened: every auto-link it serves attaches on it;

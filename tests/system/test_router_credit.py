@@ -8,13 +8,16 @@ it (issue 25), and the memory that stays bounded with it.
 * A waypoint that sends a message back only when one arrives (as 1.19's
   multi-tenancy waypoint tests do) gets every message back through its
   auto-link: its return link holds the whole capacity from the start.
+  So it does across two routers that both configure the auto-links, the
+  waypoint on one's route-container listener and the clients on the other
+  (1.19's multi-tenancy tests 32, 35, 36).
 * 250 messages of 1 MiB from a sender with all that credit to a consumer
   that grants none: the router reads only its per-link mark and proton's
   session window stops the sender, so its RSS grows by a few tens of MB,
   not 250; when the consumer grants credit, every message arrives in
   order.
 
-One junctiond, proton clients on 127.0.0.1.
+One junctiond (two for the mesh case), proton clients on 127.0.0.1.
 """
 import time
 import unittest
@@ -22,6 +25,7 @@ import unittest
 from proton import Message
 
 from harness import SANITIZER, SLOW, RouterTestCase, Scenario, conf_section, free_port
+from mesh import Mesh
 
 CAPACITY = 250  # linkCapacity's default, as 1.19's
 MB = 1 << 20
@@ -234,6 +238,25 @@ class RouterCreditTest(RouterTestCase):
                                                "containerId": cid})
         r = self.start_router(extra=extra)
         s = self.run_scenario(Waypoint(r.url, "amqp://127.0.0.1:%d" % wport, "wp.q", cid,
+                                       count=10))
+        self.assertEqual((s.sent, s.thru, s.got), (10, 10, 10), s.progress())
+
+    def test_two_routers_both_with_the_auto_links_waypoint_on_one_returns_every_message(self):
+        # 1.19's multi-tenancy tests 32, 35, 36: both routers configure the
+        # same auto-links; the waypoint container comes in on B's
+        # route-container listener only, the clients are on A: the phases
+        # cross the mesh both ways (A's auto-links serve no connection)
+        cid = "jn-waypoint2"
+        wport = free_port()
+        links = conf_section("address", {"prefix": "wp", "waypoint": "yes"})
+        for d in ("in", "out"):
+            links += conf_section("autoLink", {"address": "wp.q", "direction": d,
+                                               "containerId": cid})
+        wl = conf_section("listener", {"host": "127.0.0.1", "port": wport,
+                                       "role": "route-container",
+                                       "saslMechanisms": "ANONYMOUS", "authenticatePeer": "no"})
+        m = Mesh(self, ["A", "B"], [("B", "A", 1)], extra={"A": links, "B": links + wl}).start()
+        s = self.run_scenario(Waypoint(m["A"].url, "amqp://127.0.0.1:%d" % wport, "wp.q", cid,
                                        count=10))
         self.assertEqual((s.sent, s.thru, s.got), (10, 10, 10), s.progress())
 

@@ -238,11 +238,17 @@ void jn_forward_mc_tick_CT(jn_core_t *core);
 /* Every JN_CORE_FIGURES_MS once armed (jn_forward_figures_arm_CT), from the
  * core timer: count the unsettled deliveries held longer than
  * JN_CORE_STUCK_MS (router deliveriesStuck) and the client links that had
- * no credit and sent nothing that long (linksBlocked), into core->stats;
+ * no credit that long (linksBlocked, logged as each starts to count), into
+ * core->stats;
  * then set the core timer for the next run. Called on every run of the
  * core timer (an early call only sets it again). O(links + stuck
  * deliveries): each link's lists are looked at from their oldest end. */
 void jn_forward_figures_tick_CT(jn_core_t *core);
+/* linksBlocked: credit came to link (an incoming link: the router gave
+ * its sender some; an outgoing one: its receiver's flow left it some): it
+ * is no longer watched, and if it was counted the router's figure drops
+ * by one now (the next tick recounts). Core thread, with the core's token. */
+void jn_forward_credit_given_CT(jn_core_link_t *link);
 /* Start the figures tick if it is not running (a connection opened). */
 void jn_forward_figures_arm_CT(jn_core_t *core);
 /* How long the core may sleep (ms, -1: until woken) given the caller's

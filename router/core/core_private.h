@@ -357,12 +357,14 @@ struct jn_core_link {
          * pumped at the end of the batch (jn_link_flush_resume_CT) */
         bool resume;
         jn_core_link_t *resume_next;
-        /* linksBlocked (jn_forward_figures_tick_CT): since when (monotonic
-         * ms, 0: not watched) the figures tick has seen this link without
-         * credit and with no delivery since (blocked_handed: handed out,
-         * or received on an incoming link) */
+        /* linksBlocked (forward_figures.c): since when (monotonic ms, 0:
+         * not watched) the link has had no credit as counted there: an
+         * outgoing link from attach until its first credit, an incoming
+         * link while the router gives its sender none. blocked: counted
+         * in core->stats.links_blocked (watched JN_CORE_STUCK_MS); credit
+         * arriving ends both at once */
         int64_t blocked_since_ms;
-        uint64_t blocked_handed;
+        bool blocked;
         /* its unsettled deliveries over 10 s old, as the last figures
          * tick counted them (router.link deliveriesStuck): an outgoing
          * link's copies, an incoming link's deliveries its sender awaits */

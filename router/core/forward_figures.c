@@ -3,7 +3,8 @@
  * only): once a second while armed (jn_forward_figures_arm_CT, from the
  * first connection), the core's timer counts the deliveries unsettled for
  * JN_CORE_STUCK_MS (router deliveriesStuck, link deliveriesStuck), the
- * client receivers without credit for as long (linksBlocked), and each
+ * client links without credit for as long (linksBlocked: dropped at once
+ * when credit comes, jn_forward_credit_given_CT), and each
  * link's settle rate; and gives the pools' spare memory back.
  */
 #include "forward_private.h"
@@ -42,30 +43,52 @@ static uint64_t count_stuck_CT(const jn_dlv_list_t *list, uint64_t old_ns, uint6
     return n;
 }
 
-/* 1 when a client's receiver has had no credit for JN_CORE_STUCK_MS (the
- * router's linksBlocked); watched from the tick that first saw it so, and
- * again after each delivery. (1.19 also counts a sender the router gives
- * no credit; counting incoming links here kept an unknown link blocked in
- * 1.19's edge test, system_tests_stuck_deliveries, so it is left for now.) */
+/* 1 when a client's link has been blocked for JN_CORE_STUCK_MS (the
+ * router's linksBlocked): an outgoing link (a client's receiver) that has
+ * had no credit since its attach, an incoming link (a client's sender)
+ * while the router gives it none. A receiver that used the credit it gave
+ * up is idle, not blocked (a reply link granting one at a time, as 1.19's
+ * management clients do): the I/O layer's credit limit may step back and
+ * forth while copies are in flight (io_send.c), so a flow seeming to take
+ * credit away is no sign of a receiver that stopped. The watch starts
+ * here, at the tick that first sees the link so; credit ends it at once
+ * (jn_forward_credit_given_CT). Logged once when it starts to count. */
 static uint64_t link_blocked_CT(jn_core_link_t *l, int64_t now)
 {
     JN_ASSERT_CT(l->conn->core);
-    bool out = l->dir == JN_LINK_OUTGOING;
-    if (!out)
+    if (l->type != JN_LINK_ENDPOINT || l->conn->internal || l->ct.state != JN_LINK_ST_ATTACHED)
         return 0;
-    uint64_t progress = out ? l->ct.handed : l->ct.deliveries;
-    bool no_credit = l->type == JN_LINK_ENDPOINT && !l->conn->internal &&
-                     l->ct.state == JN_LINK_ST_ATTACHED &&
-                     (out ? l->ct.handed >= l->ct.credit_limit : l->ct.outstanding == 0);
-    if (!no_credit) {
-        l->ct.blocked_since_ms = 0;
-    } else if (l->ct.blocked_since_ms == 0 || l->ct.blocked_handed != progress) {
-        l->ct.blocked_since_ms = now; /* watched from now */
-        l->ct.blocked_handed = progress;
-    } else if (now - l->ct.blocked_since_ms >= JN_CORE_STUCK_MS) {
-        return 1;
+    bool none = l->dir == JN_LINK_OUTGOING ? l->ct.credit_limit == 0 : l->ct.outstanding == 0;
+    if (!none) {
+        if (l->ct.blocked_since_ms != 0)
+            jn_forward_credit_given_CT(l); /* credit by another way: ends it */
+        return 0;
     }
-    return 0;
+    if (l->ct.blocked_since_ms == 0) {
+        l->ct.blocked_since_ms = now; /* watched from now */
+        return 0;
+    }
+    if (!l->ct.blocked && now - l->ct.blocked_since_ms >= JN_CORE_STUCK_MS) {
+        l->ct.blocked = true;
+        JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO,
+               "[C%" PRIu64 "][L%" PRIu64 "] Link blocked with zero credit for %" PRId64 " seconds",
+               l->conn->conn_id, l->ct.id, (now - l->ct.blocked_since_ms) / 1000);
+    }
+    return l->ct.blocked ? 1 : 0;
+}
+
+void jn_forward_credit_given_CT(jn_core_link_t *link)
+{
+    jn_core_t *core = link->conn->core;
+    JN_ASSERT_CT(core);
+    link->ct.blocked_since_ms = 0;
+    if (!link->ct.blocked)
+        return;
+    link->ct.blocked = false;
+    /* the figure drops now, not at the next tick; the tick recounts */
+    uint64_t n = atomic_load_explicit(&core->stats.links_blocked, memory_order_relaxed);
+    if (n > 0)
+        atomic_store_explicit(&core->stats.links_blocked, n - 1, memory_order_relaxed);
 }
 
 void jn_forward_figures_arm_CT(jn_core_t *core)

@@ -461,6 +461,8 @@ void jn_link_flow_CT(jn_core_link_t *link)
     }
     link->ct.credit_limit = word >> 1;
     link->ct.drain = (word & 1u) != 0;
+    if (JN_UNLIKELY(link->ct.blocked_since_ms != 0) && link->ct.credit_limit > link->ct.handed)
+        jn_forward_credit_given_CT(link); /* linksBlocked */
     jn_link_pump_CT(link);
     if (link->ct.routed)
         jn_link_mark_dirty_CT(link->ct.routed); /* its sender's credit follows */
@@ -650,6 +652,8 @@ void jn_link_flush_credit_CT(jn_core_t *core)
         if (credit > 0 && jn_work_link_CT(link, JN_WORK_LINK_CREDIT, NULL, NULL, NULL, credit) == 0) {
             link->ct.outstanding += credit;
             link->ct.nodest_seen = false; /* a destination again */
+            if (JN_UNLIKELY(link->ct.blocked_since_ms != 0))
+                jn_forward_credit_given_CT(link); /* linksBlocked */
         }
         else if (credit == 0)
             withdraw_credit_CT(link);

@@ -130,9 +130,12 @@ struct jn_io_tls_entry {
 #define JN_IO_TX_AHEAD_OCTETS (JN_IO_LINK_LOW_WATER / 2)
 #define JN_IO_TX_FIRST_AHEAD  2
 
-/* Credits a sender holds at most before the link has seen a message (its
- * size unknown): its first burst is at most this many messages, not
- * linkCapacity of them. After the first delivery the meter above applies
+/* Credits a client's sender holds at most before the link has seen a
+ * message (its size unknown): its first burst is at most this many
+ * messages, not linkCapacity of them (docs/compat.md, "A new link's first
+ * credit"). A link the router attached itself to a route container (an
+ * auto-link, a link route's container end: jn_io_link_t.routed) gets the
+ * core's credit at once, as 1.19 grants it. After the first delivery the meter above applies
  * (for small messages: no limit), so it costs one round trip at most. */
 #define JN_IO_LINK_FIRST_CREDIT 4u
 

@@ -639,8 +639,12 @@ void jn_io_rx_credit_IO(jn_io_link_t *link, uint32_t credit, bool drain)
     if (link->rx_stopped || !link->credit_deferred)
         return;
     uint32_t give = link->credit_deferred;
-    size_t most =
-        link->rx_avg_size ? JN_IO_LINK_HIGH_WATER / link->rx_avg_size : JN_IO_LINK_FIRST_CREDIT;
+    /* before the first message: a link the router attached to a route
+     * container (an auto-link, a link route's container end) gets it all,
+     * as 1.19 grants it; a client's link gets JN_IO_LINK_FIRST_CREDIT */
+    size_t most = link->rx_avg_size ? JN_IO_LINK_HIGH_WATER / link->rx_avg_size
+                  : link->routed    ? SIZE_MAX
+                                    : JN_IO_LINK_FIRST_CREDIT;
     if (most < 1)
         most = 1;
     int credit_now = pn_link_credit(link->pn);

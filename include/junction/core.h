@@ -388,22 +388,16 @@ void jn_core_link_drained_IO(jn_core_link_t *link);
  * follows it). Posts the action once. */
 void jn_core_link_answered_IO(jn_core_link_t *link);
 
-/* jn_core_link_answered_terminus_IO: as jn_core_link_answered_IO, and
+/* jn_core_link_answered_address_IO: as jn_core_link_answered_IO, and
  * gives the address the peer's answering attach named in the terminus it
  * answered for (the target of a link the router sends on, the source of
  * one it receives on; AMQP 1.0 2.7.3, 3.5.3, 3.5.4): address (borrowed,
  * copied; NULL or "" for none). The core binds an auto-link only when
  * there is one, as 1.19 does (a container that answers with no address
- * made no node for it), and answers a dynamic link-routed client with it.
- * A second call is ignored. I/O thread of the link's connection. */
-void jn_core_link_answered_terminus_IO(jn_core_link_t *link, const char *address);
-
-/* jn_core_link_answered_address_IO: the peer answered an attach the router
- * made with a dynamic source (an edge router's JN_LINK_EDGE_REPLY); address
- * is the source address the peer made (borrowed, copied; NULL: none). Posts
- * JN_ACT_LINK_ANSWERED as jn_core_link_answered_IO does; a second call is
- * ignored. I/O thread of the link's connection. On ENOMEM the address is
- * lost and the core sees none (the edge then asks nothing of the interior). */
+ * made no node for it), answers a dynamic link-routed client with it, and
+ * an edge router's JN_LINK_EDGE_REPLY learns its reply address from it.
+ * A second call is ignored. I/O thread of the link's connection. On
+ * ENOMEM the address is lost and the core sees none. */
 void jn_core_link_answered_address_IO(jn_core_link_t *link, const char *address);
 
 /* jn_core_link_set_error_IO: the error condition and description

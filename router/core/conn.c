@@ -242,6 +242,19 @@ int jn_work_link_CT(jn_core_link_t *link, jn_work_type_t type, const char *addre
     return 0;
 }
 
+int jn_work_drain_CT(jn_core_link_t *link, uint32_t credit)
+{
+    JN_ASSERT_CT(link->conn->core);
+    jn_work_t *w = jn_work_new_CT(link->conn->core, JN_WORK_LINK_CREDIT);
+    if (!w)
+        return JN_ENOMEM;
+    w->link = jn_link_ref(link);
+    w->drain = true;
+    w->credit = credit;
+    jn_work_push_CT(link->conn, w);
+    return 0;
+}
+
 int jn_work_dlv_CT(jn_delivery_t *dlv, jn_work_type_t type, uint64_t disp_type,
                    const jn_disposition_t *disp, bool settled)
 {

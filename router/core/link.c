@@ -156,7 +156,7 @@ void jn_core_link_answered_IO(jn_core_link_t *link)
     jn_core_post(link->conn->core, &link->answer_action);
 }
 
-void jn_core_link_answered_terminus_IO(jn_core_link_t *link, const char *address)
+void jn_core_link_answered_address_IO(jn_core_link_t *link, const char *address)
 {
     JN_ASSERT_IO_CALLER();
     if (atomic_load_explicit(&link->answer_posted, memory_order_acquire))
@@ -165,16 +165,6 @@ void jn_core_link_answered_terminus_IO(jn_core_link_t *link, const char *address
     link->answer_unaddressed = !addressed; /* ordered by the post below */
     if (addressed && !link->answer_address)
         link->answer_address = strdup(address);
-    jn_core_link_answered_IO(link);
-}
-
-void jn_core_link_answered_address_IO(jn_core_link_t *link, const char *address)
-{
-    JN_ASSERT_IO_CALLER();
-    if (atomic_load_explicit(&link->answer_posted, memory_order_acquire))
-        return;
-    if (address && !link->answer_address)
-        link->answer_address = strdup(address); /* ordered by the post below */
     jn_core_link_answered_IO(link);
 }
 
@@ -595,16 +585,11 @@ static void withdraw_credit_CT(jn_core_link_t *link)
         return;
     }
 
-    jn_work_t *w = jn_work_new_CT(link->conn->core, JN_WORK_LINK_CREDIT);
-    if (!w)
-        return; /* out of memory: the credit stays with the sender */
-    w->link = jn_link_ref(link);
-    w->drain = true;
     /* an auto-link's broker gets credit 0 without the drain flag:
      * RabbitMQ 3.10's AMQP 1.0 plugin ends the whole session when a drain
      * completes (a link route passes its receiver's own drain instead) */
-    w->credit = link->ct.autolink ? 1 : 0;
-    jn_work_push_CT(link->conn, w);
+    if (jn_work_drain_CT(link, link->ct.autolink ? 1 : 0) != 0)
+        return; /* out of memory: the credit stays with the sender */
     link->ct.outstanding = 0;
 }
 

@@ -443,13 +443,8 @@ void jn_lr_pass_drain_CT(jn_core_link_t *link)
     /* drain with credit 0: the credit granted stays the sender's, with the
      * drain flag (io_recv.c), so the sender sends what it has or gives
      * the credit back (AMQP 1.0 2.6.7), as 1.19 passes a drain on */
-    jn_work_t *w = jn_work_new_CT(link->conn->core, JN_WORK_LINK_CREDIT);
-    if (!w)
+    if (jn_work_drain_CT(link, 0) != 0)
         return; /* out of memory: the receiver's drain waits for the next flow */
-    w->link = jn_link_ref(link);
-    w->drain = true;
-    w->credit = 0;
-    jn_work_push_CT(link->conn, w);
     link->ct.lr_draining = true;
 }
 

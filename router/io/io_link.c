@@ -193,14 +193,13 @@ void jn_io_link_remote_open_IO(jn_io_conn_t *conn, pn_link_t *pl)
     JN_ASSERT_IO(conn);
     if (!(pn_link_state(pl) & PN_LOCAL_UNINIT)) {
         jn_io_link_t *ours = pn_link_get_context(pl);
-        if (ours && ours->routed && ours->core && !ours->detached) {
-            /* the container answered: for the terminus it answered for */
+        if (ours && (ours->routed || ours->edge_reply) && ours->core && !ours->detached) {
+            /* the peer answered: with the address of the terminus it
+             * answered for (an edge's reply link receives: its source) */
             pn_terminus_t *t = ours->dir == JN_LINK_OUTGOING ? pn_link_remote_target(pl)
                                                               : pn_link_remote_source(pl);
-            jn_core_link_answered_terminus_IO(ours->core, pn_terminus_get_address(t));
-        } else if (ours && ours->edge_reply && ours->core && !ours->detached)
-            jn_core_link_answered_address_IO(
-                ours->core, pn_terminus_get_address(pn_link_remote_source(pl)));
+            jn_core_link_answered_address_IO(ours->core, pn_terminus_get_address(t));
+        }
         return;
     }
     jn_io_link_t *link = jn_io_link_new_IO(conn, pl);

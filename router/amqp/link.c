@@ -194,9 +194,6 @@ static int attach_input(jn_amqp_session_t *s, const jn_amqp_attach_t *a)
     if (jn_amqp_slots_get(&s->remote_links, a->handle))
         return jn_amqp_session_fail(s, "amqp:session:handle-in-use",
                                     "attach with handle %u, which is in use", a->handle);
-    if (a->role == JN_AMQP_SENDER && !(a->present & JN_AMQP_FIELD(9)))
-        return jn_amqp_session_fail(s, INVALID_FIELD,
-                                    "a sender's attach without initial-delivery-count");
     jn_amqp_link_t *l = find_pending(s, a);
     if (!l) {
         size_t n = jn_iter_length(&a->name);

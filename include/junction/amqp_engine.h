@@ -162,10 +162,10 @@ const uint8_t *jn_amqp_conn_output(jn_amqp_conn_t *c, size_t *len);
  * dropped (n at most the length jn_amqp_conn_output gave). Owning thread. */
 void jn_amqp_conn_output_done(jn_amqp_conn_t *c, size_t n);
 
-/* jn_amqp_conn_finished: true when nothing more will happen on c: close was
- * sent and either the peer's close was read or the engine refused its
- * input; the caller writes the output left and closes the transport.
- * Owning thread. */
+/* jn_amqp_conn_finished: true when nothing more will happen on c: the
+ * engine refused the peer's input (its close, or its protocol header, is
+ * in the output), or close went both ways; the caller writes the output
+ * left and closes the transport. Owning thread. */
 bool jn_amqp_conn_finished(const jn_amqp_conn_t *c);
 
 /* jn_amqp_conn_fault: why the engine refused the peer's input (condition

@@ -226,7 +226,7 @@ int jn_amqp_conn_refuse(jn_amqp_conn_t *c, const char *condition, const char *fm
 
 bool jn_amqp_conn_finished(const jn_amqp_conn_t *c)
 {
-    return (c->close_sent && (c->close_rcvd || c->refused)) || (c->refused && !c->header_rcvd);
+    return c->refused || (c->close_sent && c->close_rcvd);
 }
 
 const jn_amqp_fault_t *jn_amqp_conn_fault(const jn_amqp_conn_t *c)
@@ -257,10 +257,10 @@ static int open_input(jn_amqp_conn_t *c, const jn_amqp_open_t *o)
     if (c->open_rcvd)
         return jn_amqp_conn_refuse(c, ILLEGAL, "a second open");
     c->open_rcvd = true;
-    c->remote_max_frame = o->max_frame_size; /* the decoder gives the default */
-    if (c->remote_max_frame < JN_AMQP_MIN_MAX_FRAME_SIZE)
+    if (o->max_frame_size < JN_AMQP_MIN_MAX_FRAME_SIZE) /* our close goes within 512 */
         return jn_amqp_conn_refuse(c, "amqp:invalid-field",
                                    "open's max-frame-size %u is below 512", o->max_frame_size);
+    c->remote_max_frame = o->max_frame_size; /* the decoder gives the default */
     c->remote_channel_max = o->channel_max;
     c->remote_idle_time_out = o->idle_time_out;
     if (c->h.on_open)

@@ -187,16 +187,20 @@ static void test_undecodable_body_is_decode_error(void **state)
 static void test_open_below_min_frame_is_invalid_field(void **state)
 {
     (void)state;
-    peer_t x;
-    peer_init(&x, "server", 4096, 7, 0);
-    assert_int_equal(peer_input(&x, "AMQP\x00\x01\x00\x00", 8), 0);
-    jn_amqp_perf_t p;
-    jn_amqp_perf_init(&p, JN_AMQP_OPEN);
-    p.u.open.present = JN_AMQP_FIELD(0) | JN_AMQP_FIELD(2);
-    jn_iter_init_string(&p.u.open.container_id, "raw", JN_VIEW_RAW);
-    p.u.open.max_frame_size = 511;
-    expect_refused(&x, raw_send(&x, 0, &p), "amqp:invalid-field");
-    peer_free(&x);
+    const uint32_t sizes[] = {511, 1}; /* our open and close still go out, within 512 */
+    for (size_t i = 0; i < 2; i++) {
+        peer_t x;
+        peer_init(&x, "server", 4096, 7, 0);
+        assert_int_equal(peer_input(&x, "AMQP\x00\x01\x00\x00", 8), 0);
+        jn_amqp_perf_t p;
+        jn_amqp_perf_init(&p, JN_AMQP_OPEN);
+        p.u.open.present = JN_AMQP_FIELD(0) | JN_AMQP_FIELD(2);
+        jn_iter_init_string(&p.u.open.container_id, "raw", JN_VIEW_RAW);
+        p.u.open.max_frame_size = sizes[i];
+        expect_refused(&x, raw_send(&x, 0, &p), "amqp:invalid-field");
+        assert_int_equal(jn_amqp_conn_remote_max_frame(x.c), 512);
+        peer_free(&x);
+    }
 }
 
 static void test_transfer_is_not_implemented_yet(void **state)

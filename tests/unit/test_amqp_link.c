@@ -309,6 +309,30 @@ static void test_peer_detach_before_our_answer_is_answered(void **state)
     peer_free(&x);
 }
 
+static void test_pipelined_open_begin_attach(void **state)
+{
+    (void)state;
+    peer_t a, b;
+    peer_init(&a, "client", 4096, 7, 0);
+    peer_init(&b, "server", 4096, 7, 0);
+    b.chunk = 3;
+    /* begin before open sends the open first; all before b answers */
+    jn_amqp_session_t *s = jn_amqp_session_new(a.c);
+    assert_int_equal(jn_amqp_session_begin(s, 0, 10, 10), 0);
+    jn_amqp_link_t *l = jn_amqp_link_new(s, "early", JN_AMQP_RECEIVER);
+    assert_int_equal(jn_amqp_link_attach(l, &(jn_amqp_attach_t){0}, 0), 0);
+    assert_int_equal(jn_amqp_link_flow(l, 4, false, false), 0);
+    pump(&a, &b);
+    assert_int_equal(b.opens, 1);
+    assert_int_equal(b.begins, 1);
+    assert_int_equal(b.attaches, 1);
+    assert_int_equal(a.attaches, 1);
+    assert_int_equal(jn_amqp_link_state(b.last_link).credit, 4);
+    assert_int_equal(a.closed + b.closed + a.ends + b.ends, 0);
+    peer_free(&a);
+    peer_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -322,6 +346,7 @@ int main(void)
         cmocka_unit_test(test_handle_above_handle_max_is_framing_error),
         cmocka_unit_test(test_receiver_count_ahead_of_sender_is_invalid_field),
         cmocka_unit_test(test_peer_detach_before_our_answer_is_answered),
+        cmocka_unit_test(test_pipelined_open_begin_attach),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -100,8 +100,7 @@ typedef struct jn_amqp_handler {
     /* The peer's flow (2.7.4), after the engine updated the session's
      * windows and, when a handle is given, the link's flow state (2.6.7):
      * l is NULL for a session-only flow. An echo was already answered. */
-    void (*on_flow)(void *ctx, jn_amqp_session_t *s, jn_amqp_link_t *l,
-                    const jn_amqp_flow_t *flow);
+    void (*on_flow)(void *ctx, jn_amqp_session_t *s, jn_amqp_link_t *l, const jn_amqp_flow_t *flow);
 } jn_amqp_handler_t;
 
 /* ---- connection (2.4) ---------------------------------------------------- */
@@ -193,8 +192,8 @@ jn_amqp_session_t *jn_amqp_session_new(jn_amqp_conn_t *c);
  * peer began, remote-channel is its channel. An open is sent first if it
  * was not. Returns 0, JN_EPERM (begun already, or the connection closed),
  * JN_ENOMEM. Owning thread. */
-int jn_amqp_session_begin(jn_amqp_session_t *s, uint32_t next_outgoing_id,
-                          uint32_t incoming_window, uint32_t outgoing_window);
+int jn_amqp_session_begin(jn_amqp_session_t *s, uint32_t next_outgoing_id, uint32_t incoming_window,
+                          uint32_t outgoing_window);
 
 /* jn_amqp_session_end: send end (2.5.3, 2.7.8), with an error when
  * condition is not NULL. The peer's frames on it until its end are dropped.

@@ -258,8 +258,8 @@ static int open_input(jn_amqp_conn_t *c, const jn_amqp_open_t *o)
         return jn_amqp_conn_refuse(c, ILLEGAL, "a second open");
     c->open_rcvd = true;
     if (o->max_frame_size < JN_AMQP_MIN_MAX_FRAME_SIZE) /* our close goes within 512 */
-        return jn_amqp_conn_refuse(c, "amqp:invalid-field",
-                                   "open's max-frame-size %u is below 512", o->max_frame_size);
+        return jn_amqp_conn_refuse(c, "amqp:invalid-field", "open's max-frame-size %u is below 512",
+                                   o->max_frame_size);
     c->remote_max_frame = o->max_frame_size; /* the decoder gives the default */
     c->remote_channel_max = o->channel_max;
     c->remote_idle_time_out = o->idle_time_out;
@@ -290,8 +290,7 @@ static int frame_input(jn_amqp_conn_t *c, const jn_amqp_frame_t *f)
     if (jn_amqp_perf_decode(&f->body, JN_AMQP_FRAME_AMQP, &p, NULL, &fault) != 0)
         return jn_amqp_conn_refuse(c, fault.condition, "%s", fault.description);
     if (!c->open_rcvd && p.code != JN_AMQP_OPEN)
-        return jn_amqp_conn_refuse(c, ILLEGAL, "a %s frame before open",
-                                   jn_amqp_perf_name(p.code));
+        return jn_amqp_conn_refuse(c, ILLEGAL, "a %s frame before open", jn_amqp_perf_name(p.code));
     if (c->close_sent && p.code != JN_AMQP_CLOSE)
         return 0; /* we closed: the peer's frames until its close are dropped (2.4.3) */
     switch (p.code) {

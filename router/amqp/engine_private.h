@@ -27,9 +27,9 @@ typedef struct jn_amqp_slots {
 struct jn_amqp_link {
     jn_amqp_session_t *session;
     char *name;
-    bool role;              /* ours: JN_AMQP_SENDER or JN_AMQP_RECEIVER */
-    uint32_t handle;        /* ours */
-    int64_t remote_handle;  /* the peer's, -1 before its attach (or after detach) */
+    bool role;             /* ours: JN_AMQP_SENDER or JN_AMQP_RECEIVER */
+    uint32_t handle;       /* ours */
+    int64_t remote_handle; /* the peer's, -1 before its attach (or after detach) */
     bool attach_sent, attach_rcvd, detach_sent, detach_rcvd;
     uint32_t initial_delivery_count; /* the sender's attach (2.7.3) */
     uint32_t delivery_count;         /* serial (2.6.7) */
@@ -45,11 +45,11 @@ struct jn_amqp_session {
     uint16_t channel;
     int32_t remote_channel; /* -1 before the peer's begin (or after its end) */
     bool begin_sent, begin_rcvd, end_sent, end_rcvd;
-    uint32_t initial_outgoing_id;    /* our begin's next-outgoing-id */
-    jn_amqp_window_t w;              /* 2.5.6 */
-    uint32_t remote_handle_max;      /* the peer's begin (2.7.2) */
-    jn_amqp_slots_t links;           /* by our handle */
-    jn_amqp_slots_t remote_links;    /* by the peer's handle */
+    uint32_t initial_outgoing_id; /* our begin's next-outgoing-id */
+    jn_amqp_window_t w;           /* 2.5.6 */
+    uint32_t remote_handle_max;   /* the peer's begin (2.7.2) */
+    jn_amqp_slots_t links;        /* by our handle */
+    jn_amqp_slots_t remote_links; /* by the peer's handle */
     void *user;
 };
 

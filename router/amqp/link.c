@@ -248,8 +248,8 @@ static int detach_input(jn_amqp_link_t *l, const jn_amqp_detach_t *d)
 static int link_flow_input(jn_amqp_link_t *l, const jn_amqp_flow_t *f)
 {
     if (l->role == JN_AMQP_SENDER) {
-        uint32_t dc = (f->present & JN_AMQP_FIELD(5)) ? f->delivery_count
-                                                       : l->initial_delivery_count;
+        uint32_t dc =
+            (f->present & JN_AMQP_FIELD(5)) ? f->delivery_count : l->initial_delivery_count;
         if (jn_amqp_serial_lt(l->delivery_count, dc))
             return jn_amqp_conn_refuse(l->session->conn, INVALID_FIELD,
                                        "flow's delivery-count %u is ahead of the sender's %u", dc,

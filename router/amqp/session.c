@@ -62,8 +62,8 @@ void jn_amqp_sessions_free(jn_amqp_conn_t *c)
             session_free(c->sessions.at[i]);
 }
 
-int jn_amqp_session_begin(jn_amqp_session_t *s, uint32_t next_outgoing_id,
-                          uint32_t incoming_window, uint32_t outgoing_window)
+int jn_amqp_session_begin(jn_amqp_session_t *s, uint32_t next_outgoing_id, uint32_t incoming_window,
+                          uint32_t outgoing_window)
 {
     jn_amqp_conn_t *c = s->conn;
     if (s->begin_sent || c->close_sent || c->refused)
@@ -163,8 +163,7 @@ int jn_amqp_session_flow(jn_amqp_session_t *s, bool echo)
 static int begin_input(jn_amqp_conn_t *c, uint16_t channel, const jn_amqp_begin_t *b)
 {
     if (jn_amqp_slots_get(&c->remote_sessions, channel))
-        return jn_amqp_conn_refuse(c, ILLEGAL, "begin on channel %u, which has a session",
-                                   channel);
+        return jn_amqp_conn_refuse(c, ILLEGAL, "begin on channel %u, which has a session", channel);
     jn_amqp_session_t *s;
     if (b->present & JN_AMQP_FIELD(0)) {
         s = jn_amqp_slots_get(&c->sessions, b->remote_channel);

@@ -85,8 +85,8 @@ static void take_output(jn_amqp_conn_t *c, bool *header_seen, bool *last_close)
     jn_amqp_frame_t f;
     jn_amqp_fault_t fault;
     while (jn_iter_length(&it) > 0) {
-        if (jn_amqp_frame_read(&it, JN_AMQP_FRAME_AMQP, jn_amqp_conn_remote_max_frame(c), 65535,
-                               &f, &fault) != 1)
+        if (jn_amqp_frame_read(&it, JN_AMQP_FRAME_AMQP, jn_amqp_conn_remote_max_frame(c), 65535, &f,
+                               &fault) != 1)
             abort(); /* only whole frames within the peer's max-frame-size */
         jn_amqp_perf_t p = {0};
         if (f.body_size && jn_amqp_perf_decode(&f.body, JN_AMQP_FRAME_AMQP, &p, NULL, &fault) != 0)
@@ -156,10 +156,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     jn_amqp_conn_config_t cfg = {
         .container_id = "fuzz", .max_frame_size = 65536, .channel_max = 255, .idle_time_out = 500};
-    jn_amqp_handler_t h = {.on_open = on_open,
-                           .on_begin = on_begin,
-                           .on_attach = on_attach,
-                           .on_flow = on_flow};
+    jn_amqp_handler_t h = {
+        .on_open = on_open, .on_begin = on_begin, .on_attach = on_attach, .on_flow = on_flow};
     jn_amqp_conn_t *c = jn_amqp_conn_new(&cfg, &h);
     if (!c)
         abort();

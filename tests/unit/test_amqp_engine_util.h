@@ -27,11 +27,11 @@ typedef struct peer {
     jn_amqp_conn_t *c;
     uint8_t pending[65536]; /* octets from the other side not yet consumed */
     size_t npending;
-    size_t chunk;          /* buffer size the input is split into (0: one run) */
+    size_t chunk; /* buffer size the input is split into (0: one run) */
     uint64_t now;
-    bool answer;           /* answer the peer's open, begin and attach */
+    bool answer; /* answer the peer's open, begin and attach */
     int opens, closes, closed, begins, ends, attaches, detaches, flows;
-    char condition[128];   /* the last close, end, detach or fault condition */
+    char condition[128]; /* the last close, end, detach or fault condition */
     jn_amqp_session_t *last_session;
     jn_amqp_link_t *last_link;
     jn_amqp_flow_t last_flow;
@@ -97,7 +97,7 @@ static inline void ev_attach(void *ctx, jn_amqp_link_t *l, const jn_amqp_attach_
     p->last_role = a->role;
     const jn_amqp_terminus_t *t = a->role == JN_AMQP_SENDER ? &a->target : &a->source;
     jn_iter_copy_string(&t->address, p->last_address, sizeof p->last_address);
-    if (p->answer) { /* JN_EPERM when it answers ours */
+    if (p->answer) {                  /* JN_EPERM when it answers ours */
         jn_amqp_attach_t answer = *a; /* the same termini back */
         answer.present &= JN_AMQP_FIELD(5) | JN_AMQP_FIELD(6);
         (void)jn_amqp_link_attach(l, &answer, 0);
@@ -113,7 +113,8 @@ static inline void ev_detach(void *ctx, jn_amqp_link_t *l, const jn_amqp_detach_
     copy_error(p, &d->error);
 }
 
-static inline void ev_flow(void *ctx, jn_amqp_session_t *s, jn_amqp_link_t *l, const jn_amqp_flow_t *f)
+static inline void ev_flow(void *ctx, jn_amqp_session_t *s, jn_amqp_link_t *l,
+                           const jn_amqp_flow_t *f)
 {
     peer_t *p = ctx;
     (void)s;
@@ -123,7 +124,7 @@ static inline void ev_flow(void *ctx, jn_amqp_session_t *s, jn_amqp_link_t *l, c
 }
 
 static inline void peer_init(peer_t *p, const char *id, uint32_t max_frame, uint16_t channel_max,
-                      uint32_t idle)
+                             uint32_t idle)
 {
     memset(p, 0, sizeof *p);
     p->answer = true;
@@ -256,8 +257,7 @@ static inline int out_frames(peer_t *x, uint64_t *codes, int max, char *err, siz
     while (jn_amqp_frame_read(&it, JN_AMQP_FRAME_AMQP, UINT32_MAX, 65535, &f, &fault) == 1) {
         jn_amqp_perf_t p = {0};
         if (f.body_size)
-            assert_int_equal(jn_amqp_perf_decode(&f.body, JN_AMQP_FRAME_AMQP, &p, NULL, &fault),
-                             0);
+            assert_int_equal(jn_amqp_perf_decode(&f.body, JN_AMQP_FRAME_AMQP, &p, NULL, &fault), 0);
         if (n < max)
             codes[n] = p.code;
         n++;

@@ -66,6 +66,10 @@ typedef struct jn_amqp_conn_config {
     uint32_t max_frame_size;  /* the largest frame we accept, >= 512 */
     uint16_t channel_max;     /* the highest channel the peer may use */
     uint32_t idle_time_out;   /* ms; 0: none. Silent that long: we close */
+    /* ms; 0: none. A peer's open asking for a shorter (non-zero)
+     * idle-time-out is refused with amqp:resource-limit-exceeded (2.4.5
+     * lets a peer refuse one it cannot meet; router.minPeerIdleTimeoutMs) */
+    uint32_t min_peer_idle_time_out;
 } jn_amqp_conn_config_t;
 
 /* The events of a connection, each called on the connection's thread from

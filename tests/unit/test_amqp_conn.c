@@ -285,6 +285,41 @@ static void test_heartbeat_at_half_the_peers_idle_time_out(void **state)
     peer_free(&x);
 }
 
+static void test_peer_idle_time_out_below_the_floor_refused(void **state)
+{
+    (void)state;
+    const uint32_t asked[] = {0, 1, 99, 100, 5000};
+    const bool refused[] = {false, true, true, false, false};
+    for (size_t i = 0; i < 5; i++) {
+        peer_t x;
+        jn_amqp_conn_config_t cfg = {.container_id = "server",
+                                     .max_frame_size = 4096,
+                                     .channel_max = 7,
+                                     .min_peer_idle_time_out = 100};
+        jn_amqp_handler_t h = {.ctx = &x, .on_closed = ev_closed};
+        memset(&x, 0, sizeof x);
+        x.c = jn_amqp_conn_new(&cfg, &h);
+        assert_non_null(x.c);
+        uint8_t hdr[8];
+        jn_amqp_header_write(hdr, JN_AMQP_PROTO_AMQP);
+        assert_int_equal(peer_input(&x, hdr, 8), 0);
+        jn_amqp_perf_t p;
+        jn_amqp_perf_init(&p, JN_AMQP_OPEN);
+        p.u.open.present = JN_AMQP_FIELD(0) | JN_AMQP_FIELD(4);
+        jn_iter_init_string(&p.u.open.container_id, "raw", JN_VIEW_RAW);
+        p.u.open.idle_time_out = asked[i];
+        int rc = raw_send(&x, 0, &p);
+        if (refused[i]) {
+            expect_refused(&x, rc, "amqp:resource-limit-exceeded");
+            assert_int_equal(jn_amqp_conn_tick(x.c, 10000), UINT64_MAX); /* no heartbeats */
+        } else {
+            assert_int_equal(rc, 0);
+            assert_int_equal(jn_amqp_conn_remote_idle_time_out(x.c), asked[i]);
+        }
+        peer_free(&x);
+    }
+}
+
 static void test_frames_fit_the_peers_max_frame_size(void **state)
 {
     (void)state;
@@ -343,6 +378,7 @@ int main(void)
         cmocka_unit_test(test_frames_after_close_sent_are_dropped),
         cmocka_unit_test(test_idle_peer_closed_with_resource_limit_exceeded),
         cmocka_unit_test(test_heartbeat_at_half_the_peers_idle_time_out),
+        cmocka_unit_test(test_peer_idle_time_out_below_the_floor_refused),
         cmocka_unit_test(test_frames_fit_the_peers_max_frame_size),
         cmocka_unit_test(test_output_taken_in_parts),
     };

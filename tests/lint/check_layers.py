@@ -33,7 +33,7 @@ OWNER = {
     "amqp.h": "message", "annotations.h": "message", "buffer.h": "message",
     "compose.h": "message", "decoder.h": "message", "encoder.h": "message",
     "iterator.h": "message", "message.h": "message",
-    "amqp_frame.h": "amqp", "amqp_perf.h": "amqp",
+    "amqp_frame.h": "amqp", "amqp_perf.h": "amqp", "amqp_engine.h": "amqp",
     "config.h": "config", "schema.h": "config", "endpoint.h": "config",
     "mesh.h": "mesh",
     "core.h": "core", "core_view.h": "core",

@@ -640,7 +640,9 @@ typedef enum jn_work_type {
      * of an outgoing link, the source of an incoming one),
      * attach.presettled for the sender's settle mode; `link`, when set, is
      * the link whose termini (jn_core_link_termini) to copy, address
-     * replaced. Report it with jn_core_link_attached_IO (info.local,
+     * replaced (a dynamic terminus keeps none: `address` becomes its node
+     * properties' x-opt-qd.address, the address it is link-routed by).
+     * Report it with jn_core_link_attached_IO (info.local,
      * info.attach_ref = attach.ref), and its peer's answer with
      * jn_core_link_answered_IO. */
     JN_WORK_LINK_ATTACH,

@@ -663,7 +663,10 @@ typedef struct jn_work {
     jn_delivery_t *dlv;       /* delivery work: a reference owned by the item */
     uint32_t credit;          /* LINK_CREDIT */
     bool drain;               /* LINK_CREDIT */
-    bool settled;             /* DELIVERY_UPDATE */
+    bool settled;             /* DELIVERY_UPDATE; on a DELIVERY_SEND that the
+                               * I/O layer holds until the copies before it
+                               * are sent: the sender settled meanwhile
+                               * (io_send.c; false when queued) */
     bool abort;               /* CONN_CLOSE: at once, without the peer's close */
     bool forced;              /* CONN_CLOSE: once our close is written, read
                                * no more (management deleted it: the peer's

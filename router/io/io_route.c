@@ -294,11 +294,15 @@ static void set_termini(jn_io_conn_t *conn, pn_link_t *pl, jn_work_t *w)
     if (pn_terminus_is_dynamic(far)) {
         /* the container makes the node (3.5.4): the address the route
          * matched goes in its node properties, which the next router
-         * routes it by (a tenant's, in its space: tenant.c) */
-        if (w->address && jn_io_dnp_set_address_IO(far, w->address) != 0)
+         * routes it by (a tenant's, in its space: tenant.c); the client's
+         * pair is left as it came when it names that address already */
+        char *asked = jn_io_dnp_address_IO(far);
+        bool same = !w->address || (asked && strcmp(asked, w->address) == 0);
+        free(asked);
+        if (!same && jn_io_dnp_set_address_IO(far, w->address) != 0)
             JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_ERROR,
                    JN_IO_CONN_FMT " Out of memory for a dynamic terminus's node properties: "
-                   "link %s attached with the client's",
+                                  "link %s attached with the client's",
                    conn->id, w->attach.name);
         return;
     }

@@ -142,10 +142,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_address_replaced_other_properties_kept, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_no_node_properties_get_the_one_pair, setup,
+        cmocka_unit_test_setup_teardown(test_no_node_properties_get_the_one_pair, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pair_with_a_key_that_is_not_a_symbol_is_dropped, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_pair_with_a_key_that_is_not_a_symbol_is_dropped,
-                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -640,7 +640,9 @@ typedef enum jn_work_type {
      * of an outgoing link, the source of an incoming one),
      * attach.presettled for the sender's settle mode; `link`, when set, is
      * the link whose termini (jn_core_link_termini) to copy, address
-     * replaced. Report it with jn_core_link_attached_IO (info.local,
+     * replaced (a dynamic terminus keeps none: `address` becomes its node
+     * properties' x-opt-qd.address, the address it is link-routed by).
+     * Report it with jn_core_link_attached_IO (info.local,
      * info.attach_ref = attach.ref), and its peer's answer with
      * jn_core_link_answered_IO. */
     JN_WORK_LINK_ATTACH,
@@ -661,7 +663,10 @@ typedef struct jn_work {
     jn_delivery_t *dlv;       /* delivery work: a reference owned by the item */
     uint32_t credit;          /* LINK_CREDIT */
     bool drain;               /* LINK_CREDIT */
-    bool settled;             /* DELIVERY_UPDATE */
+    bool settled;             /* DELIVERY_UPDATE; on a DELIVERY_SEND that the
+                               * I/O layer holds until the copies before it
+                               * are sent: the sender settled meanwhile
+                               * (io_send.c; false when queued) */
     bool abort;               /* CONN_CLOSE: at once, without the peer's close */
     bool forced;              /* CONN_CLOSE: once our close is written, read
                                * no more (management deleted it: the peer's

@@ -24,8 +24,9 @@
  * (ct.echo; the I/O layer holds back its own answer). A dynamic source or
  * target is link-routed by the address its node properties name
  * (x-opt-qd.address, as 1.19): the container's link keeps it dynamic with
- * no address, and the client is answered with the address the container
- * made. No
+ * no address and names the address it was routed by in its node
+ * properties (a tenant's in its space, as the next router must see it),
+ * and the client is answered with the address the container made. No
  * container connection (of role route-container, as in 1.19) here or
  * behind another router: the attach is refused with qd:no-route-to-dest,
  * 1.19's condition.
@@ -263,7 +264,10 @@ bool jn_lr_attach_CT(jn_core_link_t *link)
     jn_lr_table_t *t = core->lr;
     int d = link->dir == JN_LINK_INCOMING ? 0 : 1;
     /* a dynamic terminus: by the address its node properties ask for
-     * (io_link.c), and the container makes its node */
+     * (io_link.c), and the container makes its node; the address it was
+     * matched by (a tenant's in its space, tenant.c) goes on in its node
+     * properties (io_route.c), so that the next router routes it the
+     * same, and no external prefix is applied to it */
     if (!link->address || conn->internal ||
         (t->match[d].count == 0 && !core->mesh))
         return false;
@@ -274,7 +278,7 @@ bool jn_lr_attach_CT(jn_core_link_t *link)
     jn_core_conn_t *to = i >= 0 ? take_turn_CT(core, &t->routes[d][i], conn, &r) : NULL;
     char *ext = NULL, *name = NULL;
     if (to) {
-        ext = link->dynamic ? NULL : jn_lr_external_address(r, link->address);
+        ext = link->dynamic ? strdup(link->address) : jn_lr_external_address(r, link->address);
     } else {
         /* the container is behind another router (10.6): the same address
          * to the next hop, the name made unique unless it came from one */
@@ -290,7 +294,7 @@ bool jn_lr_attach_CT(jn_core_link_t *link)
             jn_link_refuse_CT(link, JN_LR_NO_ROUTE_CONDITION, JN_LR_NO_ROUTE_DESCRIPTION);
             return true;
         }
-        ext = link->dynamic ? NULL : strdup(link->address);
+        ext = strdup(link->address);
         if (!conn->inter_router) {
             size_t n = strlen(link->name) + strlen(conn->container_id) + 2;
             name = malloc(n);
@@ -305,7 +309,7 @@ bool jn_lr_attach_CT(jn_core_link_t *link)
                           "resumable link routes are not allowed (router.allowResumableLinkRoute)");
         return true;
     }
-    lr_request_t *rq = ext || link->dynamic ? jn_lr_request_new_CT(core, to) : NULL;
+    lr_request_t *rq = ext ? jn_lr_request_new_CT(core, to) : NULL;
     if (!rq ||
         jn_lr_push_attach_CT(to, d == 0 ? JN_LINK_OUTGOING : JN_LINK_INCOMING,
                              name ? name : link->name, ext, link->presettled, link, rq->id) != 0) {
@@ -319,9 +323,9 @@ bool jn_lr_attach_CT(jn_core_link_t *link)
     rq->client = jn_link_ref(link);
     link->ct.state = JN_LINK_ST_ROUTING;
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_INFO,
-           "[C%" PRIu64 "][L%" PRIu64 "] Link routed%s%s to connection [C%" PRIu64 "] as %s",
+           "[C%" PRIu64 "][L%" PRIu64 "] Link routed%s%s to connection [C%" PRIu64 "] as %s%s",
            conn->conn_id, link->ct.id, r ? " by " : "", r ? r->name : "", to->conn_id,
-           ext ? ext : "(dynamic)");
+           link->dynamic ? "dynamic, by " : "", ext);
     free(ext);
     free(name);
     return true;

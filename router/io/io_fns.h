@@ -303,6 +303,16 @@ void jn_io_termini_encode_IO(pn_link_t *pl, uint8_t **out, size_t *len);
  * 3.5.9 node-properties): heap, the caller's; NULL when there is none (or
  * out of memory). Any I/O thread, on a link it holds. */
 char *jn_io_dnp_address_IO(pn_terminus_t *t);
+/* jn_io_dnp_set_address_IO: make address (borrowed, not NULL) the
+ * "x-opt-qd.address" of terminus t's dynamic-node-properties, as a string,
+ * the map's other pairs kept (those whose key is not a symbol or string
+ * are malformed fields, AMQP 1.0 3.2, and dropped); a terminus without
+ * node properties gets a map of that one pair. Returns 0, or JN_ENOMEM.
+ * Any I/O thread, on a link it holds.
+ * A link route's dynamic terminus carries the address it was routed by
+ * this way (io_route.c; the next router reads it with
+ * jn_io_dnp_address_IO). */
+int jn_io_dnp_set_address_IO(pn_terminus_t *t, const char *address);
 /* jn_io_coordinator_IO: the peer attached pl as a sender whose target is
  * a transaction coordinator (AMQP 1.0 4.5.1): jn_link_info_t.coordinator.
  * The connection's I/O thread. */

@@ -8,7 +8,9 @@
  * attach; a link route gives them back with its JN_WORK_LINK_ATTACH so that
  * the link to the container carries the same termini (durability, expiry,
  * timeout, dynamic, distribution mode, node properties, capabilities,
- * outcomes, filter), only the address changed. The encoding is private to
+ * outcomes, filter), only the address changed: for a dynamic terminus,
+ * which has none, the address its node properties name
+ * (x-opt-qd.address), since that is what the next router routes it by. The encoding is private to
  * this file: per terminus, a type octet, the address (length + octets,
  * 0xffffffff for none), four 32-bit fields, two octets, and the four
  * pn_data fields each as their AMQP encoding (length + octets).
@@ -216,6 +218,54 @@ char *jn_io_dnp_address_IO(pn_terminus_t *t)
     return out;
 }
 
+int jn_io_dnp_set_address_IO(pn_terminus_t *t, const char *address)
+{
+    JN_ASSERT_SOME_IO();
+    static const char key[] = "x-opt-qd.address";
+    pn_data_t *d = pn_terminus_properties(t);
+    pn_data_t *nd = pn_data(0);
+    if (!nd)
+        return JN_ENOMEM;
+    pn_data_put_map(nd);
+    pn_data_enter(nd);
+    pn_data_put_symbol(nd, pn_bytes(sizeof key - 1, key));
+    pn_data_put_string(nd, pn_bytes(strlen(address), address));
+    pn_data_rewind(d);
+    if (pn_data_next(d) && pn_data_type(d) == PN_MAP && pn_data_enter(d)) {
+        while (pn_data_next(d)) { /* key, then its value */
+            pn_type_t kt = pn_data_type(d);
+            pn_bytes_t k = kt == PN_SYMBOL   ? pn_data_get_symbol(d)
+                           : kt == PN_STRING ? pn_data_get_string(d)
+                                             : (pn_bytes_t){0, NULL};
+            bool ours = k.size == sizeof key - 1 && memcmp(k.start, key, k.size) == 0;
+            /* fields have symbol keys (AMQP 1.0 3.2, fields): a pair
+             * with another key is malformed, and not passed on */
+            if (!ours && k.start) {
+                if (kt == PN_SYMBOL)
+                    pn_data_put_symbol(nd, k);
+                else
+                    pn_data_put_string(nd, k);
+                /* narrowed at the key, the value is the first to append */
+                pn_data_narrow(d);
+                int rc = pn_data_appendn(nd, d, 1);
+                pn_data_widen(d);
+                if (rc != 0) {
+                    pn_data_free(nd);
+                    pn_data_rewind(d);
+                    return JN_ENOMEM;
+                }
+            }
+            if (!pn_data_next(d))
+                break;
+        }
+    }
+    pn_data_exit(nd);
+    int rc = pn_data_copy(d, nd) == 0 ? 0 : JN_ENOMEM;
+    pn_data_free(nd);
+    pn_data_rewind(d);
+    return rc;
+}
+
 bool jn_io_coordinator_IO(pn_link_t *pl)
 {
     JN_ASSERT_SOME_IO();
@@ -226,7 +276,7 @@ bool jn_io_coordinator_IO(pn_link_t *pl)
 /* The link's termini: a copy of the client's (when given) with the
  * address at the container's end replaced, else a plain source and
  * target with it. */
-static void set_termini(pn_link_t *pl, jn_work_t *w)
+static void set_termini(jn_io_conn_t *conn, pn_link_t *pl, jn_work_t *w)
 {
     size_t len = 0;
     const uint8_t *t = w->link ? jn_core_link_termini(w->link, &len) : NULL;
@@ -241,6 +291,21 @@ static void set_termini(pn_link_t *pl, jn_work_t *w)
     /* the container's end: the target when the router sends */
     pn_terminus_t *far =
         w->attach.dir == JN_LINK_OUTGOING ? pn_link_target(pl) : pn_link_source(pl);
+    if (pn_terminus_is_dynamic(far)) {
+        /* the container makes the node (3.5.4): the address the route
+         * matched goes in its node properties, which the next router
+         * routes it by (a tenant's, in its space: tenant.c); the client's
+         * pair is left as it came when it names that address already */
+        char *asked = jn_io_dnp_address_IO(far);
+        bool same = !w->address || (asked && strcmp(asked, w->address) == 0);
+        free(asked);
+        if (!same && jn_io_dnp_set_address_IO(far, w->address) != 0)
+            JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_ERROR,
+                   JN_IO_CONN_FMT " Out of memory for a dynamic terminus's node properties: "
+                                  "link %s attached with the client's",
+                   conn->id, w->attach.name);
+        return;
+    }
     /* a coordinator has no address (AMQP 1.0 4.5.1) */
     if (pn_terminus_get_type(far) != PN_COORDINATOR)
         pn_terminus_set_address(far, w->address);
@@ -269,7 +334,9 @@ void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w)
         pn_session_close(ssn);
         return;
     }
-    set_termini(pl, w);
+    set_termini(conn, pl, w);
+    /* a dynamic node has no address until the container names it */
+    bool dynamic = pn_terminus_is_dynamic(send ? pn_link_target(pl) : pn_link_source(pl));
     pn_link_set_snd_settle_mode(pl, w->attach.presettled ? PN_SND_SETTLED : PN_SND_UNSETTLED);
     if (w->attach.edge) {
         /* an edge router's uplink link (docs/protocol.md, "Edge routers") */
@@ -296,7 +363,7 @@ void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w)
     jn_link_info_t info = {
         .dir = link->dir,
         .name = w->attach.name,
-        .address = w->address,
+        .address = dynamic ? NULL : w->address,
         .presettled = w->attach.presettled,
         .capacity = conn->endpoint->cfg.link_capacity,
         .type = w->attach.edge ? (jn_link_type_t)w->attach.edge : JN_LINK_ENDPOINT,

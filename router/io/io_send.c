@@ -12,7 +12,9 @@
  * whose message is still arriving stays the link's delivery in progress
  * (jn_io_link_t.tx) and continues on JN_WORK_DELIVERY_CONTINUE; copies
  * handed over meanwhile wait, in order, in the link's queue of work items
- * (the taken item's own queue node links them: no allocation).
+ * (the taken item's own queue node links them: no allocation). The
+ * sender's settlement of a copy that waits there is kept on its item and
+ * applied when the copy is sent (it has no pn_delivery before that).
  *
  * Proton reference: an unsettled copy's pn_delivery is held (jn_io_pd_keep,
  * jn_io_pd_release) while its context names the copy, as io_recv.c does for
@@ -204,6 +206,7 @@ static bool tx_write_IO(jn_io_link_t *link)
 static void tx_start_IO(jn_io_link_t *link, jn_work_t *w)
 {
     JN_ASSERT_IO(link->conn);
+    bool settled = w->settled; /* its sender settled while it waited */
     jn_delivery_t *dlv = jn_work_take_dlv(w);
     jn_message_t *m = jn_delivery_message(dlv);
     size_t tag_len;
@@ -220,6 +223,7 @@ static void tx_start_IO(jn_io_link_t *link, jn_work_t *w)
         link->tx.dlv = dlv;
         link->tx.pd = pd;
         link->tx.slot = jn_message_stream_copy_begin(m);
+        link->tx.settle_when_done = settled;
         jn_io_pd_keep(pd, dlv);
         return;
     }
@@ -267,6 +271,7 @@ static void tx_start_IO(jn_io_link_t *link, jn_work_t *w)
     link->tx.dlv = dlv; /* also the pn_delivery context's reference */
     link->tx.pd = pd;
     link->tx.slot = jn_message_stream_copy_begin(m);
+    link->tx.settle_when_done = settled;
     jn_io_pd_keep(pd, dlv);
     jn_io_residence_note_IO(dlv); /* its first transfer starts: residence ends */
 }
@@ -372,15 +377,40 @@ bool jn_io_tx_resume_IO(jn_io_link_t *link)
            (dlv && link->tx.out.position != position);
 }
 
+/* A copy the sender settled before it left: it waits behind the copy in
+ * progress (its DELIVERY_SEND in the link's queue, see the top), or it is
+ * gone (sent and settled, or dropped). A waiting one is marked to be
+ * settled once sent (tx_start_IO). Not the hot path: only the sender's
+ * settlement of a copy not begun gets here, and the queue is bounded by
+ * the credit the core may use (tx_limit). */
+static void tx_settle_waiting_IO(jn_io_link_t *link, const jn_delivery_t *dlv)
+{
+    JN_ASSERT_IO(link->conn);
+    for (jn_work_t *w = link->tx.wait_head; w;) {
+        if (w->dlv == dlv) {
+            w->settled = true;
+            return;
+        }
+        jn_mpsc_node_t *next = atomic_load_explicit(&w->node.next, memory_order_relaxed);
+        w = next ? (jn_work_t *)((char *)next - offsetof(jn_work_t, node)) : NULL;
+    }
+}
+
 /* jn_io_tx_update_IO: JN_WORK_DELIVERY_UPDATE for an outgoing copy: the
- * sender settled, so settle the copy (its outcome no longer matters). */
+ * sender settled, so settle the copy (its outcome no longer matters): now,
+ * or once its last octet is sent when it is in progress or still waits for
+ * the copies before it. */
 void jn_io_tx_update_IO(jn_io_link_t *link, jn_work_t *work)
 {
     JN_ASSERT_IO(link->conn);
     jn_delivery_t *dlv = work->dlv;
     pn_delivery_t *pd = jn_delivery_io(dlv);
-    if (!pd || !link->pn || !work->settled)
+    if (!link->pn || !work->settled)
         return;
+    if (!pd) {
+        tx_settle_waiting_IO(link, dlv);
+        return;
+    }
     if (pd == link->tx.pd) {
         link->tx.settle_when_done = true;
         return;

@@ -15,10 +15,15 @@ reaches a tenant's "q" as "<vhost>/q" (and the reverse). Checked here:
   `tenant` column, an Open without a hostname (no space), a hostname
   that cannot name a space refused, and an x-opt-qd.to in the space sent
   to a tenant's receiver as the client names it (stripAnnotations no);
+  a tenant's dynamic terminus link-routed by its node properties'
+  x-opt-qd.address reaches the container with that address in the space;
 - two routers: a tenant's targeted and anonymous messages cross the mesh
   to the same tenant on the other router (the next router routes by the
   address in the space, carried as x-opt-qd.to), and a plain client on one
-  router reaches a tenant on the other;
+  router reaches a tenant on the other; a tenant's dynamic receiver and
+  sender link-routed to a container behind the other router (the attach
+  that crosses the mesh names the address in the space in its node
+  properties, which the next router routes it by);
 - an edge router under an interior: a tenant's messages go up and down the
   edge connection in its space.
 
@@ -37,6 +42,7 @@ from harness import (SLOW, Recv, RouterTestCase, Send, Traffic, conf_section, co
 from mesh import Mesh
 from test_router_conn_linkroute import ServiceClient
 from test_router_entities import Manager
+from test_router_linkroute_dynamic_detach import DynamicSource, DynamicTarget
 
 TIMEOUT = 10 * SLOW
 CONNECTION = "org.apache.qpid.dispatch.connection"
@@ -78,6 +84,39 @@ def bodies(recv):
 
 def msgs(n, address=None, tag="m"):
     return [Message(body="%s-%d" % (tag, i), address=address) for i in range(n)]
+
+
+class TenantDynamic:
+    """A dynamic-link-route scenario (test_router_linkroute_dynamic_detach)
+    whose client names vhost in its Open; the container (container_id)
+    connects first, then ready() is called (it may wait for the mesh to
+    learn the container's link routes), then the client connects."""
+
+    def setup_tenant(self, vhost, container_id, ready):
+        self.vhost, self.container_id, self.ready = vhost, container_id, ready
+        return self
+
+    def on_connection_opened(self, event):
+        if event.connection == self.container_conn:
+            self.ready()
+            self.client_conn = event.container.connect(self.client_url, allowed_mechs="ANONYMOUS",
+                                                       virtual_host=self.vhost)
+        elif event.connection == self.client_conn:
+            self.client_starts(event)
+
+    def run(self):
+        c = Container(self)
+        c.container_id = self.container_id
+        c.run()
+        return self
+
+
+class TenantDynamicSource(TenantDynamic, DynamicSource):
+    pass
+
+
+class TenantDynamicTarget(TenantDynamic, DynamicTarget):
+    pass
 
 
 class OneRouter(RouterTestCase):
@@ -153,6 +192,13 @@ class OneRouter(RouterTestCase):
         finally:
             c.close()
         self.assertEqual(svc.got, [("ta/lr.orders", "o-%d" % i) for i in range(3)])
+
+    def test_dynamic_link_route_names_the_address_in_the_space_to_the_container(self):
+        s = TenantDynamicSource(at(self.tport), self.r.container_url, "lr.dyn")
+        s.setup_tenant("ta", "LRC", lambda: None).run()
+        self.assertIsNone(s.error)
+        self.assertEqual(s.seen, (True, None, {"x-opt-qd.address": "ta/lr.dyn"}))
+        self.assertEqual(s.answered, "made-by-the-container")
 
     def test_management_shows_the_tenant_of_each_connection(self):
         tenant = blocking(at(self.tport), "ta", "tenant-client")
@@ -233,6 +279,41 @@ class TwoRouters(RouterTestCase):
                    ["M0ta/q2", "M0ta/q3"], "B")
         self.assertEqual(bodies(tenant_rx), ["p-%d" % i for i in range(4)])
         self.assertEqual(bodies(plain_rx), ["t-%d" % i for i in range(4)])
+
+
+class TwoRoutersLinkRoute(RouterTestCase):
+    """A link route's container on router B; a tenant's client on router
+    A. A dynamic terminus is link-routed by its node properties'
+    x-opt-qd.address, taken in the tenant's space on A: the attach A sends
+    B must name that address (B knows nothing of the tenant's connection),
+    or B finds no route and refuses it."""
+
+    def setUp(self):
+        super().setUp()
+        self.tport = free_port()
+        routes = "".join(conf_section("linkRoute", {"prefix": "ta/lr", "direction": d,
+                                                    "containerId": "broker"})
+                         for d in ("in", "out"))
+        self.m = Mesh(self, ["A", "B"], [("A", "B", 1)],
+                      extra={"A": tenant_listener(self.tport) + routes,
+                             "B": container_listener() + routes}).start()
+
+    def known_on_a(self, key):
+        return lambda: self.m.wait_address(key, {"B"})
+
+    def test_tenant_dynamic_receiver_is_link_routed_across_the_mesh(self):
+        s = TenantDynamicSource(at(self.tport), self.m["B"].container_url, "lr.dyn")
+        s.setup_tenant("ta", "broker", self.known_on_a("Dta/lr")).run()
+        self.assertIsNone(s.error)
+        self.assertEqual(s.seen, (True, None, {"x-opt-qd.address": "ta/lr.dyn"}))
+        self.assertEqual(s.answered, "made-by-the-container")
+
+    def test_tenant_dynamic_sender_is_link_routed_across_the_mesh(self):
+        s = TenantDynamicTarget(at(self.tport), self.m["B"].container_url, "lr.dyn2")
+        s.setup_tenant("ta", "broker", self.known_on_a("Cta/lr")).run()
+        self.assertIsNone(s.error)
+        self.assertEqual(s.seen, (True, None, {"x-opt-qd.address": "ta/lr.dyn2"}))
+        self.assertEqual(s.answered, "made-by-the-container")
 
 
 class AnnotationsToTheClient(RouterTestCase):

@@ -102,11 +102,9 @@ static int body_entry(jn_mgmt_entity_t *e, const char *key, const jn_field_t *v,
         v->type != JN_TYPE_STRING)
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "%s must be a non-empty string type",
                                  key[1] == 'r' ? "Prefix" : "Pattern");
-    jn_mv_t *slot = &e->values[jn_schema_attr_index(a)];
-    jn_mgmt_value_free(slot);
-    int rc = jn_mgmt_value_from_field(a, v, slot);
-    if (rc == JN_ENOMEM)
-        return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
+    int rc = jn_mgmt_entity_set_field(e, a, v, reply);
+    if (rc == JN_MGMT_INTERNAL)
+        return rc;
     if (rc != 0)
         return invalid_value(e, a, key, v, reply);
     return 0;

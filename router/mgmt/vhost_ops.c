@@ -158,11 +158,9 @@ static int body_entry(jn_mgmt_entity_t *e, const char *key, const jn_decoder_t *
     if (!a) /* the config file's words */
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
                                  "unknown attribute '%s' in section 'vhost'", key);
-    jn_mv_t *slot = &e->values[jn_schema_attr_index(a)];
-    jn_mgmt_value_free(slot);
-    int rc = jn_mgmt_value_from_field(a, v, slot);
-    if (rc == JN_ENOMEM)
-        return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
+    int rc = jn_mgmt_entity_set_field(e, a, v, reply);
+    if (rc == JN_MGMT_INTERNAL)
+        return rc;
     if (rc != 0)
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "vhost attribute '%s': expected %s",
                                  key, jn_schema_kind_name(jn_schema_attr_kind(a)));

@@ -201,6 +201,18 @@ int jn_mgmt_entity_set_field(jn_mgmt_entity_t *e, const jn_schema_attr_t *a, con
     return rc;
 }
 
+int jn_mgmt_answer_entity(jn_mgmt_reply_t *reply, const jn_mgmt_class_t *cls, jn_mgmt_entity_t *e,
+                          int status, const char *desc)
+{
+    jn_mv_t *row = calloc(jn_mgmt_class_ncols(cls), sizeof *row);
+    if (!row)
+        return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
+    jn_mgmt_entity_row(e, row);
+    jn_mgmt_encode_row_map(&reply->body, cls, row);
+    free(row);
+    return jn_mgmt_reply_set(reply, status, "%s", desc);
+}
+
 void jn_mgmt_entity_row(jn_mgmt_entity_t *e, jn_mv_t *row)
 {
     size_t n = jn_schema_type_column_count(e->type);

@@ -243,13 +243,7 @@ int jn_mgmt_store_create(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_
     jn_mgmt_store_append(agent, e);
     JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_INFO, "Created %s %s (identity %s)", cls->name,
            e->name ? e->name : "(unnamed)", e->identity);
-    jn_mv_t *row = calloc(jn_mgmt_class_ncols(cls), sizeof *row);
-    if (!row)
-        return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
-    jn_mgmt_entity_row(e, row);
-    jn_mgmt_encode_row_map(&reply->body, cls, row);
-    free(row);
-    return jn_mgmt_reply_set(reply, JN_MGMT_CREATED, "Created");
+    return jn_mgmt_answer_entity(reply, cls, e, JN_MGMT_CREATED, "Created");
 }
 
 /* An exchange deleted took its bindings with it (the core's): forget

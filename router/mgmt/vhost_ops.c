@@ -102,25 +102,6 @@ int jn_mgmt_vhost_conflicts_in(const jn_config_t *cfg, const char *policy_dir, F
     return h.nomem ? JN_ENOMEM : h.found;
 }
 
-/* Answer with the row of the vhost named host. */
-static int answer_row(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const char *host, int status,
-                      const char *desc, jn_mgmt_reply_t *reply)
-{
-    for (jn_mgmt_entity_t *e = agent->vhosts; e; e = e->next) {
-        const char *h = jn_mgmt_entity_str(e, "hostname");
-        if (!h || strcmp(h, host) != 0)
-            continue;
-        jn_mv_t *row = calloc(jn_mgmt_class_ncols(cls), sizeof *row);
-        if (!row)
-            return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
-        jn_mgmt_entity_row(e, row);
-        jn_mgmt_encode_row_map(&reply->body, cls, row);
-        free(row);
-        break;
-    }
-    return jn_mgmt_reply_set(reply, status, "%s", desc);
-}
-
 /* Does value f (of d) hold, at any depth, a type no vhost attribute takes
  * (a float, a UUID, binary...)? */
 static bool foreign_type(const jn_decoder_t *d, const jn_field_t *f)
@@ -223,7 +204,7 @@ static int vhost_create(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_m
     }
     const char *host = jn_mgmt_entity_str(e, "hostname");
     JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_INFO, "Created vhost %s (identity vhost/%s)", host, host);
-    return answer_row(agent, cls, host, JN_MGMT_CREATED, "Created", reply);
+    return jn_mgmt_answer_entity(reply, cls, e, JN_MGMT_CREATED, "Created");
 }
 
 static int vhost_update(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mgmt_request_t *req,
@@ -242,7 +223,7 @@ static int vhost_update(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_m
         return st;
     }
     JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_INFO, "Updated vhost %s: new connections take it", host);
-    return answer_row(agent, cls, host, JN_MGMT_OK, "OK", reply);
+    return jn_mgmt_answer_entity(reply, cls, e, JN_MGMT_OK, "OK");
 }
 int jn_mgmt_vhost_op(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mgmt_request_t *req,
                      jn_mgmt_reply_t *reply)

@@ -2,10 +2,10 @@
  * entity.h — the one path from a configured entity to the running router
  * (docs/design.md, "The entity path"). Private to router/mgmt.
  *
- * Every configured entity, whether it comes from the config file at start,
- * from a management CREATE/UPDATE/DELETE, or from a reload, is a
- * jn_mgmt_entity_t (store.h: one value per schema attribute) and goes
- * through the same two steps:
+ * Every configured entity, whether it comes from the config file or a
+ * policyDir file at start, from a management CREATE/UPDATE/DELETE, or from
+ * a reload, is a jn_mgmt_entity_t (store.h: one value per schema
+ * attribute) and goes through the same two steps:
  *
  *   check  (entity_check.c) what the router implements (the schema's
  *          implemented flags) and the value rules the schema cannot
@@ -18,7 +18,9 @@
  * The config file's side (entity_file.c) turns the file into entities,
  * reads the router-wide settings, loads the file as a sequence of CREATEs
  * and computes a reload's difference. store_act.c is management's side:
- * it reads a CREATE body into an entity and answers.
+ * it reads a CREATE body into an entity and answers. A vhost (entity_vhost.c)
+ * takes the same check and its own apply, from the file, a policyDir file
+ * or management (vhost_ops.c) alike.
  *
  * A refusal is a jn_entity_err_t: the attribute it is about (or NULL) and
  * one text, the same whichever way the entity came. The file prints it as

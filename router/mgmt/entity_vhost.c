@@ -92,6 +92,20 @@ static bool group_bool_of(const jn_field_t *f, bool *out)
     return true;
 }
 
+/* A heap copy of string field f ("" when f is absent or not a string). */
+static char *field_dup(const jn_field_t *f)
+{
+    bool text = f && (f->type == JN_TYPE_STRING || f->type == JN_TYPE_SYMBOL);
+    char *s = malloc(text ? (size_t)f->size + 1 : 1);
+    if (s && text) {
+        jn_iter_t it = f->payload;
+        s[jn_iter_copy(&it, s, f->size)] = '\0';
+    } else if (s) {
+        s[0] = '\0';
+    }
+    return s;
+}
+
 /* The value of key in group map g (of d) into *out; false when absent. */
 static bool group_find(const jn_decoder_t *d, const jn_field_t *g, const char *key, jn_field_t *out)
 {
@@ -182,9 +196,9 @@ static int check_group_values(const char *host, const char *gname, const jn_deco
 }
 
 /* A list or pattern that allows something: not only commas and spaces. */
-static bool non_empty(const jn_field_t *f, char *text, size_t cap)
+static bool non_empty(const char *text)
 {
-    return jn_mgmt_field_string(f, text, cap) == 0 && text[strspn(text, " ,")] != '\0';
+    return text[strspn(text, " ,")] != '\0';
 }
 
 /* A group's address rules: a list and a pattern of the same kind are not
@@ -197,25 +211,24 @@ static int check_group_addresses(const char *host, const char *gname, const jn_d
 {
     static const char *const kinds[][2] = {{"sources", "sourcePattern"},
                                            {"targets", "targetPattern"}};
-    char *list = malloc(JN_MGMT_STR_MAX), *pat = malloc(JN_MGMT_STR_MAX);
-    int st = list && pat ? 0 : jn_entity_fail(vc->err, JN_MGMT_INTERNAL, NULL, "out of memory");
+    int st = 0;
     for (size_t i = 0; i < 2 && st == 0; i++) {
         jn_field_t lf, pf;
-        bool has_list = group_find(d, g, kinds[i][0], &lf);
-        bool has_pat = group_find(d, g, kinds[i][1], &pf);
+        char *list = field_dup(group_find(d, g, kinds[i][0], &lf) ? &lf : NULL);
+        char *pat = field_dup(group_find(d, g, kinds[i][1], &pf) ? &pf : NULL);
         char why[320];
-        if (has_list && has_pat && non_empty(&lf, list, JN_MGMT_STR_MAX) &&
-            non_empty(&pf, pat, JN_MGMT_STR_MAX))
+        if (!list || !pat)
+            st = jn_entity_fail(vc->err, JN_MGMT_INTERNAL, NULL, "out of memory");
+        else if (non_empty(list) && non_empty(pat))
             st = group_fail(vc, gname, kinds[i][1],
                             "vhost '%s' group '%s': give '%s' or '%s', not both", host, gname,
                             kinds[i][0], kinds[i][1]);
-        else if (has_pat && jn_mgmt_field_string(&pf, pat, JN_MGMT_STR_MAX) == 0 &&
-                 jn_policy_pattern_list_check(pat, why, sizeof why) != 0)
+        else if (jn_policy_pattern_list_check(pat, why, sizeof why) != 0)
             st = group_fail(vc, gname, kinds[i][1], "vhost '%s' group '%s' attribute '%s': %s",
                             host, gname, kinds[i][1], why);
+        free(list);
+        free(pat);
     }
-    free(list);
-    free(pat);
     return st;
 }
 
@@ -275,20 +288,6 @@ static void vhost_build_free(vhost_build_t *b)
         free(b->strs[i]);
     free(b->strs);
     free(b->groups);
-}
-
-/* A heap copy of string field f ("" when f is absent or not a string). */
-static char *field_dup(const jn_field_t *f)
-{
-    bool text = f && (f->type == JN_TYPE_STRING || f->type == JN_TYPE_SYMBOL);
-    char *s = malloc(text ? (size_t)f->size + 1 : 1);
-    if (s && text) {
-        jn_iter_t it = f->payload;
-        s[jn_iter_copy(&it, s, f->size)] = '\0';
-    } else if (s) {
-        s[0] = '\0';
-    }
-    return s;
 }
 
 /* A group's limit, or dflt when absent. */

@@ -47,6 +47,10 @@ REFUSED = [
     ({"groups": group(targetPattern="abc/${user}.xyz")},
      "vhost '{h}' group '$default' attribute 'targetPattern': 'abc/${user}.xyz': ${user} must "
      "be the first or the last token"),
+    # a list longer than a management name may be is checked all the same
+    ({"groups": group(targetPattern="x" * 1100 + ", abc/${user}.xyz")},
+     "vhost '{h}' group '$default' attribute 'targetPattern': 'abc/${user}.xyz': ${user} must "
+     "be the first or the last token"),
     ({"maxMessageSize": -1, "groups": ALL},
      "vhost '{h}' attribute 'maxMessageSize' must be an integer from 0"),
 ]

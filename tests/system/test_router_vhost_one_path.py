@@ -10,21 +10,13 @@ alike."""
 import json
 import os
 import re
-import sys
 import unittest
 
 from harness import RouterTestCase, conf_section, run_junctiond
 from test_router_policy import ALL, vhost_section
+from test_router_policy_patterns import group  # also puts python/ on the path
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                "python"))
 from junction.management import Client, ConnectOptions, StatusError  # noqa: E402
-
-
-def group(**attrs):
-    g = {"users": "*", "remoteHosts": "*", "allowDynamicSource": True}
-    g.update(attrs)
-    return {"$default": g}
 
 
 # (vhost attributes, what is wrong) for vhosts every way refuses

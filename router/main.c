@@ -453,36 +453,37 @@ static int build(daemon_state_t *st)
     return 0;
 }
 
-static int add_vhost(void *arg, const jn_policy_vhost_t *vh, const jn_config_entity_t *ce)
+/* add_vhosts: a jn_mgmt_policy_dir callback: a policyDir file's vhost
+ * sections through the entity path (jn_mgmt_load_vhosts_CT), a refusal
+ * said on stderr. */
+static int add_vhosts(void *arg, const jn_config_t *cfg)
 {
     daemon_state_t *st = arg;
-    char why[320];
-    if (jn_mgmt_vhost_conflict(st->agent, vh->hostname, why, sizeof why) != 0) {
-        fprintf(stderr, "junctiond: %s\n", why);
-        return JN_EEXIST;
-    }
-    int rc = jn_policy_vhost_add(st->policy, vh);
-    return rc ? rc : jn_mgmt_show_vhost(st->agent, ce);
+    char errors[4096] = "";
+    int n = jn_mgmt_load_vhosts_CT(st->agent, cfg, errors, sizeof errors);
+    if (n > 0)
+        fprintf(stderr, "%s\n", errors);
+    return n > 0 ? JN_EEXIST : n;
 }
 
 /* vhosts: the vhost policy (policy.enableVhostPolicy, defaultVhost,
- * enableVhostNamePatterns) and the file's vhost sections into the vhost
- * table, which the I/O layer consults when the policy is on (docs/design.md
- * "Policy").
- * Returns 0 or -1 (out of memory, or two hostname patterns in conflict:
- * said). */
+ * enableVhostNamePatterns), then the file's vhost sections and the
+ * policyDir files' into the vhost table through the entity path, as a
+ * management CREATE's vhost goes; the I/O layer consults the table when
+ * the policy is on (docs/design.md "Policy").
+ * Returns 0 or -1 (out of memory, or a vhost refused, such as two
+ * hostname patterns in conflict: said). */
 static int vhosts(daemon_state_t *st, const jn_config_t *cfg)
 {
-    int rc = 0;
     if (jn_policy_configure(st->policy, st->settings.default_vhost,
-                            st->settings.enable_vhost_name_patterns) != 0 ||
-        (rc = jn_mgmt_each_vhost(cfg, add_vhost, st)) != 0) {
-        if (rc != JN_EEXIST) /* a conflict is said by add_vhost */
-            fprintf(stderr, "junctiond: out of memory\n");
+                            st->settings.enable_vhost_name_patterns) != 0) {
+        fprintf(stderr, "junctiond: out of memory\n");
         return -1;
     }
+    int rc = add_vhosts(st, cfg);
     char errors[4096] = "";
-    int n = jn_mgmt_policy_dir(st->settings.policy_dir, add_vhost, st, errors, sizeof errors);
+    int n = rc ? rc : jn_mgmt_policy_dir(st->settings.policy_dir, add_vhosts, st, errors,
+                                         sizeof errors);
     if (n != 0) { /* read and checked before: a conflict, out of memory or a file changed since */
         if (n != JN_EEXIST)
             fprintf(stderr, "%s\n", n > 0 ? errors : "junctiond: out of memory");

@@ -214,68 +214,41 @@ typedef struct jn_router_settings {
     bool allow_resumable_link_route;   /* router.allowResumableLinkRoute */
 } jn_router_settings_t;
 
-/* jn_mgmt_show_vhost: keep vhost section ce (converted, copied) to be
- * shown by READ and QUERY of the vhost type (docs/design.md "Policy"), in
- * place of the one of the same hostname if there is one. Returns 0 or
- * JN_ENOMEM. Main thread before the agent serves requests, then the
- * agent's (core) thread. */
-int jn_mgmt_show_vhost(jn_mgmt_t *agent, const jn_config_entity_t *ce);
-
-/* jn_mgmt_vhost_conflict: with policy.enableVhostNamePatterns, does
- * hostname host (a pattern) match exactly the names an other vhost's
- * hostname shown by the agent matches, written differently ("#.#.0.0"
- * and "#.0.0": jn_policy_host_patterns_conflict)? Then returns
- * JN_EEXIST with why (cap octets) saying which ("... the pattern
- * conflicts with vhost ..."); else 0 (always 0 without name patterns).
- * Called before a vhost is added: at start (main thread) and by
- * management's CREATE (the agent's thread). */
-int jn_mgmt_vhost_conflict(const jn_mgmt_t *agent, const char *host, char *why, size_t cap);
+/* jn_mgmt_load_vhosts_CT: the vhost sections of cfg (the config file, or a
+ * policyDir file that jn_mgmt_policy_dir read), in file order, through
+ * the entity path as a management CREATE's vhost goes (router/mgmt
+ * entity.h: one check, one apply): each becomes one of the policy layer's
+ * vhosts (the jn_mgmt_config_t's policy) and a vhost row shown by READ and
+ * QUERY (docs/design.md "Policy"), in place of an earlier one of the same
+ * hostname. errors (cap octets) receives one "FILE:LINE: what is wrong"
+ * line per vhost refused (with policy.enableVhostNamePatterns, a hostname
+ * pattern that matches the names an earlier vhost's does). Returns the
+ * number refused, or JN_ENOMEM. Main thread before the agent serves
+ * requests. */
+int jn_mgmt_load_vhosts_CT(jn_mgmt_t *agent, const jn_config_t *cfg, char *errors, size_t cap);
 
 /* jn_mgmt_vhost_conflicts_in: the hostname pattern conflicts (as
- * jn_mgmt_vhost_conflict) among the vhost sections of cfg (a checked
- * configuration) and those of policy_dir (checked; NULL or "" for none),
- * in the order a start meets them: one line per vhost refused, written
- * to out. For `junctiond --check` with policy.enableVhostNamePatterns.
- * Returns the number of conflicts, or JN_ENOMEM. Main thread. */
+ * jn_mgmt_load_vhosts_CT refuses them) among the vhost sections of cfg
+ * (a checked configuration) and those of policy_dir (checked; NULL or ""
+ * for none), in the order a start meets them: one line per vhost refused,
+ * written to out. For `junctiond --check` with
+ * policy.enableVhostNamePatterns. Returns the number of conflicts, or
+ * JN_ENOMEM. Main thread. */
 int jn_mgmt_vhost_conflicts_in(const jn_config_t *cfg, const char *policy_dir, FILE *out);
-
-/* jn_mgmt_each_vhost: call fn(arg, vh) for each vhost section of cfg (a
- * checked configuration: jn_mgmt_plan_config found no refusal), in file
- * order, with its settings and groups (docs/design.md "Policy") and its
- * section ce; vh and what it points to live for the call only. Stops at the first non-zero
- * result of fn and returns it; JN_ENOMEM when memory ran out; else 0.
- * Main thread, at start. */
-int jn_mgmt_each_vhost(const jn_config_t *cfg,
-                       int (*fn)(void *arg, const jn_policy_vhost_t *vh,
-                                 const jn_config_entity_t *ce),
-                       void *arg);
 
 /* jn_mgmt_policy_dir: the vhost files of policy.policyDir (dir; NULL or
  * "": none), as 1.19 reads them: every regular file whose name ends in
  * ".json", in name order, each the JSON form of the configuration holding
  * only vhost sections. Each file is read and checked as the config file's
  * vhost sections are (a section of another type is refused); when every
- * file is sound and fn is not NULL, fn(arg, vh) is called for each vhost
- * (see jn_mgmt_each_vhost). errors (cap octets) receives "FILE:LINE:
- * reason" lines ("DIR: reason" when the directory cannot be read).
- * Returns the number of refusals (0: loaded), or JN_ENOMEM / fn's non-zero
- * result as a negative count. Main thread, at start. */
-int jn_mgmt_policy_dir(const char *dir,
-                       int (*fn)(void *arg, const jn_policy_vhost_t *vh,
-                                 const jn_config_entity_t *ce),
-                       void *arg, char *errors, size_t cap);
-
-/* jn_mgmt_vhost_text: len octets of text (the JSON form, display_name
- * ending in ".json", used in messages) holding vhost sections only, read
- * and checked as a policyDir file; when sound and fn is not NULL,
- * fn(arg, vh, ce) for each (see jn_mgmt_each_vhost). errors (cap octets)
- * receives "NAME:LINE: reason" lines. Returns the number of refusals (0:
- * loaded), or JN_ENOMEM / fn's non-zero result as a negative count. Any
- * one thread at a time (the agent's for management CREATE/UPDATE). */
-int jn_mgmt_vhost_text(const char *display_name, const char *text, size_t len,
-                       int (*fn)(void *arg, const jn_policy_vhost_t *vh,
-                                 const jn_config_entity_t *ce),
-                       void *arg, char *errors, size_t cap);
+ * file is sound and fn is not NULL, fn(arg, cfg) is called for each file's
+ * configuration (borrowed for the call; e.g. jn_mgmt_load_vhosts_CT's).
+ * errors (cap octets) receives "FILE:LINE: reason" lines ("DIR: reason"
+ * when the directory cannot be read). Returns the number of refusals (0:
+ * loaded), or JN_ENOMEM / fn's non-zero result as a negative count. Main
+ * thread, at start. */
+int jn_mgmt_policy_dir(const char *dir, int (*fn)(void *arg, const jn_config_t *cfg), void *arg,
+                       char *errors, size_t cap);
 
 /* jn_mgmt_plan_config: check every section of cfg as a CREATE would (what
  * the router implements, the value rules of each type) and, when out is

@@ -465,34 +465,3 @@ void jn_mgmt_request_CT(void *ctx, jn_core_t *core, jn_message_t *request)
     free(reply);
 }
 
-int jn_mgmt_show_vhost(jn_mgmt_t *agent, const jn_config_entity_t *ce)
-{
-    jn_mgmt_entity_t *e = NULL;
-    if (jn_entity_from_config(ce, false, &e) != 0)
-        return JN_ENOMEM;
-    const char *host = jn_mgmt_entity_str(e, "hostname");
-    char id[JN_MGMT_STR_MAX + 16];
-    snprintf(id, sizeof id, "vhost/%s", host ? host : "");
-    if (!e->name)
-        e->name = strdup(host ? host : "");
-    if (!e->name || jn_mgmt_entity_set_identity(agent, e, id) != 0) {
-        jn_mgmt_entity_free(e);
-        return JN_ENOMEM;
-    }
-    /* a vhost of the same hostname (UPDATE, or a later policyDir file) is
-     * replaced in place */
-    jn_mgmt_entity_t **pp = &agent->vhosts;
-    while (*pp) {
-        const char *h = jn_mgmt_entity_str(*pp, "hostname");
-        if (h && host && strcmp(h, host) == 0) {
-            jn_mgmt_entity_t *old = *pp;
-            e->next = old->next;
-            *pp = e;
-            jn_mgmt_entity_free(old);
-            return 0;
-        }
-        pp = &(*pp)->next;
-    }
-    *pp = e;
-    return 0;
-}

@@ -2,10 +2,10 @@
  * entity.h — the one path from a configured entity to the running router
  * (docs/design.md, "The entity path"). Private to router/mgmt.
  *
- * Every configured entity, whether it comes from the config file at start,
- * from a management CREATE/UPDATE/DELETE, or from a reload, is a
- * jn_mgmt_entity_t (store.h: one value per schema attribute) and goes
- * through the same two steps:
+ * Every configured entity, whether it comes from the config file or a
+ * policyDir file at start, from a management CREATE/UPDATE/DELETE, or from
+ * a reload, is a jn_mgmt_entity_t (store.h: one value per schema
+ * attribute) and goes through the same two steps:
  *
  *   check  (entity_check.c) what the router implements (the schema's
  *          implemented flags) and the value rules the schema cannot
@@ -18,7 +18,9 @@
  * The config file's side (entity_file.c) turns the file into entities,
  * reads the router-wide settings, loads the file as a sequence of CREATEs
  * and computes a reload's difference. store_act.c is management's side:
- * it reads a CREATE body into an entity and answers.
+ * it reads a CREATE body into an entity and answers. A vhost (entity_vhost.c)
+ * takes the same check and its own apply, from the file, a policyDir file
+ * or management (vhost_ops.c) alike.
  *
  * A refusal is a jn_entity_err_t: the attribute it is about (or NULL) and
  * one text, the same whichever way the entity came. The file prints it as
@@ -52,6 +54,12 @@ typedef struct jn_entity_err {
     int status;
     char text[JN_ENTITY_ERR_MAX];
     char detail[JN_ENTITY_ERR_MAX];
+    /* a refusal inside a vhost's groups map (attr "groups"): the group's
+     * name and the key within it ("" when about the group as a whole), so
+     * that a file points at their line; both "" otherwise */
+    char group[128];
+    char key[64];
+    bool said; /* already said through jn_entity_ctx_t.each */
 } jn_entity_err_t;
 
 /* jn_entity_fail: fill err (printf-style text, no detail) and return its
@@ -78,6 +86,11 @@ typedef struct jn_entity_ctx {
      * among the running entities. NULL: every name is. */
     int (*profile)(void *arg, const char *name);
     void *profile_arg;
+    /* each: NULL, or where a check that can find several refusals in one
+     * entity (a vhost's groups: a file lists every one) says each, with
+     * err->said set; the check then returns the last one's status. */
+    void (*each)(void *arg, const jn_entity_err_t *err);
+    void *each_arg;
 } jn_entity_ctx_t;
 
 /* jn_entity_profile_in_store: a jn_entity_ctx_t.profile over the agent's
@@ -103,6 +116,43 @@ int jn_entity_validate_CT(jn_mgmt_t *agent, const jn_entity_ctx_t *ctx, jn_mgmt_
  * costs, prefix/pattern, phases, log modules...). e is only read.
  * Returns 0, or the status with err filled. Any thread. */
 int jn_entity_check(const jn_entity_ctx_t *ctx, jn_mgmt_entity_t *e, jn_entity_err_t *err);
+
+/* jn_entity_check_vhost: the value rules of a vhost entity (part of
+ * jn_entity_check): maxMessageSize from 0; each group of its groups map a
+ * map of attributes the router acts on (vhostUserGroupSettings in
+ * router/config/schema.json, and maxConnections), integers from 0 (or
+ * decimal strings), booleans (or "true"/"false"), strings; a group gives
+ * an address list or a pattern of one kind, not both, and its patterns
+ * are well formed. e is only read. Returns 0, or the status with err
+ * filled (a group's refusal names the group and key; with ctx->each,
+ * every refusal is said there). Any thread. */
+int jn_entity_check_vhost(const jn_entity_ctx_t *ctx, jn_mgmt_entity_t *e, jn_entity_err_t *err);
+
+/* How a checked vhost comes to jn_entity_apply_vhost_CT. */
+typedef enum jn_entity_vhost_how {
+    JN_VHOST_FILE,   /* the config file or a policyDir file: a later one of the
+                      * same hostname takes the earlier one's place */
+    JN_VHOST_CREATE, /* a management CREATE: the hostname must be new */
+    JN_VHOST_UPDATE  /* a management UPDATE of the vhost of e's hostname */
+} jn_entity_vhost_how_t;
+
+/* jn_entity_apply_vhost_CT: make checked vhost e (owned by the caller
+ * until it succeeds, then by the agent) one of the policy layer's vhosts
+ * (agent->cfg.policy, junction/policy.h; new connections take it, open
+ * ones keep theirs) and one of the agent's vhost rows, named (when it has
+ * no name) and identified "vhost/HOSTNAME", in place of the row of the
+ * same hostname. Refused (400 naming hostname) when how is
+ * JN_VHOST_CREATE and the hostname is there, or, with
+ * policy.enableVhostNamePatterns and other than an UPDATE, when its
+ * pattern matches the names another vhost's does. Returns 0 or the status
+ * with err filled (nothing changed). Main thread before the agent serves
+ * requests, then the core thread. */
+int jn_entity_apply_vhost_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_vhost_how_t how,
+                             jn_entity_err_t *err);
+
+/* jn_entity_vhost_conflict_text: the words of a hostname pattern conflict
+ * between host and other's hostname, into why (cap octets). */
+void jn_entity_vhost_conflict_text(char *why, size_t cap, const char *host, const char *other);
 
 /* jn_entity_create_CT: act on a checked entity of a stored type (listener,
  * connector, router.config.address): listen (binding at once on a running

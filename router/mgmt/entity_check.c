@@ -33,6 +33,9 @@ int jn_entity_fail(jn_entity_err_t *err, int status, const char *attr, const cha
     vsnprintf(err->text, sizeof err->text, fmt, ap);
     va_end(ap);
     err->detail[0] = '\0';
+    err->group[0] = '\0';
+    err->key[0] = '\0';
+    err->said = false;
     err->attr = attr;
     err->status = status;
     return status;
@@ -397,5 +400,7 @@ int jn_entity_check(const jn_entity_ctx_t *ctx, jn_mgmt_entity_t *e, jn_entity_e
         return check_auth_plugin(ctx, e, err);
     if (is(e, "linkRoute") || is(e, "autoLink"))
         return check_link_config(e, err);
+    if (is(e, "vhost"))
+        return jn_entity_check_vhost(ctx, e, err);
     return 0;
 }

@@ -99,6 +99,12 @@ void jn_entity_file_error(const jn_config_t *cfg, const jn_config_entity_t *ce,
                           const jn_entity_err_t *err, char *out, size_t cap)
 {
     const jn_config_value_t *v = err->attr ? jn_config_entity_get(ce, err->attr) : NULL;
+    /* inside a vhost's groups: the group's line, or its key's */
+    const jn_config_value_t *g = v && err->group[0] ? jn_config_value_lookup(v, err->group) : NULL;
+    if (g && jn_config_value_line(g) > 0) {
+        const jn_config_value_t *k = err->key[0] ? jn_config_value_lookup(g, err->key) : NULL;
+        v = k && jn_config_value_line(k) > 0 ? k : g;
+    }
     int line = v && jn_config_value_line(v) > 0 ? jn_config_value_line(v) : jn_config_entity_line(ce);
     snprintf(out, cap, "%s:%d: %s", jn_config_name(cfg), line,
              err->detail[0] ? err->detail : err->text);
@@ -258,261 +264,6 @@ static bool type_is(const jn_config_entity_t *ce, const char *short_name)
     return strcmp(jn_schema_type_short_name(jn_config_entity_type(ce)), short_name) == 0;
 }
 
-/* ---- vhost groups (docs/design.md "Policy") ------------------------------ */
-
-/* A group attribute the router acts on, its kind into *kind: those of the
- * schema's vhostUserGroupSettings type (router/config/schema.json, 1.19's
- * list) but the entity's own name, identity and type, and the group's
- * maxConnections, which 1.19's policy files carry in groups though its
- * schema does not list it. False for any other key: it is refused by
- * name. */
-static bool group_attr_kind(const char *key, jn_schema_kind_t *kind)
-{
-    *kind = JN_SCHEMA_INTEGER;
-    if (strcmp(key, "maxConnections") == 0)
-        return true;
-    if (strcmp(key, "name") == 0 || strcmp(key, "identity") == 0 || strcmp(key, "type") == 0)
-        return false;
-    const jn_schema_type_t *t = jn_schema_type_find("vhostUserGroupSettings");
-    const jn_schema_attr_t *a = t ? jn_schema_attr_find(t, key) : NULL;
-    if (!a || strcmp(jn_schema_attr_name(a), key) != 0) /* an old name is none */
-        return false;
-    *kind = jn_schema_attr_kind(a);
-    return true;
-}
-
-/* A group's integer: a JSON integer, or a string of decimal digits as 1.19
- * takes it ("10"); false when v is neither. */
-static bool group_int_of(const jn_config_value_t *v, int64_t *out)
-{
-    if (jn_config_value_kind(v) == JN_CONFIG_INT) {
-        *out = jn_config_value_int(v);
-        return true;
-    }
-    const char *s = jn_config_value_kind(v) == JN_CONFIG_STRING ? jn_config_value_string(v) : NULL;
-    if (!s || !*s || strlen(s) > 18 || strspn(s, "0123456789") != strlen(s))
-        return false;
-    *out = strtoll(s, NULL, 10);
-    return true;
-}
-
-/* A group's boolean: a JSON boolean, or the string "true" or "false" in
- * any case, as 1.19 takes it; false when v is neither. */
-static bool group_bool_of(const jn_config_value_t *v, bool *out)
-{
-    if (jn_config_value_kind(v) == JN_CONFIG_BOOL) {
-        *out = jn_config_value_bool(v);
-        return true;
-    }
-    const char *s = jn_config_value_kind(v) == JN_CONFIG_STRING ? jn_config_value_string(v) : NULL;
-    if (!s || (strcasecmp(s, "true") != 0 && strcasecmp(s, "false") != 0))
-        return false;
-    *out = strcasecmp(s, "true") == 0;
-    return true;
-}
-
-/* A group's limit, or UINT32_MAX (the vhost's) when absent. */
-static uint32_t group_limit(const jn_config_value_t *g, const char *key)
-{
-    const jn_config_value_t *v = jn_config_value_lookup(g, key);
-    int64_t n = 0;
-    if (!v || !group_int_of(v, &n))
-        return UINT32_MAX;
-    return n < 0 ? 0 : n >= UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)n;
-}
-
-/* A group's transport setting, 0 when absent. */
-static uint32_t group_setting(const jn_config_value_t *g, const char *key)
-{
-    uint32_t n = group_limit(g, key);
-    return n == UINT32_MAX ? 0 : n;
-}
-
-/* A group's string ("" when absent) and boolean (false when absent: the
- * schema's defaults of these). */
-static const char *group_str(const jn_config_value_t *g, const char *key)
-{
-    const jn_config_value_t *v = jn_config_value_lookup(g, key);
-    const char *s = v ? jn_config_value_string(v) : NULL;
-    return s ? s : "";
-}
-
-static bool group_bool(const jn_config_value_t *g, const char *key, bool dflt)
-{
-    const jn_config_value_t *v = jn_config_value_lookup(g, key);
-    bool b = dflt;
-    return v && group_bool_of(v, &b) ? b : dflt;
-}
-
-/* A group's maxMessageSize: *set when the group has one. */
-static uint64_t group_size(const jn_config_value_t *g, bool *set)
-{
-    const jn_config_value_t *v = jn_config_value_lookup(g, "maxMessageSize");
-    int64_t n = 0;
-    *set = v && group_int_of(v, &n);
-    return n > 0 ? (uint64_t)n : 0;
-}
-
-/* A group's address rules: a list and a pattern of the same kind are
- * not both given (1.19 refuses them: which one rules would be a guess;
- * an empty one allows nothing and is no rival), and each pattern is well
- * formed (jn_policy_pattern_list_check). */
-static bool non_empty(const jn_config_value_t *v)
-{
-    const char *s = v ? jn_config_value_string(v) : NULL;
-    return v && (!s || s[strspn(s, " ,")] != '\0');
-}
-
-static void check_group_addresses(const jn_config_t *cfg, const char *host, const char *gname,
-                                  const jn_config_value_t *g, int gline, errors_t *errs)
-{
-    static const char *const kinds[][2] = {{"sources", "sourcePattern"},
-                                           {"targets", "targetPattern"}};
-    for (size_t i = 0; i < 2; i++) {
-        const jn_config_value_t *list = jn_config_value_lookup(g, kinds[i][0]);
-        const jn_config_value_t *pat = jn_config_value_lookup(g, kinds[i][1]);
-        int line = pat && jn_config_value_line(pat) ? jn_config_value_line(pat) : gline;
-        char why[320];
-        if (non_empty(list) && non_empty(pat))
-            add_errorf(errs, "%s:%d: vhost '%s' group '%s': give '%s' or '%s', not both",
-                       jn_config_name(cfg), line, host, gname, kinds[i][0], kinds[i][1]);
-        else if (pat && jn_config_value_kind(pat) == JN_CONFIG_STRING &&
-                 jn_policy_pattern_list_check(jn_config_value_string(pat), why, sizeof why) != 0)
-            add_errorf(errs, "%s:%d: vhost '%s' group '%s' attribute '%s': %s",
-                       jn_config_name(cfg), line, host, gname, kinds[i][1], why);
-    }
-}
-
-/* check_vhost: the groups map of a vhost section: each group a map of the
- * attributes above (users and remoteHosts strings, limits integers from
- * 0); one error per bad group attribute. */
-static void check_vhost(const jn_config_t *cfg, const jn_config_entity_t *ce, errors_t *errs)
-{
-    const char *host = jn_config_entity_string(ce, "hostname");
-    const jn_config_value_t *mms = jn_config_entity_get(ce, "maxMessageSize");
-    if (mms && jn_config_value_kind(mms) == JN_CONFIG_INT && jn_config_value_int(mms) < 0)
-        add_errorf(errs, "%s:%d: vhost '%s' attribute 'maxMessageSize' must be an integer from 0",
-                   jn_config_name(cfg),
-                   jn_config_value_line(mms) ? jn_config_value_line(mms)
-                                             : jn_config_entity_line(ce),
-                   host ? host : "");
-    const jn_config_value_t *groups = jn_config_entity_get(ce, "groups");
-    if (!groups || jn_config_value_kind(groups) != JN_CONFIG_MAP)
-        return;
-    for (size_t i = 0; i < jn_config_value_count(groups); i++) {
-        const char *gname = jn_config_value_key(groups, i);
-        const jn_config_value_t *g = jn_config_value_item(groups, i);
-        int gline = jn_config_value_line(g) ? jn_config_value_line(g) : jn_config_entity_line(ce);
-        if (jn_config_value_kind(g) != JN_CONFIG_MAP) {
-            add_errorf(errs, "%s:%d: vhost '%s' group '%s' must be a map", jn_config_name(cfg),
-                       gline, host ? host : "", gname);
-            continue;
-        }
-        for (size_t k = 0; k < jn_config_value_count(g); k++) {
-            const char *key = jn_config_value_key(g, k);
-            const jn_config_value_t *v = jn_config_value_item(g, k);
-            int line = jn_config_value_line(v) ? jn_config_value_line(v) : gline;
-            jn_config_kind_t kind = jn_config_value_kind(v);
-            int64_t n = 0;
-            bool b = false;
-            jn_schema_kind_t want;
-            if (!group_attr_kind(key, &want))
-                add_errorf(errs,
-                           "%s:%d: vhost '%s' group '%s' attribute '%s' is not supported by this "
-                           "version of junctiond",
-                           jn_config_name(cfg), line, host ? host : "", gname, key);
-            else if (want == JN_SCHEMA_INTEGER   ? !group_int_of(v, &n) || n < 0
-                     : want == JN_SCHEMA_BOOLEAN ? !group_bool_of(v, &b)
-                                                 : kind != JN_CONFIG_STRING)
-                add_errorf(errs, "%s:%d: vhost '%s' group '%s' attribute '%s' must be %s",
-                           jn_config_name(cfg), line, host ? host : "", gname, key,
-                           want == JN_SCHEMA_INTEGER   ? "an integer from 0"
-                           : want == JN_SCHEMA_BOOLEAN ? "true or false"
-                                                       : "a comma-separated string");
-        }
-        check_group_addresses(cfg, host ? host : "", gname, g, gline, errs);
-    }
-}
-
-int jn_mgmt_each_vhost(const jn_config_t *cfg,
-                       int (*fn)(void *arg, const jn_policy_vhost_t *vh,
-                                 const jn_config_entity_t *ce),
-                       void *arg)
-{
-    const jn_schema_type_t *type = jn_schema_type_find("vhost");
-    for (size_t i = 0; i < jn_config_entity_count(cfg); i++) {
-        const jn_config_entity_t *ce = jn_config_entity_at(cfg, i);
-        if (jn_config_entity_type(ce) != type)
-            continue;
-        int64_t mc = 65535, mu = 65535, mh = 65535;
-        bool unknown = false;
-        (void)jn_config_entity_int(ce, "maxConnections", &mc);
-        (void)jn_config_entity_int(ce, "maxConnectionsPerUser", &mu);
-        (void)jn_config_entity_int(ce, "maxConnectionsPerHost", &mh);
-        (void)jn_config_entity_bool(ce, "allowUnknownUser", &unknown);
-        const jn_config_value_t *groups = jn_config_entity_get(ce, "groups");
-        size_t n = groups && jn_config_value_kind(groups) == JN_CONFIG_MAP
-                       ? jn_config_value_count(groups)
-                       : 0;
-        jn_policy_group_t *gs = n ? calloc(n, sizeof *gs) : NULL;
-        if (n && !gs)
-            return JN_ENOMEM;
-        for (size_t k = 0; k < n; k++) {
-            const jn_config_value_t *g = jn_config_value_item(groups, k);
-            const jn_config_value_t *u = jn_config_value_lookup(g, "users");
-            const jn_config_value_t *h = jn_config_value_lookup(g, "remoteHosts");
-            gs[k] = (jn_policy_group_t){
-                .name = jn_config_value_key(groups, k),
-                .users = u && jn_config_value_string(u) ? jn_config_value_string(u) : "",
-                .remote_hosts = h && jn_config_value_string(h) ? jn_config_value_string(h) : "",
-                .max_per_user = group_limit(g, "maxConnectionsPerUser"),
-                .max_per_host = group_limit(g, "maxConnectionsPerHost"),
-                .max_connections = group_limit(g, "maxConnections"),
-                .sources = group_str(g, "sources"),
-                .targets = group_str(g, "targets"),
-                .source_pattern = group_str(g, "sourcePattern"),
-                .target_pattern = group_str(g, "targetPattern"),
-                .allow_anonymous_sender = group_bool(g, "allowAnonymousSender", false),
-                .allow_dynamic_source = group_bool(g, "allowDynamicSource", false),
-                .allow_user_id_proxy = group_bool(g, "allowUserIdProxy", false),
-                .max_frame_size = group_setting(g, "maxFrameSize"),
-                .max_sessions = group_setting(g, "maxSessions"),
-                .max_session_window = group_setting(g, "maxSessionWindow"),
-                /* the schema's defaults: 2147483647 links, every right */
-                .max_senders = group_limit(g, "maxSenders") == UINT32_MAX
-                                   ? INT32_MAX
-                                   : group_limit(g, "maxSenders"),
-                .max_receivers = group_limit(g, "maxReceivers") == UINT32_MAX
-                                     ? INT32_MAX
-                                     : group_limit(g, "maxReceivers"),
-                .allow_waypoint_links = group_bool(g, "allowWaypointLinks", true),
-                .allow_fallback_links = group_bool(g, "allowFallbackLinks", true),
-                .allow_dynamic_link_routes = group_bool(g, "allowDynamicLinkRoutes", true),
-                .allow_admin_status_update = group_bool(g, "allowAdminStatusUpdate", true)};
-            gs[k].max_message_size = group_size(g, &gs[k].has_max_message_size);
-        }
-        int64_t mms = 0; /* no schema default: set only when the section says */
-        bool has_mms = jn_config_entity_int(ce, "maxMessageSize", &mms) == 0;
-#define JN_LIM(x) ((x) < 0 ? 0u : (x) >= UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)(x))
-        jn_policy_vhost_t vh = {.hostname = jn_config_entity_string(ce, "hostname"),
-                                .aliases = jn_config_entity_string(ce, "aliases"),
-                                .max_connections = JN_LIM(mc),
-                                .max_per_user = JN_LIM(mu),
-                                .max_per_host = JN_LIM(mh),
-                                .allow_unknown_user = unknown,
-                                .has_max_message_size = has_mms,
-                                .max_message_size = mms > 0 ? (uint64_t)mms : 0,
-                                .groups = gs,
-                                .group_count = n};
-#undef JN_LIM
-        int rc = fn(arg, &vh, ce);
-        free(gs);
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
 static unsigned check_file(const jn_config_t *cfg, errors_t *errs, jn_mgmt_entity_t **router,
                            jn_mgmt_entity_t **policy, bool warn);
 
@@ -531,39 +282,14 @@ static void only_vhosts(const jn_config_t *cfg, const char *path, errors_t *errs
     }
 }
 
-int jn_mgmt_vhost_text(const char *display_name, const char *text, size_t len,
-                       int (*fn)(void *arg, const jn_policy_vhost_t *vh,
-                                 const jn_config_entity_t *ce),
-                       void *arg, char *errors, size_t cap)
-{
-    errors_t errs;
-    errors_init(&errs, errors, cap);
-    jn_config_t *cfg = NULL;
-    char err[1024] = "";
-    int lr = jn_config_load_string(display_name, text, len, &cfg, err, sizeof err);
-    if (lr == JN_ENOMEM)
-        return JN_ENOMEM;
-    if (lr != 0) {
-        add_error(&errs, err);
-        return (int)errs.count;
-    }
-    (void)check_file(cfg, &errs, NULL, NULL, false);
-    only_vhosts(cfg, display_name, &errs);
-    int rc = errs.count == 0 && fn ? jn_mgmt_each_vhost(cfg, fn, arg) : 0;
-    jn_config_free(cfg);
-    return rc ? (rc < 0 ? rc : -rc) : (int)errs.count;
-}
-
 static int json_name(const struct dirent *d)
 {
     size_t n = strlen(d->d_name);
     return n > 5 && strcmp(d->d_name + n - 5, ".json") == 0;
 }
 
-int jn_mgmt_policy_dir(const char *dir,
-                       int (*fn)(void *arg, const jn_policy_vhost_t *vh,
-                                 const jn_config_entity_t *ce),
-                       void *arg, char *errors, size_t cap)
+int jn_mgmt_policy_dir(const char *dir, int (*fn)(void *arg, const jn_config_t *cfg), void *arg,
+                       char *errors, size_t cap)
 {
     errors_t errs;
     errors_init(&errs, errors, cap);
@@ -592,7 +318,7 @@ int jn_mgmt_policy_dir(const char *dir,
         }
     }
     for (int i = 0; i < n && rc == 0 && errs.count == 0 && fn; i++)
-        rc = jn_mgmt_each_vhost(cfgs[i], fn, arg);
+        rc = fn(arg, cfgs[i]);
     for (int i = 0; i < n; i++) {
         if (cfgs)
             jn_config_free(cfgs[i]);
@@ -603,6 +329,22 @@ int jn_mgmt_policy_dir(const char *dir,
     return rc ? (rc < 0 ? rc : -rc) : (int)errs.count;
 }
 
+/* The section being checked, for the refusals a check says one by one
+ * (jn_entity_ctx_t.each). */
+typedef struct section_errors {
+    const jn_config_t *cfg;
+    const jn_config_entity_t *ce;
+    errors_t *errs;
+} section_errors_t;
+
+static void section_error(void *arg, const jn_entity_err_t *err)
+{
+    section_errors_t *se = arg;
+    char line[JN_ENTITY_ERR_MAX + 256];
+    jn_entity_file_error(se->cfg, se->ce, err, line, sizeof line);
+    add_error(se->errs, line);
+}
+
 /* check_file: convert and check every section; the router and policy
  * entities are handed back (owned) when wanted. Returns the error count. */
 static unsigned check_file(const jn_config_t *cfg, errors_t *errs, jn_mgmt_entity_t **router,
@@ -610,26 +352,25 @@ static unsigned check_file(const jn_config_t *cfg, errors_t *errs, jn_mgmt_entit
 {
     const jn_config_entity_t *rce = jn_config_find(cfg, jn_schema_type_find("router"));
     const char *mode = rce ? jn_config_entity_string(rce, "mode") : NULL;
+    section_errors_t se = {.cfg = cfg, .errs = errs};
     jn_entity_ctx_t ctx = {.mode = mode ? mode : "standalone",
                            .profile = jn_entity_profile_in_file,
-                           .profile_arg = (void *)cfg};
+                           .profile_arg = (void *)cfg,
+                           .each = section_error,
+                           .each_arg = &se};
     for (size_t i = 0; i < jn_config_entity_count(cfg); i++) {
         const jn_config_entity_t *ce = jn_config_entity_at(cfg, i);
+        se.ce = ce;
         jn_mgmt_entity_t *e = NULL;
         if (jn_entity_from_config(ce, type_is(ce, "log"), &e) != 0) {
             add_errorf(errs, "%s: out of memory", jn_config_name(cfg));
             continue;
         }
         jn_entity_err_t err;
-        if (jn_entity_check(&ctx, e, &err) != 0) {
-            char line[JN_ENTITY_ERR_MAX + 256];
-            jn_entity_file_error(cfg, ce, &err, line, sizeof line);
-            add_error(errs, line);
-        }
+        if (jn_entity_check(&ctx, e, &err) != 0 && !err.said)
+            section_error(&se, &err);
         if (warn && type_is(ce, "router"))
             warn_cosmetic(cfg, ce);
-        if (type_is(ce, "vhost"))
-            check_vhost(cfg, ce, errs);
         jn_mgmt_entity_t **keep = type_is(ce, "router") ? router
                                   : type_is(ce, "policy") ? policy
                                                           : NULL;
@@ -759,4 +500,34 @@ void jn_mgmt_refresh_ports_CT(jn_mgmt_t *agent)
     for (jn_mgmt_entity_t *e = agent->entities; e; e = e->next)
         if (strcmp(e->cls->name, "listener") == 0)
             jn_entity_record_port_CT(agent, e);
+}
+
+int jn_mgmt_load_vhosts_CT(jn_mgmt_t *agent, const jn_config_t *cfg, char *errors, size_t cap)
+{
+    errors_t errs;
+    errors_init(&errs, errors, cap);
+    jn_entity_ctx_t ctx = {.mode = agent->cfg.mode};
+    for (size_t i = 0; i < jn_config_entity_count(cfg); i++) {
+        const jn_config_entity_t *ce = jn_config_entity_at(cfg, i);
+        jn_mgmt_entity_t *e = NULL;
+        if (!type_is(ce, "vhost"))
+            continue;
+        if (jn_entity_from_config(ce, false, &e) != 0)
+            return JN_ENOMEM;
+        jn_entity_err_t err;
+        int st = jn_entity_check(&ctx, e, &err);
+        if (!st)
+            st = jn_entity_apply_vhost_CT(agent, e, JN_VHOST_FILE, &err);
+        if (st == JN_MGMT_INTERNAL) {
+            jn_mgmt_entity_free(e);
+            return JN_ENOMEM;
+        }
+        if (st) {
+            char line[JN_ENTITY_ERR_MAX + 256];
+            jn_entity_file_error(cfg, ce, &err, line, sizeof line);
+            add_error(&errs, line);
+            jn_mgmt_entity_free(e);
+        }
+    }
+    return (int)errs.count;
 }

@@ -21,7 +21,6 @@ typedef struct jbuf {
     char *s;
     size_t len, cap;
     bool failed;
-    bool odd; /* a value JSON cannot carry was written as null */
 } jbuf_t;
 
 static void put(jbuf_t *b, const char *s, size_t n)
@@ -134,8 +133,6 @@ static void json_value(jbuf_t *b, const jn_decoder_t *d, const jn_field_t *f, in
         snprintf(num, sizeof num, "%" PRIu64, u);
         puts_(b, num);
     } else {
-        if (f->type != JN_TYPE_NULL)
-            b->odd = true;
         puts_(b, "null");
     }
 }
@@ -170,75 +167,4 @@ int jn_mgmt_get_json_schema(const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply
     jn_encoder_free(&schema->body);
     free(schema);
     return status;
-}
-
-/* Is key (a map key field) one of the NULL-ended names? */
-static bool key_in(const jn_field_t *key, const char *const *names)
-{
-    char text[128];
-    if (jn_mgmt_field_string(key, text, sizeof text) != 0)
-        return false;
-    for (size_t i = 0; names && names[i]; i++)
-        if (strcmp(text, names[i]) == 0)
-            return true;
-    return false;
-}
-
-/* Does map (a decoded map field of d) have key? */
-static bool map_has(const jn_decoder_t *d, const jn_field_t *map, const jn_field_t *key)
-{
-    char want[128], text[128];
-    jn_decoder_t child;
-    jn_field_t k, v;
-    if (!map || jn_mgmt_field_string(key, want, sizeof want) != 0 ||
-        jn_decoder_enter(d, map, &child) != 0)
-        return false;
-    while (jn_decoder_next(&child, &k) == 1 && jn_decoder_next(&child, &v) == 1)
-        if (jn_mgmt_field_string(&k, text, sizeof text) == 0 && strcmp(text, want) == 0)
-            return true;
-    return false;
-}
-
-/* The members of map f (of d) into b, but for keys in skip or in the map
- * `unless` (of ud); *first says whether none was written yet. bad (NULL:
- * not asked): the key of the first member whose value holds a type JSON
- * cannot carry (a float, a UUID, binary...), "" when none. */
-static void json_members(jbuf_t *b, const jn_decoder_t *d, const jn_field_t *f,
-                         const jn_decoder_t *ud, const jn_field_t *unless, const char *const *skip,
-                         bool *first, char *bad, size_t badlen)
-{
-    jn_decoder_t child;
-    jn_field_t k, v;
-    if (!f || jn_decoder_enter(d, f, &child) != 0)
-        return;
-    while (jn_decoder_next(&child, &k) == 1 && jn_decoder_next(&child, &v) == 1) {
-        if (v.type == JN_TYPE_NULL || key_in(&k, skip) || (unless && map_has(ud, unless, &k)))
-            continue;
-        if (!*first)
-            puts_(b, ", ");
-        *first = false;
-        json_string(b, &k);
-        puts_(b, ": ");
-        b->odd = false;
-        json_value(b, &child, &v, -1, 1);
-        if (b->odd && bad && !bad[0] && jn_mgmt_field_string(&k, bad, badlen) != 0)
-            snprintf(bad, badlen, "?");
-    }
-}
-
-char *jn_mgmt_json_merge(const jn_decoder_t *bd, const jn_field_t *base, const jn_decoder_t *od,
-                         const jn_field_t *over, const char *const *skip, char *bad, size_t badlen)
-{
-    jbuf_t b = {0};
-    bool first = true;
-    bad[0] = '\0';
-    puts_(&b, "{");
-    json_members(&b, bd, base, od, over, skip, &first, NULL, 0);
-    json_members(&b, od, over, NULL, NULL, skip, &first, bad, badlen);
-    puts_(&b, "}");
-    if (b.failed || bad[0]) {
-        free(b.s);
-        return NULL;
-    }
-    return b.s;
 }

@@ -230,7 +230,7 @@ struct jn_mgmt {
     jn_mgmt_config_t cfg;       /* strings owned */
     int64_t start_time;         /* seconds since the epoch */
     jn_mgmt_entity_t *entities; /* stored entities, in creation order */
-    jn_mgmt_entity_t *vhosts;   /* the vhosts: read at start (jn_mgmt_show_vhost), then
+    jn_mgmt_entity_t *vhosts;   /* the vhosts: read at start (jn_mgmt_load_vhosts_CT), then
                                  * CREATE/UPDATE/DELETE (vhost_ops.c) */
     jn_mgmt_entity_t *tail;
     uint64_t next_id;    /* decimal identities of router.config.* */
@@ -332,18 +332,6 @@ int jn_mgmt_get_operations(const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply)
 int jn_mgmt_get_schema(const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply);
 /* json.c: GET-SCHEMA's answer as JSON text (indent from the request). */
 int jn_mgmt_get_json_schema(const jn_mgmt_request_t *req, jn_mgmt_reply_t *reply);
-
-/* jn_mgmt_json_merge: a JSON object (heap text, one line) of the members
- * of map `over` (a decoded map field of od; NULL: none) and of those of
- * map `base` (of bd; NULL: none) whose keys `over` lacks; keys named in
- * skip (a NULL-ended list) and null values are left out. Strings, symbols,
- * booleans, integers, maps and lists are rendered; other values of base
- * as null. NULL when out of memory (bad "") or when a member of over holds
- * (at any depth) a value of another type, a float, UUID, binary..., which
- * a policy attribute never takes (bad: its key, at most badlen - 1
- * characters; badlen >= 2). Core thread (the agent's). */
-char *jn_mgmt_json_merge(const jn_decoder_t *bd, const jn_field_t *base, const jn_decoder_t *od,
-                         const jn_field_t *over, const char *const *skip, char *bad, size_t badlen);
 
 /* jn_mgmt_vhost_op: CREATE, UPDATE or DELETE of a vhost (vhost_ops.c;
  * docs/design.md "Policy"): the attributes are checked as a policyDir

@@ -190,6 +190,29 @@ static jn_mv_t attribute_column(jn_mgmt_entity_t *e, const jn_schema_attr_t *a)
 /* The columns are the schema's (the C agent's order for router.config.*,
  * with its aliases `dir`, `addr`, `externalAddr` and `fallback` for
  * enableFallback, and its computed columns). */
+int jn_mgmt_entity_set_field(jn_mgmt_entity_t *e, const jn_schema_attr_t *a, const jn_field_t *v,
+                             jn_mgmt_reply_t *reply)
+{
+    jn_mv_t *slot = &e->values[jn_schema_attr_index(a)];
+    jn_mgmt_value_free(slot);
+    int rc = jn_mgmt_value_from_field(a, v, slot);
+    if (rc == JN_ENOMEM)
+        return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
+    return rc;
+}
+
+int jn_mgmt_answer_entity(jn_mgmt_reply_t *reply, const jn_mgmt_class_t *cls, jn_mgmt_entity_t *e,
+                          int status, const char *desc)
+{
+    jn_mv_t *row = calloc(jn_mgmt_class_ncols(cls), sizeof *row);
+    if (!row)
+        return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
+    jn_mgmt_entity_row(e, row);
+    jn_mgmt_encode_row_map(&reply->body, cls, row);
+    free(row);
+    return jn_mgmt_reply_set(reply, status, "%s", desc);
+}
+
 void jn_mgmt_entity_row(jn_mgmt_entity_t *e, jn_mv_t *row)
 {
     size_t n = jn_schema_type_column_count(e->type);

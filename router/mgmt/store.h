@@ -42,6 +42,20 @@ jn_mv_t *jn_mgmt_entity_get(jn_mgmt_entity_t *e, const char *attr);
 const char *jn_mgmt_entity_str(jn_mgmt_entity_t *e, const char *attr);
 int64_t jn_mgmt_entity_int(jn_mgmt_entity_t *e, const char *attr, int64_t dflt);
 bool jn_mgmt_entity_bool(jn_mgmt_entity_t *e, const char *attr, bool dflt);
+/* jn_mgmt_entity_set_field: attribute a of e takes the value of request
+ * field v (jn_mgmt_value_from_field's conversions; a null field makes it
+ * null), in place of the one it had. Returns 0; JN_EINVAL when v is of the
+ * wrong type or value (the caller words the 400; the attribute is then
+ * null); JN_MGMT_INTERNAL with reply set when memory ran out. Core
+ * thread (the agent's). */
+int jn_mgmt_entity_set_field(jn_mgmt_entity_t *e, const jn_schema_attr_t *a, const jn_field_t *v,
+                             jn_mgmt_reply_t *reply);
+/* jn_mgmt_answer_entity: answer with e's row (cls's columns, as READ
+ * shows it) as the body, and status and its description desc (static).
+ * Returns status, or JN_MGMT_INTERNAL (reply said so) when memory ran
+ * out. Core thread (the agent's). */
+int jn_mgmt_answer_entity(jn_mgmt_reply_t *reply, const jn_mgmt_class_t *cls, jn_mgmt_entity_t *e,
+                          int status, const char *desc);
 /* Fill row (one value per class column; borrowed from e). */
 void jn_mgmt_entity_row(jn_mgmt_entity_t *e, jn_mv_t *row);
 /* Give e its identity (given, or the type's rule) and default name.

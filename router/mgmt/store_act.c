@@ -102,11 +102,9 @@ static int body_entry(jn_mgmt_entity_t *e, const char *key, const jn_field_t *v,
         v->type != JN_TYPE_STRING)
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "%s must be a non-empty string type",
                                  key[1] == 'r' ? "Prefix" : "Pattern");
-    jn_mv_t *slot = &e->values[jn_schema_attr_index(a)];
-    jn_mgmt_value_free(slot);
-    int rc = jn_mgmt_value_from_field(a, v, slot);
-    if (rc == JN_ENOMEM)
-        return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
+    int rc = jn_mgmt_entity_set_field(e, a, v, reply);
+    if (rc == JN_MGMT_INTERNAL)
+        return rc;
     if (rc != 0)
         return invalid_value(e, a, key, v, reply);
     return 0;
@@ -245,13 +243,7 @@ int jn_mgmt_store_create(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_
     jn_mgmt_store_append(agent, e);
     JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_INFO, "Created %s %s (identity %s)", cls->name,
            e->name ? e->name : "(unnamed)", e->identity);
-    jn_mv_t *row = calloc(jn_mgmt_class_ncols(cls), sizeof *row);
-    if (!row)
-        return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
-    jn_mgmt_entity_row(e, row);
-    jn_mgmt_encode_row_map(&reply->body, cls, row);
-    free(row);
-    return jn_mgmt_reply_set(reply, JN_MGMT_CREATED, "Created");
+    return jn_mgmt_answer_entity(reply, cls, e, JN_MGMT_CREATED, "Created");
 }
 
 /* An exchange deleted took its bindings with it (the core's): forget

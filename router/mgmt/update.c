@@ -229,11 +229,9 @@ static int stored_entry_cb(const char *key, const jn_field_t *v, void *ctx, jn_m
     if (!(jn_schema_attr_flags(a) & JN_SCHEMA_ATTR_UPDATE))
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
                                  "Cannot update attribute '%s' in UPDATE", key);
-    jn_mv_t *slot = &c->copy->values[jn_schema_attr_index(a)];
-    jn_mgmt_value_free(slot);
-    int rc = jn_mgmt_value_from_field(a, v, slot);
-    if (rc == JN_ENOMEM)
-        return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
+    int rc = jn_mgmt_entity_set_field(c->copy, a, v, reply);
+    if (rc == JN_MGMT_INTERNAL)
+        return rc;
     if (rc != 0)
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
                                  "Invalid value for attribute '%s' of %s: expected %s", key, tname,

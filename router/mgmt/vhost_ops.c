@@ -1,13 +1,14 @@
 /*
  * vhost_ops.c — CREATE, UPDATE and DELETE of vhost entities on a running
- * router (docs/design.md "Policy"), by the path a policyDir file takes: the
- * request's attributes (an UPDATE's over the vhost's own) are written as
- * one JSON vhost section, loaded and checked by the configuration code
- * (jn_mgmt_vhost_text: the same checks and messages as at start), then
- * handed to the policy layer's vhost table (jn_mgmt_config_t.policy,
- * junction/policy.h) and to the vhost rows. Connections open already keep
- * the rules they were admitted with (1.19's rule: a connection's settings
- * are fetched once, at its Open); new ones take the new vhost.
+ * router (docs/design.md "Policy"), on the entity path (entity.h) as the
+ * config file's and policyDir's vhosts are: the request's attributes are
+ * read into a vhost entity (a CREATE's over the schema defaults, an
+ * UPDATE's over a copy of the vhost's own), which passes the one check
+ * (jn_entity_check) and the one apply (jn_entity_apply_vhost_CT: the
+ * policy layer's vhost table, junction/policy.h, and the vhost rows).
+ * Connections open already keep the rules they were admitted with (1.19's
+ * rule: a connection's settings are fetched once, at its Open); new ones
+ * take the new vhost. Also `junctiond --check`'s hostname conflicts.
  */
 #include "mgmt_private.h"
 #include "entity.h"
@@ -17,6 +18,7 @@
 #include <string.h>
 
 #include <junction/config.h>
+#include <junction/decoder.h>
 #include <junction/encoder.h>
 #include <junction/log.h>
 #include <junction/policy.h>
@@ -37,37 +39,6 @@ static jn_mgmt_entity_t **find_vhost(jn_mgmt_t *agent, const jn_mgmt_request_t *
     return NULL;
 }
 
-typedef struct apply {
-    jn_mgmt_t *agent;
-    const char *expect_host; /* UPDATE: the body may not rename the vhost */
-    char host[JN_MGMT_STR_MAX];
-    int status;
-    char why[256];
-} apply_t;
-
-/* The words of a hostname pattern conflict, into why (cap octets). */
-static void conflict_text(char *why, size_t cap, const char *host, const char *other)
-{
-    snprintf(why, cap,
-             "vhost hostname '%.100s': the pattern conflicts with vhost '%.100s' (both match "
-             "the same names)",
-             host, other);
-}
-
-int jn_mgmt_vhost_conflict(const jn_mgmt_t *agent, const char *host, char *why, size_t cap)
-{
-    if (!agent->cfg.enable_vhost_name_patterns || !host)
-        return 0;
-    for (const jn_mgmt_entity_t *e = agent->vhosts; e; e = e->next) {
-        const char *h = jn_mgmt_entity_str((jn_mgmt_entity_t *)e, "hostname");
-        if (h && jn_policy_host_patterns_conflict(h, host)) {
-            conflict_text(why, cap, host, h);
-            return JN_EEXIST;
-        }
-    }
-    return 0;
-}
-
 /* The hostnames met so far by jn_mgmt_vhost_conflicts_in, and the
  * conflicts found. */
 typedef struct hostnames {
@@ -78,15 +49,12 @@ typedef struct hostnames {
     bool nomem;
 } hostnames_t;
 
-static int note_hostname(void *arg, const jn_policy_vhost_t *vh, const jn_config_entity_t *ce)
+static int note_hostname(hostnames_t *h, const char *host)
 {
-    (void)ce;
-    hostnames_t *h = arg;
-    const char *host = vh->hostname ? vh->hostname : "";
     for (size_t i = 0; i < h->n; i++) {
         if (jn_policy_host_patterns_conflict(h->v[i], host)) {
             char why[320];
-            conflict_text(why, sizeof why, host, h->v[i]);
+            jn_entity_vhost_conflict_text(why, sizeof why, host, h->v[i]);
             fprintf(h->out, "%s\n", why);
             h->found++;
             return 0;
@@ -95,18 +63,30 @@ static int note_hostname(void *arg, const jn_policy_vhost_t *vh, const jn_config
     if (h->n == h->cap) {
         size_t cap = h->cap ? 2 * h->cap : 16;
         char **v = realloc(h->v, cap * sizeof *v);
-        if (!v) {
-            h->nomem = true;
+        if (!v)
             return JN_ENOMEM;
-        }
         h->v = v;
         h->cap = cap;
     }
-    if (!(h->v[h->n] = strdup(host))) {
-        h->nomem = true;
+    if (!(h->v[h->n] = strdup(host)))
         return JN_ENOMEM;
-    }
     h->n++;
+    return 0;
+}
+
+/* The hostnames of cfg's vhost sections (a jn_mgmt_policy_dir callback). */
+static int note_hostnames(void *arg, const jn_config_t *cfg)
+{
+    hostnames_t *h = arg;
+    const jn_schema_type_t *vhost = jn_schema_type_find("vhost");
+    for (size_t i = 0; i < jn_config_entity_count(cfg); i++) {
+        const jn_config_entity_t *ce = jn_config_entity_at(cfg, i);
+        const char *host = jn_config_entity_string(ce, "hostname");
+        if (jn_config_entity_type(ce) == vhost && note_hostname(h, host ? host : "") != 0) {
+            h->nomem = true;
+            return JN_ENOMEM;
+        }
+    }
     return 0;
 }
 
@@ -114,168 +94,137 @@ int jn_mgmt_vhost_conflicts_in(const jn_config_t *cfg, const char *policy_dir, F
 {
     hostnames_t h = {.out = out};
     char errors[256];
-    if (jn_mgmt_each_vhost(cfg, note_hostname, &h) == 0)
-        (void)jn_mgmt_policy_dir(policy_dir, note_hostname, &h, errors, sizeof errors);
+    if (note_hostnames(&h, cfg) == 0)
+        (void)jn_mgmt_policy_dir(policy_dir, note_hostnames, &h, errors, sizeof errors);
     for (size_t i = 0; i < h.n; i++)
         free(h.v[i]);
     free(h.v);
     return h.nomem ? JN_ENOMEM : h.found;
 }
 
-/* For the one vhost section of the loaded text: into the I/O layer, then
- * its row replaces the one of the same hostname (or is appended). */
-static int apply_one(void *arg, const jn_policy_vhost_t *vh, const jn_config_entity_t *ce)
+/* Does value f (of d) hold, at any depth, a type no vhost attribute takes
+ * (a float, a UUID, binary...)? */
+static bool foreign_type(const jn_decoder_t *d, const jn_field_t *f)
 {
-    apply_t *a = arg;
-    jn_mgmt_t *agent = a->agent;
-    snprintf(a->host, sizeof a->host, "%s", vh->hostname ? vh->hostname : "");
-    if (a->expect_host && strcmp(a->expect_host, a->host) != 0) {
-        a->status = JN_MGMT_BAD_REQUEST;
-        snprintf(a->why, sizeof a->why, "Cannot change attribute 'hostname' of vhost '%s'",
-                 a->expect_host);
-        return 0;
+    if (f->type == JN_TYPE_MAP || f->type == JN_TYPE_LIST || f->type == JN_TYPE_ARRAY) {
+        jn_decoder_t in;
+        jn_field_t item;
+        if (jn_decoder_enter(d, f, &in) != 0)
+            return true;
+        int rc;
+        while ((rc = jn_decoder_next(&in, &item)) == 1)
+            if (foreign_type(&in, &item))
+                return true;
+        return rc < 0;
     }
-    if (!a->expect_host) {
-        for (jn_mgmt_entity_t *e = agent->vhosts; e; e = e->next) {
-            const char *h = jn_mgmt_entity_str(e, "hostname");
-            if (h && strcmp(h, a->host) == 0) {
-                a->status = JN_MGMT_BAD_REQUEST;
-                snprintf(a->why, sizeof a->why, "Name conflicts with an existing entity");
-                return 0;
-            }
-        }
-        if (jn_mgmt_vhost_conflict(agent, a->host, a->why, sizeof a->why) != 0) {
-            a->status = JN_MGMT_BAD_REQUEST;
-            return 0;
-        }
-    }
-    if (!agent->cfg.policy || jn_policy_vhost_add(agent->cfg.policy, vh) != 0)
-        return JN_ENOMEM;
-    return jn_mgmt_show_vhost(agent, ce);
+    return f->type != JN_TYPE_NULL && f->type != JN_TYPE_BOOLEAN && f->type != JN_TYPE_STRING &&
+           f->type != JN_TYPE_SYMBOL && !jn_field_is_integer(f);
 }
 
-/* Load json (one vhost's attributes) as a vhost section and apply it. */
-static int load_and_apply(jn_mgmt_t *agent, const char *json, const char *expect_host,
-                          jn_mgmt_reply_t *reply, char *host_out)
+/* One body entry, key (a string) and value v (of d), into e; host: an
+ * UPDATE's hostname, which the body may not change (NULL for a CREATE). */
+static int body_entry(jn_mgmt_entity_t *e, const char *key, const jn_decoder_t *d,
+                      const jn_field_t *v, const char *host, jn_mgmt_reply_t *reply)
 {
-    size_t n = strlen(json) + 32;
-    char *text = malloc(n);
-    char *errors = malloc(2048);
-    if (!text || !errors) {
-        free(text);
-        free(errors);
-        return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
+    if (strcmp(key, "name") == 0 || strcmp(key, "identity") == 0 || strcmp(key, "type") == 0 ||
+        v->type == JN_TYPE_NULL)
+        return 0; /* a vhost is named by its hostname */
+    if (foreign_type(d, v))
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                                 "vhost attribute '%s': a value of a type no vhost attribute takes "
+                                 "(a float, UUID, binary...); give integers, strings, booleans, "
+                                 "maps",
+                                 key);
+    const jn_schema_attr_t *a = jn_schema_attr_find(e->type, key);
+    if (!a) /* the config file's words */
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                                 "unknown attribute '%s' in section 'vhost'", key);
+    int rc = jn_mgmt_entity_set_field(e, a, v, reply);
+    if (rc == JN_MGMT_INTERNAL)
+        return rc;
+    if (rc != 0)
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "vhost attribute '%s': expected %s",
+                                 key, jn_schema_kind_name(jn_schema_attr_kind(a)));
+    const char *now = jn_mgmt_entity_str(e, "hostname");
+    if (host && now && strcmp(now, host) != 0)
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                                 "Cannot change attribute 'hostname' of vhost '%s'", host);
+    return 0;
+}
+
+/* The request's body (a map, or none for an UPDATE) over e's values,
+ * then e through the entity path's check and apply (how). On success e
+ * belongs to the agent. Returns 0 or the status, reply set. */
+static int vhost_apply(jn_mgmt_t *agent, jn_mgmt_entity_t *e, const jn_mgmt_request_t *req,
+                       jn_entity_vhost_how_t how, const char *host, jn_mgmt_reply_t *reply)
+{
+    jn_decoder_t map;
+    jn_field_t k, v;
+    int rc = 0;
+    if (req->has_body && (req->body.type != JN_TYPE_MAP ||
+                          jn_decoder_enter(&req->body_dec, &req->body, &map) != 0))
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "Body of request must be a map");
+    while (req->has_body && (rc = jn_decoder_next(&map, &k)) == 1 &&
+           jn_decoder_next(&map, &v) == 1) {
+        char key[128];
+        if (jn_mgmt_field_string(&k, key, sizeof key) != 0)
+            return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "Attribute names must be strings");
+        int st = body_entry(e, key, &map, &v, host, reply);
+        if (st)
+            return st;
     }
-    snprintf(text, n, "[[\"vhost\", %s]]\n", json);
-    errors[0] = '\0';
-    apply_t a = {.agent = agent, .expect_host = expect_host};
-    int rc = jn_mgmt_vhost_text("vhost.json", text, strlen(text), apply_one, &a, errors, 2048);
-    free(text);
-    int st;
     if (rc < 0)
-        st = jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
-    else if (rc > 0) /* "vhost.json:1: what is wrong": the attribute is named */
-        st = jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "%s",
-                               strncmp(errors, "vhost.json:1: ", 14) == 0 ? errors + 14 : errors);
-    else if (a.status)
-        st = jn_mgmt_reply_set(reply, a.status, "%s", a.why);
-    else
-        st = 0;
-    free(errors);
-    snprintf(host_out, JN_MGMT_STR_MAX, "%s", a.host);
-    return st;
-}
-
-/* Answer with the row of the vhost named host. */
-static int answer_row(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const char *host, int status,
-                      const char *desc, jn_mgmt_reply_t *reply)
-{
-    for (jn_mgmt_entity_t *e = agent->vhosts; e; e = e->next) {
-        const char *h = jn_mgmt_entity_str(e, "hostname");
-        if (!h || strcmp(h, host) != 0)
-            continue;
-        jn_mv_t *row = calloc(jn_mgmt_class_ncols(cls), sizeof *row);
-        if (!row)
-            return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
-        jn_mgmt_entity_row(e, row);
-        jn_mgmt_encode_row_map(&reply->body, cls, row);
-        free(row);
-        break;
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "Malformed body: %s",
+                                 jn_decoder_reason(&map));
+    const char *h = jn_mgmt_entity_str(e, "hostname");
+    if (!h) /* the config file's words */
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                                 "section 'vhost' is missing required attribute 'hostname'");
+    jn_entity_ctx_t ctx = {.mode = agent->cfg.mode};
+    jn_entity_err_t err;
+    if (jn_entity_check(&ctx, e, &err) != 0 || jn_entity_apply_vhost_CT(agent, e, how, &err) != 0) {
+        jn_entity_err_log(&err);
+        return jn_mgmt_reply_set(reply, err.status, "%s", err.text);
     }
-    return jn_mgmt_reply_set(reply, status, "%s", desc);
+    return 0;
 }
-
-/* The answer when jn_mgmt_json_merge gave no text: bad names the attribute
- * whose value has a type no vhost attribute takes, or is "" (out of
- * memory). */
-static int bad_value(const char *bad, jn_mgmt_reply_t *reply)
-{
-    if (!bad[0])
-        return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
-    return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
-                             "vhost attribute '%s': a value of a type no vhost attribute takes "
-                             "(a float, UUID, binary...); give integers, strings, booleans, maps",
-                             bad);
-}
-
-static const char *const not_attributes[] = {"name", "identity", "type", NULL};
 
 static int vhost_create(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mgmt_request_t *req,
                         jn_mgmt_reply_t *reply)
 {
     if (!req->has_body || req->body.type != JN_TYPE_MAP)
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "Body of request must be a map");
-    char bad[JN_MGMT_STR_MAX];
-    char *json =
-        jn_mgmt_json_merge(NULL, NULL, &req->body_dec, &req->body, not_attributes, bad, sizeof bad);
-    if (!json)
-        return bad_value(bad, reply);
-    char host[JN_MGMT_STR_MAX];
-    int st = load_and_apply(agent, json, NULL, reply, host);
-    free(json);
-    if (st)
+    jn_mgmt_entity_t *e = NULL;
+    if (jn_mgmt_entity_defaults(jn_schema_type_find("vhost"), &e) != 0)
+        return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
+    int st = vhost_apply(agent, e, req, JN_VHOST_CREATE, NULL, reply);
+    if (st) {
+        jn_mgmt_entity_free(e);
         return st;
+    }
+    const char *host = jn_mgmt_entity_str(e, "hostname");
     JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_INFO, "Created vhost %s (identity vhost/%s)", host, host);
-    return answer_row(agent, cls, host, JN_MGMT_CREATED, "Created", reply);
+    return jn_mgmt_answer_entity(reply, cls, e, JN_MGMT_CREATED, "Created");
 }
 
 static int vhost_update(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mgmt_request_t *req,
-                        jn_mgmt_reply_t *reply, jn_mgmt_entity_t *e)
+                        jn_mgmt_reply_t *reply, jn_mgmt_entity_t *row)
 {
     if (req->has_body && req->body.type != JN_TYPE_MAP)
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "Body of request must be a map");
-    /* the vhost's own attributes, as READ shows them, under the body's */
-    jn_encoder_t enc;
-    jn_encoder_init(&enc);
-    jn_mv_t *row = calloc(jn_mgmt_class_ncols(cls), sizeof *row);
-    if (row) {
-        jn_mgmt_entity_row(e, row);
-        jn_mgmt_encode_row_map(&enc, cls, row);
-        free(row);
-    }
-    size_t len = 0;
-    const uint8_t *data = row ? jn_encoder_data(&enc, &len) : NULL;
-    jn_iter_t it;
-    jn_iter_init_bytes(&it, data, len, JN_VIEW_RAW);
-    jn_decoder_t bd;
-    jn_decoder_init(&bd, &it, true);
-    jn_field_t base;
-    char *json = NULL;
-    char bad[JN_MGMT_STR_MAX] = "";
-    if (data && jn_decoder_next(&bd, &base) == 1 && base.type == JN_TYPE_MAP)
-        json = jn_mgmt_json_merge(&bd, &base, &req->body_dec, req->has_body ? &req->body : NULL,
-                                  not_attributes, bad, sizeof bad);
     char host[JN_MGMT_STR_MAX];
-    snprintf(host, sizeof host, "%s", jn_mgmt_entity_str(e, "hostname"));
-    int st = json ? load_and_apply(agent, json, host, reply, host) : bad_value(bad, reply);
-    free(json);
-    jn_encoder_free(&enc);
-    if (st)
+    snprintf(host, sizeof host, "%s", jn_mgmt_entity_str(row, "hostname"));
+    jn_mgmt_entity_t *e = jn_mgmt_entity_clone(row); /* the row goes when e applies */
+    if (!e)
+        return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
+    int st = vhost_apply(agent, e, req, JN_VHOST_UPDATE, host, reply);
+    if (st) {
+        jn_mgmt_entity_free(e);
         return st;
+    }
     JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_INFO, "Updated vhost %s: new connections take it", host);
-    return answer_row(agent, cls, host, JN_MGMT_OK, "OK", reply);
+    return jn_mgmt_answer_entity(reply, cls, e, JN_MGMT_OK, "OK");
 }
-
 int jn_mgmt_vhost_op(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mgmt_request_t *req,
                      jn_mgmt_reply_t *reply)
 {

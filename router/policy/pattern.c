@@ -7,6 +7,8 @@
  * (router/mgmt/vhost_ops.c) call them, so a file and a request are
  * refused with the same words.
  */
+#include "policy_private.h"
+
 #include <junction/policy.h>
 
 #include <stdio.h>
@@ -44,16 +46,10 @@ static int item_check(const char *item, size_t len, char *why, size_t cap)
 
 int jn_policy_pattern_list_check(const char *list, char *why, size_t cap)
 {
-    for (const char *p = list ? list : ""; *p;) {
-        while (*p == ' ' || *p == ',')
-            p++;
-        const char *e = p;
-        while (*e && *e != ',' && *e != ' ')
-            e++;
-        if (e > p && item_check(p, (size_t)(e - p), why, cap) != 0)
+    for (const char *e, *p = jn_policy_next_item(list ? list : "", &e); *p;
+         p = jn_policy_next_item(e, &e))
+        if (item_check(p, (size_t)(e - p), why, cap) != 0)
             return JN_EINVAL;
-        p = e;
-    }
     return 0;
 }
 

@@ -5,6 +5,8 @@
  * rules and the facts the I/O layer gathers from the attach (address,
  * role, dynamic, capabilities, links open); no lock, no allocation.
  */
+#include "policy_private.h"
+
 #include <junction/policy.h>
 #include <junction/wildcard.h>
 
@@ -53,17 +55,9 @@ static bool item_matches(const char *item, size_t len, const char *address, cons
 
 static bool list_allows(const char *list, const char *address, const char *user)
 {
-    const char *p = list;
-    while (*p) {
-        while (*p == ' ' || *p == ',')
-            p++;
-        const char *e = p;
-        while (*e && *e != ',' && *e != ' ')
-            e++;
-        if (e > p && item_matches(p, (size_t)(e - p), address, user))
+    for (const char *e, *p = jn_policy_next_item(list, &e); *p; p = jn_policy_next_item(e, &e))
+        if (item_matches(p, (size_t)(e - p), address, user))
             return true;
-        p = e;
-    }
     return false;
 }
 
@@ -86,13 +80,7 @@ static bool user_has_wildcard_token(const char *user)
 static bool patterns_allow(const char *list, const char *address, const char *user)
 {
     bool wild_user = user_has_wildcard_token(user);
-    const char *p = list;
-    while (*p) {
-        while (*p == ' ' || *p == ',')
-            p++;
-        const char *e = p;
-        while (*e && *e != ',' && *e != ' ')
-            e++;
+    for (const char *e, *p = jn_policy_next_item(list, &e); *p; p = jn_policy_next_item(e, &e)) {
         size_t len = (size_t)(e - p);
         char buf[1024];
         size_t n;
@@ -100,11 +88,9 @@ static bool patterns_allow(const char *list, const char *address, const char *us
          * token gets nothing from a pattern naming ${user} (1.19 matched
          * the name literally; a pattern cannot) */
         bool names_user = len >= 7 && memmem(p, len, "${user}", 7) != NULL;
-        if (len > 0 && !(names_user && wild_user) &&
-            expand_user(p, len, user, buf, sizeof buf, &n) &&
+        if (!(names_user && wild_user) && expand_user(p, len, user, buf, sizeof buf, &n) &&
             jn_wildcard_match(buf, n, address, strlen(address), "./", '*'))
             return true;
-        p = e;
     }
     return false;
 }

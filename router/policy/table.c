@@ -7,6 +7,8 @@
  * per close and once per denial — never per message allowed. No I/O: the
  * I/O layer passes the facts in and acts on the answer.
  */
+#include "policy_private.h"
+
 #include <junction/policy.h>
 #include <junction/wildcard.h>
 
@@ -256,16 +258,9 @@ static bool in_list(const char *list, const char *name)
 static bool in_aliases(const char *list, const char *name)
 {
     size_t n = strlen(name);
-    for (const char *p = list; *p;) {
-        while (*p == ' ' || *p == ',')
-            p++;
-        const char *e = p;
-        while (*e && *e != ',' && *e != ' ')
-            e++;
-        if ((size_t)(e - p) == n && n && memcmp(p, name, n) == 0)
+    for (const char *e, *p = jn_policy_next_item(list, &e); *p; p = jn_policy_next_item(e, &e))
+        if ((size_t)(e - p) == n && memcmp(p, name, n) == 0)
             return true;
-        p = e;
-    }
     return false;
 }
 
@@ -299,19 +294,13 @@ static vhost_t *vhost_find_pattern(jn_policy_t *p, const char *hostname)
             best = v;
             best_w = w;
         }
-        for (const char *a = v->aliases; *a;) {
-            while (*a == ' ' || *a == ',')
-                a++;
-            const char *e = a;
-            while (*e && *e != ',' && *e != ' ')
-                e++;
+        for (const char *e, *a = jn_policy_next_item(v->aliases, &e); *a;
+             a = jn_policy_next_item(e, &e)) {
             w = pattern_weight(a, (size_t)(e - a));
-            if (e > a && w < best_w &&
-                jn_wildcard_match(a, (size_t)(e - a), hostname, hlen, "./", '*')) {
+            if (w < best_w && jn_wildcard_match(a, (size_t)(e - a), hostname, hlen, "./", '*')) {
                 best = v;
                 best_w = w;
             }
-            a = e;
         }
     }
     return best;

@@ -71,24 +71,27 @@ int jn_amqp_dtable_put(jn_amqp_dtable_t *t, uint32_t id, jn_amqp_delivery_t *d)
     return 0;
 }
 
-/* Empty d's slot and drop the empty slots at the front (base moves on;
- * base + count, the next id, stays). */
+/* Drop the empty slots at the front (base moves on; base + count, the next
+ * id, stays). */
+static void dtable_trim(jn_amqp_dtable_t *t)
+{
+    while (t->count > 0 && !*dslot(t, 0)) {
+        t->head = (t->head + 1) & (t->cap - 1);
+        t->base++;
+        t->count--;
+    }
+    if (t->count == 0)
+        t->head = 0;
+}
+
+/* Empty id's slot. */
 static void dtable_remove(jn_amqp_dtable_t *t, uint32_t id)
 {
     uint32_t i = id - t->base;
     if (!t->started || i >= t->count)
         return;
     *dslot(t, i) = NULL;
-    while (t->count > 1 && !*dslot(t, 0)) {
-        t->head = (t->head + 1) & (t->cap - 1);
-        t->base++;
-        t->count--;
-    }
-    if (t->count == 1 && !*dslot(t, 0)) { /* keep the next id: base + count */
-        t->base++;
-        t->count = 0;
-        t->head = 0;
-    }
+    dtable_trim(t);
 }
 
 /* ---- deliveries ---------------------------------------------------------- */
@@ -118,6 +121,8 @@ static void dtable_free_link(jn_amqp_dtable_t *t, const jn_amqp_link_t *l)
             jn_amqp_delivery_free(d);
         }
     }
+    if (t->cap)
+        dtable_trim(t);
 }
 
 void jn_amqp_deliveries_free(jn_amqp_session_t *s, const jn_amqp_link_t *l)

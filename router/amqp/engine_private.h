@@ -21,6 +21,13 @@
  * from making us allocate for a handle it picked at random. */
 #define JN_AMQP_HANDLE_MAX 65535u
 
+/* The widest span of delivery-ids from the oldest one we hold unsettled
+ * to a new one the peer starts (2.6.12): the table of a session's
+ * deliveries is indexed by id, so the bound keeps a peer from making us
+ * allocate for an id it picked at random. A wider one ends the session
+ * with amqp:resource-limit-exceeded. */
+#define JN_AMQP_SPAN_MAX (1u << 20)
+
 /* A table of pointers indexed by channel or handle, grown on demand. */
 typedef struct jn_amqp_slots {
     void **at;

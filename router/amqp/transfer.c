@@ -22,7 +22,9 @@
 /* ---- incoming ------------------------------------------------------------ */
 
 /* The first frame of a delivery (2.6.12, 2.7.5): a delivery-id after the
- * last one and a tag are required, and one link credit is used (2.6.7). */
+ * last one and a tag are required, and one link credit is used (2.6.7).
+ * Returns 0 with *out, 1 when the frame is dropped (its link or session
+ * failed), or a negative result. */
 static int delivery_start(jn_amqp_link_t *l, const jn_amqp_transfer_t *t, jn_amqp_delivery_t **out)
 {
     jn_amqp_session_t *s = l->session;
@@ -39,8 +41,16 @@ static int delivery_start(jn_amqp_link_t *l, const jn_amqp_transfer_t *t, jn_amq
     if (jn_amqp_dtable_next(&s->received, &next) && jn_amqp_serial_lt(t->delivery_id, next))
         return jn_amqp_conn_refuse(c, INVALID_FIELD, "delivery-id %u, where %u or later belongs",
                                    t->delivery_id, next);
+    if (s->received.count && (uint32_t)(t->delivery_id - s->received.base) >= JN_AMQP_SPAN_MAX) {
+        int rc = jn_amqp_session_fail(s, "amqp:resource-limit-exceeded",
+                                      "delivery-id %u is %u past the oldest one unsettled here",
+                                      t->delivery_id, t->delivery_id - s->received.base);
+        return rc < 0 ? rc : 1;
+    }
     if (l->credit == 0) { /* 2.6.7: the sender has no credit */
-        int rc = jn_amqp_link_detach(l, true, "amqp:link:transfer-limit-exceeded",
+        int rc = l->attach_sent ? 0 : jn_amqp_link_attach(l, &(jn_amqp_attach_t){0}, 0);
+        if (rc == 0)
+            rc = jn_amqp_link_detach(l, true, "amqp:link:transfer-limit-exceeded",
                                      "a delivery beyond the link's credit");
         return rc == JN_ENOMEM ? JN_ENOMEM : 1;
     }

@@ -397,6 +397,29 @@ static void test_rcv_settle_mode_second_on_first_link_is_invalid_field(void **st
     peer_free(&x);
 }
 
+static void test_delivery_id_far_past_the_oldest_unsettled_ends_session(void **state)
+{
+    (void)state;
+    peer_t x;
+    raw_sender(&x, 100);
+    assert_int_equal(jn_amqp_link_flow(x.last_link, 10, false, false), 0);
+    (void)out_frames(&x, (uint64_t[4]){0}, 4, NULL, 0);
+    jn_amqp_perf_t p;
+    transfer_init(&p, 0, false);
+    assert_int_equal(raw_transfer(&x, &p, "a"), 0); /* held: unsettled */
+    transfer_init(&p, 5, false);
+    assert_int_equal(raw_transfer(&x, &p, "b"), 0); /* a gap is fine */
+    transfer_init(&p, 1u << 20, false);
+    assert_int_equal(raw_transfer(&x, &p, "c"), 0);
+    char err[64];
+    uint64_t codes[4];
+    assert_int_equal(out_frames(&x, codes, 4, err, sizeof err), 1);
+    assert_int_equal(codes[0], JN_AMQP_END);
+    assert_string_equal(err, "amqp:resource-limit-exceeded");
+    assert_int_equal(x.transfers, 2);
+    peer_free(&x);
+}
+
 static void test_state_on_a_later_frame_reaches_the_user(void **state)
 {
     (void)state;
@@ -442,6 +465,7 @@ int main(void)
         cmocka_unit_test(test_continuation_with_another_id_is_invalid_field),
         cmocka_unit_test(test_transfer_on_peers_receiving_link_is_illegal_state),
         cmocka_unit_test(test_rcv_settle_mode_second_on_first_link_is_invalid_field),
+        cmocka_unit_test(test_delivery_id_far_past_the_oldest_unsettled_ends_session),
         cmocka_unit_test(test_state_on_a_later_frame_reaches_the_user),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

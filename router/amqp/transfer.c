@@ -229,10 +229,6 @@ static int compose_transfer(jn_amqp_conn_t *c, const jn_amqp_delivery_t *d, bool
         t->present |= JN_AMQP_FIELD(5);
         t->more = true;
     }
-    if (aborted) {
-        t->present |= JN_AMQP_FIELD(9);
-        t->aborted = true;
-    }
     return jn_amqp_perf_encode(&c->out, &p);
 }
 
@@ -273,7 +269,7 @@ static int send_frame(jn_amqp_delivery_t *d, const jn_iter_t *pieces, size_t npi
 {
     jn_amqp_conn_t *c = d->link->session->conn;
     size_t start = jn_amqp_frame_begin(&c->out, JN_AMQP_FRAME_AMQP, d->link->session->channel);
-    int rc = compose_transfer(c, d, true, false);
+    int rc = compose_transfer(c, d, true);
     size_t head = c->out.size - start; /* more=false encodes in as many octets */
     if (rc == 0 && head >= c->remote_max_frame)
         rc = JN_EOVERFLOW;
@@ -283,7 +279,7 @@ static int send_frame(jn_amqp_delivery_t *d, const jn_iter_t *pieces, size_t npi
         if (!more && *n == left) { /* the last frame */
             jn_amqp_out_rollback(c, start);
             start = jn_amqp_frame_begin(&c->out, JN_AMQP_FRAME_AMQP, d->link->session->channel);
-            rc = compose_transfer(c, d, false, false);
+            rc = compose_transfer(c, d, false);
         }
     }
     if (rc == 0)

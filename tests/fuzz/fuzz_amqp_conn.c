@@ -95,8 +95,7 @@ static void on_transfer(void *ctx, jn_amqp_link_t *l, jn_amqp_delivery_t *d,
         (void)jn_amqp_delivery_update(d, &accepted, true);
         break;
     case 1:
-        (void)jn_amqp_delivery_update(d, (t->present & JN_AMQP_FIELD(7)) ? &t->state : NULL,
-                                      false);
+        (void)jn_amqp_delivery_update(d, (t->present & JN_AMQP_FIELD(7)) ? &t->state : NULL, false);
         break;
     default:
         break;

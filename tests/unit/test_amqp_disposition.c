@@ -16,8 +16,8 @@ static const size_t chunks[] = {0, 1, 2, 3, 7};
 
 /* a's sender and b's receiver with credit; a sends n unsettled one-frame
  * deliveries, kept in ds; b's deliveries in bd. */
-static jn_amqp_link_t *sent_pair(peer_t *a, peer_t *b, size_t chunk, int n,
-                                 jn_amqp_delivery_t **ds, jn_amqp_delivery_t **bd)
+static jn_amqp_link_t *sent_pair(peer_t *a, peer_t *b, size_t chunk, int n, jn_amqp_delivery_t **ds,
+                                 jn_amqp_delivery_t **bd)
 {
     peer_init(a, "client", 65536, 255, 0);
     peer_init(b, "server", 65536, 255, 0);
@@ -67,7 +67,7 @@ static int out_dispositions(peer_t *x, uint32_t *first, uint32_t *last, uint64_t
         if (p.code == JN_AMQP_DISPOSITION && n < max) {
             first[n] = p.u.disposition.first;
             last[n] = (p.u.disposition.present & JN_AMQP_FIELD(2)) ? p.u.disposition.last
-                                                                    : p.u.disposition.first;
+                                                                   : p.u.disposition.first;
             code[n] = p.u.disposition.state.code;
             n++;
         }
@@ -226,8 +226,8 @@ static void test_unknown_state_passes_both_ways(void **state)
     peer_t a, b;
     jn_amqp_delivery_t *ds[2], *bd[2];
     (void)sent_pair(&a, &b, 7, 2, ds, bd);
-    static const uint8_t custom[] = {0x00, 0xa3, 0x0a, 'x', ':', 'o', 'u', 't',
-                                     'c', 'o', 'm', 'e', '!', 0xc0, 0x03, 0x01, 0x50, 0x07};
+    static const uint8_t custom[] = {0x00, 0xa3, 0x0a, 'x', ':',  'o',  'u',  't',  'c',
+                                     'o',  'm',  'e',  '!', 0xc0, 0x03, 0x01, 0x50, 0x07};
     jn_amqp_state_t st;
     memset(&st, 0, sizeof st);
     st.symbolic = true;

@@ -208,7 +208,7 @@ static int ref_payload(jn_amqp_conn_t *c, const jn_iter_t *pieces, size_t npiece
 }
 
 /* The transfer performative of d's next frame, more as given. */
-static int compose_transfer(jn_amqp_conn_t *c, const jn_amqp_delivery_t *d, bool more, bool aborted)
+static int compose_transfer(jn_amqp_conn_t *c, const jn_amqp_delivery_t *d, bool more)
 {
     jn_amqp_perf_t p;
     jn_amqp_perf_init(&p, JN_AMQP_TRANSFER);

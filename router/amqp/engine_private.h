@@ -178,8 +178,8 @@ int jn_amqp_out_ref(jn_amqp_conn_t *c, const uint8_t *data, size_t len, const jn
  * first start octets of the composed frames. Owning thread. */
 void jn_amqp_out_rollback(jn_amqp_conn_t *c, size_t start);
 
-/* jn_amqp_out_free: drop the whole output with its references. Owning
- * thread. */
+/* jn_amqp_out_free: drop the whole output with its references, and our
+ * dispositions held. Owning thread. */
 void jn_amqp_out_free(jn_amqp_conn_t *c);
 
 /* jn_amqp_conn_refuse: the peer broke a rule: record the fault, send open

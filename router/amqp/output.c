@@ -58,6 +58,11 @@ void jn_amqp_out_rollback(jn_amqp_conn_t *c, size_t start)
 
 void jn_amqp_out_free(jn_amqp_conn_t *c)
 {
+    for (uint32_t i = 0; i < c->npending; i++)
+        free(c->pending[i].state);
+    free(c->pending);
+    c->pending = NULL;
+    c->npending = c->pending_cap = 0;
     for (uint32_t i = c->ref_head; i < c->nrefs; i++)
         jn_buffer_unref(c->refs[i].buf);
     free(c->refs);

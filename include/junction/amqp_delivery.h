@@ -85,9 +85,12 @@ int jn_amqp_delivery_abort(jn_amqp_delivery_t *d);
 /* jn_amqp_delivery_update: our disposition of d (2.7.6): state (borrowed;
  * NULL for none; any state, unknown ones passed as encoded) and settle. It
  * is held and sent in a range with its neighbours (see the top). With
- * settle, d is freed. Returns 0, JN_EPERM (an outgoing d whose first frame
- * has not gone out, or the session or connection is ending), JN_EINVAL (a
- * state that cannot be encoded), JN_ENOMEM. Owning thread. */
+ * settle, d is freed when it is whole; a delivery settled before its last
+ * frame lives on until that frame (incoming: its frames still reach
+ * on_transfer; outgoing: the user still sends or aborts it). Returns 0,
+ * JN_EPERM (an outgoing d whose first frame has not gone out, d settled by
+ * us already, or the session or connection is ending), JN_EINVAL (a state
+ * that cannot be encoded), JN_ENOMEM. Owning thread. */
 int jn_amqp_delivery_update(jn_amqp_delivery_t *d, const jn_amqp_state_t *state, bool settle);
 
 /* jn_amqp_delivery_id / _tag / _link / _remote_settled / _rcv_settle_mode:

@@ -222,7 +222,7 @@ static int hold(jn_amqp_conn_t *c, jn_amqp_session_t *s, bool role, uint32_t id,
 int jn_amqp_delivery_update(jn_amqp_delivery_t *d, const jn_amqp_state_t *state, bool settle)
 {
     jn_amqp_session_t *s = d->link->session;
-    if (!d->started || !jn_amqp_link_sendable(d->link))
+    if (!d->started || d->settled || !jn_amqp_link_sendable(d->link))
         return JN_EPERM;
     jn_encoder_t e;
     jn_encoder_init(&e);
@@ -233,9 +233,18 @@ int jn_amqp_delivery_update(jn_amqp_delivery_t *d, const jn_amqp_state_t *state,
         rc = hold(s->conn, s, d->outgoing ? JN_AMQP_SENDER : JN_AMQP_RECEIVER, d->id, settle, enc,
                   state ? len : 0);
     jn_encoder_free(&e);
-    if (rc == 0 && settle)
+    if (rc != 0 || !settle)
+        return rc;
+    if (d->complete) {
         jn_amqp_delivery_free(d);
-    return rc;
+        return 0;
+    }
+    /* not whole yet: its frames still come or go; freed at its end */
+    if (d->held)
+        dtable_remove(table_of(d), d->id);
+    d->held = false;
+    d->settled = true;
+    return 0;
 }
 
 /* One held range as a disposition frame. */

@@ -52,7 +52,7 @@ struct jn_amqp_delivery {
     bool outgoing;           /* we send it */
     bool started;            /* its first frame went or came (id valid) */
     bool complete;           /* its last frame went or came */
-    bool settled;            /* ours: sent settled (outgoing) */
+    bool settled;            /* by us: sent pre-settled, or settled before its end */
     bool remote_settled;     /* the peer settled it */
     bool held;               /* in its session's table */
     uint8_t rcv_settle_mode; /* 2.8.3 */

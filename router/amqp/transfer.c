@@ -131,11 +131,12 @@ int jn_amqp_transfer_input(jn_amqp_session_t *s, const jn_amqp_transfer_t *t,
         l->current = NULL;
     }
     uint32_t id = d->id;
-    bool done = d->complete && (t->aborted || d->remote_settled);
+    bool settled = d->settled; /* by us, before its end: no longer held */
+    bool done = d->complete && (t->aborted || d->remote_settled || settled);
     if (c->h.on_transfer)
         c->h.on_transfer(c->h.ctx, l, d, t, payload);
-    /* settled at both ends, unless the user settled (freed) it already */
-    if (done && jn_amqp_dtable_get(&s->received, id) == d)
+    /* done, unless the user settled (freed) it in the callback */
+    if (done && (settled || jn_amqp_dtable_get(&s->received, id) == d))
         jn_amqp_delivery_free(d);
     return 0;
 }

@@ -248,6 +248,45 @@ static void test_unknown_state_passes_both_ways(void **state)
     peer_free(&b);
 }
 
+static void test_settled_before_its_last_frame_lives_to_its_end(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NCHUNKS; i++) {
+        peer_t a, b;
+        jn_amqp_delivery_t *ds[1], *bd[1];
+        jn_amqp_link_t *l = sent_pair(&a, &b, chunks[i], 1, ds, bd);
+        jn_amqp_delivery_t *d;
+        assert_int_equal(jn_amqp_delivery_new(l, "m", 1, 0, false, &d), 0);
+        jn_iter_t piece;
+        size_t taken;
+        jn_iter_init_bytes(&piece, "head", 4, JN_VIEW_RAW);
+        assert_int_equal(jn_amqp_delivery_send(d, &piece, 1, true, &taken), 0);
+        pump(&a, &b);
+        /* both ends settle after the first frame */
+        jn_amqp_delivery_t *rd = b.last_delivery;
+        jn_amqp_state_t released;
+        state_init(&released, JN_AMQP_RELEASED);
+        assert_int_equal(jn_amqp_delivery_update(rd, &released, true), 0);
+        assert_int_equal(jn_amqp_delivery_update(rd, NULL, true), JN_EPERM);
+        assert_int_equal(jn_amqp_delivery_update(d, NULL, true), 0);
+        pump(&a, &b);
+        /* the rest still goes and comes, then both are freed */
+        jn_iter_init_bytes(&piece, "tail", 4, JN_VIEW_RAW);
+        assert_int_equal(jn_amqp_delivery_send(d, &piece, 1, false, &taken), 1);
+        pump(&a, &b);
+        assert_int_equal(b.npayload, 1 + 8);
+        assert_memory_equal(b.payload + 1, "headtail", 8);
+        assert_false(b.last_transfer.more);
+        assert_false(jn_amqp_conn_finished(a.c) || jn_amqp_conn_finished(b.c));
+        /* each end settled before the other's disposition came: neither
+         * holds the delivery, so neither reports it */
+        assert_int_equal(a.dispositions, 0);
+        assert_int_equal(b.dispositions, 0);
+        peer_free(&a);
+        peer_free(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -256,6 +295,7 @@ int main(void)
         cmocka_unit_test(test_peer_disposition_per_delivery_and_settle_frees),
         cmocka_unit_test(test_settle_inside_callback_and_stale_range),
         cmocka_unit_test(test_unknown_state_passes_both_ways),
+        cmocka_unit_test(test_settled_before_its_last_frame_lives_to_its_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -49,6 +49,7 @@ typedef struct peer {
     size_t last_state_len;
     jn_amqp_disposition_t last_disposition;
     bool settle_on_disposition; /* settle each delivery the peer disposes of */
+    bool last_remote_settled;   /* jn_amqp_delivery_remote_settled in the callback */
 } peer_t;
 
 static inline void copy_error(peer_t *p, const jn_amqp_error_t *err)
@@ -164,6 +165,7 @@ static inline void ev_disposition(void *ctx, jn_amqp_delivery_t *d,
     p->dispositions++;
     p->last_delivery = d;
     p->last_disposition = *disp;
+    p->last_remote_settled = jn_amqp_delivery_remote_settled(d);
     if (disp->present & JN_AMQP_FIELD(4))
         copy_state(p, &disp->state);
     if (p->settle_on_disposition)

@@ -93,10 +93,12 @@ static void test_multi_frame_split_at_max_frame_and_referenced(void **state)
     for (size_t i = 0; i < NCHUNKS; i++) {
         peer_t a, b;
         jn_amqp_link_t *l = sender_pair(&a, &b, chunks[i], 512, 10);
-        /* the message in pooled buffers of 100 octets, as two pieces */
+        /* the message in pooled buffers of 1, 2, 3, 7 or 100 octets, as
+         * two pieces: each frame references runs of several buffers */
         jn_buffer_list_t list;
         jn_buffer_list_init(&list);
-        assert_int_equal(jn_buffer_list_append_split(&list, msg, sizeof msg, 100), 0);
+        size_t split = chunks[i] ? chunks[i] : 100;
+        assert_int_equal(jn_buffer_list_append_split(&list, msg, sizeof msg, split), 0);
         jn_iter_t pieces[2];
         assert_int_equal(jn_iter_init(&pieces[0], list.head, 0, 1000, JN_VIEW_RAW), 0);
         assert_int_equal(jn_iter_init(&pieces[1], list.head, 1000, 2000, JN_VIEW_RAW), 0);
@@ -120,6 +122,39 @@ static void test_multi_frame_split_at_max_frame_and_referenced(void **state)
         peer_free(&a);
         peer_free(&b);
     }
+}
+
+static void test_output_taken_a_few_octets_at_a_time(void **state)
+{
+    (void)state;
+    static uint8_t msg[2000], wire[8192];
+    for (size_t k = 0; k < sizeof msg; k++)
+        msg[k] = (uint8_t)(k ^ 0x5a);
+    peer_t a, b;
+    jn_amqp_link_t *l = sender_pair(&a, &b, 0, 512, 10);
+    jn_buffer_list_t list;
+    jn_buffer_list_init(&list);
+    assert_int_equal(jn_buffer_list_append_split(&list, msg, sizeof msg, 300), 0);
+    jn_iter_t piece;
+    assert_int_equal(jn_iter_init(&piece, list.head, 0, sizeof msg, JN_VIEW_RAW), 0);
+    jn_amqp_delivery_t *d;
+    size_t taken;
+    assert_int_equal(jn_amqp_delivery_new(l, "f", 1, 0, true, &d), 0);
+    assert_int_equal(jn_amqp_delivery_send(d, &piece, 1, false, &taken), 1);
+    jn_buffer_list_free(&list); /* the output holds its own references */
+    size_t len = 0, run;
+    const uint8_t *out;
+    while ((out = jn_amqp_conn_output(a.c, &run)) && run > 0) {
+        size_t k = run < 5 ? run : 5; /* part of a run: the rest stays first */
+        memcpy(wire + len, out, k);
+        len += k;
+        jn_amqp_conn_output_done(a.c, k);
+    }
+    assert_int_equal(peer_input(&b, wire, len), 0);
+    assert_int_equal(b.npayload, sizeof msg);
+    assert_memory_equal(b.payload, msg, sizeof msg);
+    peer_free(&a);
+    peer_free(&b);
 }
 
 static void test_remote_incoming_window_holds_frames_back(void **state)
@@ -454,6 +489,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_frame_delivery_both_ends_count),
         cmocka_unit_test(test_multi_frame_split_at_max_frame_and_referenced),
+        cmocka_unit_test(test_output_taken_a_few_octets_at_a_time),
         cmocka_unit_test(test_remote_incoming_window_holds_frames_back),
         cmocka_unit_test(test_streamed_delivery_with_more),
         cmocka_unit_test(test_presettled_delivery_freed_both_ends),

@@ -29,12 +29,20 @@
  * state and settled flag become one frame) when the output is next taken or
  * before any other frame of ours.
  *
- * Lifetimes: a delivery belongs to its link. The engine frees it when it is
- * settled at both ends as far as this end needs to know: when the user
- * settles it (jn_amqp_delivery_update with settle), when the peer settles
- * it (after on_transfer or on_disposition returns), when it was aborted,
- * and when a sent delivery that was settled on sending has gone out whole.
- * Every delivery goes with its link (after on_detach) and its connection.
+ * Lifetimes: a delivery belongs to its link. The engine frees it once it
+ * is whole (its last frame went or came) and settled as far as this end
+ * needs to know: when the user settles it (jn_amqp_delivery_update with
+ * settle; before its last frame, at that frame), when the peer settles it
+ * (after on_transfer or on_disposition returns), when it was aborted, and
+ * when a sent delivery that was settled on sending has gone out whole. A
+ * delivery the peer settles before it is whole is reported and dropped by
+ * the peer, not held here. Every delivery goes with its link (after
+ * on_detach) and its connection.
+ *
+ * Limits: delivery-tags of at most 32 octets (2.8.7); a peer's delivery-id
+ * at most 2^20 past the oldest delivery this end holds unsettled on that
+ * session (a wider one ends the session with amqp:resource-limit-exceeded,
+ * since deliveries are found by id in a table).
  *
  * Threads: the connection's owning thread, as junction/amqp_engine.h.
  */

@@ -111,13 +111,16 @@ typedef struct jn_amqp_handler {
      * after the engine counted it (junction/amqp_delivery.h): t as decoded
      * (its state, settled, more and aborted as this frame says), payload a
      * raw view of the frame's payload in the input octets (it borrows them:
-     * to keep them, take a reference on the jn_buffer_t they lie in). d is
-     * freed when this returns if it ended aborted or settled by the peer. */
+     * to keep them, take a reference on the jn_buffer_t they lie in). d stays
+     * valid during the call even if the user settles it there; it is freed
+     * when this returns if this was its last frame and it was aborted or is
+     * settled (by the peer, or by the user). */
     void (*on_transfer)(void *ctx, jn_amqp_link_t *l, jn_amqp_delivery_t *d,
                         const jn_amqp_transfer_t *t, const jn_iter_t *payload);
     /* The peer's disposition (2.7.6) of delivery d, once per delivery of
-     * its range that this end still holds. d is freed when this returns if
-     * the disposition settles it. */
+     * its range that this end still holds. d stays valid during the call;
+     * when the disposition or the user settles it, it is freed when this
+     * returns if it is whole (else at its last frame). */
     void (*on_disposition)(void *ctx, jn_amqp_delivery_t *d, const jn_amqp_disposition_t *disp);
 } jn_amqp_handler_t;
 

@@ -146,6 +146,19 @@ void jn_amqp_deliveries_free(jn_amqp_session_t *s, const jn_amqp_link_t *l)
 
 /* ---- the peer's dispositions (2.7.6) ------------------------------------- */
 
+/* d is settled at either end: freed when whole, else no longer held (its
+ * frames still come or go; freed at its last). */
+static void settled_out(jn_amqp_delivery_t *d)
+{
+    if (d->complete) {
+        jn_amqp_delivery_free(d);
+        return;
+    }
+    if (d->held)
+        dtable_remove(table_of(d), d->id);
+    d->held = false;
+}
+
 int jn_amqp_disposition_input(jn_amqp_session_t *s, const jn_amqp_disposition_t *disp)
 {
     /* the peer as receiver disposes of what we sent, and the other way */
@@ -165,11 +178,12 @@ int jn_amqp_disposition_input(jn_amqp_session_t *s, const jn_amqp_disposition_t 
         if (d) {
             if (disp->settled)
                 d->remote_settled = true;
+            d->busy = true;
             if (c->h.on_disposition)
                 c->h.on_disposition(c->h.ctx, d, disp);
-            if (disp->settled &&
-                jn_amqp_dtable_get(t, id) == d) /* not settled by the user meanwhile */
-                jn_amqp_delivery_free(d);
+            d->busy = false;
+            if (d->remote_settled || d->settled)
+                settled_out(d);
         }
         if (id == last)
             break;
@@ -235,15 +249,9 @@ int jn_amqp_delivery_update(jn_amqp_delivery_t *d, const jn_amqp_state_t *state,
     jn_encoder_free(&e);
     if (rc != 0 || !settle)
         return rc;
-    if (d->complete) {
-        jn_amqp_delivery_free(d);
-        return 0;
-    }
-    /* not whole yet: its frames still come or go; freed at its end */
-    if (d->held)
-        dtable_remove(table_of(d), d->id);
-    d->held = false;
     d->settled = true;
+    if (!(d->complete && d->busy)) /* in a callback, freed when it returns */
+        settled_out(d);
     return 0;
 }
 

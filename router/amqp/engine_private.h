@@ -55,6 +55,7 @@ struct jn_amqp_delivery {
     bool settled;            /* by us: sent pre-settled, or settled before its end */
     bool remote_settled;     /* the peer settled it */
     bool held;               /* in its session's table */
+    bool busy;               /* in a callback: settling it does not free it */
     uint8_t rcv_settle_mode; /* 2.8.3 */
     uint8_t tag_len;
     uint8_t tag[JN_AMQP_TAG_MAX];

@@ -130,13 +130,11 @@ int jn_amqp_transfer_input(jn_amqp_session_t *s, const jn_amqp_transfer_t *t,
         d->complete = true;
         l->current = NULL;
     }
-    uint32_t id = d->id;
-    bool settled = d->settled; /* by us, before its end: no longer held */
-    bool done = d->complete && (t->aborted || d->remote_settled || settled);
+    d->busy = true;
     if (c->h.on_transfer)
         c->h.on_transfer(c->h.ctx, l, d, t, payload);
-    /* done, unless the user settled (freed) it in the callback */
-    if (done && (settled || jn_amqp_dtable_get(&s->received, id) == d))
+    d->busy = false;
+    if (d->complete && (t->aborted || d->remote_settled || d->settled))
         jn_amqp_delivery_free(d);
     return 0;
 }
@@ -333,7 +331,7 @@ int jn_amqp_delivery_send(jn_amqp_delivery_t *d, const jn_iter_t *pieces, size_t
         if (left == 0 && !more) {
             d->complete = true;
             d->link->current = NULL;
-            if (d->settled)
+            if (d->settled || d->remote_settled)
                 jn_amqp_delivery_free(d);
             return 1;
         }

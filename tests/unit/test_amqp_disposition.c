@@ -287,6 +287,38 @@ static void test_settled_before_its_last_frame_lives_to_its_end(void **state)
     }
 }
 
+static void test_peer_settles_before_our_last_frame(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NCHUNKS; i++) {
+        peer_t a, b;
+        jn_amqp_delivery_t *ds[1], *bd[1];
+        jn_amqp_link_t *l = sent_pair(&a, &b, chunks[i], 1, ds, bd);
+        jn_amqp_delivery_t *d;
+        assert_int_equal(jn_amqp_delivery_new(l, "m", 1, 0, false, &d), 0);
+        jn_iter_t piece;
+        size_t taken;
+        jn_iter_init_bytes(&piece, "head", 4, JN_VIEW_RAW);
+        assert_int_equal(jn_amqp_delivery_send(d, &piece, 1, true, &taken), 0);
+        pump(&a, &b);
+        jn_amqp_state_t rejected;
+        state_init(&rejected, JN_AMQP_REJECTED);
+        assert_int_equal(jn_amqp_delivery_update(b.last_delivery, &rejected, true), 0);
+        pump(&a, &b);
+        assert_int_equal(a.dispositions, 1);
+        assert_true(a.last_remote_settled);
+        assert_int_equal(a.last_state_code, JN_AMQP_REJECTED);
+        /* d lives until its last frame, then goes (ASan would see a use after free) */
+        jn_iter_init_bytes(&piece, "tail", 4, JN_VIEW_RAW);
+        assert_int_equal(jn_amqp_delivery_send(d, &piece, 1, false, &taken), 1);
+        pump(&a, &b);
+        assert_memory_equal(b.payload + 1, "headtail", 8);
+        assert_false(jn_amqp_conn_finished(a.c) || jn_amqp_conn_finished(b.c));
+        peer_free(&a);
+        peer_free(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -296,6 +328,7 @@ int main(void)
         cmocka_unit_test(test_settle_inside_callback_and_stale_range),
         cmocka_unit_test(test_unknown_state_passes_both_ways),
         cmocka_unit_test(test_settled_before_its_last_frame_lives_to_its_end),
+        cmocka_unit_test(test_peer_settles_before_our_last_frame),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

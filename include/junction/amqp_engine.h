@@ -24,8 +24,7 @@
  * connection with the spec's condition (2.7.9) or, for a session's own
  * errors, ends that session with it (2.7.8); the engine then reads no more
  * of that connection (or ignores that session's frames until the peer's
- * end). Deliveries (transfer, disposition) are the next stage: a transfer or
- * disposition frame closes the connection with amqp:not-implemented.
+ * end). Deliveries (transfer, disposition) are in junction/amqp_delivery.h.
  *
  * Threads: a connection and its sessions and links belong to the one thread
  * that owns the connection (an I/O thread once wired in); nothing here takes
@@ -45,9 +44,12 @@
 
 #include <junction/amqp_perf.h>
 
+#include <sys/uio.h>
+
 typedef struct jn_amqp_conn jn_amqp_conn_t;
 typedef struct jn_amqp_session jn_amqp_session_t;
 typedef struct jn_amqp_link jn_amqp_link_t;
+typedef struct jn_amqp_delivery jn_amqp_delivery_t;
 
 /* jn_amqp_serial_lt: serial number order (RFC 1982 with SERIAL_BITS 32;
  * AMQP 1.0 2.8 sequence-no, the type of transfer-ids and delivery-count):
@@ -105,6 +107,21 @@ typedef struct jn_amqp_handler {
      * windows and, when a handle is given, the link's flow state (2.6.7):
      * l is NULL for a session-only flow. An echo was already answered. */
     void (*on_flow)(void *ctx, jn_amqp_session_t *s, jn_amqp_link_t *l, const jn_amqp_flow_t *flow);
+    /* One transfer frame of a delivery on our receiving link l (2.7.5),
+     * after the engine counted it (junction/amqp_delivery.h): t as decoded
+     * (its state, settled, more and aborted as this frame says), payload a
+     * raw view of the frame's payload in the input octets (it borrows them:
+     * to keep them, take a reference on the jn_buffer_t they lie in). d stays
+     * valid during the call even if the user settles it there; it is freed
+     * when this returns if this was its last frame and it was aborted or is
+     * settled (by the peer, or by the user). */
+    void (*on_transfer)(void *ctx, jn_amqp_link_t *l, jn_amqp_delivery_t *d,
+                        const jn_amqp_transfer_t *t, const jn_iter_t *payload);
+    /* The peer's disposition (2.7.6) of delivery d, once per delivery of
+     * its range that this end still holds. d stays valid during the call;
+     * when the disposition or the user settles it, it is freed when this
+     * returns if it is whole (else at its last frame). */
+    void (*on_disposition)(void *ctx, jn_amqp_delivery_t *d, const jn_amqp_disposition_t *disp);
 } jn_amqp_handler_t;
 
 /* ---- connection (2.4) ---------------------------------------------------- */
@@ -156,13 +173,24 @@ int jn_amqp_conn_open(jn_amqp_conn_t *c);
  * thread. */
 int jn_amqp_conn_close(jn_amqp_conn_t *c, const char *condition, const char *description);
 
-/* jn_amqp_conn_output: the octets composed and not yet taken (borrowed;
- * valid until the next call on c), their count in *len (0 when none).
- * Owning thread. */
+/* jn_amqp_conn_output: the first contiguous run of the octets composed and
+ * not yet taken (borrowed; valid until the next call on c), its length in
+ * *len (0 when none). The output is the frames the engine composed with the
+ * payload octets of outgoing transfers referenced between them, so it may
+ * be several runs: take each with jn_amqp_conn_output_done and ask again,
+ * or take them all at once with jn_amqp_conn_output_iov. Our dispositions
+ * held for batching are composed first. Owning thread. */
 const uint8_t *jn_amqp_conn_output(jn_amqp_conn_t *c, size_t *len);
 
+/* jn_amqp_conn_output_iov: up to max runs of the output, in order, into
+ * iov (for one writev/sendmsg); returns how many were filled (0 when the
+ * output is empty). Borrowed until the next call on c. Our dispositions
+ * held for batching are composed first. Owning thread. */
+int jn_amqp_conn_output_iov(jn_amqp_conn_t *c, struct iovec *iov, int max);
+
 /* jn_amqp_conn_output_done: n octets of the output were written; they are
- * dropped (n at most the length jn_amqp_conn_output gave). Owning thread. */
+ * dropped (n at most what was offered), with the references the engine held
+ * on payload buffers they came from. Owning thread. */
 void jn_amqp_conn_output_done(jn_amqp_conn_t *c, size_t n);
 
 /* jn_amqp_conn_finished: true when nothing more will happen on c: the

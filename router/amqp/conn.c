@@ -2,9 +2,9 @@
  * conn.c — the connection engine's connection layer (AMQP 1.0 part 2:
  * 2.2 the protocol header, 2.3 frames, 2.4 open, close and idle-time-out,
  * 2.7.1 open, 2.7.9 close). It reads the peer's octets in place with
- * stage 1's frame reader and decoder, keeps the connection's state, hands
- * begin, end, attach, flow and detach to session.c, and composes every
- * frame it sends into one output encoder. The contract is in
+ * stage 1's frame reader and decoder, keeps the connection's state, and
+ * hands every other performative (with a transfer's payload view) to
+ * session.c; output.c composes what it sends. The contract is in
  * junction/amqp_engine.h; the structs in engine_private.h.
  */
 #include "engine_private.h"
@@ -90,68 +90,12 @@ void jn_amqp_conn_free(jn_amqp_conn_t *c)
     if (!c)
         return;
     jn_amqp_sessions_free(c);
+    jn_amqp_out_free(c);
     free(c->sessions.at);
     free(c->remote_sessions.at);
     free((char *)c->cfg.container_id);
     free((char *)c->cfg.hostname);
-    jn_encoder_free(&c->out);
     free(c);
-}
-
-/* ---- output -------------------------------------------------------------- */
-
-/* Drop what was written to the output since start (a frame that failed). */
-static void out_rollback(jn_encoder_t *e, size_t start)
-{
-    e->size = start;
-    e->depth = 0;
-    e->described_pending = false;
-    if (e->error != JN_ENOMEM)
-        e->error = 0;
-}
-
-static int send_header(jn_amqp_conn_t *c)
-{
-    if (c->header_sent)
-        return 0;
-    uint8_t h[JN_AMQP_HEADER_SIZE];
-    jn_amqp_header_write(h, JN_AMQP_PROTO_AMQP);
-    jn_enc_raw(&c->out, h, sizeof h);
-    c->header_sent = true;
-    c->last_out = c->now;
-    return jn_encoder_error(&c->out);
-}
-
-int jn_amqp_conn_send(jn_amqp_conn_t *c, uint16_t channel, const jn_amqp_perf_t *p)
-{
-    int rc = send_header(c);
-    if (rc != 0)
-        return rc;
-    size_t start = jn_amqp_frame_begin(&c->out, JN_AMQP_FRAME_AMQP, channel);
-    rc = jn_amqp_perf_encode(&c->out, p);
-    if (rc == 0)
-        rc = jn_amqp_frame_end(&c->out, start, c->remote_max_frame);
-    if (rc != 0) {
-        out_rollback(&c->out, start);
-        return rc;
-    }
-    c->last_out = c->now;
-    return 0;
-}
-
-const uint8_t *jn_amqp_conn_output(jn_amqp_conn_t *c, size_t *len)
-{
-    return jn_encoder_data(&c->out, len);
-}
-
-void jn_amqp_conn_output_done(jn_amqp_conn_t *c, size_t n)
-{
-    size_t len;
-    uint8_t *data = (uint8_t *)jn_encoder_data(&c->out, &len);
-    if (n > len)
-        n = len;
-    memmove(data, data + n, len - n);
-    c->out.size = len - n;
 }
 
 /* ---- open and close (2.4.1, 2.4.3) --------------------------------------- */
@@ -292,7 +236,8 @@ static int frame_input(jn_amqp_conn_t *c, const jn_amqp_frame_t *f)
         return 0;
     jn_amqp_perf_t p;
     jn_amqp_fault_t fault;
-    if (jn_amqp_perf_decode(&f->body, JN_AMQP_FRAME_AMQP, &p, NULL, &fault) != 0)
+    jn_iter_t payload;
+    if (jn_amqp_perf_decode(&f->body, JN_AMQP_FRAME_AMQP, &p, &payload, &fault) != 0)
         return jn_amqp_conn_refuse(c, fault.condition, "%s", fault.description);
     if (!c->open_rcvd && p.code != JN_AMQP_OPEN)
         return jn_amqp_conn_refuse(c, ILLEGAL, "a %s frame before open", jn_amqp_perf_name(p.code));
@@ -303,13 +248,8 @@ static int frame_input(jn_amqp_conn_t *c, const jn_amqp_frame_t *f)
         return open_input(c, &p.u.open);
     case JN_AMQP_CLOSE:
         return close_input(c, &p.u.close);
-    case JN_AMQP_TRANSFER:
-    case JN_AMQP_DISPOSITION:
-        return jn_amqp_conn_refuse(c, "amqp:not-implemented",
-                                   "deliveries (%s) are not carried by this engine yet",
-                                   jn_amqp_perf_name(p.code));
     default:
-        return jn_amqp_session_input(c, f->channel, &p);
+        return jn_amqp_session_input(c, f->channel, &p, &payload);
     }
 }
 
@@ -325,7 +265,7 @@ static int header_input(jn_amqp_conn_t *c, jn_iter_t *it)
         rc = jn_amqp_fail(&c->fault, "amqp:connection:framing-error",
                           "protocol header with protocol id %d where AMQP (0) belongs", proto);
     if (rc < 0) {
-        rc = send_header(c);
+        rc = jn_amqp_out_header(c);
         c->refused = true;
         if (c->h.on_closed)
             c->h.on_closed(c->h.ctx, c, &c->fault);
@@ -333,7 +273,7 @@ static int header_input(jn_amqp_conn_t *c, jn_iter_t *it)
     }
     jn_iter_advance(it, JN_AMQP_HEADER_SIZE);
     c->header_rcvd = true;
-    return send_header(c);
+    return jn_amqp_out_header(c);
 }
 
 static int frames_input(jn_amqp_conn_t *c, jn_iter_t *it)

@@ -145,3 +145,9 @@ int jn_amqp_perf_encode(jn_encoder_t *e, const jn_amqp_perf_t *p)
     int rc = encode_composite(e, jn_amqp_tdesc_by_code(p->code), &p->u);
     return rc != 0 ? rc : jn_encoder_error(e);
 }
+
+int jn_amqp_state_encode(jn_encoder_t *e, const jn_amqp_state_t *s)
+{
+    int rc = enc_state(e, s);
+    return rc != 0 ? rc : jn_encoder_error(e);
+}

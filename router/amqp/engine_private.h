@@ -2,14 +2,17 @@
  * engine_private.h — the structs of the connection engine
  * (junction/amqp_engine.h) and the calls between its files: conn.c (the
  * protocol header, open, close, idle-time-out, the input loop and the
- * output), session.c (begin, end, channel maps, session windows) and link.c
- * (attach, detach, handle maps, link flow state). Every struct belongs to
- * the thread that owns the connection.
+ * input loop), output.c (the output: composed frames with referenced
+ * payload runs between them), session.c (begin, end, channel maps, session
+ * windows), link.c (attach, detach, handle maps, link flow state),
+ * transfer.c (transfers both ways) and disposition.c (deliveries by id,
+ * dispositions both ways). Every struct belongs to the thread that owns the
+ * connection.
  */
 #ifndef JN_AMQP_ENGINE_PRIVATE_H
 #define JN_AMQP_ENGINE_PRIVATE_H 1
 
-#include <junction/amqp_engine.h>
+#include <junction/amqp_delivery.h>
 
 #include "amqp_private.h"
 
@@ -18,11 +21,68 @@
  * from making us allocate for a handle it picked at random. */
 #define JN_AMQP_HANDLE_MAX 65535u
 
+/* The widest span of delivery-ids from the oldest one we hold unsettled
+ * to a new one the peer starts (2.6.12): the table of a session's
+ * deliveries is indexed by id, so the bound keeps a peer from making us
+ * allocate for an id it picked at random. A wider one ends the session
+ * with amqp:resource-limit-exceeded. */
+#define JN_AMQP_SPAN_MAX (1u << 20)
+
 /* A table of pointers indexed by channel or handle, grown on demand. */
 typedef struct jn_amqp_slots {
     void **at;
     uint32_t cap;
 } jn_amqp_slots_t;
+
+/* Deliveries of one direction of a session by delivery-id (2.6.12): a ring
+ * of the ids from base (the oldest still held) to base + count - 1, the
+ * next id expected; a slot is NULL once its delivery was freed. */
+typedef struct jn_amqp_dtable {
+    jn_amqp_delivery_t **at;
+    uint32_t cap;   /* a power of two, or 0 */
+    uint32_t head;  /* slot of base */
+    uint32_t base;  /* serial */
+    uint32_t count; /* ids from base */
+    bool started;   /* an id was taken (base is meaningful) */
+} jn_amqp_dtable_t;
+
+struct jn_amqp_delivery {
+    jn_amqp_link_t *link;
+    uint32_t id;             /* delivery-id, once the first frame went or came */
+    bool outgoing;           /* we send it */
+    bool started;            /* its first frame went or came (id valid) */
+    bool complete;           /* its last frame went or came */
+    bool settled;            /* by us: sent pre-settled, or settled before its end */
+    bool remote_settled;     /* the peer settled it */
+    bool held;               /* in its session's table */
+    bool busy;               /* in a callback: settling it does not free it */
+    uint8_t rcv_settle_mode; /* 2.8.3 */
+    uint8_t tag_len;
+    uint8_t tag[JN_AMQP_TAG_MAX];
+    uint32_t message_format;
+    void *user;
+};
+
+/* One of our dispositions held for batching (2.7.6): ids first .. last of
+ * role, settled, with the state's encoding (state_len 0: none). */
+typedef struct jn_amqp_pending {
+    jn_amqp_session_t *session;
+    bool role;
+    bool settled;
+    uint32_t first, last;
+    uint32_t state_len;
+    uint8_t *state; /* owned; NULL when state_len is 0 */
+} jn_amqp_pending_t;
+
+/* A run of payload octets referenced in the output (output.c): it goes
+ * after the first `at` octets of the composed frames. buf holds one
+ * reference (NULL for plain bytes the caller keeps). */
+typedef struct jn_amqp_oref {
+    size_t at;
+    const uint8_t *data;
+    size_t len;
+    jn_buffer_t *buf;
+} jn_amqp_oref_t;
 
 struct jn_amqp_link {
     jn_amqp_session_t *session;
@@ -37,6 +97,8 @@ struct jn_amqp_link {
     uint32_t limit;                  /* receiver: delivery-count + credit granted */
     uint32_t available;
     bool drain;
+    uint8_t rcv_settle_mode;     /* the receiver's attach (2.7.3) */
+    jn_amqp_delivery_t *current; /* a delivery not yet whole, either way */
     void *user;
 };
 
@@ -50,6 +112,9 @@ struct jn_amqp_session {
     uint32_t remote_handle_max;   /* the peer's begin (2.7.2) */
     jn_amqp_slots_t links;        /* by our handle */
     jn_amqp_slots_t remote_links; /* by the peer's handle */
+    uint32_t next_delivery_id;    /* the next of ours (2.6.12) */
+    jn_amqp_dtable_t sent;        /* our deliveries, unsettled by us */
+    jn_amqp_dtable_t received;    /* the peer's, unsettled by us */
     void *user;
 };
 
@@ -67,6 +132,13 @@ struct jn_amqp_conn {
     jn_amqp_slots_t sessions;        /* by our channel */
     jn_amqp_slots_t remote_sessions; /* by the peer's channel */
     jn_encoder_t out;                /* frames composed, not yet taken */
+    size_t out_pos;                  /* octets of out taken */
+    jn_amqp_oref_t *refs;            /* payload runs between them */
+    uint32_t nrefs, refs_cap, ref_head;
+    size_t ref_off;             /* octets of refs[ref_head] taken */
+    jn_amqp_pending_t *pending; /* our dispositions held (disposition.c) */
+    uint32_t npending, pending_cap;
+    bool flushing;
 };
 
 /* jn_amqp_slots_set: at[i] = v, growing the table (zeroed) as needed.
@@ -89,6 +161,28 @@ int64_t jn_amqp_slots_free_index(const jn_amqp_slots_t *t, uint32_t max);
  * (larger than the peer's max-frame-size), JN_ENOMEM. Owning thread. */
 int jn_amqp_conn_send(jn_amqp_conn_t *c, uint16_t channel, const jn_amqp_perf_t *p);
 
+/* jn_amqp_conn_flush: compose our held dispositions (before any other
+ * frame, so that order holds). Returns 0 or an output error. Owning
+ * thread. */
+int jn_amqp_conn_flush(jn_amqp_conn_t *c);
+
+/* jn_amqp_out_header: our protocol header into the output, if not sent
+ * yet. Returns 0 or the output's error. Owning thread. */
+int jn_amqp_out_header(jn_amqp_conn_t *c);
+
+/* jn_amqp_out_ref: reference len octets at data (in buf, which gets a
+ * reference, or plain bytes when buf is NULL) after what is composed so
+ * far. Returns 0 or JN_ENOMEM. Owning thread. */
+int jn_amqp_out_ref(jn_amqp_conn_t *c, const uint8_t *data, size_t len, const jn_buffer_t *buf);
+
+/* jn_amqp_out_rollback: drop what was composed and referenced after the
+ * first start octets of the composed frames. Owning thread. */
+void jn_amqp_out_rollback(jn_amqp_conn_t *c, size_t start);
+
+/* jn_amqp_out_free: drop the whole output with its references, and our
+ * dispositions held. Owning thread. */
+void jn_amqp_out_free(jn_amqp_conn_t *c);
+
 /* jn_amqp_conn_refuse: the peer broke a rule: record the fault, send open
  * (if not yet) and close with its condition (2.7.9), stop reading, call
  * on_closed. Returns JN_EPROTO (JN_ENOMEM if the output failed). Owning
@@ -100,10 +194,12 @@ int jn_amqp_conn_refuse(jn_amqp_conn_t *c, const char *condition, const char *fm
  * borrowed; description may be NULL) and mark it present. Any thread. */
 void jn_amqp_error_set(jn_amqp_error_t *err, const char *condition, const char *description);
 
-/* jn_amqp_session_input: apply the peer's begin, end, attach, flow or
- * detach p, read on channel (2.5, 2.6). Returns 0, JN_EPROTO (the
- * connection was refused), JN_ENOMEM. Owning thread. */
-int jn_amqp_session_input(jn_amqp_conn_t *c, uint16_t channel, const jn_amqp_perf_t *p);
+/* jn_amqp_session_input: apply the peer's begin, end, attach, flow,
+ * transfer (payload the view of its payload), disposition or detach p, read
+ * on channel (2.5, 2.6). Returns 0, JN_EPROTO (the connection was
+ * refused), JN_ENOMEM. Owning thread. */
+int jn_amqp_session_input(jn_amqp_conn_t *c, uint16_t channel, const jn_amqp_perf_t *p,
+                          const jn_iter_t *payload);
 
 /* jn_amqp_session_fail: a session error (2.5.3): end s with condition and
  * the description; its frames are then dropped until the peer's end.
@@ -124,8 +220,57 @@ void jn_amqp_sessions_free(jn_amqp_conn_t *c);
  * JN_EPROTO (the connection was refused), JN_ENOMEM. Owning thread. */
 int jn_amqp_link_input(jn_amqp_session_t *s, const jn_amqp_perf_t *p);
 
-/* jn_amqp_link_free: unmap l from its session's tables and free it.
- * Owning thread. */
+/* jn_amqp_link_free: unmap l from its session's tables and free it with
+ * its deliveries. Owning thread. */
 void jn_amqp_link_free(jn_amqp_link_t *l);
+
+/* jn_amqp_link_sendable: may l send frames: its session begun and not
+ * ended, the connection not closing. Owning thread. */
+bool jn_amqp_link_sendable(const jn_amqp_link_t *l);
+
+/* jn_amqp_transfer_input: the peer's transfer t on s, payload the view of
+ * its payload (2.7.5): counted, checked and reported (transfer.c). Returns
+ * 0, JN_EPROTO, JN_ENOMEM. Owning thread. */
+int jn_amqp_transfer_input(jn_amqp_session_t *s, const jn_amqp_transfer_t *t,
+                           const jn_iter_t *payload);
+
+/* jn_amqp_disposition_input: the peer's disposition on s (2.7.6), reported
+ * per delivery held (disposition.c). Returns 0. Owning thread. */
+int jn_amqp_disposition_input(jn_amqp_session_t *s, const jn_amqp_disposition_t *d);
+
+/* jn_amqp_dtable_put: hold d under id in t, the next id or later (ids
+ * skipped get empty slots). Returns 0, JN_EINVAL (id before the next one
+ * expected), JN_ENOMEM. Owning thread. */
+int jn_amqp_dtable_put(jn_amqp_dtable_t *t, uint32_t id, jn_amqp_delivery_t *d);
+
+/* jn_amqp_dtable_get: the delivery held under id in t, or NULL. Owning
+ * thread. */
+static inline jn_amqp_delivery_t *jn_amqp_dtable_get(const jn_amqp_dtable_t *t, uint32_t id)
+{
+    uint32_t i = id - t->base;
+    return t->started && i < t->count ? t->at[(t->head + i) & (t->cap - 1)] : NULL;
+}
+
+/* jn_amqp_dtable_next: the next id t expects (after every id it saw), and
+ * whether it has seen any (false: any id is next). Owning thread. */
+static inline bool jn_amqp_dtable_next(const jn_amqp_dtable_t *t, uint32_t *id)
+{
+    *id = t->base + t->count;
+    return t->started;
+}
+
+/* jn_amqp_delivery_free: take d out of its session's table (if held) and
+ * of its link's current slot, and free it. Owning thread. */
+void jn_amqp_delivery_free(jn_amqp_delivery_t *d);
+
+/* jn_amqp_deliveries_free: free the deliveries of session s that belong to
+ * l (every one when l is NULL), and with l NULL the tables and s's held
+ * dispositions. Owning thread. */
+void jn_amqp_deliveries_free(jn_amqp_session_t *s, const jn_amqp_link_t *l);
+
+/* jn_amqp_state_encode: append state s (2.7.6, 3.4) as encoded, a known
+ * state field by field and any other as it came. Returns 0, JN_EINVAL, or
+ * e's error. Thread of e. */
+int jn_amqp_state_encode(jn_encoder_t *e, const jn_amqp_state_t *s);
 
 #endif /* JN_AMQP_ENGINE_PRIVATE_H */

@@ -50,6 +50,9 @@ jn_amqp_link_t *jn_amqp_link_new(jn_amqp_session_t *s, const char *name, bool ro
 void jn_amqp_link_free(jn_amqp_link_t *l)
 {
     jn_amqp_session_t *s = l->session;
+    if (l->current && !l->current->held) /* a delivery of ours not yet begun */
+        jn_amqp_delivery_free(l->current);
+    jn_amqp_deliveries_free(s, l);
     (void)jn_amqp_slots_set(&s->links, l->handle, NULL);
     if (l->remote_handle >= 0)
         (void)jn_amqp_slots_set(&s->remote_links, (uint32_t)l->remote_handle, NULL);
@@ -57,8 +60,7 @@ void jn_amqp_link_free(jn_amqp_link_t *l)
     free(l);
 }
 
-/* May l send frames: its session begun and not ended, the connection open. */
-static bool sendable(const jn_amqp_link_t *l)
+bool jn_amqp_link_sendable(const jn_amqp_link_t *l)
 {
     const jn_amqp_session_t *s = l->session;
     return s->begin_sent && !s->end_sent && !s->conn->close_sent;
@@ -67,7 +69,7 @@ static bool sendable(const jn_amqp_link_t *l)
 int jn_amqp_link_attach(jn_amqp_link_t *l, const jn_amqp_attach_t *a,
                         uint32_t initial_delivery_count)
 {
-    if (l->attach_sent || !sendable(l))
+    if (l->attach_sent || !jn_amqp_link_sendable(l))
         return JN_EPERM;
     jn_amqp_perf_t p;
     jn_amqp_perf_init(&p, JN_AMQP_ATTACH);
@@ -86,6 +88,8 @@ int jn_amqp_link_attach(jn_amqp_link_t *l, const jn_amqp_attach_t *a,
     if (rc != 0)
         return rc;
     l->attach_sent = true;
+    if (l->role == JN_AMQP_RECEIVER) /* the receiver's mode rules (2.7.3) */
+        l->rcv_settle_mode = (a->present & JN_AMQP_FIELD(4)) ? a->rcv_settle_mode : 0;
     if (l->role == JN_AMQP_SENDER) {
         l->initial_delivery_count = initial_delivery_count;
         l->delivery_count = initial_delivery_count;
@@ -96,7 +100,7 @@ int jn_amqp_link_attach(jn_amqp_link_t *l, const jn_amqp_attach_t *a,
 int jn_amqp_link_detach(jn_amqp_link_t *l, bool closed, const char *condition,
                         const char *description)
 {
-    if (!l->attach_sent || l->detach_sent || !sendable(l))
+    if (!l->attach_sent || l->detach_sent || !jn_amqp_link_sendable(l))
         return JN_EPERM;
     jn_amqp_perf_t p;
     jn_amqp_perf_init(&p, JN_AMQP_DETACH);
@@ -140,7 +144,8 @@ static int send_link_flow(jn_amqp_link_t *l, bool echo)
 
 int jn_amqp_link_flow(jn_amqp_link_t *l, uint32_t credit, bool drain, bool echo)
 {
-    if (l->role != JN_AMQP_RECEIVER || !l->attach_sent || l->detach_sent || !sendable(l))
+    if (l->role != JN_AMQP_RECEIVER || !l->attach_sent || l->detach_sent ||
+        !jn_amqp_link_sendable(l))
         return JN_EPERM;
     l->credit = credit;
     l->limit = l->delivery_count + credit; /* serial: may wrap */
@@ -150,7 +155,7 @@ int jn_amqp_link_flow(jn_amqp_link_t *l, uint32_t credit, bool drain, bool echo)
 
 int jn_amqp_link_available(jn_amqp_link_t *l, uint32_t available)
 {
-    if (l->role != JN_AMQP_SENDER || !l->attach_sent || l->detach_sent || !sendable(l))
+    if (l->role != JN_AMQP_SENDER || !l->attach_sent || l->detach_sent || !jn_amqp_link_sendable(l))
         return JN_EPERM;
     l->available = available;
     return send_link_flow(l, false);
@@ -158,7 +163,7 @@ int jn_amqp_link_available(jn_amqp_link_t *l, uint32_t available)
 
 int jn_amqp_link_drained(jn_amqp_link_t *l)
 {
-    if (l->role != JN_AMQP_SENDER || !l->attach_sent || l->detach_sent || !sendable(l))
+    if (l->role != JN_AMQP_SENDER || !l->attach_sent || l->detach_sent || !jn_amqp_link_sendable(l))
         return JN_EPERM;
     if (!l->drain)
         return 0;
@@ -212,6 +217,8 @@ static int attach_input(jn_amqp_session_t *s, const jn_amqp_attach_t *a)
         return JN_ENOMEM;
     l->remote_handle = a->handle;
     l->attach_rcvd = true;
+    if (l->role == JN_AMQP_SENDER)
+        l->rcv_settle_mode = (a->present & JN_AMQP_FIELD(4)) ? a->rcv_settle_mode : 0;
     if (l->role == JN_AMQP_RECEIVER) { /* the peer sends: its count rules (2.6.7) */
         l->initial_delivery_count = a->initial_delivery_count;
         l->delivery_count = a->initial_delivery_count;
@@ -230,7 +237,7 @@ static int detach_input(jn_amqp_link_t *l, const jn_amqp_detach_t *d)
     if (c->h.on_detach)
         c->h.on_detach(c->h.ctx, l, d);
     int rc = 0;
-    if (!l->detach_sent && sendable(l)) {
+    if (!l->detach_sent && jn_amqp_link_sendable(l)) {
         if (!l->attach_sent) /* a link detached before we answered its attach */
             rc = jn_amqp_link_attach(l, &(jn_amqp_attach_t){0}, 0);
         if (rc == 0)
@@ -286,7 +293,7 @@ int jn_amqp_link_input(jn_amqp_session_t *s, const jn_amqp_perf_t *p)
     jn_amqp_conn_t *c = s->conn;
     if (c->h.on_flow)
         c->h.on_flow(c->h.ctx, s, l, &p->u.flow);
-    if (p->u.flow.echo && l->attach_sent && !l->detach_sent && sendable(l))
+    if (p->u.flow.echo && l->attach_sent && !l->detach_sent && jn_amqp_link_sendable(l))
         rc = send_link_flow(l, false);
     return rc == JN_ENOMEM ? JN_ENOMEM : 0;
 }

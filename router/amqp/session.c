@@ -47,6 +47,7 @@ static void session_free(jn_amqp_session_t *s)
     for (uint32_t i = 0; i < s->links.cap; i++)
         if (s->links.at[i])
             jn_amqp_link_free(s->links.at[i]);
+    jn_amqp_deliveries_free(s, NULL);
     free(s->links.at);
     free(s->remote_links.at);
     (void)jn_amqp_slots_set(&c->sessions, s->channel, NULL);
@@ -218,7 +219,8 @@ static void window_input(jn_amqp_session_t *s, const jn_amqp_flow_t *f)
     s->w.remote_outgoing_window = f->outgoing_window;
 }
 
-int jn_amqp_session_input(jn_amqp_conn_t *c, uint16_t channel, const jn_amqp_perf_t *p)
+int jn_amqp_session_input(jn_amqp_conn_t *c, uint16_t channel, const jn_amqp_perf_t *p,
+                          const jn_iter_t *payload)
 {
     if (p->code == JN_AMQP_BEGIN)
         return begin_input(c, channel, &p->u.begin);
@@ -230,6 +232,10 @@ int jn_amqp_session_input(jn_amqp_conn_t *c, uint16_t channel, const jn_amqp_per
         return end_input(s, &p->u.end);
     if (s->end_sent)
         return 0; /* we ended: its frames until the peer's end are dropped (2.5.3) */
+    if (p->code == JN_AMQP_TRANSFER)
+        return jn_amqp_transfer_input(s, &p->u.transfer, payload);
+    if (p->code == JN_AMQP_DISPOSITION)
+        return jn_amqp_disposition_input(s, &p->u.disposition);
     if (p->code == JN_AMQP_FLOW) {
         window_input(s, &p->u.flow);
         if (!(p->u.flow.present & JN_AMQP_FIELD(4))) {
@@ -242,6 +248,14 @@ int jn_amqp_session_input(jn_amqp_conn_t *c, uint16_t channel, const jn_amqp_per
         }
     }
     return jn_amqp_link_input(s, p);
+}
+
+int jn_amqp_session_set_incoming_window(jn_amqp_session_t *s, uint32_t window)
+{
+    if (!s->begin_sent || s->end_sent)
+        return JN_EPERM;
+    s->w.incoming_window = window;
+    return jn_amqp_session_flow(s, false);
 }
 
 /* ---- accessors ----------------------------------------------------------- */

@@ -3,7 +3,12 @@
  * (junction/amqp_engine.h): a peer's octet stream driving a connection,
  * its sessions and links, with a user that answers every open, begin and
  * attach, grants credit to each receiver, reports drains and available on
- * each sender, and ends or detaches now and then.
+ * each sender, and ends or detaches now and then; and deliveries
+ * (junction/amqp_delivery.h): each sender sends a message of 1,500 octets
+ * from pooled buffers whenever it has credit (pre-settled on odd handles,
+ * aborted when the window holds it back), each transfer received is
+ * accepted, settled or left by its delivery-id, the incoming window is
+ * reopened when low, and the peer's dispositions are settled now and then.
  *
  * Input: a control octet (fuzz_input.h: the size of each piece of the
  * stream as it arrives, and the buffer split; top bit: we open first) then
@@ -16,12 +21,13 @@
  * finished; when it has not, what it left unconsumed is less than one
  * whole frame (it always progresses or closes); its output is our protocol
  * header then whole frames, each within the peer's max-frame-size, that
- * decode as performatives, and a refusal after the header exchange ends it
- * with a close. No read out of bounds, no leak, no hang.
+ * decode as performatives (a transfer's payload within its frame), and a
+ * refusal after the header exchange ends it with a close. No read out of
+ * bounds, no leak, no hang.
  */
 #include "fuzz_input.h"
 
-#include <junction/amqp_engine.h>
+#include <junction/amqp_delivery.h>
 #include <junction/pool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +57,60 @@ static void on_attach(void *ctx, jn_amqp_link_t *l, const jn_amqp_attach_t *a)
         (void)jn_amqp_link_detach(l, true, "amqp:not-found", "no such node");
 }
 
+/* The message every sender sends, in pooled buffers (the input's split). */
+static jn_buffer_list_t message;
+
+static void send_message(jn_amqp_link_t *l)
+{
+    jn_amqp_delivery_t *d;
+    uint32_t h = jn_amqp_link_handle(l);
+    if (jn_amqp_delivery_new(l, "tag", 3, 0, h % 2 == 1, &d) != 0)
+        return;
+    jn_iter_t pieces[2];
+    size_t len = jn_buffer_list_length(&message);
+    if (jn_iter_init(&pieces[0], message.head, 0, len / 3, JN_VIEW_RAW) != 0 ||
+        jn_iter_init(&pieces[1], message.head, len / 3, len - len / 3, JN_VIEW_RAW) != 0)
+        abort();
+    size_t taken;
+    int rc = jn_amqp_delivery_send(d, pieces, 2, false, &taken);
+    if (rc != 0 && rc != 1 && rc != JN_ENOMEM)
+        abort();
+    if (rc == 0)
+        (void)jn_amqp_delivery_abort(d); /* the window held it back */
+}
+
+static void on_transfer(void *ctx, jn_amqp_link_t *l, jn_amqp_delivery_t *d,
+                        const jn_amqp_transfer_t *t, const jn_iter_t *payload)
+{
+    (void)ctx;
+    (void)payload;
+    jn_amqp_session_t *s = jn_amqp_link_session(l);
+    if (jn_amqp_session_window(s).incoming_window < 2)
+        (void)jn_amqp_session_set_incoming_window(s, 10);
+    if (t->more || t->aborted)
+        return;
+    jn_amqp_state_t accepted = {.code = JN_AMQP_ACCEPTED};
+    switch (jn_amqp_delivery_id(d) % 3) {
+    case 0:
+        (void)jn_amqp_delivery_update(d, &accepted, true);
+        break;
+    case 1:
+        (void)jn_amqp_delivery_update(d, (t->present & JN_AMQP_FIELD(7)) ? &t->state : NULL, false);
+        break;
+    default:
+        break;
+    }
+    if (jn_amqp_link_state(l).credit == 0)
+        (void)jn_amqp_link_flow(l, 3, false, false);
+}
+
+static void on_disposition(void *ctx, jn_amqp_delivery_t *d, const jn_amqp_disposition_t *disp)
+{
+    (void)ctx;
+    if (!disp->settled && jn_amqp_delivery_id(d) % 2 == 0)
+        (void)jn_amqp_delivery_update(d, NULL, true);
+}
+
 static void on_flow(void *ctx, jn_amqp_session_t *s, jn_amqp_link_t *l, const jn_amqp_flow_t *f)
 {
     (void)ctx;
@@ -60,6 +120,8 @@ static void on_flow(void *ctx, jn_amqp_session_t *s, jn_amqp_link_t *l, const jn
         return;
     }
     if (jn_amqp_link_role(l) == JN_AMQP_SENDER) {
+        if (jn_amqp_link_state(l).credit > 0 && f->link_credit % 4 != 3)
+            send_message(l);
         if (jn_amqp_link_drained(l) == 0)
             (void)jn_amqp_link_available(l, f->link_credit / 2);
     } else if (jn_amqp_link_state(l).credit == 0) {
@@ -72,8 +134,26 @@ static void on_flow(void *ctx, jn_amqp_session_t *s, jn_amqp_link_t *l, const jn
  * tells whether the last frame was a close. */
 static void take_output(jn_amqp_conn_t *c, bool *header_seen, bool *last_close)
 {
-    size_t len;
-    const uint8_t *out = jn_amqp_conn_output(c, &len);
+    /* every run (frames and the payload referenced between them) */
+    struct iovec iov[64];
+    size_t len = 0, cap = 0;
+    uint8_t *out = NULL;
+    int n;
+    while ((n = jn_amqp_conn_output_iov(c, iov, 64)) > 0) {
+        size_t took = 0;
+        for (int i = 0; i < n; i++) {
+            if (len + iov[i].iov_len > cap) {
+                cap = (len + iov[i].iov_len) * 2;
+                out = realloc(out, cap);
+                if (!out)
+                    abort();
+            }
+            memcpy(out + len, iov[i].iov_base, iov[i].iov_len);
+            len += iov[i].iov_len;
+            took += iov[i].iov_len;
+        }
+        jn_amqp_conn_output_done(c, took);
+    }
     jn_iter_t it;
     jn_iter_init_bytes(&it, len ? out : (const uint8_t *)"", len, JN_VIEW_RAW);
     if (!*header_seen && len > 0) {
@@ -94,7 +174,7 @@ static void take_output(jn_amqp_conn_t *c, bool *header_seen, bool *last_close)
         *last_close = p.code == JN_AMQP_CLOSE;
         jn_iter_advance(&it, f.size);
     }
-    jn_amqp_conn_output_done(c, len);
+    free(out);
 }
 
 /* After an input call: the documented results only, and progress. */
@@ -156,8 +236,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     jn_amqp_conn_config_t cfg = {
         .container_id = "fuzz", .max_frame_size = 65536, .channel_max = 255, .idle_time_out = 500};
-    jn_amqp_handler_t h = {
-        .on_open = on_open, .on_begin = on_begin, .on_attach = on_attach, .on_flow = on_flow};
+    jn_amqp_handler_t h = {.on_open = on_open,
+                           .on_begin = on_begin,
+                           .on_attach = on_attach,
+                           .on_flow = on_flow,
+                           .on_transfer = on_transfer,
+                           .on_disposition = on_disposition};
+    static uint8_t body[1500];
+    for (size_t i = 0; i < sizeof body; i++)
+        body[i] = (uint8_t)i;
+    jn_buffer_list_init(&message);
+    size_t chunk = jn_fuzz_chunk(data[0]) * 16; /* buffers of 16 to 512 octets */
+    if (jn_buffer_list_append_split(&message, body, sizeof body,
+                                    chunk < JN_BUFFER_CAPACITY ? chunk : JN_BUFFER_CAPACITY) != 0)
+        abort();
     jn_amqp_conn_t *c = jn_amqp_conn_new(&cfg, &h);
     if (!c)
         abort();
@@ -173,5 +265,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static const size_t pieces[8] = {1, 3, 8, 17, 64, 512, 4096, 1 << 20};
     drive(c, data + 1, size - 1, pieces[(data[0] >> 3) & 7], jn_fuzz_chunk(data[0]));
     jn_amqp_conn_free(c);
+    jn_buffer_list_free(&message);
     return 0;
 }

@@ -203,7 +203,7 @@ static void test_open_below_min_frame_is_invalid_field(void **state)
     }
 }
 
-static void test_transfer_is_not_implemented_yet(void **state)
+static void test_transfer_without_session_is_illegal_state(void **state)
 {
     (void)state;
     peer_t x;
@@ -212,7 +212,7 @@ static void test_transfer_is_not_implemented_yet(void **state)
     jn_amqp_perf_t p;
     jn_amqp_perf_init(&p, JN_AMQP_TRANSFER);
     p.u.transfer.present = JN_AMQP_FIELD(0);
-    expect_refused(&x, raw_send(&x, 0, &p), "amqp:not-implemented");
+    expect_refused(&x, raw_send(&x, 0, &p), "amqp:illegal-state");
     peer_free(&x);
 }
 
@@ -374,7 +374,7 @@ int main(void)
         cmocka_unit_test(test_framing_violations_are_framing_error),
         cmocka_unit_test(test_undecodable_body_is_decode_error),
         cmocka_unit_test(test_open_below_min_frame_is_invalid_field),
-        cmocka_unit_test(test_transfer_is_not_implemented_yet),
+        cmocka_unit_test(test_transfer_without_session_is_illegal_state),
         cmocka_unit_test(test_frames_after_close_sent_are_dropped),
         cmocka_unit_test(test_idle_peer_closed_with_resource_limit_exceeded),
         cmocka_unit_test(test_heartbeat_at_half_the_peers_idle_time_out),

@@ -16,7 +16,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <junction/amqp_engine.h>
+#include <junction/amqp_delivery.h>
 #include <junction/pool.h>
 
 #include <stdio.h>
@@ -37,6 +37,19 @@ typedef struct peer {
     jn_amqp_flow_t last_flow;
     char last_address[64]; /* the last attach's target (or source) address */
     bool last_role;
+    /* deliveries (test_amqp_transfer.c, test_amqp_disposition.c) */
+    int transfers, dispositions;
+    uint8_t payload[16384]; /* the payloads of the transfers, appended */
+    size_t npayload;
+    jn_amqp_delivery_t *last_delivery;
+    jn_amqp_transfer_t last_transfer; /* views not valid after the callback */
+    uint64_t last_state_code;         /* of the last transfer or disposition with one */
+    bool last_state_symbolic;
+    uint8_t last_state[64]; /* its encoding */
+    size_t last_state_len;
+    jn_amqp_disposition_t last_disposition;
+    bool settle_on_disposition; /* settle each delivery the peer disposes of */
+    bool last_remote_settled;   /* jn_amqp_delivery_remote_settled in the callback */
 } peer_t;
 
 static inline void copy_error(peer_t *p, const jn_amqp_error_t *err)
@@ -123,6 +136,42 @@ static inline void ev_flow(void *ctx, jn_amqp_session_t *s, jn_amqp_link_t *l,
     p->last_flow = *f;
 }
 
+static inline void copy_state(peer_t *p, const jn_amqp_state_t *st)
+{
+    p->last_state_code = st->code;
+    p->last_state_symbolic = st->symbolic;
+    jn_iter_t it = st->encoded;
+    p->last_state_len = jn_iter_copy(&it, p->last_state, sizeof p->last_state);
+}
+
+static inline void ev_transfer(void *ctx, jn_amqp_link_t *l, jn_amqp_delivery_t *d,
+                               const jn_amqp_transfer_t *t, const jn_iter_t *payload)
+{
+    peer_t *p = ctx;
+    (void)l;
+    p->transfers++;
+    p->last_delivery = d;
+    p->last_transfer = *t;
+    if (t->present & JN_AMQP_FIELD(7))
+        copy_state(p, &t->state);
+    jn_iter_t it = *payload;
+    p->npayload += jn_iter_copy(&it, p->payload + p->npayload, sizeof p->payload - p->npayload);
+}
+
+static inline void ev_disposition(void *ctx, jn_amqp_delivery_t *d,
+                                  const jn_amqp_disposition_t *disp)
+{
+    peer_t *p = ctx;
+    p->dispositions++;
+    p->last_delivery = d;
+    p->last_disposition = *disp;
+    p->last_remote_settled = jn_amqp_delivery_remote_settled(d);
+    if (disp->present & JN_AMQP_FIELD(4))
+        copy_state(p, &disp->state);
+    if (p->settle_on_disposition)
+        assert_int_equal(jn_amqp_delivery_update(d, NULL, true), 0);
+}
+
 static inline void peer_init(peer_t *p, const char *id, uint32_t max_frame, uint16_t channel_max,
                              uint32_t idle)
 {
@@ -140,7 +189,9 @@ static inline void peer_init(peer_t *p, const char *id, uint32_t max_frame, uint
                            .on_end = ev_end,
                            .on_attach = ev_attach,
                            .on_detach = ev_detach,
-                           .on_flow = ev_flow};
+                           .on_flow = ev_flow,
+                           .on_transfer = ev_transfer,
+                           .on_disposition = ev_disposition};
     p->c = jn_amqp_conn_new(&cfg, &h);
     assert_non_null(p->c);
 }
@@ -183,15 +234,33 @@ static inline int peer_input(peer_t *p, const void *data, size_t len)
     return peer_feed(p);
 }
 
+/* a's whole output (every run, jn_amqp_conn_output_iov) copied to buf
+ * (cap octets) and taken. Returns its length. */
+static inline size_t take_all(peer_t *a, uint8_t *buf, size_t cap)
+{
+    struct iovec iov[64];
+    size_t len = 0;
+    int n;
+    while ((n = jn_amqp_conn_output_iov(a->c, iov, 64)) > 0) {
+        size_t took = 0;
+        for (int i = 0; i < n; i++) {
+            assert_true(len + iov[i].iov_len <= cap);
+            memcpy(buf + len, iov[i].iov_base, iov[i].iov_len);
+            len += iov[i].iov_len;
+            took += iov[i].iov_len;
+        }
+        jn_amqp_conn_output_done(a->c, took);
+    }
+    return len;
+}
+
 /* Move a's output to b's input. Returns the octets moved. */
 static inline size_t carry(peer_t *a, peer_t *b)
 {
-    size_t len;
-    const uint8_t *out = jn_amqp_conn_output(a->c, &len);
-    if (len == 0)
-        return 0;
-    (void)peer_input(b, out, len);
-    jn_amqp_conn_output_done(a->c, len);
+    static uint8_t buf[65536];
+    size_t len = take_all(a, buf, sizeof buf);
+    if (len)
+        (void)peer_input(b, buf, len);
     return len;
 }
 
@@ -245,8 +314,8 @@ static inline int raw_send(peer_t *x, uint16_t channel, const jn_amqp_perf_t *p)
  * copied there. Returns the count. */
 static inline int out_frames(peer_t *x, uint64_t *codes, int max, char *err, size_t errcap)
 {
-    size_t len;
-    const uint8_t *out = jn_amqp_conn_output(x->c, &len);
+    static uint8_t out[65536];
+    size_t len = take_all(x, out, sizeof out);
     jn_iter_t it;
     jn_iter_init_bytes(&it, len ? out : (const uint8_t *)"", len, JN_VIEW_RAW);
     if (len >= 8 && memcmp(out, "AMQP", 4) == 0)
@@ -273,7 +342,6 @@ static inline int out_frames(peer_t *x, uint64_t *codes, int max, char *err, siz
         jn_iter_advance(&it, f.size);
     }
     assert_int_equal(jn_iter_length(&it), 0);
-    jn_amqp_conn_output_done(x->c, len);
     return n;
 }
 

@@ -1,0 +1,372 @@
+/*
+ * transfer.c — the connection engine's transfers both ways (AMQP 1.0 part
+ * 2: 2.6.12 transferring a message, 2.7.5 transfer), with the windows and
+ * credit they use (2.5.6 session windows, 2.6.7 link credit).
+ *
+ * Incoming: each frame is checked and counted against the session's
+ * incoming window, the first frame of a delivery against the link's credit,
+ * and then handed to the user with its payload as a view of the input
+ * octets (never copied). Outgoing: the user's message octets, given as raw
+ * views, are split at the peer's max-frame-size; for each frame the engine
+ * composes the header and the transfer performative and references the
+ * payload run after it (output.c), within the peer's incoming window. The
+ * contract is in junction/amqp_delivery.h.
+ */
+#include "engine_private.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define INVALID_FIELD "amqp:invalid-field"
+
+/* ---- incoming ------------------------------------------------------------ */
+
+/* The first frame of a delivery (2.6.12, 2.7.5): a delivery-id after the
+ * last one and a tag are required, and one link credit is used (2.6.7).
+ * Returns 0 with *out, 1 when the frame is dropped (its link or session
+ * failed), or a negative result. */
+static int delivery_start(jn_amqp_link_t *l, const jn_amqp_transfer_t *t, jn_amqp_delivery_t **out)
+{
+    jn_amqp_session_t *s = l->session;
+    jn_amqp_conn_t *c = s->conn;
+    if (!(t->present & JN_AMQP_FIELD(1)) || !(t->present & JN_AMQP_FIELD(2)))
+        return jn_amqp_conn_refuse(
+            c, INVALID_FIELD, "transfer on handle %u starts a delivery without a %s", t->handle,
+            (t->present & JN_AMQP_FIELD(1)) ? "delivery-tag" : "delivery-id");
+    size_t tag_len = jn_iter_length(&t->delivery_tag);
+    if (tag_len > JN_AMQP_TAG_MAX)
+        return jn_amqp_conn_refuse(c, INVALID_FIELD, "delivery-tag of %zu octets, above %d",
+                                   tag_len, JN_AMQP_TAG_MAX);
+    uint32_t next;
+    if (jn_amqp_dtable_next(&s->received, &next) && jn_amqp_serial_lt(t->delivery_id, next))
+        return jn_amqp_conn_refuse(c, INVALID_FIELD, "delivery-id %u, where %u or later belongs",
+                                   t->delivery_id, next);
+    if (s->received.count && (uint32_t)(t->delivery_id - s->received.base) >= JN_AMQP_SPAN_MAX) {
+        int rc = jn_amqp_session_fail(s, "amqp:resource-limit-exceeded",
+                                      "delivery-id %u is %u past the oldest one unsettled here",
+                                      t->delivery_id, t->delivery_id - s->received.base);
+        return rc < 0 ? rc : 1;
+    }
+    if (l->credit == 0) { /* 2.6.7: the sender has no credit */
+        int rc = l->attach_sent ? 0 : jn_amqp_link_attach(l, &(jn_amqp_attach_t){0}, 0);
+        if (rc == 0)
+            rc = jn_amqp_link_detach(l, true, "amqp:link:transfer-limit-exceeded",
+                                     "a delivery beyond the link's credit");
+        return rc == JN_ENOMEM ? JN_ENOMEM : 1;
+    }
+    jn_amqp_delivery_t *d = calloc(1, sizeof *d);
+    if (!d)
+        return JN_ENOMEM;
+    d->link = l;
+    d->id = t->delivery_id;
+    d->started = true;
+    d->rcv_settle_mode = l->rcv_settle_mode;
+    jn_iter_t tag = t->delivery_tag;
+    d->tag_len = (uint8_t)jn_iter_copy(&tag, d->tag, sizeof d->tag);
+    d->message_format = t->message_format;
+    /* held under its id, even pre-settled, so the next id is known */
+    if (jn_amqp_dtable_put(&s->received, d->id, d) != 0) {
+        free(d);
+        return JN_ENOMEM;
+    }
+    d->held = true;
+    l->delivery_count++;
+    l->credit--;
+    l->current = d;
+    *out = d;
+    return 0;
+}
+
+/* Checks of a transfer's link and fields that do not depend on its
+ * delivery: a link we receive on, rcv-settle-mode (2.7.5). 1: drop it. */
+static int transfer_check(jn_amqp_link_t *l, const jn_amqp_transfer_t *t)
+{
+    jn_amqp_conn_t *c = l->session->conn;
+    if (l->role != JN_AMQP_RECEIVER)
+        return jn_amqp_conn_refuse(c, "amqp:illegal-state",
+                                   "transfer on handle %u, a link the peer attached as receiver",
+                                   t->handle);
+    if ((t->present & JN_AMQP_FIELD(6)) && t->rcv_settle_mode == 1 && l->rcv_settle_mode == 0)
+        return jn_amqp_conn_refuse(
+            c, INVALID_FIELD, "transfer with rcv-settle-mode second on a link negotiated first");
+    if (l->detach_sent)
+        return 1; /* we detached: its transfers until the peer's detach are dropped */
+    jn_amqp_delivery_t *d = l->current;
+    if (d && (t->present & JN_AMQP_FIELD(1)) && t->delivery_id != d->id)
+        return jn_amqp_conn_refuse(
+            c, INVALID_FIELD, "transfer on handle %u continues delivery %u with delivery-id %u",
+            t->handle, d->id, t->delivery_id);
+    return 0;
+}
+
+int jn_amqp_transfer_input(jn_amqp_session_t *s, const jn_amqp_transfer_t *t,
+                           const jn_iter_t *payload)
+{
+    jn_amqp_conn_t *c = s->conn;
+    jn_amqp_link_t *l = jn_amqp_slots_get(&s->remote_links, t->handle);
+    if (!l)
+        return jn_amqp_session_fail(s, "amqp:session:unattached-handle",
+                                    "transfer on handle %u, which is not attached", t->handle);
+    if (s->w.incoming_window == 0) /* 2.5.6 */
+        return jn_amqp_session_fail(s, "amqp:session:window-violation",
+                                    "transfer %u beyond the session's incoming window",
+                                    s->w.next_incoming_id);
+    s->w.next_incoming_id++;
+    s->w.incoming_window--;
+    if (s->w.remote_outgoing_window)
+        s->w.remote_outgoing_window--;
+    int rc = transfer_check(l, t);
+    if (rc != 0)
+        return rc < 0 ? rc : 0;
+    jn_amqp_delivery_t *d = l->current;
+    if (!d) {
+        rc = delivery_start(l, t, &d);
+        if (rc != 0)
+            return rc < 0 ? rc : 0;
+    }
+    if (t->settled)
+        d->remote_settled = true;
+    if (!t->more || t->aborted) {
+        d->complete = true;
+        l->current = NULL;
+    }
+    d->busy = true;
+    if (c->h.on_transfer)
+        c->h.on_transfer(c->h.ctx, l, d, t, payload);
+    d->busy = false;
+    if (d->complete && (t->aborted || d->remote_settled || d->settled))
+        jn_amqp_delivery_free(d);
+    return 0;
+}
+
+/* ---- outgoing ------------------------------------------------------------ */
+
+int jn_amqp_delivery_new(jn_amqp_link_t *l, const void *tag, size_t tag_len,
+                         uint32_t message_format, bool settled, jn_amqp_delivery_t **out)
+{
+    if (l->role != JN_AMQP_SENDER || !l->attach_sent || !l->attach_rcvd || l->detach_sent ||
+        l->current || !jn_amqp_link_sendable(l))
+        return JN_EPERM;
+    if (tag_len > JN_AMQP_TAG_MAX)
+        return JN_EINVAL;
+    if (l->credit == 0)
+        return JN_AGAIN;
+    jn_amqp_delivery_t *d = calloc(1, sizeof *d);
+    if (!d)
+        return JN_ENOMEM;
+    d->link = l;
+    d->outgoing = true;
+    d->settled = settled;
+    d->rcv_settle_mode = l->rcv_settle_mode;
+    d->tag_len = (uint8_t)tag_len;
+    if (tag_len)
+        memcpy(d->tag, tag, tag_len);
+    d->message_format = message_format;
+    l->delivery_count++; /* 2.6.7: the credit is taken now */
+    l->credit--;
+    l->current = d;
+    *out = d;
+    return 0;
+}
+
+/* The next run of it's octets (a raw view) at *p, its buffer in *buf (NULL
+ * for plain bytes); 0 at its end. */
+static size_t next_run(jn_iter_t *it, const uint8_t **p, const jn_buffer_t **buf)
+{
+    if (it->cursor >= it->limit) {
+        if (jn_iter_octet(it) == JN_ITER_END) /* moves to the next buffer */
+            return 0;
+        it->cursor--;
+    }
+    *p = it->cursor;
+    *buf = it->buffer;
+    return (size_t)(it->limit - it->cursor);
+}
+
+/* Reference n octets of the pieces from piece *k (its copy in *cur). */
+static int ref_payload(jn_amqp_conn_t *c, const jn_iter_t *pieces, size_t npieces, size_t *k,
+                       jn_iter_t *cur, size_t n)
+{
+    while (n > 0 && *k < npieces) {
+        const uint8_t *p;
+        const jn_buffer_t *buf;
+        size_t run = next_run(cur, &p, &buf);
+        if (run == 0) {
+            if (++*k < npieces)
+                *cur = pieces[*k];
+            continue;
+        }
+        if (run > n)
+            run = n;
+        if (jn_amqp_out_ref(c, p, run, buf) != 0)
+            return JN_ENOMEM;
+        jn_iter_advance(cur, run);
+        n -= run;
+    }
+    return 0;
+}
+
+/* The transfer performative of d's next frame, more as given. */
+static int compose_transfer(jn_amqp_conn_t *c, const jn_amqp_delivery_t *d, bool more)
+{
+    jn_amqp_perf_t p;
+    jn_amqp_perf_init(&p, JN_AMQP_TRANSFER);
+    jn_amqp_transfer_t *t = &p.u.transfer;
+    t->present = JN_AMQP_FIELD(0);
+    t->handle = d->link->handle;
+    if (!d->started) {
+        t->present |= JN_AMQP_FIELD(1) | JN_AMQP_FIELD(2) | JN_AMQP_FIELD(3);
+        t->delivery_id = d->link->session->next_delivery_id;
+        jn_iter_init_bytes(&t->delivery_tag, d->tag, d->tag_len, JN_VIEW_RAW);
+        t->message_format = d->message_format;
+        if (d->settled) {
+            t->present |= JN_AMQP_FIELD(4);
+            t->settled = true;
+        }
+    }
+    if (more) {
+        t->present |= JN_AMQP_FIELD(5);
+        t->more = true;
+    }
+    return jn_amqp_perf_encode(&c->out, &p);
+}
+
+/* A frame of d went out: the delivery-id is taken on the first, and one
+ * transfer of the peer's incoming window (2.5.6). */
+static int frame_sent(jn_amqp_delivery_t *d)
+{
+    jn_amqp_session_t *s = d->link->session;
+    s->w.next_outgoing_id++;
+    s->w.remote_incoming_window--;
+    s->conn->last_out = s->conn->now;
+    if (d->started)
+        return 0;
+    d->started = true;
+    d->id = s->next_delivery_id++;
+    if (d->settled)
+        return 0;
+    int rc = jn_amqp_dtable_put(&s->sent, d->id, d);
+    d->held = rc == 0;
+    return rc;
+}
+
+/* Write the size of the frame begun at start, payload octets after it. */
+static void frame_size(jn_amqp_conn_t *c, size_t start, size_t payload)
+{
+    uint32_t size = (uint32_t)(c->out.size - start + payload);
+    uint8_t *h = c->out.data + start;
+    h[0] = (uint8_t)(size >> 24);
+    h[1] = (uint8_t)(size >> 16);
+    h[2] = (uint8_t)(size >> 8);
+    h[3] = (uint8_t)size;
+}
+
+/* One frame of d with up to *left payload octets from the pieces; *n is
+ * set to the octets it carries. Returns 0 or an output error. */
+static int send_frame(jn_amqp_delivery_t *d, const jn_iter_t *pieces, size_t npieces, size_t *k,
+                      jn_iter_t *cur, size_t left, bool more, size_t *n)
+{
+    jn_amqp_conn_t *c = d->link->session->conn;
+    size_t start = jn_amqp_frame_begin(&c->out, JN_AMQP_FRAME_AMQP, d->link->session->channel);
+    int rc = compose_transfer(c, d, true);
+    size_t head = c->out.size - start; /* more=false encodes in as many octets */
+    if (rc == 0 && head >= c->remote_max_frame)
+        rc = JN_EOVERFLOW;
+    if (rc == 0) {
+        size_t room = c->remote_max_frame - head;
+        *n = left < room ? left : room;
+        if (!more && *n == left) { /* the last frame */
+            jn_amqp_out_rollback(c, start);
+            start = jn_amqp_frame_begin(&c->out, JN_AMQP_FRAME_AMQP, d->link->session->channel);
+            rc = compose_transfer(c, d, false);
+        }
+    }
+    if (rc == 0)
+        rc = ref_payload(c, pieces, npieces, k, cur, *n);
+    if (rc == 0)
+        rc = jn_encoder_error(&c->out);
+    if (rc != 0) {
+        jn_amqp_out_rollback(c, start);
+        return rc;
+    }
+    frame_size(c, start, *n);
+    return frame_sent(d);
+}
+
+static bool can_send(const jn_amqp_delivery_t *d)
+{
+    const jn_amqp_link_t *l = d->link;
+    return d->outgoing && !d->complete && l->current == d && !l->detach_sent &&
+           jn_amqp_link_sendable(l);
+}
+
+int jn_amqp_delivery_send(jn_amqp_delivery_t *d, const jn_iter_t *pieces, size_t n, bool more,
+                          size_t *taken)
+{
+    *taken = 0;
+    if (!can_send(d))
+        return JN_EPERM;
+    size_t left = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (pieces[i].view != JN_VIEW_RAW || pieces[i].prefix_pos < pieces[i].prefix_len)
+            return JN_EINVAL;
+        left += jn_iter_length(&pieces[i]);
+    }
+    jn_amqp_session_t *s = d->link->session;
+    jn_amqp_conn_t *c = s->conn;
+    int rc = c->npending ? jn_amqp_conn_flush(c) : 0;
+    if (rc == 0)
+        rc = jn_amqp_out_header(c);
+    if (rc != 0)
+        return rc;
+    size_t k = 0;
+    jn_iter_t cur = n ? pieces[0] : (jn_iter_t){0};
+    while (s->w.remote_incoming_window > 0 && (left > 0 || !more)) {
+        size_t sent = 0;
+        rc = send_frame(d, pieces, n, &k, &cur, left, more, &sent);
+        if (rc != 0)
+            return rc;
+        *taken += sent;
+        left -= sent;
+        if (left == 0 && !more) {
+            d->complete = true;
+            d->link->current = NULL;
+            if (d->settled || d->remote_settled)
+                jn_amqp_delivery_free(d);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int jn_amqp_delivery_abort(jn_amqp_delivery_t *d)
+{
+    jn_amqp_link_t *l = d->link;
+    if (!d->outgoing || d->complete)
+        return JN_EPERM;
+    if (!d->started) { /* nothing went out: the credit comes back */
+        l->delivery_count--;
+        l->credit++;
+        jn_amqp_delivery_free(d);
+        return 0;
+    }
+    if (!can_send(d)) {
+        jn_amqp_delivery_free(d);
+        return 0;
+    }
+    jn_amqp_session_t *s = l->session;
+    if (s->w.remote_incoming_window == 0)
+        return JN_AGAIN;
+    jn_amqp_perf_t p;
+    jn_amqp_perf_init(&p, JN_AMQP_TRANSFER);
+    p.u.transfer.present = JN_AMQP_FIELD(0) | JN_AMQP_FIELD(9);
+    p.u.transfer.handle = l->handle;
+    p.u.transfer.aborted = true;
+    int rc = jn_amqp_conn_send(s->conn, s->channel, &p);
+    if (rc != 0)
+        return rc;
+    s->w.next_outgoing_id++;
+    s->w.remote_incoming_window--;
+    jn_amqp_delivery_free(d);
+    return 0;
+}

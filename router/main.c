@@ -664,8 +664,6 @@ static void run(daemon_state_t *st, const sigset_t *sigs)
     }
 }
 
-/* check_config: --check. Every refusal is printed (FILE:LINE: ...); 0
- * when the file can be loaded, else 1. Nothing is opened or started. */
 /* The line number of an error line "FILE:LINE: ..." (0 when it has none). */
 static long error_line_number(const char *line, const char *file)
 {

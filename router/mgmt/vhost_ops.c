@@ -49,13 +49,19 @@ typedef struct hostnames {
     bool nomem;
 } hostnames_t;
 
-static int note_hostname(hostnames_t *h, const char *host)
+/* Note section ce's hostname host (of cfg); a conflict is written as
+ * FILE:LINE: (the hostname's line), as a start refuses it. */
+static int note_hostname(hostnames_t *h, const jn_config_t *cfg, const jn_config_entity_t *ce,
+                         const char *host)
 {
     for (size_t i = 0; i < h->n; i++) {
         if (jn_policy_host_patterns_conflict(h->v[i], host)) {
-            char why[320];
+            char why[320], line[JN_ENTITY_ERR_MAX + 256];
+            jn_entity_err_t err = {.attr = "hostname"};
             jn_entity_vhost_conflict_text(why, sizeof why, host, h->v[i]);
-            fprintf(h->out, "%s\n", why);
+            snprintf(err.text, sizeof err.text, "%s", why);
+            jn_entity_file_error(cfg, ce, &err, line, sizeof line);
+            fprintf(h->out, "%s\n", line);
             h->found++;
             return 0;
         }
@@ -82,7 +88,7 @@ static int note_hostnames(void *arg, const jn_config_t *cfg)
     for (size_t i = 0; i < jn_config_entity_count(cfg); i++) {
         const jn_config_entity_t *ce = jn_config_entity_at(cfg, i);
         const char *host = jn_config_entity_string(ce, "hostname");
-        if (jn_config_entity_type(ce) == vhost && note_hostname(h, host ? host : "") != 0) {
+        if (jn_config_entity_type(ce) == vhost && note_hostname(h, cfg, ce, host ? host : "") != 0) {
             h->nomem = true;
             return JN_ENOMEM;
         }

@@ -128,8 +128,15 @@ class VhostPatternRulesTest(RouterTestCase):
                     + vhost_section("#.0.0", ALL))
         p = run_junctiond(["--check", "-c", path])
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
-        self.assertIn("vhost hostname '#.#.0.0': the pattern conflicts with vhost '#.0.0'",
-                      p.stderr)
+        # as a start says it: FILE:LINE of the hostname (a policyDir file's own)
+        self.assertIn("v.json:1: vhost hostname '#.#.0.0': the pattern conflicts with vhost "
+                      "'#.0.0'", p.stderr)
+        with open(path, "a") as f:
+            f.write(vhost_section("#.#.x", ALL) + vhost_section("#.x", ALL))
+        p = run_junctiond(["--check", "-c", path])
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertRegex(p.stderr, r"check\.conf:\d+: vhost hostname '#\.x': the pattern "
+                         r"conflicts with vhost '#\.#\.x'")
 
     def test_without_name_patterns_a_hash_is_an_ordinary_octet(self):
         r = self.start_policy_router(extra=vhost_section("#.0.0", ALL))

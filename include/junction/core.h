@@ -683,6 +683,10 @@ typedef struct jn_work {
             uint8_t waypoint;  /* edge: capability qd.waypoint.<n> on it
                                 * (1..9; 0: none) */
         } attach;
+        /* CONN_CLOSE with abort: close only when nothing at all arrived
+         * on the connection for this many ms (the I/O thread judges; it
+         * logs and keeps a connection that was heard); 0: close anyway */
+        uint32_t unheard_ms;
     };
     char *address;            /* LINK_OPEN (owned) */
     char *condition;          /* LINK_CLOSE, LINK_DETACH, CONN_CLOSE (owned, may be NULL) */

@@ -25,6 +25,7 @@
 #include "io_private.h"
 
 #include <junction/pool.h>
+#include <junction/time.h>
 
 #include <proton/codec.h>
 #include <proton/sasl.h>
@@ -377,6 +378,28 @@ static void conn_abort_IO(jn_io_conn_t *conn, const char *condition, const char 
     pn_connection_driver_close(d);
 }
 
+/* A CONN_CLOSE with unheard_ms (a neighbour's HELLOs aged out,
+ * router/core/mesh_side.c): true when octets arrived on conn within the
+ * last unheard_ms, so it is not silent after all and stays open; either
+ * way one line says what is done. */
+static bool silence_judged_IO(jn_io_conn_t *conn, const jn_work_t *w)
+{
+    JN_ASSERT_IO(conn);
+    const char *why = w->description ? w->description : "no HELLO";
+    if (conn->heard_ms && jn_time_mono_ms() - conn->heard_ms < (int64_t)w->unheard_ms) {
+        JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_INFO,
+               "[C%" PRIu64 "] Inter-router connection kept open: %s, but octets arrived "
+               "within the last %" PRIu32 " ms",
+               conn->id, why, w->unheard_ms);
+        return true;
+    }
+    JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_WARNING,
+           "[C%" PRIu64 "] Inter-router connection closed: %s, and nothing else arrived "
+           "within the last %" PRIu32 " ms",
+           conn->id, why, w->unheard_ms);
+    return false;
+}
+
 /* jn_io_conn_close_IO: close conn with condition (NULL: none) and
  * description, once (io_private.h). The owning loop's thread. */
 void jn_io_conn_close_IO(jn_io_conn_t *conn, const char *condition, const char *description)
@@ -679,6 +702,8 @@ static void work_do_IO(jn_io_conn_t *conn, jn_work_t *w)
             jn_io_tx_update_IO(link, w);
         break;
     case JN_WORK_CONN_CLOSE:
+        if (w->unheard_ms && silence_judged_IO(conn, w))
+            break; /* heard: kept open */
         if (w->abort)
             conn_abort_IO(conn, w->condition, w->description);
         else

@@ -582,6 +582,12 @@ struct jn_io_conn {
      * a refused write is being watched, the count at the period's start
      * and when the period ends (jn_time_mono_ms() ms) */
     uint64_t octets_written;
+    /* octets of the peer's stream handed to proton, in all
+     * (jn_io_conn_input_IO); heard_octets: that count at the pass that
+     * last saw it grow, heard_ms (jn_time_mono_ms()) that pass's time */
+    uint64_t octets_read;
+    uint64_t heard_octets;
+    int64_t heard_ms;
     uint64_t stall_mark;
     int64_t stall_check_at;
     bool stall_watch;

@@ -235,7 +235,7 @@ class HalfOpenLinkTest(RouterTestCase):
                              + self.logs())
         self.assertLess(resumed, LIMIT, "traffic did not move to A-C-B in time")
         self.assertLess(longest, LIMIT, "deliveries on the half-open link waited")
-        self.assertIn("Inter-router connection to router 'B' closed", m["A"].log())
+        self.assertIn("Inter-router connection closed: no HELLO from router 'B'", m["A"].log())
 
 
 if __name__ == "__main__":

@@ -456,8 +456,8 @@ struct jn_core {
     jn_core_io_ops_t ops;
     bool edge_mode; /* router.mode edge (edge.c) */
     bool deny_resumable_lr; /* jn_core_config_t.deny_resumable_link_routes */
-    uint32_t hello_interval_ms; /* router.helloIntervalSeconds (1 s when unset), in ms:
-                                 * op_link_silent_CT (mesh_side.c) */
+    uint32_t hello_max_age_ms; /* router.helloMaxAgeSeconds (3 s when unset), in ms:
+                                * op_link_silent_CT (mesh_side.c) */
 
     /* Written by the main thread before jn_core_start, then read by the
      * core thread only. */

@@ -449,14 +449,12 @@ static void op_mobile_removed_CT(void *ctx, int router, const uint8_t *key, size
  * senders modified and new ones take another path. The transport is
  * closed at once: a close frame would get no answer. The connector, if
  * this side has one, reconnects as after any loss. The I/O thread closes
- * it only if nothing at all arrived on it within the last
- * helloIntervalSeconds (unheard_ms): a live peer sends at least a HELLO
- * that often, and on a half-open path the last octets came with the last
- * HELLO, helloMaxAgeSeconds ago (3 s against 1 s by default). A connection
- * whose HELLOs are merely late behind bulk transfers in the sockets'
- * buffers is heard all the time: it stays up with what is routed over
- * it, as in 1.19 (the neighbour is out of the link state until its next
- * HELLO arrives). */
+ * it only if nothing at all arrived on it within helloMaxAgeSeconds
+ * (unheard_ms): one whose HELLOs are merely late behind bulk transfers in
+ * the sockets' buffers is heard all the time, and stays up with what is
+ * routed over it, as in 1.19 (the neighbour is out of the link state
+ * until its next HELLO arrives); it is watched, and cut once it falls
+ * silent for that long (io_watch.c, the silence watch). */
 static void op_link_silent_CT(void *ctx, int link, const char *id)
 {
     jn_core_t *core = ctx;
@@ -468,7 +466,7 @@ static void op_link_silent_CT(void *ctx, int link, const char *id)
     if (!w)
         return;
     w->abort = true;
-    w->unheard_ms = core->hello_interval_ms; /* the I/O thread logs what it did */
+    w->unheard_ms = core->hello_max_age_ms; /* the I/O thread logs what it did */
     w->condition = strdup("amqp:resource-limit-exceeded");
     size_t n = strlen(id) + 64;
     if ((w->description = malloc(n)) != NULL)
@@ -480,7 +478,7 @@ static void op_link_silent_CT(void *ctx, int link, const char *id)
 
 int jn_router_init(jn_core_t *core, const jn_core_config_t *cfg)
 {
-    core->hello_interval_ms = (cfg->hello_interval ? cfg->hello_interval : 1u) * 1000u;
+    core->hello_max_age_ms = (cfg->hello_max_age ? cfg->hello_max_age : 3u) * 1000u;
     jn_core_conn_t *c = calloc(1, sizeof *c);
     jn_core_link_t *l = calloc(1, sizeof *l);
     if (!c || !l) {

@@ -59,6 +59,13 @@ static void stall_fire(jn_io_timer_t *timer)
     jn_io_conn_unref(conn); /* the timer's reference */
 }
 
+static void silence_fire(jn_io_timer_t *timer)
+{
+    jn_io_conn_t *conn = (jn_io_conn_t *)((char *)timer - offsetof(jn_io_conn_t, silence));
+    jn_io_conn_wake(conn);  /* the pass looks at the silence watch */
+    jn_io_conn_unref(conn); /* the timer's reference */
+}
+
 static void handshake_fire(jn_io_timer_t *timer)
 {
     jn_io_conn_t *conn = (jn_io_conn_t *)((char *)timer - offsetof(jn_io_conn_t, handshake));
@@ -215,7 +222,9 @@ jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming)
     conn->tick.fire = tick_fire;
     conn->stall.fire = stall_fire;
     conn->handshake.fire = handshake_fire;
+    conn->silence.fire = silence_fire;
     conn->poll.conn = conn->tick.conn = conn->stall.conn = conn->handshake.conn = conn;
+    conn->silence.conn = conn;
     conn->next_link_id = 1;
     if (!incoming)
         snprintf(conn->host, sizeof conn->host, "%s", ep->shown);
@@ -362,11 +371,12 @@ static void conn_close_IO(jn_io_conn_t *conn, const char *condition, const char 
     pn_connection_close(conn->pn_io);
 }
 
-/* Close conn's transport at once with condition and description (the
- * transport's error, logged when it closes): for a peer that is not heard
- * any more, whose close would never come (JN_WORK_CONN_CLOSE with abort).
- * PN_TRANSPORT_CLOSED follows in this pass. */
-static void conn_abort_IO(jn_io_conn_t *conn, const char *condition, const char *description)
+/* jn_io_conn_abort_IO: close conn's transport at once with condition and
+ * description (the transport's error, logged when it closes): for a peer
+ * that is not heard any more, whose close would never come
+ * (JN_WORK_CONN_CLOSE with abort, io_watch.c's silence watch).
+ * PN_TRANSPORT_CLOSED follows in this pass. The owning loop's thread. */
+void jn_io_conn_abort_IO(jn_io_conn_t *conn, const char *condition, const char *description)
 {
     JN_ASSERT_IO(conn);
     pn_connection_driver_t *d = &conn->driver;
@@ -376,28 +386,6 @@ static void conn_abort_IO(jn_io_conn_t *conn, const char *condition, const char 
     pn_connection_driver_errorf(d, condition ? condition : "amqp:connection:forced", "%s",
                                 description ? description : "");
     pn_connection_driver_close(d);
-}
-
-/* A CONN_CLOSE with unheard_ms (a neighbour's HELLOs aged out,
- * router/core/mesh_side.c): true when octets arrived on conn within the
- * last unheard_ms, so it is not silent after all and stays open; either
- * way one line says what is done. */
-static bool silence_judged_IO(jn_io_conn_t *conn, const jn_work_t *w)
-{
-    JN_ASSERT_IO(conn);
-    const char *why = w->description ? w->description : "no HELLO";
-    if (conn->heard_ms && jn_time_mono_ms() - conn->heard_ms < (int64_t)w->unheard_ms) {
-        JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_INFO,
-               "[C%" PRIu64 "] Inter-router connection kept open: %s, but octets arrived "
-               "within the last %" PRIu32 " ms",
-               conn->id, why, w->unheard_ms);
-        return true;
-    }
-    JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_WARNING,
-           "[C%" PRIu64 "] Inter-router connection closed: %s, and nothing else arrived "
-           "within the last %" PRIu32 " ms",
-           conn->id, why, w->unheard_ms);
-    return false;
 }
 
 /* jn_io_conn_close_IO: close conn with condition (NULL: none) and
@@ -555,6 +543,8 @@ static void on_transport_closed(jn_io_conn_t *conn)
         jn_io_conn_unref(conn);
     if (jn_io_timer_cancel(conn->io, &conn->handshake))
         jn_io_conn_unref(conn);
+    if (jn_io_timer_cancel(conn->io, &conn->silence))
+        jn_io_conn_unref(conn);
     if (conn->core) {
         jn_core_conn_closed_IO(conn->core);
         conn->core = NULL;
@@ -702,10 +692,10 @@ static void work_do_IO(jn_io_conn_t *conn, jn_work_t *w)
             jn_io_tx_update_IO(link, w);
         break;
     case JN_WORK_CONN_CLOSE:
-        if (w->unheard_ms && silence_judged_IO(conn, w))
-            break; /* heard: kept open */
+        if (w->unheard_ms && jn_io_silence_judge_IO(conn, w))
+            break; /* heard: kept open, watched (io_watch.c) */
         if (w->abort)
-            conn_abort_IO(conn, w->condition, w->description);
+            jn_io_conn_abort_IO(conn, w->condition, w->description);
         else
             conn_close_IO(conn, w->condition, w->description);
         conn->forced_close = conn->forced_close || w->forced;

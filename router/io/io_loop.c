@@ -800,10 +800,12 @@ static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
      * sends: jn_io_residence_note_IO) */
     loop->pass_ns = jn_time_mono_ns();
     int64_t now = (int64_t)(loop->pass_ns / JN_NS_PER_MS);
-    if (conn->octets_read != conn->heard_octets) { /* something arrived (CONN_CLOSE unheard_ms) */
+    if (conn->octets_read != conn->heard_octets) { /* something arrived (io_watch.c) */
         conn->heard_octets = conn->octets_read;
         conn->heard_ms = now;
     }
+    if (conn->silence_watch && now >= conn->silence_at)
+        jn_io_silence_check_IO(conn, now);
     more |= conn_tick(conn, now);
     if (conn->stall_watch && now >= conn->stall_check_at)
         jn_io_stall_check_IO(conn, now);

@@ -12,11 +12,13 @@ that have seen J, so J takes F as a neighbour. Then:
 - busy: F stops its HELLOs but keeps sending frames (a flow on its control
   receiver every 100 ms). After helloMaxAgeSeconds (3 s) J drops F from its
   link state, as 1.19 does, but keeps the connection open: it was heard
-  within the last helloIntervalSeconds.
+  within the last helloMaxAgeSeconds.
   When F's HELLOs resume, F is J's neighbour again on the same connection.
 - silent: F stops sending anything. J closes the connection once F's
   HELLOs aged out (docs/compat.md, "A silent inter-router connection is
-  closed").
+  closed"), helloMaxAgeSeconds after the last frame.
+- busy, then silent: the connection kept open is watched, and closed
+  once nothing arrived on it for helloMaxAgeSeconds.
 
 Real junctiond process, a proton peer on 127.0.0.1; waits bounded.
 """
@@ -144,9 +146,21 @@ class LateHelloTest(RouterTestCase):
                                               (MAX_AGE + 5.0 * SLOW, False, False)]))
         self.assertIsNotNone(p.closed_at, "J kept a silent connection\n" + r.describe())
         self.assertLess(p.closed_at, 1.5 + MAX_AGE + 2.0 * SLOW, r.describe())
-        self.assertEqual(self.count(r, "Inter-router connection kept open"), 0, r.describe())
-        self.assertEqual(self.count(r, "Inter-router connection closed: no HELLO from router 'F'"),
-                         1, r.describe())
+        self.assertEqual(self.count(r, "Inter-router connection closed"), 1, r.describe())
+
+    def test_kept_connection_is_closed_once_silent(self):
+        r, url = self.start_j()
+        busy = MAX_AGE + 2.0 * SLOW
+        p = self.run_scenario(Peer(url, "J", [(1.5, True, True), (busy, False, True),
+                                              (MAX_AGE + 5.0 * SLOW, False, False)]))
+        self.assertGreaterEqual(self.count(r, "Inter-router connection kept open"), 1,
+                                r.describe())
+        self.assertIsNotNone(p.closed_at, "J kept a silent connection\n" + r.describe())
+        # cut helloMaxAgeSeconds after the last frame, not before
+        self.assertGreater(p.closed_at, 1.5 + busy, r.describe())
+        self.assertLess(p.closed_at, 1.5 + busy + MAX_AGE + 2.0 * SLOW, r.describe())
+        self.assertEqual(self.count(r, "Inter-router connection closed: nothing arrived "
+                                       "within the last 3000 ms"), 1, r.describe())
 
 
 if __name__ == "__main__":

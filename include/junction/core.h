@@ -126,6 +126,16 @@ int jn_core_add_address_config(jn_core_t *core, const char *prefix_or_pattern, b
  * the core already started. Main thread before jn_core_start. */
 int jn_core_set_address_backpressure(jn_core_t *core, bool on);
 
+/* jn_core_next_identity: take the next number of the one counter that
+ * link identities (router.link) and the identities of router.config.*
+ * entities (address, linkRoute, autoLink, exchange, binding) share, as
+ * 1.19 numbers them all from one counter: a linkRoute made at start-up
+ * is 1, 2, ...; an autoLink created once links exist gets a number past
+ * theirs (system_tests_link_routes test_aaa_qdmanage_query_link_route).
+ * Returns a number > 0, never the same twice. Core thread, or the main
+ * thread before jn_core_start (config file load). */
+uint64_t jn_core_next_identity(jn_core_t *core);
+
 /* jn_core_start: start the core thread. Returns 0 or JN_ENOMEM. Main thread. */
 int jn_core_start(jn_core_t *core);
 
@@ -688,6 +698,10 @@ typedef struct jn_work {
             uint8_t waypoint;  /* edge: capability qd.waypoint.<n> on it
                                 * (1..9; 0: none) */
         } attach;
+        /* CONN_CLOSE with abort: close only when nothing at all arrived
+         * on the connection for this many ms (the I/O thread judges; it
+         * logs and keeps a connection that was heard); 0: close anyway */
+        uint32_t unheard_ms;
     };
     char *address;            /* LINK_OPEN (owned) */
     char *condition;          /* LINK_CLOSE, LINK_DETACH, CONN_CLOSE (owned, may be NULL) */

@@ -475,6 +475,13 @@ bool jn_core_run_inline(jn_core_t *core)
     return false;
 }
 
+uint64_t jn_core_next_identity(jn_core_t *core)
+{
+    /* no JN_ASSERT_CT: the main thread loads the config before the core
+     * runs (then no other thread touches the counter) */
+    return ++core->ct.next_link_id;
+}
+
 int jn_core_start(jn_core_t *core)
 {
     if (core->started)

@@ -456,6 +456,8 @@ struct jn_core {
     jn_core_io_ops_t ops;
     bool edge_mode; /* router.mode edge (edge.c) */
     bool deny_resumable_lr; /* jn_core_config_t.deny_resumable_link_routes */
+    uint32_t hello_max_age_ms; /* router.helloMaxAgeSeconds (3 s when unset), in ms:
+                                * op_link_silent_CT (mesh_side.c) */
 
     /* Written by the main thread before jn_core_start, then read by the
      * core thread only. */
@@ -529,7 +531,9 @@ struct jn_core {
         jn_core_link_t *dirty; /* incoming links whose credit to recompute */
         jn_core_link_t *resume; /* outgoing links to pump (link.c) */
         uint64_t batch;        /* number of the batch being processed */
-        uint64_t next_link_id;
+        uint64_t next_link_id; /* links' and router.config.* entities' identities
+                                * (jn_core_next_identity; the main thread too,
+                                * before the core starts) */
         int64_t mc_next_check_ms; /* the stuck-consumer watch's next check */
         /* the figures tick's next run (monotonic ms), 0 before the first
          * connection (jn_forward_figures_tick_CT) */

@@ -227,19 +227,21 @@ char *jn_lr_external_address(const jn_link_route_t *r, const char *address)
 }
 
 /* Of the link routes with one prefix or pattern (the chain at *head, not
- * empty), the first whose container is connected here, not counting from
- * (the attaching connection): its connection, with *route that link
- * route; it goes to the chain's end, so attaches take turns among the
- * containers, as in 1.19. NULL when none is connected (*route: the
+ * empty), the first whose container is connected here: its connection,
+ * with *route that link route; it goes to the chain's end, so attaches
+ * take turns among the containers, as in 1.19. The attaching connection
+ * counts like any other: a container that attaches to an address it
+ * serves itself gets the link back on its own connection, the other
+ * direction, as 1.19 routes it. NULL when none is connected (*route: the
  * chain's first). Core thread. */
-static jn_core_conn_t *take_turn_CT(jn_core_t *core, jn_link_route_t **head, jn_core_conn_t *from,
+static jn_core_conn_t *take_turn_CT(jn_core_t *core, jn_link_route_t **head,
                                     const jn_link_route_t **route)
 {
     jn_core_conn_t *to = NULL;
     jn_link_route_t **p = head, **at = NULL;
     *route = *p;
     for (; *p && !to; p = &(*p)->same)
-        if ((to = jn_lr_route_conn_CT(core, *p, from)) != NULL)
+        if ((to = jn_lr_route_conn_CT(core, *p, NULL)) != NULL)
             at = p;
     if (!at)
         return NULL;
@@ -275,7 +277,7 @@ bool jn_lr_attach_CT(jn_core_link_t *link)
     int i = t->match[d].count
                 ? jn_addr_config_match(&t->match[d], link->address, strlen(link->address))
                 : -1;
-    jn_core_conn_t *to = i >= 0 ? take_turn_CT(core, &t->routes[d][i], conn, &r) : NULL;
+    jn_core_conn_t *to = i >= 0 ? take_turn_CT(core, &t->routes[d][i], &r) : NULL;
     char *ext = NULL, *name = NULL;
     if (to) {
         ext = link->dynamic ? strdup(link->address) : jn_lr_external_address(r, link->address);

@@ -442,13 +442,19 @@ static void op_mobile_removed_CT(void *ctx, int router, const uint8_t *key, size
 }
 
 /* A neighbour's HELLOs aged out on inter-router connection slot `link`
- * while the connection is still up: it carries nothing (most likely
- * half-open: a path that stopped forwarding without closing). Its
+ * while the connection is still up. When it carries nothing (most likely
+ * half-open: a path that stopped forwarding without closing), its
  * unsettled deliveries would wait, with their senders' credit, until the
  * idle timeout (16 s by default); closed now, they come back to their
  * senders modified and new ones take another path. The transport is
  * closed at once: a close frame would get no answer. The connector, if
- * this side has one, reconnects as after any loss. */
+ * this side has one, reconnects as after any loss. The I/O thread closes
+ * it only if nothing at all arrived on it within helloMaxAgeSeconds
+ * (unheard_ms): one whose HELLOs are merely late behind bulk transfers in
+ * the sockets' buffers is heard all the time, and stays up with what is
+ * routed over it, as in 1.19 (the neighbour is out of the link state
+ * until its next HELLO arrives); it is watched, and cut once it falls
+ * silent for that long (io_watch.c, the silence watch). */
 static void op_link_silent_CT(void *ctx, int link, const char *id)
 {
     jn_core_t *core = ctx;
@@ -456,16 +462,15 @@ static void op_link_silent_CT(void *ctx, int link, const char *id)
     jn_core_conn_t *c = link >= 0 && link < JN_MESH_MAX_LINKS ? core->ct.slots[link] : NULL;
     if (!c || c->ct.closed)
         return;
-    JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_WARNING,
-           "[C%" PRIu64 "] Inter-router connection to router '%s' closed: no HELLO from it "
-           "within helloMaxAgeSeconds (the connection carries nothing)",
-           c->conn_id, id);
     jn_work_t *w = jn_work_new_CT(core, JN_WORK_CONN_CLOSE);
     if (!w)
         return;
     w->abort = true;
+    w->unheard_ms = core->hello_max_age_ms; /* the I/O thread logs what it did */
     w->condition = strdup("amqp:resource-limit-exceeded");
-    w->description = strdup("no HELLO from the neighbour within helloMaxAgeSeconds");
+    size_t n = strlen(id) + 64;
+    if ((w->description = malloc(n)) != NULL)
+        snprintf(w->description, n, "no HELLO from router '%s' within helloMaxAgeSeconds", id);
     jn_work_push_CT(c, w);
 }
 
@@ -473,6 +478,7 @@ static void op_link_silent_CT(void *ctx, int link, const char *id)
 
 int jn_router_init(jn_core_t *core, const jn_core_config_t *cfg)
 {
+    core->hello_max_age_ms = (cfg->hello_max_age ? cfg->hello_max_age : 3u) * 1000u;
     jn_core_conn_t *c = calloc(1, sizeof *c);
     jn_core_link_t *l = calloc(1, sizeof *l);
     if (!c || !l) {

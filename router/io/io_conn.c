@@ -25,6 +25,7 @@
 #include "io_private.h"
 
 #include <junction/pool.h>
+#include <junction/time.h>
 
 #include <proton/codec.h>
 #include <proton/sasl.h>
@@ -55,6 +56,13 @@ static void stall_fire(jn_io_timer_t *timer)
 {
     jn_io_conn_t *conn = (jn_io_conn_t *)((char *)timer - offsetof(jn_io_conn_t, stall));
     jn_io_conn_wake(conn); /* the pass looks at the write stall */
+    jn_io_conn_unref(conn); /* the timer's reference */
+}
+
+static void silence_fire(jn_io_timer_t *timer)
+{
+    jn_io_conn_t *conn = (jn_io_conn_t *)((char *)timer - offsetof(jn_io_conn_t, silence));
+    jn_io_conn_wake(conn);  /* the pass looks at the silence watch */
     jn_io_conn_unref(conn); /* the timer's reference */
 }
 
@@ -214,7 +222,9 @@ jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming)
     conn->tick.fire = tick_fire;
     conn->stall.fire = stall_fire;
     conn->handshake.fire = handshake_fire;
+    conn->silence.fire = silence_fire;
     conn->poll.conn = conn->tick.conn = conn->stall.conn = conn->handshake.conn = conn;
+    conn->silence.conn = conn;
     conn->next_link_id = 1;
     if (!incoming)
         snprintf(conn->host, sizeof conn->host, "%s", ep->shown);
@@ -361,11 +371,12 @@ static void conn_close_IO(jn_io_conn_t *conn, const char *condition, const char 
     pn_connection_close(conn->pn_io);
 }
 
-/* Close conn's transport at once with condition and description (the
- * transport's error, logged when it closes): for a peer that is not heard
- * any more, whose close would never come (JN_WORK_CONN_CLOSE with abort).
- * PN_TRANSPORT_CLOSED follows in this pass. */
-static void conn_abort_IO(jn_io_conn_t *conn, const char *condition, const char *description)
+/* jn_io_conn_abort_IO: close conn's transport at once with condition and
+ * description (the transport's error, logged when it closes): for a peer
+ * that is not heard any more, whose close would never come
+ * (JN_WORK_CONN_CLOSE with abort, io_watch.c's silence watch).
+ * PN_TRANSPORT_CLOSED follows in this pass. The owning loop's thread. */
+void jn_io_conn_abort_IO(jn_io_conn_t *conn, const char *condition, const char *description)
 {
     JN_ASSERT_IO(conn);
     pn_connection_driver_t *d = &conn->driver;
@@ -532,6 +543,8 @@ static void on_transport_closed(jn_io_conn_t *conn)
         jn_io_conn_unref(conn);
     if (jn_io_timer_cancel(conn->io, &conn->handshake))
         jn_io_conn_unref(conn);
+    if (jn_io_timer_cancel(conn->io, &conn->silence))
+        jn_io_conn_unref(conn);
     if (conn->core) {
         jn_core_conn_closed_IO(conn->core);
         conn->core = NULL;
@@ -679,8 +692,10 @@ static void work_do_IO(jn_io_conn_t *conn, jn_work_t *w)
             jn_io_tx_update_IO(link, w);
         break;
     case JN_WORK_CONN_CLOSE:
+        if (w->unheard_ms && jn_io_silence_judge_IO(conn, w))
+            break; /* heard: kept open, watched (io_watch.c) */
         if (w->abort)
-            conn_abort_IO(conn, w->condition, w->description);
+            jn_io_conn_abort_IO(conn, w->condition, w->description);
         else
             conn_close_IO(conn, w->condition, w->description);
         conn->forced_close = conn->forced_close || w->forced;

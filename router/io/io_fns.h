@@ -156,6 +156,15 @@ void jn_io_conn_written_IO(jn_io_conn_t *conn, bool writable);
  * deadline came due (now: ms, monotonic): judge it. The loop owning conn. */
 void jn_io_conn_io_error_IO(jn_io_conn_t *conn, int err, const char *what);
 void jn_io_stall_watch_IO(jn_io_conn_t *conn);
+/* io_watch.c, the silence watch: a CONN_CLOSE with unheard_ms (a
+ * neighbour's HELLOs aged out): true when conn was heard within the last
+ * unheard_ms, so it stays open and is watched (cut once nothing arrives
+ * for that long); false: close it now. Either way one line is logged.
+ * jn_io_silence_check_IO: the watch's deadline came (now: ms, monotonic).
+ * io_conn.c: jn_io_conn_abort_IO (comment there). The loop owning conn. */
+bool jn_io_silence_judge_IO(jn_io_conn_t *conn, const jn_work_t *w);
+void jn_io_silence_check_IO(jn_io_conn_t *conn, int64_t now);
+void jn_io_conn_abort_IO(jn_io_conn_t *conn, const char *condition, const char *description);
 void jn_io_stall_check_IO(jn_io_conn_t *conn, int64_t now);
 void jn_io_handshake_check_IO(jn_io_conn_t *conn, int64_t now);
 

@@ -531,6 +531,7 @@ bool jn_io_conn_input_IO(jn_io_conn_t *conn, char *start, size_t n)
         return false;
     }
     pn_connection_driver_read_done(d, ok);
+    conn->octets_read += ok;
     if (conn->tick_at == INT64_MAX)
         conn->tick_at = 0; /* input may start proton's idle clock */
     return true;
@@ -799,6 +800,12 @@ static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
      * sends: jn_io_residence_note_IO) */
     loop->pass_ns = jn_time_mono_ns();
     int64_t now = (int64_t)(loop->pass_ns / JN_NS_PER_MS);
+    if (conn->octets_read != conn->heard_octets) { /* something arrived (io_watch.c) */
+        conn->heard_octets = conn->octets_read;
+        conn->heard_ms = now;
+    }
+    if (conn->silence_watch && now >= conn->silence_at)
+        jn_io_silence_check_IO(conn, now);
     more |= conn_tick(conn, now);
     if (conn->stall_watch && now >= conn->stall_check_at)
         jn_io_stall_check_IO(conn, now);

@@ -511,6 +511,7 @@ struct jn_io_conn {
     jn_io_timer_t tick;  /* proton's next idle-timeout deadline */
     jn_io_timer_t stall; /* the write-stall check (io_loop.c, "Write stalls") */
     jn_io_timer_t handshake; /* initialHandshakeTimeoutSeconds (io_loop.c) */
+    jn_io_timer_t silence;   /* the silence watch (io_watch.c) */
 
     /* the owning loop's thread */
     pn_connection_driver_t driver; /* connection, transport, collector */
@@ -582,6 +583,18 @@ struct jn_io_conn {
      * a refused write is being watched, the count at the period's start
      * and when the period ends (jn_time_mono_ms() ms) */
     uint64_t octets_written;
+    /* octets of the peer's stream handed to proton, in all
+     * (jn_io_conn_input_IO); heard_octets: that count at the pass that
+     * last saw it grow, heard_ms (jn_time_mono_ms()) that pass's time */
+    uint64_t octets_read;
+    uint64_t heard_octets;
+    int64_t heard_ms;
+    /* the silence watch (io_watch.c): on while silence_watch; the
+     * connection is cut once nothing arrived for silence_ms; its next
+     * check is at silence_at (jn_time_mono_ms()) */
+    int64_t silence_at;
+    uint32_t silence_ms;
+    bool silence_watch;
     uint64_t stall_mark;
     int64_t stall_check_at;
     bool stall_watch;

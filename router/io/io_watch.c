@@ -118,3 +118,69 @@ void jn_io_handshake_check_IO(jn_io_conn_t *conn, int64_t now)
                                 conn->endpoint->cfg.handshake_timeout_seconds);
     pn_connection_driver_close(&conn->driver);
 }
+
+/* ---- the silence watch ---------------------------------------------------
+
+ * When a neighbour's HELLOs age out (router/core/mesh_side.c), its
+ * inter-router connection is most likely half-open, and is closed at once
+ * (docs/compat.md, "A silent inter-router connection is closed") — unless
+ * octets arrived on it within the last helloMaxAgeSeconds: its HELLOs are
+ * then late behind bulk transfers in the sockets' buffers, or its router
+ * was briefly starved, and closing it would lose what is routed over it.
+ * It stays open, as in 1.19, and is watched: once nothing at all has
+ * arrived for helloMaxAgeSeconds it is cut. A live peer sends a HELLO every
+ * helloIntervalSeconds, so a healthy connection never trips it; the watch
+ * is re-armed from the last octet heard (conn->heard_ms, kept by the pass)
+ * and stays on for the connection's life. A deadline met late because the
+ * router itself did not run is not held against the peer. */
+
+static void silence_arm(jn_io_conn_t *conn, int64_t at)
+{
+    conn->silence_watch = true;
+    conn->silence_at = at;
+    atomic_fetch_add(&conn->refs, 1); /* the timer's */
+    if (jn_io_timer_cancel(conn->io, &conn->silence))
+        jn_io_conn_unref(conn); /* it was armed: one reference is enough */
+    jn_io_timer_arm_at(conn->io, &conn->silence, at);
+}
+
+bool jn_io_silence_judge_IO(jn_io_conn_t *conn, const jn_work_t *w)
+{
+    JN_ASSERT_IO(conn);
+    const char *why = w->description ? w->description : "no HELLO";
+    int64_t now = (int64_t)jn_time_mono_ms();
+    if (conn->heard_ms && now - conn->heard_ms < (int64_t)w->unheard_ms) {
+        JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_INFO,
+               "[C%" PRIu64 "] Inter-router connection kept open: %s, but octets arrived "
+               "within the last %" PRIu32 " ms",
+               conn->id, why, w->unheard_ms);
+        conn->silence_ms = w->unheard_ms;
+        silence_arm(conn, conn->heard_ms + w->unheard_ms);
+        return true;
+    }
+    JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_WARNING,
+           "[C%" PRIu64 "] Inter-router connection closed: %s, and nothing else arrived "
+           "within the last %" PRIu32 " ms",
+           conn->id, why, w->unheard_ms);
+    return false;
+}
+
+void jn_io_silence_check_IO(jn_io_conn_t *conn, int64_t now)
+{
+    JN_ASSERT_IO(conn);
+    conn->silence_watch = false;
+    if (JN_UNLIKELY(now - conn->silence_at > JN_IO_STALL_MS)) {
+        silence_arm(conn, now + conn->silence_ms); /* our own stall: start again */
+        return;
+    }
+    if (now - conn->heard_ms < (int64_t)conn->silence_ms) {
+        silence_arm(conn, conn->heard_ms + conn->silence_ms); /* heard: watch on */
+        return;
+    }
+    JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_WARNING,
+           "[C%" PRIu64 "] Inter-router connection closed: nothing arrived within the last "
+           "%" PRIu32 " ms after its neighbour's HELLOs aged out",
+           conn->id, conn->silence_ms);
+    jn_io_conn_abort_IO(conn, "amqp:resource-limit-exceeded",
+                        "nothing heard from the neighbour within helloMaxAgeSeconds");
+}

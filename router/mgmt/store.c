@@ -308,7 +308,10 @@ int jn_mgmt_entity_set_identity(jn_mgmt_t *agent, jn_mgmt_entity_t *e, const cha
     if (given) {
         snprintf(buf, sizeof buf, "%s", given);
     } else if (strncmp(t, "router.config.", 14) == 0) {
-        snprintf(buf, sizeof buf, "%" PRIu64, agent->next_id);
+        /* one counter with the links', as 1.19 (core.h); an agent with
+         * no core (unit tests) counts alone */
+        snprintf(buf, sizeof buf, "%" PRIu64,
+                 agent->cfg.core ? jn_core_next_identity(agent->cfg.core) : agent->next_id);
     } else if (strcmp(t, "dummy") == 0) { /* 1.19: a count of its own */
         snprintf(buf, sizeof buf, "dummy/%" PRIu64, agent->next_dummy++);
     } else if (strcmp(t, "listener") == 0 || strcmp(t, "connector") == 0) {

@@ -235,7 +235,9 @@ class HalfOpenLinkTest(RouterTestCase):
                              + self.logs())
         self.assertLess(resumed, LIMIT, "traffic did not move to A-C-B in time")
         self.assertLess(longest, LIMIT, "deliveries on the half-open link waited")
-        self.assertIn("Inter-router connection to router 'B' closed", m["A"].log())
+        # closed at once (nothing heard since the last HELLO), or by the
+        # silence watch a moment later (the last frames came after it)
+        self.assertIn("Inter-router connection closed", m["A"].log())
 
 
 if __name__ == "__main__":

@@ -10,6 +10,9 @@ no broker needed.
   prefix and pattern, with a name already taken (a second link route with
   a prefix already routed is kept, as in 1.19), a pattern with no tokens
   (only separators). Nothing refused is kept.
+- Identities of linkRoute, autoLink (router.config.*) and link entities
+  come from one counter, as 1.19's: config entities made at start-up are
+  1, 2, ...; one created later is numbered past the links that exist.
 - `junction-stat --linkroutes` and `--autolinks` print 1.19's columns
   (qdstat: address/dir/distrib/status, the two external-prefix columns
   when some route has one; addr/dir/phs/extAddr/link/status/lastErr) with
@@ -28,6 +31,7 @@ STAT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "too
                     "junction-stat")
 LR = "org.apache.qpid.dispatch.router.config.linkRoute"
 AL = "org.apache.qpid.dispatch.router.config.autoLink"
+LINK = "org.apache.qpid.dispatch.router.link"
 
 
 class LinkRouteManagementTest(RouterTestCase):
@@ -91,6 +95,28 @@ class LinkRouteManagementTest(RouterTestCase):
             with self.subTest(type=etype):
                 code, desc, _ = m.call({"operation": "READ", "type": etype, "identity": "9999"})
                 self.assertEqual((code, desc), (404, "Not Found"))
+
+    def test_config_identities_share_the_links_counter(self):
+        """The identities of router.config.* entities and of links come
+        from one counter, as 1.19 numbers them (system_tests_link_routes
+        test_aaa_qdmanage_query_link_route reads them by that): the
+        linkRoute and autoLink of the config file, made before any link,
+        are 1 and 2; an autoLink created once links exist (this manager's
+        own two) gets a number past theirs, and is read back by it."""
+        r, m = self.start()
+        self.assertEqual([x["identity"] for x in m.query(LR, ["identity"])], ["1"])
+        self.assertEqual([x["identity"] for x in m.query(AL, ["identity"])], ["2"])
+        links = [int(x["identity"]) for x in m.query(LINK, ["identity"])]
+        self.assertTrue(links and min(links) > 2, links)
+        code, desc, body = m.create(AL, "al2", {"address": "q2", "direction": "in",
+                                                "containerId": "nobody"})
+        self.assertEqual(code, 201, desc)
+        self.assertGreater(int(body["identity"]), max(links), (body, links))
+        code, desc, again = m.call({"operation": "READ", "type": AL,
+                                    "identity": body["identity"]})
+        self.assertEqual((code, again["name"]), (200, "al2"), desc)
+        all_ids = [x["identity"] for t in (LR, AL, LINK) for x in m.query(t, ["identity"])]
+        self.assertEqual(len(all_ids), len(set(all_ids)), all_ids)
 
     def test_stat_linkroutes_and_autolinks_columns(self):
         r, m = self.start()

@@ -94,6 +94,10 @@ typedef struct jn_core_config {
     /* router.allowResumableLinkRoute false: a link-routed attach whose
      * client terminus may be resumed (jn_link_info_t.resumable) is refused */
     bool deny_resumable_link_routes;
+    /* qdrouterd's -T/--test-hooks: the streaming link scrubber runs every
+     * 5 s and keeps 2 idle links per connection (not 30 s and 128;
+     * router/core/stream.c) */
+    bool test_hooks;
 } jn_core_config_t;
 
 /* jn_core_create: a core that is not running yet. cfg and ops are copied.
@@ -208,6 +212,10 @@ typedef struct jn_conn_info {
      * (docs/design.md, "Tenant spaces"); it must pass
      * jn_core_tenant_vhost_usable. NULL or "": no space (copied). */
     const char *tenant_vhost;
+    /* the peer's open offered the capability qd.streaming-links (as a
+     * symbol or in an array): balanced copies toward it may take a
+     * streaming link (router/core/stream.c) */
+    bool streaming_links;
 } jn_conn_info_t;
 
 /* JN_CORE_TENANT_VHOST_MAX: the longest hostname that names a tenant
@@ -682,6 +690,12 @@ typedef struct jn_work {
                                 * 0 otherwise */
             uint8_t waypoint;  /* edge: capability qd.waypoint.<n> on it
                                 * (1..9; 0: none) */
+            uint8_t stream;    /* 1: an inter-router streaming link
+                                * (router/core/stream.c): an outgoing
+                                * data link (capability qd.router-data,
+                                * name qdlink.<15> of the I/O layer's
+                                * choosing), reported as JN_LINK_DATA
+                                * with priority -1 and attach_ref = ref */
         } attach;
     };
     char *address;            /* LINK_OPEN (owned) */

@@ -1,0 +1,170 @@
+#!/usr/bin/python3
+"""Streaming links between two routers (issue 25; docs/protocol.md,
+"Streaming links").
+
+A message that is still arriving when a router forwards it to another
+router goes on an extra data link of its own, so the messages behind it
+on the same path are not held until its last octet has crossed: on the
+shared priority link they would wait (a link carries one delivery at a
+time). The links are pooled per connection; idle ones beyond the pool are
+detached by a scrubber, which 1.19's -T makes run every 5 s with a pool
+of 2 (as ours does).
+
+Two routers, A connecting to B. Clients send on A; receivers are on B.
+"""
+import time
+import unittest
+
+from proton import Message
+
+from harness import SLOW, RouterTestCase, Scenario, conf_section
+from mesh import Mesh
+from test_edge import query
+
+ADDRESSES = conf_section("address", {"prefix": "closest", "distribution": "closest"}) + \
+    conf_section("address", {"prefix": "balanced", "distribution": "balanced"})
+
+FIRST = 32 * 1024  # octets of the large message sent before the small ones
+SIZE = 256 * 1024  # its body
+
+
+class StreamPast(Scenario):
+    """Streams the beginning of a large message from A to `bigs` (one
+    message per address, all at once), holds the rest back, and once
+    every receiver on B has the beginning of its message, sends
+    `n_small` small messages to `small`: they must all arrive while the
+    large ones are still partial. Then the rest is sent, and each large
+    message must arrive whole. `during` (optional) is called while the
+    large messages are partial (after the small ones arrived)."""
+
+    def __init__(self, a_url, b_url, bigs, small, ready, n_small=5, during=None, timeout=30):
+        super().__init__(timeout=timeout)
+        self.ready = ready  # true once A has routes to the receivers
+        self.a_url, self.b_url = a_url, b_url
+        self.bigs, self.small, self.n_small = list(bigs), small, n_small
+        self.during = during
+        self.encoded = Message(body=b"L" * SIZE).encode()
+        self.phase = 0
+        self.small_sent = self.small_got = 0
+        self.big_got = {}
+        self.partial_when_small_done = None
+
+    def start(self):
+        rconn = self.connect(self.b_url)
+        self.rbig = {a: self.container.create_receiver(rconn, a) for a in self.bigs}
+        self.rsmall = self.container.create_receiver(rconn, self.small)
+        sconn = self.connect(self.a_url)
+        self.sbig = {a: self.container.create_sender(sconn, a) for a in self.bigs}
+        self.ssmall = self.container.create_sender(sconn, self.small)
+
+    def on_link_opened(self, event):
+        if event.link.is_receiver:
+            event.link.flow(20)
+
+    def partial_everywhere(self):
+        return all(r.current is not None and r.current.pending > 0 and r.current.partial
+                   for r in self.rbig.values())
+
+    def tick(self):
+        if self.phase == 0 and all(s.credit > 0 for s in self.sbig.values()) and \
+                self.ssmall.credit > 0 and self.ready():
+            for a, s in self.sbig.items():
+                s.delivery("big-" + a)
+                s.stream(self.encoded[:FIRST])
+            self.phase = 1
+        elif self.phase == 1 and self.partial_everywhere():
+            self.phase = 2
+        if self.phase == 2:
+            while self.small_sent < self.n_small and self.ssmall.credit > 0:
+                self.ssmall.send(Message(body="small-%d" % self.small_sent))
+                self.small_sent += 1
+        if self.phase == 2 and self.small_got == self.n_small:
+            self.partial_when_small_done = self.partial_everywhere()
+            if self.during:
+                self.during()
+            for s in self.sbig.values():
+                s.stream(self.encoded[FIRST:])
+                s.advance()
+            self.phase = 3
+        elif self.phase == 3 and len(self.big_got) == len(self.bigs):
+            self.done()
+
+    def on_message(self, event):
+        event.delivery.update(event.delivery.ACCEPTED)
+        event.delivery.settle()
+        if event.receiver == self.rsmall:
+            self.small_got += 1
+        else:
+            self.big_got[event.receiver.source.address] = len(event.message.body)
+
+    def progress(self):
+        return "phase %d, small received %d of %d, large received %s" % (
+            self.phase, self.small_got, self.n_small, self.big_got)
+
+
+def inter_router_links(url):
+    """The router.link rows of type inter-router (data links) of a router."""
+    return [r for r in query(url, "org.apache.qpid.dispatch.router.link",
+                             ["linkType", "linkDir", "linkName"])
+            if r["linkType"] == "inter-router"]
+
+
+class StreamingLinkTest(RouterTestCase):
+
+    def mesh(self, args=None):
+        m = Mesh(self, ["A", "B"], [("A", "B", 1)], extra={"A": ADDRESSES, "B": ADDRESSES},
+                 args=args)
+        return m.start()
+
+    def stream_past(self, m, bigs, small, **kw):
+        keys = ["M0" + a for a in bigs + [small]]
+        s = self.run_scenario(StreamPast(
+            m["A"].url, m["B"].url, bigs, small,
+            lambda: all("B" in m.remote_holders("A", k) for k in keys), **kw))
+        self.assertTrue(s.partial_when_small_done,
+                        "the large messages completed before the small ones arrived")
+        for a in bigs:
+            self.assertEqual(s.big_got[a], SIZE, "the large message to %s arrived altered" % a)
+        return s
+
+    def test_streaming_closest_message_does_not_hold_up_small_ones(self):
+        m = self.mesh()
+        seen = {}
+        base = len(inter_router_links(m["A"].url))
+        self.stream_past(m, ["closest.big"], "closest.small",
+                         during=lambda: seen.update(n=len(inter_router_links(m["A"].url))))
+        # the large one went on a link of its own: one more data link out of A
+        self.assertEqual(seen["n"], base + 1)
+        # ... which stays in the pool for the next one (no new link)
+        self.stream_past(m, ["closest.big"], "closest.small")
+        self.assertEqual(len(inter_router_links(m["A"].url)), base + 1)
+
+    def test_streaming_multicast_message_does_not_hold_up_small_ones(self):
+        m = self.mesh()
+        self.stream_past(m, ["mc.big"], "mc.small")
+
+    def test_streaming_balanced_message_does_not_hold_up_small_ones(self):
+        # balanced: the peer (a junctiond) offers qd.streaming-links
+        m = self.mesh()
+        self.stream_past(m, ["balanced.big"], "balanced.small")
+
+    def test_scrubber_detaches_idle_streaming_links_beyond_the_pool(self):
+        # -T: every 5 s, pool of 2 (1.19's test mode)
+        m = self.mesh(args={"A": ["-T"]})
+        url = m["A"].url
+        base = len(inter_router_links(url))
+        bigs = ["closest.big%d" % i for i in range(4)]
+        seen = {}
+        self.stream_past(m, bigs, "closest.small",
+                         during=lambda: seen.update(n=len(inter_router_links(url))))
+        # four messages streamed at once: four streaming links
+        self.assertEqual(seen["n"], base + 4)
+        # idle now: the scrubber detaches all but 2 within its period
+        self.wait_for("the scrubber", lambda: len(inter_router_links(url)) == base + 2,
+                      timeout=15)
+        time.sleep(6 * SLOW)  # a further pass keeps the pool
+        self.assertEqual(len(inter_router_links(url)), base + 2)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -658,6 +658,9 @@ typedef enum jn_work_type {
     JN_WORK_LINK_DETACH
 } jn_work_type_t;
 
+/* jn_work_t.attach.stream */
+enum { JN_STREAM_ATTACH_DATA = 1, JN_STREAM_ATTACH_ANONYMOUS = 2 };
+
 /* One work item. Owned by the queue until taken, then by the taker, who
  * frees it with jn_work_free. */
 typedef struct jn_work {
@@ -690,12 +693,15 @@ typedef struct jn_work {
                                 * 0 otherwise */
             uint8_t waypoint;  /* edge: capability qd.waypoint.<n> on it
                                 * (1..9; 0: none) */
-            uint8_t stream;    /* 1: an inter-router streaming link
-                                * (router/core/stream.c): an outgoing
-                                * data link (capability qd.router-data,
-                                * name qdlink.<15> of the I/O layer's
-                                * choosing), reported as JN_LINK_DATA
-                                * with priority -1 and attach_ref = ref */
+            uint8_t stream;    /* a streaming link (router/core/stream.c),
+                                * outgoing, named qdlink.<15> by the I/O
+                                * layer, reported with attach_ref = ref:
+                                * JN_STREAM_ATTACH_DATA: a data link
+                                * (capability qd.router-data), reported
+                                * as JN_LINK_DATA with priority -1;
+                                * _ANONYMOUS: a sender without target
+                                * address (edge connections), reported
+                                * as JN_LINK_ENDPOINT; 0: not one */
         } attach;
     };
     char *address;            /* LINK_OPEN (owned) */

@@ -421,6 +421,7 @@ struct jn_core_link {
          * and the next one there */
         bool streaming;
         bool stream_pooled;
+        bool stream_scrub_mark; /* idle since the scrubber's last pass */
         jn_delivery_t *stream_copy;
         jn_core_link_t *stream_next;
     } ct;

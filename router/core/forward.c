@@ -490,12 +490,14 @@ static bool forward_anycast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_rou
     }
     if (to && backlogged_CT(dlv, to))
         to = NULL; /* dropped: see backlogged */
-    if (JN_UNLIKELY(to && to->type == JN_LINK_DATA) &&
-        !(to = jn_stream_route_CT(dlv, to, addr->distribution == JN_DIST_BALANCED))) {
+    jn_core_link_t *via = to;
+    if (JN_UNLIKELY(to && to->conn->router_peer) &&
+        !(via = jn_stream_route_CT(dlv, to, addr->distribution == JN_DIST_BALANCED))) {
         dlv->ct.pending++; /* its copy waits for a streaming link (stream.c) */
-        addr->transit++;
+        ++*(to->conn->inter_router ? &addr->transit : &addr->egress);
         return true;
     }
+    to = via;
     jn_delivery_t *copy = to ? jn_delivery_copy_CT(dlv, to, dlv->presettled) : NULL;
     if (!copy)
         return false; /* pending stays 0: released */
@@ -539,7 +541,7 @@ static void copy_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigne
             dlv->ct.pending--;
             continue;
         }
-        if (JN_UNLIKELY(to->type == JN_LINK_DATA) && !(to = jn_stream_route_CT(dlv, to, false)))
+        if (JN_UNLIKELY(to->conn->router_peer) && !(to = jn_stream_route_CT(dlv, to, false)))
             continue; /* its copy waits for a streaming link, pending (stream.c) */
         jn_delivery_t *copy =
             backlogged_CT(dlv, to) ? NULL : jn_delivery_copy_CT(dlv, to, dlv->presettled);

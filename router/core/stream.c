@@ -8,9 +8,13 @@
  * data link for streams when its message is not complete yet when it is
  * routed, or carries x-opt-qd.stream (an earlier router streamed it).
  * Closest and multicast copies always stream; balanced ones only toward a
- * peer whose open offered qd.streaming-links (as 1.19). The I/O layer
- * marks what it sends on a streaming link with x-opt-qd.stream, so the
- * routers after this one stream it too.
+ * peer whose open offered qd.streaming-links (as 1.19). On an edge
+ * connection whose peer offered them, a copy toward a sender of either
+ * end streams too (an interior's copy for an edge's consumers, an edge's
+ * copy up its uplink): its streaming link is an anonymous sender, whose
+ * copies carry their address as x-opt-qd.to, as the edge's uplink does.
+ * The I/O layer marks what it sends on a streaming link with
+ * x-opt-qd.stream, so the routers after this one stream it too.
  *
  * The pool. Each inter-router connection keeps its idle streaming links
  * (conn->ct.stream_idle, the most recently used first). A streaming copy
@@ -26,7 +30,9 @@
  * The scrubber. Every JN_STREAM_SCRUB_MS (from the figures tick), a
  * connection with more than JN_STREAM_POOL_MAX idle links detaches up to
  * JN_STREAM_SCRUB_BATCH of them, the least recently used first (1.19's
- * constants; its --test-hooks make them 5 s and 2, and so do ours).
+ * constants; its --test-hooks make them 5 s and 2, and so do ours). Only
+ * links idle since the previous pass, with no copy unsettled, are
+ * detached: one whose last message is still being written would abort it.
  *
  * A peer's extra qd.router-data links need nothing here: they are
  * ordinary incoming data links (link.c, mesh_side.c).
@@ -51,8 +57,9 @@ bool jn_stream_is_ref(const void *ref)
     return ref == &stream_ref;
 }
 
-/* Ask conn's I/O thread for one more streaming link. Returns 0 or
- * JN_ENOMEM. */
+/* Ask conn's I/O thread for one more streaming link: a data link on an
+ * inter-router connection, an anonymous sender on an edge connection.
+ * Returns 0 or JN_ENOMEM. */
 static int ask_link_CT(jn_core_conn_t *conn)
 {
     JN_ASSERT_CT(conn->core);
@@ -62,7 +69,7 @@ static int ask_link_CT(jn_core_conn_t *conn)
     w->attach.dir = JN_LINK_OUTGOING;
     w->attach.name = strdup("qdlink.stream"); /* the I/O layer names it qdlink.<15> */
     w->attach.ref = (void *)&stream_ref;
-    w->attach.stream = 1;
+    w->attach.stream = conn->inter_router ? JN_STREAM_ATTACH_DATA : JN_STREAM_ATTACH_ANONYMOUS;
     if (!w->attach.name) {
         jn_work_free(w);
         return JN_ENOMEM;
@@ -71,12 +78,30 @@ static int ask_link_CT(jn_core_conn_t *conn)
     return 0;
 }
 
-/* Whether a copy of dlv toward the priority data link `to` streams. */
+/* Whether the link `to` may be replaced by a streaming link: a priority
+ * data link (balanced: toward a peer that offered streaming links), or a
+ * sender on an edge connection whose peer offered them (either end: an
+ * interior's to an edge's consumers, an edge's uplink senders). */
+static bool streamable_CT(const jn_core_link_t *to, bool balanced)
+{
+    const jn_core_conn_t *c = to->conn;
+    JN_ASSERT_CT(c->core);
+    if (to->dir != JN_LINK_OUTGOING || to->ct.streaming || to->ct.routed ||
+        to->ct.state != JN_LINK_ST_ATTACHED)
+        return false;
+    if (c->inter_router)
+        return to->type == JN_LINK_DATA && to->priority >= 0 &&
+               (!balanced || c->streaming_links);
+    return c->edge && c->streaming_links &&
+           (to->type == JN_LINK_ENDPOINT || to->type == JN_LINK_EDGE_DOWNLINK ||
+            to->type == JN_LINK_EDGE_UPLINK || to->type == JN_LINK_EDGE_ADDR);
+}
+
+/* Whether a copy of dlv toward `to` streams. */
 static bool wanted_CT(const jn_delivery_t *dlv, const jn_core_link_t *to, bool balanced)
 {
     JN_ASSERT_CT(to->conn->core);
-    if (to->priority < 0 || !to->conn->inter_router || to->ct.state != JN_LINK_ST_ATTACHED ||
-        dlv->link->conn->internal || (balanced && !to->conn->streaming_links))
+    if (dlv->link->conn->internal || !streamable_CT(to, balanced))
         return false;
     const jn_message_t *m = dlv->message;
     if (!jn_message_is_complete(m) && !jn_message_is_aborted(m))
@@ -97,6 +122,7 @@ jn_core_link_t *jn_stream_route_CT(jn_delivery_t *dlv, jn_core_link_t *to, bool 
         conn->ct.stream_idle_count--;
         l->ct.stream_next = NULL;
         l->ct.stream_pooled = false;
+        l->ct.stream_scrub_mark = false;
         return l;
     }
     jn_stream_wait_t *w = malloc(sizeof *w);
@@ -202,24 +228,42 @@ void jn_stream_conn_closed_CT(jn_core_conn_t *conn)
     }
 }
 
+/* Where in conn's pool the least recently used link that may be detached
+ * is (NULL: none): idle since the scrubber's previous pass at least
+ * (stream_scrub_mark), so that the last octets of a message queued just
+ * before (a pre-settled one leaves no copy behind) have been written, and
+ * with no copy left unsettled. */
+static jn_core_link_t **scrub_candidate_CT(jn_core_conn_t *conn)
+{
+    JN_ASSERT_CT(conn->core);
+    jn_core_link_t **found = NULL;
+    for (jn_core_link_t **p = &conn->ct.stream_idle; *p; p = &(*p)->ct.stream_next)
+        if ((*p)->ct.stream_scrub_mark && !(*p)->ct.inflight.head && !(*p)->ct.undelivered.head)
+            found = p;
+    return found;
+}
+
 /* Detach up to JN_STREAM_SCRUB_BATCH idle links of conn beyond the pool's
- * size, the least recently used (the pool's tail) first. */
+ * size, the least recently used (the pool's tail) first; the links left
+ * in the pool are marked for the next pass. */
 static void scrub_conn_CT(jn_core_t *core, jn_core_conn_t *conn)
 {
     JN_ASSERT_CT(core);
     uint32_t n = 0;
-    while (conn->ct.stream_idle_count > core->stream_pool_max && n < JN_STREAM_SCRUB_BATCH) {
-        jn_core_link_t **p = &conn->ct.stream_idle;
-        while ((*p)->ct.stream_next)
-            p = &(*p)->ct.stream_next;
+    jn_core_link_t **p;
+    while (conn->ct.stream_idle_count > core->stream_pool_max && n < JN_STREAM_SCRUB_BATCH &&
+           (p = scrub_candidate_CT(conn)) != NULL) {
         jn_core_link_t *link = *p;
-        *p = NULL;
+        *p = link->ct.stream_next;
+        link->ct.stream_next = NULL;
         conn->ct.stream_idle_count--;
         link->ct.stream_pooled = false;
         link->ct.state = JN_LINK_ST_REFUSED; /* no more copies; gone from management */
         jn_work_link_CT(link, JN_WORK_LINK_CLOSE, NULL, NULL, NULL, 0);
         n++;
     }
+    for (jn_core_link_t *l = conn->ct.stream_idle; l; l = l->ct.stream_next)
+        l->ct.stream_scrub_mark = true;
     if (n)
         JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_DEBUG,
                "[C%" PRIu64 "] Streaming link scrubber: detached %" PRIu32 " idle links",

@@ -276,7 +276,7 @@ void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w)
         return;
     }
     set_termini(pl, w);
-    if (w->attach.stream) /* a streaming link (router/core/stream.c) */
+    if (w->attach.stream == JN_STREAM_ATTACH_DATA) /* router/core/stream.c */
         jn_io_set_capability(pl, "qd.router-data");
     pn_link_set_snd_settle_mode(pl, w->attach.presettled ? PN_SND_SETTLED : PN_SND_UNSETTLED);
     if (w->attach.edge) {
@@ -309,8 +309,8 @@ void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w)
         .presettled = w->attach.presettled,
         .capacity = conn->endpoint->cfg.link_capacity,
         .type = w->attach.edge     ? (jn_link_type_t)w->attach.edge
-                : w->attach.stream ? JN_LINK_DATA
-                                   : JN_LINK_ENDPOINT,
+                : w->attach.stream == JN_STREAM_ATTACH_DATA ? JN_LINK_DATA
+                                                            : JN_LINK_ENDPOINT,
         .priority = -1,
         .local = true,
         .attach_ref = w->attach.edge ? NULL : w->attach.ref,

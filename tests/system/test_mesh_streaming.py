@@ -11,6 +11,9 @@ detached by a scrubber, which 1.19's -T makes run every 5 s with a pool
 of 2 (as ours does).
 
 Two routers, A connecting to B. Clients send on A; receivers are on B.
+With edge routers (an interior I, edges E1 and E2 under it), the same
+holds on edge connections, both ways: E1 streams up its uplink, I down
+to E2.
 """
 import time
 import unittest
@@ -19,7 +22,7 @@ from proton import Message
 
 from harness import SLOW, RouterTestCase, Scenario, conf_section
 from mesh import Mesh
-from test_edge import query
+from test_edge import EdgeMesh, query
 
 ADDRESSES = conf_section("address", {"prefix": "closest", "distribution": "closest"}) + \
     conf_section("address", {"prefix": "balanced", "distribution": "balanced"})
@@ -164,6 +167,92 @@ class StreamingLinkTest(RouterTestCase):
                       timeout=15)
         time.sleep(6 * SLOW)  # a further pass keeps the pool
         self.assertEqual(len(inter_router_links(url)), base + 2)
+
+
+class StreamPastOnOneAddress(Scenario):
+    """Multicast on one address, as 1.19's edge tests do it: a receiver r1
+    on `rx_url` takes the beginning of a large message sent on `tx_url`,
+    held back; then a second receiver r2 attaches there and a second
+    sender sends a small message, which r2 must get while the large one
+    is still partial (r1 gets it after the large one, on its own link)."""
+
+    def __init__(self, tx_url, rx_url, address, ready, timeout=30):
+        super().__init__(timeout=timeout)
+        self.tx_url, self.rx_url, self.address, self.ready = tx_url, rx_url, address, ready
+        self.encoded = Message(body=b"L" * SIZE).encode()
+        self.phase = 0
+        self.r2 = None
+        self.r2_at = None
+        self.got = {}
+        self.partial_when_small_done = None
+
+    def start(self):
+        self.rconn = self.connect(self.rx_url)
+        self.r1 = self.container.create_receiver(self.rconn, self.address, name="r1")
+        sconn = self.connect(self.tx_url)
+        self.s1 = self.container.create_sender(sconn, self.address, name="s1")
+        self.s2 = self.container.create_sender(sconn, self.address, name="s2")
+
+    def on_link_opened(self, event):
+        if event.link.is_receiver:
+            event.link.flow(20)
+            if event.link == self.r2:
+                self.r2_at = time.monotonic()
+
+    def r1_partial(self):
+        d = self.r1.current
+        return d is not None and d.pending > 0 and d.partial
+
+    def tick(self):
+        if self.phase == 0 and self.s1.credit > 0 and self.ready():
+            self.s1.delivery("big")
+            self.s1.stream(self.encoded[:FIRST])
+            self.phase = 1
+        elif self.phase == 1 and self.r1_partial():
+            self.r2 = self.container.create_receiver(self.rconn, self.address, name="r2")
+            self.phase = 2
+        elif self.phase == 2 and self.r2_at and time.monotonic() > self.r2_at + 1.0 * SLOW \
+                and self.s2.credit > 0:
+            self.s2.send(Message(body="small"))
+            self.phase = 3
+        elif self.phase == 3 and "r2" in self.got:
+            self.partial_when_small_done = self.r1_partial()
+            self.s1.stream(self.encoded[FIRST:])
+            self.s1.advance()
+            self.phase = 4
+        elif self.phase == 4 and "r1" in self.got:
+            self.done()
+
+    def on_message(self, event):
+        event.delivery.update(event.delivery.ACCEPTED)
+        event.delivery.settle()
+        who = "r1" if event.receiver == self.r1 else "r2"
+        self.got.setdefault(who, len(event.message.body))
+
+    def progress(self):
+        return "phase %d, received %s" % (self.phase, self.got)
+
+
+class EdgeStreamingTest(RouterTestCase):
+
+    def test_streaming_multicast_message_across_edges_does_not_hold_up_small_ones(self):
+        m = EdgeMesh(self, ["I"], {"E1": ["I"], "E2": ["I"]})
+        state = {}
+
+        def ready():
+            # E2's receiver is a consumer on I; then a second for E1 to hear of it
+            if "at" not in state:
+                rows = query(m.url("I"), "org.apache.qpid.dispatch.router.address",
+                             ["name", "subscriberCount"])
+                if any(r["name"] == "M0mc.x" and r["subscriberCount"] >= 1 for r in rows):
+                    state["at"] = time.monotonic()
+                return False
+            return time.monotonic() > state["at"] + 1.0 * SLOW
+
+        s = self.run_scenario(StreamPastOnOneAddress(m.url("E1"), m.url("E2"), "mc.x", ready))
+        self.assertTrue(s.partial_when_small_done,
+                        "the large message completed before the small one arrived")
+        self.assertEqual(s.got["r1"], SIZE, "the large message arrived altered")
 
 
 if __name__ == "__main__":

@@ -200,6 +200,7 @@ static bool has_capability(pn_terminus_t *t, const char *cap)
 
 bool jn_io_ir_offers_streaming_IO(pn_connection_t *pc)
 {
+    JN_ASSERT_SOME_IO();
     pn_data_t *d = pn_connection_remote_offered_capabilities(pc);
     if (!d)
         return false;

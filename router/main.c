@@ -83,13 +83,14 @@ typedef struct options {
     bool daemonize;
     bool check;         /* --check: validate the configuration and exit */
     bool include_given; /* -I: accepted for 1.19's unit files, ignored */
-    bool test_hooks;    /* -T: accepted, nothing to enable */
+    bool test_hooks;    /* -T: the streaming link scrubber's test timing */
 } options_t;
 
 /* What main builds (main thread only). */
 typedef struct daemon_state {
     jn_router_settings_t settings;
     const char *config_path; /* NULL: built-in default */
+    bool test_hooks;         /* -T (jn_core_config_t.test_hooks) */
     jn_core_t *core;
     jn_io_t *io;
     jn_policy_t *policy;    /* the vhost table: made by build, freed after io and the agent */
@@ -117,7 +118,8 @@ static void usage(FILE *out)
                  "                       listens (start as root to bind ports below 1024)\n"
                  "  -I, --include PATH   accepted for qdrouterd's command lines and ignored:\n"
                  "                       Junction embeds no Python\n"
-                 "  -T, --test-hooks     accepted for qdrouterd's command lines and ignored\n"
+                 "  -T, --test-hooks     qdrouterd's test mode: the streaming link scrubber\n"
+                 "                       runs every 5 s and keeps 2 idle links\n"
                  "  -v, --version        print the version and exit\n"
                  "  -h, --help           print this help and exit\n\n"
                  "Signals: SIGHUP reloads the configuration file, SIGUSR1 reopens log\n"
@@ -391,7 +393,8 @@ static int build(daemon_state_t *st)
                            .ra_interval = rs->ra_interval,
                            .ra_interval_flux = rs->ra_interval_flux,
                            .remote_ls_max_age = rs->remote_ls_max_age,
-                           .deny_resumable_link_routes = !rs->allow_resumable_link_route};
+                           .deny_resumable_link_routes = !rs->allow_resumable_link_route,
+                           .test_hooks = st->test_hooks};
     st->policy = jn_policy_create();
     st->core = st->policy ? jn_core_create(&cc, jn_io_core_ops()) : NULL;
     jn_io_config_t ic = {.container_id = rs->id,
@@ -746,7 +749,8 @@ static int check_config(const options_t *opts)
     return finish(cfg, refusals ? 1 : 0);
 }
 
-/* log_ignored_options: the qdrouterd options Junction takes and ignores. */
+/* log_ignored_options: the qdrouterd options Junction takes and ignores
+ * (of -T, all but the scrubber's test timing). */
 static void log_ignored_options(const options_t *opts)
 {
     if (opts->include_given)
@@ -754,7 +758,8 @@ static void log_ignored_options(const options_t *opts)
                "-I/--include ignored: Junction embeds no Python, so it has no include path");
     if (opts->test_hooks)
         JN_LOG(JN_LOG_MOD_MAIN, JN_LOG_NOTICE,
-               "-T/--test-hooks ignored: Junction has no test hooks to enable");
+               "-T/--test-hooks: 1.19's test modules ignored (Junction has none); the "
+               "streaming link scrubber runs every 5 s and keeps 2 idle links");
 }
 
 /* Block the signals run() takes (sigwait), before anything else, so that
@@ -828,7 +833,8 @@ int main(int argc, char **argv)
     if (opts.check)
         return check_config(&opts);
 
-    daemon_state_t st = {.watchdog_usec = jn_process_watchdog_usec()};
+    daemon_state_t st = {.watchdog_usec = jn_process_watchdog_usec(),
+                         .test_hooks = opts.test_hooks};
     jn_config_t *cfg;
     if (configure(&opts, &st, &cfg) != 0)
         return 1;

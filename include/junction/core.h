@@ -94,6 +94,10 @@ typedef struct jn_core_config {
     /* router.allowResumableLinkRoute false: a link-routed attach whose
      * client terminus may be resumed (jn_link_info_t.resumable) is refused */
     bool deny_resumable_link_routes;
+    /* qdrouterd's -T/--test-hooks: the streaming link scrubber runs every
+     * 5 s and keeps 2 idle links per connection (not 30 s and 128;
+     * router/core/stream.c) */
+    bool test_hooks;
 } jn_core_config_t;
 
 /* jn_core_create: a core that is not running yet. cfg and ops are copied.
@@ -218,6 +222,10 @@ typedef struct jn_conn_info {
      * (docs/design.md, "Tenant spaces"); it must pass
      * jn_core_tenant_vhost_usable. NULL or "": no space (copied). */
     const char *tenant_vhost;
+    /* the peer's open offered the capability qd.streaming-links (as a
+     * symbol or in an array): balanced copies toward it may take a
+     * streaming link (router/core/stream.c) */
+    bool streaming_links;
 } jn_conn_info_t;
 
 /* JN_CORE_TENANT_VHOST_MAX: the longest hostname that names a tenant
@@ -662,6 +670,9 @@ typedef enum jn_work_type {
     JN_WORK_LINK_DETACH
 } jn_work_type_t;
 
+/* jn_work_t.attach.stream */
+enum { JN_STREAM_ATTACH_DATA = 1, JN_STREAM_ATTACH_ANONYMOUS = 2 };
+
 /* One work item. Owned by the queue until taken, then by the taker, who
  * frees it with jn_work_free. */
 typedef struct jn_work {
@@ -697,6 +708,15 @@ typedef struct jn_work {
                                 * 0 otherwise */
             uint8_t waypoint;  /* edge: capability qd.waypoint.<n> on it
                                 * (1..9; 0: none) */
+            uint8_t stream;    /* a streaming link (router/core/stream.c),
+                                * outgoing, named qdlink.<15> by the I/O
+                                * layer, reported with attach_ref = ref:
+                                * JN_STREAM_ATTACH_DATA: a data link
+                                * (capability qd.router-data), reported
+                                * as JN_LINK_DATA with priority -1;
+                                * _ANONYMOUS: a sender without target
+                                * address (edge connections), reported
+                                * as JN_LINK_ENDPOINT; 0: not one */
         } attach;
         /* CONN_CLOSE with abort: close only when nothing at all arrived
          * on the connection for this many ms (the I/O thread judges; it

@@ -88,6 +88,7 @@ jn_core_conn_t *jn_core_conn_opened_IO(jn_core_t *core, void *io_conn, const jn_
     c->link_capacity = info->link_capacity;
     c->inter_router = info->inter_router;
     c->route_container = info->route_container;
+    c->streaming_links = info->streaming_links;
     c->edge = info->edge;
     c->deny_dynamic_link_routes = info->deny_dynamic_link_routes;
     c->deny_admin_status_update = info->deny_admin_status_update;
@@ -165,6 +166,7 @@ void jn_conn_closed_CT(jn_core_conn_t *conn)
     jn_router_conn_closed_CT(conn); /* before its links: no route through it */
     while (conn->ct.links)
         jn_link_detached_CT(conn->ct.links, true);
+    jn_stream_conn_closed_CT(conn); /* deliveries waiting for a streaming link */
     jn_lr_conn_closed_CT(conn);
     if (conn->edge) {
         core->ct.edge_conns--;

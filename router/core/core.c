@@ -109,6 +109,8 @@ jn_core_t *jn_core_create(const jn_core_config_t *cfg, const jn_core_io_ops_t *o
     core->router_id = strdup(cfg->router_id ? cfg->router_id : "Junction");
     core->edge_mode = cfg->edge;
     core->deny_resumable_lr = cfg->deny_resumable_link_routes;
+    core->stream_scrub_ms = cfg->test_hooks ? JN_STREAM_TEST_SCRUB_MS : JN_STREAM_SCRUB_MS;
+    core->stream_pool_max = cfg->test_hooks ? JN_STREAM_TEST_POOL_MAX : JN_STREAM_POOL_MAX;
     core->ct.addrs = jn_hash_create(64);
     core->wake_fd = eventfd(0, EFD_CLOEXEC);
     if (!core->router_id || !core->ct.addrs || core->wake_fd < 0 ||

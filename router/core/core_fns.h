@@ -551,6 +551,36 @@ void jn_link_attach_route_CT(jn_core_link_t *link);
  * detach). */
 void jn_link_refuse_CT(jn_core_link_t *link, const char *condition, const char *description);
 
+/* ---- stream.c (streaming links, mesh-protocol 3.5) ----------------------- */
+
+/* Whether ref (a link's attach_ref) marks a streaming link stream.c asked
+ * for. Any thread. */
+bool jn_stream_is_ref(const void *ref);
+/* The link a copy of dlv takes instead of `to`, an outgoing inter-router
+ * data link the forwarding picked (balanced: picked by balanced
+ * distribution): `to` itself when the copy does not stream, else an idle
+ * streaming link of to's connection (borrowed), or NULL when there is
+ * none: dlv then waits for a new one (a delivery reference is kept) and
+ * the caller counts the copy in dlv->ct.pending as if it were made; it is
+ * made with jn_fwd_deferred_copy_CT. Core thread. */
+jn_core_link_t *jn_stream_route_CT(jn_delivery_t *dlv, jn_core_link_t *to, bool balanced);
+/* The last of the message on streaming link `link` is queued to the I/O
+ * layer, or its copy finished earlier: the link goes back to its pool.
+ * Core thread. */
+void jn_stream_done_CT(jn_core_link_t *link);
+/* A streaming link asked for (jn_stream_is_ref) attached: it takes the
+ * oldest waiting delivery of its connection, or goes to the pool. Core
+ * thread. */
+void jn_stream_attached_CT(jn_core_link_t *link);
+/* A streaming link is detaching: out of its pool. Core thread. */
+void jn_stream_link_gone_CT(jn_core_link_t *link);
+/* conn closed: its waiting deliveries count their copies as not made.
+ * Core thread. */
+void jn_stream_conn_closed_CT(jn_core_conn_t *conn);
+/* The scrubber, from the figures tick (now_ms: jn_time_mono_ms). Core
+ * thread. */
+void jn_stream_tick_CT(jn_core_t *core, int64_t now_ms);
+
 /* ---- delivery.c ---------------------------------------------------------- */
 
 /* Free an update action the core has taken from its queue. */

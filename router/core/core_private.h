@@ -217,6 +217,7 @@ struct jn_core_conn {
     uint32_t link_capacity;
     bool inter_router;
     bool route_container; /* role route-container */
+    bool streaming_links; /* the peer offered qd.streaming-links (stream.c) */
     bool edge;            /* role edge: an edge router's uplink (edge.c) */
     bool deny_dynamic_link_routes, deny_admin_status_update; /* jn_conn_info_t */
     bool router_peer;    /* inter_router || edge: deliveries to it carry the
@@ -256,6 +257,12 @@ struct jn_core_conn {
         int slot;                               /* mesh link slot, -1 while none */
         jn_core_link_t *control_out;            /* outgoing control link */
         jn_core_link_t *data_out[10];           /* outgoing data links by priority */
+        /* streaming links (stream.c): the idle ones (through link
+         * ct.stream_next, the most recently used first) and how many;
+         * deliveries waiting for a new one, oldest first */
+        jn_core_link_t *stream_idle;
+        uint32_t stream_idle_count;
+        struct jn_stream_wait *stream_wait, *stream_wait_tail;
         bool control_in;                        /* an incoming control link attached */
         uint32_t data_in_count, data_out_count; /* by arrival order (3.3) */
         /* edge connection (edge.c): the edge's tracking link, whether it
@@ -409,6 +416,14 @@ struct jn_core_link {
          * count then); a delivery after it drains the sender (link.c) */
         bool nodest_seen;
         uint64_t nodest_deliveries;
+        /* an outgoing streaming link (stream.c): the copy it carries
+         * (borrowed; NULL: none), whether it is in its connection's pool,
+         * and the next one there */
+        bool streaming;
+        bool stream_pooled;
+        bool stream_scrub_mark; /* idle since the scrubber's last pass */
+        jn_delivery_t *stream_copy;
+        jn_core_link_t *stream_next;
     } ct;
 
     /* Link routes, auto-links, phases (linkroute.c), apart from the hot
@@ -449,6 +464,16 @@ struct jn_core_link {
 
 /* ---- the core ----------------------------------------------------------- */
 
+/* The streaming link scrubber (stream.c; mesh-protocol 3.5, as 1.19): its
+ * period, the idle links a connection keeps, the most it detaches per
+ * pass; with -T/--test-hooks, the period and the pool as 1.19's test mode
+ * makes them. */
+#define JN_STREAM_SCRUB_MS         30000
+#define JN_STREAM_POOL_MAX         128
+#define JN_STREAM_SCRUB_BATCH      10
+#define JN_STREAM_TEST_SCRUB_MS    5000
+#define JN_STREAM_TEST_POOL_MAX    2
+
 struct jn_core {
     /* Immutable after jn_core_create. */
     char *router_id; /* heap */
@@ -458,6 +483,8 @@ struct jn_core {
     bool deny_resumable_lr; /* jn_core_config_t.deny_resumable_link_routes */
     uint32_t hello_max_age_ms; /* router.helloMaxAgeSeconds (3 s when unset), in ms:
                                 * op_link_silent_CT (mesh_side.c) */
+    int64_t stream_scrub_ms;  /* the scrubber's period (stream.c) */
+    uint32_t stream_pool_max; /* idle streaming links a connection keeps */
 
     /* Written by the main thread before jn_core_start, then read by the
      * core thread only. */
@@ -554,6 +581,7 @@ struct jn_core {
         /* jn_time_mono_ns at the start of the current batch: the clock
          * the delayed-delivery figures read (one read per batch) */
         uint64_t batch_ns;
+        int64_t stream_scrub_at_ms; /* the scrubber's next pass (stream.c), 0: not yet set */
         bool stop;
     } ct;
 

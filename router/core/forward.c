@@ -283,6 +283,8 @@ void jn_fwd_finish_copy_CT(jn_delivery_t *copy)
     JN_ASSERT_CT(jn_delivery_core(copy));
     jn_core_link_t *link = copy->link;
     copy_settle_CT(copy);
+    if (JN_UNLIKELY(link->ct.stream_copy == copy))
+        jn_stream_done_CT(link);
     if (copy->ct.list == JN_DLV_ON_UNDELIVERED)
         jn_dlv_list_remove_CT(&link->ct.undelivered, copy);
     else if (copy->ct.list == JN_DLV_ON_INFLIGHT)
@@ -307,6 +309,8 @@ static void enqueue_CT(jn_delivery_t *copy)
     JN_ASSERT_CT(jn_delivery_core(copy));
     jn_dlv_list_append_CT(&copy->link->ct.undelivered, copy);
     copy->ct.list = JN_DLV_ON_UNDELIVERED;
+    if (JN_UNLIKELY(copy->link->ct.streaming))
+        copy->link->ct.stream_copy = copy; /* its one message (stream.c) */
     jn_link_pump_CT(copy->link);
 }
 
@@ -398,6 +402,8 @@ void jn_forward_hand_out_CT(jn_delivery_t *copy)
     }
     jn_work_dlv_CT(copy, JN_WORK_DELIVERY_SEND, JN_DISP_NONE, NULL, false);
     copy->ct.final = final;
+    if (JN_UNLIKELY(link->ct.stream_copy == copy) && final)
+        jn_stream_done_CT(link);
     if (copy->presettled) {
         copy->ct.settled = true;
         if (JN_UNLIKELY(!peer->presettled) && !peer->ct.multicast && !peer->ct.served)
@@ -484,6 +490,14 @@ static bool forward_anycast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_rou
     }
     if (to && backlogged_CT(dlv, to))
         to = NULL; /* dropped: see backlogged */
+    jn_core_link_t *via = to;
+    if (JN_UNLIKELY(to && to->conn->router_peer) &&
+        !(via = jn_stream_route_CT(dlv, to, addr->distribution == JN_DIST_BALANCED))) {
+        dlv->ct.pending++; /* its copy waits for a streaming link (stream.c) */
+        ++*(to->conn->inter_router ? &addr->transit : &addr->egress);
+        return true;
+    }
+    to = via;
     jn_delivery_t *copy = to ? jn_delivery_copy_CT(dlv, to, dlv->presettled) : NULL;
     if (!copy)
         return false; /* pending stays 0: released */
@@ -527,6 +541,8 @@ static void copy_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigne
             dlv->ct.pending--;
             continue;
         }
+        if (JN_UNLIKELY(to->conn->router_peer) && !(to = jn_stream_route_CT(dlv, to, false)))
+            continue; /* its copy waits for a streaming link, pending (stream.c) */
         jn_delivery_t *copy =
             backlogged_CT(dlv, to) ? NULL : jn_delivery_copy_CT(dlv, to, dlv->presettled);
         if (!copy) {
@@ -682,30 +698,6 @@ void jn_forward_composed_CT(jn_delivery_t *dlv)
     check_done_CT(dlv);
 }
 
-/* What an incoming delivery is, for forwarding: the one decision
- * jn_forward_arrived_CT dispatches on (classify_CT). */
-typedef enum {
-    JN_FWD_CONTROL,     /* on an inter-router control link: the mesh's (router.c) */
-    JN_FWD_EDGE_SERVED, /* on an edge's tracking, heartbeat, lookup or reply link (edge.c) */
-    JN_FWD_LINK_ROUTED, /* on a link-routed link: to the link at its other end, as is */
-    JN_FWD_MANAGEMENT,  /* to $management: the core's own endpoint (router.c) */
-    JN_FWD_UNAVAILABLE, /* anonymous, to an address configured unavailable: rejected */
-    JN_FWD_EXCHANGE,    /* to an address bound to an exchange (exchange.c) */
-    JN_FWD_MULTICAST,   /* one copy per consumer and per next-hop router */
-    JN_FWD_ANYCAST,     /* one copy to one consumer (closest or balanced) */
-    JN_FWD_NO_ROUTE,    /* no address, or looping: released (pre-settled: dropped) */
-} jn_fwd_kind_t;
-
-/* Where an incoming delivery goes (classify_CT): its kind, the address it
- * names (counted as its ingress), the address it is routed by (the
- * edge's uplink address when nothing here takes it) and its route
- * context (set for the routed kinds only). */
-typedef struct {
-    jn_addr_t *named;
-    jn_addr_t *addr;
-    jn_route_ctx_t rc;
-} jn_fwd_route_t;
-
 /* Classify an incoming delivery, once: first by its link (control, edge
  * served, link-routed), then by its address. */
 static inline jn_fwd_kind_t classify_CT(jn_core_t *core, jn_delivery_t *dlv, jn_fwd_route_t *r)
@@ -842,6 +834,8 @@ void jn_forward_continued_CT(jn_delivery_t *dlv)
          * by them */
         affinity_CT(core, dlv->link->conn, c->link->conn);
         c->ct.final = final;
+        if (JN_UNLIKELY(c->link->ct.stream_copy == c) && final)
+            jn_stream_done_CT(c->link);
         if (c->ct.settled && c->ct.final)
             jn_fwd_finish_copy_CT(c);
     }
@@ -983,4 +977,16 @@ void jn_fwd_enqueue_CT(jn_delivery_t *copy)
 {
     JN_ASSERT_CT(jn_delivery_core(copy));
     enqueue_CT(copy);
+}
+
+void jn_fwd_deferred_copy_CT(jn_delivery_t *dlv, jn_core_link_t *to)
+{
+    jn_core_t *core = jn_delivery_core(dlv);
+    JN_ASSERT_CT(core);
+    jn_delivery_t *copy = to ? jn_delivery_copy_CT(dlv, to, dlv->presettled) : NULL;
+    if (copy)
+        enqueue_CT(copy);
+    else if (--dlv->ct.pending == 0 && dlv->ct.routed)
+        jn_fwd_all_handed_CT(core, dlv);
+    check_done_CT(dlv);
 }

@@ -140,6 +140,7 @@ void jn_forward_figures_tick_CT(jn_core_t *core)
     /* memory the pools gave back after a burst goes back to the system
      * once they stop shrinking (junction/pool.h); once a second at most */
     jn_pool_trim_heap();
+    jn_stream_tick_CT(core, now); /* idle streaming links beyond the pool */
     core->ct.figures_at_ms = now + JN_CORE_FIGURES_MS;
     jn_core_timer_at_CT(core, core->ct.figures_at_ms);
 }

@@ -21,6 +21,30 @@
 
 /* ---- forward.c ----------------------------------------------------------- */
 
+/* What an incoming delivery is, for forwarding: the one decision
+ * jn_forward_arrived_CT dispatches on (classify_CT). */
+typedef enum {
+    JN_FWD_CONTROL,     /* on an inter-router control link: the mesh's (router.c) */
+    JN_FWD_EDGE_SERVED, /* on an edge's tracking, heartbeat, lookup or reply link (edge.c) */
+    JN_FWD_LINK_ROUTED, /* on a link-routed link: to the link at its other end, as is */
+    JN_FWD_MANAGEMENT,  /* to $management: the core's own endpoint (router.c) */
+    JN_FWD_UNAVAILABLE, /* anonymous, to an address configured unavailable: rejected */
+    JN_FWD_EXCHANGE,    /* to an address bound to an exchange (exchange.c) */
+    JN_FWD_MULTICAST,   /* one copy per consumer and per next-hop router */
+    JN_FWD_ANYCAST,     /* one copy to one consumer (closest or balanced) */
+    JN_FWD_NO_ROUTE,    /* no address, or looping: released (pre-settled: dropped) */
+} jn_fwd_kind_t;
+
+/* Where an incoming delivery goes (classify_CT): its kind, the address it
+ * names (counted as its ingress), the address it is routed by (the
+ * edge's uplink address when nothing here takes it) and its route
+ * context (set for the routed kinds only). */
+typedef struct {
+    jn_addr_t *named;
+    jn_addr_t *addr;
+    jn_route_ctx_t rc;
+} jn_fwd_route_t;
+
 /* The address an incoming delivery goes to: its link's target, or on an
  * anonymous link the one its message names; NULL: none (or its link is
  * not attached). Borrowed, not referenced. */
@@ -32,6 +56,11 @@ jn_core_link_t *jn_fwd_pick_anycast_CT(jn_core_t *core, jn_addr_t *addr,
 /* Queue a new copy (the core's reference moves to its link's undelivered
  * list) and hand out what its link's credit allows. */
 void jn_fwd_enqueue_CT(jn_delivery_t *copy);
+/* A copy of dlv counted in its pending copies and not made then (it
+ * waited for a streaming link, stream.c): make it on `to` and queue it,
+ * or with `to` NULL (or no memory), count it as not made. dlv is
+ * borrowed (the caller keeps a reference across the call). */
+void jn_fwd_deferred_copy_CT(jn_delivery_t *dlv, jn_core_link_t *to);
 /* Every copy of dlv is handed out or dropped: its credit goes back to its
  * link, and the router settles it when the decision is the router's. */
 void jn_fwd_all_handed_CT(jn_core_t *core, jn_delivery_t *dlv);

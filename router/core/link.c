@@ -313,6 +313,10 @@ void jn_link_attached_CT(jn_core_link_t *link)
            in ? "<any>" : terminus(link->address), in ? terminus(link->address) : "<any>",
            link->dynamic ? " (dynamic)" : "");
 
+    if (JN_UNLIKELY(link->local && jn_stream_is_ref(link->attach_ref))) {
+        jn_stream_attached_CT(link); /* a streaming link (stream.c) */
+        return;
+    }
     if (link->local && link->attach_ref) {
         jn_lr_local_attached_CT(link); /* one the router asked for */
         return;
@@ -398,6 +402,8 @@ void jn_link_detached_CT(jn_core_link_t *link, bool from_conn_close)
         link->ct.state == JN_LINK_ST_ROUTING)
         answer_later = jn_lr_link_detached_CT(link, from_conn_close);
     link->ct.state = JN_LINK_ST_DETACHED; /* no more work for it from here */
+    if (JN_UNLIKELY(link->ct.streaming))
+        jn_stream_link_gone_CT(link);
     jn_addr_t *addr = NULL;
     if (was_attached && link->type >= JN_LINK_EDGE_DOWNLINK)
         jn_edge_link_detached_CT(link);

@@ -353,6 +353,14 @@ void jn_io_ir_log_annotations_version_IO(jn_io_conn_t *conn, pn_connection_t *pc
  * sessions and attach the 2 control and 20 data links in 1.19's order,
  * each reported to the core as a local link. */
 void jn_io_ir_attach_links_IO(jn_io_conn_t *conn);
+/* A link name as 1.19 makes them, "qdlink." and 15 characters from
+ * [a-zA-Z0-9+_] (getrandom, else a clock-seeded sequence), into out
+ * (NUL-terminated). Any thread. */
+void jn_io_ir_link_name(char out[23]);
+/* Whether the peer's open offered the capability qd.streaming-links (a
+ * symbol, or in an array of symbols; mesh-protocol 2.2). The connection's
+ * I/O thread. */
+bool jn_io_ir_offers_streaming_IO(pn_connection_t *pc);
 /* A link the peer attached: set info->type and info->priority from the
  * terminus capability at our end and the attach order. */
 void jn_io_ir_classify_IO(jn_io_link_t *link, jn_link_info_t *info);

@@ -389,7 +389,7 @@ void jn_io_link_release_IO(jn_io_link_t *link)
         link->pn = NULL;
         /* a link the core asked for had its own session (io_route.c):
          * kept for the next one */
-        if (link->routed)
+        if (link->routed || link->streaming)
             jn_io_route_session_idle_IO(link->conn, ssn);
     }
     jn_io_link_free_IO(link);

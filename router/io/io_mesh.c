@@ -74,7 +74,7 @@ void jn_io_ir_log_annotations_version_IO(jn_io_conn_t *conn, pn_connection_t *pc
     pn_data_rewind(props);
 }
 
-static void link_name(char out[23])
+void jn_io_ir_link_name(char out[23])
 {
     static const char chars[] =
         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+_";
@@ -112,7 +112,7 @@ static void attach_one(jn_io_conn_t *conn, pn_session_t *ssn, bool sender, bool 
                        int priority)
 {
     char name[23];
-    link_name(name);
+    jn_io_ir_link_name(name);
     pn_link_t *pl = sender ? pn_sender(ssn, name) : pn_receiver(ssn, name);
     const char *cap = control ? CAP_CONTROL : CAP_DATA;
     pn_terminus_set_type(pn_link_source(pl), PN_SOURCE);
@@ -196,6 +196,32 @@ static bool has_capability(pn_terminus_t *t, const char *cap)
         pn_data_exit(d);
     pn_data_rewind(d);
     return match;
+}
+
+bool jn_io_ir_offers_streaming_IO(pn_connection_t *pc)
+{
+    JN_ASSERT_SOME_IO();
+    pn_data_t *d = pn_connection_remote_offered_capabilities(pc);
+    if (!d)
+        return false;
+    static const char cap[] = "qd.streaming-links";
+    bool found = false;
+    pn_data_rewind(d);
+    if (!pn_data_next(d))
+        return false;
+    bool array = pn_data_type(d) == PN_ARRAY;
+    if (array && (pn_data_get_array_type(d) != PN_SYMBOL || !pn_data_enter(d)))
+        array = false;
+    while (!found && (!array || pn_data_next(d))) {
+        if (pn_data_type(d) == PN_SYMBOL) {
+            pn_bytes_t b = pn_data_get_symbol(d);
+            found = b.size == sizeof cap - 1 && memcmp(b.start, cap, b.size) == 0;
+        }
+        if (!array)
+            break;
+    }
+    pn_data_rewind(d);
+    return found;
 }
 
 bool jn_io_fallback_receiver_IO(pn_link_t *pl)

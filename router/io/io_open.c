@@ -195,6 +195,7 @@ void jn_io_conn_remote_open_IO(jn_io_conn_t *conn, pn_transport_t *t)
         .endpoint_name = conn->endpoint->cfg.name,
         .route_container = conn->endpoint->cfg.role == JN_ROLE_ROUTE_CONTAINER,
         .edge = conn->edge,
+        .streaming_links = jn_io_ir_offers_streaming_IO(pc),
     };
     if (!open_identity_IO(conn, t, &info) || !open_policy_IO(conn, pc, t, &info))
         return;

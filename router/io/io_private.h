@@ -649,6 +649,8 @@ struct jn_io_link {
                            * are received unparsed and sent octet for octet */
     bool edge_reply;      /* an edge router's dynamic reply receiver: report the
                            * answer with the address the peer made */
+    bool streaming;       /* an inter-router streaming link (io_route.c): what it
+                           * sends carries x-opt-qd.stream */
     uint64_t max_message_size; /* incoming: octets, 0 = unlimited (maxMessageSize;
                                 * JN_IO_CONTROL_MAX_MESSAGE on control links) */
     bool local_closed;

@@ -329,12 +329,20 @@ void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w)
         pn_session_open(ssn);
     }
     bool send = w->attach.dir == JN_LINK_OUTGOING;
-    pn_link_t *pl = send ? pn_sender(ssn, w->attach.name) : pn_receiver(ssn, w->attach.name);
+    char stream_name[23];
+    const char *name = w->attach.name;
+    if (w->attach.stream) { /* unique on the connection, as 1.19 names its own */
+        jn_io_ir_link_name(stream_name);
+        name = stream_name;
+    }
+    pn_link_t *pl = send ? pn_sender(ssn, name) : pn_receiver(ssn, name);
     if (!pl) {
         pn_session_close(ssn);
         return;
     }
     set_termini(conn, pl, w);
+    if (w->attach.stream == JN_STREAM_ATTACH_DATA) /* router/core/stream.c */
+        jn_io_set_capability(pl, "qd.router-data");
     /* a dynamic node has no address until the container names it */
     bool dynamic = pn_terminus_is_dynamic(send ? pn_link_target(pl) : pn_link_source(pl));
     pn_link_set_snd_settle_mode(pl, w->attach.presettled ? PN_SND_SETTLED : PN_SND_UNSETTLED);
@@ -357,16 +365,19 @@ void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w)
         return;
     }
     link->local = true;
-    link->routed = !w->attach.edge;
+    link->routed = !w->attach.edge && !w->attach.stream;
+    link->streaming = w->attach.stream;
     link->passthrough = w->passthrough;
     link->edge_reply = w->attach.edge == JN_LINK_EDGE_REPLY;
     jn_link_info_t info = {
         .dir = link->dir,
-        .name = w->attach.name,
+        .name = name,
         .address = dynamic ? NULL : w->address,
         .presettled = w->attach.presettled,
         .capacity = conn->endpoint->cfg.link_capacity,
-        .type = w->attach.edge ? (jn_link_type_t)w->attach.edge : JN_LINK_ENDPOINT,
+        .type = w->attach.edge     ? (jn_link_type_t)w->attach.edge
+                : w->attach.stream == JN_STREAM_ATTACH_DATA ? JN_LINK_DATA
+                                                            : JN_LINK_ENDPOINT,
         .priority = -1,
         .local = true,
         .attach_ref = w->attach.edge ? NULL : w->attach.ref,
@@ -376,7 +387,7 @@ void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w)
         link->detached = true;
     pn_link_open(pl);
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_DEBUG, JN_IO_LINK_FMT " Attaching %s link %s to %s", conn->id,
-           link->id, send ? "sending" : "receiving", w->attach.name, w->address ? w->address : "");
+           link->id, send ? "sending" : "receiving", name, w->address ? w->address : "");
 }
 
 void jn_io_route_session_idle_IO(jn_io_conn_t *conn, pn_session_t *ssn)

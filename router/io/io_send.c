@@ -230,7 +230,8 @@ static void tx_start_IO(jn_io_link_t *link, jn_work_t *w)
     jn_buffer_list_t ann;
     jn_buffer_list_init(&ann);
     jn_ra_hop_t hop = {.to_router = !link->conn->strip_outbound,
-                       .node_id = link->conn->io->node_id};
+                       .node_id = link->conn->io->node_id,
+                       .stream = link->streaming};
     const char *to_override = jn_delivery_to_override(dlv);
     jn_iter_t to_it;
     if (to_override && hop.to_router) {

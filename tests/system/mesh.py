@@ -67,7 +67,7 @@ class Mesh:
     """Routers started by a RouterTestCase (stopped at its cleanup)."""
 
     def __init__(self, case, names, edges, router_attrs=None, client_listener=None,
-                 extra=None):
+                 extra=None, args=None):
         self.case = case
         self.names = list(names)
         self.edges = [(a, b, c) for a, b, c in edges]
@@ -75,6 +75,7 @@ class Mesh:
         self.router_attrs = router_attrs or {}
         self.client_listener = client_listener or {}
         self.extra = extra or {}  # name -> more config text
+        self.args = args or {}  # name -> more junctiond options (e.g. ["-T"])
         self.routers = {}
         self.ids = {}  # name -> router id, where they differ
 
@@ -110,6 +111,7 @@ class Mesh:
             r = Router(self.case.workdir, name=name, config=self.config(name))
             if r.port not in taken:
                 break
+        r.extra_args = list(self.args.get(name, []))
         r.start()
         self.case.routers.append(r)
         self.case.addCleanup(self.case._stop_router, r)

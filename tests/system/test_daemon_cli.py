@@ -97,7 +97,7 @@ class CliTest(RouterTestCase):
         r = self.start_with(["-I", "/usr/lib/qpid-dispatch/python", "-T",
                              "--include=/elsewhere", "--test-hooks"])
         self.assertEqual(route_one(r.url), "hello")
-        self.wait_for("the notices", lambda: "-T/--test-hooks ignored" in r.log())
+        self.wait_for("the notices", lambda: "-T/--test-hooks: 1.19's test modules ignored" in r.log())
         self.assertIn("-I/--include ignored", r.log())
 
     # ---- --check ---------------------------------------------------------

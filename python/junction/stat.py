@@ -341,7 +341,7 @@ class Views:
     def memory(self):
         attrs = ["identity", "typeSize", "transferBatchSize", "localFreeListMax",
                  "totalAllocFromHeap", "heldByThreads", "batchesRebalancedToThreads",
-                 "batchesRebalancedToGlobal"]
+                 "batchesRebalancedToGlobal", "totalFreeToHeap"]
         pools = self.q("allocator", attrs)
         cols = ["type", Column("size", num), Column("batch", num), Column("thread-max", num),
                 Column("total", num), Column("in-threads", num), Column("rebal-in", num),
@@ -352,7 +352,10 @@ class Views:
                          p.get("transferBatchSize"), p.get("localFreeListMax"),
                          p.get("totalAllocFromHeap"), p.get("heldByThreads"),
                          p.get("batchesRebalancedToThreads"), p.get("batchesRebalancedToGlobal")])
-            pooled += (p.get("typeSize") or 0) * (p.get("totalAllocFromHeap") or 0)
+            # held now: a Junction pool gives objects back to the heap, so
+            # totalAllocFromHeap alone counts every object it ever took
+            held = (p.get("totalAllocFromHeap") or 0) - (p.get("totalFreeToHeap") or 0)
+            pooled += (p.get("typeSize") or 0) * held
         if not rows:
             self.messages.append("No memory statistics available")
             return []

@@ -181,11 +181,11 @@ def canned_entities(router_id, all_ids):
     ents[PREFIX + "allocator"] = [
         {"name": "allocator/" + n, "identity": "allocator/" + n, "type": PREFIX + "allocator",
          "typeName": n, "typeSize": size, "transferBatchSize": 64, "localFreeListMax": 128,
-         "globalFreeListMax": 0, "totalAllocFromHeap": total, "totalFreeToHeap": 0,
+         "globalFreeListMax": 0, "totalAllocFromHeap": total, "totalFreeToHeap": freed,
          "heldByThreads": held, "batchesRebalancedToThreads": 2, "batchesRebalancedToGlobal": 1}
-        for n, size, total, held in (("jn_message_t", 160, 1024, 512),
-                                     ("jn_buffer_t", 576, 2048, 1000),
-                                     ("jn_delivery_t", 232, 640, 64))]
+        for n, size, total, freed, held in (("jn_message_t", 160, 1024, 0, 512),
+                                            ("jn_buffer_t", 576, 2048, 1024, 1000),
+                                            ("jn_delivery_t", 232, 640, 0, 64))]
 
     ents[PREFIX + "router.config.autoLink"] = [
         {"name": "al1", "identity": "5", "type": PREFIX + "router.config.autoLink",

@@ -182,7 +182,16 @@ class StatViewTest(ToolsTestCase):
         heads, rows = parse_table(out, "Summary")
         self.assertEqual(heads, ["VmSize", "Pooled"])
         if self.fake:
-            self.assertEqual(rows, [["429 MiB", "1.42 MiB"]])
+            self.assertEqual(rows, [["429 MiB", "881 KiB"]])
+
+    def test_memory_pooled_counts_objects_held_not_ever_allocated(self):
+        """Pooled is what the pools hold now: a Junction pool gives objects
+        back to the heap (totalFreeToHeap), so totalAllocFromHeap alone
+        overstates it (the fake's jn_buffer_t took 2048 and gave back 1024)."""
+        self.require_fake()
+        heads, rows = parse_table(self.ok("stat", "-m"), "Summary")
+        held = 160 * 1024 + 576 * (2048 - 1024) + 232 * 640
+        self.assertEqual(rows[0][1], "%d KiB" % (held // 1024))
 
     def test_autolinks_and_linkroutes(self):
         out = self.ok("stat", "--autolinks")

@@ -155,6 +155,15 @@ struct jn_http {
     bool stopped;
     pthread_mutex_t lock;
     server_t *servers; /* under lock */
+    /* A client TLS context handed to every HTTPS listener's libwebsockets
+     * context (never used: the router makes no HTTP requests). Without it
+     * libwebsockets 4.1 makes one per context and, with two or more
+     * contexts, loses track of all but the last at destroy (it finds them
+     * through an OpenSSL ex_data index that each context's set-up
+     * renumbers): memory kept for each HTTPS listener ever started. Ours is
+     * made once (NULL when out of memory: libwebsockets then makes its
+     * own) and freed by jn_http_free. Immutable after jn_http_create. */
+    SSL_CTX *client_tls;
 };
 
 /* ---- requests ------------------------------------------------------------ */
@@ -709,6 +718,7 @@ jn_http_t *jn_http_create(const jn_http_config_t *cfg)
     atomic_init(&http->state, JN_HTTP_STARTING);
     pthread_mutex_init(&http->lock, NULL);
     lws_set_log_level(LLL_ERR | LLL_WARN, lws_log);
+    http->client_tls = SSL_CTX_new(TLS_client_method());
     return http;
 }
 
@@ -795,6 +805,7 @@ static int server_listen(server_t *srv, const jn_endpoint_http_config_t *cfg, ch
     info.timeout_secs_ah_idle = HTTP_TIMEOUT_S;
     if (srv->tls) {
         info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+        info.provided_client_ssl_ctx = srv->http->client_tls;
         info.ssl_cert_filepath = cfg->cert_file;
         info.ssl_private_key_filepath = cfg->key_file;
         info.ssl_ca_filepath = cfg->ca_file && cfg->ca_file[0] ? cfg->ca_file : NULL;
@@ -917,6 +928,7 @@ void jn_http_free(jn_http_t *http)
     if (!http)
         return;
     jn_http_stop(http);
+    SSL_CTX_free(http->client_tls);
     pthread_mutex_destroy(&http->lock);
     free(http);
 }

@@ -160,9 +160,10 @@ struct jn_http {
      * libwebsockets 4.1 makes one per context and, with two or more
      * contexts, loses track of all but the last at destroy (it finds them
      * through an OpenSSL ex_data index that each context's set-up
-     * renumbers): memory kept for each HTTPS listener ever started. Ours is
-     * made once (NULL when out of memory: libwebsockets then makes its
-     * own) and freed by jn_http_free. Immutable after jn_http_create. */
+     * renumbers): memory kept for each HTTPS listener ever started. Made
+     * with the first HTTPS listener (a router without one never pays for
+     * OpenSSL's set-up), under lock; NULL when out of memory (libwebsockets
+     * then makes its own). Freed by jn_http_free. */
     SSL_CTX *client_tls;
 };
 
@@ -718,7 +719,6 @@ jn_http_t *jn_http_create(const jn_http_config_t *cfg)
     atomic_init(&http->state, JN_HTTP_STARTING);
     pthread_mutex_init(&http->lock, NULL);
     lws_set_log_level(LLL_ERR | LLL_WARN, lws_log);
-    http->client_tls = SSL_CTX_new(TLS_client_method());
     return http;
 }
 
@@ -805,7 +805,11 @@ static int server_listen(server_t *srv, const jn_endpoint_http_config_t *cfg, ch
     info.timeout_secs_ah_idle = HTTP_TIMEOUT_S;
     if (srv->tls) {
         info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+        pthread_mutex_lock(&srv->http->lock);
+        if (!srv->http->client_tls)
+            srv->http->client_tls = SSL_CTX_new(TLS_client_method());
         info.provided_client_ssl_ctx = srv->http->client_tls;
+        pthread_mutex_unlock(&srv->http->lock);
         info.ssl_cert_filepath = cfg->cert_file;
         info.ssl_private_key_filepath = cfg->key_file;
         info.ssl_ca_filepath = cfg->ca_file && cfg->ca_file[0] ? cfg->ca_file : NULL;

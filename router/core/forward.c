@@ -392,8 +392,9 @@ void jn_forward_hand_out_CT(jn_delivery_t *copy)
     link->ct.handed++;
     link->ct.deliveries++;
     link->conn->ct.last_dlv_ns = core->ct.batch_ns;
-    if (link->conn->inter_router) { /* sent to another router: transit, whatever */
-        jn_stat_add(&core->stats.transit, 1); /* the link (data, control, routed) */
+    if (link->conn->inter_router) { /* to another router: transit, but control */
+        if (link->type == JN_LINK_DATA)
+            jn_stat_add(&core->stats.transit, 1);
     } else {
         jn_stat_add(&core->stats.egress, 1);
         if (JN_UNLIKELY(link->conn->route_container))

@@ -262,27 +262,32 @@ static void frame_size(jn_amqp_conn_t *c, size_t start, size_t payload)
 }
 
 /* One frame of d with up to *left payload octets from the pieces; *n is
- * set to the octets it carries. Returns 0 or an output error. */
+ * set to the octets it carries. The performative is first composed as the
+ * last frame's (more=false, the shorter encoding): a message that fits one
+ * frame, the common case, is composed once; only when the payload does not
+ * fit is it composed again with more=true, which leaves less room, so the
+ * frame is then not the last. Returns 0 or an output error. */
 static int send_frame(jn_amqp_delivery_t *d, const jn_iter_t *pieces, size_t npieces, size_t *k,
                       jn_iter_t *cur, size_t left, bool more, size_t *n)
 {
     jn_amqp_conn_t *c = d->link->session->conn;
-    size_t start = jn_amqp_frame_begin(&c->out, JN_AMQP_FRAME_AMQP, d->link->session->channel);
-    int rc = compose_transfer(c, d, true);
-    size_t head = c->out.size - start; /* more=false encodes in as many octets */
+    uint16_t channel = d->link->session->channel;
+    size_t start = jn_amqp_frame_begin(&c->out, JN_AMQP_FRAME_AMQP, channel);
+    int rc = compose_transfer(c, d, more);
+    size_t head = c->out.size - start;
+    if (rc == 0 && !more && head < c->remote_max_frame && left > c->remote_max_frame - head) {
+        jn_amqp_out_rollback(c, start); /* not the last frame after all */
+        start = jn_amqp_frame_begin(&c->out, JN_AMQP_FRAME_AMQP, channel);
+        rc = compose_transfer(c, d, true);
+        head = c->out.size - start;
+    }
     if (rc == 0 && head >= c->remote_max_frame)
         rc = JN_EOVERFLOW;
     if (rc == 0) {
         size_t room = c->remote_max_frame - head;
         *n = left < room ? left : room;
-        if (!more && *n == left) { /* the last frame */
-            jn_amqp_out_rollback(c, start);
-            start = jn_amqp_frame_begin(&c->out, JN_AMQP_FRAME_AMQP, d->link->session->channel);
-            rc = compose_transfer(c, d, false);
-        }
-    }
-    if (rc == 0)
         rc = ref_payload(c, pieces, npieces, k, cur, *n);
+    }
     if (rc == 0)
         rc = jn_encoder_error(&c->out);
     if (rc != 0) {

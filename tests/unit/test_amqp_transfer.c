@@ -124,6 +124,57 @@ static void test_multi_frame_split_at_max_frame_and_referenced(void **state)
     }
 }
 
+/* The octets a first transfer frame's header and performative take for
+ * handle 0, delivery-id 0, tag "t1", message-format 0 and more as given. */
+static size_t first_frame_head(bool more)
+{
+    jn_amqp_perf_t p;
+    jn_amqp_perf_init(&p, JN_AMQP_TRANSFER);
+    jn_amqp_transfer_t *t = &p.u.transfer;
+    t->present = JN_AMQP_FIELD(0) | JN_AMQP_FIELD(1) | JN_AMQP_FIELD(2) | JN_AMQP_FIELD(3);
+    t->handle = 0;
+    t->delivery_id = 0;
+    jn_iter_init_bytes(&t->delivery_tag, "t1", 2, JN_VIEW_RAW);
+    t->message_format = 0;
+    if (more) {
+        t->present |= JN_AMQP_FIELD(5);
+        t->more = true;
+    }
+    jn_encoder_t e;
+    jn_encoder_init(&e);
+    size_t start = jn_amqp_frame_begin(&e, JN_AMQP_FRAME_AMQP, 0);
+    assert_int_equal(jn_amqp_perf_encode(&e, &p), 0);
+    size_t head = e.size - start;
+    jn_encoder_free(&e);
+    return head;
+}
+
+/* A payload that fits the peer's max-frame-size after the last frame's
+ * (shorter) performative goes in one frame, even though it would not fit
+ * after a performative with more=true; one octet more takes two frames,
+ * none over the max. */
+static void test_payload_filling_the_last_frame_exactly(void **state)
+{
+    (void)state;
+    static uint8_t msg[512];
+    memset(msg, 'x', sizeof msg);
+    size_t room = 512 - first_frame_head(false);
+    assert_true(first_frame_head(true) > first_frame_head(false));
+    for (size_t extra = 0; extra < 2; extra++) {
+        peer_t a, b;
+        jn_amqp_link_t *l = sender_pair(&a, &b, 0, 512, 10);
+        jn_amqp_delivery_t *d;
+        assert_int_equal(send_bytes(l, "t1", msg, room + extra, false, &d), 1);
+        pump(&a, &b);
+        assert_int_equal(b.transfers, extra ? 2 : 1);
+        assert_int_equal(b.npayload, room + extra);
+        assert_false(b.last_transfer.more);
+        assert_int_equal(jn_amqp_link_state(b.last_link).credit, 9);
+        peer_free(&a);
+        peer_free(&b);
+    }
+}
+
 static void test_output_taken_a_few_octets_at_a_time(void **state)
 {
     (void)state;
@@ -489,6 +540,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_frame_delivery_both_ends_count),
         cmocka_unit_test(test_multi_frame_split_at_max_frame_and_referenced),
+        cmocka_unit_test(test_payload_filling_the_last_frame_exactly),
         cmocka_unit_test(test_output_taken_a_few_octets_at_a_time),
         cmocka_unit_test(test_remote_incoming_window_holds_frames_back),
         cmocka_unit_test(test_streamed_delivery_with_more),

@@ -53,6 +53,7 @@ typedef struct jn_amqp_tdesc {
     const jn_amqp_fdesc_t *fields;
     uint8_t count;
     uint16_t present_at; /* offset of the uint32_t present mask */
+    uint16_t size;       /* of the struct (a performative's: its member of the union) */
 } jn_amqp_tdesc_t;
 
 /* jn_amqp_is_state: true for the descriptor code of a delivery state
@@ -70,11 +71,6 @@ const jn_amqp_tdesc_t *jn_amqp_tdesc_by_code(uint64_t code);
 /* jn_amqp_code_by_symbol: the descriptor code of the type whose symbol the
  * octets left in sym spell, or 0. Any thread. */
 uint64_t jn_amqp_code_by_symbol(const jn_iter_t *sym);
-
-/* jn_amqp_defaults: set every field of the struct at obj (of type t) to its
- * default and clear its present mask; nested states and termini get code
- * 0 and empty views. Any thread. */
-void jn_amqp_defaults(const jn_amqp_tdesc_t *t, void *obj);
 
 /* jn_amqp_store_num: store value in the numeric or boolean member at m,
  * of kind (JN_K_BOOL .. JN_K_ULONG), narrowed to the member's width. Any
@@ -97,6 +93,20 @@ static inline void jn_amqp_store_num(jn_amqp_kind_t kind, void *m, uint64_t valu
     default:
         *(uint64_t *)m = value;
         break;
+    }
+}
+
+/* jn_amqp_defaults_zeroed: give every field of the struct at obj (of type
+ * t), whose t->size octets are all zero already (so its present mask is
+ * clear, its views empty, nested states and termini of code 0), its
+ * default: only the numeric and boolean fields whose default is not 0 or
+ * false need a store. Any thread. */
+static inline void jn_amqp_defaults_zeroed(const jn_amqp_tdesc_t *t, void *obj)
+{
+    for (unsigned i = 0; i < t->count; i++) {
+        const jn_amqp_fdesc_t *fd = &t->fields[i];
+        if (fd->def)
+            jn_amqp_store_num((jn_amqp_kind_t)fd->kind, (uint8_t *)obj + fd->offset, fd->def);
     }
 }
 

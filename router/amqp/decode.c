@@ -247,7 +247,7 @@ static int decode_composite(const jn_decoder_t *d, const jn_field_t *f, const jn
                             void *obj, jn_amqp_fault_t *fault)
 {
     uint8_t *base = obj;
-    jn_amqp_defaults(t, obj);
+    jn_amqp_defaults_zeroed(t, obj); /* obj lies in the performative zeroed below */
     if (f->type != JN_TYPE_LIST || stacked_descriptors(f))
         return jn_amqp_fail(fault, DECODE_ERROR, "%s is a described %s%s, not a list", t->name,
                             stacked_descriptors(f) ? "described " : "", jn_amqp_type_name(f->type));
@@ -318,10 +318,11 @@ int jn_amqp_perf_decode(const jn_iter_t *body, uint8_t frame_type, jn_amqp_perf_
     if (code < lo || code > hi)
         return jn_amqp_fail(fault, DECODE_ERROR, "descriptor 0x%llx names no %s performative",
                             (unsigned long long)code, sasl ? "SASL" : "AMQP");
-    memset(p, 0, sizeof *p);
+    const jn_amqp_tdesc_t *t = jn_amqp_tdesc_by_code(code);
+    memset(p, 0, offsetof(jn_amqp_perf_t, u) + t->size); /* the member code names */
     p->code = code;
     p->symbolic = f.descriptor_is_symbol;
-    if ((rc = decode_composite(&d, &f, jn_amqp_tdesc_by_code(code), &p->u, fault)) != 0)
+    if ((rc = decode_composite(&d, &f, t, &p->u, fault)) != 0)
         return rc;
     if ((rc = check_rules(p, fault)) != 0)
         return rc;

@@ -177,35 +177,37 @@ static const jn_amqp_fdesc_t txn_state_f[] = {
     F(jn_amqp_state_t, "outcome", DESCRIBED, false, outcome, 0),
 };
 
-#define PERF(code, name, f)                                                                        \
+#define PERF(code, name, f, T)                                                                     \
     {                                                                                              \
-        code, name, "amqp:" name ":list", f, N(f), 0                                               \
+        code, name, "amqp:" name ":list", f, N(f), 0, sizeof(T)                                    \
     }
 #define NESTED(code, name, f, T)                                                                   \
     {                                                                                              \
-        code, name, "amqp:" name ":list", f, N(f), offsetof(T, present)                            \
+        code, name, "amqp:" name ":list", f, N(f), offsetof(T, present), sizeof(T)                 \
     }
 #define EMPTY(code, name)                                                                          \
     {                                                                                              \
-        code, name, "amqp:" name ":list", NULL, 0, offsetof(jn_amqp_state_t, present)              \
+        code, name, "amqp:" name ":list", NULL, 0, offsetof(jn_amqp_state_t, present),             \
+            sizeof(jn_amqp_state_t)                                                                \
     }
 
+/* The performatives first, in code order (jn_amqp_tdesc_by_code indexes them). */
 static const jn_amqp_tdesc_t types[] = {
-    PERF(JN_AMQP_OPEN, "open", open_f),
-    PERF(JN_AMQP_BEGIN, "begin", begin_f),
-    PERF(JN_AMQP_ATTACH, "attach", attach_f),
-    PERF(JN_AMQP_FLOW, "flow", flow_f),
-    PERF(JN_AMQP_TRANSFER, "transfer", transfer_f),
-    PERF(JN_AMQP_DISPOSITION, "disposition", disposition_f),
-    PERF(JN_AMQP_DETACH, "detach", detach_f),
-    PERF(JN_AMQP_END, "end", end_close_f),
-    PERF(JN_AMQP_CLOSE, "close", end_close_f),
-    PERF(JN_AMQP_SASL_MECHANISMS, "sasl-mechanisms", mechanisms_f),
-    PERF(JN_AMQP_SASL_INIT, "sasl-init", init_f),
-    PERF(JN_AMQP_SASL_CHALLENGE, "sasl-challenge", challenge_f),
-    PERF(JN_AMQP_SASL_RESPONSE, "sasl-response", response_f),
-    PERF(JN_AMQP_SASL_OUTCOME, "sasl-outcome", outcome_f),
-    PERF(JN_AMQP_ERROR, "error", error_f),
+    PERF(JN_AMQP_OPEN, "open", open_f, jn_amqp_open_t),
+    PERF(JN_AMQP_BEGIN, "begin", begin_f, jn_amqp_begin_t),
+    PERF(JN_AMQP_ATTACH, "attach", attach_f, jn_amqp_attach_t),
+    PERF(JN_AMQP_FLOW, "flow", flow_f, jn_amqp_flow_t),
+    PERF(JN_AMQP_TRANSFER, "transfer", transfer_f, jn_amqp_transfer_t),
+    PERF(JN_AMQP_DISPOSITION, "disposition", disposition_f, jn_amqp_disposition_t),
+    PERF(JN_AMQP_DETACH, "detach", detach_f, jn_amqp_detach_t),
+    PERF(JN_AMQP_END, "end", end_close_f, jn_amqp_end_close_t),
+    PERF(JN_AMQP_CLOSE, "close", end_close_f, jn_amqp_end_close_t),
+    PERF(JN_AMQP_SASL_MECHANISMS, "sasl-mechanisms", mechanisms_f, jn_amqp_sasl_t),
+    PERF(JN_AMQP_SASL_INIT, "sasl-init", init_f, jn_amqp_sasl_t),
+    PERF(JN_AMQP_SASL_CHALLENGE, "sasl-challenge", challenge_f, jn_amqp_sasl_t),
+    PERF(JN_AMQP_SASL_RESPONSE, "sasl-response", response_f, jn_amqp_sasl_t),
+    PERF(JN_AMQP_SASL_OUTCOME, "sasl-outcome", outcome_f, jn_amqp_sasl_t),
+    PERF(JN_AMQP_ERROR, "error", error_f, jn_amqp_error_t),
     NESTED(JN_AMQP_SOURCE, "source", source_f, jn_amqp_terminus_t),
     NESTED(JN_AMQP_TARGET, "target", target_f, jn_amqp_terminus_t),
     NESTED(JN_AMQP_RECEIVED, "received", received_f, jn_amqp_state_t),
@@ -219,7 +221,11 @@ static const jn_amqp_tdesc_t types[] = {
 
 const jn_amqp_tdesc_t *jn_amqp_tdesc_by_code(uint64_t code)
 {
-    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+    /* the performatives first, in code order: a transfer, disposition or
+     * flow is found by index, not by a search */
+    if (code >= JN_AMQP_OPEN && code <= JN_AMQP_CLOSE)
+        return &types[code - JN_AMQP_OPEN];
+    for (size_t i = JN_AMQP_CLOSE - JN_AMQP_OPEN + 1; i < sizeof types / sizeof types[0]; i++)
         if (types[i].code == code)
             return &types[i];
     return NULL;
@@ -234,46 +240,15 @@ uint64_t jn_amqp_code_by_symbol(const jn_iter_t *sym)
     return jn_iter_equal(sym, "amqp:coordinator:list") ? JN_AMQP_COORDINATOR : 0;
 }
 
-void jn_amqp_defaults(const jn_amqp_tdesc_t *t, void *obj)
-{
-    uint8_t *base = obj;
-    static const jn_iter_t empty;
-    *(uint32_t *)(base + t->present_at) = 0;
-    for (unsigned i = 0; i < t->count; i++) {
-        const jn_amqp_fdesc_t *fd = &t->fields[i];
-        void *m = base + fd->offset;
-        switch (fd->kind) {
-        case JN_K_BOOL:
-        case JN_K_UBYTE:
-        case JN_K_USHORT:
-        case JN_K_UINT:
-        case JN_K_ULONG:
-            jn_amqp_store_num((jn_amqp_kind_t)fd->kind, m, fd->def);
-            break;
-        case JN_K_ERROR:
-            memset(m, 0, sizeof(jn_amqp_error_t));
-            break;
-        case JN_K_SOURCE:
-        case JN_K_TARGET:
-            memset(m, 0, sizeof(jn_amqp_terminus_t));
-            break;
-        case JN_K_STATE:
-            memset(m, 0, sizeof(jn_amqp_state_t));
-            break;
-        default:
-            *(jn_iter_t *)m = empty;
-            break;
-        }
-    }
-}
-
 void jn_amqp_perf_init(jn_amqp_perf_t *p, uint64_t code)
 {
-    memset(p, 0, sizeof *p);
-    p->code = code;
     const jn_amqp_tdesc_t *t = jn_amqp_tdesc_by_code(code);
-    if (t && t->present_at == 0)
-        jn_amqp_defaults(t, &p->u);
+    bool perf = t && t->present_at == 0;
+    /* only the member of the union that code names: the encoder reads no other */
+    memset(p, 0, perf ? offsetof(jn_amqp_perf_t, u) + t->size : sizeof *p);
+    p->code = code;
+    if (perf)
+        jn_amqp_defaults_zeroed(t, &p->u);
 }
 
 const char *jn_amqp_perf_name(uint64_t code)

@@ -287,7 +287,10 @@ static int frames_input(jn_amqp_conn_t *c, jn_iter_t *it)
             return 0;
         if (rc < 0)
             return jn_amqp_conn_refuse(c, fault.condition, "%s", fault.description);
-        jn_iter_advance(it, f.size);
+        if (f.size <= (size_t)(it->limit - it->cursor) && it->prefix_pos >= it->prefix_len)
+            it->cursor += f.size; /* within the current run */
+        else
+            jn_iter_advance(it, f.size);
         rc = frame_input(c, &f);
         if (rc != 0)
             return rc;

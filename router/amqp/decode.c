@@ -295,9 +295,136 @@ static int check_rules(const jn_amqp_perf_t *p, jn_amqp_fault_t *fault)
     return 0;
 }
 
+/* A uint field's value at *q (uint0, smalluint or uint, 1.6.8) into *v,
+ * *q moved past it. Returns false for any other encoding or when it does
+ * not fit before lim. */
+static bool fast_uint(const uint8_t **q, const uint8_t *lim, uint8_t code, uint32_t *v)
+{
+    const uint8_t *o = *q;
+    switch (code) {
+    case 0x43:
+        *v = 0;
+        return true;
+    case 0x52:
+        if (lim - o < 1)
+            return false;
+        *v = o[0];
+        *q = o + 1;
+        return true;
+    case 0x70:
+        if (lim - o < 4)
+            return false;
+        *v = (uint32_t)o[0] << 24 | (uint32_t)o[1] << 16 | (uint32_t)o[2] << 8 | o[3];
+        *q = o + 4;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* A boolean field's value at *q (true, false, or boolean with its octet
+ * 0 or 1) into *v. Returns false for any other encoding. */
+static bool fast_bool(const uint8_t **q, const uint8_t *lim, uint8_t code, bool *v)
+{
+    if (code == 0x41 || code == 0x42) {
+        *v = code == 0x41;
+        return true;
+    }
+    if (code != 0x56 || lim - *q < 1 || **q > 1)
+        return false;
+    *v = **q;
+    (*q)++;
+    return true;
+}
+
+/* One field i of a transfer at *q (its constructor octet read as code).
+ * Returns false when it is not in a shape taken here. */
+static bool fast_transfer_field(jn_amqp_transfer_t *t, unsigned i, uint8_t code, const uint8_t **q,
+                                const uint8_t *lim, const jn_buffer_t *buffer)
+{
+    switch (i) {
+    case 0:
+        return fast_uint(q, lim, code, &t->handle);
+    case 1:
+        return fast_uint(q, lim, code, &t->delivery_id);
+    case 2: {
+        if (code != 0xa0 || lim - *q < 1 || (size_t)(lim - *q - 1) < **q)
+            return false;
+        size_t len = **q;
+        jn_iter_raw_run(&t->delivery_tag, buffer, *q + 1, len);
+        *q += 1 + len;
+        return true;
+    }
+    case 3:
+        return fast_uint(q, lim, code, &t->message_format);
+    case 4:
+        return fast_bool(q, lim, code, &t->settled);
+    case 5:
+        return fast_bool(q, lim, code, &t->more);
+    case 6:
+        if (code != 0x50 || lim - *q < 1 || **q > 1)
+            return false;
+        t->rcv_settle_mode = *(*q)++;
+        return true;
+    case 8:
+        return fast_bool(q, lim, code, &t->resume);
+    case 9:
+        return fast_bool(q, lim, code, &t->aborted);
+    case 10:
+        return fast_bool(q, lim, code, &t->batchable);
+    default: /* a state, or a field of a later version */
+        return false;
+    }
+}
+
+/* The transfer performative (2.7.5) in the shape senders write, read
+ * straight from the octets: it runs for every frame a link receives. Taken
+ * here: descriptor 0x14 as a smallulong, a list8 within the input's
+ * current run, and fields 0-6 and 8-10 each null or in their plain
+ * encodings (uint0/smalluint/uint, vbin8, true/false/boolean, ubyte).
+ * Returns 1 with *p and *payload set as the table-driven decoder sets them,
+ * or 0 for anything else (a state, a described or wider field, a list32,
+ * a value out of range, a null handle, a malformed list), which that
+ * decoder then decodes or refuses with its fault. */
+static int decode_transfer_fast(const jn_iter_t *body, jn_amqp_perf_t *p, jn_iter_t *payload)
+{
+    const uint8_t *q = body->cursor;
+    if (body->view != JN_VIEW_RAW || body->prefix_pos < body->prefix_len || body->limit - q < 6 ||
+        q[0] != 0x00 || q[1] != 0x53 || q[2] != JN_AMQP_TRANSFER || q[3] != 0xc0)
+        return 0;
+    size_t size = q[4];
+    unsigned count = q[5];
+    if (size < 1 || (size_t)(body->limit - q - 5) < size || count == 0 || count > 11)
+        return 0;
+    const uint8_t *lim = q + 5 + size;
+    q += 6;
+    memset(p, 0, offsetof(jn_amqp_perf_t, u) + sizeof(jn_amqp_transfer_t));
+    p->code = JN_AMQP_TRANSFER;
+    jn_amqp_transfer_t *t = &p->u.transfer; /* every default is 0 or false */
+    for (unsigned i = 0; i < count; i++) {
+        if (q >= lim)
+            return 0;
+        uint8_t code = *q++;
+        if (code == 0x40)
+            continue;
+        if (!fast_transfer_field(t, i, code, &q, lim, body->buffer))
+            return 0;
+        t->present |= JN_AMQP_FIELD(i);
+    }
+    if (q != lim || !(t->present & JN_AMQP_FIELD(0)))
+        return 0;
+    if (payload) { /* the rest of the body: lim lies in the same run */
+        *payload = *body;
+        payload->cursor = lim;
+    }
+    return 1;
+}
+
 int jn_amqp_perf_decode(const jn_iter_t *body, uint8_t frame_type, jn_amqp_perf_t *p,
                         jn_iter_t *payload, jn_amqp_fault_t *fault)
 {
+    if (frame_type == JN_AMQP_FRAME_AMQP && decode_transfer_fast(body, p, payload))
+        return 0;
     jn_decoder_t d;
     jn_field_t f;
     jn_decoder_init(&d, body, true);

@@ -11,6 +11,8 @@
  */
 #include "engine_private.h"
 
+#include <junction/pool.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,13 +104,32 @@ static jn_amqp_dtable_t *table_of(const jn_amqp_delivery_t *d)
     return d->outgoing ? &s->sent : &s->received;
 }
 
+static _Atomic(jn_pool_t *) delivery_pool;
+
+static inline jn_pool_t *dpool(void)
+{
+    jn_pool_t *p = atomic_load_explicit(&delivery_pool, memory_order_acquire);
+    if (JN_LIKELY(p != NULL))
+        return p;
+    return jn_pool_get_once(&delivery_pool, "jn_amqp_delivery", sizeof(jn_amqp_delivery_t), 0);
+}
+
+jn_amqp_delivery_t *jn_amqp_delivery_alloc(void)
+{
+    jn_pool_t *p = dpool();
+    jn_amqp_delivery_t *d = p ? jn_pool_alloc(p) : NULL;
+    if (d)
+        memset(d, 0, sizeof *d);
+    return d;
+}
+
 void jn_amqp_delivery_free(jn_amqp_delivery_t *d)
 {
     if (d->held)
         dtable_remove(table_of(d), d->id);
     if (d->link->current == d)
         d->link->current = NULL;
-    free(d);
+    jn_pool_free(dpool(), d);
 }
 
 static void dtable_free_link(jn_amqp_dtable_t *t, const jn_amqp_link_t *l)
@@ -238,15 +259,26 @@ int jn_amqp_delivery_update(jn_amqp_delivery_t *d, const jn_amqp_state_t *state,
     jn_amqp_session_t *s = d->link->session;
     if (!d->started || d->settled || !jn_amqp_link_sendable(d->link))
         return JN_EPERM;
-    jn_encoder_t e;
-    jn_encoder_init(&e);
-    int rc = state ? jn_amqp_state_encode(&e, state) : 0;
-    size_t len = 0;
-    const uint8_t *enc = jn_encoder_data(&e, &len);
-    if (rc == 0)
-        rc = hold(s->conn, s, d->outgoing ? JN_AMQP_SENDER : JN_AMQP_RECEIVER, d->id, settle, enc,
-                  state ? len : 0);
-    jn_encoder_free(&e);
+    bool role = d->outgoing ? JN_AMQP_SENDER : JN_AMQP_RECEIVER;
+    int rc;
+    if (!state) {
+        rc = hold(s->conn, s, role, d->id, settle, NULL, 0);
+    } else if (!state->symbolic &&
+               (state->code == JN_AMQP_ACCEPTED || state->code == JN_AMQP_RELEASED)) {
+        /* the outcomes of almost every delivery: fields none, so one
+         * encoding (3.4.2, 3.4.4), as jn_amqp_state_encode writes it */
+        const uint8_t enc[] = {0x00, 0x53, (uint8_t)state->code, 0x45};
+        rc = hold(s->conn, s, role, d->id, settle, enc, sizeof enc);
+    } else {
+        jn_encoder_t e;
+        jn_encoder_init(&e);
+        rc = jn_amqp_state_encode(&e, state);
+        size_t len = 0;
+        const uint8_t *enc = jn_encoder_data(&e, &len);
+        if (rc == 0)
+            rc = hold(s->conn, s, role, d->id, settle, enc, len);
+        jn_encoder_free(&e);
+    }
     if (rc != 0 || !settle)
         return rc;
     d->settled = true;

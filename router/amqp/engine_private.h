@@ -259,6 +259,12 @@ static inline bool jn_amqp_dtable_next(const jn_amqp_dtable_t *t, uint32_t *id)
     return t->started;
 }
 
+/* jn_amqp_delivery_alloc: a zeroed delivery from the engine's pool (one
+ * per delivery, so a pool, not the heap: junction/pool.h; its figures are
+ * the "jn_amqp_delivery" row of management's pool statistics). NULL on
+ * ENOMEM. The connection's thread. */
+jn_amqp_delivery_t *jn_amqp_delivery_alloc(void);
+
 /* jn_amqp_delivery_free: take d out of its session's table (if held) and
  * of its link's current slot, and free it. Owning thread. */
 void jn_amqp_delivery_free(jn_amqp_delivery_t *d);

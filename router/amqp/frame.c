@@ -73,6 +73,25 @@ static int check_header(const uint8_t *h, uint8_t type, uint32_t max_frame, uint
 int jn_amqp_frame_read(const jn_iter_t *in, uint8_t type, uint32_t max_frame, uint16_t channel_max,
                        jn_amqp_frame_t *f, jn_amqp_fault_t *fault)
 {
+    /* the usual case first: the whole frame lies in the input's current
+     * run, read where it lies */
+    size_t run = (size_t)(in->limit - in->cursor);
+    if (in->prefix_pos >= in->prefix_len && run >= JN_AMQP_FRAME_HEADER_SIZE) {
+        const uint8_t *h = in->cursor;
+        uint32_t size = get32(h);
+        if (size <= run) {
+            int rc = check_header(h, type, max_frame, channel_max, fault);
+            if (rc != 0)
+                return rc;
+            f->size = size;
+            f->doff = h[4];
+            f->type = h[5];
+            f->channel = (uint16_t)(h[6] << 8 | h[7]);
+            f->body_size = size - (uint32_t)f->doff * 4;
+            jn_iter_raw_run(&f->body, in->buffer, h + (uint32_t)f->doff * 4, f->body_size);
+            return 1;
+        }
+    }
     uint8_t h[JN_AMQP_FRAME_HEADER_SIZE];
     jn_iter_t it = *in;
     size_t n = jn_iter_copy(&it, h, sizeof h);

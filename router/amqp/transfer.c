@@ -54,19 +54,24 @@ static int delivery_start(jn_amqp_link_t *l, const jn_amqp_transfer_t *t, jn_amq
                                      "a delivery beyond the link's credit");
         return rc == JN_ENOMEM ? JN_ENOMEM : 1;
     }
-    jn_amqp_delivery_t *d = calloc(1, sizeof *d);
+    jn_amqp_delivery_t *d = jn_amqp_delivery_alloc();
     if (!d)
         return JN_ENOMEM;
     d->link = l;
     d->id = t->delivery_id;
     d->started = true;
     d->rcv_settle_mode = l->rcv_settle_mode;
-    jn_iter_t tag = t->delivery_tag;
-    d->tag_len = (uint8_t)jn_iter_copy(&tag, d->tag, sizeof d->tag);
+    jn_iter_t tag = t->delivery_tag; /* tag_len <= JN_AMQP_TAG_MAX, checked above */
+    if (jn_iter_contiguous(&tag)) { /* the usual tag: one run */
+        memcpy(d->tag, tag.cursor, tag_len);
+        d->tag_len = (uint8_t)tag_len;
+    } else {
+        d->tag_len = (uint8_t)jn_iter_copy(&tag, d->tag, sizeof d->tag);
+    }
     d->message_format = t->message_format;
     /* held under its id, even pre-settled, so the next id is known */
     if (jn_amqp_dtable_put(&s->received, d->id, d) != 0) {
-        free(d);
+        jn_amqp_delivery_free(d);
         return JN_ENOMEM;
     }
     d->held = true;
@@ -151,7 +156,7 @@ int jn_amqp_delivery_new(jn_amqp_link_t *l, const void *tag, size_t tag_len,
         return JN_EINVAL;
     if (l->credit == 0)
         return JN_AGAIN;
-    jn_amqp_delivery_t *d = calloc(1, sizeof *d);
+    jn_amqp_delivery_t *d = jn_amqp_delivery_alloc();
     if (!d)
         return JN_ENOMEM;
     d->link = l;
@@ -206,29 +211,71 @@ static int ref_payload(jn_amqp_conn_t *c, const jn_iter_t *pieces, size_t npiece
     return 0;
 }
 
-/* The transfer performative of d's next frame, more as given. */
+/* Append uint v (AMQP 1.0 1.6.8) in its shortest encoding at o. Returns
+ * the octets written (1, 2 or 5). */
+static size_t put_uint(uint8_t *o, uint32_t v)
+{
+    if (v == 0) {
+        o[0] = 0x43; /* uint0 */
+        return 1;
+    }
+    if (v <= 0xff) {
+        o[0] = 0x52; /* smalluint */
+        o[1] = (uint8_t)v;
+        return 2;
+    }
+    o[0] = 0x70;
+    o[1] = (uint8_t)(v >> 24);
+    o[2] = (uint8_t)(v >> 16);
+    o[3] = (uint8_t)(v >> 8);
+    o[4] = (uint8_t)v;
+    return 5;
+}
+
+/* The transfer performative of d's next frame (2.7.5), more as given,
+ * composed straight into the output: this runs for every frame a link
+ * sends, and the fields are few and known (the generic encoder,
+ * jn_amqp_perf_encode, makes the same list). The first frame carries
+ * handle, delivery-id, delivery-tag, message-format and settled when set;
+ * a later one handle alone; more=true ends either. A list8 always holds
+ * it: at most 3 + 3 + 5 + 5 + 2 + JN_AMQP_TAG_MAX + 5 + 1 + 1 octets. */
 static int compose_transfer(jn_amqp_conn_t *c, const jn_amqp_delivery_t *d, bool more)
 {
-    jn_amqp_perf_t p;
-    jn_amqp_perf_init(&p, JN_AMQP_TRANSFER);
-    jn_amqp_transfer_t *t = &p.u.transfer;
-    t->present = JN_AMQP_FIELD(0);
-    t->handle = d->link->handle;
+    uint8_t o[64];
+    size_t n = 0;
+    o[n++] = 0x00; /* descriptor: smallulong 0x14 */
+    o[n++] = 0x53;
+    o[n++] = (uint8_t)JN_AMQP_TRANSFER;
+    o[n++] = 0xc0; /* list8: size and count follow */
+    size_t size_at = n++;
+    size_t count_at = n++;
+    uint8_t count = 1;
+    n += put_uint(o + n, d->link->handle);
     if (!d->started) {
-        t->present |= JN_AMQP_FIELD(1) | JN_AMQP_FIELD(2) | JN_AMQP_FIELD(3);
-        t->delivery_id = d->link->session->next_delivery_id;
-        jn_iter_init_bytes(&t->delivery_tag, d->tag, d->tag_len, JN_VIEW_RAW);
-        t->message_format = d->message_format;
+        n += put_uint(o + n, d->link->session->next_delivery_id);
+        o[n++] = 0xa0; /* vbin8 */
+        o[n++] = (uint8_t)d->tag_len;
+        memcpy(o + n, d->tag, d->tag_len);
+        n += d->tag_len;
+        n += put_uint(o + n, d->message_format);
+        count = 4;
         if (d->settled) {
-            t->present |= JN_AMQP_FIELD(4);
-            t->settled = true;
+            o[n++] = 0x41; /* true */
+            count = 5;
         }
     }
     if (more) {
-        t->present |= JN_AMQP_FIELD(5);
-        t->more = true;
+        while (count < 5) {
+            o[n++] = 0x40; /* null */
+            count++;
+        }
+        o[n++] = 0x41; /* more: true */
+        count = 6;
     }
-    return jn_amqp_perf_encode(&c->out, &p);
+    o[size_at] = (uint8_t)(n - count_at);
+    o[count_at] = count;
+    jn_enc_raw(&c->out, o, n);
+    return jn_encoder_error(&c->out);
 }
 
 /* A frame of d went out: the delivery-id is taken on the first, and one

@@ -232,17 +232,23 @@ static size_t put_uint(uint8_t *o, uint32_t v)
     return 5;
 }
 
-/* The transfer performative of d's next frame (2.7.5), more as given,
- * composed straight into the output: this runs for every frame a link
+/* A frame header and the transfer performative of d's next frame (2.7.5),
+ * more as given, composed straight into the output: this runs for every frame a link
  * sends, and the fields are few and known (the generic encoder,
  * jn_amqp_perf_encode, makes the same list). The first frame carries
  * handle, delivery-id, delivery-tag, message-format and settled when set;
  * a later one handle alone; more=true ends either. A list8 always holds
- * it: at most 3 + 3 + 5 + 5 + 2 + JN_AMQP_TAG_MAX + 5 + 1 + 1 octets. */
+ * it: at most 3 + 3 + 5 + 5 + 2 + JN_AMQP_TAG_MAX + 5 + 1 + 1 octets after
+ * the header's 8. */
 static int compose_transfer(jn_amqp_conn_t *c, const jn_amqp_delivery_t *d, bool more)
 {
-    uint8_t o[64];
-    size_t n = 0;
+    uint8_t o[JN_AMQP_FRAME_HEADER_SIZE + 64];
+    uint16_t channel = d->link->session->channel;
+    /* the frame header (2.3.1), its size written when the payload is known */
+    const uint8_t h[] = {0, 0, 0, 0, 2, JN_AMQP_FRAME_AMQP, (uint8_t)(channel >> 8),
+                         (uint8_t)channel};
+    memcpy(o, h, sizeof h);
+    size_t n = sizeof h;
     o[n++] = 0x00; /* descriptor: smallulong 0x14 */
     o[n++] = 0x53;
     o[n++] = (uint8_t)JN_AMQP_TRANSFER;
@@ -318,13 +324,11 @@ static int send_frame(jn_amqp_delivery_t *d, const jn_iter_t *pieces, size_t npi
                       jn_iter_t *cur, size_t left, bool more, size_t *n)
 {
     jn_amqp_conn_t *c = d->link->session->conn;
-    uint16_t channel = d->link->session->channel;
-    size_t start = jn_amqp_frame_begin(&c->out, JN_AMQP_FRAME_AMQP, channel);
+    size_t start = c->out.size;
     int rc = compose_transfer(c, d, more);
     size_t head = c->out.size - start;
     if (rc == 0 && !more && head < c->remote_max_frame && left > c->remote_max_frame - head) {
         jn_amqp_out_rollback(c, start); /* not the last frame after all */
-        start = jn_amqp_frame_begin(&c->out, JN_AMQP_FRAME_AMQP, channel);
         rc = compose_transfer(c, d, true);
         head = c->out.size - start;
     }

@@ -74,6 +74,34 @@ SASL = [
 ]
 
 
+def transfer8(*fields):
+    """A transfer as list8 of the already-encoded fields (the shape senders
+    write, which the engine reads on its fast path)."""
+    body = b"".join(fields)
+    return b"\x00\x53\x14\xc0" + bytes([len(body) + 1, len(fields)]) + body
+
+
+# transfers in the encodings the fast path takes (and some it hands to
+# the table-driven decoder): uint0, smalluint, uint; vbin8; true, false,
+# boolean; ubyte; nulls; a state; a list whose size disagrees with its
+# fields; a boolean octet out of range
+FAST_TRANSFERS = [
+    transfer8(b"\x43", b"\x43", b"\xa0\x01t", b"\x43"),
+    transfer8(b"\x52\x05", b"\x70\x01\x02\x03\x04", b"\xa0\x08abcdefgh", b"\x52\x00",
+              b"\x41", b"\x41"),
+    transfer8(b"\x43", b"\x40", b"\x40", b"\x40", b"\x40", b"\x41"),
+    transfer8(b"\x43", b"\x43", b"\xa0\x00", b"\x43", b"\x56\x01", b"\x56\x00",
+              b"\x50\x01", b"\x40", b"\x42", b"\x41", b"\x42"),
+    transfer8(b"\x43", b"\x43", b"\xa0\x01t", b"\x43", b"\x42", b"\x42", b"\x40",
+              b"\x00\x53\x24\x45"),
+    b"\x00\x53\x14\xc0\x05\x02\x43\x43\x43\x43" + b"payload",
+    transfer8(b"\x43", b"\x43", b"\xa0\x01t", b"\x43", b"\x56\x02"),
+    transfer8(b"\x40", b"\x43", b"\xa0\x01t", b"\x43"),
+    transfer8(b"\x43", b"\x43", b"\xa0\x05t", b"\x43"),
+    transfer8(b"\x43", b"\x43", b"\xa0\x01t", b"\x43") + b"\x00\x53\x75\xa0\x03abc",
+]
+
+
 def frame(body, ftype=0, channel=0, payload=b""):
     data = enc(body) + payload
     return struct.pack(">IBBH", 8 + len(data), 2, ftype, channel) + data
@@ -87,6 +115,8 @@ def main():
     diff.append(bytes([7]) + enc(symbolic("amqp:begin:list", [None, UInt(0), UInt(1), UInt(1)])))
     for i, body in enumerate(SASL):
         diff.append(bytes([0x80 | (i % 8)]) + enc(body))
+    for body in FAST_TRANSFERS:  # in one buffer, and split every 7 octets
+        diff += [b"\x07" + body, b"\x03" + body]
     stream = b"AMQP\x00\x01\x00\x00" + b"".join(frame(b, channel=1) for b in AMQP)
     stream += b"\x00\x00\x00\x08\x02\x00\x00\x00"  # a heartbeat
     sasl = b"AMQP\x03\x01\x00\x00" + b"".join(frame(b, ftype=1) for b in SASL)

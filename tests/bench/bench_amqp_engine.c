@@ -22,6 +22,8 @@
  *       build/bench_amqp_engine 100000
  * and the total Ir divided by MESSAGES is the engine's cost per message.
  */
+#include "bench_typical_message.h"
+
 #include <junction/amqp_delivery.h>
 #include <junction/encoder.h>
 #include <junction/message.h>
@@ -148,42 +150,6 @@ static size_t carry(end_t *from, end_t *to)
     return len;
 }
 
-/* The typical message of bench_message.c's router hop, encoded once. */
-static size_t build_message(uint8_t *out, size_t cap)
-{
-    jn_encoder_t e;
-    jn_encoder_init(&e);
-    jn_enc_descriptor_ulong(&e, JN_SECTION_HEADER);
-    jn_enc_list_begin(&e);
-    jn_enc_bool(&e, true);
-    jn_enc_list_end(&e);
-    jn_enc_descriptor_ulong(&e, JN_SECTION_MESSAGE_ANNOTATIONS);
-    jn_enc_map_begin(&e);
-    jn_enc_csymbol(&e, JN_RA_INGRESS);
-    jn_enc_cstring(&e, "0/RouterA");
-    jn_enc_csymbol(&e, JN_RA_TRACE);
-    jn_enc_list_begin(&e);
-    jn_enc_cstring(&e, "0/RouterA");
-    jn_enc_list_end(&e);
-    jn_enc_map_end(&e);
-    jn_enc_descriptor_ulong(&e, JN_SECTION_PROPERTIES);
-    jn_enc_list_begin(&e);
-    jn_enc_cstring(&e, "id-1");
-    jn_enc_null(&e);
-    jn_enc_cstring(&e, "service.orders");
-    jn_enc_list_end(&e);
-    static const char body[100] = "a 100-octet body";
-    jn_enc_descriptor_ulong(&e, JN_SECTION_DATA);
-    jn_enc_binary(&e, body, sizeof body);
-    size_t len;
-    const uint8_t *d = jn_encoder_data(&e, &len);
-    if (!d || len > cap)
-        die("build_message", 0);
-    memcpy(out, d, len);
-    jn_encoder_free(&e);
-    return len;
-}
-
 static uint8_t msg[512];
 static size_t msg_len;
 
@@ -224,7 +190,9 @@ int main(int argc, char **argv)
 {
     uint64_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 1000000;
     n = (n + BATCH - 1) / BATCH * BATCH;
-    msg_len = build_message(msg, sizeof msg);
+    msg_len = bench_typical_message(msg, sizeof msg);
+    if (msg_len == 0)
+        die("bench_typical_message", 0);
     end_t a, b;
     end_init(&a, "sender-end");
     end_init(&b, "receiver-end");

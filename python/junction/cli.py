@@ -49,6 +49,18 @@ def positive_int(text):
     return v
 
 
+def limit_int(text):
+    """A row limit, as qdstat takes it: a whole number, 0 meaning none
+    (returned as None)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("not an integer: %r" % text)
+    if v < 0:
+        raise argparse.ArgumentTypeError("must be 0 (no limit) or more: %r" % text)
+    return v or None
+
+
 def add_connection_options(parser):
     g = parser.add_argument_group("connection options")
     g.add_argument("-b", "--bus", metavar="URL", default=DEFAULT_URL,

@@ -34,8 +34,8 @@ def _positive_float(text):
     except ValueError:
         raise argparse.ArgumentTypeError("not a number: %r" % text)
     if not math.isfinite(v) or v <= 0 or v > 1e6:
-        raise argparse.ArgumentTypeError("must be a number of seconds from 0 to 1000000, "
-                                         "not %r" % text)
+        raise argparse.ArgumentTypeError("must be a number of seconds greater than 0 and at "
+                                         "most 1000000, not %r" % text)
     return v
 
 

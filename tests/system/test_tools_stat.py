@@ -339,6 +339,13 @@ class StatErrorTest(ToolsTestCase):
             proc = self.tool("stat", *args)
             self.assertOneLineError(proc, 2, r"^junction-stat: ")
 
+    def test_timeout_0_refused_with_the_range_it_must_be_in(self):
+        for bad in ("0", "-1", "1e7", "nan"):
+            proc = self.tool("stat", "-t", bad)
+            self.assertOneLineError(proc, 2, r"^junction-stat: argument -t/--timeout: must be a "
+                                             r"number of seconds greater than 0 and at most "
+                                             r"1000000, not '%s' \(try --help\)$" % re.escape(bad))
+
     def test_help_documents_every_option(self):
         out = self.ok("stat", "--help", bus=False)
         for opt in ("-g", "-c", "-l", "-n", "-e", "-a", "-m", "-p", "--autolinks",

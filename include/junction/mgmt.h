@@ -44,8 +44,9 @@
 /* The largest management request answered, in octets (whole message).
  * Real requests are a few KiB (a CREATE with every attribute, a QUERY
  * naming 256 attributes); decoding one runs on the core thread, so a
- * larger one is dropped with a log line instead (a 61 MB CREATE held all
- * routing up for 1.5 s). */
+ * larger one is not decoded (a 61 MB CREATE held all routing up for
+ * 1.5 s): only its properties are read, and it is answered with status
+ * 400 naming the limit (docs/compat.md). */
 #define JN_MGMT_MAX_REQUEST (1024u * 1024)
 
 #include <junction/config.h>
@@ -346,8 +347,9 @@ int jn_mgmt_mesh_health_CT(jn_mgmt_t *agent, const char *query, char **body, siz
 /* jn_mgmt_request_CT: answer one request (a jn_core_request_fn: pass it
  * with the agent as ctx to jn_core_set_management). request is complete,
  * parsed to JN_DEPTH_ALL, borrowed. A request without reply-to is dropped
- * with a log line (AGENT, info); a malformed one is answered 400 when it
- * has a reply-to. Core thread. */
+ * with a log line (AGENT, info); a malformed one, or one larger than
+ * JN_MGMT_MAX_REQUEST (not decoded past its properties), is answered 400
+ * when it has a reply-to. Core thread. */
 void jn_mgmt_request_CT(void *agent, jn_core_t *core, jn_message_t *request);
 
 /* jn_mgmt_entity_count: how many configured entities the agent keeps (for

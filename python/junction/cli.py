@@ -34,8 +34,8 @@ def _positive_float(text):
     except ValueError:
         raise argparse.ArgumentTypeError("not a number: %r" % text)
     if not math.isfinite(v) or v <= 0 or v > 1e6:
-        raise argparse.ArgumentTypeError("must be a number of seconds from 0 to 1000000, "
-                                         "not %r" % text)
+        raise argparse.ArgumentTypeError("must be a number of seconds greater than 0 and at "
+                                         "most 1000000, not %r" % text)
     return v
 
 
@@ -47,6 +47,18 @@ def positive_int(text):
     if v <= 0:
         raise argparse.ArgumentTypeError("must be greater than 0: %r" % text)
     return v
+
+
+def limit_int(text):
+    """A row limit, as qdstat takes it: a whole number, 0 meaning none
+    (returned as None)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("not an integer: %r" % text)
+    if v < 0:
+        raise argparse.ArgumentTypeError("must be 0 (no limit) or more: %r" % text)
+    return v or None
 
 
 def add_connection_options(parser):

@@ -1,13 +1,16 @@
 """junction-stat: qdstat's views of a router's state.
 
     junction-stat [-g | -c | -l | -n | -e | -a | -m | -p | --autolinks |
-                   --linkroutes | --log] [--csv | --json] [options]
+                   --linkroutes | --log | --all-entities] [--csv | --json] [options]
 
 Each view queries one entity type and prints the table qdstat 1.19 prints,
 with its headings in its order: first the UTC time and the router id (from a
 QUERY of `router`), a blank line, then the table (see table.py for the
 layout). --csv prints the same tables as CSV; --json prints one JSON document
-per router holding the raw values. --all-routers repeats the view for every
+per router holding the raw values. --all-entities shows the views qdstat's
+--all-entities shows, one after the other, under one heading (links,
+addresses, connections, auto links, link routes, general, memory, policy,
+vhosts, vhost statistics). --all-routers repeats the view for every
 router GET-MGMT-NODES names; --watch SECONDS repeats it until interrupted
 (or --count times).
 """
@@ -19,7 +22,8 @@ import time
 
 from . import VERSION
 from . import table as tbl
-from .cli import EXIT_OK, Parser, add_connection_options, connect_options, positive_int, run
+from .cli import (EXIT_OK, Parser, add_connection_options, connect_options, limit_int,
+                  positive_int, run)
 from .management import Client, ManagementError
 from .table import Column, Shown, Table, number_id
 
@@ -42,7 +46,14 @@ VIEWS = (
     ("autolinks", ("--autolinks",), "auto links"),
     ("linkroutes", ("--linkroutes",), "link routes"),
     ("log", ("--log",), "recent log entries"),
+    ("all_entities", ("--all-entities",),
+     "every view but -n, -e, --vhostgroups and --log, one after the other (qdstat's "
+     "--all-entities)"),
 )
+
+# The views --all-entities shows, in qdstat 1.19's order.
+ALL_ENTITIES = ("links", "addresses", "connections", "autolinks", "linkroutes", "general",
+                "memory", "policy", "vhosts", "vhoststats")
 
 
 # --------------------------------------------------------------------------
@@ -494,19 +505,30 @@ class Printer:
         tables, or CSV (titles, the time and the router id only with
         --title; router_label: a leading "router" column, for
         --all-routers)."""
-        views = Views(client, args)
-        tables = getattr(views, args.view)()
         titles = not args.csv or args.title
         if with_header and args.view != "log" and titles:
             self.write(utc_now_text())
-            rid = views.router_id()
+            rid = Views(client, args).router_id()
             if rid:
                 self.write(str(rid))
             self.write()
+        if args.view != "all_entities":
+            self.one_view(client, args, args.view, router_label)
+            return
+        for i, view in enumerate(ALL_ENTITIES):
+            if i:
+                self.write()
+            self.one_view(client, args, view, router_label)
+
+    def one_view(self, client, args, view, router_label):
+        """The messages and tables of one view (no heading)."""
+        titles = not args.csv or args.title
+        views = Views(client, args)
+        tables = getattr(views, view)()
         if titles:
             for line in views.messages:
                 self.write(line)
-        if args.view == "log" and not args.csv:
+        if view == "log" and not args.csv:
             for row in tables[0].rows:
                 self.write("%s %s (%s) %s" % (time.ctime(row[0]) if row[0] is not None else "",
                                               row[1], row[2], row[3]))
@@ -526,12 +548,16 @@ class Printer:
                 self.write(line)
 
     def view_json(self, client, args, router_label=None):
-        views = Views(client, args)
-        tables = getattr(views, args.view)()
-        doc = {"time": utc_now_text(), "router": router_label or views.router_id(),
+        names = ALL_ENTITIES if args.view == "all_entities" else (args.view,)
+        tables, messages = [], []
+        for view in names:
+            views = Views(client, args)
+            tables += getattr(views, view)()
+            messages += views.messages
+        doc = {"time": utc_now_text(), "router": router_label or Views(client, args).router_id(),
                "view": args.view, "tables": [tbl.table_json(t) for t in tables]}
-        if views.messages:
-            doc["messages"] = views.messages
+        if messages:
+            doc["messages"] = messages
         return doc
 
 
@@ -609,9 +635,9 @@ def make_parser():
     o.add_argument("-v", "--verbose", action="store_true",
                    help="more columns (-l: admin, oper, name; -a: in-proc, to-proc, from-proc; "
                         "-n: ver, cost, neighbors, valid-origins)")
-    o.add_argument("--limit", type=positive_int, metavar="N",
+    o.add_argument("--limit", type=limit_int, metavar="N",
                    help="show at most N rows (connections, links, addresses, nodes, auto "
-                        "links, link routes, log entries)")
+                        "links, link routes, log entries); 0: no limit, as qdstat")
     o.add_argument("--all-routers", action="store_true",
                    help="show the view for every router in the mesh (when GET-MGMT-NODES "
                         "names two or more)")

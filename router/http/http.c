@@ -103,11 +103,18 @@ typedef struct pss {
 /* The opaque user data of an accepted connection until its first complete
  * request is its peer's name (heap): one that is destroyed with it never
  * sent one (it timed out: a slowloris client; its headers did not fit; or
- * it left), which is logged. */
+ * it left), which is logged. wsi: the one a request came on; over HTTP/2
+ * (TLS with ALPN h2) that is a stream, and the name is held by the
+ * connection's network wsi, cleared too. */
 static void awaiting_clear(struct lws *wsi)
 {
+    struct lws *net = lws_get_network_wsi(wsi);
     free(lws_get_opaque_user_data(wsi));
     lws_set_opaque_user_data(wsi, NULL);
+    if (net && net != wsi) {
+        free(lws_get_opaque_user_data(net));
+        lws_set_opaque_user_data(net, NULL);
+    }
 }
 
 /* One AMQP-over-WebSocket connection. wsi, bridge, rx_paused: the service

@@ -419,13 +419,6 @@ void jn_mgmt_request_CT(void *ctx, jn_core_t *core, jn_message_t *request)
 {
     jn_mgmt_t *agent = ctx;
     size_t size = jn_message_length(request);
-    if (size > JN_MGMT_MAX_REQUEST) {
-        /* decoding it would hold up the core thread (all routing) */
-        JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_WARNING,
-               "Management request of %zu octets dropped: the limit is %u", size,
-               JN_MGMT_MAX_REQUEST);
-        return;
-    }
     jn_mgmt_request_t *req = malloc(sizeof *req);
     jn_mgmt_reply_t *reply = malloc(sizeof *reply);
     if (!req || !reply) {
@@ -437,7 +430,21 @@ void jn_mgmt_request_CT(void *ctx, jn_core_t *core, jn_message_t *request)
     reply->status = 0;
     reply->description[0] = '\0';
     jn_encoder_init(&reply->body);
-    int rc = jn_mgmt_request_parse(request, req, reply);
+    int rc;
+    if (size > JN_MGMT_MAX_REQUEST) {
+        /* decoding it would hold up the core thread (all routing): only
+         * the properties, to answer it */
+        JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_WARNING,
+               "Management request of %zu octets refused: the limit is %u", size,
+               JN_MGMT_MAX_REQUEST);
+        rc = jn_mgmt_request_parse_head(request, req, reply);
+        if (rc == 0)
+            rc = jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                                   "Request of %zu octets is above the agent's limit of %u octets",
+                                   size, JN_MGMT_MAX_REQUEST);
+    } else {
+        rc = jn_mgmt_request_parse(request, req, reply);
+    }
     if (!req->has_reply_to) {
         JN_LOG(JN_LOG_MOD_AGENT, JN_LOG_INFO, "Management request %s without reply-to dropped",
                req->operation[0] ? req->operation : "(no operation)");

@@ -172,6 +172,13 @@ typedef struct jn_mgmt_reply {
  * still be answered). */
 int jn_mgmt_request_parse(jn_message_t *msg, jn_mgmt_request_t *req, jn_mgmt_reply_t *reply);
 
+/* jn_mgmt_request_parse_head: decode only msg's properties section into
+ * *req (reply-to, correlation-id; everything else zero), so a request the
+ * agent will not decode (too large) can still be answered. Returns 0, or
+ * JN_EPROTO with reply->status 400 and a description set. Core thread. */
+int jn_mgmt_request_parse_head(jn_message_t *msg, jn_mgmt_request_t *req,
+                               jn_mgmt_reply_t *reply);
+
 /* jn_mgmt_reply_set: status and printf-style description. Returns status. */
 int jn_mgmt_reply_set(jn_mgmt_reply_t *reply, int status, const char *fmt, ...) JN_PRINTF(3, 4);
 

@@ -235,6 +235,14 @@ static int parse_body(jn_message_t *msg, jn_mgmt_request_t *req, jn_mgmt_reply_t
     return 0;
 }
 
+int jn_mgmt_request_parse_head(jn_message_t *msg, jn_mgmt_request_t *req,
+                               jn_mgmt_reply_t *reply)
+{
+    memset(req, 0, offsetof(jn_mgmt_request_t, body));
+    req->has_body = false;
+    return parse_properties(msg, req, reply);
+}
+
 int jn_mgmt_request_parse(jn_message_t *msg, jn_mgmt_request_t *req, jn_mgmt_reply_t *reply)
 {
     memset(req, 0, offsetof(jn_mgmt_request_t, body));

@@ -195,14 +195,34 @@ static int vhost_apply(jn_mgmt_t *agent, jn_mgmt_entity_t *e, const jn_mgmt_requ
     return 0;
 }
 
+/* Whether a vhost row is named name. */
+static bool vhost_name_taken(const jn_mgmt_t *agent, const char *name)
+{
+    for (const jn_mgmt_entity_t *e = agent->vhosts; e; e = e->next)
+        if (e->name && strcmp(e->name, name) == 0)
+            return true;
+    return false;
+}
+
+/* A CREATE's name (request property `name`) is the vhost's name, as in
+ * 1.19, so that READ, UPDATE and DELETE find it by that name too; without
+ * one its name is its identity, vhost/HOSTNAME. */
 static int vhost_create(jn_mgmt_t *agent, const jn_mgmt_class_t *cls, const jn_mgmt_request_t *req,
                         jn_mgmt_reply_t *reply)
 {
     if (!req->has_body || req->body.type != JN_TYPE_MAP)
         return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST, "Body of request must be a map");
+    bool named = req->has_name && req->name[0];
+    if (named && vhost_name_taken(agent, req->name))
+        return jn_mgmt_reply_set(reply, JN_MGMT_BAD_REQUEST,
+                                 "Name conflicts with an existing entity");
     jn_mgmt_entity_t *e = NULL;
     if (jn_mgmt_entity_defaults(jn_schema_type_find("vhost"), &e) != 0)
         return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
+    if (named && !(e->name = strdup(req->name))) {
+        jn_mgmt_entity_free(e);
+        return jn_mgmt_reply_set(reply, JN_MGMT_INTERNAL, "Out of memory");
+    }
     int st = vhost_apply(agent, e, req, JN_VHOST_CREATE, NULL, reply);
     if (st) {
         jn_mgmt_entity_free(e);

@@ -20,7 +20,9 @@
   receiver gives no credit for 10 s, and after;
 - HTTPS: an http listener with an sslProfile serves /metrics over TLS, and
   a real Prometheus (a private instance started here) scrapes it with the
-  test CA.
+  test CA; a connection whose requests came over HTTP/2 (curl, ALPN h2) is
+  not logged as closed without a complete request (only one that sent
+  none is).
 
 Every process is started here on 127.0.0.1, bounded in time, and stopped
 by PID.
@@ -30,6 +32,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import ssl
 import subprocess
 import time
@@ -313,6 +316,27 @@ class MetricsLimitTest(MetricsCase):
 
 
 class MetricsHttpsTest(MetricsCase):
+
+    def test_answered_http2_connection_not_logged_as_without_a_request(self):
+        curl = shutil.which("curl")
+        self.assertIsNotNone(curl, "curl is not installed")
+        r, m, base = self.http_router(tls=True)
+        for path in ("/healthz", "/metrics"):
+            p = subprocess.run([curl, "-sS", "--http2", "--cacert", self.certs["ca"],
+                                "-o", "/dev/null", "-w", "%{http_version} %{http_code}",
+                                base + path], capture_output=True, text=True,
+                               timeout=TIMEOUT)
+            self.assertEqual(p.stdout, "2 200", p.stderr)  # HTTP/2, answered
+        # a connection that sends no request (TLS handshake done) is still logged
+        port = int(base.rsplit(":", 1)[1])
+        ctx = ssl.create_default_context(cafile=self.certs["ca"])
+        with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as raw:
+            with ctx.wrap_socket(raw, server_hostname="localhost"):
+                pass
+        self.wait_for("the empty connection logged",
+                      lambda: "closed without a complete request" in r.log())
+        lines = [ln for ln in r.log().splitlines() if "closed without a complete request" in ln]
+        self.assertEqual(len(lines), 1, "\n".join(lines))
 
     def test_prometheus_scrapes_over_https(self):
         """An http listener with an sslProfile: /metrics over TLS (the test

@@ -6,6 +6,9 @@
   whatever the path is (missing folder, directory, FIFO): the client learns
   nothing of the file system; the router's log has the reason;
 * text a peer chooses (an address) cannot forge a line of the router's log;
+* a request over the size limit is answered 400 naming the limit (not
+  left unanswered: its client would wait for ever), without its body being
+  decoded;
 * a request over the size limit, a deeply nested one, and thousands of
   requests whose reply-to nobody reads (no consumer, or one that never
   grants credit) leave the router serving and its memory bounded;
@@ -122,7 +125,7 @@ class AttackMgmt(RouterTestCase):
         try:
             s = c.create_sender("$management")
             query = dict(NODE, operation="QUERY", entityType="connection")
-            # over the 1 MiB limit: dropped unread (logged)
+            # over the 1 MiB limit: refused unread (logged)
             s.send(Message(reply_to="nobody.reads", properties=query,
                            body={"attributeNames": [], "pad": "x" * (2 * 1024 * 1024)}))
             self.wait_for("the drop logged",
@@ -148,6 +151,22 @@ class AttackMgmt(RouterTestCase):
             self.assertLess(memory_kb(r) - rss, 20 * 1024)
         finally:
             c.close()
+        self.assertTrue(r.alive())
+
+    def test_request_over_the_size_limit_is_answered_400_naming_the_limit(self):
+        r = self.start_router()
+        m = self.manager(r)
+        # a vhost of 3,000 groups: about 1.4 MB, over the agent's 1 MiB limit
+        groups = {"g%d" % i: {"users": ",".join("u%d_%d" % (i, j) for j in range(50))}
+                  for i in range(3000)}
+        code, desc, _ = m.call({"operation": "CREATE", "type": "vhost", "name": "big"},
+                               {"hostname": "big", "groups": groups})
+        self.assertEqual(code, 400, desc)
+        self.assertRegex(desc, r"^Request of \d+ octets is above the agent's limit of 1048576 "
+                               r"octets$")
+        code, desc, _ = m.call({"operation": "READ", "type": "vhost", "name": "big"})
+        self.assertEqual(code, 404, desc)  # nothing of it was carried out
+        self.assertIn("Management request of", r.log())
         self.assertTrue(r.alive())
 
     def test_requests_answered_to_a_consumer_without_credit_hold_no_memory(self):

@@ -381,7 +381,7 @@ class ErrorLiveTest(LiveCase):
         for name, args in (("manage", []), ("manage", ["delete", "--type", "address"]),
                            ("manage", ["create", "--type", "listener", "cost=many"]),
                            ("manage", ["--bogus", "query"]), ("stat", ["-g", "-c"]),
-                           ("stat", ["--csv", "--json"]), ("stat", ["--limit", "0"]),
+                           ("stat", ["--csv", "--json"]), ("stat", ["--limit", "-1"]),
                            ("stat", ["--all-routers", "-r", "B"])):
             self.assertError(self.tool(name, *args, url=r.url), 2, r"^junction-%s: " % name)
 

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """junction-stat: each qdstat view's table (exact headings in qdstat 1.19's
-order, alignment), --csv, --json, --watch/--count, -r and --all-routers,
-usage errors, connection refused and timeouts.
+order, alignment), --all-entities (qdstat's list of views under one
+heading), --limit (0: no limit, as qdstat), --csv, --json, --watch/--count,
+-r and --all-routers, usage errors, connection refused and timeouts.
 
 Runs against the fake agent (mgmt_fake_agent.py) unless JN_TOOLS_TARGET
 names a real router; tests that read canned values call require_fake().
@@ -224,6 +225,32 @@ class StatViewTest(ToolsTestCase):
             self.assertEqual(self.fake.operations("GET-LOG")[-1]["properties"]["limit"], 1)
 
 
+    def test_limit_0_is_no_limit_as_in_qdstat(self):
+        _, every = parse_table(self.ok("stat", "-a"), "Router Addresses")
+        _, zero = parse_table(self.ok("stat", "-a", "--limit", "0"), "Router Addresses")
+        self.assertEqual(zero, every)
+        self.assertGreater(len(every), 1)
+        _, one = parse_table(self.ok("stat", "-a", "--limit", "1"), "Router Addresses")
+        self.assertEqual(len(one), 1)
+
+    def test_all_entities_shows_qdstats_views_under_one_heading(self):
+        out = self.ok("stat", "--all-entities")
+        lines = out.splitlines()
+        self.assertRegex(lines[0], r" UTC$")
+        self.assertEqual(len([ln for ln in lines if ln.endswith(" UTC")]), 1, out)
+        at = [lines.index(t) for t in ("Router Links", "Router Addresses", "Connections",
+                                       "Router Statistics")]
+        self.assertEqual(at, sorted(at), "not in qdstat's order:\n" + out)
+        for title in ("Router Links", "Router Addresses", "Connections", "Router Statistics"):
+            parse_table(out, title)  # each a whole table, laid out as alone
+        self.assertNotIn("Routers in the Network", out)  # -n is not one of them
+        doc = json.loads(self.ok("stat", "--all-entities", "--json"))
+        self.assertEqual(doc["view"], "all_entities")
+        titles = [t["title"] for t in doc["tables"]]
+        self.assertEqual(titles[:3], ["Router Links", "Router Addresses", "Connections"])
+        self.assertIn("Router Statistics", titles)
+
+
 class StatFormatTest(ToolsTestCase):
     """--csv, --json, --watch."""
 
@@ -307,14 +334,23 @@ class StatErrorTest(ToolsTestCase):
 
     def test_usage_errors(self):
         for args in (["-g", "-c"], ["--count", "2"], ["--bogus"], ["--watch", "x"],
-                     ["--csv", "--json"], ["--all-routers", "-r", "B"], ["--limit", "0"]):
+                     ["--csv", "--json"], ["--all-routers", "-r", "B"], ["--limit", "-1"],
+                     ["--all-entities", "-c"]):
             proc = self.tool("stat", *args)
             self.assertOneLineError(proc, 2, r"^junction-stat: ")
+
+    def test_timeout_0_refused_with_the_range_it_must_be_in(self):
+        for bad in ("0", "-1", "1e7", "nan"):
+            proc = self.tool("stat", "-t", bad)
+            self.assertOneLineError(proc, 2, r"^junction-stat: argument -t/--timeout: must be a "
+                                             r"number of seconds greater than 0 and at most "
+                                             r"1000000, not '%s' \(try --help\)$" % re.escape(bad))
 
     def test_help_documents_every_option(self):
         out = self.ok("stat", "--help", bus=False)
         for opt in ("-g", "-c", "-l", "-n", "-e", "-a", "-m", "-p", "--autolinks",
-                    "--linkroutes", "--log", "--csv", "--json", "--watch", "--count", "--limit",
+                    "--linkroutes", "--log", "--all-entities", "--csv", "--json", "--watch",
+                    "--count", "--limit",
                     "-v", "--all-routers", "-r", "-d", "-b", "-t", "--sasl-mechanisms",
                     "--sasl-username", "--sasl-password", "--ssl-certificate", "--ssl-key",
                     "--ssl-trustfile", "--ssl-password", "--page-size"):

@@ -201,6 +201,21 @@ class ValidationGapsTest(RouterTestCase):
         self.wait_for("the broker's message", lambda: broker.snapshot()[1], TIMEOUT)
         self.assertEqual(broker.snapshot()[1], [("lrq.x", "routed")])
 
+    def test_address_prefix_ending_in_a_dot_is_deleted(self):
+        """An address prefix "q." is the prefix "q" (the same rule): a
+        DELETE removes it, so "q" can be created after."""
+        r = self.start_router(config=router_section("R") + client_listener() + LOGS)
+        m = self.manager(r)
+        addr = "org.apache.qpid.dispatch.router.config.address"
+        code, desc, _ = m.create(addr, "a1", {"prefix": "q.", "distribution": "multicast"})
+        self.assertEqual(code, 201, desc)
+        code, desc, _ = m.create(addr, "a2", {"prefix": "q", "distribution": "closest"})
+        self.assertEqual(code, 400, desc)  # the same addresses as a1's
+        code, desc, _ = m.call({"operation": "DELETE", "type": addr, "name": "a1"})
+        self.assertEqual(code, 204, desc)
+        code, desc, _ = m.create(addr, "a2", {"prefix": "q", "distribution": "closest"})
+        self.assertEqual(code, 201, desc)
+
     def test_policy_dir_hostname_defined_twice_refused(self):
         pd = os.path.join(self.workdir, "pd")
         os.makedirs(pd)

@@ -737,8 +737,9 @@ static int check_config(const options_t *opts)
         refusals += jn_mgmt_plan_config(cfg, &settings, errors, CAP);
         if (!refusals)
             refusals = jn_mgmt_policy_dir(settings.policy_dir, NULL, NULL, errors, CAP) != 0;
-        if (!refusals && settings.enable_vhost_name_patterns)
-            refusals = jn_mgmt_vhost_conflicts_in(cfg, settings.policy_dir, stderr) != 0;
+        if (!refusals)
+            refusals = jn_mgmt_vhost_conflicts_in(cfg, settings.policy_dir,
+                                                  settings.enable_vhost_name_patterns, stderr) != 0;
     }
     if (refusals)
         print_errors_by_line(name, load_errors, errors);

@@ -111,13 +111,14 @@ jn_core_t *jn_core_create(const jn_core_config_t *cfg, const jn_core_io_ops_t *o
  * false: matches the address itself and anything starting with prefix
  * followed by '.' or '/', longest prefix wins) or pattern (tokens separated
  * by '.' or '/', '*' = one token, '#' = zero or more; a prefix beats a
- * pattern of the same length as qdrouterd) with its distribution.
+ * pattern of the same length as qdrouterd) with its distribution; a '.'
+ * or '/' ending the text is dropped ("a." is "a", as 1.19 reads it).
  * Ties between equally specific matches, and the exact rule, are in
  * router/core/address_config.h. Mobile addresses only; the distribution is
  * decided when an address is first attached to.
- * Returns 0, JN_EEXIST (same prefix/pattern twice), JN_EINVAL (NULL or
- * empty text, bad distribution, or the core already started), JN_ENOMEM.
- * Main thread before jn_core_start. */
+ * Returns 0, JN_EEXIST (same prefix/pattern twice), JN_EINVAL (NULL,
+ * empty or only-separator text, bad distribution, or the core already
+ * started), JN_ENOMEM. Main thread before jn_core_start. */
 int jn_core_add_address_config(jn_core_t *core, const char *prefix_or_pattern, bool pattern,
                                jn_distribution_t distribution);
 

@@ -208,7 +208,8 @@ int jn_core_address_config_set_fallback_CT(jn_core_t *core, bool on);
 int jn_core_address_config_set_priority_CT(jn_core_t *core, int priority);
 
 /* jn_core_address_config_remove_CT: remove the entry added with the same
- * text and kind (a pattern compared after collapsing '#' runs). Addresses
+ * text and kind (compared as stored: separators at the end dropped, a
+ * pattern's '#' runs collapsed). Addresses
  * already in the table keep their distribution. Returns 0 or JN_ENOENT.
  * Core thread. */
 int jn_core_address_config_remove_CT(jn_core_t *core, const char *prefix_or_pattern, bool pattern);
@@ -236,12 +237,13 @@ typedef struct jn_link_route_config {
 } jn_link_route_config_t;
 
 /* jn_core_link_route_add_CT: route attaches whose address matches (prefix
- * or pattern, address_config.h's matching; the most specific wins) and
+ * or pattern, address_config.h's matching, a '.' or '/' ending it
+ * dropped for matching and for the mesh key; the most specific wins) and
  * whose direction is dir to the container, from now on. Link routes with
  * the same prefix or pattern and direction coexist, as in 1.19: an attach
  * goes to the first of them (in the order added) whose container is
  * connected here, else across the mesh. Returns 0; JN_EEXIST when a link
- * route of that name exists; JN_EINVAL for a missing
+ * route of that name exists; JN_EINVAL for a missing (or only-separator)
  * prefix/pattern or name; JN_ENOMEM. A link route naming no container
  * (neither containerId nor connection) only relays: its attaches go to
  * the router that advertises the container, or are refused. Core

@@ -220,22 +220,25 @@ typedef struct jn_router_settings {
  * the entity path as a management CREATE's vhost goes (router/mgmt
  * entity.h: one check, one apply): each becomes one of the policy layer's
  * vhosts (the jn_mgmt_config_t's policy) and a vhost row shown by READ and
- * QUERY (docs/design.md "Policy"), in place of an earlier one of the same
- * hostname. errors (cap octets) receives one "FILE:LINE: what is wrong"
- * line per vhost refused (with policy.enableVhostNamePatterns, a hostname
- * pattern that matches the names an earlier vhost's does). Returns the
+ * QUERY (docs/design.md "Policy"). errors (cap octets) receives one
+ * "FILE:LINE: what is wrong" line per vhost refused (a hostname an
+ * earlier file or section defined, naming where; with
+ * policy.enableVhostNamePatterns, a hostname pattern that matches the
+ * names an earlier vhost's does). Returns the
  * number refused, or JN_ENOMEM. Main thread before the agent serves
  * requests. */
 int jn_mgmt_load_vhosts_CT(jn_mgmt_t *agent, const jn_config_t *cfg, char *errors, size_t cap);
 
-/* jn_mgmt_vhost_conflicts_in: the hostname pattern conflicts (as
- * jn_mgmt_load_vhosts_CT refuses them) among the vhost sections of cfg
- * (a checked configuration) and those of policy_dir (checked; NULL or ""
- * for none), in the order a start meets them: one line per vhost refused,
- * written to out. For `junctiond --check` with
- * policy.enableVhostNamePatterns. Returns the number of conflicts, or
+/* jn_mgmt_vhost_conflicts_in: the hostnames jn_mgmt_load_vhosts_CT
+ * refuses among the vhost sections of cfg (a checked configuration) and
+ * those of policy_dir (checked; NULL or "" for none), in the order a start
+ * meets them: a hostname defined a second time and, when patterns
+ * (policy.enableVhostNamePatterns), a hostname pattern that conflicts with
+ * an earlier one; one "FILE:LINE: reason" line per vhost refused, written
+ * to out. For `junctiond --check`. Returns the number of refusals, or
  * JN_ENOMEM. Main thread. */
-int jn_mgmt_vhost_conflicts_in(const jn_config_t *cfg, const char *policy_dir, FILE *out);
+int jn_mgmt_vhost_conflicts_in(const jn_config_t *cfg, const char *policy_dir, bool patterns,
+                               FILE *out);
 
 /* jn_mgmt_policy_dir: the vhost files of policy.policyDir (dir; NULL or
  * "": none), as 1.19 reads them: every regular file whose name ends in

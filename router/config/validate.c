@@ -111,8 +111,8 @@ typedef struct {
 } given_t;
 
 /* Resolve one attribute as written (item->key) to the attribute of e's type
- * it sets, in *out (NULL for an ignored one); the last item giving an
- * attribute wins, as in a Python dict. */
+ * it sets, in *out (NULL for an ignored one); an attribute given twice in
+ * one section (under any spelling) is refused, naming the first line. */
 static int resolve_attr(jn_config_ctx_t *ctx, const jn_config_entity_t *e, given_t *given,
                         const jn_config_value_t *item, const jn_schema_attr_t **out)
 {
@@ -155,12 +155,11 @@ static int resolve_attr(jn_config_ctx_t *ctx, const jn_config_entity_t *e, given
                               jn_schema_type_full_name(e->type), old, aname, tname, aname,
                               g->item->line);
     }
-    if (g->item)
-        rc = jn_config_warn(ctx, item->line,
-                            "%s attribute '%s' given again (first at line "
-                            "%d); the last value is used",
-                            tname, name, g->item->line);
-    if (rc == 0 && via_old)
+    if (g->item) /* 1.19 keeps the last silently; one of the two is a mistake */
+        return jn_config_fail(ctx, item->line,
+                              "%s attribute '%s' is set twice in one section (first at line %d)",
+                              tname, aname, g->item->line);
+    if (via_old)
         rc = jn_config_warn(ctx, item->line,
                             "Attribute '%s' of entity '%s' has been deprecated. Use '%s' instead",
                             name, tname, aname);

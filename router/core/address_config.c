@@ -110,19 +110,31 @@ static char *collapse_pattern(const char *text, size_t len, size_t *out_len)
     return out;
 }
 
+size_t jn_addr_config_text_len(const char *text)
+{
+    size_t len = strlen(text);
+    while (len > 0 && is_separator(text[len - 1]))
+        len--;
+    return len;
+}
+
 int jn_addr_config_add(jn_addr_config_t *cfg, const char *text, bool pattern,
                        jn_distribution_t distribution)
 {
-    if (!text || !*text || (unsigned)distribution > JN_DIST_UNAVAILABLE)
+    if (!text || (unsigned)distribution > JN_DIST_UNAVAILABLE)
         return JN_EINVAL;
-    size_t len = strlen(text);
+    size_t len = jn_addr_config_text_len(text);
+    if (len == 0)
+        return JN_EINVAL;
     char *copy;
     if (pattern) {
         copy = collapse_pattern(text, len, &len);
     } else {
         copy = malloc(len + 1);
-        if (copy)
-            memcpy(copy, text, len + 1);
+        if (copy) {
+            memcpy(copy, text, len);
+            copy[len] = '\0';
+        }
     }
     if (!copy)
         return JN_ENOMEM;

@@ -72,11 +72,19 @@ void jn_addr_config_init(jn_addr_config_t *cfg);
 /* jn_addr_config_fini: free the entries; the table is empty afterwards. */
 void jn_addr_config_fini(jn_addr_config_t *cfg);
 
+/* jn_addr_config_text_len: the octets of prefix or pattern text (NUL-
+ * terminated) that count: the text without the separators ('.', '/') at
+ * its end, as 1.19 reads a prefix "a." (its link-route tests route
+ * "a.b" by it): "a." and "a" match the same addresses. 0 when the text
+ * is empty or only separators. Pure; any thread. */
+size_t jn_addr_config_text_len(const char *text);
+
 /* jn_addr_config_add: add a prefix (pattern false) or a pattern with its
- * distribution. text is NUL-terminated and copied. A pattern is stored with
+ * distribution. text is NUL-terminated; its counted octets
+ * (jn_addr_config_text_len) are copied. A pattern is stored with
  * each run of '#' tokens collapsed to one ("a.#.#" is "a.#"), which matches
  * the same addresses.
- * Returns 0; JN_EINVAL for NULL or empty text or a distribution outside
+ * Returns 0; JN_EINVAL for NULL, empty or only-separator text or a distribution outside
  * jn_distribution_t; JN_EEXIST when the same prefix, or the same pattern
  * after collapsing, is already there; JN_ENOMEM. */
 int jn_addr_config_add(jn_addr_config_t *cfg, const char *text, bool pattern,

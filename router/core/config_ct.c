@@ -56,16 +56,15 @@ int jn_core_address_config_set_priority_CT(jn_core_t *core, int priority)
     return 0;
 }
 
-/* Collapse runs of '#' tokens as jn_addr_config_add stores patterns, by
- * adding the text to a scratch table (which does exactly that). */
+/* The text as jn_addr_config_add stores it (separators at the end dropped,
+ * a pattern's runs of '#' tokens collapsed), by adding it to a scratch
+ * table (which does exactly that). */
 static char *stored_form(const char *text, bool pattern)
 {
-    if (!pattern)
-        return strdup(text);
     jn_addr_config_t tmp;
     jn_addr_config_init(&tmp);
     char *out = NULL;
-    if (jn_addr_config_add(&tmp, text, true, JN_DIST_BALANCED) == 0)
+    if (jn_addr_config_add(&tmp, text, pattern, JN_DIST_BALANCED) == 0)
         out = strdup(tmp.entries[0].text);
     jn_addr_config_fini(&tmp);
     return out;

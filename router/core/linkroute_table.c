@@ -48,14 +48,14 @@ void jn_lr_route_free(jn_link_route_t *r)
 /* ---- across the mesh -------------------------------------------------------------- */
 
 /* The link route's mesh key (docs/protocol.md, "Link routes, auto-links and phases on the wire"): a
- * prefix P is the pattern "P.#", and a pattern with no '*' whose only '#'
- * is its last token is prefix-style: 'C' (in) or 'D' (out) and the text
- * without the trailing "#" and separator; any other pattern keeps its
- * wildcards after 'E' (in) or 'F' (out). Heap, or NULL. */
+ * prefix P is the pattern "P.#" (separators at P's end dropped), and a
+ * pattern with no '*' whose only '#' is its last token is prefix-style: 'C' (in) or 'D' (out) and
+ * the text without the trailing "#" and separator; any other pattern keeps its wildcards after 'E'
+ * (in) or 'F' (out). Heap, or NULL. */
 static char *route_key(const char *text, bool pattern, jn_link_dir_t dir)
 {
     bool in = dir == JN_LINK_INCOMING;
-    size_t n = strlen(text);
+    size_t n = jn_addr_config_text_len(text); /* "a." is "a", as it matches */
     bool prefix_style = !pattern;
     if (pattern && !strchr(text, '*')) {
         const char *hash = strchr(text, '#');
@@ -252,7 +252,7 @@ int jn_core_link_route_add_CT(jn_core_t *core, const jn_link_route_config_t *cfg
     JN_ASSERT_CT(core);
     jn_lr_table_t *t = core->lr;
     const char *text = cfg->prefix ? cfg->prefix : cfg->pattern;
-    if (!cfg->name || !text || !*text)
+    if (!cfg->name || !text || jn_addr_config_text_len(text) == 0)
         return JN_EINVAL;
     int d = cfg->dir == JN_LINK_INCOMING ? 0 : 1;
     size_t i;

@@ -130,8 +130,8 @@ int jn_entity_check_vhost(const jn_entity_ctx_t *ctx, jn_mgmt_entity_t *e, jn_en
 
 /* How a checked vhost comes to jn_entity_apply_vhost_CT. */
 typedef enum jn_entity_vhost_how {
-    JN_VHOST_FILE,   /* the config file or a policyDir file: a later one of the
-                      * same hostname takes the earlier one's place */
+    JN_VHOST_FILE,   /* the config file or a policyDir file: the hostname must
+                      * be new (a second one names the first's e->where) */
     JN_VHOST_CREATE, /* a management CREATE: the hostname must be new */
     JN_VHOST_UPDATE  /* a management UPDATE of the vhost of e's hostname */
 } jn_entity_vhost_how_t;
@@ -142,13 +142,18 @@ typedef enum jn_entity_vhost_how {
  * ones keep theirs) and one of the agent's vhost rows, named (when it has
  * no name) and identified "vhost/HOSTNAME", in place of the row of the
  * same hostname. Refused (400 naming hostname) when how is
- * JN_VHOST_CREATE and the hostname is there, or, with
+ * JN_VHOST_CREATE or JN_VHOST_FILE and the hostname is there, or, with
  * policy.enableVhostNamePatterns and other than an UPDATE, when its
  * pattern matches the names another vhost's does. Returns 0 or the status
  * with err filled (nothing changed). Main thread before the agent serves
  * requests, then the core thread. */
 int jn_entity_apply_vhost_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_vhost_how_t how,
                              jn_entity_err_t *err);
+
+/* jn_entity_vhost_duplicate_text: the words of a second file vhost of
+ * hostname host, into why (cap octets); first: "FILE:LINE" of the first
+ * one's hostname (NULL: not known). */
+void jn_entity_vhost_duplicate_text(char *why, size_t cap, const char *host, const char *first);
 
 /* jn_entity_vhost_conflict_text: the words of a hostname pattern conflict
  * between host and other's hostname, into why (cap octets). */

@@ -164,6 +164,9 @@ static int check_address(jn_mgmt_entity_t *e, jn_entity_err_t *err)
         return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, prefix ? "prefix" : "pattern",
                               "address: attribute '%s' must not be empty",
                               prefix ? "prefix" : "pattern");
+    if (prefix && text[strspn(text, "./")] == '\0') /* as a linkRoute's */
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "prefix",
+                              "address: attribute 'prefix' has no tokens");
     static const char *const phases[] = {"ingressPhase", "egressPhase"};
     for (size_t i = 0; i < 2; i++)
         if (phase_bad(e, phases[i]))
@@ -202,12 +205,21 @@ static int check_link_config(jn_mgmt_entity_t *e, jn_entity_err_t *err)
             return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, prefix ? "prefix" : "pattern",
                                   "linkRoute: attribute '%s' must not be empty",
                                   prefix ? "prefix" : "pattern");
-        if (pattern && text[strspn(text, "./")] == '\0')
-            return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "pattern",
-                                  "linkRoute: attribute 'pattern' has no tokens");
+        /* separators at the end are dropped (jn_addr_config_add): one
+         * that is nothing else has no tokens */
+        if (text[strspn(text, "./")] == '\0')
+            return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, prefix ? "prefix" : "pattern",
+                                  "linkRoute: attribute '%s' has no tokens",
+                                  prefix ? "prefix" : "pattern");
     } else if (!jn_mgmt_entity_str(e, "address")[0]) {
         return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "address",
                               "autoLink: attribute 'address' must not be empty");
+    } else if (given(e, "externalAddress") && !jn_mgmt_entity_str(e, "externalAddress")[0]) {
+        /* the link would be attached with an empty address: leave it out
+         * to use `address` (docs/compat.md) */
+        return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "externalAddress",
+                              "autoLink: attribute 'externalAddress' must not be empty (leave it "
+                              "out to use 'address')");
     }
     if (auto_link && given(e, "phase") && phase_bad(e, "phase"))
         return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "phase",
@@ -263,6 +275,31 @@ static int check_open_properties(const char *type, const char *role, jn_mgmt_ent
     return 0;
 }
 
+/* A listener's or connector's counts and timeouts: none is meaningful
+ * below 0 (0 means "none" for a timeout, the default for a count); each
+ * goes to the wire or to a timer as an unsigned 32-bit value, an idle
+ * time-out in milliseconds (AMQP 1.0 2.7.1, open idle-time-out). */
+static int check_endpoint_counts(jn_mgmt_entity_t *e, jn_entity_err_t *err)
+{
+    static const struct {
+        const char *attr;
+        int64_t max;
+    } counts[] = {{"idleTimeoutSeconds", UINT32_MAX / 1000},
+                  {"initialHandshakeTimeoutSeconds", UINT32_MAX / 1000},
+                  {"maxFrameSize", UINT32_MAX},
+                  {"maxSessions", UINT32_MAX},
+                  {"maxSessionFrames", UINT32_MAX},
+                  {"linkCapacity", UINT32_MAX}};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        int64_t v = jn_mgmt_entity_int(e, counts[i].attr, 0);
+        if (v < 0 || v > counts[i].max)
+            return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, counts[i].attr,
+                                  "%s attribute '%s' must be from 0 to %" PRId64, type_of(e),
+                                  counts[i].attr, counts[i].max);
+    }
+    return 0;
+}
+
 static int check_endpoint(const jn_entity_ctx_t *ctx, jn_mgmt_entity_t *e, jn_entity_err_t *err)
 {
     const char *type = type_of(e);
@@ -293,6 +330,9 @@ static int check_endpoint(const jn_entity_ctx_t *ctx, jn_mgmt_entity_t *e, jn_en
              * this version offers none */
             return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, need_tls[k],
                                   "listener attribute '%s' needs an sslProfile", need_tls[k]);
+    int st = check_endpoint_counts(e, err);
+    if (st)
+        return st;
     int64_t cost = jn_mgmt_entity_int(e, "cost", 1);
     /* sent as an AMQP int in the open (docs/protocol.md) and summed along paths */
     if (cost < 1 || cost > INT32_MAX)

@@ -502,6 +502,18 @@ void jn_mgmt_refresh_ports_CT(jn_mgmt_t *agent)
             jn_entity_record_port_CT(agent, e);
 }
 
+/* "FILE:LINE" of vhost section ce's hostname (else of the section), heap;
+ * NULL on ENOMEM. */
+static char *where_of(const jn_config_t *cfg, const jn_config_entity_t *ce)
+{
+    const jn_config_value_t *v = jn_config_entity_get(ce, "hostname");
+    int line =
+        v && jn_config_value_line(v) > 0 ? jn_config_value_line(v) : jn_config_entity_line(ce);
+    char text[4200];
+    snprintf(text, sizeof text, "%s:%d", jn_config_name(cfg), line);
+    return strdup(text);
+}
+
 int jn_mgmt_load_vhosts_CT(jn_mgmt_t *agent, const jn_config_t *cfg, char *errors, size_t cap)
 {
     errors_t errs;
@@ -512,8 +524,10 @@ int jn_mgmt_load_vhosts_CT(jn_mgmt_t *agent, const jn_config_t *cfg, char *error
         jn_mgmt_entity_t *e = NULL;
         if (!type_is(ce, "vhost"))
             continue;
-        if (jn_entity_from_config(ce, false, &e) != 0)
+        if (jn_entity_from_config(ce, false, &e) != 0 || !(e->where = where_of(cfg, ce))) {
+            jn_mgmt_entity_free(e);
             return JN_ENOMEM;
+        }
         jn_entity_err_t err;
         int st = jn_entity_check(&ctx, e, &err);
         if (!st)

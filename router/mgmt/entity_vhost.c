@@ -28,6 +28,10 @@
 
 /* ---- a group's values ------------------------------------------------------ */
 
+/* Most connections a vhost's (or a group's per-user or per-host) limit
+ * may name: 1.19's bound. */
+#define JN_VHOST_CONNECTIONS_MAX 65535
+
 /* The groups map of e's `groups` value: *groups the map field of d (which
  * walks the stored encoding). False when e has no groups map. */
 static bool groups_of(jn_mgmt_entity_t *e, jn_decoder_t *d, jn_field_t *groups)
@@ -182,15 +186,20 @@ static int check_group_values(const char *host, const char *gname, const jn_deco
                             host, gname, key);
             continue;
         }
-        bool bad = want == JN_SCHEMA_INTEGER   ? !group_int_of(&v, &n) || n < 0
-                   : want == JN_SCHEMA_BOOLEAN ? !group_bool_of(&v, &b)
-                                               : v.type != JN_TYPE_STRING && v.type != JN_TYPE_SYMBOL;
+        /* a group's per-user and per-host limits have 1.19's vhost bound */
+        bool per = strncmp(key, "maxConnectionsPer", 17) == 0;
+        const char *must = "a comma-separated string";
+        bool bad = v.type != JN_TYPE_STRING && v.type != JN_TYPE_SYMBOL;
+        if (want == JN_SCHEMA_INTEGER) {
+            must = per ? "an integer from 0 to 65535" : "an integer from 0";
+            bad = !group_int_of(&v, &n) || n < 0 || (per && n > JN_VHOST_CONNECTIONS_MAX);
+        } else if (want == JN_SCHEMA_BOOLEAN) {
+            must = "true or false";
+            bad = !group_bool_of(&v, &b);
+        }
         if (bad)
-            st = group_fail(vc, gname, key, "vhost '%s' group '%s' attribute '%s' must be %s",
-                              host, gname, key,
-                              want == JN_SCHEMA_INTEGER   ? "an integer from 0"
-                              : want == JN_SCHEMA_BOOLEAN ? "true or false"
-                                                          : "a comma-separated string");
+            st = group_fail(vc, gname, key, "vhost '%s' group '%s' attribute '%s' must be %s", host,
+                            gname, key, must);
     }
     return st;
 }
@@ -242,6 +251,18 @@ int jn_entity_check_vhost(const jn_entity_ctx_t *ctx, jn_mgmt_entity_t *e, jn_en
         jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "maxMessageSize",
                        "vhost '%s' attribute 'maxMessageSize' must be an integer from 0", host);
         st = refusal(&vc);
+    }
+    /* 1.19's range (0: no connection is admitted) */
+    static const char *const limits[] = {"maxConnections", "maxConnectionsPerUser",
+                                         "maxConnectionsPerHost"};
+    for (size_t i = 0; i < sizeof limits / sizeof limits[0] && st == 0; i++) {
+        int64_t n = jn_mgmt_entity_int(e, limits[i], 0);
+        if (n < 0 || n > JN_VHOST_CONNECTIONS_MAX) {
+            jn_entity_fail(err, JN_MGMT_BAD_REQUEST, limits[i],
+                           "vhost '%s' attribute '%s' must be an integer from 0 to %d", host,
+                           limits[i], JN_VHOST_CONNECTIONS_MAX);
+            st = refusal(&vc);
+        }
     }
     jn_decoder_t d, in;
     jn_field_t groups, k, g;
@@ -407,6 +428,12 @@ void jn_entity_vhost_conflict_text(char *why, size_t cap, const char *host, cons
              host, other);
 }
 
+void jn_entity_vhost_duplicate_text(char *why, size_t cap, const char *host, const char *first)
+{
+    snprintf(why, cap, "vhost hostname '%.100s' is defined twice (first at %.300s)", host,
+             first ? first : "an earlier section");
+}
+
 /* The agent's vhost row of hostname host, with its link. */
 static jn_mgmt_entity_t **row_of(jn_mgmt_t *agent, const char *host)
 {
@@ -424,9 +451,15 @@ static jn_mgmt_entity_t **row_of(jn_mgmt_t *agent, const char *host)
 static int refuse_hostname(jn_mgmt_t *agent, const char *host, jn_entity_vhost_how_t how,
                            jn_entity_err_t *err)
 {
-    if (how == JN_VHOST_CREATE && *row_of(agent, host))
+    jn_mgmt_entity_t *row = *row_of(agent, host);
+    if (how == JN_VHOST_CREATE && row)
         return jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "hostname",
                               "Name conflicts with an existing entity");
+    if (how == JN_VHOST_FILE && row) {
+        jn_entity_fail(err, JN_MGMT_BAD_REQUEST, "hostname", "%s", "");
+        jn_entity_vhost_duplicate_text(err->text, sizeof err->text, host, row->where);
+        return err->status;
+    }
     if (how == JN_VHOST_UPDATE || !agent->cfg.enable_vhost_name_patterns)
         return 0;
     for (jn_mgmt_entity_t *o = agent->vhosts; o; o = o->next) {
@@ -462,8 +495,8 @@ int jn_entity_apply_vhost_CT(jn_mgmt_t *agent, jn_mgmt_entity_t *e, jn_entity_vh
     vhost_build_free(&b);
     if (rc)
         return jn_entity_fail(err, JN_MGMT_INTERNAL, NULL, "out of memory");
-    /* the row: in place of the one of the same hostname (an UPDATE, or a
-     * later policyDir file), else appended */
+    /* the row: in place of the one of the same hostname (an UPDATE), else
+     * appended */
     jn_mgmt_entity_t **pp = row_of(agent, host);
     if (*pp) {
         e->next = (*pp)->next;

@@ -110,6 +110,7 @@ void jn_mgmt_entity_free(jn_mgmt_entity_t *e)
         jn_mgmt_value_free(&e->values[i]);
     free(e->identity);
     free(e->name);
+    free(e->where);
     free(e);
 }
 

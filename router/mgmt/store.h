@@ -21,6 +21,10 @@ struct jn_mgmt_entity {
      * file ("address/0": its place among the file's sections of its type),
      * so a reload compares such entities without it */
     bool name_by_place;
+    /* a vhost from the config file or a policyDir file: "FILE:LINE" of its
+     * hostname (heap; NULL otherwise), named when another file's vhost has
+     * the same hostname (jn_entity_apply_vhost_CT) */
+    char *where;
     size_t n_values;
     jn_mv_t values[]; /* owned, one per schema attribute (by index) */
 };

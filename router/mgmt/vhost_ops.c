@@ -42,29 +42,34 @@ static jn_mgmt_entity_t **find_vhost(jn_mgmt_t *agent, const jn_mgmt_request_t *
 /* The hostnames met so far by jn_mgmt_vhost_conflicts_in, and the
  * conflicts found. */
 typedef struct hostnames {
-    char **v;
+    char **v;     /* the hostnames */
+    char **where; /* "FILE:LINE" of each */
     size_t n, cap;
+    bool patterns; /* policy.enableVhostNamePatterns */
     FILE *out;
     int found;
     bool nomem;
 } hostnames_t;
 
-/* Note section ce's hostname host (of cfg); a conflict is written as
- * FILE:LINE: (the hostname's line), as a start refuses it. */
+/* Note section ce's hostname host (of cfg); a hostname met before, or
+ * with name patterns one whose pattern conflicts, is written as
+ * FILE:LINE: (the hostname's line) and the reason, as a start refuses it. */
 static int note_hostname(hostnames_t *h, const jn_config_t *cfg, const jn_config_entity_t *ce,
                          const char *host)
 {
+    jn_entity_err_t err = {.attr = "hostname"};
+    char line[JN_ENTITY_ERR_MAX + 256];
     for (size_t i = 0; i < h->n; i++) {
-        if (jn_policy_host_patterns_conflict(h->v[i], host)) {
-            char why[320], line[JN_ENTITY_ERR_MAX + 256];
-            jn_entity_err_t err = {.attr = "hostname"};
-            jn_entity_vhost_conflict_text(why, sizeof why, host, h->v[i]);
-            snprintf(err.text, sizeof err.text, "%s", why);
-            jn_entity_file_error(cfg, ce, &err, line, sizeof line);
-            fprintf(h->out, "%s\n", line);
-            h->found++;
-            return 0;
-        }
+        if (strcmp(h->v[i], host) == 0)
+            jn_entity_vhost_duplicate_text(err.text, sizeof err.text, host, h->where[i]);
+        else if (h->patterns && jn_policy_host_patterns_conflict(h->v[i], host))
+            jn_entity_vhost_conflict_text(err.text, sizeof err.text, host, h->v[i]);
+        else
+            continue;
+        jn_entity_file_error(cfg, ce, &err, line, sizeof line);
+        fprintf(h->out, "%s\n", line);
+        h->found++;
+        return 0;
     }
     if (h->n == h->cap) {
         size_t cap = h->cap ? 2 * h->cap : 16;
@@ -72,10 +77,23 @@ static int note_hostname(hostnames_t *h, const jn_config_t *cfg, const jn_config
         if (!v)
             return JN_ENOMEM;
         h->v = v;
+        char **w = realloc(h->where, cap * sizeof *w);
+        if (!w)
+            return JN_ENOMEM;
+        h->where = w;
         h->cap = cap;
     }
-    if (!(h->v[h->n] = strdup(host)))
+    /* where: the line jn_entity_file_error names, without its text */
+    jn_entity_file_error(cfg, ce, &err, line, sizeof line);
+    char *colon = strrchr(line, ':');
+    if (colon)
+        *colon = '\0';
+    h->where[h->n] = strdup(line);
+    if (!(h->v[h->n] = strdup(host)) || !h->where[h->n]) {
+        free(h->v[h->n]);
+        free(h->where[h->n]);
         return JN_ENOMEM;
+    }
     h->n++;
     return 0;
 }
@@ -96,15 +114,19 @@ static int note_hostnames(void *arg, const jn_config_t *cfg)
     return 0;
 }
 
-int jn_mgmt_vhost_conflicts_in(const jn_config_t *cfg, const char *policy_dir, FILE *out)
+int jn_mgmt_vhost_conflicts_in(const jn_config_t *cfg, const char *policy_dir, bool patterns,
+                               FILE *out)
 {
-    hostnames_t h = {.out = out};
+    hostnames_t h = {.out = out, .patterns = patterns};
     char errors[256];
     if (note_hostnames(&h, cfg) == 0)
         (void)jn_mgmt_policy_dir(policy_dir, note_hostnames, &h, errors, sizeof errors);
-    for (size_t i = 0; i < h.n; i++)
+    for (size_t i = 0; i < h.n; i++) {
         free(h.v[i]);
+        free(h.where[i]);
+    }
     free(h.v);
+    free(h.where);
     return h.nomem ? JN_ENOMEM : h.found;
 }
 

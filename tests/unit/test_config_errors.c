@@ -324,6 +324,19 @@ static void log_module_configured_twice_rejected(void **state)
           "t.conf:4: log has the same identity 'log/ROUTER' as the log section at line 1");
 }
 
+static void attribute_set_twice_in_one_section_rejected(void **state)
+{
+    (void)state;
+    fails("listener {\n port: 1\n host: 0.0.0.0\n port: 2\n}\n",
+          "t.conf:4: listener attribute 'port' is set twice in one section (first at line 2)");
+    /* two spellings of one attribute are one attribute */
+    fails("listener {\n max-frame-size: 600\n port: 7\n maxFrameSize: 700\n}\n",
+          "t.conf:4: listener attribute 'maxFrameSize' is set twice in one section (first at "
+          "line 2)");
+    /* the same attribute in two sections is no repeat */
+    accepted("listener {\n port: 1\n}\nlistener {\n port: 2\n}\n");
+}
+
 /* ---- cross-entity checks ---- */
 
 static void router_id_with_blank_rejected(void **state)
@@ -489,6 +502,7 @@ int main(void)
         cmocka_unit_test(duplicate_name_across_types_rejected),
         cmocka_unit_test(unnamed_listeners_on_same_address_rejected),
         cmocka_unit_test(log_module_configured_twice_rejected),
+        cmocka_unit_test(attribute_set_twice_in_one_section_rejected),
         cmocka_unit_test(router_id_with_blank_rejected),
         cmocka_unit_test(router_id_of_128_characters_rejected),
         cmocka_unit_test(mesh_role_on_standalone_router_rejected),

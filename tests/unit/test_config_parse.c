@@ -370,20 +370,6 @@ static void deprecated_attributes_warned(void **state)
     jn_config_free(cfg);
 }
 
-static void repeated_attribute_last_value_wins(void **state)
-{
-    (void)state;
-    jn_config_t *cfg = load("listener {\n cost: not-a-number\n max-frame-size: 600\n cost: 3\n"
-                            " maxFrameSize: 700\n}\n");
-    assert_int_equal(num(cfg, "listener", "cost"), 3);
-    assert_int_equal(num(cfg, "listener", "maxFrameSize"), 700);
-    assert_int_equal(jn_config_warning_count(cfg), 2);
-    assert_string_equal(jn_config_warning_at(cfg, 0),
-                        "t.conf:4: listener attribute 'cost' "
-                        "given again (first at line 2); the last value is used");
-    jn_config_free(cfg);
-}
-
 static void type_attribute_ignored_with_warning(void **state)
 {
     (void)state;
@@ -594,7 +580,6 @@ int main(void)
         cmocka_unit_test(section_names_map_to_entity_types),
         cmocka_unit_test(deprecated_names_accepted_with_warning),
         cmocka_unit_test(deprecated_attributes_warned),
-        cmocka_unit_test(repeated_attribute_last_value_wins),
         cmocka_unit_test(type_attribute_ignored_with_warning),
         cmocka_unit_test(deprecated_console_section_warned),
         cmocka_unit_test(missing_router_and_policy_added_with_defaults),

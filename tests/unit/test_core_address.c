@@ -63,6 +63,22 @@ static void test_prefix_matches_itself_and_at_separators_only(void **state)
     assert_match("", NULL);
 }
 
+static void test_separators_at_the_end_are_dropped(void **state)
+{
+    (void)state;
+    add("queue.", false); /* as 1.19 reads it: the prefix "queue" */
+    assert_match("queue.a", "queue");
+    assert_match("queue", "queue");
+    assert_match("queues", NULL);
+    add("a.b./", true);
+    assert_match("a.b", "a.b");
+    assert_match("a.b.c", NULL);
+    assert_int_equal(jn_addr_config_add(&cfg, "queue", false, JN_DIST_CLOSEST), JN_EEXIST);
+    assert_int_equal(jn_addr_config_add(&cfg, "./", false, JN_DIST_CLOSEST), JN_EINVAL);
+    assert_int_equal(jn_addr_config_text_len("a.b./"), 3);
+    assert_int_equal(jn_addr_config_text_len("/"), 0);
+}
+
 static void test_longest_prefix_wins(void **state)
 {
     (void)state;
@@ -300,6 +316,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_prefix_matches_itself_and_at_separators_only,
                                         matcher_setup, matcher_teardown),
+        cmocka_unit_test_setup_teardown(test_separators_at_the_end_are_dropped, matcher_setup,
+                                        matcher_teardown),
         cmocka_unit_test_setup_teardown(test_longest_prefix_wins, matcher_setup, matcher_teardown),
         cmocka_unit_test_setup_teardown(test_pattern_star_matches_exactly_one_token, matcher_setup,
                                         matcher_teardown),

@@ -427,8 +427,15 @@ static void test_refusal_same_text_from_file_and_management(void **state)
     static const char *const cost[] = {"port", "5672", "cost", "0", NULL};
     static const char *const lr[] = {"prefix", "b", "direction", "in", "connection", "c",
                                      "containerId", "d", NULL};
+    static const char *const idle[] = {"port", "5672", "idleTimeoutSeconds", "-1", NULL};
+    static const char *const dots[] = {"prefix", "./", "direction", "in", NULL};
+    static const char *const vconn[] = {"hostname", "h", "maxConnections", "-1", NULL};
     static const same_text_case_t cases[] = {
         {"listener {\n host: 127.0.0.1\n port: 99999\n}\n", "listener", port},
+        {"connector {\n port: 5672\n idleTimeoutSeconds: -1\n}\n", "connector", idle},
+        {"listener {\n port: 5672\n idleTimeoutSeconds: -1\n}\n", "listener", idle},
+        {"linkRoute {\n prefix: ./\n direction: in\n}\n", "router.config.linkRoute", dots},
+        {"vhost {\n hostname: h\n maxConnections: -1\n}\n", "vhost", vconn},
         {"listener {\n port: 5672\n requireSsl: yes\n}\n", "listener", ssl},
         {"address {\n prefix: a\n pattern: b\n}\n", "router.config.address", both},
         {"connector {\n port: 5672\n cost: 0\n}\n", "connector", cost},

@@ -382,6 +382,28 @@ static unsigned check_file(const jn_config_t *cfg, errors_t *errs, jn_mgmt_entit
     return errs->count;
 }
 
+/* A policyDir that cannot be read stops start-up (and a reload) at its
+ * line in the file, before any of its files is looked for. Returns the
+ * refusals (0 or 1). */
+static unsigned check_policy_dir(const jn_config_t *cfg, errors_t *errs)
+{
+    const jn_config_entity_t *pce = jn_config_find(cfg, jn_schema_type_find("policy"));
+    const jn_config_value_t *v = pce ? jn_config_entity_get(pce, "policyDir") : NULL;
+    const char *dir = v ? jn_config_value_string(v) : NULL;
+    if (!dir || !dir[0])
+        return 0;
+    DIR *d = opendir(dir);
+    if (d) {
+        closedir(d);
+        return 0;
+    }
+    int line = jn_config_value_line(v);
+    add_errorf(errs, "%s:%d: policy attribute 'policyDir' ('%s') cannot be read: %s",
+               jn_config_name(cfg), line ? line : jn_config_entity_line(pce), dir,
+               strerror(errno));
+    return 1;
+}
+
 int jn_mgmt_plan_config(const jn_config_t *cfg, jn_router_settings_t *out, char *errors,
                         size_t cap)
 {
@@ -389,6 +411,7 @@ int jn_mgmt_plan_config(const jn_config_t *cfg, jn_router_settings_t *out, char 
     errors_init(&errs, errors, cap);
     jn_mgmt_entity_t *r = NULL, *p = NULL;
     unsigned n = check_file(cfg, &errs, out ? &r : NULL, out ? &p : NULL, out != NULL);
+    n += check_policy_dir(cfg, &errs);
     if (out)
         read_settings(cfg, r, p, out);
     jn_mgmt_entity_free(r);

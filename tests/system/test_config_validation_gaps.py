@@ -216,6 +216,17 @@ class ValidationGapsTest(RouterTestCase):
         code, desc, _ = m.create(addr, "a2", {"prefix": "q", "distribution": "closest"})
         self.assertEqual(code, 201, desc)
 
+    def test_policy_dir_that_cannot_be_read_refused_at_its_line(self):
+        missing = os.path.join(self.workdir, "no-such-dir")
+        path = self.write("nodir.conf", router_section("R") + client_listener() + LOGS +
+                          conf_section("policy", {"policyDir": missing}))
+        want = "%s:%d: policy attribute 'policyDir' ('%s') cannot be read: " % (
+            path, self.line_of(path, "policyDir"), missing)
+        self.assertIn(want, self.start_fails(path))
+        check = run_junctiond(["-c", path, "--check"])
+        self.assertEqual(check.returncode, 1, check.stdout)
+        self.assertIn(want, check.stderr)
+
     def test_policy_dir_hostname_defined_twice_refused(self):
         pd = os.path.join(self.workdir, "pd")
         os.makedirs(pd)

@@ -152,7 +152,9 @@ int jn_io_add_connector(jn_io_t *io, const jn_endpoint_config_t *cfg);
  * stops listening (its open connections stay); a connector stops retrying
  * and its current connection, opened or not, is closed (amqp:connection:
  * forced, "connector deleted"); no other connection is touched. The
- * endpoint's memory stays until jn_io_free. Returns 0 or JN_ENOENT. Any
+ * endpoint's memory is freed by loop 0 once nothing uses it (its
+ * connections are gone, no attempt or timer of it is pending). Returns 0
+ * or JN_ENOENT. Any
  * thread (management: the core thread); takes the I/O layer's lock. */
 int jn_io_remove_endpoint(jn_io_t *io, const char *name);
 

@@ -121,6 +121,10 @@ static void bridge_set_tls(jn_io_bridge_t *b, jn_io_t *io, const jn_endpoint_con
     jn_tls_profile_unref(p);
 }
 
+static jn_io_bridge_t *bridge_open(jn_io_t *io, jn_io_endpoint_t *ep, size_t live,
+                                   const char *peer, const jn_io_bridge_tls_t *tls,
+                                   jn_io_bridge_notify_fn notify, void *ctx, int *err);
+
 jn_io_bridge_t *jn_io_bridge_open(jn_io_t *io, const char *listener, const char *peer,
                                   const jn_io_bridge_tls_t *tls, jn_io_bridge_notify_fn notify,
                                   void *ctx, int *err)
@@ -133,9 +137,22 @@ jn_io_bridge_t *jn_io_bridge_open(jn_io_t *io, const char *listener, const char 
         ep = ep->next;
     size_t live = io->live_conns;
     bool up = io->started && !atomic_load(&io->stopping);
+    if (ep && up)
+        ep->users++; /* a management DELETE meanwhile must not free it */
     pthread_mutex_unlock(&io->lock);
     if (!ep || !up)
         return NULL;
+    jn_io_bridge_t *b = bridge_open(io, ep, live, peer, tls, notify, ctx, err);
+    jn_io_endpoint_release(ep); /* the connection, if made, holds it now */
+    return b;
+}
+
+/* jn_io_bridge_open for listener ep (held by the caller), with live
+ * connections open. */
+static jn_io_bridge_t *bridge_open(jn_io_t *io, jn_io_endpoint_t *ep, size_t live,
+                                   const char *peer, const jn_io_bridge_tls_t *tls,
+                                   jn_io_bridge_notify_fn notify, void *ctx, int *err)
+{
     if (live >= io->max_conns) {
         *err = JN_EOVERFLOW;
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,

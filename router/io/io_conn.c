@@ -240,6 +240,7 @@ jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming)
     conn_decorate(conn);
     atomic_fetch_add(&io->pending_frees, 1);
     pthread_mutex_lock(&io->lock);
+    ep->users++; /* the endpoint lives while its connections do */
     conn->reg_next = io->conns;
     if (io->conns)
         io->conns->reg_prev = conn;
@@ -288,6 +289,7 @@ static void conn_free(jn_io_conn_t *conn)
     conn->check_user = NULL;
     jn_screen_free(conn->screen);
     conn->screen = NULL;
+    jn_io_endpoint_release(conn->endpoint); /* its last use of the endpoint */
     atomic_fetch_sub(&io->pending_frees, 1);
     jn_pool_free(atomic_load_explicit(&conn_pool, memory_order_acquire), conn);
 }

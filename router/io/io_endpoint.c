@@ -690,9 +690,11 @@ void *jn_io_connector_main(void *arg)
         io->connect_queue = ep->connect_next;
         ep->connect_next = NULL;
         ep->connect_queued = false;
+        ep->users++; /* a management DELETE meanwhile must not free it */
         pthread_mutex_unlock(&io->lock);
         connect_now(ep);
         pthread_mutex_lock(&io->lock);
+        ep->users--;
     }
     pthread_mutex_unlock(&io->lock);
     return NULL;
@@ -738,6 +740,60 @@ static void endpoint_removed_fire(jn_io_timer_t *timer)
     (void)timer;
 }
 
+/* Whether removed endpoint ep can be freed now: nothing uses it (its
+ * connections and its auth-service child's are gone, no thread holds it),
+ * no attempt of it is queued and none of its timers is armed. io->lock
+ * held. */
+static bool endpoint_unused_locked(const jn_io_endpoint_t *ep)
+{
+    return ep->users == 0 && !ep->connect_queued && !ep->retry.armed && !ep->accept_pause.armed &&
+           (!ep->authsvc || (ep->authsvc->users == 0 && !ep->authsvc->retry.armed));
+}
+
+/* The sweep (loop 0's timer, so after the events of its pass: a listening
+ * socket's event read before the DELETE closed it has been handled, and
+ * no timer of an endpoint is firing): frees every removed endpoint that
+ * nothing uses any more, and comes back in a second while one is left. */
+static void endpoint_sweep_fire(jn_io_timer_t *timer)
+{
+    jn_io_t *io = (jn_io_t *)((char *)timer - offsetof(jn_io_t, endpoint_sweep));
+    jn_io_endpoint_t *gone = NULL;
+    bool left = false;
+    pthread_mutex_lock(&io->lock);
+    for (jn_io_endpoint_t **p = &io->endpoints; *p;) {
+        jn_io_endpoint_t *ep = *p;
+        if (!atomic_load(&ep->removed) || ep->retry.fire != endpoint_removed_fire) {
+            p = &ep->next;
+        } else if (!endpoint_unused_locked(ep)) {
+            left = true;
+            p = &ep->next;
+        } else {
+            *p = ep->next;
+            ep->next = gone;
+            gone = ep;
+        }
+    }
+    if (left && !atomic_load(&io->stopping))
+        jn_io_timer_arm_at_locked(io, &io->endpoint_sweep, (int64_t)jn_time_mono_ms() + 1000);
+    pthread_mutex_unlock(&io->lock);
+    while (gone) {
+        jn_io_endpoint_t *next = gone->next;
+        JN_LOG(JN_LOG_MOD_CONN_MGR, JN_LOG_DEBUG, "Freed the removed %s %s (%s): nothing uses it",
+               gone->is_listener ? "listener" : "connector",
+               gone->cfg.name ? gone->cfg.name : "", gone->shown);
+        jn_io_endpoint_free(gone);
+        gone = next;
+    }
+}
+
+void jn_io_endpoint_release(jn_io_endpoint_t *ep)
+{
+    jn_io_t *io = ep->io;
+    pthread_mutex_lock(&io->lock);
+    ep->users--;
+    pthread_mutex_unlock(&io->lock);
+}
+
 int jn_io_remove_endpoint(jn_io_t *io, const char *name)
 {
     if (!io || !name)
@@ -756,19 +812,26 @@ int jn_io_remove_endpoint(jn_io_t *io, const char *name)
     jn_io_conn_t *attempt = NULL;
     if (ep->is_listener) {
         jn_io_listener_close_locked(io, ep);
-    } else if (ep->conn) {
-        attempt = ep->conn; /* an attempt not yet open ends at its next pass */
-        if (!jn_io_conn_tryref(attempt))
-            attempt = NULL; /* being freed: nothing to end */
+    } else {
+        if (ep->conn) {
+            attempt = ep->conn; /* an attempt not yet open ends at its next pass */
+            if (!jn_io_conn_tryref(attempt))
+                attempt = NULL; /* being freed: nothing to end */
+        }
+        if (ep->retry.armed)
+            jn_io_timer_cancel_locked(io, &ep->retry);
     }
+    JN_LOG(JN_LOG_MOD_CONN_MGR, JN_LOG_INFO, "Removed %s %s (%s)",
+           ep->is_listener ? "listener" : "connector", name, ep->shown);
+    /* the endpoint is freed by the sweep once nothing uses it (ep may be
+     * gone once the lock is dropped) */
+    io->endpoint_sweep.fire = endpoint_sweep_fire;
+    if (io->started && !io->endpoint_sweep.armed && !atomic_load(&io->stopping))
+        jn_io_timer_arm_at_locked(io, &io->endpoint_sweep, (int64_t)jn_time_mono_ms() + 1000);
     pthread_mutex_unlock(&io->lock);
     if (attempt) {
         jn_io_conn_wake(attempt);
         jn_io_conn_unref(attempt);
     }
-    if (!ep->is_listener)
-        jn_io_timer_cancel(io, &ep->retry);
-    JN_LOG(JN_LOG_MOD_CONN_MGR, JN_LOG_INFO, "Removed %s %s (%s)",
-           ep->is_listener ? "listener" : "connector", name, ep->shown);
     return 0;
 }

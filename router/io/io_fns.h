@@ -120,6 +120,7 @@ size_t jn_io_max_connections(void);
 /* io_timer.c: the one-shot timers (any thread arms; loop 0 fires) */
 void jn_io_timer_arm(jn_io_t *io, jn_io_timer_t *timer, unsigned delay_ms);
 void jn_io_timer_arm_at(jn_io_t *io, jn_io_timer_t *timer, int64_t deadline_ms);
+void jn_io_timer_arm_at_locked(jn_io_t *io, jn_io_timer_t *timer, int64_t deadline_ms);
 bool jn_io_timer_cancel(jn_io_t *io, jn_io_timer_t *timer);
 void jn_io_timer_cancel_locked(jn_io_t *io, jn_io_timer_t *timer);
 /* jn_io_timers_cancel_all: disarm every timer and drop the connection
@@ -212,6 +213,12 @@ void jn_io_bridge_gone_IO(jn_io_conn_t *conn);
 
 /* io_endpoint.c: listeners, connectors, accepting and connecting */
 void jn_io_endpoint_free(jn_io_endpoint_t *ep);
+
+/* jn_io_endpoint_release: drop a use of ep that its holder took under
+ * jn_io_t.lock (ep->users++) after finding it: a removed endpoint nothing
+ * uses any more is then freed by the next sweep. Any thread; takes the
+ * lock. */
+void jn_io_endpoint_release(jn_io_endpoint_t *ep);
 int jn_io_listen(jn_io_t *io, jn_io_endpoint_t *ep);
 void jn_io_connect(jn_io_endpoint_t *ep);
 void *jn_io_connector_main(void *arg);

@@ -305,6 +305,12 @@ struct jn_io_endpoint {
     jn_io_endpoint_t *authsvc;
     char numeric_host[64];
     char numeric_port[8];
+    /* what may still reach it besides jn_io_t.endpoints (jn_io_t.lock):
+     * its connections (jn_io_conn_new to conn_free) and a thread that
+     * found it under the lock and goes on without it (the connector
+     * thread's attempt, a WebSocket bridge being made). A removed endpoint
+     * is freed by the sweep (io_endpoint.c) once this is 0. */
+    unsigned users;
 };
 
 /* ---- the I/O layer ----------------------------------------------------- */
@@ -422,6 +428,9 @@ struct jn_io {
      * own lock), NULL when the vhost policy is off; set before start */
     jn_policy_t *policy;
     bool started;
+    /* loop 0: frees the removed endpoints nothing uses any more
+     * (io_endpoint.c, "removal"); armed while any is left */
+    jn_io_timer_t endpoint_sweep;
     /* the connector thread's queue of attempts to make (io_endpoint.c) */
     jn_io_endpoint_t *connect_queue;
     pthread_cond_t connect_cond;

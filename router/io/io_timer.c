@@ -47,6 +47,13 @@ static void timer_unlink_locked(jn_io_t *io, jn_io_timer_t *timer)
 void jn_io_timer_arm_at(jn_io_t *io, jn_io_timer_t *timer, int64_t deadline_ms)
 {
     pthread_mutex_lock(&io->lock);
+    jn_io_timer_arm_at_locked(io, timer, deadline_ms);
+    pthread_mutex_unlock(&io->lock);
+}
+
+/* jn_io_timer_arm_at_locked: jn_io_timer_arm_at with io->lock held. */
+void jn_io_timer_arm_at_locked(jn_io_t *io, jn_io_timer_t *timer, int64_t deadline_ms)
+{
     if (timer->armed)
         timer_unlink_locked(io, timer);
     timer->deadline = deadline_ms;
@@ -57,7 +64,6 @@ void jn_io_timer_arm_at(jn_io_t *io, jn_io_timer_t *timer, int64_t deadline_ms)
     *p = timer;
     timer->armed = true;
     timer_next_update_locked(io);
-    pthread_mutex_unlock(&io->lock);
 }
 
 /* jn_io_timer_arm: fire timer->fire once, delay_ms from now. Any thread. */

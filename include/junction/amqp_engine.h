@@ -68,6 +68,10 @@ typedef struct jn_amqp_conn_config {
     uint32_t max_frame_size;  /* the largest frame we accept, >= 512 */
     uint16_t channel_max;     /* the highest channel the peer may use */
     uint32_t idle_time_out;   /* ms; 0: none. Silent that long: we close */
+    /* ms; what our open announces as idle-time-out (2.4.5), 0: the same as
+     * idle_time_out. Below it, the peer has slack before we close: proton's
+     * server announces half its limit, and the router keeps that */
+    uint32_t idle_time_out_announced;
     /* ms; 0: none. A peer's open asking for a shorter (non-zero)
      * idle-time-out is refused with amqp:resource-limit-exceeded (2.4.5
      * lets a peer refuse one it cannot meet; router.minPeerIdleTimeoutMs) */

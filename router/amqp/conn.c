@@ -112,7 +112,8 @@ static void open_fields(const jn_amqp_conn_t *c, jn_amqp_open_t *o)
     o->channel_max = c->cfg.channel_max;
     if (c->cfg.idle_time_out) {
         o->present |= JN_AMQP_FIELD(4);
-        o->idle_time_out = c->cfg.idle_time_out;
+        o->idle_time_out = c->cfg.idle_time_out_announced ? c->cfg.idle_time_out_announced
+                                                          : c->cfg.idle_time_out;
     }
 }
 

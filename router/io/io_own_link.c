@@ -123,8 +123,8 @@ static const char *refusal(const jn_amqp_attach_t *a)
     const jn_amqp_terminus_t *t = peer_sends ? &a->target : &a->source;
     if (peer_sends && (a->present & JN_AMQP_FIELD(6)) && a->target.code != JN_AMQP_TARGET)
         return "a transaction coordinator (or another target type) on Junction's own engine";
-    if ((t->present & JN_AMQP_FIELD(4)) && t->dynamic)
-        return "a dynamic terminus on Junction's own engine";
+    if (peer_sends && (t->present & JN_AMQP_FIELD(4)) && t->dynamic)
+        return "a dynamic target on Junction's own engine";
     jn_iter_t caps = t->capabilities;
     uint32_t cap_field = peer_sends ? JN_AMQP_FIELD(6) : JN_AMQP_FIELD(10);
     if (t->present & cap_field) {
@@ -218,6 +218,8 @@ void jn_io_own_on_attach(void *ctx, jn_amqp_link_t *l, const jn_amqp_attach_t *a
         .name = jn_amqp_link_name(l),
         .address = address,
         .presettled = (a->present & JN_AMQP_FIELD(3)) && a->snd_settle_mode == 1,
+        /* a receiver's dynamic source: the core makes its address */
+        .dynamic = !link->incoming && (t->present & JN_AMQP_FIELD(4)) && t->dynamic,
         .capacity = conn->endpoint->cfg.link_capacity,
         .type = JN_LINK_ENDPOINT,
     };
@@ -559,40 +561,48 @@ static void pend_drop(jn_io_own_link_t *link, size_t n)
         link->pend_off = 0;
 }
 
-/* Send what there is of the copy in progress. Returns true when it was
- * sent whole (or dropped), false when it waits (octets, or the window). */
+/* The copy in progress ends here: aborted, or the engine refused it. */
+static void tx_drop(jn_io_own_link_t *link)
+{
+    if (link->tx_od)
+        dlv_drop(link->tx_od);
+    tx_done(link);
+}
+
+/* Send what there is of the copy in progress, composing more as the
+ * engine takes it. Returns true when it was sent whole (or dropped), false
+ * when it waits: for octets (JN_WORK_DELIVERY_CONTINUE) or for the peer's
+ * window (the pass after its flow). */
 static bool tx_push(jn_io_own_link_t *link)
 {
-    int rc = tx_fill(link);
-    if (rc != 0) { /* aborted (or no memory): the consumer sees it aborted */
-        (void)jn_amqp_delivery_abort(link->tx_d);
-        if (link->tx_od)
-            dlv_drop(link->tx_od);
-        tx_done(link);
-        return true;
+    for (;;) {
+        if (tx_fill(link) != 0) { /* aborted (or no memory): the consumer sees it aborted */
+            (void)jn_amqp_delivery_abort(link->tx_d);
+            tx_drop(link);
+            return true;
+        }
+        if (link->pend_len == 0 && !link->tx_ended)
+            return false;
+        jn_iter_t it;
+        if (link->pend_len == 0 ||
+            jn_iter_init(&it, link->pend.head, link->pend_off, link->pend_len, JN_VIEW_RAW) != 0)
+            jn_iter_init_bytes(&it, "", 0, JN_VIEW_RAW);
+        size_t taken = 0;
+        int rc = jn_amqp_delivery_send(link->tx_d, &it, 1, !link->tx_ended, &taken);
+        pend_drop(link, taken);
+        if (rc == 1) {
+            if (!link->tx_od) /* pre-settled: the engine freed it */
+                link->tx_d = NULL;
+            tx_done(link);
+            return true;
+        }
+        if (rc < 0) {
+            tx_drop(link);
+            return true;
+        }
+        if (link->pend_len > 0)
+            return false; /* the peer's window is shut */
     }
-    if (link->pend_len == 0 && !link->tx_ended)
-        return false;
-    jn_iter_t it;
-    if (link->pend_len == 0 ||
-        jn_iter_init(&it, link->pend.head, link->pend_off, link->pend_len, JN_VIEW_RAW) != 0)
-        jn_iter_init_bytes(&it, "", 0, JN_VIEW_RAW);
-    size_t taken = 0;
-    rc = jn_amqp_delivery_send(link->tx_d, &it, 1, !link->tx_ended, &taken);
-    pend_drop(link, taken);
-    if (rc == 1) {
-        if (!link->tx_od) /* pre-settled: the engine freed it */
-            link->tx_d = NULL;
-        tx_done(link);
-        return true;
-    }
-    if (rc < 0) {
-        if (link->tx_od)
-            dlv_drop(link->tx_od);
-        tx_done(link);
-        return true;
-    }
-    return false;
 }
 
 /* Send on link: the copy in progress, then the queued ones. */
@@ -709,6 +719,12 @@ static void work_open(jn_io_own_link_t *link, jn_work_t *w)
         return;
     jn_amqp_attach_t a = p.u.attach;
     a.present &= JN_AMQP_FIELD(3) | JN_AMQP_FIELD(5) | JN_AMQP_FIELD(6);
+    if (!link->incoming && w->address && (a.source.present & JN_AMQP_FIELD(4)) &&
+        a.source.dynamic) { /* the address the core made for the dynamic source */
+        a.source.present |= JN_AMQP_FIELD(0);
+        a.source.address_is_symbol = false;
+        jn_iter_init_string(&a.source.address, w->address, JN_VIEW_RAW);
+    }
     (void)jn_amqp_link_attach(link->l, &a, 0);
 }
 

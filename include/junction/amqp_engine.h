@@ -2,7 +2,8 @@
  * junction/amqp_engine.h — the AMQP 1.0 engine's connection, session and
  * link state (AMQP 1.0 part 2: 2.4 connections, 2.5 sessions, 2.6 links,
  * 2.7 performatives). Part of router/amqp (docs/engine.md, stage 2a): no
- * sockets, no threads, no knowledge of the core. Not yet used by junctiond.
+ * sockets, no threads, no knowledge of the core. router/io drives it for
+ * connections on the own engine (stage 2b(ii): junction/amqp_transport.h).
  *
  * One jn_amqp_conn_t per transport connection, after any SASL or TLS layer
  * (the caller detects those from the first protocol header, as today):

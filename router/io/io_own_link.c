@@ -732,11 +732,15 @@ static void work_credit(jn_io_own_link_t *link, jn_work_t *w)
 {
     if (!link->l)
         return;
-    if (w->drain) { /* withdrawn: credit 0, drained (credit 1: without the flag) */
-        (void)jn_amqp_link_flow(link->l, 0, w->credit != 1, false);
+    jn_amqp_link_state_t st = jn_amqp_link_state(link->l);
+    if (w->drain) {
+        /* credit 1 (a broker's link): down to 0 without the drain flag;
+         * credit 0 (the address lost its last consumer): the sender keeps
+         * what it was granted, with the drain flag, as 1.19 (and the
+         * proton path, io_recv.c) holds it (2.6.7) */
+        (void)jn_amqp_link_flow(link->l, w->credit ? 0 : st.credit, w->credit == 0, false);
         return;
     }
-    jn_amqp_link_state_t st = jn_amqp_link_state(link->l);
     (void)jn_amqp_link_flow(link->l, st.credit + w->credit, false, false);
 }
 

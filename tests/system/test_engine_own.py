@@ -10,7 +10,8 @@ engine: one "Connection runs on Junction's own AMQP engine" log line per
 client connection. Covered: unsettled and pre-settled traffic, messages of
 many frames both ways, two receivers sharing an address (balanced), a
 receiver that goes away holding unsettled deliveries (released to the
-sender), a receiver with a dynamic source and management over it, a link
+sender), the drain asked of a sender whose address lost its consumer, a
+receiver with a dynamic source and management over it, a link
 the own engine does not serve yet (refused with amqp:not-implemented naming
 it), junction-bench through the router, and the switch's default (proton:
 no connection on the own engine).
@@ -30,6 +31,7 @@ from proton.utils import BlockingConnection, LinkDetached
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (BENCH, SLOW, Recv, Router, RouterTestCase, Scenario, Send,  # noqa: E402
                      Traffic, seq_message)
+from test_router_drain import ConsumerGoes  # noqa: E402
 
 OWN_LINE = "Connection runs on Junction's own AMQP engine"
 
@@ -140,6 +142,19 @@ class OwnEngineTest(RouterTestCase):
         self.run_scenario(s)
         self.assertEqual((s.got, s.released), (5, 5))
         self.assert_own(r, 2)
+
+    def test_drain_keeps_the_credit_the_sender_was_granted(self):
+        # the address loses its consumer: the sender is asked to drain with
+        # all the credit it holds (as 1.19 and the proton path), so one that
+        # honours it gives it back and one that does not sends on with it,
+        # every delivery released
+        r = self.start_own()
+        s = self.run_scenario(ConsumerGoes(r.url, "own.drain", honour=True))
+        self.assertEqual(s.got, ["one", "three"])
+        self.assertGreater(s.drained, 0)
+        s = self.run_scenario(ConsumerGoes(r.url, "own.drain2", honour=False, more=40))
+        self.assertEqual((s.got, s.released), (["one"], 41))
+        self.assert_own(r, 4)
 
     def test_dynamic_source_and_management(self):
         r = self.start_own()

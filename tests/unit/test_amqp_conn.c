@@ -285,6 +285,37 @@ static void test_heartbeat_at_half_the_peers_idle_time_out(void **state)
     peer_free(&x);
 }
 
+/* Our open may announce less than our limit (as proton's server announces
+ * half of it, so a peer has slack): the peer is told the announced value,
+ * and we close only after the limit. */
+static void test_idle_time_out_announced_below_our_limit(void **state)
+{
+    (void)state;
+    peer_t a, x;
+    peer_init(&a, "client", 4096, 7, 0);
+    memset(&x, 0, sizeof x);
+    x.answer = true;
+    jn_amqp_conn_config_t cfg = {.container_id = "server",
+                                 .max_frame_size = 4096,
+                                 .channel_max = 7,
+                                 .idle_time_out = 2000,
+                                 .idle_time_out_announced = 1000};
+    jn_amqp_handler_t h = {.ctx = &x, .on_open = ev_open, .on_closed = ev_closed};
+    x.c = jn_amqp_conn_new(&cfg, &h);
+    assert_non_null(x.c);
+    assert_int_equal(jn_amqp_conn_open(a.c), 0);
+    pump(&a, &x);
+    assert_int_equal(x.opens, 1);
+    assert_int_equal(jn_amqp_conn_remote_idle_time_out(a.c), 1000);
+    assert_int_equal(jn_amqp_conn_tick(x.c, 1500), 2000); /* past the announced: still open */
+    assert_int_equal(x.closed, 0);
+    assert_int_equal(jn_amqp_conn_tick(x.c, 2000), UINT64_MAX); /* the limit */
+    assert_int_equal(x.closed, 1);
+    assert_string_equal(x.condition, "amqp:resource-limit-exceeded");
+    peer_free(&a);
+    peer_free(&x);
+}
+
 static void test_peer_idle_time_out_below_the_floor_refused(void **state)
 {
     (void)state;
@@ -378,6 +409,7 @@ int main(void)
         cmocka_unit_test(test_frames_after_close_sent_are_dropped),
         cmocka_unit_test(test_idle_peer_closed_with_resource_limit_exceeded),
         cmocka_unit_test(test_heartbeat_at_half_the_peers_idle_time_out),
+        cmocka_unit_test(test_idle_time_out_announced_below_our_limit),
         cmocka_unit_test(test_peer_idle_time_out_below_the_floor_refused),
         cmocka_unit_test(test_frames_fit_the_peers_max_frame_size),
         cmocka_unit_test(test_output_taken_in_parts),

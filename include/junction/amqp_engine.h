@@ -77,6 +77,15 @@ typedef struct jn_amqp_conn_config {
      * idle-time-out is refused with amqp:resource-limit-exceeded (2.4.5
      * lets a peer refuse one it cannot meet; router.minPeerIdleTimeoutMs) */
     uint32_t min_peer_idle_time_out;
+    /* our open's offered-capabilities and desired-capabilities (each
+     * encoded: a symbol or an array of symbols) and properties (an encoded
+     * map), copied; NULL: not sent (2.7.1) */
+    const uint8_t *offered_capabilities;
+    size_t offered_capabilities_len;
+    const uint8_t *desired_capabilities;
+    size_t desired_capabilities_len;
+    const uint8_t *properties;
+    size_t properties_len;
 } jn_amqp_conn_config_t;
 
 /* The events of a connection, each called on the connection's thread from

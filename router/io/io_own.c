@@ -67,7 +67,7 @@ bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep)
            !cfg->require_ssl && !cfg->require_encryption && !cfg->authenticate_peer &&
            !ep->authsvc && !jn_endpoint_uses_sasl_plugin(cfg, true) && io->policy == NULL &&
            !cfg->multi_tenant && cfg->message_logging == 0 && cfg->handshake_timeout_seconds == 0 &&
-           !cfg->bridged;
+           !cfg->bridged && !cfg->failover_urls && !cfg->open_properties;
 }
 
 /* ---- the connection's events --------------------------------------------- */
@@ -170,6 +170,27 @@ static void own_on_end(void *ctx, jn_amqp_session_t *s, const jn_amqp_end_close_
     jn_io_own_session_gone_IO(own, s);
 }
 
+/* What our open offers and says, as the proton path's (io_conn.c,
+ * conn_decorate): capabilities ANONYMOUS-RELAY and qd.streaming-links both
+ * offered and desired, properties product, version and qd.conn-id. caps and
+ * props are encoded in place; returns 0 or the encoder's error. */
+static int open_extras(const jn_io_conn_t *conn, jn_encoder_t *caps, jn_encoder_t *props)
+{
+    jn_enc_array_begin(caps, JN_AMQP_SYM8);
+    jn_enc_csymbol(caps, "ANONYMOUS-RELAY");
+    jn_enc_csymbol(caps, "qd.streaming-links");
+    jn_enc_array_end(caps);
+    jn_enc_map_begin(props);
+    jn_enc_csymbol(props, "product");
+    jn_enc_cstring(props, "qpid-dispatch-router");
+    jn_enc_csymbol(props, "version");
+    jn_enc_cstring(props, "1.19.0");
+    jn_enc_csymbol(props, "qd.conn-id");
+    jn_enc_int(props, (int32_t)conn->id);
+    jn_enc_map_end(props);
+    return jn_encoder_error(caps) ? jn_encoder_error(caps) : jn_encoder_error(props);
+}
+
 int jn_io_own_attach(jn_io_conn_t *conn)
 {
     jn_io_own_t *own = calloc(1, sizeof *own);
@@ -189,6 +210,15 @@ int jn_io_own_attach(jn_io_conn_t *conn)
         .idle_time_out_announced = cfg->idle_timeout_seconds * 500u,
         .min_peer_idle_time_out = conn->io->min_peer_idle_timeout_ms,
     };
+    jn_encoder_t caps, props;
+    jn_encoder_init(&caps);
+    jn_encoder_init(&props);
+    if (open_extras(conn, &caps, &props) == 0) {
+        ac.offered_capabilities = ac.desired_capabilities = caps.data;
+        ac.offered_capabilities_len = ac.desired_capabilities_len = caps.size;
+        ac.properties = props.data;
+        ac.properties_len = props.size;
+    }
     jn_amqp_handler_t h = {.ctx = own,
                            .on_open = own_on_open,
                            .on_close = own_on_close,
@@ -200,8 +230,11 @@ int jn_io_own_attach(jn_io_conn_t *conn)
                            .on_flow = jn_io_own_on_flow,
                            .on_transfer = jn_io_own_on_transfer,
                            .on_disposition = jn_io_own_on_disposition};
-    own->t = jn_amqp_transport_new(&ac, &h);
-    if (!own->t) {
+    own->t = jn_amqp_transport_new(&ac, &h); /* copies them */
+    jn_encoder_free(&caps);
+    jn_encoder_free(&props);
+    if (!own->t || !ac.properties) {
+        jn_amqp_transport_free(own->t);
         free(own);
         return JN_ENOMEM;
     }

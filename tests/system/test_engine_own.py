@@ -160,6 +160,9 @@ class OwnEngineTest(RouterTestCase):
         r = self.start_own()
         c = BlockingConnection(r.url, timeout=10 * SLOW)
         try:
+            # our open, as the proton path's: what clients look for
+            self.assertIn("ANONYMOUS-RELAY", [str(x) for x in c.conn.remote_offered_capabilities])
+            self.assertEqual(c.conn.remote_properties.get("product"), "qpid-dispatch-router")
             reply = c.create_receiver(None, dynamic=True)
             self.assertTrue(reply.remote_source.address)
             sender = c.create_sender("$management")

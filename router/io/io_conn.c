@@ -569,30 +569,7 @@ void jn_io_conn_transport_closed_IO(jn_io_conn_t *conn)
         jn_io_connector_closed_IO(conn->endpoint, conn, conn->opened);
 }
 
-/* ---- the peer's octets (io_loop.c's pass, io_bridge.c, io_test.c) ----------- */
-
-/* jn_io_conn_input_IO: n octets of the peer's stream were just written at
- * start, the tail of proton's input buffer: screen them and hand what may
- * go on to proton. Returns false when the screen refused the stream (the
- * connection is closing with its error and reads no more). The owning
- * loop's thread (or a test's, io_test.c). */
-bool jn_io_conn_input_IO(jn_io_conn_t *conn, char *start, size_t n)
-{
-    JN_ASSERT_IO(conn);
-    pn_connection_driver_t *d = &conn->driver;
-    size_t ok;
-    /* the frame screen: proton gets only what keeps to the rules */
-    if (JN_UNLIKELY(jn_screen_feed(conn->screen, (const uint8_t *)start, n, &ok) != 0)) {
-        pn_connection_driver_read_done(d, ok);
-        jn_io_conn_refuse_IO(conn);
-        return false;
-    }
-    pn_connection_driver_read_done(d, ok);
-    conn->octets_read += ok;
-    if (conn->tick_at == INT64_MAX)
-        conn->tick_at = 0; /* input may start proton's idle clock */
-    return true;
-}
+/* ---- after a write step (io_loop.c's pass, io_bridge.c, io_test.c) --------- */
 
 /* jn_io_conn_written_IO: after a write step: end the input of a stream the
  * screen refused, or of a connection management closed, once our answer

@@ -514,6 +514,29 @@ static void conn_arrive(jn_io_conn_t *conn)
 
 /* ---- the pass ------------------------------------------------------------------ */
 
+/* jn_io_conn_input_IO: n octets of the peer's stream were just written at
+ * start, the tail of proton's input buffer: screen them and hand what may
+ * go on to proton. Returns false when the screen refused the stream (the
+ * connection is closing with its error and reads no more). The owning
+ * loop's thread (or a test's, io_test.c). */
+bool jn_io_conn_input_IO(jn_io_conn_t *conn, char *start, size_t n)
+{
+    JN_ASSERT_IO(conn);
+    pn_connection_driver_t *d = &conn->driver;
+    size_t ok;
+    /* the frame screen: proton gets only what keeps to the rules */
+    if (JN_UNLIKELY(jn_screen_feed(conn->screen, (const uint8_t *)start, n, &ok) != 0)) {
+        pn_connection_driver_read_done(d, ok);
+        jn_io_conn_refuse_IO(conn);
+        return false;
+    }
+    pn_connection_driver_read_done(d, ok);
+    conn->octets_read += ok;
+    if (conn->tick_at == INT64_MAX)
+        conn->tick_at = 0; /* input may start proton's idle clock */
+    return true;
+}
+
 /* Step 1: read. Returns true when the socket may hold more (the pass
  * stopped at JN_IO_READS_PER_PASS). */
 static bool conn_read(jn_io_conn_t *conn)

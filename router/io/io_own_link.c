@@ -62,6 +62,20 @@ static void dlv_drop(jn_io_own_dlv_t *od)
     free(od);
 }
 
+/* Our disposition of od's delivery with settle (state may be NULL): the
+ * engine frees a whole delivery it settles, so the record forgets it
+ * first, then goes. */
+static void dlv_settle(jn_io_own_dlv_t *od, const jn_amqp_state_t *state)
+{
+    jn_amqp_delivery_t *d = od->d;
+    if (d) {
+        jn_amqp_delivery_set_user(d, NULL);
+        od->d = NULL;
+        (void)jn_amqp_delivery_update(d, state, true);
+    }
+    dlv_drop(od);
+}
+
 /* ---- delivery states ----------------------------------------------------- */
 
 /* The engine's state (as decoded) as the core's: outcome and the fields the
@@ -445,10 +459,8 @@ static void tx_done(jn_io_own_link_t *link)
     jn_message_stream_copy_end(link->tx_out.message, link->tx_slot);
     jn_message_out_fini(&link->tx_out);
     jn_io_own_dlv_t *od = link->tx_od;
-    if (od && link->tx_settle_when_done) {
-        (void)jn_amqp_delivery_update(od->d, NULL, true);
-        dlv_drop(od);
-    }
+    if (od && link->tx_settle_when_done)
+        dlv_settle(od, NULL);
     jn_delivery_unref(link->tx_dlv); /* the work item's; the record holds its own */
     link->tx_dlv = NULL;
     link->tx_od = NULL;
@@ -577,6 +589,10 @@ static bool tx_push(jn_io_own_link_t *link)
 {
     for (;;) {
         if (tx_fill(link) != 0) { /* aborted (or no memory): the consumer sees it aborted */
+            if (link->tx_od) {    /* the engine frees it */
+                jn_amqp_delivery_set_user(link->tx_d, NULL);
+                link->tx_od->d = NULL;
+            }
             (void)jn_amqp_delivery_abort(link->tx_d);
             tx_drop(link);
             return true;
@@ -685,17 +701,17 @@ static void work_update(jn_io_own_link_t *link, jn_work_t *w)
             link->tx_settle_when_done = true;
             return;
         }
-        (void)jn_amqp_delivery_update(od->d, NULL, true);
-        dlv_drop(od);
+        dlv_settle(od, NULL);
         return;
     }
     jn_amqp_state_t st;
     bool known = state_known(w->disp.type);
     if (known)
         state_out(&w->disp, &st);
-    (void)jn_amqp_delivery_update(od->d, known ? &st : NULL, w->settled);
     if (w->settled)
-        dlv_drop(od);
+        dlv_settle(od, known ? &st : NULL);
+    else
+        (void)jn_amqp_delivery_update(od->d, known ? &st : NULL, false);
 }
 
 /* ---- the core's work ----------------------------------------------------- */

@@ -2,7 +2,8 @@
  * junction/amqp_delivery.h — the AMQP 1.0 engine's deliveries (part 2: 2.6.12
  * transferring a message, 2.6.13-2.6.14 settlement, 2.7.5 transfer, 2.7.6
  * disposition; 2.5.6 and 2.6.7 for the windows and credit they use). Part
- * of router/amqp (docs/engine.md, stage 2b(i)); not yet used by junctiond.
+ * of router/amqp (docs/engine.md, stage 2b(i)); used by router/io for
+ * connections on the own engine (stage 2b(ii), io_own_link.c).
  *
  * Incoming: each transfer frame of a delivery on one of our receiving links
  * reaches the user through the handler's on_transfer (junction/

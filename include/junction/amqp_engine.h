@@ -2,7 +2,8 @@
  * junction/amqp_engine.h — the AMQP 1.0 engine's connection, session and
  * link state (AMQP 1.0 part 2: 2.4 connections, 2.5 sessions, 2.6 links,
  * 2.7 performatives). Part of router/amqp (docs/engine.md, stage 2a): no
- * sockets, no threads, no knowledge of the core. Not yet used by junctiond.
+ * sockets, no threads, no knowledge of the core. router/io drives it for
+ * connections on the own engine (stage 2b(ii): junction/amqp_transport.h).
  *
  * One jn_amqp_conn_t per transport connection, after any SASL or TLS layer
  * (the caller detects those from the first protocol header, as today):
@@ -68,10 +69,23 @@ typedef struct jn_amqp_conn_config {
     uint32_t max_frame_size;  /* the largest frame we accept, >= 512 */
     uint16_t channel_max;     /* the highest channel the peer may use */
     uint32_t idle_time_out;   /* ms; 0: none. Silent that long: we close */
+    /* ms; what our open announces as idle-time-out (2.4.5), 0: the same as
+     * idle_time_out. Below it, the peer has slack before we close: proton's
+     * server announces half its limit, and the router keeps that */
+    uint32_t idle_time_out_announced;
     /* ms; 0: none. A peer's open asking for a shorter (non-zero)
      * idle-time-out is refused with amqp:resource-limit-exceeded (2.4.5
      * lets a peer refuse one it cannot meet; router.minPeerIdleTimeoutMs) */
     uint32_t min_peer_idle_time_out;
+    /* our open's offered-capabilities and desired-capabilities (each
+     * encoded: a symbol or an array of symbols) and properties (an encoded
+     * map), copied; NULL: not sent (2.7.1) */
+    const uint8_t *offered_capabilities;
+    size_t offered_capabilities_len;
+    const uint8_t *desired_capabilities;
+    size_t desired_capabilities_len;
+    const uint8_t *properties;
+    size_t properties_len;
 } jn_amqp_conn_config_t;
 
 /* The events of a connection, each called on the connection's thread from

@@ -62,6 +62,21 @@ static char *dup_or_null(const char *s)
     return s ? strdup(s) : NULL;
 }
 
+/* A copy of an encoded field of our open (NULL stays NULL). Returns false
+ * when memory runs out. */
+static bool dup_field(const uint8_t **field, size_t len)
+{
+    if (!*field || len == 0) {
+        *field = NULL;
+        return true;
+    }
+    uint8_t *copy = malloc(len);
+    if (copy)
+        memcpy(copy, *field, len);
+    *field = copy;
+    return copy != NULL;
+}
+
 jn_amqp_conn_t *jn_amqp_conn_new(const jn_amqp_conn_config_t *config,
                                  const jn_amqp_handler_t *handler)
 {
@@ -73,7 +88,10 @@ jn_amqp_conn_t *jn_amqp_conn_new(const jn_amqp_conn_config_t *config,
     c->cfg = *config;
     c->cfg.container_id = strdup(config->container_id);
     c->cfg.hostname = dup_or_null(config->hostname);
-    if (!c->cfg.container_id || (config->hostname && !c->cfg.hostname)) {
+    bool fields = dup_field(&c->cfg.offered_capabilities, config->offered_capabilities_len) &
+                  dup_field(&c->cfg.desired_capabilities, config->desired_capabilities_len) &
+                  dup_field(&c->cfg.properties, config->properties_len);
+    if (!c->cfg.container_id || (config->hostname && !c->cfg.hostname) || !fields) {
         jn_amqp_conn_free(c);
         return NULL;
     }
@@ -95,6 +113,9 @@ void jn_amqp_conn_free(jn_amqp_conn_t *c)
     free(c->remote_sessions.at);
     free((char *)c->cfg.container_id);
     free((char *)c->cfg.hostname);
+    free((void *)c->cfg.offered_capabilities);
+    free((void *)c->cfg.desired_capabilities);
+    free((void *)c->cfg.properties);
     free(c);
 }
 
@@ -112,7 +133,24 @@ static void open_fields(const jn_amqp_conn_t *c, jn_amqp_open_t *o)
     o->channel_max = c->cfg.channel_max;
     if (c->cfg.idle_time_out) {
         o->present |= JN_AMQP_FIELD(4);
-        o->idle_time_out = c->cfg.idle_time_out;
+        o->idle_time_out = c->cfg.idle_time_out_announced ? c->cfg.idle_time_out_announced
+                                                          : c->cfg.idle_time_out;
+    }
+    const struct {
+        const uint8_t *data;
+        size_t len;
+        jn_iter_t *field;
+        unsigned bit;
+    } enc[3] = {
+        {c->cfg.offered_capabilities, c->cfg.offered_capabilities_len, &o->offered_capabilities, 7},
+        {c->cfg.desired_capabilities, c->cfg.desired_capabilities_len, &o->desired_capabilities, 8},
+        {c->cfg.properties, c->cfg.properties_len, &o->properties, 9},
+    };
+    for (int i = 0; i < 3; i++) {
+        if (enc[i].data) {
+            o->present |= JN_AMQP_FIELD(enc[i].bit);
+            jn_iter_init_bytes(enc[i].field, enc[i].data, enc[i].len, JN_VIEW_RAW);
+        }
     }
 }
 

@@ -22,7 +22,7 @@
  * receives and stalled sends are retried). The loop writes what all of
  * that produced after it, in one go.
  */
-#include "io_private.h"
+#include "io_own.h"
 
 #include <junction/pool.h>
 #include <junction/time.h>
@@ -253,6 +253,7 @@ jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming)
 static void conn_free(jn_io_conn_t *conn)
 {
     jn_io_t *io = conn->io;
+    jn_io_own_free(conn); /* Junction's own engine's side, if it had one */
     pthread_mutex_lock(&io->lock);
     if (conn->reg_prev)
         conn->reg_prev->reg_next = conn->reg_next;
@@ -514,8 +515,9 @@ static void on_tail_closed(jn_io_conn_t *conn, pn_transport_t *t)
 
 /* The transport is gone: release everything that refers to proton objects,
  * stop the core's wakes reaching proton, and report the closure. */
-static void on_transport_closed(jn_io_conn_t *conn)
+void jn_io_conn_transport_closed_IO(jn_io_conn_t *conn)
 {
+    JN_ASSERT_IO(conn);
     for (jn_io_link_t *l = conn->links; l; l = l->next) {
         /* No budget wake from here on: the waker (rx_wake, any thread)
          * holds no reference of its own and relies on the I/O side's,
@@ -567,6 +569,32 @@ static void on_transport_closed(jn_io_conn_t *conn)
     pthread_mutex_unlock(&io->lock);
     if (!conn->incoming && !conn->authsvc) /* an auth service's is made once */
         jn_io_connector_closed_IO(conn->endpoint, conn, conn->opened);
+}
+
+/* ---- after a write step (io_loop.c's pass, io_bridge.c, io_test.c) --------- */
+
+/* jn_io_conn_written_IO: after a write step: end the input of a stream the
+ * screen refused, or of a connection management closed, once our answer
+ * is out (writable: the socket took all it was given). The owning loop's thread (or a test's). */
+void jn_io_conn_written_IO(jn_io_conn_t *conn, bool writable)
+{
+    JN_ASSERT_IO(conn);
+    pn_connection_driver_t *d = &conn->driver;
+    /* refused by the frame screen before the peer's open (io_conn.c,
+     * jn_io_conn_refuse_IO): once what was framed is out, end the input
+     * with the screen's error (proton then frames its open and a close) */
+    if (conn->screen_eos && writable && pn_connection_driver_write_buffer(d).size == 0) {
+        conn->screen_eos = false;
+        pn_connection_driver_errorf(d, jn_screen_condition(conn->screen), "%s",
+                                    jn_screen_description(conn->screen));
+        pn_connection_driver_read_close(d);
+    }
+    /* refused by the frame screen, or closed by management: once our
+     * close is out, the input ends here (proton gets no more of it),
+     * whatever the peer still sends or however long it takes to answer */
+    if ((conn->screened_out || conn->forced_close) && pn_connection_driver_write_closed(d) &&
+        !pn_connection_driver_read_closed(d))
+        pn_connection_driver_read_close(d);
 }
 
 /* ---- events ------------------------------------------------------------------ */
@@ -638,7 +666,7 @@ void jn_io_conn_event_IO(jn_io_conn_t *conn, pn_event_t *event)
     case PN_TRANSPORT_CLOSED:
         if (conn->authsvc)
             jn_io_authsvc_event_IO(conn, event);
-        on_transport_closed(conn);
+        jn_io_conn_transport_closed_IO(conn);
         break;
     default:
         break;

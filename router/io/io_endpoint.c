@@ -22,7 +22,7 @@
  * resolution may block) on the connector thread, asked for by the retry
  * timers (loop 0) and at start; endpoint state under io->lock.
  */
-#include "io_private.h"
+#include "io_own.h"
 
 #include <junction/time.h>
 
@@ -574,6 +574,10 @@ void jn_io_accept(jn_io_lsock_t *ls)
                              : t && jn_endpoint_uses_sasl_plugin(&ep->cfg, true) &&
                                    jn_io_sasl_attach(conn, t) != 0) {
             pn_transport_free(t);
+            t = NULL;
+        }
+        if (t && jn_io_own_eligible(io, ep) && jn_io_own_attach(conn) != 0) {
+            pn_transport_free(t); /* no memory for the own engine's side */
             t = NULL;
         }
         if (!t || jn_io_conn_start(conn, t, fd, NULL) != 0) {

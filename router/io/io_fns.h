@@ -419,6 +419,13 @@ static inline void jn_io_pd_release(pn_delivery_t *pd, jn_delivery_t *dlv, bool 
     jn_delivery_unref(dlv);
 }
 
+/* jn_io_conn_transport_closed_IO: conn's transport ended (proton's
+ * PN_TRANSPORT_CLOSED, or the own engine's end, io_own.c): its links let
+ * go, its timers cancelled, the core told (jn_core_conn_closed_IO), the
+ * registry's counts and the vhost policy's updated; the loop destroys it
+ * after this pass. The loop's thread of conn. */
+void jn_io_conn_transport_closed_IO(jn_io_conn_t *conn);
+
 /* Log prefix helpers: "[C12]" and "[C12][L3]". */
 #define JN_IO_CONN_FMT "[C%" PRIu64 "]"
 #define JN_IO_LINK_FMT "[C%" PRIu64 "][L%" PRIu64 "]"

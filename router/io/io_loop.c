@@ -46,7 +46,7 @@
  * Loop 0 also keeps the timers (io.c: their earliest deadline bounds its
  * sleep) and the listening sockets (it alone accepts on them).
  */
-#include "io_private.h"
+#include "io_own.h"
 
 #include <junction/pool.h>
 #include <junction/time.h>
@@ -537,30 +537,6 @@ bool jn_io_conn_input_IO(jn_io_conn_t *conn, char *start, size_t n)
     return true;
 }
 
-/* jn_io_conn_written_IO: after a write step: end the input of a stream the
- * screen refused, or of a connection management closed, once our answer
- * is out (writable: the socket took all it was given). The owning loop's thread (or a test's). */
-void jn_io_conn_written_IO(jn_io_conn_t *conn, bool writable)
-{
-    JN_ASSERT_IO(conn);
-    pn_connection_driver_t *d = &conn->driver;
-    /* refused by the frame screen before the peer's open (io_conn.c,
-     * jn_io_conn_refuse_IO): once what was framed is out, end the input
-     * with the screen's error (proton then frames its open and a close) */
-    if (conn->screen_eos && writable && pn_connection_driver_write_buffer(d).size == 0) {
-        conn->screen_eos = false;
-        pn_connection_driver_errorf(d, jn_screen_condition(conn->screen), "%s",
-                                    jn_screen_description(conn->screen));
-        pn_connection_driver_read_close(d);
-    }
-    /* refused by the frame screen, or closed by management: once our
-     * close is out, the input ends here (proton gets no more of it),
-     * whatever the peer still sends or however long it takes to answer */
-    if ((conn->screened_out || conn->forced_close) && pn_connection_driver_write_closed(d) &&
-        !pn_connection_driver_read_closed(d))
-        pn_connection_driver_read_close(d);
-}
-
 /* Step 1: read. Returns true when the socket may hold more (the pass
  * stopped at JN_IO_READS_PER_PASS). */
 static bool conn_read(jn_io_conn_t *conn)
@@ -772,6 +748,18 @@ static inline void conn_output(jn_io_conn_t *conn)
         jn_io_conn_io_error_IO(conn, ECONNREFUSED, "connecting to");
 }
 
+/* A pass of a connection on Junction's own engine (io_own.c). */
+static void own_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
+{
+    bool more = jn_io_own_pass_IO(loop, conn);
+    if (conn->transport_closed) {
+        jn_io_conn_destroy_IO(conn);
+        jn_io_conn_unref(conn); /* the I/O side's reference */
+    } else if (more) {
+        pass_add(loop, conn);
+    }
+}
+
 /* One pass of conn (see the top). The loop's thread; the caller holds a
  * reference. */
 static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
@@ -781,6 +769,10 @@ static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
     if (conn->moved)
         conn_arrive(conn);
     jn_io_trace_check_IO(conn);
+    if (conn->own) { /* Junction's own engine (io_own.c) */
+        own_pass(loop, conn);
+        return;
+    }
     pn_connection_driver_t *d = &conn->driver;
     forced_close(conn);
     if (conn->connecting && (conn->writable || conn->readable))

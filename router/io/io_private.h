@@ -401,6 +401,9 @@ struct jn_io {
     unsigned worker_threads;
     uint32_t min_peer_idle_timeout_ms; /* router.minPeerIdleTimeoutMs, 0 = none */
     uint32_t write_stall_ms;           /* router.writeStallTimeoutSeconds x 1000, 0 = never */
+    /* the A/B switch (io_own.c, docs/engine.md): plain client listeners'
+     * connections run on Junction's own engine */
+    bool engine_own;
 
     /* main thread */
     unsigned threads_started;
@@ -575,6 +578,10 @@ struct jn_io_conn {
      * equal; owned. NULL: no check (and no user-id is read). */
     char *check_user;
     jn_io_tls_t *tls;
+    /* Junction's own engine (io_own.c; docs/engine.md, the A/B switch):
+     * set at accept for a connection the switch selects, NULL for
+     * proton's; owned; the loop's thread */
+    struct jn_io_own *own;
     bool refused_logged;
     bool tls_peeked;
     bool handshake_expired;

@@ -34,7 +34,7 @@ OWNER = {
     "compose.h": "message", "decoder.h": "message", "encoder.h": "message",
     "iterator.h": "message", "message.h": "message",
     "amqp_frame.h": "amqp", "amqp_perf.h": "amqp", "amqp_engine.h": "amqp",
-    "amqp_delivery.h": "amqp",
+    "amqp_delivery.h": "amqp", "amqp_sasl.h": "amqp", "amqp_transport.h": "amqp",
     "config.h": "config", "schema.h": "config", "endpoint.h": "config",
     "mesh.h": "mesh",
     "core.h": "core", "core_view.h": "core",

@@ -285,6 +285,88 @@ static void test_heartbeat_at_half_the_peers_idle_time_out(void **state)
     peer_free(&x);
 }
 
+/* Our open may announce less than our limit (as proton's server announces
+ * half of it, so a peer has slack): the peer is told the announced value,
+ * and we close only after the limit. */
+static void test_idle_time_out_announced_below_our_limit(void **state)
+{
+    (void)state;
+    peer_t a, x;
+    peer_init(&a, "client", 4096, 7, 0);
+    memset(&x, 0, sizeof x);
+    x.answer = true;
+    jn_amqp_conn_config_t cfg = {.container_id = "server",
+                                 .max_frame_size = 4096,
+                                 .channel_max = 7,
+                                 .idle_time_out = 2000,
+                                 .idle_time_out_announced = 1000};
+    jn_amqp_handler_t h = {.ctx = &x, .on_open = ev_open, .on_closed = ev_closed};
+    x.c = jn_amqp_conn_new(&cfg, &h);
+    assert_non_null(x.c);
+    assert_int_equal(jn_amqp_conn_open(a.c), 0);
+    pump(&a, &x);
+    assert_int_equal(x.opens, 1);
+    assert_int_equal(jn_amqp_conn_remote_idle_time_out(a.c), 1000);
+    assert_int_equal(jn_amqp_conn_tick(x.c, 1500), 2000); /* past the announced: still open */
+    assert_int_equal(x.closed, 0);
+    assert_int_equal(jn_amqp_conn_tick(x.c, 2000), UINT64_MAX); /* the limit */
+    assert_int_equal(x.closed, 1);
+    assert_string_equal(x.condition, "amqp:resource-limit-exceeded");
+    peer_free(&a);
+    peer_free(&x);
+}
+
+/* Our open carries the offered and desired capabilities and properties the
+ * config gives (copied), encoded as given (2.7.1). */
+static void test_open_carries_capabilities_and_properties(void **state)
+{
+    (void)state;
+    static const uint8_t caps[] = {0xa3, 15, 'A', 'N', 'O', 'N', 'Y', 'M', 'O', 'U',
+                                   'S', '-', 'R', 'E', 'L', 'A', 'Y'};
+    static const uint8_t props[] = {0xc1, 0x0b, 0x02, 0xa3, 0x07, 'p', 'r',
+                                    'o', 'd', 'u', 'c', 't', 0x43};
+    uint8_t copy[sizeof props];
+    memcpy(copy, props, sizeof copy);
+    peer_t x;
+    memset(&x, 0, sizeof x);
+    x.answer = true;
+    jn_amqp_conn_config_t cfg = {.container_id = "server",
+                                 .max_frame_size = 4096,
+                                 .channel_max = 7,
+                                 .offered_capabilities = caps,
+                                 .offered_capabilities_len = sizeof caps,
+                                 .desired_capabilities = caps,
+                                 .desired_capabilities_len = sizeof caps,
+                                 .properties = copy,
+                                 .properties_len = sizeof copy};
+    jn_amqp_handler_t h = {.ctx = &x, .on_open = ev_open, .on_closed = ev_closed};
+    x.c = jn_amqp_conn_new(&cfg, &h);
+    assert_non_null(x.c);
+    memset(copy, 0, sizeof copy); /* the engine kept its own */
+    raw_open(&x, 4096, 7, 0);
+    static uint8_t out[4096];
+    size_t len = take_all(&x, out, sizeof out);
+    jn_iter_t it;
+    jn_iter_init_bytes(&it, out, len, JN_VIEW_RAW);
+    jn_iter_advance(&it, JN_AMQP_HEADER_SIZE);
+    jn_amqp_frame_t f;
+    jn_amqp_fault_t fault;
+    assert_int_equal(jn_amqp_frame_read(&it, JN_AMQP_FRAME_AMQP, 65536, 7, &f, &fault), 1);
+    jn_amqp_perf_t p;
+    assert_int_equal(jn_amqp_perf_decode(&f.body, JN_AMQP_FRAME_AMQP, &p, NULL, &fault), 0);
+    assert_int_equal(p.code, JN_AMQP_OPEN);
+    uint32_t bits = JN_AMQP_FIELD(7) | JN_AMQP_FIELD(8) | JN_AMQP_FIELD(9);
+    assert_int_equal(p.u.open.present & bits, bits);
+    uint8_t got[64];
+    jn_iter_t v = p.u.open.offered_capabilities;
+    assert_int_equal(jn_iter_copy(&v, got, sizeof got), sizeof caps);
+    assert_memory_equal(got, caps, sizeof caps);
+    v = p.u.open.properties;
+    assert_int_equal(jn_iter_copy(&v, got, sizeof got), sizeof props);
+    assert_memory_equal(got, props, sizeof props);
+    peer_free(&x);
+}
+
 static void test_peer_idle_time_out_below_the_floor_refused(void **state)
 {
     (void)state;
@@ -378,6 +460,8 @@ int main(void)
         cmocka_unit_test(test_frames_after_close_sent_are_dropped),
         cmocka_unit_test(test_idle_peer_closed_with_resource_limit_exceeded),
         cmocka_unit_test(test_heartbeat_at_half_the_peers_idle_time_out),
+        cmocka_unit_test(test_idle_time_out_announced_below_our_limit),
+        cmocka_unit_test(test_open_carries_capabilities_and_properties),
         cmocka_unit_test(test_peer_idle_time_out_below_the_floor_refused),
         cmocka_unit_test(test_frames_fit_the_peers_max_frame_size),
         cmocka_unit_test(test_output_taken_in_parts),

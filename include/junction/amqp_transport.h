@@ -1,0 +1,110 @@
+/*
+ * junction/amqp_transport.h — one incoming connection's stream through the
+ * AMQP 1.0 engine: the peer's octets received into pooled buffers, the
+ * layer chosen by its first protocol header (AMQP 1.0 part 2, 2.2; part 5,
+ * 5.3.1), its SASL layer (junction/amqp_sasl.h) then its AMQP layer
+ * (junction/amqp_engine.h), and both layers' output gathered for one
+ * writev/sendmsg. Part of router/amqp (docs/engine.md, stage 2b(ii) round
+ * 1): no sockets, no threads, no knowledge of the core. It is what
+ * router/io drives for a connection on Junction's own engine.
+ *
+ * Input (zero copy): the caller asks for space (jn_amqp_transport_
+ * read_space: the free end of the last buffer and fresh pooled jn_buffer_t
+ * buffers, as iovecs for one readv/recvmsg), reports how many octets it
+ * put there (_read_done), and runs the layers (_process). The layers read
+ * the octets where they lie: a transfer's payload reaches on_transfer as a
+ * raw view of these buffers, so the user keeps it by taking a reference on
+ * each buffer it spans (jn_buffer_ref), never by copying. The transport
+ * drops its own reference on a buffer once every octet of it was consumed
+ * and no more will be written to it; a buffer's published octets never
+ * change (junction/buffer.h), so what a user holds stays valid.
+ *
+ * Layers, by the peer's first header: SASL (id 3) runs the SASL server
+ * layer (ANONYMOUS) and then the AMQP layer over the octets that follow,
+ * sent ahead or not; AMQP (id 0) runs the AMQP layer at once; any other
+ * header goes to the AMQP layer, which answers with its own header and
+ * refuses (2.2).
+ *
+ * Threads: the thread that owns the connection; no locks, no global state.
+ */
+#ifndef JUNCTION_AMQP_TRANSPORT_H
+#define JUNCTION_AMQP_TRANSPORT_H 1
+
+#include <junction/amqp_engine.h>
+#include <junction/amqp_sasl.h>
+
+typedef struct jn_amqp_transport jn_amqp_transport_t;
+
+/* jn_amqp_transport_new: a transport for an incoming connection whose AMQP
+ * layer has config and handler (as jn_amqp_conn_new: copied; ctx
+ * borrowed). Returns NULL when memory runs out or config is invalid. Freed
+ * with jn_amqp_transport_free. Any thread; it then belongs to the
+ * caller's. */
+jn_amqp_transport_t *jn_amqp_transport_new(const jn_amqp_conn_config_t *config,
+                                           const jn_amqp_handler_t *handler);
+
+/* jn_amqp_transport_free: free t, its layers and its buffers (its
+ * references on them: buffers a user still references live on). NULL is
+ * ignored. Not from inside a callback of its AMQP layer. Owning thread. */
+void jn_amqp_transport_free(jn_amqp_transport_t *t);
+
+/* jn_amqp_transport_conn: t's AMQP layer (owned by t), for the user's calls
+ * (jn_amqp_conn_open, sessions, links, deliveries). Owning thread. */
+jn_amqp_conn_t *jn_amqp_transport_conn(jn_amqp_transport_t *t);
+
+/* jn_amqp_transport_read_space: where the next octets received may go: up
+ * to max iovecs (max >= 1) covering at least want octets when memory
+ * allows (the free end of the last buffer, then fresh pooled buffers of
+ * JN_BUFFER_CAPACITY octets held by t until filled or freed). Returns the
+ * iovecs filled (>= 1), or JN_ENOMEM when not even one buffer could be
+ * had. Valid until the next call on t. Owning thread. */
+int jn_amqp_transport_read_space(jn_amqp_transport_t *t, struct iovec *iov, int max, size_t want);
+
+/* jn_amqp_transport_read_done: n octets (at most the space last offered)
+ * were written there, in order: they are published and held for
+ * jn_amqp_transport_process. Owning thread. */
+void jn_amqp_transport_read_done(jn_amqp_transport_t *t, size_t n);
+
+/* jn_amqp_transport_process: run the layers over the octets held, at time
+ * now_ms (the engine's clock, as jn_amqp_conn_input): the first header
+ * chooses the layers (see the top), and whole SASL and AMQP frames are
+ * read and reported through the handler; a partial frame stays held for
+ * the next call. Returns 0; JN_EPROTO once the peer's input was refused by
+ * either layer (jn_amqp_transport_fault says why; write the output and
+ * close); JN_ENOMEM when an output could not grow (drop the connection).
+ * Owning thread. */
+int jn_amqp_transport_process(jn_amqp_transport_t *t, uint64_t now_ms);
+
+/* jn_amqp_transport_held: octets received and not yet consumed by the
+ * layers (a partial frame). Owning thread. */
+size_t jn_amqp_transport_held(const jn_amqp_transport_t *t);
+
+/* jn_amqp_transport_output_iov: up to max runs of the output, in order (the
+ * SASL layer's first, then the AMQP layer's), into iov for one
+ * writev/sendmsg; returns how many were filled (0: nothing to send).
+ * Borrowed until the next call on t or its AMQP layer. Owning thread. */
+int jn_amqp_transport_output_iov(jn_amqp_transport_t *t, struct iovec *iov, int max);
+
+/* jn_amqp_transport_output_done: n octets of the output (at most what was
+ * offered) were written; they are dropped. Owning thread. */
+void jn_amqp_transport_output_done(jn_amqp_transport_t *t, size_t n);
+
+/* jn_amqp_transport_finished: true when nothing more will happen on t: a
+ * layer refused the peer's input, or close went both ways. The caller
+ * writes the output left and closes the socket. Owning thread. */
+bool jn_amqp_transport_finished(const jn_amqp_transport_t *t);
+
+/* jn_amqp_transport_fault: why the peer's input was refused, by the SASL
+ * layer or the AMQP layer (condition NULL while it was not). Borrowed from
+ * t. Owning thread. */
+const jn_amqp_fault_t *jn_amqp_transport_fault(const jn_amqp_transport_t *t);
+
+/* jn_amqp_transport_user / _sasl_mechanism: the user the SASL layer
+ * authenticated and its mechanism ("ANONYMOUS"), or NULL for a peer that
+ * went without SASL (the router shows such a peer as user "anonymous", as
+ * 1.19 does) and before the SASL exchange is done. Static strings. Owning
+ * thread. */
+const char *jn_amqp_transport_user(const jn_amqp_transport_t *t);
+const char *jn_amqp_transport_sasl_mechanism(const jn_amqp_transport_t *t);
+
+#endif /* JUNCTION_AMQP_TRANSPORT_H */

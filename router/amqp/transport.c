@@ -1,0 +1,251 @@
+/*
+ * transport.c — one incoming connection's stream through the engine: the
+ * peer's octets in pooled buffers, read in place by the layer its first
+ * header chose (the SASL server layer, sasl.c, then the AMQP layer, conn.c),
+ * and both layers' output as one list of runs. The contract is in
+ * junction/amqp_transport.h.
+ *
+ * The input chain: t->in holds the buffers received and not yet consumed
+ * whole (one reference each); head_off octets of the head were consumed;
+ * held octets follow. Space for the next read is the free end of the tail
+ * and spare buffers (t->spare, allocated ahead, linked into the chain only
+ * once octets land in them, so the chain never holds an empty buffer the
+ * iterator would have to cross).
+ */
+#include "amqp_private.h"
+
+#include <junction/amqp_transport.h>
+
+#include <stdlib.h>
+
+/* Spare buffers offered for one read at most: JN_BUFFER_CAPACITY x this is
+ * the most one readv takes (32 KiB with 512-octet buffers). */
+#define SPARE_MAX 64
+
+enum { LAYER_HEADER = 0, LAYER_SASL, LAYER_AMQP };
+
+struct jn_amqp_transport {
+    jn_amqp_conn_t *conn;
+    jn_amqp_sasl_server_t *sasl; /* NULL: the peer went without SASL (yet) */
+    int layer;
+    jn_buffer_list_t in;
+    size_t head_off, held;
+    jn_buffer_t *spare[SPARE_MAX];
+    unsigned nspare;
+    size_t tail_offered; /* octets of the tail's free end offered to the last read */
+    size_t sasl_offered; /* octets of the SASL layer's output in the last iovecs */
+};
+
+jn_amqp_transport_t *jn_amqp_transport_new(const jn_amqp_conn_config_t *config,
+                                           const jn_amqp_handler_t *handler)
+{
+    jn_amqp_transport_t *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->conn = jn_amqp_conn_new(config, handler);
+    if (!t->conn) {
+        free(t);
+        return NULL;
+    }
+    jn_buffer_list_init(&t->in);
+    return t;
+}
+
+void jn_amqp_transport_free(jn_amqp_transport_t *t)
+{
+    if (!t)
+        return;
+    jn_amqp_conn_free(t->conn);
+    jn_amqp_sasl_server_free(t->sasl);
+    jn_buffer_list_free(&t->in);
+    for (unsigned i = 0; i < t->nspare; i++)
+        jn_buffer_unref(t->spare[i]);
+    free(t);
+}
+
+jn_amqp_conn_t *jn_amqp_transport_conn(jn_amqp_transport_t *t)
+{
+    return t->conn;
+}
+
+/* ---- input --------------------------------------------------------------- */
+
+int jn_amqp_transport_read_space(jn_amqp_transport_t *t, struct iovec *iov, int max, size_t want)
+{
+    int n = 0;
+    size_t got = 0;
+    t->tail_offered = 0;
+    jn_buffer_t *tail = t->in.tail;
+    if (tail && jn_buffer_space(tail) > 0 && n < max) {
+        uint32_t size = jn_buffer_size(tail);
+        t->tail_offered = jn_buffer_space(tail);
+        iov[n++] = (struct iovec){.iov_base = tail->data + size, .iov_len = t->tail_offered};
+        got += t->tail_offered;
+    }
+    for (unsigned i = 0; n < max && i < SPARE_MAX && (got < want || n == 0); i++) {
+        if (i == t->nspare) {
+            jn_buffer_t *b = jn_buffer_new();
+            if (!b)
+                break;
+            t->spare[t->nspare++] = b;
+        }
+        iov[n++] = (struct iovec){.iov_base = t->spare[i]->data, .iov_len = JN_BUFFER_CAPACITY};
+        got += JN_BUFFER_CAPACITY;
+    }
+    return n > 0 ? n : JN_ENOMEM;
+}
+
+void jn_amqp_transport_read_done(jn_amqp_transport_t *t, size_t n)
+{
+    t->held += n;
+    size_t k = n < t->tail_offered ? n : t->tail_offered;
+    if (k > 0)
+        jn_buffer_publish(t->in.tail, (uint32_t)k);
+    n -= k;
+    t->tail_offered = 0;
+    unsigned used = 0;
+    while (n > 0 && used < t->nspare) {
+        jn_buffer_t *b = t->spare[used++];
+        k = n < JN_BUFFER_CAPACITY ? n : JN_BUFFER_CAPACITY;
+        jn_buffer_publish(b, (uint32_t)k);
+        jn_buffer_list_append(&t->in, b);
+        n -= k;
+    }
+    for (unsigned i = used; i < t->nspare; i++)
+        t->spare[i - used] = t->spare[i];
+    t->nspare -= used;
+}
+
+size_t jn_amqp_transport_held(const jn_amqp_transport_t *t)
+{
+    return t->held;
+}
+
+/* n octets were consumed: drop the buffers passed whole (the tail too
+ * once full: no more octets go to it). */
+static void consume(jn_amqp_transport_t *t, size_t n)
+{
+    t->head_off += n;
+    t->held -= n;
+    jn_buffer_t *head;
+    while ((head = t->in.head) != NULL && t->head_off >= jn_buffer_size(head) &&
+           (head != t->in.tail || jn_buffer_space(head) == 0)) {
+        t->head_off -= jn_buffer_size(head);
+        t->in.head = jn_buffer_next(head);
+        if (!t->in.head)
+            t->in.tail = NULL;
+        jn_buffer_unref(head);
+    }
+    if (!t->in.head)
+        t->head_off = 0;
+}
+
+/* The octets held, as one raw view of the chain. */
+static void held_view(const jn_amqp_transport_t *t, jn_iter_t *it)
+{
+    if (t->held == 0 || jn_iter_init(it, t->in.head, t->head_off, t->held, JN_VIEW_RAW) != 0)
+        jn_iter_init_bytes(it, "", 0, JN_VIEW_RAW);
+}
+
+/* The peer's first header chooses the layers; nothing is consumed. */
+static int choose_layer(jn_amqp_transport_t *t, const jn_iter_t *it)
+{
+    jn_amqp_proto_t proto = JN_AMQP_PROTO_AMQP;
+    jn_amqp_fault_t fault;
+    int rc = jn_amqp_header_read(it, &proto, &fault);
+    if (rc == JN_AGAIN)
+        return JN_AGAIN;
+    if (rc == JN_AMQP_HEADER_SIZE && proto == JN_AMQP_PROTO_SASL) {
+        t->sasl = jn_amqp_sasl_server_new();
+        if (!t->sasl)
+            return JN_ENOMEM;
+        t->layer = LAYER_SASL;
+    } else {
+        t->layer = LAYER_AMQP; /* it answers and refuses any other header */
+    }
+    return 0;
+}
+
+int jn_amqp_transport_process(jn_amqp_transport_t *t, uint64_t now_ms)
+{
+    for (;;) {
+        jn_iter_t it;
+        held_view(t, &it);
+        size_t consumed = 0;
+        int rc;
+        switch (t->layer) {
+        case LAYER_HEADER:
+            rc = choose_layer(t, &it);
+            if (rc != 0)
+                return rc == JN_AGAIN ? 0 : rc;
+            continue;
+        case LAYER_SASL:
+            rc = jn_amqp_sasl_server_input(t->sasl, &it, &consumed);
+            consume(t, consumed);
+            if (rc != 1)
+                return rc;
+            t->layer = LAYER_AMQP;
+            continue;
+        default:
+            rc = jn_amqp_conn_input(t->conn, &it, now_ms, &consumed);
+            consume(t, consumed);
+            return rc;
+        }
+    }
+}
+
+/* ---- output -------------------------------------------------------------- */
+
+int jn_amqp_transport_output_iov(jn_amqp_transport_t *t, struct iovec *iov, int max)
+{
+    int n = 0;
+    t->sasl_offered = 0;
+    if (t->sasl && max > 0) {
+        size_t len;
+        const uint8_t *p = jn_amqp_sasl_server_output(t->sasl, &len);
+        if (len > 0) {
+            iov[n++] = (struct iovec){.iov_base = (void *)p, .iov_len = len};
+            t->sasl_offered = len;
+        }
+    }
+    if (t->layer == LAYER_AMQP && n < max)
+        n += jn_amqp_conn_output_iov(t->conn, iov + n, max - n);
+    return n;
+}
+
+void jn_amqp_transport_output_done(jn_amqp_transport_t *t, size_t n)
+{
+    size_t k = n < t->sasl_offered ? n : t->sasl_offered;
+    if (k > 0)
+        jn_amqp_sasl_server_output_done(t->sasl, k);
+    t->sasl_offered = 0;
+    if (n > k)
+        jn_amqp_conn_output_done(t->conn, n - k);
+}
+
+/* ---- state --------------------------------------------------------------- */
+
+static bool sasl_refused(const jn_amqp_transport_t *t)
+{
+    return t->sasl && jn_amqp_sasl_server_fault(t->sasl)->condition != NULL;
+}
+
+bool jn_amqp_transport_finished(const jn_amqp_transport_t *t)
+{
+    return sasl_refused(t) || jn_amqp_conn_finished(t->conn);
+}
+
+const jn_amqp_fault_t *jn_amqp_transport_fault(const jn_amqp_transport_t *t)
+{
+    return sasl_refused(t) ? jn_amqp_sasl_server_fault(t->sasl) : jn_amqp_conn_fault(t->conn);
+}
+
+const char *jn_amqp_transport_user(const jn_amqp_transport_t *t)
+{
+    return t->sasl ? jn_amqp_sasl_server_user(t->sasl) : NULL;
+}
+
+const char *jn_amqp_transport_sasl_mechanism(const jn_amqp_transport_t *t)
+{
+    return t->sasl && jn_amqp_sasl_server_done(t->sasl) ? "ANONYMOUS" : NULL;
+}

@@ -1,0 +1,412 @@
+/*
+ * io_own.c — connections on Junction's own AMQP engine (docs/engine.md,
+ * stage 2b(ii) round 1): the A/B switch, which connections it takes, and
+ * such a connection's pass: its octets received into pooled buffers
+ * (readv), run through a jn_amqp_transport_t (the SASL ANONYMOUS layer,
+ * then the AMQP layer), the core's work carried out, and the output written
+ * with one writev per round. Its links and deliveries are io_own_link.c's.
+ * The structs and the contract are in io_own.h.
+ *
+ * Strangler pattern: the connection keeps its jn_io_conn_t (loop,
+ * refcount, registry, timers), so the loops, wakes, moves, the registry and
+ * the core's callbacks treat it as any other; only its pass differs
+ * (io_loop.c hands it here). Stage 5 removes proton's path and this
+ * becomes the only one.
+ */
+#include "io_own.h"
+
+#include <junction/time.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#ifndef JN_ENGINE_DEFAULT_OWN
+#define JN_ENGINE_DEFAULT_OWN 0
+#endif
+
+/* Iovecs per readv (each a pooled buffer) and per writev. */
+#define OWN_READ_IOV  64
+#define OWN_WRITE_IOV 64
+
+/* ---- the switch ---------------------------------------------------------- */
+
+bool jn_io_engine_own_default(void)
+{
+    const char *v = getenv("JUNCTION_ENGINE");
+    bool own = JN_ENGINE_DEFAULT_OWN;
+    if (v && strcmp(v, "own") == 0)
+        own = true;
+    else if (v && strcmp(v, "proton") == 0)
+        own = false;
+    else if (v && v[0])
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
+               "JUNCTION_ENGINE=%s is neither 'own' nor 'proton': the build's default (%s) applies",
+               v, own ? "own" : "proton");
+    if (own)
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_NOTICE,
+               "AMQP engine: Junction's own for plain client listeners (docs/engine.md), "
+               "proton's for every other connection");
+    return own;
+}
+
+/* The listener offers no SASL mechanism but ANONYMOUS (the own engine's
+ * only one so far): saslMechanisms unset or exactly ANONYMOUS. */
+static bool anonymous_only(const char *mechs)
+{
+    return !mechs || !mechs[0] || strcmp(mechs, "ANONYMOUS") == 0;
+}
+
+bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep)
+{
+    const jn_endpoint_config_t *cfg = &ep->cfg;
+    return io->engine_own && anonymous_only(cfg->sasl_mechanisms) && ep->is_listener &&
+           cfg->role == JN_ROLE_NORMAL && !(cfg->ssl_profile && cfg->ssl_profile[0]) &&
+           !cfg->require_ssl && !cfg->require_encryption && !cfg->authenticate_peer &&
+           !ep->authsvc && !jn_endpoint_uses_sasl_plugin(cfg, true) && io->policy == NULL &&
+           !cfg->multi_tenant && cfg->message_logging == 0 && cfg->handshake_timeout_seconds == 0 &&
+           !cfg->bridged && !cfg->failover_urls && !cfg->open_properties;
+}
+
+/* ---- the connection's events --------------------------------------------- */
+
+static void log_opened(jn_io_own_t *own, const char *container, const char *user, const char *mech)
+{
+    jn_io_conn_t *conn = own->conn;
+    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
+           JN_IO_CONN_FMT " Connection Opened: dir=in host=%s encrypted=no auth=%s user=%s "
+                          "container_id=%s",
+           conn->id, conn->host, mech ? mech : "none", user, container);
+    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
+           JN_IO_CONN_FMT " Connection runs on Junction's own AMQP engine (JUNCTION_ENGINE=own)",
+           conn->id);
+}
+
+/* The peer's open (2.4.1): ours back, then the core is told. */
+static void own_on_open(void *ctx, jn_amqp_conn_t *c, const jn_amqp_open_t *o)
+{
+    jn_io_own_t *own = ctx;
+    jn_io_conn_t *conn = own->conn;
+    JN_ASSERT_IO(conn);
+    if (jn_amqp_conn_open(c) != 0 || conn->core)
+        return;
+    if (atomic_load_explicit(&conn->io->stopping, memory_order_relaxed)) {
+        (void)jn_amqp_conn_close(c, "amqp:connection:forced", "router shutting down");
+        return;
+    }
+    char container[256];
+    jn_iter_copy_string(&o->container_id, container, sizeof container);
+    const char *user = jn_amqp_transport_user(own->t);
+    const char *mech = jn_amqp_transport_sasl_mechanism(own->t);
+    jn_conn_info_t info = {
+        .conn_id = conn->id,
+        .container_id = container,
+        .host = conn->host,
+        .incoming = true,
+        .strip_inbound = conn->strip_inbound,
+        .strip_outbound = conn->strip_outbound,
+        .link_capacity = conn->endpoint->cfg.link_capacity,
+        .cost = 1,
+        .endpoint_name = conn->endpoint->cfg.name,
+        /* as 1.19 shows it: "anonymous" for ANONYMOUS and without SASL */
+        .user = user ? user : JN_AMQP_SASL_ANONYMOUS_USER,
+        .sasl_mechanism = mech,
+    };
+    atomic_fetch_add(&conn->refs, 1); /* the core's, if it takes the connection */
+    conn->core = jn_core_conn_opened_IO(conn->io->core, conn, &info);
+    if (!conn->core) {
+        atomic_fetch_sub(&conn->refs, 1);
+        (void)jn_amqp_conn_close(c, "amqp:resource-limit-exceeded", "router out of memory");
+        return;
+    }
+    conn->opened = true;
+    log_opened(own, container, info.user, mech);
+}
+
+static void own_on_close(void *ctx, jn_amqp_conn_t *c, const jn_amqp_end_close_t *cl)
+{
+    jn_io_own_t *own = ctx;
+    (void)c;
+    JN_ASSERT_IO(own->conn);
+    if (cl->present & JN_AMQP_FIELD(0)) {
+        char cond[128], desc[256] = "";
+        jn_iter_copy_string(&cl->error.condition, cond, sizeof cond);
+        if (cl->error.present & JN_AMQP_FIELD(1))
+            jn_iter_copy_string(&cl->error.description, desc, sizeof desc);
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Connection closed by peer: %s %s",
+               own->conn->id, cond, desc);
+    }
+    own->close_sent = true; /* the engine answers when this returns */
+}
+
+/* The engine refused the peer's input (or found it silent). */
+static void own_on_closed(void *ctx, jn_amqp_conn_t *c, const jn_amqp_fault_t *fault)
+{
+    jn_io_own_t *own = ctx;
+    (void)c;
+    JN_ASSERT_IO(own->conn);
+    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
+           JN_IO_CONN_FMT " Connection from %s (to %s) failed: %s %s", own->conn->id,
+           own->conn->host, own->conn->endpoint->shown, fault->condition, fault->description);
+    own->refused_logged = true;
+    own->close_sent = true;
+}
+
+static void own_on_begin(void *ctx, jn_amqp_session_t *s, const jn_amqp_begin_t *b)
+{
+    jn_io_own_t *own = ctx;
+    JN_ASSERT_IO(own->conn);
+    if (!(b->present & JN_AMQP_FIELD(0))) /* the peer's new session: ours back */
+        (void)jn_amqp_session_begin(s, 0, own->session_window, UINT32_MAX);
+}
+
+static void own_on_end(void *ctx, jn_amqp_session_t *s, const jn_amqp_end_close_t *e)
+{
+    jn_io_own_t *own = ctx;
+    (void)e;
+    JN_ASSERT_IO(own->conn);
+    jn_io_own_session_gone_IO(own, s);
+}
+
+/* What our open offers and says, as the proton path's (io_conn.c,
+ * conn_decorate): capabilities ANONYMOUS-RELAY and qd.streaming-links both
+ * offered and desired, properties product, version and qd.conn-id. caps and
+ * props are encoded in place; returns 0 or the encoder's error. */
+static int open_extras(const jn_io_conn_t *conn, jn_encoder_t *caps, jn_encoder_t *props)
+{
+    jn_enc_array_begin(caps, JN_AMQP_SYM8);
+    jn_enc_csymbol(caps, "ANONYMOUS-RELAY");
+    jn_enc_csymbol(caps, "qd.streaming-links");
+    jn_enc_array_end(caps);
+    jn_enc_map_begin(props);
+    jn_enc_csymbol(props, "product");
+    jn_enc_cstring(props, "qpid-dispatch-router");
+    jn_enc_csymbol(props, "version");
+    jn_enc_cstring(props, "1.19.0");
+    jn_enc_csymbol(props, "qd.conn-id");
+    jn_enc_int(props, (int32_t)conn->id);
+    jn_enc_map_end(props);
+    return jn_encoder_error(caps) ? jn_encoder_error(caps) : jn_encoder_error(props);
+}
+
+int jn_io_own_attach(jn_io_conn_t *conn)
+{
+    jn_io_own_t *own = calloc(1, sizeof *own);
+    if (!own)
+        return JN_ENOMEM;
+    const jn_endpoint_config_t *cfg = &conn->endpoint->cfg;
+    own->conn = conn;
+    own->next_link_id = 1;
+    own->session_window = cfg->max_session_frames ? cfg->max_session_frames : JN_IO_SESSION_FRAMES;
+    jn_amqp_conn_config_t ac = {
+        .container_id = conn->io->container_id,
+        .max_frame_size = cfg->max_frame_size,
+        .channel_max = (uint16_t)(cfg->max_sessions - 1),
+        /* idleTimeoutSeconds: silent that long, the peer is cut; half is
+         * announced, as the proton path does */
+        .idle_time_out = cfg->idle_timeout_seconds * 1000u,
+        .idle_time_out_announced = cfg->idle_timeout_seconds * 500u,
+        .min_peer_idle_time_out = conn->io->min_peer_idle_timeout_ms,
+    };
+    jn_encoder_t caps, props;
+    jn_encoder_init(&caps);
+    jn_encoder_init(&props);
+    if (open_extras(conn, &caps, &props) == 0) {
+        ac.offered_capabilities = ac.desired_capabilities = caps.data;
+        ac.offered_capabilities_len = ac.desired_capabilities_len = caps.size;
+        ac.properties = props.data;
+        ac.properties_len = props.size;
+    }
+    jn_amqp_handler_t h = {.ctx = own,
+                           .on_open = own_on_open,
+                           .on_close = own_on_close,
+                           .on_closed = own_on_closed,
+                           .on_begin = own_on_begin,
+                           .on_end = own_on_end,
+                           .on_attach = jn_io_own_on_attach,
+                           .on_detach = jn_io_own_on_detach,
+                           .on_flow = jn_io_own_on_flow,
+                           .on_transfer = jn_io_own_on_transfer,
+                           .on_disposition = jn_io_own_on_disposition};
+    own->t = jn_amqp_transport_new(&ac, &h); /* copies them */
+    jn_encoder_free(&caps);
+    jn_encoder_free(&props);
+    if (!own->t || !ac.properties) {
+        jn_amqp_transport_free(own->t);
+        free(own);
+        return JN_ENOMEM;
+    }
+    conn->own = own;
+    return 0;
+}
+
+void jn_io_own_free(jn_io_conn_t *conn)
+{
+    jn_io_own_t *own = conn->own;
+    if (!own)
+        return;
+    jn_io_own_links_free(own);
+    jn_amqp_transport_free(own->t);
+    free(own);
+    conn->own = NULL;
+}
+
+/* ---- the pass ------------------------------------------------------------ */
+
+/* The transport ends: the core hears of it (io_conn.c). */
+static void own_closed(jn_io_own_t *own)
+{
+    jn_io_conn_t *conn = own->conn;
+    if (conn->transport_closed)
+        return;
+    jn_io_own_links_free(own);
+    jn_io_conn_transport_closed_IO(conn);
+}
+
+/* Read into pooled buffers until the socket is drained or the pass's
+ * reads are used up; each read is run through the layers at once. Returns
+ * true when the socket may hold more. */
+static bool own_read(jn_io_own_t *own, uint64_t now)
+{
+    jn_io_conn_t *conn = own->conn;
+    for (int i = 0; i < JN_IO_READS_PER_PASS; i++) {
+        if (!conn->readable || own->cut || jn_amqp_transport_finished(own->t))
+            return false;
+        struct iovec iov[OWN_READ_IOV];
+        int k = jn_amqp_transport_read_space(own->t, iov, OWN_READ_IOV, JN_IO_READ_SIZE);
+        if (k < 0) {
+            own->cut = true; /* no buffer to read into */
+            return false;
+        }
+        size_t space = 0;
+        for (int j = 0; j < k; j++)
+            space += iov[j].iov_len;
+        ssize_t n = readv(conn->fd, iov, k);
+        if (n > 0) {
+            jn_amqp_transport_read_done(own->t, (size_t)n);
+            conn->octets_read += (size_t)n;
+            if (jn_amqp_transport_process(own->t, now) == JN_ENOMEM)
+                own->cut = true;
+            if ((size_t)n < space && !conn->read_end)
+                conn->readable = false;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        conn->readable = false;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return false;
+        own->cut = true; /* end of stream, or an error: the transport ends */
+        return false;
+    }
+    return conn->readable;
+}
+
+/* Write the output, one writev per round, until it is out or the socket is
+ * full. */
+static void own_write(jn_io_own_t *own)
+{
+    jn_io_conn_t *conn = own->conn;
+    while (conn->writable) {
+        struct iovec iov[OWN_WRITE_IOV];
+        int k = jn_amqp_transport_output_iov(own->t, iov, OWN_WRITE_IOV);
+        if (k == 0)
+            return;
+        size_t total = 0;
+        for (int j = 0; j < k; j++)
+            total += iov[j].iov_len;
+        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)k};
+        ssize_t n = sendmsg(conn->fd, &mh, MSG_NOSIGNAL);
+        if (n > 0) {
+            jn_amqp_transport_output_done(own->t, (size_t)n);
+            conn->octets_written += (size_t)n;
+            if ((size_t)n < total)
+                conn->writable = false; /* full; EPOLLOUT comes when it drains */
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        conn->writable = false;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        own->cut = true;
+        return;
+    }
+}
+
+static bool output_empty(jn_io_own_t *own)
+{
+    struct iovec iov[1];
+    return jn_amqp_transport_output_iov(own->t, iov, 1) == 0;
+}
+
+/* The engine's idle clock (2.4.5): tick and keep the connection's tick
+ * timer at its next deadline. */
+static void own_tick(jn_io_own_t *own, uint64_t now)
+{
+    jn_io_conn_t *conn = own->conn;
+    uint64_t next = jn_amqp_conn_tick(jn_amqp_transport_conn(own->t), now);
+    if (next == UINT64_MAX || (int64_t)next == conn->tick_at)
+        return;
+    conn->tick_at = (int64_t)next;
+    atomic_fetch_add(&conn->refs, 1); /* the timer's */
+    if (jn_io_timer_cancel(conn->io, &conn->tick))
+        jn_io_conn_unref(conn); /* it was armed: one reference is enough */
+    jn_io_timer_arm_at(conn->io, &conn->tick, (int64_t)next);
+}
+
+/* The router stops, or the core closes the connection. */
+static void own_close(jn_io_own_t *own, const char *condition, const char *description, bool cut)
+{
+    if (!own->close_sent)
+        (void)jn_amqp_conn_close(jn_amqp_transport_conn(own->t), condition, description);
+    own->close_sent = true;
+    own->cut = own->cut || cut;
+}
+
+static void own_work(jn_io_own_t *own)
+{
+    jn_io_conn_t *conn = own->conn;
+    jn_work_t *items[JN_IO_WORK_BATCH];
+    size_t n;
+    do {
+        n = conn->core ? jn_core_conn_take_work_IO(conn->core, items, JN_IO_WORK_BATCH) : 0;
+        for (size_t i = 0; i < n; i++) {
+            jn_work_t *w = items[i];
+            if (w->type == JN_WORK_CONN_CLOSE) {
+                own_close(own, w->condition, w->description, w->abort || w->forced);
+                jn_work_free(w);
+            } else {
+                jn_io_own_work_IO(own, w);
+            }
+        }
+    } while (n == JN_IO_WORK_BATCH);
+}
+
+bool jn_io_own_pass_IO(jn_io_loop_t *loop, jn_io_conn_t *conn)
+{
+    JN_ASSERT_IO(conn);
+    jn_io_own_t *own = conn->own;
+    loop->pass_ns = jn_time_mono_ns();
+    uint64_t now = loop->pass_ns / JN_NS_PER_MS;
+    bool more = conn->fd >= 0 ? own_read(own, now) : false;
+    if (atomic_load_explicit(&conn->io->stopping, memory_order_relaxed))
+        own_close(own, "amqp:connection:forced", "router shutting down",
+                  atomic_load_explicit(&conn->io->forcing, memory_order_relaxed));
+    own_work(own);
+    jn_io_own_tx_resume_IO(own);
+    own_tick(own, now);
+    own_write(own);
+    if (jn_amqp_transport_finished(own->t) && output_empty(own))
+        own->cut = true; /* close went both ways, or the input was refused */
+    if (own->cut) {
+        if (!conn->write_shut && conn->fd >= 0) {
+            shutdown(conn->fd, SHUT_WR);
+            conn->write_shut = true;
+        }
+        own_closed(own);
+    }
+    return more;
+}

@@ -1,0 +1,842 @@
+/*
+ * io_own_link.c — links and deliveries of a connection on Junction's own
+ * engine (docs/engine.md, stage 2b(ii) round 1), mapped to the core's as
+ * the proton path maps proton's (io_link.c, io_recv.c, io_send.c,
+ * io_state.c): the peer's attach reported with its terminus address and
+ * answered when the core opens the link; credit both ways; a delivery
+ * received whole and then routed; copies sent as their octets arrive;
+ * dispositions and settlement both ways; a detach, an end or the
+ * connection's loss letting go of what the link held. The structs are in
+ * io_own.h; the engine calls the on_* functions on the connection's loop
+ * thread, inside jn_amqp_transport_process.
+ */
+#include "io_own.h"
+
+#include <junction/annotations.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NOT_IMPLEMENTED "amqp:not-implemented"
+
+/* Octets of a copy composed ahead of the engine's frames at most. */
+#define TX_AHEAD (64u * 1024)
+
+/* ---- records ------------------------------------------------------------- */
+
+static jn_io_own_dlv_t *dlv_add(jn_io_own_link_t *link, jn_delivery_t *dlv, jn_amqp_delivery_t *d)
+{
+    jn_io_own_dlv_t *od = calloc(1, sizeof *od);
+    if (!od)
+        return NULL;
+    od->link = link;
+    od->dlv = dlv;
+    od->d = d;
+    od->next = link->dlvs;
+    if (link->dlvs)
+        link->dlvs->prev = od;
+    link->dlvs = od;
+    jn_amqp_delivery_set_user(d, od);
+    jn_delivery_set_io(dlv, od);
+    return od;
+}
+
+/* Forget od: its engine delivery is (or is about to be) freed. Drops the
+ * reference it held. */
+static void dlv_drop(jn_io_own_dlv_t *od)
+{
+    jn_io_own_link_t *link = od->link;
+    if (od->prev)
+        od->prev->next = od->next;
+    else
+        link->dlvs = od->next;
+    if (od->next)
+        od->next->prev = od->prev;
+    if (od->d)
+        jn_amqp_delivery_set_user(od->d, NULL);
+    jn_delivery_set_io(od->dlv, NULL);
+    if (link->tx_od == od)
+        link->tx_od = NULL;
+    jn_delivery_unref(od->dlv);
+    free(od);
+}
+
+/* Our disposition of od's delivery with settle (state may be NULL): the
+ * engine frees a whole delivery it settles, so the record forgets it
+ * first, then goes. */
+static void dlv_settle(jn_io_own_dlv_t *od, const jn_amqp_state_t *state)
+{
+    jn_amqp_delivery_t *d = od->d;
+    if (d) {
+        jn_amqp_delivery_set_user(d, NULL);
+        od->d = NULL;
+        (void)jn_amqp_delivery_update(d, state, true);
+    }
+    dlv_drop(od);
+}
+
+/* ---- delivery states ----------------------------------------------------- */
+
+/* The engine's state (as decoded) as the core's: outcome and the fields the
+ * core carries (rejected's error, modified's flags, received's position). */
+static void state_in(const jn_amqp_state_t *st, jn_disposition_t *d)
+{
+    memset(d, 0, sizeof *d);
+    d->type = st->code;
+    if (st->code == JN_AMQP_REJECTED && (st->present & JN_AMQP_FIELD(0))) {
+        char buf[256];
+        jn_iter_copy_string(&st->error.condition, buf, sizeof buf);
+        d->condition = strdup(buf);
+        if (st->error.present & JN_AMQP_FIELD(1)) {
+            jn_iter_copy_string(&st->error.description, buf, sizeof buf);
+            d->description = strdup(buf);
+        }
+    } else if (st->code == JN_AMQP_MODIFIED) {
+        d->delivery_failed = st->delivery_failed;
+        d->undeliverable_here = st->undeliverable_here;
+    }
+}
+
+/* The core's outcome as the engine's state (borrowing d's strings). */
+static void state_out(const jn_disposition_t *d, jn_amqp_state_t *st)
+{
+    memset(st, 0, sizeof *st);
+    st->code = d->type;
+    if (d->type == JN_DISP_REJECTED && d->condition) {
+        st->present = JN_AMQP_FIELD(0);
+        st->error.present = JN_AMQP_FIELD(0);
+        jn_iter_init_string(&st->error.condition, d->condition, JN_VIEW_RAW);
+        if (d->description) {
+            st->error.present |= JN_AMQP_FIELD(1);
+            jn_iter_init_string(&st->error.description, d->description, JN_VIEW_RAW);
+        }
+    } else if (d->type == JN_DISP_MODIFIED) {
+        st->present = JN_AMQP_FIELD(0) | JN_AMQP_FIELD(1);
+        st->delivery_failed = d->delivery_failed;
+        st->undeliverable_here = d->undeliverable_here;
+    } else if (d->type == JN_DISP_RECEIVED && d->extra && d->extra->has_section) {
+        st->present = JN_AMQP_FIELD(0) | JN_AMQP_FIELD(1);
+        st->section_number = d->extra->section_number;
+        st->section_offset = d->extra->section_offset;
+    }
+}
+
+static bool state_known(uint64_t code)
+{
+    return code == JN_DISP_ACCEPTED || code == JN_DISP_REJECTED || code == JN_DISP_RELEASED ||
+           code == JN_DISP_MODIFIED || code == JN_DISP_RECEIVED;
+}
+
+/* ---- attach and detach --------------------------------------------------- */
+
+/* Why the own path cannot serve the peer's attach a (NULL: it can). */
+static const char *refusal(const jn_amqp_attach_t *a)
+{
+    bool peer_sends = a->role == JN_AMQP_SENDER;
+    const jn_amqp_terminus_t *t = peer_sends ? &a->target : &a->source;
+    if (peer_sends && (a->present & JN_AMQP_FIELD(6)) && a->target.code != JN_AMQP_TARGET)
+        return "a transaction coordinator (or another target type) on Junction's own engine";
+    if (peer_sends && (t->present & JN_AMQP_FIELD(4)) && t->dynamic)
+        return "a dynamic target on Junction's own engine";
+    jn_iter_t caps = t->capabilities;
+    uint32_t cap_field = peer_sends ? JN_AMQP_FIELD(6) : JN_AMQP_FIELD(10);
+    if (t->present & cap_field) {
+        for (; !jn_iter_end(&caps); jn_iter_advance(&caps, 1))
+            if (jn_iter_prefix(&caps, "qd."))
+                return "the router's terminus capabilities (qd.*) on Junction's own engine";
+    }
+    return NULL;
+}
+
+/* Refuse the peer's attach (2.6.3: attach with no terminus, then detach
+ * with the error). */
+static void refuse_attach(jn_amqp_link_t *l, const jn_amqp_attach_t *a, const char *why)
+{
+    jn_amqp_attach_t answer = *a;
+    answer.present = 0;
+    (void)jn_amqp_link_attach(l, &answer, 0);
+    (void)jn_amqp_link_detach(l, true, NOT_IMPLEMENTED, why);
+}
+
+/* The peer's attach, kept encoded for our answer (its views end with the
+ * callback). */
+static int keep_attach(jn_io_own_link_t *link, const jn_amqp_attach_t *a)
+{
+    jn_encoder_t e;
+    jn_encoder_init(&e);
+    jn_amqp_perf_t p;
+    jn_amqp_perf_init(&p, JN_AMQP_ATTACH);
+    p.u.attach = *a;
+    p.u.attach.present &= JN_AMQP_FIELD(0) | JN_AMQP_FIELD(1) | JN_AMQP_FIELD(2) |
+                          JN_AMQP_FIELD(3) | JN_AMQP_FIELD(5) | JN_AMQP_FIELD(6) |
+                          JN_AMQP_FIELD(9); /* a sender's is mandatory */
+    int rc = jn_amqp_perf_encode(&e, &p);
+    if (rc == 0 && (link->attach = malloc(e.size)) != NULL) {
+        memcpy(link->attach, e.data, e.size);
+        link->attach_len = e.size;
+    } else if (rc == 0) {
+        rc = JN_ENOMEM;
+    }
+    jn_encoder_free(&e);
+    return rc;
+}
+
+static void link_free(jn_io_own_link_t *link)
+{
+    jn_io_own_t *own = link->own;
+    if (link->prev)
+        link->prev->next = link->next;
+    else
+        own->links = link->next;
+    if (link->next)
+        link->next->prev = link->prev;
+    free(link->attach);
+    free(link);
+}
+
+void jn_io_own_on_attach(void *ctx, jn_amqp_link_t *l, const jn_amqp_attach_t *a)
+{
+    jn_io_own_t *own = ctx;
+    jn_io_conn_t *conn = own->conn;
+    JN_ASSERT_IO(conn);
+    const char *why = conn->core ? refusal(a) : "the connection is not open";
+    if (why) {
+        refuse_attach(l, a, why);
+        return;
+    }
+    jn_io_own_link_t *link = calloc(1, sizeof *link);
+    if (!link || keep_attach(link, a) != 0) {
+        free(link);
+        refuse_attach(l, a, "router out of memory");
+        return;
+    }
+    link->own = own;
+    link->id = own->next_link_id++;
+    link->l = l;
+    link->incoming = a->role == JN_AMQP_SENDER;
+    link->presettled = (a->present & JN_AMQP_FIELD(3)) && a->snd_settle_mode == 1;
+    link->tx_slot = -1;
+    jn_buffer_list_init(&link->pend);
+    link->next = own->links;
+    if (own->links)
+        own->links->prev = link;
+    own->links = link;
+    jn_amqp_link_set_user(l, link);
+    const jn_amqp_terminus_t *t = link->incoming ? &a->target : &a->source;
+    char address[1024] = "";
+    if (t->present & JN_AMQP_FIELD(0))
+        jn_iter_copy_string(&t->address, address, sizeof address);
+    jn_link_info_t info = {
+        .dir = link->incoming ? JN_LINK_INCOMING : JN_LINK_OUTGOING,
+        .name = jn_amqp_link_name(l),
+        .address = address,
+        .presettled = (a->present & JN_AMQP_FIELD(3)) && a->snd_settle_mode == 1,
+        /* a receiver's dynamic source: the core makes its address */
+        .dynamic = !link->incoming && (t->present & JN_AMQP_FIELD(4)) && t->dynamic,
+        .capacity = conn->endpoint->cfg.link_capacity,
+        .type = JN_LINK_ENDPOINT,
+    };
+    link->core = jn_core_link_attached_IO(conn->core, link, &info);
+    if (!link->core) {
+        jn_amqp_link_set_user(l, NULL);
+        link_free(link);
+        refuse_attach(l, a, "router out of memory");
+        return;
+    }
+    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_DEBUG, JN_IO_LINK_FMT " Link attached: dir=%s address=%s",
+           conn->id, link->id, link->incoming ? "in" : "out", address);
+}
+
+/* The engine's link is gone: its deliveries with it. The core hears of
+ * the detach once; the record lives on until the core releases it. */
+static void link_gone(jn_io_own_link_t *link)
+{
+    while (link->dlvs)
+        dlv_drop(link->dlvs);
+    if (link->rx_msg) {
+        jn_message_unref(link->rx_msg);
+        link->rx_msg = NULL;
+    }
+    if (link->tx_dlv) {
+        jn_message_stream_copy_end(link->tx_out.message, link->tx_slot);
+        jn_message_out_fini(&link->tx_out);
+        jn_delivery_unref(link->tx_dlv);
+        link->tx_dlv = NULL;
+    }
+    jn_buffer_list_free(&link->pend);
+    link->pend_off = link->pend_len = 0;
+    while (link->txq) {
+        jn_io_own_tx_t *q = link->txq;
+        link->txq = q->next;
+        jn_delivery_unref(q->dlv);
+        free(q);
+    }
+    link->txq_tail = NULL;
+    link->l = NULL;
+    link->rx_d = link->tx_d = NULL;
+    if (link->core) {
+        jn_core_link_detached_IO(link->core);
+        link->core = NULL;
+    }
+    if (link->released)
+        link_free(link);
+}
+
+void jn_io_own_on_detach(void *ctx, jn_amqp_link_t *l, const jn_amqp_detach_t *d)
+{
+    jn_io_own_t *own = ctx;
+    JN_ASSERT_IO(own->conn);
+    (void)own;
+    jn_io_own_link_t *link = jn_amqp_link_user(l);
+    if (!link)
+        return; /* one we refused */
+    if (link->core && (d->present & JN_AMQP_FIELD(2))) {
+        char cond[128], desc[256] = "";
+        jn_iter_copy_string(&d->error.condition, cond, sizeof cond);
+        if (d->error.present & JN_AMQP_FIELD(1))
+            jn_iter_copy_string(&d->error.description, desc, sizeof desc);
+        jn_core_link_set_error_IO(link->core, cond, desc[0] ? desc : NULL);
+    }
+    link_gone(link);
+}
+
+void jn_io_own_session_gone_IO(jn_io_own_t *own, jn_amqp_session_t *s)
+{
+    JN_ASSERT_IO(own->conn);
+    jn_io_own_link_t *next;
+    for (jn_io_own_link_t *link = own->links; link; link = next) {
+        next = link->next;
+        if (link->l && jn_amqp_link_session(link->l) == s)
+            link_gone(link);
+    }
+}
+
+void jn_io_own_links_free(jn_io_own_t *own)
+{
+    while (own->links) {
+        jn_io_own_link_t *link = own->links;
+        link->core = NULL; /* the core counts them detached with the connection */
+        link->released = true;
+        link_gone(link); /* frees it */
+    }
+}
+
+/* ---- receiving ----------------------------------------------------------- */
+
+/* Our outcome of the delivery being received (it is not routed). */
+static void rx_refuse(jn_io_own_link_t *link, const char *condition, const char *description)
+{
+    JN_LOG(JN_LOG_MOD_MESSAGE, JN_LOG_INFO, JN_IO_LINK_FMT " Rejected malformed message: %s %s",
+           link->own->conn->id, link->id, condition, description);
+    if (!link->rx_settled) {
+        jn_disposition_t d = {.type = JN_DISP_REJECTED,
+                              .condition = (char *)condition,
+                              .description = (char *)description};
+        jn_amqp_state_t st;
+        state_out(&d, &st);
+        (void)jn_amqp_delivery_update(link->rx_d, &st, true);
+    }
+}
+
+/* The delivery's last frame came: route it. */
+static void rx_route(jn_io_own_link_t *link)
+{
+    jn_message_t *m = link->rx_msg;
+    link->rx_msg = NULL;
+    if (jn_message_length(m) == 0) {
+        rx_refuse(link, "amqp:decode-error",
+                  "empty delivery: a message needs at least one section");
+        jn_message_unref(m);
+        return;
+    }
+    jn_message_set_complete_unshared(m);
+    if (jn_message_parse(m, JN_DEPTH_PROPERTIES) != 0) {
+        const char *cond = jn_message_error_condition(m);
+        const char *why = jn_message_error(m);
+        rx_refuse(link, cond ? cond : "amqp:decode-error", why ? why : "malformed message");
+        jn_message_unref(m);
+        return;
+    }
+    jn_delivery_t *dlv =
+        jn_delivery_new_IO(link->core, m, link->rx_settled, link->rx_tag, link->rx_tag_len);
+    if (!dlv) {
+        jn_message_unref(m);
+        rx_refuse(link, "amqp:resource-limit-exceeded", "router out of memory");
+        return;
+    }
+    if (!link->rx_settled && !dlv_add(link, jn_delivery_ref(dlv), link->rx_d))
+        jn_delivery_unref(dlv); /* out of memory: its outcome will not reach the peer */
+    if (jn_io_loop_self_)
+        jn_delivery_set_arrival_IO(dlv, jn_io_loop_self_->pass_ns);
+    jn_core_delivery_arrived_IO(dlv);
+    jn_delivery_unref(dlv);
+}
+
+/* The first frame of a delivery: a message to fill. */
+static bool rx_begin(jn_io_own_link_t *link, jn_amqp_delivery_t *d, const jn_amqp_transfer_t *t)
+{
+    link->rx_msg = jn_message_new();
+    if (!link->rx_msg)
+        return false;
+    jn_message_set_annotation_policy(link->rx_msg, !link->own->conn->strip_inbound);
+    size_t len;
+    const uint8_t *tag = jn_amqp_delivery_tag(d, &len);
+    link->rx_tag_len = len < sizeof link->rx_tag ? len : sizeof link->rx_tag;
+    memcpy(link->rx_tag, tag, link->rx_tag_len);
+    (void)t;
+    return true;
+}
+
+/* Append the frame's payload to the message. The octets are copied once,
+ * into the message's own buffers: the payload's buffers hold frame headers
+ * and other frames too (docs/engine.md, round 2: the message as a view). */
+static int rx_append(jn_message_t *m, const jn_iter_t *payload)
+{
+    jn_iter_t it = *payload;
+    while (!jn_iter_end(&it)) {
+        uint8_t *p;
+        size_t cap;
+        int rc = jn_message_write_space(m, &p, &cap);
+        if (rc != 0)
+            return rc;
+        size_t n = jn_iter_copy(&it, p, cap);
+        jn_message_write_commit(m, n);
+    }
+    return 0;
+}
+
+/* Keep the peer's session window open (2.5.6): reopen it when half used. */
+static void rx_window(jn_io_own_link_t *link)
+{
+    jn_amqp_session_t *s = jn_amqp_link_session(link->l);
+    uint32_t w = link->own->session_window;
+    if (jn_amqp_session_window(s).incoming_window < w / 2)
+        (void)jn_amqp_session_set_incoming_window(s, w);
+}
+
+void jn_io_own_on_transfer(void *ctx, jn_amqp_link_t *l, jn_amqp_delivery_t *d,
+                           const jn_amqp_transfer_t *t, const jn_iter_t *payload)
+{
+    jn_io_own_t *own = ctx;
+    JN_ASSERT_IO(own->conn);
+    (void)own;
+    jn_io_own_link_t *link = jn_amqp_link_user(l);
+    if (!link || !link->core)
+        return;
+    rx_window(link);
+    if (!link->rx_msg) {
+        link->rx_d = d;
+        link->rx_settled = false;
+    }
+    if (!link->rx_msg && !rx_begin(link, d, t)) {
+        rx_refuse(link, "amqp:resource-limit-exceeded", "router out of memory");
+        return;
+    }
+    if (t->settled)
+        link->rx_settled = true;
+    if (t->aborted) {
+        jn_message_unref(link->rx_msg);
+        link->rx_msg = NULL;
+        return;
+    }
+    if (rx_append(link->rx_msg, payload) != 0) {
+        jn_message_unref(link->rx_msg);
+        link->rx_msg = NULL;
+        rx_refuse(link, "amqp:resource-limit-exceeded", "router out of memory");
+        return;
+    }
+    if (!t->more)
+        rx_route(link);
+}
+
+/* ---- sending ------------------------------------------------------------- */
+
+/* The copy in progress is done: its record stays for the outcome unless it
+ * is settled. */
+static void tx_done(jn_io_own_link_t *link)
+{
+    jn_message_stream_copy_end(link->tx_out.message, link->tx_slot);
+    jn_message_out_fini(&link->tx_out);
+    jn_io_own_dlv_t *od = link->tx_od;
+    if (od && link->tx_settle_when_done)
+        dlv_settle(od, NULL);
+    jn_delivery_unref(link->tx_dlv); /* the work item's; the record holds its own */
+    link->tx_dlv = NULL;
+    link->tx_od = NULL;
+    link->tx_d = NULL;
+    jn_buffer_list_free(&link->pend);
+    link->pend_off = link->pend_len = 0;
+}
+
+/* The copy cannot go (no message parse, no memory): released to its
+ * sender. */
+static void tx_fail(jn_io_own_link_t *link, jn_delivery_t *dlv)
+{
+    jn_disposition_t rel = {.type = JN_DISP_RELEASED};
+    jn_core_delivery_update_IO(dlv, &rel, true);
+    jn_delivery_unref(dlv);
+}
+
+/* Start sending the copy at the head of the queue. Returns false when
+ * nothing could start (no credit, or nothing queued). */
+static bool tx_start(jn_io_own_link_t *link)
+{
+    jn_io_own_tx_t *q = link->txq;
+    if (!q || !link->l)
+        return false;
+    jn_delivery_t *dlv = q->dlv;
+    jn_message_t *m = jn_delivery_message(dlv);
+    jn_buffer_list_t ann;
+    jn_buffer_list_init(&ann);
+    jn_ra_hop_t hop = {.to_router = !link->own->conn->strip_outbound,
+                       .node_id = link->own->conn->io->node_id};
+    const char *to_override = jn_delivery_to_override(dlv);
+    jn_iter_t to_it;
+    if (to_override && hop.to_router) {
+        jn_iter_init_string(&to_it, to_override, JN_VIEW_RAW);
+        hop.to_override = &to_it;
+        hop.phase = jn_delivery_phase(dlv);
+    }
+    size_t tag_len;
+    const uint8_t *tag = jn_delivery_tag(dlv, &tag_len);
+    bool presettled = jn_delivery_presettled(dlv) || q->settled;
+    jn_amqp_delivery_t *d = NULL;
+    int rc = jn_amqp_delivery_new(link->l, tag, tag_len, 0, presettled, &d);
+    if (rc == JN_AGAIN || rc == JN_EPERM)
+        return false; /* no credit (the core's count says there is: a race with a drain) */
+    link->txq = q->next;
+    if (!link->txq)
+        link->txq_tail = NULL;
+    free(q);
+    link->sent++;
+    if (rc == 0)
+        rc = jn_ra_compose(jn_message_annotations(m), &hop, &ann);
+    if (rc == 0)
+        rc = jn_message_out_init(&link->tx_out, m, &ann);
+    if (rc != 0) {
+        jn_buffer_list_free(&ann);
+        if (d)
+            (void)jn_amqp_delivery_abort(d);
+        tx_fail(link, dlv);
+        return true;
+    }
+    link->tx_dlv = dlv;
+    link->tx_d = d;
+    link->tx_slot = jn_message_stream_copy_begin(m);
+    link->tx_ended = false;
+    link->tx_settle_when_done = false;
+    link->tx_od = presettled ? NULL : dlv_add(link, jn_delivery_ref(dlv), d);
+    jn_io_residence_note_IO(dlv);
+    return true;
+}
+
+/* Compose more of the copy's octets into pend (copied from the message's
+ * segments: the engine references them until they are written). Returns
+ * JN_EPROTO when the incoming delivery was aborted. */
+static int tx_fill(jn_io_own_link_t *link)
+{
+    while (!link->tx_ended && link->pend_len < TX_AHEAD) {
+        const uint8_t *p;
+        size_t len;
+        int rc = jn_message_out_next(&link->tx_out, &p, &len);
+        if (rc == 0)
+            link->tx_ended = true;
+        else if (rc == JN_AGAIN)
+            return 0;
+        else if (rc < 0)
+            return rc;
+        else if (jn_buffer_list_append_bytes(&link->pend, p, len) != 0)
+            return JN_ENOMEM;
+        else
+            link->pend_len += len;
+    }
+    jn_message_stream_copy_progress(link->tx_out.message, link->tx_slot, &link->tx_out);
+    return 0;
+}
+
+/* Drop the n octets of pend the engine took. */
+static void pend_drop(jn_io_own_link_t *link, size_t n)
+{
+    link->pend_off += n;
+    link->pend_len -= n;
+    jn_buffer_t *b;
+    while ((b = link->pend.head) != NULL && link->pend_off >= jn_buffer_size(b) &&
+           (b != link->pend.tail || link->pend_len == 0)) {
+        link->pend_off -= jn_buffer_size(b);
+        link->pend.head = jn_buffer_next(b);
+        if (!link->pend.head)
+            link->pend.tail = NULL;
+        jn_buffer_unref(b);
+    }
+    if (!link->pend.head)
+        link->pend_off = 0;
+}
+
+/* The copy in progress ends here: aborted, or the engine refused it. */
+static void tx_drop(jn_io_own_link_t *link)
+{
+    if (link->tx_od)
+        dlv_drop(link->tx_od);
+    tx_done(link);
+}
+
+/* Send what there is of the copy in progress, composing more as the
+ * engine takes it. Returns true when it was sent whole (or dropped), false
+ * when it waits: for octets (JN_WORK_DELIVERY_CONTINUE) or for the peer's
+ * window (the pass after its flow). */
+static bool tx_push(jn_io_own_link_t *link)
+{
+    for (;;) {
+        if (tx_fill(link) != 0) { /* aborted (or no memory): the consumer sees it aborted */
+            if (link->tx_od) {    /* the engine frees it */
+                jn_amqp_delivery_set_user(link->tx_d, NULL);
+                link->tx_od->d = NULL;
+            }
+            (void)jn_amqp_delivery_abort(link->tx_d);
+            tx_drop(link);
+            return true;
+        }
+        if (link->pend_len == 0 && !link->tx_ended)
+            return false;
+        jn_iter_t it;
+        if (link->pend_len == 0 ||
+            jn_iter_init(&it, link->pend.head, link->pend_off, link->pend_len, JN_VIEW_RAW) != 0)
+            jn_iter_init_bytes(&it, "", 0, JN_VIEW_RAW);
+        size_t taken = 0;
+        int rc = jn_amqp_delivery_send(link->tx_d, &it, 1, !link->tx_ended, &taken);
+        pend_drop(link, taken);
+        if (rc == 1) {
+            if (!link->tx_od) /* pre-settled: the engine freed it */
+                link->tx_d = NULL;
+            tx_done(link);
+            return true;
+        }
+        if (rc < 0) {
+            tx_drop(link);
+            return true;
+        }
+        if (link->pend_len > 0)
+            return false; /* the peer's window is shut */
+    }
+}
+
+/* Send on link: the copy in progress, then the queued ones. */
+static void tx_run(jn_io_own_link_t *link)
+{
+    for (;;) {
+        if (!link->tx_dlv && !tx_start(link))
+            return;
+        if (link->tx_dlv && !tx_push(link))
+            return;
+    }
+}
+
+void jn_io_own_tx_resume_IO(jn_io_own_t *own)
+{
+    JN_ASSERT_IO(own->conn);
+    for (jn_io_own_link_t *link = own->links; link; link = link->next)
+        if (!link->incoming && link->l && (link->tx_dlv || link->txq))
+            tx_run(link);
+}
+
+void jn_io_own_on_flow(void *ctx, jn_amqp_session_t *s, jn_amqp_link_t *l, const jn_amqp_flow_t *f)
+{
+    jn_io_own_t *own = ctx;
+    (void)s;
+    (void)f;
+    (void)own;
+    JN_ASSERT_IO(own->conn);
+    jn_io_own_link_t *link = l ? jn_amqp_link_user(l) : NULL;
+    if (!link || link->incoming || !link->core)
+        return; /* the session's window: the pass resumes every copy */
+    jn_amqp_link_state_t st = jn_amqp_link_state(l);
+    jn_core_link_flow_IO(link->core, link->sent + st.credit, st.drain);
+    jn_core_link_peer_credit_IO(link->core, link->sent + st.credit);
+}
+
+/* ---- dispositions -------------------------------------------------------- */
+
+void jn_io_own_on_disposition(void *ctx, jn_amqp_delivery_t *d, const jn_amqp_disposition_t *disp)
+{
+    jn_io_own_t *own = ctx;
+    JN_ASSERT_IO(own->conn);
+    (void)own;
+    jn_io_own_dlv_t *od = jn_amqp_delivery_user(d);
+    if (!od)
+        return;
+    bool settled = jn_amqp_delivery_remote_settled(d);
+    jn_disposition_t state = {.type = JN_DISP_NONE};
+    if ((disp->present & JN_AMQP_FIELD(4)) && state_known(disp->state.code))
+        state_in(&disp->state, &state);
+    jn_core_delivery_update_IO(od->dlv, state.type ? &state : NULL, settled);
+    jn_disposition_clear(&state);
+    if (settled) {
+        od->d = NULL; /* the engine frees it when this returns */
+        if (od->link->tx_od == od) {
+            od->link->tx_od = NULL;
+            od->link->tx_d = NULL; /* settled before its last frame: dropped */
+        }
+        dlv_drop(od);
+    }
+}
+
+/* The core's outcome for an incoming delivery, or the sender's settlement
+ * of a copy. */
+static void work_update(jn_io_own_link_t *link, jn_work_t *w)
+{
+    jn_io_own_dlv_t *od = jn_delivery_io(w->dlv);
+    if (!od || od->link != link) {
+        if (!link->incoming && w->settled && w->dlv == link->tx_dlv)
+            link->tx_settle_when_done = true;
+        for (jn_io_own_tx_t *q = link->txq; q; q = q->next)
+            if (q->dlv == w->dlv)
+                q->settled = q->settled || w->settled;
+        return;
+    }
+    if (!link->incoming) {
+        if (!w->settled)
+            return;
+        if (od == link->tx_od) {
+            link->tx_settle_when_done = true;
+            return;
+        }
+        dlv_settle(od, NULL);
+        return;
+    }
+    jn_amqp_state_t st;
+    bool known = state_known(w->disp.type);
+    if (known)
+        state_out(&w->disp, &st);
+    if (w->settled)
+        dlv_settle(od, known ? &st : NULL);
+    else
+        (void)jn_amqp_delivery_update(od->d, known ? &st : NULL, false);
+}
+
+/* ---- the core's work ----------------------------------------------------- */
+
+/* JN_WORK_LINK_OPEN: our attach, the peer's termini back (2.6.3). */
+static void work_open(jn_io_own_link_t *link, jn_work_t *w)
+{
+    if (!link->l)
+        return;
+    if (w->passthrough) { /* a link route: not served on this engine yet */
+        (void)jn_amqp_link_attach(link->l, &(jn_amqp_attach_t){0}, 0);
+        (void)jn_amqp_link_detach(link->l, true, NOT_IMPLEMENTED,
+                                  "link routes on Junction's own engine");
+        return;
+    }
+    jn_iter_t body;
+    jn_iter_init_bytes(&body, link->attach, link->attach_len, JN_VIEW_RAW);
+    jn_amqp_perf_t p;
+    jn_amqp_fault_t fault;
+    if (jn_amqp_perf_decode(&body, JN_AMQP_FRAME_AMQP, &p, NULL, &fault) != 0)
+        return;
+    jn_amqp_attach_t a = p.u.attach;
+    a.present &= JN_AMQP_FIELD(3) | JN_AMQP_FIELD(5) | JN_AMQP_FIELD(6);
+    if (!link->incoming && w->address && (a.source.present & JN_AMQP_FIELD(4)) &&
+        a.source.dynamic) { /* the address the core made for the dynamic source */
+        a.source.present |= JN_AMQP_FIELD(0);
+        a.source.address_is_symbol = false;
+        jn_iter_init_string(&a.source.address, w->address, JN_VIEW_RAW);
+    }
+    (void)jn_amqp_link_attach(link->l, &a, 0);
+}
+
+static void work_credit(jn_io_own_link_t *link, jn_work_t *w)
+{
+    if (!link->l)
+        return;
+    jn_amqp_link_state_t st = jn_amqp_link_state(link->l);
+    if (w->drain) {
+        /* credit 1 (a broker's link): down to 0 without the drain flag;
+         * credit 0 (the address lost its last consumer): the sender keeps
+         * what it was granted, with the drain flag, as 1.19 (and the
+         * proton path, io_recv.c) holds it (2.6.7) */
+        (void)jn_amqp_link_flow(link->l, w->credit ? 0 : st.credit, w->credit == 0, false);
+        return;
+    }
+    (void)jn_amqp_link_flow(link->l, st.credit + w->credit, false, false);
+}
+
+static void work_drained(jn_io_own_link_t *link)
+{
+    if (!link->l)
+        return;
+    uint32_t credit = jn_amqp_link_state(link->l).credit;
+    if (jn_amqp_link_drained(link->l) == 1)
+        link->sent += credit;
+}
+
+static void work_send(jn_io_own_link_t *link, jn_work_t *w)
+{
+    bool settled = w->settled;
+    jn_delivery_t *dlv = jn_work_take_dlv(w);
+    if (!link->l) {
+        tx_fail(link, dlv);
+        return;
+    }
+    jn_io_own_tx_t *q = calloc(1, sizeof *q);
+    if (!q) {
+        tx_fail(link, dlv);
+        return;
+    }
+    q->dlv = dlv;
+    q->settled = settled;
+    if (link->txq_tail)
+        link->txq_tail->next = q;
+    else
+        link->txq = q;
+    link->txq_tail = q;
+    tx_run(link);
+}
+
+void jn_io_own_work_IO(jn_io_own_t *own, jn_work_t *w)
+{
+    JN_ASSERT_IO(own->conn);
+    jn_core_link_t *cl = w->link ? w->link : (w->dlv ? jn_delivery_link(w->dlv) : NULL);
+    jn_io_own_link_t *link = cl ? jn_core_link_io(cl) : NULL;
+    if (!link) {
+        jn_work_free(w); /* LINK_ATTACH (a link route's far end): not served here */
+        return;
+    }
+    switch (w->type) {
+    case JN_WORK_LINK_OPEN:
+        work_open(link, w);
+        break;
+    case JN_WORK_LINK_CLOSE:
+    case JN_WORK_LINK_DETACH:
+        if (link->l)
+            (void)jn_amqp_link_detach(link->l, w->type == JN_WORK_LINK_CLOSE, w->condition,
+                                      w->description);
+        break;
+    case JN_WORK_LINK_RELEASED:
+        link->released = true;
+        if (!link->l) {
+            jn_work_free(w);
+            link_free(link);
+            return;
+        }
+        break;
+    case JN_WORK_LINK_CREDIT:
+        work_credit(link, w);
+        break;
+    case JN_WORK_LINK_DRAINED:
+        work_drained(link);
+        break;
+    case JN_WORK_DELIVERY_SEND:
+        work_send(link, w); /* takes w */
+        return;
+    case JN_WORK_DELIVERY_CONTINUE:
+        if (link->tx_dlv)
+            tx_run(link);
+        break;
+    case JN_WORK_DELIVERY_UPDATE:
+        work_update(link, w);
+        break;
+    default:
+        break;
+    }
+    jn_work_free(w);
+}

@@ -1,0 +1,221 @@
+#!/usr/bin/python3
+"""Client connections on Junction's own AMQP engine (docs/engine.md, stage
+2b(ii) round 1), selected with JUNCTION_ENGINE=own in the router's
+environment.
+
+Each test starts junctiond with the switch on and runs real clients over it
+(python3-qpid-proton, which opens with SASL ANONYMOUS, and junction-bench),
+and asserts from the router's side that the connections ran on the own
+engine: one "Connection runs on Junction's own AMQP engine" log line per
+client connection. Covered: unsettled and pre-settled traffic, messages of
+many frames both ways, two receivers sharing an address (balanced), a
+receiver that goes away holding unsettled deliveries (released to the
+sender), the drain asked of a sender whose address lost its consumer, a
+receiver with a dynamic source and management over it, a link
+the own engine does not serve yet (refused with amqp:not-implemented naming
+it), junction-bench through the router, and the switch's default (proton:
+no connection on the own engine).
+
+JN_BUILD_DIR names the build directory (set by ctest).
+"""
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+from proton import Message
+from proton.reactor import AtMostOnce, LinkOption
+from proton.utils import BlockingConnection, LinkDetached
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import (BENCH, SLOW, Recv, Router, RouterTestCase, Scenario, Send,  # noqa: E402
+                     Traffic, seq_message)
+from test_router_drain import ConsumerGoes  # noqa: E402
+
+OWN_LINE = "Connection runs on Junction's own AMQP engine"
+
+
+class DynamicTarget(LinkOption):
+    """A sender whose target asks for a dynamic node."""
+
+    def apply(self, link):
+        link.target.dynamic = True
+
+
+class OwnEngineTest(RouterTestCase):
+
+    def start_own(self, engine="own", **kw):
+        """A router whose environment selects the engine (None: unset)."""
+        r = Router(self.workdir, name="R%d" % len(self.routers), **kw)
+        env = dict(os.environ)
+        env.pop("JUNCTION_ENGINE", None)
+        if engine is not None:
+            env["JUNCTION_ENGINE"] = engine
+        r.env = env
+        r.start()
+        self.routers.append(r)
+        self.addCleanup(self._stop_router, r)
+        r.wait_ready()
+        return r
+
+    def own_connections(self, r):
+        return r.log().count(OWN_LINE)
+
+    def assert_own(self, r, at_least):
+        n = self.own_connections(r)
+        self.assertGreaterEqual(n, at_least, "connections on the own engine\n%s" % self.logs())
+        self.assertNotIn("failed:", r.log(), self.logs())
+
+    def test_unsettled_and_presettled_on_the_own_engine(self):
+        r = self.start_own()
+        recv = Recv("own.q", credit=50)
+        unsettled = Send("own.q", [seq_message(i) for i in range(100)])
+        presettled = Send("own.q", [seq_message(100 + i) for i in range(100)], presettled=True)
+        self.run_scenario(Traffic(r, [recv], [unsettled, presettled], expect=200))
+        seqs = sorted(m.properties["seq"] for m in recv.messages)
+        self.assertEqual(seqs, list(range(200)))
+        self.assertEqual({str(o[0]) for o in unsettled.outcomes.values()}, {"ACCEPTED"})
+        self.assert_own(r, 3)
+
+    def test_messages_of_many_frames_both_ways(self):
+        r = self.start_own(listener={"maxFrameSize": 4096})
+        recv = Recv("own.big", credit=10)
+        send = Send("own.big", [seq_message(i, body_size=300000) for i in range(5)])
+        self.run_scenario(Traffic(r, [recv], [send], expect=5))
+        for m in recv.messages:
+            self.assertEqual(m.body, seq_message(m.properties["seq"], body_size=300000).body)
+        self.assertEqual(len(send.outcomes), 5)
+        self.assert_own(r, 2)
+
+    def test_two_receivers_share_an_address(self):
+        r = self.start_own()
+        a, b = Recv("own.shared", credit=10), Recv("own.shared", credit=10)
+        send = Send("own.shared", [seq_message(i) for i in range(200)])
+        self.run_scenario(Traffic(r, [a, b], [send], expect=200))
+        self.assertEqual(len(a.messages) + len(b.messages), 200)
+        self.assertGreater(len(a.messages), 0, "balanced: both receivers get some")
+        self.assertGreater(len(b.messages), 0, "balanced: both receivers get some")
+        self.assert_own(r, 3)
+
+    def test_receiver_gone_with_unsettled_deliveries_releases_them(self):
+        r = self.start_own()
+
+        class Gone(Scenario):
+            def __init__(self):
+                super().__init__(timeout=30.0 * SLOW)
+                self.got = 0
+                self.released = 0
+                self.sent = 0
+
+            def progress(self):
+                return "got %d, released %d" % (self.got, self.released)
+
+            def start(self):
+                self.rconn = self.connect(r.url)
+                self.container.create_receiver(self.rconn, "own.gone")
+                self.sconn = None
+
+            def on_link_opened(self, event):
+                if event.link.is_receiver and self.sconn is None:
+                    event.link.flow(10)
+                    self.sconn = self.connect(r.url)
+                    self.container.create_sender(self.sconn, "own.gone")
+
+            def on_sendable(self, event):
+                while event.sender.credit > 0 and self.sent < 5:
+                    event.sender.send(Message(body=self.sent))
+                    self.sent += 1
+
+            def on_message(self, event):
+                self.got += 1
+                if self.got == 5:
+                    self.rconn.close()  # none of the five settled
+
+            def on_released(self, event):
+                self.released += 1
+                if self.released == 5:
+                    self.done()
+
+        s = Gone()
+        s.auto_accept = False
+        self.run_scenario(s)
+        self.assertEqual((s.got, s.released), (5, 5))
+        self.assert_own(r, 2)
+
+    def test_drain_keeps_the_credit_the_sender_was_granted(self):
+        # the address loses its consumer: the sender is asked to drain with
+        # all the credit it holds (as 1.19 and the proton path), so one that
+        # honours it gives it back and one that does not sends on with it,
+        # every delivery released
+        r = self.start_own()
+        s = self.run_scenario(ConsumerGoes(r.url, "own.drain", honour=True))
+        self.assertEqual(s.got, ["one", "three"])
+        self.assertGreater(s.drained, 0)
+        s = self.run_scenario(ConsumerGoes(r.url, "own.drain2", honour=False, more=40))
+        self.assertEqual((s.got, s.released), (["one"], 41))
+        self.assert_own(r, 4)
+
+    def test_dynamic_source_and_management(self):
+        r = self.start_own()
+        c = BlockingConnection(r.url, timeout=10 * SLOW)
+        try:
+            # our open, as the proton path's: what clients look for
+            self.assertIn("ANONYMOUS-RELAY", [str(x) for x in c.conn.remote_offered_capabilities])
+            self.assertEqual(c.conn.remote_properties.get("product"), "qpid-dispatch-router")
+            reply = c.create_receiver(None, dynamic=True)
+            self.assertTrue(reply.remote_source.address)
+            sender = c.create_sender("$management")
+            request = Message(reply_to=reply.remote_source.address,
+                              properties={"operation": "QUERY", "type": "org.amqp.management",
+                                          "name": "self", "entityType": "connection"},
+                              body={"attributeNames": ["host", "role", "user"]})
+            sender.send(request)
+            answer = reply.receive(timeout=10 * SLOW)
+            self.assertEqual(answer.properties.get("statusCode"), 200, answer.properties)
+            # this very connection, as the proton path shows it
+            users = [row[2] for row in answer.body["results"]]
+            self.assertEqual(users, ["anonymous"], answer.body)
+        finally:
+            c.close()
+        self.assert_own(r, 1)
+
+    def test_unserved_link_refused_with_not_implemented(self):
+        r = self.start_own()
+        c = BlockingConnection(r.url, timeout=10 * SLOW)
+        try:
+            with self.assertRaises(LinkDetached) as caught:
+                c.create_sender(None, options=DynamicTarget())  # not served yet
+            text = str(caught.exception)
+            self.assertIn("amqp:not-implemented", text)
+            self.assertIn("dynamic target", text)
+            # the connection goes on
+            recv = c.create_receiver("own.after", credit=1)
+            c.create_sender("own.after", options=AtMostOnce()).send(Message(body="still here"))
+            self.assertEqual(recv.receive(timeout=10 * SLOW).body, "still here")
+        finally:
+            c.close()
+        self.assert_own(r, 1)
+
+    def test_junction_bench_through_the_router(self):
+        r = self.start_own()
+        for kind in ("unsettled", "presettled"):
+            p = subprocess.run([BENCH, "--json", "--send-url", r.url, "--recv-url", r.url,
+                                "-c", "5000", "-s", "2", "-r", "2", "--delivery", kind],
+                               capture_output=True, text=True, timeout=120 * SLOW)
+            self.assertEqual(p.returncode, 0, "%s\n%s\n%s" % (p.stdout, p.stderr, self.logs()))
+            fig = json.loads(p.stdout)
+            self.assertEqual(fig.get("received"), 5000, fig)
+            self.assertEqual(fig.get("duplicates", 0), 0, fig)
+        self.assert_own(r, 8)
+
+    def test_default_is_proton(self):
+        r = self.start_own(engine=None)
+        recv = Recv("proton.q", credit=10)
+        send = Send("proton.q", [seq_message(i) for i in range(10)])
+        self.run_scenario(Traffic(r, [recv], [send], expect=10))
+        self.assertEqual(self.own_connections(r), 0, self.logs())
+
+
+if __name__ == "__main__":
+    unittest.main()

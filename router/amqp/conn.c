@@ -88,9 +88,12 @@ jn_amqp_conn_t *jn_amqp_conn_new(const jn_amqp_conn_config_t *config,
     c->cfg = *config;
     c->cfg.container_id = strdup(config->container_id);
     c->cfg.hostname = dup_or_null(config->hostname);
-    bool fields = dup_field(&c->cfg.offered_capabilities, config->offered_capabilities_len) &
-                  dup_field(&c->cfg.desired_capabilities, config->desired_capabilities_len) &
-                  dup_field(&c->cfg.properties, config->properties_len);
+    /* every field copied (or set to NULL) before any failure is acted on,
+     * so that jn_amqp_conn_free never frees the caller's octets */
+    bool offered = dup_field(&c->cfg.offered_capabilities, config->offered_capabilities_len);
+    bool desired = dup_field(&c->cfg.desired_capabilities, config->desired_capabilities_len);
+    bool props = dup_field(&c->cfg.properties, config->properties_len);
+    bool fields = offered && desired && props;
     if (!c->cfg.container_id || (config->hostname && !c->cfg.hostname) || !fields) {
         jn_amqp_conn_free(c);
         return NULL;

@@ -188,6 +188,13 @@ static void pass_add(jn_io_loop_t *loop, jn_io_conn_t *conn)
  * builds check it. */
 void jn_io_conn_wake(jn_io_conn_t *conn)
 {
+    /* Not started yet (jn_io_conn_start still runs on another thread, e.g.
+     * a connector's attempt that a management DELETE wakes): no pass may
+     * run beside it, and the wake it ends with, after `started`, comes
+     * anyway and sees what this one was for. Checked before wake_queued is
+     * touched, so that this cannot swallow that wake. */
+    if (JN_UNLIKELY(!atomic_load_explicit(&conn->started, memory_order_acquire)))
+        return;
     if (atomic_exchange_explicit(&conn->wake_queued, true, memory_order_acq_rel))
         return; /* queued already, not yet taken: that pass will see this */
     /* the queue's reference, next to the caller's (above) */

@@ -3,7 +3,7 @@
 and over, give their memory back: a deleted endpoint is freed once nothing
 uses it any more (its connections are gone, no connection attempt or
 timer of it is pending), where it used to stay until the router stopped,
-about 1.35 KB per create and delete. A deleted listener whose connection
+about 1.33 KB per listener created and deleted. A deleted listener whose connection
 is still open is freed only when that connection closes, and the
 connection works meanwhile."""
 import re
@@ -59,7 +59,7 @@ class EndpointChurnTest(RouterTestCase):
         self.wait_freed(r, "listener", "churn-l", warm)
         self.wait_freed(r, "connector", "churn-c", warm)
         before = r.status_kb("VmRSS")
-        n = 1000
+        n = 2000
         for _ in range(n):
             self.cycle(m, lport, cport)
         self.wait_freed(r, "listener", "churn-l", warm + n)
@@ -67,9 +67,10 @@ class EndpointChurnTest(RouterTestCase):
         after = r.status_kb("VmRSS")
         print("\nVmRSS %d -> %d kB over %d create/delete cycles" % (before, after, n))
         if not SANITIZER:  # ASan's quarantine keeps freed memory on purpose
-            # kept until the router stopped, they grew it by 2.7 MB here
-            # (1.33 MB per 1,000 listeners, steadily); freed, it stays flat
-            self.assertLess(after - before, 512, "VmRSS %d -> %d kB" % (before, after))
+            # kept until the router stopped, they grew it by 5.3 MB here
+            # (1.33 MB per 1,000 listeners, steadily); freed, it stays
+            # within the allocator's own swings (up to about 0.55 MB seen)
+            self.assertLess(after - before, 1536, "VmRSS %d -> %d kB" % (before, after))
         self.assertTrue(r.alive())
 
     def test_deleted_listener_waits_for_its_open_connection(self):

@@ -416,6 +416,11 @@ struct jn_core_link {
          * count then); a delivery after it drains the sender (link.c) */
         bool nodest_seen;
         uint64_t nodest_deliveries;
+        /* one of its deliveries was released, taken by no consumer, while
+         * its address had no destination: it also counts as sent into
+         * nothing (forward.c; it may have been counted before the loss was
+         * noted: routed to a consumer whose detach came after it) */
+        bool released_nodest;
         /* an outgoing streaming link (stream.c): the copy it carries
          * (borrowed; NULL: none), whether it is in its connection's pool,
          * and the next one there */

@@ -243,6 +243,9 @@ void jn_fwd_all_handed_CT(jn_core_t *core, jn_delivery_t *dlv)
             else if (!dlv->ct.multicast)
                 jn_stat_add(&core->stats.dropped, 1);
         }
+        if (!in->ct.anonymous && in->ct.addr && !in->ct.autolink && !in->conn->internal &&
+            !jn_addr_has_destination_or_fallback_CT(core, in->ct.addr))
+            in->ct.released_nodest = true; /* its sender is drained (link.c) */
         jn_fwd_settle_incoming_CT(dlv, JN_DISP_RELEASED);
 
     } else if (dlv->ct.served) {

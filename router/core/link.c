@@ -550,15 +550,17 @@ void jn_link_producers_dirty_CT(jn_addr_t *addr)
 /* True when link, a client's targeted sender whose address has no
  * destination (noted by credit_due_CT: nodest_seen), sent a delivery
  * since its address lost its last destination (here or anywhere in the
- * mesh). Called only while nodest_seen, off the hot path. */
+ * mesh), or had one released while the address had none (released_nodest:
+ * routed to a consumer whose detach the core saw after the delivery).
+ * Called only while nodest_seen, off the hot path. */
 static bool sent_into_nothing_CT(jn_core_link_t *link)
 {
     JN_ASSERT_CT(link->conn->core);
     if (jn_addr_has_destination_or_fallback_CT(link->conn->core, link->ct.addr)) {
-        link->ct.nodest_seen = false; /* a destination again */
+        link->ct.nodest_seen = link->ct.released_nodest = false; /* a destination again */
         return false;
     }
-    return link->ct.deliveries != link->ct.nodest_deliveries;
+    return link->ct.deliveries != link->ct.nodest_deliveries || link->ct.released_nodest;
 }
 
 /* A link-routed sender is left alone: its receiver's drain passes to it
@@ -597,6 +599,7 @@ static void withdraw_credit_CT(jn_core_link_t *link)
     if (jn_work_drain_CT(link, link->ct.autolink ? 1 : 0) != 0)
         return; /* out of memory: the credit stays with the sender */
     link->ct.outstanding = 0;
+    link->ct.released_nodest = false;
 }
 
 /* The credit to grant link now (0: none). A client's targeted sender
@@ -642,7 +645,7 @@ void jn_link_flush_credit_CT(jn_core_t *core)
         uint32_t credit = credit_due_CT(link);
         if (credit > 0 && jn_work_link_CT(link, JN_WORK_LINK_CREDIT, NULL, NULL, NULL, credit) == 0) {
             link->ct.outstanding += credit;
-            link->ct.nodest_seen = false; /* a destination again */
+            link->ct.nodest_seen = link->ct.released_nodest = false; /* a destination again */
             if (JN_UNLIKELY(link->ct.blocked_since_ms != 0))
                 jn_forward_credit_given_CT(link); /* linksBlocked */
         }

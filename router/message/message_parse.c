@@ -470,10 +470,102 @@ static int header_bool(jn_message_t *m, const jn_field_t *f, const char *name, b
     return 0;
 }
 
+/* The fast way into a described list section lying in one buffer (the
+ * common case): up to max of its fields stepped over in place by the
+ * decoder's fast reader, each with buffer set. Returns the number of fields
+ * read (the list's count when below max), or -1 for anything the fast
+ * reader leaves (a section across buffers, a field it does not take); the
+ * caller then takes the decoder's way, which also finds every error. */
+static int list_fields_fast(const jn_msg_loc_t *loc, jn_value_t *fields, int max)
+{
+    if (loc->offset + loc->length > jn_buffer_size(loc->buffer))
+        return -1;
+    const uint8_t *p = loc->buffer->data + loc->offset;
+    size_t at = 3; /* 0x00, smallulong, code: read_head_fast's shape */
+    jn_value_t list;
+    if (loc->length < at || p[0] != JN_AMQP_DESCRIBED || p[1] != JN_AMQP_SMALLULONG ||
+        jn_decode_peek(p + at, loc->length - at, 0, &list) == 0 || list.type != JN_TYPE_LIST)
+        return -1;
+    const uint8_t *q = list.data, *end = list.data + list.size;
+    int n = list.count < (uint32_t)max ? (int)list.count : max;
+    for (int i = 0; i < n; i++) {
+        size_t k = jn_decode_peek(q, (size_t)(end - q), 1, &fields[i]);
+        if (k == 0 || fields[i].described)
+            return -1;
+        fields[i].buffer = loc->buffer;
+        q += k;
+    }
+    return n;
+}
+
+/* An unsigned integer in one of the encodings senders use for the header's
+ * fields (uint0, ulong0, ubyte, smalluint, smallulong, ushort, uint,
+ * ulong); false for any other encoding (the decoder's way then reads it). */
+static bool uint_fast(const jn_value_t *v, uint64_t *out)
+{
+    switch (v->code) {
+    case JN_AMQP_UINT0:
+    case JN_AMQP_ULONG0:
+        *out = 0;
+        return true;
+    case JN_AMQP_UBYTE:
+    case JN_AMQP_SMALLUINT:
+    case JN_AMQP_SMALLULONG:
+    case JN_AMQP_USHORT:
+    case JN_AMQP_UINT:
+    case JN_AMQP_ULONG:
+        *out = be_read(v->data, v->size);
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* decode_header()'s fast path: every field null, a boolean or an unsigned
+ * integer within its range, read in place. Writes m->header only when it
+ * takes the whole section; returns false to leave it to the decoder's way
+ * (other encodings, values out of range, malformed sections). */
+static bool decode_header_fast(jn_message_t *m, const jn_msg_loc_t *loc)
+{
+    jn_value_t f[5];
+    int n = list_fields_fast(loc, f, 5);
+    if (n < 0)
+        return false;
+    jn_message_header_t h = m->header;
+    static const uint64_t max[5] = {0, UINT8_MAX, UINT32_MAX, 0, UINT32_MAX};
+    for (int i = 0; i < n; i++) {
+        uint64_t v;
+        if (f[i].type == JN_TYPE_NULL)
+            continue;
+        if (i == 0 || i == 3) {
+            if (f[i].type != JN_TYPE_BOOLEAN)
+                return false;
+            bool b = f[i].code == JN_AMQP_TRUE ||
+                     (f[i].code == JN_AMQP_BOOLEAN && f[i].size == 1 && f[i].data[0] == 1);
+            *(i == 0 ? &h.durable : &h.first_acquirer) = b;
+            continue;
+        }
+        if (!uint_fast(&f[i], &v) || v > max[i])
+            return false;
+        if (i == 1) {
+            h.priority = (uint8_t)v;
+        } else if (i == 2) {
+            h.has_ttl = true;
+            h.ttl = (uint32_t)v;
+        } else {
+            h.delivery_count = (uint32_t)v;
+        }
+    }
+    m->header = h;
+    return true;
+}
+
 /* Header fields (3.2.1): durable, priority, ttl, first-acquirer,
  * delivery-count; null or missing fields keep their defaults. */
 static int decode_header(jn_message_t *m, const jn_msg_loc_t *loc)
 {
+    if (decode_header_fast(m, loc))
+        return 0;
     jn_decoder_t d;
     jn_field_t f;
     jn_message_header_t *h = &m->header;
@@ -516,6 +608,20 @@ static int decode_header(jn_message_t *m, const jn_msg_loc_t *loc)
  * must be strings or null. */
 static int decode_properties(jn_message_t *m, const jn_msg_loc_t *loc)
 {
+    jn_value_t v[5];
+    int n = list_fields_fast(loc, v, 5);
+    if (n >= 0 && (n <= 2 || v[2].type == JN_TYPE_NULL || v[2].type == JN_TYPE_STRING) &&
+        (n <= 4 || v[4].type == JN_TYPE_NULL || v[4].type == JN_TYPE_STRING)) {
+        if (n > 2 && v[2].type == JN_TYPE_STRING) {
+            m->has_to = true;
+            jn_value_payload(&v[2], &m->to);
+        }
+        if (n > 4 && v[4].type == JN_TYPE_STRING) {
+            m->has_reply_to = true;
+            jn_value_payload(&v[4], &m->reply_to);
+        }
+        return 0;
+    }
     jn_decoder_t d;
     jn_value_t f; /* fields are stepped over; only to and reply-to get views */
     int rc = enter_list(m, loc, "properties", &d);

@@ -279,6 +279,36 @@ static void fields_durable_only(jn_encoder_t *e)
     jn_enc_bool(e, true);
 }
 
+/* Every encoding of the header's fields: the in-place reader takes the
+ * unsigned ones and the booleans, the decoder's way the rest (a signed
+ * integer, a described value); both must give the same header. */
+static void fields_wide_encodings(jn_encoder_t *e)
+{
+    static const uint8_t bool_octet[] = {0x56, 0x01};
+    jn_enc_raw(e, bool_octet, sizeof bool_octet);
+    jn_enc_ushort(e, 200);
+    jn_enc_ulong(e, 4000000000u);
+    jn_enc_bool(e, false);
+    jn_enc_ulong(e, 7);
+}
+
+static void fields_signed_and_zero(jn_encoder_t *e)
+{
+    static const uint8_t uint0[] = {0x43};
+    jn_enc_bool(e, false);
+    jn_enc_int(e, 3);
+    jn_enc_raw(e, uint0, sizeof uint0);
+    jn_enc_null(e);
+    jn_enc_long(e, 12);
+}
+
+static void fields_described_priority(jn_encoder_t *e)
+{
+    jn_enc_null(e);
+    jn_enc_descriptor_ulong(e, 0x99);
+    jn_enc_ubyte(e, 5);
+}
+
 static void fields_durable_int(jn_encoder_t *e)
 {
     jn_enc_int(e, 1);
@@ -338,6 +368,14 @@ static void test_header_values_are_read(void **state)
                                                       .first_acquirer = true,
                                                       .delivery_count = 300});
     check_header(fields_durable_only, (jn_message_header_t){.durable = true, .priority = 4});
+    check_header(fields_wide_encodings, (jn_message_header_t){.durable = true,
+                                                              .priority = 200,
+                                                              .has_ttl = true,
+                                                              .ttl = 4000000000u,
+                                                              .delivery_count = 7});
+    check_header(fields_signed_and_zero,
+                 (jn_message_header_t){.priority = 3, .has_ttl = true, .delivery_count = 12});
+    check_header(fields_described_priority, (jn_message_header_t){.priority = 5});
 }
 
 static void test_header_field_of_wrong_type_is_decode_error(void **state)

@@ -176,6 +176,7 @@ bool jn_io_tls_read_IO(jn_io_conn_t *conn, bool *plain);
 bool jn_io_tls_write_IO(jn_io_conn_t *conn);
 void jn_io_tls_abandon_IO(jn_io_conn_t *conn);
 bool jn_io_tls_pending_out(const jn_io_conn_t *conn);
+bool jn_io_tls_failed(const jn_io_conn_t *conn);
 bool jn_io_tls_info(const jn_io_conn_t *conn, const char **proto, const char **cipher, int *ssf);
 const char *jn_io_tls_peer_uid(const jn_io_conn_t *conn);
 /* io_bridge.c: the TLS a bridged connection's owner terminated (wss://):

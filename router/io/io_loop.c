@@ -261,6 +261,10 @@ size_t jn_io_loop_drain_exit(jn_io_loop_t *loop)
  * both directions; PN_TRANSPORT_CLOSED follows. */
 static void conn_io_error(jn_io_conn_t *conn, int err, const char *what)
 {
+    if (conn->own) {
+        conn->own->cut = true; /* the own engine's transport ends (io_own.c) */
+        return;
+    }
     if (pn_connection_driver_read_closed(&conn->driver) &&
         pn_connection_driver_write_closed(&conn->driver))
         return;

@@ -62,23 +62,28 @@ static bool anonymous_only(const char *mechs)
 bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep)
 {
     const jn_endpoint_config_t *cfg = &ep->cfg;
+    bool tls = cfg->ssl_profile && cfg->ssl_profile[0];
+    /* With TLS, proton's path offers Cyrus's mechanisms unless the
+     * listener names ANONYMOUS alone: only then are both engines alike. */
+    bool sasl_alike = tls ? cfg->sasl_mechanisms && strcmp(cfg->sasl_mechanisms, "ANONYMOUS") == 0
+                          : !jn_endpoint_uses_sasl_plugin(cfg, true);
     return io->engine_own && anonymous_only(cfg->sasl_mechanisms) && ep->is_listener &&
-           cfg->role == JN_ROLE_NORMAL && !(cfg->ssl_profile && cfg->ssl_profile[0]) &&
-           !cfg->require_ssl && !cfg->require_encryption && !cfg->authenticate_peer &&
-           !ep->authsvc && !jn_endpoint_uses_sasl_plugin(cfg, true) && io->policy == NULL &&
+           cfg->role == JN_ROLE_NORMAL && (tls || (!cfg->require_ssl && !cfg->require_encryption)) &&
+           !cfg->authenticate_peer && !ep->authsvc && sasl_alike && io->policy == NULL &&
            !cfg->multi_tenant && cfg->message_logging == 0 && cfg->handshake_timeout_seconds == 0 &&
            !cfg->bridged && !cfg->failover_urls && !cfg->open_properties;
 }
 
 /* ---- the connection's events --------------------------------------------- */
 
-static void log_opened(jn_io_own_t *own, const char *container, const char *user, const char *mech)
+static void log_opened(jn_io_own_t *own, const char *container, const char *user, const char *mech,
+                       const char *encrypted)
 {
     jn_io_conn_t *conn = own->conn;
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
-           JN_IO_CONN_FMT " Connection Opened: dir=in host=%s encrypted=no auth=%s user=%s "
+           JN_IO_CONN_FMT " Connection Opened: dir=in host=%s encrypted=%s auth=%s user=%s "
                           "container_id=%s",
-           conn->id, conn->host, mech ? mech : "none", user, container);
+           conn->id, conn->host, encrypted, mech ? mech : "none", user, container);
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
            JN_IO_CONN_FMT " Connection runs on Junction's own AMQP engine (JUNCTION_ENGINE=own)",
            conn->id);
@@ -114,6 +119,9 @@ static void own_on_open(void *ctx, jn_amqp_conn_t *c, const jn_amqp_open_t *o)
         .user = user ? user : JN_AMQP_SASL_ANONYMOUS_USER,
         .sasl_mechanism = mech,
     };
+    int ssf = 0;
+    info.encrypted = jn_io_tls_info(conn, &info.ssl_proto, &info.ssl_cipher, &ssf);
+    info.ssl_ssf = ssf > 0 ? (uint32_t)ssf : 0;
     atomic_fetch_add(&conn->refs, 1); /* the core's, if it takes the connection */
     conn->core = jn_core_conn_opened_IO(conn->io->core, conn, &info);
     if (!conn->core) {
@@ -122,7 +130,7 @@ static void own_on_open(void *ctx, jn_amqp_conn_t *c, const jn_amqp_open_t *o)
         return;
     }
     conn->opened = true;
-    log_opened(own, container, info.user, mech);
+    log_opened(own, container, info.user, mech, info.encrypted ? info.ssl_proto : "no");
 }
 
 static void own_on_close(void *ctx, jn_amqp_conn_t *c, const jn_amqp_end_close_t *cl)
@@ -391,15 +399,32 @@ bool jn_io_own_pass_IO(jn_io_loop_t *loop, jn_io_conn_t *conn)
     jn_io_own_t *own = conn->own;
     loop->pass_ns = jn_time_mono_ns();
     uint64_t now = loop->pass_ns / JN_NS_PER_MS;
-    bool more = conn->fd >= 0 ? own_read(own, now) : false;
+    bool more = false;
+    if (conn->fd >= 0 && conn->tls) {
+        bool plain = false;
+        more = jn_io_tls_read_IO(conn, &plain); /* io_tls.c, into the transport */
+        if (plain)
+            more = own_read(own, now); /* requireSsl no, and the client is plain */
+    } else if (conn->fd >= 0) {
+        more = own_read(own, now);
+    }
     if (atomic_load_explicit(&conn->io->stopping, memory_order_relaxed))
         own_close(own, "amqp:connection:forced", "router shutting down",
                   atomic_load_explicit(&conn->io->forcing, memory_order_relaxed));
     own_work(own);
     jn_io_own_tx_resume_IO(own);
     own_tick(own, now);
-    own_write(own);
-    if (jn_amqp_transport_finished(own->t) && output_empty(own))
+    bool done = jn_amqp_transport_finished(own->t) && output_empty(own);
+    if (conn->tls) {
+        jn_io_tls_write_IO(conn); /* encrypt, then one send (io_tls.c) */
+        done = done || jn_io_tls_failed(conn);
+        if (jn_io_tls_pending_out(conn) && !own->cut)
+            done = false; /* the close_notify or an alert still to go */
+    } else {
+        own_write(own);
+        done = jn_amqp_transport_finished(own->t) && output_empty(own);
+    }
+    if (done)
         own->cut = true; /* close went both ways, or the input was refused */
     if (own->cut) {
         if (!conn->write_shut && conn->fd >= 0) {

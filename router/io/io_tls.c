@@ -38,6 +38,7 @@
  * except jn_io_tls_attach (any thread, before the connection is started)
  * and jn_io_tls_free (whoever frees the connection).
  */
+#include "io_own.h"
 #include "io_private.h"
 
 #include <junction/tls.h>
@@ -75,6 +76,10 @@ struct jn_io_tls {
  * takes, as the plain path's JN_IO_READ_SIZE. */
 #define JN_IO_TLS_OUT_SIZE (256u * 1024)
 #define JN_IO_TLS_IN_SIZE  JN_IO_READ_SIZE
+
+/* Plaintext gathered per SSL_write from the own engine's output runs: one
+ * TLS record's worth (RFC 8446, 5.1: 2^14 octets). */
+#define JN_IO_TLS_RECORD 16384
 
 /* jn_io_tls_attach: make conn a TLS connection with profile p (a
  * reference is taken): server for an accepted connection, client for a
@@ -173,6 +178,85 @@ const char *jn_io_tls_peer_uid(const jn_io_conn_t *conn)
     return tls && tls->handshake_done && tls->peer_uid[0] ? tls->peer_uid : NULL;
 }
 
+/* ---- the plaintext side: proton's driver, or the own engine -------------
+ * A connection's AMQP runs on proton's driver (through the frame screen)
+ * or on the own engine's transport (conn->own, io_own_tls.c); TLS is the
+ * same under both. */
+
+/* Where SSL_read may write: *p and its size (0: no room now). */
+static size_t plain_in_space(jn_io_conn_t *conn, uint8_t **p)
+{
+    if (conn->own)
+        return jn_io_own_tls_in_space_IO(conn->own, p);
+    pn_connection_driver_t *d = &conn->driver;
+    pn_rwbytes_t buf = pn_connection_driver_read_buffer_sized(d, JN_IO_READ_SIZE);
+    if (buf.size == 0)
+        buf = pn_connection_driver_read_buffer(d);
+    *p = (uint8_t *)buf.start;
+    return buf.size;
+}
+
+/* n octets were decrypted at p: hand them on. False: stop reading. */
+static bool plain_in(jn_io_conn_t *conn, uint8_t *p, size_t n)
+{
+    if (conn->own)
+        return jn_io_own_tls_in_IO(conn->own, n);
+    return jn_io_conn_input_IO(conn, (char *)p, n);
+}
+
+static bool plain_in_closed(jn_io_conn_t *conn)
+{
+    if (conn->own)
+        return jn_io_own_tls_in_closed(conn->own);
+    return pn_connection_driver_read_closed(&conn->driver) || conn->screened_out;
+}
+
+/* The peer's close_notify, or its end of stream after the handshake. */
+static void plain_in_end(jn_io_conn_t *conn)
+{
+    if (conn->own)
+        jn_io_own_tls_in_end_IO(conn->own);
+    else
+        pn_connection_driver_read_close(&conn->driver);
+}
+
+/* The next plaintext to encrypt (stage: cap octets of the caller's). */
+static size_t plain_out(jn_io_conn_t *conn, uint8_t *stage, size_t cap, const uint8_t **p)
+{
+    if (conn->own)
+        return jn_io_own_tls_out_IO(conn->own, stage, cap, p);
+    pn_bytes_t buf = pn_connection_driver_write_buffer(&conn->driver);
+    *p = (const uint8_t *)buf.start;
+    return buf.size;
+}
+
+static void plain_out_done(jn_io_conn_t *conn, size_t n)
+{
+    if (conn->own)
+        jn_io_own_tls_out_done_IO(conn->own, n);
+    else
+        pn_connection_driver_write_done(&conn->driver, n);
+}
+
+/* TLS failed: what the engine framed can no longer be sent. */
+static void plain_out_drop(jn_io_conn_t *conn)
+{
+    if (conn->own) {
+        jn_io_own_tls_out_drop_IO(conn->own);
+        return;
+    }
+    pn_connection_driver_t *d = &conn->driver;
+    for (pn_bytes_t b; (b = pn_connection_driver_write_buffer(d)).size;)
+        pn_connection_driver_write_done(d, b.size);
+}
+
+static bool plain_out_closed(jn_io_conn_t *conn)
+{
+    if (conn->own)
+        return jn_io_own_tls_out_closed(conn->own);
+    return pn_connection_driver_write_closed(&conn->driver);
+}
+
 /* TLS failed on conn: log once, close the transport with the reason. */
 static void tls_fail_IO(jn_io_conn_t *conn, const char *what, const char *reason)
 {
@@ -185,6 +269,8 @@ static void tls_fail_IO(jn_io_conn_t *conn, const char *what, const char *reason
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING, JN_IO_CONN_FMT " %s %s %s (%s) failed: %s", conn->id,
            what, conn->incoming ? "from" : "to", conn->host,
            conn->endpoint->cfg.name ? conn->endpoint->cfg.name : conn->endpoint->shown, reason);
+    if (conn->own)
+        return; /* the own pass ends the transport once the alert is out (tls->failed) */
     pn_connection_driver_errorf(&conn->driver, "amqp:connection:framing-error", "%s failed: %s",
                                 what, reason);
     pn_connection_driver_close(&conn->driver);
@@ -231,16 +317,16 @@ static void handshake_done_IO(jn_io_conn_t *conn)
            conn->incoming ? "from" : "to", conn->host, tls->proto, tls->cipher);
 }
 
-/* Plaintext out of SSL into proton (through the screen). Returns 1 when
- * plaintext waits but proton's input is full (read again after events), 0
- * when SSL needs more ciphertext, -1 when the input ended or failed. */
+/* Plaintext out of SSL into the engine (proton's through the screen, or
+ * the own one). Returns 1 when plaintext waits but the engine's input is
+ * full (read again after events), 0 when SSL needs more ciphertext, -1
+ * when the input ended or failed. */
 static int tls_drain_IO(jn_io_conn_t *conn)
 {
     JN_ASSERT_IO(conn);
     jn_io_tls_t *tls = conn->tls;
-    pn_connection_driver_t *d = &conn->driver;
     for (;;) {
-        if (tls->failed || pn_connection_driver_read_closed(d) || conn->screened_out)
+        if (tls->failed || plain_in_closed(conn))
             return -1;
         if (!tls->handshake_done) {
             int rc = SSL_do_handshake(tls->ssl);
@@ -253,14 +339,13 @@ static int tls_drain_IO(jn_io_conn_t *conn)
             }
             handshake_done_IO(conn);
         }
-        pn_rwbytes_t buf = pn_connection_driver_read_buffer_sized(d, JN_IO_READ_SIZE);
-        if (buf.size == 0)
-            buf = pn_connection_driver_read_buffer(d);
-        if (buf.size == 0)
+        uint8_t *space = NULL;
+        size_t room = plain_in_space(conn, &space);
+        if (room == 0)
             return SSL_pending(tls->ssl) > 0 || BIO_ctrl_pending(SSL_get_rbio(tls->ssl)) > 0;
-        int n = SSL_read(tls->ssl, buf.start, buf.size > INT_MAX ? INT_MAX : (int)buf.size);
+        int n = SSL_read(tls->ssl, space, room > INT_MAX ? INT_MAX : (int)room);
         if (n > 0) {
-            if (!jn_io_conn_input_IO(conn, buf.start, (size_t)n))
+            if (!plain_in(conn, space, (size_t)n))
                 return -1;
             continue;
         }
@@ -268,7 +353,7 @@ static int tls_drain_IO(jn_io_conn_t *conn)
         if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE)
             return 0;
         if (err == SSL_ERROR_ZERO_RETURN) {
-            pn_connection_driver_read_close(d); /* the peer's close_notify */
+            plain_in_end(conn); /* the peer's close_notify */
             return -1;
         }
         tls_fail_ssl_IO(conn, n);
@@ -361,7 +446,7 @@ bool jn_io_tls_read_IO(jn_io_conn_t *conn, bool *plain)
             if (!tls->failed && !tls->handshake_done)
                 tls_fail_IO(conn, "TLS handshake", "the peer closed the connection");
             else
-                pn_connection_driver_read_close(&conn->driver);
+                plain_in_end(conn);
             return false;
         }
         if (errno == EINTR)
@@ -410,29 +495,27 @@ static bool tls_send_IO(jn_io_conn_t *conn)
 }
 
 /* jn_io_tls_write_IO: step 3 of a TLS connection's pass: encrypt what
- * proton framed (as much as the out ring takes), send it, and again while
- * the socket takes it all; after proton's last octet, the close_notify.
- * Returns true when every octet framed so far has left (the plain path's
- * "write buffer empty"). */
+ * the engine framed (as much as the out ring takes), send it, and again
+ * while the socket takes it all; after the engine's last octet, the
+ * close_notify. Returns true when every octet framed so far has left (the
+ * plain path's "write buffer empty"). */
 bool jn_io_tls_write_IO(jn_io_conn_t *conn)
 {
     JN_ASSERT_IO(conn);
     jn_io_tls_t *tls = conn->tls;
-    pn_connection_driver_t *d = &conn->driver;
+    uint8_t stage[JN_IO_TLS_RECORD]; /* the own engine's runs, gathered */
+    const uint8_t *p = NULL;
     for (;;) {
-        if (tls->failed) {
-            /* nothing more can be encrypted: proton's output goes nowhere */
-            for (pn_bytes_t b; (b = pn_connection_driver_write_buffer(d)).size;)
-                pn_connection_driver_write_done(d, b.size);
-        }
+        if (tls->failed)
+            plain_out_drop(conn); /* nothing more can be encrypted */
         bool blocked = false;
         while (!tls->failed) {
-            pn_bytes_t buf = pn_connection_driver_write_buffer(d);
-            if (buf.size == 0)
+            size_t len = plain_out(conn, stage, sizeof stage, &p);
+            if (len == 0)
                 break;
-            int n = SSL_write(tls->ssl, buf.start, buf.size > INT_MAX ? INT_MAX : (int)buf.size);
+            int n = SSL_write(tls->ssl, p, len > INT_MAX ? INT_MAX : (int)len);
             if (n > 0) {
-                pn_connection_driver_write_done(d, (size_t)n);
+                plain_out_done(conn, (size_t)n);
                 continue;
             }
             int err = SSL_get_error(tls->ssl, n);
@@ -441,8 +524,7 @@ bool jn_io_tls_write_IO(jn_io_conn_t *conn)
             blocked = err == SSL_ERROR_WANT_WRITE; /* the ring is full: send, then on */
             break;
         }
-        if (!tls->failed && !tls->shutdown_sent && tls->handshake_done &&
-            pn_connection_driver_write_closed(d)) {
+        if (!tls->failed && !tls->shutdown_sent && tls->handshake_done && plain_out_closed(conn)) {
             SSL_shutdown(tls->ssl); /* close_notify into the ring */
             ERR_clear_error();
             tls->shutdown_sent = true;
@@ -450,7 +532,15 @@ bool jn_io_tls_write_IO(jn_io_conn_t *conn)
         if (!tls_send_IO(conn) || !blocked)
             break;
     }
-    return BIO_ctrl_pending(tls->net) == 0 && pn_connection_driver_write_buffer(d).size == 0;
+    return BIO_ctrl_pending(tls->net) == 0 && plain_out(conn, stage, sizeof stage, &p) == 0;
+}
+
+/* jn_io_tls_failed: TLS on conn is over (failed): nothing more can be
+ * encrypted; what OpenSSL framed (an alert) may still be waiting to be
+ * sent (jn_io_tls_pending_out). */
+bool jn_io_tls_failed(const jn_io_conn_t *conn)
+{
+    return conn->tls && conn->tls->failed;
 }
 
 /* jn_io_tls_abandon_IO: the connection is being closed before TLS was

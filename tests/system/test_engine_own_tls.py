@@ -1,0 +1,146 @@
+#!/usr/bin/python3
+"""TLS under Junction's own AMQP engine (docs/engine.md, stage 2b(ii) round
+2, "TLS"), selected with JUNCTION_ENGINE=own in the router's environment.
+
+A TLS listener whose SASL is ANONYMOUS alone runs its connections on the own
+engine: OpenSSL decrypts straight into the engine's buffers and encrypts
+its frames. Each test runs real clients (python3-qpid-proton over TLS,
+junction-bench over TLS) and asserts from the router's log that their
+connections ran on the own engine. Covered: messages both ways, one of many
+frames; management shows the connection's TLS; a listener with requireSsl no
+serves TLS and plain clients on one port; a plain client at a requireSsl
+listener and a client that distrusts the router's certificate are refused
+with the log lines of proton's path, and the next client is served; the
+benchmark over TLS loses nothing; a TLS listener that leaves the mechanisms
+to Cyrus stays on proton's path.
+
+JN_BUILD_DIR names the build directory (set by ctest).
+"""
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+from proton import Message
+from proton.reactor import AtMostOnce
+from proton.utils import BlockingConnection
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import BENCH, SLOW  # noqa: E402
+from test_router_tls import TIMEOUT, TlsTestCase, client_domain, exchange, refused  # noqa: E402
+
+OWN_LINE = "Connection runs on Junction's own AMQP engine"
+
+
+class OwnTlsTest(TlsTestCase):
+
+    def setUp(self):
+        super().setUp()
+        saved = os.environ.get("JUNCTION_ENGINE")
+        os.environ["JUNCTION_ENGINE"] = "own"  # the routers this test starts inherit it
+
+        def restore():
+            if saved is None:
+                os.environ.pop("JUNCTION_ENGINE", None)
+            else:
+                os.environ["JUNCTION_ENGINE"] = saved
+        self.addCleanup(restore)
+
+    def own_router(self, **listener):
+        lst = {"saslMechanisms": "ANONYMOUS", "authenticatePeer": "no"}
+        lst.update(listener)
+        return self.tls_router(listener=lst)
+
+    def own_lines(self, r):
+        return r.log().count(OWN_LINE)
+
+    def test_tls_client_on_the_own_engine_and_management_shows_tls(self):
+        r = self.own_router()
+        d = client_domain(self.certs)
+
+        def during():
+            mine = [c for c in self.connections() if c.get("isEncrypted")]
+            self.assertEqual(len(mine), 1, "connections: %r\n%s" % (self.connections(),
+                                                                    self.logs()))
+            self.assertRegex(mine[0]["sslProto"] or "", r"^TLSv1\.[23]$")
+            self.assertTrue(mine[0]["sslCipher"])
+            self.assertGreaterEqual(mine[0]["sslSsf"], 128)
+        exchange(r.tls_url, d, count=5, during=during)
+        self.assertRegex(r.log(), r"Connection Opened: dir=in host=127\.0\.0\.1:\d+ "
+                                  r"encrypted=TLSv1\.[23]")
+        # the management listener is plain and on the own engine too
+        self.assertGreaterEqual(self.own_lines(r), 2, self.logs())
+
+    def test_a_message_of_many_frames_both_ways(self):
+        r = self.own_router(maxFrameSize=4096)
+        c = BlockingConnection(r.tls_url, timeout=TIMEOUT, ssl_domain=client_domain(self.certs),
+                               allowed_mechs="ANONYMOUS", sasl_enabled=True,
+                               virtual_host="localhost")
+        try:
+            rcv = c.create_receiver("big", credit=10)
+            snd = c.create_sender("big", options=AtMostOnce())
+            body = "".join(chr(65 + i % 26) for i in range(300 * 1024))
+            for i in range(3):
+                snd.send(Message(body=body, properties={"i": i}))
+            for i in range(3):
+                m = rcv.receive(TIMEOUT)
+                self.assertEqual(m.properties["i"], i)
+                self.assertEqual(m.body, body)
+        finally:
+            c.close()
+        self.assertGreaterEqual(self.own_lines(r), 1, self.logs())
+
+    def test_require_ssl_no_serves_tls_and_plain_on_one_port(self):
+        r = self.own_router(requireSsl="no")
+        exchange(r.tls_url, client_domain(self.certs), count=2)
+        exchange(r.amqp_url, None, count=2)
+        self.assertRegex(r.log(), r"encrypted=TLSv1")
+        self.assertRegex(r.log(), r"encrypted=no")
+        self.assertGreaterEqual(self.own_lines(r), 2, self.logs())
+
+    def test_refused_clients_then_a_good_one(self):
+        r = self.own_router()
+        with self.subTest("plain client at a requireSsl listener"):
+            self.assertIsNotNone(refused(r.amqp_url))
+            self.wait_log(r, r"TLS handshake from 127\.0\.0\.1:\d+ .*failed: the client speaks "
+                             r"plain AMQP and the listener requires TLS", "the refusal's log line")
+        with self.subTest("client distrusting the router"):
+            self.assertIsNotNone(refused(r.tls_url, client_domain(self.certs, ca="other_ca")))
+            self.wait_log(r, r"\[C2\] TLS handshake from 127\.0\.0\.1:\d+ .*failed",
+                          "the failed handshake's log line")
+        exchange(r.tls_url, client_domain(self.certs), count=1)
+        self.assertGreaterEqual(self.own_lines(r), 1, self.logs())
+
+    def test_junction_bench_over_tls_loses_nothing(self):
+        r = self.own_router()
+        url = "amqps://127.0.0.1:%d" % r.port
+        p = subprocess.run([BENCH, "--send-url", url, "--recv-url", url, "--tls-ca",
+                            self.certs["ca"], "-c", "5000", "-b", "4096", "--json"],
+                           capture_output=True, text=True, timeout=60 * SLOW)
+        self.assertEqual(p.returncode, 0, p.stderr + self.logs())
+        fig = json.loads(p.stdout)
+        self.assertEqual(fig["received"], 5000, fig)
+        self.assertEqual(fig["lost"], 0, fig)
+        self.assertGreaterEqual(self.own_lines(r), 2, self.logs())
+
+    def test_cyrus_mechanisms_stay_on_protons_path(self):
+        # a TLS listener naming a mechanism of Cyrus's: proton's path offers
+        # it, the own engine does not have it yet
+        r = self.tls_router(listener={"authenticatePeer": "no",
+                                      "saslMechanisms": "ANONYMOUS PLAIN"})
+        c = BlockingConnection(r.tls_url, timeout=TIMEOUT, ssl_domain=client_domain(self.certs),
+                               allowed_mechs="ANONYMOUS", sasl_enabled=True,
+                               virtual_host="localhost")
+        try:
+            snd = c.create_sender("q", options=AtMostOnce())
+            snd.send(Message(body="x"))
+        finally:
+            c.close()
+        # only the plain management connection of connections() could be own;
+        # none was made here
+        self.assertEqual(self.own_lines(r), 0, self.logs())
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -20,12 +20,17 @@
  * per batch of frames, never per message. The owner also holds a
  * reference on the connection (to wake it) until it closes.
  */
+#include "io_own.h"
 #include "io_private.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Octets of the own engine's output gathered per move into the output
+ * buffer (its runs are many and small: frame headers, performatives). */
+#define JN_IO_BRIDGE_STAGE 16384
 
 /* A growable octet buffer: data[off, len) is pending. */
 typedef struct bbuf {
@@ -186,6 +191,10 @@ static jn_io_bridge_t *bridge_open(jn_io_t *io, jn_io_endpoint_t *ep, size_t liv
         pn_transport_free(t);
         t = NULL;
     }
+    if (t && jn_io_own_eligible(io, ep) && jn_io_own_attach(conn) != 0) {
+        pn_transport_free(t); /* no memory for the own engine's side */
+        t = NULL;
+    }
     if (!t) {
         if (conn)
             jn_io_conn_unref(conn); /* never started: freed here */
@@ -280,23 +289,21 @@ void jn_io_bridge_close(jn_io_bridge_t *b)
     bridge_unref(b);
 }
 
-/* conn_pass's read step: the owner's octets into proton (through the
- * screen), then the end of input once the owner is gone and all is
- * taken. */
+/* The read step of a pass: the owner's octets into the connection's
+ * engine (proton's through the screen, or the own one: io_plain.c), then
+ * the end of input once the owner is gone and all is taken. */
 void jn_io_bridge_read_IO(jn_io_conn_t *conn)
 {
     JN_ASSERT_IO(conn);
     jn_io_bridge_t *b = conn->bridge;
-    pn_connection_driver_t *d = &conn->driver;
     bool ended = false, tell = false;
-    while (!pn_connection_driver_read_closed(d) && !conn->screened_out) {
-        pn_rwbytes_t buf = pn_connection_driver_read_buffer_sized(d, JN_IO_READ_SIZE);
-        if (buf.size == 0)
-            buf = pn_connection_driver_read_buffer(d); /* a frame above 64 KiB: conn_read */
-        if (buf.size == 0)
-            break; /* proton holds all it will take: it reads on after events */
+    while (!jn_io_plain_in_closed(conn)) {
+        uint8_t *space = NULL;
+        size_t room = jn_io_plain_in_space_IO(conn, &space);
+        if (room == 0)
+            break; /* the engine holds all it will take: it reads on after events */
         pthread_mutex_lock(&b->lock);
-        size_t n = bbuf_take(&b->in, (uint8_t *)buf.start, buf.size);
+        size_t n = bbuf_take(&b->in, space, room);
         ended = b->owner_gone && pending(&b->in) == 0;
         if (b->in_full && pending(&b->in) < JN_IO_BRIDGE_IN_CAP / 2 && b->notify) {
             b->in_full = false;
@@ -305,17 +312,17 @@ void jn_io_bridge_read_IO(jn_io_conn_t *conn)
         pthread_mutex_unlock(&b->lock);
         if (n == 0)
             break;
-        if (!jn_io_conn_input_IO(conn, buf.start, n))
-            break; /* refused by the screen: closing */
+        if (!jn_io_plain_in_IO(conn, space, n))
+            break; /* refused: closing */
     }
     if (!ended) {
         pthread_mutex_lock(&b->lock);
         ended = b->owner_gone && pending(&b->in) == 0;
         pthread_mutex_unlock(&b->lock);
     }
-    if (ended && !pn_connection_driver_read_closed(d))
-        pn_connection_driver_read_close(d); /* as a socket's end of stream */
-    if (pn_connection_driver_read_closed(d)) { /* the rest is dropped */
+    if (ended && !jn_io_plain_in_closed(conn))
+        jn_io_plain_in_end_IO(conn); /* as a socket's end of stream */
+    if (jn_io_plain_in_closed(conn)) { /* the rest is dropped */
         pthread_mutex_lock(&b->lock);
         b->in.off = b->in.len = 0;
         pthread_mutex_unlock(&b->lock);
@@ -330,15 +337,15 @@ void jn_io_bridge_read_IO(jn_io_conn_t *conn)
     }
 }
 
-/* conn_pass's write step: move what proton framed into the output buffer,
- * up to JN_IO_BRIDGE_OUT_CAP (a full buffer is a socket refusing output:
- * conn->writable false, the write-stall watch starts), and tell the owner
- * when output appeared. */
+/* The write step of a pass: move what the engine framed into the output
+ * buffer, up to JN_IO_BRIDGE_OUT_CAP (a full buffer is a socket refusing
+ * output: conn->writable false, the write-stall watch starts), and tell
+ * the owner when output appeared. */
 void jn_io_bridge_write_IO(jn_io_conn_t *conn)
 {
     JN_ASSERT_IO(conn);
     jn_io_bridge_t *b = conn->bridge;
-    pn_connection_driver_t *d = &conn->driver;
+    uint8_t stage[JN_IO_BRIDGE_STAGE]; /* the own engine's runs, gathered */
     pthread_mutex_lock(&b->lock);
     bool was_empty = pending(&b->out) == 0;
     size_t moved = 0;
@@ -348,18 +355,19 @@ void jn_io_bridge_write_IO(jn_io_conn_t *conn)
                                                   ? pending(&b->out)
                                                   : JN_IO_BRIDGE_OUT_CAP);
         if (room == 0)
-            break; /* asking proton for its buffer would frame more: not now */
-        pn_bytes_t buf = pn_connection_driver_write_buffer(d);
-        if (buf.size == 0)
+            break; /* asking the engine for its output would frame more: not now */
+        const uint8_t *p = NULL;
+        size_t len = jn_io_plain_out_IO(conn, stage, sizeof stage, &p);
+        if (len == 0)
             break;
-        size_t n = buf.size < room ? buf.size : room;
+        size_t n = len < room ? len : room;
         if (b->owner_gone) {
-            /* nobody reads: proton's output is thrown away */
-        } else if (!bbuf_append(&b->out, (const uint8_t *)buf.start, n)) {
+            /* nobody reads: the output is thrown away */
+        } else if (!bbuf_append(&b->out, p, n)) {
             ok = false;
             break;
         }
-        pn_connection_driver_write_done(d, n);
+        jn_io_plain_out_done_IO(conn, n);
         moved += n;
     }
     conn->octets_written += moved;
@@ -372,7 +380,8 @@ void jn_io_bridge_write_IO(jn_io_conn_t *conn)
     conn->writable = !full;
     if (full)
         jn_io_stall_watch_IO(conn);
-    jn_io_conn_written_IO(conn, !full);
+    if (!conn->own)
+        jn_io_conn_written_IO(conn, !full);
 }
 
 /* The connection is destroyed: its output ends (the owner closes its peer

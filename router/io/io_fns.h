@@ -169,6 +169,26 @@ void jn_io_conn_abort_IO(jn_io_conn_t *conn, const char *condition, const char *
 void jn_io_stall_check_IO(jn_io_conn_t *conn, int64_t now);
 void jn_io_handshake_check_IO(jn_io_conn_t *conn, int64_t now);
 
+/* io_plain.c: a connection's AMQP octets, whichever engine runs it, for
+ * the layers without a socket of their own (TLS, the WebSocket bridge).
+ * in_space: where the next octets may be written (*p, borrowed until the
+ * next call; 0: no room now). in: n octets were written there; false when
+ * the engine takes no more input. in_closed: it takes no more. in_end: the
+ * peer's stream ended. out: the next octets to send (*p, borrowed until
+ * out_done; at most cap gathered into stage, the caller's, when the engine
+ * gives them in runs; 0: none). out_done: n of them were taken. out_drop:
+ * nothing more can be sent: the output is dropped. out_closed: the engine
+ * will frame nothing more and all it framed was taken. The connection's
+ * loop thread. */
+size_t jn_io_plain_in_space_IO(jn_io_conn_t *conn, uint8_t **p);
+bool jn_io_plain_in_IO(jn_io_conn_t *conn, uint8_t *p, size_t n);
+bool jn_io_plain_in_closed(jn_io_conn_t *conn);
+void jn_io_plain_in_end_IO(jn_io_conn_t *conn);
+size_t jn_io_plain_out_IO(jn_io_conn_t *conn, uint8_t *stage, size_t cap, const uint8_t **p);
+void jn_io_plain_out_done_IO(jn_io_conn_t *conn, size_t n);
+void jn_io_plain_out_drop_IO(jn_io_conn_t *conn);
+bool jn_io_plain_out_closed(jn_io_conn_t *conn);
+
 /* io_tls.c (TLS on a connection; comments there) */
 int jn_io_tls_attach(jn_io_conn_t *conn, jn_tls_profile_t *p, bool server, bool detect);
 void jn_io_tls_free(jn_io_conn_t *conn);

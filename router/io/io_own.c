@@ -71,7 +71,7 @@ bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep)
            cfg->role == JN_ROLE_NORMAL && (tls || (!cfg->require_ssl && !cfg->require_encryption)) &&
            !cfg->authenticate_peer && !ep->authsvc && sasl_alike && io->policy == NULL &&
            !cfg->multi_tenant && cfg->message_logging == 0 && cfg->handshake_timeout_seconds == 0 &&
-           !cfg->bridged && !cfg->failover_urls && !cfg->open_properties;
+           !cfg->failover_urls && !cfg->open_properties;
 }
 
 /* ---- the connection's events --------------------------------------------- */
@@ -400,7 +400,9 @@ bool jn_io_own_pass_IO(jn_io_loop_t *loop, jn_io_conn_t *conn)
     loop->pass_ns = jn_time_mono_ns();
     uint64_t now = loop->pass_ns / JN_NS_PER_MS;
     bool more = false;
-    if (conn->fd >= 0 && conn->tls) {
+    if (conn->bridge) {
+        jn_io_bridge_read_IO(conn); /* AMQP over WebSocket: no socket */
+    } else if (conn->fd >= 0 && conn->tls) {
         bool plain = false;
         more = jn_io_tls_read_IO(conn, &plain); /* io_tls.c, into the transport */
         if (plain)
@@ -415,7 +417,9 @@ bool jn_io_own_pass_IO(jn_io_loop_t *loop, jn_io_conn_t *conn)
     jn_io_own_tx_resume_IO(own);
     own_tick(own, now);
     bool done = jn_amqp_transport_finished(own->t) && output_empty(own);
-    if (conn->tls) {
+    if (conn->bridge) {
+        jn_io_bridge_write_IO(conn);
+    } else if (conn->tls) {
         jn_io_tls_write_IO(conn); /* encrypt, then one send (io_tls.c) */
         done = done || jn_io_tls_failed(conn);
         if (jn_io_tls_pending_out(conn) && !own->cut)

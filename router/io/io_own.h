@@ -147,50 +147,50 @@ void jn_io_own_links_free(jn_io_own_t *own);
  * peer's flow opened its window). */
 void jn_io_own_tx_resume_IO(jn_io_own_t *own);
 
-/* ---- TLS under the own engine (io_own_tls.c, called by io_tls.c) ---------
- * The plaintext side of a TLS connection that runs on the own engine. All
- * on the connection's loop thread. */
+/* ---- octets without a socket (io_own_plain.c, through io_plain.c) -------
+ * The byte side of an own connection under TLS or on a WebSocket bridge.
+ * All on the connection's loop thread. */
 
-/* Runs of the output gathered per SSL_write. */
-#define JN_IO_OWN_TLS_IOV 64
+/* Runs of the output gathered per call of jn_io_own_plain_out_IO. */
+#define JN_IO_OWN_PLAIN_IOV 64
 
-/* jn_io_own_tls_in_space_IO: where SSL_read may write plaintext: *p and
+/* jn_io_own_plain_in_space_IO: where the next octets may be written: *p and
  * the octets free there (borrowed from the transport's pooled buffers until
  * the next call on own). 0 when the transport takes no more input (ended,
  * or no buffer could be had: own->cut is then set). */
-size_t jn_io_own_tls_in_space_IO(jn_io_own_t *own, uint8_t **p);
+size_t jn_io_own_plain_in_space_IO(jn_io_own_t *own, uint8_t **p);
 
-/* jn_io_own_tls_in_IO: n plaintext octets were written at the space last
+/* jn_io_own_plain_in_IO: n plaintext octets were written at the space last
  * given; run the engine over them at the pass's time. Returns false when
  * the transport takes no more (ended, refused the input, or out of
  * memory). */
-bool jn_io_own_tls_in_IO(jn_io_own_t *own, size_t n);
+bool jn_io_own_plain_in_IO(jn_io_own_t *own, size_t n);
 
-/* jn_io_own_tls_in_closed: the transport reads no more plaintext. */
-bool jn_io_own_tls_in_closed(const jn_io_own_t *own);
+/* jn_io_own_plain_in_closed: the transport reads no more plaintext. */
+bool jn_io_own_plain_in_closed(const jn_io_own_t *own);
 
-/* jn_io_own_tls_in_end_IO: the peer ended its stream (close_notify or the
- * end of the socket's): the transport ends. */
-void jn_io_own_tls_in_end_IO(jn_io_own_t *own);
+/* jn_io_own_plain_in_end_IO: the peer ended its stream (TLS's
+ * close_notify, the end of the socket's, the bridge's owner gone): the
+ * transport ends. */
+void jn_io_own_plain_in_end_IO(jn_io_own_t *own);
 
-/* jn_io_own_tls_out_IO: the next plaintext to encrypt: *p (borrowed until
- * jn_io_own_tls_out_done_IO), at most cap octets gathered into stage (the
+/* jn_io_own_plain_out_IO: the next octets to send: *p (borrowed until
+ * jn_io_own_plain_out_done_IO), at most cap octets gathered into stage (the
  * caller's, cap octets) from the output's runs, or one run where it lies
  * when it is alone or at least cap long. Returns its length; 0 when the
  * output is empty. */
-size_t jn_io_own_tls_out_IO(jn_io_own_t *own, uint8_t *stage, size_t cap, const uint8_t **p);
+size_t jn_io_own_plain_out_IO(jn_io_own_t *own, uint8_t *stage, size_t cap, const uint8_t **p);
 
-/* jn_io_own_tls_out_done_IO: n octets of the last plaintext given were
- * encrypted: drop them from the output. */
-void jn_io_own_tls_out_done_IO(jn_io_own_t *own, size_t n);
+/* jn_io_own_plain_out_done_IO: n octets of the last given were taken
+ * (encrypted, or moved to the bridge): drop them from the output. */
+void jn_io_own_plain_out_done_IO(jn_io_own_t *own, size_t n);
 
-/* jn_io_own_tls_out_drop_IO: TLS failed: nothing more can be encrypted,
- * the output is dropped (the pass then ends the connection once the
- * alert OpenSSL framed has been sent). */
-void jn_io_own_tls_out_drop_IO(jn_io_own_t *own);
+/* jn_io_own_plain_out_drop_IO: nothing more can be sent (TLS failed, the
+ * bridge's owner is gone): the output is dropped. */
+void jn_io_own_plain_out_drop_IO(jn_io_own_t *own);
 
-/* jn_io_own_tls_out_closed: the engine will frame nothing more and all it
+/* jn_io_own_plain_out_closed: the engine will frame nothing more and all it
  * framed was encrypted: time for TLS's close_notify. */
-bool jn_io_own_tls_out_closed(jn_io_own_t *own);
+bool jn_io_own_plain_out_closed(jn_io_own_t *own);
 
 #endif /* JN_IO_OWN_H */

@@ -38,7 +38,6 @@
  * except jn_io_tls_attach (any thread, before the connection is started)
  * and jn_io_tls_free (whoever frees the connection).
  */
-#include "io_own.h"
 #include "io_private.h"
 
 #include <junction/tls.h>
@@ -178,85 +177,6 @@ const char *jn_io_tls_peer_uid(const jn_io_conn_t *conn)
     return tls && tls->handshake_done && tls->peer_uid[0] ? tls->peer_uid : NULL;
 }
 
-/* ---- the plaintext side: proton's driver, or the own engine -------------
- * A connection's AMQP runs on proton's driver (through the frame screen)
- * or on the own engine's transport (conn->own, io_own_tls.c); TLS is the
- * same under both. */
-
-/* Where SSL_read may write: *p and its size (0: no room now). */
-static size_t plain_in_space(jn_io_conn_t *conn, uint8_t **p)
-{
-    if (conn->own)
-        return jn_io_own_tls_in_space_IO(conn->own, p);
-    pn_connection_driver_t *d = &conn->driver;
-    pn_rwbytes_t buf = pn_connection_driver_read_buffer_sized(d, JN_IO_READ_SIZE);
-    if (buf.size == 0)
-        buf = pn_connection_driver_read_buffer(d);
-    *p = (uint8_t *)buf.start;
-    return buf.size;
-}
-
-/* n octets were decrypted at p: hand them on. False: stop reading. */
-static bool plain_in(jn_io_conn_t *conn, uint8_t *p, size_t n)
-{
-    if (conn->own)
-        return jn_io_own_tls_in_IO(conn->own, n);
-    return jn_io_conn_input_IO(conn, (char *)p, n);
-}
-
-static bool plain_in_closed(jn_io_conn_t *conn)
-{
-    if (conn->own)
-        return jn_io_own_tls_in_closed(conn->own);
-    return pn_connection_driver_read_closed(&conn->driver) || conn->screened_out;
-}
-
-/* The peer's close_notify, or its end of stream after the handshake. */
-static void plain_in_end(jn_io_conn_t *conn)
-{
-    if (conn->own)
-        jn_io_own_tls_in_end_IO(conn->own);
-    else
-        pn_connection_driver_read_close(&conn->driver);
-}
-
-/* The next plaintext to encrypt (stage: cap octets of the caller's). */
-static size_t plain_out(jn_io_conn_t *conn, uint8_t *stage, size_t cap, const uint8_t **p)
-{
-    if (conn->own)
-        return jn_io_own_tls_out_IO(conn->own, stage, cap, p);
-    pn_bytes_t buf = pn_connection_driver_write_buffer(&conn->driver);
-    *p = (const uint8_t *)buf.start;
-    return buf.size;
-}
-
-static void plain_out_done(jn_io_conn_t *conn, size_t n)
-{
-    if (conn->own)
-        jn_io_own_tls_out_done_IO(conn->own, n);
-    else
-        pn_connection_driver_write_done(&conn->driver, n);
-}
-
-/* TLS failed: what the engine framed can no longer be sent. */
-static void plain_out_drop(jn_io_conn_t *conn)
-{
-    if (conn->own) {
-        jn_io_own_tls_out_drop_IO(conn->own);
-        return;
-    }
-    pn_connection_driver_t *d = &conn->driver;
-    for (pn_bytes_t b; (b = pn_connection_driver_write_buffer(d)).size;)
-        pn_connection_driver_write_done(d, b.size);
-}
-
-static bool plain_out_closed(jn_io_conn_t *conn)
-{
-    if (conn->own)
-        return jn_io_own_tls_out_closed(conn->own);
-    return pn_connection_driver_write_closed(&conn->driver);
-}
-
 /* TLS failed on conn: log once, close the transport with the reason. */
 static void tls_fail_IO(jn_io_conn_t *conn, const char *what, const char *reason)
 {
@@ -326,7 +246,7 @@ static int tls_drain_IO(jn_io_conn_t *conn)
     JN_ASSERT_IO(conn);
     jn_io_tls_t *tls = conn->tls;
     for (;;) {
-        if (tls->failed || plain_in_closed(conn))
+        if (tls->failed || jn_io_plain_in_closed(conn))
             return -1;
         if (!tls->handshake_done) {
             int rc = SSL_do_handshake(tls->ssl);
@@ -340,12 +260,12 @@ static int tls_drain_IO(jn_io_conn_t *conn)
             handshake_done_IO(conn);
         }
         uint8_t *space = NULL;
-        size_t room = plain_in_space(conn, &space);
+        size_t room = jn_io_plain_in_space_IO(conn, &space);
         if (room == 0)
             return SSL_pending(tls->ssl) > 0 || BIO_ctrl_pending(SSL_get_rbio(tls->ssl)) > 0;
         int n = SSL_read(tls->ssl, space, room > INT_MAX ? INT_MAX : (int)room);
         if (n > 0) {
-            if (!plain_in(conn, space, (size_t)n))
+            if (!jn_io_plain_in_IO(conn, space, (size_t)n))
                 return -1;
             continue;
         }
@@ -353,7 +273,7 @@ static int tls_drain_IO(jn_io_conn_t *conn)
         if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE)
             return 0;
         if (err == SSL_ERROR_ZERO_RETURN) {
-            plain_in_end(conn); /* the peer's close_notify */
+            jn_io_plain_in_end_IO(conn); /* the peer's close_notify */
             return -1;
         }
         tls_fail_ssl_IO(conn, n);
@@ -446,7 +366,7 @@ bool jn_io_tls_read_IO(jn_io_conn_t *conn, bool *plain)
             if (!tls->failed && !tls->handshake_done)
                 tls_fail_IO(conn, "TLS handshake", "the peer closed the connection");
             else
-                plain_in_end(conn);
+                jn_io_plain_in_end_IO(conn);
             return false;
         }
         if (errno == EINTR)
@@ -507,15 +427,15 @@ bool jn_io_tls_write_IO(jn_io_conn_t *conn)
     const uint8_t *p = NULL;
     for (;;) {
         if (tls->failed)
-            plain_out_drop(conn); /* nothing more can be encrypted */
+            jn_io_plain_out_drop_IO(conn); /* nothing more can be encrypted */
         bool blocked = false;
         while (!tls->failed) {
-            size_t len = plain_out(conn, stage, sizeof stage, &p);
+            size_t len = jn_io_plain_out_IO(conn, stage, sizeof stage, &p);
             if (len == 0)
                 break;
             int n = SSL_write(tls->ssl, p, len > INT_MAX ? INT_MAX : (int)len);
             if (n > 0) {
-                plain_out_done(conn, (size_t)n);
+                jn_io_plain_out_done_IO(conn, (size_t)n);
                 continue;
             }
             int err = SSL_get_error(tls->ssl, n);
@@ -524,7 +444,7 @@ bool jn_io_tls_write_IO(jn_io_conn_t *conn)
             blocked = err == SSL_ERROR_WANT_WRITE; /* the ring is full: send, then on */
             break;
         }
-        if (!tls->failed && !tls->shutdown_sent && tls->handshake_done && plain_out_closed(conn)) {
+        if (!tls->failed && !tls->shutdown_sent && tls->handshake_done && jn_io_plain_out_closed(conn)) {
             SSL_shutdown(tls->ssl); /* close_notify into the ring */
             ERR_clear_error();
             tls->shutdown_sent = true;
@@ -532,7 +452,7 @@ bool jn_io_tls_write_IO(jn_io_conn_t *conn)
         if (!tls_send_IO(conn) || !blocked)
             break;
     }
-    return BIO_ctrl_pending(tls->net) == 0 && plain_out(conn, stage, sizeof stage, &p) == 0;
+    return BIO_ctrl_pending(tls->net) == 0 && jn_io_plain_out_IO(conn, stage, sizeof stage, &p) == 0;
 }
 
 /* jn_io_tls_failed: TLS on conn is over (failed): nothing more can be

@@ -76,7 +76,8 @@ UPGRADE = (b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
            b"Sec-WebSocket-Version: 13\r\n")
 
 
-class WebSocketTest(RouterTestCase):
+class WebSocketCase(RouterTestCase):
+    """The routers, rhea clients and checks the WebSocket tests share."""
 
     def setUp(self):
         super().setUp()
@@ -173,6 +174,20 @@ class WebSocketTest(RouterTestCase):
                                 properties={"seq": i}))
         res = self.result(rxw)
         self.assertEqual(res["received"], COUNT)
+
+    def ws_connections(self, m):
+        """The connection entities of rhea's WebSocket clients."""
+        code, desc, body = m.call({"operation": "QUERY", "type": "org.amqp.management",
+                                   "entityType": "connection"},
+                                  {"attributeNames": ["container", "isEncrypted", "sslProto",
+                                                      "sslCipher", "sslSsf", "user", "sasl",
+                                                      "isAuthenticated"]})
+        self.assertEqual(code, 200, desc)
+        rows = [dict(zip(body["attributeNames"], row)) for row in body["results"]]
+        return [c for c in rows if (c["container"] or "").startswith("rhea-ws-")]
+
+
+class WebSocketTest(WebSocketCase):
 
     def test_rhea_over_ws_to_proton_and_back(self):
         r, m = self.ws_router()
@@ -348,17 +363,6 @@ class WebSocketTest(RouterTestCase):
                         .startswith(b"HTTP/1.0 400"))
         self.wait_for("the refusal logged", lambda: "websockets: no" in r.log())
         self.assertEqual(get("http://127.0.0.1:%d/healthz" % r.http_port), (200, "OK\n"))
-
-    def ws_connections(self, m):
-        """The connection entities of rhea's WebSocket clients."""
-        code, desc, body = m.call({"operation": "QUERY", "type": "org.amqp.management",
-                                   "entityType": "connection"},
-                                  {"attributeNames": ["container", "isEncrypted", "sslProto",
-                                                      "sslCipher", "sslSsf", "user", "sasl",
-                                                      "isAuthenticated"]})
-        self.assertEqual(code, 200, desc)
-        rows = [dict(zip(body["attributeNames"], row)) for row in body["results"]]
-        return [c for c in rows if (c["container"] or "").startswith("rhea-ws-")]
 
     def test_wss_is_a_tls_connection_to_the_core(self):
         r, m = self.ws_router(tls=True, requireEncryption="yes")

@@ -1,21 +1,21 @@
 /*
- * io_own_tls.c — TLS under the own engine: the plaintext side of io_tls.c
- * for a connection whose AMQP runs on Junction's own engine
- * (docs/engine.md, stage 2b(ii) round 2, "TLS").
+ * io_own_plain.c — the byte side of a connection on the own engine that
+ * has no socket of its own to read: TLS (io_tls.c) and the WebSocket bridge
+ * (io_bridge.c) move its octets through io_plain.c, which calls here when
+ * the connection is an own one (docs/engine.md, stage 2b(ii) round 2).
  *
- *   socket --recv--> [net BIO | ssl BIO] --SSL_read--> the transport's
- *          pooled buffers --> SASL and AMQP layers (read in place)
- *   the transport's output runs --gathered--> SSL_write --> [pair] --send-->
+ *   TLS: socket --recv--> [BIO pair] --SSL_read--> the transport's pooled
+ *        buffers --> SASL and AMQP layers (read in place);
+ *        the transport's output runs --gathered--> SSL_write --> send
+ *   WebSocket: the bridge's input --copied--> the transport's pooled
+ *        buffers; the output runs --gathered--> the bridge's output
  *
- * io_tls.c owns OpenSSL, the BIO pair, the handshake, the socket and the
- * failures, for both engines; it asks this file where plaintext goes and
- * what plaintext is to be sent when the connection is an own one
- * (conn->own), and proton's driver otherwise. SSL_read writes straight
- * into the transport's buffers, so the engine reads frames where OpenSSL
- * decrypted them: no copy beyond OpenSSL's. On output the engine's runs
- * (frame headers and performatives, and the payload runs they reference)
- * are gathered into one record's worth of octets before SSL_write: a
- * record per run would cost a record header and a MAC per frame header.
+ * SSL_read writes straight into the transport's buffers, so the engine
+ * reads frames where OpenSSL decrypted them: no copy beyond OpenSSL's. On
+ * output the engine's runs (frame headers and performatives, and the
+ * payload runs they reference) are gathered into one record's worth of
+ * octets before SSL_write: a record per run would cost a record header
+ * and a MAC per frame header.
  *
  * Threads: the connection's loop thread (_IO).
  */
@@ -34,7 +34,7 @@ static uint64_t now_ms(void)
     return loop ? loop->pass_ns / JN_NS_PER_MS : jn_time_mono_ns() / JN_NS_PER_MS;
 }
 
-size_t jn_io_own_tls_in_space_IO(jn_io_own_t *own, uint8_t **p)
+size_t jn_io_own_plain_in_space_IO(jn_io_own_t *own, uint8_t **p)
 {
     JN_ASSERT_IO(own->conn);
     if (own->cut || jn_amqp_transport_finished(own->t))
@@ -49,7 +49,7 @@ size_t jn_io_own_tls_in_space_IO(jn_io_own_t *own, uint8_t **p)
     return iov[0].iov_len;
 }
 
-bool jn_io_own_tls_in_IO(jn_io_own_t *own, size_t n)
+bool jn_io_own_plain_in_IO(jn_io_own_t *own, size_t n)
 {
     JN_ASSERT_IO(own->conn);
     jn_amqp_transport_read_done(own->t, n);
@@ -59,22 +59,22 @@ bool jn_io_own_tls_in_IO(jn_io_own_t *own, size_t n)
     return !own->cut && !jn_amqp_transport_finished(own->t);
 }
 
-bool jn_io_own_tls_in_closed(const jn_io_own_t *own)
+bool jn_io_own_plain_in_closed(const jn_io_own_t *own)
 {
     return own->cut || jn_amqp_transport_finished(own->t);
 }
 
-void jn_io_own_tls_in_end_IO(jn_io_own_t *own)
+void jn_io_own_plain_in_end_IO(jn_io_own_t *own)
 {
     JN_ASSERT_IO(own->conn);
     own->cut = true; /* the peer ended its stream: the transport ends */
 }
 
-size_t jn_io_own_tls_out_IO(jn_io_own_t *own, uint8_t *stage, size_t cap, const uint8_t **p)
+size_t jn_io_own_plain_out_IO(jn_io_own_t *own, uint8_t *stage, size_t cap, const uint8_t **p)
 {
     JN_ASSERT_IO(own->conn);
-    struct iovec iov[JN_IO_OWN_TLS_IOV];
-    int k = jn_amqp_transport_output_iov(own->t, iov, JN_IO_OWN_TLS_IOV);
+    struct iovec iov[JN_IO_OWN_PLAIN_IOV];
+    int k = jn_amqp_transport_output_iov(own->t, iov, JN_IO_OWN_PLAIN_IOV);
     if (k == 0)
         return 0;
     if (k == 1 || iov[0].iov_len >= cap) {
@@ -92,17 +92,17 @@ size_t jn_io_own_tls_out_IO(jn_io_own_t *own, uint8_t *stage, size_t cap, const 
     return len;
 }
 
-void jn_io_own_tls_out_done_IO(jn_io_own_t *own, size_t n)
+void jn_io_own_plain_out_done_IO(jn_io_own_t *own, size_t n)
 {
     JN_ASSERT_IO(own->conn);
     jn_amqp_transport_output_done(own->t, n);
 }
 
-void jn_io_own_tls_out_drop_IO(jn_io_own_t *own)
+void jn_io_own_plain_out_drop_IO(jn_io_own_t *own)
 {
     JN_ASSERT_IO(own->conn);
-    struct iovec iov[JN_IO_OWN_TLS_IOV];
-    for (int k; (k = jn_amqp_transport_output_iov(own->t, iov, JN_IO_OWN_TLS_IOV)) > 0;) {
+    struct iovec iov[JN_IO_OWN_PLAIN_IOV];
+    for (int k; (k = jn_amqp_transport_output_iov(own->t, iov, JN_IO_OWN_PLAIN_IOV)) > 0;) {
         size_t n = 0;
         for (int i = 0; i < k; i++)
             n += iov[i].iov_len;
@@ -110,7 +110,7 @@ void jn_io_own_tls_out_drop_IO(jn_io_own_t *own)
     }
 }
 
-bool jn_io_own_tls_out_closed(jn_io_own_t *own)
+bool jn_io_own_plain_out_closed(jn_io_own_t *own)
 {
     if (!jn_amqp_transport_finished(own->t))
         return false;

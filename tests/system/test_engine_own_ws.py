@@ -1,0 +1,79 @@
+#!/usr/bin/python3
+"""AMQP over WebSocket on Junction's own AMQP engine (docs/engine.md, stage
+2b(ii) round 2, "WebSocket"), selected with JUNCTION_ENGINE=own in the
+router's environment.
+
+A WebSocket connection's octets come from the HTTP thread through the
+bridge (router/io/io_bridge.c) instead of a socket; with the switch on, an
+http listener that the own engine serves (SASL ANONYMOUS alone; with an
+sslProfile, saslMechanisms exactly ANONYMOUS) runs them on it. Each test
+runs rhea over ws:// or wss:// (tests/interop/ws.js) against proton clients
+on the TCP listener, both ways, with small messages and ones larger than a
+WebSocket write, and asserts from the router's log that every connection
+ran on the own engine. Over wss:// management shows the connection's TLS
+(terminated by the HTTP thread) and requireEncryption keeps plain ws:// out.
+
+JN_BUILD_DIR names the build directory (set by ctest).
+"""
+import json
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_http_websocket import TIMEOUT, WebSocketCase  # noqa: E402
+
+OWN_LINE = "Connection runs on Junction's own AMQP engine"
+
+
+class OwnWebSocketTest(WebSocketCase):
+
+    def setUp(self):
+        super().setUp()
+        saved = os.environ.get("JUNCTION_ENGINE")
+        os.environ["JUNCTION_ENGINE"] = "own"  # the routers this test starts inherit it
+
+        def restore():
+            if saved is None:
+                os.environ.pop("JUNCTION_ENGINE", None)
+            else:
+                os.environ["JUNCTION_ENGINE"] = saved
+        self.addCleanup(restore)
+
+    def assert_all_own(self, r, at_least):
+        log = r.log()
+        opened = log.count("Connection Opened: dir=in")
+        own = log.count(OWN_LINE)
+        self.assertGreaterEqual(own, at_least, self.logs())
+        self.assertEqual(own, opened, "a connection ran on proton's engine\n" + self.logs())
+
+    def test_rhea_over_ws_on_the_own_engine(self):
+        r, m = self.ws_router()
+        self.round_trip(r, m)
+        self.round_trip(r, m, size=100000)  # messages larger than one WebSocket write
+        self.assertIn("WebSocket connection from 127.0.0.1:", r.log())
+        # four rhea connections, four proton ones, and the management client
+        self.assert_all_own(r, 9)
+
+    def test_rhea_over_wss_on_the_own_engine_is_a_tls_connection(self):
+        r, m = self.ws_router(tls=True, saslMechanisms="ANONYMOUS", requireEncryption="yes")
+        hold = self.rhea(r, "recv", "wss.hold", count=1)
+        self.wait_link(m, "wss.hold")
+        rows = self.ws_connections(m)
+        self.assertEqual(len(rows), 1, rows)
+        self.assertIs(rows[0]["isEncrypted"], True, rows[0])
+        self.assertRegex(rows[0]["sslProto"] or "", r"^TLSv1\.[23]$", rows[0])
+        self.assertGreaterEqual(rows[0]["sslSsf"], 128, rows[0])
+        hold.kill()
+        self.round_trip(r, m)
+        self.assertIn("encrypted=TLSv1.", r.log())
+        wss_url = r.ws_url
+        r.ws_url = "ws://127.0.0.1:%d" % r.http_port
+        out, err = self.rhea(r, "send", "ws.plain", count=1).communicate(timeout=TIMEOUT + 10)
+        self.assertIsNotNone(json.loads(out.strip().splitlines()[-1])["error"], out)
+        r.ws_url = wss_url
+        self.assert_all_own(r, 4)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -261,8 +261,8 @@ size_t jn_io_loop_drain_exit(jn_io_loop_t *loop)
  * both directions; PN_TRANSPORT_CLOSED follows. */
 static void conn_io_error(jn_io_conn_t *conn, int err, const char *what)
 {
-    if (conn->own) {
-        conn->own->cut = true; /* the own engine's transport ends (io_own.c) */
+    if (conn->own) { /* the own engine's transport ends (io_own.c) */
+        conn->own->cut = true;
         return;
     }
     if (pn_connection_driver_read_closed(&conn->driver) &&
@@ -797,10 +797,9 @@ static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
         jn_io_test_read_IO(conn); /* tests and fuzzing: no socket */
     /* Proton's idle clock before the events, so that an expiry it raises
      * (an error and a close frame) is handled and written in this pass,
-     * not one idle period later; likewise a write stall's cut. */
-    /* one clock reading per pass: the timers' (ms) and residence time's
-     * (the arrival of what was just read, the departure of what this pass
-     * sends: jn_io_residence_note_IO) */
+     * not one idle period later; likewise a write stall's cut. One clock
+     * reading per pass: the timers' (ms) and residence time's (the arrival
+     * of what was just read, the departure of what this pass sends). */
     loop->pass_ns = jn_time_mono_ns();
     int64_t now = (int64_t)(loop->pass_ns / JN_NS_PER_MS);
     if (conn->octets_read != conn->heard_octets) { /* something arrived (io_watch.c) */

@@ -14,6 +14,7 @@
 /* jn_io_plain_*: io_fns.h. */
 size_t jn_io_plain_in_space_IO(jn_io_conn_t *conn, uint8_t **p)
 {
+    JN_ASSERT_IO(conn);
     if (conn->own)
         return jn_io_own_plain_in_space_IO(conn->own, p);
     pn_connection_driver_t *d = &conn->driver;
@@ -27,6 +28,7 @@ size_t jn_io_plain_in_space_IO(jn_io_conn_t *conn, uint8_t **p)
 
 bool jn_io_plain_in_IO(jn_io_conn_t *conn, uint8_t *p, size_t n)
 {
+    JN_ASSERT_IO(conn);
     if (conn->own)
         return jn_io_own_plain_in_IO(conn->own, n);
     return jn_io_conn_input_IO(conn, (char *)p, n);
@@ -42,6 +44,7 @@ bool jn_io_plain_in_closed(jn_io_conn_t *conn)
 /* The peer's close_notify, or its end of stream after the handshake. */
 void jn_io_plain_in_end_IO(jn_io_conn_t *conn)
 {
+    JN_ASSERT_IO(conn);
     if (conn->own)
         jn_io_own_plain_in_end_IO(conn->own);
     else
@@ -51,6 +54,7 @@ void jn_io_plain_in_end_IO(jn_io_conn_t *conn)
 /* The next plaintext to encrypt (stage: cap octets of the caller's). */
 size_t jn_io_plain_out_IO(jn_io_conn_t *conn, uint8_t *stage, size_t cap, const uint8_t **p)
 {
+    JN_ASSERT_IO(conn);
     if (conn->own)
         return jn_io_own_plain_out_IO(conn->own, stage, cap, p);
     pn_bytes_t buf = pn_connection_driver_write_buffer(&conn->driver);
@@ -60,6 +64,7 @@ size_t jn_io_plain_out_IO(jn_io_conn_t *conn, uint8_t *stage, size_t cap, const 
 
 void jn_io_plain_out_done_IO(jn_io_conn_t *conn, size_t n)
 {
+    JN_ASSERT_IO(conn);
     if (conn->own)
         jn_io_own_plain_out_done_IO(conn->own, n);
     else
@@ -69,6 +74,7 @@ void jn_io_plain_out_done_IO(jn_io_conn_t *conn, size_t n)
 /* TLS failed: what the engine framed can no longer be sent. */
 void jn_io_plain_out_drop_IO(jn_io_conn_t *conn)
 {
+    JN_ASSERT_IO(conn);
     if (conn->own) {
         jn_io_own_plain_out_drop_IO(conn->own);
         return;

@@ -420,10 +420,88 @@ static int decode_transfer_fast(const jn_iter_t *body, jn_amqp_perf_t *p, jn_ite
     return 1;
 }
 
+/* One field i of a disposition at *q (its constructor octet read as
+ * code; start: where that octet lies). The state is taken only as
+ * accepted or released with an empty list, the outcomes receivers send
+ * most. Returns false when the field is not in a shape taken here. */
+static bool fast_disposition_field(jn_amqp_disposition_t *t, unsigned i, uint8_t code,
+                                   const uint8_t *start, const uint8_t **q, const uint8_t *lim,
+                                   const jn_buffer_t *buffer)
+{
+    switch (i) {
+    case 0:
+        return fast_bool(q, lim, code, &t->role);
+    case 1:
+        return fast_uint(q, lim, code, &t->first);
+    case 2:
+        return fast_uint(q, lim, code, &t->last);
+    case 3:
+        return fast_bool(q, lim, code, &t->settled);
+    case 4: {
+        const uint8_t *o = *q;
+        if (code != 0x00 || lim - o < 3 || o[0] != 0x53 ||
+            (o[1] != JN_AMQP_ACCEPTED && o[1] != JN_AMQP_RELEASED) || o[2] != 0x45)
+            return false;
+        t->state.code = o[1];
+        jn_iter_raw_run(&t->state.encoded, buffer, start, 4);
+        *q = o + 3;
+        return true;
+    }
+    case 5:
+        return fast_bool(q, lim, code, &t->batchable);
+    default:
+        return false;
+    }
+}
+
+/* The disposition performative (2.7.6) in the shape receivers write, read
+ * straight from the octets as decode_transfer_fast reads a transfer:
+ * descriptor 0x15 as a smallulong, a list8 within the input's current run,
+ * fields 0-5 each null or in their plain encodings, the state accepted or
+ * released. Returns 1 with *p set as the table-driven decoder sets it, or
+ * 0 for anything else, which that decoder then decodes or refuses. */
+static int decode_disposition_fast(const jn_iter_t *body, jn_amqp_perf_t *p, jn_iter_t *payload)
+{
+    const uint8_t *q = body->cursor;
+    if (body->view != JN_VIEW_RAW || body->prefix_pos < body->prefix_len || body->limit - q < 6 ||
+        q[0] != 0x00 || q[1] != 0x53 || q[2] != JN_AMQP_DISPOSITION || q[3] != 0xc0)
+        return 0;
+    size_t size = q[4];
+    unsigned count = q[5];
+    if (size < 1 || (size_t)(body->limit - q - 5) < size || count == 0 || count > 6)
+        return 0;
+    const uint8_t *lim = q + 5 + size;
+    q += 6;
+    memset(p, 0, offsetof(jn_amqp_perf_t, u) + sizeof(jn_amqp_disposition_t));
+    p->code = JN_AMQP_DISPOSITION;
+    jn_amqp_disposition_t *t = &p->u.disposition; /* every default is 0 or false */
+    for (unsigned i = 0; i < count; i++) {
+        if (q >= lim)
+            return 0;
+        const uint8_t *start = q;
+        uint8_t code = *q++;
+        if (code == 0x40)
+            continue;
+        if (!fast_disposition_field(t, i, code, start, &q, lim, body->buffer))
+            return 0;
+        t->present |= JN_AMQP_FIELD(i);
+    }
+    if (q != lim || (t->present & (JN_AMQP_FIELD(0) | JN_AMQP_FIELD(1))) !=
+                        (JN_AMQP_FIELD(0) | JN_AMQP_FIELD(1)))
+        return 0;
+    if (payload) { /* the rest of the body: lim lies in the same run */
+        *payload = *body;
+        payload->cursor = lim;
+    }
+    return 1;
+}
+
 int jn_amqp_perf_decode(const jn_iter_t *body, uint8_t frame_type, jn_amqp_perf_t *p,
                         jn_iter_t *payload, jn_amqp_fault_t *fault)
 {
     if (frame_type == JN_AMQP_FRAME_AMQP && decode_transfer_fast(body, p, payload))
+        return 0;
+    if (frame_type == JN_AMQP_FRAME_AMQP && decode_disposition_fast(body, p, payload))
         return 0;
     jn_decoder_t d;
     jn_field_t f;

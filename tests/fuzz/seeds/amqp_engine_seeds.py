@@ -102,6 +102,33 @@ FAST_TRANSFERS = [
 ]
 
 
+def disposition8(*fields):
+    """A disposition as list8 of the already-encoded fields (the shape
+    receivers write, which the engine reads on its fast path)."""
+    body = b"".join(fields)
+    return b"\x00\x53\x15\xc0" + bytes([len(body) + 1, len(fields)]) + body
+
+
+# dispositions the fast path takes (accepted or released with list0,
+# nulls, every boolean and uint encoding) and some it hands on (rejected,
+# accepted as a list8, a symbolic state, a null role, a size that
+# disagrees, a state cut short)
+FAST_DISPOSITIONS = [
+    disposition8(b"\x41", b"\x43", b"\x40", b"\x41", b"\x00\x53\x24\x45"),
+    disposition8(b"\x41", b"\x52\x07", b"\x70\x00\x00\x01\x00", b"\x56\x01",
+                 b"\x00\x53\x26\x45", b"\x42"),
+    disposition8(b"\x42", b"\x70\xff\xff\xff\xff"),
+    disposition8(b"\x56\x00", b"\x43", b"\x43", b"\x42", b"\x40", b"\x56\x01"),
+    disposition8(b"\x41", b"\x43", b"\x40", b"\x41", b"\x00\x53\x25\x45"),
+    disposition8(b"\x41", b"\x43", b"\x40", b"\x41", b"\x00\x53\x24\xc0\x01\x00"),
+    disposition8(b"\x41", b"\x43", b"\x40", b"\x41",
+                 b"\x00\xa3\x12amqp:accepted:list\x45"),
+    disposition8(b"\x40", b"\x43"),
+    disposition8(b"\x41", b"\x43", b"\x40", b"\x41", b"\x00\x53"),
+    b"\x00\x53\x15\xc0\x04\x02\x41\x43\x43",
+]
+
+
 def frame(body, ftype=0, channel=0, payload=b""):
     data = enc(body) + payload
     return struct.pack(">IBBH", 8 + len(data), 2, ftype, channel) + data
@@ -115,7 +142,7 @@ def main():
     diff.append(bytes([7]) + enc(symbolic("amqp:begin:list", [None, UInt(0), UInt(1), UInt(1)])))
     for i, body in enumerate(SASL):
         diff.append(bytes([0x80 | (i % 8)]) + enc(body))
-    for body in FAST_TRANSFERS:  # in one buffer, and split every 7 octets
+    for body in FAST_TRANSFERS + FAST_DISPOSITIONS:  # in one buffer, and split every 7 octets
         diff += [b"\x07" + body, b"\x03" + body]
     stream = b"AMQP\x00\x01\x00\x00" + b"".join(frame(b, channel=1) for b in AMQP)
     stream += b"\x00\x00\x00\x08\x02\x00\x00\x00"  # a heartbeat

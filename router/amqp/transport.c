@@ -26,7 +26,10 @@ enum { LAYER_HEADER = 0, LAYER_SASL, LAYER_AMQP };
 
 struct jn_amqp_transport {
     jn_amqp_conn_t *conn;
-    jn_amqp_sasl_server_t *sasl; /* NULL: the peer went without SASL (yet) */
+    jn_amqp_sasl_server_t *sasl;             /* NULL: the peer went without SASL (yet) */
+    const jn_amqp_sasl_mech_ops_t *sasl_ops; /* the SASL layer's backend, */
+    void *sasl_ctx;                          /* until the layer takes it */
+    bool sasl_set, sasl_required;
     int layer;
     jn_buffer_list_t in;
     size_t head_off, held;
@@ -51,10 +54,27 @@ jn_amqp_transport_t *jn_amqp_transport_new(const jn_amqp_conn_config_t *config,
     return t;
 }
 
+int jn_amqp_transport_set_sasl(jn_amqp_transport_t *t, const jn_amqp_sasl_mech_ops_t *ops,
+                               void *ctx, bool required)
+{
+    if (t->sasl_set || t->layer != LAYER_HEADER) {
+        if (ops && ops->free)
+            ops->free(ctx);
+        return JN_EINVAL;
+    }
+    t->sasl_set = true;
+    t->sasl_ops = ops;
+    t->sasl_ctx = ctx;
+    t->sasl_required = required;
+    return 0;
+}
+
 void jn_amqp_transport_free(jn_amqp_transport_t *t)
 {
     if (!t)
         return;
+    if (!t->sasl && t->sasl_ops && t->sasl_ops->free)
+        t->sasl_ops->free(t->sasl_ctx); /* never handed to a SASL layer */
     jn_amqp_conn_free(t->conn);
     jn_amqp_sasl_server_free(t->sasl);
     jn_buffer_list_free(&t->in);
@@ -155,10 +175,15 @@ static int choose_layer(jn_amqp_transport_t *t, const jn_iter_t *it)
     int rc = jn_amqp_header_read(it, &proto, &fault);
     if (rc == JN_AGAIN)
         return JN_AGAIN;
-    if (rc == JN_AMQP_HEADER_SIZE && proto == JN_AMQP_PROTO_SASL) {
-        t->sasl = jn_amqp_sasl_server_new();
-        if (!t->sasl)
+    if ((rc == JN_AMQP_HEADER_SIZE && proto == JN_AMQP_PROTO_SASL) ||
+        (t->sasl_required && proto == JN_AMQP_PROTO_AMQP)) {
+        /* the SASL layer; when SASL is required, it answers a peer that
+         * went without with the SASL header and refuses it (2.2) */
+        t->sasl = jn_amqp_sasl_server_new_with(t->sasl_ops, t->sasl_ctx);
+        if (!t->sasl) {
+            t->sasl_ops = NULL; /* ctx was freed */
             return JN_ENOMEM;
+        }
         t->layer = LAYER_SASL;
     } else {
         t->layer = LAYER_AMQP; /* it answers and refuses any other header */
@@ -247,5 +272,5 @@ const char *jn_amqp_transport_user(const jn_amqp_transport_t *t)
 
 const char *jn_amqp_transport_sasl_mechanism(const jn_amqp_transport_t *t)
 {
-    return t->sasl && jn_amqp_sasl_server_done(t->sasl) ? "ANONYMOUS" : NULL;
+    return t->sasl ? jn_amqp_sasl_server_mechanism(t->sasl) : NULL;
 }

@@ -158,4 +158,81 @@ const char *jn_amqp_sasl_server_mechanism(const jn_amqp_sasl_server_t *s);
  * refusal), with a sentence a person can act on. Borrowed from s. Owning thread. */
 const jn_amqp_fault_t *jn_amqp_sasl_server_fault(const jn_amqp_sasl_server_t *s);
 
+/* ---- the client end -------------------------------------------------------
+ *
+ * For connections the router makes (connectors; docs/engine.md, stage 3):
+ *
+ *   we: SASL header (first)          peer: SASL header, sasl-mechanisms
+ *   we: sasl-init (our choice)       peer: sasl-outcome (or a challenge:
+ *   we: sasl-response                       answered while the mechanism
+ *                                           has something to say)
+ *
+ * Built in: ANONYMOUS (RFC 4505; trace information: the user, if any),
+ * PLAIN (RFC 4616; authzid empty, the user and password) and EXTERNAL (RFC
+ * 4422 appendix A; an empty authorization identity: the identity is the
+ * TLS client certificate the caller presented). The mechanism is the first
+ * of ours, in our order, that the server offers: the configured list when
+ * there is one (names we do not have are skipped), else PLAIN when a user
+ * and password are set, then ANONYMOUS; EXTERNAL only when the list names
+ * it. An empty challenge asks again for the initial response (RFC 4422
+ * 3.3); any other challenge is refused, as none of these mechanisms has a
+ * second step.
+ *
+ * Faults (each ends the exchange; jn_amqp_sasl_client_fault says why): a
+ * header other than SASL 1.0.0 (amqp:connection:framing-error); a frame
+ * that is not a valid SASL frame of at most 512 octets, or out of order
+ * (5.3.2: mechanisms first, an outcome only after our init;
+ * amqp:illegal-state); no mechanism in common, or an outcome other than ok
+ * (amqp:unauthorized-access, naming the code). */
+
+typedef struct jn_amqp_sasl_client jn_amqp_sasl_client_t;
+
+/* What a client may use. Strings borrowed for the call (copied). */
+typedef struct jn_amqp_sasl_client_config {
+    const char *mechanisms; /* allowed, in our order, spaces or commas; NULL: see above */
+    const char *user;       /* PLAIN's authentication identity (NULL: no PLAIN) */
+    const char *password;   /* PLAIN's password (NULL: no PLAIN) */
+    const char *hostname;   /* sasl-init hostname (5.3.3.2; NULL: none) */
+} jn_amqp_sasl_client_config_t;
+
+/* jn_amqp_sasl_client_new: a SASL client layer with cfg (copied), its SASL
+ * header already in the output (the client speaks first, 5.3.1). Returns
+ * NULL when memory runs out. Freed with jn_amqp_sasl_client_free (the
+ * password is wiped). Any thread; it then belongs to the caller's. */
+jn_amqp_sasl_client_t *jn_amqp_sasl_client_new(const jn_amqp_sasl_client_config_t *cfg);
+
+/* jn_amqp_sasl_client_free: free c and its output. NULL is ignored. Owning
+ * thread. */
+void jn_amqp_sasl_client_free(jn_amqp_sasl_client_t *c);
+
+/* jn_amqp_sasl_client_input: read the server's octets left in in (a raw
+ * view of the caller's buffers; not advanced), as
+ * jn_amqp_sasl_server_input: *consumed is what was the SASL layer's (the
+ * octets after it, once done, are the AMQP layer's: the server's AMQP
+ * header). Returns 0 while the exchange goes on; 1 once the outcome ok was
+ * read (and on every later call, consuming nothing); JN_EPROTO once the
+ * exchange failed (see the faults above; input is then consumed and
+ * ignored; the caller closes); JN_ENOMEM when the output could not grow.
+ * Owning thread. */
+int jn_amqp_sasl_client_input(jn_amqp_sasl_client_t *c, const jn_iter_t *in, size_t *consumed);
+
+/* jn_amqp_sasl_client_output / _output_done: as the server's: the octets
+ * composed and not yet taken (borrowed until the next call on c; *len 0:
+ * none), and n of them written. Owning thread. */
+const uint8_t *jn_amqp_sasl_client_output(jn_amqp_sasl_client_t *c, size_t *len);
+void jn_amqp_sasl_client_output_done(jn_amqp_sasl_client_t *c, size_t n);
+
+/* jn_amqp_sasl_client_done: true once the server's outcome ok was read.
+ * Owning thread. */
+bool jn_amqp_sasl_client_done(const jn_amqp_sasl_client_t *c);
+
+/* jn_amqp_sasl_client_mechanism: the mechanism chosen (borrowed from c), or
+ * NULL before the server's mechanisms were read or when none was in
+ * common. Owning thread. */
+const char *jn_amqp_sasl_client_mechanism(const jn_amqp_sasl_client_t *c);
+
+/* jn_amqp_sasl_client_fault: why the exchange failed (condition NULL while
+ * it did not). Borrowed from c. Owning thread. */
+const jn_amqp_fault_t *jn_amqp_sasl_client_fault(const jn_amqp_sasl_client_t *c);
+
 #endif /* JUNCTION_AMQP_SASL_H */

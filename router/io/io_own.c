@@ -3,9 +3,10 @@
  * stage 2b(ii) round 1): the A/B switch, which connections it takes, and
  * such a connection's pass: its octets received into pooled buffers
  * (readv), run through a jn_amqp_transport_t (the SASL layer: ANONYMOUS,
- * or Cyrus's mechanisms through sasl_own.c; then the AMQP layer), the core's work carried out, and
- * the output written with one writev per round. Its links and deliveries are io_own_link.c's. The
- * structs and the contract are in io_own.h.
+ * or Cyrus's mechanisms through sasl_own.c; then the AMQP layer), the
+ * core's work carried out, and the output written with one writev per
+ * round. Its links and deliveries are io_own_link.c's. The structs and the
+ * contract are in io_own.h.
  *
  * Strangler pattern: the connection keeps its jn_io_conn_t (loop,
  * refcount, registry, timers), so the loops, wakes, moves, the registry and

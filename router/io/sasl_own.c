@@ -16,9 +16,8 @@
  * path takes no TLS listener yet), so no EXTERNAL.
  *
  * A refusal is logged once with the peer and Cyrus's reason, in the proton
- * path's words, and the outcome's code says what kind it was (5.3.3.6):
- * credentials refused (auth), Cyrus unable to answer for now (sys-temp),
- * or a fault of its own (sys).
+ * path's words; the outcome's code is auth (5.3.3.6) whatever the reason,
+ * as on proton's path and in 1.19.
  *
  * Threads: jn_io_own_sasl_attach runs where the connection is accepted,
  * before it is started; every callback on the connection's I/O thread; each connection has its own
@@ -47,23 +46,6 @@ static const char *oc_mechanisms(void *ctx)
     return c->mechs;
 }
 
-/* Cyrus's refusal as an outcome code (5.3.3.6). */
-static int refusal_code(int r)
-{
-    switch (r) {
-    case SASL_TRYAGAIN:
-    case SASL_UNAVAIL:
-        return JN_AMQP_SASL_OUTCOME_SYS_TEMP;
-    case SASL_FAIL:
-    case SASL_NOMEM:
-    case SASL_BADVERS:
-    case SASL_CONFIGERR:
-        return JN_AMQP_SASL_OUTCOME_SYS;
-    default: /* bad credentials, no such user, expired, disabled, too weak */
-        return JN_AMQP_SASL_OUTCOME_AUTH;
-    }
-}
-
 /* A start's or step's result r: a challenge, success (with SCRAM's
  * server-final as additional-data), or the refusal, logged. */
 static int oc_result(own_cyrus_t *c, int r, const char *out, unsigned outlen, const uint8_t **o,
@@ -82,7 +64,9 @@ static int oc_result(own_cyrus_t *c, int r, const char *out, unsigned outlen, co
            JN_IO_CONN_FMT " SASL %s authentication from %s (to %s) failed: %s", conn->id,
            c->mech[0] ? c->mech : "?", conn->host, conn->endpoint->shown,
            detail ? detail : sasl_errstring(r, NULL, NULL));
-    return refusal_code(r);
+    /* code auth whatever Cyrus's reason, as proton's path (and 1.19) send
+     * it: the reason is in the log, not on the wire */
+    return JN_AMQP_SASL_OUTCOME_AUTH;
 }
 
 static int oc_start(void *ctx, const char *mech, const uint8_t *response, size_t len,

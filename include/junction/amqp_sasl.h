@@ -1,17 +1,19 @@
 /*
- * junction/amqp_sasl.h — the AMQP 1.0 engine's SASL layer, server end, first
- * mechanism: ANONYMOUS (AMQP 1.0 part 5, 5.3: the SASL header, 5.3.1 its
- * frames, 5.3.2 the negotiation, 5.3.3 the frame bodies; RFC 4505 for the
- * mechanism). Part of router/amqp (docs/engine.md, stage 2b(ii) round 1;
- * stage 4 grows it with EXTERNAL and Cyrus's mechanisms, and a client end).
- * No sockets, no threads, no knowledge of the core.
+ * junction/amqp_sasl.h — the AMQP 1.0 engine's SASL layer, server end
+ * (AMQP 1.0 part 5, 5.3: the SASL header, 5.3.1 its frames, 5.3.2 the
+ * negotiation, 5.3.3 the frame bodies). Part of router/amqp
+ * (docs/engine.md, stages 2b(ii) and 4). No sockets, no threads, no
+ * knowledge of the core, and no SASL library: ANONYMOUS (RFC 4505) is built
+ * in, every other mechanism is a backend's (jn_amqp_sasl_mech_ops_t; the
+ * router's is Cyrus, router/io/sasl_own.c).
  *
  * It runs before the AMQP layer on an incoming connection whose first
  * header the caller read as SASL (protocol id 3, junction/amqp_frame.h):
  *
- *   peer: SASL header      ->  we: SASL header, sasl-mechanisms [ANONYMOUS]
- *   peer: sasl-init         ->  we: sasl-outcome ok (mechanism ANONYMOUS)
- *                               or  sasl-outcome auth (any other mechanism)
+ *   peer: SASL header      ->  we: SASL header, sasl-mechanisms [offered]
+ *   peer: sasl-init         ->  we: sasl-challenge (the backend's), or
+ *                                   sasl-outcome (ok, or the refusal's code)
+ *   peer: sasl-response     ->  we: the same, as long as the backend asks
  *
  * after which the peer's AMQP header (id 0) and frames belong to the AMQP
  * layer (jn_amqp_conn_input, junction/amqp_engine.h): the SASL layer says
@@ -22,11 +24,12 @@
  *
  * Faults: a protocol header other than SASL 1.0.0 id 3 is answered with
  * ours and nothing more (2.2); a SASL frame that is not a valid frame of
- * at most 512 octets (5.3.1) or not a valid body (5.3.3), and any body but
- * sasl-init from the client (5.3.2), end the exchange with no outcome (the
- * SASL layer has no error frame: the caller closes the transport); a
- * sasl-init naming a mechanism we did not offer gets sasl-outcome auth
- * (code 1, 5.3.3.6). Each leaves the reason in jn_amqp_sasl_server_fault.
+ * at most 512 octets (5.3.1) or not a valid body (5.3.3), any body but
+ * sasl-init first, and any but sasl-response after a challenge (5.3.2), end
+ * the exchange with no outcome (the SASL layer has no error frame: the
+ * caller closes the transport); a sasl-init naming a mechanism we did not
+ * offer gets sasl-outcome auth (code 1, 5.3.3.6), and a backend's refusal
+ * its own code. Each leaves the reason in jn_amqp_sasl_server_fault.
  *
  * Threads: a SASL layer belongs to the thread that owns its connection; no
  * locks, no global state.
@@ -38,16 +41,68 @@
 
 typedef struct jn_amqp_sasl_server jn_amqp_sasl_server_t;
 
+/* The sasl-outcome codes (5.3.3.6), and what a backend's step may say
+ * besides: JN_AMQP_SASL_STEP_CHALLENGE, the exchange goes on with a challenge. */
+typedef enum jn_amqp_sasl_code {
+    JN_AMQP_SASL_OUTCOME_OK = 0,       /* authenticated */
+    JN_AMQP_SASL_OUTCOME_AUTH = 1,     /* the credentials were refused */
+    JN_AMQP_SASL_OUTCOME_SYS = 2,      /* a system error, not known to last */
+    JN_AMQP_SASL_OUTCOME_SYS_PERM = 3, /* a system error that will last */
+    JN_AMQP_SASL_OUTCOME_SYS_TEMP = 4, /* a system error that will pass */
+    JN_AMQP_SASL_STEP_CHALLENGE = 5,   /* a step only: send the challenge */
+} jn_amqp_sasl_code_t;
+
+/* A mechanism backend: the mechanisms beyond the built-in ANONYMOUS, their
+ * checks and their user. ctx is the backend's, handed to every call; the
+ * SASL layer owns it once given (free is called with it). Each function
+ * runs on the connection's owning thread, inside jn_amqp_sasl_server_input
+ * (or _new for mechanisms), and must not block for long (a sasldb or a file
+ * read is fine; a network call is not).
+ *
+ * - mechanisms: the mechanisms offered, separated by spaces ("PLAIN
+ *   SCRAM-SHA-256"; may name ANONYMOUS, which the layer then serves
+ *   itself); borrowed, valid until free. Called once, by
+ *   jn_amqp_sasl_server_new_with.
+ * - start: the client's sasl-init for mech (one of those offered, not
+ *   ANONYMOUS), its initial-response in response/len (response NULL: the
+ *   field was absent; not NULL with len 0: present and empty). step: the
+ *   client's sasl-response to the last challenge. Both return a
+ *   jn_amqp_sasl_code_t: JN_AMQP_SASL_STEP_CHALLENGE with the challenge in
+ *   *out and *out_len (may be empty), JN_AMQP_SASL_OUTCOME_OK with the outcome's
+ *   additional-data in *out and *out_len (len 0: none; SCRAM's server
+ *   signature), or a refusal's code (*out ignored); or JN_ENOMEM. *out is
+ *   borrowed from the backend until its next call.
+ * - user: the authenticated user after JN_AMQP_SASL_OUTCOME_OK (borrowed, valid
+ *   until free; NULL or "" when the mechanism names none).
+ * - free: release ctx (may be NULL). */
+typedef struct jn_amqp_sasl_mech_ops {
+    const char *(*mechanisms)(void *ctx);
+    int (*start)(void *ctx, const char *mech, const uint8_t *response, size_t len,
+                 const uint8_t **out, size_t *out_len);
+    int (*step)(void *ctx, const uint8_t *response, size_t len, const uint8_t **out,
+                size_t *out_len);
+    const char *(*user)(void *ctx);
+    void (*free)(void *ctx);
+} jn_amqp_sasl_mech_ops_t;
+
 /* The user name an ANONYMOUS exchange authenticates (the name proton's
  * server end gives it, so management and logs show the same user on
  * either engine). */
 #define JN_AMQP_SASL_ANONYMOUS_USER "anonymous"
 
-/* jn_amqp_sasl_server_new: a SASL server layer offering ANONYMOUS. Nothing
- * is sent until jn_amqp_sasl_server_start or the peer's header. Returns
- * NULL when memory runs out. The caller frees it with
+/* jn_amqp_sasl_server_new: a SASL server layer offering ANONYMOUS only.
+ * Nothing is sent until jn_amqp_sasl_server_start or the peer's header.
+ * Returns NULL when memory runs out. The caller frees it with
  * jn_amqp_sasl_server_free. Any thread; it then belongs to the caller's. */
 jn_amqp_sasl_server_t *jn_amqp_sasl_server_new(void);
+
+/* jn_amqp_sasl_server_new_with: a SASL server layer offering the
+ * mechanisms ops lists (ops borrowed: static, or outliving the layer; ctx
+ * owned from now on, freed with ops->free even when this fails). ops NULL:
+ * as jn_amqp_sasl_server_new. An offer with no mechanism at all is
+ * allowed: every sasl-init then gets outcome auth. Returns NULL when
+ * memory runs out. Any thread; it then belongs to the caller's. */
+jn_amqp_sasl_server_t *jn_amqp_sasl_server_new_with(const jn_amqp_sasl_mech_ops_t *ops, void *ctx);
 
 /* jn_amqp_sasl_server_free: free s and its output. NULL is ignored.
  * Owning thread. */
@@ -85,16 +140,99 @@ void jn_amqp_sasl_server_output_done(jn_amqp_sasl_server_t *s, size_t n);
  * peer is authenticated; its AMQP header comes next). Owning thread. */
 bool jn_amqp_sasl_server_done(const jn_amqp_sasl_server_t *s);
 
-/* jn_amqp_sasl_server_user: the user the exchange authenticated (static;
- * JN_AMQP_SASL_ANONYMOUS_USER), or NULL before it is done. Owning
- * thread. */
+/* jn_amqp_sasl_server_user: the user the exchange authenticated
+ * (JN_AMQP_SASL_ANONYMOUS_USER for ANONYMOUS; the backend's, copied, for
+ * another mechanism: "" when it named none), or NULL before it is done.
+ * Borrowed from s. Owning thread. */
 const char *jn_amqp_sasl_server_user(const jn_amqp_sasl_server_t *s);
+
+/* jn_amqp_sasl_server_mechanism: the mechanism that succeeded ("ANONYMOUS",
+ * "PLAIN", ...), or NULL before the exchange is done. Borrowed from s.
+ * Owning thread. */
+const char *jn_amqp_sasl_server_mechanism(const jn_amqp_sasl_server_t *s);
 
 /* jn_amqp_sasl_server_fault: why the peer's input was refused (condition
  * NULL while it was not): "amqp:connection:framing-error",
  * "amqp:decode-error", "amqp:invalid-field", "amqp:illegal-state" or
- * "amqp:unauthorized-access" (a mechanism not offered), with a sentence a
- * person can act on. Borrowed from s. Owning thread. */
+ * "amqp:unauthorized-access" (a mechanism not offered, or the backend's
+ * refusal), with a sentence a person can act on. Borrowed from s. Owning thread. */
 const jn_amqp_fault_t *jn_amqp_sasl_server_fault(const jn_amqp_sasl_server_t *s);
+
+/* ---- the client end -------------------------------------------------------
+ *
+ * For connections the router makes (connectors; docs/engine.md, stage 3):
+ *
+ *   we: SASL header (first)          peer: SASL header, sasl-mechanisms
+ *   we: sasl-init (our choice)       peer: sasl-outcome (or a challenge:
+ *   we: sasl-response                       answered while the mechanism
+ *                                           has something to say)
+ *
+ * Built in: ANONYMOUS (RFC 4505; trace information: the user, if any),
+ * PLAIN (RFC 4616; authzid empty, the user and password) and EXTERNAL (RFC
+ * 4422 appendix A; an empty authorization identity: the identity is the
+ * TLS client certificate the caller presented). The mechanism is the first
+ * of ours, in our order, that the server offers: the configured list when
+ * there is one (names we do not have are skipped), else PLAIN when a user
+ * and password are set, then ANONYMOUS; EXTERNAL only when the list names
+ * it. An empty challenge asks again for the initial response (RFC 4422
+ * 3.3); any other challenge is refused, as none of these mechanisms has a
+ * second step.
+ *
+ * Faults (each ends the exchange; jn_amqp_sasl_client_fault says why): a
+ * header other than SASL 1.0.0 (amqp:connection:framing-error); a frame
+ * that is not a valid SASL frame of at most 512 octets, or out of order
+ * (5.3.2: mechanisms first, an outcome only after our init;
+ * amqp:illegal-state); no mechanism in common, or an outcome other than ok
+ * (amqp:unauthorized-access, naming the code). */
+
+typedef struct jn_amqp_sasl_client jn_amqp_sasl_client_t;
+
+/* What a client may use. Strings borrowed for the call (copied). */
+typedef struct jn_amqp_sasl_client_config {
+    const char *mechanisms; /* allowed, in our order, spaces or commas; NULL: see above */
+    const char *user;       /* PLAIN's authentication identity (NULL: no PLAIN) */
+    const char *password;   /* PLAIN's password (NULL: no PLAIN) */
+    const char *hostname;   /* sasl-init hostname (5.3.3.2; NULL: none) */
+} jn_amqp_sasl_client_config_t;
+
+/* jn_amqp_sasl_client_new: a SASL client layer with cfg (copied), its SASL
+ * header already in the output (the client speaks first, 5.3.1). Returns
+ * NULL when memory runs out. Freed with jn_amqp_sasl_client_free (the
+ * password is wiped). Any thread; it then belongs to the caller's. */
+jn_amqp_sasl_client_t *jn_amqp_sasl_client_new(const jn_amqp_sasl_client_config_t *cfg);
+
+/* jn_amqp_sasl_client_free: free c and its output. NULL is ignored. Owning
+ * thread. */
+void jn_amqp_sasl_client_free(jn_amqp_sasl_client_t *c);
+
+/* jn_amqp_sasl_client_input: read the server's octets left in in (a raw
+ * view of the caller's buffers; not advanced), as
+ * jn_amqp_sasl_server_input: *consumed is what was the SASL layer's (the
+ * octets after it, once done, are the AMQP layer's: the server's AMQP
+ * header). Returns 0 while the exchange goes on; 1 once the outcome ok was
+ * read (and on every later call, consuming nothing); JN_EPROTO once the
+ * exchange failed (see the faults above; input is then consumed and
+ * ignored; the caller closes); JN_ENOMEM when the output could not grow.
+ * Owning thread. */
+int jn_amqp_sasl_client_input(jn_amqp_sasl_client_t *c, const jn_iter_t *in, size_t *consumed);
+
+/* jn_amqp_sasl_client_output / _output_done: as the server's: the octets
+ * composed and not yet taken (borrowed until the next call on c; *len 0:
+ * none), and n of them written. Owning thread. */
+const uint8_t *jn_amqp_sasl_client_output(jn_amqp_sasl_client_t *c, size_t *len);
+void jn_amqp_sasl_client_output_done(jn_amqp_sasl_client_t *c, size_t n);
+
+/* jn_amqp_sasl_client_done: true once the server's outcome ok was read.
+ * Owning thread. */
+bool jn_amqp_sasl_client_done(const jn_amqp_sasl_client_t *c);
+
+/* jn_amqp_sasl_client_mechanism: the mechanism chosen (borrowed from c), or
+ * NULL before the server's mechanisms were read or when none was in
+ * common. Owning thread. */
+const char *jn_amqp_sasl_client_mechanism(const jn_amqp_sasl_client_t *c);
+
+/* jn_amqp_sasl_client_fault: why the exchange failed (condition NULL while
+ * it did not). Borrowed from c. Owning thread. */
+const jn_amqp_fault_t *jn_amqp_sasl_client_fault(const jn_amqp_sasl_client_t *c);
 
 #endif /* JUNCTION_AMQP_SASL_H */

@@ -20,8 +20,10 @@
  * change (junction/buffer.h), so what a user holds stays valid.
  *
  * Layers, by the peer's first header: SASL (id 3) runs the SASL server
- * layer (ANONYMOUS) and then the AMQP layer over the octets that follow,
- * sent ahead or not; AMQP (id 0) runs the AMQP layer at once; any other
+ * layer (ANONYMOUS, and a mechanism backend's mechanisms when one was
+ * given) and then the AMQP layer over the octets that follow, sent ahead or
+ * not; AMQP (id 0) runs the AMQP layer at once, unless SASL is required
+ * (then the SASL layer answers with its header and refuses); any other
  * header goes to the AMQP layer, which answers with its own header and
  * refuses (2.2).
  *
@@ -42,6 +44,30 @@ typedef struct jn_amqp_transport jn_amqp_transport_t;
  * caller's. */
 jn_amqp_transport_t *jn_amqp_transport_new(const jn_amqp_conn_config_t *config,
                                            const jn_amqp_handler_t *handler);
+
+/* jn_amqp_transport_new_client: a transport for a connection we made (the
+ * client role, 5.3.1): with sasl (copied; NULL: no SASL layer), our SASL
+ * header goes first and the SASL client layer (junction/amqp_sasl.h)
+ * authenticates before the AMQP layer's output is offered; without, the
+ * AMQP layer's header goes first, with our open (jn_amqp_conn_open, which
+ * the user calls at once in either case: its frames wait for the SASL
+ * outcome). config and handler as jn_amqp_transport_new. Returns NULL when
+ * memory runs out or config is invalid. Any thread; it then belongs to the
+ * caller's. */
+jn_amqp_transport_t *jn_amqp_transport_new_client(const jn_amqp_conn_config_t *config,
+                                                  const jn_amqp_handler_t *handler,
+                                                  const jn_amqp_sasl_client_config_t *sasl);
+
+/* jn_amqp_transport_set_sasl: the SASL layer's mechanisms (ops and ctx as
+ * jn_amqp_sasl_server_new_with: ops borrowed, ctx owned from now on, freed
+ * with ops->free even when this fails; ops NULL: ANONYMOUS only, the
+ * default) and whether a peer must authenticate with SASL (required: a
+ * peer whose first header is AMQP's is refused). Before the first
+ * jn_amqp_transport_process, on a transport of jn_amqp_transport_new; a
+ * second call, or one on a client's, replaces nothing and returns
+ * JN_EINVAL (ctx is then freed). Returns 0 or JN_EINVAL. Owning thread. */
+int jn_amqp_transport_set_sasl(jn_amqp_transport_t *t, const jn_amqp_sasl_mech_ops_t *ops,
+                               void *ctx, bool required);
 
 /* jn_amqp_transport_free: free t, its layers and its buffers (its
  * references on them: buffers a user still references live on). NULL is
@@ -100,10 +126,12 @@ bool jn_amqp_transport_finished(const jn_amqp_transport_t *t);
 const jn_amqp_fault_t *jn_amqp_transport_fault(const jn_amqp_transport_t *t);
 
 /* jn_amqp_transport_user / _sasl_mechanism: the user the SASL layer
- * authenticated and its mechanism ("ANONYMOUS"), or NULL for a peer that
- * went without SASL (the router shows such a peer as user "anonymous", as
- * 1.19 does) and before the SASL exchange is done. Static strings. Owning
- * thread. */
+ * authenticated and its mechanism ("ANONYMOUS", "PLAIN", ...), or NULL for
+ * a peer that went without SASL (the router shows such a peer as user
+ * "anonymous", as 1.19 does) and before the SASL exchange is done. In the
+ * client role: the user is NULL (the server authenticated us), the
+ * mechanism the one we chose, once the outcome ok came. Borrowed from t,
+ * valid while it lives. Owning thread. */
 const char *jn_amqp_transport_user(const jn_amqp_transport_t *t);
 const char *jn_amqp_transport_sasl_mechanism(const jn_amqp_transport_t *t);
 

@@ -1,9 +1,10 @@
 /*
- * sasl.c — the engine's SASL layer, server end, mechanism ANONYMOUS (AMQP
- * 1.0 part 5, 5.3; RFC 4505). It reads the peer's SASL header and frames in
- * place with stage 1's header and frame readers and decoder, answers with
- * our header, sasl-mechanisms and sasl-outcome, and stops at the exact end
- * of the peer's last SASL frame so that the AMQP layer reads the rest. The
+ * sasl.c — the engine's SASL layer, server end (AMQP 1.0 part 5, 5.3):
+ * ANONYMOUS built in (RFC 4505), every other mechanism a backend's. It
+ * reads the peer's SASL header and frames in place with stage 1's header
+ * and frame readers and decoder, answers with our header, sasl-mechanisms,
+ * the backend's challenges and sasl-outcome, and stops at the exact end of
+ * the peer's last SASL frame so that the AMQP layer reads the rest. The
  * contract is in junction/amqp_sasl.h.
  */
 #include "amqp_private.h"
@@ -13,35 +14,89 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The one mechanism offered (RFC 4505). */
+/* The built-in mechanism (RFC 4505). */
 #define MECH_ANONYMOUS "ANONYMOUS"
 
-/* sasl-outcome codes (5.3.3.6). */
-enum { OUTCOME_OK = 0, OUTCOME_AUTH = 1 };
+/* The longest mechanism name (RFC 4422 3.1: 20 characters). */
+#define MECH_MAX 64
 
 struct jn_amqp_sasl_server {
     jn_encoder_t out; /* composed and not yet taken from taken on */
     size_t taken;
-    bool started;     /* our header and mechanisms are in the output */
-    bool header_rcvd; /* the peer's SASL header was read */
-    bool done;        /* outcome ok composed */
-    bool refused;     /* the peer's input was refused: fault says why */
+    const jn_amqp_sasl_mech_ops_t *ops; /* NULL: ANONYMOUS only */
+    void *ctx;                          /* the backend's (owned) */
+    jn_encoder_t mechs;                 /* sasl-server-mechanisms, encoded */
+    bool anonymous;                     /* ANONYMOUS is offered */
+    bool started;                       /* our header and mechanisms are in the output */
+    bool header_rcvd;                   /* the peer's SASL header was read */
+    bool init_rcvd;                     /* the peer's sasl-init was read */
+    bool challenged;                    /* a challenge awaits the peer's response */
+    bool done;                          /* outcome ok composed */
+    bool refused;                       /* the peer's input was refused: fault says why */
+    char mech[MECH_MAX];                /* the mechanism the peer chose */
+    char *user;                         /* a backend's user (owned) */
     jn_amqp_fault_t fault;
 };
 
-jn_amqp_sasl_server_t *jn_amqp_sasl_server_new(void)
+/* The offer as sasl-server-mechanisms (multiple symbols, 1.6.22): one
+ * symbol alone, an array for more, an empty array for none. */
+static int encode_mechs(jn_amqp_sasl_server_t *s, const char *list)
+{
+    size_t n = 0;
+    for (const char *p = list; *p;) {
+        size_t k = strcspn(p, " ");
+        n += k > 0;
+        p += k + (p[k] == ' ');
+    }
+    if (n != 1)
+        jn_enc_array_begin(&s->mechs, JN_AMQP_SYM8);
+    for (const char *p = list; *p;) {
+        size_t k = strcspn(p, " ");
+        if (k > 0)
+            jn_enc_symbol(&s->mechs, p, k);
+        if (k == sizeof MECH_ANONYMOUS - 1 && memcmp(p, MECH_ANONYMOUS, k) == 0)
+            s->anonymous = true;
+        p += k + (p[k] == ' ');
+    }
+    if (n != 1)
+        jn_enc_array_end(&s->mechs);
+    return jn_encoder_error(&s->mechs);
+}
+
+jn_amqp_sasl_server_t *jn_amqp_sasl_server_new_with(const jn_amqp_sasl_mech_ops_t *ops, void *ctx)
 {
     jn_amqp_sasl_server_t *s = calloc(1, sizeof *s);
-    if (s)
-        jn_encoder_init(&s->out);
+    if (!s) {
+        if (ops && ops->free)
+            ops->free(ctx);
+        return NULL;
+    }
+    jn_encoder_init(&s->out);
+    jn_encoder_init(&s->mechs);
+    s->ops = ops;
+    s->ctx = ctx;
+    const char *list = ops ? ops->mechanisms(ctx) : MECH_ANONYMOUS;
+    if (encode_mechs(s, list ? list : "") != 0) {
+        jn_amqp_sasl_server_free(s);
+        return NULL;
+    }
     return s;
+}
+
+jn_amqp_sasl_server_t *jn_amqp_sasl_server_new(void)
+{
+    return jn_amqp_sasl_server_new_with(NULL, NULL);
 }
 
 void jn_amqp_sasl_server_free(jn_amqp_sasl_server_t *s)
 {
     if (!s)
         return;
+    if (s->ops && s->ops->free)
+        s->ops->free(s->ctx);
     jn_encoder_free(&s->out);
+    jn_encoder_free(&s->mechs);
+    free(s->user);
     free(s);
 }
 
@@ -62,14 +117,10 @@ int jn_amqp_sasl_server_start(jn_amqp_sasl_server_t *s)
     uint8_t h[JN_AMQP_HEADER_SIZE];
     jn_amqp_header_write(h, JN_AMQP_PROTO_SASL);
     jn_enc_raw(&s->out, h, sizeof h);
-    /* sasl-server-mechanisms is multiple symbols: one symbol stands for an
-     * array of one (1.6.22 "multiple") */
-    uint8_t mech[2 + sizeof MECH_ANONYMOUS - 1] = {JN_AMQP_SYM8, sizeof MECH_ANONYMOUS - 1};
-    memcpy(mech + 2, MECH_ANONYMOUS, sizeof MECH_ANONYMOUS - 1);
     jn_amqp_perf_t p;
     jn_amqp_perf_init(&p, JN_AMQP_SASL_MECHANISMS);
     p.u.sasl.present = JN_AMQP_FIELD(0);
-    jn_iter_init_bytes(&p.u.sasl.mechanisms, mech, sizeof mech, JN_VIEW_RAW);
+    jn_iter_init_bytes(&p.u.sasl.mechanisms, s->mechs.data, s->mechs.size, JN_VIEW_RAW);
     int rc = send_frame(s, &p);
     if (rc != 0)
         return rc == JN_ENOMEM ? JN_ENOMEM : rc;
@@ -77,12 +128,17 @@ int jn_amqp_sasl_server_start(jn_amqp_sasl_server_t *s)
     return 0;
 }
 
-static int outcome(jn_amqp_sasl_server_t *s, uint8_t code)
+/* sasl-outcome with code and, for ok, the backend's additional-data. */
+static int outcome(jn_amqp_sasl_server_t *s, uint8_t code, const uint8_t *data, size_t len)
 {
     jn_amqp_perf_t p;
     jn_amqp_perf_init(&p, JN_AMQP_SASL_OUTCOME);
     p.u.sasl.present = JN_AMQP_FIELD(0);
     p.u.sasl.code = code;
+    if (code == JN_AMQP_SASL_OUTCOME_OK && len > 0) {
+        p.u.sasl.present |= JN_AMQP_FIELD(1);
+        jn_iter_init_bytes(&p.u.sasl.additional_data, data, len, JN_VIEW_RAW);
+    }
     return send_frame(s, &p);
 }
 
@@ -93,28 +149,121 @@ static int refuse(jn_amqp_sasl_server_t *s, int rc)
     return rc == JN_ENOMEM ? JN_ENOMEM : JN_EPROTO;
 }
 
-/* The peer's sasl-init (5.3.3.2): ANONYMOUS succeeds whatever its
- * initial-response (RFC 4505: optional trace information, not checked). */
-static int init_input(jn_amqp_sasl_server_t *s, const jn_amqp_sasl_t *init)
+/* Success: outcome ok (with data), the user kept. Returns 1. */
+static int succeed(jn_amqp_sasl_server_t *s, const char *user, const uint8_t *data, size_t len)
 {
-    if (jn_iter_equal(&init->mechanism, MECH_ANONYMOUS)) {
-        int rc = outcome(s, OUTCOME_OK);
-        if (rc != 0)
-            return refuse(s, rc);
-        s->done = true;
-        return 1;
-    }
-    char mech[64];
-    jn_iter_copy_string(&init->mechanism, mech, sizeof mech);
-    (void)jn_amqp_fail(&s->fault, "amqp:unauthorized-access",
-                       "SASL mechanism '%s' is not offered on this connection (ANONYMOUS is)",
-                       mech);
-    return refuse(s, outcome(s, OUTCOME_AUTH));
+    if (!(s->user = strdup(user ? user : "")))
+        return refuse(s, JN_ENOMEM);
+    int rc = outcome(s, JN_AMQP_SASL_OUTCOME_OK, data, len);
+    if (rc != 0)
+        return refuse(s, rc);
+    s->done = true;
+    return 1;
 }
 
-/* One whole SASL frame (5.3.1): only sasl-init is the client's to send
- * before the outcome (5.3.2: the server offers no challenge for
- * ANONYMOUS). */
+/* A backend's answer rc to start or step: a challenge, success or a
+ * refusal (its outcome code). Returns 0 (a challenge went), 1 or a
+ * refusal's result. */
+static int backend_answer(jn_amqp_sasl_server_t *s, int rc, const uint8_t *out, size_t len)
+{
+    if (rc == JN_AMQP_SASL_STEP_CHALLENGE) {
+        jn_amqp_perf_t p;
+        jn_amqp_perf_init(&p, JN_AMQP_SASL_CHALLENGE);
+        p.u.sasl.present = JN_AMQP_FIELD(0);
+        jn_iter_init_bytes(&p.u.sasl.challenge, len ? out : (const uint8_t *)"", len, JN_VIEW_RAW);
+        int e = send_frame(s, &p);
+        if (e != 0) {
+            (void)jn_amqp_fail(&s->fault, "amqp:internal-error",
+                               "the SASL %s challenge does not fit in a SASL frame", s->mech);
+            return refuse(s, e);
+        }
+        s->challenged = true;
+        return 0;
+    }
+    if (rc == JN_AMQP_SASL_OUTCOME_OK)
+        return succeed(s, s->ops->user(s->ctx), out, len);
+    if (rc < 0) { /* no memory: a temporary system error, as far as the peer knows */
+        (void)jn_amqp_fail(&s->fault, "amqp:resource-limit-exceeded", "SASL %s: out of memory",
+                           s->mech);
+        (void)outcome(s, JN_AMQP_SASL_OUTCOME_SYS_TEMP, NULL, 0);
+        return refuse(s, rc);
+    }
+    uint8_t code = rc >= JN_AMQP_SASL_OUTCOME_AUTH && rc <= JN_AMQP_SASL_OUTCOME_SYS_TEMP
+                       ? (uint8_t)rc
+                       : JN_AMQP_SASL_OUTCOME_SYS;
+    (void)jn_amqp_fail(&s->fault, "amqp:unauthorized-access",
+                       "SASL %s authentication failed (outcome %d)", s->mech, code);
+    return refuse(s, outcome(s, code, NULL, 0));
+}
+
+/* Is mech one of those offered? */
+static bool offered(const jn_amqp_sasl_server_t *s, const char *mech)
+{
+    if (strcmp(mech, MECH_ANONYMOUS) == 0)
+        return s->anonymous;
+    if (!s->ops || !mech[0])
+        return false;
+    const char *list = s->ops->mechanisms(s->ctx);
+    size_t n = strlen(mech);
+    for (const char *p = list ? list : ""; *p;) {
+        size_t k = strcspn(p, " ");
+        if (k == n && memcmp(p, mech, n) == 0)
+            return true;
+        p += k + (p[k] == ' ');
+    }
+    return false;
+}
+
+/* A binary field's octets, contiguous: copied to tmp (the input may span
+ * buffers; a SASL frame is at most 512 octets, so tmp holds any field). */
+static const uint8_t *field_octets(const jn_iter_t *f, uint8_t *tmp, size_t cap, size_t *len)
+{
+    jn_iter_t it = *f;
+    *len = jn_iter_copy(&it, tmp, cap);
+    return tmp;
+}
+
+/* The peer's sasl-init (5.3.3.2): ANONYMOUS succeeds whatever its
+ * initial-response (RFC 4505: optional trace information, not checked);
+ * another mechanism offered goes to the backend. */
+static int init_input(jn_amqp_sasl_server_t *s, const jn_amqp_sasl_t *init)
+{
+    s->init_rcvd = true;
+    size_t n = jn_iter_length(&init->mechanism);
+    jn_iter_copy_string(&init->mechanism, s->mech, sizeof s->mech);
+    if (n < sizeof s->mech && offered(s, s->mech)) {
+        if (strcmp(s->mech, MECH_ANONYMOUS) == 0)
+            return succeed(s, JN_AMQP_SASL_ANONYMOUS_USER, NULL, 0);
+        uint8_t tmp[JN_AMQP_MIN_MAX_FRAME_SIZE];
+        size_t len = 0;
+        const uint8_t *resp = NULL;
+        if (init->present & JN_AMQP_FIELD(1))
+            resp = field_octets(&init->initial_response, tmp, sizeof tmp, &len);
+        const uint8_t *out = NULL;
+        size_t out_len = 0;
+        int rc = s->ops->start(s->ctx, s->mech, resp, len, &out, &out_len);
+        return backend_answer(s, rc, out, out_len);
+    }
+    (void)jn_amqp_fail(&s->fault, "amqp:unauthorized-access",
+                       "SASL mechanism '%s' is not offered on this connection", s->mech);
+    return refuse(s, outcome(s, JN_AMQP_SASL_OUTCOME_AUTH, NULL, 0));
+}
+
+/* The peer's sasl-response (5.3.3.4) to our challenge. */
+static int response_input(jn_amqp_sasl_server_t *s, const jn_amqp_sasl_t *r)
+{
+    s->challenged = false;
+    uint8_t tmp[JN_AMQP_MIN_MAX_FRAME_SIZE];
+    size_t len = 0;
+    const uint8_t *resp = field_octets(&r->response, tmp, sizeof tmp, &len);
+    const uint8_t *out = NULL;
+    size_t out_len = 0;
+    int rc = s->ops->step(s->ctx, resp, len, &out, &out_len);
+    return backend_answer(s, rc, out, out_len);
+}
+
+/* One whole SASL frame (5.3.1): the client's sasl-init first, then a
+ * sasl-response to each challenge (5.3.2); nothing else. */
 static int frame_input(jn_amqp_sasl_server_t *s, const jn_amqp_frame_t *f)
 {
     if (f->body_size == 0)
@@ -122,13 +271,13 @@ static int frame_input(jn_amqp_sasl_server_t *s, const jn_amqp_frame_t *f)
     jn_amqp_perf_t p;
     if (jn_amqp_perf_decode(&f->body, JN_AMQP_FRAME_SASL, &p, NULL, &s->fault) != 0)
         return refuse(s, JN_EPROTO);
-    if (p.code != JN_AMQP_SASL_INIT) {
-        (void)jn_amqp_fail(&s->fault, "amqp:illegal-state",
-                           "a %s frame where the client's sasl-init belongs",
-                           jn_amqp_perf_name(p.code));
-        return refuse(s, JN_EPROTO);
-    }
-    return init_input(s, &p.u.sasl);
+    if (p.code == JN_AMQP_SASL_INIT && !s->init_rcvd)
+        return init_input(s, &p.u.sasl);
+    if (p.code == JN_AMQP_SASL_RESPONSE && s->challenged)
+        return response_input(s, &p.u.sasl);
+    (void)jn_amqp_fail(&s->fault, "amqp:illegal-state", "a %s frame where the client's %s belongs",
+                       jn_amqp_perf_name(p.code), s->init_rcvd ? "sasl-response" : "sasl-init");
+    return refuse(s, JN_EPROTO);
 }
 
 /* The peer's protocol header (5.3.1, 2.2): SASL 1.0.0 id 3 only; anything
@@ -209,7 +358,12 @@ bool jn_amqp_sasl_server_done(const jn_amqp_sasl_server_t *s)
 
 const char *jn_amqp_sasl_server_user(const jn_amqp_sasl_server_t *s)
 {
-    return s->done ? JN_AMQP_SASL_ANONYMOUS_USER : NULL;
+    return s->done ? s->user : NULL;
+}
+
+const char *jn_amqp_sasl_server_mechanism(const jn_amqp_sasl_server_t *s)
+{
+    return s->done ? s->mech : NULL;
 }
 
 const jn_amqp_fault_t *jn_amqp_sasl_server_fault(const jn_amqp_sasl_server_t *s)

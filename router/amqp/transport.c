@@ -1,8 +1,9 @@
 /*
- * transport.c — one incoming connection's stream through the engine: the
- * peer's octets in pooled buffers, read in place by the layer its first
- * header chose (the SASL server layer, sasl.c, then the AMQP layer, conn.c),
- * and both layers' output as one list of runs. The contract is in
+ * transport.c — one connection's stream through the engine: the peer's
+ * octets in pooled buffers, read in place by the layer its first header
+ * chose (the SASL server layer, sasl.c, then the AMQP layer, conn.c) or, in
+ * the client role, by the SASL client layer (sasl_client.c) and then the
+ * AMQP layer, and both layers' output as one list of runs. The contract is in
  * junction/amqp_transport.h.
  *
  * The input chain: t->in holds the buffers received and not yet consumed
@@ -22,11 +23,15 @@
  * the most one readv takes (32 KiB with 512-octet buffers). */
 #define SPARE_MAX 64
 
-enum { LAYER_HEADER = 0, LAYER_SASL, LAYER_AMQP };
+enum { LAYER_HEADER = 0, LAYER_SASL, LAYER_SASL_CLIENT, LAYER_AMQP };
 
 struct jn_amqp_transport {
     jn_amqp_conn_t *conn;
-    jn_amqp_sasl_server_t *sasl; /* NULL: the peer went without SASL (yet) */
+    jn_amqp_sasl_server_t *sasl;             /* NULL: the peer went without SASL (yet) */
+    jn_amqp_sasl_client_t *sasl_client;      /* the client role's SASL layer */
+    const jn_amqp_sasl_mech_ops_t *sasl_ops; /* the SASL layer's backend, */
+    void *sasl_ctx;                          /* until the layer takes it */
+    bool sasl_set, sasl_required;
     int layer;
     jn_buffer_list_t in;
     size_t head_off, held;
@@ -51,12 +56,50 @@ jn_amqp_transport_t *jn_amqp_transport_new(const jn_amqp_conn_config_t *config,
     return t;
 }
 
+int jn_amqp_transport_set_sasl(jn_amqp_transport_t *t, const jn_amqp_sasl_mech_ops_t *ops,
+                               void *ctx, bool required)
+{
+    if (t->sasl_set || t->layer != LAYER_HEADER) {
+        if (ops && ops->free)
+            ops->free(ctx);
+        return JN_EINVAL;
+    }
+    t->sasl_set = true;
+    t->sasl_ops = ops;
+    t->sasl_ctx = ctx;
+    t->sasl_required = required;
+    return 0;
+}
+
+jn_amqp_transport_t *jn_amqp_transport_new_client(const jn_amqp_conn_config_t *config,
+                                                  const jn_amqp_handler_t *handler,
+                                                  const jn_amqp_sasl_client_config_t *sasl)
+{
+    jn_amqp_transport_t *t = jn_amqp_transport_new(config, handler);
+    if (!t)
+        return NULL;
+    t->sasl_set = true; /* no server layer on a client's */
+    t->layer = LAYER_AMQP;
+    if (sasl) {
+        t->sasl_client = jn_amqp_sasl_client_new(sasl);
+        if (!t->sasl_client) {
+            jn_amqp_transport_free(t);
+            return NULL;
+        }
+        t->layer = LAYER_SASL_CLIENT;
+    }
+    return t;
+}
+
 void jn_amqp_transport_free(jn_amqp_transport_t *t)
 {
     if (!t)
         return;
+    if (!t->sasl && t->sasl_ops && t->sasl_ops->free)
+        t->sasl_ops->free(t->sasl_ctx); /* never handed to a SASL layer */
     jn_amqp_conn_free(t->conn);
     jn_amqp_sasl_server_free(t->sasl);
+    jn_amqp_sasl_client_free(t->sasl_client);
     jn_buffer_list_free(&t->in);
     for (unsigned i = 0; i < t->nspare; i++)
         jn_buffer_unref(t->spare[i]);
@@ -155,10 +198,15 @@ static int choose_layer(jn_amqp_transport_t *t, const jn_iter_t *it)
     int rc = jn_amqp_header_read(it, &proto, &fault);
     if (rc == JN_AGAIN)
         return JN_AGAIN;
-    if (rc == JN_AMQP_HEADER_SIZE && proto == JN_AMQP_PROTO_SASL) {
-        t->sasl = jn_amqp_sasl_server_new();
-        if (!t->sasl)
+    if ((rc == JN_AMQP_HEADER_SIZE && proto == JN_AMQP_PROTO_SASL) ||
+        (t->sasl_required && proto == JN_AMQP_PROTO_AMQP)) {
+        /* the SASL layer; when SASL is required, it answers a peer that
+         * went without with the SASL header and refuses it (2.2) */
+        t->sasl = jn_amqp_sasl_server_new_with(t->sasl_ops, t->sasl_ctx);
+        if (!t->sasl) {
+            t->sasl_ops = NULL; /* ctx was freed */
             return JN_ENOMEM;
+        }
         t->layer = LAYER_SASL;
     } else {
         t->layer = LAYER_AMQP; /* it answers and refuses any other header */
@@ -186,6 +234,13 @@ int jn_amqp_transport_process(jn_amqp_transport_t *t, uint64_t now_ms)
                 return rc;
             t->layer = LAYER_AMQP;
             continue;
+        case LAYER_SASL_CLIENT:
+            rc = jn_amqp_sasl_client_input(t->sasl_client, &it, &consumed);
+            consume(t, consumed);
+            if (rc != 1)
+                return rc;
+            t->layer = LAYER_AMQP;
+            continue;
         default:
             rc = jn_amqp_conn_input(t->conn, &it, now_ms, &consumed);
             consume(t, consumed);
@@ -196,13 +251,24 @@ int jn_amqp_transport_process(jn_amqp_transport_t *t, uint64_t now_ms)
 
 /* ---- output -------------------------------------------------------------- */
 
+/* The SASL layer's output not yet taken (either role's). */
+static const uint8_t *sasl_output(jn_amqp_transport_t *t, size_t *len)
+{
+    *len = 0;
+    if (t->sasl)
+        return jn_amqp_sasl_server_output(t->sasl, len);
+    if (t->sasl_client)
+        return jn_amqp_sasl_client_output(t->sasl_client, len);
+    return NULL;
+}
+
 int jn_amqp_transport_output_iov(jn_amqp_transport_t *t, struct iovec *iov, int max)
 {
     int n = 0;
     t->sasl_offered = 0;
-    if (t->sasl && max > 0) {
+    if (max > 0) {
         size_t len;
-        const uint8_t *p = jn_amqp_sasl_server_output(t->sasl, &len);
+        const uint8_t *p = sasl_output(t, &len);
         if (len > 0) {
             iov[n++] = (struct iovec){.iov_base = (void *)p, .iov_len = len};
             t->sasl_offered = len;
@@ -216,8 +282,10 @@ int jn_amqp_transport_output_iov(jn_amqp_transport_t *t, struct iovec *iov, int 
 void jn_amqp_transport_output_done(jn_amqp_transport_t *t, size_t n)
 {
     size_t k = n < t->sasl_offered ? n : t->sasl_offered;
-    if (k > 0)
+    if (k > 0 && t->sasl)
         jn_amqp_sasl_server_output_done(t->sasl, k);
+    else if (k > 0)
+        jn_amqp_sasl_client_output_done(t->sasl_client, k);
     t->sasl_offered = 0;
     if (n > k)
         jn_amqp_conn_output_done(t->conn, n - k);
@@ -225,9 +293,20 @@ void jn_amqp_transport_output_done(jn_amqp_transport_t *t, size_t n)
 
 /* ---- state --------------------------------------------------------------- */
 
+/* The SASL layer's fault, either role's (NULL: none). */
+static const jn_amqp_fault_t *sasl_fault(const jn_amqp_transport_t *t)
+{
+    const jn_amqp_fault_t *f = NULL;
+    if (t->sasl)
+        f = jn_amqp_sasl_server_fault(t->sasl);
+    else if (t->sasl_client)
+        f = jn_amqp_sasl_client_fault(t->sasl_client);
+    return f && f->condition ? f : NULL;
+}
+
 static bool sasl_refused(const jn_amqp_transport_t *t)
 {
-    return t->sasl && jn_amqp_sasl_server_fault(t->sasl)->condition != NULL;
+    return sasl_fault(t) != NULL;
 }
 
 bool jn_amqp_transport_finished(const jn_amqp_transport_t *t)
@@ -237,7 +316,7 @@ bool jn_amqp_transport_finished(const jn_amqp_transport_t *t)
 
 const jn_amqp_fault_t *jn_amqp_transport_fault(const jn_amqp_transport_t *t)
 {
-    return sasl_refused(t) ? jn_amqp_sasl_server_fault(t->sasl) : jn_amqp_conn_fault(t->conn);
+    return sasl_refused(t) ? sasl_fault(t) : jn_amqp_conn_fault(t->conn);
 }
 
 const char *jn_amqp_transport_user(const jn_amqp_transport_t *t)
@@ -247,5 +326,9 @@ const char *jn_amqp_transport_user(const jn_amqp_transport_t *t)
 
 const char *jn_amqp_transport_sasl_mechanism(const jn_amqp_transport_t *t)
 {
-    return t->sasl && jn_amqp_sasl_server_done(t->sasl) ? "ANONYMOUS" : NULL;
+    if (t->sasl_client)
+        return jn_amqp_sasl_client_done(t->sasl_client)
+                   ? jn_amqp_sasl_client_mechanism(t->sasl_client)
+                   : NULL;
+    return t->sasl ? jn_amqp_sasl_server_mechanism(t->sasl) : NULL;
 }

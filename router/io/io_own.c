@@ -2,10 +2,11 @@
  * io_own.c — connections on Junction's own AMQP engine (docs/engine.md,
  * stage 2b(ii) round 1): the A/B switch, which connections it takes, and
  * such a connection's pass: its octets received into pooled buffers
- * (readv), run through a jn_amqp_transport_t (the SASL ANONYMOUS layer,
- * then the AMQP layer), the core's work carried out, and the output written
- * with one writev per round. Its links and deliveries are io_own_link.c's.
- * The structs and the contract are in io_own.h.
+ * (readv), run through a jn_amqp_transport_t (the SASL layer: ANONYMOUS,
+ * or Cyrus's mechanisms through sasl_own.c; then the AMQP layer), the
+ * core's work carried out, and the output written with one writev per
+ * round. Its links and deliveries are io_own_link.c's. The structs and the
+ * contract are in io_own.h.
  *
  * Strangler pattern: the connection keeps its jn_io_conn_t (loop,
  * refcount, registry, timers), so the loops, wakes, moves, the registry and
@@ -14,6 +15,7 @@
  * becomes the only one.
  */
 #include "io_own.h"
+#include "sasl_own.h"
 
 #include <junction/time.h>
 
@@ -52,24 +54,31 @@ bool jn_io_engine_own_default(void)
     return own;
 }
 
-/* The listener offers no SASL mechanism but ANONYMOUS (the own engine's
- * only one so far): saslMechanisms unset or exactly ANONYMOUS. */
-static bool anonymous_only(const char *mechs)
+/* The listener's SASL is the own engine's: ANONYMOUS only (built in:
+ * saslMechanisms unset or exactly ANONYMOUS, no authenticatePeer), or
+ * Cyrus's mechanisms (sasl_own.c; TLS, and so EXTERNAL, is excluded
+ * apart). */
+static bool sasl_own_serves(const jn_endpoint_config_t *cfg)
 {
-    return !mechs || !mechs[0] || strcmp(mechs, "ANONYMOUS") == 0;
+    if (jn_endpoint_uses_sasl_plugin(cfg, true))
+        return true;
+    const char *mechs = cfg->sasl_mechanisms;
+    return (!mechs || !mechs[0] || strcmp(mechs, "ANONYMOUS") == 0) && !cfg->authenticate_peer;
 }
 
 bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep)
 {
     const jn_endpoint_config_t *cfg = &ep->cfg;
     bool tls = cfg->ssl_profile && cfg->ssl_profile[0];
-    /* With TLS, proton's path offers Cyrus's mechanisms unless the
-     * listener names ANONYMOUS alone: only then are both engines alike. */
-    bool sasl_alike = tls ? cfg->sasl_mechanisms && strcmp(cfg->sasl_mechanisms, "ANONYMOUS") == 0
-                          : !jn_endpoint_uses_sasl_plugin(cfg, true);
-    return io->engine_own && anonymous_only(cfg->sasl_mechanisms) && ep->is_listener &&
-           cfg->role == JN_ROLE_NORMAL && (tls || (!cfg->require_ssl && !cfg->require_encryption)) &&
-           !cfg->authenticate_peer && !ep->authsvc && sasl_alike && io->policy == NULL &&
+    /* With TLS, proton's path may offer EXTERNAL (Cyrus, from the client's
+     * certificate), which the own engine's Cyrus layer does not have yet: a
+     * TLS listener runs on it only when it names ANONYMOUS alone. */
+    bool sasl_ok = tls ? cfg->sasl_mechanisms && strcmp(cfg->sasl_mechanisms, "ANONYMOUS") == 0 &&
+                             !cfg->authenticate_peer
+                       : sasl_own_serves(cfg);
+    return io->engine_own && ep->is_listener && cfg->role == JN_ROLE_NORMAL &&
+           (tls || (!cfg->require_ssl && !cfg->require_encryption)) && !ep->authsvc && sasl_ok &&
+           io->policy == NULL &&
            !cfg->multi_tenant && cfg->message_logging == 0 && cfg->handshake_timeout_seconds == 0 &&
            !cfg->failover_urls && !cfg->open_properties;
 }
@@ -105,6 +114,14 @@ static void own_on_open(void *ctx, jn_amqp_conn_t *c, const jn_amqp_open_t *o)
     jn_iter_copy_string(&o->container_id, container, sizeof container);
     const char *user = jn_amqp_transport_user(own->t);
     const char *mech = jn_amqp_transport_sasl_mechanism(own->t);
+    /* a mechanism other than ANONYMOUS authenticated the peer: its user is
+     * the one the user-id check holds messages to, as on proton's path */
+    bool authenticated = mech && strcmp(mech, "ANONYMOUS") != 0;
+    if (authenticated && user && user[0] && !conn->check_user &&
+        !(conn->check_user = strdup(user))) {
+        (void)jn_amqp_conn_close(c, "amqp:resource-limit-exceeded", "router out of memory");
+        return;
+    }
     jn_conn_info_t info = {
         .conn_id = conn->id,
         .container_id = container,
@@ -116,8 +133,9 @@ static void own_on_open(void *ctx, jn_amqp_conn_t *c, const jn_amqp_open_t *o)
         .cost = 1,
         .endpoint_name = conn->endpoint->cfg.name,
         /* as 1.19 shows it: "anonymous" for ANONYMOUS and without SASL */
-        .user = user ? user : JN_AMQP_SASL_ANONYMOUS_USER,
+        .user = user && user[0] ? user : JN_AMQP_SASL_ANONYMOUS_USER,
         .sasl_mechanism = mech,
+        .authenticated = authenticated,
     };
     int ssf = 0;
     info.encrypted = jn_io_tls_info(conn, &info.ssl_proto, &info.ssl_cipher, &ssf);
@@ -241,6 +259,11 @@ int jn_io_own_attach(jn_io_conn_t *conn)
     own->t = jn_amqp_transport_new(&ac, &h); /* copies them */
     jn_encoder_free(&caps);
     jn_encoder_free(&props);
+    if (own->t && jn_endpoint_uses_sasl_plugin(cfg, true) &&
+        jn_io_own_sasl_attach(conn, own->t) != 0) {
+        jn_amqp_transport_free(own->t); /* no Cyrus: the connection is refused */
+        own->t = NULL;
+    }
     if (!own->t || !ac.properties) {
         jn_amqp_transport_free(own->t);
         free(own);

@@ -339,6 +339,36 @@ static void rx_refuse(jn_io_own_link_t *link, const char *condition, const char 
     }
 }
 
+/* The user-id check (docs/design.md "The user-id check"), as io_recv.c
+ * holds it on proton's path: on a connection whose peer a SASL mechanism
+ * authenticated (conn->check_user), a message whose properties user-id is
+ * present, not empty and not that user is rejected with
+ * amqp:unauthorized-access and its credit given back (the core never sees
+ * it); the link goes on. Returns true when m may be routed. Called only
+ * when conn->check_user is set (the hot path tests that alone). */
+static bool rx_user_id_ok(jn_io_own_link_t *link, const jn_message_t *m)
+{
+    const char *user = link->own->conn->check_user;
+    jn_iter_t uid;
+    int rc = jn_message_user_id(m, &uid);
+    if (rc == JN_ENOENT || (rc == 0 && (jn_iter_length(&uid) == 0 || jn_iter_equal(&uid, user))))
+        return true;
+    JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_DEBUG,
+           JN_IO_LINK_FMT " Message rejected due to user_id proxy violation. User:%s",
+           link->own->conn->id, link->id, user);
+    if (!link->rx_settled) {
+        jn_disposition_t d = {.type = JN_DISP_REJECTED,
+                              .condition = (char *)"amqp:unauthorized-access",
+                              .description = (char *)"user_id proxy violation"};
+        jn_amqp_state_t st;
+        state_out(&d, &st);
+        (void)jn_amqp_delivery_update(link->rx_d, &st, true);
+    }
+    if (link->l)
+        (void)jn_amqp_link_flow(link->l, jn_amqp_link_state(link->l).credit + 1, false, false);
+    return false;
+}
+
 /* The delivery's last frame came: route it. */
 static void rx_route(jn_io_own_link_t *link)
 {
@@ -355,6 +385,10 @@ static void rx_route(jn_io_own_link_t *link)
         const char *cond = jn_message_error_condition(m);
         const char *why = jn_message_error(m);
         rx_refuse(link, cond ? cond : "amqp:decode-error", why ? why : "malformed message");
+        jn_message_unref(m);
+        return;
+    }
+    if (link->own->conn->check_user && !rx_user_id_ok(link, m)) {
         jn_message_unref(m);
         return;
     }

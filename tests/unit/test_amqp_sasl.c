@@ -5,9 +5,13 @@
  * SASL octets, so that an AMQP header and open sent ahead reach the AMQP
  * layer (an engine reads them here); the server speaking first; and each
  * refusal with its condition: a mechanism not offered (outcome auth), a
- * header that is not SASL, a frame out of order, a frame too large. Every
- * input runs as plain bytes and split into buffers of 1, 2, 3 and 7 octets,
- * handed whole and octet by octet.
+ * header that is not SASL, a frame out of order, a frame too large. With a
+ * mechanism backend (a fake one here): the offer as an array, an initial
+ * response checked at once, challenge rounds, the outcome's
+ * additional-data, the backend's user, its refusals' codes, no memory, and
+ * frames out of order between challenges. Every input runs as plain bytes
+ * and split into buffers of 1, 2, 3 and 7 octets, handed whole and octet
+ * by octet.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -99,15 +103,42 @@ static int feed(jn_amqp_sasl_server_t *s, const uint8_t *data, size_t len, size_
  * its SASL frames in order (up to 4), and the outcome's code (-1: none). */
 typedef struct answer {
     int proto;
-    uint64_t codes[4];
+    uint64_t codes[8];
     int nframes;
     int outcome;
-    char mechanisms[32];
+    char mechanisms[64];
+    char challenges[64]; /* each challenge's octets, separated by '|' */
+    char data[32];       /* the outcome's additional-data */
+    bool has_data;
 } answer_t;
+
+/* sasl-server-mechanisms as "A B C": one symbol, or an array of them. */
+static void read_mechanisms(jn_iter_t m, char *out, size_t cap)
+{
+    size_t len = 0;
+    out[0] = '\0';
+    int code = jn_iter_octet(&m);
+    int count = 1;
+    if (code == 0xe0) { /* array8: size, count, element code */
+        (void)jn_iter_octet(&m);
+        count = jn_iter_octet(&m);
+        assert_int_equal(jn_iter_octet(&m), JN_AMQP_SYM8);
+    } else {
+        assert_int_equal(code, JN_AMQP_SYM8);
+    }
+    for (int i = 0; i < count; i++) {
+        int n = jn_iter_octet(&m);
+        assert_true(n > 0 && len + (size_t)n + 2 < cap);
+        if (len)
+            out[len++] = ' ';
+        len += jn_iter_copy(&m, out + len, (size_t)n);
+        out[len] = '\0';
+    }
+}
 
 static answer_t read_answer(jn_amqp_sasl_server_t *s)
 {
-    answer_t a = {.proto = -1, .outcome = -1};
+    answer_t a = {.proto = -1, .outcome = -1, .challenges = ""};
     size_t len;
     const uint8_t *out = jn_amqp_sasl_server_output(s, &len);
     jn_iter_t it;
@@ -122,17 +153,20 @@ static answer_t read_answer(jn_amqp_sasl_server_t *s)
     while (jn_amqp_frame_read(&it, JN_AMQP_FRAME_SASL, 512, 0, &f, &fault) == 1) {
         jn_amqp_perf_t p;
         assert_int_equal(jn_amqp_perf_decode(&f.body, JN_AMQP_FRAME_SASL, &p, NULL, &fault), 0);
-        assert_true(a.nframes < 4);
+        assert_true(a.nframes < 8);
         a.codes[a.nframes++] = p.code;
-        if (p.code == JN_AMQP_SASL_OUTCOME)
+        if (p.code == JN_AMQP_SASL_OUTCOME) {
             a.outcome = p.u.sasl.code;
-        if (p.code == JN_AMQP_SASL_MECHANISMS) {
-            /* one symbol (sym8): ours is a single mechanism */
-            jn_iter_t m = p.u.sasl.mechanisms;
-            assert_int_equal(jn_iter_octet(&m), JN_AMQP_SYM8);
-            int n = jn_iter_octet(&m);
-            assert_true(n > 0 && n < (int)sizeof a.mechanisms);
-            jn_iter_copy_string(&m, a.mechanisms, sizeof a.mechanisms);
+            a.has_data = (p.u.sasl.present & JN_AMQP_FIELD(1)) != 0;
+            jn_iter_copy_string(&p.u.sasl.additional_data, a.data, sizeof a.data);
+        }
+        if (p.code == JN_AMQP_SASL_MECHANISMS)
+            read_mechanisms(p.u.sasl.mechanisms, a.mechanisms, sizeof a.mechanisms);
+        if (p.code == JN_AMQP_SASL_CHALLENGE) {
+            size_t k = strlen(a.challenges);
+            if (k)
+                a.challenges[k++] = '|';
+            jn_iter_copy_string(&p.u.sasl.challenge, a.challenges + k, sizeof a.challenges - k);
         }
         jn_iter_advance(&it, f.size);
     }
@@ -306,6 +340,312 @@ static void test_sasl_refuses_a_frame_over_512_octets(void **state)
     jn_encoder_free(&s.e);
 }
 
+/* ---- a mechanism backend --------------------------------------------------
+ *
+ * The fake: X-CHAL wants initial-response "hello", then answers challenges
+ * "c1" and "c2" to responses "r1" and "r2" and succeeds with
+ * additional-data "fin" for user "carol"; PLAIN wants "\0carol\0pw" and
+ * succeeds with no data; X-SYS refuses with sys-temp; X-NOMEM runs out of
+ * memory. Any other response gets auth. */
+
+typedef struct fake {
+    const char *offer;
+    int round;
+    int starts, steps;
+    bool had_response; /* the initial-response was present */
+    int *freed;
+} fake_t;
+
+static const char *fake_mechanisms(void *ctx)
+{
+    return ((fake_t *)ctx)->offer;
+}
+
+static bool is(const uint8_t *p, size_t len, const char *s, size_t n)
+{
+    return p && len == n && memcmp(p, s, n) == 0;
+}
+
+static int fake_start(void *ctx, const char *mech, const uint8_t *resp, size_t len,
+                      const uint8_t **out, size_t *out_len)
+{
+    fake_t *f = ctx;
+    f->starts++;
+    f->had_response = resp != NULL;
+    *out = NULL;
+    *out_len = 0;
+    if (strcmp(mech, "X-NOMEM") == 0)
+        return JN_ENOMEM;
+    if (strcmp(mech, "X-SYS") == 0)
+        return JN_AMQP_SASL_OUTCOME_SYS_TEMP;
+    if (strcmp(mech, "PLAIN") == 0)
+        return is(resp, len, "\0carol\0pw", 9) ? JN_AMQP_SASL_OUTCOME_OK
+                                               : JN_AMQP_SASL_OUTCOME_AUTH;
+    if (strcmp(mech, "X-CHAL") != 0 || !is(resp, len, "hello", 5))
+        return JN_AMQP_SASL_OUTCOME_AUTH;
+    *out = (const uint8_t *)"c1";
+    *out_len = 2;
+    f->round = 1;
+    return JN_AMQP_SASL_STEP_CHALLENGE;
+}
+
+static int fake_step(void *ctx, const uint8_t *resp, size_t len, const uint8_t **out,
+                     size_t *out_len)
+{
+    fake_t *f = ctx;
+    f->steps++;
+    if (f->round == 1 && is(resp, len, "r1", 2)) {
+        f->round = 2;
+        *out = (const uint8_t *)"c2";
+        *out_len = 2;
+        return JN_AMQP_SASL_STEP_CHALLENGE;
+    }
+    if (f->round == 2 && is(resp, len, "r2", 2)) {
+        *out = (const uint8_t *)"fin";
+        *out_len = 3;
+        return JN_AMQP_SASL_OUTCOME_OK;
+    }
+    return JN_AMQP_SASL_OUTCOME_AUTH;
+}
+
+static const char *fake_user(void *ctx)
+{
+    (void)ctx;
+    return "carol";
+}
+
+static void fake_free(void *ctx)
+{
+    fake_t *f = ctx;
+    (*f->freed)++;
+}
+
+static const jn_amqp_sasl_mech_ops_t fake_ops = {
+    .mechanisms = fake_mechanisms,
+    .start = fake_start,
+    .step = fake_step,
+    .user = fake_user,
+    .free = fake_free,
+};
+
+static void put_init_with(stream_t *s, const char *mech, const void *resp, size_t len)
+{
+    jn_amqp_perf_t p;
+    jn_amqp_perf_init(&p, JN_AMQP_SASL_INIT);
+    p.u.sasl.present = JN_AMQP_FIELD(0);
+    jn_iter_init_string(&p.u.sasl.mechanism, mech, JN_VIEW_RAW);
+    if (resp) {
+        p.u.sasl.present |= JN_AMQP_FIELD(1);
+        jn_iter_init_bytes(&p.u.sasl.initial_response, resp, len, JN_VIEW_RAW);
+    }
+    put_frame(s, JN_AMQP_FRAME_SASL, &p);
+}
+
+static void put_response(stream_t *s, const char *resp)
+{
+    jn_amqp_perf_t p;
+    jn_amqp_perf_init(&p, JN_AMQP_SASL_RESPONSE);
+    p.u.sasl.present = JN_AMQP_FIELD(0);
+    jn_iter_init_bytes(&p.u.sasl.response, resp, strlen(resp), JN_VIEW_RAW);
+    put_frame(s, JN_AMQP_FRAME_SASL, &p);
+}
+
+#define OFFER "PLAIN X-CHAL X-SYS X-NOMEM"
+
+/* Run stream s against a server with the fake offering offer, over every
+ * split: the result expected, the answer checked by the caller's fn. */
+typedef void (*check_fn)(jn_amqp_sasl_server_t *srv, int rc, const fake_t *f, size_t used,
+                         size_t len);
+
+static void run_backend(const stream_t *s, const char *offer, check_fn check)
+{
+    for (size_t sp = 0; sp < NSPLITS; sp++) {
+        for (size_t step = 0; step <= 1; step++) {
+            int freed = 0;
+            fake_t f = {.offer = offer, .freed = &freed};
+            jn_amqp_sasl_server_t *srv = jn_amqp_sasl_server_new_with(&fake_ops, &f);
+            assert_non_null(srv);
+            size_t used;
+            int rc = feed(srv, s->e.data, s->e.size, splits[sp], step, &used);
+            check(srv, rc, &f, used, s->e.size);
+            jn_amqp_sasl_server_free(srv);
+            assert_int_equal(freed, 1); /* the backend freed once, with the layer */
+        }
+    }
+}
+
+static size_t amqp_tail; /* octets of the AMQP layer's sent ahead */
+
+static void check_challenge_rounds(jn_amqp_sasl_server_t *srv, int rc, const fake_t *f, size_t used,
+                                   size_t len)
+{
+    assert_int_equal(rc, 1);
+    assert_int_equal(used, len - amqp_tail); /* the AMQP header and open are not ours */
+    assert_int_equal(f->starts, 1);
+    assert_int_equal(f->steps, 2);
+    assert_true(jn_amqp_sasl_server_done(srv));
+    assert_string_equal(jn_amqp_sasl_server_user(srv), "carol");
+    assert_string_equal(jn_amqp_sasl_server_mechanism(srv), "X-CHAL");
+    answer_t a = read_answer(srv);
+    assert_int_equal(a.proto, JN_AMQP_PROTO_SASL);
+    assert_string_equal(a.mechanisms, OFFER);
+    assert_int_equal(a.nframes, 4);
+    assert_int_equal(a.codes[1], JN_AMQP_SASL_CHALLENGE);
+    assert_int_equal(a.codes[2], JN_AMQP_SASL_CHALLENGE);
+    assert_string_equal(a.challenges, "c1|c2");
+    assert_int_equal(a.outcome, JN_AMQP_SASL_OUTCOME_OK);
+    assert_true(a.has_data);
+    assert_string_equal(a.data, "fin");
+}
+
+static void test_sasl_backend_challenge_rounds_and_additional_data(void **state)
+{
+    (void)state;
+    stream_t s;
+    jn_encoder_init(&s.e);
+    put_header(&s, JN_AMQP_PROTO_SASL);
+    put_init_with(&s, "X-CHAL", "hello", 5);
+    put_response(&s, "r1");
+    put_response(&s, "r2");
+    size_t before = s.e.size;
+    put_header(&s, JN_AMQP_PROTO_AMQP);
+    put_open(&s);
+    amqp_tail = s.e.size - before;
+    run_backend(&s, OFFER, check_challenge_rounds);
+    jn_encoder_free(&s.e);
+}
+
+static void check_plain_ok(jn_amqp_sasl_server_t *srv, int rc, const fake_t *f, size_t used,
+                           size_t len)
+{
+    assert_int_equal(rc, 1);
+    assert_int_equal(used, len);
+    assert_true(f->had_response);
+    assert_int_equal(f->steps, 0);
+    assert_string_equal(jn_amqp_sasl_server_user(srv), "carol");
+    assert_string_equal(jn_amqp_sasl_server_mechanism(srv), "PLAIN");
+    answer_t a = read_answer(srv);
+    assert_int_equal(a.nframes, 2);
+    assert_int_equal(a.outcome, JN_AMQP_SASL_OUTCOME_OK);
+    assert_false(a.has_data); /* none given: the field is left out */
+}
+
+static void test_sasl_backend_initial_response_checked_at_once(void **state)
+{
+    (void)state;
+    stream_t s;
+    jn_encoder_init(&s.e);
+    put_header(&s, JN_AMQP_PROTO_SASL);
+    put_init_with(&s, "PLAIN", "\0carol\0pw", 9);
+    run_backend(&s, OFFER, check_plain_ok);
+    jn_encoder_free(&s.e);
+}
+
+static int expected_code;
+static const char *expected_condition;
+
+static void check_refused(jn_amqp_sasl_server_t *srv, int rc, const fake_t *f, size_t used,
+                          size_t len)
+{
+    (void)f;
+    assert_int_equal(rc, expected_code == -2 ? JN_ENOMEM : JN_EPROTO);
+    assert_int_equal(used, len);
+    assert_false(jn_amqp_sasl_server_done(srv));
+    assert_null(jn_amqp_sasl_server_user(srv));
+    assert_null(jn_amqp_sasl_server_mechanism(srv));
+    assert_string_equal(jn_amqp_sasl_server_fault(srv)->condition, expected_condition);
+    answer_t a = read_answer(srv);
+    assert_int_equal(a.outcome,
+                     expected_code == -2 ? JN_AMQP_SASL_OUTCOME_SYS_TEMP : expected_code);
+}
+
+/* One refused exchange: the client's init (and a response), the outcome
+ * code expected (-1: none; -2: out of memory, sys-temp) and condition. */
+static void refused_case(const char *mech, const void *resp, size_t len, const char *response,
+                         int code, const char *condition)
+{
+    stream_t s;
+    jn_encoder_init(&s.e);
+    put_header(&s, JN_AMQP_PROTO_SASL);
+    put_init_with(&s, mech, resp, len);
+    if (response)
+        put_response(&s, response);
+    expected_code = code;
+    expected_condition = condition;
+    run_backend(&s, OFFER, check_refused);
+    jn_encoder_free(&s.e);
+}
+
+static void test_sasl_backend_refusals_and_their_codes(void **state)
+{
+    (void)state;
+    /* wrong credentials at once, absent initial-response, in a round */
+    refused_case("PLAIN", "\0carol\0no", 9, NULL, JN_AMQP_SASL_OUTCOME_AUTH,
+                 "amqp:unauthorized-access");
+    refused_case("PLAIN", NULL, 0, NULL, JN_AMQP_SASL_OUTCOME_AUTH, "amqp:unauthorized-access");
+    refused_case("X-CHAL", "hello", 5, "wrong", JN_AMQP_SASL_OUTCOME_AUTH,
+                 "amqp:unauthorized-access");
+    /* the backend's own code, and no memory */
+    refused_case("X-SYS", "", 0, NULL, JN_AMQP_SASL_OUTCOME_SYS_TEMP, "amqp:unauthorized-access");
+    refused_case("X-NOMEM", "", 0, NULL, -2, "amqp:resource-limit-exceeded");
+    /* not offered: ANONYMOUS is not in this offer; an unknown name */
+    refused_case("ANONYMOUS", NULL, 0, NULL, JN_AMQP_SASL_OUTCOME_AUTH, "amqp:unauthorized-access");
+    refused_case("X-OTHER", NULL, 0, NULL, JN_AMQP_SASL_OUTCOME_AUTH, "amqp:unauthorized-access");
+}
+
+static void check_out_of_order(jn_amqp_sasl_server_t *srv, int rc, const fake_t *f, size_t used,
+                               size_t len)
+{
+    (void)f;
+    (void)used;
+    (void)len;
+    assert_int_equal(rc, JN_EPROTO);
+    assert_string_equal(jn_amqp_sasl_server_fault(srv)->condition, "amqp:illegal-state");
+    answer_t a = read_answer(srv);
+    assert_int_equal(a.outcome, -1);
+}
+
+static void test_sasl_backend_frames_out_of_order(void **state)
+{
+    (void)state;
+    stream_t s;
+    jn_encoder_init(&s.e); /* a second sasl-init while a challenge waits */
+    put_header(&s, JN_AMQP_PROTO_SASL);
+    put_init_with(&s, "X-CHAL", "hello", 5);
+    put_init_with(&s, "PLAIN", "\0carol\0pw", 9);
+    run_backend(&s, OFFER, check_out_of_order);
+    jn_encoder_free(&s.e);
+    jn_encoder_init(&s.e); /* a sasl-response before any sasl-init */
+    put_header(&s, JN_AMQP_PROTO_SASL);
+    put_response(&s, "r1");
+    run_backend(&s, OFFER, check_out_of_order);
+    jn_encoder_free(&s.e);
+}
+
+static void check_anonymous_from_offer(jn_amqp_sasl_server_t *srv, int rc, const fake_t *f,
+                                       size_t used, size_t len)
+{
+    assert_int_equal(rc, 1);
+    assert_int_equal(used, len);
+    assert_int_equal(f->starts, 0); /* built in: the backend is not asked */
+    assert_string_equal(jn_amqp_sasl_server_user(srv), "anonymous");
+    assert_string_equal(jn_amqp_sasl_server_mechanism(srv), "ANONYMOUS");
+    answer_t a = read_answer(srv);
+    assert_string_equal(a.mechanisms, "PLAIN ANONYMOUS");
+    assert_int_equal(a.outcome, JN_AMQP_SASL_OUTCOME_OK);
+}
+
+static void test_sasl_backend_offering_anonymous_serves_it_built_in(void **state)
+{
+    (void)state;
+    stream_t s;
+    jn_encoder_init(&s.e);
+    put_header(&s, JN_AMQP_PROTO_SASL);
+    put_init(&s, "ANONYMOUS");
+    run_backend(&s, "PLAIN ANONYMOUS", check_anonymous_from_offer);
+    jn_encoder_free(&s.e);
+}
+
 static void test_no_leak(void **state)
 {
     (void)state;
@@ -322,6 +662,11 @@ int main(void)
         cmocka_unit_test(test_sasl_refuses_an_amqp_header_with_ours),
         cmocka_unit_test(test_sasl_refuses_a_frame_out_of_order),
         cmocka_unit_test(test_sasl_refuses_a_frame_over_512_octets),
+        cmocka_unit_test(test_sasl_backend_challenge_rounds_and_additional_data),
+        cmocka_unit_test(test_sasl_backend_initial_response_checked_at_once),
+        cmocka_unit_test(test_sasl_backend_refusals_and_their_codes),
+        cmocka_unit_test(test_sasl_backend_frames_out_of_order),
+        cmocka_unit_test(test_sasl_backend_offering_anonymous_serves_it_built_in),
         cmocka_unit_test(test_no_leak),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);

@@ -135,6 +135,50 @@ static void srv_disposition(void *ctx, jn_amqp_delivery_t *d, const jn_amqp_disp
     s->out_settled = jn_amqp_delivery_remote_settled(d);
 }
 
+/* A PLAIN backend (RFC 4616) for the transport's SASL layer: user "carol",
+ * password "secret"; it also offers ANONYMOUS (served by the layer). */
+static const char *plain_mechanisms(void *ctx)
+{
+    (void)ctx;
+    return "PLAIN ANONYMOUS";
+}
+
+static int plain_start(void *ctx, const char *mech, const uint8_t *resp, size_t len,
+                       const uint8_t **out, size_t *out_len)
+{
+    (void)ctx;
+    *out = NULL;
+    *out_len = 0;
+    if (strcmp(mech, "PLAIN") != 0 || !resp)
+        return JN_AMQP_SASL_OUTCOME_AUTH;
+    return len == 13 && memcmp(resp, "\0carol\0secret", 13) == 0 ? JN_AMQP_SASL_OUTCOME_OK
+                                                                 : JN_AMQP_SASL_OUTCOME_AUTH;
+}
+
+static int plain_step(void *ctx, const uint8_t *resp, size_t len, const uint8_t **out,
+                      size_t *out_len)
+{
+    (void)ctx;
+    (void)resp;
+    (void)len;
+    (void)out;
+    (void)out_len;
+    return JN_AMQP_SASL_OUTCOME_AUTH; /* PLAIN has no second step */
+}
+
+static const char *plain_user(void *ctx)
+{
+    (void)ctx;
+    return "carol";
+}
+
+static const jn_amqp_sasl_mech_ops_t plain_ops = {
+    .mechanisms = plain_mechanisms,
+    .start = plain_start,
+    .step = plain_step,
+    .user = plain_user,
+};
+
 static void srv_init(srv_t *s)
 {
     memset(s, 0, sizeof *s);
@@ -171,7 +215,10 @@ typedef struct client {
     char error[128]; /* the transport's error condition, if any */
 } client_t;
 
-static void client_init(client_t *c, const char *mechs)
+/* A client allowing mechs (NULL: no SASL); password not NULL: user
+ * "carol" with that password, PLAIN allowed without TLS (set before the
+ * driver binds: proton takes them then). */
+static void client_init(client_t *c, const char *mechs, const char *password)
 {
     memset(c, 0, sizeof *c);
     assert_int_equal(pn_connection_driver_init(&c->d, NULL, NULL), 0);
@@ -180,6 +227,11 @@ static void client_init(client_t *c, const char *mechs)
     pn_connection_t *conn = c->d.connection;
     pn_connection_set_container(conn, "client");
     pn_connection_set_hostname(conn, "localhost");
+    if (password) {
+        pn_sasl_set_allow_insecure_mechs(pn_sasl(c->d.transport), true);
+        pn_connection_set_user(conn, "carol");
+        pn_connection_set_password(conn, password);
+    }
     pn_connection_open(conn);
     pn_session_t *ssn = pn_session(conn);
     pn_session_open(ssn);
@@ -298,11 +350,17 @@ static void exchange(const char *mechs, size_t chunk)
     srv_t s;
     client_t c;
     srv_init(&s);
-    client_init(&c, mechs);
+    bool plain = mechs && strcmp(mechs, "PLAIN") == 0;
+    client_init(&c, mechs, plain ? "secret" : NULL);
+    if (plain)
+        assert_int_equal(jn_amqp_transport_set_sasl(s.t, &plain_ops, NULL, true), 0);
     pump(&c, &s, chunk);
     assert_string_equal(c.error, "");
     assert_null(jn_amqp_transport_fault(s.t)->condition);
-    if (mechs) {
+    if (plain) {
+        assert_string_equal(jn_amqp_transport_user(s.t), "carol");
+        assert_string_equal(jn_amqp_transport_sasl_mechanism(s.t), "PLAIN");
+    } else if (mechs) {
         assert_string_equal(jn_amqp_transport_user(s.t), "anonymous");
         assert_string_equal(jn_amqp_transport_sasl_mechanism(s.t), "ANONYMOUS");
     } else {
@@ -359,13 +417,61 @@ static void test_transport_client_without_a_common_mechanism_gets_nothing(void *
     srv_t s;
     client_t c;
     srv_init(&s);
-    client_init(&c, "PLAIN");
-    pn_connection_set_user(c.d.connection, "user");
-    pn_connection_set_password(c.d.connection, "secret");
+    client_init(&c, "PLAIN", NULL);
     pump(&c, &s, 100);
     assert_string_not_equal(c.error, ""); /* proton saw no mechanism it may use */
     assert_null(jn_amqp_transport_user(s.t));
     assert_int_equal(s.transfers, 0);
+    pn_connection_driver_destroy(&c.d);
+    srv_fini(&s);
+}
+
+/* PLAIN through a mechanism backend, proton's client sending its
+ * credentials in the initial response: the backend's user and mechanism
+ * reported, then the same traffic as with ANONYMOUS. */
+static void test_transport_proton_client_sasl_plain_through_a_backend(void **state)
+{
+    (void)state;
+    exchange("PLAIN", 7);
+    exchange("PLAIN", 65536);
+}
+
+/* A wrong password: outcome auth, proton's client reports it, nothing
+ * reaches the AMQP layer. */
+static void test_transport_proton_client_sasl_plain_wrong_password(void **state)
+{
+    (void)state;
+    srv_t s;
+    client_t c;
+    srv_init(&s);
+    assert_int_equal(jn_amqp_transport_set_sasl(s.t, &plain_ops, NULL, true), 0);
+    assert_int_equal(jn_amqp_transport_set_sasl(s.t, &plain_ops, NULL, true), JN_EINVAL);
+    client_init(&c, "PLAIN", "wrong");
+    pump(&c, &s, 100);
+    assert_string_not_equal(c.error, "");
+    assert_true(jn_amqp_transport_finished(s.t));
+    assert_string_equal(jn_amqp_transport_fault(s.t)->condition, "amqp:unauthorized-access");
+    assert_null(jn_amqp_transport_user(s.t));
+    assert_int_equal(s.transfers, 0);
+    pn_connection_driver_destroy(&c.d);
+    srv_fini(&s);
+}
+
+/* SASL required: a client that goes without it gets the SASL header and
+ * nothing more; its AMQP never reaches the AMQP layer. */
+static void test_transport_sasl_required_refuses_a_client_without_sasl(void **state)
+{
+    (void)state;
+    srv_t s;
+    client_t c;
+    srv_init(&s);
+    assert_int_equal(jn_amqp_transport_set_sasl(s.t, &plain_ops, NULL, true), 0);
+    client_init(&c, NULL, NULL);
+    pump(&c, &s, 100);
+    assert_true(jn_amqp_transport_finished(s.t));
+    assert_string_equal(jn_amqp_transport_fault(s.t)->condition, "amqp:connection:framing-error");
+    assert_int_equal(s.transfers, 0);
+    assert_null(jn_amqp_transport_user(s.t));
     pn_connection_driver_destroy(&c.d);
     srv_fini(&s);
 }
@@ -404,6 +510,9 @@ int main(void)
         cmocka_unit_test(test_transport_proton_client_sasl_anonymous),
         cmocka_unit_test(test_transport_proton_client_without_sasl),
         cmocka_unit_test(test_transport_client_without_a_common_mechanism_gets_nothing),
+        cmocka_unit_test(test_transport_proton_client_sasl_plain_through_a_backend),
+        cmocka_unit_test(test_transport_proton_client_sasl_plain_wrong_password),
+        cmocka_unit_test(test_transport_sasl_required_refuses_a_client_without_sasl),
         cmocka_unit_test(test_transport_answers_a_tls_header_with_amqp),
         cmocka_unit_test(test_no_leak),
     };

@@ -25,7 +25,7 @@
 
 /* ---- records ------------------------------------------------------------- */
 
-static jn_io_own_dlv_t *dlv_add(jn_io_own_link_t *link, jn_delivery_t *dlv, jn_amqp_delivery_t *d)
+jn_io_own_dlv_t *jn_io_own_dlv_add(jn_io_own_link_t *link, jn_delivery_t *dlv, jn_amqp_delivery_t *d)
 {
     jn_io_own_dlv_t *od = calloc(1, sizeof *od);
     if (!od)
@@ -44,7 +44,7 @@ static jn_io_own_dlv_t *dlv_add(jn_io_own_link_t *link, jn_delivery_t *dlv, jn_a
 
 /* Forget od: its engine delivery is (or is about to be) freed. Drops the
  * reference it held. */
-static void dlv_drop(jn_io_own_dlv_t *od)
+void jn_io_own_dlv_drop(jn_io_own_dlv_t *od)
 {
     jn_io_own_link_t *link = od->link;
     if (od->prev)
@@ -65,7 +65,7 @@ static void dlv_drop(jn_io_own_dlv_t *od)
 /* Our disposition of od's delivery with settle (state may be NULL): the
  * engine frees a whole delivery it settles, so the record forgets it
  * first, then goes. */
-static void dlv_settle(jn_io_own_dlv_t *od, const jn_amqp_state_t *state)
+void jn_io_own_dlv_settle(jn_io_own_dlv_t *od, const jn_amqp_state_t *state)
 {
     jn_amqp_delivery_t *d = od->d;
     if (d) {
@@ -73,7 +73,7 @@ static void dlv_settle(jn_io_own_dlv_t *od, const jn_amqp_state_t *state)
         od->d = NULL;
         (void)jn_amqp_delivery_update(d, state, true);
     }
-    dlv_drop(od);
+    jn_io_own_dlv_drop(od);
 }
 
 /* ---- delivery states ----------------------------------------------------- */
@@ -99,7 +99,7 @@ static void state_in(const jn_amqp_state_t *st, jn_disposition_t *d)
 }
 
 /* The core's outcome as the engine's state (borrowing d's strings). */
-static void state_out(const jn_disposition_t *d, jn_amqp_state_t *st)
+void jn_io_own_state_out(const jn_disposition_t *d, jn_amqp_state_t *st)
 {
     memset(st, 0, sizeof *st);
     st->code = d->type;
@@ -122,7 +122,7 @@ static void state_out(const jn_disposition_t *d, jn_amqp_state_t *st)
     }
 }
 
-static bool state_known(uint64_t code)
+bool jn_io_own_state_known(uint64_t code)
 {
     return code == JN_DISP_ACCEPTED || code == JN_DISP_REJECTED || code == JN_DISP_RELEASED ||
            code == JN_DISP_MODIFIED || code == JN_DISP_RECEIVED;
@@ -218,6 +218,8 @@ void jn_io_own_on_attach(void *ctx, jn_amqp_link_t *l, const jn_amqp_attach_t *a
     link->presettled = (a->present & JN_AMQP_FIELD(3)) && a->snd_settle_mode == 1;
     link->tx_slot = -1;
     jn_buffer_list_init(&link->pend);
+    if (link->incoming)
+        jn_io_own_rx_init_IO(link);
     link->next = own->links;
     if (own->links)
         own->links->prev = link;
@@ -252,12 +254,9 @@ void jn_io_own_on_attach(void *ctx, jn_amqp_link_t *l, const jn_amqp_attach_t *a
  * the detach once; the record lives on until the core releases it. */
 static void link_gone(jn_io_own_link_t *link)
 {
+    jn_io_own_rx_gone(link);
     while (link->dlvs)
-        dlv_drop(link->dlvs);
-    if (link->rx_msg) {
-        jn_message_unref(link->rx_msg);
-        link->rx_msg = NULL;
-    }
+        jn_io_own_dlv_drop(link->dlvs);
     if (link->tx_dlv) {
         jn_message_stream_copy_end(link->tx_out.message, link->tx_slot);
         jn_message_out_fini(&link->tx_out);
@@ -274,7 +273,7 @@ static void link_gone(jn_io_own_link_t *link)
     }
     link->txq_tail = NULL;
     link->l = NULL;
-    link->rx_d = link->tx_d = NULL;
+    link->tx_d = NULL;
     if (link->core) {
         jn_core_link_detached_IO(link->core);
         link->core = NULL;
@@ -322,134 +321,6 @@ void jn_io_own_links_free(jn_io_own_t *own)
     }
 }
 
-/* ---- receiving ----------------------------------------------------------- */
-
-/* Our outcome of the delivery being received (it is not routed). */
-static void rx_refuse(jn_io_own_link_t *link, const char *condition, const char *description)
-{
-    JN_LOG(JN_LOG_MOD_MESSAGE, JN_LOG_INFO, JN_IO_LINK_FMT " Rejected malformed message: %s %s",
-           link->own->conn->id, link->id, condition, description);
-    if (!link->rx_settled) {
-        jn_disposition_t d = {.type = JN_DISP_REJECTED,
-                              .condition = (char *)condition,
-                              .description = (char *)description};
-        jn_amqp_state_t st;
-        state_out(&d, &st);
-        (void)jn_amqp_delivery_update(link->rx_d, &st, true);
-    }
-}
-
-/* The delivery's last frame came: route it. */
-static void rx_route(jn_io_own_link_t *link)
-{
-    jn_message_t *m = link->rx_msg;
-    link->rx_msg = NULL;
-    if (jn_message_length(m) == 0) {
-        rx_refuse(link, "amqp:decode-error",
-                  "empty delivery: a message needs at least one section");
-        jn_message_unref(m);
-        return;
-    }
-    jn_message_set_complete_unshared(m);
-    if (jn_message_parse(m, JN_DEPTH_PROPERTIES) != 0) {
-        const char *cond = jn_message_error_condition(m);
-        const char *why = jn_message_error(m);
-        rx_refuse(link, cond ? cond : "amqp:decode-error", why ? why : "malformed message");
-        jn_message_unref(m);
-        return;
-    }
-    jn_delivery_t *dlv =
-        jn_delivery_new_IO(link->core, m, link->rx_settled, link->rx_tag, link->rx_tag_len);
-    if (!dlv) {
-        jn_message_unref(m);
-        rx_refuse(link, "amqp:resource-limit-exceeded", "router out of memory");
-        return;
-    }
-    if (!link->rx_settled && !dlv_add(link, jn_delivery_ref(dlv), link->rx_d))
-        jn_delivery_unref(dlv); /* out of memory: its outcome will not reach the peer */
-    if (jn_io_loop_self_)
-        jn_delivery_set_arrival_IO(dlv, jn_io_loop_self_->pass_ns);
-    jn_core_delivery_arrived_IO(dlv);
-    jn_delivery_unref(dlv);
-}
-
-/* The first frame of a delivery: a message to fill. */
-static bool rx_begin(jn_io_own_link_t *link, jn_amqp_delivery_t *d, const jn_amqp_transfer_t *t)
-{
-    link->rx_msg = jn_message_new();
-    if (!link->rx_msg)
-        return false;
-    jn_message_set_annotation_policy(link->rx_msg, !link->own->conn->strip_inbound);
-    size_t len;
-    const uint8_t *tag = jn_amqp_delivery_tag(d, &len);
-    link->rx_tag_len = len < sizeof link->rx_tag ? len : sizeof link->rx_tag;
-    memcpy(link->rx_tag, tag, link->rx_tag_len);
-    (void)t;
-    return true;
-}
-
-/* Append the frame's payload to the message. The octets are copied once,
- * into the message's own buffers: the payload's buffers hold frame headers
- * and other frames too (docs/engine.md, round 2: the message as a view). */
-static int rx_append(jn_message_t *m, const jn_iter_t *payload)
-{
-    jn_iter_t it = *payload;
-    while (!jn_iter_end(&it)) {
-        uint8_t *p;
-        size_t cap;
-        int rc = jn_message_write_space(m, &p, &cap);
-        if (rc != 0)
-            return rc;
-        size_t n = jn_iter_copy(&it, p, cap);
-        jn_message_write_commit(m, n);
-    }
-    return 0;
-}
-
-/* Keep the peer's session window open (2.5.6): reopen it when half used. */
-static void rx_window(jn_io_own_link_t *link)
-{
-    jn_amqp_session_t *s = jn_amqp_link_session(link->l);
-    uint32_t w = link->own->session_window;
-    if (jn_amqp_session_window(s).incoming_window < w / 2)
-        (void)jn_amqp_session_set_incoming_window(s, w);
-}
-
-void jn_io_own_on_transfer(void *ctx, jn_amqp_link_t *l, jn_amqp_delivery_t *d,
-                           const jn_amqp_transfer_t *t, const jn_iter_t *payload)
-{
-    jn_io_own_t *own = ctx;
-    JN_ASSERT_IO(own->conn);
-    (void)own;
-    jn_io_own_link_t *link = jn_amqp_link_user(l);
-    if (!link || !link->core)
-        return;
-    rx_window(link);
-    if (!link->rx_msg) {
-        link->rx_d = d;
-        link->rx_settled = false;
-    }
-    if (!link->rx_msg && !rx_begin(link, d, t)) {
-        rx_refuse(link, "amqp:resource-limit-exceeded", "router out of memory");
-        return;
-    }
-    if (t->settled)
-        link->rx_settled = true;
-    if (t->aborted) {
-        jn_message_unref(link->rx_msg);
-        link->rx_msg = NULL;
-        return;
-    }
-    if (rx_append(link->rx_msg, payload) != 0) {
-        jn_message_unref(link->rx_msg);
-        link->rx_msg = NULL;
-        rx_refuse(link, "amqp:resource-limit-exceeded", "router out of memory");
-        return;
-    }
-    if (!t->more)
-        rx_route(link);
-}
-
 /* ---- sending ------------------------------------------------------------- */
 
 /* The copy in progress is done: its record stays for the outcome unless it
@@ -460,7 +331,7 @@ static void tx_done(jn_io_own_link_t *link)
     jn_message_out_fini(&link->tx_out);
     jn_io_own_dlv_t *od = link->tx_od;
     if (od && link->tx_settle_when_done)
-        dlv_settle(od, NULL);
+        jn_io_own_dlv_settle(od, NULL);
     jn_delivery_unref(link->tx_dlv); /* the work item's; the record holds its own */
     link->tx_dlv = NULL;
     link->tx_od = NULL;
@@ -526,7 +397,7 @@ static bool tx_start(jn_io_own_link_t *link)
     link->tx_slot = jn_message_stream_copy_begin(m);
     link->tx_ended = false;
     link->tx_settle_when_done = false;
-    link->tx_od = presettled ? NULL : dlv_add(link, jn_delivery_ref(dlv), d);
+    link->tx_od = presettled ? NULL : jn_io_own_dlv_add(link, jn_delivery_ref(dlv), d);
     jn_io_residence_note_IO(dlv);
     return true;
 }
@@ -543,7 +414,7 @@ static int tx_fill(jn_io_own_link_t *link)
         if (rc == 0)
             link->tx_ended = true;
         else if (rc == JN_AGAIN)
-            return 0;
+            break; /* its progress still counts: the sender's link may be paused on it */
         else if (rc < 0)
             return rc;
         else if (jn_buffer_list_append_bytes(&link->pend, p, len) != 0)
@@ -577,7 +448,7 @@ static void pend_drop(jn_io_own_link_t *link, size_t n)
 static void tx_drop(jn_io_own_link_t *link)
 {
     if (link->tx_od)
-        dlv_drop(link->tx_od);
+        jn_io_own_dlv_drop(link->tx_od);
     tx_done(link);
 }
 
@@ -648,8 +519,12 @@ void jn_io_own_on_flow(void *ctx, jn_amqp_session_t *s, jn_amqp_link_t *l, const
     (void)own;
     JN_ASSERT_IO(own->conn);
     jn_io_own_link_t *link = l ? jn_amqp_link_user(l) : NULL;
-    if (!link || link->incoming || !link->core)
+    if (!link || !link->core)
         return; /* the session's window: the pass resumes every copy */
+    if (link->incoming) {
+        jn_io_own_rx_flow_IO(link);
+        return;
+    }
     jn_amqp_link_state_t st = jn_amqp_link_state(l);
     jn_core_link_flow_IO(link->core, link->sent + st.credit, st.drain);
     jn_core_link_peer_credit_IO(link->core, link->sent + st.credit);
@@ -667,7 +542,7 @@ void jn_io_own_on_disposition(void *ctx, jn_amqp_delivery_t *d, const jn_amqp_di
         return;
     bool settled = jn_amqp_delivery_remote_settled(d);
     jn_disposition_t state = {.type = JN_DISP_NONE};
-    if ((disp->present & JN_AMQP_FIELD(4)) && state_known(disp->state.code))
+    if ((disp->present & JN_AMQP_FIELD(4)) && jn_io_own_state_known(disp->state.code))
         state_in(&disp->state, &state);
     jn_core_delivery_update_IO(od->dlv, state.type ? &state : NULL, settled);
     jn_disposition_clear(&state);
@@ -677,7 +552,7 @@ void jn_io_own_on_disposition(void *ctx, jn_amqp_delivery_t *d, const jn_amqp_di
             od->link->tx_od = NULL;
             od->link->tx_d = NULL; /* settled before its last frame: dropped */
         }
-        dlv_drop(od);
+        jn_io_own_dlv_drop(od);
     }
 }
 
@@ -701,17 +576,10 @@ static void work_update(jn_io_own_link_t *link, jn_work_t *w)
             link->tx_settle_when_done = true;
             return;
         }
-        dlv_settle(od, NULL);
+        jn_io_own_dlv_settle(od, NULL);
         return;
     }
-    jn_amqp_state_t st;
-    bool known = state_known(w->disp.type);
-    if (known)
-        state_out(&w->disp, &st);
-    if (w->settled)
-        dlv_settle(od, known ? &st : NULL);
-    else
-        (void)jn_amqp_delivery_update(od->d, known ? &st : NULL, false);
+    jn_io_own_rx_update_IO(link, od, w);
 }
 
 /* ---- the core's work ----------------------------------------------------- */
@@ -742,22 +610,6 @@ static void work_open(jn_io_own_link_t *link, jn_work_t *w)
         jn_iter_init_string(&a.source.address, w->address, JN_VIEW_RAW);
     }
     (void)jn_amqp_link_attach(link->l, &a, 0);
-}
-
-static void work_credit(jn_io_own_link_t *link, jn_work_t *w)
-{
-    if (!link->l)
-        return;
-    jn_amqp_link_state_t st = jn_amqp_link_state(link->l);
-    if (w->drain) {
-        /* credit 1 (a broker's link): down to 0 without the drain flag;
-         * credit 0 (the address lost its last consumer): the sender keeps
-         * what it was granted, with the drain flag, as 1.19 (and the
-         * proton path, io_recv.c) holds it (2.6.7) */
-        (void)jn_amqp_link_flow(link->l, w->credit ? 0 : st.credit, w->credit == 0, false);
-        return;
-    }
-    (void)jn_amqp_link_flow(link->l, st.credit + w->credit, false, false);
 }
 
 static void work_drained(jn_io_own_link_t *link)
@@ -820,7 +672,8 @@ void jn_io_own_work_IO(jn_io_own_t *own, jn_work_t *w)
         }
         break;
     case JN_WORK_LINK_CREDIT:
-        work_credit(link, w);
+        if (link->incoming)
+            jn_io_own_rx_credit_IO(link, w->credit, w->drain);
         break;
     case JN_WORK_LINK_DRAINED:
         work_drained(link);

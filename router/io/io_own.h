@@ -63,6 +63,7 @@ struct jn_io_own_link {
     jn_message_t *rx_msg;
     jn_delivery_t *rx_dlv;
     jn_disposition_t rx_final;
+    jn_disposition_t rx_state; /* the sender's, from a frame before routing */
     size_t rx_trimmed_at; /* message length at the last trim */
     bool rx_settled;      /* the peer settled it */
     bool rx_discard;      /* not routed, or no longer read: octets dropped */
@@ -167,13 +168,20 @@ void jn_io_own_links_free(jn_io_own_t *own);
  * jn_io_own_dlv_drop: forget od (its engine delivery is or is about to be
  * freed), dropping its reference. jn_io_own_dlv_settle: our disposition
  * with settle (state may be NULL), then forget od.
- * jn_io_own_state_out: the core's outcome d as the engine's state st
- * (borrowing d's strings). jn_io_own_state_known: whether the core knows
- * a state by its descriptor code. */
+ * jn_io_own_state_out: the core's state d as the engine's st, every field
+ * (io_state.c's): st borrows d's strings and octets, and *heap (NULL, or
+ * octets st refers to that the caller frees after using st); false when
+ * the state does not go (none, a transaction's, out of memory).
+ * jn_io_own_state_in: the engine's st (views valid in the callback only)
+ * as the core's d, every field copied to the heap (jn_disposition_clear
+ * frees them); false, d as none, for one the core does not carry (a
+ * symbolic descriptor, a transaction's). jn_io_own_state_known: whether
+ * the code is one of the five states of 3.4. */
 jn_io_own_dlv_t *jn_io_own_dlv_add(jn_io_own_link_t *link, jn_delivery_t *dlv, jn_amqp_delivery_t *d);
 void jn_io_own_dlv_drop(jn_io_own_dlv_t *od);
 void jn_io_own_dlv_settle(jn_io_own_dlv_t *od, const jn_amqp_state_t *state);
-void jn_io_own_state_out(const jn_disposition_t *d, jn_amqp_state_t *st);
+bool jn_io_own_state_out(const jn_disposition_t *d, jn_amqp_state_t *st, uint8_t **heap);
+bool jn_io_own_state_in(const jn_amqp_state_t *st, jn_disposition_t *d);
 bool jn_io_own_state_known(uint64_t code);
 
 /* io_own_rx.c, the receive side of an own link (the loop's thread, but

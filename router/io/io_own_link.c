@@ -78,12 +78,56 @@ void jn_io_own_dlv_settle(jn_io_own_dlv_t *od, const jn_amqp_state_t *state)
 
 /* ---- delivery states ----------------------------------------------------- */
 
-/* The engine's state (as decoded) as the core's: outcome and the fields the
- * core carries (rejected's error, modified's flags, received's position). */
-static void state_in(const jn_amqp_state_t *st, jn_disposition_t *d)
+/* A heap copy of the view's octets in *out, *len (none: NULL, 0). */
+static void copy_octets(const jn_iter_t *v, uint8_t **out, size_t *len)
+{
+    jn_iter_t it = *v;
+    size_t n = jn_iter_length(&it);
+    *out = n ? malloc(n) : NULL;
+    *len = *out ? jn_iter_copy(&it, *out, n) : 0;
+}
+
+/* d's extra fields, allocated when first needed (NULL: out of memory). */
+static jn_disposition_extra_t *extra_of(jn_disposition_t *d)
+{
+    if (!d->extra)
+        d->extra = calloc(1, sizeof *d->extra);
+    return d->extra;
+}
+
+/* The value of a state the spec does not define, as the core carries it
+ * (what follows its numeric descriptor, io_state.c): *out, *len on the
+ * heap; none when the encoding is not a described value with a ulong
+ * descriptor. */
+static void unknown_value(const jn_iter_t *encoded, uint8_t **out, size_t *len)
+{
+    uint8_t *all;
+    size_t n;
+    copy_octets(encoded, &all, &n);
+    size_t skip = n >= 2 && all[0] == 0x00 ? (all[1] == 0x53 ? 3 : all[1] == 0x80 ? 10 : 0) : 0;
+    *out = NULL;
+    *len = 0;
+    if (skip && n > skip && (*out = malloc(n - skip)) != NULL) {
+        memcpy(*out, all + skip, n - skip);
+        *len = n - skip;
+    }
+    free(all);
+}
+
+bool jn_io_own_state_known(uint64_t code)
+{
+    return code == JN_DISP_ACCEPTED || code == JN_DISP_REJECTED || code == JN_DISP_RELEASED ||
+           code == JN_DISP_MODIFIED || code == JN_DISP_RECEIVED;
+}
+
+bool jn_io_own_state_in(const jn_amqp_state_t *st, jn_disposition_t *d)
 {
     memset(d, 0, sizeof *d);
+    if (st->symbolic || st->code == 0 || st->code == JN_AMQP_DECLARED ||
+        st->code == JN_AMQP_TRANSACTIONAL_STATE)
+        return false; /* not carried by the core (no coordinator here) */
     d->type = st->code;
+    jn_disposition_extra_t *x;
     if (st->code == JN_AMQP_REJECTED && (st->present & JN_AMQP_FIELD(0))) {
         char buf[256];
         jn_iter_copy_string(&st->error.condition, buf, sizeof buf);
@@ -92,17 +136,34 @@ static void state_in(const jn_amqp_state_t *st, jn_disposition_t *d)
             jn_iter_copy_string(&st->error.description, buf, sizeof buf);
             d->description = strdup(buf);
         }
+        if ((st->error.present & JN_AMQP_FIELD(2)) && (x = extra_of(d)))
+            copy_octets(&st->error.info, &x->info, &x->info_len);
     } else if (st->code == JN_AMQP_MODIFIED) {
         d->delivery_failed = st->delivery_failed;
         d->undeliverable_here = st->undeliverable_here;
+        if ((st->present & JN_AMQP_FIELD(2)) && (x = extra_of(d)))
+            copy_octets(&st->message_annotations, &x->annotations, &x->annotations_len);
+    } else if (st->code == JN_AMQP_RECEIVED) {
+        if ((x = extra_of(d))) {
+            x->has_section = true;
+            x->section_number = st->section_number;
+            x->section_offset = st->section_offset;
+        }
+    } else if (!jn_io_own_state_known(st->code) && (x = extra_of(d))) {
+        unknown_value(&st->encoded, &x->data, &x->data_len);
     }
+    return true;
 }
 
-/* The core's outcome as the engine's state (borrowing d's strings). */
-void jn_io_own_state_out(const jn_disposition_t *d, jn_amqp_state_t *st)
+bool jn_io_own_state_out(const jn_disposition_t *d, jn_amqp_state_t *st, uint8_t **heap)
 {
     memset(st, 0, sizeof *st);
+    *heap = NULL;
     st->code = d->type;
+    const jn_disposition_extra_t *x = d->extra;
+    if (d->type == JN_DISP_NONE || d->type == JN_AMQP_DECLARED ||
+        d->type == JN_AMQP_TRANSACTIONAL_STATE)
+        return false;
     if (d->type == JN_DISP_REJECTED && d->condition) {
         st->present = JN_AMQP_FIELD(0);
         st->error.present = JN_AMQP_FIELD(0);
@@ -111,21 +172,41 @@ void jn_io_own_state_out(const jn_disposition_t *d, jn_amqp_state_t *st)
             st->error.present |= JN_AMQP_FIELD(1);
             jn_iter_init_string(&st->error.description, d->description, JN_VIEW_RAW);
         }
+        if (x && x->info_len) {
+            st->error.present |= JN_AMQP_FIELD(2);
+            jn_iter_init_bytes(&st->error.info, x->info, x->info_len, JN_VIEW_RAW);
+        }
     } else if (d->type == JN_DISP_MODIFIED) {
         st->present = JN_AMQP_FIELD(0) | JN_AMQP_FIELD(1);
         st->delivery_failed = d->delivery_failed;
         st->undeliverable_here = d->undeliverable_here;
-    } else if (d->type == JN_DISP_RECEIVED && d->extra && d->extra->has_section) {
+        if (x && x->annotations_len) {
+            st->present |= JN_AMQP_FIELD(2);
+            jn_iter_init_bytes(&st->message_annotations, x->annotations, x->annotations_len,
+                               JN_VIEW_RAW);
+        }
+    } else if (d->type == JN_DISP_RECEIVED && x && x->has_section) {
         st->present = JN_AMQP_FIELD(0) | JN_AMQP_FIELD(1);
-        st->section_number = d->extra->section_number;
-        st->section_offset = d->extra->section_offset;
+        st->section_number = x->section_number;
+        st->section_offset = x->section_offset;
+    } else if (!jn_io_own_state_known(d->type)) {
+        /* another state: its numeric descriptor and value, as it came */
+        size_t vlen = x && x->data_len ? x->data_len : 1;
+        uint8_t *o = malloc(10 + vlen);
+        if (!o)
+            return false;
+        o[0] = 0x00;
+        o[1] = 0x80; /* ulong */
+        for (int i = 0; i < 8; i++)
+            o[2 + i] = (uint8_t)(d->type >> (56 - 8 * i));
+        if (x && x->data_len)
+            memcpy(o + 10, x->data, x->data_len);
+        else
+            o[10] = 0x40; /* null */
+        jn_iter_init_bytes(&st->encoded, o, 10 + vlen, JN_VIEW_RAW);
+        *heap = o;
     }
-}
-
-bool jn_io_own_state_known(uint64_t code)
-{
-    return code == JN_DISP_ACCEPTED || code == JN_DISP_REJECTED || code == JN_DISP_RELEASED ||
-           code == JN_DISP_MODIFIED || code == JN_DISP_RECEIVED;
+    return true;
 }
 
 /* ---- attach and detach --------------------------------------------------- */
@@ -381,6 +462,14 @@ static bool tx_start(jn_io_own_link_t *link)
         link->txq_tail = NULL;
     free(q);
     link->sent++;
+    const jn_disposition_t *state = jn_delivery_state(dlv);
+    if (JN_UNLIKELY(state != NULL) && rc == 0) { /* the sender's: on our first transfer too */
+        jn_amqp_state_t st;
+        uint8_t *heap;
+        if (jn_io_own_state_out(state, &st, &heap))
+            (void)jn_amqp_delivery_set_state(d, &st); /* out of memory: sent without it */
+        free(heap);
+    }
     if (rc == 0)
         rc = jn_ra_compose(jn_message_annotations(m), &hop, &ann);
     if (rc == 0)
@@ -542,8 +631,8 @@ void jn_io_own_on_disposition(void *ctx, jn_amqp_delivery_t *d, const jn_amqp_di
         return;
     bool settled = jn_amqp_delivery_remote_settled(d);
     jn_disposition_t state = {.type = JN_DISP_NONE};
-    if ((disp->present & JN_AMQP_FIELD(4)) && jn_io_own_state_known(disp->state.code))
-        state_in(&disp->state, &state);
+    if ((disp->present & JN_AMQP_FIELD(4)) && !jn_io_own_state_in(&disp->state, &state))
+        jn_disposition_clear(&state); /* one the core does not carry: as none */
     jn_core_delivery_update_IO(od->dlv, state.type ? &state : NULL, settled);
     jn_disposition_clear(&state);
     if (settled) {

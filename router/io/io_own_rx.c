@@ -25,6 +25,7 @@
  */
 #include "io_own.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- credit and window --------------------------------------------------- */
@@ -214,6 +215,13 @@ static void rx_try_route(jn_io_own_link_t *link, bool all_in)
         rx_reject(link, "amqp:resource-limit-exceeded", "router out of memory");
         return;
     }
+    if (JN_UNLIKELY(link->rx_state.type != JN_DISP_NONE)) { /* every copy carries it */
+        if (jn_delivery_set_state_IO(dlv, &link->rx_state) != 0)
+            JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_ERROR,
+                   JN_IO_LINK_FMT " Out of memory for a delivery's state: forwarded without it",
+                   link->own->conn->id, link->id);
+        jn_disposition_clear(&link->rx_state);
+    }
     link->rx_dlv = dlv;
     if (!link->rx_settled && !jn_io_own_dlv_add(link, jn_delivery_ref(dlv), link->rx_d))
         jn_delivery_unref(dlv); /* out of memory: its outcome will not reach the peer */
@@ -242,9 +250,8 @@ static void rx_finish(jn_io_own_link_t *link, bool aborted)
     link->rx_msg = NULL;
     const jn_disposition_t *fin = &link->rx_final;
     jn_amqp_state_t st;
-    bool known = fin->type != JN_DISP_NONE && jn_io_own_state_known(fin->type);
-    if (known)
-        jn_io_own_state_out(fin, &st);
+    uint8_t *heap;
+    bool known = jn_io_own_state_out(fin, &st, &heap);
     bool ours = link->rx_settle_pending && !aborted && !link->rx_settled;
     if (dlv && (aborted || link->rx_discard || (link->rx_settled && !jn_delivery_presettled(dlv)))) {
         jn_disposition_t none = {.type = JN_DISP_NONE};
@@ -260,9 +267,11 @@ static void rx_finish(jn_io_own_link_t *link, bool aborted)
     } else if (!dlv && ours) {
         (void)jn_amqp_delivery_update(link->rx_d, known ? &st : NULL, true);
     }
+    free(heap);
     if (!dlv)
         credit_back(link);
     jn_disposition_clear(&link->rx_final);
+    jn_disposition_clear(&link->rx_state);
     jn_delivery_unref(dlv);
     link->rx_dlv = NULL;
     link->rx_d = NULL;
@@ -347,6 +356,11 @@ void jn_io_own_on_transfer(void *ctx, jn_amqp_link_t *l, jn_amqp_delivery_t *d,
         return; /* the rest of one ended early (never here: its link detached) */
     if (t->settled)
         link->rx_settled = true;
+    if (JN_UNLIKELY(t->present & JN_AMQP_FIELD(7)) && !link->rx_dlv) { /* the latest counts */
+        jn_disposition_clear(&link->rx_state);
+        if (!jn_io_own_state_in(&t->state, &link->rx_state))
+            jn_disposition_clear(&link->rx_state);
+    }
     if (t->aborted) {
         if (link->rx_dlv && link->rx_msg) {
             jn_message_set_aborted(link->rx_msg);
@@ -386,13 +400,13 @@ void jn_io_own_rx_update_IO(jn_io_own_link_t *link, jn_io_own_dlv_t *od, jn_work
         }
     }
     jn_amqp_state_t st;
-    bool known = jn_io_own_state_known(w->disp.type);
-    if (known)
-        jn_io_own_state_out(&w->disp, &st);
+    uint8_t *heap;
+    bool known = jn_io_own_state_out(&w->disp, &st, &heap);
     if (w->settled)
         jn_io_own_dlv_settle(od, known ? &st : NULL);
     else
         (void)jn_amqp_delivery_update(od->d, known ? &st : NULL, false);
+    free(heap);
 }
 
 /* ---- the pass's end and the link's end ----------------------------------- */
@@ -460,6 +474,7 @@ void jn_io_own_rx_gone(jn_io_own_link_t *link)
     }
     jn_message_unref(link->rx_msg);
     jn_disposition_clear(&link->rx_final);
+    jn_disposition_clear(&link->rx_state);
     link->rx_msg = NULL;
     link->rx_dlv = NULL;
     link->rx_d = NULL;

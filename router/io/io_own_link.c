@@ -13,6 +13,7 @@
 #include "io_own.h"
 
 #include <junction/annotations.h>
+#include <junction/pool.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,11 +26,32 @@
 
 /* ---- records ------------------------------------------------------------- */
 
+/* The per-delivery objects come from pools (junction/pool.h): one record
+ * per unsettled delivery each way and one queue entry per copy. */
+static _Atomic(jn_pool_t *) dlv_pool, tx_pool;
+
+static jn_pool_t *dlv_pool_get(void)
+{
+    return jn_pool_get_once(&dlv_pool, "jn_io_own_dlv", sizeof(jn_io_own_dlv_t), 0);
+}
+
+static jn_pool_t *tx_pool_get(void)
+{
+    return jn_pool_get_once(&tx_pool, "jn_io_own_tx", sizeof(jn_io_own_tx_t), 0);
+}
+
+static void tx_entry_free(jn_io_own_tx_t *q)
+{
+    jn_pool_free(atomic_load_explicit(&tx_pool, memory_order_acquire), q);
+}
+
 jn_io_own_dlv_t *jn_io_own_dlv_add(jn_io_own_link_t *link, jn_delivery_t *dlv, jn_amqp_delivery_t *d)
 {
-    jn_io_own_dlv_t *od = calloc(1, sizeof *od);
+    jn_pool_t *pool = dlv_pool_get();
+    jn_io_own_dlv_t *od = pool ? jn_pool_alloc(pool) : NULL;
     if (!od)
         return NULL;
+    od->prev = NULL;
     od->link = link;
     od->dlv = dlv;
     od->d = d;
@@ -59,7 +81,7 @@ void jn_io_own_dlv_drop(jn_io_own_dlv_t *od)
     if (link->tx_od == od)
         link->tx_od = NULL;
     jn_delivery_unref(od->dlv);
-    free(od);
+    jn_pool_free(atomic_load_explicit(&dlv_pool, memory_order_acquire), od);
 }
 
 /* Our disposition of od's delivery with settle (state may be NULL): the
@@ -350,7 +372,7 @@ static void link_gone(jn_io_own_link_t *link)
         jn_io_own_tx_t *q = link->txq;
         link->txq = q->next;
         jn_delivery_unref(q->dlv);
-        free(q);
+        tx_entry_free(q);
     }
     link->txq_tail = NULL;
     link->l = NULL;
@@ -460,7 +482,7 @@ static bool tx_start(jn_io_own_link_t *link)
     link->txq = q->next;
     if (!link->txq)
         link->txq_tail = NULL;
-    free(q);
+    tx_entry_free(q);
     link->sent++;
     const jn_disposition_t *state = jn_delivery_state(dlv);
     if (JN_UNLIKELY(state != NULL) && rc == 0) { /* the sender's: on our first transfer too */
@@ -718,11 +740,13 @@ static void work_send(jn_io_own_link_t *link, jn_work_t *w)
         tx_fail(link, dlv);
         return;
     }
-    jn_io_own_tx_t *q = calloc(1, sizeof *q);
+    jn_pool_t *pool = tx_pool_get();
+    jn_io_own_tx_t *q = pool ? jn_pool_alloc(pool) : NULL;
     if (!q) {
         tx_fail(link, dlv);
         return;
     }
+    q->next = NULL;
     q->dlv = dlv;
     q->settled = settled;
     if (link->txq_tail)

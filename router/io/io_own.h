@@ -1,8 +1,8 @@
 /*
  * io_own.h — connections on Junction's own AMQP engine (docs/engine.md,
- * stage 2b(ii) round 1), shared by io_own.c (the switch, the connection:
- * socket, pass, open and close), io_own_link.c (links, deliveries and the
- * core's work) and the files that hand such a connection over
+ * stage 2b(ii)), shared by io_own.c (the switch, the connection: socket,
+ * pass, open and close), io_own_link.c (links, deliveries sent, states and
+ * the core's work), io_own_rx.c (deliveries received) and the files that hand such a connection over
  * (io_endpoint.c at accept, io_loop.c for its pass, io_conn.c when it is
  * freed). Nothing else in router/io sees these structs.
  *

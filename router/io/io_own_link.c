@@ -1,14 +1,15 @@
 /*
  * io_own_link.c — links and deliveries of a connection on Junction's own
- * engine (docs/engine.md, stage 2b(ii) round 1), mapped to the core's as
- * the proton path maps proton's (io_link.c, io_recv.c, io_send.c,
- * io_state.c): the peer's attach reported with its terminus address and
- * answered when the core opens the link; credit both ways; a delivery
- * received whole and then routed; copies sent as their octets arrive;
- * dispositions and settlement both ways; a detach, an end or the
- * connection's loss letting go of what the link held. The structs are in
- * io_own.h; the engine calls the on_* functions on the connection's loop
- * thread, inside jn_amqp_transport_process.
+ * engine (docs/engine.md, stage 2b(ii)), mapped to the core's as the
+ * proton path maps proton's (io_link.c, io_send.c, io_state.c): the peer's
+ * attach reported with its terminus address and answered when the core
+ * opens the link; the peer's credit; copies sent as their octets arrive,
+ * with the sender's state on their first transfer; delivery states with
+ * every field, dispositions and settlement both ways; a detach, an end or
+ * the connection's loss letting go of what the link held. Receiving is in
+ * io_own_rx.c (as io_recv.c). The structs are in io_own.h; the engine calls
+ * the on_* functions on the connection's loop thread, inside
+ * jn_amqp_transport_process.
  */
 #include "io_own.h"
 

@@ -129,6 +129,7 @@ void jn_amqp_delivery_free(jn_amqp_delivery_t *d)
         dtable_remove(table_of(d), d->id);
     if (d->link->current == d)
         d->link->current = NULL;
+    free(d->state);
     jn_pool_free(dpool(), d);
 }
 

@@ -60,6 +60,8 @@ struct jn_amqp_delivery {
     uint8_t tag_len;
     uint8_t tag[JN_AMQP_TAG_MAX];
     uint32_t message_format;
+    uint32_t state_len; /* outgoing: the state for its first frame (0: none) */
+    uint8_t *state;     /* owned, encoded; NULL when state_len is 0 */
     void *user;
 };
 

@@ -174,6 +174,28 @@ int jn_amqp_delivery_new(jn_amqp_link_t *l, const void *tag, size_t tag_len,
     return 0;
 }
 
+int jn_amqp_delivery_set_state(jn_amqp_delivery_t *d, const jn_amqp_state_t *state)
+{
+    if (!d->outgoing || d->started)
+        return JN_EPERM;
+    jn_encoder_t e;
+    jn_encoder_init(&e);
+    int rc = jn_amqp_state_encode(&e, state);
+    size_t len = 0;
+    const uint8_t *enc = jn_encoder_data(&e, &len);
+    uint8_t *copy = rc == 0 && len ? malloc(len) : NULL;
+    if (rc == 0 && !copy)
+        rc = len ? JN_ENOMEM : JN_EINVAL;
+    if (rc == 0) {
+        memcpy(copy, enc, len);
+        free(d->state);
+        d->state = copy;
+        d->state_len = (uint32_t)len;
+    }
+    jn_encoder_free(&e);
+    return rc;
+}
+
 /* The next run of it's octets (a raw view) at *p, its buffer in *buf (NULL
  * for plain bytes); 0 at its end. */
 static size_t next_run(jn_iter_t *it, const uint8_t **p, const jn_buffer_t **buf)
@@ -240,8 +262,12 @@ static size_t put_uint(uint8_t *o, uint32_t v)
  * a later one handle alone; more=true ends either. A list8 always holds
  * it: at most 3 + 3 + 5 + 5 + 2 + JN_AMQP_TAG_MAX + 5 + 1 + 1 octets after
  * the header's 8. */
+static int compose_transfer_state(jn_amqp_conn_t *c, const jn_amqp_delivery_t *d, bool more);
+
 static int compose_transfer(jn_amqp_conn_t *c, const jn_amqp_delivery_t *d, bool more)
 {
+    if (JN_UNLIKELY(d->state_len) && !d->started)
+        return compose_transfer_state(c, d, more);
     uint8_t o[JN_AMQP_FRAME_HEADER_SIZE + 64];
     uint16_t channel = d->link->session->channel;
     /* the frame header (2.3.1), its size written when the payload is known */
@@ -281,6 +307,35 @@ static int compose_transfer(jn_amqp_conn_t *c, const jn_amqp_delivery_t *d, bool
     o[size_at] = (uint8_t)(n - count_at);
     o[count_at] = count;
     jn_enc_raw(&c->out, o, n);
+    return jn_encoder_error(&c->out);
+}
+
+/* compose_transfer for a first frame with a state (jn_amqp_delivery_set_state):
+ * the fields up to state (7), rcv-settle-mode null, in a list32 since a
+ * state may be of any size. */
+static int compose_transfer_state(jn_amqp_conn_t *c, const jn_amqp_delivery_t *d, bool more)
+{
+    uint8_t f[64]; /* 5 + 5 + 2 + JN_AMQP_TAG_MAX + 5 + 3 */
+    size_t k = put_uint(f, d->link->handle);
+    k += put_uint(f + k, d->link->session->next_delivery_id);
+    f[k++] = 0xa0; /* vbin8 */
+    f[k++] = (uint8_t)d->tag_len;
+    memcpy(f + k, d->tag, d->tag_len);
+    k += d->tag_len;
+    k += put_uint(f + k, d->message_format);
+    f[k++] = d->settled ? 0x41 : 0x40; /* settled: true or null */
+    f[k++] = more ? 0x41 : 0x40;       /* more: true or null */
+    f[k++] = 0x40;                     /* rcv-settle-mode: null */
+    uint16_t channel = d->link->session->channel;
+    uint32_t size = (uint32_t)(4 + k + d->state_len); /* after the size: count, fields */
+    const uint8_t o[] = {0, 0, 0, 0, 2, JN_AMQP_FRAME_AMQP, (uint8_t)(channel >> 8),
+                         (uint8_t)channel, 0x00, 0x53, (uint8_t)JN_AMQP_TRANSFER,
+                         0xd0, /* list32: size and count follow */
+                         (uint8_t)(size >> 24), (uint8_t)(size >> 16), (uint8_t)(size >> 8),
+                         (uint8_t)size, 0, 0, 0, 8};
+    jn_enc_raw(&c->out, o, sizeof o);
+    jn_enc_raw(&c->out, f, k);
+    jn_enc_raw(&c->out, d->state, d->state_len);
     return jn_encoder_error(&c->out);
 }
 

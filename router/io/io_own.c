@@ -226,6 +226,11 @@ int jn_io_own_attach(jn_io_conn_t *conn)
     own->conn = conn;
     own->next_link_id = 1;
     own->session_window = cfg->max_session_frames ? cfg->max_session_frames : JN_IO_SESSION_FRAMES;
+    if (!cfg->max_session_frames && cfg->max_frame_size && /* as io_link.c bounds it */
+        (uint64_t)own->session_window * cfg->max_frame_size > JN_IO_SESSION_CAPACITY_MAX)
+        own->session_window = JN_IO_SESSION_CAPACITY_MAX / cfg->max_frame_size > 2
+                                  ? JN_IO_SESSION_CAPACITY_MAX / cfg->max_frame_size
+                                  : 2;
     jn_amqp_conn_config_t ac = {
         .container_id = conn->io->container_id,
         .max_frame_size = cfg->max_frame_size,
@@ -437,6 +442,7 @@ bool jn_io_own_pass_IO(jn_io_loop_t *loop, jn_io_conn_t *conn)
         own_close(own, "amqp:connection:forced", "router shutting down",
                   atomic_load_explicit(&conn->io->forcing, memory_order_relaxed));
     own_work(own);
+    jn_io_own_rx_flush_IO(own);
     jn_io_own_tx_resume_IO(own);
     own_tick(own, now);
     bool done = jn_amqp_transport_finished(own->t) && output_empty(own);

@@ -1,8 +1,8 @@
 /*
  * io_own.h — connections on Junction's own AMQP engine (docs/engine.md,
- * stage 2b(ii) round 1), shared by io_own.c (the switch, the connection:
- * socket, pass, open and close), io_own_link.c (links, deliveries and the
- * core's work) and the files that hand such a connection over
+ * stage 2b(ii)), shared by io_own.c (the switch, the connection: socket,
+ * pass, open and close), io_own_link.c (links, deliveries sent, states and
+ * the core's work), io_own_rx.c (deliveries received) and the files that hand such a connection over
  * (io_endpoint.c at accept, io_loop.c for its pass, io_conn.c when it is
  * freed). Nothing else in router/io sees these structs.
  *
@@ -55,12 +55,30 @@ struct jn_io_own_link {
     uint8_t *attach;      /* the peer's attach, encoded (owned), for our answer */
     size_t attach_len;
     jn_io_own_dlv_t *dlvs; /* unsettled deliveries */
-    /* incoming: the delivery being received */
-    jn_message_t *rx_msg;
+    /* incoming: the delivery being received (io_own_rx.c), from its first
+     * frame (rx_d set) to its last: the message while octets still come
+     * (our reference), the core's delivery once routed (a reference), the
+     * outcome to settle with once the last octet is in */
     jn_amqp_delivery_t *rx_d;
-    bool rx_settled;
+    jn_message_t *rx_msg;
+    jn_delivery_t *rx_dlv;
+    jn_disposition_t rx_final;
+    jn_disposition_t rx_state; /* the sender's, from a frame before routing */
+    size_t rx_trimmed_at; /* message length at the last trim */
+    bool rx_settled;      /* the peer settled it */
+    bool rx_discard;      /* not routed, or no longer read: octets dropped */
+    bool rx_settle_pending;
+    bool rx_notify; /* octets for the core's copies since the last pass */
+    bool rx_paused; /* copies behind by JN_IO_RX_HIGH_WATER: window held */
     uint8_t rx_tag[JN_AMQP_TAG_MAX];
     size_t rx_tag_len;
+    /* incoming: holding (io_recv.c's budget and credit meter, the same
+     * marks) and the listener's maxMessageSize */
+    jn_rx_budget_t *budget;
+    bool rx_stopped; /* over the budget: credit and window held */
+    uint32_t credit_deferred;
+    size_t rx_avg_size;
+    uint64_t max_message_size;
     /* outgoing: credit used (deliveries begun, and credit drained) */
     uint64_t sent;
     /* outgoing: the copy being sent, its octets composed and not yet
@@ -87,6 +105,7 @@ struct jn_io_own {
     bool close_sent;         /* our close is in the output */
     bool cut;                /* end the transport once the output is out */
     bool refused_logged;
+    bool rx_busy; /* a link has work for the pass's end (jn_io_own_rx_flush_IO) */
 };
 
 /* jn_io_engine_own_default: whether connections the switch may take run on
@@ -142,6 +161,48 @@ void jn_io_own_work_IO(jn_io_own_t *own, jn_work_t *w);
  * must on jn_core_conn_closed_IO, and hears of no link again) and the
  * links freed. The loop's thread, or the thread freeing the connection. */
 void jn_io_own_links_free(jn_io_own_t *own);
+
+/* Shared by io_own_link.c and io_own_rx.c (the loop's thread):
+ * jn_io_own_dlv_add: record dlv (a reference, taken over) for the engine's
+ * d on link; NULL when out of memory (the reference is not taken then).
+ * jn_io_own_dlv_drop: forget od (its engine delivery is or is about to be
+ * freed), dropping its reference. jn_io_own_dlv_settle: our disposition
+ * with settle (state may be NULL), then forget od.
+ * jn_io_own_state_out: the core's state d as the engine's st, every field
+ * (io_state.c's): st borrows d's strings and octets, and *heap (NULL, or
+ * octets st refers to that the caller frees after using st); false when
+ * the state does not go (none, a transaction's, out of memory).
+ * jn_io_own_state_in: the engine's st (views valid in the callback only)
+ * as the core's d, every field copied to the heap (jn_disposition_clear
+ * frees them); false, d as none, for one the core does not carry (a
+ * symbolic descriptor, a transaction's). jn_io_own_state_known: whether
+ * the code is one of the five states of 3.4. */
+jn_io_own_dlv_t *jn_io_own_dlv_add(jn_io_own_link_t *link, jn_delivery_t *dlv, jn_amqp_delivery_t *d);
+void jn_io_own_dlv_drop(jn_io_own_dlv_t *od);
+void jn_io_own_dlv_settle(jn_io_own_dlv_t *od, const jn_amqp_state_t *state);
+bool jn_io_own_state_out(const jn_disposition_t *d, jn_amqp_state_t *st, uint8_t **heap);
+bool jn_io_own_state_in(const jn_amqp_state_t *st, jn_disposition_t *d);
+bool jn_io_own_state_known(uint64_t code);
+
+/* io_own_rx.c, the receive side of an own link (the loop's thread, but
+ * for jn_io_own_rx_gone below):
+ * jn_io_own_rx_init_IO: a new incoming link: its budget (left unbounded
+ * when out of memory) and maxMessageSize. jn_io_own_rx_gone: the link
+ * is going: the delivery being received ends (its copies are aborted),
+ * the budget is let go; idempotent (also on the thread freeing the
+ * connection, as jn_io_own_links_free). jn_io_own_rx_credit_IO: the core's
+ * JN_WORK_LINK_CREDIT (metered as io_recv.c's jn_io_rx_credit_IO).
+ * jn_io_own_rx_flow_IO: the peer's flow on an incoming link (credit held
+ * back may go now). jn_io_own_rx_update_IO: the core's outcome for od, an
+ * incoming delivery's record (JN_WORK_DELIVERY_UPDATE).
+ * jn_io_own_rx_flush_IO: the pass's end: the core told of new octets
+ * (once per pass), paused and stopped links resumed when they may. */
+void jn_io_own_rx_init_IO(jn_io_own_link_t *link);
+void jn_io_own_rx_gone(jn_io_own_link_t *link);
+void jn_io_own_rx_credit_IO(jn_io_own_link_t *link, uint32_t credit, bool drain);
+void jn_io_own_rx_flow_IO(jn_io_own_link_t *link);
+void jn_io_own_rx_update_IO(jn_io_own_link_t *link, jn_io_own_dlv_t *od, jn_work_t *w);
+void jn_io_own_rx_flush_IO(jn_io_own_t *own);
 
 /* jn_io_own_tx_resume_IO: send more of the copies in progress (after the
  * peer's flow opened its window). */

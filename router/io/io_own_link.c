@@ -1,18 +1,20 @@
 /*
  * io_own_link.c — links and deliveries of a connection on Junction's own
- * engine (docs/engine.md, stage 2b(ii) round 1), mapped to the core's as
- * the proton path maps proton's (io_link.c, io_recv.c, io_send.c,
- * io_state.c): the peer's attach reported with its terminus address and
- * answered when the core opens the link; credit both ways; a delivery
- * received whole and then routed; copies sent as their octets arrive;
- * dispositions and settlement both ways; a detach, an end or the
- * connection's loss letting go of what the link held. The structs are in
- * io_own.h; the engine calls the on_* functions on the connection's loop
- * thread, inside jn_amqp_transport_process.
+ * engine (docs/engine.md, stage 2b(ii)), mapped to the core's as the
+ * proton path maps proton's (io_link.c, io_send.c, io_state.c): the peer's
+ * attach reported with its terminus address and answered when the core
+ * opens the link; the peer's credit; copies sent as their octets arrive,
+ * with the sender's state on their first transfer; delivery states with
+ * every field, dispositions and settlement both ways; a detach, an end or
+ * the connection's loss letting go of what the link held. Receiving is in
+ * io_own_rx.c (as io_recv.c). The structs are in io_own.h; the engine calls
+ * the on_* functions on the connection's loop thread, inside
+ * jn_amqp_transport_process.
  */
 #include "io_own.h"
 
 #include <junction/annotations.h>
+#include <junction/pool.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,11 +27,32 @@
 
 /* ---- records ------------------------------------------------------------- */
 
-static jn_io_own_dlv_t *dlv_add(jn_io_own_link_t *link, jn_delivery_t *dlv, jn_amqp_delivery_t *d)
+/* The per-delivery objects come from pools (junction/pool.h): one record
+ * per unsettled delivery each way and one queue entry per copy. */
+static _Atomic(jn_pool_t *) dlv_pool, tx_pool;
+
+static jn_pool_t *dlv_pool_get(void)
 {
-    jn_io_own_dlv_t *od = calloc(1, sizeof *od);
+    return jn_pool_get_once(&dlv_pool, "jn_io_own_dlv", sizeof(jn_io_own_dlv_t), 0);
+}
+
+static jn_pool_t *tx_pool_get(void)
+{
+    return jn_pool_get_once(&tx_pool, "jn_io_own_tx", sizeof(jn_io_own_tx_t), 0);
+}
+
+static void tx_entry_free(jn_io_own_tx_t *q)
+{
+    jn_pool_free(atomic_load_explicit(&tx_pool, memory_order_acquire), q);
+}
+
+jn_io_own_dlv_t *jn_io_own_dlv_add(jn_io_own_link_t *link, jn_delivery_t *dlv, jn_amqp_delivery_t *d)
+{
+    jn_pool_t *pool = dlv_pool_get();
+    jn_io_own_dlv_t *od = pool ? jn_pool_alloc(pool) : NULL;
     if (!od)
         return NULL;
+    od->prev = NULL;
     od->link = link;
     od->dlv = dlv;
     od->d = d;
@@ -44,7 +67,7 @@ static jn_io_own_dlv_t *dlv_add(jn_io_own_link_t *link, jn_delivery_t *dlv, jn_a
 
 /* Forget od: its engine delivery is (or is about to be) freed. Drops the
  * reference it held. */
-static void dlv_drop(jn_io_own_dlv_t *od)
+void jn_io_own_dlv_drop(jn_io_own_dlv_t *od)
 {
     jn_io_own_link_t *link = od->link;
     if (od->prev)
@@ -59,13 +82,13 @@ static void dlv_drop(jn_io_own_dlv_t *od)
     if (link->tx_od == od)
         link->tx_od = NULL;
     jn_delivery_unref(od->dlv);
-    free(od);
+    jn_pool_free(atomic_load_explicit(&dlv_pool, memory_order_acquire), od);
 }
 
 /* Our disposition of od's delivery with settle (state may be NULL): the
  * engine frees a whole delivery it settles, so the record forgets it
  * first, then goes. */
-static void dlv_settle(jn_io_own_dlv_t *od, const jn_amqp_state_t *state)
+void jn_io_own_dlv_settle(jn_io_own_dlv_t *od, const jn_amqp_state_t *state)
 {
     jn_amqp_delivery_t *d = od->d;
     if (d) {
@@ -73,17 +96,61 @@ static void dlv_settle(jn_io_own_dlv_t *od, const jn_amqp_state_t *state)
         od->d = NULL;
         (void)jn_amqp_delivery_update(d, state, true);
     }
-    dlv_drop(od);
+    jn_io_own_dlv_drop(od);
 }
 
 /* ---- delivery states ----------------------------------------------------- */
 
-/* The engine's state (as decoded) as the core's: outcome and the fields the
- * core carries (rejected's error, modified's flags, received's position). */
-static void state_in(const jn_amqp_state_t *st, jn_disposition_t *d)
+/* A heap copy of the view's octets in *out, *len (none: NULL, 0). */
+static void copy_octets(const jn_iter_t *v, uint8_t **out, size_t *len)
+{
+    jn_iter_t it = *v;
+    size_t n = jn_iter_length(&it);
+    *out = n ? malloc(n) : NULL;
+    *len = *out ? jn_iter_copy(&it, *out, n) : 0;
+}
+
+/* d's extra fields, allocated when first needed (NULL: out of memory). */
+static jn_disposition_extra_t *extra_of(jn_disposition_t *d)
+{
+    if (!d->extra)
+        d->extra = calloc(1, sizeof *d->extra);
+    return d->extra;
+}
+
+/* The value of a state the spec does not define, as the core carries it
+ * (what follows its numeric descriptor, io_state.c): *out, *len on the
+ * heap; none when the encoding is not a described value with a ulong
+ * descriptor. */
+static void unknown_value(const jn_iter_t *encoded, uint8_t **out, size_t *len)
+{
+    uint8_t *all;
+    size_t n;
+    copy_octets(encoded, &all, &n);
+    size_t skip = n >= 2 && all[0] == 0x00 ? (all[1] == 0x53 ? 3 : all[1] == 0x80 ? 10 : 0) : 0;
+    *out = NULL;
+    *len = 0;
+    if (skip && n > skip && (*out = malloc(n - skip)) != NULL) {
+        memcpy(*out, all + skip, n - skip);
+        *len = n - skip;
+    }
+    free(all);
+}
+
+bool jn_io_own_state_known(uint64_t code)
+{
+    return code == JN_DISP_ACCEPTED || code == JN_DISP_REJECTED || code == JN_DISP_RELEASED ||
+           code == JN_DISP_MODIFIED || code == JN_DISP_RECEIVED;
+}
+
+bool jn_io_own_state_in(const jn_amqp_state_t *st, jn_disposition_t *d)
 {
     memset(d, 0, sizeof *d);
+    if (st->symbolic || st->code == 0 || st->code == JN_AMQP_DECLARED ||
+        st->code == JN_AMQP_TRANSACTIONAL_STATE)
+        return false; /* not carried by the core (no coordinator here) */
     d->type = st->code;
+    jn_disposition_extra_t *x;
     if (st->code == JN_AMQP_REJECTED && (st->present & JN_AMQP_FIELD(0))) {
         char buf[256];
         jn_iter_copy_string(&st->error.condition, buf, sizeof buf);
@@ -92,17 +159,34 @@ static void state_in(const jn_amqp_state_t *st, jn_disposition_t *d)
             jn_iter_copy_string(&st->error.description, buf, sizeof buf);
             d->description = strdup(buf);
         }
+        if ((st->error.present & JN_AMQP_FIELD(2)) && (x = extra_of(d)))
+            copy_octets(&st->error.info, &x->info, &x->info_len);
     } else if (st->code == JN_AMQP_MODIFIED) {
         d->delivery_failed = st->delivery_failed;
         d->undeliverable_here = st->undeliverable_here;
+        if ((st->present & JN_AMQP_FIELD(2)) && (x = extra_of(d)))
+            copy_octets(&st->message_annotations, &x->annotations, &x->annotations_len);
+    } else if (st->code == JN_AMQP_RECEIVED) {
+        if ((x = extra_of(d))) {
+            x->has_section = true;
+            x->section_number = st->section_number;
+            x->section_offset = st->section_offset;
+        }
+    } else if (!jn_io_own_state_known(st->code) && (x = extra_of(d))) {
+        unknown_value(&st->encoded, &x->data, &x->data_len);
     }
+    return true;
 }
 
-/* The core's outcome as the engine's state (borrowing d's strings). */
-static void state_out(const jn_disposition_t *d, jn_amqp_state_t *st)
+bool jn_io_own_state_out(const jn_disposition_t *d, jn_amqp_state_t *st, uint8_t **heap)
 {
     memset(st, 0, sizeof *st);
+    *heap = NULL;
     st->code = d->type;
+    const jn_disposition_extra_t *x = d->extra;
+    if (d->type == JN_DISP_NONE || d->type == JN_AMQP_DECLARED ||
+        d->type == JN_AMQP_TRANSACTIONAL_STATE)
+        return false;
     if (d->type == JN_DISP_REJECTED && d->condition) {
         st->present = JN_AMQP_FIELD(0);
         st->error.present = JN_AMQP_FIELD(0);
@@ -111,21 +195,41 @@ static void state_out(const jn_disposition_t *d, jn_amqp_state_t *st)
             st->error.present |= JN_AMQP_FIELD(1);
             jn_iter_init_string(&st->error.description, d->description, JN_VIEW_RAW);
         }
+        if (x && x->info_len) {
+            st->error.present |= JN_AMQP_FIELD(2);
+            jn_iter_init_bytes(&st->error.info, x->info, x->info_len, JN_VIEW_RAW);
+        }
     } else if (d->type == JN_DISP_MODIFIED) {
         st->present = JN_AMQP_FIELD(0) | JN_AMQP_FIELD(1);
         st->delivery_failed = d->delivery_failed;
         st->undeliverable_here = d->undeliverable_here;
-    } else if (d->type == JN_DISP_RECEIVED && d->extra && d->extra->has_section) {
+        if (x && x->annotations_len) {
+            st->present |= JN_AMQP_FIELD(2);
+            jn_iter_init_bytes(&st->message_annotations, x->annotations, x->annotations_len,
+                               JN_VIEW_RAW);
+        }
+    } else if (d->type == JN_DISP_RECEIVED && x && x->has_section) {
         st->present = JN_AMQP_FIELD(0) | JN_AMQP_FIELD(1);
-        st->section_number = d->extra->section_number;
-        st->section_offset = d->extra->section_offset;
+        st->section_number = x->section_number;
+        st->section_offset = x->section_offset;
+    } else if (!jn_io_own_state_known(d->type)) {
+        /* another state: its numeric descriptor and value, as it came */
+        size_t vlen = x && x->data_len ? x->data_len : 1;
+        uint8_t *o = malloc(10 + vlen);
+        if (!o)
+            return false;
+        o[0] = 0x00;
+        o[1] = 0x80; /* ulong */
+        for (int i = 0; i < 8; i++)
+            o[2 + i] = (uint8_t)(d->type >> (56 - 8 * i));
+        if (x && x->data_len)
+            memcpy(o + 10, x->data, x->data_len);
+        else
+            o[10] = 0x40; /* null */
+        jn_iter_init_bytes(&st->encoded, o, 10 + vlen, JN_VIEW_RAW);
+        *heap = o;
     }
-}
-
-static bool state_known(uint64_t code)
-{
-    return code == JN_DISP_ACCEPTED || code == JN_DISP_REJECTED || code == JN_DISP_RELEASED ||
-           code == JN_DISP_MODIFIED || code == JN_DISP_RECEIVED;
+    return true;
 }
 
 /* ---- attach and detach --------------------------------------------------- */
@@ -218,6 +322,8 @@ void jn_io_own_on_attach(void *ctx, jn_amqp_link_t *l, const jn_amqp_attach_t *a
     link->presettled = (a->present & JN_AMQP_FIELD(3)) && a->snd_settle_mode == 1;
     link->tx_slot = -1;
     jn_buffer_list_init(&link->pend);
+    if (link->incoming)
+        jn_io_own_rx_init_IO(link);
     link->next = own->links;
     if (own->links)
         own->links->prev = link;
@@ -252,12 +358,9 @@ void jn_io_own_on_attach(void *ctx, jn_amqp_link_t *l, const jn_amqp_attach_t *a
  * the detach once; the record lives on until the core releases it. */
 static void link_gone(jn_io_own_link_t *link)
 {
+    jn_io_own_rx_gone(link);
     while (link->dlvs)
-        dlv_drop(link->dlvs);
-    if (link->rx_msg) {
-        jn_message_unref(link->rx_msg);
-        link->rx_msg = NULL;
-    }
+        jn_io_own_dlv_drop(link->dlvs);
     if (link->tx_dlv) {
         jn_message_stream_copy_end(link->tx_out.message, link->tx_slot);
         jn_message_out_fini(&link->tx_out);
@@ -270,11 +373,11 @@ static void link_gone(jn_io_own_link_t *link)
         jn_io_own_tx_t *q = link->txq;
         link->txq = q->next;
         jn_delivery_unref(q->dlv);
-        free(q);
+        tx_entry_free(q);
     }
     link->txq_tail = NULL;
     link->l = NULL;
-    link->rx_d = link->tx_d = NULL;
+    link->tx_d = NULL;
     if (link->core) {
         jn_core_link_detached_IO(link->core);
         link->core = NULL;
@@ -322,168 +425,6 @@ void jn_io_own_links_free(jn_io_own_t *own)
     }
 }
 
-/* ---- receiving ----------------------------------------------------------- */
-
-/* Our outcome of the delivery being received (it is not routed). */
-static void rx_refuse(jn_io_own_link_t *link, const char *condition, const char *description)
-{
-    JN_LOG(JN_LOG_MOD_MESSAGE, JN_LOG_INFO, JN_IO_LINK_FMT " Rejected malformed message: %s %s",
-           link->own->conn->id, link->id, condition, description);
-    if (!link->rx_settled) {
-        jn_disposition_t d = {.type = JN_DISP_REJECTED,
-                              .condition = (char *)condition,
-                              .description = (char *)description};
-        jn_amqp_state_t st;
-        state_out(&d, &st);
-        (void)jn_amqp_delivery_update(link->rx_d, &st, true);
-    }
-}
-
-/* The user-id check (docs/design.md "The user-id check"), as io_recv.c
- * holds it on proton's path: on a connection whose peer a SASL mechanism
- * authenticated (conn->check_user), a message whose properties user-id is
- * present, not empty and not that user is rejected with
- * amqp:unauthorized-access and its credit given back (the core never sees
- * it); the link goes on. Returns true when m may be routed. Called only
- * when conn->check_user is set (the hot path tests that alone). */
-static bool rx_user_id_ok(jn_io_own_link_t *link, const jn_message_t *m)
-{
-    const char *user = link->own->conn->check_user;
-    jn_iter_t uid;
-    int rc = jn_message_user_id(m, &uid);
-    if (rc == JN_ENOENT || (rc == 0 && (jn_iter_length(&uid) == 0 || jn_iter_equal(&uid, user))))
-        return true;
-    JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_DEBUG,
-           JN_IO_LINK_FMT " Message rejected due to user_id proxy violation. User:%s",
-           link->own->conn->id, link->id, user);
-    if (!link->rx_settled) {
-        jn_disposition_t d = {.type = JN_DISP_REJECTED,
-                              .condition = (char *)"amqp:unauthorized-access",
-                              .description = (char *)"user_id proxy violation"};
-        jn_amqp_state_t st;
-        state_out(&d, &st);
-        (void)jn_amqp_delivery_update(link->rx_d, &st, true);
-    }
-    if (link->l)
-        (void)jn_amqp_link_flow(link->l, jn_amqp_link_state(link->l).credit + 1, false, false);
-    return false;
-}
-
-/* The delivery's last frame came: route it. */
-static void rx_route(jn_io_own_link_t *link)
-{
-    jn_message_t *m = link->rx_msg;
-    link->rx_msg = NULL;
-    if (jn_message_length(m) == 0) {
-        rx_refuse(link, "amqp:decode-error",
-                  "empty delivery: a message needs at least one section");
-        jn_message_unref(m);
-        return;
-    }
-    jn_message_set_complete_unshared(m);
-    if (jn_message_parse(m, JN_DEPTH_PROPERTIES) != 0) {
-        const char *cond = jn_message_error_condition(m);
-        const char *why = jn_message_error(m);
-        rx_refuse(link, cond ? cond : "amqp:decode-error", why ? why : "malformed message");
-        jn_message_unref(m);
-        return;
-    }
-    if (link->own->conn->check_user && !rx_user_id_ok(link, m)) {
-        jn_message_unref(m);
-        return;
-    }
-    jn_delivery_t *dlv =
-        jn_delivery_new_IO(link->core, m, link->rx_settled, link->rx_tag, link->rx_tag_len);
-    if (!dlv) {
-        jn_message_unref(m);
-        rx_refuse(link, "amqp:resource-limit-exceeded", "router out of memory");
-        return;
-    }
-    if (!link->rx_settled && !dlv_add(link, jn_delivery_ref(dlv), link->rx_d))
-        jn_delivery_unref(dlv); /* out of memory: its outcome will not reach the peer */
-    if (jn_io_loop_self_)
-        jn_delivery_set_arrival_IO(dlv, jn_io_loop_self_->pass_ns);
-    jn_core_delivery_arrived_IO(dlv);
-    jn_delivery_unref(dlv);
-}
-
-/* The first frame of a delivery: a message to fill. */
-static bool rx_begin(jn_io_own_link_t *link, jn_amqp_delivery_t *d, const jn_amqp_transfer_t *t)
-{
-    link->rx_msg = jn_message_new();
-    if (!link->rx_msg)
-        return false;
-    jn_message_set_annotation_policy(link->rx_msg, !link->own->conn->strip_inbound);
-    size_t len;
-    const uint8_t *tag = jn_amqp_delivery_tag(d, &len);
-    link->rx_tag_len = len < sizeof link->rx_tag ? len : sizeof link->rx_tag;
-    memcpy(link->rx_tag, tag, link->rx_tag_len);
-    (void)t;
-    return true;
-}
-
-/* Append the frame's payload to the message. The octets are copied once,
- * into the message's own buffers: the payload's buffers hold frame headers
- * and other frames too (docs/engine.md, round 2: the message as a view). */
-static int rx_append(jn_message_t *m, const jn_iter_t *payload)
-{
-    jn_iter_t it = *payload;
-    while (!jn_iter_end(&it)) {
-        uint8_t *p;
-        size_t cap;
-        int rc = jn_message_write_space(m, &p, &cap);
-        if (rc != 0)
-            return rc;
-        size_t n = jn_iter_copy(&it, p, cap);
-        jn_message_write_commit(m, n);
-    }
-    return 0;
-}
-
-/* Keep the peer's session window open (2.5.6): reopen it when half used. */
-static void rx_window(jn_io_own_link_t *link)
-{
-    jn_amqp_session_t *s = jn_amqp_link_session(link->l);
-    uint32_t w = link->own->session_window;
-    if (jn_amqp_session_window(s).incoming_window < w / 2)
-        (void)jn_amqp_session_set_incoming_window(s, w);
-}
-
-void jn_io_own_on_transfer(void *ctx, jn_amqp_link_t *l, jn_amqp_delivery_t *d,
-                           const jn_amqp_transfer_t *t, const jn_iter_t *payload)
-{
-    jn_io_own_t *own = ctx;
-    JN_ASSERT_IO(own->conn);
-    (void)own;
-    jn_io_own_link_t *link = jn_amqp_link_user(l);
-    if (!link || !link->core)
-        return;
-    rx_window(link);
-    if (!link->rx_msg) {
-        link->rx_d = d;
-        link->rx_settled = false;
-    }
-    if (!link->rx_msg && !rx_begin(link, d, t)) {
-        rx_refuse(link, "amqp:resource-limit-exceeded", "router out of memory");
-        return;
-    }
-    if (t->settled)
-        link->rx_settled = true;
-    if (t->aborted) {
-        jn_message_unref(link->rx_msg);
-        link->rx_msg = NULL;
-        return;
-    }
-    if (rx_append(link->rx_msg, payload) != 0) {
-        jn_message_unref(link->rx_msg);
-        link->rx_msg = NULL;
-        rx_refuse(link, "amqp:resource-limit-exceeded", "router out of memory");
-        return;
-    }
-    if (!t->more)
-        rx_route(link);
-}
-
 /* ---- sending ------------------------------------------------------------- */
 
 /* The copy in progress is done: its record stays for the outcome unless it
@@ -494,7 +435,7 @@ static void tx_done(jn_io_own_link_t *link)
     jn_message_out_fini(&link->tx_out);
     jn_io_own_dlv_t *od = link->tx_od;
     if (od && link->tx_settle_when_done)
-        dlv_settle(od, NULL);
+        jn_io_own_dlv_settle(od, NULL);
     jn_delivery_unref(link->tx_dlv); /* the work item's; the record holds its own */
     link->tx_dlv = NULL;
     link->tx_od = NULL;
@@ -542,8 +483,16 @@ static bool tx_start(jn_io_own_link_t *link)
     link->txq = q->next;
     if (!link->txq)
         link->txq_tail = NULL;
-    free(q);
+    tx_entry_free(q);
     link->sent++;
+    const jn_disposition_t *state = jn_delivery_state(dlv);
+    if (JN_UNLIKELY(state != NULL) && rc == 0) { /* the sender's: on our first transfer too */
+        jn_amqp_state_t st;
+        uint8_t *heap;
+        if (jn_io_own_state_out(state, &st, &heap))
+            (void)jn_amqp_delivery_set_state(d, &st); /* out of memory: sent without it */
+        free(heap);
+    }
     if (rc == 0)
         rc = jn_ra_compose(jn_message_annotations(m), &hop, &ann);
     if (rc == 0)
@@ -560,7 +509,7 @@ static bool tx_start(jn_io_own_link_t *link)
     link->tx_slot = jn_message_stream_copy_begin(m);
     link->tx_ended = false;
     link->tx_settle_when_done = false;
-    link->tx_od = presettled ? NULL : dlv_add(link, jn_delivery_ref(dlv), d);
+    link->tx_od = presettled ? NULL : jn_io_own_dlv_add(link, jn_delivery_ref(dlv), d);
     jn_io_residence_note_IO(dlv);
     return true;
 }
@@ -577,7 +526,7 @@ static int tx_fill(jn_io_own_link_t *link)
         if (rc == 0)
             link->tx_ended = true;
         else if (rc == JN_AGAIN)
-            return 0;
+            break; /* its progress still counts: the sender's link may be paused on it */
         else if (rc < 0)
             return rc;
         else if (jn_buffer_list_append_bytes(&link->pend, p, len) != 0)
@@ -611,7 +560,7 @@ static void pend_drop(jn_io_own_link_t *link, size_t n)
 static void tx_drop(jn_io_own_link_t *link)
 {
     if (link->tx_od)
-        dlv_drop(link->tx_od);
+        jn_io_own_dlv_drop(link->tx_od);
     tx_done(link);
 }
 
@@ -682,8 +631,12 @@ void jn_io_own_on_flow(void *ctx, jn_amqp_session_t *s, jn_amqp_link_t *l, const
     (void)own;
     JN_ASSERT_IO(own->conn);
     jn_io_own_link_t *link = l ? jn_amqp_link_user(l) : NULL;
-    if (!link || link->incoming || !link->core)
+    if (!link || !link->core)
         return; /* the session's window: the pass resumes every copy */
+    if (link->incoming) {
+        jn_io_own_rx_flow_IO(link);
+        return;
+    }
     jn_amqp_link_state_t st = jn_amqp_link_state(l);
     jn_core_link_flow_IO(link->core, link->sent + st.credit, st.drain);
     jn_core_link_peer_credit_IO(link->core, link->sent + st.credit);
@@ -701,8 +654,8 @@ void jn_io_own_on_disposition(void *ctx, jn_amqp_delivery_t *d, const jn_amqp_di
         return;
     bool settled = jn_amqp_delivery_remote_settled(d);
     jn_disposition_t state = {.type = JN_DISP_NONE};
-    if ((disp->present & JN_AMQP_FIELD(4)) && state_known(disp->state.code))
-        state_in(&disp->state, &state);
+    if ((disp->present & JN_AMQP_FIELD(4)) && !jn_io_own_state_in(&disp->state, &state))
+        jn_disposition_clear(&state); /* one the core does not carry: as none */
     jn_core_delivery_update_IO(od->dlv, state.type ? &state : NULL, settled);
     jn_disposition_clear(&state);
     if (settled) {
@@ -711,7 +664,7 @@ void jn_io_own_on_disposition(void *ctx, jn_amqp_delivery_t *d, const jn_amqp_di
             od->link->tx_od = NULL;
             od->link->tx_d = NULL; /* settled before its last frame: dropped */
         }
-        dlv_drop(od);
+        jn_io_own_dlv_drop(od);
     }
 }
 
@@ -735,17 +688,10 @@ static void work_update(jn_io_own_link_t *link, jn_work_t *w)
             link->tx_settle_when_done = true;
             return;
         }
-        dlv_settle(od, NULL);
+        jn_io_own_dlv_settle(od, NULL);
         return;
     }
-    jn_amqp_state_t st;
-    bool known = state_known(w->disp.type);
-    if (known)
-        state_out(&w->disp, &st);
-    if (w->settled)
-        dlv_settle(od, known ? &st : NULL);
-    else
-        (void)jn_amqp_delivery_update(od->d, known ? &st : NULL, false);
+    jn_io_own_rx_update_IO(link, od, w);
 }
 
 /* ---- the core's work ----------------------------------------------------- */
@@ -778,22 +724,6 @@ static void work_open(jn_io_own_link_t *link, jn_work_t *w)
     (void)jn_amqp_link_attach(link->l, &a, 0);
 }
 
-static void work_credit(jn_io_own_link_t *link, jn_work_t *w)
-{
-    if (!link->l)
-        return;
-    jn_amqp_link_state_t st = jn_amqp_link_state(link->l);
-    if (w->drain) {
-        /* credit 1 (a broker's link): down to 0 without the drain flag;
-         * credit 0 (the address lost its last consumer): the sender keeps
-         * what it was granted, with the drain flag, as 1.19 (and the
-         * proton path, io_recv.c) holds it (2.6.7) */
-        (void)jn_amqp_link_flow(link->l, w->credit ? 0 : st.credit, w->credit == 0, false);
-        return;
-    }
-    (void)jn_amqp_link_flow(link->l, st.credit + w->credit, false, false);
-}
-
 static void work_drained(jn_io_own_link_t *link)
 {
     if (!link->l)
@@ -811,11 +741,13 @@ static void work_send(jn_io_own_link_t *link, jn_work_t *w)
         tx_fail(link, dlv);
         return;
     }
-    jn_io_own_tx_t *q = calloc(1, sizeof *q);
+    jn_pool_t *pool = tx_pool_get();
+    jn_io_own_tx_t *q = pool ? jn_pool_alloc(pool) : NULL;
     if (!q) {
         tx_fail(link, dlv);
         return;
     }
+    q->next = NULL;
     q->dlv = dlv;
     q->settled = settled;
     if (link->txq_tail)
@@ -854,7 +786,8 @@ void jn_io_own_work_IO(jn_io_own_t *own, jn_work_t *w)
         }
         break;
     case JN_WORK_LINK_CREDIT:
-        work_credit(link, w);
+        if (link->incoming)
+            jn_io_own_rx_credit_IO(link, w->credit, w->drain);
         break;
     case JN_WORK_LINK_DRAINED:
         work_drained(link);

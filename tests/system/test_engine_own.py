@@ -43,7 +43,8 @@ class DynamicTarget(LinkOption):
         link.target.dynamic = True
 
 
-class OwnEngineTest(RouterTestCase):
+class OwnEngineCase(RouterTestCase):
+    """Routers with the switch set (test_engine_own_*.py share it)."""
 
     def start_own(self, engine="own", **kw):
         """A router whose environment selects the engine (None: unset)."""
@@ -66,6 +67,9 @@ class OwnEngineTest(RouterTestCase):
         n = self.own_connections(r)
         self.assertGreaterEqual(n, at_least, "connections on the own engine\n%s" % self.logs())
         self.assertNotIn("failed:", r.log(), self.logs())
+
+
+class OwnEngineTest(OwnEngineCase):
 
     def test_unsettled_and_presettled_on_the_own_engine(self):
         r = self.start_own()

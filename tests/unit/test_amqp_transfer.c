@@ -5,7 +5,7 @@
  * payload referenced from the sender's buffers and handed to the receiver
  * as a view of its input, the peer's max-frame-size, the session windows
  * and link credit both ends count, pre-settled deliveries, aborts, a state
- * on a later frame; and the faults: a delivery beyond credit, a transfer
+ * on a later frame, a state we put on our first frame; and the faults: a delivery beyond credit, a transfer
  * beyond the incoming window, a first transfer without delivery-id or tag,
  * a continuation with another delivery-id, a transfer on the peer's
  * receiving link, rcv-settle-mode second on a link negotiated first.
@@ -535,6 +535,59 @@ static void test_state_on_a_later_frame_reaches_the_user(void **state)
     peer_free(&x);
 }
 
+/* jn_amqp_delivery_set_state: the state goes on the delivery's first frame
+ * only (a list32 transfer), whatever its type, and the frames after it are
+ * plain continuations; too late once the first frame went out. */
+static void test_state_set_goes_on_the_first_frame_only(void **state)
+{
+    (void)state;
+    uint8_t msg[1500];
+    memset(msg, 'm', sizeof msg);
+    /* descriptor 0x9999 (not a state of 3.4), value [1, "two"] */
+    static const uint8_t custom[] = {0x00, 0x80, 0, 0, 0, 0, 0, 0, 0x99, 0x99, 0xc0,
+                                     0x08, 0x02, 0x52, 0x01, 0xa1, 0x03, 't',  'w',  'o'};
+    for (size_t i = 0; i < NCHUNKS; i++) {
+        peer_t a, b;
+        jn_amqp_link_t *l = sender_pair(&a, &b, chunks[i], 512, 10);
+        jn_amqp_delivery_t *d;
+        assert_int_equal(jn_amqp_delivery_new(l, "st", 2, 0, false, &d), 0);
+        jn_amqp_state_t st = {.code = 0x9999};
+        jn_iter_init_bytes(&st.encoded, custom, sizeof custom, JN_VIEW_RAW);
+        assert_int_equal(jn_amqp_delivery_set_state(d, &st), 0);
+        jn_iter_t piece;
+        jn_iter_init_bytes(&piece, msg, sizeof msg, JN_VIEW_RAW);
+        size_t taken;
+        assert_int_equal(jn_amqp_delivery_send(d, &piece, 1, false, &taken), 1);
+        assert_int_equal(jn_amqp_delivery_set_state(d, &st), JN_EPERM);
+        pump(&a, &b);
+        assert_true(b.transfers >= 3); /* 1500 octets in frames of 512 */
+        assert_int_equal(b.npayload, sizeof msg);
+        assert_memory_equal(b.payload, msg, sizeof msg);
+        assert_int_equal(b.last_state_code, 0x9999);
+        assert_int_equal(b.last_state_len, sizeof custom);
+        assert_memory_equal(b.last_state, custom, sizeof custom);
+        assert_false(b.last_transfer.present & JN_AMQP_FIELD(7)); /* the last frame: none */
+        /* received (3.4.1), pre-settled, one frame */
+        b.last_state_code = 0;
+        assert_int_equal(jn_amqp_delivery_new(l, "rc", 2, 0, true, &d), 0);
+        jn_amqp_state_t rc = {.code = JN_AMQP_RECEIVED,
+                              .present = JN_AMQP_FIELD(0) | JN_AMQP_FIELD(1),
+                              .section_number = 2,
+                              .section_offset = 5};
+        assert_int_equal(jn_amqp_delivery_set_state(d, &rc), 0);
+        jn_iter_init_bytes(&piece, "x", 1, JN_VIEW_RAW);
+        assert_int_equal(jn_amqp_delivery_send(d, &piece, 1, false, &taken), 1);
+        pump(&a, &b);
+        assert_int_equal(b.last_state_code, JN_AMQP_RECEIVED);
+        assert_true(b.last_transfer.present & JN_AMQP_FIELD(7));
+        assert_int_equal(b.last_transfer.state.section_number, 2);
+        assert_int_equal(b.last_transfer.state.section_offset, 5);
+        assert_true(b.last_transfer.settled);
+        peer_free(&a);
+        peer_free(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -555,6 +608,7 @@ int main(void)
         cmocka_unit_test(test_rcv_settle_mode_second_on_first_link_is_invalid_field),
         cmocka_unit_test(test_delivery_id_far_past_the_oldest_unsettled_ends_session),
         cmocka_unit_test(test_state_on_a_later_frame_reaches_the_user),
+        cmocka_unit_test(test_state_set_goes_on_the_first_frame_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

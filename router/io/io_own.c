@@ -18,6 +18,7 @@
 #include <junction/time.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -84,6 +85,29 @@ static void log_opened(jn_io_own_t *own, const char *container, const char *user
            conn->id);
 }
 
+/* The peer's open properties (2.7.1, properties, an encoded map: a view
+ * of the input, NULL when absent) rendered for management as the proton
+ * path renders them (io_props.c). *out is heap (the caller frees it) or
+ * NULL. */
+static void own_properties(const jn_amqp_open_t *o, uint8_t **out, size_t *len)
+{
+    *out = NULL;
+    *len = 0;
+    size_t n = jn_iter_length(&o->properties);
+    if (!(o->present & JN_AMQP_FIELD(9)) || n == 0)
+        return;
+    uint8_t *raw = malloc(n);
+    pn_data_t *d = raw ? pn_data(16) : NULL;
+    if (d) {
+        jn_iter_t it = o->properties;
+        (void)jn_iter_copy(&it, raw, n);
+        if (pn_data_decode(d, (const char *)raw, n) > 0)
+            jn_io_render_properties_IO(d, out, len);
+    }
+    pn_data_free(d);
+    free(raw);
+}
+
 /* The peer's open (2.4.1): ours back, then the core is told. */
 static void own_on_open(void *ctx, jn_amqp_conn_t *c, const jn_amqp_open_t *o)
 {
@@ -114,8 +138,12 @@ static void own_on_open(void *ctx, jn_amqp_conn_t *c, const jn_amqp_open_t *o)
         .user = user ? user : JN_AMQP_SASL_ANONYMOUS_USER,
         .sasl_mechanism = mech,
     };
+    uint8_t *props;
+    own_properties(o, &props, &info.properties_len);
+    info.properties = props;
     atomic_fetch_add(&conn->refs, 1); /* the core's, if it takes the connection */
     conn->core = jn_core_conn_opened_IO(conn->io->core, conn, &info);
+    free(props);
     if (!conn->core) {
         atomic_fetch_sub(&conn->refs, 1);
         (void)jn_amqp_conn_close(c, "amqp:resource-limit-exceeded", "router out of memory");
@@ -199,6 +227,8 @@ int jn_io_own_attach(jn_io_conn_t *conn)
     const jn_endpoint_config_t *cfg = &conn->endpoint->cfg;
     own->conn = conn;
     own->next_link_id = 1;
+    jn_amqp_tracer_init(&own->trace_in, false);
+    jn_amqp_tracer_init(&own->trace_out, true);
     own->session_window = cfg->max_session_frames ? cfg->max_session_frames : JN_IO_SESSION_FRAMES;
     jn_amqp_conn_config_t ac = {
         .container_id = conn->io->container_id,
@@ -249,8 +279,44 @@ void jn_io_own_free(jn_io_conn_t *conn)
         return;
     jn_io_own_links_free(own);
     jn_amqp_transport_free(own->t);
+    jn_amqp_tracer_free(&own->trace_in);
+    jn_amqp_tracer_free(&own->trace_out);
     free(own);
     conn->own = NULL;
+}
+
+/* ---- the protocol trace ---------------------------------------------------
+
+ * As the proton path's (io_trace.c): while conn->tracing (the PROTOCOL
+ * module at trace level, or management's enableProtocolTrace for this
+ * connection; kept by jn_io_trace_check_IO at the start of each pass),
+ * each header and frame read or written is one PROTOCOL trace line
+ * "[C<id>]:FRAME: <frame>" (junction/amqp_trace.h renders it from the
+ * octets as they pass the socket). A trace switched on mid-stream starts
+ * in each direction once that direction is at a frame boundary: no
+ * partial frame held in the input, nothing left in the output. */
+
+static void trace_line(void *ctx, const char *line)
+{
+    const jn_io_conn_t *conn = ctx;
+    jn_log_write(JN_LOG_MOD_PROTOCOL, JN_LOG_TRACE, __FILE__, __LINE__,
+                 "[C%" PRIu64 "]:FRAME: %s", conn->id, line);
+}
+
+static bool output_empty(jn_io_own_t *own);
+
+/* The start of a pass: the trace follows conn->tracing. */
+static void own_trace_sync(jn_io_own_t *own)
+{
+    if (!own->conn->tracing) {
+        jn_amqp_tracer_stop(&own->trace_in);
+        jn_amqp_tracer_stop(&own->trace_out);
+        return;
+    }
+    if (!own->trace_in.on && jn_amqp_transport_held(own->t) == 0)
+        jn_amqp_tracer_start(&own->trace_in);
+    if (!own->trace_out.on && output_empty(own))
+        jn_amqp_tracer_start(&own->trace_out);
 }
 
 /* ---- the pass ------------------------------------------------------------ */
@@ -285,6 +351,8 @@ static bool own_read(jn_io_own_t *own, uint64_t now)
             space += iov[j].iov_len;
         ssize_t n = readv(conn->fd, iov, k);
         if (n > 0) {
+            if (JN_UNLIKELY(own->trace_in.on))
+                jn_amqp_tracer_feed(&own->trace_in, iov, k, (size_t)n, trace_line, conn);
             jn_amqp_transport_read_done(own->t, (size_t)n);
             conn->octets_read += (size_t)n;
             if (jn_amqp_transport_process(own->t, now) == JN_ENOMEM)
@@ -320,6 +388,8 @@ static void own_write(jn_io_own_t *own)
         struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)k};
         ssize_t n = sendmsg(conn->fd, &mh, MSG_NOSIGNAL);
         if (n > 0) {
+            if (JN_UNLIKELY(own->trace_out.on))
+                jn_amqp_tracer_feed(&own->trace_out, iov, k, (size_t)n, trace_line, conn);
             jn_amqp_transport_output_done(own->t, (size_t)n);
             conn->octets_written += (size_t)n;
             if ((size_t)n < total)
@@ -391,6 +461,8 @@ bool jn_io_own_pass_IO(jn_io_loop_t *loop, jn_io_conn_t *conn)
     jn_io_own_t *own = conn->own;
     loop->pass_ns = jn_time_mono_ns();
     uint64_t now = loop->pass_ns / JN_NS_PER_MS;
+    if (JN_UNLIKELY(conn->tracing || own->trace_in.on || own->trace_out.on))
+        own_trace_sync(own);
     bool more = conn->fd >= 0 ? own_read(own, now) : false;
     if (atomic_load_explicit(&conn->io->stopping, memory_order_relaxed))
         own_close(own, "amqp:connection:forced", "router shutting down",

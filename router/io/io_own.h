@@ -18,6 +18,7 @@
 #include "io_private.h"
 
 #include <junction/amqp_delivery.h>
+#include <junction/amqp_trace.h>
 #include <junction/amqp_transport.h>
 
 typedef struct jn_io_own jn_io_own_t;
@@ -87,6 +88,8 @@ struct jn_io_own {
     bool close_sent;         /* our close is in the output */
     bool cut;                /* end the transport once the output is out */
     bool refused_logged;
+    /* the protocol trace (io_own.c), each way, while conn->tracing */
+    jn_amqp_tracer_t trace_in, trace_out;
 };
 
 /* jn_io_engine_own_default: whether connections the switch may take run on

@@ -22,8 +22,10 @@
  *     jn_amqp_conn_tick at the deadline it returns (idle-time-out, 2.4.5).
  *
  * A fault in the peer's input (framing, decoding, order, state) closes the
- * connection with the spec's condition (2.7.9) or, for a session's own
- * errors, ends that session with it (2.7.8); the engine then reads no more
+ * connection with the spec's condition (2.7.9) — a handle in use or not
+ * attached too, with its session condition, as the proton path's frame
+ * screen answers it — or, for a session's window and span errors, ends
+ * that session with it (2.7.8); the engine then reads no more
  * of that connection (or ignores that session's frames until the peer's
  * end). Deliveries (transfer, disposition) are in junction/amqp_delivery.h.
  *

@@ -755,16 +755,25 @@ static inline void conn_output(jn_io_conn_t *conn)
         jn_io_conn_io_error_IO(conn, ECONNREFUSED, "connecting to");
 }
 
-/* A pass of a connection on Junction's own engine (io_own.c). */
+/* A pass of a connection on Junction's own engine (io_own.c); a move to
+ * its peer's loop, asked by the core (jn_io_colocate), is made at its end
+ * as for proton's. */
 static void own_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
 {
     bool more = jn_io_own_pass_IO(loop, conn);
     if (conn->transport_closed) {
         jn_io_conn_destroy_IO(conn);
         jn_io_conn_unref(conn); /* the I/O side's reference */
-    } else if (more) {
-        pass_add(loop, conn);
+        return;
     }
+    jn_io_loop_t *to = atomic_load_explicit(&conn->move_to, memory_order_relaxed);
+    if (to) {
+        atomic_store_explicit(&conn->move_to, NULL, memory_order_relaxed);
+        if (to != loop && conn_move(loop, conn, to))
+            return; /* the new loop runs the rest (and what "more" meant) */
+    }
+    if (more)
+        pass_add(loop, conn);
 }
 
 /* One pass of conn (see the top). The loop's thread; the caller holds a

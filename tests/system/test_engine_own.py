@@ -276,6 +276,26 @@ class OwnEngineTest(RouterTestCase):
         self.assertTrue(all(") \\x00S" in f for f in transfers), transfers)
         self.assert_own(r, 1)
 
+    def test_a_flow_moves_onto_its_peers_thread(self):
+        """With two worker threads a sender's and a receiver's connection
+        start on different threads; once the core sees them exchange their
+        deliveries, one moves to the other's thread in mid-stream
+        ("Moved from worker thread" at debug level), as on the proton
+        path, and every message still arrives once."""
+        r = self.start_own(worker_threads=2,
+                           extra=conf_section("log", {"module": "SERVER",
+                                                      "enable": "debug+"}))
+        for kind in ("unsettled", "presettled"):
+            before = r.log().count("Moved from worker thread")
+            p = subprocess.run([BENCH, "--json", "--send-url", r.url, "--recv-url", r.url,
+                                "-a", "own.move." + kind, "-c", "20000", "--delivery", kind],
+                               capture_output=True, text=True, timeout=120 * SLOW)
+            self.assertEqual(p.returncode, 0, "%s\n%s\n%s" % (p.stdout, p.stderr, self.logs()))
+            fig = json.loads(p.stdout)
+            self.assertEqual((fig.get("received"), fig.get("duplicates", 0)), (20000, 0), fig)
+            self.assertGreater(r.log().count("Moved from worker thread"), before, self.logs())
+        self.assert_own(r, 4)
+
     def test_default_is_proton(self):
         r = self.start_own(engine=None)
         recv = Recv("proton.q", credit=10)

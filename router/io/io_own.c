@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -392,15 +393,19 @@ static void own_write(jn_io_own_t *own)
                 jn_amqp_tracer_feed(&own->trace_out, iov, k, (size_t)n, trace_line, conn);
             jn_amqp_transport_output_done(own->t, (size_t)n);
             conn->octets_written += (size_t)n;
-            if ((size_t)n < total)
+            if ((size_t)n < total) {
                 conn->writable = false; /* full; EPOLLOUT comes when it drains */
+                jn_io_stall_watch_IO(conn);
+            }
             continue;
         }
         if (n < 0 && errno == EINTR)
             continue;
         conn->writable = false;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            jn_io_stall_watch_IO(conn); /* io_watch.c: a peer that stops reading */
             return;
+        }
         own->cut = true;
         return;
     }
@@ -434,6 +439,23 @@ static void own_close(jn_io_own_t *own, const char *condition, const char *descr
         (void)jn_amqp_conn_close(jn_amqp_transport_conn(own->t), condition, description);
     own->close_sent = true;
     own->cut = own->cut || cut;
+}
+
+/* A write-stall period ended (io_watch.c): a peer that took too little of
+ * our output in it is cut, with the proton path's log line; our close goes
+ * into the output but the peer is not waited for (it does not read). */
+static void own_stall_check(jn_io_own_t *own, int64_t now)
+{
+    jn_io_conn_t *conn = own->conn;
+    uint64_t taken = 0;
+    if (!jn_io_stall_judge_IO(conn, now, conn->fd < 0 || output_empty(own), &taken))
+        return;
+    char desc[160];
+    snprintf(desc, sizeof desc, JN_IO_STALL_FMT, taken, conn->io->write_stall_ms / 1000u);
+    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
+           JN_IO_CONN_FMT " Connection from %s (to %s) failed: amqp:resource-limit-exceeded %s",
+           conn->id, conn->host, conn->endpoint->shown, desc);
+    own_close(own, "amqp:resource-limit-exceeded", desc, true);
 }
 
 static void own_work(jn_io_own_t *own)
@@ -470,6 +492,8 @@ bool jn_io_own_pass_IO(jn_io_loop_t *loop, jn_io_conn_t *conn)
     own_work(own);
     jn_io_own_tx_resume_IO(own);
     own_tick(own, now);
+    if (conn->stall_watch && (int64_t)now >= conn->stall_check_at)
+        own_stall_check(own, (int64_t)now);
     own_write(own);
     if (jn_amqp_transport_finished(own->t) && output_empty(own))
         own->cut = true; /* close went both ways, or the input was refused */

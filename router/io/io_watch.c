@@ -74,6 +74,7 @@ bool jn_io_stall_judge_IO(jn_io_conn_t *conn, int64_t now, bool output_done, uin
 /* The proton path's check: a cut goes through proton's driver. */
 void jn_io_stall_check_IO(jn_io_conn_t *conn, int64_t now)
 {
+    JN_ASSERT_IO(conn);
     uint64_t taken = 0;
     bool done = (conn->fd < 0 && !conn->bridge) || pn_connection_driver_write_closed(&conn->driver);
     if (!jn_io_stall_judge_IO(conn, now, done, &taken))

@@ -49,9 +49,9 @@ typedef void jn_amqp_trace_sink_t(void *ctx, const char *line);
 /* One direction of one connection's stream. Owned by the caller (in its
  * connection); zero-initialised by jn_amqp_tracer_init. */
 typedef struct jn_amqp_tracer {
-    bool on;        /* reading: started at a boundary and not stopped */
-    bool outgoing;  /* "->" (ours), else "<-" (the peer's) */
-    uint8_t *buf;   /* octets of a header or frame not yet whole (heap) */
+    bool on;       /* reading: started at a boundary and not stopped */
+    bool outgoing; /* "->" (ours), else "<-" (the peer's) */
+    uint8_t *buf;  /* octets of a header or frame not yet whole (heap) */
     size_t len, cap;
     uint64_t skip; /* octets of an untraced frame still to pass over */
 } jn_amqp_tracer_t;

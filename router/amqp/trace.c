@@ -130,21 +130,36 @@ static void add_described(line_t *l, const jn_decoder_t *d, const jn_field_t *f,
 static void add_scalar(line_t *l, const jn_field_t *f)
 {
     switch (f->type) {
-    case JN_TYPE_NULL: add(l, "null"); return;
-    case JN_TYPE_BOOLEAN: add(l, f->value.b ? "true" : "false"); return;
+    case JN_TYPE_NULL:
+        add(l, "null");
+        return;
+    case JN_TYPE_BOOLEAN:
+        add(l, f->value.b ? "true" : "false");
+        return;
     case JN_TYPE_UBYTE:
     case JN_TYPE_USHORT:
     case JN_TYPE_UINT:
-    case JN_TYPE_ULONG: add(l, "0x%" PRIx64, f->value.u); return;
+    case JN_TYPE_ULONG:
+        add(l, "0x%" PRIx64, f->value.u);
+        return;
     case JN_TYPE_BYTE:
     case JN_TYPE_SHORT:
     case JN_TYPE_INT:
     case JN_TYPE_LONG:
-    case JN_TYPE_TIMESTAMP: add(l, "%" PRId64, f->value.i); return;
-    case JN_TYPE_FLOAT: add(l, "%g", (double)f->value.f); return;
-    case JN_TYPE_DOUBLE: add(l, "%g", f->value.d); return;
-    case JN_TYPE_CHAR: add(l, "U+%04" PRIx64, f->value.u); return;
-    default: break;
+    case JN_TYPE_TIMESTAMP:
+        add(l, "%" PRId64, f->value.i);
+        return;
+    case JN_TYPE_FLOAT:
+        add(l, "%g", (double)f->value.f);
+        return;
+    case JN_TYPE_DOUBLE:
+        add(l, "%g", f->value.d);
+        return;
+    case JN_TYPE_CHAR:
+        add(l, "U+%04" PRIx64, f->value.u);
+        return;
+    default:
+        break;
     }
     /* decimals and uuid: their octets */
     size_t n = f->type == JN_TYPE_DECIMAL32 ? 4 : f->type == JN_TYPE_DECIMAL64 ? 8 : 16;
@@ -196,7 +211,9 @@ static void add_value(line_t *l, const jn_decoder_t *d, const jn_field_t *f, uns
         add(l, map ? "}" : "]");
         return;
     }
-    default: add_scalar(l, f); return;
+    default:
+        add_scalar(l, f);
+        return;
     }
 }
 
@@ -281,7 +298,9 @@ static bool one(jn_amqp_tracer_t *t, jn_amqp_trace_sink_t *sink, void *ctx)
             return false;
         uint8_t id = t->buf[4];
         snprintf(line, sizeof line, "  %s %s", arrow,
-                 id == JN_AMQP_PROTO_SASL ? "SASL" : id == JN_AMQP_PROTO_TLS ? "TLS" : "AMQP");
+                 id == JN_AMQP_PROTO_SASL  ? "SASL"
+                 : id == JN_AMQP_PROTO_TLS ? "TLS"
+                                           : "AMQP");
         take = JN_AMQP_HEADER_SIZE;
     } else {
         uint32_t size = be32(t->buf);

@@ -174,8 +174,8 @@ void jn_io_stall_check_IO(jn_io_conn_t *conn, int64_t now);
  * timeout in seconds); false when the watch stopped or went on. Either
  * engine's pass (io_watch.c, io_own.c). The loop owning conn. */
 bool jn_io_stall_judge_IO(jn_io_conn_t *conn, int64_t now, bool output_done, uint64_t *taken);
-#define JN_IO_STALL_FMT                                                                           \
-    "write stalled: the peer took %" PRIu64 " octets in %" PRIu32                                 \
+#define JN_IO_STALL_FMT                                                                            \
+    "write stalled: the peer took %" PRIu64 " octets in %" PRIu32                                  \
     " s with output waiting (router writeStallTimeoutSeconds)"
 void jn_io_handshake_check_IO(jn_io_conn_t *conn, int64_t now);
 

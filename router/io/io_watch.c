@@ -79,8 +79,8 @@ void jn_io_stall_check_IO(jn_io_conn_t *conn, int64_t now)
     bool done = (conn->fd < 0 && !conn->bridge) || pn_connection_driver_write_closed(&conn->driver);
     if (!jn_io_stall_judge_IO(conn, now, done, &taken))
         return;
-    pn_connection_driver_errorf(&conn->driver, "amqp:resource-limit-exceeded",
-                                JN_IO_STALL_FMT, taken, conn->io->write_stall_ms / 1000u);
+    pn_connection_driver_errorf(&conn->driver, "amqp:resource-limit-exceeded", JN_IO_STALL_FMT,
+                                taken, conn->io->write_stall_ms / 1000u);
     pn_connection_driver_close(&conn->driver); /* PN_TRANSPORT_CLOSED follows */
 }
 

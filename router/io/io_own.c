@@ -170,15 +170,23 @@ static void own_on_close(void *ctx, jn_amqp_conn_t *c, const jn_amqp_end_close_t
     own->close_sent = true; /* the engine answers when this returns */
 }
 
-/* The engine refused the peer's input (or found it silent). */
+/* The engine refused the peer's input (or found it silent). A peer's
+ * idle-time-out below router.minPeerIdleTimeoutMs is logged as the proton
+ * path logs it (io_open.c): "refused: its ... (minPeerIdleTimeoutMs)". */
 static void own_on_closed(void *ctx, jn_amqp_conn_t *c, const jn_amqp_fault_t *fault)
 {
     jn_io_own_t *own = ctx;
-    (void)c;
-    JN_ASSERT_IO(own->conn);
-    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
-           JN_IO_CONN_FMT " Connection from %s (to %s) failed: %s %s", own->conn->id,
-           own->conn->host, own->conn->endpoint->shown, fault->condition, fault->description);
+    jn_io_conn_t *conn = own->conn;
+    JN_ASSERT_IO(conn);
+    uint32_t peer_idle = jn_amqp_conn_remote_idle_time_out(c);
+    if (peer_idle && peer_idle < conn->io->min_peer_idle_timeout_ms)
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
+               JN_IO_CONN_FMT " Connection from %s (to %s) refused: its %s (minPeerIdleTimeoutMs)",
+               conn->id, conn->host, conn->endpoint->shown, fault->description);
+    else
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
+               JN_IO_CONN_FMT " Connection from %s (to %s) failed: %s %s", conn->id, conn->host,
+               conn->endpoint->shown, fault->condition, fault->description);
     own->refused_logged = true;
     own->close_sent = true;
 }
@@ -300,8 +308,8 @@ void jn_io_own_free(jn_io_conn_t *conn)
 static void trace_line(void *ctx, const char *line)
 {
     const jn_io_conn_t *conn = ctx;
-    jn_log_write(JN_LOG_MOD_PROTOCOL, JN_LOG_TRACE, __FILE__, __LINE__,
-                 "[C%" PRIu64 "]:FRAME: %s", conn->id, line);
+    jn_log_write(JN_LOG_MOD_PROTOCOL, JN_LOG_TRACE, __FILE__, __LINE__, "[C%" PRIu64 "]:FRAME: %s",
+                 conn->id, line);
 }
 
 static bool output_empty(jn_io_own_t *own);

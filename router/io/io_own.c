@@ -324,8 +324,32 @@ static void own_trace_sync(jn_io_own_t *own)
     }
     if (!own->trace_in.on && jn_amqp_transport_held(own->t) == 0)
         jn_amqp_tracer_start(&own->trace_in);
-    if (!own->trace_out.on && output_empty(own))
+    if (!own->trace_out.on && output_empty(own)) {
         jn_amqp_tracer_start(&own->trace_out);
+        own->trace_out_ahead = 0;
+    }
+}
+
+/* Our output about to be written, the total octets of the k iovecs: trace
+ * what was not traced yet, before the write, so that a line is in the log
+ * before the peer can have the frame (as proton traces a frame when it
+ * composes it). */
+static void own_trace_out(jn_io_own_t *own, const struct iovec *iov, int k, size_t total)
+{
+    size_t skip = own->trace_out_ahead;
+    if (skip >= total)
+        return;
+    int j = 0;
+    while (j < k && skip >= iov[j].iov_len)
+        skip -= iov[j++].iov_len;
+    struct iovec rest[OWN_WRITE_IOV];
+    int n = 0;
+    for (; j < k; j++, skip = 0)
+        rest[n++] = (struct iovec){.iov_base = (uint8_t *)iov[j].iov_base + skip,
+                                   .iov_len = iov[j].iov_len - skip};
+    jn_amqp_tracer_feed(&own->trace_out, rest, n, total - own->trace_out_ahead, trace_line,
+                        own->conn);
+    own->trace_out_ahead = total;
 }
 
 /* ---- the pass ------------------------------------------------------------ */
@@ -394,11 +418,14 @@ static void own_write(jn_io_own_t *own)
         size_t total = 0;
         for (int j = 0; j < k; j++)
             total += iov[j].iov_len;
+        if (JN_UNLIKELY(own->trace_out.on))
+            own_trace_out(own, iov, k, total);
         struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)k};
         ssize_t n = sendmsg(conn->fd, &mh, MSG_NOSIGNAL);
         if (n > 0) {
-            if (JN_UNLIKELY(own->trace_out.on))
-                jn_amqp_tracer_feed(&own->trace_out, iov, k, (size_t)n, trace_line, conn);
+            if (JN_UNLIKELY(own->trace_out_ahead))
+                own->trace_out_ahead -=
+                    own->trace_out_ahead < (size_t)n ? own->trace_out_ahead : (size_t)n;
             jn_amqp_transport_output_done(own->t, (size_t)n);
             conn->octets_written += (size_t)n;
             if ((size_t)n < total) {

@@ -88,8 +88,11 @@ struct jn_io_own {
     bool close_sent;         /* our close is in the output */
     bool cut;                /* end the transport once the output is out */
     bool refused_logged;
-    /* the protocol trace (io_own.c), each way, while conn->tracing */
+    /* the protocol trace (io_own.c), each way, while conn->tracing;
+     * trace_out_ahead: octets at the front of the output traced already
+     * (our frames are traced as they go to the socket, not once taken) */
     jn_amqp_tracer_t trace_in, trace_out;
+    size_t trace_out_ahead;
 };
 
 /* jn_io_engine_own_default: whether connections the switch may take run on

@@ -259,8 +259,14 @@ class OwnEngineTest(RouterTestCase):
             self.assertEqual(recv.receive(timeout=10 * SLOW).body, "traced")
         finally:
             c.close()
-        frames = [line.split(":FRAME: ", 1)[1] for line in r.log().splitlines()
-                  if " PROTOCOL (trace) " in line and ":FRAME: " in line]
+
+        def traced():
+            return [line.split(":FRAME: ", 1)[1] for line in r.log().splitlines()
+                    if " PROTOCOL (trace) " in line and ":FRAME: " in line]
+
+        # the log is read through its file: wait for the last line we expect
+        self.wait_for("our close traced", lambda: "0 -> @close(24) []" in traced())
+        frames = traced()
         joined = "\n".join(frames)
         for want in ("  <- SASL", "  -> SASL", "  <- AMQP", "  -> AMQP",
                      "0 <- @sasl-init(65) [mechanism=:ANONYMOUS",

@@ -22,8 +22,10 @@
  *     jn_amqp_conn_tick at the deadline it returns (idle-time-out, 2.4.5).
  *
  * A fault in the peer's input (framing, decoding, order, state) closes the
- * connection with the spec's condition (2.7.9) or, for a session's own
- * errors, ends that session with it (2.7.8); the engine then reads no more
+ * connection with the spec's condition (2.7.9) — a handle in use or not
+ * attached too, with its session condition, as the proton path's frame
+ * screen answers it — or, for a session's window and span errors, ends
+ * that session with it (2.7.8); the engine then reads no more
  * of that connection (or ignores that session's frames until the peer's
  * end). Deliveries (transfer, disposition) are in junction/amqp_delivery.h.
  *
@@ -219,7 +221,9 @@ const jn_amqp_fault_t *jn_amqp_conn_fault(const jn_amqp_conn_t *c);
 
 /* jn_amqp_conn_remote_max_frame / _channel_max / _idle_time_out: the peer's
  * open's settings (2.7.1), with the spec's defaults (512 before the peer's
- * open for max-frame-size, 2.4.1). Owning thread. */
+ * open for max-frame-size, 2.4.1). The idle-time-out is the peer's also
+ * when the engine refused it (below min_peer_idle_time_out), so the user
+ * can tell that refusal from the others. Owning thread. */
 uint32_t jn_amqp_conn_remote_max_frame(const jn_amqp_conn_t *c);
 uint16_t jn_amqp_conn_remote_channel_max(const jn_amqp_conn_t *c);
 uint32_t jn_amqp_conn_remote_idle_time_out(const jn_amqp_conn_t *c);

@@ -246,13 +246,13 @@ static int open_input(jn_amqp_conn_t *c, const jn_amqp_open_t *o)
         return jn_amqp_conn_refuse(c, "amqp:invalid-field", "open's max-frame-size %u is below 512",
                                    o->max_frame_size);
     uint32_t floor = c->cfg.min_peer_idle_time_out;
+    c->remote_idle_time_out = o->idle_time_out; /* known also when refused below */
     if (o->idle_time_out && o->idle_time_out < floor) /* 2.4.5: one we will not meet */
         return jn_amqp_conn_refuse(c, "amqp:resource-limit-exceeded",
                                    "idle-time-out of %u ms is below this router's minimum of %u ms",
                                    o->idle_time_out, floor);
     c->remote_max_frame = o->max_frame_size; /* the decoder gives the default */
     c->remote_channel_max = o->channel_max;
-    c->remote_idle_time_out = o->idle_time_out;
     if (c->h.on_open)
         c->h.on_open(c->h.ctx, c, o);
     return 0;

@@ -197,8 +197,8 @@ static int attach_input(jn_amqp_session_t *s, const jn_amqp_attach_t *a)
                                    "attach with handle %u, above the handle-max %u", a->handle,
                                    JN_AMQP_HANDLE_MAX);
     if (jn_amqp_slots_get(&s->remote_links, a->handle))
-        return jn_amqp_session_fail(s, "amqp:session:handle-in-use",
-                                    "attach with handle %u, which is in use", a->handle);
+        return jn_amqp_conn_refuse(c, "amqp:session:handle-in-use", /* as the frame screen */
+                                   "attach with handle %u, which is in use", a->handle);
     jn_amqp_link_t *l = find_pending(s, a);
     if (!l) {
         size_t n = jn_iter_length(&a->name);
@@ -282,9 +282,9 @@ int jn_amqp_link_input(jn_amqp_session_t *s, const jn_amqp_perf_t *p)
     uint32_t handle = p->code == JN_AMQP_DETACH ? p->u.detach.handle : p->u.flow.handle;
     jn_amqp_link_t *l = jn_amqp_slots_get(&s->remote_links, handle);
     if (!l)
-        return jn_amqp_session_fail(s, "amqp:session:unattached-handle",
-                                    "%s on handle %u, which is not attached",
-                                    jn_amqp_perf_name(p->code), handle);
+        return jn_amqp_conn_refuse(s->conn, "amqp:session:unattached-handle", /* as the screen */
+                                   "%s on handle %u, which is not attached",
+                                   jn_amqp_perf_name(p->code), handle);
     if (p->code == JN_AMQP_DETACH)
         return detach_input(l, &p->u.detach);
     int rc = link_flow_input(l, &p->u.flow);

@@ -110,8 +110,8 @@ int jn_amqp_transfer_input(jn_amqp_session_t *s, const jn_amqp_transfer_t *t,
     jn_amqp_conn_t *c = s->conn;
     jn_amqp_link_t *l = jn_amqp_slots_get(&s->remote_links, t->handle);
     if (!l)
-        return jn_amqp_session_fail(s, "amqp:session:unattached-handle",
-                                    "transfer on handle %u, which is not attached", t->handle);
+        return jn_amqp_conn_refuse(c, "amqp:session:unattached-handle", /* as the screen */
+                                   "transfer on handle %u, which is not attached", t->handle);
     if (s->w.incoming_window == 0) /* 2.5.6 */
         return jn_amqp_session_fail(s, "amqp:session:window-violation",
                                     "transfer %u beyond the session's incoming window",

@@ -167,6 +167,16 @@ bool jn_io_silence_judge_IO(jn_io_conn_t *conn, const jn_work_t *w);
 void jn_io_silence_check_IO(jn_io_conn_t *conn, int64_t now);
 void jn_io_conn_abort_IO(jn_io_conn_t *conn, const char *condition, const char *description);
 void jn_io_stall_check_IO(jn_io_conn_t *conn, int64_t now);
+/* jn_io_stall_judge_IO: a write-stall period of conn ended (now: ms,
+ * monotonic); output_done says the engine has nothing left to write. True
+ * when conn must be cut (*taken: the octets the socket took in the
+ * period; the cut's description is JN_IO_STALL_FMT with taken and the
+ * timeout in seconds); false when the watch stopped or went on. Either
+ * engine's pass (io_watch.c, io_own.c). The loop owning conn. */
+bool jn_io_stall_judge_IO(jn_io_conn_t *conn, int64_t now, bool output_done, uint64_t *taken);
+#define JN_IO_STALL_FMT                                                                            \
+    "write stalled: the peer took %" PRIu64 " octets in %" PRIu32                                  \
+    " s with output waiting (router writeStallTimeoutSeconds)"
 void jn_io_handshake_check_IO(jn_io_conn_t *conn, int64_t now);
 
 /* io_plain.c: a connection's AMQP octets, whichever engine runs it, for

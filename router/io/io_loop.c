@@ -759,31 +759,21 @@ static inline void conn_output(jn_io_conn_t *conn)
         jn_io_conn_io_error_IO(conn, ECONNREFUSED, "connecting to");
 }
 
-/* A pass of a connection on Junction's own engine (io_own.c). */
-static void own_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
+/* The end of a pass: move conn to the loop the core asked for
+ * (jn_io_colocate), if any; true when it moved. */
+static bool move_asked(jn_io_loop_t *loop, jn_io_conn_t *conn)
 {
-    bool more = jn_io_own_pass_IO(loop, conn);
-    if (conn->transport_closed) {
-        jn_io_conn_destroy_IO(conn);
-        jn_io_conn_unref(conn); /* the I/O side's reference */
-    } else if (more) {
-        pass_add(loop, conn);
-    }
+    jn_io_loop_t *to = atomic_load_explicit(&conn->move_to, memory_order_relaxed);
+    if (!to)
+        return false;
+    atomic_store_explicit(&conn->move_to, NULL, memory_order_relaxed);
+    return to != loop && conn_move(loop, conn, to);
 }
 
-/* One pass of conn (see the top). The loop's thread; the caller holds a
- * reference. */
-static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
+/* Steps 1-3 of a pass (see the top) of conn on proton's engine; returns
+ * true when the socket may hold more (run again in the next pass). */
+static bool proton_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
 {
-    if (conn->destroyed)
-        return;
-    if (conn->moved)
-        conn_arrive(conn);
-    jn_io_trace_check_IO(conn);
-    if (conn->own) { /* Junction's own engine (io_own.c) */
-        own_pass(loop, conn);
-        return;
-    }
     pn_connection_driver_t *d = &conn->driver;
     forced_close(conn);
     if (conn->connecting && (conn->writable || conn->readable))
@@ -828,6 +818,20 @@ static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
             break;
         }
     }
+    return more;
+}
+
+/* One pass of conn (see the top), on proton's engine or Junction's own
+ * (io_own.c); a move to its peer's loop (jn_io_colocate) is made at its
+ * end either way. The loop's thread; the caller holds a reference. */
+static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
+{
+    if (conn->destroyed)
+        return;
+    if (conn->moved)
+        conn_arrive(conn);
+    jn_io_trace_check_IO(conn);
+    bool more = conn->own ? jn_io_own_pass_IO(loop, conn) : proton_pass(loop, conn);
     if (conn->transport_closed) {
         jn_io_conn_destroy_IO(conn);
         jn_io_conn_unref(conn); /* the I/O side's reference */
@@ -838,12 +842,8 @@ static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
         conn->tick_at = 0;
         (void)conn_tick(conn, (int64_t)jn_time_mono_ms()); /* tick_at 0: reads nothing */
     }
-    jn_io_loop_t *to = atomic_load_explicit(&conn->move_to, memory_order_relaxed);
-    if (to) {
-        atomic_store_explicit(&conn->move_to, NULL, memory_order_relaxed);
-        if (to != loop && conn_move(loop, conn, to))
-            return; /* the new loop runs the rest (and what "more" meant) */
-    }
+    if (move_asked(loop, conn))
+        return; /* the new loop runs the rest (and what "more" meant) */
     if (more)
         pass_add(loop, conn);
 }

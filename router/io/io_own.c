@@ -20,6 +20,8 @@
 #include <junction/time.h>
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -98,6 +100,29 @@ static void log_opened(jn_io_own_t *own, const char *container, const char *user
            conn->id);
 }
 
+/* The peer's open properties (2.7.1, properties, an encoded map: a view
+ * of the input, NULL when absent) rendered for management as the proton
+ * path renders them (io_props.c). *out is heap (the caller frees it) or
+ * NULL. */
+static void own_properties(const jn_amqp_open_t *o, uint8_t **out, size_t *len)
+{
+    *out = NULL;
+    *len = 0;
+    size_t n = jn_iter_length(&o->properties);
+    if (!(o->present & JN_AMQP_FIELD(9)) || n == 0)
+        return;
+    uint8_t *raw = malloc(n);
+    pn_data_t *d = raw ? pn_data(16) : NULL;
+    if (d) {
+        jn_iter_t it = o->properties;
+        (void)jn_iter_copy(&it, raw, n);
+        if (pn_data_decode(d, (const char *)raw, n) > 0)
+            jn_io_render_properties_IO(d, out, len);
+    }
+    pn_data_free(d);
+    free(raw);
+}
+
 /* The peer's open (2.4.1): ours back, then the core is told. */
 static void own_on_open(void *ctx, jn_amqp_conn_t *c, const jn_amqp_open_t *o)
 {
@@ -140,8 +165,12 @@ static void own_on_open(void *ctx, jn_amqp_conn_t *c, const jn_amqp_open_t *o)
     int ssf = 0;
     info.encrypted = jn_io_tls_info(conn, &info.ssl_proto, &info.ssl_cipher, &ssf);
     info.ssl_ssf = ssf > 0 ? (uint32_t)ssf : 0;
+    uint8_t *props;
+    own_properties(o, &props, &info.properties_len);
+    info.properties = props;
     atomic_fetch_add(&conn->refs, 1); /* the core's, if it takes the connection */
     conn->core = jn_core_conn_opened_IO(conn->io->core, conn, &info);
+    free(props);
     if (!conn->core) {
         atomic_fetch_sub(&conn->refs, 1);
         (void)jn_amqp_conn_close(c, "amqp:resource-limit-exceeded", "router out of memory");
@@ -167,15 +196,23 @@ static void own_on_close(void *ctx, jn_amqp_conn_t *c, const jn_amqp_end_close_t
     own->close_sent = true; /* the engine answers when this returns */
 }
 
-/* The engine refused the peer's input (or found it silent). */
+/* The engine refused the peer's input (or found it silent). A peer's
+ * idle-time-out below router.minPeerIdleTimeoutMs is logged as the proton
+ * path logs it (io_open.c): "refused: its ... (minPeerIdleTimeoutMs)". */
 static void own_on_closed(void *ctx, jn_amqp_conn_t *c, const jn_amqp_fault_t *fault)
 {
     jn_io_own_t *own = ctx;
-    (void)c;
-    JN_ASSERT_IO(own->conn);
-    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
-           JN_IO_CONN_FMT " Connection from %s (to %s) failed: %s %s", own->conn->id,
-           own->conn->host, own->conn->endpoint->shown, fault->condition, fault->description);
+    jn_io_conn_t *conn = own->conn;
+    JN_ASSERT_IO(conn);
+    uint32_t peer_idle = jn_amqp_conn_remote_idle_time_out(c);
+    if (peer_idle && peer_idle < conn->io->min_peer_idle_timeout_ms)
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
+               JN_IO_CONN_FMT " Connection from %s (to %s) refused: its %s (minPeerIdleTimeoutMs)",
+               conn->id, conn->host, conn->endpoint->shown, fault->description);
+    else
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
+               JN_IO_CONN_FMT " Connection from %s (to %s) failed: %s %s", conn->id, conn->host,
+               conn->endpoint->shown, fault->condition, fault->description);
     own->refused_logged = true;
     own->close_sent = true;
 }
@@ -225,6 +262,8 @@ int jn_io_own_attach(jn_io_conn_t *conn)
     const jn_endpoint_config_t *cfg = &conn->endpoint->cfg;
     own->conn = conn;
     own->next_link_id = 1;
+    jn_amqp_tracer_init(&own->trace_in, false);
+    jn_amqp_tracer_init(&own->trace_out, true);
     own->session_window = cfg->max_session_frames ? cfg->max_session_frames : JN_IO_SESSION_FRAMES;
     if (!cfg->max_session_frames && cfg->max_frame_size && /* as io_link.c bounds it */
         (uint64_t)own->session_window * cfg->max_frame_size > JN_IO_SESSION_CAPACITY_MAX)
@@ -285,8 +324,90 @@ void jn_io_own_free(jn_io_conn_t *conn)
         return;
     jn_io_own_links_free(own);
     jn_amqp_transport_free(own->t);
+    jn_amqp_tracer_free(&own->trace_in);
+    jn_amqp_tracer_free(&own->trace_out);
     free(own);
     conn->own = NULL;
+}
+
+/* ---- the protocol trace ---------------------------------------------------
+
+ * As the proton path's (io_trace.c): while conn->tracing (the PROTOCOL
+ * module at trace level, or management's enableProtocolTrace for this
+ * connection; kept by jn_io_trace_check_IO at the start of each pass),
+ * each header and frame read or written is one PROTOCOL trace line
+ * "[C<id>]:FRAME: <frame>" (junction/amqp_trace.h renders it from the
+ * octets as they pass the socket). A trace switched on mid-stream starts
+ * in each direction once that direction is at a frame boundary: no
+ * partial frame held in the input, nothing left in the output. */
+
+static void trace_line(void *ctx, const char *line)
+{
+    const jn_io_conn_t *conn = ctx;
+    jn_log_write(JN_LOG_MOD_PROTOCOL, JN_LOG_TRACE, __FILE__, __LINE__, "[C%" PRIu64 "]:FRAME: %s",
+                 conn->id, line);
+}
+
+static bool output_empty(jn_io_own_t *own);
+
+/* The start of a pass: the trace follows conn->tracing. */
+static void own_trace_sync(jn_io_own_t *own)
+{
+    if (!own->conn->tracing) {
+        jn_amqp_tracer_stop(&own->trace_in);
+        jn_amqp_tracer_stop(&own->trace_out);
+        return;
+    }
+    if (!own->trace_in.on && jn_amqp_transport_held(own->t) == 0)
+        jn_amqp_tracer_start(&own->trace_in);
+    if (!own->trace_out.on && output_empty(own)) {
+        jn_amqp_tracer_start(&own->trace_out);
+        own->trace_out_ahead = 0;
+    }
+}
+
+/* Our output about to be written, the total octets of the k iovecs: trace
+ * what was not traced yet, before the write, so that a line is in the log
+ * before the peer can have the frame (as proton traces a frame when it
+ * composes it). */
+static void own_trace_out(jn_io_own_t *own, const struct iovec *iov, int k, size_t total)
+{
+    size_t skip = own->trace_out_ahead;
+    if (skip >= total)
+        return;
+    int j = 0;
+    while (j < k && skip >= iov[j].iov_len)
+        skip -= iov[j++].iov_len;
+    struct iovec rest[OWN_WRITE_IOV];
+    int n = 0;
+    for (; j < k; j++, skip = 0)
+        rest[n++] = (struct iovec){.iov_base = (uint8_t *)iov[j].iov_base + skip,
+                                   .iov_len = iov[j].iov_len - skip};
+    jn_amqp_tracer_feed(&own->trace_out, rest, n, total - own->trace_out_ahead, trace_line,
+                        own->conn);
+    own->trace_out_ahead = total;
+}
+
+void jn_io_own_trace_in_IO(jn_io_own_t *own, const uint8_t *p, size_t n)
+{
+    JN_ASSERT_IO(own->conn);
+    struct iovec iov = {.iov_base = (void *)p, .iov_len = n};
+    jn_amqp_tracer_feed(&own->trace_in, &iov, 1, n, trace_line, own->conn);
+}
+
+void jn_io_own_trace_out_IO(jn_io_own_t *own, const struct iovec *iov, int k)
+{
+    JN_ASSERT_IO(own->conn);
+    size_t total = 0;
+    for (int j = 0; j < k; j++)
+        total += iov[j].iov_len;
+    own_trace_out(own, iov, k, total);
+}
+
+void jn_io_own_trace_out_done_IO(jn_io_own_t *own, size_t n)
+{
+    JN_ASSERT_IO(own->conn);
+    own->trace_out_ahead -= own->trace_out_ahead < n ? own->trace_out_ahead : n;
 }
 
 /* ---- the pass ------------------------------------------------------------ */
@@ -321,6 +442,8 @@ static bool own_read(jn_io_own_t *own, uint64_t now)
             space += iov[j].iov_len;
         ssize_t n = readv(conn->fd, iov, k);
         if (n > 0) {
+            if (JN_UNLIKELY(own->trace_in.on))
+                jn_amqp_tracer_feed(&own->trace_in, iov, k, (size_t)n, trace_line, conn);
             jn_amqp_transport_read_done(own->t, (size_t)n);
             conn->octets_read += (size_t)n;
             if (jn_amqp_transport_process(own->t, now) == JN_ENOMEM)
@@ -353,20 +476,29 @@ static void own_write(jn_io_own_t *own)
         size_t total = 0;
         for (int j = 0; j < k; j++)
             total += iov[j].iov_len;
+        if (JN_UNLIKELY(own->trace_out.on))
+            own_trace_out(own, iov, k, total);
         struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)k};
         ssize_t n = sendmsg(conn->fd, &mh, MSG_NOSIGNAL);
         if (n > 0) {
+            if (JN_UNLIKELY(own->trace_out_ahead))
+                own->trace_out_ahead -=
+                    own->trace_out_ahead < (size_t)n ? own->trace_out_ahead : (size_t)n;
             jn_amqp_transport_output_done(own->t, (size_t)n);
             conn->octets_written += (size_t)n;
-            if ((size_t)n < total)
+            if ((size_t)n < total) {
                 conn->writable = false; /* full; EPOLLOUT comes when it drains */
+                jn_io_stall_watch_IO(conn);
+            }
             continue;
         }
         if (n < 0 && errno == EINTR)
             continue;
         conn->writable = false;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            jn_io_stall_watch_IO(conn); /* io_watch.c: a peer that stops reading */
             return;
+        }
         own->cut = true;
         return;
     }
@@ -402,6 +534,23 @@ static void own_close(jn_io_own_t *own, const char *condition, const char *descr
     own->cut = own->cut || cut;
 }
 
+/* A write-stall period ended (io_watch.c): a peer that took too little of
+ * our output in it is cut, with the proton path's log line; our close goes
+ * into the output but the peer is not waited for (it does not read). */
+static void own_stall_check(jn_io_own_t *own, int64_t now)
+{
+    jn_io_conn_t *conn = own->conn;
+    uint64_t taken = 0;
+    if (!jn_io_stall_judge_IO(conn, now, conn->fd < 0 || output_empty(own), &taken))
+        return;
+    char desc[160];
+    snprintf(desc, sizeof desc, JN_IO_STALL_FMT, taken, conn->io->write_stall_ms / 1000u);
+    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
+           JN_IO_CONN_FMT " Connection from %s (to %s) failed: amqp:resource-limit-exceeded %s",
+           conn->id, conn->host, conn->endpoint->shown, desc);
+    own_close(own, "amqp:resource-limit-exceeded", desc, true);
+}
+
 static void own_work(jn_io_own_t *own)
 {
     jn_io_conn_t *conn = own->conn;
@@ -427,6 +576,8 @@ bool jn_io_own_pass_IO(jn_io_loop_t *loop, jn_io_conn_t *conn)
     jn_io_own_t *own = conn->own;
     loop->pass_ns = jn_time_mono_ns();
     uint64_t now = loop->pass_ns / JN_NS_PER_MS;
+    if (JN_UNLIKELY(conn->tracing || own->trace_in.on || own->trace_out.on))
+        own_trace_sync(own);
     bool more = false;
     if (conn->bridge) {
         jn_io_bridge_read_IO(conn); /* AMQP over WebSocket: no socket */
@@ -445,6 +596,8 @@ bool jn_io_own_pass_IO(jn_io_loop_t *loop, jn_io_conn_t *conn)
     jn_io_own_rx_flush_IO(own);
     jn_io_own_tx_resume_IO(own);
     own_tick(own, now);
+    if (conn->stall_watch && (int64_t)now >= conn->stall_check_at)
+        own_stall_check(own, (int64_t)now);
     bool done = jn_amqp_transport_finished(own->t) && output_empty(own);
     if (conn->bridge) {
         jn_io_bridge_write_IO(conn);

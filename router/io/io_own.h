@@ -18,6 +18,7 @@
 #include "io_private.h"
 
 #include <junction/amqp_delivery.h>
+#include <junction/amqp_trace.h>
 #include <junction/amqp_transport.h>
 
 typedef struct jn_io_own jn_io_own_t;
@@ -106,6 +107,11 @@ struct jn_io_own {
     bool cut;                /* end the transport once the output is out */
     bool refused_logged;
     bool rx_busy; /* a link has work for the pass's end (jn_io_own_rx_flush_IO) */
+    /* the protocol trace (io_own.c), each way, while conn->tracing;
+     * trace_out_ahead: octets at the front of the output traced already
+     * (our frames are traced as they go to the socket, not once taken) */
+    jn_amqp_tracer_t trace_in, trace_out;
+    size_t trace_out_ahead;
 };
 
 /* jn_io_engine_own_default: whether connections the switch may take run on
@@ -208,6 +214,16 @@ void jn_io_own_rx_flush_IO(jn_io_own_t *own);
  * peer's flow opened its window). */
 void jn_io_own_tx_resume_IO(jn_io_own_t *own);
 
+/* jn_io_own_trace_in_IO / _out_IO / _out_done_IO: the protocol trace
+ * (while own->trace_in.on / trace_out.on) of octets that do not pass
+ * own_read and own_write (TLS, the WebSocket bridge: io_own_plain.c): n
+ * octets read at p (borrowed); the output's k runs about to be taken
+ * (traced once, however often they are offered); n octets of them taken.
+ * The connection's loop thread. */
+void jn_io_own_trace_in_IO(jn_io_own_t *own, const uint8_t *p, size_t n);
+void jn_io_own_trace_out_IO(jn_io_own_t *own, const struct iovec *iov, int k);
+void jn_io_own_trace_out_done_IO(jn_io_own_t *own, size_t n);
+
 /* ---- octets without a socket (io_own_plain.c, through io_plain.c) -------
  * The byte side of an own connection under TLS or on a WebSocket bridge.
  * All on the connection's loop thread. */
@@ -221,11 +237,11 @@ void jn_io_own_tx_resume_IO(jn_io_own_t *own);
  * or no buffer could be had: own->cut is then set). */
 size_t jn_io_own_plain_in_space_IO(jn_io_own_t *own, uint8_t **p);
 
-/* jn_io_own_plain_in_IO: n plaintext octets were written at the space last
- * given; run the engine over them at the pass's time. Returns false when
+/* jn_io_own_plain_in_IO: n plaintext octets were written at p, the space
+ * last given; run the engine over them at the pass's time. Returns false when
  * the transport takes no more (ended, refused the input, or out of
  * memory). */
-bool jn_io_own_plain_in_IO(jn_io_own_t *own, size_t n);
+bool jn_io_own_plain_in_IO(jn_io_own_t *own, const uint8_t *p, size_t n);
 
 /* jn_io_own_plain_in_closed: the transport reads no more plaintext. */
 bool jn_io_own_plain_in_closed(const jn_io_own_t *own);

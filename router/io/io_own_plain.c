@@ -49,9 +49,11 @@ size_t jn_io_own_plain_in_space_IO(jn_io_own_t *own, uint8_t **p)
     return iov[0].iov_len;
 }
 
-bool jn_io_own_plain_in_IO(jn_io_own_t *own, size_t n)
+bool jn_io_own_plain_in_IO(jn_io_own_t *own, const uint8_t *p, size_t n)
 {
     JN_ASSERT_IO(own->conn);
+    if (JN_UNLIKELY(own->trace_in.on))
+        jn_io_own_trace_in_IO(own, p, n);
     jn_amqp_transport_read_done(own->t, n);
     own->conn->octets_read += n;
     if (jn_amqp_transport_process(own->t, now_ms()) == JN_ENOMEM)
@@ -77,6 +79,8 @@ size_t jn_io_own_plain_out_IO(jn_io_own_t *own, uint8_t *stage, size_t cap, cons
     int k = jn_amqp_transport_output_iov(own->t, iov, JN_IO_OWN_PLAIN_IOV);
     if (k == 0)
         return 0;
+    if (JN_UNLIKELY(own->trace_out.on))
+        jn_io_own_trace_out_IO(own, iov, k);
     if (k == 1 || iov[0].iov_len >= cap) {
         /* one run, or a run as large as a record: sent where it lies */
         *p = iov[0].iov_base;
@@ -95,6 +99,8 @@ size_t jn_io_own_plain_out_IO(jn_io_own_t *own, uint8_t *stage, size_t cap, cons
 void jn_io_own_plain_out_done_IO(jn_io_own_t *own, size_t n)
 {
     JN_ASSERT_IO(own->conn);
+    if (JN_UNLIKELY(own->trace_out_ahead))
+        jn_io_own_trace_out_done_IO(own, n);
     jn_amqp_transport_output_done(own->t, n);
 }
 

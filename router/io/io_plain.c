@@ -30,7 +30,7 @@ bool jn_io_plain_in_IO(jn_io_conn_t *conn, uint8_t *p, size_t n)
 {
     JN_ASSERT_IO(conn);
     if (conn->own)
-        return jn_io_own_plain_in_IO(conn->own, n);
+        return jn_io_own_plain_in_IO(conn->own, p, n);
     return jn_io_conn_input_IO(conn, (char *)p, n);
 }
 

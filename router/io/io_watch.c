@@ -53,25 +53,33 @@ void jn_io_stall_watch_IO(jn_io_conn_t *conn)
  * io_loop.c) starts the period again instead: the peer may have drained the
  * socket meanwhile, with the edge that says so not yet taken from epoll,
  * and it was given nothing to take while the router stood still. */
-void jn_io_stall_check_IO(jn_io_conn_t *conn, int64_t now)
+bool jn_io_stall_judge_IO(jn_io_conn_t *conn, int64_t now, bool output_done, uint64_t *taken)
 {
     JN_ASSERT_IO(conn);
     conn->stall_watch = false;
     if (JN_UNLIKELY(now - conn->stall_check_at > JN_IO_STALL_MS)) {
         jn_io_stall_watch_IO(conn);
-        return;
+        return false;
     }
-    if (conn->writable || (conn->fd < 0 && !conn->bridge) ||
-        pn_connection_driver_write_closed(&conn->driver))
-        return; /* drained (or nothing left to write): watch the next refusal */
-    uint64_t taken = conn->octets_written - conn->stall_mark;
-    if (taken >= JN_IO_WRITE_STALL_MIN_OCTETS) {
+    if (conn->writable || output_done)
+        return false; /* drained (or nothing left to write): watch the next refusal */
+    *taken = conn->octets_written - conn->stall_mark;
+    if (*taken >= JN_IO_WRITE_STALL_MIN_OCTETS) {
         jn_io_stall_watch_IO(conn); /* slow but moving: another period */
-        return;
+        return false;
     }
-    pn_connection_driver_errorf(&conn->driver, "amqp:resource-limit-exceeded",
-                                "write stalled: the peer took %" PRIu64 " octets in %" PRIu32
-                                " s with output waiting (router writeStallTimeoutSeconds)",
+    return true;
+}
+
+/* The proton path's check: a cut goes through proton's driver. */
+void jn_io_stall_check_IO(jn_io_conn_t *conn, int64_t now)
+{
+    JN_ASSERT_IO(conn);
+    uint64_t taken = 0;
+    bool done = (conn->fd < 0 && !conn->bridge) || pn_connection_driver_write_closed(&conn->driver);
+    if (!jn_io_stall_judge_IO(conn, now, done, &taken))
+        return;
+    pn_connection_driver_errorf(&conn->driver, "amqp:resource-limit-exceeded", JN_IO_STALL_FMT,
                                 taken, conn->io->write_stall_ms / 1000u);
     pn_connection_driver_close(&conn->driver); /* PN_TRANSPORT_CLOSED follows */
 }

@@ -35,6 +35,7 @@ OWNER = {
     "iterator.h": "message", "message.h": "message",
     "amqp_frame.h": "amqp", "amqp_perf.h": "amqp", "amqp_engine.h": "amqp",
     "amqp_delivery.h": "amqp", "amqp_sasl.h": "amqp", "amqp_transport.h": "amqp",
+    "amqp_trace.h": "amqp",
     "config.h": "config", "schema.h": "config", "endpoint.h": "config",
     "mesh.h": "mesh",
     "core.h": "core", "core_view.h": "core",

@@ -25,12 +25,12 @@ import sys
 import unittest
 
 from proton import Message
-from proton.reactor import AtMostOnce, LinkOption
-from proton.utils import BlockingConnection, LinkDetached
+from proton.reactor import AtMostOnce, Container, LinkOption
+from proton.utils import BlockingConnection, LinkDetached, SyncRequestResponse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (BENCH, SLOW, Recv, Router, RouterTestCase, Scenario, Send,  # noqa: E402
-                     Traffic, seq_message)
+                     Traffic, conf_section, seq_message)
 from test_router_drain import ConsumerGoes  # noqa: E402
 
 OWN_LINE = "Connection runs on Junction's own AMQP engine"
@@ -212,6 +212,99 @@ class OwnEngineTest(OwnEngineCase):
             self.assertEqual(fig.get("received"), 5000, fig)
             self.assertEqual(fig.get("duplicates", 0), 0, fig)
         self.assert_own(r, 8)
+
+    def query(self, r, entity_type, names):
+        """A management QUERY over a connection of its own (on the own
+        engine too); rows as dicts."""
+        c = BlockingConnection(r.url, timeout=10 * SLOW)
+        try:
+            client = SyncRequestResponse(c, "$management")
+            reply = client.call(Message(
+                properties={"operation": "QUERY", "type": "org.amqp.management",
+                            "name": "self", "entityType": entity_type},
+                body={"attributeNames": list(names)}))
+            self.assertEqual(reply.properties["statusCode"], 200, reply.properties)
+            return [dict(zip(reply.body["attributeNames"], row))
+                    for row in reply.body["results"]]
+        finally:
+            c.close()
+
+    def test_peer_open_properties_and_container_shown_by_management(self):
+        """The peer's container id and open properties reach management as
+        the proton path renders them (string keys; a binary as its text)."""
+        r = self.start_own()
+        container = Container()
+        container.container_id = "own-props"
+        c = BlockingConnection(r.url, timeout=10 * SLOW, container=container,
+                               properties={"int_property": 7, "name": "own",
+                                           "blob": b"\x01"})
+        try:
+            rows = [row for row in self.query(r, "connection", ["container", "properties"])
+                    if row["container"] == "own-props"]
+            self.assertEqual(len(rows), 1, rows)
+            self.assertEqual(rows[0]["properties"],
+                             {"int_property": 7, "name": "own", "blob": 'b"\\x01"'})
+        finally:
+            c.close()
+        self.assert_own(r, 2)
+
+    def test_protocol_trace_in_the_proton_paths_form(self):
+        """With PROTOCOL at trace level, every header and frame of an own
+        connection is one "[C<id>]:FRAME: ..." line in the form the proton
+        path writes: headers, performatives with their fields by name
+        (unsigned integers in hex), and a transfer's payload size and
+        octets."""
+        r = self.start_own(extra=conf_section("log", {"module": "PROTOCOL",
+                                                      "enable": "trace+"}))
+        c = BlockingConnection(r.url, timeout=10 * SLOW)
+        try:
+            recv = c.create_receiver("own.traced", credit=1)
+            c.create_sender("own.traced", options=AtMostOnce()).send(Message(body="traced"))
+            self.assertEqual(recv.receive(timeout=10 * SLOW).body, "traced")
+        finally:
+            c.close()
+
+        def traced():
+            return [line.split(":FRAME: ", 1)[1] for line in r.log().splitlines()
+                    if " PROTOCOL (trace) " in line and ":FRAME: " in line]
+
+        # the log is read through its file: wait for the last line we expect
+        self.wait_for("our close traced", lambda: "0 -> @close(24) []" in traced())
+        frames = traced()
+        joined = "\n".join(frames)
+        for want in ("  <- SASL", "  -> SASL", "  <- AMQP", "  -> AMQP",
+                     "0 <- @sasl-init(65) [mechanism=:ANONYMOUS",
+                     "0 -> @sasl-outcome(68) [code=0x0]",
+                     "0 -> @open(16) [container-id=\"R0\"",
+                     "offered-capabilities=@<symbol>[:ANONYMOUS-RELAY, :\"qd.streaming-links\"]",
+                     "0 <- @attach(18) [name=",
+                     "target=@target(41) [address=\"own.traced\"",
+                     "0 <- @transfer(20) [handle=0x", "0 -> @transfer(20) [handle=0x",
+                     "0 <- @close(24) []", "0 -> @close(24) []"):
+            self.assertIn(want, joined)
+        transfers = [f for f in frames if "@transfer(20)" in f]
+        self.assertTrue(all(") \\x00S" in f for f in transfers), transfers)
+        self.assert_own(r, 1)
+
+    def test_a_flow_moves_onto_its_peers_thread(self):
+        """With two worker threads a sender's and a receiver's connection
+        start on different threads; once the core sees them exchange their
+        deliveries, one moves to the other's thread in mid-stream
+        ("Moved from worker thread" at debug level), as on the proton
+        path, and every message still arrives once."""
+        r = self.start_own(worker_threads=2,
+                           extra=conf_section("log", {"module": "SERVER",
+                                                      "enable": "debug+"}))
+        for kind in ("unsettled", "presettled"):
+            before = r.log().count("Moved from worker thread")
+            p = subprocess.run([BENCH, "--json", "--send-url", r.url, "--recv-url", r.url,
+                                "-a", "own.move." + kind, "-c", "20000", "--delivery", kind],
+                               capture_output=True, text=True, timeout=120 * SLOW)
+            self.assertEqual(p.returncode, 0, "%s\n%s\n%s" % (p.stdout, p.stderr, self.logs()))
+            fig = json.loads(p.stdout)
+            self.assertEqual((fig.get("received"), fig.get("duplicates", 0)), (20000, 0), fig)
+            self.assertGreater(r.log().count("Moved from worker thread"), before, self.logs())
+        self.assert_own(r, 4)
 
     def test_default_is_proton(self):
         r = self.start_own(engine=None)

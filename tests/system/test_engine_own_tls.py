@@ -7,7 +7,8 @@ engine: OpenSSL decrypts straight into the engine's buffers and encrypts
 its frames. Each test runs real clients (python3-qpid-proton over TLS,
 junction-bench over TLS) and asserts from the router's log that their
 connections ran on the own engine. Covered: messages both ways, one of many
-frames; management shows the connection's TLS; a listener with requireSsl no
+frames; management shows the connection's TLS; the protocol trace reads
+the plaintext each way; a listener with requireSsl no
 serves TLS and plain clients on one port; a plain client at a requireSsl
 listener and a client that distrusts the router's certificate are refused
 with the log lines of proton's path, and the next client is served; the
@@ -27,7 +28,7 @@ from proton.reactor import AtMostOnce
 from proton.utils import BlockingConnection
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import BENCH, SLOW  # noqa: E402
+from harness import BENCH, SLOW, conf_section  # noqa: E402
 from test_router_tls import TIMEOUT, TlsTestCase, client_domain, exchange, refused  # noqa: E402
 
 OWN_LINE = "Connection runs on Junction's own AMQP engine"
@@ -123,6 +124,25 @@ class OwnTlsTest(TlsTestCase):
         self.assertEqual(fig["received"], 5000, fig)
         self.assertEqual(fig["lost"], 0, fig)
         self.assertGreaterEqual(self.own_lines(r), 2, self.logs())
+
+    def test_protocol_trace_of_a_tls_connection(self):
+        # the trace reads the plaintext each way (what SSL_read gave the
+        # engine, what the engine gave SSL_write), as for a plain connection
+        r = self.tls_router(listener={"saslMechanisms": "ANONYMOUS", "authenticatePeer": "no"},
+                            extra=conf_section("log", {"module": "PROTOCOL", "enable": "trace+"}))
+        exchange(r.tls_url, client_domain(self.certs), count=1, address="own.traced")
+
+        def traced():
+            return "\n".join(line.split(":FRAME: ", 1)[1] for line in r.log().splitlines()
+                             if " PROTOCOL (trace) " in line and ":FRAME: " in line)
+        self.wait_for("our close traced", lambda: "0 -> @close(24) []" in traced())
+        joined = traced()
+        for want in ("  <- SASL", "  -> SASL", "0 -> @open(16) [container-id=",
+                     "target=@target(41) [address=\"own.traced\"",
+                     "0 <- @transfer(20) [handle=0x", "0 -> @transfer(20) [handle=0x",
+                     "0 <- @close(24) []"):
+            self.assertIn(want, joined)
+        self.assertGreaterEqual(self.own_lines(r), 1, self.logs())
 
     def test_cyrus_mechanisms_stay_on_protons_path(self):
         # a TLS listener naming a mechanism of Cyrus's: proton's path offers

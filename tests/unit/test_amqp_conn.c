@@ -394,6 +394,8 @@ static void test_peer_idle_time_out_below_the_floor_refused(void **state)
         if (refused[i]) {
             expect_refused(&x, rc, "amqp:resource-limit-exceeded");
             assert_int_equal(jn_amqp_conn_tick(x.c, 10000), UINT64_MAX); /* no heartbeats */
+            /* the refused value stays known: the user tells this refusal apart */
+            assert_int_equal(jn_amqp_conn_remote_idle_time_out(x.c), asked[i]);
         } else {
             assert_int_equal(rc, 0);
             assert_int_equal(jn_amqp_conn_remote_idle_time_out(x.c), asked[i]);

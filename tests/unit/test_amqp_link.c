@@ -4,8 +4,9 @@
  * handle, role, termini seen as decoded views, and the flow state of
  * 2.6.7 — delivery-count across the 2^32 wrap, link-credit, drain, echo
  * and available — from both ends; and the faults: a handle in use, an
- * unattached handle, a handle above handle-max, a receiver's
- * delivery-count ahead of the sender's.
+ * unattached handle (a flow or transfer on it; both close the connection,
+ * as the proton path's frame screen does), a handle above handle-max, a
+ * receiver's delivery-count ahead of the sender's.
  */
 #include "test_amqp_engine_util.h"
 
@@ -177,19 +178,22 @@ static void raw_attached(peer_t *x)
 }
 
 /* x ended its session with condition, and the connection stays open. */
-static void expect_session_error(peer_t *x, int rc, const char *condition)
+/* The connection closed with condition, as the frame screen closes the
+ * proton path's (router/io/screen.c): a close frame carrying it, the
+ * engine's on_closed with it, and nothing more read. */
+static void expect_connection_error(peer_t *x, int rc, const char *condition)
 {
-    assert_int_equal(rc, 0);
+    assert_int_equal(rc, JN_EPROTO);
+    assert_string_equal(x->condition, condition);
     char err[64] = "";
     uint64_t codes[4];
     assert_int_equal(out_frames(x, codes, 4, err, sizeof err), 1);
-    assert_int_equal(codes[0], JN_AMQP_END);
+    assert_int_equal(codes[0], JN_AMQP_CLOSE);
     assert_string_equal(err, condition);
-    assert_int_equal(x->closed, 0);
-    assert_false(jn_amqp_conn_finished(x->c));
+    assert_int_equal(x->closed, 1);
 }
 
-static void test_attach_on_handle_in_use_ends_session(void **state)
+static void test_attach_on_handle_in_use_closes_the_connection(void **state)
 {
     (void)state;
     peer_t x;
@@ -200,11 +204,11 @@ static void test_attach_on_handle_in_use_ends_session(void **state)
     jn_iter_init_string(&p.u.attach.name, "other", JN_VIEW_RAW);
     p.u.attach.handle = 4;
     p.u.attach.role = JN_AMQP_RECEIVER;
-    expect_session_error(&x, raw_send(&x, 0, &p), "amqp:session:handle-in-use");
+    expect_connection_error(&x, raw_send(&x, 0, &p), "amqp:session:handle-in-use");
     peer_free(&x);
 }
 
-static void test_flow_on_unattached_handle_ends_session(void **state)
+static void test_flow_on_unattached_handle_closes_the_connection(void **state)
 {
     (void)state;
     peer_t x;
@@ -213,7 +217,22 @@ static void test_flow_on_unattached_handle_ends_session(void **state)
     jn_amqp_perf_init(&p, JN_AMQP_FLOW);
     p.u.flow.present = 0xE | JN_AMQP_FIELD(4);
     p.u.flow.handle = 5;
-    expect_session_error(&x, raw_send(&x, 0, &p), "amqp:session:unattached-handle");
+    expect_connection_error(&x, raw_send(&x, 0, &p), "amqp:session:unattached-handle");
+    peer_free(&x);
+}
+
+static void test_transfer_on_unattached_handle_closes_the_connection(void **state)
+{
+    (void)state;
+    peer_t x;
+    raw_attached(&x);
+    jn_amqp_perf_t p;
+    jn_amqp_perf_init(&p, JN_AMQP_TRANSFER);
+    p.u.transfer.present = JN_AMQP_FIELD(0) | JN_AMQP_FIELD(1) | JN_AMQP_FIELD(2);
+    p.u.transfer.handle = 7; /* never attached */
+    p.u.transfer.delivery_id = 0;
+    jn_iter_init_bytes(&p.u.transfer.delivery_tag, "t", 1, JN_VIEW_RAW);
+    expect_connection_error(&x, raw_send(&x, 0, &p), "amqp:session:unattached-handle");
     peer_free(&x);
 }
 
@@ -340,8 +359,9 @@ int main(void)
         cmocka_unit_test(test_credit_and_drain_across_the_wrap),
         cmocka_unit_test(test_available_and_echo),
         cmocka_unit_test(test_detach_both_ways_with_error),
-        cmocka_unit_test(test_attach_on_handle_in_use_ends_session),
-        cmocka_unit_test(test_flow_on_unattached_handle_ends_session),
+        cmocka_unit_test(test_attach_on_handle_in_use_closes_the_connection),
+        cmocka_unit_test(test_flow_on_unattached_handle_closes_the_connection),
+        cmocka_unit_test(test_transfer_on_unattached_handle_closes_the_connection),
         cmocka_unit_test(test_sender_attach_without_initial_count_is_invalid_field),
         cmocka_unit_test(test_handle_above_handle_max_is_framing_error),
         cmocka_unit_test(test_receiver_count_ahead_of_sender_is_invalid_field),

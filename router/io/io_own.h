@@ -177,7 +177,9 @@ void jn_io_own_links_free(jn_io_own_t *own);
  * jn_io_own_state_out: the core's state d as the engine's st, every field
  * (io_state.c's): st borrows d's strings and octets, and *heap (NULL, or
  * octets st refers to that the caller frees after using st); false when
- * the state does not go (none, a transaction's, out of memory).
+ * the state does not go (none, a transaction's, out of memory). For
+ * accepted and released only code, symbolic and present are set: the
+ * engine reads nothing else of a state without fields.
  * jn_io_own_state_in: the engine's st (views valid in the callback only)
  * as the core's d, every field copied to the heap (jn_disposition_clear
  * frees them); false, d as none, for one the core does not carry (a

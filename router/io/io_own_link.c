@@ -180,8 +180,20 @@ bool jn_io_own_state_in(const jn_amqp_state_t *st, jn_disposition_t *d)
 
 bool jn_io_own_state_out(const jn_disposition_t *d, jn_amqp_state_t *st, uint8_t **heap)
 {
-    memset(st, 0, sizeof *st);
     *heap = NULL;
+    if (d->type == JN_DISP_NONE)
+        return false; /* st unused */
+    if (JN_LIKELY(d->type == JN_DISP_ACCEPTED || d->type == JN_DISP_RELEASED)) {
+        /* the outcomes of almost every delivery have no field: the engine
+         * reads only these of them (their encoding is fixed), so the rest
+         * of st is not cleared (an accepted outcome cost ~240 instructions
+         * here) */
+        st->code = d->type;
+        st->symbolic = false;
+        st->present = 0;
+        return true;
+    }
+    memset(st, 0, sizeof *st);
     st->code = d->type;
     const jn_disposition_extra_t *x = d->extra;
     if (d->type == JN_DISP_NONE || d->type == JN_AMQP_DECLARED ||

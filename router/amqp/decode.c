@@ -398,9 +398,12 @@ static int decode_transfer_fast(const jn_iter_t *body, jn_amqp_perf_t *p, jn_ite
         return 0;
     const uint8_t *lim = q + 5 + size;
     q += 6;
-    memset(p, 0, offsetof(jn_amqp_perf_t, u) + sizeof(jn_amqp_transfer_t));
+    /* every default is 0 or false; the state (field 7, which this path
+     * never takes) is left as it was: it is read only when present */
+    memset(p, 0, offsetof(jn_amqp_perf_t, u) + offsetof(jn_amqp_transfer_t, state));
     p->code = JN_AMQP_TRANSFER;
-    jn_amqp_transfer_t *t = &p->u.transfer; /* every default is 0 or false */
+    jn_amqp_transfer_t *t = &p->u.transfer;
+    t->resume = t->aborted = t->batchable = false;
     for (unsigned i = 0; i < count; i++) {
         if (q >= lim)
             return 0;

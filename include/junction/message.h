@@ -229,6 +229,17 @@ int jn_message_out_init_verbatim(jn_message_out_t *o, jn_message_t *m);
  * (abort the outgoing one). Hot path: a segment is a run of one buffer. */
 int jn_message_out_next(jn_message_out_t *o, const uint8_t **ptr, size_t *len);
 
+/* jn_message_out_next_buffer: as jn_message_out_next, but the segment is
+ * given as the buffer it lies in (*buf, borrowed: valid while o lives and
+ * the message keeps it; take a reference with jn_buffer_ref to keep it
+ * longer, e.g. while a copy that has passed it is trimmed, junction/
+ * buffer.h) and *offset, *len octets into that buffer's data. For a sender
+ * that references the octets in its output instead of copying them (the
+ * own engine's jn_amqp_delivery_send). Same results as
+ * jn_message_out_next. Thread of o's owner; hot path. */
+int jn_message_out_next_buffer(jn_message_out_t *o, const jn_buffer_t **buf, size_t *offset,
+                               size_t *len);
+
 /* jn_message_out_fini: release what o holds. */
 void jn_message_out_fini(jn_message_out_t *o);
 

@@ -26,6 +26,18 @@ typedef struct jn_io_own_link jn_io_own_link_t;
 typedef struct jn_io_own_dlv jn_io_own_dlv_t;
 typedef struct jn_io_own_tx jn_io_own_tx_t;
 
+/* One segment of an outgoing copy not yet framed: len octets at off in
+ * buf's data (a reference held). */
+typedef struct jn_io_own_seg {
+    jn_buffer_t *buf;
+    uint32_t off, len;
+} jn_io_own_seg_t;
+
+/* Segments of a copy held ahead of the engine at most (each at most one
+ * buffer: 16 KiB of 512-octet buffers), handed to jn_amqp_delivery_send at
+ * once. */
+#define JN_IO_OWN_TX_SEGS 32
+
 /* One delivery the router holds unsettled on an own link, incoming (the
  * peer's, until the router's outcome is settled or the peer settles) or
  * outgoing (a copy, until the consumer or the sender settles). */
@@ -82,8 +94,11 @@ struct jn_io_own_link {
     uint64_t max_message_size;
     /* outgoing: credit used (deliveries begun, and credit drained) */
     uint64_t sent;
-    /* outgoing: the copy being sent, its octets composed and not yet
-     * framed (pend, from pend_off), and the copies waiting */
+    /* outgoing: the copy being sent, its segments not yet framed (segs,
+     * a ring of tx_nsegs from tx_seg_head, the first from tx_seg_off; each
+     * holds a reference on its buffer of the message or of the composed
+     * annotations: the engine references them in turn, nothing is
+     * copied), and the copies waiting */
     jn_delivery_t *tx_dlv;
     jn_io_own_dlv_t *tx_od; /* its record, NULL for a pre-settled copy */
     jn_amqp_delivery_t *tx_d;
@@ -91,8 +106,9 @@ struct jn_io_own_link {
     int tx_slot;
     bool tx_ended; /* tx_out produced all its octets */
     bool tx_settle_when_done;
-    jn_buffer_list_t pend;
-    size_t pend_off, pend_len;
+    jn_io_own_seg_t segs[JN_IO_OWN_TX_SEGS];
+    uint32_t tx_seg_head, tx_nsegs, tx_seg_off;
+    size_t pend_len; /* octets in segs from tx_seg_off */
     jn_io_own_tx_t *txq, *txq_tail;
 };
 

@@ -22,8 +22,17 @@
 
 #define NOT_IMPLEMENTED "amqp:not-implemented"
 
-/* Octets of a copy composed ahead of the engine's frames at most. */
-#define TX_AHEAD (64u * 1024)
+/* Drop the segments of the copy in progress not yet framed. */
+static void segs_free(jn_io_own_link_t *link)
+{
+    while (link->tx_nsegs > 0) {
+        jn_buffer_unref(link->segs[link->tx_seg_head].buf);
+        link->tx_seg_head = (link->tx_seg_head + 1) % JN_IO_OWN_TX_SEGS;
+        link->tx_nsegs--;
+    }
+    link->tx_seg_head = link->tx_seg_off = 0;
+    link->pend_len = 0;
+}
 
 /* ---- records ------------------------------------------------------------- */
 
@@ -333,7 +342,8 @@ void jn_io_own_on_attach(void *ctx, jn_amqp_link_t *l, const jn_amqp_attach_t *a
     link->incoming = a->role == JN_AMQP_SENDER;
     link->presettled = (a->present & JN_AMQP_FIELD(3)) && a->snd_settle_mode == 1;
     link->tx_slot = -1;
-    jn_buffer_list_init(&link->pend);
+    link->tx_seg_head = link->tx_nsegs = link->tx_seg_off = 0;
+    link->pend_len = 0;
     if (link->incoming)
         jn_io_own_rx_init_IO(link);
     link->next = own->links;
@@ -379,8 +389,7 @@ static void link_gone(jn_io_own_link_t *link)
         jn_delivery_unref(link->tx_dlv);
         link->tx_dlv = NULL;
     }
-    jn_buffer_list_free(&link->pend);
-    link->pend_off = link->pend_len = 0;
+    segs_free(link);
     while (link->txq) {
         jn_io_own_tx_t *q = link->txq;
         link->txq = q->next;
@@ -452,8 +461,7 @@ static void tx_done(jn_io_own_link_t *link)
     link->tx_dlv = NULL;
     link->tx_od = NULL;
     link->tx_d = NULL;
-    jn_buffer_list_free(&link->pend);
-    link->pend_off = link->pend_len = 0;
+    segs_free(link);
 }
 
 /* The copy cannot go (no message parse, no memory): released to its
@@ -526,46 +534,62 @@ static bool tx_start(jn_io_own_link_t *link)
     return true;
 }
 
-/* Compose more of the copy's octets into pend (copied from the message's
- * segments: the engine references them until they are written). Returns
- * JN_EPROTO when the incoming delivery was aborted. */
+/* Take up to JN_IO_OWN_TX_SEGS segments of the copy into segs, a
+ * reference on each buffer (the message's own, or the composed
+ * annotations'): the engine references them in its output, so no octet is
+ * copied here. Returns JN_EPROTO when the incoming delivery was aborted. */
 static int tx_fill(jn_io_own_link_t *link)
 {
-    while (!link->tx_ended && link->pend_len < TX_AHEAD) {
-        const uint8_t *p;
-        size_t len;
-        int rc = jn_message_out_next(&link->tx_out, &p, &len);
-        if (rc == 0)
+    while (!link->tx_ended && link->tx_nsegs < JN_IO_OWN_TX_SEGS) {
+        const jn_buffer_t *b;
+        size_t off, len;
+        int rc = jn_message_out_next_buffer(&link->tx_out, &b, &off, &len);
+        if (rc == 0) {
             link->tx_ended = true;
-        else if (rc == JN_AGAIN)
+        } else if (rc == JN_AGAIN) {
             break; /* its progress still counts: the sender's link may be paused on it */
-        else if (rc < 0)
+        } else if (rc < 0) {
             return rc;
-        else if (jn_buffer_list_append_bytes(&link->pend, p, len) != 0)
-            return JN_ENOMEM;
-        else
+        } else {
+            uint32_t i = (link->tx_seg_head + link->tx_nsegs++) % JN_IO_OWN_TX_SEGS;
+            link->segs[i] = (jn_io_own_seg_t){
+                .buf = jn_buffer_ref((jn_buffer_t *)b), .off = (uint32_t)off, .len = (uint32_t)len};
             link->pend_len += len;
+        }
     }
     jn_message_stream_copy_progress(link->tx_out.message, link->tx_slot, &link->tx_out);
     return 0;
 }
 
-/* Drop the n octets of pend the engine took. */
+/* Drop the n octets of segs the engine took (it holds its own references). */
 static void pend_drop(jn_io_own_link_t *link, size_t n)
 {
-    link->pend_off += n;
     link->pend_len -= n;
-    jn_buffer_t *b;
-    while ((b = link->pend.head) != NULL && link->pend_off >= jn_buffer_size(b) &&
-           (b != link->pend.tail || link->pend_len == 0)) {
-        link->pend_off -= jn_buffer_size(b);
-        link->pend.head = jn_buffer_next(b);
-        if (!link->pend.head)
-            link->pend.tail = NULL;
-        jn_buffer_unref(b);
+    while (n > 0) {
+        jn_io_own_seg_t *sg = &link->segs[link->tx_seg_head];
+        size_t left = sg->len - link->tx_seg_off;
+        if (n < left) {
+            link->tx_seg_off += (uint32_t)n;
+            return;
+        }
+        n -= left;
+        jn_buffer_unref(sg->buf);
+        link->tx_seg_head = (link->tx_seg_head + 1) % JN_IO_OWN_TX_SEGS;
+        link->tx_nsegs--;
+        link->tx_seg_off = 0;
     }
-    if (!link->pend.head)
-        link->pend_off = 0;
+}
+
+/* The segments as raw views in it[] (n of them); returns n. */
+static size_t segs_views(jn_io_own_link_t *link, jn_iter_t *it)
+{
+    for (uint32_t k = 0; k < link->tx_nsegs; k++) {
+        const jn_io_own_seg_t *sg = &link->segs[(link->tx_seg_head + k) % JN_IO_OWN_TX_SEGS];
+        uint32_t skip = k == 0 ? link->tx_seg_off : 0;
+        if (jn_iter_init(&it[k], sg->buf, sg->off + skip, sg->len - skip, JN_VIEW_RAW) != 0)
+            JN_CHECK(false); /* published octets: the cursor handed them out */
+    }
+    return link->tx_nsegs;
 }
 
 /* The copy in progress ends here: aborted, or the engine refused it. */
@@ -594,12 +618,10 @@ static bool tx_push(jn_io_own_link_t *link)
         }
         if (link->pend_len == 0 && !link->tx_ended)
             return false;
-        jn_iter_t it;
-        if (link->pend_len == 0 ||
-            jn_iter_init(&it, link->pend.head, link->pend_off, link->pend_len, JN_VIEW_RAW) != 0)
-            jn_iter_init_bytes(&it, "", 0, JN_VIEW_RAW);
+        jn_iter_t it[JN_IO_OWN_TX_SEGS];
+        size_t n = segs_views(link, it);
         size_t taken = 0;
-        int rc = jn_amqp_delivery_send(link->tx_d, &it, 1, !link->tx_ended, &taken);
+        int rc = jn_amqp_delivery_send(link->tx_d, it, n, !link->tx_ended, &taken);
         pend_drop(link, taken);
         if (rc == 1) {
             if (!link->tx_od) /* pre-settled: the engine freed it */

@@ -25,6 +25,8 @@
  */
 #include "io_own.h"
 
+#include <junction/copies.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -352,7 +354,9 @@ static bool rx_append(jn_io_own_link_t *link, const jn_iter_t *payload)
             rx_reject(link, "amqp:resource-limit-exceeded", "router out of memory");
             return true;
         }
-        jn_message_write_commit(m, jn_iter_copy(&it, p, cap));
+        size_t n = jn_iter_copy(&it, p, cap);
+        JN_COPIES_NOTE(n);
+        jn_message_write_commit(m, n);
     }
     if (JN_UNLIKELY(link->max_message_size) && jn_message_length(m) > link->max_message_size) {
         rx_oversize(link);

@@ -46,6 +46,8 @@
  */
 #include "io_private.h"
 
+#include <junction/copies.h>
+
 #include <proton/disposition.h>
 
 #include <string.h>
@@ -233,6 +235,7 @@ static size_t rx_copy_IO(jn_io_link_t *link)
         ssize_t n = pn_link_recv(link->pn, (char *)space, len < pending ? len : pending);
         if (n <= 0)
             break;
+        JN_COPIES_NOTE((size_t)n); /* pn_link_recv copies from proton's buffer */
         jn_message_write_commit(m, (size_t)n);
         got += (size_t)n;
         if (max && jn_message_length(m) > max) {

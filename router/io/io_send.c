@@ -46,6 +46,8 @@
  */
 #include "io_private.h"
 
+#include <junction/copies.h>
+
 #include <proton/disposition.h>
 #include <string.h>
 
@@ -124,8 +126,10 @@ typedef struct tx_gather {
 
 static void gather_flush(pn_link_t *pl, tx_gather_t *g)
 {
-    if (g->n)
+    if (g->n) {
+        JN_COPIES_NOTE(g->n); /* pn_link_send copies into proton's buffer */
         pn_link_send(pl, (const char *)g->ptr, g->n);
+    }
     g->ptr = g->data;
     g->n = 0;
 }
@@ -140,9 +144,11 @@ static void gather_add(pn_link_t *pl, tx_gather_t *g, const uint8_t *p, size_t n
     }
     if (g->n + n <= TX_GATHER) {
         if (g->ptr != g->data) {
+            JN_COPIES_NOTE(g->n);
             memcpy(g->data, g->ptr, g->n);
             g->ptr = g->data;
         }
+        JN_COPIES_NOTE(n);
         memcpy(g->data + g->n, p, n);
         g->n += n;
         return;
@@ -152,6 +158,7 @@ static void gather_add(pn_link_t *pl, tx_gather_t *g, const uint8_t *p, size_t n
         g->ptr = p;
         g->n = n;
     } else {
+        JN_COPIES_NOTE(n);
         pn_link_send(pl, (const char *)p, n);
     }
 }

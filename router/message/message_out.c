@@ -60,7 +60,8 @@ int jn_message_out_init_verbatim(jn_message_out_t *o, jn_message_t *m)
 /* The next run of original octets from o->position, at most up to limit.
  * Returns 1 with a segment, 0 at the end of the complete message, JN_AGAIN
  * when the next octet is not published yet. */
-static int original(jn_message_out_t *o, size_t limit, const uint8_t **ptr, size_t *len)
+static int original(jn_message_out_t *o, size_t limit, const uint8_t **ptr, size_t *len,
+                    const jn_buffer_t **buf)
 {
     bool complete = jn_message_is_complete(o->message); /* before the sizes */
     if (!o->buffer) {
@@ -77,6 +78,7 @@ static int original(jn_message_out_t *o, size_t limit, const uint8_t **ptr, size
             size_t n = (limit < end ? limit : end) - o->position;
             *ptr = o->buffer->data + (o->position - o->buffer_start);
             *len = n;
+            *buf = o->buffer;
             o->position += n;
             return 1;
         }
@@ -87,14 +89,16 @@ static int original(jn_message_out_t *o, size_t limit, const uint8_t **ptr, size
     }
 }
 
-int jn_message_out_next(jn_message_out_t *o, const uint8_t **ptr, size_t *len)
+/* The next segment, its buffer in *buf. Inlined into both entries. */
+static inline int out_next(jn_message_out_t *o, const uint8_t **ptr, size_t *len,
+                           const jn_buffer_t **buf)
 {
     if (jn_message_is_aborted(o->message))
         return JN_EPROTO;
     switch (o->stage) {
     case STAGE_HEAD:
         if (o->position < o->skip_from) {
-            int rc = original(o, o->skip_from, ptr, len);
+            int rc = original(o, o->skip_from, ptr, len, buf);
             JN_CHECK(rc == 1); /* the parser has seen these octets */
             return 1;
         }
@@ -107,6 +111,7 @@ int jn_message_out_next(jn_message_out_t *o, const uint8_t **ptr, size_t *len)
             if (jn_buffer_size(b) > 0) {
                 *ptr = b->data;
                 *len = jn_buffer_size(b);
+                *buf = b;
                 return 1;
             }
         }
@@ -114,7 +119,7 @@ int jn_message_out_next(jn_message_out_t *o, const uint8_t **ptr, size_t *len)
         o->position = o->skip_to;
         /* fall through */
     case STAGE_REST: {
-        int rc = original(o, SIZE_MAX, ptr, len);
+        int rc = original(o, SIZE_MAX, ptr, len, buf);
         if (rc == 0)
             o->stage = STAGE_DONE;
         return rc;
@@ -122,6 +127,22 @@ int jn_message_out_next(jn_message_out_t *o, const uint8_t **ptr, size_t *len)
     default:
         return 0;
     }
+}
+
+int jn_message_out_next(jn_message_out_t *o, const uint8_t **ptr, size_t *len)
+{
+    const jn_buffer_t *buf;
+    return out_next(o, ptr, len, &buf);
+}
+
+int jn_message_out_next_buffer(jn_message_out_t *o, const jn_buffer_t **buf, size_t *offset,
+                               size_t *len)
+{
+    const uint8_t *p;
+    int rc = out_next(o, &p, len, buf);
+    if (rc == 1)
+        *offset = (size_t)(p - (*buf)->data);
+    return rc;
 }
 
 void jn_message_out_fini(jn_message_out_t *o)

@@ -28,7 +28,7 @@ import sys
 # The layer each public header belongs to: the folder that implements it
 # (or, for a header of plain data, the lowest layer whose users need it).
 OWNER = {
-    "common.h": "util", "hash.h": "util", "log.h": "util", "pool.h": "util",
+    "common.h": "util", "copies.h": "util", "hash.h": "util", "log.h": "util", "pool.h": "util",
     "queue.h": "util", "time.h": "util", "wildcard.h": "util",
     "amqp.h": "message", "annotations.h": "message", "buffer.h": "message",
     "compose.h": "message", "decoder.h": "message", "encoder.h": "message",

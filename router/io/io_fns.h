@@ -156,6 +156,12 @@ void jn_io_conn_written_IO(jn_io_conn_t *conn, bool writable);
  * output (start a write-stall period); a period or the initial handshake
  * deadline came due (now: ms, monotonic): judge it. The loop owning conn. */
 void jn_io_conn_io_error_IO(jn_io_conn_t *conn, int err, const char *what);
+
+/* jn_io_conn_connect_done_IO: conn's connect in progress (conn->connecting)
+ * reported writable, readable or an error: done (conn->connecting false)
+ * or the next address tried; none left, conn_io_error with the failure
+ * (io_loop.c). Either engine's pass. The connection's I/O thread. */
+void jn_io_conn_connect_done_IO(jn_io_conn_t *conn);
 void jn_io_stall_watch_IO(jn_io_conn_t *conn);
 /* io_watch.c, the silence watch: a CONN_CLOSE with unheard_ms (a
  * neighbour's HELLOs aged out): true when conn was heard within the last

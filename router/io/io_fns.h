@@ -484,6 +484,10 @@ void jn_io_connector_note_IO(jn_io_conn_t *conn, bool opened, const char *fmt, .
  * property nothing changes. On ENOMEM the list stays and the error is
  * logged. The loop's thread of conn; takes jn_io_t.lock. */
 void jn_io_failover_take_IO(jn_io_conn_t *conn);
+/* jn_io_failover_take_props_IO: as jn_io_failover_take_IO, from the peer's
+ * open properties d (borrowed; NULL: none) decoded by the caller (the own
+ * engine's path, io_own.c). */
+void jn_io_failover_take_props_IO(jn_io_conn_t *conn, pn_data_t *d);
 /* jn_io_failover_advance_locked: connector ep's connection was lost or
  * its attempt failed: its next attempt goes to the next entry of its
  * list, round robin (no change without backups). jn_io_t.lock held. */

@@ -144,9 +144,11 @@ static void log_opened(jn_io_own_t *own, const char *container, const char *user
 
 /* The peer's open properties (2.7.1, properties, an encoded map: a view
  * of the input, NULL when absent) rendered for management as the proton
- * path renders them (io_props.c). *out is heap (the caller frees it) or
- * NULL. */
-static void own_properties(const jn_amqp_open_t *o, uint8_t **out, size_t *len)
+ * path renders them (io_props.c); a connector takes the peer's
+ * failover-server-list from them (io_failover.c). *out is heap (the caller
+ * frees it) or NULL. */
+static void own_properties(jn_io_conn_t *conn, const jn_amqp_open_t *o, uint8_t **out,
+                           size_t *len)
 {
     *out = NULL;
     *len = 0;
@@ -158,8 +160,11 @@ static void own_properties(const jn_amqp_open_t *o, uint8_t **out, size_t *len)
     if (d) {
         jn_iter_t it = o->properties;
         (void)jn_iter_copy(&it, raw, n);
-        if (pn_data_decode(d, (const char *)raw, n) > 0)
+        if (pn_data_decode(d, (const char *)raw, n) > 0) {
             jn_io_render_properties_IO(d, out, len);
+            if (!conn->incoming)
+                jn_io_failover_take_props_IO(conn, d);
+        }
     }
     pn_data_free(d);
     free(raw);
@@ -213,7 +218,7 @@ static void own_on_open(void *ctx, jn_amqp_conn_t *c, const jn_amqp_open_t *o)
     info.encrypted = jn_io_tls_info(conn, &info.ssl_proto, &info.ssl_cipher, &ssf);
     info.ssl_ssf = ssf > 0 ? (uint32_t)ssf : 0;
     uint8_t *props;
-    own_properties(o, &props, &info.properties_len);
+    own_properties(conn, o, &props, &info.properties_len);
     info.properties = props;
     atomic_fetch_add(&conn->refs, 1); /* the core's, if it takes the connection */
     conn->core = jn_core_conn_opened_IO(conn->io->core, conn, &info);
@@ -368,7 +373,7 @@ static int own_new(jn_io_conn_t *conn, const char *host)
         jn_amqp_transport_free(own->t);
         own->t = NULL;
     }
-    if (own->t && jn_endpoint_uses_sasl_plugin(cfg, true) &&
+    if (own->t && !host && jn_endpoint_uses_sasl_plugin(cfg, true) &&
         jn_io_own_sasl_attach(conn, own->t) != 0) {
         jn_amqp_transport_free(own->t); /* no Cyrus: the connection is refused */
         own->t = NULL;
@@ -494,15 +499,17 @@ static void own_closed(jn_io_own_t *own)
     if (conn->transport_closed)
         return;
     if (!conn->incoming && !conn->opened && !own->refused_logged) {
-        /* connect failed, or the peer went before its open (the socket's
-         * error is not kept on this path) */
-        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
-               JN_IO_CONN_FMT " Connection to %s failed: the transport ended before the peer's open",
-               conn->id, conn->host);
-        jn_io_connector_note_IO(conn, false,
-                                JN_IO_CONN_FMT " Connection to %s failed: the transport ended "
-                                               "before the peer's open",
-                                conn->id, conn->host);
+        /* connect failed, SASL refused us (the client end's fault), or the
+         * peer went before its open (the socket's error is not kept on
+         * this path) */
+        const jn_amqp_fault_t *f = jn_amqp_transport_fault(own->t);
+        const char *cond = f && f->condition ? f->condition : "amqp:connection:forced";
+        const char *desc = f && f->condition ? f->description
+                                             : "the transport ended before the peer's open";
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Connection to %s failed: %s %s",
+               conn->id, conn->host, cond, desc);
+        jn_io_connector_note_IO(conn, false, JN_IO_CONN_FMT " Connection to %s failed: %s %s",
+                                conn->id, conn->host, cond, desc);
     }
     jn_io_own_links_free(own);
     jn_io_conn_transport_closed_IO(conn);
@@ -668,8 +675,8 @@ static void own_connector_pass(jn_io_own_t *own)
         own->cut = true;
     if (!conn->closing_removed &&
         atomic_load_explicit(&conn->endpoint->removed, memory_order_relaxed)) {
-        conn->closing_removed = true;
-        own_close(own, "amqp:connection:forced", "connector deleted", false);
+        conn->closing_removed = true; /* not retried; the peer is not waited for */
+        own_close(own, "amqp:connection:forced", "connector deleted", true);
     }
 }
 

@@ -51,8 +51,8 @@ bool jn_io_engine_own_default(void)
                v, own ? "own" : "proton");
     if (own)
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_NOTICE,
-               "AMQP engine: Junction's own for plain client listeners (docs/engine.md), "
-               "proton's for every other connection");
+               "AMQP engine: Junction's own for plain client listeners and connectors "
+               "(docs/engine.md), proton's for every other connection");
     return own;
 }
 
@@ -440,7 +440,9 @@ static void own_trace_sync(jn_io_own_t *own)
     }
     if (!own->trace_in.on && jn_amqp_transport_held(own->t) == 0)
         jn_amqp_tracer_start(&own->trace_in);
-    if (!own->trace_out.on && output_empty(own)) {
+    /* nothing written yet: the output starts at a frame boundary (a
+     * connection we made has its headers and open waiting there) */
+    if (!own->trace_out.on && (output_empty(own) || own->conn->octets_written == 0)) {
         jn_amqp_tracer_start(&own->trace_out);
         own->trace_out_ahead = 0;
     }

@@ -107,9 +107,8 @@ void jn_io_own_route_attach_IO(jn_io_own_t *own, jn_work_t *w)
         return;
     }
     jn_amqp_session_t *s = route_session(own);
-    jn_amqp_link_t *l = s ? jn_amqp_link_new(s, w->attach.name, send ? JN_AMQP_SENDER
-                                                                     : JN_AMQP_RECEIVER)
-                          : NULL;
+    jn_amqp_link_t *l =
+        s ? jn_amqp_link_new(s, w->attach.name, send ? JN_AMQP_SENDER : JN_AMQP_RECEIVER) : NULL;
     jn_io_own_link_t *link = l ? jn_io_own_link_new(own, l, !send) : NULL;
     if (!link) {
         if (s)

@@ -8,11 +8,11 @@ also with the switch on) and two auto-links over it on a waypoint address:
 what arrives at B's q.in to A's receivers. Asserted: A's outgoing
 connection ran on the own engine (the "Connection runs on Junction's own
 AMQP engine" line after a "dir=out" open), both auto-links go active, and
-messages pass both ways, unsettled, each accepted; a connector naming
-SASL PLAIN with saslUsername and saslPassword authenticates through the
-engine's SASL client end (B's log shows the user); a connector whose peer
-is not there fails, is logged, and retries; a connector with an
-sslProfile stays on proton's path.
+messages pass both ways, unsettled, each accepted; the protocol trace of
+the outgoing connection starts with our own SASL header; a connector whose
+peer is not there fails, is logged, and retries; a connector with an
+sslProfile stays on proton's path. (A PLAIN connector through the client
+end: test_engine_own_sasl.py.)
 
 JN_BUILD_DIR names the build directory (set by ctest).
 """
@@ -83,6 +83,18 @@ class OwnConnectorTest(OwnEngineCase):
         self.assertEqual(sorted(str(o[0]) for o in sender.outcomes.values()),
                          ["ACCEPTED"] * n)
         self.assertNotIn("failed:", a.log(), self.logs())
+
+    def test_protocol_trace_of_an_outgoing_connection_starts_at_our_header(self):
+        b = self.start_own()
+        trace = conf_section("log", {"module": "PROTOCOL", "enable": "trace+"})
+        a = self.start_own(extra=connector(b.port, role="normal") + trace)
+        self.wait_log(a, "Connection runs on Junction's own AMQP engine")
+        self.wait_log(a, "[C1]:FRAME: 0 <- @open(16)")
+        frames = [l.split(":FRAME: ", 1)[1] for l in a.log().splitlines() if "[C1]:FRAME:" in l]
+        self.assertEqual(frames[0].strip(), "-> SASL", frames)
+        self.assertTrue(any(f.startswith("0 -> @sasl-init(65)") for f in frames), frames)
+        self.assertTrue(any(f.strip() == "-> AMQP" for f in frames), frames)
+        self.assertTrue(any(f.startswith("0 -> @open(16)") for f in frames), frames)
 
     def test_connector_without_peer_fails_and_retries(self):
         port = free_port()

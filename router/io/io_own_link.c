@@ -799,9 +799,14 @@ void jn_io_own_work_IO(jn_io_own_t *own, jn_work_t *w)
         break;
     case JN_WORK_LINK_CLOSE:
     case JN_WORK_LINK_DETACH:
-        if (link->l)
+        if (link->l && jn_amqp_link_detach(link->l, w->type == JN_WORK_LINK_CLOSE, w->condition,
+                                           w->description) == JN_EPERM &&
+            jn_amqp_link_attach(link->l, &(jn_amqp_attach_t){0}, 0) == 0) {
+            /* the core refused the peer's link before answering it: our
+             * attach without terminus first (2.6.3), then the detach */
             (void)jn_amqp_link_detach(link->l, w->type == JN_WORK_LINK_CLOSE, w->condition,
                                       w->description);
+        }
         break;
     case JN_WORK_LINK_RELEASED:
         link->released = true;

@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (SLOW, Recv, Send, Traffic, conf_section, free_port,  # noqa: E402
                      seq_message)
 from tls_certs import make_certs  # noqa: E402
+from test_router_entities import Manager  # noqa: E402
 from test_engine_own import OWN_LINE, OwnEngineCase  # noqa: E402
 
 TIMEOUT = 30 * SLOW
@@ -83,6 +84,21 @@ class OwnConnectorTest(OwnEngineCase):
         self.assertEqual(sorted(str(o[0]) for o in sender.outcomes.values()),
                          ["ACCEPTED"] * n)
         self.assertNotIn("failed:", a.log(), self.logs())
+
+    def test_auto_link_refused_by_the_peer_shows_failed(self):
+        # B (own listener) refuses an address with distribution unavailable:
+        # the core's refusal reaches A as an attach and a detach, and A's
+        # auto-link goes failed (1.19's system_tests_autolinks retry case)
+        b = self.start_own(extra=conf_section("address", {"prefix": "q", "name": "no",
+                                                          "distribution": "unavailable"}))
+        a = self.start_own(extra=connector(b.port) + auto_links("wp", "toB"))
+        m = Manager(a.url)
+        self.addCleanup(m.close)
+        al = "org.apache.qpid.dispatch.router.config.autoLink"
+        self.wait_for("both auto-links failed", lambda: sorted(
+            r["operStatus"] for r in m.query(al, ["operStatus"])) == ["failed", "failed"],
+            TIMEOUT)
+        self.assertIn("amqp:not-found", b.log() + a.log(), self.logs())
 
     def test_protocol_trace_of_an_outgoing_connection_starts_at_our_header(self):
         b = self.start_own()

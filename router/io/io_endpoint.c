@@ -655,6 +655,18 @@ static void connect_now(jn_io_endpoint_t *ep)
     jn_io_failover_target_locked(ep, host, sizeof host, port, sizeof port);
     pthread_mutex_unlock(&io->lock);
     snprintf(conn->host, sizeof conn->host, "%s:%s", host, port);
+    if (jn_io_own_eligible(io, ep) && jn_io_own_attach_client(conn, host) != 0) {
+        pthread_mutex_lock(&io->lock);
+        if (ep->conn == conn)
+            ep->conn = NULL;
+        ep->state = JN_EP_IDLE;
+        pthread_mutex_unlock(&io->lock);
+        pn_transport_free(t);
+        jn_io_conn_unref(conn); /* never started: freed here */
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_ERROR, "Out of memory connecting to %s", ep->shown);
+        jn_io_timer_arm(io, &ep->retry, RETRY_MAX_MS);
+        return;
+    }
     pn_connection_set_hostname(conn->pn_io, host);
     if (ep->cfg.sasl_username)
         pn_connection_set_user(conn->pn_io, ep->cfg.sasl_username);

@@ -156,10 +156,17 @@ static int failover_replace_locked(jn_io_failover_t *f, jn_io_failover_url_t *ad
 void jn_io_failover_take_IO(jn_io_conn_t *conn)
 {
     JN_ASSERT_IO(conn);
+    if (conn->own)
+        return; /* the peer's open went to the own engine: io_own.c passes it */
+    jn_io_failover_take_props_IO(conn, pn_connection_remote_properties(conn->pn_io));
+}
+
+void jn_io_failover_take_props_IO(jn_io_conn_t *conn, pn_data_t *d)
+{
+    JN_ASSERT_IO(conn);
     jn_io_endpoint_t *ep = conn->endpoint;
     if (conn->incoming || !ep || ep->is_listener)
         return;
-    pn_data_t *d = pn_connection_remote_properties(conn->pn_io);
     if (!d || !find_list(d) || pn_data_type(d) != PN_LIST)
         return; /* no list: the connector's list stays as it is (1.19) */
     jn_io_failover_url_t add[JN_IO_FAILOVER_MAX];

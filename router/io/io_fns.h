@@ -156,6 +156,12 @@ void jn_io_conn_written_IO(jn_io_conn_t *conn, bool writable);
  * output (start a write-stall period); a period or the initial handshake
  * deadline came due (now: ms, monotonic): judge it. The loop owning conn. */
 void jn_io_conn_io_error_IO(jn_io_conn_t *conn, int err, const char *what);
+
+/* jn_io_conn_connect_done_IO: conn's connect in progress (conn->connecting)
+ * reported writable, readable or an error: done (conn->connecting false)
+ * or the next address tried; none left, conn_io_error with the failure
+ * (io_loop.c). Either engine's pass. The connection's I/O thread. */
+void jn_io_conn_connect_done_IO(jn_io_conn_t *conn);
 void jn_io_stall_watch_IO(jn_io_conn_t *conn);
 /* io_watch.c, the silence watch: a CONN_CLOSE with unheard_ms (a
  * neighbour's HELLOs aged out): true when conn was heard within the last
@@ -478,6 +484,10 @@ void jn_io_connector_note_IO(jn_io_conn_t *conn, bool opened, const char *fmt, .
  * property nothing changes. On ENOMEM the list stays and the error is
  * logged. The loop's thread of conn; takes jn_io_t.lock. */
 void jn_io_failover_take_IO(jn_io_conn_t *conn);
+/* jn_io_failover_take_props_IO: as jn_io_failover_take_IO, from the peer's
+ * open properties d (borrowed; NULL: none) decoded by the caller (the own
+ * engine's path, io_own.c). */
+void jn_io_failover_take_props_IO(jn_io_conn_t *conn, pn_data_t *d);
 /* jn_io_failover_advance_locked: connector ep's connection was lost or
  * its attempt failed: its next attempt goes to the next entry of its
  * list, round robin (no change without backups). jn_io_t.lock held. */

@@ -415,21 +415,21 @@ int jn_io_conn_start(jn_io_conn_t *conn, pn_transport_t *t, int fd, const char *
 
 /* A connect in progress reported writable (or an error): see how it went;
  * on failure try the next address, then give up with the error. */
-static void connect_done(jn_io_conn_t *conn)
+void jn_io_conn_connect_done_IO(jn_io_conn_t *conn)
 {
+    JN_ASSERT_IO(conn);
     int err = 0;
     socklen_t len = sizeof err;
     if (getsockopt(conn->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
         err = errno;
+    conn->connecting = false;
     if (err == 0) {
-        conn->connecting = false;
         conn->tick_at = 0; /* the transport starts now: ask its idle clock */
         freeaddrinfo(conn->ai_list);
         conn->ai_list = conn->ai_next = NULL;
         return;
     }
     conn_unregister(conn);
-    conn->connecting = false;
     if (!connect_next(conn))
         jn_io_conn_io_error_IO(conn, err, "connecting to");
 }
@@ -777,7 +777,7 @@ static bool proton_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
     pn_connection_driver_t *d = &conn->driver;
     forced_close(conn);
     if (conn->connecting && (conn->writable || conn->readable))
-        connect_done(conn);
+        jn_io_conn_connect_done_IO(conn);
     bool more = false;
     if (!conn->connecting && conn->fd >= 0)
         more = conn_read(conn);

@@ -55,8 +55,8 @@ bool jn_io_engine_own_default(void)
                v, own ? "own" : "proton");
     if (own)
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_NOTICE,
-               "AMQP engine: Junction's own for plain client listeners (docs/engine.md), "
-               "proton's for every other connection");
+               "AMQP engine: Junction's own for plain client listeners and connectors "
+               "(docs/engine.md), proton's for every other connection");
     return own;
 }
 
@@ -72,9 +72,45 @@ static bool sasl_own_serves(const jn_endpoint_config_t *cfg)
     return (!mechs || !mechs[0] || strcmp(mechs, "ANONYMOUS") == 0) && !cfg->authenticate_peer;
 }
 
+/* The connector's SASL is the own client end's (sasl_client.c): the
+ * mechanisms unset (PLAIN with saslUsername and saslPassword, else
+ * ANONYMOUS), or naming ANONYMOUS and PLAIN only. */
+static bool sasl_client_serves(const jn_endpoint_config_t *cfg)
+{
+    const char *m = cfg->sasl_mechanisms;
+    if (!m)
+        return true;
+    while (*m) {
+        size_t n = strcspn(m, " ,");
+        if (n && !(n == 9 && strncmp(m, "ANONYMOUS", 9) == 0) &&
+            !(n == 5 && strncmp(m, "PLAIN", 5) == 0))
+            return false;
+        m += n;
+        m += strspn(m, " ,");
+    }
+    return true;
+}
+
+/* A connection connector ep makes runs on the own engine (stage 3a):
+ * role normal or route-container (auto-links bind to route-container
+ * connections only; a link route's far end on it is refused with
+ * amqp:not-implemented until the own path passes link-routed deliveries,
+ * io_own_route.c), plain TCP, the client end's SASL, and nothing proton's
+ * path adds around the open (message logging, open properties, a
+ * configured failover list, a vhost policy). */
+static bool own_connector_eligible(const jn_io_t *io, const jn_endpoint_config_t *cfg)
+{
+    return (cfg->role == JN_ROLE_NORMAL || cfg->role == JN_ROLE_ROUTE_CONTAINER) &&
+           !(cfg->ssl_profile && cfg->ssl_profile[0]) &&
+           sasl_client_serves(cfg) && io->policy == NULL && cfg->message_logging == 0 &&
+           !cfg->failover_urls && !cfg->open_properties;
+}
+
 bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep)
 {
     const jn_endpoint_config_t *cfg = &ep->cfg;
+    if (io->engine_own && !ep->is_listener)
+        return own_connector_eligible(io, cfg);
     bool tls = cfg->ssl_profile && cfg->ssl_profile[0];
     /* With TLS, proton's path may offer EXTERNAL (Cyrus, from the client's
      * certificate), which the own engine's Cyrus layer does not have yet: a
@@ -96,9 +132,15 @@ static void log_opened(jn_io_own_t *own, const char *container, const char *user
 {
     jn_io_conn_t *conn = own->conn;
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
-           JN_IO_CONN_FMT " Connection Opened: dir=in host=%s encrypted=%s auth=%s user=%s "
+           JN_IO_CONN_FMT " Connection Opened: dir=%s host=%s encrypted=%s auth=%s user=%s "
                           "container_id=%s",
-           conn->id, conn->host, encrypted, mech ? mech : "none", user, container);
+           conn->id, conn->incoming ? "in" : "out", conn->host, encrypted, mech ? mech : "none",
+           user, container);
+    jn_io_connector_note_IO(conn, true,
+                            JN_IO_CONN_FMT " Connection Opened: dir=out host=%s encrypted=%s "
+                                           "auth=%s user=%s container_id=%s",
+                            conn->id, conn->host, encrypted, mech ? mech : "none", user,
+                            container);
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
            JN_IO_CONN_FMT " Connection runs on Junction's own AMQP engine (JUNCTION_ENGINE=own)",
            conn->id);
@@ -106,9 +148,11 @@ static void log_opened(jn_io_own_t *own, const char *container, const char *user
 
 /* The peer's open properties (2.7.1, properties, an encoded map: a view
  * of the input, NULL when absent) rendered for management as the proton
- * path renders them (io_props.c). *out is heap (the caller frees it) or
- * NULL. */
-static void own_properties(const jn_amqp_open_t *o, uint8_t **out, size_t *len)
+ * path renders them (io_props.c); a connector takes the peer's
+ * failover-server-list from them (io_failover.c). *out is heap (the caller
+ * frees it) or NULL. */
+static void own_properties(jn_io_conn_t *conn, const jn_amqp_open_t *o, uint8_t **out,
+                           size_t *len)
 {
     *out = NULL;
     *len = 0;
@@ -120,8 +164,11 @@ static void own_properties(const jn_amqp_open_t *o, uint8_t **out, size_t *len)
     if (d) {
         jn_iter_t it = o->properties;
         (void)jn_iter_copy(&it, raw, n);
-        if (pn_data_decode(d, (const char *)raw, n) > 0)
+        if (pn_data_decode(d, (const char *)raw, n) > 0) {
             jn_io_render_properties_IO(d, out, len);
+            if (!conn->incoming)
+                jn_io_failover_take_props_IO(conn, d);
+        }
     }
     pn_data_free(d);
     free(raw);
@@ -133,7 +180,8 @@ static void own_on_open(void *ctx, jn_amqp_conn_t *c, const jn_amqp_open_t *o)
     jn_io_own_t *own = ctx;
     jn_io_conn_t *conn = own->conn;
     JN_ASSERT_IO(conn);
-    if (jn_amqp_conn_open(c) != 0 || conn->core)
+    /* a connection we made sent its open first (jn_io_own_attach_client) */
+    if ((conn->incoming && jn_amqp_conn_open(c) != 0) || conn->core)
         return;
     if (atomic_load_explicit(&conn->io->stopping, memory_order_relaxed)) {
         (void)jn_amqp_conn_close(c, "amqp:connection:forced", "router shutting down");
@@ -145,7 +193,10 @@ static void own_on_open(void *ctx, jn_amqp_conn_t *c, const jn_amqp_open_t *o)
     const char *mech = jn_amqp_transport_sasl_mechanism(own->t);
     /* a mechanism other than ANONYMOUS authenticated the peer: its user is
      * the one the user-id check holds messages to, as on proton's path */
-    bool authenticated = mech && strcmp(mech, "ANONYMOUS") != 0;
+    bool authenticated = conn->incoming && mech && strcmp(mech, "ANONYMOUS") != 0;
+    const jn_endpoint_config_t *cfg = &conn->endpoint->cfg;
+    if (!conn->incoming && mech && strcmp(mech, "PLAIN") == 0)
+        user = cfg->sasl_username; /* who we authenticated as */
     if (authenticated && user && user[0] && !conn->check_user &&
         !(conn->check_user = strdup(user))) {
         (void)jn_amqp_conn_close(c, "amqp:resource-limit-exceeded", "router out of memory");
@@ -155,11 +206,12 @@ static void own_on_open(void *ctx, jn_amqp_conn_t *c, const jn_amqp_open_t *o)
         .conn_id = conn->id,
         .container_id = container,
         .host = conn->host,
-        .incoming = true,
+        .incoming = conn->incoming,
         .strip_inbound = conn->strip_inbound,
         .strip_outbound = conn->strip_outbound,
-        .link_capacity = conn->endpoint->cfg.link_capacity,
-        .cost = 1,
+        .link_capacity = cfg->link_capacity,
+        .cost = cfg->cost ? cfg->cost : 1,
+        .route_container = cfg->role == JN_ROLE_ROUTE_CONTAINER,
         .endpoint_name = conn->endpoint->cfg.name,
         /* as 1.19 shows it: "anonymous" for ANONYMOUS and without SASL */
         .user = user && user[0] ? user : JN_AMQP_SASL_ANONYMOUS_USER,
@@ -170,7 +222,7 @@ static void own_on_open(void *ctx, jn_amqp_conn_t *c, const jn_amqp_open_t *o)
     info.encrypted = jn_io_tls_info(conn, &info.ssl_proto, &info.ssl_cipher, &ssf);
     info.ssl_ssf = ssf > 0 ? (uint32_t)ssf : 0;
     uint8_t *props;
-    own_properties(o, &props, &info.properties_len);
+    own_properties(conn, o, &props, &info.properties_len);
     info.properties = props;
     atomic_fetch_add(&conn->refs, 1); /* the core's, if it takes the connection */
     conn->core = jn_core_conn_opened_IO(conn->io->core, conn, &info);
@@ -209,7 +261,12 @@ static void own_on_closed(void *ctx, jn_amqp_conn_t *c, const jn_amqp_fault_t *f
     jn_io_conn_t *conn = own->conn;
     JN_ASSERT_IO(conn);
     uint32_t peer_idle = jn_amqp_conn_remote_idle_time_out(c);
-    if (peer_idle && peer_idle < conn->io->min_peer_idle_timeout_ms)
+    if (!conn->incoming) {
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Connection to %s failed: %s %s",
+               conn->id, conn->host, fault->condition, fault->description);
+        jn_io_connector_note_IO(conn, false, JN_IO_CONN_FMT " Connection to %s failed: %s %s",
+                                conn->id, conn->host, fault->condition, fault->description);
+    } else if (peer_idle && peer_idle < conn->io->min_peer_idle_timeout_ms)
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
                JN_IO_CONN_FMT " Connection from %s (to %s) refused: its %s (minPeerIdleTimeoutMs)",
                conn->id, conn->host, conn->endpoint->shown, fault->description);
@@ -258,7 +315,10 @@ static int open_extras(const jn_io_conn_t *conn, jn_encoder_t *caps, jn_encoder_
     return jn_encoder_error(caps) ? jn_encoder_error(caps) : jn_encoder_error(props);
 }
 
-int jn_io_own_attach(jn_io_conn_t *conn)
+/* conn's own side: an incoming connection's transport (host NULL), or the
+ * client role's for a connection we make to host (our SASL header, then
+ * our AMQP header and open, sent first: 5.3.1, 2.4.1). */
+static int own_new(jn_io_conn_t *conn, const char *host)
 {
     jn_io_own_t *own = calloc(1, sizeof *own);
     if (!own)
@@ -283,6 +343,7 @@ int jn_io_own_attach(jn_io_conn_t *conn)
         .idle_time_out = cfg->idle_timeout_seconds * 1000u,
         .idle_time_out_announced = cfg->idle_timeout_seconds * 500u,
         .min_peer_idle_time_out = conn->io->min_peer_idle_timeout_ms,
+        .hostname = host, /* our open names the host connected to, as proton's */
     };
     jn_encoder_t caps, props;
     jn_encoder_init(&caps);
@@ -304,10 +365,19 @@ int jn_io_own_attach(jn_io_conn_t *conn)
                            .on_flow = jn_io_own_on_flow,
                            .on_transfer = jn_io_own_on_transfer,
                            .on_disposition = jn_io_own_on_disposition};
-    own->t = jn_amqp_transport_new(&ac, &h); /* copies them */
+    jn_amqp_sasl_client_config_t sc = {.mechanisms = cfg->sasl_mechanisms,
+                                       .user = cfg->sasl_username,
+                                       .password = cfg->sasl_password,
+                                       .hostname = host};
+    /* the transports copy them */
+    own->t = host ? jn_amqp_transport_new_client(&ac, &h, &sc) : jn_amqp_transport_new(&ac, &h);
     jn_encoder_free(&caps);
     jn_encoder_free(&props);
-    if (own->t && jn_endpoint_uses_sasl_plugin(cfg, true) &&
+    if (own->t && host && jn_amqp_conn_open(jn_amqp_transport_conn(own->t)) != 0) {
+        jn_amqp_transport_free(own->t);
+        own->t = NULL;
+    }
+    if (own->t && !host && jn_endpoint_uses_sasl_plugin(cfg, true) &&
         jn_io_own_sasl_attach(conn, own->t) != 0) {
         jn_amqp_transport_free(own->t); /* no Cyrus: the connection is refused */
         own->t = NULL;
@@ -319,6 +389,16 @@ int jn_io_own_attach(jn_io_conn_t *conn)
     }
     conn->own = own;
     return 0;
+}
+
+int jn_io_own_attach(jn_io_conn_t *conn)
+{
+    return own_new(conn, NULL);
+}
+
+int jn_io_own_attach_client(jn_io_conn_t *conn, const char *host)
+{
+    return own_new(conn, host ? host : "");
 }
 
 void jn_io_own_free(jn_io_conn_t *conn)
@@ -364,7 +444,9 @@ static void own_trace_sync(jn_io_own_t *own)
     }
     if (!own->trace_in.on && jn_amqp_transport_held(own->t) == 0)
         jn_amqp_tracer_start(&own->trace_in);
-    if (!own->trace_out.on && output_empty(own)) {
+    /* nothing written yet: the output starts at a frame boundary (a
+     * connection we made has its headers and open waiting there) */
+    if (!own->trace_out.on && (output_empty(own) || own->conn->octets_written == 0)) {
         jn_amqp_tracer_start(&own->trace_out);
         own->trace_out_ahead = 0;
     }
@@ -422,6 +504,19 @@ static void own_closed(jn_io_own_t *own)
     jn_io_conn_t *conn = own->conn;
     if (conn->transport_closed)
         return;
+    if (!conn->incoming && !conn->opened && !own->refused_logged) {
+        /* connect failed, SASL refused us (the client end's fault), or the
+         * peer went before its open (the socket's error is not kept on
+         * this path) */
+        const jn_amqp_fault_t *f = jn_amqp_transport_fault(own->t);
+        const char *cond = f && f->condition ? f->condition : "amqp:connection:forced";
+        const char *desc = f && f->condition ? f->description
+                                             : "the transport ended before the peer's open";
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Connection to %s failed: %s %s",
+               conn->id, conn->host, cond, desc);
+        jn_io_connector_note_IO(conn, false, JN_IO_CONN_FMT " Connection to %s failed: %s %s",
+                                conn->id, conn->host, cond, desc);
+    }
     jn_io_own_links_free(own);
     jn_io_conn_transport_closed_IO(conn);
 }
@@ -576,6 +671,23 @@ static void own_work(jn_io_own_t *own)
     } while (n == JN_IO_WORK_BATCH);
 }
 
+/* The start of a connection we made's pass: its connect's outcome, a
+ * connector deleted (closed with amqp:connection:forced, as proton's path,
+ * io_loop.c), or no socket left (resolving or every address failed). */
+static void own_connector_pass(jn_io_own_t *own)
+{
+    jn_io_conn_t *conn = own->conn;
+    if (conn->connecting && (conn->writable || conn->readable))
+        jn_io_conn_connect_done_IO(conn);
+    if (!conn->connecting && conn->fd < 0 && !conn->bridge)
+        own->cut = true;
+    if (!conn->closing_removed &&
+        atomic_load_explicit(&conn->endpoint->removed, memory_order_relaxed)) {
+        conn->closing_removed = true; /* not retried; the peer is not waited for */
+        own_close(own, "amqp:connection:forced", "connector deleted", true);
+    }
+}
+
 bool jn_io_own_pass_IO(jn_io_loop_t *loop, jn_io_conn_t *conn)
 {
     JN_ASSERT_IO(conn);
@@ -585,7 +697,11 @@ bool jn_io_own_pass_IO(jn_io_loop_t *loop, jn_io_conn_t *conn)
     if (JN_UNLIKELY(conn->tracing || own->trace_in.on || own->trace_out.on))
         own_trace_sync(own);
     bool more = false;
-    if (conn->bridge) {
+    if (!conn->incoming)
+        own_connector_pass(own);
+    if (conn->connecting) {
+        /* a connect in progress: nothing to read or write yet */
+    } else if (conn->bridge) {
         jn_io_bridge_read_IO(conn); /* AMQP over WebSocket: no socket */
     } else if (conn->fd >= 0 && conn->tls) {
         bool plain = false;
@@ -612,7 +728,7 @@ bool jn_io_own_pass_IO(jn_io_loop_t *loop, jn_io_conn_t *conn)
         done = done || jn_io_tls_failed(conn);
         if (jn_io_tls_pending_out(conn) && !own->cut)
             done = false; /* the close_notify or an alert still to go */
-    } else {
+    } else if (!conn->connecting && conn->fd >= 0) {
         own_write(own);
         done = jn_amqp_transport_finished(own->t) && output_empty(own);
     }

@@ -22,6 +22,10 @@
 #include <junction/amqp_transport.h>
 
 typedef struct jn_io_own jn_io_own_t;
+
+/* Idle sessions of router-attached links kept per connection
+ * (io_own_route.c). */
+#define JN_IO_OWN_ROUTE_IDLE 8
 typedef struct jn_io_own_link jn_io_own_link_t;
 typedef struct jn_io_own_dlv jn_io_own_dlv_t;
 typedef struct jn_io_own_tx jn_io_own_tx_t;
@@ -65,6 +69,8 @@ struct jn_io_own_link {
     bool incoming;        /* the peer sends (the router receives) */
     bool presettled;      /* the peer's snd-settle-mode settled (incoming) */
     bool released;        /* JN_WORK_LINK_RELEASED came */
+    bool local;           /* the router attached it (io_own_route.c) */
+    jn_amqp_session_t *route_ssn; /* local: its own session, NULL once ended */
     uint8_t *attach;      /* the peer's attach, encoded (owned), for our answer */
     size_t attach_len;
     jn_io_own_dlv_t *dlvs; /* unsettled deliveries */
@@ -123,6 +129,10 @@ struct jn_io_own {
     bool cut;                /* end the transport once the output is out */
     bool refused_logged;
     bool rx_busy; /* a link has work for the pass's end (jn_io_own_rx_flush_IO) */
+    /* sessions of links the router attached, kept for the next such link
+     * once theirs is freed (io_own_route.c) */
+    jn_amqp_session_t *route_idle[JN_IO_OWN_ROUTE_IDLE];
+    unsigned n_route_idle;
     /* the protocol trace (io_own.c), each way, while conn->tracing;
      * trace_out_ahead: octets at the front of the output traced already
      * (our frames are traced as they go to the socket, not once taken) */
@@ -136,17 +146,29 @@ struct jn_io_own {
  * the choice when it is own. Main thread, at start. */
 bool jn_io_engine_own_default(void);
 
-/* jn_io_own_eligible: whether a connection accepted on listener ep runs on
- * the own engine (docs/engine.md, "Which connections"): the switch is on,
- * and ep is a plain-TCP listener of role normal with no SASL requirement,
- * no SASL plugin or auth service, no vhost policy, no multi-tenancy, no
- * message logging and no initial handshake timeout. Loop 0's thread (at
- * accept). */
+/* jn_io_own_eligible: whether a connection accepted on listener ep, or
+ * made by connector ep, runs on the own engine (docs/engine.md, "Which
+ * connections"): the switch is on, and ep is a listener of role normal
+ * whose SASL and TLS the engine serves, with no auth service, no vhost
+ * policy, no multi-tenancy, no message logging and no initial handshake
+ * timeout; or a plain-TCP connector of role normal or route-container
+ * (auto-links; a link route's far end refused) whose SASL mechanisms
+ * are ANONYMOUS and PLAIN at most (the client end, sasl_client.c), with no
+ * vhost policy, message logging, open properties or configured failover
+ * list. Loop 0's thread (at accept), or the connector thread. */
 bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep);
 
 /* jn_io_own_attach: give conn (new, not started) its own-engine side.
  * Returns 0 or JN_ENOMEM. The accepting thread, before jn_io_conn_start. */
 int jn_io_own_attach(jn_io_conn_t *conn);
+
+/* jn_io_own_attach_client: give conn (new, made by a connector, not
+ * started) its own-engine side in the client role (5.3.1): our SASL
+ * header, then our AMQP header and open (hostname host, borrowed; the SASL
+ * client end offers the connector's saslMechanisms, saslUsername and
+ * saslPassword) wait in its output for the connect. Returns 0 or
+ * JN_ENOMEM. The connector thread, before jn_io_conn_start. */
+int jn_io_own_attach_client(jn_io_conn_t *conn, const char *host);
 
 /* jn_io_own_free: free conn's own side (its links, deliveries, transport
  * and buffers), if any. When conn is freed (any thread: nothing else
@@ -169,6 +191,29 @@ void jn_io_own_on_flow(void *ctx, jn_amqp_session_t *s, jn_amqp_link_t *l, const
 void jn_io_own_on_transfer(void *ctx, jn_amqp_link_t *l, jn_amqp_delivery_t *d,
                            const jn_amqp_transfer_t *t, const jn_iter_t *payload);
 void jn_io_own_on_disposition(void *ctx, jn_amqp_delivery_t *d, const jn_amqp_disposition_t *disp);
+
+/* jn_io_own_link_new: a record for engine link l (its user from now on)
+ * on own, incoming when the peer sends; NULL when memory runs out.
+ * jn_io_own_link_free: unlink and free a record whose engine link and
+ * deliveries are gone (its session, if the router began it, kept for the
+ * next link, io_own_route.c). The loop's thread. */
+jn_io_own_link_t *jn_io_own_link_new(jn_io_own_t *own, jn_amqp_link_t *l, bool incoming);
+void jn_io_own_link_free(jn_io_own_link_t *link);
+
+/* io_own_route.c, links the router attaches on an own connection (the
+ * loop's thread):
+ * jn_io_own_route_attach_IO: JN_WORK_LINK_ATTACH (w borrowed): an
+ * auto-link's link attached on a session of its own, the core told
+ * (info.local); link routes' far ends, edge and streaming links are not
+ * served (the item is dropped). jn_io_own_route_answered_IO: the peer's
+ * attach a answering ours: the core told with the address it named.
+ * jn_io_own_route_session_idle_IO: a local link's session s is free
+ * (kept for the next, or ended). jn_io_own_route_session_gone_IO: the
+ * peer ended s (forgotten). */
+void jn_io_own_route_attach_IO(jn_io_own_t *own, jn_work_t *w);
+void jn_io_own_route_answered_IO(jn_io_own_link_t *link, const jn_amqp_attach_t *a);
+void jn_io_own_route_session_idle_IO(jn_io_own_t *own, jn_amqp_session_t *s);
+void jn_io_own_route_session_gone_IO(jn_io_own_t *own, jn_amqp_session_t *s);
 
 /* jn_io_own_session_gone_IO: session s ended: its links went with it
  * (the engine frees them without a detach): each counts as detached. */

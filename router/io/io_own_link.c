@@ -307,9 +307,11 @@ static int keep_attach(jn_io_own_link_t *link, const jn_amqp_attach_t *a)
     return rc;
 }
 
-static void link_free(jn_io_own_link_t *link)
+void jn_io_own_link_free(jn_io_own_link_t *link)
 {
     jn_io_own_t *own = link->own;
+    if (link->route_ssn)
+        jn_io_own_route_session_idle_IO(own, link->route_ssn);
     if (link->prev)
         link->prev->next = link->next;
     else
@@ -320,27 +322,15 @@ static void link_free(jn_io_own_link_t *link)
     free(link);
 }
 
-void jn_io_own_on_attach(void *ctx, jn_amqp_link_t *l, const jn_amqp_attach_t *a)
+jn_io_own_link_t *jn_io_own_link_new(jn_io_own_t *own, jn_amqp_link_t *l, bool incoming)
 {
-    jn_io_own_t *own = ctx;
-    jn_io_conn_t *conn = own->conn;
-    JN_ASSERT_IO(conn);
-    const char *why = conn->core ? refusal(a) : "the connection is not open";
-    if (why) {
-        refuse_attach(l, a, why);
-        return;
-    }
     jn_io_own_link_t *link = calloc(1, sizeof *link);
-    if (!link || keep_attach(link, a) != 0) {
-        free(link);
-        refuse_attach(l, a, "router out of memory");
-        return;
-    }
+    if (!link)
+        return NULL;
     link->own = own;
     link->id = own->next_link_id++;
     link->l = l;
-    link->incoming = a->role == JN_AMQP_SENDER;
-    link->presettled = (a->present & JN_AMQP_FIELD(3)) && a->snd_settle_mode == 1;
+    link->incoming = incoming;
     link->tx_slot = -1;
     link->tx_seg_head = link->tx_nsegs = link->tx_seg_off = 0;
     link->pend_len = 0;
@@ -350,7 +340,37 @@ void jn_io_own_on_attach(void *ctx, jn_amqp_link_t *l, const jn_amqp_attach_t *a
     if (own->links)
         own->links->prev = link;
     own->links = link;
-    jn_amqp_link_set_user(l, link);
+    if (l)
+        jn_amqp_link_set_user(l, link);
+    return link;
+}
+
+void jn_io_own_on_attach(void *ctx, jn_amqp_link_t *l, const jn_amqp_attach_t *a)
+{
+    jn_io_own_t *own = ctx;
+    jn_io_conn_t *conn = own->conn;
+    JN_ASSERT_IO(conn);
+    jn_io_own_link_t *ours = jn_amqp_link_user(l);
+    if (ours) { /* the peer's answer to an attach of ours (io_own_route.c) */
+        jn_io_own_route_answered_IO(ours, a);
+        return;
+    }
+    const char *why = conn->core ? refusal(a) : "the connection is not open";
+    if (why) {
+        refuse_attach(l, a, why);
+        return;
+    }
+    jn_io_own_link_t *link = jn_io_own_link_new(own, l, a->role == JN_AMQP_SENDER);
+    if (!link || keep_attach(link, a) != 0) {
+        if (link) {
+            jn_io_own_rx_gone(link);
+            jn_amqp_link_set_user(l, NULL);
+            jn_io_own_link_free(link);
+        }
+        refuse_attach(l, a, "router out of memory");
+        return;
+    }
+    link->presettled = (a->present & JN_AMQP_FIELD(3)) && a->snd_settle_mode == 1;
     const jn_amqp_terminus_t *t = link->incoming ? &a->target : &a->source;
     char address[1024] = "";
     if (t->present & JN_AMQP_FIELD(0))
@@ -367,8 +387,9 @@ void jn_io_own_on_attach(void *ctx, jn_amqp_link_t *l, const jn_amqp_attach_t *a
     };
     link->core = jn_core_link_attached_IO(conn->core, link, &info);
     if (!link->core) {
+        jn_io_own_rx_gone(link);
         jn_amqp_link_set_user(l, NULL);
-        link_free(link);
+        jn_io_own_link_free(link);
         refuse_attach(l, a, "router out of memory");
         return;
     }
@@ -404,7 +425,7 @@ static void link_gone(jn_io_own_link_t *link)
         link->core = NULL;
     }
     if (link->released)
-        link_free(link);
+        jn_io_own_link_free(link);
 }
 
 void jn_io_own_on_detach(void *ctx, jn_amqp_link_t *l, const jn_amqp_detach_t *d)
@@ -428,9 +449,12 @@ void jn_io_own_on_detach(void *ctx, jn_amqp_link_t *l, const jn_amqp_detach_t *d
 void jn_io_own_session_gone_IO(jn_io_own_t *own, jn_amqp_session_t *s)
 {
     JN_ASSERT_IO(own->conn);
+    jn_io_own_route_session_gone_IO(own, s);
     jn_io_own_link_t *next;
     for (jn_io_own_link_t *link = own->links; link; link = next) {
         next = link->next;
+        if (link->route_ssn == s)
+            link->route_ssn = NULL; /* the engine frees it */
         if (link->l && jn_amqp_link_session(link->l) == s)
             link_gone(link);
     }
@@ -733,8 +757,8 @@ static void work_update(jn_io_own_link_t *link, jn_work_t *w)
 /* JN_WORK_LINK_OPEN: our attach, the peer's termini back (2.6.3). */
 static void work_open(jn_io_own_link_t *link, jn_work_t *w)
 {
-    if (!link->l)
-        return;
+    if (!link->l || link->local)
+        return; /* a link we attached ourselves is open already */
     if (w->passthrough) { /* a link route: not served on this engine yet */
         (void)jn_amqp_link_attach(link->l, &(jn_amqp_attach_t){0}, 0);
         (void)jn_amqp_link_detach(link->l, true, NOT_IMPLEMENTED,
@@ -797,8 +821,10 @@ void jn_io_own_work_IO(jn_io_own_t *own, jn_work_t *w)
     JN_ASSERT_IO(own->conn);
     jn_core_link_t *cl = w->link ? w->link : (w->dlv ? jn_delivery_link(w->dlv) : NULL);
     jn_io_own_link_t *link = cl ? jn_core_link_io(cl) : NULL;
+    if (!link && w->type == JN_WORK_LINK_ATTACH)
+        jn_io_own_route_attach_IO(own, w); /* auto-links (io_own_route.c) */
     if (!link) {
-        jn_work_free(w); /* LINK_ATTACH (a link route's far end): not served here */
+        jn_work_free(w);
         return;
     }
     switch (w->type) {
@@ -807,15 +833,20 @@ void jn_io_own_work_IO(jn_io_own_t *own, jn_work_t *w)
         break;
     case JN_WORK_LINK_CLOSE:
     case JN_WORK_LINK_DETACH:
-        if (link->l)
+        if (link->l && jn_amqp_link_detach(link->l, w->type == JN_WORK_LINK_CLOSE, w->condition,
+                                           w->description) == JN_EPERM &&
+            jn_amqp_link_attach(link->l, &(jn_amqp_attach_t){0}, 0) == 0) {
+            /* the core refused the peer's link before answering it: our
+             * attach without terminus first (2.6.3), then the detach */
             (void)jn_amqp_link_detach(link->l, w->type == JN_WORK_LINK_CLOSE, w->condition,
                                       w->description);
+        }
         break;
     case JN_WORK_LINK_RELEASED:
         link->released = true;
         if (!link->l) {
             jn_work_free(w);
-            link_free(link);
+            jn_io_own_link_free(link);
             return;
         }
         break;

@@ -129,6 +129,29 @@ class OwnSaslTest(SaslTestCase):
                           r"credentials of 'alice@junction'", "A's log line")
         self.assertGreaterEqual(self.own_lines(b2), 1, b2.log())
 
+    def own_connector_pair(self, password):
+        """B's PLAIN listener, and A's connector naming PLAIN, both routers
+        with the switch on: A's SASL runs through the own client end."""
+        b = self.own_router({"saslMechanisms": "PLAIN", "authenticatePeer": "yes"})
+        a = self.own_router({}, router=self.router_section(id="A"), extra=conf_section(
+            "connector", {"host": "127.0.0.1", "port": b.port, "role": "normal",
+                          "saslMechanisms": "PLAIN", "saslUsername": ALICE,
+                          "saslPassword": "pass:" + password}))
+        return a, b
+
+    def test_connector_plain_through_the_own_client_end(self):
+        a, b = self.own_connector_pair(USERS["alice"])
+        self.wait_log(b, r"Connection Opened: dir=in .*auth=PLAIN user=alice@junction",
+                      "B's PLAIN-authenticated connection")
+        self.wait_log(a, r"\[C(\d+)\] Connection Opened: dir=out .*auth=PLAIN "
+                         r"user=alice@junction.*\n.*\[C\1\] " + OWN_LINE, "A's own connection")
+        a2, b2 = self.own_connector_pair("wrong")
+        self.wait_log(b2, r"SASL PLAIN authentication from 127\.0\.0\.1:\d+ .*failed",
+                      "B's log line")
+        self.wait_log(a2, r"Connection to 127\.0\.0\.1:\d+ failed: amqp:unauthorized-access",
+                      "A's log line")
+        self.assertNotIn("Connection Opened: dir=out", a2.log())
+
     def test_digest_md5_challenge_rounds_on_the_own_engine(self):
         a, b = self.connector_pair("DIGEST-MD5", USERS["alice"])
         self.wait_log(b, r"Connection Opened: dir=in .*auth=DIGEST-MD5 user=alice",

@@ -316,8 +316,8 @@ void jn_io_bridge_close(jn_io_bridge_t *b);
 /* ---- tests and fuzzing only (router/io/io_test.c) ----------------------
  *
  * A connection without a socket, driven by the caller's thread through the
- * router's own pass (the loop's conn_pass: proton's events, the core's
- * work, the core run inline), so that a test or a fuzzer can hand a router
+ * router's own pass (the loop's conn_pass: proton's events or the own
+ * engine's, the core's work, the core run inline), so that a test or a fuzzer can hand a router
  * the octets a peer would send. The I/O layer must have been created with
  * one worker thread and never started (jn_io_start): the test's thread
  * plays loop 0. The core is started (jn_core_start) as usual. Nothing
@@ -328,8 +328,11 @@ typedef struct jn_io_conn jn_io_conn_t;
 /* jn_io_test_conn_new: a socketless connection of the listener (incoming:
  * a server transport, as accepted) or the connector (outgoing: a client
  * transport, opened, as connected) named `endpoint`, added before with
- * jn_io_add_listener/jn_io_add_connector. The caller holds a reference
- * until jn_io_test_conn_release. NULL when no such endpoint, or ENOMEM. */
+ * jn_io_add_listener/jn_io_add_connector. An incoming one runs on
+ * Junction's own AMQP engine when an accepted one would (io created with
+ * JUNCTION_ENGINE=own, a listener the switch takes: docs/engine.md), else
+ * on proton's. The caller holds a reference until jn_io_test_conn_release.
+ * NULL when no such endpoint, or ENOMEM. Test thread. */
 jn_io_conn_t *jn_io_test_conn_new(jn_io_t *io, const char *endpoint);
 
 /* jn_io_test_conn_input: the next octets the peer sends (borrowed until
@@ -340,11 +343,15 @@ jn_io_conn_t *jn_io_test_conn_new(jn_io_t *io, const char *endpoint);
 void jn_io_test_conn_input(jn_io_conn_t *conn, const uint8_t *data, size_t len, bool end);
 
 /* jn_io_test_conn_pending: octets of the last input not yet taken by
- * proton. */
+ * the engine. */
 size_t jn_io_test_conn_pending(const jn_io_conn_t *conn);
 
+/* jn_io_test_conn_own: whether conn runs on Junction's own AMQP engine
+ * (else proton's). Test thread. */
+bool jn_io_test_conn_own(const jn_io_conn_t *conn);
+
 /* jn_io_test_conn_closed: the transport closed (the router is done with
- * the connection's proton objects). */
+ * the connection's engine objects). */
 bool jn_io_test_conn_closed(const jn_io_conn_t *conn);
 
 /* jn_io_test_conn_abort: close the transport now, both ways (as a socket

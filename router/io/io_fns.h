@@ -238,7 +238,8 @@ void jn_io_authsvc_stop_IO(jn_io_conn_t *svc);
 jn_tls_profile_t *jn_io_tls_profile_get(jn_io_t *io, const char *name);
 
 /* io_test.c (tests and fuzzing only): a socketless connection's read and
- * write steps of conn_pass. */
+ * write steps of its pass, on either engine (proton_pass in io_loop.c,
+ * jn_io_own_pass_IO in io_own.c); both go through io_plain.c. */
 void jn_io_test_read_IO(jn_io_conn_t *conn);
 void jn_io_test_write_IO(jn_io_conn_t *conn);
 

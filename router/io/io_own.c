@@ -710,6 +710,8 @@ bool jn_io_own_pass_IO(jn_io_loop_t *loop, jn_io_conn_t *conn)
             more = own_read(own, now); /* requireSsl no, and the client is plain */
     } else if (conn->fd >= 0) {
         more = own_read(own, now);
+    } else if (conn->test_io) {
+        jn_io_test_read_IO(conn); /* tests and fuzzing: no socket (io_test.c) */
     }
     if (atomic_load_explicit(&conn->io->stopping, memory_order_relaxed))
         own_close(own, "amqp:connection:forced", "router shutting down",
@@ -723,6 +725,9 @@ bool jn_io_own_pass_IO(jn_io_loop_t *loop, jn_io_conn_t *conn)
     bool done = jn_amqp_transport_finished(own->t) && output_empty(own);
     if (conn->bridge) {
         jn_io_bridge_write_IO(conn);
+    } else if (JN_UNLIKELY(conn->test_io)) {
+        jn_io_test_write_IO(conn);
+        done = jn_amqp_transport_finished(own->t) && output_empty(own);
     } else if (conn->tls) {
         jn_io_tls_write_IO(conn); /* encrypt, then one send (io_tls.c) */
         done = done || jn_io_tls_failed(conn);

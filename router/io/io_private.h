@@ -617,8 +617,9 @@ struct jn_io_conn {
 
     /* Tests and fuzzing only (io_test.c): a connection without a socket.
      * Its pass reads from test_in (borrowed from the caller of
-     * jn_io_test_conn_input until taken) and discards what proton writes;
-     * test_end: after test_in, the input ends (read_close). The owning
+     * jn_io_test_conn_input until taken) and discards what the engine
+     * (proton's or the own one) writes; test_end: after test_in, the
+     * input ends (as a socket's end of stream). The owning
      * loop's thread (the test's thread). */
     bool test_io;
     bool test_end;

@@ -5,22 +5,35 @@
  *
  * How it fits: such a connection is an ordinary io_conn of an ordinary
  * listener or connector, started on loop 0 as an accepted or connected one
- * would be, except that conn->test_io is set, so that conn_pass (io_loop.c)
- * takes its input from the caller's buffer (jn_io_test_read_IO) instead of
- * recv(), and throws away what proton framed (jn_io_test_write_IO) instead
- * of send(). Everything else — proton's events in jn_io_conn_event_IO, the
- * core's work in jn_io_conn_batch_end_IO, the core run inline — is the
- * daemon's code. No loop thread runs: the caller's thread plays loop 0
- * (jn_io_test_run: the loop's work without epoll and without timers).
+ * would be, except that conn->test_io is set, so that the pass (io_loop.c's
+ * proton_pass, or io_own.c's jn_io_own_pass_IO) takes its input from the
+ * caller's buffer (jn_io_test_read_IO) instead of recv(), and throws away
+ * what the engine framed (jn_io_test_write_IO) instead of send().
+ *
+ * Either engine: on a listener that the own engine's switch takes
+ * (jn_io_own_eligible: the io made with JUNCTION_ENGINE=own, and the
+ * listener one it serves) the connection gets its own side as an accepted
+ * one does, and its octets move through io_plain.c (jn_io_plain_*), as
+ * TLS's and the WebSocket bridge's do, so both engines are served by the
+ * same two steps. Everything else — proton's events in
+ * jn_io_conn_event_IO or the own engine's callbacks, the core's work, the
+ * core run inline — is the daemon's code. No loop thread runs: the
+ * caller's thread plays loop 0 (jn_io_test_run: the loop's work without
+ * epoll and without timers).
  *
  * Threads: everything here on the one test thread, except that the core
  * thread may wake a test connection (jn_io_conn_wake), as in the daemon.
  * Nothing here is called by junctiond.
  */
+#include "io_own.h"
 #include "io_private.h"
 
 #include <stdio.h>
 #include <string.h>
+
+/* Octets of the own engine's output gathered per move (its runs are many
+ * and small: frame headers, performatives), as the bridge gathers them. */
+#define JN_IO_TEST_STAGE 16384
 
 /* The endpoint named name, or NULL. */
 static jn_io_endpoint_t *endpoint_find(jn_io_t *io, const char *name)
@@ -44,6 +57,11 @@ jn_io_conn_t *jn_io_test_conn_new(jn_io_t *io, const char *endpoint)
     if (!t) {
         if (conn)
             jn_io_conn_unref(conn); /* never started: freed here */
+        return NULL;
+    }
+    if (incoming && jn_io_own_eligible(io, ep) && jn_io_own_attach(conn) != 0) {
+        pn_transport_free(t); /* no memory for the own engine's side */
+        jn_io_conn_unref(conn);
         return NULL;
     }
     if (incoming) {
@@ -86,6 +104,11 @@ size_t jn_io_test_conn_pending(const jn_io_conn_t *conn)
     return conn->test_in_len;
 }
 
+bool jn_io_test_conn_own(const jn_io_conn_t *conn)
+{
+    return conn->own != NULL;
+}
+
 bool jn_io_test_conn_closed(const jn_io_conn_t *conn)
 {
     return conn->transport_closed || conn->destroyed;
@@ -93,7 +116,14 @@ bool jn_io_test_conn_closed(const jn_io_conn_t *conn)
 
 void jn_io_test_conn_abort(jn_io_conn_t *conn)
 {
-    if (conn->destroyed || pn_connection_driver_finished(&conn->driver))
+    if (conn->destroyed)
+        return;
+    if (conn->own) { /* as a socket's failed write: the transport ends */
+        conn->own->cut = true;
+        jn_io_conn_wake(conn);
+        return;
+    }
+    if (pn_connection_driver_finished(&conn->driver))
         return;
     pn_connection_driver_errorf(&conn->driver, "proton:io", "test connection aborted");
     pn_connection_driver_close(&conn->driver);
@@ -121,43 +151,48 @@ size_t jn_io_test_conns(jn_io_t *io)
     return atomic_load(&io->pending_frees);
 }
 
-/* conn_pass's read step for a test connection: hand proton as much of the
- * caller's octets as it takes, then the end of input once they are all
- * taken. */
+/* The pass's read step for a test connection (either engine, through
+ * io_plain.c): hand the engine as much of the caller's octets as it takes
+ * (proton's through the daemon's frame screen), then the end of input once
+ * they are all taken. */
 void jn_io_test_read_IO(jn_io_conn_t *conn)
 {
     JN_ASSERT_IO(conn);
-    pn_connection_driver_t *d = &conn->driver;
-    while (conn->test_in_len > 0 && !pn_connection_driver_read_closed(d) && !conn->screened_out) {
-        pn_rwbytes_t buf = pn_connection_driver_read_buffer_sized(d, JN_IO_READ_SIZE);
-        if (buf.size == 0)
-            return; /* proton holds all it will take: it reads on after events */
-        size_t n = buf.size < conn->test_in_len ? buf.size : conn->test_in_len;
-        memcpy(buf.start, conn->test_in, n);
+    while (conn->test_in_len > 0 && !jn_io_plain_in_closed(conn)) {
+        uint8_t *space = NULL;
+        size_t room = jn_io_plain_in_space_IO(conn, &space);
+        if (room == 0)
+            return; /* the engine holds all it will take: it reads on after events */
+        size_t n = room < conn->test_in_len ? room : conn->test_in_len;
+        memcpy(space, conn->test_in, n);
         conn->test_in += n;
         conn->test_in_len -= n;
-        if (!jn_io_conn_input_IO(conn, buf.start, n)) { /* the daemon's screen */
+        if (!jn_io_plain_in_IO(conn, space, n)) { /* refused: closing */
             conn->test_in_len = 0;
             return;
         }
     }
-    if (pn_connection_driver_read_closed(d))
-        conn->test_in_len = 0; /* proton stopped reading: the rest is dropped */
-    if (conn->test_end && conn->test_in_len == 0 && !pn_connection_driver_read_closed(d))
-        pn_connection_driver_read_close(d);
+    if (jn_io_plain_in_closed(conn))
+        conn->test_in_len = 0; /* the engine stopped reading: the rest is dropped */
+    else if (conn->test_end && conn->test_in_len == 0)
+        jn_io_plain_in_end_IO(conn); /* as a socket's end of stream */
 }
 
-/* conn_pass's write step for a test connection: the peer takes every
- * octet proton framed (and ignores it). */
+/* The pass's write step for a test connection (either engine, through
+ * io_plain.c): the peer takes every octet the engine framed (and ignores
+ * it). */
 void jn_io_test_write_IO(jn_io_conn_t *conn)
 {
     JN_ASSERT_IO(conn);
-    pn_connection_driver_t *d = &conn->driver;
+    uint8_t stage[JN_IO_TEST_STAGE]; /* the own engine's runs, gathered */
     for (;;) {
-        pn_bytes_t buf = pn_connection_driver_write_buffer(d);
-        if (buf.size == 0)
+        const uint8_t *p = NULL;
+        size_t n = jn_io_plain_out_IO(conn, stage, sizeof stage, &p);
+        if (n == 0)
             break;
-        pn_connection_driver_write_done(d, buf.size);
+        jn_io_plain_out_done_IO(conn, n);
+        conn->octets_written += n;
     }
-    jn_io_conn_written_IO(conn, true);
+    if (!conn->own)
+        jn_io_conn_written_IO(conn, true);
 }

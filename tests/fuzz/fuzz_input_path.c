@@ -42,6 +42,18 @@
  * Built with -DJN_FUZZ_SKIP_KNOWN, inputs of an abort class already known
  * (input_path_known.h) are skipped, so a session finds the next one.
  *
+ * Built with -DJN_FUZZ_OWN (fuzz_input_path_own), the I/O layer is made
+ * with JUNCTION_ENGINE=own and every input runs on Junction's own AMQP
+ * engine (docs/engine.md): control bits 3 and 4 are ignored (always
+ * incoming, role normal: the connections the switch takes), and bit 5's
+ * listener offers ANONYMOUS without authenticatePeer (the engine's built-in
+ * ANONYMOUS; authenticatePeer needs Cyrus, which the fuzzer does not set
+ * up). Without bit 5 the listener names no mechanism: the peer may speak
+ * SASL ANONYMOUS or AMQP directly either way. Bits 0-2, 6 and 7 as above;
+ * the same corpus applies (an input of an outgoing or inter-router variant
+ * replays as incoming and normal). A connection that is not on the own
+ * engine aborts.
+ *
  * Threads: the fuzzer's thread for everything but the core thread's own
  * work (mesh timers), as in junctiond.
  */
@@ -53,6 +65,7 @@
 #include <junction/log.h>
 #include <junction/mgmt.h>
 #include <junction/pool.h>
+#include <junction/time.h>
 
 #include <pthread.h>
 #include <sched.h>
@@ -65,6 +78,13 @@
 #include "input_path_known.h"
 #endif
 
+#ifdef JN_FUZZ_OWN
+/* Control bits 3 (outgoing) and 4 (inter-router) cleared: see the top. */
+#define CONTROL_MASK 0xe7u
+#else
+#define CONTROL_MASK 0xffu
+#endif
+
 #define ROUTER_ID "Fuzz"
 #define VARIANTS  32 /* control bits 3-7 */
 
@@ -72,10 +92,14 @@
  * says; after them, pieces of at least this many (see the top). */
 #define SMALL_PREFIX 256
 
-/* Runs of the loop with nothing left to do before a connection that should
- * have closed (or been freed) counts as stuck: the core thread may hold
- * the core's token for a moment, so an idle run is retried, yielding. */
+/* Runs of the loop with nothing left to do, and milliseconds of them,
+ * before a connection that should have closed (or been freed) counts as
+ * stuck: the core thread may hold the core's token for a moment (a
+ * management query under the sanitizers, on a loaded machine, took longer
+ * than IDLE_RUNS yields once), so an idle run is retried, yielding, and
+ * both must pass. */
 #define IDLE_RUNS 2000
+#define IDLE_MS   3000
 /* Idle runs after the peer's input ended before the peer is taken to have
  * closed its socket fully (end_input): a few, for the core thread's token. */
 #define END_IDLE_RUNS 4
@@ -111,13 +135,18 @@ static int add_variant(unsigned v)
     char name[16];
     variant_name(v, name, sizeof name);
     bool outgoing = v & 1, inter_router = v & 2, sasl = v & 4, small = v & 8, tight = v & 16;
+#ifdef JN_FUZZ_OWN
+    bool require_auth = false; /* the own engine's built-in ANONYMOUS (see the top) */
+#else
+    bool require_auth = !outgoing && sasl;
+#endif
     jn_endpoint_config_t ec = {
         .name = name,
         .host = "127.0.0.1",
         .port = "5672",
         .role = inter_router ? JN_ROLE_INTER_ROUTER : JN_ROLE_NORMAL,
         .sasl_mechanisms = sasl ? "ANONYMOUS" : NULL,
-        .authenticate_peer = !outgoing && sasl,
+        .authenticate_peer = require_auth,
         .max_frame_size = small ? 512 : 0,
         .max_sessions = tight ? 2 : 0,
         .max_message_size = tight ? 1024 : 0,
@@ -160,6 +189,9 @@ static void router_setup(void)
             jn_log_set_mask((jn_log_module_t)m, 0);
     jn_core_config_t cc = {.router_id = ROUTER_ID, .interior = true};
     router.core = jn_core_create(&cc, jn_io_core_ops());
+#ifdef JN_FUZZ_OWN
+    setenv("JUNCTION_ENGINE", "own", 1); /* read by jn_io_create */
+#endif
     jn_io_config_t ic = {.container_id = ROUTER_ID, .worker_threads = 1,
                          .max_connections = JN_IO_NO_POLICY_LIMIT};
     router.io = router.core ? jn_io_create(router.core, &ic) : NULL;
@@ -215,14 +247,16 @@ static void run_until_idle(jn_io_conn_t *conn)
 /* Run passes until done(conn) holds; abort with what when it never does. */
 static void run_until(bool (*done)(jn_io_conn_t *), jn_io_conn_t *conn, const char *what)
 {
+    uint64_t idle_since = 0;
     for (int idle = 0; !done(conn);) {
         if (jn_io_test_run(router.io)) {
             idle = 0;
             continue;
         }
-        if (++idle == IDLE_RUNS)
+        if (idle++ == 0)
+            idle_since = jn_time_mono_ms();
+        if (idle >= IDLE_RUNS && jn_time_mono_ms() - idle_since >= IDLE_MS)
             stuck(what);
-
         sched_yield(); /* the core thread may hold the core's token */
     }
 }
@@ -291,13 +325,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 #endif
     if (!router.up)
         router_setup();
+    uint8_t control = data[0] & CONTROL_MASK;
     char name[16];
-    variant_name(data[0] >> 3, name, sizeof name);
+    variant_name(control >> 3, name, sizeof name);
     jn_io_conn_t *conn = jn_io_test_conn_new(router.io, name);
     if (!conn)
         abort();
+#ifdef JN_FUZZ_OWN
+    if (!jn_io_test_conn_own(conn))
+        stuck("the connection is not on the own engine");
+#endif
     run_until_idle(conn); /* the router's first octets (and open, outgoing) */
-    feed(conn, data + 1, size - 1, jn_fuzz_chunk(data[0]));
+    feed(conn, data + 1, size - 1, jn_fuzz_chunk(control));
     jn_io_test_conn_input(conn, NULL, 0, true); /* the peer's input ends */
     end_input(conn);
     jn_io_test_conn_release(conn);

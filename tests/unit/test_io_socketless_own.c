@@ -1,0 +1,239 @@
+/*
+ * test_io_socketless_own.c — socketless test connections (junction/io.h,
+ * router/io/io_test.c) on Junction's own AMQP engine (docs/engine.md): with
+ * the switch on (JUNCTION_ENGINE=own when the I/O layer is made), a test
+ * connection of a listener the switch takes runs on the own engine, as an
+ * accepted one would, and its octets move through io_plain.c both ways;
+ * every other endpoint, and every endpoint with the switch off, stays on
+ * proton's. This is what lets the input_path fuzzer
+ * (tests/fuzz/fuzz_input_path.c, fuzz_input_path_own) drive the own engine.
+ *
+ * The core is started as in junctiond and the fuzzer; the test's thread
+ * plays loop 0 (jn_io_test_run).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "io/io_private.h"
+
+#include <junction/core.h>
+#include <junction/log.h>
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct fixture {
+    jn_core_t *core;
+    jn_io_t *io;
+};
+
+/* Octets a peer sends: the AMQP header, an open with container-id "c"
+ * (2.4.1; one-field list), SASL's header, a sasl-init naming ANONYMOUS
+ * (5.3.3.2). */
+static const uint8_t amqp_header[] = {'A', 'M', 'Q', 'P', 0, 1, 0, 0};
+static const uint8_t open_frame[] = {0, 0, 0, 17, 2, 0, 0, 0, 0x00, 0x53, 0x10,
+                                     0xc0, 4, 1, 0xa1, 1, 'c'};
+static const uint8_t sasl_header[] = {'A', 'M', 'Q', 'P', 3, 1, 0, 0};
+static const uint8_t sasl_init[] = {0, 0, 0, 25, 2, 1, 0, 0, 0x00, 0x53, 0x41, 0xc0, 12, 1,
+                                    0xa3, 9, 'A', 'N', 'O', 'N', 'Y', 'M', 'O', 'U', 'S'};
+
+static struct fixture *router_new(const char *engine)
+{
+    for (int m = 0; m < JN_LOG_MODULE_COUNT; m++)
+        jn_log_set_mask((jn_log_module_t)m, 0);
+    if (engine)
+        setenv("JUNCTION_ENGINE", engine, 1);
+    else
+        unsetenv("JUNCTION_ENGINE");
+    struct fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    jn_core_config_t cc = {.router_id = "own", .interior = true};
+    f->core = jn_core_create(&cc, jn_io_core_ops());
+    assert_non_null(f->core);
+    jn_io_config_t ic = {.container_id = "own", .worker_threads = 1,
+                         .max_connections = JN_IO_NO_POLICY_LIMIT};
+    f->io = jn_io_create(f->core, &ic);
+    assert_non_null(f->io);
+    jn_endpoint_config_t plain = {.name = "plain", .host = "127.0.0.1", .port = "5672"};
+    jn_endpoint_config_t anon = {.name = "anon", .host = "127.0.0.1", .port = "5672",
+                                 .sasl_mechanisms = "ANONYMOUS"};
+    jn_endpoint_config_t ir = {.name = "ir", .host = "127.0.0.1", .port = "5672",
+                               .role = JN_ROLE_INTER_ROUTER};
+    jn_endpoint_config_t out = {.name = "out", .host = "127.0.0.1", .port = "5672"};
+    assert_int_equal(jn_io_add_listener(f->io, &plain), 0);
+    assert_int_equal(jn_io_add_listener(f->io, &anon), 0);
+    assert_int_equal(jn_io_add_listener(f->io, &ir), 0);
+    assert_int_equal(jn_io_add_connector(f->io, &out), 0);
+    assert_int_equal(jn_core_start(f->core), 0);
+    return f;
+}
+
+/* The stop's post must wake the core thread: not from the test's thread,
+ * an inline poster (as the fuzzer does it). */
+static void *core_stopper(void *arg)
+{
+    jn_core_stop(arg);
+    return NULL;
+}
+
+static void router_free(struct fixture *f)
+{
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, core_stopper, f->core), 0);
+    pthread_join(t, NULL);
+    jn_core_free(f->core);
+    jn_io_free(f->io);
+    free(f);
+    unsetenv("JUNCTION_ENGINE");
+}
+
+/* Run the loop until it has nothing left to do (the core thread may hold
+ * the core's token for a moment: idle runs are retried). */
+static void run_idle(struct fixture *f)
+{
+    for (int idle = 0; idle < 200;) {
+        if (jn_io_test_run(f->io))
+            idle = 0;
+        else {
+            idle++;
+            sched_yield();
+        }
+    }
+}
+
+static void feed(struct fixture *f, jn_io_conn_t *c, const uint8_t *p, size_t n)
+{
+    jn_io_test_conn_input(c, p, n, false);
+    run_idle(f);
+    assert_int_equal(jn_io_test_conn_pending(c), 0);
+}
+
+/* The peer's input ends: the connection closes, and is freed once
+ * released. */
+static void finish(struct fixture *f, jn_io_conn_t *c)
+{
+    jn_io_test_conn_input(c, NULL, 0, true);
+    run_idle(f);
+    assert_true(jn_io_test_conn_closed(c));
+    jn_io_test_conn_release(c);
+    run_idle(f);
+    assert_int_equal(jn_io_test_conns(f->io), 0);
+}
+
+static void test_socketless_conn_runs_on_the_own_engine_when_the_switch_takes_it(void **state)
+{
+    (void)state;
+    struct fixture *f = router_new("own");
+    jn_io_conn_t *c = jn_io_test_conn_new(f->io, "plain");
+    assert_non_null(c);
+    assert_true(jn_io_test_conn_own(c));
+    run_idle(f);
+    feed(f, c, amqp_header, sizeof amqp_header);
+    assert_int_equal(c->octets_read, sizeof amqp_header);
+    assert_int_equal(c->octets_written, sizeof amqp_header); /* ours back */
+    feed(f, c, open_frame, sizeof open_frame);
+    assert_true(c->opened); /* the core was told: the engine read the open */
+    assert_true(c->octets_written > sizeof amqp_header); /* our open went out */
+    finish(f, c);
+    router_free(f);
+}
+
+static void test_socketless_conn_on_the_own_engine_serves_sasl_anonymous(void **state)
+{
+    (void)state;
+    struct fixture *f = router_new("own");
+    jn_io_conn_t *c = jn_io_test_conn_new(f->io, "anon");
+    assert_non_null(c);
+    assert_true(jn_io_test_conn_own(c));
+    run_idle(f);
+    /* in small pieces: the transport keeps a partial frame for the next */
+    feed(f, c, sasl_header, sizeof sasl_header);
+    feed(f, c, sasl_init, 5);
+    feed(f, c, sasl_init + 5, sizeof sasl_init - 5);
+    feed(f, c, amqp_header, sizeof amqp_header);
+    feed(f, c, open_frame, 3);
+    assert_false(c->opened);
+    feed(f, c, open_frame + 3, sizeof open_frame - 3);
+    assert_true(c->opened);
+    finish(f, c);
+    router_free(f);
+}
+
+static void test_socketless_conn_refused_by_the_own_engine_closes_and_is_freed(void **state)
+{
+    (void)state;
+    struct fixture *f = router_new("own");
+    jn_io_conn_t *c = jn_io_test_conn_new(f->io, "plain");
+    assert_non_null(c);
+    static const uint8_t junk[] = {'H', 'T', 'T', 'P', '/', '1', '.', '1'};
+    jn_io_test_conn_input(c, junk, sizeof junk, false);
+    run_idle(f);
+    assert_true(jn_io_test_conn_closed(c)); /* a header not AMQP's: ours, then closed */
+    assert_false(c->opened);
+    jn_io_test_conn_release(c);
+    run_idle(f);
+    assert_int_equal(jn_io_test_conns(f->io), 0);
+    router_free(f);
+}
+
+static void test_socketless_conns_the_switch_does_not_take_stay_on_proton(void **state)
+{
+    (void)state;
+    struct fixture *f = router_new("own");
+    const char *names[] = {"ir", "out"}; /* inter-router; a connector */
+    for (size_t i = 0; i < 2; i++) {
+        jn_io_conn_t *c = jn_io_test_conn_new(f->io, names[i]);
+        assert_non_null(c);
+        assert_false(jn_io_test_conn_own(c));
+        run_idle(f);
+        jn_io_test_conn_abort(c);
+        finish(f, c);
+    }
+    router_free(f);
+    f = router_new(NULL); /* the switch off: every connection on proton's */
+    jn_io_conn_t *c = jn_io_test_conn_new(f->io, "plain");
+    assert_non_null(c);
+    assert_false(jn_io_test_conn_own(c));
+    run_idle(f);
+    feed(f, c, amqp_header, sizeof amqp_header);
+    feed(f, c, open_frame, sizeof open_frame);
+    assert_true(c->opened);
+    finish(f, c);
+    router_free(f);
+}
+
+static void test_socketless_conn_on_the_own_engine_aborted_closes(void **state)
+{
+    (void)state;
+    struct fixture *f = router_new("own");
+    jn_io_conn_t *c = jn_io_test_conn_new(f->io, "plain");
+    assert_non_null(c);
+    run_idle(f);
+    feed(f, c, amqp_header, sizeof amqp_header);
+    feed(f, c, open_frame, sizeof open_frame);
+    assert_false(jn_io_test_conn_closed(c));
+    jn_io_test_conn_abort(c); /* as a failed write */
+    run_idle(f);
+    assert_true(jn_io_test_conn_closed(c));
+    jn_io_test_conn_release(c);
+    run_idle(f);
+    assert_int_equal(jn_io_test_conns(f->io), 0);
+    router_free(f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_socketless_conn_runs_on_the_own_engine_when_the_switch_takes_it),
+        cmocka_unit_test(test_socketless_conn_on_the_own_engine_serves_sasl_anonymous),
+        cmocka_unit_test(test_socketless_conn_refused_by_the_own_engine_closes_and_is_freed),
+        cmocka_unit_test(test_socketless_conns_the_switch_does_not_take_stay_on_proton),
+        cmocka_unit_test(test_socketless_conn_on_the_own_engine_aborted_closes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,7 +1,7 @@
 /*
  * io_plain.c — a connection's AMQP octets, whichever engine runs it:
  * proton's connection driver (its input through the frame screen) or
- * Junction's own engine's transport (conn->own, io_own_tls.c). The layers
+ * Junction's own engine's transport (conn->own, io_own_plain.c). The layers
  * that carry octets without a socket of their own — TLS (io_tls.c) and the
  * WebSocket bridge (io_bridge.c) — move them through these calls and so
  * serve both engines alike.
@@ -24,7 +24,6 @@ size_t jn_io_plain_in_space_IO(jn_io_conn_t *conn, uint8_t **p)
     *p = (uint8_t *)buf.start;
     return buf.size;
 }
-
 
 bool jn_io_plain_in_IO(jn_io_conn_t *conn, uint8_t *p, size_t n)
 {

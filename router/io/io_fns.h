@@ -193,7 +193,8 @@ void jn_io_handshake_check_IO(jn_io_conn_t *conn, int64_t now);
  * peer's stream ended. out: the next octets to send (*p, borrowed until
  * out_done; at most cap gathered into stage, the caller's, when the engine
  * gives them in runs; 0: none). out_done: n of them were taken. out_drop:
- * nothing more can be sent: the output is dropped. out_closed: the engine
+ * nothing more can be sent: the output is dropped. out_pending: the engine
+ * framed octets not taken yet (nothing gathered). out_closed: the engine
  * will frame nothing more and all it framed was taken. The connection's
  * loop thread. */
 size_t jn_io_plain_in_space_IO(jn_io_conn_t *conn, uint8_t **p);
@@ -203,6 +204,7 @@ void jn_io_plain_in_end_IO(jn_io_conn_t *conn);
 size_t jn_io_plain_out_IO(jn_io_conn_t *conn, uint8_t *stage, size_t cap, const uint8_t **p);
 void jn_io_plain_out_done_IO(jn_io_conn_t *conn, size_t n);
 void jn_io_plain_out_drop_IO(jn_io_conn_t *conn);
+bool jn_io_plain_out_pending(jn_io_conn_t *conn);
 bool jn_io_plain_out_closed(jn_io_conn_t *conn);
 
 /* io_tls.c (TLS on a connection; comments there) */

@@ -432,8 +432,6 @@ static void trace_line(void *ctx, const char *line)
                  conn->id, line);
 }
 
-static bool output_empty(jn_io_own_t *own);
-
 /* The start of a pass: the trace follows conn->tracing. */
 static void own_trace_sync(jn_io_own_t *own)
 {
@@ -446,7 +444,7 @@ static void own_trace_sync(jn_io_own_t *own)
         jn_amqp_tracer_start(&own->trace_in);
     /* nothing written yet: the output starts at a frame boundary (a
      * connection we made has its headers and open waiting there) */
-    if (!own->trace_out.on && (output_empty(own) || own->conn->octets_written == 0)) {
+    if (!own->trace_out.on && (jn_io_own_output_empty(own) || own->conn->octets_written == 0)) {
         jn_amqp_tracer_start(&own->trace_out);
         own->trace_out_ahead = 0;
     }
@@ -603,12 +601,6 @@ static void own_write(jn_io_own_t *own)
     }
 }
 
-static bool output_empty(jn_io_own_t *own)
-{
-    struct iovec iov[1];
-    return jn_amqp_transport_output_iov(own->t, iov, 1) == 0;
-}
-
 /* The engine's idle clock (2.4.5): tick and keep the connection's tick
  * timer at its next deadline. */
 static void own_tick(jn_io_own_t *own, uint64_t now)
@@ -641,7 +633,7 @@ static void own_stall_check(jn_io_own_t *own, int64_t now)
     jn_io_conn_t *conn = own->conn;
     uint64_t taken = 0;
     /* a connection with neither socket nor bridge (a test's) never stalls */
-    bool done = (conn->fd < 0 && !conn->bridge) || output_empty(own);
+    bool done = (conn->fd < 0 && !conn->bridge) || jn_io_own_output_empty(own);
     if (!jn_io_stall_judge_IO(conn, now, done, &taken))
         return;
     char desc[160];
@@ -722,20 +714,19 @@ bool jn_io_own_pass_IO(jn_io_loop_t *loop, jn_io_conn_t *conn)
     own_tick(own, now);
     if (conn->stall_watch && (int64_t)now >= conn->stall_check_at)
         own_stall_check(own, (int64_t)now);
-    bool done = jn_amqp_transport_finished(own->t) && output_empty(own);
-    if (conn->bridge) {
+    if (conn->bridge)
         jn_io_bridge_write_IO(conn);
-    } else if (JN_UNLIKELY(conn->test_io)) {
+    else if (JN_UNLIKELY(conn->test_io))
         jn_io_test_write_IO(conn);
-        done = jn_amqp_transport_finished(own->t) && output_empty(own);
-    } else if (conn->tls) {
+    else if (conn->tls)
         jn_io_tls_write_IO(conn); /* encrypt, then one send (io_tls.c) */
+    else if (!conn->connecting && conn->fd >= 0)
+        own_write(own);
+    bool done = jn_amqp_transport_finished(own->t) && jn_io_own_output_empty(own);
+    if (conn->tls) {
         done = done || jn_io_tls_failed(conn);
         if (jn_io_tls_pending_out(conn) && !own->cut)
             done = false; /* the close_notify or an alert still to go */
-    } else if (!conn->connecting && conn->fd >= 0) {
-        own_write(own);
-        done = jn_amqp_transport_finished(own->t) && output_empty(own);
     }
     if (done)
         own->cut = true; /* close went both ways, or the input was refused */

@@ -329,6 +329,10 @@ void jn_io_own_plain_out_done_IO(jn_io_own_t *own, size_t n);
  * bridge's owner is gone): the output is dropped. */
 void jn_io_own_plain_out_drop_IO(jn_io_own_t *own);
 
+/* jn_io_own_output_empty: nothing of the engine's output is left to take
+ * (io_own_plain.c; io_own.c's pass asks it too). */
+bool jn_io_own_output_empty(jn_io_own_t *own);
+
 /* jn_io_own_plain_out_closed: the engine will frame nothing more and all it
  * framed was encrypted: time for TLS's close_notify. */
 bool jn_io_own_plain_out_closed(jn_io_own_t *own);

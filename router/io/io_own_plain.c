@@ -116,10 +116,13 @@ void jn_io_own_plain_out_drop_IO(jn_io_own_t *own)
     }
 }
 
-bool jn_io_own_plain_out_closed(jn_io_own_t *own)
+bool jn_io_own_output_empty(jn_io_own_t *own)
 {
-    if (!jn_amqp_transport_finished(own->t))
-        return false;
     struct iovec iov[1];
     return jn_amqp_transport_output_iov(own->t, iov, 1) == 0;
+}
+
+bool jn_io_own_plain_out_closed(jn_io_own_t *own)
+{
+    return jn_amqp_transport_finished(own->t) && jn_io_own_output_empty(own);
 }

@@ -83,6 +83,13 @@ void jn_io_plain_out_drop_IO(jn_io_conn_t *conn)
         pn_connection_driver_write_done(d, b.size);
 }
 
+bool jn_io_plain_out_pending(jn_io_conn_t *conn)
+{
+    if (conn->own)
+        return !jn_io_own_output_empty(conn->own);
+    return pn_connection_driver_write_buffer(&conn->driver).size > 0;
+}
+
 bool jn_io_plain_out_closed(jn_io_conn_t *conn)
 {
     if (conn->own)

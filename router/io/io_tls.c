@@ -452,7 +452,7 @@ bool jn_io_tls_write_IO(jn_io_conn_t *conn)
         if (!tls_send_IO(conn) || !blocked)
             break;
     }
-    return BIO_ctrl_pending(tls->net) == 0 && jn_io_plain_out_IO(conn, stage, sizeof stage, &p) == 0;
+    return BIO_ctrl_pending(tls->net) == 0 && !jn_io_plain_out_pending(conn);
 }
 
 /* jn_io_tls_failed: TLS on conn is over (failed): nothing more can be

@@ -75,6 +75,24 @@ STOP_TIMEOUT = 5.0  # orderly stop on SIGTERM (issue 3: within 5 s)
 START_TIMEOUT = 10.0 * SLOW
 
 
+class OwnEngineEnv:
+    """A mixin (before the test case class): the routers a test starts run
+    with JUNCTION_ENGINE=own in their environment (docs/engine.md, the A/B
+    switch); the variable is put back as it was after the test."""
+
+    def setUp(self):
+        self._engine = os.environ.get("JUNCTION_ENGINE")
+        os.environ["JUNCTION_ENGINE"] = "own"
+        super().setUp()
+
+    def tearDown(self):
+        super().tearDown()
+        if self._engine is None:
+            os.environ.pop("JUNCTION_ENGINE", None)
+        else:
+            os.environ["JUNCTION_ENGINE"] = self._engine
+
+
 def free_port():
     """A TCP port on 127.0.0.1 that nothing is bound to right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

@@ -28,25 +28,13 @@ from proton.reactor import AtMostOnce
 from proton.utils import BlockingConnection
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import BENCH, SLOW, conf_section  # noqa: E402
+from harness import BENCH, SLOW, OwnEngineEnv, conf_section  # noqa: E402
 from test_router_tls import TIMEOUT, TlsTestCase, client_domain, exchange, refused  # noqa: E402
 
 OWN_LINE = "Connection runs on Junction's own AMQP engine"
 
 
-class OwnTlsTest(TlsTestCase):
-
-    def setUp(self):
-        super().setUp()
-        saved = os.environ.get("JUNCTION_ENGINE")
-        os.environ["JUNCTION_ENGINE"] = "own"  # the routers this test starts inherit it
-
-        def restore():
-            if saved is None:
-                os.environ.pop("JUNCTION_ENGINE", None)
-            else:
-                os.environ["JUNCTION_ENGINE"] = saved
-        self.addCleanup(restore)
+class OwnTlsTest(OwnEngineEnv, TlsTestCase):
 
     def own_router(self, **listener):
         lst = {"saslMechanisms": "ANONYMOUS", "authenticatePeer": "no"}

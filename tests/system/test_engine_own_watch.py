@@ -26,24 +26,9 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_router_slowpeer as slowpeer  # noqa: E402
+from harness import OwnEngineEnv  # noqa: E402
 
 OWN_LINE = "Connection runs on Junction's own AMQP engine"
-
-
-class OwnEngineEnv:
-    """Routers started by the test run on the own engine."""
-
-    def setUp(self):
-        self._engine = os.environ.get("JUNCTION_ENGINE")
-        os.environ["JUNCTION_ENGINE"] = "own"
-        super().setUp()
-
-    def tearDown(self):
-        super().tearDown()
-        if self._engine is None:
-            os.environ.pop("JUNCTION_ENGINE", None)
-        else:
-            os.environ["JUNCTION_ENGINE"] = self._engine
 
 
 class OwnWriteStallTest(OwnEngineEnv, slowpeer.SlowReaderTest):

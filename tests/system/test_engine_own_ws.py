@@ -21,24 +21,13 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import OwnEngineEnv  # noqa: E402
 from test_http_websocket import TIMEOUT, WebSocketCase  # noqa: E402
 
 OWN_LINE = "Connection runs on Junction's own AMQP engine"
 
 
-class OwnWebSocketTest(WebSocketCase):
-
-    def setUp(self):
-        super().setUp()
-        saved = os.environ.get("JUNCTION_ENGINE")
-        os.environ["JUNCTION_ENGINE"] = "own"  # the routers this test starts inherit it
-
-        def restore():
-            if saved is None:
-                os.environ.pop("JUNCTION_ENGINE", None)
-            else:
-                os.environ["JUNCTION_ENGINE"] = saved
-        self.addCleanup(restore)
+class OwnWebSocketTest(OwnEngineEnv, WebSocketCase):
 
     def assert_all_own(self, r, at_least):
         log = r.log()

@@ -487,8 +487,22 @@ typedef struct jn_disposition {
     jn_disposition_extra_t *extra; /* the other fields (heap, owned), or NULL */
 } jn_disposition_t;
 
-/* jn_disposition_clear: free the strings and set type to JN_DISP_NONE. */
-void jn_disposition_clear(jn_disposition_t *d);
+/* jn_disposition_clear_owned: jn_disposition_clear's slow half, for a
+ * disposition that owns strings or extra fields. Any thread. */
+void jn_disposition_clear_owned(jn_disposition_t *d);
+
+/* jn_disposition_clear: free the strings and extra fields (owned) and set
+ * type to JN_DISP_NONE, the other fields zero. Any thread. Inline: it runs
+ * several times per delivery (work items, updates, states), and most
+ * dispositions own nothing. */
+static inline void jn_disposition_clear(jn_disposition_t *d)
+{
+    if (__builtin_expect(d->condition || d->description || d->extra, 0)) {
+        jn_disposition_clear_owned(d);
+        return;
+    }
+    *d = (jn_disposition_t){.type = JN_DISP_NONE};
+}
 
 /* jn_disposition_copy: deep copy. Returns 0 or JN_ENOMEM. */
 int jn_disposition_copy(jn_disposition_t *dst, const jn_disposition_t *src);

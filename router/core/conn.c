@@ -326,8 +326,10 @@ void jn_work_free(jn_work_t *work)
         free(work->attach.name);
     else
         jn_disposition_clear(&work->disp);
-    free(work->address);
-    free(work->condition);
-    free(work->description);
+    if (JN_UNLIKELY(work->address || work->condition || work->description)) {
+        free(work->address); /* link work's strings: delivery work has none */
+        free(work->condition);
+        free(work->description);
+    }
     jn_pool_free(atomic_load_explicit(&work_pool, memory_order_acquire), work);
 }

@@ -101,9 +101,8 @@ jn_delivery_t *jn_delivery_copy_CT(jn_delivery_t *peer, jn_core_link_t *link, bo
         memcpy(c->tag, peer->tag, peer->tag_len);
         c->tag_len = peer->tag_len;
     } else {
-        uint64_t t = link->ct.next_tag++;
-        for (int i = 0; i < 8; i++)
-            c->tag[i] = (uint8_t)(t >> (8 * (7 - i)));
+        uint64_t t = __builtin_bswap64(link->ct.next_tag++); /* big-endian, as 8 octets */
+        memcpy(c->tag, &t, 8);
         c->tag_len = 8;
     }
     if (link->conn->router_peer && !link->ct.routed) {
@@ -279,21 +278,17 @@ void jn_update_action_free(jn_update_action_t *a)
 
 /* ---- dispositions --------------------------------------------------------- */
 
-void jn_disposition_clear(jn_disposition_t *d)
+void jn_disposition_clear_owned(jn_disposition_t *d)
 {
-    /* most dispositions have none of these: skip the calls */
-    if (JN_UNLIKELY(d->condition || d->description || d->extra)) {
-        free(d->condition);
-        free(d->description);
-        if (d->extra) {
-            free(d->extra->info);
-            free(d->extra->annotations);
-            free(d->extra->data);
-            free(d->extra);
-        }
+    free(d->condition);
+    free(d->description);
+    if (d->extra) {
+        free(d->extra->info);
+        free(d->extra->annotations);
+        free(d->extra->data);
+        free(d->extra);
     }
-    memset(d, 0, sizeof *d);
-    d->type = JN_DISP_NONE;
+    *d = (jn_disposition_t){.type = JN_DISP_NONE};
 }
 
 static int dup_octets(uint8_t **dst, size_t *dst_len, const uint8_t *src, size_t len)

@@ -79,11 +79,15 @@ void jn_amqp_transport_free(jn_amqp_transport_t *t);
 jn_amqp_conn_t *jn_amqp_transport_conn(jn_amqp_transport_t *t);
 
 /* jn_amqp_transport_read_space: where the next octets received may go: up
- * to max iovecs (max >= 1) covering at least want octets when memory
- * allows (the free end of the last buffer, then fresh pooled buffers of
- * JN_BUFFER_CAPACITY octets held by t until filled or freed). Returns the
- * iovecs filled (>= 1), or JN_ENOMEM when not even one buffer could be
- * had. Valid until the next call on t. Owning thread. */
+ * to max iovecs (max >= 1): the free end of the last buffer, then fresh
+ * pooled buffers of JN_BUFFER_CAPACITY octets held by t until filled or
+ * given back, enough to cover want octets when memory allows and the
+ * connection's recent reads asked for it (t offers 2 fresh buffers at
+ * first and while reads are small, twice as many after each read that
+ * filled all it was offered, up to 64, and half as many, giving the rest
+ * back, after one that took under a quarter). Returns the iovecs filled
+ * (>= 1), or JN_ENOMEM when not even one buffer could be had. Valid until
+ * the next call on t. Owning thread. */
 int jn_amqp_transport_read_space(jn_amqp_transport_t *t, struct iovec *iov, int max, size_t want);
 
 /* jn_amqp_transport_read_done: n octets (at most the space last offered)

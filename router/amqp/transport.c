@@ -11,7 +11,13 @@
  * held octets follow. Space for the next read is the free end of the tail
  * and spare buffers (t->spare, allocated ahead, linked into the chain only
  * once octets land in them, so the chain never holds an empty buffer the
- * iterator would have to cross).
+ * iterator would have to cross). How many spares a read is offered
+ * follows the reads (spare_want): it starts at SPARE_MIN, doubles up to
+ * SPARE_MAX while reads fill all they were offered, and halves, giving the
+ * spares past it back to the pool, when a read takes under a quarter. So a
+ * busy connection reads up to 32 KiB per call as before, and an idle one
+ * holds SPARE_MIN spares (1 KiB), not 64 (32 KiB: docs/performance.md,
+ * "Memory per connection, link and delivery on both engines").
  */
 #include "amqp_private.h"
 
@@ -22,6 +28,8 @@
 /* Spare buffers offered for one read at most: JN_BUFFER_CAPACITY x this is
  * the most one readv takes (32 KiB with 512-octet buffers). */
 #define SPARE_MAX 64
+/* Spares offered to a connection's first reads, and kept while it is idle. */
+#define SPARE_MIN 2
 
 enum { LAYER_HEADER = 0, LAYER_SASL, LAYER_SASL_CLIENT, LAYER_AMQP };
 
@@ -37,8 +45,10 @@ struct jn_amqp_transport {
     size_t head_off, held;
     jn_buffer_t *spare[SPARE_MAX];
     unsigned nspare;
-    size_t tail_offered; /* octets of the tail's free end offered to the last read */
-    size_t sasl_offered; /* octets of the SASL layer's output in the last iovecs */
+    unsigned spare_want;    /* spares offered to the next read: SPARE_MIN..SPARE_MAX */
+    unsigned spare_offered; /* spares offered to the last read */
+    size_t tail_offered;    /* octets of the tail's free end offered to the last read */
+    size_t sasl_offered;    /* octets of the SASL layer's output in the last iovecs */
 };
 
 jn_amqp_transport_t *jn_amqp_transport_new(const jn_amqp_conn_config_t *config,
@@ -53,6 +63,7 @@ jn_amqp_transport_t *jn_amqp_transport_new(const jn_amqp_conn_config_t *config,
         return NULL;
     }
     jn_buffer_list_init(&t->in);
+    t->spare_want = SPARE_MIN;
     return t;
 }
 
@@ -125,7 +136,8 @@ int jn_amqp_transport_read_space(jn_amqp_transport_t *t, struct iovec *iov, int 
         iov[n++] = (struct iovec){.iov_base = tail->data + size, .iov_len = t->tail_offered};
         got += t->tail_offered;
     }
-    for (unsigned i = 0; n < max && i < SPARE_MAX && (got < want || n == 0); i++) {
+    unsigned i = 0;
+    for (; n < max && i < t->spare_want && (got < want || n == 0); i++) {
         if (i == t->nspare) {
             jn_buffer_t *b = jn_buffer_new();
             if (!b)
@@ -135,11 +147,27 @@ int jn_amqp_transport_read_space(jn_amqp_transport_t *t, struct iovec *iov, int 
         iov[n++] = (struct iovec){.iov_base = t->spare[i]->data, .iov_len = JN_BUFFER_CAPACITY};
         got += JN_BUFFER_CAPACITY;
     }
+    t->spare_offered = i;
     return n > 0 ? n : JN_ENOMEM;
+}
+
+/* The spares to offer next, after a read that filled `used` of the
+ * spare_offered: double when it filled all the connection may want now,
+ * halve (giving the spares past it back) when it took under a quarter. */
+static void spare_adapt(jn_amqp_transport_t *t, unsigned used, bool filled)
+{
+    if (filled && t->spare_offered == t->spare_want && t->spare_want < SPARE_MAX) {
+        t->spare_want = t->spare_want * 2 < SPARE_MAX ? t->spare_want * 2 : SPARE_MAX;
+    } else if (!filled && used * 4 < t->spare_want && t->spare_want > SPARE_MIN) {
+        t->spare_want /= 2;
+        while (t->nspare > t->spare_want)
+            jn_buffer_unref(t->spare[--t->nspare]);
+    }
 }
 
 void jn_amqp_transport_read_done(jn_amqp_transport_t *t, size_t n)
 {
+    bool filled = n == t->tail_offered + (size_t)t->spare_offered * JN_BUFFER_CAPACITY;
     t->held += n;
     size_t k = n < t->tail_offered ? n : t->tail_offered;
     if (k > 0)
@@ -157,6 +185,7 @@ void jn_amqp_transport_read_done(jn_amqp_transport_t *t, size_t n)
     for (unsigned i = used; i < t->nspare; i++)
         t->spare[i - used] = t->spare[i];
     t->nspare -= used;
+    spare_adapt(t, used, filled);
 }
 
 size_t jn_amqp_transport_held(const jn_amqp_transport_t *t)

@@ -497,6 +497,77 @@ static void test_transport_answers_a_tls_header_with_amqp(void **state)
     srv_fini(&s);
 }
 
+/* ---- spare buffers follow the reads -------------------------------------- */
+
+static void count_buffers(const jn_pool_stats_t *st, void *ctx)
+{
+    if (strcmp(st->type_name, "jn_buffer") == 0)
+        *(uint64_t *)ctx = st->in_use;
+}
+
+static uint64_t buffers_in_use(void)
+{
+    uint64_t n = 0;
+    jn_pool_foreach(count_buffers, &n);
+    return n;
+}
+
+/* A read of n octets into the space offered for one of up to 64 KiB;
+ * returns the fresh buffers (iovecs past the tail's free end) offered. */
+static int read_n(jn_amqp_transport_t *t, size_t n)
+{
+    struct iovec iov[64];
+    int k = jn_amqp_transport_read_space(t, iov, 64, 64 * 1024);
+    assert_true(k >= 1);
+    size_t space = 0;
+    for (int i = 0; i < k; i++) {
+        memset(iov[i].iov_base, 0, iov[i].iov_len);
+        space += iov[i].iov_len;
+    }
+    if (n == SIZE_MAX)
+        n = space;
+    jn_amqp_transport_read_done(t, n);
+    return iov[0].iov_len == JN_BUFFER_CAPACITY ? k : k - 1;
+}
+
+/* The transport offers 2 fresh buffers to a connection's first reads, twice
+ * as many after each read that filled them (up to 64: 32 KiB), and half as
+ * many after one that took under a quarter, giving the rest back to the
+ * pool: an idle connection holds 2 spare buffers, not 64
+ * (docs/performance.md, "Memory per connection, link and delivery on both
+ * engines"). */
+static void test_transport_spare_buffers_follow_the_reads(void **state)
+{
+    (void)state;
+    srv_t s;
+    srv_init(&s);
+    uint64_t base = buffers_in_use();
+    size_t chain = 0; /* buffers the reads filled: held by the input chain */
+    for (int want = 2; want <= 64; want *= 2) {
+        assert_int_equal(read_n(s.t, SIZE_MAX), want); /* filled: doubles */
+        chain += (size_t)want;
+    }
+    assert_int_equal(read_n(s.t, SIZE_MAX), 64); /* at most 64 */
+    chain += 64;
+    assert_int_equal(buffers_in_use(), base + chain);
+    /* small reads: 64 spares were offered and kept; each small read halves */
+    assert_int_equal(read_n(s.t, 100), 64);
+    chain += 1;
+    assert_int_equal(buffers_in_use(), base + chain + 32);
+    for (int want = 32; want > 2; want /= 2) {
+        read_n(s.t, 10);
+        assert_int_equal(buffers_in_use(), base + chain + (size_t)want / 2);
+    }
+    read_n(s.t, 10); /* never below 2 */
+    assert_int_equal(buffers_in_use(), base + chain + 2);
+    /* a filled read grows it again */
+    assert_int_equal(read_n(s.t, SIZE_MAX), 2);
+    chain += 2;
+    assert_int_equal(read_n(s.t, SIZE_MAX), 4);
+    srv_fini(&s);
+    assert_int_equal(buffers_in_use(), base);
+}
+
 static void test_no_leak(void **state)
 {
     (void)state;
@@ -514,6 +585,7 @@ int main(void)
         cmocka_unit_test(test_transport_proton_client_sasl_plain_wrong_password),
         cmocka_unit_test(test_transport_sasl_required_refuses_a_client_without_sasl),
         cmocka_unit_test(test_transport_answers_a_tls_header_with_amqp),
+        cmocka_unit_test(test_transport_spare_buffers_follow_the_reads),
         cmocka_unit_test(test_no_leak),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);

@@ -93,6 +93,7 @@ struct jn_amqp_link {
     uint32_t handle;       /* ours */
     int64_t remote_handle; /* the peer's, -1 before its attach (or after detach) */
     bool attach_sent, attach_rcvd, detach_sent, detach_rcvd;
+    bool hold_detach; /* the user answers the peer's detach (jn_amqp_link_hold_detach) */
     uint32_t initial_delivery_count; /* the sender's attach (2.7.3) */
     uint32_t delivery_count;         /* serial (2.6.7) */
     uint32_t credit;                 /* link-credit */

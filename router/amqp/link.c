@@ -117,7 +117,14 @@ int jn_amqp_link_detach(jn_amqp_link_t *l, bool closed, const char *condition,
         return jn_amqp_link_detach(l, closed, condition, NULL);
     if (rc == 0)
         l->detach_sent = true;
+    if (rc == 0 && l->hold_detach && l->detach_rcvd)
+        jn_amqp_link_free(l); /* the answer to a detach held for the user */
     return rc;
+}
+
+void jn_amqp_link_hold_detach(jn_amqp_link_t *l, bool hold)
+{
+    l->hold_detach = hold;
 }
 
 /* A flow for l (2.7.4) with the session's windows and l's flow state. */
@@ -236,6 +243,15 @@ static int detach_input(jn_amqp_link_t *l, const jn_amqp_detach_t *d)
     l->detach_rcvd = true;
     if (c->h.on_detach)
         c->h.on_detach(c->h.ctx, l, d);
+    if (l->hold_detach && l->attach_sent && !l->detach_sent && jn_amqp_link_sendable(l)) {
+        /* the user answers; the peer's handle is free from now on */
+        jn_amqp_session_t *s = l->session;
+        if (l->remote_handle >= 0)
+            (void)jn_amqp_slots_set(&s->remote_links, (uint32_t)l->remote_handle, NULL);
+        l->remote_handle = -1;
+        return 0;
+    }
+    l->hold_detach = false; /* answered here, and freed */
     int rc = 0;
     if (!l->detach_sent && jn_amqp_link_sendable(l)) {
         if (!l->attach_sent) /* a link detached before we answered its attach */

@@ -58,6 +58,7 @@ struct jn_amqp_delivery {
     bool busy;               /* in a callback: settling it does not free it */
     uint8_t rcv_settle_mode; /* 2.8.3 */
     uint8_t tag_len;
+    bool tag_cut; /* incoming: the peer's tag was longer than JN_AMQP_TAG_MAX */
     uint8_t tag[JN_AMQP_TAG_MAX];
     uint32_t message_format;
     uint32_t state_len; /* outgoing: the state for its first frame (0: none) */

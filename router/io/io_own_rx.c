@@ -258,6 +258,12 @@ static void rx_try_route(jn_io_own_link_t *link, bool all_in)
     }
     if (JN_UNLIKELY(link->own->conn->check_user != NULL) && !rx_user_id_ok(link, m))
         return;
+    if (JN_UNLIKELY(link->passthrough) && jn_amqp_delivery_tag_cut(link->rx_d)) {
+        /* a link route carries the sender's tag, which AMQP 1.0 (2.8.7)
+         * bounds at 32 octets: cut, it could repeat another; as 1.19 */
+        rx_reject(link, "amqp:invalid-field", "delivery-tag longer than 32 octets");
+        return;
+    }
     /* the delivery takes a reference; ours stays while octets still come */
     jn_message_t *given = all_in ? m : jn_message_ref(m);
     if (all_in)

@@ -413,13 +413,13 @@ void jn_io_own_on_attach(void *ctx, jn_amqp_link_t *l, const jn_amqp_attach_t *a
     /* a dynamic terminus is link-routed by the address its node properties
      * name, as in 1.19; a coordinator by JN_COORDINATOR_ADDRESS
      * (router/core/coordinator.c), as on proton's path (io_link.c) */
-    info.resumable = ((t->present & JN_AMQP_FIELD(2)) && jn_iter_equal(&t->expiry_policy, "never")) ||
-                     ((t->present & JN_AMQP_FIELD(3)) && t->timeout > 0);
+    info.resumable =
+        ((t->present & JN_AMQP_FIELD(2)) && jn_iter_equal(&t->expiry_policy, "never")) ||
+        ((t->present & JN_AMQP_FIELD(3)) && t->timeout > 0);
     char *dnp = info.dynamic ? jn_io_own_dnp_address(t) : NULL;
     if (info.dynamic)
         info.address = dnp;
-    if (link->incoming && (a->present & JN_AMQP_FIELD(6)) &&
-        a->target.code == JN_AMQP_COORDINATOR)
+    if (link->incoming && (a->present & JN_AMQP_FIELD(6)) && a->target.code == JN_AMQP_COORDINATOR)
         info.address = JN_COORDINATOR_ADDRESS, info.coordinator = true;
     uint8_t *termini = NULL;
     if (info.address && info.address[0]) /* a link route may copy them */
@@ -591,12 +591,15 @@ static bool tx_start(jn_io_own_link_t *link)
             (void)jn_amqp_delivery_set_state(d, &st); /* out of memory: sent without it */
         free(heap);
     }
-    if (JN_UNLIKELY(link->passthrough) && rc == 0) /* link-routed: the octets as they came */
-        rc = jn_message_out_init_verbatim(&link->tx_out, m);
-    else if (rc == 0)
-        rc = jn_ra_compose(jn_message_annotations(m), &hop, &ann);
-    if (rc == 0 && JN_LIKELY(!link->passthrough))
-        rc = jn_message_out_init(&link->tx_out, m, &ann);
+    if (JN_UNLIKELY(link->passthrough)) { /* link-routed: the octets as they came */
+        if (rc == 0)
+            rc = jn_message_out_init_verbatim(&link->tx_out, m);
+    } else {
+        if (rc == 0)
+            rc = jn_ra_compose(jn_message_annotations(m), &hop, &ann);
+        if (rc == 0)
+            rc = jn_message_out_init(&link->tx_out, m, &ann);
+    }
     if (rc != 0) {
         jn_buffer_list_free(&ann);
         if (d)
@@ -875,15 +878,10 @@ static void work_send(jn_io_own_link_t *link, jn_work_t *w)
 void jn_io_own_work_IO(jn_io_own_t *own, jn_work_t *w)
 {
     JN_ASSERT_IO(own->conn);
-    if (w->type == JN_WORK_LINK_ATTACH) {
-        /* auto-links and link routes' far ends (io_own_route.c); a link
-         * route's w->link is the client's link, on another connection */
-        jn_io_own_route_attach_IO(own, w);
-        jn_work_free(w);
-        return;
-    }
     jn_core_link_t *cl = w->link ? w->link : (w->dlv ? jn_delivery_link(w->dlv) : NULL);
     jn_io_own_link_t *link = cl ? jn_core_link_io(cl) : NULL;
+    if (!link && w->type == JN_WORK_LINK_ATTACH)
+        jn_io_own_route_attach_IO(own, w); /* an auto-link's (io_own_route.c) */
     if (!link) {
         jn_work_free(w);
         return;
@@ -899,9 +897,10 @@ void jn_io_own_work_IO(jn_io_own_t *own, jn_work_t *w)
             link->held = NULL;
             (void)jn_amqp_link_detach(h, w->type == JN_WORK_LINK_CLOSE, w->condition,
                                       w->description);
-        } else if (link->l && jn_amqp_link_detach(link->l, w->type == JN_WORK_LINK_CLOSE, w->condition,
-                                           w->description) == JN_EPERM &&
-            jn_amqp_link_attach(link->l, &(jn_amqp_attach_t){0}, 0) == 0) {
+        } else if (link->l &&
+                   jn_amqp_link_detach(link->l, w->type == JN_WORK_LINK_CLOSE, w->condition,
+                                       w->description) == JN_EPERM &&
+                   jn_amqp_link_attach(link->l, &(jn_amqp_attach_t){0}, 0) == 0) {
             /* the core refused the peer's link before answering it: our
              * attach without terminus first (2.6.3), then the detach */
             (void)jn_amqp_link_detach(link->l, w->type == JN_WORK_LINK_CLOSE, w->condition,
@@ -937,6 +936,11 @@ void jn_io_own_work_IO(jn_io_own_t *own, jn_work_t *w)
         break;
     case JN_WORK_DELIVERY_UPDATE:
         work_update(link, w);
+        break;
+    case JN_WORK_LINK_ATTACH:
+        /* a link route's far end (io_own_route.c): w->link, and so link,
+         * is the client's link, on another connection: not used here */
+        jn_io_own_route_attach_IO(own, w);
         break;
     default:
         break;

@@ -243,11 +243,21 @@ static void rx_try_route(jn_io_own_link_t *link, bool all_in)
     }
     if (all_in)
         jn_message_set_complete_unshared(m); /* no delivery holds it yet */
-    /* a link-routed delivery is passed on as it came, unread (the user-id
-     * check excepted), as on proton's path (io_recv.c) */
-    int rc = JN_UNLIKELY(link->passthrough) && !link->own->conn->check_user
-                 ? 0
-                 : jn_message_parse(m, JN_DEPTH_PROPERTIES);
+    int rc;
+    if (JN_UNLIKELY(link->passthrough)) {
+        if (jn_amqp_delivery_tag_cut(link->rx_d)) {
+            /* a link route carries the sender's tag, which AMQP 1.0
+             * (2.8.7) bounds at 32 octets: cut, it could repeat another;
+             * as 1.19 (and io_recv.c) */
+            rx_reject(link, "amqp:invalid-field", "delivery-tag longer than 32 octets");
+            return;
+        }
+        /* passed on as it came, unread (the user-id check excepted), as
+         * on proton's path */
+        rc = link->own->conn->check_user ? jn_message_parse(m, JN_DEPTH_PROPERTIES) : 0;
+    } else {
+        rc = jn_message_parse(m, JN_DEPTH_PROPERTIES);
+    }
     if (rc == JN_AGAIN && !all_in)
         return;
     if (rc != 0) {
@@ -258,12 +268,6 @@ static void rx_try_route(jn_io_own_link_t *link, bool all_in)
     }
     if (JN_UNLIKELY(link->own->conn->check_user != NULL) && !rx_user_id_ok(link, m))
         return;
-    if (JN_UNLIKELY(link->passthrough) && jn_amqp_delivery_tag_cut(link->rx_d)) {
-        /* a link route carries the sender's tag, which AMQP 1.0 (2.8.7)
-         * bounds at 32 octets: cut, it could repeat another; as 1.19 */
-        rx_reject(link, "amqp:invalid-field", "delivery-tag longer than 32 octets");
-        return;
-    }
     /* the delivery takes a reference; ours stays while octets still come */
     jn_message_t *given = all_in ? m : jn_message_ref(m);
     if (all_in)

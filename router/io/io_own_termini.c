@@ -227,8 +227,7 @@ static bool take_terminus(rd_t *r, jn_amqp_terminus_t *t, bool source, jn_encode
     return true;
 }
 
-int jn_io_own_termini_decode(const uint8_t *p, size_t len, jn_amqp_attach_t *a,
-                             jn_encoder_t *enc)
+int jn_io_own_termini_decode(const uint8_t *p, size_t len, jn_amqp_attach_t *a, jn_encoder_t *enc)
 {
     rd_t r = {.p = p, .len = len};
     if (take_terminus(&r, &a->source, true, enc))

@@ -313,8 +313,12 @@ int jn_amqp_link_detach(jn_amqp_link_t *l, bool closed, const char *condition,
  * or until its session or connection goes. A link router passes one
  * end's detach to the other end and answers with that end's (AMQP 1.0
  * gives the answer's closed and error to the answering end). Set it
- * before the peer's detach, or from on_detach. Owning thread. */
-void jn_amqp_link_hold_detach(jn_amqp_link_t *l, bool hold);
+ * before the peer's detach, or from on_detach. Returns whether a detach
+ * of the peer's would be held now: false when hold is false, when our
+ * detach went already (the peer's is its answer, and l is freed with it),
+ * or when l cannot send (not attached by us, its session or connection
+ * ending). Owning thread. */
+bool jn_amqp_link_hold_detach(jn_amqp_link_t *l, bool hold);
 
 /* jn_amqp_link_flow: a receiver grants credit (2.6.7): link-credit becomes
  * credit from the current delivery-count, drain as given, and a flow is

@@ -97,6 +97,12 @@ int jn_amqp_link_attach(jn_amqp_link_t *l, const jn_amqp_attach_t *a,
     return 0;
 }
 
+/* Whether a detach of the peer's would wait for the user's answer now. */
+static bool hold_now(const jn_amqp_link_t *l)
+{
+    return l->hold_detach && l->attach_sent && !l->detach_sent && jn_amqp_link_sendable(l);
+}
+
 int jn_amqp_link_detach(jn_amqp_link_t *l, bool closed, const char *condition,
                         const char *description)
 {
@@ -122,9 +128,10 @@ int jn_amqp_link_detach(jn_amqp_link_t *l, bool closed, const char *condition,
     return rc;
 }
 
-void jn_amqp_link_hold_detach(jn_amqp_link_t *l, bool hold)
+bool jn_amqp_link_hold_detach(jn_amqp_link_t *l, bool hold)
 {
     l->hold_detach = hold;
+    return hold_now(l);
 }
 
 /* A flow for l (2.7.4) with the session's windows and l's flow state. */
@@ -243,7 +250,7 @@ static int detach_input(jn_amqp_link_t *l, const jn_amqp_detach_t *d)
     l->detach_rcvd = true;
     if (c->h.on_detach)
         c->h.on_detach(c->h.ctx, l, d);
-    if (l->hold_detach && l->attach_sent && !l->detach_sent && jn_amqp_link_sendable(l)) {
+    if (hold_now(l)) {
         /* the user answers; the peer's handle is free from now on */
         jn_amqp_session_t *s = l->session;
         if (l->remote_handle >= 0)

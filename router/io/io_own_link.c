@@ -482,8 +482,8 @@ void jn_io_own_on_detach(void *ctx, jn_amqp_link_t *l, const jn_amqp_detach_t *d
         /* a link-routed link's answer is the far end's (linkroute.c): the
          * core sends it, or at the latest the release does */
         bool hold = link->core && !link->released;
-        jn_amqp_link_hold_detach(l, hold);
-        link->held = hold ? l : NULL;
+        /* not held when our detach went first (l goes with this one) */
+        link->held = jn_amqp_link_hold_detach(l, hold) ? l : NULL;
         link->held_closed = d->closed;
     }
     if (link->core && (d->present & JN_AMQP_FIELD(2))) {
@@ -820,8 +820,8 @@ static void work_open(jn_io_own_link_t *link, jn_work_t *w)
         return; /* a link we attached ourselves is open already */
     /* a link route: the far end answered; deliveries pass as they came */
     link->passthrough = w->passthrough;
-    if (w->passthrough)
-        jn_amqp_link_hold_detach(link->l, true); /* its detach answered by the far end's */
+    if (w->passthrough) /* its detach answered by the far end's */
+        (void)jn_amqp_link_hold_detach(link->l, true);
     jn_iter_t body;
     jn_iter_init_bytes(&body, link->attach, link->attach_len, JN_VIEW_RAW);
     jn_amqp_perf_t p;

@@ -202,7 +202,7 @@ void jn_io_own_route_attach_IO(jn_io_own_t *own, jn_work_t *w)
     link->presettled = w->attach.presettled;
     link->passthrough = w->passthrough;
     if (w->passthrough) /* its detach answered by the client's (io_own_link.c) */
-        jn_amqp_link_hold_detach(l, true);
+        (void)jn_amqp_link_hold_detach(l, true);
     if (route_send_attach(own, l, w) != 0) {
         jn_io_own_rx_gone(link);
         jn_amqp_link_set_user(l, NULL);

@@ -63,7 +63,12 @@ static void credit_grant(jn_io_own_link_t *link)
     jn_amqp_link_state_t st = jn_amqp_link_state(link->l);
     if (!link->credit_deferred && !st.drain)
         return;
+    /* before the first message: a link the router attached to a route
+     * container (an auto-link, a link route's container end) gets it all,
+     * as 1.19 grants it and io_recv.c does; a client's link gets
+     * JN_IO_LINK_FIRST_CREDIT */
     size_t most = link->rx_avg_size ? JN_IO_LINK_HIGH_WATER / link->rx_avg_size
+                  : link->local     ? SIZE_MAX
                                     : JN_IO_LINK_FIRST_CREDIT;
     if (most < 1)
         most = 1;

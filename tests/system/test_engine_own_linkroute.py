@@ -14,7 +14,8 @@ the client's connection and the broker's both run on the own engine
   capabilities, dynamic node properties);
 - a dynamic source named by x-opt-qd.address: the broker makes the node,
   the client is answered with the broker's address;
-- a receiver's drain passes to the broker and its answer back;
+- a receiver's credit reaches the broker whole, and its drain passes to
+  the broker and the answer back;
 - the broker's refusal of an attach reaches the client with its error;
   a detach with an error passes both ways, and a client's detach is
   answered with the broker's (closed or not);
@@ -38,7 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proton import Condition, Data, Delivery, Handler, Message, Terminus, symbol  # noqa: E402
 from proton.reactor import Container  # noqa: E402
 
-from harness import conf_section  # noqa: E402
+from harness import _Call, conf_section  # noqa: E402
 from test_engine_own import OWN_LINE, OwnEngineCase  # noqa: E402
 from test_router_linkroute_coordinator import (CAPS, REFUSAL, Controller,  # noqa: E402
                                                CoordinatorBroker)
@@ -123,7 +124,7 @@ class Broker(CoordinatorBroker):
 
     def __init__(self):
         super().__init__("broker")
-        self.outcomes, self.sources, self.detached = {}, [], []
+        self.outcomes, self.sources, self.detached, self.flows = {}, [], [], []
         self.refuse = set()
 
     def on_link_remote_open(self, event):
@@ -156,6 +157,9 @@ class Broker(CoordinatorBroker):
 
     def on_link_flow(self, event):
         super().on_link_flow(event)
+        if event.link.is_sender:
+            with self.lock:
+                self.flows.append((event.link.credit, event.link.drain_mode))
         if event.link.is_sender and event.link.drain_mode:
             event.link.drained()  # nothing more queued: the drain answered
 
@@ -282,6 +286,15 @@ class Client(Handler):
         pass
 
 
+class FlowThenDrain(DrainingReceiver):
+    """A receiver that grants `credit` without drain, then drains."""
+
+    def on_link_opened(self, event):
+        if event.link == self.rcv:
+            self.rcv.flow(self.credit)
+            self.container.schedule(0.5, _Call(lambda: self.rcv.drain(0)))
+
+
 class DeclaringController(Controller):
     """Controller that also records the declared state's txn-id."""
 
@@ -401,6 +414,24 @@ class OwnLinkRouteTest(OwnLinkRouteCase):
         s.run()
         self.assertIsNone(s.error, self.logs())
         self.assertEqual(s.answers, [(0, 0)])
+
+    def test_receiver_credit_reaches_the_broker_whole(self):
+        # the broker's end of the route gets the client's credit at once
+        # (up to the link's capacity, 250 by default, which the core
+        # passes), as 1.19 grants it and proton's path does; not the 4 a
+        # client's link gets before its first message
+        b = self.broker()
+        r = self.router(b)
+        s = FlowThenDrain(r.url, "lr.credit.q", 1000)
+        s.run()
+        self.assertIsNone(s.error, self.logs())
+        with b.lock:
+            self.assertEqual(b.flows[0], (250, False), b.flows)
+        s = FlowThenDrain(r.url, "lr.credit.q", 100)
+        s.run()
+        self.assertIsNone(s.error, self.logs())
+        with b.lock:
+            self.assertIn((100, False), b.flows)
 
     def test_broker_refusal_reaches_the_client_with_its_error(self):
         b = self.broker()

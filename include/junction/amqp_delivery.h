@@ -118,6 +118,12 @@ int jn_amqp_delivery_update(jn_amqp_delivery_t *d, const jn_amqp_state_t *state,
  * receiver in mode second settles only after the sender. Owning thread. */
 uint32_t jn_amqp_delivery_id(const jn_amqp_delivery_t *d);
 const uint8_t *jn_amqp_delivery_tag(const jn_amqp_delivery_t *d, size_t *len);
+/* jn_amqp_delivery_tag_cut: whether the peer's tag of incoming d was
+ * longer than AMQP 1.0 2.8.7 allows (JN_AMQP_TAG_MAX octets): its first
+ * JN_AMQP_TAG_MAX octets are d's tag. The engine takes such a delivery; the
+ * user judges it (a link router rejects it, as the sender's tag would be
+ * passed on cut). Owning thread. */
+bool jn_amqp_delivery_tag_cut(const jn_amqp_delivery_t *d);
 jn_amqp_link_t *jn_amqp_delivery_link(const jn_amqp_delivery_t *d);
 bool jn_amqp_delivery_remote_settled(const jn_amqp_delivery_t *d);
 uint8_t jn_amqp_delivery_rcv_settle_mode(const jn_amqp_delivery_t *d);

@@ -299,9 +299,26 @@ int jn_amqp_link_attach(jn_amqp_link_t *l, const jn_amqp_attach_t *a,
 
 /* jn_amqp_link_detach: send detach (2.6.5, 2.7.7), closed as given, with
  * an error when condition is not NULL. Returns 0, JN_EPERM (not attached
- * or detached already), JN_ENOMEM. Owning thread. */
+ * or detached already), JN_ENOMEM. When it answers a detach held for the
+ * user (jn_amqp_link_hold_detach), l is freed once it returned 0. Owning
+ * thread. */
 int jn_amqp_link_detach(jn_amqp_link_t *l, bool closed, const char *condition,
                         const char *description);
+
+/* jn_amqp_link_hold_detach: whether the peer's detach of l waits for the
+ * user's answer (2.6.5) instead of the engine's at once (the default).
+ * While held, on_detach reports the peer's detach and l lives on (the
+ * peer's handle is free) until the user's jn_amqp_link_detach, which
+ * sends the answer and frees l (l must not be used after it returned 0),
+ * or until its session or connection goes. A link router passes one
+ * end's detach to the other end and answers with that end's (AMQP 1.0
+ * gives the answer's closed and error to the answering end). Set it
+ * before the peer's detach, or from on_detach. Returns whether a detach
+ * of the peer's would be held now: false when hold is false, when our
+ * detach went already (the peer's is its answer, and l is freed with it),
+ * or when l cannot send (not attached by us, its session or connection
+ * ending). Owning thread. */
+bool jn_amqp_link_hold_detach(jn_amqp_link_t *l, bool hold);
 
 /* jn_amqp_link_flow: a receiver grants credit (2.6.7): link-credit becomes
  * credit from the current delivery-count, drain as given, and a flow is

@@ -343,6 +343,11 @@ const uint8_t *jn_amqp_delivery_tag(const jn_amqp_delivery_t *d, size_t *len)
     return d->tag;
 }
 
+bool jn_amqp_delivery_tag_cut(const jn_amqp_delivery_t *d)
+{
+    return d->tag_cut;
+}
+
 jn_amqp_link_t *jn_amqp_delivery_link(const jn_amqp_delivery_t *d)
 {
     return d->link;

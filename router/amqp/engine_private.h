@@ -58,6 +58,7 @@ struct jn_amqp_delivery {
     bool busy;               /* in a callback: settling it does not free it */
     uint8_t rcv_settle_mode; /* 2.8.3 */
     uint8_t tag_len;
+    bool tag_cut; /* incoming: the peer's tag was longer than JN_AMQP_TAG_MAX */
     uint8_t tag[JN_AMQP_TAG_MAX];
     uint32_t message_format;
     uint32_t state_len; /* outgoing: the state for its first frame (0: none) */
@@ -93,6 +94,7 @@ struct jn_amqp_link {
     uint32_t handle;       /* ours */
     int64_t remote_handle; /* the peer's, -1 before its attach (or after detach) */
     bool attach_sent, attach_rcvd, detach_sent, detach_rcvd;
+    bool hold_detach; /* the user answers the peer's detach (jn_amqp_link_hold_detach) */
     uint32_t initial_delivery_count; /* the sender's attach (2.7.3) */
     uint32_t delivery_count;         /* serial (2.6.7) */
     uint32_t credit;                 /* link-credit */

@@ -97,6 +97,12 @@ int jn_amqp_link_attach(jn_amqp_link_t *l, const jn_amqp_attach_t *a,
     return 0;
 }
 
+/* Whether a detach of the peer's would wait for the user's answer now. */
+static bool hold_now(const jn_amqp_link_t *l)
+{
+    return l->hold_detach && l->attach_sent && !l->detach_sent && jn_amqp_link_sendable(l);
+}
+
 int jn_amqp_link_detach(jn_amqp_link_t *l, bool closed, const char *condition,
                         const char *description)
 {
@@ -117,7 +123,15 @@ int jn_amqp_link_detach(jn_amqp_link_t *l, bool closed, const char *condition,
         return jn_amqp_link_detach(l, closed, condition, NULL);
     if (rc == 0)
         l->detach_sent = true;
+    if (rc == 0 && l->hold_detach && l->detach_rcvd)
+        jn_amqp_link_free(l); /* the answer to a detach held for the user */
     return rc;
+}
+
+bool jn_amqp_link_hold_detach(jn_amqp_link_t *l, bool hold)
+{
+    l->hold_detach = hold;
+    return hold_now(l);
 }
 
 /* A flow for l (2.7.4) with the session's windows and l's flow state. */
@@ -236,6 +250,15 @@ static int detach_input(jn_amqp_link_t *l, const jn_amqp_detach_t *d)
     l->detach_rcvd = true;
     if (c->h.on_detach)
         c->h.on_detach(c->h.ctx, l, d);
+    if (hold_now(l)) {
+        /* the user answers; the peer's handle is free from now on */
+        jn_amqp_session_t *s = l->session;
+        if (l->remote_handle >= 0)
+            (void)jn_amqp_slots_set(&s->remote_links, (uint32_t)l->remote_handle, NULL);
+        l->remote_handle = -1;
+        return 0;
+    }
+    l->hold_detach = false; /* answered here, and freed */
     int rc = 0;
     if (!l->detach_sent && jn_amqp_link_sendable(l)) {
         if (!l->attach_sent) /* a link detached before we answered its attach */

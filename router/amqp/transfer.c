@@ -33,10 +33,14 @@ static int delivery_start(jn_amqp_link_t *l, const jn_amqp_transfer_t *t, jn_amq
         return jn_amqp_conn_refuse(
             c, INVALID_FIELD, "transfer on handle %u starts a delivery without a %s", t->handle,
             (t->present & JN_AMQP_FIELD(1)) ? "delivery-tag" : "delivery-id");
+    /* a tag above 2.8.7's 32 octets is the user's to judge: kept cut, and
+     * said (jn_amqp_delivery_tag_cut) */
     size_t tag_len = jn_iter_length(&t->delivery_tag);
-    if (tag_len > JN_AMQP_TAG_MAX)
-        return jn_amqp_conn_refuse(c, INVALID_FIELD, "delivery-tag of %zu octets, above %d",
-                                   tag_len, JN_AMQP_TAG_MAX);
+    bool tag_cut = false;
+    if (JN_UNLIKELY(tag_len > JN_AMQP_TAG_MAX)) {
+        tag_len = JN_AMQP_TAG_MAX;
+        tag_cut = true;
+    }
     uint32_t next;
     if (jn_amqp_dtable_next(&s->received, &next) && jn_amqp_serial_lt(t->delivery_id, next))
         return jn_amqp_conn_refuse(c, INVALID_FIELD, "delivery-id %u, where %u or later belongs",
@@ -61,7 +65,9 @@ static int delivery_start(jn_amqp_link_t *l, const jn_amqp_transfer_t *t, jn_amq
     d->id = t->delivery_id;
     d->started = true;
     d->rcv_settle_mode = l->rcv_settle_mode;
-    jn_iter_t tag = t->delivery_tag; /* tag_len <= JN_AMQP_TAG_MAX, checked above */
+    jn_iter_t tag = t->delivery_tag; /* tag_len <= JN_AMQP_TAG_MAX, cut above */
+    if (JN_UNLIKELY(tag_cut))
+        d->tag_cut = true; /* the rest of d was cleared */
     if (jn_iter_contiguous(&tag)) { /* the usual tag: one run */
         memcpy(d->tag, tag.cursor, tag_len);
         d->tag_len = (uint8_t)tag_len;

@@ -92,10 +92,8 @@ static bool sasl_client_serves(const jn_endpoint_config_t *cfg)
 }
 
 /* A connection connector ep makes runs on the own engine (stage 3a):
- * role normal or route-container (auto-links bind to route-container
- * connections only; a link route's far end on it is refused with
- * amqp:not-implemented until the own path passes link-routed deliveries,
- * io_own_route.c), plain TCP, the client end's SASL, and nothing proton's
+ * role normal or route-container (auto-links and link routes bind to
+ * route-container connections only: io_own_route.c), plain TCP, the client end's SASL, and nothing proton's
  * path adds around the open (message logging, open properties, a
  * configured failover list, a vhost policy). */
 static bool own_connector_eligible(const jn_io_t *io, const jn_endpoint_config_t *cfg)

@@ -20,6 +20,7 @@
 #include <junction/amqp_delivery.h>
 #include <junction/amqp_trace.h>
 #include <junction/amqp_transport.h>
+#include <junction/encoder.h>
 
 typedef struct jn_io_own jn_io_own_t;
 
@@ -70,6 +71,13 @@ struct jn_io_own_link {
     bool presettled;      /* the peer's snd-settle-mode settled (incoming) */
     bool released;        /* JN_WORK_LINK_RELEASED came */
     bool local;           /* the router attached it (io_own_route.c) */
+    bool passthrough;     /* link-routed: deliveries pass as they came (io_own_termini.c) */
+    bool drain_passed;    /* incoming, link-routed: a drain passed to the sender,
+                           * answered to the core once its credit is used up */
+    /* link-routed: the engine's link whose peer detached, our answer held
+     * for the far end's (jn_amqp_link_hold_detach), closed as the peer's */
+    jn_amqp_link_t *held;
+    bool held_closed;
     jn_amqp_session_t *route_ssn; /* local: its own session, NULL once ended */
     uint8_t *attach;      /* the peer's attach, encoded (owned), for our answer */
     size_t attach_len;
@@ -152,7 +160,7 @@ bool jn_io_engine_own_default(void);
  * whose SASL and TLS the engine serves, with no auth service, no vhost
  * policy, no multi-tenancy, no message logging and no initial handshake
  * timeout; or a plain-TCP connector of role normal or route-container
- * (auto-links; a link route's far end refused) whose SASL mechanisms
+ * (auto-links and link routes' far ends) whose SASL mechanisms
  * are ANONYMOUS and PLAIN at most (the client end, sasl_client.c), with no
  * vhost policy, message logging, open properties or configured failover
  * list. Loop 0's thread (at accept), or the connector thread. */
@@ -203,9 +211,10 @@ void jn_io_own_link_free(jn_io_own_link_t *link);
 /* io_own_route.c, links the router attaches on an own connection (the
  * loop's thread):
  * jn_io_own_route_attach_IO: JN_WORK_LINK_ATTACH (w borrowed): an
- * auto-link's link attached on a session of its own, the core told
- * (info.local); link routes' far ends, edge and streaming links are not
- * served (the item is dropped). jn_io_own_route_answered_IO: the peer's
+ * auto-link's link, or a link route's far end (the client's termini),
+ * attached on a session of its own, the core told (info.local); edge and
+ * streaming links are not served (the core hears of a link detached with
+ * amqp:not-implemented). jn_io_own_route_answered_IO: the peer's
  * attach a answering ours: the core told with the address it named.
  * jn_io_own_route_session_idle_IO: a local link's session s is free
  * (kept for the next, or ended). jn_io_own_route_session_gone_IO: the
@@ -214,6 +223,27 @@ void jn_io_own_route_attach_IO(jn_io_own_t *own, jn_work_t *w);
 void jn_io_own_route_answered_IO(jn_io_own_link_t *link, const jn_amqp_attach_t *a);
 void jn_io_own_route_session_idle_IO(jn_io_own_t *own, jn_amqp_session_t *s);
 void jn_io_own_route_session_gone_IO(jn_io_own_t *own, jn_amqp_session_t *s);
+
+/* io_own_termini.c, the termini of link-routed links (the loop's thread):
+ * jn_io_own_termini_encode: the peer's source and target in attach a
+ * (views valid in the callback) in io_route.c's encoding of termini, which
+ * the core hands to a link route's far end (jn_link_info_t.termini): *out
+ * on the heap (the caller frees it), *len. Returns 0, JN_ENOMEM.
+ * jn_io_own_termini_decode: that encoding (p, len: borrowed) into a's
+ * source and target (present bits set for each one there), views of p,
+ * a coordinator's encoding composed into enc (the caller's, freed after
+ * a is used). Returns 0, JN_EPROTO (cut short: what was read is set),
+ * JN_ENOMEM. jn_io_own_dnp_address: the address named by x-opt-qd.address
+ * in t's dynamic node properties (heap, the caller frees it), or NULL.
+ * jn_io_own_dnp_set_address: t's dynamic node properties with
+ * x-opt-qd.address set to address (other pairs with a symbol or string key
+ * kept), composed into enc (the caller's; t's view refers to it, so enc
+ * takes nothing else while t is used). Returns 0 or JN_ENOMEM. */
+int jn_io_own_termini_encode(const jn_amqp_attach_t *a, uint8_t **out, size_t *len);
+int jn_io_own_termini_decode(const uint8_t *p, size_t len, jn_amqp_attach_t *a,
+                             jn_encoder_t *enc);
+char *jn_io_own_dnp_address(const jn_amqp_terminus_t *t);
+int jn_io_own_dnp_set_address(jn_amqp_terminus_t *t, const char *address, jn_encoder_t *enc);
 
 /* jn_io_own_session_gone_IO: session s ended: its links went with it
  * (the engine frees them without a detach): each counts as detached. */

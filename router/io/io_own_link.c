@@ -14,6 +14,7 @@
 #include "io_own.h"
 
 #include <junction/annotations.h>
+#include <junction/decoder.h>
 #include <junction/pool.h>
 
 #include <stdio.h>
@@ -155,9 +156,8 @@ bool jn_io_own_state_known(uint64_t code)
 bool jn_io_own_state_in(const jn_amqp_state_t *st, jn_disposition_t *d)
 {
     memset(d, 0, sizeof *d);
-    if (st->symbolic || st->code == 0 || st->code == JN_AMQP_DECLARED ||
-        st->code == JN_AMQP_TRANSACTIONAL_STATE)
-        return false; /* not carried by the core (no coordinator here) */
+    if (st->symbolic || st->code == 0)
+        return false; /* not carried by the core */
     d->type = st->code;
     jn_disposition_extra_t *x;
     if (st->code == JN_AMQP_REJECTED && (st->present & JN_AMQP_FIELD(0))) {
@@ -187,6 +187,33 @@ bool jn_io_own_state_in(const jn_amqp_state_t *st, jn_disposition_t *d)
     return true;
 }
 
+/* A transaction's state (declared, transactional-state: AMQP 1.0 4.5.5,
+ * 4.5.7), which the core carries as its value (the list after the
+ * descriptor, x->data), as the engine's fields: views of x's octets.
+ * False when the value is not such a list (it does not go). */
+static bool txn_state_out(const jn_disposition_extra_t *x, jn_amqp_state_t *st)
+{
+    if (!x || !x->data_len)
+        return false;
+    jn_iter_t v;
+    jn_iter_init_bytes(&v, x->data, x->data_len, JN_VIEW_RAW);
+    jn_decoder_t d, in;
+    jn_field_t f;
+    jn_decoder_init(&d, &v, true);
+    if (jn_decoder_next(&d, &f) != 1 || f.type != JN_TYPE_LIST ||
+        jn_decoder_enter(&d, &f, &in) != 0 || jn_decoder_next(&in, &f) != 1 ||
+        f.type != JN_TYPE_BINARY)
+        return false;
+    st->present = JN_AMQP_FIELD(0);
+    st->txn_id = f.payload;
+    if (st->code == JN_AMQP_TRANSACTIONAL_STATE && jn_decoder_next(&in, &f) == 1 &&
+        f.type != JN_TYPE_NULL) {
+        st->present |= JN_AMQP_FIELD(1);
+        st->outcome = f.encoded;
+    }
+    return true;
+}
+
 bool jn_io_own_state_out(const jn_disposition_t *d, jn_amqp_state_t *st, uint8_t **heap)
 {
     *heap = NULL;
@@ -205,9 +232,8 @@ bool jn_io_own_state_out(const jn_disposition_t *d, jn_amqp_state_t *st, uint8_t
     memset(st, 0, sizeof *st);
     st->code = d->type;
     const jn_disposition_extra_t *x = d->extra;
-    if (d->type == JN_DISP_NONE || d->type == JN_AMQP_DECLARED ||
-        d->type == JN_AMQP_TRANSACTIONAL_STATE)
-        return false;
+    if (d->type == JN_AMQP_DECLARED || d->type == JN_AMQP_TRANSACTIONAL_STATE)
+        return txn_state_out(x, st);
     if (d->type == JN_DISP_REJECTED && d->condition) {
         st->present = JN_AMQP_FIELD(0);
         st->error.present = JN_AMQP_FIELD(0);
@@ -260,10 +286,9 @@ static const char *refusal(const jn_amqp_attach_t *a)
 {
     bool peer_sends = a->role == JN_AMQP_SENDER;
     const jn_amqp_terminus_t *t = peer_sends ? &a->target : &a->source;
-    if (peer_sends && (a->present & JN_AMQP_FIELD(6)) && a->target.code != JN_AMQP_TARGET)
-        return "a transaction coordinator (or another target type) on Junction's own engine";
-    if (peer_sends && (t->present & JN_AMQP_FIELD(4)) && t->dynamic)
-        return "a dynamic target on Junction's own engine";
+    if (peer_sends && (a->present & JN_AMQP_FIELD(6)) && a->target.code != JN_AMQP_TARGET &&
+        a->target.code != JN_AMQP_COORDINATOR)
+        return "a target type other than target and coordinator on Junction's own engine";
     jn_iter_t caps = t->capabilities;
     uint32_t cap_field = peer_sends ? JN_AMQP_FIELD(6) : JN_AMQP_FIELD(10);
     if (t->present & cap_field) {
@@ -380,12 +405,29 @@ void jn_io_own_on_attach(void *ctx, jn_amqp_link_t *l, const jn_amqp_attach_t *a
         .name = jn_amqp_link_name(l),
         .address = address,
         .presettled = (a->present & JN_AMQP_FIELD(3)) && a->snd_settle_mode == 1,
-        /* a receiver's dynamic source: the core makes its address */
-        .dynamic = !link->incoming && (t->present & JN_AMQP_FIELD(4)) && t->dynamic,
+        /* a dynamic source or target (3.5.4): the core makes its address */
+        .dynamic = (t->present & JN_AMQP_FIELD(4)) && t->dynamic,
         .capacity = conn->endpoint->cfg.link_capacity,
         .type = JN_LINK_ENDPOINT,
     };
+    /* a dynamic terminus is link-routed by the address its node properties
+     * name, as in 1.19; a coordinator by JN_COORDINATOR_ADDRESS
+     * (router/core/coordinator.c), as on proton's path (io_link.c) */
+    info.resumable =
+        ((t->present & JN_AMQP_FIELD(2)) && jn_iter_equal(&t->expiry_policy, "never")) ||
+        ((t->present & JN_AMQP_FIELD(3)) && t->timeout > 0);
+    char *dnp = info.dynamic ? jn_io_own_dnp_address(t) : NULL;
+    if (info.dynamic)
+        info.address = dnp;
+    if (link->incoming && (a->present & JN_AMQP_FIELD(6)) && a->target.code == JN_AMQP_COORDINATOR)
+        info.address = JN_COORDINATOR_ADDRESS, info.coordinator = true;
+    uint8_t *termini = NULL;
+    if (info.address && info.address[0]) /* a link route may copy them */
+        (void)jn_io_own_termini_encode(a, &termini, &info.termini_len);
+    info.termini = termini; /* out of memory: none, as on proton's path */
     link->core = jn_core_link_attached_IO(conn->core, link, &info);
+    free(termini);
+    free(dnp);
     if (!link->core) {
         jn_io_own_rx_gone(link);
         jn_amqp_link_set_user(l, NULL);
@@ -394,7 +436,7 @@ void jn_io_own_on_attach(void *ctx, jn_amqp_link_t *l, const jn_amqp_attach_t *a
         return;
     }
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_DEBUG, JN_IO_LINK_FMT " Link attached: dir=%s address=%s",
-           conn->id, link->id, link->incoming ? "in" : "out", address);
+           conn->id, link->id, link->incoming ? "in" : "out", info.address ? info.address : "");
 }
 
 /* The engine's link is gone: its deliveries with it. The core hears of
@@ -436,6 +478,14 @@ void jn_io_own_on_detach(void *ctx, jn_amqp_link_t *l, const jn_amqp_detach_t *d
     jn_io_own_link_t *link = jn_amqp_link_user(l);
     if (!link)
         return; /* one we refused */
+    if (JN_UNLIKELY(link->passthrough)) {
+        /* a link-routed link's answer is the far end's (linkroute.c): the
+         * core sends it, or at the latest the release does */
+        bool hold = link->core && !link->released;
+        /* not held when our detach went first (l goes with this one) */
+        link->held = jn_amqp_link_hold_detach(l, hold) ? l : NULL;
+        link->held_closed = d->closed;
+    }
     if (link->core && (d->present & JN_AMQP_FIELD(2))) {
         char cond[128], desc[256] = "";
         jn_iter_copy_string(&d->error.condition, cond, sizeof cond);
@@ -443,6 +493,8 @@ void jn_io_own_on_detach(void *ctx, jn_amqp_link_t *l, const jn_amqp_detach_t *d
             jn_iter_copy_string(&d->error.description, desc, sizeof desc);
         jn_core_link_set_error_IO(link->core, cond, desc[0] ? desc : NULL);
     }
+    if (link->core && !d->closed)
+        jn_core_link_set_unclosed_IO(link->core); /* a routed link passes it on as a detach */
     link_gone(link);
 }
 
@@ -455,6 +507,8 @@ void jn_io_own_session_gone_IO(jn_io_own_t *own, jn_amqp_session_t *s)
         next = link->next;
         if (link->route_ssn == s)
             link->route_ssn = NULL; /* the engine frees it */
+        if (link->held && jn_amqp_link_session(link->held) == s)
+            link->held = NULL; /* so does it the held link */
         if (link->l && jn_amqp_link_session(link->l) == s)
             link_gone(link);
     }
@@ -537,10 +591,15 @@ static bool tx_start(jn_io_own_link_t *link)
             (void)jn_amqp_delivery_set_state(d, &st); /* out of memory: sent without it */
         free(heap);
     }
-    if (rc == 0)
-        rc = jn_ra_compose(jn_message_annotations(m), &hop, &ann);
-    if (rc == 0)
-        rc = jn_message_out_init(&link->tx_out, m, &ann);
+    if (JN_UNLIKELY(link->passthrough)) { /* link-routed: the octets as they came */
+        if (rc == 0)
+            rc = jn_message_out_init_verbatim(&link->tx_out, m);
+    } else {
+        if (rc == 0)
+            rc = jn_ra_compose(jn_message_annotations(m), &hop, &ann);
+        if (rc == 0)
+            rc = jn_message_out_init(&link->tx_out, m, &ann);
+    }
     if (rc != 0) {
         jn_buffer_list_free(&ann);
         if (d)
@@ -760,12 +819,10 @@ static void work_open(jn_io_own_link_t *link, jn_work_t *w)
 {
     if (!link->l || link->local)
         return; /* a link we attached ourselves is open already */
-    if (w->passthrough) { /* a link route: not served on this engine yet */
-        (void)jn_amqp_link_attach(link->l, &(jn_amqp_attach_t){0}, 0);
-        (void)jn_amqp_link_detach(link->l, true, NOT_IMPLEMENTED,
-                                  "link routes on Junction's own engine");
-        return;
-    }
+    /* a link route: the far end answered; deliveries pass as they came */
+    link->passthrough = w->passthrough;
+    if (w->passthrough) /* its detach answered by the far end's */
+        (void)jn_amqp_link_hold_detach(link->l, true);
     jn_iter_t body;
     jn_iter_init_bytes(&body, link->attach, link->attach_len, JN_VIEW_RAW);
     jn_amqp_perf_t p;
@@ -774,11 +831,13 @@ static void work_open(jn_io_own_link_t *link, jn_work_t *w)
         return;
     jn_amqp_attach_t a = p.u.attach;
     a.present &= JN_AMQP_FIELD(3) | JN_AMQP_FIELD(5) | JN_AMQP_FIELD(6);
-    if (!link->incoming && w->address && (a.source.present & JN_AMQP_FIELD(4)) &&
-        a.source.dynamic) { /* the address the core made for the dynamic source */
-        a.source.present |= JN_AMQP_FIELD(0);
-        a.source.address_is_symbol = false;
-        jn_iter_init_string(&a.source.address, w->address, JN_VIEW_RAW);
+    jn_amqp_terminus_t *t = link->incoming ? &a.target : &a.source;
+    uint32_t field = link->incoming ? JN_AMQP_FIELD(6) : JN_AMQP_FIELD(5);
+    if (w->address && (a.present & field) && (t->present & JN_AMQP_FIELD(4)) && t->dynamic) {
+        /* the address the core (or the container) made for the dynamic node */
+        t->present |= JN_AMQP_FIELD(0);
+        t->address_is_symbol = false;
+        jn_iter_init_string(&t->address, w->address, JN_VIEW_RAW);
     }
     (void)jn_amqp_link_attach(link->l, &a, 0);
 }
@@ -823,7 +882,7 @@ void jn_io_own_work_IO(jn_io_own_t *own, jn_work_t *w)
     jn_core_link_t *cl = w->link ? w->link : (w->dlv ? jn_delivery_link(w->dlv) : NULL);
     jn_io_own_link_t *link = cl ? jn_core_link_io(cl) : NULL;
     if (!link && w->type == JN_WORK_LINK_ATTACH)
-        jn_io_own_route_attach_IO(own, w); /* auto-links (io_own_route.c) */
+        jn_io_own_route_attach_IO(own, w); /* an auto-link's (io_own_route.c) */
     if (!link) {
         jn_work_free(w);
         return;
@@ -834,9 +893,15 @@ void jn_io_own_work_IO(jn_io_own_t *own, jn_work_t *w)
         break;
     case JN_WORK_LINK_CLOSE:
     case JN_WORK_LINK_DETACH:
-        if (link->l && jn_amqp_link_detach(link->l, w->type == JN_WORK_LINK_CLOSE, w->condition,
-                                           w->description) == JN_EPERM &&
-            jn_amqp_link_attach(link->l, &(jn_amqp_attach_t){0}, 0) == 0) {
+        if (link->held) { /* the answer to the peer's detach: the far end's (freed with it) */
+            jn_amqp_link_t *h = link->held;
+            link->held = NULL;
+            (void)jn_amqp_link_detach(h, w->type == JN_WORK_LINK_CLOSE, w->condition,
+                                      w->description);
+        } else if (link->l &&
+                   jn_amqp_link_detach(link->l, w->type == JN_WORK_LINK_CLOSE, w->condition,
+                                       w->description) == JN_EPERM &&
+                   jn_amqp_link_attach(link->l, &(jn_amqp_attach_t){0}, 0) == 0) {
             /* the core refused the peer's link before answering it: our
              * attach without terminus first (2.6.3), then the detach */
             (void)jn_amqp_link_detach(link->l, w->type == JN_WORK_LINK_CLOSE, w->condition,
@@ -845,6 +910,11 @@ void jn_io_own_work_IO(jn_io_own_t *own, jn_work_t *w)
         break;
     case JN_WORK_LINK_RELEASED:
         link->released = true;
+        if (link->held) { /* a detach whose answer waited for the far end's */
+            jn_amqp_link_t *h = link->held;
+            link->held = NULL;
+            (void)jn_amqp_link_detach(h, link->held_closed, NULL, NULL);
+        }
         if (!link->l) {
             jn_work_free(w);
             jn_io_own_link_free(link);
@@ -867,6 +937,11 @@ void jn_io_own_work_IO(jn_io_own_t *own, jn_work_t *w)
         break;
     case JN_WORK_DELIVERY_UPDATE:
         work_update(link, w);
+        break;
+    case JN_WORK_LINK_ATTACH:
+        /* a link route's far end (io_own_route.c): w->link, and so link,
+         * is the client's link, on another connection: not used here */
+        jn_io_own_route_attach_IO(own, w);
         break;
     default:
         break;

@@ -1,8 +1,8 @@
 /*
  * io_own_route.c — links the router attaches itself on a connection on
  * Junction's own engine (docs/engine.md, stage 3a): the core's
- * JN_WORK_LINK_ATTACH for an auto-link (router/core/linkroute.c), as
- * io_route.c serves it on proton's path.
+ * JN_WORK_LINK_ATTACH for an auto-link or a link route's far end
+ * (router/core/linkroute.c), as io_route.c serves it on proton's path.
  *
  * An auto-link's link carries a plain source and target, the address at
  * the peer's end (the target of a link the router sends on, the source of
@@ -18,8 +18,14 @@
  * them) rather than ended, so that no end goes out while the engine is
  * still answering the link's detach; beyond that many it is ended.
  *
- * Not served here yet: a link route's far end (passthrough), an edge
- * router's uplink links and inter-router streaming links. Such connectors
+ * A link route's far end (passthrough) carries the client's termini as
+ * the core hands them back (io_own_termini.c), the address at the
+ * container's end changed, as io_route.c does on proton's path; the core
+ * hears of the container's answer, or its refusal, and pairs the two
+ * links (router/core/linkroute.c).
+ *
+ * Not served here yet: an edge router's uplink links and inter-router
+ * streaming links. Such connectors
  * stay on proton's path (io_own.c, jn_io_own_eligible); should the core
  * still ask for one, the core hears of a link that detached at once with
  * amqp:not-implemented, so that the link waiting on it is refused rather
@@ -58,22 +64,79 @@ static void route_refused(jn_io_own_t *own, jn_work_t *w, const jn_link_info_t *
         return;
     }
     jn_core_link_set_error_IO(link->core, "amqp:not-implemented",
-                              w->passthrough ? "link routes on Junction's own engine"
-                                             : "this link type on Junction's own engine");
+                              "this link type on Junction's own engine");
     jn_core_link_detached_IO(link->core);
     link->core = NULL; /* the record goes with the core's LINK_RELEASED */
 }
 
-/* Our attach for l (2.6.3): plain source and target, address at the
- * peer's end. */
-static int route_send_attach(jn_amqp_link_t *l, const jn_work_t *w)
+/* The termini of a link route's far end (w->link's, as the client sent
+ * them: io_own_termini.c) into a, with the address at the container's end
+ * replaced; a dynamic node keeps no address and names the address it was
+ * routed by in its node properties (x-opt-qd.address, as io_route.c's
+ * set_termini); a coordinator has none (AMQP 1.0 4.5.1). Views of the
+ * termini, w->address, and the encoders' octets. */
+static void route_termini(jn_io_own_t *own, jn_amqp_attach_t *a, const jn_work_t *w,
+                          jn_encoder_t *coord, jn_encoder_t *dnp)
+{
+    size_t len = 0;
+    const uint8_t *t = jn_core_link_termini(w->link, &len);
+    if (t && len && jn_io_own_termini_decode(t, len, a, coord) != 0)
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_ERROR,
+               JN_IO_CONN_FMT " Link %s: the client's termini are cut short: attached with what "
+                              "was read",
+               own->conn->id, w->attach.name);
+    bool send = w->attach.dir == JN_LINK_OUTGOING;
+    jn_amqp_terminus_t *far = send ? &a->target : &a->source;
+    uint32_t field = send ? JN_AMQP_FIELD(6) : JN_AMQP_FIELD(5);
+    if (!(a->present & field)) {
+        a->present |= field;
+        memset(far, 0, sizeof *far);
+        far->code = send ? JN_AMQP_TARGET : JN_AMQP_SOURCE;
+    }
+    if (!(a->present & JN_AMQP_FIELD(5)))
+        a->present |= JN_AMQP_FIELD(5), a->source.code = JN_AMQP_SOURCE;
+    if (!(a->present & JN_AMQP_FIELD(6)))
+        a->present |= JN_AMQP_FIELD(6), a->target.code = JN_AMQP_TARGET;
+    if (far->code == JN_AMQP_COORDINATOR || !w->address)
+        return;
+    if ((far->present & JN_AMQP_FIELD(4)) && far->dynamic) {
+        char *asked = jn_io_own_dnp_address(far);
+        bool same = asked && strcmp(asked, w->address) == 0;
+        free(asked);
+        if (!same && jn_io_own_dnp_set_address(far, w->address, dnp) != 0)
+            JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_ERROR,
+                   JN_IO_CONN_FMT " Out of memory for a dynamic terminus's node properties: "
+                                  "link %s attached with the client's",
+                   own->conn->id, w->attach.name);
+        return;
+    }
+    far->present |= JN_AMQP_FIELD(0);
+    far->address_is_symbol = false;
+    jn_iter_init_string(&far->address, w->address, JN_VIEW_RAW);
+}
+
+/* Our attach for l (2.6.3): an auto-link's plain source and target with
+ * the address at the peer's end, or a link route's copy of the client's
+ * termini (route_termini). */
+static int route_send_attach(jn_io_own_t *own, jn_amqp_link_t *l, const jn_work_t *w)
 {
     bool send = w->attach.dir == JN_LINK_OUTGOING;
     jn_amqp_attach_t a;
     memset(&a, 0, sizeof a);
-    a.present = JN_AMQP_FIELD(3) | JN_AMQP_FIELD(4) | JN_AMQP_FIELD(5) | JN_AMQP_FIELD(6);
+    a.present = JN_AMQP_FIELD(3) | JN_AMQP_FIELD(4);
     a.snd_settle_mode = w->attach.presettled ? 1 : 0; /* settled : unsettled */
     a.rcv_settle_mode = 0;                            /* first */
+    if (w->passthrough && w->link) {
+        jn_encoder_t coord, dnp;
+        jn_encoder_init(&coord);
+        jn_encoder_init(&dnp);
+        route_termini(own, &a, w, &coord, &dnp);
+        int rc = jn_amqp_link_attach(l, &a, 0);
+        jn_encoder_free(&coord);
+        jn_encoder_free(&dnp);
+        return rc;
+    }
+    a.present |= JN_AMQP_FIELD(5) | JN_AMQP_FIELD(6);
     a.source.code = JN_AMQP_SOURCE;
     a.target.code = JN_AMQP_TARGET;
     jn_amqp_terminus_t *far = send ? &a.target : &a.source;
@@ -82,6 +145,25 @@ static int route_send_attach(jn_amqp_link_t *l, const jn_work_t *w)
         jn_iter_init_string(&far->address, w->address, JN_VIEW_RAW);
     }
     return jn_amqp_link_attach(l, &a, 0);
+}
+
+/* Whether the container's end of a link route is a dynamic node (it has
+ * no address until the container names it). */
+static bool route_dynamic(const jn_work_t *w)
+{
+    if (!w->passthrough || !w->link)
+        return false;
+    size_t len = 0;
+    const uint8_t *t = jn_core_link_termini(w->link, &len);
+    jn_amqp_attach_t a;
+    memset(&a, 0, sizeof a);
+    jn_encoder_t coord;
+    jn_encoder_init(&coord);
+    if (t && len)
+        (void)jn_io_own_termini_decode(t, len, &a, &coord);
+    jn_encoder_free(&coord);
+    const jn_amqp_terminus_t *far = w->attach.dir == JN_LINK_OUTGOING ? &a.target : &a.source;
+    return (far->present & JN_AMQP_FIELD(4)) && far->dynamic;
 }
 
 void jn_io_own_route_attach_IO(jn_io_own_t *own, jn_work_t *w)
@@ -94,7 +176,7 @@ void jn_io_own_route_attach_IO(jn_io_own_t *own, jn_work_t *w)
     jn_link_info_t info = {
         .dir = w->attach.dir,
         .name = w->attach.name,
-        .address = w->address,
+        .address = route_dynamic(w) ? NULL : w->address,
         .presettled = w->attach.presettled,
         .capacity = conn->endpoint->cfg.link_capacity,
         .type = JN_LINK_ENDPOINT,
@@ -102,7 +184,7 @@ void jn_io_own_route_attach_IO(jn_io_own_t *own, jn_work_t *w)
         .local = true,
         .attach_ref = w->attach.edge ? NULL : w->attach.ref,
     };
-    if (w->passthrough || w->link || w->attach.edge || w->attach.stream) {
+    if ((w->link && !w->passthrough) || w->attach.edge || w->attach.stream) {
         route_refused(own, w, &info);
         return;
     }
@@ -118,7 +200,10 @@ void jn_io_own_route_attach_IO(jn_io_own_t *own, jn_work_t *w)
     link->local = true;
     link->route_ssn = s;
     link->presettled = w->attach.presettled;
-    if (route_send_attach(l, w) != 0) {
+    link->passthrough = w->passthrough;
+    if (w->passthrough) /* its detach answered by the client's (io_own_link.c) */
+        (void)jn_amqp_link_hold_detach(l, true);
+    if (route_send_attach(own, l, w) != 0) {
         jn_io_own_rx_gone(link);
         jn_amqp_link_set_user(l, NULL);
         link->l = NULL;

@@ -63,7 +63,12 @@ static void credit_grant(jn_io_own_link_t *link)
     jn_amqp_link_state_t st = jn_amqp_link_state(link->l);
     if (!link->credit_deferred && !st.drain)
         return;
+    /* before the first message: a link the router attached to a route
+     * container (an auto-link, a link route's container end) gets it all,
+     * as 1.19 grants it and io_recv.c does; a client's link gets
+     * JN_IO_LINK_FIRST_CREDIT */
     size_t most = link->rx_avg_size ? JN_IO_LINK_HIGH_WATER / link->rx_avg_size
+                  : link->local     ? SIZE_MAX
                                     : JN_IO_LINK_FIRST_CREDIT;
     if (most < 1)
         most = 1;
@@ -73,6 +78,20 @@ static void credit_grant(jn_io_own_link_t *link)
         return;
     link->credit_deferred -= give;
     (void)jn_amqp_link_flow(link->l, st.credit + give, false, false); /* drain off again */
+}
+
+/* A drain passed to a link-routed sender (jn_io_own_rx_credit_IO) is
+ * answered once the sender holds no credit: its flow advanced the
+ * delivery-count, or its deliveries used the credit up (AMQP 1.0 2.6.7).
+ * The core is told (after the deliveries before it) and answers the
+ * receiver's drain, as io_recv.c does on proton's path. */
+static void rx_drain_check(jn_io_own_link_t *link)
+{
+    if (!link->drain_passed || !link->l || link->rx_d || !link->core ||
+        jn_amqp_link_state(link->l).credit > 0)
+        return;
+    link->drain_passed = false;
+    jn_core_link_drained_IO(link->core);
 }
 
 void jn_io_own_rx_credit_IO(jn_io_own_link_t *link, uint32_t credit, bool drain)
@@ -90,6 +109,10 @@ void jn_io_own_rx_credit_IO(jn_io_own_link_t *link, uint32_t credit, bool drain)
         link->credit_deferred = 0;
         uint32_t have = jn_amqp_link_state(link->l).credit;
         (void)jn_amqp_link_flow(link->l, credit ? 0 : have + deferred, credit == 0, false);
+        if (credit == 0 && link->passthrough) { /* a link route's receiver drains: told back */
+            link->drain_passed = true;
+            rx_drain_check(link);
+        }
         return;
     }
     link->credit_deferred += credit;
@@ -101,6 +124,8 @@ void jn_io_own_rx_flow_IO(jn_io_own_link_t *link)
     JN_ASSERT_IO(link->own->conn);
     if (link->credit_deferred && link->l && !jn_amqp_link_state(link->l).drain)
         credit_grant(link); /* the sender's flow lowered its credit (a drain answered) */
+    if (JN_UNLIKELY(link->drain_passed))
+        rx_drain_check(link);
 }
 
 /* A delivery the core never saw: its credit back to the sender. */
@@ -223,7 +248,21 @@ static void rx_try_route(jn_io_own_link_t *link, bool all_in)
     }
     if (all_in)
         jn_message_set_complete_unshared(m); /* no delivery holds it yet */
-    int rc = jn_message_parse(m, JN_DEPTH_PROPERTIES);
+    int rc;
+    if (JN_UNLIKELY(link->passthrough)) {
+        if (jn_amqp_delivery_tag_cut(link->rx_d)) {
+            /* a link route carries the sender's tag, which AMQP 1.0
+             * (2.8.7) bounds at 32 octets: cut, it could repeat another;
+             * as 1.19 (and io_recv.c) */
+            rx_reject(link, "amqp:invalid-field", "delivery-tag longer than 32 octets");
+            return;
+        }
+        /* passed on as it came, unread (the user-id check excepted), as
+         * on proton's path */
+        rc = link->own->conn->check_user ? jn_message_parse(m, JN_DEPTH_PROPERTIES) : 0;
+    } else {
+        rc = jn_message_parse(m, JN_DEPTH_PROPERTIES);
+    }
     if (rc == JN_AGAIN && !all_in)
         return;
     if (rc != 0) {
@@ -309,6 +348,8 @@ static void rx_finish(jn_io_own_link_t *link, bool aborted)
     link->rx_notify = link->rx_paused = false;
     if (link->credit_deferred)
         credit_grant(link); /* the sender used one */
+    if (JN_UNLIKELY(link->drain_passed))
+        rx_drain_check(link); /* the sender may have used the credit up */
 }
 
 /* The message passed the listener's maxMessageSize, as 1.19 answers it

@@ -36,11 +36,12 @@ from test_router_drain import ConsumerGoes  # noqa: E402
 OWN_LINE = "Connection runs on Junction's own AMQP engine"
 
 
-class DynamicTarget(LinkOption):
-    """A sender whose target asks for a dynamic node."""
+class WaypointTarget(LinkOption):
+    """A sender whose target has the router's waypoint capability
+    (qd.waypoint), which the own path does not serve yet."""
 
     def apply(self, link):
-        link.target.dynamic = True
+        link.target.capabilities.put_symbol("qd.waypoint")
 
 
 class OwnEngineCase(RouterTestCase):
@@ -189,10 +190,10 @@ class OwnEngineTest(OwnEngineCase):
         c = BlockingConnection(r.url, timeout=10 * SLOW)
         try:
             with self.assertRaises(LinkDetached) as caught:
-                c.create_sender(None, options=DynamicTarget())  # not served yet
+                c.create_sender("own.wp", options=WaypointTarget())  # not served yet
             text = str(caught.exception)
             self.assertIn("amqp:not-implemented", text)
-            self.assertIn("dynamic target", text)
+            self.assertIn("terminus capabilities", text)
             # the connection goes on
             recv = c.create_receiver("own.after", credit=1)
             c.create_sender("own.after", options=AtMostOnce()).send(Message(body="still here"))

@@ -6,7 +6,8 @@
  * and available — from both ends; and the faults: a handle in use, an
  * unattached handle (a flow or transfer on it; both close the connection,
  * as the proton path's frame screen does), a handle above handle-max, a
- * receiver's delivery-count ahead of the sender's.
+ * receiver's delivery-count ahead of the sender's; a peer's detach held
+ * for the user's answer (jn_amqp_link_hold_detach).
  */
 #include "test_amqp_engine_util.h"
 
@@ -150,6 +151,41 @@ static void test_detach_both_ways_with_error(void **state)
     /* the handle is free again */
     jn_amqp_link_t *l2 = attached(&a, &b, s, "l2", JN_AMQP_SENDER, "q", 0);
     assert_int_equal(jn_amqp_link_handle(l2), 0);
+    assert_int_equal(a.closed + b.closed + a.ends + b.ends, 0);
+    peer_free(&a);
+    peer_free(&b);
+}
+
+/* jn_amqp_link_hold_detach: the peer's detach waits for the user's answer,
+ * which carries the user's error and closed flag (a link router answers
+ * with the far end's); a link whose detach went first is not held. */
+static void test_held_detach_is_answered_by_the_user(void **state)
+{
+    (void)state;
+    peer_t a, b;
+    jn_amqp_session_t *s = begun_pair(&a, &b, 1);
+    jn_amqp_link_t *l = attached(&a, &b, s, "l", JN_AMQP_RECEIVER, "q", 0);
+    jn_amqp_link_t *lb = b.last_link;
+    assert_true(jn_amqp_link_hold_detach(lb, true));
+    assert_int_equal(jn_amqp_link_detach(l, false, "x:client", "gone"), 0);
+    pump(&a, &b);
+    assert_int_equal(b.detaches, 1);
+    assert_string_equal(b.condition, "x:client");
+    assert_int_equal(a.detaches, 0); /* held: no answer yet */
+    assert_int_equal(jn_amqp_link_detach(lb, true, "x:far", "the far end's"), 0); /* frees lb */
+    pump(&a, &b);
+    assert_int_equal(a.detaches, 1);
+    assert_string_equal(a.condition, "x:far");
+    /* both handles are free again */
+    jn_amqp_link_t *l2 = attached(&a, &b, s, "l2", JN_AMQP_SENDER, "q", 0);
+    assert_int_equal(jn_amqp_link_handle(l2), 0);
+    assert_int_equal(jn_amqp_link_handle(b.last_link), 0);
+    /* our detach first: the peer's is its answer, nothing is held */
+    lb = b.last_link;
+    assert_int_equal(jn_amqp_link_detach(lb, true, NULL, NULL), 0);
+    assert_false(jn_amqp_link_hold_detach(lb, true));
+    pump(&a, &b);
+    assert_int_equal(b.detaches, 2); /* a's answer; lb is freed */
     assert_int_equal(a.closed + b.closed + a.ends + b.ends, 0);
     peer_free(&a);
     peer_free(&b);
@@ -359,6 +395,7 @@ int main(void)
         cmocka_unit_test(test_credit_and_drain_across_the_wrap),
         cmocka_unit_test(test_available_and_echo),
         cmocka_unit_test(test_detach_both_ways_with_error),
+        cmocka_unit_test(test_held_detach_is_answered_by_the_user),
         cmocka_unit_test(test_attach_on_handle_in_use_closes_the_connection),
         cmocka_unit_test(test_flow_on_unattached_handle_closes_the_connection),
         cmocka_unit_test(test_transfer_on_unattached_handle_closes_the_connection),

@@ -398,6 +398,35 @@ static void test_delivery_beyond_credit_detaches_the_link(void **state)
     peer_free(&x);
 }
 
+/* A delivery-tag over 2.8.7's 32 octets is taken, cut to 32, and said
+ * (jn_amqp_delivery_tag_cut): the user judges it (a link route rejects
+ * it), the connection goes on. */
+static void test_tag_over_32_octets_is_taken_cut(void **state)
+{
+    (void)state;
+    peer_t x;
+    raw_sender(&x, 100);
+    assert_int_equal(jn_amqp_link_flow(x.last_link, 10, false, false), 0);
+    (void)out_frames(&x, (uint64_t[4]){0}, 4, NULL, 0);
+    jn_amqp_perf_t p;
+    transfer_init(&p, 0, false);
+    static const char long_tag[] = "0123456789012345678901234567890123456789"; /* 40 */
+    jn_iter_init_string(&p.u.transfer.delivery_tag, long_tag, JN_VIEW_RAW);
+    assert_int_equal(raw_transfer(&x, &p, "a"), 0);
+    assert_int_equal(x.transfers, 1);
+    size_t tl;
+    const uint8_t *tag = jn_amqp_delivery_tag(x.last_delivery, &tl);
+    assert_int_equal(tl, JN_AMQP_TAG_MAX);
+    assert_memory_equal(tag, long_tag, JN_AMQP_TAG_MAX);
+    assert_true(jn_amqp_delivery_tag_cut(x.last_delivery));
+    transfer_init(&p, 1, false); /* the usual tag: not cut */
+    assert_int_equal(raw_transfer(&x, &p, "b"), 0);
+    assert_int_equal(x.transfers, 2);
+    assert_false(jn_amqp_delivery_tag_cut(x.last_delivery));
+    assert_int_equal(x.closed, 0);
+    peer_free(&x);
+}
+
 static void test_transfer_beyond_window_ends_the_session(void **state)
 {
     (void)state;
@@ -601,6 +630,7 @@ int main(void)
         cmocka_unit_test(test_abort_midway_and_before_any_frame),
         cmocka_unit_test(test_no_credit_no_delivery),
         cmocka_unit_test(test_delivery_beyond_credit_detaches_the_link),
+        cmocka_unit_test(test_tag_over_32_octets_is_taken_cut),
         cmocka_unit_test(test_transfer_beyond_window_ends_the_session),
         cmocka_unit_test(test_first_transfer_without_id_or_tag_is_invalid_field),
         cmocka_unit_test(test_continuation_with_another_id_is_invalid_field),

@@ -94,8 +94,8 @@ static bool sasl_client_builtin(const jn_endpoint_config_t *cfg)
     return true;
 }
 
-/* The client end serves the connector's SASL: built in, or through Cyrus's
- * client (sasl_own.c) when Cyrus is configured. */
+/* The client end serves the connector's SASL: through Cyrus's client
+ * (sasl_own.c) when Cyrus is configured, else built in. */
 static bool sasl_client_serves(const jn_endpoint_config_t *cfg)
 {
     return sasl_client_builtin(cfg) || jn_endpoint_uses_sasl_plugin(cfg, false);
@@ -322,9 +322,11 @@ static int open_extras(const jn_io_conn_t *conn, jn_encoder_t *caps, jn_encoder_
 }
 
 /* The client role's transport for a connection we make to host: the SASL
- * client end with the connector's mechanisms and credentials, built in or
- * through Cyrus's client (sasl_own.c) when they name one of Cyrus's. NULL
- * when memory runs out or Cyrus refused (logged). */
+ * client end with the connector's mechanisms and credentials, through
+ * Cyrus's client (sasl_own.c) wherever proton's path uses Cyrus (a
+ * saslUsername, an sslProfile or a mechanism beyond ANONYMOUS, with Cyrus
+ * configured: the same choice among the server's offer), else built in
+ * (ANONYMOUS). NULL when memory runs out or Cyrus refused (logged). */
 static jn_amqp_transport_t *own_client_transport(jn_io_conn_t *conn, const char *host,
                                                  const jn_amqp_conn_config_t *ac,
                                                  const jn_amqp_handler_t *h)
@@ -334,7 +336,8 @@ static jn_amqp_transport_t *own_client_transport(jn_io_conn_t *conn, const char 
                                        .user = cfg->sasl_username,
                                        .password = cfg->sasl_password,
                                        .hostname = host};
-    if (!sasl_client_builtin(cfg) && jn_io_own_sasl_client(conn, &sc.ops, &sc.ctx) != 0)
+    if (jn_endpoint_uses_sasl_plugin(cfg, false) &&
+        jn_io_own_sasl_client(conn, &sc.ops, &sc.ctx) != 0)
         return NULL;
     return jn_amqp_transport_new_client(ac, h, &sc); /* sc.ctx is the transport's now */
 }

@@ -223,9 +223,10 @@ int jn_io_own_sasl_attach(jn_io_conn_t *conn, jn_amqp_transport_t *t)
 
 /* ---- the client end: connectors' Cyrus mechanisms -------------------------
  *
- * A connector that names a mechanism beyond the client end's built-in
- * ANONYMOUS, PLAIN and EXTERNAL (SCRAM-SHA-*, DIGEST-MD5, ...) gets Cyrus's
- * client as its backend (jn_amqp_sasl_client_mech_ops_t), as proton's path
+ * A connector for which proton's path uses Cyrus (jn_endpoint_uses_sasl_
+ * plugin: a saslUsername, an sslProfile, or a mechanism beyond ANONYMOUS:
+ * PLAIN, SCRAM-SHA-*, DIGEST-MD5, EXTERNAL...) gets Cyrus's client as the
+ * client end's backend (jn_amqp_sasl_client_mech_ops_t), as proton's path
  * gets it through sasl_cyrus.c: the server's offer cut to saslMechanisms,
  * Cyrus choosing among them, the connector's saslUsername and saslPassword
  * as the credentials, the server's signature in the outcome checked. */

@@ -23,7 +23,7 @@ int jn_io_own_sasl_attach(jn_io_conn_t *conn, jn_amqp_transport_t *t);
 
 /* jn_io_own_sasl_client: Cyrus's client as the SASL client end's backend
  * for conn, a connection its connector makes (Cyrus configured,
- * jn_sasl_init): *ops and *ctx (ctx owned by whoever takes it: the
+ * jn_endpoint_uses_sasl_plugin(cfg, false) true): *ops and *ctx (ctx owned by whoever takes it: the
  * transport, through jn_amqp_sasl_client_config_t) choose among the
  * server's offer cut to the connector's saslMechanisms and answer with its
  * saslUsername and saslPassword (read from conn's endpoint: conn borrowed,

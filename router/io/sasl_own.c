@@ -17,9 +17,10 @@
  * certificate was verified, its uid (the sslProfile's uidFormat and
  * displayNameFile, io_tls.c) as SASL_AUTH_EXTERNAL, so that it offers
  * EXTERNAL and authenticates the client as that user, as on proton's path
- * (sasl_cyrus.c). The offer is computed when the client's SASL header
- * arrives, which under TLS is after the handshake: the certificate is
- * known by then.
+ * (sasl_cyrus.c); for wss:// the TLS its bridge's owner terminated. With
+ * an sslProfile the offer is computed when the client's SASL header
+ * arrives, which is after the handshake: the certificate is known by
+ * then.
  *
  * A refusal is logged once with the peer and Cyrus's reason, in the proton
  * path's words; the outcome's code is auth (5.3.3.6) whatever the reason,
@@ -65,8 +66,8 @@ static void oc_external(own_cyrus_t *c)
         sasl_setprop(c->sc, SASL_AUTH_EXTERNAL, uid);
 }
 
-/* The offer, computed once: at accept without TLS, at the client's SASL
- * header under TLS (the handshake done). */
+/* The offer, computed once: at accept without an sslProfile, else at the
+ * client's SASL header (the handshake done). */
 static const char *oc_mechanisms(void *ctx)
 {
     own_cyrus_t *c = ctx;
@@ -216,8 +217,11 @@ int jn_io_own_sasl_attach(jn_io_conn_t *conn, jn_amqp_transport_t *t)
     if (cfg->authenticate_peer)
         sp.security_flags |= SASL_SEC_NOANONYMOUS;
     sasl_setprop(c->sc, SASL_SEC_PROPS, &sp);
-    if (!conn->tls)
-        (void)oc_mechanisms(c); /* under TLS: at the client's SASL header */
+    /* with an sslProfile, at the client's SASL header: the handshake (ours,
+     * or a wss:// bridge's owner's, linked to conn after this) is done
+     * then */
+    if (!(cfg->ssl_profile && cfg->ssl_profile[0]))
+        (void)oc_mechanisms(c);
     return jn_amqp_transport_set_sasl(t, &own_cyrus_ops, c, cfg->authenticate_peer);
 }
 

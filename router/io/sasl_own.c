@@ -1,7 +1,9 @@
 /*
  * sasl_own.c — Cyrus SASL (Debian's libsasl2) behind the own engine's SASL
  * layer: a mechanism backend (jn_amqp_sasl_mech_ops_t, junction/
- * amqp_sasl.h) that calls Cyrus's server API directly. The engine frames
+ * amqp_sasl.h) that calls Cyrus's server API directly, and for connectors
+ * the client end's backend (jn_amqp_sasl_client_mech_ops_t) over Cyrus's
+ * client API (below). The engine frames
  * the SASL performatives (router/amqp/sasl.c) and serves ANONYMOUS itself;
  * Cyrus lists the other mechanisms, computes the challenges and checks the
  * credentials (against the sasldb that its config file names). Cyrus is
@@ -15,7 +17,7 @@
  * the listener's saslMechanisms when it names any. Under TLS Cyrus is told
  * the cipher's strength (SASL_SSF_EXTERNAL) and, when the client's
  * certificate was verified, its uid (the sslProfile's uidFormat and
- * displayNameFile, io_tls.c) as SASL_AUTH_EXTERNAL, so that it offers
+ * uidNameMappingFile, io_tls.c) as SASL_AUTH_EXTERNAL, so that it offers
  * EXTERNAL and authenticates the client as that user, as on proton's path
  * (sasl_cyrus.c); for wss:// the TLS its bridge's owner terminated. With
  * an sslProfile the offer is computed when the client's SASL header
@@ -27,8 +29,10 @@
  * as on proton's path and in 1.19.
  *
  * Threads: jn_io_own_sasl_attach runs where the connection is accepted,
- * before it is started; every callback on the connection's I/O thread; each connection has its own
- * Cyrus connection, and Cyrus's global state is read-only after jn_sasl_init.
+ * before it is started, and jn_io_own_sasl_client on the connector thread
+ * before its connection is started; every callback on the connection's
+ * I/O thread; each connection has its own Cyrus connection, and Cyrus's
+ * global state is read-only after jn_sasl_init.
  */
 #include "sasl_own.h"
 

@@ -187,12 +187,49 @@ const jn_amqp_fault_t *jn_amqp_sasl_server_fault(const jn_amqp_sasl_server_t *s)
 
 typedef struct jn_amqp_sasl_client jn_amqp_sasl_client_t;
 
-/* What a client may use. Strings borrowed for the call (copied). */
+/* A client mechanism backend (the router's is Cyrus's client,
+ * router/io/sasl_own.c): with one, the backend chooses the mechanism and
+ * computes every response; the layer frames them. ctx is the backend's,
+ * handed to every call; the layer owns it once given (free is called with
+ * it, also when jn_amqp_sasl_client_new fails). Each function runs on the
+ * connection's owning thread inside jn_amqp_sasl_client_input and must not
+ * block for long.
+ * - start: the server's offer (its sasl-server-mechanisms, separated by
+ *   spaces; borrowed for the call). Returns 0 with the chosen mechanism in
+ *   *mech (borrowed until free) and the initial response in *out and
+ *   *out_len (*out NULL: the field is absent; not NULL with len 0: present
+ *   and empty), or JN_EPROTO when no mechanism can be used.
+ * - step: the server's challenge (len may be 0). Returns 0 with the
+ *   response in *out and *out_len, or JN_EPROTO (the challenge is wrong).
+ * - outcome: the server's sasl-outcome, its code (jn_amqp_sasl_code_t)
+ *   and additional-data (len 0: none; SCRAM's server signature). For ok,
+ *   returns 0 when the mechanism accepts it, JN_EPROTO when not (the
+ *   server's proof is wrong); for a refusal the result is ignored (the
+ *   backend may log it: the exchange fails either way).
+ * - reason: why the last call failed (borrowed until the next call; NULL:
+ *   no detail).
+ * - free: release ctx (may be NULL).
+ * *out is borrowed from the backend until its next call. */
+typedef struct jn_amqp_sasl_client_mech_ops {
+    int (*start)(void *ctx, const char *offer, const char **mech, const uint8_t **out,
+                 size_t *out_len);
+    int (*step)(void *ctx, const uint8_t *challenge, size_t len, const uint8_t **out,
+                size_t *out_len);
+    int (*outcome)(void *ctx, int code, const uint8_t *data, size_t len);
+    const char *(*reason)(void *ctx);
+    void (*free)(void *ctx);
+} jn_amqp_sasl_client_mech_ops_t;
+
+/* What a client may use. Strings borrowed for the call (copied). With ops
+ * set, the backend serves every mechanism (mechanisms, user and password
+ * are then the backend's business, not the layer's). */
 typedef struct jn_amqp_sasl_client_config {
     const char *mechanisms; /* allowed, in our order, spaces or commas; NULL: see above */
     const char *user;       /* PLAIN's authentication identity (NULL: no PLAIN) */
     const char *password;   /* PLAIN's password (NULL: no PLAIN) */
     const char *hostname;   /* sasl-init hostname (5.3.3.2; NULL: none) */
+    const jn_amqp_sasl_client_mech_ops_t *ops; /* NULL: the built-in mechanisms */
+    void *ctx;                                 /* ops's (owned by the layer) */
 } jn_amqp_sasl_client_config_t;
 
 /* jn_amqp_sasl_client_new: a SASL client layer with cfg (copied), its SASL

@@ -51,9 +51,10 @@ jn_amqp_transport_t *jn_amqp_transport_new(const jn_amqp_conn_config_t *config,
  * authenticates before the AMQP layer's output is offered; without, the
  * AMQP layer's header goes first, with our open (jn_amqp_conn_open, which
  * the user calls at once in either case: its frames wait for the SASL
- * outcome). config and handler as jn_amqp_transport_new. Returns NULL when
- * memory runs out or config is invalid. Any thread; it then belongs to the
- * caller's. */
+ * outcome). config and handler as jn_amqp_transport_new; sasl's backend
+ * context, if any, is the transport's from the call on (freed with it, or
+ * at once on failure). Returns NULL when memory runs out or config is
+ * invalid. Any thread; it then belongs to the caller's. */
 jn_amqp_transport_t *jn_amqp_transport_new_client(const jn_amqp_conn_config_t *config,
                                                   const jn_amqp_handler_t *handler,
                                                   const jn_amqp_sasl_client_config_t *sasl);

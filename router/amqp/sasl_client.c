@@ -1,7 +1,8 @@
 /*
  * sasl_client.c — the engine's SASL layer, client end (AMQP 1.0 part 5,
  * 5.3): our SASL header first, the server's header and sasl-mechanisms
- * read in place, our choice among ANONYMOUS, PLAIN and EXTERNAL sent as
+ * read in place, our choice among ANONYMOUS, PLAIN and EXTERNAL (or a
+ * mechanism backend's choice and its responses to each challenge) sent as
  * sasl-init with its initial response, the outcome read, and the exact end
  * of the server's last SASL frame reported so that the AMQP layer reads
  * the rest. The contract is in junction/amqp_sasl.h.
@@ -11,6 +12,7 @@
 #include <junction/amqp_sasl.h>
 #include <junction/decoder.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -31,6 +33,9 @@ struct jn_amqp_sasl_client {
     char mech[24];                                 /* the mechanism chosen */
     uint8_t resp[512];                             /* its initial response */
     size_t resp_len;
+    bool resp_absent;                              /* sasl-init without one */
+    const jn_amqp_sasl_client_mech_ops_t *ops;     /* a backend, or NULL */
+    void *ctx;                                     /* ops's (owned) */
     jn_amqp_fault_t fault;
 };
 
@@ -55,9 +60,14 @@ static int send_frame(jn_amqp_sasl_client_t *c, const jn_amqp_perf_t *p)
 jn_amqp_sasl_client_t *jn_amqp_sasl_client_new(const jn_amqp_sasl_client_config_t *cfg)
 {
     jn_amqp_sasl_client_t *c = calloc(1, sizeof *c);
-    if (!c)
+    if (!c) {
+        if (cfg->ops && cfg->ops->free)
+            cfg->ops->free(cfg->ctx);
         return NULL;
+    }
     jn_encoder_init(&c->out);
+    c->ops = cfg->ops;
+    c->ctx = cfg->ctx;
     bool nomem = false;
     c->mechanisms = dup_or_null(cfg->mechanisms, &nomem);
     c->user = dup_or_null(cfg->user, &nomem);
@@ -80,6 +90,8 @@ void jn_amqp_sasl_client_free(jn_amqp_sasl_client_t *c)
     if (c->password)
         explicit_bzero(c->password, strlen(c->password));
     explicit_bzero(c->resp, sizeof c->resp);
+    if (c->ops && c->ops->free)
+        c->ops->free(c->ctx);
     jn_encoder_free(&c->out);
     free(c->mechanisms);
     free(c->user);
@@ -179,7 +191,7 @@ static int send_init(jn_amqp_sasl_client_t *c)
 {
     jn_amqp_perf_t p;
     jn_amqp_perf_init(&p, JN_AMQP_SASL_INIT);
-    p.u.sasl.present = JN_AMQP_FIELD(0) | JN_AMQP_FIELD(1);
+    p.u.sasl.present = JN_AMQP_FIELD(0) | (c->resp_absent ? 0 : JN_AMQP_FIELD(1));
     jn_iter_init_string(&p.u.sasl.mechanism, c->mech, JN_VIEW_RAW);
     jn_iter_init_bytes(&p.u.sasl.initial_response, c->resp, c->resp_len, JN_VIEW_RAW);
     if (c->hostname) {
@@ -196,9 +208,77 @@ static int send_init(jn_amqp_sasl_client_t *c)
     return 0;
 }
 
+/* The backend's last failure as the fault (condition, what failed). */
+static int backend_fail(jn_amqp_sasl_client_t *c, const char *what)
+{
+    const char *why = c->ops->reason ? c->ops->reason(c->ctx) : NULL;
+    (void)jn_amqp_fail(&c->fault, "amqp:unauthorized-access", "SASL %s: %s%s%s",
+                       c->mech[0] ? c->mech : "client", what, why ? ": " : "", why ? why : "");
+    return fail(c, JN_EPROTO);
+}
+
+/* Keep the backend's response out (*out NULL: absent) for the next frame.
+ * False when it does not fit in a SASL frame. */
+static bool keep_response(jn_amqp_sasl_client_t *c, const uint8_t *out, size_t len)
+{
+    if (len > sizeof c->resp - 64) /* the frame's header and fields */
+        return false;
+    c->resp_absent = out == NULL;
+    if (len)
+        memcpy(c->resp, out, len);
+    c->resp_len = len;
+    return true;
+}
+
+/* The server's offer as a string of names separated by spaces (into buf,
+ * cap octets; names that do not fit are left out). */
+static void offer_string(const jn_iter_t *offer, char *buf, size_t cap)
+{
+    jn_decoder_t d, items;
+    jn_field_t f, e;
+    size_t len = 0;
+    buf[0] = '\0';
+    jn_decoder_init(&d, offer, true);
+    if (jn_decoder_next(&d, &f) != 1)
+        return;
+    if (f.type != JN_TYPE_ARRAY) {
+        if (f.type == JN_TYPE_SYMBOL)
+            jn_iter_copy_string(&f.payload, buf, cap);
+        return;
+    }
+    if (jn_decoder_enter(&d, &f, &items) != 0)
+        return;
+    while (jn_decoder_next(&items, &e) == 1) {
+        if (e.type != JN_TYPE_SYMBOL || len + e.size + 2 > cap)
+            continue;
+        if (len)
+            buf[len++] = ' ';
+        len += jn_iter_copy_string(&e.payload, buf + len, cap - len);
+    }
+}
+
+/* The server's sasl-mechanisms, with a backend: its choice and initial
+ * response go as sasl-init. */
+static int backend_start(jn_amqp_sasl_client_t *c, const jn_amqp_sasl_t *m)
+{
+    char offer[512];
+    offer_string(&m->mechanisms, offer, sizeof offer);
+    const char *mech = NULL;
+    const uint8_t *out = NULL;
+    size_t len = 0;
+    if (c->ops->start(c->ctx, offer, &mech, &out, &len) != 0 || !mech)
+        return backend_fail(c, "no mechanism works");
+    snprintf(c->mech, sizeof c->mech, "%s", mech);
+    if (!keep_response(c, out, len))
+        return backend_fail(c, "the initial response does not fit in a SASL frame");
+    return send_init(c);
+}
+
 /* The server's sasl-mechanisms (5.3.3.1): our choice goes as sasl-init. */
 static int mechanisms_input(jn_amqp_sasl_client_t *c, const jn_amqp_sasl_t *m)
 {
+    if (c->ops)
+        return backend_start(c, m);
     if (choose(c, &m->mechanisms))
         return send_init(c);
     char offer[128] = "";
@@ -219,7 +299,17 @@ static int mechanisms_input(jn_amqp_sasl_client_t *c, const jn_amqp_sasl_t *m)
  * (RFC 4422 3.3); none of ours has a second step. */
 static int challenge_input(jn_amqp_sasl_client_t *c, const jn_amqp_sasl_t *ch)
 {
-    if (jn_iter_length(&ch->challenge) != 0) {
+    if (c->ops) {
+        uint8_t in[JN_AMQP_MIN_MAX_FRAME_SIZE];
+        jn_iter_t it = ch->challenge;
+        size_t n = jn_iter_copy(&it, in, sizeof in);
+        const uint8_t *out = NULL;
+        size_t len = 0;
+        if (c->ops->step(c->ctx, in, n, &out, &len) != 0)
+            return backend_fail(c, "the server's challenge was refused");
+        if (!keep_response(c, out ? out : in, len))
+            return backend_fail(c, "the response does not fit in a SASL frame");
+    } else if (jn_iter_length(&ch->challenge) != 0) {
         (void)jn_amqp_fail(&c->fault, "amqp:illegal-state",
                            "a SASL challenge of %zu octets: %s has no second step",
                            jn_iter_length(&ch->challenge), c->mech);
@@ -235,6 +325,13 @@ static int challenge_input(jn_amqp_sasl_client_t *c, const jn_amqp_sasl_t *ch)
 
 static int outcome_input(jn_amqp_sasl_client_t *c, const jn_amqp_sasl_t *o)
 {
+    if (c->ops) {
+        uint8_t data[JN_AMQP_MIN_MAX_FRAME_SIZE];
+        jn_iter_t it = o->additional_data;
+        size_t n = (o->present & JN_AMQP_FIELD(1)) ? jn_iter_copy(&it, data, sizeof data) : 0;
+        if (c->ops->outcome(c->ctx, o->code, data, n) != 0 && o->code == JN_AMQP_SASL_OUTCOME_OK)
+            return backend_fail(c, "the server's proof is wrong");
+    }
     if (o->code == JN_AMQP_SASL_OUTCOME_OK) {
         c->done = true;
         return 1;

@@ -87,8 +87,11 @@ jn_amqp_transport_t *jn_amqp_transport_new_client(const jn_amqp_conn_config_t *c
                                                   const jn_amqp_sasl_client_config_t *sasl)
 {
     jn_amqp_transport_t *t = jn_amqp_transport_new(config, handler);
-    if (!t)
+    if (!t) {
+        if (sasl && sasl->ops && sasl->ops->free)
+            sasl->ops->free(sasl->ctx); /* the layer's to free, had it been made */
         return NULL;
+    }
     t->sasl_set = true; /* no server layer on a client's */
     t->layer = LAYER_AMQP;
     if (sasl) {

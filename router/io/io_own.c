@@ -62,8 +62,8 @@ bool jn_io_engine_own_default(void)
 
 /* The listener's SASL is the own engine's: ANONYMOUS only (built in:
  * saslMechanisms unset or exactly ANONYMOUS, no authenticatePeer), or
- * Cyrus's mechanisms (sasl_own.c; TLS, and so EXTERNAL, is excluded
- * apart). */
+ * Cyrus's mechanisms (sasl_own.c; under TLS EXTERNAL among them, from the
+ * client's certificate). */
 static bool sasl_own_serves(const jn_endpoint_config_t *cfg)
 {
     if (jn_endpoint_uses_sasl_plugin(cfg, true))
@@ -72,18 +72,21 @@ static bool sasl_own_serves(const jn_endpoint_config_t *cfg)
     return (!mechs || !mechs[0] || strcmp(mechs, "ANONYMOUS") == 0) && !cfg->authenticate_peer;
 }
 
-/* The connector's SASL is the own client end's (sasl_client.c): the
- * mechanisms unset (PLAIN with saslUsername and saslPassword, else
- * ANONYMOUS), or naming ANONYMOUS and PLAIN only. */
-static bool sasl_client_serves(const jn_endpoint_config_t *cfg)
+/* The connector's SASL is the own client end's built-in mechanisms
+ * (sasl_client.c): the mechanisms unset (PLAIN with saslUsername and
+ * saslPassword, else ANONYMOUS), or naming ANONYMOUS, PLAIN and, under
+ * TLS, EXTERNAL only. */
+static bool sasl_client_builtin(const jn_endpoint_config_t *cfg)
 {
     const char *m = cfg->sasl_mechanisms;
+    bool tls = cfg->ssl_profile && cfg->ssl_profile[0];
     if (!m)
         return true;
     while (*m) {
         size_t n = strcspn(m, " ,");
         if (n && !(n == 9 && strncmp(m, "ANONYMOUS", 9) == 0) &&
-            !(n == 5 && strncmp(m, "PLAIN", 5) == 0))
+            !(n == 5 && strncmp(m, "PLAIN", 5) == 0) &&
+            !(tls && n == 8 && strncmp(m, "EXTERNAL", 8) == 0))
             return false;
         m += n;
         m += strspn(m, " ,");
@@ -91,15 +94,22 @@ static bool sasl_client_serves(const jn_endpoint_config_t *cfg)
     return true;
 }
 
+/* The client end serves the connector's SASL: through Cyrus's client
+ * (sasl_own.c) when Cyrus is configured, else built in. */
+static bool sasl_client_serves(const jn_endpoint_config_t *cfg)
+{
+    return sasl_client_builtin(cfg) || jn_endpoint_uses_sasl_plugin(cfg, false);
+}
+
 /* A connection connector ep makes runs on the own engine (stage 3a):
  * role normal or route-container (auto-links and link routes bind to
- * route-container connections only: io_own_route.c), plain TCP, the client end's SASL, and nothing proton's
+ * route-container connections only: io_own_route.c), plain TCP or TLS
+ * (io_tls.c's client side), the client end's SASL, and nothing proton's
  * path adds around the open (message logging, open properties, a
  * configured failover list, a vhost policy). */
 static bool own_connector_eligible(const jn_io_t *io, const jn_endpoint_config_t *cfg)
 {
     return (cfg->role == JN_ROLE_NORMAL || cfg->role == JN_ROLE_ROUTE_CONTAINER) &&
-           !(cfg->ssl_profile && cfg->ssl_profile[0]) &&
            sasl_client_serves(cfg) && io->policy == NULL && cfg->message_logging == 0 &&
            !cfg->failover_urls && !cfg->open_properties;
 }
@@ -110,12 +120,7 @@ bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep)
     if (io->engine_own && !ep->is_listener)
         return own_connector_eligible(io, cfg);
     bool tls = cfg->ssl_profile && cfg->ssl_profile[0];
-    /* With TLS, proton's path may offer EXTERNAL (Cyrus, from the client's
-     * certificate), which the own engine's Cyrus layer does not have yet: a
-     * TLS listener runs on it only when it names ANONYMOUS alone. */
-    bool sasl_ok = tls ? cfg->sasl_mechanisms && strcmp(cfg->sasl_mechanisms, "ANONYMOUS") == 0 &&
-                             !cfg->authenticate_peer
-                       : sasl_own_serves(cfg);
+    bool sasl_ok = sasl_own_serves(cfg);
     return io->engine_own && ep->is_listener && cfg->role == JN_ROLE_NORMAL &&
            (tls || (!cfg->require_ssl && !cfg->require_encryption)) && !ep->authsvc && sasl_ok &&
            io->policy == NULL &&
@@ -193,7 +198,8 @@ static void own_on_open(void *ctx, jn_amqp_conn_t *c, const jn_amqp_open_t *o)
      * the one the user-id check holds messages to, as on proton's path */
     bool authenticated = conn->incoming && mech && strcmp(mech, "ANONYMOUS") != 0;
     const jn_endpoint_config_t *cfg = &conn->endpoint->cfg;
-    if (!conn->incoming && mech && strcmp(mech, "PLAIN") == 0)
+    if (!conn->incoming && mech && strcmp(mech, "ANONYMOUS") != 0 && cfg->sasl_username &&
+        cfg->sasl_username[0])
         user = cfg->sasl_username; /* who we authenticated as */
     if (authenticated && user && user[0] && !conn->check_user &&
         !(conn->check_user = strdup(user))) {
@@ -313,6 +319,27 @@ static int open_extras(const jn_io_conn_t *conn, jn_encoder_t *caps, jn_encoder_
     return jn_encoder_error(caps) ? jn_encoder_error(caps) : jn_encoder_error(props);
 }
 
+/* The client role's transport for a connection we make to host: the SASL
+ * client end with the connector's mechanisms and credentials, through
+ * Cyrus's client (sasl_own.c) wherever proton's path uses Cyrus (a
+ * saslUsername, an sslProfile or a mechanism beyond ANONYMOUS, with Cyrus
+ * configured: the same choice among the server's offer), else built in
+ * (ANONYMOUS). NULL when memory runs out or Cyrus refused (logged). */
+static jn_amqp_transport_t *own_client_transport(jn_io_conn_t *conn, const char *host,
+                                                 const jn_amqp_conn_config_t *ac,
+                                                 const jn_amqp_handler_t *h)
+{
+    const jn_endpoint_config_t *cfg = &conn->endpoint->cfg;
+    jn_amqp_sasl_client_config_t sc = {.mechanisms = cfg->sasl_mechanisms,
+                                       .user = cfg->sasl_username,
+                                       .password = cfg->sasl_password,
+                                       .hostname = host};
+    if (jn_endpoint_uses_sasl_plugin(cfg, false) &&
+        jn_io_own_sasl_client(conn, &sc.ops, &sc.ctx) != 0)
+        return NULL;
+    return jn_amqp_transport_new_client(ac, h, &sc); /* sc.ctx is the transport's now */
+}
+
 /* conn's own side: an incoming connection's transport (host NULL), or the
  * client role's for a connection we make to host (our SASL header, then
  * our AMQP header and open, sent first: 5.3.1, 2.4.1). */
@@ -363,12 +390,8 @@ static int own_new(jn_io_conn_t *conn, const char *host)
                            .on_flow = jn_io_own_on_flow,
                            .on_transfer = jn_io_own_on_transfer,
                            .on_disposition = jn_io_own_on_disposition};
-    jn_amqp_sasl_client_config_t sc = {.mechanisms = cfg->sasl_mechanisms,
-                                       .user = cfg->sasl_username,
-                                       .password = cfg->sasl_password,
-                                       .hostname = host};
     /* the transports copy them */
-    own->t = host ? jn_amqp_transport_new_client(&ac, &h, &sc) : jn_amqp_transport_new(&ac, &h);
+    own->t = host ? own_client_transport(conn, host, &ac, &h) : jn_amqp_transport_new(&ac, &h);
     jn_encoder_free(&caps);
     jn_encoder_free(&props);
     if (own->t && host && jn_amqp_conn_open(jn_amqp_transport_conn(own->t)) != 0) {
@@ -508,8 +531,10 @@ static void own_closed(jn_io_own_t *own)
         const char *cond = f && f->condition ? f->condition : "amqp:connection:forced";
         const char *desc = f && f->condition ? f->description
                                              : "the transport ended before the peer's open";
-        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Connection to %s failed: %s %s",
-               conn->id, conn->host, cond, desc);
+        if (!conn->refused_logged) /* TLS failed: io_tls.c's line says why */
+            JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
+                   JN_IO_CONN_FMT " Connection to %s failed: %s %s", conn->id, conn->host, cond,
+                   desc);
         jn_io_connector_note_IO(conn, false, JN_IO_CONN_FMT " Connection to %s failed: %s %s",
                                 conn->id, conn->host, cond, desc);
     }

@@ -157,13 +157,16 @@ bool jn_io_engine_own_default(void);
 /* jn_io_own_eligible: whether a connection accepted on listener ep, or
  * made by connector ep, runs on the own engine (docs/engine.md, "Which
  * connections"): the switch is on, and ep is a listener of role normal
- * whose SASL and TLS the engine serves, with no auth service, no vhost
- * policy, no multi-tenancy, no message logging and no initial handshake
- * timeout; or a plain-TCP connector of role normal or route-container
- * (auto-links and link routes' far ends) whose SASL mechanisms
- * are ANONYMOUS and PLAIN at most (the client end, sasl_client.c), with no
- * vhost policy, message logging, open properties or configured failover
- * list. Loop 0's thread (at accept), or the connector thread. */
+ * whose SASL and TLS the engine serves (ANONYMOUS, or any of Cyrus's
+ * mechanisms, EXTERNAL under TLS among them: sasl_own.c), with no auth
+ * service, no vhost policy, no multi-tenancy, no message logging and no
+ * initial handshake timeout; or a connector (plain TCP or TLS) of role
+ * normal or route-container (auto-links and link routes' far ends) whose
+ * SASL the client end serves (sasl_client.c: ANONYMOUS, PLAIN and, under
+ * TLS, EXTERNAL built in; any other through Cyrus's client when Cyrus is
+ * configured), with no vhost policy, message logging, open properties or
+ * configured failover list. Loop 0's thread (at accept), or the connector
+ * thread. */
 bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep);
 
 /* jn_io_own_attach: give conn (new, not started) its own-engine side.

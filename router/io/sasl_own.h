@@ -21,4 +21,16 @@
  * started (jn_io_own_attach). */
 int jn_io_own_sasl_attach(jn_io_conn_t *conn, jn_amqp_transport_t *t);
 
+/* jn_io_own_sasl_client: Cyrus's client as the SASL client end's backend
+ * for conn, a connection its connector makes (Cyrus configured,
+ * jn_endpoint_uses_sasl_plugin(cfg, false) true): *ops and *ctx (ctx owned by whoever takes it: the
+ * transport, through jn_amqp_sasl_client_config_t) choose among the
+ * server's offer cut to the connector's saslMechanisms and answer with its
+ * saslUsername and saslPassword (read from conn's endpoint: conn borrowed,
+ * it outlives the transport). Returns 0, JN_ENOMEM, or JN_EINVAL when Cyrus
+ * refuses a client connection (logged). The connector thread, before conn
+ * is started (jn_io_own_attach_client). */
+int jn_io_own_sasl_client(jn_io_conn_t *conn, const jn_amqp_sasl_client_mech_ops_t **ops,
+                          void **ctx);
+
 #endif /* JN_IO_SASL_OWN_H */

@@ -11,8 +11,9 @@ AMQP engine" line after a "dir=out" open), both auto-links go active, and
 messages pass both ways, unsettled, each accepted; the protocol trace of
 the outgoing connection starts with our own SASL header; a connector whose
 peer is not there fails, is logged, and retries; a connector with an
-sslProfile stays on proton's path. (A PLAIN connector through the client
-end: test_engine_own_sasl.py.)
+sslProfile fails its TLS handshake with a plain peer, logged as on proton's
+path, and retries. (TLS connectors that connect: test_engine_own_tls.py; a
+PLAIN or SCRAM connector through the client end: test_engine_own_sasl.py.)
 
 JN_BUILD_DIR names the build directory (set by ctest).
 """
@@ -119,13 +120,17 @@ class OwnConnectorTest(OwnEngineCase):
         self.assertIn("Connection to 127.0.0.1:%d failed" % port, a.log())
         self.assertNotIn("Connection Opened: dir=out", a.log())
 
-    def test_connector_with_ssl_profile_stays_on_proton(self):
+    def test_tls_connector_to_a_plain_listener_fails_and_retries(self):
+        # the connector's TLS runs on the own engine (io_tls.c's client side):
+        # a plain peer fails the handshake with proton's path's line, and the
+        # connector retries
         b = self.start_own()
         certs = make_certs(os.path.join(self.workdir, "certs"))
         profile = conf_section("sslProfile", {"name": "p", "caCertFile": certs["ca"]})
         a = self.start_own(extra=profile + connector(b.port, extra={"sslProfile": "p"}))
         self.wait_log(a, "Connector 127.0.0.1:%d: retrying in" % b.port)
-        self.assertNotIn(OWN_LINE, a.log(), self.logs())
+        self.assertIn("TLS handshake to 127.0.0.1:%d (toB) failed" % b.port, a.log())
+        self.assertNotIn("Connection Opened: dir=out", a.log(), self.logs())
 
 
 if __name__ == "__main__":

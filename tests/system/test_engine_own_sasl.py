@@ -16,6 +16,14 @@ good and wrong passwords; ANONYMOUS and a client without SASL refused where
 authentication is required, and served where it is not; the user-id check
 holding an authenticated client's messages to its user.
 
+Over TLS (OwnSaslTlsTest, real certificates from tls_certs): EXTERNAL from a
+client's certificate (the user its subject as the sslProfile's uidFormat
+says), PLAIN from python3-qpid-proton; and connectors of a switched router A
+to a switched router B through the own client end: SCRAM-SHA-256 over TLS
+through Cyrus's client (a good password, and a wrong one logged in proton's
+path's words), EXTERNAL with A's certificate; and DIGEST-MD5's challenge
+rounds through Cyrus's client over plain TCP.
+
 JN_BUILD_DIR names the build directory (set by ctest).
 """
 import os
@@ -28,6 +36,8 @@ from proton.utils import BlockingConnection, SendException
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Router, conf_section, free_port  # noqa: E402
+from tls_certs import shared_certs  # noqa: E402
+from proton import SSLDomain  # noqa: E402
 from test_router_sasl import (REALM, TIMEOUT, USERS, SaslTestCase, attempt,  # noqa: E402
                               connect)
 
@@ -189,6 +199,129 @@ class OwnSaslTest(SaslTestCase):
             rc.close()
         self.assertEqual(got, ["mine", "none", "after"])
         self.assertEqual(self.own_lines(r), 2, r.log())
+
+class OwnSaslTlsTest(OwnSaslTest):
+    """SASL over TLS, and connectors through the own client end, with both
+    routers switched. Runs only its own tests (not OwnSaslTest's again)."""
+
+    def setUp(self):
+        super().setUp()
+        self.certs = shared_certs()
+
+    def profile(self, name, cert, key, **extra):
+        attrs = {"name": name, "certFile": self.certs[cert],
+                 "privateKeyFile": self.certs[key], "caCertFile": self.certs["ca"]}
+        attrs.update(extra)
+        return conf_section("sslProfile", attrs)
+
+    def tls_own_router(self, listener, cert="server", key="server_key", **profile):
+        lst = {"sslProfile": "srv", "requireSsl": "yes"}
+        lst.update(listener)
+        return self.own_router(lst, extra=self.profile("srv", cert, key, **profile))
+
+    def client_domain(self, cert=None, key=None):
+        d = SSLDomain(SSLDomain.MODE_CLIENT)
+        d.set_trusted_ca_db(self.certs["ca"])
+        if cert:
+            d.set_credentials(self.certs[cert], self.certs[key], None)
+        d.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME)
+        return d
+
+    def test_external_from_a_client_certificate_on_the_own_engine(self):
+        r = self.tls_own_router({"saslMechanisms": "EXTERNAL", "authenticatePeer": "yes"},
+                                uidFormat="on")
+        c = connect("amqps://127.0.0.1:%d" % r.port, mechs="EXTERNAL",
+                    domain=self.client_domain("client", "client_key"))
+        try:
+            c.create_receiver("q")
+            mine = [x for x in self.connections() if x["isEncrypted"]]
+            self.assertEqual(len(mine), 1, self.connections())
+            self.assertEqual(mine[0]["sasl"], "EXTERNAL")
+            self.assertEqual(mine[0]["user"], "Junction;client")  # uidFormat o, n
+            self.assertTrue(mine[0]["isAuthenticated"])
+        finally:
+            c.close()
+        self.assertRegex(r.log(), r"offering: EXTERNAL")
+        self.assertRegex(r.log(), r"\[C(\d+)\] Connection Opened: dir=in .*encrypted=TLSv1\.\d "
+                                  r"auth=EXTERNAL user=Junction;client.*\n.*\[C\1\] " + OWN_LINE)
+        # no certificate: EXTERNAL is not offered, and nothing else is
+        self.assertIsNotNone(attempt("amqps://127.0.0.1:%d" % r.port, mechs="EXTERNAL",
+                                     domain=self.client_domain()))
+
+    def test_plain_over_tls_on_the_own_engine(self):
+        r = self.tls_own_router({"saslMechanisms": "PLAIN", "authenticatePeer": "yes"})
+        url = "amqps://127.0.0.1:%d" % r.port
+        self.assertIsNone(attempt(url, user=ALICE, password=USERS["alice"],
+                                  domain=self.client_domain()))
+        self.assertIsNotNone(attempt(url, user=ALICE, password="wrong",
+                                     domain=self.client_domain()))
+        self.assertRegex(r.log(), r"\[C(\d+)\] Connection Opened: dir=in .*encrypted=TLSv1\.\d "
+                                  r"auth=PLAIN user=alice@junction.*\n.*\[C\1\] " + OWN_LINE)
+        self.wait_log(r, r"SASL PLAIN authentication from 127\.0\.0\.1:\d+ .*failed",
+                      "the wrong password's log line")
+        self.assertEqual(self.own_lines(r), 2, r.log())
+
+    def own_pair(self, listener, connector, tls=True):
+        """B's listener (TLS with the server certificate when tls), A's
+        connector to it (with A's certificate when tls); both switched."""
+        b = (self.tls_own_router(listener, cert="router_b", key="router_b_key") if tls
+             else self.own_router(listener))
+        conn = {"host": "127.0.0.1", "port": b.port, "role": "normal"}
+        extra = ""
+        if tls:
+            conn.update(sslProfile="cli", verifyHostname="yes")
+            extra = self.profile("cli", "router_a", "router_a_key")
+        conn.update(connector)
+        a = self.own_router({}, router=self.router_section(id="A"),
+                            extra=extra + conf_section("connector", conn))
+        return a, b
+
+    def a_own_out(self, a, pattern):
+        self.wait_log(a, r"\[C(\d+)\] Connection Opened: dir=out " + pattern +
+                      r".*\n.*\[C\1\] " + OWN_LINE, "A's connection on the own engine")
+
+    def test_scram_connector_over_tls_through_cyrus_client(self):
+        scram = {"saslMechanisms": "SCRAM-SHA-256", "saslUsername": ALICE}
+        a, b = self.own_pair({"saslMechanisms": "SCRAM-SHA-256 PLAIN", "authenticatePeer": "yes"},
+                             dict(scram, saslPassword="pass:" + USERS["alice"]))
+        self.wait_log(b, r"Connection Opened: dir=in .*encrypted=TLSv1\.\d auth=SCRAM-SHA-256 "
+                         r"user=alice@junction", "B's SCRAM-authenticated connection")
+        # A checked B's server signature (the outcome's additional-data)
+        self.a_own_out(a, r".*encrypted=TLSv1\.\d auth=SCRAM-SHA-256 user=alice@junction")
+        a2, b2 = self.own_pair({"saslMechanisms": "SCRAM-SHA-256", "authenticatePeer": "yes"},
+                               dict(scram, saslPassword="pass:wrong"))
+        self.wait_log(a2, r"SASL SCRAM-SHA-256 to 127\.0\.0\.1:\d+: the server refused the "
+                          r"credentials of 'alice@junction'", "A's log line")
+        self.wait_log(a2, r"Connection to 127\.0\.0\.1:\d+ failed: amqp:unauthorized-access",
+                      "A's failed connection")
+        self.assertNotIn("Connection Opened: dir=out", a2.log())
+
+    def test_external_connector_with_its_certificate(self):
+        a, b = self.own_pair({"saslMechanisms": "EXTERNAL", "authenticatePeer": "yes"},
+                             {"saslMechanisms": "EXTERNAL"})
+        self.wait_log(b, r"Connection Opened: dir=in .*encrypted=TLSv1\.\d auth=EXTERNAL "
+                         r"user=CN=router-a,O=Junction", "B's EXTERNAL connection")
+        self.a_own_out(a, r".*encrypted=TLSv1\.\d auth=EXTERNAL")
+
+    def test_digest_md5_connector_through_cyrus_client(self):
+        a, b = self.own_pair({"saslMechanisms": "DIGEST-MD5", "authenticatePeer": "yes"},
+                             {"saslMechanisms": "DIGEST-MD5", "saslUsername": ALICE,
+                              "saslPassword": "pass:" + USERS["alice"]}, tls=False)
+        self.wait_log(b, r"Connection Opened: dir=in .*auth=DIGEST-MD5 user=alice",
+                      "B's DIGEST-MD5-authenticated connection")
+        self.a_own_out(a, r".*auth=DIGEST-MD5 user=alice@junction")
+
+
+def load_tests(loader, tests, pattern):
+    """OwnSaslTlsTest inherits OwnSaslTest's helpers; its tests are only
+    its own."""
+    suite = unittest.TestSuite()
+    suite.addTests(loader.loadTestsFromTestCase(OwnSaslTest))
+    for name in loader.getTestCaseNames(OwnSaslTlsTest):
+        if name in OwnSaslTlsTest.__dict__:
+            suite.addTest(OwnSaslTlsTest(name))
+    return suite
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -28,7 +28,8 @@ from proton.reactor import AtMostOnce
 from proton.utils import BlockingConnection
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import BENCH, SLOW, OwnEngineEnv, conf_section  # noqa: E402
+from harness import (BENCH, SLOW, OwnEngineEnv, Recv, Send, Traffic, conf_section,  # noqa: E402
+                     seq_message)
 from test_router_tls import TIMEOUT, TlsTestCase, client_domain, exchange, refused  # noqa: E402
 
 OWN_LINE = "Connection runs on Junction's own AMQP engine"
@@ -132,22 +133,73 @@ class OwnTlsTest(OwnEngineEnv, TlsTestCase):
             self.assertIn(want, joined)
         self.assertGreaterEqual(self.own_lines(r), 1, self.logs())
 
-    def test_cyrus_mechanisms_stay_on_protons_path(self):
-        # a TLS listener naming a mechanism of Cyrus's: proton's path offers
-        # it, the own engine does not have it yet
-        r = self.tls_router(listener={"authenticatePeer": "no",
-                                      "saslMechanisms": "ANONYMOUS PLAIN"})
-        c = BlockingConnection(r.tls_url, timeout=TIMEOUT, ssl_domain=client_domain(self.certs),
-                               allowed_mechs="ANONYMOUS", sasl_enabled=True,
-                               virtual_host="localhost")
-        try:
-            snd = c.create_sender("q", options=AtMostOnce())
-            snd.send(Message(body="x"))
-        finally:
-            c.close()
-        # only the plain management connection of connections() could be own;
-        # none was made here
-        self.assertEqual(self.own_lines(r), 0, self.logs())
+class OwnTlsConnectorTest(OwnEngineEnv, TlsTestCase):
+    """Router A's connectors with an sslProfile to router B's TLS listener,
+    both routers on the own engine."""
+
+    def own_out(self, r):
+        """Ids of r's outgoing connections opened over TLS, and of those on
+        the own engine."""
+        opened, own = set(), set()
+        for line in r.log().splitlines():
+            if "Connection Opened: dir=out" in line and "encrypted=TLSv1" in line:
+                opened.add(line.split("[C", 1)[1].split("]", 1)[0])
+            if OWN_LINE in line:
+                own.add(line.split("[C", 1)[1].split("]", 1)[0])
+        return opened, own
+
+    def router_a(self, b_port, connectors):
+        text = self.profile("cli", cert="client", key="client_key")
+        for name, attrs in connectors.items():
+            c = {"name": name, "host": "127.0.0.1", "port": b_port, "role": "route-container",
+                 "sslProfile": "cli"}
+            c.update(attrs)
+            text += conf_section("connector", c)
+        return self.start_router(extra=text)
+
+    def test_tls_connector_with_hostname_check_carries_auto_links(self):
+        b = self.tls_router(listener={"saslMechanisms": "ANONYMOUS", "authenticatePeer": "no"},
+                            profile=self.profile(cert="router_b", key="router_b_key"))
+        b_plain = self.plain_url
+        links = conf_section("address", {"prefix": "wp", "waypoint": "yes"})
+        for d in ("in", "out"):
+            links += conf_section("autoLink", {"name": "wp-" + d, "address": "wp",
+                                               "direction": d, "connection": "toB",
+                                               "externalAddress": "q." + d})
+        a = self.start_router(extra=self.profile("cli", cert="client", key="client_key")
+                              + conf_section("connector", {
+                                  "name": "toB", "host": "127.0.0.1", "port": b.port,
+                                  "role": "route-container", "sslProfile": "cli",
+                                  "verifyHostname": "yes"}) + links)
+        self.wait_log(a, r"Auto-link wp-out active", "A's auto-link out")
+        self.wait_log(a, r"Auto-link wp-in active", "A's auto-link in")
+        opened, own = self.own_out(a)
+        self.assertTrue(opened and opened <= own, self.logs())
+        self.assertRegex(b.log(), r"Connection Opened: dir=in .*encrypted=TLSv1")
+        n = 50
+        recv = Recv("q.out", credit=20, url=b_plain)
+        self.run_scenario(Traffic(a, [recv], [Send("wp", [seq_message(i) for i in range(n)])],
+                                  expect=n))
+        self.assertEqual(sorted(m.properties["seq"] for m in recv.messages), list(range(n)))
+        recv = Recv("wp", credit=20)
+        self.run_scenario(Traffic(a, [recv], [Send("q.in", [seq_message(i) for i in range(n)],
+                                                   url=b_plain)], expect=n))
+        self.assertEqual(sorted(m.properties["seq"] for m in recv.messages), list(range(n)))
+        self.assertNotIn("failed:", a.log(), self.logs())
+
+    def test_hostname_check_refuses_another_name_and_off_accepts_it(self):
+        b = self.tls_router(listener={"saslMechanisms": "ANONYMOUS", "authenticatePeer": "no"},
+                            profile=self.profile(cert="wrong_name", key="wrong_name_key"))
+        a = self.router_a(b.port, {"checked": {"verifyHostname": "yes"},
+                                   "unchecked": {"verifyHostname": "no"}})
+        self.wait_log(a, r"TLS handshake to 127\.0\.0\.1:\d+ \(checked\) failed: certificate "
+                         r"verify failed", "the checked connector's refusal")
+        self.wait_log(a, r"Connection Opened: dir=out .*encrypted=TLSv1",
+                      "the unchecked connector's connection")
+        opened, own = self.own_out(a)
+        self.assertEqual(len(opened), 1, self.logs())
+        self.assertTrue(opened <= own, self.logs())
+        self.assertNotRegex(a.log(), r"\(unchecked\) failed", self.logs())
 
 
 if __name__ == "__main__":

@@ -8,6 +8,11 @@
  * common, an empty challenge answered with the initial response again, a
  * server header that is not SASL's, a frame out of order; the octets moved
  * in pieces of 1, 2, 3, 7 and 512 and read across buffers of those sizes.
+ * A client mechanism backend (a toy of two steps, as the router's Cyrus
+ * client): its choice from the offer, no initial response, a challenge
+ * answered, the server's proof in the outcome checked (a forged one
+ * refused), a refusal's code handed to it, no mechanism found, its
+ * context freed by the layer.
  * Against proton's connection driver as the server (linked into this test
  * only): our transport in the client role, SASL ANONYMOUS (proton's
  * built-in server mechanism) then open both ways, and a PLAIN-only client
@@ -278,6 +283,159 @@ static void test_client_wrong_password_gets_outcome_auth(void **state)
     each_piece(&cfg, "PLAIN", false, check_refused);
 }
 
+/* ---- a client mechanism backend (as router/io/sasl_own.c's Cyrus client):
+ * X-TOY, a mechanism of two steps: no initial response, the server's
+ * challenge "n1" answered with "n1+carol", the outcome's additional-data
+ * "proof" checked by the client. */
+
+static const char *toy_proof = "proof"; /* what the toy server sends in its outcome */
+
+static int toy_srv_start(void *ctx, const char *mech, const uint8_t *resp, size_t len,
+                         const uint8_t **out, size_t *out_len)
+{
+    (void)ctx;
+    (void)len;
+    assert_string_equal(mech, "X-TOY");
+    assert_null(resp); /* the client sent no initial response */
+    *out = (const uint8_t *)"n1";
+    *out_len = 2;
+    return JN_AMQP_SASL_STEP_CHALLENGE;
+}
+
+static int toy_srv_step(void *ctx, const uint8_t *resp, size_t len, const uint8_t **out,
+                        size_t *out_len)
+{
+    (void)ctx;
+    *out = (const uint8_t *)toy_proof;
+    *out_len = strlen(toy_proof);
+    return len == 8 && memcmp(resp, "n1+carol", 8) == 0 ? JN_AMQP_SASL_OUTCOME_OK
+                                                        : JN_AMQP_SASL_OUTCOME_AUTH;
+}
+
+static const char *toy_srv_mechanisms(void *ctx)
+{
+    (void)ctx;
+    return "PLAIN X-TOY";
+}
+
+static const jn_amqp_sasl_mech_ops_t toy_srv_ops = {
+    .mechanisms = toy_srv_mechanisms,
+    .start = toy_srv_start,
+    .step = toy_srv_step,
+    .user = srv_user,
+};
+
+typedef struct toy_client {
+    const char *answer; /* the response to "n1" */
+    bool refuse_start;  /* no mechanism works */
+    int outcome_code;   /* the last outcome's code seen, -1 before */
+    int frees;
+} toy_client_t;
+
+static int toy_start(void *ctx, const char *offer_, const char **mech, const uint8_t **out,
+                     size_t *out_len)
+{
+    toy_client_t *t = ctx;
+    assert_string_equal(offer_, "PLAIN X-TOY"); /* the server's array, as a string */
+    if (t->refuse_start)
+        return JN_EPROTO;
+    *mech = "X-TOY";
+    *out = NULL; /* no initial response: the field is absent */
+    *out_len = 0;
+    return 0;
+}
+
+static int toy_step(void *ctx, const uint8_t *challenge, size_t len, const uint8_t **out,
+                    size_t *out_len)
+{
+    toy_client_t *t = ctx;
+    if (len != 2 || memcmp(challenge, "n1", 2) != 0)
+        return JN_EPROTO;
+    *out = (const uint8_t *)t->answer;
+    *out_len = strlen(t->answer);
+    return 0;
+}
+
+static int toy_outcome(void *ctx, int code, const uint8_t *data, size_t len)
+{
+    toy_client_t *t = ctx;
+    t->outcome_code = code;
+    return len == 5 && memcmp(data, "proof", 5) == 0 ? 0 : JN_EPROTO;
+}
+
+static const char *toy_reason(void *ctx)
+{
+    (void)ctx;
+    return "toy reason";
+}
+
+static void toy_free(void *ctx)
+{
+    toy_client_t *t = ctx;
+    t->frees++;
+}
+
+static const jn_amqp_sasl_client_mech_ops_t toy_ops = {
+    .start = toy_start,
+    .step = toy_step,
+    .outcome = toy_outcome,
+    .reason = toy_reason,
+    .free = toy_free,
+};
+
+/* One X-TOY exchange per piece size; returns the last one's results (the
+ * client's fault's description in why, cap octets). */
+static result_t toy_run(toy_client_t *t, const char *proof, char *why, size_t cap)
+{
+    result_t r = {0, 0, 0};
+    for (size_t i = 0; i < NPIECES; i++) {
+        toy_proof = proof;
+        t->outcome_code = -1;
+        jn_amqp_sasl_client_config_t cfg = {.ops = &toy_ops, .ctx = t};
+        jn_amqp_sasl_client_t *c = jn_amqp_sasl_client_new(&cfg);
+        jn_amqp_sasl_server_t *s = jn_amqp_sasl_server_new_with(&toy_srv_ops, NULL);
+        assert_non_null(c);
+        assert_non_null(s);
+        r = run_pair(c, s, pieces[i]);
+        const jn_amqp_fault_t *f = jn_amqp_sasl_client_fault(c);
+        snprintf(why, cap, "%s", f->condition ? f->description : "");
+        if (r.client_rc == 1)
+            assert_string_equal(jn_amqp_sasl_client_mechanism(c), "X-TOY");
+        jn_amqp_sasl_client_free(c);
+        jn_amqp_sasl_server_free(s);
+    }
+    toy_proof = "proof";
+    return r;
+}
+
+static void test_client_backend_challenge_rounds_and_the_servers_proof(void **state)
+{
+    (void)state;
+    char why[256];
+    toy_client_t t = {.answer = "n1+carol"};
+    result_t r = toy_run(&t, "proof", why, sizeof why);
+    assert_int_equal(r.client_rc, 1);
+    assert_int_equal(r.server_rc, 1);
+    assert_int_equal(t.outcome_code, JN_AMQP_SASL_OUTCOME_OK);
+    assert_int_equal(t.frees, (int)NPIECES); /* the layer frees the backend's ctx */
+    /* the server's proof is wrong: the client refuses the outcome ok */
+    r = toy_run(&t, "forged", why, sizeof why);
+    assert_int_equal(r.client_rc, JN_EPROTO);
+    assert_non_null(strstr(why, "SASL X-TOY: the server's proof is wrong: toy reason"));
+    /* a wrong answer: the server's refusal reaches the backend (to log) */
+    t.answer = "n1+mallory";
+    r = toy_run(&t, "proof", why, sizeof why);
+    assert_int_equal(r.client_rc, JN_EPROTO);
+    assert_int_equal(t.outcome_code, JN_AMQP_SASL_OUTCOME_AUTH);
+    assert_non_null(strstr(why, "refused by the server (auth"));
+    /* the backend finds no mechanism */
+    t.refuse_start = true;
+    r = toy_run(&t, "proof", why, sizeof why);
+    assert_int_equal(r.client_rc, JN_EPROTO);
+    assert_non_null(strstr(why, "no mechanism works: toy reason"));
+    assert_int_equal(t.frees, 4 * (int)NPIECES);
+}
+
 /* The server's octets handed straight to a client. */
 static int client_reads(jn_amqp_sasl_client_t *c, const uint8_t *data, size_t len)
 {
@@ -499,6 +657,7 @@ int main(void)
         cmocka_unit_test(test_client_anonymous_without_credentials),
         cmocka_unit_test(test_client_external_only_when_listed),
         cmocka_unit_test(test_client_wrong_password_gets_outcome_auth),
+        cmocka_unit_test(test_client_backend_challenge_rounds_and_the_servers_proof),
         cmocka_unit_test(test_client_refuses_a_wrong_header_and_frames_out_of_order),
         cmocka_unit_test(test_transport_client_role_against_proton_anonymous),
         cmocka_unit_test(test_transport_client_role_without_sasl_against_proton),

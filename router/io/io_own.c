@@ -171,13 +171,16 @@ static void own_properties(jn_io_conn_t *conn, const jn_amqp_open_t *o, uint8_t 
     free(raw);
 }
 
-/* An incoming connection's tenant space and vhost policy (io_tenant.c,
- * io_policy.c), decided at the peer's open o before ours is sent, as on
- * proton's path (io_open.c, open_policy_IO): the user group's maxFrameSize
- * and maxSessions go into our open, its maxSessionWindow into our
- * sessions' windows, its rights into info. user is the SASL layer's (NULL:
- * none). False when refused: our open and close go out (logged by the
- * callee). */
+/* The connection's tenant space and vhost policy (io_tenant.c,
+ * io_policy.c), decided at the peer's open o, as on proton's path
+ * (io_open.c, open_policy_IO): for an incoming connection before our open
+ * is sent, so that its user group's maxFrameSize and maxSessions go into
+ * it, and its maxSessionWindow into our sessions' windows; a connector's
+ * under its policyVhost takes the "$connector" group (its open went
+ * first; 1.19 applies no transport setting of that group). The group's
+ * rights go into info. user is the SASL layer's (NULL: none); host
+ * receives the open's hostname. False when refused: our open and close go
+ * out (logged by the callee). */
 static bool own_open_policy(jn_io_own_t *own, jn_amqp_conn_t *c, const jn_amqp_open_t *o,
                             const char *user, jn_conn_info_t *info, char *host, size_t cap)
 {
@@ -280,15 +283,8 @@ static void own_on_open(void *ctx, jn_amqp_conn_t *c, const jn_amqp_open_t *o)
     };
     if (!own_open_identity(own, c, &info))
         return;
-    if (conn->incoming &&
-        !own_open_policy(own, c, o, jn_amqp_transport_user(own->t), &info, host, sizeof host))
+    if (!own_open_policy(own, c, o, jn_amqp_transport_user(own->t), &info, host, sizeof host))
         return;
-    if (!conn->incoming && !jn_io_vhost_admit_IO(conn, NULL, NULL)) {
-        /* a connector's policyVhost names no vhost or group (logged) */
-        (void)jn_amqp_conn_close(c, "amqp:resource-limit-exceeded",
-                                 "connection disallowed by local policy");
-        return;
-    }
     /* a connection we made sent its open first (jn_io_own_attach_client) */
     if (conn->incoming && jn_amqp_conn_open(c) != 0)
         return;

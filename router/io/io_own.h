@@ -160,13 +160,13 @@ bool jn_io_engine_own_default(void);
 /* jn_io_own_eligible: whether a connection accepted on listener ep, or
  * made by connector ep, runs on the own engine (docs/engine.md, "Which
  * connections"): the switch is on, and ep is a listener of role normal
- * whose SASL and TLS the engine serves, with no auth service, no vhost
- * policy, no multi-tenancy, no message logging and no initial handshake
- * timeout; or a plain-TCP connector of role normal or route-container
- * (auto-links; a link route's far end refused) whose SASL mechanisms
- * are ANONYMOUS and PLAIN at most (the client end, sasl_client.c), with no
- * vhost policy, message logging, open properties or configured failover
- * list. Loop 0's thread (at accept), or the connector thread. */
+ * whose SASL and TLS the engine serves, with no auth service; or a
+ * plain-TCP connector of role normal or route-container (auto-links; a
+ * link route's far end refused) whose SASL mechanisms are ANONYMOUS and
+ * PLAIN at most (the client end, sasl_client.c). A vhost policy,
+ * multiTenant, message logging, the initial handshake timeout,
+ * openProperties and failoverUrls are served on both engines. Loop 0's
+ * thread (at accept), or the connector thread. */
 bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep);
 
 /* jn_io_own_attach: give conn (new, not started) its own-engine side.

@@ -13,10 +13,12 @@ attach and enforced); a tenant's addresses prefixed by its Open's hostname
 both ways; message logging's Received and Sent lines; the initial handshake
 timeout closing a silent client (its log line), the client's SASL exchange
 showing the own engine's framing; openProperties and a failover-server-list
-in our Open as python3-qpid-proton sees them. Each test asserts that its
-connections ran on the own engine.
+in our Open as python3-qpid-proton sees them; a connector's openProperties
+shown by its peer's management. Each test asserts that its connections ran
+on the own engine.
 """
 import os
+import re
 import socket
 import sys
 import time
@@ -31,7 +33,10 @@ from harness import SLOW, OwnEngineEnv, RouterTestCase, conf_section, free_port 
 from harness import Recv, Send  # noqa: E402
 from test_router_multitenant import (TenantTraffic, at, bodies, msgs,  # noqa: E402
                                      tenant_listener)
+from test_router_entities import Manager  # noqa: E402
 from test_router_policy import ALL, DENIED, vhost_section  # noqa: E402
+
+CONNECTION = "org.apache.qpid.dispatch.connection"
 
 TIMEOUT = 10 * SLOW
 OWN_LINE = "Connection runs on Junction's own AMQP engine"
@@ -234,6 +239,28 @@ class OwnListenerFeaturesTest(OwnEngineEnv, RouterTestCase):
                          [{"network-host": "second", "port": "25000"},
                           {"scheme": "amqps", "network-host": "third", "port": "5671"}])
         self.assertIn(OWN_LINE, r.log())
+
+
+class OwnConnectorPropertiesTest(OwnEngineEnv, RouterTestCase):
+    """A connector's openProperties on the own engine: our open carries
+    them, and the peer's management shows them on its connection."""
+
+    def test_connector_open_properties_reach_the_peer(self):
+        b = self.start_router()
+        a = self.start_router(extra=conf_section("connector", {
+            "name": "toB", "host": "127.0.0.1", "port": b.port, "role": "normal",
+            "openProperties": '{\n "app": "edge-shop",\n}'}))
+        m = Manager(b.url)
+        self.addCleanup(m.close)
+
+        def from_a():
+            return [c["properties"] for c in m.query(CONNECTION, ["properties"])
+                    if c["properties"] and c["properties"].get("app") == "edge-shop"]
+        self.wait_for("A's connection at B with its properties", from_a, TIMEOUT)
+        self.assertEqual(from_a()[0]["product"], "qpid-dispatch-router")
+        out = re.findall(r"\[(C\d+)\] Connection Opened: dir=out", a.log())
+        own = re.findall(r"\[(C\d+)\] " + OWN_LINE, a.log())
+        self.assertTrue(out and set(out) <= set(own), a.log())
 
 
 if __name__ == "__main__":

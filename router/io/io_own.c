@@ -353,6 +353,7 @@ static void own_on_begin(void *ctx, jn_amqp_session_t *s, const jn_amqp_begin_t 
     JN_ASSERT_IO(own->conn);
     if (!(b->present & JN_AMQP_FIELD(0))) { /* the peer's new session: ours back */
         own->n_sessions++;
+        jn_amqp_session_set_user(s, own); /* one the peer began (own_on_end) */
         (void)jn_amqp_session_begin(s, 0, own->session_window, UINT32_MAX);
     }
 }
@@ -362,7 +363,7 @@ static void own_on_end(void *ctx, jn_amqp_session_t *s, const jn_amqp_end_close_
     jn_io_own_t *own = ctx;
     (void)e;
     JN_ASSERT_IO(own->conn);
-    if (jn_amqp_session_remote_channel(s) >= 0 && own->n_sessions) /* one the peer began */
+    if (jn_amqp_session_user(s) == own) /* one the peer began */
         own->n_sessions--;
     jn_io_own_session_gone_IO(own, s);
 }

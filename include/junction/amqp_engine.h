@@ -219,6 +219,15 @@ bool jn_amqp_conn_finished(const jn_amqp_conn_t *c);
  * NULL while it has not). Borrowed from c. Owning thread. */
 const jn_amqp_fault_t *jn_amqp_conn_fault(const jn_amqp_conn_t *c);
 
+/* jn_amqp_conn_set_limits: before our open is sent, replace the
+ * max-frame-size (raised to 512 at least) and channel-max of c's config
+ * (2.7.1): our open announces them and the peer's frames are held to them
+ * from now on. max_frame_size 0 keeps the configured one; channel_max
+ * below 0 keeps the configured one. Used where the limits depend on who
+ * the peer is (a vhost policy's user group, decided at the peer's open).
+ * Returns 0, or JN_EPERM when our open was sent already. Owning thread. */
+int jn_amqp_conn_set_limits(jn_amqp_conn_t *c, uint32_t max_frame_size, int32_t channel_max);
+
 /* jn_amqp_conn_remote_max_frame / _channel_max / _idle_time_out: the peer's
  * open's settings (2.7.1), with the spec's defaults (512 before the peer's
  * open for max-frame-size, 2.4.1). The idle-time-out is the peer's also

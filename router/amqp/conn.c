@@ -172,6 +172,19 @@ int jn_amqp_conn_open(jn_amqp_conn_t *c)
     return rc;
 }
 
+int jn_amqp_conn_set_limits(jn_amqp_conn_t *c, uint32_t max_frame_size, int32_t channel_max)
+{
+    if (c->open_sent)
+        return JN_EPERM;
+    if (max_frame_size)
+        c->cfg.max_frame_size = max_frame_size < JN_AMQP_MIN_MAX_FRAME_SIZE
+                                    ? JN_AMQP_MIN_MAX_FRAME_SIZE
+                                    : max_frame_size;
+    if (channel_max >= 0)
+        c->cfg.channel_max = (uint16_t)(channel_max > 65535 ? 65535 : channel_max);
+    return 0;
+}
+
 int jn_amqp_conn_close(jn_amqp_conn_t *c, const char *condition, const char *description)
 {
     if (c->close_sent || (c->refused && !c->header_rcvd))

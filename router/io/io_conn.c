@@ -138,25 +138,8 @@ static void put_failover_list(pn_data_t *props, const char *urls)
     pn_data_exit(props);
 }
 
-/* The open frame qdrouterd 1.19 sends (docs/protocol.md, "Inter-router connections"): container id,
- * the ANONYMOUS-RELAY and qd.streaming-links capabilities (offered and
- * desired) and the product properties; on inter-router connections also
- * the annotations version and the cost when above 1. Clients, tools and
- * 1.19 routers look at these. */
-static void conn_decorate(jn_io_conn_t *conn)
+void jn_io_open_properties_put(const jn_io_conn_t *conn, pn_data_t *props)
 {
-    pn_connection_t *pc = conn->pn_io;
-    pn_connection_set_container(pc, conn->io->container_id);
-    pn_data_t *caps[2] = {pn_connection_offered_capabilities(pc),
-                          pn_connection_desired_capabilities(pc)};
-    for (int i = 0; i < 2; i++) {
-        pn_data_put_array(caps[i], false, PN_SYMBOL);
-        pn_data_enter(caps[i]);
-        put_symbol(caps[i], "ANONYMOUS-RELAY");
-        put_symbol(caps[i], "qd.streaming-links");
-        pn_data_exit(caps[i]);
-    }
-    pn_data_t *props = pn_connection_properties(pc);
     pn_data_put_map(props);
     pn_data_enter(props);
     pn_data_put_symbol(props, pn_bytes(7, "product"));
@@ -179,6 +162,26 @@ static void conn_decorate(jn_io_conn_t *conn)
     if (cfg->open_properties)
         jn_io_put_open_properties(props, cfg->open_properties, cfg->open_properties_len);
     pn_data_exit(props);
+}
+
+/* The open frame qdrouterd 1.19 sends (docs/protocol.md, "Inter-router connections"): container id,
+ * the ANONYMOUS-RELAY and qd.streaming-links capabilities (offered and
+ * desired) and the properties above. Clients, tools and 1.19 routers look
+ * at these. */
+static void conn_decorate(jn_io_conn_t *conn)
+{
+    pn_connection_t *pc = conn->pn_io;
+    pn_connection_set_container(pc, conn->io->container_id);
+    pn_data_t *caps[2] = {pn_connection_offered_capabilities(pc),
+                          pn_connection_desired_capabilities(pc)};
+    for (int i = 0; i < 2; i++) {
+        pn_data_put_array(caps[i], false, PN_SYMBOL);
+        pn_data_enter(caps[i]);
+        put_symbol(caps[i], "ANONYMOUS-RELAY");
+        put_symbol(caps[i], "qd.streaming-links");
+        pn_data_exit(caps[i]);
+    }
+    jn_io_open_properties_put(conn, pn_connection_properties(pc));
 }
 
 /* jn_io_conn_new: a connection object with its pn_connection (not yet
@@ -656,10 +659,14 @@ void jn_io_conn_event_IO(jn_io_conn_t *conn, pn_event_t *event)
             jn_io_tx_delivery_IO(link, pd);
         break;
     }
-    case PN_TRANSPORT_ERROR:
-        jn_io_vhost_session_denied_IO(conn, pn_event_transport(event));
+    case PN_TRANSPORT_ERROR: {
+        pn_condition_t *tc = pn_transport_condition(pn_event_transport(event));
+        if (pn_condition_is_set(tc))
+            jn_io_vhost_session_denied_IO(conn, pn_condition_get_name(tc),
+                                          pn_condition_get_description(tc));
         on_transport_error(conn, pn_event_transport(event));
         break;
+    }
     case PN_TRANSPORT_TAIL_CLOSED:
         on_tail_closed(conn, pn_event_transport(event));
         break;

@@ -33,6 +33,33 @@ bool jn_io_vhost_admit_IO(jn_io_conn_t *conn, const char *user, const char *host
  * linksDenied and the vhost's senderDenied/receiverDenied. Conn's loop. */
 const char *jn_io_vhost_link_check_IO(jn_io_link_t *link, const char *address, bool dynamic);
 
+/* The facts of a client's attach the vhost rules judge, from either
+ * engine's link (borrowed for the call): its [L<id>], incoming when the
+ * client sends (address its target's; NULL: an anonymous sender), else its
+ * source's address (dynamic: a dynamic source), and whether its terminus
+ * claims a qd.waypoint capability (prefix) or qd.fallback (exact). */
+typedef struct jn_io_vhost_attach {
+    uint64_t link_id;
+    bool incoming;
+    const char *address;
+    bool dynamic, waypoint, fallback;
+} jn_io_vhost_attach_t;
+
+/* jn_io_vhost_link_judge_IO: jn_io_vhost_link_check_IO's judgement for
+ * attach a on conn, engine-agnostic (the proton path's check and the own
+ * engine's, io_own_link.c, both call it): NULL when allowed or no rules
+ * apply; when rules applied and allowed, the link is counted in
+ * conn->policy_senders/receivers (the caller marks it counted and later
+ * calls jn_io_vhost_uncount_link_IO) and *max_message_size (incoming)
+ * takes the group's maxMessageSize if it has one. Else the condition to
+ * refuse it with, logged and counted as above. Conn's loop. */
+const char *jn_io_vhost_link_judge_IO(jn_io_conn_t *conn, const jn_io_vhost_attach_t *a,
+                                      uint64_t *max_message_size);
+
+/* jn_io_vhost_uncount_link_IO: a link counted by jn_io_vhost_link_judge_IO
+ * (incoming: a sender) no longer counts. Conn's loop. */
+void jn_io_vhost_uncount_link_IO(jn_io_conn_t *conn, bool incoming);
+
 /* jn_io_vhost_relay_allows_IO: the target check of one message m (parsed
  * through its properties) received on link, an anonymous sender of a
  * connection under a vhost policy (docs/design.md "Policy"): true when the
@@ -44,6 +71,11 @@ const char *jn_io_vhost_link_check_IO(jn_io_link_t *link, const char *address, b
  * address too long to judge (1 KiB or more) or holding a NUL octet is denied. Conn's loop; not on
  * the path of links without the check. */
 bool jn_io_vhost_relay_allows_IO(jn_io_link_t *link, const jn_message_t *m);
+/* jn_io_vhost_relay_judge_IO: the same for a message of link link_id on
+ * conn, either engine; *logged is the link's "a denial was logged" flag
+ * (set by the first denial logged). Conn's loop. */
+bool jn_io_vhost_relay_judge_IO(jn_io_conn_t *conn, uint64_t link_id, bool *logged,
+                                const jn_message_t *m);
 
 /* jn_io_vhost_names_management: whether address (a terminus address or a
  * message's, scheme and host allowed) names a management node: this
@@ -64,15 +96,28 @@ bool jn_io_vhost_names_management(const char *address);
  * link; the caller rejects the delivery with amqp:unauthorized-access.
  * Conn's loop; not on the path of links without the check. */
 bool jn_io_vhost_reply_allows_IO(jn_io_link_t *link, const jn_message_t *m);
+/* jn_io_vhost_reply_judge_IO: the same for a message of link link_id on
+ * conn, either engine; to_management: the link's target is a management
+ * node (JN_IO_RX_CHECK_REPLY); *logged as for jn_io_vhost_relay_judge_IO.
+ * Conn's loop. */
+bool jn_io_vhost_reply_judge_IO(jn_io_conn_t *conn, uint64_t link_id, bool *logged,
+                                bool to_management, const jn_message_t *m);
+/* jn_io_vhost_same_address: address a (a terminus's, NULL: none) read as
+ * the core routes on it (JN_VIEW_ADDRESS) is reply (NUL-terminated, read
+ * so already). Any thread. */
+bool jn_io_vhost_same_address(const char *a, const char *reply);
 
 /* jn_io_vhost_link_gone_IO: link no longer counts against its group's
  * maxSenders/maxReceivers (a no-op when it never did). Conn's loop. */
 void jn_io_vhost_link_gone_IO(jn_io_link_t *link);
 
-/* jn_io_vhost_session_denied_IO: transport t failed; when proton refused a
- * Begin past the channel-max the group's maxSessions set, count it in the
- * vhost's sessionDenied and log the denial once. Conn's loop. */
-void jn_io_vhost_session_denied_IO(jn_io_conn_t *conn, pn_transport_t *t);
+/* jn_io_vhost_session_denied_IO: conn's transport failed with condition
+ * and description (either may be NULL); when the engine (proton's or the
+ * own) refused a Begin past the channel-max the group's maxSessions set,
+ * count it in the vhost's sessionDenied and log the denial once. Conn's
+ * loop. */
+void jn_io_vhost_session_denied_IO(jn_io_conn_t *conn, const char *condition,
+                                   const char *description);
 
 /* jn_io_vhost_oversize_IO: a message over link's maxMessageSize: under a
  * vhost, count it in the vhost's maxMessageSizeDenied and log the denial
@@ -80,6 +125,9 @@ void jn_io_vhost_session_denied_IO(jn_io_conn_t *conn, pn_transport_t *t);
  * vhost governs the connection. Conn's loop (not the per-message path:
  * once per oversize message). */
 bool jn_io_vhost_oversize_IO(jn_io_link_t *link);
+/* jn_io_vhost_oversize_judge_IO: the same for link link_id on conn whose
+ * limit is max octets, either engine. Conn's loop. */
+bool jn_io_vhost_oversize_judge_IO(jn_io_conn_t *conn, uint64_t link_id, uint64_t max);
 
 /* jn_io_vhost_rights_IO: whether conn's user group turns off
  * allowDynamicLinkRoutes / allowAdminStatusUpdate (both false when no
@@ -90,6 +138,10 @@ void jn_io_vhost_rights_IO(const jn_io_conn_t *conn, bool *deny_dynamic_link_rou
 /* jn_io_vhost_transport_IO: apply conn's user group's maxFrameSize and
  * maxSessions to transport t (before our Open is written). Conn's loop. */
 void jn_io_vhost_transport_IO(jn_io_conn_t *conn, pn_transport_t *t);
+/* jn_io_vhost_limits_IO: conn's user group's transport limits, for either
+ * engine: *max_frame the maxFrameSize (at least 512; 0: none), *channel_max
+ * maxSessions - 1 (at most 65535; -1: none). Conn's loop. */
+void jn_io_vhost_limits_IO(const jn_io_conn_t *conn, uint32_t *max_frame, int32_t *channel_max);
 
 /* jn_io_vhost_session_window: conn's group's maxSessionWindow in octets, 0
  * when none applies. Conn's loop. */
@@ -306,15 +358,28 @@ void jn_io_state_read_IO(pn_disposition_t *remote, jn_disposition_t *d);
 void jn_io_state_release_IO(jn_disposition_t *d);
 void jn_io_state_apply_IO(pn_disposition_t *local, const jn_disposition_t *d);
 
+/* jn_io_open_properties_put (io_conn.c): the properties map of our open
+ * (AMQP 1.0 2.7.1) for conn, as 1.19 sends it: product, version,
+ * qd.conn-id; on inter-router and edge connections the cost (above 1) and
+ * the annotations version; on an accepted connection the listener's
+ * failoverUrls as failover-server-list; the endpoint's openProperties.
+ * Appended to props (the caller's) at its position. Both engines' opens
+ * use it; any thread that owns conn (made or accepted, before its open is
+ * sent). */
+void jn_io_open_properties_put(const jn_io_conn_t *conn, pn_data_t *props);
+
 /* io_props.c: a peer's open properties, rendered for management */
 /* jn_io_tenant_IO (io_tenant.c): the vhost whose tenant space conn lives
- * in, into info->tenant_vhost: its Open's hostname (pc's, borrowed, valid
- * while pc is) when a listener with multiTenant accepted it (not of role
- * inter-router or edge); NULL when none (no hostname, another listener).
- * Returns false when the hostname cannot name a space: conn is then
- * closed (amqp:invalid-field, logged) and the caller returns. Once the
- * Open has arrived; conn's I/O thread. */
-bool jn_io_tenant_IO(jn_io_conn_t *conn, pn_connection_t *pc, jn_conn_info_t *info);
+ * in, into info->tenant_vhost: its Open's hostname (host, NUL-terminated,
+ * NULL when absent; borrowed, the caller keeps it valid until the core has
+ * the connection) when a listener with multiTenant accepted it (not of
+ * role inter-router or edge); NULL when none (no hostname, another
+ * listener). Returns false when the hostname cannot name a space (logged):
+ * the caller closes conn with amqp:invalid-field, "the hostname cannot
+ * name a tenant space" (JN_IO_TENANT_REFUSED), and returns. Either engine,
+ * once the Open has arrived; conn's I/O thread. */
+#define JN_IO_TENANT_REFUSED "the hostname cannot name a tenant space"
+bool jn_io_tenant_IO(jn_io_conn_t *conn, const char *host, jn_conn_info_t *info);
 
 /* jn_io_tenant_ra_IO (io_tenant.c): the router annotations to send to
  * conn, a connection in a tenant space (conn->tenant) that is sent router

@@ -107,8 +107,11 @@ static bool open_policy_IO(jn_io_conn_t *conn, pn_connection_t *pc, pn_transport
                            jn_conn_info_t *info)
 {
     JN_ASSERT_IO(conn);
-    if (!jn_io_tenant_IO(conn, pc, info))
-        return false; /* a multiTenant listener's client refused by its hostname */
+    if (!jn_io_tenant_IO(conn, pn_connection_remote_hostname(pc), info)) {
+        /* a multiTenant listener's client refused by its hostname */
+        jn_io_conn_close_IO(conn, "amqp:invalid-field", JN_IO_TENANT_REFUSED);
+        return false;
+    }
     const char *vhost = conn->endpoint->cfg.policy_vhost; /* the listener's, else the Open's */
     if (!jn_io_vhost_admit_IO(conn, info->user,
                               vhost ? vhost : pn_connection_remote_hostname(pc))) {

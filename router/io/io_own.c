@@ -104,28 +104,26 @@ static bool sasl_client_serves(const jn_endpoint_config_t *cfg)
 /* A connection connector ep makes runs on the own engine (stage 3a):
  * role normal or route-container (auto-links and link routes bind to
  * route-container connections only: io_own_route.c), plain TCP or TLS
- * (io_tls.c's client side), the client end's SASL, and nothing proton's
+ * (io_tls.c's client side), and the client end's SASL. What proton's
  * path adds around the open (message logging, open properties, a
- * configured failover list, a vhost policy). */
-static bool own_connector_eligible(const jn_io_t *io, const jn_endpoint_config_t *cfg)
+ * policyVhost's "$connector" group) the own path adds too. */
+static bool own_connector_eligible(const jn_endpoint_config_t *cfg)
 {
     return (cfg->role == JN_ROLE_NORMAL || cfg->role == JN_ROLE_ROUTE_CONTAINER) &&
-           sasl_client_serves(cfg) && io->policy == NULL && cfg->message_logging == 0 &&
-           !cfg->failover_urls && !cfg->open_properties;
+           sasl_client_serves(cfg);
 }
 
 bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep)
 {
     const jn_endpoint_config_t *cfg = &ep->cfg;
     if (io->engine_own && !ep->is_listener)
-        return own_connector_eligible(io, cfg);
+        return own_connector_eligible(cfg);
     bool tls = cfg->ssl_profile && cfg->ssl_profile[0];
     bool sasl_ok = sasl_own_serves(cfg);
+    /* a vhost policy, multiTenant, message logging, the initial handshake
+     * timeout, openProperties and failoverUrls: served as on proton's path */
     return io->engine_own && ep->is_listener && cfg->role == JN_ROLE_NORMAL &&
-           (tls || (!cfg->require_ssl && !cfg->require_encryption)) && !ep->authsvc && sasl_ok &&
-           io->policy == NULL &&
-           !cfg->multi_tenant && cfg->message_logging == 0 && cfg->handshake_timeout_seconds == 0 &&
-           !cfg->failover_urls && !cfg->open_properties;
+           (tls || (!cfg->require_ssl && !cfg->require_encryption)) && !ep->authsvc && sasl_ok;
 }
 
 /* ---- the connection's events --------------------------------------------- */
@@ -177,21 +175,66 @@ static void own_properties(jn_io_conn_t *conn, const jn_amqp_open_t *o, uint8_t 
     free(raw);
 }
 
-/* The peer's open (2.4.1): ours back, then the core is told. */
-static void own_on_open(void *ctx, jn_amqp_conn_t *c, const jn_amqp_open_t *o)
+/* The connection's tenant space and vhost policy (io_tenant.c,
+ * io_policy.c), decided at the peer's open o, as on proton's path
+ * (io_open.c, open_policy_IO): for an incoming connection before our open
+ * is sent, so that its user group's maxFrameSize and maxSessions go into
+ * it, and its maxSessionWindow into our sessions' windows; a connector's
+ * under its policyVhost takes the "$connector" group (its open went
+ * first; 1.19 applies no transport setting of that group). The group's
+ * rights go into info. user is the SASL layer's (NULL: none); host
+ * receives the open's hostname. False when refused: our open and close go
+ * out (logged by the callee). */
+static bool own_open_policy(jn_io_own_t *own, jn_amqp_conn_t *c, const jn_amqp_open_t *o,
+                            const char *user, jn_conn_info_t *info, char *host, size_t cap)
 {
-    jn_io_own_t *own = ctx;
     jn_io_conn_t *conn = own->conn;
-    JN_ASSERT_IO(conn);
-    /* a connection we made sent its open first (jn_io_own_attach_client) */
-    if ((conn->incoming && jn_amqp_conn_open(c) != 0) || conn->core)
-        return;
-    if (atomic_load_explicit(&conn->io->stopping, memory_order_relaxed)) {
-        (void)jn_amqp_conn_close(c, "amqp:connection:forced", "router shutting down");
-        return;
+    host[0] = '\0';
+    if (o->present & JN_AMQP_FIELD(1))
+        jn_iter_copy_string(&o->hostname, host, cap);
+    if (!jn_io_tenant_IO(conn, host[0] ? host : NULL, info)) {
+        (void)jn_amqp_conn_close(c, "amqp:invalid-field", JN_IO_TENANT_REFUSED);
+        return false;
     }
-    char container[256];
-    jn_iter_copy_string(&o->container_id, container, sizeof container);
+    const char *vhost = conn->endpoint->cfg.policy_vhost; /* the listener's, else the Open's */
+    if (user && strcmp(user, JN_AMQP_SASL_ANONYMOUS_USER) == 0)
+        user = NULL; /* as proton's path hands it: "anonymous" is checked as none */
+    if (!jn_io_vhost_admit_IO(conn, user, vhost ? vhost : host[0] ? host : NULL)) {
+        (void)jn_amqp_conn_close(c, "amqp:resource-limit-exceeded",
+                                 "connection disallowed by local policy");
+        return false;
+    }
+    if (conn->vhost_user && !conn->check_user && !(conn->check_user = strdup(conn->vhost_user))) {
+        /* under a vhost policy an unauthenticated client's user-id is checked
+         * too, against "anonymous" (as 1.19); out of memory refuses it */
+        (void)jn_amqp_conn_close(c, "amqp:resource-limit-exceeded", "router out of memory");
+        return false;
+    }
+    uint32_t max_frame;
+    int32_t channel_max;
+    jn_io_vhost_limits_IO(conn, &max_frame, &channel_max);
+    (void)jn_amqp_conn_set_limits(c, max_frame, channel_max);
+    size_t window = jn_io_vhost_session_window(conn); /* octets, as proton's capacity */
+    if (window) {
+        uint32_t frame = max_frame ? max_frame : conn->endpoint->cfg.max_frame_size;
+        size_t frames = window / (frame ? frame : 512u);
+        own->session_window =
+            frames > 1 ? (uint32_t)(frames < 0x7fffffffu ? frames : 0x7fffffffu) : 1;
+    }
+    jn_io_vhost_rights_IO(conn, &info->deny_dynamic_link_routes, &info->deny_admin_status_update);
+    if (jn_io_vhost_user_id_proxy(conn)) { /* allowUserIdProxy: any user-id */
+        free(conn->check_user);
+        conn->check_user = NULL;
+    }
+    return true;
+}
+
+/* Who the peer is, into info: the SASL layer's user and mechanism (a
+ * connector's: the user we authenticated as); an authenticated client's
+ * user kept for the user-id check. False when out of memory (closed). */
+static bool own_open_identity(jn_io_own_t *own, jn_amqp_conn_t *c, jn_conn_info_t *info)
+{
+    jn_io_conn_t *conn = own->conn;
     const char *user = jn_amqp_transport_user(own->t);
     const char *mech = jn_amqp_transport_sasl_mechanism(own->t);
     /* a mechanism other than ANONYMOUS authenticated the peer: its user is
@@ -204,8 +247,33 @@ static void own_on_open(void *ctx, jn_amqp_conn_t *c, const jn_amqp_open_t *o)
     if (authenticated && user && user[0] && !conn->check_user &&
         !(conn->check_user = strdup(user))) {
         (void)jn_amqp_conn_close(c, "amqp:resource-limit-exceeded", "router out of memory");
+        return false;
+    }
+    /* as 1.19 shows it: "anonymous" for ANONYMOUS and without SASL */
+    info->user = user && user[0] ? user : JN_AMQP_SASL_ANONYMOUS_USER;
+    info->sasl_mechanism = mech;
+    info->authenticated = authenticated;
+    int ssf = 0;
+    info->encrypted = jn_io_tls_info(conn, &info->ssl_proto, &info->ssl_cipher, &ssf);
+    info->ssl_ssf = ssf > 0 ? (uint32_t)ssf : 0;
+    return true;
+}
+
+/* The peer's open (2.4.1): ours back, then the core is told. */
+static void own_on_open(void *ctx, jn_amqp_conn_t *c, const jn_amqp_open_t *o)
+{
+    jn_io_own_t *own = ctx;
+    jn_io_conn_t *conn = own->conn;
+    JN_ASSERT_IO(conn);
+    if (conn->core)
+        return;
+    if (atomic_load_explicit(&conn->io->stopping, memory_order_relaxed)) {
+        (void)jn_amqp_conn_close(c, "amqp:connection:forced", "router shutting down");
         return;
     }
+    char container[256], host[256];
+    jn_iter_copy_string(&o->container_id, container, sizeof container);
+    const jn_endpoint_config_t *cfg = &conn->endpoint->cfg;
     jn_conn_info_t info = {
         .conn_id = conn->id,
         .container_id = container,
@@ -217,14 +285,14 @@ static void own_on_open(void *ctx, jn_amqp_conn_t *c, const jn_amqp_open_t *o)
         .cost = cfg->cost ? cfg->cost : 1,
         .route_container = cfg->role == JN_ROLE_ROUTE_CONTAINER,
         .endpoint_name = conn->endpoint->cfg.name,
-        /* as 1.19 shows it: "anonymous" for ANONYMOUS and without SASL */
-        .user = user && user[0] ? user : JN_AMQP_SASL_ANONYMOUS_USER,
-        .sasl_mechanism = mech,
-        .authenticated = authenticated,
     };
-    int ssf = 0;
-    info.encrypted = jn_io_tls_info(conn, &info.ssl_proto, &info.ssl_cipher, &ssf);
-    info.ssl_ssf = ssf > 0 ? (uint32_t)ssf : 0;
+    if (!own_open_identity(own, c, &info))
+        return;
+    if (!own_open_policy(own, c, o, jn_amqp_transport_user(own->t), &info, host, sizeof host))
+        return;
+    /* a connection we made sent its open first (jn_io_own_attach_client) */
+    if (conn->incoming && jn_amqp_conn_open(c) != 0)
+        return;
     uint8_t *props;
     own_properties(conn, o, &props, &info.properties_len);
     info.properties = props;
@@ -237,7 +305,8 @@ static void own_on_open(void *ctx, jn_amqp_conn_t *c, const jn_amqp_open_t *o)
         return;
     }
     conn->opened = true;
-    log_opened(own, container, info.user, mech, info.encrypted ? info.ssl_proto : "no");
+    log_opened(own, container, info.user, info.sasl_mechanism,
+               info.encrypted ? info.ssl_proto : "no");
 }
 
 static void own_on_close(void *ctx, jn_amqp_conn_t *c, const jn_amqp_end_close_t *cl)
@@ -265,6 +334,7 @@ static void own_on_closed(void *ctx, jn_amqp_conn_t *c, const jn_amqp_fault_t *f
     jn_io_conn_t *conn = own->conn;
     JN_ASSERT_IO(conn);
     uint32_t peer_idle = jn_amqp_conn_remote_idle_time_out(c);
+    jn_io_vhost_session_denied_IO(conn, fault->condition, fault->description);
     if (!conn->incoming) {
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Connection to %s failed: %s %s",
                conn->id, conn->host, fault->condition, fault->description);
@@ -286,8 +356,11 @@ static void own_on_begin(void *ctx, jn_amqp_session_t *s, const jn_amqp_begin_t 
 {
     jn_io_own_t *own = ctx;
     JN_ASSERT_IO(own->conn);
-    if (!(b->present & JN_AMQP_FIELD(0))) /* the peer's new session: ours back */
+    if (!(b->present & JN_AMQP_FIELD(0))) { /* the peer's new session: ours back */
+        own->n_sessions++;
+        jn_amqp_session_set_user(s, own); /* one the peer began (own_on_end) */
         (void)jn_amqp_session_begin(s, 0, own->session_window, UINT32_MAX);
+    }
 }
 
 static void own_on_end(void *ctx, jn_amqp_session_t *s, const jn_amqp_end_close_t *e)
@@ -295,28 +368,36 @@ static void own_on_end(void *ctx, jn_amqp_session_t *s, const jn_amqp_end_close_
     jn_io_own_t *own = ctx;
     (void)e;
     JN_ASSERT_IO(own->conn);
+    if (jn_amqp_session_user(s) == own) /* one the peer began */
+        own->n_sessions--;
     jn_io_own_session_gone_IO(own, s);
 }
 
 /* What our open offers and says, as the proton path's (io_conn.c,
  * conn_decorate): capabilities ANONYMOUS-RELAY and qd.streaming-links both
- * offered and desired, properties product, version and qd.conn-id. caps and
- * props are encoded in place; returns 0 or the encoder's error. */
-static int open_extras(const jn_io_conn_t *conn, jn_encoder_t *caps, jn_encoder_t *props)
+ * offered and desired, encoded in place into caps; the properties map
+ * (jn_io_open_properties_put: product, version, qd.conn-id, a listener's
+ * failoverUrls, the endpoint's openProperties) into *props (heap, the
+ * caller frees it). Returns 0 or the encoder's error (JN_ENOMEM also when
+ * the properties could not be encoded). */
+static int open_extras(const jn_io_conn_t *conn, jn_encoder_t *caps, uint8_t **props,
+                       size_t *props_len)
 {
     jn_enc_array_begin(caps, JN_AMQP_SYM8);
     jn_enc_csymbol(caps, "ANONYMOUS-RELAY");
     jn_enc_csymbol(caps, "qd.streaming-links");
     jn_enc_array_end(caps);
-    jn_enc_map_begin(props);
-    jn_enc_csymbol(props, "product");
-    jn_enc_cstring(props, "qpid-dispatch-router");
-    jn_enc_csymbol(props, "version");
-    jn_enc_cstring(props, "1.19.0");
-    jn_enc_csymbol(props, "qd.conn-id");
-    jn_enc_int(props, (int32_t)conn->id);
-    jn_enc_map_end(props);
-    return jn_encoder_error(caps) ? jn_encoder_error(caps) : jn_encoder_error(props);
+    *props = NULL;
+    *props_len = 0;
+    pn_data_t *d = pn_data(16);
+    if (d) {
+        jn_io_open_properties_put(conn, d);
+        jn_io_data_encode(d, props, props_len);
+        pn_data_free(d);
+    }
+    if (jn_encoder_error(caps))
+        return jn_encoder_error(caps);
+    return *props ? 0 : JN_ENOMEM;
 }
 
 /* The client role's transport for a connection we make to host: the SASL
@@ -370,14 +451,15 @@ static int own_new(jn_io_conn_t *conn, const char *host)
         .min_peer_idle_time_out = conn->io->min_peer_idle_timeout_ms,
         .hostname = host, /* our open names the host connected to, as proton's */
     };
-    jn_encoder_t caps, props;
+    jn_encoder_t caps;
     jn_encoder_init(&caps);
-    jn_encoder_init(&props);
-    if (open_extras(conn, &caps, &props) == 0) {
+    uint8_t *props = NULL;
+    size_t props_len = 0;
+    if (open_extras(conn, &caps, &props, &props_len) == 0) {
         ac.offered_capabilities = ac.desired_capabilities = caps.data;
         ac.offered_capabilities_len = ac.desired_capabilities_len = caps.size;
-        ac.properties = props.data;
-        ac.properties_len = props.size;
+        ac.properties = props;
+        ac.properties_len = props_len;
     }
     jn_amqp_handler_t h = {.ctx = own,
                            .on_open = own_on_open,
@@ -393,7 +475,7 @@ static int own_new(jn_io_conn_t *conn, const char *host)
     /* the transports copy them */
     own->t = host ? own_client_transport(conn, host, &ac, &h) : jn_amqp_transport_new(&ac, &h);
     jn_encoder_free(&caps);
-    jn_encoder_free(&props);
+    free(props);
     if (own->t && host && jn_amqp_conn_open(jn_amqp_transport_conn(own->t)) != 0) {
         jn_amqp_transport_free(own->t);
         own->t = NULL;
@@ -648,6 +730,13 @@ static void own_close(jn_io_own_t *own, const char *condition, const char *descr
     own->cut = own->cut || cut;
 }
 
+void jn_io_own_close_IO(jn_io_conn_t *conn, const char *condition, const char *description)
+{
+    JN_ASSERT_IO(conn);
+    conn->own->refused_logged = true; /* the caller logged it */
+    own_close(conn->own, condition, description, true);
+}
+
 /* A write-stall period ended (io_watch.c): a peer that took too little of
  * our output in it is cut, with the proton path's log line; our close goes
  * into the output but the peer is not waited for (it does not read). */
@@ -737,6 +826,8 @@ bool jn_io_own_pass_IO(jn_io_loop_t *loop, jn_io_conn_t *conn)
     own_tick(own, now);
     if (conn->stall_watch && (int64_t)now >= conn->stall_check_at)
         own_stall_check(own, (int64_t)now);
+    if (JN_UNLIKELY(conn->handshake_at) && (int64_t)now >= conn->handshake_at)
+        jn_io_handshake_check_IO(conn, (int64_t)now); /* io_watch.c */
     if (conn->bridge)
         jn_io_bridge_write_IO(conn);
     else if (JN_UNLIKELY(conn->test_io))

@@ -80,6 +80,16 @@ struct jn_io_own_link {
     bool held_closed;
     jn_amqp_session_t *route_ssn; /* local: its own session, NULL once ended */
     uint8_t *attach;      /* the peer's attach, encoded (owned), for our answer */
+    /* the vhost policy (io_policy.c): counted in the group's
+     * maxSenders/maxReceivers; a transfer denial logged; the per-message
+     * checks (JN_IO_RX_CHECK_*: the user-id, an anonymous sender's targets,
+     * a management request's reply-to; 0 on most links, one branch on the
+     * receive path); an outgoing dynamic source's address (owned, NULL:
+     * none), which a management request may name as its reply-to */
+    bool policy_counted;
+    bool policy_transfer_logged;
+    uint8_t rx_checks;
+    char *dynamic_address;
     size_t attach_len;
     jn_io_own_dlv_t *dlvs; /* unsettled deliveries */
     /* incoming: the delivery being received (io_own_rx.c), from its first
@@ -137,6 +147,7 @@ struct jn_io_own {
     bool cut;                /* end the transport once the output is out */
     bool refused_logged;
     bool rx_busy; /* a link has work for the pass's end (jn_io_own_rx_flush_IO) */
+    unsigned n_sessions; /* the peer's sessions begun and not ended */
     /* sessions of links the router attached, kept for the next such link
      * once theirs is freed (io_own_route.c) */
     jn_amqp_session_t *route_idle[JN_IO_OWN_ROUTE_IDLE];
@@ -159,14 +170,13 @@ bool jn_io_engine_own_default(void);
  * connections"): the switch is on, and ep is a listener of role normal
  * whose SASL and TLS the engine serves (ANONYMOUS, or any of Cyrus's
  * mechanisms, EXTERNAL under TLS among them: sasl_own.c), with no auth
- * service, no vhost policy, no multi-tenancy, no message logging and no
- * initial handshake timeout; or a connector (plain TCP or TLS) of role
- * normal or route-container (auto-links and link routes' far ends) whose
- * SASL the client end serves (sasl_client.c: ANONYMOUS, PLAIN and, under
- * TLS, EXTERNAL built in; any other through Cyrus's client when Cyrus is
- * configured), with no vhost policy, message logging, open properties or
- * configured failover list. Loop 0's thread (at accept), or the connector
- * thread. */
+ * service; or a connector (plain TCP or TLS) of role normal or
+ * route-container (auto-links and link routes' far ends) whose SASL the
+ * client end serves (sasl_client.c: ANONYMOUS, PLAIN and, under TLS,
+ * EXTERNAL built in; any other through Cyrus's client when Cyrus is
+ * configured). A vhost policy, multiTenant, message logging, the initial
+ * handshake timeout, openProperties and failoverUrls are served on both
+ * engines. Loop 0's thread (at accept), or the connector thread. */
 bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep);
 
 /* jn_io_own_attach: give conn (new, not started) its own-engine side.
@@ -193,6 +203,25 @@ void jn_io_own_free(jn_io_conn_t *conn);
  * transport ended, conn->transport_closed is set (the caller destroys it).
  * The loop's thread. */
 bool jn_io_own_pass_IO(jn_io_loop_t *loop, jn_io_conn_t *conn);
+
+/* jn_io_own_close_IO: close conn (on the own engine) with an error: our
+ * close (AMQP 1.0 2.4.3, condition and description, copied; sent after our
+ * open, or at once where the SASL or header exchange is not done) goes
+ * into the output, and the transport ends once the output is written; the
+ * peer is not waited for. Used by the initial handshake's timeout
+ * (io_watch.c). The loop's thread. */
+void jn_io_own_close_IO(jn_io_conn_t *conn, const char *condition, const char *description);
+
+/* jn_io_own_dynamic_address_IO: reply (NUL-terminated, a JN_VIEW_ADDRESS
+ * copy) is the address the router made for a dynamic source of one of
+ * conn's (an own connection's) receivers still attached (the vhost
+ * policy's reply-to check, io_policy.c). The loop's thread. */
+bool jn_io_own_dynamic_address_IO(const jn_io_conn_t *conn, const char *reply);
+
+/* jn_io_own_sessions_IO: the sessions the peer of conn (an own connection)
+ * began and has not ended (the vhost policy's close line). The loop's
+ * thread. */
+unsigned jn_io_own_sessions_IO(const jn_io_conn_t *conn);
 
 /* io_own_link.c, the engine's link and delivery events and the core's
  * work on an own connection (the loop's thread): */

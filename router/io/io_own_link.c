@@ -13,6 +13,8 @@
  */
 #include "io_own.h"
 
+#include <junction/decoder.h>
+
 #include <junction/annotations.h>
 #include <junction/decoder.h>
 #include <junction/pool.h>
@@ -300,13 +302,94 @@ static const char *refusal(const jn_amqp_attach_t *a)
 }
 
 /* Refuse the peer's attach (2.6.3: attach with no terminus, then detach
- * with the error). */
-static void refuse_attach(jn_amqp_link_t *l, const jn_amqp_attach_t *a, const char *why)
+ * with the error: condition, why). */
+static void refuse_attach_with(jn_amqp_link_t *l, const jn_amqp_attach_t *a, const char *condition,
+                               const char *why)
 {
     jn_amqp_attach_t answer = *a;
     answer.present = 0;
     (void)jn_amqp_link_attach(l, &answer, 0);
-    (void)jn_amqp_link_detach(l, true, NOT_IMPLEMENTED, why);
+    (void)jn_amqp_link_detach(l, true, condition, why);
+}
+
+static void refuse_attach(jn_amqp_link_t *l, const jn_amqp_attach_t *a, const char *why)
+{
+    refuse_attach_with(l, a, NOT_IMPLEMENTED, why);
+}
+
+/* A symbol field f's octets start with prefix (exact: are prefix). */
+static bool symbol_claims(const jn_field_t *f, const char *prefix, bool exact)
+{
+    if (f->type != JN_TYPE_SYMBOL)
+        return false;
+    jn_iter_t v = f->payload;
+    return exact ? jn_iter_equal(&v, prefix) : jn_iter_prefix(&v, prefix);
+}
+
+/* Some capability of the peer's terminus t (its field cap_field: a symbol
+ * or an array of symbols) starts with prefix (exact: is prefix), as
+ * io_policy.c reads a proton terminus's for the vhost rules. */
+static bool caps_claim(const jn_amqp_terminus_t *t, uint32_t cap_field, const char *prefix,
+                       bool exact)
+{
+    if (!(t->present & cap_field))
+        return false;
+    jn_decoder_t d, in;
+    jn_field_t f, e;
+    jn_decoder_init(&d, &t->capabilities, true);
+    if (jn_decoder_next(&d, &f) != 1)
+        return false;
+    if (f.type != JN_TYPE_ARRAY)
+        return symbol_claims(&f, prefix, exact);
+    if (jn_decoder_enter(&d, &f, &in) != 0)
+        return false;
+    while (jn_decoder_next(&in, &e) == 1)
+        if (symbol_claims(&e, prefix, exact))
+            return true;
+    return false;
+}
+
+/* The vhost policy's rules for the peer's attach a on link (a record not
+ * yet known to the core; address its terminus's, "" when absent): NULL
+ * when allowed (counted; the per-message checks and the group's
+ * maxMessageSize set on link), else the condition to refuse it with
+ * (logged and counted, io_policy.c). */
+static const char *policy_attach(jn_io_own_link_t *link, const jn_amqp_attach_t *a,
+                                 const char *address, bool dynamic)
+{
+    jn_io_conn_t *conn = link->own->conn;
+    const jn_amqp_terminus_t *t = link->incoming ? &a->target : &a->source;
+    uint32_t cap_field = link->incoming ? JN_AMQP_FIELD(6) : JN_AMQP_FIELD(10);
+    jn_io_vhost_attach_t va = {.link_id = link->id,
+                               .incoming = link->incoming,
+                               .address = address[0] ? address : NULL,
+                               .dynamic = dynamic,
+                               .waypoint = caps_claim(t, cap_field, "qd.waypoint", false),
+                               .fallback = caps_claim(t, cap_field, "qd.fallback", true)};
+    const char *denied = jn_io_vhost_link_judge_IO(conn, &va, &link->max_message_size);
+    if (denied)
+        return denied;
+    link->policy_counted = true;
+    if (link->incoming && !address[0] && !dynamic)
+        link->rx_checks |= JN_IO_RX_CHECK_TARGET; /* the core routes each message by its to */
+    else if (link->incoming && jn_io_vhost_names_management(address))
+        link->rx_checks |= JN_IO_RX_CHECK_REPLY; /* the router answers at the reply-to */
+    return NULL;
+}
+
+bool jn_io_own_dynamic_address_IO(const jn_io_conn_t *conn, const char *reply)
+{
+    JN_ASSERT_IO(conn);
+    for (const jn_io_own_link_t *l = conn->own->links; l; l = l->next)
+        if (!l->incoming && l->l && l->core && jn_io_vhost_same_address(l->dynamic_address, reply))
+            return true;
+    return false;
+}
+
+unsigned jn_io_own_sessions_IO(const jn_io_conn_t *conn)
+{
+    JN_ASSERT_IO(conn);
+    return conn->own->n_sessions;
 }
 
 /* The peer's attach, kept encoded for our answer (its views end with the
@@ -335,6 +418,9 @@ static int keep_attach(jn_io_own_link_t *link, const jn_amqp_attach_t *a)
 void jn_io_own_link_free(jn_io_own_link_t *link)
 {
     jn_io_own_t *own = link->own;
+    if (link->policy_counted)
+        jn_io_vhost_uncount_link_IO(own->conn, link->incoming);
+    free(link->dynamic_address);
     if (link->route_ssn)
         jn_io_own_route_session_idle_IO(own, link->route_ssn);
     if (link->prev)
@@ -381,7 +467,7 @@ void jn_io_own_on_attach(void *ctx, jn_amqp_link_t *l, const jn_amqp_attach_t *a
         return;
     }
     const char *why = conn->core ? refusal(a) : "the connection is not open";
-    if (why) {
+    if (why && !(conn->core && conn->vhost_rules)) {
         refuse_attach(l, a, why);
         return;
     }
@@ -400,6 +486,24 @@ void jn_io_own_on_attach(void *ctx, jn_amqp_link_t *l, const jn_amqp_attach_t *a
     char address[1024] = "";
     if (t->present & JN_AMQP_FIELD(0))
         jn_iter_copy_string(&t->address, address, sizeof address);
+    /* the vhost rules first, as on proton's path: a link they deny gets
+     * their answer even where this engine could not serve it */
+    const char *denied =
+        conn->vhost_rules
+            ? policy_attach(link, a, address, (t->present & JN_AMQP_FIELD(4)) && t->dynamic)
+            : NULL;
+    if (denied || why) {
+        jn_io_own_rx_gone(link);
+        jn_amqp_link_set_user(l, NULL);
+        jn_io_own_link_free(link); /* uncounts it */
+        if (denied)
+            refuse_attach_with(l, a, denied, "link disallowed by local policy");
+        else
+            refuse_attach(l, a, why);
+        return;
+    }
+    if (conn->check_user)
+        link->rx_checks |= JN_IO_RX_CHECK_USER_ID;
     jn_link_info_t info = {
         .dir = link->incoming ? JN_LINK_INCOMING : JN_LINK_OUTGOING,
         .name = jn_amqp_link_name(l),
@@ -520,6 +624,7 @@ void jn_io_own_links_free(jn_io_own_t *own)
         jn_io_own_link_t *link = own->links;
         link->core = NULL; /* the core counts them detached with the connection */
         link->released = true;
+        link->policy_counted = false; /* the close line counts them (io_policy.c) */
         link_gone(link); /* frees it */
     }
 }
@@ -591,12 +696,16 @@ static bool tx_start(jn_io_own_link_t *link)
             (void)jn_amqp_delivery_set_state(d, &st); /* out of memory: sent without it */
         free(heap);
     }
+    const jn_ra_t *ra = jn_message_annotations(m);
+    jn_ra_t fresh;
     if (JN_UNLIKELY(link->passthrough)) { /* link-routed: the octets as they came */
         if (rc == 0)
             rc = jn_message_out_init_verbatim(&link->tx_out, m);
     } else {
+        if (JN_UNLIKELY(link->own->conn->tenant) && hop.to_router && ra && ra->has_to)
+            ra = jn_io_tenant_ra_IO(link->own->conn, ra, &fresh); /* the client's own address */
         if (rc == 0)
-            rc = jn_ra_compose(jn_message_annotations(m), &hop, &ann);
+            rc = jn_ra_compose(ra, &hop, &ann);
         if (rc == 0)
             rc = jn_message_out_init(&link->tx_out, m, &ann);
     }
@@ -708,6 +817,8 @@ static bool tx_push(jn_io_own_link_t *link)
         int rc = jn_amqp_delivery_send(link->tx_d, it, n, !link->tx_ended, &taken);
         pend_drop(link, taken);
         if (rc == 1) {
+            if (JN_UNLIKELY(link->own->conn->msg_log)) /* io_msglog.c */
+                jn_io_msg_log_IO(link->own->conn, "Sent", link->tx_out.message);
             if (!link->tx_od) /* pre-settled: the engine freed it */
                 link->tx_d = NULL;
             tx_done(link);
@@ -838,6 +949,14 @@ static void work_open(jn_io_own_link_t *link, jn_work_t *w)
         t->present |= JN_AMQP_FIELD(0);
         t->address_is_symbol = false;
         jn_iter_init_string(&t->address, w->address, JN_VIEW_RAW);
+        if (!link->incoming) { /* a dynamic source: the reply-to policy's check */
+            free(link->dynamic_address);
+            link->dynamic_address = strdup(w->address); /* NULL: no reply-to may name it */
+        }
+    }
+    if (link->incoming && link->max_message_size) { /* as proton's path advertises it */
+        a.present |= JN_AMQP_FIELD(10);
+        a.max_message_size = link->max_message_size;
     }
     (void)jn_amqp_link_attach(link->l, &a, 0);
 }

@@ -238,6 +238,35 @@ static bool rx_user_id_ok(jn_io_own_link_t *link, const jn_message_t *m)
     return false;
 }
 
+/* The per-message checks of link (link->rx_checks, not 0), as io_recv.c's
+ * on proton's path: the user-id check, then the vhost policy's target
+ * check of an anonymous sender's message and its reply-to check of a
+ * management request (io_policy.c). A message that fails is rejected on
+ * its own delivery with amqp:unauthorized-access and never reaches the
+ * core; the link goes on. Returns true when m may be routed. */
+static bool rx_checks_ok(jn_io_own_link_t *link, const jn_message_t *m)
+{
+    jn_io_conn_t *conn = link->own->conn;
+    if ((link->rx_checks & JN_IO_RX_CHECK_USER_ID) && conn->check_user && !rx_user_id_ok(link, m))
+        return false;
+    const char *why = NULL;
+    if ((link->rx_checks & JN_IO_RX_CHECK_TARGET) &&
+        !jn_io_vhost_relay_judge_IO(conn, link->id, &link->policy_transfer_logged, m))
+        why = "policy violation on target";
+    else if ((link->rx_checks & (JN_IO_RX_CHECK_TARGET | JN_IO_RX_CHECK_REPLY)) &&
+             !jn_io_vhost_reply_judge_IO(conn, link->id, &link->policy_transfer_logged,
+                                         (link->rx_checks & JN_IO_RX_CHECK_REPLY) != 0, m))
+        why = "policy violation on reply-to";
+    if (!why)
+        return true;
+    jn_disposition_t d = {.type = JN_DISP_REJECTED,
+                          .condition = (char *)"amqp:unauthorized-access",
+                          .description = (char *)why};
+    rx_settle_later(link, &d);
+    link->rx_discard = true;
+    return false;
+}
+
 /* Parse what arrived; hand the delivery to the core once it is routable. */
 static void rx_try_route(jn_io_own_link_t *link, bool all_in)
 {
@@ -271,8 +300,11 @@ static void rx_try_route(jn_io_own_link_t *link, bool all_in)
         rx_reject(link, cond ? cond : "amqp:decode-error", why ? why : "malformed message");
         return;
     }
-    if (JN_UNLIKELY(link->own->conn->check_user != NULL) && !rx_user_id_ok(link, m))
+    if (JN_UNLIKELY(link->rx_checks != 0) && !rx_checks_ok(link, m))
         return;
+    if (JN_UNLIKELY(atomic_load_explicit(&jn_io_msg_log_any_, memory_order_relaxed)) &&
+        jn_io_msg_log_received_IO(link->own->conn, m, all_in) == JN_AGAIN)
+        return; /* message logging reads its application properties: wait for them */
     /* the delivery takes a reference; ours stays while octets still come */
     jn_message_t *given = all_in ? m : jn_message_ref(m);
     if (all_in)
@@ -361,10 +393,13 @@ static void rx_oversize(jn_io_own_link_t *link)
 {
     jn_io_own_t *own = link->own;
     atomic_fetch_add_explicit(&own->conn->io->policy_maxsize_denied, 1, memory_order_relaxed);
-    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
-           JN_IO_LINK_FMT " Message exceeds maxMessageSize %" PRIu64
-                          ": link detached, connection closed",
-           own->conn->id, link->id, link->max_message_size);
+    if (!jn_io_vhost_oversize_judge_IO(own->conn, link->id, link->max_message_size)) {
+        /* else counted and logged for its vhost (io_policy.c) */
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
+               JN_IO_LINK_FMT " Message exceeds maxMessageSize %" PRIu64
+                              ": link detached, connection closed",
+               own->conn->id, link->id, link->max_message_size);
+    }
     if (link->rx_dlv && link->rx_msg) {
         jn_message_set_aborted(link->rx_msg);
         link->rx_notify = true;

@@ -10,7 +10,7 @@
  * taken once per incoming client Open and once per close, and for a
  * denial (to count it) — never per message allowed.
  */
-#include "io_private.h"
+#include "io_own.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -146,45 +146,61 @@ static bool terminus_claims(pn_terminus_t *t, const char *prefix, bool exact)
     return found;
 }
 
-const char *jn_io_vhost_link_check_IO(jn_io_link_t *link, const char *address, bool dynamic)
+const char *jn_io_vhost_link_judge_IO(jn_io_conn_t *conn, const jn_io_vhost_attach_t *a,
+                                      uint64_t *max_message_size)
 {
-    JN_ASSERT_IO(link->conn);
-    jn_io_conn_t *conn = link->conn;
+    JN_ASSERT_IO(conn);
     const jn_policy_rules_t *r = conn->vhost_rules;
     if (!r)
         return NULL;
-    bool incoming = link->dir == JN_LINK_INCOMING;
     const char *user = conn->vhost_user ? conn->vhost_user : "anonymous";
-    pn_terminus_t *t = incoming ? pn_link_remote_target(link->pn) : pn_link_remote_source(link->pn);
-    jn_policy_link_facts_t f = {.sender = incoming,
-                                .address = address,
-                                .dynamic = dynamic,
+    jn_policy_link_facts_t f = {.sender = a->incoming,
+                                .address = a->address,
+                                .dynamic = a->dynamic,
                                 .user = user,
                                 .senders = conn->policy_senders,
                                 .receivers = conn->policy_receivers,
-                                .waypoint = terminus_claims(t, "qd.waypoint", false),
-                                .fallback = terminus_claims(t, "qd.fallback", true)};
+                                .waypoint = a->waypoint,
+                                .fallback = a->fallback};
     bool limit;
     const char *why = jn_policy_link_denial(r, &f, &limit);
     if (!why) {
-        link->policy_counted = true;
-        if (incoming)
+        if (a->incoming)
             conn->policy_senders++;
         else
             conn->policy_receivers++;
-        if (incoming && r->has_max_message_size)
-            link->max_message_size = r->max_message_size;
+        if (a->incoming && r->has_max_message_size)
+            *max_message_size = r->max_message_size;
         return NULL;
     }
     /* the client's sender is the vhost's senderDenied, as 1.19 counts it */
     jn_policy_note_denial(conn->io->policy, r->vhost,
-                          incoming ? JN_POLICY_DENIED_SENDER : JN_POLICY_DENIED_RECEIVER);
+                          a->incoming ? JN_POLICY_DENIED_SENDER : JN_POLICY_DENIED_RECEIVER);
     JN_LOG(JN_LOG_MOD_POLICY, JN_LOG_INFO,
            JN_IO_LINK_FMT
            " DENY AMQP Attach %s for user '%s', rhost '%s', vhost '%s', address '%s': %s",
-           conn->id, link->id, incoming ? "sender" : "receiver", user,
-           conn->vhost_host ? conn->vhost_host : conn->host, r->vhost, address ? address : "", why);
+           conn->id, a->link_id, a->incoming ? "sender" : "receiver", user,
+           conn->vhost_host ? conn->vhost_host : conn->host, r->vhost, a->address ? a->address : "",
+           why);
     return limit ? "amqp:resource-limit-exceeded" : "amqp:unauthorized-access";
+}
+
+const char *jn_io_vhost_link_check_IO(jn_io_link_t *link, const char *address, bool dynamic)
+{
+    JN_ASSERT_IO(link->conn);
+    if (!link->conn->vhost_rules)
+        return NULL;
+    bool incoming = link->dir == JN_LINK_INCOMING;
+    pn_terminus_t *t = incoming ? pn_link_remote_target(link->pn) : pn_link_remote_source(link->pn);
+    jn_io_vhost_attach_t a = {.link_id = link->id,
+                              .incoming = incoming,
+                              .address = address,
+                              .dynamic = dynamic,
+                              .waypoint = terminus_claims(t, "qd.waypoint", false),
+                              .fallback = terminus_claims(t, "qd.fallback", true)};
+    const char *denied = jn_io_vhost_link_judge_IO(link->conn, &a, &link->max_message_size);
+    link->policy_counted = denied == NULL;
+    return denied;
 }
 
 /* The address it names, read as the core routes on it (scheme and host
@@ -200,30 +216,30 @@ static bool relay_target_allowed(const jn_policy_rules_t *r, jn_iter_t *it, cons
     return jn_policy_target_allowed(r, buf, user);
 }
 
-/* A message of link refused by r: counted in the vhost's senderDenied,
- * the first on the link logged (a flood writes one line). why says which
- * rule; addr is the address refused. */
-static void transfer_denied_IO(jn_io_link_t *link, const jn_policy_rules_t *r, const char *user,
-                               const char *addr, const char *why)
+/* A message of link link_id on conn refused by r: counted in the vhost's
+ * senderDenied, the first on the link logged (*logged: a flood writes one
+ * line). why says which rule; addr is the address refused. */
+static void transfer_denied_IO(jn_io_conn_t *conn, uint64_t link_id, bool *logged,
+                               const jn_policy_rules_t *r, const char *user, const char *addr,
+                               const char *why)
 {
-    JN_ASSERT_IO(link->conn);
-    jn_io_conn_t *conn = link->conn;
+    JN_ASSERT_IO(conn);
     jn_policy_note_denial(conn->io->policy, r->vhost, JN_POLICY_DENIED_TRANSFER);
-    if (!link->policy_transfer_logged) { /* a flood logs one line */
-        link->policy_transfer_logged = true;
+    if (!*logged) { /* a flood logs one line */
+        *logged = true;
         JN_LOG(JN_LOG_MOD_POLICY, JN_LOG_INFO,
                JN_IO_LINK_FMT " DENY AMQP Transfer for user '%s', rhost '%s', vhost '%s', "
                               "address '%s': %s (further denials on this link are not "
                               "logged)",
-               conn->id, link->id, user, conn->vhost_host ? conn->vhost_host : conn->host, r->vhost,
+               conn->id, link_id, user, conn->vhost_host ? conn->vhost_host : conn->host, r->vhost,
                addr, why);
     }
 }
 
-bool jn_io_vhost_relay_allows_IO(jn_io_link_t *link, const jn_message_t *m)
+bool jn_io_vhost_relay_judge_IO(jn_io_conn_t *conn, uint64_t link_id, bool *logged,
+                                const jn_message_t *m)
 {
-    JN_ASSERT_IO(link->conn);
-    jn_io_conn_t *conn = link->conn;
+    JN_ASSERT_IO(conn);
     const jn_policy_rules_t *r = conn->vhost_rules;
     if (!r) /* dropped as the transport closed: nothing more goes through */
         return false;
@@ -242,9 +258,15 @@ bool jn_io_vhost_relay_allows_IO(jn_io_link_t *link, const jn_message_t *m)
         ok = relay_target_allowed(r, &it, user, addr, sizeof addr);
     }
     if (!ok)
-        transfer_denied_IO(link, r, user, addr,
+        transfer_denied_IO(conn, link_id, logged, r, user, addr,
                            "target not allowed by the group's targets/targetPattern");
     return ok;
+}
+
+bool jn_io_vhost_relay_allows_IO(jn_io_link_t *link, const jn_message_t *m)
+{
+    JN_ASSERT_IO(link->conn);
+    return jn_io_vhost_relay_judge_IO(link->conn, link->id, &link->policy_transfer_logged, m);
 }
 
 /* The octets of it (a JN_VIEW_ADDRESS view) name a management node: the
@@ -291,31 +313,37 @@ static bool relay_to_management(const jn_io_conn_t *conn, const jn_message_t *m)
  * conn's dynamic receivers: a reply address the router made for it. */
 static bool own_dynamic_address(const jn_io_conn_t *conn, const char *reply)
 {
+    if (conn->own)
+        return jn_io_own_dynamic_address_IO(conn, reply); /* io_own_link.c */
     for (const jn_io_link_t *l = conn->links; l; l = l->next) {
         if (l->dir != JN_LINK_OUTGOING || !l->pn || l->detached ||
             !pn_terminus_is_dynamic(pn_link_remote_source(l->pn)))
             continue;
-        const char *a = pn_terminus_get_address(pn_link_source(l->pn));
-        if (!a)
-            continue;
-        char buf[1024];
-        jn_iter_t it;
-        jn_iter_init_string(&it, a, JN_VIEW_ADDRESS);
-        size_t len = jn_iter_copy_string(&it, buf, sizeof buf);
-        if (len < sizeof buf && strcmp(buf, reply) == 0)
+        if (jn_io_vhost_same_address(pn_terminus_get_address(pn_link_source(l->pn)), reply))
             return true;
     }
     return false;
 }
 
-bool jn_io_vhost_reply_allows_IO(jn_io_link_t *link, const jn_message_t *m)
+bool jn_io_vhost_same_address(const char *a, const char *reply)
 {
-    JN_ASSERT_IO(link->conn);
-    jn_io_conn_t *conn = link->conn;
+    if (!a)
+        return false;
+    char buf[1024];
+    jn_iter_t it;
+    jn_iter_init_string(&it, a, JN_VIEW_ADDRESS);
+    size_t len = jn_iter_copy_string(&it, buf, sizeof buf);
+    return len < sizeof buf && strcmp(buf, reply) == 0;
+}
+
+bool jn_io_vhost_reply_judge_IO(jn_io_conn_t *conn, uint64_t link_id, bool *logged,
+                                bool to_management, const jn_message_t *m)
+{
+    JN_ASSERT_IO(conn);
     const jn_policy_rules_t *r = conn->vhost_rules;
     if (!r) /* dropped as the transport closed: nothing more goes through */
         return false;
-    if (!(link->rx_checks & JN_IO_RX_CHECK_REPLY) && !relay_to_management(conn, m))
+    if (!to_management && !relay_to_management(conn, m))
         return true;
     jn_iter_t it;
     int rc = jn_message_reply_to(m, &it);
@@ -333,10 +361,26 @@ bool jn_io_vhost_reply_allows_IO(jn_io_link_t *link, const jn_message_t *m)
         snprintf(addr, sizeof addr, "(unreadable)");
     }
     if (!ok)
-        transfer_denied_IO(link, r, user, addr,
+        transfer_denied_IO(conn, link_id, logged, r, user, addr,
                            "reply-to of a management request not allowed by the group's "
                            "targets/targetPattern, nor a dynamic address of this connection");
     return ok;
+}
+
+bool jn_io_vhost_reply_allows_IO(jn_io_link_t *link, const jn_message_t *m)
+{
+    JN_ASSERT_IO(link->conn);
+    return jn_io_vhost_reply_judge_IO(link->conn, link->id, &link->policy_transfer_logged,
+                                      (link->rx_checks & JN_IO_RX_CHECK_REPLY) != 0, m);
+}
+
+void jn_io_vhost_uncount_link_IO(jn_io_conn_t *conn, bool incoming)
+{
+    JN_ASSERT_IO(conn);
+    if (incoming)
+        conn->policy_senders--;
+    else
+        conn->policy_receivers--;
 }
 
 void jn_io_vhost_link_gone_IO(jn_io_link_t *link)
@@ -345,21 +389,19 @@ void jn_io_vhost_link_gone_IO(jn_io_link_t *link)
     if (!link->policy_counted)
         return;
     link->policy_counted = false;
-    if (link->dir == JN_LINK_INCOMING)
-        link->conn->policy_senders--;
-    else
-        link->conn->policy_receivers--;
+    jn_io_vhost_uncount_link_IO(link->conn, link->dir == JN_LINK_INCOMING);
 }
 
-void jn_io_vhost_session_denied_IO(jn_io_conn_t *conn, pn_transport_t *t)
+void jn_io_vhost_session_denied_IO(jn_io_conn_t *conn, const char *condition,
+                                   const char *description)
 {
     JN_ASSERT_IO(conn);
     const jn_policy_rules_t *r = conn->vhost_rules;
-    pn_condition_t *c = pn_transport_condition(t);
-    const char *desc = pn_condition_get_description(c);
-    if (!r || !r->max_sessions || r->outgoing || !pn_condition_is_set(c) ||
-        strcmp(pn_condition_get_name(c), "amqp:connection:framing-error") != 0 || !desc ||
-        !strstr(desc, "above negotiated channel_max"))
+    /* proton's words, and the own engine's (router/amqp/frame.c) */
+    if (!r || !r->max_sessions || r->outgoing || !condition ||
+        strcmp(condition, "amqp:connection:framing-error") != 0 || !description ||
+        !(strstr(description, "above negotiated channel_max") ||
+          strstr(description, "above the channel-max")))
         return;
     jn_policy_note_denial(conn->io->policy, r->vhost, JN_POLICY_DENIED_SESSION);
     JN_LOG(JN_LOG_MOD_POLICY, JN_LOG_INFO,
@@ -376,8 +418,11 @@ void jn_io_vhost_log_close_IO(jn_io_conn_t *conn, uint64_t n_connections)
     if (!conn->vhost_rules || conn->vhost_rules->outgoing)
         return;
     unsigned sessions = 0;
-    for (pn_session_t *s = pn_session_head(conn->pn_io, 0); s; s = pn_session_next(s, 0))
-        sessions++;
+    if (conn->own)
+        sessions = jn_io_own_sessions_IO(conn); /* io_own_link.c */
+    else
+        for (pn_session_t *s = pn_session_head(conn->pn_io, 0); s; s = pn_session_next(s, 0))
+            sessions++;
     /* the denials are the vhost's so far, as 1.19 reports them (its
      * connections share their vhost's counts) */
     uint64_t sd, snd, rcv;
@@ -391,10 +436,9 @@ void jn_io_vhost_log_close_IO(jn_io_conn_t *conn, uint64_t n_connections)
            rcv, n_connections);
 }
 
-bool jn_io_vhost_oversize_IO(jn_io_link_t *link)
+bool jn_io_vhost_oversize_judge_IO(jn_io_conn_t *conn, uint64_t link_id, uint64_t max)
 {
-    JN_ASSERT_IO(link->conn);
-    jn_io_conn_t *conn = link->conn;
+    JN_ASSERT_IO(conn);
     const jn_policy_rules_t *r = conn->vhost_rules;
     if (!r)
         return false;
@@ -402,9 +446,15 @@ bool jn_io_vhost_oversize_IO(jn_io_link_t *link)
     JN_LOG(JN_LOG_MOD_POLICY, JN_LOG_INFO,
            JN_IO_LINK_FMT " DENY AMQP Transfer for user '%s', rhost '%s', vhost '%s': message "
                           "exceeds maxMessageSize %" PRIu64 ": link detached, connection closed",
-           conn->id, link->id, conn->vhost_user ? conn->vhost_user : "anonymous",
-           conn->vhost_host ? conn->vhost_host : conn->host, r->vhost, link->max_message_size);
+           conn->id, link_id, conn->vhost_user ? conn->vhost_user : "anonymous",
+           conn->vhost_host ? conn->vhost_host : conn->host, r->vhost, max);
     return true;
+}
+
+bool jn_io_vhost_oversize_IO(jn_io_link_t *link)
+{
+    JN_ASSERT_IO(link->conn);
+    return jn_io_vhost_oversize_judge_IO(link->conn, link->id, link->max_message_size);
 }
 
 void jn_io_vhost_rights_IO(const jn_io_conn_t *conn, bool *deny_dynamic_link_routes,
@@ -416,17 +466,30 @@ void jn_io_vhost_rights_IO(const jn_io_conn_t *conn, bool *deny_dynamic_link_rou
     *deny_admin_status_update = r && !r->allow_admin_status_update;
 }
 
-void jn_io_vhost_transport_IO(jn_io_conn_t *conn, pn_transport_t *t)
+void jn_io_vhost_limits_IO(const jn_io_conn_t *conn, uint32_t *max_frame, int32_t *channel_max)
 {
     JN_ASSERT_IO(conn);
     const jn_policy_rules_t *r = conn->vhost_rules;
+    *max_frame = 0;
+    *channel_max = -1;
     if (!r || r->outgoing) /* a connector's group: 1.19 uses no transport setting */
         return;
     if (r->max_frame_size)
-        pn_transport_set_max_frame(t, r->max_frame_size < 512 ? 512 : r->max_frame_size);
+        *max_frame = r->max_frame_size < 512 ? 512 : r->max_frame_size;
     if (r->max_sessions)
-        pn_transport_set_channel_max(
-            t, (uint16_t)(r->max_sessions > 65536 ? 65535 : r->max_sessions - 1));
+        *channel_max = (int32_t)(r->max_sessions > 65536 ? 65535 : r->max_sessions - 1);
+}
+
+void jn_io_vhost_transport_IO(jn_io_conn_t *conn, pn_transport_t *t)
+{
+    JN_ASSERT_IO(conn);
+    uint32_t max_frame;
+    int32_t channel_max;
+    jn_io_vhost_limits_IO(conn, &max_frame, &channel_max);
+    if (max_frame)
+        pn_transport_set_max_frame(t, max_frame);
+    if (channel_max >= 0)
+        pn_transport_set_channel_max(t, (uint16_t)channel_max);
 }
 
 size_t jn_io_vhost_session_window(const jn_io_conn_t *conn)

@@ -6,12 +6,13 @@
  * after it passed because the router itself did not run is not held
  * against the peer ("Our own stalls", io_loop.c).
  */
-#include "io_private.h"
+#include "io_own.h"
 
 #include <junction/log.h>
 #include <junction/time.h>
 
 #include <inttypes.h>
+#include <stdio.h>
 
 /* ---- write stalls ------------------------------------------------------------
 
@@ -111,7 +112,7 @@ void jn_io_handshake_check_IO(jn_io_conn_t *conn, int64_t now)
         return;
     }
     if (conn->opened || conn->closing || conn->transport_closed ||
-        pn_connection_driver_finished(&conn->driver))
+        (!conn->own && pn_connection_driver_finished(&conn->driver)))
         return;
     conn->handshake_expired = true;
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
@@ -120,10 +121,15 @@ void jn_io_handshake_check_IO(jn_io_conn_t *conn, int64_t now)
            conn->id, conn->host, conn->endpoint->shown,
            conn->endpoint->cfg.handshake_timeout_seconds);
     jn_io_tls_abandon_IO(conn); /* a TLS handshake not finished can carry nothing */
-    pn_connection_driver_errorf(&conn->driver, "amqp:resource-limit-exceeded",
-                                "no AMQP open within %" PRIu32
-                                " s (initialHandshakeTimeoutSeconds)",
-                                conn->endpoint->cfg.handshake_timeout_seconds);
+    char desc[96];
+    snprintf(desc, sizeof desc,
+             "no AMQP open within %" PRIu32 " s (initialHandshakeTimeoutSeconds)",
+             conn->endpoint->cfg.handshake_timeout_seconds);
+    if (conn->own) { /* Junction's own engine (io_own.c) */
+        jn_io_own_close_IO(conn, "amqp:resource-limit-exceeded", desc);
+        return;
+    }
+    pn_connection_driver_errorf(&conn->driver, "amqp:resource-limit-exceeded", "%s", desc);
     pn_connection_driver_close(&conn->driver);
 }
 

@@ -38,6 +38,33 @@ static void test_open_both_ways_with_limits(void **state)
     }
 }
 
+/* jn_amqp_conn_set_limits: before our open, the limits it announces (a
+ * max-frame-size under 512 raised to 512; 0 and -1 keep the configured
+ * ones); after it, JN_EPERM (a vhost group's limits, decided at the peer's
+ * open, io_own.c). */
+static void test_set_limits_before_our_open(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NCHUNKS; i++) {
+        peer_t a, b;
+        peer_init(&a, "client", 4096, 7, 0);
+        peer_init(&b, "server", 100000, 300, 0);
+        a.chunk = b.chunk = chunks[i];
+        assert_int_equal(jn_amqp_conn_set_limits(a.c, 200, 2), 0);
+        assert_int_equal(jn_amqp_conn_set_limits(b.c, 0, -1), 0); /* both kept */
+        assert_int_equal(jn_amqp_conn_open(a.c), 0);
+        assert_int_equal(jn_amqp_conn_set_limits(a.c, 8192, 9), JN_EPERM);
+        pump(&a, &b);
+        assert_int_equal(b.opens, 1);
+        assert_int_equal(jn_amqp_conn_remote_max_frame(b.c), 512);
+        assert_int_equal(jn_amqp_conn_remote_channel_max(b.c), 2);
+        assert_int_equal(jn_amqp_conn_remote_max_frame(a.c), 100000);
+        assert_int_equal(jn_amqp_conn_remote_channel_max(a.c), 300);
+        peer_free(&a);
+        peer_free(&b);
+    }
+}
+
 static void test_close_both_ways_with_error(void **state)
 {
     (void)state;
@@ -449,6 +476,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_open_both_ways_with_limits),
+        cmocka_unit_test(test_set_limits_before_our_open),
         cmocka_unit_test(test_close_both_ways_with_error),
         cmocka_unit_test(test_close_before_open_sends_open_first),
         cmocka_unit_test(test_protocol_header_not_amqp_answered_and_refused),

@@ -55,8 +55,8 @@ bool jn_io_engine_own_default(void)
                v, own ? "own" : "proton");
     if (own)
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_NOTICE,
-               "AMQP engine: Junction's own for plain client listeners and connectors "
-               "(docs/engine.md), proton's for every other connection");
+               "AMQP engine: Junction's own for plain client and inter-router listeners and "
+               "connectors (docs/engine.md), proton's for every other connection");
     return own;
 }
 
@@ -100,7 +100,8 @@ static bool sasl_client_serves(const jn_endpoint_config_t *cfg)
  * configured failover list, a vhost policy). */
 static bool own_connector_eligible(const jn_io_t *io, const jn_endpoint_config_t *cfg)
 {
-    return (cfg->role == JN_ROLE_NORMAL || cfg->role == JN_ROLE_ROUTE_CONTAINER) &&
+    return (cfg->role == JN_ROLE_NORMAL || cfg->role == JN_ROLE_ROUTE_CONTAINER ||
+            cfg->role == JN_ROLE_INTER_ROUTER) &&
            !(cfg->ssl_profile && cfg->ssl_profile[0]) &&
            sasl_client_serves(cfg) && io->policy == NULL && cfg->message_logging == 0 &&
            !cfg->failover_urls && !cfg->open_properties;
@@ -118,7 +119,10 @@ bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep)
     bool sasl_ok = tls ? cfg->sasl_mechanisms && strcmp(cfg->sasl_mechanisms, "ANONYMOUS") == 0 &&
                              !cfg->authenticate_peer
                        : sasl_own_serves(cfg);
-    return io->engine_own && ep->is_listener && cfg->role == JN_ROLE_NORMAL &&
+    /* an inter-router listener (stage 3b) on plain TCP only: its TLS
+     * profiles usually ask for EXTERNAL */
+    bool role_ok = cfg->role == JN_ROLE_NORMAL || (cfg->role == JN_ROLE_INTER_ROUTER && !tls);
+    return io->engine_own && ep->is_listener && role_ok &&
            (tls || (!cfg->require_ssl && !cfg->require_encryption)) && !ep->authsvc && sasl_ok &&
            io->policy == NULL &&
            !cfg->multi_tenant && cfg->message_logging == 0 && cfg->handshake_timeout_seconds == 0 &&
@@ -150,28 +154,23 @@ static void log_opened(jn_io_own_t *own, const char *container, const char *user
  * of the input, NULL when absent) rendered for management as the proton
  * path renders them (io_props.c); a connector takes the peer's
  * failover-server-list from them (io_failover.c). *out is heap (the caller
- * frees it) or NULL. */
-static void own_properties(jn_io_conn_t *conn, const jn_amqp_open_t *o, uint8_t **out,
-                           size_t *len)
+ * frees it) or NULL. Returns them decoded (the caller frees them), or NULL
+ * when absent or undecodable. */
+static pn_data_t *own_properties(jn_io_conn_t *conn, const jn_amqp_open_t *o, uint8_t **out,
+                                 size_t *len)
 {
     *out = NULL;
     *len = 0;
-    size_t n = jn_iter_length(&o->properties);
-    if (!(o->present & JN_AMQP_FIELD(9)) || n == 0)
-        return;
-    uint8_t *raw = malloc(n);
-    pn_data_t *d = raw ? pn_data(16) : NULL;
+    if (!(o->present & JN_AMQP_FIELD(9)))
+        return NULL;
+    pn_data_t *d = jn_io_own_view_data(&o->properties);
     if (d) {
-        jn_iter_t it = o->properties;
-        (void)jn_iter_copy(&it, raw, n);
-        if (pn_data_decode(d, (const char *)raw, n) > 0) {
-            jn_io_render_properties_IO(d, out, len);
-            if (!conn->incoming)
-                jn_io_failover_take_props_IO(conn, d);
-        }
+        jn_io_render_properties_IO(d, out, len);
+        if (!conn->incoming)
+            jn_io_failover_take_props_IO(conn, d);
+        pn_data_rewind(d);
     }
-    pn_data_free(d);
-    free(raw);
+    return d;
 }
 
 /* The peer's open (2.4.1): ours back, then the core is told. */
@@ -197,7 +196,8 @@ static void own_on_open(void *ctx, jn_amqp_conn_t *c, const jn_amqp_open_t *o)
     const jn_endpoint_config_t *cfg = &conn->endpoint->cfg;
     if (!conn->incoming && mech && strcmp(mech, "PLAIN") == 0)
         user = cfg->sasl_username; /* who we authenticated as */
-    if (authenticated && user && user[0] && !conn->check_user &&
+    /* as proton's path (io_open.c): a client's only, not a router's */
+    if (authenticated && user && user[0] && cfg->role == JN_ROLE_NORMAL && !conn->check_user &&
         !(conn->check_user = strdup(user))) {
         (void)jn_amqp_conn_close(c, "amqp:resource-limit-exceeded", "router out of memory");
         return;
@@ -222,8 +222,14 @@ static void own_on_open(void *ctx, jn_amqp_conn_t *c, const jn_amqp_open_t *o)
     info.encrypted = jn_io_tls_info(conn, &info.ssl_proto, &info.ssl_cipher, &ssf);
     info.ssl_ssf = ssf > 0 ? (uint32_t)ssf : 0;
     uint8_t *props;
-    own_properties(conn, o, &props, &info.properties_len);
+    pn_data_t *pd = own_properties(conn, o, &props, &info.properties_len);
     info.properties = props;
+    bool mesh_ok = jn_io_own_mesh_open_IO(own, o, container, pd, &info);
+    pn_data_free(pd);
+    if (!mesh_ok) {
+        free(props);
+        return; /* a duplicate router id: refused */
+    }
     atomic_fetch_add(&conn->refs, 1); /* the core's, if it takes the connection */
     conn->core = jn_core_conn_opened_IO(conn->io->core, conn, &info);
     free(props);
@@ -233,6 +239,8 @@ static void own_on_open(void *ctx, jn_amqp_conn_t *c, const jn_amqp_open_t *o)
         return;
     }
     conn->opened = true;
+    if (conn->inter_router && !conn->incoming)
+        jn_io_own_mesh_attach_links_IO(own); /* the connector side attaches (mesh 3.1) */
     log_opened(own, container, info.user, mech, info.encrypted ? info.ssl_proto : "no");
 }
 
@@ -296,7 +304,9 @@ static void own_on_end(void *ctx, jn_amqp_session_t *s, const jn_amqp_end_close_
 
 /* What our open offers and says, as the proton path's (io_conn.c,
  * conn_decorate): capabilities ANONYMOUS-RELAY and qd.streaming-links both
- * offered and desired, properties product, version and qd.conn-id. caps and
+ * offered and desired, properties product, version and qd.conn-id, and on
+ * an inter-router connection qd.inter-router-cost (above 1) and
+ * qd.annotations-version. caps and
  * props are encoded in place; returns 0 or the encoder's error. */
 static int open_extras(const jn_io_conn_t *conn, jn_encoder_t *caps, jn_encoder_t *props)
 {
@@ -311,6 +321,15 @@ static int open_extras(const jn_io_conn_t *conn, jn_encoder_t *caps, jn_encoder_
     jn_enc_cstring(props, "1.19.0");
     jn_enc_csymbol(props, "qd.conn-id");
     jn_enc_int(props, (int32_t)conn->id);
+    const jn_endpoint_config_t *cfg = &conn->endpoint->cfg;
+    if (conn->inter_router && cfg->cost > 1) {
+        jn_enc_csymbol(props, "qd.inter-router-cost");
+        jn_enc_int(props, (int32_t)cfg->cost);
+    }
+    if (conn->inter_router || conn->edge) {
+        jn_enc_csymbol(props, "qd.annotations-version");
+        jn_enc_int(props, 1);
+    }
     jn_enc_map_end(props);
     return jn_encoder_error(caps) ? jn_encoder_error(caps) : jn_encoder_error(props);
 }
@@ -654,7 +673,10 @@ static void own_work(jn_io_own_t *own)
         for (size_t i = 0; i < n; i++) {
             jn_work_t *w = items[i];
             if (w->type == JN_WORK_CONN_CLOSE) {
-                own_close(own, w->condition, w->description, w->abort || w->forced);
+                /* a neighbour's HELLOs aged out: heard lately, it stays
+                 * open and watched (io_watch.c) */
+                if (!w->unheard_ms || !jn_io_silence_judge_IO(conn, w))
+                    own_close(own, w->condition, w->description, w->abort || w->forced);
                 jn_work_free(w);
             } else {
                 jn_io_own_work_IO(own, w);
@@ -705,6 +727,9 @@ bool jn_io_own_pass_IO(jn_io_loop_t *loop, jn_io_conn_t *conn)
     } else if (conn->test_io) {
         jn_io_test_read_IO(conn); /* tests and fuzzing: no socket (io_test.c) */
     }
+    /* octets heard before the core's work: a silence verdict sees them */
+    if (JN_UNLIKELY(conn->inter_router) && jn_io_own_mesh_silent_IO(own, (int64_t)now))
+        own_close(own, "amqp:resource-limit-exceeded", JN_IO_SILENCE_DESC, true);
     if (atomic_load_explicit(&conn->io->stopping, memory_order_relaxed))
         own_close(own, "amqp:connection:forced", "router shutting down",
                   atomic_load_explicit(&conn->io->forcing, memory_order_relaxed));

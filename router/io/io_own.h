@@ -69,7 +69,9 @@ struct jn_io_own_link {
     bool incoming;        /* the peer sends (the router receives) */
     bool presettled;      /* the peer's snd-settle-mode settled (incoming) */
     bool released;        /* JN_WORK_LINK_RELEASED came */
-    bool local;           /* the router attached it (io_own_route.c) */
+    bool local;           /* the router attached it (io_own_route.c, io_own_mesh.c) */
+    bool routed;          /* an auto-link's: the peer's answer names the address */
+    bool streaming;       /* a streaming link (io_own_mesh.c): copies say so */
     jn_amqp_session_t *route_ssn; /* local: its own session, NULL once ended */
     uint8_t *attach;      /* the peer's attach, encoded (owned), for our answer */
     size_t attach_len;
@@ -133,6 +135,9 @@ struct jn_io_own {
      * once theirs is freed (io_own_route.c) */
     jn_amqp_session_t *route_idle[JN_IO_OWN_ROUTE_IDLE];
     unsigned n_route_idle;
+    /* inter-router: data links the peer attached each way so far, their
+     * order giving their priority (io_own_mesh.c) */
+    uint32_t data_in, data_out;
     /* the protocol trace (io_own.c), each way, while conn->tracing;
      * trace_out_ahead: octets at the front of the output traced already
      * (our frames are traced as they go to the socket, not once taken) */
@@ -214,6 +219,37 @@ void jn_io_own_route_attach_IO(jn_io_own_t *own, jn_work_t *w);
 void jn_io_own_route_answered_IO(jn_io_own_link_t *link, const jn_amqp_attach_t *a);
 void jn_io_own_route_session_idle_IO(jn_io_own_t *own, jn_amqp_session_t *s);
 void jn_io_own_route_session_gone_IO(jn_io_own_t *own, jn_amqp_session_t *s);
+
+/* io_own_mesh.c, inter-router connections (the loop's thread, but for the
+ * two helpers that touch no connection):
+ * jn_io_own_mesh_open_IO: the peer's open o (container its container id,
+ * props its decoded properties or NULL) fills info's streaming_links and,
+ * on an inter-router connection, inter_router and cost; false when the
+ * peer has this router's id (our close sent, logged).
+ * jn_io_own_mesh_attach_links_IO: the connector side, once open: 11
+ * sessions, 2 control and 20 data links, the core told of each.
+ * jn_io_own_mesh_classify_IO: the peer attached link (attach a): info's
+ * type and priority from the capability at our end (inter-router only).
+ * jn_io_own_mesh_link_ok: a's terminus at our end carries qd.router or
+ * qd.router-data on an inter-router connection (not refused as qd.*).
+ * jn_io_own_mesh_stream_attach: our attach of streaming link l (w's
+ * attach.stream): 0 or the engine's error.
+ * jn_io_own_mesh_silent_IO: the pass's clock now (ms): the octets heard
+ * noted; true when the silence watch (io_watch.c) says cut now.
+ * jn_io_own_caps_first: the first symbol of an encoded symbol or array of
+ * symbols enc is cap (as io_mesh.c's has_capability). jn_io_own_view_data:
+ * an encoded value as proton's pn_data (rewound; the caller frees it), or
+ * NULL when empty, undecodable or out of memory. Any thread. */
+bool jn_io_own_mesh_open_IO(jn_io_own_t *own, const jn_amqp_open_t *o, const char *container,
+                            pn_data_t *props, jn_conn_info_t *info);
+void jn_io_own_mesh_attach_links_IO(jn_io_own_t *own);
+void jn_io_own_mesh_classify_IO(jn_io_own_link_t *link, const jn_amqp_attach_t *a,
+                                jn_link_info_t *info);
+bool jn_io_own_mesh_link_ok(const jn_io_own_t *own, const jn_amqp_attach_t *a);
+int jn_io_own_mesh_stream_attach(jn_amqp_link_t *l, const jn_work_t *w);
+bool jn_io_own_mesh_silent_IO(jn_io_own_t *own, int64_t now);
+bool jn_io_own_caps_first(const jn_iter_t *enc, const char *cap);
+pn_data_t *jn_io_own_view_data(const jn_iter_t *v);
 
 /* jn_io_own_session_gone_IO: session s ended: its links went with it
  * (the engine frees them without a detach): each counts as detached. */

@@ -352,10 +352,13 @@ void jn_io_own_on_attach(void *ctx, jn_amqp_link_t *l, const jn_amqp_attach_t *a
     JN_ASSERT_IO(conn);
     jn_io_own_link_t *ours = jn_amqp_link_user(l);
     if (ours) { /* the peer's answer to an attach of ours (io_own_route.c) */
-        jn_io_own_route_answered_IO(ours, a);
+        if (ours->routed)
+            jn_io_own_route_answered_IO(ours, a);
         return;
     }
-    const char *why = conn->core ? refusal(a) : "the connection is not open";
+    const char *why = !conn->core                       ? "the connection is not open"
+                      : jn_io_own_mesh_link_ok(own, a) ? NULL
+                                                        : refusal(a);
     if (why) {
         refuse_attach(l, a, why);
         return;
@@ -384,7 +387,9 @@ void jn_io_own_on_attach(void *ctx, jn_amqp_link_t *l, const jn_amqp_attach_t *a
         .dynamic = !link->incoming && (t->present & JN_AMQP_FIELD(4)) && t->dynamic,
         .capacity = conn->endpoint->cfg.link_capacity,
         .type = JN_LINK_ENDPOINT,
+        .priority = -1,
     };
+    jn_io_own_mesh_classify_IO(link, a, &info); /* control and data links */
     link->core = jn_core_link_attached_IO(conn->core, link, &info);
     if (!link->core) {
         jn_io_own_rx_gone(link);
@@ -509,7 +514,8 @@ static bool tx_start(jn_io_own_link_t *link)
     jn_buffer_list_t ann;
     jn_buffer_list_init(&ann);
     jn_ra_hop_t hop = {.to_router = !link->own->conn->strip_outbound,
-                       .node_id = link->own->conn->io->node_id};
+                       .node_id = link->own->conn->io->node_id,
+                       .stream = link->streaming};
     const char *to_override = jn_delivery_to_override(dlv);
     jn_iter_t to_it;
     if (to_override && hop.to_router) {
@@ -537,8 +543,18 @@ static bool tx_start(jn_io_own_link_t *link)
             (void)jn_amqp_delivery_set_state(d, &st); /* out of memory: sent without it */
         free(heap);
     }
+    const jn_ra_t *ra = jn_message_annotations(m);
+    jn_ra_t fresh;
+    if (JN_UNLIKELY(to_override && hop.to_router && ra && jn_delivery_rerouted(dlv))) {
+        /* an exchange's copy goes to a new address: a new trace and
+         * ingress, as on proton's path (io_send.c) */
+        fresh = *ra;
+        fresh.has_trace = false;
+        fresh.has_ingress = false;
+        ra = &fresh;
+    }
     if (rc == 0)
-        rc = jn_ra_compose(jn_message_annotations(m), &hop, &ann);
+        rc = jn_ra_compose(ra, &hop, &ann);
     if (rc == 0)
         rc = jn_message_out_init(&link->tx_out, m, &ann);
     if (rc != 0) {

@@ -1,0 +1,148 @@
+#!/usr/bin/python3
+"""Inter-router connections on Junction's own AMQP engine (docs/engine.md,
+stage 3b), selected with JUNCTION_ENGINE=own per router.
+
+Meshes of two and three junctiond routers, every router switched or some
+on proton's path (a mesh is upgraded one router at a time, so both engines
+must speak the same inter-router protocol: the open's qd.* properties, the
+control and data links with their capabilities and priorities, the router
+annotations on every transfer). Asserted: the inter-router connections of a
+switched router run on the own engine (its "Connection runs on Junction's
+own AMQP engine" line names the connection of the inter-router open); the
+mesh converges; anycast traffic crosses both ways unsettled (each delivery
+accepted, the receiver's outcome reaching the sender) and pre-settled;
+multicast reaches receivers on every router exactly once; a streamed large
+message crosses (streaming links); a router killed, the route is learned
+again over the path left; a peer with this router's own id is refused.
+
+JN_BUILD_DIR names the build directory (set by ctest).
+"""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import SLOW  # noqa: E402
+from mesh import Mesh  # noqa: E402
+from test_engine_own import OWN_LINE  # noqa: E402
+from test_mesh_routing import MeshCase, StreamAcross  # noqa: E402
+
+
+class EngineMesh(Mesh):
+    """A mesh whose routers each run the engine named in `engines` (name ->
+    "own" or "proton"; the rest: own)."""
+
+    def __init__(self, case, names, edges, engines=None, **kw):
+        super().__init__(case, names, edges, **kw)
+        self.engines = engines or {}
+
+    def start_one(self, name):
+        saved = os.environ.get("JUNCTION_ENGINE")
+        os.environ["JUNCTION_ENGINE"] = self.engines.get(name, "own")
+        try:
+            return super().start_one(name)
+        finally:
+            if saved is None:
+                os.environ.pop("JUNCTION_ENGINE", None)
+            else:
+                os.environ["JUNCTION_ENGINE"] = saved
+
+
+def conn_ids(log, text):
+    """The connection ids of the log lines holding text."""
+    return {line.split("[C", 1)[1].split("]", 1)[0]
+            for line in log.splitlines() if text in line and "[C" in line}
+
+
+class OwnMeshCase(MeshCase):
+
+    def engine_mesh(self, names, edges, engines=None, **kw):
+        self.m = EngineMesh(self, names, edges, engines, **kw).start()
+        return self.m
+
+    def assert_inter_router_own(self, name):
+        """Every inter-router connection of router name ran on the own
+        engine (the ROUTER module logs each one's annotations version)."""
+        log = self.m[name].log()
+        ir = conn_ids(log, "Remote router annotations version")
+        own = conn_ids(log, OWN_LINE)
+        self.assertTrue(ir, "no inter-router connection on %s\n%s" % (name, self.logs()))
+        self.assertTrue(ir <= own, "%s: inter-router connections %s, on the own engine %s\n%s"
+                        % (name, sorted(ir), sorted(own), self.logs()))
+
+    def assert_inter_router_proton(self, name):
+        self.assertNotIn(OWN_LINE, self.m[name].log(), self.logs())
+
+    def presettled(self, src, dst, n=200):
+        self.anycast(src, dst, n, address="ps", presettled=True)
+
+
+class TwoOwnRouters(OwnMeshCase):
+
+    def test_both_switched_anycast_multicast_and_settlement(self):
+        m = self.engine_mesh(["A", "B"], [("A", "B", 1)])
+        self.assert_inter_router_own("A")
+        self.assert_inter_router_own("B")
+        self.anycast(m["A"], m["B"], 300)
+        self.anycast(m["B"], m["A"], 200)
+        self.presettled(m["A"], m["B"])
+        self.multicast(m["A"], [m["A"], m["B"]])
+
+    def test_large_message_streams_across_an_own_inter_router_connection(self):
+        m = self.engine_mesh(["A", "B"], [("A", "B", 1)])
+        m.probe("A", "B", "big")
+        s = self.run_scenario(StreamAcross(m["A"].url, m["B"].url, 16 << 20))
+        self.assertEqual(s.recv.finished, [(s.body.total, s.body.digest(), False)])
+
+    def test_a_peer_with_this_routers_id_is_refused(self):
+        m = self.engine_mesh(["A"], [])
+        m.add("A2", "A", [("A", 1)])
+        self.wait_for("the duplicate refused",
+                      lambda: "Duplicate router id" in m["A"].log() + m["A2"].log(),
+                      30 * SLOW)
+
+
+class MixedRouters(OwnMeshCase):
+
+    def test_own_connector_to_a_proton_listener(self):
+        m = self.engine_mesh(["A", "B"], [("A", "B", 1)], {"B": "proton"})
+        self.assert_inter_router_own("A")
+        self.assert_inter_router_proton("B")
+        self.anycast(m["A"], m["B"], 300)
+        self.anycast(m["B"], m["A"], 200)
+        self.presettled(m["B"], m["A"])
+        self.multicast(m["B"], [m["A"], m["B"]])
+
+    def test_proton_connector_to_an_own_listener(self):
+        m = self.engine_mesh(["A", "B"], [("A", "B", 1)], {"A": "proton"})
+        self.assert_inter_router_own("B")
+        self.anycast(m["A"], m["B"], 300)
+        self.anycast(m["B"], m["A"], 200)
+        self.multicast(m["A"], [m["A"], m["B"]])
+
+
+class ThreeRouters(OwnMeshCase):
+
+    def test_a_line_of_three_mixed_routers(self):
+        m = self.engine_mesh(["A", "B", "C"], [("A", "B", 1), ("B", "C", 1)],
+                             {"B": "proton"})
+        self.assert_inter_router_own("A")
+        self.assert_inter_router_own("C")
+        self.anycast(m["A"], m["C"], 300)
+        self.anycast(m["C"], m["A"], 200)
+        self.multicast(m["A"], [m["A"], m["B"], m["C"]])
+
+    def test_a_router_killed_and_the_route_learned_again(self):
+        # a triangle, the direct A-C link dearer: A's traffic to C goes
+        # through B until B dies, then over A-C
+        m = self.engine_mesh(["A", "B", "C"], [("A", "B", 1), ("B", "C", 1), ("A", "C", 5)])
+        self.anycast(m["A"], m["C"], 100)
+        m.kill("B")
+        m.wait_converged()
+        self.anycast(m["A"], m["C"], 200)
+        self.anycast(m["C"], m["A"], 100)
+        self.multicast(m["C"], [m["A"], m["C"]])
+
+
+if __name__ == "__main__":
+    unittest.main()

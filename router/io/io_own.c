@@ -711,6 +711,10 @@ bool jn_io_own_pass_IO(jn_io_loop_t *loop, jn_io_conn_t *conn)
     if (JN_UNLIKELY(conn->tracing || own->trace_in.on || own->trace_out.on))
         own_trace_sync(own);
     bool more = false;
+    if (JN_UNLIKELY(conn->tick_at && (int64_t)now - conn->tick_at > JN_IO_STALL_MS) &&
+        conn->fd >= 0 && !conn->connecting)
+        conn->readable = true; /* our own stall ("Our own stalls", io_loop.c): what waits in
+                                * the socket is read before the idle clock judges the peer */
     if (!conn->incoming)
         own_connector_pass(own);
     if (conn->connecting) {

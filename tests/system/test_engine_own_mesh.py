@@ -18,14 +18,18 @@ again over the path left; a peer with this router's own id is refused.
 JN_BUILD_DIR names the build directory (set by ctest).
 """
 import os
+import signal
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SLOW  # noqa: E402
-from mesh import Mesh  # noqa: E402
+from harness import SLOW, OwnEngineEnv  # noqa: E402
+from mesh import Mesh, distinct_ports  # noqa: E402
 from test_engine_own import OWN_LINE  # noqa: E402
 from test_mesh_routing import MeshCase, StreamAcross  # noqa: E402
+from test_mesh_stall import PairWitness, config, connector, listener  # noqa: E402
+from test_edge import query  # noqa: E402
 
 
 class EngineMesh(Mesh):
@@ -142,6 +146,44 @@ class ThreeRouters(OwnMeshCase):
         self.anycast(m["A"], m["C"], 200)
         self.anycast(m["C"], m["A"], 100)
         self.multicast(m["C"], [m["A"], m["C"]])
+
+
+class OwnStall(OwnEngineEnv, OwnMeshCase):
+
+    def test_a_stopped_router_reads_what_waited_before_its_idle_clock_judges(self):
+        # A (idle-time-out 2 s on its listeners) is stopped for 5 s while
+        # its neighbour and its clients keep sending: continued, it reads
+        # what waited in its sockets before the engine's idle clock judges
+        # them, and closes nothing (as test_mesh_stall on proton's path)
+        ports = distinct_ports(["ir"])
+        a = self.start_router(config=config("A", "interior", [
+            listener("{port}", "normal", idle=2),
+            listener(ports["ir"], "inter-router", idle=2, name="ir")]))
+        b = self.start_router(config=config("B", "interior", [
+            listener("{port}", "normal"), connector(ports["ir"], "inter-router", 60)],
+            {"helloMaxAgeSeconds": 60}))
+        self.wait_for("A and B neighbours", lambda: "Router B is a neighbour" in a.log() and
+                      "Router A is a neighbour" in b.log(), 20 * SLOW)
+        w = PairWitness(a.url, a.url, "stall.own").start_thread()
+        self.addCleanup(lambda: w.thread.is_alive() and w.finish(0))
+        if w.error or len(w.got) < 5:
+            self.fail("witness traffic did not start: %s %s\n%s"
+                      % (w.error, w.progress(), self.logs()))
+        rows = query(a.url, "org.apache.qpid.dispatch.connection", ["identity", "role"])
+        before = {r["identity"] for r in rows if r["role"] == "inter-router"}
+        self.assertEqual(len(before), 1, rows)
+        a.proc.send_signal(signal.SIGSTOP)
+        try:
+            time.sleep(5)
+        finally:
+            a.proc.send_signal(signal.SIGCONT)
+        time.sleep(3)
+        rows = query(a.url, "org.apache.qpid.dispatch.connection", ["identity", "role"])
+        self.assertEqual({r["identity"] for r in rows if r["role"] == "inter-router"}, before,
+                         self.logs())
+        self.finish_witness(w, more=20)
+        self.assertIn(OWN_LINE, a.log())
+        self.assertNotIn("idle-timeout", a.log(), self.logs())
 
 
 if __name__ == "__main__":

@@ -55,8 +55,8 @@ bool jn_io_engine_own_default(void)
                v, own ? "own" : "proton");
     if (own)
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_NOTICE,
-               "AMQP engine: Junction's own for plain client and inter-router listeners and "
-               "connectors (docs/engine.md), proton's for every other connection");
+               "AMQP engine: Junction's own for plain client, inter-router and edge listeners "
+               "and connectors (docs/engine.md), proton's for every other connection");
     return own;
 }
 
@@ -101,7 +101,7 @@ static bool sasl_client_serves(const jn_endpoint_config_t *cfg)
 static bool own_connector_eligible(const jn_io_t *io, const jn_endpoint_config_t *cfg)
 {
     return (cfg->role == JN_ROLE_NORMAL || cfg->role == JN_ROLE_ROUTE_CONTAINER ||
-            cfg->role == JN_ROLE_INTER_ROUTER) &&
+            cfg->role == JN_ROLE_INTER_ROUTER || cfg->role == JN_ROLE_EDGE) &&
            !(cfg->ssl_profile && cfg->ssl_profile[0]) &&
            sasl_client_serves(cfg) && io->policy == NULL && cfg->message_logging == 0 &&
            !cfg->failover_urls && !cfg->open_properties;
@@ -119,9 +119,10 @@ bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep)
     bool sasl_ok = tls ? cfg->sasl_mechanisms && strcmp(cfg->sasl_mechanisms, "ANONYMOUS") == 0 &&
                              !cfg->authenticate_peer
                        : sasl_own_serves(cfg);
-    /* an inter-router listener (stage 3b) on plain TCP only: its TLS
-     * profiles usually ask for EXTERNAL */
-    bool role_ok = cfg->role == JN_ROLE_NORMAL || (cfg->role == JN_ROLE_INTER_ROUTER && !tls);
+    /* an inter-router or edge listener (stage 3b) on plain TCP only: its
+     * TLS profiles usually ask for EXTERNAL */
+    bool role_ok = cfg->role == JN_ROLE_NORMAL ||
+                   ((cfg->role == JN_ROLE_INTER_ROUTER || cfg->role == JN_ROLE_EDGE) && !tls);
     return io->engine_own && ep->is_listener && role_ok &&
            (tls || (!cfg->require_ssl && !cfg->require_encryption)) && !ep->authsvc && sasl_ok &&
            io->policy == NULL &&

@@ -70,7 +70,8 @@ struct jn_io_own_link {
     bool presettled;      /* the peer's snd-settle-mode settled (incoming) */
     bool released;        /* JN_WORK_LINK_RELEASED came */
     bool local;           /* the router attached it (io_own_route.c, io_own_mesh.c) */
-    bool routed;          /* an auto-link's: the peer's answer names the address */
+    bool routed;          /* an auto-link's or an edge's reply link: the peer's
+                           * answer names the address */
     bool streaming;       /* a streaming link (io_own_mesh.c): copies say so */
     jn_amqp_session_t *route_ssn; /* local: its own session, NULL once ended */
     uint8_t *attach;      /* the peer's attach, encoded (owned), for our answer */
@@ -223,17 +224,22 @@ void jn_io_own_route_session_gone_IO(jn_io_own_t *own, jn_amqp_session_t *s);
 /* io_own_mesh.c, inter-router connections (the loop's thread, but for the
  * two helpers that touch no connection):
  * jn_io_own_mesh_open_IO: the peer's open o (container its container id,
- * props its decoded properties or NULL) fills info's streaming_links and,
- * on an inter-router connection, inter_router and cost; false when the
- * peer has this router's id (our close sent, logged).
+ * props its decoded properties or NULL) fills info's streaming_links, on
+ * an edge connection edge, on an inter-router connection inter_router and
+ * cost; false when the peer has this router's id (our close sent, logged).
  * jn_io_own_mesh_attach_links_IO: the connector side, once open: 11
  * sessions, 2 control and 20 data links, the core told of each.
  * jn_io_own_mesh_classify_IO: the peer attached link (attach a): info's
- * type and priority from the capability at our end (inter-router only).
+ * type and priority (control and data links, by capability and order, on
+ * inter-router connections; an edge router's links by capability and
+ * address; the lookup and heartbeat services on any other) and, from an
+ * edge, its waypoint phase.
  * jn_io_own_mesh_link_ok: a's terminus at our end carries qd.router or
- * qd.router-data on an inter-router connection (not refused as qd.*).
+ * qd.router-data on an inter-router connection, or the downlink's or a
+ * waypoint's capability on an edge connection (not refused as qd.*).
  * jn_io_own_mesh_stream_attach: our attach of streaming link l (w's
- * attach.stream): 0 or the engine's error.
+ * attach.stream): 0 or the engine's error. jn_io_own_mesh_edge_attach:
+ * the same for an edge router's uplink link (w's attach.edge).
  * jn_io_own_mesh_silent_IO: the pass's clock now (ms): the octets heard
  * noted; true when the silence watch (io_watch.c) says cut now.
  * jn_io_own_caps_first: the first symbol of an encoded symbol or array of
@@ -247,6 +253,7 @@ void jn_io_own_mesh_classify_IO(jn_io_own_link_t *link, const jn_amqp_attach_t *
                                 jn_link_info_t *info);
 bool jn_io_own_mesh_link_ok(const jn_io_own_t *own, const jn_amqp_attach_t *a);
 int jn_io_own_mesh_stream_attach(jn_amqp_link_t *l, const jn_work_t *w);
+int jn_io_own_mesh_edge_attach(jn_amqp_link_t *l, const jn_work_t *w);
 bool jn_io_own_mesh_silent_IO(jn_io_own_t *own, int64_t now);
 bool jn_io_own_caps_first(const jn_iter_t *enc, const char *cap);
 pn_data_t *jn_io_own_view_data(const jn_iter_t *v);

@@ -20,7 +20,12 @@
  * - the silence watch: the core's close of a connection whose neighbour's
  *   HELLOs aged out is judged by io_watch.c on the octets heard.
  *
- * Edge connections stay on proton's path (jn_io_own_eligible).
+ * Edge connections too: the interior classifies an edge router's links
+ * (downlink, address tracking, heartbeat, link-route lookup, a phase's
+ * waypoint) and the edge attaches its uplink links as the core asks
+ * (JN_WORK_LINK_ATTACH with attach.edge: snd-settle-mode mixed, the
+ * downlink's and a phase's capabilities, the reply link's dynamic source,
+ * whose answer names the edge's reply address).
  *
  * Thread: the connection's I/O thread, inside the engine's callbacks or
  * the pass.
@@ -93,6 +98,11 @@ bool jn_io_own_mesh_open_IO(jn_io_own_t *own, const jn_amqp_open_t *o, const cha
         pn_data_t *caps = jn_io_own_view_data(&o->offered_capabilities);
         info->streaming_links = jn_io_ir_caps_streaming(caps);
         pn_data_free(caps);
+    }
+    if (conn->edge) {
+        jn_io_ir_props_log_version_IO(conn, props);
+        info->edge = true;
+        return true;
     }
     if (!conn->inter_router)
         return true;
@@ -190,18 +200,84 @@ void jn_io_own_mesh_attach_links_IO(jn_io_own_t *own)
     own->data_in = own->data_out = 10;
 }
 
+/* The waypoint phase a terminus's capabilities name (as io_mesh.c's
+ * jn_io_waypoint_IO: qd.waypoint is 1, qd.waypoint.<n> is n), or 0. */
+static uint8_t caps_waypoint(const jn_iter_t *enc)
+{
+    jn_iter_t it = *enc;
+    jn_decoder_t d, arr;
+    jn_field_t f;
+    jn_decoder_init(&d, &it, true);
+    if (jn_iter_length(&it) == 0 || jn_decoder_next(&d, &f) != 1)
+        return 0;
+    bool array = f.type == JN_TYPE_ARRAY;
+    if (array && jn_decoder_enter(&d, &f, &arr) != 0)
+        return 0;
+    for (;;) {
+        if (array && jn_decoder_next(&arr, &f) != 1)
+            return 0;
+        if (f.type == JN_TYPE_SYMBOL) {
+            char sym[16] = "";
+            jn_iter_t p = f.payload;
+            if (f.size < sizeof sym)
+                (void)jn_iter_copy(&p, (uint8_t *)sym, f.size);
+            if (strcmp(sym, "qd.waypoint") == 0)
+                return 1;
+            if (strncmp(sym, "qd.waypoint.", 12) == 0 && sym[12] >= '1' && sym[12] <= '9' &&
+                sym[13] == '\0')
+                return (uint8_t)(sym[12] - '0');
+        }
+        if (!array)
+            return 0;
+    }
+}
+
+/* The address of terminus t as a C string into out (empty: none). */
+static void term_address(const jn_amqp_terminus_t *t, bool present, char *out, size_t cap)
+{
+    out[0] = '\0';
+    if (present && (t->present & JN_AMQP_FIELD(0)))
+        jn_iter_copy_string(&t->address, out, cap);
+}
+
+/* An edge connection's links, and the two service addresses served on
+ * every connection that is not inter-router (io_mesh.c's
+ * jn_io_ir_classify_IO); true when info->type was set. */
+static bool classify_edge(jn_io_own_link_t *link, const jn_amqp_terminus_t *t, bool present,
+                          uint32_t field, jn_link_info_t *info)
+{
+    const jn_io_conn_t *conn = link->own->conn;
+    char addr[64];
+    term_address(t, present, addr, sizeof addr);
+    if (!conn->inter_router && strcmp(addr, "_$qd.addr_lookup") == 0)
+        info->type = JN_LINK_EDGE_LOOKUP;
+    else if (!conn->inter_router && strcmp(addr, "_$qd.edge_heartbeat") == 0)
+        info->type = JN_LINK_EDGE_HEARTBEAT;
+    else if (conn->edge && !link->incoming && present && (t->present & field) &&
+             jn_io_own_caps_first(&t->capabilities, "qd.router-edge-downlink"))
+        info->type = JN_LINK_EDGE_DOWNLINK;
+    else if (conn->edge && !link->incoming && strcmp(addr, "_$qd.edge_addr_tracking") == 0)
+        info->type = JN_LINK_EDGE_TRACKING;
+    return info->type != JN_LINK_ENDPOINT;
+}
+
 void jn_io_own_mesh_classify_IO(jn_io_own_link_t *link, const jn_amqp_attach_t *a,
                                 jn_link_info_t *info)
 {
     jn_io_own_t *own = link->own;
     JN_ASSERT_IO(own->conn);
-    if (!own->conn->inter_router)
-        return;
     /* the terminus at our end: the peer's target when it sends to us */
     const jn_amqp_terminus_t *t = link->incoming ? &a->target : &a->source;
+    bool present = a->present & (link->incoming ? JN_AMQP_FIELD(6) : JN_AMQP_FIELD(5));
     uint32_t field = link->incoming ? JN_AMQP_FIELD(6) : JN_AMQP_FIELD(10);
-    if (!(t->present & field))
+    if (classify_edge(link, t, present, field, info))
         return;
+    if (!present || !(t->present & field) || !(own->conn->inter_router || own->conn->edge))
+        return;
+    if (own->conn->edge)
+        info->waypoint = caps_waypoint(&t->capabilities); /* the phase, from the edge */
+    /* control and data links are classified as such on an edge connection
+     * too: the core refuses them there, as on proton's path */
     if (jn_io_own_caps_first(&t->capabilities, CAP_CONTROL)) {
         info->type = JN_LINK_CONTROL;
         link->max_message_size = JN_IO_CONTROL_MAX_MESSAGE;
@@ -215,13 +291,58 @@ void jn_io_own_mesh_classify_IO(jn_io_own_link_t *link, const jn_amqp_attach_t *
 
 bool jn_io_own_mesh_link_ok(const jn_io_own_t *own, const jn_amqp_attach_t *a)
 {
-    if (!own->conn->inter_router)
-        return false;
     bool peer_sends = a->role == JN_AMQP_SENDER;
     const jn_amqp_terminus_t *t = peer_sends ? &a->target : &a->source;
     uint32_t field = peer_sends ? JN_AMQP_FIELD(6) : JN_AMQP_FIELD(10);
-    return (t->present & field) && (jn_io_own_caps_first(&t->capabilities, CAP_CONTROL) ||
-                                     jn_io_own_caps_first(&t->capabilities, CAP_DATA));
+    if (!(t->present & field))
+        return false;
+    if (!own->conn->inter_router && !own->conn->edge)
+        return false;
+    if (jn_io_own_caps_first(&t->capabilities, CAP_CONTROL) ||
+        jn_io_own_caps_first(&t->capabilities, CAP_DATA))
+        return true; /* on an edge connection the core refuses them */
+    /* an edge router's uplink links: its downlink, and a phase's waypoint */
+    return own->conn->edge &&
+           ((!peer_sends && jn_io_own_caps_first(&t->capabilities, "qd.router-edge-downlink")) ||
+            caps_waypoint(&t->capabilities) != 0);
+}
+
+int jn_io_own_mesh_edge_attach(jn_amqp_link_t *l, const jn_work_t *w)
+{
+    uint8_t enc[64];
+    size_t n = 0;
+    char wp[] = "qd.waypoint.0";
+    if (w->attach.edge == JN_LINK_EDGE_DOWNLINK)
+        n = symbol_encode(enc, "qd.router-edge-downlink");
+    else if (w->attach.waypoint >= 1 && w->attach.waypoint <= 9) {
+        wp[12] = (char)('0' + w->attach.waypoint); /* the phase, for the interior */
+        n = symbol_encode(enc, wp);
+    }
+    jn_amqp_attach_t a;
+    memset(&a, 0, sizeof a);
+    a.present = JN_AMQP_FIELD(3) | JN_AMQP_FIELD(4) | JN_AMQP_FIELD(5) | JN_AMQP_FIELD(6);
+    a.snd_settle_mode = 2; /* mixed */
+    a.rcv_settle_mode = 0; /* first */
+    a.source.code = JN_AMQP_SOURCE;
+    a.target.code = JN_AMQP_TARGET;
+    if (n) { /* as io_mesh.c's jn_io_set_capability */
+        a.source.present = JN_AMQP_FIELD(2) | JN_AMQP_FIELD(10);
+        a.target.present = JN_AMQP_FIELD(2) | JN_AMQP_FIELD(6);
+        jn_iter_init_string(&a.source.expiry_policy, "link-detach", JN_VIEW_RAW);
+        a.target.expiry_policy = a.source.expiry_policy;
+        jn_iter_init_bytes(&a.source.capabilities, enc, n, JN_VIEW_RAW);
+        a.target.capabilities = a.source.capabilities;
+    }
+    jn_amqp_terminus_t *far = w->attach.dir == JN_LINK_OUTGOING ? &a.target : &a.source;
+    if (w->address) {
+        far->present |= JN_AMQP_FIELD(0);
+        jn_iter_init_string(&far->address, w->address, JN_VIEW_RAW);
+    }
+    if (w->attach.edge == JN_LINK_EDGE_REPLY) { /* the answers' address */
+        a.source.present |= JN_AMQP_FIELD(4);
+        a.source.dynamic = true;
+    }
+    return jn_amqp_link_attach(l, &a, 0);
 }
 
 int jn_io_own_mesh_stream_attach(jn_amqp_link_t *l, const jn_work_t *w)

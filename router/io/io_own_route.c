@@ -22,8 +22,10 @@
  * 1.19 names its own, their attach io_own_mesh.c's; the peer's answer is
  * not reported (the core asked for no address).
  *
- * Not served here yet: a link route's far end (passthrough) and an edge
- * router's uplink links. Such connectors stay on proton's path (io_own.c, jn_io_own_eligible); should the core
+ * An edge router's uplink links too (their attach io_own_mesh.c's).
+ *
+ * Not served here yet: a link route's far end (passthrough). Such
+ * connectors stay on proton's path (io_own.c, jn_io_own_eligible); should the core
  * still ask for one, the core hears of a link that detached at once with
  * amqp:not-implemented, so that the link waiting on it is refused rather
  * than left hanging.
@@ -105,7 +107,7 @@ void jn_io_own_route_attach_IO(jn_io_own_t *own, jn_work_t *w)
         .local = true,
         .attach_ref = w->attach.edge ? NULL : w->attach.ref,
     };
-    if (w->passthrough || w->link || w->attach.edge) {
+    if (w->passthrough || w->link) {
         route_refused(own, w, &info);
         return;
     }
@@ -114,6 +116,10 @@ void jn_io_own_route_attach_IO(jn_io_own_t *own, jn_work_t *w)
         jn_io_ir_link_name(stream_name);
         info.name = stream_name;
         info.type = w->attach.stream == JN_STREAM_ATTACH_DATA ? JN_LINK_DATA : JN_LINK_ENDPOINT;
+    }
+    if (w->attach.edge) {
+        info.type = (jn_link_type_t)w->attach.edge;
+        info.address = w->attach.edge == JN_LINK_EDGE_REPLY ? NULL : w->address;
     }
     jn_amqp_session_t *s = route_session(own);
     jn_amqp_link_t *l =
@@ -125,11 +131,13 @@ void jn_io_own_route_attach_IO(jn_io_own_t *own, jn_work_t *w)
         return; /* out of memory: the auto-link stays unattached, as proton's path */
     }
     link->local = true;
-    link->routed = !w->attach.stream;
+    link->routed = !w->attach.stream && (!w->attach.edge || w->attach.edge == JN_LINK_EDGE_REPLY);
     link->streaming = w->attach.stream != 0;
     link->route_ssn = s;
     link->presettled = w->attach.presettled;
-    int rc = w->attach.stream ? jn_io_own_mesh_stream_attach(l, w) : route_send_attach(l, w);
+    int rc = w->attach.stream ? jn_io_own_mesh_stream_attach(l, w)
+             : w->attach.edge ? jn_io_own_mesh_edge_attach(l, w)
+                              : route_send_attach(l, w);
     if (rc != 0) {
         jn_io_own_rx_gone(link);
         jn_amqp_link_set_user(l, NULL);

@@ -13,7 +13,11 @@ mesh converges; anycast traffic crosses both ways unsettled (each delivery
 accepted, the receiver's outcome reaching the sender) and pre-settled;
 multicast reaches receivers on every router exactly once; a streamed large
 message crosses (streaming links); a router killed, the route is learned
-again over the path left; a peer with this router's own id is refused.
+again over the path left; a peer with this router's own id is refused; a
+router stopped (SIGSTOP) longer than its idle-time-out reads what waited
+before judging its peers. Edge routers and their interior, switched and
+mixed: anycast and multicast across edges, request/reply to an edge's
+dynamic reply address, the interior's edge-downlink links.
 
 JN_BUILD_DIR names the build directory (set by ctest).
 """
@@ -29,7 +33,8 @@ from mesh import Mesh, distinct_ports  # noqa: E402
 from test_engine_own import OWN_LINE  # noqa: E402
 from test_mesh_routing import MeshCase, StreamAcross  # noqa: E402
 from test_mesh_stall import PairWitness, config, connector, listener  # noqa: E402
-from test_edge import query  # noqa: E402
+from test_edge import RequestReply, msgs, query, router_config  # noqa: E402
+from harness import Recv, Send, Traffic  # noqa: E402
 
 
 class EngineMesh(Mesh):
@@ -184,6 +189,76 @@ class OwnStall(OwnEngineEnv, OwnMeshCase):
         self.finish_witness(w, more=20)
         self.assertIn(OWN_LINE, a.log())
         self.assertNotIn("idle-timeout", a.log(), self.logs())
+
+
+class OwnEdges(OwnMeshCase):
+    """An interior and two edge routers, all switched or one of each
+    engine: the edges' uplinks (downlink, address tracking, heartbeat, a
+    reply link with a dynamic source) and the interior's view of them."""
+
+    def start_engine(self, engine, config):
+        saved = os.environ.get("JUNCTION_ENGINE")
+        os.environ["JUNCTION_ENGINE"] = engine
+        try:
+            return self.start_router(config=config)
+        finally:
+            if saved is None:
+                os.environ.pop("JUNCTION_ENGINE", None)
+            else:
+                os.environ["JUNCTION_ENGINE"] = saved
+
+    def edges(self, interior_engine, edge_engines):
+        port = distinct_ports(["I"])["I"]
+        i = self.start_engine(interior_engine, router_config("interior", "I", port))
+        es = [self.start_engine(eng, router_config("edge", "E%d" % n, uplinks=[port]))
+              for n, eng in enumerate(edge_engines, 1)]
+        for n in range(1, len(es) + 1):
+            self.wait_for("E%d attached" % n, lambda n=n: "Edge router 'E%d' attached" % n
+                          in i.log(), 20 * SLOW)
+        return i, es
+
+    def assert_uplink_own(self, e):
+        log = e.log()
+        up = conn_ids(log, "Connection Opened: dir=out")
+        self.assertTrue(up and up <= conn_ids(log, OWN_LINE), self.logs())
+
+    def traffic(self, i, e1, e2):
+        t = Traffic(None, [Recv("a.q", url=e2.url)], [Send("a.q", msgs("a.q", 200), url=e1.url)],
+                    expect=200).run()
+        self.assertIsNone(t.error, t.error)
+        self.assertEqual({str(o[0]) for o in t.senders[0].outcomes.values()}, {"ACCEPTED"})
+        rs = [Recv("mc.x", url=x.url) for x in (e1, e2, i)]
+        t = Traffic(None, rs, [Send("mc.x", msgs("mc.x", 50), url=e1.url)], expect=150,
+                    linger=0.5).run()
+        self.assertIsNone(t.error, t.error)
+        self.assertEqual([len(r.messages) for r in rs], [50] * 3)
+        s = RequestReply(e2.url, e1.url, "svc", 20).run()
+        self.assertIsNone(s.error, s.error)
+        self.assertTrue(s.reply_to.startswith("amqp:/_edge/E1/temp."), s.reply_to)
+        self.assertEqual(sorted(s.replies), list(range(20)))
+        links = query(i.url, "org.apache.qpid.dispatch.router.link", ["linkType"])
+        self.assertEqual([x["linkType"] for x in links].count("edge-downlink"), 2)
+
+    def test_edges_and_interior_all_switched(self):
+        i, (e1, e2) = self.edges("own", ["own", "own"])
+        self.assert_uplink_own(e1)
+        self.assert_uplink_own(e2)
+        self.assertEqual(len(conn_ids(i.log(), OWN_LINE) & conn_ids(
+            i.log(), "container_id=E")), 2, self.logs())
+        self.traffic(i, e1, e2)
+
+    def test_own_and_proton_edges_on_a_proton_interior(self):
+        i, (e1, e2) = self.edges("proton", ["own", "proton"])
+        self.assert_uplink_own(e1)
+        self.assertNotIn(OWN_LINE, e2.log() + i.log())
+        self.traffic(i, e1, e2)
+
+    def test_proton_edges_on_an_own_interior(self):
+        i, (e1, e2) = self.edges("own", ["proton", "proton"])
+        self.assertNotIn(OWN_LINE, e1.log() + e2.log())
+        self.assertEqual(len(conn_ids(i.log(), OWN_LINE) & conn_ids(
+            i.log(), "container_id=E")), 2, self.logs())
+        self.traffic(i, e1, e2)
 
 
 if __name__ == "__main__":

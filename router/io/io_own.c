@@ -55,8 +55,9 @@ bool jn_io_engine_own_default(void)
                v, own ? "own" : "proton");
     if (own)
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_NOTICE,
-               "AMQP engine: Junction's own for plain client, inter-router and edge listeners "
-               "and connectors (docs/engine.md), proton's for every other connection");
+               "AMQP engine: Junction's own for plain client listeners and connectors, and "
+               "plain inter-router and edge ones (docs/engine.md), proton's for every other "
+               "connection");
     return own;
 }
 

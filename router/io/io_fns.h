@@ -219,10 +219,17 @@ void jn_io_stall_watch_IO(jn_io_conn_t *conn);
  * neighbour's HELLOs aged out): true when conn was heard within the last
  * unheard_ms, so it stays open and is watched (cut once nothing arrives
  * for that long); false: close it now. Either way one line is logged.
- * jn_io_silence_check_IO: the watch's deadline came (now: ms, monotonic).
+ * jn_io_silence_check_IO: the watch's deadline came (now: ms, monotonic):
+ * proton's path aborts a connection that stayed silent.
+ * jn_io_silence_expired_IO: the same judgement for either engine: true
+ * when conn is to be cut now (logged; the caller cuts it with
+ * amqp:resource-limit-exceeded and JN_IO_SILENCE_DESC), false when it was
+ * heard (watched on) or the deadline came late by our own stall.
  * io_conn.c: jn_io_conn_abort_IO (comment there). The loop owning conn. */
+#define JN_IO_SILENCE_DESC "nothing heard from the neighbour within helloMaxAgeSeconds"
 bool jn_io_silence_judge_IO(jn_io_conn_t *conn, const jn_work_t *w);
 void jn_io_silence_check_IO(jn_io_conn_t *conn, int64_t now);
+bool jn_io_silence_expired_IO(jn_io_conn_t *conn, int64_t now);
 void jn_io_conn_abort_IO(jn_io_conn_t *conn, const char *condition, const char *description);
 void jn_io_stall_check_IO(jn_io_conn_t *conn, int64_t now);
 /* jn_io_stall_judge_IO: a write-stall period of conn ended (now: ms,
@@ -457,10 +464,16 @@ void jn_io_tx_abort_IO(jn_io_link_t *link);
 /* The peer's qd.inter-router-cost from its open's properties (an AMQP int
  * only, docs/protocol.md, "Inter-router connections"), or 0. */
 uint32_t jn_io_ir_remote_cost(pn_connection_t *pc);
+/* The same from decoded open properties props (NULL: none; rewound), for
+ * the own engine's connections (io_own_mesh.c). Any thread. */
+uint32_t jn_io_ir_props_cost(pn_data_t *props);
 /* Log (ROUTER debug, 1.19's words, which tools and tests grep) the
  * qd.annotations-version an inter-router or edge peer's open states. The
  * connection's loop thread. */
 void jn_io_ir_log_annotations_version_IO(jn_io_conn_t *conn, pn_connection_t *pc);
+/* The same from decoded open properties props (NULL: none). The
+ * connection's loop thread. */
+void jn_io_ir_props_log_version_IO(jn_io_conn_t *conn, pn_data_t *props);
 /* Connector side of an inter-router connection, once open: begin the 11
  * sessions and attach the 2 control and 20 data links in 1.19's order,
  * each reported to the core as a local link. */
@@ -473,6 +486,9 @@ void jn_io_ir_link_name(char out[23]);
  * symbol, or in an array of symbols; mesh-protocol 2.2). The connection's
  * I/O thread. */
 bool jn_io_ir_offers_streaming_IO(pn_connection_t *pc);
+/* The same from decoded offered capabilities d (NULL: none; rewound).
+ * Any thread. */
+bool jn_io_ir_caps_streaming(pn_data_t *d);
 /* A link the peer attached: set info->type and info->priority from the
  * terminus capability at our end and the attach order. */
 void jn_io_ir_classify_IO(jn_io_link_t *link, jn_link_info_t *info);

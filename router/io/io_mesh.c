@@ -21,7 +21,11 @@
 
 uint32_t jn_io_ir_remote_cost(pn_connection_t *pc)
 {
-    pn_data_t *props = pn_connection_remote_properties(pc);
+    return jn_io_ir_props_cost(pn_connection_remote_properties(pc));
+}
+
+uint32_t jn_io_ir_props_cost(pn_data_t *props)
+{
     if (!props)
         return 0;
     pn_data_rewind(props);
@@ -48,7 +52,12 @@ uint32_t jn_io_ir_remote_cost(pn_connection_t *pc)
 void jn_io_ir_log_annotations_version_IO(jn_io_conn_t *conn, pn_connection_t *pc)
 {
     JN_ASSERT_IO(conn);
-    pn_data_t *props = pn_connection_remote_properties(pc);
+    jn_io_ir_props_log_version_IO(conn, pn_connection_remote_properties(pc));
+}
+
+void jn_io_ir_props_log_version_IO(jn_io_conn_t *conn, pn_data_t *props)
+{
+    JN_ASSERT_IO(conn);
     if (!props)
         return;
     pn_data_rewind(props);
@@ -201,7 +210,11 @@ static bool has_capability(pn_terminus_t *t, const char *cap)
 bool jn_io_ir_offers_streaming_IO(pn_connection_t *pc)
 {
     JN_ASSERT_SOME_IO();
-    pn_data_t *d = pn_connection_remote_offered_capabilities(pc);
+    return jn_io_ir_caps_streaming(pn_connection_remote_offered_capabilities(pc));
+}
+
+bool jn_io_ir_caps_streaming(pn_data_t *d)
+{
     if (!d)
         return false;
     static const char cap[] = "qd.streaming-links";

@@ -55,8 +55,9 @@ bool jn_io_engine_own_default(void)
                v, own ? "own" : "proton");
     if (own)
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_NOTICE,
-               "AMQP engine: Junction's own for plain client listeners and connectors "
-               "(docs/engine.md), proton's for every other connection");
+               "AMQP engine: Junction's own for plain client listeners and connectors, and "
+               "plain inter-router and edge ones (docs/engine.md), proton's for every other "
+               "connection");
     return own;
 }
 
@@ -109,8 +110,12 @@ static bool sasl_client_serves(const jn_endpoint_config_t *cfg)
  * policyVhost's "$connector" group) the own path adds too. */
 static bool own_connector_eligible(const jn_endpoint_config_t *cfg)
 {
-    return (cfg->role == JN_ROLE_NORMAL || cfg->role == JN_ROLE_ROUTE_CONTAINER) &&
-           sasl_client_serves(cfg);
+    bool tls = cfg->ssl_profile && cfg->ssl_profile[0];
+    /* an inter-router or edge connector (stage 3b) on plain TCP only: its
+     * TLS profiles usually name EXTERNAL between routers, not proven here */
+    bool role_ok = cfg->role == JN_ROLE_NORMAL || cfg->role == JN_ROLE_ROUTE_CONTAINER ||
+                   ((cfg->role == JN_ROLE_INTER_ROUTER || cfg->role == JN_ROLE_EDGE) && !tls);
+    return role_ok && sasl_client_serves(cfg);
 }
 
 bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep)
@@ -121,8 +126,12 @@ bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep)
     bool tls = cfg->ssl_profile && cfg->ssl_profile[0];
     bool sasl_ok = sasl_own_serves(cfg);
     /* a vhost policy, multiTenant, message logging, the initial handshake
-     * timeout, openProperties and failoverUrls: served as on proton's path */
-    return io->engine_own && ep->is_listener && cfg->role == JN_ROLE_NORMAL &&
+     * timeout, openProperties and failoverUrls: served as on proton's path.
+     * An inter-router or edge listener (stage 3b) on plain TCP only, as
+     * such connectors. */
+    bool role_ok = cfg->role == JN_ROLE_NORMAL ||
+                   ((cfg->role == JN_ROLE_INTER_ROUTER || cfg->role == JN_ROLE_EDGE) && !tls);
+    return io->engine_own && ep->is_listener && role_ok &&
            (tls || (!cfg->require_ssl && !cfg->require_encryption)) && !ep->authsvc && sasl_ok;
 }
 
@@ -151,28 +160,23 @@ static void log_opened(jn_io_own_t *own, const char *container, const char *user
  * of the input, NULL when absent) rendered for management as the proton
  * path renders them (io_props.c); a connector takes the peer's
  * failover-server-list from them (io_failover.c). *out is heap (the caller
- * frees it) or NULL. */
-static void own_properties(jn_io_conn_t *conn, const jn_amqp_open_t *o, uint8_t **out,
-                           size_t *len)
+ * frees it) or NULL. Returns them decoded (the caller frees them), or NULL
+ * when absent or undecodable. */
+static pn_data_t *own_properties(jn_io_conn_t *conn, const jn_amqp_open_t *o, uint8_t **out,
+                                 size_t *len)
 {
     *out = NULL;
     *len = 0;
-    size_t n = jn_iter_length(&o->properties);
-    if (!(o->present & JN_AMQP_FIELD(9)) || n == 0)
-        return;
-    uint8_t *raw = malloc(n);
-    pn_data_t *d = raw ? pn_data(16) : NULL;
+    if (!(o->present & JN_AMQP_FIELD(9)))
+        return NULL;
+    pn_data_t *d = jn_io_own_view_data(&o->properties);
     if (d) {
-        jn_iter_t it = o->properties;
-        (void)jn_iter_copy(&it, raw, n);
-        if (pn_data_decode(d, (const char *)raw, n) > 0) {
-            jn_io_render_properties_IO(d, out, len);
-            if (!conn->incoming)
-                jn_io_failover_take_props_IO(conn, d);
-        }
+        jn_io_render_properties_IO(d, out, len);
+        if (!conn->incoming)
+            jn_io_failover_take_props_IO(conn, d);
+        pn_data_rewind(d);
     }
-    pn_data_free(d);
-    free(raw);
+    return d;
 }
 
 /* The connection's tenant space and vhost policy (io_tenant.c,
@@ -244,7 +248,8 @@ static bool own_open_identity(jn_io_own_t *own, jn_amqp_conn_t *c, jn_conn_info_
     if (!conn->incoming && mech && strcmp(mech, "ANONYMOUS") != 0 && cfg->sasl_username &&
         cfg->sasl_username[0])
         user = cfg->sasl_username; /* who we authenticated as */
-    if (authenticated && user && user[0] && !conn->check_user &&
+    /* as proton's path (io_open.c): a client's only, not a router's */
+    if (authenticated && user && user[0] && cfg->role == JN_ROLE_NORMAL && !conn->check_user &&
         !(conn->check_user = strdup(user))) {
         (void)jn_amqp_conn_close(c, "amqp:resource-limit-exceeded", "router out of memory");
         return false;
@@ -294,8 +299,14 @@ static void own_on_open(void *ctx, jn_amqp_conn_t *c, const jn_amqp_open_t *o)
     if (conn->incoming && jn_amqp_conn_open(c) != 0)
         return;
     uint8_t *props;
-    own_properties(conn, o, &props, &info.properties_len);
+    pn_data_t *pd = own_properties(conn, o, &props, &info.properties_len);
     info.properties = props;
+    bool mesh_ok = jn_io_own_mesh_open_IO(own, o, container, pd, &info);
+    pn_data_free(pd);
+    if (!mesh_ok) {
+        free(props);
+        return; /* a duplicate router id: refused */
+    }
     atomic_fetch_add(&conn->refs, 1); /* the core's, if it takes the connection */
     conn->core = jn_core_conn_opened_IO(conn->io->core, conn, &info);
     free(props);
@@ -305,6 +316,8 @@ static void own_on_open(void *ctx, jn_amqp_conn_t *c, const jn_amqp_open_t *o)
         return;
     }
     conn->opened = true;
+    if (conn->inter_router && !conn->incoming)
+        jn_io_own_mesh_attach_links_IO(own); /* the connector side attaches (mesh 3.1) */
     log_opened(own, container, info.user, info.sasl_mechanism,
                info.encrypted ? info.ssl_proto : "no");
 }
@@ -376,8 +389,10 @@ static void own_on_end(void *ctx, jn_amqp_session_t *s, const jn_amqp_end_close_
 /* What our open offers and says, as the proton path's (io_conn.c,
  * conn_decorate): capabilities ANONYMOUS-RELAY and qd.streaming-links both
  * offered and desired, encoded in place into caps; the properties map
- * (jn_io_open_properties_put: product, version, qd.conn-id, a listener's
- * failoverUrls, the endpoint's openProperties) into *props (heap, the
+ * (jn_io_open_properties_put: product, version, qd.conn-id, on an
+ * inter-router connection qd.inter-router-cost above 1 and
+ * qd.annotations-version, a listener's failoverUrls, the endpoint's
+ * openProperties) into *props (heap, the
  * caller frees it). Returns 0 or the encoder's error (JN_ENOMEM also when
  * the properties could not be encoded). */
 static int open_extras(const jn_io_conn_t *conn, jn_encoder_t *caps, uint8_t **props,
@@ -766,7 +781,10 @@ static void own_work(jn_io_own_t *own)
         for (size_t i = 0; i < n; i++) {
             jn_work_t *w = items[i];
             if (w->type == JN_WORK_CONN_CLOSE) {
-                own_close(own, w->condition, w->description, w->abort || w->forced);
+                /* a neighbour's HELLOs aged out: heard lately, it stays
+                 * open and watched (io_watch.c) */
+                if (!w->unheard_ms || !jn_io_silence_judge_IO(conn, w))
+                    own_close(own, w->condition, w->description, w->abort || w->forced);
                 jn_work_free(w);
             } else {
                 jn_io_own_work_IO(own, w);
@@ -801,6 +819,10 @@ bool jn_io_own_pass_IO(jn_io_loop_t *loop, jn_io_conn_t *conn)
     if (JN_UNLIKELY(conn->tracing || own->trace_in.on || own->trace_out.on))
         own_trace_sync(own);
     bool more = false;
+    if (JN_UNLIKELY(conn->tick_at && (int64_t)now - conn->tick_at > JN_IO_STALL_MS) &&
+        conn->fd >= 0 && !conn->connecting)
+        conn->readable = true; /* our own stall ("Our own stalls", io_loop.c): what waits in
+                                * the socket is read before the idle clock judges the peer */
     if (!conn->incoming)
         own_connector_pass(own);
     if (conn->connecting) {
@@ -817,6 +839,9 @@ bool jn_io_own_pass_IO(jn_io_loop_t *loop, jn_io_conn_t *conn)
     } else if (conn->test_io) {
         jn_io_test_read_IO(conn); /* tests and fuzzing: no socket (io_test.c) */
     }
+    /* octets heard before the core's work: a silence verdict sees them */
+    if (JN_UNLIKELY(conn->inter_router) && jn_io_own_mesh_silent_IO(own, (int64_t)now))
+        own_close(own, "amqp:resource-limit-exceeded", JN_IO_SILENCE_DESC, true);
     if (atomic_load_explicit(&conn->io->stopping, memory_order_relaxed))
         own_close(own, "amqp:connection:forced", "router shutting down",
                   atomic_load_explicit(&conn->io->forcing, memory_order_relaxed));

@@ -70,7 +70,10 @@ struct jn_io_own_link {
     bool incoming;        /* the peer sends (the router receives) */
     bool presettled;      /* the peer's snd-settle-mode settled (incoming) */
     bool released;        /* JN_WORK_LINK_RELEASED came */
-    bool local;           /* the router attached it (io_own_route.c) */
+    bool local;           /* the router attached it (io_own_route.c, io_own_mesh.c) */
+    bool routed;          /* an auto-link's, a link route's far end's or an edge's
+                           * reply link: the peer's answer names the address */
+    bool streaming;       /* a streaming link (io_own_mesh.c): copies say so */
     bool passthrough;     /* link-routed: deliveries pass as they came (io_own_termini.c) */
     bool drain_passed;    /* incoming, link-routed: a drain passed to the sender,
                            * answered to the core once its credit is used up */
@@ -152,6 +155,9 @@ struct jn_io_own {
      * once theirs is freed (io_own_route.c) */
     jn_amqp_session_t *route_idle[JN_IO_OWN_ROUTE_IDLE];
     unsigned n_route_idle;
+    /* inter-router: data links the peer attached each way so far, their
+     * order giving their priority (io_own_mesh.c) */
+    uint32_t data_in, data_out;
     /* the protocol trace (io_own.c), each way, while conn->tracing;
      * trace_out_ahead: octets at the front of the output traced already
      * (our frames are traced as they go to the socket, not once taken) */
@@ -276,6 +282,42 @@ int jn_io_own_termini_decode(const uint8_t *p, size_t len, jn_amqp_attach_t *a,
                              jn_encoder_t *enc);
 char *jn_io_own_dnp_address(const jn_amqp_terminus_t *t);
 int jn_io_own_dnp_set_address(jn_amqp_terminus_t *t, const char *address, jn_encoder_t *enc);
+/* io_own_mesh.c, inter-router connections (the loop's thread, but for the
+ * two helpers that touch no connection):
+ * jn_io_own_mesh_open_IO: the peer's open o (container its container id,
+ * props its decoded properties or NULL) fills info's streaming_links, on
+ * an edge connection edge, on an inter-router connection inter_router and
+ * cost; false when the peer has this router's id (our close sent, logged).
+ * jn_io_own_mesh_attach_links_IO: the connector side, once open: 11
+ * sessions, 2 control and 20 data links, the core told of each.
+ * jn_io_own_mesh_classify_IO: the peer attached link (attach a): info's
+ * type and priority (control and data links, by capability and order, on
+ * inter-router connections; an edge router's links by capability and
+ * address; the lookup and heartbeat services on any other) and, from an
+ * edge, its waypoint phase.
+ * jn_io_own_mesh_link_ok: a's terminus at our end carries qd.router or
+ * qd.router-data on an inter-router connection, or the downlink's or a
+ * waypoint's capability on an edge connection (not refused as qd.*).
+ * jn_io_own_mesh_stream_attach: our attach of streaming link l (w's
+ * attach.stream): 0 or the engine's error. jn_io_own_mesh_edge_attach:
+ * the same for an edge router's uplink link (w's attach.edge).
+ * jn_io_own_mesh_silent_IO: the pass's clock now (ms): the octets heard
+ * noted; true when the silence watch (io_watch.c) says cut now.
+ * jn_io_own_caps_first: the first symbol of an encoded symbol or array of
+ * symbols enc is cap (as io_mesh.c's has_capability). jn_io_own_view_data:
+ * an encoded value as proton's pn_data (rewound; the caller frees it), or
+ * NULL when empty, undecodable or out of memory. Any thread. */
+bool jn_io_own_mesh_open_IO(jn_io_own_t *own, const jn_amqp_open_t *o, const char *container,
+                            pn_data_t *props, jn_conn_info_t *info);
+void jn_io_own_mesh_attach_links_IO(jn_io_own_t *own);
+void jn_io_own_mesh_classify_IO(jn_io_own_link_t *link, const jn_amqp_attach_t *a,
+                                jn_link_info_t *info);
+bool jn_io_own_mesh_link_ok(const jn_io_own_t *own, const jn_amqp_attach_t *a);
+int jn_io_own_mesh_stream_attach(jn_amqp_link_t *l, const jn_work_t *w);
+int jn_io_own_mesh_edge_attach(jn_amqp_link_t *l, const jn_work_t *w);
+bool jn_io_own_mesh_silent_IO(jn_io_own_t *own, int64_t now);
+bool jn_io_own_caps_first(const jn_iter_t *enc, const char *cap);
+pn_data_t *jn_io_own_view_data(const jn_iter_t *v);
 
 /* jn_io_own_session_gone_IO: session s ended: its links went with it
  * (the engine frees them without a detach): each counts as detached. */

@@ -463,10 +463,13 @@ void jn_io_own_on_attach(void *ctx, jn_amqp_link_t *l, const jn_amqp_attach_t *a
     JN_ASSERT_IO(conn);
     jn_io_own_link_t *ours = jn_amqp_link_user(l);
     if (ours) { /* the peer's answer to an attach of ours (io_own_route.c) */
-        jn_io_own_route_answered_IO(ours, a);
+        if (ours->routed)
+            jn_io_own_route_answered_IO(ours, a);
         return;
     }
-    const char *why = conn->core ? refusal(a) : "the connection is not open";
+    const char *why = !conn->core                       ? "the connection is not open"
+                      : jn_io_own_mesh_link_ok(own, a) ? NULL
+                                                        : refusal(a);
     if (why && !(conn->core && conn->vhost_rules)) {
         refuse_attach(l, a, why);
         return;
@@ -513,7 +516,9 @@ void jn_io_own_on_attach(void *ctx, jn_amqp_link_t *l, const jn_amqp_attach_t *a
         .dynamic = (t->present & JN_AMQP_FIELD(4)) && t->dynamic,
         .capacity = conn->endpoint->cfg.link_capacity,
         .type = JN_LINK_ENDPOINT,
+        .priority = -1,
     };
+    jn_io_own_mesh_classify_IO(link, a, &info); /* control and data links */
     /* a dynamic terminus is link-routed by the address its node properties
      * name, as in 1.19; a coordinator by JN_COORDINATOR_ADDRESS
      * (router/core/coordinator.c), as on proton's path (io_link.c) */
@@ -668,7 +673,8 @@ static bool tx_start(jn_io_own_link_t *link)
     jn_buffer_list_t ann;
     jn_buffer_list_init(&ann);
     jn_ra_hop_t hop = {.to_router = !link->own->conn->strip_outbound,
-                       .node_id = link->own->conn->io->node_id};
+                       .node_id = link->own->conn->io->node_id,
+                       .stream = link->streaming};
     const char *to_override = jn_delivery_to_override(dlv);
     jn_iter_t to_it;
     if (to_override && hop.to_router) {
@@ -697,13 +703,21 @@ static bool tx_start(jn_io_own_link_t *link)
         free(heap);
     }
     const jn_ra_t *ra = jn_message_annotations(m);
-    jn_ra_t fresh;
+    jn_ra_t fresh, tenant_ra;
     if (JN_UNLIKELY(link->passthrough)) { /* link-routed: the octets as they came */
         if (rc == 0)
             rc = jn_message_out_init_verbatim(&link->tx_out, m);
     } else {
+        if (JN_UNLIKELY(to_override && hop.to_router && ra && jn_delivery_rerouted(dlv))) {
+            /* an exchange's copy goes to a new address: a new trace and
+             * ingress, as on proton's path (io_send.c) */
+            fresh = *ra;
+            fresh.has_trace = false;
+            fresh.has_ingress = false;
+            ra = &fresh;
+        }
         if (JN_UNLIKELY(link->own->conn->tenant) && hop.to_router && ra && ra->has_to)
-            ra = jn_io_tenant_ra_IO(link->own->conn, ra, &fresh); /* the client's own address */
+            ra = jn_io_tenant_ra_IO(link->own->conn, ra, &tenant_ra); /* the client's own address */
         if (rc == 0)
             rc = jn_ra_compose(ra, &hop, &ann);
         if (rc == 0)

@@ -24,9 +24,14 @@
  * hears of the container's answer, or its refusal, and pairs the two
  * links (router/core/linkroute.c).
  *
- * Not served here yet: an edge router's uplink links and inter-router
- * streaming links. Such connectors
- * stay on proton's path (io_own.c, jn_io_own_eligible); should the core
+ * Streaming links (inter-router, stage 3b) go the same way, named as
+ * 1.19 names its own, their attach io_own_mesh.c's; the peer's answer is
+ * not reported (the core asked for no address).
+ *
+ * An edge router's uplink links too (their attach io_own_mesh.c's).
+ *
+ * Not served here: the core's attach for a link it already has that is
+ * not link-routed. Should the core
  * still ask for one, the core hears of a link that detached at once with
  * amqp:not-implemented, so that the link waiting on it is refused rather
  * than left hanging.
@@ -184,13 +189,23 @@ void jn_io_own_route_attach_IO(jn_io_own_t *own, jn_work_t *w)
         .local = true,
         .attach_ref = w->attach.edge ? NULL : w->attach.ref,
     };
-    if ((w->link && !w->passthrough) || w->attach.edge || w->attach.stream) {
+    if (w->link && !w->passthrough) {
         route_refused(own, w, &info);
         return;
     }
+    char stream_name[23];
+    if (w->attach.stream) { /* unique on the connection, as 1.19 names its own */
+        jn_io_ir_link_name(stream_name);
+        info.name = stream_name;
+        info.type = w->attach.stream == JN_STREAM_ATTACH_DATA ? JN_LINK_DATA : JN_LINK_ENDPOINT;
+    }
+    if (w->attach.edge) {
+        info.type = (jn_link_type_t)w->attach.edge;
+        info.address = w->attach.edge == JN_LINK_EDGE_REPLY ? NULL : w->address;
+    }
     jn_amqp_session_t *s = route_session(own);
     jn_amqp_link_t *l =
-        s ? jn_amqp_link_new(s, w->attach.name, send ? JN_AMQP_SENDER : JN_AMQP_RECEIVER) : NULL;
+        s ? jn_amqp_link_new(s, info.name, send ? JN_AMQP_SENDER : JN_AMQP_RECEIVER) : NULL;
     jn_io_own_link_t *link = l ? jn_io_own_link_new(own, l, !send) : NULL;
     if (!link) {
         if (s)
@@ -198,12 +213,17 @@ void jn_io_own_route_attach_IO(jn_io_own_t *own, jn_work_t *w)
         return; /* out of memory: the auto-link stays unattached, as proton's path */
     }
     link->local = true;
+    link->routed = !w->attach.stream && (!w->attach.edge || w->attach.edge == JN_LINK_EDGE_REPLY);
+    link->streaming = w->attach.stream != 0;
     link->route_ssn = s;
     link->presettled = w->attach.presettled;
     link->passthrough = w->passthrough;
     if (w->passthrough) /* its detach answered by the client's (io_own_link.c) */
         (void)jn_amqp_link_hold_detach(l, true);
-    if (route_send_attach(own, l, w) != 0) {
+    int rc = w->attach.stream ? jn_io_own_mesh_stream_attach(l, w)
+             : w->attach.edge ? jn_io_own_mesh_edge_attach(l, w)
+                              : route_send_attach(own, l, w);
+    if (rc != 0) {
         jn_io_own_rx_gone(link);
         jn_amqp_link_set_user(l, NULL);
         link->l = NULL;
@@ -216,7 +236,7 @@ void jn_io_own_route_attach_IO(jn_io_own_t *own, jn_work_t *w)
         return; /* the peer's detach frees the record */
     }
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_DEBUG, JN_IO_LINK_FMT " Attaching %s link %s to %s", conn->id,
-           link->id, send ? "sending" : "receiving", w->attach.name, w->address ? w->address : "");
+           link->id, send ? "sending" : "receiving", info.name, w->address ? w->address : "");
 }
 
 void jn_io_own_route_answered_IO(jn_io_own_link_t *link, const jn_amqp_attach_t *a)

@@ -184,7 +184,12 @@ static void rx_wake(void *io_conn)
 void jn_io_own_rx_init_IO(jn_io_own_link_t *link)
 {
     JN_ASSERT_IO(link->own->conn);
-    link->max_message_size = link->own->conn->endpoint->cfg.max_message_size;
+    /* checked where a message enters the mesh, as io_link.c's
+     * endpoint_max_message_size: not on inter-router connections */
+    const jn_io_conn_t *conn = link->own->conn;
+    link->max_message_size = conn->inter_router || (conn->edge && !conn->incoming)
+                                 ? 0
+                                 : conn->endpoint->cfg.max_message_size;
     link->budget = jn_rx_budget_new(JN_IO_LINK_HIGH_WATER, JN_IO_LINK_LOW_WATER);
     jn_rx_budget_set_waker(link->budget, rx_wake, link->own->conn);
 }

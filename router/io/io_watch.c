@@ -179,22 +179,28 @@ bool jn_io_silence_judge_IO(jn_io_conn_t *conn, const jn_work_t *w)
     return false;
 }
 
-void jn_io_silence_check_IO(jn_io_conn_t *conn, int64_t now)
+bool jn_io_silence_expired_IO(jn_io_conn_t *conn, int64_t now)
 {
     JN_ASSERT_IO(conn);
     conn->silence_watch = false;
     if (JN_UNLIKELY(now - conn->silence_at > JN_IO_STALL_MS)) {
         silence_arm(conn, now + conn->silence_ms); /* our own stall: start again */
-        return;
+        return false;
     }
     if (now - conn->heard_ms < (int64_t)conn->silence_ms) {
         silence_arm(conn, conn->heard_ms + conn->silence_ms); /* heard: watch on */
-        return;
+        return false;
     }
     JN_LOG(JN_LOG_MOD_ROUTER, JN_LOG_WARNING,
            "[C%" PRIu64 "] Inter-router connection closed: nothing arrived within the last "
            "%" PRIu32 " ms after its neighbour's HELLOs aged out",
            conn->id, conn->silence_ms);
-    jn_io_conn_abort_IO(conn, "amqp:resource-limit-exceeded",
-                        "nothing heard from the neighbour within helloMaxAgeSeconds");
+    return true;
+}
+
+void jn_io_silence_check_IO(jn_io_conn_t *conn, int64_t now)
+{
+    JN_ASSERT_IO(conn);
+    if (jn_io_silence_expired_IO(conn, now))
+        jn_io_conn_abort_IO(conn, "amqp:resource-limit-exceeded", JN_IO_SILENCE_DESC);
 }

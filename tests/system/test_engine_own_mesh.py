@@ -1,0 +1,265 @@
+#!/usr/bin/python3
+"""Inter-router connections on Junction's own AMQP engine (docs/engine.md,
+stage 3b), selected with JUNCTION_ENGINE=own per router.
+
+Meshes of two and three junctiond routers, every router switched or some
+on proton's path (a mesh is upgraded one router at a time, so both engines
+must speak the same inter-router protocol: the open's qd.* properties, the
+control and data links with their capabilities and priorities, the router
+annotations on every transfer). Asserted: the inter-router connections of a
+switched router run on the own engine (its "Connection runs on Junction's
+own AMQP engine" line names the connection of the inter-router open); the
+mesh converges; anycast traffic crosses both ways unsettled (each delivery
+accepted, the receiver's outcome reaching the sender) and pre-settled;
+multicast reaches receivers on every router exactly once; a streamed large
+message crosses (streaming links); a router killed, the route is learned
+again over the path left; a peer with this router's own id is refused; a
+router stopped (SIGSTOP) longer than its idle-time-out reads what waited
+before judging its peers. Edge routers and their interior, switched and
+mixed: anycast and multicast across edges, request/reply to an edge's
+dynamic reply address, the interior's edge-downlink links.
+
+JN_BUILD_DIR names the build directory (set by ctest).
+"""
+import os
+import signal
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import SLOW, OwnEngineEnv  # noqa: E402
+from mesh import Mesh, distinct_ports  # noqa: E402
+from test_engine_own import OWN_LINE  # noqa: E402
+from test_mesh_routing import MeshCase, StreamAcross  # noqa: E402
+from test_mesh_stall import PairWitness, config, connector, listener  # noqa: E402
+from test_edge import RequestReply, msgs, query, router_config  # noqa: E402
+from harness import Recv, Send, Traffic  # noqa: E402
+
+
+class EngineMesh(Mesh):
+    """A mesh whose routers each run the engine named in `engines` (name ->
+    "own" or "proton"; the rest: own)."""
+
+    def __init__(self, case, names, edges, engines=None, **kw):
+        super().__init__(case, names, edges, **kw)
+        self.engines = engines or {}
+
+    def start_one(self, name):
+        saved = os.environ.get("JUNCTION_ENGINE")
+        os.environ["JUNCTION_ENGINE"] = self.engines.get(name, "own")
+        try:
+            return super().start_one(name)
+        finally:
+            if saved is None:
+                os.environ.pop("JUNCTION_ENGINE", None)
+            else:
+                os.environ["JUNCTION_ENGINE"] = saved
+
+
+def conn_ids(log, text):
+    """The connection ids of the log lines holding text."""
+    return {line.split("[C", 1)[1].split("]", 1)[0]
+            for line in log.splitlines() if text in line and "[C" in line}
+
+
+class OwnMeshCase(MeshCase):
+
+    def engine_mesh(self, names, edges, engines=None, **kw):
+        self.m = EngineMesh(self, names, edges, engines, **kw).start()
+        return self.m
+
+    def assert_inter_router_own(self, name):
+        """Every inter-router connection of router name ran on the own
+        engine (the ROUTER module logs each one's annotations version)."""
+        log = self.m[name].log()
+        ir = conn_ids(log, "Remote router annotations version")
+        own = conn_ids(log, OWN_LINE)
+        self.assertTrue(ir, "no inter-router connection on %s\n%s" % (name, self.logs()))
+        self.assertTrue(ir <= own, "%s: inter-router connections %s, on the own engine %s\n%s"
+                        % (name, sorted(ir), sorted(own), self.logs()))
+
+    def assert_inter_router_proton(self, name):
+        self.assertNotIn(OWN_LINE, self.m[name].log(), self.logs())
+
+    def presettled(self, src, dst, n=200):
+        self.anycast(src, dst, n, address="ps", presettled=True)
+
+
+class TwoOwnRouters(OwnMeshCase):
+
+    def test_both_switched_anycast_multicast_and_settlement(self):
+        m = self.engine_mesh(["A", "B"], [("A", "B", 1)])
+        self.assert_inter_router_own("A")
+        self.assert_inter_router_own("B")
+        self.anycast(m["A"], m["B"], 300)
+        self.anycast(m["B"], m["A"], 200)
+        self.presettled(m["A"], m["B"])
+        self.multicast(m["A"], [m["A"], m["B"]])
+
+    def test_large_message_streams_across_an_own_inter_router_connection(self):
+        m = self.engine_mesh(["A", "B"], [("A", "B", 1)])
+        m.probe("A", "B", "big")
+        s = self.run_scenario(StreamAcross(m["A"].url, m["B"].url, 16 << 20))
+        self.assertEqual(s.recv.finished, [(s.body.total, s.body.digest(), False)])
+
+    def test_a_peer_with_this_routers_id_is_refused(self):
+        m = self.engine_mesh(["A"], [])
+        m.add("A2", "A", [("A", 1)])
+        self.wait_for("the duplicate refused",
+                      lambda: "Duplicate router id" in m["A"].log() + m["A2"].log(),
+                      30 * SLOW)
+
+
+class MixedRouters(OwnMeshCase):
+
+    def test_own_connector_to_a_proton_listener(self):
+        m = self.engine_mesh(["A", "B"], [("A", "B", 1)], {"B": "proton"})
+        self.assert_inter_router_own("A")
+        self.assert_inter_router_proton("B")
+        self.anycast(m["A"], m["B"], 300)
+        self.anycast(m["B"], m["A"], 200)
+        self.presettled(m["B"], m["A"])
+        self.multicast(m["B"], [m["A"], m["B"]])
+
+    def test_proton_connector_to_an_own_listener(self):
+        m = self.engine_mesh(["A", "B"], [("A", "B", 1)], {"A": "proton"})
+        self.assert_inter_router_own("B")
+        self.anycast(m["A"], m["B"], 300)
+        self.anycast(m["B"], m["A"], 200)
+        self.multicast(m["A"], [m["A"], m["B"]])
+
+
+class ThreeRouters(OwnMeshCase):
+
+    def test_a_line_of_three_mixed_routers(self):
+        m = self.engine_mesh(["A", "B", "C"], [("A", "B", 1), ("B", "C", 1)],
+                             {"B": "proton"})
+        self.assert_inter_router_own("A")
+        self.assert_inter_router_own("C")
+        self.anycast(m["A"], m["C"], 300)
+        self.anycast(m["C"], m["A"], 200)
+        self.multicast(m["A"], [m["A"], m["B"], m["C"]])
+
+    def test_a_router_killed_and_the_route_learned_again(self):
+        # a triangle, the direct A-C link dearer: A's traffic to C goes
+        # through B until B dies, then over A-C
+        m = self.engine_mesh(["A", "B", "C"], [("A", "B", 1), ("B", "C", 1), ("A", "C", 5)])
+        self.anycast(m["A"], m["C"], 100)
+        m.kill("B")
+        m.wait_converged()
+        self.anycast(m["A"], m["C"], 200)
+        self.anycast(m["C"], m["A"], 100)
+        self.multicast(m["C"], [m["A"], m["C"]])
+
+
+class OwnStall(OwnEngineEnv, OwnMeshCase):
+
+    def test_a_stopped_router_reads_what_waited_before_its_idle_clock_judges(self):
+        # A (idle-time-out 2 s on its listeners) is stopped for 5 s while
+        # its neighbour and its clients keep sending: continued, it reads
+        # what waited in its sockets before the engine's idle clock judges
+        # them, and closes nothing (as test_mesh_stall on proton's path)
+        ports = distinct_ports(["ir"])
+        a = self.start_router(config=config("A", "interior", [
+            listener("{port}", "normal", idle=2),
+            listener(ports["ir"], "inter-router", idle=2, name="ir")]))
+        b = self.start_router(config=config("B", "interior", [
+            listener("{port}", "normal"), connector(ports["ir"], "inter-router", 60)],
+            {"helloMaxAgeSeconds": 60}))
+        self.wait_for("A and B neighbours", lambda: "Router B is a neighbour" in a.log() and
+                      "Router A is a neighbour" in b.log(), 20 * SLOW)
+        w = PairWitness(a.url, a.url, "stall.own").start_thread()
+        self.addCleanup(lambda: w.thread.is_alive() and w.finish(0))
+        if w.error or len(w.got) < 5:
+            self.fail("witness traffic did not start: %s %s\n%s"
+                      % (w.error, w.progress(), self.logs()))
+        rows = query(a.url, "org.apache.qpid.dispatch.connection", ["identity", "role"])
+        before = {r["identity"] for r in rows if r["role"] == "inter-router"}
+        self.assertEqual(len(before), 1, rows)
+        a.proc.send_signal(signal.SIGSTOP)
+        try:
+            time.sleep(5)
+        finally:
+            a.proc.send_signal(signal.SIGCONT)
+        time.sleep(3)
+        rows = query(a.url, "org.apache.qpid.dispatch.connection", ["identity", "role"])
+        self.assertEqual({r["identity"] for r in rows if r["role"] == "inter-router"}, before,
+                         self.logs())
+        self.finish_witness(w, more=20)
+        self.assertIn(OWN_LINE, a.log())
+        self.assertNotIn("idle-timeout", a.log(), self.logs())
+
+
+class OwnEdges(OwnMeshCase):
+    """An interior and two edge routers, all switched or one of each
+    engine: the edges' uplinks (downlink, address tracking, heartbeat, a
+    reply link with a dynamic source) and the interior's view of them."""
+
+    def start_engine(self, engine, config):
+        saved = os.environ.get("JUNCTION_ENGINE")
+        os.environ["JUNCTION_ENGINE"] = engine
+        try:
+            return self.start_router(config=config)
+        finally:
+            if saved is None:
+                os.environ.pop("JUNCTION_ENGINE", None)
+            else:
+                os.environ["JUNCTION_ENGINE"] = saved
+
+    def edges(self, interior_engine, edge_engines):
+        port = distinct_ports(["I"])["I"]
+        i = self.start_engine(interior_engine, router_config("interior", "I", port))
+        es = [self.start_engine(eng, router_config("edge", "E%d" % n, uplinks=[port]))
+              for n, eng in enumerate(edge_engines, 1)]
+        for n in range(1, len(es) + 1):
+            self.wait_for("E%d attached" % n, lambda n=n: "Edge router 'E%d' attached" % n
+                          in i.log(), 20 * SLOW)
+        return i, es
+
+    def assert_uplink_own(self, e):
+        log = e.log()
+        up = conn_ids(log, "Connection Opened: dir=out")
+        self.assertTrue(up and up <= conn_ids(log, OWN_LINE), self.logs())
+
+    def traffic(self, i, e1, e2):
+        t = Traffic(None, [Recv("a.q", url=e2.url)], [Send("a.q", msgs("a.q", 200), url=e1.url)],
+                    expect=200).run()
+        self.assertIsNone(t.error, t.error)
+        self.assertEqual({str(o[0]) for o in t.senders[0].outcomes.values()}, {"ACCEPTED"})
+        rs = [Recv("mc.x", url=x.url) for x in (e1, e2, i)]
+        t = Traffic(None, rs, [Send("mc.x", msgs("mc.x", 50), url=e1.url)], expect=150,
+                    linger=0.5).run()
+        self.assertIsNone(t.error, t.error)
+        self.assertEqual([len(r.messages) for r in rs], [50] * 3)
+        s = RequestReply(e2.url, e1.url, "svc", 20).run()
+        self.assertIsNone(s.error, s.error)
+        self.assertTrue(s.reply_to.startswith("amqp:/_edge/E1/temp."), s.reply_to)
+        self.assertEqual(sorted(s.replies), list(range(20)))
+        links = query(i.url, "org.apache.qpid.dispatch.router.link", ["linkType"])
+        self.assertEqual([x["linkType"] for x in links].count("edge-downlink"), 2)
+
+    def test_edges_and_interior_all_switched(self):
+        i, (e1, e2) = self.edges("own", ["own", "own"])
+        self.assert_uplink_own(e1)
+        self.assert_uplink_own(e2)
+        self.assertEqual(len(conn_ids(i.log(), OWN_LINE) & conn_ids(
+            i.log(), "container_id=E")), 2, self.logs())
+        self.traffic(i, e1, e2)
+
+    def test_own_and_proton_edges_on_a_proton_interior(self):
+        i, (e1, e2) = self.edges("proton", ["own", "proton"])
+        self.assert_uplink_own(e1)
+        self.assertNotIn(OWN_LINE, e2.log() + i.log())
+        self.traffic(i, e1, e2)
+
+    def test_proton_edges_on_an_own_interior(self):
+        i, (e1, e2) = self.edges("own", ["proton", "proton"])
+        self.assertNotIn(OWN_LINE, e1.log() + e2.log())
+        self.assertEqual(len(conn_ids(i.log(), OWN_LINE) & conn_ids(
+            i.log(), "container_id=E")), 2, self.logs())
+        self.traffic(i, e1, e2)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -5,9 +5,9 @@
  * attach reported with its terminus address and answered when the core
  * opens the link; the peer's credit; copies sent as their octets arrive,
  * with the sender's state on their first transfer; delivery states with
- * every field, dispositions and settlement both ways; a detach, an end or
- * the connection's loss letting go of what the link held. Receiving is in
- * io_own_rx.c (as io_recv.c). The structs are in io_own.h; the engine calls
+ * every field (io_own_state.c), dispositions and settlement both ways; a
+ * detach, an end or the connection's loss letting go of what the link
+ * held. Receiving is in io_own_rx.c (as io_recv.c). The structs are in io_own.h; the engine calls
  * the on_* functions on the connection's loop thread, inside
  * jn_amqp_transport_process.
  */
@@ -109,176 +109,6 @@ void jn_io_own_dlv_settle(jn_io_own_dlv_t *od, const jn_amqp_state_t *state)
         (void)jn_amqp_delivery_update(d, state, true);
     }
     jn_io_own_dlv_drop(od);
-}
-
-/* ---- delivery states ----------------------------------------------------- */
-
-/* A heap copy of the view's octets in *out, *len (none: NULL, 0). */
-static void copy_octets(const jn_iter_t *v, uint8_t **out, size_t *len)
-{
-    jn_iter_t it = *v;
-    size_t n = jn_iter_length(&it);
-    *out = n ? malloc(n) : NULL;
-    *len = *out ? jn_iter_copy(&it, *out, n) : 0;
-}
-
-/* d's extra fields, allocated when first needed (NULL: out of memory). */
-static jn_disposition_extra_t *extra_of(jn_disposition_t *d)
-{
-    if (!d->extra)
-        d->extra = calloc(1, sizeof *d->extra);
-    return d->extra;
-}
-
-/* The value of a state the spec does not define, as the core carries it
- * (what follows its numeric descriptor, io_state.c): *out, *len on the
- * heap; none when the encoding is not a described value with a ulong
- * descriptor. */
-static void unknown_value(const jn_iter_t *encoded, uint8_t **out, size_t *len)
-{
-    uint8_t *all;
-    size_t n;
-    copy_octets(encoded, &all, &n);
-    size_t skip = n >= 2 && all[0] == 0x00 ? (all[1] == 0x53 ? 3 : all[1] == 0x80 ? 10 : 0) : 0;
-    *out = NULL;
-    *len = 0;
-    if (skip && n > skip && (*out = malloc(n - skip)) != NULL) {
-        memcpy(*out, all + skip, n - skip);
-        *len = n - skip;
-    }
-    free(all);
-}
-
-bool jn_io_own_state_known(uint64_t code)
-{
-    return code == JN_DISP_ACCEPTED || code == JN_DISP_REJECTED || code == JN_DISP_RELEASED ||
-           code == JN_DISP_MODIFIED || code == JN_DISP_RECEIVED;
-}
-
-bool jn_io_own_state_in(const jn_amqp_state_t *st, jn_disposition_t *d)
-{
-    memset(d, 0, sizeof *d);
-    if (st->symbolic || st->code == 0)
-        return false; /* not carried by the core */
-    d->type = st->code;
-    jn_disposition_extra_t *x;
-    if (st->code == JN_AMQP_REJECTED && (st->present & JN_AMQP_FIELD(0))) {
-        char buf[256];
-        jn_iter_copy_string(&st->error.condition, buf, sizeof buf);
-        d->condition = strdup(buf);
-        if (st->error.present & JN_AMQP_FIELD(1)) {
-            jn_iter_copy_string(&st->error.description, buf, sizeof buf);
-            d->description = strdup(buf);
-        }
-        if ((st->error.present & JN_AMQP_FIELD(2)) && (x = extra_of(d)))
-            copy_octets(&st->error.info, &x->info, &x->info_len);
-    } else if (st->code == JN_AMQP_MODIFIED) {
-        d->delivery_failed = st->delivery_failed;
-        d->undeliverable_here = st->undeliverable_here;
-        if ((st->present & JN_AMQP_FIELD(2)) && (x = extra_of(d)))
-            copy_octets(&st->message_annotations, &x->annotations, &x->annotations_len);
-    } else if (st->code == JN_AMQP_RECEIVED) {
-        if ((x = extra_of(d))) {
-            x->has_section = true;
-            x->section_number = st->section_number;
-            x->section_offset = st->section_offset;
-        }
-    } else if (!jn_io_own_state_known(st->code) && (x = extra_of(d))) {
-        unknown_value(&st->encoded, &x->data, &x->data_len);
-    }
-    return true;
-}
-
-/* A transaction's state (declared, transactional-state: AMQP 1.0 4.5.5,
- * 4.5.7), which the core carries as its value (the list after the
- * descriptor, x->data), as the engine's fields: views of x's octets.
- * False when the value is not such a list (it does not go). */
-static bool txn_state_out(const jn_disposition_extra_t *x, jn_amqp_state_t *st)
-{
-    if (!x || !x->data_len)
-        return false;
-    jn_iter_t v;
-    jn_iter_init_bytes(&v, x->data, x->data_len, JN_VIEW_RAW);
-    jn_decoder_t d, in;
-    jn_field_t f;
-    jn_decoder_init(&d, &v, true);
-    if (jn_decoder_next(&d, &f) != 1 || f.type != JN_TYPE_LIST ||
-        jn_decoder_enter(&d, &f, &in) != 0 || jn_decoder_next(&in, &f) != 1 ||
-        f.type != JN_TYPE_BINARY)
-        return false;
-    st->present = JN_AMQP_FIELD(0);
-    st->txn_id = f.payload;
-    if (st->code == JN_AMQP_TRANSACTIONAL_STATE && jn_decoder_next(&in, &f) == 1 &&
-        f.type != JN_TYPE_NULL) {
-        st->present |= JN_AMQP_FIELD(1);
-        st->outcome = f.encoded;
-    }
-    return true;
-}
-
-bool jn_io_own_state_out(const jn_disposition_t *d, jn_amqp_state_t *st, uint8_t **heap)
-{
-    *heap = NULL;
-    if (d->type == JN_DISP_NONE)
-        return false; /* st unused */
-    if (JN_LIKELY(d->type == JN_DISP_ACCEPTED || d->type == JN_DISP_RELEASED)) {
-        /* the outcomes of almost every delivery have no field: the engine
-         * reads only these of them (their encoding is fixed), so the rest
-         * of st is not cleared (an accepted outcome cost ~240 instructions
-         * here) */
-        st->code = d->type;
-        st->symbolic = false;
-        st->present = 0;
-        return true;
-    }
-    memset(st, 0, sizeof *st);
-    st->code = d->type;
-    const jn_disposition_extra_t *x = d->extra;
-    if (d->type == JN_AMQP_DECLARED || d->type == JN_AMQP_TRANSACTIONAL_STATE)
-        return txn_state_out(x, st);
-    if (d->type == JN_DISP_REJECTED && d->condition) {
-        st->present = JN_AMQP_FIELD(0);
-        st->error.present = JN_AMQP_FIELD(0);
-        jn_iter_init_string(&st->error.condition, d->condition, JN_VIEW_RAW);
-        if (d->description) {
-            st->error.present |= JN_AMQP_FIELD(1);
-            jn_iter_init_string(&st->error.description, d->description, JN_VIEW_RAW);
-        }
-        if (x && x->info_len) {
-            st->error.present |= JN_AMQP_FIELD(2);
-            jn_iter_init_bytes(&st->error.info, x->info, x->info_len, JN_VIEW_RAW);
-        }
-    } else if (d->type == JN_DISP_MODIFIED) {
-        st->present = JN_AMQP_FIELD(0) | JN_AMQP_FIELD(1);
-        st->delivery_failed = d->delivery_failed;
-        st->undeliverable_here = d->undeliverable_here;
-        if (x && x->annotations_len) {
-            st->present |= JN_AMQP_FIELD(2);
-            jn_iter_init_bytes(&st->message_annotations, x->annotations, x->annotations_len,
-                               JN_VIEW_RAW);
-        }
-    } else if (d->type == JN_DISP_RECEIVED && x && x->has_section) {
-        st->present = JN_AMQP_FIELD(0) | JN_AMQP_FIELD(1);
-        st->section_number = x->section_number;
-        st->section_offset = x->section_offset;
-    } else if (!jn_io_own_state_known(d->type)) {
-        /* another state: its numeric descriptor and value, as it came */
-        size_t vlen = x && x->data_len ? x->data_len : 1;
-        uint8_t *o = malloc(10 + vlen);
-        if (!o)
-            return false;
-        o[0] = 0x00;
-        o[1] = 0x80; /* ulong */
-        for (int i = 0; i < 8; i++)
-            o[2 + i] = (uint8_t)(d->type >> (56 - 8 * i));
-        if (x && x->data_len)
-            memcpy(o + 10, x->data, x->data_len);
-        else
-            o[10] = 0x40; /* null */
-        jn_iter_init_bytes(&st->encoded, o, 10 + vlen, JN_VIEW_RAW);
-        *heap = o;
-    }
-    return true;
 }
 
 /* ---- attach and detach --------------------------------------------------- */
@@ -456,6 +286,40 @@ jn_io_own_link_t *jn_io_own_link_new(jn_io_own_t *own, jn_amqp_link_t *l, bool i
     return link;
 }
 
+/* What the core routes the peer's link by, beyond its address (t the
+ * terminus at our end): control and data links (io_own_mesh.c); a
+ * dynamic terminus link-routed by the address its node properties name,
+ * as in 1.19 (*dnp, heap); a coordinator by JN_COORDINATOR_ADDRESS
+ * (router/core/coordinator.c), as on proton's path (io_link.c); the
+ * termini a link route may copy (*termini, heap; none when out of memory,
+ * as on proton's path). The caller frees *dnp and *termini once the core
+ * has info. */
+static void attach_routing(jn_io_own_link_t *link, const jn_amqp_attach_t *a,
+                           const jn_amqp_terminus_t *t, jn_link_info_t *info, char **dnp,
+                           uint8_t **termini)
+{
+    jn_io_own_mesh_classify_IO(link, a, info);
+    info->resumable =
+        ((t->present & JN_AMQP_FIELD(2)) && jn_iter_equal(&t->expiry_policy, "never")) ||
+        ((t->present & JN_AMQP_FIELD(3)) && t->timeout > 0);
+    if (info->dynamic)
+        info->address = *dnp = jn_io_own_dnp_address(t);
+    if (link->incoming && (a->present & JN_AMQP_FIELD(6)) && a->target.code == JN_AMQP_COORDINATOR)
+        info->address = JN_COORDINATOR_ADDRESS, info->coordinator = true;
+    if (info->address && info->address[0])
+        (void)jn_io_own_termini_encode(a, termini, &info->termini_len);
+    info->termini = *termini;
+}
+
+/* A link record given up before the core heard of it: freed, and the
+ * engine's link no longer ours (the caller answers the peer). */
+static void link_abandon(jn_io_own_link_t *link, jn_amqp_link_t *l)
+{
+    jn_io_own_rx_gone(link);
+    jn_amqp_link_set_user(l, NULL);
+    jn_io_own_link_free(link); /* uncounts it */
+}
+
 void jn_io_own_on_attach(void *ctx, jn_amqp_link_t *l, const jn_amqp_attach_t *a)
 {
     jn_io_own_t *own = ctx;
@@ -476,11 +340,8 @@ void jn_io_own_on_attach(void *ctx, jn_amqp_link_t *l, const jn_amqp_attach_t *a
     }
     jn_io_own_link_t *link = jn_io_own_link_new(own, l, a->role == JN_AMQP_SENDER);
     if (!link || keep_attach(link, a) != 0) {
-        if (link) {
-            jn_io_own_rx_gone(link);
-            jn_amqp_link_set_user(l, NULL);
-            jn_io_own_link_free(link);
-        }
+        if (link)
+            link_abandon(link, l);
         refuse_attach(l, a, "router out of memory");
         return;
     }
@@ -496,9 +357,7 @@ void jn_io_own_on_attach(void *ctx, jn_amqp_link_t *l, const jn_amqp_attach_t *a
             ? policy_attach(link, a, address, (t->present & JN_AMQP_FIELD(4)) && t->dynamic)
             : NULL;
     if (denied || why) {
-        jn_io_own_rx_gone(link);
-        jn_amqp_link_set_user(l, NULL);
-        jn_io_own_link_free(link); /* uncounts it */
+        link_abandon(link, l);
         if (denied)
             refuse_attach_with(l, a, denied, "link disallowed by local policy");
         else
@@ -518,29 +377,14 @@ void jn_io_own_on_attach(void *ctx, jn_amqp_link_t *l, const jn_amqp_attach_t *a
         .type = JN_LINK_ENDPOINT,
         .priority = -1,
     };
-    jn_io_own_mesh_classify_IO(link, a, &info); /* control and data links */
-    /* a dynamic terminus is link-routed by the address its node properties
-     * name, as in 1.19; a coordinator by JN_COORDINATOR_ADDRESS
-     * (router/core/coordinator.c), as on proton's path (io_link.c) */
-    info.resumable =
-        ((t->present & JN_AMQP_FIELD(2)) && jn_iter_equal(&t->expiry_policy, "never")) ||
-        ((t->present & JN_AMQP_FIELD(3)) && t->timeout > 0);
-    char *dnp = info.dynamic ? jn_io_own_dnp_address(t) : NULL;
-    if (info.dynamic)
-        info.address = dnp;
-    if (link->incoming && (a->present & JN_AMQP_FIELD(6)) && a->target.code == JN_AMQP_COORDINATOR)
-        info.address = JN_COORDINATOR_ADDRESS, info.coordinator = true;
+    char *dnp = NULL;
     uint8_t *termini = NULL;
-    if (info.address && info.address[0]) /* a link route may copy them */
-        (void)jn_io_own_termini_encode(a, &termini, &info.termini_len);
-    info.termini = termini; /* out of memory: none, as on proton's path */
+    attach_routing(link, a, t, &info, &dnp, &termini);
     link->core = jn_core_link_attached_IO(conn->core, link, &info);
     free(termini);
     free(dnp);
     if (!link->core) {
-        jn_io_own_rx_gone(link);
-        jn_amqp_link_set_user(l, NULL);
-        jn_io_own_link_free(link);
+        link_abandon(link, l);
         refuse_attach(l, a, "router out of memory");
         return;
     }

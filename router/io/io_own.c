@@ -41,23 +41,31 @@
 
 /* ---- the switch ---------------------------------------------------------- */
 
-bool jn_io_engine_own_default(void)
+unsigned jn_io_engine_own_default(void)
 {
     const char *v = getenv("JUNCTION_ENGINE");
-    bool own = JN_ENGINE_DEFAULT_OWN;
+    unsigned own = JN_ENGINE_DEFAULT_OWN ? JN_IO_OWN_IN | JN_IO_OWN_OUT : 0;
     if (v && strcmp(v, "own") == 0)
-        own = true;
+        own = JN_IO_OWN_IN | JN_IO_OWN_OUT;
+    else if (v && strcmp(v, "own-in") == 0) /* the connections the router accepts */
+        own = JN_IO_OWN_IN;
+    else if (v && strcmp(v, "own-out") == 0) /* the connections it makes */
+        own = JN_IO_OWN_OUT;
     else if (v && strcmp(v, "proton") == 0)
-        own = false;
+        own = 0;
     else if (v && v[0])
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
-               "JUNCTION_ENGINE=%s is neither 'own' nor 'proton': the build's default (%s) applies",
+               "JUNCTION_ENGINE=%s is none of 'own', 'own-in', 'own-out' and 'proton': the "
+               "build's default (%s) applies",
                v, own ? "own" : "proton");
     if (own)
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_NOTICE,
                "AMQP engine: Junction's own for plain client listeners and connectors, and "
                "plain inter-router and edge ones (docs/engine.md), proton's for every other "
-               "connection");
+               "connection%s",
+               own == JN_IO_OWN_IN    ? " and every connection the router makes (own-in)"
+               : own == JN_IO_OWN_OUT ? " and every connection the router accepts (own-out)"
+                                      : "");
     return own;
 }
 
@@ -121,8 +129,8 @@ static bool own_connector_eligible(const jn_endpoint_config_t *cfg)
 bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep)
 {
     const jn_endpoint_config_t *cfg = &ep->cfg;
-    if (io->engine_own && !ep->is_listener)
-        return own_connector_eligible(cfg);
+    if (!ep->is_listener)
+        return (io->engine_own & JN_IO_OWN_OUT) && own_connector_eligible(cfg);
     bool tls = cfg->ssl_profile && cfg->ssl_profile[0];
     bool sasl_ok = sasl_own_serves(cfg);
     /* a vhost policy, multiTenant, message logging, the initial handshake
@@ -131,7 +139,7 @@ bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep)
      * such connectors. */
     bool role_ok = cfg->role == JN_ROLE_NORMAL ||
                    ((cfg->role == JN_ROLE_INTER_ROUTER || cfg->role == JN_ROLE_EDGE) && !tls);
-    return io->engine_own && ep->is_listener && role_ok &&
+    return (io->engine_own & JN_IO_OWN_IN) && role_ok &&
            (tls || (!cfg->require_ssl && !cfg->require_encryption)) && !ep->authsvc && sasl_ok;
 }
 

@@ -165,11 +165,19 @@ struct jn_io_own {
     size_t trace_out_ahead;
 };
 
-/* jn_io_engine_own_default: whether connections the switch may take run on
- * the own engine: the environment variable JUNCTION_ENGINE ("own" or
- * "proton"), read once by jn_io_create, else the build's JN_ENGINE. Logs
- * the choice when it is own. Main thread, at start. */
-bool jn_io_engine_own_default(void);
+/* The A/B switch's scope (jn_io_t.engine_own): the connections the
+ * router accepts, those it makes. */
+#define JN_IO_OWN_IN  1u
+#define JN_IO_OWN_OUT 2u
+
+/* jn_io_engine_own_default: which connections the switch may take run on
+ * the own engine (JN_IO_OWN_IN | JN_IO_OWN_OUT, or 0): the environment
+ * variable JUNCTION_ENGINE ("own": both; "own-in": accepted ones only;
+ * "own-out": those the router makes only, so that one router runs the two
+ * engines side by side; "proton": none), read once by jn_io_create, else
+ * the build's JN_ENGINE. Logs the choice when it is own. Main thread, at
+ * start. */
+unsigned jn_io_engine_own_default(void);
 
 /* jn_io_own_eligible: whether a connection accepted on listener ep, or
  * made by connector ep, runs on the own engine (docs/engine.md, "Which

@@ -305,12 +305,13 @@ class DeclaringController(Controller):
 
 class OwnLinkRouteCase(OwnEngineCase):
 
-    def router(self, broker, connector_extra=None, listener_extra=None, routes=None):
+    def router(self, broker, connector_extra=None, listener_extra=None, routes=None,
+               engine="own"):
         routes = routes if routes is not None else link_route("lr", "in") + link_route("lr", "out")
         text = config("R", extra=fake_connector(broker) + routes)
         if listener_extra or connector_extra:
             text = self.patch(text, listener_extra, connector_extra)
-        r = self.start_own(config=text)
+        r = self.start_own(engine=engine, config=text)
         self.wait_for("the broker's connection", lambda: "Connection Opened: dir=out" in r.log(),
                       TIMEOUT)
         return r
@@ -505,8 +506,10 @@ class OwnCoordinatorTest(OwnLinkRouteCase):
 
 
 class MixedEnginesTest(OwnLinkRouteCase):
-    """messageLoggingComponents keeps a listener or connector on proton's
-    path (docs/engine.md, "Which connections")."""
+    """One router, both engines: JUNCTION_ENGINE=own-in runs the clients'
+    connections on the own engine and the broker's (one the router makes)
+    on proton's; own-out the other way round (docs/engine.md, the A/B
+    switch). The two ends of each routed link meet in the core."""
 
     def check(self, r, b):
         c = Client(r.url, "lr.in.mixed", bodies=KINDS).run()
@@ -521,14 +524,14 @@ class MixedEnginesTest(OwnLinkRouteCase):
 
     def test_own_client_and_a_broker_connector_on_proton(self):
         b = self.broker()
-        r = self.router(b, connector_extra={"messageLoggingComponents": "message-id"})
+        r = self.router(b, engine="own-in")
         self.check(r, b)
         self.assertEqual(self.out_on_own(r), [False], self.logs())
         self.assertIn(True, self.engines(r).values(), self.logs())
 
     def test_client_on_proton_and_an_own_broker_connector(self):
         b = self.broker()
-        r = self.router(b, listener_extra={"messageLoggingComponents": "message-id"})
+        r = self.router(b, engine="own-out")
         self.check(r, b)
         self.assertEqual(self.out_on_own(r), [True], self.logs())
         self.assertIn(False, self.engines(r).values(), self.logs())

@@ -120,9 +120,9 @@ bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep)
     if (io->engine_own && !ep->is_listener)
         return own_connector_eligible(io, cfg);
     bool tls = cfg->ssl_profile && cfg->ssl_profile[0];
-    bool sasl_ok = sasl_own_serves(cfg);
+    bool sasl_ok = ep->authsvc || sasl_own_serves(cfg); /* the relay: authsvc.c */
     return io->engine_own && ep->is_listener && cfg->role == JN_ROLE_NORMAL &&
-           (tls || (!cfg->require_ssl && !cfg->require_encryption)) && !ep->authsvc && sasl_ok &&
+           (tls || (!cfg->require_ssl && !cfg->require_encryption)) && sasl_ok &&
            io->policy == NULL &&
            !cfg->multi_tenant && cfg->message_logging == 0 && cfg->handshake_timeout_seconds == 0 &&
            !cfg->failover_urls && !cfg->open_properties;
@@ -398,8 +398,10 @@ static int own_new(jn_io_conn_t *conn, const char *host)
         jn_amqp_transport_free(own->t);
         own->t = NULL;
     }
-    if (own->t && !host && jn_endpoint_uses_sasl_plugin(cfg, true) &&
-        jn_io_own_sasl_attach(conn, own->t) != 0) {
+    if (own->t && !host &&
+        (conn->relay ? jn_io_authsvc_own_attach(conn, own->t) != 0
+                     : jn_endpoint_uses_sasl_plugin(cfg, true) &&
+                           jn_io_own_sasl_attach(conn, own->t) != 0)) {
         jn_amqp_transport_free(own->t); /* no Cyrus: the connection is refused */
         own->t = NULL;
     }
@@ -714,6 +716,9 @@ bool jn_io_own_pass_IO(jn_io_loop_t *loop, jn_io_conn_t *conn)
     bool more = false;
     if (!conn->incoming)
         own_connector_pass(own);
+    else if (JN_UNLIKELY(conn->relay) &&
+             jn_io_authsvc_own_pass_IO(conn, own->t, now) == JN_ENOMEM)
+        own->cut = true; /* its auth service's answer (authsvc.c) */
     if (conn->connecting) {
         /* a connect in progress: nothing to read or write yet */
     } else if (conn->bridge) {

@@ -159,6 +159,17 @@ int jn_amqp_sasl_server_offer_ready(jn_amqp_sasl_server_t *s);
  * thread (see _offer_ready). */
 int jn_amqp_sasl_server_resume(jn_amqp_sasl_server_t *s, int rc, const uint8_t *out, size_t len);
 
+/* jn_amqp_sasl_server_refuse: the backend refuses the exchange while no
+ * answer of its is pending (before the client's sasl-init, or while a
+ * challenge waits for its response: an auth service that failed). Our
+ * header and sasl-mechanisms go first if they have not, then sasl-outcome
+ * with code (AUTH to SYS_TEMP), unasked, as proton's server sends it; the
+ * exchange is then refused (fault amqp:unauthorized-access; later input is
+ * consumed and ignored). Returns JN_EPROTO (done as said), JN_ENOMEM, or
+ * JN_EINVAL (the exchange is over, the offer or an answer is pending, or
+ * code is not a refusal's; nothing changed). Owning thread. */
+int jn_amqp_sasl_server_refuse(jn_amqp_sasl_server_t *s, int code);
+
 /* jn_amqp_sasl_server_pending: true while the offer or a backend's answer
  * is pending (the peer's frames are held). Owning thread. */
 bool jn_amqp_sasl_server_pending(const jn_amqp_sasl_server_t *s);

@@ -87,6 +87,15 @@ int jn_amqp_transport_set_sasl(jn_amqp_transport_t *t, const jn_amqp_sasl_mech_o
 int jn_amqp_transport_sasl_offer_ready(jn_amqp_transport_t *t);
 int jn_amqp_transport_sasl_resume(jn_amqp_transport_t *t, int rc, const uint8_t *out, size_t len);
 
+/* jn_amqp_transport_sasl_refuse: the deferring backend refuses while
+ * nothing of its is pending (jn_amqp_sasl_server_refuse: our mechanisms
+ * if not yet sent, then the outcome with code, unasked). Returns as that
+ * function, or JN_AGAIN before the peer's first header (the SASL layer is
+ * not made yet: call again after the next jn_amqp_transport_process), or
+ * JN_EINVAL when the peer went without SASL. The caller writes the output.
+ * Owning thread. */
+int jn_amqp_transport_sasl_refuse(jn_amqp_transport_t *t, int code);
+
 /* jn_amqp_transport_free: free t, its layers and its buffers (its
  * references on them: buffers a user still references live on). NULL is
  * ignored. Not from inside a callback of its AMQP layer. Owning thread. */

@@ -374,6 +374,19 @@ int jn_amqp_sasl_server_resume(jn_amqp_sasl_server_t *s, int rc, const uint8_t *
     return backend_answer(s, rc, out, len);
 }
 
+int jn_amqp_sasl_server_refuse(jn_amqp_sasl_server_t *s, int code)
+{
+    if (s->done || s->refused || s->offer_pending || s->step_pending ||
+        code < JN_AMQP_SASL_OUTCOME_AUTH || code > JN_AMQP_SASL_OUTCOME_SYS_TEMP)
+        return JN_EINVAL;
+    int rc = jn_amqp_sasl_server_start(s);
+    if (rc == 0)
+        rc = outcome(s, (uint8_t)code, NULL, 0);
+    (void)jn_amqp_fail(&s->fault, "amqp:unauthorized-access",
+                       "SASL authentication failed (outcome %d, before the client's answer)", code);
+    return refuse(s, rc);
+}
+
 bool jn_amqp_sasl_server_pending(const jn_amqp_sasl_server_t *s)
 {
     return s->offer_pending || s->step_pending;

@@ -76,7 +76,7 @@ typedef struct jn_io_relay {
     bool started, svc_sasl_ok, done;
     /* the client on Junction's own engine (client_t NULL): what its next
      * pass hands the engine's SASL layer (jn_io_authsvc_own_pass_IO) */
-    bool own, own_offer, own_waiting;
+    bool own, own_offer, own_waiting, own_refuse;
     int own_answer; /* 0: none; else a jn_amqp_sasl_code_t + 1 */
 } jn_io_relay_t;
 
@@ -170,6 +170,10 @@ static void fail_client(jn_io_relay_t *r, detach_t how, const char *fmt, ...)
             own_post(r, true, 0); /* nothing to offer: no init can succeed */
         if (r->own && r->own_waiting)
             own_post(r, false, JN_AMQP_SASL_OUTCOME_AUTH);
+        else if (r->own) { /* the outcome unasked, as proton's server sends it */
+            r->own_refuse = true;
+            own_post(r, false, JN_AMQP_SASL_OUTCOME_AUTH);
+        }
         if (!r->own) {
             pnx_sasl_set_failed(r->client_t);
             pnx_sasl_set_bytes_out(r->client_t, pn_bytes(0, NULL));
@@ -827,6 +831,14 @@ int jn_io_authsvc_own_pass_IO(jn_io_conn_t *client, jn_amqp_transport_t *t, uint
                client->id, r->svc_mechs && r->svc_mechs[0] ? r->svc_mechs : "nothing",
                svc_shown(r));
         rc = jn_amqp_transport_sasl_offer_ready(t);
+    }
+    if (rc != JN_ENOMEM && r->own_refuse) {
+        int e = jn_amqp_transport_sasl_refuse(t, r->own_answer - 1);
+        if (e != JN_AGAIN) { /* else the client's header is still to come */
+            r->own_refuse = false;
+            r->own_answer = 0;
+        }
+        rc = e == JN_ENOMEM ? e : 0;
     }
     if (rc != JN_ENOMEM && r->own_answer && r->own_waiting) {
         int code = own_answer_now(r);

@@ -716,9 +716,6 @@ bool jn_io_own_pass_IO(jn_io_loop_t *loop, jn_io_conn_t *conn)
     bool more = false;
     if (!conn->incoming)
         own_connector_pass(own);
-    else if (JN_UNLIKELY(conn->relay) &&
-             jn_io_authsvc_own_pass_IO(conn, own->t, now) == JN_ENOMEM)
-        own->cut = true; /* its auth service's answer (authsvc.c) */
     if (conn->connecting) {
         /* a connect in progress: nothing to read or write yet */
     } else if (conn->bridge) {
@@ -733,6 +730,9 @@ bool jn_io_own_pass_IO(jn_io_loop_t *loop, jn_io_conn_t *conn)
     } else if (conn->test_io) {
         jn_io_test_read_IO(conn); /* tests and fuzzing: no socket (io_test.c) */
     }
+    if (JN_UNLIKELY(conn->relay) && conn->incoming &&
+        jn_io_authsvc_own_pass_IO(conn, own->t, now) == JN_ENOMEM)
+        own->cut = true; /* its auth service's answer (authsvc.c), after the reads */
     if (atomic_load_explicit(&conn->io->stopping, memory_order_relaxed))
         own_close(own, "amqp:connection:forced", "router shutting down",
                   atomic_load_explicit(&conn->io->forcing, memory_order_relaxed));

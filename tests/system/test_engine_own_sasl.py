@@ -28,6 +28,7 @@ JN_BUILD_DIR names the build directory (set by ctest).
 """
 import os
 import re
+import socket
 import sys
 import threading
 import unittest
@@ -363,6 +364,14 @@ class OwnAuthServiceTest(OwnEngineEnv, authsvc.AuthServiceTestCase):
                          r"the connection to the service ended: .*refused",
                       "the unreachable service's line")
         self.assertRegex(r.log(), r"SASL on Junction's own AMQP engine .*offering: nothing")
+        # on the wire as proton's path: an empty offer, then outcome auth unasked
+        with socket.create_connection(("127.0.0.1", r.port), timeout=TIMEOUT) as s:
+            s.sendall(authsvc.SASL_HEADER)
+            self.assertEqual(s.recv(8, socket.MSG_WAITALL), authsvc.SASL_HEADER)
+            code, mechs = authsvc.read_frame(s)
+            self.assertEqual((code, list(mechs[0] or [])), (0x40, []))
+            code, out = authsvc.read_frame(s)
+            self.assertEqual((code, int(out[0])), (0x44, 1))
         self.assertTrue(r.alive())
 
 

@@ -888,6 +888,46 @@ static void test_sasl_deferred_holds_the_peers_frames(void **state)
     jn_encoder_free(&s.e);
 }
 
+/* A service that fails before any answer is pending (unreachable, or cut
+ * between rounds): the offer (here empty) and the outcome go unasked, as
+ * proton's server sends them; the exchange is refused and later input
+ * ignored. Not while the offer or an answer is pending. */
+static void test_sasl_deferred_refusal_unasked(void **state)
+{
+    (void)state;
+    for (size_t sp = 0; sp < NSPLITS; sp++) {
+        stream_t s;
+        jn_encoder_init(&s.e);
+        put_header(&s, JN_AMQP_PROTO_SASL);
+        int freed = 0;
+        deferred_t d = {.f = {.offer = "", .freed = &freed}};
+        jn_amqp_sasl_server_t *srv = jn_amqp_sasl_server_new_with(&deferred_ops, &d);
+        assert_non_null(srv);
+        size_t used;
+        assert_int_equal(feed(srv, s.e.data, s.e.size, splits[sp], 1, &used), 0);
+        assert_int_equal(used, s.e.size);
+        assert_int_equal(jn_amqp_sasl_server_refuse(srv, JN_AMQP_SASL_OUTCOME_AUTH), JN_EINVAL);
+        d.ready = true;
+        assert_int_equal(jn_amqp_sasl_server_offer_ready(srv), 0);
+        assert_int_equal(jn_amqp_sasl_server_refuse(srv, JN_AMQP_SASL_OUTCOME_OK), JN_EINVAL);
+        assert_int_equal(jn_amqp_sasl_server_refuse(srv, JN_AMQP_SASL_OUTCOME_AUTH), JN_EPROTO);
+        assert_string_equal(jn_amqp_sasl_server_fault(srv)->condition, "amqp:unauthorized-access");
+        answer_t a = read_answer(srv);
+        assert_int_equal(a.proto, JN_AMQP_PROTO_SASL);
+        assert_int_equal(a.nframes, 2);
+        assert_string_equal(a.mechanisms, "");
+        assert_int_equal(a.outcome, JN_AMQP_SASL_OUTCOME_AUTH);
+        put_init_with(&s, "PLAIN", "\0carol\0pw", 9); /* too late: ignored */
+        assert_int_equal(feed(srv, s.e.data + used, s.e.size - used, splits[sp], 1, &used),
+                         JN_EPROTO);
+        assert_int_equal(d.pendings, 0);
+        assert_int_equal(jn_amqp_sasl_server_refuse(srv, JN_AMQP_SASL_OUTCOME_AUTH), JN_EINVAL);
+        jn_amqp_sasl_server_free(srv);
+        assert_int_equal(freed, 1);
+        jn_encoder_free(&s.e);
+    }
+}
+
 static void test_no_leak(void **state)
 {
     (void)state;
@@ -912,6 +952,7 @@ int main(void)
         cmocka_unit_test(test_sasl_deferred_offer_and_pending_steps_resumed),
         cmocka_unit_test(test_sasl_deferred_refusal_resumed_with_its_code),
         cmocka_unit_test(test_sasl_deferred_holds_the_peers_frames),
+        cmocka_unit_test(test_sasl_deferred_refusal_unasked),
         cmocka_unit_test(test_no_leak),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,7 +16,11 @@
  *     service's Open (the authenticated identity), decide the client's.
  * Proton's server side waits while the relay has not set a desired state,
  * so nothing blocks: each side sets the other's state and wakes the other
- * connection, whose next pass writes the frame.
+ * connection, whose next pass writes the frame. A client on Junction's own
+ * engine (JUNCTION_ENGINE=own) has the relay as its SASL layer's backend
+ * instead of proton's server (the end of this file): the offer deferred,
+ * each answer pending until the service's is handed over in the client's
+ * pass; the service's connection is proton's on either path.
  *
  * Threads: the service's connection is started on its client's loop
  * (jn_io_conn_t.place) and neither connection can move before the

@@ -42,7 +42,9 @@
 typedef struct jn_amqp_sasl_server jn_amqp_sasl_server_t;
 
 /* The sasl-outcome codes (5.3.3.6), and what a backend's step may say
- * besides: JN_AMQP_SASL_STEP_CHALLENGE, the exchange goes on with a challenge. */
+ * besides: JN_AMQP_SASL_STEP_CHALLENGE, the exchange goes on with a
+ * challenge; JN_AMQP_SASL_STEP_PENDING, the answer is not known yet (it
+ * comes later by jn_amqp_sasl_server_resume: an auth service's). */
 typedef enum jn_amqp_sasl_code {
     JN_AMQP_SASL_OUTCOME_OK = 0,       /* authenticated */
     JN_AMQP_SASL_OUTCOME_AUTH = 1,     /* the credentials were refused */
@@ -50,6 +52,7 @@ typedef enum jn_amqp_sasl_code {
     JN_AMQP_SASL_OUTCOME_SYS_PERM = 3, /* a system error that will last */
     JN_AMQP_SASL_OUTCOME_SYS_TEMP = 4, /* a system error that will pass */
     JN_AMQP_SASL_STEP_CHALLENGE = 5,   /* a step only: send the challenge */
+    JN_AMQP_SASL_STEP_PENDING = 6,     /* a step only: the answer comes later */
 } jn_amqp_sasl_code_t;
 
 /* A mechanism backend: the mechanisms beyond the built-in ANONYMOUS, their
@@ -61,8 +64,11 @@ typedef enum jn_amqp_sasl_code {
  *
  * - mechanisms: the mechanisms offered, separated by spaces ("PLAIN
  *   SCRAM-SHA-256"; may name ANONYMOUS, which the layer then serves
- *   itself); borrowed, valid until free. Called once, by
- *   jn_amqp_sasl_server_new_with.
+ *   itself); borrowed, valid until free. Called by
+ *   jn_amqp_sasl_server_new_with; NULL there means the offer is not known
+ *   yet (a remote service's): our header and sasl-mechanisms then wait,
+ *   and the peer's frames are held, until jn_amqp_sasl_server_offer_ready,
+ *   when it is called again and must not answer NULL.
  * - start: the client's sasl-init for mech (one of those offered, not
  *   ANONYMOUS), its initial-response in response/len (response NULL: the
  *   field was absent; not NULL with len 0: present and empty). step: the
@@ -70,8 +76,11 @@ typedef enum jn_amqp_sasl_code {
  *   jn_amqp_sasl_code_t: JN_AMQP_SASL_STEP_CHALLENGE with the challenge in
  *   *out and *out_len (may be empty), JN_AMQP_SASL_OUTCOME_OK with the outcome's
  *   additional-data in *out and *out_len (len 0: none; SCRAM's server
- *   signature), or a refusal's code (*out ignored); or JN_ENOMEM. *out is
- *   borrowed from the backend until its next call.
+ *   signature), or a refusal's code (*out ignored); or JN_ENOMEM; or
+ *   JN_AMQP_SASL_STEP_PENDING: nothing is sent, the peer's further frames
+ *   are held, and the backend later hands its answer (any of the others)
+ *   to jn_amqp_sasl_server_resume. *out is borrowed from the backend until
+ *   its next call.
  * - user: the authenticated user after JN_AMQP_SASL_OUTCOME_OK (borrowed, valid
  *   until free; NULL or "" when the mechanism names none).
  * - free: release ctx (may be NULL). */
@@ -126,6 +135,44 @@ int jn_amqp_sasl_server_start(jn_amqp_sasl_server_t *s);
  * the caller writes the output and closes); JN_ENOMEM when the output could
  * not grow (the connection is then unusable). Owning thread. */
 int jn_amqp_sasl_server_input(jn_amqp_sasl_server_t *s, const jn_iter_t *in, size_t *consumed);
+
+/* jn_amqp_sasl_server_offer_ready: the backend's offer is known now (its
+ * mechanisms no longer answers NULL): our SASL header and sasl-mechanisms
+ * are composed if the peer's header came or _start was called (else they
+ * go as usual). Nothing when the offer was never pending. The caller then
+ * writes the output and hands the octets held again to
+ * jn_amqp_sasl_server_input. Returns 0, JN_EINVAL (mechanisms still
+ * answers NULL; nothing changed) or JN_ENOMEM (the connection is
+ * unusable). Owning thread (a backend told on another thread has the
+ * connection woken first). */
+int jn_amqp_sasl_server_offer_ready(jn_amqp_sasl_server_t *s);
+
+/* jn_amqp_sasl_server_resume: the answer to the start or step that said
+ * JN_AMQP_SASL_STEP_PENDING: rc, out and len exactly as start and step
+ * return them (a challenge, ok with additional-data, a refusal's code, or
+ * JN_ENOMEM; *out borrowed for the call). The frame is composed as it
+ * would have been at once; the caller then writes the output and hands
+ * the octets held again to jn_amqp_sasl_server_input. Returns as
+ * jn_amqp_sasl_server_input: 0 (a challenge went), 1 (outcome ok),
+ * JN_EPROTO (refused: fault says why), JN_ENOMEM; or JN_EINVAL when
+ * nothing was pending or rc is PENDING again (nothing changed). Owning
+ * thread (see _offer_ready). */
+int jn_amqp_sasl_server_resume(jn_amqp_sasl_server_t *s, int rc, const uint8_t *out, size_t len);
+
+/* jn_amqp_sasl_server_refuse: the backend refuses the exchange while no
+ * answer of its is pending (before the client's sasl-init, or while a
+ * challenge waits for its response: an auth service that failed). Our
+ * header and sasl-mechanisms go first if they have not, then sasl-outcome
+ * with code (AUTH to SYS_TEMP), unasked, as proton's server sends it; the
+ * exchange is then refused (fault amqp:unauthorized-access; later input is
+ * consumed and ignored). Returns JN_EPROTO (done as said), JN_ENOMEM, or
+ * JN_EINVAL (the exchange is over, the offer or an answer is pending, or
+ * code is not a refusal's; nothing changed). Owning thread. */
+int jn_amqp_sasl_server_refuse(jn_amqp_sasl_server_t *s, int code);
+
+/* jn_amqp_sasl_server_pending: true while the offer or a backend's answer
+ * is pending (the peer's frames are held). Owning thread. */
+bool jn_amqp_sasl_server_pending(const jn_amqp_sasl_server_t *s);
 
 /* jn_amqp_sasl_server_output: the octets composed and not yet taken
  * (borrowed; valid until the next call on s), their number in *len (0:

@@ -70,6 +70,32 @@ jn_amqp_transport_t *jn_amqp_transport_new_client(const jn_amqp_conn_config_t *c
 int jn_amqp_transport_set_sasl(jn_amqp_transport_t *t, const jn_amqp_sasl_mech_ops_t *ops,
                                void *ctx, bool required);
 
+/* jn_amqp_transport_sasl_offer_ready / _sasl_resume: a deferring SASL
+ * backend (one whose mechanisms answered NULL, or whose start or step
+ * answered JN_AMQP_SASL_STEP_PENDING: an auth service's relay) has its
+ * offer, or its answer (rc, out and len as start and step return them; out
+ * borrowed for the call): they go to the SASL layer as
+ * jn_amqp_sasl_server_offer_ready and _resume (junction/amqp_sasl.h).
+ * Before the peer's SASL header the layer is not made yet, and an offer
+ * ready then is nothing to do (the layer asks the backend when it is
+ * made). The caller then calls jn_amqp_transport_process, which reads the
+ * octets held meanwhile and reports a refusal (JN_EPROTO), and writes the
+ * output. Returns 0; JN_EINVAL (offer: mechanisms still answers NULL;
+ * resume: nothing was pending); JN_ENOMEM (the connection is unusable).
+ * Owning thread: a backend answered on another thread has the connection
+ * woken and calls these in its pass. */
+int jn_amqp_transport_sasl_offer_ready(jn_amqp_transport_t *t);
+int jn_amqp_transport_sasl_resume(jn_amqp_transport_t *t, int rc, const uint8_t *out, size_t len);
+
+/* jn_amqp_transport_sasl_refuse: the deferring backend refuses while
+ * nothing of its is pending (jn_amqp_sasl_server_refuse: our mechanisms
+ * if not yet sent, then the outcome with code, unasked). Returns as that
+ * function, or JN_AGAIN before the peer's first header (the SASL layer is
+ * not made yet: call again after the next jn_amqp_transport_process), or
+ * JN_EINVAL when the peer went without SASL. The caller writes the output.
+ * Owning thread. */
+int jn_amqp_transport_sasl_refuse(jn_amqp_transport_t *t, int code);
+
 /* jn_amqp_transport_free: free t, its layers and its buffers (its
  * references on them: buffers a user still references live on). NULL is
  * ignored. Not from inside a callback of its AMQP layer. Owning thread. */

@@ -33,6 +33,9 @@ struct jn_amqp_sasl_server {
     bool challenged;                    /* a challenge awaits the peer's response */
     bool done;                          /* outcome ok composed */
     bool refused;                       /* the peer's input was refused: fault says why */
+    bool offer_pending;                 /* the backend's offer is not known yet */
+    bool start_wanted;                  /* our header and mechanisms go once it is */
+    bool step_pending;                  /* a start or step answered PENDING */
     char mech[MECH_MAX];                /* the mechanism the peer chose */
     char *user;                         /* a backend's user (owned) */
     jn_amqp_fault_t fault;
@@ -76,7 +79,8 @@ jn_amqp_sasl_server_t *jn_amqp_sasl_server_new_with(const jn_amqp_sasl_mech_ops_
     s->ops = ops;
     s->ctx = ctx;
     const char *list = ops ? ops->mechanisms(ctx) : MECH_ANONYMOUS;
-    if (encode_mechs(s, list ? list : "") != 0) {
+    s->offer_pending = list == NULL; /* the backend says when: _offer_ready */
+    if (list && encode_mechs(s, list) != 0) {
         jn_amqp_sasl_server_free(s);
         return NULL;
     }
@@ -114,6 +118,10 @@ int jn_amqp_sasl_server_start(jn_amqp_sasl_server_t *s)
 {
     if (s->started)
         return 0;
+    if (s->offer_pending) {
+        s->start_wanted = true; /* sent by jn_amqp_sasl_server_offer_ready */
+        return 0;
+    }
     uint8_t h[JN_AMQP_HEADER_SIZE];
     jn_amqp_header_write(h, JN_AMQP_PROTO_SASL);
     jn_enc_raw(&s->out, h, sizeof h);
@@ -166,6 +174,10 @@ static int succeed(jn_amqp_sasl_server_t *s, const char *user, const uint8_t *da
  * refusal's result. */
 static int backend_answer(jn_amqp_sasl_server_t *s, int rc, const uint8_t *out, size_t len)
 {
+    if (rc == JN_AMQP_SASL_STEP_PENDING) {
+        s->step_pending = true; /* the answer comes by jn_amqp_sasl_server_resume */
+        return 0;
+    }
     if (rc == JN_AMQP_SASL_STEP_CHALLENGE) {
         jn_amqp_perf_t p;
         jn_amqp_perf_init(&p, JN_AMQP_SASL_CHALLENGE);
@@ -316,7 +328,8 @@ int jn_amqp_sasl_server_input(jn_amqp_sasl_server_t *s, const jn_iter_t *in, siz
     }
     jn_iter_t it = *in;
     int rc = s->header_rcvd ? 0 : header_input(s, &it);
-    while (rc == 0) {
+    /* while the offer or an answer is pending, the peer's frames wait */
+    while (rc == 0 && !s->offer_pending && !s->step_pending) {
         jn_amqp_frame_t f;
         rc = jn_amqp_frame_read(&it, JN_AMQP_FRAME_SASL, JN_AMQP_MIN_MAX_FRAME_SIZE, 0, &f,
                                 &s->fault);
@@ -333,6 +346,50 @@ int jn_amqp_sasl_server_input(jn_amqp_sasl_server_t *s, const jn_iter_t *in, siz
         rc = 0;
     *consumed = s->refused ? len : len - jn_iter_length(&it);
     return rc;
+}
+
+int jn_amqp_sasl_server_offer_ready(jn_amqp_sasl_server_t *s)
+{
+    if (!s->offer_pending)
+        return 0;
+    const char *list = s->ops->mechanisms(s->ctx);
+    if (!list)
+        return JN_EINVAL;
+    s->offer_pending = false;
+    if (encode_mechs(s, list) != 0)
+        return refuse(s, JN_ENOMEM);
+    if (!s->start_wanted && !s->header_rcvd)
+        return 0;
+    int rc = jn_amqp_sasl_server_start(s);
+    return rc != 0 ? refuse(s, rc) : 0;
+}
+
+int jn_amqp_sasl_server_resume(jn_amqp_sasl_server_t *s, int rc, const uint8_t *out, size_t len)
+{
+    if (!s->step_pending || rc == JN_AMQP_SASL_STEP_PENDING)
+        return JN_EINVAL;
+    s->step_pending = false;
+    if (s->refused)
+        return JN_EPROTO;
+    return backend_answer(s, rc, out, len);
+}
+
+int jn_amqp_sasl_server_refuse(jn_amqp_sasl_server_t *s, int code)
+{
+    if (s->done || s->refused || s->offer_pending || s->step_pending ||
+        code < JN_AMQP_SASL_OUTCOME_AUTH || code > JN_AMQP_SASL_OUTCOME_SYS_TEMP)
+        return JN_EINVAL;
+    int rc = jn_amqp_sasl_server_start(s);
+    if (rc == 0)
+        rc = outcome(s, (uint8_t)code, NULL, 0);
+    (void)jn_amqp_fail(&s->fault, "amqp:unauthorized-access",
+                       "SASL authentication failed (outcome %d, before the client's answer)", code);
+    return refuse(s, rc);
+}
+
+bool jn_amqp_sasl_server_pending(const jn_amqp_sasl_server_t *s)
+{
+    return s->offer_pending || s->step_pending;
 }
 
 const uint8_t *jn_amqp_sasl_server_output(jn_amqp_sasl_server_t *s, size_t *len)

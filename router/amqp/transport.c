@@ -341,6 +341,26 @@ static bool sasl_refused(const jn_amqp_transport_t *t)
     return sasl_fault(t) != NULL;
 }
 
+int jn_amqp_transport_sasl_offer_ready(jn_amqp_transport_t *t)
+{
+    return t->sasl ? jn_amqp_sasl_server_offer_ready(t->sasl) : 0;
+}
+
+int jn_amqp_transport_sasl_resume(jn_amqp_transport_t *t, int rc, const uint8_t *out, size_t len)
+{
+    if (!t->sasl)
+        return JN_EINVAL;
+    int r = jn_amqp_sasl_server_resume(t->sasl, rc, out, len);
+    return r == JN_EINVAL || r == JN_ENOMEM ? r : 0;
+}
+
+int jn_amqp_transport_sasl_refuse(jn_amqp_transport_t *t, int code)
+{
+    if (!t->sasl)
+        return t->layer == LAYER_HEADER ? JN_AGAIN : JN_EINVAL;
+    return jn_amqp_sasl_server_refuse(t->sasl, code);
+}
+
 bool jn_amqp_transport_finished(const jn_amqp_transport_t *t)
 {
     return sasl_refused(t) || jn_amqp_conn_finished(t->conn);

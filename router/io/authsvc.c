@@ -16,7 +16,11 @@
  *     service's Open (the authenticated identity), decide the client's.
  * Proton's server side waits while the relay has not set a desired state,
  * so nothing blocks: each side sets the other's state and wakes the other
- * connection, whose next pass writes the frame.
+ * connection, whose next pass writes the frame. A client on Junction's own
+ * engine (JUNCTION_ENGINE=own) has the relay as its SASL layer's backend
+ * instead of proton's server (the end of this file): the offer deferred,
+ * each answer pending until the service's is handed over in the client's
+ * pass; the service's connection is proton's on either path.
  *
  * Threads: the service's connection is started on its client's loop
  * (jn_io_conn_t.place) and neither connection can move before the
@@ -32,6 +36,7 @@
  * known, when the client goes, or when the service's transport closes.
  */
 #include "io_private.h"
+#include "sasl_own.h"
 
 #include <junction/time.h>
 
@@ -73,6 +78,10 @@ typedef struct jn_io_relay {
     owned_bytes_t to_client; /* the service's challenge */
     char *user;              /* the identity the service reported */
     bool started, svc_sasl_ok, done;
+    /* the client on Junction's own engine (client_t NULL): what its next
+     * pass hands the engine's SASL layer (jn_io_authsvc_own_pass_IO) */
+    bool own, own_offer, own_waiting, own_refuse;
+    int own_answer; /* 0: none; else a jn_amqp_sasl_code_t + 1 */
 } jn_io_relay_t;
 
 typedef enum { DETACH_ONLY, DETACH_CLOSE, DETACH_FORCE } detach_t;
@@ -100,6 +109,19 @@ static pn_bytes_t bytes_of(const owned_bytes_t *b)
 static const char *svc_shown(const jn_io_relay_t *r)
 {
     return r->client ? r->client->endpoint->authsvc->shown : "?";
+}
+
+/* The own engine's client: the service's offer, or the answer to the
+ * client's init or response (code; a challenge's octets in to_client),
+ * goes to its SASL layer in the client's next pass. */
+static void own_post(jn_io_relay_t *r, bool offer, int code)
+{
+    if (offer)
+        r->own_offer = true;
+    else
+        r->own_answer = code + 1;
+    if (r->client)
+        jn_io_conn_wake(r->client);
 }
 
 /* Detach the service's connection from r: it no longer calls back, and
@@ -148,10 +170,20 @@ static void fail_client(jn_io_relay_t *r, detach_t how, const char *fmt, ...)
                " SASL %s authentication from %s (to %s) failed: %s (auth service %s)",
                c->id, r->mech ? r->mech : "(none chosen)", c->host, c->endpoint->shown, why,
                svc_shown(r));
-        pnx_sasl_set_failed(r->client_t);
-        pnx_sasl_set_bytes_out(r->client_t, pn_bytes(0, NULL));
-        pnx_sasl_set_desired_state(r->client_t, SASL_POSTED_OUTCOME);
-        jn_io_conn_wake(c);
+        if (r->own && !r->svc_mechs && (r->svc_mechs = strdup("")) != NULL)
+            own_post(r, true, 0); /* nothing to offer: no init can succeed */
+        if (r->own && r->own_waiting)
+            own_post(r, false, JN_AMQP_SASL_OUTCOME_AUTH);
+        else if (r->own) { /* the outcome unasked, as proton's server sends it */
+            r->own_refuse = true;
+            own_post(r, false, JN_AMQP_SASL_OUTCOME_AUTH);
+        }
+        if (!r->own) {
+            pnx_sasl_set_failed(r->client_t);
+            pnx_sasl_set_bytes_out(r->client_t, pn_bytes(0, NULL));
+            pnx_sasl_set_desired_state(r->client_t, SASL_POSTED_OUTCOME);
+            jn_io_conn_wake(c);
+        }
     }
     r->done = true;
     detach_svc(r, how);
@@ -311,10 +343,14 @@ static void on_svc_open(jn_io_relay_t *r, pn_connection_t *pc)
     JN_LOG(JN_LOG_MOD_AUTHSERVICE, JN_LOG_INFO,
            JN_IO_CONN_FMT " SASL %s authentication from %s (to %s): user %s (auth service %s)",
            c->id, r->mech ? r->mech : "?", c->host, c->endpoint->shown, r->user, svc_shown(r));
-    pnx_sasl_set_succeeded(r->client_t, r->user, NULL);
-    pnx_sasl_set_bytes_out(r->client_t, pn_bytes(0, NULL));
-    pnx_sasl_set_desired_state(r->client_t, SASL_POSTED_OUTCOME);
-    jn_io_conn_wake(c);
+    if (r->own) {
+        own_post(r, false, JN_AMQP_SASL_OUTCOME_OK);
+    } else {
+        pnx_sasl_set_succeeded(r->client_t, r->user, NULL);
+        pnx_sasl_set_bytes_out(r->client_t, pn_bytes(0, NULL));
+        pnx_sasl_set_desired_state(r->client_t, SASL_POSTED_OUTCOME);
+        jn_io_conn_wake(c);
+    }
     detach_svc(r, DETACH_CLOSE);
 }
 
@@ -396,6 +432,8 @@ void jn_io_authsvc_stop_IO(jn_io_conn_t *svc)
 
 /* ---- the SASL implementation of both transports ---------------------------- */
 
+static void relay_end(jn_io_relay_t *r);
+
 static jn_io_relay_t *relay_of(pn_transport_t *t)
 {
     return pnx_sasl_get_context(t);
@@ -413,6 +451,12 @@ static void relay_free(pn_transport_t *t)
         }
         return;
     }
+    relay_end(r);
+}
+
+/* r's client side is gone (its transport freed): r ends and is freed. */
+static void relay_end(jn_io_relay_t *r)
+{
     if (r->client)
         r->client->relay = NULL;
     r->done = true;
@@ -458,11 +502,8 @@ static void relay_prepare_write(pn_transport_t *t)
 }
 
 /* The client's init: to the service, with the realm as its hostname. */
-static void relay_process_init(pn_transport_t *t, const char *mech, const pn_bytes_t *recv)
+static void relay_init(jn_io_relay_t *r, const char *mech, const pn_bytes_t *recv)
 {
-    jn_io_relay_t *r = relay_of(t);
-    if (!r)
-        return;
     free(r->mech);
     r->mech = strdup(mech ? mech : "");
     bytes_set(&r->to_svc, recv);
@@ -479,12 +520,16 @@ static void relay_process_init(pn_transport_t *t, const char *mech, const pn_byt
     jn_io_conn_wake(r->svc);
 }
 
-/* The client's response to a challenge: to the service. */
-static void relay_process_response(pn_transport_t *t, const pn_bytes_t *recv)
+static void relay_process_init(pn_transport_t *t, const char *mech, const pn_bytes_t *recv)
 {
     jn_io_relay_t *r = relay_of(t);
-    if (!r)
-        return;
+    if (r)
+        relay_init(r, mech, recv);
+}
+
+/* The client's response to a challenge: to the service. */
+static void relay_response(jn_io_relay_t *r, const pn_bytes_t *recv)
+{
     bytes_set(&r->to_svc, recv);
     if (!r->svc || r->done) {
         fail_client(r, DETACH_FORCE, "the connection to the service is gone");
@@ -493,6 +538,13 @@ static void relay_process_response(pn_transport_t *t, const pn_bytes_t *recv)
     pnx_sasl_set_bytes_out(r->svc_t, bytes_of(&r->to_svc));
     pnx_sasl_set_desired_state(r->svc_t, SASL_POSTED_RESPONSE);
     jn_io_conn_wake(r->svc);
+}
+
+static void relay_process_response(pn_transport_t *t, const pn_bytes_t *recv)
+{
+    jn_io_relay_t *r = relay_of(t);
+    if (r)
+        relay_response(r, recv);
 }
 
 /* The service's mechanisms: offered to the client. */
@@ -506,6 +558,10 @@ static bool relay_process_mechanisms(pn_transport_t *t, const char *mechs)
     if (!r->svc_mechs) {
         fail_client(r, DETACH_ONLY, "router out of memory");
         return false;
+    }
+    if (r->own) {
+        own_post(r, true, 0);
+        return true;
     }
     pnx_sasl_set_desired_state(r->client_t, SASL_POSTED_MECHANISMS);
     jn_io_conn_wake(r->client);
@@ -523,6 +579,10 @@ static void relay_process_challenge(pn_transport_t *t, const pn_bytes_t *recv)
         return;
     }
     bytes_set(&r->to_client, recv);
+    if (r->own) {
+        own_post(r, false, JN_AMQP_SASL_STEP_CHALLENGE);
+        return;
+    }
     pnx_sasl_set_bytes_out(r->client_t, bytes_of(&r->to_client));
     pnx_sasl_set_desired_state(r->client_t, SASL_POSTED_CHALLENGE);
     jn_io_conn_wake(r->client);
@@ -656,4 +716,142 @@ int jn_io_authsvc_prepare(jn_io_endpoint_t *ep, char *err, size_t errlen)
     }
     ep->authsvc = sep;
     return 0;
+}
+
+/* ---- the client on Junction's own engine ------------------------------------
+ *
+ * The same relay behind the own engine's SASL layer (junction/amqp_sasl.h):
+ * the relay is the layer's mechanism backend, whose offer is the
+ * service's (NULL until the service's mechanisms came) and whose start and
+ * step send the client's init or response to the service and answer
+ * JN_AMQP_SASL_STEP_PENDING; the service's answer is posted (own_post) and
+ * handed to the layer in the client's next pass. The service's connection
+ * stays on proton's path. */
+
+static const char *own_mechanisms(void *ctx)
+{
+    return ((jn_io_relay_t *)ctx)->svc_mechs;
+}
+
+/* After the client's init or response went (or failed at once): an answer
+ * already posted (a failure) is the step's own, else the layer waits. */
+static int own_answer_now(jn_io_relay_t *r)
+{
+    if (!r->own_answer)
+        return JN_AMQP_SASL_STEP_PENDING;
+    int code = r->own_answer - 1;
+    r->own_answer = 0;
+    r->own_waiting = false;
+    return code;
+}
+
+static int own_start(void *ctx, const char *mech, const uint8_t *response, size_t len,
+                     const uint8_t **out, size_t *out_len)
+{
+    jn_io_relay_t *r = ctx;
+    *out = NULL;
+    *out_len = 0;
+    if (r->done)
+        return JN_AMQP_SASL_OUTCOME_AUTH; /* failed already (logged) */
+    pn_bytes_t b = pn_bytes(len, (const char *)response);
+    r->own_waiting = true;
+    relay_init(r, mech, response ? &b : NULL);
+    return own_answer_now(r);
+}
+
+static int own_step(void *ctx, const uint8_t *response, size_t len, const uint8_t **out,
+                    size_t *out_len)
+{
+    jn_io_relay_t *r = ctx;
+    *out = NULL;
+    *out_len = 0;
+    if (r->done)
+        return JN_AMQP_SASL_OUTCOME_AUTH;
+    pn_bytes_t b = pn_bytes(len, len ? (const char *)response : "");
+    r->own_waiting = true;
+    relay_response(r, &b);
+    return own_answer_now(r);
+}
+
+static const char *own_user(void *ctx)
+{
+    return ((jn_io_relay_t *)ctx)->user;
+}
+
+static void own_free(void *ctx)
+{
+    relay_end(ctx);
+}
+
+static const jn_amqp_sasl_mech_ops_t own_relay_ops = {
+    .mechanisms = own_mechanisms,
+    .start = own_start,
+    .step = own_step,
+    .user = own_user,
+    .free = own_free,
+};
+
+/* jn_io_authsvc_own_attach: conn (accepted on a listener with a
+ * saslPlugin, its relay made by jn_io_authsvc_attach on the proton
+ * transport it will not use) runs on the own engine: the relay moves to t's
+ * SASL layer as its backend (t owns it from now on; proton's transport no
+ * longer calls it), SASL required under authenticatePeer. Returns 0, or
+ * JN_EINVAL (the relay is then freed). The accepting thread, before conn
+ * is started (io_own.c). */
+int jn_io_authsvc_own_attach(jn_io_conn_t *conn, jn_amqp_transport_t *t)
+{
+    jn_io_relay_t *r = conn->relay;
+    if (!r)
+        return JN_EINVAL;
+    if (r->client_t)
+        pnx_sasl_set_context(r->client_t, NULL);
+    r->client_t = NULL;
+    r->own = true;
+    return jn_amqp_transport_set_sasl(t, &own_relay_ops, r, conn->endpoint->cfg.authenticate_peer);
+}
+
+/* jn_io_authsvc_own_pass_IO: the client's pass (io_own.c), conn->relay
+ * set: the first connects to the service (as proton's SASL start does on
+ * its path); then the service's offer or answer posted since is handed to
+ * t's SASL layer and the octets held are processed at now. Returns 0 or
+ * JN_ENOMEM (the connection is unusable). Client's loop. */
+int jn_io_authsvc_own_pass_IO(jn_io_conn_t *client, jn_amqp_transport_t *t, uint64_t now)
+{
+    JN_ASSERT_IO(client);
+    jn_io_relay_t *r = client->relay;
+    if (!r->started) {
+        char why[200];
+        r->started = true;
+        if (start_svc(r, why, sizeof why) != 0)
+            fail_client(r, DETACH_ONLY, "cannot reach the service: %s", why);
+    }
+    bool any = r->own_offer;
+    int rc = 0;
+    if (r->own_offer) {
+        r->own_offer = false;
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
+               JN_IO_CONN_FMT " SASL on Junction's own AMQP engine (JUNCTION_ENGINE=own), "
+                              "offering: %s (auth service %s)",
+               client->id, r->svc_mechs && r->svc_mechs[0] ? r->svc_mechs : "nothing",
+               svc_shown(r));
+        rc = jn_amqp_transport_sasl_offer_ready(t);
+    }
+    if (rc != JN_ENOMEM && r->own_refuse) {
+        int e = jn_amqp_transport_sasl_refuse(t, r->own_answer - 1);
+        if (e != JN_AGAIN) { /* else the client's header is still to come */
+            r->own_refuse = false;
+            r->own_answer = 0;
+        }
+        rc = e == JN_ENOMEM ? e : 0;
+    }
+    if (rc != JN_ENOMEM && r->own_answer && r->own_waiting) {
+        int code = own_answer_now(r);
+        bool chal = code == JN_AMQP_SASL_STEP_CHALLENGE;
+        rc = jn_amqp_transport_sasl_resume(t, code, chal ? (const uint8_t *)r->to_client.start : NULL,
+                                           chal ? r->to_client.size : 0);
+        any = true;
+    }
+    if (rc != JN_ENOMEM && any)
+        rc = jn_amqp_transport_process(t, now);
+    return rc == JN_ENOMEM ? JN_ENOMEM : 0;
 }

@@ -132,7 +132,7 @@ bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep)
     if (!ep->is_listener)
         return (io->engine_own & JN_IO_OWN_OUT) && own_connector_eligible(cfg);
     bool tls = cfg->ssl_profile && cfg->ssl_profile[0];
-    bool sasl_ok = sasl_own_serves(cfg);
+    bool sasl_ok = ep->authsvc || sasl_own_serves(cfg); /* the relay: authsvc.c */
     /* a vhost policy, multiTenant, message logging, the initial handshake
      * timeout, openProperties and failoverUrls: served as on proton's path.
      * An inter-router or edge listener (stage 3b) on plain TCP only, as
@@ -140,7 +140,7 @@ bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep)
     bool role_ok = cfg->role == JN_ROLE_NORMAL ||
                    ((cfg->role == JN_ROLE_INTER_ROUTER || cfg->role == JN_ROLE_EDGE) && !tls);
     return (io->engine_own & JN_IO_OWN_IN) && role_ok &&
-           (tls || (!cfg->require_ssl && !cfg->require_encryption)) && !ep->authsvc && sasl_ok;
+           (tls || (!cfg->require_ssl && !cfg->require_encryption)) && sasl_ok;
 }
 
 /* ---- the connection's events --------------------------------------------- */
@@ -503,8 +503,10 @@ static int own_new(jn_io_conn_t *conn, const char *host)
         jn_amqp_transport_free(own->t);
         own->t = NULL;
     }
-    if (own->t && !host && jn_endpoint_uses_sasl_plugin(cfg, true) &&
-        jn_io_own_sasl_attach(conn, own->t) != 0) {
+    if (own->t && !host &&
+        (conn->relay ? jn_io_authsvc_own_attach(conn, own->t) != 0
+                     : jn_endpoint_uses_sasl_plugin(cfg, true) &&
+                           jn_io_own_sasl_attach(conn, own->t) != 0)) {
         jn_amqp_transport_free(own->t); /* no Cyrus: the connection is refused */
         own->t = NULL;
     }
@@ -850,6 +852,9 @@ bool jn_io_own_pass_IO(jn_io_loop_t *loop, jn_io_conn_t *conn)
     /* octets heard before the core's work: a silence verdict sees them */
     if (JN_UNLIKELY(conn->inter_router) && jn_io_own_mesh_silent_IO(own, (int64_t)now))
         own_close(own, "amqp:resource-limit-exceeded", JN_IO_SILENCE_DESC, true);
+    if (JN_UNLIKELY(conn->relay) && conn->incoming &&
+        jn_io_authsvc_own_pass_IO(conn, own->t, now) == JN_ENOMEM)
+        own->cut = true; /* its auth service's answer (authsvc.c), after the reads */
     if (atomic_load_explicit(&conn->io->stopping, memory_order_relaxed))
         own_close(own, "amqp:connection:forced", "router shutting down",
                   atomic_load_explicit(&conn->io->forcing, memory_order_relaxed));

@@ -33,4 +33,11 @@ int jn_io_own_sasl_attach(jn_io_conn_t *conn, jn_amqp_transport_t *t);
 int jn_io_own_sasl_client(jn_io_conn_t *conn, const jn_amqp_sasl_client_mech_ops_t **ops,
                           void **ctx);
 
+/* authsvc.c: the auth-service relay behind the own engine's SASL layer
+ * (docs/engine.md, stage 4): jn_io_authsvc_own_attach at accept, before
+ * the connection is started; jn_io_authsvc_own_pass_IO in each of the
+ * client's passes while conn->relay is set. Contracts in authsvc.c. */
+int jn_io_authsvc_own_attach(jn_io_conn_t *conn, jn_amqp_transport_t *t);
+int jn_io_authsvc_own_pass_IO(jn_io_conn_t *client, jn_amqp_transport_t *t, uint64_t now);
+
 #endif /* JN_IO_SASL_OWN_H */

@@ -27,6 +27,8 @@ rounds through Cyrus's client over plain TCP.
 JN_BUILD_DIR names the build directory (set by ctest).
 """
 import os
+import re
+import socket
 import sys
 import threading
 import unittest
@@ -35,11 +37,12 @@ from proton import ConnectionException, Message, Timeout
 from proton.utils import BlockingConnection, SendException
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Router, conf_section, free_port  # noqa: E402
+from harness import OwnEngineEnv, Router, conf_section, free_port  # noqa: E402
 from tls_certs import shared_certs  # noqa: E402
 from proton import SSLDomain  # noqa: E402
 from test_router_sasl import (REALM, TIMEOUT, USERS, SaslTestCase, attempt,  # noqa: E402
                               connect)
+import test_router_authsvc as authsvc  # noqa: E402
 
 OWN_LINE = "Connection runs on Junction's own AMQP engine"
 # at accept, for each connection whose SASL runs on the own engine with Cyrus
@@ -312,6 +315,66 @@ class OwnSaslTlsTest(OwnSaslTest):
         self.a_own_out(a, r".*auth=DIGEST-MD5 user=alice@junction")
 
 
+class OwnAuthServiceTest(OwnEngineEnv, authsvc.AuthServiceTestCase):
+    """The auth-service relay with the client on the own engine: the
+    engine's SASL layer defers its offer until the (fake) service's
+    mechanisms come and waits for each answer; the service's connection is
+    the router's own, on proton's path. Each case finds the client's
+    connection id on the own engine's lines."""
+
+    def own_sasl_ids(self, r):
+        return re.findall(r"\[(C\d+)\] SASL on Junction's own AMQP engine \(JUNCTION_ENGINE=own\), "
+                          r"offering: .* \(auth service ", r.log())
+
+    def test_relay_good_password_on_the_own_engine(self):
+        svc = self.service()
+        r = self.relay_router(svc.port)
+        c = authsvc.connect(r.url, "alice", authsvc.USERS["alice"])
+        try:
+            c.create_receiver("q")
+            mine = [x for x in self.connections() if x["user"] == "alice"]
+            self.assertEqual(len(mine), 1, self.connections())
+            self.assertTrue(mine[0]["isAuthenticated"])
+            self.assertEqual(mine[0]["sasl"], "PLAIN")
+        finally:
+            c.close()
+        opened = re.search(r"\[(C\d+)\] Connection Opened: .*auth=PLAIN user=alice ", r.log())
+        self.assertIsNotNone(opened, r.log())
+        cid = opened.group(1)
+        self.assertIn(cid, self.own_sasl_ids(r), r.log())
+        self.assertIn("[%s] %s" % (cid, OWN_LINE), r.log())
+        s = [x for x in svc.sessions if x["user"] == "alice"][0]
+        self.assertEqual(s["hostname"], authsvc.REALM)  # realm: the sasl-init's hostname
+
+    def test_relay_refusal_on_the_own_engine(self):
+        svc = self.service()
+        r = self.relay_router(svc.port)
+        self.assertIsNotNone(authsvc.attempt(r.url, "alice", "wrong"))
+        self.wait_log(r, r"SASL PLAIN authentication from 127\.0\.0\.1:\d+ \(to 127\.0\.0\.1:\d+\) "
+                         r"failed: the service refused the credentials", "the refusal's line")
+        cid = re.search(r"\[(C\d+)\] SASL PLAIN authentication from .* failed: the service "
+                        r"refused", r.log()).group(1)
+        self.assertIn(cid, self.own_sasl_ids(r), r.log())
+        self.assertIsNone(authsvc.attempt(r.url, "bob", authsvc.USERS["bob"]))  # others served
+
+    def test_relay_service_down_on_the_own_engine(self):
+        r = self.relay_router(free_port())  # nothing listens there
+        self.assertIsNotNone(authsvc.attempt(r.url, "alice", authsvc.USERS["alice"]))
+        self.wait_log(r, r"SASL \(none chosen\) authentication from 127\.0\.0\.1:\d+ .*failed: "
+                         r"the connection to the service ended: .*refused",
+                      "the unreachable service's line")
+        self.assertRegex(r.log(), r"SASL on Junction's own AMQP engine .*offering: nothing")
+        # on the wire as proton's path: an empty offer, then outcome auth unasked
+        with socket.create_connection(("127.0.0.1", r.port), timeout=TIMEOUT) as s:
+            s.sendall(authsvc.SASL_HEADER)
+            self.assertEqual(s.recv(8, socket.MSG_WAITALL), authsvc.SASL_HEADER)
+            code, mechs = authsvc.read_frame(s)
+            self.assertEqual((code, list(mechs[0] or [])), (0x40, []))
+            code, out = authsvc.read_frame(s)
+            self.assertEqual((code, int(out[0])), (0x44, 1))
+        self.assertTrue(r.alive())
+
+
 def load_tests(loader, tests, pattern):
     """OwnSaslTlsTest inherits OwnSaslTest's helpers; its tests are only
     its own."""
@@ -320,6 +383,7 @@ def load_tests(loader, tests, pattern):
     for name in loader.getTestCaseNames(OwnSaslTlsTest):
         if name in OwnSaslTlsTest.__dict__:
             suite.addTest(OwnSaslTlsTest(name))
+    suite.addTests(loader.loadTestsFromTestCase(OwnAuthServiceTest))
     return suite
 
 

@@ -646,6 +646,288 @@ static void test_sasl_backend_offering_anonymous_serves_it_built_in(void **state
     jn_encoder_free(&s.e);
 }
 
+/* ---- a backend that defers: the offer and each answer come later ----------
+ *
+ * As an auth-service relay does: its mechanisms are NULL until the service
+ * offered them, and its start and step answer PENDING, the service's
+ * answer (here: the fake's, computed later) handed to
+ * jn_amqp_sasl_server_resume. */
+
+typedef struct deferred {
+    fake_t f;
+    bool ready;   /* the offer is known */
+    int kind;     /* pending: 1 a start, 2 a step */
+    int pendings; /* starts and steps that answered PENDING */
+    char mech[32];
+    uint8_t resp[64];
+    size_t len;
+    bool has_resp;
+} deferred_t;
+
+static const char *def_mechanisms(void *ctx)
+{
+    deferred_t *d = ctx;
+    return d->ready ? d->f.offer : NULL;
+}
+
+static void def_keep(deferred_t *d, int kind, const uint8_t *resp, size_t len)
+{
+    assert_true(len <= sizeof d->resp);
+    d->kind = kind;
+    d->pendings++;
+    d->has_resp = resp != NULL;
+    d->len = len;
+    if (len)
+        memcpy(d->resp, resp, len);
+}
+
+static int def_start(void *ctx, const char *mech, const uint8_t *resp, size_t len,
+                     const uint8_t **out, size_t *out_len)
+{
+    deferred_t *d = ctx;
+    snprintf(d->mech, sizeof d->mech, "%s", mech);
+    def_keep(d, 1, resp, len);
+    *out = NULL;
+    *out_len = 0;
+    return JN_AMQP_SASL_STEP_PENDING;
+}
+
+static int def_step(void *ctx, const uint8_t *resp, size_t len, const uint8_t **out,
+                    size_t *out_len)
+{
+    def_keep(ctx, 2, resp, len);
+    *out = NULL;
+    *out_len = 0;
+    return JN_AMQP_SASL_STEP_PENDING;
+}
+
+static const char *def_user(void *ctx)
+{
+    return fake_user(&((deferred_t *)ctx)->f);
+}
+
+static void def_free(void *ctx)
+{
+    fake_free(&((deferred_t *)ctx)->f);
+}
+
+static const jn_amqp_sasl_mech_ops_t deferred_ops = {
+    .mechanisms = def_mechanisms,
+    .start = def_start,
+    .step = def_step,
+    .user = def_user,
+    .free = def_free,
+};
+
+/* The service answers what is pending: its offer (nothing of ours was
+ * written before it: the offer waits), or the fake's answer to the start
+ * or step kept. Returns what the SASL layer returns. */
+static int service_answers(jn_amqp_sasl_server_t *srv, deferred_t *d)
+{
+    if (!d->ready) {
+        size_t n;
+        (void)jn_amqp_sasl_server_output(srv, &n);
+        assert_int_equal(n, 0);
+        assert_int_equal(jn_amqp_sasl_server_offer_ready(srv), JN_EINVAL); /* still NULL */
+        d->ready = true;
+        return jn_amqp_sasl_server_offer_ready(srv);
+    }
+    const uint8_t *out = NULL;
+    size_t n = 0;
+    const uint8_t *resp = d->has_resp ? d->resp : NULL;
+    int code = d->kind == 1 ? fake_start(&d->f, d->mech, resp, d->len, &out, &n)
+                            : fake_step(&d->f, d->resp, d->len, &out, &n);
+    assert_int_equal(jn_amqp_sasl_server_resume(srv, JN_AMQP_SASL_STEP_PENDING, NULL, 0),
+                     JN_EINVAL);
+    return jn_amqp_sasl_server_resume(srv, code, out, n);
+}
+
+/* As feed, with the service answering whenever the layer waits for it
+ * (the offer once the peer's header was read), then the octets held
+ * handed again. */
+static int feed_deferred(jn_amqp_sasl_server_t *srv, deferred_t *d, const uint8_t *data,
+                         size_t len, size_t chunk, size_t step, size_t *used)
+{
+    size_t have = 0;
+    int rc = 0;
+    *used = 0;
+    while (rc == 0) {
+        if (jn_amqp_sasl_server_pending(srv) && *used >= JN_AMQP_HEADER_SIZE) {
+            rc = service_answers(srv, d);
+            if (rc != 0)
+                break;
+        } else if (have == len) {
+            break;
+        } else {
+            have = step == 0 || len - have < step ? len : have + step;
+        }
+        size_t got;
+        rc = feed(srv, data + *used, have - *used, chunk, 0, &got);
+        *used += got;
+    }
+    return rc;
+}
+
+/* Run stream s against the deferring backend over every split. */
+static void run_deferred(const stream_t *s, check_fn check, int pendings)
+{
+    for (size_t sp = 0; sp < NSPLITS; sp++) {
+        for (size_t step = 0; step <= 1; step++) {
+            int freed = 0;
+            deferred_t d = {.f = {.offer = OFFER, .freed = &freed}};
+            jn_amqp_sasl_server_t *srv = jn_amqp_sasl_server_new_with(&deferred_ops, &d);
+            assert_non_null(srv);
+            assert_true(jn_amqp_sasl_server_pending(srv)); /* the offer */
+            size_t used;
+            int rc = feed_deferred(srv, &d, s->e.data, s->e.size, splits[sp], step, &used);
+            assert_false(jn_amqp_sasl_server_pending(srv));
+            assert_int_equal(d.pendings, pendings);
+            check(srv, rc, &d.f, used, s->e.size);
+            jn_amqp_sasl_server_free(srv);
+            assert_int_equal(freed, 1);
+        }
+    }
+}
+
+static void check_deferred_rounds(jn_amqp_sasl_server_t *srv, int rc, const fake_t *f, size_t used,
+                                  size_t len)
+{
+    assert_int_equal(rc, 1);
+    assert_int_equal(used, len - amqp_tail); /* the AMQP header and open are not ours */
+    assert_int_equal(f->starts, 1);
+    assert_int_equal(f->steps, 2);
+    assert_string_equal(jn_amqp_sasl_server_user(srv), "carol");
+    assert_string_equal(jn_amqp_sasl_server_mechanism(srv), "X-CHAL");
+    answer_t a = read_answer(srv);
+    assert_int_equal(a.proto, JN_AMQP_PROTO_SASL);
+    assert_string_equal(a.mechanisms, OFFER);
+    assert_int_equal(a.nframes, 4);
+    assert_string_equal(a.challenges, "c1|c2");
+    assert_int_equal(a.outcome, JN_AMQP_SASL_OUTCOME_OK);
+    assert_string_equal(a.data, "fin");
+}
+
+static void test_sasl_deferred_offer_and_pending_steps_resumed(void **state)
+{
+    (void)state;
+    stream_t s;
+    jn_encoder_init(&s.e);
+    put_header(&s, JN_AMQP_PROTO_SASL);
+    put_init_with(&s, "X-CHAL", "hello", 5);
+    put_response(&s, "r1");
+    put_response(&s, "r2");
+    size_t before = s.e.size;
+    put_header(&s, JN_AMQP_PROTO_AMQP);
+    put_open(&s);
+    amqp_tail = s.e.size - before;
+    run_deferred(&s, check_deferred_rounds, 3);
+    jn_encoder_free(&s.e);
+}
+
+static void test_sasl_deferred_refusal_resumed_with_its_code(void **state)
+{
+    (void)state;
+    stream_t s;
+    jn_encoder_init(&s.e);
+    put_header(&s, JN_AMQP_PROTO_SASL);
+    put_init_with(&s, "PLAIN", "\0carol\0no", 9);
+    expected_code = JN_AMQP_SASL_OUTCOME_AUTH;
+    expected_condition = "amqp:unauthorized-access";
+    run_deferred(&s, check_refused, 1);
+    jn_encoder_free(&s.e);
+    jn_encoder_init(&s.e); /* the service's own code: sys-temp */
+    put_header(&s, JN_AMQP_PROTO_SASL);
+    put_init_with(&s, "X-SYS", "", 0);
+    expected_code = JN_AMQP_SASL_OUTCOME_SYS_TEMP;
+    run_deferred(&s, check_refused, 1);
+    jn_encoder_free(&s.e);
+}
+
+/* While an answer is pending the peer's further frames are held, not read:
+ * the layer consumes up to the end of the frame that is waiting. Our
+ * header and mechanisms, asked for early (server first), wait for the
+ * offer. */
+static void test_sasl_deferred_holds_the_peers_frames(void **state)
+{
+    (void)state;
+    stream_t s;
+    jn_encoder_init(&s.e);
+    put_header(&s, JN_AMQP_PROTO_SASL);
+    put_init_with(&s, "X-CHAL", "hello", 5);
+    size_t init_end = s.e.size;
+    put_response(&s, "r1");
+    int freed = 0;
+    deferred_t d = {.f = {.offer = OFFER, .freed = &freed}};
+    jn_amqp_sasl_server_t *srv = jn_amqp_sasl_server_new_with(&deferred_ops, &d);
+    assert_non_null(srv);
+    assert_int_equal(jn_amqp_sasl_server_resume(srv, JN_AMQP_SASL_OUTCOME_OK, NULL, 0),
+                     JN_EINVAL); /* nothing pending */
+    assert_int_equal(jn_amqp_sasl_server_start(srv), 0);
+    size_t n, used;
+    (void)jn_amqp_sasl_server_output(srv, &n);
+    assert_int_equal(n, 0); /* the offer waits */
+    d.ready = true;
+    assert_int_equal(jn_amqp_sasl_server_offer_ready(srv), 0);
+    assert_int_equal(jn_amqp_sasl_server_offer_ready(srv), 0); /* once */
+    assert_int_equal(feed(srv, s.e.data, s.e.size, 0, 0, &used), 0);
+    assert_int_equal(used, init_end); /* r1 held */
+    assert_true(jn_amqp_sasl_server_pending(srv));
+    assert_int_equal(feed(srv, s.e.data + used, s.e.size - used, 0, 0, &n), 0);
+    assert_int_equal(n, 0); /* still held */
+    answer_t a = read_answer(srv);
+    assert_int_equal(a.nframes, 1); /* mechanisms, no challenge yet */
+    assert_string_equal(a.mechanisms, OFFER);
+    assert_int_equal(service_answers(srv, &d), 0); /* c1 */
+    assert_int_equal(feed(srv, s.e.data + used, s.e.size - used, 0, 0, &n), 0);
+    assert_int_equal(used + n, s.e.size); /* r1 read now, and pending again */
+    assert_int_equal(d.pendings, 2);
+    a = read_answer(srv);
+    assert_string_equal(a.challenges, "c1");
+    jn_amqp_sasl_server_free(srv);
+    assert_int_equal(freed, 1);
+    jn_encoder_free(&s.e);
+}
+
+/* A service that fails before any answer is pending (unreachable, or cut
+ * between rounds): the offer (here empty) and the outcome go unasked, as
+ * proton's server sends them; the exchange is refused and later input
+ * ignored. Not while the offer or an answer is pending. */
+static void test_sasl_deferred_refusal_unasked(void **state)
+{
+    (void)state;
+    for (size_t sp = 0; sp < NSPLITS; sp++) {
+        stream_t s;
+        jn_encoder_init(&s.e);
+        put_header(&s, JN_AMQP_PROTO_SASL);
+        int freed = 0;
+        deferred_t d = {.f = {.offer = "", .freed = &freed}};
+        jn_amqp_sasl_server_t *srv = jn_amqp_sasl_server_new_with(&deferred_ops, &d);
+        assert_non_null(srv);
+        size_t used;
+        assert_int_equal(feed(srv, s.e.data, s.e.size, splits[sp], 1, &used), 0);
+        assert_int_equal(used, s.e.size);
+        assert_int_equal(jn_amqp_sasl_server_refuse(srv, JN_AMQP_SASL_OUTCOME_AUTH), JN_EINVAL);
+        d.ready = true;
+        assert_int_equal(jn_amqp_sasl_server_offer_ready(srv), 0);
+        assert_int_equal(jn_amqp_sasl_server_refuse(srv, JN_AMQP_SASL_OUTCOME_OK), JN_EINVAL);
+        assert_int_equal(jn_amqp_sasl_server_refuse(srv, JN_AMQP_SASL_OUTCOME_AUTH), JN_EPROTO);
+        assert_string_equal(jn_amqp_sasl_server_fault(srv)->condition, "amqp:unauthorized-access");
+        answer_t a = read_answer(srv);
+        assert_int_equal(a.proto, JN_AMQP_PROTO_SASL);
+        assert_int_equal(a.nframes, 2);
+        assert_string_equal(a.mechanisms, "");
+        assert_int_equal(a.outcome, JN_AMQP_SASL_OUTCOME_AUTH);
+        put_init_with(&s, "PLAIN", "\0carol\0pw", 9); /* too late: ignored */
+        assert_int_equal(feed(srv, s.e.data + used, s.e.size - used, splits[sp], 1, &used),
+                         JN_EPROTO);
+        assert_int_equal(d.pendings, 0);
+        assert_int_equal(jn_amqp_sasl_server_refuse(srv, JN_AMQP_SASL_OUTCOME_AUTH), JN_EINVAL);
+        jn_amqp_sasl_server_free(srv);
+        assert_int_equal(freed, 1);
+        jn_encoder_free(&s.e);
+    }
+}
+
 static void test_no_leak(void **state)
 {
     (void)state;
@@ -667,6 +949,10 @@ int main(void)
         cmocka_unit_test(test_sasl_backend_refusals_and_their_codes),
         cmocka_unit_test(test_sasl_backend_frames_out_of_order),
         cmocka_unit_test(test_sasl_backend_offering_anonymous_serves_it_built_in),
+        cmocka_unit_test(test_sasl_deferred_offer_and_pending_steps_resumed),
+        cmocka_unit_test(test_sasl_deferred_refusal_resumed_with_its_code),
+        cmocka_unit_test(test_sasl_deferred_holds_the_peers_frames),
+        cmocka_unit_test(test_sasl_deferred_refusal_unasked),
         cmocka_unit_test(test_no_leak),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);

@@ -457,6 +457,99 @@ static void test_transport_proton_client_sasl_plain_wrong_password(void **state)
     srv_fini(&s);
 }
 
+/* A backend that defers as the auth-service relay does: no offer until
+ * the test says (the service's mechanisms), and its start answers PENDING;
+ * the answer (plain_start's) is handed to the transport later. */
+typedef struct later {
+    bool ready;
+    int pendings;
+    uint8_t resp[64];
+    size_t len;
+} later_t;
+
+static const char *later_mechanisms(void *ctx)
+{
+    return ((later_t *)ctx)->ready ? "PLAIN" : NULL;
+}
+
+static int later_start(void *ctx, const char *mech, const uint8_t *resp, size_t len,
+                       const uint8_t **out, size_t *out_len)
+{
+    later_t *l = ctx;
+    assert_string_equal(mech, "PLAIN");
+    assert_true(resp && len <= sizeof l->resp);
+    memcpy(l->resp, resp, len);
+    l->len = len;
+    l->pendings++;
+    *out = NULL;
+    *out_len = 0;
+    return JN_AMQP_SASL_STEP_PENDING;
+}
+
+static const jn_amqp_sasl_mech_ops_t later_ops = {
+    .mechanisms = later_mechanisms,
+    .start = later_start,
+    .step = plain_step,
+    .user = plain_user,
+};
+
+/* Proton's client against a deferred offer and a pending start, over
+ * reads of chunk octets: nothing of the SASL layer's goes out before the
+ * offer, the client's init waits for the answer, and a wrong password's
+ * answer refuses it. */
+static void deferred_exchange(const char *password, size_t chunk)
+{
+    srv_t s;
+    client_t c;
+    later_t l = {0};
+    srv_init(&s);
+    assert_int_equal(jn_amqp_transport_set_sasl(s.t, &later_ops, &l, true), 0);
+    client_init(&c, "PLAIN", password);
+    pump(&c, &s, chunk);
+    struct iovec iov[4];
+    assert_int_equal(jn_amqp_transport_output_iov(s.t, iov, 4), 0); /* the offer waits */
+    assert_int_equal(jn_amqp_transport_sasl_resume(s.t, 0, NULL, 0), JN_EINVAL);
+    l.ready = true;
+    assert_int_equal(jn_amqp_transport_sasl_offer_ready(s.t), 0);
+    assert_int_equal(jn_amqp_transport_process(s.t, 0), 0);
+    pump(&c, &s, chunk);
+    assert_int_equal(l.pendings, 1); /* the init came, and waits */
+    assert_null(jn_amqp_transport_user(s.t));
+    assert_int_equal(jn_amqp_transport_output_iov(s.t, iov, 4), 0);
+    const uint8_t *out;
+    size_t n;
+    int code = plain_start(NULL, "PLAIN", l.resp, l.len, &out, &n);
+    assert_int_equal(jn_amqp_transport_sasl_resume(s.t, code, out, n), 0);
+    int rc = jn_amqp_transport_process(s.t, 0);
+    pump(&c, &s, chunk);
+    if (strcmp(password, "secret") == 0) {
+        assert_int_equal(rc, 0);
+        assert_string_equal(c.error, "");
+        assert_string_equal(jn_amqp_transport_user(s.t), "carol");
+        assert_int_equal(s.deliveries, 1); /* the client's traffic followed */
+        pn_connection_close(c.d.connection);
+        pump(&c, &s, chunk);
+    } else {
+        assert_int_equal(rc, JN_EPROTO);
+        assert_string_not_equal(c.error, "");
+        assert_string_equal(jn_amqp_transport_fault(s.t)->condition, "amqp:unauthorized-access");
+        assert_int_equal(s.transfers, 0);
+    }
+    assert_true(jn_amqp_transport_finished(s.t));
+    pn_connection_driver_destroy(&c.d);
+    srv_fini(&s);
+}
+
+static void test_transport_sasl_deferred_offer_and_pending_start(void **state)
+{
+    (void)state;
+    const size_t chunks[] = {1, 2, 3, 7, 65536};
+    for (size_t i = 0; i < 5; i++) {
+        deferred_exchange("secret", chunks[i]);
+        deferred_exchange("wrong", chunks[i]);
+    }
+}
+
 /* SASL required: a client that goes without it gets the SASL header and
  * nothing more; its AMQP never reaches the AMQP layer. */
 static void test_transport_sasl_required_refuses_a_client_without_sasl(void **state)
@@ -586,6 +679,7 @@ int main(void)
         cmocka_unit_test(test_transport_sasl_required_refuses_a_client_without_sasl),
         cmocka_unit_test(test_transport_answers_a_tls_header_with_amqp),
         cmocka_unit_test(test_transport_spare_buffers_follow_the_reads),
+        cmocka_unit_test(test_transport_sasl_deferred_offer_and_pending_start),
         cmocka_unit_test(test_no_leak),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);

@@ -94,7 +94,8 @@ typedef struct jn_ra_hop {
  * (descriptor included) is in section (a raw view; NULL or an empty view when
  * the message has none) into *out. With honour_router_keys false, router
  * keys are not read (nor type-checked) and are dropped (stripAnnotations
- * in/both). why may be NULL.
+ * in/both). why may be NULL. *out is set as jn_ra_set_absent leaves it,
+ * then filled: a view is valid only under its flag or count (as there).
  * Returns 0; JN_EPROTO for a malformed section (not a described map of the
  * message-annotations descriptor, odd count, bad encoding, a key that is not
  * a symbol, ulong or string) with *why set to a static description; or

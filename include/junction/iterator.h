@@ -176,6 +176,13 @@ size_t jn_iter_advance(jn_iter_t *it, size_t n);
  * exactly. The position is unchanged. */
 bool jn_iter_equal(const jn_iter_t *it, const char *s);
 
+/* jn_iter_equal_bytes: true when the octets left in the view are exactly
+ * the len octets at s (borrowed). The position is unchanged. A view whose
+ * octets after any pending prefix lie in one run is compared with memcmp
+ * alone (the address table's and the mesh's lookups, per message). Any
+ * thread; the view's buffers must stay alive for the call. */
+bool jn_iter_equal_bytes(const jn_iter_t *it, const void *s, size_t len);
+
 /* jn_iter_equal_iter: true when the octets left in a and b are equal.
  * Positions are unchanged. */
 bool jn_iter_equal_iter(const jn_iter_t *a, const jn_iter_t *b);

@@ -502,9 +502,7 @@ const char *jn_addr_consumer_refusal_CT(jn_core_t *core, const char *address)
 /* jn_hash_key_equal_fn over an iterator (ctx). */
 static bool key_equals_iter(const uint8_t *key, size_t len, void *ctx)
 {
-    jn_iter_t k;
-    jn_iter_init_bytes(&k, key, len, JN_VIEW_RAW);
-    return jn_iter_equal_iter(&k, (const jn_iter_t *)ctx);
+    return jn_iter_equal_bytes((const jn_iter_t *)ctx, key, len);
 }
 
 /* The address msg is sent to (its to-override when honoured, else

@@ -187,6 +187,7 @@ typedef struct jn_router_node {
     int index;     /* the mesh's router index (1..127) */
     char *id;      /* heap */
     char *node_id; /* "0/<id>" (heap), as in x-opt-qd.ingress/trace */
+    size_t node_id_len;
     int link;      /* inter-router connection slot when a neighbour, else -1 */
     int next_hop;  /* router index of the next hop, -1 for a neighbour */
     bool reachable;
@@ -535,6 +536,7 @@ struct jn_core {
     jn_core_request_fn mgmt_fn; /* set before start */
     void *mgmt_ctx;
     char *node_id;                 /* "0/<router id>" (mesh_side.c) */
+    size_t node_id_len;
     jn_core_conn_t *internal_conn; /* origin of composed messages (mesh_side.c) */
     jn_core_link_t *internal_link;
 
@@ -555,6 +557,7 @@ struct jn_core {
                                                          * being answered (0: none, or across the
                                                          * mesh; mesh_side.c) */
         jn_router_node_t *routers[JN_MESH_MAX_ROUTERS]; /* by router index */
+        int node_memo; /* the router index node_by_node_id_CT found last (mesh_side.c) */
         jn_core_conn_t *slots[JN_MESH_MAX_LINKS];       /* inter-router conns by slot */
         int64_t next_tick_ms;                           /* when the mesh ticks next */
         int64_t last_flush_ms;                          /* when the mesh last acted on a change */

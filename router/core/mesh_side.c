@@ -78,18 +78,39 @@ jn_core_link_t *jn_router_data_link_CT(jn_core_conn_t *conn, unsigned priority)
 }
 
 /* The router whose node id ("0/<id>") is in it (a raw view of str octets). */
+/* The longest node id ("0/<router id>") read from a message's router
+ * annotations; a longer one names no router. */
+#define JN_MESH_NODE_ID_MAX 160
+
+/* The router node whose node id ("0/<id>", as x-opt-qd.ingress and trace
+ * carry it) the view holds, or NULL. Per routed message (an ingress and
+ * each trace entry): the node found last is tried first, since a mesh's
+ * messages name the same few routers in turn, and a contiguous id is
+ * looked up where it lies, without a copy. */
 static jn_router_node_t *node_by_node_id_CT(jn_core_t *core, const jn_iter_t *node_id)
 {
     JN_ASSERT_CT(core);
     if (!core->mesh)
         return NULL;
-    jn_iter_t it = *node_id;
-    char buf[160];
-    size_t n = jn_iter_copy(&it, buf, sizeof buf - 1);
-    if (n < 3 || n >= sizeof buf - 1 || buf[0] != '0' || buf[1] != '/')
+    jn_router_node_t *memo = node_at_CT(core, core->ct.node_memo);
+    if (memo && jn_iter_equal_bytes(node_id, memo->node_id, memo->node_id_len))
+        return memo;
+    char buf[JN_MESH_NODE_ID_MAX];
+    const char *id = buf;
+    size_t n = jn_iter_length(node_id);
+    if (jn_iter_contiguous(node_id)) {
+        id = (const char *)node_id->cursor;
+    } else {
+        jn_iter_t it = *node_id;
+        if (n > sizeof buf || jn_iter_copy(&it, buf, n) != n)
+            return NULL;
+    }
+    if (n < 3 || id[0] != '0' || id[1] != '/')
         return NULL;
-    int index = jn_mesh_router_index_CT(core->mesh, buf + 2, n - 2);
-    return node_at_CT(core, index);
+    jn_router_node_t *found = node_at_CT(core, jn_mesh_router_index_CT(core->mesh, id + 2, n - 2));
+    if (found)
+        core->ct.node_memo = found->index;
+    return found;
 }
 
 void jn_router_route_ctx_CT(jn_core_t *core, const jn_delivery_t *dlv, jn_route_ctx_t *rc)
@@ -125,7 +146,7 @@ void jn_router_route_ctx_CT(jn_core_t *core, const jn_delivery_t *dlv, jn_route_
     while (jn_decoder_next(&d, &f) == 1) {
         if (f.type != JN_TYPE_STRING)
             continue;
-        if (jn_iter_equal(&f.payload, core->node_id)) {
+        if (jn_iter_equal_bytes(&f.payload, core->node_id, core->node_id_len)) {
             rc->looped = true; /* it has been here before */
             continue;
         }
@@ -336,6 +357,7 @@ static void op_router_added_CT(void *ctx, int router, const char *id)
     n->index = router;
     n->id = dup;
     n->node_id = node_id;
+    n->node_id_len = len + 2;
     n->link = n->next_hop = -1;
     n->addr = addr;
     addr->permanent = true;
@@ -509,6 +531,7 @@ int jn_router_init(jn_core_t *core, const jn_core_config_t *cfg)
     if (!c->container_id || !c->host || !l->name || !core->node_id)
         return JN_ENOMEM;
     snprintf(core->node_id, idlen + 3, "0/%s", core->router_id);
+    core->node_id_len = idlen + 2;
     for (int i = 0; i < JN_MESH_MAX_LINKS; i++)
         core->ct.slots[i] = NULL;
     if (!cfg->interior)

@@ -215,7 +215,8 @@ static int open_section(const jn_iter_t *section, jn_decoder_t *top, jn_field_t 
 }
 
 /* The general path of jn_ra_parse(): any section (split over buffers, or of
- * any shape), read with the decoder. *out is zeroed and section not empty. */
+ * any shape), read with the decoder. *out as jn_ra_set_absent leaves it,
+ * section not empty. */
 static int parse_general(const jn_iter_t *section, bool honour_router_keys, jn_ra_t *out,
                          const char **why)
 {
@@ -396,7 +397,8 @@ static int read_router_value(jn_ra_t *out, key_kind_t kind, const jn_value_t *v,
     }
 }
 
-/* Read the contiguous section into *out (zeroed). 0 or SLOW. */
+/* Read the contiguous section into *out (as jn_ra_set_absent leaves it).
+ * 0 or SLOW. */
 static int parse_run(const jn_iter_t *section, bool honour_router_keys, jn_ra_t *out)
 {
     const jn_buffer_t *b = section->buffer;
@@ -466,7 +468,7 @@ static bool same_ra(const jn_ra_t *a, const jn_ra_t *b)
     if ((a->has_to && !same_view(&a->to, &b->to)) ||
         (a->has_ingress && !same_view(&a->ingress, &b->ingress)) ||
         (a->has_trace && !same_view(&a->trace, &b->trace)) ||
-        !same_view(&a->section_map, &b->section_map))
+        (a->section_present && !same_view(&a->section_map, &b->section_map)))
         return false;
     for (uint32_t i = 0; i < a->user_run_count && i < JN_RA_MAX_USER_RUNS; i++)
         if (!same_view(&a->user_runs[i], &b->user_runs[i]))
@@ -481,7 +483,7 @@ int jn_ra_parse(const jn_iter_t *section, bool honour_router_keys, jn_ra_t *out,
     if (!why)
         why = &ignored;
     *why = NULL;
-    memset(out, 0, sizeof *out);
+    jn_ra_set_absent(out); /* not a memset: the struct is about 700 octets */
     if (!section || jn_iter_length(section) == 0)
         return 0;
     if (jn_iter_contiguous(section)) {
@@ -494,7 +496,7 @@ int jn_ra_parse(const jn_iter_t *section, bool honour_router_keys, jn_ra_t *out,
 #endif
             return 0;
         }
-        memset(out, 0, sizeof *out);
+        jn_ra_set_absent(out);
     }
     return parse_general(section, honour_router_keys, out, why);
 }

@@ -190,11 +190,26 @@ static bool match(jn_iter_t *it, const uint8_t *s, size_t len)
 
 bool jn_iter_equal(const jn_iter_t *it, const char *s)
 {
-    size_t len = strlen(s);
+    return jn_iter_equal_bytes(it, s, strlen(s));
+}
+
+bool jn_iter_equal_bytes(const jn_iter_t *it, const void *s, size_t len)
+{
     if (jn_iter_length(it) != len)
         return false;
+    const uint8_t *p = s;
+    /* After the prefix left, the octets lie from cursor on in one run when
+     * nothing is left past limit, or when it is all in limit's buffer
+     * (refill goes on from limit there; plain bytes are one run). */
+    const jn_buffer_t *b = it->buffer;
+    if (it->remaining == 0 || !b ||
+        (size_t)(b->data + jn_buffer_size(b) - it->limit) >= it->remaining) {
+        size_t pre = it->prefix_pos < it->prefix_len ? (size_t)(it->prefix_len - it->prefix_pos) : 0;
+        return memcmp(p, it->prefix + it->prefix_pos, pre) == 0 &&
+               memcmp(p + pre, it->cursor, len - pre) == 0;
+    }
     jn_iter_t t = *it;
-    return match(&t, (const uint8_t *)s, len);
+    return match(&t, p, len);
 }
 
 bool jn_iter_equal_iter(const jn_iter_t *a, const jn_iter_t *b)

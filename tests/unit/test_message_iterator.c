@@ -108,6 +108,22 @@ static void check_compare_copy(const jn_iter_t *it, const char *expected)
         buf[len - 1] = '\0';
         assert_false(jn_iter_equal(it, buf));
     }
+    /* equal_bytes from every position, a prefix's octets part read
+     * included, and with each end's octet changed */
+    for (size_t k = 0; k <= len; k++) {
+        jn_iter_t at = *it;
+        assert_int_equal(jn_iter_advance(&at, k), k);
+        assert_true(jn_iter_equal_bytes(&at, expected + k, len - k));
+        assert_false(jn_iter_equal_bytes(&at, expected + k, len - k + 1));
+        if (k < len) {
+            memcpy(buf, expected + k, len - k);
+            buf[0] ^= 1;
+            assert_false(jn_iter_equal_bytes(&at, buf, len - k));
+            buf[0] ^= 1;
+            buf[len - k - 1] ^= 1;
+            assert_false(jn_iter_equal_bytes(&at, buf, len - k));
+        }
+    }
     jn_iter_t plain;
     jn_iter_init_string(&plain, expected, JN_VIEW_RAW);
     assert_true(jn_iter_equal_iter(it, &plain));

@@ -559,7 +559,9 @@ static bool relay_process_mechanisms(pn_transport_t *t, const char *mechs)
         fail_client(r, DETACH_ONLY, "router out of memory");
         return false;
     }
-    if (r->own) {
+    if (r->own) { /* cut to the listener's saslMechanisms here, as proton does there */
+        jn_io_sasl_offer_cut(r->client->endpoint->cfg.sasl_mechanisms, mechs, r->svc_mechs,
+                             strlen(r->svc_mechs) + 1);
         own_post(r, true, 0);
         return true;
     }

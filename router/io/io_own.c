@@ -644,6 +644,15 @@ static void own_closed(jn_io_own_t *own)
                    desc);
         jn_io_connector_note_IO(conn, false, JN_IO_CONN_FMT " Connection to %s failed: %s %s",
                                 conn->id, conn->host, cond, desc);
+    } else if (conn->incoming && !conn->opened && !own->refused_logged) {
+        /* the SASL layer refused the peer's frames: one line, as for a
+         * refused AMQP frame (own_on_closed); a refused authentication is
+         * logged by its mechanism's backend (sasl_own.c, authsvc.c) */
+        const jn_amqp_fault_t *f = jn_amqp_transport_fault(own->t);
+        if (f && f->condition && strcmp(f->condition, "amqp:unauthorized-access") != 0)
+            JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
+                   JN_IO_CONN_FMT " Connection from %s (to %s) failed: %s %s", conn->id,
+                   conn->host, conn->endpoint->shown, f->condition, f->description);
     }
     jn_io_own_links_free(own);
     jn_io_conn_transport_closed_IO(conn);

@@ -176,27 +176,35 @@ static bool allowed(const char *conf, const char *mech, size_t n)
     return false;
 }
 
+void jn_io_sasl_offer_cut(const char *conf, const char *list, char *out, size_t cap)
+{
+    size_t len = 0;
+    if (cap == 0)
+        return;
+    out[0] = '\0';
+    for (const char *p = list ? list : ""; *p;) {
+        while (*p == ' ')
+            p++;
+        size_t k = strcspn(p, " ");
+        if (k && allowed(conf, p, k) && len + k + 2 <= cap) {
+            if (len)
+                out[len++] = ' ';
+            memcpy(out + len, p, k);
+            len += k;
+            out[len] = '\0';
+        }
+        p += k;
+    }
+}
+
 /* The offer: Cyrus's list for this connection, cut to saslMechanisms. */
 static void read_offer(own_cyrus_t *c, const char *conf)
 {
     const char *list = NULL;
-    size_t len = 0;
     c->mechs[0] = '\0';
     if (sasl_listmech(c->sc, NULL, "", " ", "", &list, NULL, NULL) != SASL_OK || !list)
         return;
-    for (const char *p = list; *p;) {
-        while (*p == ' ')
-            p++;
-        size_t k = strcspn(p, " ");
-        if (k && allowed(conf, p, k) && len + k + 2 < sizeof c->mechs) {
-            if (len)
-                c->mechs[len++] = ' ';
-            memcpy(c->mechs + len, p, k);
-            len += k;
-            c->mechs[len] = '\0';
-        }
-        p += k;
-    }
+    jn_io_sasl_offer_cut(conf, list, c->mechs, sizeof c->mechs);
 }
 
 int jn_io_own_sasl_attach(jn_io_conn_t *conn, jn_amqp_transport_t *t)

@@ -37,6 +37,14 @@ int jn_io_own_sasl_client(jn_io_conn_t *conn, const jn_amqp_sasl_client_mech_ops
  * (docs/engine.md, stage 4): jn_io_authsvc_own_attach at accept, before
  * the connection is started; jn_io_authsvc_own_pass_IO in each of the
  * client's passes while conn->relay is set. Contracts in authsvc.c. */
+/* jn_io_sasl_offer_cut: write into out (cap octets, always NUL-terminated)
+ * the mechanisms of list (space-separated, borrowed) that a listener's
+ * saslMechanisms conf names (spaces or commas, any case; NULL or empty:
+ * every one), in list's order and space-separated: what the listener
+ * offers (proton's path: pn_sasl_allowed_mechs). A mechanism that does not
+ * fit is left out. Any thread. AMQP 1.0 part 5.3.3.1 (sasl-mechanisms). */
+void jn_io_sasl_offer_cut(const char *conf, const char *list, char *out, size_t cap);
+
 int jn_io_authsvc_own_attach(jn_io_conn_t *conn, jn_amqp_transport_t *t);
 int jn_io_authsvc_own_pass_IO(jn_io_conn_t *client, jn_amqp_transport_t *t, uint64_t now);
 

@@ -204,6 +204,12 @@ const uint8_t *jn_amqp_conn_output(jn_amqp_conn_t *c, size_t *len);
  * held for batching are composed first. Owning thread. */
 int jn_amqp_conn_output_iov(jn_amqp_conn_t *c, struct iovec *iov, int max);
 
+/* jn_amqp_conn_output_pending: the octets of the output not yet taken,
+ * composed and referenced (our dispositions held for batching not
+ * counted): what a caller bounds before it sends more on c (the peer may
+ * stop reading while its credit and window stay open). Owning thread. */
+size_t jn_amqp_conn_output_pending(const jn_amqp_conn_t *c);
+
 /* jn_amqp_conn_output_done: n octets of the output were written; they are
  * dropped (n at most what was offered), with the references the engine held
  * on payload buffers they came from. Owning thread. */

@@ -140,6 +140,7 @@ struct jn_amqp_conn {
     jn_amqp_oref_t *refs;            /* payload runs between them */
     uint32_t nrefs, refs_cap, ref_head;
     size_t ref_off;             /* octets of refs[ref_head] taken */
+    size_t ref_octets;          /* octets referenced and not yet taken */
     jn_amqp_pending_t *pending; /* our dispositions held (disposition.c) */
     uint32_t npending, pending_cap;
     bool flushing;

@@ -38,6 +38,7 @@ int jn_amqp_out_ref(jn_amqp_conn_t *c, const uint8_t *data, size_t len, const jn
     }
     jn_buffer_t *b = buf ? jn_buffer_ref((jn_buffer_t *)buf) : NULL;
     c->refs[c->nrefs++] = (jn_amqp_oref_t){.at = c->out.size, .data = data, .len = len, .buf = b};
+    c->ref_octets += len;
     return 0;
 }
 
@@ -47,6 +48,7 @@ void jn_amqp_out_rollback(jn_amqp_conn_t *c, size_t start)
     while (c->nrefs > c->ref_head && c->refs[c->nrefs - 1].at > start &&
            (c->nrefs - 1 > c->ref_head || c->ref_off == 0)) {
         c->nrefs--;
+        c->ref_octets -= c->refs[c->nrefs].len;
         jn_buffer_unref(c->refs[c->nrefs].buf);
     }
     e->size = start;
@@ -68,6 +70,7 @@ void jn_amqp_out_free(jn_amqp_conn_t *c)
     free(c->refs);
     c->refs = NULL;
     c->nrefs = c->refs_cap = c->ref_head = 0;
+    c->ref_octets = 0;
     jn_encoder_free(&c->out);
 }
 
@@ -134,6 +137,11 @@ int jn_amqp_conn_output_iov(jn_amqp_conn_t *c, struct iovec *iov, int max)
     return n;
 }
 
+size_t jn_amqp_conn_output_pending(const jn_amqp_conn_t *c)
+{
+    return (c->out.size - c->out_pos) + c->ref_octets;
+}
+
 void jn_amqp_conn_output_done(jn_amqp_conn_t *c, size_t n)
 {
     while (n > 0) {
@@ -143,6 +151,7 @@ void jn_amqp_conn_output_done(jn_amqp_conn_t *c, size_t n)
         size_t k = n < len ? n : len;
         if (c->ref_head < c->nrefs && c->out_pos >= c->refs[c->ref_head].at) {
             c->ref_off += k;
+            c->ref_octets -= k;
             if (c->ref_off == c->refs[c->ref_head].len) {
                 jn_buffer_unref(c->refs[c->ref_head].buf);
                 c->ref_head++;

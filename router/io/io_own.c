@@ -883,6 +883,11 @@ bool jn_io_own_pass_IO(jn_io_loop_t *loop, jn_io_conn_t *conn)
         jn_io_tls_write_IO(conn); /* encrypt, then one send (io_tls.c) */
     else if (!conn->connecting && conn->fd >= 0)
         own_write(own);
+    if (JN_UNLIKELY(own->tx_held) &&
+        jn_amqp_conn_output_pending(jn_amqp_transport_conn(own->t)) < JN_IO_OWN_OUTPUT_LIMIT) {
+        own->tx_held = false;
+        more = true; /* the socket took some: the next pass sends the copies held */
+    }
     bool done = jn_amqp_transport_finished(own->t) && jn_io_own_output_empty(own);
     if (conn->tls) {
         done = done || jn_io_tls_failed(conn);

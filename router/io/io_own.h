@@ -121,6 +121,12 @@ struct jn_io_own_link {
     uint64_t max_message_size;
     /* outgoing: credit used (deliveries begun, and credit drained) */
     uint64_t sent;
+    /* outgoing: the credit limit told to the core, cut to a cap past sent
+     * (tx_limit in io_own_link.c, as io_send.c's on proton's path); the
+     * octets of the last copy sent */
+    uint64_t flow_cap, flow_sent;
+    bool flow_capped;
+    size_t tx_msg_size;
     /* outgoing: the copy being sent, its segments not yet framed (segs,
      * a ring of tx_nsegs from tx_seg_head, the first from tx_seg_off; each
      * holds a reference on its buffer of the message or of the composed
@@ -150,6 +156,7 @@ struct jn_io_own {
     bool cut;                /* end the transport once the output is out */
     bool refused_logged;
     bool rx_busy; /* a link has work for the pass's end (jn_io_own_rx_flush_IO) */
+    bool tx_held; /* a copy waits for the output to fall under JN_IO_OWN_OUTPUT_LIMIT */
     unsigned n_sessions; /* the peer's sessions begun and not ended */
     /* sessions of links the router attached, kept for the next such link
      * once theirs is freed (io_own_route.c) */

@@ -484,6 +484,7 @@ void jn_io_own_links_free(jn_io_own_t *own)
  * is settled. */
 static void tx_done(jn_io_own_link_t *link)
 {
+    link->tx_msg_size = link->tx_out.position; /* the octets of this copy (tx_tell_flow) */
     jn_message_stream_copy_end(link->tx_out.message, link->tx_slot);
     jn_message_out_fini(&link->tx_out);
     jn_io_own_dlv_t *od = link->tx_od;
@@ -691,15 +692,60 @@ static bool tx_push(jn_io_own_link_t *link)
     }
 }
 
-/* Send on link: the copy in progress, then the queued ones. */
+/* Tell the core the credit limit it may hand out to (core.h): the
+ * copies sent so far plus the peer's credit, but at most a cap past those
+ * sent, as io_send.c's tx_limit does on proton's path: linkCapacity, or
+ * fewer when that many copies of the last one's size would hold more than
+ * JN_IO_TX_AHEAD_OCTETS (at least 2). So a consumer that grants a large
+ * credit and stops reading leaves the copies in the core's bounded backlog
+ * (docs/multicast.md), not queued here. A link-routed link passes the
+ * peer's credit as it is (the core bounds it). Told again once half a cap
+ * more was sent (tx_run). */
+static void tx_tell_flow(jn_io_own_link_t *link)
+{
+    jn_amqp_link_state_t st = jn_amqp_link_state(link->l);
+    uint64_t credit = st.credit, cap = 0;
+    if (!link->passthrough) {
+        cap = link->own->conn->endpoint->cfg.link_capacity;
+        uint64_t by_octets = link->tx_msg_size ? JN_IO_TX_AHEAD_OCTETS / link->tx_msg_size
+                                               : JN_IO_TX_FIRST_AHEAD;
+        if (by_octets < 2)
+            by_octets = 2; /* one in progress and the next ready */
+        if (cap == 0 || by_octets < cap)
+            cap = by_octets;
+    }
+    link->flow_cap = cap;
+    link->flow_capped = cap > 0 && credit > cap;
+    link->flow_sent = link->sent;
+    jn_core_link_flow_IO(link->core, link->sent + (link->flow_capped ? cap : credit), st.drain);
+    jn_core_link_peer_credit_IO(link->core, link->sent + credit);
+}
+
+/* Whether the connection's output holds JN_IO_OWN_OUTPUT_LIMIT octets not
+ * yet written: then no more is composed into it until the pass after the
+ * socket took some (jn_io_own_pass_IO). */
+static bool output_full(jn_io_own_t *own)
+{
+    if (jn_amqp_conn_output_pending(jn_amqp_transport_conn(own->t)) < JN_IO_OWN_OUTPUT_LIMIT)
+        return false;
+    own->tx_held = true;
+    return true;
+}
+
+/* Send on link: the copy in progress, then the queued ones, each begun
+ * while the output has room (a copy begun goes on as its octets come: the
+ * output holds at most the limit and what one copy's pass adds). */
 static void tx_run(jn_io_own_link_t *link)
 {
     for (;;) {
-        if (!link->tx_dlv && !tx_start(link))
-            return;
+        if (!link->tx_dlv &&
+            (!link->txq || JN_UNLIKELY(output_full(link->own)) || !tx_start(link)))
+            break;
         if (link->tx_dlv && !tx_push(link))
-            return;
+            break;
     }
+    if (link->flow_capped && link->core && (link->sent - link->flow_sent) * 2 >= link->flow_cap)
+        tx_tell_flow(link); /* a capped limit moves on with what was sent */
 }
 
 void jn_io_own_tx_resume_IO(jn_io_own_t *own)
@@ -724,9 +770,7 @@ void jn_io_own_on_flow(void *ctx, jn_amqp_session_t *s, jn_amqp_link_t *l, const
         jn_io_own_rx_flow_IO(link);
         return;
     }
-    jn_amqp_link_state_t st = jn_amqp_link_state(l);
-    jn_core_link_flow_IO(link->core, link->sent + st.credit, st.drain);
-    jn_core_link_peer_credit_IO(link->core, link->sent + st.credit);
+    tx_tell_flow(link);
 }
 
 /* ---- dispositions -------------------------------------------------------- */

@@ -148,6 +148,14 @@ struct jn_io_tls_entry {
  * is buffered. */
 #define JN_IO_TX_SESSION_LIMIT (256u * 1024)
 
+/* The own engine's side of the same bound: no copy is composed into a
+ * connection's output while it holds this many octets not yet written
+ * (jn_amqp_conn_output_pending), whatever credit and window the peer
+ * gave; the pass after the socket takes some goes on. A peer that stops
+ * reading costs at most this in output, plus what the core's backlog
+ * holds for its links (linkCapacity, docs/multicast.md). */
+#define JN_IO_OWN_OUTPUT_LIMIT JN_IO_TX_SESSION_LIMIT
+
 /* Session incoming capacity (pn_session_set_incoming_capacity, in octets:
  * JN_IO_SESSION_FRAMES x max-frame-size, at most JN_IO_SESSION_CAPACITY_MAX
  * unless maxSessionFrames says otherwise). It bounds what proton itself

@@ -22,9 +22,18 @@
  * view of the caller's buffers, the way the AMQP layer reads it; output is
  * one area the caller drains.
  *
+ * Frame size: 5.3.1 holds SASL frames to MIN-MAX-FRAME-SIZE (512 octets);
+ * proton's SASL layer, which qdrouterd 1.19's users come from, takes and
+ * sends frames up to its transport's max-frame-size (the listener's or
+ * connector's maxFrameSize) instead, and a mechanism's data (a GSSAPI
+ * token, an auth service's challenge) may need it. So the bound is the
+ * caller's (jn_amqp_sasl_server_set_max_frame, the client config's
+ * max_frame), 512 by default, for the frames we take and those we send.
+ *
  * Faults: a protocol header other than SASL 1.0.0 id 3 is answered with
- * ours and nothing more (2.2); a SASL frame that is not a valid frame of
- * at most 512 octets (5.3.1) or not a valid body (5.3.3), any body but
+ * ours and nothing more (2.2); a SASL frame that is not a valid frame
+ * within the bound (amqp:connection:framing-error, 5.3.1) or not a valid
+ * body (5.3.3), any body but
  * sasl-init first, and any but sasl-response after a challenge (5.3.2), end
  * the exchange with no outcome (the SASL layer has no error frame: the
  * caller closes the transport); a sasl-init naming a mechanism we did not
@@ -116,6 +125,15 @@ jn_amqp_sasl_server_t *jn_amqp_sasl_server_new_with(const jn_amqp_sasl_mech_ops_
 /* jn_amqp_sasl_server_free: free s and its output. NULL is ignored.
  * Owning thread. */
 void jn_amqp_sasl_server_free(jn_amqp_sasl_server_t *s);
+
+/* jn_amqp_sasl_server_set_max_frame: the largest SASL frame s takes from
+ * the peer and composes, in octets (the connection's max-frame-size, as
+ * proton's SASL layer uses its transport's; below 512, 0 included, means
+ * 512, 5.3.1's MIN-MAX-FRAME-SIZE, the default). A larger frame from the
+ * peer ends the exchange (amqp:connection:framing-error); a challenge of
+ * the backend's that does not fit refuses it (amqp:internal-error). Call
+ * before the first input. Owning thread. */
+void jn_amqp_sasl_server_set_max_frame(jn_amqp_sasl_server_t *s, uint32_t max_frame);
 
 /* jn_amqp_sasl_server_start: send our SASL header and sasl-mechanisms now,
  * before the peer's header (5.3.2 lets the server speak first; a client
@@ -227,7 +245,8 @@ const jn_amqp_fault_t *jn_amqp_sasl_server_fault(const jn_amqp_sasl_server_t *s)
  *
  * Faults (each ends the exchange; jn_amqp_sasl_client_fault says why): a
  * header other than SASL 1.0.0 (amqp:connection:framing-error); a frame
- * that is not a valid SASL frame of at most 512 octets, or out of order
+ * that is not a valid SASL frame within the bound (the config's
+ * max_frame, see the top: 512 by default), or out of order
  * (5.3.2: mechanisms first, an outcome only after our init;
  * amqp:illegal-state); no mechanism in common, or an outcome other than ok
  * (amqp:unauthorized-access, naming the code). */
@@ -275,6 +294,7 @@ typedef struct jn_amqp_sasl_client_config {
     const char *user;       /* PLAIN's authentication identity (NULL: no PLAIN) */
     const char *password;   /* PLAIN's password (NULL: no PLAIN) */
     const char *hostname;   /* sasl-init hostname (5.3.3.2; NULL: none) */
+    uint32_t max_frame;     /* the largest SASL frame taken and sent, octets (<512: 512) */
     const jn_amqp_sasl_client_mech_ops_t *ops; /* NULL: the built-in mechanisms */
     void *ctx;                                 /* ops's (owned by the layer) */
 } jn_amqp_sasl_client_config_t;

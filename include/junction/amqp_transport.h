@@ -25,7 +25,9 @@
  * not; AMQP (id 0) runs the AMQP layer at once, unless SASL is required
  * (then the SASL layer answers with its header and refuses); any other
  * header goes to the AMQP layer, which answers with its own header and
- * refuses (2.2).
+ * refuses (2.2). The SASL layer of either role takes and sends SASL
+ * frames up to the AMQP layer's configured max_frame_size, as proton's
+ * SASL layer does with its transport's (junction/amqp_sasl.h, the top).
  *
  * Threads: the thread that owns the connection; no locks, no global state.
  */

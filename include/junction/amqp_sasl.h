@@ -267,6 +267,13 @@ typedef struct jn_amqp_sasl_client jn_amqp_sasl_client_t;
  *   and empty), or JN_EPROTO when no mechanism can be used.
  * - step: the server's challenge (len may be 0). Returns 0 with the
  *   response in *out and *out_len, or JN_EPROTO (the challenge is wrong).
+ * - start and step may also return JN_AMQP_SASL_STEP_PENDING (a relay's
+ *   backend: the answer is not known yet): nothing is sent, and the
+ *   answer comes by jn_amqp_sasl_client_resume. While start's is pending
+ *   a sasl-challenge or sasl-outcome from the server ends the exchange
+ *   (amqp:illegal-state, "the server's sasl-outcome came before our
+ *   sasl-init", or sasl-challenge); while step's is, the server's frames
+ *   are held, not read.
  * - outcome: the server's sasl-outcome, its code (jn_amqp_sasl_code_t)
  *   and additional-data (len 0: none; SCRAM's server signature). For ok,
  *   returns 0 when the mechanism accepts it, JN_EPROTO when not (the
@@ -319,6 +326,23 @@ void jn_amqp_sasl_client_free(jn_amqp_sasl_client_t *c);
  * ignored; the caller closes); JN_ENOMEM when the output could not grow.
  * Owning thread. */
 int jn_amqp_sasl_client_input(jn_amqp_sasl_client_t *c, const jn_iter_t *in, size_t *consumed);
+
+/* jn_amqp_sasl_client_resume: the answer to the backend's start or step
+ * that said JN_AMQP_SASL_STEP_PENDING: rc 0 with the mechanism chosen (for
+ * start; mech borrowed for the call, ignored for step) and the response in
+ * out and len (out NULL: for start, the initial response is absent), or rc
+ * JN_EPROTO (the backend failed: the exchange ends, its reason in the
+ * fault). The frame is composed as it would have been at once; the caller
+ * then writes the output and hands the octets held again to
+ * jn_amqp_sasl_client_input. Returns 0, JN_EPROTO (the exchange ended:
+ * the fault says why), JN_ENOMEM, or JN_EINVAL (nothing was pending, or a
+ * start's answer without mech; nothing changed). Owning thread. */
+int jn_amqp_sasl_client_resume(jn_amqp_sasl_client_t *c, int rc, const char *mech,
+                               const uint8_t *out, size_t len);
+
+/* jn_amqp_sasl_client_pending: true while the backend's start or step
+ * answer is pending. Owning thread. */
+bool jn_amqp_sasl_client_pending(const jn_amqp_sasl_client_t *c);
 
 /* jn_amqp_sasl_client_output / _output_done: as the server's: the octets
  * composed and not yet taken (borrowed until the next call on c; *len 0:

@@ -89,6 +89,17 @@ int jn_amqp_transport_set_sasl(jn_amqp_transport_t *t, const jn_amqp_sasl_mech_o
 int jn_amqp_transport_sasl_offer_ready(jn_amqp_transport_t *t);
 int jn_amqp_transport_sasl_resume(jn_amqp_transport_t *t, int rc, const uint8_t *out, size_t len);
 
+/* jn_amqp_transport_sasl_client_resume: the client role's deferring
+ * backend (its start or step answered JN_AMQP_SASL_STEP_PENDING: the
+ * relay's connection to an auth service) has its answer: it goes to the
+ * SASL client layer as jn_amqp_sasl_client_resume (rc, mech, out and len
+ * as there; borrowed for the call). The caller then calls
+ * jn_amqp_transport_process (the octets held meanwhile are read) and
+ * writes the output. Returns as that function; JN_EINVAL also on a
+ * transport without a SASL client layer, or past it. Owning thread. */
+int jn_amqp_transport_sasl_client_resume(jn_amqp_transport_t *t, int rc, const char *mech,
+                                         const uint8_t *out, size_t len);
+
 /* jn_amqp_transport_sasl_refuse: the deferring backend refuses while
  * nothing of its is pending (jn_amqp_sasl_server_refuse: our mechanisms
  * if not yet sent, then the outcome with code, unasked). Returns as that

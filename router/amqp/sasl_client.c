@@ -30,6 +30,8 @@ struct jn_amqp_sasl_client {
     bool init_sent;                                /* our sasl-init is in the output */
     bool done;                                     /* outcome ok read */
     bool failed;                                   /* fault says why */
+    bool mechs_rcvd;                               /* the server's sasl-mechanisms were read */
+    bool pending;                                  /* the backend's start or step answers later */
     char mech[24];                                 /* the mechanism chosen */
     jn_amqp_sasl_scratch_t resp;                   /* the next response (init's, a challenge's) */
     size_t resp_len;
@@ -280,7 +282,12 @@ static int backend_start(jn_amqp_sasl_client_t *c, const jn_amqp_sasl_t *m)
     const char *mech = NULL;
     const uint8_t *out = NULL;
     size_t len = 0;
-    if (c->ops->start(c->ctx, offer, &mech, &out, &len) != 0 || !mech)
+    int rc = c->ops->start(c->ctx, offer, &mech, &out, &len);
+    if (rc == JN_AMQP_SASL_STEP_PENDING) {
+        c->pending = true; /* the init goes by jn_amqp_sasl_client_resume */
+        return 0;
+    }
+    if (rc != 0 || !mech)
         return backend_fail(c, "no mechanism works");
     snprintf(c->mech, sizeof c->mech, "%s", mech);
     if (!keep_response(c, out, len))
@@ -291,6 +298,7 @@ static int backend_start(jn_amqp_sasl_client_t *c, const jn_amqp_sasl_t *m)
 /* The server's sasl-mechanisms (5.3.3.1): our choice goes as sasl-init. */
 static int mechanisms_input(jn_amqp_sasl_client_t *c, const jn_amqp_sasl_t *m)
 {
+    c->mechs_rcvd = true;
     if (c->ops)
         return backend_start(c, m);
     if (choose(c, &m->mechanisms))
@@ -309,6 +317,8 @@ static int mechanisms_input(jn_amqp_sasl_client_t *c, const jn_amqp_sasl_t *m)
     return fail(c, JN_EPROTO);
 }
 
+static int send_response(jn_amqp_sasl_client_t *c);
+
 /* A challenge (5.3.3.3): an empty one asks for the initial response again
  * (RFC 4422 3.3); none of ours has a second step. */
 static int challenge_input(jn_amqp_sasl_client_t *c, const jn_amqp_sasl_t *ch)
@@ -320,7 +330,12 @@ static int challenge_input(jn_amqp_sasl_client_t *c, const jn_amqp_sasl_t *ch)
             return backend_fail(c, "out of memory");
         const uint8_t *out = NULL;
         size_t len = 0;
-        if (c->ops->step(c->ctx, in, n, &out, &len) != 0)
+        int rc = c->ops->step(c->ctx, in, n, &out, &len);
+        if (rc == JN_AMQP_SASL_STEP_PENDING) {
+            c->pending = true; /* the response goes by jn_amqp_sasl_client_resume */
+            return 0;
+        }
+        if (rc != 0)
             return backend_fail(c, "the server's challenge was refused");
         if (!keep_response(c, out ? out : in, len))
             return backend_fail(c, "the response does not fit in a SASL frame (or no memory)");
@@ -330,6 +345,12 @@ static int challenge_input(jn_amqp_sasl_client_t *c, const jn_amqp_sasl_t *ch)
                            jn_iter_length(&ch->challenge), c->mech);
         return fail(c, JN_EPROTO);
     }
+    return send_response(c);
+}
+
+/* Our sasl-response (5.3.3.4) with the response kept. */
+static int send_response(jn_amqp_sasl_client_t *c)
+{
     jn_amqp_perf_t p;
     jn_amqp_perf_init(&p, JN_AMQP_SASL_RESPONSE);
     p.u.sasl.present = JN_AMQP_FIELD(0);
@@ -372,7 +393,12 @@ static int frame_input(jn_amqp_sasl_client_t *c, const jn_amqp_frame_t *f)
     jn_amqp_perf_t p;
     if (jn_amqp_perf_decode(&f->body, JN_AMQP_FRAME_SASL, &p, NULL, &c->fault) != 0)
         return fail(c, JN_EPROTO);
-    if (p.code == JN_AMQP_SASL_MECHANISMS && !c->init_sent)
+    if (c->pending && (p.code == JN_AMQP_SASL_CHALLENGE || p.code == JN_AMQP_SASL_OUTCOME)) {
+        (void)jn_amqp_fail(&c->fault, "amqp:illegal-state", "the server's %s came before our sasl-init",
+                           jn_amqp_perf_name(p.code));
+        return fail(c, JN_EPROTO);
+    }
+    if (p.code == JN_AMQP_SASL_MECHANISMS && !c->mechs_rcvd)
         return mechanisms_input(c, &p.u.sasl);
     if (p.code == JN_AMQP_SASL_CHALLENGE && c->init_sent)
         return challenge_input(c, &p.u.sasl);
@@ -412,7 +438,9 @@ int jn_amqp_sasl_client_input(jn_amqp_sasl_client_t *c, const jn_iter_t *in, siz
     }
     jn_iter_t it = *in;
     int rc = c->header_rcvd ? 0 : header_input(c, &it);
-    while (rc == 0) {
+    /* while a step's answer is pending, the server's frames wait (while the
+     * start's is, they are read: any is out of order) */
+    while (rc == 0 && !(c->pending && c->init_sent)) {
         jn_amqp_frame_t f;
         rc = jn_amqp_frame_read(&it, JN_AMQP_FRAME_SASL, c->max_frame, 0, &f, &c->fault);
         if (rc == JN_AGAIN)
@@ -428,6 +456,33 @@ int jn_amqp_sasl_client_input(jn_amqp_sasl_client_t *c, const jn_iter_t *in, siz
         rc = 0;
     *consumed = c->failed ? len : len - jn_iter_length(&it);
     return rc;
+}
+
+int jn_amqp_sasl_client_resume(jn_amqp_sasl_client_t *c, int rc, const char *mech,
+                               const uint8_t *out, size_t len)
+{
+    if (!c->pending || (!c->init_sent && rc == 0 && !mech))
+        return JN_EINVAL;
+    c->pending = false;
+    if (c->failed)
+        return JN_EPROTO;
+    if (rc != 0)
+        return backend_fail(c, c->init_sent ? "the server's challenge was refused"
+                                            : "no mechanism works");
+    if (!c->init_sent) {
+        snprintf(c->mech, sizeof c->mech, "%s", mech);
+        if (!keep_response(c, out, len))
+            return backend_fail(c, "the initial response does not fit in a SASL frame (or no memory)");
+        return send_init(c);
+    }
+    if (!keep_response(c, out ? out : (const uint8_t *)"", len))
+        return backend_fail(c, "the response does not fit in a SASL frame (or no memory)");
+    return send_response(c);
+}
+
+bool jn_amqp_sasl_client_pending(const jn_amqp_sasl_client_t *c)
+{
+    return c->pending;
 }
 
 const uint8_t *jn_amqp_sasl_client_output(jn_amqp_sasl_client_t *c, size_t *len)

@@ -360,6 +360,14 @@ int jn_amqp_transport_sasl_resume(jn_amqp_transport_t *t, int rc, const uint8_t 
     return r == JN_EINVAL || r == JN_ENOMEM ? r : 0;
 }
 
+int jn_amqp_transport_sasl_client_resume(jn_amqp_transport_t *t, int rc, const char *mech,
+                                         const uint8_t *out, size_t len)
+{
+    if (!t->sasl_client || t->layer != LAYER_SASL_CLIENT)
+        return JN_EINVAL;
+    return jn_amqp_sasl_client_resume(t->sasl_client, rc, mech, out, len);
+}
+
 int jn_amqp_transport_sasl_refuse(jn_amqp_transport_t *t, int code)
 {
     if (!t->sasl)

@@ -354,8 +354,9 @@ class OwnAuthServiceTest(OwnEngineEnv, authsvc.AuthServiceTestCase):
     """The auth-service relay with the client on the own engine: the
     engine's SASL layer defers its offer until the (fake) service's
     mechanisms come and waits for each answer; the service's connection is
-    the router's own, on proton's path. Each case finds the client's
-    connection id on the own engine's lines."""
+    the router's own, on the engine's client end too (proton's under
+    own-in). Each case finds the client's connection id on the own
+    engine's lines."""
 
     def own_sasl_ids(self, r):
         return re.findall(r"\[(C\d+)\] SASL on Junction's own AMQP engine \(JUNCTION_ENGINE=own\), "
@@ -380,6 +381,33 @@ class OwnAuthServiceTest(OwnEngineEnv, authsvc.AuthServiceTestCase):
         self.assertIn("[%s] %s" % (cid, OWN_LINE), r.log())
         s = [x for x in svc.sessions if x["user"] == "alice"][0]
         self.assertEqual(s["hostname"], authsvc.REALM)  # realm: the sasl-init's hostname
+
+    def test_service_connection_on_the_own_engine(self):
+        """With the switch on for the connections the router makes (own),
+        the relay's connection to the service runs on the engine's client
+        end (its line): the realm goes in its sasl-init, the service's
+        Open names the service's host, its identity admits the client, and
+        our close ends it; with own-in it stays on proton's path (no such
+        line) and does the same."""
+        for engine in ("own", "own-in"):
+            os.environ["JUNCTION_ENGINE"] = engine  # put back by OwnEngineEnv
+            svc = self.service()
+            r = self.relay_router(svc.port)
+            c = authsvc.connect(r.url, "alice", authsvc.USERS["alice"])
+            try:
+                c.create_receiver("q")
+                mine = [x for x in self.connections() if x["user"] == "alice"]
+                self.assertEqual(len(mine), 1, self.connections())
+                self.assertTrue(mine[0]["isAuthenticated"])
+            finally:
+                c.close()
+            s = [x for x in svc.sessions if x["user"] == "alice"][0]
+            self.assertEqual((s["hostname"], s["open_hostname"]), (authsvc.REALM, "127.0.0.1"))
+            self.wait_for("the router's close to the service", lambda: s["closed"])
+            lines = re.findall(r"\[C\d+\] Connection to auth service 127\.0\.0\.1:%d runs on "
+                               r"Junction's own AMQP engine" % svc.port, r.log())
+            self.assertEqual(len(lines), 1 if engine == "own" else 0, (engine, r.log()))
+            self.assertRegex(r.log(), r"SASL PLAIN authentication from .*: user alice ")
 
     def test_relay_refusal_on_the_own_engine(self):
         svc = self.service()

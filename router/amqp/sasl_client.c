@@ -404,9 +404,12 @@ static int frame_input(jn_amqp_sasl_client_t *c, const jn_amqp_frame_t *f)
         return challenge_input(c, &p.u.sasl);
     if (p.code == JN_AMQP_SASL_OUTCOME && c->init_sent)
         return outcome_input(c, &p.u.sasl);
-    (void)jn_amqp_fail(&c->fault, "amqp:illegal-state", "a %s frame where the server's %s belongs",
-                       jn_amqp_perf_name(p.code),
-                       c->init_sent ? "sasl-challenge or sasl-outcome" : "sasl-mechanisms");
+    if (p.code == JN_AMQP_SASL_MECHANISMS && c->mechs_rcvd)
+        (void)jn_amqp_fail(&c->fault, "amqp:illegal-state", "a second sasl-mechanisms frame");
+    else
+        (void)jn_amqp_fail(&c->fault, "amqp:illegal-state",
+                           "a %s frame where the server's %s belongs", jn_amqp_perf_name(p.code),
+                           c->init_sent ? "sasl-challenge or sasl-outcome" : "sasl-mechanisms");
     return fail(c, JN_EPROTO);
 }
 

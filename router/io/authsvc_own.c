@@ -230,14 +230,14 @@ bool jn_io_authsvc_own_eligible(const jn_io_t *io)
 /* jn_io_authsvc_own_svc_sasl: the SASL client end's config for svc, a
  * connection to an auth service on the own engine (svc->relay set): the
  * relay as the backend (ctx svc, borrowed: it outlives its transport),
- * the sasl-init's hostname the listener's realm, else the service's host,
- * as proton's path sends. The thread starting svc. */
+ * the sasl-init's hostname the listener's realm (absent without one), as
+ * proton's path sends it. The thread starting svc. */
 void jn_io_authsvc_own_svc_sasl(jn_io_conn_t *svc, jn_amqp_sasl_client_config_t *sc)
 {
-    const char *realm = svc->relay->client->endpoint->cfg.auth_service_realm;
-    *sc = (jn_amqp_sasl_client_config_t){.hostname = realm ? realm : svc->endpoint->cfg.host,
-                                         .ops = &svc_ops,
-                                         .ctx = svc};
+    *sc = (jn_amqp_sasl_client_config_t){
+        .hostname = svc->relay->client->endpoint->cfg.auth_service_realm,
+        .ops = &svc_ops,
+        .ctx = svc};
 }
 
 /* jn_io_authsvc_own_svc_pass_IO: the pass of svc (io_own.c), svc->relay

@@ -22,9 +22,18 @@
  * view of the caller's buffers, the way the AMQP layer reads it; output is
  * one area the caller drains.
  *
+ * Frame size: 5.3.1 holds SASL frames to MIN-MAX-FRAME-SIZE (512 octets);
+ * proton's SASL layer, which qdrouterd 1.19's users come from, takes and
+ * sends frames up to its transport's max-frame-size (the listener's or
+ * connector's maxFrameSize) instead, and a mechanism's data (a GSSAPI
+ * token, an auth service's challenge) may need it. So the bound is the
+ * caller's (jn_amqp_sasl_server_set_max_frame, the client config's
+ * max_frame), 512 by default, for the frames we take and those we send.
+ *
  * Faults: a protocol header other than SASL 1.0.0 id 3 is answered with
- * ours and nothing more (2.2); a SASL frame that is not a valid frame of
- * at most 512 octets (5.3.1) or not a valid body (5.3.3), any body but
+ * ours and nothing more (2.2); a SASL frame that is not a valid frame
+ * within the bound (amqp:connection:framing-error, 5.3.1) or not a valid
+ * body (5.3.3), any body but
  * sasl-init first, and any but sasl-response after a challenge (5.3.2), end
  * the exchange with no outcome (the SASL layer has no error frame: the
  * caller closes the transport); a sasl-init naming a mechanism we did not
@@ -116,6 +125,15 @@ jn_amqp_sasl_server_t *jn_amqp_sasl_server_new_with(const jn_amqp_sasl_mech_ops_
 /* jn_amqp_sasl_server_free: free s and its output. NULL is ignored.
  * Owning thread. */
 void jn_amqp_sasl_server_free(jn_amqp_sasl_server_t *s);
+
+/* jn_amqp_sasl_server_set_max_frame: the largest SASL frame s takes from
+ * the peer and composes, in octets (the connection's max-frame-size, as
+ * proton's SASL layer uses its transport's; below 512, 0 included, means
+ * 512, 5.3.1's MIN-MAX-FRAME-SIZE, the default). A larger frame from the
+ * peer ends the exchange (amqp:connection:framing-error); a challenge of
+ * the backend's that does not fit refuses it (amqp:internal-error). Call
+ * before the first input. Owning thread. */
+void jn_amqp_sasl_server_set_max_frame(jn_amqp_sasl_server_t *s, uint32_t max_frame);
 
 /* jn_amqp_sasl_server_start: send our SASL header and sasl-mechanisms now,
  * before the peer's header (5.3.2 lets the server speak first; a client
@@ -227,7 +245,8 @@ const jn_amqp_fault_t *jn_amqp_sasl_server_fault(const jn_amqp_sasl_server_t *s)
  *
  * Faults (each ends the exchange; jn_amqp_sasl_client_fault says why): a
  * header other than SASL 1.0.0 (amqp:connection:framing-error); a frame
- * that is not a valid SASL frame of at most 512 octets, or out of order
+ * that is not a valid SASL frame within the bound (the config's
+ * max_frame, see the top: 512 by default), or out of order
  * (5.3.2: mechanisms first, an outcome only after our init;
  * amqp:illegal-state); no mechanism in common, or an outcome other than ok
  * (amqp:unauthorized-access, naming the code). */
@@ -248,6 +267,13 @@ typedef struct jn_amqp_sasl_client jn_amqp_sasl_client_t;
  *   and empty), or JN_EPROTO when no mechanism can be used.
  * - step: the server's challenge (len may be 0). Returns 0 with the
  *   response in *out and *out_len, or JN_EPROTO (the challenge is wrong).
+ * - start and step may also return JN_AMQP_SASL_STEP_PENDING (a relay's
+ *   backend: the answer is not known yet): nothing is sent, and the
+ *   answer comes by jn_amqp_sasl_client_resume. While start's is pending
+ *   a sasl-challenge or sasl-outcome from the server ends the exchange
+ *   (amqp:illegal-state, "the server's sasl-outcome came before our
+ *   sasl-init", or sasl-challenge); while step's is, the server's frames
+ *   are held, not read.
  * - outcome: the server's sasl-outcome, its code (jn_amqp_sasl_code_t)
  *   and additional-data (len 0: none; SCRAM's server signature). For ok,
  *   returns 0 when the mechanism accepts it, JN_EPROTO when not (the
@@ -275,6 +301,7 @@ typedef struct jn_amqp_sasl_client_config {
     const char *user;       /* PLAIN's authentication identity (NULL: no PLAIN) */
     const char *password;   /* PLAIN's password (NULL: no PLAIN) */
     const char *hostname;   /* sasl-init hostname (5.3.3.2; NULL: none) */
+    uint32_t max_frame;     /* the largest SASL frame taken and sent, octets (<512: 512) */
     const jn_amqp_sasl_client_mech_ops_t *ops; /* NULL: the built-in mechanisms */
     void *ctx;                                 /* ops's (owned by the layer) */
 } jn_amqp_sasl_client_config_t;
@@ -299,6 +326,23 @@ void jn_amqp_sasl_client_free(jn_amqp_sasl_client_t *c);
  * ignored; the caller closes); JN_ENOMEM when the output could not grow.
  * Owning thread. */
 int jn_amqp_sasl_client_input(jn_amqp_sasl_client_t *c, const jn_iter_t *in, size_t *consumed);
+
+/* jn_amqp_sasl_client_resume: the answer to the backend's start or step
+ * that said JN_AMQP_SASL_STEP_PENDING: rc 0 with the mechanism chosen (for
+ * start; mech borrowed for the call, ignored for step) and the response in
+ * out and len (out NULL: for start, the initial response is absent), or rc
+ * JN_EPROTO (the backend failed: the exchange ends, its reason in the
+ * fault). The frame is composed as it would have been at once; the caller
+ * then writes the output and hands the octets held again to
+ * jn_amqp_sasl_client_input. Returns 0, JN_EPROTO (the exchange ended:
+ * the fault says why), JN_ENOMEM, or JN_EINVAL (nothing was pending, or a
+ * start's answer without mech; nothing changed). Owning thread. */
+int jn_amqp_sasl_client_resume(jn_amqp_sasl_client_t *c, int rc, const char *mech,
+                               const uint8_t *out, size_t len);
+
+/* jn_amqp_sasl_client_pending: true while the backend's start or step
+ * answer is pending. Owning thread. */
+bool jn_amqp_sasl_client_pending(const jn_amqp_sasl_client_t *c);
 
 /* jn_amqp_sasl_client_output / _output_done: as the server's: the octets
  * composed and not yet taken (borrowed until the next call on c; *len 0:

@@ -25,7 +25,9 @@
  * not; AMQP (id 0) runs the AMQP layer at once, unless SASL is required
  * (then the SASL layer answers with its header and refuses); any other
  * header goes to the AMQP layer, which answers with its own header and
- * refuses (2.2).
+ * refuses (2.2). The SASL layer of either role takes and sends SASL
+ * frames up to the AMQP layer's configured max_frame_size, as proton's
+ * SASL layer does with its transport's (junction/amqp_sasl.h, the top).
  *
  * Threads: the thread that owns the connection; no locks, no global state.
  */
@@ -86,6 +88,17 @@ int jn_amqp_transport_set_sasl(jn_amqp_transport_t *t, const jn_amqp_sasl_mech_o
  * woken and calls these in its pass. */
 int jn_amqp_transport_sasl_offer_ready(jn_amqp_transport_t *t);
 int jn_amqp_transport_sasl_resume(jn_amqp_transport_t *t, int rc, const uint8_t *out, size_t len);
+
+/* jn_amqp_transport_sasl_client_resume: the client role's deferring
+ * backend (its start or step answered JN_AMQP_SASL_STEP_PENDING: the
+ * relay's connection to an auth service) has its answer: it goes to the
+ * SASL client layer as jn_amqp_sasl_client_resume (rc, mech, out and len
+ * as there; borrowed for the call). The caller then calls
+ * jn_amqp_transport_process (the octets held meanwhile are read) and
+ * writes the output. Returns as that function; JN_EINVAL also on a
+ * transport without a SASL client layer, or past it. Owning thread. */
+int jn_amqp_transport_sasl_client_resume(jn_amqp_transport_t *t, int rc, const char *mech,
+                                         const uint8_t *out, size_t len);
 
 /* jn_amqp_transport_sasl_refuse: the deferring backend refuses while
  * nothing of its is pending (jn_amqp_sasl_server_refuse: our mechanisms

@@ -116,4 +116,37 @@ static inline void jn_amqp_defaults_zeroed(const jn_amqp_tdesc_t *t, void *obj)
 JN_PRINTF(3, 4)
 int jn_amqp_fail(jn_amqp_fault_t *fault, const char *condition, const char *fmt, ...);
 
+/* ---- shared by the SASL layer's two ends (sasl.c, sasl_client.c) ---- */
+
+/* A growable area for one SASL field's octets, made contiguous (the input
+ * may span buffers). Owned by its SASL layer; wiped when freed, as it may
+ * hold a password. */
+typedef struct jn_amqp_sasl_scratch {
+    uint8_t *data;
+    size_t cap;
+} jn_amqp_sasl_scratch_t;
+
+/* jn_amqp_sasl_flat: f's octets (all of them; f not advanced) copied into
+ * sc, grown as needed; their number in *len. Returns sc's data (borrowed
+ * until the next call on sc; "" for none), or NULL when memory runs out.
+ * Any thread (the layer's). */
+const uint8_t *jn_amqp_sasl_flat(jn_amqp_sasl_scratch_t *sc, const jn_iter_t *f, size_t *len);
+
+/* jn_amqp_sasl_scratch_free: wipe and free sc's area. Any thread. */
+void jn_amqp_sasl_scratch_free(jn_amqp_sasl_scratch_t *sc);
+
+/* jn_amqp_sasl_send: compose the SASL frame with body p (5.3.1: type 1,
+ * channel 0) into out, at most max_frame octets. A frame that does not fit
+ * is taken back (out as it was). Returns 0, JN_EOVERFLOW (too large) or
+ * JN_ENOMEM. Any thread (the layer's). */
+int jn_amqp_sasl_send(jn_encoder_t *out, const jn_amqp_perf_t *p, uint32_t max_frame);
+
+/* jn_amqp_sasl_bound: the largest SASL frame a layer takes and composes
+ * for a configured max_frame (0: 5.3.1's MIN-MAX-FRAME-SIZE, 512; below
+ * 512 is raised to it). */
+static inline uint32_t jn_amqp_sasl_bound(uint32_t max_frame)
+{
+    return max_frame < JN_AMQP_MIN_MAX_FRAME_SIZE ? JN_AMQP_MIN_MAX_FRAME_SIZE : max_frame;
+}
+
 #endif /* JN_AMQP_PRIVATE_H */

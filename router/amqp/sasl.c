@@ -38,6 +38,8 @@ struct jn_amqp_sasl_server {
     bool step_pending;                  /* a start or step answered PENDING */
     char mech[MECH_MAX];                /* the mechanism the peer chose */
     char *user;                         /* a backend's user (owned) */
+    uint32_t max_frame;                 /* the largest SASL frame, in and out */
+    jn_amqp_sasl_scratch_t scratch;     /* the peer's response, contiguous */
     jn_amqp_fault_t fault;
 };
 
@@ -78,6 +80,7 @@ jn_amqp_sasl_server_t *jn_amqp_sasl_server_new_with(const jn_amqp_sasl_mech_ops_
     jn_encoder_init(&s->mechs);
     s->ops = ops;
     s->ctx = ctx;
+    s->max_frame = JN_AMQP_MIN_MAX_FRAME_SIZE;
     const char *list = ops ? ops->mechanisms(ctx) : MECH_ANONYMOUS;
     s->offer_pending = list == NULL; /* the backend says when: _offer_ready */
     if (list && encode_mechs(s, list) != 0) {
@@ -101,17 +104,19 @@ void jn_amqp_sasl_server_free(jn_amqp_sasl_server_t *s)
     jn_encoder_free(&s->out);
     jn_encoder_free(&s->mechs);
     free(s->user);
+    jn_amqp_sasl_scratch_free(&s->scratch);
     free(s);
 }
 
-/* One SASL frame with body p (5.3.1: channel 0; it fits in 512 octets). */
+void jn_amqp_sasl_server_set_max_frame(jn_amqp_sasl_server_t *s, uint32_t max_frame)
+{
+    s->max_frame = jn_amqp_sasl_bound(max_frame);
+}
+
+/* One SASL frame with body p (5.3.1: channel 0), within our bound. */
 static int send_frame(jn_amqp_sasl_server_t *s, const jn_amqp_perf_t *p)
 {
-    size_t start = jn_amqp_frame_begin(&s->out, JN_AMQP_FRAME_SASL, 0);
-    int rc = jn_amqp_perf_encode(&s->out, p);
-    if (rc == 0)
-        rc = jn_amqp_frame_end(&s->out, start, JN_AMQP_MIN_MAX_FRAME_SIZE);
-    return rc;
+    return jn_amqp_sasl_send(&s->out, p, s->max_frame);
 }
 
 int jn_amqp_sasl_server_start(jn_amqp_sasl_server_t *s)
@@ -226,13 +231,15 @@ static bool offered(const jn_amqp_sasl_server_t *s, const char *mech)
     return false;
 }
 
-/* A binary field's octets, contiguous: copied to tmp (the input may span
- * buffers; a SASL frame is at most 512 octets, so tmp holds any field). */
-static const uint8_t *field_octets(const jn_iter_t *f, uint8_t *tmp, size_t cap, size_t *len)
+/* A binary field's octets, contiguous (the input may span buffers), in
+ * the layer's scratch; NULL (the fault set) when memory runs out. */
+static const uint8_t *field_octets(jn_amqp_sasl_server_t *s, const jn_iter_t *f, size_t *len)
 {
-    jn_iter_t it = *f;
-    *len = jn_iter_copy(&it, tmp, cap);
-    return tmp;
+    const uint8_t *p = jn_amqp_sasl_flat(&s->scratch, f, len);
+    if (!p)
+        (void)jn_amqp_fail(&s->fault, "amqp:resource-limit-exceeded", "SASL %s: out of memory",
+                           s->mech);
+    return p;
 }
 
 /* The peer's sasl-init (5.3.3.2): ANONYMOUS succeeds whatever its
@@ -246,11 +253,11 @@ static int init_input(jn_amqp_sasl_server_t *s, const jn_amqp_sasl_t *init)
     if (n < sizeof s->mech && offered(s, s->mech)) {
         if (strcmp(s->mech, MECH_ANONYMOUS) == 0)
             return succeed(s, JN_AMQP_SASL_ANONYMOUS_USER, NULL, 0);
-        uint8_t tmp[JN_AMQP_MIN_MAX_FRAME_SIZE];
         size_t len = 0;
         const uint8_t *resp = NULL;
-        if (init->present & JN_AMQP_FIELD(1))
-            resp = field_octets(&init->initial_response, tmp, sizeof tmp, &len);
+        if ((init->present & JN_AMQP_FIELD(1)) &&
+            !(resp = field_octets(s, &init->initial_response, &len)))
+            return refuse(s, JN_ENOMEM);
         const uint8_t *out = NULL;
         size_t out_len = 0;
         int rc = s->ops->start(s->ctx, s->mech, resp, len, &out, &out_len);
@@ -265,9 +272,10 @@ static int init_input(jn_amqp_sasl_server_t *s, const jn_amqp_sasl_t *init)
 static int response_input(jn_amqp_sasl_server_t *s, const jn_amqp_sasl_t *r)
 {
     s->challenged = false;
-    uint8_t tmp[JN_AMQP_MIN_MAX_FRAME_SIZE];
     size_t len = 0;
-    const uint8_t *resp = field_octets(&r->response, tmp, sizeof tmp, &len);
+    const uint8_t *resp = field_octets(s, &r->response, &len);
+    if (!resp)
+        return refuse(s, JN_ENOMEM);
     const uint8_t *out = NULL;
     size_t out_len = 0;
     int rc = s->ops->step(s->ctx, resp, len, &out, &out_len);
@@ -331,8 +339,7 @@ int jn_amqp_sasl_server_input(jn_amqp_sasl_server_t *s, const jn_iter_t *in, siz
     /* while the offer or an answer is pending, the peer's frames wait */
     while (rc == 0 && !s->offer_pending && !s->step_pending) {
         jn_amqp_frame_t f;
-        rc = jn_amqp_frame_read(&it, JN_AMQP_FRAME_SASL, JN_AMQP_MIN_MAX_FRAME_SIZE, 0, &f,
-                                &s->fault);
+        rc = jn_amqp_frame_read(&it, JN_AMQP_FRAME_SASL, s->max_frame, 0, &f, &s->fault);
         if (rc == JN_AGAIN)
             break;
         if (rc < 0) {
@@ -426,4 +433,45 @@ const char *jn_amqp_sasl_server_mechanism(const jn_amqp_sasl_server_t *s)
 const jn_amqp_fault_t *jn_amqp_sasl_server_fault(const jn_amqp_sasl_server_t *s)
 {
     return &s->fault;
+}
+
+/* ---- shared by both ends (amqp_private.h) ------------------------------- */
+
+const uint8_t *jn_amqp_sasl_flat(jn_amqp_sasl_scratch_t *sc, const jn_iter_t *f, size_t *len)
+{
+    size_t n = jn_iter_length(f);
+    *len = 0;
+    if (n == 0)
+        return (const uint8_t *)"";
+    if (n > sc->cap) {
+        uint8_t *d = malloc(n); /* not realloc: the old octets are wiped first */
+        if (!d)
+            return NULL;
+        jn_amqp_sasl_scratch_free(sc);
+        sc->data = d;
+        sc->cap = n;
+    }
+    jn_iter_t it = *f;
+    *len = jn_iter_copy(&it, sc->data, n);
+    return sc->data;
+}
+
+void jn_amqp_sasl_scratch_free(jn_amqp_sasl_scratch_t *sc)
+{
+    if (sc->data)
+        explicit_bzero(sc->data, sc->cap);
+    free(sc->data);
+    sc->data = NULL;
+    sc->cap = 0;
+}
+
+int jn_amqp_sasl_send(jn_encoder_t *out, const jn_amqp_perf_t *p, uint32_t max_frame)
+{
+    size_t start = jn_amqp_frame_begin(out, JN_AMQP_FRAME_SASL, 0);
+    int rc = jn_amqp_perf_encode(out, p);
+    if (rc == 0)
+        rc = jn_amqp_frame_end(out, start, max_frame);
+    if (rc == JN_EOVERFLOW)
+        out->size = start; /* taken back: what was composed before stays whole */
+    return rc;
 }

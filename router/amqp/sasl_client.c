@@ -30,9 +30,13 @@ struct jn_amqp_sasl_client {
     bool init_sent;                                /* our sasl-init is in the output */
     bool done;                                     /* outcome ok read */
     bool failed;                                   /* fault says why */
+    bool mechs_rcvd;                               /* the server's sasl-mechanisms were read */
+    bool pending;                                  /* the backend's start or step answers later */
     char mech[24];                                 /* the mechanism chosen */
-    uint8_t resp[512];                             /* its initial response */
+    jn_amqp_sasl_scratch_t resp;                   /* the next response (init's, a challenge's) */
     size_t resp_len;
+    jn_amqp_sasl_scratch_t in;                     /* a challenge or outcome data, contiguous */
+    uint32_t max_frame;                            /* the largest SASL frame, in and out */
     bool resp_absent;                              /* sasl-init without one */
     const jn_amqp_sasl_client_mech_ops_t *ops;     /* a backend, or NULL */
     void *ctx;                                     /* ops's (owned) */
@@ -50,11 +54,19 @@ static char *dup_or_null(const char *s, bool *nomem)
 
 static int send_frame(jn_amqp_sasl_client_t *c, const jn_amqp_perf_t *p)
 {
-    size_t start = jn_amqp_frame_begin(&c->out, JN_AMQP_FRAME_SASL, 0);
-    int rc = jn_amqp_perf_encode(&c->out, p);
-    if (rc == 0)
-        rc = jn_amqp_frame_end(&c->out, start, JN_AMQP_MIN_MAX_FRAME_SIZE);
-    return rc;
+    return jn_amqp_sasl_send(&c->out, p, c->max_frame);
+}
+
+/* Keep len octets from p (NULL: none; they may lie in c->in) as the next
+ * response. False when memory runs out or they could not fit in a frame. */
+static bool set_response(jn_amqp_sasl_client_t *c, const uint8_t *p, size_t len)
+{
+    jn_iter_t it;
+    jn_iter_init_bytes(&it, len ? p : (const uint8_t *)"", len, JN_VIEW_RAW);
+    c->resp_len = 0;
+    if (len > c->max_frame || !jn_amqp_sasl_flat(&c->resp, &it, &c->resp_len))
+        return false;
+    return true;
 }
 
 jn_amqp_sasl_client_t *jn_amqp_sasl_client_new(const jn_amqp_sasl_client_config_t *cfg)
@@ -68,6 +80,7 @@ jn_amqp_sasl_client_t *jn_amqp_sasl_client_new(const jn_amqp_sasl_client_config_
     jn_encoder_init(&c->out);
     c->ops = cfg->ops;
     c->ctx = cfg->ctx;
+    c->max_frame = jn_amqp_sasl_bound(cfg->max_frame);
     bool nomem = false;
     c->mechanisms = dup_or_null(cfg->mechanisms, &nomem);
     c->user = dup_or_null(cfg->user, &nomem);
@@ -89,7 +102,8 @@ void jn_amqp_sasl_client_free(jn_amqp_sasl_client_t *c)
         return;
     if (c->password)
         explicit_bzero(c->password, strlen(c->password));
-    explicit_bzero(c->resp, sizeof c->resp);
+    jn_amqp_sasl_scratch_free(&c->resp);
+    jn_amqp_sasl_scratch_free(&c->in);
     if (c->ops && c->ops->free)
         c->ops->free(c->ctx);
     jn_encoder_free(&c->out);
@@ -114,19 +128,24 @@ static bool usable(jn_amqp_sasl_client_t *c, const char *mech, size_t n)
     bool plain_ok = c->user && c->password;
     if (n == sizeof MECH_PLAIN - 1 && strncasecmp(mech, MECH_PLAIN, n) == 0 && plain_ok) {
         size_t u = strlen(c->user), p = strlen(c->password);
-        if (2 + u + p > sizeof c->resp)
+        if (2 + u + p > c->max_frame)
             return false;
-        c->resp[0] = 0; /* no authorization identity (RFC 4616) */
-        memcpy(c->resp + 1, c->user, u);
-        c->resp[1 + u] = 0;
-        memcpy(c->resp + 2 + u, c->password, p);
-        c->resp_len = 2 + u + p;
-        return true;
+        uint8_t *d = malloc(2 + u + p); /* the response's own area, wiped as it goes */
+        if (!d)
+            return false;
+        d[0] = 0; /* no authorization identity (RFC 4616) */
+        memcpy(d + 1, c->user, u);
+        d[1 + u] = 0;
+        memcpy(d + 2 + u, c->password, p);
+        bool ok = set_response(c, d, 2 + u + p);
+        explicit_bzero(d, 2 + u + p);
+        free(d);
+        return ok;
     }
     if (n == sizeof MECH_ANONYMOUS - 1 && strncasecmp(mech, MECH_ANONYMOUS, n) == 0) {
         size_t u = c->user ? strlen(c->user) : 0; /* trace information (RFC 4505) */
-        c->resp_len = u < sizeof c->resp ? u : 0;
-        memcpy(c->resp, c->user ? c->user : "", c->resp_len);
+        if (!set_response(c, (const uint8_t *)c->user, u))
+            return set_response(c, NULL, 0); /* too long to trace: none */
         return true;
     }
     if (n == sizeof MECH_EXTERNAL - 1 && strncasecmp(mech, MECH_EXTERNAL, n) == 0) {
@@ -193,7 +212,8 @@ static int send_init(jn_amqp_sasl_client_t *c)
     jn_amqp_perf_init(&p, JN_AMQP_SASL_INIT);
     p.u.sasl.present = JN_AMQP_FIELD(0) | (c->resp_absent ? 0 : JN_AMQP_FIELD(1));
     jn_iter_init_string(&p.u.sasl.mechanism, c->mech, JN_VIEW_RAW);
-    jn_iter_init_bytes(&p.u.sasl.initial_response, c->resp, c->resp_len, JN_VIEW_RAW);
+    jn_iter_init_bytes(&p.u.sasl.initial_response, c->resp_len ? c->resp.data : (uint8_t *)"",
+                       c->resp_len, JN_VIEW_RAW);
     if (c->hostname) {
         p.u.sasl.present |= JN_AMQP_FIELD(2);
         jn_iter_init_string(&p.u.sasl.hostname, c->hostname, JN_VIEW_RAW);
@@ -218,16 +238,12 @@ static int backend_fail(jn_amqp_sasl_client_t *c, const char *what)
 }
 
 /* Keep the backend's response out (*out NULL: absent) for the next frame.
- * False when it does not fit in a SASL frame. */
+ * False when memory runs out or it is larger than any frame we send (the
+ * frame's bound is checked exactly as it is composed). */
 static bool keep_response(jn_amqp_sasl_client_t *c, const uint8_t *out, size_t len)
 {
-    if (len > sizeof c->resp - 64) /* the frame's header and fields */
-        return false;
     c->resp_absent = out == NULL;
-    if (len)
-        memcpy(c->resp, out, len);
-    c->resp_len = len;
-    return true;
+    return set_response(c, out, len);
 }
 
 /* The server's offer as a string of names separated by spaces (into buf,
@@ -266,17 +282,23 @@ static int backend_start(jn_amqp_sasl_client_t *c, const jn_amqp_sasl_t *m)
     const char *mech = NULL;
     const uint8_t *out = NULL;
     size_t len = 0;
-    if (c->ops->start(c->ctx, offer, &mech, &out, &len) != 0 || !mech)
+    int rc = c->ops->start(c->ctx, offer, &mech, &out, &len);
+    if (rc == JN_AMQP_SASL_STEP_PENDING) {
+        c->pending = true; /* the init goes by jn_amqp_sasl_client_resume */
+        return 0;
+    }
+    if (rc != 0 || !mech)
         return backend_fail(c, "no mechanism works");
     snprintf(c->mech, sizeof c->mech, "%s", mech);
     if (!keep_response(c, out, len))
-        return backend_fail(c, "the initial response does not fit in a SASL frame");
+        return backend_fail(c, "the initial response does not fit in a SASL frame (or no memory)");
     return send_init(c);
 }
 
 /* The server's sasl-mechanisms (5.3.3.1): our choice goes as sasl-init. */
 static int mechanisms_input(jn_amqp_sasl_client_t *c, const jn_amqp_sasl_t *m)
 {
+    c->mechs_rcvd = true;
     if (c->ops)
         return backend_start(c, m);
     if (choose(c, &m->mechanisms))
@@ -295,40 +317,59 @@ static int mechanisms_input(jn_amqp_sasl_client_t *c, const jn_amqp_sasl_t *m)
     return fail(c, JN_EPROTO);
 }
 
+static int send_response(jn_amqp_sasl_client_t *c);
+
 /* A challenge (5.3.3.3): an empty one asks for the initial response again
  * (RFC 4422 3.3); none of ours has a second step. */
 static int challenge_input(jn_amqp_sasl_client_t *c, const jn_amqp_sasl_t *ch)
 {
     if (c->ops) {
-        uint8_t in[JN_AMQP_MIN_MAX_FRAME_SIZE];
-        jn_iter_t it = ch->challenge;
-        size_t n = jn_iter_copy(&it, in, sizeof in);
+        size_t n = 0;
+        const uint8_t *in = jn_amqp_sasl_flat(&c->in, &ch->challenge, &n);
+        if (!in)
+            return backend_fail(c, "out of memory");
         const uint8_t *out = NULL;
         size_t len = 0;
-        if (c->ops->step(c->ctx, in, n, &out, &len) != 0)
+        int rc = c->ops->step(c->ctx, in, n, &out, &len);
+        if (rc == JN_AMQP_SASL_STEP_PENDING) {
+            c->pending = true; /* the response goes by jn_amqp_sasl_client_resume */
+            return 0;
+        }
+        if (rc != 0)
             return backend_fail(c, "the server's challenge was refused");
         if (!keep_response(c, out ? out : in, len))
-            return backend_fail(c, "the response does not fit in a SASL frame");
+            return backend_fail(c, "the response does not fit in a SASL frame (or no memory)");
     } else if (jn_iter_length(&ch->challenge) != 0) {
         (void)jn_amqp_fail(&c->fault, "amqp:illegal-state",
                            "a SASL challenge of %zu octets: %s has no second step",
                            jn_iter_length(&ch->challenge), c->mech);
         return fail(c, JN_EPROTO);
     }
+    return send_response(c);
+}
+
+/* Our sasl-response (5.3.3.4) with the response kept. */
+static int send_response(jn_amqp_sasl_client_t *c)
+{
     jn_amqp_perf_t p;
     jn_amqp_perf_init(&p, JN_AMQP_SASL_RESPONSE);
     p.u.sasl.present = JN_AMQP_FIELD(0);
-    jn_iter_init_bytes(&p.u.sasl.response, c->resp, c->resp_len, JN_VIEW_RAW);
+    jn_iter_init_bytes(&p.u.sasl.response, c->resp_len ? c->resp.data : (uint8_t *)"",
+                       c->resp_len, JN_VIEW_RAW);
     int rc = send_frame(c, &p);
+    if (rc == JN_EOVERFLOW)
+        (void)jn_amqp_fail(&c->fault, "amqp:internal-error",
+                           "the SASL %s response does not fit in a SASL frame", c->mech);
     return rc != 0 ? fail(c, rc) : 0;
 }
 
 static int outcome_input(jn_amqp_sasl_client_t *c, const jn_amqp_sasl_t *o)
 {
     if (c->ops) {
-        uint8_t data[JN_AMQP_MIN_MAX_FRAME_SIZE];
-        jn_iter_t it = o->additional_data;
-        size_t n = (o->present & JN_AMQP_FIELD(1)) ? jn_iter_copy(&it, data, sizeof data) : 0;
+        size_t n = 0;
+        const uint8_t *data = (const uint8_t *)"";
+        if ((o->present & JN_AMQP_FIELD(1)) && !(data = jn_amqp_sasl_flat(&c->in, &o->additional_data, &n)))
+            return backend_fail(c, "out of memory");
         if (c->ops->outcome(c->ctx, o->code, data, n) != 0 && o->code == JN_AMQP_SASL_OUTCOME_OK)
             return backend_fail(c, "the server's proof is wrong");
     }
@@ -352,15 +393,23 @@ static int frame_input(jn_amqp_sasl_client_t *c, const jn_amqp_frame_t *f)
     jn_amqp_perf_t p;
     if (jn_amqp_perf_decode(&f->body, JN_AMQP_FRAME_SASL, &p, NULL, &c->fault) != 0)
         return fail(c, JN_EPROTO);
-    if (p.code == JN_AMQP_SASL_MECHANISMS && !c->init_sent)
+    if (c->pending && (p.code == JN_AMQP_SASL_CHALLENGE || p.code == JN_AMQP_SASL_OUTCOME)) {
+        (void)jn_amqp_fail(&c->fault, "amqp:illegal-state", "the server's %s came before our sasl-init",
+                           jn_amqp_perf_name(p.code));
+        return fail(c, JN_EPROTO);
+    }
+    if (p.code == JN_AMQP_SASL_MECHANISMS && !c->mechs_rcvd)
         return mechanisms_input(c, &p.u.sasl);
     if (p.code == JN_AMQP_SASL_CHALLENGE && c->init_sent)
         return challenge_input(c, &p.u.sasl);
     if (p.code == JN_AMQP_SASL_OUTCOME && c->init_sent)
         return outcome_input(c, &p.u.sasl);
-    (void)jn_amqp_fail(&c->fault, "amqp:illegal-state", "a %s frame where the server's %s belongs",
-                       jn_amqp_perf_name(p.code),
-                       c->init_sent ? "sasl-challenge or sasl-outcome" : "sasl-mechanisms");
+    if (p.code == JN_AMQP_SASL_MECHANISMS && c->mechs_rcvd)
+        (void)jn_amqp_fail(&c->fault, "amqp:illegal-state", "a second sasl-mechanisms frame");
+    else
+        (void)jn_amqp_fail(&c->fault, "amqp:illegal-state",
+                           "a %s frame where the server's %s belongs", jn_amqp_perf_name(p.code),
+                           c->init_sent ? "sasl-challenge or sasl-outcome" : "sasl-mechanisms");
     return fail(c, JN_EPROTO);
 }
 
@@ -392,10 +441,11 @@ int jn_amqp_sasl_client_input(jn_amqp_sasl_client_t *c, const jn_iter_t *in, siz
     }
     jn_iter_t it = *in;
     int rc = c->header_rcvd ? 0 : header_input(c, &it);
-    while (rc == 0) {
+    /* while a step's answer is pending, the server's frames wait (while the
+     * start's is, they are read: any is out of order) */
+    while (rc == 0 && !(c->pending && c->init_sent)) {
         jn_amqp_frame_t f;
-        rc = jn_amqp_frame_read(&it, JN_AMQP_FRAME_SASL, JN_AMQP_MIN_MAX_FRAME_SIZE, 0, &f,
-                                &c->fault);
+        rc = jn_amqp_frame_read(&it, JN_AMQP_FRAME_SASL, c->max_frame, 0, &f, &c->fault);
         if (rc == JN_AGAIN)
             break;
         if (rc < 0) {
@@ -409,6 +459,33 @@ int jn_amqp_sasl_client_input(jn_amqp_sasl_client_t *c, const jn_iter_t *in, siz
         rc = 0;
     *consumed = c->failed ? len : len - jn_iter_length(&it);
     return rc;
+}
+
+int jn_amqp_sasl_client_resume(jn_amqp_sasl_client_t *c, int rc, const char *mech,
+                               const uint8_t *out, size_t len)
+{
+    if (!c->pending || (!c->init_sent && rc == 0 && !mech))
+        return JN_EINVAL;
+    c->pending = false;
+    if (c->failed)
+        return JN_EPROTO;
+    if (rc != 0)
+        return backend_fail(c, c->init_sent ? "the server's challenge was refused"
+                                            : "no mechanism works");
+    if (!c->init_sent) {
+        snprintf(c->mech, sizeof c->mech, "%s", mech);
+        if (!keep_response(c, out, len))
+            return backend_fail(c, "the initial response does not fit in a SASL frame (or no memory)");
+        return send_init(c);
+    }
+    if (!keep_response(c, out ? out : (const uint8_t *)"", len))
+        return backend_fail(c, "the response does not fit in a SASL frame (or no memory)");
+    return send_response(c);
+}
+
+bool jn_amqp_sasl_client_pending(const jn_amqp_sasl_client_t *c)
+{
+    return c->pending;
 }
 
 const uint8_t *jn_amqp_sasl_client_output(jn_amqp_sasl_client_t *c, size_t *len)

@@ -40,6 +40,7 @@ struct jn_amqp_transport {
     const jn_amqp_sasl_mech_ops_t *sasl_ops; /* the SASL layer's backend, */
     void *sasl_ctx;                          /* until the layer takes it */
     bool sasl_set, sasl_required;
+    uint32_t sasl_max_frame; /* the SASL layers' bound: the AMQP layer's max-frame-size */
     int layer;
     jn_buffer_list_t in;
     size_t head_off, held;
@@ -64,6 +65,7 @@ jn_amqp_transport_t *jn_amqp_transport_new(const jn_amqp_conn_config_t *config,
     }
     jn_buffer_list_init(&t->in);
     t->spare_want = SPARE_MIN;
+    t->sasl_max_frame = config->max_frame_size;
     return t;
 }
 
@@ -95,7 +97,10 @@ jn_amqp_transport_t *jn_amqp_transport_new_client(const jn_amqp_conn_config_t *c
     t->sasl_set = true; /* no server layer on a client's */
     t->layer = LAYER_AMQP;
     if (sasl) {
-        t->sasl_client = jn_amqp_sasl_client_new(sasl);
+        jn_amqp_sasl_client_config_t cfg = *sasl;
+        if (!cfg.max_frame)
+            cfg.max_frame = t->sasl_max_frame;
+        t->sasl_client = jn_amqp_sasl_client_new(&cfg);
         if (!t->sasl_client) {
             jn_amqp_transport_free(t);
             return NULL;
@@ -239,6 +244,7 @@ static int choose_layer(jn_amqp_transport_t *t, const jn_iter_t *it)
             t->sasl_ops = NULL; /* ctx was freed */
             return JN_ENOMEM;
         }
+        jn_amqp_sasl_server_set_max_frame(t->sasl, t->sasl_max_frame);
         t->layer = LAYER_SASL;
     } else {
         t->layer = LAYER_AMQP; /* it answers and refuses any other header */
@@ -352,6 +358,14 @@ int jn_amqp_transport_sasl_resume(jn_amqp_transport_t *t, int rc, const uint8_t 
         return JN_EINVAL;
     int r = jn_amqp_sasl_server_resume(t->sasl, rc, out, len);
     return r == JN_EINVAL || r == JN_ENOMEM ? r : 0;
+}
+
+int jn_amqp_transport_sasl_client_resume(jn_amqp_transport_t *t, int rc, const char *mech,
+                                         const uint8_t *out, size_t len)
+{
+    if (!t->sasl_client || t->layer != LAYER_SASL_CLIENT)
+        return JN_EINVAL;
+    return jn_amqp_sasl_client_resume(t->sasl_client, rc, mech, out, len);
 }
 
 int jn_amqp_transport_sasl_refuse(jn_amqp_transport_t *t, int code)

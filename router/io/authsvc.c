@@ -35,8 +35,7 @@
  * so proton never calls back into a freed relay) as soon as the outcome is
  * known, when the client goes, or when the service's transport closes.
  */
-#include "io_private.h"
-#include "sasl_own.h"
+#include "authsvc_private.h"
 
 #include <junction/time.h>
 
@@ -60,32 +59,6 @@
 /* The longest identity taken from the service (a user name). */
 #define JN_IO_AUTHSVC_USER_MAX 255u
 
-typedef struct {
-    char *start;
-    size_t size;
-    bool present; /* an empty field differs from an absent one */
-} owned_bytes_t;
-
-/* One client's relay. The client's loop thread (file comment). */
-typedef struct jn_io_relay {
-    jn_io_conn_t *client; /* NULL once the client's transport closed */
-    pn_transport_t *client_t;
-    jn_io_conn_t *svc; /* NULL once detached */
-    pn_transport_t *svc_t;
-    char *svc_mechs;         /* the service's offer, space-separated */
-    char *mech;              /* the client's choice */
-    owned_bytes_t to_svc;    /* the client's init or response (proton sends it from here) */
-    owned_bytes_t to_client; /* the service's challenge */
-    char *user;              /* the identity the service reported */
-    bool started, svc_sasl_ok, done;
-    /* the client on Junction's own engine (client_t NULL): what its next
-     * pass hands the engine's SASL layer (jn_io_authsvc_own_pass_IO) */
-    bool own, own_offer, own_waiting, own_refuse;
-    int own_answer; /* 0: none; else a jn_amqp_sasl_code_t + 1 */
-} jn_io_relay_t;
-
-typedef enum { DETACH_ONLY, DETACH_CLOSE, DETACH_FORCE } detach_t;
-
 static const pnx_sasl_implementation relay_impl;
 
 static void bytes_set(owned_bytes_t *b, const pn_bytes_t *from)
@@ -106,7 +79,7 @@ static pn_bytes_t bytes_of(const owned_bytes_t *b)
     return pn_bytes(b->size, b->start ? b->start : b->present ? empty : NULL);
 }
 
-static const char *svc_shown(const jn_io_relay_t *r)
+const char *jn_io_relay_svc_shown(const jn_io_relay_t *r)
 {
     return r->client ? r->client->endpoint->authsvc->shown : "?";
 }
@@ -114,7 +87,7 @@ static const char *svc_shown(const jn_io_relay_t *r)
 /* The own engine's client: the service's offer, or the answer to the
  * client's init or response (code; a challenge's octets in to_client),
  * goes to its SASL layer in the client's next pass. */
-static void own_post(jn_io_relay_t *r, bool offer, int code)
+void jn_io_relay_own_post(jn_io_relay_t *r, bool offer, int code)
 {
     if (offer)
         r->own_offer = true;
@@ -140,6 +113,12 @@ static void detach_svc(jn_io_relay_t *r, detach_t how)
     r->svc_t = NULL;
     if (svc->transport_closed || !svc->pn_io)
         return;
+    if (svc->own) { /* on the own engine (authsvc_own.c) */
+        if (how != DETACH_ONLY)
+            jn_io_own_shut_IO(svc, how == DETACH_FORCE);
+        jn_io_conn_wake(svc);
+        return;
+    }
     if (how == DETACH_CLOSE && !(pn_connection_state(svc->pn_io) & PN_LOCAL_CLOSED)) {
         svc->closing = true;
         pn_connection_close(svc->pn_io);
@@ -153,9 +132,7 @@ static void detach_svc(jn_io_relay_t *r, detach_t how)
 /* The client's outcome: failed, with one log line naming the client, the
  * listener, the service and why. how: what becomes of the service's
  * connection (detach_svc). */
-static void fail_client(jn_io_relay_t *r, detach_t how, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void fail_client(jn_io_relay_t *r, detach_t how, const char *fmt, ...)
+void jn_io_relay_fail(jn_io_relay_t *r, detach_t how, const char *fmt, ...)
 {
     if (!r->done && r->client) {
         char why[300];
@@ -169,14 +146,14 @@ static void fail_client(jn_io_relay_t *r, detach_t how, const char *fmt, ...)
                JN_IO_CONN_FMT
                " SASL %s authentication from %s (to %s) failed: %s (auth service %s)",
                c->id, r->mech ? r->mech : "(none chosen)", c->host, c->endpoint->shown, why,
-               svc_shown(r));
+               jn_io_relay_svc_shown(r));
         if (r->own && !r->svc_mechs && (r->svc_mechs = strdup("")) != NULL)
-            own_post(r, true, 0); /* nothing to offer: no init can succeed */
+            jn_io_relay_own_post(r, true, 0); /* nothing to offer: no init can succeed */
         if (r->own && r->own_waiting)
-            own_post(r, false, JN_AMQP_SASL_OUTCOME_AUTH);
+            jn_io_relay_own_post(r, false, JN_AMQP_SASL_OUTCOME_AUTH);
         else if (r->own) { /* the outcome unasked, as proton's server sends it */
             r->own_refuse = true;
-            own_post(r, false, JN_AMQP_SASL_OUTCOME_AUTH);
+            jn_io_relay_own_post(r, false, JN_AMQP_SASL_OUTCOME_AUTH);
         }
         if (!r->own) {
             pnx_sasl_set_failed(r->client_t);
@@ -201,7 +178,7 @@ static int svc_addresses(jn_io_endpoint_t *sep, struct addrinfo **out)
 
 /* Make and start the connection to the service for r, on the client's
  * loop. Returns 0, or a negative code with why filled. */
-static int start_svc(jn_io_relay_t *r, char *why, size_t whylen)
+int jn_io_relay_start_svc(jn_io_relay_t *r, char *why, size_t whylen)
 {
     jn_io_conn_t *client = r->client;
     jn_io_endpoint_t *sep = client->endpoint->authsvc;
@@ -231,7 +208,22 @@ static int start_svc(jn_io_relay_t *r, char *why, size_t whylen)
         jn_io_conn_unref(svc);
         return JN_ENOMEM;
     }
-    pnx_sasl_set_implementation(t, &relay_impl, r);
+    svc->relay = r;
+    r->svc = svc;
+    /* on the own engine's client end with the switch on (authsvc_own.c) */
+    r->svc_own = jn_io_authsvc_own_eligible(client->io);
+    if (r->svc_own && jn_io_own_attach_client(svc, sep->cfg.host) != 0) {
+        r->svc = NULL;
+        svc->relay = NULL;
+        pn_transport_free(t);
+        jn_io_conn_unref(svc);
+        snprintf(why, whylen, "router out of memory");
+        return JN_ENOMEM;
+    }
+    if (!r->svc_own) {
+        pnx_sasl_set_implementation(t, &relay_impl, r);
+        r->svc_t = t;
+    }
     /* the service's Open names the service host, as 1.19's; the realm
      * goes in the SASL init (relay_process_init) */
     pn_connection_set_hostname(svc->pn_io, sep->cfg.host);
@@ -240,9 +232,6 @@ static int start_svc(jn_io_relay_t *r, char *why, size_t whylen)
     int gai = svc_addresses(sep, &ai);
     svc->ai_list = gai == 0 ? ai : NULL;
     svc->place = atomic_load_explicit(&client->loop, memory_order_relaxed);
-    svc->relay = r;
-    r->svc = svc;
-    r->svc_t = t;
     if (jn_io_conn_start(svc, t, -1, gai == 0 ? NULL : gai_strerror(gai)) != 0) {
         r->svc = NULL;
         r->svc_t = NULL;
@@ -254,6 +243,11 @@ static int start_svc(jn_io_relay_t *r, char *why, size_t whylen)
     JN_LOG(JN_LOG_MOD_AUTHSERVICE, JN_LOG_DEBUG,
            JN_IO_CONN_FMT " Connecting to auth service %s for the SASL of " JN_IO_CONN_FMT, svc->id,
            sep->shown, client->id);
+    if (r->svc_own)
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
+               JN_IO_CONN_FMT " Connection to auth service %s runs on Junction's own AMQP engine "
+                              "(JUNCTION_ENGINE=own)",
+               svc->id, sep->shown);
     return 0;
 }
 
@@ -292,24 +286,21 @@ static pn_bytes_t text_at(pn_data_t *d)
                             : pn_bytes(0, NULL);
 }
 
-/* The service's Open after its SASL success: its properties name the
- * user (authenticated-identity: sub, else preferred_username). */
-static void on_svc_open(jn_io_relay_t *r, pn_connection_t *pc)
+void jn_io_relay_opened(jn_io_relay_t *r, pn_data_t *props)
 {
     if (r->done)
         return;
     if (!r->svc_sasl_ok) {
-        fail_client(r, DETACH_CLOSE, "the service opened without a SASL outcome");
+        jn_io_relay_fail(r, DETACH_CLOSE, "the service opened without a SASL outcome");
         return;
     }
-    pn_data_t *props = pn_connection_remote_properties(pc);
     pn_data_rewind(props);
     bool any = pn_data_next(props);
     if (any && map_seek(props, "address-authz")) {
         pn_data_exit(props);
         /* permissions from the service are not implemented: refusing is
          * the only safe answer (docs/design.md "The auth service") */
-        fail_client(r, DETACH_CLOSE,
+        jn_io_relay_fail(r, DETACH_CLOSE,
                     "the service sent address-authz permissions, which this router does not "
                     "enforce");
         return;
@@ -328,23 +319,23 @@ static void on_svc_open(jn_io_relay_t *r, pn_connection_t *pc)
         pn_data_exit(props);
     }
     if (!who.size || who.size > JN_IO_AUTHSVC_USER_MAX || memchr(who.start, '\0', who.size)) {
-        fail_client(r, DETACH_CLOSE,
+        jn_io_relay_fail(r, DETACH_CLOSE,
                     "the service accepted the credentials but reported no usable "
                     "authenticated-identity (sub or preferred_username)");
         return;
     }
     r->user = strndup(who.start, who.size);
     if (!r->user) {
-        fail_client(r, DETACH_CLOSE, "router out of memory");
+        jn_io_relay_fail(r, DETACH_CLOSE, "router out of memory");
         return;
     }
     jn_io_conn_t *c = r->client;
     r->done = true;
     JN_LOG(JN_LOG_MOD_AUTHSERVICE, JN_LOG_INFO,
            JN_IO_CONN_FMT " SASL %s authentication from %s (to %s): user %s (auth service %s)",
-           c->id, r->mech ? r->mech : "?", c->host, c->endpoint->shown, r->user, svc_shown(r));
+           c->id, r->mech ? r->mech : "?", c->host, c->endpoint->shown, r->user, jn_io_relay_svc_shown(r));
     if (r->own) {
-        own_post(r, false, JN_AMQP_SASL_OUTCOME_OK);
+        jn_io_relay_own_post(r, false, JN_AMQP_SASL_OUTCOME_OK);
     } else {
         pnx_sasl_set_succeeded(r->client_t, r->user, NULL);
         pnx_sasl_set_bytes_out(r->client_t, pn_bytes(0, NULL));
@@ -363,7 +354,7 @@ void jn_io_authsvc_event_IO(jn_io_conn_t *svc, pn_event_t *event)
     jn_io_relay_t *r = svc->relay;
     if (pn_event_type(event) == PN_CONNECTION_REMOTE_OPEN) {
         if (r)
-            on_svc_open(r, pn_event_connection(event));
+            jn_io_relay_opened(r, pn_connection_remote_properties(pn_event_connection(event)));
         else if (!svc->closing && svc->pn_io) {
             svc->closing = true;
             pn_connection_close(svc->pn_io);
@@ -371,7 +362,7 @@ void jn_io_authsvc_event_IO(jn_io_conn_t *svc, pn_event_t *event)
     } else if (pn_event_type(event) == PN_TRANSPORT_CLOSED && r) {
         pn_condition_t *cond = pn_transport_condition(svc->driver.transport);
         const char *desc = pn_condition_is_set(cond) ? pn_condition_get_description(cond) : NULL;
-        fail_client(r, DETACH_ONLY, "the connection to the service ended: %s",
+        jn_io_relay_fail(r, DETACH_ONLY, "the connection to the service ended: %s",
                     desc && desc[0] ? desc : "closed by the service");
     }
 }
@@ -390,7 +381,7 @@ void jn_io_authsvc_client_closed_IO(jn_io_conn_t *client)
         JN_LOG(JN_LOG_MOD_AUTHSERVICE, JN_LOG_WARNING,
                JN_IO_CONN_FMT " SASL authentication from %s (to %s) abandoned: the client left "
                               "before the auth service %s answered",
-               client->id, client->host, client->endpoint->shown, svc_shown(r));
+               client->id, client->host, client->endpoint->shown, jn_io_relay_svc_shown(r));
     r->done = true;
     detach_svc(r, DETACH_FORCE);
     r->client = NULL;
@@ -405,9 +396,12 @@ void jn_io_authsvc_timeout_IO(jn_io_conn_t *svc)
     JN_ASSERT_IO(svc);
     jn_io_relay_t *r = svc->relay;
     if (r)
-        fail_client(r, DETACH_FORCE, "the service did not answer within %" PRIu32 " s",
+        jn_io_relay_fail(r, DETACH_FORCE, "the service did not answer within %" PRIu32 " s",
                     svc->endpoint->cfg.handshake_timeout_seconds);
-    if (!svc->transport_closed && !pn_connection_driver_finished(&svc->driver)) {
+    if (svc->own) {
+        if (!svc->transport_closed)
+            jn_io_own_shut_IO(svc, true);
+    } else if (!svc->transport_closed && !pn_connection_driver_finished(&svc->driver)) {
         svc->refused_logged = true;
         pn_connection_driver_close(&svc->driver);
     }
@@ -422,8 +416,11 @@ void jn_io_authsvc_stop_IO(jn_io_conn_t *svc)
     JN_ASSERT_IO(svc);
     jn_io_relay_t *r = svc->relay;
     if (r)
-        fail_client(r, DETACH_FORCE, "the router is shutting down");
-    else if (!svc->transport_closed && !pn_connection_driver_finished(&svc->driver)) {
+        jn_io_relay_fail(r, DETACH_FORCE, "the router is shutting down");
+    else if (svc->own) {
+        if (!svc->transport_closed)
+            jn_io_own_shut_IO(svc, true);
+    } else if (!svc->transport_closed && !pn_connection_driver_finished(&svc->driver)) {
         svc->refused_logged = true;
         pn_connection_driver_close(&svc->driver);
     }
@@ -431,8 +428,6 @@ void jn_io_authsvc_stop_IO(jn_io_conn_t *svc)
 }
 
 /* ---- the SASL implementation of both transports ---------------------------- */
-
-static void relay_end(jn_io_relay_t *r);
 
 static jn_io_relay_t *relay_of(pn_transport_t *t)
 {
@@ -451,11 +446,11 @@ static void relay_free(pn_transport_t *t)
         }
         return;
     }
-    relay_end(r);
+    jn_io_relay_end(r);
 }
 
 /* r's client side is gone (its transport freed): r ends and is freed. */
-static void relay_end(jn_io_relay_t *r)
+void jn_io_relay_end(jn_io_relay_t *r)
 {
     if (r->client)
         r->client->relay = NULL;
@@ -486,8 +481,8 @@ static bool relay_init_server(pn_transport_t *t)
     r->started = true;
     r->client_t = t;
     char why[200];
-    if (start_svc(r, why, sizeof why) != 0)
-        fail_client(r, DETACH_ONLY, "cannot reach the service: %s", why);
+    if (jn_io_relay_start_svc(r, why, sizeof why) != 0)
+        jn_io_relay_fail(r, DETACH_ONLY, "cannot reach the service: %s", why);
     return true;
 }
 
@@ -502,13 +497,18 @@ static void relay_prepare_write(pn_transport_t *t)
 }
 
 /* The client's init: to the service, with the realm as its hostname. */
-static void relay_init(jn_io_relay_t *r, const char *mech, const pn_bytes_t *recv)
+void jn_io_relay_init(jn_io_relay_t *r, const char *mech, const pn_bytes_t *recv)
 {
     free(r->mech);
     r->mech = strdup(mech ? mech : "");
     bytes_set(&r->to_svc, recv);
     if (!r->svc || r->done || !r->mech) {
-        fail_client(r, DETACH_FORCE, "the connection to the service is gone");
+        jn_io_relay_fail(r, DETACH_FORCE, "the connection to the service is gone");
+        return;
+    }
+    if (r->svc_own) { /* the service's connection's next pass sends it (authsvc_own.c) */
+        r->svc_post = true;
+        jn_io_conn_wake(r->svc);
         return;
     }
     pnx_sasl_set_selected_mechanism(r->svc_t, r->mech);
@@ -524,15 +524,20 @@ static void relay_process_init(pn_transport_t *t, const char *mech, const pn_byt
 {
     jn_io_relay_t *r = relay_of(t);
     if (r)
-        relay_init(r, mech, recv);
+        jn_io_relay_init(r, mech, recv);
 }
 
 /* The client's response to a challenge: to the service. */
-static void relay_response(jn_io_relay_t *r, const pn_bytes_t *recv)
+void jn_io_relay_response(jn_io_relay_t *r, const pn_bytes_t *recv)
 {
     bytes_set(&r->to_svc, recv);
     if (!r->svc || r->done) {
-        fail_client(r, DETACH_FORCE, "the connection to the service is gone");
+        jn_io_relay_fail(r, DETACH_FORCE, "the connection to the service is gone");
+        return;
+    }
+    if (r->svc_own) {
+        r->svc_post = true;
+        jn_io_conn_wake(r->svc);
         return;
     }
     pnx_sasl_set_bytes_out(r->svc_t, bytes_of(&r->to_svc));
@@ -544,25 +549,29 @@ static void relay_process_response(pn_transport_t *t, const pn_bytes_t *recv)
 {
     jn_io_relay_t *r = relay_of(t);
     if (r)
-        relay_response(r, recv);
+        jn_io_relay_response(r, recv);
 }
 
-/* The service's mechanisms: offered to the client. */
 static bool relay_process_mechanisms(pn_transport_t *t, const char *mechs)
 {
     jn_io_relay_t *r = relay_of(t);
-    if (!r || !r->client || r->done)
+    return r && jn_io_relay_mechanisms(r, mechs);
+}
+
+bool jn_io_relay_mechanisms(jn_io_relay_t *r, const char *mechs)
+{
+    if (!r->client || r->done)
         return false;
     free(r->svc_mechs);
     r->svc_mechs = strdup(mechs ? mechs : "");
     if (!r->svc_mechs) {
-        fail_client(r, DETACH_ONLY, "router out of memory");
+        jn_io_relay_fail(r, DETACH_ONLY, "router out of memory");
         return false;
     }
     if (r->own) { /* cut to the listener's saslMechanisms here, as proton does there */
         jn_io_sasl_offer_cut(r->client->endpoint->cfg.sasl_mechanisms, mechs, r->svc_mechs,
                              strlen(r->svc_mechs) + 1);
-        own_post(r, true, 0);
+        jn_io_relay_own_post(r, true, 0);
         return true;
     }
     pnx_sasl_set_desired_state(r->client_t, SASL_POSTED_MECHANISMS);
@@ -570,19 +579,24 @@ static bool relay_process_mechanisms(pn_transport_t *t, const char *mechs)
     return true;
 }
 
-/* The service's challenge: to the client. */
 static void relay_process_challenge(pn_transport_t *t, const pn_bytes_t *recv)
 {
     jn_io_relay_t *r = relay_of(t);
-    if (!r || !r->client || r->done)
+    if (r)
+        jn_io_relay_challenge(r, recv);
+}
+
+void jn_io_relay_challenge(jn_io_relay_t *r, const pn_bytes_t *recv)
+{
+    if (!r->client || r->done)
         return;
     if (!r->mech) { /* AMQP 1.0 part 5.3.3.3: a challenge answers an init */
-        fail_client(r, DETACH_ONLY, "the service sent a challenge before the client's init");
+        jn_io_relay_fail(r, DETACH_ONLY, "the service sent a challenge before the client's init");
         return;
     }
     bytes_set(&r->to_client, recv);
     if (r->own) {
-        own_post(r, false, JN_AMQP_SASL_STEP_CHALLENGE);
+        jn_io_relay_own_post(r, false, JN_AMQP_SASL_STEP_CHALLENGE);
         return;
     }
     pnx_sasl_set_bytes_out(r->client_t, bytes_of(&r->to_client));
@@ -590,27 +604,31 @@ static void relay_process_challenge(pn_transport_t *t, const pn_bytes_t *recv)
     jn_io_conn_wake(r->client);
 }
 
-/* The service's outcome: a refusal goes to the client now; a success
- * waits for the service's Open and its identity (on_svc_open). */
 static void relay_process_outcome(pn_transport_t *t, const pn_bytes_t *recv)
 {
     (void)recv;
     jn_io_relay_t *r = relay_of(t);
-    if (!r || r->done)
+    if (r)
+        jn_io_relay_outcome(r, pn_sasl_outcome(pn_sasl(t)) == PN_SASL_OK);
+}
+
+void jn_io_relay_outcome(jn_io_relay_t *r, bool ok)
+{
+    if (r->done)
         return;
     if (!r->mech) { /* part 5.3.3.6: the outcome ends an exchange the init began */
         if (r->svc)
             r->svc->refused_logged = true;
-        fail_client(r, DETACH_ONLY, "the service sent an outcome before the client's init");
+        jn_io_relay_fail(r, DETACH_ONLY, "the service sent an outcome before the client's init");
         return;
     }
-    if (pn_sasl_outcome(pn_sasl(t)) == PN_SASL_OK) {
+    if (ok) {
         r->svc_sasl_ok = true;
         return;
     }
     if (r->svc)
         r->svc->refused_logged = true; /* proton closes it; the client's line says why */
-    fail_client(r, DETACH_ONLY, "the service refused the credentials");
+    jn_io_relay_fail(r, DETACH_ONLY, "the service refused the credentials");
 }
 
 static bool relay_can_encrypt(pn_transport_t *t)
@@ -718,142 +736,4 @@ int jn_io_authsvc_prepare(jn_io_endpoint_t *ep, char *err, size_t errlen)
     }
     ep->authsvc = sep;
     return 0;
-}
-
-/* ---- the client on Junction's own engine ------------------------------------
- *
- * The same relay behind the own engine's SASL layer (junction/amqp_sasl.h):
- * the relay is the layer's mechanism backend, whose offer is the
- * service's (NULL until the service's mechanisms came) and whose start and
- * step send the client's init or response to the service and answer
- * JN_AMQP_SASL_STEP_PENDING; the service's answer is posted (own_post) and
- * handed to the layer in the client's next pass. The service's connection
- * stays on proton's path. */
-
-static const char *own_mechanisms(void *ctx)
-{
-    return ((jn_io_relay_t *)ctx)->svc_mechs;
-}
-
-/* After the client's init or response went (or failed at once): an answer
- * already posted (a failure) is the step's own, else the layer waits. */
-static int own_answer_now(jn_io_relay_t *r)
-{
-    if (!r->own_answer)
-        return JN_AMQP_SASL_STEP_PENDING;
-    int code = r->own_answer - 1;
-    r->own_answer = 0;
-    r->own_waiting = false;
-    return code;
-}
-
-static int own_start(void *ctx, const char *mech, const uint8_t *response, size_t len,
-                     const uint8_t **out, size_t *out_len)
-{
-    jn_io_relay_t *r = ctx;
-    *out = NULL;
-    *out_len = 0;
-    if (r->done)
-        return JN_AMQP_SASL_OUTCOME_AUTH; /* failed already (logged) */
-    pn_bytes_t b = pn_bytes(len, (const char *)response);
-    r->own_waiting = true;
-    relay_init(r, mech, response ? &b : NULL);
-    return own_answer_now(r);
-}
-
-static int own_step(void *ctx, const uint8_t *response, size_t len, const uint8_t **out,
-                    size_t *out_len)
-{
-    jn_io_relay_t *r = ctx;
-    *out = NULL;
-    *out_len = 0;
-    if (r->done)
-        return JN_AMQP_SASL_OUTCOME_AUTH;
-    pn_bytes_t b = pn_bytes(len, len ? (const char *)response : "");
-    r->own_waiting = true;
-    relay_response(r, &b);
-    return own_answer_now(r);
-}
-
-static const char *own_user(void *ctx)
-{
-    return ((jn_io_relay_t *)ctx)->user;
-}
-
-static void own_free(void *ctx)
-{
-    relay_end(ctx);
-}
-
-static const jn_amqp_sasl_mech_ops_t own_relay_ops = {
-    .mechanisms = own_mechanisms,
-    .start = own_start,
-    .step = own_step,
-    .user = own_user,
-    .free = own_free,
-};
-
-/* jn_io_authsvc_own_attach: conn (accepted on a listener with a
- * saslPlugin, its relay made by jn_io_authsvc_attach on the proton
- * transport it will not use) runs on the own engine: the relay moves to t's
- * SASL layer as its backend (t owns it from now on; proton's transport no
- * longer calls it), SASL required under authenticatePeer. Returns 0, or
- * JN_EINVAL (the relay is then freed). The accepting thread, before conn
- * is started (io_own.c). */
-int jn_io_authsvc_own_attach(jn_io_conn_t *conn, jn_amqp_transport_t *t)
-{
-    jn_io_relay_t *r = conn->relay;
-    if (!r)
-        return JN_EINVAL;
-    if (r->client_t)
-        pnx_sasl_set_context(r->client_t, NULL);
-    r->client_t = NULL;
-    r->own = true;
-    return jn_amqp_transport_set_sasl(t, &own_relay_ops, r, conn->endpoint->cfg.authenticate_peer);
-}
-
-/* jn_io_authsvc_own_pass_IO: the client's pass (io_own.c), conn->relay
- * set: the first connects to the service (as proton's SASL start does on
- * its path); then the service's offer or answer posted since is handed to
- * t's SASL layer and the octets held are processed at now. Returns 0 or
- * JN_ENOMEM (the connection is unusable). Client's loop. */
-int jn_io_authsvc_own_pass_IO(jn_io_conn_t *client, jn_amqp_transport_t *t, uint64_t now)
-{
-    JN_ASSERT_IO(client);
-    jn_io_relay_t *r = client->relay;
-    if (!r->started) {
-        char why[200];
-        r->started = true;
-        if (start_svc(r, why, sizeof why) != 0)
-            fail_client(r, DETACH_ONLY, "cannot reach the service: %s", why);
-    }
-    bool any = r->own_offer;
-    int rc = 0;
-    if (r->own_offer) {
-        r->own_offer = false;
-        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
-               JN_IO_CONN_FMT " SASL on Junction's own AMQP engine (JUNCTION_ENGINE=own), "
-                              "offering: %s (auth service %s)",
-               client->id, r->svc_mechs && r->svc_mechs[0] ? r->svc_mechs : "nothing",
-               svc_shown(r));
-        rc = jn_amqp_transport_sasl_offer_ready(t);
-    }
-    if (rc != JN_ENOMEM && r->own_refuse) {
-        int e = jn_amqp_transport_sasl_refuse(t, r->own_answer - 1);
-        if (e != JN_AGAIN) { /* else the client's header is still to come */
-            r->own_refuse = false;
-            r->own_answer = 0;
-        }
-        rc = e == JN_ENOMEM ? e : 0;
-    }
-    if (rc != JN_ENOMEM && r->own_answer && r->own_waiting) {
-        int code = own_answer_now(r);
-        bool chal = code == JN_AMQP_SASL_STEP_CHALLENGE;
-        rc = jn_amqp_transport_sasl_resume(t, code, chal ? (const uint8_t *)r->to_client.start : NULL,
-                                           chal ? r->to_client.size : 0);
-        any = true;
-    }
-    if (rc != JN_ENOMEM && any)
-        rc = jn_amqp_transport_process(t, now);
-    return rc == JN_ENOMEM ? JN_ENOMEM : 0;
 }

@@ -262,13 +262,13 @@ size_t jn_io_loop_drain_exit(jn_io_loop_t *loop)
 static void conn_io_error(jn_io_conn_t *conn, int err, const char *what)
 {
     if (conn->own) { /* the own engine's transport ends (io_own.c) */
-        conn->own->cut = true;
+        jn_io_own_io_error(conn, err, what);
         return;
     }
     if (pn_connection_driver_read_closed(&conn->driver) &&
         pn_connection_driver_write_closed(&conn->driver))
         return;
-    pn_connection_driver_errorf(&conn->driver, "proton:io", "%s - %s %s", strerror(err), what,
+    pn_connection_driver_errorf(&conn->driver, "proton:io", "%.48s - %.16s %.56s", strerror(err), what,
                                 conn->host);
     pn_connection_driver_close(&conn->driver);
 }

@@ -280,6 +280,10 @@ static void own_on_open(void *ctx, jn_amqp_conn_t *c, const jn_amqp_open_t *o)
     JN_ASSERT_IO(conn);
     if (conn->core)
         return;
+    if (conn->authsvc) { /* an auth service's: never the core's (authsvc_own.c) */
+        jn_io_authsvc_own_svc_open_IO(conn, &o->properties);
+        return;
+    }
     if (atomic_load_explicit(&conn->io->stopping, memory_order_relaxed)) {
         (void)jn_amqp_conn_close(c, "amqp:connection:forced", "router shutting down");
         return;
@@ -356,7 +360,9 @@ static void own_on_closed(void *ctx, jn_amqp_conn_t *c, const jn_amqp_fault_t *f
     JN_ASSERT_IO(conn);
     uint32_t peer_idle = jn_amqp_conn_remote_idle_time_out(c);
     jn_io_vhost_session_denied_IO(conn, fault->condition, fault->description);
-    if (!conn->incoming) {
+    if (conn->authsvc) {
+        /* an auth service's: its end reports the fault (own_closed) */
+    } else if (!conn->incoming) {
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Connection to %s failed: %s %s",
                conn->id, conn->host, fault->condition, fault->description);
         jn_io_connector_note_IO(conn, false, JN_IO_CONN_FMT " Connection to %s failed: %s %s",
@@ -434,6 +440,11 @@ static jn_amqp_transport_t *own_client_transport(jn_io_conn_t *conn, const char 
                                                  const jn_amqp_handler_t *h)
 {
     const jn_endpoint_config_t *cfg = &conn->endpoint->cfg;
+    if (conn->authsvc) { /* to an auth service: the relay's client end (authsvc_own.c) */
+        jn_amqp_sasl_client_config_t rc;
+        jn_io_authsvc_own_svc_sasl(conn, &rc);
+        return jn_amqp_transport_new_client(ac, h, &rc);
+    }
     jn_amqp_sasl_client_config_t sc = {.mechanisms = cfg->sasl_mechanisms,
                                        .user = cfg->sasl_username,
                                        .password = cfg->sasl_password,
@@ -630,7 +641,9 @@ static void own_closed(jn_io_own_t *own)
     jn_io_conn_t *conn = own->conn;
     if (conn->transport_closed)
         return;
-    if (!conn->incoming && !conn->opened && !own->refused_logged) {
+    if (JN_UNLIKELY(conn->authsvc)) /* an auth service's: the relay says why (authsvc_own.c) */
+        jn_io_authsvc_own_svc_closed_IO(conn, jn_amqp_transport_fault(own->t), own->io_error);
+    else if (!conn->incoming && !conn->opened && !own->refused_logged) {
         /* connect failed, SASL refused us (the client end's fault), or the
          * peer went before its open (the socket's error is not kept on
          * this path) */
@@ -771,6 +784,29 @@ void jn_io_own_close_IO(jn_io_conn_t *conn, const char *condition, const char *d
     own_close(conn->own, condition, description, true);
 }
 
+void jn_io_own_io_error(jn_io_conn_t *conn, int err, const char *what)
+{
+    if (!conn->own->io_error[0])
+        snprintf(conn->own->io_error, sizeof conn->own->io_error, "%.48s - %.16s %.56s",
+                 strerror(err), what, conn->host);
+    conn->own->cut = true;
+}
+
+void jn_io_own_note_IO(jn_io_conn_t *conn, const char *what, const char *why)
+{
+    JN_ASSERT_IO(conn);
+    if (!conn->own->io_error[0])
+        snprintf(conn->own->io_error, sizeof conn->own->io_error, "%.24s failed: %.90s", what,
+                 why);
+}
+
+void jn_io_own_shut_IO(jn_io_conn_t *conn, bool cut)
+{
+    JN_ASSERT_IO(conn);
+    conn->own->refused_logged = conn->own->refused_logged || cut;
+    own_close(conn->own, NULL, NULL, cut);
+}
+
 /* A write-stall period ended (io_watch.c): a peer that took too little of
  * our output in it is cut, with the proton path's log line; our close goes
  * into the output but the peer is not waited for (it does not read). */
@@ -861,12 +897,16 @@ bool jn_io_own_pass_IO(jn_io_loop_t *loop, jn_io_conn_t *conn)
     /* octets heard before the core's work: a silence verdict sees them */
     if (JN_UNLIKELY(conn->inter_router) && jn_io_own_mesh_silent_IO(own, (int64_t)now))
         own_close(own, "amqp:resource-limit-exceeded", JN_IO_SILENCE_DESC, true);
-    if (JN_UNLIKELY(conn->relay) && conn->incoming &&
-        jn_io_authsvc_own_pass_IO(conn, own->t, now) == JN_ENOMEM)
-        own->cut = true; /* its auth service's answer (authsvc.c), after the reads */
-    if (atomic_load_explicit(&conn->io->stopping, memory_order_relaxed))
+    if (JN_UNLIKELY(conn->relay) &&
+        (conn->authsvc ? jn_io_authsvc_own_svc_pass_IO(conn, own->t, now)
+                       : jn_io_authsvc_own_pass_IO(conn, own->t, now)) == JN_ENOMEM)
+        own->cut = true; /* the relay's posts (authsvc_own.c), after the reads */
+    if (atomic_load_explicit(&conn->io->stopping, memory_order_relaxed)) {
+        if (conn->authsvc)
+            jn_io_authsvc_stop_IO(conn); /* its client's exchange ends now */
         own_close(own, "amqp:connection:forced", "router shutting down",
                   atomic_load_explicit(&conn->io->forcing, memory_order_relaxed));
+    }
     own_work(own);
     jn_io_own_rx_flush_IO(own);
     jn_io_own_tx_resume_IO(own);

@@ -170,6 +170,9 @@ struct jn_io_own {
      * (our frames are traced as they go to the socket, not once taken) */
     jn_amqp_tracer_t trace_in, trace_out;
     size_t trace_out_ahead;
+    /* the socket's error, "" while none (io_loop.c's conn_io_error): said
+     * where the connection's end is reported (an auth service's) */
+    char io_error[128];
 };
 
 /* The A/B switch's scope (jn_io_t.engine_own): the connections the
@@ -232,6 +235,27 @@ bool jn_io_own_pass_IO(jn_io_loop_t *loop, jn_io_conn_t *conn);
  * peer is not waited for. Used by the initial handshake's timeout
  * (io_watch.c). The loop's thread. */
 void jn_io_own_close_IO(jn_io_conn_t *conn, const char *condition, const char *description);
+
+/* jn_io_own_io_error: conn's (an own connection's) socket failed (err, an
+ * errno; what: "connecting to", "on read from"...): the first such error
+ * is kept as own->io_error ("<strerror> - <what> <host>", proton's words)
+ * and the transport ends. The connection's I/O thread, or the thread
+ * starting it before any loop runs it (jn_io_conn_start). */
+void jn_io_own_io_error(jn_io_conn_t *conn, int err, const char *what);
+
+/* jn_io_own_note_IO: what ("TLS handshake") failed on conn (an own
+ * connection) for why: kept as own->io_error ("<what> failed: <why>", as
+ * proton's path words its transport's condition) unless an error came
+ * first. The connection's I/O thread. */
+void jn_io_own_note_IO(jn_io_conn_t *conn, const char *what, const char *why);
+
+/* jn_io_own_shut_IO: end conn (on the own engine) without an error: our
+ * close goes into the output (an open first where none went; at once
+ * where the SASL exchange is not done) and, with cut, the transport ends
+ * once the output is written, the peer not waited for (the caller logged
+ * why, if anything). An auth service's connection the relay lets go
+ * (authsvc.c). The loop's thread. */
+void jn_io_own_shut_IO(jn_io_conn_t *conn, bool cut);
 
 /* jn_io_own_dynamic_address_IO: reply (NUL-terminated, a JN_VIEW_ADDRESS
  * copy) is the address the router made for a dynamic source of one of

@@ -38,6 +38,7 @@
  * except jn_io_tls_attach (any thread, before the connection is started)
  * and jn_io_tls_free (whoever frees the connection).
  */
+#include "io_own.h"
 #include "io_private.h"
 
 #include <junction/tls.h>
@@ -189,8 +190,10 @@ static void tls_fail_IO(jn_io_conn_t *conn, const char *what, const char *reason
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING, JN_IO_CONN_FMT " %s %s %s (%s) failed: %s", conn->id,
            what, conn->incoming ? "from" : "to", conn->host,
            conn->endpoint->cfg.name ? conn->endpoint->cfg.name : conn->endpoint->shown, reason);
-    if (conn->own)
-        return; /* the own pass ends the transport once the alert is out (tls->failed) */
+    if (conn->own) { /* the own pass ends the transport once the alert is out (tls->failed) */
+        jn_io_own_note_IO(conn, what, reason);
+        return;
+    }
     pn_connection_driver_errorf(&conn->driver, "amqp:connection:framing-error", "%s failed: %s",
                                 what, reason);
     pn_connection_driver_close(&conn->driver);

@@ -33,10 +33,6 @@ int jn_io_own_sasl_attach(jn_io_conn_t *conn, jn_amqp_transport_t *t);
 int jn_io_own_sasl_client(jn_io_conn_t *conn, const jn_amqp_sasl_client_mech_ops_t **ops,
                           void **ctx);
 
-/* authsvc.c: the auth-service relay behind the own engine's SASL layer
- * (docs/engine.md, stage 4): jn_io_authsvc_own_attach at accept, before
- * the connection is started; jn_io_authsvc_own_pass_IO in each of the
- * client's passes while conn->relay is set. Contracts in authsvc.c. */
 /* jn_io_sasl_offer_cut: write into out (cap octets, always NUL-terminated)
  * the mechanisms of list (space-separated, borrowed) that a listener's
  * saslMechanisms conf names (spaces or commas, any case; NULL or empty:
@@ -45,7 +41,25 @@ int jn_io_own_sasl_client(jn_io_conn_t *conn, const jn_amqp_sasl_client_mech_ops
  * fit is left out. Any thread. AMQP 1.0 part 5.3.3.1 (sasl-mechanisms). */
 void jn_io_sasl_offer_cut(const char *conf, const char *list, char *out, size_t cap);
 
+/* authsvc.c: the auth-service relay behind the own engine's SASL layer
+ * (docs/engine.md, stage 4): jn_io_authsvc_own_attach at accept, before
+ * the connection is started; jn_io_authsvc_own_pass_IO in each of the
+ * client's passes while conn->relay is set. Contracts in authsvc_own.c. */
 int jn_io_authsvc_own_attach(jn_io_conn_t *conn, jn_amqp_transport_t *t);
 int jn_io_authsvc_own_pass_IO(jn_io_conn_t *client, jn_amqp_transport_t *t, uint64_t now);
+
+/* authsvc_own.c: the connection to an auth service on the own engine's
+ * client end (docs/engine.md, stage 4e): whether the switch puts it there
+ * (jn_io_authsvc_own_eligible), its SASL client end's config at its start
+ * (jn_io_authsvc_own_svc_sasl), and in its passes while svc->relay is set
+ * the client's init or response sent (jn_io_authsvc_own_svc_pass_IO), the
+ * service's Open read (jn_io_authsvc_own_svc_open_IO) and its end
+ * reported (jn_io_authsvc_own_svc_closed_IO). Contracts there. */
+bool jn_io_authsvc_own_eligible(const jn_io_t *io);
+void jn_io_authsvc_own_svc_sasl(jn_io_conn_t *svc, jn_amqp_sasl_client_config_t *sc);
+int jn_io_authsvc_own_svc_pass_IO(jn_io_conn_t *svc, jn_amqp_transport_t *t, uint64_t now);
+void jn_io_authsvc_own_svc_open_IO(jn_io_conn_t *svc, const jn_iter_t *properties);
+void jn_io_authsvc_own_svc_closed_IO(jn_io_conn_t *svc, const jn_amqp_fault_t *f,
+                                     const char *io_error);
 
 #endif /* JN_IO_SASL_OWN_H */

@@ -120,6 +120,41 @@ class OwnSaslTest(SaslTestCase):
         self.assertRegex(r.log(), r"Connection Opened: .*auth=PLAIN user=alice@junction")
         self.assertEqual(self.own_lines(r), 2, r.log())
 
+    def test_sasl_frames_over_512_octets_up_to_the_listeners_max_frame_size(self):
+        """As on proton's path: a sasl-init frame of maxFrameSize octets is
+        taken (5.3.1's 512 is not held to), one octet more closes the
+        connection with no outcome."""
+        r = self.own_router({"saslMechanisms": "PLAIN ANONYMOUS", "authenticatePeer": "no",
+                             "maxFrameSize": 4096})
+
+        def init_of(size):  # sasl-init ANONYMOUS whose frame is size octets
+            n = size
+            while True:
+                f = authsvc.frame(authsvc.encode(0x41, [authsvc._sym("ANONYMOUS"), b"t" * n]),
+                                  True)
+                if len(f) == size:
+                    return f
+                n += size - len(f)
+
+        def outcome(size):
+            with socket.create_connection(("127.0.0.1", r.port), timeout=TIMEOUT) as s:
+                s.sendall(authsvc.SASL_HEADER)
+                self.assertEqual(s.recv(8, socket.MSG_WAITALL), authsvc.SASL_HEADER)
+                self.assertEqual(authsvc.read_frame(s)[0], 0x40)
+                s.sendall(init_of(size))
+                try:
+                    code, fields = authsvc.read_frame(s)
+                except (EOFError, OSError):
+                    return None
+                self.assertEqual(code, 0x44)
+                return int(fields[0])
+
+        self.assertEqual(outcome(513), 0)
+        self.assertEqual(outcome(4096), 0)
+        self.assertIsNone(outcome(4097))
+        self.assertEqual(self.own_lines(r), 3, r.log())
+        self.assertTrue(r.alive())
+
     def connector_pair(self, mech, password):
         b = self.own_router({"saslMechanisms": mech, "authenticatePeer": "yes"})
         a = self.start_router(router=self.router_section(id="A"), extra=conf_section(
@@ -319,8 +354,9 @@ class OwnAuthServiceTest(OwnEngineEnv, authsvc.AuthServiceTestCase):
     """The auth-service relay with the client on the own engine: the
     engine's SASL layer defers its offer until the (fake) service's
     mechanisms come and waits for each answer; the service's connection is
-    the router's own, on proton's path. Each case finds the client's
-    connection id on the own engine's lines."""
+    the router's own, on the engine's client end too (proton's under
+    own-in). Each case finds the client's connection id on the own
+    engine's lines."""
 
     def own_sasl_ids(self, r):
         return re.findall(r"\[(C\d+)\] SASL on Junction's own AMQP engine \(JUNCTION_ENGINE=own\), "
@@ -346,6 +382,33 @@ class OwnAuthServiceTest(OwnEngineEnv, authsvc.AuthServiceTestCase):
         s = [x for x in svc.sessions if x["user"] == "alice"][0]
         self.assertEqual(s["hostname"], authsvc.REALM)  # realm: the sasl-init's hostname
 
+    def test_service_connection_on_the_own_engine(self):
+        """With the switch on for the connections the router makes (own),
+        the relay's connection to the service runs on the engine's client
+        end (its line): the realm goes in its sasl-init, the service's
+        Open names the service's host, its identity admits the client, and
+        our close ends it; with own-in it stays on proton's path (no such
+        line) and does the same."""
+        for engine in ("own", "own-in"):
+            os.environ["JUNCTION_ENGINE"] = engine  # put back by OwnEngineEnv
+            svc = self.service()
+            r = self.relay_router(svc.port)
+            c = authsvc.connect(r.url, "alice", authsvc.USERS["alice"])
+            try:
+                c.create_receiver("q")
+                mine = [x for x in self.connections() if x["user"] == "alice"]
+                self.assertEqual(len(mine), 1, self.connections())
+                self.assertTrue(mine[0]["isAuthenticated"])
+            finally:
+                c.close()
+            s = [x for x in svc.sessions if x["user"] == "alice"][0]
+            self.assertEqual((s["hostname"], s["open_hostname"]), (authsvc.REALM, "127.0.0.1"))
+            self.wait_for("the router's close to the service", lambda: s["closed"])
+            lines = re.findall(r"\[C\d+\] Connection to auth service 127\.0\.0\.1:%d runs on "
+                               r"Junction's own AMQP engine" % svc.port, r.log())
+            self.assertEqual(len(lines), 1 if engine == "own" else 0, (engine, r.log()))
+            self.assertRegex(r.log(), r"SASL PLAIN authentication from .*: user alice ")
+
     def test_relay_refusal_on_the_own_engine(self):
         svc = self.service()
         r = self.relay_router(svc.port)
@@ -356,6 +419,48 @@ class OwnAuthServiceTest(OwnEngineEnv, authsvc.AuthServiceTestCase):
                         r"refused", r.log()).group(1)
         self.assertIn(cid, self.own_sasl_ids(r), r.log())
         self.assertIsNone(authsvc.attempt(r.url, "bob", authsvc.USERS["bob"]))  # others served
+
+    def test_relay_challenges_over_512_octets_on_the_own_engine(self):
+        """A service's 4,000-octet challenges reach the client whole, round
+        after round, until the listener's handshake timeout ends the
+        exchange (before SASL frames over 512 octets, the first one ended
+        it at once)."""
+        from test_router_authsvc_hostile import Hostile
+        seen = []
+
+        def act(c, init):
+            while True:
+                c.sendall(authsvc.frame(authsvc.encode(0x42, [b"more" * 1000]), True))
+                code, fields = authsvc.read_frame(c)
+                if code != 0x43:
+                    return
+                seen.append(len(fields[0]))
+        h = Hostile(act)
+        self.addCleanup(h.stop)
+        r = self.relay_router(h.port, listener={"initialHandshakeTimeoutSeconds": 3})
+        n = 0
+        with socket.create_connection(("127.0.0.1", r.port), timeout=TIMEOUT) as s:
+            s.sendall(authsvc.SASL_HEADER)
+            s.recv(8, socket.MSG_WAITALL)
+            authsvc.read_frame(s)
+            s.sendall(authsvc.frame(authsvc.encode(0x41, [authsvc._sym("X-ECHO"), b"alice"]),
+                                    True))
+            try:
+                while True:  # until the handshake timeout ends it
+                    code, fields = authsvc.read_frame(s)
+                    if code != 0x42:
+                        break
+                    self.assertEqual(fields[0], b"more" * 1000)
+                    n += 1
+                    s.sendall(authsvc.frame(authsvc.encode(0x43, [b"r" * 3000]), True))
+            except (EOFError, OSError):
+                pass
+        self.assertGreaterEqual(n, 2, r.log())
+        self.assertIn(3000, seen)  # the client's 3,000-octet responses went to the service
+        self.wait_log(r, r"no AMQP open within 3 s|did not answer within 3 s", "the timeout")
+        self.assertIn(re.search(r"\[(C\d+)\] SASL on Junction's own AMQP engine", r.log()).group(1),
+                      self.own_sasl_ids(r))
+        self.assertTrue(r.alive())
 
     def test_relay_service_down_on_the_own_engine(self):
         r = self.relay_router(free_port())  # nothing listens there

@@ -12,7 +12,11 @@
  * client): its choice from the offer, no initial response, a challenge
  * answered, the server's proof in the outcome checked (a forged one
  * refused), a refusal's code handed to it, no mechanism found, its
- * context freed by the layer.
+ * context freed by the layer. A backend that answers later (as the
+ * auth-service relay's): its init and response composed on resume, the
+ * server's frames held while a step's answer is pending, and a challenge,
+ * an outcome or a second sasl-mechanisms while the start's is pending
+ * refused.
  * Against proton's connection driver as the server (linked into this test
  * only): our transport in the client role, SASL ANONYMOUS (proton's
  * built-in server mechanism) then open both ways, and a PLAIN-only client
@@ -445,6 +449,152 @@ static int client_reads(jn_amqp_sasl_client_t *c, const uint8_t *data, size_t le
     return jn_amqp_sasl_client_input(c, &it, &consumed);
 }
 
+/* ---- a deferring client backend (as the auth-service relay's connection
+ * to its service, router/io/authsvc_own.c): its start and step answer
+ * JN_AMQP_SASL_STEP_PENDING, the answers come by jn_amqp_sasl_client_resume. */
+
+typedef struct defer_client {
+    int starts, steps;
+    char offer[32], challenge[8];
+    bool proof_ok;
+} defer_client_t;
+
+static int defer_start(void *ctx, const char *offer_, const char **mech, const uint8_t **out,
+                       size_t *out_len)
+{
+    defer_client_t *d = ctx;
+    d->starts++;
+    snprintf(d->offer, sizeof d->offer, "%s", offer_);
+    *mech = NULL;
+    *out = NULL;
+    *out_len = 0;
+    return JN_AMQP_SASL_STEP_PENDING;
+}
+
+static int defer_step(void *ctx, const uint8_t *challenge, size_t len, const uint8_t **out,
+                      size_t *out_len)
+{
+    defer_client_t *d = ctx;
+    d->steps++;
+    snprintf(d->challenge, sizeof d->challenge, "%.*s", (int)len, (const char *)challenge);
+    *out = NULL;
+    *out_len = 0;
+    return JN_AMQP_SASL_STEP_PENDING;
+}
+
+static int defer_outcome(void *ctx, int code, const uint8_t *data, size_t len)
+{
+    defer_client_t *d = ctx;
+    d->proof_ok = code == JN_AMQP_SASL_OUTCOME_OK && len == 5 && memcmp(data, "proof", 5) == 0;
+    return d->proof_ok ? 0 : JN_EPROTO;
+}
+
+static const jn_amqp_sasl_client_mech_ops_t defer_ops = {
+    .start = defer_start,
+    .step = defer_step,
+    .outcome = defer_outcome,
+};
+
+/* X-TOY against our server end, each answer given later: nothing goes
+ * while one is pending, and the server's frames wait while a step's is. */
+static void test_client_backend_answers_later(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NPIECES; i++) {
+        defer_client_t d = {0};
+        jn_amqp_sasl_client_config_t cfg = {.ops = &defer_ops, .ctx = &d};
+        jn_amqp_sasl_client_t *c = jn_amqp_sasl_client_new(&cfg);
+        jn_amqp_sasl_server_t *s = jn_amqp_sasl_server_new_with(&toy_srv_ops, NULL);
+        assert_int_equal(jn_amqp_sasl_client_resume(c, 0, "X-TOY", NULL, 0), JN_EINVAL);
+        result_t r = run_pair(c, s, pieces[i]);
+        assert_int_equal(r.client_rc, 0);
+        assert_int_equal(d.starts, 1);
+        assert_string_equal(d.offer, "PLAIN X-TOY");
+        assert_true(jn_amqp_sasl_client_pending(c));
+        assert_int_equal(jn_amqp_sasl_client_resume(c, 0, NULL, NULL, 0), JN_EINVAL); /* no mech */
+        assert_int_equal(jn_amqp_sasl_client_resume(c, 0, "X-TOY", NULL, 0), 0); /* init, no data */
+        assert_false(jn_amqp_sasl_client_pending(c));
+        r = run_pair(c, s, pieces[i]);
+        assert_int_equal(d.steps, 1);
+        assert_string_equal(d.challenge, "n1");
+        assert_int_equal(r.server_rc, 0); /* the server waits for our response */
+        assert_int_equal(jn_amqp_sasl_client_resume(c, 0, NULL, (const uint8_t *)"n1+carol", 8), 0);
+        r = run_pair(c, s, pieces[i]);
+        assert_int_equal(r.client_rc, 1);
+        assert_int_equal(r.server_rc, 1);
+        assert_true(d.proof_ok);
+        assert_string_equal(jn_amqp_sasl_client_mechanism(c), "X-TOY");
+        jn_amqp_sasl_client_free(c);
+        jn_amqp_sasl_server_free(s);
+    }
+}
+
+/* The server's header, sasl-mechanisms [PLAIN], then a frame of code
+ * (0: none) in one stream, into e. */
+static void server_stream(jn_encoder_t *e, uint64_t code)
+{
+    uint8_t h[8];
+    jn_amqp_header_write(h, JN_AMQP_PROTO_SASL);
+    jn_enc_raw(e, h, 8);
+    uint64_t codes[] = {JN_AMQP_SASL_MECHANISMS, code};
+    for (int k = 0; k < 2 && codes[k]; k++) {
+        jn_amqp_perf_t p;
+        jn_amqp_perf_init(&p, codes[k]);
+        p.u.sasl.present = JN_AMQP_FIELD(0);
+        jn_iter_init_bytes(&p.u.sasl.mechanisms, "\xa3\x05PLAIN", 7, JN_VIEW_RAW);
+        jn_iter_init_bytes(&p.u.sasl.challenge, "early", 5, JN_VIEW_RAW);
+        p.u.sasl.code = JN_AMQP_SASL_OUTCOME_OK;
+        size_t start = jn_amqp_frame_begin(e, JN_AMQP_FRAME_SASL, 0);
+        assert_int_equal(jn_amqp_perf_encode(e, &p), 0);
+        assert_int_equal(jn_amqp_frame_end(e, start, 512), 0);
+    }
+}
+
+/* While the start's answer is pending, a challenge or an outcome from the
+ * server (before our init) ends the exchange; so does a second
+ * sasl-mechanisms; a failure handed to resume ends it with the reason. */
+static void test_client_frames_while_the_start_is_pending(void **state)
+{
+    (void)state;
+    const uint64_t early[] = {JN_AMQP_SASL_OUTCOME, JN_AMQP_SASL_CHALLENGE,
+                              JN_AMQP_SASL_MECHANISMS};
+    const char *why[] = {"the server's sasl-outcome came before our sasl-init",
+                         "the server's sasl-challenge came before our sasl-init",
+                         "a second sasl-mechanisms frame"};
+    for (int k = 0; k < 3; k++) {
+        defer_client_t d = {0};
+        jn_amqp_sasl_client_config_t cfg = {.ops = &defer_ops, .ctx = &d};
+        jn_amqp_sasl_client_t *c = jn_amqp_sasl_client_new(&cfg);
+        jn_encoder_t e;
+        jn_encoder_init(&e);
+        server_stream(&e, early[k]);
+        assert_int_equal(client_reads(c, e.data, e.size), JN_EPROTO);
+        assert_int_equal(d.starts, 1);
+        assert_int_equal(d.steps, 0);
+        const jn_amqp_fault_t *f = jn_amqp_sasl_client_fault(c);
+        assert_string_equal(f->condition, "amqp:illegal-state");
+        if (!strstr(f->description, why[k]))
+            fail_msg("%s: not %s", f->description, why[k]);
+        size_t len;
+        (void)jn_amqp_sasl_client_output(c, &len);
+        assert_int_equal(len, 8); /* our header alone: no init went */
+        jn_encoder_free(&e);
+        jn_amqp_sasl_client_free(c);
+    }
+    defer_client_t d = {0};
+    jn_amqp_sasl_client_config_t cfg = {.ops = &defer_ops, .ctx = &d};
+    jn_amqp_sasl_client_t *c = jn_amqp_sasl_client_new(&cfg);
+    jn_encoder_t e;
+    jn_encoder_init(&e);
+    server_stream(&e, 0);
+    assert_int_equal(client_reads(c, e.data, e.size), 0);
+    assert_int_equal(jn_amqp_sasl_client_resume(c, JN_EPROTO, NULL, NULL, 0), JN_EPROTO);
+    assert_string_equal(jn_amqp_sasl_client_fault(c)->condition, "amqp:unauthorized-access");
+    assert_non_null(strstr(jn_amqp_sasl_client_fault(c)->description, "no mechanism works"));
+    jn_encoder_free(&e);
+    jn_amqp_sasl_client_free(c);
+}
+
 static void test_client_refuses_a_wrong_header_and_frames_out_of_order(void **state)
 {
     (void)state;
@@ -659,6 +809,8 @@ int main(void)
         cmocka_unit_test(test_client_wrong_password_gets_outcome_auth),
         cmocka_unit_test(test_client_backend_challenge_rounds_and_the_servers_proof),
         cmocka_unit_test(test_client_refuses_a_wrong_header_and_frames_out_of_order),
+        cmocka_unit_test(test_client_backend_answers_later),
+        cmocka_unit_test(test_client_frames_while_the_start_is_pending),
         cmocka_unit_test(test_transport_client_role_against_proton_anonymous),
         cmocka_unit_test(test_transport_client_role_without_sasl_against_proton),
         cmocka_unit_test(test_transport_client_role_plain_only_finds_nothing_in_proton),

@@ -270,13 +270,21 @@ class MemoryBackTest(UnsettledBase):
             if after <= 2 * before:
                 break
             time.sleep(1)
-        # measured (plain build): before ~9 MB, peak ~240 MB, ~10 MB within 2 s
+        # measured (plain build): before ~9 MB, peak ~240-480 MB, ~10 MB within
+        # 2 s. On the own engine (JUNCTION_ENGINE=own) a copy's octets go
+        # once written and an unsettled delivery keeps about 2.3 KB, so the
+        # same burst peaks near 21 MB: the burst must have held at least
+        # 8 MB, and half of what it held must be given back besides the
+        # bound of twice the RSS before.
         print("burst: RSS before %d kB, peak %d kB, %d kB %.1f s after the client went"
               % (before, peak, after, time.monotonic() - gone))
-        self.assertGreater(peak, 2 * before + 20 * 1024, "the burst was not one")
+        self.assertGreater(peak, before + 8 * 1024, "the burst was not one")
         self.assertLessEqual(after, 2 * before,
                              "RSS before the burst %d kB, peak %d kB, 60 s after %d kB\n%s"
                              % (before, peak, after, self.logs()))
+        self.assertLess(after, peak - (peak - before) // 2,
+                        "RSS before the burst %d kB, peak %d kB, 60 s after %d kB"
+                        % (before, peak, after))
 
 
 if __name__ == "__main__":

@@ -21,7 +21,8 @@ dynamic reply address, the interior's edge-downlink links. Inter-router
 and edge connections over TLS (the routers' certificates made by
 tls_certs.py, the host name checked), with ANONYMOUS and with EXTERNAL
 (the peer authenticated as its certificate's subject), switched and
-mixed: on the own engine at each switched end, encrypted, and routing.
+mixed: on the own engine at each switched end, encrypted, and routing
+(a 4 MiB message streamed across too).
 A broker on a route-container listener (it connects to the router): its
 connection on the own engine, link routes both ways and an auto-link
 through it.
@@ -333,12 +334,16 @@ class OwnTlsMesh(OwnMeshCase):
         self.presettled(m["A"], m["B"], 100)
         self.multicast(m["B"], [m["A"], m["B"]])
 
-    def test_both_switched_over_tls_with_anonymous(self):
+    def test_both_switched_over_tls_with_anonymous_and_a_large_message(self):
         m = self.tls_mesh()
         self.assert_inter_router_own("A")
         self.assert_inter_router_own("B")
         self.anycast(m["A"], m["B"], 100)
         self.anycast(m["B"], m["A"], 100)
+        # many frames through the TLS records, on a streaming link
+        m.probe("A", "B", "big")
+        s = self.run_scenario(StreamAcross(m["A"].url, m["B"].url, 4 << 20))
+        self.assertEqual(s.recv.finished, [(s.body.total, s.body.digest(), False)])
 
     def test_own_tls_connector_to_a_proton_listener(self):
         m = self.tls_mesh({"B": "proton"}, external=True)

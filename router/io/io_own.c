@@ -60,9 +60,10 @@ unsigned jn_io_engine_own_default(void)
                v, own ? "own" : "proton");
     if (own)
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_NOTICE,
-               "AMQP engine: Junction's own for plain client listeners and connectors, and "
-               "plain inter-router and edge ones (docs/engine.md), proton's for every other "
-               "connection%s",
+               "AMQP engine: Junction's own for listeners and connectors of every role "
+               "(normal, route-container, inter-router, edge), plain or TLS, whose SASL it "
+               "serves, and for the router's connection to an auth service (docs/engine.md), "
+               "proton's for every other connection%s",
                own == JN_IO_OWN_IN    ? " and every connection the router makes (own-in)"
                : own == JN_IO_OWN_OUT ? " and every connection the router accepts (own-out)"
                                       : "");
@@ -110,20 +111,17 @@ static bool sasl_client_serves(const jn_endpoint_config_t *cfg)
     return sasl_client_builtin(cfg) || jn_endpoint_uses_sasl_plugin(cfg, false);
 }
 
-/* A connection connector ep makes runs on the own engine (stage 3a):
- * role normal or route-container (auto-links and link routes bind to
- * route-container connections only: io_own_route.c), plain TCP or TLS
- * (io_tls.c's client side), and the client end's SASL. What proton's
- * path adds around the open (message logging, open properties, a
- * policyVhost's "$connector" group) the own path adds too. */
+/* A connection connector ep makes runs on the own engine (stage 3a): any
+ * role (normal; route-container, where auto-links and link routes bind:
+ * io_own_route.c; inter-router and edge, stage 3b: io_own_mesh.c), plain
+ * TCP or TLS (io_tls.c's client side, EXTERNAL from the sslProfile's
+ * certificate among the client end's mechanisms), and the client end's
+ * SASL. What proton's path adds around the open (message logging, open
+ * properties, a policyVhost's "$connector" group) the own path adds
+ * too. */
 static bool own_connector_eligible(const jn_endpoint_config_t *cfg)
 {
-    bool tls = cfg->ssl_profile && cfg->ssl_profile[0];
-    /* an inter-router or edge connector (stage 3b) on plain TCP only: its
-     * TLS profiles usually name EXTERNAL between routers, not proven here */
-    bool role_ok = cfg->role == JN_ROLE_NORMAL || cfg->role == JN_ROLE_ROUTE_CONTAINER ||
-                   ((cfg->role == JN_ROLE_INTER_ROUTER || cfg->role == JN_ROLE_EDGE) && !tls);
-    return role_ok && sasl_client_serves(cfg);
+    return sasl_client_serves(cfg);
 }
 
 bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep)
@@ -133,13 +131,12 @@ bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep)
         return (io->engine_own & JN_IO_OWN_OUT) && own_connector_eligible(cfg);
     bool tls = cfg->ssl_profile && cfg->ssl_profile[0];
     bool sasl_ok = ep->authsvc || sasl_own_serves(cfg); /* the relay: authsvc.c */
-    /* a vhost policy, multiTenant, message logging, the initial handshake
-     * timeout, openProperties and failoverUrls: served as on proton's path.
-     * An inter-router or edge listener (stage 3b) on plain TCP only, as
-     * such connectors. */
-    bool role_ok = cfg->role == JN_ROLE_NORMAL ||
-                   ((cfg->role == JN_ROLE_INTER_ROUTER || cfg->role == JN_ROLE_EDGE) && !tls);
-    return (io->engine_own & JN_IO_OWN_IN) && role_ok &&
+    /* any role: normal; inter-router and edge (stage 3b), plain or TLS;
+     * route-container (a broker that connects to the router, where link
+     * routes and auto-links bind as on a connector's connection). A vhost
+     * policy, multiTenant, message logging, the initial handshake timeout,
+     * openProperties and failoverUrls: served as on proton's path. */
+    return (io->engine_own & JN_IO_OWN_IN) &&
            (tls || (!cfg->require_ssl && !cfg->require_encryption)) && sasl_ok;
 }
 

@@ -21,9 +21,12 @@ MULTICAST = ({"prefix": "mc", "distribution": "multicast"},)
 
 
 def mesh_config(name, ir_port, connectors, extra_router=None, client_listener=None,
-                log_level="debug+", addresses=MULTICAST, extra=""):
+                log_level="debug+", addresses=MULTICAST, extra="", ir_listener=None,
+                ir_connector=None):
     """The qdrouterd.conf text of one interior router ({port} is its client
-    port, filled in by Router); extra: more sections."""
+    port, filled in by Router); extra: more sections; ir_listener and
+    ir_connector: more attributes of its inter-router listener and of each
+    of its inter-router connectors (an sslProfile, saslMechanisms)."""
     r = {"mode": "interior", "id": name, "workerThreads": 2}
     r.update(extra_router or {})
     text = conf_section("router", r)
@@ -33,13 +36,15 @@ def mesh_config(name, ir_port, connectors, extra_router=None, client_listener=No
     text += conf_section("listener", lst)
     for a in addresses:
         text += conf_section("address", a)
-    text += conf_section("listener", {"name": "ir", "host": "127.0.0.1", "port": ir_port,
-                                      "role": "inter-router", "saslMechanisms": "ANONYMOUS",
-                                      "authenticatePeer": "no"})
+    irl = {"name": "ir", "host": "127.0.0.1", "port": ir_port, "role": "inter-router",
+           "saslMechanisms": "ANONYMOUS", "authenticatePeer": "no"}
+    irl.update(ir_listener or {})
+    text += conf_section("listener", irl)
     for peer, port, cost in connectors:
-        text += conf_section("connector", {"name": "to-%s" % peer, "host": "127.0.0.1",
-                                           "port": port, "role": "inter-router",
-                                           "saslMechanisms": "ANONYMOUS", "cost": cost})
+        irc = {"name": "to-%s" % peer, "host": "127.0.0.1", "port": port,
+               "role": "inter-router", "saslMechanisms": "ANONYMOUS", "cost": cost}
+        irc.update(ir_connector or {})
+        text += conf_section("connector", irc)
     text += extra
     text += conf_section("log", {"module": "DEFAULT", "enable": "info+",
                                  "includeTimestamp": "yes"})
@@ -67,7 +72,7 @@ class Mesh:
     """Routers started by a RouterTestCase (stopped at its cleanup)."""
 
     def __init__(self, case, names, edges, router_attrs=None, client_listener=None,
-                 extra=None, args=None):
+                 extra=None, args=None, ir_listener=None, ir_connector=None):
         self.case = case
         self.names = list(names)
         self.edges = [(a, b, c) for a, b, c in edges]
@@ -76,6 +81,9 @@ class Mesh:
         self.client_listener = client_listener or {}
         self.extra = extra or {}  # name -> more config text
         self.args = args or {}  # name -> more junctiond options (e.g. ["-T"])
+        # name -> more attributes of its inter-router listener, connectors
+        self.ir_listener = ir_listener or {}
+        self.ir_connector = ir_connector or {}
         self.routers = {}
         self.ids = {}  # name -> router id, where they differ
 
@@ -83,7 +91,9 @@ class Mesh:
         conns = [(b, self.ir_ports[b], c) for a, b, c in self.edges if a == name]
         return mesh_config(self.ids.get(name, name), self.ir_ports[name], conns,
                            self.router_attrs.get(name), self.client_listener.get(name),
-                           extra=self.extra.get(name, ""))
+                           extra=self.extra.get(name, ""),
+                           ir_listener=self.ir_listener.get(name),
+                           ir_connector=self.ir_connector.get(name))
 
     def add(self, name, router_id, connect_to):
         """Start one more router `name` with id router_id (it may repeat

@@ -17,7 +17,15 @@ again over the path left; a peer with this router's own id is refused; a
 router stopped (SIGSTOP) longer than its idle-time-out reads what waited
 before judging its peers. Edge routers and their interior, switched and
 mixed: anycast and multicast across edges, request/reply to an edge's
-dynamic reply address, the interior's edge-downlink links.
+dynamic reply address, the interior's edge-downlink links. Inter-router
+and edge connections over TLS (the routers' certificates made by
+tls_certs.py, the host name checked), with ANONYMOUS and with EXTERNAL
+(the peer authenticated as its certificate's subject), switched and
+mixed: on the own engine at each switched end, encrypted, and routing
+(a 4 MiB message streamed across too).
+A broker on a route-container listener (it connects to the router): its
+connection on the own engine, link routes both ways and an auto-link
+through it.
 
 JN_BUILD_DIR names the build directory (set by ctest).
 """
@@ -27,14 +35,20 @@ import sys
 import time
 import unittest
 
+from proton import Message
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import SLOW, OwnEngineEnv  # noqa: E402
 from mesh import Mesh, distinct_ports  # noqa: E402
 from test_engine_own import OWN_LINE  # noqa: E402
 from test_mesh_routing import MeshCase, StreamAcross  # noqa: E402
 from test_mesh_stall import PairWitness, config, connector, listener  # noqa: E402
-from test_edge import RequestReply, msgs, query, router_config  # noqa: E402
-from harness import Recv, Send, Traffic  # noqa: E402
+from test_edge import MC, RequestReply, msgs, query, router_config  # noqa: E402
+from harness import Recv, Send, Traffic, conf_section, container_listener  # noqa: E402
+from test_router_sasl import sasl_dir  # noqa: E402
+from test_router_linkroute_container_role import Peer, link_routes  # noqa: E402
+from test_router_entities import LOGS, client_listener, router_section  # noqa: E402
+from tls_certs import shared_certs  # noqa: E402
 
 
 class EngineMesh(Mesh):
@@ -259,6 +273,194 @@ class OwnEdges(OwnMeshCase):
         self.assertEqual(len(conn_ids(i.log(), OWN_LINE) & conn_ids(
             i.log(), "container_id=E")), 2, self.logs())
         self.traffic(i, e1, e2)
+
+
+def tls_profile(who):
+    """An sslProfile "mesh-tls" with the certificate `who` of tls_certs.py
+    (router_a, router_b, server) and the test CA."""
+    certs = shared_certs()
+    return conf_section("sslProfile", {"name": "mesh-tls", "certFile": certs[who],
+                                       "privateKeyFile": certs[who + "_key"],
+                                       "caCertFile": certs["ca"]})
+
+
+def tls_ends(external):
+    """The TLS attributes of an inter-router or edge listener and of a
+    connector: requireSsl, the connector checking the listener's host
+    name; ANONYMOUS, or EXTERNAL required at the listener."""
+    lst = {"sslProfile": "mesh-tls", "requireSsl": "yes"}
+    con = {"sslProfile": "mesh-tls", "verifyHostname": "yes"}
+    if external:
+        lst.update(saslMechanisms="EXTERNAL", authenticatePeer="yes")
+        con["saslMechanisms"] = "EXTERNAL"
+    return lst, con
+
+
+def tls_router_config(mode, rid, cert):
+    """A router (Cyrus set up by test_router_sasl's folder, for EXTERNAL)
+    with a client listener ({port}) and the sslProfile "mesh-tls" of
+    certificate cert."""
+    return (conf_section("router", {"mode": mode, "id": rid, "workerThreads": 2,
+                                    "saslConfigDir": sasl_dir()})
+            + conf_section("listener", {"host": "127.0.0.1", "port": "{port}",
+                                        "saslMechanisms": "ANONYMOUS", "authenticatePeer": "no"})
+            + conf_section("address", MC) + tls_profile(cert)
+            + conf_section("log", {"module": "DEFAULT", "enable": "info+",
+                                   "includeTimestamp": "yes"}))
+
+
+class OwnTlsMesh(OwnMeshCase):
+    """Two routers over a TLS inter-router connection (A's connector, B's
+    listener; A has router-a's certificate, B router-b's)."""
+
+    def tls_mesh(self, engines=None, external=False):
+        lst, con = tls_ends(external)
+        attrs = {n: {"saslConfigDir": sasl_dir()} for n in "AB"}
+        m = self.engine_mesh(["A", "B"], [("A", "B", 1)], engines, router_attrs=attrs,
+                             extra={"A": tls_profile("router_a"), "B": tls_profile("router_b")},
+                             ir_listener={"B": lst}, ir_connector={"A": con})
+        auth = r"auth=EXTERNAL user=CN=router-a,O=Junction" if external else ""
+        self.assertRegex(m["B"].log(), r"Connection Opened: dir=in [^\n]*encrypted=TLSv1\.\d "
+                         + auth)
+        self.assertRegex(m["A"].log(), r"Connection Opened: dir=out [^\n]*encrypted=TLSv1")
+        return m
+
+    def test_both_switched_over_tls_with_external(self):
+        m = self.tls_mesh(external=True)
+        self.assert_inter_router_own("A")
+        self.assert_inter_router_own("B")
+        self.anycast(m["A"], m["B"], 200)
+        self.anycast(m["B"], m["A"], 100)
+        self.presettled(m["A"], m["B"], 100)
+        self.multicast(m["B"], [m["A"], m["B"]])
+
+    def test_both_switched_over_tls_with_anonymous_and_a_large_message(self):
+        m = self.tls_mesh()
+        self.assert_inter_router_own("A")
+        self.assert_inter_router_own("B")
+        self.anycast(m["A"], m["B"], 100)
+        self.anycast(m["B"], m["A"], 100)
+        # many frames through the TLS records, on a streaming link
+        m.probe("A", "B", "big")
+        s = self.run_scenario(StreamAcross(m["A"].url, m["B"].url, 4 << 20))
+        self.assertEqual(s.recv.finished, [(s.body.total, s.body.digest(), False)])
+
+    def test_own_tls_connector_to_a_proton_listener(self):
+        m = self.tls_mesh({"B": "proton"}, external=True)
+        self.assert_inter_router_own("A")
+        self.assert_inter_router_proton("B")
+        self.anycast(m["A"], m["B"], 100)
+        self.anycast(m["B"], m["A"], 100)
+
+    def test_proton_tls_connector_to_an_own_listener(self):
+        m = self.tls_mesh({"A": "proton"}, external=True)
+        self.assert_inter_router_own("B")
+        self.assert_inter_router_proton("A")
+        self.anycast(m["A"], m["B"], 100)
+        self.multicast(m["A"], [m["A"], m["B"]])
+
+
+class OwnTlsEdges(OwnEdges):
+    """An interior whose edge listener has TLS and requires EXTERNAL, and
+    two edges whose uplinks present router-a's and router-b's
+    certificates."""
+
+    def edges(self, interior_engine, edge_engines):
+        lst, con = tls_ends(True)
+        port = distinct_ports(["I"])["I"]
+        lst.update(name="edges", host="127.0.0.1", port=port, role="edge")
+        i = self.start_engine(interior_engine, tls_router_config("interior", "I", "server")
+                              + conf_section("listener", lst))
+        es = []
+        for n, (eng, cert) in enumerate(zip(edge_engines, ("router_a", "router_b")), 1):
+            c = dict(con, name="up", host="127.0.0.1", port=port, role="edge")
+            es.append(self.start_engine(eng, tls_router_config("edge", "E%d" % n, cert)
+                                        + conf_section("connector", c)))
+        for n in range(1, len(es) + 1):
+            self.wait_for("E%d attached" % n, lambda n=n: "Edge router 'E%d' attached" % n
+                          in i.log(), 20 * SLOW)
+        for cn in ("router-a", "router-b")[:len(es)]:
+            self.assertRegex(i.log(), r"Connection Opened: dir=in [^\n]*encrypted=TLSv1\.\d "
+                             r"auth=EXTERNAL user=CN=%s,O=Junction" % cn)
+        return i, es
+
+    # the plain cases are OwnEdges'; here they run over TLS
+    test_edges_and_interior_all_switched = None
+    test_own_and_proton_edges_on_a_proton_interior = None
+    test_proton_edges_on_an_own_interior = None
+
+    def test_own_and_proton_tls_edges_on_an_own_interior(self):
+        i, (e1, e2) = self.edges("own", ["own", "proton"])
+        self.assert_uplink_own(e1)
+        self.assertNotIn(OWN_LINE, e2.log())
+        self.assertEqual(len(conn_ids(i.log(), OWN_LINE) & conn_ids(
+            i.log(), "container_id=E")), 2, self.logs())
+        self.traffic(i, e1, e2)
+
+    def test_own_tls_edges_on_a_proton_interior(self):
+        i, (e1, e2) = self.edges("proton", ["own", "own"])
+        self.assert_uplink_own(e1)
+        self.assert_uplink_own(e2)
+        self.assertNotIn(OWN_LINE, i.log())
+        self.traffic(i, e1, e2)
+
+
+class SendingPeer(Peer):
+    """A Peer that also sends n messages ("out-<i>") on each link the
+    router attaches to take messages from it."""
+
+    def __init__(self, url, container_id, n):
+        super().__init__(url, container_id)
+        self.n, self.sent = n, {}
+
+    def on_link_error(self, event):
+        # a client's routed link that ends comes as qd:routed-link-lost: a
+        # broker detaches that link and keeps its connection
+        event.link.close()
+
+    def on_sendable(self, event):
+        s = event.sender
+        while s.credit > 0 and self.sent.get(s.name, 0) < self.n:
+            s.send(Message(body="out-%d" % self.sent.get(s.name, 0)))
+            self.sent[s.name] = self.sent.get(s.name, 0) + 1
+
+
+class OwnRouteContainerListener(OwnEngineEnv, OwnMeshCase):
+    """A broker that connects to the router's route-container listener:
+    its connection runs on the own engine, and link routes (both ways) and
+    an auto-link reach it through that connection."""
+
+    def test_link_routes_and_an_auto_link_through_a_listeners_broker(self):
+        autolink = conf_section("autoLink", {"name": "al-out", "address": "alq",
+                                             "direction": "out", "containerId": "broker"})
+        r = self.start_router(config=router_section("R") + client_listener()
+                              + container_listener("brokers") + LOGS
+                              + link_routes("lrq", containerId="broker") + autolink)
+        broker = SendingPeer(r.container_url, "broker", 10).start()
+        self.addCleanup(broker.stop)
+        self.wait_for("the auto-link active", lambda: "Auto-link al-out active" in r.log(),
+                      20 * SLOW)
+        ids = conn_ids(r.log(), "container_id=broker")
+        self.assertEqual(len(ids), 1, self.logs())
+        self.assertTrue(ids <= conn_ids(r.log(), OWN_LINE), self.logs())
+        # a client's sender link-routed to the broker, and its receiver
+        # from the broker, each attach answered by the broker
+        t = Traffic(r, [Recv("lrq.from", credit=10)],
+                    [Send("lrq.to", [Message(body="in-%d" % i) for i in range(20)])],
+                    expect=10).run()
+        self.assertIsNone(t.error, "%s\n%s" % (t.error, self.logs()))
+        self.assertEqual(sorted(m.body for m in t.receivers[0].messages),
+                         sorted("out-%d" % i for i in range(10)))
+        t = Traffic(r, [], [Send("alq", [Message(body="al-%d" % i) for i in range(15)])],
+                    expect=0).run()
+        self.assertIsNone(t.error, "%s\n%s" % (t.error, self.logs()))
+        self.wait_for("the broker's messages", lambda: len(broker.snapshot()[1]) == 35,
+                      20 * SLOW)
+        got = broker.snapshot()[1]
+        self.assertEqual(sorted(b for a, b in got if a == "lrq.to"),
+                         sorted("in-%d" % i for i in range(20)))
+        self.assertEqual(sorted(b for a, b in got if a == "alq"),
+                         sorted("al-%d" % i for i in range(15)))
 
 
 if __name__ == "__main__":

@@ -63,7 +63,7 @@ class OwnIdleFloorTest(OwnEngineEnv, slowpeer.IdleTimeoutFloorTest):
         slowpeer.IdleTimeoutFloorTest.test_1ms_idle_timeout_refused_without_a_burst_of_frames(
             self)
         log = self.routers[0].log()
-        self.assertIn("AMQP engine: Junction's own for plain client listeners", log)
+        self.assertIn("AMQP engine: Junction's own for listeners and connectors", log)
         self.assertEqual(log.count(OWN_LINE), 0, "refused before the core heard of it")
         self.assertIn("(minPeerIdleTimeoutMs)", log)
         self.assertNotIn("failed:", log)

@@ -3,10 +3,12 @@
  * router/io/io_test.c) on Junction's own AMQP engine (docs/engine.md): with
  * the switch on (JUNCTION_ENGINE=own when the I/O layer is made), a test
  * connection of a listener the switch takes runs on the own engine, as an
- * accepted one would (an inter-router listener's too, since stage 3b),
- * and its octets move through io_plain.c both ways; every other endpoint
- * (a route-container listener, a connector: the test's connections are
- * incoming), and every endpoint with the switch off, stays on proton's. This is what lets the input_path fuzzer
+ * accepted one would (an inter-router listener's too, since stage 3b, and
+ * a route-container listener's, since stage 3a's step 3), and its octets
+ * move through io_plain.c both ways; every other endpoint (a listener
+ * whose SASL the engine does not serve, a connector: the test's
+ * connections are incoming), and every endpoint with the switch off,
+ * stays on proton's. This is what lets the input_path fuzzer
  * (tests/fuzz/fuzz_input_path.c, fuzz_input_path_own) drive the own engine.
  *
  * The core is started as in junctiond and the fuzzer; the test's thread
@@ -67,11 +69,16 @@ static struct fixture *router_new(const char *engine)
                                .role = JN_ROLE_INTER_ROUTER};
     jn_endpoint_config_t rc = {.name = "rc", .host = "127.0.0.1", .port = "5672",
                                .role = JN_ROLE_ROUTE_CONTAINER};
+    /* PLAIN without Cyrus (jn_sasl_init not run): no SASL the own engine
+     * serves */
+    jn_endpoint_config_t mech = {.name = "mech", .host = "127.0.0.1", .port = "5672",
+                                 .sasl_mechanisms = "PLAIN"};
     jn_endpoint_config_t out = {.name = "out", .host = "127.0.0.1", .port = "5672"};
     assert_int_equal(jn_io_add_listener(f->io, &plain), 0);
     assert_int_equal(jn_io_add_listener(f->io, &anon), 0);
     assert_int_equal(jn_io_add_listener(f->io, &ir), 0);
     assert_int_equal(jn_io_add_listener(f->io, &rc), 0);
+    assert_int_equal(jn_io_add_listener(f->io, &mech), 0);
     assert_int_equal(jn_io_add_connector(f->io, &out), 0);
     assert_int_equal(jn_core_start(f->core), 0);
     return f;
@@ -185,8 +192,9 @@ static void test_socketless_conn_refused_by_the_own_engine_closes_and_is_freed(v
     router_free(f);
 }
 
-/* Stage 3b: an inter-router listener's connection runs on the own engine. */
-static void test_socketless_inter_router_conn_runs_on_the_own_engine(void **state)
+/* Stage 3b: an inter-router listener's connection runs on the own engine;
+ * stage 3a, step 3: so does a route-container listener's. */
+static void test_socketless_ir_and_container_conns_run_on_the_own_engine(void **state)
 {
     (void)state;
     struct fixture *f = router_new("own");
@@ -197,6 +205,14 @@ static void test_socketless_inter_router_conn_runs_on_the_own_engine(void **stat
     run_idle(f);
     jn_io_test_conn_abort(c);
     finish(f, c);
+    c = jn_io_test_conn_new(f->io, "rc");
+    assert_non_null(c);
+    assert_true(jn_io_test_conn_own(c));
+    run_idle(f);
+    feed(f, c, amqp_header, sizeof amqp_header);
+    feed(f, c, open_frame, sizeof open_frame);
+    assert_true(c->opened);
+    finish(f, c);
     router_free(f);
 }
 
@@ -204,7 +220,7 @@ static void test_socketless_conns_the_switch_does_not_take_stay_on_proton(void *
 {
     (void)state;
     struct fixture *f = router_new("own");
-    const char *names[] = {"rc", "out"}; /* route-container; a connector */
+    const char *names[] = {"mech", "out"}; /* SASL not served; a connector */
     for (size_t i = 0; i < 2; i++) {
         jn_io_conn_t *c = jn_io_test_conn_new(f->io, names[i]);
         assert_non_null(c);
@@ -251,7 +267,7 @@ int main(void)
         cmocka_unit_test(test_socketless_conn_runs_on_the_own_engine_when_the_switch_takes_it),
         cmocka_unit_test(test_socketless_conn_on_the_own_engine_serves_sasl_anonymous),
         cmocka_unit_test(test_socketless_conn_refused_by_the_own_engine_closes_and_is_freed),
-        cmocka_unit_test(test_socketless_inter_router_conn_runs_on_the_own_engine),
+        cmocka_unit_test(test_socketless_ir_and_container_conns_run_on_the_own_engine),
         cmocka_unit_test(test_socketless_conns_the_switch_does_not_take_stay_on_proton),
         cmocka_unit_test(test_socketless_conn_on_the_own_engine_aborted_closes),
     };

@@ -285,8 +285,8 @@ static void rx_try_route(jn_io_own_link_t *link, bool all_in)
     int rc;
     if (JN_UNLIKELY(link->passthrough)) {
         /* not routed before its first octet: transfers with none at all
-         * are rejected whole (above), as on proton's path, whose
-         * deliveries start with octets (1.19's DISPATCH-1988 test) */
+         * are rejected whole (above), as 1.19 rejects them (its
+         * DISPATCH-1988 test; proton's path passes them on) */
         if (!all_in && jn_message_length(m) == 0)
             return;
         if (jn_amqp_delivery_tag_cut(link->rx_d)) {

@@ -19,10 +19,10 @@ before judging its peers. Edge routers and their interior, switched and
 mixed: anycast and multicast across edges, request/reply to an edge's
 dynamic reply address, the interior's edge-downlink links. The router's
 terminus capabilities on the own engine, as on proton's path (each case
-run on both, on an interior): a waypoint served by a client
-whose links carry qd.waypoint; a fallback receiver (qd.fallback) taking
-what finds no consumer, and no more once a consumer comes; a client's
-link with qd.router refused.
+run on both): a waypoint served by a client whose links carry
+qd.waypoint, on an interior and on its edge; a fallback receiver
+(qd.fallback) on an interior taking what finds no consumer, and no more
+once a consumer comes; a client's link with qd.router refused.
 
 JN_BUILD_DIR names the build directory (set by ctest).
 """
@@ -276,20 +276,15 @@ class OwnEdges(EdgesCase):
 
 class OwnCapabilities(EdgesCase):
     """The router's terminus capabilities (qd.waypoint, qd.fallback,
-    qd.router) on links of an interior's clients, each case on both
-    engines (the same answers). (On an edge router the same clients are
-    not served on either engine: its core proxies no fallback key to the
-    interior, and a waypoint's phases there did not reach their
-    receivers; docs/engine.md 3a step 2, *Left*.)"""
+    qd.router) on links of clients of an interior (and of its edge for
+    waypoints), each case on both engines (the same answers)."""
 
     TIMEOUT = 10 * SLOW
     EXTRA = (conf_section("address", {"prefix": "cwp", "waypoint": "yes"})
              + conf_section("address", {"prefix": "fb", "enableFallback": "yes"}))
 
     def client(self, r):
-        c = BlockingConnection(r.url, timeout=self.TIMEOUT)
-        self.addCleanup(c.close)
-        return c
+        return BlockingConnection(r.url, timeout=self.TIMEOUT)
 
     def assert_clients_on(self, engine, *routers):
         for r in routers:
@@ -303,47 +298,57 @@ class OwnCapabilities(EdgesCase):
         """A waypoint served by a client of r whose receiver's source and
         sender's target carry qd.waypoint (as 1.19's multi-phase tests
         attach them): its receiver takes phase 0, its sender feeds phase
-        1, to the address's receiver."""
-        c = cw = self.client(r)  # one connection: a blocking call runs only its own
-        wp_rx = cw.create_receiver("cwp.q", credit=10, name="wp-rx",
-                                   options=Capabilities("qd.waypoint"))
-        # pre-settled: a blocking send would wait for the other's accept
-        wp_tx = cw.create_sender("cwp.q", name="wp-tx",
-                                 options=[Capabilities("qd.waypoint"), AtMostOnce()])
-        rx = c.create_receiver("cwp.q", credit=10, name="rx")
-        tx = c.create_sender("cwp.q", name="tx", options=AtMostOnce())
-        for n in range(3):
-            tx.send(Message(body="c-%d" % n), timeout=self.TIMEOUT)
-            m = wp_rx.receive(timeout=self.TIMEOUT)
-            wp_tx.send(Message(body=m.body + "-through"), timeout=self.TIMEOUT)
-            self.assertEqual(rx.receive(timeout=self.TIMEOUT).body, "c-%d-through" % n)
+        1, to the address's receiver. The links go with the case."""
+        c = self.client(r)  # one connection: a blocking call runs only its own
+        try:
+            wp_rx = c.create_receiver("cwp.q", credit=10, name="wp-rx",
+                                      options=Capabilities("qd.waypoint"))
+            # pre-settled: a blocking send would wait for the other's accept
+            wp_tx = c.create_sender("cwp.q", name="wp-tx",
+                                    options=[Capabilities("qd.waypoint"), AtMostOnce()])
+            rx = c.create_receiver("cwp.q", credit=10, name="rx")
+            tx = c.create_sender("cwp.q", name="tx", options=AtMostOnce())
+            for n in range(3):
+                tx.send(Message(body="c-%d" % n), timeout=self.TIMEOUT)
+                m = wp_rx.receive(timeout=self.TIMEOUT)
+                wp_tx.send(Message(body=m.body + "-through"), timeout=self.TIMEOUT)
+                self.assertEqual(rx.receive(timeout=self.TIMEOUT).body, "c-%d-through" % n)
+        finally:
+            c.close()
 
     def test_waypoint_client_links(self):
         for engine in ("own", "proton"):
             with self.subTest(engine=engine):
-                i, _ = self.edges(engine, [], extra=self.EXTRA)
+                i, (e1,) = self.edges(engine, [engine], extra=self.EXTRA)
                 self.waypoint_case(i)
-                self.assert_clients_on(engine, i)
+                self.waypoint_case(e1)
+                self.assert_clients_on(engine, i, e1)
 
     def fallback_case(self, r):
         """A fallback receiver on r: what finds no consumer goes to it,
-        then a consumer takes the rest."""
-        c = cs = self.client(r)  # one connection: a blocking call runs only its own
-        fb = c.create_receiver("fb.q", credit=10, name="fb-rx", options=Capabilities("qd.fallback"))
-        # pre-settled: a blocking send would wait for the other's accept
-        tx = cs.create_sender("fb.q", name="tx", options=AtMostOnce())
-        for n in range(3):
-            tx.send(Message(body="f-%d" % n), timeout=self.TIMEOUT)
-            self.assertEqual(fb.receive(timeout=self.TIMEOUT).body, "f-%d" % n)
-        rx = cs.create_receiver("fb.q", credit=10, name="rx")
-        tx.send(Message(body="to-the-consumer"), timeout=self.TIMEOUT)
-        self.assertEqual(rx.receive(timeout=self.TIMEOUT).body, "to-the-consumer")
-        with self.assertRaises(Timeout):
-            fb.receive(timeout=0.5)
+        then a consumer takes the rest. The links go with the case."""
+        c = self.client(r)  # one connection: a blocking call runs only its own
+        try:
+            fb = c.create_receiver("fb.q", credit=10, name="fb-rx",
+                                   options=Capabilities("qd.fallback"))
+            # pre-settled: a blocking send would wait for the other's accept
+            tx = c.create_sender("fb.q", name="tx", options=AtMostOnce())
+            for n in range(3):
+                tx.send(Message(body="f-%d" % n), timeout=self.TIMEOUT)
+                self.assertEqual(fb.receive(timeout=self.TIMEOUT).body, "f-%d" % n)
+            rx = c.create_receiver("fb.q", credit=10, name="rx")
+            tx.send(Message(body="to-the-consumer"), timeout=self.TIMEOUT)
+            self.assertEqual(rx.receive(timeout=self.TIMEOUT).body, "to-the-consumer")
+            with self.assertRaises(Timeout):
+                fb.receive(timeout=0.5)
+        finally:
+            c.close()
 
     def test_fallback_receiver(self):
         for engine in ("own", "proton"):
             with self.subTest(engine=engine):
+                # on an interior only: an edge's core proxies no fallback
+                # key (docs/engine.md 3a, step 3, *Left*)
                 i, _ = self.edges(engine, [], extra=self.EXTRA)
                 self.fallback_case(i)
                 self.assert_clients_on(engine, i)
@@ -355,6 +360,7 @@ class OwnCapabilities(EdgesCase):
             with self.subTest(engine=engine):
                 i, _ = self.edges(engine, [], extra=self.EXTRA)
                 c = self.client(i)
+                self.addCleanup(c.close)
                 with self.assertRaises(LinkDetached):
                     c.create_receiver("ctl.q", name="ctl", options=Capabilities("qd.router"))
                 c.create_receiver("ok.q", name="ok").close()  # the connection goes on

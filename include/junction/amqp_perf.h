@@ -19,6 +19,9 @@
  * one belongs, a mandatory field that is null, or a value outside the
  * type's choices is refused with "amqp:invalid-field"; octets that are not
  * a valid encoding with "amqp:decode-error". The fault says which field.
+ * One mandatory rule is not enforced: a sender's attach without
+ * initial-delivery-count (2.7.3) is taken as 0, as qdrouterd 1.19 and
+ * proton take it (bit 9 stays clear).
  *
  * Encoding writes each field whose bit is set in `present`, nulls for the
  * absent ones before it, and nothing after the last present one.
@@ -159,7 +162,7 @@ typedef struct jn_amqp_attach { /* 2.7.3 */
     jn_amqp_terminus_t source, target; /* 5, 6 */
     jn_iter_t unsettled;               /* 7 */
     bool incomplete_unsettled;         /* 8 */
-    uint32_t initial_delivery_count;   /* 9: mandatory for a sender */
+    uint32_t initial_delivery_count;   /* 9: a sender's; absent: 0 */
     uint64_t max_message_size;         /* 10 */
     jn_iter_t offered_capabilities, desired_capabilities, properties; /* 11-13 */
 } jn_amqp_attach_t;

@@ -285,16 +285,6 @@ static int decode_composite(const jn_decoder_t *d, const jn_field_t *f, const jn
     return 0;
 }
 
-/* Rules that span fields. attach: a sender's initial-delivery-count must
- * not be null (2.7.3). */
-static int check_rules(const jn_amqp_perf_t *p, jn_amqp_fault_t *fault)
-{
-    if (p->code == JN_AMQP_ATTACH && !p->u.attach.role && !(p->u.attach.present & JN_AMQP_FIELD(9)))
-        return jn_amqp_fail(fault, INVALID_FIELD,
-                            "attach field initial-delivery-count is null on a sender's attach");
-    return 0;
-}
-
 /* A uint field's value at *q (uint0, smalluint or uint, 1.6.8) into *v,
  * *q moved past it. Returns false for any other encoding or when it does
  * not fit before lim. */
@@ -531,8 +521,6 @@ int jn_amqp_perf_decode(const jn_iter_t *body, uint8_t frame_type, jn_amqp_perf_
     p->code = code;
     p->symbolic = f.descriptor_is_symbol;
     if ((rc = decode_composite(&d, &f, t, &p->u, fault)) != 0)
-        return rc;
-    if ((rc = check_rules(p, fault)) != 0)
         return rc;
     if (payload)
         jn_decoder_mark(&d, payload);

@@ -233,7 +233,9 @@ static int attach_input(jn_amqp_session_t *s, const jn_amqp_attach_t *a)
     l->attach_rcvd = true;
     if (l->role == JN_AMQP_SENDER)
         l->rcv_settle_mode = (a->present & JN_AMQP_FIELD(4)) ? a->rcv_settle_mode : 0;
-    if (l->role == JN_AMQP_RECEIVER) { /* the peer sends: its count rules (2.6.7) */
+    /* the peer sends: its count rules (2.6.7); an attach without one
+     * counts from 0 (the codec leaves it 0), as 1.19 and proton accept */
+    if (l->role == JN_AMQP_RECEIVER) {
         l->initial_delivery_count = a->initial_delivery_count;
         l->delivery_count = a->initial_delivery_count;
         l->limit = l->delivery_count + l->credit;

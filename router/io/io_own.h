@@ -332,12 +332,15 @@ int jn_io_own_dnp_set_address(jn_amqp_terminus_t *t, const char *address, jn_enc
  * sessions, 2 control and 20 data links, the core told of each.
  * jn_io_own_mesh_classify_IO: the peer attached link (attach a): info's
  * type and priority (control and data links, by capability and order, on
- * inter-router connections; an edge router's links by capability and
- * address; the lookup and heartbeat services on any other) and, from an
- * edge, its waypoint phase.
+ * any connection, the core refusing them where not inter-router; an edge
+ * router's links by capability and address; the lookup and heartbeat
+ * services on any other) and an endpoint's waypoint phase (qd.waypoint,
+ * qd.waypoint.<n>) and fallback (a receiver's qd.fallback), as io_link.c
+ * reads them on proton's path.
  * jn_io_own_mesh_link_ok: a's terminus at our end carries qd.router or
  * qd.router-data on an inter-router connection, or the downlink's or a
- * waypoint's capability on an edge connection (not refused as qd.*).
+ * waypoint's capability on an edge connection (a router's link, not
+ * judged by io_own_link.c's refusal).
  * jn_io_own_mesh_stream_attach: our attach of streaming link l (w's
  * attach.stream): 0 or the engine's error. jn_io_own_mesh_edge_attach:
  * the same for an edge router's uplink link (w's attach.edge).

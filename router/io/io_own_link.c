@@ -113,21 +113,14 @@ void jn_io_own_dlv_settle(jn_io_own_dlv_t *od, const jn_amqp_state_t *state)
 
 /* ---- attach and detach --------------------------------------------------- */
 
-/* Why the own path cannot serve the peer's attach a (NULL: it can). */
+/* Why the own path cannot serve the peer's attach a (NULL: it can). The
+ * router's terminus capabilities (qd.waypoint*, qd.fallback, qd.router*)
+ * are served, read by jn_io_own_mesh_classify_IO as io_link.c reads them. */
 static const char *refusal(const jn_amqp_attach_t *a)
 {
-    bool peer_sends = a->role == JN_AMQP_SENDER;
-    const jn_amqp_terminus_t *t = peer_sends ? &a->target : &a->source;
-    if (peer_sends && (a->present & JN_AMQP_FIELD(6)) && a->target.code != JN_AMQP_TARGET &&
-        a->target.code != JN_AMQP_COORDINATOR)
+    if (a->role == JN_AMQP_SENDER && (a->present & JN_AMQP_FIELD(6)) &&
+        a->target.code != JN_AMQP_TARGET && a->target.code != JN_AMQP_COORDINATOR)
         return "a target type other than target and coordinator on Junction's own engine";
-    jn_iter_t caps = t->capabilities;
-    uint32_t cap_field = peer_sends ? JN_AMQP_FIELD(6) : JN_AMQP_FIELD(10);
-    if (t->present & cap_field) {
-        for (; !jn_iter_end(&caps); jn_iter_advance(&caps, 1))
-            if (jn_iter_prefix(&caps, "qd."))
-                return "the router's terminus capabilities (qd.*) on Junction's own engine";
-    }
     return NULL;
 }
 

@@ -272,12 +272,11 @@ void jn_io_own_mesh_classify_IO(jn_io_own_link_t *link, const jn_amqp_attach_t *
     uint32_t field = link->incoming ? JN_AMQP_FIELD(6) : JN_AMQP_FIELD(10);
     if (classify_edge(link, t, present, field, info))
         return;
-    if (!present || !(t->present & field) || !(own->conn->inter_router || own->conn->edge))
+    if (!present || !(t->present & field))
         return;
-    if (own->conn->edge)
-        info->waypoint = caps_waypoint(&t->capabilities); /* the phase, from the edge */
-    /* control and data links are classified as such on an edge connection
-     * too: the core refuses them there, as on proton's path */
+    /* control and data links are classified as such on every connection:
+     * the core refuses them on one that is not inter-router, as on
+     * proton's path */
     if (jn_io_own_caps_first(&t->capabilities, CAP_CONTROL)) {
         info->type = JN_LINK_CONTROL;
         link->max_message_size = JN_IO_CONTROL_MAX_MESSAGE;
@@ -286,6 +285,13 @@ void jn_io_own_mesh_classify_IO(jn_io_own_link_t *link, const jn_amqp_attach_t *
         uint32_t *count = link->incoming ? &own->data_in : &own->data_out;
         info->priority = *count < 10 ? (int)*count : -1;
         (*count)++;
+    } else {
+        /* an endpoint's: a waypoint's phase (a client's, 1.19's waypoints
+         * and auto-links, or an edge's uplink), and a receiver that is a
+         * fallback destination, as io_link.c reads them */
+        info->waypoint = caps_waypoint(&t->capabilities);
+        info->fallback =
+            !link->incoming && jn_io_own_caps_first(&t->capabilities, "qd.fallback");
     }
 }
 

@@ -284,6 +284,11 @@ static void rx_try_route(jn_io_own_link_t *link, bool all_in)
         jn_message_set_complete_unshared(m); /* no delivery holds it yet */
     int rc;
     if (JN_UNLIKELY(link->passthrough)) {
+        /* not routed before its first octet: transfers with none at all
+         * are rejected whole (above), as 1.19 rejects them (its
+         * DISPATCH-1988 test; proton's path passes them on) */
+        if (!all_in && jn_message_length(m) == 0)
+            return;
         if (jn_amqp_delivery_tag_cut(link->rx_d)) {
             /* a link route carries the sender's tag, which AMQP 1.0
              * (2.8.7) bounds at 32 octets: cut, it could repeat another;

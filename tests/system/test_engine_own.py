@@ -11,10 +11,10 @@ client connection. Covered: unsettled and pre-settled traffic, messages of
 many frames both ways, two receivers sharing an address (balanced), a
 receiver that goes away holding unsettled deliveries (released to the
 sender), the drain asked of a sender whose address lost its consumer, a
-receiver with a dynamic source and management over it, a link
-the own engine does not serve yet (refused with amqp:not-implemented naming
-it), junction-bench through the router, and the switch's default (proton:
-no connection on the own engine).
+receiver with a dynamic source and management over it, a link the own
+engine does not serve (a target type it does not know: refused with
+amqp:not-implemented naming it), junction-bench through the router, and
+the switch's default (proton: no connection on the own engine).
 
 JN_BUILD_DIR names the build directory (set by ctest).
 """
@@ -24,24 +24,17 @@ import subprocess
 import sys
 import unittest
 
-from proton import Message
-from proton.reactor import AtMostOnce, Container, LinkOption
+from proton import Described, Message, uint, ulong
+from proton.reactor import AtMostOnce, Container
 from proton.utils import BlockingConnection, LinkDetached, SyncRequestResponse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
 from harness import (BENCH, SLOW, Recv, Router, RouterTestCase, Scenario, Send,  # noqa: E402
                      Traffic, conf_section, seq_message)
 from test_router_drain import ConsumerGoes  # noqa: E402
 
 OWN_LINE = "Connection runs on Junction's own AMQP engine"
-
-
-class WaypointTarget(LinkOption):
-    """A sender whose target has the router's waypoint capability
-    (qd.waypoint), which the own path does not serve yet."""
-
-    def apply(self, link):
-        link.target.capabilities.put_symbol("qd.waypoint")
 
 
 class OwnEngineCase(RouterTestCase):
@@ -186,18 +179,23 @@ class OwnEngineTest(OwnEngineCase):
         self.assert_own(r, 1)
 
     def test_unserved_link_refused_with_not_implemented(self):
+        """A sender whose target field holds a source (descriptor 0x28): a
+        target type the own path does not serve."""
         r = self.start_own()
-        c = BlockingConnection(r.url, timeout=10 * SLOW)
+        c = harness.RawClient(r.port)
         try:
-            with self.assertRaises(LinkDetached) as caught:
-                c.create_sender("own.wp", options=WaypointTarget())  # not served yet
-            text = str(caught.exception)
-            self.assertIn("amqp:not-implemented", text)
-            self.assertIn("terminus capabilities", text)
+            c.open()
+            c.begin()
+            c.send(harness.frame(harness.performative(harness.ATTACH, [
+                "odd", uint(0), False, None, None, Described(ulong(0x28), [None]),
+                Described(ulong(0x28), ["own.wp"]), None, None, uint(0)])))
+            answer = c.expect(harness.ATTACH)
+            self.assertIsNone(answer.fields[6] if len(answer.fields) > 6 else None)
+            condition, description = c.expect(harness.DETACH).error()
+            self.assertEqual(condition, "amqp:not-implemented")
+            self.assertIn("target type", description)
             # the connection goes on
-            recv = c.create_receiver("own.after", credit=1)
-            c.create_sender("own.after", options=AtMostOnce()).send(Message(body="still here"))
-            self.assertEqual(recv.receive(timeout=10 * SLOW).body, "still here")
+            self.assertIsNotNone(c.attach_sender("plain", 1, "own.after").fields[6])
         finally:
             c.close()
         self.assert_own(r, 1)

@@ -27,7 +27,12 @@ the client's connection and the broker's both run on the own engine
   without a route the attach is refused with amqp:precondition-failed;
 - mixed engines: a client on the own engine with the broker's connector
   on proton's path, and a client on proton's path with the broker's
-  connector on the own engine.
+  connector on the own engine;
+- 1.19's DISPATCH-1988 attach, on both engines: a sender's attach
+  without initial-delivery-count is served (its count from 0) and its
+  messages through the route are accepted; on the own engine a delivery
+  of empty transfers (the first with more) is rejected by the router,
+  the link going on.
 
 JN_BUILD_DIR names the build directory (set by ctest).
 """
@@ -39,7 +44,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proton import Condition, Data, Delivery, Handler, Message, Terminus, symbol  # noqa: E402
 from proton.reactor import Container  # noqa: E402
 
+import harness  # noqa: E402
 from harness import _Call, conf_section  # noqa: E402
+from proton import Described, ulong, uint  # noqa: E402
 from test_engine_own import OWN_LINE, OwnEngineCase  # noqa: E402
 from test_router_linkroute_coordinator import (CAPS, REFUSAL, Controller,  # noqa: E402
                                                CoordinatorBroker)
@@ -535,6 +542,66 @@ class MixedEnginesTest(OwnLinkRouteCase):
         self.check(r, b)
         self.assertEqual(self.out_on_own(r), [True], self.logs())
         self.assertIn(False, self.engines(r).values(), self.logs())
+
+
+class WithoutInitialCountTest(OwnLinkRouteCase):
+
+    def raw_sender(self, r):
+        """A raw client at r with a sender attached to lr.in.raw as 1.19's
+        DISPATCH-1988 test attaches it (name, handle, role, a target;
+        no initial-delivery-count); returns it and the first flow that
+        gives the link credit."""
+        c = harness.RawClient(r.port)
+        self.addCleanup(c.close)
+        c.open()
+        c.begin()
+        c.send(harness.frame(harness.performative(harness.ATTACH, [
+            "raw-1988", uint(0), False, None, None, None,
+            Described(ulong(0x29), ["lr.in.raw"])])))
+        answer = c.expect(harness.ATTACH)
+        self.assertIsNotNone(answer.fields[6], self.logs())  # a target: not refused
+        while True:
+            flow = c.expect(harness.FLOW)
+            if len(flow.fields) > 6 and flow.fields[4] == 0 and flow.fields[6]:
+                return c, flow
+
+    def outcome(self, c):
+        d = c.expect(harness.DISPOSITION)
+        return int(d.fields[4].descriptor) if d.fields[4] is not None else None
+
+    def test_sender_attach_without_initial_count_through_a_route(self):
+        for engine in ("own", None):
+            with self.subTest(engine=engine or "proton"):
+                b = self.broker()
+                r = self.router(b, engine=engine)
+                c, flow = self.raw_sender(r)
+                self.assertEqual(flow.fields[5], 0)  # the count the router took: 0
+                for n in range(2):
+                    c.transfer(0, n, raw_message(n))
+                    self.assertEqual(self.outcome(c), 0x24)  # accepted by the broker
+                with b.lock:
+                    got = [(a, t) for a, t, _ in b.got]
+                self.assertEqual(got, [("lr.in.raw", "t0"), ("lr.in.raw", "t1")])
+                self.assertEqual(all(self.engines(r).values()), engine == "own", self.logs())
+
+    def test_empty_transfers_on_a_routed_link_are_rejected_by_the_router(self):
+        """Two empty transfers, the first with more: the own path rejects
+        the delivery itself (as 1.19 does), the link goes on. (Proton's
+        path passes the empty delivery to the container, whose answer
+        comes back; 1.19's test takes either.)"""
+        b = self.broker()
+        r = self.router(b)
+        c, _ = self.raw_sender(r)
+        for more in (True, False):
+            c.send(harness.frame(harness.performative(harness.TRANSFER, [
+                uint(0), uint(0), b"t0", uint(0), False, more])))
+        self.assertEqual(self.outcome(c), 0x25)  # rejected
+        c.transfer(0, 1, raw_message(1))
+        self.assertEqual(self.outcome(c), 0x24)
+        with b.lock:
+            got = [(a, t) for a, t, _ in b.got]
+        self.assertEqual(got, [("lr.in.raw", "t1")])
+        self.assertTrue(all(self.engines(r).values()), self.logs())
 
 
 if __name__ == "__main__":

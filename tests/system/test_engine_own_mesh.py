@@ -25,7 +25,11 @@ mixed: on the own engine at each switched end, encrypted, and routing
 (a 4 MiB message streamed across too).
 A broker on a route-container listener (it connects to the router): its
 connection on the own engine, link routes both ways and an auto-link
-through it.
+through it. The router's terminus capabilities on the own engine, as on
+proton's path (each case run on both): a waypoint served by a client whose links carry
+qd.waypoint, on an interior and on its edge; a fallback receiver
+(qd.fallback) on an interior taking what finds no consumer, and no more
+once a consumer comes; a client's link with qd.router refused.
 
 JN_BUILD_DIR names the build directory (set by ctest).
 """
@@ -49,6 +53,10 @@ from test_router_sasl import sasl_dir  # noqa: E402
 from test_router_linkroute_container_role import Peer, link_routes  # noqa: E402
 from test_router_entities import LOGS, client_listener, router_section  # noqa: E402
 from tls_certs import shared_certs  # noqa: E402
+from proton import Timeout  # noqa: E402
+from proton.utils import BlockingConnection, LinkDetached  # noqa: E402
+from proton.reactor import AtMostOnce  # noqa: E402
+from test_router_policy_limits import Capabilities  # noqa: E402
 
 
 class EngineMesh(Mesh):
@@ -205,10 +213,8 @@ class OwnStall(OwnEngineEnv, OwnMeshCase):
         self.assertNotIn("idle-timeout", a.log(), self.logs())
 
 
-class OwnEdges(OwnMeshCase):
-    """An interior and two edge routers, all switched or one of each
-    engine: the edges' uplinks (downlink, address tracking, heartbeat, a
-    reply link with a dynamic source) and the interior's view of them."""
+class EdgesCase(OwnMeshCase):
+    """An interior and edge routers, each on the engine named."""
 
     def start_engine(self, engine, config):
         saved = os.environ.get("JUNCTION_ENGINE")
@@ -221,15 +227,21 @@ class OwnEdges(OwnMeshCase):
             else:
                 os.environ["JUNCTION_ENGINE"] = saved
 
-    def edges(self, interior_engine, edge_engines):
+    def edges(self, interior_engine, edge_engines, extra=""):
         port = distinct_ports(["I"])["I"]
-        i = self.start_engine(interior_engine, router_config("interior", "I", port))
-        es = [self.start_engine(eng, router_config("edge", "E%d" % n, uplinks=[port]))
+        i = self.start_engine(interior_engine, router_config("interior", "I", port) + extra)
+        es = [self.start_engine(eng, router_config("edge", "E%d" % n, uplinks=[port]) + extra)
               for n, eng in enumerate(edge_engines, 1)]
         for n in range(1, len(es) + 1):
             self.wait_for("E%d attached" % n, lambda n=n: "Edge router 'E%d' attached" % n
                           in i.log(), 20 * SLOW)
         return i, es
+
+
+class OwnEdges(EdgesCase):
+    """An interior and two edge routers, all switched or one of each
+    engine: the edges' uplinks (downlink, address tracking, heartbeat, a
+    reply link with a dynamic source) and the interior's view of them."""
 
     def assert_uplink_own(self, e):
         log = e.log()
@@ -461,6 +473,97 @@ class OwnRouteContainerListener(OwnEngineEnv, OwnMeshCase):
                          sorted("in-%d" % i for i in range(20)))
         self.assertEqual(sorted(b for a, b in got if a == "alq"),
                          sorted("al-%d" % i for i in range(15)))
+class OwnCapabilities(EdgesCase):
+    """The router's terminus capabilities (qd.waypoint, qd.fallback,
+    qd.router) on links of clients of an interior (and of its edge for
+    waypoints), each case on both engines (the same answers)."""
+
+    TIMEOUT = 10 * SLOW
+    EXTRA = (conf_section("address", {"prefix": "cwp", "waypoint": "yes"})
+             + conf_section("address", {"prefix": "fb", "enableFallback": "yes"}))
+
+    def client(self, r):
+        return BlockingConnection(r.url, timeout=self.TIMEOUT)
+
+    def assert_clients_on(self, engine, *routers):
+        for r in routers:
+            ids = conn_ids(r.log(), "Connection Opened: dir=in") - conn_ids(
+                r.log(), "container_id=E")
+            own = ids & conn_ids(r.log(), OWN_LINE)
+            self.assertTrue(ids, self.logs())
+            self.assertEqual(own, ids if engine == "own" else set(), self.logs())
+
+    def waypoint_case(self, r):
+        """A waypoint served by a client of r whose receiver's source and
+        sender's target carry qd.waypoint (as 1.19's multi-phase tests
+        attach them): its receiver takes phase 0, its sender feeds phase
+        1, to the address's receiver. The links go with the case."""
+        c = self.client(r)  # one connection: a blocking call runs only its own
+        try:
+            wp_rx = c.create_receiver("cwp.q", credit=10, name="wp-rx",
+                                      options=Capabilities("qd.waypoint"))
+            # pre-settled: a blocking send would wait for the other's accept
+            wp_tx = c.create_sender("cwp.q", name="wp-tx",
+                                    options=[Capabilities("qd.waypoint"), AtMostOnce()])
+            rx = c.create_receiver("cwp.q", credit=10, name="rx")
+            tx = c.create_sender("cwp.q", name="tx", options=AtMostOnce())
+            for n in range(3):
+                tx.send(Message(body="c-%d" % n), timeout=self.TIMEOUT)
+                m = wp_rx.receive(timeout=self.TIMEOUT)
+                wp_tx.send(Message(body=m.body + "-through"), timeout=self.TIMEOUT)
+                self.assertEqual(rx.receive(timeout=self.TIMEOUT).body, "c-%d-through" % n)
+        finally:
+            c.close()
+
+    def test_waypoint_client_links(self):
+        for engine in ("own", "proton"):
+            with self.subTest(engine=engine):
+                i, (e1,) = self.edges(engine, [engine], extra=self.EXTRA)
+                self.waypoint_case(i)
+                self.waypoint_case(e1)
+                self.assert_clients_on(engine, i, e1)
+
+    def fallback_case(self, r):
+        """A fallback receiver on r: what finds no consumer goes to it,
+        then a consumer takes the rest. The links go with the case."""
+        c = self.client(r)  # one connection: a blocking call runs only its own
+        try:
+            fb = c.create_receiver("fb.q", credit=10, name="fb-rx",
+                                   options=Capabilities("qd.fallback"))
+            # pre-settled: a blocking send would wait for the other's accept
+            tx = c.create_sender("fb.q", name="tx", options=AtMostOnce())
+            for n in range(3):
+                tx.send(Message(body="f-%d" % n), timeout=self.TIMEOUT)
+                self.assertEqual(fb.receive(timeout=self.TIMEOUT).body, "f-%d" % n)
+            rx = c.create_receiver("fb.q", credit=10, name="rx")
+            tx.send(Message(body="to-the-consumer"), timeout=self.TIMEOUT)
+            self.assertEqual(rx.receive(timeout=self.TIMEOUT).body, "to-the-consumer")
+            with self.assertRaises(Timeout):
+                fb.receive(timeout=0.5)
+        finally:
+            c.close()
+
+    def test_fallback_receiver(self):
+        for engine in ("own", "proton"):
+            with self.subTest(engine=engine):
+                # on an interior only: an edge's core proxies no fallback
+                # key (docs/engine.md 3a, step 3, *Left*)
+                i, _ = self.edges(engine, [], extra=self.EXTRA)
+                self.fallback_case(i)
+                self.assert_clients_on(engine, i)
+
+    def test_control_capability_on_a_client_link_is_refused(self):
+        """qd.router on a client's link: a control link the core refuses
+        where the connection is not inter-router."""
+        for engine in ("own", "proton"):
+            with self.subTest(engine=engine):
+                i, _ = self.edges(engine, [], extra=self.EXTRA)
+                c = self.client(i)
+                self.addCleanup(c.close)
+                with self.assertRaises(LinkDetached):
+                    c.create_receiver("ctl.q", name="ctl", options=Capabilities("qd.router"))
+                c.create_receiver("ok.q", name="ok").close()  # the connection goes on
+                self.assert_clients_on(engine, i)
 
 
 if __name__ == "__main__":

@@ -6,8 +6,9 @@
  * and available — from both ends; and the faults: a handle in use, an
  * unattached handle (a flow or transfer on it; both close the connection,
  * as the proton path's frame screen does), a handle above handle-max, a
- * receiver's delivery-count ahead of the sender's; a peer's detach held
- * for the user's answer (jn_amqp_link_hold_detach).
+ * receiver's delivery-count ahead of the sender's; a sender's attach
+ * without initial-delivery-count, taken as 1.19 takes it (from 0); a
+ * peer's detach held for the user's answer (jn_amqp_link_hold_detach).
  */
 #include "test_amqp_engine_util.h"
 
@@ -272,7 +273,10 @@ static void test_transfer_on_unattached_handle_closes_the_connection(void **stat
     peer_free(&x);
 }
 
-static void test_sender_attach_without_initial_count_is_invalid_field(void **state)
+/* A sender's attach without initial-delivery-count (2.7.3 wants one; 1.19
+ * and proton take it): the link is attached and counts from 0, and a
+ * transfer within the credit granted arrives. */
+static void test_sender_attach_without_initial_count_counts_from_zero(void **state)
 {
     (void)state;
     peer_t x;
@@ -282,9 +286,29 @@ static void test_sender_attach_without_initial_count_is_invalid_field(void **sta
     p.u.attach.present = JN_AMQP_FIELD(0) | JN_AMQP_FIELD(1) | JN_AMQP_FIELD(2);
     jn_iter_init_string(&p.u.attach.name, "other", JN_VIEW_RAW);
     p.u.attach.handle = 6;
-    p.u.attach.role = JN_AMQP_SENDER; /* the codec's rule (2.7.3): the connection closes */
-    assert_int_equal(raw_send(&x, 0, &p), JN_EPROTO);
-    assert_string_equal(x.condition, "amqp:invalid-field");
+    p.u.attach.role = JN_AMQP_SENDER;
+    assert_int_equal(raw_send(&x, 0, &p), 0);
+    assert_int_equal(x.attaches, 2);
+    assert_int_equal(x.closed, 0);
+    jn_amqp_link_t *l = x.last_link;
+    assert_int_equal(jn_amqp_link_remote_handle(l), 6);
+    assert_int_equal(jn_amqp_link_state(l).delivery_count, 0);
+    assert_int_equal(jn_amqp_link_flow(l, 3, false, false), 0); /* x answered the attach */
+    uint64_t codes[4];
+    assert_int_equal(out_frames(&x, codes, 4, NULL, 0), 2);
+    assert_int_equal(codes[0], JN_AMQP_ATTACH);
+    assert_int_equal(codes[1], JN_AMQP_FLOW);
+    jn_amqp_perf_init(&p, JN_AMQP_TRANSFER);
+    p.u.transfer.present = JN_AMQP_FIELD(0) | JN_AMQP_FIELD(1) | JN_AMQP_FIELD(2);
+    p.u.transfer.handle = 6;
+    p.u.transfer.delivery_id = 0;
+    jn_iter_init_bytes(&p.u.transfer.delivery_tag, "t", 1, JN_VIEW_RAW);
+    assert_int_equal(raw_send(&x, 0, &p), 0);
+    assert_int_equal(x.transfers, 1);
+    assert_int_equal(x.closed, 0);
+    jn_amqp_link_state_t st = jn_amqp_link_state(l);
+    assert_int_equal(st.delivery_count, 1);
+    assert_int_equal(st.credit, 2);
     peer_free(&x);
 }
 
@@ -399,7 +423,7 @@ int main(void)
         cmocka_unit_test(test_attach_on_handle_in_use_closes_the_connection),
         cmocka_unit_test(test_flow_on_unattached_handle_closes_the_connection),
         cmocka_unit_test(test_transfer_on_unattached_handle_closes_the_connection),
-        cmocka_unit_test(test_sender_attach_without_initial_count_is_invalid_field),
+        cmocka_unit_test(test_sender_attach_without_initial_count_counts_from_zero),
         cmocka_unit_test(test_handle_above_handle_max_is_framing_error),
         cmocka_unit_test(test_receiver_count_ahead_of_sender_is_invalid_field),
         cmocka_unit_test(test_peer_detach_before_our_answer_is_answered),

@@ -61,7 +61,7 @@ struct jn_amqp_delivery {
     bool tag_cut; /* incoming: the peer's tag was longer than JN_AMQP_TAG_MAX */
     uint8_t tag[JN_AMQP_TAG_MAX];
     uint32_t message_format;
-    uint32_t state_len; /* outgoing: the state for its first frame (0: none) */
+    uint32_t state_len; /* outgoing: the state for its next frame (0: none) */
     uint8_t *state;     /* owned, encoded; NULL when state_len is 0 */
     void *user;
 };

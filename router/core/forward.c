@@ -882,10 +882,13 @@ void jn_fwd_settle_copy_CT(jn_delivery_t *copy)
         jn_fwd_finish_copy_CT(copy);
 }
 
-/* The sender changed its delivery: only its settlement matters. */
-static void sender_update_CT(jn_delivery_t *dlv, bool settled)
+/* The sender changed its delivery: its settlement, and a state it put on
+ * a later transfer frame. */
+static void sender_update_CT(jn_delivery_t *dlv, const jn_disposition_t *disp, bool settled)
 {
     JN_ASSERT_CT(jn_delivery_core(dlv));
+    if (JN_UNLIKELY(disp->type != JN_DISP_NONE))
+        jn_delivery_late_state_CT(dlv, disp);
     if (!settled || dlv->ct.sender_settled)
         return;
     incoming_settling_CT(dlv);
@@ -903,7 +906,7 @@ void jn_forward_update_CT(jn_delivery_t *dlv, const jn_disposition_t *disp, bool
     jn_core_t *core = jn_delivery_core(dlv);
     JN_ASSERT_CT(core);
     if (!dlv->outgoing) {
-        sender_update_CT(dlv, settled);
+        sender_update_CT(dlv, disp, settled);
         return;
     }
     jn_delivery_t *peer = dlv->ct.peer;

@@ -57,6 +57,8 @@ struct jn_io_own_dlv {
 struct jn_io_own_tx {
     jn_io_own_tx_t *next;
     jn_delivery_t *dlv; /* the work item's reference */
+    jn_disposition_t *state; /* heap, owned: a state the sender put on a
+                              * later frame meanwhile, or NULL */
     bool settled;       /* the sender settled meanwhile */
 };
 
@@ -355,8 +357,9 @@ void jn_io_own_links_free(jn_io_own_t *own);
  * engine reads nothing else of a state without fields.
  * jn_io_own_state_in: the engine's st (views valid in the callback only)
  * as the core's d, every field copied to the heap (jn_disposition_clear
- * frees them); false, d as none, for one the core does not carry (a
- * symbolic descriptor, a transaction's). jn_io_own_state_known: whether
+ * frees them), one named by a symbolic descriptor as JN_DISP_RAW (its
+ * encoding); false, d as none, for one the core does not carry
+ * (descriptor 0, out of memory). jn_io_own_state_known: whether
  * the code is one of the five states of 3.4. */
 jn_io_own_dlv_t *jn_io_own_dlv_add(jn_io_own_link_t *link, jn_delivery_t *dlv, jn_amqp_delivery_t *d);
 void jn_io_own_dlv_drop(jn_io_own_dlv_t *od);

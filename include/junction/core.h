@@ -547,11 +547,12 @@ void jn_core_delivery_continued_IO(jn_delivery_t *dlv);
  * settled changed) and/or settled. On an outgoing copy (a consumer's
  * disposition) the core passes the outcome and settlement back to the
  * incoming delivery; on an incoming delivery (the sender settled) it
- * settles the copies, and a state there (the sender's, on a later transfer
- * frame of the delivery: AMQP 1.0 part 2, 2.7.5 `state`) goes to every
- * copy: one not yet handed out carries it on its first transfer instead of
- * the first frame's state, one being sent gets it as a
- * JN_WORK_DELIVERY_UPDATE not settled. Takes a
+ * settles the copies; a state there without settled (the sender's, on a
+ * later transfer frame of the delivery, AMQP 1.0 part 2, 2.7.5 `state`, or
+ * in a disposition of its own, 2.7.6) goes to every copy: one not yet
+ * handed out carries it on its first transfer instead of the first frame's
+ * state, one handed out gets it as a JN_WORK_DELIVERY_UPDATE not settled.
+ * Takes a
  * pooled action; aborts the process when memory is exhausted (a lost
  * settlement would leak deliveries at both ends). */
 void jn_core_delivery_update_IO(jn_delivery_t *dlv, const jn_disposition_t *disp, bool settled);
@@ -621,9 +622,21 @@ uint64_t jn_delivery_residence_since(const jn_delivery_t *dlv, unsigned *res_cla
  * The receiving link's I/O thread. */
 int jn_delivery_set_state_IO(jn_delivery_t *dlv, const jn_disposition_t *state);
 
+/* jn_delivery_set_later_state_IO: outgoing copy dlv, handed to its
+ * connection (JN_WORK_DELIVERY_SEND) and waiting there for its first
+ * transfer, is to carry state (copied; the one it had is freed) instead:
+ * its sender put a later one on a later transfer frame (the core's
+ * JN_WORK_DELIVERY_UPDATE not settled says so). Returns 0 or JN_ENOMEM (the
+ * copy keeps its state). The I/O thread of the copy's link, which alone
+ * reads the copy's state once it is handed out. */
+int jn_delivery_set_later_state_IO(jn_delivery_t *dlv, const jn_disposition_t *state);
+
 /* jn_delivery_state: the state set above (incoming) or copied (outgoing),
- * or NULL. Borrowed, valid while dlv is referenced. Immutable once the
- * delivery is posted or the copy made; any thread holding a reference. */
+ * or NULL. Borrowed, valid while dlv is referenced. Once the delivery is
+ * posted only the core thread changes it (a later state,
+ * jn_core_delivery_update_IO), on an incoming delivery or a copy not yet
+ * handed out; a copy handed out, only its link's I/O thread
+ * (jn_delivery_set_later_state_IO), which alone reads it then. */
 const jn_disposition_t *jn_delivery_state(const jn_delivery_t *dlv);
 
 /* jn_delivery_to_override: for an outgoing copy toward another router,

@@ -187,6 +187,19 @@ static void replace_state_CT(jn_delivery_t *dlv, const jn_disposition_t *state)
     }
 }
 
+int jn_delivery_set_later_state_IO(jn_delivery_t *dlv, const jn_disposition_t *state)
+{
+    JN_ASSERT_IO_CALLER();
+    jn_disposition_t *old = dlv->state;
+    if (delivery_set_state(dlv, state) != 0)
+        return JN_ENOMEM;
+    if (old) {
+        jn_disposition_clear(old);
+        free(old);
+    }
+    return 0;
+}
+
 void jn_delivery_late_state_CT(jn_delivery_t *dlv, const jn_disposition_t *state)
 {
     JN_ASSERT_CT(jn_delivery_core(dlv));

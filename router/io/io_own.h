@@ -57,8 +57,6 @@ struct jn_io_own_dlv {
 struct jn_io_own_tx {
     jn_io_own_tx_t *next;
     jn_delivery_t *dlv; /* the work item's reference */
-    jn_disposition_t *state; /* heap, owned: a state the sender put on a
-                              * later frame meanwhile, or NULL */
     bool settled;       /* the sender settled meanwhile */
 };
 

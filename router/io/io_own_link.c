@@ -55,10 +55,6 @@ static jn_pool_t *tx_pool_get(void)
 
 static void tx_entry_free(jn_io_own_tx_t *q)
 {
-    if (JN_UNLIKELY(q->state)) {
-        jn_disposition_clear(q->state);
-        free(q->state);
-    }
     jn_pool_free(atomic_load_explicit(&tx_pool, memory_order_acquire), q);
 }
 
@@ -540,18 +536,16 @@ static bool tx_start(jn_io_own_link_t *link)
     link->txq = q->next;
     if (!link->txq)
         link->txq_tail = NULL;
+    tx_entry_free(q);
     link->sent++;
-    /* the sender's: on our first transfer too (a later one's, when it came
-     * while the copy waited here) */
-    const jn_disposition_t *state = q->state ? q->state : jn_delivery_state(dlv);
-    if (JN_UNLIKELY(state != NULL) && rc == 0) {
+    const jn_disposition_t *state = jn_delivery_state(dlv);
+    if (JN_UNLIKELY(state != NULL) && rc == 0) { /* the sender's: on our first transfer too */
         jn_amqp_state_t st;
         uint8_t *heap;
         if (jn_io_own_state_out(state, &st, &heap))
             (void)jn_amqp_delivery_set_state(d, &st); /* out of memory: sent without it */
         free(heap);
     }
-    tx_entry_free(q);
     const jn_ra_t *ra = jn_message_annotations(m);
     jn_ra_t fresh, tenant_ra;
     if (JN_UNLIKELY(link->passthrough)) { /* link-routed: the octets as they came */
@@ -747,10 +741,7 @@ void jn_io_own_on_disposition(void *ctx, jn_amqp_delivery_t *d, const jn_amqp_di
         return;
     bool settled = jn_amqp_delivery_remote_settled(d);
     jn_disposition_t state = {.type = JN_DISP_NONE};
-    /* a receiver's state goes back to the sender; a sender's disposition
-     * counts for its settlement only (its states travel on transfers) */
-    if ((disp->present & JN_AMQP_FIELD(4)) && !od->link->incoming &&
-        !jn_io_own_state_in(&disp->state, &state))
+    if ((disp->present & JN_AMQP_FIELD(4)) && !jn_io_own_state_in(&disp->state, &state))
         jn_disposition_clear(&state); /* one the core does not carry: as none */
     jn_core_delivery_update_IO(od->dlv, state.type ? &state : NULL, settled);
     jn_disposition_clear(&state);
@@ -772,19 +763,13 @@ void jn_io_own_on_disposition(void *ctx, jn_amqp_delivery_t *d, const jn_amqp_di
 static void tx_late_state(jn_io_own_link_t *link, jn_io_own_dlv_t *od, jn_work_t *w)
 {
     for (jn_io_own_tx_t *q = link->txq; q; q = q->next) {
-        if (q->dlv != w->dlv)
-            continue;
-        jn_disposition_t *copy = malloc(sizeof *copy);
-        if (copy && jn_disposition_copy(copy, &w->disp) == 0) {
-            if (q->state) {
-                jn_disposition_clear(q->state);
-                free(q->state);
-            }
-            q->state = copy; /* the latest counts */
-        } else {
-            free(copy);
+        if (q->dlv == w->dlv) {
+            if (jn_delivery_set_later_state_IO(q->dlv, &w->disp) != 0)
+                JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_ERROR,
+                       JN_IO_LINK_FMT " Out of memory for a sender's later state: not passed on",
+                       link->own->conn->id, link->id);
+            return;
         }
-        return;
     }
     jn_amqp_state_t st;
     uint8_t *heap;
@@ -807,12 +792,13 @@ static void tx_late_state(jn_io_own_link_t *link, jn_io_own_dlv_t *od, jn_work_t
 static void work_update(jn_io_own_link_t *link, jn_work_t *w)
 {
     jn_io_own_dlv_t *od = jn_delivery_io(w->dlv);
-    if (JN_UNLIKELY(!link->incoming && !w->settled && w->disp.type != JN_DISP_NONE)) {
-        tx_late_state(link, od, w);
-        return;
-    }
     if (!od || od->link != link) {
-        if (!link->incoming && w->settled && w->dlv == link->tx_dlv)
+        if (JN_UNLIKELY(!w->settled)) { /* a sender's later state, or nothing */
+            if (!link->incoming && w->disp.type != JN_DISP_NONE)
+                tx_late_state(link, NULL, w);
+            return;
+        }
+        if (!link->incoming && w->dlv == link->tx_dlv)
             link->tx_settle_when_done = true;
         for (jn_io_own_tx_t *q = link->txq; q; q = q->next)
             if (q->dlv == w->dlv)
@@ -820,8 +806,11 @@ static void work_update(jn_io_own_link_t *link, jn_work_t *w)
         return;
     }
     if (!link->incoming) {
-        if (!w->settled)
+        if (!w->settled) {
+            if (JN_UNLIKELY(w->disp.type != JN_DISP_NONE))
+                tx_late_state(link, od, w); /* a sender's later state */
             return;
+        }
         if (od == link->tx_od) {
             link->tx_settle_when_done = true;
             return;
@@ -895,7 +884,6 @@ static void work_send(jn_io_own_link_t *link, jn_work_t *w)
     }
     q->next = NULL;
     q->dlv = dlv;
-    q->state = NULL;
     q->settled = settled;
     if (link->txq_tail)
         link->txq_tail->next = q;

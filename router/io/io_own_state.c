@@ -59,7 +59,10 @@ bool jn_io_own_state_in(const jn_amqp_state_t *st, jn_disposition_t *d)
 {
     memset(d, 0, sizeof *d);
     jn_disposition_extra_t *x;
-    if (JN_UNLIKELY(st->symbolic || st->code == JN_DISP_RAW)) {
+    /* one compare for both ends: code 0 (none) and JN_DISP_RAW */
+    if (JN_UNLIKELY(st->symbolic || st->code + 1 <= 1)) {
+        if (!st->symbolic && st->code == 0)
+            return false; /* not carried by the core */
         /* one the router does not interpret: its whole encoding */
         if (!(x = extra_of(d)))
             return false;
@@ -67,8 +70,6 @@ bool jn_io_own_state_in(const jn_amqp_state_t *st, jn_disposition_t *d)
         copy_octets(&st->encoded, &x->data, &x->data_len);
         return x->data_len > 0;
     }
-    if (st->code == 0)
-        return false; /* not carried by the core */
     d->type = st->code;
     if (st->code == JN_AMQP_REJECTED && (st->present & JN_AMQP_FIELD(0))) {
         char buf[256];

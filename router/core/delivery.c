@@ -203,6 +203,8 @@ int jn_delivery_set_later_state_IO(jn_delivery_t *dlv, const jn_disposition_t *s
 void jn_delivery_late_state_CT(jn_delivery_t *dlv, const jn_disposition_t *state)
 {
     JN_ASSERT_CT(jn_delivery_core(dlv));
+    if (state->type == JN_DISP_NONE)
+        return;
     replace_state_CT(dlv, state); /* for copies made from now on */
     for (jn_delivery_t *c = dlv->ct.copies; c; c = c->ct.copy_next) {
         if (!c->ct.handed_out)

@@ -130,7 +130,8 @@ struct jn_delivery {
 jn_delivery_t *jn_delivery_internal_CT(jn_core_t *core, jn_message_t *message);
 
 /* jn_delivery_late_state_CT: incoming delivery dlv's sender put state
- * (borrowed) on a later transfer frame (AMQP 1.0 part 2, 2.7.5): it
+ * (borrowed; JN_DISP_NONE: nothing is done) on a later transfer frame
+ * (AMQP 1.0 part 2, 2.7.5) or in a disposition not settling it: it
  * replaces dlv's state, and each copy's that is not handed out yet (it
  * goes on the copy's first transfer); a copy handed out and not settled
  * gets it as a JN_WORK_DELIVERY_UPDATE not settled (its connection puts it

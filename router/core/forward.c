@@ -882,14 +882,12 @@ void jn_fwd_settle_copy_CT(jn_delivery_t *copy)
         jn_fwd_finish_copy_CT(copy);
 }
 
-/* The sender changed its delivery: its settlement, or its state (one it put
- * on a later transfer frame, or in a disposition not settling it). */
+/* The sender settled its delivery, or gave it a state (not settling it). */
 static void sender_update_CT(jn_delivery_t *dlv, const jn_disposition_t *disp, bool settled)
 {
     JN_ASSERT_CT(jn_delivery_core(dlv));
-    if (!settled) {
-        if (JN_UNLIKELY(disp->type != JN_DISP_NONE))
-            jn_delivery_late_state_CT(dlv, disp); /* a settling one's state is moot */
+    if (!settled) { /* a settling one's state is moot */
+        jn_delivery_late_state_CT(dlv, disp);
         return;
     }
     if (dlv->ct.sender_settled)

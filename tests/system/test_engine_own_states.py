@@ -11,6 +11,13 @@ state of its own with a value, or received) reaches the receiver, or each
 receiver of a multicast address, on the copy's first transfer, on small
 and multi-frame messages. The scenarios are test_router_states's.
 
+Across three routers in a line, each switched, with raw AMQP peers that
+read the frames' octets: states proton cannot carry (docs/protocol.md,
+"Delivery states"): a state named by a symbolic descriptor, both ways,
+equal octet for octet, and a sender's state on a later frame of a
+multi-frame delivery. With the middle router on proton's path, such a
+state stops there and the rest crosses.
+
 JN_BUILD_DIR names the build directory (set by ctest).
 """
 import struct
@@ -127,15 +134,12 @@ class RawPeer(RawClient):
                                                    state])))
 
 
-class OwnStatesAcrossThree(OwnMeshCase):
-    """Three junctiond routers in a line, each with JUNCTION_ENGINE=own:
-    a state named by a symbolic descriptor crosses both ways octet for
-    octet, and a state on a later frame of a multi-frame delivery reaches
-    the receiver (docs/protocol.md, "Delivery states")."""
+class RawStatePeers:
+    """Raw peers on a line of routers A, B, C (self.m), and how they read
+    what crossed. own_routers: those whose inter-router connections must
+    run on the own engine."""
 
-    def setUp(self):
-        super().setUp()
-        self.m = self.engine_mesh(["A", "B", "C"], [("A", "B", 1), ("B", "C", 1)])
+    own_routers = "ABC"
 
     def peers(self, address):
         """A raw receiver on C (credit 10) and a raw sender on A with credit."""
@@ -151,7 +155,7 @@ class OwnStatesAcrossThree(OwnMeshCase):
         tx.begin()
         tx.attach_sender("tx", 0, address)
         tx.wait_credit(0)
-        for name in "ABC":
+        for name in self.own_routers:
             self.assert_inter_router_own(name)
         return rx, tx
 
@@ -174,6 +178,17 @@ class OwnStatesAcrossThree(OwnMeshCase):
         """The sender's next disposition: (first, settled, state octets)."""
         f = tx.expect(DISPOSITION)
         return int(f.fields[1]), bool(f.fields[3]), tx.field(f, 4)
+
+
+class OwnStatesAcrossThree(RawStatePeers, OwnMeshCase):
+    """Three junctiond routers in a line, each with JUNCTION_ENGINE=own:
+    a state named by a symbolic descriptor crosses both ways octet for
+    octet, and a state on a later frame of a multi-frame delivery reaches
+    the receiver (docs/protocol.md, "Delivery states")."""
+
+    def setUp(self):
+        super().setUp()
+        self.m = self.engine_mesh(["A", "B", "C"], [("A", "B", 1), ("B", "C", 1)])
 
     def test_symbolic_receiver_states_reach_the_sender_octet_for_octet(self):
         rx, tx = self.peers("own.sym.disp")
@@ -220,6 +235,39 @@ class OwnStatesAcrossThree(OwnMeshCase):
             rx.disposition(got, True, ACCEPTED_STATE)
             first, settled, _ = self.next_disposition(tx)
             self.assertEqual((first, settled), (did, True))
+
+
+
+class ProtonRouterInTheLine(RawStatePeers, OwnMeshCase):
+    """The same line with the middle router on proton's path: proton names
+    a state by a ulong only, so a symbolic-descriptor state stops there
+    (as before the own engine carried it), and nothing else is lost: the
+    message and its outcome cross."""
+
+    def setUp(self):
+        super().setUp()
+        self.m = self.engine_mesh(["A", "B", "C"], [("A", "B", 1), ("B", "C", 1)],
+                                  {"B": "proton"})
+        self.own_routers = "AC"
+
+    def test_symbolic_receiver_state_stops_at_the_proton_router(self):
+        rx, tx = self.peers("mixed.sym.disp")
+        tx.transfer(0, 0, MESSAGE)
+        did, _, payload = self.next_transfer(rx)
+        self.assertEqual(payload, MESSAGE)
+        rx.disposition(did, False, LIST_STATE)
+        rx.disposition(did, True, ACCEPTED_STATE)
+        first, settled, state = self.next_disposition(tx)
+        self.assertEqual((first, settled), (0, True), "the symbolic state went on: %r" % state)
+        self.assertEqual(state[:3], b"\x00\x53\x24", "accepted expected: %r" % state)
+
+    def test_symbolic_transfer_state_stops_at_the_proton_router(self):
+        rx, tx = self.peers("mixed.sym.xfer")
+        tx.transfer_frame([uint(0), uint(0), b"t0", uint(0), False, False, None, LIST_STATE],
+                          MESSAGE)
+        _, states, payload = self.next_transfer(rx)
+        self.assertEqual(states, [None])
+        self.assertEqual(payload, MESSAGE)
 
 
 if __name__ == "__main__":

@@ -60,8 +60,8 @@ CUSTOM_SYMBOL = symbol("com.example:custom-state")
 LIST_STATE = Described(CUSTOM_SYMBOL, [uint(7), "half-way", {symbol("k"): True}])
 MAP_STATE = Described(CUSTOM_SYMBOL, {symbol("phase"): "checked", symbol("count"): ulong(3)})
 ACCEPTED_STATE = Described(ulong(0x24), [])
-MESSAGE = b"\x00\x53\x73\xc0\x03\x01\x40\x40" + b"\x00\x53\x75\xb0\x00\x00\x0b\xb8" + \
-    bytes(i % 251 for i in range(3000))  # properties (empty), data of 3,000 octets
+MESSAGE = b"\x00\x53\x73\xc0\x02\x01\x40" + b"\x00\x53\x75\xb0\x00\x00\x0b\xb8" + \
+    bytes(i % 251 for i in range(3000))  # properties (message-id null), data of 3,000 octets
 
 
 def raw_fields(body):

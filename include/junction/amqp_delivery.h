@@ -68,12 +68,14 @@ int jn_amqp_delivery_new(jn_amqp_link_t *l, const void *tag, size_t tag_len,
                          uint32_t message_format, bool settled, jn_amqp_delivery_t **out);
 
 /* jn_amqp_delivery_set_state: the delivery state (2.7.5 transfer field
- * state; any state, unknown ones passed as encoded) that d's first
- * transfer frame carries, as a sender tells the receiver where a resumed or
- * forwarded delivery stands; state is borrowed (encoded here). Call after
- * jn_amqp_delivery_new, before d's first frame. Returns 0, JN_EPERM (d is
- * not ours, or its first frame went out), JN_EINVAL (a state that cannot be
- * encoded), JN_ENOMEM. Owning thread. */
+ * state; any state, unknown ones and symbolic descriptors passed as
+ * encoded) that d's next transfer frame carries, as a sender tells the
+ * receiver where a resumed or forwarded delivery stands: called before d's
+ * first frame, that frame carries it; called later, while d is in progress
+ * (not sent whole), its next frame does (a later call before that frame
+ * replaces it). state is borrowed (encoded here). Returns 0, JN_EPERM (d
+ * is not ours, or its last frame went out), JN_EINVAL (a state that cannot
+ * be encoded), JN_ENOMEM. Owning thread. */
 int jn_amqp_delivery_set_state(jn_amqp_delivery_t *d, const jn_amqp_state_t *state);
 
 /* jn_amqp_delivery_send: send more of d's message: the octets of the n

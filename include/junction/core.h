@@ -456,6 +456,17 @@ enum {
     JN_DISP_MODIFIED = 0x27
 };
 
+/* JN_DISP_RAW: a delivery state the router does not interpret and carries
+ * as it came (AMQP 1.0 part 3, 3.4; 1.5 descriptors): one named by a
+ * symbolic descriptor, which the numeric codes above cannot name. Its
+ * whole encoding (descriptor and value) is extra->data. The own engine's
+ * connections read and write it octet for octet; proton's path cannot
+ * (proton names a state by a ulong only) and sends none in its place. The
+ * value is the ulong descriptor no type is given (all ones), so it names
+ * no state that could arrive numbered; one that does arrive so is carried
+ * raw too. */
+#define JN_DISP_RAW UINT64_MAX
+
 /* A disposition as it travels between links. Strings are owned by the
  * struct (freed with jn_disposition_clear). */
 /* The rarer parts of a delivery state, kept apart so that the usual
@@ -467,9 +478,9 @@ typedef struct jn_disposition_extra {
     uint64_t section_offset;
     /* Each one AMQP-encoded value (heap, owned; NULL/0 when absent):
      * rejected: the error's info map; modified: the message-annotations
-     * map; any other state type: its value (what follows the descriptor).
-     * Carried octet for octet, so a state crosses any number of hops
-     * unchanged. */
+     * map; any other state type: its value (what follows the descriptor);
+     * JN_DISP_RAW: the whole state, descriptor included. Carried octet for
+     * octet, so a state crosses any number of hops unchanged. */
     uint8_t *info;
     size_t info_len;
     uint8_t *annotations;
@@ -479,7 +490,8 @@ typedef struct jn_disposition_extra {
 } jn_disposition_extra_t;
 
 typedef struct jn_disposition {
-    uint64_t type;             /* JN_DISP_*, or another state's descriptor code */
+    uint64_t type;             /* JN_DISP_*, or another state's descriptor code,
+                                * or JN_DISP_RAW */
     char *condition;           /* rejected: error condition, or NULL */
     char *description;         /* rejected: error description, or NULL */
     bool delivery_failed;      /* modified */
@@ -535,7 +547,12 @@ void jn_core_delivery_continued_IO(jn_delivery_t *dlv);
  * settled changed) and/or settled. On an outgoing copy (a consumer's
  * disposition) the core passes the outcome and settlement back to the
  * incoming delivery; on an incoming delivery (the sender settled) it
- * settles the copies. Takes a
+ * settles the copies; a state there without settled (the sender's, on a
+ * later transfer frame of the delivery, AMQP 1.0 part 2, 2.7.5 `state`, or
+ * in a disposition of its own, 2.7.6) goes to every copy: one not yet
+ * handed out carries it on its first transfer instead of the first frame's
+ * state, one handed out gets it as a JN_WORK_DELIVERY_UPDATE not settled.
+ * Takes a
  * pooled action; aborts the process when memory is exhausted (a lost
  * settlement would leak deliveries at both ends). */
 void jn_core_delivery_update_IO(jn_delivery_t *dlv, const jn_disposition_t *disp, bool settled);
@@ -605,9 +622,21 @@ uint64_t jn_delivery_residence_since(const jn_delivery_t *dlv, unsigned *res_cla
  * The receiving link's I/O thread. */
 int jn_delivery_set_state_IO(jn_delivery_t *dlv, const jn_disposition_t *state);
 
+/* jn_delivery_set_later_state_IO: outgoing copy dlv, handed to its
+ * connection (JN_WORK_DELIVERY_SEND) and waiting there for its first
+ * transfer, is to carry state (copied; the one it had is freed) instead:
+ * its sender put a later one on a later transfer frame (the core's
+ * JN_WORK_DELIVERY_UPDATE not settled says so). Returns 0 or JN_ENOMEM (the
+ * copy keeps its state). The I/O thread of the copy's link, which alone
+ * reads the copy's state once it is handed out. */
+int jn_delivery_set_later_state_IO(jn_delivery_t *dlv, const jn_disposition_t *state);
+
 /* jn_delivery_state: the state set above (incoming) or copied (outgoing),
- * or NULL. Borrowed, valid while dlv is referenced. Immutable once the
- * delivery is posted or the copy made; any thread holding a reference. */
+ * or NULL. Borrowed, valid while dlv is referenced. Once the delivery is
+ * posted only the core thread changes it (a later state,
+ * jn_core_delivery_update_IO), on an incoming delivery or a copy not yet
+ * handed out; a copy handed out, only its link's I/O thread
+ * (jn_delivery_set_later_state_IO), which alone reads it then. */
 const jn_disposition_t *jn_delivery_state(const jn_delivery_t *dlv);
 
 /* jn_delivery_to_override: for an outgoing copy toward another router,

@@ -60,8 +60,15 @@ struct jn_amqp_delivery {
     uint8_t tag_len;
     bool tag_cut; /* incoming: the peer's tag was longer than JN_AMQP_TAG_MAX */
     uint8_t tag[JN_AMQP_TAG_MAX];
+    /* 0, or state went into the frame whose transfer id (2.5.6) ends in
+     * the 15 bits state_at & 0x7fff (0x8000 set): once that frame went
+     * out, state is dropped. It sits in the padding after tag, so the
+     * struct stays 80 octets (one memset per delivery); 32,768 frames of
+     * the session between two frames of one delivery would be needed to
+     * mistake one id for another. */
+    uint16_t state_at;
     uint32_t message_format;
-    uint32_t state_len; /* outgoing: the state for its first frame (0: none) */
+    uint32_t state_len; /* outgoing: the state for its next frame (0: none) */
     uint8_t *state;     /* owned, encoded; NULL when state_len is 0 */
     void *user;
 };

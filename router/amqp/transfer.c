@@ -182,7 +182,7 @@ int jn_amqp_delivery_new(jn_amqp_link_t *l, const void *tag, size_t tag_len,
 
 int jn_amqp_delivery_set_state(jn_amqp_delivery_t *d, const jn_amqp_state_t *state)
 {
-    if (!d->outgoing || d->started)
+    if (!d->outgoing || d->complete)
         return JN_EPERM;
     jn_encoder_t e;
     jn_encoder_init(&e);
@@ -197,6 +197,7 @@ int jn_amqp_delivery_set_state(jn_amqp_delivery_t *d, const jn_amqp_state_t *sta
         free(d->state);
         d->state = copy;
         d->state_len = (uint32_t)len;
+        d->state_at = 0; /* not composed yet */
     }
     jn_encoder_free(&e);
     return rc;
@@ -268,11 +269,11 @@ static size_t put_uint(uint8_t *o, uint32_t v)
  * a later one handle alone; more=true ends either. A list8 always holds
  * it: at most 3 + 3 + 5 + 5 + 2 + JN_AMQP_TAG_MAX + 5 + 1 + 1 octets after
  * the header's 8. */
-static int compose_transfer_state(jn_amqp_conn_t *c, const jn_amqp_delivery_t *d, bool more);
+static int compose_transfer_state(jn_amqp_conn_t *c, jn_amqp_delivery_t *d, bool more);
 
-static int compose_transfer(jn_amqp_conn_t *c, const jn_amqp_delivery_t *d, bool more)
+static int compose_transfer(jn_amqp_conn_t *c, jn_amqp_delivery_t *d, bool more)
 {
-    if (JN_UNLIKELY(d->state_len) && !d->started)
+    if (JN_UNLIKELY(d->state_len)) /* until a frame carrying it went out */
         return compose_transfer_state(c, d, more);
     uint8_t o[JN_AMQP_FRAME_HEADER_SIZE + 64];
     uint16_t channel = d->link->session->channel;
@@ -316,20 +317,36 @@ static int compose_transfer(jn_amqp_conn_t *c, const jn_amqp_delivery_t *d, bool
     return jn_encoder_error(&c->out);
 }
 
-/* compose_transfer for a first frame with a state (jn_amqp_delivery_set_state):
+/* compose_transfer for a frame with a state (jn_amqp_delivery_set_state):
  * the fields up to state (7), rcv-settle-mode null, in a list32 since a
- * state may be of any size. */
-static int compose_transfer_state(jn_amqp_conn_t *c, const jn_amqp_delivery_t *d, bool more)
+ * state may be of any size. A later frame has handle, more and state only
+ * (2.7.5: a continuation may leave delivery-id, tag and format out). */
+static int compose_transfer_state(jn_amqp_conn_t *c, jn_amqp_delivery_t *d, bool more)
 {
+    uint16_t frame_id = (uint16_t)(0x8000 | (d->link->session->w.next_outgoing_id & 0x7fff));
+    if (d->state_at && d->state_at != frame_id) {
+        /* the frame it was composed into went out (frame_sent moved the
+         * id on; a frame rolled back did not): it goes on that one only */
+        free(d->state);
+        d->state = NULL;
+        d->state_len = 0;
+        return compose_transfer(c, d, more);
+    }
+    d->state_at = frame_id;
     uint8_t f[64]; /* 5 + 5 + 2 + JN_AMQP_TAG_MAX + 5 + 3 */
     size_t k = put_uint(f, d->link->handle);
-    k += put_uint(f + k, d->link->session->next_delivery_id);
-    f[k++] = 0xa0; /* vbin8 */
-    f[k++] = (uint8_t)d->tag_len;
-    memcpy(f + k, d->tag, d->tag_len);
-    k += d->tag_len;
-    k += put_uint(f + k, d->message_format);
-    f[k++] = d->settled ? 0x41 : 0x40; /* settled: true or null */
+    if (d->started) {
+        memset(f + k, 0x40, 4); /* delivery-id, tag, format, settled: null */
+        k += 4;
+    } else {
+        k += put_uint(f + k, d->link->session->next_delivery_id);
+        f[k++] = 0xa0; /* vbin8 */
+        f[k++] = (uint8_t)d->tag_len;
+        memcpy(f + k, d->tag, d->tag_len);
+        k += d->tag_len;
+        k += put_uint(f + k, d->message_format);
+        f[k++] = d->settled ? 0x41 : 0x40; /* settled: true or null */
+    }
     f[k++] = more ? 0x41 : 0x40;       /* more: true or null */
     f[k++] = 0x40;                     /* rcv-settle-mode: null */
     uint16_t channel = d->link->session->channel;

@@ -171,6 +171,49 @@ const jn_disposition_t *jn_delivery_state(const jn_delivery_t *dlv)
     return dlv->state;
 }
 
+/* dlv's state becomes a copy of state (the old one freed). Out of memory:
+ * the old one stays. Core thread, for a delivery no I/O thread reads. */
+static void replace_state_CT(jn_delivery_t *dlv, const jn_disposition_t *state)
+{
+    jn_disposition_t *old = dlv->state;
+    if (delivery_set_state(dlv, state) != 0) {
+        JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_ERROR,
+               "Out of memory for a delivery's later state: not passed on");
+        return;
+    }
+    if (old) {
+        jn_disposition_clear(old);
+        free(old);
+    }
+}
+
+int jn_delivery_set_later_state_IO(jn_delivery_t *dlv, const jn_disposition_t *state)
+{
+    JN_ASSERT_IO_CALLER();
+    jn_disposition_t *old = dlv->state;
+    if (delivery_set_state(dlv, state) != 0)
+        return JN_ENOMEM;
+    if (old) {
+        jn_disposition_clear(old);
+        free(old);
+    }
+    return 0;
+}
+
+void jn_delivery_late_state_CT(jn_delivery_t *dlv, const jn_disposition_t *state)
+{
+    JN_ASSERT_CT(jn_delivery_core(dlv));
+    if (state->type == JN_DISP_NONE)
+        return;
+    replace_state_CT(dlv, state); /* for copies made from now on */
+    for (jn_delivery_t *c = dlv->ct.copies; c; c = c->ct.copy_next) {
+        if (!c->ct.handed_out)
+            replace_state_CT(c, state); /* its first transfer carries it */
+        else if (!c->ct.settled) /* on its next frame, or a disposition */
+            (void)jn_work_dlv_CT(c, JN_WORK_DELIVERY_UPDATE, JN_DISP_NONE, state, false);
+    }
+}
+
 const char *jn_delivery_to_override(const jn_delivery_t *dlv)
 {
     return dlv->to_override;

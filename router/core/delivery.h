@@ -129,6 +129,16 @@ struct jn_delivery {
  * reference then stays with the caller). Core thread. */
 jn_delivery_t *jn_delivery_internal_CT(jn_core_t *core, jn_message_t *message);
 
+/* jn_delivery_late_state_CT: incoming delivery dlv's sender put state
+ * (borrowed; JN_DISP_NONE: nothing is done) on a later transfer frame
+ * (AMQP 1.0 part 2, 2.7.5) or in a disposition not settling it: it
+ * replaces dlv's state, and each copy's that is not handed out yet (it
+ * goes on the copy's first transfer); a copy handed out and not settled
+ * gets it as a JN_WORK_DELIVERY_UPDATE not settled (its connection puts it
+ * on the copy's next frame, or in a disposition when none is left). Out of
+ * memory: logged, not passed on. Core thread. */
+void jn_delivery_late_state_CT(jn_delivery_t *dlv, const jn_disposition_t *state);
+
 /* jn_delivery_copy_CT: a new outgoing copy of incoming delivery peer for
  * outgoing link, pre-settled when presettled or when link is a client's
  * receiver that asked for settled deliveries (link->presettled: its

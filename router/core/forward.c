@@ -882,11 +882,15 @@ void jn_fwd_settle_copy_CT(jn_delivery_t *copy)
         jn_fwd_finish_copy_CT(copy);
 }
 
-/* The sender changed its delivery: only its settlement matters. */
-static void sender_update_CT(jn_delivery_t *dlv, bool settled)
+/* The sender settled its delivery, or gave it a state (not settling it). */
+static void sender_update_CT(jn_delivery_t *dlv, const jn_disposition_t *disp, bool settled)
 {
     JN_ASSERT_CT(jn_delivery_core(dlv));
-    if (!settled || dlv->ct.sender_settled)
+    if (!settled) { /* a settling one's state is moot */
+        jn_delivery_late_state_CT(dlv, disp);
+        return;
+    }
+    if (dlv->ct.sender_settled)
         return;
     incoming_settling_CT(dlv);
     dlv->ct.sender_settled = true;
@@ -903,7 +907,7 @@ void jn_forward_update_CT(jn_delivery_t *dlv, const jn_disposition_t *disp, bool
     jn_core_t *core = jn_delivery_core(dlv);
     JN_ASSERT_CT(core);
     if (!dlv->outgoing) {
-        sender_update_CT(dlv, settled);
+        sender_update_CT(dlv, disp, settled);
         return;
     }
     jn_delivery_t *peer = dlv->ct.peer;

@@ -390,8 +390,9 @@ void jn_io_own_links_free(jn_io_own_t *own);
  * engine reads nothing else of a state without fields.
  * jn_io_own_state_in: the engine's st (views valid in the callback only)
  * as the core's d, every field copied to the heap (jn_disposition_clear
- * frees them); false, d as none, for one the core does not carry (a
- * symbolic descriptor, a transaction's). jn_io_own_state_known: whether
+ * frees them), one named by a symbolic descriptor as JN_DISP_RAW (its
+ * encoding); false, d as none, for one the core does not carry
+ * (descriptor 0, out of memory). jn_io_own_state_known: whether
  * the code is one of the five states of 3.4. */
 jn_io_own_dlv_t *jn_io_own_dlv_add(jn_io_own_link_t *link, jn_delivery_t *dlv, jn_amqp_delivery_t *d);
 void jn_io_own_dlv_drop(jn_io_own_dlv_t *od);
@@ -421,8 +422,15 @@ void jn_io_own_rx_update_IO(jn_io_own_link_t *link, jn_io_own_dlv_t *od, jn_work
 void jn_io_own_rx_flush_IO(jn_io_own_t *own);
 
 /* jn_io_own_tx_resume_IO: send more of the copies in progress (after the
- * peer's flow opened its window). */
+ * peer's flow opened its window, or the output fell under
+ * JN_IO_OWN_OUTPUT_LIMIT). */
 void jn_io_own_tx_resume_IO(jn_io_own_t *own);
+
+/* jn_io_own_tx_abandon: the engine's link of an outgoing link is gone:
+ * drop the copy in progress (its message's stream slot given back) and
+ * the copies queued, each delivery's reference released; the core hears
+ * of them with the detach. The connection's loop thread (io_own_attach.c). */
+void jn_io_own_tx_abandon(jn_io_own_link_t *link);
 
 /* jn_io_own_trace_in_IO / _out_IO / _out_done_IO: the protocol trace
  * (while own->trace_in.on / trace_out.on) of octets that do not pass

@@ -459,6 +459,24 @@ static bool rx_append(jn_io_own_link_t *link, const jn_iter_t *payload)
     return true;
 }
 
+/* A state on a transfer frame of the delivery being received: the latest
+ * counts. Before the delivery is routed it is kept for its copies' first
+ * transfers; after, it goes to them through the core (on their next frame,
+ * jn_delivery_late_state_CT). */
+static void rx_sender_state(jn_io_own_link_t *link, const jn_amqp_state_t *st)
+{
+    if (!link->rx_dlv) {
+        jn_disposition_clear(&link->rx_state);
+        if (!jn_io_own_state_in(st, &link->rx_state))
+            jn_disposition_clear(&link->rx_state);
+        return;
+    }
+    jn_disposition_t d;
+    if (jn_io_own_state_in(st, &d))
+        jn_core_delivery_update_IO(link->rx_dlv, &d, false);
+    jn_disposition_clear(&d);
+}
+
 void jn_io_own_on_transfer(void *ctx, jn_amqp_link_t *l, jn_amqp_delivery_t *d,
                            const jn_amqp_transfer_t *t, const jn_iter_t *payload)
 {
@@ -474,11 +492,8 @@ void jn_io_own_on_transfer(void *ctx, jn_amqp_link_t *l, jn_amqp_delivery_t *d,
         return; /* the rest of one ended early (never here: its link detached) */
     if (t->settled)
         link->rx_settled = true;
-    if (JN_UNLIKELY(t->present & JN_AMQP_FIELD(7)) && !link->rx_dlv) { /* the latest counts */
-        jn_disposition_clear(&link->rx_state);
-        if (!jn_io_own_state_in(&t->state, &link->rx_state))
-            jn_disposition_clear(&link->rx_state);
-    }
+    if (JN_UNLIKELY(t->present & JN_AMQP_FIELD(7))) /* the sender's state (2.7.5) */
+        rx_sender_state(link, &t->state);
     if (t->aborted) {
         if (link->rx_dlv && link->rx_msg) {
             jn_message_set_aborted(link->rx_msg);

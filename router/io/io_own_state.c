@@ -3,8 +3,9 @@
  * part 3, 3.4; transactions' 4.5.5 and 4.5.6): the engine's decoded state
  * (views of the frame, junction/amqp_delivery.h) into the core's
  * jn_disposition_t with every field, and back, as io_state.c maps
- * proton's on proton's path. A state the core does not know (or one named
- * by a symbolic descriptor) travels as its encoded value. Any thread: no
+ * proton's on proton's path. A state of a type the core does not know
+ * travels as its encoded value; one named by a symbolic descriptor as its
+ * whole encoding (JN_DISP_RAW), octet for octet. Any thread: no
  * connection state is touched.
  */
 #include "io_own.h"
@@ -57,10 +58,19 @@ bool jn_io_own_state_known(uint64_t code)
 bool jn_io_own_state_in(const jn_amqp_state_t *st, jn_disposition_t *d)
 {
     memset(d, 0, sizeof *d);
-    if (st->symbolic || st->code == 0)
-        return false; /* not carried by the core */
-    d->type = st->code;
     jn_disposition_extra_t *x;
+    /* one compare for both ends: code 0 (none) and JN_DISP_RAW */
+    if (JN_UNLIKELY(st->symbolic || st->code + 1 <= 1)) {
+        if (!st->symbolic && st->code == 0)
+            return false; /* not carried by the core */
+        /* one the router does not interpret: its whole encoding */
+        if (!(x = extra_of(d)))
+            return false;
+        d->type = JN_DISP_RAW;
+        copy_octets(&st->encoded, &x->data, &x->data_len);
+        return x->data_len > 0;
+    }
+    d->type = st->code;
     if (st->code == JN_AMQP_REJECTED && (st->present & JN_AMQP_FIELD(0))) {
         char buf[256];
         jn_iter_copy_string(&st->error.condition, buf, sizeof buf);
@@ -135,6 +145,14 @@ bool jn_io_own_state_out(const jn_disposition_t *d, jn_amqp_state_t *st, uint8_t
     const jn_disposition_extra_t *x = d->extra;
     if (d->type == JN_AMQP_DECLARED || d->type == JN_AMQP_TRANSACTIONAL_STATE)
         return txn_state_out(x, st);
+    if (JN_UNLIKELY(d->type == JN_DISP_RAW)) {
+        /* as it came: the engine writes a symbolic one's encoding as is */
+        if (!x || !x->data_len)
+            return false;
+        st->symbolic = true;
+        jn_iter_init_bytes(&st->encoded, x->data, x->data_len, JN_VIEW_RAW);
+        return true;
+    }
     if (d->type == JN_DISP_REJECTED && d->condition) {
         st->present = JN_AMQP_FIELD(0);
         st->error.present = JN_AMQP_FIELD(0);

@@ -81,12 +81,18 @@ static void rx_drain_check_IO(jn_io_link_t *link)
     jn_core_link_drained_IO(link->core);
 }
 
-/* Set our disposition of pd (not yet settled) as d says. */
+/* Set our disposition of pd (not yet settled) as d says. A state proton
+ * cannot name (JN_DISP_RAW: a symbolic descriptor) goes as none. */
 static void disposition_apply(pn_delivery_t *pd, const jn_disposition_t *d)
 {
-    if (d->type != JN_DISP_ACCEPTED)
-        jn_io_state_apply_IO(pn_delivery_local(pd), d); /* every field */
-    pn_delivery_update(pd, d->type);
+    uint64_t type = d->type;
+    if (type != JN_DISP_ACCEPTED) {
+        if (JN_UNLIKELY(type == JN_DISP_RAW))
+            type = JN_DISP_NONE;
+        else
+            jn_io_state_apply_IO(pn_delivery_local(pd), d); /* every field */
+    }
+    pn_delivery_update(pd, type);
 }
 
 /* Settle the delivery being received with outcome d (JN_DISP_NONE: none)

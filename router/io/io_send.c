@@ -220,7 +220,9 @@ static void tx_start_IO(jn_io_link_t *link, jn_work_t *w)
     const uint8_t *tag = jn_delivery_tag(dlv, &tag_len);
     pn_delivery_t *pd = pn_delivery(link->pn, pn_dtag((const char *)tag, tag_len));
     const jn_disposition_t *state = jn_delivery_state(dlv);
-    if (JN_UNLIKELY(state != NULL)) { /* the sender's: on our first transfer too */
+    /* the sender's: on our first transfer too; one proton cannot name
+     * (JN_DISP_RAW: a symbolic descriptor) stays behind */
+    if (JN_UNLIKELY(state != NULL) && state->type != JN_DISP_RAW) {
         jn_io_state_apply_IO(pn_delivery_local(pd), state);
         pn_delivery_update(pd, state->type);
     }

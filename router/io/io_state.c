@@ -17,6 +17,7 @@
 #include <proton/disposition.h>
 
 #include <stdlib.h>
+#include <string.h>
 
 /* jn_io_data_encode: the encoding of data's content into *out (heap, the
  * caller's) and *len; NULL/0 when empty or unencodable. Any thread using
@@ -78,6 +79,30 @@ static void received_from_data(pn_data_t *data, jn_disposition_extra_t *x)
     pn_data_rewind(data);
 }
 
+/* A state that came with the ulong descriptor JN_DISP_RAW stands for
+ * (all ones): the core takes that type as "carried as it came", so its
+ * value (x->data) becomes its whole encoding, descriptor first (none when
+ * out of memory). */
+static void raw_from_value(jn_disposition_t *d)
+{
+    jn_disposition_extra_t *x = extra_of(d);
+    size_t vlen = x && x->data_len ? x->data_len : 1;
+    uint8_t *all = x ? malloc(10 + vlen) : NULL;
+    if (!all) {
+        d->type = JN_DISP_NONE;
+        return;
+    }
+    const uint8_t head[] = {0x00, 0x80, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    memcpy(all, head, sizeof head);
+    if (x->data_len)
+        memcpy(all + 10, x->data, x->data_len);
+    else
+        all[10] = 0x40; /* null */
+    free(x->data);
+    x->data = all;
+    x->data_len = 10 + vlen;
+}
+
 /* jn_io_state_read_IO: fill d (type already set) from the remote state of
  * a delivery: the condition strings point into proton (valid until the
  * next proton call on it); d->extra is a heap copy of the other fields
@@ -124,6 +149,8 @@ void jn_io_state_read_IO(pn_disposition_t *remote, jn_disposition_t *d)
         pn_data_t *data = pn_disposition_data(remote);
         if (data && pn_data_size(data) && (x = extra_of(d)))
             jn_io_data_encode(data, &x->data, &x->data_len);
+        if (JN_UNLIKELY(d->type == JN_DISP_RAW))
+            raw_from_value(d);
         return;
     }
     }
@@ -176,7 +203,7 @@ void jn_io_state_apply_IO(pn_disposition_t *local, const jn_disposition_t *d)
             pn_disposition_set_section_offset(local, x->section_offset);
         }
         return;
-    default:
+    default: /* JN_DISP_RAW never comes here: proton sends none for it */
         if (x)
             decode_data(pn_disposition_data(local), x->data, x->data_len);
         return;

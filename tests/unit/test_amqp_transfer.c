@@ -617,6 +617,51 @@ static void test_state_set_goes_on_the_first_frame_only(void **state)
     }
 }
 
+/* jn_amqp_delivery_set_state on a delivery in progress: its next frame
+ * carries the state (a symbolic descriptor, octet for octet), as a
+ * continuation (no delivery-id or tag), and only that frame. */
+static void test_state_set_midway_goes_on_the_next_frame(void **state)
+{
+    (void)state;
+    static const uint8_t custom[] = {0x00, 0xa3, 0x08, 'x', ':', 'c', 'u', 's',
+                                     't',  'o',  'm',  0xc1, 0x03, 0x02, 0x41, 0x40};
+    for (size_t i = 0; i < NCHUNKS; i++) {
+        peer_t a, b;
+        jn_amqp_link_t *l = sender_pair(&a, &b, chunks[i], 65536, 10);
+        jn_amqp_delivery_t *d;
+        assert_int_equal(jn_amqp_delivery_new(l, "m", 1, 0, false, &d), 0);
+        jn_iter_t piece;
+        size_t taken;
+        jn_iter_init_bytes(&piece, "one", 3, JN_VIEW_RAW);
+        assert_int_equal(jn_amqp_delivery_send(d, &piece, 1, true, &taken), 0);
+        pump(&a, &b);
+        assert_false(b.last_transfer.present & JN_AMQP_FIELD(7));
+        jn_amqp_state_t st = {.symbolic = true};
+        jn_iter_init_bytes(&st.encoded, custom, sizeof custom, JN_VIEW_RAW);
+        assert_int_equal(jn_amqp_delivery_set_state(d, &st), 0);
+        jn_iter_init_bytes(&piece, "two", 3, JN_VIEW_RAW);
+        assert_int_equal(jn_amqp_delivery_send(d, &piece, 1, true, &taken), 0);
+        pump(&a, &b);
+        assert_int_equal(b.transfers, 2);
+        assert_true(b.last_transfer.present & JN_AMQP_FIELD(7));
+        assert_false(b.last_transfer.present & JN_AMQP_FIELD(1)); /* a continuation */
+        assert_true(b.last_transfer.more);
+        assert_true(b.last_state_symbolic);
+        assert_int_equal(b.last_state_len, sizeof custom);
+        assert_memory_equal(b.last_state, custom, sizeof custom);
+        jn_iter_init_bytes(&piece, "three", 5, JN_VIEW_RAW);
+        assert_int_equal(jn_amqp_delivery_send(d, &piece, 1, false, &taken), 1);
+        pump(&a, &b);
+        assert_int_equal(b.transfers, 3);
+        assert_false(b.last_transfer.present & JN_AMQP_FIELD(7)); /* that frame only */
+        assert_int_equal(b.npayload, 11);
+        assert_memory_equal(b.payload, "onetwothree", 11);
+        assert_int_equal(jn_amqp_delivery_set_state(d, &st), JN_EPERM); /* sent whole */
+        peer_free(&a);
+        peer_free(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -639,6 +684,7 @@ int main(void)
         cmocka_unit_test(test_delivery_id_far_past_the_oldest_unsettled_ends_session),
         cmocka_unit_test(test_state_on_a_later_frame_reaches_the_user),
         cmocka_unit_test(test_state_set_goes_on_the_first_frame_only),
+        cmocka_unit_test(test_state_set_midway_goes_on_the_next_frame),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

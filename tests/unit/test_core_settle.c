@@ -174,6 +174,75 @@ static void test_sender_settling_first_settles_the_copies(void **state)
     expect_no_work(x.c);
 }
 
+/* A raw state (JN_DISP_RAW: a symbolic descriptor's, its whole encoding
+ * in extra->data) with its octets in d (owned; jn_disposition_clear). */
+static void raw_state(jn_disposition_t *d, const uint8_t *octets, size_t len)
+{
+    *d = (jn_disposition_t){.type = JN_DISP_RAW, .extra = calloc(1, sizeof *d->extra)};
+    assert_non_null(d->extra);
+    d->extra->data = malloc(len);
+    assert_non_null(d->extra->data);
+    memcpy(d->extra->data, octets, len);
+    d->extra->data_len = len;
+}
+
+static void assert_raw(const jn_disposition_t *d, const uint8_t *octets, size_t len)
+{
+    assert_non_null(d);
+    assert_true(d->type == JN_DISP_RAW);
+    assert_non_null(d->extra);
+    assert_int_equal(d->extra->data_len, len);
+    assert_memory_equal(d->extra->data, octets, len);
+}
+
+/* A raw state crosses the core octet for octet both ways, as no outcome;
+ * a sender's later state (an update of its delivery, not settled) reaches
+ * a copy handed out as an update not settled, and replaces the state of a
+ * copy still waiting for credit, which carries it on its first transfer. */
+static void test_raw_and_later_states_reach_the_other_end(void **state)
+{
+    (void)state;
+    static const uint8_t list_state[] = {0x00, 0xa3, 0x03, 'x', ':', 's', 0xc0, 0x02, 0x01, 0x41};
+    static const uint8_t map_state[] = {0x00, 0xa3, 0x03, 'x', ':', 't', 0xc1, 0x01, 0x00};
+    pair_t x = make_pair(1);
+    jn_delivery_t *d1 = send_msg(x.p, x.in, false);
+    jn_delivery_t *d2 = send_msg(x.p, x.in, false); /* waits for credit */
+    jn_delivery_t *c1 = expect_send(x.c);
+    expect_no_work(x.c);
+    jn_disposition_t raw;
+    /* the consumer's raw state, not settled: back to the sender as it is */
+    raw_state(&raw, list_state, sizeof list_state);
+    jn_core_delivery_update_IO(c1, &raw, false);
+    jn_work_t *w = next_update_for(x.p, d1);
+    assert_raw(&w->disp, list_state, sizeof list_state);
+    assert_false(w->settled);
+    jn_work_free(w);
+    jn_disposition_clear(&raw);
+    /* the sender's later state: to the copy handed out, not settling it */
+    raw_state(&raw, map_state, sizeof map_state);
+    jn_core_delivery_update_IO(d1, &raw, false);
+    w = next_update_for(x.c, c1);
+    assert_raw(&w->disp, map_state, sizeof map_state);
+    assert_false(w->settled);
+    jn_work_free(w);
+    assert_raw(jn_delivery_state(d1), map_state, sizeof map_state);
+    /* and to the copy still waiting: on its first transfer */
+    jn_core_delivery_update_IO(d2, &raw, false);
+    core_sync();
+    expect_no_work(x.c);
+    jn_disposition_clear(&raw);
+    consumer_settles(c1, JN_DISP_ACCEPTED);
+    jn_core_link_flow_IO(x.out, 2, false);
+    jn_delivery_t *c2 = expect_send(x.c);
+    assert_raw(jn_delivery_state(c2), map_state, sizeof map_state);
+    /* a state with the sender's settlement is moot: the copy is settled */
+    raw_state(&raw, list_state, sizeof list_state);
+    jn_core_delivery_update_IO(d2, &raw, true);
+    jn_disposition_clear(&raw);
+    expect_update(x.c, c2, JN_DISP_NONE, true);
+    expect_no_work(x.c);
+}
+
 static void test_consumer_detach_modifies_unsettled_and_reroutes_undelivered(void **state)
 {
     (void)state;
@@ -407,6 +476,7 @@ int main(void)
         T(test_outcome_and_settlement_may_arrive_apart, setup_balanced),
         T(test_presettled_deliveries_are_forwarded_presettled, setup_balanced),
         T(test_sender_settling_first_settles_the_copies, setup_balanced),
+        T(test_raw_and_later_states_reach_the_other_end, setup_balanced),
         T(test_consumer_detach_modifies_unsettled_and_reroutes_undelivered, setup_balanced),
         T(test_consumer_detach_releases_undelivered_when_no_other_consumer, setup_balanced),
         T(test_consumer_connection_close_modifies_sent_releases_unsent, setup_balanced),

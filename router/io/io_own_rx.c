@@ -418,26 +418,48 @@ static void rx_oversize(jn_io_own_link_t *link)
     own->close_sent = true;
 }
 
-/* Append the frame's payload to the message (copied once, into the
- * message's own buffers). Returns false when the delivery ended here. */
+/* Copy the octets of it to the end of m. Returns false when memory ran
+ * out (the octets copied until then stay). */
+static bool rx_copy(jn_message_t *m, jn_iter_t *it)
+{
+    while (!jn_iter_end(it)) {
+        uint8_t *p;
+        size_t cap;
+        if (jn_message_write_space(m, &p, &cap) != 0)
+            return false;
+        size_t n = jn_iter_copy(it, p, cap);
+        JN_COPIES_NOTE(n);
+        jn_message_write_commit(m, n);
+    }
+    return true;
+}
+
+/* Append the frame's payload to the message: a payload longer than a
+ * buffer gives the message the transport's whole buffers inside it
+ * (jn_amqp_transport_take: linked, not copied) and the octets around them
+ * are copied; a shorter one is copied once, into the message's own
+ * buffers (cheaper than a buffer of its own for a few hundred octets).
+ * Returns false when the delivery ended here. */
 static bool rx_append(jn_io_own_link_t *link, const jn_iter_t *payload)
 {
     jn_message_t *m = link->rx_msg;
-    jn_iter_t it = *payload;
-    while (!jn_iter_end(&it)) {
-        uint8_t *p;
-        size_t cap;
-        if (jn_message_write_space(m, &p, &cap) != 0) {
-            if (link->rx_dlv) {
-                jn_message_set_aborted(m); /* its copies end */
-                link->rx_notify = true;
-            }
-            rx_reject(link, "amqp:resource-limit-exceeded", "router out of memory");
-            return true;
+    jn_iter_t it = *payload, rest;
+    jn_buffer_list_t whole = {0};
+    if (jn_iter_length(&it) > JN_BUFFER_CAPACITY)
+        (void)jn_amqp_transport_take(link->own->t, &it, &whole, &rest);
+    bool ok = rx_copy(m, &it);
+    if (ok && whole.head) {
+        (void)jn_message_append_buffers(m, &whole); /* never fails */
+        ok = rx_copy(m, &rest);
+    }
+    jn_buffer_list_free(&whole); /* not appended: memory ran out before */
+    if (!ok) {
+        if (link->rx_dlv) {
+            jn_message_set_aborted(m); /* its copies end */
+            link->rx_notify = true;
         }
-        size_t n = jn_iter_copy(&it, p, cap);
-        JN_COPIES_NOTE(n);
-        jn_message_write_commit(m, n);
+        rx_reject(link, "amqp:resource-limit-exceeded", "router out of memory");
+        return true;
     }
     if (JN_UNLIKELY(link->max_message_size) && jn_message_length(m) > link->max_message_size) {
         rx_oversize(link);

@@ -33,22 +33,6 @@ static const shape_t shapes[] = {
 };
 #define N_SHAPES (sizeof shapes / sizeof shapes[0])
 
-static void count_buffers(const jn_pool_stats_t *st, void *ctx)
-{
-    if (strcmp(st->type_name, "jn_buffer") == 0)
-        *(uint64_t *)ctx = st->in_use;
-}
-
-/* In-use objects of the buffer pool now. */
-static uint64_t buffers_in_use(void)
-{
-    jn_buffer_unref(jn_buffer_new()); /* the pool exists from here on */
-    uint64_t n = UINT64_MAX;
-    jn_pool_foreach(count_buffers, &n);
-    assert_true(n != UINT64_MAX);
-    return n;
-}
-
 /* One frame of s from data at *at (n octets in all) into m; returns the
  * whole buffers linked. */
 static size_t feed_frame(jn_message_t *m, const uint8_t *data, size_t n, size_t *at,
@@ -117,33 +101,44 @@ static unsigned mask_of(unsigned i)
     return (i & 31) | ((i & 32) ? S_FOOTER : 0) | S_BODY;
 }
 
-static void test_parse_locates_sections_across_taken_buffers(void **state)
+/* check(m, msg) for a message of every mask (mask_of), fed in every shape. */
+static void each_message(void (*check)(const built_t *m, jn_message_t *msg))
 {
-    (void)state;
     for (unsigned i = 0; i < 64; i++) {
         built_t m;
         build_big(&m, mask_of(i));
         for (size_t s = 0; s < N_SHAPES; s++) {
             jn_message_t *msg = message_taken(m.b.data, m.b.len, &shapes[s]);
-            assert_int_equal(jn_message_parse(msg, JN_DEPTH_ALL), 0);
-            for (int sec = 0; sec < JN_SEC_COUNT; sec++) {
-                jn_iter_t v;
-                int rc = jn_message_section(msg, (jn_section_t)sec, &v);
-                if (!(m.mask & (1u << sec))) {
-                    assert_int_equal(rc, JN_ENOENT);
-                    continue;
-                }
-                assert_int_equal(rc, 0);
-                assert_view_equals(&v, m.b.data + m.start[sec], m.end[sec] - m.start[sec]);
-            }
-            jn_iter_t to;
-            if (m.mask & S_PROPS) {
-                assert_int_equal(jn_message_to(msg, &to), 0);
-                assert_true(jn_iter_equal(&to, "q1"));
-            }
+            check(&m, msg);
             jn_message_unref(msg);
         }
     }
+}
+
+static void check_parse(const built_t *m, jn_message_t *msg)
+{
+    assert_int_equal(jn_message_parse(msg, JN_DEPTH_ALL), 0);
+    for (int sec = 0; sec < JN_SEC_COUNT; sec++) {
+        jn_iter_t v;
+        int rc = jn_message_section(msg, (jn_section_t)sec, &v);
+        if (!(m->mask & (1u << sec))) {
+            assert_int_equal(rc, JN_ENOENT);
+            continue;
+        }
+        assert_int_equal(rc, 0);
+        assert_view_equals(&v, m->b.data + m->start[sec], m->end[sec] - m->start[sec]);
+    }
+    jn_iter_t to;
+    if (m->mask & S_PROPS) {
+        assert_int_equal(jn_message_to(msg, &to), 0);
+        assert_true(jn_iter_equal(&to, "q1"));
+    }
+}
+
+static void test_parse_locates_sections_across_taken_buffers(void **state)
+{
+    (void)state;
+    each_message(check_parse);
 }
 
 /* Every segment of o lies in its buffer's published octets; appended to
@@ -161,37 +156,36 @@ static int drain_buffers(jn_message_out_t *o, bytes_t *out)
     return rc;
 }
 
+static void check_copies(const built_t *m, jn_message_t *msg)
+{
+    assert_int_equal(jn_message_parse(msg, JN_DEPTH_MESSAGE_ANNOTATIONS), 0);
+    jn_ra_hop_t hop = {.to_router = true, .node_id = "0/B"};
+    jn_buffer_list_t ma;
+    jn_buffer_list_init(&ma);
+    assert_int_equal(jn_ra_compose(jn_message_annotations(msg), &hop, &ma), 0);
+    static bytes_t ann, want, got;
+    ann.len = jn_buffer_list_length(&ma);
+    got.len = 0;
+    jn_buffer_list_copy_out(&ma, 0, ann.data, sizeof ann.data);
+    expected_copy(m, &ann, &want);
+    jn_message_out_t o;
+    assert_int_equal(jn_message_out_init(&o, msg, &ma), 0);
+    assert_int_equal(drain_buffers(&o, &got), 0);
+    assert_int_equal(got.len, want.len);
+    assert_memory_equal(got.data, want.data, want.len);
+    jn_message_out_fini(&o);
+    got.len = 0;
+    assert_int_equal(jn_message_out_init_verbatim(&o, msg), 0);
+    assert_int_equal(drain_out(&o, &got), 0);
+    assert_int_equal(got.len, m->b.len);
+    assert_memory_equal(got.data, m->b.data, m->b.len);
+    jn_message_out_fini(&o);
+}
+
 static void test_copies_read_taken_buffers_exactly(void **state)
 {
     (void)state;
-    for (unsigned i = 0; i < 64; i++) {
-        built_t m;
-        build_big(&m, mask_of(i));
-        for (size_t s = 0; s < N_SHAPES; s++) {
-            jn_message_t *msg = message_taken(m.b.data, m.b.len, &shapes[s]);
-            assert_int_equal(jn_message_parse(msg, JN_DEPTH_MESSAGE_ANNOTATIONS), 0);
-            jn_ra_hop_t hop = {.to_router = true, .node_id = "0/B"};
-            jn_buffer_list_t ma;
-            jn_buffer_list_init(&ma);
-            assert_int_equal(jn_ra_compose(jn_message_annotations(msg), &hop, &ma), 0);
-            bytes_t ann = {.len = jn_buffer_list_length(&ma)}, want, got = {.len = 0};
-            jn_buffer_list_copy_out(&ma, 0, ann.data, sizeof ann.data);
-            expected_copy(&m, &ann, &want);
-            jn_message_out_t o;
-            assert_int_equal(jn_message_out_init(&o, msg, &ma), 0);
-            assert_int_equal(drain_buffers(&o, &got), 0);
-            assert_int_equal(got.len, want.len);
-            assert_memory_equal(got.data, want.data, want.len);
-            jn_message_out_fini(&o);
-            got.len = 0;
-            assert_int_equal(jn_message_out_init_verbatim(&o, msg), 0);
-            assert_int_equal(drain_out(&o, &got), 0);
-            assert_int_equal(got.len, m.b.len);
-            assert_memory_equal(got.data, m.b.data, m.b.len);
-            jn_message_out_fini(&o);
-            jn_message_unref(msg);
-        }
-    }
+    each_message(check_copies);
 }
 
 /* One view of len octets at off of msg's chain, read every way. */

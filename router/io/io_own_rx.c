@@ -419,8 +419,9 @@ static void rx_oversize(jn_io_own_link_t *link)
 }
 
 /* Copy the octets of it to the end of m. Returns false when memory ran
- * out (the octets copied until then stay). */
-static bool rx_copy(jn_message_t *m, jn_iter_t *it)
+ * out (the octets copied until then stay). Inlined: it is every small
+ * message's receive (hot path). */
+__attribute__((always_inline)) static inline bool rx_copy(jn_message_t *m, jn_iter_t *it)
 {
     while (!jn_iter_end(it)) {
         uint8_t *p;
@@ -437,7 +438,8 @@ static bool rx_copy(jn_message_t *m, jn_iter_t *it)
 /* A payload longer than a buffer: the transport's whole buffers inside
  * it are linked into m (jn_amqp_transport_take), the octets around them
  * copied. Returns false when memory ran out. */
-static bool rx_take(jn_io_own_link_t *link, jn_message_t *m, jn_iter_t *it)
+__attribute__((noinline)) static bool rx_take(jn_io_own_link_t *link, jn_message_t *m,
+                                              jn_iter_t *it)
 {
     jn_iter_t rest;
     jn_buffer_list_t whole;

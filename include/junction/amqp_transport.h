@@ -17,7 +17,11 @@
  * each buffer it spans (jn_buffer_ref), never by copying. The transport
  * drops its own reference on a buffer once every octet of it was consumed
  * and no more will be written to it; a buffer's published octets never
- * change (junction/buffer.h), so what a user holds stays valid.
+ * change (junction/buffer.h), so what a user holds stays valid. A user
+ * that keeps a large payload in a chain of its own (a message's) takes
+ * the whole buffers inside it out of the input (jn_amqp_transport_take):
+ * they are linked into its chain as they are, and only the octets around
+ * them are copied.
  *
  * Layers, by the peer's first header: SASL (id 3) runs the SASL server
  * layer (ANONYMOUS, and a mechanism backend's mechanisms when one was
@@ -144,6 +148,28 @@ void jn_amqp_transport_read_done(jn_amqp_transport_t *t, size_t n);
  * close); JN_ENOMEM when an output could not grow (drop the connection).
  * Owning thread. */
 int jn_amqp_transport_process(jn_amqp_transport_t *t, uint64_t now_ms);
+
+/* jn_amqp_transport_take: input by reference. Inside the AMQP layer's
+ * on_transfer, during jn_amqp_transport_process on t, payload (the view
+ * on_transfer gave, copied; it may have been advanced, not widened) is cut
+ * in three: the buffers wholly inside it, spliced out of t's input into
+ * *whole (t's reference on each passes to the list; the last one's next
+ * is NULL, so the list may be linked into another chain, e.g. with
+ * jn_message_append_buffers), *payload the octets before them and *rest
+ * (a raw view) the octets after them; both views stay valid for the rest
+ * of the callback. A buffer is taken only when it is full (no read tops it
+ * up), holds octets of the payload only, and holds neither the payload's
+ * first octet nor its last (the engine reads on from that one); the first
+ * run of such buffers is taken. So a payload of at most
+ * JN_BUFFER_CAPACITY + 1 octets is never cut, and a longer one leaves at
+ * most two buffers' worth of octets around what is taken (its first run
+ * and its last). Returns the octets
+ * taken; 0 when none were (outside on_transfer, a payload too short, or a
+ * hash view): *whole and *rest are then empty and *payload unchanged.
+ * AMQP 1.0 part 2, 2.7.5 (a transfer's payload: the message's octets).
+ * Owning thread. */
+size_t jn_amqp_transport_take(jn_amqp_transport_t *t, jn_iter_t *payload, jn_buffer_list_t *whole,
+                              jn_iter_t *rest);
 
 /* jn_amqp_transport_held: octets received and not yet consumed by the
  * layers (a partial frame). Owning thread. */

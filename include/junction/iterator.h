@@ -229,6 +229,25 @@ static inline void jn_iter_raw_run(jn_iter_t *out, const jn_buffer_t *buffer, co
     out->body_cut = 0;
 }
 
+/* jn_iter_run: the next run of a raw view's octets that lies in one buffer
+ * (or in plain memory), not consumed: *p is its first octet and *buf the
+ * buffer holding it (NULL for plain bytes); returns its length, 0 at the
+ * end of the view. Consume it with jn_iter_advance. Not for a view with
+ * prefix octets (the hash view). Hot path (the engine references each
+ * outgoing payload run this way): inside a run, a compare and two loads;
+ * at a buffer's end, the slow path moves to the next buffer. */
+static inline size_t jn_iter_run(jn_iter_t *it, const uint8_t **p, const jn_buffer_t **buf)
+{
+    if (it->cursor >= it->limit) {
+        if (jn_iter_octet(it) == JN_ITER_END) /* moves to the next buffer */
+            return 0;
+        it->cursor--;
+    }
+    *p = it->cursor;
+    *buf = it->buffer;
+    return (size_t)(it->limit - it->cursor);
+}
+
 /* jn_iter_sub: *out becomes a raw view of the next length octets of it
  * (length is cut to what is left); it is not advanced. For views with a
  * prefix, only body octets are covered. */

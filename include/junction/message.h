@@ -88,9 +88,12 @@ void jn_message_write_commit(jn_message_t *m, size_t n);
 int jn_message_append(jn_message_t *m, const void *data, size_t len);
 
 /* jn_message_append_buffers: link the buffers of list (already filled, e.g.
- * by jn_encoder_to_buffers() for a message this router composes) after the
- * content's tail, taking over the list's references; the list is left
- * empty. Later writes top up the last of them. Returns 0. */
+ * by jn_encoder_to_buffers() for a message this router composes, or taken
+ * whole from the input by jn_amqp_transport_take) after the content's
+ * tail, taking over the list's references; the list is left empty. The
+ * tail before them is topped up no more, even when short (so a chain may
+ * hold a short buffer mid-chain: every reader goes by each buffer's size);
+ * later writes top up the last of them. The writer thread. Returns 0. */
 int jn_message_append_buffers(jn_message_t *m, jn_buffer_list_t *list);
 
 /* jn_message_set_complete / jn_message_set_aborted: the last octet has

@@ -203,20 +203,6 @@ int jn_amqp_delivery_set_state(jn_amqp_delivery_t *d, const jn_amqp_state_t *sta
     return rc;
 }
 
-/* The next run of it's octets (a raw view) at *p, its buffer in *buf (NULL
- * for plain bytes); 0 at its end. */
-static size_t next_run(jn_iter_t *it, const uint8_t **p, const jn_buffer_t **buf)
-{
-    if (it->cursor >= it->limit) {
-        if (jn_iter_octet(it) == JN_ITER_END) /* moves to the next buffer */
-            return 0;
-        it->cursor--;
-    }
-    *p = it->cursor;
-    *buf = it->buffer;
-    return (size_t)(it->limit - it->cursor);
-}
-
 /* Reference n octets of the pieces from piece *k (its copy in *cur). */
 static int ref_payload(jn_amqp_conn_t *c, const jn_iter_t *pieces, size_t npieces, size_t *k,
                        jn_iter_t *cur, size_t n)
@@ -224,7 +210,7 @@ static int ref_payload(jn_amqp_conn_t *c, const jn_iter_t *pieces, size_t npiece
     while (n > 0 && *k < npieces) {
         const uint8_t *p;
         const jn_buffer_t *buf;
-        size_t run = next_run(cur, &p, &buf);
+        size_t run = jn_iter_run(cur, &p, &buf);
         if (run == 0) {
             if (++*k < npieces)
                 *cur = pieces[*k];

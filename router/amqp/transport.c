@@ -50,6 +50,8 @@ struct jn_amqp_transport {
     unsigned spare_offered; /* spares offered to the last read */
     size_t tail_offered;    /* octets of the tail's free end offered to the last read */
     size_t sasl_offered;    /* octets of the SASL layer's output in the last iovecs */
+    bool in_amqp;           /* inside the AMQP layer's input: buffers may be taken */
+    size_t taken;           /* octets taken (spliced out of in) during that input */
 };
 
 jn_amqp_transport_t *jn_amqp_transport_new(const jn_amqp_conn_config_t *config,
@@ -227,6 +229,57 @@ static void held_view(const jn_amqp_transport_t *t, jn_iter_t *it)
         jn_iter_init_bytes(it, "", 0, JN_VIEW_RAW);
 }
 
+/* ---- input by reference ------------------------------------------------- */
+
+size_t jn_amqp_transport_take(jn_amqp_transport_t *t, jn_iter_t *payload, jn_buffer_list_t *whole,
+                              jn_iter_t *rest)
+{
+    jn_buffer_list_init(whole);
+    jn_iter_init_bytes(rest, NULL, 0, JN_VIEW_RAW);
+    size_t total = jn_iter_length(payload);
+    if (!t->in_amqp || total < JN_BUFFER_CAPACITY + 2 || payload->prefix_len != 0)
+        return 0; /* outside the input, or too short to hold a buffer between two runs */
+    /* Walk the runs: the first range of whole buffers that are neither the
+     * first run nor the last (where the engine's reading may rest). */
+    jn_iter_t w = *payload;
+    size_t off = 0, head = 0, taken = 0, run;
+    const jn_buffer_t *b, *before = NULL, *first = NULL, *last = NULL;
+    const uint8_t *p;
+    while ((run = jn_iter_run(&w, &p, &b)) > 0 && off + run < total) {
+        if (off > 0 && b && p == b->data && run == JN_BUFFER_CAPACITY) {
+            if (!first) {
+                first = b;
+                head = off;
+            }
+            last = b;
+            taken += run;
+        } else if (first) {
+            break;
+        } else {
+            before = b;
+        }
+        off += run;
+        w.cursor = w.limit;
+    }
+    if (!first)
+        return 0;
+    jn_buffer_t *after = jn_buffer_next(last);
+    JN_CHECK(before && after && jn_buffer_next(before) == first);
+    jn_iter_sub(payload, head, payload);
+    int rc = jn_iter_init(rest, after, 0, total - head - taken, JN_VIEW_RAW);
+    JN_CHECK(rc == 0); /* the payload's octets are published */
+    /* Splice [first, last] out of the chain: t's buffers until now, read
+     * by nobody else (the engine's reading position is past them, in the
+     * last run's buffer or later), full, so no read tops them up. */
+    atomic_store_explicit(&((jn_buffer_t *)before)->next, after, memory_order_relaxed);
+    atomic_store_explicit(&((jn_buffer_t *)last)->next, NULL, memory_order_relaxed);
+    whole->head = (jn_buffer_t *)first;
+    whole->tail = (jn_buffer_t *)last;
+    t->taken += taken;
+    t->held -= taken;
+    return taken;
+}
+
 /* The peer's first header chooses the layers; nothing is consumed. */
 static int choose_layer(jn_amqp_transport_t *t, const jn_iter_t *it)
 {
@@ -280,8 +333,11 @@ int jn_amqp_transport_process(jn_amqp_transport_t *t, uint64_t now_ms)
             t->layer = LAYER_AMQP;
             continue;
         default:
+            t->in_amqp = true;
+            t->taken = 0;
             rc = jn_amqp_conn_input(t->conn, &it, now_ms, &consumed);
-            consume(t, consumed);
+            t->in_amqp = false;
+            consume(t, consumed - t->taken); /* taken octets left the chain */
             return rc;
         }
     }

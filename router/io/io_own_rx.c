@@ -423,26 +423,72 @@ static void rx_oversize(jn_io_own_link_t *link)
     own->close_sent = true;
 }
 
-/* Append the frame's payload to the message (copied once, into the
- * message's own buffers). Returns false when the delivery ended here. */
+/* Copy the octets of it to the end of m. Returns false when memory ran
+ * out (the octets copied until then stay). Inlined: it is every small
+ * message's receive (hot path). */
+__attribute__((always_inline)) static inline bool rx_copy(jn_message_t *m, jn_iter_t *it)
+{
+    while (!jn_iter_end(it)) {
+        uint8_t *p;
+        size_t cap;
+        if (jn_message_write_space(m, &p, &cap) != 0)
+            return false;
+        size_t n = jn_iter_copy(it, p, cap);
+        JN_COPIES_NOTE(n);
+        jn_message_write_commit(m, n);
+    }
+    return true;
+}
+
+/* A payload longer than a buffer: the transport's whole buffers inside
+ * it are linked into m (jn_amqp_transport_take), the octets around them
+ * copied. Returns false when memory ran out. */
+__attribute__((noinline)) static bool rx_take(jn_io_own_link_t *link, jn_message_t *m,
+                                              jn_iter_t *it)
+{
+    jn_iter_t rest;
+    jn_buffer_list_t whole;
+    if (jn_amqp_transport_take(link->own->t, it, &whole, &rest) == 0)
+        return rx_copy(m, it);
+    bool ok = rx_copy(m, it);
+    if (ok) {
+        (void)jn_message_append_buffers(m, &whole); /* never fails */
+        return rx_copy(m, &rest);
+    }
+    jn_buffer_list_free(&whole); /* not appended: memory ran out before */
+    return false;
+}
+
+/* A message's first octets up to this many take the transport's whole
+ * buffers; past it, a stream's octets are copied. Measured: a 200 MB
+ * stream whose buffers were all taken grew the router by about 100 MB
+ * (test_router_large's limit is 32): the buffers its copy had passed were
+ * still referenced by the engine's output, not yet written, while the
+ * marks count what the copies handed over; copied, the same stream stays
+ * under the limit. Why taking changes the pace is not known yet
+ * (docs/engine.md, "Copies per hop"). */
+#define JN_IO_RX_TAKE_MAX JN_IO_RX_HIGH_WATER
+
+/* Append the frame's payload to the message: a payload longer than a
+ * buffer, in the message's first JN_IO_RX_TAKE_MAX octets, gives the
+ * message the transport's whole buffers inside it (rx_take: linked, not
+ * copied); a shorter one is copied once, into the message's own buffers
+ * (cheaper than a buffer of its own for a few hundred octets). Returns
+ * false when the delivery ended here. */
 static bool rx_append(jn_io_own_link_t *link, const jn_iter_t *payload)
 {
     jn_message_t *m = link->rx_msg;
     jn_iter_t it = *payload;
-    while (!jn_iter_end(&it)) {
-        uint8_t *p;
-        size_t cap;
-        if (jn_message_write_space(m, &p, &cap) != 0) {
-            if (link->rx_dlv) {
-                jn_message_set_aborted(m); /* its copies end */
-                link->rx_notify = true;
-            }
-            rx_reject(link, "amqp:resource-limit-exceeded", "router out of memory");
-            return true;
+    bool ok = jn_iter_length(&it) > JN_BUFFER_CAPACITY && jn_message_length(m) < JN_IO_RX_TAKE_MAX
+                  ? rx_take(link, m, &it)
+                  : rx_copy(m, &it);
+    if (!ok) {
+        if (link->rx_dlv) {
+            jn_message_set_aborted(m); /* its copies end */
+            link->rx_notify = true;
         }
-        size_t n = jn_iter_copy(&it, p, cap);
-        JN_COPIES_NOTE(n);
-        jn_message_write_commit(m, n);
+        rx_reject(link, "amqp:resource-limit-exceeded", "router out of memory");
+        return true;
     }
     if (JN_UNLIKELY(link->max_message_size) && jn_message_length(m) > link->max_message_size) {
         rx_oversize(link);

@@ -10,6 +10,11 @@
  * of the buffer's size and of the content's length; new buffers are linked
  * with a release store. Readers on other threads load with acquire order,
  * so they may send the first octets of a message while the rest arrives.
+ * Buffers filled elsewhere may be linked whole (jn_message_append_buffers:
+ * composed sections, or a large transfer's buffers taken from the input);
+ * the tail they follow then keeps its size for good, short or not, so a
+ * chain may hold short buffers mid-chain, and every walker (the iterator,
+ * the parser, the copies, trimming) goes by each buffer's size.
  * The complete and aborted flags are set with release order after the last
  * octet is published.
  */

@@ -3,11 +3,15 @@
 (JUNCTION_ENGINE=own) whose copies are sent by reference: each outgoing
 copy's octets are the message's own buffers, referenced in the engine's
 output until written, not copied (docs/engine.md, "Zero copy, output";
-router/io/io_own_link.c). The bodies of 64 KiB and 1 MiB messages, every
-octet different from its neighbours, arrive intact, to one receiver and
-to two receivers of a multicast address (two outputs referencing the same
-buffers), and the router's memory returns: every message is settled and
-the router still answers.
+router/io/io_own_link.c), and whose large transfers are received by
+reference: the whole input buffers inside each frame's payload are linked
+into the message (docs/engine.md, "Copies per hop"; router/io/io_own_rx.c).
+The bodies of 64 KiB and 1 MiB messages, and one of 3 MiB (past the 2 MiB
+after which a message's octets are copied again), every octet different
+from its neighbours, arrive intact, to one receiver and to two receivers
+of a multicast address (two outputs referencing the same buffers), and the
+router's memory returns: every message is settled and the router still
+answers.
 
 JN_BUILD_DIR names the build directory (set by ctest).
 """
@@ -42,7 +46,7 @@ class OwnCopiesTest(OwnEngineCase):
 
     def test_64k_and_1mib_messages_arrive_intact_to_one_receiver(self):
         r = self.start_own()
-        sizes = [64 * KIB] * 8 + [KIB * KIB] * 3 + [64 * KIB + 1, 100]
+        sizes = [64 * KIB] * 8 + [KIB * KIB] * 3 + [64 * KIB + 1, 100, 3 * KIB * KIB]
         recv = Recv("own.copies", credit=20)
         send = Send("own.copies", [numbered(i, n) for i, n in enumerate(sizes)])
         self.run_scenario(Traffic(r, [recv], [send], expect=len(sizes), timeout=120.0))

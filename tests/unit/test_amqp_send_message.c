@@ -13,22 +13,6 @@
 
 #include <junction/annotations.h>
 
-static void count_buffers(const jn_pool_stats_t *st, void *ctx)
-{
-    if (strcmp(st->type_name, "jn_buffer") == 0)
-        *(uint64_t *)ctx = st->in_use;
-}
-
-/* In-use objects of the buffer pool now. */
-static uint64_t buffers_in_use(void)
-{
-    jn_buffer_unref(jn_buffer_new()); /* the pool exists from here on */
-    uint64_t n = UINT64_MAX;
-    jn_pool_foreach(count_buffers, &n);
-    assert_true(n != UINT64_MAX);
-    return n;
-}
-
 /* A message: a header and a data section of body octets (k * 13 + 1). */
 static size_t encode_message(uint8_t *out, size_t body)
 {

@@ -121,6 +121,22 @@ static inline void enc_string_list(jn_encoder_t *e, const char *const *s, size_t
     jn_enc_list_end(e);
 }
 
+static inline void count_buffers_(const jn_pool_stats_t *st, void *ctx)
+{
+    if (strcmp(st->type_name, "jn_buffer") == 0)
+        *(uint64_t *)ctx = st->in_use;
+}
+
+/* In-use objects of the buffer pool now. */
+static inline uint64_t buffers_in_use(void)
+{
+    jn_buffer_unref(jn_buffer_new()); /* the pool exists from here on */
+    uint64_t n = UINT64_MAX;
+    jn_pool_foreach(count_buffers_, &n);
+    assert_true(n != UINT64_MAX);
+    return n;
+}
+
 /* Objects still in use in any pool: must be 0 at the end of a test run. */
 static inline int finish_tests(int failures)
 {

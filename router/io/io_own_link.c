@@ -300,6 +300,17 @@ static void tx_drop(jn_io_own_link_t *link)
     tx_done(link);
 }
 
+/* Whether the connection's output holds JN_IO_OWN_OUTPUT_LIMIT octets not
+ * yet written: then no more is composed into it until the pass after the
+ * socket took some (jn_io_own_pass_IO). */
+static bool output_full(jn_io_own_t *own)
+{
+    if (jn_amqp_conn_output_pending(jn_amqp_transport_conn(own->t)) < JN_IO_OWN_OUTPUT_LIMIT)
+        return false;
+    own->tx_held = true;
+    return true;
+}
+
 /* Send what there is of the copy in progress, composing more as the
  * engine takes it. Returns true when it was sent whole (or dropped), false
  * when it waits: for octets (JN_WORK_DELIVERY_CONTINUE) or for the peer's
@@ -337,6 +348,8 @@ static bool tx_push(jn_io_own_link_t *link)
         }
         if (link->pend_len > 0)
             return false; /* the peer's window is shut */
+        if (JN_UNLIKELY(output_full(link->own)))
+            return false; /* a large copy goes on once the socket took some */
     }
 }
 
@@ -367,17 +380,6 @@ static void tx_tell_flow(jn_io_own_link_t *link)
     link->flow_sent = link->sent;
     jn_core_link_flow_IO(link->core, link->sent + (link->flow_capped ? cap : credit), st.drain);
     jn_core_link_peer_credit_IO(link->core, link->sent + credit);
-}
-
-/* Whether the connection's output holds JN_IO_OWN_OUTPUT_LIMIT octets not
- * yet written: then no more is composed into it until the pass after the
- * socket took some (jn_io_own_pass_IO). */
-static bool output_full(jn_io_own_t *own)
-{
-    if (jn_amqp_conn_output_pending(jn_amqp_transport_conn(own->t)) < JN_IO_OWN_OUTPUT_LIMIT)
-        return false;
-    own->tx_held = true;
-    return true;
 }
 
 /* Send on link: the copy in progress, then the queued ones, each begun

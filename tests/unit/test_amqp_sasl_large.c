@@ -23,6 +23,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "test_amqp_sasl_util.h"
+
 #include <junction/amqp_engine.h>
 #include <junction/amqp_sasl.h>
 #include <junction/pool.h>
@@ -162,55 +164,6 @@ static const jn_amqp_sasl_client_mech_ops_t cli_ops = {
 };
 
 /* ---- moving octets between the two ends -------------------------------- */
-
-typedef struct inbox {
-    uint8_t data[16384];
-    size_t len;
-} inbox_t;
-
-typedef int (*input_fn)(void *layer, const jn_iter_t *in, size_t *consumed);
-
-/* Hand the layer the inbox as a view over buffers of piece octets; drop
- * what it consumed. Returns the layer's result. */
-static int deliver(inbox_t *box, void *layer, input_fn input, size_t piece)
-{
-    jn_buffer_list_t list;
-    jn_iter_t it;
-    jn_buffer_list_init(&list);
-    if (box->len == 0) {
-        jn_iter_init_bytes(&it, "", 0, JN_VIEW_RAW);
-    } else {
-        assert_int_equal(jn_buffer_list_append_split(&list, box->data, box->len, piece), 0);
-        assert_int_equal(jn_iter_init(&it, list.head, 0, box->len, JN_VIEW_RAW), 0);
-    }
-    size_t consumed = 0;
-    int rc = input(layer, &it, &consumed);
-    jn_buffer_list_free(&list);
-    assert_true(consumed <= box->len);
-    memmove(box->data, box->data + consumed, box->len - consumed);
-    box->len -= consumed;
-    return rc;
-}
-
-static int client_input(void *layer, const jn_iter_t *in, size_t *consumed)
-{
-    return jn_amqp_sasl_client_input(layer, in, consumed);
-}
-
-static int server_input(void *layer, const jn_iter_t *in, size_t *consumed)
-{
-    return jn_amqp_sasl_server_input(layer, in, consumed);
-}
-
-/* Up to piece octets of out into box. Returns the octets moved. */
-static size_t move(const uint8_t *out, size_t len, inbox_t *box, size_t piece)
-{
-    size_t n = len < piece ? len : piece;
-    assert_true(box->len + n <= sizeof box->data);
-    memcpy(box->data + box->len, out, n);
-    box->len += n;
-    return n;
-}
 
 /* Run client and server until neither has anything to say, piece octets
  * at a time. Each end's last result in *crc and *src. */

@@ -383,11 +383,19 @@ static void tx_tell_flow(jn_io_own_link_t *link)
 }
 
 /* Send on link: the copy in progress, then the queued ones, each begun
- * while the output has room (a copy begun goes on as its octets come: the
- * output holds at most the limit and what one copy's pass adds). */
+ * while the output has room. A copy already in progress when called (its
+ * octets came, JN_WORK_DELIVERY_CONTINUE; the peer's flow; the pass after
+ * the socket took some) goes on only while the output has room too: were
+ * it given a round of segments first, every such call would add up to
+ * JN_IO_OWN_TX_SEGS buffers past the limit, and a stream whose receive
+ * side calls often (large payloads taken by reference, io_own_rx.c) ran
+ * the output tens of MB ahead of the socket. A copy begun here sends its
+ * first round at once (a small message: no second check). */
 static void tx_run(jn_io_own_link_t *link)
 {
-    for (;;) {
+    /* else the pass after the socket took some goes on */
+    bool room = !link->tx_dlv || JN_LIKELY(!output_full(link->own));
+    while (room) {
         if (!link->tx_dlv &&
             (!link->txq || JN_UNLIKELY(output_full(link->own)) || !tx_start(link)))
             break;

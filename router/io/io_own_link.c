@@ -383,36 +383,32 @@ static void tx_tell_flow(jn_io_own_link_t *link)
 }
 
 /* Send on link: the copy in progress, then the queued ones, each begun
- * while the output has room (a copy begun goes on as its octets come:
- * tx_push stops it once the output holds the limit). Called with a copy
- * in progress, through tx_go_on. */
+ * while the output has room. A copy in progress when called (its octets
+ * came, JN_WORK_DELIVERY_CONTINUE; the peer's flow; another copy queued;
+ * the pass after the socket took some) goes on only while the output has
+ * room too: were it given a round of segments first, every such call
+ * would add up to JN_IO_OWN_TX_SEGS buffers past the limit, and a stream
+ * whose receive side calls often (large payloads taken by reference,
+ * io_own_rx.c) ran the output tens of MB ahead of the socket
+ * (docs/engine.md, "Copies per hop"). A copy begun here sends its first
+ * round at once (tx_push checks the limit after each round); a small
+ * message's send makes the tests it made before. */
 static void tx_run(jn_io_own_link_t *link)
 {
     for (;;) {
-        if (!link->tx_dlv &&
-            (!link->txq || JN_UNLIKELY(output_full(link->own)) || !tx_start(link)))
-            break;
-        if (link->tx_dlv && !tx_push(link))
+        if (!link->tx_dlv) {
+            if (!link->txq || JN_UNLIKELY(output_full(link->own)) || !tx_start(link))
+                break;
+            if (!link->tx_dlv)
+                continue; /* refused at its start: the next one */
+        } else if (JN_UNLIKELY(output_full(link->own))) {
+            break; /* the pass after the socket took some goes on */
+        }
+        if (!tx_push(link))
             break;
     }
     if (link->flow_capped && link->core && (link->sent - link->flow_sent) * 2 >= link->flow_cap)
         tx_tell_flow(link); /* a capped limit moves on with what was sent */
-}
-
-/* tx_run for a link whose copy may be in progress (its octets came,
- * JN_WORK_DELIVERY_CONTINUE; another copy queued behind it; the pass
- * after the socket took some): such a copy goes on only while the output
- * has room. Were it given a round of segments first, every such call
- * would add up to JN_IO_OWN_TX_SEGS buffers past the limit, and a stream
- * whose receive side calls often (large payloads taken by reference,
- * io_own_rx.c) ran the output tens of MB ahead of the socket
- * (docs/engine.md, "Copies per hop"). A small message's send (no copy
- * in progress) pays one test. */
-static void tx_go_on(jn_io_own_link_t *link)
-{
-    if (JN_UNLIKELY(link->tx_dlv != NULL) && output_full(link->own))
-        return; /* the pass after the socket took some goes on */
-    tx_run(link);
 }
 
 void jn_io_own_tx_resume_IO(jn_io_own_t *own)
@@ -420,7 +416,7 @@ void jn_io_own_tx_resume_IO(jn_io_own_t *own)
     JN_ASSERT_IO(own->conn);
     for (jn_io_own_link_t *link = own->links; link; link = link->next)
         if (!link->incoming && link->l && (link->tx_dlv || link->txq))
-            tx_go_on(link);
+            tx_run(link);
 }
 
 void jn_io_own_on_flow(void *ctx, jn_amqp_session_t *s, jn_amqp_link_t *l, const jn_amqp_flow_t *f)
@@ -601,7 +597,7 @@ static void work_send(jn_io_own_link_t *link, jn_work_t *w)
     else
         link->txq = q;
     link->txq_tail = q;
-    tx_go_on(link);
+    tx_run(link);
 }
 
 void jn_io_own_work_IO(jn_io_own_t *own, jn_work_t *w)
@@ -661,7 +657,7 @@ void jn_io_own_work_IO(jn_io_own_t *own, jn_work_t *w)
         return;
     case JN_WORK_DELIVERY_CONTINUE:
         if (link->tx_dlv)
-            tx_go_on(link);
+            tx_run(link);
         break;
     case JN_WORK_DELIVERY_UPDATE:
         work_update(link, w);

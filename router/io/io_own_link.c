@@ -383,15 +383,28 @@ static void tx_tell_flow(jn_io_own_link_t *link)
 }
 
 /* Send on link: the copy in progress, then the queued ones, each begun
- * while the output has room (a copy begun goes on as its octets come: the
- * output holds at most the limit and what one copy's pass adds). */
+ * while the output has room. A copy in progress when called (its octets
+ * came, JN_WORK_DELIVERY_CONTINUE; the peer's flow; another copy queued;
+ * the pass after the socket took some) goes on only while the output has
+ * room too: were it given a round of segments first, every such call
+ * would add up to JN_IO_OWN_TX_SEGS buffers past the limit, and a stream
+ * whose receive side calls often (large payloads taken by reference,
+ * io_own_rx.c) ran the output tens of MB ahead of the socket
+ * (docs/engine.md, "Copies per hop"). A copy begun here sends its first
+ * round at once (tx_push checks the limit after each round); a small
+ * message's send makes the tests it made before. */
 static void tx_run(jn_io_own_link_t *link)
 {
     for (;;) {
-        if (!link->tx_dlv &&
-            (!link->txq || JN_UNLIKELY(output_full(link->own)) || !tx_start(link)))
-            break;
-        if (link->tx_dlv && !tx_push(link))
+        if (!link->tx_dlv) {
+            if (!link->txq || JN_UNLIKELY(output_full(link->own)) || !tx_start(link))
+                break;
+            if (!link->tx_dlv)
+                continue; /* refused at its start: the next one */
+        } else if (JN_UNLIKELY(output_full(link->own))) {
+            break; /* the pass after the socket took some goes on */
+        }
+        if (!tx_push(link))
             break;
     }
     if (link->flow_capped && link->core && (link->sent - link->flow_sent) * 2 >= link->flow_cap)

@@ -459,29 +459,19 @@ __attribute__((noinline)) static bool rx_take(jn_io_own_link_t *link, jn_message
     return false;
 }
 
-/* A message's first octets up to this many take the transport's whole
- * buffers; past it, a stream's octets are copied. Measured: a 200 MB
- * stream whose buffers were all taken grew the router by about 100 MB
- * (test_router_large's limit is 32): the buffers its copy had passed were
- * still referenced by the engine's output, not yet written, while the
- * marks count what the copies handed over; copied, the same stream stays
- * under the limit. Why taking changes the pace is not known yet
- * (docs/engine.md, "Copies per hop"). */
-#define JN_IO_RX_TAKE_MAX JN_IO_RX_HIGH_WATER
-
 /* Append the frame's payload to the message: a payload longer than a
- * buffer, in the message's first JN_IO_RX_TAKE_MAX octets, gives the
- * message the transport's whole buffers inside it (rx_take: linked, not
- * copied); a shorter one is copied once, into the message's own buffers
- * (cheaper than a buffer of its own for a few hundred octets). Returns
- * false when the delivery ended here. */
+ * buffer gives the message the transport's whole buffers inside it
+ * (rx_take: linked, not copied), however far into the message; a shorter
+ * one is copied once, into the message's own buffers (cheaper than a
+ * buffer of its own for a few hundred octets). Linked buffers are
+ * published as copied octets are (the message's length, release order),
+ * so the copies send them as they come and the streaming marks below
+ * count them alike. Returns false when the delivery ended here. */
 static bool rx_append(jn_io_own_link_t *link, const jn_iter_t *payload)
 {
     jn_message_t *m = link->rx_msg;
     jn_iter_t it = *payload;
-    bool ok = jn_iter_length(&it) > JN_BUFFER_CAPACITY && jn_message_length(m) < JN_IO_RX_TAKE_MAX
-                  ? rx_take(link, m, &it)
-                  : rx_copy(m, &it);
+    bool ok = jn_iter_length(&it) > JN_BUFFER_CAPACITY ? rx_take(link, m, &it) : rx_copy(m, &it);
     if (!ok) {
         if (link->rx_dlv) {
             jn_message_set_aborted(m); /* its copies end */

@@ -284,25 +284,6 @@ static int parse_general(const jn_iter_t *section, bool honour_router_keys, jn_r
  * path. Debug builds check that both agree on every section. */
 #define SLOW 1
 
-/* jn_decode_peek() with the shape most keys and values have — str8 or
- * sym8 — read in place first. Hot path: inlined, a few compares. */
-static inline size_t peek_value(const uint8_t *p, const uint8_t *end, unsigned depth, jn_value_t *v)
-{
-    size_t left = (size_t)(end - p);
-    if (left >= 2 && (p[0] == JN_AMQP_STR8 || p[0] == JN_AMQP_SYM8) && left - 2 >= p[1]) {
-        v->type = p[0] == JN_AMQP_STR8 ? JN_TYPE_STRING : JN_TYPE_SYMBOL;
-        v->code = p[0];
-        v->described = false;
-        v->contiguous = true;
-        v->size = p[1];
-        v->count = 0;
-        v->buffer = NULL;
-        v->data = p + 2;
-        return 2u + p[1];
-    }
-    return jn_decode_peek(p, left, depth, v);
-}
-
 /* Close the run of user entries that started at *start (if any). */
 static void run_close_at(jn_ra_t *out, const jn_buffer_t *b, const uint8_t **start, size_t length)
 {
@@ -379,7 +360,7 @@ static int read_router_value(jn_ra_t *out, key_kind_t kind, const jn_value_t *v,
         const uint8_t *q = v->data, *end = v->data + v->size;
         for (uint32_t i = 0; i < v->count; i++) {
             jn_value_t e;
-            size_t len = peek_value(q, end, 2, &e);
+            size_t len = jn_decode_peek_small(q, end, 2, &e);
             if (len == 0 || e.type != JN_TYPE_STRING || e.described)
                 return SLOW;
             q += len;
@@ -409,7 +390,7 @@ static int parse_run(const jn_iter_t *section, bool honour_router_keys, jn_ra_t 
         p[2] != JN_SECTION_MESSAGE_ANNOTATIONS)
         return SLOW;
     p += 3;
-    n = jn_decode_peek(p, (size_t)(end - p), 0, &map);
+    n = jn_decode_peek_small(p, end, 0, &map);
     if (n == 0 || map.type != JN_TYPE_MAP)
         return SLOW;
     out->section_present = true;
@@ -419,10 +400,10 @@ static int parse_run(const jn_iter_t *section, bool honour_router_keys, jn_ra_t 
     p = map.data;
     for (uint32_t i = 0; i < map.count; i += 2) {
         const uint8_t *entry = p;
-        if ((n = peek_value(p, elements_end, 1, &key)) == 0)
+        if ((n = jn_decode_peek_small(p, elements_end, 1, &key)) == 0)
             return SLOW;
         p += n;
-        if ((n = peek_value(p, elements_end, 1, &value)) == 0)
+        if ((n = jn_decode_peek_small(p, elements_end, 1, &value)) == 0)
             return SLOW;
         p += n;
         key_kind_t kind;

@@ -367,7 +367,7 @@ static int read_router_value(jn_ra_t *out, key_kind_t kind, const jn_value_t *v,
         }
         if (q != end) /* octets after the last entry */
             return SLOW;
-        out->has_trace = true;
+        out->has_trace = out->trace_plain = true;
         jn_iter_raw_run(&out->trace, b, v->data, v->size);
         out->trace_count = v->count;
         out->trace_size = v->size;
@@ -482,17 +482,60 @@ int jn_ra_parse(const jn_iter_t *section, bool honour_router_keys, jn_ra_t *out,
     return parse_general(section, honour_router_keys, out, why);
 }
 
-bool jn_ra_trace_contains(const jn_ra_t *ra, const char *node_id)
+/* The trace's entries in place: those of a trace the fast parse read
+ * (ra->trace_plain: one run of plain str8 or str32 entries, checked
+ * there), so each is found by its code and size alone. */
+static void trace_each_run(const jn_ra_t *ra, jn_ra_trace_fn *fn, void *ctx)
+{
+    const uint8_t *q = ra->trace.cursor, *end = ra->trace.limit;
+    while (q < end) {
+        size_t head = 2, len = q[1];
+        if (q[0] == JN_AMQP_STR32) {
+            head = 5;
+            len = (size_t)q[1] << 24 | (size_t)q[2] << 16 | (size_t)q[3] << 8 | q[4];
+        }
+        jn_iter_t id;
+        jn_iter_raw_run(&id, ra->trace.buffer, q + head, len);
+        if (!fn(ctx, &id))
+            return;
+        q += head + len;
+    }
+}
+
+void jn_ra_trace_each(const jn_ra_t *ra, jn_ra_trace_fn *fn, void *ctx)
 {
     if (!ra || !ra->has_trace)
-        return false;
+        return;
+    if (ra->trace_plain) {
+        trace_each_run(ra, fn, ctx);
+        return;
+    }
     jn_decoder_t d;
     jn_field_t f;
     jn_decoder_init(&d, &ra->trace, true);
     while (jn_decoder_next(&d, &f) == 1)
-        if (jn_field_equal_string(&f, node_id))
-            return true;
-    return false;
+        if (f.type == JN_TYPE_STRING && !fn(ctx, &f.payload))
+            return;
+}
+
+/* jn_ra_trace_contains' search: the node id sought, and whether found. */
+typedef struct trace_find {
+    const char *node_id;
+    bool found;
+} trace_find_t;
+
+static bool trace_find_step(void *ctx, const jn_iter_t *id)
+{
+    trace_find_t *t = ctx;
+    t->found = jn_iter_equal(id, t->node_id);
+    return !t->found;
+}
+
+bool jn_ra_trace_contains(const jn_ra_t *ra, const char *node_id)
+{
+    trace_find_t t = {.node_id = node_id, .found = false};
+    jn_ra_trace_each(ra, trace_find_step, &t);
+    return t.found;
 }
 
 /* --- composing --------------------------------------------------------- */

@@ -40,6 +40,8 @@ typedef struct jn_ra {
     bool has_ingress;
     bool has_trace;
     bool stream;
+    bool trace_plain;     /* has_trace, and the fast parse saw every entry a
+                           * plain str8 or str32 filling the run exactly */
     int32_t phase;        /* x-opt-qd.phase, 0 when absent */
     jn_iter_t to;         /* x-opt-qd.to (str octets, raw view) */
     jn_iter_t ingress;    /* x-opt-qd.ingress (str octets) */
@@ -69,6 +71,7 @@ static inline void jn_ra_set_absent(jn_ra_t *ra)
     ra->has_ingress = false;
     ra->has_trace = false;
     ra->stream = false;
+    ra->trace_plain = false;
     ra->phase = 0;
     ra->trace_count = 0;
     ra->trace_size = 0;
@@ -105,8 +108,22 @@ typedef struct jn_ra_hop {
 int jn_ra_parse(const jn_iter_t *section, bool honour_router_keys, jn_ra_t *out, const char **why);
 
 /* jn_ra_trace_contains: true when the trace read by jn_ra_parse lists
- * node_id (e.g. "0/A"). */
+ * node_id (e.g. "0/A"). ra may be NULL (false). */
 bool jn_ra_trace_contains(const jn_ra_t *ra, const char *node_id);
+
+/* A step of jn_ra_trace_each: ctx as passed there, entry a raw view of one
+ * trace entry's string octets (borrowed for the call). Returns true to go
+ * on to the next entry, false to stop. */
+typedef bool jn_ra_trace_fn(void *ctx, const jn_iter_t *entry);
+
+/* jn_ra_trace_each: call fn for each string entry of the trace that
+ * jn_ra_parse read into ra (x-opt-qd.trace, docs/protocol.md "Router
+ * annotations"), in order, until fn returns false. Nothing when ra is NULL
+ * or has no trace. Hot path (an inter-router message's trace, walked for
+ * the links it may not go back on): a trace in one run of plain str8 or
+ * str32 entries is read in place, without a decoder; any other through the
+ * decoder, with the same entries. The thread that holds the message. */
+void jn_ra_trace_each(const jn_ra_t *ra, jn_ra_trace_fn *fn, void *ctx);
 
 /* jn_ra_compose: append to out the message-annotations section for one hop:
  * descriptor, map (smallest encoding), user entries byte for byte, then the

@@ -175,6 +175,13 @@ int jn_message_get_header(const jn_message_t *m, jn_message_header_t *out);
 int jn_message_to(const jn_message_t *m, jn_iter_t *out);
 int jn_message_reply_to(const jn_message_t *m, jn_iter_t *out);
 
+/* jn_message_to_field: the properties `to` string as a raw view of its
+ * octets, without jn_message_to's address view (for a caller that compares
+ * the octets as they are, e.g. the core's per-link address memo). Returns
+ * as jn_message_to does. Any thread that holds the message; no spec section
+ * beyond jn_message_to's (AMQP 1.0 section 3.2.4, properties). */
+int jn_message_to_field(const jn_message_t *m, jn_iter_t *out);
+
 /* jn_message_user_id: a raw view of the properties `user-id` (binary; a
  * string is taken as its octets too), read on demand, not by
  * jn_message_parse. Returns 0, JN_ENOENT if absent (no properties, or

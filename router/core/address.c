@@ -269,6 +269,7 @@ void jn_addr_release_if_unused_CT(jn_core_t *core, jn_addr_t *addr)
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_DEBUG, "Address removed: %.*s", (int)addr->key_len,
            (const char *)addr->key);
     jn_stat_add(&core->stats.addresses, -1);
+    core->ct.addr_epoch++; /* links' memos of it are stale */
     addr_free(addr);
 }
 
@@ -285,6 +286,7 @@ void jn_addr_free_all_CT(jn_core_t *core)
             addr->advertised = false; /* teardown: nobody to tell */
         addr_free(addr);
     }
+    core->ct.addr_epoch++;
     atomic_store_explicit(&core->stats.addresses, 0, memory_order_relaxed);
 }
 
@@ -527,6 +529,33 @@ jn_addr_t *jn_addr_for_message_CT(jn_core_t *core, const jn_message_t *msg, bool
     if (!message_address(msg, honour_to_override, &it))
         return NULL;
     return jn_hash_lookup_with(core->ct.addrs, jn_iter_hash(&it), key_equals_iter, &it);
+}
+
+jn_addr_t *jn_addr_for_message_memo_CT(jn_core_t *core, const jn_message_t *msg,
+                                       bool honour_to_override, jn_addr_memo_t *memo)
+{
+    JN_ASSERT_CT(core);
+    const jn_ra_t *ra = honour_to_override ? jn_message_annotations(msg) : NULL;
+    jn_iter_t field;
+    if (ra && ra->has_to)
+        field = ra->to;
+    else if (jn_message_to_field(msg, &field) != 0)
+        return NULL;
+    uint8_t phase = ra && ra->phase > 0 && ra->phase <= 9 ? (uint8_t)ra->phase : 0;
+    size_t len = (size_t)(field.limit - field.cursor);
+    bool keepable = jn_iter_contiguous(&field) && len <= JN_ADDR_MEMO_MAX;
+    if (keepable && memo->addr && memo->epoch == core->ct.addr_epoch && memo->len == len &&
+        memo->phase == phase && memcmp(memo->raw, field.cursor, len) == 0)
+        return memo->addr;
+    jn_addr_t *addr = jn_addr_for_message_CT(core, msg, honour_to_override);
+    if (addr && keepable) {
+        memo->addr = addr;
+        memo->epoch = core->ct.addr_epoch;
+        memo->phase = phase;
+        memo->len = (uint8_t)len;
+        memcpy(memo->raw, field.cursor, len);
+    }
+    return addr;
 }
 
 bool jn_addr_unavailable_for_delivery_CT(jn_core_t *core, const jn_delivery_t *dlv)

@@ -125,6 +125,17 @@ jn_addr_t *jn_tenant_addr_for_delivery_CT(jn_core_t *core, jn_delivery_t *dlv, b
  * properties.to); NULL when none exists. */
 jn_addr_t *jn_addr_for_message_CT(jn_core_t *core, const jn_message_t *msg,
                                   bool honour_to_override);
+/* jn_addr_for_message_memo_CT: jn_addr_for_message_CT (same arguments,
+ * same result) through memo, an anonymous incoming link's memo of the last
+ * address found (borrowed, core thread state): when the message's address
+ * field holds the same octets, with the same phase, as the memo's and no
+ * address was freed since it was kept, the memo's address is returned
+ * without the address view, the hash or the table; otherwise the address
+ * is looked up and kept in memo when found (a field of at most
+ * JN_ADDR_MEMO_MAX octets in one run). Hot path on an inter-router link: a
+ * mesh's messages name the same few addresses in turn. Core thread. */
+jn_addr_t *jn_addr_for_message_memo_CT(jn_core_t *core, const jn_message_t *msg,
+                                       bool honour_to_override, jn_addr_memo_t *memo);
 /* Add link as a consumer / producer of addr and set link->ct.addr.
  * Returns 0 or JN_ENOMEM (nothing changed). */
 int jn_addr_add_consumer_CT(jn_addr_t *addr, jn_core_link_t *link);

@@ -286,6 +286,24 @@ struct jn_core_conn {
 
 /* ---- links -------------------------------------------------------------- */
 
+/* Octets of the longest address a link's memo keeps (longer ones are looked
+ * up every time). */
+#define JN_ADDR_MEMO_MAX 46
+
+/* An anonymous incoming link's memo of the last address its messages were
+ * routed to (address.c, jn_addr_for_message_memo_CT): the raw octets of the
+ * field the address was found from, the phase applied, and the address.
+ * Valid only while epoch equals core->ct.addr_epoch, which moves whenever
+ * an address is freed: the memo never reads an address that may be gone.
+ * Core thread only (a part of the link's ct state). */
+typedef struct jn_addr_memo {
+    jn_addr_t *addr; /* NULL: nothing kept */
+    uint64_t epoch;
+    uint8_t phase; /* the phase set on the view: 0 for none, 1..9 */
+    uint8_t len;
+    uint8_t raw[JN_ADDR_MEMO_MAX];
+} jn_addr_memo_t;
+
 typedef enum jn_link_state {
     JN_LINK_ST_NEW = 0,  /* attach not processed yet */
     JN_LINK_ST_ATTACHED, /* routing */
@@ -331,6 +349,7 @@ struct jn_core_link {
         uint64_t id;                           /* [L<id>] in logs */
         uint8_t state;                         /* jn_link_state_t */
         bool anonymous;                        /* incoming, no target: route by each message */
+        jn_addr_memo_t addr_memo;              /* anonymous: the last address found */
         jn_addr_t *addr;                       /* target/source address (when attached) */
         uint32_t addr_index;                   /* index in addr->consumers or ->producers */
         char *dyn_address;                     /* dynamic source address made (heap) */
@@ -558,6 +577,9 @@ struct jn_core {
                                                          * mesh; mesh_side.c) */
         jn_router_node_t *routers[JN_MESH_MAX_ROUTERS]; /* by router index */
         int node_memo; /* the router index node_by_node_id_CT found last (mesh_side.c) */
+        /* moves on whenever an address is freed: links' address memos
+         * (jn_addr_memo_t) taken before it are stale */
+        uint64_t addr_epoch;
         jn_core_conn_t *slots[JN_MESH_MAX_LINKS];       /* inter-router conns by slot */
         int64_t next_tick_ms;                           /* when the mesh ticks next */
         int64_t last_flush_ms;                          /* when the mesh last acted on a change */

@@ -661,7 +661,7 @@ void jn_forward_copies_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned n
 static jn_addr_t *addr_of_CT(jn_core_t *core, jn_delivery_t *dlv)
 {
     JN_ASSERT_CT(core);
-    const jn_core_link_t *in = dlv->link;
+    jn_core_link_t *in = dlv->link;
     if (in->ct.state != JN_LINK_ST_ATTACHED)
         return NULL;
     if (!in->ct.anonymous)
@@ -669,7 +669,7 @@ static jn_addr_t *addr_of_CT(jn_core_t *core, jn_delivery_t *dlv)
     bool honour = in->conn->inter_router || (!in->conn->internal && !in->conn->strip_inbound);
     if (JN_UNLIKELY(in->conn->tenant != NULL)) /* in its tenant space (tenant.c) */
         return jn_tenant_addr_for_delivery_CT(core, dlv, honour);
-    return jn_addr_for_message_CT(core, dlv->message, honour);
+    return jn_addr_for_message_memo_CT(core, dlv->message, honour, &in->ct.addr_memo);
 }
 
 void jn_forward_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned n, bool multicast)

@@ -28,7 +28,6 @@
  */
 #include "delivery.h"
 
-#include <junction/decoder.h>
 #include <junction/iterator.h>
 
 #include <stdio.h>
@@ -113,6 +112,28 @@ static jn_router_node_t *node_by_node_id_CT(jn_core_t *core, const jn_iter_t *no
     return found;
 }
 
+/* One entry of a delivery's trace (jn_router_route_ctx_CT, through
+ * jn_ra_trace_each): this router's id marks a loop; another router's link
+ * is one the delivery may not go back on. */
+typedef struct trace_walk {
+    jn_core_t *core;
+    jn_route_ctx_t *rc;
+} trace_walk_t;
+
+static bool trace_entry_CT(void *ctx, const jn_iter_t *id)
+{
+    trace_walk_t *w = ctx;
+    JN_ASSERT_CT(w->core);
+    if (jn_iter_equal_bytes(id, w->core->node_id, w->core->node_id_len)) {
+        w->rc->looped = true; /* it has been here before */
+        return true;
+    }
+    jn_router_node_t *n = node_by_node_id_CT(w->core, id);
+    if (n && n->link >= 0)
+        jn_mesh_bits_set(&w->rc->excluded, (unsigned)n->link);
+    return true;
+}
+
 void jn_router_route_ctx_CT(jn_core_t *core, const jn_delivery_t *dlv, jn_route_ctx_t *rc)
 {
     JN_ASSERT_CT(core);
@@ -138,22 +159,8 @@ void jn_router_route_ctx_CT(jn_core_t *core, const jn_delivery_t *dlv, jn_route_
         jn_router_node_t *o = node_by_node_id_CT(core, &ra->ingress);
         rc->origin = o ? o->index : 0;
     }
-    if (!ra->has_trace)
-        return;
-    jn_decoder_t d;
-    jn_field_t f;
-    jn_decoder_init(&d, &ra->trace, true);
-    while (jn_decoder_next(&d, &f) == 1) {
-        if (f.type != JN_TYPE_STRING)
-            continue;
-        if (jn_iter_equal_bytes(&f.payload, core->node_id, core->node_id_len)) {
-            rc->looped = true; /* it has been here before */
-            continue;
-        }
-        jn_router_node_t *n = node_by_node_id_CT(core, &f.payload);
-        if (n && n->link >= 0)
-            jn_mesh_bits_set(&rc->excluded, (unsigned)n->link);
-    }
+    trace_walk_t walk = {.core = core, .rc = rc};
+    jn_ra_trace_each(ra, trace_entry_CT, &walk);
 }
 
 /* The connection to reach node through, unless excluded. */

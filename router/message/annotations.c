@@ -284,25 +284,6 @@ static int parse_general(const jn_iter_t *section, bool honour_router_keys, jn_r
  * path. Debug builds check that both agree on every section. */
 #define SLOW 1
 
-/* jn_decode_peek() with the shape most keys and values have — str8 or
- * sym8 — read in place first. Hot path: inlined, a few compares. */
-static inline size_t peek_value(const uint8_t *p, const uint8_t *end, unsigned depth, jn_value_t *v)
-{
-    size_t left = (size_t)(end - p);
-    if (left >= 2 && (p[0] == JN_AMQP_STR8 || p[0] == JN_AMQP_SYM8) && left - 2 >= p[1]) {
-        v->type = p[0] == JN_AMQP_STR8 ? JN_TYPE_STRING : JN_TYPE_SYMBOL;
-        v->code = p[0];
-        v->described = false;
-        v->contiguous = true;
-        v->size = p[1];
-        v->count = 0;
-        v->buffer = NULL;
-        v->data = p + 2;
-        return 2u + p[1];
-    }
-    return jn_decode_peek(p, left, depth, v);
-}
-
 /* Close the run of user entries that started at *start (if any). */
 static void run_close_at(jn_ra_t *out, const jn_buffer_t *b, const uint8_t **start, size_t length)
 {
@@ -379,14 +360,14 @@ static int read_router_value(jn_ra_t *out, key_kind_t kind, const jn_value_t *v,
         const uint8_t *q = v->data, *end = v->data + v->size;
         for (uint32_t i = 0; i < v->count; i++) {
             jn_value_t e;
-            size_t len = peek_value(q, end, 2, &e);
+            size_t len = jn_decode_peek_small(q, end, 2, &e);
             if (len == 0 || e.type != JN_TYPE_STRING || e.described)
                 return SLOW;
             q += len;
         }
         if (q != end) /* octets after the last entry */
             return SLOW;
-        out->has_trace = true;
+        out->has_trace = out->trace_plain = true;
         jn_iter_raw_run(&out->trace, b, v->data, v->size);
         out->trace_count = v->count;
         out->trace_size = v->size;
@@ -409,7 +390,7 @@ static int parse_run(const jn_iter_t *section, bool honour_router_keys, jn_ra_t 
         p[2] != JN_SECTION_MESSAGE_ANNOTATIONS)
         return SLOW;
     p += 3;
-    n = jn_decode_peek(p, (size_t)(end - p), 0, &map);
+    n = jn_decode_peek_small(p, end, 0, &map);
     if (n == 0 || map.type != JN_TYPE_MAP)
         return SLOW;
     out->section_present = true;
@@ -419,10 +400,10 @@ static int parse_run(const jn_iter_t *section, bool honour_router_keys, jn_ra_t 
     p = map.data;
     for (uint32_t i = 0; i < map.count; i += 2) {
         const uint8_t *entry = p;
-        if ((n = peek_value(p, elements_end, 1, &key)) == 0)
+        if ((n = jn_decode_peek_small(p, elements_end, 1, &key)) == 0)
             return SLOW;
         p += n;
-        if ((n = peek_value(p, elements_end, 1, &value)) == 0)
+        if ((n = jn_decode_peek_small(p, elements_end, 1, &value)) == 0)
             return SLOW;
         p += n;
         key_kind_t kind;
@@ -501,17 +482,60 @@ int jn_ra_parse(const jn_iter_t *section, bool honour_router_keys, jn_ra_t *out,
     return parse_general(section, honour_router_keys, out, why);
 }
 
-bool jn_ra_trace_contains(const jn_ra_t *ra, const char *node_id)
+/* The trace's entries in place: those of a trace the fast parse read
+ * (ra->trace_plain: one run of plain str8 or str32 entries, checked
+ * there), so each is found by its code and size alone. */
+static void trace_each_run(const jn_ra_t *ra, jn_ra_trace_fn *fn, void *ctx)
+{
+    const uint8_t *q = ra->trace.cursor, *end = ra->trace.limit;
+    while (q < end) {
+        size_t head = 2, len = q[1];
+        if (q[0] == JN_AMQP_STR32) {
+            head = 5;
+            len = (size_t)q[1] << 24 | (size_t)q[2] << 16 | (size_t)q[3] << 8 | q[4];
+        }
+        jn_iter_t id;
+        jn_iter_raw_run(&id, ra->trace.buffer, q + head, len);
+        if (!fn(ctx, &id))
+            return;
+        q += head + len;
+    }
+}
+
+void jn_ra_trace_each(const jn_ra_t *ra, jn_ra_trace_fn *fn, void *ctx)
 {
     if (!ra || !ra->has_trace)
-        return false;
+        return;
+    if (ra->trace_plain) {
+        trace_each_run(ra, fn, ctx);
+        return;
+    }
     jn_decoder_t d;
     jn_field_t f;
     jn_decoder_init(&d, &ra->trace, true);
     while (jn_decoder_next(&d, &f) == 1)
-        if (jn_field_equal_string(&f, node_id))
-            return true;
-    return false;
+        if (f.type == JN_TYPE_STRING && !fn(ctx, &f.payload))
+            return;
+}
+
+/* jn_ra_trace_contains' search: the node id sought, and whether found. */
+typedef struct trace_find {
+    const char *node_id;
+    bool found;
+} trace_find_t;
+
+static bool trace_find_step(void *ctx, const jn_iter_t *id)
+{
+    trace_find_t *t = ctx;
+    t->found = jn_iter_equal(id, t->node_id);
+    return !t->found;
+}
+
+bool jn_ra_trace_contains(const jn_ra_t *ra, const char *node_id)
+{
+    trace_find_t t = {.node_id = node_id, .found = false};
+    jn_ra_trace_each(ra, trace_find_step, &t);
+    return t.found;
 }
 
 /* --- composing --------------------------------------------------------- */

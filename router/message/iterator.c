@@ -247,6 +247,19 @@ size_t jn_iter_copy(jn_iter_t *it, void *dst, size_t cap)
 {
     uint8_t *out = dst;
     size_t done = 0;
+    /* Fast path: no prefix octets pending, and the octets asked for lie in
+     * the current run or that run is all the view has left (a small
+     * message's payload copied on receive): one memcpy, no loop. */
+    if (it->prefix_pos >= it->prefix_len) {
+        size_t run = (size_t)(it->limit - it->cursor);
+        if (run >= cap || it->remaining == 0) {
+            done = run < cap ? run : cap;
+            if (done > 0)
+                memcpy(out, it->cursor, done);
+            it->cursor += done;
+            return done;
+        }
+    }
     while (done < cap) {
         const uint8_t *p;
         size_t run = run_peek(it, &p);

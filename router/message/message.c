@@ -244,6 +244,16 @@ int jn_message_to(const jn_message_t *m, jn_iter_t *out)
     return 0;
 }
 
+int jn_message_to_field(const jn_message_t *m, jn_iter_t *out)
+{
+    if (jn_msg_parsed(m) < JN_DEPTH_PROPERTIES)
+        return JN_AGAIN;
+    if (!m->has_to)
+        return JN_ENOENT;
+    *out = m->to;
+    return 0;
+}
+
 int jn_message_reply_to(const jn_message_t *m, jn_iter_t *out)
 {
     if (jn_msg_parsed(m) < JN_DEPTH_PROPERTIES)

@@ -100,7 +100,8 @@ void jn_message_parse_init(jn_message_t *m)
     m->condition = NULL;
     m->error_text[0] = '\0';
     m->present = 0;
-    memset(m->sections, 0, sizeof m->sections);
+    /* m->sections[k] is read only under its bit in m->present: not cleared
+     * (about 40 instructions per message) */
     m->header = (jn_message_header_t){.priority = 4};
     m->has_to = m->has_reply_to = false;
     m->skip_from = m->skip_to = 0;

@@ -265,6 +265,42 @@ static void test_anonymous_relay_uses_to_override_only_when_honoured(void **stat
     assert_int_equal(who_got_it(c, 2), 0);
 }
 
+/* An anonymous link keeps the last address it found (address.c's memo):
+ * a message to another address goes where the table says, and once that
+ * address is freed the memo is not used: a message to it is released, and
+ * reaches the consumer of the address made again. */
+static void test_anonymous_relay_memo_follows_the_address_table(void **state)
+{
+    (void)state;
+    fake_conn_t *p = open_conn("producer");
+    fake_conn_t *c[2] = {open_conn("a"), open_conn("b")};
+    jn_core_link_t *a = attach_consumer(c[0], "m1", 10);
+    attach_consumer(c[1], "m2", 10);
+    jn_core_link_t *in = attach_producer(p, NULL, 10);
+    expect_and_free(p, JN_WORK_LINK_CREDIT);
+    const char *to[] = {"m1", "m1", "m2", "m1", "amqp://h/m2"};
+    const int want[] = {0, 0, 1, 0, 1};
+    for (int i = 0; i < 5; i++) {
+        send_full(p, in, to[i], NULL, true, true);
+        assert_int_equal(who_got_it(c, 2), want[i]);
+    }
+    detach(c[0], a);
+    core_sync();
+    jn_core_stats_t st;
+    jn_core_get_stats(h.core, &st);
+    assert_int_equal(st.addresses, 1); /* m1 is gone */
+    /* the memo (kept for m1) is stale: read after the barrier above */
+    assert_ptr_not_equal(in->ct.addr_memo.addr, NULL);
+    assert_int_not_equal(in->ct.addr_memo.epoch, h.core->ct.addr_epoch);
+    jn_delivery_t *d = send_full(p, in, "m1", NULL, false, true);
+    core_sync();
+    expect_update(p, d, JN_DISP_RELEASED, true);
+    assert_int_equal(who_got_it(c, 2), -1);
+    attach_consumer(c[1], "m1", 10);
+    send_full(p, in, "m1", NULL, true, true);
+    assert_int_equal(who_got_it(c, 2), 1);
+}
+
 static void test_dynamic_source_gets_a_router_unique_address_messages_reach(void **state)
 {
     (void)state;
@@ -646,6 +682,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_anonymous_relay_releases_when_nobody_consumes,
                                         setup_balanced, teardown_core),
         cmocka_unit_test_setup_teardown(test_anonymous_relay_uses_to_override_only_when_honoured,
+                                        setup_balanced, teardown_core),
+        cmocka_unit_test_setup_teardown(test_anonymous_relay_memo_follows_the_address_table,
                                         setup_balanced, teardown_core),
         cmocka_unit_test_setup_teardown(
             test_dynamic_source_gets_a_router_unique_address_messages_reach, setup_balanced,

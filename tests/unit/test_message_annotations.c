@@ -9,6 +9,7 @@
  * read from buffers of 1, 2, 3 and 7 octets as well as from one buffer.
  */
 #include "test_message_util.h"
+#include <junction/decoder.h>
 
 /* A message-annotations section whose map entries fill() writes. */
 static void section(bytes_t *b, void (*fill)(jn_encoder_t *e))
@@ -868,6 +869,100 @@ static void test_three_entry_trace_inter_router_message_round_trip(void **state)
     }
 }
 
+/* jn_ra_trace_each's step for the test below: copies each entry into the
+ * next of three slots; stops after ctx's limit. */
+typedef struct trace_seen {
+    char ids[3][8];
+    int n, limit;
+} trace_seen_t;
+
+static bool trace_seen_step(void *ctx, const jn_iter_t *id)
+{
+    trace_seen_t *t = ctx;
+    assert_true(t->n < 3);
+    jn_iter_copy_string(id, t->ids[t->n], sizeof t->ids[t->n]);
+    return ++t->n < t->limit;
+}
+
+/* jn_ra_trace_each walks a trace of str32 and str8 entries read by the
+ * fast parse in place (trace_plain), in order, stopping when told; the
+ * decoder's walk (trace_plain off) gives the same entries. */
+static void test_trace_each_walks_str8_and_str32_entries(void **state)
+{
+    (void)state;
+    static const uint8_t b[] = {
+        0x00, 0x53, 0x72, 0xc1, 0x21, 0x02,                         /* map8, 2 items */
+        0xa3, 0x0e, 'x', '-', 'o', 'p', 't', '-', 'q', 'd', '.', 't', 'r', 'a', 'c', 'e',
+        0xc0, 0x0e, 0x02,                                           /* list8, 2 entries */
+        0xb1, 0x00, 0x00, 0x00, 0x03, '0', '/', 'A',                /* str32 */
+        0xa1, 0x03, '0', '/', 'B'};                                 /* str8 */
+    jn_iter_t it;
+    jn_ra_t ra;
+    jn_iter_init_bytes(&it, b, sizeof b, JN_VIEW_RAW);
+    assert_int_equal(jn_ra_parse(&it, true, &ra, NULL), 0);
+    assert_true(ra.has_trace);
+    assert_true(ra.trace_plain);
+    for (int plain = 1; plain >= 0; plain--) {
+        ra.trace_plain = plain;
+        trace_seen_t all = {.limit = 3}, first = {.limit = 1};
+        jn_ra_trace_each(&ra, trace_seen_step, &all);
+        assert_int_equal(all.n, 2);
+        assert_string_equal(all.ids[0], "0/A");
+        assert_string_equal(all.ids[1], "0/B");
+        jn_ra_trace_each(&ra, trace_seen_step, &first);
+        assert_int_equal(first.n, 1);
+        assert_true(jn_ra_trace_contains(&ra, "0/B"));
+    }
+}
+
+/* jn_decode_peek_small, the annotations parser's in-place reader, gives
+ * what jn_decode_peek gives for every shape it reads itself, the shapes it
+ * leaves, and the malformed ones (cut short, a count past the size, a
+ * map's odd count), at every length the octets may be cut to. */
+static void test_peek_small_agrees_with_peek(void **state)
+{
+    (void)state;
+    static const struct {
+        uint8_t len;
+        uint8_t b[8];
+    } cases[] = {
+        {4, {0xa1, 0x02, 'h', 'i'}},             /* str8 */
+        {3, {0xa3, 0x01, 'x'}},                  /* sym8 */
+        {2, {0xa1, 0x00}},                       /* empty str8 */
+        {5, {0xc0, 0x03, 0x02, 0x40, 0x40}},     /* list8 of two nulls */
+        {3, {0xc0, 0x01, 0x00}},                 /* empty list8 */
+        {6, {0xc1, 0x04, 0x02, 0x40, 0x40, 0}},  /* map8 of one pair */
+        {5, {0xc1, 0x03, 0x01, 0x40, 0x40}},     /* map8 with an odd count */
+        {5, {0xc0, 0x03, 0x05, 0x40, 0x40}},     /* count past the size */
+        {3, {0xc0, 0x00, 0x00}},                 /* size 0: no room for the count */
+        {4, {0xa1, 0x05, 'h', 'i'}},             /* str8 cut short */
+        {2, {0x52, 0x07}},                       /* smallulong: left to peek */
+        {1, {0x40}},                             /* null */
+        {6, {0x00, 0x53, 0x70, 0xc0, 0x01, 0}},  /* described: left to peek */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        for (size_t avail = 1; avail <= cases[i].len; avail++) {
+            jn_value_t a, b;
+            memset(&a, 0, sizeof a);
+            memset(&b, 0, sizeof b);
+            const uint8_t *p = cases[i].b;
+            size_t na = jn_decode_peek_small(p, p + avail, 1, &a);
+            size_t nb = jn_decode_peek(p, avail, 1, &b);
+            assert_int_equal(na, nb);
+            if (nb == 0)
+                continue;
+            assert_int_equal(a.type, b.type);
+            assert_int_equal(a.code, b.code);
+            assert_int_equal(a.described, b.described);
+            assert_int_equal(a.contiguous, b.contiguous);
+            assert_int_equal(a.size, b.size);
+            assert_int_equal(a.count, b.count);
+            assert_ptr_equal(a.buffer, b.buffer);
+            assert_ptr_equal(a.data, b.data);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -890,6 +985,8 @@ int main(void)
         cmocka_unit_test(test_trace_append_and_trace_contains),
         cmocka_unit_test(test_compose_appends_after_existing_buffers),
         cmocka_unit_test(test_three_entry_trace_inter_router_message_round_trip),
+        cmocka_unit_test(test_peek_small_agrees_with_peek),
+        cmocka_unit_test(test_trace_each_walks_str8_and_str32_entries),
     };
     return finish_tests(cmocka_run_group_tests(tests, NULL, NULL));
 }

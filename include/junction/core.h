@@ -333,7 +333,10 @@ typedef struct jn_link_info {
     void *attach_ref;
     /* outgoing: the source has the qd.fallback capability: the receiver
      * is a fallback destination of the address (docs/protocol.md, "Link routes,
-     * auto-links and phases on the wire") */
+     * auto-links and phases on the wire"); incoming, on an edge connection
+     * only (the core ignores it elsewhere): the target has it, the sender
+     * feeds the address's fallback phase (an edge router's proxy for its
+     * senders, as 1.19; an edge's own such link: attach.fallback) */
     bool fallback;
     /* the client's terminus (a sender's target, a receiver's source) has
      * the capability qd.waypoint (1) or qd.waypoint.<n> (n, 1..9): a
@@ -752,6 +755,8 @@ typedef struct jn_work {
                                 * 0 otherwise */
             uint8_t waypoint;  /* edge: capability qd.waypoint.<n> on it
                                 * (1..9; 0: none) */
+            bool fallback;     /* edge: capability qd.fallback on it (a
+                                * fallback destination's link, phase F) */
             uint8_t stream;    /* a streaming link (router/core/stream.c),
                                 * outgoing, named qdlink.<15> by the I/O
                                 * layer, reported with attach_ref = ref:

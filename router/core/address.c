@@ -263,7 +263,8 @@ static void addr_free(jn_addr_t *addr)
 void jn_addr_release_if_unused_CT(jn_core_t *core, jn_addr_t *addr)
 {
     JN_ASSERT_CT(core);
-    if (addr->n_consumers > 0 || addr->n_producers > 0 || addr->n_remote > 0 || addr->permanent)
+    if (addr->n_consumers > 0 || addr->n_producers > 0 || addr->n_remote > 0 || addr->permanent ||
+        addr->edge_hold)
         return;
     JN_CHECK(jn_hash_remove(core->ct.addrs, addr->key, addr->key_len, NULL) == 0);
     JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_DEBUG, "Address removed: %.*s", (int)addr->key_len,

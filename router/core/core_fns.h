@@ -144,7 +144,8 @@ int jn_addr_add_producer_CT(jn_addr_t *addr, jn_core_link_t *link);
  * address (NULL if none); the caller frees it with
  * jn_addr_release_if_unused_CT once done with it. */
 jn_addr_t *jn_addr_remove_link_CT(jn_core_t *core, jn_core_link_t *link);
-/* Free addr if no link refers to it. */
+/* Free addr if no link refers to it and an edge router does not hold it
+ * (edge_hold: a fallback phase its senders may need). */
 void jn_addr_release_if_unused_CT(jn_core_t *core, jn_addr_t *addr);
 /* Dynamic addresses: "temp." then JN_ADDR_TEMP_CHARS base64url characters
  * of JN_ADDR_TEMP_RANDOM octets from getrandom(2) (128 bits: not to be

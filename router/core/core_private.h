@@ -169,6 +169,10 @@ typedef struct jn_addr {
      * one of its consumers) */
     bool edge_in_asked, edge_out_asked, edge_dest_up;
     bool edge_reported; /* the interior reported on it (tracking) */
+    /* an edge router's fallback phase (key M F) while its primary has
+     * senders here: kept (jn_addr_release_if_unused_CT) for the uplink
+     * sender that proxies them to the fallback beyond this edge */
+    bool edge_hold;
     jn_core_link_t *edge_in, *edge_out;
     /* management counters (router.address), forward.c: deliveries that
      * entered the mesh here (from a client), copies to local consumers
@@ -456,7 +460,8 @@ struct jn_core_link {
     uint8_t *termini; /* the peer's termini as io encodes them (heap), or NULL */
     size_t termini_len;
     void *attach_ref; /* jn_link_info_t.attach_ref (linkroute.c: a request id) */
-    bool fallback;    /* outgoing: a fallback destination (qd.fallback) */
+    bool fallback;    /* outgoing: a fallback destination (qd.fallback);
+                       * incoming on an edge connection: feeds phase F */
     uint8_t waypoint; /* jn_link_info_t.waypoint */
     bool resumable;   /* jn_link_info_t.resumable */
     bool coordinator; /* jn_link_info_t.coordinator (coordinator.c) */

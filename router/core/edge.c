@@ -314,9 +314,10 @@ jn_core_link_t *jn_edge_pick_other_CT(jn_addr_t *addr, const jn_core_conn_t *con
 /* ---- the edge router's side ------------------------------------------------ */
 
 /* Ask for an uplink link (jn_edge_ask_attach_CT), with a waypoint
- * capability of that ordinal when not 0. */
+ * capability of that ordinal when not 0, with qd.fallback when fallback
+ * (the interior binds it to the address's fallback phase, as 1.19). */
 static void ask_attach_CT(jn_core_t *core, jn_link_dir_t dir, const char *address, uint8_t kind,
-                          uint8_t waypoint)
+                          uint8_t waypoint, bool fallback)
 {
     JN_ASSERT_CT(core);
     jn_core_conn_t *up = core->ct.uplink;
@@ -331,6 +332,7 @@ static void ask_attach_CT(jn_core_t *core, jn_link_dir_t dir, const char *addres
     w->attach.name = strdup(name);
     w->attach.edge = kind;
     w->attach.waypoint = waypoint;
+    w->attach.fallback = fallback;
     w->address = address ? strdup(address) : NULL;
     if (!w->attach.name || (address && !w->address)) {
         jn_work_free(w);
@@ -341,7 +343,7 @@ static void ask_attach_CT(jn_core_t *core, jn_link_dir_t dir, const char *addres
 
 void jn_edge_ask_attach_CT(jn_core_t *core, jn_link_dir_t dir, const char *address, uint8_t kind)
 {
-    ask_attach_CT(core, dir, address, kind, 0);
+    ask_attach_CT(core, dir, address, kind, 0, false);
 }
 
 /* The waypoint ordinal an address link of the edge's for phase (a
@@ -394,21 +396,13 @@ static void bind_out_CT(jn_core_t *core, jn_addr_t *addr, bool bind)
     }
 }
 
-void jn_edge_local_changed_CT(jn_core_t *core, jn_addr_t *addr)
+/* Ask for or close addr's links on the uplink: a receiver while it has
+ * consumers here, a sender while it has producers (fallback: both with
+ * qd.fallback, and no waypoint). */
+static void edge_addr_links_CT(jn_core_t *core, jn_addr_t *addr, uint32_t consumers,
+                               uint32_t producers, bool fallback)
 {
     JN_ASSERT_CT(core);
-    if (!core->edge_mode || addr->key_len < 3 || addr->key[0] != JN_ADDR_CLASS_MOBILE ||
-        addr->key[1] < '0' || addr->key[1] > '9')
-        return; /* mobile addresses of a phase (waypoints too; not fallback) */
-    jn_core_conn_t *up = core->ct.uplink;
-    if (!up || up->ct.closed)
-        return;
-    uint32_t consumers = addr->n_consumers;
-    if (addr->edge_out && addr->edge_out->ct.addr == addr)
-        consumers--;
-    uint32_t producers = addr->n_producers;
-    if (addr->edge_in && addr->edge_in->ct.addr == addr)
-        producers--;
     char address[256];
     size_t n = addr->key_len - 2;
     if (n >= sizeof address)
@@ -418,7 +412,8 @@ void jn_edge_local_changed_CT(jn_core_t *core, jn_addr_t *addr)
     if (consumers > 0 && !addr->edge_in_asked) {
         addr->edge_in_asked = true;
         ask_attach_CT(core, JN_LINK_INCOMING, address, JN_LINK_EDGE_ADDR,
-                      addr_link_waypoint_CT(core, address, (char)addr->key[1], true));
+                      fallback ? 0 : addr_link_waypoint_CT(core, address, (char)addr->key[1], true),
+                      fallback);
     } else if (consumers == 0 && addr->edge_in_asked) {
         addr->edge_in_asked = false;
         if (addr->edge_in)
@@ -430,7 +425,9 @@ void jn_edge_local_changed_CT(jn_core_t *core, jn_addr_t *addr)
     } else if (producers > 0 && !addr->edge_out_asked) {
         addr->edge_out_asked = true;
         ask_attach_CT(core, JN_LINK_OUTGOING, address, JN_LINK_EDGE_ADDR,
-                      addr_link_waypoint_CT(core, address, (char)addr->key[1], false));
+                      fallback ? 0
+                               : addr_link_waypoint_CT(core, address, (char)addr->key[1], false),
+                      fallback);
     } else if (producers == 0 && addr->edge_out_asked) {
         addr->edge_out_asked = false;
         /* copies of the producers that went may still wait for the
@@ -441,6 +438,72 @@ void jn_edge_local_changed_CT(jn_core_t *core, jn_addr_t *addr)
         else if (addr->edge_out)
             close_link_CT(addr->edge_out);
     }
+}
+
+/* An edge router: the fallback phase of addr (enableFallback), made when
+ * addr has senders here (producers) and held while it has them, so that
+ * the uplink sender that proxies them to fallback destinations beyond
+ * this edge can be asked for; NULL when there is none. */
+static jn_addr_t *fallback_held_CT(jn_core_t *core, jn_addr_t *addr, uint32_t producers)
+{
+    JN_ASSERT_CT(core);
+    jn_addr_t *fb = jn_addr_fallback_CT(core, addr);
+    if (!fb && producers > 0 && addr->key_len <= 257) {
+        uint8_t key[257];
+        memcpy(key, addr->key, addr->key_len);
+        key[1] = 'F';
+        if (jn_addr_get_key_CT(core, key, addr->key_len, JN_DIST_BALANCED, &fb) != 0)
+            fb = NULL;
+    }
+    if (fb)
+        fb->edge_hold = producers > 0;
+    return fb;
+}
+
+/* addr's local producers: not its uplink receiver's; for a fallback
+ * phase, its primary's (they are what the fallback's uplink sender
+ * proxies). */
+static uint32_t local_producers_CT(jn_core_t *core, const jn_addr_t *addr)
+{
+    JN_ASSERT_CT(core);
+    if (addr->key[1] == 'F') {
+        addr = jn_addr_primary_CT(core, addr);
+        if (!addr || !addr->fallback)
+            return 0;
+    }
+    uint32_t producers = addr->n_producers;
+    if (addr->edge_in && addr->edge_in->ct.addr == addr)
+        producers--;
+    return producers;
+}
+
+/* jn_edge_local_changed_CT; follow: addr's fallback phase follows (not
+ * while activate_CT walks the addresses: it visits that phase itself). */
+static void local_changed_CT(jn_core_t *core, jn_addr_t *addr, bool follow)
+{
+    JN_ASSERT_CT(core);
+    if (!core->edge_mode || addr->key_len < 3 || addr->key[0] != JN_ADDR_CLASS_MOBILE ||
+        ((addr->key[1] < '0' || addr->key[1] > '9') && addr->key[1] != 'F'))
+        return; /* mobile addresses of a phase (waypoints too) and fallbacks */
+    bool fallback = addr->key[1] == 'F';
+    uint32_t producers = local_producers_CT(core, addr);
+    jn_addr_t *fb = follow && addr->fallback ? fallback_held_CT(core, addr, producers) : NULL;
+    jn_core_conn_t *up = core->ct.uplink;
+    if (up && !up->ct.closed) {
+        uint32_t consumers = addr->n_consumers;
+        if (addr->edge_out && addr->edge_out->ct.addr == addr)
+            consumers--;
+        edge_addr_links_CT(core, addr, consumers, producers, fallback);
+        if (fb)
+            local_changed_CT(core, fb, false);
+    }
+    if (fb)
+        jn_addr_release_if_unused_CT(core, fb);
+}
+
+void jn_edge_local_changed_CT(jn_core_t *core, jn_addr_t *addr)
+{
+    local_changed_CT(core, addr, true);
 }
 
 /* Make conn the active uplink: attach the anonymous sender, the downlink
@@ -462,8 +525,11 @@ static void activate_CT(jn_core_t *core, jn_core_conn_t *conn)
     while (jn_hash_iter_next(&it, NULL, NULL, &value)) {
         jn_addr_t *addr = value;
         addr->edge_in_asked = addr->edge_out_asked = false;
-        jn_edge_local_changed_CT(core, addr);
     }
+    /* (a fallback phase its primary's senders need is held: it exists) */
+    jn_hash_iter_init(core->ct.addrs, &it);
+    while (jn_hash_iter_next(&it, NULL, NULL, &value))
+        local_changed_CT(core, value, false);
 }
 
 void jn_edge_conn_opened_CT(jn_core_conn_t *conn)
@@ -529,7 +595,8 @@ static jn_addr_t *edge_link_addr_CT(jn_core_t *core, const jn_core_link_t *link,
     key[0] = JN_ADDR_CLASS_MOBILE;
     memcpy(key + 2, link->address, n);
     bool in = link->dir == JN_LINK_INCOMING; /* edge_in: for local consumers */
-    for (char phase = '0'; phase <= '9'; phase++) {
+    /* a fallback's link (qd.fallback) serves the fallback phase only */
+    for (char phase = link->fallback ? 'F' : '0'; phase <= (link->fallback ? 'F' : '9'); phase++) {
         key[1] = (uint8_t)phase;
         jn_addr_t *addr = jn_hash_lookup(core->ct.addrs, key, n + 2);
         if (!addr)

@@ -723,9 +723,10 @@ static inline jn_fwd_kind_t classify_CT(jn_core_t *core, jn_delivery_t *dlv, jn_
         jn_addr_unavailable_for_delivery_CT(core, dlv))
         return JN_FWD_UNAVAILABLE;
     jn_router_route_ctx_CT(core, dlv, &r->rc);
-    if (JN_UNLIKELY(core->edge_mode) && (!addr || !jn_addr_has_destination(addr)) &&
-        !r->rc.from_edge && core->ct.edge_addr && core->ct.uplink_out)
-        addr = core->ct.edge_addr; /* an edge router: no destination here, up */
+    if (JN_UNLIKELY(core->edge_mode) &&
+        (!addr || !jn_addr_has_destination_or_fallback_CT(core, addr)) && !r->rc.from_edge &&
+        core->ct.edge_addr && core->ct.uplink_out)
+        addr = core->ct.edge_addr; /* an edge router: no destination here (nor a fallback), up */
     r->addr = addr;
     /* a delivery that went round more routers than the mesh is wide is
      * looping (docs/protocol.md, "Link state and routes": radius) */

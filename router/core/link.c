@@ -78,7 +78,9 @@ jn_core_link_t *jn_core_link_attached_IO(jn_core_conn_t *conn, void *io_link,
         l->termini_len = info->termini_len;
     }
     l->attach_ref = info->attach_ref;
-    l->fallback = info->fallback && info->dir == JN_LINK_OUTGOING;
+    /* a sender feeds the fallback phase only on an edge connection: an
+     * edge router's proxy for its senders to a fallback (as 1.19) */
+    l->fallback = info->fallback && (info->dir == JN_LINK_OUTGOING || conn->edge);
     l->waypoint = info->waypoint <= 9 ? info->waypoint : 0;
     l->resumable = info->resumable;
     l->coordinator = info->coordinator && info->dir == JN_LINK_INCOMING;

@@ -498,7 +498,9 @@ void jn_io_ir_classify_IO(jn_io_link_t *link, jn_link_info_t *info);
 void jn_io_set_capability(pn_link_t *pl, const char *cap);
 /* A receiver whose source has the qd.fallback capability (the first one,
  * docs/protocol.md, "Link routes, auto-links and phases on the wire"): a
- * fallback destination. */
+ * fallback destination; or a sender whose target has it (honoured by the
+ * core on an edge connection only: an edge router's sender to a
+ * fallback). */
 bool jn_io_fallback_receiver_IO(pn_link_t *pl);
 /* jn_io_waypoint_IO: the waypoint ordinal of the link the peer attached
  * (jn_link_info_t.waypoint): its sender's target or receiver's source has

@@ -240,7 +240,11 @@ bool jn_io_ir_caps_streaming(pn_data_t *d)
 bool jn_io_fallback_receiver_IO(pn_link_t *pl)
 {
     JN_ASSERT_SOME_IO();
-    return pn_link_is_sender(pl) && has_capability(pn_link_remote_source(pl), "qd.fallback");
+    if (pn_link_is_sender(pl))
+        return has_capability(pn_link_remote_source(pl), "qd.fallback");
+    /* an edge router's sender to a fallback: the core honours it only on
+     * an edge connection (jn_link_info_t.fallback) */
+    return has_capability(pn_link_remote_target(pl), "qd.fallback");
 }
 
 uint8_t jn_io_waypoint_IO(pn_link_t *pl)

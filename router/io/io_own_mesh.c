@@ -290,8 +290,8 @@ void jn_io_own_mesh_classify_IO(jn_io_own_link_t *link, const jn_amqp_attach_t *
          * and auto-links, or an edge's uplink), and a receiver that is a
          * fallback destination, as io_link.c reads them */
         info->waypoint = caps_waypoint(&t->capabilities);
-        info->fallback =
-            !link->incoming && jn_io_own_caps_first(&t->capabilities, "qd.fallback");
+        info->fallback = (!link->incoming || own->conn->edge) &&
+                         jn_io_own_caps_first(&t->capabilities, "qd.fallback");
     }
 }
 
@@ -310,7 +310,8 @@ bool jn_io_own_mesh_link_ok(const jn_io_own_t *own, const jn_amqp_attach_t *a)
     /* an edge router's uplink links: its downlink, and a phase's waypoint */
     return own->conn->edge &&
            ((!peer_sends && jn_io_own_caps_first(&t->capabilities, "qd.router-edge-downlink")) ||
-            caps_waypoint(&t->capabilities) != 0);
+            caps_waypoint(&t->capabilities) != 0 ||
+            jn_io_own_caps_first(&t->capabilities, "qd.fallback"));
 }
 
 int jn_io_own_mesh_edge_attach(jn_amqp_link_t *l, const jn_work_t *w)
@@ -323,7 +324,8 @@ int jn_io_own_mesh_edge_attach(jn_amqp_link_t *l, const jn_work_t *w)
     else if (w->attach.waypoint >= 1 && w->attach.waypoint <= 9) {
         wp[12] = (char)('0' + w->attach.waypoint); /* the phase, for the interior */
         n = symbol_encode(enc, wp);
-    }
+    } else if (w->attach.fallback)
+        n = symbol_encode(enc, "qd.fallback"); /* the fallback phase, for the interior */
     jn_amqp_attach_t a;
     memset(&a, 0, sizeof a);
     a.present = JN_AMQP_FIELD(3) | JN_AMQP_FIELD(4) | JN_AMQP_FIELD(5) | JN_AMQP_FIELD(6);

@@ -202,6 +202,7 @@ void jn_io_own_route_attach_IO(jn_io_own_t *own, jn_work_t *w)
     if (w->attach.edge) {
         info.type = (jn_link_type_t)w->attach.edge;
         info.address = w->attach.edge == JN_LINK_EDGE_REPLY ? NULL : w->address;
+        info.fallback = w->attach.fallback;
     }
     jn_amqp_session_t *s = route_session(own);
     jn_amqp_link_t *l =

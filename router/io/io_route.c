@@ -352,9 +352,9 @@ void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w)
         if (w->attach.edge == JN_LINK_EDGE_DOWNLINK)
             jn_io_set_capability(pl, "qd.router-edge-downlink");
         char wp[] = "qd.waypoint.0";
-        wp[12] = (char)('0' + w->attach.waypoint);
-        if (w->attach.waypoint >= 1 && w->attach.waypoint <= 9)
-            jn_io_set_capability(pl, wp); /* the phase, for the interior */
+        wp[12] = (char)('0' + w->attach.waypoint); /* the phase, for the interior */
+        if ((w->attach.waypoint >= 1 && w->attach.waypoint <= 9) || w->attach.fallback)
+            jn_io_set_capability(pl, w->attach.fallback ? "qd.fallback" : wp);
         if (w->attach.edge == JN_LINK_EDGE_REPLY)
             pn_terminus_set_dynamic(pn_link_source(pl), true); /* the answers' address */
     }
@@ -381,6 +381,7 @@ void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w)
         .priority = -1,
         .local = true,
         .attach_ref = w->attach.edge ? NULL : w->attach.ref,
+        .fallback = w->attach.edge && w->attach.fallback,
     };
     link->core = jn_core_link_attached_IO(conn->core, link, &info);
     if (!link->core)

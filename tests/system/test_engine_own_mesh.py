@@ -546,8 +546,7 @@ class OwnCapabilities(EdgesCase):
     def test_fallback_receiver(self):
         for engine in ("own", "proton"):
             with self.subTest(engine=engine):
-                # on an interior only: an edge's core proxies no fallback
-                # key (docs/engine.md 3a, step 3, *Left*)
+                # on an interior (on an edge: EdgeFallback)
                 i, _ = self.edges(engine, [], extra=self.EXTRA)
                 self.fallback_case(i)
                 self.assert_clients_on(engine, i)
@@ -564,6 +563,85 @@ class OwnCapabilities(EdgesCase):
                     c.create_receiver("ctl.q", name="ctl", options=Capabilities("qd.router"))
                 c.create_receiver("ok.q", name="ok").close()  # the connection goes on
                 self.assert_clients_on(engine, i)
+
+
+class EdgeFallback(EdgesCase):
+    """Fallback destinations on edge routers (enableFallback for the
+    address on every router): a client's fallback receiver on an edge takes
+    what finds no consumer from a sender on its own edge, on another edge
+    and on the interior; the interior holds the edge's proxy as a fallback
+    destination (phase F); once an ordinary consumer appears, it takes the
+    rest. Both engines (all three routers on the one named)."""
+
+    TIMEOUT = 10 * SLOW
+    EXTRA = conf_section("address", {"prefix": "fb", "enableFallback": "yes"})
+
+    def take(self, what, *receivers):
+        """The next message any of receivers gets: (its index, its body);
+        what: the message awaited, for the failure's text."""
+        deadline = time.time() + self.TIMEOUT
+        while time.time() < deadline:
+            for k, r in enumerate(receivers):
+                try:
+                    return k, r.receive(timeout=0.1).body
+                except Timeout:
+                    pass
+        self.fail("%s: no message within %s s\n%s" % (what, self.TIMEOUT, self.logs()))
+
+    def send(self, tx, body):
+        """A pre-settled send on tx, written out before it returns (a
+        blocking send of one does not wait for credit, and a connection
+        is served only while one of its own calls runs)."""
+        tx.send(Message(body=body), timeout=self.TIMEOUT)
+        transport = tx.connection.conn.transport
+        tx.connection.wait(lambda: tx.link.queued == 0 and transport.pending() <= 0,
+                           timeout=self.TIMEOUT, msg="%s not sent" % body)
+
+    def switch_over(self, tag, tx, fb, rx):
+        """Messages from tx go to fb until rx, an ordinary consumer just
+        attached, is known where tx is (a few at most); from then on every
+        one goes to rx and none to fb."""
+        for n in range(50):
+            self.send(tx, "%s-wait-%d" % (tag, n))
+            k, body = self.take("%s-wait-%d" % (tag, n), fb, rx)
+            self.assertEqual(body, "%s-wait-%d" % (tag, n))
+            if k == 1:
+                break
+        else:
+            self.fail("%s: the consumer never took over\n%s" % (tag, self.logs()))
+        for n in range(3):
+            self.send(tx, "%s-rx-%d" % (tag, n))
+            self.assertEqual(self.take("%s-rx-%d" % (tag, n), fb, rx), (1, "%s-rx-%d" % (tag, n)))
+
+    def fallback_on_edge(self, engine):
+        i, (e1, e2) = self.edges(engine, [engine, engine], extra=self.EXTRA)
+        c1, c2, ci = (BlockingConnection(r.url, timeout=self.TIMEOUT) for r in (e1, e2, i))
+        for c in (c1, c2, ci):
+            self.addCleanup(c.close)
+        fb = c1.create_receiver("fb.q", credit=50, name="fb-rx",
+                                options=Capabilities("qd.fallback"))
+        # pre-settled: a blocking send would wait for the other's accept
+        txs = [(tag, c.create_sender("fb.q", name="tx-" + tag, options=AtMostOnce()))
+               for tag, c in (("e1", c1), ("e2", c2), ("i", ci))]
+        for tag, tx in txs:
+            for n in range(3):
+                self.send(tx, "%s-%d" % (tag, n))
+                self.assertEqual(self.take("%s-%d" % (tag, n), fb), (0, "%s-%d" % (tag, n)))
+        # the interior: E1's proxy is a consumer of the fallback phase
+        links = query(i.url, "org.apache.qpid.dispatch.router.link",
+                      ["owningAddr", "linkDir", "linkType"])
+        self.assertIn({"owningAddr": "MFfb.q", "linkDir": "out", "linkType": "endpoint"},
+                      links, links)
+        rx = ci.create_receiver("fb.q", credit=50, name="rx")
+        for tag, tx in txs:
+            self.switch_over(tag, tx, fb, rx)
+        with self.assertRaises(Timeout):
+            fb.receive(timeout=0.5)
+
+    def test_fallback_receiver_on_an_edge(self):
+        for engine in ("own", "proton"):
+            with self.subTest(engine=engine):
+                self.fallback_on_edge(engine)
 
 
 if __name__ == "__main__":

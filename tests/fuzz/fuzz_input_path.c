@@ -191,6 +191,8 @@ static void router_setup(void)
     router.core = jn_core_create(&cc, jn_io_core_ops());
 #ifdef JN_FUZZ_OWN
     setenv("JUNCTION_ENGINE", "own", 1); /* read by jn_io_create */
+#else
+    setenv("JUNCTION_ENGINE", "proton", 1); /* proton's path, whatever the build's default */
 #endif
     jn_io_config_t ic = {.container_id = ROUTER_ID, .worker_threads = 1,
                          .max_connections = JN_IO_NO_POLICY_LIMIT};

@@ -69,6 +69,23 @@ def _sanitizer():
 
 
 SANITIZER = _sanitizer()
+
+
+def _build_engine():
+    """The build's JN_ENGINE: the AMQP engine junctiond runs connections on
+    when JUNCTION_ENGINE is not set (docs/engine.md, the A/B switch)."""
+    try:
+        with open(os.path.join(BUILD_DIR, "CMakeCache.txt")) as f:
+            m = re.search(r"^JN_ENGINE:\w+=(.*)$", f.read(), re.M)
+            return m.group(1).strip() if m else "proton"
+    except OSError:
+        return "proton"
+
+
+BUILD_ENGINE = _build_engine()
+# The engine of the routers a test starts when it sets nothing: the
+# variable as the tests were started with it, else the build's default.
+ENGINE = os.environ.get("JUNCTION_ENGINE") or BUILD_ENGINE
 # Sanitizer builds run several times slower: every bounded wait stretches.
 SLOW = {"": 1, "address": 3, "thread": 6}.get(SANITIZER, 4)
 STOP_TIMEOUT = 5.0  # orderly stop on SIGTERM (issue 3: within 5 s)

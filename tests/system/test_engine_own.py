@@ -30,8 +30,8 @@ from proton.utils import BlockingConnection, LinkDetached, SyncRequestResponse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import (BENCH, SLOW, Recv, Router, RouterTestCase, Scenario, Send,  # noqa: E402
-                     Traffic, conf_section, seq_message)
+from harness import (BENCH, BUILD_ENGINE, SLOW, Recv, Router, RouterTestCase,  # noqa: E402
+                     Scenario, Send, Traffic, conf_section, seq_message)
 from test_router_drain import ConsumerGoes  # noqa: E402
 
 OWN_LINE = "Connection runs on Junction's own AMQP engine"
@@ -305,12 +305,17 @@ class OwnEngineTest(OwnEngineCase):
             self.assertGreater(r.log().count("Moved from worker thread"), before, self.logs())
         self.assert_own(r, 4)
 
-    def test_default_is_proton(self):
-        r = self.start_own(engine=None)
-        recv = Recv("proton.q", credit=10)
-        send = Send("proton.q", [seq_message(i) for i in range(10)])
-        self.run_scenario(Traffic(r, [recv], [send], expect=10))
-        self.assertEqual(self.own_connections(r), 0, self.logs())
+    def test_default_is_the_builds(self):
+        """Without JUNCTION_ENGINE, the build's JN_ENGINE decides; with
+        proton, nothing runs on the own engine."""
+        for engine in (None, "proton"):
+            with self.subTest(engine=engine):
+                r = self.start_own(engine=engine)
+                recv = Recv("default.q", credit=10)
+                send = Send("default.q", [seq_message(i) for i in range(10)])
+                self.run_scenario(Traffic(r, [recv], [send], expect=10))
+                own = (engine or BUILD_ENGINE) == "own"
+                self.assertEqual(self.own_connections(r) > 0, own, self.logs())
 
 
 if __name__ == "__main__":

@@ -9,13 +9,12 @@ the spec names in a close frame (or, in the SASL layer, by cutting it), and
 one log line naming the peer; the router stays up and the witness loses
 nothing.
 
-With JUNCTION_ENGINE=own (docs/engine.md, "The frame screen becomes the
-engine's validation") the own engine refuses the same frames in its one
+On Junction's own engine (JUNCTION_ENGINE=own, or a build whose default
+it is: docs/engine.md, "The frame screen becomes the engine's validation") the own engine refuses the same frames in its one
 parse, with the same conditions and one log line of the same shape, without
 the screen's " (frame screen)" tag; its descriptions are worded its own
 way, so each case names both (the screen goes with proton's engine).
 """
-import os
 import re
 import socket
 import struct
@@ -25,11 +24,11 @@ import unittest
 
 from proton import Data, symbol, uint, ushort
 
-from harness import (AMQP_HEADER, ATTACH, BEGIN, CLOSE, END, FLOW, OPEN, SASL_HEADER,
+from harness import (AMQP_HEADER, ATTACH, BEGIN, CLOSE, END, ENGINE, FLOW, OPEN, SASL_HEADER,
                      SASL_INIT, SASL_MECHANISMS, SASL_OUTCOME, SLOW, TRANSFER, Described,
                      RawClient, RouterTestCase, conf_section, frame, performative, ulong, ubyte)
 
-OWN = os.environ.get("JUNCTION_ENGINE") == "own"
+OWN = ENGINE == "own"
 SCREEN_TAG = "" if OWN else r" \(frame screen\)"
 SCREEN_LINE = re.compile(r"\[C\d+\] Connection from 127\.0\.0\.1:\d+ \(to [^)]+\) failed: "
                          r"(\S+) (.*)" + SCREEN_TAG + "$", re.M)

@@ -230,7 +230,7 @@ static void test_socketless_conns_the_switch_does_not_take_stay_on_proton(void *
         finish(f, c);
     }
     router_free(f);
-    f = router_new(NULL); /* the switch off: every connection on proton's */
+    f = router_new("proton"); /* the switch off: every connection on proton's */
     jn_io_conn_t *c = jn_io_test_conn_new(f->io, "plain");
     assert_non_null(c);
     assert_false(jn_io_test_conn_own(c));

@@ -254,9 +254,10 @@ size_t jn_iter_copy(jn_iter_t *it, void *dst, size_t cap)
         size_t run = (size_t)(it->limit - it->cursor);
         if (run >= cap || it->remaining == 0) {
             done = run < cap ? run : cap;
-            if (done > 0)
+            if (done > 0) { /* an empty view's cursor may be NULL */
                 memcpy(out, it->cursor, done);
-            it->cursor += done;
+                it->cursor += done;
+            }
             return done;
         }
     }

@@ -50,8 +50,12 @@
 static void own_link_attached_CT(jn_core_link_t *link);
 static void own_link_detached_CT(jn_core_link_t *link);
 
-/* Close conn with an error (JN_WORK_CONN_CLOSE). */
-static void close_conn_CT(jn_core_conn_t *conn, const char *condition, const char *description)
+/* Close conn with an error (JN_WORK_CONN_CLOSE); abort: its transport is
+ * cut at once, with no close frame, for a peer whose close would never
+ * come. One work item, so the I/O side never sends the close of a
+ * connection it is about to cut. */
+static void close_conn_CT(jn_core_conn_t *conn, const char *condition, const char *description,
+                          bool abort)
 {
     JN_ASSERT_CT(conn->core);
     jn_work_t *w = jn_work_new_CT(conn->core, JN_WORK_CONN_CLOSE);
@@ -59,6 +63,7 @@ static void close_conn_CT(jn_core_conn_t *conn, const char *condition, const cha
         return;
     w->condition = strdup(condition);
     w->description = strdup(description);
+    w->abort = abort;
     jn_work_push_CT(conn, w);
 }
 
@@ -86,7 +91,7 @@ static void downlink_attached_CT(jn_core_link_t *link)
                conn->conn_id, conn->host, id, first->conn->conn_id);
         jn_link_refuse_CT(link, "amqp:not-allowed", "duplicate edge router id");
         close_conn_CT(conn, "amqp:not-allowed",
-                      "duplicate edge router id: an edge with this id is already attached");
+                      "duplicate edge router id: an edge with this id is already attached", false);
         return;
     }
     if (!addr && jn_addr_get_key_CT(core, key, n + 1, JN_DIST_CLOSEST, &addr) != 0) {
@@ -213,15 +218,9 @@ void jn_edge_tick_CT(jn_core_t *core)
                c->conn_id, c->container_id ? c->container_id : "", JN_EDGE_HEARTBEAT_TIMEOUT_MS);
         c->ct.edge_hb = false; /* closed once */
         core->ct.hb_links--;
-        close_conn_CT(c, "amqp:resource-limit-exceeded", "edge heartbeat timed out");
-        if (!c->edge) {
-            /* a client's: its transport is closed at once, as 1.19 */
-            jn_work_t *w = jn_work_new_CT(core, JN_WORK_CONN_CLOSE);
-            if (w) {
-                w->abort = true;
-                jn_work_push_CT(c, w);
-            }
-        }
+        /* a client's transport is cut at once, as 1.19 does; an edge
+         * router's gets the close */
+        close_conn_CT(c, "amqp:resource-limit-exceeded", "edge heartbeat timed out", !c->edge);
     }
 }
 

@@ -774,6 +774,45 @@ static void own_close(jn_io_own_t *own, const char *condition, const char *descr
     own->cut = own->cut || cut;
 }
 
+/* The core gave up on a peer that is not heard any more (a client's
+ * edge heartbeats stopped: JN_WORK_CONN_CLOSE with abort): its transport
+ * is cut at once with no close frame, as 1.19 does, since its close would
+ * never come; the peer sees the connection end. One line says why, as
+ * for any transport that failed. */
+static void own_abort(jn_io_own_t *own, const char *condition, const char *description)
+{
+    jn_io_conn_t *conn = own->conn;
+    const char *cond = condition ? condition : "amqp:connection:forced";
+    const char *desc = description ? description : "";
+    if (conn->incoming)
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
+               JN_IO_CONN_FMT " Connection from %s (to %s) failed: %s %s", conn->id, conn->host,
+               conn->endpoint->shown, cond, desc);
+    else
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Connection to %s failed: %s %s",
+               conn->id, conn->host, cond, desc);
+    jn_io_connector_note_IO(conn, false, JN_IO_CONN_FMT " Connection to %s failed: %s %s",
+                            conn->id, conn->host, cond, desc);
+    own->refused_logged = true;
+    own->close_sent = true; /* none goes: the one composed already is dropped */
+    own->aborted = true;
+    own->cut = true;
+}
+
+/* An aborted connection's output, our close frame included, is dropped
+ * before the pass writes (the end of stream is all the peer gets). */
+static void own_drop_output(jn_io_own_t *own)
+{
+    struct iovec iov[OWN_WRITE_IOV];
+    int k;
+    while ((k = jn_amqp_transport_output_iov(own->t, iov, OWN_WRITE_IOV)) > 0) {
+        size_t total = 0;
+        for (int j = 0; j < k; j++)
+            total += iov[j].iov_len;
+        jn_amqp_transport_output_done(own->t, total);
+    }
+}
+
 void jn_io_own_close_IO(jn_io_conn_t *conn, const char *condition, const char *description)
 {
     JN_ASSERT_IO(conn);
@@ -835,8 +874,13 @@ static void own_work(jn_io_own_t *own)
             if (w->type == JN_WORK_CONN_CLOSE) {
                 /* a neighbour's HELLOs aged out: heard lately, it stays
                  * open and watched (io_watch.c) */
-                if (!w->unheard_ms || !jn_io_silence_judge_IO(conn, w))
-                    own_close(own, w->condition, w->description, w->abort || w->forced);
+                if (w->unheard_ms && jn_io_silence_judge_IO(conn, w)) {
+                    /* heard: kept open */
+                } else if (w->abort) {
+                    own_abort(own, w->condition, w->description);
+                } else {
+                    own_close(own, w->condition, w->description, w->forced);
+                }
                 jn_work_free(w);
             } else {
                 jn_io_own_work_IO(own, w);
@@ -912,6 +956,8 @@ bool jn_io_own_pass_IO(jn_io_loop_t *loop, jn_io_conn_t *conn)
         own_stall_check(own, (int64_t)now);
     if (JN_UNLIKELY(conn->handshake_at) && (int64_t)now >= conn->handshake_at)
         jn_io_handshake_check_IO(conn, (int64_t)now); /* io_watch.c */
+    if (JN_UNLIKELY(own->aborted))
+        own_drop_output(own);
     if (conn->bridge)
         jn_io_bridge_write_IO(conn);
     else if (JN_UNLIKELY(conn->test_io))

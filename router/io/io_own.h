@@ -154,6 +154,7 @@ struct jn_io_own {
     uint32_t session_window; /* our incoming window per session, frames */
     bool close_sent;         /* our close is in the output */
     bool cut;                /* end the transport once the output is out */
+    bool aborted;            /* cut with no close frame: the output is dropped */
     bool refused_logged;
     bool rx_busy; /* a link has work for the pass's end (jn_io_own_rx_flush_IO) */
     bool tx_held; /* a copy waits for the output to fall under JN_IO_OWN_OUTPUT_LIMIT */

@@ -23,7 +23,8 @@ import time
 import unittest
 
 from proton import Delivery, Endpoint, Message, Timeout, symbol
-from proton.reactor import AtMostOnce
+from proton.handlers import MessagingHandler
+from proton.reactor import AtMostOnce, Container
 from proton.utils import BlockingConnection, LinkDetached, SendException, SyncRequestResponse
 
 from mesh import distinct_ports
@@ -237,6 +238,24 @@ class EdgeInteriorTest(RouterTestCase):
         with self.assertRaises(LinkDetached) as cm:
             conn.create_receiver("_$qd.edge_heartbeat", name="hb-rx")
         self.assertIsNone(cm.exception.link.remote_condition)
+
+    def test_client_whose_heartbeats_stop_is_cut_without_a_close(self):
+        """A client (not an edge) that beats on _$qd.edge_heartbeat twice
+        and then stops has its transport cut after 8 s with no close frame,
+        as 1.19 does (qd119 system_tests_heartbeats test_02 and test_03):
+        the peer sees its connection end, not a close it would answer.
+        One log line says why."""
+        r, _ = interior(self)
+        beats = ClientBeats(r.url, count=2)
+        t0 = time.monotonic()
+        Container(beats).run()
+        self.assertIsNone(beats.error, beats.error)
+        self.assertEqual(beats.sent, 2)
+        self.assertTrue(beats.transport_closed)
+        self.assertFalse(beats.remote_closed, "a close frame came before the cut")
+        self.assertGreaterEqual(time.monotonic() - t0, 9.0)
+        self.wait_for("the cut's log line", lambda: re.search(
+            r"failed: amqp:resource-limit-exceeded edge heartbeat timed out", r.log()))
 
     def test_lookup_service_refuses_what_is_not_an_edge_request(self):
         """_$qd.addr_lookup, as 1.19: a sender to it from a connection that
@@ -729,6 +748,57 @@ class EdgeRestartTest(RouterTestCase):
         for e in es.values():
             self.assertTrue(e.alive())
         self.assertEqual(es["E1"].log().count("Edge uplink lost"), 3)
+
+
+class ClientBeats(MessagingHandler):
+    """A client that sends count beats to _$qd.edge_heartbeat, one a
+    second, then stays silent; records how its connection ended."""
+
+    def __init__(self, url, count):
+        super().__init__()
+        self.url, self.count = url, count
+        self.sent = 0
+        self.error = None
+        self.remote_closed = False
+        self.transport_closed = False
+        self.sender = None
+        self.deadline = None
+
+    def on_start(self, event):
+        self.reactor = event.reactor
+        self.deadline = event.reactor.schedule(30 * SLOW, self)
+        conn = event.container.connect(self.url, reconnect=False)
+        self.sender = event.container.create_sender(conn, "_$qd.edge_heartbeat")
+
+    def on_sendable(self, event):
+        if self.sent == 0:
+            self.beat()
+
+    def beat(self):
+        if self.sent < self.count and self.sender.credit > 0:
+            self.sender.send(Message(body=self.sent))
+            self.sent += 1
+            if self.sent < self.count:
+                self.reactor.schedule(1.0, _Beat(self))
+
+    def on_connection_remote_close(self, event):
+        self.remote_closed = True
+
+    def on_transport_closed(self, event):
+        self.transport_closed = True
+        self.deadline.cancel()
+
+    def on_timer_task(self, event):
+        self.error = "the router kept the silent client's connection for 30 s"
+        self.sender.connection.close()
+
+
+class _Beat:
+    def __init__(self, client):
+        self.client = client
+
+    def on_timer_task(self, event):
+        self.client.beat()
 
 
 if __name__ == "__main__":

@@ -813,6 +813,24 @@ static void own_drop_output(jn_io_own_t *own)
     }
 }
 
+/* The pass's write step: the output to the bridge, the test's buffer,
+ * TLS (encrypt, then one send: io_tls.c) or the socket; an aborted
+ * connection's is dropped first. */
+static void own_output(jn_io_own_t *own)
+{
+    jn_io_conn_t *conn = own->conn;
+    if (JN_UNLIKELY(own->aborted))
+        own_drop_output(own);
+    if (conn->bridge)
+        jn_io_bridge_write_IO(conn);
+    else if (JN_UNLIKELY(conn->test_io))
+        jn_io_test_write_IO(conn);
+    else if (conn->tls)
+        jn_io_tls_write_IO(conn);
+    else if (!conn->connecting && conn->fd >= 0)
+        own_write(own);
+}
+
 void jn_io_own_close_IO(jn_io_conn_t *conn, const char *condition, const char *description)
 {
     JN_ASSERT_IO(conn);
@@ -956,16 +974,7 @@ bool jn_io_own_pass_IO(jn_io_loop_t *loop, jn_io_conn_t *conn)
         own_stall_check(own, (int64_t)now);
     if (JN_UNLIKELY(conn->handshake_at) && (int64_t)now >= conn->handshake_at)
         jn_io_handshake_check_IO(conn, (int64_t)now); /* io_watch.c */
-    if (JN_UNLIKELY(own->aborted))
-        own_drop_output(own);
-    if (conn->bridge)
-        jn_io_bridge_write_IO(conn);
-    else if (JN_UNLIKELY(conn->test_io))
-        jn_io_test_write_IO(conn);
-    else if (conn->tls)
-        jn_io_tls_write_IO(conn); /* encrypt, then one send (io_tls.c) */
-    else if (!conn->connecting && conn->fd >= 0)
-        own_write(own);
+    own_output(own);
     if (JN_UNLIKELY(own->tx_held) &&
         jn_amqp_conn_output_pending(jn_amqp_transport_conn(own->t)) < JN_IO_OWN_OUTPUT_LIMIT) {
         own->tx_held = false;

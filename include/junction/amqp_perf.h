@@ -89,6 +89,10 @@ typedef struct jn_amqp_error {
 typedef struct jn_amqp_state {
     uint64_t code;
     bool symbolic; /* the descriptor was a symbol on the wire */
+    /* a declared or transactional-state whose fields are not of their
+     * types (a string txn-id, say): fields unread (present 0), written
+     * back as encoded, as it came */
+    bool loose;
     jn_iter_t descriptor_symbol;
     jn_iter_t encoded;
     uint32_t present;
@@ -229,6 +233,10 @@ typedef struct jn_amqp_sasl { /* 5.3.3.1 - 5.3.3.6 */
 typedef struct jn_amqp_perf {
     uint64_t code;
     bool symbolic; /* the descriptor was a symbol on the wire */
+    /* a declared or transactional-state whose fields are not of their
+     * types (a string txn-id, say): fields unread (present 0), written
+     * back as encoded, as it came */
+    bool loose;
     union {
         jn_amqp_open_t open;
         jn_amqp_begin_t begin;

@@ -181,11 +181,24 @@ static int decode_state(const jn_decoder_t *d, const jn_field_t *f, jn_amqp_stat
                             tname, fname, jn_amqp_type_name(f->type));
     s->code = descriptor_of(f);
     s->symbolic = f->descriptor_is_symbol;
+    s->loose = false;
     if (s->symbolic)
         s->descriptor_symbol = f->descriptor_symbol;
     s->encoded = f->encoded;
-    if (jn_amqp_is_state(s->code))
+    if (JN_UNLIKELY(s->code == JN_AMQP_DECLARED || s->code == JN_AMQP_TRANSACTIONAL_STATE) &&
+        !s->symbolic) {
+        /* a transaction's state (part 4, 4.5.5, 4.5.7) is carried, never
+         * read, by a router: one whose fields are not of their types (a
+         * string txn-id, say) is kept as it came, as 1.19 keeps it, rather
+         * than closing the connection */
+        jn_amqp_fault_t scratch;
+        if (decode_composite(d, f, jn_amqp_tdesc_by_code(s->code), s, &scratch) == 0)
+            return 0;
+        s->present = 0;
+        s->loose = true;
+    } else if (jn_amqp_is_state(s->code)) {
         return decode_composite(d, f, jn_amqp_tdesc_by_code(s->code), s, fault);
+    }
     char where[96];
     snprintf(where, sizeof where, "%s field %s", tname, fname);
     return check_compound(d, f, fault, where);

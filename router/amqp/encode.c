@@ -52,7 +52,7 @@ static int enc_terminus(jn_encoder_t *e, const jn_amqp_terminus_t *term, uint64_
 
 static int enc_state(jn_encoder_t *e, const jn_amqp_state_t *s)
 {
-    if (jn_amqp_is_state(s->code) && !s->symbolic)
+    if (jn_amqp_is_state(s->code) && !s->symbolic && !s->loose)
         return encode_composite(e, jn_amqp_tdesc_by_code(s->code), s);
     return enc_encoded(e, &s->encoded);
 }

@@ -60,7 +60,7 @@ bool jn_io_own_state_in(const jn_amqp_state_t *st, jn_disposition_t *d)
     memset(d, 0, sizeof *d);
     jn_disposition_extra_t *x;
     /* one compare for both ends: code 0 (none) and JN_DISP_RAW */
-    if (JN_UNLIKELY(st->symbolic || st->code + 1 <= 1)) {
+    if (JN_UNLIKELY(st->symbolic || st->loose || st->code + 1 <= 1)) {
         if (!st->symbolic && st->code == 0)
             return false; /* not carried by the core */
         /* one the router does not interpret: its whole encoding */
@@ -137,6 +137,7 @@ bool jn_io_own_state_out(const jn_disposition_t *d, jn_amqp_state_t *st, uint8_t
          * here) */
         st->code = d->type;
         st->symbolic = false;
+        st->loose = false;
         st->present = 0;
         return true;
     }

@@ -60,6 +60,11 @@ CUSTOM_SYMBOL = symbol("com.example:custom-state")
 LIST_STATE = Described(CUSTOM_SYMBOL, [uint(7), "half-way", {symbol("k"): True}])
 MAP_STATE = Described(CUSTOM_SYMBOL, {symbol("phase"): "checked", symbol("count"): ulong(3)})
 ACCEPTED_STATE = Described(ulong(0x24), [])
+# a transactional-state whose txn-id is a string, not binary (part 4,
+# 4.5.7), as python qpid-proton sends it (qd119 system_tests_two_routers
+# test_04): 1.19 carries it as it came, so do we
+LOOSE_TXN_STATE = Described(ulong(0x34), ["MyTxnID"])
+LOOSE_TXN_REPLY = Described(ulong(0x34), ["MyTxnIDResp", ACCEPTED_STATE])
 MESSAGE = b"\x00\x53\x73\xc0\x02\x01\x40" + b"\x00\x53\x75\xb0\x00\x00\x0b\xb8" + \
     bytes(i % 251 for i in range(3000))  # properties (message-id null), data of 3,000 octets
 
@@ -215,6 +220,16 @@ class OwnStatesAcrossThree(RawStatePeers, OwnMeshCase):
         _, states, payload = self.next_transfer(rx)
         self.assertEqual(states[0], self.encoded(LIST_STATE))
         self.assertEqual(payload, MESSAGE)
+
+    def test_transaction_state_of_wrong_types_crosses_both_ways(self):
+        rx, tx = self.peers("own.txn.loose")
+        tx.transfer_frame([uint(0), uint(0), b"t0", uint(0), False, False, None,
+                           LOOSE_TXN_STATE], MESSAGE)
+        did, states, payload = self.next_transfer(rx)
+        self.assertEqual(states[0], self.encoded(LOOSE_TXN_STATE))
+        self.assertEqual(payload, MESSAGE)
+        rx.disposition(did, True, LOOSE_TXN_REPLY)
+        self.assertEqual(self.next_disposition(tx), (0, True, self.encoded(LOOSE_TXN_REPLY)))
 
     def test_state_on_a_later_frame_of_a_three_frame_delivery(self):
         rx, tx = self.peers("own.late")

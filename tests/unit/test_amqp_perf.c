@@ -659,6 +659,52 @@ static void test_unknown_and_symbolic_states_pass_through(void **state)
     assert_int_equal(b.u.disposition.state.present, 1);
 }
 
+/* A transaction's state whose fields are not of their types (python
+ * qpid-proton sends a string txn-id) is taken, not refused: fields unread,
+ * written back octet for octet, as 1.19 carries it. */
+static void test_transaction_states_of_wrong_types_pass_through(void **state)
+{
+    for (int i = 0; i < 2; i++) {
+        jn_amqp_perf_t b;
+        blob_t st, enc, again;
+        jn_encoder_t e;
+        jn_encoder_init(&e);
+        jn_enc_descriptor_ulong(&e, i ? JN_AMQP_TRANSACTIONAL_STATE : JN_AMQP_DECLARED);
+        jn_enc_list_begin(&e);
+        if (i) {
+            jn_enc_cstring(&e, "MyTxnID");
+            jn_enc_descriptor_ulong(&e, JN_AMQP_ACCEPTED);
+            jn_enc_list_begin(&e);
+            jn_enc_list_end(&e);
+        } else {
+            jn_enc_int(&e, 7);
+        }
+        jn_enc_list_end(&e);
+        take(&e, &st);
+        disposition_with_state(&st, &b, &enc);
+        const jn_amqp_state_t *s = &b.u.disposition.state;
+        assert_int_equal(s->code, i ? JN_AMQP_TRANSACTIONAL_STATE : JN_AMQP_DECLARED);
+        assert_true(s->loose);
+        assert_false(s->symbolic);
+        assert_int_equal(s->present, 0);
+        assert_int_equal(jn_iter_length(&s->encoded), st.len);
+        encode(&b, &again);
+        assert_int_equal(again.len, enc.len);
+        assert_memory_equal(again.data, enc.data, enc.len);
+    }
+    /* of the right types: read field by field, as before */
+    jn_amqp_perf_t p, b;
+    blob_t enc;
+    jn_amqp_perf_init(&p, JN_AMQP_DISPOSITION);
+    p.u.disposition.present = ALL(2) | JN_AMQP_FIELD(4);
+    p.u.disposition.state.code = JN_AMQP_DECLARED;
+    p.u.disposition.state.present = 1;
+    p.u.disposition.state.txn_id = str("txn-1");
+    round_trip(&p, &enc, &b);
+    assert_false(b.u.disposition.state.loose);
+    assert_int_equal(b.u.disposition.state.present, 1);
+}
+
 static void test_descriptor_by_symbol(void **state)
 {
     jn_encoder_t e;
@@ -900,6 +946,7 @@ int main(void)
         cmocka_unit_test(test_every_delivery_state),
         cmocka_unit_test(test_fast_disposition_agrees_with_the_tables),
         cmocka_unit_test(test_unknown_and_symbolic_states_pass_through),
+        cmocka_unit_test(test_transaction_states_of_wrong_types_pass_through),
         cmocka_unit_test(test_descriptor_by_symbol),
         cmocka_unit_test(test_mandatory_fields_with_invalid_field),
         cmocka_unit_test(test_sender_attach_without_initial_count_is_taken),

@@ -7,8 +7,8 @@
  *   (amqp:not-allowed), the cost is the larger of both ends' (the peer's
  *   qd.inter-router-cost), its qd.annotations-version is logged, and
  *   qd.streaming-links in its offered capabilities lets the core ask for
- *   streaming links; the properties are read by io_mesh.c's helpers, so
- *   both paths read them alike (1.19's quirks included);
+ *   streaming links; the properties are read by io_own_peer.c, 1.19's
+ *   quirks included;
  * - the connector side then begins eleven sessions and attaches the two
  *   control links (capability qd.router) and twenty data links
  *   (qd.router-data, priorities 0 to 9), in 1.19's order;
@@ -33,8 +33,6 @@
 #include "io_own.h"
 
 #include <junction/decoder.h>
-
-#include <proton/codec.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -70,37 +68,18 @@ bool jn_io_own_caps_first(const jn_iter_t *enc, const char *cap)
     return f.type == JN_TYPE_SYMBOL && jn_field_equal_string(&f, cap);
 }
 
-pn_data_t *jn_io_own_view_data(const jn_iter_t *v)
-{
-    jn_iter_t it = *v;
-    size_t n = jn_iter_length(&it);
-    uint8_t *raw = n ? malloc(n) : NULL;
-    pn_data_t *d = raw ? pn_data(16) : NULL;
-    if (d) {
-        (void)jn_iter_copy(&it, raw, n);
-        if (pn_data_decode(d, (const char *)raw, n) <= 0) {
-            pn_data_free(d);
-            d = NULL;
-        } else {
-            pn_data_rewind(d);
-        }
-    }
-    free(raw);
-    return d;
-}
-
 bool jn_io_own_mesh_open_IO(jn_io_own_t *own, const jn_amqp_open_t *o, const char *container,
-                            pn_data_t *props, jn_conn_info_t *info)
+                            jn_conn_info_t *info)
 {
     jn_io_conn_t *conn = own->conn;
     JN_ASSERT_IO(conn);
-    if (o->present & JN_AMQP_FIELD(7)) {
-        pn_data_t *caps = jn_io_own_view_data(&o->offered_capabilities);
-        info->streaming_links = jn_io_ir_caps_streaming(caps);
-        pn_data_free(caps);
-    }
+    jn_iter_t none;
+    jn_iter_init_bytes(&none, NULL, 0, JN_VIEW_RAW);
+    const jn_iter_t *props = o->present & JN_AMQP_FIELD(9) ? &o->properties : &none;
+    if (o->present & JN_AMQP_FIELD(7))
+        info->streaming_links = jn_io_own_caps_streaming(&o->offered_capabilities);
     if (conn->edge) {
-        jn_io_ir_props_log_version_IO(conn, props);
+        jn_io_own_props_log_version_IO(conn, props);
         info->edge = true;
         return true;
     }
@@ -116,10 +95,10 @@ bool jn_io_own_mesh_open_IO(jn_io_own_t *own, const jn_amqp_open_t *o, const cha
         own->close_sent = true;
         return false;
     }
-    uint32_t remote = jn_io_ir_props_cost(props);
+    uint32_t remote = jn_io_own_props_cost(props);
     if (remote > info->cost)
         info->cost = remote; /* both ends agree on the larger (mesh 2.2) */
-    jn_io_ir_props_log_version_IO(conn, props);
+    jn_io_own_props_log_version_IO(conn, props);
     info->inter_router = true;
     return true;
 }
@@ -150,7 +129,7 @@ static void mesh_attach_one(jn_io_own_t *own, jn_amqp_session_t *s, bool send, b
 {
     jn_io_conn_t *conn = own->conn;
     char name[23];
-    jn_io_ir_link_name(name);
+    jn_io_own_link_name(name);
     jn_amqp_link_t *l = jn_amqp_link_new(s, name, send ? JN_AMQP_SENDER : JN_AMQP_RECEIVER);
     jn_io_own_link_t *link = l ? jn_io_own_link_new(own, l, !send) : NULL;
     if (!link)

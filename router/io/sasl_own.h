@@ -37,7 +37,7 @@ int jn_io_own_sasl_client(jn_io_conn_t *conn, const jn_amqp_sasl_client_mech_ops
  * the mechanisms of list (space-separated, borrowed) that a listener's
  * saslMechanisms conf names (spaces or commas, any case; NULL or empty:
  * every one), in list's order and space-separated: what the listener
- * offers (proton's path: pn_sasl_allowed_mechs). A mechanism that does not
+ * offers. A mechanism that does not
  * fit is left out. Any thread. AMQP 1.0 part 5.3.3.1 (sasl-mechanisms). */
 void jn_io_sasl_offer_cut(const char *conf, const char *list, char *out, size_t cap);
 

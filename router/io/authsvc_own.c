@@ -348,7 +348,8 @@ static bool svc_map_seek(const jn_decoder_t *d, const jn_field_t *f, const char 
 /* The identity in f (decoded by d), the service's authenticated-identity
  * map: its sub, else its preferred_username (a string or symbol, not
  * empty), copied into who (cap octets, NUL-terminated). Returns the
- * identity's octets, or 0 when none, or too long, or holding a NUL. */
+ * identity's octets, or 0 (who empty) when none, or too long, or holding a
+ * NUL. */
 static size_t svc_identity(const jn_decoder_t *d, const jn_field_t *f, char *who, size_t cap)
 {
     static const char *const keys[2] = {"sub", "preferred_username"};
@@ -359,13 +360,37 @@ static size_t svc_identity(const jn_decoder_t *d, const jn_field_t *f, char *who
             (v.type != JN_TYPE_STRING && v.type != JN_TYPE_SYMBOL) || v.size == 0)
             continue;
         if (v.size >= cap)
-            return 0;
+            break;
         jn_iter_t it = v.payload;
         size_t n = jn_iter_copy(&it, who, v.size);
         who[n] = '\0';
-        return n == v.size && strlen(who) == n ? n : 0;
+        if (n == v.size && strlen(who) == n)
+            return n;
+        break;
     }
+    if (cap)
+        who[0] = '\0';
     return 0;
+}
+
+/* jn_io_authsvc_own_identity: what an auth service's Open properties
+ * (props, a raw view of one encoded value; empty: none) say of the
+ * client: JN_EPERM when they carry address-authz permissions (a map key),
+ * else the identity's octets (authenticated-identity's sub, else its
+ * preferred_username: a string or symbol of 1 to cap - 1 octets without
+ * a NUL), copied into who (cap octets, NUL-terminated), or 0 when there
+ * is none (malformed properties included). Any thread. */
+int jn_io_authsvc_own_identity(const jn_iter_t *props, char *who, size_t cap)
+{
+    jn_decoder_t d, in;
+    jn_field_t f, v;
+    if (!jn_io_own_props_first(props, &d, &f)) /* malformed: none */
+        return 0;
+    if (svc_map_seek(&d, &f, "address-authz", &in, &v))
+        return JN_EPERM;
+    if (!svc_map_seek(&d, &f, "authenticated-identity", &in, &v))
+        return 0;
+    return (int)svc_identity(&in, &v, who, cap);
 }
 
 /* The client's success: r's user, logged, the outcome to the client's
@@ -407,18 +432,15 @@ void jn_io_authsvc_own_svc_open_IO(jn_io_conn_t *svc, const jn_iter_t *propertie
     }
     if (r->done)
         return;
-    jn_decoder_t d, in;
-    jn_field_t f, v;
     char who[JN_IO_AUTHSVC_OWN_USER_MAX + 1];
-    bool any = jn_io_own_props_first(properties, &d, &f); /* malformed: none */
+    int id = jn_io_authsvc_own_identity(properties, who, sizeof who);
     if (!r->svc_sasl_ok)
         jn_io_relay_fail(r, DETACH_CLOSE, "the service opened without a SASL outcome");
-    else if (any && svc_map_seek(&d, &f, "address-authz", &in, &v))
+    else if (id == JN_EPERM)
         jn_io_relay_fail(r, DETACH_CLOSE,
                          "the service sent address-authz permissions, which this router does "
                          "not enforce");
-    else if (!any || !svc_map_seek(&d, &f, "authenticated-identity", &in, &v) ||
-             !svc_identity(&in, &v, who, sizeof who))
+    else if (id <= 0)
         jn_io_relay_fail(r, DETACH_CLOSE,
                          "the service accepted the credentials but reported no usable "
                          "authenticated-identity (sub or preferred_username)");

@@ -18,7 +18,8 @@
  *   openProperties rendered as above.
  *
  * A peer's properties that do not decode as one well-formed value (the
- * decoder's checks, junction/decoder.h) are treated as absent. The
+ * decoder's checks, junction/decoder.h), or hold more than
+ * JN_IO_OWN_PROPS_MAX_VALUES values, are treated as absent. The
  * results equal those of the proton codec that served this before
  * (tests/unit/test_io_owncodec.c compares them over a wide set of maps).
  *
@@ -37,6 +38,12 @@
 /* Compounds nested deeper than this are rendered as their text, and texts
  * of compounds deeper than it as "...". */
 #define RENDER_MAX_DEPTH 16
+
+/* The most values one peer's properties may hold (a described value
+ * counting three): the proton codec that read them before held no more,
+ * and more are taken as absent (a few octets of zero-width array elements
+ * would otherwise render as many octets of nulls). */
+#define JN_IO_OWN_PROPS_MAX_VALUES 65535u
 
 /* A bounded text; what does not fit ends in "...". */
 typedef struct own_text {
@@ -192,16 +199,20 @@ static void text_of(own_text_t *t, const jn_decoder_t *d, const jn_field_t *f, i
         text_add(t, "...");
         return;
     }
-    if (described) { /* "@descriptor value", the value one level down */
+    if (described) { /* "@descriptor value", both one level down */
+        jn_iter_t it = f->encoded;
+        jn_decoder_t in;
+        jn_field_t x;
+        (void)jn_iter_octet(&it); /* the descriptor constructor, 0x00 */
+        jn_decoder_init(&in, &it, true);
         text_add(t, "@");
-        text_descriptor(t, f->descriptor_is_symbol, f->descriptor_code, &f->descriptor_symbol);
-        text_add(t, " ");
-        if (compound && depth + 1 >= RENDER_MAX_DEPTH)
-            text_add(t, "...");
-        else if (compound)
-            text_compound(t, d, f, depth + 1);
-        else
-            text_scalar(t, f);
+        /* the value read again from its encoding: a value described more
+         * than once shows each descriptor, as the field keeps only the
+         * first */
+        for (int i = 0; i < 2 && jn_decoder_next(&in, &x) == 1; i++) {
+            text_add(t, i ? " " : "");
+            text_of(t, &in, &x, depth + 1, false);
+        }
         return;
     }
     if (compound)
@@ -299,19 +310,43 @@ static void render_value(jn_encoder_t *e, const jn_decoder_t *d, const jn_field_
     put_text(e, d, f, bare); /* binary, uuid, char, decimals, too deep */
 }
 
-/* Whether every value inside compound f (decoded by d) decodes, however
- * deep: a value is rendered only when all of it is well-formed. */
-static bool own_well_formed(const jn_decoder_t *d, const jn_field_t *f)
+/* The values f stands for as the proton codec held them: a described
+ * value is three (itself, its descriptor, the value), more when the
+ * value is described again. */
+static uint32_t own_nodes(const jn_field_t *f)
 {
+    if (!f->described)
+        return 1;
+    jn_iter_t it = f->encoded;
+    jn_decoder_t in;
+    jn_field_t x;
+    (void)jn_iter_octet(&it); /* 0x00 */
+    jn_decoder_init(&in, &it, true);
+    if (jn_decoder_next(&in, &x) != 1 || jn_decoder_next(&in, &x) != 1)
+        return 3;
+    return 2 + own_nodes(&x);
+}
+
+/* Whether every value inside f (decoded by d) decodes, however deep, and
+ * *nodes (the values counted so far, own_nodes) stays within
+ * JN_IO_OWN_PROPS_MAX_VALUES: a value is rendered only when all of it is
+ * well-formed. */
+static bool own_well_formed(const jn_decoder_t *d, const jn_field_t *f, bool bare,
+                            uint32_t *nodes)
+{
+    *nodes += bare ? 1 : own_nodes(f);
+    if (*nodes > JN_IO_OWN_PROPS_MAX_VALUES)
+        return false;
     if (f->type != JN_TYPE_LIST && f->type != JN_TYPE_MAP && f->type != JN_TYPE_ARRAY)
         return true;
     jn_decoder_t in;
     jn_field_t x;
     if (jn_decoder_enter(d, f, &in) != 0)
         return false;
+    *nodes += f->type == JN_TYPE_ARRAY && in.elem_described; /* the shared descriptor */
     int rc;
     while ((rc = jn_decoder_next(&in, &x)) == 1)
-        if (!own_well_formed(&in, &x))
+        if (!own_well_formed(&in, &x, in.in_array, nodes))
             return false;
     return rc == 0;
 }
@@ -322,7 +357,8 @@ bool jn_io_own_props_first(const jn_iter_t *v, jn_decoder_t *d, jn_field_t *f)
     if (jn_iter_length(&it) == 0)
         return false;
     jn_decoder_init(d, &it, true);
-    return jn_decoder_next(d, f) == 1 && own_well_formed(d, f);
+    uint32_t nodes = 0;
+    return jn_decoder_next(d, f) == 1 && own_well_formed(d, f, false, &nodes);
 }
 
 int jn_io_own_props_render(const jn_iter_t *props, uint8_t **out, size_t *len)

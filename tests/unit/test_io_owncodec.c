@@ -1009,6 +1009,9 @@ static void test_raw(void **state)
         {"c1 07 02 a3 01 61 00 45 41"},                 /* a list as descriptor */
         {"c1 0e 02 a3 01 61 f0 00 00 00 05 00 02 00 00 40"}, /* many nulls */
         {"c1 0a 02 a3 01 61 e0 05 03 a3 01 61 62"},     /* an array cut short */
+        /* symbols described by qd.streaming-links, one ulong-described */
+        {"e0 19 01 00 a3 12 71 64 2e 73 74 72 65 61 6d 69 6e 67 2d 6c 69 6e 6b 73 a3 01 78"},
+        {"e0 07 01 00 53 01 a3 01 78"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         uint8_t raw[64];

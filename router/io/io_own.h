@@ -348,7 +348,7 @@ int jn_io_own_dnp_set_address(jn_amqp_terminus_t *t, const char *address, jn_enc
  * jn_io_own_mesh_silent_IO: the pass's clock now (ms): the octets heard
  * noted; true when the silence watch (io_watch.c) says cut now.
  * jn_io_own_caps_first: the first symbol of an encoded symbol or array of
- * symbols enc is cap (as io_mesh.c's has_capability). Any thread. */
+ * symbols enc is cap (the one 1.19 looks at). Any thread. */
 bool jn_io_own_mesh_open_IO(jn_io_own_t *own, const jn_amqp_open_t *o, const char *container,
                             jn_conn_info_t *info);
 void jn_io_own_mesh_attach_links_IO(jn_io_own_t *own);

@@ -1,7 +1,7 @@
 /*
  * io_own_mesh.c — inter-router connections on Junction's own engine
- * (docs/engine.md, stage 3b), as io_mesh.c and io_open.c serve them on
- * proton's path (docs/protocol.md, "Inter-router connections"):
+ * (docs/engine.md, stage 3b; docs/protocol.md, "Inter-router
+ * connections"), as qdrouterd 1.19 serves them:
  *
  * - the peer's open: a peer with this router's own id is refused
  *   (amqp:not-allowed), the cost is the larger of both ends' (the peer's
@@ -103,8 +103,8 @@ bool jn_io_own_mesh_open_IO(jn_io_own_t *own, const jn_amqp_open_t *o, const cha
     return true;
 }
 
-/* Source and target with capability cap alone and expiry-policy
- * link-detach, as io_mesh.c's (set_capability). */
+/* Source and target with capability cap alone (a plain symbol, the only
+ * form 1.19 recognises) and expiry-policy link-detach. */
 static int mesh_send_attach(jn_amqp_link_t *l, const char *cap)
 {
     uint8_t enc[64];
@@ -179,8 +179,8 @@ void jn_io_own_mesh_attach_links_IO(jn_io_own_t *own)
     own->data_in = own->data_out = 10;
 }
 
-/* The waypoint phase a terminus's capabilities name (as io_mesh.c's
- * jn_io_waypoint_IO: qd.waypoint is 1, qd.waypoint.<n> is n), or 0. */
+/* The waypoint phase a terminus's capabilities name (qd.waypoint is 1,
+ * qd.waypoint.<n> is n; docs/protocol.md), or 0. */
 static uint8_t caps_waypoint(const jn_iter_t *enc)
 {
     jn_iter_t it = *enc;
@@ -220,8 +220,8 @@ static void term_address(const jn_amqp_terminus_t *t, bool present, char *out, s
 }
 
 /* An edge connection's links, and the two service addresses served on
- * every connection that is not inter-router (io_mesh.c's
- * jn_io_ir_classify_IO); true when info->type was set. */
+ * every connection that is not inter-router (docs/protocol.md, "Edge
+ * routers"); true when info->type was set. */
 static bool classify_edge(jn_io_own_link_t *link, const jn_amqp_terminus_t *t, bool present,
                           uint32_t field, jn_link_info_t *info)
 {
@@ -312,7 +312,7 @@ int jn_io_own_mesh_edge_attach(jn_amqp_link_t *l, const jn_work_t *w)
     a.rcv_settle_mode = 0; /* first */
     a.source.code = JN_AMQP_SOURCE;
     a.target.code = JN_AMQP_TARGET;
-    if (n) { /* as io_mesh.c's jn_io_set_capability */
+    if (n) { /* the capability alone, expiry-policy link-detach (1.19's) */
         a.source.present = JN_AMQP_FIELD(2) | JN_AMQP_FIELD(10);
         a.target.present = JN_AMQP_FIELD(2) | JN_AMQP_FIELD(6);
         jn_iter_init_string(&a.source.expiry_policy, "link-detach", JN_VIEW_RAW);

@@ -18,20 +18,92 @@
  *     challenge to the client and waits for its response the same way,
  *     and whose outcome decides: a refusal fails the client, a success
  *     waits for the service's Open, whose properties carry the identity.
- * Either end may run on proton's path while the other runs here: the
- * relay's steps (authsvc_private.h) serve both.
+ * The relay's two ends run on one engine (jn_io_authsvc_own_eligible):
+ * here both are the own engine's, and what passes between them (the
+ * client's init and responses, the service's challenges and Open) is
+ * carried by this file's steps; the relay's record, its failures and its
+ * end are authsvc_private.h's.
  *
  * Threads: as authsvc.c: the client's loop, which is the service
  * connection's too.
  */
 #include "authsvc_private.h"
 
+#include <junction/decoder.h>
 #include <junction/time.h>
 
+/* only for jn_io_authsvc_own_attach's taking the relay off the transport
+ * the accept made before the connection went to the own engine */
 #include <proton/sasl_plugin.h>
 
 #include <stdlib.h>
 #include <string.h>
+
+/* The longest identity taken from the service (a user name), as on the
+ * relay's other end (authsvc.c). */
+#define JN_IO_AUTHSVC_OWN_USER_MAX 255u
+
+/* ---- the relay's steps, both ends on the own engine -------------------- */
+
+/* b becomes a copy of the len octets at p; present: the field was sent
+ * (an empty one differs from an absent one). Out of memory leaves it
+ * present and empty. */
+static void own_bytes_set(owned_bytes_t *b, const uint8_t *p, size_t len, bool present)
+{
+    free(b->start);
+    b->start = NULL;
+    b->size = 0;
+    b->present = present;
+    if (present && len && (b->start = malloc(len)) != NULL) {
+        memcpy(b->start, p, len);
+        b->size = len;
+    }
+}
+
+/* The client's sasl-init (init true: mechanism mech, initial response
+ * present or not) or sasl-response (5.3.3.2, 5.3.3.4): to the service,
+ * whose connection's next pass sends it. Both ends are the own engine's
+ * (jn_io_authsvc_own_eligible); a service on the other engine fails the
+ * client, saying so. */
+static void own_to_svc(jn_io_relay_t *r, const char *mech, bool init, const uint8_t *p,
+                       size_t len, bool present)
+{
+    if (init) {
+        free(r->mech);
+        r->mech = strdup(mech ? mech : "");
+    }
+    own_bytes_set(&r->to_svc, p, len, present);
+    if (!r->svc || r->done || !r->mech) {
+        jn_io_relay_fail(r, DETACH_FORCE, "the connection to the service is gone");
+        return;
+    }
+    if (!r->svc_own) {
+        jn_io_relay_fail(r, DETACH_FORCE,
+                         "the connection to the service is not on Junction's own engine");
+        return;
+    }
+    r->svc_post = true;
+    jn_io_conn_wake(r->svc);
+}
+
+/* The service's challenge (5.3.3.3): to the client, whose next pass hands
+ * it to its SASL layer. */
+static void svc_to_client(jn_io_relay_t *r, const uint8_t *p, size_t len)
+{
+    if (!r->client || r->done)
+        return;
+    if (!r->mech) { /* a challenge answers an init */
+        jn_io_relay_fail(r, DETACH_ONLY, "the service sent a challenge before the client's init");
+        return;
+    }
+    if (!r->own) {
+        jn_io_relay_fail(r, DETACH_ONLY,
+                         "the client's connection is not on Junction's own engine");
+        return;
+    }
+    own_bytes_set(&r->to_client, p, len, true);
+    jn_io_relay_own_post(r, false, JN_AMQP_SASL_STEP_CHALLENGE);
+}
 
 /* ---- the client on Junction's own engine ------------------------------- */
 
@@ -60,9 +132,8 @@ static int own_start(void *ctx, const char *mech, const uint8_t *response, size_
     *out_len = 0;
     if (r->done)
         return JN_AMQP_SASL_OUTCOME_AUTH; /* failed already (logged) */
-    pn_bytes_t b = pn_bytes(len, (const char *)response);
     r->own_waiting = true;
-    jn_io_relay_init(r, mech, response ? &b : NULL);
+    own_to_svc(r, mech, true, response, len, response != NULL);
     return own_answer_now(r);
 }
 
@@ -74,9 +145,8 @@ static int own_step(void *ctx, const uint8_t *response, size_t len, const uint8_
     *out_len = 0;
     if (r->done)
         return JN_AMQP_SASL_OUTCOME_AUTH;
-    pn_bytes_t b = pn_bytes(len, len ? (const char *)response : "");
     r->own_waiting = true;
-    jn_io_relay_response(r, &b);
+    own_to_svc(r, NULL, false, response, len, true);
     return own_answer_now(r);
 }
 
@@ -195,8 +265,7 @@ static int svc_step(void *ctx, const uint8_t *challenge, size_t len, const uint8
     *out_len = 0;
     if (!r)
         return JN_EPROTO;
-    pn_bytes_t b = pn_bytes(len, len ? (const char *)challenge : "");
-    jn_io_relay_challenge(r, &b);
+    svc_to_client(r, challenge, len);
     return r->done ? JN_EPROTO : JN_AMQP_SASL_STEP_PENDING;
 }
 
@@ -220,11 +289,13 @@ static const jn_amqp_sasl_client_mech_ops_t svc_ops = {
 };
 
 /* jn_io_authsvc_own_eligible: whether the connections to io's auth
- * services run on the own engine: the switch is on for connections the
- * router makes (JUNCTION_ENGINE own or own-out). Any thread. */
+ * services run on the own engine: the switch is on for the connections
+ * the router makes and those it accepts (JUNCTION_ENGINE own), as it must
+ * be for a listener's relay to run there (jn_io_own_eligible): the relay's
+ * two ends run on one engine. Any thread. */
 bool jn_io_authsvc_own_eligible(const jn_io_t *io)
 {
-    return (io->engine_own & JN_IO_OWN_OUT) != 0;
+    return (io->engine_own & (JN_IO_OWN_IN | JN_IO_OWN_OUT)) == (JN_IO_OWN_IN | JN_IO_OWN_OUT);
 }
 
 /* jn_io_authsvc_own_svc_sasl: the SASL client end's config for svc, a
@@ -259,9 +330,97 @@ int jn_io_authsvc_own_svc_pass_IO(jn_io_conn_t *svc, jn_amqp_transport_t *t, uin
     return rc == JN_ENOMEM ? JN_ENOMEM : 0;
 }
 
+/* The entry of the map f (decoded by d) whose key, a symbol or a string,
+ * is key: its value into *val, decoded by *in; false when f is not a map
+ * or has no such key. */
+static bool svc_map_seek(const jn_decoder_t *d, const jn_field_t *f, const char *key,
+                         jn_decoder_t *in, jn_field_t *val)
+{
+    jn_field_t k;
+    if (f->type != JN_TYPE_MAP || f->described || jn_decoder_enter(d, f, in) != 0)
+        return false;
+    while (jn_decoder_next(in, &k) == 1 && jn_decoder_next(in, val) == 1)
+        if (!k.described && jn_field_equal_string(&k, key))
+            return true;
+    return false;
+}
+
+/* The identity in f (decoded by d), the service's authenticated-identity
+ * map: its sub, else its preferred_username (a string or symbol, not
+ * empty), copied into who (cap octets, NUL-terminated). Returns the
+ * identity's octets, or 0 (who empty) when none, or too long, or holding a
+ * NUL. */
+static size_t svc_identity(const jn_decoder_t *d, const jn_field_t *f, char *who, size_t cap)
+{
+    static const char *const keys[2] = {"sub", "preferred_username"};
+    for (int i = 0; i < 2; i++) {
+        jn_decoder_t in;
+        jn_field_t v;
+        if (!svc_map_seek(d, f, keys[i], &in, &v) || v.described ||
+            (v.type != JN_TYPE_STRING && v.type != JN_TYPE_SYMBOL) || v.size == 0)
+            continue;
+        if (v.size >= cap)
+            break;
+        jn_iter_t it = v.payload;
+        size_t n = jn_iter_copy(&it, who, v.size);
+        who[n] = '\0';
+        if (n == v.size && strlen(who) == n)
+            return n;
+        break;
+    }
+    if (cap)
+        who[0] = '\0';
+    return 0;
+}
+
+/* jn_io_authsvc_own_identity: what an auth service's Open properties
+ * (props, a raw view of one encoded value; empty: none) say of the
+ * client: JN_EPERM when they carry address-authz permissions (a map key),
+ * else the identity's octets (authenticated-identity's sub, else its
+ * preferred_username: a string or symbol of 1 to cap - 1 octets without
+ * a NUL), copied into who (cap octets, NUL-terminated), or 0 when there
+ * is none (malformed properties included). Any thread. */
+int jn_io_authsvc_own_identity(const jn_iter_t *props, char *who, size_t cap)
+{
+    jn_decoder_t d, in;
+    jn_field_t f, v;
+    if (!jn_io_own_props_first(props, &d, &f)) /* malformed: none */
+        return 0;
+    if (svc_map_seek(&d, &f, "address-authz", &in, &v))
+        return JN_EPERM;
+    if (!svc_map_seek(&d, &f, "authenticated-identity", &in, &v))
+        return 0;
+    return (int)svc_identity(&in, &v, who, cap);
+}
+
+/* The client's success: r's user, logged, the outcome to the client's
+ * next pass, and the service's connection closed (its work is done). */
+static void svc_succeeded(jn_io_relay_t *r)
+{
+    jn_io_conn_t *c = r->client, *svc = r->svc;
+    r->done = true;
+    JN_LOG(JN_LOG_MOD_AUTHSERVICE, JN_LOG_INFO,
+           JN_IO_CONN_FMT " SASL %s authentication from %s (to %s): user %s (auth service %s)",
+           c->id, r->mech ? r->mech : "?", c->host, c->endpoint->shown, r->user,
+           jn_io_relay_svc_shown(r));
+    jn_io_relay_own_post(r, false, JN_AMQP_SASL_OUTCOME_OK);
+    if (!svc)
+        return;
+    r->svc = NULL;
+    svc->relay = NULL;
+    if (!svc->transport_closed) {
+        jn_io_own_shut_IO(svc, false);
+        jn_io_conn_wake(svc);
+    }
+}
+
 /* jn_io_authsvc_own_svc_open_IO: the service's Open on svc (its
- * properties, a view valid in the call): the identity decides the
- * client's outcome; a service no relay waits on any more is closed. svc's
+ * properties, a raw view valid in the call; empty: none): the identity
+ * decides the client's outcome: address-authz permissions refuse it (not
+ * enforced here, so refusing is the only safe answer: docs/design.md "The
+ * auth service"); authenticated-identity's sub, else preferred_username
+ * (1 to JN_IO_AUTHSVC_OWN_USER_MAX octets) is the client's user; none
+ * refuses it. A service no relay waits on any more is closed. svc's
  * loop. */
 void jn_io_authsvc_own_svc_open_IO(jn_io_conn_t *svc, const jn_iter_t *properties)
 {
@@ -271,14 +430,27 @@ void jn_io_authsvc_own_svc_open_IO(jn_io_conn_t *svc, const jn_iter_t *propertie
         jn_io_own_shut_IO(svc, false);
         return;
     }
-    pn_data_t *props = jn_io_own_view_data(properties);
-    pn_data_t *none = props ? NULL : pn_data(0);
-    if (!props && !none)
+    if (r->done)
+        return;
+    char who[JN_IO_AUTHSVC_OWN_USER_MAX + 1];
+    int id = jn_io_authsvc_own_identity(properties, who, sizeof who);
+    if (!r->svc_sasl_ok)
+        jn_io_relay_fail(r, DETACH_CLOSE, "the service opened without a SASL outcome");
+    else if (id == JN_EPERM)
+        jn_io_relay_fail(r, DETACH_CLOSE,
+                         "the service sent address-authz permissions, which this router does "
+                         "not enforce");
+    else if (id <= 0)
+        jn_io_relay_fail(r, DETACH_CLOSE,
+                         "the service accepted the credentials but reported no usable "
+                         "authenticated-identity (sub or preferred_username)");
+    else if (!r->own)
+        jn_io_relay_fail(r, DETACH_CLOSE,
+                         "the client's connection is not on Junction's own engine");
+    else if (!(r->user = strdup(who)))
         jn_io_relay_fail(r, DETACH_CLOSE, "router out of memory");
     else
-        jn_io_relay_opened(r, props ? props : none);
-    pn_data_free(props);
-    pn_data_free(none);
+        svc_succeeded(r);
 }
 
 /* jn_io_authsvc_own_svc_closed_IO: svc's transport ended (f: the engine's

@@ -130,7 +130,8 @@ bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep)
     if (!ep->is_listener)
         return (io->engine_own & JN_IO_OWN_OUT) && own_connector_eligible(cfg);
     bool tls = cfg->ssl_profile && cfg->ssl_profile[0];
-    bool sasl_ok = ep->authsvc || sasl_own_serves(cfg); /* the relay: authsvc.c */
+    /* the relay (authsvc.c): where its service connections run too */
+    bool sasl_ok = ep->authsvc ? jn_io_authsvc_own_eligible(io) : sasl_own_serves(cfg);
     /* any role: normal; inter-router and edge (stage 3b), plain or TLS;
      * route-container (a broker that connects to the router, where link
      * routes and auto-links bind as on a connector's connection). A vhost
@@ -162,26 +163,20 @@ static void log_opened(jn_io_own_t *own, const char *container, const char *user
 }
 
 /* The peer's open properties (2.7.1, properties, an encoded map: a view
- * of the input, NULL when absent) rendered for management as the proton
- * path renders them (io_props.c); a connector takes the peer's
- * failover-server-list from them (io_failover.c). *out is heap (the caller
- * frees it) or NULL. Returns them decoded (the caller frees them), or NULL
- * when absent or undecodable. */
-static pn_data_t *own_properties(jn_io_conn_t *conn, const jn_amqp_open_t *o, uint8_t **out,
-                                 size_t *len)
+ * of the input) rendered for management (io_own_props.c) into *out (heap,
+ * the caller frees it; NULL when absent or not a well-formed map) and
+ * *len; a connector takes the peer's failover-server-list from them
+ * (io_own_peer.c). */
+static void own_properties(jn_io_conn_t *conn, const jn_amqp_open_t *o, uint8_t **out,
+                           size_t *len)
 {
     *out = NULL;
     *len = 0;
     if (!(o->present & JN_AMQP_FIELD(9)))
-        return NULL;
-    pn_data_t *d = jn_io_own_view_data(&o->properties);
-    if (d) {
-        jn_io_render_properties_IO(d, out, len);
-        if (!conn->incoming)
-            jn_io_failover_take_props_IO(conn, d);
-        pn_data_rewind(d);
-    }
-    return d;
+        return;
+    (void)jn_io_own_props_render(&o->properties, out, len);
+    if (!conn->incoming)
+        jn_io_own_failover_take_IO(conn, &o->properties);
 }
 
 /* The connection's tenant space and vhost policy (io_tenant.c,
@@ -308,11 +303,9 @@ static void own_on_open(void *ctx, jn_amqp_conn_t *c, const jn_amqp_open_t *o)
     if (conn->incoming && jn_amqp_conn_open(c) != 0)
         return;
     uint8_t *props;
-    pn_data_t *pd = own_properties(conn, o, &props, &info.properties_len);
+    own_properties(conn, o, &props, &info.properties_len);
     info.properties = props;
-    bool mesh_ok = jn_io_own_mesh_open_IO(own, o, container, pd, &info);
-    pn_data_free(pd);
-    if (!mesh_ok) {
+    if (!jn_io_own_mesh_open_IO(own, o, container, &info)) {
         free(props);
         return; /* a duplicate router id: refused */
     }
@@ -397,15 +390,15 @@ static void own_on_end(void *ctx, jn_amqp_session_t *s, const jn_amqp_end_close_
     jn_io_own_session_gone_IO(own, s);
 }
 
-/* What our open offers and says, as the proton path's (io_conn.c,
- * conn_decorate): capabilities ANONYMOUS-RELAY and qd.streaming-links both
- * offered and desired, encoded in place into caps; the properties map
- * (jn_io_open_properties_put: product, version, qd.conn-id, on an
+/* What our open offers and says (as qdrouterd 1.19's): capabilities
+ * ANONYMOUS-RELAY and qd.streaming-links both offered and desired,
+ * encoded in place into caps; the properties map
+ * (jn_io_own_open_properties: product, version, qd.conn-id, on an
  * inter-router connection qd.inter-router-cost above 1 and
  * qd.annotations-version, a listener's failoverUrls, the endpoint's
- * openProperties) into *props (heap, the
- * caller frees it). Returns 0 or the encoder's error (JN_ENOMEM also when
- * the properties could not be encoded). */
+ * openProperties) into *props (heap, the caller frees it). Returns 0 or
+ * the encoder's error (JN_ENOMEM also when the properties could not be
+ * encoded). */
 static int open_extras(const jn_io_conn_t *conn, jn_encoder_t *caps, uint8_t **props,
                        size_t *props_len)
 {
@@ -413,17 +406,10 @@ static int open_extras(const jn_io_conn_t *conn, jn_encoder_t *caps, uint8_t **p
     jn_enc_csymbol(caps, "ANONYMOUS-RELAY");
     jn_enc_csymbol(caps, "qd.streaming-links");
     jn_enc_array_end(caps);
-    *props = NULL;
-    *props_len = 0;
-    pn_data_t *d = pn_data(16);
-    if (d) {
-        jn_io_open_properties_put(conn, d);
-        jn_io_data_encode(d, props, props_len);
-        pn_data_free(d);
-    }
+    int rc = jn_io_own_open_properties(conn, props, props_len);
     if (jn_encoder_error(caps))
         return jn_encoder_error(caps);
-    return *props ? 0 : JN_ENOMEM;
+    return rc;
 }
 
 /* The client role's transport for a connection we make to host: the SASL

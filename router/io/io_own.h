@@ -20,6 +20,7 @@
 #include <junction/amqp_delivery.h>
 #include <junction/amqp_trace.h>
 #include <junction/amqp_transport.h>
+#include <junction/decoder.h>
 #include <junction/encoder.h>
 
 typedef struct jn_io_own jn_io_own_t;
@@ -325,8 +326,8 @@ char *jn_io_own_dnp_address(const jn_amqp_terminus_t *t);
 int jn_io_own_dnp_set_address(jn_amqp_terminus_t *t, const char *address, jn_encoder_t *enc);
 /* io_own_mesh.c, inter-router connections (the loop's thread, but for the
  * two helpers that touch no connection):
- * jn_io_own_mesh_open_IO: the peer's open o (container its container id,
- * props its decoded properties or NULL) fills info's streaming_links, on
+ * jn_io_own_mesh_open_IO: the peer's open o (container its container id;
+ * its properties read by io_own_peer.c) fills info's streaming_links, on
  * an edge connection edge, on an inter-router connection inter_router and
  * cost; false when the peer has this router's id (our close sent, logged).
  * jn_io_own_mesh_attach_links_IO: the connector side, once open: 11
@@ -348,11 +349,9 @@ int jn_io_own_dnp_set_address(jn_amqp_terminus_t *t, const char *address, jn_enc
  * jn_io_own_mesh_silent_IO: the pass's clock now (ms): the octets heard
  * noted; true when the silence watch (io_watch.c) says cut now.
  * jn_io_own_caps_first: the first symbol of an encoded symbol or array of
- * symbols enc is cap (as io_mesh.c's has_capability). jn_io_own_view_data:
- * an encoded value as proton's pn_data (rewound; the caller frees it), or
- * NULL when empty, undecodable or out of memory. Any thread. */
+ * symbols enc is cap (the one 1.19 looks at). Any thread. */
 bool jn_io_own_mesh_open_IO(jn_io_own_t *own, const jn_amqp_open_t *o, const char *container,
-                            pn_data_t *props, jn_conn_info_t *info);
+                            jn_conn_info_t *info);
 void jn_io_own_mesh_attach_links_IO(jn_io_own_t *own);
 void jn_io_own_mesh_classify_IO(jn_io_own_link_t *link, const jn_amqp_attach_t *a,
                                 jn_link_info_t *info);
@@ -361,7 +360,54 @@ int jn_io_own_mesh_stream_attach(jn_amqp_link_t *l, const jn_work_t *w);
 int jn_io_own_mesh_edge_attach(jn_amqp_link_t *l, const jn_work_t *w);
 bool jn_io_own_mesh_silent_IO(jn_io_own_t *own, int64_t now);
 bool jn_io_own_caps_first(const jn_iter_t *enc, const char *cap);
-pn_data_t *jn_io_own_view_data(const jn_iter_t *v);
+
+/* io_own_props.c and io_own_peer.c: a peer's open properties and
+ * capabilities read, and our open's properties written, with the message
+ * layer's decoder and encoder (AMQP 1.0 part 2, 2.7.1; docs/protocol.md,
+ * "Open properties"). props and caps: raw views of one encoded value
+ * (borrowed; empty: absent). Any thread unless named _IO (the
+ * connection's loop).
+ * jn_io_own_props_first: the first value of v decoded into *f by *d (d's
+ * octets are v's); false when v is empty or that value is not well-formed
+ * all through (a compound's every element decodes).
+ * jn_io_own_props_render: props rendered for management (a map with
+ * string keys, values JSON can carry, others as their text; the file's
+ * comment) into *out (heap, the caller frees it) and *len. Returns 0,
+ * JN_EPROTO (props is not a well-formed map: *out NULL) or JN_ENOMEM.
+ * jn_io_own_open_properties: the properties map of conn's open (product,
+ * version, qd.conn-id; on a router's connection qd.inter-router-cost
+ * above 1 and qd.annotations-version; a listener's failoverUrls as
+ * failover-server-list; the endpoint's openProperties) into *out (heap,
+ * the caller's) and *len. Returns 0 or JN_ENOMEM (*out NULL).
+ * jn_io_own_failover_read: the entries of props' failover-server-list
+ * (a list of maps; at most cap, owned by the caller: free each field)
+ * into add; *found false when props has no such list (a symbol key, a
+ * list value). Returns the entries with a network-host.
+ * jn_io_own_failover_take_IO: a connector's conn takes them (the
+ * connector's list keeps its host and the one in use, then the peer's);
+ * no list: nothing changes. Logged (SERVER). Incoming: nothing.
+ * jn_io_own_props_cost: the peer's qd.inter-router-cost (an int above 0;
+ * the last such; the search stops at a key that is not a symbol), else 0.
+ * jn_io_own_props_version: the peer's qd.annotations-version (the first
+ * int value of that symbol key) into *version; false when none.
+ * jn_io_own_props_log_version_IO: the same logged (ROUTER debug, 1.19's
+ * words).
+ * jn_io_own_caps_streaming: caps (offered capabilities: a symbol or an
+ * array of symbols) holds qd.streaming-links (mesh-protocol 2.2).
+ * jn_io_own_link_name: a link name as 1.19 makes them, "qdlink." and 15
+ * characters from [a-zA-Z0-9+_] (getrandom, else a clock-seeded
+ * sequence), into out (NUL-terminated). */
+bool jn_io_own_props_first(const jn_iter_t *v, jn_decoder_t *d, jn_field_t *f);
+int jn_io_own_props_render(const jn_iter_t *props, uint8_t **out, size_t *len);
+int jn_io_own_open_properties(const jn_io_conn_t *conn, uint8_t **out, size_t *len);
+unsigned jn_io_own_failover_read(const jn_iter_t *props, jn_io_failover_url_t *add,
+                                 unsigned cap, bool *found);
+void jn_io_own_failover_take_IO(jn_io_conn_t *conn, const jn_iter_t *props);
+uint32_t jn_io_own_props_cost(const jn_iter_t *props);
+bool jn_io_own_props_version(const jn_iter_t *props, int32_t *version);
+void jn_io_own_props_log_version_IO(jn_io_conn_t *conn, const jn_iter_t *props);
+bool jn_io_own_caps_streaming(const jn_iter_t *caps);
+void jn_io_own_link_name(char out[23]);
 
 /* jn_io_own_session_gone_IO: session s ended: its links went with it
  * (the engine frees them without a detach): each counts as detached. */

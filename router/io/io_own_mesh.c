@@ -1,14 +1,14 @@
 /*
  * io_own_mesh.c — inter-router connections on Junction's own engine
- * (docs/engine.md, stage 3b), as io_mesh.c and io_open.c serve them on
- * proton's path (docs/protocol.md, "Inter-router connections"):
+ * (docs/engine.md, stage 3b; docs/protocol.md, "Inter-router
+ * connections"), as qdrouterd 1.19 serves them:
  *
  * - the peer's open: a peer with this router's own id is refused
  *   (amqp:not-allowed), the cost is the larger of both ends' (the peer's
  *   qd.inter-router-cost), its qd.annotations-version is logged, and
  *   qd.streaming-links in its offered capabilities lets the core ask for
- *   streaming links; the properties are read by io_mesh.c's helpers, so
- *   both paths read them alike (1.19's quirks included);
+ *   streaming links; the properties are read by io_own_peer.c, 1.19's
+ *   quirks included;
  * - the connector side then begins eleven sessions and attaches the two
  *   control links (capability qd.router) and twenty data links
  *   (qd.router-data, priorities 0 to 9), in 1.19's order;
@@ -33,8 +33,6 @@
 #include "io_own.h"
 
 #include <junction/decoder.h>
-
-#include <proton/codec.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -70,37 +68,18 @@ bool jn_io_own_caps_first(const jn_iter_t *enc, const char *cap)
     return f.type == JN_TYPE_SYMBOL && jn_field_equal_string(&f, cap);
 }
 
-pn_data_t *jn_io_own_view_data(const jn_iter_t *v)
-{
-    jn_iter_t it = *v;
-    size_t n = jn_iter_length(&it);
-    uint8_t *raw = n ? malloc(n) : NULL;
-    pn_data_t *d = raw ? pn_data(16) : NULL;
-    if (d) {
-        (void)jn_iter_copy(&it, raw, n);
-        if (pn_data_decode(d, (const char *)raw, n) <= 0) {
-            pn_data_free(d);
-            d = NULL;
-        } else {
-            pn_data_rewind(d);
-        }
-    }
-    free(raw);
-    return d;
-}
-
 bool jn_io_own_mesh_open_IO(jn_io_own_t *own, const jn_amqp_open_t *o, const char *container,
-                            pn_data_t *props, jn_conn_info_t *info)
+                            jn_conn_info_t *info)
 {
     jn_io_conn_t *conn = own->conn;
     JN_ASSERT_IO(conn);
-    if (o->present & JN_AMQP_FIELD(7)) {
-        pn_data_t *caps = jn_io_own_view_data(&o->offered_capabilities);
-        info->streaming_links = jn_io_ir_caps_streaming(caps);
-        pn_data_free(caps);
-    }
+    jn_iter_t none;
+    jn_iter_init_bytes(&none, NULL, 0, JN_VIEW_RAW);
+    const jn_iter_t *props = o->present & JN_AMQP_FIELD(9) ? &o->properties : &none;
+    if (o->present & JN_AMQP_FIELD(7))
+        info->streaming_links = jn_io_own_caps_streaming(&o->offered_capabilities);
     if (conn->edge) {
-        jn_io_ir_props_log_version_IO(conn, props);
+        jn_io_own_props_log_version_IO(conn, props);
         info->edge = true;
         return true;
     }
@@ -116,16 +95,16 @@ bool jn_io_own_mesh_open_IO(jn_io_own_t *own, const jn_amqp_open_t *o, const cha
         own->close_sent = true;
         return false;
     }
-    uint32_t remote = jn_io_ir_props_cost(props);
+    uint32_t remote = jn_io_own_props_cost(props);
     if (remote > info->cost)
         info->cost = remote; /* both ends agree on the larger (mesh 2.2) */
-    jn_io_ir_props_log_version_IO(conn, props);
+    jn_io_own_props_log_version_IO(conn, props);
     info->inter_router = true;
     return true;
 }
 
-/* Source and target with capability cap alone and expiry-policy
- * link-detach, as io_mesh.c's (set_capability). */
+/* Source and target with capability cap alone (a plain symbol, the only
+ * form 1.19 recognises) and expiry-policy link-detach. */
 static int mesh_send_attach(jn_amqp_link_t *l, const char *cap)
 {
     uint8_t enc[64];
@@ -150,7 +129,7 @@ static void mesh_attach_one(jn_io_own_t *own, jn_amqp_session_t *s, bool send, b
 {
     jn_io_conn_t *conn = own->conn;
     char name[23];
-    jn_io_ir_link_name(name);
+    jn_io_own_link_name(name);
     jn_amqp_link_t *l = jn_amqp_link_new(s, name, send ? JN_AMQP_SENDER : JN_AMQP_RECEIVER);
     jn_io_own_link_t *link = l ? jn_io_own_link_new(own, l, !send) : NULL;
     if (!link)
@@ -200,8 +179,8 @@ void jn_io_own_mesh_attach_links_IO(jn_io_own_t *own)
     own->data_in = own->data_out = 10;
 }
 
-/* The waypoint phase a terminus's capabilities name (as io_mesh.c's
- * jn_io_waypoint_IO: qd.waypoint is 1, qd.waypoint.<n> is n), or 0. */
+/* The waypoint phase a terminus's capabilities name (qd.waypoint is 1,
+ * qd.waypoint.<n> is n; docs/protocol.md), or 0. */
 static uint8_t caps_waypoint(const jn_iter_t *enc)
 {
     jn_iter_t it = *enc;
@@ -241,8 +220,8 @@ static void term_address(const jn_amqp_terminus_t *t, bool present, char *out, s
 }
 
 /* An edge connection's links, and the two service addresses served on
- * every connection that is not inter-router (io_mesh.c's
- * jn_io_ir_classify_IO); true when info->type was set. */
+ * every connection that is not inter-router (docs/protocol.md, "Edge
+ * routers"); true when info->type was set. */
 static bool classify_edge(jn_io_own_link_t *link, const jn_amqp_terminus_t *t, bool present,
                           uint32_t field, jn_link_info_t *info)
 {
@@ -333,7 +312,7 @@ int jn_io_own_mesh_edge_attach(jn_amqp_link_t *l, const jn_work_t *w)
     a.rcv_settle_mode = 0; /* first */
     a.source.code = JN_AMQP_SOURCE;
     a.target.code = JN_AMQP_TARGET;
-    if (n) { /* as io_mesh.c's jn_io_set_capability */
+    if (n) { /* the capability alone, expiry-policy link-detach (1.19's) */
         a.source.present = JN_AMQP_FIELD(2) | JN_AMQP_FIELD(10);
         a.target.present = JN_AMQP_FIELD(2) | JN_AMQP_FIELD(6);
         jn_iter_init_string(&a.source.expiry_policy, "link-detach", JN_VIEW_RAW);

@@ -195,7 +195,7 @@ void jn_io_own_route_attach_IO(jn_io_own_t *own, jn_work_t *w)
     }
     char stream_name[23];
     if (w->attach.stream) { /* unique on the connection, as 1.19 names its own */
-        jn_io_ir_link_name(stream_name);
+        jn_io_own_link_name(stream_name);
         info.name = stream_name;
         info.type = w->attach.stream == JN_STREAM_ATTACH_DATA ? JN_LINK_DATA : JN_LINK_ENDPOINT;
     }

@@ -37,8 +37,8 @@ int jn_io_own_sasl_client(jn_io_conn_t *conn, const jn_amqp_sasl_client_mech_ops
  * the mechanisms of list (space-separated, borrowed) that a listener's
  * saslMechanisms conf names (spaces or commas, any case; NULL or empty:
  * every one), in list's order and space-separated: what the listener
- * offers (proton's path: pn_sasl_allowed_mechs). A mechanism that does not
- * fit is left out. Any thread. AMQP 1.0 part 5.3.3.1 (sasl-mechanisms). */
+ * offers. A mechanism that does not fit is left out. Any thread. AMQP 1.0
+ * part 5.3.3.1 (sasl-mechanisms). */
 void jn_io_sasl_offer_cut(const char *conf, const char *list, char *out, size_t cap);
 
 /* authsvc.c: the auth-service relay behind the own engine's SASL layer
@@ -53,9 +53,11 @@ int jn_io_authsvc_own_pass_IO(jn_io_conn_t *client, jn_amqp_transport_t *t, uint
  * (jn_io_authsvc_own_eligible), its SASL client end's config at its start
  * (jn_io_authsvc_own_svc_sasl), and in its passes while svc->relay is set
  * the client's init or response sent (jn_io_authsvc_own_svc_pass_IO), the
- * service's Open read (jn_io_authsvc_own_svc_open_IO) and its end
- * reported (jn_io_authsvc_own_svc_closed_IO). Contracts there. */
+ * service's Open read (jn_io_authsvc_own_svc_open_IO, the identity in its
+ * properties by jn_io_authsvc_own_identity) and its end reported
+ * (jn_io_authsvc_own_svc_closed_IO). Contracts there. */
 bool jn_io_authsvc_own_eligible(const jn_io_t *io);
+int jn_io_authsvc_own_identity(const jn_iter_t *props, char *who, size_t cap);
 void jn_io_authsvc_own_svc_sasl(jn_io_conn_t *svc, jn_amqp_sasl_client_config_t *sc);
 int jn_io_authsvc_own_svc_pass_IO(jn_io_conn_t *svc, jn_amqp_transport_t *t, uint64_t now);
 void jn_io_authsvc_own_svc_open_IO(jn_io_conn_t *svc, const jn_iter_t *properties);

@@ -59,8 +59,10 @@ jn_io_conn_t *jn_io_test_conn_new(jn_io_t *io, const char *endpoint)
             jn_io_conn_unref(conn); /* never started: freed here */
         return NULL;
     }
-    /* no auth service here (its relay is made at accept, io_endpoint.c) */
-    if (incoming && !ep->authsvc && jn_io_own_eligible(io, ep) && jn_io_own_attach(conn) != 0) {
+    /* no auth service's relay here (it is made at accept, io_endpoint.c):
+     * a listener with one gets Cyrus or the built-in ANONYMOUS, on either
+     * engine, as a WebSocket bridge's connection does */
+    if (incoming && jn_io_own_eligible(io, ep) && jn_io_own_attach(conn) != 0) {
         pn_transport_free(t); /* no memory for the own engine's side */
         jn_io_conn_unref(conn);
         return NULL;

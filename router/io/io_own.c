@@ -805,8 +805,8 @@ static void own_connector_pass(jn_io_own_t *own)
     jn_io_conn_t *conn = own->conn;
     if (conn->connecting && (conn->writable || conn->readable))
         jn_io_conn_connect_done_IO(conn);
-    if (!conn->connecting && conn->fd < 0 && !conn->bridge)
-        own->cut = true;
+    if (!conn->connecting && conn->fd < 0 && !conn->bridge && !conn->test_io)
+        own->cut = true; /* no socket: the connect failed (a test's has none) */
     if (!conn->closing_removed &&
         atomic_load_explicit(&conn->endpoint->removed, memory_order_relaxed)) {
         conn->closing_removed = true; /* not retried; the peer is not waited for */

@@ -7,9 +7,8 @@
  * a route-container listener's, since stage 3a's step 3), and its octets
  * move through io_plain.c both ways, whatever the listener's SASL (stage
  * 5: without Cyrus, the engine's built-in ANONYMOUS offered as proton's
- * path offers it); a connector's (the own engine takes only the test's
- * incoming connections), and every endpoint's with the switch off, stays
- * on proton's. This is what lets the input_path fuzzer
+ * path offers it), and a connector's on its client end (stage 5); every
+ * endpoint's with the switch off stays on proton's. This is what lets the input_path fuzzer
  * (tests/fuzz/fuzz_input_path.c, fuzz_input_path_own) drive the own engine.
  *
  * The core is started as in junctiond and the fuzzer; the test's thread
@@ -224,15 +223,34 @@ static void test_socketless_ir_and_container_conns_run_on_the_own_engine(void **
     router_free(f);
 }
 
-static void test_socketless_conns_the_switch_does_not_take_stay_on_proton(void **state)
+/* The server's side of a SASL ANONYMOUS exchange (5.3.2): its header,
+ * sasl-mechanisms offering ANONYMOUS (an array of one symbol), sasl-outcome
+ * ok; then its AMQP header and open follow. */
+static const uint8_t server_sasl[] = {
+    'A', 'M', 'Q', 'P', 3,   1,   0,   0,   0,   0,   0,   28,  2,   1,   0,   0,
+    0,   0x53, 0x40, 0xc0, 15, 1, 0xe0, 12, 1, 0xa3, 9, 'A', 'N', 'O', 'N', 'Y',
+    'M', 'O', 'U', 'S', 0,   0,   0,   16,  2,   1,   0,   0,   0,   0x53, 0x44, 0xc0,
+    3,   1,   0x50, 0};
+
+/* Stage 5: a connector's test connection runs on the own engine's client
+ * end (its SASL header first, its sasl-init, AMQP header and open after
+ * the server's offer), as one connect_now makes; with the switch off, every connection stays on proton's. */
+static void test_socketless_connector_conn_on_the_own_engine_and_switch_off(void **state)
 {
     (void)state;
     struct fixture *f = router_new("own");
-    jn_io_conn_t *out = jn_io_test_conn_new(f->io, "out"); /* a connector's */
+    jn_io_conn_t *out = jn_io_test_conn_new(f->io, "out");
     assert_non_null(out);
-    assert_false(jn_io_test_conn_own(out));
+    assert_true(jn_io_test_conn_own(out));
     run_idle(f);
-    jn_io_test_conn_abort(out);
+    assert_int_equal(out->octets_written, sizeof sasl_header); /* ours first (5.3.1) */
+    feed(f, out, server_sasl, sizeof server_sasl);
+    /* then our sasl-init, AMQP header and open */
+    assert_true(out->octets_written > sizeof sasl_header + sizeof amqp_header + 30);
+    feed(f, out, amqp_header, sizeof amqp_header);
+    assert_false(out->opened);
+    feed(f, out, open_frame, sizeof open_frame);
+    assert_true(out->opened);
     finish(f, out);
     router_free(f);
     f = router_new("proton"); /* the switch off: every connection on proton's */
@@ -244,6 +262,12 @@ static void test_socketless_conns_the_switch_does_not_take_stay_on_proton(void *
     feed(f, c, open_frame, sizeof open_frame);
     assert_true(c->opened);
     finish(f, c);
+    out = jn_io_test_conn_new(f->io, "out");
+    assert_non_null(out);
+    assert_false(jn_io_test_conn_own(out));
+    run_idle(f);
+    jn_io_test_conn_abort(out);
+    finish(f, out);
     router_free(f);
 }
 
@@ -326,7 +350,7 @@ int main(void)
         cmocka_unit_test(test_socketless_conn_refused_by_the_own_engine_closes_and_is_freed),
         cmocka_unit_test(test_socketless_ir_and_container_conns_run_on_the_own_engine),
         cmocka_unit_test(test_socketless_listeners_without_cyrus_get_the_builtin_offer),
-        cmocka_unit_test(test_socketless_conns_the_switch_does_not_take_stay_on_proton),
+        cmocka_unit_test(test_socketless_connector_conn_on_the_own_engine_and_switch_off),
         cmocka_unit_test(test_socketless_conn_on_the_own_engine_aborted_closes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -65,9 +65,10 @@ unsigned jn_io_engine_own_default(void)
                "(normal, route-container, inter-router, edge), plain, TLS or WebSocket, with "
                "any SASL, and for the router's connection to an auth service "
                "(docs/engine.md)%s",
-               own == JN_IO_OWN_IN    ? "; proton's for every connection the router makes (own-in)"
-               : own == JN_IO_OWN_OUT ? "; proton's for every connection the router accepts (own-out)"
-                                      : "");
+               own == JN_IO_OWN_IN ? "; proton's for every connection the router makes (own-in)"
+               : own == JN_IO_OWN_OUT
+                   ? "; proton's for every connection the router accepts (own-out)"
+                   : "");
     return own;
 }
 
@@ -461,7 +462,7 @@ static int own_new(jn_io_conn_t *conn, const char *host)
         own->t = NULL;
     }
     if (own->t && !host &&
-        (conn->relay                                ? jn_io_authsvc_own_attach(conn, own->t)
+        (conn->relay                               ? jn_io_authsvc_own_attach(conn, own->t)
          : jn_endpoint_uses_sasl_plugin(cfg, true) ? jn_io_own_sasl_attach(conn, own->t)
                                                    : jn_io_own_sasl_builtin(conn, own->t)) != 0) {
         jn_amqp_transport_free(own->t); /* no Cyrus: the connection is refused */

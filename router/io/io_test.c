@@ -16,9 +16,9 @@
  * side as an accepted one, or one its connector made, does (the client
  * role's header and open sent first), and its octets move through
  * io_plain.c (jn_io_plain_*), as TLS's and the WebSocket bridge's do, so
- * both engines are served by the same two steps. Everything else — proton's events in
- * jn_io_conn_event_IO or the own engine's callbacks, the core's work, the
- * core run inline — is the daemon's code. No loop thread runs: the
+ * both engines are served by the same two steps. Everything else —
+ * proton's events in jn_io_conn_event_IO or the own engine's callbacks,
+ * the core's work, the core run inline — is the daemon's code. No loop thread runs: the
  * caller's thread plays loop 0 (jn_io_test_run: the loop's work without
  * epoll and without timers).
  *

@@ -227,14 +227,15 @@ static void test_socketless_ir_and_container_conns_run_on_the_own_engine(void **
  * sasl-mechanisms offering ANONYMOUS (an array of one symbol), sasl-outcome
  * ok; then its AMQP header and open follow. */
 static const uint8_t server_sasl[] = {
-    'A', 'M', 'Q', 'P', 3,   1,   0,   0,   0,   0,   0,   28,  2,   1,   0,   0,
-    0,   0x53, 0x40, 0xc0, 15, 1, 0xe0, 12, 1, 0xa3, 9, 'A', 'N', 'O', 'N', 'Y',
-    'M', 'O', 'U', 'S', 0,   0,   0,   16,  2,   1,   0,   0,   0,   0x53, 0x44, 0xc0,
-    3,   1,   0x50, 0};
+    'A', 'M', 'Q', 'P', 3, 1, 0, 0,                                   /* header */
+    0, 0, 0, 28, 2, 1, 0, 0, 0x00, 0x53, 0x40, 0xc0, 15, 1, 0xe0, 12, /* mechanisms */
+    1, 0xa3, 9, 'A', 'N', 'O', 'N', 'Y', 'M', 'O', 'U', 'S',          /* [ANONYMOUS] */
+    0, 0, 0, 16, 2, 1, 0, 0, 0x00, 0x53, 0x44, 0xc0, 3, 1, 0x50, 0};  /* outcome ok */
 
 /* Stage 5: a connector's test connection runs on the own engine's client
  * end (its SASL header first, its sasl-init, AMQP header and open after
- * the server's offer), as one connect_now makes; with the switch off, every connection stays on proton's. */
+ * the server's offer), as one connect_now makes; with the switch off,
+ * every connection stays on proton's. */
 static void test_socketless_connector_conn_on_the_own_engine_and_switch_off(void **state)
 {
     (void)state;

@@ -12,6 +12,7 @@
 #include <junction/amqp_sasl.h>
 #include <junction/decoder.h>
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,7 +198,10 @@ static bool choose(jn_amqp_sasl_client_t *c, const jn_iter_t *offer)
             memcpy(name, p, n);
             name[n] = '\0';
             if (offers(offer, name, n) && usable(c, name, n)) {
-                memcpy(c->mech, name, n + 1);
+                /* the mechanism's own spelling, whatever the list's case
+                 * ("anonymous" configured: ANONYMOUS in the sasl-init) */
+                for (size_t i = 0; i <= n; i++)
+                    c->mech[i] = (char)toupper((unsigned char)name[i]);
                 return true;
             }
         }

@@ -191,9 +191,10 @@ static jn_io_bridge_t *bridge_open(jn_io_t *io, jn_io_endpoint_t *ep, size_t liv
         pn_transport_free(t);
         t = NULL;
     }
-    /* a bridged client's SASL is Cyrus's on either path, never the auth
-     * service's relay: a listener with one keeps its bridges on proton's */
-    if (t && !ep->authsvc && jn_io_own_eligible(io, ep) && jn_io_own_attach(conn) != 0) {
+    /* a bridged client's SASL is Cyrus's (or the built-in ANONYMOUS) on
+     * either path, never the auth service's relay: the relay is made only
+     * for a socket accepted on the listener (io_endpoint.c) */
+    if (t && jn_io_own_eligible(io, ep) && jn_io_own_attach(conn) != 0) {
         pn_transport_free(t); /* no memory for the own engine's side */
         t = NULL;
     }

@@ -3,7 +3,8 @@
  * stage 2b(ii) round 1): the A/B switch, which connections it takes, and
  * such a connection's pass: its octets received into pooled buffers
  * (readv), run through a jn_amqp_transport_t (the SASL layer: ANONYMOUS,
- * or Cyrus's mechanisms through sasl_own.c; then the AMQP layer), the
+ * Cyrus's mechanisms through sasl_own.c, or an auth service's relay; then
+ * the AMQP layer), the
  * core's work carried out, and the output written with one writev per
  * round. Its links and deliveries are io_own_link.c's. The structs and the
  * contract are in io_own.h.
@@ -61,84 +62,36 @@ unsigned jn_io_engine_own_default(void)
     if (own)
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_NOTICE,
                "AMQP engine: Junction's own for listeners and connectors of every role "
-               "(normal, route-container, inter-router, edge), plain or TLS, whose SASL it "
-               "serves, and for the router's connection to an auth service (docs/engine.md), "
-               "proton's for every other connection%s",
-               own == JN_IO_OWN_IN    ? " and every connection the router makes (own-in)"
-               : own == JN_IO_OWN_OUT ? " and every connection the router accepts (own-out)"
-                                      : "");
+               "(normal, route-container, inter-router, edge), plain, TLS or WebSocket, with "
+               "any SASL, and for the router's connection to an auth service "
+               "(docs/engine.md)%s",
+               own == JN_IO_OWN_IN ? "; proton's for every connection the router makes (own-in)"
+               : own == JN_IO_OWN_OUT
+                   ? "; proton's for every connection the router accepts (own-out)"
+                   : "");
     return own;
 }
 
-/* The listener's SASL is the own engine's: ANONYMOUS only (built in:
- * saslMechanisms unset or exactly ANONYMOUS, no authenticatePeer), or
- * Cyrus's mechanisms (sasl_own.c; under TLS EXTERNAL among them, from the
- * client's certificate). */
-static bool sasl_own_serves(const jn_endpoint_config_t *cfg)
-{
-    if (jn_endpoint_uses_sasl_plugin(cfg, true))
-        return true;
-    const char *mechs = cfg->sasl_mechanisms;
-    return (!mechs || !mechs[0] || strcmp(mechs, "ANONYMOUS") == 0) && !cfg->authenticate_peer;
-}
-
-/* The connector's SASL is the own client end's built-in mechanisms
- * (sasl_client.c): the mechanisms unset (PLAIN with saslUsername and
- * saslPassword, else ANONYMOUS), or naming ANONYMOUS, PLAIN and, under
- * TLS, EXTERNAL only. */
-static bool sasl_client_builtin(const jn_endpoint_config_t *cfg)
-{
-    const char *m = cfg->sasl_mechanisms;
-    bool tls = cfg->ssl_profile && cfg->ssl_profile[0];
-    if (!m)
-        return true;
-    while (*m) {
-        size_t n = strcspn(m, " ,");
-        if (n && !(n == 9 && strncmp(m, "ANONYMOUS", 9) == 0) &&
-            !(n == 5 && strncmp(m, "PLAIN", 5) == 0) &&
-            !(tls && n == 8 && strncmp(m, "EXTERNAL", 8) == 0))
-            return false;
-        m += n;
-        m += strspn(m, " ,");
-    }
-    return true;
-}
-
-/* The client end serves the connector's SASL: through Cyrus's client
- * (sasl_own.c) when Cyrus is configured, else built in. */
-static bool sasl_client_serves(const jn_endpoint_config_t *cfg)
-{
-    return sasl_client_builtin(cfg) || jn_endpoint_uses_sasl_plugin(cfg, false);
-}
-
-/* A connection connector ep makes runs on the own engine (stage 3a): any
- * role (normal; route-container, where auto-links and link routes bind:
- * io_own_route.c; inter-router and edge, stage 3b: io_own_mesh.c), plain
- * TCP or TLS (io_tls.c's client side, EXTERNAL from the sslProfile's
- * certificate among the client end's mechanisms), and the client end's
- * SASL. What proton's path adds around the open (message logging, open
- * properties, a policyVhost's "$connector" group) the own path adds
- * too. */
-static bool own_connector_eligible(const jn_endpoint_config_t *cfg)
-{
-    return sasl_client_serves(cfg);
-}
-
+/* Every connection a listener accepts, or a connector makes, runs on the
+ * own engine when the switch is on for its direction (stage 5): any role
+ * (normal; route-container, where auto-links and link routes bind:
+ * io_own_route.c; inter-router and edge: io_own_mesh.c), plain TCP or TLS,
+ * and any SASL: a listener's Cyrus mechanisms (sasl_own.c), its auth
+ * service's relay (authsvc_own.c) or the engine's built-in ANONYMOUS
+ * (jn_io_own_sasl_builtin: the saslMechanisms a listener without Cyrus
+ * names, taken as proton's path takes them); a connector's through Cyrus's
+ * client wherever proton's path uses Cyrus, else the client end's built-in
+ * ANONYMOUS, PLAIN and EXTERNAL (sasl_client.c). What proton's path adds
+ * around the open (a vhost policy, multiTenant, message logging, the
+ * initial handshake timeout, openProperties, failoverUrls, a policyVhost's
+ * "$connector" group) the own path adds too. */
 bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep)
 {
-    const jn_endpoint_config_t *cfg = &ep->cfg;
-    if (!ep->is_listener)
-        return (io->engine_own & JN_IO_OWN_OUT) && own_connector_eligible(cfg);
-    bool tls = cfg->ssl_profile && cfg->ssl_profile[0];
-    /* the relay (authsvc.c): where its service connections run too */
-    bool sasl_ok = ep->authsvc ? jn_io_authsvc_own_eligible(io) : sasl_own_serves(cfg);
-    /* any role: normal; inter-router and edge (stage 3b), plain or TLS;
-     * route-container (a broker that connects to the router, where link
-     * routes and auto-links bind as on a connector's connection). A vhost
-     * policy, multiTenant, message logging, the initial handshake timeout,
-     * openProperties and failoverUrls: served as on proton's path. */
-    return (io->engine_own & JN_IO_OWN_IN) &&
-           (tls || (!cfg->require_ssl && !cfg->require_encryption)) && sasl_ok;
+    /* an auth service's relay runs on one engine: where its service
+     * connections run too (authsvc_own.c) */
+    if (ep->is_listener && ep->authsvc)
+        return (io->engine_own & JN_IO_OWN_IN) && jn_io_authsvc_own_eligible(io);
+    return (io->engine_own & (ep->is_listener ? JN_IO_OWN_IN : JN_IO_OWN_OUT)) != 0;
 }
 
 /* ---- the connection's events --------------------------------------------- */
@@ -498,9 +451,9 @@ static int own_new(jn_io_conn_t *conn, const char *host)
         own->t = NULL;
     }
     if (own->t && !host &&
-        (conn->relay ? jn_io_authsvc_own_attach(conn, own->t) != 0
-                     : jn_endpoint_uses_sasl_plugin(cfg, true) &&
-                           jn_io_own_sasl_attach(conn, own->t) != 0)) {
+        (conn->relay                               ? jn_io_authsvc_own_attach(conn, own->t)
+         : jn_endpoint_uses_sasl_plugin(cfg, true) ? jn_io_own_sasl_attach(conn, own->t)
+                                                   : jn_io_own_sasl_builtin(conn, own->t)) != 0) {
         jn_amqp_transport_free(own->t); /* no Cyrus: the connection is refused */
         own->t = NULL;
     }
@@ -643,10 +596,13 @@ static void own_closed(jn_io_own_t *own)
     } else if (conn->incoming && !conn->opened && !own->refused_logged) {
         /* the SASL layer refused the peer's frames: one line, as for a
          * refused AMQP frame (own_on_closed); a refused authentication is
-         * logged by its mechanism's backend (sasl_own.c, authsvc.c) */
+         * logged by its mechanism's backend (sasl_own.c, authsvc.c), one
+         * the layer refused itself (a mechanism not offered) here, as
+         * proton's path logs it */
         const jn_amqp_fault_t *f = jn_amqp_transport_fault(own->t);
-        if (f && f->condition && strcmp(f->condition, "amqp:unauthorized-access") != 0)
-            JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
+        bool auth = f && f->condition && strcmp(f->condition, "amqp:unauthorized-access") == 0;
+        if (f && f->condition && !(auth && conn->refused_logged))
+            JN_LOG(JN_LOG_MOD_SERVER, auth ? JN_LOG_INFO : JN_LOG_WARNING,
                    JN_IO_CONN_FMT " Connection from %s (to %s) failed: %s %s", conn->id,
                    conn->host, conn->endpoint->shown, f->condition, f->description);
     }
@@ -901,8 +857,8 @@ static void own_connector_pass(jn_io_own_t *own)
     jn_io_conn_t *conn = own->conn;
     if (conn->connecting && (conn->writable || conn->readable))
         jn_io_conn_connect_done_IO(conn);
-    if (!conn->connecting && conn->fd < 0 && !conn->bridge)
-        own->cut = true;
+    if (!conn->connecting && conn->fd < 0 && !conn->bridge && !conn->test_io)
+        own->cut = true; /* no socket: the connect failed (a test's has none) */
     if (!conn->closing_removed &&
         atomic_load_explicit(&conn->endpoint->removed, memory_order_relaxed)) {
         conn->closing_removed = true; /* not retried; the peer is not waited for */

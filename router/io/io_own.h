@@ -193,17 +193,13 @@ unsigned jn_io_engine_own_default(void);
 
 /* jn_io_own_eligible: whether a connection accepted on listener ep, or
  * made by connector ep, runs on the own engine (docs/engine.md, "Which
- * connections"): the switch is on for its direction, and ep is a listener
- * of any role (normal, route-container, inter-router, edge), TLS or plain
- * TCP (no requireSsl nor requireEncryption), whose SASL the engine serves
- * (ANONYMOUS, or any of Cyrus's mechanisms, EXTERNAL under TLS among
- * them: sasl_own.c; or the auth service's relay: authsvc.c); or a
- * connector of any role, plain TCP or TLS, whose SASL the client end
- * serves (sasl_client.c: ANONYMOUS, PLAIN and, under TLS, EXTERNAL built
- * in; any other through Cyrus's client when Cyrus is configured). A vhost
- * policy, multiTenant, message logging, the initial handshake timeout,
- * openProperties and failoverUrls are served on both engines. Loop 0's
- * thread (at accept), or the connector thread. */
+ * connections"): since stage 5, whenever the switch is on for its
+ * direction, whatever ep's role, TLS, WebSocket or SASL (Cyrus's
+ * mechanisms, the auth service's relay, or the built-in ANONYMOUS offered
+ * as proton's path offers it: sasl_own.c; the client end's built-in
+ * mechanisms or Cyrus's client: sasl_client.c, sasl_own.c). io and ep
+ * borrowed. Loop 0's thread (at accept), the HTTP thread (a bridge), or
+ * the connector thread. */
 bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep);
 
 /* jn_io_own_attach: give conn (new, not started) its own-engine side.

@@ -10,14 +10,15 @@
  * caller's buffer (jn_io_test_read_IO) instead of recv(), and throws away
  * what the engine framed (jn_io_test_write_IO) instead of send().
  *
- * Either engine: on a listener that the own engine's switch takes
- * (jn_io_own_eligible: the io made with JUNCTION_ENGINE=own, and the
- * listener one it serves) the connection gets its own side as an accepted
- * one does, and its octets move through io_plain.c (jn_io_plain_*), as
- * TLS's and the WebSocket bridge's do, so both engines are served by the
- * same two steps. Everything else — proton's events in
- * jn_io_conn_event_IO or the own engine's callbacks, the core's work, the
- * core run inline — is the daemon's code. No loop thread runs: the
+ * Either engine: when the own engine's switch takes the endpoint
+ * (jn_io_own_eligible: the io made with JUNCTION_ENGINE=own, or own-in
+ * for a listener, own-out for a connector) the connection gets its own
+ * side as an accepted one, or one its connector made, does (the client
+ * role's header and open sent first), and its octets move through
+ * io_plain.c (jn_io_plain_*), as TLS's and the WebSocket bridge's do, so
+ * both engines are served by the same two steps. Everything else —
+ * proton's events in jn_io_conn_event_IO or the own engine's callbacks,
+ * the core's work, the core run inline — is the daemon's code. No loop thread runs: the
  * caller's thread plays loop 0 (jn_io_test_run: the loop's work without
  * epoll and without timers).
  *
@@ -59,8 +60,11 @@ jn_io_conn_t *jn_io_test_conn_new(jn_io_t *io, const char *endpoint)
             jn_io_conn_unref(conn); /* never started: freed here */
         return NULL;
     }
-    /* no auth service here (its relay is made at accept, io_endpoint.c) */
-    if (incoming && !ep->authsvc && jn_io_own_eligible(io, ep) && jn_io_own_attach(conn) != 0) {
+    /* no auth service's relay here (it is made at accept, io_endpoint.c):
+     * a listener with one gets Cyrus or the built-in ANONYMOUS, on either
+     * engine, as a WebSocket bridge's connection does */
+    if (jn_io_own_eligible(io, ep) &&
+        (incoming ? jn_io_own_attach(conn) : jn_io_own_attach_client(conn, ep->cfg.host)) != 0) {
         pn_transport_free(t); /* no memory for the own engine's side */
         jn_io_conn_unref(conn);
         return NULL;

@@ -237,6 +237,91 @@ int jn_io_own_sasl_attach(jn_io_conn_t *conn, jn_amqp_transport_t *t)
     return jn_amqp_transport_set_sasl(t, &own_cyrus_ops, c, cfg->authenticate_peer);
 }
 
+/* ---- the built-in ANONYMOUS: listeners without Cyrus ----------------------
+ *
+ * A listener for which proton's path keeps proton's own SASL (jn_endpoint_
+ * uses_sasl_plugin false: in junctiond, saslMechanisms naming ANONYMOUS
+ * alone in another spelling, "anonymous" or "ANONYMOUS,"; without Cyrus
+ * started, any listener) gets the engine's built-in ANONYMOUS, offered as
+ * proton offers it: when saslMechanisms is unset or one of its words
+ * (separated by spaces only, any case; "ANONYMOUS," is not such a word) is
+ * ANONYMOUS, else nothing at all (every sasl-init refused with outcome
+ * auth), and SASL required with authenticatePeer. */
+
+/* Does conf (saslMechanisms, set) name ANONYMOUS as proton's inclusion
+ * list reads it: a space-separated word, any case? */
+static bool names_anonymous(const char *conf)
+{
+    for (const char *p = conf; *p;) {
+        while (*p == ' ')
+            p++;
+        size_t k = strcspn(p, " ");
+        if (k == sizeof "ANONYMOUS" - 1 && strncasecmp(p, "ANONYMOUS", k) == 0)
+            return true;
+        p += k;
+    }
+    return false;
+}
+
+static const char *none_mechanisms(void *ctx)
+{
+    (void)ctx;
+    return "";
+}
+
+/* Never called (nothing is offered); a refusal if it were. */
+static int none_start(void *ctx, const char *mech, const uint8_t *response, size_t len,
+                      const uint8_t **out, size_t *out_len)
+{
+    (void)ctx;
+    (void)mech;
+    (void)response;
+    (void)len;
+    (void)out;
+    (void)out_len;
+    return JN_AMQP_SASL_OUTCOME_AUTH;
+}
+
+static int none_step(void *ctx, const uint8_t *response, size_t len, const uint8_t **out,
+                     size_t *out_len)
+{
+    (void)ctx;
+    (void)response;
+    (void)len;
+    (void)out;
+    (void)out_len;
+    return JN_AMQP_SASL_OUTCOME_AUTH;
+}
+
+static const char *none_user(void *ctx)
+{
+    (void)ctx;
+    return NULL;
+}
+
+static const jn_amqp_sasl_mech_ops_t none_ops = {
+    .mechanisms = none_mechanisms,
+    .start = none_start,
+    .step = none_step,
+    .user = none_user,
+};
+
+int jn_io_own_sasl_builtin(jn_io_conn_t *conn, jn_amqp_transport_t *t)
+{
+    const jn_endpoint_config_t *cfg = &conn->endpoint->cfg;
+    const char *m = cfg->sasl_mechanisms;
+    bool anonymous = !m || !m[0] || names_anonymous(m);
+    if (anonymous && !cfg->authenticate_peer)
+        return 0; /* the transport's default */
+    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
+           JN_IO_CONN_FMT " SASL on Junction's own AMQP engine (JUNCTION_ENGINE=own), offering: "
+                          "%s (built in%s)",
+           conn->id, anonymous ? "ANONYMOUS" : "nothing",
+           cfg->authenticate_peer ? ", SASL required" : "");
+    return jn_amqp_transport_set_sasl(t, anonymous ? NULL : &none_ops, NULL,
+                                      cfg->authenticate_peer);
+}
+
 /* ---- the client end: connectors' Cyrus mechanisms -------------------------
  *
  * A connector for which proton's path uses Cyrus (jn_endpoint_uses_sasl_

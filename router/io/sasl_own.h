@@ -21,6 +21,18 @@
  * started (jn_io_own_attach). */
 int jn_io_own_sasl_attach(jn_io_conn_t *conn, jn_amqp_transport_t *t);
 
+/* jn_io_own_sasl_builtin: give t's SASL layer the engine's built-in
+ * ANONYMOUS as proton's path offers it for conn's listener when that does
+ * not use Cyrus (jn_endpoint_uses_sasl_plugin(cfg, true) false):
+ * ANONYMOUS when saslMechanisms is unset or names it as a space-separated
+ * word in any case, else no mechanism at all (a sasl-init gets outcome
+ * auth, 5.3.3.6); SASL required when the listener has authenticatePeer
+ * (a peer whose first header is AMQP's is refused). Anything but the
+ * default (ANONYMOUS, not required) is logged. conn borrowed. Returns 0 or
+ * JN_EINVAL (t already started: a bug). The thread that accepts conn,
+ * before it is started (jn_io_own_attach). AMQP 1.0 part 5.3.3.1. */
+int jn_io_own_sasl_builtin(jn_io_conn_t *conn, jn_amqp_transport_t *t);
+
 /* jn_io_own_sasl_client: Cyrus's client as the SASL client end's backend
  * for conn, a connection its connector makes (Cyrus configured,
  * jn_endpoint_uses_sasl_plugin(cfg, false) true): *ops and *ctx (ctx owned by whoever takes it: the

@@ -44,15 +44,11 @@
  *
  * Built with -DJN_FUZZ_OWN (fuzz_input_path_own), the I/O layer is made
  * with JUNCTION_ENGINE=own and every input runs on Junction's own AMQP
- * engine (docs/engine.md): control bits 3 and 4 are ignored (always
- * incoming, role normal: the connections the switch takes), and bit 5's
- * listener offers ANONYMOUS without authenticatePeer (the engine's built-in
- * ANONYMOUS; authenticatePeer needs Cyrus, which the fuzzer does not set
- * up). Without bit 5 the listener names no mechanism: the peer may speak
- * SASL ANONYMOUS or AMQP directly either way. Bits 0-2, 6 and 7 as above;
- * the same corpus applies (an input of an outgoing or inter-router variant
- * replays as incoming and normal). A connection that is not on the own
- * engine aborts.
+ * engine (docs/engine.md), every variant above included since stage 5:
+ * outgoing ones on the engine's client end, and bit 5's listener with its
+ * built-in ANONYMOUS and SASL required (Cyrus is not set up in the fuzzer:
+ * jn_io_own_sasl_builtin). The same corpus applies. A connection that is
+ * not on the own engine aborts.
  *
  * Threads: the fuzzer's thread for everything but the core thread's own
  * work (mesh timers), as in junctiond.
@@ -78,12 +74,7 @@
 #include "input_path_known.h"
 #endif
 
-#ifdef JN_FUZZ_OWN
-/* Control bits 3 (outgoing) and 4 (inter-router) cleared: see the top. */
-#define CONTROL_MASK 0xe7u
-#else
 #define CONTROL_MASK 0xffu
-#endif
 
 #define ROUTER_ID "Fuzz"
 #define VARIANTS  32 /* control bits 3-7 */
@@ -135,11 +126,7 @@ static int add_variant(unsigned v)
     char name[16];
     variant_name(v, name, sizeof name);
     bool outgoing = v & 1, inter_router = v & 2, sasl = v & 4, small = v & 8, tight = v & 16;
-#ifdef JN_FUZZ_OWN
-    bool require_auth = false; /* the own engine's built-in ANONYMOUS (see the top) */
-#else
     bool require_auth = !outgoing && sasl;
-#endif
     jn_endpoint_config_t ec = {
         .name = name,
         .host = "127.0.0.1",

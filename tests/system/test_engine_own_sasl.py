@@ -206,6 +206,71 @@ class OwnSaslTest(SaslTestCase):
                       "B's DIGEST-MD5-authenticated connection")
         self.assertGreaterEqual(self.own_lines(b), 1, b.log())
 
+    def sasl_exchange(self, port, mech=b"ANONYMOUS"):
+        """Our SASL header and a sasl-init for mech, raw: the octets the
+        router answered (its header and sasl-mechanisms, then its
+        sasl-outcome), until it closed or 2 s passed."""
+        s = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+        body = b"\x00\x53\x41\xc0" + bytes([len(mech) + 3, 1, 0xa3, len(mech)]) + mech
+        s.sendall(b"AMQP\x03\x01\x00\x00" + (8 + len(body)).to_bytes(4, "big")
+                  + b"\x02\x01\x00\x00" + body)
+        s.settimeout(2)
+        got = b""
+        try:
+            while True:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                got += chunk
+        except socket.timeout:
+            pass
+        s.close()
+        return got
+
+    def test_anonymous_spellings_proton_kept_for_itself_on_the_own_engine(self):
+        """Stage 5: a listener whose saslMechanisms names ANONYMOUS alone in
+        another spelling is no longer Cyrus's nor proton's: the engine's
+        built-in ANONYMOUS, offered as proton's path offered it (measured
+        with JUNCTION_ENGINE=proton): "anonymous" (any case, a
+        space-separated word) offers ANONYMOUS; "ANONYMOUS," (the comma part
+        of the word) offers nothing, refuses a sasl-init for ANONYMOUS with
+        outcome auth and serves a client without SASL."""
+        comma = free_port()
+        r = self.own_router({"saslMechanisms": "anonymous"}, extra=conf_section(
+            "listener", {"host": "127.0.0.1", "port": comma, "saslMechanisms": "ANONYMOUS,"}))
+        got = self.sasl_exchange(r.port)
+        self.assertIn(b"\xa3\x09ANONYMOUS", got)  # offered
+        self.assertTrue(got.endswith(b"\x00\x53\x44\xc0\x03\x01\x50\x00"), got)  # outcome ok
+        self.assertIsNone(attempt("amqp://127.0.0.1:%d" % r.port, mechs="ANONYMOUS"))
+        self.wait_log(r, r"\[(C\d+)\] Connection Opened: dir=in .*auth=ANONYMOUS .*container_id="
+                         r"(?!S\b).*\n.*\[\1\] " + OWN_LINE, "the ANONYMOUS client on the own engine")
+        got = self.sasl_exchange(comma)
+        self.assertIn(b"\x00\x53\x40\xc0\x05\x01\xe0\x02\x00\xa3", got)  # an empty offer
+        self.assertTrue(got.endswith(b"\x00\x53\x44\xc0\x03\x01\x50\x01"), got)  # outcome auth
+        self.wait_log(r, r"\[(C\d+)\] SASL on Junction's own AMQP engine \(JUNCTION_ENGINE=own\), "
+                         r"offering: nothing \(built in\)\n.*\[\1\] Connection from 127\.0\.0\.1:\d+ "
+                         r"\(to 127\.0\.0\.1:%d\) failed: amqp:unauthorized-access " % comma,
+                      "the refusal on the own engine, logged")
+        c = BlockingConnection("amqp://127.0.0.1:%d" % comma, timeout=TIMEOUT, sasl_enabled=False)
+        c.create_receiver("q")
+        c.close()
+        self.assertEqual(r.log().count("Connection Opened: dir=in"), r.log().count(OWN_LINE),
+                         r.log())
+
+    def test_connector_naming_anonymous_in_lower_case_on_the_own_engine(self):
+        """Stage 5: a connector whose saslMechanisms is "anonymous" (not
+        Cyrus's on proton's path, nor the client end's built-in list
+        before) runs on the own client end and sends ANONYMOUS, as proton's
+        path does."""
+        b = self.own_router({"saslMechanisms": "ANONYMOUS"})
+        a = self.own_router({}, router=self.router_section(id="A"), extra=conf_section(
+            "connector", {"host": "127.0.0.1", "port": b.port, "role": "normal",
+                          "saslMechanisms": "anonymous"}))
+        self.wait_log(b, r"Connection Opened: dir=in .*auth=ANONYMOUS .*container_id=A\b",
+                      "B's ANONYMOUS connection from A")
+        self.wait_log(a, r"\[C(\d+)\] Connection Opened: dir=out .*auth=ANONYMOUS"
+                         r".*\n.*\[C\1\] " + OWN_LINE, "A's connection on the own engine")
+
     def test_user_id_check_holds_an_authenticated_client_to_its_user(self):
         r = self.own_router({"saslMechanisms": "PLAIN", "authenticatePeer": "yes"})
         got = []

@@ -12,8 +12,8 @@ the plaintext each way; a listener with requireSsl no
 serves TLS and plain clients on one port; a plain client at a requireSsl
 listener and a client that distrusts the router's certificate are refused
 with the log lines of proton's path, and the next client is served; the
-benchmark over TLS loses nothing; a TLS listener that leaves the mechanisms
-to Cyrus stays on proton's path.
+benchmark over TLS loses nothing. (A TLS listener that leaves the
+mechanisms to Cyrus runs on the own engine too: test_engine_own_sasl.py.)
 
 JN_BUILD_DIR names the build directory (set by ctest).
 """

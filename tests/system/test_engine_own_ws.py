@@ -21,7 +21,9 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import OwnEngineEnv  # noqa: E402
+from auth_service import AuthService  # noqa: E402
+from harness import OwnEngineEnv, conf_section  # noqa: E402
+from test_http import Manager  # noqa: E402
 from test_http_websocket import TIMEOUT, WebSocketCase  # noqa: E402
 
 OWN_LINE = "Connection runs on Junction's own AMQP engine"
@@ -62,6 +64,31 @@ class OwnWebSocketTest(OwnEngineEnv, WebSocketCase):
         self.assertIsNotNone(json.loads(out.strip().splitlines()[-1])["error"], out)
         r.ws_url = wss_url
         self.assert_all_own(r, 4)
+
+    def test_rhea_over_ws_on_a_listener_with_an_auth_service(self):
+        """Stage 5: a WebSocket connection on an http listener that names
+        an authServicePlugin ran on proton's path before; now on the own
+        engine, with the listener's SASL as proton's path gave it (ANONYMOUS
+        here, authenticatePeer no: the relay serves only sockets the
+        listener accepts), both ways through the router."""
+        svc = AuthService({"alice": "alice-pw"})
+        self.addCleanup(svc.stop)
+        attrs = {"name": "web", "host": "127.0.0.1", "port": 0, "http": "yes",
+                 "saslPlugin": "auth", "authenticatePeer": "no"}
+        r = self.start_router(router={}, extra=conf_section(
+            "authServicePlugin", {"name": "auth", "host": "127.0.0.1", "port": svc.port,
+                                  "realm": "junction"}) + conf_section("listener", attrs))
+        m = Manager(r.url)
+        self.addCleanup(m.close)
+        code, desc, body = m.call({"operation": "READ", "type": "listener", "name": "web"})
+        self.assertEqual(code, 200, desc)
+        r.http_port = int(body["port"])
+        r.ws_url = "ws://127.0.0.1:%d" % r.http_port
+        self.round_trip(r, m)
+        self.assertIn("WebSocket connection from 127.0.0.1:", r.log())
+        self.assertRegex(r.log(), r"\[(C\d+)\] Connection Opened: dir=in .*auth=ANONYMOUS "
+                                  r".*container_id=rhea-ws-.*\n.*\[\1\] " + OWN_LINE)
+        self.assert_all_own(r, 5)
 
 
 if __name__ == "__main__":

@@ -5,10 +5,10 @@
  * connection of a listener the switch takes runs on the own engine, as an
  * accepted one would (an inter-router listener's too, since stage 3b, and
  * a route-container listener's, since stage 3a's step 3), and its octets
- * move through io_plain.c both ways; every other endpoint (a listener
- * whose SASL the engine does not serve, a connector: the test's
- * connections are incoming), and every endpoint with the switch off,
- * stays on proton's. This is what lets the input_path fuzzer
+ * move through io_plain.c both ways, whatever the listener's SASL (stage
+ * 5: without Cyrus, the engine's built-in ANONYMOUS offered as proton's
+ * path offers it), and a connector's on its client end (stage 5); every
+ * endpoint's with the switch off stays on proton's. This is what lets the input_path fuzzer
  * (tests/fuzz/fuzz_input_path.c, fuzz_input_path_own) drive the own engine.
  *
  * The core is started as in junctiond and the fuzzer; the test's thread
@@ -69,16 +69,23 @@ static struct fixture *router_new(const char *engine)
                                .role = JN_ROLE_INTER_ROUTER};
     jn_endpoint_config_t rc = {.name = "rc", .host = "127.0.0.1", .port = "5672",
                                .role = JN_ROLE_ROUTE_CONTAINER};
-    /* PLAIN without Cyrus (jn_sasl_init not run): no SASL the own engine
-     * serves */
+    /* without Cyrus (jn_sasl_init not run): PLAIN, which nothing offers
+     * then; ANONYMOUS spelt as proton's inclusion list still reads it; and
+     * authenticatePeer (SASL required, ANONYMOUS offered) */
     jn_endpoint_config_t mech = {.name = "mech", .host = "127.0.0.1", .port = "5672",
                                  .sasl_mechanisms = "PLAIN"};
+    jn_endpoint_config_t lower = {.name = "lower", .host = "127.0.0.1", .port = "5672",
+                                  .sasl_mechanisms = "PLAIN anonymous"};
+    jn_endpoint_config_t req = {.name = "req", .host = "127.0.0.1", .port = "5672",
+                                .authenticate_peer = true};
     jn_endpoint_config_t out = {.name = "out", .host = "127.0.0.1", .port = "5672"};
     assert_int_equal(jn_io_add_listener(f->io, &plain), 0);
     assert_int_equal(jn_io_add_listener(f->io, &anon), 0);
     assert_int_equal(jn_io_add_listener(f->io, &ir), 0);
     assert_int_equal(jn_io_add_listener(f->io, &rc), 0);
     assert_int_equal(jn_io_add_listener(f->io, &mech), 0);
+    assert_int_equal(jn_io_add_listener(f->io, &lower), 0);
+    assert_int_equal(jn_io_add_listener(f->io, &req), 0);
     assert_int_equal(jn_io_add_connector(f->io, &out), 0);
     assert_int_equal(jn_core_start(f->core), 0);
     return f;
@@ -216,19 +223,36 @@ static void test_socketless_ir_and_container_conns_run_on_the_own_engine(void **
     router_free(f);
 }
 
-static void test_socketless_conns_the_switch_does_not_take_stay_on_proton(void **state)
+/* The server's side of a SASL ANONYMOUS exchange (5.3.2): its header,
+ * sasl-mechanisms offering ANONYMOUS (an array of one symbol), sasl-outcome
+ * ok; then its AMQP header and open follow. */
+static const uint8_t server_sasl[] = {
+    'A', 'M', 'Q', 'P', 3, 1, 0, 0,                                   /* header */
+    0, 0, 0, 28, 2, 1, 0, 0, 0x00, 0x53, 0x40, 0xc0, 15, 1, 0xe0, 12, /* mechanisms */
+    1, 0xa3, 9, 'A', 'N', 'O', 'N', 'Y', 'M', 'O', 'U', 'S',          /* [ANONYMOUS] */
+    0, 0, 0, 16, 2, 1, 0, 0, 0x00, 0x53, 0x44, 0xc0, 3, 1, 0x50, 0};  /* outcome ok */
+
+/* Stage 5: a connector's test connection runs on the own engine's client
+ * end (its SASL header first, its sasl-init, AMQP header and open after
+ * the server's offer), as one connect_now makes; with the switch off,
+ * every connection stays on proton's. */
+static void test_socketless_connector_conn_on_the_own_engine_and_switch_off(void **state)
 {
     (void)state;
     struct fixture *f = router_new("own");
-    const char *names[] = {"mech", "out"}; /* SASL not served; a connector */
-    for (size_t i = 0; i < 2; i++) {
-        jn_io_conn_t *c = jn_io_test_conn_new(f->io, names[i]);
-        assert_non_null(c);
-        assert_false(jn_io_test_conn_own(c));
-        run_idle(f);
-        jn_io_test_conn_abort(c);
-        finish(f, c);
-    }
+    jn_io_conn_t *out = jn_io_test_conn_new(f->io, "out");
+    assert_non_null(out);
+    assert_true(jn_io_test_conn_own(out));
+    run_idle(f);
+    assert_int_equal(out->octets_written, sizeof sasl_header); /* ours first (5.3.1) */
+    feed(f, out, server_sasl, sizeof server_sasl);
+    /* then our sasl-init, AMQP header and open */
+    assert_true(out->octets_written > sizeof sasl_header + sizeof amqp_header + 30);
+    feed(f, out, amqp_header, sizeof amqp_header);
+    assert_false(out->opened);
+    feed(f, out, open_frame, sizeof open_frame);
+    assert_true(out->opened);
+    finish(f, out);
     router_free(f);
     f = router_new("proton"); /* the switch off: every connection on proton's */
     jn_io_conn_t *c = jn_io_test_conn_new(f->io, "plain");
@@ -239,6 +263,64 @@ static void test_socketless_conns_the_switch_does_not_take_stay_on_proton(void *
     feed(f, c, open_frame, sizeof open_frame);
     assert_true(c->opened);
     finish(f, c);
+    out = jn_io_test_conn_new(f->io, "out");
+    assert_non_null(out);
+    assert_false(jn_io_test_conn_own(out));
+    run_idle(f);
+    jn_io_test_conn_abort(out);
+    finish(f, out);
+    router_free(f);
+}
+
+/* A fresh connection of listener name on the own engine, given in: the
+ * peer's octets. */
+static jn_io_conn_t *own_conn_fed(struct fixture *f, const char *name, const uint8_t *in,
+                                  size_t n)
+{
+    jn_io_conn_t *c = jn_io_test_conn_new(f->io, name);
+    assert_non_null(c);
+    assert_true(jn_io_test_conn_own(c));
+    run_idle(f);
+    jn_io_test_conn_input(c, in, n, false);
+    run_idle(f);
+    return c;
+}
+
+/* Stage 5: listeners whose SASL proton's path kept for itself (no Cyrus)
+ * run on the own engine with the built-in ANONYMOUS offered as proton
+ * offers it: nothing for saslMechanisms PLAIN (a sasl-init for ANONYMOUS
+ * refused, a peer without SASL served), ANONYMOUS for "PLAIN anonymous"
+ * (a word, any case), and SASL required with authenticatePeer. */
+static void test_socketless_listeners_without_cyrus_get_the_builtin_offer(void **state)
+{
+    (void)state;
+    struct fixture *f = router_new("own");
+    uint8_t sasl_in[sizeof sasl_header + sizeof sasl_init + sizeof amqp_header +
+                    sizeof open_frame];
+    uint8_t *p = sasl_in;
+    memcpy(p, sasl_header, sizeof sasl_header);
+    memcpy(p += sizeof sasl_header, sasl_init, sizeof sasl_init);
+    memcpy(p += sizeof sasl_init, amqp_header, sizeof amqp_header);
+    memcpy(p + sizeof amqp_header, open_frame, sizeof open_frame);
+    uint8_t bare_in[sizeof amqp_header + sizeof open_frame];
+    memcpy(bare_in, amqp_header, sizeof amqp_header);
+    memcpy(bare_in + sizeof amqp_header, open_frame, sizeof open_frame);
+    struct {
+        const char *name;
+        bool sasl, opens;
+    } cases[] = {
+        {"mech", true, false}, /* ANONYMOUS not offered: outcome auth, closed */
+        {"mech", false, true}, /* not required: a peer without SASL is served */
+        {"lower", true, true}, {"lower", false, true},
+        {"req", true, true},   {"req", false, false}, /* required: AMQP's header refused */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        jn_io_conn_t *c = cases[i].sasl ? own_conn_fed(f, cases[i].name, sasl_in, sizeof sasl_in)
+                                        : own_conn_fed(f, cases[i].name, bare_in, sizeof bare_in);
+        assert_int_equal(c->opened, cases[i].opens);
+        assert_int_equal(jn_io_test_conn_closed(c), !cases[i].opens);
+        finish(f, c);
+    }
     router_free(f);
 }
 
@@ -268,7 +350,8 @@ int main(void)
         cmocka_unit_test(test_socketless_conn_on_the_own_engine_serves_sasl_anonymous),
         cmocka_unit_test(test_socketless_conn_refused_by_the_own_engine_closes_and_is_freed),
         cmocka_unit_test(test_socketless_ir_and_container_conns_run_on_the_own_engine),
-        cmocka_unit_test(test_socketless_conns_the_switch_does_not_take_stay_on_proton),
+        cmocka_unit_test(test_socketless_listeners_without_cyrus_get_the_builtin_offer),
+        cmocka_unit_test(test_socketless_connector_conn_on_the_own_engine_and_switch_off),
         cmocka_unit_test(test_socketless_conn_on_the_own_engine_aborted_closes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

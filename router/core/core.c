@@ -158,6 +158,25 @@ void jn_core_post(jn_core_t *core, jn_action_t *action)
     JN_CHECK(n == (ssize_t)sizeof one);
 }
 
+/* Wake the core thread from its sleep (it recomputes the sleep's
+ * timeout). A failed write only means it is woken already (a full
+ * counter). */
+static void poke_core_thread(jn_core_t *core)
+{
+    uint64_t one = 1;
+    ssize_t n;
+    do {
+        n = write(core->wake_fd, &one, sizeof one);
+    } while (n < 0 && errno == EINTR);
+}
+
+void jn_core_resleep_CT(jn_core_t *core)
+{
+    JN_ASSERT_CT(core);
+    if (inline_poster)
+        poke_core_thread(core);
+}
+
 void jn_core_watch_mc_CT(jn_core_t *core)
 {
     JN_ASSERT_CT(core);
@@ -170,11 +189,7 @@ void jn_core_watch_mc_CT(jn_core_t *core)
      * the core inline: wake it so that it sleeps with the watch's. At most
      * once per check interval (the watch clears the flag when nothing
      * waits). */
-    uint64_t one = 1;
-    ssize_t n;
-    do {
-        n = write(core->wake_fd, &one, sizeof one);
-    } while (n < 0 && errno == EINTR);
+    poke_core_thread(core);
 }
 
 /* A jn_core_call request (heap, freed once run). */
@@ -272,11 +287,7 @@ void jn_core_timer_at_CT(jn_core_t *core, int64_t at_ms)
     atomic_store_explicit(&core->timer_at_ms, at_ms > 0 ? at_ms : 1, memory_order_relaxed);
     /* the core thread may sleep with no timeout while a loop runs the core
      * inline: wake it to sleep with this one (rare: auto-link retries) */
-    uint64_t one = 1;
-    ssize_t n;
-    do {
-        n = write(core->wake_fd, &one, sizeof one);
-    } while (n < 0 && errno == EINTR);
+    poke_core_thread(core);
 }
 
 /* The core timer, when due (a clock read only while one is set). */

@@ -22,6 +22,13 @@ void jn_core_watch_mc_CT(jn_core_t *core);
  * that it sleeps no longer than that. Core thread. */
 void jn_core_timer_at_CT(jn_core_t *core, int64_t at_ms);
 
+/* Something the core thread sleeps for became due sooner (the mesh's
+ * deferred flush, mesh_side.c): on an I/O loop running the core inline,
+ * wake the core thread so that it works out its sleep again (it may be
+ * asleep until the next mesh tick, a second away); on the core thread
+ * itself nothing, as it does so before it sleeps. Core role (either). */
+void jn_core_resleep_CT(jn_core_t *core);
+
 /* ---- conn.c ------------------------------------------------------------- */
 
 void jn_conn_unref(jn_core_conn_t *conn);

@@ -29,11 +29,11 @@
 #include "delivery.h"
 
 #include <junction/iterator.h>
+#include <junction/time.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* ---- remote routers ------------------------------------------------------ */
 
@@ -626,16 +626,16 @@ void jn_router_free(jn_core_t *core)
 
 static int64_t now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (int64_t)jn_time_mono_ms();
 }
 
 /* The mesh acts on a topology change at once (jn_mesh_flush_CT), but at
  * most once per JN_MESH_FLUSH_MS: in a large mesh a change brings a burst
  * of link-state updates, and each recomputation runs a shortest-path search
  * per router (valid origins); the burst then costs one computation per
- * interval instead of one per message. */
+ * interval instead of one per message. One deferred is done by
+ * jn_router_tick_CT: after a later batch, or when the core thread wakes for
+ * it (it may sleep till the next tick while a loop runs the core inline). */
 #define JN_MESH_FLUSH_MS 20
 
 static void mesh_flush_CT(jn_core_t *core)
@@ -643,7 +643,9 @@ static void mesh_flush_CT(jn_core_t *core)
     JN_ASSERT_CT(core);
     int64_t now = now_ms();
     if (now - core->ct.last_flush_ms < JN_MESH_FLUSH_MS) {
-        core->ct.flush_pending = true; /* jn_router_tick_CT does it */
+        if (!core->ct.flush_pending)
+            jn_core_resleep_CT(core);
+        core->ct.flush_pending = true;
         return;
     }
     core->ct.flush_pending = false;

@@ -10,7 +10,10 @@
  * tick, engine.c). While bound, only HELLOs over its bound link keep it
  * fresh; a HELLO of the same router over another link rebinds it only once
  * the bound link is gone or the binding has expired (1.19 rebinds on every
- * HELLO from another link, which flaps between two parallel links).
+ * HELLO from another link, which flaps between two parallel links). A
+ * router heard for the first time gets a HELLO back at once on its link,
+ * not on the next tick: the handshake takes a round trip, not a hello
+ * interval (1.19 waits for the tick).
  *
  * Link states are pulled: an RA with a newer ls_seq makes this router send
  * an LSR, answered by an LSU. Core thread only.
@@ -111,6 +114,15 @@ void jn_mesh_send_lsu_CT(jn_mesh_t *mesh, jn_mesh_node_t *node)
         mesh->ops.send_to_router(mesh->ops.ctx, node->index, m);
 }
 
+/* A HELLO (the current seen list) on link alone, out of turn. */
+static void hello_on_link_CT(jn_mesh_t *mesh, int link)
+{
+    JN_ASSERT_CT(mesh);
+    jn_message_t *m = jn_mesh_compose_hello(mesh->id, mesh->instance, &mesh->seen);
+    if (m)
+        mesh->ops.send_on_link(mesh->ops.ctx, link, m);
+}
+
 /* Expire the seen list and send HELLO on every link, every hello_interval
  * ticks ("Control messages", HELLO). */
 void jn_mesh_hello_tick_CT(jn_mesh_t *mesh)
@@ -196,10 +208,20 @@ int jn_mesh_on_hello_CT(jn_mesh_t *mesh, int link, uint32_t cost, const jn_mesh_
 {
     JN_ASSERT_CT(mesh);
     long i = jn_mesh_strs_find(&mesh->seen, m->id, m->id_len);
-    if (i >= 0)
+    if (i >= 0) {
         mesh->seen.val[i] = mesh->now_ms;
-    else if (jn_mesh_strs_add(&mesh->seen, m->id, m->id_len, mesh->now_ms) != 0)
-        return JN_ENOMEM;
+    } else {
+        if (jn_mesh_strs_add(&mesh->seen, m->id, m->id_len, mesh->now_ms) != 0)
+            return JN_ENOMEM;
+        /* A router heard for the first time is answered at once on its
+         * link: its next HELLO, a hello interval away, would otherwise be
+         * the first to list this router, and it would become a neighbour
+         * that much later (a router both routers know from the RAs, with
+         * no route between them meanwhile). Once per newcomer: the seen
+         * list holds it from now on. */
+        if (link >= 0 && link < JN_MESH_MAX_LINKS && mesh->links[link].present)
+            hello_on_link_CT(mesh, link);
+    }
     if (jn_mesh_strs_find(&m->seen, mesh->id, mesh->id_len) < 0)
         return 0;
     if (link < 0 || link >= JN_MESH_MAX_LINKS)

@@ -438,6 +438,49 @@ static void test_ra_intervals(void **state)
     net_free(net);
 }
 
+/* The HELLOs sent (captured) by r, and clears its capture. */
+static unsigned hellos_sent(frouter_t *r)
+{
+    unsigned n = 0;
+    for (size_t k = 0; k < r->n_sent; k++)
+        n += strcmp(msg_opname(r->sent[k].msg), "HELLO") == 0;
+    capture_clear(r);
+    return n;
+}
+
+/* A router heard for the first time is answered with a HELLO at once on
+ * its link, once: two routers become neighbours within one tick of either
+ * (here A's alone), not a hello interval later when the other's turn
+ * comes (the gap in which 1.19's system_tests_router_mesh saw a router
+ * known from the RAs with no route to it yet). */
+static void test_first_hello_is_answered_at_once(void **state)
+{
+    net_t *net = net_new();
+    int a = net_add(net, "A"), b = net_add(net, "B");
+    net_connect(net, a, b, 1);
+    net->r[a].capture = net->r[b].capture = true;
+    net->now += JN_MESH_TICK_MS;
+    jn_mesh_tick_CT(net->r[a].mesh, net->now); /* B's tick does not come */
+    net_pump(net);
+    jn_mesh_node_t *na = jn_mesh_node_find_CT(net->r[b].mesh, "A", 1);
+    jn_mesh_node_t *nb = jn_mesh_node_find_CT(net->r[a].mesh, "B", 1);
+    assert_non_null(na);
+    assert_non_null(nb);
+    assert_int_equal(na->link, 0); /* each bound to the connection (link 0) */
+    assert_int_equal(nb->link, 0);
+    /* A: its tick's and its answer to B's; B: its answer to A's */
+    assert_int_equal(hellos_sent(&net->r[a]), 2);
+    assert_int_equal(hellos_sent(&net->r[b]), 1);
+    /* known ids are not answered out of turn: one HELLO a tick each */
+    net_tick(net);
+    assert_int_equal(hellos_sent(&net->r[a]), 1);
+    assert_int_equal(hellos_sent(&net->r[b]), 1);
+    net_run(net, 3);
+    assert_route(net, "A", "B", NULL, 0, 1);
+    assert_route(net, "B", "A", NULL, 0, 1);
+    net_free(net);
+}
+
 int main(void)
 {
     quiet_logs();
@@ -455,6 +498,7 @@ int main(void)
         cmocka_unit_test(test_duplicate_id_keeps_the_first),
         cmocka_unit_test(test_remote_link_state_ages_out),
         cmocka_unit_test(test_ra_intervals),
+        cmocka_unit_test(test_first_hello_is_answered_at_once),
     };
     return finish_mesh_tests(cmocka_run_group_tests(tests, NULL, NULL));
 }

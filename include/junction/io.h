@@ -329,9 +329,8 @@ typedef struct jn_io_conn jn_io_conn_t;
  * a server transport, as accepted) or the connector (outgoing: a client
  * transport, opened, as connected) named `endpoint`, added before with
  * jn_io_add_listener/jn_io_add_connector. An incoming one runs on
- * Junction's own AMQP engine when an accepted one would (io created with
- * JUNCTION_ENGINE=own, a listener the switch takes: docs/engine.md), else
- * on proton's. The caller holds a reference until jn_io_test_conn_release.
+ * Junction's own AMQP engine when an accepted one would (a listener whose
+ * configuration it serves: docs/engine.md), else on proton's. The caller holds a reference until jn_io_test_conn_release.
  * NULL when no such endpoint, or ENOMEM. Test thread. */
 jn_io_conn_t *jn_io_test_conn_new(jn_io_t *io, const char *endpoint);
 

@@ -17,10 +17,10 @@
  * Proton's server side waits while the relay has not set a desired state,
  * so nothing blocks: each side sets the other's state and wakes the other
  * connection, whose next pass writes the frame. A client on Junction's own
- * engine (JUNCTION_ENGINE=own) has the relay as its SASL layer's backend
- * instead of proton's server (the end of this file): the offer deferred,
- * each answer pending until the service's is handed over in the client's
- * pass; the service's connection is proton's on either path.
+ * engine has the relay as its SASL layer's backend instead of proton's
+ * server (the end of this file): the offer deferred, each answer pending
+ * until the service's is handed over in the client's pass; the service's
+ * connection runs on the own engine's client end (authsvc_own.c).
  *
  * Threads: the service's connection is started on its client's loop
  * (jn_io_conn_t.place) and neither connection can move before the
@@ -210,8 +210,7 @@ int jn_io_relay_start_svc(jn_io_relay_t *r, char *why, size_t whylen)
     }
     svc->relay = r;
     r->svc = svc;
-    /* on the own engine's client end with the switch on (authsvc_own.c) */
-    r->svc_own = jn_io_authsvc_own_eligible(client->io);
+    r->svc_own = true; /* on the own engine's client end (authsvc_own.c) */
     if (r->svc_own && jn_io_own_attach_client(svc, sep->cfg.host) != 0) {
         r->svc = NULL;
         svc->relay = NULL;
@@ -245,8 +244,7 @@ int jn_io_relay_start_svc(jn_io_relay_t *r, char *why, size_t whylen)
            sep->shown, client->id);
     if (r->svc_own)
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
-               JN_IO_CONN_FMT " Connection to auth service %s runs on Junction's own AMQP engine "
-                              "(JUNCTION_ENGINE=own)",
+               JN_IO_CONN_FMT " Connection to auth service %s runs on Junction's own AMQP engine",
                svc->id, sep->shown);
     return 0;
 }

@@ -137,7 +137,7 @@ int jn_io_authsvc_own_pass_IO(jn_io_conn_t *client, jn_amqp_transport_t *t, uint
     if (r->own_offer) {
         r->own_offer = false;
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
-               JN_IO_CONN_FMT " SASL on Junction's own AMQP engine (JUNCTION_ENGINE=own), "
+               JN_IO_CONN_FMT " SASL on Junction's own AMQP engine, "
                               "offering: %s (auth service %s)",
                client->id, r->svc_mechs && r->svc_mechs[0] ? r->svc_mechs : "nothing",
                jn_io_relay_svc_shown(r));
@@ -218,14 +218,6 @@ static const jn_amqp_sasl_client_mech_ops_t svc_ops = {
     .step = svc_step,
     .outcome = svc_outcome,
 };
-
-/* jn_io_authsvc_own_eligible: whether the connections to io's auth
- * services run on the own engine: the switch is on for connections the
- * router makes (JUNCTION_ENGINE own or own-out). Any thread. */
-bool jn_io_authsvc_own_eligible(const jn_io_t *io)
-{
-    return (io->engine_own & JN_IO_OWN_OUT) != 0;
-}
 
 /* jn_io_authsvc_own_svc_sasl: the SASL client end's config for svc, a
  * connection to an auth service on the own engine (svc->relay set): the

@@ -1,7 +1,7 @@
 /*
  * io_own.c — connections on Junction's own AMQP engine (docs/engine.md,
- * stage 2b(ii) round 1): the A/B switch, which connections it takes, and
- * such a connection's pass: its octets received into pooled buffers
+ * stage 2b(ii) round 1): which configurations it serves, and a
+ * connection's pass: its octets received into pooled buffers
  * (readv), run through a jn_amqp_transport_t (the SASL layer: ANONYMOUS,
  * or Cyrus's mechanisms through sasl_own.c; then the AMQP layer), the
  * core's work carried out, and the output written with one writev per
@@ -11,8 +11,9 @@
  * Strangler pattern: the connection keeps its jn_io_conn_t (loop,
  * refcount, registry, timers), so the loops, wakes, moves, the registry and
  * the core's callbacks treat it as any other; only its pass differs
- * (io_loop.c hands it here). Stage 5 removes proton's path and this
- * becomes the only one.
+ * (io_loop.c hands it here). Every connection whose configuration the
+ * engine serves runs here; stage 5 removes proton's path, which still
+ * takes the few it does not yet (jn_io_own_eligible).
  */
 #include "io_own.h"
 #include "sasl_own.h"
@@ -27,10 +28,6 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#ifndef JN_ENGINE_DEFAULT_OWN
-#define JN_ENGINE_DEFAULT_OWN 0
-#endif
-
 /* Iovecs per readv (each a pooled buffer) and per sendmsg. A message
  * takes about three runs of the output (its frame's header and transfer,
  * the re-encoded annotations, the body), so 64 runs per sendmsg sent 21
@@ -39,36 +36,7 @@
 #define OWN_READ_IOV  64
 #define OWN_WRITE_IOV 1024
 
-/* ---- the switch ---------------------------------------------------------- */
-
-unsigned jn_io_engine_own_default(void)
-{
-    const char *v = getenv("JUNCTION_ENGINE");
-    unsigned own = JN_ENGINE_DEFAULT_OWN ? JN_IO_OWN_IN | JN_IO_OWN_OUT : 0;
-    if (v && strcmp(v, "own") == 0)
-        own = JN_IO_OWN_IN | JN_IO_OWN_OUT;
-    else if (v && strcmp(v, "own-in") == 0) /* the connections the router accepts */
-        own = JN_IO_OWN_IN;
-    else if (v && strcmp(v, "own-out") == 0) /* the connections it makes */
-        own = JN_IO_OWN_OUT;
-    else if (v && strcmp(v, "proton") == 0)
-        own = 0;
-    else if (v && v[0])
-        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
-               "JUNCTION_ENGINE=%s is none of 'own', 'own-in', 'own-out' and 'proton': the "
-               "build's default (%s) applies",
-               v, own ? "own" : "proton");
-    if (own)
-        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_NOTICE,
-               "AMQP engine: Junction's own for listeners and connectors of every role "
-               "(normal, route-container, inter-router, edge), plain or TLS, whose SASL it "
-               "serves, and for the router's connection to an auth service (docs/engine.md), "
-               "proton's for every other connection%s",
-               own == JN_IO_OWN_IN    ? " and every connection the router makes (own-in)"
-               : own == JN_IO_OWN_OUT ? " and every connection the router accepts (own-out)"
-                                      : "");
-    return own;
-}
+/* ---- which connections ------------------------------------------------- */
 
 /* The listener's SASL is the own engine's: ANONYMOUS only (built in:
  * saslMechanisms unset or exactly ANONYMOUS, no authenticatePeer), or
@@ -126,9 +94,10 @@ static bool own_connector_eligible(const jn_endpoint_config_t *cfg)
 
 bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep)
 {
+    (void)io; /* kept while the configurations below are widened (docs/engine.md, stage 5) */
     const jn_endpoint_config_t *cfg = &ep->cfg;
     if (!ep->is_listener)
-        return (io->engine_own & JN_IO_OWN_OUT) && own_connector_eligible(cfg);
+        return own_connector_eligible(cfg);
     bool tls = cfg->ssl_profile && cfg->ssl_profile[0];
     bool sasl_ok = ep->authsvc || sasl_own_serves(cfg); /* the relay: authsvc.c */
     /* any role: normal; inter-router and edge (stage 3b), plain or TLS;
@@ -136,8 +105,7 @@ bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep)
      * routes and auto-links bind as on a connector's connection). A vhost
      * policy, multiTenant, message logging, the initial handshake timeout,
      * openProperties and failoverUrls: served as on proton's path. */
-    return (io->engine_own & JN_IO_OWN_IN) &&
-           (tls || (!cfg->require_ssl && !cfg->require_encryption)) && sasl_ok;
+    return (tls || (!cfg->require_ssl && !cfg->require_encryption)) && sasl_ok;
 }
 
 /* ---- the connection's events --------------------------------------------- */
@@ -157,7 +125,7 @@ static void log_opened(jn_io_own_t *own, const char *container, const char *user
                             conn->id, conn->host, encrypted, mech ? mech : "none", user,
                             container);
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
-           JN_IO_CONN_FMT " Connection runs on Junction's own AMQP engine (JUNCTION_ENGINE=own)",
+           JN_IO_CONN_FMT " Connection runs on Junction's own AMQP engine",
            conn->id);
 }
 

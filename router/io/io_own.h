@@ -175,23 +175,9 @@ struct jn_io_own {
     char io_error[128];
 };
 
-/* The A/B switch's scope (jn_io_t.engine_own): the connections the
- * router accepts, those it makes. */
-#define JN_IO_OWN_IN  1u
-#define JN_IO_OWN_OUT 2u
-
-/* jn_io_engine_own_default: which connections the switch may take run on
- * the own engine (JN_IO_OWN_IN | JN_IO_OWN_OUT, or 0): the environment
- * variable JUNCTION_ENGINE ("own": both; "own-in": accepted ones only;
- * "own-out": those the router makes only, so that one router runs the two
- * engines side by side; "proton": none), read once by jn_io_create, else
- * the build's JN_ENGINE. Logs the choice when it is own. Main thread, at
- * start. */
-unsigned jn_io_engine_own_default(void);
-
 /* jn_io_own_eligible: whether a connection accepted on listener ep, or
  * made by connector ep, runs on the own engine (docs/engine.md, "Which
- * connections"): the switch is on for its direction, and ep is a listener
+ * connections"): ep is a listener
  * of any role (normal, route-container, inter-router, edge), TLS or plain
  * TCP (no requireSsl nor requireEncryption), whose SASL the engine serves
  * (ANONYMOUS, or any of Cyrus's mechanisms, EXTERNAL under TLS among
@@ -200,7 +186,7 @@ unsigned jn_io_engine_own_default(void);
  * serves (sasl_client.c: ANONYMOUS, PLAIN and, under TLS, EXTERNAL built
  * in; any other through Cyrus's client when Cyrus is configured). A vhost
  * policy, multiTenant, message logging, the initial handshake timeout,
- * openProperties and failoverUrls are served on both engines. Loop 0's
+ * openProperties and failoverUrls are served too. io is unused. Loop 0's
  * thread (at accept), or the connector thread. */
 bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep);
 

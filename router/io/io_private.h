@@ -409,10 +409,6 @@ struct jn_io {
     unsigned worker_threads;
     uint32_t min_peer_idle_timeout_ms; /* router.minPeerIdleTimeoutMs, 0 = none */
     uint32_t write_stall_ms;           /* router.writeStallTimeoutSeconds x 1000, 0 = never */
-    /* the A/B switch (io_own.c, docs/engine.md): JN_IO_OWN_IN, the
-     * connections the router accepts that the own engine serves run on
-     * it; JN_IO_OWN_OUT, those it makes */
-    unsigned engine_own;
 
     /* main thread */
     unsigned threads_started;

@@ -10,9 +10,8 @@
  * caller's buffer (jn_io_test_read_IO) instead of recv(), and throws away
  * what the engine framed (jn_io_test_write_IO) instead of send().
  *
- * Either engine: on a listener that the own engine's switch takes
- * (jn_io_own_eligible: the io made with JUNCTION_ENGINE=own, and the
- * listener one it serves) the connection gets its own side as an accepted
+ * Either engine: on a listener whose configuration the own engine serves
+ * (jn_io_own_eligible) the connection gets its own side as an accepted
  * one does, and its octets move through io_plain.c (jn_io_plain_*), as
  * TLS's and the WebSocket bridge's do, so both engines are served by the
  * same two steps. Everything else — proton's events in

@@ -42,10 +42,10 @@
  * Built with -DJN_FUZZ_SKIP_KNOWN, inputs of an abort class already known
  * (input_path_known.h) are skipped, so a session finds the next one.
  *
- * Built with -DJN_FUZZ_OWN (fuzz_input_path_own), the I/O layer is made
- * with JUNCTION_ENGINE=own and every input runs on Junction's own AMQP
- * engine (docs/engine.md): control bits 3 and 4 are ignored (always
- * incoming, role normal: the connections the switch takes), and bit 5's
+ * Built with -DJN_FUZZ_OWN (fuzz_input_path_own), every input runs on
+ * Junction's own AMQP engine (docs/engine.md): control bits 3 and 4 are
+ * ignored (always incoming, role normal: connections the engine serves
+ * here), and bit 5's
  * listener offers ANONYMOUS without authenticatePeer (the engine's built-in
  * ANONYMOUS; authenticatePeer needs Cyrus, which the fuzzer does not set
  * up). Without bit 5 the listener names no mechanism: the peer may speak
@@ -189,11 +189,6 @@ static void router_setup(void)
             jn_log_set_mask((jn_log_module_t)m, 0);
     jn_core_config_t cc = {.router_id = ROUTER_ID, .interior = true};
     router.core = jn_core_create(&cc, jn_io_core_ops());
-#ifdef JN_FUZZ_OWN
-    setenv("JUNCTION_ENGINE", "own", 1); /* read by jn_io_create */
-#else
-    setenv("JUNCTION_ENGINE", "proton", 1); /* proton's path, whatever the build's default */
-#endif
     jn_io_config_t ic = {.container_id = ROUTER_ID, .worker_threads = 1,
                          .max_connections = JN_IO_NO_POLICY_LIMIT};
     router.io = router.core ? jn_io_create(router.core, &ic) : NULL;

@@ -1,7 +1,6 @@
 #!/usr/bin/python3
 """AMQP over WebSocket on Junction's own AMQP engine (docs/engine.md, stage
-2b(ii) round 2, "WebSocket"), selected with JUNCTION_ENGINE=own in the
-router's environment.
+2b(ii) round 2, "WebSocket").
 
 A WebSocket connection's octets come from the HTTP thread through the
 bridge (router/io/io_bridge.c) instead of a socket; with the switch on, an
@@ -21,13 +20,12 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import OwnEngineEnv  # noqa: E402
 from test_http_websocket import TIMEOUT, WebSocketCase  # noqa: E402
 
 OWN_LINE = "Connection runs on Junction's own AMQP engine"
 
 
-class OwnWebSocketTest(OwnEngineEnv, WebSocketCase):
+class OwnWebSocketTest(WebSocketCase):
 
     def assert_all_own(self, r, at_least):
         log = r.log()

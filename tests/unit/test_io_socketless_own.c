@@ -1,14 +1,13 @@
 /*
  * test_io_socketless_own.c — socketless test connections (junction/io.h,
- * router/io/io_test.c) on Junction's own AMQP engine (docs/engine.md): with
- * the switch on (JUNCTION_ENGINE=own when the I/O layer is made), a test
- * connection of a listener the switch takes runs on the own engine, as an
- * accepted one would (an inter-router listener's too, since stage 3b, and
- * a route-container listener's, since stage 3a's step 3), and its octets
- * move through io_plain.c both ways; every other endpoint (a listener
- * whose SASL the engine does not serve, a connector: the test's
- * connections are incoming), and every endpoint with the switch off,
- * stays on proton's. This is what lets the input_path fuzzer
+ * router/io/io_test.c) on Junction's own AMQP engine (docs/engine.md): a
+ * test connection of a listener whose configuration the engine serves
+ * runs on the own engine, as an accepted one would (an inter-router
+ * listener's too, since stage 3b, and a route-container listener's, since
+ * stage 3a's step 3), and its octets move through io_plain.c both ways;
+ * every other endpoint (a listener whose SASL the engine does not serve, a
+ * connector: the test's connections are incoming) stays on proton's until
+ * stage 5 removes it. This is what lets the input_path fuzzer
  * (tests/fuzz/fuzz_input_path.c, fuzz_input_path_own) drive the own engine.
  *
  * The core is started as in junctiond and the fuzzer; the test's thread
@@ -45,14 +44,10 @@ static const uint8_t sasl_header[] = {'A', 'M', 'Q', 'P', 3, 1, 0, 0};
 static const uint8_t sasl_init[] = {0, 0, 0, 25, 2, 1, 0, 0, 0x00, 0x53, 0x41, 0xc0, 12, 1,
                                     0xa3, 9, 'A', 'N', 'O', 'N', 'Y', 'M', 'O', 'U', 'S'};
 
-static struct fixture *router_new(const char *engine)
+static struct fixture *router_new(void)
 {
     for (int m = 0; m < JN_LOG_MODULE_COUNT; m++)
         jn_log_set_mask((jn_log_module_t)m, 0);
-    if (engine)
-        setenv("JUNCTION_ENGINE", engine, 1);
-    else
-        unsetenv("JUNCTION_ENGINE");
     struct fixture *f = calloc(1, sizeof *f);
     assert_non_null(f);
     jn_core_config_t cc = {.router_id = "own", .interior = true};
@@ -100,7 +95,6 @@ static void router_free(struct fixture *f)
     jn_core_free(f->core);
     jn_io_free(f->io);
     free(f);
-    unsetenv("JUNCTION_ENGINE");
 }
 
 /* Run the loop until it has nothing left to do (the core thread may hold
@@ -136,10 +130,10 @@ static void finish(struct fixture *f, jn_io_conn_t *c)
     assert_int_equal(jn_io_test_conns(f->io), 0);
 }
 
-static void test_socketless_conn_runs_on_the_own_engine_when_the_switch_takes_it(void **state)
+static void test_socketless_conn_runs_on_the_own_engine_when_it_serves_the_listener(void **state)
 {
     (void)state;
-    struct fixture *f = router_new("own");
+    struct fixture *f = router_new();
     jn_io_conn_t *c = jn_io_test_conn_new(f->io, "plain");
     assert_non_null(c);
     assert_true(jn_io_test_conn_own(c));
@@ -157,7 +151,7 @@ static void test_socketless_conn_runs_on_the_own_engine_when_the_switch_takes_it
 static void test_socketless_conn_on_the_own_engine_serves_sasl_anonymous(void **state)
 {
     (void)state;
-    struct fixture *f = router_new("own");
+    struct fixture *f = router_new();
     jn_io_conn_t *c = jn_io_test_conn_new(f->io, "anon");
     assert_non_null(c);
     assert_true(jn_io_test_conn_own(c));
@@ -178,7 +172,7 @@ static void test_socketless_conn_on_the_own_engine_serves_sasl_anonymous(void **
 static void test_socketless_conn_refused_by_the_own_engine_closes_and_is_freed(void **state)
 {
     (void)state;
-    struct fixture *f = router_new("own");
+    struct fixture *f = router_new();
     jn_io_conn_t *c = jn_io_test_conn_new(f->io, "plain");
     assert_non_null(c);
     static const uint8_t junk[] = {'H', 'T', 'T', 'P', '/', '1', '.', '1'};
@@ -197,7 +191,7 @@ static void test_socketless_conn_refused_by_the_own_engine_closes_and_is_freed(v
 static void test_socketless_ir_and_container_conns_run_on_the_own_engine(void **state)
 {
     (void)state;
-    struct fixture *f = router_new("own");
+    struct fixture *f = router_new();
     jn_io_conn_t *c = jn_io_test_conn_new(f->io, "ir");
     assert_non_null(c);
     assert_true(jn_io_test_conn_own(c));
@@ -216,10 +210,10 @@ static void test_socketless_ir_and_container_conns_run_on_the_own_engine(void **
     router_free(f);
 }
 
-static void test_socketless_conns_the_switch_does_not_take_stay_on_proton(void **state)
+static void test_socketless_conns_the_engine_does_not_serve_stay_on_proton(void **state)
 {
     (void)state;
-    struct fixture *f = router_new("own");
+    struct fixture *f = router_new();
     const char *names[] = {"mech", "out"}; /* SASL not served; a connector */
     for (size_t i = 0; i < 2; i++) {
         jn_io_conn_t *c = jn_io_test_conn_new(f->io, names[i]);
@@ -230,22 +224,12 @@ static void test_socketless_conns_the_switch_does_not_take_stay_on_proton(void *
         finish(f, c);
     }
     router_free(f);
-    f = router_new("proton"); /* the switch off: every connection on proton's */
-    jn_io_conn_t *c = jn_io_test_conn_new(f->io, "plain");
-    assert_non_null(c);
-    assert_false(jn_io_test_conn_own(c));
-    run_idle(f);
-    feed(f, c, amqp_header, sizeof amqp_header);
-    feed(f, c, open_frame, sizeof open_frame);
-    assert_true(c->opened);
-    finish(f, c);
-    router_free(f);
 }
 
 static void test_socketless_conn_on_the_own_engine_aborted_closes(void **state)
 {
     (void)state;
-    struct fixture *f = router_new("own");
+    struct fixture *f = router_new();
     jn_io_conn_t *c = jn_io_test_conn_new(f->io, "plain");
     assert_non_null(c);
     run_idle(f);
@@ -264,11 +248,11 @@ static void test_socketless_conn_on_the_own_engine_aborted_closes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_socketless_conn_runs_on_the_own_engine_when_the_switch_takes_it),
+        cmocka_unit_test(test_socketless_conn_runs_on_the_own_engine_when_it_serves_the_listener),
         cmocka_unit_test(test_socketless_conn_on_the_own_engine_serves_sasl_anonymous),
         cmocka_unit_test(test_socketless_conn_refused_by_the_own_engine_closes_and_is_freed),
         cmocka_unit_test(test_socketless_ir_and_container_conns_run_on_the_own_engine),
-        cmocka_unit_test(test_socketless_conns_the_switch_does_not_take_stay_on_proton),
+        cmocka_unit_test(test_socketless_conns_the_engine_does_not_serve_stay_on_proton),
         cmocka_unit_test(test_socketless_conn_on_the_own_engine_aborted_closes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

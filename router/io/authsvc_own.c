@@ -18,8 +18,7 @@
  *     challenge to the client and waits for its response the same way,
  *     and whose outcome decides: a refusal fails the client, a success
  *     waits for the service's Open, whose properties carry the identity.
- * Either end may run on proton's path while the other runs here: the
- * relay's steps (authsvc_private.h) serve both.
+ * The relay's steps are authsvc_private.h's.
  *
  * Threads: as authsvc.c: the client's loop, which is the service
  * connection's too.
@@ -27,8 +26,6 @@
 #include "authsvc_private.h"
 
 #include <junction/time.h>
-
-#include <proton/sasl_plugin.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -99,10 +96,9 @@ static const jn_amqp_sasl_mech_ops_t own_relay_ops = {
 };
 
 /* jn_io_authsvc_own_attach: conn (accepted on a listener with a
- * saslPlugin, its relay made by jn_io_authsvc_attach on the proton
- * transport it will not use) runs on the own engine: the relay moves to t's
- * SASL layer as its backend (t owns it from now on; proton's transport no
- * longer calls it), SASL required under authenticatePeer. Returns 0, or
+ * saslPlugin, its relay made by jn_io_authsvc_attach) runs on the own
+ * engine: the relay becomes t's SASL layer's backend (t owns it from now
+ * on), SASL required under authenticatePeer. Returns 0, or
  * JN_EINVAL (the relay is then freed). The accepting thread, before conn
  * is started (io_own.c). */
 int jn_io_authsvc_own_attach(jn_io_conn_t *conn, jn_amqp_transport_t *t)
@@ -110,9 +106,6 @@ int jn_io_authsvc_own_attach(jn_io_conn_t *conn, jn_amqp_transport_t *t)
     jn_io_relay_t *r = conn->relay;
     if (!r)
         return JN_EINVAL;
-    if (r->client_t)
-        pnx_sasl_set_context(r->client_t, NULL);
-    r->client_t = NULL;
     r->own = true;
     return jn_amqp_transport_set_sasl(t, &own_relay_ops, r, conn->endpoint->cfg.authenticate_peer);
 }

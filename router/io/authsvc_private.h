@@ -1,7 +1,7 @@
 /*
  * authsvc_private.h — the auth-service relay (authsvc.c; docs/design.md
  * "The auth service") shared with its own-engine side (authsvc_own.c):
- * the relay's record and the steps both engines' ends call. Nothing else
+ * the relay's record and the steps the own engine's ends call. Nothing else
  * in router/io includes it. Every function here runs on the client's loop
  * thread, which is the service connection's too (authsvc.c, "Threads").
  */
@@ -12,7 +12,7 @@
 #include "io_own.h"
 #include "sasl_own.h"
 
-#include <proton/codec.h>
+#include <proton/codec.h> /* pn_bytes_t, pn_data_t (stage 5: goes when h-codec lands) */
 
 typedef struct {
     char *start;
@@ -23,20 +23,18 @@ typedef struct {
 /* One client's relay. The client's loop thread (authsvc.c's comment). */
 typedef struct jn_io_relay {
     jn_io_conn_t *client; /* NULL once the client's transport closed */
-    pn_transport_t *client_t;
-    jn_io_conn_t *svc; /* NULL once detached */
-    pn_transport_t *svc_t;
+    jn_io_conn_t *svc;    /* NULL once detached */
     char *svc_mechs;         /* the service's offer, space-separated */
     char *mech;              /* the client's choice */
-    owned_bytes_t to_svc;    /* the client's init or response (proton sends it from here) */
+    owned_bytes_t to_svc;    /* the client's init or response (sent from here) */
     owned_bytes_t to_client; /* the service's challenge */
     char *user;              /* the identity the service reported */
     bool started, svc_sasl_ok, done;
-    /* the client on Junction's own engine (client_t NULL): what its next
+    /* the client on Junction's own engine: what its next
      * pass hands the engine's SASL layer (jn_io_authsvc_own_pass_IO) */
     bool own, own_offer, own_waiting, own_refuse;
     int own_answer; /* 0: none; else a jn_amqp_sasl_code_t + 1 */
-    /* the service's connection on Junction's own engine (svc_t NULL):
+    /* the service's connection on Junction's own engine:
      * to_svc waits for its next pass (jn_io_authsvc_own_svc_pass_IO) */
     bool svc_own, svc_post;
 } jn_io_relay_t;

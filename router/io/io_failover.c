@@ -20,8 +20,7 @@
  */
 #include "io_private.h"
 
-#include <proton/codec.h>
-#include <proton/connection.h>
+#include <proton/codec.h> /* jn_io_failover_take_props_IO (stage 5: goes when h-codec lands) */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,14 +150,6 @@ static int failover_replace_locked(jn_io_failover_t *f, jn_io_failover_url_t *ad
     f->n = k;
     f->cur = keep ? 1 : 0;
     return 0;
-}
-
-void jn_io_failover_take_IO(jn_io_conn_t *conn)
-{
-    JN_ASSERT_IO(conn);
-    if (conn->own)
-        return; /* the peer's open went to the own engine: io_own.c passes it */
-    jn_io_failover_take_props_IO(conn, pn_connection_remote_properties(conn->pn_io));
 }
 
 void jn_io_failover_take_props_IO(jn_io_conn_t *conn, pn_data_t *d)

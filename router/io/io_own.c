@@ -11,9 +11,9 @@
  * Strangler pattern: the connection keeps its jn_io_conn_t (loop,
  * refcount, registry, timers), so the loops, wakes, moves, the registry and
  * the core's callbacks treat it as any other; only its pass differs
- * (io_loop.c hands it here). Every connection whose configuration the
- * engine serves runs here; stage 5 removes proton's path, which still
- * takes the few it does not yet (jn_io_own_eligible).
+ * (io_loop.c hands it here). Every connection runs here since stage 5
+ * removed proton's path; one whose configuration the engine does not
+ * serve is refused (jn_io_own_eligible, jn_io_own_not_served).
  */
 #include "io_own.h"
 #include "sasl_own.h"
@@ -106,6 +106,17 @@ bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep)
      * policy, multiTenant, message logging, the initial handshake timeout,
      * openProperties and failoverUrls: served as on proton's path. */
     return (tls || (!cfg->require_ssl && !cfg->require_encryption)) && sasl_ok;
+}
+
+void jn_io_own_not_served(jn_io_conn_t *conn)
+{
+    const jn_io_endpoint_t *ep = conn->endpoint;
+    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_ERROR,
+           JN_IO_CONN_FMT " Connection %s %s (%s %s) refused: the AMQP engine does not serve "
+                          "its %s's SASL or TLS settings (docs/engine.md, stage 5)",
+           conn->id, conn->incoming ? "from" : "to", conn->incoming ? conn->host : ep->shown,
+           ep->is_listener ? "listener" : "connector", ep->cfg.name ? ep->cfg.name : ep->shown,
+           ep->is_listener ? "listener" : "connector");
 }
 
 /* ---- the connection's events --------------------------------------------- */
@@ -814,14 +825,15 @@ static void own_work(jn_io_own_t *own)
 }
 
 /* The start of a connection we made's pass: its connect's outcome, a
- * connector deleted (closed with amqp:connection:forced, as proton's path,
- * io_loop.c), or no socket left (resolving or every address failed). */
+ * connector deleted (closed with amqp:connection:forced, as 1.19), or no
+ * socket left (resolving or every address failed; a test's connection,
+ * io_test.c, has none). */
 static void own_connector_pass(jn_io_own_t *own)
 {
     jn_io_conn_t *conn = own->conn;
     if (conn->connecting && (conn->writable || conn->readable))
         jn_io_conn_connect_done_IO(conn);
-    if (!conn->connecting && conn->fd < 0 && !conn->bridge)
+    if (!conn->connecting && conn->fd < 0 && !conn->bridge && !conn->test_io)
         own->cut = true;
     if (!conn->closing_removed &&
         atomic_load_explicit(&conn->endpoint->removed, memory_order_relaxed)) {

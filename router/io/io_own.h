@@ -1,16 +1,17 @@
 /*
  * io_own.h — connections on Junction's own AMQP engine (docs/engine.md,
- * stage 2b(ii)), shared by io_own.c (the switch, the connection: socket,
+ * stage 2b(ii)), shared by io_own.c (which configurations it serves, the
+ * connection: socket,
  * pass, open and close), io_own_link.c (links, deliveries sent, states and
  * the core's work), io_own_rx.c (deliveries received) and the files that hand such a connection over
  * (io_endpoint.c at accept, io_loop.c for its pass, io_conn.c when it is
  * freed). Nothing else in router/io sees these structs.
  *
- * A connection the switch selects keeps its jn_io_conn_t (loop, refcount,
- * registry, timers, socket) and with it a proton driver that is never fed:
- * its stream runs through a jn_amqp_transport_t (junction/amqp_transport.h)
- * instead, and its links and deliveries are jn_io_own_link_t and
- * jn_io_own_dlv_t. Everything here belongs to the connection's loop thread.
+ * Every connection keeps its jn_io_conn_t (loop, refcount, registry,
+ * timers, socket); its stream runs through a jn_amqp_transport_t
+ * (junction/amqp_transport.h), and its links and deliveries are
+ * jn_io_own_link_t and jn_io_own_dlv_t. (Until stage 5 a connection could
+ * run on proton's connection driver instead.) Everything here belongs to the connection's loop thread.
  */
 #ifndef JN_IO_OWN_H
 #define JN_IO_OWN_H 1
@@ -190,6 +191,13 @@ struct jn_io_own {
  * thread (at accept), or the connector thread. */
 bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep);
 
+/* jn_io_own_not_served: log that conn (new, not started, of an endpoint
+ * jn_io_own_eligible said no to) is refused: its endpoint's SASL or TLS
+ * settings are ones the engine does not serve (proton's path, which took
+ * them until stage 5, is gone; docs/engine.md). The caller frees conn and
+ * closes its socket. The thread making the connection. */
+void jn_io_own_not_served(jn_io_conn_t *conn);
+
 /* jn_io_own_attach: give conn (new, not started) its own-engine side.
  * Returns 0 or JN_ENOMEM. The accepting thread, before jn_io_conn_start. */
 int jn_io_own_attach(jn_io_conn_t *conn);
@@ -207,8 +215,8 @@ int jn_io_own_attach_client(jn_io_conn_t *conn, const char *host);
  * refers to it then). */
 void jn_io_own_free(jn_io_conn_t *conn);
 
-/* jn_io_own_pass_IO: one pass of conn on the own engine (as io_loop.c's
- * conn_pass for proton's): read into pooled buffers, run the engine, the
+/* jn_io_own_pass_IO: one pass of conn on the own engine (io_loop.c's
+ * conn_pass hands it here): read into pooled buffers, run the engine, the
  * core's work, the copies to send, the engine's clock, write. Returns true
  * when the socket may hold more (run again in the next pass). When the
  * transport ended, conn->transport_closed is set (the caller destroys it).

@@ -1,13 +1,13 @@
 /*
  * fuzz_input_path.c — libFuzzer target for the router's whole input path:
- * a peer's raw octets go into a real proton connection driver that the
- * router's own code handles (io_conn.c's events and batch end, the core
- * run inline after each pass, exactly as io_loop.c's conn_pass does),
- * through the socketless test connections of junction/io.h. Debian builds
- * proton with assertions on, so an input that reaches an assert in
- * proton's engine aborts here as it would abort junctiond; the sanitizers
- * catch the rest, and every input must end with the connection closed and
- * freed (a connection left open or never freed aborts too).
+ * a peer's raw octets go into Junction's own AMQP engine as the router
+ * runs it (io_own.c's pass, the core run inline after each pass, exactly
+ * as io_loop.c's conn_pass does), through the socketless test connections
+ * of junction/io.h. An assert in the engine aborts here as it would abort
+ * junctiond; the sanitizers catch the rest, and every input must end with
+ * the connection closed and freed (a connection left open or never freed
+ * aborts too). (Until stage 5 of issue 27 this target drove proton's
+ * connection driver behind the frame screen: tests/fuzz/input_path-findings.md.)
  *
  * One router for the whole run (made at the first input, torn down at
  * exit): an interior core (so inter-router connections are accepted) with
@@ -29,11 +29,10 @@
  *   3    outgoing: the router connected (client transport, its open sent
  *        first) — else incoming: the router accepted (server transport);
  *   4    role inter-router — else normal;
- *   5    SASL: the listener requires authentication (authenticatePeer,
- *        saslMechanisms ANONYMOUS) and the connector offers ANONYMOUS only
- *        — else the listener takes a peer without SASL (authenticatePeer
- *        no, any mechanism) and the connector any mechanism (a connector
- *        always speaks SASL);
+ *   5    SASL: the listener and the connector name ANONYMOUS only, without
+ *        authenticatePeer (authenticatePeer needs Cyrus, which the fuzzer
+ *        does not set up; the engine's built-in ANONYMOUS serves it) —
+ *        else no mechanism is named (a connector always speaks SASL);
  *   6    maxFrameSize 512 (the smallest) — else the default 16384;
  *   7    tight limits: maxSessions 2, linkCapacity 1, maxMessageSize 1024.
  * After the last octet the peer's input ends (read_close); passes run
@@ -42,17 +41,13 @@
  * Built with -DJN_FUZZ_SKIP_KNOWN, inputs of an abort class already known
  * (input_path_known.h) are skipped, so a session finds the next one.
  *
- * Built with -DJN_FUZZ_OWN (fuzz_input_path_own), every input runs on
- * Junction's own AMQP engine (docs/engine.md): control bits 3 and 4 are
- * ignored (always incoming, role normal: connections the engine serves
- * here), and bit 5's
- * listener offers ANONYMOUS without authenticatePeer (the engine's built-in
- * ANONYMOUS; authenticatePeer needs Cyrus, which the fuzzer does not set
- * up). Without bit 5 the listener names no mechanism: the peer may speak
- * SASL ANONYMOUS or AMQP directly either way. Bits 0-2, 6 and 7 as above;
- * the same corpus applies (an input of an outgoing or inter-router variant
- * replays as incoming and normal). A connection that is not on the own
- * engine aborts.
+ * Built with -DJN_FUZZ_OWN (fuzz_input_path_own, the target of stage 5's
+ * sessions before proton's path went): control bits 3 and 4 are ignored
+ * (always incoming, role normal), so its corpus
+ * (tests/fuzz/corpus/input_path_own/) stays about accepted client
+ * connections; the same corpus as input_path applies (an input of an
+ * outgoing or inter-router variant replays as incoming and normal). A
+ * connection that is not on the own engine aborts.
  *
  * Threads: the fuzzer's thread for everything but the core thread's own
  * work (mesh timers), as in junctiond.
@@ -114,13 +109,6 @@ static struct {
     bool up;
 } router;
 
-/* ---- the frame screen ---------------------------------------------------- */
-
-/* The octets go through the daemon's own frame screen (junction/screen.h):
- * jn_io_test_read_IO hands them to jn_io_conn_input_IO, as conn_read does
- * with what recv() returned, so what proton sees here is what it would see
- * in junctiond, and a stream the screen refuses is closed as it would be. */
-
 /* ---- the router ------------------------------------------------------------ */
 
 static void variant_name(unsigned v, char *out, size_t len)
@@ -135,11 +123,7 @@ static int add_variant(unsigned v)
     char name[16];
     variant_name(v, name, sizeof name);
     bool outgoing = v & 1, inter_router = v & 2, sasl = v & 4, small = v & 8, tight = v & 16;
-#ifdef JN_FUZZ_OWN
     bool require_auth = false; /* the own engine's built-in ANONYMOUS (see the top) */
-#else
-    bool require_auth = !outgoing && sasl;
-#endif
     jn_endpoint_config_t ec = {
         .name = name,
         .host = "127.0.0.1",
@@ -300,7 +284,7 @@ static void end_input(jn_io_conn_t *conn)
 
 /* Hand the peer's octets over, chunk at a time (after the first
  * SMALL_PREFIX octets, at least SMALL_PREFIX at a time); the daemon's read
- * path screens them. */
+ * path takes them into the engine. */
 static void feed(jn_io_conn_t *conn, const uint8_t *data, size_t len, size_t chunk)
 {
     for (size_t done = 0; done < len && !jn_io_test_conn_closed(conn);) {

@@ -358,7 +358,10 @@ class OwnAuthServiceTest(authsvc.AuthServiceTestCase):
         return re.findall(r"\[(C\d+)\] SASL on Junction's own AMQP engine, "
                           r"offering: .* \(auth service ", r.log())
 
-    def test_relay_good_password_on_the_own_engine(self):
+    def alice_through_the_relay(self):
+        """A service and a relaying router; alice connects with her
+        password, attaches a receiver and leaves: (service, router, her
+        connection as management showed it)."""
         svc = self.service()
         r = self.relay_router(svc.port)
         c = authsvc.connect(r.url, "alice", authsvc.USERS["alice"])
@@ -367,9 +370,13 @@ class OwnAuthServiceTest(authsvc.AuthServiceTestCase):
             mine = [x for x in self.connections() if x["user"] == "alice"]
             self.assertEqual(len(mine), 1, self.connections())
             self.assertTrue(mine[0]["isAuthenticated"])
-            self.assertEqual(mine[0]["sasl"], "PLAIN")
         finally:
             c.close()
+        return svc, r, mine[0]
+
+    def test_relay_good_password_on_the_own_engine(self):
+        svc, r, mine = self.alice_through_the_relay()
+        self.assertEqual(mine["sasl"], "PLAIN")
         opened = re.search(r"\[(C\d+)\] Connection Opened: .*auth=PLAIN user=alice ", r.log())
         self.assertIsNotNone(opened, r.log())
         cid = opened.group(1)
@@ -383,16 +390,7 @@ class OwnAuthServiceTest(authsvc.AuthServiceTestCase):
         client end (its line): the realm goes in its sasl-init, the
         service's Open names the service's host, its identity admits the
         client, and our close ends it."""
-        svc = self.service()
-        r = self.relay_router(svc.port)
-        c = authsvc.connect(r.url, "alice", authsvc.USERS["alice"])
-        try:
-            c.create_receiver("q")
-            mine = [x for x in self.connections() if x["user"] == "alice"]
-            self.assertEqual(len(mine), 1, self.connections())
-            self.assertTrue(mine[0]["isAuthenticated"])
-        finally:
-            c.close()
+        svc, r, _ = self.alice_through_the_relay()
         s = [x for x in svc.sessions if x["user"] == "alice"][0]
         self.assertEqual((s["hostname"], s["open_hostname"]), (authsvc.REALM, "127.0.0.1"))
         self.wait_for("the router's close to the service", lambda: s["closed"])

@@ -5,9 +5,8 @@
  * runs on the own engine, as an accepted one would (an inter-router
  * listener's too, since stage 3b, and a route-container listener's, since
  * stage 3a's step 3), and its octets move through io_plain.c both ways;
- * every other endpoint (a listener whose SASL the engine does not serve, a
- * connector: the test's connections are incoming) stays on proton's until
- * stage 5 removes it. This is what lets the input_path fuzzer
+ * a connector's runs on the engine's client end; a listener whose SASL
+ * the engine does not serve gets none (stage 5: proton's path is gone). This is what lets the input_path fuzzer
  * (tests/fuzz/fuzz_input_path.c, fuzz_input_path_own) drive the own engine.
  *
  * The core is started as in junctiond and the fuzzer; the test's thread
@@ -43,6 +42,12 @@ static const uint8_t open_frame[] = {0, 0, 0, 17, 2, 0, 0, 0, 0x00, 0x53, 0x10,
 static const uint8_t sasl_header[] = {'A', 'M', 'Q', 'P', 3, 1, 0, 0};
 static const uint8_t sasl_init[] = {0, 0, 0, 25, 2, 1, 0, 0, 0x00, 0x53, 0x41, 0xc0, 12, 1,
                                     0xa3, 9, 'A', 'N', 'O', 'N', 'Y', 'M', 'O', 'U', 'S'};
+/* A server's sasl-mechanisms offering ANONYMOUS, and its sasl-outcome ok
+ * (5.3.3.1, 5.3.3.6). */
+static const uint8_t sasl_mechanisms[] = {0, 0, 0, 25, 2, 1, 0, 0, 0x00, 0x53, 0x40, 0xc0, 12, 1,
+                                          0xa3, 9, 'A', 'N', 'O', 'N', 'Y', 'M', 'O', 'U', 'S'};
+static const uint8_t sasl_outcome_ok[] = {0, 0, 0, 16, 2, 1, 0, 0,
+                                          0x00, 0x53, 0x44, 0xc0, 3, 1, 0x50, 0};
 
 static struct fixture *router_new(void)
 {
@@ -210,19 +215,28 @@ static void test_socketless_ir_and_container_conns_run_on_the_own_engine(void **
     router_free(f);
 }
 
-static void test_socketless_conns_the_engine_does_not_serve_stay_on_proton(void **state)
+/* Stage 5: a listener whose SASL the engine does not serve gets no
+ * connection (proton's path, which took it, is gone); a connector's runs
+ * on the engine's client end, which takes a server's SASL ANONYMOUS
+ * exchange and open as a connected one does. */
+static void test_socketless_conn_not_served_is_refused_and_a_connectors_runs_on_the_own_engine(
+    void **state)
 {
     (void)state;
     struct fixture *f = router_new();
-    const char *names[] = {"mech", "out"}; /* SASL not served; a connector */
-    for (size_t i = 0; i < 2; i++) {
-        jn_io_conn_t *c = jn_io_test_conn_new(f->io, names[i]);
-        assert_non_null(c);
-        assert_false(jn_io_test_conn_own(c));
-        run_idle(f);
-        jn_io_test_conn_abort(c);
-        finish(f, c);
-    }
+    assert_null(jn_io_test_conn_new(f->io, "mech")); /* SASL not served */
+    assert_int_equal(jn_io_test_conns(f->io), 0);
+    jn_io_conn_t *c = jn_io_test_conn_new(f->io, "out");
+    assert_non_null(c);
+    assert_true(jn_io_test_conn_own(c));
+    run_idle(f);
+    feed(f, c, sasl_header, sizeof sasl_header);
+    feed(f, c, sasl_mechanisms, sizeof sasl_mechanisms);
+    feed(f, c, sasl_outcome_ok, sizeof sasl_outcome_ok);
+    feed(f, c, amqp_header, sizeof amqp_header);
+    feed(f, c, open_frame, sizeof open_frame);
+    assert_true(c->opened); /* the core was told: the client end read the open */
+    finish(f, c);
     router_free(f);
 }
 
@@ -252,7 +266,8 @@ int main(void)
         cmocka_unit_test(test_socketless_conn_on_the_own_engine_serves_sasl_anonymous),
         cmocka_unit_test(test_socketless_conn_refused_by_the_own_engine_closes_and_is_freed),
         cmocka_unit_test(test_socketless_ir_and_container_conns_run_on_the_own_engine),
-        cmocka_unit_test(test_socketless_conns_the_engine_does_not_serve_stay_on_proton),
+        cmocka_unit_test(
+            test_socketless_conn_not_served_is_refused_and_a_connectors_runs_on_the_own_engine),
         cmocka_unit_test(test_socketless_conn_on_the_own_engine_aborted_closes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -225,13 +225,13 @@ void jn_io_free(jn_io_t *io);
 
 /* ---- bridged connections (router/io/io_bridge.c) ------------------------
  *
- * An AMQP connection whose octets travel over something other than a
- * socket of ours: AMQP over WebSocket (router/http, docs/design.md,
- * "HTTP"). It is an ordinary connection of a listener (its SASL, the
- * engine's checks, limits, role, idle timeout, the core's every feature), run by an
- * event loop as any accepted connection, except that its input comes from
- * and its output goes to two bounded buffers that another thread (the
- * bridge's owner, e.g. libwebsockets' service thread) fills and drains:
+ * An AMQP connection whose octets travel over something other than a socket
+ * of ours: AMQP over WebSocket (router/http, docs/design.md, "HTTP"). It is
+ * an ordinary connection of a listener (its SASL, the engine's checks,
+ * limits, role, idle timeout, the core's every feature), run by an event
+ * loop as any accepted connection, except that its input comes from and its
+ * output goes to two bounded buffers that another thread (the bridge's
+ * owner, e.g. libwebsockets' service thread) fills and drains:
  *
  *   owner --jn_io_bridge_push--> input (JN_IO_BRIDGE_IN_CAP) --> engine
  *   engine --> output (JN_IO_BRIDGE_OUT_CAP) --jn_io_bridge_pull--> owner
@@ -316,12 +316,12 @@ void jn_io_bridge_close(jn_io_bridge_t *b);
 /* ---- tests and fuzzing only (router/io/io_test.c) ----------------------
  *
  * A connection without a socket, driven by the caller's thread through the
- * router's own pass (the loop's conn_pass: the engine's events, the
- * core's work, the core run inline), so that a test or a fuzzer can hand
- * a router the octets a peer would send. The I/O layer must have been created with
+ * router's own pass (the loop's conn_pass: the engine's events, the core's
+ * work, the core run inline), so that a test or a fuzzer can hand a router
+ * the octets a peer would send. The I/O layer must have been created with
  * one worker thread and never started (jn_io_start): the test's thread
- * plays loop 0. The core is started (jn_core_start) as usual. Nothing
- * here is used by junctiond. */
+ * plays loop 0. The core is started (jn_core_start) as usual. Nothing here
+ * is used by junctiond. */
 
 typedef struct jn_io_conn jn_io_conn_t;
 

@@ -643,8 +643,9 @@ static void connect_now(jn_io_endpoint_t *ep)
     char err[256] = "";
     conn->ai_list = resolve_at(ep, host, port, false, err, sizeof err);
     if (!conn->ai_list) /* its first pass ends it as a refused connect */
-        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Connection to %s failed: %s - resolving %s",
-               conn->id, conn->host, err[0] ? err : "unknown host", host);
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
+               JN_IO_CONN_FMT " Connection to %s failed: %s - resolving %s", conn->id, conn->host,
+               err[0] ? err : "unknown host", host);
     (void)jn_io_conn_start(conn, -1); /* conn now belongs to its loop */
 }
 

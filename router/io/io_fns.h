@@ -51,16 +51,17 @@ const char *jn_io_vhost_link_judge_IO(jn_io_conn_t *conn, const jn_io_vhost_atta
 void jn_io_vhost_uncount_link_IO(jn_io_conn_t *conn, bool incoming);
 
 /* jn_io_vhost_relay_judge_IO: the target check of one message m (parsed
- * through its properties) received on link link_id, an anonymous sender
- * of conn, a connection under a vhost policy (docs/design.md "Policy"): true when the
- * user group's targets/targetPattern allow every address the core could
- * route it on (properties.to, and the to-override annotation when the
- * connection keeps inbound router annotations), or it has none. False
- * (also once the connection's rules are dropped as it closes): counted in the vhost's senderDenied
- * and logged once per link; the caller rejects the delivery with amqp:unauthorized-access. An
- * address too long to judge (1 KiB or more) or holding a NUL octet is denied. *logged is the
- * link's "a denial was logged" flag (set by the first denial logged). Conn's loop; not on the
- * path of links without the check. */
+ * through its properties) received on link link_id, an anonymous sender of
+ * conn, a connection under a vhost policy (docs/design.md "Policy"): true
+ * when the user group's targets/targetPattern allow every address the core
+ * could route it on (properties.to, and the to-override annotation when the
+ * connection keeps inbound router annotations), or it has none. False (also
+ * once the connection's rules are dropped as it closes): counted in the
+ * vhost's senderDenied and logged once per link; the caller rejects the
+ * delivery with amqp:unauthorized-access. An address too long to judge (1
+ * KiB or more) or holding a NUL octet is denied. *logged is the link's "a
+ * denial was logged" flag (set by the first denial logged). Conn's loop;
+ * not on the path of links without the check. */
 bool jn_io_vhost_relay_judge_IO(jn_io_conn_t *conn, uint64_t link_id, bool *logged,
                                 const jn_message_t *m);
 
@@ -91,10 +92,10 @@ bool jn_io_vhost_reply_judge_IO(jn_io_conn_t *conn, uint64_t link_id, bool *logg
  * so already). Any thread. */
 bool jn_io_vhost_same_address(const char *a, const char *reply);
 
-/* jn_io_vhost_session_denied_IO: conn's transport failed with condition
- * and description (either may be NULL); when the engine refused a Begin past the channel-max the group's maxSessions set,
- * count it in the vhost's sessionDenied and log the denial once. Conn's
- * loop. */
+/* jn_io_vhost_session_denied_IO: conn's transport failed with condition and
+ * description (either may be NULL); when the engine refused a Begin past
+ * the channel-max the group's maxSessions set, count it in the vhost's
+ * sessionDenied and log the denial once. Conn's loop. */
 void jn_io_vhost_session_denied_IO(jn_io_conn_t *conn, const char *condition,
                                    const char *description);
 
@@ -112,8 +113,9 @@ void jn_io_vhost_rights_IO(const jn_io_conn_t *conn, bool *deny_dynamic_link_rou
                            bool *deny_admin_status_update);
 
 /* jn_io_vhost_limits_IO: conn's user group's transport limits (applied
- * before our Open is written): *max_frame the maxFrameSize (at least 512; 0: none), *channel_max
- * maxSessions - 1 (at most 65535; -1: none). Conn's loop. */
+ * before our Open is written): *max_frame the maxFrameSize (at least 512;
+ * 0: none), *channel_max maxSessions - 1 (at most 65535; -1: none). Conn's
+ * loop. */
 void jn_io_vhost_limits_IO(const jn_io_conn_t *conn, uint32_t *max_frame, int32_t *channel_max);
 
 /* jn_io_vhost_session_window: conn's group's maxSessionWindow in octets, 0
@@ -172,8 +174,8 @@ size_t jn_io_loop_drain_exit(jn_io_loop_t *loop);
 jn_io_loop_t *jn_io_adopt(jn_io_conn_t *conn);
 void jn_io_adopt_end(jn_io_loop_t *was);
 
-/* io_loop.c, for io_tls.c and io_bridge.c: the socket failed (the
- * engine's transport ends with the error, io_own.c). io_watch.c: the socket refused
+/* io_loop.c, for io_tls.c and io_bridge.c: the socket failed (the engine's
+ * transport ends with the error, io_own.c). io_watch.c: the socket refused
  * output (start a write-stall period); a period or the initial handshake
  * deadline came due (now: ms, monotonic): judge it. The loop owning conn. */
 void jn_io_conn_io_error_IO(jn_io_conn_t *conn, int err, const char *what);
@@ -301,9 +303,9 @@ void jn_io_data_encode(pn_data_t *data, uint8_t **out, size_t *len);
  * qd.conn-id; on inter-router and edge connections the cost (above 1) and
  * the annotations version; on an accepted connection the listener's
  * failoverUrls as failover-server-list; the endpoint's openProperties.
- * Appended to props (the caller's) at its position (io_own.c's open;
- * stage 5: goes when h-codec lands); any thread that owns conn (made or accepted, before its open is
- * sent). */
+ * Appended to props (the caller's) at its position (io_own.c's open; stage
+ * 5: goes when h-codec lands); any thread that owns conn (made or accepted,
+ * before its open is sent). */
 void jn_io_open_properties_put(const jn_io_conn_t *conn, pn_data_t *props);
 
 /* io_props.c: a peer's open properties, rendered for management */
@@ -373,15 +375,15 @@ void jn_io_conn_transport_closed_IO(jn_io_conn_t *conn);
 void jn_io_connector_note_IO(jn_io_conn_t *conn, bool opened, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Failover lists (io_failover.c). jn_io_failover_take_props_IO: conn,
- * made by a connector, is open: when the peer's open properties d
- * (borrowed, decoded by the caller, io_own.c; NULL: none; stage 5: goes
- * when h-codec lands) carry failover-server-list (a list of maps with network-host, and optionally
- * port and scheme), the connector's backups become the one it is
- * connected to (if a backup) followed by the peer's entries (at most 32;
- * an entry without a usable network-host is skipped). Without the
- * property nothing changes. On ENOMEM the list stays and the error is
- * logged. The loop's thread of conn; takes jn_io_t.lock. */
+/* Failover lists (io_failover.c). jn_io_failover_take_props_IO: conn, made
+ * by a connector, is open: when the peer's open properties d (borrowed,
+ * decoded by the caller, io_own.c; NULL: none; stage 5: goes when h-codec
+ * lands) carry failover-server-list (a list of maps with network-host, and
+ * optionally port and scheme), the connector's backups become the one it is
+ * connected to (if a backup) followed by the peer's entries (at most 32; an
+ * entry without a usable network-host is skipped). Without the property
+ * nothing changes. On ENOMEM the list stays and the error is logged. The
+ * loop's thread of conn; takes jn_io_t.lock. */
 void jn_io_failover_take_props_IO(jn_io_conn_t *conn, pn_data_t *d);
 /* jn_io_failover_advance_locked: connector ep's connection was lost or
  * its attempt failed: its next attempt goes to the next entry of its

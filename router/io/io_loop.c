@@ -483,20 +483,21 @@ static void conn_arrive(jn_io_conn_t *conn)
 
 /* ---- our own stalls -------------------------------------------------------
 
- * A deadline that guards against a silent or stuck peer (the engine's
- * idle timeout, a write stall, the initial handshake) may be met long after it
- * passed when the router itself did not run: the process was stopped
- * (SIGSTOP, a paused VM, swap, a debugger) or starved of the CPU. The
- * peer's octets sent meanwhile then wait unread in the socket, and epoll
- * may not have reported them yet to the loop that owns the connection;
- * judging the peer silent on that pass closed healthy connections the
- * moment the router came back. So a deadline met more than JN_IO_STALL_MS
- * late is not judged as it stands: the engine's idle clock reads the
- * socket first (io_own.c: any input resets it), a write-stall period
- * and the handshake deadline start again from now (io_watch.c:
- * jn_io_stall_judge_IO, jn_io_handshake_check_IO). The core does the same for edge heartbeats and
- * HELLOs (router/core/mesh_side.c, jn_router_tick_CT). Only the passes
- * that meet a deadline look; the others pay nothing. */
+  * A deadline that guards against a silent or stuck peer (the engine's idle
+  * timeout, a write stall, the initial handshake) may be met long after it
+  * passed when the router itself did not run: the process was stopped
+  * (SIGSTOP, a paused VM, swap, a debugger) or starved of the CPU. The
+  * peer's octets sent meanwhile then wait unread in the socket, and epoll
+  * may not have reported them yet to the loop that owns the connection;
+  * judging the peer silent on that pass closed healthy connections the
+  * moment the router came back. So a deadline met more than JN_IO_STALL_MS
+  * late is not judged as it stands: the engine's idle clock reads the
+  * socket first (io_own.c: any input resets it), a write-stall period and
+  * the handshake deadline start again from now (io_watch.c:
+  * jn_io_stall_judge_IO, jn_io_handshake_check_IO). The core does the same
+  * for edge heartbeats and HELLOs (router/core/mesh_side.c,
+  * jn_router_tick_CT). Only the passes that meet a deadline look; the
+  * others pay nothing. */
 
 /* jn_io_conn_destroy_IO: the transport is closed and reported: close the
  * socket and free what carried the connection. The owning loop's thread
@@ -532,7 +533,8 @@ static bool move_asked(jn_io_loop_t *loop, jn_io_conn_t *conn)
 }
 
 /* One pass of conn (see the top) on Junction's own engine (io_own.c); a
- * move to its peer's loop (jn_io_colocate) is made at its end. The loop's thread; the caller holds a reference. */
+ * move to its peer's loop (jn_io_colocate) is made at its end. The loop's
+ * thread; the caller holds a reference. */
 static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
 {
     if (conn->destroyed)

@@ -95,22 +95,22 @@ struct jn_io_tls_entry {
  * add up to more than this; resume below JN_IO_LINK_LOW_WATER (the link's
  * jn_rx_budget_t, junction/message.h "holding"). While stopped, the link's
  * new credit is held back. Credit is also metered while going: the sender
- * holds at most max(1, JN_IO_LINK_HIGH_WATER / recent message size)
- * credits at a time (JN_IO_LINK_FIRST_CREDIT before the first message);
- * the core's credit above that waits (the own link's credit_deferred) and is
- * granted as deliveries arrive, when a stopped link goes on, or when the
- * sender's flow lowered its credit (a drain answered).
- * So what the engine takes in for the link (octets sent on credit that
- * the router has not passed on) stays near the mark too, instead of filling the session
- * window. Small messages are not metered (linkCapacity x size is below the
- * mark). One incoming link thus holds about twice the high-water mark plus
- * the message being received (itself bounded by JN_IO_RX_HIGH_WATER once
- * it streams). Same values as the per-message marks. */
+ * holds at most max(1, JN_IO_LINK_HIGH_WATER / recent message size) credits
+ * at a time (JN_IO_LINK_FIRST_CREDIT before the first message); the core's
+ * credit above that waits (the own link's credit_deferred) and is granted
+ * as deliveries arrive, when a stopped link goes on, or when the sender's
+ * flow lowered its credit (a drain answered). So what the engine takes in
+ * for the link (octets sent on credit that the router has not passed on)
+ * stays near the mark too, instead of filling the session window. Small
+ * messages are not metered (linkCapacity x size is below the mark). One
+ * incoming link thus holds about twice the high-water mark plus the message
+ * being received (itself bounded by JN_IO_RX_HIGH_WATER once it streams).
+ * Same values as the per-message marks. */
 #define JN_IO_LINK_HIGH_WATER JN_IO_RX_HIGH_WATER
 #define JN_IO_LINK_LOW_WATER  JN_IO_RX_LOW_WATER
 
 /* Send side, per outgoing link: the octets of the copies handed over by
- * the core and not yet sent are kept at about this (io_send.c), so that a
+ * the core and not yet sent are kept at about this (io_own_link.c), so that a
  * consumer that stops reading holds its senders' budgets well below their
  * high-water mark (with the core's JN_CORE_MC_BACKLOG_OCTETS for a stuck
  * multicast consumer, at most the low-water mark together). */
@@ -161,9 +161,10 @@ struct jn_io_tls_entry {
 /* TCP_NOTSENT_LOWAT on every connection's socket: the kernel takes no more
  * output while this many octets wait unsent in it (the peer's window is
  * shut), so a peer that stops reading holds at most this much in the
- * kernel, plus the engine's output (JN_IO_OWN_OUTPUT_LIMIT), instead of a send buffer the kernel may grow to
- * tcp_wmem's maximum (4 MiB here) -- and with it that many octets' worth
- * of messages and unsettled deliveries in the router. */
+ * kernel, plus the engine's output (JN_IO_OWN_OUTPUT_LIMIT), instead of a
+ * send buffer the kernel may grow to tcp_wmem's maximum (4 MiB here) -- and
+ * with it that many octets' worth of messages and unsettled deliveries in
+ * the router. */
 #ifndef JN_IO_NOTSENT_LOWAT
 #define JN_IO_NOTSENT_LOWAT (256 * 1024)
 #endif

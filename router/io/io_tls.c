@@ -233,9 +233,9 @@ static void handshake_done_IO(jn_io_conn_t *conn)
            conn->incoming ? "from" : "to", conn->host, tls->proto, tls->cipher);
 }
 
-/* Plaintext out of SSL into the engine. Returns 1 when plaintext waits but the engine's input is
- * full (read again after events), 0 when SSL needs more ciphertext, -1
- * when the input ended or failed. */
+/* Plaintext out of SSL into the engine. Returns 1 when plaintext waits but
+ * the engine's input is full (read again after events), 0 when SSL needs
+ * more ciphertext, -1 when the input ended or failed. */
 static int tls_drain_IO(jn_io_conn_t *conn)
 {
     JN_ASSERT_IO(conn);

@@ -1,13 +1,14 @@
 /*
- * fuzz_input_path.c — libFuzzer target for the router's whole input path:
- * a peer's raw octets go into Junction's own AMQP engine as the router
- * runs it (io_own.c's pass, the core run inline after each pass, exactly
- * as io_loop.c's conn_pass does), through the socketless test connections
- * of junction/io.h. An assert in the engine aborts here as it would abort
+ * fuzz_input_path.c — libFuzzer target for the router's whole input path: a
+ * peer's raw octets go into Junction's own AMQP engine as the router runs
+ * it (io_own.c's pass, the core run inline after each pass, exactly as
+ * io_loop.c's conn_pass does), through the socketless test connections of
+ * junction/io.h. An assert in the engine aborts here as it would abort
  * junctiond; the sanitizers catch the rest, and every input must end with
  * the connection closed and freed (a connection left open or never freed
  * aborts too). (Until stage 5 of issue 27 this target drove proton's
- * connection driver behind the frame screen: tests/fuzz/input_path-findings.md.)
+ * connection driver behind the frame screen:
+ * tests/fuzz/input_path-findings.md.)
  *
  * One router for the whole run (made at the first input, torn down at
  * exit): an interior core (so inter-router connections are accepted) with

@@ -187,8 +187,9 @@ class EdgesCase(OwnMeshCase):
 
 
 class OwnEdges(EdgesCase):
-    """An interior and two edge routers: the edges' uplinks (downlink, address tracking, heartbeat, a
-    reply link with a dynamic source) and the interior's view of them."""
+    """An interior and two edge routers: the edges' uplinks (downlink,
+    address tracking, heartbeat, a reply link with a dynamic source) and
+    the interior's view of them."""
 
     def assert_uplink_own(self, e):
         log = e.log()

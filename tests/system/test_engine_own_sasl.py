@@ -351,8 +351,8 @@ class OwnAuthServiceTest(authsvc.AuthServiceTestCase):
     """The auth-service relay with the client on the own engine: the
     engine's SASL layer defers its offer until the (fake) service's
     mechanisms come and waits for each answer; the service's connection is
-    the router's own, on the engine's client end too. Each case finds the client's connection id on the own
-    engine's lines."""
+    the router's own, on the engine's client end too. Each case finds the
+    client's connection id on the own engine's lines."""
 
     def own_sasl_ids(self, r):
         return re.findall(r"\[(C\d+)\] SASL on Junction's own AMQP engine, "

@@ -1,13 +1,14 @@
 /*
  * test_io_socketless_own.c — socketless test connections (junction/io.h,
  * router/io/io_test.c) on Junction's own AMQP engine (docs/engine.md): a
- * test connection of a listener whose configuration the engine serves
- * runs on the own engine, as an accepted one would (an inter-router
- * listener's too, since stage 3b, and a route-container listener's, since
- * stage 3a's step 3), and its octets move through io_plain.c both ways;
- * a connector's runs on the engine's client end; a listener whose SASL
- * the engine does not serve gets none (stage 5: proton's path is gone). This is what lets the input_path fuzzer
- * (tests/fuzz/fuzz_input_path.c, fuzz_input_path_own) drive the own engine.
+ * test connection of a listener whose configuration the engine serves runs
+ * on the own engine, as an accepted one would (an inter-router listener's
+ * too, since stage 3b, and a route-container listener's, since stage 3a's
+ * step 3), and its octets move through io_plain.c both ways; a connector's
+ * runs on the engine's client end; a listener whose SASL the engine does
+ * not serve gets none (stage 5: proton's path is gone). This is what lets
+ * the input_path fuzzer (tests/fuzz/fuzz_input_path.c, fuzz_input_path_own)
+ * drive the own engine.
  *
  * The core is started as in junctiond and the fuzzer; the test's thread
  * plays loop 0 (jn_io_test_run).

@@ -325,7 +325,7 @@ typedef struct jn_link_info {
     /* Endpoint links the peer attached: its source and target as the I/O
      * layer encodes them (opaque to the core; copied), so that a link
      * route can attach the same termini to the container
-     * (router/io/io_route.c); NULL/0: none. */
+     * (router/io/io_own_termini.c); NULL/0: none. */
     const uint8_t *termini;
     size_t termini_len;
     /* A link the router attached for a JN_WORK_LINK_ATTACH: the item's
@@ -734,7 +734,7 @@ typedef struct jn_work {
     bool settled;             /* DELIVERY_UPDATE; on a DELIVERY_SEND that the
                                * I/O layer holds until the copies before it
                                * are sent: the sender settled meanwhile
-                               * (io_send.c; false when queued) */
+                               * (io_own_link.c; false when queued) */
     bool abort;               /* CONN_CLOSE: at once, without the peer's close */
     bool forced;              /* CONN_CLOSE: once our close is written, read
                                * no more (management deleted it: the peer's

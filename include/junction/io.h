@@ -4,12 +4,12 @@
  *
  * Each worker thread runs an epoll loop of its own (router/io/io_loop.c).
  * A connection belongs to one loop at a time, so everything reachable from
- * it (its proton objects — a pn_connection_driver — its receive buffers,
+ * it (its AMQP engine — junction/amqp_transport.h — its receive buffers,
  * its half of the link and delivery objects) is owned by that thread,
  * without locks; when the core sees two connections exchange most of
  * their deliveries, one of them is handed to the other's loop between two
- * passes, so a flow runs on one thread. The I/O layer turns proton events
- * into core actions (junction/core.h), runs the core inline after each
+ * passes, so a flow runs on one thread. The I/O layer turns the engine's
+ * events into core actions (junction/core.h), runs the core inline after each
  * pass over its connections (jn_core_run_inline), and carries out the
  * core's work items when the core wakes a connection, writing everything
  * pending in one go. Under a vhost policy it gathers the facts of each
@@ -78,13 +78,13 @@ void jn_io_residence_read(jn_io_t *io, jn_residence_t *out);
  * layer's lock briefly). */
 void jn_io_policy_stats(jn_io_t *io, jn_policy_conn_stats_t *out);
 
-/* ---- SASL (Cyrus SASL behind proton's SASL layer) ----------------------
+/* ---- SASL (Cyrus SASL behind the engine's SASL layer) -------------------
  *
  * A listener or connector that authenticates (listener: authenticatePeer,
  * an sslProfile, or a saslMechanisms naming more than ANONYMOUS;
  * connector: saslUsername, an sslProfile, or such a saslMechanisms) runs
- * its SASL exchange through Cyrus SASL; the others keep proton's built-in
- * ANONYMOUS. */
+ * its SASL exchange through Cyrus SASL; the others keep the engine's
+ * built-in ANONYMOUS. */
 
 /* jn_sasl_init: start Cyrus SASL as 1.19's router saslConfigDir (the
  * folder of Cyrus's config file; NULL = Cyrus's default, /etc/sasl2) and
@@ -102,7 +102,7 @@ bool jn_endpoint_uses_sasl_plugin(const jn_endpoint_config_t *cfg, bool server);
 /* jn_sasl_check_listener: whether a listener's SASL settings can work, so
  * that a router never starts and then refuses every client: each
  * mechanism of ec->sasl_mechanisms must be offered by Cyrus as configured
- * (ANONYMOUS is proton's own when Cyrus is not used), EXTERNAL needs
+ * (ANONYMOUS is the engine's own when Cyrus is not used), EXTERNAL needs
  * can_external (an sslProfile with a caCertFile: the client certificate is
  * the identity), and authenticate_peer needs a mechanism that
  * authenticates. Returns 0, or JN_EINVAL with a reason in err (errlen
@@ -225,20 +225,20 @@ void jn_io_free(jn_io_t *io);
 
 /* ---- bridged connections (router/io/io_bridge.c) ------------------------
  *
- * An AMQP connection whose octets travel over something other than a
- * socket of ours: AMQP over WebSocket (router/http, docs/design.md,
- * "HTTP"). It is an ordinary connection of a listener (its SASL, frame
- * screen, limits, role, idle timeout, the core's every feature), run by an
- * event loop as any accepted connection, except that its input comes from
- * and its output goes to two bounded buffers that another thread (the
- * bridge's owner, e.g. libwebsockets' service thread) fills and drains:
+ * An AMQP connection whose octets travel over something other than a socket
+ * of ours: AMQP over WebSocket (router/http, docs/design.md, "HTTP"). It is
+ * an ordinary connection of a listener (its SASL, the engine's checks,
+ * limits, role, idle timeout, the core's every feature), run by an event
+ * loop as any accepted connection, except that its input comes from and its
+ * output goes to two bounded buffers that another thread (the bridge's
+ * owner, e.g. libwebsockets' service thread) fills and drains:
  *
- *   owner --jn_io_bridge_push--> input (JN_IO_BRIDGE_IN_CAP) --> proton
- *   proton --> output (JN_IO_BRIDGE_OUT_CAP) --jn_io_bridge_pull--> owner
+ *   owner --jn_io_bridge_push--> input (JN_IO_BRIDGE_IN_CAP) --> engine
+ *   engine --> output (JN_IO_BRIDGE_OUT_CAP) --jn_io_bridge_pull--> owner
  *
  * Backpressure both ways: push says when the input is full (the owner
  * stops reading its peer until notified), and the loop stops taking
- * proton's output while the output buffer is full (proton and the
+ * the engine's output while the output buffer is full (the engine and the
  * router's own send limits then hold the rest, as for a socket that
  * refuses output; router.writeStallTimeoutSeconds applies).
  *
@@ -248,7 +248,7 @@ void jn_io_free(jn_io_t *io);
 /* Octets the input buffer takes before push reports it full (the owner
  * may push one more read's worth past it: push never drops octets). */
 #define JN_IO_BRIDGE_IN_CAP (256u * 1024)
-/* Octets of proton's output the loop moves into the output buffer at
+/* Octets of the engine's output the loop moves into the output buffer at
  * most: what a peer that stops reading holds here. */
 #define JN_IO_BRIDGE_OUT_CAP (256u * 1024)
 
@@ -316,23 +316,23 @@ void jn_io_bridge_close(jn_io_bridge_t *b);
 /* ---- tests and fuzzing only (router/io/io_test.c) ----------------------
  *
  * A connection without a socket, driven by the caller's thread through the
- * router's own pass (the loop's conn_pass: proton's events or the own
- * engine's, the core's work, the core run inline), so that a test or a fuzzer can hand a router
+ * router's own pass (the loop's conn_pass: the engine's events, the core's
+ * work, the core run inline), so that a test or a fuzzer can hand a router
  * the octets a peer would send. The I/O layer must have been created with
  * one worker thread and never started (jn_io_start): the test's thread
- * plays loop 0. The core is started (jn_core_start) as usual. Nothing
- * here is used by junctiond. */
+ * plays loop 0. The core is started (jn_core_start) as usual. Nothing here
+ * is used by junctiond. */
 
 typedef struct jn_io_conn jn_io_conn_t;
 
 /* jn_io_test_conn_new: a socketless connection of the listener (incoming:
  * a server transport, as accepted) or the connector (outgoing: a client
  * transport, opened, as connected) named `endpoint`, added before with
- * jn_io_add_listener/jn_io_add_connector. An incoming one runs on
- * Junction's own AMQP engine when an accepted one would (io created with
- * JUNCTION_ENGINE=own, a listener the switch takes: docs/engine.md), else
- * on proton's. The caller holds a reference until jn_io_test_conn_release.
- * NULL when no such endpoint, or ENOMEM. Test thread. */
+ * jn_io_add_listener/jn_io_add_connector, on Junction's own AMQP engine
+ * as an accepted or connected one. The caller holds a reference until
+ * jn_io_test_conn_release. NULL when no such endpoint, when the engine
+ * does not serve its configuration (as an accepted one is refused:
+ * docs/engine.md, stage 5), or ENOMEM. Test thread. */
 jn_io_conn_t *jn_io_test_conn_new(jn_io_t *io, const char *endpoint);
 
 /* jn_io_test_conn_input: the next octets the peer sends (borrowed until
@@ -346,8 +346,8 @@ void jn_io_test_conn_input(jn_io_conn_t *conn, const uint8_t *data, size_t len, 
  * the engine. */
 size_t jn_io_test_conn_pending(const jn_io_conn_t *conn);
 
-/* jn_io_test_conn_own: whether conn runs on Junction's own AMQP engine
- * (else proton's). Test thread. */
+/* jn_io_test_conn_own: whether conn has Junction's own AMQP engine
+ * attached (every connection has, since stage 5). Test thread. */
 bool jn_io_test_conn_own(const jn_io_conn_t *conn);
 
 /* jn_io_test_conn_closed: the transport closed (the router is done with

@@ -29,7 +29,7 @@
  * the ws_conn_t on its server's `ws_ready` list and wakes the service
  * thread as a rendered page does; the thread then asks for a writable
  * callback, which sends what the bridge holds (up to WS_CHUNK octets: all
- * the frames proton framed since the last write, many deliveries in one
+ * the frames the engine framed since the last write, many deliveries in one
  * WebSocket message). A ws_conn_t is freed on the service thread after
  * jn_io_bridge_close, after which no notify comes; it is taken off
  * `ws_ready` under the lock first.

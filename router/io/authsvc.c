@@ -6,21 +6,17 @@
  * has the picture; docs/protocol.md "The auth service on the wire" the
  * wire (AMQP 1.0 part 5.3, SASL; part 2.7.1, the service's Open).
  *
- * Two transports, both through proton's SASL extension point
- * (proton/sasl_plugin.h), sharing one relay:
- *   - the client's (proton's SASL server): its mechanisms are the ones the
- *     service offers, its init and responses go to the service;
- *   - the service's (proton's SASL client, a connection this file makes
- *     when the client's SASL layer starts): its challenges go to the
+ * Two connections on Junction's own engine share one relay:
+ *   - the client's (the engine's SASL server, the relay its backend:
+ *     authsvc_own.c): its mechanisms are the ones the service offers, its
+ *     init and responses go to the service;
+ *   - the service's (the engine's SASL client end, a connection this file
+ *     makes when the client's SASL layer starts): its challenges go to the
  *     client; its outcome, and after a success the properties of the
  *     service's Open (the authenticated identity), decide the client's.
- * Proton's server side waits while the relay has not set a desired state,
- * so nothing blocks: each side sets the other's state and wakes the other
- * connection, whose next pass writes the frame. A client on Junction's own
- * engine (JUNCTION_ENGINE=own) has the relay as its SASL layer's backend
- * instead of proton's server (the end of this file): the offer deferred,
- * each answer pending until the service's is handed over in the client's
- * pass; the service's connection is proton's on either path.
+ * Nothing blocks: the offer is deferred and each answer pending until the
+ * other side's is posted (jn_io_relay_own_post, the svc_post flag), and
+ * each side wakes the other connection, whose next pass hands it over.
  *
  * Threads: the service's connection is started on its client's loop
  * (jn_io_conn_t.place) and neither connection can move before the
@@ -29,18 +25,14 @@
  * runs on that one loop's thread, without locks. jn_io_authsvc_prepare
  * runs where listeners are added (main thread, or management's).
  *
- * Lifetimes: the relay is the client transport's SASL context and is freed
- * with it (relay_free). The service's connection points at it only while
- * attached: the relay detaches it (clearing its transport's SASL context,
- * so proton never calls back into a freed relay) as soon as the outcome is
- * known, when the client goes, or when the service's transport closes.
+ * Lifetimes: the relay is the client's SASL layer's backend and is freed
+ * with it (jn_io_relay_end). The service's connection points at it only
+ * while attached: the relay detaches it as soon as the outcome is known,
+ * when the client goes, or when the service's transport closes.
  */
 #include "authsvc_private.h"
 
 #include <junction/time.h>
-
-#include <proton/sasl.h>
-#include <proton/sasl_plugin.h>
 
 #include <errno.h>
 #include <stdarg.h>
@@ -58,26 +50,6 @@
 
 /* The longest identity taken from the service (a user name). */
 #define JN_IO_AUTHSVC_USER_MAX 255u
-
-static const pnx_sasl_implementation relay_impl;
-
-static void bytes_set(owned_bytes_t *b, const pn_bytes_t *from)
-{
-    free(b->start);
-    b->start = NULL;
-    b->size = 0;
-    b->present = from && from->start;
-    if (b->present && from->size && (b->start = malloc(from->size)) != NULL) {
-        memcpy(b->start, from->start, from->size);
-        b->size = from->size;
-    }
-}
-
-static pn_bytes_t bytes_of(const owned_bytes_t *b)
-{
-    static const char empty[1];
-    return pn_bytes(b->size, b->start ? b->start : b->present ? empty : NULL);
-}
 
 const char *jn_io_relay_svc_shown(const jn_io_relay_t *r)
 {
@@ -99,8 +71,8 @@ void jn_io_relay_own_post(jn_io_relay_t *r, bool offer, int code)
 
 /* Detach the service's connection from r: it no longer calls back, and
  * how says whether to close it (DETACH_CLOSE: an AMQP close after its
- * Open; DETACH_FORCE: cut, mid-SASL; DETACH_ONLY: proton is closing it
- * already, or this runs inside its own input processing). */
+ * Open; DETACH_FORCE: cut, mid-SASL; DETACH_ONLY: its engine is closing
+ * it already, or this runs inside its own input processing). */
 static void detach_svc(jn_io_relay_t *r, detach_t how)
 {
     jn_io_conn_t *svc = r->svc;
@@ -108,24 +80,10 @@ static void detach_svc(jn_io_relay_t *r, detach_t how)
         return;
     r->svc = NULL;
     svc->relay = NULL;
-    if (r->svc_t)
-        pnx_sasl_set_context(r->svc_t, NULL);
-    r->svc_t = NULL;
-    if (svc->transport_closed || !svc->pn_io)
+    if (svc->transport_closed)
         return;
-    if (svc->own) { /* on the own engine (authsvc_own.c) */
-        if (how != DETACH_ONLY)
-            jn_io_own_shut_IO(svc, how == DETACH_FORCE);
-        jn_io_conn_wake(svc);
-        return;
-    }
-    if (how == DETACH_CLOSE && !(pn_connection_state(svc->pn_io) & PN_LOCAL_CLOSED)) {
-        svc->closing = true;
-        pn_connection_close(svc->pn_io);
-    } else if (how == DETACH_FORCE) {
-        svc->refused_logged = true; /* the client's line says why */
-        pn_connection_driver_close(&svc->driver);
-    }
+    if (how != DETACH_ONLY) /* on the own engine's client end (authsvc_own.c) */
+        jn_io_own_shut_IO(svc, how == DETACH_FORCE);
     jn_io_conn_wake(svc);
 }
 
@@ -147,19 +105,13 @@ void jn_io_relay_fail(jn_io_relay_t *r, detach_t how, const char *fmt, ...)
                " SASL %s authentication from %s (to %s) failed: %s (auth service %s)",
                c->id, r->mech ? r->mech : "(none chosen)", c->host, c->endpoint->shown, why,
                jn_io_relay_svc_shown(r));
-        if (r->own && !r->svc_mechs && (r->svc_mechs = strdup("")) != NULL)
+        if (!r->svc_mechs && (r->svc_mechs = strdup("")) != NULL)
             jn_io_relay_own_post(r, true, 0); /* nothing to offer: no init can succeed */
-        if (r->own && r->own_waiting)
+        if (r->own_waiting) {
             jn_io_relay_own_post(r, false, JN_AMQP_SASL_OUTCOME_AUTH);
-        else if (r->own) { /* the outcome unasked, as proton's server sends it */
+        } else { /* the outcome unasked, as 1.19's server sends it */
             r->own_refuse = true;
             jn_io_relay_own_post(r, false, JN_AMQP_SASL_OUTCOME_AUTH);
-        }
-        if (!r->own) {
-            pnx_sasl_set_failed(r->client_t);
-            pnx_sasl_set_bytes_out(r->client_t, pn_bytes(0, NULL));
-            pnx_sasl_set_desired_state(r->client_t, SASL_POSTED_OUTCOME);
-            jn_io_conn_wake(c);
         }
     }
     r->done = true;
@@ -202,169 +154,34 @@ int jn_io_relay_start_svc(jn_io_relay_t *r, char *why, size_t whylen)
             return rc;
         }
     }
-    pn_transport_t *t = jn_io_transport_new(&sep->cfg, false);
-    if (!t) {
-        snprintf(why, whylen, "router out of memory");
-        jn_io_conn_unref(svc);
-        return JN_ENOMEM;
-    }
     svc->relay = r;
     r->svc = svc;
-    /* on the own engine's client end with the switch on (authsvc_own.c) */
-    r->svc_own = jn_io_authsvc_own_eligible(client->io);
-    if (r->svc_own && jn_io_own_attach_client(svc, sep->cfg.host) != 0) {
+    r->svc_own = true; /* on the own engine's client end (authsvc_own.c) */
+    /* the service's Open names the service host, as 1.19's; the realm
+     * goes in the SASL init (authsvc_own.c) */
+    if (jn_io_own_attach_client(svc, sep->cfg.host) != 0) {
         r->svc = NULL;
         svc->relay = NULL;
-        pn_transport_free(t);
         jn_io_conn_unref(svc);
         snprintf(why, whylen, "router out of memory");
         return JN_ENOMEM;
     }
-    if (!r->svc_own) {
-        pnx_sasl_set_implementation(t, &relay_impl, r);
-        r->svc_t = t;
-    }
-    /* the service's Open names the service host, as 1.19's; the realm
-     * goes in the SASL init (relay_process_init) */
-    pn_connection_set_hostname(svc->pn_io, sep->cfg.host);
-    pn_connection_open(svc->pn_io);
     struct addrinfo *ai = NULL;
     int gai = svc_addresses(sep, &ai);
     svc->ai_list = gai == 0 ? ai : NULL;
+    if (gai != 0) /* its first pass ends it as a refused connect */
+        JN_LOG(JN_LOG_MOD_AUTHSERVICE, JN_LOG_WARNING,
+               JN_IO_CONN_FMT " Cannot resolve auth service %s: %s", svc->id, sep->shown,
+               gai_strerror(gai));
     svc->place = atomic_load_explicit(&client->loop, memory_order_relaxed);
-    if (jn_io_conn_start(svc, t, -1, gai == 0 ? NULL : gai_strerror(gai)) != 0) {
-        r->svc = NULL;
-        r->svc_t = NULL;
-        svc->relay = NULL;
-        jn_io_conn_unref(svc); /* never started: freed here (with t) */
-        snprintf(why, whylen, "router out of memory");
-        return JN_ENOMEM;
-    }
+    (void)jn_io_conn_start(svc, -1);
     JN_LOG(JN_LOG_MOD_AUTHSERVICE, JN_LOG_DEBUG,
            JN_IO_CONN_FMT " Connecting to auth service %s for the SASL of " JN_IO_CONN_FMT, svc->id,
            sep->shown, client->id);
-    if (r->svc_own)
-        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
-               JN_IO_CONN_FMT " Connection to auth service %s runs on Junction's own AMQP engine "
-                              "(JUNCTION_ENGINE=own)",
-               svc->id, sep->shown);
+    JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
+           JN_IO_CONN_FMT " Connection to auth service %s runs on Junction's own AMQP engine",
+           svc->id, sep->shown);
     return 0;
-}
-
-/* Find key (a symbol or string) in the map at d's current node: true with
- * d inside the map at its value (the caller exits once), false with d
- * back at the map. */
-static bool map_seek(pn_data_t *d, const char *key)
-{
-    if (pn_data_type(d) != PN_MAP)
-        return false;
-    size_t n = pn_data_get_map(d);
-    size_t klen = strlen(key);
-    pn_data_enter(d);
-    for (size_t i = 0; i + 1 < n; i += 2) {
-        if (!pn_data_next(d))
-            break;
-        pn_type_t kt = pn_data_type(d);
-        pn_bytes_t k = kt == PN_SYMBOL   ? pn_data_get_symbol(d)
-                       : kt == PN_STRING ? pn_data_get_string(d)
-                                         : pn_bytes(0, NULL);
-        if (!pn_data_next(d))
-            break;
-        if (k.start && k.size == klen && memcmp(k.start, key, klen) == 0)
-            return true;
-    }
-    pn_data_exit(d);
-    return false;
-}
-
-/* The text at d's current node (string or symbol), or an empty one. */
-static pn_bytes_t text_at(pn_data_t *d)
-{
-    pn_type_t t = pn_data_type(d);
-    return t == PN_STRING   ? pn_data_get_string(d)
-           : t == PN_SYMBOL ? pn_data_get_symbol(d)
-                            : pn_bytes(0, NULL);
-}
-
-void jn_io_relay_opened(jn_io_relay_t *r, pn_data_t *props)
-{
-    if (r->done)
-        return;
-    if (!r->svc_sasl_ok) {
-        jn_io_relay_fail(r, DETACH_CLOSE, "the service opened without a SASL outcome");
-        return;
-    }
-    pn_data_rewind(props);
-    bool any = pn_data_next(props);
-    if (any && map_seek(props, "address-authz")) {
-        pn_data_exit(props);
-        /* permissions from the service are not implemented: refusing is
-         * the only safe answer (docs/design.md "The auth service") */
-        jn_io_relay_fail(r, DETACH_CLOSE,
-                    "the service sent address-authz permissions, which this router does not "
-                    "enforce");
-        return;
-    }
-    pn_bytes_t who = pn_bytes(0, NULL);
-    pn_data_rewind(props);
-    if (pn_data_next(props) && map_seek(props, "authenticated-identity")) {
-        if (map_seek(props, "sub")) {
-            who = text_at(props);
-            pn_data_exit(props);
-        }
-        if (!who.size && map_seek(props, "preferred_username")) {
-            who = text_at(props);
-            pn_data_exit(props);
-        }
-        pn_data_exit(props);
-    }
-    if (!who.size || who.size > JN_IO_AUTHSVC_USER_MAX || memchr(who.start, '\0', who.size)) {
-        jn_io_relay_fail(r, DETACH_CLOSE,
-                    "the service accepted the credentials but reported no usable "
-                    "authenticated-identity (sub or preferred_username)");
-        return;
-    }
-    r->user = strndup(who.start, who.size);
-    if (!r->user) {
-        jn_io_relay_fail(r, DETACH_CLOSE, "router out of memory");
-        return;
-    }
-    jn_io_conn_t *c = r->client;
-    r->done = true;
-    JN_LOG(JN_LOG_MOD_AUTHSERVICE, JN_LOG_INFO,
-           JN_IO_CONN_FMT " SASL %s authentication from %s (to %s): user %s (auth service %s)",
-           c->id, r->mech ? r->mech : "?", c->host, c->endpoint->shown, r->user, jn_io_relay_svc_shown(r));
-    if (r->own) {
-        jn_io_relay_own_post(r, false, JN_AMQP_SASL_OUTCOME_OK);
-    } else {
-        pnx_sasl_set_succeeded(r->client_t, r->user, NULL);
-        pnx_sasl_set_bytes_out(r->client_t, pn_bytes(0, NULL));
-        pnx_sasl_set_desired_state(r->client_t, SASL_POSTED_OUTCOME);
-        jn_io_conn_wake(c);
-    }
-    detach_svc(r, DETACH_CLOSE);
-}
-
-/* jn_io_authsvc_event_IO: svc's (a connection to an auth service) Open
- * or transport closure (io_conn.c passes no other event here; the usual
- * handling of the closure follows). svc's loop. */
-void jn_io_authsvc_event_IO(jn_io_conn_t *svc, pn_event_t *event)
-{
-    JN_ASSERT_IO(svc);
-    jn_io_relay_t *r = svc->relay;
-    if (pn_event_type(event) == PN_CONNECTION_REMOTE_OPEN) {
-        if (r)
-            jn_io_relay_opened(r, pn_connection_remote_properties(pn_event_connection(event)));
-        else if (!svc->closing && svc->pn_io) {
-            svc->closing = true;
-            pn_connection_close(svc->pn_io);
-        }
-    } else if (pn_event_type(event) == PN_TRANSPORT_CLOSED && r) {
-        pn_condition_t *cond = pn_transport_condition(svc->driver.transport);
-        const char *desc = pn_condition_is_set(cond) ? pn_condition_get_description(cond) : NULL;
-        jn_io_relay_fail(r, DETACH_ONLY, "the connection to the service ended: %s",
-                    desc && desc[0] ? desc : "closed by the service");
-    }
 }
 
 /* jn_io_authsvc_client_closed_IO: client's transport closed: its relay
@@ -398,13 +215,8 @@ void jn_io_authsvc_timeout_IO(jn_io_conn_t *svc)
     if (r)
         jn_io_relay_fail(r, DETACH_FORCE, "the service did not answer within %" PRIu32 " s",
                     svc->endpoint->cfg.handshake_timeout_seconds);
-    if (svc->own) {
-        if (!svc->transport_closed)
-            jn_io_own_shut_IO(svc, true);
-    } else if (!svc->transport_closed && !pn_connection_driver_finished(&svc->driver)) {
-        svc->refused_logged = true;
-        pn_connection_driver_close(&svc->driver);
-    }
+    if (!svc->transport_closed)
+        jn_io_own_shut_IO(svc, true);
 }
 
 /* jn_io_authsvc_stop_IO: the router is stopping: a client still waiting
@@ -417,37 +229,12 @@ void jn_io_authsvc_stop_IO(jn_io_conn_t *svc)
     jn_io_relay_t *r = svc->relay;
     if (r)
         jn_io_relay_fail(r, DETACH_FORCE, "the router is shutting down");
-    else if (svc->own) {
-        if (!svc->transport_closed)
-            jn_io_own_shut_IO(svc, true);
-    } else if (!svc->transport_closed && !pn_connection_driver_finished(&svc->driver)) {
-        svc->refused_logged = true;
-        pn_connection_driver_close(&svc->driver);
-    }
+    else if (!svc->transport_closed)
+        jn_io_own_shut_IO(svc, true);
     svc->closing = true;
 }
 
 /* ---- the SASL implementation of both transports ---------------------------- */
-
-static jn_io_relay_t *relay_of(pn_transport_t *t)
-{
-    return pnx_sasl_get_context(t);
-}
-
-static void relay_free(pn_transport_t *t)
-{
-    jn_io_relay_t *r = relay_of(t);
-    pnx_sasl_set_context(t, NULL);
-    if (!r || pnx_sasl_is_client(t)) {
-        /* the service's side: the relay is the client's */
-        if (r && r->svc_t == t) {
-            r->svc = NULL;
-            r->svc_t = NULL;
-        }
-        return;
-    }
-    jn_io_relay_end(r);
-}
 
 /* r's client side is gone (its transport freed): r ends and is freed. */
 void jn_io_relay_end(jn_io_relay_t *r)
@@ -464,100 +251,6 @@ void jn_io_relay_end(jn_io_relay_t *r)
     free(r);
 }
 
-static const char *relay_list_mechs(pn_transport_t *t)
-{
-    jn_io_relay_t *r = relay_of(t);
-    return r && r->svc_mechs ? r->svc_mechs : "";
-}
-
-/* The client's SASL layer starts (proton calls this on each of its reads
- * and writes until the mechanisms are posted): connect to the service,
- * once. */
-static bool relay_init_server(pn_transport_t *t)
-{
-    jn_io_relay_t *r = relay_of(t);
-    if (!r || r->started)
-        return r != NULL;
-    r->started = true;
-    r->client_t = t;
-    char why[200];
-    if (jn_io_relay_start_svc(r, why, sizeof why) != 0)
-        jn_io_relay_fail(r, DETACH_ONLY, "cannot reach the service: %s", why);
-    return true;
-}
-
-static bool relay_init_client(pn_transport_t *t)
-{
-    return relay_of(t) != NULL;
-}
-
-static void relay_prepare_write(pn_transport_t *t)
-{
-    (void)t;
-}
-
-/* The client's init: to the service, with the realm as its hostname. */
-void jn_io_relay_init(jn_io_relay_t *r, const char *mech, const pn_bytes_t *recv)
-{
-    free(r->mech);
-    r->mech = strdup(mech ? mech : "");
-    bytes_set(&r->to_svc, recv);
-    if (!r->svc || r->done || !r->mech) {
-        jn_io_relay_fail(r, DETACH_FORCE, "the connection to the service is gone");
-        return;
-    }
-    if (r->svc_own) { /* the service's connection's next pass sends it (authsvc_own.c) */
-        r->svc_post = true;
-        jn_io_conn_wake(r->svc);
-        return;
-    }
-    pnx_sasl_set_selected_mechanism(r->svc_t, r->mech);
-    const char *realm = r->client->endpoint->cfg.auth_service_realm;
-    if (realm)
-        pnx_sasl_set_local_hostname(r->svc_t, realm);
-    pnx_sasl_set_bytes_out(r->svc_t, bytes_of(&r->to_svc));
-    pnx_sasl_set_desired_state(r->svc_t, SASL_POSTED_INIT);
-    jn_io_conn_wake(r->svc);
-}
-
-static void relay_process_init(pn_transport_t *t, const char *mech, const pn_bytes_t *recv)
-{
-    jn_io_relay_t *r = relay_of(t);
-    if (r)
-        jn_io_relay_init(r, mech, recv);
-}
-
-/* The client's response to a challenge: to the service. */
-void jn_io_relay_response(jn_io_relay_t *r, const pn_bytes_t *recv)
-{
-    bytes_set(&r->to_svc, recv);
-    if (!r->svc || r->done) {
-        jn_io_relay_fail(r, DETACH_FORCE, "the connection to the service is gone");
-        return;
-    }
-    if (r->svc_own) {
-        r->svc_post = true;
-        jn_io_conn_wake(r->svc);
-        return;
-    }
-    pnx_sasl_set_bytes_out(r->svc_t, bytes_of(&r->to_svc));
-    pnx_sasl_set_desired_state(r->svc_t, SASL_POSTED_RESPONSE);
-    jn_io_conn_wake(r->svc);
-}
-
-static void relay_process_response(pn_transport_t *t, const pn_bytes_t *recv)
-{
-    jn_io_relay_t *r = relay_of(t);
-    if (r)
-        jn_io_relay_response(r, recv);
-}
-
-static bool relay_process_mechanisms(pn_transport_t *t, const char *mechs)
-{
-    jn_io_relay_t *r = relay_of(t);
-    return r && jn_io_relay_mechanisms(r, mechs);
-}
-
 bool jn_io_relay_mechanisms(jn_io_relay_t *r, const char *mechs)
 {
     if (!r->client || r->done)
@@ -568,48 +261,11 @@ bool jn_io_relay_mechanisms(jn_io_relay_t *r, const char *mechs)
         jn_io_relay_fail(r, DETACH_ONLY, "router out of memory");
         return false;
     }
-    if (r->own) { /* cut to the listener's saslMechanisms here, as proton does there */
-        jn_io_sasl_offer_cut(r->client->endpoint->cfg.sasl_mechanisms, mechs, r->svc_mechs,
-                             strlen(r->svc_mechs) + 1);
-        jn_io_relay_own_post(r, true, 0);
-        return true;
-    }
-    pnx_sasl_set_desired_state(r->client_t, SASL_POSTED_MECHANISMS);
-    jn_io_conn_wake(r->client);
+    /* cut to the listener's saslMechanisms */
+    jn_io_sasl_offer_cut(r->client->endpoint->cfg.sasl_mechanisms, mechs, r->svc_mechs,
+                         strlen(r->svc_mechs) + 1);
+    jn_io_relay_own_post(r, true, 0);
     return true;
-}
-
-static void relay_process_challenge(pn_transport_t *t, const pn_bytes_t *recv)
-{
-    jn_io_relay_t *r = relay_of(t);
-    if (r)
-        jn_io_relay_challenge(r, recv);
-}
-
-void jn_io_relay_challenge(jn_io_relay_t *r, const pn_bytes_t *recv)
-{
-    if (!r->client || r->done)
-        return;
-    if (!r->mech) { /* AMQP 1.0 part 5.3.3.3: a challenge answers an init */
-        jn_io_relay_fail(r, DETACH_ONLY, "the service sent a challenge before the client's init");
-        return;
-    }
-    bytes_set(&r->to_client, recv);
-    if (r->own) {
-        jn_io_relay_own_post(r, false, JN_AMQP_SASL_STEP_CHALLENGE);
-        return;
-    }
-    pnx_sasl_set_bytes_out(r->client_t, bytes_of(&r->to_client));
-    pnx_sasl_set_desired_state(r->client_t, SASL_POSTED_CHALLENGE);
-    jn_io_conn_wake(r->client);
-}
-
-static void relay_process_outcome(pn_transport_t *t, const pn_bytes_t *recv)
-{
-    (void)recv;
-    jn_io_relay_t *r = relay_of(t);
-    if (r)
-        jn_io_relay_outcome(r, pn_sasl_outcome(pn_sasl(t)) == PN_SASL_OK);
 }
 
 void jn_io_relay_outcome(jn_io_relay_t *r, bool ok)
@@ -627,63 +283,35 @@ void jn_io_relay_outcome(jn_io_relay_t *r, bool ok)
         return;
     }
     if (r->svc)
-        r->svc->refused_logged = true; /* proton closes it; the client's line says why */
+        r->svc->refused_logged = true; /* its engine closes it; the client's line says why */
     jn_io_relay_fail(r, DETACH_ONLY, "the service refused the credentials");
 }
 
-static bool relay_can_encrypt(pn_transport_t *t)
-{
-    (void)t;
-    return false;
-}
-
-static ssize_t relay_max_encrypt_size(pn_transport_t *t)
-{
-    (void)t;
-    return 0;
-}
-
-static ssize_t relay_encode(pn_transport_t *t, pn_bytes_t in, pn_bytes_t *out)
-{
-    (void)t;
-    (void)in;
-    (void)out;
-    return -1; /* never called: no security layer */
-}
-
-static const pnx_sasl_implementation relay_impl = {
-    .free = relay_free,
-    .list_mechanisms = relay_list_mechs,
-    .init_server = relay_init_server,
-    .init_client = relay_init_client,
-    .prepare_write = relay_prepare_write,
-    .process_init = relay_process_init,
-    .process_response = relay_process_response,
-    .process_mechanisms = relay_process_mechanisms,
-    .process_challenge = relay_process_challenge,
-    .process_outcome = relay_process_outcome,
-    .can_encrypt = relay_can_encrypt,
-    .max_encrypt_size = relay_max_encrypt_size,
-    .encode = relay_encode,
-    .decode = relay_encode,
-};
-
 /* ---- set-up ----------------------------------------------------------------- */
 
-/* jn_io_authsvc_attach: make t, the transport of conn (accepted on a
- * listener with a saslPlugin, not yet started), relay its SASL to the
- * listener's auth service. Returns 0 or JN_ENOMEM. The accepting thread
+/* jn_io_authsvc_attach: give conn (accepted on a listener with a
+ * saslPlugin, not yet started, before its engine is attached) the relay
+ * of its SASL to the listener's auth service (conn->relay; the own
+ * engine's SASL layer takes it as its backend, authsvc_own.c, and ends it
+ * with jn_io_relay_end). Returns 0 or JN_ENOMEM. The accepting thread
  * (before jn_io_conn_start). */
-int jn_io_authsvc_attach(jn_io_conn_t *conn, pn_transport_t *t)
+int jn_io_authsvc_attach(jn_io_conn_t *conn)
 {
     jn_io_relay_t *r = calloc(1, sizeof *r);
     if (!r)
         return JN_ENOMEM;
     r->client = conn;
-    r->client_t = t;
     conn->relay = r;
-    pnx_sasl_set_implementation(t, &relay_impl, r);
     return 0;
+}
+
+/* jn_io_authsvc_forget: conn (given a relay by jn_io_authsvc_attach) is
+ * not started after all (no memory for its engine): its relay, if no
+ * engine took it, is freed. The accepting thread. */
+void jn_io_authsvc_forget(jn_io_conn_t *conn)
+{
+    if (conn->relay)
+        jn_io_relay_end(conn->relay); /* clears conn->relay */
 }
 
 /* jn_io_authsvc_prepare: give listener ep (its cfg copied, with

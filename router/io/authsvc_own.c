@@ -18,11 +18,10 @@
  *     challenge to the client and waits for its response the same way,
  *     and whose outcome decides: a refusal fails the client, a success
  *     waits for the service's Open, whose properties carry the identity.
- * The relay's two ends run on one engine (jn_io_authsvc_own_eligible):
- * here both are the own engine's, and what passes between them (the
- * client's init and responses, the service's challenges and Open) is
- * carried by this file's steps; the relay's record, its failures and its
- * end are authsvc_private.h's.
+ * The relay's two ends run on the own engine: what passes between them
+ * (the client's init and responses, the service's challenges and Open)
+ * is carried by this file's steps; the relay's record, its failures and
+ * its end are authsvc_private.h's.
  *
  * Threads: as authsvc.c: the client's loop, which is the service
  * connection's too.
@@ -31,10 +30,6 @@
 
 #include <junction/decoder.h>
 #include <junction/time.h>
-
-/* only for jn_io_authsvc_own_attach's taking the relay off the transport
- * the accept made before the connection went to the own engine */
-#include <proton/sasl_plugin.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -62,9 +57,7 @@ static void own_bytes_set(owned_bytes_t *b, const uint8_t *p, size_t len, bool p
 
 /* The client's sasl-init (init true: mechanism mech, initial response
  * present or not) or sasl-response (5.3.3.2, 5.3.3.4): to the service,
- * whose connection's next pass sends it. Both ends are the own engine's
- * (jn_io_authsvc_own_eligible); a service on the other engine fails the
- * client, saying so. */
+ * whose connection's next pass sends it. */
 static void own_to_svc(jn_io_relay_t *r, const char *mech, bool init, const uint8_t *p,
                        size_t len, bool present)
 {
@@ -75,11 +68,6 @@ static void own_to_svc(jn_io_relay_t *r, const char *mech, bool init, const uint
     own_bytes_set(&r->to_svc, p, len, present);
     if (!r->svc || r->done || !r->mech) {
         jn_io_relay_fail(r, DETACH_FORCE, "the connection to the service is gone");
-        return;
-    }
-    if (!r->svc_own) {
-        jn_io_relay_fail(r, DETACH_FORCE,
-                         "the connection to the service is not on Junction's own engine");
         return;
     }
     r->svc_post = true;
@@ -94,11 +82,6 @@ static void svc_to_client(jn_io_relay_t *r, const uint8_t *p, size_t len)
         return;
     if (!r->mech) { /* a challenge answers an init */
         jn_io_relay_fail(r, DETACH_ONLY, "the service sent a challenge before the client's init");
-        return;
-    }
-    if (!r->own) {
-        jn_io_relay_fail(r, DETACH_ONLY,
-                         "the client's connection is not on Junction's own engine");
         return;
     }
     own_bytes_set(&r->to_client, p, len, true);
@@ -169,10 +152,9 @@ static const jn_amqp_sasl_mech_ops_t own_relay_ops = {
 };
 
 /* jn_io_authsvc_own_attach: conn (accepted on a listener with a
- * saslPlugin, its relay made by jn_io_authsvc_attach on the proton
- * transport it will not use) runs on the own engine: the relay moves to t's
- * SASL layer as its backend (t owns it from now on; proton's transport no
- * longer calls it), SASL required under authenticatePeer. Returns 0, or
+ * saslPlugin, its relay made by jn_io_authsvc_attach) runs on the own
+ * engine: the relay becomes t's SASL layer's backend (t owns it from now
+ * on), SASL required under authenticatePeer. Returns 0, or
  * JN_EINVAL (the relay is then freed). The accepting thread, before conn
  * is started (io_own.c). */
 int jn_io_authsvc_own_attach(jn_io_conn_t *conn, jn_amqp_transport_t *t)
@@ -180,16 +162,13 @@ int jn_io_authsvc_own_attach(jn_io_conn_t *conn, jn_amqp_transport_t *t)
     jn_io_relay_t *r = conn->relay;
     if (!r)
         return JN_EINVAL;
-    if (r->client_t)
-        pnx_sasl_set_context(r->client_t, NULL);
-    r->client_t = NULL;
     r->own = true;
     return jn_amqp_transport_set_sasl(t, &own_relay_ops, r, conn->endpoint->cfg.authenticate_peer);
 }
 
 /* jn_io_authsvc_own_pass_IO: the client's pass (io_own.c), conn->relay
- * set: the first connects to the service (as proton's SASL start does on
- * its path); then the service's offer or answer posted since is handed to
+ * set: the first connects to the service (as 1.19 does when its SASL
+ * layer starts); then the service's offer or answer posted since is handed to
  * t's SASL layer and the octets held are processed at now. Returns 0 or
  * JN_ENOMEM (the connection is unusable). Client's loop. */
 int jn_io_authsvc_own_pass_IO(jn_io_conn_t *client, jn_amqp_transport_t *t, uint64_t now)
@@ -207,7 +186,7 @@ int jn_io_authsvc_own_pass_IO(jn_io_conn_t *client, jn_amqp_transport_t *t, uint
     if (r->own_offer) {
         r->own_offer = false;
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
-               JN_IO_CONN_FMT " SASL on Junction's own AMQP engine (JUNCTION_ENGINE=own), "
+               JN_IO_CONN_FMT " SASL on Junction's own AMQP engine, "
                               "offering: %s (auth service %s)",
                client->id, r->svc_mechs && r->svc_mechs[0] ? r->svc_mechs : "nothing",
                jn_io_relay_svc_shown(r));
@@ -288,21 +267,11 @@ static const jn_amqp_sasl_client_mech_ops_t svc_ops = {
     .outcome = svc_outcome,
 };
 
-/* jn_io_authsvc_own_eligible: whether the connections to io's auth
- * services run on the own engine: the switch is on for the connections
- * the router makes and those it accepts (JUNCTION_ENGINE own), as it must
- * be for a listener's relay to run there (jn_io_own_eligible): the relay's
- * two ends run on one engine. Any thread. */
-bool jn_io_authsvc_own_eligible(const jn_io_t *io)
-{
-    return (io->engine_own & (JN_IO_OWN_IN | JN_IO_OWN_OUT)) == (JN_IO_OWN_IN | JN_IO_OWN_OUT);
-}
-
 /* jn_io_authsvc_own_svc_sasl: the SASL client end's config for svc, a
  * connection to an auth service on the own engine (svc->relay set): the
  * relay as the backend (ctx svc, borrowed: it outlives its transport),
  * the sasl-init's hostname the listener's realm (absent without one), as
- * proton's path sends it. The thread starting svc. */
+ * 1.19 sends it. The thread starting svc. */
 void jn_io_authsvc_own_svc_sasl(jn_io_conn_t *svc, jn_amqp_sasl_client_config_t *sc)
 {
     *sc = (jn_amqp_sasl_client_config_t){
@@ -444,9 +413,6 @@ void jn_io_authsvc_own_svc_open_IO(jn_io_conn_t *svc, const jn_iter_t *propertie
         jn_io_relay_fail(r, DETACH_CLOSE,
                          "the service accepted the credentials but reported no usable "
                          "authenticated-identity (sub or preferred_username)");
-    else if (!r->own)
-        jn_io_relay_fail(r, DETACH_CLOSE,
-                         "the client's connection is not on Junction's own engine");
     else if (!(r->user = strdup(who)))
         jn_io_relay_fail(r, DETACH_CLOSE, "router out of memory");
     else
@@ -456,7 +422,7 @@ void jn_io_authsvc_own_svc_open_IO(jn_io_conn_t *svc, const jn_iter_t *propertie
 /* jn_io_authsvc_own_svc_closed_IO: svc's transport ended (f: the engine's
  * fault, if it refused the service's input; io_error: the socket's error,
  * "" when none): a client still waiting is failed, saying why (a service
- * that answered before the client's init as proton's path says it).
+ * that answered before the client's init as 1.19 says it).
  * svc's loop. */
 void jn_io_authsvc_own_svc_closed_IO(jn_io_conn_t *svc, const jn_amqp_fault_t *f,
                                      const char *io_error)

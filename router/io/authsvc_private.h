@@ -1,7 +1,7 @@
 /*
  * authsvc_private.h — the auth-service relay (authsvc.c; docs/design.md
  * "The auth service") shared with its own-engine side (authsvc_own.c):
- * the relay's record and the steps both engines' ends call. Nothing else
+ * the relay's record and the steps the own engine's ends call. Nothing else
  * in router/io includes it. Every function here runs on the client's loop
  * thread, which is the service connection's too (authsvc.c, "Threads").
  */
@@ -12,8 +12,6 @@
 #include "io_own.h"
 #include "sasl_own.h"
 
-#include <proton/codec.h>
-
 typedef struct {
     char *start;
     size_t size;
@@ -23,21 +21,19 @@ typedef struct {
 /* One client's relay. The client's loop thread (authsvc.c's comment). */
 typedef struct jn_io_relay {
     jn_io_conn_t *client; /* NULL once the client's transport closed */
-    pn_transport_t *client_t;
-    jn_io_conn_t *svc; /* NULL once detached */
-    pn_transport_t *svc_t;
+    jn_io_conn_t *svc;    /* NULL once detached */
     char *svc_mechs;         /* the service's offer, space-separated */
     char *mech;              /* the client's choice */
-    owned_bytes_t to_svc;    /* the client's init or response (proton sends it from here) */
+    owned_bytes_t to_svc;    /* the client's init or response (sent from here) */
     owned_bytes_t to_client; /* the service's challenge */
     char *user;              /* the identity the service reported */
     bool started, svc_sasl_ok, done;
-    /* the client on Junction's own engine (client_t NULL): what its next
-     * pass hands the engine's SASL layer (jn_io_authsvc_own_pass_IO) */
+    /* what the client's next pass hands the engine's SASL layer
+     * (jn_io_authsvc_own_pass_IO) */
     bool own, own_offer, own_waiting, own_refuse;
     int own_answer; /* 0: none; else a jn_amqp_sasl_code_t + 1 */
-    /* the service's connection on Junction's own engine (svc_t NULL):
-     * to_svc waits for its next pass (jn_io_authsvc_own_svc_pass_IO) */
+    /* to_svc waits for the service connection's next pass
+     * (jn_io_authsvc_own_svc_pass_IO) */
     bool svc_own, svc_post;
 } jn_io_relay_t;
 
@@ -54,27 +50,18 @@ typedef enum { DETACH_ONLY, DETACH_CLOSE, DETACH_FORCE } detach_t;
  * (printf-formatted), the service's connection detached as how says.
  * jn_io_relay_start_svc: make and start the service's connection; 0, or a
  * negative code with why (whylen octets) filled.
- * jn_io_relay_init / _response: the client's sasl-init (mech, its initial
- * response: NULL absent) or sasl-response, to the service.
  * jn_io_relay_mechanisms: the service's offer (space-separated), to the
  * client; false when the relay is over or out of memory (failed then).
- * jn_io_relay_challenge: the service's challenge, to the client.
  * jn_io_relay_outcome: the service's outcome (ok or not): a refusal fails
  * the client, a success waits for the service's Open.
- * jn_io_relay_opened: the service's Open, its properties props (rewound
- * here; borrowed): the identity decides the client's outcome.
  * jn_io_relay_end: the client's side is gone: r ends and is freed. */
 const char *jn_io_relay_svc_shown(const jn_io_relay_t *r);
 void jn_io_relay_own_post(jn_io_relay_t *r, bool offer, int code);
 void jn_io_relay_fail(jn_io_relay_t *r, detach_t how, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int jn_io_relay_start_svc(jn_io_relay_t *r, char *why, size_t whylen);
-void jn_io_relay_init(jn_io_relay_t *r, const char *mech, const pn_bytes_t *recv);
-void jn_io_relay_response(jn_io_relay_t *r, const pn_bytes_t *recv);
 bool jn_io_relay_mechanisms(jn_io_relay_t *r, const char *mechs);
-void jn_io_relay_challenge(jn_io_relay_t *r, const pn_bytes_t *recv);
 void jn_io_relay_outcome(jn_io_relay_t *r, bool ok);
-void jn_io_relay_opened(jn_io_relay_t *r, pn_data_t *props);
 void jn_io_relay_end(jn_io_relay_t *r);
 
 #endif /* JN_IO_AUTHSVC_PRIVATE_H */

@@ -89,7 +89,6 @@ jn_io_t *jn_io_create(jn_core_t *core, const jn_io_config_t *cfg)
     io->core = core;
     io->worker_threads = cfg->worker_threads ? cfg->worker_threads : 1;
     io->min_peer_idle_timeout_ms = cfg->min_peer_idle_timeout_ms;
-    io->engine_own = jn_io_engine_own_default(); /* the A/B switch, read once */
     io->write_stall_ms = cfg->write_stall_timeout_s > UINT32_MAX / 1000u
                              ? UINT32_MAX
                              : cfg->write_stall_timeout_s * 1000u;

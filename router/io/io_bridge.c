@@ -8,10 +8,10 @@
  * whose cfg.bridged is set, started on a loop by jn_io_conn_start with no
  * socket; conn->bridge is set, so that conn_pass (io_loop.c) reads with
  * jn_io_bridge_read_IO instead of recv() and writes with
- * jn_io_bridge_write_IO instead of send(). Everything else — the frame
- * screen, SASL, proton's events, the core's work, the idle timeout, the
- * initial handshake timeout, the write-stall cut — is the daemon's code
- * for every connection.
+ * jn_io_bridge_write_IO instead of send(). Everything else — SASL, the
+ * own engine, the core's work, the idle timeout, the initial handshake
+ * timeout, the write-stall cut — is the daemon's code for every
+ * connection.
  *
  * Sharing: the bridge is refcounted (the owner's reference, dropped by
  * jn_io_bridge_close; the connection's, dropped when it is destroyed).
@@ -186,19 +186,10 @@ static jn_io_bridge_t *bridge_open(jn_io_t *io, jn_io_endpoint_t *ep, size_t liv
     if (tls)
         bridge_set_tls(b, io, &ep->cfg, tls);
     jn_io_conn_t *conn = jn_io_conn_new(io, ep, true);
-    pn_transport_t *t = conn ? jn_io_transport_new(&ep->cfg, true) : NULL;
-    if (t && jn_endpoint_uses_sasl_plugin(&ep->cfg, true) && jn_io_sasl_attach(conn, t) != 0) {
-        pn_transport_free(t);
-        t = NULL;
-    }
-    /* a bridged client's SASL is Cyrus's (or the built-in ANONYMOUS) on
-     * either path, never the auth service's relay: the relay is made only
-     * for a socket accepted on the listener (io_endpoint.c) */
-    if (t && jn_io_own_eligible(io, ep) && jn_io_own_attach(conn) != 0) {
-        pn_transport_free(t); /* no memory for the own engine's side */
-        t = NULL;
-    }
-    if (!t) {
+    /* a bridged client's SASL is Cyrus's (or the built-in ANONYMOUS),
+     * never the auth service's relay: the relay is made only for a socket
+     * accepted on the listener (io_endpoint.c) */
+    if (!conn || jn_io_own_attach(conn) != 0) {
         if (conn)
             jn_io_conn_unref(conn); /* never started: freed here */
         pthread_mutex_destroy(&b->lock);
@@ -209,14 +200,7 @@ static jn_io_bridge_t *bridge_open(jn_io_t *io, jn_io_endpoint_t *ep, size_t liv
     conn->bridge = b;
     b->conn = conn;
     atomic_fetch_add(&conn->refs, 1); /* the owner's, through b */
-    if (jn_io_conn_start(conn, t, -1, NULL) != 0) {
-        conn->bridge = NULL;
-        jn_io_conn_unref(conn); /* the owner's */
-        jn_io_conn_unref(conn); /* never started: freed here */
-        pthread_mutex_destroy(&b->lock);
-        free(b);
-        return NULL;
-    }
+    (void)jn_io_conn_start(conn, -1);
     *err = 0;
     return b;
 }
@@ -277,7 +261,7 @@ size_t jn_io_bridge_pull(jn_io_bridge_t *b, uint8_t *buf, size_t cap, bool *ende
     *ended = b->conn_gone && pending(&b->out) == 0;
     pthread_mutex_unlock(&b->lock);
     if (was_full && n > 0)
-        jn_io_conn_wake(b->conn); /* room for more of proton's output */
+        jn_io_conn_wake(b->conn); /* room for more of the engine's output */
     return n;
 }
 
@@ -293,7 +277,7 @@ void jn_io_bridge_close(jn_io_bridge_t *b)
 }
 
 /* The read step of a pass: the owner's octets into the connection's
- * engine (proton's through the screen, or the own one: io_plain.c), then
+ * engine (io_plain.c), then
  * the end of input once the owner is gone and all is taken. */
 void jn_io_bridge_read_IO(jn_io_conn_t *conn)
 {
@@ -383,8 +367,6 @@ void jn_io_bridge_write_IO(jn_io_conn_t *conn)
     conn->writable = !full;
     if (full)
         jn_io_stall_watch_IO(conn);
-    if (!conn->own)
-        jn_io_conn_written_IO(conn, !full);
 }
 
 /* The connection is destroyed: its output ends (the owner closes its peer

@@ -1,8 +1,8 @@
 /*
  * io_endpoint.c — listeners and connectors (the `listener` and `connector`
- * entities): their checked copy of the configuration, the transport every
- * connection of theirs gets (frame size, channel max, idle timeout, SASL),
- * the listener's events, and the connector's retry timing.
+ * entities): their checked copy of the configuration, the listener's
+ * events (each accepted connection given Junction's own engine: io_own.c),
+ * and the connector's attempts and retry timing.
  *
  * Retry timing (connector): the first attempt is made at start. After a
  * connection that reached open is lost, the next attempt comes 100 ms later;
@@ -25,8 +25,6 @@
 #include "io_own.h"
 
 #include <junction/time.h>
-
-#include <proton/sasl.h>
 
 #include <errno.h>
 #include <stdarg.h>
@@ -243,29 +241,6 @@ static int endpoint_tls(jn_io_endpoint_t *ep, jn_io_conn_t *conn, bool server)
     return rc;
 }
 
-/* jn_io_transport_new: a transport set up as cfg says (AMQP open limits
- * and SASL), in server mode for accepted connections. NULL on ENOMEM. */
-pn_transport_t *jn_io_transport_new(const jn_endpoint_config_t *cfg, bool server)
-{
-    pn_transport_t *t = pn_transport();
-    if (!t)
-        return NULL;
-    if (server)
-        pn_transport_set_server(t);
-    pn_transport_set_max_frame(t, cfg->max_frame_size);
-    /* channel-max is the highest channel number: maxSessions - 1 */
-    pn_transport_set_channel_max(t, (uint16_t)(cfg->max_sessions - 1));
-    /* proton advertises half of it, as qdrouterd (docs/protocol.md) */
-    pn_transport_set_idle_timeout(t, cfg->idle_timeout_seconds * 1000u);
-    pn_sasl_t *sasl = pn_sasl(t);
-    if (cfg->sasl_mechanisms && cfg->sasl_mechanisms[0])
-        pn_sasl_allowed_mechs(sasl, cfg->sasl_mechanisms);
-    /* qdrouterd 1.19 allows mechanisms such as PLAIN without TLS */
-    pn_sasl_set_allow_insecure_mechs(sasl, true);
-    pn_transport_require_auth(t, server && cfg->authenticate_peer);
-    return t;
-}
-
 /* The port a bound socket got (host order; 0 when unknown). */
 static uint16_t bound_port(int fd)
 {
@@ -414,8 +389,6 @@ void jn_io_connector_note_IO(jn_io_conn_t *conn, bool opened, const char *fmt, .
     jn_io_endpoint_t *ep = conn->endpoint;
     if (conn->incoming || !ep || ep->is_listener)
         return;
-    if (opened)
-        jn_io_failover_take_IO(conn);
     pthread_mutex_lock(&conn->io->lock);
     ep->status_opened = opened;
     va_list ap;
@@ -569,25 +542,18 @@ void jn_io_accept(jn_io_lsock_t *ls)
             jn_io_conn_unref(conn); /* never started: freed here */
             continue;
         }
-        pn_transport_t *t = conn && tls_rc == 0 ? jn_io_transport_new(&ep->cfg, true) : NULL;
-        if (t && ep->authsvc ? jn_io_authsvc_attach(conn, t) != 0
-                             : t && jn_endpoint_uses_sasl_plugin(&ep->cfg, true) &&
-                                   jn_io_sasl_attach(conn, t) != 0) {
-            pn_transport_free(t);
-            t = NULL;
-        }
-        if (t && jn_io_own_eligible(io, ep) && jn_io_own_attach(conn) != 0) {
-            pn_transport_free(t); /* no memory for the own engine's side */
-            t = NULL;
-        }
-        if (!t || jn_io_conn_start(conn, t, fd, NULL) != 0) {
+        if (!conn || tls_rc != 0 || (ep->authsvc && jn_io_authsvc_attach(conn) != 0) ||
+            jn_io_own_attach(conn) != 0) {
             JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_ERROR, "Out of memory accepting a connection on %s",
                    ep->shown);
-            if (!t)
-                close(fd);
-            if (conn)
-                jn_io_conn_unref(conn); /* never started: freed here */
+            close(fd);
+            if (conn) {
+                jn_io_authsvc_forget(conn); /* its relay, when no engine took it */
+                jn_io_conn_unref(conn);     /* never started: freed here */
+            }
+            continue;
         }
+        (void)jn_io_conn_start(conn, fd);
     }
 }
 
@@ -636,12 +602,7 @@ static void connect_now(jn_io_endpoint_t *ep)
         jn_io_timer_arm(io, &ep->retry, RETRY_MAX_MS);
         return;
     }
-    pn_transport_t *t = conn && tls_rc == 0 ? jn_io_transport_new(&ep->cfg, false) : NULL;
-    if (t && jn_endpoint_uses_sasl_plugin(&ep->cfg, false) && jn_io_sasl_attach(conn, t) != 0) {
-        pn_transport_free(t);
-        t = NULL;
-    }
-    if (!t) {
+    if (!conn || tls_rc != 0) {
         if (conn)
             jn_io_conn_unref(conn); /* never started: freed here */
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_ERROR, "Out of memory connecting to %s", ep->shown);
@@ -655,39 +616,25 @@ static void connect_now(jn_io_endpoint_t *ep)
     jn_io_failover_target_locked(ep, host, sizeof host, port, sizeof port);
     pthread_mutex_unlock(&io->lock);
     snprintf(conn->host, sizeof conn->host, "%s:%s", host, port);
-    if (jn_io_own_eligible(io, ep) && jn_io_own_attach_client(conn, host) != 0) {
+    if (jn_io_own_attach_client(conn, host) != 0) {
         pthread_mutex_lock(&io->lock);
         if (ep->conn == conn)
             ep->conn = NULL;
         ep->state = JN_EP_IDLE;
         pthread_mutex_unlock(&io->lock);
-        pn_transport_free(t);
         jn_io_conn_unref(conn); /* never started: freed here */
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_ERROR, "Out of memory connecting to %s", ep->shown);
         jn_io_timer_arm(io, &ep->retry, RETRY_MAX_MS);
         return;
     }
-    pn_connection_set_hostname(conn->pn_io, host);
-    if (ep->cfg.sasl_username)
-        pn_connection_set_user(conn->pn_io, ep->cfg.sasl_username);
-    if (ep->cfg.sasl_password)
-        pn_connection_set_password(conn->pn_io, ep->cfg.sasl_password);
-    pn_connection_open(conn->pn_io);
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Connecting to %s", conn->id, conn->host);
     char err[256] = "";
     conn->ai_list = resolve_at(ep, host, port, false, err, sizeof err);
-    if (jn_io_conn_start(conn, t, -1, err) != 0) {
-        pthread_mutex_lock(&io->lock);
-        if (ep->conn == conn)
-            ep->conn = NULL;
-        ep->state = JN_EP_IDLE;
-        pthread_mutex_unlock(&io->lock);
-        jn_io_conn_unref(conn);
-        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_ERROR, "Out of memory connecting to %s", ep->shown);
-        jn_io_timer_arm(io, &ep->retry, RETRY_MAX_MS);
-        return;
-    }
-    /* conn now belongs to its loop */
+    if (!conn->ai_list) /* its first pass ends it as a refused connect */
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
+               JN_IO_CONN_FMT " Connection to %s failed: %s - resolving %s", conn->id, conn->host,
+               err[0] ? err : "unknown host", host);
+    (void)jn_io_conn_start(conn, -1); /* conn now belongs to its loop */
 }
 
 /* jn_io_connector_main: the connector thread (pthread start routine, arg

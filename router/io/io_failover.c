@@ -11,17 +11,16 @@
  * peer's open carries the property, every backup but the one connected to
  * now is dropped and the peer's entries are added after it (an empty list
  * thus leaves the configured host and the current one); an open without
- * the property changes nothing. Management shows the list as the
- * connector's failoverUrls, starting with the entry used now.
+ * the property changes nothing (the peer's open is read by io_own_peer.c,
+ * which hands its entries to jn_io_failover_replace_locked). Management
+ * shows the list as the connector's failoverUrls, starting with the entry
+ * used now.
  *
  * Threads: the list lives in the endpoint under jn_io_t.lock; the peer's
  * open is read on the loop that owns the connection, the next target on
  * the connector thread, the rendering on any thread.
  */
 #include "io_private.h"
-
-#include <proton/codec.h>
-#include <proton/connection.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +32,7 @@
 #define JN_IO_FAILOVER_MAX       32u
 #define JN_IO_FAILOVER_FIELD_MAX (JN_IO_FAILOVER_HOST_MAX - 1u)
 
-static void url_free(jn_io_failover_url_t *u)
+void jn_io_failover_url_free(jn_io_failover_url_t *u)
 {
     free(u->scheme);
     free(u->host);
@@ -44,99 +43,21 @@ static void url_free(jn_io_failover_url_t *u)
 void jn_io_failover_free(jn_io_failover_t *f)
 {
     for (unsigned i = 0; i < f->n; i++)
-        url_free(&f->urls[i]);
+        jn_io_failover_url_free(&f->urls[i]);
     free(f->urls);
     memset(f, 0, sizeof *f);
-}
-
-/* The string or symbol at the cursor of d, copied (NUL-terminated); NULL
- * when it is another type, empty, too long, or on ENOMEM. */
-static char *text_at(pn_data_t *d)
-{
-    pn_bytes_t b;
-    if (pn_data_type(d) == PN_STRING)
-        b = pn_data_get_string(d);
-    else if (pn_data_type(d) == PN_SYMBOL)
-        b = pn_data_get_symbol(d);
-    else
-        return NULL;
-    if (b.size == 0 || b.size > JN_IO_FAILOVER_FIELD_MAX || memchr(b.start, '\0', b.size))
-        return NULL;
-    char *s = malloc(b.size + 1);
-    if (s) {
-        memcpy(s, b.start, b.size);
-        s[b.size] = '\0';
-    }
-    return s;
-}
-
-/* One entry of the list (a map at the cursor of d): scheme, network-host,
- * port; other keys are ignored. Returns false when the entry has no
- * usable network-host (it is then skipped, as 1.19 does). */
-static bool url_of(pn_data_t *d, jn_io_failover_url_t *u)
-{
-    memset(u, 0, sizeof *u);
-    if (pn_data_type(d) != PN_MAP)
-        return false;
-    size_t n = pn_data_get_map(d);
-    pn_data_enter(d);
-    for (size_t i = 0; i + 1 < n; i += 2) {
-        pn_data_next(d);
-        pn_bytes_t k = pn_data_type(d) == PN_SYMBOL   ? pn_data_get_symbol(d)
-                       : pn_data_type(d) == PN_STRING ? pn_data_get_string(d)
-                                                      : pn_bytes(0, "");
-        pn_data_next(d);
-        char **slot = NULL;
-        if (k.size == 12 && memcmp(k.start, "network-host", 12) == 0)
-            slot = &u->host;
-        else if (k.size == 4 && memcmp(k.start, "port", 4) == 0)
-            slot = &u->port;
-        else if (k.size == 6 && memcmp(k.start, "scheme", 6) == 0)
-            slot = &u->scheme;
-        if (slot) {
-            free(*slot);
-            *slot = text_at(d);
-        }
-    }
-    pn_data_exit(d);
-    if (!u->host) {
-        url_free(u);
-        return false;
-    }
-    return true;
-}
-
-/* Position d (an open's properties) on the value of failover-server-list;
- * false when there is none. */
-static bool find_list(pn_data_t *d)
-{
-    pn_data_rewind(d);
-    if (!pn_data_next(d) || pn_data_type(d) != PN_MAP)
-        return false;
-    size_t n = pn_data_get_map(d);
-    pn_data_enter(d);
-    for (size_t i = 0; i + 1 < n; i += 2) {
-        pn_data_next(d);
-        bool key = pn_data_type(d) == PN_SYMBOL &&
-                   pn_data_get_symbol(d).size == 20 &&
-                   memcmp(pn_data_get_symbol(d).start, "failover-server-list", 20) == 0;
-        pn_data_next(d);
-        if (key)
-            return true;
-    }
-    return false;
 }
 
 /* Replace f's backups: keep the one in use (cur), then add the n in add
  * (taken over: their strings become f's). Returns 0 or JN_ENOMEM (f then
  * unchanged, add's strings freed). jn_io_t.lock held. */
-static int failover_replace_locked(jn_io_failover_t *f, jn_io_failover_url_t *add, unsigned n)
+int jn_io_failover_replace_locked(jn_io_failover_t *f, jn_io_failover_url_t *add, unsigned n)
 {
     bool keep = f->cur > 0;
     jn_io_failover_url_t *v = calloc((size_t)n + 1, sizeof *v);
     if (!v) {
         for (unsigned i = 0; i < n; i++)
-            url_free(&add[i]);
+            jn_io_failover_url_free(&add[i]);
         return JN_ENOMEM;
     }
     unsigned k = 0;
@@ -151,44 +72,6 @@ static int failover_replace_locked(jn_io_failover_t *f, jn_io_failover_url_t *ad
     f->n = k;
     f->cur = keep ? 1 : 0;
     return 0;
-}
-
-void jn_io_failover_take_IO(jn_io_conn_t *conn)
-{
-    JN_ASSERT_IO(conn);
-    if (conn->own)
-        return; /* the peer's open went to the own engine: io_own.c passes it */
-    jn_io_failover_take_props_IO(conn, pn_connection_remote_properties(conn->pn_io));
-}
-
-void jn_io_failover_take_props_IO(jn_io_conn_t *conn, pn_data_t *d)
-{
-    JN_ASSERT_IO(conn);
-    jn_io_endpoint_t *ep = conn->endpoint;
-    if (conn->incoming || !ep || ep->is_listener)
-        return;
-    if (!d || !find_list(d) || pn_data_type(d) != PN_LIST)
-        return; /* no list: the connector's list stays as it is (1.19) */
-    jn_io_failover_url_t add[JN_IO_FAILOVER_MAX];
-    unsigned n = 0;
-    size_t count = pn_data_get_list(d);
-    pn_data_enter(d);
-    for (size_t i = 0; i < count && n < JN_IO_FAILOVER_MAX; i++) {
-        pn_data_next(d);
-        if (url_of(d, &add[n]))
-            n++;
-    }
-    pn_data_exit(d);
-    pthread_mutex_lock(&conn->io->lock);
-    int rc = failover_replace_locked(&ep->failover, add, n);
-    pthread_mutex_unlock(&conn->io->lock);
-    if (rc != 0)
-        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_ERROR,
-               JN_IO_CONN_FMT " Out of memory keeping the peer's failover list", conn->id);
-    else
-        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_DEBUG,
-               JN_IO_CONN_FMT " Connector %s: %u backup host(s) from the peer's failover list",
-               conn->id, ep->shown, n);
 }
 
 void jn_io_failover_advance_locked(jn_io_endpoint_t *ep)

@@ -20,20 +20,7 @@
  * no such vhost or group denies it (1.19). Conn's loop. */
 bool jn_io_vhost_admit_IO(jn_io_conn_t *conn, const char *user, const char *hostname);
 
-/* jn_io_vhost_link_check_IO: the rules of link's connection's user group
- * for a link the client attaches (docs/design.md "Policy"): link->dir
- * JN_LINK_INCOMING (the client sends to address; NULL: an anonymous
- * sender) or JN_LINK_OUTGOING (the client receives from address; dynamic:
- * a dynamic source); maxSenders/maxReceivers, the qd.waypoint and
- * qd.fallback capabilities, the sources/targets. NULL when allowed or no
- * rules apply (the link is then counted, and takes the group's
- * maxMessageSize); else the condition to detach it with
- * (amqp:resource-limit-exceeded for a count limit, else
- * amqp:unauthorized-access), the denial logged once and counted in
- * linksDenied and the vhost's senderDenied/receiverDenied. Conn's loop. */
-const char *jn_io_vhost_link_check_IO(jn_io_link_t *link, const char *address, bool dynamic);
-
-/* The facts of a client's attach the vhost rules judge, from either
+/* The facts of a client's attach the vhost rules judge, from the own
  * engine's link (borrowed for the call): its [L<id>], incoming when the
  * client sends (address its target's; NULL: an anonymous sender), else its
  * source's address (dynamic: a dynamic source), and whether its terminus
@@ -45,14 +32,17 @@ typedef struct jn_io_vhost_attach {
     bool dynamic, waypoint, fallback;
 } jn_io_vhost_attach_t;
 
-/* jn_io_vhost_link_judge_IO: jn_io_vhost_link_check_IO's judgement for
- * attach a on conn, engine-agnostic (the proton path's check and the own
- * engine's, io_own_link.c, both call it): NULL when allowed or no rules
- * apply; when rules applied and allowed, the link is counted in
+/* jn_io_vhost_link_judge_IO: the rules of conn's user group for attach a,
+ * a link the client attaches (docs/design.md "Policy"; io_own_attach.c
+ * calls it): maxSenders/maxReceivers, the qd.waypoint and qd.fallback
+ * capabilities, the sources/targets. NULL when allowed or no rules apply;
+ * when rules applied and allowed, the link is counted in
  * conn->policy_senders/receivers (the caller marks it counted and later
  * calls jn_io_vhost_uncount_link_IO) and *max_message_size (incoming)
  * takes the group's maxMessageSize if it has one. Else the condition to
- * refuse it with, logged and counted as above. Conn's loop. */
+ * refuse it with (amqp:resource-limit-exceeded for a count limit, else
+ * amqp:unauthorized-access), the denial logged once and counted in
+ * linksDenied and the vhost's senderDenied/receiverDenied. Conn's loop. */
 const char *jn_io_vhost_link_judge_IO(jn_io_conn_t *conn, const jn_io_vhost_attach_t *a,
                                       uint64_t *max_message_size);
 
@@ -60,20 +50,18 @@ const char *jn_io_vhost_link_judge_IO(jn_io_conn_t *conn, const jn_io_vhost_atta
  * (incoming: a sender) no longer counts. Conn's loop. */
 void jn_io_vhost_uncount_link_IO(jn_io_conn_t *conn, bool incoming);
 
-/* jn_io_vhost_relay_allows_IO: the target check of one message m (parsed
- * through its properties) received on link, an anonymous sender of a
- * connection under a vhost policy (docs/design.md "Policy"): true when the
- * user group's targets/targetPattern allow every address the core could
- * route it on (properties.to, and the to-override annotation when the
- * connection keeps inbound router annotations), or it has none. False
- * (also once the connection's rules are dropped as it closes): counted in the vhost's senderDenied
- * and logged once per link; the caller rejects the delivery with amqp:unauthorized-access. An
- * address too long to judge (1 KiB or more) or holding a NUL octet is denied. Conn's loop; not on
- * the path of links without the check. */
-bool jn_io_vhost_relay_allows_IO(jn_io_link_t *link, const jn_message_t *m);
-/* jn_io_vhost_relay_judge_IO: the same for a message of link link_id on
- * conn, either engine; *logged is the link's "a denial was logged" flag
- * (set by the first denial logged). Conn's loop. */
+/* jn_io_vhost_relay_judge_IO: the target check of one message m (parsed
+ * through its properties) received on link link_id, an anonymous sender of
+ * conn, a connection under a vhost policy (docs/design.md "Policy"): true
+ * when the user group's targets/targetPattern allow every address the core
+ * could route it on (properties.to, and the to-override annotation when the
+ * connection keeps inbound router annotations), or it has none. False (also
+ * once the connection's rules are dropped as it closes): counted in the
+ * vhost's senderDenied and logged once per link; the caller rejects the
+ * delivery with amqp:unauthorized-access. An address too long to judge (1
+ * KiB or more) or holding a NUL octet is denied. *logged is the link's "a
+ * denial was logged" flag (set by the first denial logged). Conn's loop;
+ * not on the path of links without the check. */
 bool jn_io_vhost_relay_judge_IO(jn_io_conn_t *conn, uint64_t link_id, bool *logged,
                                 const jn_message_t *m);
 
@@ -83,9 +71,10 @@ bool jn_io_vhost_relay_judge_IO(jn_io_conn_t *conn, uint64_t link_id, bool *logg
  * (`$management` alone or as its last segment). Any thread. */
 bool jn_io_vhost_names_management(const char *address);
 
-/* jn_io_vhost_reply_allows_IO: the reply-to check of one message m (parsed
- * through its properties) received on link, a sender of a connection under
- * a vhost policy whose target is a management node (JN_IO_RX_CHECK_REPLY),
+/* jn_io_vhost_reply_judge_IO: the reply-to check of one message m (parsed
+ * through its properties) received on link link_id of conn, a sender of a
+ * connection under a vhost policy whose target is a management node
+ * (to_management: JN_IO_RX_CHECK_REPLY),
  * or an anonymous sender (JN_IO_RX_CHECK_TARGET; only its messages to a
  * management node are checked): the router answers a request at its
  * reply-to, so the client's group must allow that address as a target, or
@@ -93,13 +82,9 @@ bool jn_io_vhost_names_management(const char *address);
  * (docs/compat.md). True when allowed, or the message has no reply-to or is not
  * a request to a management node. False (also once the connection's rules
  * are dropped): counted in the vhost's senderDenied and logged once per
- * link; the caller rejects the delivery with amqp:unauthorized-access.
- * Conn's loop; not on the path of links without the check. */
-bool jn_io_vhost_reply_allows_IO(jn_io_link_t *link, const jn_message_t *m);
-/* jn_io_vhost_reply_judge_IO: the same for a message of link link_id on
- * conn, either engine; to_management: the link's target is a management
- * node (JN_IO_RX_CHECK_REPLY); *logged as for jn_io_vhost_relay_judge_IO.
- * Conn's loop. */
+ * link (*logged as for jn_io_vhost_relay_judge_IO); the caller rejects
+ * the delivery with amqp:unauthorized-access. Conn's loop; not on the
+ * path of links without the check. */
 bool jn_io_vhost_reply_judge_IO(jn_io_conn_t *conn, uint64_t link_id, bool *logged,
                                 bool to_management, const jn_message_t *m);
 /* jn_io_vhost_same_address: address a (a terminus's, NULL: none) read as
@@ -107,26 +92,18 @@ bool jn_io_vhost_reply_judge_IO(jn_io_conn_t *conn, uint64_t link_id, bool *logg
  * so already). Any thread. */
 bool jn_io_vhost_same_address(const char *a, const char *reply);
 
-/* jn_io_vhost_link_gone_IO: link no longer counts against its group's
- * maxSenders/maxReceivers (a no-op when it never did). Conn's loop. */
-void jn_io_vhost_link_gone_IO(jn_io_link_t *link);
-
-/* jn_io_vhost_session_denied_IO: conn's transport failed with condition
- * and description (either may be NULL); when the engine (proton's or the
- * own) refused a Begin past the channel-max the group's maxSessions set,
- * count it in the vhost's sessionDenied and log the denial once. Conn's
- * loop. */
+/* jn_io_vhost_session_denied_IO: conn's transport failed with condition and
+ * description (either may be NULL); when the engine refused a Begin past
+ * the channel-max the group's maxSessions set, count it in the vhost's
+ * sessionDenied and log the denial once. Conn's loop. */
 void jn_io_vhost_session_denied_IO(jn_io_conn_t *conn, const char *condition,
                                    const char *description);
 
-/* jn_io_vhost_oversize_IO: a message over link's maxMessageSize: under a
- * vhost, count it in the vhost's maxMessageSizeDenied and log the denial
- * (user, host, vhost, limit) and return true; false (nothing done) when no
- * vhost governs the connection. Conn's loop (not the per-message path:
- * once per oversize message). */
-bool jn_io_vhost_oversize_IO(jn_io_link_t *link);
-/* jn_io_vhost_oversize_judge_IO: the same for link link_id on conn whose
- * limit is max octets, either engine. Conn's loop. */
+/* jn_io_vhost_oversize_judge_IO: a message over the maxMessageSize (max
+ * octets) of link link_id on conn: under a vhost, count it in the vhost's
+ * maxMessageSizeDenied and log the denial (user, host, vhost, limit) and
+ * return true; false (nothing done) when no vhost governs the connection.
+ * Conn's loop (not the per-message path: once per oversize message). */
 bool jn_io_vhost_oversize_judge_IO(jn_io_conn_t *conn, uint64_t link_id, uint64_t max);
 
 /* jn_io_vhost_rights_IO: whether conn's user group turns off
@@ -135,12 +112,10 @@ bool jn_io_vhost_oversize_judge_IO(jn_io_conn_t *conn, uint64_t link_id, uint64_
 void jn_io_vhost_rights_IO(const jn_io_conn_t *conn, bool *deny_dynamic_link_routes,
                            bool *deny_admin_status_update);
 
-/* jn_io_vhost_transport_IO: apply conn's user group's maxFrameSize and
- * maxSessions to transport t (before our Open is written). Conn's loop. */
-void jn_io_vhost_transport_IO(jn_io_conn_t *conn, pn_transport_t *t);
-/* jn_io_vhost_limits_IO: conn's user group's transport limits, for either
- * engine: *max_frame the maxFrameSize (at least 512; 0: none), *channel_max
- * maxSessions - 1 (at most 65535; -1: none). Conn's loop. */
+/* jn_io_vhost_limits_IO: conn's user group's transport limits (applied
+ * before our Open is written): *max_frame the maxFrameSize (at least 512;
+ * 0: none), *channel_max maxSessions - 1 (at most 65535; -1: none). Conn's
+ * loop. */
 void jn_io_vhost_limits_IO(const jn_io_conn_t *conn, uint32_t *max_frame, int32_t *channel_max);
 
 /* jn_io_vhost_session_window: conn's group's maxSessionWindow in octets, 0
@@ -188,7 +163,7 @@ void *jn_io_loop_main(void *arg);
 void jn_io_loop_notify(jn_io_loop_t *loop);
 jn_io_loop_t *jn_io_loop_pick(jn_io_t *io);
 void jn_io_colocate(jn_io_conn_t *a, jn_io_conn_t *b);
-int jn_io_conn_start(jn_io_conn_t *conn, pn_transport_t *t, int fd, const char *resolve_err);
+int jn_io_conn_start(jn_io_conn_t *conn, int fd);
 void jn_io_conn_destroy_IO(jn_io_conn_t *conn);
 bool jn_io_loop_work(jn_io_loop_t *loop);
 void jn_io_conn_wake(jn_io_conn_t *conn);
@@ -198,13 +173,9 @@ size_t jn_io_loop_drain_exit(jn_io_loop_t *loop);
  * until jn_io_adopt_end; returns what to give jn_io_adopt_end */
 jn_io_loop_t *jn_io_adopt(jn_io_conn_t *conn);
 void jn_io_adopt_end(jn_io_loop_t *was);
-/* the peer's octets through the screen into proton, and the end of a
- * refused stream's input once our answer is written */
-bool jn_io_conn_input_IO(jn_io_conn_t *conn, char *start, size_t n);
-void jn_io_conn_written_IO(jn_io_conn_t *conn, bool writable);
 
-/* io_loop.c, for io_tls.c: the socket failed (a transport error named
- * proton:io, both directions closed). io_watch.c: the socket refused
+/* io_loop.c, for io_tls.c and io_bridge.c: the socket failed (the engine's
+ * transport ends with the error, io_own.c). io_watch.c: the socket refused
  * output (start a write-stall period); a period or the initial handshake
  * deadline came due (now: ms, monotonic): judge it. The loop owning conn. */
 void jn_io_conn_io_error_IO(jn_io_conn_t *conn, int err, const char *what);
@@ -212,40 +183,36 @@ void jn_io_conn_io_error_IO(jn_io_conn_t *conn, int err, const char *what);
 /* jn_io_conn_connect_done_IO: conn's connect in progress (conn->connecting)
  * reported writable, readable or an error: done (conn->connecting false)
  * or the next address tried; none left, conn_io_error with the failure
- * (io_loop.c). Either engine's pass. The connection's I/O thread. */
+ * (io_loop.c). The engine's pass. The connection's I/O thread. */
 void jn_io_conn_connect_done_IO(jn_io_conn_t *conn);
 void jn_io_stall_watch_IO(jn_io_conn_t *conn);
 /* io_watch.c, the silence watch: a CONN_CLOSE with unheard_ms (a
  * neighbour's HELLOs aged out): true when conn was heard within the last
  * unheard_ms, so it stays open and is watched (cut once nothing arrives
  * for that long); false: close it now. Either way one line is logged.
- * jn_io_silence_check_IO: the watch's deadline came (now: ms, monotonic):
- * proton's path aborts a connection that stayed silent.
- * jn_io_silence_expired_IO: the same judgement for either engine: true
- * when conn is to be cut now (logged; the caller cuts it with
- * amqp:resource-limit-exceeded and JN_IO_SILENCE_DESC), false when it was
- * heard (watched on) or the deadline came late by our own stall.
- * io_conn.c: jn_io_conn_abort_IO (comment there). The loop owning conn. */
+ * jn_io_silence_expired_IO: the watch's deadline came (now: ms,
+ * monotonic): true when conn is to be cut now (logged; the caller cuts it
+ * with amqp:resource-limit-exceeded and JN_IO_SILENCE_DESC), false when it
+ * was heard (watched on) or the deadline came late by our own stall. The
+ * loop owning conn. */
 #define JN_IO_SILENCE_DESC "nothing heard from the neighbour within helloMaxAgeSeconds"
 bool jn_io_silence_judge_IO(jn_io_conn_t *conn, const jn_work_t *w);
-void jn_io_silence_check_IO(jn_io_conn_t *conn, int64_t now);
 bool jn_io_silence_expired_IO(jn_io_conn_t *conn, int64_t now);
-void jn_io_conn_abort_IO(jn_io_conn_t *conn, const char *condition, const char *description);
-void jn_io_stall_check_IO(jn_io_conn_t *conn, int64_t now);
 /* jn_io_stall_judge_IO: a write-stall period of conn ended (now: ms,
  * monotonic); output_done says the engine has nothing left to write. True
  * when conn must be cut (*taken: the octets the socket took in the
  * period; the cut's description is JN_IO_STALL_FMT with taken and the
- * timeout in seconds); false when the watch stopped or went on. Either
- * engine's pass (io_watch.c, io_own.c). The loop owning conn. */
+ * timeout in seconds); false when the watch stopped or went on. The
+ * engine's pass (io_own.c). The loop owning conn. */
 bool jn_io_stall_judge_IO(jn_io_conn_t *conn, int64_t now, bool output_done, uint64_t *taken);
 #define JN_IO_STALL_FMT                                                                            \
     "write stalled: the peer took %" PRIu64 " octets in %" PRIu32                                  \
     " s with output waiting (router writeStallTimeoutSeconds)"
 void jn_io_handshake_check_IO(jn_io_conn_t *conn, int64_t now);
 
-/* io_plain.c: a connection's AMQP octets, whichever engine runs it, for
- * the layers without a socket of their own (TLS, the WebSocket bridge).
+/* io_plain.c: a connection's AMQP octets, in and out of its engine, for
+ * the layers without a socket of their own (TLS, the WebSocket bridge,
+ * the test hooks).
  * in_space: where the next octets may be written (*p, borrowed until the
  * next call; 0: no room now). in: n octets were written there; false when
  * the engine takes no more input. in_closed: it takes no more. in_end: the
@@ -282,15 +249,11 @@ const char *jn_io_tls_peer_uid(const jn_io_conn_t *conn);
  * has none. The connection's loop thread. */
 bool jn_io_bridge_tls_info(const jn_io_conn_t *conn, const char **proto, const char **cipher,
                            int *ssf, const char **peer_uid);
-/* sasl_cyrus.c: does an endpoint's transport run Cyrus (server: accepted
- * connections)? jn_io_sasl_attach: plug Cyrus into t (conn's transport,
- * not yet started): 0 or JN_ENOMEM. */
-int jn_io_sasl_attach(jn_io_conn_t *conn, pn_transport_t *t);
 /* authsvc.c: SASL relayed to an auth service (docs/design.md "The auth
  * service"; comments there) */
 int jn_io_authsvc_prepare(jn_io_endpoint_t *ep, char *err, size_t errlen);
-int jn_io_authsvc_attach(jn_io_conn_t *conn, pn_transport_t *t);
-void jn_io_authsvc_event_IO(jn_io_conn_t *svc, pn_event_t *event);
+int jn_io_authsvc_attach(jn_io_conn_t *conn);
+void jn_io_authsvc_forget(jn_io_conn_t *conn);
 void jn_io_authsvc_client_closed_IO(jn_io_conn_t *client);
 void jn_io_authsvc_timeout_IO(jn_io_conn_t *svc);
 void jn_io_authsvc_stop_IO(jn_io_conn_t *svc);
@@ -299,8 +262,8 @@ void jn_io_authsvc_stop_IO(jn_io_conn_t *svc);
 jn_tls_profile_t *jn_io_tls_profile_get(jn_io_t *io, const char *name);
 
 /* io_test.c (tests and fuzzing only): a socketless connection's read and
- * write steps of its pass, on either engine (proton_pass in io_loop.c,
- * jn_io_own_pass_IO in io_own.c); both go through io_plain.c. */
+ * write steps of its pass (jn_io_own_pass_IO in io_own.c); both go
+ * through io_plain.c. */
 void jn_io_test_read_IO(jn_io_conn_t *conn);
 void jn_io_test_write_IO(jn_io_conn_t *conn);
 
@@ -324,58 +287,12 @@ void *jn_io_connector_main(void *arg);
 void jn_io_accept(jn_io_lsock_t *ls);
 void jn_io_listener_close_locked(jn_io_t *io, jn_io_endpoint_t *ep);
 void jn_io_connector_closed_IO(jn_io_endpoint_t *ep, jn_io_conn_t *conn, bool was_open);
-pn_transport_t *jn_io_transport_new(const jn_endpoint_config_t *cfg, bool server);
 
-/* io_conn.c: a connection's life, proton's events, the core's work */
+/* io_conn.c: a connection's object, its references, its poll timer */
 jn_io_conn_t *jn_io_conn_new(jn_io_t *io, jn_io_endpoint_t *ep, bool incoming);
 void jn_io_conn_unref(jn_io_conn_t *conn);
 bool jn_io_conn_tryref(jn_io_conn_t *conn);
-/* jn_io_conn_refuse_IO: close conn with its screen's error. */
-void jn_io_conn_refuse_IO(jn_io_conn_t *conn);
-void jn_io_conn_event_IO(jn_io_conn_t *conn, pn_event_t *event);
-void jn_io_conn_batch_end_IO(jn_io_conn_t *conn);
 void jn_io_conn_poll_later_IO(jn_io_conn_t *conn, bool progressed);
-/* io_link.c: jn_io_link_new_IO: our object for proton link pl on conn. */
-jn_io_link_t *jn_io_link_new_IO(jn_io_conn_t *conn, pn_link_t *pl);
-void jn_io_link_set_busy_IO(jn_io_link_t *link);
-/* io_link.c: sessions and links (each function's comment there) */
-void jn_io_session_remote_open_IO(jn_io_conn_t *conn, pn_session_t *ssn);
-void jn_io_session_remote_close_IO(jn_io_conn_t *conn, pn_session_t *ssn);
-void jn_io_link_remote_open_IO(jn_io_conn_t *conn, pn_link_t *pl);
-void jn_io_link_remote_close_IO(jn_io_conn_t *conn, pn_link_t *pl, bool closed);
-void jn_io_link_open_IO(jn_io_link_t *link, const char *address);
-void jn_io_link_detach_IO(jn_io_link_t *link, const char *condition, const char *description);
-void jn_io_link_close_IO(jn_io_link_t *link, const char *condition, const char *description);
-void jn_io_link_release_IO(jn_io_link_t *link);
-void jn_io_link_free_IO(jn_io_link_t *link);
-/* io_open.c: the peer's open, on PN_CONNECTION_REMOTE_OPEN (the core is
- * told of the connection, or it is refused and closed). */
-void jn_io_conn_remote_open_IO(jn_io_conn_t *conn, pn_transport_t *t);
-/* io_conn.c: close the connection with an error (once). */
-void jn_io_conn_close_IO(jn_io_conn_t *conn, const char *condition, const char *description);
-/* Unsettled deliveries: the pn_delivery's context holds a reference on
- * the jn_delivery_t, and we hold a proton reference on the pn_delivery
- * (io_recv.c explains why); drop them all when the link or connection
- * goes. */
-void jn_io_release_unsettled_IO(pn_link_t *pl);
-
-/* io_state.c: a delivery state, every field, between proton and the core */
-void jn_io_data_encode(pn_data_t *data, uint8_t **out, size_t *len);
-void jn_io_state_read_IO(pn_disposition_t *remote, jn_disposition_t *d);
-void jn_io_state_release_IO(jn_disposition_t *d);
-void jn_io_state_apply_IO(pn_disposition_t *local, const jn_disposition_t *d);
-
-/* jn_io_open_properties_put (io_conn.c): the properties map of our open
- * (AMQP 1.0 2.7.1) for conn, as 1.19 sends it: product, version,
- * qd.conn-id; on inter-router and edge connections the cost (above 1) and
- * the annotations version; on an accepted connection the listener's
- * failoverUrls as failover-server-list; the endpoint's openProperties.
- * Appended to props (the caller's) at its position. Both engines' opens
- * use it; any thread that owns conn (made or accepted, before its open is
- * sent). */
-void jn_io_open_properties_put(const jn_io_conn_t *conn, pn_data_t *props);
-
-/* io_props.c: a peer's open properties, rendered for management */
 /* jn_io_tenant_IO (io_tenant.c): the vhost whose tenant space conn lives
  * in, into info->tenant_vhost: its Open's hostname (host, NUL-terminated,
  * NULL when absent; borrowed, the caller keeps it valid until the core has
@@ -383,8 +300,8 @@ void jn_io_open_properties_put(const jn_io_conn_t *conn, pn_data_t *props);
  * role inter-router or edge); NULL when none (no hostname, another
  * listener). Returns false when the hostname cannot name a space (logged):
  * the caller closes conn with amqp:invalid-field, "the hostname cannot
- * name a tenant space" (JN_IO_TENANT_REFUSED), and returns. Either engine,
- * once the Open has arrived; conn's I/O thread. */
+ * name a tenant space" (JN_IO_TENANT_REFUSED), and returns. Once the Open
+ * has arrived; conn's I/O thread. */
 #define JN_IO_TENANT_REFUSED "the hostname cannot name a tenant space"
 bool jn_io_tenant_IO(jn_io_conn_t *conn, const char *host, jn_conn_info_t *info);
 
@@ -397,154 +314,9 @@ bool jn_io_tenant_IO(jn_io_conn_t *conn, const char *host, jn_conn_info_t *info)
  * conn's I/O thread, per copy sent to such a connection only. */
 const jn_ra_t *jn_io_tenant_ra_IO(const jn_io_conn_t *conn, const jn_ra_t *ra, jn_ra_t *fresh);
 
-/* jn_io_render_properties_IO: a peer's open properties as management shows
- * them (an encoded map with string keys; heap, the caller's), or NULL/0. */
-void jn_io_render_properties_IO(pn_data_t *props, uint8_t **out, size_t *len);
-/* jn_io_put_open_properties: the entries of the AMQP-encoded map raw (len
- * octets: an endpoint's openProperties) added to props, an open map being
- * written: keys as symbols, values as jn_io_render_properties_IO keeps
- * them. Nothing on a decode error. Any thread (props is the caller's). */
-void jn_io_put_open_properties(pn_data_t *props, const uint8_t *raw, size_t len);
-
-/* io_recv.c: the receive path (incoming links) */
-void jn_io_rx_delivery_IO(jn_io_link_t *link, pn_delivery_t *pd);
-bool jn_io_rx_resume_IO(jn_io_link_t *link);
-void jn_io_rx_init_IO(jn_io_link_t *link);
-void jn_io_rx_credit_IO(jn_io_link_t *link, uint32_t credit, bool drain);
-void jn_io_rx_flow_IO(jn_io_link_t *link);
-void jn_io_rx_update_IO(jn_io_link_t *link, jn_work_t *work);
-void jn_io_rx_link_gone_IO(jn_io_link_t *link);
-
-/* io_route.c: links attached for the core (link routes, auto-links) */
-void jn_io_route_attach_IO(jn_io_conn_t *conn, jn_work_t *w);
-/* A routed link's session is free again (its link released): keep it for
- * the next routed link, or end it when enough are kept. */
-void jn_io_route_session_idle_IO(jn_io_conn_t *conn, pn_session_t *ssn);
-/* The peer ended ssn: forget it if it was kept. */
-void jn_io_route_session_gone_IO(jn_io_conn_t *conn, pn_session_t *ssn);
-/* The peer's source and target of pl, encoded for the core (heap, the
- * caller's; NULL/0 when out of memory). */
-void jn_io_termini_encode_IO(pn_link_t *pl, uint8_t **out, size_t *len);
-/* jn_io_dnp_address_IO: the address a dynamic terminus t asks for in its
- * dynamic-node-properties under "x-opt-qd.address" (a string or symbol),
- * as 1.19 reads it to link-route a dynamic source or target (AMQP 1.0
- * 3.5.9 node-properties): heap, the caller's; NULL when there is none (or
- * out of memory). Any I/O thread, on a link it holds. */
-char *jn_io_dnp_address_IO(pn_terminus_t *t);
-/* jn_io_dnp_set_address_IO: make address (borrowed, not NULL) the
- * "x-opt-qd.address" of terminus t's dynamic-node-properties, as a string,
- * the map's other pairs kept (those whose key is not a symbol or string
- * are malformed fields, AMQP 1.0 3.2, and dropped); a terminus without
- * node properties gets a map of that one pair. Returns 0, or JN_ENOMEM.
- * Any I/O thread, on a link it holds.
- * A link route's dynamic terminus carries the address it was routed by
- * this way (io_route.c; the next router reads it with
- * jn_io_dnp_address_IO). */
-int jn_io_dnp_set_address_IO(pn_terminus_t *t, const char *address);
-/* jn_io_coordinator_IO: the peer attached pl as a sender whose target is
- * a transaction coordinator (AMQP 1.0 4.5.1): jn_link_info_t.coordinator.
- * The connection's I/O thread. */
-bool jn_io_coordinator_IO(pn_link_t *pl);
-
-/* io_send.c: the send path (outgoing links) */
-void jn_io_tx_send_IO(jn_io_link_t *link, jn_work_t *work);
-void jn_io_tx_continue_IO(jn_io_link_t *link, jn_delivery_t *dlv);
-bool jn_io_tx_resume_IO(jn_io_link_t *link);
-void jn_io_tx_update_IO(jn_io_link_t *link, jn_work_t *work);
-void jn_io_tx_delivery_IO(jn_io_link_t *link, pn_delivery_t *pd);
-void jn_io_tx_flow_IO(jn_io_link_t *link);
-void jn_io_tx_drained_IO(jn_io_link_t *link);
-void jn_io_tx_link_gone_IO(jn_io_link_t *link);
-/* jn_io_tx_abort_IO: before our end of an outgoing link is detached or
- * closed, abort the copy being sent, if it has begun (AMQP 1.0 2.7.5).
- * The loop's thread of the link's connection. */
-void jn_io_tx_abort_IO(jn_io_link_t *link);
-
-/* io_mesh.c: inter-router connections (docs/protocol.md, "The mesh") */
-/* The peer's qd.inter-router-cost from its open's properties (an AMQP int
- * only, docs/protocol.md, "Inter-router connections"), or 0. */
-uint32_t jn_io_ir_remote_cost(pn_connection_t *pc);
-/* The same from decoded open properties props (NULL: none; rewound), for
- * the own engine's connections (io_own_mesh.c). Any thread. */
-uint32_t jn_io_ir_props_cost(pn_data_t *props);
-/* Log (ROUTER debug, 1.19's words, which tools and tests grep) the
- * qd.annotations-version an inter-router or edge peer's open states. The
- * connection's loop thread. */
-void jn_io_ir_log_annotations_version_IO(jn_io_conn_t *conn, pn_connection_t *pc);
-/* The same from decoded open properties props (NULL: none). The
- * connection's loop thread. */
-void jn_io_ir_props_log_version_IO(jn_io_conn_t *conn, pn_data_t *props);
-/* Connector side of an inter-router connection, once open: begin the 11
- * sessions and attach the 2 control and 20 data links in 1.19's order,
- * each reported to the core as a local link. */
-void jn_io_ir_attach_links_IO(jn_io_conn_t *conn);
-/* A link name as 1.19 makes them, "qdlink." and 15 characters from
- * [a-zA-Z0-9+_] (getrandom, else a clock-seeded sequence), into out
- * (NUL-terminated). Any thread. */
-void jn_io_ir_link_name(char out[23]);
-/* Whether the peer's open offered the capability qd.streaming-links (a
- * symbol, or in an array of symbols; mesh-protocol 2.2). The connection's
- * I/O thread. */
-bool jn_io_ir_offers_streaming_IO(pn_connection_t *pc);
-/* The same from decoded offered capabilities d (NULL: none; rewound).
- * Any thread. */
-bool jn_io_ir_caps_streaming(pn_data_t *d);
-/* A link the peer attached: set info->type and info->priority from the
- * terminus capability at our end and the attach order. */
-void jn_io_ir_classify_IO(jn_io_link_t *link, jn_link_info_t *info);
-/* Put the single symbol cap as the capability of both of pl's local
- * termini (expiry policy link-detach, as 1.19's router links). The
- * connection's I/O thread; docs/protocol.md, "Edge routers". */
-void jn_io_set_capability(pn_link_t *pl, const char *cap);
-/* A receiver whose source has the qd.fallback capability (the first one,
- * docs/protocol.md, "Link routes, auto-links and phases on the wire"): a
- * fallback destination; or a sender whose target has it (honoured by the
- * core on an edge connection only: an edge router's sender to a
- * fallback). */
-bool jn_io_fallback_receiver_IO(pn_link_t *pl);
-/* jn_io_waypoint_IO: the waypoint ordinal of the link the peer attached
- * (jn_link_info_t.waypoint): its sender's target or receiver's source has
- * the capability qd.waypoint (1) or qd.waypoint.<n> (n, 1..9); 0: none.
- * I/O thread of the link's connection. */
-uint8_t jn_io_waypoint_IO(pn_link_t *pl);
-/* A control link takes messages of at most JN_IO_CONTROL_MAX_MESSAGE. */
-void jn_io_ir_cap_control_IO(jn_io_link_t *link);
-
-/* Inline helpers of io_recv.c and io_send.c: */
-
-/* jn_io_pd_keep: keep dlv (one reference, passed in) for pd: pd's context
- * names it and a proton reference is held on pd. A pre-settled one is
- * settled before any event could look for it in the context (in the same
- * pass, or, while its octets stream, as the link's delivery in progress,
- * found through the link): it gets neither. The connection's loop thread. */
-static inline void jn_io_pd_keep(pn_delivery_t *pd, jn_delivery_t *dlv)
-{
-    jn_delivery_set_io(dlv, pd);
-    if (jn_delivery_presettled(dlv))
-        return;
-    pn_delivery_set_context(pd, dlv);
-    pn_incref(pd);
-}
-
-/* jn_io_pd_release: undo jn_io_pd_keep: clear the context, settle pd when
- * settle says so, drop the proton reference (pd must not be used after
- * this) and dlv's. The connection's loop thread. */
-static inline void jn_io_pd_release(pn_delivery_t *pd, jn_delivery_t *dlv, bool settle)
-{
-    bool held = !jn_delivery_presettled(dlv);
-    jn_delivery_set_io(dlv, NULL);
-    if (held)
-        pn_delivery_set_context(pd, NULL);
-    if (settle)
-        pn_delivery_settle(pd);
-    if (held)
-        pn_decref(pd);
-    jn_delivery_unref(dlv);
-}
-
-/* jn_io_conn_transport_closed_IO: conn's transport ended (proton's
- * PN_TRANSPORT_CLOSED, or the own engine's end, io_own.c): its links let
- * go, its timers cancelled, the core told (jn_core_conn_closed_IO), the
+/* jn_io_conn_transport_closed_IO: conn's transport ended (the own
+ * engine's end, io_own.c, its links freed by the caller): its timers
+ * cancelled, the core told (jn_core_conn_closed_IO), the
  * registry's counts and the vhost policy's updated; the loop destroys it
  * after this pass. The loop's thread of conn. */
 void jn_io_conn_transport_closed_IO(jn_io_conn_t *conn);
@@ -555,25 +327,18 @@ void jn_io_conn_transport_closed_IO(jn_io_conn_t *conn);
 
 /* jn_io_connector_note_IO: conn, if a connector's, opened (opened) or
  * failed: its connector's status and message (jn_io_connector_status)
- * become that, the message printf-style; on open, the connector takes the
- * peer's failover-server-list (jn_io_failover_take_IO). The loop's thread
- * of conn. */
+ * become that, the message printf-style. The loop's thread of conn. */
 void jn_io_connector_note_IO(jn_io_conn_t *conn, bool opened, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Failover lists (io_failover.c). jn_io_failover_take_IO: conn, made by a
- * connector, is open: when the peer's open properties carry
- * failover-server-list (a list of maps with network-host, and optionally
- * port and scheme), the connector's backups become the one it is
- * connected to (if a backup) followed by the peer's entries (at most 32;
- * an entry without a usable network-host is skipped). Without the
- * property nothing changes. On ENOMEM the list stays and the error is
- * logged. The loop's thread of conn; takes jn_io_t.lock. */
-void jn_io_failover_take_IO(jn_io_conn_t *conn);
-/* jn_io_failover_take_props_IO: as jn_io_failover_take_IO, from the peer's
- * open properties d (borrowed; NULL: none) decoded by the caller (the own
- * engine's path, io_own.c). */
-void jn_io_failover_take_props_IO(jn_io_conn_t *conn, pn_data_t *d);
+/* Failover lists (io_failover.c; the peer's list is read from its open
+ * by io_own_peer.c). jn_io_failover_replace_locked: f's backups become
+ * the one in use now (if a backup) followed by the n entries of add (taken
+ * over: their strings become f's). Returns 0 or JN_ENOMEM (f unchanged,
+ * add's strings freed). jn_io_t.lock held.
+ * jn_io_failover_url_free: free u's strings and clear it. Any thread. */
+int jn_io_failover_replace_locked(jn_io_failover_t *f, jn_io_failover_url_t *add, unsigned n);
+void jn_io_failover_url_free(jn_io_failover_url_t *u);
 /* jn_io_failover_advance_locked: connector ep's connection was lost or
  * its attempt failed: its next attempt goes to the next entry of its
  * list, round robin (no change without backups). jn_io_t.lock held. */

@@ -1,8 +1,8 @@
 /*
  * io_loop.c — the event loops: one per worker thread, each with its own
  * epoll instance, its own eventfd and its own ready queue of woken
- * connections; and a connection's pass: read, proton's events, the core's
- * work, write.
+ * connections; and what every connection's pass shares: its socket's
+ * registration, connect and errors, its start, its moves and its end.
  *
  * Why our own loop (docs/performance.md, "Own event loop"): proton's epoll
  * proactor hands every connection's work between its threads through a
@@ -15,25 +15,19 @@
  * loop, edge-triggered, and a wake from the loop's own thread (the common
  * case) costs no syscall.
  *
- * A connection is a pn_connection_driver (proton's engine without I/O: the
- * connection, its transport and event collector) over a non-blocking TCP
- * socket that this file reads and writes itself.
+ * A connection is Junction's own AMQP engine (router/amqp, driven by
+ * io_own.c) over a non-blocking TCP socket, a TLS session (io_tls.c), a
+ * WebSocket bridge (io_bridge.c) or a test's buffers (io_test.c).
  *
- * The pass (conn_pass), run when epoll reports the socket or a wake names
- * the connection:
- *   1. read: recv() straight into proton's input buffer until a short read,
- *      EAGAIN, end of stream or JN_IO_READS_PER_PASS reads (then the
- *      connection is run again in the next pass, after the loop's others);
- *      the socket is never asked whether it is readable first (epoll said
- *      so once, edge-triggered, and a short read means it is drained);
- *   2. events: every proton event goes to io_conn.c (jn_io_conn_event_IO),
- *      then jn_io_conn_batch_end_IO takes the core's work and finishes what
- *      the events started;
- *   3. write: everything proton has framed leaves in one send() (more only
- *      when the socket takes part of it);
- *   4. repeat 2-3 while writing or the work produced new events (bounded),
- *      then proton's idle-timeout tick when due.
- * So a pass that moved many deliveries writes them in one syscall.
+ * The pass (conn_pass, then io_own.c's jn_io_own_pass_IO), run when epoll
+ * reports the socket or a wake names the connection: read into pooled
+ * buffers until a short read, EAGAIN, end of stream or
+ * JN_IO_READS_PER_PASS reads (then the connection is run again in the
+ * next pass, after the loop's others), never asking first whether the
+ * socket is readable (epoll said so once, edge-triggered, and a short
+ * read means it is drained); the engine's frames and the core's work; and
+ * everything framed leaves in one writev. So a pass that moved many
+ * deliveries writes them in one syscall.
  *
  * Wakes (jn_io_conn_wake, any thread): the waker sets the connection's
  * wake_queued flag; the one that set it takes a reference and pushes the
@@ -62,11 +56,6 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-/* Passes over one connection's events and writes per run (step 4 above):
- * work that keeps producing events yields to the loop's other connections
- * after this many rounds and continues in the next pass. */
-#define PASS_ROUNDS 8
 
 /* Rounds of passes and inline core runs per loop iteration (see
  * jn_io_loop_main) before the loop polls its sockets again. */
@@ -256,21 +245,11 @@ size_t jn_io_loop_drain_exit(jn_io_loop_t *loop)
 
 /* ---- the connection's socket ---------------------------------------------- */
 
-/* The socket failed or ended badly: give proton the error (a
- * PN_TRANSPORT_ERROR with name "proton:io", as proton's own I/O) and close
- * both directions; PN_TRANSPORT_CLOSED follows. */
+/* The socket failed or ended badly: the engine's transport ends with the
+ * error (io_own.c). */
 static void conn_io_error(jn_io_conn_t *conn, int err, const char *what)
 {
-    if (conn->own) { /* the own engine's transport ends (io_own.c) */
-        jn_io_own_io_error(conn, err, what);
-        return;
-    }
-    if (pn_connection_driver_read_closed(&conn->driver) &&
-        pn_connection_driver_write_closed(&conn->driver))
-        return;
-    pn_connection_driver_errorf(&conn->driver, "proton:io", "%.48s - %.16s %.56s", strerror(err), what,
-                                conn->host);
-    pn_connection_driver_close(&conn->driver);
+    jn_io_own_io_error(conn, err, what);
 }
 
 /* jn_io_conn_io_error_IO: conn's socket failed (err, an errno; what: the
@@ -346,37 +325,20 @@ static bool connect_next(jn_io_conn_t *conn)
     return false;
 }
 
-/* jn_io_conn_start: hand conn (new, reference 1: the I/O side's) to a loop
- * (conn->place, or the next by round robin) with transport t (taken in
- * every case) and socket fd (accepted, non-blocking; taken), or fd -1 for
- * a connector with conn->ai_list set (the addresses to try, taken) or,
- * when resolving failed, NULL and resolve_err saying why (the connection
- * then closes with that error at its first pass). Nothing may touch conn's
- * proton objects from the caller's thread afterwards. Returns 0, or
- * JN_ENOMEM after closing fd and freeing t and the addresses (conn is then
- * still the caller's, never started). Any thread. */
-int jn_io_conn_start(jn_io_conn_t *conn, pn_transport_t *t, int fd, const char *resolve_err)
+/* jn_io_conn_start: hand conn (new, reference 1: the I/O side's; its
+ * engine attached: jn_io_own_attach or jn_io_own_attach_client) to a loop
+ * (conn->place, or the next by round robin) with socket fd (accepted,
+ * non-blocking; taken), or fd -1 for a connector with conn->ai_list set
+ * (the addresses to try, taken) or, when resolving failed, none (its
+ * first pass then ends it as a refused connect; the caller logged why),
+ * or a bridged connection (conn->bridge). Nothing may touch conn from
+ * the caller's thread afterwards. Returns 0. Any thread. */
+int jn_io_conn_start(jn_io_conn_t *conn, int fd)
 {
     jn_io_loop_t *loop = conn->place ? conn->place : jn_io_loop_pick(conn->io);
     atomic_store_explicit(&conn->loop, loop, memory_order_relaxed); /* published by the wake */
     atomic_fetch_add_explicit(&loop->conns, 1, memory_order_relaxed);
     conn->fd = -1;
-    if (pn_connection_driver_init(&conn->driver, conn->pn_io, t) != 0) {
-        /* proton freed the connection and the transport */
-        conn->pn_io = NULL;
-        memset(&conn->driver, 0, sizeof conn->driver);
-        atomic_fetch_sub_explicit(&loop->conns, 1, memory_order_relaxed);
-        if (fd >= 0)
-            close(fd);
-        if (conn->ai_list)
-            freeaddrinfo(conn->ai_list);
-        conn->ai_list = NULL;
-        return JN_ENOMEM;
-    }
-    /* Bind now rather than after PN_CONNECTION_INIT: an error given to the
-     * driver before the bind would be lost with it (the settings that must
-     * precede the bind — server mode, SASL, hostname — are made). */
-    pn_connection_driver_bind(&conn->driver);
     /* Once the socket is registered the loop may run the connection, close
      * it and drop the I/O side's reference before this returns: hold one
      * of our own until the wake below is queued. */
@@ -396,11 +358,7 @@ int jn_io_conn_start(jn_io_conn_t *conn, pn_transport_t *t, int fd, const char *
         conn->ai_next = conn->ai_list;
         if (!connect_next(conn))
             conn_io_error(conn, errno, "connecting to");
-    } else {
-        pn_connection_driver_errorf(&conn->driver, "proton:io", "%s - resolving %s",
-                                    resolve_err ? resolve_err : "unknown host", conn->host);
-        pn_connection_driver_close(&conn->driver);
-    }
+    } /* else: resolving failed; the first pass ends it (io_own.c) */
     uint32_t hs = conn->endpoint->cfg.handshake_timeout_seconds;
     if ((conn->incoming || conn->authsvc) && hs > 0) { /* authsvc.c: the service's answer */
         conn->handshake_at = (int64_t)jn_time_mono_ms() + (int64_t)hs * 1000;
@@ -523,184 +481,27 @@ static void conn_arrive(jn_io_conn_t *conn)
     }
 }
 
-/* ---- the pass ------------------------------------------------------------------ */
-
-/* jn_io_conn_input_IO: n octets of the peer's stream were just written at
- * start, the tail of proton's input buffer: screen them and hand what may
- * go on to proton. Returns false when the screen refused the stream (the
- * connection is closing with its error and reads no more). The owning
- * loop's thread (or a test's, io_test.c). */
-bool jn_io_conn_input_IO(jn_io_conn_t *conn, char *start, size_t n)
-{
-    JN_ASSERT_IO(conn);
-    pn_connection_driver_t *d = &conn->driver;
-    size_t ok;
-    /* the frame screen: proton gets only what keeps to the rules */
-    if (JN_UNLIKELY(jn_screen_feed(conn->screen, (const uint8_t *)start, n, &ok) != 0)) {
-        pn_connection_driver_read_done(d, ok);
-        jn_io_conn_refuse_IO(conn);
-        return false;
-    }
-    pn_connection_driver_read_done(d, ok);
-    conn->octets_read += ok;
-    if (conn->tick_at == INT64_MAX)
-        conn->tick_at = 0; /* input may start proton's idle clock */
-    return true;
-}
-
-/* Step 1: read. Returns true when the socket may hold more (the pass
- * stopped at JN_IO_READS_PER_PASS). */
-static bool conn_read(jn_io_conn_t *conn)
-{
-    pn_connection_driver_t *d = &conn->driver;
-    if (conn->tls) {
-        bool plain = false;
-        bool more = jn_io_tls_read_IO(conn, &plain);
-        if (!plain)
-            return more;
-        /* a listener with requireSsl no met a plain AMQP client: read it
-         * the plain way from now on */
-    }
-    for (int i = 0; i < JN_IO_READS_PER_PASS; i++) {
-        if (!conn->readable || pn_connection_driver_read_closed(d) || conn->screened_out)
-            return false;
-        pn_rwbytes_t buf = pn_connection_driver_read_buffer_sized(d, JN_IO_READ_SIZE);
-        if (buf.size == 0) {
-            /* The sized buffer does not grow past the read size: a frame
-             * larger than that (maxFrameSize above 64 KiB) would never
-             * complete, and the connection would stall for good. The
-             * plain buffer lets proton grow its input up to our
-             * max-frame-size when it is full. */
-            buf = pn_connection_driver_read_buffer(d);
-        }
-        if (buf.size == 0)
-            return false; /* proton holds all it will take: it reads on after events */
-        ssize_t n = recv(conn->fd, buf.start, buf.size, 0);
-        if (n > 0) {
-            if (JN_UNLIKELY(!jn_io_conn_input_IO(conn, buf.start, (size_t)n))) {
-                conn->readable = false;
-                return false;
-            }
-            /* A short read drained the socket and the next arrival is a new
-             * edge — unless the peer's end of stream came with this data
-             * (EPOLLRDHUP in the same event): no edge follows that, so read
-             * on until recv() says 0. */
-            if ((size_t)n < buf.size && !conn->read_end)
-                conn->readable = false;
-            continue;
-        }
-        if (n == 0) {
-            pn_connection_driver_read_close(d);
-            conn->readable = false;
-            return false;
-        }
-        if (errno == EINTR)
-            continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            conn->readable = false;
-            return false;
-        }
-        conn->readable = false;
-        jn_io_conn_io_error_IO(conn, errno, "on read from");
-        return false;
-    }
-    return conn->readable;
-}
-
-/* Step 3: write what proton framed. */
-static void conn_write(jn_io_conn_t *conn)
-{
-    pn_connection_driver_t *d = &conn->driver;
-    while (conn->writable && !conn->tls) {
-        pn_bytes_t buf = pn_connection_driver_write_buffer(d);
-        if (buf.size == 0)
-            break;
-        ssize_t n = send(conn->fd, buf.start, buf.size, MSG_NOSIGNAL);
-        if (n > 0) {
-            pn_connection_driver_write_done(d, (size_t)n);
-            conn->octets_written += (size_t)n;
-            if ((size_t)n < buf.size) {
-                conn->writable = false; /* full; EPOLLOUT comes when it drains */
-                jn_io_stall_watch_IO(conn);
-            }
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            conn->writable = false;
-            jn_io_stall_watch_IO(conn);
-            break;
-        }
-        conn->writable = false;
-        jn_io_conn_io_error_IO(conn, n < 0 ? errno : EPIPE, "on write to");
-        break;
-    }
-    if (conn->tls)
-        jn_io_tls_write_IO(conn); /* encrypt, then one send (io_tls.c) */
-    if (!conn->write_shut && conn->fd >= 0 && pn_connection_driver_write_closed(d) &&
-        !jn_io_tls_pending_out(conn)) {
-        shutdown(conn->fd, SHUT_WR); /* our close frame is out: end of stream */
-        conn->write_shut = true;
-    }
-    jn_io_conn_written_IO(conn, conn->writable);
-}
-
 /* ---- our own stalls -------------------------------------------------------
 
- * A deadline that guards against a silent or stuck peer (proton's idle
- * timeout, a write stall, the initial handshake) may be met long after it
- * passed when the router itself did not run: the process was stopped
- * (SIGSTOP, a paused VM, swap, a debugger) or starved of the CPU. The
- * peer's octets sent meanwhile then wait unread in the socket, and epoll
- * may not have reported them yet to the loop that owns the connection;
- * judging the peer silent on that pass closed healthy connections the
- * moment the router came back. So a deadline met more than JN_IO_STALL_MS
- * late is not judged as it stands: proton's tick reads the socket first
- * (conn_tick: any input resets proton's idle clock), a write-stall period
- * and the handshake deadline start again from now (io_watch.c:
- * jn_io_stall_check_IO, jn_io_handshake_check_IO). The core does the same for edge heartbeats and
- * HELLOs (router/core/mesh_side.c, jn_router_tick_CT). Only the passes
- * that meet a deadline look; the others pay nothing. */
-
-/* Proton's idle-timeout clock: call pn_transport_tick when due and keep a
- * timer for the next deadline (the timer only wakes the connection). Met
- * more than JN_IO_STALL_MS late, the socket is read first ("Our own
- * stalls"); returns true when that read left more in the socket (the
- * connection then runs again in the next pass, as after conn_read). */
-static bool conn_tick(jn_io_conn_t *conn, int64_t now)
-{
-    bool more = false;
-    if ((conn->tick_at && now < conn->tick_at) || conn->transport_closed)
-        return false;
-    if (JN_UNLIKELY(conn->tick_at && conn->tick_at != INT64_MAX &&
-                    now - conn->tick_at > JN_IO_STALL_MS && !conn->connecting && conn->fd >= 0)) {
-        conn->readable = true; /* an edge epoll has not yet reported may be waiting */
-        more = conn_read(conn);
-    }
-    int64_t next = pn_transport_tick(conn->driver.transport, now);
-    if (next <= 0) {
-        pn_millis_t idle = pn_transport_get_idle_timeout(conn->driver.transport);
-        if (idle == 0) {
-            conn->tick_at = INT64_MAX; /* no idle timeout either way */
-            return more;
-        }
-        /* proton's clock starts with its first output: ask again after
-         * this pass's write (conn_pass), and at the latest in idle ms */
-        conn->tick_restart = true;
-        next = now + idle;
-    }
-    conn->tick_at = next;
-    atomic_fetch_add(&conn->refs, 1); /* the timer's */
-    if (jn_io_timer_cancel(conn->io, &conn->tick))
-        jn_io_conn_unref(conn); /* it was armed: one reference is enough */
-    jn_io_timer_arm_at(conn->io, &conn->tick, next);
-    return more;
-}
+  * A deadline that guards against a silent or stuck peer (the engine's idle
+  * timeout, a write stall, the initial handshake) may be met long after it
+  * passed when the router itself did not run: the process was stopped
+  * (SIGSTOP, a paused VM, swap, a debugger) or starved of the CPU. The
+  * peer's octets sent meanwhile then wait unread in the socket, and epoll
+  * may not have reported them yet to the loop that owns the connection;
+  * judging the peer silent on that pass closed healthy connections the
+  * moment the router came back. So a deadline met more than JN_IO_STALL_MS
+  * late is not judged as it stands: the engine's idle clock reads the
+  * socket first (io_own.c: any input resets it), a write-stall period and
+  * the handshake deadline start again from now (io_watch.c:
+  * jn_io_stall_judge_IO, jn_io_handshake_check_IO). The core does the same
+  * for edge heartbeats and HELLOs (router/core/mesh_side.c,
+  * jn_router_tick_CT). Only the passes that meet a deadline look; the
+  * others pay nothing. */
 
 /* jn_io_conn_destroy_IO: the transport is closed and reported: close the
- * socket and free proton's objects. The owning loop's thread (or the main
- * thread at exit, when no loop runs). */
+ * socket and free what carried the connection. The owning loop's thread
+ * (or the main thread at exit, when no loop runs). */
 void jn_io_conn_destroy_IO(jn_io_conn_t *conn)
 {
     JN_ASSERT_IO(conn);
@@ -718,45 +519,6 @@ void jn_io_conn_destroy_IO(jn_io_conn_t *conn)
     if (conn->ai_list)
         freeaddrinfo(conn->ai_list);
     conn->ai_list = conn->ai_next = NULL;
-    if (conn->driver.connection)
-        pn_connection_set_context(conn->driver.connection, NULL);
-    pn_connection_driver_destroy(&conn->driver);
-    conn->pn_io = NULL;
-}
-
-/* The start of a pass: close conn with amqp:connection:forced when the
- * router is shutting down, or when its connector was deleted (management
- * or a reload: this connection, and no other to the same host, ends here;
- * an open one's close reaches the core as any close does). */
-static void forced_close(jn_io_conn_t *conn)
-{
-    pn_connection_driver_t *d = &conn->driver;
-    if (atomic_load_explicit(&conn->io->forcing, memory_order_relaxed) &&
-        !pn_connection_driver_finished(d)) {
-        pn_connection_driver_errorf(d, "amqp:connection:forced", "router shutting down");
-        pn_connection_driver_close(d);
-    }
-    if (!conn->incoming && !conn->closing_removed &&
-        atomic_load_explicit(&conn->endpoint->removed, memory_order_relaxed) &&
-        !pn_connection_driver_finished(d)) {
-        conn->closing_removed = true;
-        pn_connection_driver_errorf(d, "amqp:connection:forced", "connector deleted");
-        pn_connection_driver_close(d);
-    }
-}
-
-/* Step 3 by what carries conn: its socket, a WebSocket bridge, a test's
- * buffers; a connector with no socket left ends (a no-op once closed). */
-static inline void conn_output(jn_io_conn_t *conn)
-{
-    if (!conn->connecting && conn->fd >= 0)
-        conn_write(conn);
-    else if (conn->bridge)
-        jn_io_bridge_write_IO(conn);
-    else if (conn->test_io)
-        jn_io_test_write_IO(conn);
-    else if (conn->fd < 0)
-        jn_io_conn_io_error_IO(conn, ECONNREFUSED, "connecting to");
 }
 
 /* The end of a pass: move conn to the loop the core asked for
@@ -770,60 +532,9 @@ static bool move_asked(jn_io_loop_t *loop, jn_io_conn_t *conn)
     return to != loop && conn_move(loop, conn, to);
 }
 
-/* Steps 1-3 of a pass (see the top) of conn on proton's engine; returns
- * true when the socket may hold more (run again in the next pass). */
-static bool proton_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
-{
-    pn_connection_driver_t *d = &conn->driver;
-    forced_close(conn);
-    if (conn->connecting && (conn->writable || conn->readable))
-        jn_io_conn_connect_done_IO(conn);
-    bool more = false;
-    if (!conn->connecting && conn->fd >= 0)
-        more = conn_read(conn);
-    else if (conn->bridge)
-        jn_io_bridge_read_IO(conn); /* AMQP over WebSocket: no socket */
-    else if (conn->test_io)
-        jn_io_test_read_IO(conn); /* tests and fuzzing: no socket */
-    /* Proton's idle clock before the events, so that an expiry it raises
-     * (an error and a close frame) is handled and written in this pass,
-     * not one idle period later; likewise a write stall's cut. One clock
-     * reading per pass: the timers' (ms) and residence time's (the arrival
-     * of what was just read, the departure of what this pass sends). */
-    loop->pass_ns = jn_time_mono_ns();
-    int64_t now = (int64_t)(loop->pass_ns / JN_NS_PER_MS);
-    if (conn->octets_read != conn->heard_octets) { /* something arrived (io_watch.c) */
-        conn->heard_octets = conn->octets_read;
-        conn->heard_ms = now;
-    }
-    if (conn->silence_watch && now >= conn->silence_at)
-        jn_io_silence_check_IO(conn, now);
-    more |= conn_tick(conn, now);
-    if (conn->stall_watch && now >= conn->stall_check_at)
-        jn_io_stall_check_IO(conn, now);
-    if (conn->handshake_at && now >= conn->handshake_at)
-        jn_io_handshake_check_IO(conn, now);
-    for (int round = 0;; round++) {
-        pn_event_t *e;
-        while ((e = pn_connection_driver_next_event(d)) != NULL)
-            jn_io_conn_event_IO(conn, e);
-        if (conn->transport_closed)
-            break;
-        jn_io_conn_batch_end_IO(conn);
-        conn_output(conn);
-        if (!pn_connection_driver_has_event(d))
-            break;
-        if (round + 1 == PASS_ROUNDS) {
-            more = true;
-            break;
-        }
-    }
-    return more;
-}
-
-/* One pass of conn (see the top), on proton's engine or Junction's own
- * (io_own.c); a move to its peer's loop (jn_io_colocate) is made at its
- * end either way. The loop's thread; the caller holds a reference. */
+/* One pass of conn (see the top) on Junction's own engine (io_own.c); a
+ * move to its peer's loop (jn_io_colocate) is made at its end. The loop's
+ * thread; the caller holds a reference. */
 static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
 {
     if (conn->destroyed)
@@ -831,16 +542,11 @@ static void conn_pass(jn_io_loop_t *loop, jn_io_conn_t *conn)
     if (conn->moved)
         conn_arrive(conn);
     jn_io_trace_check_IO(conn);
-    bool more = conn->own ? jn_io_own_pass_IO(loop, conn) : proton_pass(loop, conn);
+    bool more = jn_io_own_pass_IO(loop, conn);
     if (conn->transport_closed) {
         jn_io_conn_destroy_IO(conn);
         jn_io_conn_unref(conn); /* the I/O side's reference */
         return;
-    }
-    if (conn->tick_restart) {
-        conn->tick_restart = false;
-        conn->tick_at = 0;
-        (void)conn_tick(conn, (int64_t)jn_time_mono_ms()); /* tick_at 0: reads nothing */
     }
     if (move_asked(loop, conn))
         return; /* the new loop runs the rest (and what "more" meant) */

@@ -8,7 +8,7 @@
  * [a, b], maps {k=v}).
  *
  * Cost: none for a message on a connection that logs nothing (one load
- * and branch in io_recv.c and io_send.c). While some endpoint logs
+ * and branch in io_own_rx.c and io_own_link.c). While some endpoint logs
  * messages, each message received is parsed to its application
  * properties by the loop that receives it, before any other thread can
  * see it (jn_message_parse's rule), so a sender on another loop only

@@ -1,7 +1,7 @@
 /*
  * io_own.c — connections on Junction's own AMQP engine (docs/engine.md,
- * stage 2b(ii) round 1): the A/B switch, which connections it takes, and
- * such a connection's pass: its octets received into pooled buffers
+ * stage 2b(ii) round 1): which configurations it serves, and a
+ * connection's pass: its octets received into pooled buffers
  * (readv), run through a jn_amqp_transport_t (the SASL layer: ANONYMOUS,
  * Cyrus's mechanisms through sasl_own.c, or an auth service's relay; then
  * the AMQP layer), the
@@ -12,8 +12,11 @@
  * Strangler pattern: the connection keeps its jn_io_conn_t (loop,
  * refcount, registry, timers), so the loops, wakes, moves, the registry and
  * the core's callbacks treat it as any other; only its pass differs
- * (io_loop.c hands it here). Stage 5 removes proton's path and this
- * becomes the only one.
+ * (io_loop.c hands it here). Every connection runs here since stage 5
+ * removed proton's path: any role, plain TCP, TLS or WebSocket, and any
+ * SASL (a listener's Cyrus mechanisms, its auth service's relay or the
+ * built-in ANONYMOUS; a connector's built-in mechanisms or Cyrus's
+ * client).
  */
 #include "io_own.h"
 #include "sasl_own.h"
@@ -28,10 +31,6 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#ifndef JN_ENGINE_DEFAULT_OWN
-#define JN_ENGINE_DEFAULT_OWN 0
-#endif
-
 /* Iovecs per readv (each a pooled buffer) and per sendmsg. A message
  * takes about three runs of the output (its frame's header and transfer,
  * the re-encoded annotations, the body), so 64 runs per sendmsg sent 21
@@ -39,60 +38,6 @@
  * proton's path (docs/performance.md); 1,024 is Linux's UIO_MAXIOV. */
 #define OWN_READ_IOV  64
 #define OWN_WRITE_IOV 1024
-
-/* ---- the switch ---------------------------------------------------------- */
-
-unsigned jn_io_engine_own_default(void)
-{
-    const char *v = getenv("JUNCTION_ENGINE");
-    unsigned own = JN_ENGINE_DEFAULT_OWN ? JN_IO_OWN_IN | JN_IO_OWN_OUT : 0;
-    if (v && strcmp(v, "own") == 0)
-        own = JN_IO_OWN_IN | JN_IO_OWN_OUT;
-    else if (v && strcmp(v, "own-in") == 0) /* the connections the router accepts */
-        own = JN_IO_OWN_IN;
-    else if (v && strcmp(v, "own-out") == 0) /* the connections it makes */
-        own = JN_IO_OWN_OUT;
-    else if (v && strcmp(v, "proton") == 0)
-        own = 0;
-    else if (v && v[0])
-        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
-               "JUNCTION_ENGINE=%s is none of 'own', 'own-in', 'own-out' and 'proton': the "
-               "build's default (%s) applies",
-               v, own ? "own" : "proton");
-    if (own)
-        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_NOTICE,
-               "AMQP engine: Junction's own for listeners and connectors of every role "
-               "(normal, route-container, inter-router, edge), plain, TLS or WebSocket, with "
-               "any SASL, and for the router's connection to an auth service "
-               "(docs/engine.md)%s",
-               own == JN_IO_OWN_IN ? "; proton's for every connection the router makes (own-in)"
-               : own == JN_IO_OWN_OUT
-                   ? "; proton's for every connection the router accepts (own-out)"
-                   : "");
-    return own;
-}
-
-/* Every connection a listener accepts, or a connector makes, runs on the
- * own engine when the switch is on for its direction (stage 5): any role
- * (normal; route-container, where auto-links and link routes bind:
- * io_own_route.c; inter-router and edge: io_own_mesh.c), plain TCP or TLS,
- * and any SASL: a listener's Cyrus mechanisms (sasl_own.c), its auth
- * service's relay (authsvc_own.c) or the engine's built-in ANONYMOUS
- * (jn_io_own_sasl_builtin: the saslMechanisms a listener without Cyrus
- * names, taken as proton's path takes them); a connector's through Cyrus's
- * client wherever proton's path uses Cyrus, else the client end's built-in
- * ANONYMOUS, PLAIN and EXTERNAL (sasl_client.c). What proton's path adds
- * around the open (a vhost policy, multiTenant, message logging, the
- * initial handshake timeout, openProperties, failoverUrls, a policyVhost's
- * "$connector" group) the own path adds too. */
-bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep)
-{
-    /* an auth service's relay runs on one engine: where its service
-     * connections run too (authsvc_own.c) */
-    if (ep->is_listener && ep->authsvc)
-        return (io->engine_own & JN_IO_OWN_IN) && jn_io_authsvc_own_eligible(io);
-    return (io->engine_own & (ep->is_listener ? JN_IO_OWN_IN : JN_IO_OWN_OUT)) != 0;
-}
 
 /* ---- the connection's events --------------------------------------------- */
 
@@ -111,7 +56,7 @@ static void log_opened(jn_io_own_t *own, const char *container, const char *user
                             conn->id, conn->host, encrypted, mech ? mech : "none", user,
                             container);
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
-           JN_IO_CONN_FMT " Connection runs on Junction's own AMQP engine (JUNCTION_ENGINE=own)",
+           JN_IO_CONN_FMT " Connection runs on Junction's own AMQP engine",
            conn->id);
 }
 
@@ -850,15 +795,16 @@ static void own_work(jn_io_own_t *own)
 }
 
 /* The start of a connection we made's pass: its connect's outcome, a
- * connector deleted (closed with amqp:connection:forced, as proton's path,
- * io_loop.c), or no socket left (resolving or every address failed). */
+ * connector deleted (closed with amqp:connection:forced, as 1.19), or no
+ * socket left (resolving or every address failed; a test's connection,
+ * io_test.c, has none). */
 static void own_connector_pass(jn_io_own_t *own)
 {
     jn_io_conn_t *conn = own->conn;
     if (conn->connecting && (conn->writable || conn->readable))
         jn_io_conn_connect_done_IO(conn);
     if (!conn->connecting && conn->fd < 0 && !conn->bridge && !conn->test_io)
-        own->cut = true; /* no socket: the connect failed (a test's has none) */
+        own->cut = true; /* no socket: the connect failed */
     if (!conn->closing_removed &&
         atomic_load_explicit(&conn->endpoint->removed, memory_order_relaxed)) {
         conn->closing_removed = true; /* not retried; the peer is not waited for */

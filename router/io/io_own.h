@@ -1,16 +1,18 @@
 /*
  * io_own.h — connections on Junction's own AMQP engine (docs/engine.md,
- * stage 2b(ii)), shared by io_own.c (the switch, the connection: socket,
+ * stage 2b(ii)), shared by io_own.c (which configurations it serves, the
+ * connection: socket,
  * pass, open and close), io_own_link.c (links, deliveries sent, states and
  * the core's work), io_own_rx.c (deliveries received) and the files that hand such a connection over
  * (io_endpoint.c at accept, io_loop.c for its pass, io_conn.c when it is
  * freed). Nothing else in router/io sees these structs.
  *
- * A connection the switch selects keeps its jn_io_conn_t (loop, refcount,
- * registry, timers, socket) and with it a proton driver that is never fed:
- * its stream runs through a jn_amqp_transport_t (junction/amqp_transport.h)
- * instead, and its links and deliveries are jn_io_own_link_t and
- * jn_io_own_dlv_t. Everything here belongs to the connection's loop thread.
+ * Every connection keeps its jn_io_conn_t (loop, refcount, registry,
+ * timers, socket); its stream runs through a jn_amqp_transport_t
+ * (junction/amqp_transport.h), and its links and deliveries are
+ * jn_io_own_link_t and jn_io_own_dlv_t. (Until stage 5 a connection could
+ * run on proton's connection driver instead.) Everything here belongs to
+ * the connection's loop thread.
  */
 #ifndef JN_IO_OWN_H
 #define JN_IO_OWN_H 1
@@ -113,7 +115,7 @@ struct jn_io_own_link {
     bool rx_paused; /* copies behind by JN_IO_RX_HIGH_WATER: window held */
     uint8_t rx_tag[JN_AMQP_TAG_MAX];
     size_t rx_tag_len;
-    /* incoming: holding (io_recv.c's budget and credit meter, the same
+    /* incoming: holding (the budget and credit meter of io_private.h's
      * marks) and the listener's maxMessageSize */
     jn_rx_budget_t *budget;
     bool rx_stopped; /* over the budget: credit and window held */
@@ -123,7 +125,7 @@ struct jn_io_own_link {
     /* outgoing: credit used (deliveries begun, and credit drained) */
     uint64_t sent;
     /* outgoing: the credit limit told to the core, cut to a cap past sent
-     * (tx_limit in io_own_link.c, as io_send.c's on proton's path); the
+     * (tx_limit in io_own_link.c); the
      * octets of the last copy sent */
     uint64_t flow_cap, flow_sent;
     bool flow_capped;
@@ -177,31 +179,6 @@ struct jn_io_own {
     char io_error[128];
 };
 
-/* The A/B switch's scope (jn_io_t.engine_own): the connections the
- * router accepts, those it makes. */
-#define JN_IO_OWN_IN  1u
-#define JN_IO_OWN_OUT 2u
-
-/* jn_io_engine_own_default: which connections the switch may take run on
- * the own engine (JN_IO_OWN_IN | JN_IO_OWN_OUT, or 0): the environment
- * variable JUNCTION_ENGINE ("own": both; "own-in": accepted ones only;
- * "own-out": those the router makes only, so that one router runs the two
- * engines side by side; "proton": none), read once by jn_io_create, else
- * the build's JN_ENGINE. Logs the choice when it is own. Main thread, at
- * start. */
-unsigned jn_io_engine_own_default(void);
-
-/* jn_io_own_eligible: whether a connection accepted on listener ep, or
- * made by connector ep, runs on the own engine (docs/engine.md, "Which
- * connections"): since stage 5, whenever the switch is on for its
- * direction, whatever ep's role, TLS, WebSocket or SASL (Cyrus's
- * mechanisms, the auth service's relay, or the built-in ANONYMOUS offered
- * as proton's path offers it: sasl_own.c; the client end's built-in
- * mechanisms or Cyrus's client: sasl_client.c, sasl_own.c). io and ep
- * borrowed. Loop 0's thread (at accept), the HTTP thread (a bridge), or
- * the connector thread. */
-bool jn_io_own_eligible(const jn_io_t *io, const jn_io_endpoint_t *ep);
-
 /* jn_io_own_attach: give conn (new, not started) its own-engine side.
  * Returns 0 or JN_ENOMEM. The accepting thread, before jn_io_conn_start. */
 int jn_io_own_attach(jn_io_conn_t *conn);
@@ -219,8 +196,8 @@ int jn_io_own_attach_client(jn_io_conn_t *conn, const char *host);
  * refers to it then). */
 void jn_io_own_free(jn_io_conn_t *conn);
 
-/* jn_io_own_pass_IO: one pass of conn on the own engine (as io_loop.c's
- * conn_pass for proton's): read into pooled buffers, run the engine, the
+/* jn_io_own_pass_IO: one pass of conn on the own engine (io_loop.c's
+ * conn_pass hands it here): read into pooled buffers, run the engine, the
  * core's work, the copies to send, the engine's clock, write. Returns true
  * when the socket may hold more (run again in the next pass). When the
  * transport ended, conn->transport_closed is set (the caller destroys it).
@@ -302,7 +279,7 @@ void jn_io_own_route_session_gone_IO(jn_io_own_t *own, jn_amqp_session_t *s);
 
 /* io_own_termini.c, the termini of link-routed links (the loop's thread):
  * jn_io_own_termini_encode: the peer's source and target in attach a
- * (views valid in the callback) in io_route.c's encoding of termini, which
+ * (views valid in the callback) in the core's encoding of termini, which
  * the core hands to a link route's far end (jn_link_info_t.termini): *out
  * on the heap (the caller frees it), *len. Returns 0, JN_ENOMEM.
  * jn_io_own_termini_decode: that encoding (p, len: borrowed) into a's
@@ -333,8 +310,8 @@ int jn_io_own_dnp_set_address(jn_amqp_terminus_t *t, const char *address, jn_enc
  * any connection, the core refusing them where not inter-router; an edge
  * router's links by capability and address; the lookup and heartbeat
  * services on any other) and an endpoint's waypoint phase (qd.waypoint,
- * qd.waypoint.<n>) and fallback (a receiver's qd.fallback), as io_link.c
- * reads them on proton's path.
+ * qd.waypoint.<n>) and fallback (a receiver's qd.fallback), as 1.19
+ * reads them.
  * jn_io_own_mesh_link_ok: a's terminus at our end carries qd.router or
  * qd.router-data on an inter-router connection, or the downlink's or a
  * waypoint's capability on an edge connection (a router's link, not
@@ -426,7 +403,7 @@ void jn_io_own_links_free(jn_io_own_t *own);
  * freed), dropping its reference. jn_io_own_dlv_settle: our disposition
  * with settle (state may be NULL), then forget od.
  * jn_io_own_state_out: the core's state d as the engine's st, every field
- * (io_state.c's): st borrows d's strings and octets, and *heap (NULL, or
+ * (io_own_state.c): st borrows d's strings and octets, and *heap (NULL, or
  * octets st refers to that the caller frees after using st); false when
  * the state does not go (none, a transaction's, out of memory). For
  * accepted and released only code, symbolic and present are set: the
@@ -451,7 +428,7 @@ bool jn_io_own_state_known(uint64_t code);
  * is going: the delivery being received ends (its copies are aborted),
  * the budget is let go; idempotent (also on the thread freeing the
  * connection, as jn_io_own_links_free). jn_io_own_rx_credit_IO: the core's
- * JN_WORK_LINK_CREDIT (metered as io_recv.c's jn_io_rx_credit_IO).
+ * JN_WORK_LINK_CREDIT (metered: io_private.h, JN_IO_LINK_HIGH_WATER).
  * jn_io_own_rx_flow_IO: the peer's flow on an incoming link (credit held
  * back may go now). jn_io_own_rx_update_IO: the core's outcome for od, an
  * incoming delivery's record (JN_WORK_DELIVERY_UPDATE).

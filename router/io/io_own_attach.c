@@ -1,9 +1,9 @@
 /*
  * io_own_attach.c — attach and detach of a connection's links on
- * Junction's own engine (docs/engine.md, stage 2b(ii)), as io_link.c does
- * on proton's path: the peer's attach checked (a terminus the path cannot
- * serve, the vhost policy's rules), reported to the core with its
- * terminus address and answered when the core opens the link; a detach,
+ * Junction's own engine (docs/engine.md, stage 2b(ii)): the peer's attach
+ * checked (a terminus the engine cannot serve, the vhost policy's rules),
+ * reported to the core with its terminus address and answered when the
+ * core opens the link; a detach,
  * an end or the connection's loss letting go of what the link held.
  * Sending and the core's work are in io_own_link.c, receiving in
  * io_own_rx.c. The engine calls the on_* functions on the connection's
@@ -24,7 +24,7 @@
 
 /* Why the own path cannot serve the peer's attach a (NULL: it can). The
  * router's terminus capabilities (qd.waypoint*, qd.fallback, qd.router*)
- * are served, read by jn_io_own_mesh_classify_IO as io_link.c reads them. */
+ * are served, read by jn_io_own_mesh_classify_IO. */
 static const char *refusal(const jn_amqp_attach_t *a)
 {
     if (a->role == JN_AMQP_SENDER && (a->present & JN_AMQP_FIELD(6)) &&
@@ -59,8 +59,8 @@ static bool symbol_claims(const jn_field_t *f, const char *prefix, bool exact)
 }
 
 /* Some capability of the peer's terminus t (its field cap_field: a symbol
- * or an array of symbols) starts with prefix (exact: is prefix), as
- * io_policy.c reads a proton terminus's for the vhost rules. */
+ * or an array of symbols) starts with prefix (exact: is prefix), for the
+ * vhost rules (io_policy.c). */
 static bool caps_claim(const jn_amqp_terminus_t *t, uint32_t cap_field, const char *prefix,
                        bool exact)
 {
@@ -189,13 +189,12 @@ jn_io_own_link_t *jn_io_own_link_new(jn_io_own_t *own, jn_amqp_link_t *l, bool i
 }
 
 /* What the core routes the peer's link by, beyond its address (t the
- * terminus at our end): control and data links (io_own_mesh.c); a
- * dynamic terminus link-routed by the address its node properties name,
- * as in 1.19 (*dnp, heap); a coordinator by JN_COORDINATOR_ADDRESS
- * (router/core/coordinator.c), as on proton's path (io_link.c); the
- * termini a link route may copy (*termini, heap; none when out of memory,
- * as on proton's path). The caller frees *dnp and *termini once the core
- * has info. */
+ * terminus at our end): control and data links (io_own_mesh.c); a dynamic
+ * terminus link-routed by the address its node properties name, as in 1.19
+ * (*dnp, heap); a coordinator by JN_COORDINATOR_ADDRESS
+ * (router/core/coordinator.c); the termini a link route may copy
+ * (*termini, heap; none when out of memory). The caller frees *dnp and
+ * *termini once the core has info. */
 static void attach_routing(jn_io_own_link_t *link, const jn_amqp_attach_t *a,
                            const jn_amqp_terminus_t *t, jn_link_info_t *info, char **dnp,
                            uint8_t **termini)
@@ -252,7 +251,7 @@ void jn_io_own_on_attach(void *ctx, jn_amqp_link_t *l, const jn_amqp_attach_t *a
     char address[1024] = "";
     if (t->present & JN_AMQP_FIELD(0))
         jn_iter_copy_string(&t->address, address, sizeof address);
-    /* the vhost rules first, as on proton's path: a link they deny gets
+    /* the vhost rules first: a link they deny gets
      * their answer even where this engine could not serve it */
     const char *denied =
         conn->vhost_rules

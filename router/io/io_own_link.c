@@ -1,12 +1,11 @@
 /*
  * io_own_link.c — links and deliveries of a connection on Junction's own
- * engine (docs/engine.md, stage 2b(ii)), mapped to the core's as the
- * proton path maps proton's (io_send.c, io_state.c): the peer's credit;
- * copies sent as their octets arrive, with the sender's state on their
- * first transfer, while the output has room; delivery states with every
- * field (io_own_state.c), dispositions and settlement both ways; the
- * core's work. Attach and detach are in io_own_attach.c (as io_link.c),
- * receiving in io_own_rx.c (as io_recv.c). The structs are in io_own.h; the engine calls
+ * engine (docs/engine.md, stage 2b(ii)), mapped to the core's: the
+ * peer's credit; copies sent as their octets arrive, with the sender's
+ * state on their first transfer, while the output has room; delivery
+ * states with every field (io_own_state.c), dispositions and settlement
+ * both ways; the core's work. Attach and detach are in io_own_attach.c,
+ * receiving in io_own_rx.c. The structs are in io_own.h; the engine calls
  * the on_* functions on the connection's loop thread, inside
  * jn_amqp_transport_process.
  */
@@ -203,7 +202,7 @@ static bool tx_start(jn_io_own_link_t *link)
     } else {
         if (JN_UNLIKELY(to_override && hop.to_router && ra && jn_delivery_rerouted(dlv))) {
             /* an exchange's copy goes to a new address: a new trace and
-             * ingress, as on proton's path (io_send.c) */
+             * ingress, as 1.19 gives it */
             fresh = *ra;
             fresh.has_trace = false;
             fresh.has_ingress = false;
@@ -355,7 +354,7 @@ static bool tx_push(jn_io_own_link_t *link)
 
 /* Tell the core the credit limit it may hand out to (core.h): the
  * copies sent so far plus the peer's credit, but at most a cap past those
- * sent, as io_send.c's tx_limit does on proton's path: linkCapacity, or
+ * sent: linkCapacity, or
  * fewer when that many copies of the last one's size would hold more than
  * JN_IO_TX_AHEAD_OCTETS (at least 2). So a consumer that grants a large
  * credit and stops reading leaves the copies in the core's bounded backlog

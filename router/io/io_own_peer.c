@@ -75,14 +75,6 @@ static char *failover_text(const jn_field_t *f)
     return s;
 }
 
-static void failover_url_free(jn_io_failover_url_t *u)
-{
-    free(u->scheme);
-    free(u->host);
-    free(u->port);
-    memset(u, 0, sizeof *u);
-}
-
 /* One entry of the peer's list (f, decoded by d): a map whose keys
  * network-host, port and scheme (symbols or strings; the last of a
  * repeated key counts) give u's fields; other keys are ignored. False
@@ -106,38 +98,10 @@ static bool failover_url_of(const jn_decoder_t *d, const jn_field_t *f, jn_io_fa
         }
     }
     if (!u->host) {
-        failover_url_free(u);
+        jn_io_failover_url_free(u);
         return false;
     }
     return true;
-}
-
-/* f's backups become the one in use now (if any), then the n in add
- * (taken over). Returns 0 or JN_ENOMEM (f unchanged, add's strings
- * freed). jn_io_t.lock held. */
-static int failover_replace_locked(jn_io_failover_t *f, jn_io_failover_url_t *add, unsigned n)
-{
-    jn_io_failover_url_t *v = calloc((size_t)n + 1, sizeof *v);
-    if (!v) {
-        for (unsigned i = 0; i < n; i++)
-            failover_url_free(&add[i]);
-        return JN_ENOMEM;
-    }
-    unsigned k = 0;
-    bool keep = f->cur > 0;
-    if (keep) {
-        v[k++] = f->urls[f->cur - 1];
-        memset(&f->urls[f->cur - 1], 0, sizeof f->urls[0]);
-    }
-    memcpy(v + k, add, n * sizeof *add);
-    k += n;
-    for (unsigned i = 0; i < f->n; i++)
-        failover_url_free(&f->urls[i]);
-    free(f->urls);
-    f->urls = v;
-    f->n = k;
-    f->cur = keep ? 1 : 0;
-    return 0;
 }
 
 unsigned jn_io_own_failover_read(const jn_iter_t *props, jn_io_failover_url_t *add,
@@ -166,7 +130,7 @@ void jn_io_own_failover_take_IO(jn_io_conn_t *conn, const jn_iter_t *props)
     if (!found)
         return; /* no list: the connector's list stays as it is (1.19) */
     pthread_mutex_lock(&conn->io->lock);
-    int rc = failover_replace_locked(&ep->failover, add, n);
+    int rc = jn_io_failover_replace_locked(&ep->failover, add, n);
     pthread_mutex_unlock(&conn->io->lock);
     if (rc != 0)
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_ERROR,

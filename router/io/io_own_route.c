@@ -2,7 +2,7 @@
  * io_own_route.c — links the router attaches itself on a connection on
  * Junction's own engine (docs/engine.md, stage 3a): the core's
  * JN_WORK_LINK_ATTACH for an auto-link or a link route's far end
- * (router/core/linkroute.c), as io_route.c serves it on proton's path.
+ * (router/core/linkroute.c).
  *
  * An auto-link's link carries a plain source and target, the address at
  * the peer's end (the target of a link the router sends on, the source of
@@ -11,16 +11,16 @@
  * and of the peer's answer with the address the peer named; its LINK_OPEN
  * for the link is then a no-op (io_own_link.c, work_open).
  *
- * Sessions: each such link goes on a session of its own, as on proton's
- * path, so that a broker that ends a session over one link's trouble
- * (RabbitMQ does) takes no other link with it. A session whose link was
- * freed is kept for the next such link (up to JN_IO_OWN_ROUTE_IDLE of
- * them) rather than ended, so that no end goes out while the engine is
- * still answering the link's detach; beyond that many it is ended.
+ * Sessions: each such link goes on a session of its own, so that a broker
+ * that ends a session over one link's trouble (RabbitMQ does) takes no
+ * other link with it. A session whose link was freed is kept for the next
+ * such link (up to JN_IO_OWN_ROUTE_IDLE of them) rather than ended, so
+ * that no end goes out while the engine is still answering the link's
+ * detach; beyond that many it is ended.
  *
  * A link route's far end (passthrough) carries the client's termini as
  * the core hands them back (io_own_termini.c), the address at the
- * container's end changed, as io_route.c does on proton's path; the core
+ * container's end changed; the core
  * hears of the container's answer, or its refusal, and pairs the two
  * links (router/core/linkroute.c).
  *
@@ -77,8 +77,8 @@ static void route_refused(jn_io_own_t *own, jn_work_t *w, const jn_link_info_t *
 /* The termini of a link route's far end (w->link's, as the client sent
  * them: io_own_termini.c) into a, with the address at the container's end
  * replaced; a dynamic node keeps no address and names the address it was
- * routed by in its node properties (x-opt-qd.address, as io_route.c's
- * set_termini); a coordinator has none (AMQP 1.0 4.5.1). Views of the
+ * routed by in its node properties (x-opt-qd.address, as 1.19 names it);
+ * a coordinator has none (AMQP 1.0 4.5.1). Views of the
  * termini, w->address, and the encoders' octets. */
 static void route_termini(jn_io_own_t *own, jn_amqp_attach_t *a, const jn_work_t *w,
                           jn_encoder_t *coord, jn_encoder_t *dnp)

@@ -1,14 +1,13 @@
 /*
  * io_own_rx.c — the receive side of a link on Junction's own engine
- * (docs/engine.md, stage 2b(ii) round 2), as io_recv.c does it on proton's
- * path: each transfer frame's payload is appended to the message being
- * received; the delivery goes to the core as soon as its headers and
- * annotations parse (the rest follows, JN_WORK_DELIVERY_CONTINUE for its
- * copies, told once per pass); a delivery aborted after it was routed
- * aborts its copies, one aborted or refused before leaves the core
- * unaware and gives its credit back.
+ * (docs/engine.md, stage 2b(ii) round 2): each transfer frame's payload is
+ * appended to the message being received; the delivery goes to the core as
+ * soon as its headers and annotations parse (the rest follows,
+ * JN_WORK_DELIVERY_CONTINUE for its copies, told once per pass); a
+ * delivery aborted after it was routed aborts its copies, one aborted or
+ * refused before leaves the core unaware and gives its credit back.
  *
- * Flow control, with io_recv.c's marks: a routed message whose copies lag
+ * Flow control, with io_private.h's marks: a routed message whose copies lag
  * more than JN_IO_RX_HIGH_WATER behind its arrival pauses the link (the
  * session's incoming window is not reopened; it is again once below
  * JN_IO_RX_LOW_WATER, looked at by a poll); a link whose held messages
@@ -65,7 +64,7 @@ static void credit_grant(jn_io_own_link_t *link)
         return;
     /* before the first message: a link the router attached to a route
      * container (an auto-link, a link route's container end) gets it all,
-     * as 1.19 grants it and io_recv.c does; a client's link gets
+     * as 1.19 grants it; a client's link gets
      * JN_IO_LINK_FIRST_CREDIT */
     size_t most = link->rx_avg_size ? JN_IO_LINK_HIGH_WATER / link->rx_avg_size
                   : link->local     ? SIZE_MAX
@@ -84,7 +83,7 @@ static void credit_grant(jn_io_own_link_t *link)
  * answered once the sender holds no credit: its flow advanced the
  * delivery-count, or its deliveries used the credit up (AMQP 1.0 2.6.7).
  * The core is told (after the deliveries before it) and answers the
- * receiver's drain, as io_recv.c does on proton's path. */
+ * receiver's drain. */
 static void rx_drain_check(jn_io_own_link_t *link)
 {
     if (!link->drain_passed || !link->l || link->rx_d || !link->core ||
@@ -103,7 +102,7 @@ void jn_io_own_rx_credit_IO(jn_io_own_link_t *link, uint32_t credit, bool drain)
         /* credit 1 (a broker's link): what was held back is dropped and
          * the credit goes down to 0 without the drain flag; credit 0 (the
          * address lost its last consumer): the sender keeps all the core
-         * granted, with the drain flag, as 1.19 (and io_recv.c) holds it
+         * granted, with the drain flag, as 1.19 holds it
          * (2.6.7) */
         uint32_t deferred = link->credit_deferred;
         link->credit_deferred = 0;
@@ -184,8 +183,8 @@ static void rx_wake(void *io_conn)
 void jn_io_own_rx_init_IO(jn_io_own_link_t *link)
 {
     JN_ASSERT_IO(link->own->conn);
-    /* checked where a message enters the mesh, as io_link.c's
-     * endpoint_max_message_size: not on inter-router connections */
+    /* checked where a message enters the mesh, as 1.19 checks it: not on
+     * inter-router connections */
     const jn_io_conn_t *conn = link->own->conn;
     link->max_message_size = conn->inter_router || (conn->edge && !conn->incoming)
                                  ? 0
@@ -217,14 +216,13 @@ static void rx_begin(jn_io_own_link_t *link, jn_amqp_delivery_t *d)
     jn_message_set_annotation_policy(link->rx_msg, !link->own->conn->strip_inbound);
 }
 
-/* The user-id check (docs/design.md "The user-id check"), as io_recv.c
- * holds it on proton's path: on a connection whose peer a SASL mechanism
- * authenticated (conn->check_user), a message whose properties user-id is
- * present, not empty and not that user is rejected with
- * amqp:unauthorized-access; the core never sees it, its credit goes back
- * (rx_finish) and the link goes on. Returns true when m may be routed.
- * Called only when conn->check_user is set (the hot path tests that
- * alone). */
+/* The user-id check (docs/design.md "The user-id check"): on a connection
+ * whose peer a SASL mechanism authenticated (conn->check_user), a message
+ * whose properties user-id is present, not empty and not that user is
+ * rejected with amqp:unauthorized-access; the core never sees it, its
+ * credit goes back (rx_finish) and the link goes on. Returns true when m
+ * may be routed. Called only when conn->check_user is set (the hot path
+ * tests that alone). */
 static bool rx_user_id_ok(jn_io_own_link_t *link, const jn_message_t *m)
 {
     const char *user = link->own->conn->check_user;
@@ -243,12 +241,12 @@ static bool rx_user_id_ok(jn_io_own_link_t *link, const jn_message_t *m)
     return false;
 }
 
-/* The per-message checks of link (link->rx_checks, not 0), as io_recv.c's
- * on proton's path: the user-id check, then the vhost policy's target
- * check of an anonymous sender's message and its reply-to check of a
- * management request (io_policy.c). A message that fails is rejected on
- * its own delivery with amqp:unauthorized-access and never reaches the
- * core; the link goes on. Returns true when m may be routed. */
+/* The per-message checks of link (link->rx_checks, not 0): the user-id
+ * check, then the vhost policy's target check of an anonymous sender's
+ * message and its reply-to check of a management request (io_policy.c). A
+ * message that fails is rejected on its own delivery with
+ * amqp:unauthorized-access and never reaches the core; the link goes on.
+ * Returns true when m may be routed. */
 static bool rx_checks_ok(jn_io_own_link_t *link, const jn_message_t *m)
 {
     jn_io_conn_t *conn = link->own->conn;
@@ -286,18 +284,17 @@ static void rx_try_route(jn_io_own_link_t *link, bool all_in)
     if (JN_UNLIKELY(link->passthrough)) {
         /* not routed before its first octet: transfers with none at all
          * are rejected whole (above), as 1.19 rejects them (its
-         * DISPATCH-1988 test; proton's path passes them on) */
+         * DISPATCH-1988 test) */
         if (!all_in && jn_message_length(m) == 0)
             return;
         if (jn_amqp_delivery_tag_cut(link->rx_d)) {
             /* a link route carries the sender's tag, which AMQP 1.0
              * (2.8.7) bounds at 32 octets: cut, it could repeat another;
-             * as 1.19 (and io_recv.c) */
+             * as 1.19 */
             rx_reject(link, "amqp:invalid-field", "delivery-tag longer than 32 octets");
             return;
         }
-        /* passed on as it came, unread (the user-id check excepted), as
-         * on proton's path */
+        /* passed on as it came, unread (the user-id check excepted) */
         rc = link->own->conn->check_user ? jn_message_parse(m, JN_DEPTH_PROPERTIES) : 0;
     } else {
         rc = jn_message_parse(m, JN_DEPTH_PROPERTIES);
@@ -394,11 +391,10 @@ static void rx_finish(jn_io_own_link_t *link, bool aborted)
         rx_drain_check(link); /* the sender may have used the credit up */
 }
 
-/* The message passed the listener's maxMessageSize, as 1.19 answers it
- * (io_recv.c's rx_oversize_IO): rejected with
- * amqp:link:message-size-exceeded and settled now, its copies aborted,
- * the link closed (no error: the outcome carries it) and the connection
- * closed with amqp:connection:forced "Message size exceeded". */
+/* The message passed the listener's maxMessageSize, as 1.19 answers it:
+ * rejected with amqp:link:message-size-exceeded and settled now, its
+ * copies aborted, the link closed (no error: the outcome carries it) and
+ * the connection closed with amqp:connection:forced "Message size exceeded". */
 static void rx_oversize(jn_io_own_link_t *link)
 {
     jn_io_own_t *own = link->own;
@@ -562,7 +558,7 @@ void jn_io_own_rx_update_IO(jn_io_own_link_t *link, jn_io_own_dlv_t *od, jn_work
     JN_ASSERT_IO(link->own->conn);
     if (link->rx_d && od->d == link->rx_d) {
         /* still arriving: a settled outcome waits for the last octet (one
-         * terminal disposition, not two), as io_recv.c holds it */
+         * terminal disposition, not two) */
         if (w->settled) {
             rx_settle_later(link, &w->disp);
             return;

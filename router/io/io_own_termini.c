@@ -2,9 +2,9 @@
  * io_own_termini.c — the termini of link-routed links on Junction's own
  * engine (docs/engine.md, stage 3a): the peer's source and target handed
  * to the core with its attach, and given back by the core's
- * JN_WORK_LINK_ATTACH for the link to the container, in the encoding
- * io_route.c defines for proton's path (so that a client on one engine
- * and a container on the other meet in the core unchanged): per
+ * JN_WORK_LINK_ATTACH for the link to the container, in the encoding the
+ * core carries without reading it (it was shared with proton's path,
+ * until stage 5, so that the two engines met in the core unchanged): per
  * terminus, a type octet (0 none, 1 source, 2 target, 3 coordinator),
  * the address (32-bit length and octets, 0xffffffff for none), durability,
  * expiry policy (0 link-detach, 1 session-end, 2 connection-close, 3
@@ -12,11 +12,10 @@
  * distribution mode (0 none, 1 copy, 2 move) (an octet each), then the
  * dynamic node properties, capabilities, outcomes and filter, each as its
  * AMQP encoding with a 32-bit length (0: absent). A coordinator (AMQP 1.0
- * 4.5.1) carries only its capabilities. default-outcome is not carried,
- * as on proton's path.
+ * 4.5.1) carries only its capabilities. default-outcome is not carried.
  *
  * Also the dynamic node properties' x-opt-qd.address, which a dynamic
- * terminus is link-routed by (as io_route.c's jn_io_dnp_*_IO).
+ * terminus is link-routed by, as 1.19 reads and writes it.
  *
  * Thread: the connection's I/O thread (nothing here is shared).
  */

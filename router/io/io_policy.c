@@ -114,38 +114,6 @@ void jn_io_vhost_uncount_locked(jn_io_t *io, jn_io_conn_t *conn)
 
 /* ---- link rules ---------------------------------------------------------- */
 
-/* Some capability of t (a symbol, or a symbol in an array) starts with
- * prefix (exact: is prefix). 1.19 looks at the first capability only, so a
- * client that lists the capability second passes its policy; every one is
- * looked at here. */
-static bool terminus_claims(pn_terminus_t *t, const char *prefix, bool exact)
-{
-    pn_data_t *d = pn_terminus_capabilities(t);
-    if (!d)
-        return false;
-    size_t n = strlen(prefix);
-    bool found = false;
-    pn_data_rewind(d);
-    while (!found && pn_data_next(d)) {
-        bool array = pn_data_type(d) == PN_ARRAY;
-        if (array && !pn_data_enter(d))
-            continue;
-        while (!found && (!array || pn_data_next(d))) {
-            if (pn_data_type(d) == PN_SYMBOL) {
-                pn_bytes_t b = pn_data_get_symbol(d);
-                found = exact ? b.size == n && memcmp(b.start, prefix, n) == 0
-                              : b.size >= n && memcmp(b.start, prefix, n) == 0;
-            }
-            if (!array)
-                break;
-        }
-        if (array)
-            pn_data_exit(d);
-    }
-    pn_data_rewind(d);
-    return found;
-}
-
 const char *jn_io_vhost_link_judge_IO(jn_io_conn_t *conn, const jn_io_vhost_attach_t *a,
                                       uint64_t *max_message_size)
 {
@@ -183,24 +151,6 @@ const char *jn_io_vhost_link_judge_IO(jn_io_conn_t *conn, const jn_io_vhost_atta
            conn->vhost_host ? conn->vhost_host : conn->host, r->vhost, a->address ? a->address : "",
            why);
     return limit ? "amqp:resource-limit-exceeded" : "amqp:unauthorized-access";
-}
-
-const char *jn_io_vhost_link_check_IO(jn_io_link_t *link, const char *address, bool dynamic)
-{
-    JN_ASSERT_IO(link->conn);
-    if (!link->conn->vhost_rules)
-        return NULL;
-    bool incoming = link->dir == JN_LINK_INCOMING;
-    pn_terminus_t *t = incoming ? pn_link_remote_target(link->pn) : pn_link_remote_source(link->pn);
-    jn_io_vhost_attach_t a = {.link_id = link->id,
-                              .incoming = incoming,
-                              .address = address,
-                              .dynamic = dynamic,
-                              .waypoint = terminus_claims(t, "qd.waypoint", false),
-                              .fallback = terminus_claims(t, "qd.fallback", true)};
-    const char *denied = jn_io_vhost_link_judge_IO(link->conn, &a, &link->max_message_size);
-    link->policy_counted = denied == NULL;
-    return denied;
 }
 
 /* The address it names, read as the core routes on it (scheme and host
@@ -263,12 +213,6 @@ bool jn_io_vhost_relay_judge_IO(jn_io_conn_t *conn, uint64_t link_id, bool *logg
     return ok;
 }
 
-bool jn_io_vhost_relay_allows_IO(jn_io_link_t *link, const jn_message_t *m)
-{
-    JN_ASSERT_IO(link->conn);
-    return jn_io_vhost_relay_judge_IO(link->conn, link->id, &link->policy_transfer_logged, m);
-}
-
 /* The octets of it (a JN_VIEW_ADDRESS view) name a management node: the
  * address is `$management` or ends in `/$management`. */
 static bool view_names_management(jn_iter_t *it)
@@ -313,16 +257,7 @@ static bool relay_to_management(const jn_io_conn_t *conn, const jn_message_t *m)
  * conn's dynamic receivers: a reply address the router made for it. */
 static bool own_dynamic_address(const jn_io_conn_t *conn, const char *reply)
 {
-    if (conn->own)
-        return jn_io_own_dynamic_address_IO(conn, reply); /* io_own_link.c */
-    for (const jn_io_link_t *l = conn->links; l; l = l->next) {
-        if (l->dir != JN_LINK_OUTGOING || !l->pn || l->detached ||
-            !pn_terminus_is_dynamic(pn_link_remote_source(l->pn)))
-            continue;
-        if (jn_io_vhost_same_address(pn_terminus_get_address(pn_link_source(l->pn)), reply))
-            return true;
-    }
-    return false;
+    return jn_io_own_dynamic_address_IO(conn, reply); /* io_own_link.c */
 }
 
 bool jn_io_vhost_same_address(const char *a, const char *reply)
@@ -367,13 +302,6 @@ bool jn_io_vhost_reply_judge_IO(jn_io_conn_t *conn, uint64_t link_id, bool *logg
     return ok;
 }
 
-bool jn_io_vhost_reply_allows_IO(jn_io_link_t *link, const jn_message_t *m)
-{
-    JN_ASSERT_IO(link->conn);
-    return jn_io_vhost_reply_judge_IO(link->conn, link->id, &link->policy_transfer_logged,
-                                      (link->rx_checks & JN_IO_RX_CHECK_REPLY) != 0, m);
-}
-
 void jn_io_vhost_uncount_link_IO(jn_io_conn_t *conn, bool incoming)
 {
     JN_ASSERT_IO(conn);
@@ -383,25 +311,15 @@ void jn_io_vhost_uncount_link_IO(jn_io_conn_t *conn, bool incoming)
         conn->policy_receivers--;
 }
 
-void jn_io_vhost_link_gone_IO(jn_io_link_t *link)
-{
-    JN_ASSERT_IO(link->conn);
-    if (!link->policy_counted)
-        return;
-    link->policy_counted = false;
-    jn_io_vhost_uncount_link_IO(link->conn, link->dir == JN_LINK_INCOMING);
-}
-
 void jn_io_vhost_session_denied_IO(jn_io_conn_t *conn, const char *condition,
                                    const char *description)
 {
     JN_ASSERT_IO(conn);
     const jn_policy_rules_t *r = conn->vhost_rules;
-    /* proton's words, and the own engine's (router/amqp/frame.c) */
+    /* the own engine's words (router/amqp/frame.c) */
     if (!r || !r->max_sessions || r->outgoing || !condition ||
         strcmp(condition, "amqp:connection:framing-error") != 0 || !description ||
-        !(strstr(description, "above negotiated channel_max") ||
-          strstr(description, "above the channel-max")))
+        !strstr(description, "above the channel-max"))
         return;
     jn_policy_note_denial(conn->io->policy, r->vhost, JN_POLICY_DENIED_SESSION);
     JN_LOG(JN_LOG_MOD_POLICY, JN_LOG_INFO,
@@ -417,12 +335,7 @@ void jn_io_vhost_log_close_IO(jn_io_conn_t *conn, uint64_t n_connections)
     JN_ASSERT_IO(conn);
     if (!conn->vhost_rules || conn->vhost_rules->outgoing)
         return;
-    unsigned sessions = 0;
-    if (conn->own)
-        sessions = jn_io_own_sessions_IO(conn); /* io_own_link.c */
-    else
-        for (pn_session_t *s = pn_session_head(conn->pn_io, 0); s; s = pn_session_next(s, 0))
-            sessions++;
+    unsigned sessions = jn_io_own_sessions_IO(conn); /* io_own_link.c */
     /* the denials are the vhost's so far, as 1.19 reports them (its
      * connections share their vhost's counts) */
     uint64_t sd, snd, rcv;
@@ -451,12 +364,6 @@ bool jn_io_vhost_oversize_judge_IO(jn_io_conn_t *conn, uint64_t link_id, uint64_
     return true;
 }
 
-bool jn_io_vhost_oversize_IO(jn_io_link_t *link)
-{
-    JN_ASSERT_IO(link->conn);
-    return jn_io_vhost_oversize_judge_IO(link->conn, link->id, link->max_message_size);
-}
-
 void jn_io_vhost_rights_IO(const jn_io_conn_t *conn, bool *deny_dynamic_link_routes,
                            bool *deny_admin_status_update)
 {
@@ -478,18 +385,6 @@ void jn_io_vhost_limits_IO(const jn_io_conn_t *conn, uint32_t *max_frame, int32_
         *max_frame = r->max_frame_size < 512 ? 512 : r->max_frame_size;
     if (r->max_sessions)
         *channel_max = (int32_t)(r->max_sessions > 65536 ? 65535 : r->max_sessions - 1);
-}
-
-void jn_io_vhost_transport_IO(jn_io_conn_t *conn, pn_transport_t *t)
-{
-    JN_ASSERT_IO(conn);
-    uint32_t max_frame;
-    int32_t channel_max;
-    jn_io_vhost_limits_IO(conn, &max_frame, &channel_max);
-    if (max_frame)
-        pn_transport_set_max_frame(t, max_frame);
-    if (channel_max >= 0)
-        pn_transport_set_channel_max(t, (uint16_t)channel_max);
 }
 
 size_t jn_io_vhost_session_window(const jn_io_conn_t *conn)

@@ -8,16 +8,10 @@
  *                 the connection's pass: read, events, work, write);
  *   io_endpoint.c listeners and connectors (addresses, sockets, transports,
  *                 SASL, the connector's retry timing);
- *   io_conn.c     a connection's life: open, proton's events, the core's
- *                 work, the wake guard, release;
- *   io_link.c     sessions and links: the peer's begin/end and
- *                 attach/detach, the core's link work;
- *   io_recv.c     the receive path (incoming links, hot);
- *   io_send.c     the send path (outgoing links, hot);
- *   io_state.c    delivery states between proton and the core;
+ *   io_conn.c     a connection's object: creation, references, release;
+ *   io_own*.c     a connection's engine: Junction's own (io_own.h);
  *   io_props.c    a peer's open properties, for management;
- *   io_mesh.c     inter-router connections: cost, standard links;
- *   screen.c      the frame screen (junction/screen.h);
+ *   io_mesh.c     inter-router helpers: the standard links' names;
  *   io_bridge.c   bridged connections: no socket, their octets through
  *                 buffers another thread fills and drains (AMQP over
  *                 WebSocket);
@@ -26,8 +20,8 @@
  *
  * Ownership in one paragraph: every connection belongs to one event loop
  * (one worker thread) at a time, chosen when it is accepted or connected,
- * so a jn_io_conn_t, its proton objects (a pn_connection_driver:
- * connection, transport, collector) and its links are owned by that thread
+ * so a jn_io_conn_t, its engine (io_own.h: transport, sessions, links)
+ * and its links are owned by that thread
  * — no lock. The owner may hand it to another loop between two passes
  * (io_loop.c, "Moving a connection"; conn->loop is published with release
  * and every hand-over goes through the new loop's ready queue). The only
@@ -39,20 +33,11 @@
 #ifndef JN_IO_PRIVATE_H
 #define JN_IO_PRIVATE_H 1
 
-#include <junction/screen.h>
 #include <junction/io.h>
 #include <junction/log.h>
 
 #include <junction/queue.h>
 
-#include <proton/connection.h>
-#include <proton/connection_driver.h>
-#include <proton/delivery.h>
-#include <proton/disposition.h>
-#include <proton/link.h>
-#include <proton/object.h>
-#include <proton/session.h>
-#include <proton/transport.h>
 
 #include <inttypes.h>
 #include <netdb.h>
@@ -60,7 +45,6 @@
 #include <stdatomic.h>
 
 typedef struct jn_io_conn jn_io_conn_t;
-typedef struct jn_io_link jn_io_link_t;
 typedef struct jn_io_endpoint jn_io_endpoint_t;
 typedef struct jn_io_timer jn_io_timer_t;
 typedef struct jn_io_loop jn_io_loop_t;
@@ -95,7 +79,7 @@ struct jn_io_tls_entry {
 /* ---- tuning (each value says why) ------------------------------------- */
 
 /* Receive side: stop reading an incoming delivery when more than this many
- * octets have been received but not yet handed to proton by every copy;
+ * octets have been received but not yet sent on by every copy;
  * resume below JN_IO_RX_LOW_WATER. Bounds what one streaming message holds
  * in our buffers. The gap between the two keeps a paused link from
  * flapping. */
@@ -108,22 +92,22 @@ struct jn_io_tls_entry {
  * add up to more than this; resume below JN_IO_LINK_LOW_WATER (the link's
  * jn_rx_budget_t, junction/message.h "holding"). While stopped, the link's
  * new credit is held back. Credit is also metered while going: the sender
- * holds at most max(1, JN_IO_LINK_HIGH_WATER / recent message size)
- * credits at a time (JN_IO_LINK_FIRST_CREDIT before the first message);
- * the core's credit above that waits (jn_io_link_t.credit_deferred) and is
- * granted as deliveries arrive, when a stopped link goes on, or when the
- * sender's flow lowered its credit (a drain answered).
- * So what proton buffers for the link (octets sent on credit that we have
- * not read) stays near the mark too, instead of filling the session
- * window. Small messages are not metered (linkCapacity x size is below the
- * mark). One incoming link thus holds about twice the high-water mark plus
- * the message being received (itself bounded by JN_IO_RX_HIGH_WATER once
- * it streams). Same values as the per-message marks. */
+ * holds at most max(1, JN_IO_LINK_HIGH_WATER / recent message size) credits
+ * at a time (JN_IO_LINK_FIRST_CREDIT before the first message); the core's
+ * credit above that waits (the own link's credit_deferred) and is granted
+ * as deliveries arrive, when a stopped link goes on, or when the sender's
+ * flow lowered its credit (a drain answered). So what the engine takes in
+ * for the link (octets sent on credit that the router has not passed on)
+ * stays near the mark too, instead of filling the session window. Small
+ * messages are not metered (linkCapacity x size is below the mark). One
+ * incoming link thus holds about twice the high-water mark plus the message
+ * being received (itself bounded by JN_IO_RX_HIGH_WATER once it streams).
+ * Same values as the per-message marks. */
 #define JN_IO_LINK_HIGH_WATER JN_IO_RX_HIGH_WATER
 #define JN_IO_LINK_LOW_WATER  JN_IO_RX_LOW_WATER
 
 /* Send side, per outgoing link: the octets of the copies handed over by
- * the core and not yet sent are kept at about this (io_send.c), so that a
+ * the core and not yet sent are kept at about this (io_own_link.c), so that a
  * consumer that stops reading holds its senders' budgets well below their
  * high-water mark (with the core's JN_CORE_MC_BACKLOG_OCTETS for a stuck
  * multicast consumer, at most the low-water mark together). */
@@ -139,27 +123,19 @@ struct jn_io_tls_entry {
  * (for small messages: no limit), so it costs one round trip at most. */
 #define JN_IO_LINK_FIRST_CREDIT 4u
 
-/* Send side: stop handing a delivery's octets to proton while the session
- * already buffers this many octets that are not yet framed (proton's
- * pn_link_send buffer is unbounded). Proton posts PN_LINK_FLOW each time
- * it frames buffered octets, which resumes the copy. Kept small because
- * proton 0.37 straightens (rotates, octet by octet) a delivery's whole
- * buffer every time it frames part of it: the cost of that grows with what
- * is buffered. */
-#define JN_IO_TX_SESSION_LIMIT (256u * 1024)
+/* Send side: no copy is composed into a connection's output while it
+ * holds this many octets not yet written (jn_amqp_conn_output_pending),
+ * whatever credit and window the peer gave; the pass after the socket
+ * takes some goes on. A peer that stops reading costs at most this in
+ * output, plus what the core's backlog holds for its links (linkCapacity,
+ * docs/multicast.md). (Proton's path had the same bound on what its
+ * session buffered unframed.) */
+#define JN_IO_OWN_OUTPUT_LIMIT (256u * 1024)
 
-/* The own engine's side of the same bound: no copy is composed into a
- * connection's output while it holds this many octets not yet written
- * (jn_amqp_conn_output_pending), whatever credit and window the peer
- * gave; the pass after the socket takes some goes on. A peer that stops
- * reading costs at most this in output, plus what the core's backlog
- * holds for its links (linkCapacity, docs/multicast.md). */
-#define JN_IO_OWN_OUTPUT_LIMIT JN_IO_TX_SESSION_LIMIT
-
-/* Session incoming capacity (pn_session_set_incoming_capacity, in octets:
- * JN_IO_SESSION_FRAMES x max-frame-size, at most JN_IO_SESSION_CAPACITY_MAX
- * unless maxSessionFrames says otherwise). It bounds what proton itself
- * buffers for a session whose links we stopped reading, so a paused
+/* A session's incoming window (in octets: JN_IO_SESSION_FRAMES x
+ * max-frame-size, at most JN_IO_SESSION_CAPACITY_MAX unless
+ * maxSessionFrames says otherwise; io_own.c). It bounds what the engine
+ * takes in for a session whose links we stopped reading, so a paused
  * streaming message costs at most this plus JN_IO_RX_HIGH_WATER.
  * The trade-off, measured: a proton 0.37 client that hands a whole large
  * message to pn_link_send at once straightens (rotates octet by octet) its
@@ -173,7 +149,7 @@ struct jn_io_tls_entry {
 
 /* How soon a paused receive or a stalled send looks again (nothing tells
  * a receiving connection that the copies caught up; a stalled send also
- * resumes on PN_LINK_FLOW). The delay doubles, up to JN_IO_POLL_MAX_MS,
+ * resumes when its output drains). The delay doubles, up to JN_IO_POLL_MAX_MS,
  * while polls find nothing changed (a consumer that stopped reading), and
  * drops back to JN_IO_POLL_MS once something moves. */
 #define JN_IO_POLL_MS     2u
@@ -182,10 +158,10 @@ struct jn_io_tls_entry {
 /* TCP_NOTSENT_LOWAT on every connection's socket: the kernel takes no more
  * output while this many octets wait unsent in it (the peer's window is
  * shut), so a peer that stops reading holds at most this much in the
- * kernel, plus what proton holds (JN_IO_TX_SESSION_LIMIT unframed, and
- * what it framed), instead of a send buffer the kernel may grow to
- * tcp_wmem's maximum (4 MiB here) -- and with it that many octets' worth
- * of messages and unsettled deliveries in the router. */
+ * kernel, plus the engine's output (JN_IO_OWN_OUTPUT_LIMIT), instead of a
+ * send buffer the kernel may grow to tcp_wmem's maximum (4 MiB here) -- and
+ * with it that many octets' worth of messages and unsettled deliveries in
+ * the router. */
 #ifndef JN_IO_NOTSENT_LOWAT
 #define JN_IO_NOTSENT_LOWAT (256 * 1024)
 #endif
@@ -218,7 +194,7 @@ struct jn_io_tls_entry {
  * this many reads and continues in the next pass (fairness). */
 #define JN_IO_READS_PER_PASS 4
 
-/* Octets asked of proton's input buffer for one read: one read takes
+/* Octets asked of the engine's input for one read: one read takes
  * about this much, so a busy sender's frames arrive in few syscalls. */
 #define JN_IO_READ_SIZE (64u * 1024)
 
@@ -409,10 +385,6 @@ struct jn_io {
     unsigned worker_threads;
     uint32_t min_peer_idle_timeout_ms; /* router.minPeerIdleTimeoutMs, 0 = none */
     uint32_t write_stall_ms;           /* router.writeStallTimeoutSeconds x 1000, 0 = never */
-    /* the A/B switch (io_own.c, docs/engine.md): JN_IO_OWN_IN, the
-     * connections the router accepts that the own engine serves run on
-     * it; JN_IO_OWN_OUT, those it makes */
-    unsigned engine_own;
 
     /* main thread */
     unsigned threads_started;
@@ -529,15 +501,12 @@ struct jn_io_conn {
      * reference (the main thread) */
     jn_io_conn_t *stop_next;
     jn_io_timer_t poll;
-    jn_io_timer_t tick;  /* proton's next idle-timeout deadline */
+    jn_io_timer_t tick;  /* the engine's next idle-timeout deadline */
     jn_io_timer_t stall; /* the write-stall check (io_loop.c, "Write stalls") */
     jn_io_timer_t handshake; /* initialHandshakeTimeoutSeconds (io_loop.c) */
     jn_io_timer_t silence;   /* the silence watch (io_watch.c) */
 
     /* the owning loop's thread */
-    pn_connection_driver_t driver; /* connection, transport, collector */
-    pn_connection_t *pn_io; /* the connection (driver.connection once started);
-                             * NULL from PN_TRANSPORT_CLOSED on */
     int fd;                 /* the socket, or -1 */
     bool moved;             /* handed over by another loop: register fd here */
     bool tracing;           /* frames traced (io_trace.c) */
@@ -548,12 +517,11 @@ struct jn_io_conn {
     bool read_end;           /* epoll saw the peer's end of stream (or an error) */
     bool connecting;         /* connect() in progress */
     bool write_shut;         /* shutdown(SHUT_WR) done */
-    bool destroyed;          /* driver destroyed, socket closed */
+    bool destroyed;          /* engine's carrier gone, socket closed */
     bool in_pass;            /* on loop->pass list */
     jn_io_conn_t *pass_next;
     struct addrinfo *ai_list, *ai_next; /* connector: addresses to try */
-    int64_t tick_at;         /* when proton wants pn_transport_tick (ms), 0: now */
-    bool tick_restart;       /* proton's clock had not started: tick after the write */
+    int64_t tick_at;         /* when the engine's idle clock wants a tick (ms), 0: now */
     bool closing_removed;   /* closed because its connector was deleted (loop) */
     jn_core_conn_t *core;   /* NULL until opened, and after closed */
     char host[300];         /* peer address, for logs and the core */
@@ -564,15 +532,6 @@ struct jn_io_conn {
     uint32_t data_in, data_out; /* inter-router data links attached, by our
                                  * direction (priority = arrival order, 3.3) */
     bool closing;           /* we closed our end */
-    jn_screen_t *screen;     /* the peer's octets, screened before proton
-                              * (junction/screen.h); owned */
-    bool screened_out;       /* the screen refused the stream: read no more
-                              * once our close is out */
-    bool forced_close;       /* closed by management: likewise, read no more
-                              * once our close is out */
-    bool screen_eos;         /* refused before the peer's open: end the input with
-                              * the screen's error once what is framed is written
-                              * (io_loop.c, conn_write) */
     bool transport_closed;
     /* TLS (io_tls.c): NULL for plain AMQP; owned. refused_logged: TLS or
      * SASL (sasl_cyrus.c) refused it and logged why (io_conn.c logs no
@@ -580,36 +539,29 @@ struct jn_io_conn {
      * octet was looked at. handshake_at: when the peer must have opened
      * (initialHandshakeTimeoutSeconds, jn_time_mono_ms() ms), 0 = never;
      * handshake_expired: closed for it (logged). */
-    /* The user-id check (io_recv.c; docs/design.md "The user-id check"):
+    /* The user-id check (io_own_rx.c; docs/design.md "The user-id check"):
      * set at the peer's open on an incoming connection of role normal that
      * authenticated with a real mechanism and may not proxy: the user a
      * message's properties user-id, when present and not empty, must
      * equal; owned. NULL: no check (and no user-id is read). */
     char *check_user;
     jn_io_tls_t *tls;
-    /* Junction's own engine (io_own.c; docs/engine.md, the A/B switch):
-     * set at accept for a connection the switch selects, NULL for
-     * proton's; owned; the loop's thread */
+    /* Junction's own engine (io_own.c): set before the connection is
+     * started (jn_io_own_attach / _attach_client); owned; the loop's
+     * thread */
     struct jn_io_own *own;
     bool refused_logged;
     bool tls_peeked;
     bool handshake_expired;
     int64_t handshake_at;
-    /* sessions the router began for links the core asked for, whose link
-     * is gone, kept for the next one (io_route.c): never ended by us, so
-     * proton never reuses a channel the peer may still answer on */
-    pn_session_t *route_idle[8];
-    unsigned n_route_idle;
     uint64_t next_link_id;
-    jn_io_link_t *links; /* every io_link not yet released */
-    jn_io_link_t *busy;  /* links with something to finish at batch end */
     unsigned poll_ms;    /* next poll delay (JN_IO_POLL_MS doubling) */
     /* write stalls (io_loop.c): octets the socket took, in all; and while
      * a refused write is being watched, the count at the period's start
      * and when the period ends (jn_time_mono_ms() ms) */
     uint64_t octets_written;
-    /* octets of the peer's stream handed to proton, in all
-     * (jn_io_conn_input_IO); heard_octets: that count at the pass that
+    /* octets of the peer's stream handed to the engine, in all
+     * (io_own_plain.c); heard_octets: that count at the pass that
      * last saw it grow, heard_ms (jn_time_mono_ms()) that pass's time */
     uint64_t octets_read;
     uint64_t heard_octets;
@@ -627,7 +579,7 @@ struct jn_io_conn {
     /* Tests and fuzzing only (io_test.c): a connection without a socket.
      * Its pass reads from test_in (borrowed from the caller of
      * jn_io_test_conn_input until taken) and discards what the engine
-     * (proton's or the own one) writes; test_end: after test_in, the
+     * writes; test_end: after test_in, the
      * input ends (as a socket's end of stream). The owning
      * loop's thread (the test's thread). */
     bool test_io;
@@ -652,101 +604,14 @@ struct jn_io_conn {
 
 /* ---- links -------------------------------------------------------------- */
 
-/* jn_io_link_t.rx_checks: the user-id check (docs/design.md "The user-id
- * check"), the vhost policy's target check of each message on an
- * anonymous sender, and its reply-to check of each message on a sender
- * whose target is a management node (docs/design.md "Policy"). */
+/* The per-message checks of an incoming link (io_own_rx.c): the user-id
+ * check (docs/design.md "The user-id check"), the vhost policy's target
+ * check of each message on an anonymous sender, and its reply-to check of
+ * each message on a sender whose target is a management node
+ * (docs/design.md "Policy"). */
 #define JN_IO_RX_CHECK_USER_ID 0x1
 #define JN_IO_RX_CHECK_TARGET  0x2
 #define JN_IO_RX_CHECK_REPLY   0x4
-
-/* One link. Owned by the I/O thread of its connection; freed on
- * JN_WORK_LINK_RELEASED (or with the connection). */
-struct jn_io_link {
-    jn_io_conn_t *conn;   /* immutable */
-    uint64_t id;          /* [L<id>] */
-    jn_link_dir_t dir;    /* immutable */
-    pn_link_t *pn;        /* NULL once proton is done with it */
-    jn_core_link_t *core; /* NULL when refused before the core */
-    bool detached;        /* reported detached (or never attached) */
-    bool local;           /* we attached it (inter-router, connector side) */
-    bool routed;          /* attached for the core (io_route.c): report the answer */
-    bool passthrough;     /* link-routed (JN_WORK_LINK_OPEN/ATTACH said so): deliveries
-                           * are received unparsed and sent octet for octet */
-    bool edge_reply;      /* an edge router's dynamic reply receiver: report the
-                           * answer with the address the peer made */
-    bool streaming;       /* an inter-router streaming link (io_route.c): what it
-                           * sends carries x-opt-qd.stream */
-    uint64_t max_message_size; /* incoming: octets, 0 = unlimited (maxMessageSize;
-                                * JN_IO_CONTROL_MAX_MESSAGE on control links) */
-    bool local_closed;
-    /* the peer detached a link-routed link first: our answer waits for the
-     * far end's (the core's LINK_CLOSE/DETACH, or at the latest its
-     * LINK_RELEASED), as 1.19 does; remote_unclosed: that detach had
-     * closed=false */
-    bool remote_unclosed;
-    bool policy_counted; /* in conn->policy_senders/receivers (io_policy.c) */
-    /* incoming: the per-message checks of this link, set before its first
-     * delivery (JN_IO_RX_CHECK_*); 0 on most links, so the receive path
-     * pays one predictable branch for both */
-    uint8_t rx_checks;
-    bool policy_transfer_logged; /* a denied transfer was logged (io_policy.c) */
-    jn_io_link_t *prev, *next;   /* conn->links */
-    jn_io_link_t *busy_next;     /* conn->busy */
-    bool busy;
-
-    /* incoming: what the link holds (JN_IO_LINK_HIGH_WATER). budget: a
-     * reference (NULL when out of memory: unbounded), shared with the
-     * messages charged to it; its waker wakes this connection. */
-    jn_rx_budget_t *budget;
-    bool rx_stopped;          /* not taking deliveries: waiting for the wake */
-    uint32_t credit_deferred; /* LINK_CREDIT from the core not granted yet */
-    /* link-routed: the core passed its receiver's drain to the sender;
-     * its answer (no credit left) is told once (io_recv.c) */
-    bool drain_passed;
-    size_t rx_avg_size;       /* recent message size (0: none yet) */
-
-    /* incoming: the delivery being received (one at a time per link) */
-    struct {
-        pn_delivery_t *pd;
-        jn_message_t *msg;   /* our reference while receiving */
-        jn_delivery_t *dlv;  /* our reference once routed */
-        bool discard;        /* rejected/oversize: drop the octets */
-        bool settle_pending; /* settle when the last octet is in */
-        bool settle_now;     /* oversize: settle without the rest */
-        /* the outcome to settle it with then (JN_DISP_NONE: none); owned.
-         * A terminal outcome is sent with the settlement, in one
-         * disposition, never once unsettled and again settled. */
-        jn_disposition_t final_disp;
-        bool notify;         /* tell the core at batch end */
-        bool paused;         /* stopped reading (high-water mark) */
-        size_t trimmed_at;   /* message length at the last trim */
-    } rx;
-
-    /* outgoing: the copy being sent, and copies waiting for it */
-    struct {
-        jn_message_out_t out;
-        jn_delivery_t *dlv; /* our reference while sending */
-        pn_delivery_t *pd;
-        jn_work_t *wait_head, *wait_tail; /* DELIVERY_SEND items, in order */
-        uint64_t sent;                    /* deliveries that consumed credit */
-        uint64_t flow_limit;              /* last credit limit told to the core */
-        /* the limit told is at most flow_cap past sent: linkCapacity, or
-         * fewer for large messages (io_send.c); when that cut the peer's
-         * credit (flow_capped) it is told again after each half cap sent
-         * (sent at the last telling: flow_sent) */
-        uint64_t flow_sent;
-        uint64_t flow_cap;  /* the cap at the last telling */
-        size_t msg_size;    /* a recent copy's message length (0: none seen) */
-        bool flow_capped;
-        bool flow_drain;
-        bool flow_told;
-        int slot;     /* jn_message_stream_copy_begin's */
-        bool stalled; /* proton's buffer is full: poll */
-        bool settle_when_done;
-        bool drain_pending; /* pn_link_drained once idle */
-    } tx;
-};
 
 #include "io_fns.h" /* the functions shared between the files */
 

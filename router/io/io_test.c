@@ -5,20 +5,17 @@
  *
  * How it fits: such a connection is an ordinary io_conn of an ordinary
  * listener or connector, started on loop 0 as an accepted or connected one
- * would be, except that conn->test_io is set, so that the pass (io_loop.c's
- * proton_pass, or io_own.c's jn_io_own_pass_IO) takes its input from the
- * caller's buffer (jn_io_test_read_IO) instead of recv(), and throws away
- * what the engine framed (jn_io_test_write_IO) instead of send().
+ * would be, except that conn->test_io is set, so that the pass (io_own.c's
+ * jn_io_own_pass_IO) takes its input from the caller's buffer
+ * (jn_io_test_read_IO) instead of recv(), and throws away what the engine
+ * framed (jn_io_test_write_IO) instead of send().
  *
- * Either engine: when the own engine's switch takes the endpoint
- * (jn_io_own_eligible: the io made with JUNCTION_ENGINE=own, or own-in
- * for a listener, own-out for a connector) the connection gets its own
- * side as an accepted one, or one its connector made, does (the client
- * role's header and open sent first), and its octets move through
- * io_plain.c (jn_io_plain_*), as TLS's and the WebSocket bridge's do, so
- * both engines are served by the same two steps. Everything else —
- * proton's events in jn_io_conn_event_IO or the own engine's callbacks,
- * the core's work, the core run inline — is the daemon's code. No loop thread runs: the
+ * The connection gets Junction's own engine as an accepted one (a
+ * listener's: jn_io_own_attach) or a connected one (a connector's:
+ * jn_io_own_attach_client) does, and its octets move through io_plain.c
+ * (jn_io_plain_*), as TLS's and the WebSocket bridge's do. Everything
+ * else — the own engine's callbacks, the core's work, the core run inline
+ * — is the daemon's code. No loop thread runs: the
  * caller's thread plays loop 0 (jn_io_test_run: the loop's work without
  * epoll and without timers).
  *
@@ -54,39 +51,21 @@ jn_io_conn_t *jn_io_test_conn_new(jn_io_t *io, const char *endpoint)
         return NULL;
     bool incoming = ep->is_listener;
     jn_io_conn_t *conn = jn_io_conn_new(io, ep, incoming);
-    pn_transport_t *t = conn ? jn_io_transport_new(&ep->cfg, incoming) : NULL;
-    if (!t) {
+    /* no auth service's relay here (it is made at accept, io_endpoint.c):
+     * a listener with one gets Cyrus or the built-in ANONYMOUS, as a
+     * WebSocket bridge's connection does */
+    if (!conn ||
+        (incoming ? jn_io_own_attach(conn) : jn_io_own_attach_client(conn, ep->cfg.host)) != 0) {
         if (conn)
             jn_io_conn_unref(conn); /* never started: freed here */
         return NULL;
     }
-    /* no auth service's relay here (it is made at accept, io_endpoint.c):
-     * a listener with one gets Cyrus or the built-in ANONYMOUS, on either
-     * engine, as a WebSocket bridge's connection does */
-    if (jn_io_own_eligible(io, ep) &&
-        (incoming ? jn_io_own_attach(conn) : jn_io_own_attach_client(conn, ep->cfg.host)) != 0) {
-        pn_transport_free(t); /* no memory for the own engine's side */
-        jn_io_conn_unref(conn);
-        return NULL;
-    }
-    if (incoming) {
+    if (incoming)
         snprintf(conn->host, sizeof conn->host, "test-peer");
-    } else { /* as connect_now does */
-        pn_connection_set_hostname(conn->pn_io, ep->cfg.host);
-        pn_connection_open(conn->pn_io);
-    }
     jn_io_loop_t *loop = &io->loops[0];
     atomic_store_explicit(&conn->loop, loop, memory_order_relaxed);
     atomic_store_explicit(&conn->started, true, memory_order_release);
     atomic_fetch_add_explicit(&loop->conns, 1, memory_order_relaxed);
-    if (pn_connection_driver_init(&conn->driver, conn->pn_io, t) != 0) {
-        conn->pn_io = NULL; /* proton freed the connection and the transport */
-        memset(&conn->driver, 0, sizeof conn->driver);
-        atomic_fetch_sub_explicit(&loop->conns, 1, memory_order_relaxed);
-        jn_io_conn_unref(conn);
-        return NULL;
-    }
-    pn_connection_driver_bind(&conn->driver);
     conn->test_io = true;
     conn->tick_at = 0;
     atomic_fetch_add_explicit(&conn->refs, 1, memory_order_relaxed); /* the caller's */
@@ -123,15 +102,7 @@ void jn_io_test_conn_abort(jn_io_conn_t *conn)
 {
     if (conn->destroyed)
         return;
-    if (conn->own) { /* as a socket's failed write: the transport ends */
-        conn->own->cut = true;
-        jn_io_conn_wake(conn);
-        return;
-    }
-    if (pn_connection_driver_finished(&conn->driver))
-        return;
-    pn_connection_driver_errorf(&conn->driver, "proton:io", "test connection aborted");
-    pn_connection_driver_close(&conn->driver);
+    conn->own->cut = true; /* as a socket's failed write: the transport ends */
     jn_io_conn_wake(conn);
 }
 
@@ -156,10 +127,9 @@ size_t jn_io_test_conns(jn_io_t *io)
     return atomic_load(&io->pending_frees);
 }
 
-/* The pass's read step for a test connection (either engine, through
- * io_plain.c): hand the engine as much of the caller's octets as it takes
- * (proton's through the daemon's frame screen), then the end of input once
- * they are all taken. */
+/* The pass's read step for a test connection (through io_plain.c): hand
+ * the engine as much of the caller's octets as it takes, then the end of
+ * input once they are all taken. */
 void jn_io_test_read_IO(jn_io_conn_t *conn)
 {
     JN_ASSERT_IO(conn);
@@ -183,8 +153,8 @@ void jn_io_test_read_IO(jn_io_conn_t *conn)
         jn_io_plain_in_end_IO(conn); /* as a socket's end of stream */
 }
 
-/* The pass's write step for a test connection (either engine, through
- * io_plain.c): the peer takes every octet the engine framed (and ignores
+/* The pass's write step for a test connection (through io_plain.c): the
+ * peer takes every octet the engine framed (and ignores
  * it). */
 void jn_io_test_write_IO(jn_io_conn_t *conn)
 {
@@ -198,6 +168,4 @@ void jn_io_test_write_IO(jn_io_conn_t *conn)
         jn_io_plain_out_done_IO(conn, n);
         conn->octets_written += n;
     }
-    if (!conn->own)
-        jn_io_conn_written_IO(conn, true);
 }

@@ -3,7 +3,7 @@
  * io_private.h).
  *
  * Armed timers (a connector's retry, a connection's poll of a paused or
- * stalled link, proton's idle-timeout tick, a connection's write-stall
+ * stalled link, the engine's idle-timeout tick, a connection's write-stall
  * check, a listener's pause after EMFILE) sit in a list sorted by deadline
  * under io->lock; the earliest deadline is published in io->timer_next,
  * which bounds the sleep of loop 0, and loop 0 fires what is due. Arming an

@@ -1,10 +1,10 @@
 /*
- * io_tls.c — TLS on a connection: OpenSSL between the socket and the frame
- * screen (docs/design.md, "TLS").
+ * io_tls.c — TLS on a connection: OpenSSL between the socket and Junction's
+ * own engine (docs/design.md, "TLS").
  *
  *   socket --recv--> [net BIO | ssl BIO] --SSL_read--> plaintext
- *          --> jn_io_conn_input_IO (the frame screen) --> proton's driver
- *   proton's driver output --SSL_write--> [ssl BIO | net BIO] --send--> socket
+ *          --> jn_io_plain_in_IO --> the engine's transport (io_own_plain.c)
+ *   the engine's output --SSL_write--> [ssl BIO | net BIO] --send--> socket
  *
  * The two BIOs are an OpenSSL BIO pair: ring buffers that SSL reads from
  * and writes to on one side while this file fills and empties them on the
@@ -12,14 +12,12 @@
  * straight into the pair and send() takes it straight out, so TLS adds no
  * copy of its own beyond OpenSSL's encryption and decryption, and no
  * syscall: a pass reads until EAGAIN as the plain path does, encrypts all
- * that proton framed (up to the pair's size, JN_IO_TLS_OUT_SIZE) and sends
+ * that the engine framed (up to the pair's size, JN_IO_TLS_OUT_SIZE) and sends
  * it in one send(). A ring emptied by the send starts over at its front,
  * so the next pass's output is again one contiguous send.
  *
- * Proton's transport never sees TLS: to it the connection is plain. So the
- * frame screen keeps seeing every plaintext octet the peer sends, which it
- * could not in front of proton's own TLS layer (pn_ssl, which would put it
- * in front of ciphertext).
+ * The engine never sees TLS: to it the connection is plain, and it checks
+ * every plaintext octet the peer sends.
  *
  * The handshake is non-blocking: it advances whenever the peer's octets
  * arrive (SSL_read drives it) and, on a connector, with our first write
@@ -27,7 +25,7 @@
  * against the profile's caCertFile, and the host name check of
  * SSL_set1_host / X509_VERIFY_PARAM_set1_ip_asc). A TLS failure closes only
  * its connection, with one log line (SERVER, warning) naming the peer and
- * OpenSSL's reason; the alert OpenSSL framed is still sent, proton's own
+ * OpenSSL's reason; the alert OpenSSL framed is still sent, the engine's
  * output is dropped (it can no longer be encrypted).
  *
  * A listener with sslProfile and requireSsl no serves both: the first
@@ -61,7 +59,7 @@ struct jn_io_tls {
     jn_tls_profile_t *profile; /* a reference, for the connection's life */
     bool detect;               /* listener requireSsl no: TLS or plain, by the first octet */
     bool handshake_done;
-    bool failed;        /* TLS is over: drop proton's output, send what SSL framed */
+    bool failed;        /* TLS is over: drop the engine's output, send what SSL framed */
     bool shutdown_sent; /* close_notify framed */
     char proto[24];
     char cipher[64];
@@ -71,8 +69,8 @@ struct jn_io_tls {
 
 /* Ciphertext buffered per direction (the BIO pair's two rings, allocated
  * by OpenSSL at first use). Out: what one pass encrypts before it sends;
- * proton's output beyond this waits for the next round of the same pass
- * (conn_pass writes until proton has nothing left). In: what one recv()
+ * the engine's output beyond this waits for the next round of the same
+ * pass (the pass writes until the engine has nothing left). In: what one recv()
  * takes, as the plain path's JN_IO_READ_SIZE. */
 #define JN_IO_TLS_OUT_SIZE (256u * 1024)
 #define JN_IO_TLS_IN_SIZE  JN_IO_READ_SIZE
@@ -190,13 +188,8 @@ static void tls_fail_IO(jn_io_conn_t *conn, const char *what, const char *reason
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING, JN_IO_CONN_FMT " %s %s %s (%s) failed: %s", conn->id,
            what, conn->incoming ? "from" : "to", conn->host,
            conn->endpoint->cfg.name ? conn->endpoint->cfg.name : conn->endpoint->shown, reason);
-    if (conn->own) { /* the own pass ends the transport once the alert is out (tls->failed) */
-        jn_io_own_note_IO(conn, what, reason);
-        return;
-    }
-    pn_connection_driver_errorf(&conn->driver, "amqp:connection:framing-error", "%s failed: %s",
-                                what, reason);
-    pn_connection_driver_close(&conn->driver);
+    /* the own pass ends the transport once the alert is out (tls->failed) */
+    jn_io_own_note_IO(conn, what, reason);
 }
 
 /* OpenSSL's reason for the failed call that returned rc. */
@@ -240,10 +233,9 @@ static void handshake_done_IO(jn_io_conn_t *conn)
            conn->incoming ? "from" : "to", conn->host, tls->proto, tls->cipher);
 }
 
-/* Plaintext out of SSL into the engine (proton's through the screen, or
- * the own one). Returns 1 when plaintext waits but the engine's input is
- * full (read again after events), 0 when SSL needs more ciphertext, -1
- * when the input ended or failed. */
+/* Plaintext out of SSL into the engine. Returns 1 when plaintext waits but
+ * the engine's input is full (read again after events), 0 when SSL needs
+ * more ciphertext, -1 when the input ended or failed. */
 static int tls_drain_IO(jn_io_conn_t *conn)
 {
     JN_ASSERT_IO(conn);
@@ -309,8 +301,8 @@ static bool tls_detect_IO(jn_io_conn_t *conn, bool *decided)
 }
 
 /* jn_io_tls_read_IO: step 1 of a TLS connection's pass: ciphertext from
- * the socket into the pair (in place), plaintext out through the screen
- * into proton, until EAGAIN or JN_IO_READS_PER_PASS reads. Returns true
+ * the socket into the pair (in place), plaintext out into the engine,
+ * until EAGAIN or JN_IO_READS_PER_PASS reads. Returns true
  * when more may be waiting (run the connection again); *plain set when the
  * connection turned out plain (its caller reads it the plain way). */
 bool jn_io_tls_read_IO(jn_io_conn_t *conn, bool *plain)
@@ -355,7 +347,7 @@ bool jn_io_tls_read_IO(jn_io_conn_t *conn, bool *plain)
         char *space = NULL;
         ssize_t room = BIO_nwrite0(tls->net, &space);
         if (room <= 0)
-            return true; /* SSL has a full ring to decrypt first (proton is full) */
+            return true; /* SSL has a full ring to decrypt first (the engine is full) */
         ssize_t n = recv(conn->fd, space, (size_t)room, 0);
         if (n > 0) {
             BIO_nwrite(tls->net, &space, (int)n);
@@ -467,7 +459,7 @@ bool jn_io_tls_failed(const jn_io_conn_t *conn)
 }
 
 /* jn_io_tls_abandon_IO: the connection is being closed before TLS was
- * established (a handshake timeout): nothing proton frames can be
+ * established (a handshake timeout): nothing the engine frames can be
  * encrypted any more. */
 void jn_io_tls_abandon_IO(jn_io_conn_t *conn)
 {

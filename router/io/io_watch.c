@@ -18,7 +18,7 @@
 
  * A peer that stops reading (or reads a few octets a second: "slowloris")
  * holds its connection, the unsettled deliveries sent to it and what the
- * router buffers for it, for as long as it likes: proton's idle timeout
+ * router buffers for it, for as long as it likes: the engine's idle timeout
  * does not see it (the peer may keep sending), and a close frame cannot
  * reach it. So, when router.writeStallTimeoutSeconds is not 0: the first
  * time the socket refuses output (a short send or EAGAIN), a period of that
@@ -72,19 +72,6 @@ bool jn_io_stall_judge_IO(jn_io_conn_t *conn, int64_t now, bool output_done, uin
     return true;
 }
 
-/* The proton path's check: a cut goes through proton's driver. */
-void jn_io_stall_check_IO(jn_io_conn_t *conn, int64_t now)
-{
-    JN_ASSERT_IO(conn);
-    uint64_t taken = 0;
-    bool done = (conn->fd < 0 && !conn->bridge) || pn_connection_driver_write_closed(&conn->driver);
-    if (!jn_io_stall_judge_IO(conn, now, done, &taken))
-        return;
-    pn_connection_driver_errorf(&conn->driver, "amqp:resource-limit-exceeded", JN_IO_STALL_FMT,
-                                taken, conn->io->write_stall_ms / 1000u);
-    pn_connection_driver_close(&conn->driver); /* PN_TRANSPORT_CLOSED follows */
-}
-
 /* ---- the initial handshake's timeout -------------------------------------
 
  * A listener's initialHandshakeTimeoutSeconds: the handshake timer (armed
@@ -111,8 +98,7 @@ void jn_io_handshake_check_IO(jn_io_conn_t *conn, int64_t now)
         jn_io_authsvc_timeout_IO(conn); /* the auth service did not answer in time */
         return;
     }
-    if (conn->opened || conn->closing || conn->transport_closed ||
-        (!conn->own && pn_connection_driver_finished(&conn->driver)))
+    if (conn->opened || conn->closing || conn->transport_closed)
         return;
     conn->handshake_expired = true;
     JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
@@ -125,12 +111,7 @@ void jn_io_handshake_check_IO(jn_io_conn_t *conn, int64_t now)
     snprintf(desc, sizeof desc,
              "no AMQP open within %" PRIu32 " s (initialHandshakeTimeoutSeconds)",
              conn->endpoint->cfg.handshake_timeout_seconds);
-    if (conn->own) { /* Junction's own engine (io_own.c) */
-        jn_io_own_close_IO(conn, "amqp:resource-limit-exceeded", desc);
-        return;
-    }
-    pn_connection_driver_errorf(&conn->driver, "amqp:resource-limit-exceeded", "%s", desc);
-    pn_connection_driver_close(&conn->driver);
+    jn_io_own_close_IO(conn, "amqp:resource-limit-exceeded", desc);
 }
 
 /* ---- the silence watch ---------------------------------------------------
@@ -196,11 +177,4 @@ bool jn_io_silence_expired_IO(jn_io_conn_t *conn, int64_t now)
            "%" PRIu32 " ms after its neighbour's HELLOs aged out",
            conn->id, conn->silence_ms);
     return true;
-}
-
-void jn_io_silence_check_IO(jn_io_conn_t *conn, int64_t now)
-{
-    JN_ASSERT_IO(conn);
-    if (jn_io_silence_expired_IO(conn, now))
-        jn_io_conn_abort_IO(conn, "amqp:resource-limit-exceeded", JN_IO_SILENCE_DESC);
 }

@@ -82,7 +82,7 @@ static const char *oc_mechanisms(void *ctx)
         read_offer(c, conn->endpoint->cfg.sasl_mechanisms);
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
                JN_IO_CONN_FMT
-               " SASL on Junction's own AMQP engine (JUNCTION_ENGINE=own), offering: %s",
+               " SASL on Junction's own AMQP engine, offering: %s",
                conn->id, c->mechs[0] ? c->mechs : "nothing");
     }
     return c->mechs;

@@ -61,14 +61,13 @@ int jn_io_authsvc_own_attach(jn_io_conn_t *conn, jn_amqp_transport_t *t);
 int jn_io_authsvc_own_pass_IO(jn_io_conn_t *client, jn_amqp_transport_t *t, uint64_t now);
 
 /* authsvc_own.c: the connection to an auth service on the own engine's
- * client end (docs/engine.md, stage 4e): whether the switch puts it there
- * (jn_io_authsvc_own_eligible), its SASL client end's config at its start
- * (jn_io_authsvc_own_svc_sasl), and in its passes while svc->relay is set
- * the client's init or response sent (jn_io_authsvc_own_svc_pass_IO), the
- * service's Open read (jn_io_authsvc_own_svc_open_IO, the identity in its
- * properties by jn_io_authsvc_own_identity) and its end reported
+ * client end (docs/engine.md, stage 4e): its SASL client end's config
+ * at its start (jn_io_authsvc_own_svc_sasl), and in its passes while
+ * svc->relay is set the client's init or response sent
+ * (jn_io_authsvc_own_svc_pass_IO), the service's Open read
+ * (jn_io_authsvc_own_svc_open_IO, the identity in its properties by
+ * jn_io_authsvc_own_identity) and its end reported
  * (jn_io_authsvc_own_svc_closed_IO). Contracts there. */
-bool jn_io_authsvc_own_eligible(const jn_io_t *io);
 int jn_io_authsvc_own_identity(const jn_iter_t *props, char *who, size_t cap);
 void jn_io_authsvc_own_svc_sasl(jn_io_conn_t *svc, jn_amqp_sasl_client_config_t *sc);
 int jn_io_authsvc_own_svc_pass_IO(jn_io_conn_t *svc, jn_amqp_transport_t *t, uint64_t now);

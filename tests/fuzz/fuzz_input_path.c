@@ -1,13 +1,14 @@
 /*
- * fuzz_input_path.c — libFuzzer target for the router's whole input path:
- * a peer's raw octets go into a real proton connection driver that the
- * router's own code handles (io_conn.c's events and batch end, the core
- * run inline after each pass, exactly as io_loop.c's conn_pass does),
- * through the socketless test connections of junction/io.h. Debian builds
- * proton with assertions on, so an input that reaches an assert in
- * proton's engine aborts here as it would abort junctiond; the sanitizers
- * catch the rest, and every input must end with the connection closed and
- * freed (a connection left open or never freed aborts too).
+ * fuzz_input_path.c — libFuzzer target for the router's whole input path: a
+ * peer's raw octets go into Junction's own AMQP engine as the router runs
+ * it (io_own.c's pass, the core run inline after each pass, exactly as
+ * io_loop.c's conn_pass does), through the socketless test connections of
+ * junction/io.h. An assert in the engine aborts here as it would abort
+ * junctiond; the sanitizers catch the rest, and every input must end with
+ * the connection closed and freed (a connection left open or never freed
+ * aborts too). (Until stage 5 of issue 27 this target drove proton's
+ * connection driver behind the frame screen:
+ * tests/fuzz/input_path-findings.md.)
  *
  * One router for the whole run (made at the first input, torn down at
  * exit): an interior core (so inter-router connections are accepted) with
@@ -29,11 +30,10 @@
  *   3    outgoing: the router connected (client transport, its open sent
  *        first) — else incoming: the router accepted (server transport);
  *   4    role inter-router — else normal;
- *   5    SASL: the listener requires authentication (authenticatePeer,
- *        saslMechanisms ANONYMOUS) and the connector offers ANONYMOUS only
- *        — else the listener takes a peer without SASL (authenticatePeer
- *        no, any mechanism) and the connector any mechanism (a connector
- *        always speaks SASL);
+ *   5    SASL: the listener and the connector name ANONYMOUS only, without
+ *        authenticatePeer (authenticatePeer needs Cyrus, which the fuzzer
+ *        does not set up; the engine's built-in ANONYMOUS serves it) —
+ *        else no mechanism is named (a connector always speaks SASL);
  *   6    maxFrameSize 512 (the smallest) — else the default 16384;
  *   7    tight limits: maxSessions 2, linkCapacity 1, maxMessageSize 1024.
  * After the last octet the peer's input ends (read_close); passes run
@@ -42,13 +42,14 @@
  * Built with -DJN_FUZZ_SKIP_KNOWN, inputs of an abort class already known
  * (input_path_known.h) are skipped, so a session finds the next one.
  *
- * Built with -DJN_FUZZ_OWN (fuzz_input_path_own), the I/O layer is made
- * with JUNCTION_ENGINE=own and every input runs on Junction's own AMQP
- * engine (docs/engine.md), every variant above included since stage 5:
- * outgoing ones on the engine's client end, and bit 5's listener with its
- * built-in ANONYMOUS and SASL required (Cyrus is not set up in the fuzzer:
- * jn_io_own_sasl_builtin). The same corpus applies. A connection that is
- * not on the own engine aborts.
+ * Built with -DJN_FUZZ_OWN (fuzz_input_path_own, the target that ran on
+ * the own engine while proton's path was still there): since stage 5
+ * removed proton's path both targets run Junction's own AMQP engine on
+ * every variant above (outgoing ones on the engine's client end, bit 5's
+ * listener with its built-in ANONYMOUS and SASL required: Cyrus is not
+ * set up in the fuzzer, jn_io_own_sasl_builtin); this one keeps its
+ * corpus (tests/fuzz/corpus/input_path_own/) and checks that every
+ * connection is on the own engine (it aborts if not).
  *
  * Threads: the fuzzer's thread for everything but the core thread's own
  * work (mesh timers), as in junctiond.
@@ -104,13 +105,6 @@ static struct {
     jn_mgmt_t *mgmt;
     bool up;
 } router;
-
-/* ---- the frame screen ---------------------------------------------------- */
-
-/* The octets go through the daemon's own frame screen (junction/screen.h):
- * jn_io_test_read_IO hands them to jn_io_conn_input_IO, as conn_read does
- * with what recv() returned, so what proton sees here is what it would see
- * in junctiond, and a stream the screen refuses is closed as it would be. */
 
 /* ---- the router ------------------------------------------------------------ */
 
@@ -176,11 +170,6 @@ static void router_setup(void)
             jn_log_set_mask((jn_log_module_t)m, 0);
     jn_core_config_t cc = {.router_id = ROUTER_ID, .interior = true};
     router.core = jn_core_create(&cc, jn_io_core_ops());
-#ifdef JN_FUZZ_OWN
-    setenv("JUNCTION_ENGINE", "own", 1); /* read by jn_io_create */
-#else
-    setenv("JUNCTION_ENGINE", "proton", 1); /* proton's path, whatever the build's default */
-#endif
     jn_io_config_t ic = {.container_id = ROUTER_ID, .worker_threads = 1,
                          .max_connections = JN_IO_NO_POLICY_LIMIT};
     router.io = router.core ? jn_io_create(router.core, &ic) : NULL;
@@ -292,7 +281,7 @@ static void end_input(jn_io_conn_t *conn)
 
 /* Hand the peer's octets over, chunk at a time (after the first
  * SMALL_PREFIX octets, at least SMALL_PREFIX at a time); the daemon's read
- * path screens them. */
+ * path takes them into the engine. */
 static void feed(jn_io_conn_t *conn, const uint8_t *data, size_t len, size_t chunk)
 {
     for (size_t done = 0; done < len && !jn_io_test_conn_closed(conn);) {

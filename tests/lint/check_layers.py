@@ -41,7 +41,7 @@ OWNER = {
     "core.h": "core", "core_view.h": "core",
     "policy.h": "policy",
     "mgmt.h": "mgmt",
-    "io.h": "io", "tls.h": "io", "screen.h": "io",
+    "io.h": "io", "tls.h": "io",
     "http.h": "http",
 }
 

@@ -71,43 +71,10 @@ def _sanitizer():
 SANITIZER = _sanitizer()
 
 
-def _build_engine():
-    """The build's JN_ENGINE: the AMQP engine junctiond runs connections on
-    when JUNCTION_ENGINE is not set (docs/engine.md, the A/B switch)."""
-    try:
-        with open(os.path.join(BUILD_DIR, "CMakeCache.txt")) as f:
-            m = re.search(r"^JN_ENGINE:\w+=(.*)$", f.read(), re.M)
-            return m.group(1).strip() if m else "proton"
-    except OSError:
-        return "proton"
-
-
-BUILD_ENGINE = _build_engine()
-# The engine of the routers a test starts when it sets nothing: the
-# variable as the tests were started with it, else the build's default.
-ENGINE = os.environ.get("JUNCTION_ENGINE") or BUILD_ENGINE
 # Sanitizer builds run several times slower: every bounded wait stretches.
 SLOW = {"": 1, "address": 3, "thread": 6}.get(SANITIZER, 4)
 STOP_TIMEOUT = 5.0  # orderly stop on SIGTERM (issue 3: within 5 s)
 START_TIMEOUT = 10.0 * SLOW
-
-
-class OwnEngineEnv:
-    """A mixin (before the test case class): the routers a test starts run
-    with JUNCTION_ENGINE=own in their environment (docs/engine.md, the A/B
-    switch); the variable is put back as it was after the test."""
-
-    def setUp(self):
-        self._engine = os.environ.get("JUNCTION_ENGINE")
-        os.environ["JUNCTION_ENGINE"] = "own"
-        super().setUp()
-
-    def tearDown(self):
-        super().tearDown()
-        if self._engine is None:
-            os.environ.pop("JUNCTION_ENGINE", None)
-        else:
-            os.environ["JUNCTION_ENGINE"] = self._engine
 
 
 def free_port():

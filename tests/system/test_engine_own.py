@@ -1,9 +1,8 @@
 #!/usr/bin/python3
 """Client connections on Junction's own AMQP engine (docs/engine.md, stage
-2b(ii) round 1), selected with JUNCTION_ENGINE=own in the router's
-environment.
+2b(ii) round 1), the only engine junctiond has since stage 5.
 
-Each test starts junctiond with the switch on and runs real clients over it
+Each test starts junctiond and runs real clients over it
 (python3-qpid-proton, which opens with SASL ANONYMOUS, and junction-bench),
 and asserts from the router's side that the connections ran on the own
 engine: one "Connection runs on Junction's own AMQP engine" log line per
@@ -14,7 +13,8 @@ sender), the drain asked of a sender whose address lost its consumer, a
 receiver with a dynamic source and management over it, a link the own
 engine does not serve (a target type it does not know: refused with
 amqp:not-implemented naming it), junction-bench through the router, and
-the switch's default (proton: no connection on the own engine).
+that the A/B switch is gone (JUNCTION_ENGINE=proton in the router's
+environment changes nothing).
 
 JN_BUILD_DIR names the build directory (set by ctest).
 """
@@ -30,7 +30,7 @@ from proton.utils import BlockingConnection, LinkDetached, SyncRequestResponse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import (BENCH, BUILD_ENGINE, SLOW, Recv, Router, RouterTestCase,  # noqa: E402
+from harness import (BENCH, SLOW, Recv, Router, RouterTestCase,  # noqa: E402
                      Scenario, Send, Traffic, conf_section, seq_message)
 from test_router_drain import ConsumerGoes  # noqa: E402
 
@@ -38,16 +38,14 @@ OWN_LINE = "Connection runs on Junction's own AMQP engine"
 
 
 class OwnEngineCase(RouterTestCase):
-    """Routers with the switch set (test_engine_own_*.py share it)."""
+    """Routers whose connections the tests check ran on the own engine
+    (test_engine_own_*.py share it)."""
 
-    def start_own(self, engine="own", **kw):
-        """A router whose environment selects the engine (None: unset)."""
+    def start_own(self, env=None, **kw):
+        """A router, started with env (None: the tests' own environment)."""
         r = Router(self.workdir, name="R%d" % len(self.routers), **kw)
-        env = dict(os.environ)
-        env.pop("JUNCTION_ENGINE", None)
-        if engine is not None:
-            env["JUNCTION_ENGINE"] = engine
-        r.env = env
+        if env is not None:
+            r.env = env
         r.start()
         self.routers.append(r)
         self.addCleanup(self._stop_router, r)
@@ -305,17 +303,22 @@ class OwnEngineTest(OwnEngineCase):
             self.assertGreater(r.log().count("Moved from worker thread"), before, self.logs())
         self.assert_own(r, 4)
 
-    def test_default_is_the_builds(self):
-        """Without JUNCTION_ENGINE, the build's JN_ENGINE decides; with
-        proton, nothing runs on the own engine."""
+    def test_switch_is_gone(self):
+        """JUNCTION_ENGINE, the A/B switch of stages 2 to 4, is read no
+        more: with it set to proton (or unset), every client connection
+        runs on the own engine."""
         for engine in (None, "proton"):
             with self.subTest(engine=engine):
-                r = self.start_own(engine=engine)
+                env = dict(os.environ)
+                env.pop("JUNCTION_ENGINE", None)
+                if engine:
+                    env["JUNCTION_ENGINE"] = engine
+                r = self.start_own(env=env)
                 recv = Recv("default.q", credit=10)
                 send = Send("default.q", [seq_message(i) for i in range(10)])
                 self.run_scenario(Traffic(r, [recv], [send], expect=10))
-                own = (engine or BUILD_ENGINE) == "own"
-                self.assertEqual(self.own_connections(r) > 0, own, self.logs())
+                self.assert_own(r, 2)
+                self.assertNotIn("JUNCTION_ENGINE", r.log(), self.logs())
 
 
 if __name__ == "__main__":

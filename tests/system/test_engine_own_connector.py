@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """Connections the router makes on Junction's own AMQP engine
-(docs/engine.md, stage 3a), selected with JUNCTION_ENGINE=own.
+(docs/engine.md, stage 3a).
 
 Router A has a connector of role normal to router B (another junctiond,
-also with the switch on) and two auto-links over it on a waypoint address:
+also on the own engine) and two auto-links over it on a waypoint address:
 `out` carries what clients send to A into B's address q.out, `in` takes
 what arrives at B's q.in to A's receivers. Asserted: A's outgoing
 connection ran on the own engine (the "Connection runs on Junction's own

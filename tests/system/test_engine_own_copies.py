@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Large messages through client connections on Junction's own AMQP engine
-(JUNCTION_ENGINE=own) whose copies are sent by reference: each outgoing
+whose copies are sent by reference: each outgoing
 copy's octets are the message's own buffers, referenced in the engine's
 output until written, not copied (docs/engine.md, "Zero copy, output";
 router/io/io_own_link.c), and whose large transfers are received by

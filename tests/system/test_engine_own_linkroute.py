@@ -1,11 +1,11 @@
 #!/usr/bin/python3
 """Link routes and the transaction coordinator on Junction's own AMQP
-engine (docs/engine.md, stage 3a), selected with JUNCTION_ENGINE=own.
+engine (docs/engine.md, stage 3a).
 
 The router has a route-container connector to a small proton container
 (a "broker" on its own reactor thread) and link routes `lr` in and out;
 the client's connection and the broker's both run on the own engine
-(asserted from the log). Asserted, as on proton's path:
+(asserted from the log). Asserted, as proton's path did before stage 5:
 
 - senders and receivers through the route: each delivery octet for octet
   with its sender's tag, both ways;
@@ -25,14 +25,10 @@ the client's connection and the broker's both run on the own engine
 - a coordinator target through a link route for `$coordinator`: the
   declare reaches the broker, its declared state (the txn-id) comes back;
   without a route the attach is refused with amqp:precondition-failed;
-- mixed engines: a client on the own engine with the broker's connector
-  on proton's path, and a client on proton's path with the broker's
-  connector on the own engine;
-- 1.19's DISPATCH-1988 attach, on both engines: a sender's attach
-  without initial-delivery-count is served (its count from 0) and its
-  messages through the route are accepted; on the own engine a delivery
-  of empty transfers (the first with more) is rejected by the router,
-  the link going on.
+- 1.19's DISPATCH-1988 attach: a sender's attach without
+  initial-delivery-count is served (its count from 0) and its messages
+  through the route are accepted; a delivery of empty transfers (the
+  first with more) is rejected by the router, the link going on.
 
 JN_BUILD_DIR names the build directory (set by ctest).
 """
@@ -312,13 +308,12 @@ class DeclaringController(Controller):
 
 class OwnLinkRouteCase(OwnEngineCase):
 
-    def router(self, broker, connector_extra=None, listener_extra=None, routes=None,
-               engine="own"):
+    def router(self, broker, connector_extra=None, listener_extra=None, routes=None):
         routes = routes if routes is not None else link_route("lr", "in") + link_route("lr", "out")
         text = config("R", extra=fake_connector(broker) + routes)
         if listener_extra or connector_extra:
             text = self.patch(text, listener_extra, connector_extra)
-        r = self.start_own(engine=engine, config=text)
+        r = self.start_own(config=text)
         self.wait_for("the broker's connection", lambda: "Connection Opened: dir=out" in r.log(),
                       TIMEOUT)
         return r
@@ -512,38 +507,6 @@ class OwnCoordinatorTest(OwnLinkRouteCase):
         self.assertEqual(c.error, ("amqp:precondition-failed", REFUSAL))
 
 
-class MixedEnginesTest(OwnLinkRouteCase):
-    """One router, both engines: JUNCTION_ENGINE=own-in runs the clients'
-    connections on the own engine and the broker's (one the router makes)
-    on proton's; own-out the other way round (docs/engine.md, the A/B
-    switch). The two ends of each routed link meet in the core."""
-
-    def check(self, r, b):
-        c = Client(r.url, "lr.in.mixed", bodies=KINDS).run()
-        self.assertFalse(c.timed_out, self.logs())
-        self.assertEqual([c.outcomes["t-%d" % i] for i in range(len(KINDS))],
-                         [EXPECTED[k] for k in KINDS])
-        with b.lock:
-            b.outbox["lr.out.mixed"] = [("m-%d" % i, raw_message(i)) for i in range(3)]
-        c = RawClient(r.url, "lr.out.mixed", count=3).run()
-        self.assertFalse(c.timed_out, self.logs())
-        self.assertEqual(c.got, [("m-%d" % i, raw_message(i)) for i in range(3)])
-
-    def test_own_client_and_a_broker_connector_on_proton(self):
-        b = self.broker()
-        r = self.router(b, engine="own-in")
-        self.check(r, b)
-        self.assertEqual(self.out_on_own(r), [False], self.logs())
-        self.assertIn(True, self.engines(r).values(), self.logs())
-
-    def test_client_on_proton_and_an_own_broker_connector(self):
-        b = self.broker()
-        r = self.router(b, engine="own-out")
-        self.check(r, b)
-        self.assertEqual(self.out_on_own(r), [True], self.logs())
-        self.assertIn(False, self.engines(r).values(), self.logs())
-
-
 class WithoutInitialCountTest(OwnLinkRouteCase):
 
     def raw_sender(self, r):
@@ -570,25 +533,23 @@ class WithoutInitialCountTest(OwnLinkRouteCase):
         return int(d.fields[4].descriptor) if d.fields[4] is not None else None
 
     def test_sender_attach_without_initial_count_through_a_route(self):
-        for engine in ("own", "proton"):
-            with self.subTest(engine=engine):
-                b = self.broker()
-                r = self.router(b, engine=engine)
-                c, flow = self.raw_sender(r)
-                self.assertEqual(flow.fields[5], 0)  # the count the router took: 0
-                for n in range(2):
-                    c.transfer(0, n, raw_message(n))
-                    self.assertEqual(self.outcome(c), 0x24)  # accepted by the broker
-                with b.lock:
-                    got = [(a, t) for a, t, _ in b.got]
-                self.assertEqual(got, [("lr.in.raw", "t0"), ("lr.in.raw", "t1")])
-                self.assertEqual(all(self.engines(r).values()), engine == "own", self.logs())
+        b = self.broker()
+        r = self.router(b)
+        c, flow = self.raw_sender(r)
+        self.assertEqual(flow.fields[5], 0)  # the count the router took: 0
+        for n in range(2):
+            c.transfer(0, n, raw_message(n))
+            self.assertEqual(self.outcome(c), 0x24)  # accepted by the broker
+        with b.lock:
+            got = [(a, t) for a, t, _ in b.got]
+        self.assertEqual(got, [("lr.in.raw", "t0"), ("lr.in.raw", "t1")])
+        self.assertTrue(all(self.engines(r).values()), self.logs())
 
     def test_empty_transfers_on_a_routed_link_are_rejected_by_the_router(self):
         """Two empty transfers, the first with more: the own path rejects
-        the delivery itself (as 1.19 does), the link goes on. (Proton's
-        path passes the empty delivery to the container, whose answer
-        comes back; 1.19's test takes either.)"""
+        the delivery itself (as 1.19 does), the link goes on. (1.19's test
+        also takes the container's answer, which proton's path, gone in
+        stage 5, passed back.)"""
         b = self.broker()
         r = self.router(b)
         c, _ = self.raw_sender(r)

@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """Connection-level features on Junction's own AMQP engine (docs/engine.md,
-issue 27): with JUNCTION_ENGINE=own, listeners with a vhost policy,
+issue 27): listeners with a vhost policy,
 multiTenant, messageLoggingComponents, initialHandshakeTimeoutSeconds,
-openProperties or failoverUrls run on the own engine and act as on
-proton's path, with the same wire answers and log lines.
+openProperties or failoverUrls run on the own engine and act as
+proton's path did before stage 5, with the same wire answers and log lines.
 
 Covered: the vhost policy refusing an Open (close condition and
 description, the DENY line) and an attach (amqp:unauthorized-access), an
@@ -29,7 +29,7 @@ from proton.reactor import AtMostOnce, Container
 from proton.utils import BlockingConnection, LinkDetached, SendException
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SLOW, OwnEngineEnv, RouterTestCase, conf_section, free_port  # noqa: E402
+from harness import SLOW, RouterTestCase, conf_section, free_port  # noqa: E402
 from harness import Recv, Send  # noqa: E402
 from test_router_multitenant import (TenantTraffic, at, bodies, msgs,  # noqa: E402
                                      tenant_listener)
@@ -51,7 +51,7 @@ def connect(url, vhost=None, container_id=None):
     return BlockingConnection(url, timeout=TIMEOUT, **kw)
 
 
-class OwnPolicyTest(OwnEngineEnv, RouterTestCase):
+class OwnPolicyTest(RouterTestCase):
     """A vhost policy on the own engine."""
 
     def start_policy(self):
@@ -137,7 +137,7 @@ class OwnPolicyTest(OwnEngineEnv, RouterTestCase):
         self.assertIn(OWN_LINE, r.log())
 
 
-class OwnTenantTest(OwnEngineEnv, RouterTestCase):
+class OwnTenantTest(RouterTestCase):
     """A multiTenant listener on the own engine."""
 
     def test_tenant_addresses_are_prefixed_by_the_open_hostname(self):
@@ -165,7 +165,7 @@ class OwnTenantTest(OwnEngineEnv, RouterTestCase):
         self.assertIn("cannot name a tenant space", r.log())
 
 
-class OwnListenerFeaturesTest(OwnEngineEnv, RouterTestCase):
+class OwnListenerFeaturesTest(RouterTestCase):
     """Message logging, the initial handshake timeout, openProperties and
     failoverUrls on the own engine."""
 
@@ -241,7 +241,7 @@ class OwnListenerFeaturesTest(OwnEngineEnv, RouterTestCase):
         self.assertIn(OWN_LINE, r.log())
 
 
-class OwnConnectorPropertiesTest(OwnEngineEnv, RouterTestCase):
+class OwnConnectorPropertiesTest(RouterTestCase):
     """A connector's openProperties on the own engine: our open carries
     them, and the peer's management shows them on its connection."""
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """SASL on Junction's own AMQP engine (docs/engine.md, stage 4): listeners
 with authenticatePeer and Cyrus's mechanisms (PLAIN, SCRAM-SHA-256,
-DIGEST-MD5) and no TLS run on the own engine when JUNCTION_ENGINE=own, the
+DIGEST-MD5) and no TLS run on the own engine, the
 engine framing SASL and Cyrus checking the credentials against a real
 sasldb made with saslpasswd2 (test_router_sasl.sasl_dir).
 
@@ -37,7 +37,7 @@ from proton import ConnectionException, Message, Timeout
 from proton.utils import BlockingConnection, SendException
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import OwnEngineEnv, Router, conf_section, free_port  # noqa: E402
+from harness import Router, conf_section, free_port  # noqa: E402
 from tls_certs import shared_certs  # noqa: E402
 from proton import SSLDomain  # noqa: E402
 from test_router_sasl import (REALM, TIMEOUT, USERS, SaslTestCase, attempt,  # noqa: E402
@@ -53,7 +53,7 @@ ALICE = "alice@" + REALM
 class OwnSaslTest(SaslTestCase):
 
     def own_router(self, listener, router=None, extra=""):
-        """A router on the own engine (JUNCTION_ENGINE=own) with Cyrus
+        """A router on the own engine with Cyrus
         configured; its main listener as given, and a plain anonymous
         listener for management (self.mgmt_url)."""
         port = free_port()
@@ -63,9 +63,6 @@ class OwnSaslTest(SaslTestCase):
                                          "authenticatePeer": "no"}) + extra
         r = Router(self.workdir, name="R%d" % len(self.routers),
                    router=router or self.router_section(), listener=listener, extra=text)
-        env = dict(os.environ)
-        env["JUNCTION_ENGINE"] = "own"
-        r.env = env
         r.start()
         self.routers.append(r)
         self.addCleanup(self._stop_router, r)
@@ -415,19 +412,21 @@ class OwnSaslTlsTest(OwnSaslTest):
         self.a_own_out(a, r".*auth=DIGEST-MD5 user=alice@junction")
 
 
-class OwnAuthServiceTest(OwnEngineEnv, authsvc.AuthServiceTestCase):
+class OwnAuthServiceTest(authsvc.AuthServiceTestCase):
     """The auth-service relay with the client on the own engine: the
     engine's SASL layer defers its offer until the (fake) service's
     mechanisms come and waits for each answer; the service's connection is
-    the router's own, on the engine's client end too (proton's under
-    own-in). Each case finds the client's connection id on the own
-    engine's lines."""
+    the router's own, on the engine's client end too. Each case finds the
+    client's connection id on the own engine's lines."""
 
     def own_sasl_ids(self, r):
-        return re.findall(r"\[(C\d+)\] SASL on Junction's own AMQP engine \(JUNCTION_ENGINE=own\), "
+        return re.findall(r"\[(C\d+)\] SASL on Junction's own AMQP engine, "
                           r"offering: .* \(auth service ", r.log())
 
-    def test_relay_good_password_on_the_own_engine(self):
+    def alice_through_the_relay(self):
+        """A service and a relaying router; alice connects with her
+        password, attaches a receiver and leaves: (service, router, her
+        connection as management showed it)."""
         svc = self.service()
         r = self.relay_router(svc.port)
         c = authsvc.connect(r.url, "alice", authsvc.USERS["alice"])
@@ -436,9 +435,13 @@ class OwnAuthServiceTest(OwnEngineEnv, authsvc.AuthServiceTestCase):
             mine = [x for x in self.connections() if x["user"] == "alice"]
             self.assertEqual(len(mine), 1, self.connections())
             self.assertTrue(mine[0]["isAuthenticated"])
-            self.assertEqual(mine[0]["sasl"], "PLAIN")
         finally:
             c.close()
+        return svc, r, mine[0]
+
+    def test_relay_good_password_on_the_own_engine(self):
+        svc, r, mine = self.alice_through_the_relay()
+        self.assertEqual(mine["sasl"], "PLAIN")
         opened = re.search(r"\[(C\d+)\] Connection Opened: .*auth=PLAIN user=alice ", r.log())
         self.assertIsNotNone(opened, r.log())
         cid = opened.group(1)
@@ -448,31 +451,18 @@ class OwnAuthServiceTest(OwnEngineEnv, authsvc.AuthServiceTestCase):
         self.assertEqual(s["hostname"], authsvc.REALM)  # realm: the sasl-init's hostname
 
     def test_service_connection_on_the_own_engine(self):
-        """With the switch on for the connections the router makes (own),
-        the relay's connection to the service runs on the engine's client
-        end (its line): the realm goes in its sasl-init, the service's
-        Open names the service's host, its identity admits the client, and
-        our close ends it; with own-in it stays on proton's path (no such
-        line) and does the same."""
-        for engine in ("own", "own-in"):
-            os.environ["JUNCTION_ENGINE"] = engine  # put back by OwnEngineEnv
-            svc = self.service()
-            r = self.relay_router(svc.port)
-            c = authsvc.connect(r.url, "alice", authsvc.USERS["alice"])
-            try:
-                c.create_receiver("q")
-                mine = [x for x in self.connections() if x["user"] == "alice"]
-                self.assertEqual(len(mine), 1, self.connections())
-                self.assertTrue(mine[0]["isAuthenticated"])
-            finally:
-                c.close()
-            s = [x for x in svc.sessions if x["user"] == "alice"][0]
-            self.assertEqual((s["hostname"], s["open_hostname"]), (authsvc.REALM, "127.0.0.1"))
-            self.wait_for("the router's close to the service", lambda: s["closed"])
-            lines = re.findall(r"\[C\d+\] Connection to auth service 127\.0\.0\.1:%d runs on "
-                               r"Junction's own AMQP engine" % svc.port, r.log())
-            self.assertEqual(len(lines), 1 if engine == "own" else 0, (engine, r.log()))
-            self.assertRegex(r.log(), r"SASL PLAIN authentication from .*: user alice ")
+        """The relay's connection to the service runs on the engine's
+        client end (its line): the realm goes in its sasl-init, the
+        service's Open names the service's host, its identity admits the
+        client, and our close ends it."""
+        svc, r, _ = self.alice_through_the_relay()
+        s = [x for x in svc.sessions if x["user"] == "alice"][0]
+        self.assertEqual((s["hostname"], s["open_hostname"]), (authsvc.REALM, "127.0.0.1"))
+        self.wait_for("the router's close to the service", lambda: s["closed"])
+        lines = re.findall(r"\[C\d+\] Connection to auth service 127\.0\.0\.1:%d runs on "
+                           r"Junction's own AMQP engine" % svc.port, r.log())
+        self.assertEqual(len(lines), 1, r.log())
+        self.assertRegex(r.log(), r"SASL PLAIN authentication from .*: user alice ")
 
     def test_relay_refusal_on_the_own_engine(self):
         svc = self.service()
@@ -533,7 +523,7 @@ class OwnAuthServiceTest(OwnEngineEnv, authsvc.AuthServiceTestCase):
         self.wait_log(r, r"SASL \(none chosen\) authentication from 127\.0\.0\.1:\d+ .*failed: "
                          r"the connection to the service ended: .*refused",
                       "the unreachable service's line")
-        self.assertRegex(r.log(), r"SASL on Junction's own AMQP engine .*offering: nothing")
+        self.assertRegex(r.log(), r"SASL on Junction's own AMQP engine, offering: nothing")
         # on the wire as proton's path: an empty offer, then outcome auth unasked
         with socket.create_connection(("127.0.0.1", r.port), timeout=TIMEOUT) as s:
             s.sendall(authsvc.SASL_HEADER)

@@ -1,8 +1,7 @@
 #!/usr/bin/python3
 """Delivery states on client connections on Junction's own AMQP engine
-(docs/engine.md, stage 2b(ii) round 2), selected with JUNCTION_ENGINE=own
-in the router's environment: every field of every state both ways, as on
-proton's path (io_state.c).
+(docs/engine.md, stage 2b(ii) round 2): every field of every state both
+ways, as proton's path carried them before stage 5.
 
 A receiver's rejected (with its error's info map), modified (with its
 message annotations), received and a state the spec does not define reach
@@ -11,12 +10,11 @@ state of its own with a value, or received) reaches the receiver, or each
 receiver of a multicast address, on the copy's first transfer, on small
 and multi-frame messages. The scenarios are test_router_states's.
 
-Across three routers in a line, each switched, with raw AMQP peers that
+Across three routers in a line, with raw AMQP peers that
 read the frames' octets: states proton cannot carry (docs/protocol.md,
 "Delivery states"): a state named by a symbolic descriptor, both ways,
 equal octet for octet, and a sender's state on a later frame of a
-multi-frame delivery. With the middle router on proton's path, such a
-state stops there and the rest crosses.
+multi-frame delivery.
 
 JN_BUILD_DIR names the build directory (set by ctest).
 """
@@ -186,7 +184,7 @@ class RawStatePeers:
 
 
 class OwnStatesAcrossThree(RawStatePeers, OwnMeshCase):
-    """Three junctiond routers in a line, each with JUNCTION_ENGINE=own:
+    """Three junctiond routers in a line:
     a state named by a symbolic descriptor crosses both ways octet for
     octet, and a state on a later frame of a multi-frame delivery reaches
     the receiver (docs/protocol.md, "Delivery states")."""
@@ -250,39 +248,6 @@ class OwnStatesAcrossThree(RawStatePeers, OwnMeshCase):
             rx.disposition(got, True, ACCEPTED_STATE)
             first, settled, _ = self.next_disposition(tx)
             self.assertEqual((first, settled), (did, True))
-
-
-
-class ProtonRouterInTheLine(RawStatePeers, OwnMeshCase):
-    """The same line with the middle router on proton's path: proton names
-    a state by a ulong only, so a symbolic-descriptor state stops there
-    (as before the own engine carried it), and nothing else is lost: the
-    message and its outcome cross."""
-
-    def setUp(self):
-        super().setUp()
-        self.m = self.engine_mesh(["A", "B", "C"], [("A", "B", 1), ("B", "C", 1)],
-                                  {"B": "proton"})
-        self.own_routers = "AC"
-
-    def test_symbolic_receiver_state_stops_at_the_proton_router(self):
-        rx, tx = self.peers("mixed.sym.disp")
-        tx.transfer(0, 0, MESSAGE)
-        did, _, payload = self.next_transfer(rx)
-        self.assertEqual(payload, MESSAGE)
-        rx.disposition(did, False, LIST_STATE)
-        rx.disposition(did, True, ACCEPTED_STATE)
-        first, settled, state = self.next_disposition(tx)
-        self.assertEqual((first, settled), (0, True), "the symbolic state went on: %r" % state)
-        self.assertEqual(state[:3], b"\x00\x53\x24", "accepted expected: %r" % state)
-
-    def test_symbolic_transfer_state_stops_at_the_proton_router(self):
-        rx, tx = self.peers("mixed.sym.xfer")
-        tx.transfer_frame([uint(0), uint(0), b"t0", uint(0), False, False, None, LIST_STATE],
-                          MESSAGE)
-        _, states, payload = self.next_transfer(rx)
-        self.assertEqual(states, [None])
-        self.assertEqual(payload, MESSAGE)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,6 @@
 #!/usr/bin/python3
 """Messages streamed through client connections on Junction's own AMQP
-engine (docs/engine.md, stage 2b(ii) round 2), selected with
-JUNCTION_ENGINE=own in the router's environment.
+engine (docs/engine.md, stage 2b(ii) round 2).
 
 As on proton's path (io_recv.c), a delivery reaches the core once its
 headers parse and its body follows: a large message reaches the receiver

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """TLS under Junction's own AMQP engine (docs/engine.md, stage 2b(ii) round
-2, "TLS"), selected with JUNCTION_ENGINE=own in the router's environment.
+2, "TLS").
 
 A TLS listener whose SASL is ANONYMOUS alone runs its connections on the own
 engine: OpenSSL decrypts straight into the engine's buffers and encrypts
@@ -28,14 +28,14 @@ from proton.reactor import AtMostOnce
 from proton.utils import BlockingConnection
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (BENCH, SLOW, OwnEngineEnv, Recv, Send, Traffic, conf_section,  # noqa: E402
+from harness import (BENCH, SLOW, Recv, Send, Traffic, conf_section,  # noqa: E402
                      seq_message)
 from test_router_tls import TIMEOUT, TlsTestCase, client_domain, exchange, refused  # noqa: E402
 
 OWN_LINE = "Connection runs on Junction's own AMQP engine"
 
 
-class OwnTlsTest(OwnEngineEnv, TlsTestCase):
+class OwnTlsTest(TlsTestCase):
 
     def own_router(self, **listener):
         lst = {"saslMechanisms": "ANONYMOUS", "authenticatePeer": "no"}
@@ -133,7 +133,7 @@ class OwnTlsTest(OwnEngineEnv, TlsTestCase):
             self.assertIn(want, joined)
         self.assertGreaterEqual(self.own_lines(r), 1, self.logs())
 
-class OwnTlsConnectorTest(OwnEngineEnv, TlsTestCase):
+class OwnTlsConnectorTest(TlsTestCase):
     """Router A's connectors with an sslProfile to router B's TLS listener,
     both routers on the own engine."""
 

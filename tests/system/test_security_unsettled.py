@@ -271,7 +271,7 @@ class MemoryBackTest(UnsettledBase):
                 break
             time.sleep(1)
         # measured (plain build): before ~9 MB, peak ~240-480 MB, ~10 MB within
-        # 2 s. On the own engine (JUNCTION_ENGINE=own) a copy's octets go
+        # 2 s. On the own engine a copy's octets go
         # once written and an unsettled delivery keeps about 2.3 KB, so the
         # same burst peaks near 21 MB: the burst must have held at least
         # 8 MB, and half of what it held must be given back besides the

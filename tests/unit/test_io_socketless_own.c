@@ -1,15 +1,15 @@
 /*
  * test_io_socketless_own.c — socketless test connections (junction/io.h,
- * router/io/io_test.c) on Junction's own AMQP engine (docs/engine.md): with
- * the switch on (JUNCTION_ENGINE=own when the I/O layer is made), a test
- * connection of a listener the switch takes runs on the own engine, as an
- * accepted one would (an inter-router listener's too, since stage 3b, and
- * a route-container listener's, since stage 3a's step 3), and its octets
- * move through io_plain.c both ways, whatever the listener's SASL (stage
- * 5: without Cyrus, the engine's built-in ANONYMOUS offered as proton's
- * path offers it), and a connector's on its client end (stage 5); every
- * endpoint's with the switch off stays on proton's. This is what lets the input_path fuzzer
- * (tests/fuzz/fuzz_input_path.c, fuzz_input_path_own) drive the own engine.
+ * router/io/io_test.c) on Junction's own AMQP engine (docs/engine.md): a
+ * test connection of a listener whose configuration the engine serves runs
+ * on the own engine, as an accepted one would (an inter-router listener's
+ * too, since stage 3b, and a route-container listener's, since stage 3a's
+ * step 3), and its octets move through io_plain.c both ways; a connector's
+ * runs on the engine's client end; whatever the listener's SASL (without
+ * Cyrus, the engine's built-in ANONYMOUS offered as 1.19 offers it). This
+ * is what lets
+ * the input_path fuzzer (tests/fuzz/fuzz_input_path.c, fuzz_input_path_own)
+ * drive the own engine.
  *
  * The core is started as in junctiond and the fuzzer; the test's thread
  * plays loop 0 (jn_io_test_run).
@@ -44,15 +44,17 @@ static const uint8_t open_frame[] = {0, 0, 0, 17, 2, 0, 0, 0, 0x00, 0x53, 0x10,
 static const uint8_t sasl_header[] = {'A', 'M', 'Q', 'P', 3, 1, 0, 0};
 static const uint8_t sasl_init[] = {0, 0, 0, 25, 2, 1, 0, 0, 0x00, 0x53, 0x41, 0xc0, 12, 1,
                                     0xa3, 9, 'A', 'N', 'O', 'N', 'Y', 'M', 'O', 'U', 'S'};
+/* A server's sasl-mechanisms offering ANONYMOUS, and its sasl-outcome ok
+ * (5.3.3.1, 5.3.3.6). */
+static const uint8_t sasl_mechanisms[] = {0, 0, 0, 25, 2, 1, 0, 0, 0x00, 0x53, 0x40, 0xc0, 12, 1,
+                                          0xa3, 9, 'A', 'N', 'O', 'N', 'Y', 'M', 'O', 'U', 'S'};
+static const uint8_t sasl_outcome_ok[] = {0, 0, 0, 16, 2, 1, 0, 0,
+                                          0x00, 0x53, 0x44, 0xc0, 3, 1, 0x50, 0};
 
-static struct fixture *router_new(const char *engine)
+static struct fixture *router_new(void)
 {
     for (int m = 0; m < JN_LOG_MODULE_COUNT; m++)
         jn_log_set_mask((jn_log_module_t)m, 0);
-    if (engine)
-        setenv("JUNCTION_ENGINE", engine, 1);
-    else
-        unsetenv("JUNCTION_ENGINE");
     struct fixture *f = calloc(1, sizeof *f);
     assert_non_null(f);
     jn_core_config_t cc = {.router_id = "own", .interior = true};
@@ -70,7 +72,7 @@ static struct fixture *router_new(const char *engine)
     jn_endpoint_config_t rc = {.name = "rc", .host = "127.0.0.1", .port = "5672",
                                .role = JN_ROLE_ROUTE_CONTAINER};
     /* without Cyrus (jn_sasl_init not run): PLAIN, which nothing offers
-     * then; ANONYMOUS spelt as proton's inclusion list still reads it; and
+     * then; ANONYMOUS spelt as 1.19's inclusion list still reads it; and
      * authenticatePeer (SASL required, ANONYMOUS offered) */
     jn_endpoint_config_t mech = {.name = "mech", .host = "127.0.0.1", .port = "5672",
                                  .sasl_mechanisms = "PLAIN"};
@@ -107,7 +109,6 @@ static void router_free(struct fixture *f)
     jn_core_free(f->core);
     jn_io_free(f->io);
     free(f);
-    unsetenv("JUNCTION_ENGINE");
 }
 
 /* Run the loop until it has nothing left to do (the core thread may hold
@@ -143,10 +144,10 @@ static void finish(struct fixture *f, jn_io_conn_t *c)
     assert_int_equal(jn_io_test_conns(f->io), 0);
 }
 
-static void test_socketless_conn_runs_on_the_own_engine_when_the_switch_takes_it(void **state)
+static void test_socketless_conn_runs_on_the_own_engine_when_it_serves_the_listener(void **state)
 {
     (void)state;
-    struct fixture *f = router_new("own");
+    struct fixture *f = router_new();
     jn_io_conn_t *c = jn_io_test_conn_new(f->io, "plain");
     assert_non_null(c);
     assert_true(jn_io_test_conn_own(c));
@@ -164,7 +165,7 @@ static void test_socketless_conn_runs_on_the_own_engine_when_the_switch_takes_it
 static void test_socketless_conn_on_the_own_engine_serves_sasl_anonymous(void **state)
 {
     (void)state;
-    struct fixture *f = router_new("own");
+    struct fixture *f = router_new();
     jn_io_conn_t *c = jn_io_test_conn_new(f->io, "anon");
     assert_non_null(c);
     assert_true(jn_io_test_conn_own(c));
@@ -185,7 +186,7 @@ static void test_socketless_conn_on_the_own_engine_serves_sasl_anonymous(void **
 static void test_socketless_conn_refused_by_the_own_engine_closes_and_is_freed(void **state)
 {
     (void)state;
-    struct fixture *f = router_new("own");
+    struct fixture *f = router_new();
     jn_io_conn_t *c = jn_io_test_conn_new(f->io, "plain");
     assert_non_null(c);
     static const uint8_t junk[] = {'H', 'T', 'T', 'P', '/', '1', '.', '1'};
@@ -204,7 +205,7 @@ static void test_socketless_conn_refused_by_the_own_engine_closes_and_is_freed(v
 static void test_socketless_ir_and_container_conns_run_on_the_own_engine(void **state)
 {
     (void)state;
-    struct fixture *f = router_new("own");
+    struct fixture *f = router_new();
     jn_io_conn_t *c = jn_io_test_conn_new(f->io, "ir");
     assert_non_null(c);
     assert_true(jn_io_test_conn_own(c));
@@ -223,51 +224,27 @@ static void test_socketless_ir_and_container_conns_run_on_the_own_engine(void **
     router_free(f);
 }
 
-/* The server's side of a SASL ANONYMOUS exchange (5.3.2): its header,
- * sasl-mechanisms offering ANONYMOUS (an array of one symbol), sasl-outcome
- * ok; then its AMQP header and open follow. */
-static const uint8_t server_sasl[] = {
-    'A', 'M', 'Q', 'P', 3, 1, 0, 0,                                   /* header */
-    0, 0, 0, 28, 2, 1, 0, 0, 0x00, 0x53, 0x40, 0xc0, 15, 1, 0xe0, 12, /* mechanisms */
-    1, 0xa3, 9, 'A', 'N', 'O', 'N', 'Y', 'M', 'O', 'U', 'S',          /* [ANONYMOUS] */
-    0, 0, 0, 16, 2, 1, 0, 0, 0x00, 0x53, 0x44, 0xc0, 3, 1, 0x50, 0};  /* outcome ok */
-
 /* Stage 5: a connector's test connection runs on the own engine's client
  * end (its SASL header first, its sasl-init, AMQP header and open after
- * the server's offer), as one connect_now makes; with the switch off,
- * every connection stays on proton's. */
-static void test_socketless_connector_conn_on_the_own_engine_and_switch_off(void **state)
+ * the server's offer), as one connect_now makes. */
+static void test_socketless_connector_conn_runs_on_the_own_engine(void **state)
 {
     (void)state;
-    struct fixture *f = router_new("own");
+    struct fixture *f = router_new();
     jn_io_conn_t *out = jn_io_test_conn_new(f->io, "out");
     assert_non_null(out);
     assert_true(jn_io_test_conn_own(out));
     run_idle(f);
     assert_int_equal(out->octets_written, sizeof sasl_header); /* ours first (5.3.1) */
-    feed(f, out, server_sasl, sizeof server_sasl);
+    feed(f, out, sasl_header, sizeof sasl_header);
+    feed(f, out, sasl_mechanisms, sizeof sasl_mechanisms);
+    feed(f, out, sasl_outcome_ok, sizeof sasl_outcome_ok);
     /* then our sasl-init, AMQP header and open */
     assert_true(out->octets_written > sizeof sasl_header + sizeof amqp_header + 30);
     feed(f, out, amqp_header, sizeof amqp_header);
     assert_false(out->opened);
     feed(f, out, open_frame, sizeof open_frame);
-    assert_true(out->opened);
-    finish(f, out);
-    router_free(f);
-    f = router_new("proton"); /* the switch off: every connection on proton's */
-    jn_io_conn_t *c = jn_io_test_conn_new(f->io, "plain");
-    assert_non_null(c);
-    assert_false(jn_io_test_conn_own(c));
-    run_idle(f);
-    feed(f, c, amqp_header, sizeof amqp_header);
-    feed(f, c, open_frame, sizeof open_frame);
-    assert_true(c->opened);
-    finish(f, c);
-    out = jn_io_test_conn_new(f->io, "out");
-    assert_non_null(out);
-    assert_false(jn_io_test_conn_own(out));
-    run_idle(f);
-    jn_io_test_conn_abort(out);
+    assert_true(out->opened); /* the core was told: the client end read the open */
     finish(f, out);
     router_free(f);
 }
@@ -286,15 +263,15 @@ static jn_io_conn_t *own_conn_fed(struct fixture *f, const char *name, const uin
     return c;
 }
 
-/* Stage 5: listeners whose SASL proton's path kept for itself (no Cyrus)
- * run on the own engine with the built-in ANONYMOUS offered as proton
- * offers it: nothing for saslMechanisms PLAIN (a sasl-init for ANONYMOUS
- * refused, a peer without SASL served), ANONYMOUS for "PLAIN anonymous"
- * (a word, any case), and SASL required with authenticatePeer. */
+/* Stage 5: listeners without Cyrus run on the own engine with the
+ * built-in ANONYMOUS offered as 1.19 offers it: nothing for saslMechanisms
+ * PLAIN (a sasl-init for ANONYMOUS refused, a peer without SASL served),
+ * ANONYMOUS for "PLAIN anonymous" (a word, any case), and SASL required
+ * with authenticatePeer. */
 static void test_socketless_listeners_without_cyrus_get_the_builtin_offer(void **state)
 {
     (void)state;
-    struct fixture *f = router_new("own");
+    struct fixture *f = router_new();
     uint8_t sasl_in[sizeof sasl_header + sizeof sasl_init + sizeof amqp_header +
                     sizeof open_frame];
     uint8_t *p = sasl_in;
@@ -327,7 +304,7 @@ static void test_socketless_listeners_without_cyrus_get_the_builtin_offer(void *
 static void test_socketless_conn_on_the_own_engine_aborted_closes(void **state)
 {
     (void)state;
-    struct fixture *f = router_new("own");
+    struct fixture *f = router_new();
     jn_io_conn_t *c = jn_io_test_conn_new(f->io, "plain");
     assert_non_null(c);
     run_idle(f);
@@ -346,12 +323,12 @@ static void test_socketless_conn_on_the_own_engine_aborted_closes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_socketless_conn_runs_on_the_own_engine_when_the_switch_takes_it),
+        cmocka_unit_test(test_socketless_conn_runs_on_the_own_engine_when_it_serves_the_listener),
         cmocka_unit_test(test_socketless_conn_on_the_own_engine_serves_sasl_anonymous),
         cmocka_unit_test(test_socketless_conn_refused_by_the_own_engine_closes_and_is_freed),
         cmocka_unit_test(test_socketless_ir_and_container_conns_run_on_the_own_engine),
         cmocka_unit_test(test_socketless_listeners_without_cyrus_get_the_builtin_offer),
-        cmocka_unit_test(test_socketless_connector_conn_on_the_own_engine_and_switch_off),
+        cmocka_unit_test(test_socketless_connector_conn_runs_on_the_own_engine),
         cmocka_unit_test(test_socketless_conn_on_the_own_engine_aborted_closes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -46,7 +46,7 @@ int jn_work_link_CT(jn_core_link_t *link, jn_work_type_t type, const char *addre
                     const char *condition, const char *description, uint32_t credit);
 /* Drain work (JN_WORK_LINK_CREDIT with drain, AMQP 1.0 2.6.7): credit 0:
  * the credit granted stays the sender's, with the drain flag; 1: it is
- * taken away without the flag (io_recv.c). Takes a link reference.
+ * taken away without the flag (io_own_rx.c). Takes a link reference.
  * Returns 0 or JN_ENOMEM (nothing pushed). */
 int jn_work_drain_CT(jn_core_link_t *link, uint32_t credit);
 /* Delivery work on dlv's link's connection: takes a delivery reference.

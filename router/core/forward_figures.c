@@ -49,7 +49,7 @@ static uint64_t count_stuck_CT(const jn_dlv_list_t *list, uint64_t old_ns, uint6
  * while the router gives it none. A receiver that used the credit it gave
  * up is idle, not blocked (a reply link granting one at a time, as 1.19's
  * management clients do): the I/O layer's credit limit may step back and
- * forth while copies are in flight (io_send.c), so a flow seeming to take
+ * forth while copies are in flight (io_own_link.c), so a flow seeming to take
  * credit away is no sign of a receiver that stopped. The watch starts
  * here, at the tick that first sees the link so; credit ends it at once
  * (jn_forward_credit_given_CT). Logged once when it starts to count. */

@@ -266,9 +266,9 @@ bool jn_lr_attach_CT(jn_core_link_t *link)
     jn_lr_table_t *t = core->lr;
     int d = link->dir == JN_LINK_INCOMING ? 0 : 1;
     /* a dynamic terminus: by the address its node properties ask for
-     * (io_link.c), and the container makes its node; the address it was
+     * (io_own_attach.c), and the container makes its node; the address it was
      * matched by (a tenant's in its space, tenant.c) goes on in its node
-     * properties (io_route.c), so that the next router routes it the
+     * properties (io_own_route.c), so that the next router routes it the
      * same, and no external prefix is applied to it */
     if (!link->address || conn->internal ||
         (t->match[d].count == 0 && !core->mesh))
@@ -447,7 +447,7 @@ void jn_lr_pass_drain_CT(jn_core_link_t *link)
         return;
     }
     /* drain with credit 0: the credit granted stays the sender's, with the
-     * drain flag (io_recv.c), so the sender sends what it has or gives
+     * drain flag (io_own_rx.c), so the sender sends what it has or gives
      * the credit back (AMQP 1.0 2.6.7), as 1.19 passes a drain on */
     if (jn_work_drain_CT(link, 0) != 0)
         return; /* out of memory: the receiver's drain waits for the next flow */
@@ -530,7 +530,7 @@ bool jn_lr_link_detached_CT(jn_core_link_t *link, bool from_conn_close)
         peer, link->detach_unclosed && !from_conn_close ? JN_WORK_LINK_DETACH : JN_WORK_LINK_CLOSE,
         NULL, cond, desc, 0);
     /* an attached end's detach is answered by the far end's, closed or
-     * not as that one is (1.19); the I/O layer holds its answer (io_link.c) */
+     * not as that one is (1.19); the I/O layer holds its answer (io_own_attach.c) */
     if (from_conn_close || link->ct.state != JN_LINK_ST_ATTACHED)
         return false;
     peer->ct.echo = jn_link_ref(link);

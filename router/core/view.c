@@ -115,7 +115,7 @@ static void link_fill_CT(const jn_core_link_t *l, jn_view_link_t *out)
         out->unsettled = l->ct.unsettled;
         out->dropped = l->ct.mc_dropped;
         /* the peer's credit (the I/O layer may let the core use less of
-         * it, io_send.c) */
+         * it, io_own_link.c) */
         uint64_t peer = atomic_load_explicit(&l->peer_limit, memory_order_relaxed);
         if (peer < l->ct.credit_limit)
             peer = l->ct.credit_limit;

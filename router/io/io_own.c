@@ -78,8 +78,8 @@ static void own_properties(jn_io_conn_t *conn, const jn_amqp_open_t *o, uint8_t 
 }
 
 /* The connection's tenant space and vhost policy (io_tenant.c,
- * io_policy.c), decided at the peer's open o, as on proton's path
- * (io_open.c, open_policy_IO): for an incoming connection before our open
+ * io_policy.c), decided at the peer's open o, as 1.19 decides them: for
+ * an incoming connection before our open
  * is sent, so that its user group's maxFrameSize and maxSessions go into
  * it, and its maxSessionWindow into our sessions' windows; a connector's
  * under its policyVhost takes the "$connector" group (its open went
@@ -146,7 +146,7 @@ static bool own_open_identity(jn_io_own_t *own, jn_amqp_conn_t *c, jn_conn_info_
     if (!conn->incoming && mech && strcmp(mech, "ANONYMOUS") != 0 && cfg->sasl_username &&
         cfg->sasl_username[0])
         user = cfg->sasl_username; /* who we authenticated as */
-    /* as proton's path (io_open.c): a client's only, not a router's */
+    /* as 1.19: a client's only, not a router's */
     if (authenticated && user && user[0] && cfg->role == JN_ROLE_NORMAL && !conn->check_user &&
         !(conn->check_user = strdup(user))) {
         (void)jn_amqp_conn_close(c, "amqp:resource-limit-exceeded", "router out of memory");
@@ -240,7 +240,7 @@ static void own_on_close(void *ctx, jn_amqp_conn_t *c, const jn_amqp_end_close_t
 
 /* The engine refused the peer's input (or found it silent). A peer's
  * idle-time-out below router.minPeerIdleTimeoutMs is logged as the proton
- * path logs it (io_open.c): "refused: its ... (minPeerIdleTimeoutMs)". */
+ * path logged it: "refused: its ... (minPeerIdleTimeoutMs)". */
 static void own_on_closed(void *ctx, jn_amqp_conn_t *c, const jn_amqp_fault_t *fault)
 {
     jn_io_own_t *own = ctx;
@@ -350,7 +350,7 @@ static int own_new(jn_io_conn_t *conn, const char *host)
     jn_amqp_tracer_init(&own->trace_in, false);
     jn_amqp_tracer_init(&own->trace_out, true);
     own->session_window = cfg->max_session_frames ? cfg->max_session_frames : JN_IO_SESSION_FRAMES;
-    if (!cfg->max_session_frames && cfg->max_frame_size && /* as io_link.c bounds it */
+    if (!cfg->max_session_frames && cfg->max_frame_size && /* as 1.19 bounds it */
         (uint64_t)own->session_window * cfg->max_frame_size > JN_IO_SESSION_CAPACITY_MAX)
         own->session_window = JN_IO_SESSION_CAPACITY_MAX / cfg->max_frame_size > 2
                                   ? JN_IO_SESSION_CAPACITY_MAX / cfg->max_frame_size

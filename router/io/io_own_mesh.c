@@ -267,7 +267,7 @@ void jn_io_own_mesh_classify_IO(jn_io_own_link_t *link, const jn_amqp_attach_t *
     } else {
         /* an endpoint's: a waypoint's phase (a client's, 1.19's waypoints
          * and auto-links, or an edge's uplink), and a receiver that is a
-         * fallback destination, as io_link.c reads them */
+         * fallback destination, as 1.19 reads them */
         info->waypoint = caps_waypoint(&t->capabilities);
         info->fallback = (!link->incoming || own->conn->edge) &&
                          jn_io_own_caps_first(&t->capabilities, "qd.fallback");

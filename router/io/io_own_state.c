@@ -2,8 +2,7 @@
  * io_own_state.c — delivery states on Junction's own engine (AMQP 1.0
  * part 3, 3.4; transactions' 4.5.5 and 4.5.6): the engine's decoded state
  * (views of the frame, junction/amqp_delivery.h) into the core's
- * jn_disposition_t with every field, and back, as io_state.c maps
- * proton's on proton's path. A state of a type the core does not know
+ * jn_disposition_t with every field, and back. A state of a type the core does not know
  * travels as its encoded value; one named by a symbolic descriptor as its
  * whole encoding (JN_DISP_RAW), octet for octet. Any thread: no
  * connection state is touched.
@@ -31,7 +30,7 @@ static jn_disposition_extra_t *extra_of(jn_disposition_t *d)
 }
 
 /* The value of a state the spec does not define, as the core carries it
- * (what follows its numeric descriptor, io_state.c): *out, *len on the
+ * (what follows its numeric descriptor): *out, *len on the
  * heap; none when the encoding is not a described value with a ulong
  * descriptor. */
 static void unknown_value(const jn_iter_t *encoded, uint8_t **out, size_t *len)

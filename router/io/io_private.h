@@ -9,9 +9,10 @@
  *   io_endpoint.c listeners and connectors (addresses, sockets, transports,
  *                 SASL, the connector's retry timing);
  *   io_conn.c     a connection's object: creation, references, release;
- *   io_own*.c     a connection's engine: Junction's own (io_own.h);
- *   io_props.c    a peer's open properties, for management;
- *   io_mesh.c     inter-router helpers: the standard links' names;
+ *   io_own*.c     a connection's engine: Junction's own (io_own.h); the
+ *                 peer's open properties read and ours written
+ *                 (io_own_props.c, io_own_peer.c);
+ *   io_failover.c a connector's failover list;
  *   io_bridge.c   bridged connections: no socket, their octets through
  *                 buffers another thread fills and drains (AMQP over
  *                 WebSocket);

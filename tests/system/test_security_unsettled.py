@@ -224,12 +224,20 @@ class MemoryBackTest(UnsettledBase):
         self.bench(r, "warm.q", 2)  # the pools' and threads' steady state
         time.sleep(2)
         before = r.status_kb("VmRSS")
-        args = ["--body", "65536"]
-        for i in range(self.BURST_PAIRS):
-            args += ["--hold", "burst.%d" % i, "--send", "burst.%d" % i]
-        p = self.client(r.url, 8, *args)
+        # two clients, each its own connection (so its own session window)
+        # and process: one Python client under a loaded machine's -j2 sent
+        # too little to make a burst (7.7 MB once)
+        clients = []
+        for c in "ab":
+            args = ["--body", "65536"]
+            for i in range(self.BURST_PAIRS):
+                args += ["--hold", "burst.%s%d" % (c, i), "--send", "burst.%s%d" % (c, i)]
+            clients.append(self.client(r.url, 8, *args))
         peak, _ = self.rss_watch(r, 7)
-        self.finish(p, 30 * SLOW)
+        moved = 0
+        for p in clients:
+            got = self.finish(p, 30 * SLOW)[-1]["got"]
+            moved += sum(n for k, n in got.items() if k.startswith("hold "))
         self.wait_for("the burst's connection to go", lambda: not any(
             l["unsettledCount"] for l in self.out_links(r)))
         if SANITIZER:
@@ -270,21 +278,24 @@ class MemoryBackTest(UnsettledBase):
             if after <= 2 * before:
                 break
             time.sleep(1)
-        # measured (plain build): before ~9 MB, peak ~240-480 MB, ~10 MB within
-        # 2 s. On the own engine a copy's octets go
-        # once written and an unsettled delivery keeps about 2.3 KB, so the
-        # same burst peaks near 21 MB: the burst must have held at least
-        # 8 MB, and half of what it held must be given back besides the
-        # bound of twice the RSS before.
-        print("burst: RSS before %d kB, peak %d kB, %d kB %.1f s after the client went"
-              % (before, peak, after, time.monotonic() - gone))
-        self.assertGreater(peak, before + 8 * 1024, "the burst was not one")
+        # measured (plain build): on proton's engine (until issue 27's stage
+        # 5) before ~9 MB, peak ~240-480 MB, ~10 MB within 2 s. On the own
+        # engine a copy's octets go once written and an unsettled delivery
+        # keeps about 2.3 KB, so the same burst peaks at 16-21 MB, less on a
+        # loaded machine: the burst is asserted by what the clients were
+        # sent and hold unsettled, RSS must come back under twice its level
+        # before, and when the peak rose 8 MB or more, half of that must be
+        # given back besides.
+        print("burst: %d messages of 64 KiB held; RSS before %d kB, peak %d kB, %d kB %.1f s "
+              "after the clients went" % (moved, before, peak, after, time.monotonic() - gone))
+        self.assertGreater(moved, 1000, "the burst was not one")
         self.assertLessEqual(after, 2 * before,
                              "RSS before the burst %d kB, peak %d kB, 60 s after %d kB\n%s"
                              % (before, peak, after, self.logs()))
-        self.assertLess(after, peak - (peak - before) // 2,
-                        "RSS before the burst %d kB, peak %d kB, 60 s after %d kB"
-                        % (before, peak, after))
+        if peak >= before + 8 * 1024:
+            self.assertLess(after, peak - (peak - before) // 2,
+                            "RSS before the burst %d kB, peak %d kB, 60 s after %d kB"
+                            % (before, peak, after))
 
 
 if __name__ == "__main__":

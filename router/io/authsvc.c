@@ -156,7 +156,6 @@ int jn_io_relay_start_svc(jn_io_relay_t *r, char *why, size_t whylen)
     }
     svc->relay = r;
     r->svc = svc;
-    r->svc_own = true; /* on the own engine's client end (authsvc_own.c) */
     /* the service's Open names the service host, as 1.19's; the realm
      * goes in the SASL init (authsvc_own.c) */
     if (jn_io_own_attach_client(svc, sep->cfg.host) != 0) {

@@ -162,7 +162,6 @@ int jn_io_authsvc_own_attach(jn_io_conn_t *conn, jn_amqp_transport_t *t)
     jn_io_relay_t *r = conn->relay;
     if (!r)
         return JN_EINVAL;
-    r->own = true;
     return jn_amqp_transport_set_sasl(t, &own_relay_ops, r, conn->endpoint->cfg.authenticate_peer);
 }
 

@@ -30,11 +30,11 @@ typedef struct jn_io_relay {
     bool started, svc_sasl_ok, done;
     /* what the client's next pass hands the engine's SASL layer
      * (jn_io_authsvc_own_pass_IO) */
-    bool own, own_offer, own_waiting, own_refuse;
+    bool own_offer, own_waiting, own_refuse;
     int own_answer; /* 0: none; else a jn_amqp_sasl_code_t + 1 */
     /* to_svc waits for the service connection's next pass
      * (jn_io_authsvc_own_svc_pass_IO) */
-    bool svc_own, svc_post;
+    bool svc_post;
 } jn_io_relay_t;
 
 /* What becomes of the service's connection when the relay lets it go:

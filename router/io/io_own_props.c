@@ -84,7 +84,8 @@ static void text_quoted(own_text_t *t, const jn_iter_t *payload, bool binary)
     text_add(t, "\"");
 }
 
-/* A char (a Unicode code point) as UTF-8; one outside Unicode as U+XXXX. */
+/* A char (a Unicode code point) as UTF-8; one outside Unicode (a
+ * surrogate, or above 0x10FFFF) as "U+" and at least four hex digits. */
 static void text_char(own_text_t *t, uint32_t c)
 {
     if (c < 0x80)

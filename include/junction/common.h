@@ -40,6 +40,13 @@ const char *jn_strerror(int code);
  * and checking once at the end. Any thread. */
 char *jn_strdup_opt(const char *s, bool *failed);
 
+/* jn_utf8_put: writes the UTF-8 form of the Unicode scalar value cp into
+ * out (the caller's, room for 4 octets, not NUL-terminated). Returns the
+ * octets written, 1 to 4, or 0 (nothing written) when cp is not a scalar
+ * value: a surrogate (0xD800-0xDFFF) or above 0x10FFFF (Unicode 15, 3.9;
+ * RFC 3629 section 3). Any thread. */
+size_t jn_utf8_put(char *out, uint32_t cp);
+
 #if defined(__GNUC__) || defined(__clang__)
 #define JN_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define JN_UNLIKELY(x) __builtin_expect(!!(x), 0)

@@ -69,30 +69,6 @@ static void skip_blanks(jp_t *jp)
     }
 }
 
-static size_t put_utf8(char *out, uint32_t cp)
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xc0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3f));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xe0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        out[2] = (char)(0x80 | (cp & 0x3f));
-        return 3;
-    }
-    out[0] = (char)(0xf0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-    out[3] = (char)(0x80 | (cp & 0x3f));
-    return 4;
-}
-
 static int hex4(const char *p, const char *end, uint32_t *out)
 {
     if (end - p < 4)
@@ -169,7 +145,7 @@ int jn_config_unescape(jn_config_ctx_t *ctx, const char *s, size_t len, int line
             if (e == 'u') {
                 long cp = unicode_escape(&p, end, &problem);
                 if (cp > 0)
-                    n += put_utf8(buf + n, (uint32_t)cp);
+                    n += jn_utf8_put(buf + n, (uint32_t)cp); /* a scalar value: checked above */
             } else if (e != '\0' && hit) {
                 buf[n++] = to[hit - from];
             } else {

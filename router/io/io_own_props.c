@@ -88,18 +88,12 @@ static void text_quoted(own_text_t *t, const jn_iter_t *payload, bool binary)
  * surrogate, or above 0x10FFFF) as "U+" and at least four hex digits. */
 static void text_char(own_text_t *t, uint32_t c)
 {
-    if (c < 0x80)
-        text_add(t, "%c", (char)c);
-    else if (c < 0x800)
-        text_add(t, "%c%c", (char)(0xc0 | c >> 6), (char)(0x80 | (c & 0x3f)));
-    else if (c < 0x10000 && (c < 0xd800 || c > 0xdfff))
-        text_add(t, "%c%c%c", (char)(0xe0 | c >> 12), (char)(0x80 | (c >> 6 & 0x3f)),
-                 (char)(0x80 | (c & 0x3f)));
-    else if (c >= 0x10000 && c < 0x110000)
-        text_add(t, "%c%c%c%c", (char)(0xf0 | c >> 18), (char)(0x80 | (c >> 12 & 0x3f)),
-                 (char)(0x80 | (c >> 6 & 0x3f)), (char)(0x80 | (c & 0x3f)));
-    else
+    char u[4];
+    size_t n = jn_utf8_put(u, c);
+    if (n == 0)
         text_add(t, "U+%04X", (unsigned)c);
+    for (size_t i = 0; i < n; i++) /* %c, as U+0000 is one octet too */
+        text_add(t, "%c", u[i]);
 }
 
 /* The network-order octets of a uuid (as 8-4-4-4-12 hex) or a decimal (as

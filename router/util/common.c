@@ -55,3 +55,31 @@ char *jn_strdup_opt(const char *s, bool *failed)
         *failed = true;
     return d;
 }
+
+size_t jn_utf8_put(char *out, uint32_t cp)
+{
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xc0 | cp >> 6);
+        out[1] = (char)(0x80 | (cp & 0x3f));
+        return 2;
+    }
+    if (cp >= 0xd800 && cp <= 0xdfff)
+        return 0;
+    if (cp < 0x10000) {
+        out[0] = (char)(0xe0 | cp >> 12);
+        out[1] = (char)(0x80 | (cp >> 6 & 0x3f));
+        out[2] = (char)(0x80 | (cp & 0x3f));
+        return 3;
+    }
+    if (cp > 0x10ffff)
+        return 0;
+    out[0] = (char)(0xf0 | cp >> 18);
+    out[1] = (char)(0x80 | (cp >> 12 & 0x3f));
+    out[2] = (char)(0x80 | (cp >> 6 & 0x3f));
+    out[3] = (char)(0x80 | (cp & 0x3f));
+    return 4;
+}

@@ -4,12 +4,9 @@
  *
  * Built with -DJN_COPY_COUNTERS=ON, every place where the router copies a
  * message's octets from one user-space buffer to another says so with
- * JN_COPIES_NOTE(n): the own engine's receive (payload into the message)
- * and proton's path (pn_link_recv into the message, pn_link_send and the
- * gathering of short segments before it). Copies inside proton (its input
- * buffer to a delivery's, its delivery buffer to the output) and inside
- * OpenSSL are not ours and not counted. At exit the total goes to stderr
- * as "junction copies: N message octets copied in user space". In every
+ * JN_COPIES_NOTE(n). Copies inside OpenSSL are not ours and not counted.
+ * At exit the total goes to stderr as "junction copies: N message octets
+ * copied in user space". In every
  * other build the macro is nothing, so the hot path pays nothing.
  */
 #ifndef JUNCTION_COPIES_H

@@ -462,9 +462,8 @@ enum {
 /* JN_DISP_RAW: a delivery state the router does not interpret and carries
  * as it came (AMQP 1.0 part 3, 3.4; 1.5 descriptors): one named by a
  * symbolic descriptor, which the numeric codes above cannot name. Its
- * whole encoding (descriptor and value) is extra->data. The own engine's
- * connections read and write it octet for octet; proton's path cannot
- * (proton names a state by a ulong only) and sends none in its place. The
+ * whole encoding (descriptor and value) is extra->data. The engine reads
+ * and writes it octet for octet. The
  * value is the ulong descriptor no type is given (all ones), so it names
  * no state that could arrive numbered; one that does arrive so is carried
  * raw too. */

@@ -133,7 +133,7 @@ static void mesh_attach_one(jn_io_own_t *own, jn_amqp_session_t *s, bool send, b
     jn_amqp_link_t *l = jn_amqp_link_new(s, name, send ? JN_AMQP_SENDER : JN_AMQP_RECEIVER);
     jn_io_own_link_t *link = l ? jn_io_own_link_new(own, l, !send) : NULL;
     if (!link)
-        return; /* out of memory: the mesh goes without this link, as proton's path */
+        return; /* out of memory: the mesh goes without this link (1.19 too) */
     link->local = true;
     if (control)
         link->max_message_size = JN_IO_CONTROL_MAX_MESSAGE;
@@ -254,8 +254,7 @@ void jn_io_own_mesh_classify_IO(jn_io_own_link_t *link, const jn_amqp_attach_t *
     if (!present || !(t->present & field))
         return;
     /* control and data links are classified as such on every connection:
-     * the core refuses them on one that is not inter-router, as on
-     * proton's path */
+     * the core refuses them on one that is not inter-router */
     if (jn_io_own_caps_first(&t->capabilities, CAP_CONTROL)) {
         info->type = JN_LINK_CONTROL;
         link->max_message_size = JN_IO_CONTROL_MAX_MESSAGE;

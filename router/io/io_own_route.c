@@ -211,7 +211,7 @@ void jn_io_own_route_attach_IO(jn_io_own_t *own, jn_work_t *w)
     if (!link) {
         if (s)
             jn_io_own_route_session_idle_IO(own, s);
-        return; /* out of memory: the auto-link stays unattached, as proton's path */
+        return; /* out of memory: the auto-link stays unattached (1.19 too) */
     }
     link->local = true;
     link->routed = !w->attach.stream && (!w->attach.edge || w->attach.edge == JN_LINK_EDGE_REPLY);

@@ -3,8 +3,8 @@
  * engine (docs/engine.md, stage 3a): the peer's source and target handed
  * to the core with its attach, and given back by the core's
  * JN_WORK_LINK_ATTACH for the link to the container, in the encoding the
- * core carries without reading it (it was shared with proton's path,
- * until stage 5, so that the two engines met in the core unchanged): per
+ * core carries without reading it (kept from the time two engines met in
+ * the core, docs/engine.md stage 5): per
  * terminus, a type octet (0 none, 1 source, 2 target, 3 coordinator),
  * the address (32-bit length and octets, 0xffffffff for none), durability,
  * expiry policy (0 link-detach, 1 session-end, 2 connection-close, 3

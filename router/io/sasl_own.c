@@ -18,15 +18,14 @@
  * the cipher's strength (SASL_SSF_EXTERNAL) and, when the client's
  * certificate was verified, its uid (the sslProfile's uidFormat and
  * uidNameMappingFile, io_tls.c) as SASL_AUTH_EXTERNAL, so that it offers
- * EXTERNAL and authenticates the client as that user, as on proton's path
- * (sasl_cyrus.c); for wss:// the TLS its bridge's owner terminated. With
+ * EXTERNAL and authenticates the client as that user, as 1.19 does;
+ * for wss:// the TLS its bridge's owner terminated. With
  * an sslProfile the offer is computed when the client's SASL header
  * arrives, which is after the handshake: the certificate is known by
  * then.
  *
- * A refusal is logged once with the peer and Cyrus's reason, in the proton
- * path's words; the outcome's code is auth (5.3.3.6) whatever the reason,
- * as on proton's path and in 1.19.
+ * A refusal is logged once with the peer and Cyrus's reason; the
+ * outcome's code is auth (5.3.3.6) whatever the reason, as in 1.19.
  *
  * Threads: jn_io_own_sasl_attach runs where the connection is accepted,
  * before it is started, and jn_io_own_sasl_client on the connector thread
@@ -54,7 +53,7 @@ typedef struct own_cyrus {
 
 static void read_offer(own_cyrus_t *c, const char *conf);
 
-/* TLS facts for Cyrus (as sasl_cyrus.c's set_external on proton's path):
+/* TLS facts for Cyrus:
  * the cipher's strength and, when the client's certificate was verified,
  * its uid, which makes Cyrus offer EXTERNAL. Nothing without TLS. */
 static void oc_external(own_cyrus_t *c)
@@ -106,8 +105,8 @@ static int oc_result(own_cyrus_t *c, int r, const char *out, unsigned outlen, co
            JN_IO_CONN_FMT " SASL %s authentication from %s (to %s) failed: %s", conn->id,
            c->mech[0] ? c->mech : "?", conn->host, conn->endpoint->shown,
            detail ? detail : sasl_errstring(r, NULL, NULL));
-    /* code auth whatever Cyrus's reason, as proton's path (and 1.19) send
-     * it: the reason is in the log, not on the wire */
+    /* code auth whatever Cyrus's reason, as 1.19 sends it: the reason is
+     * in the log, not on the wire */
     return JN_AMQP_SASL_OUTCOME_AUTH;
 }
 
@@ -239,16 +238,16 @@ int jn_io_own_sasl_attach(jn_io_conn_t *conn, jn_amqp_transport_t *t)
 
 /* ---- the built-in ANONYMOUS: listeners without Cyrus ----------------------
  *
- * A listener for which proton's path keeps proton's own SASL (jn_endpoint_
- * uses_sasl_plugin false: in junctiond, saslMechanisms naming ANONYMOUS
- * alone in another spelling, "anonymous" or "ANONYMOUS,"; without Cyrus
- * started, any listener) gets the engine's built-in ANONYMOUS, offered as
- * proton offers it: when saslMechanisms is unset or one of its words
+ * A listener that does not use Cyrus (jn_endpoint_uses_sasl_plugin false:
+ * saslMechanisms naming ANONYMOUS alone in another spelling, "anonymous"
+ * or "ANONYMOUS,"; without Cyrus started, any listener) gets the engine's
+ * built-in ANONYMOUS, offered as 1.19 offers it: when saslMechanisms is
+ * unset or one of its words
  * (separated by spaces only, any case; "ANONYMOUS," is not such a word) is
  * ANONYMOUS, else nothing at all (every sasl-init refused with outcome
  * auth), and SASL required with authenticatePeer. */
 
-/* Does conf (saslMechanisms, set) name ANONYMOUS as proton's inclusion
+/* Does conf (saslMechanisms, set) name ANONYMOUS as 1.19's inclusion
  * list reads it: a space-separated word, any case? */
 static bool names_anonymous(const char *conf)
 {
@@ -324,13 +323,13 @@ int jn_io_own_sasl_builtin(jn_io_conn_t *conn, jn_amqp_transport_t *t)
 
 /* ---- the client end: connectors' Cyrus mechanisms -------------------------
  *
- * A connector for which proton's path uses Cyrus (jn_endpoint_uses_sasl_
- * plugin: a saslUsername, an sslProfile, or a mechanism beyond ANONYMOUS:
- * PLAIN, SCRAM-SHA-*, DIGEST-MD5, EXTERNAL...) gets Cyrus's client as the
- * client end's backend (jn_amqp_sasl_client_mech_ops_t), as proton's path
- * gets it through sasl_cyrus.c: the server's offer cut to saslMechanisms,
- * Cyrus choosing among them, the connector's saslUsername and saslPassword
- * as the credentials, the server's signature in the outcome checked. */
+ * A connector that uses Cyrus (jn_endpoint_uses_sasl_plugin: a
+ * saslUsername, an sslProfile, or a mechanism beyond ANONYMOUS: PLAIN,
+ * SCRAM-SHA-*, DIGEST-MD5, EXTERNAL...) gets Cyrus's client as the client
+ * end's backend (jn_amqp_sasl_client_mech_ops_t): the server's offer cut
+ * to saslMechanisms, Cyrus choosing among them, the connector's
+ * saslUsername and saslPassword as the credentials, the server's signature
+ * in the outcome checked. */
 
 /* One connection's Cyrus client state (the client backend's ctx). */
 typedef struct own_cyrus_client {
@@ -453,8 +452,7 @@ static int occ_step(void *ctx, const uint8_t *challenge, size_t len, const uint8
     return 0;
 }
 
-/* The server's outcome: a refusal logged in proton's path's words
- * (sasl_cyrus.c); an ok's additional-data, the server's last word (SCRAM's
+/* The server's outcome: a refusal logged with the server's reason; an ok's additional-data, the server's last word (SCRAM's
  * server signature), must satisfy Cyrus (none is fine). */
 static int occ_outcome(void *ctx, int code, const uint8_t *data, size_t len)
 {

@@ -22,7 +22,7 @@
 int jn_io_own_sasl_attach(jn_io_conn_t *conn, jn_amqp_transport_t *t);
 
 /* jn_io_own_sasl_builtin: give t's SASL layer the engine's built-in
- * ANONYMOUS as proton's path offers it for conn's listener when that does
+ * ANONYMOUS as 1.19 offers it for conn's listener when that does
  * not use Cyrus (jn_endpoint_uses_sasl_plugin(cfg, true) false):
  * ANONYMOUS when saslMechanisms is unset or names it as a space-separated
  * word in any case, else no mechanism at all (a sasl-init gets outcome

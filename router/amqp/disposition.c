@@ -48,6 +48,13 @@ static int dtable_grow(jn_amqp_dtable_t *t, uint32_t need)
 
 int jn_amqp_dtable_put(jn_amqp_dtable_t *t, uint32_t id, jn_amqp_delivery_t *d)
 {
+    /* the usual put: the next id, into a ring with room (two per unsettled
+     * message, one each way); the checks below hold for it as they stand */
+    if (JN_LIKELY(t->count != 0 && id == t->base + t->count && t->count < t->cap)) {
+        t->at[(t->head + t->count) & (t->cap - 1)] = d;
+        t->count++;
+        return 0;
+    }
     if (!t->started) {
         t->started = true;
         t->base = id;
@@ -93,6 +100,8 @@ static void dtable_remove(jn_amqp_dtable_t *t, uint32_t id)
     if (!t->started || i >= t->count)
         return;
     *dslot(t, i) = NULL;
+    if (i != 0)
+        return; /* an older id still held: base stays */
     dtable_trim(t);
 }
 
@@ -129,7 +138,8 @@ void jn_amqp_delivery_free(jn_amqp_delivery_t *d)
         dtable_remove(table_of(d), d->id);
     if (d->link->current == d)
         d->link->current = NULL;
-    free(d->state);
+    if (JN_UNLIKELY(d->state != NULL))
+        free(d->state);
     jn_pool_free(dpool(), d);
 }
 
@@ -216,6 +226,19 @@ int jn_amqp_disposition_input(jn_amqp_session_t *s, const jn_amqp_disposition_t 
 
 /* ---- our dispositions ----------------------------------------------------- */
 
+/* Whether the len octets at a and b are the same. The usual state,
+ * accepted or released (4 octets), is one compare, not a call. */
+static inline bool same_state(const uint8_t *a, const uint8_t *b, size_t len)
+{
+    if (len == 4) {
+        uint32_t x, y;
+        memcpy(&x, a, 4);
+        memcpy(&y, b, 4);
+        return x == y;
+    }
+    return len == 0 || memcmp(a, b, len) == 0;
+}
+
 /* Append our disposition of id to the held list, extending the last range
  * when it is the same session, role, settled flag and state. */
 static int hold(jn_amqp_conn_t *c, jn_amqp_session_t *s, bool role, uint32_t id, bool settled,
@@ -224,8 +247,7 @@ static int hold(jn_amqp_conn_t *c, jn_amqp_session_t *s, bool role, uint32_t id,
     if (c->npending) {
         jn_amqp_pending_t *p = &c->pending[c->npending - 1];
         if (p->session == s && p->role == role && p->settled == settled && p->last + 1 == id &&
-            p->state_len == state_len &&
-            (state_len == 0 || memcmp(p->state, state, state_len) == 0)) {
+            p->state_len == state_len && same_state(p->state, state, state_len)) {
             p->last = id;
             return 0;
         }

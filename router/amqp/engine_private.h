@@ -237,8 +237,13 @@ int jn_amqp_link_input(jn_amqp_session_t *s, const jn_amqp_perf_t *p);
 void jn_amqp_link_free(jn_amqp_link_t *l);
 
 /* jn_amqp_link_sendable: may l send frames: its session begun and not
- * ended, the connection not closing. Owning thread. */
-bool jn_amqp_link_sendable(const jn_amqp_link_t *l);
+ * ended, the connection not closing. Owning thread. Inline: asked on
+ * every delivery's start, frame and disposition (hot path). */
+static inline bool jn_amqp_link_sendable(const jn_amqp_link_t *l)
+{
+    const jn_amqp_session_t *s = l->session;
+    return s->begin_sent && !s->end_sent && !s->conn->close_sent;
+}
 
 /* jn_amqp_transfer_input: the peer's transfer t on s, payload the view of
  * its payload (2.7.5): counted, checked and reported (transfer.c). Returns

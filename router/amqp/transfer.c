@@ -203,7 +203,10 @@ int jn_amqp_delivery_set_state(jn_amqp_delivery_t *d, const jn_amqp_state_t *sta
     return rc;
 }
 
-/* Reference n octets of the pieces from piece *k (its copy in *cur). */
+/* Reference n octets of the pieces from piece *k (its copy in *cur). A
+ * run is consumed by moving the cursor inside it (the pieces are raw views
+ * with no prefix left, jn_amqp_delivery_send checked): jn_iter_run moves
+ * to the next buffer when the cursor reaches the run's end. */
 static int ref_payload(jn_amqp_conn_t *c, const jn_iter_t *pieces, size_t npieces, size_t *k,
                        jn_iter_t *cur, size_t n)
 {
@@ -220,7 +223,7 @@ static int ref_payload(jn_amqp_conn_t *c, const jn_iter_t *pieces, size_t npiece
             run = n;
         if (jn_amqp_out_ref(c, p, run, buf) != 0)
             return JN_ENOMEM;
-        jn_iter_advance(cur, run);
+        cur->cursor += run; /* as jn_iter_advance within a run */
         n -= run;
     }
     return 0;
@@ -248,36 +251,42 @@ static size_t put_uint(uint8_t *o, uint32_t v)
 }
 
 /* A frame header and the transfer performative of d's next frame (2.7.5),
- * more as given, composed straight into the output: this runs for every frame a link
- * sends, and the fields are few and known (the generic encoder,
- * jn_amqp_perf_encode, makes the same list). The first frame carries
- * handle, delivery-id, delivery-tag, message-format and settled when set;
- * a later one handle alone; more=true ends either. A list8 always holds
- * it: at most 3 + 3 + 5 + 5 + 2 + JN_AMQP_TAG_MAX + 5 + 1 + 1 octets after
- * the header's 8. */
+ * more as given, composed straight into the output: this runs for every
+ * frame a link sends, and the fields are few and known (the generic
+ * encoder, jn_amqp_perf_encode, makes the same list). The first frame
+ * carries handle, delivery-id, delivery-tag, message-format and settled
+ * when set; a later one handle alone; more=true ends either. A list8
+ * always holds it: at most 3 + 3 + 5 + 5 + 2 + JN_AMQP_TAG_MAX + 5 + 1 + 1
+ * octets after the header's 8, so COMPOSE_MAX octets. When the output has
+ * that room (it keeps what it grew to, so all but the first frames of a
+ * connection), the octets are written in place, not composed aside and
+ * copied in. */
+#define COMPOSE_MAX (JN_AMQP_FRAME_HEADER_SIZE + 64)
+
 static int compose_transfer_state(jn_amqp_conn_t *c, jn_amqp_delivery_t *d, bool more);
 
 static int compose_transfer(jn_amqp_conn_t *c, jn_amqp_delivery_t *d, bool more)
 {
     if (JN_UNLIKELY(d->state_len)) /* until a frame carrying it went out */
         return compose_transfer_state(c, d, more);
-    uint8_t o[JN_AMQP_FRAME_HEADER_SIZE + 64];
-    uint16_t channel = d->link->session->channel;
-    /* the frame header (2.3.1), its size written when the payload is known */
-    const uint8_t h[] = {0, 0, 0, 0, 2, JN_AMQP_FRAME_AMQP, (uint8_t)(channel >> 8),
-                         (uint8_t)channel};
+    jn_encoder_t *e = &c->out;
+    uint8_t aside[COMPOSE_MAX];
+    bool in_place = e->error == 0 && e->depth == 0 && e->capacity - e->size >= COMPOSE_MAX;
+    uint8_t *o = in_place ? e->data + e->size : aside;
+    const jn_amqp_link_t *l = d->link;
+    uint16_t channel = l->session->channel;
+    /* the frame header (2.3.1), its size written when the payload is
+     * known; then the descriptor, smallulong 0x14, and list8's code */
+    const uint8_t h[] = {0,    0,    0, 0, 2, JN_AMQP_FRAME_AMQP, (uint8_t)(channel >> 8),
+                         (uint8_t)channel, 0x00, 0x53, (uint8_t)JN_AMQP_TRANSFER, 0xc0};
     memcpy(o, h, sizeof h);
     size_t n = sizeof h;
-    o[n++] = 0x00; /* descriptor: smallulong 0x14 */
-    o[n++] = 0x53;
-    o[n++] = (uint8_t)JN_AMQP_TRANSFER;
-    o[n++] = 0xc0; /* list8: size and count follow */
-    size_t size_at = n++;
+    size_t size_at = n++; /* list8: size and count follow */
     size_t count_at = n++;
     uint8_t count = 1;
-    n += put_uint(o + n, d->link->handle);
+    n += put_uint(o + n, l->handle);
     if (!d->started) {
-        n += put_uint(o + n, d->link->session->next_delivery_id);
+        n += put_uint(o + n, l->session->next_delivery_id);
         o[n++] = 0xa0; /* vbin8 */
         o[n++] = (uint8_t)d->tag_len;
         memcpy(o + n, d->tag, d->tag_len);
@@ -299,8 +308,13 @@ static int compose_transfer(jn_amqp_conn_t *c, jn_amqp_delivery_t *d, bool more)
     }
     o[size_at] = (uint8_t)(n - count_at);
     o[count_at] = count;
-    jn_enc_raw(&c->out, o, n);
-    return jn_encoder_error(&c->out);
+    if (JN_LIKELY(in_place)) {
+        e->size += n; /* as jn_enc_raw leaves a top-level encoder */
+        e->described_pending = false;
+        return 0;
+    }
+    jn_enc_raw(e, o, n);
+    return jn_encoder_error(e);
 }
 
 /* compose_transfer for a frame with a state (jn_amqp_delivery_set_state):

@@ -46,15 +46,8 @@ static int dtable_grow(jn_amqp_dtable_t *t, uint32_t need)
     return 0;
 }
 
-int jn_amqp_dtable_put(jn_amqp_dtable_t *t, uint32_t id, jn_amqp_delivery_t *d)
+int jn_amqp_dtable_put_any(jn_amqp_dtable_t *t, uint32_t id, jn_amqp_delivery_t *d)
 {
-    /* the usual put: the next id, into a ring with room (two per unsettled
-     * message, one each way); the checks below hold for it as they stand */
-    if (JN_LIKELY(t->count != 0 && id == t->base + t->count && t->count < t->cap)) {
-        t->at[(t->head + t->count) & (t->cap - 1)] = d;
-        t->count++;
-        return 0;
-    }
     if (!t->started) {
         t->started = true;
         t->base = id;
@@ -102,7 +95,15 @@ static void dtable_remove(jn_amqp_dtable_t *t, uint32_t id)
     *dslot(t, i) = NULL;
     if (i != 0)
         return; /* an older id still held: base stays */
-    dtable_trim(t);
+    /* the oldest went (the usual order): base moves on past it, and past
+     * any later ones gone before it */
+    t->head = (t->head + 1) & (t->cap - 1);
+    t->base++;
+    t->count--;
+    if (t->count == 0)
+        t->head = 0;
+    else if (JN_UNLIKELY(!*dslot(t, 0)))
+        dtable_trim(t);
 }
 
 /* ---- deliveries ---------------------------------------------------------- */

@@ -255,10 +255,24 @@ int jn_amqp_transfer_input(jn_amqp_session_t *s, const jn_amqp_transfer_t *t,
  * per delivery held (disposition.c). Returns 0. Owning thread. */
 int jn_amqp_disposition_input(jn_amqp_session_t *s, const jn_amqp_disposition_t *d);
 
-/* jn_amqp_dtable_put: hold d under id in t, the next id or later (ids
- * skipped get empty slots). Returns 0, JN_EINVAL (id before the next one
- * expected), JN_ENOMEM. Owning thread. */
-int jn_amqp_dtable_put(jn_amqp_dtable_t *t, uint32_t id, jn_amqp_delivery_t *d);
+/* jn_amqp_dtable_put (and _any, the general path it calls): hold d
+ * under id in t, the next id or later (ids skipped get empty slots).
+ * Returns 0, JN_EINVAL (id before the next one expected), JN_ENOMEM.
+ * Owning thread. */
+int jn_amqp_dtable_put_any(jn_amqp_dtable_t *t, uint32_t id, jn_amqp_delivery_t *d);
+
+/* The usual put inline (hot path: two per unsettled message, one each
+ * way): the next id into a ring with room, where every check of
+ * jn_amqp_dtable_put_any holds as it stands; any other goes there. */
+static inline int jn_amqp_dtable_put(jn_amqp_dtable_t *t, uint32_t id, jn_amqp_delivery_t *d)
+{
+    if (JN_LIKELY(t->count != 0 && id == t->base + t->count && t->count < t->cap)) {
+        t->at[(t->head + t->count) & (t->cap - 1)] = d;
+        t->count++;
+        return 0;
+    }
+    return jn_amqp_dtable_put_any(t, id, d);
+}
 
 /* jn_amqp_dtable_get: the delivery held under id in t, or NULL. Owning
  * thread. */

@@ -289,7 +289,11 @@ static int compose_transfer(jn_amqp_conn_t *c, jn_amqp_delivery_t *d, bool more)
         n += put_uint(o + n, l->session->next_delivery_id);
         o[n++] = 0xa0; /* vbin8 */
         o[n++] = (uint8_t)d->tag_len;
-        memcpy(o + n, d->tag, d->tag_len);
+        /* the whole tag array, a fixed size copied inline, not a call:
+         * the octets past tag_len are overwritten by the fields after it
+         * or lie past the frame's end, and the room (COMPOSE_MAX) holds
+         * the longest tag's */
+        memcpy(o + n, d->tag, sizeof d->tag);
         n += d->tag_len;
         n += put_uint(o + n, d->message_format);
         count = 4;

@@ -42,7 +42,7 @@ typedef struct jn_io_own_seg {
 } jn_io_own_seg_t;
 
 /* Segments of a copy held ahead of the engine at most (each at most one
- * buffer: 16 KiB of 512-octet buffers), handed to jn_amqp_delivery_send at
+ * buffer: 16 KiB of 512-octet buffers), handed to jn_amqp_delivery_send_runs at
  * once. */
 #define JN_IO_OWN_TX_SEGS 32
 

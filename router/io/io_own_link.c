@@ -278,15 +278,15 @@ static void pend_drop(jn_io_own_link_t *link, size_t n)
     }
 }
 
-/* The segments as raw views in it[] (n of them); returns n. */
-static size_t segs_views(jn_io_own_link_t *link, jn_iter_t *it)
+/* The segments as runs in r[] (n of them); returns n. A segment lies in
+ * its one buffer's published octets (the cursor handed it out so). */
+static size_t segs_runs(const jn_io_own_link_t *link, jn_amqp_run_t *r)
 {
     for (uint32_t k = 0; k < link->tx_nsegs; k++) {
         const jn_io_own_seg_t *sg = &link->segs[(link->tx_seg_head + k) % JN_IO_OWN_TX_SEGS];
         uint32_t skip = k == 0 ? link->tx_seg_off : 0;
-        /* a segment lies in its one buffer's published octets (the cursor
-         * handed it out so): viewed in place, without jn_iter_init's walk */
-        jn_iter_raw_run(&it[k], sg->buf, sg->buf->data + sg->off + skip, sg->len - skip);
+        r[k] = (jn_amqp_run_t){
+            .data = sg->buf->data + sg->off + skip, .len = sg->len - skip, .buf = sg->buf};
     }
     return link->tx_nsegs;
 }
@@ -328,10 +328,10 @@ static bool tx_push(jn_io_own_link_t *link)
         }
         if (link->pend_len == 0 && !link->tx_ended)
             return false;
-        jn_iter_t it[JN_IO_OWN_TX_SEGS];
-        size_t n = segs_views(link, it);
+        jn_amqp_run_t runs[JN_IO_OWN_TX_SEGS];
+        size_t n = segs_runs(link, runs);
         size_t taken = 0;
-        int rc = jn_amqp_delivery_send(link->tx_d, it, n, !link->tx_ended, &taken);
+        int rc = jn_amqp_delivery_send_runs(link->tx_d, runs, n, !link->tx_ended, &taken);
         pend_drop(link, taken);
         if (rc == 1) {
             if (JN_UNLIKELY(link->own->conn->msg_log)) /* io_msglog.c */

@@ -291,7 +291,9 @@ static int frame_input(jn_amqp_conn_t *c, const jn_amqp_frame_t *f)
     jn_amqp_perf_t p;
     jn_amqp_fault_t fault;
     jn_iter_t payload;
-    if (jn_amqp_perf_decode(&f->body, JN_AMQP_FRAME_AMQP, &p, &payload, &fault) != 0)
+    /* p's views may borrow it: it outlives the frame's handling */
+    uint8_t scratch[JN_AMQP_PERF_HEAD];
+    if (jn_amqp_perf_decode_frame(&f->body, &p, &payload, scratch, &fault) != 0)
         return jn_amqp_conn_refuse(c, fault.condition, "%s", fault.description);
     if (!c->open_rcvd && p.code != JN_AMQP_OPEN)
         return jn_amqp_conn_refuse(c, ILLEGAL, "a %s frame before open", jn_amqp_perf_name(p.code));

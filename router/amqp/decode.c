@@ -502,6 +502,43 @@ static int decode_disposition_fast(const jn_iter_t *body, jn_amqp_perf_t *p, jn_
     return 1;
 }
 
+/* A transfer or disposition whose performative the input's current run
+ * cuts (the frame straddles two of the transport's buffers, one frame in
+ * twenty or so): its list8 (at most JN_AMQP_PERF_HEAD octets) copied into
+ * scratch and read there by the fast paths, *payload the body's octets
+ * after it where they lie. Returns 1, or 0 for any other shape (the
+ * table-driven decoder then reads the body where it lies). */
+static int decode_split_fast(const jn_iter_t *body, jn_amqp_perf_t *p, jn_iter_t *payload,
+                             uint8_t scratch[JN_AMQP_PERF_HEAD])
+{
+    if (body->view != JN_VIEW_RAW || body->prefix_pos < body->prefix_len || body->remaining == 0)
+        return 0;
+    jn_iter_t it = *body;
+    if (jn_iter_copy(&it, scratch, 6) != 6 || scratch[0] != 0x00 || scratch[1] != 0x53 ||
+        scratch[3] != 0xc0)
+        return 0;
+    size_t size = scratch[4]; /* octets after the size: count and fields */
+    if (size < 1 || jn_iter_copy(&it, scratch + 6, size - 1) != size - 1)
+        return 0;
+    jn_iter_t flat;
+    jn_iter_init_bytes(&flat, scratch, 5 + size, JN_VIEW_RAW);
+    if (!decode_transfer_fast(&flat, p, NULL) && !decode_disposition_fast(&flat, p, NULL))
+        return 0;
+    if (payload)
+        *payload = it; /* the octets after the list, where they lie */
+    return 1;
+}
+
+int jn_amqp_perf_decode_frame(const jn_iter_t *body, jn_amqp_perf_t *p, jn_iter_t *payload,
+                              uint8_t scratch[JN_AMQP_PERF_HEAD], jn_amqp_fault_t *fault)
+{
+    if (JN_LIKELY(decode_transfer_fast(body, p, payload)))
+        return 0;
+    if (decode_split_fast(body, p, payload, scratch))
+        return 0;
+    return jn_amqp_perf_decode(body, JN_AMQP_FRAME_AMQP, p, payload, fault);
+}
+
 int jn_amqp_perf_decode(const jn_iter_t *body, uint8_t frame_type, jn_amqp_perf_t *p,
                         jn_iter_t *payload, jn_amqp_fault_t *fault)
 {

@@ -308,7 +308,7 @@ static int compose_transfer(jn_amqp_conn_t *c, jn_amqp_delivery_t *d, bool more)
     uint16_t channel = l->session->channel;
     /* the frame header (2.3.1), its size written when the payload is
      * known; then the descriptor, smallulong 0x14, and list8's code */
-    const uint8_t h[] = {0,    0,    0, 0, 2, JN_AMQP_FRAME_AMQP, (uint8_t)(channel >> 8),
+    const uint8_t h[] = {0, 0, 0, 0, 2, JN_AMQP_FRAME_AMQP, (uint8_t)(channel >> 8),
                          (uint8_t)channel, 0x00, 0x53, (uint8_t)JN_AMQP_TRANSFER, 0xc0};
     memcpy(o, h, sizeof h);
     size_t n = sizeof h;

@@ -337,17 +337,13 @@ static int frames_input(jn_amqp_conn_t *c, jn_iter_t *it)
     while (!c->refused && !c->close_rcvd) {
         jn_amqp_frame_t f;
         jn_amqp_fault_t fault;
-        int rc = jn_amqp_frame_read(it, JN_AMQP_FRAME_AMQP, c->cfg.max_frame_size,
+        int rc = jn_amqp_frame_next(it, JN_AMQP_FRAME_AMQP, c->cfg.max_frame_size,
                                     c->cfg.channel_max, &f, &fault);
         if (rc == JN_AGAIN)
             return 0;
         if (rc < 0)
             return jn_amqp_conn_refuse(c, fault.condition, "%s", fault.description);
-        if (f.size <= (size_t)(it->limit - it->cursor) && it->prefix_pos >= it->prefix_len)
-            it->cursor += f.size; /* within the current run */
-        else
-            jn_iter_advance(it, f.size);
-        rc = frame_input(c, &f);
+        rc = frame_input(c, &f); /* it is past the frame */
         if (rc != 0)
             return rc;
     }

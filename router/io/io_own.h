@@ -113,8 +113,6 @@ struct jn_io_own_link {
     bool rx_settle_pending;
     bool rx_notify; /* octets for the core's copies since the last pass */
     bool rx_paused; /* copies behind by JN_IO_RX_HIGH_WATER: window held */
-    uint8_t rx_tag[JN_AMQP_TAG_MAX];
-    size_t rx_tag_len;
     /* incoming: holding (the budget and credit meter of io_private.h's
      * marks) and the listener's maxMessageSize */
     jn_rx_budget_t *budget;

@@ -144,6 +144,18 @@ size_t jn_amqp_conn_output_pending(const jn_amqp_conn_t *c)
 
 void jn_amqp_conn_output_done(jn_amqp_conn_t *c, size_t n)
 {
+    if (n > 0 && n == jn_amqp_conn_output_pending(c)) {
+        /* the usual write, all of it taken: every reference goes, the
+         * composed octets with them, without walking the runs */
+        for (uint32_t i = c->ref_head; i < c->nrefs; i++)
+            jn_buffer_unref(c->refs[i].buf);
+        c->nrefs = c->ref_head = 0;
+        c->ref_off = 0;
+        c->ref_octets = 0;
+        c->out.size = 0;
+        c->out_pos = 0;
+        return;
+    }
     while (n > 0) {
         size_t len;
         if (!front(c, &len) || len == 0)

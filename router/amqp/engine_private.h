@@ -182,10 +182,27 @@ int jn_amqp_conn_flush(jn_amqp_conn_t *c);
  * yet. Returns 0 or the output's error. Owning thread. */
 int jn_amqp_out_header(jn_amqp_conn_t *c);
 
+/* jn_amqp_out_refs_grow: room for more references in c's output (the
+ * list doubled). Returns 0 or JN_ENOMEM. Owning thread. */
+int jn_amqp_out_refs_grow(jn_amqp_conn_t *c);
+
 /* jn_amqp_out_ref: reference len octets at data (in buf, which gets a
  * reference, or plain bytes when buf is NULL) after what is composed so
- * far. Returns 0 or JN_ENOMEM. Owning thread. */
-int jn_amqp_out_ref(jn_amqp_conn_t *c, const uint8_t *data, size_t len, const jn_buffer_t *buf);
+ * far. Returns 0 or JN_ENOMEM. Owning thread. Inline: every frame of a
+ * transfer references its payload (hot path); the list grows out of
+ * line. */
+static inline int jn_amqp_out_ref(jn_amqp_conn_t *c, const uint8_t *data, size_t len,
+                                  const jn_buffer_t *buf)
+{
+    if (len == 0)
+        return 0;
+    if (JN_UNLIKELY(c->nrefs == c->refs_cap) && jn_amqp_out_refs_grow(c) != 0)
+        return JN_ENOMEM;
+    jn_buffer_t *b = buf ? jn_buffer_ref((jn_buffer_t *)buf) : NULL;
+    c->refs[c->nrefs++] = (jn_amqp_oref_t){.at = c->out.size, .data = data, .len = len, .buf = b};
+    c->ref_octets += len;
+    return 0;
+}
 
 /* jn_amqp_out_rollback: drop what was composed and referenced after the
  * first start octets of the composed frames. Owning thread. */

@@ -24,21 +24,14 @@ int jn_amqp_out_header(jn_amqp_conn_t *c)
     return jn_encoder_error(&c->out);
 }
 
-int jn_amqp_out_ref(jn_amqp_conn_t *c, const uint8_t *data, size_t len, const jn_buffer_t *buf)
+int jn_amqp_out_refs_grow(jn_amqp_conn_t *c)
 {
-    if (len == 0)
-        return 0;
-    if (c->nrefs == c->refs_cap) {
-        uint32_t cap = c->refs_cap ? c->refs_cap * 2 : 8;
-        jn_amqp_oref_t *r = realloc(c->refs, cap * sizeof *r);
-        if (!r)
-            return JN_ENOMEM;
-        c->refs = r;
-        c->refs_cap = cap;
-    }
-    jn_buffer_t *b = buf ? jn_buffer_ref((jn_buffer_t *)buf) : NULL;
-    c->refs[c->nrefs++] = (jn_amqp_oref_t){.at = c->out.size, .data = data, .len = len, .buf = b};
-    c->ref_octets += len;
+    uint32_t cap = c->refs_cap ? c->refs_cap * 2 : 8;
+    jn_amqp_oref_t *r = realloc(c->refs, cap * sizeof *r);
+    if (!r)
+        return JN_ENOMEM;
+    c->refs = r;
+    c->refs_cap = cap;
     return 0;
 }
 

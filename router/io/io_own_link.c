@@ -153,14 +153,12 @@ static void tx_fail(jn_io_own_link_t *link, jn_delivery_t *dlv)
     jn_delivery_unref(dlv);
 }
 
-/* Start sending the copy at the head of the queue. Returns false when
- * nothing could start (no credit, or nothing queued). */
-static bool tx_start(jn_io_own_link_t *link)
+/* Start sending dlv (the reference of its work item or queue entry, taken
+ * here unless it cannot start), settled when the core settled it already.
+ * Returns false when it could not start (no credit: the core's count says
+ * there is, a race with a drain), dlv then still the caller's. */
+static bool tx_begin(jn_io_own_link_t *link, jn_delivery_t *dlv, bool settled)
 {
-    jn_io_own_tx_t *q = link->txq;
-    if (!q || !link->l)
-        return false;
-    jn_delivery_t *dlv = q->dlv;
     jn_message_t *m = jn_delivery_message(dlv);
     jn_buffer_list_t ann;
     jn_buffer_list_init(&ann);
@@ -176,15 +174,11 @@ static bool tx_start(jn_io_own_link_t *link)
     }
     size_t tag_len;
     const uint8_t *tag = jn_delivery_tag(dlv, &tag_len);
-    bool presettled = jn_delivery_presettled(dlv) || q->settled;
+    bool presettled = jn_delivery_presettled(dlv) || settled;
     jn_amqp_delivery_t *d = NULL;
     int rc = jn_amqp_delivery_new(link->l, tag, tag_len, 0, presettled, &d);
     if (rc == JN_AGAIN || rc == JN_EPERM)
-        return false; /* no credit (the core's count says there is: a race with a drain) */
-    link->txq = q->next;
-    if (!link->txq)
-        link->txq_tail = NULL;
-    tx_entry_free(q);
+        return false;
     link->sent++;
     const jn_disposition_t *state = jn_delivery_state(dlv);
     if (JN_UNLIKELY(state != NULL) && rc == 0) { /* the sender's: on our first transfer too */
@@ -229,6 +223,20 @@ static bool tx_start(jn_io_own_link_t *link)
     link->tx_settle_when_done = false;
     link->tx_od = presettled ? NULL : jn_io_own_dlv_add(link, jn_delivery_ref(dlv), d);
     jn_io_residence_note_IO(dlv);
+    return true;
+}
+
+/* Start sending the copy at the head of the queue. Returns false when
+ * nothing could start (no credit, or nothing queued). */
+static bool tx_start(jn_io_own_link_t *link)
+{
+    jn_io_own_tx_t *q = link->txq;
+    if (!q || !link->l || !tx_begin(link, q->dlv, q->settled))
+        return false;
+    link->txq = q->next;
+    if (!link->txq)
+        link->txq_tail = NULL;
+    tx_entry_free(q);
     return true;
 }
 
@@ -580,6 +588,10 @@ static void work_send(jn_io_own_link_t *link, jn_work_t *w)
     jn_delivery_t *dlv = jn_work_take_dlv(w);
     if (!link->l) {
         tx_fail(link, dlv);
+        return;
+    }
+    if (!link->txq && !link->tx_dlv && !output_full(link->own) && tx_begin(link, dlv, settled)) {
+        tx_run(link); /* begun at once, without a queue entry: its octets go */
         return;
     }
     jn_pool_t *pool = tx_pool_get();

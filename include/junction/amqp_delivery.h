@@ -95,6 +95,24 @@ int jn_amqp_delivery_set_state(jn_amqp_delivery_t *d, const jn_amqp_state_t *sta
 int jn_amqp_delivery_send(jn_amqp_delivery_t *d, const jn_iter_t *pieces, size_t n, bool more,
                           size_t *taken);
 
+/* One run of a message's octets for jn_amqp_delivery_send_runs: len
+ * octets at data, inside buf's published octets (buf NULL: plain bytes
+ * the caller keeps until the output holding them is taken). */
+typedef struct jn_amqp_run {
+    const uint8_t *data;
+    size_t len;
+    const jn_buffer_t *buf;
+} jn_amqp_run_t;
+
+/* jn_amqp_delivery_send_runs: jn_amqp_delivery_send with the octets given
+ * as n runs (borrowed; each run's buffer gets its own reference as
+ * jn_amqp_delivery_send's pieces do), so a caller that holds its octets as
+ * (buffer, offset, length) needs no view built for each. The same frames,
+ * results and errors, but for JN_EINVAL, which it never returns. Hot path:
+ * every copy a connection on the own engine sends. Owning thread. */
+int jn_amqp_delivery_send_runs(jn_amqp_delivery_t *d, const jn_amqp_run_t *runs, size_t n,
+                               bool more, size_t *taken);
+
 /* jn_amqp_delivery_abort: abort d, an outgoing delivery in progress (2.7.5
  * aborted): when frames of it went out, a transfer with aborted set ends it;
  * when none did, its credit is given back. d is freed. Returns 0, JN_AGAIN

@@ -81,6 +81,14 @@ void jn_amqp_header_write(uint8_t out[JN_AMQP_HEADER_SIZE], jn_amqp_proto_t prot
 int jn_amqp_frame_read(const jn_iter_t *in, uint8_t type, uint32_t max_frame, uint16_t channel_max,
                        jn_amqp_frame_t *f, jn_amqp_fault_t *fault);
 
+/* jn_amqp_frame_next: jn_amqp_frame_read, and on 1 in is advanced past
+ * the frame (by f->size), so a frame that goes on in the next buffers is
+ * walked over once, not once to read and again to advance. The same
+ * results and faults; nothing is advanced otherwise. Hot path: every frame
+ * the AMQP layer reads. Any thread. */
+int jn_amqp_frame_next(jn_iter_t *in, uint8_t type, uint32_t max_frame, uint16_t channel_max,
+                       jn_amqp_frame_t *f, jn_amqp_fault_t *fault);
+
 /* jn_amqp_frame_begin: start a frame in e (2.3.1): an 8-octet header of
  * the given type and channel whose size jn_amqp_frame_end() fills in.
  * Returns the frame's offset in e, to give to jn_amqp_frame_end. The body

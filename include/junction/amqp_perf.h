@@ -262,6 +262,21 @@ typedef struct jn_amqp_perf {
 int jn_amqp_perf_decode(const jn_iter_t *body, uint8_t frame_type, jn_amqp_perf_t *p,
                         jn_iter_t *payload, jn_amqp_fault_t *fault);
 
+/* The octets of the longest list8 performative (descriptor, list code,
+ * size and its 255 octets): the scratch jn_amqp_perf_decode_frame needs. */
+#define JN_AMQP_PERF_HEAD (5 + 255)
+
+/* jn_amqp_perf_decode_frame: jn_amqp_perf_decode of an AMQP frame's body
+ * (frame type 0), the same results and faults, for the engine's input:
+ * when the body's first run cuts a transfer or disposition in its usual
+ * shape, its performative is copied into scratch (the caller's, at least
+ * JN_AMQP_PERF_HEAD octets) and read there, not by the table-driven
+ * decoder; *p's views then borrow scratch (valid while it is), *payload
+ * still the body's octets where they lie. Hot path: every frame a
+ * connection on the own engine receives. Any thread. */
+int jn_amqp_perf_decode_frame(const jn_iter_t *body, jn_amqp_perf_t *p, jn_iter_t *payload,
+                              uint8_t scratch[JN_AMQP_PERF_HEAD], jn_amqp_fault_t *fault);
+
 /* jn_amqp_perf_encode: append p as a described list with its ulong
  * descriptor to e (2.7; 5.3.3), fields as described at the top of this
  * file; raw views are copied into e. Returns 0, e's sticky error, or

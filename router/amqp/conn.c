@@ -291,7 +291,9 @@ static int frame_input(jn_amqp_conn_t *c, const jn_amqp_frame_t *f)
     jn_amqp_perf_t p;
     jn_amqp_fault_t fault;
     jn_iter_t payload;
-    if (jn_amqp_perf_decode(&f->body, JN_AMQP_FRAME_AMQP, &p, &payload, &fault) != 0)
+    /* p's views may borrow it: it outlives the frame's handling */
+    uint8_t scratch[JN_AMQP_PERF_HEAD];
+    if (jn_amqp_perf_decode_frame(&f->body, &p, &payload, scratch, &fault) != 0)
         return jn_amqp_conn_refuse(c, fault.condition, "%s", fault.description);
     if (!c->open_rcvd && p.code != JN_AMQP_OPEN)
         return jn_amqp_conn_refuse(c, ILLEGAL, "a %s frame before open", jn_amqp_perf_name(p.code));
@@ -335,17 +337,13 @@ static int frames_input(jn_amqp_conn_t *c, jn_iter_t *it)
     while (!c->refused && !c->close_rcvd) {
         jn_amqp_frame_t f;
         jn_amqp_fault_t fault;
-        int rc = jn_amqp_frame_read(it, JN_AMQP_FRAME_AMQP, c->cfg.max_frame_size,
+        int rc = jn_amqp_frame_next(it, JN_AMQP_FRAME_AMQP, c->cfg.max_frame_size,
                                     c->cfg.channel_max, &f, &fault);
         if (rc == JN_AGAIN)
             return 0;
         if (rc < 0)
             return jn_amqp_conn_refuse(c, fault.condition, "%s", fault.description);
-        if (f.size <= (size_t)(it->limit - it->cursor) && it->prefix_pos >= it->prefix_len)
-            it->cursor += f.size; /* within the current run */
-        else
-            jn_iter_advance(it, f.size);
-        rc = frame_input(c, &f);
+        rc = frame_input(c, &f); /* it is past the frame */
         if (rc != 0)
             return rc;
     }

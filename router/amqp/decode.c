@@ -301,7 +301,8 @@ static int decode_composite(const jn_decoder_t *d, const jn_field_t *f, const jn
 /* A uint field's value at *q (uint0, smalluint or uint, 1.6.8) into *v,
  * *q moved past it. Returns false for any other encoding or when it does
  * not fit before lim. */
-static bool fast_uint(const uint8_t **q, const uint8_t *lim, uint8_t code, uint32_t *v)
+__attribute__((always_inline)) static inline bool fast_uint(const uint8_t **q, const uint8_t *lim,
+                                                            uint8_t code, uint32_t *v)
 {
     const uint8_t *o = *q;
     switch (code) {
@@ -342,8 +343,9 @@ static bool fast_bool(const uint8_t **q, const uint8_t *lim, uint8_t code, bool 
 
 /* One field i of a transfer at *q (its constructor octet read as code).
  * Returns false when it is not in a shape taken here. */
-static bool fast_transfer_field(jn_amqp_transfer_t *t, unsigned i, uint8_t code, const uint8_t **q,
-                                const uint8_t *lim, const jn_buffer_t *buffer)
+__attribute__((always_inline)) static inline bool
+fast_transfer_field(jn_amqp_transfer_t *t, unsigned i, uint8_t code, const uint8_t **q,
+                    const uint8_t *lim, const jn_buffer_t *buffer)
 {
     switch (i) {
     case 0:
@@ -380,6 +382,24 @@ static bool fast_transfer_field(jn_amqp_transfer_t *t, unsigned i, uint8_t code,
     }
 }
 
+/* Field i of a transfer at *q, null or in a shape fast_transfer_field
+ * takes, *q moved past it. False for anything else. Inlined with i a
+ * constant for the first four fields, so their switch folds away. */
+__attribute__((always_inline)) static inline bool
+fast_transfer_next(jn_amqp_transfer_t *t, unsigned i, const uint8_t **q, const uint8_t *lim,
+                   const jn_buffer_t *buffer)
+{
+    if (*q >= lim)
+        return false;
+    uint8_t code = *(*q)++;
+    if (code == 0x40)
+        return true;
+    if (!fast_transfer_field(t, i, code, q, lim, buffer))
+        return false;
+    t->present |= JN_AMQP_FIELD(i);
+    return true;
+}
+
 /* The transfer performative (2.7.5) in the shape senders write, read
  * straight from the octets: it runs for every frame a link receives. Taken
  * here: descriptor 0x14 as a smallulong, a list8 within the input's
@@ -407,16 +427,17 @@ static int decode_transfer_fast(const jn_iter_t *body, jn_amqp_perf_t *p, jn_ite
     p->code = JN_AMQP_TRANSFER;
     jn_amqp_transfer_t *t = &p->u.transfer;
     t->resume = t->aborted = t->batchable = false;
-    for (unsigned i = 0; i < count; i++) {
-        if (q >= lim)
+    /* handle, delivery-id, delivery-tag, message-format: nearly every
+     * first frame's fields, each read without a loop round */
+    const jn_buffer_t *b = body->buffer;
+    if (!fast_transfer_next(t, 0, &q, lim, b) ||
+        (count > 1 && !fast_transfer_next(t, 1, &q, lim, b)) ||
+        (count > 2 && !fast_transfer_next(t, 2, &q, lim, b)) ||
+        (count > 3 && !fast_transfer_next(t, 3, &q, lim, b)))
+        return 0;
+    for (unsigned i = 4; i < count; i++)
+        if (!fast_transfer_next(t, i, &q, lim, b))
             return 0;
-        uint8_t code = *q++;
-        if (code == 0x40)
-            continue;
-        if (!fast_transfer_field(t, i, code, &q, lim, body->buffer))
-            return 0;
-        t->present |= JN_AMQP_FIELD(i);
-    }
     if (q != lim || !(t->present & JN_AMQP_FIELD(0)))
         return 0;
     if (payload) { /* the rest of the body: lim lies in the same run */
@@ -500,6 +521,43 @@ static int decode_disposition_fast(const jn_iter_t *body, jn_amqp_perf_t *p, jn_
         payload->cursor = lim;
     }
     return 1;
+}
+
+/* A transfer or disposition whose performative the input's current run
+ * cuts (the frame straddles two of the transport's buffers, one frame in
+ * twenty or so): its list8 (at most JN_AMQP_PERF_HEAD octets) copied into
+ * scratch and read there by the fast paths, *payload the body's octets
+ * after it where they lie. Returns 1, or 0 for any other shape (the
+ * table-driven decoder then reads the body where it lies). */
+static int decode_split_fast(const jn_iter_t *body, jn_amqp_perf_t *p, jn_iter_t *payload,
+                             uint8_t scratch[JN_AMQP_PERF_HEAD])
+{
+    if (body->view != JN_VIEW_RAW || body->prefix_pos < body->prefix_len || body->remaining == 0)
+        return 0;
+    jn_iter_t it = *body;
+    if (jn_iter_copy(&it, scratch, 6) != 6 || scratch[0] != 0x00 || scratch[1] != 0x53 ||
+        scratch[3] != 0xc0)
+        return 0;
+    size_t size = scratch[4]; /* octets after the size: count and fields */
+    if (size < 1 || jn_iter_copy(&it, scratch + 6, size - 1) != size - 1)
+        return 0;
+    jn_iter_t flat;
+    jn_iter_init_bytes(&flat, scratch, 5 + size, JN_VIEW_RAW);
+    if (!decode_transfer_fast(&flat, p, NULL) && !decode_disposition_fast(&flat, p, NULL))
+        return 0;
+    if (payload)
+        *payload = it; /* the octets after the list, where they lie */
+    return 1;
+}
+
+int jn_amqp_perf_decode_frame(const jn_iter_t *body, jn_amqp_perf_t *p, jn_iter_t *payload,
+                              uint8_t scratch[JN_AMQP_PERF_HEAD], jn_amqp_fault_t *fault)
+{
+    if (JN_LIKELY(decode_transfer_fast(body, p, payload)))
+        return 0;
+    if (decode_split_fast(body, p, payload, scratch))
+        return 0;
+    return jn_amqp_perf_decode(body, JN_AMQP_FRAME_AMQP, p, payload, fault);
 }
 
 int jn_amqp_perf_decode(const jn_iter_t *body, uint8_t frame_type, jn_amqp_perf_t *p,

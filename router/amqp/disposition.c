@@ -46,7 +46,7 @@ static int dtable_grow(jn_amqp_dtable_t *t, uint32_t need)
     return 0;
 }
 
-int jn_amqp_dtable_put(jn_amqp_dtable_t *t, uint32_t id, jn_amqp_delivery_t *d)
+int jn_amqp_dtable_put_any(jn_amqp_dtable_t *t, uint32_t id, jn_amqp_delivery_t *d)
 {
     if (!t->started) {
         t->started = true;
@@ -93,7 +93,17 @@ static void dtable_remove(jn_amqp_dtable_t *t, uint32_t id)
     if (!t->started || i >= t->count)
         return;
     *dslot(t, i) = NULL;
-    dtable_trim(t);
+    if (i != 0)
+        return; /* an older id still held: base stays */
+    /* the oldest went (the usual order): base moves on past it, and past
+     * any later ones gone before it */
+    t->head = (t->head + 1) & (t->cap - 1);
+    t->base++;
+    t->count--;
+    if (t->count == 0)
+        t->head = 0;
+    else if (JN_UNLIKELY(!*dslot(t, 0)))
+        dtable_trim(t);
 }
 
 /* ---- deliveries ---------------------------------------------------------- */
@@ -129,7 +139,8 @@ void jn_amqp_delivery_free(jn_amqp_delivery_t *d)
         dtable_remove(table_of(d), d->id);
     if (d->link->current == d)
         d->link->current = NULL;
-    free(d->state);
+    if (JN_UNLIKELY(d->state != NULL))
+        free(d->state);
     jn_pool_free(dpool(), d);
 }
 
@@ -216,6 +227,19 @@ int jn_amqp_disposition_input(jn_amqp_session_t *s, const jn_amqp_disposition_t 
 
 /* ---- our dispositions ----------------------------------------------------- */
 
+/* Whether the len octets at a and b are the same. The usual state,
+ * accepted or released (4 octets), is one compare, not a call. */
+static inline bool same_state(const uint8_t *a, const uint8_t *b, size_t len)
+{
+    if (len == 4) {
+        uint32_t x, y;
+        memcpy(&x, a, 4);
+        memcpy(&y, b, 4);
+        return x == y;
+    }
+    return len == 0 || memcmp(a, b, len) == 0;
+}
+
 /* Append our disposition of id to the held list, extending the last range
  * when it is the same session, role, settled flag and state. */
 static int hold(jn_amqp_conn_t *c, jn_amqp_session_t *s, bool role, uint32_t id, bool settled,
@@ -224,8 +248,7 @@ static int hold(jn_amqp_conn_t *c, jn_amqp_session_t *s, bool role, uint32_t id,
     if (c->npending) {
         jn_amqp_pending_t *p = &c->pending[c->npending - 1];
         if (p->session == s && p->role == role && p->settled == settled && p->last + 1 == id &&
-            p->state_len == state_len &&
-            (state_len == 0 || memcmp(p->state, state, state_len) == 0)) {
+            p->state_len == state_len && same_state(p->state, state, state_len)) {
             p->last = id;
             return 0;
         }

@@ -182,10 +182,27 @@ int jn_amqp_conn_flush(jn_amqp_conn_t *c);
  * yet. Returns 0 or the output's error. Owning thread. */
 int jn_amqp_out_header(jn_amqp_conn_t *c);
 
+/* jn_amqp_out_refs_grow: room for more references in c's output (the
+ * list doubled). Returns 0 or JN_ENOMEM. Owning thread. */
+int jn_amqp_out_refs_grow(jn_amqp_conn_t *c);
+
 /* jn_amqp_out_ref: reference len octets at data (in buf, which gets a
  * reference, or plain bytes when buf is NULL) after what is composed so
- * far. Returns 0 or JN_ENOMEM. Owning thread. */
-int jn_amqp_out_ref(jn_amqp_conn_t *c, const uint8_t *data, size_t len, const jn_buffer_t *buf);
+ * far. Returns 0 or JN_ENOMEM. Owning thread. Inline: every frame of a
+ * transfer references its payload (hot path); the list grows out of
+ * line. */
+static inline int jn_amqp_out_ref(jn_amqp_conn_t *c, const uint8_t *data, size_t len,
+                                  const jn_buffer_t *buf)
+{
+    if (len == 0)
+        return 0;
+    if (JN_UNLIKELY(c->nrefs == c->refs_cap) && jn_amqp_out_refs_grow(c) != 0)
+        return JN_ENOMEM;
+    jn_buffer_t *b = buf ? jn_buffer_ref((jn_buffer_t *)buf) : NULL;
+    c->refs[c->nrefs++] = (jn_amqp_oref_t){.at = c->out.size, .data = data, .len = len, .buf = b};
+    c->ref_octets += len;
+    return 0;
+}
 
 /* jn_amqp_out_rollback: drop what was composed and referenced after the
  * first start octets of the composed frames. Owning thread. */
@@ -237,8 +254,13 @@ int jn_amqp_link_input(jn_amqp_session_t *s, const jn_amqp_perf_t *p);
 void jn_amqp_link_free(jn_amqp_link_t *l);
 
 /* jn_amqp_link_sendable: may l send frames: its session begun and not
- * ended, the connection not closing. Owning thread. */
-bool jn_amqp_link_sendable(const jn_amqp_link_t *l);
+ * ended, the connection not closing. Owning thread. Inline: asked on
+ * every delivery's start, frame and disposition (hot path). */
+static inline bool jn_amqp_link_sendable(const jn_amqp_link_t *l)
+{
+    const jn_amqp_session_t *s = l->session;
+    return s->begin_sent && !s->end_sent && !s->conn->close_sent;
+}
 
 /* jn_amqp_transfer_input: the peer's transfer t on s, payload the view of
  * its payload (2.7.5): counted, checked and reported (transfer.c). Returns
@@ -250,10 +272,24 @@ int jn_amqp_transfer_input(jn_amqp_session_t *s, const jn_amqp_transfer_t *t,
  * per delivery held (disposition.c). Returns 0. Owning thread. */
 int jn_amqp_disposition_input(jn_amqp_session_t *s, const jn_amqp_disposition_t *d);
 
-/* jn_amqp_dtable_put: hold d under id in t, the next id or later (ids
- * skipped get empty slots). Returns 0, JN_EINVAL (id before the next one
- * expected), JN_ENOMEM. Owning thread. */
-int jn_amqp_dtable_put(jn_amqp_dtable_t *t, uint32_t id, jn_amqp_delivery_t *d);
+/* jn_amqp_dtable_put (and _any, the general path it calls): hold d
+ * under id in t, the next id or later (ids skipped get empty slots).
+ * Returns 0, JN_EINVAL (id before the next one expected), JN_ENOMEM.
+ * Owning thread. */
+int jn_amqp_dtable_put_any(jn_amqp_dtable_t *t, uint32_t id, jn_amqp_delivery_t *d);
+
+/* The usual put inline (hot path: two per unsettled message, one each
+ * way): the next id into a ring with room, where every check of
+ * jn_amqp_dtable_put_any holds as it stands; any other goes there. */
+static inline int jn_amqp_dtable_put(jn_amqp_dtable_t *t, uint32_t id, jn_amqp_delivery_t *d)
+{
+    if (JN_LIKELY(t->count != 0 && id == t->base + t->count && t->count < t->cap)) {
+        t->at[(t->head + t->count) & (t->cap - 1)] = d;
+        t->count++;
+        return 0;
+    }
+    return jn_amqp_dtable_put_any(t, id, d);
+}
 
 /* jn_amqp_dtable_get: the delivery held under id in t, or NULL. Owning
  * thread. */

@@ -70,37 +70,58 @@ static int check_header(const uint8_t *h, uint8_t type, uint32_t max_frame, uint
     return 0;
 }
 
-int jn_amqp_frame_read(const jn_iter_t *in, uint8_t type, uint32_t max_frame, uint16_t channel_max,
-                       jn_amqp_frame_t *f, jn_amqp_fault_t *fault)
+/* The usual case: the whole frame lies in the input's current run, read
+ * where it lies. Returns 1 with *f, 0 when it does not lie so, or a
+ * check_header fault. */
+static inline int frame_in_run(const jn_iter_t *in, uint8_t type, uint32_t max_frame,
+                               uint16_t channel_max, jn_amqp_frame_t *f, jn_amqp_fault_t *fault)
 {
-    /* the usual case first: the whole frame lies in the input's current
-     * run, read where it lies */
     size_t run = (size_t)(in->limit - in->cursor);
-    if (in->prefix_pos >= in->prefix_len && run >= JN_AMQP_FRAME_HEADER_SIZE) {
-        const uint8_t *h = in->cursor;
-        uint32_t size = get32(h);
-        if (size <= run) {
-            int rc = check_header(h, type, max_frame, channel_max, fault);
-            if (rc != 0)
-                return rc;
-            f->size = size;
-            f->doff = h[4];
-            f->type = h[5];
-            f->channel = (uint16_t)(h[6] << 8 | h[7]);
-            f->body_size = size - (uint32_t)f->doff * 4;
-            jn_iter_raw_run(&f->body, in->buffer, h + (uint32_t)f->doff * 4, f->body_size);
-            return 1;
-        }
-    }
-    uint8_t h[JN_AMQP_FRAME_HEADER_SIZE];
+    if (in->prefix_pos < in->prefix_len || run < JN_AMQP_FRAME_HEADER_SIZE)
+        return 0;
+    const uint8_t *h = in->cursor;
+    uint32_t size = get32(h);
+    if (size > run)
+        return 0;
+    int rc = check_header(h, type, max_frame, channel_max, fault);
+    if (rc != 0)
+        return rc;
+    f->size = size;
+    f->doff = h[4];
+    f->type = h[5];
+    f->channel = (uint16_t)(h[6] << 8 | h[7]);
+    f->body_size = size - (uint32_t)f->doff * 4;
+    jn_iter_raw_run(&f->body, in->buffer, h + (uint32_t)f->doff * 4, f->body_size);
+    return 1;
+}
+
+/* A frame the current run does not hold whole (it goes on in the next
+ * buffers, or is not all there yet): its header read where it lies when
+ * the run holds it (else copied), its body a view across the buffers.
+ * With after, *after is set to the octets past the frame. Results as
+ * jn_amqp_frame_read's. */
+static int frame_across(const jn_iter_t *in, uint8_t type, uint32_t max_frame,
+                        uint16_t channel_max, jn_amqp_frame_t *f, jn_amqp_fault_t *fault,
+                        jn_iter_t *after)
+{
+    uint8_t copy[JN_AMQP_FRAME_HEADER_SIZE];
+    const uint8_t *h = copy;
     jn_iter_t it = *in;
-    size_t n = jn_iter_copy(&it, h, sizeof h);
+    size_t n;
+    if (it.prefix_pos >= it.prefix_len &&
+        (size_t)(it.limit - it.cursor) >= JN_AMQP_FRAME_HEADER_SIZE) {
+        h = it.cursor;
+        it.cursor += JN_AMQP_FRAME_HEADER_SIZE;
+        n = JN_AMQP_FRAME_HEADER_SIZE;
+    } else {
+        n = jn_iter_copy(&it, copy, sizeof copy);
+    }
     if (n >= 4) { /* refuse an impossible size before waiting for it */
         uint32_t size = get32(h);
         if (size < JN_AMQP_FRAME_HEADER_SIZE || size > max_frame)
             return check_header(h, type, max_frame, channel_max, fault);
     }
-    if (n < sizeof h)
+    if (n < JN_AMQP_FRAME_HEADER_SIZE)
         return JN_AGAIN;
     int rc = check_header(h, type, max_frame, channel_max, fault);
     if (rc != 0)
@@ -113,10 +134,41 @@ int jn_amqp_frame_read(const jn_iter_t *in, uint8_t type, uint32_t max_frame, ui
     f->type = h[5];
     f->channel = (uint16_t)(h[6] << 8 | h[7]);
     uint32_t skip = (uint32_t)f->doff * 4 - JN_AMQP_FRAME_HEADER_SIZE; /* extended header */
-    jn_iter_advance(&it, skip);
+    if (skip)
+        jn_iter_advance(&it, skip);
     f->body_size = size - (uint32_t)f->doff * 4;
     jn_iter_sub(&it, f->body_size, &f->body);
+    if (after) {
+        jn_iter_advance(&it, f->body_size);
+        *after = it;
+    }
     return 1;
+}
+
+int jn_amqp_frame_read(const jn_iter_t *in, uint8_t type, uint32_t max_frame, uint16_t channel_max,
+                       jn_amqp_frame_t *f, jn_amqp_fault_t *fault)
+{
+    int rc = frame_in_run(in, type, max_frame, channel_max, f, fault);
+    if (rc != 0)
+        return rc;
+    return frame_across(in, type, max_frame, channel_max, f, fault, NULL);
+}
+
+int jn_amqp_frame_next(jn_iter_t *in, uint8_t type, uint32_t max_frame, uint16_t channel_max,
+                       jn_amqp_frame_t *f, jn_amqp_fault_t *fault)
+{
+    int rc = frame_in_run(in, type, max_frame, channel_max, f, fault);
+    if (rc == 1) {
+        in->cursor += f->size; /* within the current run */
+        return 1;
+    }
+    if (rc != 0)
+        return rc;
+    jn_iter_t after;
+    rc = frame_across(in, type, max_frame, channel_max, f, fault, &after);
+    if (rc == 1)
+        *in = after;
+    return rc;
 }
 
 size_t jn_amqp_frame_begin(jn_encoder_t *e, uint8_t type, uint16_t channel)

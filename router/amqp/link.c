@@ -60,12 +60,6 @@ void jn_amqp_link_free(jn_amqp_link_t *l)
     free(l);
 }
 
-bool jn_amqp_link_sendable(const jn_amqp_link_t *l)
-{
-    const jn_amqp_session_t *s = l->session;
-    return s->begin_sent && !s->end_sent && !s->conn->close_sent;
-}
-
 int jn_amqp_link_attach(jn_amqp_link_t *l, const jn_amqp_attach_t *a,
                         uint32_t initial_delivery_count)
 {

@@ -24,21 +24,14 @@ int jn_amqp_out_header(jn_amqp_conn_t *c)
     return jn_encoder_error(&c->out);
 }
 
-int jn_amqp_out_ref(jn_amqp_conn_t *c, const uint8_t *data, size_t len, const jn_buffer_t *buf)
+int jn_amqp_out_refs_grow(jn_amqp_conn_t *c)
 {
-    if (len == 0)
-        return 0;
-    if (c->nrefs == c->refs_cap) {
-        uint32_t cap = c->refs_cap ? c->refs_cap * 2 : 8;
-        jn_amqp_oref_t *r = realloc(c->refs, cap * sizeof *r);
-        if (!r)
-            return JN_ENOMEM;
-        c->refs = r;
-        c->refs_cap = cap;
-    }
-    jn_buffer_t *b = buf ? jn_buffer_ref((jn_buffer_t *)buf) : NULL;
-    c->refs[c->nrefs++] = (jn_amqp_oref_t){.at = c->out.size, .data = data, .len = len, .buf = b};
-    c->ref_octets += len;
+    uint32_t cap = c->refs_cap ? c->refs_cap * 2 : 8;
+    jn_amqp_oref_t *r = realloc(c->refs, cap * sizeof *r);
+    if (!r)
+        return JN_ENOMEM;
+    c->refs = r;
+    c->refs_cap = cap;
     return 0;
 }
 
@@ -144,6 +137,18 @@ size_t jn_amqp_conn_output_pending(const jn_amqp_conn_t *c)
 
 void jn_amqp_conn_output_done(jn_amqp_conn_t *c, size_t n)
 {
+    if (n > 0 && n == jn_amqp_conn_output_pending(c)) {
+        /* the usual write, all of it taken: every reference goes, the
+         * composed octets with them, without walking the runs */
+        for (uint32_t i = c->ref_head; i < c->nrefs; i++)
+            jn_buffer_unref(c->refs[i].buf);
+        c->nrefs = c->ref_head = 0;
+        c->ref_off = 0;
+        c->ref_octets = 0;
+        c->out.size = 0;
+        c->out_pos = 0;
+        return;
+    }
     while (n > 0) {
         size_t len;
         if (!front(c, &len) || len == 0)

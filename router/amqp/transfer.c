@@ -203,24 +203,58 @@ int jn_amqp_delivery_set_state(jn_amqp_delivery_t *d, const jn_amqp_state_t *sta
     return rc;
 }
 
-/* Reference n octets of the pieces from piece *k (its copy in *cur). */
-static int ref_payload(jn_amqp_conn_t *c, const jn_iter_t *pieces, size_t npieces, size_t *k,
-                       jn_iter_t *cur, size_t n)
+/* The octets a send takes its frames' payload from: raw views (pieces,
+ * the one in hand copied in *cur) or runs (off octets of runs[k] taken). */
+typedef struct payload {
+    const jn_iter_t *pieces;
+    const jn_amqp_run_t *runs;
+    size_t n, k, off;
+    jn_iter_t *cur;
+} payload_t;
+
+/* Reference n octets of src's runs from run k on. */
+static int ref_runs(jn_amqp_conn_t *c, payload_t *src, size_t n)
 {
-    while (n > 0 && *k < npieces) {
+    while (n > 0 && src->k < src->n) {
+        const jn_amqp_run_t *r = &src->runs[src->k];
+        size_t run = r->len - src->off;
+        if (run > n)
+            run = n;
+        if (run && jn_amqp_out_ref(c, r->data + src->off, run, r->buf) != 0)
+            return JN_ENOMEM;
+        src->off += run;
+        n -= run;
+        if (src->off == r->len) {
+            src->k++;
+            src->off = 0;
+        }
+    }
+    return 0;
+}
+
+/* Reference n octets of src from its piece k on (that piece's copy in
+ * *cur). A run is consumed by moving the cursor inside it (the pieces are
+ * raw views with no prefix left, jn_amqp_delivery_send checked):
+ * jn_iter_run moves to the next buffer when the cursor reaches the run's
+ * end. */
+static int ref_payload(jn_amqp_conn_t *c, payload_t *src, size_t n)
+{
+    if (src->runs)
+        return ref_runs(c, src, n);
+    while (n > 0 && src->k < src->n) {
         const uint8_t *p;
         const jn_buffer_t *buf;
-        size_t run = jn_iter_run(cur, &p, &buf);
+        size_t run = jn_iter_run(src->cur, &p, &buf);
         if (run == 0) {
-            if (++*k < npieces)
-                *cur = pieces[*k];
+            if (++src->k < src->n)
+                *src->cur = src->pieces[src->k];
             continue;
         }
         if (run > n)
             run = n;
         if (jn_amqp_out_ref(c, p, run, buf) != 0)
             return JN_ENOMEM;
-        jn_iter_advance(cur, run);
+        src->cur->cursor += run; /* as jn_iter_advance within a run */
         n -= run;
     }
     return 0;
@@ -248,39 +282,49 @@ static size_t put_uint(uint8_t *o, uint32_t v)
 }
 
 /* A frame header and the transfer performative of d's next frame (2.7.5),
- * more as given, composed straight into the output: this runs for every frame a link
- * sends, and the fields are few and known (the generic encoder,
- * jn_amqp_perf_encode, makes the same list). The first frame carries
- * handle, delivery-id, delivery-tag, message-format and settled when set;
- * a later one handle alone; more=true ends either. A list8 always holds
- * it: at most 3 + 3 + 5 + 5 + 2 + JN_AMQP_TAG_MAX + 5 + 1 + 1 octets after
- * the header's 8. */
+ * more as given, composed straight into the output: this runs for every
+ * frame a link sends, and the fields are few and known (the generic
+ * encoder, jn_amqp_perf_encode, makes the same list). The first frame
+ * carries handle, delivery-id, delivery-tag, message-format and settled
+ * when set; a later one handle alone; more=true ends either. A list8
+ * always holds it: at most 3 + 3 + 5 + 5 + 2 + JN_AMQP_TAG_MAX + 5 + 1 + 1
+ * octets after the header's 8, so COMPOSE_MAX octets. When the output has
+ * that room (it keeps what it grew to, so all but the first frames of a
+ * connection), the octets are written in place, not composed aside and
+ * copied in. */
+#define COMPOSE_MAX (JN_AMQP_FRAME_HEADER_SIZE + 64)
+
 static int compose_transfer_state(jn_amqp_conn_t *c, jn_amqp_delivery_t *d, bool more);
 
 static int compose_transfer(jn_amqp_conn_t *c, jn_amqp_delivery_t *d, bool more)
 {
     if (JN_UNLIKELY(d->state_len)) /* until a frame carrying it went out */
         return compose_transfer_state(c, d, more);
-    uint8_t o[JN_AMQP_FRAME_HEADER_SIZE + 64];
-    uint16_t channel = d->link->session->channel;
-    /* the frame header (2.3.1), its size written when the payload is known */
+    jn_encoder_t *e = &c->out;
+    uint8_t aside[COMPOSE_MAX];
+    bool in_place = e->error == 0 && e->depth == 0 && e->capacity - e->size >= COMPOSE_MAX;
+    uint8_t *o = in_place ? e->data + e->size : aside;
+    const jn_amqp_link_t *l = d->link;
+    uint16_t channel = l->session->channel;
+    /* the frame header (2.3.1), its size written when the payload is
+     * known; then the descriptor, smallulong 0x14, and list8's code */
     const uint8_t h[] = {0, 0, 0, 0, 2, JN_AMQP_FRAME_AMQP, (uint8_t)(channel >> 8),
-                         (uint8_t)channel};
+                         (uint8_t)channel, 0x00, 0x53, (uint8_t)JN_AMQP_TRANSFER, 0xc0};
     memcpy(o, h, sizeof h);
     size_t n = sizeof h;
-    o[n++] = 0x00; /* descriptor: smallulong 0x14 */
-    o[n++] = 0x53;
-    o[n++] = (uint8_t)JN_AMQP_TRANSFER;
-    o[n++] = 0xc0; /* list8: size and count follow */
-    size_t size_at = n++;
+    size_t size_at = n++; /* list8: size and count follow */
     size_t count_at = n++;
     uint8_t count = 1;
-    n += put_uint(o + n, d->link->handle);
+    n += put_uint(o + n, l->handle);
     if (!d->started) {
-        n += put_uint(o + n, d->link->session->next_delivery_id);
+        n += put_uint(o + n, l->session->next_delivery_id);
         o[n++] = 0xa0; /* vbin8 */
         o[n++] = (uint8_t)d->tag_len;
-        memcpy(o + n, d->tag, d->tag_len);
+        /* the whole tag array, a fixed size copied inline, not a call:
+         * the octets past tag_len are overwritten by the fields after it
+         * or lie past the frame's end, and the room (COMPOSE_MAX) holds
+         * the longest tag's */
+        memcpy(o + n, d->tag, sizeof d->tag);
         n += d->tag_len;
         n += put_uint(o + n, d->message_format);
         count = 4;
@@ -299,8 +343,13 @@ static int compose_transfer(jn_amqp_conn_t *c, jn_amqp_delivery_t *d, bool more)
     }
     o[size_at] = (uint8_t)(n - count_at);
     o[count_at] = count;
-    jn_enc_raw(&c->out, o, n);
-    return jn_encoder_error(&c->out);
+    if (JN_LIKELY(in_place)) {
+        e->size += n; /* as jn_enc_raw leaves a top-level encoder */
+        e->described_pending = false;
+        return 0;
+    }
+    jn_enc_raw(e, o, n);
+    return jn_encoder_error(e);
 }
 
 /* compose_transfer for a frame with a state (jn_amqp_delivery_set_state):
@@ -384,8 +433,7 @@ static void frame_size(jn_amqp_conn_t *c, size_t start, size_t payload)
  * frame, the common case, is composed once; only when the payload does not
  * fit is it composed again with more=true, which leaves less room, so the
  * frame is then not the last. Returns 0 or an output error. */
-static int send_frame(jn_amqp_delivery_t *d, const jn_iter_t *pieces, size_t npieces, size_t *k,
-                      jn_iter_t *cur, size_t left, bool more, size_t *n)
+static int send_frame(jn_amqp_delivery_t *d, payload_t *src, size_t left, bool more, size_t *n)
 {
     jn_amqp_conn_t *c = d->link->session->conn;
     size_t start = c->out.size;
@@ -401,7 +449,7 @@ static int send_frame(jn_amqp_delivery_t *d, const jn_iter_t *pieces, size_t npi
     if (rc == 0) {
         size_t room = c->remote_max_frame - head;
         *n = left < room ? left : room;
-        rc = ref_payload(c, pieces, npieces, k, cur, *n);
+        rc = ref_payload(c, src, *n);
     }
     if (rc == 0)
         rc = jn_encoder_error(&c->out);
@@ -420,18 +468,10 @@ static bool can_send(const jn_amqp_delivery_t *d)
            jn_amqp_link_sendable(l);
 }
 
-int jn_amqp_delivery_send(jn_amqp_delivery_t *d, const jn_iter_t *pieces, size_t n, bool more,
-                          size_t *taken)
+/* The frames of the left octets of src (both send calls). */
+static int send_payload(jn_amqp_delivery_t *d, payload_t *src, size_t left, bool more,
+                        size_t *taken)
 {
-    *taken = 0;
-    if (!can_send(d))
-        return JN_EPERM;
-    size_t left = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (pieces[i].view != JN_VIEW_RAW || pieces[i].prefix_pos < pieces[i].prefix_len)
-            return JN_EINVAL;
-        left += jn_iter_length(&pieces[i]);
-    }
     jn_amqp_session_t *s = d->link->session;
     jn_amqp_conn_t *c = s->conn;
     int rc = c->npending ? jn_amqp_conn_flush(c) : 0;
@@ -439,11 +479,9 @@ int jn_amqp_delivery_send(jn_amqp_delivery_t *d, const jn_iter_t *pieces, size_t
         rc = jn_amqp_out_header(c);
     if (rc != 0)
         return rc;
-    size_t k = 0;
-    jn_iter_t cur = n ? pieces[0] : (jn_iter_t){0};
     while (s->w.remote_incoming_window > 0 && (left > 0 || !more)) {
         size_t sent = 0;
-        rc = send_frame(d, pieces, n, &k, &cur, left, more, &sent);
+        rc = send_frame(d, src, left, more, &sent);
         if (rc != 0)
             return rc;
         *taken += sent;
@@ -457,6 +495,36 @@ int jn_amqp_delivery_send(jn_amqp_delivery_t *d, const jn_iter_t *pieces, size_t
         }
     }
     return 0;
+}
+
+int jn_amqp_delivery_send(jn_amqp_delivery_t *d, const jn_iter_t *pieces, size_t n, bool more,
+                          size_t *taken)
+{
+    *taken = 0;
+    if (!can_send(d))
+        return JN_EPERM;
+    size_t left = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (pieces[i].view != JN_VIEW_RAW || pieces[i].prefix_pos < pieces[i].prefix_len)
+            return JN_EINVAL;
+        left += jn_iter_length(&pieces[i]);
+    }
+    jn_iter_t cur = n ? pieces[0] : (jn_iter_t){0};
+    payload_t src = {.pieces = pieces, .n = n, .cur = &cur};
+    return send_payload(d, &src, left, more, taken);
+}
+
+int jn_amqp_delivery_send_runs(jn_amqp_delivery_t *d, const jn_amqp_run_t *runs, size_t n,
+                               bool more, size_t *taken)
+{
+    *taken = 0;
+    if (!can_send(d))
+        return JN_EPERM;
+    size_t left = 0;
+    for (size_t i = 0; i < n; i++)
+        left += runs[i].len;
+    payload_t src = {.runs = runs, .n = n};
+    return send_payload(d, &src, left, more, taken);
 }
 
 int jn_amqp_delivery_abort(jn_amqp_delivery_t *d)

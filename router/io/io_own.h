@@ -42,7 +42,7 @@ typedef struct jn_io_own_seg {
 } jn_io_own_seg_t;
 
 /* Segments of a copy held ahead of the engine at most (each at most one
- * buffer: 16 KiB of 512-octet buffers), handed to jn_amqp_delivery_send at
+ * buffer: 16 KiB of 512-octet buffers), handed to jn_amqp_delivery_send_runs at
  * once. */
 #define JN_IO_OWN_TX_SEGS 32
 
@@ -113,8 +113,6 @@ struct jn_io_own_link {
     bool rx_settle_pending;
     bool rx_notify; /* octets for the core's copies since the last pass */
     bool rx_paused; /* copies behind by JN_IO_RX_HIGH_WATER: window held */
-    uint8_t rx_tag[JN_AMQP_TAG_MAX];
-    size_t rx_tag_len;
     /* incoming: holding (the budget and credit meter of io_private.h's
      * marks) and the listener's maxMessageSize */
     jn_rx_budget_t *budget;

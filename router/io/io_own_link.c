@@ -153,14 +153,12 @@ static void tx_fail(jn_io_own_link_t *link, jn_delivery_t *dlv)
     jn_delivery_unref(dlv);
 }
 
-/* Start sending the copy at the head of the queue. Returns false when
- * nothing could start (no credit, or nothing queued). */
-static bool tx_start(jn_io_own_link_t *link)
+/* Start sending dlv (the reference of its work item or queue entry, taken
+ * here unless it cannot start), settled when the core settled it already.
+ * Returns false when it could not start (no credit: the core's count says
+ * there is, a race with a drain), dlv then still the caller's. */
+static bool tx_begin(jn_io_own_link_t *link, jn_delivery_t *dlv, bool settled)
 {
-    jn_io_own_tx_t *q = link->txq;
-    if (!q || !link->l)
-        return false;
-    jn_delivery_t *dlv = q->dlv;
     jn_message_t *m = jn_delivery_message(dlv);
     jn_buffer_list_t ann;
     jn_buffer_list_init(&ann);
@@ -176,15 +174,11 @@ static bool tx_start(jn_io_own_link_t *link)
     }
     size_t tag_len;
     const uint8_t *tag = jn_delivery_tag(dlv, &tag_len);
-    bool presettled = jn_delivery_presettled(dlv) || q->settled;
+    bool presettled = jn_delivery_presettled(dlv) || settled;
     jn_amqp_delivery_t *d = NULL;
     int rc = jn_amqp_delivery_new(link->l, tag, tag_len, 0, presettled, &d);
     if (rc == JN_AGAIN || rc == JN_EPERM)
-        return false; /* no credit (the core's count says there is: a race with a drain) */
-    link->txq = q->next;
-    if (!link->txq)
-        link->txq_tail = NULL;
-    tx_entry_free(q);
+        return false;
     link->sent++;
     const jn_disposition_t *state = jn_delivery_state(dlv);
     if (JN_UNLIKELY(state != NULL) && rc == 0) { /* the sender's: on our first transfer too */
@@ -229,6 +223,20 @@ static bool tx_start(jn_io_own_link_t *link)
     link->tx_settle_when_done = false;
     link->tx_od = presettled ? NULL : jn_io_own_dlv_add(link, jn_delivery_ref(dlv), d);
     jn_io_residence_note_IO(dlv);
+    return true;
+}
+
+/* Start sending the copy at the head of the queue. Returns false when
+ * nothing could start (no credit, or nothing queued). */
+static bool tx_start(jn_io_own_link_t *link)
+{
+    jn_io_own_tx_t *q = link->txq;
+    if (!q || !link->l || !tx_begin(link, q->dlv, q->settled))
+        return false;
+    link->txq = q->next;
+    if (!link->txq)
+        link->txq_tail = NULL;
+    tx_entry_free(q);
     return true;
 }
 
@@ -278,15 +286,15 @@ static void pend_drop(jn_io_own_link_t *link, size_t n)
     }
 }
 
-/* The segments as raw views in it[] (n of them); returns n. */
-static size_t segs_views(jn_io_own_link_t *link, jn_iter_t *it)
+/* The segments as runs in r[] (n of them); returns n. A segment lies in
+ * its one buffer's published octets (the cursor handed it out so). */
+static size_t segs_runs(const jn_io_own_link_t *link, jn_amqp_run_t *r)
 {
     for (uint32_t k = 0; k < link->tx_nsegs; k++) {
         const jn_io_own_seg_t *sg = &link->segs[(link->tx_seg_head + k) % JN_IO_OWN_TX_SEGS];
         uint32_t skip = k == 0 ? link->tx_seg_off : 0;
-        /* a segment lies in its one buffer's published octets (the cursor
-         * handed it out so): viewed in place, without jn_iter_init's walk */
-        jn_iter_raw_run(&it[k], sg->buf, sg->buf->data + sg->off + skip, sg->len - skip);
+        r[k] = (jn_amqp_run_t){
+            .data = sg->buf->data + sg->off + skip, .len = sg->len - skip, .buf = sg->buf};
     }
     return link->tx_nsegs;
 }
@@ -328,10 +336,10 @@ static bool tx_push(jn_io_own_link_t *link)
         }
         if (link->pend_len == 0 && !link->tx_ended)
             return false;
-        jn_iter_t it[JN_IO_OWN_TX_SEGS];
-        size_t n = segs_views(link, it);
+        jn_amqp_run_t runs[JN_IO_OWN_TX_SEGS];
+        size_t n = segs_runs(link, runs);
         size_t taken = 0;
-        int rc = jn_amqp_delivery_send(link->tx_d, it, n, !link->tx_ended, &taken);
+        int rc = jn_amqp_delivery_send_runs(link->tx_d, runs, n, !link->tx_ended, &taken);
         pend_drop(link, taken);
         if (rc == 1) {
             if (JN_UNLIKELY(link->own->conn->msg_log)) /* io_msglog.c */
@@ -580,6 +588,10 @@ static void work_send(jn_io_own_link_t *link, jn_work_t *w)
     jn_delivery_t *dlv = jn_work_take_dlv(w);
     if (!link->l) {
         tx_fail(link, dlv);
+        return;
+    }
+    if (!link->txq && !link->tx_dlv && !output_full(link->own) && tx_begin(link, dlv, settled)) {
+        tx_run(link); /* begun at once, without a queue entry: its octets go */
         return;
     }
     jn_pool_t *pool = tx_pool_get();

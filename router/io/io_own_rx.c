@@ -198,10 +198,6 @@ static void rx_begin(jn_io_own_link_t *link, jn_amqp_delivery_t *d)
 {
     link->rx_d = d;
     link->rx_trimmed_at = 0;
-    size_t len;
-    const uint8_t *tag = jn_amqp_delivery_tag(d, &len);
-    link->rx_tag_len = len < sizeof link->rx_tag ? len : sizeof link->rx_tag;
-    memcpy(link->rx_tag, tag, link->rx_tag_len);
     if (link->budget && !link->rx_stopped && jn_rx_budget_stop(link->budget)) {
         link->rx_stopped = true; /* this one is in the window already: taken */
         link->own->rx_busy = true;
@@ -316,8 +312,11 @@ static void rx_try_route(jn_io_own_link_t *link, bool all_in)
     jn_message_t *given = all_in ? m : jn_message_ref(m);
     if (all_in)
         link->rx_msg = NULL;
-    jn_delivery_t *dlv =
-        jn_delivery_new_IO(link->core, given, link->rx_settled, link->rx_tag, link->rx_tag_len);
+    /* the tag as the engine holds it: rx_d is the delivery in hand
+     * (called from jn_io_own_on_transfer alone) */
+    size_t tag_len;
+    const uint8_t *tag = jn_amqp_delivery_tag(link->rx_d, &tag_len);
+    jn_delivery_t *dlv = jn_delivery_new_IO(link->core, given, link->rx_settled, tag, tag_len);
     if (!dlv) {
         jn_message_unref(given);
         rx_reject(link, "amqp:resource-limit-exceeded", "router out of memory");

@@ -56,6 +56,12 @@ bool jn_io_own_state_known(uint64_t code)
 
 bool jn_io_own_state_in(const jn_amqp_state_t *st, jn_disposition_t *d)
 {
+    if (JN_LIKELY(!st->symbolic && !st->loose &&
+                  (st->code == JN_AMQP_ACCEPTED || st->code == JN_AMQP_RELEASED))) {
+        /* the outcomes of almost every delivery: no fields (3.4.2, 3.4.4) */
+        *d = (jn_disposition_t){.type = st->code};
+        return true;
+    }
     memset(d, 0, sizeof *d);
     jn_disposition_extra_t *x;
     /* one compare for both ends: code 0 (none) and JN_DISP_RAW */

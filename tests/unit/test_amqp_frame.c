@@ -86,6 +86,30 @@ static void test_protocol_header_refused_with_framing_error(void **state)
 }
 
 /* Read a frame from data under every split; all must agree. */
+/* jn_amqp_frame_next on in gives what jn_amqp_frame_read gave (rc, f, the
+ * fault's condition) and moves its iterator past the frame on 1 only. */
+static void next_agrees(const jn_iter_t *in, uint8_t type, uint32_t max, uint16_t chmax, int rc,
+                        const jn_amqp_frame_t *f, const jn_amqp_fault_t *fault)
+{
+    jn_iter_t it = *in;
+    jn_amqp_frame_t g;
+    jn_amqp_fault_t gf = {0};
+    assert_int_equal(jn_amqp_frame_next(&it, type, max, chmax, &g, &gf), rc);
+    size_t moved = jn_iter_length(in) - jn_iter_length(&it);
+    if (rc != 1) {
+        assert_int_equal(moved, 0);
+        if (rc == JN_EPROTO)
+            assert_string_equal(gf.condition, fault->condition);
+        return;
+    }
+    assert_int_equal(moved, f->size);
+    assert_int_equal(g.size, f->size);
+    assert_int_equal(g.doff, f->doff);
+    assert_int_equal(g.channel, f->channel);
+    assert_int_equal(g.body_size, f->body_size);
+    assert_true(jn_iter_equal_iter(&g.body, &f->body));
+}
+
 static int frame_read(const uint8_t *data, size_t len, uint8_t type, uint32_t max, uint16_t chmax,
                       jn_amqp_frame_t *out, uint8_t *body, jn_amqp_fault_t *fault)
 {
@@ -96,6 +120,7 @@ static int frame_read(const uint8_t *data, size_t len, uint8_t type, uint32_t ma
         jn_amqp_frame_t f;
         make_iter(&list, &it, data, len, splits[s]);
         int rc = jn_amqp_frame_read(&it, type, max, chmax, &f, fault);
+        next_agrees(&it, type, max, chmax, rc, &f, fault);
         if (s == 0) {
             first = rc;
             if (rc == 1) {
@@ -138,6 +163,39 @@ static void test_frame_read_in_place_with_extended_header_skipped(void **state)
     /* a frame not all there yet waits, at every length */
     for (size_t n = 0; n < sizeof frame; n++)
         assert_int_equal(frame_read(frame, n, 0, 512, 65535, &f, body, &fault), JN_AGAIN);
+}
+
+/* Frames one after another, split into buffers of every size from 1
+ * octet to the whole stream: jn_amqp_frame_next reads each (its body the
+ * octets sent, an extended header skipped) and moves past it, frames cut
+ * by a buffer's end included. */
+static void test_frames_in_a_row_read_and_passed_at_every_split(void **state)
+{
+    (void)state;
+    static const uint8_t stream[] = {
+        0, 0, 0, 13, 2, 0, 0, 1, 'f',  'i',  'r',  's',  't',                /* channel 1 */
+        0, 0, 0, 16, 3, 0, 0, 2, 0xee, 0xee, 0xee, 0xee, 'b', 'o', 'd', 'y', /* doff 3 */
+        0, 0, 0, 8,  2, 0, 0, 0,                                             /* heartbeat */
+        0, 0, 0, 14, 2, 0, 0, 3, 't',  'h',  'i',  'r',  'd', '!'};
+    static const char *bodies[] = {"first", "body", "", "third!"};
+    static const uint16_t channels[] = {1, 2, 0, 3};
+    for (size_t chunk = 1; chunk <= sizeof stream; chunk++) {
+        jn_buffer_list_t list;
+        jn_iter_t it;
+        make_iter(&list, &it, stream, sizeof stream, chunk);
+        for (uint16_t k = 0; k < 4; k++) {
+            jn_amqp_frame_t f;
+            jn_amqp_fault_t fault = {0};
+            assert_int_equal(jn_amqp_frame_next(&it, 0, 512, 65535, &f, &fault), 1);
+            assert_int_equal(f.channel, channels[k]);
+            char body[16] = {0};
+            jn_iter_t b = f.body;
+            assert_int_equal(jn_iter_copy(&b, body, sizeof body), strlen(bodies[k]));
+            assert_string_equal(body, bodies[k]);
+        }
+        assert_int_equal(jn_iter_length(&it), 0);
+        jn_buffer_list_free(&list);
+    }
 }
 
 static void test_empty_frame_is_a_heartbeat(void **state)
@@ -238,6 +296,7 @@ int main(void)
         cmocka_unit_test(test_protocol_headers_amqp_sasl_tls),
         cmocka_unit_test(test_protocol_header_refused_with_framing_error),
         cmocka_unit_test(test_frame_read_in_place_with_extended_header_skipped),
+        cmocka_unit_test(test_frames_in_a_row_read_and_passed_at_every_split),
         cmocka_unit_test(test_empty_frame_is_a_heartbeat),
         cmocka_unit_test(test_framing_rules_each_with_framing_error),
         cmocka_unit_test(test_frame_compose_fills_size_and_enforces_max),

@@ -74,6 +74,39 @@ static void assert_iter_str(const jn_iter_t *it, const char *s)
     assert_string_equal(buf, s);
 }
 
+/* jn_amqp_perf_decode_frame of the AMQP frame body it (len octets) gives
+ * what jn_amqp_perf_decode gave (rc, its fault's condition): for a
+ * success, a performative that re-encodes to the same octets (its views
+ * may lie in the scratch, the performative copied there when the split
+ * cuts it) and the same payload. */
+static void frame_same(const jn_iter_t *it, size_t len, int rc, const jn_amqp_fault_t *fault)
+{
+    uint8_t scratch[JN_AMQP_PERF_HEAD];
+    jn_amqp_perf_t p;
+    jn_iter_t payload;
+    jn_amqp_fault_t fl = {0};
+    assert_int_equal(jn_amqp_perf_decode_frame(it, &p, &payload, scratch, &fl), rc);
+    if (rc != 0) {
+        assert_string_equal(fl.condition, fault->condition);
+        return;
+    }
+    blob_t again;
+    jn_encoder_t e;
+    jn_encoder_init(&e);
+    assert_int_equal(jn_amqp_perf_encode(&e, &p), 0);
+    take(&e, &again);
+    size_t rest = jn_iter_length(&payload);
+    assert_int_equal(again.len + rest, len);
+    jn_iter_t whole = *it;
+    static uint8_t all[4096];
+    assert_true(len <= sizeof all);
+    assert_int_equal(jn_iter_copy(&whole, all, len), len);
+    assert_memory_equal(again.data, all, again.len);
+    static uint8_t tail[4096];
+    assert_int_equal(jn_iter_copy(&payload, tail, rest), rest);
+    assert_memory_equal(tail, all + again.len, rest);
+}
+
 /* Decode octets under every split: every split must give rc, and for a
  * success re-encode to exactly the same octets. out gets the plain-bytes
  * decode (it borrows data). */
@@ -106,6 +139,8 @@ static int decode_all(const uint8_t *data, size_t len, uint8_t type, jn_amqp_per
         } else {
             assert_string_equal(fl.condition, fault->condition);
         }
+        if (type == JN_AMQP_FRAME_AMQP)
+            frame_same(&it, len, rc, &fl);
         jn_buffer_list_free(&list);
     }
     return first;
@@ -618,6 +653,51 @@ static void test_fast_disposition_agrees_with_the_tables(void **state)
     }
 }
 
+/* A transfer in the usual shape whose performative the input's runs cut
+ * anywhere (buffers of every size up to the whole frame):
+ * jn_amqp_perf_decode_frame reads it from the scratch (its tag a view
+ * there) with the fields the unsplit decode gives, and the payload where
+ * it lies. */
+static void test_split_transfer_read_from_the_scratch(void **state)
+{
+    (void)state;
+    static const uint8_t frame[] = {
+        0x00, 0x53, 0x14, 0xc0, 0x11, 0x06, 0x52, 0x03, 0x70, 0x00, 0x01, 0x00, 0x02, 0xa0,
+        0x04, 'a',  'b',  'c',  'd',  0x43, 0x42, 0x41, 'P',  'A',  'Y',  'L',  'O',  'A',
+        'D',  '-',  'O',  'C',  'T',  'E',  'T',  'S'};
+    const size_t head = 22, len = sizeof frame; /* the list8: 5 + its size */
+    jn_amqp_perf_t whole;
+    jn_iter_t it, payload;
+    jn_amqp_fault_t fault = {0};
+    jn_iter_init_bytes(&it, frame, len, JN_VIEW_RAW);
+    assert_int_equal(jn_amqp_perf_decode(&it, JN_AMQP_FRAME_AMQP, &whole, &payload, &fault), 0);
+    const jn_amqp_transfer_t *w = &whole.u.transfer;
+    assert_int_equal(w->present, ALL(6));
+    for (size_t chunk = 1; chunk <= len; chunk++) {
+        jn_buffer_list_t list;
+        uint8_t scratch[JN_AMQP_PERF_HEAD];
+        jn_amqp_perf_t p;
+        make_iter(&list, &it, frame, len, chunk < JN_BUFFER_CAPACITY ? chunk : 0);
+        assert_int_equal(jn_amqp_perf_decode_frame(&it, &p, &payload, scratch, &fault), 0);
+        const jn_amqp_transfer_t *t = &p.u.transfer;
+        assert_int_equal(p.code, JN_AMQP_TRANSFER);
+        assert_int_equal(t->present, w->present);
+        assert_int_equal(t->handle, 3);
+        assert_int_equal(t->delivery_id, 0x10002);
+        assert_iter_str(&t->delivery_tag, "abcd");
+        assert_int_equal(t->message_format, 0);
+        assert_true(!t->settled && t->more);
+        if (chunk < head) /* cut: read from the scratch */
+            assert_true(t->delivery_tag.cursor >= scratch &&
+                        t->delivery_tag.cursor < scratch + sizeof scratch);
+        uint8_t rest[64];
+        assert_int_equal(jn_iter_length(&payload), len - head);
+        assert_int_equal(jn_iter_copy(&payload, rest, sizeof rest), len - head);
+        assert_memory_equal(rest, frame + head, len - head);
+        jn_buffer_list_free(&list);
+    }
+}
+
 static void test_unknown_and_symbolic_states_pass_through(void **state)
 {
     jn_amqp_perf_t b;
@@ -945,6 +1025,7 @@ int main(void)
         cmocka_unit_test(test_sasl_bodies_every_field),
         cmocka_unit_test(test_every_delivery_state),
         cmocka_unit_test(test_fast_disposition_agrees_with_the_tables),
+        cmocka_unit_test(test_split_transfer_read_from_the_scratch),
         cmocka_unit_test(test_unknown_and_symbolic_states_pass_through),
         cmocka_unit_test(test_transaction_states_of_wrong_types_pass_through),
         cmocka_unit_test(test_descriptor_by_symbol),

@@ -124,6 +124,56 @@ static void test_multi_frame_split_at_max_frame_and_referenced(void **state)
     }
 }
 
+/* jn_amqp_delivery_send_runs frames the message as jn_amqp_delivery_send
+ * does with the same octets as views: the same frames, octet for octet,
+ * split at the peer's max-frame-size, the runs' buffers referenced until
+ * the output is taken, and an empty run passed over. */
+static void test_runs_send_the_frames_the_views_send(void **state)
+{
+    (void)state;
+    uint8_t msg[3000];
+    for (size_t k = 0; k < sizeof msg; k++)
+        msg[k] = (uint8_t)(k * 5 + 1);
+    static uint8_t out_views[8192], out_runs[8192];
+    size_t n_views = 0, n_runs = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        peer_t a, b;
+        jn_amqp_link_t *l = sender_pair(&a, &b, 0, 512, 10);
+        jn_buffer_list_t list;
+        jn_buffer_list_init(&list);
+        assert_int_equal(jn_buffer_list_append_split(&list, msg, sizeof msg, 500), 0);
+        jn_amqp_delivery_t *d;
+        assert_int_equal(jn_amqp_delivery_new(l, "runs", 4, 0, false, &d), 0);
+        size_t taken = 0;
+        if (pass == 0) {
+            jn_iter_t piece;
+            assert_int_equal(jn_iter_init(&piece, list.head, 0, sizeof msg, JN_VIEW_RAW), 0);
+            assert_int_equal(jn_amqp_delivery_send(d, &piece, 1, false, &taken), 1);
+            n_views = take_all(&a, out_views, sizeof out_views);
+        } else {
+            jn_amqp_run_t runs[8];
+            size_t n = 0;
+            for (jn_buffer_t *bf = list.head; bf; bf = jn_buffer_next(bf)) {
+                runs[n++] = (jn_amqp_run_t){.data = bf->data, .len = jn_buffer_size(bf), .buf = bf};
+                if (n == 1)
+                    runs[n++] = (jn_amqp_run_t){.data = bf->data, .len = 0, .buf = bf};
+            }
+            assert_int_equal(n, 7); /* six buffers and the empty run */
+            assert_int_equal(jn_amqp_delivery_send_runs(d, runs, n, false, &taken), 1);
+            assert_true(atomic_load(&list.head->refcount) > 1); /* referenced */
+            n_runs = take_all(&a, out_runs, sizeof out_runs);
+            assert_int_equal(atomic_load(&list.head->refcount), 1);
+        }
+        assert_int_equal(taken, sizeof msg);
+        jn_buffer_list_free(&list);
+        peer_free(&a);
+        peer_free(&b);
+    }
+    assert_true(n_views > sizeof msg);
+    assert_int_equal(n_runs, n_views);
+    assert_memory_equal(out_runs, out_views, n_views);
+}
+
 /* The octets a first transfer frame's header and performative take for
  * handle 0, delivery-id 0, tag "t1", message-format 0 and more as given. */
 static size_t first_frame_head(bool more)
@@ -667,6 +717,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_frame_delivery_both_ends_count),
         cmocka_unit_test(test_multi_frame_split_at_max_frame_and_referenced),
+        cmocka_unit_test(test_runs_send_the_frames_the_views_send),
         cmocka_unit_test(test_payload_filling_the_last_frame_exactly),
         cmocka_unit_test(test_output_taken_a_few_octets_at_a_time),
         cmocka_unit_test(test_remote_incoming_window_holds_frames_back),

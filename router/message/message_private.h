@@ -135,6 +135,15 @@ static inline void jn_msg_raise_depth(jn_message_t *m, int depth)
     atomic_store_explicit(&m->parsed, depth, memory_order_release);
 }
 
+/* jn_msg_flags: JN_MSG_COMPLETE and JN_MSG_ABORTED, acquire (a reader that
+ * sees a flag sees every octet published before it was set). Any thread;
+ * hot path: one load where jn_message_is_complete() and
+ * jn_message_is_aborted() are two calls. */
+static inline unsigned jn_msg_flags(const jn_message_t *m)
+{
+    return atomic_load_explicit(&((jn_message_t *)m)->flags, memory_order_acquire);
+}
+
 /* jn_msg_parsed: the depth reached, acquire (see the top comment). */
 static inline int jn_msg_parsed(const jn_message_t *m)
 {

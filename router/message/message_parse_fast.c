@@ -286,47 +286,33 @@ static inline const uint8_t *string_at(const uint8_t *q, const uint8_t *end, con
  * false leaves it to the general way. */
 static bool properties_fast(jn_message_t *m, const jn_buffer_t *b, const uint8_t *v)
 {
-    const uint8_t *q, *end, *s[5] = {NULL};
-    size_t len[5] = {0};
+    const uint8_t *q, *end, *to = NULL, *reply_to = NULL;
+    size_t to_len = 0, reply_to_len = 0;
     uint32_t count;
     if (!list_fields(v, &q, &end, &count))
         return false;
     uint32_t n = count < 5 ? count : 5;
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < n && q; i++) {
         if (q >= end)
             return false;
-        q = (i == 2 || i == 4) ? string_at(q, end, &s[i], &len[i]) : skip_plain(q, end);
-        if (!q)
-            return false;
+        if (i == 2)
+            q = string_at(q, end, &to, &to_len);
+        else if (i == 4)
+            q = string_at(q, end, &reply_to, &reply_to_len);
+        else
+            q = skip_plain(q, end);
     }
-    if (n == count && q != end)
-        return false; /* octets after the last field */
-    if (s[2]) {
+    if (!q || (n == count && q != end))
+        return false; /* a field left to the general way, or octets after the last */
+    if (to) {
         m->has_to = true;
-        jn_iter_raw_run(&m->to, b, s[2], len[2]);
+        jn_iter_raw_run(&m->to, b, to, to_len);
     }
-    if (s[4]) {
+    if (reply_to) {
         m->has_reply_to = true;
-        jn_iter_raw_run(&m->reply_to, b, s[4], len[4]);
+        jn_iter_raw_run(&m->reply_to, b, reply_to, reply_to_len);
     }
     return true;
-}
-
-/* Decode what routing reads of the section of the given kind whose value
- * is at v (loc: the whole section): 0, 1 to leave the section to the
- * general way, or JN_EPROTO (malformed annotations; error set). */
-static int decode_fast(jn_message_t *m, int kind, const uint8_t *v, const jn_msg_loc_t *loc)
-{
-    switch (kind) {
-    case JN_SEC_HEADER:
-        return header_fast(v, &m->header) ? 0 : 1;
-    case JN_SEC_MESSAGE_ANNOTATIONS:
-        return jn_msg_decode_annotations(m, loc);
-    case JN_SEC_PROPERTIES:
-        return properties_fast(m, loc->buffer, v) ? 0 : 1;
-    default:
-        return 0;
-    }
 }
 
 /* Record the section taken (kind, loc) as the general way does. */
@@ -345,18 +331,20 @@ int jn_msg_parse_fast(jn_message_t *m, int depth)
 {
     const jn_buffer_t *b = m->pos_buffer;
     if (!b) {
-        if (!(b = jn_message_buffers(m)))
+        if (!(b = atomic_load_explicit(&m->head, memory_order_acquire)))
             return 1;
         m->pos_buffer = b;
         m->pos_buffer_start = 0;
     }
     size_t start = m->pos_buffer_start; /* <= m->pos */
-    size_t limit = start + jn_buffer_size(b), length = jn_message_length(m);
+    size_t limit = start + jn_buffer_size(b);
+    size_t length = atomic_load_explicit(&m->length, memory_order_acquire);
     if (length < limit)
         limit = length; /* octets readable in place and published */
     int reach = atomic_load_explicit(&m->parsed, memory_order_relaxed), rc = 1;
-    while (m->pos < limit) {
-        size_t pos = m->pos, left = limit - pos, total;
+    size_t pos = m->pos;
+    while (pos < limit) {
+        size_t left = limit - pos, total;
         const uint8_t *p = b->data + (pos - start);
         if (left < 4 || p[0] != JN_AMQP_DESCRIBED || p[1] != JN_AMQP_SMALLULONG)
             break;
@@ -366,8 +354,8 @@ int jn_msg_parse_fast(jn_message_t *m, int depth)
             break;
         /* data, amqp-sequence and amqp-value are all the body */
         int kind = type < JN_SEC_BODY ? (int)type : type < 8 ? JN_SEC_BODY : JN_SEC_FOOTER;
-        if (m->last_kind >= 0 &&
-            (kind < m->last_kind || (kind == m->last_kind && kind != JN_SEC_BODY)))
+        int last = m->last_kind;
+        if (last >= 0 && (kind < last || (kind == last && kind != JN_SEC_BODY)))
             break; /* out of order: the general way says so */
         if (kind > reach)
             reach = kind; /* every section before this one is absent */
@@ -375,13 +363,22 @@ int jn_msg_parse_fast(jn_message_t *m, int depth)
             rc = 0;
             break;
         }
-        jn_msg_loc_t loc = {.buffer = b, .offset = pos - start, .start = pos, .length = 3 + total};
         if (kind < JN_SEC_BODY && total > left - 3)
             break; /* taken only once all in: the general way waits or reads across */
-        if ((rc = decode_fast(m, kind, p + 3, &loc)) != 0)
-            break;
-        rc = 1;
+        jn_msg_loc_t loc = {.buffer = b, .offset = pos - start, .start = pos, .length = 3 + total};
+        if (kind == JN_SEC_HEADER) {
+            if (!header_fast(p + 3, &m->header))
+                break;
+        } else if (kind == JN_SEC_PROPERTIES) {
+            if (!properties_fast(m, b, p + 3))
+                break;
+        } else if (kind == JN_SEC_MESSAGE_ANNOTATIONS) {
+            if ((rc = jn_msg_decode_annotations(m, &loc)) != 0)
+                break; /* malformed (error set) */
+            rc = 1;
+        }
         record(m, kind, &loc);
+        pos = m->pos;
         int after = kind < JN_SEC_BODY ? kind + 1 : JN_DEPTH_BODY;
         if (after > reach)
             reach = after;

@@ -125,6 +125,10 @@ typedef bool jn_ra_trace_fn(void *ctx, const jn_iter_t *entry);
  * decoder, with the same entries. The thread that holds the message. */
 void jn_ra_trace_each(const jn_ra_t *ra, jn_ra_trace_fn *fn, void *ctx);
 
+/* jn_ra_compose_section: jn_ra_compose() once there is a section to write;
+ * do not call directly. */
+int jn_ra_compose_section(const jn_ra_t *in, const jn_ra_hop_t *hop, jn_buffer_list_t *out);
+
 /* jn_ra_compose: append to out the message-annotations section for one hop:
  * descriptor, map (smallest encoding), user entries byte for byte, then the
  * router keys for the hop. in may be NULL (a message without annotations,
@@ -132,7 +136,15 @@ void jn_ra_trace_each(const jn_ra_t *ra, jn_ra_trace_fn *fn, void *ctx);
  * (no user entries and !hop->to_router). Returns 0; JN_ENOMEM (out is left
  * as it was); JN_EINVAL when hop->to_router and hop->node_id is NULL;
  * JN_EOVERFLOW when the section would exceed 4 GiB. Hot path: no heap;
- * sizes are computed first, then octets are written once. */
-int jn_ra_compose(const jn_ra_t *in, const jn_ra_hop_t *hop, jn_buffer_list_t *out);
+ * sizes are computed first, then octets are written once; the common copy
+ * toward an endpoint of a message without user annotations (nothing to
+ * send) is decided inline, without a call. The thread that holds the
+ * message. */
+static inline int jn_ra_compose(const jn_ra_t *in, const jn_ra_hop_t *hop, jn_buffer_list_t *out)
+{
+    if (!hop->to_router && (!in || in->user_count == 0))
+        return 0;
+    return jn_ra_compose_section(in, hop, out);
+}
 
 #endif /* JUNCTION_ANNOTATIONS_H */

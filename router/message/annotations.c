@@ -890,7 +890,7 @@ static void splice(jn_buffer_list_t *dst, jn_buffer_list_t *src)
     jn_buffer_list_init(src);
 }
 
-int jn_ra_compose(const jn_ra_t *in, const jn_ra_hop_t *hop, jn_buffer_list_t *out)
+int jn_ra_compose_section(const jn_ra_t *in, const jn_ra_hop_t *hop, jn_buffer_list_t *out)
 {
     static const jn_ra_t none;
     if (!in)

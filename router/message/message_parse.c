@@ -762,15 +762,11 @@ static int need_more(jn_message_t *m, bool complete)
     return JN_AGAIN;
 }
 
-int jn_message_parse(jn_message_t *m, jn_message_depth_t depth)
+/* The general way's steps, from where the one-buffer way stopped. Out of
+ * line, so that a parse the one-buffer way finishes does not pay for its
+ * frame. */
+__attribute__((noinline)) static int parse_steps(jn_message_t *m, jn_message_depth_t depth)
 {
-    if (m->malformed)
-        return JN_EPROTO;
-    if (atomic_load_explicit(&m->parsed, memory_order_relaxed) >= (int)depth)
-        return 0;
-    int fast = jn_msg_parse_fast(m, (int)depth);
-    if (fast <= 0)
-        return fast; /* depth reached, or malformed */
     for (;;) {
         if (atomic_load_explicit(&m->parsed, memory_order_relaxed) >= (int)depth)
             return 0;
@@ -804,4 +800,16 @@ int jn_message_parse(jn_message_t *m, jn_message_depth_t depth)
         if (rc != 0)
             return rc;
     }
+}
+
+int jn_message_parse(jn_message_t *m, jn_message_depth_t depth)
+{
+    if (m->malformed)
+        return JN_EPROTO;
+    if (atomic_load_explicit(&m->parsed, memory_order_relaxed) >= (int)depth)
+        return 0;
+    int fast = jn_msg_parse_fast(m, (int)depth);
+    if (fast <= 0)
+        return fast; /* depth reached, or malformed */
+    return parse_steps(m, depth);
 }

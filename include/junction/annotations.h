@@ -111,6 +111,19 @@ int jn_ra_parse(const jn_iter_t *section, bool honour_router_keys, jn_ra_t *out,
  * node_id (e.g. "0/A"). ra may be NULL (false). */
 bool jn_ra_trace_contains(const jn_ra_t *ra, const char *node_id);
 
+/* jn_ra_parse_in_place: jn_ra_parse() of the section's len octets at p,
+ * which lie in one run of memory (in buffer's published octets, or plain
+ * memory when buffer is NULL), for the common shapes only (the descriptor
+ * a smallulong, keys and values the fast reader takes, router values as
+ * senders write them). Returns 0 with *out filled as jn_ra_parse() fills
+ * it, or 1 with *out as jn_ra_set_absent() leaves it when the section is
+ * anything else, malformed included: jn_ra_parse() then reads it and
+ * reports any error. Hot path (the message parse's one-buffer way, every
+ * message on an inter-router link): no iterator is built. The thread that
+ * holds the message. */
+int jn_ra_parse_in_place(const jn_buffer_t *buffer, const uint8_t *p, size_t len,
+                         bool honour_router_keys, jn_ra_t *out);
+
 /* A step of jn_ra_trace_each: ctx as passed there, entry a raw view of one
  * trace entry's string octets (borrowed for the call). Returns true to go
  * on to the next entry, false to stop. */

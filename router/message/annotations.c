@@ -448,23 +448,29 @@ static inline size_t key_at(const uint8_t *p, const uint8_t *end, key_kind_t *ki
     return n == 0 || classify(&key, kind) != 0 ? 0 : n;
 }
 
-/* Read the contiguous section into *out (as jn_ra_set_absent leaves it).
- * 0 or SLOW. Hot path (every message on an inter-router link): keys are
- * read and classified in place, router values as senders write them too,
- * and only the other values go through the decoder's fast reader. */
-static int parse_run(const jn_iter_t *section, bool honour_router_keys, jn_ra_t *out)
+/* Read the section at [p, end) in buffer b (NULL: plain memory) into *out
+ * (as jn_ra_set_absent leaves it). 0 or SLOW. Hot path (every message on
+ * an inter-router link): the map's head, keys and router values as
+ * senders write them are read in place, and only the other values go
+ * through the decoder's fast reader. */
+static int parse_run(const jn_buffer_t *b, const uint8_t *p, const uint8_t *end,
+                     bool honour_router_keys, jn_ra_t *out)
 {
-    const jn_buffer_t *b = section->buffer;
-    const uint8_t *p = section->cursor, *end = section->limit;
     jn_value_t map, value;
-    size_t n;
-    if (end - p < 3 || p[0] != JN_AMQP_DESCRIBED || p[1] != JN_AMQP_SMALLULONG ||
+    size_t n, left = (size_t)(end - p);
+    if (left < 3 || p[0] != JN_AMQP_DESCRIBED || p[1] != JN_AMQP_SMALLULONG ||
         p[2] != JN_SECTION_MESSAGE_ANNOTATIONS)
         return SLOW;
     p += 3;
-    n = jn_decode_peek_small(p, end, 0, &map);
-    if (n == 0 || map.type != JN_TYPE_MAP)
+    left -= 3;
+    if (left >= 3 && p[0] == JN_AMQP_MAP8 && p[1] >= 1 && left - 2 >= p[1] && p[2] <= p[1] - 1u &&
+        (p[2] & 1u) == 0) {
+        map.data = p + 3; /* a map8 (the same checks as jn_decode_peek_small) */
+        map.size = p[1] - 1u;
+        map.count = p[2];
+    } else if ((n = jn_decode_peek_small(p, end, 0, &map)) == 0 || map.type != JN_TYPE_MAP) {
         return SLOW;
+    }
     out->section_present = true;
     jn_iter_raw_run(&out->section_map, b, map.data, map.size);
     const uint8_t *run_start = NULL, *elements_end = map.data + map.size;
@@ -545,7 +551,8 @@ int jn_ra_parse(const jn_iter_t *section, bool honour_router_keys, jn_ra_t *out,
     if (!section || jn_iter_length(section) == 0)
         return 0;
     if (jn_iter_contiguous(section)) {
-        if (parse_run(section, honour_router_keys, out) == 0) {
+        if (parse_run(section->buffer, section->cursor, section->limit, honour_router_keys, out) ==
+            0) {
 #ifdef JN_DEBUG
             jn_ra_t check;
             memset(&check, 0, sizeof check);
@@ -557,6 +564,28 @@ int jn_ra_parse(const jn_iter_t *section, bool honour_router_keys, jn_ra_t *out,
         jn_ra_set_absent(out);
     }
     return parse_general(section, honour_router_keys, out, why);
+}
+
+int jn_ra_parse_in_place(const jn_buffer_t *buffer, const uint8_t *p, size_t len,
+                         bool honour_router_keys, jn_ra_t *out)
+{
+    jn_ra_set_absent(out);
+    if (len == 0)
+        return 0;
+    if (parse_run(buffer, p, p + len, honour_router_keys, out) != 0) {
+        jn_ra_set_absent(out);
+        return 1;
+    }
+#ifdef JN_DEBUG
+    jn_ra_t check;
+    jn_iter_t section;
+    const char *why;
+    memset(&check, 0, sizeof check);
+    jn_iter_raw_run(&section, buffer, p, len);
+    JN_CHECK(parse_general(&section, honour_router_keys, &check, &why) == 0);
+    JN_CHECK(same_ra(out, &check));
+#endif
+    return 0;
 }
 
 /* The trace's entries in place: those of a trace the fast parse read

@@ -21,8 +21,9 @@
  * (test_message_content.c compares the two on every shape it stops at;
  * fuzz_message.c compares them on every corpus input).
  *
- * The message annotations are read by jn_ra_parse, as the general way
- * reads them; the other sections are only located.
+ * The message annotations are read in place by jn_ra_parse_in_place, or
+ * by jn_ra_parse (as the general way reads them) when it leaves them; the
+ * other sections are only located.
  */
 #include "message_private.h"
 
@@ -372,7 +373,8 @@ int jn_msg_parse_fast(jn_message_t *m, int depth)
         } else if (kind == JN_SEC_PROPERTIES) {
             if (!properties_fast(m, b, p + 3))
                 break;
-        } else if (kind == JN_SEC_MESSAGE_ANNOTATIONS) {
+        } else if (kind == JN_SEC_MESSAGE_ANNOTATIONS &&
+                   jn_ra_parse_in_place(b, p, 3 + total, m->honour_router_keys, &m->ra) != 0) {
             if ((rc = jn_msg_decode_annotations(m, &loc)) != 0)
                 break; /* malformed (error set) */
             rc = 1;

@@ -185,8 +185,59 @@ static void test_section_sequences_agree(void **state)
     AGREE(0x00, 0x53, 0x75, 0xb0, 0x00, 0x00, 0x00, 0x09, 'x');
 }
 
+/* The parts of a router-annotations reading that compose and routing use:
+ * flags, counts and the views' octets. */
+static void ra_summary(const jn_ra_t *ra, char *out, size_t cap)
+{
+    snap_out_t o = {.p = out, .left = cap};
+    snap_add(&o, "%d %d %d %d %d %d %u %u %u %u %u", ra->section_present, ra->has_to,
+             ra->has_ingress, ra->has_trace, ra->stream, (int)ra->phase, ra->trace_count,
+             ra->trace_size, ra->user_count, ra->user_size, ra->user_run_count);
+    if (ra->has_to)
+        snap_view(&o, "to", &ra->to);
+    if (ra->has_ingress)
+        snap_view(&o, "ingress", &ra->ingress);
+    if (ra->has_trace)
+        snap_view(&o, "trace", &ra->trace);
+    for (uint32_t i = 0; i < ra->user_run_count && i < JN_RA_MAX_USER_RUNS; i++)
+        snap_view(&o, "run", &ra->user_runs[i]);
+}
+
+/* jn_ra_parse_in_place over a section in one buffer: what it takes it
+ * reads as jn_ra_parse does, and it takes nothing jn_ra_parse refuses. */
+static void in_place_agrees(const uint8_t *section, size_t len, bool honour)
+{
+    jn_buffer_list_t list;
+    jn_buffer_list_init(&list);
+    assert_int_equal(jn_buffer_list_append_bytes(&list, section, len), 0);
+    assert_non_null(list.head);
+    assert_true(list.head == list.tail);
+    jn_ra_t a, b;
+    jn_iter_t it;
+    jn_iter_raw_run(&it, list.head, list.head->data, len);
+    int rc = jn_ra_parse(&it, honour, &b, NULL);
+    int in_place = jn_ra_parse_in_place(list.head, list.head->data, len, honour, &a);
+    assert_true(in_place == 0 || in_place == 1);
+    if (rc != 0)
+        assert_int_equal(in_place, 1);
+    char got[SNAP_MAX], want[SNAP_MAX];
+    if (in_place == 0) {
+        ra_summary(&a, got, sizeof got);
+        ra_summary(&b, want, sizeof want);
+        assert_string_equal(got, want);
+    } else {
+        jn_ra_t absent;
+        jn_ra_set_absent(&absent);
+        ra_summary(&a, got, sizeof got);
+        ra_summary(&absent, want, sizeof want);
+        assert_string_equal(got, want);
+    }
+    jn_buffer_list_free(&list);
+}
+
 /* An annotations map of n entries (their octets given) in front of
- * PROPS_AND_BODY, in both ways and both policies. */
+ * PROPS_AND_BODY, in both ways and both policies; its section read in
+ * place agrees with jn_ra_parse too. */
 static void agree_annotations(unsigned entries, const uint8_t *octets, size_t len)
 {
     uint8_t msg[512];
@@ -197,6 +248,8 @@ static void agree_annotations(unsigned entries, const uint8_t *octets, size_t le
     memcpy(msg + sizeof head, octets, len);
     memcpy(msg + sizeof head + len, tail, sizeof tail);
     agree(msg, sizeof head + len + sizeof tail);
+    in_place_agrees(msg, sizeof head + len, false);
+    in_place_agrees(msg, sizeof head + len, true);
 }
 
 #define AGREE_ANNOTATIONS(entries, ...)                                                            \
@@ -208,10 +261,27 @@ static void agree_annotations(unsigned entries, const uint8_t *octets, size_t le
 #define KEY(suffix_len, ...)                                                                       \
     0xa3, (uint8_t)(9 + (suffix_len)), 'x', '-', 'o', 'p', 't', '-', 'q', 'd', '.', __VA_ARGS__
 
+/* The entries an ingress router sends: to, ingress and a trace. */
+#define INGRESS_ENTRIES                                                                            \
+    KEY(2, 't', 'o'), 0xa1, 0x01, 'q', KEY(7, 'i', 'n', 'g', 'r', 'e', 's', 's'), 0xa1, 0x02, '0', \
+        'A', KEY(5, 't', 'r', 'a', 'c', 'e'), 0xc0, 0x05, 0x01, 0xa1, 0x02, '0', 'A'
+
 /* Router keys read in place and the shapes left to the decoder agree. */
 static void test_annotation_keys_agree(void **state)
 {
     (void)state;
+    /* what an ingress router sends: to, ingress and a trace, read in place */
+    const uint8_t entries[] = {INGRESS_ENTRIES};
+    uint8_t common[256];
+    const uint8_t head[] = {0x00, 0x53, 0x72, 0xc1, (uint8_t)(sizeof entries + 1), 6};
+    memcpy(common, head, sizeof head);
+    memcpy(common + sizeof head, entries, sizeof entries);
+    jn_ra_t ra;
+    assert_int_equal(jn_ra_parse_in_place(NULL, common, sizeof head + sizeof entries, true, &ra),
+                     0);
+    assert_true(ra.has_to && ra.has_ingress && ra.has_trace && ra.trace_plain);
+    assert_int_equal(ra.trace_count, 1);
+    AGREE_ANNOTATIONS(3, INGRESS_ENTRIES);
     /* phase (a smallint, an int), stream, ingress as a str32, a trace
      * with a str32 entry */
     AGREE_ANNOTATIONS(2, KEY(5, 'p', 'h', 'a', 's', 'e'), 0x54, 0x02,

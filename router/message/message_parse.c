@@ -92,29 +92,6 @@ static int fail(jn_message_t *m, const char *condition, const char *fmt, ...)
     return JN_EPROTO;
 }
 
-void jn_message_parse_init(jn_message_t *m)
-{
-    m->honour_router_keys = false;
-    m->malformed = false;
-    m->last_kind = -1;
-    m->pos = 0;
-    m->pos_buffer = NULL;
-    m->pos_buffer_start = 0;
-    m->error = NULL;
-    m->condition = NULL;
-    m->error_text[0] = '\0';
-    m->present = 0;
-    /* m->sections[k] is read only under its bit in m->present: not cleared
-     * (about 40 instructions per message) */
-    m->header = (jn_message_header_t){.priority = 4};
-    m->has_to = m->has_reply_to = false;
-    m->skip_from = m->skip_to = 0;
-    /* m->ra is written when the parse passes the message annotations:
-     * by jn_ra_parse, or by jn_msg_raise_depth (jn_ra_set_absent) when there are
-     * none. */
-    atomic_init(&m->parsed, JN_DEPTH_NONE);
-}
-
 /* --- reading octets from the chain ------------------------------------- */
 
 /* Move pos_buffer forward to the buffer that holds content offset at (or

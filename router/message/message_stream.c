@@ -65,25 +65,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-/* Keeps the gate far from 0 until the set of copies is final (more than
- * any number of copies that can end before it). */
-#define JN_STREAM_GATE_BIAS (1ll << 40)
-
 static void gate_add(jn_message_t *m, long long delta);
-
-void jn_message_stream_init(jn_message_t *m)
-{
-    atomic_init(&m->stream_copies, -1);
-    atomic_init(&m->stream_registered, 0);
-    for (int i = 0; i < JN_MESSAGE_STREAM_SLOTS; i++)
-        atomic_init(&m->stream_pos[i], 0);
-    m->stream_keep = NULL;
-    m->stream_keep_end = 0;
-    m->stream_released = 0;
-    atomic_init(&m->stream_gate, JN_STREAM_GATE_BIAS + 1);
-    m->budget = NULL;
-    m->charged = 0;
-}
 
 void jn_message_stream_set_copies(jn_message_t *m, unsigned copies)
 {

@@ -159,7 +159,8 @@ int jn_message_out_next_buffer(jn_message_out_t *o, const jn_buffer_t **buf, siz
 
 void jn_message_out_fini(jn_message_out_t *o)
 {
-    jn_buffer_list_free(&o->annotations);
+    if (o->annotations.head) /* none composed: the common copy toward an endpoint */
+        jn_buffer_list_free(&o->annotations);
     jn_message_unref(o->message);
     o->message = NULL;
     o->ann_buffer = NULL;

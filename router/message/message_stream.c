@@ -65,7 +65,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-static void gate_add(jn_message_t *m, long long delta);
+static inline void gate_add(jn_message_t *m, long long delta);
 
 void jn_message_stream_set_copies(jn_message_t *m, unsigned copies)
 {
@@ -278,7 +278,7 @@ static void uncharge(jn_message_t *m)
 
 /* Every party is done with the octets: release them all. The caller holds
  * a reference on m; nobody reads the buffers any more (top comment). */
-static void release_content(jn_message_t *m)
+__attribute__((noinline)) static void release_content(jn_message_t *m)
 {
     jn_buffer_t *b = atomic_exchange_explicit(&m->head, NULL, memory_order_acq_rel);
     m->tail = NULL;
@@ -291,7 +291,7 @@ static void release_content(jn_message_t *m)
     uncharge(m);
 }
 
-static void gate_add(jn_message_t *m, long long delta)
+static inline void gate_add(jn_message_t *m, long long delta)
 {
     long long before = atomic_fetch_add_explicit(&m->stream_gate, delta, memory_order_acq_rel);
     JN_CHECK(before + delta >= 0);

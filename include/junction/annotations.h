@@ -111,6 +111,19 @@ int jn_ra_parse(const jn_iter_t *section, bool honour_router_keys, jn_ra_t *out,
  * node_id (e.g. "0/A"). ra may be NULL (false). */
 bool jn_ra_trace_contains(const jn_ra_t *ra, const char *node_id);
 
+/* jn_ra_parse_in_place: jn_ra_parse() of the section's len octets at p,
+ * which lie in one run of memory (in buffer's published octets, or plain
+ * memory when buffer is NULL), for the common shapes only (the descriptor
+ * a smallulong, keys and values the fast reader takes, router values as
+ * senders write them). Returns 0 with *out filled as jn_ra_parse() fills
+ * it, or 1 with *out as jn_ra_set_absent() leaves it when the section is
+ * anything else, malformed included: jn_ra_parse() then reads it and
+ * reports any error. Hot path (the message parse's one-buffer way, every
+ * message on an inter-router link): no iterator is built. The thread that
+ * holds the message. */
+int jn_ra_parse_in_place(const jn_buffer_t *buffer, const uint8_t *p, size_t len,
+                         bool honour_router_keys, jn_ra_t *out);
+
 /* A step of jn_ra_trace_each: ctx as passed there, entry a raw view of one
  * trace entry's string octets (borrowed for the call). Returns true to go
  * on to the next entry, false to stop. */
@@ -125,6 +138,10 @@ typedef bool jn_ra_trace_fn(void *ctx, const jn_iter_t *entry);
  * decoder, with the same entries. The thread that holds the message. */
 void jn_ra_trace_each(const jn_ra_t *ra, jn_ra_trace_fn *fn, void *ctx);
 
+/* jn_ra_compose_section: jn_ra_compose() once there is a section to write;
+ * do not call directly. */
+int jn_ra_compose_section(const jn_ra_t *in, const jn_ra_hop_t *hop, jn_buffer_list_t *out);
+
 /* jn_ra_compose: append to out the message-annotations section for one hop:
  * descriptor, map (smallest encoding), user entries byte for byte, then the
  * router keys for the hop. in may be NULL (a message without annotations,
@@ -132,7 +149,15 @@ void jn_ra_trace_each(const jn_ra_t *ra, jn_ra_trace_fn *fn, void *ctx);
  * (no user entries and !hop->to_router). Returns 0; JN_ENOMEM (out is left
  * as it was); JN_EINVAL when hop->to_router and hop->node_id is NULL;
  * JN_EOVERFLOW when the section would exceed 4 GiB. Hot path: no heap;
- * sizes are computed first, then octets are written once. */
-int jn_ra_compose(const jn_ra_t *in, const jn_ra_hop_t *hop, jn_buffer_list_t *out);
+ * sizes are computed first, then octets are written once; the common copy
+ * toward an endpoint of a message without user annotations (nothing to
+ * send) is decided inline, without a call. The thread that holds the
+ * message. */
+static inline int jn_ra_compose(const jn_ra_t *in, const jn_ra_hop_t *hop, jn_buffer_list_t *out)
+{
+    if (!hop->to_router && (!in || in->user_count == 0))
+        return 0;
+    return jn_ra_compose_section(in, hop, out);
+}
 
 #endif /* JUNCTION_ANNOTATIONS_H */

@@ -38,17 +38,60 @@ typedef enum key_kind {
 
 /* --- reading ----------------------------------------------------------- */
 
-/* Classify a map key. Returns 0, or JN_EPROTO when it is not a symbol,
- * ulong or string. Hot path: a key too short to be a router key costs one
- * compare; a candidate inside one buffer is compared in place (else copied
- * once, at most KEY_MAX octets), the prefix as one memcmp and the suffix
- * by its length, so each key costs at most two compares. */
+/* Whether the n octets at k are the literal's. Hot path, n a constant:
+ * the first 8 octets are one compare of two numbers (the literal's folded
+ * at build time), the rest one compare each; no call, no loop. */
+__attribute__((always_inline)) static inline bool same_octets(const uint8_t *k, const char *lit,
+                                                              size_t n)
+{
+    uint64_t a = 0, b = 0;
+    size_t head = n < 8 ? n : 8;
+    memcpy(&a, k, head);
+    memcpy(&b, lit, head);
+    if (a != b)
+        return false;
+    for (size_t i = head; i < n; i++)
+        if (k[i] != (uint8_t)lit[i])
+            return false;
+    return true;
+}
+
+/* The kind of the symbol key whose len octets are at k (len at most
+ * KEY_MAX when it is a candidate, else any). Hot path: a key too short to
+ * be a router key costs one compare; a candidate costs the prefix's and
+ * then its suffix's compare, chosen by its length. */
 #define KEY_MAX 24 /* longer than any router key */
+__attribute__((always_inline)) static inline key_kind_t symbol_kind(const uint8_t *k, size_t len)
+{
+    const size_t prefix_len = sizeof JN_RA_PREFIX - 1;
+    if (len < prefix_len || !same_octets(k, JN_RA_PREFIX, prefix_len))
+        return KEY_USER;
+    if (len >= KEY_MAX)
+        return KEY_DROP; /* the router's namespace */
+    const uint8_t *suffix = k + prefix_len;
+#define SUFFIX_IS(lit) same_octets(suffix, lit, sizeof lit - 1)
+    switch (len - prefix_len) {
+    case 2:
+        return SUFFIX_IS("to") ? KEY_TO : KEY_DROP;
+    case 5:
+        return SUFFIX_IS("phase") ? KEY_PHASE : SUFFIX_IS("trace") ? KEY_TRACE : KEY_DROP;
+    case 6:
+        return SUFFIX_IS("stream") ? KEY_STREAM : KEY_DROP;
+    case 7:
+        return SUFFIX_IS("ingress") ? KEY_INGRESS : KEY_DROP;
+    default:
+        return KEY_DROP;
+    }
+#undef SUFFIX_IS
+}
+
+/* Classify a map key. Returns 0, or JN_EPROTO when it is not a symbol,
+ * ulong or string. A symbol inside one buffer is classified in place,
+ * else from a copy of at most KEY_MAX octets. */
 __attribute__((always_inline)) static inline int classify(const jn_value_t *key, key_kind_t *kind)
 {
     const size_t prefix_len = sizeof JN_RA_PREFIX - 1;
     uint8_t copy[KEY_MAX];
-    const uint8_t *k;
     if (key->described)
         return JN_EPROTO;
     *kind = KEY_USER;
@@ -59,44 +102,13 @@ __attribute__((always_inline)) static inline int classify(const jn_value_t *key,
     if (key->size < prefix_len)
         return 0;
     if (key->contiguous) {
-        k = key->data;
-    } else {
-        jn_iter_t it;
-        jn_value_payload(key, &it);
-        if (jn_iter_copy(&it, copy, key->size < KEY_MAX ? key->size : KEY_MAX) < prefix_len)
-            return 0;
-        k = copy;
-    }
-    if (memcmp(k, JN_RA_PREFIX, prefix_len) != 0)
+        *kind = symbol_kind(key->data, key->size);
         return 0;
-    *kind = KEY_DROP; /* the router's namespace */
-    if (key->size >= KEY_MAX)
-        return 0;
-    const uint8_t *suffix = k + prefix_len;
-#define SUFFIX_IS(lit) (memcmp(suffix, lit, sizeof lit - 1) == 0)
-    switch (key->size - prefix_len) {
-    case 2:
-        if (SUFFIX_IS("to"))
-            *kind = KEY_TO;
-        break;
-    case 5:
-        if (SUFFIX_IS("phase"))
-            *kind = KEY_PHASE;
-        else if (SUFFIX_IS("trace"))
-            *kind = KEY_TRACE;
-        break;
-    case 6:
-        if (SUFFIX_IS("stream"))
-            *kind = KEY_STREAM;
-        break;
-    case 7:
-        if (SUFFIX_IS("ingress"))
-            *kind = KEY_INGRESS;
-        break;
-    default:
-        break;
     }
-#undef SUFFIX_IS
+    jn_iter_t it;
+    jn_value_payload(key, &it);
+    size_t n = jn_iter_copy(&it, copy, key->size < KEY_MAX ? key->size : KEY_MAX);
+    *kind = symbol_kind(copy, key->size < KEY_MAX ? n : key->size);
     return 0;
 }
 
@@ -285,7 +297,8 @@ static int parse_general(const jn_iter_t *section, bool honour_router_keys, jn_r
 #define SLOW 1
 
 /* Close the run of user entries that started at *start (if any). */
-static void run_close_at(jn_ra_t *out, const jn_buffer_t *b, const uint8_t **start, size_t length)
+static inline void run_close_at(jn_ra_t *out, const jn_buffer_t *b, const uint8_t **start,
+                                size_t length)
 {
     if (!*start)
         return;
@@ -378,21 +391,86 @@ static int read_router_value(jn_ra_t *out, key_kind_t kind, const jn_value_t *v,
     }
 }
 
-/* Read the contiguous section into *out (as jn_ra_set_absent leaves it).
- * 0 or SLOW. */
-static int parse_run(const jn_iter_t *section, bool honour_router_keys, jn_ra_t *out)
+/* The str8 at p (before end) that fits: its octets' length, or -1. */
+static inline int str8_at(const uint8_t *p, const uint8_t *end)
 {
-    const jn_buffer_t *b = section->buffer;
-    const uint8_t *p = section->cursor, *end = section->limit;
-    jn_value_t map, key, value;
-    size_t n;
-    if (end - p < 3 || p[0] != JN_AMQP_DESCRIBED || p[1] != JN_AMQP_SMALLULONG ||
+    size_t left = (size_t)(end - p);
+    return left >= 2 && p[0] == JN_AMQP_STR8 && left - 2 >= p[1] ? p[1] : -1;
+}
+
+/* The value of a router key at p (before end) as senders write it, read
+ * in place: x-opt-qd.to or .ingress a str8, x-opt-qd.trace a list8 of
+ * str8 entries filling it exactly. Returns the value's octets, or 0 for
+ * any other shape (read_router_value() then reads it). */
+static size_t router_value_at(jn_ra_t *out, key_kind_t kind, const uint8_t *p, const uint8_t *end,
+                              const jn_buffer_t *b)
+{
+    int len;
+    if (kind == KEY_TO || kind == KEY_INGRESS) {
+        if ((len = str8_at(p, end)) < 0)
+            return 0;
+        bool to = kind == KEY_TO;
+        *(to ? &out->has_to : &out->has_ingress) = true;
+        jn_iter_raw_run(to ? &out->to : &out->ingress, b, p + 2, (size_t)len);
+        return 2 + (size_t)len;
+    }
+    size_t left = (size_t)(end - p);
+    if (kind != KEY_TRACE || left < 3 || p[0] != JN_AMQP_LIST8 || p[1] < 1 || left - 2 < p[1] ||
+        p[2] > p[1] - 1u)
+        return 0;
+    const uint8_t *q = p + 3, *list_end = p + 2 + p[1];
+    for (unsigned i = 0; i < p[2]; i++) {
+        if ((len = str8_at(q, list_end)) < 0)
+            return 0;
+        q += 2 + len;
+    }
+    if (q != list_end) /* octets after the last entry */
+        return 0;
+    out->has_trace = out->trace_plain = true;
+    jn_iter_raw_run(&out->trace, b, p + 3, p[1] - 1u);
+    out->trace_count = p[2];
+    out->trace_size = p[1] - 1u;
+    return 2 + (size_t)p[1];
+}
+
+/* One key at p (before end) into *kind: a sym8 classified in place, other
+ * shapes through the decoder's fast reader. Returns its octets, or 0 to
+ * leave the section to the general path. */
+static inline size_t key_at(const uint8_t *p, const uint8_t *end, key_kind_t *kind)
+{
+    size_t left = (size_t)(end - p);
+    if (left >= 2 && p[0] == JN_AMQP_SYM8 && left - 2 >= p[1]) {
+        *kind = symbol_kind(p + 2, p[1]);
+        return 2 + (size_t)p[1];
+    }
+    jn_value_t key;
+    size_t n = jn_decode_peek_small(p, end, 1, &key);
+    return n == 0 || classify(&key, kind) != 0 ? 0 : n;
+}
+
+/* Read the section at [p, end) in buffer b (NULL: plain memory) into *out
+ * (as jn_ra_set_absent leaves it). 0 or SLOW. Hot path (every message on
+ * an inter-router link): the map's head, keys and router values as
+ * senders write them are read in place, and only the other values go
+ * through the decoder's fast reader. */
+static int parse_run(const jn_buffer_t *b, const uint8_t *p, const uint8_t *end,
+                     bool honour_router_keys, jn_ra_t *out)
+{
+    jn_value_t map, value;
+    size_t n, left = (size_t)(end - p);
+    if (left < 3 || p[0] != JN_AMQP_DESCRIBED || p[1] != JN_AMQP_SMALLULONG ||
         p[2] != JN_SECTION_MESSAGE_ANNOTATIONS)
         return SLOW;
     p += 3;
-    n = jn_decode_peek_small(p, end, 0, &map);
-    if (n == 0 || map.type != JN_TYPE_MAP)
+    left -= 3;
+    if (left >= 3 && p[0] == JN_AMQP_MAP8 && p[1] >= 1 && left - 2 >= p[1] && p[2] <= p[1] - 1u &&
+        (p[2] & 1u) == 0) {
+        map.data = p + 3; /* a map8 (the same checks as jn_decode_peek_small) */
+        map.size = p[1] - 1u;
+        map.count = p[2];
+    } else if ((n = jn_decode_peek_small(p, end, 0, &map)) == 0 || map.type != JN_TYPE_MAP) {
         return SLOW;
+    }
     out->section_present = true;
     jn_iter_raw_run(&out->section_map, b, map.data, map.size);
     const uint8_t *run_start = NULL, *elements_end = map.data + map.size;
@@ -400,29 +478,34 @@ static int parse_run(const jn_iter_t *section, bool honour_router_keys, jn_ra_t 
     p = map.data;
     for (uint32_t i = 0; i < map.count; i += 2) {
         const uint8_t *entry = p;
-        if ((n = jn_decode_peek_small(p, elements_end, 1, &key)) == 0)
+        key_kind_t kind;
+        if ((n = key_at(p, elements_end, &kind)) == 0)
             return SLOW;
         p += n;
+        if (kind != KEY_USER && honour_router_keys) {
+            run_close_at(out, b, &run_start, run_length);
+            if ((n = router_value_at(out, kind, p, elements_end, b)) == 0 &&
+                ((n = jn_decode_peek_small(p, elements_end, 1, &value)) == 0 ||
+                 read_router_value(out, kind, &value, b) != 0))
+                return SLOW;
+            p += n;
+            continue;
+        }
         if ((n = jn_decode_peek_small(p, elements_end, 1, &value)) == 0)
             return SLOW;
         p += n;
-        key_kind_t kind;
-        if (classify(&key, &kind) != 0)
-            return SLOW;
-        size_t length = (size_t)(p - entry);
-        if (kind == KEY_USER) {
-            if (!run_start) {
-                run_start = entry;
-                run_length = 0;
-            }
-            run_length += length;
-            out->user_count++;
-            out->user_size += (uint32_t)length;
+        if (kind != KEY_USER) {
+            run_close_at(out, b, &run_start, run_length);
             continue;
         }
-        run_close_at(out, b, &run_start, run_length);
-        if (honour_router_keys && read_router_value(out, kind, &value, b) != 0)
-            return SLOW;
+        if (!run_start) {
+            run_start = entry;
+            run_length = 0;
+        }
+        size_t length = (size_t)(p - entry);
+        run_length += length;
+        out->user_count++;
+        out->user_size += (uint32_t)length;
     }
     if (p != elements_end) /* octets after the last entry */
         return SLOW;
@@ -468,7 +551,8 @@ int jn_ra_parse(const jn_iter_t *section, bool honour_router_keys, jn_ra_t *out,
     if (!section || jn_iter_length(section) == 0)
         return 0;
     if (jn_iter_contiguous(section)) {
-        if (parse_run(section, honour_router_keys, out) == 0) {
+        if (parse_run(section->buffer, section->cursor, section->limit, honour_router_keys, out) ==
+            0) {
 #ifdef JN_DEBUG
             jn_ra_t check;
             memset(&check, 0, sizeof check);
@@ -480,6 +564,28 @@ int jn_ra_parse(const jn_iter_t *section, bool honour_router_keys, jn_ra_t *out,
         jn_ra_set_absent(out);
     }
     return parse_general(section, honour_router_keys, out, why);
+}
+
+int jn_ra_parse_in_place(const jn_buffer_t *buffer, const uint8_t *p, size_t len,
+                         bool honour_router_keys, jn_ra_t *out)
+{
+    jn_ra_set_absent(out);
+    if (len == 0)
+        return 0;
+    if (parse_run(buffer, p, p + len, honour_router_keys, out) != 0) {
+        jn_ra_set_absent(out);
+        return 1;
+    }
+#ifdef JN_DEBUG
+    jn_ra_t check;
+    jn_iter_t section;
+    const char *why;
+    memset(&check, 0, sizeof check);
+    jn_iter_raw_run(&section, buffer, p, len);
+    JN_CHECK(parse_general(&section, honour_router_keys, &check, &why) == 0);
+    JN_CHECK(same_ra(out, &check));
+#endif
+    return 0;
 }
 
 /* The trace's entries in place: those of a trace the fast parse read
@@ -813,7 +919,7 @@ static void splice(jn_buffer_list_t *dst, jn_buffer_list_t *src)
     jn_buffer_list_init(src);
 }
 
-int jn_ra_compose(const jn_ra_t *in, const jn_ra_hop_t *hop, jn_buffer_list_t *out)
+int jn_ra_compose_section(const jn_ra_t *in, const jn_ra_hop_t *hop, jn_buffer_list_t *out)
 {
     static const jn_ra_t none;
     if (!in)

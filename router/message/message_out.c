@@ -40,6 +40,7 @@ int jn_message_out_init(jn_message_out_t *o, jn_message_t *m, jn_buffer_list_t *
          * original as it is, so the header is not cut off into a segment
          * of its own. Hot path: one pn_link_send per copy, not two. */
         o->skip_from = o->skip_to = 0;
+        o->stage = STAGE_REST;
     }
     return 0;
 }
@@ -53,80 +54,91 @@ int jn_message_out_init_verbatim(jn_message_out_t *o, jn_message_t *m)
     o->position = 0;
     o->skip_from = o->skip_to = 0; /* nothing replaced: one run, from octet 0 */
     o->ann_buffer = NULL;
-    o->stage = STAGE_HEAD;
+    o->stage = STAGE_REST;
     return 0;
 }
 
-/* The next run of original octets from o->position, at most up to limit.
- * Returns 1 with a segment, 0 at the end of the complete message, JN_AGAIN
- * when the next octet is not published yet. */
-static int original(jn_message_out_t *o, size_t limit, const uint8_t **ptr, size_t *len,
-                    const jn_buffer_t **buf)
+/* The next run of original octets from o->position, at most up to limit;
+ * flags are the message's, loaded before the sizes. Returns 1 with a
+ * segment, 0 at the end of the complete message, JN_AGAIN when the next
+ * octet is not published yet. */
+static inline int original(jn_message_out_t *o, unsigned flags, size_t limit, const uint8_t **ptr,
+                           size_t *len, const jn_buffer_t **buf)
 {
-    bool complete = jn_message_is_complete(o->message); /* before the sizes */
-    if (!o->buffer) {
-        o->buffer = jn_message_buffers(o->message);
+    const jn_buffer_t *b = o->buffer;
+    if (JN_UNLIKELY(!b)) {
+        b = atomic_load_explicit(&o->message->head, memory_order_acquire);
         o->buffer_start = 0;
-        if (!o->buffer)
-            return complete ? 0 : JN_AGAIN;
+        if (!b)
+            return (flags & JN_MSG_COMPLETE) ? 0 : JN_AGAIN;
+        o->buffer = b;
     }
     for (;;) {
-        const jn_buffer_t *next = jn_buffer_next(o->buffer); /* before size */
-        size_t size = jn_buffer_size(o->buffer);
-        size_t end = o->buffer_start + size;
+        const jn_buffer_t *next = jn_buffer_next(b); /* before size */
+        size_t end = o->buffer_start + jn_buffer_size(b);
         if (o->position < end) {
             size_t n = (limit < end ? limit : end) - o->position;
-            *ptr = o->buffer->data + (o->position - o->buffer_start);
+            *ptr = b->data + (o->position - o->buffer_start);
             *len = n;
-            *buf = o->buffer;
+            *buf = b;
             o->position += n;
             return 1;
         }
         if (!next)
-            return complete && o->position == end ? 0 : JN_AGAIN;
+            return (flags & JN_MSG_COMPLETE) && o->position == end ? 0 : JN_AGAIN;
         o->buffer_start = end;
-        o->buffer = next;
+        o->buffer = b = next;
     }
 }
 
-/* The next segment, its buffer in *buf. Inlined into both entries. */
-static inline int out_next(jn_message_out_t *o, const uint8_t **ptr, size_t *len,
-                           const jn_buffer_t **buf)
+/* out_next() before the rest of the original: the original up to
+ * skip_from, then the composed section. */
+static int out_head(jn_message_out_t *o, unsigned flags, const uint8_t **ptr, size_t *len,
+                    const jn_buffer_t **buf)
 {
-    if (jn_message_is_aborted(o->message))
-        return JN_EPROTO;
-    switch (o->stage) {
-    case STAGE_HEAD:
+    if (o->stage == STAGE_DONE)
+        return 0;
+    if (o->stage == STAGE_HEAD) {
         if (o->position < o->skip_from) {
-            int rc = original(o, o->skip_from, ptr, len, buf);
+            int rc = original(o, flags, o->skip_from, ptr, len, buf);
             JN_CHECK(rc == 1); /* the parser has seen these octets */
             return 1;
         }
         o->stage = STAGE_ANNOTATIONS;
-        /* fall through */
-    case STAGE_ANNOTATIONS:
-        while (o->ann_buffer) {
-            const jn_buffer_t *b = o->ann_buffer;
-            o->ann_buffer = jn_buffer_next(b);
-            if (jn_buffer_size(b) > 0) {
-                *ptr = b->data;
-                *len = jn_buffer_size(b);
-                *buf = b;
-                return 1;
-            }
+    }
+    while (o->ann_buffer) {
+        const jn_buffer_t *b = o->ann_buffer;
+        o->ann_buffer = jn_buffer_next(b);
+        if (jn_buffer_size(b) > 0) {
+            *ptr = b->data;
+            *len = jn_buffer_size(b);
+            *buf = b;
+            return 1;
         }
-        o->stage = STAGE_REST;
-        o->position = o->skip_to;
-        /* fall through */
-    case STAGE_REST: {
-        int rc = original(o, SIZE_MAX, ptr, len, buf);
-        if (rc == 0)
-            o->stage = STAGE_DONE;
-        return rc;
     }
-    default:
-        return 0;
+    o->stage = STAGE_REST;
+    o->position = o->skip_to;
+    return 2; /* go on with the rest */
+}
+
+/* The next segment, its buffer in *buf. Inlined into both entries. Hot
+ * path: a copy that replaces nothing starts in STAGE_REST, and each call
+ * is one flags load and the walk of the current buffer. */
+static inline int out_next(jn_message_out_t *o, const uint8_t **ptr, size_t *len,
+                           const jn_buffer_t **buf)
+{
+    unsigned flags = jn_msg_flags(o->message); /* before the sizes */
+    if (flags & JN_MSG_ABORTED)
+        return JN_EPROTO;
+    if (JN_UNLIKELY(o->stage != STAGE_REST)) {
+        int rc = out_head(o, flags, ptr, len, buf);
+        if (rc != 2)
+            return rc;
     }
+    int rc = original(o, flags, SIZE_MAX, ptr, len, buf);
+    if (rc == 0)
+        o->stage = STAGE_DONE;
+    return rc;
 }
 
 int jn_message_out_next(jn_message_out_t *o, const uint8_t **ptr, size_t *len)
@@ -147,7 +159,8 @@ int jn_message_out_next_buffer(jn_message_out_t *o, const jn_buffer_t **buf, siz
 
 void jn_message_out_fini(jn_message_out_t *o)
 {
-    jn_buffer_list_free(&o->annotations);
+    if (o->annotations.head) /* none composed: the common copy toward an endpoint */
+        jn_buffer_list_free(&o->annotations);
     jn_message_unref(o->message);
     o->message = NULL;
     o->ann_buffer = NULL;

@@ -18,6 +18,10 @@
  * Only the header fields, the message annotations (jn_ra_parse) and the
  * properties `to` and `reply-to` are decoded. Anything else is checked only
  * for being a described value of the right descriptor and format code.
+ *
+ * Each call first lets the one-buffer way (message_parse_fast.c) take the
+ * sections that lie whole in the buffer at `pos`; this file's steps go on
+ * from where it stopped, and are the only way for everything else.
  */
 #include "message_private.h"
 
@@ -86,29 +90,6 @@ static int fail(jn_message_t *m, const char *condition, const char *fmt, ...)
     m->condition = condition;
     m->malformed = true;
     return JN_EPROTO;
-}
-
-void jn_message_parse_init(jn_message_t *m)
-{
-    m->honour_router_keys = false;
-    m->malformed = false;
-    m->last_kind = -1;
-    m->pos = 0;
-    m->pos_buffer = NULL;
-    m->pos_buffer_start = 0;
-    m->error = NULL;
-    m->condition = NULL;
-    m->error_text[0] = '\0';
-    m->present = 0;
-    /* m->sections[k] is read only under its bit in m->present: not cleared
-     * (about 40 instructions per message) */
-    m->header = (jn_message_header_t){.priority = 4};
-    m->has_to = m->has_reply_to = false;
-    m->skip_from = m->skip_to = 0;
-    /* m->ra is written when the parse passes the message annotations:
-     * by jn_ra_parse, or by raise_depth (jn_ra_set_absent) when there are
-     * none. */
-    atomic_init(&m->parsed, JN_DEPTH_NONE);
 }
 
 /* --- reading octets from the chain ------------------------------------- */
@@ -471,12 +452,14 @@ static int header_bool(jn_message_t *m, const jn_field_t *f, const char *name, b
     return 0;
 }
 
-/* The fast way into a described list section lying in one buffer (the
- * common case): up to max of its fields stepped over in place by the
- * decoder's fast reader, each with buffer set. Returns the number of fields
- * read (the list's count when below max), or -1 for anything the fast
- * reader leaves (a section across buffers, a field it does not take); the
- * caller then takes the decoder's way, which also finds every error. */
+/* The fast way into a described list section lying in one buffer (when
+ * the one-buffer way, message_parse_fast.c, left it): up to max of its
+ * fields stepped over in place by the decoder's fast reader, each with
+ * buffer set. Returns the number of fields read (the list's count when
+ * below max), or -1 for anything the fast reader leaves (a section across
+ * buffers, a field it does not take, octets after the last field when it
+ * read them all); the caller then takes the decoder's way, which also
+ * finds every error. */
 static int list_fields_fast(const jn_msg_loc_t *loc, jn_value_t *fields, int max)
 {
     if (loc->offset + loc->length > jn_buffer_size(loc->buffer))
@@ -496,6 +479,8 @@ static int list_fields_fast(const jn_msg_loc_t *loc, jn_value_t *fields, int max
         fields[i].buffer = loc->buffer;
         q += k;
     }
+    if ((uint32_t)n == list.count && q != end)
+        return -1; /* octets after the last field: the decoder's way refuses them */
     return n;
 }
 
@@ -699,7 +684,7 @@ found:
     return 0;
 }
 
-static int decode_annotations(jn_message_t *m, const jn_msg_loc_t *loc)
+int jn_msg_decode_annotations(jn_message_t *m, const jn_msg_loc_t *loc)
 {
     jn_iter_t it;
     const char *why = NULL;
@@ -715,30 +700,6 @@ static int decode_annotations(jn_message_t *m, const jn_msg_loc_t *loc)
 
 /* --- the steps --------------------------------------------------------- */
 
-/* Raise the depth reached (never lowers it). Passing the message
- * annotations fixes the octets an outgoing copy replaces: its message
- * annotations (none when it has none), after the header and delivery
- * annotations, which pass as they came (as 1.19 forwards them). */
-static void raise_depth(jn_message_t *m, int depth)
-{
-    int old = atomic_load_explicit(&m->parsed, memory_order_relaxed);
-    if (depth <= old)
-        return;
-    if (old < JN_DEPTH_MESSAGE_ANNOTATIONS && depth >= JN_DEPTH_MESSAGE_ANNOTATIONS) {
-        const jn_msg_loc_t *s = m->sections;
-        m->skip_from = 0;
-        for (int k = JN_SEC_HEADER; k <= JN_SEC_DELIVERY_ANNOTATIONS; k++)
-            if (m->present & (1u << k))
-                m->skip_from = s[k].start + s[k].length;
-        m->skip_to = m->skip_from;
-        if (m->present & (1u << JN_SEC_MESSAGE_ANNOTATIONS))
-            m->skip_to = s[JN_SEC_MESSAGE_ANNOTATIONS].start + s[JN_SEC_MESSAGE_ANNOTATIONS].length;
-        else
-            jn_ra_set_absent(&m->ra); /* none: all absent */
-    }
-    atomic_store_explicit(&m->parsed, depth, memory_order_release);
-}
-
 /* Take the section whose head is h: decode it if routing needs it, record
  * where it is, and step past it. JN_AGAIN when a section before the body
  * is not all in yet. */
@@ -752,7 +713,7 @@ static int take_section(jn_message_t *m, const sec_head_t *h)
     if (h->kind == KIND_HEADER)
         rc = decode_header(m, &loc);
     else if (h->kind == KIND_MESSAGE_ANNOTATIONS)
-        rc = decode_annotations(m, &loc);
+        rc = jn_msg_decode_annotations(m, &loc);
     else if (h->kind == KIND_PROPERTIES)
         rc = decode_properties(m, &loc);
     if (rc != 0)
@@ -764,7 +725,7 @@ static int take_section(jn_message_t *m, const sec_head_t *h)
     m->present |= (uint8_t)(1u << h->kind);
     m->last_kind = (int8_t)h->kind;
     m->pos = h->end;
-    raise_depth(m, h->kind < KIND_BODY ? h->kind + 1 : JN_DEPTH_BODY);
+    jn_msg_raise_depth(m, h->kind < KIND_BODY ? h->kind + 1 : JN_DEPTH_BODY);
     return 0;
 }
 
@@ -778,10 +739,11 @@ static int need_more(jn_message_t *m, bool complete)
     return JN_AGAIN;
 }
 
-int jn_message_parse(jn_message_t *m, jn_message_depth_t depth)
+/* The general way's steps, from where the one-buffer way stopped. Out of
+ * line, so that a parse the one-buffer way finishes does not pay for its
+ * frame. */
+__attribute__((noinline)) static int parse_steps(jn_message_t *m, jn_message_depth_t depth)
 {
-    if (m->malformed)
-        return JN_EPROTO;
     for (;;) {
         if (atomic_load_explicit(&m->parsed, memory_order_relaxed) >= (int)depth)
             return 0;
@@ -792,7 +754,7 @@ int jn_message_parse(jn_message_t *m, jn_message_depth_t depth)
                 return fail(m, DECODE_ERROR,
                             "the message ends %zu octets before the end of its last section",
                             m->pos - length);
-            raise_depth(m, JN_DEPTH_ALL);
+            jn_msg_raise_depth(m, JN_DEPTH_ALL);
             continue;
         }
         sec_head_t h;
@@ -806,7 +768,7 @@ int jn_message_parse(jn_message_t *m, jn_message_depth_t depth)
             return fail(m, DECODE_ERROR, "%s section at octet %zu comes after a %s section",
                         sections[h.type].name, h.start, kind_name[m->last_kind]);
         /* every section before this one is now known to be absent */
-        raise_depth(m, h.kind);
+        jn_msg_raise_depth(m, h.kind);
         if (atomic_load_explicit(&m->parsed, memory_order_relaxed) >= (int)depth)
             return 0;
         rc = take_section(m, &h);
@@ -815,4 +777,16 @@ int jn_message_parse(jn_message_t *m, jn_message_depth_t depth)
         if (rc != 0)
             return rc;
     }
+}
+
+int jn_message_parse(jn_message_t *m, jn_message_depth_t depth)
+{
+    if (m->malformed)
+        return JN_EPROTO;
+    if (atomic_load_explicit(&m->parsed, memory_order_relaxed) >= (int)depth)
+        return 0;
+    int fast = jn_msg_parse_fast(m, (int)depth);
+    if (fast <= 0)
+        return fast; /* depth reached, or malformed */
+    return parse_steps(m, depth);
 }

@@ -65,25 +65,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-/* Keeps the gate far from 0 until the set of copies is final (more than
- * any number of copies that can end before it). */
-#define JN_STREAM_GATE_BIAS (1ll << 40)
-
-static void gate_add(jn_message_t *m, long long delta);
-
-void jn_message_stream_init(jn_message_t *m)
-{
-    atomic_init(&m->stream_copies, -1);
-    atomic_init(&m->stream_registered, 0);
-    for (int i = 0; i < JN_MESSAGE_STREAM_SLOTS; i++)
-        atomic_init(&m->stream_pos[i], 0);
-    m->stream_keep = NULL;
-    m->stream_keep_end = 0;
-    m->stream_released = 0;
-    atomic_init(&m->stream_gate, JN_STREAM_GATE_BIAS + 1);
-    m->budget = NULL;
-    m->charged = 0;
-}
+static inline void gate_add(jn_message_t *m, long long delta);
 
 void jn_message_stream_set_copies(jn_message_t *m, unsigned copies)
 {
@@ -296,7 +278,7 @@ static void uncharge(jn_message_t *m)
 
 /* Every party is done with the octets: release them all. The caller holds
  * a reference on m; nobody reads the buffers any more (top comment). */
-static void release_content(jn_message_t *m)
+__attribute__((noinline)) static void release_content(jn_message_t *m)
 {
     jn_buffer_t *b = atomic_exchange_explicit(&m->head, NULL, memory_order_acq_rel);
     m->tail = NULL;
@@ -309,7 +291,7 @@ static void release_content(jn_message_t *m)
     uncharge(m);
 }
 
-static void gate_add(jn_message_t *m, long long delta)
+static inline void gate_add(jn_message_t *m, long long delta)
 {
     long long before = atomic_fetch_add_explicit(&m->stream_gate, delta, memory_order_acq_rel);
     JN_CHECK(before + delta >= 0);

@@ -10,9 +10,14 @@
  * for an endpoint, each outgoing copy is produced through the out-cursor,
  * and — the property checked — every copy we produce must itself parse, with
  * the same `to`, the same number of user annotations, and (toward a router)
- * a trace one entry longer that holds our own node id.
+ * a trace one entry longer that holds our own node id. Then the same
+ * octets are parsed again twice, in one buffer and in buffers of one octet,
+ * and — the second property — the two parses leave the same results
+ * (message_snapshot.h): the parser's one-buffer way agrees with its
+ * general way.
  */
 #include "fuzz_input.h"
+#include "message_snapshot.h"
 
 #include <junction/message.h>
 #include <stdlib.h>
@@ -87,6 +92,44 @@ static void check_copy(jn_message_t *orig, const uint8_t *bytes, size_t size, bo
     jn_message_unref(copy);
 }
 
+/* data in one message: whole (buffers filled up) or in one-octet buffers. */
+static jn_message_t *whole_or_split(const uint8_t *data, size_t size, bool split, bool honour)
+{
+    jn_message_t *m = jn_message_new();
+    jn_buffer_list_t list;
+    jn_buffer_list_init(&list);
+    if (!m || (!split && jn_message_append(m, data, size) != 0) ||
+        (split && (jn_buffer_list_append_split(&list, data, size, 1) != 0 ||
+                   jn_message_append_buffers(m, &list) != 0)))
+        abort();
+    jn_message_set_annotation_policy(m, honour);
+    return m;
+}
+
+/* Parse data to depth (complete or not) in one buffer and in one-octet
+ * buffers: the summaries must be the same. */
+static void check_ways_agree(const uint8_t *data, size_t size, bool honour)
+{
+    static char a[4096], b[4096];
+    jn_message_t *one = whole_or_split(data, size, false, honour);
+    jn_message_t *split = whole_or_split(data, size, true, honour);
+    static const jn_message_depth_t depths[] = {JN_DEPTH_HEADER, JN_DEPTH_PROPERTIES, JN_DEPTH_ALL};
+    for (size_t i = 0; i < sizeof depths / sizeof depths[0]; i++) {
+        if (depths[i] == JN_DEPTH_ALL) {
+            jn_message_set_complete(one);
+            jn_message_set_complete(split);
+        }
+        jn_test_message_snapshot(one, jn_message_parse(one, depths[i]), a, sizeof a);
+        jn_test_message_snapshot(split, jn_message_parse(split, depths[i]), b, sizeof b);
+        if (strcmp(a, b) != 0) {
+            fprintf(stderr, "one buffer:\n%s\none-octet buffers:\n%s\n", a, b);
+            abort();
+        }
+    }
+    jn_message_unref(one);
+    jn_message_unref(split);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1 || size > OUT_MAX / 2)
@@ -113,5 +156,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort(); /* a failure must say why */
     }
     jn_message_unref(m);
+    if (size - 1 <= 65536)
+        check_ways_agree(data + 1, size - 1, jn_fuzz_flag(data[0]));
     return 0;
 }

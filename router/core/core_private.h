@@ -109,15 +109,21 @@ typedef struct jn_action {
     uint8_t type; /* jn_action_type_t */
 } jn_action_t;
 
+/* jn_work_t.home: a work item from the work pool (jn_work_new_CT), or the
+ * delivery's own (jn_delivery_t.work, conn.c). */
+enum { JN_WORK_HOME_POOL = 0, JN_WORK_HOME_DLV = 1 };
+
 #define JN_CONTAINER_OF(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
-/* A disposition update (jn_core_delivery_update_IO), from the action pool.
+/* A disposition update (jn_core_delivery_update_IO): the delivery's own
+ * (embedded: its `update`, delivery.h) or one from the action pool.
  * Written by the posting I/O thread, then owned by the core thread. */
 typedef struct jn_update_action {
     jn_action_t base;
     jn_delivery_t *dlv;    /* reference owned by the action */
     jn_disposition_t disp; /* owned copy */
     bool settled;
+    bool embedded; /* dlv's own `update`: given back, not freed */
 } jn_update_action_t;
 
 /* ---- addresses ---------------------------------------------------------- */

@@ -62,7 +62,7 @@ static void check_done_CT(jn_delivery_t *dlv)
     if (dlv->ct.done || !dlv->ct.routed || dlv->ct.pending > 0 || dlv->ct.copies)
         return;
     dlv->ct.done = true;
-    jn_delivery_unref(dlv);
+    jn_dlv_unref(dlv);
 }
 
 /* Management counters of a link (router.link acceptedCount...): one
@@ -301,9 +301,9 @@ void jn_fwd_finish_copy_CT(jn_delivery_t *copy)
     if (copy->ct.copy_next)
         copy->ct.copy_next->ct.copy_prev = copy->ct.copy_prev;
     copy->ct.peer = copy->ct.copy_prev = copy->ct.copy_next = NULL;
-    jn_delivery_unref(copy);
+    jn_dlv_unref(copy);
     check_done_CT(peer);
-    jn_delivery_unref(peer); /* the copy's reference */
+    jn_dlv_unref(peer); /* the copy's reference */
 }
 
 /* Queue a copy on its link and hand out what the credit allows. */

@@ -300,13 +300,20 @@ void jn_forward_producer_gone_CT(jn_core_link_t *link);
  * connections (by slot) not to send it back to (the one it came on and
  * those to routers in its trace), its origin router (x-opt-qd.ingress; 0 =
  * this router or unknown), the length of its trace, whether the trace
- * already names this router (a loop), its priority. */
+ * already names this router (a loop), its priority. The first three are
+ * what only a route toward another router needs: they may be left to be
+ * filled when one is looked for (full false: jn_router_route_ctx_CT). */
 typedef struct jn_route_ctx {
     jn_mesh_bits_t excluded;
     int origin;
     uint32_t trace_count;
     unsigned priority;
     bool looped; /* this router's own id is in the trace: never forward it */
+    /* excluded, origin and priority are filled; else they are filled from
+     * dlv on the first look for a remote route (jn_router_pick_remote_CT,
+     * jn_router_multicast_links_CT) */
+    bool full;
+    const jn_delivery_t *dlv;
     /* it came from an edge router: never back to that edge (edge.c) */
     const jn_core_conn_t *from_edge;
 } jn_route_ctx_t;
@@ -341,18 +348,34 @@ void jn_router_link_detached_CT(jn_core_link_t *link);
 void jn_router_control_arrived_CT(jn_delivery_t *dlv);
 void jn_router_management_arrived_CT(jn_delivery_t *dlv);
 void jn_router_continued_CT(jn_delivery_t *dlv);
-/* Routing across the mesh. */
-void jn_router_route_ctx_CT(jn_core_t *core, const jn_delivery_t *dlv, jn_route_ctx_t *rc);
+/* Routing across the mesh. jn_router_route_ctx_CT: what routing needs to
+ * know of dlv (borrowed, alive while rc is used) into rc; with full false
+ * only the loop check (looped, trace_count) and from_edge, the rest left
+ * for when a route toward another router is looked for: a delivery for a
+ * local consumer costs no walk of the routers in its trace (hot path on
+ * the egress router of a mesh). */
+void jn_router_route_ctx_CT(jn_core_t *core, const jn_delivery_t *dlv, jn_route_ctx_t *rc,
+                            bool full);
 jn_core_conn_t *jn_router_conn_CT(jn_core_t *core, const jn_router_node_t *node);
+/* jn_router_usable_conn_CT: the connection to reach node through (NULL:
+ * none), unless rc excludes it (mesh_route.c). */
+jn_core_conn_t *jn_router_usable_conn_CT(jn_core_t *core, const jn_router_node_t *node,
+                                         const jn_route_ctx_t *rc);
+/* jn_router_node_at_CT: the remote router of mesh index index, or NULL. */
+static inline jn_router_node_t *jn_router_node_at_CT(jn_core_t *core, int index)
+{
+    JN_ASSERT_CT(core);
+    return index > 0 && index < JN_MESH_MAX_ROUTERS ? core->ct.routers[index] : NULL;
+}
 jn_core_link_t *jn_router_data_link_CT(jn_core_conn_t *conn, unsigned priority);
 /* The best remote destination's data link for an anycast delivery (NULL:
  * none); *load (may be NULL) gets its balanced score. */
-jn_core_link_t *jn_router_pick_remote_CT(jn_core_t *core, jn_addr_t *addr, const jn_route_ctx_t *rc,
+jn_core_link_t *jn_router_pick_remote_CT(jn_core_t *core, jn_addr_t *addr, jn_route_ctx_t *rc,
                                          uint64_t *load);
 /* Data links toward the remote destinations of a multicast address, one
  * per connection; returns how many were put in out (at most max). */
-unsigned jn_router_multicast_links_CT(jn_core_t *core, const jn_addr_t *addr,
-                                      const jn_route_ctx_t *rc, jn_core_link_t **out, unsigned max);
+unsigned jn_router_multicast_links_CT(jn_core_t *core, const jn_addr_t *addr, jn_route_ctx_t *rc,
+                                      jn_core_link_t **out, unsigned max);
 
 /* ---- exchange.c (exchanges and bindings) --------------------------------- */
 
@@ -378,7 +401,7 @@ typedef struct jn_reroute {
 /* jn_forward_route_CT: route dlv to addr as an arrival would (anycast or
  * multicast, local and remote consumers), adding to dlv->ct.pending the
  * copies it makes. For the exchange (exchange.c). */
-void jn_forward_route_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *rc);
+void jn_forward_route_CT(jn_delivery_t *dlv, jn_addr_t *addr, jn_route_ctx_t *rc);
 /* jn_forward_copies_CT: one copy of dlv (settled as dlv is sent) to each
  * of links (n), added to dlv->ct.pending. For the exchange (exchange.c). */
 void jn_forward_copies_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned n);

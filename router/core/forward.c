@@ -361,7 +361,6 @@ static inline void affinity_CT(jn_core_t *core, jn_core_conn_t *in, jn_core_conn
         core->ops.colocate(in->io_conn, out->io_conn);
 }
 
-
 static void count_outcome_CT(jn_core_t *core, jn_delivery_t *copy, uint64_t type);
 
 /* An unsettled anycast delivery's copy goes settled to a consumer that
@@ -439,7 +438,7 @@ void jn_forward_hand_out_CT(jn_delivery_t *copy)
  * then the cheapest remote router (a local one at its unsettled bound only
  * when no other way is open); balanced takes the least loaded of the
  * best local consumer and the best remote one (load + cost). NULL: none. */
-static jn_core_link_t *pick_anycast_CT(jn_core_t *core, jn_addr_t *addr, const jn_route_ctx_t *rc)
+static jn_core_link_t *pick_anycast_CT(jn_core_t *core, jn_addr_t *addr, jn_route_ctx_t *rc)
 {
     JN_ASSERT_CT(core);
     jn_core_link_t *local = addr->n_consumers ? jn_addr_pick_consumer_CT(addr) : NULL;
@@ -476,7 +475,7 @@ static bool backlogged_CT(const jn_delivery_t *dlv, const jn_core_link_t *to)
 
 /* One copy of dlv to the consumer anycast picks for addr (or, with none,
  * for addr's fallback). Returns true when a copy was made. */
-static bool forward_anycast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *rc)
+static bool forward_anycast_CT(jn_delivery_t *dlv, jn_addr_t *addr, jn_route_ctx_t *rc)
 {
     jn_core_t *core = jn_delivery_core(dlv);
     JN_ASSERT_CT(core);
@@ -516,7 +515,6 @@ static bool forward_anycast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_rou
     enqueue_CT(copy);
     return true;
 }
-
 
 /* One copy, settled as dlv was sent, to each of links (n of them), and to each of more
  * (n_more; may be NULL). The pending count covers all of them before the
@@ -568,7 +566,7 @@ static void copy_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigne
     }
 }
 
-static void forward_multicast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *rc)
+static void forward_multicast_CT(jn_delivery_t *dlv, jn_addr_t *addr, jn_route_ctx_t *rc)
 {
     jn_core_t *core = jn_delivery_core(dlv);
     JN_ASSERT_CT(core);
@@ -634,7 +632,7 @@ static inline void res_class_CT(jn_delivery_t *dlv, const jn_addr_t *addr)
 }
 
 /* Route dlv to addr by its distribution (NULL: nowhere). */
-static void route_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *rc)
+static void route_CT(jn_delivery_t *dlv, jn_addr_t *addr, jn_route_ctx_t *rc)
 {
     JN_ASSERT_CT(jn_delivery_core(dlv));
     if (!addr)
@@ -646,7 +644,7 @@ static void route_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *
         forward_anycast_CT(dlv, addr, rc);
 }
 
-void jn_forward_route_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *rc)
+void jn_forward_route_CT(jn_delivery_t *dlv, jn_addr_t *addr, jn_route_ctx_t *rc)
 {
     route_CT(dlv, addr, rc);
 }
@@ -689,7 +687,7 @@ void jn_forward_composed_CT(jn_delivery_t *dlv)
     jn_core_t *core = jn_delivery_core(dlv);
     JN_ASSERT_CT(core);
     jn_route_ctx_t rc;
-    jn_router_route_ctx_CT(core, dlv, &rc);
+    jn_router_route_ctx_CT(core, dlv, &rc, true);
     jn_addr_t *addr = addr_of_CT(core, dlv);
     if (addr && !addr->inproc) {
         addr->from_container++;
@@ -722,7 +720,8 @@ static inline jn_fwd_kind_t classify_CT(jn_core_t *core, jn_delivery_t *dlv, jn_
     if (JN_UNLIKELY(!addr) && in->ct.anonymous && attached &&
         jn_addr_unavailable_for_delivery_CT(core, dlv))
         return JN_FWD_UNAVAILABLE;
-    jn_router_route_ctx_CT(core, dlv, &r->rc);
+    bool far = addr && (addr->n_remote || addr->inproc == JN_INPROC_EXCHANGE); /* see mesh_route.c */
+    jn_router_route_ctx_CT(core, dlv, &r->rc, far);
     if (JN_UNLIKELY(core->edge_mode) &&
         (!addr || !jn_addr_has_destination_or_fallback_CT(core, addr)) && !r->rc.from_edge &&
         core->ct.edge_addr && core->ct.uplink_out)
@@ -963,7 +962,6 @@ void jn_forward_update_CT(jn_delivery_t *dlv, const jn_disposition_t *disp, bool
         jn_fwd_finish_copy_CT(dlv);
 }
 
-
 /* ---- for the other forwarding files (forward_private.h) ------------------ */
 
 /* (addr_of_CT, pick_anycast_CT and enqueue_CT stay static so that the
@@ -975,7 +973,7 @@ jn_addr_t *jn_fwd_addr_of_CT(jn_core_t *core, jn_delivery_t *dlv)
     return addr_of_CT(core, dlv);
 }
 
-jn_core_link_t *jn_fwd_pick_anycast_CT(jn_core_t *core, jn_addr_t *addr, const jn_route_ctx_t *rc)
+jn_core_link_t *jn_fwd_pick_anycast_CT(jn_core_t *core, jn_addr_t *addr, jn_route_ctx_t *rc)
 {
     JN_ASSERT_CT(core);
     return pick_anycast_CT(core, addr, rc);

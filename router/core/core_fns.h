@@ -628,9 +628,7 @@ void jn_stream_tick_CT(jn_core_t *core, int64_t now_ms);
 /* Free an update action the core has taken from its queue. */
 void jn_update_action_free(jn_update_action_t *a);
 
-/* ---- lists -------------------------------------------------------------- */
-
-void jn_dlv_list_append_CT(jn_dlv_list_t *list, jn_delivery_t *dlv);
-void jn_dlv_list_remove_CT(jn_dlv_list_t *list, jn_delivery_t *dlv);
+/* Delivery lists (jn_dlv_list_append_CT, jn_dlv_list_remove_CT): inline in
+ * delivery.h. */
 
 #endif /* JN_CORE_FNS_H */

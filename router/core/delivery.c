@@ -403,33 +403,3 @@ nomem:
     jn_disposition_clear(dst);
     return JN_ENOMEM;
 }
-
-/* ---- lists ---------------------------------------------------------------- */
-
-void jn_dlv_list_append_CT(jn_dlv_list_t *list, jn_delivery_t *dlv)
-{
-    JN_ASSERT_SOME_CT();
-    dlv->ct.next = NULL;
-    dlv->ct.prev = list->tail;
-    if (list->tail)
-        list->tail->ct.next = dlv;
-    else
-        list->head = dlv;
-    list->tail = dlv;
-    list->count++;
-}
-
-void jn_dlv_list_remove_CT(jn_dlv_list_t *list, jn_delivery_t *dlv)
-{
-    JN_ASSERT_SOME_CT();
-    if (dlv->ct.prev)
-        dlv->ct.prev->ct.next = dlv->ct.next;
-    else
-        list->head = dlv->ct.next;
-    if (dlv->ct.next)
-        dlv->ct.next->ct.prev = dlv->ct.prev;
-    else
-        list->tail = dlv->ct.prev;
-    dlv->ct.prev = dlv->ct.next = NULL;
-    list->count--;
-}

@@ -162,6 +162,38 @@ static inline void jn_dlv_unref(jn_delivery_t *dlv)
         jn_delivery_free_(dlv);
 }
 
+/* jn_dlv_list_append_CT / jn_dlv_list_remove_CT: put dlv at the tail of
+ * list / take it off list (it is on it), through dlv->ct.prev and next.
+ * Core thread. Inline: a copy moves from its link's undelivered list to
+ * its inflight list and off it again, once each per message. */
+static inline void jn_dlv_list_append_CT(jn_dlv_list_t *list, jn_delivery_t *dlv)
+{
+    JN_ASSERT_SOME_CT();
+    dlv->ct.next = NULL;
+    dlv->ct.prev = list->tail;
+    if (list->tail)
+        list->tail->ct.next = dlv;
+    else
+        list->head = dlv;
+    list->tail = dlv;
+    list->count++;
+}
+
+static inline void jn_dlv_list_remove_CT(jn_dlv_list_t *list, jn_delivery_t *dlv)
+{
+    JN_ASSERT_SOME_CT();
+    if (dlv->ct.prev)
+        dlv->ct.prev->ct.next = dlv->ct.next;
+    else
+        list->head = dlv->ct.next;
+    if (dlv->ct.next)
+        dlv->ct.next->ct.prev = dlv->ct.prev;
+    else
+        list->tail = dlv->ct.prev;
+    dlv->ct.prev = dlv->ct.next = NULL;
+    list->count--;
+}
+
 /* jn_delivery_internal_CT: a pre-settled delivery of the core's own, on
  * its internal link (a message the core originates: edge and mesh control,
  * address lookups), carrying message (the reference passes to the

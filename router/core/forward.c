@@ -148,73 +148,6 @@ static void refuse_unavailable_CT(jn_core_t *core, jn_delivery_t *dlv)
         jn_stat_add(&core->stats.rejected, 1);
 }
 
-/* Multicast outcome ranks: the strongest wins (10.3). */
-enum { JN_MC_NONE = 0, JN_MC_RELEASED, JN_MC_MODIFIED, JN_MC_ACCEPTED, JN_MC_REJECTED };
-
-static uint8_t mc_rank(uint64_t type)
-{
-    return type == JN_DISP_REJECTED   ? JN_MC_REJECTED
-           : type == JN_DISP_ACCEPTED ? JN_MC_ACCEPTED
-           : type == JN_DISP_MODIFIED ? JN_MC_MODIFIED
-           : type == JN_DISP_RELEASED ? JN_MC_RELEASED
-                                      : JN_MC_NONE;
-}
-
-void jn_fwd_mc_merge_CT(jn_delivery_t *peer, uint64_t type)
-{
-    JN_ASSERT_CT(jn_delivery_core(peer));
-    uint8_t r = mc_rank(type);
-    if (r > peer->ct.mc_outcome)
-        peer->ct.mc_outcome = r;
-}
-
-static const uint64_t mc_types[] = {JN_DISP_ACCEPTED, JN_DISP_RELEASED, JN_DISP_MODIFIED,
-                                    JN_DISP_ACCEPTED, JN_DISP_REJECTED};
-
-/* An unsettled multicast delivery whose copies are all handed out and all
- * settled: settle it with their strongest outcome. */
-void jn_fwd_mc_check_CT(jn_delivery_t *dlv)
-{
-    JN_ASSERT_CT(jn_delivery_core(dlv));
-    if (!dlv->ct.multicast || !dlv->ct.credit_returned || dlv->ct.mc_unsettled > 0 ||
-        dlv->ct.handed == 0)
-        return;
-    jn_fwd_settle_incoming_CT(dlv, mc_types[dlv->ct.mc_outcome]);
-}
-
-/* An unsettled multicast delivery whose copies are all handed out and have
- * all given an outcome, some without settling (consumers that wait for the
- * sender to settle first): their strongest outcome goes to the sender
- * unsettled, once, as 1.19 sums them up; the sender's settlement then
- * settles the copies (sender_update_CT), or the last copy's settles it. */
-void jn_fwd_mc_tell_CT(jn_delivery_t *dlv)
-{
-    JN_ASSERT_CT(jn_delivery_core(dlv));
-    if (!dlv->ct.multicast || !dlv->ct.credit_returned || dlv->ct.mc_waiting > 0 ||
-        dlv->ct.mc_unsettled == 0 || dlv->ct.handed == 0 || dlv->ct.mc_told || dlv->presettled ||
-        dlv->ct.sender_settled || dlv->ct.router_settled ||
-        dlv->link->ct.state == JN_LINK_ST_DETACHED)
-        return;
-    dlv->ct.mc_told = true;
-    uint64_t type = mc_types[dlv->ct.mc_outcome];
-    jn_disposition_t failed = {.type = JN_DISP_MODIFIED, .delivery_failed = true};
-    jn_work_dlv_CT(dlv, JN_WORK_DELIVERY_UPDATE, type, type == JN_DISP_MODIFIED ? &failed : NULL,
-                   false);
-}
-
-/* A multicast copy's outcome is in (merged by the caller): one less its
- * peer waits for. */
-void jn_fwd_mc_outcome_in_CT(jn_delivery_t *copy)
-{
-    JN_ASSERT_CT(jn_delivery_core(copy));
-    jn_delivery_t *peer = copy->ct.peer;
-    if (copy->ct.mc_outcome_in || !peer)
-        return;
-    copy->ct.mc_outcome_in = true;
-    if (peer->ct.mc_waiting > 0)
-        peer->ct.mc_waiting--;
-}
-
 /* Every copy of dlv is handed out or dropped: return its credit, tell the
  * message how many copies it has, settle it if the router decides. */
 void jn_fwd_all_handed_CT(jn_core_t *core, jn_delivery_t *dlv)
@@ -441,6 +374,12 @@ void jn_forward_hand_out_CT(jn_delivery_t *copy)
 static jn_core_link_t *pick_anycast_CT(jn_core_t *core, jn_addr_t *addr, jn_route_ctx_t *rc)
 {
     JN_ASSERT_CT(core);
+    /* one local consumer and no router to weigh it against (the usual
+     * queue): it, whatever its load, as the general case below finds */
+    if (JN_LIKELY(addr->n_consumers == 1 && addr->n_remote == 0 && !rc->from_edge)) {
+        addr->next = 0;
+        return addr->consumers[0];
+    }
     jn_core_link_t *local = addr->n_consumers ? jn_addr_pick_consumer_CT(addr) : NULL;
     if (JN_UNLIKELY(rc->from_edge) && local && local->conn == rc->from_edge)
         local = jn_edge_pick_other_CT(addr, rc->from_edge); /* not back to the edge */

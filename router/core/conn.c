@@ -264,7 +264,7 @@ int jn_work_drain_CT(jn_core_link_t *link, uint32_t credit)
 static jn_work_t *dlv_work_new_CT(jn_core_t *core, jn_delivery_t *dlv, jn_work_type_t type)
 {
     JN_ASSERT_CT(core);
-    if (JN_UNLIKELY(atomic_load_explicit(&dlv->work_busy, memory_order_acquire)))
+    if (atomic_load_explicit(&dlv->work_busy, memory_order_acquire))
         return jn_work_new_CT(core, type);
     atomic_store_explicit(&dlv->work_busy, true, memory_order_relaxed);
     jn_work_t *w = &dlv->work;
@@ -272,8 +272,8 @@ static jn_work_t *dlv_work_new_CT(jn_core_t *core, jn_delivery_t *dlv, jn_work_t
     return w;
 }
 
-int jn_work_dlv_CT(jn_delivery_t *dlv, jn_work_type_t type, uint64_t disp_type,
-                   const jn_disposition_t *disp, bool settled)
+int jn_work_dlv_slow_CT(jn_delivery_t *dlv, jn_work_type_t type, uint64_t disp_type,
+                        const jn_disposition_t *disp, bool settled)
 {
     JN_ASSERT_CT(jn_delivery_core(dlv));
     jn_core_conn_t *conn = dlv->link->conn;

@@ -49,15 +49,31 @@ int jn_work_link_CT(jn_core_link_t *link, jn_work_type_t type, const char *addre
  * taken away without the flag (io_own_rx.c). Takes a link reference.
  * Returns 0 or JN_ENOMEM (nothing pushed). */
 int jn_work_drain_CT(jn_core_link_t *link, uint32_t credit);
-/* Delivery work on dlv's link's connection: takes a delivery reference.
- * disp may be NULL. Returns 0 or JN_ENOMEM (logged). */
-int jn_work_dlv_CT(jn_delivery_t *dlv, jn_work_type_t type, uint64_t disp_type,
+/* Delivery work on dlv's link's connection: jn_work_dlv_CT, inline in
+ * delivery.h; this is its general case (dlv's own item taken, or a
+ * disposition with strings or extra fields). */
+int jn_work_dlv_slow_CT(jn_delivery_t *dlv, jn_work_type_t type, uint64_t disp_type,
                    const jn_disposition_t *disp, bool settled);
 
 /* ---- link.c ------------------------------------------------------------- */
 
-jn_core_link_t *jn_link_ref(jn_core_link_t *link);
-void jn_link_unref(jn_core_link_t *link);
+/* jn_link_ref, jn_link_unref: take / drop a reference on link (atomic; any
+ * thread); the last one frees it (jn_link_free_, which drops its
+ * connection's). Inline: every delivery, work item and queued link takes
+ * and drops one. */
+void jn_link_free_(jn_core_link_t *link);
+static inline jn_core_link_t *jn_link_ref(jn_core_link_t *link)
+{
+    atomic_fetch_add_explicit(&link->refcount, 1, memory_order_relaxed);
+    return link;
+}
+static inline void jn_link_unref(jn_core_link_t *link)
+{
+    unsigned before = atomic_fetch_sub_explicit(&link->refcount, 1, memory_order_acq_rel);
+    JN_CHECK(before > 0);
+    if (before == 1)
+        jn_link_free_(link);
+}
 void jn_link_attached_CT(jn_core_link_t *link);
 /* Process a detach; from_conn_close: the connection is closing (no
  * LINK_RELEASED work: ops->conn_released covers it). */

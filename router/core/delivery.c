@@ -26,7 +26,7 @@ static _Atomic(jn_pool_t *) update_pool;
  * refcount 1. Only the fields up to `tag` are cleared (delivery.h): the
  * tag, the embedded work item and update action are written before they
  * are read, so a delivery costs a third less to make. */
-static jn_delivery_t *delivery_alloc(jn_core_link_t *link, jn_message_t *message)
+static inline jn_delivery_t *delivery_alloc(jn_core_link_t *link, jn_message_t *message)
 {
     jn_pool_t *pool = jn_pool_get_once(&delivery_pool, "jn_delivery", sizeof(jn_delivery_t), 0);
     jn_delivery_t *d = pool ? jn_pool_alloc(pool) : NULL;

@@ -227,4 +227,35 @@ static inline jn_core_t *jn_delivery_core(const jn_delivery_t *dlv)
     return dlv->link->conn->core;
 }
 
+/* jn_work_dlv_CT: queue work of type about dlv on its link's connection:
+ * the item takes a delivery reference, carries a copy of disp (may be
+ * NULL: then an outcome of disp_type and nothing else) and settled. Hot
+ * path, inline: dlv's own item (delivery.h, `work`) when it is back from
+ * the I/O thread and disp owns nothing, so a SEND or an UPDATE costs no
+ * pool object and no call; else jn_work_dlv_slow_CT (conn.c). Returns 0 or
+ * JN_ENOMEM (logged, nothing queued). Core thread. */
+static inline int jn_work_dlv_CT(jn_delivery_t *dlv, jn_work_type_t type, uint64_t disp_type,
+                                 const jn_disposition_t *disp, bool settled)
+{
+    JN_ASSERT_CT(jn_delivery_core(dlv));
+    if (JN_UNLIKELY(atomic_load_explicit(&dlv->work_busy, memory_order_acquire)) ||
+        (disp && JN_UNLIKELY(disp->condition || disp->description || disp->extra)))
+        return jn_work_dlv_slow_CT(dlv, type, disp_type, disp, settled);
+    /* only the core sets it: no other thread races this store (conn.c) */
+    atomic_store_explicit(&dlv->work_busy, true, memory_order_relaxed);
+    jn_work_t *w = &dlv->work;
+    *w = (jn_work_t){.type = type,
+                     .home = JN_WORK_HOME_DLV,
+                     .link = dlv->link, /* kept alive by the delivery reference */
+                     .dlv = jn_dlv_ref(dlv),
+                     .settled = settled,
+                     .disp = {.type = disp ? disp->type : disp_type}};
+    if (disp) {
+        w->disp.delivery_failed = disp->delivery_failed;
+        w->disp.undeliverable_here = disp->undeliverable_here;
+    }
+    jn_work_push_CT(dlv->link->conn, w);
+    return 0;
+}
+
 #endif /* JN_CORE_DELIVERY_H */

@@ -56,7 +56,7 @@ static bool message_finished(const jn_message_t *m)
 }
 
 /* Drop the core's reference on an incoming delivery it has no more use for. */
-static void check_done_CT(jn_delivery_t *dlv)
+static inline void check_done_CT(jn_delivery_t *dlv)
 {
     JN_ASSERT_CT(jn_delivery_core(dlv));
     if (dlv->ct.done || !dlv->ct.routed || dlv->ct.pending > 0 || dlv->ct.copies)
@@ -255,7 +255,7 @@ static void enqueue_CT(jn_delivery_t *copy)
  * surplus left at the end is at least (2f - 1) x window for a candidate
  * behind a fraction f of the votes, so surplus >= window / 2 means f >= 3/4
  * (and no other connection can have that). */
-static bool affinity_vote_CT(jn_core_conn_t *c, uint64_t peer)
+static inline bool affinity_vote_CT(jn_core_conn_t *c, uint64_t peer)
 {
     JN_ASSERT_CT(c->core);
     if (c->ct.aff.cand == peer) {

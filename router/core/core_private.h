@@ -9,8 +9,10 @@
  *
  * Actions are nodes embedded in the objects they are about (a connection's
  * open/close, a link's attach/detach/flow, a delivery's arrival/continue),
- * so posting them cannot fail; only a disposition update is a separate
- * pooled object (it carries a copy of the disposition).
+ * so posting them cannot fail; a disposition update carries a copy of the
+ * disposition: the delivery's own (delivery.h, `update`), or a pooled one
+ * while that is posted. A delivery's first work item toward its
+ * connection is its own too (`work`, conn.c).
  *
  * Reference counts (atomic) keep shared objects alive across threads:
  *   jn_core_conn_t: 1 "life" reference from jn_core_conn_opened_IO until the

@@ -9,8 +9,10 @@
  * when none is queued (continue_posted), so a burst of frames of one
  * streaming message costs one action; the core clears the flag (an atomic
  * exchange) before it reads the message's progress, so octets published
- * after that always lead to another continue. Only a disposition update
- * takes an action object from a pool.
+ * after that always lead to another continue. A disposition update uses
+ * the delivery's own update action (update_busy), and takes one from a
+ * pool only while that one is still posted; the core's work items about a
+ * delivery likewise use its own `work` first (conn.c).
  */
 #include "delivery.h"
 

@@ -190,7 +190,7 @@ void jn_fwd_all_handed_CT(jn_core_t *core, jn_delivery_t *dlv)
 }
 
 /* Mark a copy settled on the consumer's side (keeps the link's count). */
-static void copy_settle_CT(jn_delivery_t *copy)
+static inline void copy_settle_CT(jn_delivery_t *copy)
 {
     JN_ASSERT_CT(jn_delivery_core(copy));
     if (copy->ct.settled)
@@ -549,25 +549,16 @@ static void forward_multicast_CT(jn_delivery_t *dlv, jn_addr_t *addr, jn_route_c
 
 /* The class dlv's copies' residence time is counted under (/metrics): the
  * class of the address it is routed by. */
+static const uint8_t res_class_of[256] = {
+    [JN_ADDR_CLASS_MOBILE] = JN_RES_CLASS_MOBILE,     [JN_ADDR_CLASS_LOCAL] = JN_RES_CLASS_LOCAL,
+    [JN_ADDR_CLASS_ROUTER] = JN_RES_CLASS_ROUTER,     [JN_ADDR_CLASS_TOPOLOGICAL] = JN_RES_CLASS_ROUTER,
+    [JN_ADDR_CLASS_AREA] = JN_RES_CLASS_ROUTER, /* any other: JN_RES_CLASS_OTHER (0) */
+};
+
 static inline void res_class_CT(jn_delivery_t *dlv, const jn_addr_t *addr)
 {
     JN_ASSERT_CT(jn_delivery_core(dlv));
-    switch (addr->key_len ? addr->key[0] : 0) {
-    case JN_ADDR_CLASS_MOBILE:
-        dlv->ct.res_class = JN_RES_CLASS_MOBILE;
-        break;
-    case JN_ADDR_CLASS_LOCAL:
-        dlv->ct.res_class = JN_RES_CLASS_LOCAL;
-        break;
-    case JN_ADDR_CLASS_ROUTER:
-    case JN_ADDR_CLASS_TOPOLOGICAL:
-    case JN_ADDR_CLASS_AREA:
-        dlv->ct.res_class = JN_RES_CLASS_ROUTER;
-        break;
-    default:
-        dlv->ct.res_class = JN_RES_CLASS_OTHER;
-        break;
-    }
+    dlv->ct.res_class = addr->key_len ? res_class_of[addr->key[0]] : JN_RES_CLASS_OTHER;
 }
 
 /* Route dlv to addr by its distribution (NULL: nowhere). */

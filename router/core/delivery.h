@@ -227,6 +227,11 @@ static inline jn_core_t *jn_delivery_core(const jn_delivery_t *dlv)
     return dlv->link->conn->core;
 }
 
+/* jn_work_dlv_CT below sets each field of a jn_work_t by name: a field
+ * added to it must be added there too (LP64 size). */
+_Static_assert(sizeof(void *) != 8 || sizeof(jn_work_t) == 112,
+               "jn_work_t changed: set its new field in jn_work_dlv_CT");
+
 /* jn_work_dlv_CT: queue work of type about dlv on its link's connection:
  * the item takes a delivery reference, carries a copy of disp (may be
  * NULL: then an outcome of disp_type and nothing else) and settled. Hot
@@ -244,16 +249,18 @@ static inline int jn_work_dlv_CT(jn_delivery_t *dlv, jn_work_type_t type, uint64
     /* only the core sets it: no other thread races this store (conn.c) */
     atomic_store_explicit(&dlv->work_busy, true, memory_order_relaxed);
     jn_work_t *w = &dlv->work;
-    *w = (jn_work_t){.type = type,
-                     .home = JN_WORK_HOME_DLV,
-                     .link = dlv->link, /* kept alive by the delivery reference */
-                     .dlv = jn_dlv_ref(dlv),
-                     .settled = settled,
-                     .disp = {.type = disp ? disp->type : disp_type}};
-    if (disp) {
-        w->disp.delivery_failed = disp->delivery_failed;
-        w->disp.undeliverable_here = disp->undeliverable_here;
-    }
+    /* every field, one store each (node: jn_mpsc_push sets it) */
+    w->type = type;
+    w->home = JN_WORK_HOME_DLV;
+    w->link = dlv->link; /* kept alive by the delivery reference */
+    w->dlv = jn_dlv_ref(dlv);
+    w->credit = 0;
+    w->drain = w->abort = w->forced = w->passthrough = false;
+    w->settled = settled;
+    w->disp = (jn_disposition_t){.type = disp ? disp->type : disp_type,
+                                 .delivery_failed = disp && disp->delivery_failed,
+                                 .undeliverable_here = disp && disp->undeliverable_here};
+    w->address = w->condition = w->description = NULL;
     jn_work_push_CT(dlv->link->conn, w);
     return 0;
 }

@@ -40,7 +40,17 @@ void jn_conn_closed_CT(jn_core_conn_t *conn);
  * delivery's connection (dropped when it is closed; wakes it on empty ->
  * non-empty). */
 jn_work_t *jn_work_new_CT(jn_core_t *core, jn_work_type_t type);
-void jn_work_push_CT(jn_core_conn_t *conn, jn_work_t *work);
+/* (inline: every work item passes here) */
+static inline void jn_work_push_CT(jn_core_conn_t *conn, jn_work_t *work)
+{
+    JN_ASSERT_CT(conn->core);
+    if (JN_UNLIKELY(conn->ct.closed)) {
+        jn_work_free(work);
+        return;
+    }
+    if (jn_mpsc_push(&conn->work, &work->node))
+        conn->core->ops.wake(conn->io_conn);
+}
 /* Link work: takes a link reference. Returns 0 or JN_ENOMEM (logged). */
 int jn_work_link_CT(jn_core_link_t *link, jn_work_type_t type, const char *address,
                     const char *condition, const char *description, uint32_t credit);

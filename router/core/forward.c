@@ -165,7 +165,8 @@ void jn_fwd_all_handed_CT(jn_core_t *core, jn_delivery_t *dlv)
         jn_message_stream_set_copies(dlv->message, dlv->ct.handed);
     if (in->ct.held > 0)
         in->ct.held--;
-    jn_link_mark_dirty_CT(in);
+    if (!in->ct.dirty) /* (mostly it is already: arrivals mark it) */
+        jn_link_mark_dirty_CT(in);
     if (dlv->ct.handed == 0 && !dlv->ct.served) {
         /* a pre-settled one that no consumer took is dropped, counted in
          * droppedPresettledDeliveries as 1.19 counts it (a multicast one's
@@ -294,7 +295,7 @@ static inline void affinity_CT(jn_core_t *core, jn_core_conn_t *in, jn_core_conn
         core->ops.colocate(in->io_conn, out->io_conn);
 }
 
-static void count_outcome_CT(jn_core_t *core, jn_delivery_t *copy, uint64_t type);
+static inline void count_outcome_CT(jn_core_t *core, jn_delivery_t *copy, uint64_t type);
 
 /* An unsettled anycast delivery's copy goes settled to a consumer that
  * asked for settled deliveries (jn_delivery_copy_CT): accepted on the
@@ -774,7 +775,7 @@ void jn_forward_continued_CT(jn_delivery_t *dlv)
     }
 }
 
-static void count_outcome_CT(jn_core_t *core, jn_delivery_t *copy, uint64_t type)
+static inline void count_outcome_CT(jn_core_t *core, jn_delivery_t *copy, uint64_t type)
 {
     JN_ASSERT_CT(core);
     if (copy->ct.outcome_counted)

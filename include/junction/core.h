@@ -523,8 +523,10 @@ static inline void jn_disposition_clear(jn_disposition_t *d)
  * source that has strings or extra fields. Any thread. */
 int jn_disposition_copy_owned(jn_disposition_t *dst, const jn_disposition_t *src);
 
-/* jn_disposition_copy: deep copy of src into dst (dst's old contents are
- * not freed). Returns 0 or JN_ENOMEM (dst then holds nothing). Any thread.
+/* jn_disposition_copy: deep copy of src (a delivery state, AMQP 1.0 part
+ * 3, 3.4; borrowed) into dst (dst's old contents are not freed; the copy's
+ * strings and extra fields are dst's own). Returns 0 or JN_ENOMEM (dst then
+ * holds nothing). Any thread.
  * Inline: a delivery's outcome is copied twice on its way back (into the
  * update action, into the work item), and it almost never has anything
  * but its type to copy. */

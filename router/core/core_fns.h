@@ -61,7 +61,8 @@ int jn_work_link_CT(jn_core_link_t *link, jn_work_type_t type, const char *addre
 int jn_work_drain_CT(jn_core_link_t *link, uint32_t credit);
 /* Delivery work on dlv's link's connection: jn_work_dlv_CT, inline in
  * delivery.h; this is its general case (dlv's own item taken, or a
- * disposition with strings or extra fields). */
+ * disposition with strings or extra fields), same arguments and returns
+ * (0, or JN_ENOMEM logged and nothing queued). Core thread. */
 int jn_work_dlv_slow_CT(jn_delivery_t *dlv, jn_work_type_t type, uint64_t disp_type,
                    const jn_disposition_t *disp, bool settled);
 

@@ -302,6 +302,24 @@ struct jn_core_conn {
  * up every time). */
 #define JN_ADDR_MEMO_MAX 46
 
+/* Octets of the longest encoded trace an incoming link's trace memo keeps
+ * (jn_trace_memo_t; longer ones are walked every time). */
+#define JN_TRACE_MEMO_MAX 48
+
+/* An incoming link's memo of the trace of its last delivery that came
+ * across the mesh (mesh_route.c, the loop check): the encoded entries
+ * (x-opt-qd.trace's list elements, len octets of raw, count of them) and
+ * whether they named this router. The answer depends on nothing else (the
+ * router's own id never changes), so the memo never goes stale. Core
+ * thread only (a part of the link's ct state). */
+typedef struct jn_trace_memo {
+    bool valid;
+    bool looped;
+    uint8_t len;
+    uint32_t count;
+    uint8_t raw[JN_TRACE_MEMO_MAX];
+} jn_trace_memo_t;
+
 /* An anonymous incoming link's memo of the last address its messages were
  * routed to (address.c, jn_addr_for_message_memo_CT): the raw octets of the
  * field the address was found from, the phase applied, and the address.
@@ -362,6 +380,7 @@ struct jn_core_link {
         uint8_t state;                         /* jn_link_state_t */
         bool anonymous;                        /* incoming, no target: route by each message */
         jn_addr_memo_t addr_memo;              /* anonymous: the last address found */
+        jn_trace_memo_t trace_memo;            /* the last trace's loop check */
         jn_addr_t *addr;                       /* target/source address (when attached) */
         uint32_t addr_index;                   /* index in addr->consumers or ->producers */
         char *dyn_address;                     /* dynamic source address made (heap) */

@@ -84,6 +84,33 @@ static bool trace_self_CT(void *ctx, const jn_iter_t *id)
     return false; /* nothing more to know from it here */
 }
 
+/* The loop check (rc->looped) of a trace, through memo, its link's memo of
+ * the last trace it walked: a mesh's deliveries on one link carry the same
+ * trace in turn, so the same octets give the same answer without the walk
+ * (hot path on the egress router). */
+static void loop_check_CT(jn_core_t *core, jn_route_ctx_t *rc, const jn_ra_t *ra,
+                          jn_trace_memo_t *memo)
+{
+    JN_ASSERT_CT(core);
+    const jn_iter_t *t = &ra->trace;
+    size_t len = (size_t)(t->limit - t->cursor);
+    bool keepable = jn_iter_contiguous(t) && len <= JN_TRACE_MEMO_MAX;
+    if (keepable && memo->valid && memo->len == len && memo->count == ra->trace_count &&
+        memcmp(memo->raw, t->cursor, len) == 0) {
+        rc->looped = memo->looped;
+        return;
+    }
+    trace_walk_t walk = {.core = core, .rc = rc};
+    jn_ra_trace_each(ra, trace_self_CT, &walk);
+    if (!keepable)
+        return;
+    memo->valid = true;
+    memo->looped = rc->looped;
+    memo->len = (uint8_t)len;
+    memo->count = ra->trace_count;
+    memcpy(memo->raw, t->cursor, len);
+}
+
 /* The rest of rc (see jn_route_ctx_t): priority, origin, excluded. */
 static void route_ctx_fill_CT(jn_core_t *core, jn_route_ctx_t *rc)
 {
@@ -125,10 +152,8 @@ void jn_router_route_ctx_CT(jn_core_t *core, const jn_delivery_t *dlv, jn_route_
     const jn_ra_t *ra = dlv->link->conn->internal ? NULL : jn_message_annotations(dlv->message);
     if (ra) {
         rc->trace_count = ra->has_trace ? ra->trace_count : 0;
-        if (!full) {
-            trace_walk_t walk = {.core = core, .rc = rc};
-            jn_ra_trace_each(ra, trace_self_CT, &walk);
-        }
+        if (!full && ra->has_trace)
+            loop_check_CT(core, rc, ra, &dlv->link->ct.trace_memo);
     }
     if (full)
         route_ctx_fill_CT(core, rc);

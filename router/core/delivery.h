@@ -144,8 +144,9 @@ struct jn_delivery {
 
 /* jn_dlv_ref, jn_dlv_unref: jn_delivery_ref and jn_delivery_unref inline,
  * for router/core's own per-message path (a delivery takes and drops
- * several references in its life: a call each was a tenth of the core's
- * cost). Any thread; the last unref frees (jn_delivery_free_). */
+ * several references in its life, and a call each cost 15 to 20
+ * instructions when it was not the last). Any thread; the last unref
+ * frees (jn_delivery_free_). */
 void jn_delivery_free_(jn_delivery_t *dlv);
 
 static inline jn_delivery_t *jn_dlv_ref(jn_delivery_t *dlv)

@@ -518,8 +518,26 @@ static inline void jn_disposition_clear(jn_disposition_t *d)
     *d = (jn_disposition_t){.type = JN_DISP_NONE};
 }
 
-/* jn_disposition_copy: deep copy. Returns 0 or JN_ENOMEM. */
-int jn_disposition_copy(jn_disposition_t *dst, const jn_disposition_t *src);
+/* jn_disposition_copy_owned: jn_disposition_copy's slow half, for a
+ * source that has strings or extra fields. Any thread. */
+int jn_disposition_copy_owned(jn_disposition_t *dst, const jn_disposition_t *src);
+
+/* jn_disposition_copy: deep copy of src (a delivery state, AMQP 1.0 part
+ * 3, 3.4; borrowed) into dst (dst's old contents are not freed; the copy's
+ * strings and extra fields are dst's own). Returns 0 or JN_ENOMEM (dst then
+ * holds nothing). Any thread.
+ * Inline: a delivery's outcome is copied twice on its way back (into the
+ * update action, into the work item), and it almost never has anything
+ * but its type to copy. */
+static inline int jn_disposition_copy(jn_disposition_t *dst, const jn_disposition_t *src)
+{
+    if (__builtin_expect(src->condition || src->description || src->extra, 0))
+        return jn_disposition_copy_owned(dst, src);
+    *dst = (jn_disposition_t){.type = src->type,
+                              .delivery_failed = src->delivery_failed,
+                              .undeliverable_here = src->undeliverable_here};
+    return 0;
+}
 
 /* jn_delivery_new_IO: a delivery arriving on incoming link, carrying
  * message (the reference passes to the delivery), settled as the sender
@@ -554,9 +572,10 @@ void jn_core_delivery_continued_IO(jn_delivery_t *dlv);
  * in a disposition of its own, 2.7.6) goes to every copy: one not yet
  * handed out carries it on its first transfer instead of the first frame's
  * state, one handed out gets it as a JN_WORK_DELIVERY_UPDATE not settled.
- * Takes a
- * pooled action; aborts the process when memory is exhausted (a lost
- * settlement would leak deliveries at both ends). */
+ * Posts the delivery's own action, or, while that one is still posted, a
+ * pooled one; aborts the process when memory for that is exhausted (a
+ * lost settlement would leak deliveries at both ends). The I/O thread of
+ * the delivery's link's connection. */
 void jn_core_delivery_update_IO(jn_delivery_t *dlv, const jn_disposition_t *disp, bool settled);
 
 /* Accessors, any thread holding a reference: */
@@ -724,6 +743,10 @@ enum { JN_STREAM_ATTACH_DATA = 1, JN_STREAM_ATTACH_ANONYMOUS = 2 };
 typedef struct jn_work {
     jn_mpsc_node_t node;      /* queue link (private) */
     jn_work_type_t type;
+    /* private to router/core: where the item lives (0: its own pool
+     * object; else inside the delivery it is about, which jn_work_free
+     * and jn_work_take_dlv give it back to) */
+    uint8_t home;
     jn_core_link_t *link;     /* link work: a reference owned by the item;
                                * delivery work: the delivery's link (kept
                                * alive by dlv); jn_core_link_io(link) = io_link */

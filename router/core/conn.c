@@ -207,17 +207,6 @@ jn_work_t *jn_work_new_CT(jn_core_t *core, jn_work_type_t type)
     return w;
 }
 
-void jn_work_push_CT(jn_core_conn_t *conn, jn_work_t *work)
-{
-    JN_ASSERT_CT(conn->core);
-    if (conn->ct.closed) {
-        jn_work_free(work);
-        return;
-    }
-    if (jn_mpsc_push(&conn->work, &work->node))
-        conn->core->ops.wake(conn->io_conn);
-}
-
 int jn_work_link_CT(jn_core_link_t *link, jn_work_type_t type, const char *address,
                     const char *condition, const char *description, uint32_t credit)
 {
@@ -257,13 +246,29 @@ int jn_work_drain_CT(jn_core_link_t *link, uint32_t credit)
     return 0;
 }
 
-int jn_work_dlv_CT(jn_delivery_t *dlv, jn_work_type_t type, uint64_t disp_type,
-                   const jn_disposition_t *disp, bool settled)
+/* A delivery work item for dlv: dlv's own (delivery.h) when the I/O
+ * thread gave it back, else one from the pool (NULL: ENOMEM). Only the
+ * core sets work_busy, so a load then a store is enough; the acquire
+ * pairs with the release of whoever freed it last (jn_work_free). */
+static jn_work_t *dlv_work_new_CT(jn_core_t *core, jn_delivery_t *dlv, jn_work_type_t type)
+{
+    JN_ASSERT_CT(core);
+    if (atomic_load_explicit(&dlv->work_busy, memory_order_acquire))
+        return jn_work_new_CT(core, type);
+    atomic_store_explicit(&dlv->work_busy, true, memory_order_relaxed);
+    jn_work_t *w = &dlv->work;
+    *w = (jn_work_t){.type = type, .home = JN_WORK_HOME_DLV};
+    return w;
+}
+
+int jn_work_dlv_slow_CT(jn_delivery_t *dlv, jn_work_type_t type, uint64_t disp_type,
+                        const jn_disposition_t *disp, bool settled)
 {
     JN_ASSERT_CT(jn_delivery_core(dlv));
     jn_core_conn_t *conn = dlv->link->conn;
-    jn_work_t *w = jn_work_new_CT(conn->core, type);
+    jn_work_t *w = dlv_work_new_CT(conn->core, dlv, type);
     if (w && disp && jn_disposition_copy(&w->disp, disp) != 0) {
+        w->dlv = jn_dlv_ref(dlv); /* jn_work_free drops it */
         jn_work_free(w);
         w = NULL;
     }
@@ -275,7 +280,7 @@ int jn_work_dlv_CT(jn_delivery_t *dlv, jn_work_type_t type, uint64_t disp_type,
     }
     if (!disp)
         w->disp.type = disp_type;
-    w->dlv = jn_delivery_ref(dlv);
+    w->dlv = jn_dlv_ref(dlv);
     w->link = dlv->link; /* kept alive by the delivery reference */
     w->settled = settled;
     jn_work_push_CT(conn, w);
@@ -303,9 +308,22 @@ size_t jn_core_conn_take_work_IO(jn_core_conn_t *conn, jn_work_t **out, size_t m
     return taken;
 }
 
+/* An item that lives in its delivery (home JN_WORK_HOME_DLV) is the
+ * core's to fill again once given back: the release orders the taker's
+ * reads of it before the core's next writes (dlv_work_new_CT). */
+static inline void dlv_work_give_back(jn_work_t *work)
+{
+    jn_disposition_clear(&work->disp);
+    atomic_store_explicit(&work->dlv->work_busy, false, memory_order_release);
+}
+
 jn_delivery_t *jn_work_take_dlv(jn_work_t *work)
 {
     jn_delivery_t *dlv = work->dlv;
+    if (JN_LIKELY(work->home == JN_WORK_HOME_DLV)) {
+        dlv_work_give_back(work); /* its reference passes to the caller */
+        return dlv;
+    }
     if (dlv) {
         work->dlv = NULL;
         work->link = NULL; /* borrowed from dlv */
@@ -318,8 +336,14 @@ void jn_work_free(jn_work_t *work)
 {
     if (!work)
         return;
+    if (work->home == JN_WORK_HOME_DLV) {
+        jn_delivery_t *dlv = work->dlv;
+        dlv_work_give_back(work);
+        jn_dlv_unref(dlv); /* the item's reference (dlv holds the item) */
+        return;
+    }
     if (work->dlv)
-        jn_delivery_unref(work->dlv); /* work->link was borrowed from it */
+        jn_dlv_unref(work->dlv); /* work->link was borrowed from it */
     else if (work->link)
         jn_link_unref(work->link);
     if (work->type == JN_WORK_LINK_ATTACH)

@@ -242,7 +242,7 @@ static void dispatch_CT(jn_core_t *core, jn_mpsc_node_t *node)
     case JN_ACT_DLV_CONTINUED: {
         jn_delivery_t *dlv = JN_CONTAINER_OF(a, jn_delivery_t, continue_action);
         jn_forward_continued_CT(dlv);
-        jn_delivery_unref(dlv);
+        jn_dlv_unref(dlv);
         break;
     }
     case JN_ACT_DLV_UPDATE: {

@@ -40,7 +40,17 @@ void jn_conn_closed_CT(jn_core_conn_t *conn);
  * delivery's connection (dropped when it is closed; wakes it on empty ->
  * non-empty). */
 jn_work_t *jn_work_new_CT(jn_core_t *core, jn_work_type_t type);
-void jn_work_push_CT(jn_core_conn_t *conn, jn_work_t *work);
+/* (inline: every work item passes here) */
+static inline void jn_work_push_CT(jn_core_conn_t *conn, jn_work_t *work)
+{
+    JN_ASSERT_CT(conn->core);
+    if (JN_UNLIKELY(conn->ct.closed)) {
+        jn_work_free(work);
+        return;
+    }
+    if (jn_mpsc_push(&conn->work, &work->node))
+        conn->core->ops.wake(conn->io_conn);
+}
 /* Link work: takes a link reference. Returns 0 or JN_ENOMEM (logged). */
 int jn_work_link_CT(jn_core_link_t *link, jn_work_type_t type, const char *address,
                     const char *condition, const char *description, uint32_t credit);
@@ -49,15 +59,32 @@ int jn_work_link_CT(jn_core_link_t *link, jn_work_type_t type, const char *addre
  * taken away without the flag (io_own_rx.c). Takes a link reference.
  * Returns 0 or JN_ENOMEM (nothing pushed). */
 int jn_work_drain_CT(jn_core_link_t *link, uint32_t credit);
-/* Delivery work on dlv's link's connection: takes a delivery reference.
- * disp may be NULL. Returns 0 or JN_ENOMEM (logged). */
-int jn_work_dlv_CT(jn_delivery_t *dlv, jn_work_type_t type, uint64_t disp_type,
+/* Delivery work on dlv's link's connection: jn_work_dlv_CT, inline in
+ * delivery.h; this is its general case (dlv's own item taken, or a
+ * disposition with strings or extra fields), same arguments and returns
+ * (0, or JN_ENOMEM logged and nothing queued). Core thread. */
+int jn_work_dlv_slow_CT(jn_delivery_t *dlv, jn_work_type_t type, uint64_t disp_type,
                    const jn_disposition_t *disp, bool settled);
 
 /* ---- link.c ------------------------------------------------------------- */
 
-jn_core_link_t *jn_link_ref(jn_core_link_t *link);
-void jn_link_unref(jn_core_link_t *link);
+/* jn_link_ref, jn_link_unref: take / drop a reference on link (atomic; any
+ * thread); the last one frees it (jn_link_free_, which drops its
+ * connection's). Inline: every delivery, work item and queued link takes
+ * and drops one. */
+void jn_link_free_(jn_core_link_t *link);
+static inline jn_core_link_t *jn_link_ref(jn_core_link_t *link)
+{
+    atomic_fetch_add_explicit(&link->refcount, 1, memory_order_relaxed);
+    return link;
+}
+static inline void jn_link_unref(jn_core_link_t *link)
+{
+    unsigned before = atomic_fetch_sub_explicit(&link->refcount, 1, memory_order_acq_rel);
+    JN_CHECK(before > 0);
+    if (before == 1)
+        jn_link_free_(link);
+}
 void jn_link_attached_CT(jn_core_link_t *link);
 /* Process a detach; from_conn_close: the connection is closing (no
  * LINK_RELEASED work: ops->conn_released covers it). */
@@ -300,13 +327,20 @@ void jn_forward_producer_gone_CT(jn_core_link_t *link);
  * connections (by slot) not to send it back to (the one it came on and
  * those to routers in its trace), its origin router (x-opt-qd.ingress; 0 =
  * this router or unknown), the length of its trace, whether the trace
- * already names this router (a loop), its priority. */
+ * already names this router (a loop), its priority. The first three are
+ * what only a route toward another router needs: they may be left to be
+ * filled when one is looked for (full false: jn_router_route_ctx_CT). */
 typedef struct jn_route_ctx {
     jn_mesh_bits_t excluded;
     int origin;
     uint32_t trace_count;
     unsigned priority;
     bool looped; /* this router's own id is in the trace: never forward it */
+    /* excluded, origin and priority are filled; else they are filled from
+     * dlv on the first look for a remote route (jn_router_pick_remote_CT,
+     * jn_router_multicast_links_CT) */
+    bool full;
+    const jn_delivery_t *dlv;
     /* it came from an edge router: never back to that edge (edge.c) */
     const jn_core_conn_t *from_edge;
 } jn_route_ctx_t;
@@ -341,18 +375,34 @@ void jn_router_link_detached_CT(jn_core_link_t *link);
 void jn_router_control_arrived_CT(jn_delivery_t *dlv);
 void jn_router_management_arrived_CT(jn_delivery_t *dlv);
 void jn_router_continued_CT(jn_delivery_t *dlv);
-/* Routing across the mesh. */
-void jn_router_route_ctx_CT(jn_core_t *core, const jn_delivery_t *dlv, jn_route_ctx_t *rc);
+/* Routing across the mesh. jn_router_route_ctx_CT: what routing needs to
+ * know of dlv (borrowed, alive while rc is used) into rc; with full false
+ * only the loop check (looped, trace_count) and from_edge, the rest left
+ * for when a route toward another router is looked for: a delivery for a
+ * local consumer costs no walk of the routers in its trace (hot path on
+ * the egress router of a mesh). */
+void jn_router_route_ctx_CT(jn_core_t *core, const jn_delivery_t *dlv, jn_route_ctx_t *rc,
+                            bool full);
 jn_core_conn_t *jn_router_conn_CT(jn_core_t *core, const jn_router_node_t *node);
+/* jn_router_usable_conn_CT: the connection to reach node through (NULL:
+ * none), unless rc excludes it (mesh_route.c). */
+jn_core_conn_t *jn_router_usable_conn_CT(jn_core_t *core, const jn_router_node_t *node,
+                                         const jn_route_ctx_t *rc);
+/* jn_router_node_at_CT: the remote router of mesh index index, or NULL. */
+static inline jn_router_node_t *jn_router_node_at_CT(jn_core_t *core, int index)
+{
+    JN_ASSERT_CT(core);
+    return index > 0 && index < JN_MESH_MAX_ROUTERS ? core->ct.routers[index] : NULL;
+}
 jn_core_link_t *jn_router_data_link_CT(jn_core_conn_t *conn, unsigned priority);
 /* The best remote destination's data link for an anycast delivery (NULL:
  * none); *load (may be NULL) gets its balanced score. */
-jn_core_link_t *jn_router_pick_remote_CT(jn_core_t *core, jn_addr_t *addr, const jn_route_ctx_t *rc,
+jn_core_link_t *jn_router_pick_remote_CT(jn_core_t *core, jn_addr_t *addr, jn_route_ctx_t *rc,
                                          uint64_t *load);
 /* Data links toward the remote destinations of a multicast address, one
  * per connection; returns how many were put in out (at most max). */
-unsigned jn_router_multicast_links_CT(jn_core_t *core, const jn_addr_t *addr,
-                                      const jn_route_ctx_t *rc, jn_core_link_t **out, unsigned max);
+unsigned jn_router_multicast_links_CT(jn_core_t *core, const jn_addr_t *addr, jn_route_ctx_t *rc,
+                                      jn_core_link_t **out, unsigned max);
 
 /* ---- exchange.c (exchanges and bindings) --------------------------------- */
 
@@ -378,7 +428,7 @@ typedef struct jn_reroute {
 /* jn_forward_route_CT: route dlv to addr as an arrival would (anycast or
  * multicast, local and remote consumers), adding to dlv->ct.pending the
  * copies it makes. For the exchange (exchange.c). */
-void jn_forward_route_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *rc);
+void jn_forward_route_CT(jn_delivery_t *dlv, jn_addr_t *addr, jn_route_ctx_t *rc);
 /* jn_forward_copies_CT: one copy of dlv (settled as dlv is sent) to each
  * of links (n), added to dlv->ct.pending. For the exchange (exchange.c). */
 void jn_forward_copies_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigned n);
@@ -605,9 +655,7 @@ void jn_stream_tick_CT(jn_core_t *core, int64_t now_ms);
 /* Free an update action the core has taken from its queue. */
 void jn_update_action_free(jn_update_action_t *a);
 
-/* ---- lists -------------------------------------------------------------- */
-
-void jn_dlv_list_append_CT(jn_dlv_list_t *list, jn_delivery_t *dlv);
-void jn_dlv_list_remove_CT(jn_dlv_list_t *list, jn_delivery_t *dlv);
+/* Delivery lists (jn_dlv_list_append_CT, jn_dlv_list_remove_CT): inline in
+ * delivery.h. */
 
 #endif /* JN_CORE_FNS_H */

@@ -9,8 +9,10 @@
  *
  * Actions are nodes embedded in the objects they are about (a connection's
  * open/close, a link's attach/detach/flow, a delivery's arrival/continue),
- * so posting them cannot fail; only a disposition update is a separate
- * pooled object (it carries a copy of the disposition).
+ * so posting them cannot fail; a disposition update carries a copy of the
+ * disposition: the delivery's own (delivery.h, `update`), or a pooled one
+ * while that is posted. A delivery's first work item toward its
+ * connection is its own too (`work`, conn.c).
  *
  * Reference counts (atomic) keep shared objects alive across threads:
  *   jn_core_conn_t: 1 "life" reference from jn_core_conn_opened_IO until the
@@ -109,15 +111,21 @@ typedef struct jn_action {
     uint8_t type; /* jn_action_type_t */
 } jn_action_t;
 
+/* jn_work_t.home: a work item from the work pool (jn_work_new_CT), or the
+ * delivery's own (jn_delivery_t.work, conn.c). */
+enum { JN_WORK_HOME_POOL = 0, JN_WORK_HOME_DLV = 1 };
+
 #define JN_CONTAINER_OF(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
-/* A disposition update (jn_core_delivery_update_IO), from the action pool.
+/* A disposition update (jn_core_delivery_update_IO): the delivery's own
+ * (embedded: its `update`, delivery.h) or one from the action pool.
  * Written by the posting I/O thread, then owned by the core thread. */
 typedef struct jn_update_action {
     jn_action_t base;
     jn_delivery_t *dlv;    /* reference owned by the action */
     jn_disposition_t disp; /* owned copy */
     bool settled;
+    bool embedded; /* dlv's own `update`: given back, not freed */
 } jn_update_action_t;
 
 /* ---- addresses ---------------------------------------------------------- */
@@ -294,6 +302,24 @@ struct jn_core_conn {
  * up every time). */
 #define JN_ADDR_MEMO_MAX 46
 
+/* Octets of the longest encoded trace an incoming link's trace memo keeps
+ * (jn_trace_memo_t; longer ones are walked every time). */
+#define JN_TRACE_MEMO_MAX 48
+
+/* An incoming link's memo of the trace of its last delivery that came
+ * across the mesh (mesh_route.c, the loop check): the encoded entries
+ * (x-opt-qd.trace's list elements, len octets of raw, count of them) and
+ * whether they named this router. The answer depends on nothing else (the
+ * router's own id never changes), so the memo never goes stale. Core
+ * thread only (a part of the link's ct state). */
+typedef struct jn_trace_memo {
+    bool valid;
+    bool looped;
+    uint8_t len;
+    uint32_t count;
+    uint8_t raw[JN_TRACE_MEMO_MAX];
+} jn_trace_memo_t;
+
 /* An anonymous incoming link's memo of the last address its messages were
  * routed to (address.c, jn_addr_for_message_memo_CT): the raw octets of the
  * field the address was found from, the phase applied, and the address.
@@ -354,6 +380,7 @@ struct jn_core_link {
         uint8_t state;                         /* jn_link_state_t */
         bool anonymous;                        /* incoming, no target: route by each message */
         jn_addr_memo_t addr_memo;              /* anonymous: the last address found */
+        jn_trace_memo_t trace_memo;            /* the last trace's loop check */
         jn_addr_t *addr;                       /* target/source address (when attached) */
         uint32_t addr_index;                   /* index in addr->consumers or ->producers */
         char *dyn_address;                     /* dynamic source address made (heap) */

@@ -9,8 +9,10 @@
  * when none is queued (continue_posted), so a burst of frames of one
  * streaming message costs one action; the core clears the flag (an atomic
  * exchange) before it reads the message's progress, so octets published
- * after that always lead to another continue. Only a disposition update
- * takes an action object from a pool.
+ * after that always lead to another continue. A disposition update uses
+ * the delivery's own update action (update_busy), and takes one from a
+ * pool only while that one is still posted; the core's work items about a
+ * delivery likewise use its own `work` first (conn.c).
  */
 #include "delivery.h"
 
@@ -22,15 +24,18 @@
 static _Atomic(jn_pool_t *) delivery_pool;
 static _Atomic(jn_pool_t *) update_pool;
 
-static jn_delivery_t *delivery_alloc(jn_core_link_t *link, jn_message_t *message)
+/* A new delivery on link carrying message (its reference passes to it),
+ * refcount 1. Only the fields up to `tag` are cleared (delivery.h): the
+ * tag, the embedded work item and update action are written before they
+ * are read, so a delivery costs a third less to make. */
+static inline jn_delivery_t *delivery_alloc(jn_core_link_t *link, jn_message_t *message)
 {
     jn_pool_t *pool = jn_pool_get_once(&delivery_pool, "jn_delivery", sizeof(jn_delivery_t), 0);
     jn_delivery_t *d = pool ? jn_pool_alloc(pool) : NULL;
     if (!d)
         return NULL;
-    memset(d, 0, sizeof *d);
+    memset(d, 0, offsetof(jn_delivery_t, tag));
     atomic_init(&d->refcount, 1);
-    atomic_init(&d->continue_posted, false);
     d->link = jn_link_ref(link);
     d->message = message;
     d->arrive_action.type = JN_ACT_DLV_ARRIVED;
@@ -125,7 +130,7 @@ jn_delivery_t *jn_delivery_copy_CT(jn_delivery_t *peer, jn_core_link_t *link, bo
     if (JN_UNLIKELY(peer->state) && delivery_set_state(c, peer->state) != 0)
         JN_LOG(JN_LOG_MOD_ROUTER_CORE, JN_LOG_ERROR,
                "Out of memory for a delivery's state: the copy goes without it");
-    c->ct.peer = jn_delivery_ref(peer);
+    c->ct.peer = jn_dlv_ref(peer);
     c->ct.copy_next = peer->ct.copies;
     if (peer->ct.copies)
         peer->ct.copies->ct.copy_prev = c;
@@ -135,18 +140,17 @@ jn_delivery_t *jn_delivery_copy_CT(jn_delivery_t *peer, jn_core_link_t *link, bo
 
 jn_delivery_t *jn_delivery_ref(jn_delivery_t *dlv)
 {
-    atomic_fetch_add_explicit(&dlv->refcount, 1, memory_order_relaxed);
-    return dlv;
+    return jn_dlv_ref(dlv);
 }
 
 void jn_delivery_unref(jn_delivery_t *dlv)
 {
-    if (!dlv)
-        return;
-    unsigned before = atomic_fetch_sub_explicit(&dlv->refcount, 1, memory_order_acq_rel);
-    JN_CHECK(before > 0);
-    if (before != 1)
-        return;
+    if (dlv)
+        jn_dlv_unref(dlv);
+}
+
+void jn_delivery_free_(jn_delivery_t *dlv)
+{
     jn_message_unref(dlv->message);
     if (JN_UNLIKELY(dlv->state)) {
         jn_disposition_clear(dlv->state);
@@ -277,7 +281,7 @@ void jn_delivery_set_io(jn_delivery_t *dlv, void *io)
 void jn_core_delivery_arrived_IO(jn_delivery_t *dlv)
 {
     JN_ASSERT_IO_CALLER();
-    jn_delivery_ref(dlv); /* the core's reference, dropped when it is done */
+    jn_dlv_ref(dlv); /* the core's reference, dropped when it is done */
     jn_core_post(jn_delivery_core(dlv), &dlv->arrive_action);
 }
 
@@ -286,24 +290,33 @@ void jn_core_delivery_continued_IO(jn_delivery_t *dlv)
     JN_ASSERT_IO_CALLER();
     if (atomic_exchange_explicit(&dlv->continue_posted, true, memory_order_acq_rel))
         return; /* one is queued: the core reads the progress after this */
-    jn_delivery_ref(dlv);
+    jn_dlv_ref(dlv);
     jn_core_post(jn_delivery_core(dlv), &dlv->continue_action);
 }
 
 void jn_core_delivery_update_IO(jn_delivery_t *dlv, const jn_disposition_t *disp, bool settled)
 {
     JN_ASSERT_IO_CALLER();
-    jn_pool_t *pool =
-        jn_pool_get_once(&update_pool, "jn_core_update", sizeof(jn_update_action_t), 0);
-    jn_update_action_t *a = pool ? jn_pool_alloc(pool) : NULL;
-    /* No return value to report through, and losing a settlement would
-     * leak the delivery at both ends: out of memory here is fatal. */
-    JN_CHECK(a != NULL);
-    memset(a, 0, sizeof *a);
+    jn_update_action_t *a = &dlv->update;
+    /* the delivery's own when it is not posted already (the usual case:
+     * one update per delivery), else one from the pool; the acquire pairs
+     * with the core's release in jn_update_action_free */
+    bool embedded = !atomic_exchange_explicit(&dlv->update_busy, true, memory_order_acquire);
+    if (JN_UNLIKELY(!embedded)) {
+        jn_pool_t *pool =
+            jn_pool_get_once(&update_pool, "jn_core_update", sizeof(jn_update_action_t), 0);
+        a = pool ? jn_pool_alloc(pool) : NULL;
+        /* No return value to report through, and losing a settlement would
+         * leak the delivery at both ends: out of memory here is fatal. */
+        JN_CHECK(a != NULL);
+    }
     a->base.type = JN_ACT_DLV_UPDATE;
-    a->dlv = jn_delivery_ref(dlv);
+    a->dlv = jn_dlv_ref(dlv);
     a->settled = settled;
-    if (disp && jn_disposition_copy(&a->disp, disp) != 0) {
+    a->embedded = embedded;
+    if (!disp) {
+        a->disp = (jn_disposition_t){.type = JN_DISP_NONE};
+    } else if (jn_disposition_copy(&a->disp, disp) != 0) {
         /* ENOMEM: keep the outcome, lose the text */
         a->disp.type = disp->type;
         a->disp.delivery_failed = disp->delivery_failed;
@@ -314,9 +327,15 @@ void jn_core_delivery_update_IO(jn_delivery_t *dlv, const jn_disposition_t *disp
 
 void jn_update_action_free(jn_update_action_t *a)
 {
-    jn_delivery_unref(a->dlv);
+    jn_delivery_t *dlv = a->dlv;
     jn_disposition_clear(&a->disp);
-    jn_pool_free(atomic_load_explicit(&update_pool, memory_order_acquire), a);
+    if (JN_LIKELY(a->embedded))
+        /* dlv's own: the I/O thread may post it again from here on (the
+         * release orders this thread's reads of it before its reuse) */
+        atomic_store_explicit(&dlv->update_busy, false, memory_order_release);
+    else
+        jn_pool_free(atomic_load_explicit(&update_pool, memory_order_acquire), a);
+    jn_dlv_unref(dlv);
 }
 
 /* ---- dispositions --------------------------------------------------------- */
@@ -357,14 +376,12 @@ static int dup_string(char **dst, const char *src)
     return *dst ? 0 : JN_ENOMEM;
 }
 
-int jn_disposition_copy(jn_disposition_t *dst, const jn_disposition_t *src)
+int jn_disposition_copy_owned(jn_disposition_t *dst, const jn_disposition_t *src)
 {
     memset(dst, 0, sizeof *dst);
     dst->type = src->type;
     dst->delivery_failed = src->delivery_failed;
     dst->undeliverable_here = src->undeliverable_here;
-    if (JN_LIKELY(!src->condition && !src->description && !src->extra))
-        return 0; /* the usual outcome: nothing to copy */
     if (dup_string(&dst->condition, src->condition) != 0 ||
         dup_string(&dst->description, src->description) != 0)
         goto nomem;
@@ -387,34 +404,4 @@ int jn_disposition_copy(jn_disposition_t *dst, const jn_disposition_t *src)
 nomem:
     jn_disposition_clear(dst);
     return JN_ENOMEM;
-}
-
-/* ---- lists ---------------------------------------------------------------- */
-
-void jn_dlv_list_append_CT(jn_dlv_list_t *list, jn_delivery_t *dlv)
-{
-    JN_ASSERT_SOME_CT();
-    dlv->ct.next = NULL;
-    dlv->ct.prev = list->tail;
-    if (list->tail)
-        list->tail->ct.next = dlv;
-    else
-        list->head = dlv;
-    list->tail = dlv;
-    list->count++;
-}
-
-void jn_dlv_list_remove_CT(jn_dlv_list_t *list, jn_delivery_t *dlv)
-{
-    JN_ASSERT_SOME_CT();
-    if (dlv->ct.prev)
-        dlv->ct.prev->ct.next = dlv->ct.next;
-    else
-        list->head = dlv->ct.next;
-    if (dlv->ct.next)
-        dlv->ct.next->ct.prev = dlv->ct.prev;
-    else
-        list->tail = dlv->ct.prev;
-    dlv->ct.prev = dlv->ct.next = NULL;
-    list->count--;
 }

@@ -226,7 +226,7 @@ static void exchange_free(jn_exchange_t *ex)
 
 /* Route dlv to next hop h; the copies made (handed out or waiting). */
 static uint32_t send_to_hop_CT(jn_core_t *core, jn_delivery_t *dlv, jn_next_hop_t *h,
-                               const jn_route_ctx_t *rc)
+                               jn_route_ctx_t *rc)
 {
     JN_ASSERT_CT(core);
     jn_addr_t *to = jn_hash_lookup(core->ct.addrs, h->key, h->key_len);
@@ -249,7 +249,7 @@ void jn_exchange_forward_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_
     ex->serial++;
     /* a new destination: the message starts afresh from this router (its
      * way back toward where it came from is open again) */
-    jn_route_ctx_t rc = {.priority = rc_in->priority};
+    jn_route_ctx_t rc = {.priority = rc_in->priority, .full = true};
     bool presettled = dlv->presettled;
     dlv->presettled = true; /* every copy pre-settled, as 1.19's exchange */
     dlv->ct.pending++;      /* held until every next hop has its copies */

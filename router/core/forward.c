@@ -56,13 +56,13 @@ static bool message_finished(const jn_message_t *m)
 }
 
 /* Drop the core's reference on an incoming delivery it has no more use for. */
-static void check_done_CT(jn_delivery_t *dlv)
+static inline void check_done_CT(jn_delivery_t *dlv)
 {
     JN_ASSERT_CT(jn_delivery_core(dlv));
     if (dlv->ct.done || !dlv->ct.routed || dlv->ct.pending > 0 || dlv->ct.copies)
         return;
     dlv->ct.done = true;
-    jn_delivery_unref(dlv);
+    jn_dlv_unref(dlv);
 }
 
 /* Management counters of a link (router.link acceptedCount...): one
@@ -148,73 +148,6 @@ static void refuse_unavailable_CT(jn_core_t *core, jn_delivery_t *dlv)
         jn_stat_add(&core->stats.rejected, 1);
 }
 
-/* Multicast outcome ranks: the strongest wins (10.3). */
-enum { JN_MC_NONE = 0, JN_MC_RELEASED, JN_MC_MODIFIED, JN_MC_ACCEPTED, JN_MC_REJECTED };
-
-static uint8_t mc_rank(uint64_t type)
-{
-    return type == JN_DISP_REJECTED   ? JN_MC_REJECTED
-           : type == JN_DISP_ACCEPTED ? JN_MC_ACCEPTED
-           : type == JN_DISP_MODIFIED ? JN_MC_MODIFIED
-           : type == JN_DISP_RELEASED ? JN_MC_RELEASED
-                                      : JN_MC_NONE;
-}
-
-void jn_fwd_mc_merge_CT(jn_delivery_t *peer, uint64_t type)
-{
-    JN_ASSERT_CT(jn_delivery_core(peer));
-    uint8_t r = mc_rank(type);
-    if (r > peer->ct.mc_outcome)
-        peer->ct.mc_outcome = r;
-}
-
-static const uint64_t mc_types[] = {JN_DISP_ACCEPTED, JN_DISP_RELEASED, JN_DISP_MODIFIED,
-                                    JN_DISP_ACCEPTED, JN_DISP_REJECTED};
-
-/* An unsettled multicast delivery whose copies are all handed out and all
- * settled: settle it with their strongest outcome. */
-void jn_fwd_mc_check_CT(jn_delivery_t *dlv)
-{
-    JN_ASSERT_CT(jn_delivery_core(dlv));
-    if (!dlv->ct.multicast || !dlv->ct.credit_returned || dlv->ct.mc_unsettled > 0 ||
-        dlv->ct.handed == 0)
-        return;
-    jn_fwd_settle_incoming_CT(dlv, mc_types[dlv->ct.mc_outcome]);
-}
-
-/* An unsettled multicast delivery whose copies are all handed out and have
- * all given an outcome, some without settling (consumers that wait for the
- * sender to settle first): their strongest outcome goes to the sender
- * unsettled, once, as 1.19 sums them up; the sender's settlement then
- * settles the copies (sender_update_CT), or the last copy's settles it. */
-void jn_fwd_mc_tell_CT(jn_delivery_t *dlv)
-{
-    JN_ASSERT_CT(jn_delivery_core(dlv));
-    if (!dlv->ct.multicast || !dlv->ct.credit_returned || dlv->ct.mc_waiting > 0 ||
-        dlv->ct.mc_unsettled == 0 || dlv->ct.handed == 0 || dlv->ct.mc_told || dlv->presettled ||
-        dlv->ct.sender_settled || dlv->ct.router_settled ||
-        dlv->link->ct.state == JN_LINK_ST_DETACHED)
-        return;
-    dlv->ct.mc_told = true;
-    uint64_t type = mc_types[dlv->ct.mc_outcome];
-    jn_disposition_t failed = {.type = JN_DISP_MODIFIED, .delivery_failed = true};
-    jn_work_dlv_CT(dlv, JN_WORK_DELIVERY_UPDATE, type, type == JN_DISP_MODIFIED ? &failed : NULL,
-                   false);
-}
-
-/* A multicast copy's outcome is in (merged by the caller): one less its
- * peer waits for. */
-void jn_fwd_mc_outcome_in_CT(jn_delivery_t *copy)
-{
-    JN_ASSERT_CT(jn_delivery_core(copy));
-    jn_delivery_t *peer = copy->ct.peer;
-    if (copy->ct.mc_outcome_in || !peer)
-        return;
-    copy->ct.mc_outcome_in = true;
-    if (peer->ct.mc_waiting > 0)
-        peer->ct.mc_waiting--;
-}
-
 /* Every copy of dlv is handed out or dropped: return its credit, tell the
  * message how many copies it has, settle it if the router decides. */
 void jn_fwd_all_handed_CT(jn_core_t *core, jn_delivery_t *dlv)
@@ -232,7 +165,8 @@ void jn_fwd_all_handed_CT(jn_core_t *core, jn_delivery_t *dlv)
         jn_message_stream_set_copies(dlv->message, dlv->ct.handed);
     if (in->ct.held > 0)
         in->ct.held--;
-    jn_link_mark_dirty_CT(in);
+    if (!in->ct.dirty) /* (mostly it is already: arrivals mark it) */
+        jn_link_mark_dirty_CT(in);
     if (dlv->ct.handed == 0 && !dlv->ct.served) {
         /* a pre-settled one that no consumer took is dropped, counted in
          * droppedPresettledDeliveries as 1.19 counts it (a multicast one's
@@ -257,7 +191,7 @@ void jn_fwd_all_handed_CT(jn_core_t *core, jn_delivery_t *dlv)
 }
 
 /* Mark a copy settled on the consumer's side (keeps the link's count). */
-static void copy_settle_CT(jn_delivery_t *copy)
+static inline void copy_settle_CT(jn_delivery_t *copy)
 {
     JN_ASSERT_CT(jn_delivery_core(copy));
     if (copy->ct.settled)
@@ -301,9 +235,9 @@ void jn_fwd_finish_copy_CT(jn_delivery_t *copy)
     if (copy->ct.copy_next)
         copy->ct.copy_next->ct.copy_prev = copy->ct.copy_prev;
     copy->ct.peer = copy->ct.copy_prev = copy->ct.copy_next = NULL;
-    jn_delivery_unref(copy);
+    jn_dlv_unref(copy);
     check_done_CT(peer);
-    jn_delivery_unref(peer); /* the copy's reference */
+    jn_dlv_unref(peer); /* the copy's reference */
 }
 
 /* Queue a copy on its link and hand out what the credit allows. */
@@ -322,7 +256,7 @@ static void enqueue_CT(jn_delivery_t *copy)
  * surplus left at the end is at least (2f - 1) x window for a candidate
  * behind a fraction f of the votes, so surplus >= window / 2 means f >= 3/4
  * (and no other connection can have that). */
-static bool affinity_vote_CT(jn_core_conn_t *c, uint64_t peer)
+static inline bool affinity_vote_CT(jn_core_conn_t *c, uint64_t peer)
 {
     JN_ASSERT_CT(c->core);
     if (c->ct.aff.cand == peer) {
@@ -361,8 +295,7 @@ static inline void affinity_CT(jn_core_t *core, jn_core_conn_t *in, jn_core_conn
         core->ops.colocate(in->io_conn, out->io_conn);
 }
 
-
-static void count_outcome_CT(jn_core_t *core, jn_delivery_t *copy, uint64_t type);
+static inline void count_outcome_CT(jn_core_t *core, jn_delivery_t *copy, uint64_t type);
 
 /* An unsettled anycast delivery's copy goes settled to a consumer that
  * asked for settled deliveries (jn_delivery_copy_CT): accepted on the
@@ -439,9 +372,15 @@ void jn_forward_hand_out_CT(jn_delivery_t *copy)
  * then the cheapest remote router (a local one at its unsettled bound only
  * when no other way is open); balanced takes the least loaded of the
  * best local consumer and the best remote one (load + cost). NULL: none. */
-static jn_core_link_t *pick_anycast_CT(jn_core_t *core, jn_addr_t *addr, const jn_route_ctx_t *rc)
+static jn_core_link_t *pick_anycast_CT(jn_core_t *core, jn_addr_t *addr, jn_route_ctx_t *rc)
 {
     JN_ASSERT_CT(core);
+    /* one local consumer and no router to weigh it against (the usual
+     * queue): it, whatever its load, as the general case below finds */
+    if (JN_LIKELY(addr->n_consumers == 1 && addr->n_remote == 0 && !rc->from_edge)) {
+        addr->next = 0;
+        return addr->consumers[0];
+    }
     jn_core_link_t *local = addr->n_consumers ? jn_addr_pick_consumer_CT(addr) : NULL;
     if (JN_UNLIKELY(rc->from_edge) && local && local->conn == rc->from_edge)
         local = jn_edge_pick_other_CT(addr, rc->from_edge); /* not back to the edge */
@@ -476,7 +415,7 @@ static bool backlogged_CT(const jn_delivery_t *dlv, const jn_core_link_t *to)
 
 /* One copy of dlv to the consumer anycast picks for addr (or, with none,
  * for addr's fallback). Returns true when a copy was made. */
-static bool forward_anycast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *rc)
+static bool forward_anycast_CT(jn_delivery_t *dlv, jn_addr_t *addr, jn_route_ctx_t *rc)
 {
     jn_core_t *core = jn_delivery_core(dlv);
     JN_ASSERT_CT(core);
@@ -516,7 +455,6 @@ static bool forward_anycast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_rou
     enqueue_CT(copy);
     return true;
 }
-
 
 /* One copy, settled as dlv was sent, to each of links (n of them), and to each of more
  * (n_more; may be NULL). The pending count covers all of them before the
@@ -568,7 +506,7 @@ static void copy_to_links_CT(jn_delivery_t *dlv, jn_core_link_t **links, unsigne
     }
 }
 
-static void forward_multicast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *rc)
+static void forward_multicast_CT(jn_delivery_t *dlv, jn_addr_t *addr, jn_route_ctx_t *rc)
 {
     jn_core_t *core = jn_delivery_core(dlv);
     JN_ASSERT_CT(core);
@@ -612,29 +550,20 @@ static void forward_multicast_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_r
 
 /* The class dlv's copies' residence time is counted under (/metrics): the
  * class of the address it is routed by. */
+static const uint8_t res_class_of[256] = {
+    [JN_ADDR_CLASS_MOBILE] = JN_RES_CLASS_MOBILE,     [JN_ADDR_CLASS_LOCAL] = JN_RES_CLASS_LOCAL,
+    [JN_ADDR_CLASS_ROUTER] = JN_RES_CLASS_ROUTER,     [JN_ADDR_CLASS_TOPOLOGICAL] = JN_RES_CLASS_ROUTER,
+    [JN_ADDR_CLASS_AREA] = JN_RES_CLASS_ROUTER, /* any other: JN_RES_CLASS_OTHER (0) */
+};
+
 static inline void res_class_CT(jn_delivery_t *dlv, const jn_addr_t *addr)
 {
     JN_ASSERT_CT(jn_delivery_core(dlv));
-    switch (addr->key_len ? addr->key[0] : 0) {
-    case JN_ADDR_CLASS_MOBILE:
-        dlv->ct.res_class = JN_RES_CLASS_MOBILE;
-        break;
-    case JN_ADDR_CLASS_LOCAL:
-        dlv->ct.res_class = JN_RES_CLASS_LOCAL;
-        break;
-    case JN_ADDR_CLASS_ROUTER:
-    case JN_ADDR_CLASS_TOPOLOGICAL:
-    case JN_ADDR_CLASS_AREA:
-        dlv->ct.res_class = JN_RES_CLASS_ROUTER;
-        break;
-    default:
-        dlv->ct.res_class = JN_RES_CLASS_OTHER;
-        break;
-    }
+    dlv->ct.res_class = addr->key_len ? res_class_of[addr->key[0]] : JN_RES_CLASS_OTHER;
 }
 
 /* Route dlv to addr by its distribution (NULL: nowhere). */
-static void route_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *rc)
+static void route_CT(jn_delivery_t *dlv, jn_addr_t *addr, jn_route_ctx_t *rc)
 {
     JN_ASSERT_CT(jn_delivery_core(dlv));
     if (!addr)
@@ -646,7 +575,7 @@ static void route_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *
         forward_anycast_CT(dlv, addr, rc);
 }
 
-void jn_forward_route_CT(jn_delivery_t *dlv, jn_addr_t *addr, const jn_route_ctx_t *rc)
+void jn_forward_route_CT(jn_delivery_t *dlv, jn_addr_t *addr, jn_route_ctx_t *rc)
 {
     route_CT(dlv, addr, rc);
 }
@@ -689,7 +618,7 @@ void jn_forward_composed_CT(jn_delivery_t *dlv)
     jn_core_t *core = jn_delivery_core(dlv);
     JN_ASSERT_CT(core);
     jn_route_ctx_t rc;
-    jn_router_route_ctx_CT(core, dlv, &rc);
+    jn_router_route_ctx_CT(core, dlv, &rc, true);
     jn_addr_t *addr = addr_of_CT(core, dlv);
     if (addr && !addr->inproc) {
         addr->from_container++;
@@ -722,7 +651,8 @@ static inline jn_fwd_kind_t classify_CT(jn_core_t *core, jn_delivery_t *dlv, jn_
     if (JN_UNLIKELY(!addr) && in->ct.anonymous && attached &&
         jn_addr_unavailable_for_delivery_CT(core, dlv))
         return JN_FWD_UNAVAILABLE;
-    jn_router_route_ctx_CT(core, dlv, &r->rc);
+    bool far = addr && (addr->n_remote || addr->inproc == JN_INPROC_EXCHANGE); /* see mesh_route.c */
+    jn_router_route_ctx_CT(core, dlv, &r->rc, far);
     if (JN_UNLIKELY(core->edge_mode) &&
         (!addr || !jn_addr_has_destination_or_fallback_CT(core, addr)) && !r->rc.from_edge &&
         core->ct.edge_addr && core->ct.uplink_out)
@@ -845,7 +775,7 @@ void jn_forward_continued_CT(jn_delivery_t *dlv)
     }
 }
 
-static void count_outcome_CT(jn_core_t *core, jn_delivery_t *copy, uint64_t type)
+static inline void count_outcome_CT(jn_core_t *core, jn_delivery_t *copy, uint64_t type)
 {
     JN_ASSERT_CT(core);
     if (copy->ct.outcome_counted)
@@ -963,7 +893,6 @@ void jn_forward_update_CT(jn_delivery_t *dlv, const jn_disposition_t *disp, bool
         jn_fwd_finish_copy_CT(dlv);
 }
 
-
 /* ---- for the other forwarding files (forward_private.h) ------------------ */
 
 /* (addr_of_CT, pick_anycast_CT and enqueue_CT stay static so that the
@@ -975,7 +904,7 @@ jn_addr_t *jn_fwd_addr_of_CT(jn_core_t *core, jn_delivery_t *dlv)
     return addr_of_CT(core, dlv);
 }
 
-jn_core_link_t *jn_fwd_pick_anycast_CT(jn_core_t *core, jn_addr_t *addr, const jn_route_ctx_t *rc)
+jn_core_link_t *jn_fwd_pick_anycast_CT(jn_core_t *core, jn_addr_t *addr, jn_route_ctx_t *rc)
 {
     JN_ASSERT_CT(core);
     return pick_anycast_CT(core, addr, rc);

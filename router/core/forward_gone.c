@@ -58,7 +58,7 @@ void jn_forward_consumer_gone_CT(jn_core_link_t *link, jn_addr_t *addr)
         jn_core_link_t *next = NULL;
         if (to) {
             jn_route_ctx_t rc;
-            jn_router_route_ctx_CT(core, peer, &rc);
+            jn_router_route_ctx_CT(core, peer, &rc, true);
             next = jn_fwd_pick_anycast_CT(core, to, &rc);
         }
         if (next && next != link) {

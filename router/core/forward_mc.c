@@ -1,7 +1,8 @@
 /*
  * forward_mc.c — stuck multicast consumers (core thread only): parking,
- * dropping and the watch that finds them; the copies themselves are made
- * and handed out by forward.c.
+ * dropping and the watch that finds them; and the outcome an unsettled
+ * multicast delivery's copies add up to (at the end). The copies themselves
+ * are made and handed out by forward.c.
  *
  * A consumer of a multicast address (a local outgoing link; never a link toward another router,
  * inter-router or edge: that router judges its own consumers, and a slow
@@ -208,4 +209,74 @@ void jn_forward_backlog_check_CT(jn_core_link_t *link)
     link->ct.mc_dropping = false;
     link->ct.mc_episode_dropped = 0;
     link->ct.mc_idle_checks = 0;
+}
+
+/* ---- outcomes of unsettled multicast deliveries (forward.c, "Handing
+ * out") --------------------------------------------------------------- */
+
+/* Multicast outcome ranks: the strongest wins (10.3). */
+enum { JN_MC_NONE = 0, JN_MC_RELEASED, JN_MC_MODIFIED, JN_MC_ACCEPTED, JN_MC_REJECTED };
+
+static uint8_t mc_rank(uint64_t type)
+{
+    return type == JN_DISP_REJECTED   ? JN_MC_REJECTED
+           : type == JN_DISP_ACCEPTED ? JN_MC_ACCEPTED
+           : type == JN_DISP_MODIFIED ? JN_MC_MODIFIED
+           : type == JN_DISP_RELEASED ? JN_MC_RELEASED
+                                      : JN_MC_NONE;
+}
+
+void jn_fwd_mc_merge_CT(jn_delivery_t *peer, uint64_t type)
+{
+    JN_ASSERT_CT(jn_delivery_core(peer));
+    uint8_t r = mc_rank(type);
+    if (r > peer->ct.mc_outcome)
+        peer->ct.mc_outcome = r;
+}
+
+static const uint64_t mc_types[] = {JN_DISP_ACCEPTED, JN_DISP_RELEASED, JN_DISP_MODIFIED,
+                                    JN_DISP_ACCEPTED, JN_DISP_REJECTED};
+
+/* An unsettled multicast delivery whose copies are all handed out and all
+ * settled: settle it with their strongest outcome. */
+void jn_fwd_mc_check_CT(jn_delivery_t *dlv)
+{
+    JN_ASSERT_CT(jn_delivery_core(dlv));
+    if (!dlv->ct.multicast || !dlv->ct.credit_returned || dlv->ct.mc_unsettled > 0 ||
+        dlv->ct.handed == 0)
+        return;
+    jn_fwd_settle_incoming_CT(dlv, mc_types[dlv->ct.mc_outcome]);
+}
+
+/* An unsettled multicast delivery whose copies are all handed out and have
+ * all given an outcome, some without settling (consumers that wait for the
+ * sender to settle first): their strongest outcome goes to the sender
+ * unsettled, once, as 1.19 sums them up; the sender's settlement then
+ * settles the copies (sender_update_CT), or the last copy's settles it. */
+void jn_fwd_mc_tell_CT(jn_delivery_t *dlv)
+{
+    JN_ASSERT_CT(jn_delivery_core(dlv));
+    if (!dlv->ct.multicast || !dlv->ct.credit_returned || dlv->ct.mc_waiting > 0 ||
+        dlv->ct.mc_unsettled == 0 || dlv->ct.handed == 0 || dlv->ct.mc_told || dlv->presettled ||
+        dlv->ct.sender_settled || dlv->ct.router_settled ||
+        dlv->link->ct.state == JN_LINK_ST_DETACHED)
+        return;
+    dlv->ct.mc_told = true;
+    uint64_t type = mc_types[dlv->ct.mc_outcome];
+    jn_disposition_t failed = {.type = JN_DISP_MODIFIED, .delivery_failed = true};
+    jn_work_dlv_CT(dlv, JN_WORK_DELIVERY_UPDATE, type, type == JN_DISP_MODIFIED ? &failed : NULL,
+                   false);
+}
+
+/* A multicast copy's outcome is in (merged by the caller): one less its
+ * peer waits for. */
+void jn_fwd_mc_outcome_in_CT(jn_delivery_t *copy)
+{
+    JN_ASSERT_CT(jn_delivery_core(copy));
+    jn_delivery_t *peer = copy->ct.peer;
+    if (copy->ct.mc_outcome_in || !peer)
+        return;
+    copy->ct.mc_outcome_in = true;
+    if (peer->ct.mc_waiting > 0)
+        peer->ct.mc_waiting--;
 }

@@ -51,8 +51,7 @@ typedef struct {
 jn_addr_t *jn_fwd_addr_of_CT(jn_core_t *core, jn_delivery_t *dlv);
 /* The consumer an anycast delivery goes to for addr (closest or balanced,
  * rc: where it came from); NULL: none. Borrowed. */
-jn_core_link_t *jn_fwd_pick_anycast_CT(jn_core_t *core, jn_addr_t *addr,
-                                       const jn_route_ctx_t *rc);
+jn_core_link_t *jn_fwd_pick_anycast_CT(jn_core_t *core, jn_addr_t *addr, jn_route_ctx_t *rc);
 /* Queue a new copy (the core's reference moves to its link's undelivered
  * list) and hand out what its link's credit allows. */
 void jn_fwd_enqueue_CT(jn_delivery_t *copy);

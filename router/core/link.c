@@ -202,18 +202,8 @@ void *jn_core_link_io(const jn_core_link_t *link)
     return link->io_link;
 }
 
-jn_core_link_t *jn_link_ref(jn_core_link_t *link)
+void jn_link_free_(jn_core_link_t *link)
 {
-    atomic_fetch_add_explicit(&link->refcount, 1, memory_order_relaxed);
-    return link;
-}
-
-void jn_link_unref(jn_core_link_t *link)
-{
-    unsigned before = atomic_fetch_sub_explicit(&link->refcount, 1, memory_order_acq_rel);
-    JN_CHECK(before > 0);
-    if (before != 1)
-        return;
     jn_core_conn_t *conn = link->conn;
     free(link->name);
     free(link->address);

@@ -141,6 +141,42 @@ static void test_outcome_and_settlement_may_arrive_apart(void **state)
     assert_int_equal(count_work(x.p, JN_WORK_DELIVERY_UPDATE, NULL), 0);
 }
 
+/* A delivery's work item and its disposition update are its own the
+ * first time (delivery.h); a second one while the first is still out comes
+ * from a pool and neither spoils the other. Here the core is held inside
+ * the first update (its wake of the producer's connection) while the
+ * consumer's second update is posted, and the first UPDATE work item is
+ * still queued when the core makes the second. */
+static void test_a_second_update_while_the_first_is_out_is_kept_apart(void **state)
+{
+    (void)state;
+    pair_t x = make_pair(10);
+    jn_delivery_t *d = send_msg(x.p, x.in, false);
+    jn_delivery_t *copy = expect_send(x.c);
+    core_sync();
+    discard_work(x.p); /* credit coming back: other tests look at it */
+    gate_close(x.p);
+    jn_disposition_t a = {.type = JN_DISP_ACCEPTED};
+    jn_core_delivery_update_IO(copy, &a, false);
+    gate_wait_blocked(x.p); /* the first update's action is still the core's */
+    jn_disposition_t none = {.type = JN_DISP_NONE};
+    jn_core_delivery_update_IO(copy, &none, true);
+    gate_open(x.p);
+    jn_work_t *w1 = next_update_for(x.p, d);
+    jn_work_t *w2 = next_update_for(x.p, d);
+    assert_ptr_not_equal(w1, w2);
+    assert_int_equal(w1->disp.type, JN_DISP_ACCEPTED);
+    assert_false(w1->settled);
+    assert_int_equal(w2->disp.type, JN_DISP_NONE);
+    assert_true(w2->settled);
+    jn_work_free(w2);
+    jn_work_free(w1);
+    /* both given back: the next delivery's outcome travels as before */
+    d = send_msg(x.p, x.in, false);
+    consumer_settles(expect_send(x.c), JN_DISP_ACCEPTED);
+    expect_update(x.p, d, JN_DISP_ACCEPTED, true);
+}
+
 static void test_presettled_deliveries_are_forwarded_presettled(void **state)
 {
     (void)state;
@@ -474,6 +510,7 @@ int main(void)
         T(test_modified_outcome_carries_its_flags, setup_balanced),
         T(test_released_by_the_consumer_travels_back, setup_balanced),
         T(test_outcome_and_settlement_may_arrive_apart, setup_balanced),
+        T(test_a_second_update_while_the_first_is_out_is_kept_apart, setup_balanced),
         T(test_presettled_deliveries_are_forwarded_presettled, setup_balanced),
         T(test_sender_settling_first_settles_the_copies, setup_balanced),
         T(test_raw_and_later_states_reach_the_other_end, setup_balanced),

@@ -152,6 +152,23 @@ uint8_t jn_amqp_delivery_rcv_settle_mode(const jn_amqp_delivery_t *d);
 void jn_amqp_delivery_set_user(jn_amqp_delivery_t *d, void *user);
 void *jn_amqp_delivery_user(const jn_amqp_delivery_t *d);
 
+/* A user's function for jn_amqp_link_users_clear: user is the pointer
+ * that was set on one delivery (not NULL); ctx the caller's. It must not
+ * call the engine. */
+typedef void (*jn_amqp_user_fn)(void *ctx, void *user);
+
+/* jn_amqp_link_users_clear: every delivery of l that has a user pointer
+ * (jn_amqp_delivery_set_user) has it cleared, then fn(ctx, pointer) is
+ * called for it: the deliveries its session holds by delivery-id either
+ * way (2.6.12: those this end has not settled) and the one not yet whole
+ * (not yet begun, or settled before its last frame). So a user that keeps
+ * something per delivery (a reference) lets go of it for every delivery of
+ * a link before the engine frees them with the link: after on_detach, on
+ * on_end, or before jn_amqp_transport_free. A delivery without a user
+ * pointer is not passed. Time: the session's deliveries held. Owning
+ * thread. */
+void jn_amqp_link_users_clear(jn_amqp_link_t *l, jn_amqp_user_fn fn, void *ctx);
+
 /* jn_amqp_session_set_incoming_window: our incoming window becomes window
  * transfers from next-incoming-id (2.5.6), and a session flow tells the
  * peer. Returns 0, JN_EPERM (not begun or ended), JN_ENOMEM. Owning

@@ -16,8 +16,10 @@
  * record of its own: the engine's delivery's user pointer names the
  * core's delivery, whose io pointer names the engine's in turn, and the
  * glue holds one reference on the core's delivery for the pair
- * (jn_io_own_bind); a link's end finds them through the engine's tables
- * (jn_amqp_link_unbind_users). (Until stage 5 a connection could run on
+ * (jn_io_own_bind): while the delivery is being received or sent it is
+ * the one the link holds for that (rx_dlv, tx_dlv), which passes to the
+ * pair once the last frame is in or out; a link's end finds them through
+ * the engine's tables (jn_amqp_link_users_clear). (Until stage 5 a connection could run on
  * proton's connection driver instead.) Everything here belongs to the
  * connection's loop thread.
  */
@@ -394,11 +396,15 @@ void jn_io_own_links_free(jn_io_own_t *own);
  * loop's thread). Inline: two per unsettled message, one each way (hot
  * path); each is a pointer set on either side and the reference.
  * jn_io_own_bind: bind the engine's d and the core's dlv (a reference,
- * taken over): d's user pointer names dlv and dlv's io pointer names d
- * until jn_io_own_unbind or jn_io_own_settle. Never fails.
- * jn_io_own_unbind: d (bound to dlv) no longer is: both pointers cleared,
- * the reference dropped; d is, or is about to be, freed by the engine, or
- * is no longer followed (a copy the engine refused).
+ * taken over, or the one the link holds while d is being received or
+ * sent, passed on at its end): d's user pointer names dlv and dlv's io
+ * pointer names d until jn_io_own_unbind, jn_io_own_forget or
+ * jn_io_own_settle. Never fails.
+ * jn_io_own_forget: d (bound to dlv) no longer is: both pointers cleared;
+ * the reference is the link's still (d is being received or sent), which
+ * drops it. jn_io_own_unbind: the same, once the reference is the pair's:
+ * it is dropped. Either is for a d that is, or is about to be, freed by
+ * the engine, or no longer followed (a copy the engine refused).
  * jn_io_own_settle: our disposition of d (bound to dlv) with settle (state
  * may be NULL; AMQP 1.0 2.7.6), once unbound: the engine frees a whole
  * delivery it settles. */
@@ -408,10 +414,15 @@ static inline void jn_io_own_bind(jn_amqp_delivery_t *d, jn_delivery_t *dlv)
     jn_delivery_set_io(dlv, d);
 }
 
-static inline void jn_io_own_unbind(jn_amqp_delivery_t *d, jn_delivery_t *dlv)
+static inline void jn_io_own_forget(jn_amqp_delivery_t *d, jn_delivery_t *dlv)
 {
     jn_amqp_delivery_set_user(d, NULL);
     jn_delivery_set_io(dlv, NULL);
+}
+
+static inline void jn_io_own_unbind(jn_amqp_delivery_t *d, jn_delivery_t *dlv)
+{
+    jn_io_own_forget(d, dlv);
     jn_delivery_unref(dlv);
 }
 

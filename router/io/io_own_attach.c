@@ -308,10 +308,12 @@ static void unbound(void *ctx, void *dlv)
  * of the detach once; the record lives on until the core releases it. */
 static void link_gone(jn_io_own_link_t *link)
 {
-    jn_io_own_rx_gone(link);
-    if (link->l) /* its unsettled deliveries, from the engine's tables */
-        jn_amqp_link_users_clear(link->l, unbound, NULL);
+    jn_io_own_rx_gone(link); /* the delivery being received, unbound */
+    if (link->tx_bound) /* the copy being sent: jn_io_own_tx_abandon drops the reference */
+        jn_io_own_forget(link->tx_d, link->tx_dlv);
     link->tx_bound = false;
+    if (link->l) /* its other unsettled deliveries, from the engine's tables */
+        jn_amqp_link_users_clear(link->l, unbound, NULL);
     jn_io_own_tx_abandon(link);
     link->l = NULL;
     link->tx_d = NULL;

@@ -76,9 +76,11 @@ static void tx_done(jn_io_own_link_t *link)
     link->tx_msg_size = link->tx_out.position; /* the octets of this copy (tx_tell_flow) */
     jn_message_stream_copy_end(link->tx_out.message, link->tx_slot);
     jn_message_out_fini(&link->tx_out);
-    if (link->tx_bound && link->tx_settle_when_done)
+    /* the work item's reference: the binding's from now on, or dropped */
+    if (!link->tx_bound)
+        jn_delivery_unref(link->tx_dlv);
+    else if (link->tx_settle_when_done)
         jn_io_own_settle(link->tx_d, link->tx_dlv, NULL);
-    jn_delivery_unref(link->tx_dlv); /* the work item's; the binding holds its own */
     link->tx_dlv = NULL;
     link->tx_bound = false;
     link->tx_d = NULL;
@@ -164,7 +166,7 @@ static bool tx_begin(jn_io_own_link_t *link, jn_delivery_t *dlv, bool settled)
     link->tx_settle_when_done = false;
     link->tx_bound = !presettled;
     if (!presettled) /* the consumer's outcome comes back (on_disposition) */
-        jn_io_own_bind(d, jn_delivery_ref(dlv));
+        jn_io_own_bind(d, dlv); /* the reference tx_dlv holds, the binding's at tx_done */
     jn_io_residence_note_IO(dlv);
     return true;
 }
@@ -245,8 +247,8 @@ static size_t segs_runs(const jn_io_own_link_t *link, jn_amqp_run_t *r)
 /* The copy in progress ends here: aborted, or the engine refused it. */
 static void tx_drop(jn_io_own_link_t *link)
 {
-    if (link->tx_bound)
-        jn_io_own_unbind(link->tx_d, link->tx_dlv);
+    if (link->tx_bound) /* tx_done drops the reference */
+        jn_io_own_forget(link->tx_d, link->tx_dlv);
     link->tx_bound = false;
     tx_done(link);
 }
@@ -271,7 +273,7 @@ static bool tx_push(jn_io_own_link_t *link)
     for (;;) {
         if (tx_fill(link) != 0) { /* aborted (or no memory): the consumer sees it aborted */
             if (link->tx_bound) /* unbound first: the engine frees it */
-                jn_io_own_unbind(link->tx_d, link->tx_dlv);
+                jn_io_own_forget(link->tx_d, link->tx_dlv);
             link->tx_bound = false;
             (void)jn_amqp_delivery_abort(link->tx_d);
             tx_done(link);
@@ -406,9 +408,13 @@ void jn_io_own_on_disposition(void *ctx, jn_amqp_delivery_t *d, const jn_amqp_di
         /* the engine frees d when this returns, or, settled before its
          * last frame, once that frame went (the copy goes on, unbound) */
         jn_io_own_link_t *link = jn_amqp_link_user(jn_amqp_delivery_link(d));
-        if (link && link->tx_d == d)
+        if (link && (link->tx_d == d || link->rx_d == d)) {
+            /* being sent or received: the reference stays the link's */
             link->tx_bound = false;
-        jn_io_own_unbind(d, dlv);
+            jn_io_own_forget(d, dlv);
+        } else {
+            jn_io_own_unbind(d, dlv);
+        }
     }
 }
 

@@ -331,7 +331,7 @@ static void rx_try_route(jn_io_own_link_t *link, bool all_in)
     }
     link->rx_dlv = dlv;
     if (!link->rx_settled) /* the outcome goes back to the peer */
-        jn_io_own_bind(link->rx_d, jn_delivery_ref(dlv));
+        jn_io_own_bind(link->rx_d, dlv); /* rx_dlv's reference, the binding's at rx_finish */
     if (JN_LIKELY(jn_io_loop_self_ != NULL))
         jn_delivery_set_arrival_IO(dlv, jn_io_loop_self_->pass_ns);
     jn_core_delivery_arrived_IO(dlv);
@@ -378,7 +378,8 @@ static void rx_finish(jn_io_own_link_t *link, bool aborted)
         credit_back(link);
     jn_disposition_clear(&link->rx_final);
     jn_disposition_clear(&link->rx_state);
-    jn_delivery_unref(dlv);
+    if (!bound) /* else the binding's now, or dropped with it above */
+        jn_delivery_unref(dlv);
     link->rx_dlv = NULL;
     link->rx_d = NULL;
     link->rx_settled = link->rx_discard = link->rx_settle_pending = false;
@@ -633,6 +634,8 @@ void jn_io_own_rx_gone(jn_io_own_link_t *link)
             jn_core_delivery_continued_IO(dlv);
         }
         jn_message_stream_writer_done(jn_delivery_message(dlv), link->budget);
+        if (jn_delivery_io(dlv) == link->rx_d) /* bound: the reference is ours still */
+            jn_io_own_forget(link->rx_d, dlv);
         jn_delivery_unref(dlv);
     }
     jn_message_unref(link->rx_msg);

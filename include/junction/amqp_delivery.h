@@ -107,11 +107,18 @@ typedef struct jn_amqp_run {
 /* jn_amqp_delivery_send_runs: jn_amqp_delivery_send with the octets given
  * as n runs (borrowed; each run's buffer gets its own reference as
  * jn_amqp_delivery_send's pieces do), so a caller that holds its octets as
- * (buffer, offset, length) needs no view built for each. The same frames,
- * results and errors, but for JN_EINVAL, which it never returns. Hot path:
- * every copy a connection on the own engine sends. Owning thread. */
+ * (buffer, offset, length) needs no view built for each. With give, each
+ * run has a buffer and at least one octet, and the caller holds a
+ * reference on each run's buffer that passes to the output for every run
+ * taken whole (its last octet within *taken; the caller drops it no more),
+ * while a run taken in part or not at all stays the caller's (each frame
+ * of it referenced as without give): a caller whose runs are its own
+ * references spares a reference taken and dropped per run. The same
+ * frames, results and errors, but for JN_EINVAL, which it never returns
+ * (with any error no reference is given). Hot path: every copy a
+ * connection on the own engine sends. Owning thread. */
 int jn_amqp_delivery_send_runs(jn_amqp_delivery_t *d, const jn_amqp_run_t *runs, size_t n,
-                               bool more, size_t *taken);
+                               bool more, bool give, size_t *taken);
 
 /* jn_amqp_delivery_abort: abort d, an outgoing delivery in progress (2.7.5
  * aborted): when frames of it went out, a transfer with aborted set ends it;

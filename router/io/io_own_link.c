@@ -212,7 +212,9 @@ static int tx_fill(jn_io_own_link_t *link)
     return 0;
 }
 
-/* Drop the n octets of segs the engine took (it holds its own references). */
+/* Drop the n octets of segs the engine took: a segment taken whole gave
+ * its reference to the output (jn_amqp_delivery_send_runs with give), one
+ * taken in part keeps it. */
 static void pend_drop(jn_io_own_link_t *link, size_t n)
 {
     link->pend_len -= n;
@@ -224,7 +226,6 @@ static void pend_drop(jn_io_own_link_t *link, size_t n)
             return;
         }
         n -= left;
-        jn_buffer_unref(sg->buf);
         link->tx_seg_head = (link->tx_seg_head + 1) % JN_IO_OWN_TX_SEGS;
         link->tx_nsegs--;
         link->tx_seg_off = 0;
@@ -284,7 +285,7 @@ static bool tx_push(jn_io_own_link_t *link)
         jn_amqp_run_t runs[JN_IO_OWN_TX_SEGS];
         size_t n = segs_runs(link, runs);
         size_t taken = 0;
-        int rc = jn_amqp_delivery_send_runs(link->tx_d, runs, n, !link->tx_ended, &taken);
+        int rc = jn_amqp_delivery_send_runs(link->tx_d, runs, n, !link->tx_ended, true, &taken);
         pend_drop(link, taken);
         if (rc == 1) {
             if (JN_UNLIKELY(link->own->conn->msg_log)) /* io_msglog.c */

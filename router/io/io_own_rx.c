@@ -356,11 +356,11 @@ static void rx_finish(jn_io_own_link_t *link, bool aborted)
     }
     jn_message_unref(link->rx_msg);
     link->rx_msg = NULL;
-    const jn_disposition_t *fin = &link->rx_final;
-    jn_amqp_state_t st;
-    uint8_t *heap;
-    bool known = jn_io_own_state_out(fin, &st, &heap);
     bool ours = link->rx_settle_pending && !aborted && !link->rx_settled;
+    /* the outcome to settle with, made only when ours to send */
+    jn_amqp_state_t st;
+    uint8_t *heap = NULL;
+    bool known = ours && jn_io_own_state_out(&link->rx_final, &st, &heap);
     if (dlv && (aborted || link->rx_discard || (link->rx_settled && !jn_delivery_presettled(dlv)))) {
         jn_disposition_t none = {.type = JN_DISP_NONE};
         jn_core_delivery_update_IO(dlv, &none, true);
@@ -373,7 +373,8 @@ static void rx_finish(jn_io_own_link_t *link, bool aborted)
     } else if (!dlv && ours) {
         (void)jn_amqp_delivery_update(link->rx_d, known ? &st : NULL, true);
     }
-    free(heap);
+    if (JN_UNLIKELY(heap != NULL))
+        free(heap);
     if (!dlv)
         credit_back(link);
     jn_disposition_clear(&link->rx_final);
@@ -570,7 +571,8 @@ void jn_io_own_rx_update_IO(jn_io_own_link_t *link, jn_amqp_delivery_t *d, jn_wo
         jn_io_own_settle(d, w->dlv, known ? &st : NULL);
     else
         (void)jn_amqp_delivery_update(d, known ? &st : NULL, false);
-    free(heap);
+    if (JN_UNLIKELY(heap != NULL)) /* the usual outcome has no fields: none */
+        free(heap);
 }
 
 /* ---- the pass's end and the link's end ----------------------------------- */

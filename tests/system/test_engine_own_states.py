@@ -16,6 +16,9 @@ read the frames' octets: states proton cannot carry (docs/protocol.md,
 equal octet for octet, and a sender's state on a later frame of a
 multi-frame delivery.
 
+A receiver that settles a multi-frame copy after its first frame gets the
+rest, and the sender the outcome.
+
 JN_BUILD_DIR names the build directory (set by ctest).
 """
 import struct
@@ -253,8 +256,9 @@ class OwnStatesAcrossThree(RawStatePeers, OwnMeshCase):
 class OwnSettleMidDelivery(OwnEngineCase):
     """A receiver that settles a copy before its last frame reached it
     (AMQP 1.0 2.6.12: the receiver may settle at any time): the router
-    goes on without that copy's record, sends its remaining frames, and
-    the sender's delivery is settled with the receiver's outcome."""
+    sends the copy's remaining frames (it crashed on the next one before
+    h-eng2), the sender's delivery is settled with the receiver's outcome
+    once its last frame is in, and the router goes on."""
 
     def test_receiver_settles_a_copy_before_its_last_frame(self):
         r = self.start_own()

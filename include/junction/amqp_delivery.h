@@ -107,11 +107,18 @@ typedef struct jn_amqp_run {
 /* jn_amqp_delivery_send_runs: jn_amqp_delivery_send with the octets given
  * as n runs (borrowed; each run's buffer gets its own reference as
  * jn_amqp_delivery_send's pieces do), so a caller that holds its octets as
- * (buffer, offset, length) needs no view built for each. The same frames,
- * results and errors, but for JN_EINVAL, which it never returns. Hot path:
- * every copy a connection on the own engine sends. Owning thread. */
+ * (buffer, offset, length) needs no view built for each. With give, each
+ * run has a buffer and at least one octet, and the caller holds a
+ * reference on each run's buffer that passes to the output for every run
+ * taken whole (its last octet within *taken; the caller drops it no more),
+ * while a run taken in part or not at all stays the caller's (each frame
+ * of it referenced as without give): a caller whose runs are its own
+ * references spares a reference taken and dropped per run. The same
+ * frames, results and errors, but for JN_EINVAL, which it never returns
+ * (with any error no reference is given). Hot path: every copy a
+ * connection on the own engine sends. Owning thread. */
 int jn_amqp_delivery_send_runs(jn_amqp_delivery_t *d, const jn_amqp_run_t *runs, size_t n,
-                               bool more, size_t *taken);
+                               bool more, bool give, size_t *taken);
 
 /* jn_amqp_delivery_abort: abort d, an outgoing delivery in progress (2.7.5
  * aborted): when frames of it went out, a transfer with aborted set ends it;
@@ -151,6 +158,23 @@ uint8_t jn_amqp_delivery_rcv_settle_mode(const jn_amqp_delivery_t *d);
 /* jn_amqp_delivery_set_user / _user: one pointer the user keeps on d. */
 void jn_amqp_delivery_set_user(jn_amqp_delivery_t *d, void *user);
 void *jn_amqp_delivery_user(const jn_amqp_delivery_t *d);
+
+/* A user's function for jn_amqp_link_users_clear: user is the pointer
+ * that was set on one delivery (not NULL); ctx the caller's. It must not
+ * call the engine. */
+typedef void (*jn_amqp_user_fn)(void *ctx, void *user);
+
+/* jn_amqp_link_users_clear: every delivery of l that has a user pointer
+ * (jn_amqp_delivery_set_user) has it cleared, then fn(ctx, pointer) is
+ * called for it: the deliveries its session holds by delivery-id either
+ * way (2.6.12: those this end has not settled) and the one not yet whole
+ * (not yet begun, or settled before its last frame). So a user that keeps
+ * something per delivery (a reference) lets go of it for every delivery of
+ * a link before the engine frees them with the link: after on_detach, on
+ * on_end, or before jn_amqp_transport_free. A delivery without a user
+ * pointer is not passed. Time: the session's deliveries held. Owning
+ * thread. */
+void jn_amqp_link_users_clear(jn_amqp_link_t *l, jn_amqp_user_fn fn, void *ctx);
 
 /* jn_amqp_session_set_incoming_window: our incoming window becomes window
  * transfers from next-incoming-id (2.5.6), and a session flow tells the

@@ -177,6 +177,33 @@ void jn_amqp_deliveries_free(jn_amqp_session_t *s, const jn_amqp_link_t *l)
     c->npending = keep;
 }
 
+/* The user pointers of l's deliveries in t, cleared and passed to fn. */
+static void dtable_users_clear(const jn_amqp_dtable_t *t, const jn_amqp_link_t *l,
+                               jn_amqp_user_fn fn, void *ctx)
+{
+    for (uint32_t i = 0; i < t->count; i++) {
+        jn_amqp_delivery_t *d = *dslot(t, i);
+        if (d && d->link == l && d->user) {
+            void *user = d->user;
+            d->user = NULL;
+            fn(ctx, user);
+        }
+    }
+}
+
+void jn_amqp_link_users_clear(jn_amqp_link_t *l, jn_amqp_user_fn fn, void *ctx)
+{
+    jn_amqp_session_t *s = l->session;
+    dtable_users_clear(&s->sent, l, fn, ctx);
+    dtable_users_clear(&s->received, l, fn, ctx);
+    jn_amqp_delivery_t *d = l->current; /* not held: not begun, or settled already */
+    if (d && !d->held && d->user) {
+        void *user = d->user;
+        d->user = NULL;
+        fn(ctx, user);
+    }
+}
+
 /* ---- the peer's dispositions (2.7.6) ------------------------------------- */
 
 /* d is settled at either end: freed when whole, else no longer held (its

@@ -204,6 +204,18 @@ static inline int jn_amqp_out_ref(jn_amqp_conn_t *c, const uint8_t *data, size_t
     return 0;
 }
 
+/* jn_amqp_out_ref_given: jn_amqp_out_ref of a run whose reference on buf
+ * (not NULL, len not 0) the caller hands over, where the list has room
+ * (the caller made it). Owning thread. Inline: the last frame of each run
+ * a copy sends (hot path). */
+static inline void jn_amqp_out_ref_given(jn_amqp_conn_t *c, const uint8_t *data, size_t len,
+                                         const jn_buffer_t *buf)
+{
+    c->refs[c->nrefs++] =
+        (jn_amqp_oref_t){.at = c->out.size, .data = data, .len = len, .buf = (jn_buffer_t *)buf};
+    c->ref_octets += len;
+}
+
 /* jn_amqp_out_rollback: drop what was composed and referenced after the
  * first start octets of the composed frames. Owning thread. */
 void jn_amqp_out_rollback(jn_amqp_conn_t *c, size_t start);

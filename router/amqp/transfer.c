@@ -204,22 +204,38 @@ int jn_amqp_delivery_set_state(jn_amqp_delivery_t *d, const jn_amqp_state_t *sta
 }
 
 /* The octets a send takes its frames' payload from: raw views (pieces,
- * the one in hand copied in *cur) or runs (off octets of runs[k] taken). */
+ * the one in hand copied in *cur) or runs (off octets of runs[k] taken;
+ * give: the caller's references pass to the output with each run's last
+ * octet, jn_amqp_delivery_send_runs). */
 typedef struct payload {
     const jn_iter_t *pieces;
     const jn_amqp_run_t *runs;
     size_t n, k, off;
     jn_iter_t *cur;
+    bool give;
 } payload_t;
 
-/* Reference n octets of src's runs from run k on. */
+/* Reference n octets of src's runs from run k on. A run given ends in a
+ * reference that takes the caller's over: room for one reference per run
+ * is made first, so that nothing fails after one was taken over (a frame
+ * rolled back would drop it). */
 static int ref_runs(jn_amqp_conn_t *c, payload_t *src, size_t n)
 {
+    while (src->give && JN_UNLIKELY(c->refs_cap - c->nrefs < src->n - src->k))
+        if (jn_amqp_out_refs_grow(c) != 0)
+            return JN_ENOMEM;
     while (n > 0 && src->k < src->n) {
         const jn_amqp_run_t *r = &src->runs[src->k];
         size_t run = r->len - src->off;
-        if (run > n)
+        if (run > n) {
             run = n;
+        } else if (src->give) { /* its last octet: the caller's reference goes with it */
+            jn_amqp_out_ref_given(c, r->data + src->off, run, r->buf);
+            n -= run;
+            src->k++;
+            src->off = 0;
+            continue;
+        }
         if (run && jn_amqp_out_ref(c, r->data + src->off, run, r->buf) != 0)
             return JN_ENOMEM;
         src->off += run;
@@ -515,7 +531,7 @@ int jn_amqp_delivery_send(jn_amqp_delivery_t *d, const jn_iter_t *pieces, size_t
 }
 
 int jn_amqp_delivery_send_runs(jn_amqp_delivery_t *d, const jn_amqp_run_t *runs, size_t n,
-                               bool more, size_t *taken)
+                               bool more, bool give, size_t *taken)
 {
     *taken = 0;
     if (!can_send(d))
@@ -523,7 +539,7 @@ int jn_amqp_delivery_send_runs(jn_amqp_delivery_t *d, const jn_amqp_run_t *runs,
     size_t left = 0;
     for (size_t i = 0; i < n; i++)
         left += runs[i].len;
-    payload_t src = {.runs = runs, .n = n};
+    payload_t src = {.runs = runs, .n = n, .give = give};
     return send_payload(d, &src, left, more, taken);
 }
 

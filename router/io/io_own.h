@@ -9,10 +9,19 @@
  *
  * Every connection keeps its jn_io_conn_t (loop, refcount, registry,
  * timers, socket); its stream runs through a jn_amqp_transport_t
- * (junction/amqp_transport.h), and its links and deliveries are
- * jn_io_own_link_t and jn_io_own_dlv_t. (Until stage 5 a connection could
- * run on proton's connection driver instead.) Everything here belongs to
- * the connection's loop thread.
+ * (junction/amqp_transport.h), and its links are jn_io_own_link_t. A
+ * delivery the router holds unsettled on an own link (incoming: the
+ * peer's, until the router's outcome is settled or the peer settles;
+ * outgoing: a copy, until the consumer or the sender settles) has no
+ * record of its own: the engine's delivery's user pointer names the
+ * core's delivery, whose io pointer names the engine's in turn, and the
+ * glue holds one reference on the core's delivery for the pair
+ * (jn_io_own_bind): while the delivery is being received or sent it is
+ * the one the link holds for that (rx_dlv, tx_dlv), which passes to the
+ * pair once the last frame is in or out; a link's end finds them through
+ * the engine's tables (jn_amqp_link_users_clear). (Until stage 5 a connection could run on
+ * proton's connection driver instead.) Everything here belongs to the
+ * connection's loop thread.
  */
 #ifndef JN_IO_OWN_H
 #define JN_IO_OWN_H 1
@@ -31,7 +40,6 @@ typedef struct jn_io_own jn_io_own_t;
  * (io_own_route.c). */
 #define JN_IO_OWN_ROUTE_IDLE 8
 typedef struct jn_io_own_link jn_io_own_link_t;
-typedef struct jn_io_own_dlv jn_io_own_dlv_t;
 typedef struct jn_io_own_tx jn_io_own_tx_t;
 
 /* One segment of an outgoing copy not yet framed: len octets at off in
@@ -45,16 +53,6 @@ typedef struct jn_io_own_seg {
  * buffer: 16 KiB of 512-octet buffers), handed to jn_amqp_delivery_send_runs at
  * once. */
 #define JN_IO_OWN_TX_SEGS 32
-
-/* One delivery the router holds unsettled on an own link, incoming (the
- * peer's, until the router's outcome is settled or the peer settles) or
- * outgoing (a copy, until the consumer or the sender settles). */
-struct jn_io_own_dlv {
-    jn_io_own_dlv_t *prev, *next; /* the link's list */
-    jn_io_own_link_t *link;
-    jn_delivery_t *dlv;    /* a reference */
-    jn_amqp_delivery_t *d; /* the engine's (its user pointer is this) */
-};
 
 /* A copy waiting on an outgoing link for the one being sent. */
 struct jn_io_own_tx {
@@ -97,7 +95,6 @@ struct jn_io_own_link {
     uint8_t rx_checks;
     char *dynamic_address;
     size_t attach_len;
-    jn_io_own_dlv_t *dlvs; /* unsettled deliveries */
     /* incoming: the delivery being received (io_own_rx.c), from its first
      * frame (rx_d set) to its last: the message while octets still come
      * (our reference), the core's delivery once routed (a reference), the
@@ -134,8 +131,8 @@ struct jn_io_own_link {
      * annotations: the engine references them in turn, nothing is
      * copied), and the copies waiting */
     jn_delivery_t *tx_dlv;
-    jn_io_own_dlv_t *tx_od; /* its record, NULL for a pre-settled copy */
     jn_amqp_delivery_t *tx_d;
+    bool tx_bound; /* tx_d is bound to tx_dlv (jn_io_own_bind): unsettled */
     jn_message_out_t tx_out;
     int tx_slot;
     bool tx_ended; /* tx_out produced all its octets */
@@ -394,12 +391,51 @@ void jn_io_own_work_IO(jn_io_own_t *own, jn_work_t *w);
  * links freed. The loop's thread, or the thread freeing the connection. */
 void jn_io_own_links_free(jn_io_own_t *own);
 
+/* The glue's hold on a delivery unsettled on an own link (the top of this
+ * file), shared by io_own_link.c, io_own_rx.c and io_own_attach.c (the
+ * loop's thread). Inline: two per unsettled message, one each way (hot
+ * path); each is a pointer set on either side and the reference.
+ * jn_io_own_bind: bind the engine's d and the core's dlv (a reference,
+ * taken over, or the one the link holds while d is being received or
+ * sent, passed on at its end): d's user pointer names dlv and dlv's io
+ * pointer names d until jn_io_own_unbind, jn_io_own_forget or
+ * jn_io_own_settle. Never fails.
+ * jn_io_own_forget: d (bound to dlv) no longer is: both pointers cleared;
+ * the reference is the link's still (d is being received or sent), which
+ * drops it. jn_io_own_unbind: the same, once the reference is the pair's:
+ * it is dropped. Either is for a d that is, or is about to be, freed by
+ * the engine, or no longer followed (a copy the engine refused).
+ * jn_io_own_settle: our disposition of d (bound to dlv) with settle (state
+ * may be NULL; AMQP 1.0 2.7.6), once unbound: the engine frees a whole
+ * delivery it settles. */
+static inline void jn_io_own_bind(jn_amqp_delivery_t *d, jn_delivery_t *dlv)
+{
+    jn_amqp_delivery_set_user(d, dlv);
+    jn_delivery_set_io(dlv, d);
+}
+
+static inline void jn_io_own_forget(jn_amqp_delivery_t *d, jn_delivery_t *dlv)
+{
+    jn_amqp_delivery_set_user(d, NULL);
+    jn_delivery_set_io(dlv, NULL);
+}
+
+static inline void jn_io_own_unbind(jn_amqp_delivery_t *d, jn_delivery_t *dlv)
+{
+    jn_io_own_forget(d, dlv);
+    jn_delivery_unref(dlv);
+}
+
+static inline void jn_io_own_settle(jn_amqp_delivery_t *d, jn_delivery_t *dlv,
+                                    const jn_amqp_state_t *state)
+{
+    jn_amqp_delivery_set_user(d, NULL);
+    jn_delivery_set_io(dlv, NULL);
+    (void)jn_amqp_delivery_update(d, state, true);
+    jn_delivery_unref(dlv);
+}
+
 /* Shared by io_own_link.c and io_own_rx.c (the loop's thread):
- * jn_io_own_dlv_add: record dlv (a reference, taken over) for the engine's
- * d on link; NULL when out of memory (the reference is not taken then).
- * jn_io_own_dlv_drop: forget od (its engine delivery is or is about to be
- * freed), dropping its reference. jn_io_own_dlv_settle: our disposition
- * with settle (state may be NULL), then forget od.
  * jn_io_own_state_out: the core's state d as the engine's st, every field
  * (io_own_state.c): st borrows d's strings and octets, and *heap (NULL, or
  * octets st refers to that the caller frees after using st); false when
@@ -412,9 +448,6 @@ void jn_io_own_links_free(jn_io_own_t *own);
  * encoding); false, d as none, for one the core does not carry
  * (descriptor 0, out of memory). jn_io_own_state_known: whether
  * the code is one of the five states of 3.4. */
-jn_io_own_dlv_t *jn_io_own_dlv_add(jn_io_own_link_t *link, jn_delivery_t *dlv, jn_amqp_delivery_t *d);
-void jn_io_own_dlv_drop(jn_io_own_dlv_t *od);
-void jn_io_own_dlv_settle(jn_io_own_dlv_t *od, const jn_amqp_state_t *state);
 bool jn_io_own_state_out(const jn_disposition_t *d, jn_amqp_state_t *st, uint8_t **heap);
 bool jn_io_own_state_in(const jn_amqp_state_t *st, jn_disposition_t *d);
 bool jn_io_own_state_known(uint64_t code);
@@ -428,15 +461,16 @@ bool jn_io_own_state_known(uint64_t code);
  * connection, as jn_io_own_links_free). jn_io_own_rx_credit_IO: the core's
  * JN_WORK_LINK_CREDIT (metered: io_private.h, JN_IO_LINK_HIGH_WATER).
  * jn_io_own_rx_flow_IO: the peer's flow on an incoming link (credit held
- * back may go now). jn_io_own_rx_update_IO: the core's outcome for od, an
- * incoming delivery's record (JN_WORK_DELIVERY_UPDATE).
+ * back may go now). jn_io_own_rx_update_IO: the core's outcome (w, a
+ * JN_WORK_DELIVERY_UPDATE) for the incoming delivery d of link, bound to
+ * w->dlv.
  * jn_io_own_rx_flush_IO: the pass's end: the core told of new octets
  * (once per pass), paused and stopped links resumed when they may. */
 void jn_io_own_rx_init_IO(jn_io_own_link_t *link);
 void jn_io_own_rx_gone(jn_io_own_link_t *link);
 void jn_io_own_rx_credit_IO(jn_io_own_link_t *link, uint32_t credit, bool drain);
 void jn_io_own_rx_flow_IO(jn_io_own_link_t *link);
-void jn_io_own_rx_update_IO(jn_io_own_link_t *link, jn_io_own_dlv_t *od, jn_work_t *w);
+void jn_io_own_rx_update_IO(jn_io_own_link_t *link, jn_amqp_delivery_t *d, jn_work_t *w);
 void jn_io_own_rx_flush_IO(jn_io_own_t *own);
 
 /* jn_io_own_tx_resume_IO: send more of the copies in progress (after the

@@ -293,13 +293,27 @@ void jn_io_own_on_attach(void *ctx, jn_amqp_link_t *l, const jn_amqp_attach_t *a
            conn->id, link->id, link->incoming ? "in" : "out", info.address ? info.address : "");
 }
 
-/* The engine's link is gone: its deliveries with it. The core hears of
- * the detach once; the record lives on until the core releases it. */
+/* A delivery of a link going (jn_amqp_link_users_clear), bound to dlv:
+ * its binding undone (jn_io_own_unbind), the engine's side cleared
+ * already. The core releases or modifies what it must with the detach. */
+static void unbound(void *ctx, void *dlv)
+{
+    (void)ctx;
+    jn_delivery_set_io(dlv, NULL);
+    jn_delivery_unref(dlv);
+}
+
+/* The engine's link is gone: its deliveries with it (the engine frees
+ * them after on_detach or on_end, or with the transport). The core hears
+ * of the detach once; the record lives on until the core releases it. */
 static void link_gone(jn_io_own_link_t *link)
 {
-    jn_io_own_rx_gone(link);
-    while (link->dlvs)
-        jn_io_own_dlv_drop(link->dlvs);
+    jn_io_own_rx_gone(link); /* the delivery being received, unbound */
+    if (link->tx_bound) /* the copy being sent: jn_io_own_tx_abandon drops the reference */
+        jn_io_own_forget(link->tx_d, link->tx_dlv);
+    link->tx_bound = false;
+    if (link->l) /* its other unsettled deliveries, from the engine's tables */
+        jn_amqp_link_users_clear(link->l, unbound, NULL);
     jn_io_own_tx_abandon(link);
     link->l = NULL;
     link->tx_d = NULL;

@@ -33,16 +33,11 @@ static void segs_free(jn_io_own_link_t *link)
     link->pend_len = 0;
 }
 
-/* ---- records ------------------------------------------------------------- */
+/* ---- queue entries ------------------------------------------------------- */
 
-/* The per-delivery objects come from pools (junction/pool.h): one record
- * per unsettled delivery each way and one queue entry per copy. */
-static _Atomic(jn_pool_t *) dlv_pool, tx_pool;
-
-static jn_pool_t *dlv_pool_get(void)
-{
-    return jn_pool_get_once(&dlv_pool, "jn_io_own_dlv", sizeof(jn_io_own_dlv_t), 0);
-}
+/* A copy that cannot start at once waits in an entry from a pool
+ * (junction/pool.h). */
+static _Atomic(jn_pool_t *) tx_pool;
 
 static jn_pool_t *tx_pool_get(void)
 {
@@ -52,59 +47,6 @@ static jn_pool_t *tx_pool_get(void)
 static void tx_entry_free(jn_io_own_tx_t *q)
 {
     jn_pool_free(atomic_load_explicit(&tx_pool, memory_order_acquire), q);
-}
-
-jn_io_own_dlv_t *jn_io_own_dlv_add(jn_io_own_link_t *link, jn_delivery_t *dlv, jn_amqp_delivery_t *d)
-{
-    jn_pool_t *pool = dlv_pool_get();
-    jn_io_own_dlv_t *od = pool ? jn_pool_alloc(pool) : NULL;
-    if (!od)
-        return NULL;
-    od->prev = NULL;
-    od->link = link;
-    od->dlv = dlv;
-    od->d = d;
-    od->next = link->dlvs;
-    if (link->dlvs)
-        link->dlvs->prev = od;
-    link->dlvs = od;
-    jn_amqp_delivery_set_user(d, od);
-    jn_delivery_set_io(dlv, od);
-    return od;
-}
-
-/* Forget od: its engine delivery is (or is about to be) freed. Drops the
- * reference it held. */
-void jn_io_own_dlv_drop(jn_io_own_dlv_t *od)
-{
-    jn_io_own_link_t *link = od->link;
-    if (od->prev)
-        od->prev->next = od->next;
-    else
-        link->dlvs = od->next;
-    if (od->next)
-        od->next->prev = od->prev;
-    if (od->d)
-        jn_amqp_delivery_set_user(od->d, NULL);
-    jn_delivery_set_io(od->dlv, NULL);
-    if (link->tx_od == od)
-        link->tx_od = NULL;
-    jn_delivery_unref(od->dlv);
-    jn_pool_free(atomic_load_explicit(&dlv_pool, memory_order_acquire), od);
-}
-
-/* Our disposition of od's delivery with settle (state may be NULL): the
- * engine frees a whole delivery it settles, so the record forgets it
- * first, then goes. */
-void jn_io_own_dlv_settle(jn_io_own_dlv_t *od, const jn_amqp_state_t *state)
-{
-    jn_amqp_delivery_t *d = od->d;
-    if (d) {
-        jn_amqp_delivery_set_user(d, NULL);
-        od->d = NULL;
-        (void)jn_amqp_delivery_update(d, state, true);
-    }
-    jn_io_own_dlv_drop(od);
 }
 
 /* ---- sending ------------------------------------------------------------- */
@@ -127,19 +69,20 @@ void jn_io_own_tx_abandon(jn_io_own_link_t *link)
     link->txq_tail = NULL;
 }
 
-/* The copy in progress is done: its record stays for the outcome unless it
+/* The copy in progress is done: it stays bound for the outcome unless it
  * is settled. */
 static void tx_done(jn_io_own_link_t *link)
 {
     link->tx_msg_size = link->tx_out.position; /* the octets of this copy (tx_tell_flow) */
     jn_message_stream_copy_end(link->tx_out.message, link->tx_slot);
     jn_message_out_fini(&link->tx_out);
-    jn_io_own_dlv_t *od = link->tx_od;
-    if (od && link->tx_settle_when_done)
-        jn_io_own_dlv_settle(od, NULL);
-    jn_delivery_unref(link->tx_dlv); /* the work item's; the record holds its own */
+    /* the work item's reference: the binding's from now on, or dropped */
+    if (!link->tx_bound)
+        jn_delivery_unref(link->tx_dlv);
+    else if (link->tx_settle_when_done)
+        jn_io_own_settle(link->tx_d, link->tx_dlv, NULL);
     link->tx_dlv = NULL;
-    link->tx_od = NULL;
+    link->tx_bound = false;
     link->tx_d = NULL;
     segs_free(link);
 }
@@ -221,7 +164,9 @@ static bool tx_begin(jn_io_own_link_t *link, jn_delivery_t *dlv, bool settled)
     link->tx_slot = jn_message_stream_copy_begin(m);
     link->tx_ended = false;
     link->tx_settle_when_done = false;
-    link->tx_od = presettled ? NULL : jn_io_own_dlv_add(link, jn_delivery_ref(dlv), d);
+    link->tx_bound = !presettled;
+    if (!presettled) /* the consumer's outcome comes back (on_disposition) */
+        jn_io_own_bind(d, dlv); /* the reference tx_dlv holds, the binding's at tx_done */
     jn_io_residence_note_IO(dlv);
     return true;
 }
@@ -267,7 +212,9 @@ static int tx_fill(jn_io_own_link_t *link)
     return 0;
 }
 
-/* Drop the n octets of segs the engine took (it holds its own references). */
+/* Drop the n octets of segs the engine took: a segment taken whole gave
+ * its reference to the output (jn_amqp_delivery_send_runs with give), one
+ * taken in part keeps it. */
 static void pend_drop(jn_io_own_link_t *link, size_t n)
 {
     link->pend_len -= n;
@@ -279,7 +226,6 @@ static void pend_drop(jn_io_own_link_t *link, size_t n)
             return;
         }
         n -= left;
-        jn_buffer_unref(sg->buf);
         link->tx_seg_head = (link->tx_seg_head + 1) % JN_IO_OWN_TX_SEGS;
         link->tx_nsegs--;
         link->tx_seg_off = 0;
@@ -302,8 +248,9 @@ static size_t segs_runs(const jn_io_own_link_t *link, jn_amqp_run_t *r)
 /* The copy in progress ends here: aborted, or the engine refused it. */
 static void tx_drop(jn_io_own_link_t *link)
 {
-    if (link->tx_od)
-        jn_io_own_dlv_drop(link->tx_od);
+    if (link->tx_bound) /* tx_done drops the reference */
+        jn_io_own_forget(link->tx_d, link->tx_dlv);
+    link->tx_bound = false;
     tx_done(link);
 }
 
@@ -326,12 +273,11 @@ static bool tx_push(jn_io_own_link_t *link)
 {
     for (;;) {
         if (tx_fill(link) != 0) { /* aborted (or no memory): the consumer sees it aborted */
-            if (link->tx_od) {    /* the engine frees it */
-                jn_amqp_delivery_set_user(link->tx_d, NULL);
-                link->tx_od->d = NULL;
-            }
+            if (link->tx_bound) /* unbound first: the engine frees it */
+                jn_io_own_forget(link->tx_d, link->tx_dlv);
+            link->tx_bound = false;
             (void)jn_amqp_delivery_abort(link->tx_d);
-            tx_drop(link);
+            tx_done(link);
             return true;
         }
         if (link->pend_len == 0 && !link->tx_ended)
@@ -339,12 +285,12 @@ static bool tx_push(jn_io_own_link_t *link)
         jn_amqp_run_t runs[JN_IO_OWN_TX_SEGS];
         size_t n = segs_runs(link, runs);
         size_t taken = 0;
-        int rc = jn_amqp_delivery_send_runs(link->tx_d, runs, n, !link->tx_ended, &taken);
+        int rc = jn_amqp_delivery_send_runs(link->tx_d, runs, n, !link->tx_ended, true, &taken);
         pend_drop(link, taken);
         if (rc == 1) {
             if (JN_UNLIKELY(link->own->conn->msg_log)) /* io_msglog.c */
                 jn_io_msg_log_IO(link->own->conn, "Sent", link->tx_out.message);
-            if (!link->tx_od) /* pre-settled: the engine freed it */
+            if (!link->tx_bound) /* pre-settled, or settled by the peer: the engine freed it */
                 link->tx_d = NULL;
             tx_done(link);
             return true;
@@ -450,22 +396,26 @@ void jn_io_own_on_disposition(void *ctx, jn_amqp_delivery_t *d, const jn_amqp_di
     jn_io_own_t *own = ctx;
     JN_ASSERT_IO(own->conn);
     (void)own;
-    jn_io_own_dlv_t *od = jn_amqp_delivery_user(d);
-    if (!od)
+    jn_delivery_t *dlv = jn_amqp_delivery_user(d);
+    if (!dlv)
         return;
     bool settled = jn_amqp_delivery_remote_settled(d);
     jn_disposition_t state = {.type = JN_DISP_NONE};
     if ((disp->present & JN_AMQP_FIELD(4)) && !jn_io_own_state_in(&disp->state, &state))
         jn_disposition_clear(&state); /* one the core does not carry: as none */
-    jn_core_delivery_update_IO(od->dlv, state.type ? &state : NULL, settled);
+    jn_core_delivery_update_IO(dlv, state.type ? &state : NULL, settled);
     jn_disposition_clear(&state);
     if (settled) {
-        od->d = NULL; /* the engine frees it when this returns */
-        if (od->link->tx_od == od) {
-            od->link->tx_od = NULL;
-            od->link->tx_d = NULL; /* settled before its last frame: dropped */
+        /* the engine frees d when this returns, or, settled before its
+         * last frame, once that frame went (the copy goes on, unbound) */
+        jn_io_own_link_t *link = jn_amqp_link_user(jn_amqp_delivery_link(d));
+        if (link && (link->tx_d == d || link->rx_d == d)) {
+            /* being sent or received: the reference stays the link's */
+            link->tx_bound = false;
+            jn_io_own_forget(d, dlv);
+        } else {
+            jn_io_own_unbind(d, dlv);
         }
-        jn_io_own_dlv_drop(od);
     }
 }
 
@@ -474,7 +424,7 @@ void jn_io_own_on_disposition(void *ctx, jn_amqp_delivery_t *d, const jn_amqp_di
  * when it is being sent, on its first when it still waits, in a
  * disposition of ours (2.7.6, role sender) when its last frame went and
  * it is not settled; else it has no one to reach. */
-static void tx_late_state(jn_io_own_link_t *link, jn_io_own_dlv_t *od, jn_work_t *w)
+static void tx_late_state(jn_io_own_link_t *link, jn_amqp_delivery_t *bound, jn_work_t *w)
 {
     for (jn_io_own_tx_t *q = link->txq; q; q = q->next) {
         if (q->dlv == w->dlv) {
@@ -492,8 +442,8 @@ static void tx_late_state(jn_io_own_link_t *link, jn_io_own_dlv_t *od, jn_work_t
     int rc = JN_EPERM;
     if (w->dlv == link->tx_dlv && link->tx_d)
         rc = jn_amqp_delivery_set_state(link->tx_d, &st);
-    if (rc == JN_EPERM && od && od->link == link && od->d)
-        rc = jn_amqp_delivery_update(od->d, &st, false);
+    if (rc == JN_EPERM && bound)
+        rc = jn_amqp_delivery_update(bound, &st, false);
     if (rc != 0)
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_DEBUG,
                JN_IO_LINK_FMT " A sender's later state not passed on (%d)", link->own->conn->id,
@@ -505,8 +455,10 @@ static void tx_late_state(jn_io_own_link_t *link, jn_io_own_dlv_t *od, jn_work_t
  * of a copy. */
 static void work_update(jn_io_own_link_t *link, jn_work_t *w)
 {
-    jn_io_own_dlv_t *od = jn_delivery_io(w->dlv);
-    if (!od || od->link != link) {
+    jn_amqp_delivery_t *d = jn_delivery_io(w->dlv); /* bound on this link, or NULL */
+    if (d && (!link->l || jn_amqp_delivery_link(d) != link->l))
+        d = NULL;
+    if (!d) {
         if (JN_UNLIKELY(!w->settled)) { /* a sender's later state, or nothing */
             if (!link->incoming && w->disp.type != JN_DISP_NONE)
                 tx_late_state(link, NULL, w);
@@ -522,17 +474,17 @@ static void work_update(jn_io_own_link_t *link, jn_work_t *w)
     if (!link->incoming) {
         if (!w->settled) {
             if (JN_UNLIKELY(w->disp.type != JN_DISP_NONE))
-                tx_late_state(link, od, w); /* a sender's later state */
+                tx_late_state(link, d, w); /* a sender's later state */
             return;
         }
-        if (od == link->tx_od) {
+        if (link->tx_bound && d == link->tx_d) {
             link->tx_settle_when_done = true;
             return;
         }
-        jn_io_own_dlv_settle(od, NULL);
+        jn_io_own_settle(d, w->dlv, NULL);
         return;
     }
-    jn_io_own_rx_update_IO(link, od, w);
+    jn_io_own_rx_update_IO(link, d, w);
 }
 
 /* ---- the core's work ----------------------------------------------------- */

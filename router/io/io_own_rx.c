@@ -330,8 +330,8 @@ static void rx_try_route(jn_io_own_link_t *link, bool all_in)
         jn_disposition_clear(&link->rx_state);
     }
     link->rx_dlv = dlv;
-    if (!link->rx_settled && !jn_io_own_dlv_add(link, jn_delivery_ref(dlv), link->rx_d))
-        jn_delivery_unref(dlv); /* out of memory: its outcome will not reach the peer */
+    if (!link->rx_settled) /* the outcome goes back to the peer */
+        jn_io_own_bind(link->rx_d, dlv); /* rx_dlv's reference, the binding's at rx_finish */
     if (JN_LIKELY(jn_io_loop_self_ != NULL))
         jn_delivery_set_arrival_IO(dlv, jn_io_loop_self_->pass_ns);
     jn_core_delivery_arrived_IO(dlv);
@@ -342,7 +342,8 @@ static void rx_try_route(jn_io_own_link_t *link, bool all_in)
 static void rx_finish(jn_io_own_link_t *link, bool aborted)
 {
     jn_delivery_t *dlv = link->rx_dlv;
-    jn_io_own_dlv_t *od = dlv ? jn_delivery_io(dlv) : NULL;
+    /* rx_d bound to dlv: unless the peer settled it, or it was not routed */
+    bool bound = dlv && jn_delivery_io(dlv) == link->rx_d;
     if (dlv) {
         if (link->rx_notify)
             jn_core_delivery_continued_IO(dlv);
@@ -355,31 +356,31 @@ static void rx_finish(jn_io_own_link_t *link, bool aborted)
     }
     jn_message_unref(link->rx_msg);
     link->rx_msg = NULL;
-    const jn_disposition_t *fin = &link->rx_final;
-    jn_amqp_state_t st;
-    uint8_t *heap;
-    bool known = jn_io_own_state_out(fin, &st, &heap);
     bool ours = link->rx_settle_pending && !aborted && !link->rx_settled;
+    /* the outcome to settle with, made only when ours to send */
+    jn_amqp_state_t st;
+    uint8_t *heap = NULL;
+    bool known = ours && jn_io_own_state_out(&link->rx_final, &st, &heap);
     if (dlv && (aborted || link->rx_discard || (link->rx_settled && !jn_delivery_presettled(dlv)))) {
         jn_disposition_t none = {.type = JN_DISP_NONE};
         jn_core_delivery_update_IO(dlv, &none, true);
     }
-    if (od && od->link == link && od->d == link->rx_d) {
+    if (bound) {
         if (ours)
-            jn_io_own_dlv_settle(od, known ? &st : NULL);
-        else if (aborted || link->rx_settled) {
-            od->d = NULL; /* the engine frees it once whole */
-            jn_io_own_dlv_drop(od);
-        }
+            jn_io_own_settle(link->rx_d, dlv, known ? &st : NULL);
+        else if (aborted || link->rx_settled)
+            jn_io_own_unbind(link->rx_d, dlv); /* the engine frees it once whole */
     } else if (!dlv && ours) {
         (void)jn_amqp_delivery_update(link->rx_d, known ? &st : NULL, true);
     }
-    free(heap);
+    if (JN_UNLIKELY(heap != NULL))
+        free(heap);
     if (!dlv)
         credit_back(link);
     jn_disposition_clear(&link->rx_final);
     jn_disposition_clear(&link->rx_state);
-    jn_delivery_unref(dlv);
+    if (!bound) /* else the binding's now, or dropped with it above */
+        jn_delivery_unref(dlv);
     link->rx_dlv = NULL;
     link->rx_d = NULL;
     link->rx_settled = link->rx_discard = link->rx_settle_pending = false;
@@ -552,10 +553,10 @@ void jn_io_own_on_transfer(void *ctx, jn_amqp_link_t *l, jn_amqp_delivery_t *d,
 
 /* ---- the core's outcomes ------------------------------------------------- */
 
-void jn_io_own_rx_update_IO(jn_io_own_link_t *link, jn_io_own_dlv_t *od, jn_work_t *w)
+void jn_io_own_rx_update_IO(jn_io_own_link_t *link, jn_amqp_delivery_t *d, jn_work_t *w)
 {
     JN_ASSERT_IO(link->own->conn);
-    if (link->rx_d && od->d == link->rx_d) {
+    if (d == link->rx_d) {
         /* still arriving: a settled outcome waits for the last octet (one
          * terminal disposition, not two) */
         if (w->settled) {
@@ -567,10 +568,11 @@ void jn_io_own_rx_update_IO(jn_io_own_link_t *link, jn_io_own_dlv_t *od, jn_work
     uint8_t *heap;
     bool known = jn_io_own_state_out(&w->disp, &st, &heap);
     if (w->settled)
-        jn_io_own_dlv_settle(od, known ? &st : NULL);
+        jn_io_own_settle(d, w->dlv, known ? &st : NULL);
     else
-        (void)jn_amqp_delivery_update(od->d, known ? &st : NULL, false);
-    free(heap);
+        (void)jn_amqp_delivery_update(d, known ? &st : NULL, false);
+    if (JN_UNLIKELY(heap != NULL)) /* the usual outcome has no fields: none */
+        free(heap);
 }
 
 /* ---- the pass's end and the link's end ----------------------------------- */
@@ -634,6 +636,8 @@ void jn_io_own_rx_gone(jn_io_own_link_t *link)
             jn_core_delivery_continued_IO(dlv);
         }
         jn_message_stream_writer_done(jn_delivery_message(dlv), link->budget);
+        if (jn_delivery_io(dlv) == link->rx_d) /* bound: the reference is ours still */
+            jn_io_own_forget(link->rx_d, dlv);
         jn_delivery_unref(dlv);
     }
     jn_message_unref(link->rx_msg);

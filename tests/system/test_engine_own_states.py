@@ -16,6 +16,9 @@ read the frames' octets: states proton cannot carry (docs/protocol.md,
 equal octet for octet, and a sender's state on a later frame of a
 multi-frame delivery.
 
+A receiver that settles a multi-frame copy after its first frame gets the
+rest, and the sender the outcome.
+
 JN_BUILD_DIR names the build directory (set by ctest).
 """
 import struct
@@ -248,6 +251,56 @@ class OwnStatesAcrossThree(RawStatePeers, OwnMeshCase):
             rx.disposition(got, True, ACCEPTED_STATE)
             first, settled, _ = self.next_disposition(tx)
             self.assertEqual((first, settled), (did, True))
+
+
+class OwnSettleMidDelivery(OwnEngineCase):
+    """A receiver that settles a copy before its last frame reached it
+    (AMQP 1.0 2.6.12: the receiver may settle at any time): the router
+    sends the copy's remaining frames (it crashed on the next one before
+    h-eng2), the sender's delivery is settled with the receiver's outcome
+    once its last frame is in, and the router goes on."""
+
+    def test_receiver_settles_a_copy_before_its_last_frame(self):
+        r = self.start_own()
+        rx = RawPeer(r.port)
+        self.addCleanup(rx.close)
+        rx.open()
+        rx.begin()
+        rx.attach_receiver("rx", 0, "own.mid", 10)
+        tx = RawPeer(r.port)
+        self.addCleanup(tx.close)
+        tx.open()
+        tx.begin()
+        tx.attach_sender("tx", 0, "own.mid")
+        tx.wait_credit(0)
+        thirds = [MESSAGE[:1000], MESSAGE[1000:2000], MESSAGE[2000:]]
+        tx.transfer_frame([uint(0), uint(0), b"t0", uint(0), False, True], thirds[0])
+        first = rx.expect(TRANSFER)
+        self.assertTrue(first.fields[5], "the copy's first frame says more: %r" % first)
+        rx.disposition(int(first.fields[1]), True, ACCEPTED_STATE)
+        time.sleep(0.3 * SLOW)  # the router takes the settlement in first
+        tx.transfer_frame([uint(0), None, None, None, None, True], thirds[1])
+        tx.transfer_frame([uint(0), None, None, None, None, False], thirds[2])
+        payload = first.payload
+        f = first
+        while len(f.fields) > 5 and f.fields[5]:
+            f = rx.expect(TRANSFER)
+            payload += f.payload
+        self.assertEqual(payload, MESSAGE)
+        # the sender's delivery settled once whole (one terminal disposition)
+        first_out, settled, state = self.next_disposition(tx)
+        self.assertEqual((first_out, settled), (0, True))
+        self.assertEqual(state[:3], b"\x00\x53\x24", "accepted expected: %r" % state)
+        # the router goes on: a whole second delivery, settled by the receiver
+        tx.transfer(0, 1, MESSAGE)
+        f = rx.expect(TRANSFER)
+        while len(f.fields) > 5 and f.fields[5]:
+            f = rx.expect(TRANSFER)
+        rx.disposition(int(first.fields[1]) + 1, True, ACCEPTED_STATE)
+        self.assertEqual(self.next_disposition(tx)[:2], (1, True))
+        self.assertNotIn("failed:", r.log(), self.logs())
+
+    next_disposition = RawStatePeers.next_disposition
 
 
 if __name__ == "__main__":

@@ -6,8 +6,9 @@
  * settled flag starting the next), the peer's reaching the user once per
  * delivery of its range with its state (known states decoded, a state with
  * a symbolic descriptor passed as it came), settlement freeing deliveries
- * at both ends, the sender's own disposition, and a range naming ids no
- * longer held.
+ * at both ends, the sender's own disposition, a range naming ids no
+ * longer held, and a link's user pointers cleared and handed back
+ * (jn_amqp_link_users_clear) for its deliveries alone.
  */
 #include "test_amqp_engine_util.h"
 
@@ -319,6 +320,63 @@ static void test_peer_settles_before_our_last_frame(void **state)
     }
 }
 
+/* jn_amqp_link_users_clear's fn: counts, and marks what it was given. */
+static void user_cleared(void *ctx, void *user)
+{
+    (*(int *)ctx)++;
+    (*(int *)user)++;
+}
+
+static void test_link_users_cleared_for_its_deliveries_alone(void **state)
+{
+    (void)state;
+    peer_t a, b;
+    jn_amqp_delivery_t *ds[3], *bd[3];
+    jn_amqp_link_t *l = sent_pair(&a, &b, 7, 3, ds, bd);
+    jn_amqp_link_t *rl = b.last_link;
+    /* a second sending link of the same session, one delivery on it */
+    jn_amqp_link_t *l2 = jn_amqp_link_new(jn_amqp_link_session(l), "out2", JN_AMQP_SENDER);
+    assert_int_equal(jn_amqp_link_attach(l2, &(jn_amqp_attach_t){0}, 0), 0);
+    pump(&a, &b);
+    assert_int_equal(jn_amqp_link_flow(b.last_link, 10, false, false), 0);
+    pump(&a, &b);
+    jn_amqp_delivery_t *other, *later;
+    assert_int_equal(jn_amqp_delivery_new(l2, "o", 1, 0, false, &other), 0);
+    jn_iter_t piece;
+    jn_iter_init_bytes(&piece, "m", 1, JN_VIEW_RAW);
+    size_t taken;
+    assert_int_equal(jn_amqp_delivery_send(other, &piece, 1, false, &taken), 1);
+    /* one more on l, not begun: no frame of it went out */
+    assert_int_equal(jn_amqp_delivery_new(l, "n", 1, 0, false, &later), 0);
+    int marks[5] = {0};
+    jn_amqp_delivery_set_user(ds[0], &marks[0]);
+    jn_amqp_delivery_set_user(ds[2], &marks[2]); /* ds[1] has none */
+    jn_amqp_delivery_set_user(later, &marks[3]);
+    jn_amqp_delivery_set_user(other, &marks[4]);
+    int calls = 0;
+    jn_amqp_link_users_clear(l, user_cleared, &calls);
+    assert_int_equal(calls, 3);
+    assert_int_equal(marks[0], 1);
+    assert_int_equal(marks[1], 0);
+    assert_int_equal(marks[2], 1);
+    assert_int_equal(marks[3], 1);
+    assert_int_equal(marks[4], 0); /* another link's */
+    assert_null(jn_amqp_delivery_user(ds[0]));
+    assert_null(jn_amqp_delivery_user(later));
+    assert_ptr_equal(jn_amqp_delivery_user(other), &marks[4]);
+    calls = 0;
+    jn_amqp_link_users_clear(l, user_cleared, &calls); /* nothing left to pass */
+    assert_int_equal(calls, 0);
+    /* the receiving end: its deliveries held by id */
+    for (int k = 0; k < 3; k++)
+        jn_amqp_delivery_set_user(bd[k], &marks[k]);
+    jn_amqp_link_users_clear(rl, user_cleared, &calls);
+    assert_int_equal(calls, 3);
+    assert_int_equal(marks[1], 1);
+    peer_free(&a);
+    peer_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -329,6 +387,7 @@ int main(void)
         cmocka_unit_test(test_unknown_state_passes_both_ways),
         cmocka_unit_test(test_settled_before_its_last_frame_lives_to_its_end),
         cmocka_unit_test(test_peer_settles_before_our_last_frame),
+        cmocka_unit_test(test_link_users_cleared_for_its_deliveries_alone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -159,7 +159,7 @@ static void test_runs_send_the_frames_the_views_send(void **state)
                     runs[n++] = (jn_amqp_run_t){.data = bf->data, .len = 0, .buf = bf};
             }
             assert_int_equal(n, 7); /* six buffers and the empty run */
-            assert_int_equal(jn_amqp_delivery_send_runs(d, runs, n, false, &taken), 1);
+            assert_int_equal(jn_amqp_delivery_send_runs(d, runs, n, false, false, &taken), 1);
             assert_true(atomic_load(&list.head->refcount) > 1); /* referenced */
             n_runs = take_all(&a, out_runs, sizeof out_runs);
             assert_int_equal(atomic_load(&list.head->refcount), 1);
@@ -254,6 +254,63 @@ static void test_output_taken_a_few_octets_at_a_time(void **state)
     assert_int_equal(peer_input(&b, wire, len), 0);
     assert_int_equal(b.npayload, sizeof msg);
     assert_memory_equal(b.payload, msg, sizeof msg);
+    peer_free(&a);
+    peer_free(&b);
+}
+
+/* Runs given (jn_amqp_delivery_send_runs with give): a run taken whole
+ * hands the caller's reference to the output, one taken in part or not at
+ * all leaves it the caller's; the frames are those of runs not given, and
+ * every reference is dropped once the output is taken. */
+static void test_runs_given_hand_their_references_over(void **state)
+{
+    (void)state;
+    static uint8_t msg[3000];
+    for (size_t k = 0; k < sizeof msg; k++)
+        msg[k] = (uint8_t)(k * 7 + 3);
+    peer_t a, b;
+    jn_amqp_link_t *l = sender_pair(&a, &b, 3, 512, 10);
+    assert_int_equal(jn_amqp_session_set_incoming_window(b.last_session, 2), 0);
+    pump(&a, &b);
+    jn_buffer_list_t list;
+    jn_buffer_list_init(&list);
+    assert_int_equal(jn_buffer_list_append_split(&list, msg, sizeof msg, 500), 0);
+    jn_amqp_run_t runs[6];
+    jn_buffer_t *bufs[6];
+    size_t n = 0;
+    for (jn_buffer_t *bf = list.head; bf; bf = jn_buffer_next(bf), n++) {
+        bufs[n] = jn_buffer_ref(bf); /* the caller's, given */
+        runs[n] = (jn_amqp_run_t){.data = bf->data, .len = jn_buffer_size(bf), .buf = bf};
+    }
+    assert_int_equal(n, 6);
+    jn_amqp_delivery_t *d;
+    assert_int_equal(jn_amqp_delivery_new(l, "g", 1, 0, false, &d), 0);
+    size_t taken;
+    assert_int_equal(jn_amqp_delivery_send_runs(d, runs, n, false, true, &taken), 0);
+    assert_true(taken > 500 && taken < 1024); /* two frames: the first run whole, the second not */
+    /* the first run spans both frames: the first frame's reference, then
+     * ours given to the second; the second run's is ours still, beside
+     * the second frame's; the third's is ours alone */
+    assert_int_equal(atomic_load(&bufs[0]->refcount), 3); /* the list's and two frames' */
+    assert_int_equal(atomic_load(&bufs[1]->refcount), 3); /* the list's, ours, a frame's */
+    assert_int_equal(atomic_load(&bufs[2]->refcount), 2);
+    pump(&a, &b);
+    assert_int_equal(atomic_load(&bufs[0]->refcount), 1); /* taken: the list's alone */
+    assert_int_equal(atomic_load(&bufs[1]->refcount), 2);
+    /* the window reopened: the rest, from where the second run stopped */
+    assert_int_equal(jn_amqp_session_set_incoming_window(b.last_session, 100), 0);
+    pump(&a, &b);
+    runs[1].data += taken - 500;
+    runs[1].len -= taken - 500;
+    size_t more;
+    assert_int_equal(jn_amqp_delivery_send_runs(d, runs + 1, n - 1, false, true, &more), 1);
+    assert_int_equal(taken + more, sizeof msg);
+    pump(&a, &b);
+    for (size_t k = 0; k < n; k++)
+        assert_int_equal(atomic_load(&bufs[k]->refcount), 1); /* every given one dropped */
+    assert_int_equal(b.npayload, sizeof msg);
+    assert_memory_equal(b.payload, msg, sizeof msg);
+    jn_buffer_list_free(&list);
     peer_free(&a);
     peer_free(&b);
 }
@@ -718,6 +775,7 @@ int main(void)
         cmocka_unit_test(test_one_frame_delivery_both_ends_count),
         cmocka_unit_test(test_multi_frame_split_at_max_frame_and_referenced),
         cmocka_unit_test(test_runs_send_the_frames_the_views_send),
+        cmocka_unit_test(test_runs_given_hand_their_references_over),
         cmocka_unit_test(test_payload_filling_the_last_frame_exactly),
         cmocka_unit_test(test_output_taken_a_few_octets_at_a_time),
         cmocka_unit_test(test_remote_incoming_window_holds_frames_back),

@@ -1,8 +1,8 @@
 /*
  * junction/amqp_trace.h — the protocol trace of a connection on the own
  * engine (docs/engine.md): each protocol header and frame of a stream, one
- * direction at a time, as one line of text in the form the proton path's
- * trace writes (router/io/io_trace.c, 1.19's PROTOCOL log at trace level):
+ * direction at a time, as one line of text in the form of 1.19's
+ * PROTOCOL log at trace level (router/io/io_trace.c writes it):
  *
  *     "  <- AMQP"                                   a protocol header
  *     "0 -> @open(16) [container-id=\"x\", ...]"   a frame: channel, arrow,

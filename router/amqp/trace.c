@@ -2,7 +2,7 @@
  * trace.c — the protocol trace of a stream (junction/amqp_trace.h): a
  * tracer per direction finds headers and frames in the octets as they pass
  * (holding a partial one until it is whole), and each is rendered as one
- * line in the proton path's form, the performative's fields named from the
+ * line in 1.19's PROTOCOL trace form, the performative's fields named from the
  * engine's own tables (types.c). Only a connection whose trace is on runs
  * any of this.
  */

@@ -12,11 +12,10 @@
  * Strangler pattern: the connection keeps its jn_io_conn_t (loop,
  * refcount, registry, timers), so the loops, wakes, moves, the registry and
  * the core's callbacks treat it as any other; only its pass differs
- * (io_loop.c hands it here). Every connection runs here since stage 5
- * removed proton's path: any role, plain TCP, TLS or WebSocket, and any
- * SASL (a listener's Cyrus mechanisms, its auth service's relay or the
- * built-in ANONYMOUS; a connector's built-in mechanisms or Cyrus's
- * client).
+ * (io_loop.c hands it here). Every connection runs here: any role,
+ * plain TCP, TLS or WebSocket, and any SASL (a listener's Cyrus
+ * mechanisms, its auth service's relay or the built-in ANONYMOUS; a
+ * connector's built-in mechanisms or Cyrus's client).
  */
 #include "io_own.h"
 #include "sasl_own.h"
@@ -34,8 +33,8 @@
 /* Iovecs per readv (each a pooled buffer) and per sendmsg. A message
  * takes about three runs of the output (its frame's header and transfer,
  * the re-encoded annotations, the body), so 64 runs per sendmsg sent 21
- * small messages a call and tripled the syscalls per message against
- * proton's path (docs/performance.md); 1,024 is Linux's UIO_MAXIOV. */
+ * small messages a call and tripled the syscalls per message
+ * (docs/performance.md); 1,024 is Linux's UIO_MAXIOV. */
 #define OWN_READ_IOV  64
 #define OWN_WRITE_IOV 1024
 
@@ -100,7 +99,7 @@ static bool own_open_policy(jn_io_own_t *own, jn_amqp_conn_t *c, const jn_amqp_o
     }
     const char *vhost = conn->endpoint->cfg.policy_vhost; /* the listener's, else the Open's */
     if (user && strcmp(user, JN_AMQP_SASL_ANONYMOUS_USER) == 0)
-        user = NULL; /* as proton's path hands it: "anonymous" is checked as none */
+        user = NULL; /* as 1.19 checks it: "anonymous" is checked as none */
     if (!jn_io_vhost_admit_IO(conn, user, vhost ? vhost : host[0] ? host : NULL)) {
         (void)jn_amqp_conn_close(c, "amqp:resource-limit-exceeded",
                                  "connection disallowed by local policy");
@@ -140,7 +139,7 @@ static bool own_open_identity(jn_io_own_t *own, jn_amqp_conn_t *c, jn_conn_info_
     const char *user = jn_amqp_transport_user(own->t);
     const char *mech = jn_amqp_transport_sasl_mechanism(own->t);
     /* a mechanism other than ANONYMOUS authenticated the peer: its user is
-     * the one the user-id check holds messages to, as on proton's path */
+     * the one the user-id check holds messages to, as in 1.19 */
     bool authenticated = conn->incoming && mech && strcmp(mech, "ANONYMOUS") != 0;
     const jn_endpoint_config_t *cfg = &conn->endpoint->cfg;
     if (!conn->incoming && mech && strcmp(mech, "ANONYMOUS") != 0 && cfg->sasl_username &&
@@ -312,7 +311,7 @@ static int open_extras(const jn_io_conn_t *conn, jn_encoder_t *caps, uint8_t **p
 
 /* The client role's transport for a connection we make to host: the SASL
  * client end with the connector's mechanisms and credentials, through
- * Cyrus's client (sasl_own.c) wherever proton's path uses Cyrus (a
+ * Cyrus's client (sasl_own.c) wherever the connector uses Cyrus (a
  * saslUsername, an sslProfile or a mechanism beyond ANONYMOUS, with Cyrus
  * configured: the same choice among the server's offer), else built in
  * (ANONYMOUS). NULL when memory runs out or Cyrus refused (logged). */
@@ -360,7 +359,7 @@ static int own_new(jn_io_conn_t *conn, const char *host)
         .max_frame_size = cfg->max_frame_size,
         .channel_max = (uint16_t)(cfg->max_sessions - 1),
         /* idleTimeoutSeconds: silent that long, the peer is cut; half is
-         * announced, as the proton path does */
+         * announced, as 1.19 does */
         .idle_time_out = cfg->idle_timeout_seconds * 1000u,
         .idle_time_out_announced = cfg->idle_timeout_seconds * 500u,
         .min_peer_idle_time_out = conn->io->min_peer_idle_timeout_ms,
@@ -436,7 +435,7 @@ void jn_io_own_free(jn_io_conn_t *conn)
 
 /* ---- the protocol trace ---------------------------------------------------
 
- * As the proton path's (io_trace.c): while conn->tracing (the PROTOCOL
+ * As 1.19 traces (io_trace.c decides when): while conn->tracing (the PROTOCOL
  * module at trace level, or management's enableProtocolTrace for this
  * connection; kept by jn_io_trace_check_IO at the start of each pass),
  * each header and frame read or written is one PROTOCOL trace line
@@ -543,7 +542,7 @@ static void own_closed(jn_io_own_t *own)
          * refused AMQP frame (own_on_closed); a refused authentication is
          * logged by its mechanism's backend (sasl_own.c, authsvc.c), one
          * the layer refused itself (a mechanism not offered) here, as
-         * proton's path logs it */
+         * 1.19 logs it */
         const jn_amqp_fault_t *f = jn_amqp_transport_fault(own->t);
         bool auth = f && f->condition && strcmp(f->condition, "amqp:unauthorized-access") == 0;
         if (f && f->condition && !(auth && conn->refused_logged))
@@ -749,7 +748,7 @@ void jn_io_own_shut_IO(jn_io_conn_t *conn, bool cut)
 }
 
 /* A write-stall period ended (io_watch.c): a peer that took too little of
- * our output in it is cut, with the proton path's log line; our close goes
+ * our output in it is cut, with 1.19's log line; our close goes
  * into the output but the peer is not waited for (it does not read). */
 static void own_stall_check(jn_io_own_t *own, int64_t now)
 {

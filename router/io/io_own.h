@@ -216,7 +216,7 @@ void jn_io_own_io_error(jn_io_conn_t *conn, int err, const char *what);
 
 /* jn_io_own_note_IO: what ("TLS handshake") failed on conn (an own
  * connection) for why: kept as own->io_error ("<what> failed: <why>", as
- * proton's path words its transport's condition) unless an error came
+ * 1.19 words its transport's condition) unless an error came
  * first. The connection's I/O thread. */
 void jn_io_own_note_IO(jn_io_conn_t *conn, const char *what, const char *why);
 

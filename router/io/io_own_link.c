@@ -518,7 +518,7 @@ static void work_open(jn_io_own_link_t *link, jn_work_t *w)
             link->dynamic_address = strdup(w->address); /* NULL: no reply-to may name it */
         }
     }
-    if (link->incoming && link->max_message_size) { /* as proton's path advertises it */
+    if (link->incoming && link->max_message_size) { /* as 1.19 advertises it */
         a.present |= JN_AMQP_FIELD(10);
         a.max_message_size = link->max_message_size;
     }

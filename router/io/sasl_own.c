@@ -8,9 +8,9 @@
  * Cyrus lists the other mechanisms, computes the challenges and checks the
  * credentials (against the sasldb that its config file names). Cyrus is
  * started once by jn_sasl_init (sasl_cyrus.c: router saslConfigDir and
- * saslConfigName, as qdrouterd 1.19); the proton path's glue stays there.
+ * saslConfigName, as qdrouterd 1.19).
  *
- * What a connection offers is what the proton path offers for the same
+ * What a connection offers is what 1.19 offers for the same
  * listener: Cyrus's list with its security properties (no security layer;
  * no ANONYMOUS when authenticatePeer is set; mechanisms that send a
  * password in the clear allowed, as 1.19 allows them without TLS), cut to

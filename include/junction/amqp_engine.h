@@ -26,7 +26,8 @@
  * attached too, with its session condition, as 1.19 answers it — or,
  * for a session's window and span errors, ends that session with it
  * (2.7.8); the engine then reads no more of that connection (or ignores
- * that session's frames until the peer's end). Deliveries (transfer, disposition) are in junction/amqp_delivery.h.
+ * that session's frames until the peer's end). Deliveries (transfer,
+ * disposition) are in junction/amqp_delivery.h.
  *
  * Threads: a connection and its sessions and links belong to the one thread
  * that owns the connection (an I/O thread once wired in); nothing here takes

@@ -237,6 +237,20 @@ static void own_on_close(void *ctx, jn_amqp_conn_t *c, const jn_amqp_end_close_t
     own->close_sent = true; /* the engine answers when this returns */
 }
 
+/* conn failed with cond and desc: the SERVER line "Connection to ...
+ * failed" when log (false where another line already said why, or conn is
+ * one we accepted) and, for a connector's connection, the connector's
+ * note (its management view), in 1.19's words. The connection's I/O
+ * thread. */
+static void own_outgoing_failed(jn_io_conn_t *conn, bool log, const char *cond, const char *desc)
+{
+    if (log)
+        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Connection to %s failed: %s %s",
+               conn->id, conn->host, cond, desc);
+    jn_io_connector_note_IO(conn, false, JN_IO_CONN_FMT " Connection to %s failed: %s %s",
+                            conn->id, conn->host, cond, desc);
+}
+
 /* The engine refused the peer's input (or found it silent). A peer's
  * idle-time-out below router.minPeerIdleTimeoutMs is logged as the proton
  * path logged it: "refused: its ... (minPeerIdleTimeoutMs)". */
@@ -250,10 +264,7 @@ static void own_on_closed(void *ctx, jn_amqp_conn_t *c, const jn_amqp_fault_t *f
     if (conn->authsvc) {
         /* an auth service's: its end reports the fault (own_closed) */
     } else if (!conn->incoming) {
-        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Connection to %s failed: %s %s",
-               conn->id, conn->host, fault->condition, fault->description);
-        jn_io_connector_note_IO(conn, false, JN_IO_CONN_FMT " Connection to %s failed: %s %s",
-                                conn->id, conn->host, fault->condition, fault->description);
+        own_outgoing_failed(conn, true, fault->condition, fault->description);
     } else if (peer_idle && peer_idle < conn->io->min_peer_idle_timeout_ms)
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_WARNING,
                JN_IO_CONN_FMT " Connection from %s (to %s) refused: its %s (minPeerIdleTimeoutMs)",
@@ -531,12 +542,8 @@ static void own_closed(jn_io_own_t *own)
         const char *cond = f && f->condition ? f->condition : "amqp:connection:forced";
         const char *desc = f && f->condition ? f->description
                                              : "the transport ended before the peer's open";
-        if (!conn->refused_logged) /* TLS failed: io_tls.c's line says why */
-            JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
-                   JN_IO_CONN_FMT " Connection to %s failed: %s %s", conn->id, conn->host, cond,
-                   desc);
-        jn_io_connector_note_IO(conn, false, JN_IO_CONN_FMT " Connection to %s failed: %s %s",
-                                conn->id, conn->host, cond, desc);
+        /* refused_logged: TLS failed, and io_tls.c's line says why */
+        own_outgoing_failed(conn, !conn->refused_logged, cond, desc);
     } else if (conn->incoming && !conn->opened && !own->refused_logged) {
         /* the SASL layer refused the peer's frames: one line, as for a
          * refused AMQP frame (own_on_closed); a refused authentication is
@@ -674,11 +681,7 @@ static void own_abort(jn_io_own_t *own, const char *condition, const char *descr
         JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO,
                JN_IO_CONN_FMT " Connection from %s (to %s) failed: %s %s", conn->id, conn->host,
                conn->endpoint->shown, cond, desc);
-    else
-        JN_LOG(JN_LOG_MOD_SERVER, JN_LOG_INFO, JN_IO_CONN_FMT " Connection to %s failed: %s %s",
-               conn->id, conn->host, cond, desc);
-    jn_io_connector_note_IO(conn, false, JN_IO_CONN_FMT " Connection to %s failed: %s %s",
-                            conn->id, conn->host, cond, desc);
+    own_outgoing_failed(conn, !conn->incoming, cond, desc);
     own->refused_logged = true;
     own->close_sent = true; /* none goes: the one composed already is dropped */
     own->aborted = true;

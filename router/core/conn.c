@@ -3,9 +3,9 @@
  * (junction/core.h, "connections" and "work").
  *
  * Each connection has one MPSC queue of work items. The core thread is its
- * only producer; the connection's I/O thread is its consumer (whichever
- * worker proton runs the connection on: proton serialises them, which
- * orders their accesses). The core calls ops->wake only when a push found
+ * only producer; the connection's I/O thread is its consumer (the loop
+ * that owns the connection at the time: a move between loops hands it
+ * over, which orders their accesses). The core calls ops->wake only when a push found
  * the queue empty (jn_mpsc_push returned true); jn_core_conn_take_work_IO
  * drains until the queue is empty or the caller's array is full, so every
  * item pushed before the next wake is taken, and none is missed: if the

@@ -477,7 +477,7 @@ void jn_router_tick_CT(jn_core_t *core)
     /* A tick far later than its time: this router did not run meanwhile
      * (stopped or starved), and its edges' heartbeats of that time may
      * wait unread; they get the time back (the mesh engine does the same
-     * for HELLOs, and the I/O loops for proton's idle timeout: io_loop.c,
+     * for HELLOs, and the I/O loops for the idle-time-out: io_loop.c,
      * "Our own stalls"). */
     int64_t late = core->ct.next_tick_ms ? now - core->ct.next_tick_ms : 0;
     if (late > JN_CORE_STALL_MS) {

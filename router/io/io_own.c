@@ -252,8 +252,8 @@ static void own_outgoing_failed(jn_io_conn_t *conn, bool log, const char *cond, 
 }
 
 /* The engine refused the peer's input (or found it silent). A peer's
- * idle-time-out below router.minPeerIdleTimeoutMs is logged as the proton
- * path logged it: "refused: its ... (minPeerIdleTimeoutMs)". */
+ * idle-time-out below router.minPeerIdleTimeoutMs is logged as "refused:
+ * its ... (minPeerIdleTimeoutMs)". */
 static void own_on_closed(void *ctx, jn_amqp_conn_t *c, const jn_amqp_fault_t *fault)
 {
     jn_io_own_t *own = ctx;

@@ -19,9 +19,8 @@
  * (jn_io_own_bind): while the delivery is being received or sent it is
  * the one the link holds for that (rx_dlv, tx_dlv), which passes to the
  * pair once the last frame is in or out; a link's end finds them through
- * the engine's tables (jn_amqp_link_users_clear). (Until stage 5 a connection could run on
- * proton's connection driver instead.) Everything here belongs to the
- * connection's loop thread.
+ * the engine's tables (jn_amqp_link_users_clear). Everything here belongs
+ * to the connection's loop thread.
  */
 #ifndef JN_IO_OWN_H
 #define JN_IO_OWN_H 1

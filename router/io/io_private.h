@@ -129,8 +129,7 @@ struct jn_io_tls_entry {
  * whatever credit and window the peer gave; the pass after the socket
  * takes some goes on. A peer that stops reading costs at most this in
  * output, plus what the core's backlog holds for its links (linkCapacity,
- * docs/multicast.md). (Proton's path had the same bound on what its
- * session buffered unframed.) */
+ * docs/multicast.md). */
 #define JN_IO_OWN_OUTPUT_LIMIT (256u * 1024)
 
 /* A session's incoming window (in octets: JN_IO_SESSION_FRAMES x

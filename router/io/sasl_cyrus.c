@@ -4,10 +4,8 @@
  * check of a listener's SASL settings, and which endpoints use it
  * (jn_endpoint_uses_sasl_plugin). The SASL exchanges themselves are the
  * own engine's, its server and client ends backed by Cyrus in
- * sasl_own.c. (Until stage 5 of issue 27 this file also plugged Cyrus
- * into proton's SASL layer, through proton/sasl_plugin.h.) The
- * mechanisms are Cyrus's (PLAIN, SCRAM-SHA-1/256, DIGEST-MD5, ANONYMOUS,
- * EXTERNAL, ...): Cyrus computes the challenges and checks the
+ * sasl_own.c. The mechanisms are Cyrus's (PLAIN, SCRAM-SHA-1/256,
+ * DIGEST-MD5, ANONYMOUS, EXTERNAL, ...): Cyrus computes the challenges and checks the
  * credentials (against the sasldb that the Cyrus config file names).
  *
  * Configured as qdrouterd 1.19: router saslConfigDir (where Cyrus looks
@@ -187,7 +185,7 @@ int jn_sasl_check_listener(const jn_endpoint_config_t *ec, bool can_external, ch
                 continue;
             }
             if (strcmp(mech, "ANONYMOUS") == 0 && !cyrus)
-                continue; /* proton's own */
+                continue; /* the engine's built-in one */
             if (!jn_sasl_server_offers(mech)) {
                 snprintf(err, errlen,
                          "SASL mechanism '%s' is not available (Cyrus SASL offers: %s; see router "

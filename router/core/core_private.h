@@ -408,7 +408,7 @@ struct jn_core_link {
         bool mc_dropping;
         uint32_t unsettled;        /* of inflight: not settled */
         /* the most unsettled copies the link may hold (link.c, "Unsettled
-         * bound"): its capacity, or UINT32_MAX on an inter-router or edge
+         * bound"): twice its capacity, or UINT32_MAX on an inter-router or edge
          * connection; a link at it is handed nothing, as without credit */
         uint32_t unsettled_max;
         /* on core->ct.resume: it was at unsettled_max and a copy settled;

@@ -25,8 +25,14 @@
  * flow frames costs one action per batch.
  *
  * Unsettled bound. An outgoing link holds at most ct.unsettled_max copies
- * handed out and not settled by the consumer: its capacity (the
- * connection's linkCapacity, 250 by default, as qdrouterd 1.19). At the
+ * handed out and not settled by the consumer: twice its capacity (the
+ * connection's linkCapacity, 250 by default, as qdrouterd 1.19). Twice,
+ * not once: a consumer settles a batch of copies only after it took them,
+ * so with room for one capacity only, the next batch could not be handed
+ * out until that batch's settlements came back, and a prompt consumer's
+ * flow turned into stop-and-wait (docs/performance.md, "The unsettled
+ * bound and the pipeline"); with room for two, one batch travels while
+ * the one before is being settled. At the
  * bound it is handed nothing more, as if it had no credit: its copies wait
  * on its undelivered list, where they hold their senders' credit, so the
  * senders wait too, and a consumer that takes and never settles cannot make
@@ -95,7 +101,9 @@ jn_core_link_t *jn_core_link_attached_IO(jn_core_conn_t *conn, void *io_link,
                   : conn->link_capacity ? conn->link_capacity
                                         : JN_CORE_DEFAULT_CAPACITY;
     /* Unsettled bound (see the top): a client's link only */
-    l->ct.unsettled_max = conn->inter_router || conn->edge ? UINT32_MAX : l->capacity;
+    l->ct.unsettled_max = conn->inter_router || conn->edge || l->capacity > UINT32_MAX / 2
+                              ? UINT32_MAX
+                              : 2 * l->capacity;
     atomic_init(&l->refcount, 1); /* the life reference */
     atomic_init(&l->flow, 0);
     atomic_init(&l->peer_limit, 0);

@@ -295,9 +295,9 @@ class SlowReaderTest(RouterTestCase):
         router = self.start_router(router={"writeStallTimeoutSeconds": 2})
         reader = self.slow_reader(router, "slow.q")
         where = peer_address(reader)
-        # the router hands a consumer at most linkCapacity (250) unsettled
-        # deliveries: large enough messages that those do not fit in the
-        # sockets' buffers, so its writes stall
+        # the router hands a consumer at most twice linkCapacity (500)
+        # unsettled deliveries: large enough messages that those do not fit
+        # in the sockets' buffers, so its writes stall
         flood = self.flood(router, "slow.q", 64 * 1024)
         started = time.monotonic()
 

@@ -5,8 +5,8 @@
  * deliveries are handed out, one LINK_CREDIT per link per batch and only
  * once the sender holds half its capacity or less), and the
  * credit consumers give the router (deliveries handed out only within it,
- * drain), and the bound on a consumer's unsettled deliveries (its link's
- * capacity: past it, nothing more is handed out until it settles).
+ * drain), and the bound on a consumer's unsettled deliveries (twice its
+ * link's capacity: past it, nothing more is handed out until it settles).
  */
 #include "test_core_util.h"
 
@@ -213,28 +213,29 @@ static void test_consumer_at_its_unsettled_bound_gets_more_only_as_it_settles(vo
     (void)state;
     fake_conn_t *p = open_conn("producer");
     fake_conn_t *c = open_conn("consumer");
-    jn_core_link_t *in = attach_producer(p, "q", 10);
-    /* capacity 3, credit 10: the bound, not the credit, stops it */
+    jn_core_link_t *in = attach_producer(p, "q", 20);
+    /* capacity 3, so a bound of 6, credit 20: the bound, not the credit,
+     * stops it */
     jn_core_link_t *out = attach_full(c, JN_LINK_OUTGOING, "q", false, 3, NULL);
-    jn_core_link_flow_IO(out, 10, false);
-    jn_delivery_t *d[6];
-    for (int i = 0; i < 6; i++)
+    jn_core_link_flow_IO(out, 20, false);
+    jn_delivery_t *d[9];
+    for (int i = 0; i < 9; i++)
         d[i] = send_msg(p, in, false);
-    jn_delivery_t *s[6];
-    for (int i = 0; i < 3; i++)
+    jn_delivery_t *s[9];
+    for (int i = 0; i < 6; i++)
         s[i] = expect_send(c);
     expect_no_work(c);
     consumer_settles(s[0], JN_DISP_ACCEPTED);
-    s[3] = expect_send(c); /* one settled: one more */
+    s[6] = expect_send(c); /* one settled: one more */
     expect_no_work(c);
     consumer_settles(s[1], JN_DISP_ACCEPTED);
     consumer_settles(s[2], JN_DISP_ACCEPTED);
-    s[4] = expect_send(c);
-    s[5] = expect_send(c);
+    s[7] = expect_send(c);
+    s[8] = expect_send(c);
     expect_no_work(c);
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 9; i++)
         assert_ptr_equal(jn_delivery_message(s[i]), jn_delivery_message(d[i]));
-    for (int i = 3; i < 6; i++)
+    for (int i = 3; i < 9; i++)
         consumer_settles(s[i], JN_DISP_ACCEPTED);
     core_sync();
 }

@@ -420,16 +420,17 @@ class OwnLinkRouteTest(OwnLinkRouteCase):
 
     def test_receiver_credit_reaches_the_broker_whole(self):
         # the broker's end of the route gets the client's credit at once
-        # (up to the link's capacity, 250 by default, which the core
-        # passes), as 1.19 grants it and proton's path does; not the 4 a
-        # client's link gets before its first message
+        # (up to the receiver's link's unsettled bound, twice its capacity:
+        # 500 by default, which the core passes; docs/compat.md), as 1.19
+        # grants it; not the 4 a client's link gets before its first
+        # message
         b = self.broker()
         r = self.router(b)
         s = FlowThenDrain(r.url, "lr.credit.q", 1000)
         s.run()
         self.assertIsNone(s.error, self.logs())
         with b.lock:
-            self.assertEqual(b.flows[0], (250, False), b.flows)
+            self.assertEqual(b.flows[0], (500, False), b.flows)
         s = FlowThenDrain(r.url, "lr.credit.q", 100)
         s.run()
         self.assertIsNone(s.error, self.logs())

@@ -28,8 +28,9 @@ class KillInTheMiddle(Scenario):
     # Neither end settles before the other (the sender waits for the
     # router's settlement, the receiver too), so every delivery stays
     # unsettled until the kill: the consumer's link is handed at most
-    # twice its linkCapacity (500) unsettled ones (docs/design.md "Credit"), so the
-    # kill comes before that, and what is sent after it fits too.
+    # twice its linkCapacity (500) unsettled ones (docs/design.md
+    # "Credit"), so the kill comes before that, and what is sent after it
+    # fits too.
     def __init__(self, send_url, recv_url, kill, total=400, kill_after=200, window=150):
         super().__init__(timeout=60)
         self.send_url, self.recv_url, self.kill = send_url, recv_url, kill

@@ -8,10 +8,11 @@ settles one, while a sender floods its address with unsettled messages (both
 in unsettled_client.py, run as a subprocess). The router must hold at most
 twice linkCapacity (2 x 250) unsettled deliveries on the holder's link
 (router.link unsettledCount; twice, so that a prompt consumer's next batch
-travels while the last is being settled: docs/design.md, "Credit"), its RSS must stay within GROWTH_MB of what it was before,
-and another flow on the same router (junction-bench on another address, or
-a normal consumer of the same multicast address) must keep a fair share of
-its rate measured alone. The same for a multicast address and for a
+travels while the last is being settled: docs/design.md, "Credit"), its
+RSS must stay within GROWTH_MB of what it was before, and another flow
+on the same router (junction-bench on another address, or a normal
+consumer of the same multicast address) must keep a fair share of its
+rate measured alone. The same for a multicast address and for a
 link-routed link. Then, after a burst, RSS must fall back to within twice
 its level before the burst; in a sanitizer build, where RSS is the
 sanitizer's allocator's, the pools' free lists must be bounded instead

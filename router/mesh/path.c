@@ -27,9 +27,11 @@
  * RA announced a newer ls_seq) could offer R another path to D as cheap:
  * every such U (other than D) is at least as far from R as D is (a link
  * costs at least 1, so a path through U costs more than the one through
- * here). Until the link states arrive, copies that might be duplicates
- * are not forwarded (multicast is at most once; the ingress router always
- * forwards its own). Anycast and control messages keep the valid origins.
+ * here). A link one end's link state lists and the other's does not
+ * (mark_one_sided) makes both ends unknown the same way. Until the link
+ * states arrive, copies that might be duplicates are not forwarded
+ * (multicast is at most once; the ingress router always forwards its
+ * own). Anycast and control messages keep the valid origins.
  *
  * Afterwards the core is told, for every router, what changed: a new or
  * changed route (router_route), or the loss of any route
@@ -178,6 +180,33 @@ static void add_valid_origins(const tree_t *t, int root, const bool *unknown, jn
     }
 }
 
+/* Mark as unknown both ends of every one-sided link between two routers
+ * this router reaches: X's link state lists Y and Y's does not list X (or
+ * this router's own peers and a peer's link state disagree). Links come
+ * and go on both ends within milliseconds, so one of the two link states
+ * is out of date and its newer one is on its way, without an RA yet to
+ * say so (a router that came back from a stall: docs/design.md, "The
+ * mesh"). A router out of reach (gone, its last link state kept until it
+ * ages out) is left alone: nothing reaches it, so it offers no path. Uses
+ * t as scratch. */
+static void mark_one_sided(const graph_t *g, tree_t *t, bool *unknown)
+{
+    dijkstra(g, 0, t);
+    for (int i = 0; i < g->n; i++) {
+        if (!g->present[i] || t->dist[i] == UNREACHED)
+            continue;
+        for (int j = i + 1; j < g->n; j++) {
+            if (!g->present[j] || t->dist[j] == UNREACHED)
+                continue;
+            if ((g->cost[i][j] != NO_EDGE) == (g->cost[j][i] != NO_EDGE))
+                continue;
+            if (i != 0) /* this router's own view is never out of date */
+                unknown[i] = true;
+            unknown[j] = true;
+        }
+    }
+}
+
 static bool bits_equal(const jn_mesh_bits_t *a, const jn_mesh_bits_t *b)
 {
     return a->w[0] == b->w[0] && a->w[1] == b->w[1];
@@ -234,6 +263,7 @@ void jn_mesh_compute_CT(jn_mesh_t *mesh)
         const jn_mesh_node_t *x = mesh->nodes[i];
         unknown[i] = x && (x->ls_seq == 0 || x->ls_seq < x->ra_ls_seq);
     }
+    mark_one_sided(g, t, unknown);
     for (int r = 1; r < g->n; r++) {
         if (!g->present[r])
             continue;

@@ -236,6 +236,68 @@ static void test_multicast_origins_wait_for_a_missing_link_state(void **state)
     net_free(net);
 }
 
+/* B's link state and advertisements reach C only (those to A and D are
+ * lost), for the test below. */
+static bool drop_b_state_but_to_c(net_t *net, int from, int to, jn_message_t *msg)
+{
+    const int *bc = net->filter_ctx;
+    const char *op = msg_opname(msg);
+    return from == bc[0] && to != bc[1] && (strcmp(op, "LSU") == 0 || strcmp(op, "RA") == 0);
+}
+
+/* A, B, C, D, every pair linked but B-C. B-C comes up; C's new link
+ * state (listing B) reaches A, B's (listing C) does not yet, nor B's
+ * advertisement of it (as in the milliseconds after a link comes back).
+ * A, holding B's link state without C, takes B's path to C through
+ * itself, while B sends its copies for C straight there: were A to forward
+ * B's multicast copies to C, C would get them twice (seen in the chaos
+ * test after C came back from a stall). The one-sided link (C lists B, B
+ * does not list C) marks both link states as not sure at A. */
+static void test_multicast_origins_wait_for_a_one_sided_link(void **state)
+{
+    net_t *net = net_new();
+    int a = net_add(net, "A"), b = net_add(net, "B"), c = net_add(net, "C"), d = net_add(net, "D");
+    net_connect(net, a, b, 1);
+    net_connect(net, a, c, 1);
+    net_connect(net, a, d, 1);
+    net_connect(net, b, d, 1);
+    net_connect(net, c, d, 1);
+    int bc_link = net_connect(net, b, c, 1);
+    net_disconnect(net, bc_link);
+    net_run(net, 10);
+    for (int i = 0; i < 4; i++)
+        jn_mesh_flush_CT(net->r[i].mesh);
+    assert_route(net, "B", "C", "A", -1, 2); /* the tie goes to A */
+    assert_true(mc_origin(net, "A", "C", "B"));
+    int bc[2] = {b, c};
+    net->filter = drop_b_state_but_to_c;
+    net->filter_ctx = bc;
+    net_reconnect(net, bc_link);
+    net_run(net, 2);
+    for (int i = 0; i < 4; i++)
+        jn_mesh_flush_CT(net->r[i].mesh);
+    assert_route(net, "B", "C", NULL, bc_link, 1); /* B sends its copies for C straight there */
+    assert_true(valid_origin(net, "A", "C", "B")); /* A's view: B-A-C */
+    assert_false(mc_origin(net, "A", "C", "B"));   /* not sure: not forwarded */
+    assert_false(mc_origin(net, "D", "C", "B"));
+    net->filter = NULL;
+    net_run(net, 10); /* B's next RA, and A's LSR for what it lacks */
+    for (int i = 0; i < 4; i++)
+        jn_mesh_flush_CT(net->r[i].mesh);
+    assert_false(valid_origin(net, "A", "C", "B")); /* agreed again: B-C */
+    /* agreed: every valid origin is sure again, everywhere */
+    const char *ids[4] = {"A", "B", "C", "D"};
+    for (int at = 0; at < 4; at++)
+        for (int to = 0; to < 4; to++)
+            for (int o = 0; o < 4; o++)
+                if (at != to && at != o && to != o)
+                    assert_true(mc_origin(net, ids[at], ids[to], ids[o]) ==
+                                valid_origin(net, ids[at], ids[to], ids[o]));
+    (void)a;
+    (void)d;
+    net_free(net);
+}
+
 /* Lost HELLOs (no link-lost event): the neighbour expires after max age. */
 static void test_neighbour_expires_without_hello(void **state)
 {
@@ -494,6 +556,7 @@ int main(void)
         cmocka_unit_test(test_neighbour_expires_without_hello),
         cmocka_unit_test(test_own_stall_expires_nobody),
         cmocka_unit_test(test_multicast_origins_wait_for_a_missing_link_state),
+        cmocka_unit_test(test_multicast_origins_wait_for_a_one_sided_link),
         cmocka_unit_test(test_restart_resets_and_relearns),
         cmocka_unit_test(test_duplicate_id_keeps_the_first),
         cmocka_unit_test(test_remote_link_state_ages_out),

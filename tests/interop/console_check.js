@@ -65,7 +65,7 @@ const ms = Number(args.timeout) * 1000;
             state = await page.evaluate(() => document.getElementById('status').textContent + ' | ' +
                                         document.getElementById('router-id').textContent + ' | ' + document.querySelector('#connections tbody').textContent.slice(0, 600) + ' | ' +
                                         [...document.querySelectorAll('#addresses tbody tr')].map((t) => t.textContent)
-                                            .map((t) => t.slice(0, 20)).join(';'));
+                                            .map((t) => t.slice(0, 80)).join(';'));
         } catch (e2) {
             state = String(e2);
         }

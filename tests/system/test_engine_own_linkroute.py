@@ -196,13 +196,16 @@ class Client(Handler):
     """One link: a sender of `bodies` (recording each delivery's
     seen_state by tag in `outcomes`), or a receiver of `count` messages
     that gives each the state its body names. A sender detaches with
-    `detach_error` once all are settled. Records the link's remote
-    error (`error`: (closed, condition, description)) and the remote
-    source (`source_address`)."""
+    `detach_error` once all are settled; with `until_detached`, it waits
+    for the peer's detach after the last settlement instead (the broker's
+    settlement and its detach may come in two reads). Records the link's
+    remote error (`error`: (closed, condition, description)) and the
+    remote source (`source_address`)."""
 
     def __init__(self, url, address, bodies=(), count=0, dynamic_qd=None,
-                 detach_error=None, closed=True, source=None):
+                 detach_error=None, closed=True, source=None, until_detached=False):
         super().__init__()
+        self.until_detached = until_detached
         self.url, self.address, self.bodies = url, address, list(bodies)
         self.count, self.dynamic_qd, self.source = count, dynamic_qd, source
         self.detach_error, self.closed = detach_error, closed
@@ -259,7 +262,8 @@ class Client(Handler):
                 self.outcomes[dlv.tag] = seen_state(dlv)
                 dlv.settle()
                 if len(self.outcomes) == len(self.bodies) and self.detach_error is None:
-                    self._finish()
+                    if not self.until_detached:
+                        self._finish()
                 elif len(self.outcomes) == len(self.bodies):
                     if self.detach_error[0]:
                         link.condition = Condition(*self.detach_error)
@@ -449,7 +453,7 @@ class OwnLinkRouteTest(OwnLinkRouteCase):
         b = self.broker()
         r = self.router(b)
         # the broker's
-        c = Client(r.url, "lr.in.d1", bodies=["detach-me"]).run()
+        c = Client(r.url, "lr.in.d1", bodies=["detach-me"], until_detached=True).run()
         self.assertFalse(c.timed_out, self.logs())
         self.assertEqual(c.error, (True, "x:gone", "the broker let go"))
         # the client's close with an error: the broker sees it; the

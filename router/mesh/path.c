@@ -181,8 +181,11 @@ static void add_valid_origins(const tree_t *t, int root, const bool *unknown, jn
 }
 
 /* Mark as unknown both ends of every one-sided link between two routers
- * this router reaches: X's link state lists Y and Y's does not list X (or
- * this router's own peers and a peer's link state disagree). Links come
+ * this router reaches and whose link states it holds as current: X's link
+ * state lists Y and Y's does not list X (or this router's own peers and a
+ * peer's link state disagree). A router already unknown (its link state
+ * missing or known stale) has no edges or old ones, so its links look
+ * one-sided; it is left out, or its peers would wait on it too. Links come
  * and go on both ends within milliseconds, so one of the two link states
  * is out of date and its newer one is on its way, without an RA yet to
  * say so (a router that came back from a stall: docs/design.md, "The
@@ -191,12 +194,15 @@ static void add_valid_origins(const tree_t *t, int root, const bool *unknown, jn
  * t as scratch. */
 static void mark_one_sided(const graph_t *g, tree_t *t, bool *unknown)
 {
+    bool known[N];
+    for (int i = 0; i < g->n; i++)
+        known[i] = g->present[i] && !unknown[i];
     dijkstra(g, 0, t);
     for (int i = 0; i < g->n; i++) {
-        if (!g->present[i] || t->dist[i] == UNREACHED)
+        if (!known[i] || t->dist[i] == UNREACHED)
             continue;
         for (int j = i + 1; j < g->n; j++) {
-            if (!g->present[j] || t->dist[j] == UNREACHED)
+            if (!known[j] || t->dist[j] == UNREACHED)
                 continue;
             if ((g->cost[i][j] != NO_EDGE) == (g->cost[j][i] != NO_EDGE))
                 continue;

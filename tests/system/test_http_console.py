@@ -9,7 +9,10 @@ their costs, and saves a screenshot in the test's work directory
 address (its baseline), the test sends 25 messages through router A to a
 receiver on router C, and the page must show the counter at exactly
 baseline + 25 (a receiver stays attached meanwhile: an address nobody
-uses leaves the router's table, and its row the page).
+uses leaves the router's table, and its row the page). That receiver is attached before the page loads:
+two CI runs failed when the baseline was read from a row that a probe's
+receiver, gone a moment before, still kept, and that then left the table
+with its counters; the count stopped at baseline + COUNT - 1.
 
 The page was never what stopped following the router in earlier trials:
 the test itself was blocked. It built its failure message eagerly, and
@@ -67,9 +70,16 @@ class ConsoleTest(RouterTestCase):
                         "%s is missing: the build was configured before rhea was installed "
                         "in tests/interop (npm ci there, then cmake the build again)" % rhea)
         m = ConsoleMesh(self, ["A", "B", "C"], [("A", "B", 3), ("B", "C", 5)]).start()
-        # a route from A to a receiver of ADDRESS on C (the probe's messages
-        # are counted before the page is loaded, so in its baseline)
-        m.probe("A", "C", ADDRESS)
+        # messages flow from A to C (on an address of their own), and the
+        # receiver of ADDRESS on C is attached, and known at A, before the
+        # page loads. Its row then stays in A's table, with its counters, for
+        # the whole test: a probe's short-lived receiver on ADDRESS let the
+        # address leave A's table (and its counters with it) about a second
+        # after the probe, which could be after the page read its baseline,
+        # and the count then stopped one short of baseline + COUNT.
+        m.probe("A", "C", ADDRESS + ".probe")
+        rcv = self.spawn("accept-some", m["C"].url, ADDRESS, COUNT, 0, "hold")
+        m.wait_address("M0" + ADDRESS, ["C"])
         shot = os.path.join(self.workdir, "console.png")
         # the script's stderr goes to a file: read from a pipe at a failure
         # it would block until the script ends, and unread it could fill
@@ -109,8 +119,6 @@ class ConsoleTest(RouterTestCase):
         # is one more delivery arriving at A for the address (its "in").
         # The receiver stays attached until the page showed the count: an
         # address nobody uses any more leaves the router's table.
-        rcv = self.spawn("accept-some", m["C"].url, ADDRESS, COUNT, 0, "hold")
-        m.wait_address("M0" + ADDRESS, ["C"])
         snd_conn = BlockingConnection(m["A"].url, timeout=TIMEOUT)
         self.addCleanup(snd_conn.close)
         snd = snd_conn.create_sender(ADDRESS)

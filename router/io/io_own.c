@@ -643,15 +643,31 @@ static void own_write(jn_io_own_t *own)
     }
 }
 
-/* The engine's idle clock (2.4.5): tick and keep the connection's tick
- * timer at its next deadline. */
+/* The engine's idle clock (2.4.5): tick, and keep the connection's tick
+ * timer armed for no later than its next deadline.
+ *
+ * The deadline moves later with every frame read or written (the peer's
+ * idle-time-out, half of ours), so it moves in nearly every pass of a busy
+ * connection. A timer armed for an earlier moment that has not come yet is
+ * left alone: it fires early, and that pass ticks (a tick before a
+ * deadline does nothing) and arms it for the deadline of the moment. So it
+ * is armed about once per idle period, not once per pass: each arming
+ * takes the timers' lock twice, and moving the earliest timer wrote loop
+ * 0's eventfd, a wake of another thread, about once per 250 messages of a
+ * two-hop flow (docs/performance.md, "The idle clock's timer"). Only a
+ * deadline that moves earlier (the peer's open, with its idle-time-out)
+ * arms it again at once. */
 static void own_tick(jn_io_own_t *own, uint64_t now)
 {
     jn_io_conn_t *conn = own->conn;
     uint64_t next = jn_amqp_conn_tick(jn_amqp_transport_conn(own->t), now);
-    if (next == UINT64_MAX || (int64_t)next == conn->tick_at)
+    if (next == UINT64_MAX)
         return;
     conn->tick_at = (int64_t)next;
+    int64_t armed = conn->tick_armed_at;
+    if ((int64_t)next == armed || (armed > (int64_t)now && armed < (int64_t)next))
+        return; /* armed for then already, or early enough and not yet due */
+    conn->tick_armed_at = (int64_t)next;
     atomic_fetch_add(&conn->refs, 1); /* the timer's */
     if (jn_io_timer_cancel(conn->io, &conn->tick))
         jn_io_conn_unref(conn); /* it was armed: one reference is enough */

@@ -522,6 +522,8 @@ struct jn_io_conn {
     jn_io_conn_t *pass_next;
     struct addrinfo *ai_list, *ai_next; /* connector: addresses to try */
     int64_t tick_at;         /* when the engine's idle clock wants a tick (ms), 0: now */
+    int64_t tick_armed_at;   /* the deadline the tick timer was last armed for (ms), 0: never;
+                              * at or before tick_at (io_own.c, own_tick) */
     bool closing_removed;   /* closed because its connector was deleted (loop) */
     jn_core_conn_t *core;   /* NULL until opened, and after closed */
     char host[300];         /* peer address, for logs and the core */

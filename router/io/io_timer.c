@@ -7,10 +7,11 @@
  * check, a listener's pause after EMFILE) sit in a list sorted by deadline
  * under io->lock; the earliest deadline is published in io->timer_next,
  * which bounds the sleep of loop 0, and loop 0 fires what is due. Arming an
- * earlier timer than the one loop 0 sleeps for notifies it. Arming happens
- * on connection open and loss, every few seconds per connection for the
- * idle timeout, and for large messages; the lock is never taken per
- * message.
+ * earlier timer than the earliest one notifies it. Arming happens on
+ * connection open and loss, about once per idle period per connection for
+ * the engine's idle clock (io_own.c, own_tick: a timer armed early enough
+ * is left to fire early), and for large messages; the lock is never taken
+ * per message.
  */
 #include "io_private.h"
 

@@ -24,6 +24,7 @@
 
 #include <junction/core.h>
 #include <junction/log.h>
+#include <junction/time.h>
 
 #include <pthread.h>
 #include <sched.h>
@@ -50,6 +51,8 @@ static const uint8_t sasl_mechanisms[] = {0, 0, 0, 25, 2, 1, 0, 0, 0x00, 0x53, 0
                                           0xa3, 9, 'A', 'N', 'O', 'N', 'Y', 'M', 'O', 'U', 'S'};
 static const uint8_t sasl_outcome_ok[] = {0, 0, 0, 16, 2, 1, 0, 0,
                                           0x00, 0x53, 0x44, 0xc0, 3, 1, 0x50, 0};
+/* An empty frame: a heartbeat (2.4.5). */
+static const uint8_t heartbeat[] = {0, 0, 0, 8, 2, 0, 0, 0};
 
 static struct fixture *router_new(void)
 {
@@ -81,6 +84,8 @@ static struct fixture *router_new(void)
     jn_endpoint_config_t req = {.name = "req", .host = "127.0.0.1", .port = "5672",
                                 .authenticate_peer = true};
     jn_endpoint_config_t out = {.name = "out", .host = "127.0.0.1", .port = "5672"};
+    jn_endpoint_config_t idle = {.name = "idle", .host = "127.0.0.1", .port = "5672",
+                                 .idle_timeout_seconds = 16};
     assert_int_equal(jn_io_add_listener(f->io, &plain), 0);
     assert_int_equal(jn_io_add_listener(f->io, &anon), 0);
     assert_int_equal(jn_io_add_listener(f->io, &ir), 0);
@@ -88,6 +93,7 @@ static struct fixture *router_new(void)
     assert_int_equal(jn_io_add_listener(f->io, &mech), 0);
     assert_int_equal(jn_io_add_listener(f->io, &lower), 0);
     assert_int_equal(jn_io_add_listener(f->io, &req), 0);
+    assert_int_equal(jn_io_add_listener(f->io, &idle), 0);
     assert_int_equal(jn_io_add_connector(f->io, &out), 0);
     assert_int_equal(jn_core_start(f->core), 0);
     return f;
@@ -320,6 +326,54 @@ static void test_socketless_conn_on_the_own_engine_aborted_closes(void **state)
     router_free(f);
 }
 
+/* The idle clock's timer (io_own.c, own_tick): armed once for the
+ * engine's deadline, then left where it is while the peer's frames move
+ * the deadline later, instead of being moved (under the timers' lock, and
+ * with a wake of loop 0 when it was the earliest) in every pass; when its
+ * moment comes it fires early, the pass ticks (nothing is due yet) and
+ * arms it for the deadline of that moment. */
+static void test_socketless_idle_timer_is_left_to_fire_early_while_frames_move_it(void **state)
+{
+    (void)state;
+    struct fixture *f = router_new();
+    jn_io_conn_t *c = jn_io_test_conn_new(f->io, "idle");
+    assert_non_null(c);
+    run_idle(f);
+    feed(f, c, amqp_header, sizeof amqp_header);
+    feed(f, c, open_frame, sizeof open_frame);
+    /* a tick is wanted when 16 s of the peer's silence are up */
+    assert_true(c->tick.armed);
+    int64_t first = c->tick.deadline;
+    assert_true(first > (int64_t)jn_time_mono_ms() + 15000);
+    assert_int_equal(c->tick_armed_at, first);
+    assert_int_equal(c->tick_at, first);
+    for (int i = 0; i < 3; i++) {
+        int64_t was = c->tick_at;
+        int64_t until = (int64_t)jn_time_mono_ms() + 2;
+        while ((int64_t)jn_time_mono_ms() < until)
+            sched_yield();
+        feed(f, c, heartbeat, sizeof heartbeat);
+        assert_true(c->tick_at > was); /* the deadline moved later */
+        assert_true(c->tick.armed);    /* the timer did not */
+        assert_int_equal(c->tick.deadline, first);
+        assert_int_equal(c->tick_armed_at, first);
+    }
+    /* its moment comes (moved to now, as the clock would bring it) */
+    int64_t now = (int64_t)jn_time_mono_ms();
+    jn_io_timer_arm_at(f->io, &c->tick, now);
+    c->tick_armed_at = now;
+    jn_io_timers_run(f->io); /* this thread plays loop 0, which fires timers */
+    assert_false(c->tick.armed);
+    run_idle(f);
+    assert_false(jn_io_test_conn_closed(c)); /* an early tick closes nothing */
+    assert_true(c->tick.armed);
+    assert_true(c->tick.deadline > now + 15000);
+    assert_int_equal(c->tick.deadline, c->tick_at);
+    assert_int_equal(c->tick_armed_at, c->tick_at);
+    finish(f, c);
+    router_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -330,6 +384,7 @@ int main(void)
         cmocka_unit_test(test_socketless_listeners_without_cyrus_get_the_builtin_offer),
         cmocka_unit_test(test_socketless_connector_conn_runs_on_the_own_engine),
         cmocka_unit_test(test_socketless_conn_on_the_own_engine_aborted_closes),
+        cmocka_unit_test(test_socketless_idle_timer_is_left_to_fire_early_while_frames_move_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -646,9 +646,9 @@ static void own_write(jn_io_own_t *own)
 /* The engine's idle clock (2.4.5): tick, and keep the connection's tick
  * timer armed for no later than its next deadline.
  *
- * The deadline moves later with every frame read or written (the peer's
- * idle-time-out, half of ours), so it moves in nearly every pass of a busy
- * connection. A timer armed for an earlier moment that has not come yet is
+ * The deadline moves later with every frame read or written (our
+ * idle-time-out after the last frame read, half the peer's after the last
+ * frame written), so it moves in nearly every pass of a busy connection. A timer armed for an earlier moment that has not come yet is
  * left alone: it fires early, and that pass ticks (a tick before a
  * deadline does nothing) and arms it for the deadline of the moment. So it
  * is armed about once per idle period, not once per pass: each arming

@@ -648,12 +648,13 @@ static void own_write(jn_io_own_t *own)
  *
  * The deadline moves later with every frame read or written (our
  * idle-time-out after the last frame read, half the peer's after the last
- * frame written), so it moves in nearly every pass of a busy connection. A timer armed for an earlier moment that has not come yet is
- * left alone: it fires early, and that pass ticks (a tick before a
- * deadline does nothing) and arms it for the deadline of the moment. So it
- * is armed about once per idle period, not once per pass: each arming
- * takes the timers' lock twice, and moving the earliest timer wrote loop
- * 0's eventfd, a wake of another thread, about once per 250 messages of a
+ * frame written), so it moves in nearly every pass of a busy connection.
+ * A timer armed for an earlier moment that has not come yet is left alone:
+ * it fires early, and that pass ticks (a tick before a deadline does
+ * nothing) and arms it for the deadline of the moment. So it is armed
+ * about once per idle period, not once per pass: each arming takes the
+ * timers' lock twice, and moving the earliest timer wrote loop 0's
+ * eventfd, a wake of another thread, about once per 250 messages of a
  * two-hop flow (docs/performance.md, "The idle clock's timer"). Only a
  * deadline that moves earlier (the peer's open, with its idle-time-out)
  * arms it again at once. */

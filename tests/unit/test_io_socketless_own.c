@@ -138,6 +138,19 @@ static void feed(struct fixture *f, jn_io_conn_t *c, const uint8_t *p, size_t n)
     assert_int_equal(jn_io_test_conn_pending(c), 0);
 }
 
+/* A connection of the listener, on the own engine, that has read the
+ * peer's AMQP header and open. */
+static jn_io_conn_t *opened(struct fixture *f, const char *listener)
+{
+    jn_io_conn_t *c = jn_io_test_conn_new(f->io, listener);
+    assert_non_null(c);
+    assert_true(jn_io_test_conn_own(c));
+    run_idle(f);
+    feed(f, c, amqp_header, sizeof amqp_header);
+    feed(f, c, open_frame, sizeof open_frame);
+    return c;
+}
+
 /* The peer's input ends: the connection closes, and is freed once
  * released. */
 static void finish(struct fixture *f, jn_io_conn_t *c)
@@ -219,12 +232,7 @@ static void test_socketless_ir_and_container_conns_run_on_the_own_engine(void **
     run_idle(f);
     jn_io_test_conn_abort(c);
     finish(f, c);
-    c = jn_io_test_conn_new(f->io, "rc");
-    assert_non_null(c);
-    assert_true(jn_io_test_conn_own(c));
-    run_idle(f);
-    feed(f, c, amqp_header, sizeof amqp_header);
-    feed(f, c, open_frame, sizeof open_frame);
+    c = opened(f, "rc");
     assert_true(c->opened);
     finish(f, c);
     router_free(f);
@@ -311,11 +319,7 @@ static void test_socketless_conn_on_the_own_engine_aborted_closes(void **state)
 {
     (void)state;
     struct fixture *f = router_new();
-    jn_io_conn_t *c = jn_io_test_conn_new(f->io, "plain");
-    assert_non_null(c);
-    run_idle(f);
-    feed(f, c, amqp_header, sizeof amqp_header);
-    feed(f, c, open_frame, sizeof open_frame);
+    jn_io_conn_t *c = opened(f, "plain");
     assert_false(jn_io_test_conn_closed(c));
     jn_io_test_conn_abort(c); /* as a failed write */
     run_idle(f);
@@ -336,11 +340,7 @@ static void test_socketless_idle_timer_is_left_to_fire_early_while_frames_move_i
 {
     (void)state;
     struct fixture *f = router_new();
-    jn_io_conn_t *c = jn_io_test_conn_new(f->io, "idle");
-    assert_non_null(c);
-    run_idle(f);
-    feed(f, c, amqp_header, sizeof amqp_header);
-    feed(f, c, open_frame, sizeof open_frame);
+    jn_io_conn_t *c = opened(f, "idle");
     /* a tick is wanted when 16 s of the peer's silence are up */
     assert_true(c->tick.armed);
     int64_t first = c->tick.deadline;

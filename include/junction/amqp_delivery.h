@@ -21,8 +21,9 @@
  * (jn_amqp_delivery_new) and hands its message octets as raw views
  * (jn_amqp_delivery_send); the engine composes each transfer's frame header
  * and performative and references the octets after it in the output (the
- * jn_buffer_t they lie in gets a reference until the output is taken), split
- * at the peer's max-frame-size and within its incoming window.
+ * jn_buffer_t they lie in gets a reference until the output is taken; a
+ * run of at most 128 octets is copied in instead), split at the peer's
+ * max-frame-size and within its incoming window.
  *
  * Dispositions: the peer's reach the user per delivery (on_disposition),
  * known and unknown states alike; ours (jn_amqp_delivery_update) are held
@@ -84,7 +85,10 @@ int jn_amqp_delivery_set_state(jn_amqp_delivery_t *d, const jn_amqp_state_t *sta
  * incoming window lasts (2.5.6). The octets are referenced in the output,
  * not copied: a piece in a jn_buffer_t chain gets a reference on each buffer
  * until the output holding it is taken; a piece of plain bytes is borrowed
- * and must stay until then. more says that the message goes on beyond these
+ * and must stay until then. Only a run of at most 128 octets (within one
+ * buffer and one frame) is copied into the composed output instead, when
+ * the output has room for it: an iovec costs the kernel more than that
+ * copy. more says that the message goes on beyond these
  * pieces (a later call brings the rest). *taken is set to the octets framed
  * (the caller hands the rest again, after on_flow, when it is less than all).
  * Returns 1 when the last frame went out (more false, every octet taken): a

@@ -9,10 +9,13 @@
  * octets (never copied). Outgoing: the user's message octets, given as raw
  * views, are split at the peer's max-frame-size; for each frame the engine
  * composes the header and the transfer performative and references the
- * payload run after it (output.c), within the peer's incoming window. The
- * contract is in junction/amqp_delivery.h.
+ * payload runs after it (output.c), or copies a short run in (INLINE_MAX),
+ * within the peer's incoming window. The contract is in
+ * junction/amqp_delivery.h.
  */
 #include "engine_private.h"
+
+#include <junction/copies.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -215,10 +218,42 @@ typedef struct payload {
     bool give;
 } payload_t;
 
-/* Reference n octets of src's runs from run k on. A run given ends in a
- * reference that takes the caller's over: room for one reference per run
- * is made first, so that nothing fails after one was taken over (a frame
- * rolled back would drop it). */
+/* A payload run of at most INLINE_MAX octets is copied into the composed
+ * output instead of referenced. The kernel pays for each iovec of a
+ * sendmsg, about 33 ns on a loopback socket (docs/performance.md, "Short
+ * runs copied into the output"), several times what copying 128 octets
+ * and taking and dropping a buffer reference cost here. The short runs
+ * are the pieces a router cuts a message into around the annotations it
+ * re-encodes: the header section before them and the annotations
+ * themselves (82 octets on a message that crossed one router). The rest
+ * of a message, its properties and body, stays referenced when longer: a
+ * 100-octet body with junction-bench's properties is a 153-octet run and
+ * is not copied on its way out; a smaller message is, which costs less
+ * than its iovec would. */
+#define INLINE_MAX 128
+
+/* Whether len payload octets go into the output as a copy: short, and
+ * the output has room for them as it is, so the copy cannot fail (a run
+ * given must not fail once its reference was taken over). */
+static inline bool inline_fits(const jn_amqp_conn_t *c, size_t len)
+{
+    return len <= INLINE_MAX && c->out.capacity - c->out.size >= len && c->out.error == 0;
+}
+
+/* Copy len octets at data after what is composed in c's output (room
+ * checked by inline_fits). They are a message's octets: counted. */
+static inline void inline_run(jn_amqp_conn_t *c, const uint8_t *data, size_t len)
+{
+    memcpy(c->out.data + c->out.size, data, len);
+    c->out.size += len;
+    JN_COPIES_NOTE(len);
+}
+
+/* Reference (or copy, when short: inline_fits) n octets of src's runs
+ * from run k on. A run given ends in a reference that takes the caller's
+ * over, or is copied and the caller's reference dropped: room for one
+ * reference per run is made first, so that nothing fails after one was
+ * taken over (a frame rolled back would drop it). */
 static int ref_runs(jn_amqp_conn_t *c, payload_t *src, size_t n)
 {
     while (src->give && JN_UNLIKELY(c->refs_cap - c->nrefs < src->n - src->k))
@@ -230,13 +265,20 @@ static int ref_runs(jn_amqp_conn_t *c, payload_t *src, size_t n)
         if (run > n) {
             run = n;
         } else if (src->give) { /* its last octet: the caller's reference goes with it */
-            jn_amqp_out_ref_given(c, r->data + src->off, run, r->buf);
+            if (inline_fits(c, run)) {
+                inline_run(c, r->data + src->off, run);
+                jn_buffer_unref((jn_buffer_t *)r->buf); /* the caller's, given */
+            } else {
+                jn_amqp_out_ref_given(c, r->data + src->off, run, r->buf);
+            }
             n -= run;
             src->k++;
             src->off = 0;
             continue;
         }
-        if (run && jn_amqp_out_ref(c, r->data + src->off, run, r->buf) != 0)
+        if (run && inline_fits(c, run))
+            inline_run(c, r->data + src->off, run);
+        else if (run && jn_amqp_out_ref(c, r->data + src->off, run, r->buf) != 0)
             return JN_ENOMEM;
         src->off += run;
         n -= run;
@@ -248,11 +290,11 @@ static int ref_runs(jn_amqp_conn_t *c, payload_t *src, size_t n)
     return 0;
 }
 
-/* Reference n octets of src from its piece k on (that piece's copy in
- * *cur). A run is consumed by moving the cursor inside it (the pieces are
- * raw views with no prefix left, jn_amqp_delivery_send checked):
- * jn_iter_run moves to the next buffer when the cursor reaches the run's
- * end. */
+/* Reference (or copy, when short: inline_fits) n octets of src from its
+ * piece k on (that piece's copy in *cur). A run is consumed by moving the
+ * cursor inside it (the pieces are raw views with no prefix left,
+ * jn_amqp_delivery_send checked): jn_iter_run moves to the next buffer
+ * when the cursor reaches the run's end. */
 static int ref_payload(jn_amqp_conn_t *c, payload_t *src, size_t n)
 {
     if (src->runs)
@@ -268,7 +310,9 @@ static int ref_payload(jn_amqp_conn_t *c, payload_t *src, size_t n)
         }
         if (run > n)
             run = n;
-        if (jn_amqp_out_ref(c, p, run, buf) != 0)
+        if (inline_fits(c, run))
+            inline_run(c, p, run);
+        else if (jn_amqp_out_ref(c, p, run, buf) != 0)
             return JN_ENOMEM;
         src->cur->cursor += run; /* as jn_iter_advance within a run */
         n -= run;
@@ -432,10 +476,12 @@ static int frame_sent(jn_amqp_delivery_t *d)
     return rc;
 }
 
-/* Write the size of the frame begun at start, payload octets after it. */
-static void frame_size(jn_amqp_conn_t *c, size_t start, size_t payload)
+/* Write the size of the frame begun at start: head octets composed
+ * before its payload, and payload octets (referenced, or copied in after
+ * the head). */
+static void frame_size(jn_amqp_conn_t *c, size_t start, size_t head, size_t payload)
 {
-    uint32_t size = (uint32_t)(c->out.size - start + payload);
+    uint32_t size = (uint32_t)(head + payload);
     uint8_t *h = c->out.data + start;
     h[0] = (uint8_t)(size >> 24);
     h[1] = (uint8_t)(size >> 16);
@@ -473,7 +519,7 @@ static int send_frame(jn_amqp_delivery_t *d, payload_t *src, size_t left, bool m
         jn_amqp_out_rollback(c, start);
         return rc;
     }
-    frame_size(c, start, *n);
+    frame_size(c, start, head, *n);
     return frame_sent(d);
 }
 

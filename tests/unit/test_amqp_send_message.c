@@ -1,7 +1,8 @@
 /*
  * test_amqp_send_message.c — an outgoing copy of a routed message sent on
  * the own engine without copying its octets (docs/engine.md, "Zero copy,
- * output"; router/io/io_own_link.c does the same): the segments
+ * output"; router/io/io_own_link.c does the same; only segments of at most
+ * 128 octets are copied into the output): the segments
  * jn_message_out_next_buffer hands out (the message's buffers and the
  * composed message annotations) go to jn_amqp_delivery_send as raw views of
  * those buffers, the engine references them, the message and the copy may
@@ -81,11 +82,13 @@ static void test_copy_referenced_not_copied_and_buffers_back_in_pool(void **stat
             size_t n = 0, total = 0, off, seg;
             const jn_buffer_t *buf;
             int rc;
+            bool referenced = false; /* a segment over 128 octets: not copied */
             while ((rc = jn_message_out_next_buffer(&o, &buf, &off, &seg)) == 1) {
                 assert_true(n < 128);
                 assert_true(off + seg <= jn_buffer_size(buf));
                 assert_int_equal(jn_iter_init(&pieces[n++], buf, off, seg, JN_VIEW_RAW), 0);
                 total += seg;
+                referenced |= seg > 128;
             }
             assert_int_equal(rc, 0);
             assert_int_equal(total, want.len);
@@ -95,10 +98,14 @@ static void test_copy_referenced_not_copied_and_buffers_back_in_pool(void **stat
             assert_int_equal(jn_amqp_delivery_send(d, pieces, n, false, &taken), 1);
             assert_int_equal(taken, want.len);
             /* the copy and the message go before the output is written:
-             * the engine's references keep the octets */
+             * the engine's references keep the octets (segments of at
+             * most 128 octets, all of them when the message came in
+             * 100-octet buffers, were copied into the output instead, and
+             * the peer gets them all the same) */
             jn_message_out_fini(&o);
             jn_message_unref(msg);
-            assert_true(buffers_in_use() > before);
+            if (referenced)
+                assert_true(buffers_in_use() > before);
             pump(&a, &b);
             assert_int_equal(b.npayload, want.len);
             assert_memory_equal(b.payload, want.data, want.len);

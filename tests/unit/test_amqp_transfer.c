@@ -2,8 +2,9 @@
  * test_amqp_transfer.c — the connection engine's transfers (junction/
  * amqp_delivery.h; AMQP 1.0 2.5.6, 2.6.7, 2.6.12, 2.7.5): one-frame and
  * multi-frame deliveries both ways through 1, 2, 3 and 7-octet buffers, the
- * payload referenced from the sender's buffers and handed to the receiver
- * as a view of its input, the peer's max-frame-size, the session windows
+ * payload referenced from the sender's buffers (runs of at most 128 octets
+ * copied into the output) and handed to the receiver as a view of its
+ * input, the peer's max-frame-size, the session windows
  * and link credit both ends count, pre-settled deliveries, aborts, a state
  * on a later frame, a state we put on our first frame; and the faults: a delivery beyond credit, a transfer
  * beyond the incoming window, a first transfer without delivery-id or tag,
@@ -93,11 +94,11 @@ static void test_multi_frame_split_at_max_frame_and_referenced(void **state)
     for (size_t i = 0; i < NCHUNKS; i++) {
         peer_t a, b;
         jn_amqp_link_t *l = sender_pair(&a, &b, chunks[i], 512, 10);
-        /* the message in pooled buffers of 1, 2, 3, 7 or 100 octets, as
+        /* the message in pooled buffers of 1, 2, 3, 7 or 200 octets, as
          * two pieces: each frame references runs of several buffers */
         jn_buffer_list_t list;
         jn_buffer_list_init(&list);
-        size_t split = chunks[i] ? chunks[i] : 100;
+        size_t split = chunks[i] ? chunks[i] : 200;
         assert_int_equal(jn_buffer_list_append_split(&list, msg, sizeof msg, split), 0);
         jn_iter_t pieces[2];
         assert_int_equal(jn_iter_init(&pieces[0], list.head, 0, 1000, JN_VIEW_RAW), 0);
@@ -107,8 +108,12 @@ static void test_multi_frame_split_at_max_frame_and_referenced(void **state)
         size_t taken;
         assert_int_equal(jn_amqp_delivery_send(d, pieces, 2, false, &taken), 1);
         assert_int_equal(taken, sizeof msg);
-        /* referenced, not copied: the output holds the first buffer */
-        assert_true(atomic_load(&list.head->refcount) > 1);
+        /* referenced, not copied: the output holds the first buffer; runs
+         * of at most 128 octets are copied into the output instead */
+        if (split > 128)
+            assert_true(atomic_load(&list.head->refcount) > 1);
+        else
+            assert_int_equal(atomic_load(&list.head->refcount), 1);
         pump(&a, &b);
         assert_int_equal(atomic_load(&list.head->refcount), 1);
         jn_buffer_list_free(&list);
@@ -203,6 +208,66 @@ static size_t first_frame_head(bool more)
  * (shorter) performative goes in one frame, even though it would not fit
  * after a performative with more=true; one octet more takes two frames,
  * none over the max. */
+/* Short runs are copied into the output, longer ones referenced: a
+ * message as a router sends it, a 7-octet header section, 82 octets of
+ * annotations and 153 octets of the rest, goes out as two runs of the
+ * output (the composed frame with the two short runs after it, and the
+ * rest's buffer), with the given references of the short runs dropped at
+ * once and the long one's passed to the output; then the same through
+ * views, which take references of their own. */
+static void test_short_runs_copied_into_the_output(void **state)
+{
+    (void)state;
+    static const size_t lens[3] = {7, 82, 153};
+    uint8_t msg[242];
+    for (size_t k = 0; k < sizeof msg; k++)
+        msg[k] = (uint8_t)(k * 5 + 1);
+    for (int views = 0; views <= 1; views++) {
+        peer_t a, b;
+        jn_amqp_link_t *l = sender_pair(&a, &b, 0, 65536, 10);
+        jn_buffer_list_t lists[3];
+        jn_amqp_run_t runs[3];
+        jn_iter_t pieces[3];
+        size_t at = 0;
+        for (size_t k = 0; k < 3; k++) {
+            jn_buffer_list_init(&lists[k]);
+            assert_int_equal(jn_buffer_list_append_split(&lists[k], msg + at, lens[k], 512), 0);
+            jn_buffer_t *bf = lists[k].head;
+            runs[k] = (jn_amqp_run_t){.data = bf->data, .len = lens[k], .buf = bf};
+            assert_int_equal(jn_iter_init(&pieces[k], bf, 0, lens[k], JN_VIEW_RAW), 0);
+            if (!views)
+                (void)jn_buffer_ref(bf); /* ours, given */
+            at += lens[k];
+        }
+        jn_amqp_delivery_t *d;
+        assert_int_equal(jn_amqp_delivery_new(l, "s", 1, 0, false, &d), 0);
+        size_t taken = 0;
+        if (views)
+            assert_int_equal(jn_amqp_delivery_send(d, pieces, 3, false, &taken), 1);
+        else
+            assert_int_equal(jn_amqp_delivery_send_runs(d, runs, 3, false, true, &taken), 1);
+        assert_int_equal(taken, sizeof msg);
+        assert_int_equal(atomic_load(&lists[0].head->refcount), 1); /* copied */
+        assert_int_equal(atomic_load(&lists[1].head->refcount), 1);
+        assert_int_equal(atomic_load(&lists[2].head->refcount), 2); /* the output's */
+        struct iovec iov[8];
+        assert_int_equal(jn_amqp_conn_output_iov(a.c, iov, 8), 2);
+        assert_memory_equal((const uint8_t *)iov[0].iov_base + iov[0].iov_len - 89, msg, 89);
+        assert_ptr_equal(iov[1].iov_base, lists[2].head->data);
+        assert_int_equal(iov[1].iov_len, 153);
+        pump(&a, &b);
+        assert_int_equal(b.transfers, 1);
+        assert_int_equal(b.npayload, sizeof msg);
+        assert_memory_equal(b.payload, msg, sizeof msg);
+        for (size_t k = 0; k < 3; k++) {
+            assert_int_equal(atomic_load(&lists[k].head->refcount), 1);
+            jn_buffer_list_free(&lists[k]);
+        }
+        peer_free(&a);
+        peer_free(&b);
+    }
+}
+
 static void test_payload_filling_the_last_frame_exactly(void **state)
 {
     (void)state;
@@ -288,10 +353,11 @@ static void test_runs_given_hand_their_references_over(void **state)
     size_t taken;
     assert_int_equal(jn_amqp_delivery_send_runs(d, runs, n, false, true, &taken), 0);
     assert_true(taken > 500 && taken < 1024); /* two frames: the first run whole, the second not */
-    /* the first run spans both frames: the first frame's reference, then
-     * ours given to the second; the second run's is ours still, beside
-     * the second frame's; the third's is ours alone */
-    assert_int_equal(atomic_load(&bufs[0]->refcount), 3); /* the list's and two frames' */
+    /* the first run spans both frames: the first frame's reference; its
+     * last octets, under 128, are copied into the second frame and ours,
+     * given, is dropped; the second run's is ours still, beside the second
+     * frame's; the third's is ours alone */
+    assert_int_equal(atomic_load(&bufs[0]->refcount), 2); /* the list's and a frame's */
     assert_int_equal(atomic_load(&bufs[1]->refcount), 3); /* the list's, ours, a frame's */
     assert_int_equal(atomic_load(&bufs[2]->refcount), 2);
     pump(&a, &b);
@@ -776,6 +842,7 @@ int main(void)
         cmocka_unit_test(test_multi_frame_split_at_max_frame_and_referenced),
         cmocka_unit_test(test_runs_send_the_frames_the_views_send),
         cmocka_unit_test(test_runs_given_hand_their_references_over),
+        cmocka_unit_test(test_short_runs_copied_into_the_output),
         cmocka_unit_test(test_payload_filling_the_last_frame_exactly),
         cmocka_unit_test(test_output_taken_a_few_octets_at_a_time),
         cmocka_unit_test(test_remote_incoming_window_holds_frames_back),

@@ -88,9 +88,10 @@ int jn_amqp_delivery_set_state(jn_amqp_delivery_t *d, const jn_amqp_state_t *sta
  * and must stay until then. Only a run of at most 128 octets (within one
  * buffer and one frame) is copied into the composed output instead, when
  * the output has room for it: an iovec costs the kernel more than that
- * copy. more says that the message goes on beyond these
- * pieces (a later call brings the rest). *taken is set to the octets framed
- * (the caller hands the rest again, after on_flow, when it is less than all).
+ * copy. more says that the message goes on beyond these pieces (a later
+ * call brings the rest). *taken is set to the octets framed, with an error
+ * too (the caller hands the rest again, after on_flow, when it is less
+ * than all).
  * Returns 1 when the last frame went out (more false, every octet taken): a
  * settled d is then freed; 0 when octets or the message's end remain; JN_EPERM
  * when d is not an outgoing delivery in progress, or its link or session is
@@ -119,8 +120,10 @@ typedef struct jn_amqp_run {
  * of it referenced as without give): a caller whose runs are its own
  * references spares a reference taken and dropped per run. The same
  * frames, results and errors, but for JN_EINVAL, which it never returns
- * (with any error no reference is given). Hot path: every copy a
- * connection on the own engine sends. Owning thread. */
+ * (with an error, the references given are those of the runs within
+ * *taken: the frames that went into the output before it, none when
+ * nothing did). Hot path: every copy a connection on the own engine
+ * sends. Owning thread. */
 int jn_amqp_delivery_send_runs(jn_amqp_delivery_t *d, const jn_amqp_run_t *runs, size_t n,
                                bool more, bool give, size_t *taken);
 

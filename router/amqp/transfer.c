@@ -490,7 +490,9 @@ static void frame_size(jn_amqp_conn_t *c, size_t start, size_t head, size_t payl
 }
 
 /* One frame of d with up to *left payload octets from the pieces; *n is
- * set to the octets it carries. The performative is first composed as the
+ * set to the octets it carries (0 when it was rolled back; a frame whose
+ * only failure is frame_sent's, the unsettled table out of memory, stays
+ * in the output with them). The performative is first composed as the
  * last frame's (more=false, the shorter encoding): a message that fits one
  * frame, the common case, is composed once; only when the payload does not
  * fit is it composed again with more=true, which leaves less room, so the
@@ -517,6 +519,7 @@ static int send_frame(jn_amqp_delivery_t *d, payload_t *src, size_t left, bool m
         rc = jn_encoder_error(&c->out);
     if (rc != 0) {
         jn_amqp_out_rollback(c, start);
+        *n = 0; /* nothing of it stays in the output */
         return rc;
     }
     frame_size(c, start, head, *n);
@@ -544,9 +547,9 @@ static int send_payload(jn_amqp_delivery_t *d, payload_t *src, size_t left, bool
     while (s->w.remote_incoming_window > 0 && (left > 0 || !more)) {
         size_t sent = 0;
         rc = send_frame(d, src, left, more, &sent);
+        *taken += sent; /* a frame that failed only in frame_sent is out */
         if (rc != 0)
             return rc;
-        *taken += sent;
         left -= sent;
         if (left == 0 && !more) {
             d->complete = true;

@@ -204,10 +204,6 @@ static size_t first_frame_head(bool more)
     return head;
 }
 
-/* A payload that fits the peer's max-frame-size after the last frame's
- * (shorter) performative goes in one frame, even though it would not fit
- * after a performative with more=true; one octet more takes two frames,
- * none over the max. */
 /* Short runs are copied into the output, longer ones referenced: a
  * message as a router sends it, a 7-octet header section, 82 octets of
  * annotations and 153 octets of the rest, goes out as two runs of the
@@ -268,6 +264,10 @@ static void test_short_runs_copied_into_the_output(void **state)
     }
 }
 
+/* A payload that fits the peer's max-frame-size after the last frame's
+ * (shorter) performative goes in one frame, even though it would not fit
+ * after a performative with more=true; one octet more takes two frames,
+ * none over the max. */
 static void test_payload_filling_the_last_frame_exactly(void **state)
 {
     (void)state;

@@ -5,7 +5,8 @@
  * since views live only during a callback); pump() carries each engine's
  * output to the other, split into buffers of a chosen size; raw frames
  * can be fed to an engine as a hostile peer would, and an engine's output
- * read back as frames.
+ * read back as frames; a sender link set up between two peers, and a
+ * routed message's runs (test_amqp_transfer.c, test_amqp_nomem.c).
  */
 #ifndef TEST_AMQP_ENGINE_UTIL_H
 #define TEST_AMQP_ENGINE_UTIL_H 1
@@ -271,6 +272,63 @@ static inline void pump(peer_t *a, peer_t *b)
         if (carry(a, b) + carry(b, a) == 0)
             return;
     fail_msg("the two engines never went quiet");
+}
+
+/* a (max frame a_max) and b (max frame b_max) open, a begins a session
+ * and attaches a sender that b answers; b grants credit. Returns a's link. */
+static inline jn_amqp_link_t *sender_pair(peer_t *a, peer_t *b, size_t chunk, uint32_t b_max,
+                                   uint32_t credit)
+{
+    peer_init(a, "client", 65536, 255, 0);
+    peer_init(b, "server", b_max, 255, 0);
+    a->chunk = b->chunk = chunk;
+    assert_int_equal(jn_amqp_conn_open(a->c), 0);
+    jn_amqp_session_t *s = jn_amqp_session_new(a->c);
+    assert_int_equal(jn_amqp_session_begin(s, 0xFFFFFFFEu, 100, 100), 0);
+    jn_amqp_link_t *l = jn_amqp_link_new(s, "out", JN_AMQP_SENDER);
+    assert_int_equal(jn_amqp_link_attach(l, &(jn_amqp_attach_t){0}, 0xFFFFFFFFu), 0);
+    pump(a, b);
+    assert_non_null(b->last_link);
+    assert_int_equal(jn_amqp_link_flow(b->last_link, credit, false, false), 0);
+    pump(a, b);
+    assert_int_equal(jn_amqp_link_state(l).credit, credit);
+    return l;
+}
+
+/* A message as a router sends it, cut into the runs it hands the engine:
+ * a 7-octet header section, 82 octets of annotations and 153 of
+ * properties and body (ROUTED_LEN in all, from msg), each in a buffer of
+ * its own in lists[k], as runs[k] and as raw views pieces[k] (NULL: no
+ * views). give: a reference of ours on each buffer, to be handed over. */
+#define ROUTED_RUNS 3
+#define ROUTED_LEN 242
+static const size_t routed_lens[ROUTED_RUNS] = {7, 82, 153};
+
+static inline void routed_runs(const uint8_t *msg, jn_buffer_list_t *lists, jn_amqp_run_t *runs,
+                               jn_iter_t *pieces, bool give)
+{
+    size_t at = 0;
+    for (size_t k = 0; k < ROUTED_RUNS; k++) {
+        jn_buffer_list_init(&lists[k]);
+        assert_int_equal(jn_buffer_list_append_split(&lists[k], msg + at, routed_lens[k], 512), 0);
+        jn_buffer_t *bf = lists[k].head;
+        runs[k] = (jn_amqp_run_t){.data = bf->data, .len = routed_lens[k], .buf = bf};
+        if (pieces)
+            assert_int_equal(jn_iter_init(&pieces[k], bf, 0, routed_lens[k], JN_VIEW_RAW), 0);
+        if (give)
+            (void)jn_buffer_ref(bf);
+        at += routed_lens[k];
+    }
+}
+
+/* After the output holding routed_runs' buffers was written: each is
+ * back to its list's one reference; the lists are freed. */
+static inline void routed_runs_free(jn_buffer_list_t *lists)
+{
+    for (size_t k = 0; k < ROUTED_RUNS; k++) {
+        assert_int_equal(atomic_load(&lists[k].head->refcount), 1);
+        jn_buffer_list_free(&lists[k]);
+    }
 }
 
 /* Two engines open to each other (a starts). */

@@ -27,24 +27,6 @@ void *__wrap_calloc(size_t n, size_t size)
     return __real_calloc(n, size);
 }
 
-/* a (max frame 65536) opens to b, begins a session and attaches a sender
- * that b grants credit to. Returns a's link. */
-static jn_amqp_link_t *sender_pair(peer_t *a, peer_t *b)
-{
-    peer_init(a, "client", 65536, 255, 0);
-    peer_init(b, "server", 65536, 255, 0);
-    assert_int_equal(jn_amqp_conn_open(a->c), 0);
-    jn_amqp_session_t *s = jn_amqp_session_new(a->c);
-    assert_int_equal(jn_amqp_session_begin(s, 0, 100, 100), 0);
-    jn_amqp_link_t *l = jn_amqp_link_new(s, "out", JN_AMQP_SENDER);
-    assert_int_equal(jn_amqp_link_attach(l, &(jn_amqp_attach_t){0}, 0xFFFFFFFFu), 0);
-    pump(a, b);
-    assert_non_null(b->last_link);
-    assert_int_equal(jn_amqp_link_flow(b->last_link, 10, false, false), 0);
-    pump(a, b);
-    return l;
-}
-
 /* A message as a router sends it, runs of 7, 82 and 153 octets, each with
  * a reference given: the table of unsettled deliveries cannot take the
  * delivery, the call fails, and *taken says the whole frame went out, so
@@ -54,27 +36,19 @@ static jn_amqp_link_t *sender_pair(peer_t *a, peer_t *b)
 static void test_unsettled_table_out_of_memory_counts_the_frame_sent(void **state)
 {
     (void)state;
-    static const size_t lens[3] = {7, 82, 153};
-    uint8_t msg[242];
+    uint8_t msg[ROUTED_LEN];
     for (size_t k = 0; k < sizeof msg; k++)
         msg[k] = (uint8_t)(k * 3 + 2);
     peer_t a, b;
-    jn_amqp_link_t *l = sender_pair(&a, &b);
-    jn_buffer_list_t lists[3];
-    jn_amqp_run_t runs[3];
-    size_t at = 0;
-    for (size_t k = 0; k < 3; k++) {
-        jn_buffer_list_init(&lists[k]);
-        assert_int_equal(jn_buffer_list_append_split(&lists[k], msg + at, lens[k], 512), 0);
-        jn_buffer_t *bf = lists[k].head;
-        runs[k] = (jn_amqp_run_t){.data = bf->data, .len = lens[k], .buf = jn_buffer_ref(bf)};
-        at += lens[k];
-    }
+    jn_amqp_link_t *l = sender_pair(&a, &b, 0, 65536, 10);
+    jn_buffer_list_t lists[ROUTED_RUNS];
+    jn_amqp_run_t runs[ROUTED_RUNS];
+    routed_runs(msg, lists, runs, NULL, true);
     jn_amqp_delivery_t *d;
     assert_int_equal(jn_amqp_delivery_new(l, "m", 1, 0, false, &d), 0);
     size_t taken = 0;
     fail_callocs = 1; /* the unsettled table's first slots */
-    assert_int_equal(jn_amqp_delivery_send_runs(d, runs, 3, false, true, &taken), JN_ENOMEM);
+    assert_int_equal(jn_amqp_delivery_send_runs(d, runs, ROUTED_RUNS, false, true, &taken), JN_ENOMEM);
     fail_callocs = 0;
     assert_int_equal(taken, sizeof msg); /* every run given: none is the caller's */
     assert_int_equal(atomic_load(&lists[0].head->refcount), 1);
@@ -84,10 +58,7 @@ static void test_unsettled_table_out_of_memory_counts_the_frame_sent(void **stat
     assert_int_equal(b.transfers, 1);
     assert_int_equal(b.npayload, sizeof msg);
     assert_memory_equal(b.payload, msg, sizeof msg);
-    for (size_t k = 0; k < 3; k++) {
-        assert_int_equal(atomic_load(&lists[k].head->refcount), 1);
-        jn_buffer_list_free(&lists[k]);
-    }
+    routed_runs_free(lists);
     peer_free(&a);
     peer_free(&b);
 }

@@ -18,27 +18,6 @@
 static const size_t chunks[] = {0, 1, 2, 3, 7};
 #define NCHUNKS (sizeof chunks / sizeof chunks[0])
 
-/* a (max frame a_max) and b (max frame b_max) open, a begins a session
- * and attaches a sender that b answers; b grants credit. Returns a's link. */
-static jn_amqp_link_t *sender_pair(peer_t *a, peer_t *b, size_t chunk, uint32_t b_max,
-                                   uint32_t credit)
-{
-    peer_init(a, "client", 65536, 255, 0);
-    peer_init(b, "server", b_max, 255, 0);
-    a->chunk = b->chunk = chunk;
-    assert_int_equal(jn_amqp_conn_open(a->c), 0);
-    jn_amqp_session_t *s = jn_amqp_session_new(a->c);
-    assert_int_equal(jn_amqp_session_begin(s, 0xFFFFFFFEu, 100, 100), 0);
-    jn_amqp_link_t *l = jn_amqp_link_new(s, "out", JN_AMQP_SENDER);
-    assert_int_equal(jn_amqp_link_attach(l, &(jn_amqp_attach_t){0}, 0xFFFFFFFFu), 0);
-    pump(a, b);
-    assert_non_null(b->last_link);
-    assert_int_equal(jn_amqp_link_flow(b->last_link, credit, false, false), 0);
-    pump(a, b);
-    assert_int_equal(jn_amqp_link_state(l).credit, credit);
-    return l;
-}
-
 static int send_bytes(jn_amqp_link_t *l, const char *tag, const void *data, size_t len,
                       bool settled, jn_amqp_delivery_t **d)
 {
@@ -214,34 +193,23 @@ static size_t first_frame_head(bool more)
 static void test_short_runs_copied_into_the_output(void **state)
 {
     (void)state;
-    static const size_t lens[3] = {7, 82, 153};
-    uint8_t msg[242];
+    uint8_t msg[ROUTED_LEN];
     for (size_t k = 0; k < sizeof msg; k++)
         msg[k] = (uint8_t)(k * 5 + 1);
     for (int views = 0; views <= 1; views++) {
         peer_t a, b;
         jn_amqp_link_t *l = sender_pair(&a, &b, 0, 65536, 10);
-        jn_buffer_list_t lists[3];
-        jn_amqp_run_t runs[3];
-        jn_iter_t pieces[3];
-        size_t at = 0;
-        for (size_t k = 0; k < 3; k++) {
-            jn_buffer_list_init(&lists[k]);
-            assert_int_equal(jn_buffer_list_append_split(&lists[k], msg + at, lens[k], 512), 0);
-            jn_buffer_t *bf = lists[k].head;
-            runs[k] = (jn_amqp_run_t){.data = bf->data, .len = lens[k], .buf = bf};
-            assert_int_equal(jn_iter_init(&pieces[k], bf, 0, lens[k], JN_VIEW_RAW), 0);
-            if (!views)
-                (void)jn_buffer_ref(bf); /* ours, given */
-            at += lens[k];
-        }
+        jn_buffer_list_t lists[ROUTED_RUNS];
+        jn_amqp_run_t runs[ROUTED_RUNS];
+        jn_iter_t pieces[ROUTED_RUNS];
+        routed_runs(msg, lists, runs, pieces, !views); /* runs given, or views */
         jn_amqp_delivery_t *d;
         assert_int_equal(jn_amqp_delivery_new(l, "s", 1, 0, false, &d), 0);
         size_t taken = 0;
         if (views)
-            assert_int_equal(jn_amqp_delivery_send(d, pieces, 3, false, &taken), 1);
+            assert_int_equal(jn_amqp_delivery_send(d, pieces, ROUTED_RUNS, false, &taken), 1);
         else
-            assert_int_equal(jn_amqp_delivery_send_runs(d, runs, 3, false, true, &taken), 1);
+            assert_int_equal(jn_amqp_delivery_send_runs(d, runs, ROUTED_RUNS, false, true, &taken), 1);
         assert_int_equal(taken, sizeof msg);
         assert_int_equal(atomic_load(&lists[0].head->refcount), 1); /* copied */
         assert_int_equal(atomic_load(&lists[1].head->refcount), 1);
@@ -255,10 +223,7 @@ static void test_short_runs_copied_into_the_output(void **state)
         assert_int_equal(b.transfers, 1);
         assert_int_equal(b.npayload, sizeof msg);
         assert_memory_equal(b.payload, msg, sizeof msg);
-        for (size_t k = 0; k < 3; k++) {
-            assert_int_equal(atomic_load(&lists[k].head->refcount), 1);
-            jn_buffer_list_free(&lists[k]);
-        }
+        routed_runs_free(lists);
         peer_free(&a);
         peer_free(&b);
     }
